@@ -433,3 +433,12 @@ def test_a_3d_grid_of_runs_is_the_window_it_covers():
   np.testing.assert_allclose(sum_dim1_pointer_grid(jnp.asarray(x), BB=2, BM=8, BN=32, interpret=True), x.sum(1),
                              rtol=1e-5, atol=1e-5)
   sum_dim1_pointer_grid.check(S(x.shape, F32), BB=2, BM=8, BN=32)
+
+
+@pytest.mark.gpu
+def test_gpu_3d_pointer_grid_past_the_arrays_end_matches_interpret():
+  """The last programs' 3-D windows run past the batches and columns (masked off there): may fault if a masked
+  element's address were dereferenced."""
+  x = jnp.asarray(_rand((5, 7, 100), 14))
+  np.testing.assert_allclose(sum_dim1_pointer_grid(x, BB=2, BM=8, BN=32),
+                             sum_dim1_pointer_grid(x, BB=2, BM=8, BN=32, interpret=True), rtol=1e-6, atol=1e-6)
