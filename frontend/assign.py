@@ -291,7 +291,8 @@ class Assignments:
     aug.written = f"{name}[{at}] = ..."
     i %= len(cur)
     after = f"{i + 1}" if at.lstrip("-").isdigit() else f"{at} + 1"
-    self._not_in_place(aug, cur, rebuilt=f"{name} = {name}[:{i if after[0].isdigit() else at}] + [v] + {name}[{after}:]")
+    before = i if after[0].isdigit() else at
+    self._not_in_place(aug, cur, rebuilt=f"{name} = {name}[:{before}] + [v] + {name}[{after}:]")
     self.env[name] = cur[:i] + [value] + cur[i + 1:]
     self.where[name] = self.loc(stmt)
     return True

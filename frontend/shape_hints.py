@@ -82,7 +82,7 @@ def _norm(x, pos, kw, rank):
     return f"write ml.sum(ml.abs({x}){tail})"
   if vector and (order in _INF or order.startswith("-") and order[1:] in _INF):
     return f"write ml.{'min' if order.startswith('-') else 'max'}(ml.abs({x}){tail})"
-  if rank == 2 and axis is None and not keep and (order == "1" or order in _INF):    # a matrix's largest column or row sum
+  if rank == 2 and axis is None and not keep and (order == "1" or order in _INF):    # a matrix's largest column or row
     return f"write ml.max(ml.sum(ml.abs({x}), axis={0 if order == '1' else 1}))"
   return None
 

@@ -30,7 +30,7 @@ def _reduced(x, axis, kind):
                 grid=lambda x, **k: (ml.cdiv(x.shape[0], k["BB"]), ml.cdiv(x.shape[3 - k["axis"]], k["BK"])))
 def reduce_blocks(x, o, *, kind: ml.constexpr, axis: ml.constexpr, BB: ml.constexpr, BM: ml.constexpr,
                   BK: ml.constexpr):
-  """torch.sum(x, dim=axis) of (batch, dim1, dim2) for axis 1 or 2, BB batches a program: a (BB, BM, BK) or
+  """torch's sum, max or argmin over dim=axis of (batch, dim1, dim2), axis 1 or 2, BB batches a program: a (BB, BM, BK) or
   (BB, BK, BM) tile, its (BB, BK) statistic stored under the tail's mask (a (2, 8) max over dim2: 16 elements,
   a (2, 32) sum over dim1: 64, too few for a register tensor of their shape)."""
   i, j = ml.program_id(0), ml.program_id(1)
