@@ -14,7 +14,8 @@ from .ops.elementwise import BinOp, Cast, Full
 from .ops.gather import Gather, ScatterUpdate
 from .ops.memory import Store
 from .ops.mma import Dot
-from .ops.shape import Broadcast, Reduce, Reshape, TransposeLoad, TransposeStore
+from .ops.shape import Broadcast, Reduce, Reshape
+from .ops.permute import TransposeLoad, TransposeStore
 from .layout_hints import (column_slice_hint, empty_tensor_hint, pad_hint, read_window, reductions_of,
                            register_window_hint, role,
                            row_of_statistic, small_tile_hint, smem_vector_hint)

@@ -36,7 +36,8 @@ from .ir import LayoutRule
 from .ops.control import WarpSpecialize
 from .ops.gather import Gather, ScatterUpdate
 from .ops.memory import ClusterRef, View
-from .ops.shape import READ_2D_FIRST, Broadcast, Reduce, ReduceKind, Reshape, TransposeLoad, TransposeStore
+from .ops.shape import READ_2D_FIRST, Broadcast, Reduce, ReduceKind, Reshape
+from .ops.permute import TransposeLoad, TransposeStore
 from .windows import minor_strided, window_vec
 from .layout_errors import LayoutErrors, _is_tensor
 from .column_index_hints import (column_gather_hint, column_scatter_hint, gather_columns_hint, narrow_gather_hint,

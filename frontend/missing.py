@@ -559,8 +559,12 @@ def array_call_hint(name, pos, kw, is_float=False, dtype=None) -> str | None:
     axis = kw.get("axis", pos[1] if len(pos) > 1 else "0").strip()
     if isinstance(items, (ast.List, ast.Tuple)) and axis == "-1":
       return join_hint("stack", [ast.get_source_segment(pos[0].strip(), e) for e in items.elts])
-    return ("no ml.stack: ml.concatenate([a[..., None], b[..., None]], axis=-1) stacks along a new last axis;"
-            " along a new leading axis, store each into its window of the output: out.at[i][...] = v")
+    if isinstance(items, (ast.List, ast.Tuple)) and axis.isdigit() and items.elts:    # a new axis k: [:, ..., None]
+      index = ", ".join([":"] * int(axis) + ["None"])
+      parts = ", ".join(f"{_operand(ast.get_source_segment(pos[0].strip(), e))}[{index}]" for e in items.elts)
+      return f"no ml.stack: join along a new axis {axis}, ml.concatenate([{parts}], axis={axis})"
+    return ("no ml.stack: join along a new axis, ml.concatenate([a[None], b[None]], axis=0) (a[:, None] for axis=1,"
+            " a[..., None] for the last)")
   if name in _MATH:
     return _math_hint(name, pos)
   return None

@@ -118,6 +118,31 @@ def _dynamic(x, starts, sizes):
           f" ref[{win}] (ref.at[{win}] for a view)")
 
 
+PERMUTES = ("transpose", "permute_dims", "matrix_transpose", "swapaxes", "moveaxis")
+
+
+def _permutation(name, pos, kw, rank):
+  """The axes of jnp.transpose (permute_dims, matrix_transpose, swapaxes, moveaxis) as ml.transpose takes
+  them, from the call's static arguments; None where they are not static."""
+  order = list(range(rank))
+  if name in ("transpose", "permute_dims"):
+    axes = literal(_arg(pos, kw, 1, "axes"))
+    if axes is None and len(pos) < 2 and "axes" not in kw:
+      return tuple(order[::-1])
+    return axes if _axes(axes, rank) is not None and len(set(_axes(axes, rank))) == rank == len(axes) else None
+  if name == "matrix_transpose":
+    return tuple(order[:-2] + order[-1:] + order[-2:-1])
+  a = _axes(literal(_arg(pos, kw, 1, "axis1" if name == "swapaxes" else "source")), rank)
+  b = _axes(literal(_arg(pos, kw, 2, "axis2" if name == "swapaxes" else "destination")), rank)
+  if a is None or b is None or len(a) != 1 or len(b) != 1:
+    return None
+  if name == "swapaxes":
+    order[a[0]], order[b[0]] = order[b[0]], order[a[0]]
+  else:
+    order.insert(b[0], order.pop(a[0]))
+  return tuple(order)
+
+
 def shape_call_hint(name, pos, kw, shape) -> str | None:
   """The hint for jnp.`name`(...) (or lax's, jax.nn's) on register values; None if not one of these."""
   x = pos[0].strip() if pos else "x"
@@ -128,6 +153,8 @@ def shape_call_hint(name, pos, kw, shape) -> str | None:
     return _squeeze(x, _arg(pos, kw, 1, "axis", _arg(pos, kw, 1, "dimensions")), shape)
   if name in ("swapaxes", "moveaxis") and rank == 2:
     return f"write {x}.T (a 2-D transpose, through SMEM)"
+  if name in PERMUTES and rank is not None and rank >= 3 and (perm := _permutation(name, pos, kw, rank)):
+    return f"write ml.transpose({x}, {perm}) (jnp.transpose's order, through SMEM)"
   if name in ("amax", "amin"):
     return f"write ml.{name[1:]}({', '.join(p.strip() for p in pos)}{''.join(f', {k}={v}' for k, v in kw.items())})"
   if name == "outer" and len(pos) == 2:
@@ -154,6 +181,13 @@ def shape_call_hint(name, pos, kw, shape) -> str | None:
   reps = literal(_arg(pos, kw, 1, "reps" if name == "tile" else "repeats"))
   if name == "tile" and rank == 1 and isinstance(reps, int) and reps > 1:
     return f"write ml.concatenate([{', '.join([x] * reps)}], axis=0)"
+  if name == "tile" and rank and rank > 1 and (isinstance(reps, int) and reps > 1 or isinstance(reps, tuple) and len(
+      reps) == rank and all(isinstance(r, int) and r >= 1 for r in reps) and max(reps) > 1):
+    reps, out = (1,) * (rank - 1) + (reps,) if isinstance(reps, int) else reps, x    # an int tiles the last axis
+    for a, r in enumerate(reps):
+      if r > 1:
+        out = f"ml.concatenate([{out}] * {r}, axis={a})"
+    return f"write {out} (jnp.tile's copies, joined through SMEM)"
   if name == "repeat" and rank == 1 and isinstance(reps, int) and reps > 1:
     return (f"read {x} repeated from the ref it came from, a gather: ref[ml.arange({shape[0] * reps}) // {reps}]"
             f" (each element {reps} times, as jnp.repeat)")
@@ -175,7 +209,8 @@ NOT_YET = {
     "triu": "no ml.triu: keep the upper triangle by index, ml.where(ml.arange(n)[None, :] >= ml.arange(m)[:, None],"
             " x, 0) for an (m, n) x",
     "one_hot": "no ml.one_hot: compare with an index vector, (ids[:, None] == ml.arange(n)[None, :]).astype(jnp.float32)",
-    "swapaxes": "no ml.swapaxes: x.T transposes a 2-D tensor", "moveaxis": "no ml.moveaxis: x.T transposes a 2-D tensor",
+    "swapaxes": "no ml.swapaxes: x.T transposes a 2-D tensor, ml.transpose(x, axes) permutes a wider one",
+    "moveaxis": "no ml.moveaxis: x.T transposes a 2-D tensor, ml.transpose(x, axes) permutes a wider one",
     "outer": "no ml.outer: a[:, None] * b[None, :] (broadcasting)",
     "dynamic_slice": "no ml.dynamic_slice: read the window from its ref, ref[ml.ds(start, size), ...]",
     "tile": "no ml.tile: ml.concatenate([x, x], axis=0) joins copies",

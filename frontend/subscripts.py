@@ -12,7 +12,7 @@ from .dtypes import DType
 from . import missing
 from .missing import missing_hint
 from .torch_hints import torch_method_hint
-from .ops import METHODS, REF_METHODS, gather, memory, roll, shape, transfers
+from .ops import METHODS, REF_METHODS, gather, memory, permute, roll, shape, transfers
 from .ops.base import TRANSPOSES, is_smem_matrix, is_tensor, is_value, keep_weak, kind_of, smem_transpose_hint, static_number
 from .ops.vector_views import strided_vector
 from .ops.strided_axes import strided_axis
@@ -102,7 +102,14 @@ class Subscripts:
       if attr == "T":
         if isinstance(t, RefType):
           return memory.transpose(self.cx(node), base, self.text(node))
-        return keep_weak(self.b, [base], shape.transpose_tensor(self.cx(node), base, self.text(node)))
+        if len(t.shape) >= 3:       # jnp's .T of a wider array: its axes reversed
+          return keep_weak(self.b, [base], permute.permute_tensor(self.cx(node), base, tuple(range(len(t.shape)))[::-1],
+                                                                  self.text(node)))
+        return keep_weak(self.b, [base], permute.transpose_tensor(self.cx(node), base, self.text(node)))
+      if attr == "mT" and not isinstance(t, RefType) and len(t.shape) >= 2:    # jnp's and torch's batched transpose
+        order = tuple(range(len(t.shape) - 2)) + (len(t.shape) - 1, len(t.shape) - 2)
+        return keep_weak(self.b, [base], permute.permute_tensor(self.cx(node), base, order, self.text(node))
+                         if len(t.shape) >= 3 else permute.transpose_tensor(self.cx(node), base, self.text(node)))
       if attr in METHODS and not isinstance(t, RefType):
         return _Method(METHODS[attr], base)
       if attr in REF_METHODS and isinstance(t, RefType):
@@ -268,6 +275,8 @@ class Subscripts:
           return keep_weak(self.b, [base], strided)
         if (rev := roll.reversed_axes(base, index)) is not None:    # v[:, ::-1]: jnp.flip, through SMEM
           return keep_weak(self.b, [base], roll.flip_tensor(cx, base, rev, name))
+        if (view := permute.strided_slice(cx, base, index)) is not None:    # v[::2], v[1::3]: a view, through SMEM
+          return keep_weak(self.b, [base], view)
         check_tensor_steps(cx, base, index)
         return keep_weak(self.b, [base], shape.expand(cx, base, index))
       name = base.name if (base.name or "").isidentifier() else None

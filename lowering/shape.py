@@ -17,7 +17,8 @@ from jaxlib.mlir.dialects import arith, memref
 
 from ..frontend.dtypes import DType
 from ..frontend.smem import exchange_slots
-from ..frontend.ops.shape import Broadcast, Reduce, ReduceKind, Reshape, Slice, TransposeLoad, TransposeStore
+from ..frontend.ops.shape import Broadcast, Reduce, ReduceKind, Reshape, Slice
+from ..frontend.ops.permute import RestrideLoad, TransposeLoad, TransposeStore
 from ..frontend.ops.roll import FlipLoad, RollLoad
 from ..frontend.relayout import RelayoutLoad, RelayoutStore
 from ..frontend.types import LayoutKind, ScalarType
@@ -276,11 +277,44 @@ def _flip_load(ctx, o):
                                  create_array=True, is_signed=t.dtype.is_signed))
 
 
+@lower(RestrideLoad)
+def _restride_load(ctx, o):
+  mem, t = ctx.memref(ctx.get(o.scratch)), o.result.type
+  zero = arith.constant(mlir_type(t.dtype), 0.0 if t.dtype.is_float else 0)
+  base = fa.FragmentedArray.splat(zero, ctx.local_shape(t), layout_of(t), is_signed=t.dtype.is_signed)
+  ctx.set(o.result, base.foreach(lambda _, idx: memref.load(mem, [_restrided(ctx, t, idx, o)]),
+                                 create_array=True, is_signed=t.dtype.is_signed))
+
+
+def _restrided(ctx, t, idx, o):
+  """The scratch position of result element `idx`: its coordinates taken back from its row-major position
+  (which absorbed foreach's vector element), then offset + sum(coordinate * stride)."""
+  index = ir.IndexType.get()
+  flat = _flat_index(ctx, t, idx)
+  pos = arith.constant(index, o.offset)
+  for k, (n, s) in enumerate(zip(t.shape, o.strides)):
+    step = math.prod(t.shape[k + 1:])
+    c = flat if k == 0 else arith.remui(flat, arith.constant(index, n * step))
+    if step > 1:
+      c = arith.divui(c, arith.constant(index, step))
+    if n > 1 and s:
+      pos = arith.addi(pos, arith.muli(c, arith.constant(index, s)))
+  return pos
+
+
 # ---------------------------------------------------------------- interpreter
 @interpret(FlipLoad)
 def _i_flip_load(cta, o):
   x = np.asarray(cta.read(cta.get(o.scratch), o)).reshape(o.result.type.shape)
   cta.set(o.result, np.flip(x, axis=o.axes).copy())
+
+
+@interpret(RestrideLoad)
+def _i_restride_load(cta, o):
+  x = np.asarray(cta.read(cta.get(o.scratch), o)).reshape(-1)
+  idx = np.indices(o.result.type.shape).reshape(len(o.result.type.shape), -1)
+  pos = o.offset + sum(i * s for i, s in zip(idx, o.strides))
+  cta.set(o.result, x[pos].reshape(o.result.type.shape))
 
 
 @interpret(RollLoad)

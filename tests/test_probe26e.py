@@ -321,8 +321,7 @@ JOIN = "ml.concatenate([lo[..., None], hi[..., None]], axis=-1)"
      "stack cannot take a list of register values inside a kernel", f"no ml.stack: join along a new last axis, {JOIN}"),
     ("stack0", "jnp.stack([lo, hi])", mg.KernelTypeError,
      "stack cannot take a list of register values inside a kernel",
-     "no ml.stack: ml.concatenate([a[..., None], b[..., None]], axis=-1) stacks along a new last axis; along a"
-     " new leading axis, store each into its window of the output: out.at[i][...] = v")])
+     "no ml.stack: join along a new axis 0, ml.concatenate([lo[None], hi[None]], axis=0)")])   # (probe 45f)
 def test_interleave_join_and_stack_say_to_concatenate_new_last_axes(which, at, cls, message, hint):
   # interleave said "check the spelling", join to build it in SMEM windows, jnp.stack
   # "kernels call ml.* functions"

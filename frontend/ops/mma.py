@@ -122,7 +122,7 @@ def _whole_read(cx, x):
   (`b_s[...]`) or a GMEM array or window of one (`w[...]`, `w.at[ml.ds(k, 64), :][...]`), or its transpose (`b_s[...].T`, through a scratch the
   transpose writes just before)."""
   from .memory import Load
-  from .shape import TransposeLoad, TransposeStore
+  from .permute import TransposeLoad, TransposeStore
   d, flip = cx.b.defining(x), False
   if isinstance(d, TransposeLoad):
     store = next((o for o in reversed(cx.b.block.ops) if isinstance(o, TransposeStore) and o.scratch is d.scratch),

@@ -22,7 +22,8 @@ from .vector_views import check_vector_reshape
 from .window_hints import register_window_hint
 from .broadcast_nd import (copied_axes, flattened_plan, flattens, index_small, small_source, trailing_first,
                            two_step_plan)
-from .scratches import row_scratch, scratch
+from .scratches import scratch
+from .permute import transpose_tensor
 from .spread import broadcast as spread_broadcast, refuse as spread_refuse, reshaped as spread_reshaped
 from .small_regrid import regrid
 from .elementwise_checks import method_on
@@ -539,9 +540,26 @@ def concatenate(cx, xs, axis=0):
   for x in xs:
     n = x.type.shape[axis]
     index = tuple(slice(at, at + n) if dim == axis else slice(None) for dim in range(rank))
+    if axis == 0 and (src := _stacked(cx, x, axis)) is not None:    # a[None] (jnp.stack's part): a, into its slice
+      index, x = index[:axis] + (at,) + index[axis + 1:], src
     store(cx, view(cx, buf, index), x)
     at += n
   return load(cx, buf, cx.name)
+
+
+def _stacked(cx, x, axis):
+  """The tensor `x` is made from by a size-1 axis inserted at `axis` (`a[None]`, `a.reshape(1, m, n)`), where it has
+  two axes or more of its own, else None: stored as it is into its slice of a concatenation's scratch (stored with
+  the size-1 axis, a (1, m, n) tile would share the (k, m, n) scratch's layout class, which the layout pass reads as a
+  broadcast along the new axis)."""
+  made = cx.b.defining(x)
+  if not (isinstance(made, (Broadcast, Reshape)) and x.type.shape[axis] == 1 and is_tensor(made.x)):
+    return None
+  src = made.x
+  squeezed = tuple(x.type.shape[:axis]) + tuple(x.type.shape[axis + 1:])
+  if tuple(src.type.shape) != squeezed or sum(d != 1 for d in squeezed) < 2:
+    return None
+  return src
 
 
 @builtin(methods=("reshape",))
@@ -629,67 +647,3 @@ def _operand(text: str) -> str:
   """`text` as the operand of a subscript: parenthesised unless a name, call or subscript."""
   import re
   return text if re.fullmatch(r"[\w.]+(\[[^\]]*\]|\([^)]*\))*", text) else f"({text})"
-
-
-# ---------------------------------------------------------------- transposes
-# A register tensor is transposed through an SMEM scratch the compiler allocates: every thread
-# stores its elements, a barrier (the sync pass's), every thread loads the elements the result's
-# layout gives it. Rows are padded by 4 bytes so that a warp reading a column meets 32 banks.
-def _transpose_effects(o):
-  return [(o.scratch, ir.Access.REG_WRITE if isinstance(o, TransposeStore) else ir.Access.REG_READ)]
-
-
-@ir.op(Traits(effects=_transpose_effects, moves_elements=True))
-class TransposeStore(ir.Op):
-  """Write the (m, n) tensor `x` into `scratch` (flat, rows of n + pad elements)."""
-  scratch: ir.Value
-  x: ir.Value
-  pad: int
-  loc: object
-  results: tuple = ()
-
-
-@ir.op(Traits(effects=_transpose_effects, layout=LayoutRule.FRESH, moves_elements=True))
-class TransposeLoad(ir.Op):
-  """Read the transpose (n, m) of what TransposeStore wrote into `scratch`."""
-  scratch: ir.Value
-  pad: int
-  loc: object
-  results: tuple
-
-
-def transpose_tensor(cx, x, name=""):
-  check_register_value(cx, x, "ml.transpose")
-  t = x.type
-  if not is_tensor(x) or len(t.shape) != 2:
-    raise E.KernelTypeError(
-        f"ml.transpose takes a 2-D register tensor, got {kind_of(x)}"
-        + (f" of shape {t.shape}" if is_tensor(x) else ""), cx.loc,
-        hint="transpose 2-D tiles: read them 2-D (x.at[b][...] of a (b, m, n) array, one per leading index)"
-             " or reshape the tensor to 2-D first (x.reshape((m, n)), which changes what the transpose"
-             " swaps); a 1-D vector needs no transpose: v[:, None] and v[None, :] make it a column or a row")
-  d = resolve(t.dtype)
-  if d == DType.bool_:                           # through SMEM as bytes, 0 or 1
-    return via_bytes(cx, x, lambda b: transpose_tensor(cx, b, name))
-  m, n = t.shape
-  if isinstance(d, DType) and d.bits > 32:
-    raise E.UnsupportedDtypeError(f"ml.transpose of {dtype_name(d)}: 8-, 16- and 32-bit elements only",
-                                  cx.loc, hint="transpose a 32-bit tensor")
-  scratch, pad = row_scratch(cx, m, n, t.dtype, "transpose scratch")
-  cx.b.emit(TransposeStore, scratch, x, pad, loc=cx.loc, types=[])
-  return cx.b.emit(TransposeLoad, scratch, pad, loc=cx.loc, types=[TensorType((n, m), t.dtype)],
-                   names=[name]).result
-
-
-@builtin(methods=("transpose",))
-def transpose(cx, x, *axes):
-  """The transpose of a 2-D register tensor (also `x.T`, `x.transpose()` and `x.transpose(1, 0)`),
-  through an SMEM scratch of the tile's size: a copy through shared memory, not free as `buf.T`
-  in ml.dot is."""
-  if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-    axes = tuple(axes[0])                       # ml.transpose(x, (1, 0)), as jnp.transpose
-  axes = tuple(axes) or None
-  if axes is not None and axes not in ((1, 0), (-1, -2), (1, -2), (-1, 0)):
-    raise E.KernelTypeError(f"ml.transpose(x, axes={axes!r}): 2-D tensors swap their two axes only",
-                            cx.loc, hint=f"leave axes out: ml.transpose({cx.named(x)})")
-  return transpose_tensor(cx, x, cx.name or "")

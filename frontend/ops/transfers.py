@@ -23,7 +23,7 @@ from .memory import (Copy, Load, Store, check_in_bounds, check_not_transposed, u
 def load(cx, ref, name="", merge=False, keep=None):
   """`ref[...]` into registers (`keep`: see Load)."""
   if is_ref(ref) and ref.type.transposed:        # buf.T[...]: the window read, then transposed
-    from .shape import transpose_tensor
+    from .permute import transpose_tensor
     return transpose_tensor(cx, load(cx, untransposed(cx, ref)), name)
   check_not_transposed(cx, ref, "read")
   t = ref.type
@@ -68,7 +68,7 @@ def store(cx, ref, value):
   from .shape import broadcast_shape, broadcast_to_shape
   if is_ref(ref) and ref.type.transposed:        # buf.T[...] = x: x transposed, into the window as stored
     if is_value(value) and isinstance(value.type, TensorType):
-      from .shape import transpose_tensor
+      from .permute import transpose_tensor
       if value.type.shape != ref.type.shape:
         raise E.ShapeMismatchError(
             f"cannot store a tensor of shape {value.type.shape} into {ref.name or 'a transposed view'} of"

@@ -1,0 +1,225 @@
+"""Transposes, permutes and strided views of register tensors: `x.T` of a 2-D tile, `ml.transpose(v, axes)` of a
+3-D or wider tensor (NCHW to NHWC, (B, S, H, D) to (B, H, S, D), the 5-D permute of a pixel shuffle), and slices
+with steps along any axis (`v[::2]`, `v[1::3]`, `v[:, ::2, :]`).
+
+A permute or strided slice is a strided view of the tensor's row-major elements, as NumPy's: result element `idx` is source element
+`offset + sum(idx[k] * strides[k])` of the flat tensor. Every thread stores its elements at their row-major
+positions in a flat SMEM scratch (RelayoutStore, as a reshape through SMEM), a barrier (the sync pass's), and
+every thread loads the elements of the result's layout from their positions in the view (RestrideLoad), as
+ml.roll and ml.flip do. A 2-D transpose has its own scratch, whose rows are padded against bank conflicts.
+"""
+from __future__ import annotations
+
+import math
+
+from .. import errors as E
+from .. import hw, ir
+from ..dtypes import DType
+from ..ir import LayoutRule, Traits
+from ..types import TensorType, dtype_name, resolve
+from .base import builtin, check_register_value, is_tensor, kind_of, shown
+
+
+def _effects(o):
+  return [(o.scratch, ir.Access.REG_READ)]
+
+
+# ---------------------------------------------------------------- transposes
+# A register tensor is transposed through an SMEM scratch the compiler allocates: every thread
+# stores its elements, a barrier (the sync pass's), every thread loads the elements the result's
+# layout gives it. Rows are padded by 4 bytes so that a warp reading a column meets 32 banks.
+def _transpose_effects(o):
+  return [(o.scratch, ir.Access.REG_WRITE if isinstance(o, TransposeStore) else ir.Access.REG_READ)]
+
+
+@ir.op(Traits(effects=_transpose_effects, moves_elements=True))
+class TransposeStore(ir.Op):
+  """Write the (m, n) tensor `x` into `scratch` (flat, rows of n + pad elements)."""
+  scratch: ir.Value
+  x: ir.Value
+  pad: int
+  loc: object
+  results: tuple = ()
+
+
+@ir.op(Traits(effects=_transpose_effects, layout=LayoutRule.FRESH, moves_elements=True))
+class TransposeLoad(ir.Op):
+  """Read the transpose (n, m) of what TransposeStore wrote into `scratch`."""
+  scratch: ir.Value
+  pad: int
+  loc: object
+  results: tuple
+
+
+def transpose_tensor(cx, x, name=""):
+  check_register_value(cx, x, "ml.transpose")
+  t = x.type
+  if not is_tensor(x) or len(t.shape) != 2:
+    raise E.KernelTypeError(
+        f"ml.transpose takes a 2-D register tensor, got {kind_of(x)}"
+        + (f" of shape {t.shape}" if is_tensor(x) else ""), cx.loc,
+        hint="a 1-D vector needs no transpose: v[:, None] and v[None, :] make it a column or a row (a 2-D"
+             " tile's transpose is x.T; ml.transpose(x, axes) permutes the axes of a 3-D or wider tensor)")
+  d = resolve(t.dtype)
+  if d == DType.bool_:                           # through SMEM as bytes, 0 or 1
+    from .shape import via_bytes
+    return via_bytes(cx, x, lambda b: transpose_tensor(cx, b, name))
+  m, n = t.shape
+  if isinstance(d, DType) and d.bits > 32:
+    raise E.UnsupportedDtypeError(f"ml.transpose of {dtype_name(d)}: 8-, 16- and 32-bit elements only",
+                                  cx.loc, hint="transpose a 32-bit tensor")
+  from .scratches import row_scratch
+  scratch, pad = row_scratch(cx, m, n, t.dtype, "transpose scratch")
+  cx.b.emit(TransposeStore, scratch, x, pad, loc=cx.loc, types=[])
+  return cx.b.emit(TransposeLoad, scratch, pad, loc=cx.loc, types=[TensorType((n, m), t.dtype)],
+                   names=[name]).result
+
+
+# ---------------------------------------------------------------- permutes of 3-D and wider tensors
+@ir.op(Traits(effects=_effects, layout=LayoutRule.FRESH, moves_elements=True))
+class RestrideLoad(ir.Op):
+  """Read the flat `scratch` (a tensor's row-major elements) through a strided view: result element `idx`
+  is the scratch's element `offset + sum(idx[k] * strides[k])` (strides in elements, any sign)."""
+  scratch: ir.Value
+  offset: int
+  strides: tuple
+  loc: object
+  results: tuple
+
+
+def row_major_strides(shape) -> tuple:
+  return tuple(math.prod(shape[k + 1:]) for k in range(len(shape)))
+
+
+def restride_tensor(cx, x, shape, offset: int, strides: tuple, name=""):
+  """The strided view (`shape`, `offset`, `strides` over x's flat row-major elements) of register tensor `x`,
+  through an SMEM scratch of x's size."""
+  from ..relayout import RelayoutStore
+  from .scratches import scratch
+  from .shape import via_bytes
+  t = x.type
+  if x.id in cx.b.spread:       # (a small middle-axis statistic held spread: ops/spread.py)
+    from .spread import refuse
+    refuse(cx, x, "to permute or slice")
+  if resolve(t.dtype) == DType.bool_:            # through SMEM as bytes, 0 or 1
+    return via_bytes(cx, x, lambda b: restride_tensor(cx, b, shape, offset, strides, name))
+  if isinstance(resolve(t.dtype), DType) and resolve(t.dtype).bits > 32:
+    raise E.UnsupportedDtypeError(f"a permute or strided slice of {dtype_name(resolve(t.dtype))} elements: 8- to 32-bit"
+                                  f" elements only", cx.loc, hint="convert to a 32-bit dtype first")
+  buf = scratch(cx, (math.prod(t.shape),), t.dtype, "permute scratch")
+  cx.b.emit(RelayoutStore, buf, x, loc=cx.loc, types=[])
+  return cx.b.emit(RestrideLoad, buf, offset, tuple(strides), loc=cx.loc,
+                   types=[TensorType(tuple(shape), t.dtype)], names=[name or cx.name]).result
+
+
+def permute_tensor(cx, x, axes: tuple, name=""):
+  """`jnp.transpose(x, axes)` of a register tensor (axes a permutation, non-negative)."""
+  shape = tuple(x.type.shape)
+  if axes == tuple(range(len(shape))):
+    return x
+  src = row_major_strides(shape)
+  return restride_tensor(cx, x, tuple(shape[a] for a in axes), 0, tuple(src[a] for a in axes), name)
+
+
+def _axes_of(cx, x, axes):
+  """The permutation `axes` of ml.transpose(x, axes) (negative axes counted from the end), checked."""
+  rank = len(x.type.shape)
+  ok = isinstance(axes, tuple) and len(axes) == rank and all(
+      isinstance(a, int) and not isinstance(a, bool) and -rank <= a < rank for a in axes)
+  if ok and sorted(a % rank for a in axes) == list(range(rank)):
+    return tuple(a % rank for a in axes)
+  example = ", ".join(map(str, range(rank)[::-1]))
+  raise E.KernelTypeError(
+      f"ml.transpose(x, axes={shown(axes)}): axes must be a permutation of the {rank} axes of"
+      f" {cx.named(x, 'x')} (shape {x.type.shape}), each a static int once", cx.loc,
+      hint=f"list every axis once, in the result's order: ml.transpose({cx.named(x, 'v')}, ({example}))")
+
+
+@builtin(methods=("transpose",))
+def transpose(cx, x, *axes, **given):
+  """The transpose of a register tensor (also `x.T`, `x.transpose()`, `x.transpose(1, 0)`): a 2-D tensor's
+  two axes swapped through an SMEM scratch of the tile's size (a copy through shared memory, not free as
+  `buf.T` in ml.dot is); a 3-D or wider tensor's axes permuted as `jnp.transpose(x, axes)` (axes reversed
+  where left out): `ml.transpose(v, (0, 2, 1, 3))` turns (B, S, H, D) into (B, H, S, D)."""
+  if set(given) - {"axes"} or given and axes:
+    raise E.KernelTypeError(f"ml.transpose takes the tensor and its axes, got {', '.join(sorted(given))}=",
+                            cx.loc, hint=f"ml.transpose({cx.named(x, 'v')}, axes)")
+  if given:                                     # ml.transpose(x, axes=(0, 2, 1)), as jnp.transpose
+    axes = (given["axes"],) if given["axes"] is not None else ()
+  if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+    axes = tuple(axes[0])                       # ml.transpose(x, (1, 0)), as jnp.transpose
+  axes = tuple(axes) or None
+  check_register_value(cx, x, "ml.transpose")
+  rank = len(x.type.shape) if is_tensor(x) else 0
+  if rank <= 2:
+    if axes is not None and axes not in ((1, 0), (-1, -2), (1, -2), (-1, 0)):
+      if rank == 2 and axes in ((0, 1), (-2, -1), (0, -1), (-2, 1)):
+        return x                                # the identity permutation
+      raise E.KernelTypeError(f"ml.transpose(x, axes={axes!r}): 2-D tensors swap their two axes only",
+                              cx.loc, hint=f"leave axes out: ml.transpose({cx.named(x)})")
+    return transpose_tensor(cx, x, cx.name or "")
+  if not is_tensor(x):
+    raise E.KernelTypeError(f"ml.transpose takes a register tensor, got {kind_of(x)}", cx.loc,
+                            hint="ml.transpose(v, (1, 0, 2))")
+  perm = tuple(range(rank))[::-1] if axes is None else _axes_of(cx, x, axes)
+  return permute_tensor(cx, x, perm, cx.name or "")
+
+
+# ---------------------------------------------------------------- strided slices
+def strided_slice(cx, x, index):
+  """`v[::2]`, `v[1::3]`, `v[:, ::2, :]`, `v[::-2]` of a register tensor: slices (steps of any sign, static
+  bounds) and static ints along its axes (and `...`), at least one step other than 1, as a strided view through
+  SMEM. None for other indices (None, tensors, run-time values), and for slices that keep no element."""
+  items = index if isinstance(index, tuple) else (index,)
+  shape = tuple(x.type.shape)
+  rank = len(shape)
+  if sum(i is Ellipsis for i in items) > 1 or not all(
+      i is Ellipsis or isinstance(i, int) and not isinstance(i, bool) or isinstance(i, slice) and all(
+          b is None or isinstance(b, int) and not isinstance(b, bool) for b in (i.start, i.stop, i.step))
+      for i in items):
+    return None
+  if not any(isinstance(i, slice) and i.step not in (None, 1) for i in items):
+    return None
+  dims = []
+  for i in items:
+    dims.extend([slice(None)] * (rank - (len(items) - 1)) if i is Ellipsis else [i])
+  dims.extend([slice(None)] * (rank - len(dims)))
+  if len(dims) != rank or any(isinstance(i, slice) and i.step == 0 for i in dims):
+    return None
+  src = row_major_strides(shape)
+  offset, out_shape, strides = 0, [], []
+  for i, n, s in zip(dims, shape, src):
+    if isinstance(i, int):
+      if not -n <= i < n:
+        return None
+      offset += (i % n) * s
+      continue
+    start, _, step = i.indices(n)
+    k = len(range(*i.indices(n)))
+    if k == 0:
+      return None
+    offset += start * s
+    out_shape.append(k)
+    strides.append(step * s)
+  if not out_shape:
+    return None
+  n = math.prod(out_shape)
+  if n % hw.WARPGROUP and not (len(out_shape) == 1 and n % 8 == 0):
+    raise _unheld(cx, x, dims, tuple(out_shape))
+  return restride_tensor(cx, x, tuple(out_shape), offset, tuple(strides), cx.name)
+
+
+def _unheld(cx, x, dims, out):
+  """The error for a strided slice whose result no register tensor holds ((4, 48) of `v[::2]` of an (8, 48) tile),
+  with the tile, as many times longer along the first sliced axis as it takes, whose slice registers hold."""
+  shape = tuple(x.type.shape)
+  a = next(d for d, i in enumerate(dims) if isinstance(i, slice) and i.step not in (None, 1))
+  f = hw.WARPGROUP // math.gcd(math.prod(out), hw.WARPGROUP)
+  bigger = shape[:a] + (shape[a] * f,) + shape[a + 1:]
+  text = cx.text or f"{cx.named(x, 'v')}[...]"
+  return E.LayoutError(
+      f"{text} of shape {shape} gives shape {out}, which registers cannot hold: register tensors need a multiple"
+      f" of {hw.WARPGROUP} elements (a 1-D vector a multiple of 8)", cx.loc,
+      hint=f"slice a tile {f} times as long along axis {a}: the same slice of a {bigger} tile holds"
+           f" {math.prod(out) * f} elements (read more of the array at once, or pad the tile with"
+           f" ml.concatenate along axis {a} first)")
