@@ -153,6 +153,12 @@ def shape_call_hint(name, pos, kw, shape) -> str | None:
     return _squeeze(x, _arg(pos, kw, 1, "axis", _arg(pos, kw, 1, "dimensions")), shape)
   if name in ("swapaxes", "moveaxis") and rank == 2:
     return f"write {x}.T (a 2-D transpose, through SMEM)"
+  if name == "take" and len(pos) >= 2 and rank is not None and isinstance(
+      axis := literal(_arg(pos, kw, 2, "axis")), int) and not isinstance(axis, bool) and -rank <= axis < rank:
+    return f"write {x}[{':, ' * (axis % rank)}{pos[1].strip()}] (NumPy's advanced indexing, a gather as jnp.take's)"
+  if name == "take_along_axis" and len(pos) >= 2 and rank is not None and isinstance(
+      axis := literal(_arg(pos, kw, 2, "axis")), int) and not isinstance(axis, bool):
+    return f"write ml.take_along_axis({x}, {pos[1].strip()}, axis={axis})"
   if name in PERMUTES and rank is not None and rank >= 3 and (perm := _permutation(name, pos, kw, rank)):
     return f"write ml.transpose({x}, {perm}) (jnp.transpose's order, through SMEM)"
   if name in ("amax", "amin"):

@@ -16,6 +16,7 @@ from .ops import METHODS, REF_METHODS, gather, memory, permute, roll, shape, tra
 from .ops.base import TRANSPOSES, is_smem_matrix, is_tensor, is_value, keep_weak, kind_of, smem_transpose_hint, static_number
 from .ops.vector_views import strided_vector
 from .ops.strided_axes import strided_axis
+from .ops.register_gather import register_gather
 from .ops.index_hints import aliased_input, check_tensor_steps, run_window_hint, scatter_set_hint, strided_last_axis
 from .ops.table_hints import table_lookup_hint
 from .assign import DICTS_FIXED, SCATTER_HINT, At, holds_value, is_whole
@@ -277,6 +278,8 @@ class Subscripts:
           return keep_weak(self.b, [base], roll.flip_tensor(cx, base, rev, name))
         if (view := permute.strided_slice(cx, base, index)) is not None:    # v[::2], v[1::3]: a view, through SMEM
           return keep_weak(self.b, [base], view)
+        if gather.has_tensor_index(index) and (got := register_gather(cx, base, index, name)) is not None:
+          return keep_weak(self.b, [base], got)       # v[ids], v[:, ids]: jnp's gather, through SMEM
         check_tensor_steps(cx, base, index)
         return keep_weak(self.b, [base], shape.expand(cx, base, index))
       name = base.name if (base.name or "").isidentifier() else None

@@ -19,6 +19,7 @@ from ..frontend.dtypes import DType
 from ..frontend.smem import exchange_slots
 from ..frontend.ops.shape import Broadcast, Reduce, ReduceKind, Reshape, Slice
 from ..frontend.ops.permute import RestrideLoad, TransposeLoad, TransposeStore
+from ..frontend.ops.register_gather import ScratchGather
 from ..frontend.ops.roll import FlipLoad, RollLoad
 from ..frontend.relayout import RelayoutLoad, RelayoutStore
 from ..frontend.types import LayoutKind, ScalarType
@@ -302,6 +303,14 @@ def _restrided(ctx, t, idx, o):
   return pos
 
 
+@lower(ScratchGather)
+def _scratch_gather(ctx, o):
+  mem, t = ctx.memref(ctx.get(o.scratch)), o.result.type
+  index = ir.IndexType.get()
+  ctx.set(o.result, ctx.get(o.pos).foreach(lambda v, _: memref.load(mem, [arith.index_cast(index, v)]),
+                                           create_array=True, is_signed=t.dtype.is_signed))
+
+
 # ---------------------------------------------------------------- interpreter
 @interpret(FlipLoad)
 def _i_flip_load(cta, o):
@@ -315,6 +324,12 @@ def _i_restride_load(cta, o):
   idx = np.indices(o.result.type.shape).reshape(len(o.result.type.shape), -1)
   pos = o.offset + sum(i * s for i, s in zip(idx, o.strides))
   cta.set(o.result, x[pos].reshape(o.result.type.shape))
+
+
+@interpret(ScratchGather)
+def _i_scratch_gather(cta, o):
+  x = np.asarray(cta.read(cta.get(o.scratch), o)).reshape(-1)
+  cta.set(o.result, x[np.asarray(cta.get(o.pos)).astype(np.int64)].reshape(o.result.type.shape))
 
 
 @interpret(RollLoad)

@@ -173,7 +173,7 @@ def test_triton_data_movement_habits_get_hints_that_work():
          "old is None: ml.atomic_add(...) returns nothing (unlike Triton's tl.atomic_*, no old value)")
   e = expect(jnp_take, [S((100, 128), F32), ids], mg.KernelTypeError, "jnp.take(",
              "take cannot take a GMEM ref inside a kernel")
-  assert e.hint.startswith("index the GMEM ref with a tensor of indices: t[ids, :]")
+  assert e.hint == "write t[ids[...]] (NumPy's advanced indexing, a gather as jnp.take's)"    # (probe 45f)
   t = jnp.arange(1600, dtype=F32).reshape(100, 16)
   i = (jnp.arange(128) * 7 % 100).astype(I32)
   # (the narrow gather itself now reads 32 columns and keeps 16: test_probe36e)

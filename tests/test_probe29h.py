@@ -90,20 +90,15 @@ def nll_as_hinted(x, t, loss):
 
 def test_one_element_per_row_of_a_register_tile_is_hinted_as_a_one_hot_select():
   """ls[ml.arange(8), tg] of a log-softmax tile (NLL's target column) was told only to gather from GMEM
-  or go through SMEM, and ml.take_along_axis was "check the spelling"; both now write the one-hot select,
-  which, followed, matches jnp's take_along_axis."""
+  or go through SMEM, and ml.take_along_axis was "check the spelling"; both then wrote the one-hot select,
+  which, followed, matches jnp's take_along_axis. Since probe 45f the register gather itself computes."""
   specs = [S((32, 256), F32), S((32,), jnp.int32)]
-  expect(nll_register_gather, specs, mg.KernelTypeError, "ls[ml.arange(8), tg]",
-         "ls is indexed by a tensor of indices: gathers read refs (table[ids, :] of a kernel input), not register"
-         " tensors",
-         hint="to take one element per row (row r's column tg[r]), select it with a one-hot mask and sum the rows:"
-              " ml.sum(ml.where(ml.arange(256)[None, :] == tg[:, None], ls, 0), axis=1); or gather from the array"
-              " the values came from (x[ids] of an input); for computed values, give the kernel one more output as"
-              " scratch, write them there and gather from it: scratch[...] = ls, then scratch[ids] (the compiler"
-              " syncs the threads between; with several programs, each its own row of it)")
   rng = np.random.default_rng(1)      # (ml.take_along_axis is that select since probe 39a)
   x = rng.standard_normal((32, 256)).astype(np.float32)
   t = rng.integers(0, 256, 32).astype(np.int32)
+  got = nll_register_gather(jnp.asarray(x), jnp.asarray(t), interpret=True)    # (a gather through SMEM since probe 45f)
+  np.testing.assert_allclose(got, -jnp.take_along_axis(jax.nn.log_softmax(x, -1), t[:, None], 1)[:, 0],
+                             rtol=1e-5, atol=1e-6)
   got = nll_take_along_axis(jnp.asarray(x), jnp.asarray(t), interpret=True)
   np.testing.assert_allclose(got, -jnp.take_along_axis(jax.nn.log_softmax(x, -1), t[:, None], 1)[:, 0],
                              rtol=1e-5, atol=1e-6)

@@ -295,3 +295,87 @@ def test_jnp_tile_of_a_2d_tile_hints_its_copies():
   x = _input((16, 64), np.float16, 10)
   _same(tile_as_hinted(x, interpret=True), np.tile(x, (2, 3)))
 
+
+# ---------------------------------------------------------------- gathers from register tensors
+@mg.mgpu_kernel(out_shape=lambda x, r, c, t: (S((r.shape[0], x.shape[1]), x.dtype), S((x.shape[0], c.shape[0]), x.dtype),
+                                              S(t.shape, x.dtype), S((r.shape[0], c.shape[0]), x.dtype)))
+def register_gathers(x, r, c, t, rows, cols, along, grid):
+  v = x[...] * 2
+  rows[...] = v[r[...]]
+  cols[...] = v[:, c[...]]
+  along[...] = ml.take_along_axis(v, t[...], axis=1)
+  grid[...] = v[r[...][:, None], c[...][None, :]]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, i: S((x.shape[0], i.shape[0], x.shape[2]), x.dtype))
+def middle_axis_gather(x, i, out):
+  v = x[...]
+  out[...] = jnp.take(v, i[...], axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, i: S((x.shape[0], i.shape[0], x.shape[2]), x.dtype))
+def middle_axis_as_hinted(x, i, out):
+  v = x[...]
+  out[...] = v[:, i[...]]
+
+
+def _gather_inputs(dtype):
+  rng = np.random.default_rng(11)
+  x = _input((16, 64), dtype, 12)
+  r = rng.integers(-16, 20, 16).astype(np.int32)            # negative and past-the-end indices: jnp's clamping
+  c = rng.integers(-64, 64, 128).astype(np.int16)
+  t = rng.integers(0, 64, (16, 128)).astype(np.int32)
+  return x, r, c, t
+
+
+def _gather_refs(x, r, c, t):
+  v = jnp.asarray(x) * 2 if x.dtype != np.bool_ else jnp.asarray(x)
+  return v[r], v[:, c], jnp.take_along_axis(v, jnp.asarray(t), axis=1), v[r[:, None], c[None, :]]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, r, c, t: (S((r.shape[0], x.shape[1]), x.dtype), S((x.shape[0], c.shape[0]), x.dtype),
+                                              S(t.shape, x.dtype), S((r.shape[0], c.shape[0]), x.dtype)))
+def register_gathers_of_masks(x, r, c, t, rows, cols, along, grid):
+  v = x[...] | False
+  rows[...] = v[r[...]]
+  cols[...] = v[:, c[...]]
+  along[...] = ml.take_along_axis(v, t[...], axis=1)
+  grid[...] = v[r[...][:, None], c[...][None, :]]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_gathers_from_register_tensors_are_jnps(dtype):
+  """`v[ids]`, `v[:, ids]`, `v[rows, cols]` of a tile computed in registers were MG003 ("gathers read refs ..., not
+  register tensors"), whose hint gave the kernel an extra output to gather from, and `ml.take_along_axis(v, t, 1)` of
+  128 indices a row said the same; jnp.take of a register tensor hinted a GMEM ref. Each is jnp's gather now
+  (negative indices from the end, others clamped), through an SMEM scratch."""
+  x, r, c, t = _gather_inputs(dtype)
+  kernel = register_gathers_of_masks if dtype == np.bool_ else register_gathers
+  got = kernel(x, r, c, t, interpret=True)
+  for g, w in zip(got, _gather_refs(x, r, c, t)):
+    _same(g, w)
+  assert "memref.load" in kernel.mlir(*[S(a.shape, a.dtype) for a in (x, r, c, t)])
+
+
+def test_a_gather_along_a_middle_axis_and_jnp_take_hints():
+  expect(middle_axis_gather, [S((4, 8, 32), F32), S((8,), jnp.int32)], mg.KernelTypeError, "jnp.take(",
+         "take cannot take a register tensor inside a kernel",
+         hint="write v[:, i[...]] (NumPy's advanced indexing, a gather as jnp.take's)")
+  x = _input((4, 8, 32), np.float32, 13)
+  i = np.random.default_rng(14).integers(0, 8, 8).astype(np.int32)
+  _same(middle_axis_as_hinted(x, i, interpret=True), x[:, i])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_gathers_from_register_tensors_through_smem_on_the_gpu(dtype):
+  """Each thread loads from SMEM at positions computed from the indices (clamped into the tile): a wrong clamp
+  reads past the scratch, so these run apart."""
+  x, r, c, t = _gather_inputs(dtype)
+  kernel = register_gathers_of_masks if dtype == np.bool_ else register_gathers
+  for g, w in zip(jax.jit(kernel)(x, r, c, t), _gather_refs(x, r, c, t)):
+    _same(g, w)
+  x3 = _input((4, 8, 32), np.float32, 13)
+  i = np.random.default_rng(14).integers(0, 8, 8).astype(np.int32)
+  _same(jax.jit(middle_axis_as_hinted)(x3, i), x3[:, i])

@@ -142,7 +142,7 @@ def index_mistakes(x, out, *, kind: ml.constexpr):
   if kind == "mask":
     out[...] = v[v > 0]
   elif kind == "tensor":
-    out[...] = v[ml.arange(128)]
+    out[...] = v[ml.arange(128), None].reshape(128)      # (v[ml.arange(128)] gathers since probe 45f)
   elif kind == "float":
     out[0] = v[f]
   elif kind == "window":
@@ -154,8 +154,9 @@ def index_mistakes(x, out, *, kind: ml.constexpr):
 @pytest.mark.parametrize("kind,cls,message", [
     ("mask", mg.KernelTypeError, "v[mask]: a boolean mask selects a data-dependent number of elements, and a"
                                  " register tensor has a static shape"),
-    ("tensor", mg.KernelTypeError, "v is indexed by a tensor of indices: gathers read refs (table[ids, :] of a"
-                                   " kernel input), not register tensors"),
+    ("tensor", mg.KernelTypeError, "v is indexed by a tensor of indices in a form a register gather does not take:"
+                                   " integer tensors next to each other and whole axes (v[ids], v[:, ids], v[rows,"
+                                   " cols]), giving a multiple of 128 elements (a 1-D vector a multiple of 8)"),
     ("float", mg.KernelTypeError, "an index of v must be an integer, got f (float32)"),
     ("window", mg.KernelTypeError, "a window of v needs static bounds; this one starts or ends at a run-time value"),
     ("rank", mg.IndexOutOfBoundsError, "too many indices for v, a tensor of rank 1: 2"),

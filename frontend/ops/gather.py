@@ -532,6 +532,11 @@ def take_along_axis(cx, arr, indices, axis):
     return _selected(cx, arr, indices, axis)
   if _few_per_row(cx, arr, indices, axis):
     return _each_selected(cx, arr, indices, axis)
+  from .register_gather import take_along
+  read = cx.named(arr, "")           # (x[...] of a ref: the hint gathers from the ref itself)
+  if is_tensor(arr) and not (read.endswith("[...]") and read[:-5].isidentifier()) and (
+      got := take_along(cx, arr, indices, axis)) is not None:
+    return got                      # a tile computed in registers: through an SMEM scratch (probe 45f)
   if not (is_value(arr) and isinstance(arr.type, RefType)):
     text, ids = cx.named(arr, ""), cx.named(indices, "ids")
     read = text[:-5] if text.endswith("[...]") and text[:-5].isidentifier() else ""

@@ -253,8 +253,9 @@ def _check_register_index(cx, x, index, rank, kept):
             hint=f"keep the shape and zero the rest: ml.where(mask, {name}, 0); to pack the selected elements,"
                  f" compute their positions with ml.cumsum(mask.astype(jnp.int32)) and scatter")
       raise E.KernelTypeError(
-          f"{name} is indexed by a tensor of indices: gathers read refs (table[ids, :] of a kernel input), not"
-          f" register tensors", cx.loc,
+          f"{name} is indexed by a tensor of indices in a form a register gather does not take: integer tensors"
+          f" next to each other and whole axes (v[ids], v[:, ids], v[rows, cols]), giving a multiple of 128"
+          f" elements (a 1-D vector a multiple of 8)", cx.loc,
           hint=_one_per_row_hint(cx, x, index) + f"gather from the array the values came from (x[ids] of an input);"
                f" for computed values, give the kernel one more output as scratch, write them there and gather"
                f" from it: scratch[...] = {name}, then scratch[ids] (the compiler syncs the threads between; with several programs, each its own row of it)")

@@ -1,0 +1,160 @@
+"""Gathers from register tensors: `v[ids]`, `v[:, ids]`, `v[rows, cols]` and `ml.take_along_axis(v, ids, axis)` of a
+tensor computed in registers (jnp's gather: negative indices count from the end, indices past either end are
+clamped), where a gather from GMEM (frontend/ops/gather.py) has no ref to read.
+
+The tensor goes through a flat SMEM scratch of its size (RelayoutStore: every thread stores its elements at their
+row-major positions), a barrier (the sync pass's), and every thread loads the element at the position that the
+indices name, computed in registers at the result's shape (ScratchGather, elementwise with those positions).
+"""
+from __future__ import annotations
+
+import math
+
+from .. import errors as E
+from .. import ir
+from ..dtypes import DType
+from ..ir import LayoutRule, Traits
+from ..types import TensorType, resolve
+from . import elementwise as ew
+from .base import is_tensor
+
+
+def _effects(o):
+  return [(o.scratch, ir.Access.REG_READ)]
+
+
+@ir.op(Traits(effects=_effects, layout=LayoutRule.ELEMENTWISE, moves_elements=True))
+class ScratchGather(ir.Op):
+  """Element `i` of the result is element `pos[i]` of the flat `scratch` (`pos` an int32 tensor of the result's
+  shape, every position inside the scratch)."""
+  scratch: ir.Value
+  pos: ir.Value
+  loc: object
+  results: tuple
+
+
+def _int_tensor(i) -> bool:
+  return is_tensor(i) and isinstance(d := resolve(i.type.dtype), DType) and d.is_int
+
+
+def _static_int(i) -> bool:
+  return isinstance(i, int) and not isinstance(i, bool)
+
+
+def _items(x, index):
+  """`index` over x's axes (`...` and missing trailing axes as `:`), or None where it holds anything but whole
+  slices, integer tensors and static ints, or its tensors and ints are not next to each other."""
+  items = index if isinstance(index, tuple) else (index,)
+  rank = len(x.type.shape)
+  if sum(i is Ellipsis for i in items) > 1:
+    return None
+  full = []
+  for i in items:
+    full.extend([slice(None)] * (rank - (len(items) - 1)) if i is Ellipsis else [i])
+  full.extend([slice(None)] * (rank - len(full)))
+  if len(full) != rank or not all(i == slice(None) or _int_tensor(i) or _static_int(i) for i in full):
+    return None
+  adv = [d for d, i in enumerate(full) if i != slice(None)]
+  if not adv or adv != list(range(adv[0], adv[-1] + 1)) or not any(is_tensor(full[d]) for d in adv):
+    return None
+  return full, adv
+
+
+def _broadcast_shapes(shapes):
+  rank = max(len(s) for s in shapes)
+  out = []
+  for k in range(rank):
+    sizes = {s[k - rank + len(s)] for s in shapes if k - rank + len(s) >= 0} - {1}
+    if len(sizes) > 1:
+      return None
+    out.append(sizes.pop() if sizes else 1)
+  return tuple(out)
+
+
+def register_gather(cx, x, index, name=""):
+  """`x[index]` of a register tensor where the index holds integer tensors (jnp's gather), or None where this
+  index form is not one it takes (the caller's error then)."""
+  plan = _items(x, index)
+  if plan is None:
+    return None
+  full, adv = plan
+  shape = tuple(x.type.shape)
+  bshape = _broadcast_shapes([tuple(full[d].type.shape) for d in adv if is_tensor(full[d])])
+  if bshape is None:
+    return None
+  pre, post = shape[:adv[0]], shape[adv[-1] + 1:]
+  out = pre + bshape + post
+  if len(out) > 2 and len(adv) == 1 and len(bshape) == 1:      # one axis indexed: gathered rows of a 2-D view
+    return _rows_of(cx, x, adv[0], full[adv[0]], name)
+  n = math.prod(out)
+  if n % 128 and not (len(out) == 1 and n % 8 == 0):
+    return None
+  strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+  pos, offset = None, 0
+  for d, i in enumerate(full):
+    if _static_int(i):              # (jnp's clamping of a static index too)
+      offset += min(max(i + shape[d] if i < 0 else i, 0), shape[d] - 1) * strides[d]
+      continue
+    if i == slice(None):            # a whole axis: its coordinate at the result's shape
+      axis = d if d < adv[0] else d - (adv[-1] + 1) + len(pre) + len(bshape)
+      coord = cx.b.emit(ew.Arange, axis, loc=cx.loc, types=[TensorType(out, DType.i32)]).result
+    else:                           # jnp's: from the end where negative, clamped into the axis
+      k = ew.astype(cx, i, DType.i32) if resolve(i.type.dtype) != DType.i32 else i
+      k = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, k, 0), ew.binary(cx, ew.BinOp.ADD, k, shape[d]), k)
+      k = ew.binary(cx, ew.BinOp.MAX, ew.binary(cx, ew.BinOp.MIN, k, shape[d] - 1), 0)
+      dims = tuple(range(len(pre) + len(bshape) - len(i.type.shape), len(pre) + len(bshape)))
+      from .shape import broadcast_to_shape
+      coord = broadcast_to_shape(cx, k, out, dims)
+    term = coord if strides[d] == 1 else ew.binary(cx, ew.BinOp.MUL, coord, strides[d])
+    pos = term if pos is None else ew.binary(cx, ew.BinOp.ADD, pos, term)
+  if offset:
+    pos = ew.binary(cx, ew.BinOp.ADD, pos, offset)
+  return gather_positions(cx, x, pos, name)
+
+
+def _rows_of(cx, x, a, ids, name):
+  """`x[..., ids, ...]` (a vector of indices along axis `a` of a 3-D or wider tensor) as rows gathered from the 2-D
+  view of x with axis `a` first (permuted through SMEM where it is not), permuted back: the index is broadcast in
+  2-D only, where register layouts take it."""
+  from .permute import permute_tensor
+  from .shape import reshape_
+  shape = tuple(x.type.shape)
+  rest = tuple(n for d, n in enumerate(shape) if d != a)
+  first = permute_tensor(cx, x, (a,) + tuple(d for d in range(len(shape)) if d != a))
+  rows = register_gather(cx, reshape_(cx, first, (shape[a], math.prod(rest))), (ids, slice(None)))
+  got = reshape_(cx, rows, (ids.type.shape[0],) + rest)
+  back = tuple(range(1, a + 1)) + (0,) + tuple(range(a + 1, len(shape)))
+  return permute_tensor(cx, got, back, name)
+
+
+def take_along(cx, x, ids, axis):
+  """`ml.take_along_axis(v, ids, axis)` of a 2-D register tensor (jnp's: ids of v's size along the other axis), as
+  `v[ml.arange(m)[:, None], ids]` (axis 1) or `v[ids, ml.arange(n)[None, :]]` (axis 0); None for other forms."""
+  if not (is_tensor(x) and _int_tensor(ids) and len(x.type.shape) == 2 == len(ids.type.shape) and _static_int(axis)
+          and -2 <= axis < 2):
+    return None
+  a = axis % 2
+  if ids.type.shape[1 - a] != x.type.shape[1 - a]:
+    return None
+  other = cx.b.emit(ew.Arange, 1 - a, loc=cx.loc, types=[TensorType(tuple(ids.type.shape), DType.i32)]).result
+  return register_gather(cx, x, (other, ids) if a == 1 else (ids, other), cx.name)
+
+
+def gather_positions(cx, x, pos, name=""):
+  """The elements of register tensor `x` at the flat positions `pos` (an int32 tensor, each inside x)."""
+  from ..relayout import RelayoutStore
+  from .scratches import scratch
+  from .shape import via_bytes
+  t = x.type
+  if x.id in cx.b.spread:       # (a small middle-axis statistic held spread: ops/spread.py)
+    from .spread import refuse
+    refuse(cx, x, "to gather from")
+  if resolve(t.dtype) == DType.bool_:            # through SMEM as bytes, 0 or 1
+    return via_bytes(cx, x, lambda b: gather_positions(cx, b, pos, name))
+  if isinstance(resolve(t.dtype), DType) and resolve(t.dtype).bits > 32:
+    raise E.UnsupportedDtypeError("a gather from a register tensor of 64-bit elements: 8- to 32-bit elements only",
+                                  cx.loc, hint="convert to a 32-bit dtype first")
+  buf = scratch(cx, (math.prod(t.shape),), t.dtype, "gather scratch")
+  cx.b.emit(RelayoutStore, buf, x, loc=cx.loc, types=[])
+  return cx.b.emit(ScratchGather, buf, pos, loc=cx.loc, types=[TensorType(tuple(pos.type.shape), t.dtype)],
+                   names=[name or cx.name]).result
