@@ -5,6 +5,7 @@ arguments (`pos`, `kw`: as written) and the shape of its first operand where kno
 from __future__ import annotations
 
 import ast
+import re
 
 
 def literal(text):
@@ -25,6 +26,11 @@ def _axes(v, rank):
   if not isinstance(v, tuple) or not all(isinstance(a, int) and -rank <= a < rank for a in v):
     return None
   return tuple(a % rank for a in v)
+
+
+def _atom(text):
+  """`text` as the operand of a subscript: parenthesised unless a name, call or subscript."""
+  return text if re.fullmatch(r"[\w.]+(\[[^\]]*\]|\([^)]*\))*", text) else f"({text})"
 
 
 def _index(marks):
@@ -57,7 +63,7 @@ def _band(x, k, shape, upper):
   m, n = shape
   op = ">=" if upper else "<="
   k = (k or "0").strip()
-  off = "" if k == "0" else f" {k}" if k.startswith("-") else f" + {k}"
+  off = "" if k == "0" else f" - {k[1:].strip()}" if k.startswith("-") else f" + {k}"
   return (f"write ml.where(ml.arange({n})[None, :] {op} ml.arange({m})[:, None]{off}, {x}, 0) (the"
           f" {'upper' if upper else 'lower'} triangle kept by index, as jnp.{'triu' if upper else 'tril'})")
 
@@ -143,6 +149,45 @@ def _permutation(name, pos, kw, rank):
   return tuple(order)
 
 
+def _einsum_one(spec, x):
+  """jnp.einsum of one operand that permutes its axes (`'bsd->bds'`) or sums some away (`'ij->i'`), as ml writes it."""
+  m = re.fullmatch(r"\s*([a-zA-Z]+)\s*->\s*([a-zA-Z]*)\s*", spec)
+  if m is None or len(set(m[1])) != len(m[1]) or len(set(m[2])) != len(m[2]) or not set(m[2]) <= set(m[1]):
+    return None
+  src, dst = m[1], m[2]
+  kept = [c for c in src if c in dst]
+  out = x
+  if len(kept) < len(src):
+    gone = tuple(k for k, c in enumerate(src) if c not in dst)
+    out = f"ml.sum({x}, axis={gone[0] if len(gone) == 1 else gone})" if kept else f"ml.sum({x})"
+  perm = tuple(kept.index(c) for c in dst)
+  if perm != tuple(range(len(perm))):
+    out = f"{_atom(out)}.T" if len(perm) == 2 else f"ml.transpose({out}, {perm})"
+  return f"write {out} (einsum's '{spec}', no tensor cores needed)" if out != x else f"write {x} (einsum's '{spec}' is the tensor itself)"
+
+
+def method_shape_hint(attr, recv, args, shape) -> str | None:
+  """What to write for jnp's and torch's shape methods of a register tensor of `shape` (`v.swapaxes(1, 2)`,
+  `v.permute(0, 2, 1)`, `v.unsqueeze(0)`, `v.repeat(2, axis=0)`), with the call's arguments as written; None
+  for others."""
+  if args is None or shape is None:
+    return None
+  rank = len(shape)
+  pos = [a.strip() for a in args if not re.match(r"\s*\w+\s*=[^=]", a)]
+  kw = {a.split("=", 1)[0].strip(): a.split("=", 1)[1].strip() for a in args if a.strip() not in pos}
+  if attr == "permute" and rank >= 3:            # torch's dims, listed or as one tuple
+    dims = literal(pos[0]) if len(pos) == 1 else literal(f"({', '.join(pos)},)")
+    if _axes(dims, rank) is not None and sorted(_axes(dims, rank)) == list(range(rank)):
+      return f"write ml.transpose({recv}, {tuple(_axes(dims, rank))}) (torch's .permute, through SMEM)"
+  if attr in ("swapaxes", "moveaxis") and rank >= 3 and (perm := _permutation(attr, [recv, *pos], kw, rank)):
+    return f"write ml.transpose({recv}, {perm}) (jnp's .{attr}, through SMEM)"
+  if attr == "unsqueeze" and pos:
+    return _expand(recv, pos[0], rank)
+  if attr == "repeat" and pos:                  # jnp's method (torch's .repeat is jnp.tile: its reps have no axis=)
+    return shape_call_hint("repeat", [recv, *pos], kw, shape) if "axis" in kw or len(pos) > 1 else None
+  return None
+
+
 def shape_call_hint(name, pos, kw, shape) -> str | None:
   """The hint for jnp.`name`(...) (or lax's, jax.nn's) on register values; None if not one of these."""
   x = pos[0].strip() if pos else "x"
@@ -153,6 +198,8 @@ def shape_call_hint(name, pos, kw, shape) -> str | None:
     return _squeeze(x, _arg(pos, kw, 1, "axis", _arg(pos, kw, 1, "dimensions")), shape)
   if name in ("swapaxes", "moveaxis") and rank == 2:
     return f"write {x}.T (a 2-D transpose, through SMEM)"
+  if name == "einsum" and len(pos) == 2 and isinstance(spec := literal(pos[0]), str) and (h := _einsum_one(spec, pos[1].strip())):
+    return h
   if name == "take" and len(pos) >= 2 and rank is not None and isinstance(
       axis := literal(_arg(pos, kw, 2, "axis")), int) and not isinstance(axis, bool) and -rank <= axis < rank:
     return f"write {x}[{':, ' * (axis % rank)}{pos[1].strip()}] (NumPy's advanced indexing, a gather as jnp.take's)"
@@ -195,9 +242,14 @@ def shape_call_hint(name, pos, kw, shape) -> str | None:
         out = f"ml.concatenate([{out}] * {r}, axis={a})"
     return f"write {out} (jnp.tile's copies, joined through SMEM)"
   if name == "repeat" and rank == 1 and isinstance(reps, int) and reps > 1:
-    return (f"read {x} repeated from the ref it came from, a gather: ref[ml.arange({shape[0] * reps}) // {reps}]"
-            f" (each element {reps} times, as jnp.repeat)")
+    return (f"write {_atom(x)}[ml.arange({shape[0] * reps}) // {reps}] (a gather from the register tensor, each element"
+            f" {reps} times, as jnp.repeat)")
   axis = literal(_arg(pos, kw, 2, "axis"))
+  if name == "repeat" and rank and rank > 2 and isinstance(reps, int) and reps > 1 and isinstance(axis, int) and (
+      not isinstance(axis, bool) and -rank <= axis < rank):
+    a = axis % rank
+    return (f"write {_atom(x)}[{':, ' * a}ml.arange({shape[a] * reps}) // {reps}] (a gather from the register tensor,"
+            f" each element {reps} times along axis {a}, as jnp.repeat)")
   if name == "repeat" and rank == 2 and isinstance(reps, int) and reps > 1 and axis in (0, 1, -1, -2):
     (m, n), a = shape, axis % 2       # copies along a new axis after the repeated one, merged into it
     part, out = (f"{x}[:, None, :]", f"({m * reps}, {n})") if a == 0 else (f"{x}[:, :, None]", f"({m}, {n * reps})")

@@ -201,6 +201,10 @@ class Subscripts:
         return f"a scalar is already one value: write {recv}, without .item()"
       if all(n == 1 for n in t.shape):
         return f"take its element: {recv}[{', '.join('0' for _ in t.shape)}], a scalar"
+    from .shape_hints import method_shape_hint
+    shaped = None if isinstance(t, RefType) else method_shape_hint(node.attr, self.text(node.value), args, t.shape)
+    if shaped is not None:
+      return shaped
     torch = torch_method_hint(node.attr, self.text(node.value), args) if not isinstance(t, RefType) else None
     if torch is not None:
       return torch

@@ -379,3 +379,55 @@ def test_gathers_from_register_tensors_through_smem_on_the_gpu(dtype):
   x3 = _input((4, 8, 32), np.float32, 13)
   i = np.random.default_rng(14).integers(0, 8, 8).astype(np.int32)
   _same(jax.jit(middle_axis_as_hinted)(x3, i), x3[:, i])
+
+
+# ---------------------------------------------------------------- jnp's and torch's shape methods and calls
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[2], x.shape[1]), x.dtype))
+def shape_habits(x, out, *, how: ml.constexpr):
+  v = x[...]
+  if how == "swapaxes":
+    out[...] = v.swapaxes(1, 2)
+  elif how == "permute":
+    out[...] = v.permute(0, 2, 1)
+  elif how == "einsum":
+    out[...] = jnp.einsum("bsd->bds", v)
+  else:
+    out[...] = ml.transpose(v, (0, 2, 1))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 2 * x.shape[1], x.shape[2]), x.dtype))
+def repeat_middle(x, out):
+  v = x[...]
+  out[...] = jnp.repeat(v, 2, axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 2 * x.shape[1], x.shape[2]), x.dtype))
+def repeat_middle_as_hinted(x, out):
+  v = x[...]
+  out[...] = v[:, ml.arange(16) // 2]
+
+
+@pytest.mark.parametrize("how, at, cls, message, hint", [
+    ("swapaxes", "v.swapaxes", mg.KernelTypeError, "a register tensor has no attribute 'swapaxes'",
+     "write ml.transpose(v, (0, 2, 1)) (jnp's .swapaxes, through SMEM)"),
+    ("permute", "v.permute", mg.KernelTypeError, "a register tensor has no attribute 'permute'",
+     "write ml.transpose(v, (0, 2, 1)) (torch's .permute, through SMEM)"),
+    ("einsum", "jnp.einsum", mg.KernelTypeError, "einsum cannot take a register tensor inside a kernel",
+     "write ml.transpose(v, (0, 2, 1)) (einsum's 'bsd->bds', no tensor cores needed)")],
+    ids=lambda x: x if isinstance(x, str) and len(x) < 10 else "")
+def test_permuting_methods_and_calls_hint_the_permute(how, at, cls, message, hint):
+  """torch's v.permute(0, 2, 1) was hinted as `v.T` (Triton's 2-D permute: of a 3-D tensor, its axes reversed), jnp's
+  v.swapaxes listed the methods there are, and an einsum that only permutes said to use ml.dot."""
+  expect(shape_habits, [S((4, 8, 32), F32)], cls, at, message, hint=hint, how=how)
+  x = _input((4, 8, 32), np.float32, 15)
+  _same(shape_habits(x, how="hinted", interpret=True), x.transpose(0, 2, 1))
+
+
+def test_jnp_repeat_along_a_middle_axis_hints_a_register_gather():
+  """The hint read the tensor "from its ref with a gather, ref[ml.arange(n * r) // r]", a ref a computed tile has not."""
+  expect(repeat_middle, [S((4, 8, 32), F32)], mg.KernelTypeError, "jnp.repeat(",
+         "repeat cannot take a register tensor inside a kernel",
+         hint="write v[:, ml.arange(16) // 2] (a gather from the register tensor, each element 2 times along axis 1,"
+              " as jnp.repeat)")
+  x = _input((4, 8, 32), np.float32, 16)
+  _same(repeat_middle_as_hinted(x, interpret=True), np.repeat(x, 2, axis=1))
