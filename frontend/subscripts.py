@@ -266,6 +266,9 @@ class Subscripts:
         if gather.has_tensor_index(index):        # table[ids, :]: NumPy's advanced indexing
           return gather.gather(cx, base, index, name)
         cx.access = "read"
+        if (plan := permute.covering_window(base, index)) is not None:    # x[::2] of a ref: its window, then the view
+          window, steps = plan
+          return permute.strided_slice(cx, transfers.load(cx, memory.view(cx, base, window, name)), steps)
         view = base if is_whole(index) else memory.view(cx, base, index, name)
         out = transfers.load(cx, view, name)
         if not is_whole(index):             # (ml.concatenate of rotated windows of a ref reads it rolled)

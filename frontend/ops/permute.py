@@ -209,6 +209,41 @@ def strided_slice(cx, x, index):
   return restride_tensor(cx, x, tuple(out_shape), offset, tuple(strides), cx.name)
 
 
+def covering_window(ref, index):
+  """(window, steps) for a plain read `x[::2]`, `x[1::3, :]`, `x[0, ::-1]` of a ref with static slices of steps other
+  than 1: the step-1 window that covers the elements (ints kept), then the strided slice of that window that
+  `strided_slice` takes; None for other indices (which the view reports)."""
+  items = index if isinstance(index, tuple) else (index,)
+  shape = tuple(ref.type.shape)
+  static = lambda b: b is None or isinstance(b, int) and not isinstance(b, bool)
+  if sum(i is Ellipsis for i in items) > 1 or not all(
+      i is Ellipsis or static(i) and i is not None or isinstance(i, slice) and all(map(static, (i.start, i.stop, i.step)))
+      for i in items) or not any(isinstance(i, slice) and i.step not in (None, 1, 0) for i in items):
+    return None
+  dims = []
+  for i in items:
+    dims.extend([slice(None)] * (len(shape) - (len(items) - 1)) if i is Ellipsis else [i])
+  if len(dims) > len(shape):
+    return None
+  window, steps = [], []
+  for i, n in zip(dims, shape):
+    if not isinstance(i, slice):
+      window.append(i)
+      continue
+    start, _, step = i.indices(n)
+    count = len(range(*i.indices(n)))
+    if count == 0:
+      return None
+    k, lo = abs(step), min(start, start + step * (count - 1))
+    # a window of k * count elements where one fits (x[::2] of 48 rows reads the 48, which registers hold), else
+    # the tight one; the view starts below k in it either way
+    a = next((a for a in (max(0, lo - k + 1), n - k * count) if max(0, lo - k + 1) <= a <= lo and a + k * count <= n),
+             lo)
+    window.append(slice(a, a + k * count if a != lo or lo + k * count <= n else lo + k * (count - 1) + 1))
+    steps.append(slice(lo - a, None, step) if step > 0 else slice(start - a, None, step))
+  return tuple(window), tuple(steps) or (slice(None),)
+
+
 def _unheld(cx, x, dims, out):
   """The error for a strided slice whose result no register tensor holds ((4, 48) of `v[::2]` of an (8, 48) tile),
   with the tile, as many times longer along the first sliced axis as it takes, whose slice registers hold."""
