@@ -461,3 +461,31 @@ def test_plain_reads_of_a_ref_with_steps_through_a_strided_smem_view_on_the_gpu(
   x = _input((48, 64), np.float16, 17)
   for g, w in zip(jax.jit(strided_reads)(x), (x[::2], x[1::3], x[1::2, 3::4], x[40:8:-2])):
     _same(g, w)
+
+
+# ---------------------------------------------------------------- strided writes of an output
+@mg.mgpu_kernel(out_shape=lambda a, b: (S((2 * a.shape[0], a.shape[1]), a.dtype), S((a.shape[0], 2 * a.shape[1]), a.dtype)))
+def interleaved_writes(a, b, rows, cols):
+  rows[::2] = a[...]
+  rows[1::2] = b[...]
+  cols[:, ::2] = a[...]
+  cols[:, 1::2] = b[...]
+
+
+def test_strided_writes_of_an_output_are_scatters_at_those_positions():
+  """`out[::2] = a; out[1::2] = b` (interleaving two tiles) was MG003 ("strided slices (step 2) are not supported"):
+  it is the plain scatter `out[ml.arange(n) * 2 + 1] = b` of those rows (columns)."""
+  a, b = _input((48, 64), np.float32, 18), _input((48, 64), np.float32, 19)
+  rows, cols = interleaved_writes(a, b, interpret=True)
+  _same(rows, np.stack([a, b], 1).reshape(96, 64))
+  _same(cols, np.stack([a, b], 2).reshape(48, 128))
+  assert "mosaic_gpu" in interleaved_writes.mlir(S((48, 64), F32), S((48, 64), F32))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_strided_writes_of_an_output_on_the_gpu():
+  a, b = _input((48, 64), np.float32, 18), _input((48, 64), np.float32, 19)
+  rows, cols = jax.jit(interleaved_writes)(a, b)
+  _same(rows, np.stack([a, b], 1).reshape(96, 64))
+  _same(cols, np.stack([a, b], 2).reshape(48, 128))

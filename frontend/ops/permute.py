@@ -244,6 +244,38 @@ def covering_window(ref, index):
   return tuple(window), tuple(steps) or (slice(None),)
 
 
+def strided_rows(cx, ref, index):
+  """`out[::2] = v`, `out[:, 1::3] = v` of a GMEM ref (one axis sliced with a static step other than 1, the others
+  whole): the index with that slice replaced by the positions it names, `ml.arange(count) * step + start`, which the
+  assignment then scatters to (a plain scatter, jnp's .at[].set); None for other targets."""
+  from . import elementwise as ew
+  from ..types import RefType, Space
+  t = ref.type
+  if not (isinstance(t, RefType) and t.space == Space.GMEM and not t.remote and not t.transposed):
+    return None
+  items = index if isinstance(index, tuple) else (index,)
+  if sum(i is Ellipsis for i in items) > 1:
+    return None
+  dims = []
+  for i in items:
+    dims.extend([slice(None)] * (len(t.shape) - (len(items) - 1)) if i is Ellipsis else [i])
+  dims.extend([slice(None)] * (len(t.shape) - len(dims)))
+  stepped = [d for d, i in enumerate(dims) if isinstance(i, slice) and i.step not in (None, 1)]
+  if len(dims) != len(t.shape) or len(stepped) != 1 or any(i != slice(None) for d, i in enumerate(dims) if d != stepped[0]):
+    return None
+  d = stepped[0]
+  i = dims[d]
+  if not all(b is None or isinstance(b, int) and not isinstance(b, bool) for b in (i.start, i.stop, i.step)) or i.step == 0:
+    return None
+  start, _, step = i.indices(t.shape[d])
+  count = len(range(*i.indices(t.shape[d])))
+  if count == 0 or count % 8:
+    return None
+  at = cx.b.emit(ew.Arange, 0, loc=cx.loc, types=[TensorType((count,), DType.i32)]).result
+  rows = ew.binary(cx, ew.BinOp.ADD, ew.binary(cx, ew.BinOp.MUL, at, step), start)
+  return tuple(dims[:d]) + (rows,) + tuple(dims[d + 1:])
+
+
 def _unheld(cx, x, dims, out):
   """The error for a strided slice whose result no register tensor holds ((4, 48) of `v[::2]` of an (8, 48) tile),
   with the tile, as many times longer along the first sliced axis as it takes, whose slice registers hold."""
