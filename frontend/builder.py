@@ -24,6 +24,7 @@ class Builder:
     self.spread_wanted: dict = {}         # an inner loop's small carry it could not spread -> the spread entry
     self.spread_carried: dict = {}        # a loop's initial spread tile's id -> (the statistic's shape, axes, hint)
     self.few_stats: dict = {}             # a few-element keepdims statistic's id -> its elements' scalars
+    self.small_loads: list | None = []    # small windows read whole as vectors (ops/small_loads.py); None: not so
     self.few_leaves: set = set()          # (loop's line, col, shape) of carries a loop carries packed (ops/few_stats.py)
     self.few_carried: dict = {}           # a loop's initial packed vector's id -> the statistic's shape
     self.spread: dict = {}                # a small middle-axis statistic's id -> (its tile spread along the axes, axes, hint)

@@ -189,12 +189,25 @@ class Batch:
   batched: tuple[tuple[bool, ...], ...]
 
 
-def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, block, cluster,
-          batch: Batch | None = None, aliases=None, x64: bool = False) -> ir.Kernel:
+def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, **kw) -> ir.Kernel:
   """Trace, infer and check one specialisation of a kernel.
 
   `aliases` ({input index: output index}) makes an input and an output one buffer; `x64`: JAX's
-  64-bit mode is on (Python's int and float as dtypes are then int64 and float64, as in jnp)."""
+  64-bit mode is on (Python's int and float as dtypes are then int64 and float64, as in jnp).
+  A small window read whole is held as the vector of its elements (frontend/ops/small_loads.py), which
+  some ops do not take (a scan along its axis): a kernel that then fails with MG204 is traced again
+  with such windows read as tiles, so that it fails as it did, at the read, with the hint that pads it."""
+  used = []
+  try:
+    return _trace(pk, in_specs, out_specs, constexprs, small_loads=used, **kw)
+  except E.KernelError as e:
+    if isinstance(e, E.InternalError) or not used or not any(isinstance(x, E.LayoutError) for x in e.errors):
+      raise
+  return _trace(pk, in_specs, out_specs, constexprs, small_loads=None, **kw)
+
+
+def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, block, cluster,
+           batch: Batch | None = None, aliases=None, x64: bool = False, small_loads=None) -> ir.Kernel:
   loc = pk.loc
   n_in, n_out = len(in_specs), len(out_specs)
   if len(pk.ref_params) != n_in + n_out:
@@ -213,6 +226,7 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, bloc
   aliases = check_aliases(pk, aliases, in_specs, out_specs)
   em = Builder(cluster=cluster, block=block)
   em.x64 = x64
+  em.small_loads = small_loads
   tr = Tracer(pk.source, pk.scope, em)
   params = []
   for i, (name, spec) in enumerate(zip(pk.ref_params, list(in_specs) + list(out_specs))):

@@ -42,9 +42,9 @@ def test_a_narrow_row_of_8_bit_data_is_padded_with_the_identity_of_its_own_dtype
   """The hint gave int32's -2147483648 (the 32-bit tile an 8-bit max is computed in), which an int8
   load wraps to 0: an argmax or max of negative rows, padded as told, was silently wrong; for uint8 a
   min's padding was 4294967295 (255 after wrapping, by luck)."""
-  e = expect(argmax_of_narrow_int8_rows, [S((4, 24), jnp.int8)], mg.LayoutError, "ml.argmax(x[...], axis=1)",
-             f"this tile of shape (4, 24) {_NARROW}; rows of 24 elements need rows a multiple of 16 (8 lanes a row)")
-  assert "x.at[:, ml.ds(0, 32)].load(mask=ml.arange(32)[None, :] < 24, other=-128) for a max (127 for a" \
+  e = expect(argmax_of_narrow_int8_rows, [S((4, 40), jnp.int8)], mg.LayoutError, "ml.argmax(x[...], axis=1)",
+             f"this tile of shape (4, 40) {_NARROW}; rows of 40 elements need rows a multiple of 16 (8 lanes a row)")
+  assert "x.at[:, ml.ds(0, 64)].load(mask=ml.arange(64)[None, :] < 40, other=-128) for a max (127 for a" \
          " min, 0 for a sum)" in e.hint
   e = expect(min_of_narrow_uint8_rows, [S((4, 40), jnp.uint8)], mg.LayoutError, "ml.min(x[...], axis=1)",
              f"this tile of shape (4, 40) {_NARROW}; rows of 40 elements need rows a multiple of 16 (8 lanes a row)")
@@ -52,6 +52,8 @@ def test_a_narrow_row_of_8_bit_data_is_padded_with_the_identity_of_its_own_dtype
   x = np.random.default_rng(0).integers(-100, -3, (4, 24)).astype(np.int8)
   np.testing.assert_array_equal(argmax_of_padded_int8_rows(jnp.asarray(x), interpret=True), np.argmax(x, 1))
   _export(argmax_of_padded_int8_rows, S((4, 24), jnp.int8))
+  # (4, 24) read whole: 96 elements, held as their vector, each row's argmax a scalar (tests/test_probe45a.py)
+  np.testing.assert_array_equal(argmax_of_narrow_int8_rows(jnp.asarray(x), interpret=True), np.argmax(x, 1))
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), jnp.int32))
@@ -111,10 +113,10 @@ def stats_of_a_small_tile_padded(x, s, mx, mn):          # the hint, followed
 def test_a_small_tile_reduced_by_a_max_or_min_is_padded_with_its_identity():
   """The hint padded with other=0 whatever reduced the tile: the min of positive data (or the max of
   negative data) followed it to 0."""
-  e = expect(min_of_a_small_tile, [S((3, 40), F32)], mg.LayoutError, "x[...]",
-             "x[...] has shape (3, 40): register tensors need a multiple of 128 elements (one per thread of a"
-             " warpgroup)")
-  assert "& (ml.arange(64)[None, :] < 40), other=float('inf')) and the same mask" in e.hint
+  e = expect(min_of_a_small_tile, [S((3, 45), F32)], mg.LayoutError, "x[...]",
+             "x[...] has shape (3, 45): register tensors need a multiple of 128 elements (one per thread of a"
+             " warpgroup)")      # ((3, 40) is read whole as the vector of its 120 elements: tests/test_probe45a.py)
+  assert "& (ml.arange(64)[None, :] < 45), other=float('inf')) and the same mask" in e.hint
   e = expect(stats_of_a_small_tile, [S((8, 24), jnp.int8)], mg.LayoutError, "x[...]",
              "v has shape (8, 24): register tensors need a multiple of 128 elements (one per thread of a"
              " warpgroup)")

@@ -44,9 +44,10 @@ def partial_3d(x, out):
 def test_partial_reduction_of_a_3d_tensor_says_to_reshape():
   # (since probe 43a the (20, 4) statistic is the vector of the 2-D reshape's rows, typed (20, 4): storing it whole is
   # the mistake, at the store, where its rows are too short for vectors and too many for elements; since probe 44f a
-  # (4, 8) one is stored a row at a time)
-  e = expect(partial_3d, [S((20, 4, 128), F32)], mg.LayoutError, "out[...] = ml.sum(x[...], axis=2)",
-             "ml.sum(x[...], axis=2) has shape (20, 4): 80 elements, too few for a register tensor of that shape (a"
+  # (4, 8) one is stored a row at a time; since probe 45a one of at most 256 elements with short rows, the (20, 4) one,
+  # an element at a time)
+  e = expect(partial_3d, [S((100, 4, 32), F32)], mg.LayoutError, "out[...] = ml.sum(x[...], axis=2)",
+             "ml.sum(x[...], axis=2) has shape (100, 4): 400 elements, too few for a register tensor of that shape (a"
              " multiple of 128; a 1-D vector may hold any multiple of 8)")
   assert "reshape" in e.hint
 

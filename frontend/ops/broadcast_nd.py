@@ -220,6 +220,9 @@ def index_small(cx, x, idx):
   k = next((d for d, i in enumerate(idx) if isinstance(i, slice)), len(idx))     # the first axis a slice keeps
   if any(isinstance(i, slice) and i.indices(n)[:2] != (0, n) and n != 1 or not isinstance(i, slice) and n != 1
          for i, n in zip(idx[k + 1:], shape[k + 1:])):
+    from .small_parts import pick
+    if (picked := pick(cx, x, idx)) is not None:      # (static indices: each element a scalar, assembled)
+      return picked
     name = cx.named(x, "the statistic")
     raise E.LayoutError(
         f"{cx.text or name + '[...]'} picks elements of {name} {shape} that are no run of its row-major order:"
@@ -237,6 +240,10 @@ def index_small(cx, x, idx):
                                                          else ew.binary(cx, ew.BinOp.ADD, off, term))
   size = (idx[k].stop - idx[k].start) * strides[k] if k < len(shape) else 1
   out = tuple(i.stop - i.start for i in idx if isinstance(i, slice))
+  if size > 1 and size % 8:        # (a run no vector holds, `seg[0, 2:6]`: its elements, ops/small_parts.py)
+    from .small_parts import pick
+    if (picked := pick(cx, x, idx)) is not None:
+      return picked
   if size == 1:                    # one element: its scalar (stretched to a (1, 1) index's shape)
     one = index_through_smem(cx, src, (off,))
     return ew.stretch(cx, out, one) if out else one

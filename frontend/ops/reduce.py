@@ -20,7 +20,7 @@ from .elementwise_fns import arange
 from .base import builtin, check_register_value, is_tensor, kind_of, shown
 from .product_hints import product_hint as _product_hint
 from .shape import READ_2D_FIRST, Reduce, ReduceKind, Reshape, reshape_
-from . import few_stats, small_regrid
+from . import small_parts, small_regrid
 from .spread import refuse, rehint, spread_reduce
 
 # ---------------------------------------------------------------- reductions
@@ -77,6 +77,8 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     refuse(cx, x, f"to reduce ({what})")
   shape = x.type.shape
   axes = _axes(cx, axis, len(shape), what)
+  if len(axes) < len(shape) and (few := small_parts.reduce_small(cx, kind, x, axes, keepdims, what)) is not None:
+    return few             # (a small tensor held as a vector, or a small mask: each result a full reduction)
   small_regrid.check_reduce(cx, x, axes, axis, keepdims, what)      # (a small mask reduced along an axis: MG204, in its words)
   if len(axes) == len(shape) and not keepdims and len(shape) > 1 and math.prod(shape) % hw.WARPGROUP \
       and isinstance(op := cx.b.defining(x), Reshape) and len(op.x.type.shape) == 1:
@@ -242,20 +244,11 @@ def _few_kept(cx, kind, x, shape, axes, what):
   if kind not in (ReduceKind.SUM, ReduceKind.MAX, ReduceKind.MIN) or math.prod(shape[i] for i in kept) > FEW_KEPT:
     return None
   out = tuple(1 if i in axes else n for i, n in enumerate(shape))
-  flat, stride = None, 1
-  for a in reversed(kept):          # the kept axes' row-major index, an index grid of the statistic's shape
-    iota = reshape_(cx, arange.apply(cx, (shape[a],), {}), tuple(n if i == a else 1 for i, n in enumerate(shape)))
-    term = iota if stride == 1 else ew.binary(cx, ew.BinOp.MUL, iota, stride)
-    flat = term if flat is None else ew.binary(cx, ew.BinOp.ADD, term, flat)
-    stride *= shape[a]
+  flat = small_parts.flat_grid(cx, out)      # (the kept axes' row-major index, an index grid of the statistic's shape)
   ident = 0 if kind == ReduceKind.SUM else extreme_identity(kind, resolve(x.type.dtype))
-  res, parts = None, [None] * stride
-  for j in reversed(range(stride)):
-    hit = ew.compare(cx, ew.CmpOp.EQ, flat, j)
-    parts[j] = part = reduce(cx, kind, ew.where_(cx, hit, x, ident), None, False, what)
-    res = ew.stretch(cx, out, part) if res is None else ew.where_(cx, hit, part, res)
-  few_stats.record(cx, res, parts)        # (stored whole: an element at a time, ops/few_stats.py)
-  return res
+  parts = [reduce(cx, kind, ew.where_(cx, ew.compare(cx, ew.CmpOp.EQ, flat, j), x, ident), None, False, what)
+           for j in range(math.prod(out))]
+  return small_parts.assemble(cx, out, parts, flat)     # (stored whole: an element at a time, ops/few_stats.py)
 
 
 def _few_hint(cx, x, shape, axes, what):
@@ -625,6 +618,8 @@ def _arg(cx, x, axis, kind, what):
     raise E.KernelTypeError(f"{what} takes a register tensor and one static axis or None", cx.loc, hint=hint)
   shape = x.type.shape
   (a,) = _axes(cx, axis, len(shape), what)
+  if (few := small_parts.arg_small(cx, x, a, kind)) is not None:
+    return few               # (a small tensor held as a vector: each index a scalar, ops/small_parts.py)
   if len(shape) > 2 and a in (0, len(shape) - 1) and _flat_plan(shape, (a,)) is None:
     reduce(cx, kind, x, axis, False, what=what)   # (indices too few for a tensor of the kept shape: its MG204)
   given, x = x, _comparable(cx, x)

@@ -20,7 +20,7 @@ from . import elementwise as ew
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape, unroll_hint, shown
 from .vector_views import check_vector_reshape
 from .window_hints import register_window_hint
-from .broadcast_nd import (copied_axes, flattened_plan, flattens, index_small, small_source, trailing_first,
+from .broadcast_nd import (copied_axes, flattened_plan, flattens, index_small, small_shape, small_source, trailing_first,
                            two_step_plan)
 from .scratches import scratch
 from .permute import transpose_tensor
@@ -345,7 +345,8 @@ def index_through_smem(cx, x, index):
       record_window(cx, out, x, [slice(*i.indices(n)[:2]) for i, n in zip(index, x.type.shape)])
     return out
   shape = x.type.shape
-  if len(shape) == 2 and len(index) == 2 and index[0] == slice(None) and _is_int_index(index[1]):   # a column: a row of x.T
+  if len(shape) == 2 and len(index) == 2 and index[0] == slice(None) and _is_int_index(index[1]) and not (
+      small_shape(shape) and small_source(cx.b.defining, x) is not None):   # a column: a row of x.T (not of a small one)
     j, n = index[1], shape[1]
     if isinstance(j, int) and not -n <= j < n:
       raise E.IndexOutOfBoundsError(f"index {j} is out of range for axis 1 of {x.name or 'the tensor'} {shape}",

@@ -9,7 +9,8 @@ Stored whole into a ref of its own shape, each was MG204 with a hint to store it
 runs of its last axis they hold: the vector's runs (one store when it is all one run), the spread tile's rows at the
 first position of the reduced axes, each read through SMEM as `m[i]` reads a tensor's row, into the ref's row
 `out.at[i]`. A last axis too short for a vector (not a multiple of 8 elements) stores a statistic of at most
-FEW_ELEMENTS elements an element at a time.
+FEW_ELEMENTS elements an element at a time (the (20, 4) axis-2 sums of a (20, 4, 128) tile: 80 of them; it was MG204
+past 64).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from ..types import TensorType
 from .base import is_value
 
 VECTOR = 8            # a 1-D register vector holds a multiple of 8 elements
-FEW_ELEMENTS = 64     # at most this many elements stored one at a time
+FEW_ELEMENTS = 256    # at most this many elements stored (or read, ops/small_loads.py) one at a time
 MAX_ROWS = 64         # at most this many row stores
 
 

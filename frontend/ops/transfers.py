@@ -38,6 +38,10 @@ def load(cx, ref, name="", merge=False, keep=None):
     from .elementwise import full_
     one = scalar_load(cx, view(cx, ref, (0,) * len(t.shape), ref.name), name)
     return full_(cx, t.shape, one, t.dtype)
+  if not merge and keep is None:     # (a window of a few elements over 2 or more axes: its elements' vector)
+    from .small_loads import load_small
+    if (small := load_small(cx, ref, name)) is not None:
+      return small
   return cx.b.emit(Load, ref, loc=cx.loc, types=[TensorType(t.shape, t.dtype)], names=[name], merge=merge,
                    keep=keep).result
 
