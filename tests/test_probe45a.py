@@ -115,8 +115,8 @@ def test_a_small_window_an_op_does_not_take_fails_at_its_read_as_it_did():
 
 # ---------------------------------------------------------------- small tensors reduced along an axis, and indexed
 @mg.mgpu_kernel(out_shape=lambda w: (S((2,), F32), S((8,), F32), S((2, 1), F32), S((1, 8), F32), S((2,), I32),
-                                     S((8,), I32), S((8,), F32), S((2,), F32), S((4,), F32)), grid=(1,))
-def small_reduced(w, a, b, c, d, e, f, g, h, k):
+                                     S((8,), I32), S((8,), F32), S((2,), F32), S((4,), F32), S((8, 2), F32)), grid=(1,))
+def small_reduced(w, a, b, c, d, e, f, g, h, k, t):
   v = w[...]
   a[...] = ml.max(v, axis=1)
   b[...] = ml.min(v, axis=0)
@@ -127,20 +127,24 @@ def small_reduced(w, a, b, c, d, e, f, g, h, k):
   g[...] = v[1]
   h[...] = v[:, 3]
   k[...] = v[0, 2:6]
+  t[...] = v.T
 
 
 def _small_reduced_want(w):
   return (w.max(1), w.min(0), w.sum(1, keepdims=True), w.mean(0, keepdims=True), w.argmax(1), w.argmin(0), w[1],
-          w[:, 3], w[0, 2:6])
+          w[:, 3], w[0, 2:6], w.T)
 
 
-@mg.mgpu_kernel(out_shape=lambda x, n: (S((2, 1), I32), S((2, 32), F32), S((2, 1), jnp.bool_)), grid=(1,))
-def lengths_counted(x, n, a, b, c):
+@mg.mgpu_kernel(out_shape=lambda x, n: (S((2, 1), I32), S((2, 32), F32), S((2, 1), jnp.bool_), S((), I32),
+                                        S((2, 8, 1), jnp.bool_)), grid=(1,))
+def lengths_counted(x, n, a, b, c, d, e):
   t = ml.arange(8)[None, :, None]
   mask = t < n[...][:, None, None]                      # (2, 8, 1): 16 elements
   a[...] = ml.sum(mask, axis=1)
   b[...] = ml.sum(ml.where(mask, x[...], 0.0), axis=1) / ml.sum(mask.astype(jnp.float32), axis=1)
   c[...] = ml.max(mask & (t > 5), axis=1)
+  d[...] = ml.sum(mask)
+  e[...] = mask
 
 
 def test_a_small_tensor_reduced_along_an_axis_or_indexed_off_a_run_computes_each_element():
@@ -152,7 +156,8 @@ def test_a_small_tensor_reduced_along_an_axis_or_indexed_off_a_run_computes_each
   x, n = _rand((2, 8, 32), 5), np.array([5, 8], np.int32)
   mask = np.arange(8)[None, :, None] < n[:, None, None]
   _close(lengths_counted(x, n, interpret=True),
-         (mask.sum(1), np.where(mask, x, 0).sum(1) / mask.sum(1), (mask & (np.arange(8)[None, :, None] > 5)).max(1)))
+         (mask.sum(1), np.where(mask, x, 0).sum(1) / mask.sum(1), (mask & (np.arange(8)[None, :, None] > 5)).max(1),
+          mask.sum(), mask))
   assert "@mosaic_gpu" in _export(small_reduced, S(w.shape, F32))
   assert "@mosaic_gpu" in _export(lengths_counted, S(x.shape, F32), S((2,), I32))
 
@@ -174,6 +179,50 @@ def test_a_small_statistic_of_more_than_64_elements_in_short_rows_is_stored_an_e
   assert "@mosaic_gpu" in _export(short_row_stats, S(x.shape, F32))
 
 
+# ---------------------------------------------------------------- small tensors meeting index grids and lengths
+@mg.mgpu_kernel(out_shape=lambda w, ids, n, x: (w, ids, S((2, 8), jnp.bool_), S((2, 8), F32), S((2, 8), I32)),
+                grid=(1,))
+def per_row_lengths(w, ids, n, x, a, b, c, d, e):
+  v, s, lens = w[...], ids[...], n[...]
+  valid = ml.arange(8)[None, :] < lens[:, None]         # (2, 8): the lengths broadcast against an index grid
+  a[...] = ml.where(valid, v, -1.0) + (ml.arange(2)[:, None] + 1).astype(jnp.float32)
+  b[...] = ml.where(valid, s, -1) + ml.arange(8)[None, :] * 10
+  c[...] = valid & (s > 1)
+  d[...] = ml.where(ml.arange(8)[None, :] < lens[:, None], ml.max(x[...], axis=2), 0.0)   # a small statistic
+  e[...] = ml.zeros((2, 8), jnp.int32)                  # a small fill stored whole
+
+
+def _per_row_lengths_want(w, ids, n, x):
+  valid = np.arange(8)[None, :] < n[:, None]
+  return (np.where(valid, w, -1) + np.arange(2)[:, None] + 1, np.where(valid, ids, -1) + np.arange(8)[None, :] * 10,
+          valid & (ids > 1), np.where(valid, x.max(2), 0), np.zeros((2, 8), np.int32))
+
+
+@mg.mgpu_kernel(out_shape=lambda b: (S((2, 8), I32), S((2, 8), I32)), grid=(1,))
+def small_masked_io(b, o, p):
+  m = ml.arange(8)[None, :] < 5
+  o[...] = b.at[ml.ds(1, 2), ml.ds(11, 8)].load(mask=m, other=-1)   # (columns 16..18 past the array's end)
+  p[...] = ml.zeros((2, 8), jnp.int32)
+  p.store(b.at[ml.ds(1, 2), ml.ds(4, 8)][...] * 3, mask=m)
+
+
+def test_a_small_tensor_meets_index_grids_lengths_and_masks_at_its_elements():
+  """Each was MG204 'v of shape (2, 8) is reduced or broadcast along its rows or columns' (the grid or the lengths'
+  broadcast), 'this tile of shape (2, 8) ...' at a masked load or store, or 'has shape (2, 8): register tensors need
+  a multiple of 128 elements' at a fill stored whole."""
+  rng = np.random.default_rng(7)
+  w, x = _rand((2, 8), 8), _rand((2, 8, 64), 9)
+  ids, n = rng.integers(0, 4, (2, 8)).astype(np.int32), np.array([3, 6], np.int32)
+  _close(per_row_lengths(w, ids, n, x, interpret=True), _per_row_lengths_want(w, ids, n, x))
+  b = rng.integers(0, 9, (4, 16)).astype(np.int32)
+  keep = np.arange(8)[None, :] < 5
+  padded = np.pad(b, ((0, 0), (0, 8)))
+  _close(small_masked_io(b, interpret=True),
+         (np.where(keep, padded[1:3, 11:19], -1), np.where(keep, b[1:3, 4:12] * 3, 0)))
+  assert "@mosaic_gpu" in _export(per_row_lengths, S(w.shape, F32), S(ids.shape, I32), S((2,), I32), S(x.shape, F32))
+  assert "@mosaic_gpu" in _export(small_masked_io, S(b.shape, I32))
+
+
 # ---------------------------------------------------------------- on the GPU
 @pytest.mark.gpu
 def test_gpu_small_windows_read_whole_match_numpy():
@@ -192,6 +241,21 @@ def test_gpu_small_tensors_reduced_indexed_and_stored_match_numpy():
   x, n = _rand((2, 8, 32), 5), np.array([5, 8], np.int32)
   mask = np.arange(8)[None, :, None] < n[:, None, None]
   _close(lengths_counted(x, n),
-         (mask.sum(1), np.where(mask, x, 0).sum(1) / mask.sum(1), (mask & (np.arange(8)[None, :, None] > 5)).max(1)))
+         (mask.sum(1), np.where(mask, x, 0).sum(1) / mask.sum(1), (mask & (np.arange(8)[None, :, None] > 5)).max(1),
+          mask.sum(), mask))
   x = _rand((20, 4, 128), 6)
   _close(short_row_stats(x), (x.sum(2), x.max(2, keepdims=True), x.mean(-1) * 2 + 1), 1e-4)
+  rng = np.random.default_rng(7)
+  w, x = _rand((2, 8), 8), _rand((2, 8, 64), 9)
+  ids, n = rng.integers(0, 4, (2, 8)).astype(np.int32), np.array([3, 6], np.int32)
+  _close(per_row_lengths(w, ids, n, x), _per_row_lengths_want(w, ids, n, x))
+
+
+@pytest.mark.gpu
+def test_gpu_small_masked_load_past_the_arrays_end_and_masked_store_match_numpy():
+  """(May fault if a masked element were read or written: the load's window runs 3 columns past the array's end; each
+  element is read at indices clamped into the array, and stored under an if on its mask element.)"""
+  b = np.random.default_rng(7).integers(0, 9, (4, 16)).astype(np.int32)
+  keep = np.arange(8)[None, :] < 5
+  padded = np.pad(b, ((0, 0), (0, 8)))
+  _close(small_masked_io(b), (np.where(keep, padded[1:3, 11:19], -1), np.where(keep, b[1:3, 4:12] * 3, 0)))

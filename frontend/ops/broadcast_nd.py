@@ -142,10 +142,20 @@ def through_small_reshape(cx, operands, make):
     return None
   made = [small_source(cx.b.defining, x) for x in tensors]
   known = [m for m in made if m is not None]
-  if not known or any(m is None and _fill(cx, x, shape) is None for m, x in zip(made, tensors)) or any(
-      m.type.shape != known[0].type.shape for m in known) or any(x.type.shape != shape for x in tensors):
+  if not known or any(m.type.shape != known[0].type.shape for m in known) or any(x.type.shape != shape for x in tensors):
     return None
-  sources = [(small_source(cx.b.defining, x) or _full_as(cx, x, known[0].type.shape))
+  flat = {}
+  if any(m is None and _fill(cx, x, shape) is None for m, x in zip(made, tensors)):
+    # (an index grid or a broadcast meeting a small tensor held as a vector: at its elements, ops/small_flat.py)
+    from .small_flat import flat_values
+    if len(known[0].type.shape) != 1 or known[0].type.shape[0] != math.prod(shape):
+      return None
+    for m, x in zip(made, tensors):
+      if m is None and _fill(cx, x, shape) is None:
+        flat[x.id] = flat_values(cx, x)
+        if flat[x.id] is None:
+          return None
+  sources = [(flat.get(x.id) or small_source(cx.b.defining, x) or _full_as(cx, x, known[0].type.shape))
              if isinstance(x, ir.Value) and isinstance(x.type, TensorType) else x for x in operands]
   made = known
   r = make(sources, made[0].type.shape)

@@ -77,7 +77,7 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     refuse(cx, x, f"to reduce ({what})")
   shape = x.type.shape
   axes = _axes(cx, axis, len(shape), what)
-  if len(axes) < len(shape) and (few := small_parts.reduce_small(cx, kind, x, axes, keepdims, what)) is not None:
+  if (few := small_parts.reduce_small(cx, kind, x, axes, keepdims, what)) is not None:
     return few             # (a small tensor held as a vector, or a small mask: each result a full reduction)
   small_regrid.check_reduce(cx, x, axes, axis, keepdims, what)      # (a small mask reduced along an axis: MG204, in its words)
   if len(axes) == len(shape) and not keepdims and len(shape) > 1 and math.prod(shape) % hw.WARPGROUP \

@@ -56,3 +56,81 @@ def load_small(cx, ref, name=""):
       scalar_store(cx, view(cx, buf, (k,), buf.name), scalar_load(cx, view(cx, ref, idx, ref.name)))
   vec = load(cx, buf, name)
   return cx.b.emit(Reshape, vec, loc=cx.loc, types=[TensorType(shape, vec.type.dtype)], names=[name]).result
+
+
+def masked_load_small(cx, ref, mask, other):
+  """`ref.load(mask=m, other=o)` of a small GMEM window (see the module): its elements read one at a time, each at
+  indices clamped into the array (a masked window may run past its end), then selected by the mask at the small
+  shape (frontend/ops/small_flat.py); None where the window is no such one."""
+  shape = tuple(ref.type.shape)
+  if plan(shape) is None or cx.b.small_loads is None:
+    return None
+  from .access import scalar_load, scalar_store
+  from .elementwise import where_
+  from .memory import view
+  from .scratches import scratch
+  from .shape import Reshape
+  from .transfers import load
+  cx.b.small_loads.append(cx.loc)
+  n = math.prod(shape)
+  buf = scratch(cx, (n,), ref.type.dtype, f"{ref.name or 'window'} scratch")
+  for k, idx in enumerate(itertools.product(*(range(m) for m in shape))):
+    scalar_store(cx, view(cx, buf, (k,), buf.name), scalar_load(cx, _clamped_element(cx, ref, idx)))
+  vec = load(cx, buf, cx.name)
+  v = cx.b.emit(Reshape, vec, loc=cx.loc, types=[TensorType(shape, vec.type.dtype)], names=[cx.name]).result
+  return where_(cx, mask, v, other)
+
+
+def _clamped_element(cx, ref, idx):
+  """Element `idx` of the window `ref`, its index over the root clamped into the root's bounds (an element a mask
+  keeps off may lie past the array's end; its read must not)."""
+  from .elementwise import BinOp, binary
+  from .memory import add_index, view, window
+  root, index = window(cx.b, ref)
+  if index is None:
+    return view(cx, ref, tuple(idx), ref.name)
+  at, it = [], iter(idx)
+  for p, n in zip(index, root.type.shape):
+    i = p.start if p.squeeze else add_index(cx, p.start, next(it))
+    at.append(min(max(i, 0), n - 1) if isinstance(i, int) else binary(cx, BinOp.MAX, binary(cx, BinOp.MIN, i, n - 1), 0))
+  return view(cx, root, tuple(at), ref.name)
+
+
+def masked_store_small(cx, ref, value, mask) -> bool:
+  """`ref.store(v, mask=m)` of a small value (held as a vector, or math the small shape evaluates at its elements)
+  into a GMEM window of its shape: each element stored under a run-time if on its mask element (the window may run
+  past the array's end); False where it is no such store."""
+  from .broadcast_nd import small_shape
+  from .small_flat import flat_values
+  from .small_parts import held_vector
+  shape = tuple(ref.type.shape)
+  n = math.prod(shape)
+  if not small_shape(shape) or n > FEW_ELEMENTS or tuple(getattr(value.type, "shape", ())) != shape:
+    return False
+  vec = held_vector(cx, value)
+  if vec is None:
+    return False
+  cond = held_vector(cx, mask) if tuple(mask.type.shape) == shape else None
+  cond = cond if cond is not None else flat_values(cx, _shaped(cx, mask, shape))
+  if cond is None:
+    return False
+  from .. import ir
+  from .access import scalar_store
+  from .control import If, Yield
+  from .memory import view
+  from .shape import index_through_smem
+  for k, idx in enumerate(itertools.product(*(range(m) for m in shape))):
+    c, s = index_through_smem(cx, cond, (k,)), index_through_smem(cx, vec, (k,))
+    then_blk, else_blk = ir.Block(), ir.Block()
+    with cx.b.region(then_blk):
+      scalar_store(cx, view(cx, ref, idx, ref.name), s)
+      cx.b.emit(Yield, (), loc=cx.loc)
+    with cx.b.region(else_blk):
+      cx.b.emit(Yield, (), loc=cx.loc)
+    cx.b.emit(If, c, then_blk, else_blk, loc=cx.loc, types=[], names=[])
+  return True
+
+
+def _shaped(cx, mask, shape):
+  from .shape import broadcast_to_shape
+  return mask if tuple(mask.type.shape) == shape else broadcast_to_shape(cx, mask, shape)

@@ -84,12 +84,18 @@ def reduce_small(cx, kind, x, axes, keepdims, what):
   shape = tuple(x.type.shape)
   kept = [i for i in range(len(shape)) if i not in axes]
   k = math.prod(shape[i] for i in kept)
-  if not axes or not kept or k > MAX_PARTS or kind not in (ReduceKind.SUM, ReduceKind.MAX, ReduceKind.MIN):
+  if not axes or k > MAX_PARTS or kind not in (ReduceKind.SUM, ReduceKind.MAX, ReduceKind.MIN):
     return None
   out = tuple(1 if i in axes else n for i, n in enumerate(shape) if keepdims or i not in axes)
   if k > 8 and (k % 8 or k > MAX_PARTS):
     return None
   vec = held_vector(cx, x)
+  if not kept:          # (all of a small mask: all of its elements' vector; a held one's is reduce's own)
+    from .small_flat import flat_values
+    from .broadcast_nd import small_shape
+    flat = flat_values(cx, x) if vec is None and small_shape(shape) and not math.prod(shape) % 8 else None
+    res = reduce(cx, kind, flat, None, False, what) if flat is not None else None
+    return res if res is None or not keepdims else ew.full_(cx, out, res, res.type.dtype)
   grid = None
   if vec is not None:
     at = _vector_grids(cx, shape, kept)
@@ -215,3 +221,14 @@ def arg_small(cx, x, a, kind):
     first = ew.binary(cx, ew.BinOp.AND, hit, _hits(cx, vec, best))
     parts.append(reduce(cx, ReduceKind.MIN, ew.where_(cx, first, along, shape[a]), None, False))
   return assemble(cx, tuple(shape[i] for i in kept), parts)
+
+
+def transpose_small(cx, x):
+  """`x.T` of a small 2-D `x` held as a vector: its elements picked in the transpose's order, assembled; None where x
+  is no such tensor."""
+  from .shape import index_through_smem
+  vec = held_vector(cx, x) if len(x.type.shape) == 2 else None
+  r, c = x.type.shape
+  if vec is None or r * c > MAX_PARTS:
+    return None
+  return assemble(cx, (c, r), [index_through_smem(cx, vec, (i * c + j,)) for j in range(c) for i in range(r)])
