@@ -95,6 +95,23 @@ def test_a_small_window_of_each_dtype_reads_and_converts(dtype):
   np.testing.assert_allclose(np.asarray(p), a.astype(np.float32) * 2 + 1, rtol=1e-2)
 
 
+@mg.mgpu_kernel(out_shape=lambda t, x: (t, x, S((2,), I32)), grid=(1,))
+def two_tokens_top2(t, x, o, p, q):
+  v = t[...]                                            # (2, 2): 4 expert ids, no vector: their scalars
+  o[...] = v * 2 + 1
+  p[...] = ml.where(v[:, :, None] > 3, x[...], 0.0)
+  q[...] = ml.sum(v, axis=1)
+
+
+def test_a_window_of_at_most_8_elements_read_whole_is_held_as_their_scalars():
+  """It was MG204 'v has shape (2, 2): register tensors need a multiple of 128 elements'; its sum along an axis, that
+  of a few-element statistic, was MG204 'v of shape (2, 2) is reduced or broadcast along its rows or columns'."""
+  rng = np.random.default_rng(10)
+  t, x = rng.integers(0, 8, (2, 2)).astype(np.int32), _rand((2, 2, 32), 11)
+  _close(two_tokens_top2(t, x, interpret=True), (t * 2 + 1, np.where(t[:, :, None] > 3, x, 0), t.sum(1)))
+  assert "@mosaic_gpu" in _export(two_tokens_top2, S(t.shape, I32), S(x.shape, F32))
+
+
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
 def small_scanned(x, o):
   o[...] = ml.cumsum(x[...], axis=1)   # small scanned
@@ -249,6 +266,9 @@ def test_gpu_small_tensors_reduced_indexed_and_stored_match_numpy():
   w, x = _rand((2, 8), 8), _rand((2, 8, 64), 9)
   ids, n = rng.integers(0, 4, (2, 8)).astype(np.int32), np.array([3, 6], np.int32)
   _close(per_row_lengths(w, ids, n, x), _per_row_lengths_want(w, ids, n, x))
+  rng = np.random.default_rng(10)
+  t, x = rng.integers(0, 8, (2, 2)).astype(np.int32), _rand((2, 2, 32), 11)
+  _close(two_tokens_top2(t, x), (t * 2 + 1, np.where(t[:, :, None] > 3, x, 0), t.sum(1)))
 
 
 @pytest.mark.gpu

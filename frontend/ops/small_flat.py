@@ -7,7 +7,8 @@ v, 0)`), or math of them. No layout holds those at the small shape, so each was 
 or broadcast along its rows or columns'). Such an operand is evaluated at the elements of the vector instead: its
 value at flat position f is computed from f's index along each axis ((f // stride) % size, an iota's math), an
 arange being that index, a broadcast reading its source at the index it keeps, and a source of a few elements (the
-lengths) selected among its scalars, read as scalars from memory or through SMEM.
+lengths) selected among its scalars, read as scalars from memory or through SMEM. Such math stored whole by itself
+(`out[...] = ml.zeros((2, 8))`, a small mask) is held as that vector too (`as_held`), which small stores take.
 """
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ def _at(cx, v, axes, index, probe):
     one = ew.one_element_scalar(cx, v) if math.prod(shape) == 1 else None
     if one is not None:
       return True if probe else one
-  if (vec := held_vector(cx, v)) is not None:
+  if (vec := held_vector(cx, v)) is not None and math.prod(shape) <= MAX_PARTS:   # (met through a broadcast)
     return True if probe else _selected(cx, shape, axes, index, lambda j: _element(cx, vec, j))
   if isinstance(o, ew.Full):
     return True if probe else o.value
@@ -121,20 +122,16 @@ def _selected(cx, shape, axes, index, scalar):
   return res
 
 
-def _scalar_of(cx, vec, j):
-  from .shape import index_through_smem
-  return index_through_smem(cx, vec, (j,))
-
-
 def _element(cx, v, j):
   """Element j of the short vector `v`: read straight from memory where v is a ref read whole (a scalar needs no
   register vector), else through SMEM."""
-  from .memory import Load, view
   from .access import scalar_load
+  from .memory import Load, view
+  from .shape import index_through_smem
   o = cx.b.defining(v)
   if isinstance(o, Load) and not o.merge and o.keep is None:
     return scalar_load(cx, view(cx, o.ref, (j,), o.ref.name))
-  return _scalar_of(cx, v, j)
+  return index_through_smem(cx, v, (j,))
 
 
 def as_held(cx, v):

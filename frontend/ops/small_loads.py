@@ -21,10 +21,14 @@ from .small_stores import FEW_ELEMENTS, MAX_ROWS, VECTOR
 
 def plan(shape) -> str | None:
   """How a window of `shape` too small for a register tensor is read: 'rows' (a vector a row), 'elements' (an
-  element at a time), or None (a shape a register tensor takes, or one no vector holds)."""
+  element at a time), 'few' (at most FEW_KEPT elements, no vector: a few-element statistic of their scalars), or None
+  (a shape a register tensor takes, or one nothing holds)."""
   from .broadcast_nd import small_shape
+  from .reduce import FEW_KEPT
   shape = tuple(shape)
   n = math.prod(shape)
+  if small_shape(shape) and n <= FEW_KEPT and n % VECTOR:
+    return "few"
   if not small_shape(shape) or n % VECTOR or n > hw.WARPGROUP:     # (a larger one: its MG204 hint pads it)
     return None
   if shape[-1] % VECTOR == 0 and n // shape[-1] <= MAX_ROWS:
@@ -45,6 +49,10 @@ def load_small(cx, ref, name=""):
   from .shape import Reshape
   from .transfers import load, store
   shape, n = tuple(ref.type.shape), math.prod(ref.type.shape)
+  if how == "few":
+    from .small_parts import assemble
+    return assemble(cx, shape, [scalar_load(cx, view(cx, ref, idx, ref.name))
+                                for idx in itertools.product(*(range(m) for m in shape))])
   buf = scratch(cx, (n,), ref.type.dtype, f"{ref.name or 'window'} scratch")
   if how == "rows":
     run = shape[-1]
@@ -63,7 +71,7 @@ def masked_load_small(cx, ref, mask, other):
   indices clamped into the array (a masked window may run past its end), then selected by the mask at the small
   shape (frontend/ops/small_flat.py); None where the window is no such one."""
   shape = tuple(ref.type.shape)
-  if plan(shape) is None or cx.b.small_loads is None:
+  if plan(shape) in (None, "few") or cx.b.small_loads is None:
     return None
   from .access import scalar_load, scalar_store
   from .elementwise import where_

@@ -12,6 +12,7 @@ scalar; the result is made of those scalars (`assemble`): at most FEW_KEPT of th
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 from .. import hw
@@ -89,6 +90,8 @@ def reduce_small(cx, kind, x, axes, keepdims, what):
   out = tuple(1 if i in axes else n for i, n in enumerate(shape) if keepdims or i not in axes)
   if k > 8 and (k % 8 or k > MAX_PARTS):
     return None
+  if x.id in cx.b.few_stats and kept:      # (a few-element statistic or window: its scalars combined)
+    return assemble(cx, out, _combined(cx, kind, x, shape, kept))
   vec = held_vector(cx, x)
   if not kept:          # (all of a small mask: all of its elements' vector; a held one's is reduce's own)
     from .small_flat import flat_values
@@ -115,6 +118,24 @@ def reduce_small(cx, kind, x, axes, keepdims, what):
     hit = at(j)
     parts.append(reduce(cx, kind, ew.where_(cx, hit, src, ident) if hit is not None else src, None, False, what))
   return assemble(cx, out, parts)
+
+
+def _combined(cx, kind, x, shape, kept):
+  """The results of reducing the few-element `x` (its scalars in cx.b.few_stats) along all but the `kept` axes."""
+  from .reduce import ReduceKind
+  parts = list(cx.b.few_stats[x.id])
+  d = resolve(x.type.dtype)
+  if kind == ReduceKind.SUM and isinstance(d, DType) and (d == DType.bool_ or d.is_int and d.bits < 32):
+    parts = [ew.astype(cx, p, DType.i32 if d == DType.bool_ or d.is_signed else DType.u32) for p in parts]
+  op = {ReduceKind.SUM: ew.BinOp.ADD, ReduceKind.MAX: ew.BinOp.MAX, ReduceKind.MIN: ew.BinOp.MIN}[kind]
+  groups = {}
+  for f, p in enumerate(parts):
+    at = [(f // math.prod(shape[a + 1:])) % shape[a] for a in range(len(shape))]
+    j = 0
+    for a in kept:
+      j = j * shape[a] + at[a]
+    groups[j] = p if j not in groups else ew.binary(cx, op, groups[j], p)
+  return [groups[j] for j in range(len(groups))]
 
 
 def _vector_grids(cx, shape, kept):
@@ -190,7 +211,6 @@ def pick(cx, x, idx):
   k = math.prod(out)
   if k > MAX_PARTS or (k > 8 and k % 8):
     return None
-  import itertools
   strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
   parts = [index_through_smem(cx, vec, (sum(i * s for i, s in zip(e, strides)),)) for e in itertools.product(*ranges)]
   return assemble(cx, out or (1,), parts) if out else parts[0]
