@@ -103,6 +103,24 @@ def two_tokens_top2(t, x, o, p, q):
   q[...] = ml.sum(v, axis=1)
 
 
+@mg.mgpu_kernel(out_shape=lambda x, ids: (S((2, 32), F32), S((2, 8), I32)), grid=(1,))
+def segments_over_time(x, ids, o, p):
+  acc, cnt = ml.zeros((2, 8, 32), jnp.float32), ml.zeros((2, 8), jnp.int32)
+  for t in ml.range(x.shape[0]):                        # a run-time loop: each step's (2, 8) ids read whole
+    seg = ids.at[t][...]
+    acc = acc + ml.where(seg[:, :, None] == 1, x.at[t][...], 0.0)
+    cnt = cnt + seg
+  o[...] = ml.sum(acc, axis=1)
+  p[...] = cnt
+
+
+def test_a_loop_reads_small_windows_and_carries_their_sum():
+  rng = np.random.default_rng(12)
+  x, ids = _rand((3, 2, 8, 32), 13), rng.integers(0, 3, (3, 2, 8)).astype(np.int32)
+  _close(segments_over_time(x, ids, interpret=True), (np.where(ids[..., None] == 1, x, 0).sum((0, 2)), ids.sum(0)),
+         1e-4)
+
+
 def test_a_window_of_at_most_8_elements_read_whole_is_held_as_their_scalars():
   """It was MG204 'v has shape (2, 2): register tensors need a multiple of 128 elements'; its sum along an axis, that
   of a few-element statistic, was MG204 'v of shape (2, 2) is reduced or broadcast along its rows or columns'."""
@@ -269,6 +287,9 @@ def test_gpu_small_tensors_reduced_indexed_and_stored_match_numpy():
   rng = np.random.default_rng(10)
   t, x = rng.integers(0, 8, (2, 2)).astype(np.int32), _rand((2, 2, 32), 11)
   _close(two_tokens_top2(t, x), (t * 2 + 1, np.where(t[:, :, None] > 3, x, 0), t.sum(1)))
+  rng = np.random.default_rng(12)
+  x, ids = _rand((3, 2, 8, 32), 13), rng.integers(0, 3, (3, 2, 8)).astype(np.int32)
+  _close(segments_over_time(x, ids), (np.where(ids[..., None] == 1, x, 0).sum((0, 2)), ids.sum(0)), 1e-4)
 
 
 @pytest.mark.gpu
