@@ -95,12 +95,21 @@ def test_a_small_window_of_each_dtype_reads_and_converts(dtype):
   np.testing.assert_allclose(np.asarray(p), a.astype(np.float32) * 2 + 1, rtol=1e-2)
 
 
-@mg.mgpu_kernel(out_shape=lambda t, x: (t, x, S((2,), I32)), grid=(1,))
-def two_tokens_top2(t, x, o, p, q):
+@mg.mgpu_kernel(out_shape=lambda t, x: (t, x, S((2,), I32), t, t), grid=(1,))
+def two_tokens_top2(t, x, o, p, q, r, s):
   v = t[...]                                            # (2, 2): 4 expert ids, no vector: their scalars
   o[...] = v * 2 + 1
   p[...] = ml.where(v[:, :, None] > 3, x[...], 0.0)
   q[...] = ml.sum(v, axis=1)
+  r[...] = t.at[ml.ds(1, 2), :].load(mask=ml.arange(2)[:, None] < 1, other=-1)   # (row 2 past the array's end)
+  s[...] = ml.zeros((2, 2), jnp.int32)
+  s.store(v + 10, mask=ml.arange(2)[None, :] < 1)
+
+
+def _two_tokens_top2_want(t, x):
+  keep = np.arange(2)[:, None] < 1
+  return (t * 2 + 1, np.where(t[:, :, None] > 3, x, 0), t.sum(1), np.where(keep, np.pad(t, ((0, 1), (0, 0)))[1:3], -1),
+          np.where(keep.T, t + 10, 0))
 
 
 @mg.mgpu_kernel(out_shape=lambda x, ids: (S((2, 32), F32), S((2, 8), I32)), grid=(1,))
@@ -123,10 +132,11 @@ def test_a_loop_reads_small_windows_and_carries_their_sum():
 
 def test_a_window_of_at_most_8_elements_read_whole_is_held_as_their_scalars():
   """It was MG204 'v has shape (2, 2): register tensors need a multiple of 128 elements'; its sum along an axis, that
-  of a few-element statistic, was MG204 'v of shape (2, 2) is reduced or broadcast along its rows or columns'."""
+  of a few-element statistic, was MG204 'v of shape (2, 2) is reduced or broadcast along its rows or columns', and so
+  were a masked load and a masked store of a (2, 2) window and a (2, 2) fill stored whole."""
   rng = np.random.default_rng(10)
   t, x = rng.integers(0, 8, (2, 2)).astype(np.int32), _rand((2, 2, 32), 11)
-  _close(two_tokens_top2(t, x, interpret=True), (t * 2 + 1, np.where(t[:, :, None] > 3, x, 0), t.sum(1)))
+  _close(two_tokens_top2(t, x, interpret=True), _two_tokens_top2_want(t, x))
   assert "@mosaic_gpu" in _export(two_tokens_top2, S(t.shape, I32), S(x.shape, F32))
 
 
@@ -284,9 +294,6 @@ def test_gpu_small_tensors_reduced_indexed_and_stored_match_numpy():
   w, x = _rand((2, 8), 8), _rand((2, 8, 64), 9)
   ids, n = rng.integers(0, 4, (2, 8)).astype(np.int32), np.array([3, 6], np.int32)
   _close(per_row_lengths(w, ids, n, x), _per_row_lengths_want(w, ids, n, x))
-  rng = np.random.default_rng(10)
-  t, x = rng.integers(0, 8, (2, 2)).astype(np.int32), _rand((2, 2, 32), 11)
-  _close(two_tokens_top2(t, x), (t * 2 + 1, np.where(t[:, :, None] > 3, x, 0), t.sum(1)))
   rng = np.random.default_rng(12)
   x, ids = _rand((3, 2, 8, 32), 13), rng.integers(0, 3, (3, 2, 8)).astype(np.int32)
   _close(segments_over_time(x, ids), (np.where(ids[..., None] == 1, x, 0).sum((0, 2)), ids.sum(0)), 1e-4)
@@ -300,3 +307,6 @@ def test_gpu_small_masked_load_past_the_arrays_end_and_masked_store_match_numpy(
   keep = np.arange(8)[None, :] < 5
   padded = np.pad(b, ((0, 0), (0, 8)))
   _close(small_masked_io(b), (np.where(keep, padded[1:3, 11:19], -1), np.where(keep, b[1:3, 4:12] * 3, 0)))
+  rng = np.random.default_rng(10)        # (a (2, 2) window whose second row lies past the array's end)
+  t, x = rng.integers(0, 8, (2, 2)).astype(np.int32), _rand((2, 2, 32), 11)
+  _close(two_tokens_top2(t, x), _two_tokens_top2_want(t, x))

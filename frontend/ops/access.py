@@ -437,9 +437,9 @@ def _masked_read(cx, ref, mask, other):
     if keep is None:     # a static mask with gaps: what it reads is not checked for being written
       return ew.where_(cx, mask, load(cx, ref, ref.name, merge=True), other)
     return ew.where_(cx, mask, load(cx, ref, ref.name, keep=keep), other)
-  from .small_loads import masked_load_small
-  if (small := masked_load_small(cx, ref, mask, other)) is not None:   # (a small window: its elements, clamped)
-    return small
+  from .small_loads import masked_few, masked_load_small
+  if (small := masked_load_small(cx, ref, mask, other) or masked_few(cx, ref, mask, other)) is not None:
+    return small           # (a small window: its elements, read at indices clamped into the array)
   t = TensorType(ref.type.shape, ref.type.dtype)
   return cx.b.emit(MaskedLoad, ref, mask, other, loc=cx.loc, types=[t], names=[cx.name]).result
 
@@ -485,8 +485,9 @@ def masked_store(cx, ref, value, mask):
   if rows is not None and store_masked_rows(cx, ref, value, rows, mask):     # (a small statistic, a row at a time)
     return None
   view_value = _stored_tensor(cx, ref, value)
-  from .small_loads import masked_store_small
-  if not masked_store_small(cx, ref, view_value, mask):     # (a small value: an element at a time, each under an if)
+  from .small_loads import masked_few, masked_store_small
+  if not (masked_store_small(cx, ref, view_value, mask) or masked_few(cx, ref, mask, value=view_value)):
+    # (a small value: an element at a time, each under an if)
     cx.b.emit(MaskedStore, ref, view_value, mask, loc=cx.loc)
 
 

@@ -12,6 +12,7 @@ lengths) selected among its scalars, read as scalars from memory or through SMEM
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 from .. import ir
@@ -48,6 +49,21 @@ def flat_values(cx, v):
   return ew.stretch(cx, (n,), out) if isinstance(out, ir.Value) else ew.full_(cx, (n,), out, v.type.dtype)
 
 
+def element_of(cx, v, idx):
+  """`v`'s element at the static index `idx` (a scalar or a number), `v` of the kinds flat_values takes or a
+  few-element statistic; None for any other."""
+  from . import few_stats
+  shape = tuple(v.type.shape)
+  if v.id in cx.b.few_stats:
+    return cx.b.few_stats[v.id][sum(i * math.prod(shape[d + 1:]) for d, i in enumerate(idx))]
+  if few_stats._scalars(cx, v, {}, probe=True) is not None:
+    k = sum(i * math.prod(shape[d + 1:]) for d, i in enumerate(idx))
+    return few_stats._scalars(cx, v, {}, probe=False)[k]
+  if _at(cx, v, list(range(len(shape))), None, probe=True) is None:
+    return None
+  return _at(cx, v, list(range(len(shape))), lambda a: idx[a], probe=False)
+
+
 def _at(cx, v, axes, index, probe):
   """`v` at the flat positions: `axes[i]` is the top-level axis whose index v's axis i takes (None: index 0);
   True for one that can be where `probe`; None where it cannot."""
@@ -69,7 +85,8 @@ def _at(cx, v, axes, index, probe):
     a = axes[o.dim]
     if a is None:
       return True if probe else 0
-    return True if probe else ew.astype(cx, index(a), v.type.dtype)
+    at = True if probe else index(a)
+    return at if probe or isinstance(at, int) else ew.astype(cx, at, v.type.dtype)
   if isinstance(o, Broadcast):
     sub = [axes[d] if o.x.type.shape[i] != 1 else None for i, d in enumerate(o.dims)]
     return _at(cx, o.x, sub, index, probe)
@@ -109,14 +126,15 @@ def _selected(cx, shape, axes, index, scalar):
   flat, stride = None, 1
   for a, n in reversed(list(zip(axes, shape))):
     if n != 1 and a is not None:
-      term = index(a) if stride == 1 else ew.binary(cx, ew.BinOp.MUL, index(a), stride)
-      flat = term if flat is None else ew.binary(cx, ew.BinOp.ADD, flat, term)
+      i = index(a)
+      term = i * stride if isinstance(i, int) else i if stride == 1 else ew.binary(cx, ew.BinOp.MUL, i, stride)
+      flat = term if flat is None else flat + term if isinstance(flat, int) and isinstance(term, int) else \
+          ew.binary(cx, ew.BinOp.ADD, flat, term)
     stride *= n
-  js = sorted({0} if flat is None else set(range(stride)))
-  if flat is None:
-    return scalar(0)
+  if flat is None or isinstance(flat, int):      # (one position, or a static one: element_of)
+    return scalar(flat or 0)
   res = None
-  for j in reversed(js):
+  for j in reversed(range(stride)):
     s = scalar(j)
     res = s if res is None else ew.where_(cx, ew.compare(cx, ew.CmpOp.EQ, flat, j), s, res)
   return res
@@ -143,7 +161,16 @@ def as_held(cx, v):
   if not (isinstance(v, ir.Value) and isinstance(v.type, TensorType)) or v.id in cx.b.spread or v.id in cx.b.few_stats:
     return None
   shape = tuple(v.type.shape)
-  if not small_shape(shape) or math.prod(shape) % 8 or held_vector(cx, v) is not None:
+  if not small_shape(shape) or held_vector(cx, v) is not None:
+    return None
+  from .reduce import FEW_KEPT
+  if math.prod(shape) <= FEW_KEPT and math.prod(shape) % 8:      # (no vector: a few-element statistic)
+    from .small_parts import assemble
+    parts = [element_of(cx, v, idx) for idx in itertools.product(*(range(n) for n in shape))]
+    if any(p is None for p in parts):
+      return None
+    return assemble(cx, shape, [p if isinstance(p, ir.Value) else ew.full_(cx, (), p, v.type.dtype) for p in parts])
+  if math.prod(shape) % 8:
     return None
   vec = flat_values(cx, v)
   if vec is None:

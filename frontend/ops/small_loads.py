@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 
-from .. import hw
+from .. import hw, ir
 from ..types import TensorType
 from .small_stores import FEW_ELEMENTS, MAX_ROWS, VECTOR
 
@@ -122,7 +122,6 @@ def masked_store_small(cx, ref, value, mask) -> bool:
   cond = cond if cond is not None else flat_values(cx, _shaped(cx, mask, shape))
   if cond is None:
     return False
-  from .. import ir
   from .access import scalar_store
   from .control import If, Yield
   from .memory import view
@@ -142,3 +141,44 @@ def masked_store_small(cx, ref, value, mask) -> bool:
 def _shaped(cx, mask, shape):
   from .shape import broadcast_to_shape
   return mask if tuple(mask.type.shape) == shape else broadcast_to_shape(cx, mask, shape)
+
+
+def masked_few(cx, ref, mask, other=None, value=None) -> object:
+  """A masked load (`value` None: the loaded few-element statistic, else None) or store (True, else False) of a
+  window of at most FEW_KEPT elements (see plan's 'few'), an element at a time: a load selects each element's
+  scalar, read at indices clamped into the array, by its mask element; a store writes each under an if on it."""
+  from .small_flat import element_of
+  shape = tuple(ref.type.shape)
+  at = list(itertools.product(*(range(m) for m in shape)))
+  if plan(shape) != "few" or cx.b.small_loads is None:
+    return None if value is None else False
+  conds = [element_of(cx, mask, idx) for idx in at]
+  vals = [element_of(cx, value, idx) for idx in at] if value is not None else []
+  if any(c is None for c in conds) or any(v is None for v in vals):
+    return None if value is None else False
+  from .access import scalar_load, scalar_store
+  from .elementwise import where_
+  from .memory import view
+  if value is None:
+    cx.b.small_loads.append(cx.loc)
+    from .elementwise import full_
+    from .small_parts import assemble
+    fill = other if isinstance(other, ir.Value) else full_(cx, (), other, ref.type.dtype)
+    parts = [fill if c is False else scalar_load(cx, _clamped_element(cx, ref, idx)) for c, idx in zip(conds, at)]
+    return assemble(cx, shape, [p if c is True or c is False else where_(cx, c, p, fill)
+                                for c, p in zip(conds, parts)])
+  from .control import If, Yield
+  for c, s, idx in zip(conds, vals, at):
+    if c is False:
+      continue
+    if c is True:
+      scalar_store(cx, view(cx, ref, idx, ref.name), s)
+      continue
+    then_blk, else_blk = ir.Block(), ir.Block()
+    with cx.b.region(then_blk):
+      scalar_store(cx, view(cx, ref, idx, ref.name), s)
+      cx.b.emit(Yield, (), loc=cx.loc)
+    with cx.b.region(else_blk):
+      cx.b.emit(Yield, (), loc=cx.loc)
+    cx.b.emit(If, c, then_blk, else_blk, loc=cx.loc, types=[], names=[])
+  return True

@@ -100,6 +100,7 @@ def store(cx, ref, value):
   if not whole and is_value(value) and tuple(getattr(value.type, "shape", ())) == tuple(t.shape):
     from .small_flat import as_held       # (a small fill, index grid or broadcast: held as its elements' vector)
     value = as_held(cx, value) or value
+    whole = storable(cx, ref, value)
   rows = None if whole else plan(cx, ref, value)     # (a small statistic of more: a row at a time)
   if not whole and rows is None:
     check_store(cx, ref, value)
