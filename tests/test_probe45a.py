@@ -7,6 +7,8 @@
 - A small tensor reduced along an axis (`ml.sum(seg, axis=1)`, `ml.argmax(w, axis=0)`, the (2, 8, 1) mask of per-row
   lengths counted with `ml.sum(mask, axis=1)`) or indexed off a run (`seg[:, 3]`, `seg[0, 2:6]`) computes each result
   as a scalar (frontend/ops/small_parts.py): each was MG204.
+- A window of at most 32 elements that no vector holds ((2, 2) top-2 ids of 2 tokens, a (3, 5) window) is held as
+  its scalars, a few-element statistic's (frontend/ops/few_stats.py); read or stored with a mask, an element at a time.
 - A small statistic of more than 64 elements whose rows are not a multiple of 8 (the (20, 4) axis-2 sums of a
   (20, 4, 128) tile) stored whole is stored an element at a time (up to 256): it was MG204 with a hint to reshape it.
 """
@@ -138,6 +140,38 @@ def test_a_window_of_at_most_8_elements_read_whole_is_held_as_their_scalars():
   t, x = rng.integers(0, 8, (2, 2)).astype(np.int32), _rand((2, 2, 32), 11)
   _close(two_tokens_top2(t, x, interpret=True), _two_tokens_top2_want(t, x))
   assert "@mosaic_gpu" in _export(two_tokens_top2, S(t.shape, I32), S(x.shape, F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda a, x, b: (a, S((3,), F32), S((5,), F32), x, S((3,), I32), S((5, 3), F32),
+                                          S((5,), F32), S((3,), F32), b, b), grid=(1,))
+def odd_window(a, x, b, o, p, q, r, s, t, u, w, y, z):
+  v = a[...]                                            # (3, 5): 15 elements, no vector's count: their scalars
+  o[...] = ml.exp(v) * 2.0 + ml.arange(5)[None, :].astype(jnp.float32)
+  p[...] = ml.sum(v, axis=1)
+  q[...] = ml.max(v, axis=0)
+  r[...] = x[...] * v[:, :, None]
+  s[...] = ml.argmax(v, axis=1)
+  t[...] = v.T
+  u[...] = v[1]
+  w[...] = v[:, 3]
+  y[...] = b.at[:, ml.ds(1, 5)].load(mask=ml.arange(5)[None, :] < 4, other=-1)   # (column 5 past the array's end)
+  z[...] = ml.zeros((3, 5), jnp.int32)
+  z.store(b[...] * 2, mask=ml.arange(3)[:, None] < 2)
+
+
+def _odd_window_want(a, x, b):
+  return (np.exp(a) * 2 + np.arange(5)[None], a.sum(1), a.max(0), x * a[:, :, None], a.argmax(1), a.T, a[1], a[:, 3],
+          np.where(np.arange(5)[None] < 4, np.pad(b, ((0, 0), (0, 1)))[:, 1:6], -1),
+          np.where(np.arange(3)[:, None] < 2, b * 2, 0))
+
+
+def test_a_window_of_up_to_32_elements_no_vector_holds_is_held_as_their_scalars():
+  """A (3, 5) window read whole (or masked) was MG204 'a[...] has shape (3, 5): register tensors need a multiple of 128
+  elements', whose hint loaded a (4, 32) window masked to it; it is 15 scalars, a few-element statistic's."""
+  rng = np.random.default_rng(14)
+  a, x, b = _rand((3, 5), 15), _rand((3, 5, 128), 16), rng.integers(0, 9, (3, 5)).astype(np.int32)
+  _close(odd_window(a, x, b, interpret=True), _odd_window_want(a, x, b))
+  assert "@mosaic_gpu" in _export(odd_window, S(a.shape, F32), S(x.shape, F32), S(b.shape, I32))
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
@@ -310,3 +344,6 @@ def test_gpu_small_masked_load_past_the_arrays_end_and_masked_store_match_numpy(
   rng = np.random.default_rng(10)        # (a (2, 2) window whose second row lies past the array's end)
   t, x = rng.integers(0, 8, (2, 2)).astype(np.int32), _rand((2, 2, 32), 11)
   _close(two_tokens_top2(t, x), _two_tokens_top2_want(t, x))
+  rng = np.random.default_rng(14)        # (a (3, 5) window whose last column lies past the array's end)
+  a, x, b = _rand((3, 5), 15), _rand((3, 5, 128), 16), rng.integers(0, 9, (3, 5)).astype(np.int32)
+  _close(odd_window(a, x, b), _odd_window_want(a, x, b))

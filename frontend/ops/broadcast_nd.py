@@ -223,6 +223,9 @@ def index_small(cx, x, idx):
   from .memory import DSlice
   from .shape import Reshape, index_through_smem, reshape_
   shape = tuple(x.type.shape)
+  if x.id in cx.b.few_stats and small_shape(shape) and len(idx) <= len(shape):   # (held as scalars: ops/small_parts)
+    from .small_parts import pick
+    return pick(cx, x, tuple(idx) + tuple(slice(0, n) for n in shape[len(idx):]))
   src = small_source(cx.b.defining, x) if small_shape(shape) else None
   if src is None or len(src.type.shape) != 1 or len(idx) > len(shape):
     return None

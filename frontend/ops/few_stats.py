@@ -27,10 +27,10 @@ def storable(cx, ref, value) -> bool:
   (see the module), the vector of a 2-D reshape's rows typed with its shape of at most FEW_KEPT elements (a small
   statistic, frontend/ops/reduce.py), or elementwise math of them and fills (not fills alone)."""
   from .broadcast_nd import small_source
-  from .reduce import FEW_KEPT
+  from .small_parts import FEW_SCALARS
   if not (is_value(value) and isinstance(value.type, TensorType) and tuple(value.type.shape) == tuple(ref.type.shape)
-          and math.prod(value.type.shape) <= FEW_KEPT):       # (every store asks: the cheap tests first)
-    return False
+          and math.prod(value.type.shape) <= FEW_SCALARS):    # (every store asks: the cheap tests first; a (3, 5)
+    return False                                              # window read whole is one, ops/small_loads.py)
   return ((involves(cx.b, value) or small_source(cx.b.defining, value) is not None)
           and _scalars(cx, value, {}, probe=True) is not None)
 

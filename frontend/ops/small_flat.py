@@ -163,8 +163,8 @@ def as_held(cx, v):
   shape = tuple(v.type.shape)
   if not small_shape(shape) or held_vector(cx, v) is not None:
     return None
-  from .reduce import FEW_KEPT
-  if math.prod(shape) <= FEW_KEPT and math.prod(shape) % 8:      # (no vector: a few-element statistic)
+  from .small_parts import FEW_SCALARS
+  if math.prod(shape) <= FEW_SCALARS and math.prod(shape) % 8:      # (no vector: a few-element statistic)
     from .small_parts import assemble
     parts = [element_of(cx, v, idx) for idx in itertools.product(*(range(n) for n in shape))]
     if any(p is None for p in parts):

@@ -21,13 +21,14 @@ from .small_stores import FEW_ELEMENTS, MAX_ROWS, VECTOR
 
 def plan(shape) -> str | None:
   """How a window of `shape` too small for a register tensor is read: 'rows' (a vector a row), 'elements' (an
-  element at a time), 'few' (at most FEW_KEPT elements, no vector: a few-element statistic of their scalars), or None
+  element at a time), 'few' (at most FEW_SCALARS elements, no vector's count: a few-element statistic of their
+  scalars, the (3, 5) one's 15), or None
   (a shape a register tensor takes, or one nothing holds)."""
   from .broadcast_nd import small_shape
-  from .reduce import FEW_KEPT
+  from .small_parts import FEW_SCALARS
   shape = tuple(shape)
   n = math.prod(shape)
-  if small_shape(shape) and n <= FEW_KEPT and n % VECTOR:
+  if small_shape(shape) and n <= FEW_SCALARS and n % VECTOR:
     return "few"
   if not small_shape(shape) or n % VECTOR or n > hw.WARPGROUP:     # (a larger one: its MG204 hint pads it)
     return None
@@ -145,7 +146,7 @@ def _shaped(cx, mask, shape):
 
 def masked_few(cx, ref, mask, other=None, value=None) -> object:
   """A masked load (`value` None: the loaded few-element statistic, else None) or store (True, else False) of a
-  window of at most FEW_KEPT elements (see plan's 'few'), an element at a time: a load selects each element's
+  window of at most FEW_SCALARS elements (see plan's 'few'), an element at a time: a load selects each element's
   scalar, read at indices clamped into the array, by its mask element; a store writes each under an if on it."""
   from .small_flat import element_of
   shape = tuple(ref.type.shape)

@@ -7,8 +7,9 @@ mask of per-row lengths, frontend/ops/small_regrid.py). Reduced along an axis (`
 segment ids, `ml.sum(mask, axis=1)` of the (2, 8, 1) mask, to count the lengths), or indexed by a column
 (`seg[:, 3]`), no layout holds what it is made of, so each was MG204. The result has few elements: each is a full
 reduction of the elements it keeps (the others replaced by the reduction's identity), or the element it picks, a
-scalar; the result is made of those scalars (`assemble`): at most FEW_KEPT of them are a few-element statistic
-(frontend/ops/few_stats.py), a multiple of 8 the vector of them, typed with the result's shape.
+scalar; the result is made of those scalars (`assemble`): at most FEW_KEPT of them (or FEW_SCALARS, no vector's
+count) are a few-element statistic (frontend/ops/few_stats.py), a multiple of 8 the vector of them, typed with the
+result's shape.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from . import elementwise as ew
 from .elementwise_fns import arange
 
 MAX_PARTS = 64        # at most this many results computed a scalar at a time
+FEW_SCALARS = 32      # at most this many, no vector's count (not a multiple of 8), held as a few-element statistic
 
 
 def assemble(cx, shape, parts, flat=None):
@@ -32,7 +34,7 @@ def assemble(cx, shape, parts, flat=None):
   from .reduce import FEW_KEPT
   from .shape import Reshape, reshape_
   shape, k = tuple(shape), len(parts)
-  if k <= FEW_KEPT:
+  if k <= FEW_KEPT or k % 8 and k <= FEW_SCALARS:
     res = ew.stretch(cx, shape, parts[-1])
     if k > 1:
       flat = flat if flat is not None else flat_grid(cx, shape)
@@ -88,7 +90,7 @@ def reduce_small(cx, kind, x, axes, keepdims, what):
   if not axes or k > MAX_PARTS or kind not in (ReduceKind.SUM, ReduceKind.MAX, ReduceKind.MIN):
     return None
   out = tuple(1 if i in axes else n for i, n in enumerate(shape) if keepdims or i not in axes)
-  if k > 8 and (k % 8 or k > MAX_PARTS):
+  if k > FEW_SCALARS and k % 8:
     return None
   if x.id in cx.b.few_stats and kept:      # (a few-element statistic or window: its scalars combined)
     return assemble(cx, out, _combined(cx, kind, x, shape, kept))
@@ -201,18 +203,17 @@ def pick(cx, x, idx):
   """Elements of small `x` (held as a vector) that are no run of its row-major order (`seg[:, 3]`), static indices
   `idx` (ints and slices, one an axis), each read through SMEM as a scalar, assembled into the index's shape;
   None where an index is not static or they are too many."""
-  from .shape import index_through_smem
-  vec = held_vector(cx, x)
+  element = _element_getter(cx, x)
   shape = tuple(x.type.shape)
-  if vec is None or not all(isinstance(i, (int, slice)) for i in idx):
+  if element is None or not all(isinstance(i, (int, slice)) for i in idx):
     return None
   ranges = [range(*i.indices(n)) if isinstance(i, slice) else [i] for i, n in zip(idx, shape)]
   out = tuple(len(r) for i, r in zip(idx, ranges) if isinstance(i, slice))
   k = math.prod(out)
-  if k > MAX_PARTS or (k > 8 and k % 8):
+  if k > MAX_PARTS or (k > FEW_SCALARS and k % 8):
     return None
   strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
-  parts = [index_through_smem(cx, vec, (sum(i * s for i, s in zip(e, strides)),)) for e in itertools.product(*ranges)]
+  parts = [element(sum(i * s for i, s in zip(e, strides))) for e in itertools.product(*ranges)]
   return assemble(cx, out or (1,), parts) if out else parts[0]
 
 
@@ -225,7 +226,9 @@ def arg_small(cx, x, a, kind):
   shape = tuple(x.type.shape)
   kept = [i for i in range(len(shape)) if i != a]
   k = math.prod(shape[i] for i in kept)
-  if vec is None or k > MAX_PARTS or k > 8 and k % 8:
+  if x.id in cx.b.few_stats and k <= FEW_SCALARS:        # (a few-element window or statistic: on its scalars)
+    return assemble(cx, tuple(shape[i] for i in kept), _few_args(cx, kind, x, shape, a))
+  if vec is None or k > MAX_PARTS or k > FEW_SCALARS and k % 8:
     return None
   vec = _comparable(cx, vec)
   at = _vector_grids(cx, shape, kept)
@@ -243,12 +246,43 @@ def arg_small(cx, x, a, kind):
   return assemble(cx, tuple(shape[i] for i in kept), parts)
 
 
+def _few_args(cx, kind, x, shape, a):
+  """argmax (kind MAX) or argmin along axis `a` of the few-element `x`, from its scalars: each group's extreme, then
+  the least position along `a` equal to it (or NaN, as jnp)."""
+  from .reduce import ReduceKind, _comparable, _hits
+  op = ew.BinOp.MAX if kind == ReduceKind.MAX else ew.BinOp.MIN
+  groups = {}
+  for f, p in enumerate(cx.b.few_stats[x.id]):
+    at = [(f // math.prod(shape[d + 1:])) % shape[d] for d in range(len(shape))]
+    groups.setdefault(tuple(at[:a] + at[a + 1:]), []).append((at[a], _comparable(cx, p)))
+  out = []
+  for key in sorted(groups):
+    best = None
+    for _, p in groups[key]:
+      best = p if best is None else ew.binary(cx, op, best, p)
+    idx = shape[a]
+    for pos, p in reversed(groups[key]):
+      idx = ew.where_(cx, _hits(cx, p, best), pos, idx)
+    out.append(idx)
+  return out
+
+
 def transpose_small(cx, x):
-  """`x.T` of a small 2-D `x` held as a vector: its elements picked in the transpose's order, assembled; None where x
-  is no such tensor."""
-  from .shape import index_through_smem
-  vec = held_vector(cx, x) if len(x.type.shape) == 2 else None
-  r, c = x.type.shape
-  if vec is None or r * c > MAX_PARTS:
+  """`x.T` of a small 2-D `x` held as a vector or as scalars: its elements picked in the transpose's order, assembled;
+  None where x is no such tensor."""
+  element = _element_getter(cx, x) if len(x.type.shape) == 2 else None
+  if element is None or math.prod(x.type.shape) > MAX_PARTS:
     return None
-  return assemble(cx, (c, r), [index_through_smem(cx, vec, (i * c + j,)) for j in range(c) for i in range(r)])
+  r, c = x.type.shape
+  return assemble(cx, (c, r), [element(i * c + j) for j in range(c) for i in range(r)])
+
+
+def _element_getter(cx, x):
+  """j -> the scalar of small `x`'s flat element j: its few-element statistic's scalar, or its vector's element read
+  through SMEM; None where x is held neither way."""
+  from .broadcast_nd import small_shape
+  from .shape import index_through_smem
+  if x.id in cx.b.few_stats and small_shape(tuple(x.type.shape)):
+    return lambda j: cx.b.few_stats[x.id][j]
+  vec = held_vector(cx, x)
+  return None if vec is None else (lambda j: index_through_smem(cx, vec, (j,)))
