@@ -143,8 +143,8 @@ def test_a_window_of_at_most_8_elements_read_whole_is_held_as_their_scalars():
 
 
 @mg.mgpu_kernel(out_shape=lambda a, x, b: (a, S((3,), F32), S((5,), F32), x, S((3,), I32), S((5, 3), F32),
-                                          S((5,), F32), S((3,), F32), b, b), grid=(1,))
-def odd_window(a, x, b, o, p, q, r, s, t, u, w, y, z):
+                                          S((5,), F32), S((3,), F32), b, b, S((3,), F32)), grid=(1,))
+def odd_window(a, x, b, o, p, q, r, s, t, u, w, y, z, p2):
   v = a[...]                                            # (3, 5): 15 elements, no vector's count: their scalars
   o[...] = ml.exp(v) * 2.0 + ml.arange(5)[None, :].astype(jnp.float32)
   p[...] = ml.sum(v, axis=1)
@@ -157,12 +157,13 @@ def odd_window(a, x, b, o, p, q, r, s, t, u, w, y, z):
   y[...] = b.at[:, ml.ds(1, 5)].load(mask=ml.arange(5)[None, :] < 4, other=-1)   # (column 5 past the array's end)
   z[...] = ml.zeros((3, 5), jnp.int32)
   z.store(b[...] * 2, mask=ml.arange(3)[:, None] < 2)
+  p2[...] = ml.max(b[...].astype(jnp.float32) * 0.5, axis=1)    # (a reduction of math of the scalars)
 
 
 def _odd_window_want(a, x, b):
   return (np.exp(a) * 2 + np.arange(5)[None], a.sum(1), a.max(0), x * a[:, :, None], a.argmax(1), a.T, a[1], a[:, 3],
           np.where(np.arange(5)[None] < 4, np.pad(b, ((0, 0), (0, 1)))[:, 1:6], -1),
-          np.where(np.arange(3)[:, None] < 2, b * 2, 0))
+          np.where(np.arange(3)[:, None] < 2, b * 2, 0), b.max(1) * 0.5)
 
 
 def test_a_window_of_up_to_32_elements_no_vector_holds_is_held_as_their_scalars():

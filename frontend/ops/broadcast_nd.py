@@ -223,7 +223,8 @@ def index_small(cx, x, idx):
   from .memory import DSlice
   from .shape import Reshape, index_through_smem, reshape_
   shape = tuple(x.type.shape)
-  if x.id in cx.b.few_stats and small_shape(shape) and len(idx) <= len(shape):   # (held as scalars: ops/small_parts)
+  from .few_stats import involves
+  if small_shape(shape) and involves(cx.b, x) and len(idx) <= len(shape):   # (held as scalars: ops/small_parts.py)
     from .small_parts import pick
     return pick(cx, x, tuple(idx) + tuple(slice(0, n) for n in shape[len(idx):]))
   src = small_source(cx.b.defining, x) if small_shape(shape) else None

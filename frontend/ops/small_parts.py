@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 
-from .. import hw
+from .. import hw, ir
 from ..dtypes import DType
 from ..types import TensorType, resolve
 from . import elementwise as ew
@@ -92,8 +92,8 @@ def reduce_small(cx, kind, x, axes, keepdims, what):
   out = tuple(1 if i in axes else n for i, n in enumerate(shape) if keepdims or i not in axes)
   if k > FEW_SCALARS and k % 8:
     return None
-  if x.id in cx.b.few_stats and kept:      # (a few-element statistic or window: its scalars combined)
-    return assemble(cx, out, _combined(cx, kind, x, shape, kept))
+  if kept and (parts := few_parts(cx, x)) is not None:    # (a few-element statistic or window: its scalars combined)
+    return assemble(cx, out, _combined(cx, kind, parts, x, shape, kept))
   vec = held_vector(cx, x)
   if not kept:          # (all of a small mask: all of its elements' vector; a held one's is reduce's own)
     from .small_flat import flat_values
@@ -122,10 +122,23 @@ def reduce_small(cx, kind, x, axes, keepdims, what):
   return assemble(cx, out, parts)
 
 
-def _combined(cx, kind, x, shape, kept):
-  """The results of reducing the few-element `x` (its scalars in cx.b.few_stats) along all but the `kept` axes."""
+def few_parts(cx, x):
+  """The scalars of small `x`'s elements (row-major) where x is a few-element statistic or window, or elementwise math
+  of them (frontend/ops/few_stats.py); None for any other."""
+  from . import few_stats
+  from .broadcast_nd import small_shape
+  if x.id in cx.b.few_stats:
+    return list(cx.b.few_stats[x.id])
+  if not small_shape(tuple(x.type.shape)) or not few_stats.involves(cx.b, x) or few_stats._scalars(
+      cx, x, {}, probe=True) is None:
+    return None
+  return [p if isinstance(p, ir.Value) else ew.full_(cx, (), p, x.type.dtype)
+          for p in few_stats._scalars(cx, x, {}, probe=False)]
+
+
+def _combined(cx, kind, parts, x, shape, kept):
+  """The results of reducing the few-element `x` (its scalars `parts`) along all but the `kept` axes."""
   from .reduce import ReduceKind
-  parts = list(cx.b.few_stats[x.id])
   d = resolve(x.type.dtype)
   if kind == ReduceKind.SUM and isinstance(d, DType) and (d == DType.bool_ or d.is_int and d.bits < 32):
     parts = [ew.astype(cx, p, DType.i32 if d == DType.bool_ or d.is_signed else DType.u32) for p in parts]
@@ -226,8 +239,8 @@ def arg_small(cx, x, a, kind):
   shape = tuple(x.type.shape)
   kept = [i for i in range(len(shape)) if i != a]
   k = math.prod(shape[i] for i in kept)
-  if x.id in cx.b.few_stats and k <= FEW_SCALARS:        # (a few-element window or statistic: on its scalars)
-    return assemble(cx, tuple(shape[i] for i in kept), _few_args(cx, kind, x, shape, a))
+  if k <= FEW_SCALARS and (parts := few_parts(cx, x)) is not None:    # (a few-element window or statistic)
+    return assemble(cx, tuple(shape[i] for i in kept), _few_args(cx, kind, parts, shape, a))
   if vec is None or k > MAX_PARTS or k > FEW_SCALARS and k % 8:
     return None
   vec = _comparable(cx, vec)
@@ -246,13 +259,13 @@ def arg_small(cx, x, a, kind):
   return assemble(cx, tuple(shape[i] for i in kept), parts)
 
 
-def _few_args(cx, kind, x, shape, a):
+def _few_args(cx, kind, parts, shape, a):
   """argmax (kind MAX) or argmin along axis `a` of the few-element `x`, from its scalars: each group's extreme, then
   the least position along `a` equal to it (or NaN, as jnp)."""
   from .reduce import ReduceKind, _comparable, _hits
   op = ew.BinOp.MAX if kind == ReduceKind.MAX else ew.BinOp.MIN
   groups = {}
-  for f, p in enumerate(cx.b.few_stats[x.id]):
+  for f, p in enumerate(parts):
     at = [(f // math.prod(shape[d + 1:])) % shape[d] for d in range(len(shape))]
     groups.setdefault(tuple(at[:a] + at[a + 1:]), []).append((at[a], _comparable(cx, p)))
   out = []
@@ -280,9 +293,8 @@ def transpose_small(cx, x):
 def _element_getter(cx, x):
   """j -> the scalar of small `x`'s flat element j: its few-element statistic's scalar, or its vector's element read
   through SMEM; None where x is held neither way."""
-  from .broadcast_nd import small_shape
   from .shape import index_through_smem
-  if x.id in cx.b.few_stats and small_shape(tuple(x.type.shape)):
-    return lambda j: cx.b.few_stats[x.id][j]
+  if (parts := few_parts(cx, x)) is not None:
+    return lambda j: parts[j]
   vec = held_vector(cx, x)
   return None if vec is None else (lambda j: index_through_smem(cx, vec, (j,)))
