@@ -128,8 +128,8 @@ def index_grid_3d(x, out):
 def test_broadcasting_into_3d_along_leading_axes():
   """Said 'x[...] of shape (4, 8, 128) is reduced or broadcast along an axis' (nothing was reduced);
   then MG204 'broadcasting works into 1-D and 2-D tensors'; probe 37e computes it (the 2-D broadcast
-  of the merged axes between two reshapes), and a (1, 1, 1, 32) bias read 4-D still says so
-  (test_probe23)."""
+  of the merged axes between two reshapes), and a (1, 1, 1, 160) bias read 4-D still says so
+  (test_probe23; a (1, 1, 1, 32) one is read as its elements' vector since probe 45a)."""
   rng = np.random.default_rng(18)
   x, b = rng.standard_normal((4, 8, 128)).astype(np.float32), rng.standard_normal((8, 128)).astype(np.float32)
   np.testing.assert_array_equal(add_rows_to_3d(x, b, interpret=True), x + b)

@@ -113,9 +113,10 @@ def stretch_middle(x, s, out):
 def test_broadcasts_and_reductions_along_trailing_or_leading_axes_of_3d_tensors():
   """A per-group scale stretched along the last axis, a 2-D tensor added to every slice of a 3-D one,
   and reductions over the leading axis: each was MG204. A small bias read 4-D keeps its MG204 (the loops
-  hint); a middle axis stretched is copies of the source along it since probe 38j."""
-  expect(add_bias_4d, [S((2, 4, 16, 32), F32), S((1, 1, 1, 32), F32)], mg.LayoutError, "img[...] + bias",
-         "broadcasting bias[...] of shape (1, 1, 1, 32) to (2, 4, 16, 32): broadcasting works into 1-D and"
+  hint; since probe 45a one of fewer than 128 elements is read as their vector, and broadcasts); a middle axis
+  stretched is copies of the source along it since probe 38j."""
+  expect(add_bias_4d, [S((2, 4, 16, 160), F32), S((1, 1, 1, 160), F32)], mg.LayoutError, "img[...] + bias",
+         "broadcasting bias[...] of shape (1, 1, 1, 160) to (2, 4, 16, 160): broadcasting works into 1-D and"
          " 2-D tensors, not 4-D ones (a register tile keeps its rows in fixed threads)")
   xm = np.random.default_rng(5).standard_normal((4, 8, 128)).astype(np.float32)
   sm = np.random.default_rng(6).standard_normal((4, 128)).astype(np.float32)

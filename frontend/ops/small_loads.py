@@ -1,8 +1,9 @@
 """Small windows read whole, held as the vector of their elements.
 
-A window of fewer elements than a warpgroup has threads over two or more axes, none of them 1 (the (2, 8) segment ids of a segment sum, the
-(8, 2) expert ids of a top-2 MoE router), is too small for a register tensor of its shape (a multiple of 128
-elements), so `seg = ids[...]` was MG204 with a hint that loaded a larger masked tile. Such a window is read as a
+A window of fewer elements than a warpgroup has threads over two axes, neither of them 1, or over three or more (the
+(2, 8) segment ids of a segment sum, the (8, 2) expert ids of a top-2 MoE router, a (1, 1, 1, 32) bias), is too small
+for a register tensor of its shape (a multiple of 128 elements), so `seg = ids[...]` was MG204 with a hint that loaded
+a larger masked tile. Such a window is read as a
 small statistic is held (frontend/ops/reduce.py): the (n,) vector of its elements in row-major order, typed with its
 shape, so elementwise math, broadcasting against a tile (`seg[:, :, None] == k` of a (2, 8, 32) tile), indexing
 (`seg[1]`) and stores take it as they take a statistic. Its rows are read into an SMEM scratch, a vector at a time
