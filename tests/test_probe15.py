@@ -263,17 +263,14 @@ def top2_weights_masked_store(x, w_out):
 
 
 def test_the_narrow_tile_hint_stores_with_a_mask_where_slicing_cannot():
-  """'slice only to store: t[:, :k]' gave a (16, 2) tile, itself MG204 (probe 15)."""
-  with pytest.raises(mg.LayoutError) as e:
-    top2_weights_sliced.check(S((64, 64), F32))
-  assert e.value.hint == ("store w whole with a mask instead of slicing it: w_out.at[ml.ds(i * 16, 16), ml.ds(0,"
-                          " w.shape[1])].store(w, mask=ml.arange(w.shape[1])[None, :] < 2) (the window may run past"
-                          " w_out's last column:"
-                          " masked elements are never written)")
+  """'slice only to store: t[:, :k]' gave a (16, 2) tile, itself MG204 (probe 15); the hint stored with a mask. Since
+  probe 45a the (16, 2) slice, 32 elements, is read back whole as their vector and stored: both compute (the hint's
+  text for a slice of more elements: tests/test_probe26.py)."""
   x = rand.normal(rand.key(0), (64, 64))
   s = -jnp.sort(-x, axis=1)[:, :2]
   p = jnp.exp(s - s[:, :1])
   np.testing.assert_allclose(top2_weights_masked_store(x, interpret=True), p / p.sum(1, keepdims=True), rtol=1e-5)
+  np.testing.assert_allclose(top2_weights_sliced(x, interpret=True), p / p.sum(1, keepdims=True), rtol=1e-5)
   jax.export.export(jax.jit(top2_weights_masked_store), platforms=["cuda"])(S((64, 64), F32))
 
 
