@@ -98,6 +98,25 @@ def method_hint(attr: str, recv: str, args: list[str]) -> str | None:
     return f"write {r} * {r}"
   if attr == "reciprocal" and not args:
     return f"write 1 / {r}"
+  if attr == "norm" and set(kw) <= {"p", "dim", "keepdim"} and len(pos) <= 3:   # torch's x.norm(p, dim, keepdim)
+    return _norm_hint(recv, r, kw.get("p", pos[0] if pos else "2"), kw.get("dim", pos[1] if len(pos) > 1 else None),
+                      kw.get("keepdim", pos[2] if len(pos) > 2 else None))
+  if attr == "relu" and not args:
+    return f"write ml.maximum({recv}, 0)"
   if attr == "count_nonzero":
     return f"write ml.sum({r} != 0{'' if axis is None else f', axis={axis}'})"
+  return None
+
+
+def _norm_hint(recv, r, p, dim, keep) -> str | None:
+  """torch's v.norm(p, dim, keepdim) of a register tensor as the reduction it is (p 2, 1 or inf), else None."""
+  tail = ("" if dim is None or dim.strip() == "None" else f", axis={dim.strip()}") + \
+      ("" if keep is None or keep.strip() == "False" else f", keepdims={keep.strip()}")
+  p = p.strip().replace(" ", "")
+  if p in ("2", "2.0", "'fro'", '"fro"'):
+    return f"write ml.sqrt(ml.sum({r} * {r}{tail})) (torch's 2-norm)"
+  if p in ("1", "1.0"):
+    return f"write ml.sum(ml.abs({recv}){tail}) (torch's 1-norm)"
+  if p in ("float('inf')", 'float("inf")', "math.inf", "jnp.inf", "np.inf"):
+    return f"write ml.max(ml.abs({recv}){tail}) (torch's inf-norm)"
   return None

@@ -138,7 +138,19 @@ def operand(t: str) -> str:
     e = ast.parse(t.strip(), mode="eval").body
   except SyntaxError:
     return f"({t})"
-  return t if isinstance(e, (ast.Name, ast.Attribute, ast.Subscript, ast.Call, ast.Constant)) else f"({t})"
+  if isinstance(e, (ast.Name, ast.Attribute, ast.Subscript, ast.Call, ast.Constant)) or _enclosed(t.strip()):
+    return t
+  return f"({t})"
+
+
+def _enclosed(t: str) -> bool:
+  """Whether `t` is one parenthesised expression, `(v - w)` (not `(a) * (b)`): an operand already."""
+  depth = 0
+  for k, c in enumerate(t):
+    depth += (c == "(") - (c == ")")
+    if depth == 0:
+      return t[0] == "(" and k == len(t) - 1
+  return False
 
 
 # lax.reduce_precision's (exponent_bits, mantissa_bits) of the dtypes a kernel rounds through, and how

@@ -362,7 +362,8 @@ def method_hint(attr, recv: str, *, ref: bool, shape=(), is_bool=False, args=Non
     kw = dict(a.split("=", 1) for a in args or () if re.match(r"\w+=", a))
     return shape_call_hint("squeeze", [recv, *(a for a in args or () if a.split("=", 1)[0] not in kw)], kw,
                            tuple(shape))
-  if attr in ("softmax", "log_softmax", "logsumexp"):
+  if attr in ("softmax", "log_softmax", "logsumexp"):   # torch's dim= and keepdim= are ml's (jnp's) axis=, keepdims=
+    a = ", ".join(re.sub(r"^dim(?==)", "axis", re.sub(r"^keepdim(?==)", "keepdims", x.strip())) for x in args or ())
     return f"write ml.{attr}({recv}{', ' + a if a else ''})"
   return None
 

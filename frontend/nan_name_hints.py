@@ -33,6 +33,20 @@ FORMS = {
     "logaddexp2": ("ml.where({0} == {1}, {0} + 1.0, ml.maximum({0}, {1}) + ml.log2(1 + ml.exp2(-ml.abs({0} - {1}))))",
                    " (equal operands apart: inf and inf give inf, as jnp.logaddexp2)"),
     "round_half_even": ("ml.round({0})", " (halves to even, as jnp.round)"),
+    # jax.scipy.special's terms of entropy and KL-divergence losses, with their edge values
+    "xlogy": ("ml.where(({0} != 0) | ({1} != {1}), {0} * ml.log({1}), 0.0)",
+              " (0 where {0} is 0, a NaN {1} kept, as jax.scipy.special.xlogy)"),
+    "xlog1py": ("ml.where(({0} != 0) | ({1} != {1}), {0} * ml.log1p({1}), 0.0)",
+                " (0 where {0} is 0, a NaN {1} kept, as jax.scipy.special.xlog1py)"),
+    "entr": ("ml.where({0} < 0, float('-inf'), ml.where({0} == 0, 0.0, -{0} * ml.log({0})))",
+             " (-inf below 0, as jax.scipy.special.entr)"),
+    "rel_entr": ("ml.where(({0} > 0) & ({1} > 0), {0} * ml.log({0}) - {0} * ml.log({1}),"
+                 " ml.where(({0} == 0) & ({1} >= 0), 0.0, float('inf')))", " (as jax.scipy.special.rel_entr)"),
+    "kl_div": ("ml.where(({0} > 0) & ({1} > 0), {0} * ml.log({0}) - {0} * ml.log({1}),"
+               " ml.where(({0} == 0) & ({1} >= 0), 0.0, float('inf'))) - {0} + {1}", " (as jax.scipy.special.kl_div)"),
+    "expit": ("ml.sigmoid({0})", ""),
+    "logit": ("ml.log({0} / (1 - {0}))", " (as jax.scipy.special.logit)"),
+    "vdot": ("ml.sum({0} * {1})", " (jnp.vdot of real tensors: the sum of the products, a scalar)"),
 }
 _MEDIAN = ("no ml.{0}: sort the rows, s = ml.sort(v) (along the last axis, of a power-of-two length: pad a row with"
            " float('inf'), other=float('inf') on a masked load or ml.where(k < n, v, float('inf'))), then index the"

@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 import re
 
+from .formula_hints import operand  # an argument as written, parenthesised where an operator or index follows it
+
 
 def literal(text):
   """The Python literal an argument's text spells (`(0, 2)`, `-1`), else None."""
@@ -191,18 +193,19 @@ def method_shape_hint(attr, recv, args, shape) -> str | None:
 def shape_call_hint(name, pos, kw, shape) -> str | None:
   """The hint for jnp.`name`(...) (or lax's, jax.nn's) on register values; None if not one of these."""
   x = pos[0].strip() if pos else "x"
+  xp = operand(x)                     # where an index, .T or an operator follows it: (v - w)[:, None]
   rank = len(shape) if shape is not None else None
   if name == "expand_dims" and rank is not None:
-    return _expand(x, _arg(pos, kw, 1, "axis", _arg(pos, kw, 1, "dimensions")), rank)
+    return _expand(xp, _arg(pos, kw, 1, "axis", _arg(pos, kw, 1, "dimensions")), rank)
   if name == "squeeze":
-    return _squeeze(x, _arg(pos, kw, 1, "axis", _arg(pos, kw, 1, "dimensions")), shape)
+    return _squeeze(xp, _arg(pos, kw, 1, "axis", _arg(pos, kw, 1, "dimensions")), shape)
   if name in ("swapaxes", "moveaxis") and rank == 2:
-    return f"write {x}.T (a 2-D transpose, through SMEM)"
+    return f"write {xp}.T (a 2-D transpose, through SMEM)"
   if name == "einsum" and len(pos) == 2 and isinstance(spec := literal(pos[0]), str) and (h := _einsum_one(spec, pos[1].strip())):
     return h
   if name == "take" and len(pos) >= 2 and rank is not None and isinstance(
       axis := literal(_arg(pos, kw, 2, "axis")), int) and not isinstance(axis, bool) and -rank <= axis < rank:
-    return f"write {x}[{':, ' * (axis % rank)}{pos[1].strip()}] (NumPy's advanced indexing, a gather as jnp.take's)"
+    return f"write {xp}[{':, ' * (axis % rank)}{pos[1].strip()}] (NumPy's advanced indexing, a gather as jnp.take's)"
   if name == "take_along_axis" and len(pos) >= 2 and rank is not None and isinstance(
       axis := literal(_arg(pos, kw, 2, "axis")), int) and not isinstance(axis, bool):
     return f"write ml.take_along_axis({x}, {pos[1].strip()}, axis={axis})"
@@ -211,16 +214,16 @@ def shape_call_hint(name, pos, kw, shape) -> str | None:
   if name in ("amax", "amin"):
     return f"write ml.{name[1:]}({', '.join(p.strip() for p in pos)}{''.join(f', {k}={v}' for k, v in kw.items())})"
   if name == "outer" and len(pos) == 2:
-    return f"write {pos[0].strip()}[:, None] * {pos[1].strip()}[None, :] (broadcasting)"
+    return f"write {xp}[:, None] * {operand(pos[1].strip())}[None, :] (broadcasting)"
   if name in ("triu", "tril"):
     return _band(x, _arg(pos, kw, 1, "k"), shape, name == "triu")
   if name == "one_hot" and len(pos) >= 2 and rank == 1:
     dt = kw.get("dtype", "jnp.float32")
-    return f"write ({x}[:, None] == ml.arange({pos[1].strip()})[None, :]).astype({dt})"
+    return f"write ({xp}[:, None] == ml.arange({pos[1].strip()})[None, :]).astype({dt})"
   if name == "roll":
     return _roll(x, _arg(pos, kw, 1, "shift"), _arg(pos, kw, 2, "axis"), shape)
   if name == "slice" and len(pos) >= 3 and not kw and len(pos) == 3:
-    return _slice(x, pos[1], pos[2], shape)
+    return _slice(xp, pos[1], pos[2], shape)
   if name == "dynamic_slice" and len(pos) >= 3:
     return _dynamic(x, pos[1], pos[2])
   if name == "dynamic_slice_in_dim":
@@ -229,8 +232,10 @@ def shape_call_hint(name, pos, kw, shape) -> str | None:
   if name in SPLITS and pos:
     h = split_hint(name, [*pos, *(f"{k}={v}" for k, v in kw.items())], shape)
     return h and f"{h} (jnp.{name}'s parts, each a register tensor of its own)"
+  if name == "vector_norm" and kw.get("ord", "2").strip() in ("2", "2.0") and len(pos) == 1:
+    name, kw = "norm", {k: v for k, v in kw.items() if k != "ord"}      # jnp.linalg.vector_norm(x, axis=1)
   if name == "norm":
-    return _norm(x, pos, kw, rank)
+    return _norm(xp, pos, kw, rank)
   reps = literal(_arg(pos, kw, 1, "reps" if name == "tile" else "repeats"))
   if name == "tile" and rank == 1 and isinstance(reps, int) and reps > 1:
     return f"write ml.concatenate([{', '.join([x] * reps)}], axis=0)"
@@ -252,7 +257,7 @@ def shape_call_hint(name, pos, kw, shape) -> str | None:
             f" each element {reps} times along axis {a}, as jnp.repeat)")
   if name == "repeat" and rank == 2 and isinstance(reps, int) and reps > 1 and axis in (0, 1, -1, -2):
     (m, n), a = shape, axis % 2       # copies along a new axis after the repeated one, merged into it
-    part, out = (f"{x}[:, None, :]", f"({m * reps}, {n})") if a == 0 else (f"{x}[:, :, None]", f"({m}, {n * reps})")
+    part, out = (f"{xp}[:, None, :]", f"({m * reps}, {n})") if a == 0 else (f"{xp}[:, :, None]", f"({m}, {n * reps})")
     if a == 1 and reps % 32 == 0:     # (a broadcast along the new last axis, where it is 32 or more wide)
       return f"write ml.broadcast_to({part}, ({m}, {n}, {reps})).reshape{out} (jnp.repeat's order)"
     return f"write ml.concatenate([{part}] * {reps}, axis={a + 1}).reshape{out} (through SMEM, jnp.repeat's order)"
@@ -415,7 +420,7 @@ def split_hint(name, args, shape=None, *, sizes=False) -> str | None:
   kw = {a.split("=", 1)[0].strip(): a.split("=", 1)[1].strip() for a in args if a.strip() not in pos}
   if len(pos) < 2 and not ({"indices_or_sections", "sections", "split_size_or_sections", "chunks"} & set(kw)):
     return None
-  x = pos[0]
+  x = operand(pos[0])                 # (v - w)[:, :64]: its windows index it
   sec = literal(kw.get("indices_or_sections", kw.get("sections", kw.get("split_size_or_sections",
                 kw.get("chunks", pos[1] if len(pos) > 1 else None)))))
   axis = {"hsplit": 1, "vsplit": 0}.get(name, literal(kw.get("axis", kw.get("dim", pos[2] if len(pos) > 2 else "0"))))

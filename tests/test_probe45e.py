@@ -1,0 +1,182 @@
+"""Probe 45e (loss functions and whole-array reductions as training code writes them: MSE, L1, Huber, KL
+divergence, BCE with logits, cross-entropy over a large vocabulary with an online logsumexp, label smoothing,
+ignore_index and z-loss, cosine-similarity and triplet-margin losses; reduced to a scalar by atomics, by
+partials and a second kernel, or by one program looping; backward kernels under jax.custom_vjp).
+
+Hints that wrote the call's first argument into an indexing, `.T` or a product without parentheses:
+`jnp.linalg.norm(x - p, axis=1)` was hinted `ml.sqrt(ml.sum(x - p * x - p, axis=1))` (a wrong loss, followed),
+`jnp.swapaxes(v - w, 0, 1)` as `v - w.T`, `jax.nn.one_hot(a + 1, n)` as `(a + 1[:, None] == ...)`. Torch's
+`x.norm(dim=1)` had no hint, and `(v - m).logsumexp(dim=1)` was hinted `ml.logsumexp(v - m, dim=1)`, which is
+MG003 again (ml takes jnp's axis=, keepdims=). jax.scipy.special's xlogy, kl_div, rel_entr and entr (a KL
+divergence's terms) had the generic "kernels call ml.* functions" hint."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+def _rnd(shape, seed, dtype=np.float32):
+  return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def _scalar(*args):
+  return S((), F32)
+
+
+# ---------------------------------------------------------------- hints that keep a compound argument whole
+@mg.mgpu_kernel(out_shape=_scalar, grid=lambda a, p, n: (a.shape[0] // 8,))
+def triplet_jnp_norm(a, p, n, out):
+  r = ml.ds(ml.program_id(0) * 8, 8)
+  x = a.at[r, :][...]
+  dp = jnp.linalg.norm(x - p.at[r, :][...], axis=1)
+  dn = jnp.linalg.norm(x - n.at[r, :][...], axis=1)
+  ml.atomic_add(out, ml.sum(ml.maximum(dp - dn + 1.0, 0.0)) / a.shape[0])
+
+
+@mg.mgpu_kernel(out_shape=_scalar, grid=lambda a, p, n: (a.shape[0] // 8,))
+def triplet_followed(a, p, n, out):
+  r = ml.ds(ml.program_id(0) * 8, 8)
+  x = a.at[r, :][...]
+  dp = ml.sqrt(ml.sum((x - p.at[r, :][...]) * (x - p.at[r, :][...]), axis=1))
+  dn = ml.sqrt(ml.sum((x - n.at[r, :][...]) * (x - n.at[r, :][...]), axis=1))
+  ml.atomic_add(out, ml.sum(ml.maximum(dp - dn + 1.0, 0.0)) / a.shape[0])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: x)
+def swapaxes_of_a_difference(x, y, out):
+  out[...] = jnp.swapaxes(x[...] - y[...], 0, 1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: x)
+def one_hot_of_a_sum(x, y, out):
+  out[...] = jax.nn.one_hot(ml.argmax(x[...], axis=1) + 1, 64) * y[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: x)
+def outer_of_sums(x, y, out):
+  out[...] = jnp.outer(x[0, :] + 1.0, y[0, :] - 1.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: S((64, 32), F32))
+def slice_of_a_difference(x, y, out):
+  out[...] = jax.lax.slice(x[...] - y[...], (0, 0), (64, 32))
+
+
+def test_a_hint_keeps_a_compound_first_argument_in_parentheses():
+  spec = [S((64, 64), F32)] * 3
+  expect(triplet_jnp_norm, spec, mg.KernelTypeError, "jnp.linalg.norm(x - p",
+         "norm cannot take a register tensor inside a kernel",
+         hint="write ml.sqrt(ml.sum((x - p.at[r, :][...]) * (x - p.at[r, :][...]), axis=1))")
+  sq = [S((64, 64), F32)] * 2
+  expect(swapaxes_of_a_difference, sq, mg.KernelTypeError, "jnp.swapaxes",
+         "swapaxes cannot take a register tensor inside a kernel",
+         hint="write (x[...] - y[...]).T (a 2-D transpose, through SMEM)")
+  expect(one_hot_of_a_sum, sq, mg.KernelTypeError, "jax.nn.one_hot", "one_hot cannot take a register tensor inside a kernel",
+         hint="write ((ml.argmax(x[...], axis=1) + 1)[:, None] == ml.arange(64)[None, :]).astype(jnp.float32)")
+  expect(outer_of_sums, sq, mg.KernelTypeError, "jnp.outer", "outer cannot take a register tensor inside a kernel",
+         hint="write (x[0, :] + 1.0)[:, None] * (y[0, :] - 1.0)[None, :] (broadcasting)")
+  expect(slice_of_a_difference, sq, mg.KernelTypeError, "jax.lax.slice", "slice cannot take a register tensor inside a kernel",
+         hint="write (x[...] - y[...])[0:64, 0:32] (a static window of a register tensor)")
+  a, p, n = _rnd((64, 64), 0), _rnd((64, 64), 1), _rnd((64, 64), 2)
+  want = np.mean(np.maximum(np.linalg.norm(a - p, axis=1) - np.linalg.norm(a - n, axis=1) + 1.0, 0.0))
+  np.testing.assert_allclose(np.asarray(triplet_followed(a, p, n, interpret=True)), want, rtol=1e-5)
+
+
+# ---------------------------------------------------------------- torch's norm and logsumexp methods
+@mg.mgpu_kernel(out_shape=_scalar, grid=lambda a, b: (a.shape[0] // 8,))
+def cosine_torch_norm(a, b, out):
+  r = ml.ds(ml.program_id(0) * 8, 8)
+  x, y = a.at[r, :][...], b.at[r, :][...]
+  cos = ml.sum(x * y, axis=1) / ml.maximum(x.norm(dim=1) * y.norm(p=2, dim=1), 1e-8)
+  ml.atomic_add(out, ml.sum(1.0 - cos) / a.shape[0])
+
+
+@mg.mgpu_kernel(out_shape=_scalar, grid=lambda x: (x.shape[0] // 8,))
+def lse_torch(x, out):
+  v = x.at[ml.ds(ml.program_id(0) * 8, 8), :][...]
+  m = ml.max(v, axis=1, keepdims=True)
+  ml.atomic_add(out, ml.sum((v - m).logsumexp(dim=1, keepdim=True) + m))
+
+
+@mg.mgpu_kernel(out_shape=_scalar, grid=lambda a, b: (a.shape[0] // 8,))
+def cosine_torch_followed(a, b, out):
+  r = ml.ds(ml.program_id(0) * 8, 8)
+  x, y = a.at[r, :][...], b.at[r, :][...]
+  cos = ml.sum(x * y, axis=1) / ml.maximum(ml.sqrt(ml.sum(x * x, axis=1)) * ml.sqrt(ml.sum(y * y, axis=1)), 1e-8)
+  ml.atomic_add(out, ml.sum(1.0 - cos) / a.shape[0])
+
+
+@mg.mgpu_kernel(out_shape=_scalar, grid=lambda x: (x.shape[0] // 8,))
+def lse_torch_followed(x, out):
+  v = x.at[ml.ds(ml.program_id(0) * 8, 8), :][...]
+  m = ml.max(v, axis=1, keepdims=True)
+  ml.atomic_add(out, ml.sum(ml.logsumexp(v - m, axis=1, keepdims=True) + m))
+
+
+def test_torch_norm_and_logsumexp_methods_are_hinted_in_ml_keywords():
+  spec = [S((32, 128), F32)]
+  expect(cosine_torch_norm, spec * 2, mg.KernelTypeError, "x.norm(dim=1)", "a register tensor has no attribute 'norm'",
+         hint="write ml.sqrt(ml.sum(x * x, axis=1)) (torch's 2-norm)")
+  expect(lse_torch, spec, mg.KernelTypeError, "(v - m).logsumexp", "a register tensor has no attribute 'logsumexp'",
+         hint="write ml.logsumexp(v - m, axis=1, keepdims=True)")
+  a, b = _rnd((32, 128), 3), _rnd((32, 128), 4)
+  cos = np.sum(a * b, 1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+  np.testing.assert_allclose(np.asarray(cosine_torch_followed(a, b, interpret=True)), np.mean(1 - cos), rtol=1e-5)
+  np.testing.assert_allclose(np.asarray(lse_torch_followed(a, interpret=True)),
+                             np.sum(np.log(np.sum(np.exp(a.astype(np.float64)), axis=1))), rtol=1e-5)
+
+
+# ---------------------------------------------------------------- jax.scipy.special's entropy terms
+@mg.mgpu_kernel(out_shape=_scalar, grid=lambda p, q: (p.shape[0] // 8,))
+def kl_scipy(p, q, out):
+  r = ml.ds(ml.program_id(0) * 8, 8)
+  ml.atomic_add(out, ml.sum(jax.scipy.special.kl_div(q.at[r, :][...], p.at[r, :][...])))
+
+
+@mg.mgpu_kernel(out_shape=lambda p, q: p)
+def xlogy_scipy(p, q, out):
+  out[...] = jax.scipy.special.xlogy(q[...], p[...]) + jax.scipy.special.entr(p[...])
+
+
+@mg.mgpu_kernel(out_shape=_scalar, grid=lambda p, q: (p.shape[0] // 8,))
+def kl_followed(p, q, out):
+  r = ml.ds(ml.program_id(0) * 8, 8)
+  qv, pv = q.at[r, :][...], p.at[r, :][...]
+  ml.atomic_add(out, ml.sum(ml.where((qv > 0) & (pv > 0), qv * ml.log(qv) - qv * ml.log(pv),
+                                     ml.where((qv == 0) & (pv >= 0), 0.0, float('inf'))) - qv + pv))
+
+
+@mg.mgpu_kernel(out_shape=lambda p, q: p)
+def xlogy_followed(p, q, out):
+  out[...] = (ml.where((q[...] != 0) | (p[...] != p[...]), q[...] * ml.log(p[...]), 0.0)
+              + ml.where(p[...] < 0, float('-inf'), ml.where(p[...] == 0, 0.0, -p[...] * ml.log(p[...]))))
+
+
+def test_scipy_entropy_terms_are_hinted_with_their_edge_values():
+  spec = [S((16, 128), F32)] * 2
+  expect(kl_scipy, spec, mg.KernelTypeError, "jax.scipy.special.kl_div", "kl_div cannot take a register tensor inside a kernel",
+         hint="no ml.kl_div: write ml.where((q.at[r, :][...] > 0) & (p.at[r, :][...] > 0), q.at[r, :][...] *"
+              " ml.log(q.at[r, :][...]) - q.at[r, :][...] * ml.log(p.at[r, :][...]), ml.where((q.at[r, :][...] == 0) &"
+              " (p.at[r, :][...] >= 0), 0.0, float('inf'))) - q.at[r, :][...] + p.at[r, :][...]"
+              " (as jax.scipy.special.kl_div)")
+  e = expect(xlogy_scipy, spec, mg.KernelTypeError, "jax.scipy.special.xlogy",
+             "xlogy cannot take a register tensor inside a kernel")
+  assert e.hint == ("no ml.xlogy: write ml.where((q[...] != 0) | (p[...] != p[...]), q[...] * ml.log(p[...]), 0.0)"
+                    " (0 where q[...] is 0, a NaN p[...] kept, as jax.scipy.special.xlogy)")
+  rng = np.random.default_rng(5)
+  p = np.asarray(jax.nn.softmax(_rnd((16, 128), 6)))
+  q = np.array(jax.nn.softmax(_rnd((16, 128), 7)))
+  q[0, :7] = 0.0                                   # zero targets: their terms are p
+  got = kl_followed(p, q, interpret=True)
+  np.testing.assert_allclose(np.asarray(got), np.sum(np.asarray(jax.scipy.special.kl_div(q, p))), rtol=1e-5)
+  pe, qe = rng.standard_normal((16, 128)).astype(np.float32), rng.standard_normal((16, 128)).astype(np.float32)
+  pe[0, :4], qe[0, :4] = [0.0, np.nan, 0.0, -1.0], [0.0, 0.0, 2.0, 0.0]     # 0 log 0, NaN kept, log 0, x = 0
+  qe[1, :64] = 0.0
+  want = np.asarray(jax.scipy.special.xlogy(qe, pe) + jax.scipy.special.entr(pe))
+  np.testing.assert_allclose(np.asarray(xlogy_followed(pe, qe, interpret=True)), want, rtol=1e-5, atol=1e-7)
