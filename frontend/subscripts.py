@@ -289,6 +289,11 @@ class Subscripts:
           return keep_weak(self.b, [base], got)       # v[ids], v[:, ids]: jnp's gather, through SMEM
         check_tensor_steps(cx, base, index)
         return keep_weak(self.b, [base], shape.expand(cx, base, index))
+      if index is Ellipsis or index == ():        # jnp's s[...] and s[()] of a 0-d array: s itself
+        return base
+      if index is None or isinstance(index, tuple) and all(i is None for i in index):     # s[None]: shape (1,)
+        from .ops.elementwise import stretch    # (the one-element tensor a keepdims full reduction is)
+        return keep_weak(self.b, [base], stretch(cx, (1,) * (len(index) if isinstance(index, tuple) else 1), base))
       name = base.name if (base.name or "").isidentifier() else None
       self.unsupported(node, "indexing a scalar", hint=(
           f"{name} is a scalar (as an ml.scalar parameter is: it has no elements): use it as {name},"

@@ -12,6 +12,7 @@ divergence's terms) had the generic "kernels call ml.* functions" hint."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
@@ -180,3 +181,54 @@ def test_scipy_entropy_terms_are_hinted_with_their_edge_values():
   qe[1, :64] = 0.0
   want = np.asarray(jax.scipy.special.xlogy(qe, pe) + jax.scipy.special.entr(pe))
   np.testing.assert_allclose(np.asarray(xlogy_followed(pe, qe, interpret=True)), want, rtol=1e-5, atol=1e-7)
+
+
+# ---------------------------------------------------------------- a scalar's s[None] and s[...]
+# jnp's `jnp.sum(d * d)[None]` is a (1,) array and `s[...]` of a 0-d array is itself: both were MG001
+# ("indexing a scalar is not supported ... use it as it is"), so a loss written into a (1,) output as
+# Pallas code writes it, `o_ref[...] = jnp.sum(d * d)[None]`, did not compile.
+@mg.mgpu_kernel(out_shape=lambda a, b: (S((1,), F32), S((), F32)), grid=lambda a, b: (a.shape[0] // 1024,))
+def mse_one_element(a, b, out, out0):
+  r = ml.ds(ml.program_id(0) * 1024, 1024)
+  d = a.at[r][...] - b.at[r][...]
+  ml.atomic_add(out, ml.sum(d * d)[None] / a.shape[0])
+  ml.atomic_add(out0, ml.sum(ml.abs(d))[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((1, 1), F32), S((8,), F32)))
+def max_rows(x, out, dev):
+  v = x[...]
+  out[...] = ml.max(v)[None, None]
+  dev[...] = ml.max(v)[None] - x.at[ml.ds(0, 8)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), F32))
+def scalar_element(x, out):
+  s = ml.sum(x[...])
+  out[...] = s[0]
+
+
+def test_a_scalars_new_axis_and_ellipsis_index_are_jnps():
+  a, b = _rnd(4096, 8), _rnd(4096, 9)
+  got, got0 = mse_one_element(a, b, interpret=True)
+  np.testing.assert_allclose(np.asarray(got), [np.mean((a - b) ** 2)], rtol=1e-5)
+  np.testing.assert_allclose(np.asarray(got0), np.sum(np.abs(a - b)), rtol=1e-5)
+  mx, dev = max_rows(a, interpret=True)
+  np.testing.assert_array_equal(np.asarray(mx), [[a.max()]])
+  np.testing.assert_array_equal(np.asarray(dev), a.max() - a[:8])
+  mse_one_element.mlir(S((4096,), F32), S((4096,), F32))
+  max_rows.mlir(S((4096,), F32))
+  expect(scalar_element, [S((1024,), F32)], mg.UnsupportedSyntaxError, "s[0]",
+         "indexing a scalar is not supported in a kernel",
+         hint="s is a scalar (as an ml.scalar parameter is: it has no elements): use it as s, without an index")
+
+
+@pytest.mark.gpu
+def test_a_scalars_new_axis_on_the_gpu():
+  a, b = _rnd(4096, 8), _rnd(4096, 9)
+  got, got0 = mse_one_element(jnp.asarray(a), jnp.asarray(b))
+  np.testing.assert_allclose(np.asarray(got), [np.mean((a - b) ** 2)], rtol=1e-5)
+  np.testing.assert_allclose(np.asarray(got0), np.sum(np.abs(a - b)), rtol=1e-5)
+  mx, dev = max_rows(jnp.asarray(a))
+  np.testing.assert_array_equal(np.asarray(mx), [[a.max()]])
+  np.testing.assert_array_equal(np.asarray(dev), a.max() - a[:8])
