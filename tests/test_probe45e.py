@@ -232,3 +232,65 @@ def test_a_scalars_new_axis_on_the_gpu():
   mx, dev = max_rows(jnp.asarray(a))
   np.testing.assert_array_equal(np.asarray(mx), [[a.max()]])
   np.testing.assert_array_equal(np.asarray(dev), a.max() - a[:8])
+
+
+# ---------------------------------------------------------------- a bfloat16 sum into a float32 loss
+# ml.sum of bfloat16 is bfloat16 (jnp's): stored or added into a float32 output it was hinted
+# `.astype(jnp.float32)`, which keeps the bfloat16 rounding of every partial, and a loop that added them to a
+# Python 0.0 carried (and rounded) bfloat16 at every trip. The hints now sum in float32.
+@mg.mgpu_kernel(out_shape=_scalar, grid=lambda a, b: (a.shape[0] // 1024,))
+def l1_bf16(a, b, out):
+  r = ml.ds(ml.program_id(0) * 1024, 1024)
+  ml.atomic_add(out, ml.sum(ml.abs(a.at[r][...] - b.at[r][...])))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32), grid=lambda x: (x.shape[0] // 8,))
+def row_sq_bf16(x, out):
+  r = ml.ds(ml.program_id(0) * 8, 8)
+  v = x.at[r, :][...]
+  out.at[r][...] = (v * v).sum(axis=1)
+
+
+@mg.mgpu_kernel(out_shape=_scalar)
+def mse_loop_bf16(a, b, out):
+  acc = 0.0
+  for c in range(a.shape[0] // 1024):
+    d = a.at[ml.ds(c * 1024, 1024)][...] - b.at[ml.ds(c * 1024, 1024)][...]
+    acc += ml.sum(d * d)
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=_scalar, grid=lambda a, b: (a.shape[0] // 1024,))
+def l1_bf16_followed(a, b, out):
+  r = ml.ds(ml.program_id(0) * 1024, 1024)
+  ml.atomic_add(out, ml.sum(ml.abs(a.at[r][...].astype(F32) - b.at[r][...].astype(F32)), dtype=jnp.float32))
+
+
+@mg.mgpu_kernel(out_shape=_scalar)
+def mse_loop_followed(a, b, out):
+  acc = ml.full((), 0.0, jnp.float32)
+  for c in range(a.shape[0] // 1024):
+    d = a.at[ml.ds(c * 1024, 1024)][...].astype(F32) - b.at[ml.ds(c * 1024, 1024)][...].astype(F32)
+    acc += ml.sum(d * d, dtype=jnp.float32)
+  out[...] = acc / a.shape[0]
+
+
+def test_a_bfloat16_sum_into_a_float32_output_is_hinted_to_sum_in_float32():
+  bf = [S((4096,), jnp.bfloat16)] * 2
+  expect(l1_bf16, bf, mg.DtypeMismatchError, "ml.atomic_add",
+         "ml.atomic_add of a value (bfloat16) into out (float32): dtypes differ",
+         hint="sum in float32: ml.sum(ml.abs(a.at[r][...] - b.at[r][...]), dtype=jnp.float32) (a sum of bfloat16 is"
+              " bfloat16, as jnp's, and .astype(jnp.float32) of it keeps its bfloat16 rounding)")
+  expect(row_sq_bf16, [S((16, 128), jnp.bfloat16)], mg.StoreDtypeError, "out.at[r][...] =",
+         "cannot store (v * v).sum(axis=1) (bfloat16) into out.at[r] (GMEM, float32): no implicit conversion",
+         hint="sum in float32: (v * v).sum(axis=1, dtype=jnp.float32) (a sum of bfloat16 is bfloat16, as jnp's, and"
+              " .astype(jnp.float32) of it keeps its bfloat16 rounding)")
+  expect(mse_loop_bf16, bf, mg.StoreDtypeError, "out[...] = acc",
+         "cannot store acc (bfloat16) into out (GMEM, float32): no implicit conversion",
+         hint="acc is carried through the loop in bfloat16 (a Python number plus bfloat16 sums is bfloat16, as in"
+              " jnp), so every trip rounds it to bfloat16: add float32 sums, ml.sum(..., dtype=jnp.float32), to a"
+              " float32 start, acc = ml.full((), 0.0, jnp.float32)")
+  a, b = (jnp.asarray(_rnd(4096, s), jnp.bfloat16) for s in (10, 11))
+  af, bf_ = (np.asarray(v, np.float64) for v in (a, b))
+  np.testing.assert_allclose(np.asarray(l1_bf16_followed(a, b, interpret=True)), np.sum(np.abs(af - bf_)), rtol=1e-6)
+  np.testing.assert_allclose(np.asarray(mse_loop_followed(a, b, interpret=True)), np.mean((af - bf_) ** 2), rtol=1e-6)

@@ -26,6 +26,7 @@ from . import elementwise as ew
 from .elementwise_checks import check_python_int
 from .base import Num, a_an, builtin, is_ref, is_scalar, is_tensor, is_value, kind_of, one_element
 from .transfers import load, store
+from .widen_hints import widen_hint  # a 16-bit float sum into float32: sum in float32
 
 
 @ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_READ)], layout=LayoutRule.MEMORY))
@@ -113,7 +114,8 @@ def scalar_store(cx, ref, value):
     raise E.StoreDtypeError(
         f"cannot store {value.name or 'a scalar'} ({dtype_name(value.type.dtype)}) into {what}"
         f" ({t.space}, {dtype_name(t.dtype)}): no implicit conversion", cx.loc,
-        hint=f"convert explicitly: ({cx.named(value, 'value')}).astype(jnp.{dtype_name(t.dtype)})")
+        hint=widen_hint(cx, value, t.dtype)
+        or f"convert explicitly: ({cx.named(value, 'value')}).astype(jnp.{dtype_name(t.dtype)})")
   if isinstance(value, float) and isinstance(resolve(t.dtype), DType) and not resolve(t.dtype).is_float:
     raise E.DtypeMismatchError(f"cannot store the float {value} into {what} ({dtype_name(t.dtype)})",
                                cx.loc, hint="store an int, or convert the value explicitly")

@@ -22,6 +22,7 @@ from ..infer import unify
 from ..ir import Access, LayoutRule, Traits
 from ..types import LayoutKind, Space, TensorType, dtype_name, resolve
 from .base import Num, builtin, is_ref, is_scalar, is_tensor, is_value, kind_of
+from .widen_hints import widen_hint  # a 16-bit float sum into float32: sum in float32
 
 
 class AtomicKind(enum.Enum):
@@ -234,7 +235,8 @@ def _atomic(cx, kind: AtomicKind, ref, value):
     raise E.DtypeMismatchError(
         f"{what} of {value.name or 'a value'} ({dtype_name(value.type.dtype)}) into {ref.name or 'a ref'}"
         f" ({dtype_name(t.dtype)}): dtypes differ", cx.loc,
-        hint=f"convert explicitly: ({cx.named(value, 'value')}).astype(jnp.{dtype_name(t.dtype)})")
+        hint=widen_hint(cx, value, t.dtype)
+        or f"convert explicitly: ({cx.named(value, 'value')}).astype(jnp.{dtype_name(t.dtype)})")
   if math.prod(t.shape) == 1 and is_tensor(value) and math.prod(value.type.shape) == 1:
     from .elementwise import one_element_scalar        # a keepdims full reduction: its scalar
     value = one_element_scalar(cx, value) or value

@@ -18,6 +18,7 @@ from ..types import DTypeVar, ScalarType, Space, TensorType, dtype_name, resolve
 from .base import Num, builtin, is_ref, is_value, kind_of, one_element, shown
 from .memory import (Copy, Load, Store, check_in_bounds, check_not_transposed, untransposed, view,
                      window)
+from .widen_hints import widen_hint  # a 16-bit float sum into float32: sum in float32
 
 
 def load(cx, ref, name="", merge=False, keep=None):
@@ -132,7 +133,8 @@ def store(cx, ref, value):
     raise err or E.StoreDtypeError(
         f"cannot store {cx.named(value, 'a value')} ({dtype_name(value.type.dtype)}) into"
         f" {ref.name or 'a ref'} ({t.space}, {dtype_name(t.dtype)}): no implicit conversion", cx.loc,
-        hint=f"convert explicitly: {ref.name or 'ref'}[...] = ({cx.named(value, 'value')}).astype(jnp.{dtype_name(t.dtype)})")
+        hint=widen_hint(cx, value, t.dtype) or
+        f"convert explicitly: {ref.name or 'ref'}[...] = ({cx.named(value, 'value')}).astype(jnp.{dtype_name(t.dtype)})")
   if whole:
     return store_whole(cx, ref, value)
   if rows is not None and (rows := plan(cx, ref, value)) is not None:   # (again: weak_as may have cast it)
