@@ -79,7 +79,9 @@ class LayoutErrors:
       divided = any(getattr(self.defs.get(v.id), "kind", None) == BinOp.DIV for v in members.get(c, []))
       message, hint = row_of_statistic(name, o.result.type.shape, here.type.shape[0], was, tmp,
                                        None if divided else red)     # (ml.mean is a sum, then /)
-      raise E.LayoutError(message, o.loc, hint=hint)
+      # (the relayout pass sends this reshape through SMEM, as the hint's tmp would: a statistic of a
+      # (1, r, c) tile, computed on its (r, c) reshape, is made (1, r) so; where that fails, this error stands)
+      raise relayout.tagged(o, E.LayoutError(message, o.loc, hint=hint))
     through = (f"{tmp}; tmp[...] = {name if _expression(name) else 'v'}; then tmp[...] reads it in the layout"
                " its use needs")
     if any(isinstance(r, Reduce) and r.results and self.uf.find(("v", r.result.id)) == c
@@ -97,6 +99,12 @@ class LayoutErrors:
     aligned = any(isinstance(b, Broadcast) and len(b.x.type.shape) == 1 and len(b.result.type.shape) == 2
                   and math.prod(b.result.type.shape) != math.prod(b.x.type.shape)
                   and self.uf.find(("v", b.x.id)) == c for b in ir.walk(self.kernel.body))
+    if isinstance(o, Broadcast) and _is_tensor(o.x) and math.prod(o.x.type.shape) == math.prod(o.result.type.shape) \
+        and not any(self.uf.find(child) == p for child, _, _, _ in self.relations):
+      # only size-1 axes added, and not stretched further (a last-axis statistic of a (1, r, c) tile, its (r,)
+      # vector made (1, r), meeting another; not v's NumPy alignment against a tile, v[:, None] - v): the
+      # relayout pass sends that reshape through SMEM; where that fails, this error stands
+      raise relayout.tagged(o, error)
     if isinstance(o, Broadcast) and _is_tensor(o.x) and not meant and not aligned:
       # both orientations written out (cs[:, None] - cs[None, :]): the broadcast's use reads a copy;
       # a vector meeting a tile by NumPy's alignment alone (s - m) stays an error, as likely a slip

@@ -109,14 +109,18 @@ def _find(kernel, culprit):
   # (a masked load or store joins its mask, value and result in one layout too: a tile loaded under an
   # index-grid mask, `k.at[...].load(mask=(idx < n)[:, None])`, is reached from the mask's arange)
   same = lambda o: ir.traits_of(o).layout in (LayoutRule.ELEMENTWISE, LayoutRule.MEMORY) and not _movable(o)
+  # (else a size-1 axis added to or removed from a statistic that meets the culprit: two last-axis statistics
+  # of a (1, r, c) tile, each the (r,) vector made (1, r), subtracted, as ml.logsumexp's max and log-sum are)
+  ranked = lambda o: _movable(o) and len(o.x.type.shape) != len(o.result.type.shape)
   ops = list(_blocks(kernel.body))
-  seen, todo = {culprit.id}, [culprit]
+  seen, todo, fallback = {culprit.id}, [culprit], None
   while todo:
     v, near = todo.pop(), []
     for o, block in ops:
       if any(r is v for r in o.results):
         if moves(o):
           return block, block.ops.index(o)
+        fallback = fallback or (ranked(o) and (block, block.ops.index(o))) or None
         near += o.operands() if same(o) else []
       elif any(x is v for x in o.operands()):
         if moves(o) and o.x is v:
@@ -126,7 +130,7 @@ def _find(kernel, culprit):
       if isinstance(n, ir.Value) and isinstance(n.type, TensorType) and n.type.shape == v.type.shape and n.id not in seen:
         seen.add(n.id)
         todo.append(n)
-  return None
+  return fallback
 
 
 def _blocks(block):

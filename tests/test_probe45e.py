@@ -294,3 +294,57 @@ def test_a_bfloat16_sum_into_a_float32_output_is_hinted_to_sum_in_float32():
   af, bf_ = (np.asarray(v, np.float64) for v in (a, b))
   np.testing.assert_allclose(np.asarray(l1_bf16_followed(a, b, interpret=True)), np.sum(np.abs(af - bf_)), rtol=1e-6)
   np.testing.assert_allclose(np.asarray(mse_loop_followed(a, b, interpret=True)), np.mean((af - bf_) ** 2), rtol=1e-6)
+
+
+# ---------------------------------------------------------------- statistics of a (1, r, c) tile
+# A Pallas kernel whose BlockSpec is (1, r, vocab) reads a (1, r, c) tile: its last-axis statistics are
+# (1, r), the (r,) vector of the tile's 2-D reshape made (1, r). ml.sum of it stored alone worked, but two of
+# them combined (lse - max), one meeting a (1, r) tile read from memory (ml.where(lab != -100, lse, 0.0)), and
+# ml.logsumexp's own result were MG204 ("reshaped from or into a row statistic", "used as a row statistic of
+# one tile and as a column vector of another", "this makes a (1, 8) row"): that reshape now goes through
+# SMEM, as other reshapes of a row statistic do (so does s[None, :] of a 2-D tile's row statistic).
+@mg.mgpu_kernel(out_shape=lambda x, y: (S(y.shape, F32), S(y.shape, F32)), grid=lambda x, y: (x.shape[0], x.shape[1] // 8))
+def token_ce_3d(x, y, loss, spread):
+  b, t = ml.program_id(0), ml.program_id(1)
+  v = x.at[ml.ds(b, 1), ml.ds(t * 8, 8), :][...].astype(F32)          # (1, 8, vocab)
+  lab = y.at[ml.ds(b, 1), ml.ds(t * 8, 8)][...]                      # (1, 8)
+  xy = ml.sum(ml.where(ml.arange(x.shape[2])[None, None, :] == lab[..., None], v, 0.0), axis=-1)
+  lse = ml.logsumexp(v, axis=-1)
+  loss.at[ml.ds(b, 1), ml.ds(t * 8, 8)][...] = ml.where(lab != -100, lse - xy, 0.0)
+  spread.at[ml.ds(b, 1), ml.ds(t * 8, 8)][...] = ml.max(v, axis=-1) - ml.min(v, axis=-1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1, x.shape[0]), F32))
+def row_sums_as_a_row(x, out):
+  out[...] = ml.sum(x[...], axis=1)[None, :]
+
+
+def _token_ce_inputs():
+  rng = np.random.default_rng(12)
+  x = rng.standard_normal((2, 16, 256)).astype(np.float32) * 2
+  y = rng.integers(0, 256, (2, 16)).astype(np.int32)
+  y[0, 3] = y[1, 9] = -100
+  lse = np.log(np.exp(x.astype(np.float64)).sum(-1))
+  xy = np.take_along_axis(x, np.maximum(y, 0)[..., None], -1)[..., 0]
+  return x, y, np.where(y == -100, 0.0, lse - xy), x.max(-1) - x.min(-1)
+
+
+def test_statistics_of_a_one_by_rows_by_vocab_tile_combine_and_store():
+  x, y, want, spread = _token_ce_inputs()
+  loss, got_spread = token_ce_3d(x, y, interpret=True)
+  np.testing.assert_allclose(np.asarray(loss), want, rtol=1e-5, atol=1e-5)
+  np.testing.assert_array_equal(np.asarray(got_spread), spread)
+  token_ce_3d.mlir(S((2, 16, 256), jnp.bfloat16), S((2, 16), jnp.int32))
+  r = _rnd((64, 32), 13)
+  np.testing.assert_allclose(np.asarray(row_sums_as_a_row(r, interpret=True)), r.sum(1)[None, :], rtol=1e-5, atol=1e-5)
+  row_sums_as_a_row.mlir(S((64, 32), F32))
+
+
+@pytest.mark.gpu
+def test_statistics_of_a_one_by_rows_by_vocab_tile_on_the_gpu():
+  x, y, want, spread = _token_ce_inputs()
+  loss, got_spread = token_ce_3d(jnp.asarray(x), jnp.asarray(y))
+  np.testing.assert_allclose(np.asarray(loss), want, rtol=1e-5, atol=1e-5)
+  np.testing.assert_array_equal(np.asarray(got_spread), spread)
+  r = _rnd((64, 32), 13)
+  np.testing.assert_allclose(np.asarray(row_sums_as_a_row(jnp.asarray(r))), r.sum(1)[None, :], rtol=1e-5, atol=1e-5)
