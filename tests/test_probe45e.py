@@ -348,3 +348,61 @@ def test_statistics_of_a_one_by_rows_by_vocab_tile_on_the_gpu():
   np.testing.assert_array_equal(np.asarray(got_spread), spread)
   r = _rnd((64, 32), 13)
   np.testing.assert_allclose(np.asarray(row_sums_as_a_row(jnp.asarray(r))), r.sum(1)[None, :], rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- per-program partials reduced by a second kernel
+# `ml.sum(partials[...])` of g partials (g the first kernel's grid, not a multiple of 8) was MG204 ("a 1-D
+# register vector needs a multiple of 8 elements"); a whole 1-D read of GMEM reduced whole is now read padded
+# under a mask, the reduction's identity in the padding.
+@mg.mgpu_kernel(out_shape=lambda x, y: S((x.shape[0] // 1024,), F32), grid=lambda x, y: (x.shape[0] // 1024,))
+def hinge_partials(x, y, out):
+  i = ml.program_id(0)
+  r = ml.ds(i * 1024, 1024)
+  out[i] = ml.sum(ml.maximum(1.0 - y.at[r][...] * x.at[r][...], 0.0))
+
+
+@mg.mgpu_kernel(out_shape=lambda p: (S((), F32), S((), F32), S((), F32)))
+def finish_partials(p, total, worst, mean):
+  total[...] = ml.sum(p[...])
+  worst[...] = ml.max(p[...])
+  mean[...] = p[...].mean()
+
+
+@mg.mgpu_kernel(out_shape=lambda c: (S((), jnp.int32), S((), jnp.int32)))
+def finish_counts(c, total, low):
+  total[...] = ml.sum(c[...])
+  low[...] = ml.min(c[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda p: S((), F32))
+def finish_scaled(p, out):
+  out[...] = ml.sum(p[...] * 2.0)
+
+
+def test_partials_of_a_grid_not_a_multiple_of_8_reduce_in_a_second_kernel():
+  x, y = _rnd(5 * 1024, 14), np.sign(_rnd(5 * 1024, 15))
+  parts = hinge_partials(x, y, interpret=True)
+  want = np.maximum(1 - y * x, 0).reshape(5, 1024).sum(1)
+  total, worst, mean = finish_partials(parts, interpret=True)
+  np.testing.assert_allclose(np.asarray(total), want.sum(), rtol=1e-5)
+  np.testing.assert_allclose(np.asarray(worst), want.max(), rtol=1e-6)
+  np.testing.assert_allclose(np.asarray(mean), want.mean(), rtol=1e-5)
+  c = np.array([7, -3, 12], np.int32)
+  assert [int(v) for v in finish_counts(c, interpret=True)] == [16, -3]
+  finish_partials.mlir(S((5,), F32))
+  finish_counts.mlir(S((3,), jnp.int32))
+  expect(finish_scaled, [S((5,), F32)], mg.LayoutError, "p[...]",      # (not a read reduced as it is: still MG204)
+         "p[...] has shape (5,): a 1-D register vector needs a multiple of 8 elements (other register tensors a"
+         " multiple of 128, one per thread of a warpgroup)")
+
+
+@pytest.mark.gpu
+def test_partials_read_padded_past_the_arrays_end_on_the_gpu():
+  x, y = _rnd(5 * 1024, 14), np.sign(_rnd(5 * 1024, 15))
+  parts = hinge_partials(jnp.asarray(x), jnp.asarray(y))
+  want = np.maximum(1 - y * x, 0).reshape(5, 1024).sum(1)
+  total, worst, mean = finish_partials(parts)
+  np.testing.assert_allclose(np.asarray(total), want.sum(), rtol=1e-5)
+  np.testing.assert_allclose(np.asarray(worst), want.max(), rtol=1e-6)
+  np.testing.assert_allclose(np.asarray(mean), want.mean(), rtol=1e-5)
+  assert [int(v) for v in finish_counts(jnp.asarray(np.array([7, -3, 12], np.int32)))] == [16, -3]

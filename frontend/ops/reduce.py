@@ -20,7 +20,7 @@ from .elementwise_fns import arange
 from .base import builtin, check_register_value, is_tensor, kind_of, shown
 from .product_hints import product_hint as _product_hint
 from .shape import READ_2D_FIRST, Reduce, ReduceKind, Reshape, reshape_
-from . import small_parts, small_regrid
+from . import padded_reads, small_parts, small_regrid
 from .spread import refuse, rehint, spread_reduce
 
 # ---------------------------------------------------------------- reductions
@@ -90,12 +90,12 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     return ew.full_(cx, (1,) * len(shape), res, res.type.dtype)
   d = resolve(x.type.dtype)
   given = x
-  if d == DType.bool_ and kind in (ReduceKind.MAX, ReduceKind.MIN):
-    # As jnp: the max of booleans is whether any holds, the min whether all do (a bool).
+  if (padded := padded_reads.padded_whole_read(cx, kind, x, axes)) is not None:    # ml.sum(partials[...]) of 3
+    return reduce(cx, kind, padded, axis, keepdims, what)
+  if d == DType.bool_ and kind in (ReduceKind.MAX, ReduceKind.MIN):   # (jnp's: whether any holds; whether all do)
     r = reduce(cx, kind, ew.astype(cx, x, DType.i32), axis, keepdims, what)
     return ew.compare(cx, ew.CmpOp.NE, r, 0)
-  if kind == ReduceKind.SUM and d == DType.bool_:
-    # As jnp.sum: booleans count as 0 and 1, in int32.
+  if kind == ReduceKind.SUM and d == DType.bool_:      # as jnp.sum: booleans count as 0 and 1, in int32
     x = ew.astype(cx, x, DType.i32)
     d = DType.i32
   if kind == ReduceKind.SUM and isinstance(d, DType) and d.is_int and d.bits < 32:

@@ -1,0 +1,35 @@
+"""A short 1-D read reduced whole, `ml.sum(partials[...])` of a (g,) array of per-program partials (g not a
+multiple of 8: no register vector holds it, MG204): the same window read padded to the next multiple of 8
+under a mask, the reduction's identity in the padding (masked lanes touch no memory past the array's end).
+The unpadded read, used by nothing else, is pruned."""
+from __future__ import annotations
+
+from ..dtypes import DType
+from ..types import Space, resolve
+
+
+def padded_whole_read(cx, kind, x, axes):
+  """`x` read again padded to a multiple of 8 (a register vector) for the full reduction `kind` of it,
+  where `x` is a whole unmasked read of a 1-D GMEM array or of a 1-D window of one; else None."""
+  from .memory import DSlice, Load, View, view
+  shape = x.type.shape
+  if len(shape) != 1 or axes != (0,) or shape[0] < 2 or shape[0] % 8 == 0:
+    return None
+  load, d = cx.b.defining(x), resolve(x.type.dtype)
+  if not (isinstance(load, Load) and not load.merge and load.keep is None and isinstance(d, DType)
+          and d != DType.bool_ and d.bits >= 16):
+    return None
+  win = cx.b.defining(load.ref)
+  root, start = (win.ref, win.index[0].start) if isinstance(win, View) and not win.transpose and len(
+      win.index) == 1 and not win.index[0].squeeze else (load.ref, 0) if win is None else (None, None)
+  if root is None or len(root.type.shape) != 1 or root.type.space != Space.GMEM:
+    return None
+  from .access import _masked_read
+  from .elementwise import CmpOp, compare
+  from .elementwise_fns import arange
+  from .shape import ReduceKind
+  n, up = shape[0], -(-shape[0] // 8) * 8
+  lo, hi = d.int_range if not d.is_float else (float("-inf"), float("inf"))
+  other = {ReduceKind.SUM: 0, ReduceKind.MAX: lo, ReduceKind.MIN: hi}[kind]
+  padded = view(cx, root, DSlice(start, up), load.ref.name or "")
+  return _masked_read(cx, padded, compare(cx, CmpOp.LT, arange.rule(cx, up), n), other)
