@@ -374,6 +374,12 @@ def finish_counts(c, total, low):
   low[...] = ml.min(c[...])
 
 
+@mg.mgpu_kernel(out_shape=lambda p: S((p.shape[0],), F32), grid=lambda p: (p.shape[0],))
+def row_extremes(p, out):
+  i = ml.program_id(0)
+  out[i] = ml.max(p.at[i, :][...]) - ml.min(p[i, :])
+
+
 @mg.mgpu_kernel(out_shape=lambda p: S((), F32))
 def finish_scaled(p, out):
   out[...] = ml.sum(p[...] * 2.0)
@@ -391,6 +397,11 @@ def test_partials_of_a_grid_not_a_multiple_of_8_reduce_in_a_second_kernel():
   assert [int(v) for v in finish_counts(c, interpret=True)] == [16, -3]
   finish_partials.mlir(S((5,), F32))
   finish_counts.mlir(S((3,), jnp.int32))
+  # (under jax.vmap each batch element's partials are a row of a 2-D array: read padded the same way)
+  ps = np.stack([want, want[::-1] * 2])
+  got = jax.vmap(lambda p: finish_partials(p, interpret=True)[0])(ps)
+  np.testing.assert_allclose(np.asarray(got), ps.sum(1), rtol=1e-5)
+  np.testing.assert_allclose(np.asarray(row_extremes(ps, interpret=True)), ps.max(1) - ps.min(1), rtol=1e-6)
   expect(finish_scaled, [S((5,), F32)], mg.LayoutError, "p[...]",      # (not a read reduced as it is: still MG204)
          "p[...] has shape (5,): a 1-D register vector needs a multiple of 8 elements (other register tensors a"
          " multiple of 128, one per thread of a warpgroup)")

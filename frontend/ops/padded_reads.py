@@ -10,7 +10,8 @@ from ..types import Space, resolve
 
 def padded_whole_read(cx, kind, x, axes):
   """`x` read again padded to a multiple of 8 (a register vector) for the full reduction `kind` of it,
-  where `x` is a whole unmasked read of a 1-D GMEM array or of a 1-D window of one; else None."""
+  where `x` is a whole unmasked read of a 1-D GMEM array or of a window along the last axis of one (a row
+  `x.at[i, :]`, a batch element under jax.vmap); else None."""
   from .memory import DSlice, Load, View, view
   shape = x.type.shape
   if len(shape) != 1 or axes != (0,) or shape[0] < 2 or shape[0] % 8 == 0:
@@ -20,9 +21,14 @@ def padded_whole_read(cx, kind, x, axes):
           and d != DType.bool_ and d.bits >= 16):
     return None
   win = cx.b.defining(load.ref)
-  root, start = (win.ref, win.index[0].start) if isinstance(win, View) and not win.transpose and len(
-      win.index) == 1 and not win.index[0].squeeze else (load.ref, 0) if win is None else (None, None)
-  if root is None or len(root.type.shape) != 1 or root.type.space != Space.GMEM:
+  if win is None:                       # the whole of a 1-D parameter
+    root, index = load.ref, (0,)
+  elif isinstance(win, View) and not win.transpose and not win.index[-1].squeeze and all(
+      i.squeeze for i in win.index[:-1]):     # a window along the last axis (a row, an element of a batch under vmap)
+    root, index = win.ref, tuple(i.start for i in win.index)
+  else:
+    return None
+  if len(root.type.shape) != len(index) or root.type.space != Space.GMEM:
     return None
   from .access import _masked_read
   from .elementwise import CmpOp, compare
@@ -31,5 +37,5 @@ def padded_whole_read(cx, kind, x, axes):
   n, up = shape[0], -(-shape[0] // 8) * 8
   lo, hi = d.int_range if not d.is_float else (float("-inf"), float("inf"))
   other = {ReduceKind.SUM: 0, ReduceKind.MAX: lo, ReduceKind.MIN: hi}[kind]
-  padded = view(cx, root, DSlice(start, up), load.ref.name or "")
+  padded = view(cx, root, (*index[:-1], DSlice(index[-1], up)), load.ref.name or "")
   return _masked_read(cx, padded, compare(cx, CmpOp.LT, arange.rule(cx, up), n), other)
