@@ -38,4 +38,8 @@ def padded_whole_read(cx, kind, x, axes):
   lo, hi = d.int_range if not d.is_float else (float("-inf"), float("inf"))
   other = {ReduceKind.SUM: 0, ReduceKind.MAX: lo, ReduceKind.MIN: hi}[kind]
   padded = view(cx, root, (*index[:-1], DSlice(index[-1], up)), load.ref.name or "")
-  return _masked_read(cx, padded, compare(cx, CmpOp.LT, arange.rule(cx, up), n), other)
+  out = _masked_read(cx, padded, compare(cx, CmpOp.LT, arange.rule(cx, up), n), other)
+  if not hasattr(cx.b, "padded_reads"):
+    cx.b.padded_reads = {}
+  cx.b.padded_reads[out.id] = x.id          # (layout hints: what reduces x, where x is used otherwise too)
+  return out
