@@ -374,6 +374,12 @@ def finish_counts(c, total, low):
   low[...] = ml.min(c[...])
 
 
+@mg.mgpu_kernel(out_shape=lambda p: (S((), F32), S((), F32)))
+def finish_bf16_partials(p, total, total2):
+  total[...] = ml.sum(p[...].astype(F32))
+  total2[...] = ml.sum(p[...], dtype=jnp.float32)
+
+
 @mg.mgpu_kernel(out_shape=lambda p: S((p.shape[0],), F32), grid=lambda p: (p.shape[0],))
 def row_extremes(p, out):
   i = ml.program_id(0)
@@ -397,6 +403,9 @@ def test_partials_of_a_grid_not_a_multiple_of_8_reduce_in_a_second_kernel():
   assert [int(v) for v in finish_counts(c, interpret=True)] == [16, -3]
   finish_partials.mlir(S((5,), F32))
   finish_counts.mlir(S((3,), jnp.int32))
+  pb = jnp.asarray(want, jnp.bfloat16)        # (converted first: the read padded, then converted)
+  for got in finish_bf16_partials(pb, interpret=True):
+    np.testing.assert_allclose(np.asarray(got), np.asarray(pb, np.float64).sum(), rtol=1e-6)
   # (under jax.vmap each batch element's partials are a row of a 2-D array: read padded the same way)
   ps = np.stack([want, want[::-1] * 2])
   got = jax.vmap(lambda p: finish_partials(p, interpret=True)[0])(ps)

@@ -12,10 +12,17 @@ def padded_whole_read(cx, kind, x, axes):
   """`x` read again padded to a multiple of 8 (a register vector) for the full reduction `kind` of it,
   where `x` is a whole unmasked read of a 1-D GMEM array or of a window along the last axis of one (a row
   `x.at[i, :]`, a batch element under jax.vmap); else None."""
+  from .elementwise import Cast, astype
   from .memory import DSlice, Load, View, view
   shape = x.type.shape
   if len(shape) != 1 or axes != (0,) or shape[0] < 2 or shape[0] % 8 == 0:
     return None
+  cast = cx.b.defining(x)
+  if isinstance(cast, Cast) and not cast.bitcast and isinstance(resolve(x.type.dtype), DType):
+    # converted first (ml.sum(p[...].astype(jnp.float32)), a sum's dtype=): the read padded, then converted (the
+    # identity of its dtype converts to a value the reduction ignores: casts are monotone, and saturate)
+    inner = padded_whole_read(cx, kind, cast.x, axes)
+    return None if inner is None else astype(cx, inner, resolve(x.type.dtype))
   load, d = cx.b.defining(x), resolve(x.type.dtype)
   if not (isinstance(load, Load) and not load.merge and load.keep is None and isinstance(d, DType)
           and d != DType.bool_ and d.bits >= 16):
