@@ -385,6 +385,13 @@ def smem_vector_hint(o, n, up, defs=None, name=None, dest=None):
     return (f"read the tile {up} columns wide, the extra ones masked off (t = x.at[rows, ml.ds(0, {up})]"
             f".load(mask=ml.arange({up})[None, :] < {n}, other=0), a masked window may run past the array's"
             f" end), take its row t[j] ({up} elements) and store it with mask=ml.arange({up}) < {n}")
+  if root.name == "concatenate scratch":      # ml.concatenate([a[None], b[None], c[None]]) of scalars (statistics)
+    out = dest or "out"
+    return (f"no register vector holds {n} elements (a 1-D vector holds a multiple of 8): select the scalars into"
+            f" {up} lanes by index, k = ml.arange({up}); v = ml.where(k == 0, s0, ml.where(k == 1, s1, ...,"
+            f" 0.0)), and store it masked, {out}.at[ml.ds(0, {up})].store(v, mask=k < {n}), or add it at its"
+            f" positions, ml.atomic_add({out}.at[k], v) (the updates past {out}'s end are dropped); or write each"
+            f" scalar by itself, ml.atomic_add({out}.at[0], s0)")
   if (root.name or "").endswith(" scratch"):     # the compiler's, for v[a:b] of a register tensor
     view = defs.get(smem.id) if defs is not None else None
     a = view.index[-1].start if isinstance(view, View) and not view.index[-1].squeeze else 0

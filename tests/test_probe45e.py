@@ -426,3 +426,39 @@ def test_partials_read_padded_past_the_arrays_end_on_the_gpu():
   np.testing.assert_allclose(np.asarray(worst), want.max(), rtol=1e-6)
   np.testing.assert_allclose(np.asarray(mean), want.mean(), rtol=1e-5)
   assert [int(v) for v in finish_counts(jnp.asarray(np.array([7, -3, 12], np.int32)))] == [16, -3]
+
+
+# ---------------------------------------------------------------- a vector of a few scalars
+# A Dice loss's three sums joined, ml.concatenate([i[None], p[None], t[None]]), is 3 elements, which no register
+# vector holds (MG204): the hint said "slice 8 elements from 0: v[0:8] needs v to hold 8", a register slice
+# the kernel does not have. It now selects the scalars into 8 lanes by index.
+@mg.mgpu_kernel(out_shape=lambda p, t: S((3,), F32), grid=lambda p, t: (p.shape[0] // 1024,))
+def dice_sums_joined(p, t, out):
+  r = ml.ds(ml.program_id(0) * 1024, 1024)
+  pv, tv = ml.sigmoid(p.at[r][...]), t.at[r][...]
+  ml.atomic_add(out, ml.concatenate([ml.sum(pv * tv)[None], ml.sum(pv)[None], ml.sum(tv)[None]]))
+
+
+@mg.mgpu_kernel(out_shape=lambda p, t: S((3,), F32), grid=lambda p, t: (p.shape[0] // 1024,))
+def dice_sums_selected(p, t, out):
+  r = ml.ds(ml.program_id(0) * 1024, 1024)
+  pv, tv = ml.sigmoid(p.at[r][...]), t.at[r][...]
+  k = ml.arange(8)
+  v = ml.where(k == 0, ml.sum(pv * tv), ml.where(k == 1, ml.sum(pv), ml.where(k == 2, ml.sum(tv), 0.0)))
+  ml.atomic_add(out.at[k], v)
+
+
+def test_a_vector_of_three_scalars_is_hinted_as_lanes_selected_by_index():
+  expect(dice_sums_joined, [S((2048,), F32)] * 2, mg.LayoutError, "ml.concatenate",
+         "this tensor has shape (3,): a 1-D register vector needs a multiple of 8 elements (other register tensors"
+         " a multiple of 128, one per thread of a warpgroup)",
+         hint="no register vector holds 3 elements (a 1-D vector holds a multiple of 8): select the scalars into 8"
+              " lanes by index, k = ml.arange(8); v = ml.where(k == 0, s0, ml.where(k == 1, s1, ..., 0.0)), and store"
+              " it masked, out.at[ml.ds(0, 8)].store(v, mask=k < 3), or add it at its positions,"
+              " ml.atomic_add(out.at[k], v) (the updates past out's end are dropped); or write each scalar by"
+              " itself, ml.atomic_add(out.at[0], s0)")
+  p, t = _rnd(2048, 16), (_rnd(2048, 17) > 0).astype(np.float32)
+  sp = 1 / (1 + np.exp(-p.astype(np.float64)))
+  np.testing.assert_allclose(np.asarray(dice_sums_selected(p, t, interpret=True)), [np.sum(sp * t), sp.sum(), t.sum()],
+                             rtol=1e-5)
+  dice_sums_selected.mlir(S((2048,), F32), S((2048,), F32))
