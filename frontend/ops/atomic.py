@@ -83,8 +83,8 @@ def check_dtype(cx, kind: AtomicKind, d, table, what, where, smem=None, words=No
         f"{what} on {d} is not supported {where}: Hopper's atomic {kind.value} takes {ok}", cx.loc,
         hint=(plain if smem else "") + (f"{instead}; or " if instead else "")
         + "convert the value and the array to a supported dtype" + _narrow_int(d, kind, _number_text(words))
-        + (_as_float32(d, kind, *(words or ())) if kind != AtomicKind.ADD and d in (DType.f16, DType.bf16)
-           and DType.f32 in table[kind.value] else
+        + (_as_float32(d, kind, *(words or ())) if d in (DType.f16, DType.bf16) and DType.f32 in table[kind.value]
+           and (kind != AtomicKind.ADD or not smem) else
            _float_keys(d, kind, *(words or ()), in_smem=smem is not None) if kind != AtomicKind.ADD and (d == DType.f32 or d in (DType.f16, DType.bf16)
                                                               and not smem) else ""))
 
@@ -92,6 +92,12 @@ def check_dtype(cx, kind: AtomicKind, d, table, what, where, smem=None, words=No
 def _as_float32(d, kind, ref="ref", value="value", array=None) -> str:
   """A 16-bit float max or min where float32 takes it: a float32 output, converted back exactly."""
   from .elementwise_checks import method_on
+  from .widen_hints import _sum_in_f32
+  if kind == AtomicKind.ADD:      # (a bfloat16 loss added into one element: a float32 one, summed in float32)
+    wide = _sum_in_f32(value) or f"{method_on(value)}.astype(jnp.float32)"
+    return (f": make {array or 'the output'} float32 (jnp.float32 in its out_shape) and add float32 values,"
+            f" ml.atomic_add({ref}, {wide}); .astype(jnp.{dtype_name(d)}) of the result outside the kernel"
+            f" converts it back")
   return (f": make {array or 'the output'} float32 (jnp.float32 in its out_shape) and update it with"
           f" ml.atomic_{kind.value}({ref}, {method_on(value)}.astype(jnp.float32)); .astype(jnp.{dtype_name(d)}) of"
           f" the result outside the kernel converts it back exactly")
