@@ -111,6 +111,10 @@ class LayoutErrors:
       raise relayout.tagged(relayout.CopyUse(o), error)     # (this use reads a copy, through SMEM)
     raise error
 
+  def _reductions(self, v):
+    """reductions_of `v`, counting those of the padded reads of it (ops/padded_reads.py)."""
+    return reductions_of(self.kernel.body, v, getattr(self.kernel, "padded_reads", None))
+
   def _scalar_store_hint(self, v) -> str | None:
     """For `out[...] = s` of a scalar `s` into a one-element ref (the scalar filled into a
     tensor of the ref's shape): store it as a scalar, `out[0] = s`."""
@@ -229,13 +233,13 @@ class LayoutErrors:
               f" warpgroup)", loc,
               hint=self._scalar_store_hint(v) or one or self._element_reads_hint(v) or smem_vector_hint(
                   o, n, up, self.defs, v.name, self._stored_to(v, 1)[0]) or pad_hint(
-                  n, up, index, reductions_of(self.kernel.body, v, getattr(self.kernel, "padded_reads", None)), self.defs.get(v.id), self.defs))
+                  n, up, index, self._reductions(v), self.defs.get(v.id), self.defs))
         raise E.LayoutError(
             f"{v.name or 'this tensor'} has shape {shape}: register tensors need a multiple of"
             f" {hw.WARPGROUP} elements (one per thread of a warpgroup)", loc,
             hint=self._scalar_store_hint(v) or one or column_slice_hint(v.name, *self._stored_to(v))
             or self._register_window_hint(v, loc) or small_tile_hint(
-                shape, self._read_from(v), read_window(self.defs, self.defs.get(v.id)), reductions_of(self.kernel.body, v, getattr(self.kernel, "padded_reads", None))))
+                shape, self._read_from(v), read_window(self.defs, self.defs.get(v.id)), self._reductions(v)))
       return
     if lay.drop and (len(shape) > 2 or any(shape[a] != 1 for a in lay.drop if len(shape) == 2)) or (
         not lay.drop and len(shape) != 2):
