@@ -368,8 +368,8 @@ def test_statistics_of_a_one_by_rows_by_vocab_tile_on_the_gpu():
 
 # ---------------------------------------------------------------- per-program partials reduced by a second kernel
 # `ml.sum(partials[...])` of g partials (g the first kernel's grid, not a multiple of 8) was MG204 ("a 1-D
-# register vector needs a multiple of 8 elements"); a whole 1-D read of GMEM reduced whole is now read padded
-# under a mask, the reduction's identity in the padding.
+# register vector needs a multiple of 8 elements"), and so were a 2-D grid's (3, 5); a whole 1-D or 2-D read of
+# GMEM reduced whole is now read padded under a mask, the reduction's identity in the padding.
 @mg.mgpu_kernel(out_shape=lambda x, y: S((x.shape[0] // 1024,), F32), grid=lambda x, y: (x.shape[0] // 1024,))
 def hinge_partials(x, y, out):
   i = ml.program_id(0)
@@ -402,6 +402,12 @@ def row_extremes(p, out):
   out[i] = ml.max(p.at[i, :][...]) - ml.min(p[i, :])
 
 
+@mg.mgpu_kernel(out_shape=lambda p: (S((), F32), S((), F32)))
+def finish_2d_partials(p, total, least):     # a 2-D grid's (g0, g1) partials
+  total[...] = ml.sum(p[...])
+  least[...] = ml.min(p[...])
+
+
 @mg.mgpu_kernel(out_shape=lambda p: S((), F32))
 def finish_scaled(p, out):
   out[...] = ml.sum(p[...] * 2.0)
@@ -419,6 +425,11 @@ def test_partials_of_a_grid_not_a_multiple_of_8_reduce_in_a_second_kernel():
   assert [int(v) for v in finish_counts(c, interpret=True)] == [16, -3]
   finish_partials.mlir(S((5,), F32))
   finish_counts.mlir(S((3,), jnp.int32))
+  p2 = _rnd((3, 5), 18) + 4.0                # (rows padded to 4, columns to 32)
+  total2, least2 = finish_2d_partials(p2, interpret=True)
+  np.testing.assert_allclose(np.asarray(total2), p2.sum(), rtol=1e-5)
+  assert float(least2) == float(p2.min())
+  finish_2d_partials.mlir(S((3, 5), F32))
   pb = jnp.asarray(want, jnp.bfloat16)        # (converted first: the read padded, then converted)
   for got in finish_bf16_partials(pb, interpret=True):
     np.testing.assert_allclose(np.asarray(got), np.asarray(pb, np.float64).sum(), rtol=1e-6)
@@ -442,6 +453,10 @@ def test_partials_read_padded_past_the_arrays_end_on_the_gpu():
   np.testing.assert_allclose(np.asarray(worst), want.max(), rtol=1e-6)
   np.testing.assert_allclose(np.asarray(mean), want.mean(), rtol=1e-5)
   assert [int(v) for v in finish_counts(jnp.asarray(np.array([7, -3, 12], np.int32)))] == [16, -3]
+  p2 = _rnd((3, 5), 18) + 4.0
+  total2, least2 = finish_2d_partials(jnp.asarray(p2))
+  np.testing.assert_allclose(np.asarray(total2), p2.sum(), rtol=1e-5)
+  assert float(least2) == float(p2.min())
 
 
 # ---------------------------------------------------------------- a vector of a few scalars
