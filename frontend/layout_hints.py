@@ -226,6 +226,9 @@ def read_window(defs, load):
   for k, i in enumerate(index):
     s = (user[k] if user and user[k] is not None else i.start if isinstance(i.start, int)
          else texts[k] if texts else i.start.name)
+    if not i.squeeze and str(s).isidentifier() and (user and user[k] == s or texts and texts[k] == s):
+      # a window bound to a name (`r = ml.ds(i * 8, 8)`, then x.at[r, :]): the name is the window, not its start
+      s = i.start if isinstance(i.start, int) else i.start.name
     if not isinstance(s, int) and not (s or "").strip():
       return None
     parts.append((str(s), i.size, i.squeeze))

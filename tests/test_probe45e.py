@@ -493,3 +493,21 @@ def test_a_vector_of_three_scalars_is_hinted_as_lanes_selected_by_index():
   np.testing.assert_allclose(np.asarray(dice_sums_selected(p, t, interpret=True)), [np.sum(sp * t), sp.sum(), t.sum()],
                              rtol=1e-5)
   dice_sums_selected.mlir(S((2048,), F32), S((2048,), F32))
+
+
+# ---------------------------------------------------------------- a window bound to a name, in a hint
+# `r = ml.ds(i * 100, 100)` then `x.at[r][...]`: the padding hint wrote x.at[ml.ds(r, 104)], an ml.ds of a window
+# (MG003, followed); a window bound to a name is not its start, so the hint keeps its own placeholder.
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 100,))
+def doubled_in_named_windows(x, out):
+  r = ml.ds(ml.program_id(0) * 100, 100)
+  v = x.at[r][...]
+  out.at[r][...] = v * 2
+
+
+def test_a_window_bound_to_a_name_is_not_written_as_its_start():
+  expect(doubled_in_named_windows, [S((300,), F32)], mg.LayoutError, "x.at[r][...]",
+         "v has shape (100,): a 1-D register vector needs a multiple of 8 elements (other register tensors a"
+         " multiple of 128, one per thread of a warpgroup)",
+         hint="pad it with a masked window: ref.at[ml.ds(start, 104)].load(mask=ml.arange(104) < 100, other=0) and a"
+              " masked store of the same window")
