@@ -124,20 +124,27 @@ def masked_store_small(cx, ref, value, mask) -> bool:
   cond = cond if cond is not None else flat_values(cx, _shaped(cx, mask, shape))
   if cond is None:
     return False
+  from .shape import index_through_smem
+  for k, idx in enumerate(itertools.product(*(range(m) for m in shape))):
+    _store_if(cx, index_through_smem(cx, cond, (k,)), ref, idx, index_through_smem(cx, vec, (k,)))
+  return True
+
+
+def _store_if(cx, c, ref, idx, s):
+  """ref[idx] = s where the run-time boolean c holds (a plain store where c is True)."""
   from .access import scalar_store
   from .control import If, Yield
   from .memory import view
-  from .shape import index_through_smem
-  for k, idx in enumerate(itertools.product(*(range(m) for m in shape))):
-    c, s = index_through_smem(cx, cond, (k,)), index_through_smem(cx, vec, (k,))
-    then_blk, else_blk = ir.Block(), ir.Block()
-    with cx.b.region(then_blk):
-      scalar_store(cx, view(cx, ref, idx, ref.name), s)
-      cx.b.emit(Yield, (), loc=cx.loc)
-    with cx.b.region(else_blk):
-      cx.b.emit(Yield, (), loc=cx.loc)
-    cx.b.emit(If, c, then_blk, else_blk, loc=cx.loc, types=[], names=[])
-  return True
+  if c is True:
+    scalar_store(cx, view(cx, ref, idx, ref.name), s)
+    return
+  then_blk, else_blk = ir.Block(), ir.Block()
+  with cx.b.region(then_blk):
+    scalar_store(cx, view(cx, ref, idx, ref.name), s)
+    cx.b.emit(Yield, (), loc=cx.loc)
+  with cx.b.region(else_blk):
+    cx.b.emit(Yield, (), loc=cx.loc)
+  cx.b.emit(If, c, then_blk, else_blk, loc=cx.loc, types=[], names=[])
 
 
 def _shaped(cx, mask, shape):
@@ -158,9 +165,8 @@ def masked_few(cx, ref, mask, other=None, value=None) -> object:
   vals = [element_of(cx, value, idx) for idx in at] if value is not None else []
   if any(c is None for c in conds) or any(v is None for v in vals):
     return None if value is None else False
-  from .access import scalar_load, scalar_store
+  from .access import scalar_load
   from .elementwise import where_
-  from .memory import view
   if value is None:
     cx.b.small_loads.append(cx.loc)
     from .elementwise import full_
@@ -169,18 +175,7 @@ def masked_few(cx, ref, mask, other=None, value=None) -> object:
     parts = [fill if c is False else scalar_load(cx, _clamped_element(cx, ref, idx)) for c, idx in zip(conds, at)]
     return assemble(cx, shape, [p if c is True or c is False else where_(cx, c, p, fill)
                                 for c, p in zip(conds, parts)])
-  from .control import If, Yield
   for c, s, idx in zip(conds, vals, at):
-    if c is False:
-      continue
-    if c is True:
-      scalar_store(cx, view(cx, ref, idx, ref.name), s)
-      continue
-    then_blk, else_blk = ir.Block(), ir.Block()
-    with cx.b.region(then_blk):
-      scalar_store(cx, view(cx, ref, idx, ref.name), s)
-      cx.b.emit(Yield, (), loc=cx.loc)
-    with cx.b.region(else_blk):
-      cx.b.emit(Yield, (), loc=cx.loc)
-    cx.b.emit(If, c, then_blk, else_blk, loc=cx.loc, types=[], names=[])
+    if c is not False:
+      _store_if(cx, c, ref, idx, s)
   return True
