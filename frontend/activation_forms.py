@@ -34,7 +34,7 @@ def activation_args(name, pos, kw):
   return [pos[0], (kw.get(key) or (pos[1] if len(pos) > 1 else default)).strip()]
 
 
-GELU_EXACT = "0.5 * {0} * (1 + ml.erf({0} * 0.7071067811865476))"
+GELU_EXACT = "0.5 * {0} * ml.erfc(-{0} * 0.7071067811865476)"     # jax.nn.gelu's (erf loses it below -4)
 
 
 def gelu_form(pos, kw) -> str:

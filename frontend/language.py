@@ -17,7 +17,7 @@ from .ops.control import cluster_sync, grouped_ids, multiple_of, num_programs, p
 from .ops.elementwise_fns import (abs_ as abs, arange, bitcast, cast, cdiv, ceil, clip, cos, erf, exp, exp2,
                               floor, full, isnan, log, log2, maximum, minimum, round_ as round, rsqrt,
                               sigmoid, sin, sqrt, tanh, trunc, where, zeros)
-from .ops.libdevice import acos, asin, atan, atan2, cbrt, expm1, fmod, isfinite, isinf, log1p, pow_ as pow, tan
+from .ops.libdevice import acos, asin, atan, atan2, cbrt, erfc, expm1, fmod, isfinite, isinf, log1p, pow_ as pow, tan
 from .ops.memory import DSlice, cluster_ref, ds, smem
 from .ops.transfers import copy
 from .ops.mma import dot

@@ -37,7 +37,6 @@ _MATH = {
     "square": ("{0} * {0}", ""),
     "log10": ("ml.log2({0}) * 0.30102999566398120", " (log10(2))"),
     "exp10": ("ml.exp2({0} * 3.3219280948873623)", " (log2(10))"),
-    "erfc": ("1 - ml.erf({0})", " (loses the digits where erf is near 1)"),
 }
 
 
@@ -66,7 +65,7 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     "power": _POW,
     **{n: (f"no ml.{n}: Triton's tl.math and libdevice functions are ml.* functions here (ml.{n}.rsqrt(x) is"
            " ml.rsqrt(x)): ml.exp, ml.exp2, ml.log, ml.log2, ml.sqrt, ml.rsqrt, ml.erf, ml.tanh, ml.sin, ml.cos,"
-           " ml.sigmoid, ml.asin, ml.acos, ml.atan, ml.atan2, ml.tan, ml.cbrt, ml.expm1, ml.log1p, ml.pow,"
+           " ml.sigmoid, ml.asin, ml.acos, ml.atan, ml.atan2, ml.tan, ml.cbrt, ml.expm1, ml.log1p, ml.erfc, ml.pow,"
            " ml.isnan, ml.isinf, ml.isfinite, ml.floor, ml.ceil, ml.trunc, ml.round, ml.abs, ml.maximum, ml.minimum") for n in ("math", "extra", "libdevice")},
     "sinh": "no ml.sinh: (ml.exp(x) - ml.exp(-x)) * 0.5", "cosh": "no ml.cosh: (ml.exp(x) + ml.exp(-x)) * 0.5",
     "asinh": "no ml.asinh: ml.log(x + ml.sqrt(x * x + 1)) (for x >= 0; odd: use -asinh(-x) below 0)",
@@ -106,7 +105,7 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     "assume": "no ml.assume: ml.multiple_of(x, m) promises a multiple of m; other facts are not needed",
     "relu": "no ml.relu: ml.maximum(x, 0.0)",
     "leaky_relu": "no ml.leaky_relu: ml.where(x >= 0, x, 0.01 * x)",
-    "gelu": "no ml.gelu: 0.5 * x * (1 + ml.erf(x * 0.7071067811865476)) (tanh form: 0.5 * x * (1 + ml.tanh("
+    "gelu": "no ml.gelu: 0.5 * x * ml.erfc(-x * 0.7071067811865476) (tanh form: 0.5 * x * (1 + ml.tanh("
             "0.7978845608028654 * (x + 0.044715 * x * x * x))))",
     **{n: ("no ml.{}: normal numbers from two uniforms (Box-Muller, as Triton's): u1 = ml.rand(seed, offsets),"
            " u2 = ml.rand(seed, offsets + n) (n above every offset), z = ml.sqrt(-2.0 * ml.log(1.0 - u1)) *"

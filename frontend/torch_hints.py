@@ -5,7 +5,7 @@ from __future__ import annotations
 _CASTS = {"float": "float32", "half": "float16", "bfloat16": "bfloat16", "double": "float64", "int": "int32",
           "long": "int64", "short": "int16", "bool": "bool_"}
 _FUNCS = frozenset({"exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "abs", "sin", "cos", "exp2", "log2", "erf",
-                    "floor", "ceil", "round", "log1p", "expm1"})
+                    "floor", "ceil", "round", "log1p", "expm1", "erfc"})
 
 
 def _atom(text: str) -> str:

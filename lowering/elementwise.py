@@ -168,7 +168,7 @@ def _compare(ctx, o):
 
 _LIBDEVICE = {UnOp.ASIN: mlir_math.asin, UnOp.ACOS: mlir_math.acos, UnOp.ATAN: mlir_math.atan,
               UnOp.TAN: mlir_math.tan, UnOp.CBRT: mlir_math.cbrt, UnOp.EXPM1: mlir_math.expm1,
-              UnOp.LOG1P: mlir_math.log1p}
+              UnOp.LOG1P: mlir_math.log1p, UnOp.ERFC: mlir_math.erfc}
 _ARRAY_UNARY = {**{k: (lambda x, f=f: x._pointwise(f)) for k, f in _LIBDEVICE.items()},
                 UnOp.NEG: lambda x: -x, UnOp.NOT: lambda x: x == False,  # noqa: E712
                 UnOp.SQRT: compat.array_sqrt, UnOp.ABS: lambda x: x.abs(),

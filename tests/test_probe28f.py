@@ -96,7 +96,7 @@ _CALLS = [   # (the call of habit, the hint, which works when followed)
     ("lax.reduce_max(x, (1,))", "write ml.max(x, axis=(1,))"),
     ("jax.nn.relu(x)", "write ml.maximum(x, 0)"),
     ("jax.nn.silu(x)", "write x * ml.sigmoid(x)"),
-    ("jax.nn.gelu(x, approximate=False)", "write 0.5 * x * (1 + ml.erf(x * 0.7071067811865476))"),
+    ("jax.nn.gelu(x, approximate=False)", "write 0.5 * x * ml.erfc(-x * 0.7071067811865476)"),
     ("jnp.zeros_like(x)", "write ml.zeros(x.shape, x.dtype)"),
     ("jnp.full_like(x, 2.0)", "write ml.full(x.shape, 2.0, x.dtype)"),
     ("jnp.astype(x, jnp.float16)", "write x.astype(jnp.float16)"),

@@ -136,7 +136,7 @@ GELU = "ml.inline(lambda v: 0.5 * v * (1 + ml.tanh(0.7978845608028654 * (v + 0.0
 _FOLLOWED = {      # what each hint passes, as the user writes it
     "gelu": ml.inline(lambda v: 0.5 * v * (1 + ml.tanh(0.7978845608028654 * (v + 0.044715 * v ** 3)))),
     "tanh": ml.tanh,
-    "gelu-erf": ml.inline(lambda v: 0.5 * v * (1 + ml.erf(v * 0.7071067811865476))),
+    "gelu-erf": ml.inline(lambda v: 0.5 * v * ml.erfc(-v * 0.7071067811865476)),
     "max-partial": functools.partial(ml.max, axis=1, keepdims=True),
     "soft_sign": ml.inline(lambda v: v / (1 + ml.abs(v))),
 }
@@ -146,7 +146,7 @@ _FOLLOWED = {      # what each hint passes, as the user writes it
     ("gelu", jax.nn.gelu, GELU, "jax.nn.gelu"),
     ("tanh", jnp.tanh, "ml.tanh", "jnp.tanh"),
     ("gelu-erf", functools.partial(jax.nn.gelu, approximate=False),
-     "ml.inline(lambda v: 0.5 * v * (1 + ml.erf(v * 0.7071067811865476)))",
+     "ml.inline(lambda v: 0.5 * v * ml.erfc(-v * 0.7071067811865476))",
      "functools.partial(jax.nn.gelu, approximate=False)"),
     ("max-partial", functools.partial(jnp.max, axis=1, keepdims=True),
      "functools.partial(ml.max, axis=1, keepdims=True)", "functools.partial(jnp.max, axis=1, keepdims=True)"),

@@ -60,6 +60,7 @@ class UnaryDef:
 
 
 _erf = np.vectorize(pymath.erf, otypes=[np.float64])
+_erfc = np.vectorize(pymath.erfc, otypes=[np.float64])
 
 
 class UnOp(enum.Enum):
@@ -89,6 +90,7 @@ class UnOp(enum.Enum):
   CBRT = UnaryDef("cbrt", True, np.cbrt)
   EXPM1 = UnaryDef("expm1", True, np.expm1)
   LOG1P = UnaryDef("log1p", True, np.log1p)
+  ERFC = UnaryDef("erfc", True, lambda x: _erfc(x))
 
 
 _FLOAT_ONLY = {BinOp.ATAN2, BinOp.POW}

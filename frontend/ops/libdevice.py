@@ -1,5 +1,5 @@
 """Triton's libdevice math (`tl.math.*`, `libdevice.*`, tutorial 07) as `ml.` builtins: asin,
-acos, atan, atan2, tan, cbrt, expm1, log1p, pow, isinf, isfinite; and fmod (C's exact remainder).
+acos, atan, atan2, tan, cbrt, expm1, log1p, erfc, pow, isinf, isfinite; and fmod (C's exact remainder).
 
 The transcendental ones are MLIR math ops, which the GPU pipeline lowers to libdevice's `__nv_*f`
 functions (as it does `ml.erf`); 16-bit operands compute in float32 and round once (as libdevice
@@ -17,7 +17,7 @@ from .base import builtin, check_register_value, is_value
 from .elementwise import BinOp, CmpOp, _widened, astype, binary, compare, unary, UnOp
 
 _PYTHON = {"asin": "math.asin", "acos": "math.acos", "atan": "math.atan", "tan": "math.tan",
-           "cbrt": "math.cbrt", "expm1": "math.expm1", "log1p": "math.log1p", "atan2": "math.atan2",
+           "cbrt": "math.cbrt", "expm1": "math.expm1", "log1p": "math.log1p", "erfc": "math.erfc", "atan2": "math.atan2",
            "pow": "math.pow", "fmod": "math.fmod"}
 
 
@@ -45,6 +45,8 @@ tan = _unary_fn(UnOp.TAN, "Elementwise tangent (floating point; libdevice's tanf
 cbrt = _unary_fn(UnOp.CBRT, "Elementwise cube root (floating point; libdevice's cbrtf): negative for negative x.")
 expm1 = _unary_fn(UnOp.EXPM1, "Elementwise exp(x) - 1, accurate for small x (floating point; libdevice's expm1f).")
 log1p = _unary_fn(UnOp.LOG1P, "Elementwise log(1 + x), accurate for small x (floating point; libdevice's log1pf).")
+erfc = _unary_fn(UnOp.ERFC, "Elementwise 1 - erf(x), accurate where erf(x) is near 1, as jax.scipy.special.erfc"
+                            " (floating point; libdevice's erfcf).")
 
 
 def _wide_binary(cx, kind, a, b, what):

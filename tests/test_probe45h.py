@@ -1,0 +1,82 @@
+"""Probe 45h (jnp-style operations and forms a kernel author reaches for): `ml.erfc` (jax.nn.gelu's exact form,
+which `1 + ml.erf(...)` rounds to 0 below about -4), `.ravel()`/`.flatten()` of a register tensor, a small static
+slice of a ref filled with a number, a conditional expression with a number on one side and a boolean on the other,
+and `x[round(f)]` of a float scalar."""
+import math
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32, BF16, I32 = jnp.float32, jnp.bfloat16, jnp.int32
+
+
+# ---------------------------------------------------------------- ml.erfc, and the exact GELU hint that uses it
+@mg.mgpu_kernel(out_shape=lambda x: (x, x, S((2,), x.dtype)))
+def erfc_and_gelu(x, o, g, s):
+  v = x[...]
+  o[...] = ml.erfc(v)
+  g[...] = 0.5 * v * ml.erfc(-v * 0.7071067811865476)      # the hint for jax.nn.gelu(v, approximate=False)
+  s[0] = ml.erfc(x[0])
+  s[1] = ml.erfc(x[1] * 2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def gelu_exact_called(x, o):
+  v = x[...]
+  o[...] = jax.nn.gelu(v, approximate=False)
+
+
+def _erfc(x):
+  return np.array([math.erfc(float(v)) for v in np.asarray(x, np.float64).ravel()]).reshape(np.shape(x))
+
+
+def _gelu_exact(x):
+  x = np.asarray(x, np.float64)
+  return 0.5 * x * _erfc(-x / math.sqrt(2))
+
+
+def test_erfc_is_an_elementwise_function_accurate_in_the_tail_and_the_exact_gelu_hint_uses_it():
+  """ml.erfc was MG003 (hinted as 1 - ml.erf(x)), and the exact GELU hint 0.5*v*(1 + ml.erf(v*0.7071...)) gave 0
+  below about -4 (at -5.9 jax.nn.gelu(approximate=False) is -8.8e-9): ml.erfc is libdevice's erfcf on the GPU,
+  math.erfc in interpret mode; 16-bit floats compute in float32 and round once."""
+  x = np.linspace(-10, 10, 256).astype(np.float32)
+  x[0], x[1] = -5.9, 3.5
+  o, g, s = erfc_and_gelu(x, interpret=True)
+  np.testing.assert_array_equal(np.asarray(o), _erfc(x).astype(np.float32))      # the tail too (to 2e-45)
+  np.testing.assert_allclose(np.asarray(g), _gelu_exact(x), rtol=2e-5, atol=1e-37)   # (-v * 0.7071 rounds)
+  assert np.asarray(g)[0] < -1e-8                                                # 1 + erf rounded it to 0
+  np.testing.assert_array_equal(np.asarray(s), _erfc([x[0], x[1] * np.float32(2)]).astype(np.float32))
+  xb = x.astype(BF16)
+  o, g, s = erfc_and_gelu(xb, interpret=True)
+  assert o.dtype == BF16 and g.dtype == BF16
+  want = _erfc(xb.astype(np.float32)).astype(np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
+  np.testing.assert_array_equal(np.asarray(o, np.float32), want)
+  np.testing.assert_allclose(np.asarray(g, np.float32),                      # (bfloat16's -v * 0.7071 rounds)
+                             np.asarray(jax.nn.gelu(xb, approximate=False), np.float32), rtol=1.6e-2, atol=0)
+  for dt in (F32, BF16):
+    assert "math.erfc" in erfc_and_gelu.mlir(S((256,), dt))
+  expect(gelu_exact_called, [S((256,), F32)], mg.KernelTypeError, "jax.nn.gelu(v, approximate=False)",
+         "gelu cannot take a register tensor inside a kernel", hint="write 0.5 * v * ml.erfc(-v * 0.7071067811865476)")
+
+
+@pytest.mark.gpu
+def test_gpu_erfc_and_the_exact_gelu():
+  x = np.linspace(-10, 10, 256).astype(np.float32)
+  x[0], x[1] = -5.9, 3.5
+  o, g, s = erfc_and_gelu(jnp.asarray(x))
+  np.testing.assert_allclose(np.asarray(o), _erfc(x), rtol=4e-6, atol=1e-37)
+  np.testing.assert_allclose(np.asarray(g), np.asarray(jax.nn.gelu(jnp.asarray(x), approximate=False)),
+                             rtol=1e-5, atol=1e-37)
+  np.testing.assert_allclose(np.asarray(s), _erfc([x[0], x[1] * np.float32(2)]), rtol=4e-6, atol=1e-37)
+  xb = jnp.asarray(x.astype(BF16))
+  o, g, s = erfc_and_gelu(xb)
+  want = _erfc(np.asarray(xb, np.float32)).astype(np.float32)
+  np.testing.assert_allclose(np.asarray(o, np.float32), want, rtol=8e-3, atol=1e-37)
