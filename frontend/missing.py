@@ -153,7 +153,7 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     "fliplr": "no ml.fliplr: ml.flip(x, axis=1)", "flipud": "no ml.flipud: ml.flip(x, axis=0)",
     "reverse": "no ml.reverse: ml.flip(x, axis=dims) (lax.rev's dimensions)",
     **{n: "no ml.{}: reshape the register tensor, v.reshape(shape) (or ml.reshape(v, shape))".format(n)
-       for n in ("view", "ravel", "flatten")},
+       for n in ("view", "flatten")},
     **{n: ("no ml.{}: from 16-bit halves of uint32 a and b, al, ah, bl, bh = a & 0xFFFF, a >> 16, b & 0xFFFF,"
            " b >> 16; m = (al * bl >> 16) + (ah * bl & 0xFFFF) + (al * bh & 0xFFFF); the high word is"
            " ah * bh + (ah * bl >> 16) + (al * bh >> 16) + (m >> 16)").format(n) for n in ("umulhi", "mulhi")},

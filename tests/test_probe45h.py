@@ -80,3 +80,47 @@ def test_gpu_erfc_and_the_exact_gelu():
   o, g, s = erfc_and_gelu(xb)
   want = _erfc(np.asarray(xb, np.float32)).astype(np.float32)
   np.testing.assert_allclose(np.asarray(o, np.float32), want, rtol=8e-3, atol=1e-37)
+
+
+# ---------------------------------------------------------------- .ravel() / .flatten() / ml.ravel
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.size,), x.dtype),) * 3)
+def ravelled(x, a, b, c):
+  v = x[...]
+  a[...] = v.ravel()
+  b[...] = (v * 2).flatten()
+  c[...] = ml.ravel(v + 1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.size,), x.dtype))
+def ravelled_by_columns(x, a):
+  a[...] = x[...].ravel(order="F")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), x.dtype))
+def ravelled_scalar(x, a):
+  a[...] = x[0, 0].ravel()
+
+
+def test_ravel_and_flatten_of_a_register_tensor_are_its_reshape_to_one_axis():
+  """x[...].ravel() and .flatten() were MG003 (no attribute; the hint wrote .reshape((n,))): they are that reshape,
+  as is ml.ravel (jnp.ravel's hint names it); order='F' and a scalar say what to write."""
+  for shape in ((4, 128), (64, 8)):
+    x = np.arange(512, dtype=np.float32).reshape(shape) - 100
+    a, b, c = ravelled(x, interpret=True)
+    for got, want in zip((a, b, c), (x.ravel(), (x * 2).flatten(), np.ravel(x + 1))):
+      np.testing.assert_array_equal(np.asarray(got), want)
+  assert "module" in ravelled.mlir(S((4, 128), F32))
+  expect(ravelled_by_columns, [S((4, 128), F32)], mg.KernelTypeError, "x[...].ravel(order=",
+         "ravel takes order='C' (row-major) in a kernel, got order='F'",
+         hint="order='F' is the ravel of the transpose: ml.transpose(x[...]).ravel()")
+  expect(ravelled_scalar, [S((4, 128), F32)], mg.KernelTypeError, "x[0, 0].ravel()",
+         "ravel needs a register tensor, got a scalar")
+
+
+@pytest.mark.gpu
+def test_gpu_ravel_and_flatten():
+  for shape in ((4, 128), (64, 8)):
+    x = np.arange(512, dtype=np.float32).reshape(shape) - 100
+    a, b, c = ravelled(jnp.asarray(x))
+    for got, want in zip((a, b, c), (x.ravel(), (x * 2).flatten(), np.ravel(x + 1))):
+      np.testing.assert_array_equal(np.asarray(got), want)

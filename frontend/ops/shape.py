@@ -588,6 +588,20 @@ def reshape(cx, x, shape, *more):
   return reshape_(cx, x, shape)
 
 
+@builtin(methods=("ravel", "flatten"))
+def ravel(cx, x, order="C"):
+  """`x` as one axis in row-major order, as jnp.ravel and NumPy's `x.ravel()` / `x.flatten()`: the reshape
+  `x.reshape((x.size,))` (a register tensor is a value: a copy and a view are the same thing here)."""
+  check_register_value(cx, x, "ravel")
+  if not is_tensor(x):
+    raise E.KernelTypeError(f"ravel needs a register tensor, got {kind_of(x)}", cx.loc,
+                            hint=scalar_reshape_hint(cx.named(x, "s"), (1,)))
+  if order != "C":
+    raise E.KernelTypeError(f"ravel takes order='C' (row-major) in a kernel, got order={order!r}", cx.loc,
+                            hint=f"order='F' is the ravel of the transpose: ml.transpose({cx.named(x, 'x')}).ravel()")
+  return reshape_(cx, x, (math.prod(x.type.shape),))
+
+
 # ---------------------------------------------------------------- column slices
 @ir.op(Traits(pure=True, layout=LayoutRule.ELEMENTWISE))
 class Slice(ir.Op):
