@@ -657,7 +657,7 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
     if is_value(cond):
       from .branches import if_expression
       one = self.one_element_condition(node.test, cond)      # a number scalar by its truth, as Python's
-      if is_bool_scalar(one) and (made := if_expression(self, node, one)) is not None:
+      if is_bool_scalar(one) and (made := if_expression(self, node, one, bools_as_numbers=True)) is not None:
         return made         # `a if c else b` as the if statement `if c: t = a`, `else: t = b`
       test = self.text(node.test) if resolve(cond.type.dtype) == DType.bool_ else self.nonzero(node.test)
       from .branches import ifexp_hint

@@ -124,3 +124,48 @@ def test_gpu_ravel_and_flatten():
     a, b, c = ravelled(jnp.asarray(x))
     for got, want in zip((a, b, c), (x.ravel(), (x * 2).flatten(), np.ravel(x + 1))):
       np.testing.assert_array_equal(np.asarray(got), want)
+
+
+# ---------------------------------------------------------------- a number and a boolean side of `a if c else b`
+@mg.mgpu_kernel(out_shape=lambda x, s: (S((4,), F32), S((4,), I32)))
+def number_or_boolean_side(x, s, out, ints):
+  i, k = s[0], s[1]
+  out[0] = x[i] if i < x.shape[0] else False                 # x[i] read only where i < 8
+  out[1] = True if i < x.shape[0] else x[0]
+  out[2] = x[0] if k > 0 else (i > 2)
+  out[3] = (x[i] if i < x.shape[0] else False) + 1.0
+  ints[0] = k if i < 8 else True
+  ints[1] = (i < 3) if k else k
+  ints[2] = (k if i < 8 else True) * 3
+  ints[3] = False if k else i
+
+
+def _number_or_boolean_want(x, i, k):
+  n, xi = len(x), (lambda: float(x[i]))
+  return ([float(xi() if i < n else False), float(True if i < n else x[0]), float(x[0] if k > 0 else (i > 2)),
+           (xi() if i < n else False) + 1.0],
+          [int(k if i < 8 else True), int((i < 3) if k else k), (k if i < 8 else True) * 3, int(False if k else i)])
+
+
+def test_a_conditional_expression_of_a_number_and_a_boolean_is_that_number_as_and_or_make_it():
+  """`x[i] if i < n else False` was MG003 (a float32 scalar on one side and a bool scalar on the other), while
+  `i < n and x[i]` converts the boolean: the boolean side is the number's dtype (False 0, True 1), as Python's
+  bool is an int, and each side is still computed only on its path."""
+  x = np.arange(8, dtype=np.float32) + 10
+  for i, k in [(0, 5), (3, 0), (8, 1), (100, 0)]:
+    got, ints = number_or_boolean_side(x, np.array([i, k], np.int32), interpret=True)
+    want, want_ints = _number_or_boolean_want(x, i, k)
+    np.testing.assert_array_equal(np.asarray(got), np.array(want, np.float32), err_msg=f"i={i} k={k}")
+    np.testing.assert_array_equal(np.asarray(ints), np.array(want_ints, np.int32), err_msg=f"i={i} k={k}")
+  assert "module" in number_or_boolean_side.mlir(S((8,), F32), S((2,), I32))
+
+
+@pytest.mark.gpu
+def test_gpu_a_conditional_expression_of_a_number_and_a_boolean_reads_only_its_path():
+  """Reads x[i] past its end only on the side Python would not take (i = 100): a fault here is a read performed."""
+  x = np.arange(8, dtype=np.float32) + 10
+  for i, k in [(0, 5), (3, 0), (8, 1), (100, 0)]:
+    got, ints = number_or_boolean_side(jnp.asarray(x), jnp.asarray(np.array([i, k], np.int32)))
+    want, want_ints = _number_or_boolean_want(x, i, k)
+    np.testing.assert_array_equal(np.asarray(got), np.array(want, np.float32), err_msg=f"i={i} k={k}")
+    np.testing.assert_array_equal(np.asarray(ints), np.array(want_ints, np.int32), err_msg=f"i={i} k={k}")
