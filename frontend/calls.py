@@ -26,6 +26,7 @@ from .ml_name_hints import ml_name_hint
 from .shape_hints import NOT_YET as SHAPE_NOT_YET, shape_call_hint, static_array_hint, static_numbers_hint
 from .ops import elementwise as ew
 from .ops.base import BUILTINS, TRANSPOSES, Builtin, is_smem_matrix, is_value, kind_of, smem_transpose_hint, typed_number
+from .py_scalars import is_float_scalar
 from .trace_debug import trace_breakpoint, trace_print
 from .types import RefType, resolve
 
@@ -329,6 +330,9 @@ class Calls:
           resolve(args[0].type.dtype), "is_int", False):       # round(i, -1) of integers: Python's and NumPy's
         from .py_scalars import round_int
         return round_int(cx, args[0], nd)
+      if fn is builtins.round and nd is None and is_float_scalar(args[0]):
+        from .py_scalars import round_to_int     # round(f) of a float scalar is an int, as Python's: x[round(f)]
+        return round_to_int(cx, args[0])
       if fn is builtins.round and is_value(args[0]):   # round(v), round(v, 2) of an array, as numpy: ml.round
         return BUILTINS["round"].apply(cx, args, {"decimals": kwargs.pop("ndigits")} if "ndigits" in kwargs else kwargs)
       if fn is builtins.sum and args and isinstance(args[0], (tuple, list)) and len(args) <= 2 and not kwargs:

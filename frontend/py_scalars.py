@@ -113,6 +113,20 @@ def round_int(cx, x, ndigits: int):
   return out if d.bits == 32 else ew.astype(cx, out, d)
 
 
+def is_float_scalar(x) -> bool:
+  """A run-time float scalar (not a tensor)."""
+  d = resolve(x.type.dtype) if is_value(x) and isinstance(x.type, ScalarType) else None
+  return getattr(d, "is_float", False)
+
+
+def round_to_int(cx, x):
+  """Python's `round(f)` (no ndigits, or None) of a float scalar: an int, the nearest whole number with halves to
+  the even one (round(2.5) is 2, as jnp.round), as an int32, so that `x[round(f)]` indexes. Past int32's range
+  (and of NaN or inf, where Python raises) the conversion's result (saturated; NaN 0), as .astype(jnp.int32)."""
+  from .dtypes import DType
+  return ew.astype(cx, ew.unary(cx, ew.UnOp.ROUND, x), DType.i32)
+
+
 def builtin_arguments(cx, fn, args, kwargs, call: str) -> None:
   """Python's TypeError for a builtin called on run-time values with arguments its signature does not take
   (`abs(f, i)` computed abs(f) and dropped i): KernelTypeError naming the signature."""

@@ -169,3 +169,46 @@ def test_gpu_a_conditional_expression_of_a_number_and_a_boolean_reads_only_its_p
     want, want_ints = _number_or_boolean_want(x, i, k)
     np.testing.assert_array_equal(np.asarray(got), np.array(want, np.float32), err_msg=f"i={i} k={k}")
     np.testing.assert_array_equal(np.asarray(ints), np.array(want_ints, np.int32), err_msg=f"i={i} k={k}")
+
+
+# ---------------------------------------------------------------- round(f) of a float scalar: an int, as Python's
+@mg.mgpu_kernel(out_shape=lambda x, f: (S((4,), x.dtype), S((5,), I32)))
+def rounded_index(x, f, out, ints):
+  g = f[0]
+  out[0] = x[round(g)]
+  out[1] = x[round(f[1] * 2.0)]
+  out[2] = x[round(g, None)]
+  out[3] = round(g, 1)                              # with ndigits a float, as Python's
+  ints[0] = round(g)
+  ints[1] = round(f[1])
+  ints[2] = round(-f[1])
+  ints[3] = round(f[2].astype(jnp.bfloat16))
+  ints[4] = round(g) // 2                           # integer arithmetic on it
+
+
+def test_round_of_a_float_scalar_is_an_int_that_indexes():
+  """round(f) of a float32 scalar stayed float32 (Python's round gives an int), so x[round(f)] was MG003 (an index
+  must be an integer scalar): it is an int32, halves to even as Python's (round(2.5) is 2); round(f, n) stays a
+  float, as Python's."""
+  x = np.arange(16, dtype=np.float32) * 10
+  for f in ([2.6, 2.5, 3.5], [0.4, 1.5, -2.5], [5.5, 0.25, 6.5]):
+    fa = np.array(f, np.float32)
+    got, ints = rounded_index(x, fa, interpret=True)
+    g = float(fa[0])
+    want = [x[round(g)], x[round(float(fa[1] * np.float32(2)))], x[round(g, None)], np.float32(round(g, 1))]
+    np.testing.assert_allclose(np.asarray(got), np.array(want, np.float32), rtol=1e-7, err_msg=str(f))
+    np.testing.assert_array_equal(np.asarray(ints), [round(g), round(float(fa[1])), round(-float(fa[1])),
+                                                     round(float(fa[2])), round(g) // 2], err_msg=str(f))
+  ir = rounded_index.typed_ir(S((16,), F32), S((3,), F32))
+  assert "scalar<int32> = cast" in ir, ir
+  assert "module" in rounded_index.mlir(S((16,), F32), S((3,), F32))
+
+
+@pytest.mark.gpu
+def test_gpu_round_of_a_float_scalar_indexes():
+  x = np.arange(16, dtype=np.float32) * 10
+  for f in ([2.6, 2.5, 3.5], [0.4, 1.5, -2.5], [5.5, 0.25, 6.5]):
+    fa = np.array(f, np.float32)
+    want, got = rounded_index(x, fa, interpret=True), rounded_index(jnp.asarray(x), jnp.asarray(fa))
+    for g, w in zip(got, want):
+      np.testing.assert_array_equal(np.asarray(g), np.asarray(w), err_msg=str(f))
