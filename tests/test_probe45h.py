@@ -212,3 +212,60 @@ def test_gpu_round_of_a_float_scalar_indexes():
     want, got = rounded_index(x, fa, interpret=True), rounded_index(jnp.asarray(x), jnp.asarray(fa))
     for g, w in zip(got, want):
       np.testing.assert_array_equal(np.asarray(g), np.asarray(w), err_msg=str(f))
+
+
+# ---------------------------------------------------------------- a few elements of a ref filled with a number
+@mg.mgpu_kernel(out_shape=lambda x, n: (S((16,), x.dtype), S((8, 16), x.dtype), S((16,), I32), S((16,), x.dtype)))
+def few_filled(x, n, out, grid, ints, via_smem):
+  out[...] = x[...]
+  out[4:8] = 0
+  out[13:] = x[1]
+  grid[...] = ml.zeros((8, 16), x.dtype) + 1
+  grid[2:5, 3:8] = -1.5
+  grid[7, 11:16] = n[0].astype(x.dtype)
+  ints[...] = n[...]
+  ints[1:4] = n[0] * 2
+  ints[5:10] = True
+  buf = ml.smem((16,), x.dtype)
+  buf[...] = x[...]
+  buf[0:3] = 7
+  via_smem[...] = buf[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((16,), I32))
+def few_filled_with_a_float(x, n, ints):
+  ints[...] = n[...]
+  ints[1:4] = 0.5
+
+
+def _few_filled_want(x, n):
+  out = x.copy(); out[4:8] = 0; out[13:] = x[1]
+  grid = np.ones((8, 16), x.dtype); grid[2:5, 3:8] = -1.5; grid[7, 11:16] = n[0]
+  ints = n.copy(); ints[1:4] = n[0] * 2; ints[5:10] = True
+  smem = x.copy(); smem[0:3] = 7
+  return out, grid, ints, smem
+
+
+def test_a_few_elements_of_a_ref_filled_with_a_number_are_stored_one_at_a_time():
+  """out[4:8] = 0 was MG204 (the fill made a register vector of 4 elements, which no layout holds): a number or a
+  scalar stored into a window of a few elements (at most 32, not a multiple of 8) is stored an element at a time,
+  as out[4] = 0, out[5] = 0, ... would be; 2-D windows, SMEM buffers, 16-bit and integer refs alike."""
+  x, n = np.arange(16, dtype=np.float32) + 1, np.arange(16, dtype=np.int32) * 3
+  for dt in (np.float32, BF16):
+    xs = x.astype(dt)
+    got = few_filled(xs, n, interpret=True)
+    for g, w in zip(got, _few_filled_want(xs, n)):
+      np.testing.assert_array_equal(np.asarray(g), w, err_msg=str(dt))
+  assert "module" in few_filled.mlir(S((16,), BF16), S((16,), I32))
+  expect(few_filled_with_a_float, [S((16,), F32), S((16,), I32)], mg.DtypeMismatchError, "ints[1:4] = 0.5",
+         "cannot store the float 0.5 into ints[1:4] (int32)")
+
+
+@pytest.mark.gpu
+def test_gpu_a_few_elements_of_a_ref_filled_with_a_number():
+  x, n = np.arange(16, dtype=np.float32) + 1, np.arange(16, dtype=np.int32) * 3
+  for dt in (np.float32, BF16):
+    xs = x.astype(dt)
+    got = few_filled(jnp.asarray(xs), jnp.asarray(n))
+    for g, w in zip(got, _few_filled_want(xs, n)):
+      np.testing.assert_array_equal(np.asarray(g), w, err_msg=str(dt))

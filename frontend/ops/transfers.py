@@ -8,6 +8,7 @@ declared in memory.py.
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 from .. import errors as E
@@ -68,6 +69,14 @@ def _check_small_statistic(cx, ref, value):
            f" .reshape{tuple(shape)} (free in XLA)")
 
 
+def _few_elements(shape) -> bool:
+  """A window of a few elements that no register vector holds (not a multiple of 8, at most FEW_SCALARS): a number
+  or scalar stored into it is stored an element at a time, as `out[i] = 0` each."""
+  from .small_parts import FEW_SCALARS
+  n = math.prod(shape)
+  return n <= FEW_SCALARS and n % 8 != 0
+
+
 def store(cx, ref, value):
   from .elementwise import full_
   from .shape import broadcast_shape, broadcast_to_shape
@@ -93,6 +102,11 @@ def store(cx, ref, value):
     if one is not None and (isinstance(one, Num) or is_value(one) and isinstance(one.type, ScalarType)):
       return scalar_store(cx, view(cx, ref, (0,) * len(t.shape), ref.name), one)
   if isinstance(value, Num) or (is_value(value) and isinstance(value.type, ScalarType)):
+    if _few_elements(t.shape):      # out[4:8] = 0: no register vector holds 4 elements; an element at a time
+      from .access import scalar_store
+      for idx in itertools.product(*map(range, t.shape)):
+        scalar_store(cx, view(cx, ref, idx, ref.name), value)
+      return
     value = full_(cx, t.shape, value, t.dtype, f"the store into {ref.name or 'this ref'}")
   from .few_stats import storable, store_whole
   from .small_stores import plan, store_rows
