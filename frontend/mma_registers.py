@@ -12,7 +12,7 @@ from __future__ import annotations
 from . import errors as E
 from . import hw
 from . import ir
-from .types import DType, dtype_name, resolve
+from .types import DType, TensorType, dtype_name, resolve
 from .ops.control import WarpSpecialize
 from .ops.mma import Dot
 
@@ -20,6 +20,69 @@ from .ops.mma import Dot
 def _registers(n: int, acc: DType) -> int:
   """Registers a thread holds one instruction's 64 x n accumulator block in."""
   return hw.MMA_M * n * acc.bits // 32 // hw.WARPGROUP
+
+
+def _local_rows(m: int, wgs: int) -> int:
+  """The rows of an (m, n) WGMMA tile one warpgroup holds: warpgroups split the rows of a tile of
+  whole 64-row blocks each, and each holds a tile of fewer rows whole."""
+  return m // wgs if wgs > 1 and m % (hw.MMA_M * wgs) == 0 else m
+
+
+def _tile_registers(t, wgs: int) -> int:
+  """Registers a thread holds its warpgroup's part of WGMMA-layout tensor type `t` in."""
+  m, k = t.shape[-2:]
+  return _local_rows(m, wgs) * k * resolve(t.dtype).bits // 32 // hw.WARPGROUP
+
+
+def _live_error(kernel, o, threads: int, producer: bool, have: int):
+  """The registers one ml.dot keeps live a thread at once: its whole accumulator (every 64-row block
+  of it, each instruction's output, lives until the dot's result is read) and a register A operand
+  beside it. Past a thread's registers ptxas spills the accumulator massively or stops; reported at
+  the dot (the line that makes the accumulator), with the block that splits its rows to fit or the
+  tile that fits."""
+  t = o.results[0].type
+  wgs = max(1, kernel.block // hw.WARPGROUP)
+  acc = _tile_registers(t, wgs)
+  a = _tile_registers(o.a.type, wgs) if isinstance(o.a.type, TensorType) and len(o.a.type.shape) == 2 else 0
+  need = acc + a
+  if need <= have:
+    return None
+  m, n = t.shape[-2:]
+  rows = _local_rows(m, wgs)
+  held = (f"{rows} rows on each of {wgs} warpgroups" if rows != m else
+          f"all {m} rows on {'each warpgroup' if wgs > 1 else 'one warpgroup'} of block={kernel.block}")
+  what = f"{acc} registers a thread ({held})"
+  if a:
+    what += f", and its register A operand {'x'.join(map(str, o.a.type.shape))} {dtype_name(o.a.type.dtype)} {a} more"
+  extra = hw.WARPGROUP if producer else 0
+
+  def fitting(w):
+    """The most rows (m halved) a tile may have at block=w warpgroups, its registers a thread."""
+    tile_m = m
+    while tile_m >= hw.MMA_M:
+      per = _tile_registers(TensorType((tile_m, n), t.dtype), w) + (
+          _tile_registers(TensorType((tile_m, o.a.type.shape[-1]), o.a.type.dtype), w) if a else 0)
+      if tile_m % hw.MMA_M == 0 and per + hw.MMA_EXTRA_REGISTERS <= hw.launch_registers(w * hw.WARPGROUP + extra):
+        return tile_m, per
+      tile_m //= 2
+    return None, None
+  fixes, here = [], fitting(wgs)[0] or 0
+  for w in range(wgs + 1, hw.MAX_BLOCK // hw.WARPGROUP + 1):
+    tile_m, per = fitting(w)
+    if tile_m is not None and tile_m > here:     # (more warpgroups, a bigger tile than at this block)
+      if tile_m == m:
+        fixes.append(f"block={w * hw.WARPGROUP} to split its rows over {w} warpgroups ({per} registers a thread)")
+      else:
+        fixes.append(f"block={w * hw.WARPGROUP} with a {tile_m}x{n} tile a program (its rows split over {w}"
+                     f" warpgroups: {per} registers a thread)")
+      break
+  tile_m, per = fitting(wgs)
+  if tile_m is not None:
+    fixes.append(f"a {tile_m}x{n} tile a program at block={kernel.block} ({per} registers a thread)")
+  return E.RegisterCapacityError(
+      f"this ml.dot's {m}x{n} {dtype_name(t.dtype)} accumulator lives in registers whole: {what}; a CTA of"
+      f" {threads} threads is compiled for {have} registers a thread, so ptxas would spill it massively or stop",
+      o.loc, hint="use " + ", or ".join(fixes) if fixes else "use a smaller tile")
 
 
 def check_mma_registers(kernel: ir.Kernel) -> None:
@@ -34,6 +97,10 @@ def check_mma_registers(kernel: ir.Kernel) -> None:
     acc, n = resolve(t.dtype), t.shape[-1]
     need = _registers(n, acc) + hw.MMA_EXTRA_REGISTERS
     if need <= have:
+      live = _live_error(kernel, o, threads, producer, have)
+      if live is not None:
+        seen.add(o.loc)
+        errors.append(live)
       continue
     seen.add(o.loc)
     per_col = hw.MMA_M * acc.bits // 32 / hw.WARPGROUP
