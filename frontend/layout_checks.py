@@ -555,7 +555,8 @@ def _check_tiled_views(kernel, defs) -> None:
         whole = whole_tiles(o.index, kernel.smem_layouts[o.ref.id].tile, multiple)
         if whole and kinds <= {"copy", "dot"} and not (o.transpose and "copy" in kinds):
           continue
-        if kinds == {None} and o.ref.id in dot_read and register_tile_window(o, kernel.smem_layouts[o.ref.id].tile):
+        if kinds == {None} and o.ref.id in dot_read and register_tile_window(o, kernel.smem_layouts[o.ref.id].tile,
+                                                                              multiple):
           continue
         if o.ref.id in dot_read:
           tile = kernel.smem_layouts[o.ref.id].tile

@@ -70,11 +70,13 @@ def whole_tiles(index, tile, multiple=None) -> bool:
   return all(not i.squeeze and on_tile(i.start, t) and i.size % t == 0 for i, t in zip(index[-2:], tile))
 
 
-def register_tile_window(view, tile) -> bool:
+def register_tile_window(view, tile, multiple=None) -> bool:
   """Whether a register load or store may move view `view` of a buffer tiled for the tensor cores, in
-  the WGMMA layout (an im2col tile built tap by tap, `a_s.at[:, ml.ds(t * c, c)][...] = v`): static
-  windows of whole tiles, rows a multiple of a warpgroup's WGMMA rows, not transposed."""
-  return (not view.transpose and whole_tiles(view.index, tile) and view.index[-2].size % hw.MMA_M == 0
+  the WGMMA layout (an im2col tile built tap by tap, `a_s.at[:, ml.ds(t * c, c)][...] = v`): windows of
+  whole tiles, static or (given `multiple`, as whole_tiles) at run-time starts proven multiples of the
+  tile (Mosaic GPU's tiled transfers take a memref sliced by whole tiles at a run-time start:
+  lowering/kernel.py's _tile_slice), rows a multiple of a warpgroup's WGMMA rows, not transposed."""
+  return (not view.transpose and whole_tiles(view.index, tile, multiple) and view.index[-2].size % hw.MMA_M == 0
           and not any(i.squeeze for i in view.index[-2:]))
 
 
@@ -271,9 +273,12 @@ class _Solver(LayoutErrors):
   def solve(self):
     for r in self.mma_roots:
       self.seeds.add(("smem", r))
+    from .absint import known_multiple, loop_counters
+    loops = loop_counters(self.kernel.body) if self.tile_windows else {}
     for n, root, view in self.tile_windows:     # whole tiles of a tensor-core operand: its layout
       tile = (hw.TILE_ROWS, hw.tile_cols(root.type.dtype.itemsize))
-      if root.id in self.mma_roots and len(root.type.shape) == 2 and register_tile_window(view, tile):
+      if root.id in self.mma_roots and len(root.type.shape) == 2 and register_tile_window(
+          view, tile, lambda x: known_multiple(x, self.defs, loops)):
         self.uf.union(n, ("smem", root.id))
     uf = self.uf
     layout: dict = {uf.find(s): Layout.WGMMA for s in self.seeds}
