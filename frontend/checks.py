@@ -417,7 +417,23 @@ class _Memory:
     where = f" in program {self.ev.program(pid)}" if pid is not None else ""
     return uninitialized_read(name, region, where, root.type.space == Space.GMEM, acc.op.loc,
                               keep=getattr(acc.op, "keep", None), dtype=str(root.type.dtype), programs=self.ev.P,
-                              atomic=acc.op.kind if atomic else None)
+                              atomic=acc.op.kind if atomic else None,
+                              mma_shape=root.type.shape if acc.kind == A.MMA_READ else None,
+                              source=self._copied_from(root) if acc.kind == A.MMA_READ else None)
+
+  def _copied_from(self, root):
+    """The name of the array a TMA copy fills SMEM buffer `root` (or a window of it) from, or None."""
+    defs = ir.def_table(self.kernel.body)
+    for o in ir.walk(self.kernel.body):
+      if isinstance(o, Copy) and o.dst.type.space == Space.SMEM:
+        dst, src = o.dst, o.src
+        while isinstance(defs.get(dst.id), View):
+          dst = defs[dst.id].ref
+        while isinstance(defs.get(src.id), View):
+          src = defs[src.id].ref
+        if dst is root and src.name and src.name.isidentifier():
+          return src.name
+    return None
 
   # ------------------------------------------------------------ bounds
   def _trip(self, p) -> str:

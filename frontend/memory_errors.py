@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from . import errors as E
+from . import hw
 from . import ir
 from .coverage import describe
 from .ir import Access as A
@@ -54,10 +55,13 @@ def _accumulated(loc, name):
   return (name if idx in ("...", ":") else f"{name}.at[{idx}]"), ast.unparse(part)
 
 
-def uninitialized_read(name, region, where, gmem: bool, loc, keep=None, dtype=None, programs=1, atomic=None):
+def uninitialized_read(name, region, where, gmem: bool, loc, keep=None, dtype=None, programs=1, atomic=None,
+                       mma_shape=None, source=None):
   """The UninitializedReadError for a read of `region` of buffer `name` (also used by interpret mode);
   `keep`: the read's Load.keep (a masked SMEM load's); `dtype`: the buffer's element type's name;
-  `programs`: how many the grid launches (several adding into an output: split-K)."""
+  `programs`: how many the grid launches (several adding into an output: split-K); `mma_shape`: the
+  buffer's shape where ml.dot reads it (a vector copied into one row of an operand tile), `source` the
+  name of the array a copy fills it from."""
   added = _accumulated(loc, name) if gmem and programs > 1 else None
   if added is not None:        # `c[...] += partial`: programs adding their parts (split-K) add atomically
     window, part = added
@@ -87,8 +91,29 @@ def uninitialized_read(name, region, where, gmem: bool, loc, keep=None, dtype=No
     fill = f"the mask is on for elements of {region}: turn it off there, or {fill}"
   if atomic is not None:     # an atomic update of SMEM combines with what the buffer holds
     fill = atomic_fill_hint(name, atomic, dtype)
+  elif mma_shape is not None and keep is None and dtype and len(mma_shape) == 2:
+    fill = _mma_fill_hint(name, mma_shape, dtype, source)
   return E.UninitializedReadError(
       f"{region} is read{where} before anything writes it: SMEM starts with garbage", loc, hint=fill)
+
+
+def _mma_fill_hint(name, shape, dtype, source) -> str:
+  """An ml.dot operand buffer partly filled (a vector copied into row 0 of an (8, k) tile): the
+  tensor cores read all of it. A row of A (of a b passed transposed) the program leaves unfilled only
+  feeds a row (a column) of the product it may drop, but the proof does not follow rows through the
+  product, and garbage in the K extent spoils every element: the buffer is filled whole, by TMA from an
+  array of fewer rows (the engine reads zeros past its end), or zeroed first where registers may write it
+  (a multiple of 64 rows, as tensor-core tiles are stored from registers)."""
+  rows, k = shape
+  x = source or "x"
+  fill = (f"ml.dot reads all of {name}, every row and column of its tile, and SMEM starts with garbage: fill it"
+          f" whole by TMA from an array of fewer rows, ml.copy({x}.at[ml.ds(0, {rows})], {name}) (a vector"
+          f" as a (1, {k}) array, {x}.reshape(1, {k}) outside the kernel): the TMA engine reads zeros past"
+          f" {x}'s end, so the other rows are 0")
+  if rows % hw.MMA_M == 0:
+    fill += (f"; or zero it first, {name}[...] = ml.zeros({tuple(shape)}, jnp.{dtype}), then copy whole tiles"
+             f" (8 rows) into it")
+  return fill
 
 
 def atomic_fill_hint(name, kind, dtype) -> str:

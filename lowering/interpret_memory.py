@@ -480,7 +480,8 @@ class CtaMemory:
     if not np.all(filled):
       raise uninitialized_read(ref.name, _region(ref.name, ref.root.type.shape, ref.index, ~filled),
                                f" in program {self.label}", False, o.loc, keep=getattr(o, "keep", None),
-                               dtype=str(ref.root.type.dtype), atomic=atomic)
+                               dtype=str(ref.root.type.dtype), atomic=atomic,
+                               mma_shape=ref.root.type.shape if type(o).__name__ == "Dot" else None)
 
   def buffer(self, ref: Ref) -> np.ndarray:
     return self.m.gmem[ref.root.id] if ref.owner < 0 else self.m.ctas[ref.owner].smem[ref.root.id]
