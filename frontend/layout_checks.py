@@ -366,8 +366,9 @@ def _stored_pieces_hint(kernel, defs, view):
       break
     pieces.append((moved[0], idx[-2 + moved[0]].start, idx[-2 + moved[0]].size, o.value))
   names = [p[3].name if _expression(p[3].name) else None for p in pieces or ()]
-  whole = (f"{x}'s register stores go whole or as static windows of whole tiles, {hw.MMA_M} rows by 128 bytes"
-           f" of columns (its tiles are laid out for the tensor cores)")
+  whole = (f"{x}'s register stores go whole or as windows of whole tiles, {hw.MMA_M} rows by 128 bytes"
+           f" of columns, static or at run-time starts proven multiples of them (its tiles are laid out for the"
+           f" tensor cores)")
   if pieces and len(buf.type.shape) == 2 and len({p[0] for p in pieces}) == 1 and all(names):
     axis = pieces[0][0]
     if len(set(names)) < len(names):        # one store in an unrolled loop: each trip's value has one text
@@ -506,12 +507,13 @@ def _run_time_start_hint(view, tile, multiple, defs) -> str | None:
   promise = _promise(view, tile, multiple, defs)
   shape = tuple(i.size for i in view.index if not i.squeeze)
   if promise is None and whole_tiles(view.index, tile, multiple):
-    # (proven whole tiles: what ml.dot and ml.copy take, but not a register load or store)
+    # (proven whole tiles: what ml.dot and ml.copy take; a register load or store takes them in
+    # windows of a warpgroup's 64 tensor-core rows, not transposed: register_tile_window)
     x = view.ref.name
-    return (f"register reads and writes of {x} take static windows of its tiles (run-time starts serve ml.dot"
-            f" and ml.copy): step it with a loop of ml.static_range (for k in ml.static_range(n): ..., unrolled"
-            f" while compiling, so each trip's window is static), or read or write {x} whole, {x}[...], and"
-            f" slice or join the value in registers")
+    return (f"register reads and writes of {x} take windows of {hw.MMA_M} rows (a warpgroup's tensor-core rows)"
+            f" by 128 bytes of columns, not transposed, at static starts or run-time ones proven multiples of"
+            f" them (ml.ds(t * {hw.MMA_M}, {hw.MMA_M}) in a loop): read or write {hw.MMA_M}-row windows, or {x}"
+            f" whole, {x}[...], and slice or join the value in registers")
   if promise is None:
     return None
   tiles = " by ".join(f"{t} {w}" for t, w in zip(tile, ("rows", "columns")))

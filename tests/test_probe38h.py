@@ -242,8 +242,9 @@ def test_pieces_stored_in_an_unrolled_loop_are_hinted_as_a_list():
   specs = [S((64, 64), F16), S((64, 64), F16)]
   expect(eight_row_pieces, specs, mg.LayoutError, "a_s.at[ml.ds(h * 8, 8), :]",
          "a_s.at[ml.ds(h * 8, 8), :] slices the rows or columns of a_s, which is tiled for the tensor cores",
-         hint="a_s's register stores go whole or as static windows of whole tiles, 64 rows by 128 bytes of"
-              " columns (its tiles are laid out for the tensor cores): collect the pieces in a list as the loop"
+         hint="a_s's register stores go whole or as windows of whole tiles, 64 rows by 128 bytes of"
+              " columns, static or at run-time starts proven multiples of them (its tiles are laid out for the"
+              " tensor cores): collect the pieces in a list as the loop"
               " makes them, parts = parts + [a.at[ml.ds(h * 8, 8), :][...]] (parts = [] before the loop), and"
               " store them at once after it, a_s[...] = ml.concatenate(parts, axis=0)")
   a, b = _inputs([((64, 64), F16), ((64, 64), F16)])

@@ -127,6 +127,31 @@ def test_register_transfers_of_run_time_windows_of_whole_tiles_compute():
   assert "offset: ?" in mlir
 
 
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=(1,))
+def eight_row_windows(a, b, c):
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  c[...] = ml.dot(a_s, b_s)
+  for t in range(a.shape[0] // 8):
+    c.at[ml.ds(t * 8, 8)][...] += a_s.at[ml.ds(t * 8, 8)][...].astype(F32)      # the 8-row read
+
+
+def test_register_reads_of_narrower_windows_hint_64_row_windows_not_static_ones():
+  # (whole tiles, but not a warpgroup's 64 rows: a static window would not do either; the hint said one would)
+  a, b = _rand((128, 64), 8), _rand((64, 64), 9)
+  with pytest.raises(mg.LayoutError) as e:
+    eight_row_windows.check(*_specs(a, b))
+  err = e.value
+  assert (err.lineno, err.col_offset) == (_line_of("# the 8-row read"), _col_of("a_s.at[", "# the 8-row read"))
+  assert err.message == ("a_s.at[ml.ds(t * 8, 8)] slices the rows or columns of a_s, which is tiled for the tensor"
+                         " cores")
+  assert err.hint == ("register reads and writes of a_s take windows of 64 rows (a warpgroup's tensor-core rows) by"
+                      " 128 bytes of columns, not transposed, at static starts or run-time ones proven multiples of"
+                      " them (ml.ds(t * 64, 64) in a loop): read or write 64-row windows, or a_s whole, a_s[...],"
+                      " and slice or join the value in registers")
+
+
 # ---------------------------------------------------------------- a vector in row 0 of an (8, k) operand buffer
 @mg.mgpu_kernel(out_shape=lambda a, x: S((a.shape[0],), F32), grid=(1,))
 def gemv_row0(a, x, o):
