@@ -24,6 +24,7 @@ class Builder:
     self.spread_wanted: dict = {}         # an inner loop's small carry it could not spread -> the spread entry
     self.spread_carried: dict = {}        # a loop's initial spread tile's id -> (the statistic's shape, axes, hint)
     self.few_stats: dict = {}             # a few-element keepdims statistic's id -> its elements' scalars
+    self.pad_tiles: dict | None = None    # short windows read padded: value id -> its unpadded shape (ops/padded_tiles.py)
     self.small_loads: list | None = []    # small windows read whole as vectors (ops/small_loads.py); None: not so
     self.few_leaves: set = set()          # (loop's line, col, shape) of carries a loop carries packed (ops/few_stats.py)
     self.few_carried: dict = {}           # a loop's initial packed vector's id -> the statistic's shape
@@ -54,6 +55,9 @@ class Builder:
 
   def emit(self, cls, *args, loc: Loc, types=(), names=(), **kw) -> ir.Op:
     results = tuple(ir.Value(t, n) for t, n in zip(types, names or [""] * len(types)))
+    if self.pad_tiles is not None:       # (a padded trace: ops/padded_tiles.py)
+      from .ops.padded_tiles import on_emit
+      on_emit(self, cls, args, results)
     o = cls(*args, loc=loc, results=results, **kw)
     self.block.ops.append(o)
     for r in results:

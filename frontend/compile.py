@@ -201,13 +201,31 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, **kw) -> ir.K
   try:
     return _trace(pk, in_specs, out_specs, constexprs, small_loads=used, **kw)
   except E.KernelError as e:
-    if isinstance(e, E.InternalError) or not used or not any(isinstance(x, E.LayoutError) for x in e.errors):
+    if isinstance(e, E.InternalError) or not any(isinstance(x, E.LayoutError) for x in e.errors):
       raise
+    first = e
+  padded = _padded_trace(pk, in_specs, out_specs, constexprs, **kw)
+  if padded is not None:
+    return padded
+  if not used:
+    raise first
   return _trace(pk, in_specs, out_specs, constexprs, small_loads=None, **kw)
 
 
+def _padded_trace(pk, in_specs, out_specs, constexprs, **kw):
+  """The kernel traced with short windows no register tensor holds read padded (ops/padded_tiles.py); None where
+  that trace fails in any way (the kernel then fails as traced first)."""
+  from .ops.padded_tiles import PadAbort
+  for wide in (False, True):     # (wide: 3-D reads padded too, for a reduction's result no register tensor holds)
+    try:
+      return _trace(pk, in_specs, out_specs, constexprs, small_loads=None, pad_tiles={"wide": wide}, **kw)
+    except (E.KernelError, PadAbort):
+      pass
+  return None
+
+
 def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, block, cluster,
-           batch: Batch | None = None, aliases=None, x64: bool = False, small_loads=None) -> ir.Kernel:
+           batch: Batch | None = None, aliases=None, x64: bool = False, small_loads=None, pad_tiles=None) -> ir.Kernel:
   loc = pk.loc
   n_in, n_out = len(in_specs), len(out_specs)
   if len(pk.ref_params) != n_in + n_out:
@@ -227,6 +245,7 @@ def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, blo
   em = Builder(cluster=cluster, block=block)
   em.x64 = x64
   em.small_loads = small_loads
+  em.pad_tiles = pad_tiles
   tr = Tracer(pk.source, pk.scope, em)
   params = []
   for i, (name, spec) in enumerate(zip(pk.ref_params, list(in_specs) + list(out_specs))):

@@ -82,6 +82,8 @@ class Subscripts:
           f" gather) or updated atomically (a scatter)", self.loc(node), hint=hint)
     if is_value(base):
       t = base.type
+      from .ops.padded_tiles import check_attribute
+      check_attribute(self.b, base, attr)
       if attr == "shape":
         return t.shape
       if attr == "ndim":

@@ -349,10 +349,8 @@ def running_max_inf(x, out):
 def test_hints_of_regression_hunt_7_can_be_pasted():
   """A (3, 10) tile was hinted '(8, 16)', whose 2-D mask then needed 32 columns; a running max
   started at float('-inf') was hinted ml.full(..., -inf, ...), which is no Python name."""
-  e = expect(small_tile, [S((3, 11), F32)], mg.LayoutError, "x[...] * 2",
-             "x[...] has shape (3, 11): register tensors need a multiple of 128 elements (one per thread of a"
-             " warpgroup)")
-  assert e.hint.startswith("work on a larger tile, masked to this one: x.at[ml.ds(0, 4), ml.ds(0, 32)].load(")
+  x11 = np.random.default_rng(5).standard_normal((3, 11)).astype(np.float32)   # (33: read padded, probe 45g)
+  np.testing.assert_array_equal(np.asarray(small_tile(x11, interpret=True)), x11 * 2)
   x = np.random.default_rng(4).standard_normal((3, 10)).astype(np.float32)    # (30 elements: its scalars, probe 45a)
   np.testing.assert_array_equal(np.asarray(small_tile(jnp.asarray(x), interpret=True)), x * 2)
   expect(running_max_inf, [S((8, 256), F32)], mg.LoopCarryTypeError, "m = ml.maximum(",

@@ -46,9 +46,8 @@ def test_a_narrow_row_of_8_bit_data_is_padded_with_the_identity_of_its_own_dtype
              f"this tile of shape (4, 40) {_NARROW}; rows of 40 elements need rows a multiple of 16 (8 lanes a row)")
   assert "x.at[:, ml.ds(0, 64)].load(mask=ml.arange(64)[None, :] < 40, other=-128) for a max (127 for a" \
          " min, 0 for a sum)" in e.hint
-  e = expect(min_of_narrow_uint8_rows, [S((4, 40), jnp.uint8)], mg.LayoutError, "ml.min(x[...], axis=1)",
-             f"this tile of shape (4, 40) {_NARROW}; rows of 40 elements need rows a multiple of 16 (8 lanes a row)")
-  assert "other=255) for a min (0 for a max, 0 for a sum)" in e.hint
+  xu = np.random.default_rng(3).integers(1, 256, (4, 40)).astype(np.uint8)     # (read padded since probe 45g: a
+  np.testing.assert_array_equal(min_of_narrow_uint8_rows(xu, interpret=True), xu.min(1))  # min's identity, 255)
   x = np.random.default_rng(0).integers(-100, -3, (4, 24)).astype(np.int8)
   np.testing.assert_array_equal(argmax_of_padded_int8_rows(jnp.asarray(x), interpret=True), np.argmax(x, 1))
   _export(argmax_of_padded_int8_rows, S((4, 24), jnp.int8))
@@ -80,10 +79,9 @@ def max_down_three_rows_padded(x, out):          # the hint, followed
 def test_rows_padded_for_a_max_down_the_columns_are_minus_infinity_not_zero():
   """The hint said other=0.0 whatever the reduction: a column max of negative data, padded as told,
   was 0 (silently wrong)."""
-  e = expect(max_down_three_rows, [S((3, 64), F32)], mg.LayoutError, "ml.max(x[...], axis=0)",
-             f"x[...] of shape (3, 64) {_NARROW}")
-  assert "load(mask=(ml.arange(4) < 3)[:, None], other=float('-inf'))" in e.hint
   x = np.random.default_rng(1).standard_normal((3, 64)).astype(np.float32) - 10
+  # (read padded by the compiler itself since probe 45g, the padding -inf for the max)
+  np.testing.assert_array_equal(max_down_three_rows(x, interpret=True), x.max(0))
   np.testing.assert_array_equal(max_down_three_rows_padded(jnp.asarray(x), interpret=True), x.max(0))
   _export(max_down_three_rows_padded, S((3, 64), F32))
 
@@ -118,13 +116,10 @@ def test_a_small_tile_reduced_by_a_max_or_min_is_padded_with_its_identity():
   for shape in ((3, 40), (3, 45)):
     xs = np.random.default_rng(2).random(shape).astype(np.float32) + 1
     assert float(min_of_a_small_tile(xs, interpret=True)) == float(xs.min()), shape
-  e = expect(stats_of_a_small_tile, [S((8, 24), jnp.int8)], mg.LayoutError, "x[...]",
-             "v has shape (8, 24): register tensors need a multiple of 128 elements (one per thread of a"
-             " warpgroup)")
-  assert ("load(mask=ml.arange(32)[None, :] < 24, other=0) (the padding must not count: reduce"
-          " ml.max(ml.where(ml.arange(32)[None, :] < 24, v, -128)) and ml.min(ml.where(ml.arange(32)[None, :] < 24,"
-          " v, 127)) for the padded tile v)") in e.hint
   x = np.random.default_rng(2).integers(-128, 128, (8, 24)).astype(np.int8)
+  # (read padded by the compiler itself since probe 45g, each reduction's identity in the padding)
+  assert [int(g) for g in stats_of_a_small_tile(x, interpret=True)] == [int(x.astype(np.int32).sum()), int(x.max()),
+                                                                         int(x.min())]
   got = stats_of_a_small_tile_padded(jnp.asarray(x), interpret=True)
   assert [int(g) for g in got] == [int(x.astype(np.int32).sum()), int(x.max()), int(x.min())]
   _export(stats_of_a_small_tile_padded, S((8, 24), jnp.int8))
@@ -405,14 +400,10 @@ def max_of_100_padded(x, out):          # the hint, followed
 def test_a_short_vector_is_padded_with_what_its_reduction_ignores():
   """The 1-D hint said `ref.at[ml.ds(start, 104)].load(..., other=0)` whatever reduced the vector:
   a max of negative data followed it to 0, and a mean divided by 104."""
-  msg = ("x[...] has shape (100,): a 1-D register vector needs a multiple of 8 elements (other register tensors"
-         " a multiple of 128, one per thread of a warpgroup)")
-  expect(max_of_100, [S((100,), jnp.int8)], mg.LayoutError, "x[...]", msg,
-         hint="pad it with a masked window: x.at[ml.ds(0, 104)].load(mask=ml.arange(104) < 100, other=-128) and a"
-              " masked store of the same window")
   # (a float32 read reduced whole is read padded by the compiler itself since probe 45e: the mean divides by 100)
   xf = np.random.default_rng(9).standard_normal(100).astype(np.float32)
   np.testing.assert_allclose(np.asarray(mean_of_100(xf, interpret=True)), xf.mean(), rtol=1e-5)
   x = np.random.default_rng(9).integers(-100, -3, 100).astype(np.int8)
   assert int(max_of_100_padded(jnp.asarray(x), interpret=True)) == int(x.max())
+  assert int(max_of_100(x, interpret=True)) == int(x.max())      # (read padded by the compiler since probe 45g)
   _export(max_of_100_padded, S((100,), jnp.int8))

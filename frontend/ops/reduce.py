@@ -20,7 +20,7 @@ from .elementwise_fns import arange
 from .base import builtin, check_register_value, is_tensor, kind_of, shown
 from .product_hints import product_hint as _product_hint
 from .shape import READ_2D_FIRST, Reduce, ReduceKind, Reshape, reshape_
-from . import padded_reads, small_parts, small_regrid
+from . import padded_reads, padded_tiles, small_parts, small_regrid
 from .spread import refuse, rehint, spread_reduce
 
 # ---------------------------------------------------------------- reductions
@@ -77,6 +77,8 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     refuse(cx, x, f"to reduce ({what})")
   shape = x.type.shape
   axes = _axes(cx, axis, len(shape), what)
+  if (padded := padded_tiles.unpadded_reduce(cx, kind, x, axes, keepdims)) is not None:
+    return padded_tiles.reduced(cx, lambda: reduce(cx, kind, padded[0], axis, keepdims, what), padded[1])
   if (few := small_parts.reduce_small(cx, kind, x, axes, keepdims, what)) is not None:
     return few             # (a small tensor held as a vector, or a small mask: each result a full reduction)
   small_regrid.check_reduce(cx, x, axes, axis, keepdims, what)      # (a small mask reduced along an axis: MG204, in its words)
@@ -553,7 +555,7 @@ def mean(cx, x, axis=None, keepdims=False, where=None):
   if where is not None:
     return masked_mean(cx, x, where, axis, keepdims, "ml.mean")
   axes = _axes(cx, axis, len(x.type.shape), "ml.mean")
-  n = math.prod(x.type.shape[a] for a in axes)
+  n = math.prod(padded_tiles.true_shape(cx.b, x)[a] for a in axes)     # (a padded tile's count: its own)
   if keepdims and len(axes) == len(x.type.shape):   # jnp's (1, ..., 1): the scalar mean, stretched
     res = mean.rule(cx, x, axis, False)
     return ew.full_(cx, (1,) * len(x.type.shape), res, res.type.dtype)

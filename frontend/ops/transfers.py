@@ -44,6 +44,9 @@ def load(cx, ref, name="", merge=False, keep=None):
     from .small_loads import load_small
     if (small := load_small(cx, ref, name)) is not None:
       return small
+    from .padded_tiles import padded_load
+    if (padded := padded_load(cx, ref, name)) is not None:
+      return padded
   return cx.b.emit(Load, ref, loc=cx.loc, types=[TensorType(t.shape, t.dtype)], names=[name], merge=merge,
                    keep=keep).result
 
@@ -108,6 +111,9 @@ def store(cx, ref, value):
         scalar_store(cx, view(cx, ref, idx, ref.name), value)
       return
     value = full_(cx, t.shape, value, t.dtype, f"the store into {ref.name or 'this ref'}")
+  from .padded_tiles import padded_store
+  if padded_store(cx, ref, value):       # (a short window computed padded: under its mask)
+    return None
   from .few_stats import storable, store_whole
   from .small_stores import plan, store_rows
   from .spread import check_store

@@ -1,0 +1,196 @@
+"""Short and odd-length windows read whole and used as tiles, computed padded.
+
+A window no register tensor holds (a (17,) vector, not a multiple of 8; a (3, 45) or (8, 24) tile, not a multiple
+of 128; a (2, 8) window scanned) was MG204 wherever it was used. A kernel that fails so is traced again
+(frontend/compile.py) with each such GMEM window read whole read padded instead (1-D to a multiple of 8 (16 for
+8-bit), 2-D to rows a multiple of 4 and columns of 32; 3-D and more: the second-to-last axis to a multiple of 4)
+under a mask, 0 in the padding. What is computed from it stays padded, recorded with its own shape and tracked op
+by op (Builder.emit): elementwise math, casts, selects and forward scans keep the padding at the end of each axis;
+a whole reduction replaces it by the reduction's identity first; an axis reduction does too along the padded axes
+it reduces; a store into a window of the unpadded shape writes under the same mask. Anything else that meets a
+padded value (a shape op, an index, a dot, x.shape, a loop carry) ends the padded trace, and the kernel fails as
+it did, with its hint."""
+from __future__ import annotations
+
+import math
+
+from .. import hw
+from ..dtypes import DType
+from ..types import Space, TensorType, resolve
+
+
+class PadAbort(Exception):
+  """A padded value met an op that does not keep its padding apart: the padded trace is given up."""
+
+
+def _up(shape, d):
+  shape = tuple(shape)
+  if len(shape) == 1:
+    m = 16 if d.bits < 16 else 8
+    return (-(-shape[0] // m) * m,)
+  if len(shape) == 2:
+    return (-(-shape[0] // 4) * 4, -(-shape[1] // 32) * 32)
+  up = (*shape[:-2], -(-shape[-2] // 4) * 4, shape[-1])
+  return up if math.prod(up) % hw.WARPGROUP == 0 else None
+
+
+def _holds(shape) -> bool:
+  n = math.prod(shape)
+  return n % 8 == 0 if len(shape) == 1 else n % hw.WARPGROUP == 0
+
+
+def padded_load(cx, ref, name):
+  """`ref[...]` read padded (see the module) where the kernel is traced so and ref is a GMEM window no register
+  tensor holds; else None."""
+  pads = getattr(cx.b, "pad_tiles", None)
+  if pads is None:
+    return None
+  from .memory import DSlice, View, view
+  t = ref.type
+  shape, k, d = tuple(t.shape), len(t.shape), resolve(t.dtype)
+  wide = pads.get("wide") and k > 2          # (a 3-D read a register tensor holds, reduced to a shape none does)
+  if k == 0 or _holds(shape) and not wide or not isinstance(d, DType) or d == DType.bool_ or getattr(t, "transposed", False):
+    return None
+  up = _up(shape, d)
+  if up is None or up == shape:
+    return None
+  win = cx.b.defining(ref)
+  if win is None:
+    root, index = ref, (0,) * k
+  elif isinstance(win, View) and not win.transpose and len(win.index) == len(win.ref.type.shape) and \
+      not any(i.squeeze for i in win.index[-k:]) and all(i.squeeze for i in win.index[:-k]):
+    root, index = win.ref, tuple(i.start for i in win.index)
+  else:
+    return None
+  if root.type.space != Space.GMEM or cx.b.defining(root) is not None:
+    return None
+  from .access import _mask_arg, _masked_read
+  padded = view(cx, root, (*index[:-k], *(DSlice(i, u) for i, u in zip(index[-k:], up))), ref.name or "")
+  with allowed(cx):
+    out = _masked_read(cx, padded, _mask_arg(cx, padded, mask(cx, shape, up), "ml.load"), 0)
+  pads[out.id] = shape
+  return out
+
+
+def mask(cx, shape, up):
+  """Whether each element of the padded `up` lies inside `shape` (None: everywhere)."""
+  from .elementwise import BinOp, CmpOp, binary, compare
+  from .elementwise_fns import arange
+  from .shape import reshape_
+  m = None
+  for a, (n, u) in enumerate(zip(shape, up)):
+    if n == u:
+      continue
+    c = compare(cx, CmpOp.LT, arange.rule(cx, u), n)
+    if len(up) > 1:
+      c = reshape_(cx, c, tuple(u if i == a else 1 for i in range(len(up))))
+    m = c if m is None else binary(cx, BinOp.AND, m, c)
+  if m is not None and tuple(m.type.shape) != tuple(up):
+    from .shape import broadcast_to_shape
+    m = broadcast_to_shape(cx, m, tuple(up))
+  return m
+
+
+class allowed:
+  """Ops emitted inside take padded operands without ending the padded trace."""
+  def __init__(self, cx):
+    self.b = cx.b
+
+  def __enter__(self):
+    self.b.pad_ok = getattr(self.b, "pad_ok", 0) + 1
+
+  def __exit__(self, *a):
+    self.b.pad_ok -= 1
+
+
+def on_emit(b, cls, args, results):
+  """Builder.emit's check of a padded trace: the padding carried through elementwise ops and forward scans."""
+  pads = b.pad_tiles
+  ins = [a for a in args if getattr(a, "id", None) in pads]
+  if not ins or getattr(b, "pad_ok", 0):
+    return
+  from .elementwise import Binary, Cast, Compare, Unary, Where
+  from .scan import Scan
+  shapes = {pads[a.id] for a in ins}
+  up = {tuple(a.type.shape) for a in ins}
+  ok = cls in (Binary, Cast, Compare, Unary, Where) or cls is Scan and not args[3]
+  tensors = [a for a in args if isinstance(getattr(a, "type", None), TensorType)]
+  if not ok or len(shapes) != 1 or len(up) != 1 or any(a.id not in pads and tuple(a.type.shape) != ()
+                                                         for a in tensors):
+    raise PadAbort(cls.__name__)
+  for r in results:
+    if tuple(getattr(r.type, "shape", ())) != next(iter(up)):
+      raise PadAbort(cls.__name__)
+    pads[r.id] = next(iter(shapes))
+
+
+def unpadded_reduce(cx, kind, x, axes, keepdims):
+  """A reduction of padded `x` over `axes`: x with the reduction's identity in the padding of the axes it reduces
+  (None: x is not padded). The result of an axis reduction is recorded padded where kept axes are."""
+  pads = getattr(cx.b, "pad_tiles", None)
+  if pads is None or getattr(x, "id", None) not in pads or getattr(cx.b, "pad_ok", 0):
+    return None
+  from .elementwise import where_
+  from .reduce import ReduceKind, extreme_identity
+  shape, up = pads[x.id], tuple(x.type.shape)
+  if kind not in (ReduceKind.SUM, ReduceKind.MAX, ReduceKind.MIN) or keepdims:
+    raise PadAbort("reduce")
+  d = resolve(x.type.dtype)
+  ident = 0 if kind == ReduceKind.SUM else extreme_identity(kind, d)
+  cut = tuple(n if a in axes else u for a, (n, u) in enumerate(zip(shape, up)))
+  with allowed(cx):
+    m = mask(cx, cut, up)
+    y = x if m is None else where_(cx, m, x, ident)
+  kept = tuple(n for a, n in enumerate(shape) if a not in axes)
+  kept_up = tuple(u for a, u in enumerate(up) if a not in axes)
+  return y, (kept if kept != kept_up else None)
+
+
+def padded_store(cx, ref, value) -> bool:
+  """`ref[...] = value` of a padded value into a GMEM window of its unpadded shape: under its mask, into the
+  padded window (masked lanes touch no memory past the array's end); False where it is no such store."""
+  pads = getattr(cx.b, "pad_tiles", None)
+  if pads is None or getattr(value, "id", None) not in pads:
+    return False
+  shape, up = pads[value.id], tuple(value.type.shape)
+  from .memory import DSlice, View, view
+  k = len(shape)
+  if tuple(ref.type.shape) != shape or ref.type.space != Space.GMEM:
+    raise PadAbort("store")
+  win = cx.b.defining(ref)
+  if win is None:
+    root, index = ref, (0,) * k
+  elif isinstance(win, View) and not win.transpose and len(win.index) == len(win.ref.type.shape) and \
+      not any(i.squeeze for i in win.index[-k:]) and all(i.squeeze for i in win.index[:-k]):
+    root, index = win.ref, tuple(i.start for i in win.index)
+  else:
+    raise PadAbort("store")
+  if cx.b.defining(root) is not None:
+    raise PadAbort("store")
+  from .access import masked_store
+  padded = view(cx, root, (*index[:-k], *(DSlice(i, u) for i, u in zip(index[-k:], up))), ref.name or "")
+  with allowed(cx):
+    masked_store(cx, padded, value, mask(cx, shape, up))
+  return True
+
+
+def reduced(cx, redo, kept):
+  """An axis reduction's result (redo(): the reduction, which may reshape its operand), recorded padded with the
+  unpadded shape `kept` (None: not padded)."""
+  with allowed(cx):
+    res = redo()
+  if kept is not None:
+    cx.b.pad_tiles[res.id] = kept
+  return res
+
+
+def check_attribute(b, v, attr):
+  """x.shape, x.size and len(x) of a padded value would tell the padded shape: the padded trace ends."""
+  if getattr(b, "pad_tiles", None) is not None and getattr(v, "id", None) in b.pad_tiles and attr in ("shape", "size"):
+    raise PadAbort(attr)
+
+
+def true_shape(b, x):
+  """`x`'s shape, unpadded where x is computed padded."""
+  pads = getattr(b, "pad_tiles", None)
+  return pads[x.id] if pads is not None and getattr(x, "id", None) in pads else tuple(x.type.shape)

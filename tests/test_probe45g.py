@@ -1,0 +1,142 @@
+"""Probe 45g (short and odd-length register data: leftovers of probes 45a, 45d and 45e).
+
+Each section says what was wrong. A GMEM window read whole that no register tensor holds (a (17,) vector, not a
+multiple of 8; a (3, 45) or (8, 24) tile, not a multiple of 128; a (2, 8) window scanned) was MG204 wherever it
+was used beyond a whole reduction of the read as it is; such a kernel is now traced again with the window read
+padded under a mask and computed padded (frontend/ops/padded_tiles.py)."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+def _rnd(shape, seed, dtype=np.float32):
+  return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+# ---------------------------------------------------------------- short and odd windows, elementwise and stored
+# `o[...] = a[...] * 2 + b[...]` of (17,), (1, 17), (8, 24) or (3, 45) arrays was MG204 at the read ("a 1-D
+# register vector needs a multiple of 8 elements", "register tensors need a multiple of 128 elements").
+@mg.mgpu_kernel(out_shape=lambda a, b: a)
+def doubled(a, b, o):
+  o[...] = ml.where(a[...] > 0, a[...] * 2, ml.exp(b[...])) - 1
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 100,))
+def doubled_in_windows(x, out):       # a window of a larger array: the padding reads past it, masked
+  r = ml.ds(ml.program_id(0) * 100, 100)
+  out.at[r][...] = x.at[r][...] * 2
+
+
+def test_odd_windows_compute_elementwise_and_store_under_a_mask():
+  for shape in ((17,), (1, 17), (8, 24), (3, 45)):
+    a, b = _rnd(shape, 1), _rnd(shape, 2)
+    want = np.where(a > 0, a * 2, np.exp(b)) - 1
+    np.testing.assert_allclose(np.asarray(doubled(a, b, interpret=True)), want, rtol=1e-5, err_msg=str(shape))
+  assert doubled.mlir(S((3, 45), F32), S((3, 45), F32)).startswith("module @doubled")
+  x = _rnd(300, 3)
+  np.testing.assert_array_equal(np.asarray(doubled_in_windows(x, interpret=True)), x * 2)
+
+
+# ---------------------------------------------------------------- short reads reduced after math, 8-bit ones
+# Probe 45e read padded only a read reduced as it is: `ml.sum(p[...] * 2.0)` of 5 partials, `ml.mean` of them, and
+# 8-bit reads (an int8 max over 100 elements, a uint8 row min) were MG204. The padding is the reduction's identity
+# whatever math made it (the padded read's 0 becomes 1 under `+ 1.0`), and a mean divides by the unpadded count.
+@mg.mgpu_kernel(out_shape=lambda p, q, r: (S((), F32), S((), F32), S((), F32), S((), q.dtype), S((r.shape[0],), r.dtype)))
+def reduced_after_math(p, q, r, total, mean, least, top, row_min):
+  v = p[...] + 1.0
+  total[...] = ml.sum(v * 2.0)
+  mean[...] = ml.mean(v)
+  least[...] = ml.min(v)
+  top[...] = ml.max(q[...])
+  row_min[...] = ml.min(r[...], axis=1)
+
+
+def test_short_reads_reduce_after_math_with_the_identity_in_their_padding():
+  p = np.abs(_rnd(5, 4)) + 3.0
+  q = np.random.default_rng(5).integers(-128, -3, 100).astype(np.int8)
+  r = np.random.default_rng(6).integers(1, 256, (4, 40)).astype(np.uint8)
+  total, mean, least, top, row_min = reduced_after_math(p, q, r, interpret=True)
+  np.testing.assert_allclose(float(total), np.sum((p + 1) * 2), rtol=1e-5)
+  np.testing.assert_allclose(float(mean), np.mean(p + 1), rtol=1e-5)
+  assert float(least) == float(np.min(p + 1))
+  assert int(top) == int(q.max())
+  np.testing.assert_array_equal(np.asarray(row_min), r.min(1))
+
+
+# ---------------------------------------------------------------- a scan of a small window
+# `o[...] = ml.cumsum(x[...], axis=1)` of a (2, 8) window: no op scans the vector a small window is held as, and
+# the (2, 8) tile was MG204. A forward scan keeps the padding at the end of its axis.
+@mg.mgpu_kernel(out_shape=lambda x: (x, x))
+def scanned(x, s, m):
+  s[...] = ml.cumsum(x[...], axis=1)
+  m[...] = ml.cummax(x[...] * 2.0, axis=0)
+
+
+def test_a_small_window_scans_padded():
+  x = _rnd((2, 8), 7)
+  s, m = scanned(x, interpret=True)
+  np.testing.assert_allclose(np.asarray(s), np.cumsum(x, axis=1), rtol=1e-5)
+  np.testing.assert_array_equal(np.asarray(m), np.maximum.accumulate(x * 2, axis=0))
+  expect(scanned_from_the_end, [S((2, 8), F32)], mg.LayoutError, "x[...]",
+         "x[...] has shape (2, 8): register tensors need a multiple of 128 elements (one per thread of a warpgroup)")
+  short = ("has shape (17,): a 1-D register vector needs a multiple of 8 elements (other register tensors a multiple"
+           " of 128, one per thread of a warpgroup)")
+  e = expect(divided_by_its_length, [S((17,), F32)], mg.LayoutError, "x[...]", "v " + short)
+  assert e.hint.startswith("pad it with a masked window: x.at[ml.ds(0, 24)].load(mask=ml.arange(24) < 17")
+  expect(argmax_of_17, [S((17,), F32)], mg.LayoutError, "x[...]", "x[...] " + short)
+
+
+# ---------------------------------------------------------------- what the padding cannot take fails as it did (checked
+# with the kernels that compute)
+# A reverse scan would scan the padding first, an argmax would count its positions, x.shape would be the padded
+# shape: the padded trace is given up and the kernel fails at the read, with the hint that pads it.
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def scanned_from_the_end(x, o):
+  o[...] = ml.cumsum(x[...] * 2.0, axis=1, reverse=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def divided_by_its_length(x, o):
+  v = x[...]
+  o[...] = v / v.shape[0]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), jnp.int32))
+def argmax_of_17(x, o):
+  o[...] = ml.argmax(x[...] + 1.0)
+
+
+@pytest.mark.gpu
+def test_odd_windows_read_and_stored_padded_past_the_arrays_end_on_the_gpu():
+  """The padded reads and stores run past the array's end under their masks (masked lanes touch no memory)."""
+  for shape in ((17,), (1, 17), (8, 24), (3, 45)):
+    a, b = _rnd(shape, 1), _rnd(shape, 2)
+    np.testing.assert_allclose(np.asarray(doubled(jnp.asarray(a), jnp.asarray(b))),
+                               np.where(a > 0, a * 2, np.exp(b)) - 1, rtol=1e-5, err_msg=str(shape))
+  x = _rnd(300, 3)
+  np.testing.assert_array_equal(np.asarray(doubled_in_windows(jnp.asarray(x))), x * 2)
+  x = _rnd((2, 8), 7)
+  s, m = scanned(jnp.asarray(x))
+  np.testing.assert_allclose(np.asarray(s), np.cumsum(x, axis=1), rtol=1e-5)
+  np.testing.assert_array_equal(np.asarray(m), np.maximum.accumulate(x * 2, axis=0))
+
+
+@pytest.mark.gpu
+def test_short_reads_reduced_after_math_read_padded_past_the_arrays_end_on_the_gpu():
+  p = np.abs(_rnd(5, 4)) + 3.0
+  q = np.random.default_rng(5).integers(-128, -3, 100).astype(np.int8)
+  r = np.random.default_rng(6).integers(1, 256, (4, 40)).astype(np.uint8)
+  total, mean, least, top, row_min = reduced_after_math(jnp.asarray(p), jnp.asarray(q), jnp.asarray(r))
+  np.testing.assert_allclose(float(total), np.sum((p + 1) * 2), rtol=1e-5)
+  np.testing.assert_allclose(float(mean), np.mean(p + 1), rtol=1e-5)
+  assert float(least) == float(np.min(p + 1))
+  assert int(top) == int(q.max())
+  np.testing.assert_array_equal(np.asarray(row_min), r.min(1))
