@@ -216,12 +216,10 @@ def _padded_trace(pk, in_specs, out_specs, constexprs, **kw):
   """The kernel traced with short windows no register tensor holds read padded (ops/padded_tiles.py); None where
   that trace fails in any way (the kernel then fails as traced first)."""
   from .ops.padded_tiles import PadAbort
-  for wide in (False, True):     # (wide: 3-D reads padded too, for a reduction's result no register tensor holds)
-    try:
-      return _trace(pk, in_specs, out_specs, constexprs, small_loads=None, pad_tiles={"wide": wide}, **kw)
-    except (E.KernelError, PadAbort):
-      pass
-  return None
+  try:
+    return _trace(pk, in_specs, out_specs, constexprs, small_loads=None, pad_tiles={}, **kw)
+  except (E.KernelError, PadAbort):
+    return None
 
 
 def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, block, cluster,

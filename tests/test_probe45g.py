@@ -114,6 +114,37 @@ def argmax_of_17(x, o):
   o[...] = ml.argmax(x[...] + 1.0)
 
 
+# ---------------------------------------------------------------- a leading-axis reduction to a shape no register holds
+# `o[...] = ml.sum(x[...], axis=0)` of a (2, 3, 64) tile: its (2, 192) reshape has fewer than 4 rows and its (3, 64)
+# result is no register tensor, so it was MG204 "partial reductions work on 1-D and 2-D tensors", and the hint's
+# `v[0] + v[1]` failed too ("this tensor has shape (3, 64)"). The slabs' rows are now combined through SMEM, and a
+# (3, 64) window of a register tensor is read back a row at a time, held as the vector of its 192 elements.
+@mg.mgpu_kernel(out_shape=lambda x, q, y: (S(x.shape[1:], x.dtype), S(x.shape[1:], x.dtype), S(x.shape[1:], jnp.int32),
+                                           S(y.shape[1:], y.dtype)))
+def leading_sums(x, q, y, s, top, count, ymax):
+  s[...] = ml.sum(x[...], axis=0)
+  top[...] = ml.max(x[...] * 2.0, axis=0)
+  count[...] = ml.sum(q[...], axis=0)
+  ymax[...] = ml.max(y[...], axis=0)       # (3, 3, 64): no register tensor holds it; read padded
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape[1:], x.dtype))
+def leading_sum_hint_followed(x, o):
+  v = x[...]
+  o[...] = v[0] + v[1]
+
+
+def test_a_leading_axis_reduction_to_a_shape_no_register_holds_computes():
+  x, y = _rnd((2, 3, 64), 8), _rnd((3, 3, 64), 9)
+  q = np.random.default_rng(10).integers(-100, 100, (2, 3, 64)).astype(np.int8)
+  s, top, count, ymax = leading_sums(x, q, y, interpret=True)
+  np.testing.assert_allclose(np.asarray(s), x.sum(0), rtol=1e-5, atol=1e-6)
+  np.testing.assert_array_equal(np.asarray(top), (x * 2).max(0))
+  np.testing.assert_array_equal(np.asarray(count), q.astype(np.int32).sum(0))
+  np.testing.assert_array_equal(np.asarray(ymax), y.max(0))
+  np.testing.assert_allclose(np.asarray(leading_sum_hint_followed(x, interpret=True)), x[0] + x[1], rtol=1e-6)
+
+
 @pytest.mark.gpu
 def test_odd_windows_read_and_stored_padded_past_the_arrays_end_on_the_gpu():
   """The padded reads and stores run past the array's end under their masks (masked lanes touch no memory)."""
@@ -140,3 +171,16 @@ def test_short_reads_reduced_after_math_read_padded_past_the_arrays_end_on_the_g
   assert float(least) == float(np.min(p + 1))
   assert int(top) == int(q.max())
   np.testing.assert_array_equal(np.asarray(row_min), r.min(1))
+
+
+@pytest.mark.gpu
+def test_a_leading_axis_reduction_to_a_shape_no_register_holds_on_the_gpu():
+  """(3, 3, 64) is read padded past the array's end under its mask; the (2, 3, 64) ones go through SMEM."""
+  x, y = _rnd((2, 3, 64), 8), _rnd((3, 3, 64), 9)
+  q = np.random.default_rng(10).integers(-100, 100, (2, 3, 64)).astype(np.int8)
+  s, top, count, ymax = leading_sums(jnp.asarray(x), jnp.asarray(q), jnp.asarray(y))
+  np.testing.assert_allclose(np.asarray(s), x.sum(0), rtol=1e-5, atol=1e-6)
+  np.testing.assert_array_equal(np.asarray(top), (x * 2).max(0))
+  np.testing.assert_array_equal(np.asarray(count), q.astype(np.int32).sum(0))
+  np.testing.assert_array_equal(np.asarray(ymax), y.max(0))
+  np.testing.assert_allclose(np.asarray(leading_sum_hint_followed(jnp.asarray(x))), x[0] + x[1], rtol=1e-6)

@@ -3,7 +3,7 @@
 A window no register tensor holds (a (17,) vector, not a multiple of 8; a (3, 45) or (8, 24) tile, not a multiple
 of 128; a (2, 8) window scanned) was MG204 wherever it was used. A kernel that fails so is traced again
 (frontend/compile.py) with each such GMEM window read whole read padded instead (1-D to a multiple of 8 (16 for
-8-bit), 2-D to rows a multiple of 4 and columns of 32; 3-D and more: the second-to-last axis to a multiple of 4)
+8-bit); 2-D and more, the last two axes to rows a multiple of 4 and columns of 32)
 under a mask, 0 in the padding. What is computed from it stays padded, recorded with its own shape and tracked op
 by op (Builder.emit): elementwise math, casts, selects and forward scans keep the padding at the end of each axis;
 a whole reduction replaces it by the reduction's identity first; an axis reduction does too along the padded axes
@@ -24,14 +24,12 @@ class PadAbort(Exception):
 
 
 def _up(shape, d):
+  """The padded shape of a window of `shape` (as the MG204 hints pad it)."""
   shape = tuple(shape)
   if len(shape) == 1:
     m = 16 if d.bits < 16 else 8
     return (-(-shape[0] // m) * m,)
-  if len(shape) == 2:
-    return (-(-shape[0] // 4) * 4, -(-shape[1] // 32) * 32)
-  up = (*shape[:-2], -(-shape[-2] // 4) * 4, shape[-1])
-  return up if math.prod(up) % hw.WARPGROUP == 0 else None
+  return (*shape[:-2], -(-shape[-2] // 4) * 4, -(-shape[-1] // 32) * 32)
 
 
 def _holds(shape) -> bool:
@@ -48,11 +46,10 @@ def padded_load(cx, ref, name):
   from .memory import DSlice, View, view
   t = ref.type
   shape, k, d = tuple(t.shape), len(t.shape), resolve(t.dtype)
-  wide = pads.get("wide") and k > 2          # (a 3-D read a register tensor holds, reduced to a shape none does)
-  if k == 0 or _holds(shape) and not wide or not isinstance(d, DType) or d == DType.bool_ or getattr(t, "transposed", False):
+  if k == 0 or _holds(shape) or not isinstance(d, DType) or d == DType.bool_ or getattr(t, "transposed", False):
     return None
   up = _up(shape, d)
-  if up is None or up == shape:
+  if up == shape or not _holds(up):
     return None
   win = cx.b.defining(ref)
   if win is None:
@@ -73,21 +70,19 @@ def padded_load(cx, ref, name):
 
 
 def mask(cx, shape, up):
-  """Whether each element of the padded `up` lies inside `shape` (None: everywhere)."""
+  """Whether each element of the padded `up` lies inside `shape` (None: everywhere): index grids, as a user writes
+  the mask (ml.arange(4)[None, :, None] < 3), which the compiler recomputes at the shape they meet."""
   from .elementwise import BinOp, CmpOp, binary, compare
   from .elementwise_fns import arange
-  from .shape import reshape_
+  from .shape import expand
   m = None
   for a, (n, u) in enumerate(zip(shape, up)):
     if n == u:
       continue
     c = compare(cx, CmpOp.LT, arange.rule(cx, u), n)
     if len(up) > 1:
-      c = reshape_(cx, c, tuple(u if i == a else 1 for i in range(len(up))))
+      c = expand(cx, c, tuple(slice(None) if i == a else None for i in range(len(up))))
     m = c if m is None else binary(cx, BinOp.AND, m, c)
-  if m is not None and tuple(m.type.shape) != tuple(up):
-    from .shape import broadcast_to_shape
-    m = broadcast_to_shape(cx, m, tuple(up))
   return m
 
 

@@ -21,6 +21,7 @@ from .base import builtin, check_register_value, is_tensor, kind_of, shown
 from .product_hints import product_hint as _product_hint
 from .shape import READ_2D_FIRST, Reduce, ReduceKind, Reshape, reshape_
 from . import padded_reads, padded_tiles, small_parts, small_regrid
+from .slab_reduce import leading_slabs
 from .spread import refuse, rehint, spread_reduce
 from .reduce_hints import _reshape_hint, _slices_hint, _small_result_hint  # (spread.py imports one from here)
 
@@ -166,6 +167,8 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     if math.prod(kept) % hw.WARPGROUP and (keepdims or len(kept) > 1):
       return cx.b.emit(Reshape, res, loc=cx.loc, types=[TensorType(back, res.type.dtype)], names=[res.name]).result
     return reshape_(cx, res, back)
+  if (slabs := leading_slabs(cx, kind, x, axes, keepdims)) is not None:    # ((2, 3, 64) over axis 0: slab by slab)
+    return slabs
   if keepdims and len(axes) < len(shape) and len(shape) > 2 and (few := _few_kept(cx, kind, x, shape, axes, what)):
     return few
   if (spread := spread_reduce(cx, kind, x, axes, keepdims, what, _small_result_hint(cx, given, shape, axes, what,

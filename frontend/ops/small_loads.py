@@ -20,18 +20,21 @@ from ..types import TensorType
 from .small_stores import FEW_ELEMENTS, MAX_ROWS, VECTOR
 
 
-def plan(shape) -> str | None:
+def plan(shape, smem=False) -> str | None:
   """How a window of `shape` too small for a register tensor is read: 'rows' (a vector a row), 'elements' (an
   element at a time), 'few' (at most FEW_SCALARS elements, no vector's count: a few-element statistic of their
   scalars, the (3, 5) one's 15), or None
-  (a shape a register tensor takes, or one nothing holds)."""
+  (a shape a register tensor takes, or one nothing holds). An SMEM window (`smem`: the scratch `v[0]` of a
+  (2, 3, 64) tile is read from) of more than 128 elements, not a multiple of 128, is read a row at a time too."""
   from .broadcast_nd import small_shape
   from .small_parts import FEW_SCALARS
   shape = tuple(shape)
   n = math.prod(shape)
   if small_shape(shape) and n <= FEW_SCALARS and n % VECTOR:
     return "few"
-  if not small_shape(shape) or n % VECTOR or n > hw.WARPGROUP:     # (a larger one: its MG204 hint pads it)
+  if smem and small_shape(shape) and n > hw.WARPGROUP and shape[-1] % VECTOR == 0 and n // shape[-1] <= MAX_ROWS:
+    return "rows"
+  if not small_shape(shape) or n % VECTOR or n > hw.WARPGROUP:     # (a larger GMEM one: read padded, padded_tiles.py)
     return None
   if shape[-1] % VECTOR == 0 and n // shape[-1] <= MAX_ROWS:
     return "rows"
@@ -41,7 +44,8 @@ def plan(shape) -> str | None:
 def load_small(cx, ref, name=""):
   """`ref[...]` of a small window (see the module) as its elements' vector typed with its shape; None where the
   window is no such one."""
-  how = plan(ref.type.shape)
+  from ..types import Space
+  how = plan(ref.type.shape, ref.type.space == Space.SMEM)
   if how is None or cx.b.small_loads is None:     # (None: traced again with windows read as tiles, compile.trace)
     return None
   cx.b.small_loads.append(cx.loc)
