@@ -256,17 +256,11 @@ def standardize_rows_padded(x, out):    # the hint followed
 def test_a_short_row_of_a_2d_array_is_padded_in_its_own_window_and_its_variance_masked():
   """The hint wrote ref.at[ml.ds(start, 104)] for x.at[r, :] (a window of a 2-D array), and said to compute
   a var from ml.sum of the padded tile, which counts (0 - mean) ** 2 for each padding element."""
-  expect(standardize_rows, [S((4, 100), F32)], mg.LayoutError, "x.at[r, :][...]",
-         "v has shape (100,): a 1-D register vector needs a multiple of 8 elements (other register"
-         " tensors a multiple of 128, one per thread of a warpgroup)",
-         hint="pad it with a masked window: x.at[r, ml.ds(0, 104)].load(mask=ml.arange(104) < 100, other=0.0) (for"
-              " a mean, a var or a std, compute it from ml.sum of the padded tile and the count of the elements the"
-              " mask keeps, not with ml.mean, ml.var or ml.std of it; a var sums the squared deviations where the"
-              " mask keeps them, ml.where(ml.arange(104) < 100, (v - mean) ** 2, 0.0)) and a masked store of the"
-              " same window")
   x = rand.normal(rand.key(8), (4, 100), F32) * 2 + 3
   want = (x - x.mean(1, keepdims=True)) / jnp.sqrt(x.var(1, keepdims=True) + 1e-5)
   np.testing.assert_allclose(standardize_rows_padded(x, interpret=True), want, rtol=1e-4, atol=1e-4)
+  # (since probe 45g the compiler reads the row padded itself, its mean and var over the 100 elements, not 104)
+  np.testing.assert_allclose(standardize_rows(x, interpret=True), want, rtol=1e-4, atol=1e-4)
 
 
 # ---------------------------------------------------------------- cross-entropy with label smoothing over 1000 classes

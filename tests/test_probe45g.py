@@ -49,7 +49,8 @@ def test_odd_windows_compute_elementwise_and_store_under_a_mask():
 # Probe 45e read padded only a read reduced as it is: `ml.sum(p[...] * 2.0)` of 5 partials, `ml.mean` of them, and
 # 8-bit reads (an int8 max over 100 elements, a uint8 row min) were MG204. The padding is the reduction's identity
 # whatever math made it (the padded read's 0 becomes 1 under `+ 1.0`), and a mean divides by the unpadded count.
-@mg.mgpu_kernel(out_shape=lambda p, q, r: (S((), F32), S((), F32), S((), F32), S((), q.dtype), S((r.shape[0],), r.dtype)))
+@mg.mgpu_kernel(out_shape=lambda p, q, r: (S((), F32), S((), F32), S((), F32), S((), q.dtype),
+                                           S((r.shape[0],), r.dtype)))
 def reduced_after_math(p, q, r, total, mean, least, top, row_min):
   v = p[...] + 1.0
   total[...] = ml.sum(v * 2.0)
@@ -69,6 +70,28 @@ def test_short_reads_reduce_after_math_with_the_identity_in_their_padding():
   assert float(least) == float(np.min(p + 1))
   assert int(top) == int(q.max())
   np.testing.assert_array_equal(np.asarray(row_min), r.min(1))
+
+
+# ---------------------------------------------------------------- row statistics broadcast back (softmax, layer norm)
+# A softmax over the rows of a (3, 45) or (8, 24) tile and a layer norm of a (17,) vector: keepdims statistics
+# broadcast back against the padded tile (a padded row's statistic counts only its own elements).
+@mg.mgpu_kernel(out_shape=lambda x, v: (x, v))
+def softmax_and_norm(x, v, o, n):
+  s = x[...]
+  e = ml.exp(s - ml.max(s, axis=1, keepdims=True))
+  o[...] = e / ml.sum(e, axis=1, keepdims=True)
+  d = v[...] - ml.mean(v[...], axis=-1, keepdims=True)
+  n[...] = d * ml.rsqrt(ml.mean(d * d, axis=-1, keepdims=True) + 1e-5)
+
+
+def test_row_statistics_of_odd_windows_broadcast_back():
+  for shape in ((3, 45), (8, 24)):
+    x, v = _rnd(shape, 11), _rnd(17, 12)
+    o, n = softmax_and_norm(x, v, interpret=True)
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(np.asarray(o), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7, err_msg=str(shape))
+    d = v - v.mean()
+    np.testing.assert_allclose(np.asarray(n), d / np.sqrt((d * d).mean() + 1e-5), rtol=1e-4, atol=1e-5)
 
 
 # ---------------------------------------------------------------- a scan of a small window
@@ -92,6 +115,7 @@ def test_a_small_window_scans_padded():
   e = expect(divided_by_its_length, [S((17,), F32)], mg.LayoutError, "x[...]", "v " + short)
   assert e.hint.startswith("pad it with a masked window: x.at[ml.ds(0, 24)].load(mask=ml.arange(24) < 17")
   expect(argmax_of_17, [S((17,), F32)], mg.LayoutError, "x[...]", "x[...] " + short)
+  expect(divided_by_its_len, [S((17,), F32)], mg.LayoutError, "x[...]", "v " + short)     # (it was 24, silently)
 
 
 # ---------------------------------------------------------------- what the padding cannot take fails as it did (checked
@@ -107,6 +131,12 @@ def scanned_from_the_end(x, o):
 def divided_by_its_length(x, o):
   v = x[...]
   o[...] = v / v.shape[0]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def divided_by_its_len(x, o):
+  v = x[...]
+  o[...] = v / len(v)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((), jnp.int32))
@@ -184,3 +214,14 @@ def test_a_leading_axis_reduction_to_a_shape_no_register_holds_on_the_gpu():
   np.testing.assert_array_equal(np.asarray(count), q.astype(np.int32).sum(0))
   np.testing.assert_array_equal(np.asarray(ymax), y.max(0))
   np.testing.assert_allclose(np.asarray(leading_sum_hint_followed(jnp.asarray(x))), x[0] + x[1], rtol=1e-6)
+
+
+@pytest.mark.gpu
+def test_row_statistics_of_odd_windows_read_padded_past_the_arrays_end_on_the_gpu():
+  for shape in ((3, 45), (8, 24)):
+    x, v = _rnd(shape, 11), _rnd(17, 12)
+    o, n = softmax_and_norm(jnp.asarray(x), jnp.asarray(v))
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(np.asarray(o), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7, err_msg=str(shape))
+    d = v - v.mean()
+    np.testing.assert_allclose(np.asarray(n), d / np.sqrt((d * d).mean() + 1e-5), rtol=1e-4, atol=1e-5)

@@ -99,24 +99,30 @@ class allowed:
 
 
 def on_emit(b, cls, args, results):
-  """Builder.emit's check of a padded trace: the padding carried through elementwise ops and forward scans."""
+  """Builder.emit's check of a padded trace: the padding carried through elementwise ops, broadcasts of size-1 axes
+  and forward scans. A result's own part is where every operand's is (an operand stretched along an axis has all of
+  it there: a row max broadcast back along its row)."""
   pads = b.pad_tiles
   ins = [a for a in args if getattr(a, "id", None) in pads]
   if not ins or getattr(b, "pad_ok", 0):
     return
-  from .elementwise import Binary, Cast, Compare, Unary, Where
+  from .elementwise import Binary, Cast, Compare, Full, Unary, Where
   from .scan import Scan
-  shapes = {pads[a.id] for a in ins}
-  up = {tuple(a.type.shape) for a in ins}
-  ok = cls in (Binary, Cast, Compare, Unary, Where) or cls is Scan and not args[3]
-  tensors = [a for a in args if isinstance(getattr(a, "type", None), TensorType)]
-  if not ok or len(shapes) != 1 or len(up) != 1 or any(a.id not in pads and tuple(a.type.shape) != ()
-                                                         for a in tensors):
+  from .shape import Broadcast
+  ok = cls in (Binary, Cast, Compare, Unary, Where) or cls is Scan and not args[3] or cls is Broadcast and \
+      tuple(args[1]) == tuple(range(len(ins[0].type.shape)))
+  others = [a for a in args if isinstance(getattr(a, "type", None), TensorType) and a.id not in pads]
+  if not ok or len(results) != 1 or any(any(n != 1 for n in a.type.shape) and not isinstance(b.defining(a), Full)
+                                        for a in others):      # (a fill, or a (1,) one: the same everywhere)
     raise PadAbort(cls.__name__)
-  for r in results:
-    if tuple(getattr(r.type, "shape", ())) != next(iter(up)):
+  up = tuple(getattr(results[0].type, "shape", ()))
+  own = list(up)
+  for a in ins:
+    u = tuple(a.type.shape)
+    if len(u) != len(up) or any(n != m and n != 1 for n, m in zip(u, up)):
       raise PadAbort(cls.__name__)
-    pads[r.id] = next(iter(shapes))
+    own = [min(o, n if k == m else m) for o, n, k, m in zip(own, pads[a.id], u, up)]
+  pads[results[0].id] = tuple(own)
 
 
 def unpadded_reduce(cx, kind, x, axes, keepdims):
@@ -128,7 +134,7 @@ def unpadded_reduce(cx, kind, x, axes, keepdims):
   from .elementwise import where_
   from .reduce import ReduceKind, extreme_identity
   shape, up = pads[x.id], tuple(x.type.shape)
-  if kind not in (ReduceKind.SUM, ReduceKind.MAX, ReduceKind.MIN) or keepdims:
+  if kind not in (ReduceKind.SUM, ReduceKind.MAX, ReduceKind.MIN):
     raise PadAbort("reduce")
   d = resolve(x.type.dtype)
   ident = 0 if kind == ReduceKind.SUM else extreme_identity(kind, d)
@@ -136,9 +142,9 @@ def unpadded_reduce(cx, kind, x, axes, keepdims):
   with allowed(cx):
     m = mask(cx, cut, up)
     y = x if m is None else where_(cx, m, x, ident)
-  kept = tuple(n for a, n in enumerate(shape) if a not in axes)
-  kept_up = tuple(u for a, u in enumerate(up) if a not in axes)
-  return y, (kept if kept != kept_up else None)
+  kept = tuple(1 if a in axes else n for a, n in enumerate(shape) if keepdims or a not in axes)
+  kept_up = tuple(1 if a in axes else u for a, u in enumerate(up) if keepdims or a not in axes)
+  return y, (kept if kept_up else None)       # (one of the unpadded shape too: what meets it is padded)
 
 
 def padded_store(cx, ref, value) -> bool:
@@ -148,6 +154,9 @@ def padded_store(cx, ref, value) -> bool:
   if pads is None or getattr(value, "id", None) not in pads:
     return False
   shape, up = pads[value.id], tuple(value.type.shape)
+  if shape == up:        # (a keepdims statistic along a padded axis, its own shape: stored as it is)
+    del pads[value.id]
+    return False
   from .memory import DSlice, View, view
   k = len(shape)
   if tuple(ref.type.shape) != shape or ref.type.space != Space.GMEM:

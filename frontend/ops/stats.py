@@ -209,7 +209,8 @@ def _variance(cx, x, axis, ddof, keepdims, what, where=None):
     raise E.KernelTypeError(f"{what}: ddof must be a static int, got {shown(ddof)}", cx.loc, hint=fix)
   if where is not None:
     return _masked_variance(cx, y, where, axis, ddof, keepdims, what), out
-  n = math.prod(y.type.shape[a] for a in axes)
+  from .padded_tiles import true_shape
+  n = math.prod(true_shape(cx.b, y)[a] for a in axes)      # (a padded tile's count: its own)
   mu = ew.binary(cx, ew.BinOp.DIV, reduce(cx, ReduceKind.SUM, y, axis, True, what), float(n))
   c = ew.binary(cx, ew.BinOp.SUB, y, mu)
   # (the squared deviations named as the user's x: a message about the reduction names x, as ml.mean's copy does)
