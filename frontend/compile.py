@@ -324,6 +324,8 @@ def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, blo
   except E.KernelError as e:
     E.note_inline_calls(e, em.inline_sites)
     raise
+  except Warning:          # a warning the user made an error (-W error::mgpu_dsl.RegisterSpillWarning): theirs
+    raise
   except Exception as e:   # a bug in a pass, not in the kernel: say so, at the kernel
     raise E.InternalError.wrap(f"mgpu_dsl failed while compiling {pk.tree.name}", e, loc) from e
   return kernel

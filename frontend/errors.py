@@ -196,7 +196,19 @@ def raise_all(errors: list[KernelError]):
   raise first
 
 
+class RegisterSpillWarning(UserWarning):
+  """A kernel that compiles and computes, but whose live register tensors at one op need more registers
+  than a thread has (an ml.dot's accumulator at too few warpgroups): ptxas spills them to local memory, so
+  it runs several times slower. Issued at the user's line, with the hint that fits (MG403's wording)."""
+
+
+def warn(err: KernelError, category=RegisterSpillWarning):
+  """`err`, rendered with its location and hint, as a warning at the user's line (a kernel that works, slowly)."""
+  import warnings
+  warnings.warn_explicit(err.render(), category, err.filename or "<kernel>", err.lineno or 0)
+
+
 ALL_ERRORS = [c for c in list(globals().values())
               if isinstance(c, type) and issubclass(c, KernelError)]
 
-__all__ = [c.__name__ for c in ALL_ERRORS]
+__all__ = [c.__name__ for c in ALL_ERRORS] + ["RegisterSpillWarning"]
