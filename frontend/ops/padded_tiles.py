@@ -43,7 +43,7 @@ def padded_load(cx, ref, name):
   pads = getattr(cx.b, "pad_tiles", None)
   if pads is None:
     return None
-  from .memory import DSlice, View, view
+  from .memory import DSlice, view
   t = ref.type
   shape, k, d = tuple(t.shape), len(t.shape), resolve(t.dtype)
   if k == 0 or _holds(shape) or not isinstance(d, DType) or d == DType.bool_ or getattr(t, "transposed", False):
@@ -51,15 +51,8 @@ def padded_load(cx, ref, name):
   up = _up(shape, d)
   if up == shape or not _holds(up):
     return None
-  win = cx.b.defining(ref)
-  if win is None:
-    root, index = ref, (0,) * k
-  elif isinstance(win, View) and not win.transpose and len(win.index) == len(win.ref.type.shape) and \
-      not any(i.squeeze for i in win.index[-k:]) and all(i.squeeze for i in win.index[:-k]):
-    root, index = win.ref, tuple(i.start for i in win.index)
-  else:
-    return None
-  if root.type.space != Space.GMEM or cx.b.defining(root) is not None:
+  root, index = _window_of(cx, ref, k)
+  if root is None or root.type.space != Space.GMEM:
     return None
   from .access import _mask_arg, _masked_read
   padded = view(cx, root, (*index[:-k], *(DSlice(i, u) for i, u in zip(index[-k:], up))), ref.name or "")
@@ -157,19 +150,12 @@ def padded_store(cx, ref, value) -> bool:
   if shape == up:        # (a keepdims statistic along a padded axis, its own shape: stored as it is)
     del pads[value.id]
     return False
-  from .memory import DSlice, View, view
+  from .memory import DSlice, view
   k = len(shape)
   if tuple(ref.type.shape) != shape or ref.type.space != Space.GMEM:
     raise PadAbort("store")
-  win = cx.b.defining(ref)
-  if win is None:
-    root, index = ref, (0,) * k
-  elif isinstance(win, View) and not win.transpose and len(win.index) == len(win.ref.type.shape) and \
-      not any(i.squeeze for i in win.index[-k:]) and all(i.squeeze for i in win.index[:-k]):
-    root, index = win.ref, tuple(i.start for i in win.index)
-  else:
-    raise PadAbort("store")
-  if cx.b.defining(root) is not None:
+  root, index = _window_of(cx, ref, k)
+  if root is None:
     raise PadAbort("store")
   from .access import masked_store
   padded = view(cx, root, (*index[:-k], *(DSlice(i, u) for i, u in zip(index[-k:], up))), ref.name or "")
@@ -198,3 +184,18 @@ def true_shape(b, x):
   """`x`'s shape, unpadded where x is computed padded."""
   pads = getattr(b, "pad_tiles", None)
   return pads[x.id] if pads is not None and getattr(x, "id", None) in pads else tuple(x.type.shape)
+
+
+def _window_of(cx, ref, k):
+  """(root, starts) of `ref`, a kernel parameter or a plain window of one whose last k axes are its own (the
+  leading ones indexed away); (None, None) for anything else (a transposed view, a view of a view)."""
+  from .memory import View
+  win = cx.b.defining(ref)
+  if win is None:
+    root, index = ref, (0,) * k
+  elif isinstance(win, View) and not win.transpose and len(win.index) == len(win.ref.type.shape) and \
+      not any(i.squeeze for i in win.index[-k:]) and all(i.squeeze for i in win.index[:-k]):
+    root, index = win.ref, tuple(i.start for i in win.index)
+  else:
+    return None, None
+  return (None, None) if cx.b.defining(root) is not None else (root, index)
