@@ -112,8 +112,8 @@ class LayoutErrors:
     raise error
 
   def _reductions(self, v):
-    """reductions_of `v`, counting those of the padded reads of it (ops/padded_reads.py)."""
-    return reductions_of(self.kernel.body, v, getattr(self.kernel, "padded_reads", None))
+    """reductions_of `v` (what its padding hint must keep the identity for)."""
+    return reductions_of(self.kernel.body, v)
 
   def _scalar_store_hint(self, v) -> str | None:
     """For `out[...] = s` of a scalar `s` into a one-element ref (the scalar filled into a

@@ -51,16 +51,15 @@ def _with_columns(ref: str, cols: str) -> str:
   return f"{ref}.at[:, {cols}]"
 
 
-def reductions_of(body, v, padded=None) -> tuple:
+def reductions_of(body, v) -> tuple:
   """(the names of what reduces `v` or a conversion of it, `v.astype(jnp.float32)`, an 8-bit max
-  computed in 32 bits, the max of an argmax, or v read again padded (`padded`: its id -> v's, the
-  kernel's padded_reads), in the order sum, max, min, then the reverse scans the padding at the end
+  computed in 32 bits, the max of an argmax, in the order sum, max, min, then the reverse scans the padding at the end
   would reach, cummax, cummin, cumprod; v's dtype)."""
   from .ops.elementwise import Cast
   from .ops.scan import Scan
   from .ops.shape import Reduce, ReduceKind
   ops = list(ir.walk(body))
-  family, grew = {v.id} | {p for p, of in (padded or {}).items() if of == v.id}, True
+  family, grew = {v.id}, True
   while grew:
     grew = False
     for o in ops:

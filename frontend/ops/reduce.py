@@ -20,7 +20,7 @@ from .elementwise_fns import arange
 from .base import builtin, check_register_value, is_tensor, kind_of, shown
 from .product_hints import product_hint as _product_hint
 from .shape import READ_2D_FIRST, Reduce, ReduceKind, Reshape, reshape_
-from . import padded_reads, padded_tiles, small_parts, small_regrid
+from . import padded_tiles, small_parts, small_regrid
 from .slab_reduce import leading_slabs
 from .spread import refuse, rehint, spread_reduce
 from .reduce_hints import _reshape_hint, _slices_hint, _small_result_hint  # (spread.py imports one from here)
@@ -94,8 +94,6 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     return ew.full_(cx, (1,) * len(shape), res, res.type.dtype)
   d = resolve(x.type.dtype)
   given = x
-  if (padded := padded_reads.padded_whole_read(cx, kind, x, axes)) is not None:    # ml.sum(partials[...]) of 3
-    return reduce(cx, kind, padded, axis, keepdims, what)
   if d == DType.bool_ and kind in (ReduceKind.MAX, ReduceKind.MIN):   # (jnp's: whether any holds; whether all do)
     r = reduce(cx, kind, ew.astype(cx, x, DType.i32), axis, keepdims, what)
     return ew.compare(cx, ew.CmpOp.NE, r, 0)
