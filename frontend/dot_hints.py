@@ -126,8 +126,9 @@ def dot_hint(name, pos, kw, operands, taken=frozenset()) -> str | None:
     if isinstance(t, RefType) and t.space == Space.SMEM:
       continue
     d = resolve(getattr(t, "dtype", None)) if t is not None else None
-    if which == "a" and not isinstance(t, RefType) and (not isinstance(d, DType) or d in hw.MMA_REG_A_DTYPES):
-      continue                   # a 16-bit register A, used as it is (other dtypes are read from SMEM)
+    if which == "a" and not isinstance(t, RefType) and (not isinstance(d, DType) or d in hw.MMA_MN_MAJOR_DTYPES or (
+        d in hw.MMA_REG_A_DTYPES and axes[0] == 1)):
+      continue                   # a 16-bit or (m, k) 8-bit register A, used as it is (others are read from SMEM)
     dt = f", jnp.{d}" if isinstance(d, DType) else ""
     shape = getattr(t, "shape", None)
     # float32 and 8-bit operands are read K-major: a register tile is stored so (a as (m, k), b as (n, k))

@@ -101,8 +101,12 @@ MMA_ACC = {DType.f16: (DType.f32, DType.f16), DType.bf16: (DType.f32,),
 # Operand dtypes the tensor cores read MN-major (a transposed A, a B stored (k, n)); the
 # others only K-major: A stored (m, k), B stored (n, k) and used transposed.
 MMA_MN_MAJOR_DTYPES = frozenset({DType.f16, DType.bf16})
-# Operand dtypes an A operand may come from registers in (the WGMMA layout of a 16-bit tile).
-MMA_REG_A_DTYPES = frozenset({DType.f16, DType.bf16})
+# Operand dtypes an A operand may come from registers in: a 16-bit tile in the WGMMA layout, or an 8-bit
+# one (int8, float8), which the lowering moves into the 8-bit A layout (four bytes of a row a register).
+MMA_REG_A_DTYPES = frozenset({DType.f16, DType.bf16, DType.i8, DType.f8e4m3, DType.f8e5m2})
+# An int8 A from registers needs k steps of 64 bytes (a 64- or 128-byte swizzle): at the 32-byte one
+# ptxas drops all but the first instruction's tile (Mosaic GPU's wgmma refuses it).
+MMA_REG_A_INT_K = 64
 
 # ---------------------------------------------------------------- register arithmetic
 # Mosaic GPU has no pointwise arithmetic on 8-bit types (bitwise ops excepted).

@@ -9,7 +9,7 @@ from . import ir
 from .layouts import SmemLayout, register_tile_window, whole_tiles
 from .loc import call_at
 from .ops.memory import Copy, View
-from .types import Layout, LayoutKind, RefType, Space, TensorType
+from .types import DType, Layout, LayoutKind, RefType, Space, TensorType
 
 
 def check_layouts(kernel: ir.Kernel, defs) -> None:
@@ -19,6 +19,28 @@ def check_layouts(kernel: ir.Kernel, defs) -> None:
   _check_slices(kernel)
   _check_split_reductions(kernel)
   _check_peer_tiled_stores(kernel, defs)
+  _check_int8_register_a(kernel, defs)
+
+
+def _check_int8_register_a(kernel, defs) -> None:
+  """An int8 A from registers takes b tiled in rows of 64 bytes or more (a 64- or 128-byte swizzle): at
+  32 bytes ptxas computes only the first instruction's tile (Mosaic GPU's wgmma refuses it). The dot's
+  own k is checked at the call (ml.dot); a narrower tiling comes from b's buffer or another dot of it."""
+  from .ops.mma import Dot
+  for o in ir.walk(kernel.body):
+    if not isinstance(o, Dot) or isinstance(o.a.type, RefType) or o.a.type.dtype != DType.i8:
+      continue
+    b = o.b
+    while isinstance(defs.get(b.id), View):
+      b = defs[b.id].ref
+    tiled = kernel.smem_layouts.get(b.id)
+    if tiled is not None and tiled.swizzle < hw.MMA_REG_A_INT_K:
+      raise E.MmaOperandError(
+          f"ml.dot takes an int8 operand a from registers only where b's buffer is tiled in rows of"
+          f" {hw.MMA_REG_A_INT_K} bytes or more; {b.name} is tiled in rows of {tiled.swizzle} bytes, the widest"
+          f" that divides its columns and the k of every dot that reads it", o.loc,
+          hint=f"give {b.name} and the k of its dots a multiple of {hw.MMA_REG_A_INT_K} columns, or read a from"
+               f" SMEM (store it in an int8 buffer and pass the buffer)")
 
 
 def _check_peer_tiled_stores(kernel, defs) -> None:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import jax.experimental.mosaic.gpu as mgpu
 import numpy as np
+from jax.experimental.mosaic.gpu import fragmented_array as fa
+from jax.experimental.mosaic.gpu import utils as mgpu_utils
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, nvvm
 
@@ -32,6 +34,32 @@ def _smem_operand(ctx, x, rows: int | None):
   return mem, tiled
 
 
+def _eight_bit_a(a):
+  """An 8-bit register A operand moved from the WGMMA layout (two bytes of a row per register, columns
+  2c, 2c+1 and 8+2c, 8+2c+1 of each 16 for lane c of a quad) into the 8-bit layout WGMMA reads from
+  registers (four bytes per register, columns 4c..4c+3). Rows stay with their lanes, so each 16
+  columns of a row are a quad's exchange: lane c takes its bytes from lanes 2(c % 2) and 2(c % 2) + 1,
+  the first two columns of each (c < 2) or the last two (c >= 2): two shuffles and a byte permute."""
+  if a.layout == fa.WGMMA_LAYOUT_8BIT:
+    return a
+  assert a.layout == fa.WGMMA_LAYOUT, a.layout
+  i32 = ir.IntegerType.get_signless(32)
+  c = lambda x: arith.constant(i32, x)
+  quad = arith.andi(mgpu_utils.thread_idx(), c(3))
+  lo = arith.xori(quad, arith.shli(arith.andi(quad, c(1)), c(1)))     # quad ^ 2(quad % 2): lane 2(c % 2)
+  hi = arith.xori(lo, c(1))
+  perm = arith.select(arith.cmpi(arith.CmpIPredicate.ult, quad, c(2)), c(0x5410), c(0x7632))
+  regs = a.registers
+  new = np.empty(fa.WGMMA_LAYOUT_8BIT.registers_shape(a.shape), dtype=object)
+  vec4 = ir.VectorType.get((4,), ir.VectorType(regs.flat[0].type).element_type)
+  for idx in np.ndindex(new.shape):
+    pair = [regs[(idx[0], 2 * idx[1] + i, *idx[2:])] for i in range(2)]
+    word = mgpu_utils.bitcast(mgpu_utils.vector_concat(pair), i32)
+    got = mgpu_utils.prmt(mgpu_utils.shfl_bfly(word, lo), mgpu_utils.shfl_bfly(word, hi), perm)
+    new[idx] = mgpu_utils.bitcast(got, vec4)
+  return fa.FragmentedArray(_registers=new, _layout=fa.WGMMA_LAYOUT_8BIT, _is_signed=a.is_signed)
+
+
 @lower(Dot)
 def _dot(ctx, o):
   m, n = ctx.local_shape(o.result.type)
@@ -43,6 +71,8 @@ def _dot(ctx, o):
     a, _ = _smem_operand(ctx, ctx.get(o.a), o.a.type.shape[0] if is_split(o.result.type) else None)
   else:
     a = ctx.get(o.a)
+    if o.a.type.dtype.bits == 8:
+      a = _eight_bit_a(a)
   res = mgpu.wgmma(acc, a, b, swizzle=tiled.swizzle)
   nvvm.wgmma_commit_group_sync_aligned()
   ctx.set(o.result, res)

@@ -243,13 +243,15 @@ def _fp8_attention(bkv, v_transposed, p_in_smem):
 
 def test_an_fp8_register_operand_hint_names_what_else_an_fp8_dot_needs():
   """The hint's SMEM buffer of p, (64, 64), then met MG501 twice: an 8-bit k must be 128 elements
-  and v, stored (k, n), must be K-major."""
+  and v, stored (k, n), must be K-major. Since probe 46b p.astype(F8) is read from registers, and v
+  stored (k, n) is the error, its hint written with the call's register operand."""
   kernel = _fp8_attention(64, False, False)
   specs = [jax.ShapeDtypeStruct((64, 128), F8)] * 2 + [jax.ShapeDtypeStruct((64, 128), F8)]
-  e = expect(kernel, specs, mg.UnsupportedDtypeError, "ml.dot(p.astype(F8)",
-             "ml.dot takes operand a from registers in bfloat16 or float16 only, got p.astype(F8)"
-             " (float8_e4m3fn)", nth=0)
-  assert e.hint.endswith("; an 8-bit dot also needs b K-major: load v_s's tile as (n, k) and pass v_s.T")
+  e = expect(kernel, specs, mg.MmaOperandError, "ml.dot(p.astype(F8)",
+             "ml.dot reads float8_e4m3fn operands K-major only, so b must be stored (n, k) and passed transposed;"
+             " v_s is stored (k, n)", nth=0)
+  assert e.hint.endswith("b_nk = ml.smem((128, 64)); b_nk[...] = v_s.T[...] (through registers), and pass"
+                         " ml.dot(p.astype(F8), b_nk.T)")
   # (a k of 64 8-bit elements takes the 64-byte swizzle since the twenty-ninth session: no longer a need)
 
 

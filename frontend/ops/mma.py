@@ -176,19 +176,34 @@ def _vector_hint(what, x, other, cx=None) -> str:
 
 
 def _register_a(cx, a, d, b=None):
-  """A register A operand: a 2-D 16-bit tile (the WGMMA layout a converted accumulator has)."""
+  """A register A operand: a 2-D 16-bit tile (the WGMMA layout a converted accumulator has), or an
+  8-bit one (int8, float8: activations quantised in the kernel), K-major as 8-bit operands are."""
   if len(a.type.shape) != 2:
     raise E.MmaOperandError(f"ml.dot operand a must be 2-D, got shape {a.type.shape}", cx.loc,
                             hint=_vector_hint("a", a, b, cx) if len(a.type.shape) == 1 else "pass an (m, k) tile")
-  if isinstance(d, DType) and d not in hw.MMA_REG_A_DTYPES:
-    names = " or ".join(sorted(map(str, hw.MMA_REG_A_DTYPES)))
-    hint = (_eight_bit_a_hint(cx, a, b, d) if d.bits == 8 else _tf32_hint(a, b) if _is_f32(b) else
+  if isinstance(d, DType) and d not in hw.MMA_REG_A_DTYPES and d.bits != 8:   # (uint8: the operand dtype checks)
+    got = f"got {cx.named(a, '') or 'a register tensor'} ({d})"
+    bd = resolve(b.type.dtype) if is_value(b) else None
+    if isinstance(bd, DType) and bd.bits == 8 and bd in hw.MMA_REG_A_DTYPES:
+      raise E.UnsupportedDtypeError(
+          f"ml.dot takes operand a from registers in bfloat16, float16 or b's 8-bit dtype ({bd}) only, {got}",
+          cx.loc, hint=_to_eight_bit_hint(cx, a, bd))
+    names = " or ".join(sorted(str(x) for x in hw.MMA_REG_A_DTYPES if x.bits == 16))
+    hint = (_tf32_hint(a, b) if _is_f32(b) else
             f"convert it to b's dtype: ml.dot({method_on(_unconverted(cx.named(a, 'a')))}.astype(jnp.{_b_dtype(b)}), ...)")
-    if d.bits == 8:
-      hint += _eight_bit_needs(a, b)
-    raise E.UnsupportedDtypeError(
-        f"ml.dot takes operand a from registers in {names} only, got {cx.named(a, '') or 'a register tensor'} ({d})", cx.loc,
-        hint=hint)
+    raise E.UnsupportedDtypeError(f"ml.dot takes operand a from registers in {names} only, {got}", cx.loc, hint=hint)
+
+
+def _to_eight_bit_hint(cx, a, bd) -> str:
+  """A wider register A beside 8-bit b: converted to float8 (saturating past its range), or quantised to
+  int8 with a scale per row that the product is multiplied by after."""
+  v = method_on(_unconverted(cx.named(a, "a")))
+  if bd.is_float:
+    return (f"convert it to {bd}: ml.dot({v}.astype(jnp.{bd}), ...) (the conversion saturates at the type's"
+            f" largest value: scale values that may exceed it, and divide the product by the scale after)")
+  return (f"quantise it to int8 with a scale per row, s = ml.max(ml.abs(x), axis=1, keepdims=True) / 127.0"
+          f" (x = {v}.astype(jnp.float32)), and multiply the int32 product by it after:"
+          f" ml.dot(ml.round(x / s).astype(jnp.int8), ...).astype(jnp.float32) * s")
 
 
 def _padded_b(b, rows) -> str:
@@ -199,26 +214,15 @@ def _padded_b(b, rows) -> str:
   return f"a b tile of {rows} columns"
 
 
-def _eight_bit_a_hint(cx, a, b, d) -> str:
+def _eight_bit_a_hint(cx, a, b, d, tail=True) -> str:
   """An 8-bit register A: stored into an SMEM buffer named after it (`x` -> `x_s`), which the dot reads."""
   name = a.name if (a.name or "").isidentifier() else None
   buf = f"{name}_s" if name else "a8_s"     # (a_s is often taken: the 16-bit tile the 8-bit one is made from)
   bn = b.name if is_value(b) and (b.name or "").replace(".T", "").isidentifier() else cx.named(b, "") or "b"
-  return (f"store the tile in an SMEM buffer and pass the buffer: {buf} = ml.smem({a.type.shape}, jnp.{d});"
-          f" {buf}[...] = {name or cx.named(a, '') or 'a'}; ml.dot({buf}, {bn}) (a tile read from SMEM: pass that"
-          f" buffer itself)")
-
-
-def _eight_bit_needs(a, b) -> str:
-  """What else an 8-bit dot from SMEM takes that this one lacks (fp8 attention's p @ v: a k of 64
-  keys, v stored (k, n)), so the buffer the hint suggests is not met by the next error."""
-  needs = []
-  if a.type.shape[1] % hw.MIN_SWIZZLE:
-    needs.append(f"k a multiple of {hw.MIN_SWIZZLE} ({hw.MIN_SWIZZLE} bytes of 8-bit elements; here {a.type.shape[1]})")
-  if is_value(b) and isinstance(b.type, RefType) and not b.type.transposed:
-    name = b.name if (b.name or "").isidentifier() else "b_s"
-    needs.append(f"b K-major: load {name}'s tile as (n, k) and pass {name}.T")
-  return "; an 8-bit dot also needs " + " and ".join(needs) if needs else ""
+  fix = f"{buf} = ml.smem({a.type.shape}, jnp.{d}); {buf}[...] = {name or cx.named(a, '') or 'a'}; ml.dot({buf}, {bn})"
+  if not tail:
+    return fix
+  return f"store the tile in an SMEM buffer and pass the buffer: {fix} (a tile read from SMEM: pass that buffer itself)"
 
 
 def _is_f32(b) -> bool:
@@ -258,7 +262,7 @@ def _unconverted(text: str) -> str:
 def _b_dtype(b) -> DType:
   """The 16-bit dtype a register A operand should take: b's where b is 16-bit, else float16."""
   d = resolve(b.type.dtype) if is_value(b) else None
-  return d if d in hw.MMA_REG_A_DTYPES else DType.f16
+  return d if d in (DType.f16, DType.bf16) else DType.f16
 
 
 def _k_major_a_hint(a) -> str:
@@ -272,17 +276,18 @@ def _k_major_a_hint(a) -> str:
           f" (through registers), and pass ml.dot(a_mk, ...)")
 
 
-def _k_major_b_hint(a, b, with_acc=True) -> str:
+def _k_major_b_hint(a, b, with_acc=True, an=None) -> str:
   """B stored (k, n), as a weight (in, out) is: loaded as (n, k) from the transposed array, or
-  transposed once in the kernel into an (n, k) buffer passed as .T (`acc` only where the call has one)."""
+  transposed once in the kernel into an (n, k) buffer passed as .T (`acc` only where the call has one;
+  `an`: a register A as the call wrote it, `p.astype(F8)`)."""
   acc = ", acc" if with_acc else ""
-  fix = f"load B's tile as (n, k), e.g. from a (n, k) array bt, and pass bt_s.T: ml.dot(a_s, bt_s.T{acc})"
+  fix = f"load B's tile as (n, k), e.g. from a (n, k) array bt, and pass bt_s.T: ml.dot({an or 'a_s'}, bt_s.T{acc})"
+  an = an or (a.name if is_value(a) and (a.name or "").replace(".T", "").isidentifier() else "a_s")
   if not (b.name or "").isidentifier():
     return fix
   k, n = b.type.shape
   if n % hw.MMA_M:         # registers fill a tiled buffer 64 rows at a time: fewer rows come by TMA only
     return fix
-  an = a.name if is_value(a) and (a.name or "").replace(".T", "").isidentifier() else "a_s"
   return (f"{fix}; or transpose the tile once in the kernel, b_nk = ml.smem(({n}, {k})); b_nk[...] = {b.name}.T[...]"
           f" (through registers), and pass ml.dot({an}, b_nk.T{acc})")
 
@@ -300,7 +305,7 @@ def _major(cx, a, b, d, with_acc=True):
     raise E.MmaOperandError(
         f"ml.dot reads {d} operands K-major only, so b must be stored (n, k) and passed transposed;"
         f" {b.name} is stored (k, n)", cx.loc,
-        hint=_k_major_b_hint(a, b, with_acc))
+        hint=_k_major_b_hint(a, b, with_acc, cx.named(a, "") if isinstance(a.type, TensorType) else None))
 
 
 def _root(cx, ref):
@@ -560,6 +565,13 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
                   f" padded keys must be masked out of a softmax first; a scale taken from that dimension keeps"
                   f" its real size, 1 / math.sqrt({k}), not the padded shape's {up}; slice padded output columns"
                   f" off after the kernel)")
+  if in_regs and d == DType.i8 and k % hw.MMA_REG_A_INT_K:
+    up = -(-k // hw.MMA_REG_A_INT_K) * hw.MMA_REG_A_INT_K
+    raise E.MmaOperandError(
+        f"ml.dot takes an int8 operand a from registers with k (the columns of a, the rows of b) a multiple of"
+        f" {hw.MMA_REG_A_INT_K}, got {k}", loc,
+        hint=f"pad k with zeros to {up} (zero columns of both operands leave the product unchanged), or read a"
+             f" from SMEM, where k may be any multiple of {k_step}: {_eight_bit_a_hint(cx, a, b, d, tail=False)}")
   ok = hw.MMA_ACC.get(d, (DType.f32,))
   acc_dtype = ok[0]
   if out_dtype is not None and acc is None:
