@@ -244,3 +244,29 @@ def test_gpu_quantised_activations_and_8_bit_results_from_registers_match_interp
   _gpu_matches_interpret(int8_mlp, (x, w1t, w2t), 0)
   a, bt = _data(rng, (256, 384), I8), _data(rng, (256, 384), I8)
   _gpu_matches_interpret(int8_register_a_pipelined, (a, bt), 0)
+
+
+# ---------------------------------------------------------------- a float A beside 8-bit b
+@mg.mgpu_kernel(out_shape=lambda x, wt: S((x.shape[0], wt.shape[0]), F32))
+def float_a_beside_8_bit_b(x, wt, out):
+  w_s = ml.smem(wt.shape)
+  ml.copy(wt, w_s)
+  p = x[...].astype(jnp.float32) * 2.0
+  out[...] = ml.dot(p, w_s.T)
+
+
+def test_a_float32_register_a_beside_fp8_b_hints_the_fp8_conversion():
+  expect(float_a_beside_8_bit_b, [S((64, 128), BF16), S((64, 128), E4M3)], mg.UnsupportedDtypeError,
+         "ml.dot(p, w_s.T)", "ml.dot takes operand a from registers in bfloat16, float16 or b's 8-bit dtype"
+         " (float8_e4m3fn) only, got p (float32)",
+         hint="convert it to float8_e4m3fn: ml.dot(p.astype(jnp.float8_e4m3fn), ...) (the conversion saturates at"
+              " the type's largest value: scale values that may exceed it, and divide the product by the scale after)")
+
+
+def test_a_float32_register_a_beside_int8_b_hints_the_int8_quantisation():
+  expect(float_a_beside_8_bit_b, [S((64, 128), BF16), S((64, 128), I8)], mg.UnsupportedDtypeError,
+         "ml.dot(p, w_s.T)", "ml.dot takes operand a from registers in bfloat16, float16 or b's 8-bit dtype"
+         " (int8) only, got p (float32)",
+         hint="quantise it to int8 with a scale per row and multiply the int32 product by the scale after: xf = p;"
+              " s = ml.max(ml.abs(xf), axis=1, keepdims=True) / 127.0; ml.dot(ml.round(xf / s).astype(jnp.int8),"
+              " ...).astype(jnp.float32) * s")

@@ -201,9 +201,10 @@ def _to_eight_bit_hint(cx, a, bd) -> str:
   if bd.is_float:
     return (f"convert it to {bd}: ml.dot({v}.astype(jnp.{bd}), ...) (the conversion saturates at the type's"
             f" largest value: scale values that may exceed it, and divide the product by the scale after)")
-  return (f"quantise it to int8 with a scale per row, s = ml.max(ml.abs(x), axis=1, keepdims=True) / 127.0"
-          f" (x = {v}.astype(jnp.float32)), and multiply the int32 product by it after:"
-          f" ml.dot(ml.round(x / s).astype(jnp.int8), ...).astype(jnp.float32) * s")
+  xf = v if resolve(a.type.dtype) == DType.f32 else f"{v}.astype(jnp.float32)"
+  return (f"quantise it to int8 with a scale per row and multiply the int32 product by the scale after: xf = {xf};"
+          f" s = ml.max(ml.abs(xf), axis=1, keepdims=True) / 127.0; ml.dot(ml.round(xf / s).astype(jnp.int8),"
+          f" ...).astype(jnp.float32) * s")
 
 
 def _padded_b(b, rows) -> str:
