@@ -193,6 +193,46 @@ def test_int8_register_a_split_between_two_warpgroups_in_a_pipelined_loop():
   _export(int8_register_a_pipelined, a, bt)
 
 
+# ---------------------------------------------------------------- a Triton port: tails on m, n and k
+@mg.mgpu_kernel(out_shape=lambda a, bt, sa, sb: S((a.shape[0], bt.shape[0]), BF16),
+                grid=lambda a, bt, sa, sb: (ml.cdiv(a.shape[0], 64), ml.cdiv(bt.shape[0], 64)))
+def w8a8_masked(a, bt, sa, sb, c):
+  """Triton's W8A8 matmul with masks on every side: rows of K = 200 int8 are not 16 bytes apart, so
+  both tiles are read into registers under the masks (A passed as it is, B stored into its buffer)."""
+  M, K = a.shape
+  N = bt.shape[0]
+  pid_m, pid_n = ml.program_id(0), ml.program_id(1)
+  offs_m = pid_m * 64 + ml.arange(64)
+  offs_n = pid_n * 64 + ml.arange(64)
+  b_s = ml.smem((64, 128), jnp.int8)
+  acc = ml.zeros((64, 64), jnp.int32)
+  for k in range(ml.cdiv(K, 128)):
+    offs_k = k * 128 + ml.arange(128)
+    x = a.at[ml.ds(pid_m * 64, 64), ml.ds(k * 128, 128)].load(mask=(offs_m[:, None] < M) & (offs_k[None, :] < K), other=0)
+    b_s[...] = bt.at[ml.ds(pid_n * 64, 64), ml.ds(k * 128, 128)].load(
+        mask=(offs_n[:, None] < N) & (offs_k[None, :] < K), other=0)
+    acc = ml.dot(x, b_s.T, acc)
+  r = sa.at[ml.ds(pid_m * 64, 64)].load(mask=offs_m < M, other=0.0)
+  q = sb.at[ml.ds(pid_n * 64, 64)].load(mask=offs_n < N, other=0.0)
+  y = acc.astype(jnp.float32) * r[:, None] * q[None, :]
+  c.at[ml.ds(pid_m * 64, 64), ml.ds(pid_n * 64, 64)].store(y.astype(c.dtype), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+def _w8a8_masked_operands(rng, m, n, k):
+  return (_data(rng, (m, k), I8), _data(rng, (n, k), I8), jnp.asarray(rng.uniform(0.5, 2, m).astype(np.float32)),
+          jnp.asarray(rng.uniform(0.001, 0.01, n).astype(np.float32)))
+
+
+def test_a_triton_w8a8_port_with_tails_on_every_side():
+  rng = np.random.default_rng(8)
+  for m, n, k in ((37, 100, 200), (5, 64, 128)):
+    a, bt, sa, sb = _w8a8_masked_operands(rng, m, n, k)
+    want = (_f64(a) @ _f64(bt).T) * _f64(sa)[:, None] * _f64(sb)[None, :]
+    got = _f64(w8a8_masked(a, bt, sa, sb, interpret=True))
+    np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2 * np.abs(want).max())
+  _export(w8a8_masked, a, bt, sa, sb)
+
+
 # ---------------------------------------------------------------- what an int8 register A cannot take
 def test_an_int8_register_a_with_k_of_32_says_pad_or_read_from_smem():
   expect(register_a, [S((64, 32), I8), S((64, 32), I8)], mg.MmaOperandError, "ml.dot(x, b_s.T)",
@@ -244,6 +284,7 @@ def test_gpu_quantised_activations_and_8_bit_results_from_registers_match_interp
   _gpu_matches_interpret(int8_mlp, (x, w1t, w2t), 0)
   a, bt = _data(rng, (256, 384), I8), _data(rng, (256, 384), I8)
   _gpu_matches_interpret(int8_register_a_pipelined, (a, bt), 0)
+  _gpu_matches_interpret(w8a8_masked, _w8a8_masked_operands(rng, 37, 100, 200), 1e-2)
 
 
 # ---------------------------------------------------------------- a float A beside 8-bit b
