@@ -6,12 +6,15 @@ every level are folded into a grid axis the kernel leaves at 1, each program wor
 slice with the kernel's own shapes, and unbatched inputs are shared, not copied. Nested
 vmap adds a level each time; `in_axes`/`out_axes` other than 0 are JAX's moveaxis around
 the rule. A kernel whose grid uses all three axes runs the batch as a `jax.lax.map` loop
-(one launch per element) instead.
+(one launch per element) instead, and a batch past the 65535 CTAs a launch takes along y and z
+runs as a `jax.lax.map` over chunks of that many (one launch each).
 """
 from __future__ import annotations
 
+import math
+
 from . import calling, wrap
-from .frontend import compile as fc
+from .frontend import compile as fc, hw
 
 
 def call(kernel, args, constexprs, interpret, levels=(), hit=None):
@@ -77,14 +80,27 @@ def batched(kernel, xs, constexprs, interpret, levels, size, in_batched):
   in_batched = tuple(in_batched)
   new = ((size, in_batched),) + tuple(levels)
   grid = kernel._grid_of(unbatched_specs(xs, new), constexprs)
-  if _free_axis(grid) is not None:
+  axis = _free_axis(grid)
+  chunk = None if axis is None else _chunk(axis, size, levels)
+  if axis is not None and chunk is None:
     return call(kernel, xs, constexprs, interpret, new)
 
   def one(sliced):
     it = iter(sliced)
     full = [next(it) if b else x for x, b in zip(xs, in_batched)]
     return tuple(call(kernel, full, constexprs, interpret, levels))
-  return list(jax.lax.map(one, [x for x, b in zip(xs, in_batched) if b]))
+  return list(jax.lax.map(one, [x for x, b in zip(xs, in_batched) if b], batch_size=chunk))
+
+
+def _chunk(axis, size, levels):
+  """None where a batch of `size` over `levels` fits grid axis `axis` (CUDA launches at most 65535 CTAs
+  along y and z); else the most elements of this level one launch takes: jax.lax.map(batch_size=...) runs
+  the batch as launches of that many and one of the rest, as a user would chunk it (a vmap of 70000 rows
+  was MG007, which said to)."""
+  inner = math.prod(n for n, _ in levels)
+  if size * inner <= hw.MAX_GRID[axis]:
+    return None
+  return max(1, hw.MAX_GRID[axis] // inner)
 
 
 def _as_jax_takes_them(kernel, xs):
