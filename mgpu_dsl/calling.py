@@ -14,6 +14,7 @@ import types
 
 import numpy as np
 
+from . import stand_ins
 from .frontend import errors as E
 from .frontend import language as L
 from .frontend.packed_dtypes import packed_hint
@@ -256,6 +257,9 @@ def check_inputs(pk, args, bounds: tuple[int, int], name: str, loc, *, count: bo
     _not_a_method(refs, name, loc)
   for i, a in enumerate(args):
     what = f"input {i}" + (f" ({refs[i]})" if i < len(refs) else "")
+    held = stand_ins.derivative_stand_in(a, what, refs[i] if i < len(refs) else "x")
+    if held is not None:
+      raise E.SignatureError(cap(f"{name}: {held[0]}"), loc, hint=held[1])
     if not is_array_like(a):
       if isinstance(a, bool) and i == len(args) - 1 and i >= bounds[0]:
         raise E.SignatureError(

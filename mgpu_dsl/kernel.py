@@ -15,7 +15,7 @@ import numpy as np
 
 from . import cache as C
 from . import calling, empty_grid, grid_hints, meta_calls
-from . import py_numbers
+from . import py_numbers, stand_ins
 from .aot import SpecMethods, user_errors as _user_errors
 from . import deps as D
 from . import dump
@@ -533,10 +533,12 @@ class KernelFunction(SpecMethods):
     from . import batching
     calling.check_interpret(interpret, self.__name__, caller_loc())
     args, constexprs = calling.keyword_inputs(self, args, constexprs)
-    spec = next((i for i, a in enumerate(args) if isinstance(a, jax.ShapeDtypeStruct)), None)
-    if spec is not None:       # a spec has no values to run on
+    spec = next((i for i, a in enumerate(args) if isinstance(a, (jax.ShapeDtypeStruct, jax.core.AbstractValue))), None)
+    if spec is not None:       # a spec (or an abstract value, x.aval) has no values to run on
+      kind = "a jax.ShapeDtypeStruct" if isinstance(args[spec], jax.ShapeDtypeStruct) else \
+          f"an abstract value ({type(args[spec]).__name__} {stand_ins.describe_aval(args[spec])})"
       raise E.SignatureError(
-          f"{self.__name__}: input {spec} is a jax.ShapeDtypeStruct; a call runs the kernel on arrays",
+          f"{self.__name__}: input {spec} is {kind}; a call runs the kernel on arrays",
           caller_loc() or self.parsed.loc,
           hint=f"build or inspect it for specs with {self.__name__}.check(*specs), .typed_ir(*specs) or"
                f" .mlir(*specs); to run it, pass arrays")
