@@ -57,7 +57,7 @@ def user_loc(skip=(), frame=None) -> "Loc":
   import linecache
   import sys
   f = frame or sys._getframe(1)
-  while f is not None and ours(f, skip):
+  while f is not None and (ours(f, skip) or skip and _python_library(f)):
     f = f.f_back
   if f is None:
     return UNKNOWN
@@ -69,6 +69,16 @@ def user_loc(skip=(), frame=None) -> "Loc":
     first = linecache.getline(f.f_code.co_filename, pos[0])
     return Loc(f.f_code.co_filename, pos[0], pos[2], pos[1], pos[3], source_line=first)
   return Loc(f.f_code.co_filename, f.f_lineno, col, f.f_lineno, end, source_line=line)
+
+
+def _python_library(frame) -> bool:
+  """Whether `frame` runs Python's own library (contextlib's wrapper of a function JAX decorates with a
+  context manager, functools'), never the user's code; its site-packages are not part of it."""
+  import os
+  import sysconfig
+  path = os.path.abspath(frame.f_code.co_filename)
+  lib = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
+  return path.startswith(lib) and not {"site-packages", "dist-packages"} & set(path[len(lib):].split(os.sep))
 
 
 def _call_positions(frame):

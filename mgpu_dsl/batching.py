@@ -35,13 +35,15 @@ def call(kernel, args, constexprs, interpret, levels=(), hit=None):
     outs = batched(kernel, xs, constexprs, interpret, levels, axis_size, tuple(in_batched))
     return tuple(outs), (True,) * n_out
 
-  rule.mgpu_kernel = (kernel.__name__, kernel.parsed.loc)     # jax.grad transposing this call: MG009
-  wrap.guard_transpose()
+  from .bench import caller_loc
+  at = None if levels else caller_loc()          # the user's call, noted by MG009 (JAX differentiates and
+  rule.mgpu_kernel = (kernel.__name__, kernel.parsed.loc, at)   # transposes jaxprs after it has returned)
+  wrap.guard_transpose()                         # (jax.grad transposing this call: MG009)
   # Outside the custom_vmap, which JAX cannot linearize: jax.grad sees the call's outputs known and
   # their tangents missing, an MG009 only where one is used (wrap.no_derivative).
   inputs = kernel.parsed.ref_params[:len(args)]
   with wrap.call_site(None if levels else _call_note(kernel, args, constexprs)):
-    outs = wrap.no_derivative(run, kernel.__name__, kernel.parsed.loc, inputs)(*args)
+    outs = wrap.no_derivative(run, kernel.__name__, kernel.parsed.loc, inputs, at)(*args)
   return wrap.varying_like(args, outs)          # (inside jax.shard_map: varying as its inputs are)
 
 

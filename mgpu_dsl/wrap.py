@@ -85,14 +85,16 @@ def _no_tangent_primitive():
   return p
 
 
-def no_derivative(f: Callable, name: str, loc, inputs=()) -> Callable:
+def no_derivative(f: Callable, name: str, loc, inputs=(), at=None) -> Callable:
   """`f`, whose derivative is a KernelError naming the kernel `name` (defined at `loc`, with the
   input parameters `inputs`) where one is used: the error waits until a tangent or cotangent of the
-  outputs is needed."""
+  outputs is needed. `at`: the user's call, noted as the call jax differentiates (else the frame that asks
+  for the tangent: where JAX differentiates a jaxpr, a jax.lax.scan's or jax.lax.cond's body under jax.jit,
+  the call is no longer on the stack, and the note pointed into Python's contextlib)."""
   import jax
   import numpy as np
 
-  kernel = _Missing(name, loc, inputs)
+  kernel = _Missing(name, loc, inputs, at)
 
   @jax.custom_jvp
   def call(*args):
@@ -105,7 +107,7 @@ def no_derivative(f: Callable, name: str, loc, inputs=()) -> Callable:
     ts = [t for t in tangents if t.dtype != jax.dtypes.float0]
     avals = tuple(jax.core.ShapedArray(o.shape, o.dtype) for o, x in zip(outs, inexact) if x)
     from .bench import caller_loc
-    here = _Missing(kernel.name, kernel.loc, kernel.inputs, caller_loc())
+    here = _Missing(kernel.name, kernel.loc, kernel.inputs, kernel.at or caller_loc())
     missing = iter(_no_tangent_primitive().bind(*ts, avals=avals, kernel=here))
     return outs, type(outs)(next(missing) if x else np.zeros(o.shape, jax.dtypes.float0)
                             for o, x in zip(outs, inexact))
@@ -118,16 +120,17 @@ def jnp_inexact(dtype) -> bool:
   return bool(jnp.issubdtype(dtype, jnp.inexact))
 
 
-def transpose_error(name: str, loc) -> E.KernelError:
+def transpose_error(name: str, loc, at=None) -> E.KernelError:
   """MG009 for jax.grad transposing a kernel call: one made on a tangent inside a jax.custom_jvp
-  rule (or under jax.linear_transpose), which JAX must run backwards to reverse."""
+  rule (or under jax.linear_transpose), which JAX must run backwards to reverse; `at`: that call."""
+  notes = (f"{at}: the call that jax transposes",) if at is not None and getattr(at, "lineno", 0) else ()
   return E.DifferentiationError(
       f"jax cannot transpose the kernel {name}: jax.grad (or jax.vjp, jax.linear_transpose) runs a"
       f" tangent computation backwards, and a kernel called on a tangent (in a jax.custom_jvp rule) is not"
       f" a linear map JAX can reverse", loc,
       hint="for reverse mode give the function a jax.custom_vjp with a backward (a second kernel or jnp"
            " code); or compute the custom_jvp rule's tangent with jnp code, which JAX can transpose;"
-           " see docs/autodiff.md")
+           " see docs/autodiff.md", notes=notes)
 
 
 @functools.lru_cache(maxsize=None)

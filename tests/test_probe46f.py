@@ -216,3 +216,47 @@ def test_an_abstract_value_passed_to_a_call_says_to_check_it():
                              " on arrays")
   assert "double.check(*specs)" in e.value.hint
   double.check(aval)
+
+
+# ---------------------------------------------------------------- MG009's note: the call jax differentiates
+def differentiated_note(fn, *args):
+  """The MG009 that jax.grad of `fn` raises, and its note's location (file, line, column)."""
+  with pytest.raises(mg.DifferentiationError) as e:
+    fn(*args)
+  note = next(n for n in e.value.notes if n.endswith(": the call that jax differentiates"))
+  file, line, col = note.rsplit(": the call", 1)[0].rsplit(":", 2)
+  return e.value, (file, int(line), int(col))
+
+
+@pytest.mark.parametrize("how", ["scan", "cond", "fori_loop", "checkpoint"])
+def test_the_call_jax_differentiates_is_the_kernels_call_inside_lax_control_under_jit(how):
+  """Under jax.jit, JAX differentiates these bodies as jaxprs, after the user's call has returned: the note pointed
+  into Python's contextlib (scan, cond) or at the jax.jit line (checkpoint), not at the kernel's call."""
+  x = rand((256,), 12)
+  bodies = {
+      "scan": lambda x: jax.lax.scan(lambda c, _: (double(c, interpret=True), None), x, None, length=2)[0],  # scan
+      "cond": lambda x: jax.lax.cond(x[0] > 9, lambda x: x, lambda x: double(x, interpret=True), x),  # cond
+      "fori_loop": lambda x: jax.lax.fori_loop(0, 2, lambda i, x: double(x, interpret=True), x),  # fori_loop
+      "checkpoint": jax.checkpoint(lambda x: double(x, interpret=True)),  # checkpoint
+  }
+  e, at = differentiated_note(jax.jit(jax.grad(lambda x: bodies[how](x).sum())), x)
+  assert e.code == "MG009" and e.message.startswith("jax cannot differentiate the kernel double")
+  assert at == (HERE, line_of(f"# {how}"), col_of(f"# {how}", "double(x" if how != "scan" else "double(c"))
+
+
+def test_a_kernel_called_on_a_tangent_notes_the_call_jax_transposes():
+  """MG009 "cannot transpose" named the kernel's def only: which of its calls (here the tangent's, not the
+  primal's) JAX runs backwards was for the user to find."""
+  @jax.custom_jvp
+  def f(x):
+    return double(x, interpret=True)
+
+  f.defjvp(lambda p, t: (f(p[0]), double(t[0], interpret=True)))      # the tangent's call
+  x = rand((256,), 13)
+  for grad in (jax.grad(lambda x: f(x).sum()),
+               jax.jit(jax.grad(lambda x: jax.lax.scan(lambda c, _: (f(c), None), x, None, length=2)[0].sum()))):
+    with pytest.raises(mg.DifferentiationError) as e:
+      grad(x)
+    assert e.value.message.startswith("jax cannot transpose the kernel double")
+    at = (line_of("# the tangent's call"), col_of("# the tangent's call", "double(t"))
+    assert e.value.notes == (f"{HERE}:{at[0]}:{at[1]}: the call that jax transposes",)
