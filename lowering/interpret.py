@@ -176,7 +176,7 @@ def run_numpy(kernel: ir.Kernel, *args) -> list[np.ndarray]:
 
 def run(kernel: ir.Kernel, args, out_specs, site=None) -> list:
   """The outputs of `kernel` on `args`, as jax arrays; under jax.jit, through jax.pure_callback.
-  `site`: (file, line, note) of the user's call, noted on the run's errors under jax.jit."""
+  `site`: (file, line, note, ...) of the user's call, its notes noted on the run's errors under jax.jit."""
   specs = tuple(jax.ShapeDtypeStruct(tuple(s.shape), s.dtype) for s in out_specs)
   if any(isinstance(a, jax.core.Tracer) for a in args):
     outs = jax.pure_callback(functools.partial(_callback, kernel, site), specs, *args,
@@ -229,9 +229,10 @@ def _callback(kernel, site, *args):
     return tuple(run_numpy(kernel, *args))
   except E.KernelError as e:     # its text, not the interpreter's frames, in XLA's message
     if site is not None and (e.filename, e.lineno) != site[:2]:
-      for err in e.errors:       # the call that made it, as an eager call's errors name it
-        if site[2] not in err.notes:
-          err.notes = tuple(err.notes) + (site[2],)
+      for err in e.errors:       # the call that made it, as an eager call's errors name it (and notes of
+        for note in site[2:]:    # how it runs: a chunk of a jax.vmap batch)
+          if note not in err.notes:
+            err.notes = tuple(err.notes) + (note,)
     with _raised_lock:
       _raised.append(e)
     raise e.with_traceback(None) from None

@@ -17,9 +17,10 @@ from . import calling, wrap
 from .frontend import compile as fc, hw
 
 
-def call(kernel, args, constexprs, interpret, levels=(), hit=None):
+def call(kernel, args, constexprs, interpret, levels=(), hit=None, site=None):
   """The outputs (a list) of `kernel` on `args`; `levels` are the batch levels already
-  folded into the specialisation (outermost first): ((size, batched inputs), ...)."""
+  folded into the specialisation (outermost first): ((size, batched inputs), ...); `site`: the call site
+  its interpreted runs note (default: the caller's, at the outermost level)."""
   import jax
   hit = hit or kernel._compile(args, constexprs, levels)
   n_out = len(hit["out_specs"])
@@ -42,7 +43,7 @@ def call(kernel, args, constexprs, interpret, levels=(), hit=None):
   # Outside the custom_vmap, which JAX cannot linearize: jax.grad sees the call's outputs known and
   # their tangents missing, an MG009 only where one is used (wrap.no_derivative).
   inputs = kernel.parsed.ref_params[:len(args)]
-  with wrap.call_site(None if levels else _call_note(kernel, args, constexprs)):
+  with wrap.call_site(site or (None if levels else _call_note(kernel, args, constexprs))):
     outs = wrap.no_derivative(run, kernel.__name__, kernel.parsed.loc, inputs, at)(*args)
   return wrap.varying_like(args, outs)          # (inside jax.shard_map: varying as its inputs are)
 
@@ -87,11 +88,24 @@ def batched(kernel, xs, constexprs, interpret, levels, size, in_batched):
   if axis is not None and chunk is None:
     return call(kernel, xs, constexprs, interpret, new)
 
+  site = _chunked_note(size, chunk, levels)
+
   def one(sliced):
     it = iter(sliced)
     full = [next(it) if b else x for x, b in zip(xs, in_batched)]
-    return tuple(call(kernel, full, constexprs, interpret, levels))
+    return tuple(call(kernel, full, constexprs, interpret, levels, site=site))
   return list(jax.lax.map(one, [x for x, b in zip(xs, in_batched) if b], batch_size=chunk))
+
+
+def _chunked_note(size, chunk, levels):
+  """The user's call site with a note saying that the batch element an interpreted run's error names counts from
+  its launch's first: a chunk's index is a value of the jax.lax.map loop, unknown to the interpreter."""
+  site = wrap._CALL_SITE.get()
+  if chunk is None or site is None:
+    return None
+  which = "the outermost batch element" if levels else "the batch element"
+  return site + (f"jax.vmap's batch of {size} runs as launches of at most {chunk}: {which} named counts from its"
+                 f" launch's first",)
 
 
 def _chunk(axis, size, levels):

@@ -250,7 +250,7 @@ def interpreted_call(interpret_fn: Callable, kernel_fn: Callable, out_specs, nam
   return run
 
 
-# The user's call being traced, as (file, line, note) (mgpu_dsl/batching.py): an interpreted call
+# The user's call being traced, as (file, line, note, ...) (mgpu_dsl/batching.py): an interpreted call
 # under a trace carries it, and its run-time errors get the note an eager call's errors get.
 _CALL_SITE: contextvars.ContextVar = contextvars.ContextVar("mgpu_dsl_call_site", default=None)
 

@@ -93,6 +93,24 @@ def test_an_aliased_output_past_the_limit_keeps_its_inputs_other_elements(small_
   np.testing.assert_allclose(y[:, 1:], np.broadcast_to(c[0, 1:], (19, 7)))
 
 
+@mg.mgpu_kernel(out_shape=lambda x, at: x, grid=(1,))
+def shifted(x, at, out):
+  out.at[ml.ds(0, 128)][...] = x.at[ml.ds(at[...], 128)][...]      # past the end
+  out.at[ml.ds(128, 128)][...] = x.at[ml.ds(0, 128)][...]
+
+
+def test_a_run_time_error_in_a_chunk_says_where_its_batch_element_counts_from(small_grid):
+  """Element 13 of 20 runs as element 5 of the second launch of 8: the interpreter sees the launch alone."""
+  at = np.zeros(20, np.int32)
+  at[13] = 200
+  with pytest.raises(mg.OutOfBoundsError) as e:
+    jax.vmap(lambda x, at: shifted(x, at, interpret=True))(rand((20, 256), 14), at)
+  assert e.value.lineno == line_of("# past the end")
+  assert e.value.notes[0] == "in program (0, 0, 0) of batch element 5"
+  assert e.value.notes[-1] == ("jax.vmap's batch of 20 runs as launches of at most 8: the batch element named counts"
+                               " from its launch's first")
+
+
 def test_a_vmap_of_70001_rows_exports_for_cuda_as_chunks():
   """At CUDA's own limit: a launch of 65535 rows in a loop and one of the remaining 4466."""
   e = jax.export.export(jax.jit(jax.vmap(row_bias, in_axes=(0, None))), platforms=["cuda"])(
