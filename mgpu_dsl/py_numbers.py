@@ -11,16 +11,17 @@ import numpy as np
 
 
 def as_arrays(args, scalar_positions, bounds) -> tuple[tuple, tuple]:
-  """`args` with the Python ints and floats at input positions (not ml.scalar parameters, which take
-  numbers themselves; not bools, `interpret` passed by position) as the weakly typed 0-d arrays jax.jit
-  would trace, and the positions converted. Nothing converts when the count of inputs is wrong, or an
-  int is past int32 (jax.jit raises OverflowError there): the call's own error says so."""
+  """`args` with the Python ints, floats and bools at input positions (not ml.scalar parameters, which take
+  numbers themselves; not a bool past the inputs a call must pass, where it may be `interpret` passed by
+  position) as the 0-d arrays jax.jit would trace (weakly typed numbers; a bool a bool array, as
+  jax.jit(k)(x, True) hands it on), and the positions converted. Nothing converts when the count of inputs is
+  wrong, or an int is past int32 (jax.jit raises OverflowError there): the call's own error says so."""
   import jax.numpy as jnp
   if not bounds[0] <= len(args) <= bounds[1]:
     return tuple(args), ()
   out, done = list(args), []
   for p, a in enumerate(args):
-    if p in scalar_positions or isinstance(a, bool) or not isinstance(a, (int, float)):
+    if p in scalar_positions or not isinstance(a, (int, float)) or isinstance(a, bool) and p >= bounds[0]:
       continue
     if not isinstance(a, numbers.Integral) or -2 ** 31 <= a < 2 ** 31:
       out[p] = jnp.asarray(a)

@@ -278,3 +278,33 @@ def test_a_kernel_called_on_a_tangent_notes_the_call_jax_transposes():
     assert e.value.message.startswith("jax cannot transpose the kernel double")
     at = (line_of("# the tangent's call"), col_of("# the tangent's call", "double(t"))
     assert e.value.notes == (f"{HERE}:{at[0]}:{at[1]}: the call that jax transposes",)
+
+
+# ---------------------------------------------------------------- a Python bool for a 0-d input
+@mg.mgpu_kernel(out_shape=lambda x, on: x, grid=(2,))
+def gated(x, on, out):
+  r = ml.ds(ml.program_id(0) * 128, 128)
+  if on[...]:
+    out.at[r][...] = x.at[r][...] * 2
+  else:
+    out.at[r][...] = x.at[r][...] * on[...]
+
+
+def test_a_python_bool_for_a_0d_input_runs_eagerly_as_under_jit():
+  """jax.jit(gated)(x, True) hands the kernel a bool array; gated(x, True) called eagerly was MG006 "kernel inputs
+  are arrays" (bools were left out of the Python numbers an eager call takes, for `interpret` by position)."""
+  x = rand((256,), 15)
+  for on in (True, False):
+    want = np.asarray(jax.jit(lambda x, on: gated(x, on, interpret=True))(x, on))
+    np.testing.assert_allclose(want, x * 2 if on else x * 0)
+    np.testing.assert_allclose(gated(x, on, interpret=True), want)
+  y = jax.vmap(lambda x: gated(x, True, interpret=True))(np.stack([x, -x]))
+  np.testing.assert_allclose(y, np.stack([x, -x]) * 2)
+  np.testing.assert_allclose(row_bias(x, True, interpret=True), x * 2 + 1)     # read whole: broadcast, as jnp's
+
+
+@pytest.mark.gpu
+def test_gpu_a_python_bool_for_a_0d_input():
+  x = rand((256,), 16)
+  np.testing.assert_allclose(gated(x, True), x * 2)
+  np.testing.assert_allclose(gated(x, False), x * 0)
