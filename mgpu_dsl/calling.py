@@ -594,7 +594,9 @@ def check_constexprs(pk, constexprs: dict, name: str, loc, args=(), bounds=None)
           hint=f"mark it static: jax.jit({name}, static_argnames=[{k!r}]) when you jit the kernel itself; in"
                f" your own jitted function, the argument that carries it (static_argnames=['<its name>'] or"
                f" static_argnums); jax.eval_shape, jax.checkpoint and jax.make_jaxpr trace keyword arguments"
-               f" too: bind it first, functools.partial({name}, {k}=...); or pass a Python value")
+               f" too: bind it first, functools.partial({name}, {k}=...); or pass a Python value (one your function"
+               f" computes with jnp, jnp.minimum(128, x.shape[0]), is traced too, shapes or not: compute it with"
+               f" Python or NumPy, min(128, x.shape[0]))")
     if isinstance(v, jax.Array):
       raise E.SignatureError(
           cap(f"{name}: constexpr {k} is a jax array ({describe(v)}); a constexpr must be a Python value"),

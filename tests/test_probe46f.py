@@ -308,3 +308,24 @@ def test_gpu_a_python_bool_for_a_0d_input():
   x = rand((256,), 16)
   np.testing.assert_allclose(gated(x, True), x * 2)
   np.testing.assert_allclose(gated(x, False), x * 0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x, *, rows: (x.shape[0] // rows,))
+def blocked(x, out, *, rows: ml.constexpr):
+  r = ml.ds(ml.program_id(0) * rows, rows)
+  out.at[r][...] = x.at[r][...] * 2
+
+
+def test_a_constexpr_computed_with_jnp_in_a_jitted_function_is_hinted_to_python():
+  """jnp.minimum(128, x.shape[0]) under jax.jit is a traced value though it reads only shapes: the hint named only
+  static_argnames, which cannot help a value the function computes."""
+  x = rand((256,), 17)
+  with pytest.raises(mg.SignatureError) as e:
+    jax.jit(lambda x: blocked(x, rows=jnp.minimum(128, x.shape[0]), interpret=True))(x)
+  assert e.value.message == ("blocked: constexpr rows is a traced value (int32[]); a constexpr must be a Python value"
+                             " known when the kernel is compiled")
+  assert e.value.hint.endswith("or pass a Python value (one your function computes with jnp, jnp.minimum(128,"
+                               " x.shape[0]), is traced too, shapes or not: compute it with Python or NumPy,"
+                               " min(128, x.shape[0]))")
+  y = jax.jit(lambda x: blocked(x, rows=min(128, x.shape[0]), interpret=True))(x)    # the hint followed
+  np.testing.assert_allclose(y, 2 * x)
