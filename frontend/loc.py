@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,10 +76,15 @@ def _python_library(frame) -> bool:
   """Whether `frame` runs Python's own library (contextlib's wrapper of a function JAX decorates with a
   context manager, functools'), never the user's code; its site-packages are not part of it."""
   import os
-  import sysconfig
-  path = os.path.abspath(frame.f_code.co_filename)
-  lib = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
+  path, lib = os.path.abspath(frame.f_code.co_filename), _stdlib()
   return path.startswith(lib) and not {"site-packages", "dist-packages"} & set(path[len(lib):].split(os.sep))
+
+
+@functools.lru_cache(maxsize=1)
+def _stdlib() -> str:
+  import os
+  import sysconfig
+  return os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
 
 
 def _call_positions(frame):

@@ -26,6 +26,7 @@ def derivative_stand_in(a, what: str, param: str):
 
 
 def describe_aval(a) -> str:
+  """`float32[256]` for anything with a shape and a dtype (a SymbolicZero, a ShapedArray), else its type."""
   try:
     return f"{getattr(a.dtype, 'name', a.dtype)}{list(a.shape)}"
   except (AttributeError, TypeError):
