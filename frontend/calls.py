@@ -26,7 +26,7 @@ from .ml_name_hints import ml_name_hint
 from .shape_hints import NOT_YET as SHAPE_NOT_YET, shape_call_hint, static_array_hint, static_numbers_hint
 from .ops import elementwise as ew
 from .ops.base import BUILTINS, TRANSPOSES, Builtin, is_smem_matrix, is_value, kind_of, smem_transpose_hint, typed_number
-from .py_scalars import is_float_scalar
+from .py_scalars import MATH_TO_INT, is_float_scalar
 from .trace_debug import trace_breakpoint, trace_print
 from .types import RefType, resolve
 
@@ -168,6 +168,10 @@ class Calls:
                     {k.arg: self._tolerant_eval(k.value) for k in node.keywords if k.arg})
     if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
       return self.call(*self._spread(node, fn))
+    if fn in MATH_TO_INT and len(node.args) == 1 and not node.keywords:
+      from .py_scalars import math_to_int      # math.floor(f) of a float scalar is an int, as Python's: x[...]
+      if (made := math_to_int(self, node, fn)) is not None:
+        return made
     args = [self.eval(a) for a in node.args]
     kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
     return self.call(node, fn, args, kwargs)

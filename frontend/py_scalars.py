@@ -3,6 +3,8 @@ elementwise ml.* function a tensor takes: `max(a, b)` of float scalars is Python
 of equal values, -0.0 in max(-0.0, 0.0); a NaN kept only where it comes first), not ml.maximum's."""
 from __future__ import annotations
 
+import math
+
 from .ops import elementwise as ew
 from .ops.base import is_value
 from .types import ScalarType, resolve
@@ -177,3 +179,48 @@ def builtin_value_hint(fn, args, texts) -> str | None:
     return ("sorted(...) of run-time values orders them while tracing, when they have no value yet: for two,"
             " (min(a, b), max(a, b)); for more, put them in a tensor and ml.sort it")
   return None
+
+
+MATH_TO_INT = {math.floor: ew.UnOp.FLOOR, math.ceil: ew.UnOp.CEIL, math.trunc: ew.UnOp.TRUNC}
+
+
+def math_to_int(tracer, node, fn):
+  """Python's `math.floor(f)`, `math.ceil(f)`, `math.trunc(f)` of a run-time scalar: an int, as Python's, so that
+  `x[math.floor(f * n)]` indexes (they were MG003, `ml.floor` hinted, whose float result no index takes). Of a
+  float scalar the whole number as an int32 (past int32's range, NaN and inf, where Python raises, the
+  conversion's result, as `.astype(jnp.int32)`); of an integer or bool scalar the number itself. Of a true
+  division of integers (`math.ceil(n / 64)`) the exact integer quotient, `n // 64` or `ml.cdiv(n, 64)`, not
+  the float32 one (which rounds past 2**24); trunc of such a quotient goes through float32 as `int(n / 64)`
+  does. None where the argument is no run-time scalar: the call goes on as before (static numbers compute
+  in Python; a tensor keeps its hint, ml.floor)."""
+  import ast
+
+  from .dtypes import DType
+  from .ops.base import BUILTINS
+  arg = node.args[0]
+  if fn is not math.trunc and isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Div):
+    a, b = tracer.eval(arg.left), tracer.eval(arg.right)
+    if all(_scalar(v) and _is_int(v) for v in (a, b)) and (is_value(a) or is_value(b)):
+      if fn is math.floor:
+        return tracer.binop(ast.FloorDiv, a, b, ast.copy_location(ast.BinOp(arg.left, ast.FloorDiv(), arg.right),
+                                                                  arg))
+      return BUILTINS["cdiv"].apply(tracer.cx(node, values=[a, b], operands=[arg.left, arg.right]), [a, b], {})
+    x = tracer.binop(ast.Div, a, b, arg)
+  else:
+    x = tracer.eval(arg)
+  if not (is_value(x) and isinstance(x.type, ScalarType)):
+    return None if not is_value(x) else tracer.call(node, fn, [x], {})
+  cx = tracer.cx(node, values=[x], operands=[arg])
+  d = resolve(x.type.dtype)
+  if not getattr(d, "is_float", False):
+    return x if d != DType.bool_ else ew.astype(cx, x, DType.i32)
+  return ew.astype(cx, ew.unary(cx, MATH_TO_INT[fn], x), DType.i32)
+
+
+def _is_int(v) -> bool:
+  """An integer (or bool) scalar or Python int."""
+  from .dtypes import DType
+  if is_value(v):
+    d = resolve(v.type.dtype)
+    return getattr(d, "is_int", False) or d == DType.bool_
+  return type(v) in (int, bool)
