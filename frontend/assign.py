@@ -260,7 +260,7 @@ class Assignments:
         return self._scatter(target, gather.IndexedRef(ref, index), value, value_node)
       from .ops.permute import strided_rows
       if (rows := strided_rows(self.cx(target), ref, index)) is not None:   # out[::2] = v: a scatter at those rows
-        return self._scatter(target, gather.IndexedRef(ref, rows), value, value_node)
+        return self._scatter(target, gather.IndexedRef(*rows), value, value_node)
       values, nodes = self._index_operands(target.slice, index)     # (messages quote the user's index)
       cx = self.cx(target, values=[ref, *values], operands=[target.value, *nodes])
       cx.access = "write"
@@ -389,6 +389,14 @@ class Assignments:
       raise E.KernelTypeError(
           f"{self.text(target.value)} is indexed by tensors: it is read ([...], a gather) or updated"
           f" atomically (a scatter), not assigned", self.loc(target), hint=hint)
+    from .strided_views import StridedView, compose, strided_error
+    if isinstance(base, StridedView):       # out.at[1::2][...] = v: as out[1::2] = v
+      index = self.eval_index(target.slice)
+      if is_whole(index):
+        return base.ref, base.index
+      if (index := compose(base, index)) is None:
+        raise strided_error(base, f"indexed again ({self.text(target)})", self.loc(target))
+      return base.ref, index
     if isinstance(base, At):         # out.at[t] = h: the view's window, written with [...]
       ref, idx = self.text(target.value.value), self.index_text(target.slice)
       value = self.text(value_node) if value_node is not None else "value"

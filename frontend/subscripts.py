@@ -17,6 +17,7 @@ from .ops.base import TRANSPOSES, is_smem_matrix, is_tensor, is_value, keep_weak
 from .ops.vector_views import strided_vector
 from .ops.strided_axes import strided_axis
 from .ops.register_gather import register_gather
+from .strided_views import AtOf, StridedView, compose, is_strided, strided_attribute, strided_error
 from .ops.index_hints import aliased_input, check_tensor_steps, run_window_hint, scatter_set_hint, strided_last_axis
 from .ops.table_hints import table_lookup_hint
 from .assign import DICTS_FIXED, SCATTER_HINT, At, holds_value, is_whole
@@ -45,6 +46,8 @@ class Subscripts:
     call = self.call_node if self.call_node is not None and self.call_node.func is node else None
     base = self.eval(node.value)
     attr = node.attr
+    if isinstance(base, StridedView):
+      return strided_attribute(self, base, attr, node)
     if isinstance(base, gather.IndexedRef):
       hint = SCATTER_HINT
       if attr in ("load", "store"):     # Triton's x_ptr + offs: a window is what moves a run of elements
@@ -256,7 +259,17 @@ class Subscripts:
     if isinstance(base, At):
       if gather.has_tensor_index(index):        # out.at[ids, :]: read it (a gather) or scatter into it
         return gather.IndexedRef(base.ref, index)
+      if is_strided(index):                     # x.at[::2]: read or written whole, as x[::2] is
+        return StridedView(base.ref, index, name)
       return memory.view(cx, base.ref, index, name)
+    if isinstance(base, AtOf):                  # x.at[::2].at[0:8]: the view x.at[0:16:2]
+      if (both := compose(base.view, index)) is None:
+        raise strided_error(base.view, f"viewed again ({name})", cx.loc)
+      return StridedView(base.view.ref, both, name) if is_strided(both) else memory.view(cx, base.view.ref, both, name)
+    if isinstance(base, StridedView):
+      if not is_whole(index) and (index := compose(base, index)) is None:
+        raise strided_error(base, f"indexed again ({name})", cx.loc)
+      base, index = base.ref, base.index if is_whole(index) else index     # x.at[::2][...] is x[::2]
     if isinstance(base, gather.IndexedRef):
       if index is not Ellipsis:
         raise E.KernelTypeError(

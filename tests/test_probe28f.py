@@ -251,6 +251,11 @@ def strided(x_ref, o_ref):
   o_ref[...] = x_ref[ml.ds(0, 128, 2)]
 
 
+@mg.mgpu_kernel(out_shape=lambda x, s: jax.ShapeDtypeStruct((128,), jnp.float32))
+def strided_at_run_time(x_ref, s_ref, o_ref):
+  o_ref[...] = x_ref[ml.ds(s_ref[0], 128, 2)]
+
+
 @mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((128,), jnp.float32))
 def unit_stride(x_ref, o_ref):
   o_ref[...] = x_ref[ml.ds(0, 128, 1)]
@@ -262,10 +267,13 @@ def strided_followed(x_ref, o_ref):          # x reshaped to (128, 2) outside
 
 
 def test_a_strided_ds_is_explained_and_its_fix_works():
-  e = expect(strided, [jax.ShapeDtypeStruct((256,), jnp.float32)], mg.KernelTypeError, "ml.ds(0, 128, 2)",
+  """(Since probe 46a a static start's strided ds is the strided slice x[0:255:2]; a run-time start's is explained.)"""
+  e = expect(strided_at_run_time, [jax.ShapeDtypeStruct((256,), jnp.float32), jax.ShapeDtypeStruct((1,), jnp.int32)],
+             mg.KernelTypeError, "ml.ds(s_ref[0], 128, 2)",
              "ml.ds takes no stride (Pallas's pl.ds(start, size, stride)): a window's elements are consecutive")
   assert "x.reshape(..., n // 2, 2)" in e.hint and "x.at[ml.ds(start // 2, size), 0]" in e.hint
   x = jnp.arange(256, dtype=jnp.float32)
+  np.testing.assert_array_equal(np.asarray(strided(x, interpret=True)), np.arange(0, 256, 2))
   np.testing.assert_array_equal(np.asarray(strided_followed(x.reshape(128, 2), interpret=True)), np.arange(0, 256, 2))
   np.testing.assert_array_equal(np.asarray(unit_stride(x, interpret=True)), np.arange(128))
   assert "mosaic_gpu" in _export(strided_followed, jax.ShapeDtypeStruct((128, 2), jnp.float32))

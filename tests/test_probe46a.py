@@ -78,3 +78,101 @@ def test_gpu_math_floor_ceil_trunc_index():
     want, want_ints = _math_rounded_want(x, fa, na)
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, err_msg=str(f))
     np.testing.assert_array_equal(np.asarray(ints), want_ints, err_msg=str((f, n)))
+
+
+# ---------------------------------------------------------------- strided views x.at[::2], read and written whole
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0] // 2, x.shape[1]), x.dtype), S((16,), x.dtype),
+                                     S((x.shape[0], x.shape[1]), x.dtype)))
+def strided_views(x, even_minus_odd, picks, o):
+  ev, od = x.at[::2], x.at[1::2]                       # (32, 32) views of a (64, 32) input
+  even_minus_odd[...] = ev[...] - od[...] * ev.shape[0]
+  picks[0:8] = x.at[3, 1::2][0:8]                      # a view indexed again: x[3, 1:17:2]
+  picks[8:16] = x.at[0, ::-1].at[::2][...][0:8]        # views of views compose, as numpy's slices
+  o[...] = ml.zeros(o.shape, o.dtype)
+  o.at[::2][...] = od[...]                             # written through a view: a scatter at rows 0, 2, ...
+  o.at[1::2].at[:, 8:16][...] = ev[:, 0:8] * 2
+  o[5, ::4] = x.at[2, ml.ds(1, 8, 3)][...]             # Pallas's pl.ds(start, size, stride) of a static start
+
+
+def _strided_views_want(x):
+  o = np.zeros_like(x)
+  o[::2] = x[1::2]
+  o[1::2][:, 8:16] = x[::2][:, 0:8] * 2
+  o[5, ::4] = x[2, 1:23:3]
+  return x[::2] - x[1::2] * 32, np.concatenate([x[3, 1::2][0:8], x[0, ::-1][::2][0:8]]), o
+
+
+def test_strided_views_of_refs_read_and_write_as_the_plain_subscripts():
+  """x.at[::2] was MG003 (views take steps of 1), where x[::2] reads (the window that covers it, then the strided
+  view in registers) and out[::2] = v writes (a scatter at those rows): a strided view is held as its ref and
+  index, read or written whole as the plain subscript, with .shape as numpy's; static views and indices of it
+  compose (x.at[::2].at[0:8] is x.at[0:16:2])."""
+  x = np.random.default_rng(4).standard_normal((64, 32)).astype(np.float32)
+  for got, want in zip(strided_views(x, interpret=True), _strided_views_want(x)):
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+  jax.export.export(jax.jit(strided_views), platforms=["cuda"])(S((64, 32), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda v, w, i: (S((16, 40), v.dtype), S((4, 24, 40), v.dtype)))
+def strided_row_stores(v, w, i, grid, cube):
+  grid[...] = ml.zeros(grid.shape, grid.dtype)
+  grid[7, ::5] = v[...]                                # one row's every 5th column
+  grid[i[0], 2::5] = v[...] * 2                        # a run-time row
+  grid[-1, 4::5] = 1.5                                 # a number, a row from the end
+  cube[...] = ml.zeros(cube.shape, cube.dtype)
+  cube[1, 8:, 3::5] = w[...]                           # numpy's basic indexing: (16, 8), not the axes reordered
+  cube[2, 5:21, ::5] = w[...] * 2                      # beside a window of another axis
+
+
+def _strided_row_stores_want(v, w, i):
+  grid, cube = np.zeros((16, 40), v.dtype), np.zeros((4, 24, 40), v.dtype)
+  grid[7, ::5] = v
+  grid[i[0], 2::5] = v * 2
+  grid[-1, 4::5] = 1.5
+  cube[1, 8:, 3::5] = w
+  cube[2, 5:21, ::5] = w * 2
+  return grid, cube
+
+
+def test_strided_stores_beside_an_index_of_another_axis():
+  """out[::2] = v wrote (a scatter at those positions) only with every other axis whole: grid[7, ::5] = v (an int or
+  a run-time row beside the step) and cube[1, 8:, 3::5] = w were MG003. The other axes' ints and windows are taken
+  as a view first (an index array beside an int would move its axis first, where numpy's basic indexing keeps it),
+  then the stepped axis is the scatter's."""
+  rng = np.random.default_rng(5)
+  v, w = rng.standard_normal(8).astype(np.float32), rng.standard_normal((16, 8)).astype(np.float32)
+  for row in (3, 7):
+    i = np.array([row], np.int32)
+    for got, want in zip(strided_row_stores(v, w, i, interpret=True), _strided_row_stores_want(v, w, i)):
+      np.testing.assert_array_equal(np.asarray(got), want)
+  jax.export.export(jax.jit(strided_row_stores), platforms=["cuda"])(S((8,), F32), S((16, 8), F32), S((1,), I32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((16,), x.dtype))
+def strided_view_masked(x, o):
+  o[...] = x.at[::2].load(mask=ml.arange(16) < 10, other=0.0)
+
+
+def test_a_strided_view_used_otherwise_says_to_index_the_ref():
+  """A strided view is read or written whole; a masked load (or a TMA copy, a .T) through it cannot move a window
+  of consecutive elements: a KernelTypeError at the view, naming the plain subscript."""
+  expect(strided_view_masked, [S((32,), F32)], mg.KernelTypeError, "x.at[::2].load",
+         "x.at[::2] is a strided view (its elements are not consecutive in memory): it is read whole ([...]) or"
+         " written whole ([...] = v), not used through .load",
+         hint="index the ref itself in one subscript, x[::2] (a read) or x[::2] = v (a write of a GMEM output);"
+              " for a masked or TMA access, move the step-1 window that covers the elements and slice the register"
+              " tensor, or give the array an axis of the step outside the kernel (x.reshape(..., n // k, k)) and"
+              " index it with an int")
+
+
+@pytest.mark.gpu
+def test_gpu_strided_views_and_row_stores():
+  x = np.random.default_rng(4).standard_normal((64, 32)).astype(np.float32)
+  for got, want in zip(strided_views(jnp.asarray(x)), _strided_views_want(x)):
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+  rng = np.random.default_rng(5)
+  v, w = rng.standard_normal(8).astype(np.float32), rng.standard_normal((16, 8)).astype(np.float32)
+  i = np.array([3], np.int32)
+  for got, want in zip(strided_row_stores(jnp.asarray(v), jnp.asarray(w), jnp.asarray(i)),
+                       _strided_row_stores_want(v, w, i)):
+    np.testing.assert_array_equal(np.asarray(got), want)

@@ -142,7 +142,12 @@ class DSlice:
 @builtin
 def ds(cx, start, size, stride=None):
   """A dynamic slice for `ref.at[...]`: `x.at[ml.ds(i * 128, 128), :]`. A stride (Pallas's
-  `pl.ds(start, size, stride)`) of 1 is the same window; any other is an error with the fix."""
+  `pl.ds(start, size, stride)`) of 1 is the same window; a static one with a static start and size is the
+  strided slice `start:start + (size - 1) * stride + 1:stride` (a strided view, read or written whole, as
+  `x.at[::2]`); any other is an error with the fix."""
+  static = lambda v: isinstance(v, int) and not isinstance(v, bool)
+  if static(stride) and stride > 1 and static(start) and start >= 0 and static(size) and size > 0:
+    return slice(start, start + (size - 1) * stride + 1, stride)
   if stride is not None and not (isinstance(stride, int) and not isinstance(stride, bool) and stride == 1):
     raise strided_ds_error(cx, stride)
   texts = tuple(cx.named(x, "") if is_value(x) else "" for x in (start, size))

@@ -247,10 +247,26 @@ def covering_window(ref, index):
   return tuple(window), tuple(steps) or (slice(None),)
 
 
+def _int_index(i) -> bool:
+  """A static int or a run-time integer scalar: an index that takes one element of its axis."""
+  from ..types import ScalarType
+  from .base import is_value
+  if isinstance(i, int) and not isinstance(i, bool):
+    return True
+  return is_value(i) and isinstance(i.type, ScalarType) and getattr(resolve(i.type.dtype), "is_int", False)
+
+
+def _window(i) -> bool:
+  """A slice of a step of 1 (static or run-time bounds: the view takes what it takes)."""
+  return isinstance(i, slice) and i.step in (None, 1) or type(i).__name__ == "DSlice"
+
+
 def strided_rows(cx, ref, index):
-  """`out[::2] = v`, `out[:, 1::3] = v` of a GMEM ref (one axis sliced with a static step other than 1, the others
-  whole): the index with that slice replaced by the positions it names, `ml.arange(count) * step + start`, which the
-  assignment then scatters to (a plain scatter, jnp's .at[].set); None for other targets."""
+  """`out[::2] = v`, `out[:, 1::3] = v`, `grid[7, ::5] = v`, `cube[1, 8:, ::5] = w` of a GMEM ref (one axis sliced
+  with a static step other than 1, the others whole, windows of a step of 1, ints or integer scalars): (ref, index),
+  the ref a view of the other axes' windows and ints where they are not whole, the index with the stepped slice
+  replaced by the positions it names, `ml.arange(count) * step + start`, which the assignment then scatters to (a
+  plain scatter, jnp's .at[].set); None for other targets."""
   from . import elementwise as ew
   from ..types import RefType, Space
   t = ref.type
@@ -264,19 +280,24 @@ def strided_rows(cx, ref, index):
     dims.extend([slice(None)] * (len(t.shape) - (len(items) - 1)) if i is Ellipsis else [i])
   dims.extend([slice(None)] * (len(t.shape) - len(dims)))
   stepped = [d for d, i in enumerate(dims) if isinstance(i, slice) and i.step not in (None, 1)]
-  if len(dims) != len(t.shape) or len(stepped) != 1 or any(i != slice(None) for d, i in enumerate(dims) if d != stepped[0]):
-    return None
-  d = stepped[0]
-  i = dims[d]
+  if len(dims) != len(t.shape) or len(stepped) != 1 or any(not _int_index(i) and not _window(i)
+                                                           for d, i in enumerate(dims) if d != stepped[0]):
+    return None         # (the other axes whole, a window of them or one element: grid[7, ::5] = v, a row's every 5th)
+  i = dims[stepped[0]]
   if not all(b is None or isinstance(b, int) and not isinstance(b, bool) for b in (i.start, i.stop, i.step)) or i.step == 0:
     return None
-  start, _, step = i.indices(t.shape[d])
-  count = len(range(*i.indices(t.shape[d])))
+  start, _, step = i.indices(t.shape[stepped[0]])
+  count = len(range(*i.indices(t.shape[stepped[0]])))
   if count == 0 or count % 8:
     return None
+  if any(_int_index(j) or j != slice(None) for d, j in enumerate(dims) if d != stepped[0]):
+    from . import memory     # grid[7, ::5], o[1, :, 3::5], o[1::2, 8:16]: the view of the other axes' windows first
+    ref = memory.view(cx, ref, tuple(slice(None) if d == stepped[0] else j for d, j in enumerate(dims)), cx.text or "")
+    dims = [slice(None) if j is not i else i for j in dims if not _int_index(j)]    # (numpy's basic indexing: an
+  d = next(d for d, j in enumerate(dims) if j is i)           # index array beside an int would move its axis first)
   at = cx.b.emit(ew.Arange, 0, loc=cx.loc, types=[TensorType((count,), DType.i32)]).result
   rows = ew.binary(cx, ew.BinOp.ADD, ew.binary(cx, ew.BinOp.MUL, at, step), start)
-  return tuple(dims[:d]) + (rows,) + tuple(dims[d + 1:])
+  return ref, tuple(dims[:d]) + (rows,) + tuple(dims[d + 1:])
 
 
 def _unheld(cx, x, dims, out):

@@ -1,0 +1,110 @@
+"""Strided views of refs, `x.at[::2]`, `o.at[1::2]`, `x.at[0, ::-1]` (probe 46a): numpy's basic slicing with static
+steps, which a view in memory (a window of consecutive elements) cannot be. Such a view is held as its ref and
+index, and read or written whole as the plain subscript is, `x.at[::2][...]` as `x[::2]` (the step-1 window that
+covers it, then the strided view of that in registers) and `o.at[1::2][...] = v` as `o[1::2] = v` (the plain
+scatter at those positions, GMEM outputs); a static view or index of it (`x.at[::2].at[0:8]`, `x.at[1::2][3]`)
+composes with it, as numpy's slices do; a masked access, a TMA copy or any other use is a KernelTypeError that
+says to index the ref itself (they were MG003 at the `.at`)."""
+from __future__ import annotations
+
+from . import errors as E
+
+
+class StridedView:
+  """`ref.at[index]` where a static slice of `index` steps by other than 1."""
+  KIND = "a strided view of a ref"
+
+  def __init__(self, ref, index, text: str):
+    self.ref, self.index, self.text = ref, index, text
+
+
+def is_strided(index) -> bool:
+  """An index of static slices (ints, `...` beside) one of which steps by other than 1 (not 0)."""
+  items = index if isinstance(index, tuple) else (index,)
+  static = lambda b: b is None or isinstance(b, int) and not isinstance(b, bool)
+  return any(isinstance(i, slice) and all(map(static, (i.start, i.stop, i.step))) and i.step not in (None, 0, 1)
+             for i in items)
+
+
+def strided_error(view: StridedView, what: str, loc) -> E.KernelError:
+  """A use of a strided view other than reading or writing it whole, at `loc`."""
+  idx = view.text[view.text.index(".at[") + 4:-1] if ".at[" in view.text else "::k"
+  ref = view.text[:view.text.index(".at[")] if ".at[" in view.text else "x"
+  return E.KernelTypeError(
+      f"{view.text} is a strided view (its elements are not consecutive in memory): it is read whole ([...]) or"
+      f" written whole ([...] = v), not {what}", loc,
+      hint=f"index the ref itself in one subscript, {ref}[{idx}] (a read) or {ref}[{idx}] = v (a write of a GMEM"
+           f" output); for a masked or TMA access, move the step-1 window that covers the elements and slice the"
+           f" register tensor, or give the array an axis of the step outside the kernel (x.reshape(..., n // k, k))"
+           f" and index it with an int")
+
+
+def strided_shape(view: StridedView) -> tuple:
+  """The shape numpy gives `ref[index]` (ints drop their axis; `...` and missing trailing axes are whole)."""
+  shape = tuple(view.ref.type.shape)
+  items = view.index if isinstance(view.index, tuple) else (view.index,)
+  dims = []
+  for i in items:
+    dims.extend([slice(None)] * (len(shape) - (len(items) - 1)) if i is Ellipsis else [i])
+  dims.extend([slice(None)] * (len(shape) - len(dims)))
+  return tuple(len(range(*i.indices(n))) for i, n in zip(dims, shape) if isinstance(i, slice))
+
+
+def strided_attribute(tracer, view: StridedView, attr: str, node):
+  """`.shape`, `.ndim`, `.size`, `.dtype` of a strided view, as numpy's of `ref[index]`; any other attribute
+  (`.load`, `.store`, `.at`, `.T`) the error that says to index the ref itself."""
+  import math
+
+  from .types import resolve
+  if attr in ("shape", "ndim", "size"):
+    shape = strided_shape(view)
+    return shape if attr == "shape" else len(shape) if attr == "ndim" else math.prod(shape)
+  if attr == "at":
+    return AtOf(view)
+  if attr == "dtype":
+    d = resolve(view.ref.type.dtype)
+    if hasattr(d, "np"):
+      return d.np
+  raise strided_error(view, f"used through .{attr}", tracer.loc(node))
+
+
+def compose(view: StridedView, index):
+  """The index of the ref that `view[index]` (or `view.at[index]`) names, where both are static (ints and slices,
+  `...`): Python's ranges compose as numpy's slices do (`x.at[::2].at[0:8]` is `x.at[0:16:2]`, `x.at[1::2][3]` is
+  `x.at[7]`); None for anything else (a run-time start, an index tensor), and where `index` leaves the view."""
+  shape = tuple(view.ref.type.shape)
+  items = view.index if isinstance(view.index, tuple) else (view.index,)
+  dims = []
+  for i in items:
+    dims.extend([slice(None)] * (len(shape) - (len(items) - 1)) if i is Ellipsis else [i])
+  dims.extend([slice(None)] * (len(shape) - len(dims)))
+  inner = index if isinstance(index, tuple) else (index,)
+  free = [d for d, i in enumerate(dims) if isinstance(i, slice)]
+  static = lambda b: b is None or isinstance(b, int) and not isinstance(b, bool)
+  if sum(i is Ellipsis for i in inner) > 1 or not all(
+      i is Ellipsis or isinstance(i, int) and not isinstance(i, bool) or isinstance(i, slice) and
+      all(map(static, (i.start, i.stop, i.step))) and i.step != 0 for i in inner):
+    return None
+  flat = []
+  for i in inner:
+    flat.extend([slice(None)] * (len(free) - (len(inner) - 1)) if i is Ellipsis else [i])
+  if len(flat) > len(free):
+    return None
+  flat.extend([slice(None)] * (len(free) - len(flat)))
+  out = list(dims)
+  for d, i in zip(free, flat):
+    r = range(*dims[d].indices(shape[d]))
+    if isinstance(i, int):
+      if not -len(r) <= i < len(r):
+        return None
+      out[d] = r[i]
+    else:
+      r = r[i]
+      out[d] = slice(r.start, r.stop if r.stop >= 0 else None, r.step) if len(r) else slice(0, 0)
+  return tuple(out)
+
+
+class AtOf:
+  """`.at` of a strided view: subscripting it composes the indices (or says to index the ref itself)."""
+  def __init__(self, view):
+    self.view = view
