@@ -331,6 +331,15 @@ def odd_even_sort_setup(x, out):
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)
+def odd_even_sort_setup_scaled(x, out):
+  n = x.shape[0]
+  buf = ml.smem((n + 2,), F32)
+  buf[...] = ml.full((n + 2,), float("inf"), F32) * 2      # (stored whole, ml.full is its number: probe 46a)
+  buf.at[ml.ds(1, n)][...] = x[...]
+  out[...] = buf.at[ml.ds(1, n)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
 def odd_even_sort_setup_hint_followed(x, out):
   n = x.shape[0]
   buf = ml.smem((136,), F32)
@@ -342,13 +351,14 @@ def odd_even_sort_setup_hint_followed(x, out):
 def test_a_constant_vector_of_an_odd_length_hints_a_longer_constant_not_a_masked_load():
   """The hint was 'pad it with a masked window: ref.at[ml.ds(start, 136)].load(...)', for a vector
   made by ml.full, which reads no memory."""
-  expect(odd_even_sort_setup, [S((128,), F32)], mg.LayoutError, "ml.full(",
+  expect(odd_even_sort_setup_scaled, [S((128,), F32)], mg.LayoutError, "ml.full(",
          "ml.full((n + 2,), float('inf'), F32) has shape (130,): a 1-D register vector needs a multiple of 8"
          " elements (other register tensors a multiple of 128, one per thread of a warpgroup)",
          hint="make it 136 long, ml.full((136,), ...) (or ml.zeros), and keep the extra 6 out of the result: an"
               " SMEM buffer it fills 136 long too, and a store into GMEM masked, .store(v, mask=ml.arange(136) < 130)")
   x = np.arange(128, dtype=np.float32)
   np.testing.assert_array_equal(np.asarray(odd_even_sort_setup_hint_followed(x, interpret=True)), x)
+  np.testing.assert_array_equal(np.asarray(odd_even_sort_setup(x, interpret=True)), x)
 
 
 # ---------------------------------------------------------------- one channel of (H, W, 3) pixels

@@ -176,3 +176,69 @@ def test_gpu_strided_views_and_row_stores():
   for got, want in zip(strided_row_stores(jnp.asarray(v), jnp.asarray(w), jnp.asarray(i)),
                        _strided_row_stores_want(v, w, i)):
     np.testing.assert_array_equal(np.asarray(got), want)
+
+
+# ---------------------------------------------------------------- numbers stored into windows no register tensor holds
+@mg.mgpu_kernel(out_shape=lambda x, s: (x, S((3, 24, 40), x.dtype), S((9, 9), I32), S((5, 20), x.dtype)))
+def odd_fills(x, s, o, cube, small, stat):
+  o[...] = x[...]
+  o[0:33] = 0                                          # 33 elements: [0:32] and [25:33]
+  o[40:85] = x[0]                                      # a run-time scalar
+  o[s[0]:s[0] + 37] = -1.5                             # at a run-time start
+  buf = ml.smem((64,), x.dtype)
+  buf[...] = x[0:64]
+  buf[5:50] = 2.0                                      # in SMEM
+  o[100:164] = buf[...]
+  cube[...] = 0.5                                      # a whole output of 2880 elements
+  cube[1, 3:20, 2:39] = ml.zeros((17, 37), cube.dtype)  # ml.zeros at the window's shape: its number
+  small[...] = -1
+  small[2:7, 1:8] = 3
+  stat[...] = ml.full(stat.shape, s[1].astype(stat.dtype), stat.dtype)
+
+
+def _odd_fills_want(x, s):
+  o = x.copy()
+  o[0:33] = 0
+  o[40:85] = x[0]
+  o[s[0]:s[0] + 37] = -1.5
+  buf = x[0:64].copy()
+  buf[5:50] = 2
+  o[100:164] = buf
+  cube = np.full((3, 24, 40), 0.5, x.dtype)
+  cube[1, 3:20, 2:39] = 0
+  small = np.full((9, 9), -1, np.int32)
+  small[2:7, 1:8] = 3
+  return o, cube, small, np.full((5, 20), s[1], x.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((33,), BF16))
+def odd_fill_of_another_dtype(x, o):
+  o[...] = ml.zeros((33,), F32)
+
+
+def test_a_number_stored_into_a_window_no_register_tensor_holds_fills_it():
+  """o[0:33] = 0 was MG204 (the number made into a (33,) vector, which registers do not hold; probe 45h stored up to
+  32 such elements one at a time): the window is covered by windows registers hold, overlapping at the end (a
+  number stored twice is the same), along the last axis [0:32] and [n - 8:n], along the rows multiples of the rows a
+  tile needs; in GMEM and SMEM, at static and run-time starts. ml.zeros/ml.full made at the window's shape and
+  stored whole is its number (of another dtype it keeps its error)."""
+  rng = np.random.default_rng(6)
+  for dt in (np.float32, BF16):
+    x = rng.standard_normal(200).astype(dt)
+    for start in (7, 150):
+      s = np.array([start, 3], np.int32)
+      for got, want in zip(odd_fills(x, s, interpret=True), _odd_fills_want(x, s)):
+        np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32), err_msg=str(start))
+  jax.export.export(jax.jit(odd_fills), platforms=["cuda"])(S((200,), BF16), S((2,), I32))
+  expect(odd_fill_of_another_dtype, [S((4,), F32)], mg.StoreDtypeError, "o[...] = ml.zeros",
+         "cannot store ml.zeros((33,), F32) (float32) into o (GMEM, bfloat16): no implicit conversion")
+
+
+@pytest.mark.gpu
+def test_gpu_odd_fills():
+  rng = np.random.default_rng(6)
+  for dt in (np.float32, BF16):
+    x = rng.standard_normal(200).astype(dt)
+    s = np.array([150, 3], np.int32)
+    for got, want in zip(odd_fills(jnp.asarray(x), jnp.asarray(s)), _odd_fills_want(x, s)):
+      np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))

@@ -104,11 +104,18 @@ def store(cx, ref, value):
     one = one_element_scalar(cx, value) if is_value(value) and isinstance(value.type, TensorType) else value
     if one is not None and (isinstance(one, Num) or is_value(one) and isinstance(one.type, ScalarType)):
       return scalar_store(cx, view(cx, ref, (0,) * len(t.shape), ref.name), one)
+  from .odd_fills import fill_of
+  value = fill_of(cx, t, value)       # o[0:33] = ml.zeros((33,)): the number, as o[0:33] = 0
   if isinstance(value, Num) or (is_value(value) and isinstance(value.type, ScalarType)):
     if _few_elements(t.shape):      # out[4:8] = 0: no register vector holds 4 elements; an element at a time
       from .access import scalar_store
       for idx in itertools.product(*map(range, t.shape)):
         scalar_store(cx, view(cx, ref, idx, ref.name), value)
+      return
+    from .odd_fills import fill_pieces
+    if (pieces := fill_pieces(t.shape)) is not None:     # o[0:33] = 0: windows registers hold that cover it
+      for idx in pieces:
+        store(cx, view(cx, ref, idx, ref.name), value)
       return
     value = full_(cx, t.shape, value, t.dtype, f"the store into {ref.name or 'this ref'}")
   from .padded_tiles import padded_store

@@ -1,0 +1,75 @@
+"""A number or scalar stored into a window no register tensor holds (probe 46a): `o[0:33] = 0`, `o[:, 3:40] = -1`,
+`o[...] = 0.5` of a (100,) or (3, 24, 40) output, `buf[5:50] = 0` in SMEM. Such a store was MG204 (the value is
+made at the window's shape, which needs a multiple of 8 elements for a vector and of 128 for a tile); storing the
+same value twice is harmless, so the window is covered by a few windows that registers hold, overlapping at its
+end: along the last axis [0:n // 8 * 8] and [n - 8:n], along the one before it whole multiples of the rows a tile
+of that width needs (128 // gcd(width, 128)), likewise overlapping, or single rows where there are fewer, and
+leading axes one index at a time; rows under 8 wide an element at a time (at most CAP elements). Every piece lies inside the window, so no access leaves the buffer. A value
+made by `ml.zeros`, `ml.full` or `ml.ones` at such a shape and stored whole (`o[...] = ml.zeros(o.shape)`) is
+stored as its number (the unused tensor is dropped before layouts are chosen)."""
+from __future__ import annotations
+
+import itertools
+import math
+
+CAP = 64          # pieces at most (each a store); a window that needs more keeps its error
+
+
+def held(shape) -> bool:
+  """Whether a register tensor holds `shape` as a plain vector or tile (a multiple of 8 or of 128 elements)."""
+  n = math.prod(shape)
+  return n > 0 and (n % 8 == 0 if len(shape) == 1 else n % 128 == 0)
+
+
+def _cover(n: int, m: int):
+  """[(start, stop)] of lengths a multiple of `m` covering [0, n), the second overlapping the first; None if n < m."""
+  if n % m == 0:
+    return [(0, n)]
+  if n < m:
+    return None
+  return [(0, n // m * m), (n - m, n)]
+
+
+def fill_pieces(shape):
+  """The indices (ints and static slices) of windows registers hold that cover a window of `shape` (which they do
+  not hold), at most CAP of them; None where there is no such cover (a last axis under 8 wide, more pieces)."""
+  shape = tuple(shape)
+  if not shape or held(shape) or 0 in shape:
+    return None
+  if len(shape) == 1:
+    cols = _cover(shape[0], 8)
+    return [(slice(a, b),) for a, b in cols] if cols else None
+  *lead, rows, width = shape
+  cols = _cover(width, 8)
+  if cols is None:           # rows under 8 wide ((5, 7)): an element at a time, where they are few
+    return list(itertools.product(*map(range, shape))) if math.prod(shape) <= CAP else None
+  out = []
+  for at in itertools.product(*map(range, lead)):
+    for a, b in cols:
+      spans = _cover(rows, hw_rows(b - a))
+      for r in ([slice(c, d) for c, d in spans] if spans else range(rows)):
+        out.append(tuple(at) + (r, slice(a, b)))
+        if len(out) > CAP:
+          return None
+  return out
+
+
+def hw_rows(width: int) -> int:
+  """The rows a tile `width` wide needs so that it holds a multiple of 128 elements (one per thread)."""
+  from .. import hw
+  return hw.WARPGROUP // math.gcd(width, hw.WARPGROUP)
+
+
+def fill_of(cx, ref_type, value):
+  """`value`'s fill number or scalar where it is a tensor `ml.full` made at the window's shape, which no register
+  tensor holds, in the window's dtype (the store fills the window with it instead); else `value` itself (a dtype
+  that differs keeps its error)."""
+  from . import elementwise as ew
+  from .base import is_value
+  from ..types import TensorType, resolve
+  shape = tuple(ref_type.shape)
+  if not (is_value(value) and isinstance(value.type, TensorType) and tuple(value.type.shape) == shape) \
+      or held(shape) or resolve(value.type.dtype) != resolve(ref_type.dtype):
+    return value
+  o = cx.b.defs.get(value.id)
+  return o.value if isinstance(o, ew.Full) and o.value is not None else value
