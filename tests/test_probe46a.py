@@ -242,3 +242,70 @@ def test_gpu_odd_fills():
     s = np.array([150, 3], np.int32)
     for got, want in zip(odd_fills(jnp.asarray(x), jnp.asarray(s)), _odd_fills_want(x, s)):
       np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))
+
+
+# ---------------------------------------------------------------- copies between windows no register tensor holds
+@mg.mgpu_kernel(out_shape=lambda x, y: (S((32, 24), x.dtype), S((9, 9), x.dtype), S((5, 20), x.dtype), y),
+                grid=lambda x, y: (x.shape[0] // 16,))
+def odd_copies(x, y, o, corner, stat, flat):
+  p = ml.program_id(0)
+  buf = ml.smem((16, 24), x.dtype)
+  buf[...] = x[ml.ds(p * 16, 16), :]
+  o[ml.ds(p * 16, 16), :] = x[ml.ds(p * 16, 16), :] * 2
+  o[ml.ds(p * 16 + 2, 9), 3:20] = buf[5:14, 1:18]      # SMEM -> GMEM, (9, 17), at a run-time row
+  if p == 0:
+    v = x[0:16, :] * 3
+    corner[...] = v[0:9, 0:9]                          # a register slice (through its SMEM scratch)
+    stat[...] = v[3:8, 4:24]
+    a = ml.smem((64,), y.dtype)
+    b = ml.smem((64,), y.dtype)
+    a[...] = y[...]
+    b[...] = y[...] * 2
+    b[0:33] = a[3:36]                                  # SMEM -> SMEM
+    flat[...] = b[...]
+    flat[40:63] = a[0:23]
+
+
+def _odd_copies_want(x, y):
+  o = x * 2
+  for p in range(2):
+    o[p * 16 + 2:p * 16 + 11, 3:20] = x[p * 16 + 5:p * 16 + 14, 1:18]
+  v = x[0:16] * 3
+  flat = y * 2
+  flat[0:33] = y[3:36]
+  flat[40:63] = y[0:23]
+  return o, v[0:9, 0:9], v[3:8, 4:24], flat
+
+
+@mg.mgpu_kernel(out_shape=lambda y: y)
+def odd_copy_within_a_buffer(y, o):
+  a = ml.smem((64,), y.dtype)
+  a[...] = y[...]
+  a[0:33] = a[3:36]                                    # (pieces would read what earlier pieces wrote)
+  o[...] = a[...]
+
+
+def test_a_window_no_register_tensor_holds_copies_in_pieces():
+  """o[0:9, 3:20] = buf[5:14, 1:18] (SMEM), b[0:33] = a[3:36] and corner[...] = v[0:9, 0:9] (a register slice, read
+  from its SMEM scratch) were MG204 at the read: a window read whole and stored at once into a window of its shape
+  of another buffer is read and stored in the pieces that cover it (as a fill). A copy within one buffer keeps its
+  error (overlapping pieces would read what earlier ones wrote)."""
+  rng = np.random.default_rng(7)
+  for dt in (np.float32, BF16):
+    x, y = rng.standard_normal((32, 24)).astype(dt), rng.standard_normal(64).astype(dt)
+    for got, want in zip(odd_copies(x, y, interpret=True), _odd_copies_want(x, y)):
+      np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))
+  jax.export.export(jax.jit(odd_copies), platforms=["cuda"])(S((32, 24), BF16), S((64,), BF16))
+  e = expect(odd_copy_within_a_buffer, [S((64,), F32)], mg.LayoutError, "a[3:36]",
+             "a[3:36] has shape (33,): a 1-D register vector needs a multiple of 8 elements (other register tensors a"
+             " multiple of 128, one per thread of a warpgroup)")
+  assert "a.at[ml.ds(3, 40)]" in e.hint, e.hint
+
+
+@pytest.mark.gpu
+def test_gpu_odd_copies():
+  rng = np.random.default_rng(7)
+  for dt in (np.float32, BF16):
+    x, y = rng.standard_normal((32, 24)).astype(dt), rng.standard_normal(64).astype(dt)
+    for got, want in zip(odd_copies(jnp.asarray(x), jnp.asarray(y)), _odd_copies_want(x, y)):
+      np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))

@@ -73,3 +73,31 @@ def fill_of(cx, ref_type, value):
     return value
   o = cx.b.defs.get(value.id)
   return o.value if isinstance(o, ew.Full) and o.value is not None else value
+
+
+def copy_pieces(cx, ref, value) -> bool:
+  """`o[0:33] = buf[3:36]`, `o[...] = v[0:9, 0:9]` (a register slice, read from its SMEM scratch): a window read
+  whole, just now (the last op), at a shape no register tensor holds, stored into a window of that shape and dtype
+  of another buffer: read and stored piece by piece as fill_pieces covers it, each piece the same window of both
+  (pieces overlap, so a source that is the destination's own buffer is left alone: a later piece would read what
+  an earlier one wrote). False where it is no such copy (the store goes on, and reports what it reports)."""
+  from .base import is_value
+  from .gather import root_id
+  from ..ir import traits_of
+  from .memory import Load, View, view
+  from .transfers import load, store
+  from ..types import TensorType, resolve
+  t = ref.type
+  if not (is_value(value) and isinstance(value.type, TensorType) and tuple(value.type.shape) == tuple(t.shape)) \
+      or held(t.shape) or resolve(value.type.dtype) != resolve(t.dtype):
+    return False
+  o = cx.b.defs.get(value.id)
+  ops = cx.b.block.ops
+  at = next((k for k in range(len(ops) - 1, -1, -1) if ops[k] is o), None)
+  if not isinstance(o, Load) or o.merge or o.keep is not None or at is None \
+      or not all(isinstance(p, View) or traits_of(p).pure and not p.regions for p in ops[at + 1:]) \
+      or root_id(cx.b, o.ref) == root_id(cx.b, ref) or (pieces := fill_pieces(t.shape)) is None:
+    return False
+  for idx in pieces:
+    store(cx, view(cx, ref, idx, ref.name), load(cx, view(cx, o.ref, idx, o.ref.name)))
+  return True

@@ -118,6 +118,9 @@ def store(cx, ref, value):
         store(cx, view(cx, ref, idx, ref.name), value)
       return
     value = full_(cx, t.shape, value, t.dtype, f"the store into {ref.name or 'this ref'}")
+  from .odd_fills import copy_pieces
+  if copy_pieces(cx, ref, value):        # o[0:33] = buf[3:36]: the windows copied in pieces registers hold
+    return None
   from .padded_tiles import padded_store
   if padded_store(cx, ref, value):       # (a short window computed padded: under its mask)
     return None
