@@ -386,6 +386,22 @@ def frag(x, lim, out, nsteps):
     out[...] = v
     nsteps[...] = steps
 """, [S((256,), f32), S((), f32)], None),
+    "ev, od = x.at[::2], x.at[1::2]": ("""
+@mg.mgpu_kernel(out_shape=lambda x, v, w: (jax.ShapeDtypeStruct((32, 64), jnp.float32), x, jax.ShapeDtypeStruct((16, 40), jnp.float32)))
+def frag(x, v_in, w_in, out, o, grid):
+    v, w = v_in[...], w_in[...]
+{frag}
+""", [S((64, 64), f32), S((32, 64), f32), S((8,), f32)], None),
+    "o[0:33] = 0": ("""
+@mg.mgpu_kernel(out_shape=lambda x: (x, x))
+def frag(x, o, p):
+    r = ml.program_id(0) + 3
+    buf = ml.smem((16, 24), jnp.float32)
+    buf[...] = x[0:16, :]
+    p[...] = x[...]
+    o[...] = x[...]
+{frag}
+""", [S((64, 24), f32)], None),
     "@ml.inline\ndef mainloop(": ("""{frag}
 @mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), jnp.float32),
                 grid=lambda a, b: (a.shape[0] // 128, b.shape[1] // 128))
