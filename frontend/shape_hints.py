@@ -97,6 +97,8 @@ def _norm(x, pos, kw, rank):
 
 def _roll(x, shift, axis, shape):
   s, rank = literal(shift), len(shape) if shape is not None else None
+  if isinstance(s, int) and rank == 1 and (axis is None or axis.strip() == "None" or literal(axis) in (0, -1)):
+    return f"write ml.roll({x}, {s}) (jnp.roll's, through an SMEM scratch)"     # (a vector's one axis)
   axes = _axes(literal(axis), rank) if rank else None
   if not isinstance(s, int) or axes is None or len(axes) != 1:
     return None                       # the caller's general hint: shifted windows, wrapped gathers

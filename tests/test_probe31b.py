@@ -381,7 +381,8 @@ def test_jnp_shifts_in_a_kernel_hint_shifted_windows_and_wrapped_gathers():
   for fn, name in (("roll", "roll"), ("pad", "pad"), ("convolve", "convolve")):
     e = expect(jnp_stencil, [S((256,), F32)], mg.KernelTypeError, f"jnp.{name}(",
                f"{name} cannot take a register tensor inside a kernel", fn=fn)
-    assert e.hint.startswith("sum the taps over shifted windows" if fn == "convolve"
+    assert e.hint.startswith("sum the taps over shifted windows" if fn == "convolve" else  # (a vector's roll:
+                             "write ml.roll(v, 1)" if fn == "roll"                        # ml.roll, probe 46a)
                              else "read the neighbours from memory at shifted windows"), e.hint
   x = np.random.default_rng(7).standard_normal(1000).astype(np.float32)
   p = np.pad(x, 1)

@@ -309,3 +309,24 @@ def test_gpu_odd_copies():
     x, y = rng.standard_normal((32, 24)).astype(dt), rng.standard_normal(64).astype(dt)
     for got, want in zip(odd_copies(jnp.asarray(x), jnp.asarray(y)), _odd_copies_want(x, y)):
       np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))
+
+
+# ---------------------------------------------------------------- jnp.roll of a vector: ml.roll's hint
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def jnp_roll_of_a_vector(x, o):
+  o[...] = jnp.roll(x[...], 3)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def ml_roll_of_a_vector(x, o):
+  o[...] = ml.roll(x[...], 3)
+
+
+def test_jnp_roll_of_a_vector_hints_ml_roll():
+  """jnp.roll(v, 3) of a vector (no axis) was hinted to read shifted windows from memory, where ml.roll(v, 3), the
+  hint a tile's jnp.roll(t, 3, axis=1) gets, computes it (any length a vector takes: 40 here)."""
+  expect(jnp_roll_of_a_vector, [S((40,), F32)], mg.KernelTypeError, "jnp.roll(",
+         "roll cannot take a register tensor inside a kernel",
+         hint="write ml.roll(x[...], 3) (jnp.roll's, through an SMEM scratch)")
+  x = np.random.default_rng(8).standard_normal(40).astype(np.float32)
+  np.testing.assert_array_equal(np.asarray(ml_roll_of_a_vector(x, interpret=True)), np.roll(x, 3))
