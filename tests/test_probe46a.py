@@ -330,3 +330,41 @@ def test_jnp_roll_of_a_vector_hints_ml_roll():
          hint="write ml.roll(x[...], 3) (jnp.roll's, through an SMEM scratch)")
   x = np.random.default_rng(8).standard_normal(40).astype(np.float32)
   np.testing.assert_array_equal(np.asarray(ml_roll_of_a_vector(x, interpret=True)), np.roll(x, 3))
+
+
+# ---------------------------------------------------------------- 16-bit strided stores (a plain scatter's stores)
+@mg.mgpu_kernel(out_shape=lambda x, i: (x, S((6, x.shape[1]), x.dtype)))
+def rope_interleave_16bit(x, i, o, rows):
+  a, b = x[:, 0::2], x[:, 1::2]
+  o[:, 0::2] = -b                                      # RoPE's rotate-half, interleaved, written back in place
+  o[:, 1::2] = a
+  rows[...] = ml.zeros(rows.shape, rows.dtype)
+  rows[i[0], 1::2] = a[3]
+
+
+def _rope_interleave_want(x, i):
+  o = np.empty_like(x)
+  o[:, 0::2], o[:, 1::2] = -x[:, 1::2], x[:, 0::2]
+  rows = np.zeros((6, x.shape[1]), x.dtype)
+  rows[i[0], 1::2] = x[3, 0::2]
+  return o, rows
+
+
+def test_a_16_bit_strided_store_is_plain_stores_not_paired_atomics():
+  """o[:, 1::2] = a of bfloat16 was MG204 ("ml.atomic_set ... updates pairs of neighbouring elements"): a plain
+  scatter (out[1::2] = v, out[ids, :] = v) stores each element whole, which 16-bit floats take singly; only atomic
+  max and min need Hopper's paired `red`."""
+  x = np.random.default_rng(9).standard_normal((64, 64)).astype(BF16)
+  i = np.array([4], np.int32)
+  for got, want in zip(rope_interleave_16bit(x, i, interpret=True), _rope_interleave_want(x, i)):
+    np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))
+  jax.export.export(jax.jit(rope_interleave_16bit), platforms=["cuda"])(S((64, 64), BF16), S((1,), I32))
+
+
+@pytest.mark.gpu
+def test_gpu_16_bit_strided_stores():
+  for dt in (BF16, np.float16):
+    x = np.random.default_rng(9).standard_normal((64, 64)).astype(dt)
+    i = np.array([4], np.int32)
+    for got, want in zip(rope_interleave_16bit(jnp.asarray(x), jnp.asarray(i)), _rope_interleave_want(x, i)):
+      np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))

@@ -353,8 +353,8 @@ def check_atomic_layouts(kernel: ir.Kernel) -> None:
   be updated with them (add has a one-element form)."""
   defs = ir.def_table(kernel.body)
   for o in ir.walk(kernel.body):
-    if not isinstance(o, AtomicUpdate) or o.kind == AtomicKind.ADD or not o.ref.type.shape:
-      continue
+    if not isinstance(o, AtomicUpdate) or o.kind in (AtomicKind.ADD, AtomicKind.SET) or not o.ref.type.shape:
+      continue          # (a plain scatter, kind SET, stores each element whole: no pairs needed; probe 46a)
     t = o.value.type
     d = resolve(t.dtype)
     if not (isinstance(d, DType) and d.is_float and d.bits == 16 and odd_pairs(t)):
