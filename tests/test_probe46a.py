@@ -368,3 +368,16 @@ def test_gpu_16_bit_strided_stores():
     i = np.array([4], np.int32)
     for got, want in zip(rope_interleave_16bit(jnp.asarray(x), jnp.asarray(i)), _rope_interleave_want(x, i)):
       np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, v: x)
+def strided_store_of_a_ref(x, v, o):
+  o[...] = x[...]
+  o[1::2] = v
+
+
+def test_a_ref_stored_through_a_step_says_to_read_it():
+  """o[1::2] = v of a ref v (its [...] forgotten) said "the scatter adds a register value" with the atomic call's
+  hint: a plain scatter stores, and the hint reads the ref."""
+  expect(strided_store_of_a_ref, [S((64,), F32), S((32,), F32)], mg.KernelTypeError, "o[1::2]",
+         "the scatter stores a register value, got a GMEM ref", hint="read the ref into registers first: ... = v[...]")

@@ -385,6 +385,10 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None)
     from .atomic import number_into
     value = number_into(cx, what, value, d, ref.name or "the ref")
     value = ew.full_(cx, p.out_shape, value, ref.type.dtype, what)
+  elif not is_tensor(value) and kind == AtomicKind.SET:      # out[1::2] = src: a plain scatter's value (probe 46a)
+    src = value.name if is_value(value) and (value.name or "").isidentifier() else "src"
+    raise E.KernelTypeError(f"{what} stores a register value, got {kind_of(value)}", cx.loc,
+                            hint=f"read the ref into registers first: ... = {src}[...]")
   elif not is_tensor(value):
     raise E.KernelTypeError(f"{what} adds a register value, got {kind_of(value)}", cx.loc,
                             hint=f"read refs first: {what}(out.at[ids, :], src[...])")
