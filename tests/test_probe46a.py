@@ -381,3 +381,30 @@ def test_a_ref_stored_through_a_step_says_to_read_it():
   hint: a plain scatter stores, and the hint reads the ref."""
   expect(strided_store_of_a_ref, [S((64,), F32), S((32,), F32)], mg.KernelTypeError, "o[1::2]",
          "the scatter stores a register value, got a GMEM ref", hint="read the ref into registers first: ... = v[...]")
+
+
+# ---------------------------------------------------------------- x[::-1] of an odd length: a hint that works
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def reversed_odd(x, o):
+  o[...] = x[::-1]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def reversed_odd_as_hinted(x, o):
+  v = x.at[ml.ds(-4, 104)].load(mask=ml.arange(104) >= 4, other=0)[::-1]
+  o.at[ml.ds(0, 104)].store(v, mask=ml.arange(104) < 100)
+
+
+def test_a_reversed_read_of_an_odd_length_hints_a_padded_window():
+  """x[::-1] of a (100,) array was hinted "slice a tile 32 times as long" (the multiple of 128 of a tile, where a
+  vector needs one of 8, and no longer slice of x exists): the hint reverses outside the kernel or a masked window
+  of 104 ending at x's end, whose first 100 elements are the reversal; followed, it computes."""
+  expect(reversed_odd, [S((100,), F32)], mg.LayoutError, "x[::-1]",
+         "x[::-1] of shape (100,) gives shape (100,), which registers cannot hold: a 1-D vector needs a multiple of 8"
+         " elements",
+         hint="reverse outside the kernel (call the kernel on x[::-1], which XLA fuses into the producer), or reverse"
+              " a window of 104 that ends at the end, masked: v = x.at[ml.ds(-4, 104)].load(mask=ml.arange(104) >= 4,"
+              " other=0)[::-1], whose first 100 elements are x[::-1]; store them with .store(v, mask=ml.arange(104) <"
+              " 100) into a window of 104")
+  x = np.random.default_rng(10).standard_normal(100).astype(np.float32)
+  np.testing.assert_array_equal(np.asarray(reversed_odd_as_hinted(x, interpret=True)), x[::-1])

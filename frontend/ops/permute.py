@@ -305,9 +305,24 @@ def _unheld(cx, x, dims, out):
   with the tile, as many times longer along the first sliced axis as it takes, whose slice registers hold."""
   shape = tuple(x.type.shape)
   a = next(d for d, i in enumerate(dims) if isinstance(i, slice) and i.step not in (None, 1))
-  f = hw.WARPGROUP // math.gcd(math.prod(out), hw.WARPGROUP)
+  unit = 8 if len(out) == 1 else hw.WARPGROUP       # (a vector needs a multiple of 8: probe 46a)
+  f = unit // math.gcd(math.prod(out), unit)
   bigger = shape[:a] + (shape[a] * f,) + shape[a + 1:]
   text = cx.text or f"{cx.named(x, 'v')}[...]"
+  n = shape[0] if len(shape) == 1 else None
+  from .memory import Load, root
+  read = cx.b.defs.get(x.id)
+  base = root(cx.b, read.ref).name if isinstance(read, Load) else None
+  name = base if base and base == text.split("[")[0].removesuffix(".at") else None   # (x[::-1] of a ref, not a tensor)
+  if n is not None and len(out) == 1 and out[0] == n and dims[0].step == -1 and name:   # x[::-1] of a ref, odd n
+    p = -(-n // 8) * 8
+    return E.LayoutError(
+        f"{text} of shape {shape} gives shape {out}, which registers cannot hold: a 1-D vector needs a multiple of"
+        f" 8 elements", cx.loc,
+        hint=f"reverse outside the kernel (call the kernel on {name}[::-1], which XLA fuses into the producer), or"
+             f" reverse a window of {p} that ends at the end, masked: v = {name}.at[ml.ds({n - p}, {p})].load("
+             f"mask=ml.arange({p}) >= {p - n}, other=0)[::-1], whose first {n} elements are {name}[::-1]; store them"
+             f" with .store(v, mask=ml.arange({p}) < {n}) into a window of {p}")
   return E.LayoutError(
       f"{text} of shape {shape} gives shape {out}, which registers cannot hold: register tensors need a multiple"
       f" of {hw.WARPGROUP} elements (a 1-D vector a multiple of 8)", cx.loc,
