@@ -277,6 +277,11 @@ def _odd_copies_want(x, y):
   return o, v[0:9, 0:9], v[3:8, 4:24], flat
 
 
+@mg.mgpu_kernel(out_shape=lambda y: y, input_output_aliases={0: 0})
+def odd_copy_within_an_aliased_input(y, o):
+  o[0:33] = y[3:36]                                    # (y is o's memory: not copied in pieces)
+
+
 @mg.mgpu_kernel(out_shape=lambda y: y)
 def odd_copy_within_a_buffer(y, o):
   a = ml.smem((64,), y.dtype)
@@ -300,6 +305,10 @@ def test_a_window_no_register_tensor_holds_copies_in_pieces():
              "a[3:36] has shape (33,): a 1-D register vector needs a multiple of 8 elements (other register tensors a"
              " multiple of 128, one per thread of a warpgroup)")
   assert "a.at[ml.ds(3, 40)]" in e.hint, e.hint
+  want = y.copy()
+  want[0:33] = y[3:36].copy()
+  np.testing.assert_array_equal(np.asarray(odd_copy_within_an_aliased_input(y, interpret=True), np.float32),
+                                np.asarray(want, np.float32))
 
 
 @pytest.mark.gpu

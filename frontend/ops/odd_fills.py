@@ -86,7 +86,7 @@ def copy_pieces(cx, ref, value) -> bool:
   from ..ir import traits_of
   from .memory import Load, View, view
   from .transfers import load, store
-  from ..types import TensorType, resolve
+  from ..types import Space, TensorType, resolve
   t = ref.type
   if not (is_value(value) and isinstance(value.type, TensorType) and tuple(value.type.shape) == tuple(t.shape)) \
       or held(t.shape) or resolve(value.type.dtype) != resolve(t.dtype):
@@ -98,6 +98,9 @@ def copy_pieces(cx, ref, value) -> bool:
       or not all(isinstance(p, View) or traits_of(p).pure and not p.regions for p in ops[at + 1:]) \
       or root_id(cx.b, o.ref) == root_id(cx.b, ref) or (pieces := fill_pieces(t.shape)) is None:
     return False
+  src = root_id(cx.b, o.ref)
+  if o.ref.type.space == Space.GMEM and (src not in cx.b.read_only or src in getattr(cx.b, "aliased", ())):
+    return False        # (an output read back, or an input aliased to one, may be the destination's memory)
   for idx in pieces:
     store(cx, view(cx, ref, idx, ref.name), load(cx, view(cx, o.ref, idx, o.ref.name)))
   return True
