@@ -417,3 +417,47 @@ def test_a_reversed_read_of_an_odd_length_hints_a_padded_window():
               " 100) into a window of 104")
   x = np.random.default_rng(10).standard_normal(100).astype(np.float32)
   np.testing.assert_array_equal(np.asarray(reversed_odd_as_hinted(x, interpret=True)), x[::-1])
+
+
+# ---------------------------------------------------------------- a run-time column or row of a small tile
+@mg.mgpu_kernel(out_shape=lambda x, y, i: (S((x.shape[0],), x.dtype), S((y.shape[1],), y.dtype),
+                                           S((y.shape[0],), y.dtype)))
+def runtime_column_of_a_small_tile(x, y, i, col, row, ycol):
+  v = x[...] * 2                                       # (4, 16): 64 elements, held as their vector
+  col[...] = v[:, i[0]]
+  w = y[...] + 1                                       # (16, 5)
+  row[...] = w[i[1], :]
+  ycol[...] = w[:, i[1] - 1]
+
+
+def _runtime_column_want(x, y, i):
+  clamp = lambda j, n: min(max(j + n if j < 0 else j, 0), n - 1)
+  w = y.astype(np.float32) + 1
+  return (x[:, clamp(int(i[0]), x.shape[1])] * 2, w[clamp(int(i[1]), y.shape[0])],
+          w[:, clamp(int(i[1]) - 1, y.shape[1])])
+
+
+def test_a_run_time_column_of_a_small_tile_picks_its_elements():
+  """v[:, i[0]] of a (4, 16) tile (too small for a register tensor of its shape: held as its elements' vector) was
+  MG204 (only static indices picked its elements); a run-time index picks them too, through SMEM (or among a
+  few-element statistic's scalars), counted from the end where negative and clamped past either end, as jnp's."""
+  rng = np.random.default_rng(11)
+  x, y = rng.standard_normal((4, 16)).astype(np.float32), rng.standard_normal((16, 5)).astype(BF16)
+  for i in ([3, 2], [-1, 4], [20, 0], [15, -3]):
+    ia = np.array(i, np.int32)
+    for got, want in zip(runtime_column_of_a_small_tile(x, y, ia, interpret=True), _runtime_column_want(x, y, ia)):
+      np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=1e-2, err_msg=str(i))
+  jax.export.export(jax.jit(runtime_column_of_a_small_tile), platforms=["cuda"])(
+      S((4, 16), F32), S((16, 5), BF16), S((2,), I32))
+
+
+@pytest.mark.gpu
+def test_gpu_runtime_column_of_a_small_tile():
+  rng = np.random.default_rng(11)
+  x, y = rng.standard_normal((4, 16)).astype(np.float32), rng.standard_normal((16, 5)).astype(BF16)
+  for i in ([3, 2], [-1, 4], [20, 0]):
+    ia = np.array(i, np.int32)
+    got = runtime_column_of_a_small_tile(jnp.asarray(x), jnp.asarray(y), jnp.asarray(ia))
+    want = runtime_column_of_a_small_tile(x, y, ia, interpret=True)
+    for g, w in zip(got, want):
+      np.testing.assert_array_equal(np.asarray(g, np.float32), np.asarray(w, np.float32), err_msg=str(i))

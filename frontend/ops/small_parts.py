@@ -213,21 +213,53 @@ def _regridded(cx, x):
 
 
 def pick(cx, x, idx):
-  """Elements of small `x` (held as a vector) that are no run of its row-major order (`seg[:, 3]`), static indices
-  `idx` (ints and slices, one an axis), each read through SMEM as a scalar, assembled into the index's shape;
-  None where an index is not static or they are too many."""
-  element = _element_getter(cx, x)
+  """Elements of small `x` (held as a vector) that are no run of its row-major order (`seg[:, 3]`, `v[:, i[0]]`),
+  indices `idx` (static ints and slices, one an axis, or run-time integer scalars: as jnp's, a negative one counts
+  from the end and one past either end is clamped, probe 46a), each read through SMEM as a scalar (or selected
+  among a few-element statistic's scalars), assembled into the index's shape; None where an index is of another
+  kind or they are too many."""
   shape = tuple(x.type.shape)
-  if element is None or not all(isinstance(i, (int, slice)) for i in idx):
+  if not all(isinstance(i, (int, slice)) or _runtime_index(i) for i in idx):
     return None
-  ranges = [range(*i.indices(n)) if isinstance(i, slice) else [i] for i, n in zip(idx, shape)]
+  element = _element_getter(cx, x, runtime=any(_runtime_index(i) for i in idx))
+  if element is None:
+    return None
+  ranges = [range(*i.indices(n)) if isinstance(i, slice) else [i if isinstance(i, int) else _clamped(cx, i, n)]
+            for i, n in zip(idx, shape)]
   out = tuple(len(r) for i, r in zip(idx, ranges) if isinstance(i, slice))
   k = math.prod(out)
   if k > MAX_PARTS or (k > FEW_SCALARS and k % 8):
     return None
   strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
-  parts = [element(sum(i * s for i, s in zip(e, strides))) for e in itertools.product(*ranges)]
+  parts = [element(_flat(cx, e, strides)) for e in itertools.product(*ranges)]
   return assemble(cx, out or (1,), parts) if out else parts[0]
+
+
+def _runtime_index(i) -> bool:
+  """A run-time integer scalar (an index read from memory, a loop counter)."""
+  from ..types import ScalarType
+  return isinstance(i, ir.Value) and isinstance(i.type, ScalarType) and getattr(resolve(i.type.dtype), "is_int", False)
+
+
+def _clamped(cx, i, n):
+  """A run-time index of an axis of `n` as jnp's gather takes it: negative ones count from the end, then clamped
+  into [0, n)."""
+  from .memory import index_operand
+  i = index_operand(cx, i)
+  i = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, i, 0), ew.binary(cx, ew.BinOp.ADD, i, n), i)
+  return ew.binary(cx, ew.BinOp.MIN, ew.binary(cx, ew.BinOp.MAX, i, 0), n - 1)
+
+
+def _flat(cx, e, strides):
+  """The row-major flat index of the element at `e` (ints, or run-time scalars among them)."""
+  flat = 0
+  for i, s in zip(e, strides):
+    if isinstance(i, int):
+      flat = flat + i * s if isinstance(flat, int) else (ew.binary(cx, ew.BinOp.ADD, flat, i * s) if i * s else flat)
+      continue
+    term = ew.binary(cx, ew.BinOp.MUL, i, s) if s != 1 else i
+    flat = term if isinstance(flat, int) and flat == 0 else ew.binary(cx, ew.BinOp.ADD, term, flat)
+  return flat
 
 
 def arg_small(cx, x, a, kind):
@@ -290,11 +322,22 @@ def transpose_small(cx, x):
   return assemble(cx, (c, r), [element(i * c + j) for j in range(c) for i in range(r)])
 
 
-def _element_getter(cx, x):
-  """j -> the scalar of small `x`'s flat element j: its few-element statistic's scalar, or its vector's element read
-  through SMEM; None where x is held neither way."""
+def _element_getter(cx, x, runtime=False):
+  """j -> the scalar of small `x`'s flat element j: its few-element statistic's scalar (`runtime`: j may be a
+  run-time scalar, selected among them), or its vector's element read through SMEM; None where x is held neither
+  way."""
   from .shape import index_through_smem
   if (parts := few_parts(cx, x)) is not None:
+    if runtime:
+      return lambda j: parts[j] if isinstance(j, int) else _select(cx, parts, j)
     return lambda j: parts[j]
   vec = held_vector(cx, x)
   return None if vec is None else (lambda j: index_through_smem(cx, vec, (j,)))
+
+
+def _select(cx, parts, j):
+  """The scalar parts[j] of a run-time index j (in range): a chain of selects."""
+  out = parts[-1]
+  for k in reversed(range(len(parts) - 1)):
+    out = ew.where_(cx, ew.compare(cx, ew.CmpOp.EQ, j, k), parts[k], out)
+  return out
