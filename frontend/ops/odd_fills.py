@@ -4,9 +4,11 @@ made at the window's shape, which needs a multiple of 8 elements for a vector an
 same value twice is harmless, so the window is covered by a few windows that registers hold, overlapping at its
 end: along the last axis [0:n // 8 * 8] and [n - 8:n], along the one before it whole multiples of the rows a tile
 of that width needs (128 // gcd(width, 128)), likewise overlapping, or single rows where there are fewer, and
-leading axes one index at a time; rows under 8 wide an element at a time (at most CAP elements). Every piece lies inside the window, so no access leaves the buffer. A value
-made by `ml.zeros`, `ml.full` or `ml.ones` at such a shape and stored whole (`o[...] = ml.zeros(o.shape)`) is
-stored as its number (the unused tensor is dropped before layouts are chosen)."""
+leading axes one index at a time; rows under 8 wide an element at a time (at most CAP elements). Every piece lies
+inside the window, so no access leaves the buffer. A value made by `ml.zeros`, `ml.full` or `ml.ones` at such a
+shape and stored whole (`o[...] = ml.zeros(o.shape)`) is stored as its number (the unused tensor is dropped before
+layouts are chosen); a window of another buffer read whole at such a shape and stored at once is copied in the
+same pieces (`copy_pieces`)."""
 from __future__ import annotations
 
 import itertools
