@@ -258,7 +258,9 @@ class Assignments:
         return self._scatter(target.value, ref, value, value_node)
       if self._scatter_set(target, ref, index, value_node):
         return self._scatter(target, gather.IndexedRef(ref, index), value, value_node)
-      from .ops.permute import strided_rows
+      from .ops.permute import column_run, strided_rows
+      if (cols := column_run(self.cx(target), ref, index)) is not None:   # o[:, j] = v of 8 rows: a scatter there
+        return self._scatter(target, gather.IndexedRef(ref, cols), value, value_node)
       if (rows := strided_rows(self.cx(target), ref, index)) is not None:   # out[::2] = v: a scatter at those rows
         return self._scatter(target, gather.IndexedRef(*rows), value, value_node)
       values, nodes = self._index_operands(target.slice, index)     # (messages quote the user's index)

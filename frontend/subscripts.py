@@ -281,6 +281,8 @@ class Subscripts:
         if gather.has_tensor_index(index):        # table[ids, :]: NumPy's advanced indexing
           return gather.gather(cx, base, index, name)
         cx.access = "read"
+        if (cols := permute.column_run(cx, base, index)) is not None:     # x[:, j] of 8 rows: a gather, as jnp's
+          return gather.gather(cx, base, cols, name)
         if (plan := permute.covering_window(base, index)) is not None:    # x[::2] of a ref: its window, then the view
           window, steps = plan
           return permute.strided_slice(cx, transfers.load(cx, memory.view(cx, base, window, name)), steps)

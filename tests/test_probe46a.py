@@ -461,3 +461,45 @@ def test_gpu_runtime_column_of_a_small_tile():
     want = runtime_column_of_a_small_tile(x, y, ia, interpret=True)
     for g, w in zip(got, want):
       np.testing.assert_array_equal(np.asarray(g, np.float32), np.asarray(w, np.float32), err_msg=str(i))
+
+
+# ---------------------------------------------------------------- a short column of a GMEM array, read or written
+@mg.mgpu_kernel(out_shape=lambda x, j: (S((x.shape[0], 4), x.dtype), S((3, 8, 5), x.dtype)))
+def short_columns(x, j, o, cube):
+  v = x[...] * 2
+  for c in range(4):
+    o[:, c] = x[:, c * 2] + v[:, c]                    # 8 rows a column: a gather and a scatter, as jnp's
+  cube[...] = ml.zeros(cube.shape, cube.dtype)
+  cube[1, :, j[0]] = x[0:8, 3]                         # a run-time column of one row block
+
+
+def _short_columns_want(x, j):
+  o = np.stack([x[:, c * 2] + x[:, c] * 2 for c in range(4)], 1)
+  cube = np.zeros((3, 8, 5), x.dtype)
+  cube[1, :, j[0]] = x[0:8, 3]
+  return o, cube
+
+
+def test_a_short_column_of_an_array_is_a_gather_and_a_scatter():
+  """x[:, j] and o[:, j] = v of 8 rows were MG204 (a window whose elements lie a row apart moves a multiple of 128
+  elements, one a thread): fewer (a multiple of 8 but not of 128) are gathered and scattered, x[ml.arange(8), j], as
+  jnp's."""
+  rng = np.random.default_rng(12)
+  for dt in (np.float32, BF16):
+    x = rng.standard_normal((8, 16)).astype(dt)
+    for jj in (0, 4):
+      j = np.array([jj], np.int32)
+      for got, want in zip(short_columns(x, j, interpret=True), _short_columns_want(x, j)):
+        np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=1e-2)
+  jax.export.export(jax.jit(short_columns), platforms=["cuda"])(S((8, 16), BF16), S((1,), I32))
+
+
+@pytest.mark.gpu
+def test_gpu_short_columns():
+  rng = np.random.default_rng(12)
+  for dt in (np.float32, BF16):
+    x = rng.standard_normal((8, 16)).astype(dt)
+    j = np.array([4], np.int32)
+    got, want = short_columns(jnp.asarray(x), jnp.asarray(j)), short_columns(x, j, interpret=True)
+    for g, w in zip(got, want):
+      np.testing.assert_array_equal(np.asarray(g, np.float32), np.asarray(w, np.float32))

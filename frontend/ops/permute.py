@@ -329,3 +329,34 @@ def _unheld(cx, x, dims, out):
       hint=f"slice a tile {f} times as long along axis {a}: the same slice of a {bigger} tile holds"
            f" {math.prod(out) * f} elements (read more of the array at once, or pad the tile with"
            f" ml.concatenate along axis {a} first)")
+
+
+def column_run(cx, ref, index):
+  """`x[:, j]`, `o[2:10, j] = v`, `x[b, 0:8, j]` of a GMEM ref: one axis a static slice of a step of 1, the last axis
+  and every other one an int or an integer scalar, so the window's elements lie a row apart; where they are not a
+  multiple of 128, no register layout moves such a window (each thread moves one element of 128), so it was MG204:
+  the index with the slice replaced by the positions it names, `start + ml.arange(n)`, which the subscript gathers
+  (or the assignment scatters to), as jnp's (a run-time index past either end is clamped by the gather and dropped
+  by the scatter). None for other indices (probe 46a)."""
+  from . import elementwise as ew
+  from ..types import RefType, Space
+  t = ref.type
+  if not (isinstance(t, RefType) and t.space == Space.GMEM and not t.remote and not t.transposed) or len(t.shape) < 2:
+    return None
+  items = index if isinstance(index, tuple) else (index,)
+  if any(i is Ellipsis for i in items) or len(items) != len(t.shape) or not _int_index(items[-1]):
+    return None
+  runs = [d for d, i in enumerate(items) if not _int_index(i)]
+  if len(runs) != 1 or not (isinstance(items[runs[0]], slice) and items[runs[0]].step in (None, 1) and all(
+      b is None or isinstance(b, int) and not isinstance(b, bool) for b in (items[runs[0]].start, items[runs[0]].stop))):
+    return None
+  d = runs[0]
+  start, stop, _ = items[d].indices(t.shape[d])
+  n = stop - start
+  if math.prod(t.shape[d + 1:]) == 1 or resolve(t.dtype) == DType.bool_:
+    return None        # (elements next to each other: a plain window; bools as they were)
+  if n <= 0 or n % hw.WARPGROUP == 0 or n % 8:
+    return None        # (a multiple of 128 moves one element a thread; a vector of other than 8k no register holds)
+  at = cx.b.emit(ew.Arange, 0, loc=cx.loc, types=[TensorType((n,), DType.i32)]).result
+  rows = ew.binary(cx, ew.BinOp.ADD, at, start) if start else at
+  return tuple(items[:d]) + (rows,) + tuple(items[d + 1:])
