@@ -183,6 +183,9 @@ def _check_tiled_copies(kernel, defs) -> None:
     # (batch, seq, heads, dim) array) drop out of the window.
     kept = [d for d in range(len(shape)) if index is None or not index[d].squeeze]
     for d, t in zip(kept[-2:], layout.tile):
+      off_tile = index is not None and isinstance(index[d].start, int) and index[d].start % t
+      if (shape[d] > t and shape[d] % t or off_tile) and by_row_blocks(o, index, kept, d, off_tile):
+        continue               # any rows (a load from any row): copied a row of tiles at a time
       if shape[d] > t and shape[d] % t:
         raise E.TmaLimitError(
             f"{root(smem)[0].name} is tiled {tiles} for the tensor cores, so TMA copies whole tiles"
@@ -349,6 +352,22 @@ def _split_store(kernel, buf, array, layout, copy) -> str:
           f" {x}0 = ml.smem(({rows}, {w})) with {x}0[...] = {y}[:, 0:{w}], {x}1 with"
           f" {y}[:, {w}:{2 * w}]{more}" + ("" if y != "y" else f", y the tile you store into {x}")
           + f"; {windows} (a window of {x}'s columns cannot be a TMA source)")
+
+
+def by_row_blocks(o, index, kept, d, off_tile=False) -> bool:
+  """Whether copy `o` may take the rows of its window (dimension `d` of the GMEM array, the tiles' rows) by
+  rows of tiles, and does from now on: then the array's rows need not be whole tiles (a sequence of 100 keys
+  at head_dim 128, a matmul of 300 rows), nor a load's window start on one (`off_tile`: a cu_seqlens offset,
+  a convolution's tap), since each TMA copy moves one row of tiles, the array viewed by column tiles alone
+  (lowering/memory.py, _copy_row_blocks). A store keeps whole tiles of rows where it starts (its rows past
+  the array's end are dropped; a tile stored from a segment's row would write the next segment's, and the
+  masked store from registers is the hint). Not a multicast load (its shares split the rows) nor a TMA
+  reduction."""
+  ok = (index is not None and len(kept) >= 2 and d == kept[-2] and o.multicast is None and o.reduce is None
+        and (o.slot >= 0 or not off_tile))
+  if ok:
+    object.__setattr__(o, "row_blocks", True)    # (an annotation of the op in place, as start_multiple)
+  return ok
 
 
 def one_tile_column(layout: SmemLayout, index, shape) -> bool:

@@ -10,6 +10,7 @@ from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, gpu, memref, vector
 
+from ..frontend import errors as E
 from ..frontend import ir as kir
 from ..frontend.dtypes import DType
 from ..frontend.ops.memory import ClusterRef, Copy, Load, SmemAlloc, Store, View
@@ -159,6 +160,8 @@ def _copy(ctx, o):
   src, dst = ctx.get(o.src), ctx.get(o.dst)
   smem = dst if o.slot >= 0 else src
   tiled = ctx.smem_layout(smem)
+  if o.row_blocks:
+    return _copy_row_blocks(ctx, o, smem, src if o.slot >= 0 else dst, tiled)
   kw = {} if tiled is None else dict(gmem_transform=mgpu.TileTransform(tiled.tile),
                                      swizzle=tiled.swizzle)
   gview = src if o.slot >= 0 else dst
@@ -181,6 +184,47 @@ def _copy(ctx, o):
     gmem, gslice = ctx.gmem_window(dst)
     ctx.launch.async_copy(src_ref=smem_mem, dst_ref=gmem, gmem_slice=gslice,
                           predicate=ctx.tma_predicate, **kw)
+
+
+def _copy_row_blocks(ctx, o, smem, gview, tiled):
+  """A TMA copy of a buffer tiled (t0, t1) for the tensor cores whose GMEM rows are not whole tiles of the
+  array (a sequence of 100 keys, a window at a cu_seqlens offset: frontend tma_starts.row_blocks): one copy
+  per t0 rows of the window. Each fills one row of tiles of the buffer, (C / t1, t0, t1) in SMEM, from the
+  array viewed as (C / t1 column tiles, rows, t1) (TileTransform of the columns alone, then the column tiles
+  before the rows), so the array need not be tiled by rows and any row starts a block; rows past the end
+  read zeros and are not written, as any TMA window's. A load's blocks arrive on its barrier once, with
+  all their bytes; a store's commit one bulk group."""
+  t0, t1 = tiled.tile
+  gmem, gslice = ctx.gmem_window(gview)
+  kept = [k for k, i in enumerate(gview.index) if not i.squeeze]
+  r = kept[-2]
+  smem_mem = ctx.memref(smem)
+  shape = list(ir.MemRefType(smem_mem.type).shape)            # (..., rows / t0, columns / t1, t0, t1)
+  blocks, lead = shape[-4], len(shape) - 4
+  if any(s != 1 for s in shape[:lead]):
+    raise E.InternalError(f"a copy by rows of tiles into SMEM of shape {shape}", o.loc)
+  n = len(kept)                                                # the window's dims, then the column tiles
+  perm = (*range(n - 2), n - 1, n - 2, n)
+  kw = dict(gmem_transform=(mgpu.TileTransform((t1,)), mgpu.TransposeTransform(perm)), swizzle=tiled.swizzle)
+  first = gslice[r]
+  start = to_index(first.base) if isinstance(first, mgpu.utils.DynamicSlice) else arith.constant(index(), first.start)
+  if isinstance(first, mgpu.utils.DynamicSlice) and isinstance(first.base, int):
+    start = arith.constant(index(), first.base)
+  itemsize = mgpu.utils.bitwidth(ir.MemRefType(smem_mem.type).element_type) // 8
+  load = o.slot >= 0
+  if load:
+    barrier = ctx.barrier(o.slot, o.stage)
+    barrier.arrive_expect_tx(int(np.prod(shape)) * itemsize, predicate=ctx.tma_predicate)
+  for k in range(blocks):
+    rows = mgpu.ds(arith.addi(start, arith.constant(index(), k * t0)), t0)
+    sl = (*gslice[:r], rows, *gslice[r + 1:])
+    dst_block = mgpu.memref_slice(smem_mem, (*(slice(None),) * lead, k))
+    if load:
+      ctx.launch.async_copy(src_ref=gmem, dst_ref=dst_block, gmem_slice=sl, barrier=barrier, arrive=False,
+                            predicate=ctx.tma_predicate, **kw)
+    else:
+      ctx.launch.async_copy(src_ref=dst_block, dst_ref=gmem, gmem_slice=sl, arrive=k == blocks - 1,
+                            predicate=ctx.tma_predicate, **kw)
 
 
 # ---------------------------------------------------------------- interpreter

@@ -102,19 +102,13 @@ ragged_cols_store_enlarged = mg.mgpu_kernel(out_shape=lambda a, b, n: S((a.shape
 
 
 def test_a_ragged_tma_store_hint_is_for_an_output():
+  # (probe 46c: a store of 300 rows through a tiled buffer two tiles wide goes a row of tiles a TMA, so the
+  # kernel the hint was for computes as written; the hint's two ways still do)
   a, b = rn((300, 136), F16, 1), rn((136, 256), F16, 2)
   specs = [S(a.shape, F16), S(b.shape, F16)]
-  expect(ragged_store, specs, mg.TmaLimitError, "ml.copy(c_s, c.at[",
-         "c_s is tiled (8, 64) for the tensor cores, so TMA copies whole tiles of c; c's dimension 0 (300)"
-         " must then be a multiple of 8",
-         hint="make c's out_shape dimension 0 a multiple of 8 (304 rather than 300) and slice the kernel's"
-              " result outside it (result[:300]); or store through 2 separate buffers one tile (64 columns)"
-              " wide, which TMA writes to any number of rows at any row (rows past c's end are dropped):"
-              " c_s0 = ml.smem((128, 64)) with c_s0[...] = y[:, 0:64], c_s1 with y[:, 64:128], y the tile"
-              " you store into c_s; then ml.copy(c_s0, c.at[ml.ds(i * 128, 128), ml.ds(j * 128, 64)]) and"
-              " ml.copy(c_s1, c.at[ml.ds(i * 128, 128), ml.ds(j * 128 + 64, 64)]) (a window of c_s's"
-              " columns cannot be a TMA source)")
   want = mm(a, b)
+  exports(ragged_store, *specs)
+  np.testing.assert_allclose(np.asarray(ragged_store(a, b, interpret=True), np.float32), want, rtol=2e-2, atol=2e-2)
   exports(ragged_store_split, *specs)
   got = np.asarray(ragged_store_split(a, b, interpret=True), np.float32)
   np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)

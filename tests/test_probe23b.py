@@ -54,14 +54,13 @@ def q_times_k_t(q, k, s_out, *, split: ml.constexpr = False):
 
 
 def test_the_hint_splitting_q_keeps_k_transposed():
-  e = expect(q_times_k_t, [S((100, 128), jnp.float16), S((128, 128), jnp.float16)], mg.TmaLimitError,
-             "ml.copy(q.at[ml.ds(i * 64, 64)], q_s)",
-             "q_s is tiled (8, 64) for the tensor cores, so TMA copies whole tiles of q; q's dimension 0 (100)"
-             " must then be a multiple of 8")
-  assert "acc = ml.dot(q_s0, k_s.at[:, ml.ds(0, 64)].T)" in e.hint
+  # (probe 46c: q's 100 rows are copied a row of tiles a TMA, so the kernel computes as written; the split
+  # the hint gave still does)
+  q_times_k_t.check(S((100, 128), jnp.float16), S((128, 128), jnp.float16))
   q = rand.normal(rand.key(0), (100, 128), jnp.float16)
   k = rand.normal(rand.key(1), (128, 128), jnp.float16)
   want = q.astype(F32) @ k.astype(F32).T
+  np.testing.assert_allclose(q_times_k_t(q, k, interpret=True), want, rtol=2e-2, atol=2e-2)
   np.testing.assert_allclose(q_times_k_t(q, k, split=True, interpret=True), want, rtol=2e-2, atol=2e-2)
 
 

@@ -80,13 +80,13 @@ def ragged_queries(q, k, s_out):
 
 def test_the_split_hint_for_q_at_k_transposed_in_a_pipelined_loop_says_columns_and_names_every_part():
   """The hint said `k_s0 and k_s1 loaded by windows of 64 rows`: k_s's split is by columns (the
-  head_dim, K of q @ k.T), and head_dim 256 needs four buffers, not two."""
-  specs = [jax.ShapeDtypeStruct((100, 256), F16), jax.ShapeDtypeStruct((128, 256), F16)]
-  e = expect(ragged_queries, specs, mg.TmaLimitError, "ml.copy(q.at[ml.ds(0, 64)], q_s)",
-             "q_s is tiled (8, 64) for the tensor cores, so TMA copies whole tiles of q; q's dimension 0 (100)"
-             " must then be a multiple of 8")
-  assert ("(in this pipelined loop split k_s the same way, k_s0, k_s1, ... loaded from windows of 64 columns:"
-          " a buffer a pipelined loop loads is read whole)") in e.hint
+  head_dim, K of q @ k.T), and head_dim 256 needs four buffers, not two. Since probe 46c q's 100 rows
+  are copied a row of tiles a TMA: the kernel computes as written, at head_dim 256 too."""
+  q = rand.normal(rand.key(1), (100, 256), F16)
+  k = rand.normal(rand.key(2), (128, 256), F16)
+  ragged_queries.check(*(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in (q, k)))
+  want = q[:64].astype(jnp.float32) @ k.astype(jnp.float32).T
+  assert jnp.allclose(ragged_queries(q, k, interpret=True), want, rtol=1e-3, atol=1e-2)
 
 
 @mg.mgpu_kernel(out_shape=lambda q, k: jax.ShapeDtypeStruct((64, k.shape[0]), jnp.float32), grid=(1,))
@@ -183,15 +183,14 @@ def packed_queries(q, k, cu, s_out):
 
 def test_a_tiled_window_starting_at_a_value_read_from_data_is_offered_buffers_one_tile_wide():
   """The hint offered only ml.multiple_of, which a cu_seqlens offset does not keep (interpret mode
-  then fails): buffers one tile wide take a window from any row."""
-  specs = [jax.ShapeDtypeStruct((104, 128), F16), jax.ShapeDtypeStruct((64, 128), F16),
-           jax.ShapeDtypeStruct((3,), jnp.int32)]
-  e = expect(packed_queries, specs, mg.TmaLimitError, "ml.copy(q.at[ml.ds(cu[1], 64)], q_s)",
-             "q_s is tiled (8, 64) for the tensor cores, so TMA copies whole tiles of q; the start of"
-             " q.at[ml.ds(cu[1], 64)] in dimension 0 is not provably a multiple of 8")
-  assert "if the start always is one, say so: ml.ds(ml.multiple_of(cu[1], 8), 64)" in e.hint   # (35d: its start)
-  assert ("; where it may not be one, load q into 2 separate buffers one tile (64 columns) wide, which TMA"
-          " fills with any number of rows from any row") in e.hint
+  then fails): buffers one tile wide take a window from any row. Since probe 46c the load goes a row of
+  tiles a TMA, so a window from any row takes the kernel as written."""
+  q = rand.normal(rand.key(1), (104, 128), F16)
+  k = rand.normal(rand.key(2), (64, 128), F16)
+  cu = jnp.array([0, 13, 100], jnp.int32)
+  packed_queries.check(*(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in (q, k, cu)))
+  want = q.astype(jnp.float32)[13:77] @ k.astype(jnp.float32).T
+  assert jnp.allclose(packed_queries(q, k, cu, interpret=True), want, rtol=1e-3, atol=1e-2)
 
 
 @mg.mgpu_kernel(out_shape=lambda q, k, cu: jax.ShapeDtypeStruct((64, 64), jnp.float32), grid=(1,))

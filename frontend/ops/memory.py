@@ -104,6 +104,7 @@ class Copy(ir.Op):
   stage: ir.Operand = 0
   reduce: object = None       # an atomic.AtomicKind: the TMA engine reduces into GMEM (a store only)
   multicast: int | None = None
+  row_blocks: bool = False    # (tma_starts.row_blocks: a tiled buffer's rows copied a row of tiles at a time)
 
 
 def is_load(o) -> bool:
