@@ -26,7 +26,7 @@ from .ops.scan import cummax, cummin, cumprod, cumsum
 from .ops.sort import argsort, sort
 from .ops.reduce import argmax, argmin, max_ as max, mean, min_ as min, sum_ as sum
 from .ops.shape import broadcast_to, concatenate, ravel, reshape
-from .ops.permute import transpose
+from .ops.permute import trans, transpose
 from .ops.roll import flip, roll
 from .ops.stats import all_ as all, any_ as any, log_softmax, logsumexp, softmax, std, var
 

@@ -55,7 +55,7 @@ _ALONG = ("write ml.take_along_axis with the same arguments, ml.take_along_axis(
           " from a GMEM ref (a kernel parameter) as jnp's does")
 NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have, and what to write
     "associative_scan": _SCAN, "scan": _SCAN, "sort": _TOP, "topk": _TOP, **SEGMENT, **IMAGE,
-    "trans": _TRANSPOSE, "permute": _TRANSPOSE,
+    "permute": _TRANSPOSE,
     "gather": "index the GMEM ref with a tensor of indices: table[ids, :] (NumPy's advanced indexing)",
     "take": "index the GMEM ref with a tensor of indices: x[idx] (NumPy's advanced indexing)",
     "join": _JOIN.format("join"), "interleave": _JOIN.format("interleave"), "stack": _JOIN.format("stack"),

@@ -142,11 +142,14 @@ def dot_of_transposed_ref(a, b, o):
   o[...] = ml.dot(a_s, ml.transpose(b_s))
 
 
-def test_transposing_an_smem_operand_hints_the_free_view():
-  """The hint said b_s[...], and ml.dot then rejected a register B (probe 15)."""
-  e = expect(dot_of_transposed_ref, [S((64, 64), F16)] * 2, mg.KernelTypeError, "ml.transpose(b_s)",
-             "ml.transpose works on register values, got b_s (SMEM ref)")
-  assert "ml.dot(a_s, b_s.T, acc)" in e.hint
+def test_transposing_an_smem_operand_is_the_free_view():
+  """The hint said b_s[...], and ml.dot then rejected a register B (probe 15); then it hinted the view b_s.T,
+  which ml.transpose(b_s) of a 2-D SMEM buffer now is (probe 46c)."""
+  a = jnp.asarray(np.random.default_rng(0).standard_normal((64, 64)), F16)
+  b = jnp.asarray(np.random.default_rng(1).standard_normal((64, 64)), F16)
+  dot_of_transposed_ref.check(S((64, 64), F16), S((64, 64), F16))
+  want = np.asarray(a, np.float32) @ np.asarray(b, np.float32).T
+  np.testing.assert_allclose(dot_of_transposed_ref(a, b, interpret=True), want, rtol=1e-2, atol=1e-2)
 
 
 @mg.mgpu_kernel(out_shape=lambda l: S(l.shape, F32))

@@ -20,6 +20,8 @@ import pytest
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
+from locate import expect
+
 S = jax.ShapeDtypeStruct
 F16, BF16, F32, I32 = jnp.float16, jnp.bfloat16, jnp.float32, jnp.int32
 LOG2E = 1.4426950408889634
@@ -260,17 +262,83 @@ def _conv_ref(x, w):
   return sum(xp[t:t + x.shape[0]] @ _f64(w)[t] for t in range(3))
 
 
-def test_a_matmul_of_300_rows_and_a_convolutions_shifted_taps_copy_by_rows_of_tiles():
+def test_a_matmul_of_300_rows_loads_a_and_stores_c_by_rows_of_tiles():
+  """(A convolution's shifted taps, the same class, are test_probe25b's conv_rows; on the GPU below.)"""
   a, b, x, w = _class_args()
   np.testing.assert_allclose(_f64(matmul_ragged_m(a, b, interpret=True)), _f64(a) @ _f64(b), rtol=1e-2, atol=5e-2)
-  np.testing.assert_allclose(_f64(conv_rows(x, w, interpret=True)), _conv_ref(x, w), rtol=1e-2, atol=2e-2)
   _export(matmul_ragged_m, S(a.shape, F16), S(b.shape, F16))
-  _export(conv_rows, S(x.shape, BF16), S(w.shape, BF16))
+
+
+# ---------------------------------------------------------------- Triton's transposes of K
+def _trans_attention(form):
+  @mg.mgpu_kernel(out_shape=lambda q, k, v: q, grid=lambda q, k, v: (ml.cdiv(q.shape[0], 64),))
+  def trans_attention(q, k, v, o):
+    i = ml.program_id(0)
+    n, d = k.shape[0], q.shape[1]
+    q_s, k_s, v_s = ml.smem((64, d)), ml.smem((64, d)), ml.smem((64, d))
+    ml.copy(q.at[ml.ds(i * 64, 64)], q_s)
+    m = ml.full((64,), -1e30, jnp.float32)
+    l = ml.zeros((64,), jnp.float32)
+    acc = ml.zeros((64, d), jnp.float32)
+    for start_n in ml.range(0, n, 64, stages=2):
+      ml.copy(k.at[ml.ds(start_n, 64)], k_s)
+      ml.copy(v.at[ml.ds(start_n, 64)], v_s)
+      if form == "trans":
+        s = ml.dot(q_s, ml.trans(k_s))               # Triton's tl.dot(q, tl.trans(k))
+      elif form == "trans_dims":
+        s = ml.dot(q_s[...], ml.trans(k_s, 1, 0))
+      else:
+        s = ml.dot(q_s, ml.transpose(k_s))
+      s = ml.where((start_n + ml.arange(64))[None, :] < n, s * (1 / math.sqrt(d)), -1e30)
+      m_new = ml.maximum(m, ml.max(s, 1))
+      p = ml.exp(s - m_new[:, None])
+      alpha = ml.exp(m - m_new)
+      l = l * alpha + ml.sum(p, 1)
+      acc = acc * alpha[:, None] + ml.dot(p.astype(v.dtype), v_s)
+      m = m_new
+    rows = i * 64 + ml.arange(64)
+    o.at[ml.ds(i * 64, 64)].store((acc / l[:, None]).astype(o.dtype), mask=rows[:, None] < q.shape[0])
+  return trans_attention
+
+
+TRANS_FORMS = {f: _trans_attention(f) for f in ("trans", "trans_dims", "transpose")}
+
+
+def _trans_args():
+  rng = np.random.default_rng(7)
+  return _randn(rng, (100, 64), F16, 4.0), _randn(rng, (130, 64), F16, 4.0), _randn(rng, (130, 64), F16)
+
+
+@pytest.mark.parametrize("form", sorted(TRANS_FORMS))
+def test_ml_trans_and_ml_transpose_of_an_smem_buffer_are_its_view_for_ml_dot(form):
+  """`ml.trans` was MG002 ("ml has no attribute 'trans'") and `ml.transpose(k_s)` MG003 ("works on register
+  values"), both hinting k_s.T; they are that view (a register tensor's, the transpose through SMEM)."""
+  q, k, v = _trans_args()
+  want = _softmax(_f64(q) @ _f64(k).T / 8.0) @ _f64(v)
+  np.testing.assert_allclose(_f64(TRANS_FORMS[form](q, k, v, interpret=True)), want, atol=2e-2)
+  _export(TRANS_FORMS[form], *(S(a.shape, a.dtype) for a in (q, k, v)))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1], x.shape[0]), x.dtype), grid=(1,))
+def trans_registers(x, o):
+  o[...] = ml.trans(x[...] * 2.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1], x.shape[0]), x.dtype), grid=(1,))
+def trans_gmem(x, o):
+  o[...] = ml.trans(x)
+
+
+def test_ml_trans_of_registers_transposes_and_of_an_input_says_what_to_read():
+  x = _randn(np.random.default_rng(8), (64, 128), F32)
+  np.testing.assert_array_equal(_f64(trans_registers(x, interpret=True)), _f64(x).T * 2)
+  expect(trans_gmem, [S((64, 128), F32)], mg.KernelTypeError, "ml.trans(x)",
+         "ml.trans works on register values, got x (GMEM ref)", hint="read it into registers first: x[...]")
 
 
 # ---------------------------------------------------------------- on the GPU
 @pytest.mark.gpu
-def test_gpu_row_block_copies_match_the_float64_references():
+def test_gpu_row_block_copies_and_trans_views_match_the_float64_references():
   q, k, v, w = _sliding_window_args()
   np.testing.assert_allclose(_f64(sliding_window(q, k, v, w)), _sliding_window_ref(q, k, v, 37), atol=2e-2)
   q, k, v, w = _sliding_window_args(BF16, 256)
@@ -282,4 +350,8 @@ def test_gpu_row_block_copies_match_the_float64_references():
     np.testing.assert_allclose(_f64(cross(q, k, v)), _cross_ref(q, k, v), atol=2e-2 if dtype == F16 else 5e-2)
   a, b, x, w = _class_args()
   np.testing.assert_allclose(_f64(matmul_ragged_m(a, b)), _f64(a) @ _f64(b), rtol=1e-2, atol=5e-2)
+  q, k, v = _trans_args()
+  want = _softmax(_f64(q) @ _f64(k).T / 8.0) @ _f64(v)
+  for kernel in TRANS_FORMS.values():
+    np.testing.assert_allclose(_f64(kernel(q, k, v)), want, atol=2e-2)
   np.testing.assert_allclose(_f64(conv_rows(x, w)), _conv_ref(x, w), rtol=1e-2, atol=2e-2)

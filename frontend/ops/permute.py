@@ -17,7 +17,7 @@ from .. import hw, ir
 from ..dtypes import DType
 from ..ir import LayoutRule, Traits
 from ..types import TensorType, dtype_name, resolve
-from .base import builtin, check_register_value, is_tensor, kind_of, shown
+from .base import builtin, check_register_value, is_smem_matrix, is_tensor, kind_of, shown
 
 
 def _effects(o):
@@ -138,12 +138,21 @@ def _axes_of(cx, x, axes):
       hint=f"list every axis once, in the result's order: ml.transpose({cx.named(x, 'v')}, ({example}))")
 
 
+_SWAPS = ((1, 0), (-1, -2), (1, -2), (-1, 0))     # the two axes of a 2-D tensor swapped
+
+
 @builtin(methods=("transpose",))
 def transpose(cx, x, *axes, **given):
   """The transpose of a register tensor (also `x.T`, `x.transpose()`, `x.transpose(1, 0)`): a 2-D tensor's
   two axes swapped through an SMEM scratch of the tile's size (a copy through shared memory, not free as
   `buf.T` in ml.dot is); a 3-D or wider tensor's axes permuted as `jnp.transpose(x, axes)` (axes reversed
-  where left out): `ml.transpose(v, (0, 2, 1, 3))` turns (B, S, H, D) into (B, H, S, D)."""
+  where left out): `ml.transpose(v, (0, 2, 1, 3))` turns (B, S, H, D) into (B, H, S, D). Of a 2-D SMEM
+  buffer it is the buffer's transposed view `buf.T`, which ml.dot reads with no data moved
+  (`ml.dot(q_s, ml.transpose(k_s))`, as Triton's `tl.dot(q, tl.trans(k))`; probe 46c)."""
+  return _transpose(cx, x, axes, given, "ml.transpose")
+
+
+def _transpose(cx, x, axes, given, what):
   if set(given) - {"axes"} or given and axes:
     raise E.KernelTypeError(f"ml.transpose takes the tensor and its axes, got {', '.join(sorted(given))}=",
                             cx.loc, hint=f"ml.transpose({cx.named(x, 'v')}, axes)")
@@ -152,10 +161,13 @@ def transpose(cx, x, *axes, **given):
   if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
     axes = tuple(axes[0])                       # ml.transpose(x, (1, 0)), as jnp.transpose
   axes = tuple(axes) or None
-  check_register_value(cx, x, "ml.transpose")
+  if is_smem_matrix(x) and (axes is None or axes in _SWAPS):
+    from .memory import transpose as view_transposed
+    return view_transposed(cx, x, cx.name or "")
+  check_register_value(cx, x, what)
   rank = len(x.type.shape) if is_tensor(x) else 0
   if rank <= 2:
-    if axes is not None and axes not in ((1, 0), (-1, -2), (1, -2), (-1, 0)):
+    if axes is not None and axes not in _SWAPS:
       if rank == 2 and axes in ((0, 1), (-2, -1), (0, -1), (-2, 1)):
         return x                                # the identity permutation
       raise E.KernelTypeError(f"ml.transpose(x, axes={axes!r}): 2-D tensors swap their two axes only",
@@ -166,6 +178,13 @@ def transpose(cx, x, *axes, **given):
                             hint="ml.transpose(v, (1, 0, 2))")
   perm = tuple(range(rank))[::-1] if axes is None else _axes_of(cx, x, axes)
   return permute_tensor(cx, x, perm, cx.name or "")
+
+
+@builtin
+def trans(cx, x, *dims):
+  """Triton's `tl.trans(x)` (and `tl.trans(x, 1, 0)`, `tl.trans(x, (0, 2, 1))`): `ml.transpose(x, dims)`. Of
+  a 2-D SMEM buffer the transposed view, as `buf.T`: `ml.dot(q_s, ml.trans(k_s))` moves no data."""
+  return _transpose(cx, x, dims, {}, "ml.trans")
 
 
 # ---------------------------------------------------------------- strided slices
