@@ -187,13 +187,13 @@ def _copy(ctx, o):
 
 
 def _copy_row_blocks(ctx, o, smem, gview, tiled):
-  """A TMA copy of a buffer tiled (t0, t1) for the tensor cores whose GMEM rows are not whole tiles of the
-  array (a sequence of 100 keys, a window at a cu_seqlens offset: frontend tma_starts.row_blocks): one copy
-  per t0 rows of the window. Each fills one row of tiles of the buffer, (C / t1, t0, t1) in SMEM, from the
-  array viewed as (C / t1 column tiles, rows, t1) (TileTransform of the columns alone, then the column tiles
-  before the rows), so the array need not be tiled by rows and any row starts a block; rows past the end
-  read zeros and are not written, as any TMA window's. A load's blocks arrive on its barrier once, with
-  all their bytes; a store's commit one bulk group."""
+  """A TMA copy of a buffer tiled (t0, t1) for the tensor cores whose GMEM rows are not whole tiles of the array
+  (a sequence of 100 keys), or whose load starts inside a tile (a cu_seqlens offset; the frontend's
+  layout_checks.by_row_blocks sets `o.row_blocks`): one copy per t0 rows of the window. Each fills one row of
+  tiles of the buffer, (C / t1, t0, t1) in SMEM, from the array viewed as (C / t1 column tiles, rows, t1)
+  (TileTransform of the columns alone, then the column tiles before the rows), so the array need not be tiled by
+  rows and any row starts a block; rows past the end read zeros and are not written, as any TMA window's. A
+  load's blocks arrive on its barrier once, with all their bytes; a store's commit one bulk group."""
   t0, t1 = tiled.tile
   gmem, gslice = ctx.gmem_window(gview)
   kept = [k for k, i in enumerate(gview.index) if not i.squeeze]
@@ -206,10 +206,9 @@ def _copy_row_blocks(ctx, o, smem, gview, tiled):
   n = len(kept)                                                # the window's dims, then the column tiles
   perm = (*range(n - 2), n - 1, n - 2, n)
   kw = dict(gmem_transform=(mgpu.TileTransform((t1,)), mgpu.TransposeTransform(perm)), swizzle=tiled.swizzle)
-  first = gslice[r]
-  start = to_index(first.base) if isinstance(first, mgpu.utils.DynamicSlice) else arith.constant(index(), first.start)
-  if isinstance(first, mgpu.utils.DynamicSlice) and isinstance(first.base, int):
-    start = arith.constant(index(), first.base)
+  first = gslice[r]                                            # a static slice, or a run-time (or negative) start
+  base = first.base if isinstance(first, mgpu.utils.DynamicSlice) else first.start
+  start = arith.constant(index(), base) if isinstance(base, int) else to_index(base)
   itemsize = mgpu.utils.bitwidth(ir.MemRefType(smem_mem.type).element_type) // 8
   load = o.slot >= 0
   if load:
