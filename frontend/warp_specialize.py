@@ -57,6 +57,7 @@ def warp_specialize(kernel: ir.Kernel, loop: For, em, result) -> None:
         f" {kernel.block + hw.WARPGROUP} threads, more than a CTA may have ({hw.MAX_BLOCK})", loop.loc,
         hint=f"launch it with block={hw.MAX_BLOCK - hw.WARPGROUP} or fewer compute threads, or drop"
              f" warp_specialize=True")
+  _hoist_branch_allocs(kernel)
   path = ir.path_to(kernel.body, loop)
   plan = make_plan(kernel, loop, em)
   multibuffer(kernel, plan, em)
@@ -66,14 +67,10 @@ def warp_specialize(kernel: ir.Kernel, loop: For, em, result) -> None:
     if not any(o.results == (buf,) for o in kernel.body.ops):
       # reported at the ml.smem(...) the hint says to move, the loop in a note
       alloc = next((o for o in ir.walk(kernel.body) if isinstance(o, SmemAlloc) and o.results == (buf,)), None)
-      early = _early_return(kernel, alloc)
-      where, move = ((f"after the return in the if at line {early.loc.lineno} (the rest of the kernel runs as"
-                      f" that if's else)", f"move its ml.smem(...) above the if at line {early.loc.lineno}")
-                     if early is not None else ("inside a loop or branch", "move its ml.smem(...) to the top"))
-      raise E.WarpSpecializeError(
-          f"{buf.name} is allocated {where}; a warp-specialised loop's buffers"
+      raise E.WarpSpecializeError(     # (those under run-time ifs alone were moved to the top: _hoist_branch_allocs)
+          f"{buf.name} is allocated inside a loop; a warp-specialised loop's buffers"
           f" must be allocated at the top of the kernel", alloc.loc if alloc is not None else loc,
-          hint=move, notes=(f"{loc}: the warp-specialised loop",))
+          hint="move its ml.smem(...) to the top", notes=(f"{loc}: the warp-specialised loop",))
   _check_sources_not_written(kernel, plan, em, loop)
   empty = ir.Value(BarrierType(S, kernel.block // hw.WARPGROUP, _multicast_axis(plan)), "empty")
   alloc = em.defs[empty.id] = BarrierAlloc(loc, (empty,))
@@ -95,18 +92,25 @@ def warp_specialize(kernel: ir.Kernel, loop: For, em, result) -> None:
   ir.prune_dead(kernel.body)
 
 
-def _early_return(kernel, alloc):
-  """The outermost `if` around `alloc` that ends before it in the source: one that returns, the
-  rest of the kernel moved into its else (frontend/jumps.py without_return); None if none."""
-  if alloc is None:
-    return None
-  for o in ir.path_to(kernel.body, alloc)[:-1]:
-    if isinstance(o, LOOPS):
-      return None
-    end = getattr(o.loc, "end_lineno", None)
-    if isinstance(o, If) and end is not None and o.loc.filename == alloc.loc.filename and alloc.loc.lineno > end:
-      return o
-  return None
+def _hoist_branch_allocs(kernel) -> None:
+  """Moves the `ml.smem(...)` written under run-time ifs, but in no loop, to the top of the kernel, where a
+  warp-specialised loop's buffers must be: an allocation is static, the same buffer wherever it is written.
+  A varlen attention returns early for query tiles past its sequence (`if i * BQ >= n: return`), which puts
+  the rest of the kernel, its buffers with it, in that if's else (MG503 until probe 46c)."""
+  moved = []
+
+  def visit(block):
+    for o in block.ops:
+      if not isinstance(o, If):
+        continue
+      for r in o.regions:
+        inner = getattr(o, r)
+        moved.extend(x for x in inner.ops if isinstance(x, SmemAlloc))
+        inner.ops[:] = [x for x in inner.ops if not isinstance(x, SmemAlloc)]
+        visit(inner)
+
+  visit(kernel.body)
+  kernel.body.ops[:0] = moved
 
 
 def _check_sources_not_written(kernel, plan, em, loop) -> None:

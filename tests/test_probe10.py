@@ -188,10 +188,12 @@ def ws_buffer_in_an_outer_loop(a, b, c):
 
 
 def test_warp_specialised_buffers_allocated_in_a_branch_or_loop_are_reported_at_the_allocation():
-  for kernel, name, at in ((ws_buffers_in_a_branch, "a_s", "ml.smem((128, 64))"),
-                           (ws_buffer_in_an_outer_loop, "b_s", "ml.smem((64, 128))")):
+  # (since probe 46c buffers under a run-time if move to the kernel's top, where the loop needs them: the
+  # branch's kernel builds; a loop's are still reported)
+  ws_buffers_in_a_branch.check(*MM)
+  for kernel, name, at in ((ws_buffer_in_an_outer_loop, "b_s", "ml.smem((64, 128))"),):
     e = expect(kernel, MM, mg.WarpSpecializeError, at,
-               f"{name} is allocated inside a loop or branch; a warp-specialised loop's buffers must be"
+               f"{name} is allocated inside a loop; a warp-specialised loop's buffers must be"
                f" allocated at the top of the kernel", hint="move its ml.smem(...) to the top")
     assert e.notes == (f"{e.filename}:{where(kernel, 'for k in')[0]}:{where(kernel, 'for k in')[1]}:"
                        f" the warp-specialised loop",)

@@ -220,6 +220,67 @@ def test_cross_attention_of_77_queries_and_150_keys_stores_o_by_tma(d, dtype):
   _export(cross, *(S(a.shape, a.dtype) for a in (q, k, v)))
 
 
+# ---------------------------------------------------------------- varlen, causal, an early return, warp-specialised
+def _vc_grid(q, k, v, cu, *, max_len):
+  return (ml.cdiv(max_len, 64), q.shape[1], cu.shape[0] - 1)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, v, cu, *, max_len: q, grid=_vc_grid)
+def varlen_causal_ws(q, k, v, cu, o, *, max_len: ml.constexpr):
+  BQ, BK = 64, 64
+  i, h, b = ml.program_id(0), ml.program_id(1), ml.program_id(2)
+  d = q.shape[2]
+  s0 = cu[b]
+  n = cu[b + 1] - s0
+  if i * BQ >= n:                # a query tile past its sequence: the rest of the kernel is this if's else
+    return
+  q_s, k_s, v_s = ml.smem((BQ, d)), ml.smem((BK, d)), ml.smem((BK, d))
+  ml.copy(q.at[ml.ds(s0 + i * BQ, BQ), h], q_s)
+  m = ml.full((BQ,), -1e30, jnp.float32)
+  l = ml.zeros((BQ,), jnp.float32)
+  acc = ml.zeros((BQ, d), jnp.float32)
+  rows = i * BQ + ml.arange(BQ)
+  for j in ml.range(ml.minimum(i + 1, ml.cdiv(n, BK)), stages=2, warp_specialize=True):
+    ml.copy(k.at[ml.ds(s0 + j * BK, BK), h], k_s)
+    ml.copy(v.at[ml.ds(s0 + j * BK, BK), h], v_s)
+    cols = j * BK + ml.arange(BK)
+    s = ml.dot(q_s, k_s.T) * (LOG2E / math.sqrt(d))
+    s = ml.where((cols[None, :] <= rows[:, None]) & (cols[None, :] < n), s, -1e30)
+    m_new = ml.maximum(m, ml.max(s, axis=1))
+    p = ml.exp2(s - m_new[:, None])
+    alpha = ml.exp2(m - m_new)
+    l = l * alpha + ml.sum(p, axis=1)
+    acc = ml.dot(p.astype(q.dtype), v_s, acc * alpha[:, None])
+    m = m_new
+  o.at[ml.ds(s0 + i * BQ, BQ), h].store((acc / l[:, None]).astype(o.dtype), mask=rows[:, None] < n)
+
+
+def _varlen_causal_args():
+  rng = np.random.default_rng(11)
+  q, k, v = (_randn(rng, (200, 2, 128), BF16, 3.0) for _ in range(3))
+  return q, k, v, jnp.asarray([0, 5, 133, 200], jnp.int32)
+
+
+def _varlen_causal_ref(q, k, v, cu):
+  q, k, v = _f64(q), _f64(k), _f64(v)
+  out = np.zeros_like(q)
+  for b in range(len(cu) - 1):
+    a, e = cu[b:b + 2]
+    qq, kk, vv = (x[a:e].transpose(1, 0, 2) for x in (q, k, v))
+    r, c = np.arange(e - a)[:, None], np.arange(e - a)[None, :]
+    out[a:e] = (_softmax(qq @ kk.swapaxes(-1, -2) / math.sqrt(q.shape[-1]), c <= r) @ vv).transpose(1, 0, 2)
+  return out
+
+
+def test_warp_specialised_varlen_attention_allocates_after_an_early_return():
+  """MG503 "k_s is allocated after the return in the if at line ...": the compiler now moves the ml.smem(...)
+  under the return's if to the top, as the hint did (and its sequences start at cu_seqlens offsets, 5 and 133)."""
+  args = _varlen_causal_args()
+  got = varlen_causal_ws(*args, max_len=128, interpret=True)
+  np.testing.assert_allclose(_f64(got), _varlen_causal_ref(*map(np.asarray, args)), atol=5e-2)
+  _export(varlen_causal_ws, *(S(a.shape, a.dtype) for a in args), max_len=128)
+
+
 # ---------------------------------------------------------------- the same class outside attention
 @mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F16),
                 grid=lambda a, b: (ml.cdiv(a.shape[0], 64), b.shape[1] // 128))
@@ -338,7 +399,7 @@ def test_ml_trans_of_registers_transposes_and_of_an_input_says_what_to_read():
 
 # ---------------------------------------------------------------- on the GPU
 @pytest.mark.gpu
-def test_gpu_row_block_copies_and_trans_views_match_the_float64_references():
+def test_gpu_probe46c_kernels_match_the_float64_references():
   q, k, v, w = _sliding_window_args()
   np.testing.assert_allclose(_f64(sliding_window(q, k, v, w)), _sliding_window_ref(q, k, v, 37), atol=2e-2)
   q, k, v, w = _sliding_window_args(BF16, 256)
@@ -350,6 +411,9 @@ def test_gpu_row_block_copies_and_trans_views_match_the_float64_references():
     np.testing.assert_allclose(_f64(cross(q, k, v)), _cross_ref(q, k, v), atol=2e-2 if dtype == F16 else 5e-2)
   a, b, x, w = _class_args()
   np.testing.assert_allclose(_f64(matmul_ragged_m(a, b)), _f64(a) @ _f64(b), rtol=1e-2, atol=5e-2)
+  args = _varlen_causal_args()
+  got = varlen_causal_ws(*args, max_len=128)
+  np.testing.assert_allclose(_f64(got), _varlen_causal_ref(*map(np.asarray, args)), atol=5e-2)
   q, k, v = _trans_args()
   want = _softmax(_f64(q) @ _f64(k).T / 8.0) @ _f64(v)
   for kernel in TRANS_FORMS.values():
