@@ -489,20 +489,30 @@ def run_start(b, v):
   if (isinstance(o, (Broadcast, Reshape)) and isinstance(v.type, TensorType) and len(v.type.shape) >= 2
       and sum(n != 1 for n in v.type.shape) <= 1 and len(o.x.type.shape) == 1):
     v = o.x                        # rows[:, None], cols[None, :], b[:, None, None]: Triton's grids of pointers
-  if not (is_value(v) and isinstance(v.type, TensorType) and len(v.type.shape) == 1):
+  if not (is_value(v) and isinstance(v.type, TensorType) and v.type.shape and sum(n != 1 for n in v.type.shape) <= 1):
     return None
   d = v.type.dtype
   if not (isinstance(d, DType) and d.is_int):
     return None
-  n, o = v.type.shape[0], b.defining(v)
+  n, o = math.prod(v.type.shape), b.defining(v)
   if isinstance(o, Arange):
     return 0, n
   if not (isinstance(o, Binary) and o.kind == BinOp.ADD):
     return None
   for a, s in ((o.lhs, o.rhs), (o.rhs, o.lhs)):
-    if is_value(a) and isinstance(b.defining(a), Arange):
-      if isinstance(s, int) and not isinstance(s, bool) or is_value(s) and isinstance(s.type, ScalarType):
-        return s, n
+    # a start added after the broadcast (Liger's `hd // 2 + offs[None, :]`) or in two steps (`offs + base + 32`):
+    # the run of the other operand, its start 0 (or an int, where s is one too) moved by s
+    if not (is_value(a) and isinstance(a.type, TensorType) and tuple(a.type.shape) == tuple(v.type.shape)):
+      continue
+    if not (isinstance(s, int) and not isinstance(s, bool) or is_value(s) and isinstance(s.type, ScalarType)):
+      continue
+    inner = run_start(b, a)
+    if inner is None or not isinstance(inner[0], int):
+      continue
+    if inner[0] == 0:
+      return s, n
+    if isinstance(s, int):
+      return inner[0] + s, n
   return None
 
 
