@@ -213,13 +213,16 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, **kw) -> ir.K
 
 
 def _padded_trace(pk, in_specs, out_specs, constexprs, **kw):
-  """The kernel traced with short windows no register tensor holds read padded (ops/padded_tiles.py); None where
-  that trace fails in any way (the kernel then fails as traced first)."""
-  from .ops.padded_tiles import PadAbort
-  try:
-    return _trace(pk, in_specs, out_specs, constexprs, small_loads=None, pad_tiles={}, **kw)
-  except (E.KernelError, PadAbort):
-    return None
+  """The kernel traced with short windows no register tensor holds read padded (ops/padded_tiles.py), then, where
+  that fails, with 2-D windows of rows no row-wise layout takes padded too (RowPads); None where both traces fail in
+  any way (the kernel then fails as traced first)."""
+  from .ops.padded_tiles import PadAbort, RowPads
+  for pads in ({}, RowPads()):     # (then also tiles of rows no row-wise layout takes: probe 46d)
+    try:
+      return _trace(pk, in_specs, out_specs, constexprs, small_loads=None, pad_tiles=pads, **kw)
+    except (E.KernelError, PadAbort):
+      pass
+  return None
 
 
 def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, block, cluster,

@@ -232,6 +232,13 @@ def run_square_vjp(k):
   close(k(x, g, interpret=True), 2 * x * g)
 
 
+def run_rope(k):
+  q, cos, sin = rand(9, 6, 64), rand(9, 32), rand(9, 32)
+  x1, x2 = q[..., :32], q[..., 32:]
+  c, s = cos[:, None], sin[:, None]
+  close(k(q, cos, sin, interpret=True), jnp.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], -1))
+
+
 @dataclasses.dataclass
 class Case:
   doc: str
@@ -255,6 +262,7 @@ CASES = [
     Case(L, "double", [S((1000, 64), f32)], run=run_double_masked, marker="ml.cdiv"),
     Case(L, "segment_sums", [S((5,), i32), S((1024,), f32)], run=run_segment_sums),
     Case(L, "embedding", [S((100, 64), f32), S((128,), i32)], run=run_embedding),
+    Case(L, "rope", [S((9, 6, 64), f32), S((9, 32), f32), S((9, 32), f32)], run=run_rope),
     Case(L, "softmax", [S((64, 256), f32)], run=run_softmax),
     Case(L, "transpose", [S((128, 256), f32)], run=run_transpose),
     Case(L, "matmul", [S((512, 256), f16), S((256, 512), f16)]),

@@ -150,11 +150,28 @@ def group_norm(x, w, b, y):
   y.at[n, ml.ds(g * cpg, cpg), :][...] = (v - mu) * rs * wv[:, None] + bv[:, None]
 
 
+@mg.mgpu_kernel(out_shape=lambda x, w, b, p: x, grid=lambda x, w, b, p: (x.shape[0], GROUPS))
+def group_norm_position_bias(x, w, b, p, y):   # + a bias per position, (196,): a row no padded tile meets
+  n = ml.program_id(0)
+  g = ml.program_id(1)
+  cpg = x.shape[1] // GROUPS
+  v = x.at[n, ml.ds(g * cpg, cpg), :][...]          # (8, 196): the group's channels by positions
+  mu = ml.mean(v)
+  var = ml.mean((v - mu) * (v - mu))
+  rs = ml.rsqrt(var + 1e-5)
+  wv = w.at[ml.ds(g * cpg, cpg)][...]
+  bv = b.at[ml.ds(g * cpg, cpg)][...]
+  y.at[n, ml.ds(g * cpg, cpg), :][...] = (v - mu) * rs * wv[:, None] + bv[:, None] + p[...][None, :]
+
+
 def test_a_narrow_tile_failing_at_a_broadcast_is_padded_for_the_reductions_it_also_meets():
   """The tile failed where w[:, None] is broadcast along it, so the hint read the 224 columns with
   other=0 and no word of the group's mean and variance: followed, ml.mean of the padded tile divided by
-  1792 and counted (0 - mean) ** 2 for every padded column, silently wrong statistics."""
-  e = expect(group_norm, [S((2, 64, 196), F32), S((64,), F32), S((64,), F32)], mg.LayoutError,
+  1792 and counted (0 - mean) ** 2 for every padded column, silently wrong statistics. (Since probe 46d the
+  padded trace takes `group_norm` itself, w[:, None] being the same along the padded columns: its numbers are
+  checked below; a row of 196 positions broadcast along the tile, p[...][None, :], still fails so.)"""
+  e = expect(group_norm_position_bias, [S((2, 64, 196), F32), S((64,), F32), S((64,), F32), S((196,), F32)],
+             mg.LayoutError,
              "(v - mu) * rs * wv[:, None]",
              "v of shape (8, 196) is reduced or broadcast along its rows or columns, which needs columns a multiple"
              " of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a multiple of 128;"
@@ -189,6 +206,7 @@ def test_the_padded_group_norm_matches_jnp():
   want = ((xg - xg.mean(-1, keepdims=True)) / jnp.sqrt(xg.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
   want = want * w[None, :, None] + b[None, :, None]
   np.testing.assert_allclose(group_norm_padded(x, w, b, interpret=True), want, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(group_norm(x, w, b, interpret=True), want, rtol=1e-4, atol=1e-4)   # (probe 46d)
 
 
 @mg.mgpu_kernel(out_shape=lambda x, w: x, grid=lambda x, w: (x.shape[0], 16))

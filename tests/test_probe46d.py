@@ -2,7 +2,9 @@
 layouts over few heads, fused residual-add + RMSNorm, GeGLU/SwiGLU, cross-entropy chunks, KL and JSD, embeddings).
 
 Each section says what was wrong: Triton's offsets with the start added after the broadcast (`d + offs[None, :]`)
-were a gather and a scatter rather than the window they cover."""
+were a gather and a scatter rather than the window they cover; a token's tile of few heads ((6, 64), (2, 64), (3, 64))
+split in halves, or in interleaved pairs, and rotated by a row of cos and sin was MG204 (its halves' rows no row-wise
+layout takes; its pairs no register tensor holds)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -111,3 +113,145 @@ def test_liger_rope_offsets_past_the_broadcast_on_the_gpu():
   x = _rnd((37, 256), 12, BF16)
   np.testing.assert_allclose(np.asarray(geglu_packed(x), F32), np.asarray(geglu_packed(x, interpret=True), F32),
                              rtol=2e-2, atol=2e-2)
+
+
+# ---------------------------------------------------------------- halves of a token's tile of few heads
+# A token's (heads, head_dim) tile with heads not a multiple of 4 (6 query heads, 2 or 3 KV heads), split in halves
+# (`x[:, :d]`, `x[:, d:]`) that meet a row of cos and sin broadcast along the heads, was MG204 at the halves (a
+# (6, 32) or (2, 32) tile broadcast along its rows needs rows a multiple of 4): the padded trace read only tiles that
+# registers cannot hold padded. It now also reads such a tile padded to rows a multiple of 4 (under the mask of its
+# heads), where the plain padded trace fails, and keeps the padding through the halves and their concatenation.
+@mg.mgpu_kernel(out_shape=lambda q, cos, sin: q, grid=lambda q, cos, sin: (q.shape[0],))
+def rope_halves(q, cos, sin, out):
+  t = ml.program_id(0)
+  d = q.shape[2] // 2
+  x = q.at[t][...].astype(jnp.float32)
+  c = cos.at[t][...][None, :]
+  s = sin.at[t][...][None, :]
+  x1 = x[:, :d]
+  x2 = x[:, d:]
+  out.at[t][...] = ml.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=1).astype(out.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, pos: (q, k), grid=lambda q, k, pos: (q.shape[0],))
+def rope_qk_from_positions(q, k, pos, qo, ko, *, base: ml.constexpr = 10000.0):
+  t = ml.program_id(0)
+  hd = q.shape[2]
+  d = hd // 2
+  ang = pos[t].astype(jnp.float32) * base ** (-2.0 * ml.arange(d).astype(jnp.float32) / hd)
+  c = ml.cos(ang)[None, :]
+  s = ml.sin(ang)[None, :]
+  for src, dst in ((q, qo), (k, ko)):        # 6 query heads, 2 KV heads
+    x = src.at[t][...].astype(jnp.float32)
+    x1, x2 = x[:, :d], x[:, d:]
+    dst.at[t, :, :d][...] = (x1 * c - x2 * s).astype(dst.dtype)
+    dst.at[t, :, d:][...] = (x2 * c + x1 * s).astype(dst.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda k, cos, sin: k, grid=lambda k, cos, sin: (k.shape[0],))
+def rope_rotate_half(k, cos, sin, out):       # HF's rotate_half, full-width cos and sin
+  t = ml.program_id(0)
+  d = k.shape[2] // 2
+  x = k.at[t][...].astype(jnp.float32)
+  rot = ml.concatenate([-x[:, d:], x[:, :d]], axis=-1)
+  out.at[t][...] = (x * cos.at[t][...][None, :] + rot * sin.at[t][...][None, :]).astype(out.dtype)
+
+
+def _rotate_half_ref(k, cos, sin):
+  x = jnp.asarray(k, F32)
+  d = x.shape[-1] // 2
+  rot = jnp.concatenate([-x[..., d:], x[..., :d]], -1)
+  return x * jnp.asarray(cos, F32)[:, None] + rot * jnp.asarray(sin, F32)[:, None]
+
+
+def _close(got, want, tol=1e-2):
+  np.testing.assert_allclose(np.asarray(got, F32), np.asarray(jnp.asarray(want).astype(BF16), F32), rtol=tol, atol=tol)
+
+
+def test_halves_of_a_tile_of_six_heads_rotate_forward_and_backward():
+  q, cos, sin = _rnd((9, 6, 64), 20, BF16), _rnd((9, 32), 21), _rnd((9, 32), 22)
+  _close(rope_halves(q, cos, sin, interpret=True), _rope_ref(q, cos, sin))
+  g = jnp.asarray(q, F32)       # the backward is the rotation by -theta
+  want = jax.vjp(lambda x: _rope_ref(x, cos, sin), g)[1](g)[0]
+  _close(rope_halves(q, cos, -sin, interpret=True), want)
+  _export(rope_halves, q, cos, sin)
+  ir = rope_halves.typed_ir(S(q.shape, BF16), S(cos.shape, F32), S(sin.shape, F32))
+  assert "ref<GMEM, 8x64, bfloat16>" in ir and "maskedstore" in ir      # read and written padded to 8 heads
+
+
+def test_query_and_kv_heads_rotate_by_angles_of_positions():
+  q, k = _rnd((7, 6, 64), 23, BF16), _rnd((7, 2, 64), 24, BF16)
+  pos = (np.arange(7) * 5 + 3).astype(np.int32)
+  ang = pos[:, None] * 10000.0 ** (-np.arange(0, 64, 2) / 64)[None, :]
+  gq, gk = rope_qk_from_positions(q, k, pos, interpret=True)
+  _close(gq, _rope_ref(q, np.cos(ang), np.sin(ang)), 3e-2)
+  _close(gk, _rope_ref(k, np.cos(ang), np.sin(ang)), 3e-2)
+  _export(rope_qk_from_positions, q, k, pos)
+
+
+def test_rotate_half_of_three_kv_heads():
+  k, cos, sin = _rnd((5, 3, 64), 25, BF16), _rnd((5, 64), 26), _rnd((5, 64), 27)
+  _close(rope_rotate_half(k, cos, sin, interpret=True), _rotate_half_ref(k, cos, sin))
+  _export(rope_rotate_half, k, cos, sin)
+
+
+# Interleaved (GPT-J) RoPE: the pairs `x[:, ::2]`, `x[:, 1::2]` of a (6, 64) tile (MG204: a (6, 32) result registers
+# cannot hold), or `x.reshape(h, d // 2, 2)[:, :, 0]`, rotated and interleaved back by a concatenation along a new last
+# axis and a reshape: the padded trace keeps the heads' padding through the strided slice, the new axis and the
+# reshape of the axes after the padded one.
+@mg.mgpu_kernel(out_shape=lambda q, cos, sin: q, grid=lambda q, cos, sin: (q.shape[0],))
+def rope_interleaved(q, cos, sin, out):
+  t = ml.program_id(0)
+  h, d = q.shape[1], q.shape[2]
+  x = q.at[t][...].astype(jnp.float32)
+  c = cos.at[t][...][None, :]
+  s = sin.at[t][...][None, :]
+  a, b = x[:, ::2], x[:, 1::2]
+  o = ml.concatenate([(a * c - b * s)[..., None], (b * c + a * s)[..., None]], axis=-1).reshape(h, d)
+  out.at[t][...] = o.astype(out.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, cos, sin: q, grid=lambda q, cos, sin: (q.shape[0],))
+def rope_pairs(q, cos, sin, out):
+  t = ml.program_id(0)
+  h, d = q.shape[1], q.shape[2]
+  x = q.at[t][...].astype(jnp.float32).reshape(h, d // 2, 2)
+  c = cos.at[t][...][None, :]
+  s = sin.at[t][...][None, :]
+  a, b = x[:, :, 0], x[:, :, 1]
+  o = ml.concatenate([(a * c - b * s)[:, :, None], (b * c + a * s)[:, :, None]], axis=2)
+  out.at[t][...] = o.reshape(h, d).astype(out.dtype)
+
+
+def _interleaved_ref(q, cos, sin):
+  q = jnp.asarray(q, F32)
+  c, s = jnp.asarray(cos, F32)[:, None, :], jnp.asarray(sin, F32)[:, None, :]
+  a, b = q[..., ::2], q[..., 1::2]
+  return jnp.stack([a * c - b * s, b * c + a * s], -1).reshape(q.shape)
+
+
+@pytest.mark.parametrize("heads", [6, 3])
+def test_interleaved_pairs_of_a_tile_of_few_heads(heads):
+  q, cos, sin = _rnd((5, heads, 64), 40 + heads, BF16), _rnd((5, 32), 41), _rnd((5, 32), 42)
+  _close(rope_interleaved(q, cos, sin, interpret=True), _interleaved_ref(q, cos, sin))
+  _export(rope_interleaved, q, cos, sin)
+  if heads == 6:
+    _close(rope_pairs(q, cos, sin, interpret=True), _interleaved_ref(q, cos, sin))
+    _export(rope_pairs, q, cos, sin)
+
+
+@pytest.mark.gpu
+def test_halves_of_a_tile_of_few_heads_on_the_gpu():
+  q, cos, sin = _rnd((33, 6, 64), 28, BF16), _rnd((33, 32), 29), _rnd((33, 32), 30)
+  _close(rope_halves(q, cos, sin), rope_halves(q, cos, sin, interpret=True))
+  k = _rnd((33, 2, 64), 31, BF16)
+  pos = np.arange(33, dtype=np.int32)
+  for got, want in zip(rope_qk_from_positions(q, k, pos), rope_qk_from_positions(q, k, pos, interpret=True)):
+    _close(got, want, 3e-2)
+  k3, cf, sf = _rnd((33, 3, 64), 32, BF16), _rnd((33, 64), 33), _rnd((33, 64), 34)
+  _close(rope_rotate_half(k3, cf, sf), rope_rotate_half(k3, cf, sf, interpret=True))
+  for heads in (6, 3, 2):
+    q = _rnd((33, heads, 64), 35 + heads, BF16)
+    _close(rope_interleaved(q, cos, sin), rope_interleaved(q, cos, sin, interpret=True))
+  q = _rnd((33, 6, 64), 39, BF16)
+  _close(rope_pairs(q, cos, sin), rope_pairs(q, cos, sin, interpret=True))

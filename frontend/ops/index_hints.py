@@ -499,20 +499,11 @@ def run_start(b, v):
     return 0, n
   if not (isinstance(o, Binary) and o.kind == BinOp.ADD):
     return None
-  for a, s in ((o.lhs, o.rhs), (o.rhs, o.lhs)):
-    # a start added after the broadcast (Liger's `hd // 2 + offs[None, :]`) or in two steps (`offs + base + 32`):
-    # the run of the other operand, its start 0 (or an int, where s is one too) moved by s
-    if not (is_value(a) and isinstance(a.type, TensorType) and tuple(a.type.shape) == tuple(v.type.shape)):
-      continue
-    if not (isinstance(s, int) and not isinstance(s, bool) or is_value(s) and isinstance(s.type, ScalarType)):
-      continue
-    inner = run_start(b, a)
-    if inner is None or not isinstance(inner[0], int):
-      continue
-    if inner[0] == 0:
-      return s, n
-    if isinstance(s, int):
-      return inner[0] + s, n
+  for a, s in ((o.lhs, o.rhs), (o.rhs, o.lhs)):   # (a start added after the broadcast, `d + offs[None, :]`, or
+    if (is_value(a) and isinstance(a.type, TensorType) and a.type.shape == v.type.shape    # ints in two steps)
+        and (isinstance(s, int) and not isinstance(s, bool) or is_value(s) and isinstance(s.type, ScalarType))
+        and (inner := run_start(b, a)) is not None and isinstance(inner[0], int) and (inner[0] == 0 or isinstance(s, int))):
+      return (s if inner[0] == 0 else inner[0] + s), n
   return None
 
 

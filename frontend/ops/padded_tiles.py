@@ -23,6 +23,13 @@ class PadAbort(Exception):
   """A padded value met an op that does not keep its padding apart: the padded trace is given up."""
 
 
+class RowPads(dict):
+  """The padded trace's record (value id -> unpadded shape) where 2-D windows that registers hold but whose rows no
+  row-wise layout takes (a (6, 64) or (2, 64) tile of few heads, rows not a multiple of 4 and columns not of 128)
+  are read padded too: what their halves (`x[:, :d]`) meet, a row vector broadcast along them, needs such rows
+  (probe 46d). Tried after the plain padded trace fails."""
+
+
 def _up(shape, d):
   """The padded shape of a window of `shape` (as the MG204 hints pad it)."""
   shape = tuple(shape)
@@ -46,7 +53,9 @@ def padded_load(cx, ref, name):
   from .memory import DSlice, view
   t = ref.type
   shape, k, d = tuple(t.shape), len(t.shape), resolve(t.dtype)
-  if k == 0 or _holds(shape) or not isinstance(d, DType) or d == DType.bool_ or getattr(t, "transposed", False):
+  rows = isinstance(pads, RowPads) and k == 2 and shape[0] % 4 and shape[1] % hw.WARPGROUP
+  if k == 0 or _holds(shape) and not rows or not isinstance(d, DType) or d == DType.bool_ or \
+      getattr(t, "transposed", False):
     return None
   up = _up(shape, d)
   if up == shape or not _holds(up):
@@ -105,17 +114,129 @@ def on_emit(b, cls, args, results):
   ok = cls in (Binary, Cast, Compare, Unary, Where) or cls is Scan and not args[3] or cls is Broadcast and \
       tuple(args[1]) == tuple(range(len(ins[0].type.shape)))
   others = [a for a in args if isinstance(getattr(a, "type", None), TensorType) and a.id not in pads]
+  padded = {k for a in ins for k, (n, m) in enumerate(zip(pads[a.id], a.type.shape)) if n != m}
   if not ok or len(results) != 1 or any(any(n != 1 for n in a.type.shape) and not isinstance(b.defining(a), Full)
-                                        for a in others):      # (a fill, or a (1,) one: the same everywhere)
-    raise PadAbort(cls.__name__)
+                                        and not _constant_along(b, a, padded) for a in others):
+    raise PadAbort(cls.__name__)      # (a fill, a (1,) one, or a row broadcast along padded rows: the same there)
   up = tuple(getattr(results[0].type, "shape", ()))
   own = list(up)
+  if cls is Broadcast and len(ins[0].type.shape) < len(up):    # a[..., None]: new trailing axes, not padded
+    src = ins[0]
+    own[:len(src.type.shape)] = [n if m == u else u for n, m, u in zip(pads[src.id], src.type.shape, up)]
+    pads[results[0].id] = tuple(own)
+    return
   for a in ins:
     u = tuple(a.type.shape)
     if len(u) != len(up) or any(n != m and n != 1 for n, m in zip(u, up)):
       raise PadAbort(cls.__name__)
     own = [min(o, n if k == m else m) for o, n, k, m in zip(own, pads[a.id], u, up)]
   pads[results[0].id] = tuple(own)
+
+
+def _constant_along(b, a, axes) -> bool:
+  """Whether the unpadded tensor `a` is a broadcast that stretches along every axis of `axes` (`c[None, :]`
+  stretched over a padded tile's rows), so that its values there are the same in the padding as in the rest."""
+  from .shape import Broadcast
+  o = b.defining(a)
+  if not isinstance(o, Broadcast) or not axes:
+    return False
+  src, dims = tuple(o.x.type.shape), tuple(o.dims)
+  return all(k not in dims or src[dims.index(k)] == 1 for k in axes)
+
+
+def padded_index(cx, x, index, redo):
+  """`x[index]` of padded `x` (`x[:, :d]`, a half of a (6, 64) tile of heads read padded), where the index takes
+  each padded axis whole and static slices or ints of the others: `redo()` (the index, through SMEM) with the
+  padding kept, recorded with the unpadded shape; None where x is not padded. Any other index ends the padded trace."""
+  pads = getattr(cx.b, "pad_tiles", None)
+  if pads is None or getattr(x, "id", None) not in pads or getattr(cx.b, "pad_ok", 0):
+    return None
+  own, up = pads[x.id], tuple(x.type.shape)
+  index = tuple(index) + (slice(None),) * (len(up) - len(index))
+  if len(index) != len(up):
+    raise PadAbort("index")
+  kept, kept_up = [], []
+  for i, n, u in zip(index, own, up):
+    if isinstance(i, slice) and all(v is None or isinstance(v, int) and not isinstance(v, bool)
+                                    for v in (i.start, i.stop, i.step)):
+      lo, hi, step = i.indices(u)
+      if step != 1:
+        raise PadAbort("index")
+      if n != u and not ((lo, hi) == (0, u) and i.indices(n)[:2] == (0, n)):
+        raise PadAbort("index")         # a part of a padded axis: where its rows end is not known there
+      kept.append(n if n != u else hi - lo)
+      kept_up.append(hi - lo)
+    elif isinstance(i, int) and not isinstance(i, bool) and n == u:
+      continue
+    else:
+      raise PadAbort("index")
+  with allowed(cx):
+    out = redo()
+  if tuple(getattr(out.type, "shape", ())) != tuple(kept_up):
+    raise PadAbort("index")
+  pads[out.id] = tuple(kept)
+  return out
+
+
+def padded_concatenate(cx, xs, axis, redo):
+  """`ml.concatenate(xs, axis)` where some part is padded (the rotated halves of a padded tile of heads): `redo()`
+  with the padding kept, where every part is padded alike on the other axes and none along `axis`; None where no
+  part is padded. Any other join ends the padded trace."""
+  pads = getattr(cx.b, "pad_tiles", None)
+  if pads is None or getattr(cx.b, "pad_ok", 0) or not any(getattr(x, "id", None) in pads for x in xs):
+    return None
+  owns = [pads.get(x.id, tuple(x.type.shape)) for x in xs]
+  if any(o[axis] != x.type.shape[axis] for o, x in zip(owns, xs)) or \
+      any(tuple(n for k, n in enumerate(o) if k != axis) != tuple(n for k, n in enumerate(owns[0]) if k != axis)
+          for o in owns):
+    raise PadAbort("concatenate")
+  with allowed(cx):
+    out = redo()
+  own = list(owns[0])
+  own[axis] = sum(o[axis] for o in owns)
+  pads[out.id] = tuple(own)
+  return out
+
+
+def padded_strided(cx, x, redo):
+  """`x[..., a::k]` of padded `x` whose last axis is not padded (interleaved RoPE's pairs of a padded tile of
+  heads): `redo()` with the padding kept (None: x is not padded, or redo() gives None, not such a slice)."""
+  pads = getattr(cx.b, "pad_tiles", None)
+  if pads is None or getattr(x, "id", None) not in pads or getattr(cx.b, "pad_ok", 0):
+    return None
+  own, up = pads[x.id], tuple(x.type.shape)
+  if own[-1] != up[-1]:
+    raise PadAbort("strided")
+  with allowed(cx):
+    out = redo()
+  if out is None:
+    return None
+  if tuple(getattr(out.type, "shape", ()))[:-1] != up[:-1]:
+    raise PadAbort("strided")
+  pads[out.id] = tuple(own[:-1]) + (out.type.shape[-1],)
+  return out
+
+
+def padded_reshape(cx, x, shape, redo):
+  """`x.reshape(shape)` of padded `x`, `shape` as the user wrote it (of x's unpadded shape): the axes up to the
+  last padded one kept, the rest reshaped (`v.reshape(6, 64)` of a padded (6, 32, 2) tile of heads, its pairs
+  interleaved back): `redo(padded shape)` with the padding kept; None where x is not padded."""
+  pads = getattr(cx.b, "pad_tiles", None)
+  if pads is None or getattr(x, "id", None) not in pads or getattr(cx.b, "pad_ok", 0):
+    return None
+  own, up = pads[x.id], tuple(x.type.shape)
+  if not (isinstance(shape, tuple) and all(isinstance(n, int) and not isinstance(n, bool) for n in shape)):
+    raise PadAbort("reshape")
+  if shape.count(-1) == 1:
+    rest = math.prod(n for n in shape if n != -1)
+    shape = tuple(math.prod(own) // rest if n == -1 and rest > 0 else n for n in shape)
+  p = max(k for k, (n, u) in enumerate(zip(own, up)) if n != u) + 1
+  if tuple(shape[:p]) != tuple(own[:p]) or math.prod(shape[p:]) != math.prod(own[p:]):
+    raise PadAbort("reshape")
+  with allowed(cx):
+    out = redo(tuple(up[:p]) + tuple(shape[p:]))
+  pads[out.id] = tuple(shape)
+  return out
 
 
 def unpadded_reduce(cx, kind, x, axes, keepdims):
@@ -144,8 +265,8 @@ def padded_store(cx, ref, value) -> bool:
   """`ref[...] = value` of a padded value into a GMEM window of its unpadded shape: under its mask, into the
   padded window (masked lanes touch no memory past the array's end); False where it is no such store."""
   pads = getattr(cx.b, "pad_tiles", None)
-  if pads is None or getattr(value, "id", None) not in pads:
-    return False
+  if pads is None or getattr(value, "id", None) not in pads or getattr(cx.b, "pad_ok", 0):
+    return False                # (inside an op that keeps the padding: its own scratch, padded as the value)
   shape, up = pads[value.id], tuple(value.type.shape)
   if shape == up:        # (a keepdims statistic along a padded axis, its own shape: stored as it is)
     del pads[value.id]

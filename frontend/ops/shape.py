@@ -336,6 +336,9 @@ def index_through_smem(cx, x, index):
   the end; a run-time one past either end is clamped; a static one past the end is an error."""
   from .memory import view
   from .transfers import load, store
+  from .padded_tiles import padded_index
+  if (kept := padded_index(cx, x, index, lambda: index_through_smem(cx, x, index))) is not None:
+    return kept                 # (a padded trace: the half of a tile of heads read padded, probe 46d)
   if x.id in cx.b.spread:     # (a small middle-axis statistic, held spread for broadcasting back: ops/spread.py)
     spread_refuse(cx, x, "to index")
   if resolve(x.type.dtype) == DType.bool_:      # through SMEM as bytes, 0 or 1
@@ -514,6 +517,9 @@ def concatenate(cx, xs, axis=0):
     raise E.KernelTypeError(f"ml.concatenate: axis must be a static int in [-{rank}, {rank}), got {shown(axis)}",
                             cx.loc, hint="ml.concatenate([a, b], axis=-1) joins along the last axis")
   axis %= rank
+  from .padded_tiles import padded_concatenate
+  if (kept := padded_concatenate(cx, xs, axis, lambda: concatenate.rule(cx, xs, axis))) is not None:
+    return kept                 # (a padded trace: rotated halves of a tile of heads read padded, probe 46d)
   for x in xs[1:]:
     if any(n != m for d, (n, m) in enumerate(zip(x.type.shape, xs[0].type.shape)) if d != axis):
       raise E.ShapeMismatchError(
@@ -574,6 +580,9 @@ def reshape(cx, x, shape, *more):
   """
   if more or isinstance(shape, int):
     shape = (shape, *more)
+  from .padded_tiles import padded_reshape
+  if (kept := padded_reshape(cx, x, shape, lambda up: reshape_(cx, x, up))) is not None:
+    return kept                 # (a padded trace: a tile of heads read padded, its pairs interleaved back)
   if isinstance(shape, tuple) and shape.count(-1) == 1 and is_tensor(x) and all(
       isinstance(n, int) and not isinstance(n, bool) for n in shape):
     rest = math.prod(n for n in shape if n != -1)
