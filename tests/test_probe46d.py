@@ -4,7 +4,8 @@ layouts over few heads, fused residual-add + RMSNorm, GeGLU/SwiGLU, cross-entrop
 Each section says what was wrong: Triton's offsets with the start added after the broadcast (`d + offs[None, :]`)
 were a gather and a scatter rather than the window they cover; a token's tile of few heads ((6, 64), (2, 64), (3, 64))
 split in halves, or in interleaved pairs, and rotated by a row of cos and sin was MG204 (its halves' rows no row-wise
-layout takes; its pairs no register tensor holds)."""
+layout takes; its pairs no register tensor holds); a padded row of an odd vocabulary indexed at the target
+(`lsm[t[r]]`) ended the padded trace."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -238,6 +239,52 @@ def test_interleaved_pairs_of_a_tile_of_few_heads(heads):
   if heads == 6:
     _close(rope_pairs(q, cos, sin, interpret=True), _interleaved_ref(q, cos, sin))
     _export(rope_pairs, q, cos, sin)
+
+
+# ---------------------------------------------------------------- a padded row indexed at the target
+# A row of an odd vocabulary (250, 300) read whole is read padded (note 86), but picking the target's logit from it,
+# `v[t[r]]` or `lsm[t[r]]` (NLL, label smoothing), or a static element, `v[-1]`, ended the padded trace: MG204 at the
+# read. An element of the real part is now picked from the padded row (a run-time index clamped into the real part
+# first, as jnp clamps it: -1 counts from the real end, 400 is the last real element).
+@mg.mgpu_kernel(out_shape=lambda x, t: S((x.shape[0], 2), F32), grid=lambda x, t: (x.shape[0],))
+def nll_and_last(x, t, out):
+  r = ml.program_id(0)
+  v = x[r, :].astype(jnp.float32)
+  out[r, 0] = ml.logsumexp(v) - v[t[r]]
+  out[r, 1] = v[-1]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, t: S((x.shape[0],), F32), grid=lambda x, t: (x.shape[0],))
+def label_smoothing_ce(x, t, out, *, eps: ml.constexpr = 0.1):
+  r = ml.program_id(0)
+  lsm = ml.log_softmax(x[r, :].astype(jnp.float32))
+  out[r] = -(1 - eps) * lsm[t[r]] - eps / x.shape[1] * ml.sum(lsm)
+
+
+def test_the_target_of_a_padded_row_is_picked_from_its_real_part():
+  x = _rnd((7, 250), 50, BF16)
+  t = np.random.default_rng(51).integers(0, 250, 7).astype(np.int32)
+  t[1], t[2], t[3] = 249, -1, 400
+  xx = jnp.asarray(x, F32)
+  picked = xx[np.arange(7), np.clip(np.where(t < 0, t + 250, t), 0, 249)]
+  want = jnp.stack([jax.nn.logsumexp(xx, -1) - picked, xx[:, -1]], 1)
+  np.testing.assert_allclose(nll_and_last(x, t, interpret=True), want, rtol=1e-4, atol=1e-4)
+  _export(nll_and_last, x, t)
+  x3, t3 = _rnd((5, 300), 52, BF16), np.random.default_rng(53).integers(0, 300, 5).astype(np.int32)
+  lsm = jax.nn.log_softmax(jnp.asarray(x3, F32), -1)
+  want = -0.9 * lsm[np.arange(5), t3] - 0.1 / 300 * lsm.sum(-1)
+  np.testing.assert_allclose(label_smoothing_ce(x3, t3, interpret=True), want, rtol=1e-4, atol=1e-4)
+  _export(label_smoothing_ce, x3, t3)
+
+
+@pytest.mark.gpu
+def test_the_target_of_a_padded_row_on_the_gpu():
+  x = _rnd((37, 250), 54, BF16)
+  t = np.random.default_rng(55).integers(-250, 400, 37).astype(np.int32)
+  np.testing.assert_allclose(nll_and_last(x, t), nll_and_last(x, t, interpret=True), rtol=1e-4, atol=1e-4)
+  x3 = _rnd((37, 300), 56, BF16)
+  t3 = np.random.default_rng(57).integers(0, 300, 37).astype(np.int32)
+  np.testing.assert_allclose(label_smoothing_ce(x3, t3), label_smoothing_ce(x3, t3, interpret=True), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.gpu

@@ -146,15 +146,28 @@ def _constant_along(b, a, axes) -> bool:
 
 def padded_index(cx, x, index, redo):
   """`x[index]` of padded `x` (`x[:, :d]`, a half of a (6, 64) tile of heads read padded), where the index takes
-  each padded axis whole and static slices or ints of the others: `redo()` (the index, through SMEM) with the
-  padding kept, recorded with the unpadded shape; None where x is not padded. Any other index ends the padded trace."""
+  each padded axis whole, or an element of its real part (a static one inside it, or a run-time one clamped into it
+  as jnp clamps: `lsm[t[r]]` of a padded row), and static slices or ints of the others: `redo(index)` (through SMEM)
+  with the padding kept, recorded with the unpadded shape; None where x is not padded. Any other index ends the
+  padded trace."""
+  from ..types import ScalarType
   pads = getattr(cx.b, "pad_tiles", None)
   if pads is None or getattr(x, "id", None) not in pads or getattr(cx.b, "pad_ok", 0):
     return None
   own, up = pads[x.id], tuple(x.type.shape)
-  index = tuple(index) + (slice(None),) * (len(up) - len(index))
+  index = list(index) + [slice(None)] * (len(up) - len(index))
   if len(index) != len(up):
     raise PadAbort("index")
+  for a, (i, n, u) in enumerate(zip(index, own, up)):
+    if n == u:
+      continue
+    if isinstance(i, int) and not isinstance(i, bool) and -n <= i < n:
+      index[a] = i % n
+    elif getattr(i, "type", None) is not None and isinstance(i.type, ScalarType) and \
+        getattr(resolve(i.type.dtype), "is_int", False):
+      from .shape import _clamped_index
+      index[a] = _clamped_index(cx, i, n)
+  index = tuple(index)
   kept, kept_up = [], []
   for i, n, u in zip(index, own, up):
     if isinstance(i, slice) and all(v is None or isinstance(v, int) and not isinstance(v, bool)
@@ -166,15 +179,17 @@ def padded_index(cx, x, index, redo):
         raise PadAbort("index")         # a part of a padded axis: where its rows end is not known there
       kept.append(n if n != u else hi - lo)
       kept_up.append(hi - lo)
-    elif isinstance(i, int) and not isinstance(i, bool) and n == u:
-      continue
+    elif isinstance(i, int) and not isinstance(i, bool) and -n <= i < n or getattr(i, "type", None) is not None \
+        and isinstance(i.type, ScalarType):
+      continue                # (an element: a run-time one clamped into the real part above, or by redo itself)
     else:
       raise PadAbort("index")
   with allowed(cx):
-    out = redo()
+    out = redo(index)
   if tuple(getattr(out.type, "shape", ())) != tuple(kept_up):
     raise PadAbort("index")
-  pads[out.id] = tuple(kept)
+  if tuple(kept) != tuple(kept_up):   # (an element of the real part, or a part of unpadded axes: not padded)
+    pads[out.id] = tuple(kept)
   return out
 
 
@@ -206,7 +221,7 @@ def padded_strided(cx, x, redo):
     return None
   own, up = pads[x.id], tuple(x.type.shape)
   if own[-1] != up[-1]:
-    raise PadAbort("strided")
+    return None               # (no strided slice of a padded axis: any other index goes its own way)
   with allowed(cx):
     out = redo()
   if out is None:
