@@ -196,6 +196,39 @@ def test_rotate_half_of_three_kv_heads():
   _export(rope_rotate_half, k, cos, sin)
 
 
+@mg.mgpu_kernel(out_shape=lambda q, c, i: (S((q.shape[0], 64), F32), S((q.shape[0], 8), F32), S(q.shape, F32),
+                                           S((q.shape[0], 6, 32), F32)), grid=lambda q, c, i: (q.shape[0],))
+def padded_heads_meet_reductions_and_picks(q, c, i, o1, o2, o3, o4):
+  t = ml.program_id(0)
+  x = q.at[t][...]                      # (6, 64), read as 8 heads: the halves below need it
+  h = x[:, :32] * c.at[t][...][None, :]
+  o1.at[t][...] = ml.max(x, axis=0) + ml.concatenate([ml.sum(h, axis=0), ml.min(h, axis=0)])
+  o2[t, 0] = ml.sum(h)
+  o2[t, 1] = x[2, 3]
+  o2[t, 2] = x[-1, 0]
+  o2[t, 3] = ml.sum(x[i[t]])
+  o2[t, 4] = ml.mean(h)
+  o2[t, 5] = ml.var(x)
+  o2[t, 6] = ml.max(h)
+  o2[t, 7] = ml.min(x)
+  o3.at[t][...] = ml.softmax(x, axis=0)
+  o4.at[t][...] = ml.sum(x.reshape(6, 2, 32), axis=1) + h
+
+
+def test_the_padding_of_a_tile_of_heads_never_reaches_a_result():
+  q, c = _rnd((5, 6, 64), 60), _rnd((5, 32), 61)
+  i = np.array([0, 5, 3, -1, 9], np.int32)
+  h = q[:, :, :32] * c[:, None, :]
+  picked = q[np.arange(5), np.clip(np.where(i < 0, i + 6, i), 0, 5)]
+  want = (q.max(1) + np.concatenate([h.sum(1), h.min(1)], -1),
+          np.stack([h.sum((1, 2)), q[:, 2, 3], q[:, -1, 0], picked.sum(-1), h.mean((1, 2)), q.var((1, 2)),
+                    h.max((1, 2)), q.min((1, 2))], 1),
+          jax.nn.softmax(q, axis=1), q.reshape(5, 6, 2, 32).sum(2) + h)
+  for got, w in zip(padded_heads_meet_reductions_and_picks(q, c, i, interpret=True), want):
+    np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-4)
+  _export(padded_heads_meet_reductions_and_picks, q, c, i)
+
+
 # Interleaved (GPT-J) RoPE: the pairs `x[:, ::2]`, `x[:, 1::2]` of a (6, 64) tile (MG204: a (6, 32) result registers
 # cannot hold), or `x.reshape(h, d // 2, 2)[:, :, 0]`, rotated and interleaved back by a concatenation along a new last
 # axis and a reshape: the padded trace keeps the heads' padding through the strided slice, the new axis and the
@@ -302,3 +335,8 @@ def test_halves_of_a_tile_of_few_heads_on_the_gpu():
     _close(rope_interleaved(q, cos, sin), rope_interleaved(q, cos, sin, interpret=True))
   q = _rnd((33, 6, 64), 39, BF16)
   _close(rope_pairs(q, cos, sin), rope_pairs(q, cos, sin, interpret=True))
+  q, c = _rnd((33, 6, 64), 62), _rnd((33, 32), 63)
+  i = np.random.default_rng(64).integers(-8, 10, 33).astype(np.int32)
+  for got, want in zip(padded_heads_meet_reductions_and_picks(q, c, i),
+                       padded_heads_meet_reductions_and_picks(q, c, i, interpret=True)):
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
