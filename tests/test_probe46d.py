@@ -310,6 +310,25 @@ def test_the_target_of_a_padded_row_is_picked_from_its_real_part():
   _export(label_smoothing_ce, x3, t3)
 
 
+# A bool loss mask of an odd (batch, sequence) shape read whole beside its losses (a (3, 37) window, padded by the
+# padded trace) was left unpadded (bool windows were not padded), so the trace ended where they met: MG204.
+@mg.mgpu_kernel(out_shape=lambda l, m: (S((), F32), S(l.shape, jnp.bool_), S(l.shape, F32)))
+def masked_token_mean(l, m, loss, keep, signed):
+  lv, mv = l[...], m[...]
+  loss[...] = ml.sum(ml.where(mv, lv, 0.0)) / ml.maximum(ml.sum(mv.astype(jnp.float32)), 1.0)
+  keep[...] = mv & (lv > 0)
+  signed[...] = ml.where(~mv, lv, -lv)
+
+
+def test_a_bool_loss_mask_of_an_odd_shape_is_read_padded_beside_its_losses():
+  l, m = _rnd((3, 37), 70), np.random.default_rng(71).random((3, 37)) > 0.4
+  got = masked_token_mean(l, m, interpret=True)
+  np.testing.assert_allclose(got[0], (l * m).sum() / m.sum(), rtol=1e-5)
+  np.testing.assert_array_equal(np.asarray(got[1]), m & (l > 0))
+  np.testing.assert_array_equal(np.asarray(got[2]), np.where(~m, l, -l))
+  _export(masked_token_mean, l, m)
+
+
 @pytest.mark.gpu
 def test_the_target_of_a_padded_row_on_the_gpu():
   x = _rnd((37, 250), 54, BF16)
@@ -318,6 +337,9 @@ def test_the_target_of_a_padded_row_on_the_gpu():
   x3 = _rnd((37, 300), 56, BF16)
   t3 = np.random.default_rng(57).integers(0, 300, 37).astype(np.int32)
   np.testing.assert_allclose(label_smoothing_ce(x3, t3), label_smoothing_ce(x3, t3, interpret=True), rtol=1e-4, atol=1e-4)
+  l, m = _rnd((3, 37), 72), np.random.default_rng(73).random((3, 37)) > 0.4
+  for got, want in zip(masked_token_mean(l, m), masked_token_mean(l, m, interpret=True)):
+    np.testing.assert_allclose(np.asarray(got, F32), np.asarray(want, F32), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.gpu

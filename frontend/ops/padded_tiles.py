@@ -54,8 +54,7 @@ def padded_load(cx, ref, name):
   t = ref.type
   shape, k, d = tuple(t.shape), len(t.shape), resolve(t.dtype)
   rows = isinstance(pads, RowPads) and k == 2 and shape[0] % 4 and shape[1] % hw.WARPGROUP
-  if k == 0 or _holds(shape) and not rows or not isinstance(d, DType) or d == DType.bool_ or \
-      getattr(t, "transposed", False):
+  if k == 0 or _holds(shape) and not rows or not isinstance(d, DType) or getattr(t, "transposed", False):
     return None
   up = _up(shape, d)
   if up == shape or not _holds(up):
@@ -66,7 +65,7 @@ def padded_load(cx, ref, name):
   from .access import _mask_arg, _masked_read
   padded = view(cx, root, (*index[:-k], *(DSlice(i, u) for i, u in zip(index[-k:], up))), ref.name or "")
   with allowed(cx):
-    out = _masked_read(cx, padded, _mask_arg(cx, padded, mask(cx, shape, up), "ml.load"), 0)
+    out = _masked_read(cx, padded, _mask_arg(cx, padded, mask(cx, shape, up), "ml.load"), False if d == DType.bool_ else 0)
   pads[out.id] = shape
   return out
 
