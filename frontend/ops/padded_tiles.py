@@ -227,7 +227,8 @@ def padded_strided(cx, x, redo):
     return None
   if tuple(getattr(out.type, "shape", ()))[:-1] != up[:-1]:
     raise PadAbort("strided")
-  pads[out.id] = tuple(own[:-1]) + (out.type.shape[-1],)
+  if tuple(own[:-1]) != up[:-1]:
+    pads[out.id] = tuple(own[:-1]) + (out.type.shape[-1],)
   return out
 
 
@@ -244,7 +245,11 @@ def padded_reshape(cx, x, shape, redo):
   if shape.count(-1) == 1:
     rest = math.prod(n for n in shape if n != -1)
     shape = tuple(math.prod(own) // rest if n == -1 and rest > 0 else n for n in shape)
-  p = max(k for k, (n, u) in enumerate(zip(own, up)) if n != u) + 1
+  padded = [k for k, (n, u) in enumerate(zip(own, up)) if n != u]
+  if not padded:              # (a statistic of its own shape along the padded axes: reshaped as it is)
+    del pads[x.id]
+    return None
+  p = padded[-1] + 1
   if tuple(shape[:p]) != tuple(own[:p]) or math.prod(shape[p:]) != math.prod(own[p:]):
     raise PadAbort("reshape")
   with allowed(cx):
