@@ -12,8 +12,9 @@ from .shape_hints import SPLITS, split_hint  # jnp.split, ml.split: the windows 
 from .image_hints import IMAGE, PAD_MODES  # lax.reduce_window, conv_general_dilated, jnp.median, jax.image.resize
 
 from .scan_hints import SCAN as _SCAN  # a general scan: log2(n) steps of shifted copies
-_TOP = ("no top-k: ml.sort or ml.argsort the rows (descending) and take their first k columns, or pick"
-        " the top k with k passes of ml.argmax and ml.where masks")
+_TOP = ("ml.top_k(x, k) gives the k largest elements along the last axis and their int32 positions, as"
+        " jax.lax.top_k (values, indices = ml.top_k(x, k)); ml.sort and ml.argsort(x, descending=True) order"
+        " whole rows")
 _TRANSPOSE = ("a 2-D tensor transposes with x.T or ml.transpose(x) (through SMEM); for the tensor cores,"
               " give ml.dot the transposed view buf.T, which moves no data")
 _CONCAT = "join register tensors along an existing axis with ml.concatenate([a, b], axis=0)"
@@ -141,7 +142,6 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
                " dropped; an output written only by scatters starts at 0); to add repeated indices up,"
                " ml.atomic_add(out.at[ids], values)",
     "scatter_add": "ml.atomic_add(out.at[ids], values) (an output updated only by atomics starts at 0)",
-    "top_k": _TOP,
     "nonzero": "no ml.nonzero (its length depends on the data): keep a mask, or compact with an exclusive"
                " ml.cumsum of the mask as each kept element's position and a scatter",
     "fma": "no ml.fma: write x * y + z (the GPU may fuse it into one fused multiply-add; interpret mode rounds twice)",

@@ -3,10 +3,17 @@
 Every thread stores its elements' keys and positions; then each step (k, j) of the network (two
 nested loops, so each thread's code for a step is emitted once) gives
 the element at position p the smaller or the larger (in the sort's total order: the key, NaN
-last, then the original position) of itself and the element at p ^ j, read back from the
+last, then the original position) of itself and its partner, read back from the
 scratches, with a barrier between a step's reads and its writes. Warpgroups holding the same
 elements store the same values. Interpret mode sorts directly: the total order makes the result
 the same.
+
+The network sorts every block ascending (the bitonic sorter without direction changes): the first
+step of a merge of blocks of k pairs p with its mirror in the block, p ^ (k - 1), the later ones
+with p ^ j, and the lower position always takes the first of the two. So a length n that is not a
+power of two sorts as if padded to the next one with elements after every real one: a partner at
+n or past it is such an element, which never moves below n, and the element at p keeps its own
+(nothing is read or stored past n).
 """
 from __future__ import annotations
 
@@ -73,24 +80,28 @@ def _sort(ctx, o):
       memref.store(v, mem, [_flat(i, j, row)])
     arr.foreach(store)
 
-  def choose(want_key, k, j):
+  def choose(want_key, mask):
     def step(v, idx):
       i, p = coords(idx)
       at = _flat(i, p, row)
-      q = arith.xori(p, j)
+      q = arith.xori(p, mask)
+      past = None
+      if n & (n - 1):                # a partner at n or past it: the padding, after every real element
+        past = arith.cmpi(arith.CmpIPredicate.uge, q, c(n))
+        q = arith.minui(q, c(n - 1))         # (its address kept in the row; the element keeps its own)
       other = _flat(i, q, row)
       ka, ia = memref.load(keys, [at]), memref.load(order, [at])
       kb, ib = memref.load(keys, [other]), memref.load(order, [other])
-      lower_half = arith.cmpi(arith.CmpIPredicate.ult, p, q)
-      up = arith.cmpi(arith.CmpIPredicate.eq, arith.andi(p, k), c(0))
-      wants_first = arith.xori(arith.xori(lower_half, up), _true())    # lower_half == up
+      wants_first = arith.cmpi(arith.CmpIPredicate.ult, p, q)       # the lower position takes the first
       keep = arith.xori(arith.xori(_before(d, o.descending, o.late_first, ka, ia, kb, ib), wants_first), _true())
+      if past is not None:
+        keep = arith.ori(keep, past)
       return arith.select(keep, ka, kb) if want_key else arith.select(keep, ia, ib)
     return step
 
   put(x, keys)
   put(pos, order)
-  levels = max(0, n.bit_length() - 1)                  # n = 2 ** levels
+  levels = (n - 1).bit_length()                        # 2 ** levels >= n
   outer = scf.ForOp(c(1), c(levels + 1), c(1))
   with ir.InsertionPoint(outer.body):
     a = outer.induction_variable
@@ -99,9 +110,11 @@ def _sort(ctx, o):
       b = inner.induction_variable
       k = arith.shli(c(1), a)
       j = arith.shli(c(1), arith.subi(arith.subi(a, c(1)), b))
+      first = arith.cmpi(arith.CmpIPredicate.eq, b, c(0))         # a merge's first step: the mirror
+      mask = arith.select(first, arith.subi(k, c(1)), j)
       ctx.thread_barrier()           # the step's reads see every thread's writes
-      new_x = x.foreach(choose(True, k, j), create_array=True, is_signed=d.is_signed if d.is_int else None)
-      new_pos = pos.foreach(choose(False, k, j), create_array=True, is_signed=True)
+      new_x = x.foreach(choose(True, mask), create_array=True, is_signed=d.is_signed if d.is_int else None)
+      new_pos = pos.foreach(choose(False, mask), create_array=True, is_signed=True)
       ctx.thread_barrier()           # every read of this step is done before it is overwritten
       put(new_x, keys)
       put(new_pos, order)

@@ -6,9 +6,13 @@ log2(n) * (log2(n) + 1) / 2 compare-exchange steps, each element reading its par
 scratch, with a barrier between a step's reads and its writes (lowering/sort.py). Keys are
 ordered as jnp.sort orders them (NaN last; first when descending) and ties by original position,
 so the order is total: the result equals jnp.sort's and jnp.argsort's (stable) exactly, and
-interpret mode computes it directly. The sorted length must be a power of two.
+interpret mode computes it directly. The sorted length may be any: the network runs as on the next
+power of two, its partners past the end standing for elements after every real one. A 3-D or
+wider tensor sorts as its 2-D reshape (the rows of its last axis), reshaped back.
 """
 from __future__ import annotations
+
+import math
 
 from .. import errors as E
 from .. import ir
@@ -25,7 +29,7 @@ from .elementwise_checks import method_on
                                  (o.order, Access.REG_WRITE), (o.order, Access.REG_READ)],
               layout=LayoutRule.ELEMENTWISE, moves_elements=True))
 class Sort(ir.Op):
-  """`x` (1- or 2-D) sorted along its last axis: results (the sorted values, the positions they
+  """`x` (1- or 2-D; wider ones are reshaped) sorted along its last axis: results (the sorted values, the positions they
   came from, int32). Equal keys keep their order, or (`late_first`) the reverse: jnp.sort with
   descending=True is the ascending sort reversed. `keys` and `order` are flat scratches of x's
   rows of n + pad elements."""
@@ -41,10 +45,10 @@ class Sort(ir.Op):
 
 def sort_tensor(cx, x, axis, descending, what, late_first=False):
   check_register_value(cx, x, what)
-  if not is_tensor(x) or len(x.type.shape) not in (1, 2):
-    raise E.KernelTypeError(f"{what} takes a 1- or 2-D register tensor, got {kind_of(x)}"
+  if not is_tensor(x) or not x.type.shape:
+    raise E.KernelTypeError(f"{what} takes a register tensor, got {kind_of(x)}"
                             + (f" of shape {x.type.shape}" if is_tensor(x) else ""), cx.loc,
-                            hint="read the data in the 2-D shape you sort: x.at[...][...] of a 2-D window")
+                            hint=f"{what} sorts the elements of a tensor along its last axis: a scalar is sorted")
   shape = x.type.shape
   rank = len(shape)
   if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
@@ -56,16 +60,12 @@ def sort_tensor(cx, x, axis, descending, what, late_first=False):
   if not isinstance(descending, bool):
     raise E.KernelTypeError(f"{what}: descending is a static bool, got {shown(descending)}", cx.loc,
                             hint="descending=True puts the largest first")
+  if rank > 2:         # each row of the last axis sorted apart: the sort of the 2-D reshape, reshaped back
+    from .shape import reshape_
+    flat = reshape_(cx, x, (math.prod(shape[:-1]), shape[-1]))
+    return tuple(reshape_(cx, r, shape) for r in sort_tensor(cx, flat, -1, descending, what, late_first))
   n = shape[-1]
   d = resolve(x.type.dtype)
-  if n & (n - 1):
-    up = 1 << n.bit_length()
-    raise E.KernelTypeError(
-        f"{what} of {x.name or 'a tensor'} {shape}: the sorted axis has {n} elements, and a sort needs a power"
-        f" of two", cx.loc,
-        hint=f"pad it to {up}: read a window of {up} {'columns' if rank > 1 else 'elements'} with mask= and"
-             f" other={_sort_fill(d, descending)} (after every real element, NaNs included, since equal keys"
-             f" keep their order), sort, and use the first {n}")
   if not isinstance(d, DType):
     raise E.DtypeInferenceError(f"{what}: the dtype of {x.name or 'the tensor'} is not known yet", cx.loc,
                                 hint="give its buffer, when you make it, the dtype of the data it will hold:"
@@ -97,7 +97,7 @@ def _stable(cx, stable, what):
 @builtin
 def sort(cx, x, axis=-1, descending=False, stable=True):
   """`x` sorted along its last axis (jnp.sort: NaN last; `descending=True` gives jnp's ascending
-  order reversed, NaN first). The axis's length must be a power of two. Always stable."""
+  order reversed, NaN first). Any length; any rank (along the last axis). Always stable."""
   _stable(cx, stable, "ml.sort")
   return sort_tensor(cx, x, axis, descending, "ml.sort", late_first=descending)[0]
 
@@ -105,19 +105,33 @@ def sort(cx, x, axis=-1, descending=False, stable=True):
 @builtin
 def argsort(cx, x, axis=-1, descending=False, stable=True):
   """The int32 positions that sort `x` along its last axis (jnp.argsort, stable: equal keys keep
-  their order, also for stable=False). The axis's length must be a power of two."""
+  their order, also for stable=False). Any length; any rank (along the last axis)."""
   _stable(cx, stable, "ml.argsort")
   return sort_tensor(cx, x, axis, descending, "ml.argsort")[1]
 
 
-def _sort_fill(d, descending: bool) -> str:
-  """The padding a sort puts after every real element: the last key in its order."""
-  if not isinstance(d, DType):
-    return "the dtype's smallest value" if descending else "the dtype's largest value"
-  if d.is_float:
-    return "float('-inf')" if descending else "float('nan')"
-  if d == DType.bool_:
-    return "False" if descending else "True"
-  bits = d.bits
-  lo, hi = (-(1 << bits - 1), (1 << bits - 1) - 1) if d.is_signed else (0, (1 << bits) - 1)
-  return str(lo if descending else hi)
+
+@builtin
+def top_k(cx, x, k, axis=-1):
+  """jax.lax.top_k: `(values, indices)`, the k largest elements of `x` along its last axis, largest first,
+  and their int32 positions (equal elements by position, NaN first, as jax.lax.top_k and
+  jnp.argsort(descending=True)). One sort of the axis (any length), then its first k."""
+  if not isinstance(k, int) or isinstance(k, bool):
+    raise E.KernelTypeError(f"ml.top_k: k is a static int, got {shown(k)}", cx.loc,
+                            hint="k sets the shape of the result: pass a Python int or a constexpr, ml.top_k(p, 2)")
+  check_register_value(cx, x, "ml.top_k")
+  n = x.type.shape[-1] if is_tensor(x) and x.type.shape else None
+  if n is not None and not 1 <= k <= n:
+    raise E.KernelTypeError(f"ml.top_k: k={k} of {n} elements along the last axis", cx.loc,
+                            hint=f"k is 1 to {n}")
+  vals, pos = sort_tensor(cx, x, axis, True, "ml.top_k")
+  if k == n:
+    return vals, pos
+  from .shape import expand, reshape_
+  shape = tuple(x.type.shape)
+  rows = math.prod(shape[:-1])
+  out = (*shape[:-1], k)
+  flat = lambda t: t if len(shape) == 2 else reshape_(cx, t, (rows, n))
+  first = lambda t: reshape_(cx, expand(cx, flat(t), (slice(None), slice(0, k))), out) if len(shape) != 2 \
+      else expand(cx, t, (slice(None), slice(0, k)))
+  return first(vals), first(pos)

@@ -1,0 +1,273 @@
+"""Probe 46e (data-dependent and MoE kernels: routing, permutations, grouped GEMMs, compaction, segments,
+searches, run-time loops): top-k routing as users write it. `ml.top_k` (jax.lax.top_k: the k largest along
+the last axis and their positions; `jax.lax.top_k` in a kernel was MG003 hinting a hand-written top-k), sorts
+of any length (a sort needed a power of two: 60 experts, 120 tokens were MG003) and of 3-D tensors along
+their last axis (group-limited routing's (tokens, groups, experts) scores were MG003)."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import builds, expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+I32 = jnp.int32
+
+
+def _top_k(x, k):
+  """jax.lax.top_k as documented: largest first, equal elements by position (XLA's CPU top_k breaks ties
+  otherwise for k near the row's length), NaN first as jnp's descending sort."""
+  i = np.asarray(jnp.argsort(jnp.asarray(x), axis=-1, descending=True, stable=True))[..., :k]
+  return np.take_along_axis(np.asarray(x), i, axis=-1), i
+
+
+def _softmax(x):
+  e = np.exp(x - x.max(-1, keepdims=True))
+  return e / e.sum(-1, keepdims=True)
+
+
+def _ties(rng, shape, dtype):
+  """Values with many ties (halves), for orders that must break them by position."""
+  return (np.round(rng.standard_normal(shape) * 4) / 2).astype(dtype)
+
+
+# ---------------------------------------------------------------- ml.top_k
+@mg.mgpu_kernel(out_shape=lambda x, *, k: (S((*x.shape[:-1], k), x.dtype), S((*x.shape[:-1], k), I32)))
+def top_k_rows(x, vals, ids, *, k: ml.constexpr):
+  v, i = ml.top_k(x[...], k)
+  vals[...] = v
+  ids[...] = i
+
+
+@mg.mgpu_kernel(out_shape=lambda lg, *, k: (S((lg.shape[0], k), F32), S((lg.shape[0], k), I32)),
+                grid=lambda lg, *, k: (lg.shape[0] // 64,))
+def route(logits, w_out, i_out, *, k: ml.constexpr):
+  t = ml.program_id(0)
+  p = ml.softmax(logits.at[ml.ds(t * 64, 64), :][...].astype(F32), axis=-1)
+  w, i = ml.top_k(p, k)
+  w_out.at[ml.ds(t * 64, 64), :][...] = w / ml.sum(w, axis=-1, keepdims=True)     # renormalised
+  i_out.at[ml.ds(t * 64, 64), :][...] = i
+
+
+def _route_ref(lg, k):
+  w, i = _top_k(_softmax(np.asarray(lg, np.float32)), k)
+  return w / w.sum(-1, keepdims=True), i
+
+
+_TOP_K_CASES = [((64,), np.float32, 8), ((128, 8), np.float32, 2), ((64, 16), np.int32, 4),
+                ((4, 16, 8), np.float32, 2), ((64, 64), jnp.bfloat16, 64)]
+
+
+@pytest.mark.parametrize("shape,dtype,k", _TOP_K_CASES, ids=str)
+def test_top_k_is_jax_lax_top_k(shape, dtype, k):
+  """Was MG002 (ml has no top_k; jax.lax.top_k in a kernel MG003), hinting a sort and a slice by hand."""
+  x = _ties(np.random.default_rng(len(shape) * 10 + k), shape, dtype)
+  x.reshape(-1)[:3] = [np.nan, np.inf, -np.inf] if dtype != np.int32 else [7, -7, 0]
+  v, i = top_k_rows(jnp.asarray(x), k=k, interpret=True)
+  want_v, want_i = _top_k(x, k)
+  np.testing.assert_array_equal(np.asarray(v, np.float32), np.asarray(want_v, np.float32))
+  np.testing.assert_array_equal(np.asarray(i), want_i)
+
+
+def test_top_k_builds_for_the_gpu():
+  for shape, dtype, k in _TOP_K_CASES[1:4]:
+    builds(top_k_rows, S(shape, dtype), k=k)
+
+
+@pytest.mark.parametrize("experts,k,dtype", [(8, 2, jnp.bfloat16), (60, 4, F32), (256, 8, F32)])
+def test_routing_with_top_k_matches_numpy_and_exports(experts, k, dtype):
+  """Mixtral's 8 experts (k = 2), Qwen1.5-MoE's 60 (k = 4, a sort of 60 was MG003), DeepSeek's 256 (k = 8)."""
+  lg = np.random.default_rng(experts).standard_normal((128, experts)).astype(dtype)
+  w, i = route(jnp.asarray(lg), k=k, interpret=True)
+  want_w, want_i = _route_ref(lg, k)
+  np.testing.assert_array_equal(np.asarray(i), want_i)
+  np.testing.assert_allclose(np.asarray(w), want_w, rtol=1e-5, atol=1e-6)
+  spec = S(lg.shape, dtype)
+  assert "mosaic_gpu" in jax.export.export(jax.jit(lambda a: route(a, k=k)), platforms=["cuda"])(spec).mlir_module()
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 2), F32))
+def top_k_k_past_the_row(x, out):
+  v, i = ml.top_k(x[...], 9)
+  out[...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x, k: S((x.shape[0], 2), F32))
+def top_k_run_time_k(x, k, out):
+  v, i = ml.top_k(x[...], k[0])
+  out[...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 2), F32))
+def lax_top_k(x, out):
+  v, i = jax.lax.top_k(x[...], 2)
+  out[...] = v
+
+
+def test_top_k_mistakes_are_reported_at_the_call():
+  expect(top_k_k_past_the_row, [S((64, 8), F32)], mg.KernelTypeError, "ml.top_k(",
+         "ml.top_k: k=9 of 8 elements along the last axis", hint="k is 1 to 8")
+  expect(top_k_run_time_k, [S((64, 8), F32), S((1,), I32)], mg.KernelTypeError, "ml.top_k(",
+         "ml.top_k: k is a static int, got k[0]",
+         hint="k sets the shape of the result: pass a Python int or a constexpr, ml.top_k(p, 2)")
+  expect(lax_top_k, [S((64, 8), F32)], mg.KernelTypeError, "jax.lax.top_k(",
+         "top_k cannot take a register tensor inside a kernel",
+         hint="use ml.top_k: kernels call ml.* functions on register values")
+
+
+# ---------------------------------------------------------------- sorts of any length
+@mg.mgpu_kernel(out_shape=lambda x, *, descending: (x, S(x.shape, I32)))
+def sort_any(x, y, ix, *, descending: ml.constexpr):
+  y[...] = ml.sort(x[...], descending=descending)
+  ix[...] = ml.argsort(x[...], descending=descending)
+
+
+def _sorted(x, descending):
+  i = np.asarray(jnp.argsort(jnp.asarray(x), axis=-1, descending=descending, stable=True))
+  v = np.asarray(jnp.sort(jnp.asarray(x), axis=-1, descending=descending))
+  return v, i
+
+
+_ODD = [((120,), np.int32), ((64, 60), np.float32), ((32, 24), jnp.bfloat16), ((16, 40), np.uint8), ((32, 12), np.float32)]
+
+
+@pytest.mark.parametrize("shape,dtype", _ODD, ids=str)
+@pytest.mark.parametrize("descending", [False, True])
+def test_a_sort_of_any_length_is_jnps(shape, dtype, descending):
+  """Was MG003 ("the sorted axis has 60 elements, and a sort needs a power of two"), hinting a padded window."""
+  rng = np.random.default_rng(sum(shape))
+  if np.issubdtype(dtype, np.integer):
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+    x.reshape(-1)[:4] = [info.max, info.min, info.max, info.min]       # equal to a padding's value
+  else:
+    x = _ties(rng, shape, dtype)
+    x.reshape(-1)[:5] = [np.nan, -np.inf, np.inf, -0.0, np.nan]
+  y, ix = sort_any(jnp.asarray(x), descending=descending, interpret=True)
+  want_y, want_ix = _sorted(x, descending)
+  np.testing.assert_array_equal(np.asarray(y, np.float32), np.asarray(want_y, np.float32))
+  np.testing.assert_array_equal(np.asarray(ix), want_ix)
+
+
+def test_a_sort_of_any_length_runs_the_network_on_the_next_power_of_two():
+  """The partners at 60 or past it are elements after every real one: their addresses are clamped into the row
+  (arith.minui) and the element keeps its own."""
+  text = sort_any.mlir(S((64, 60), F32), descending=True)
+  assert "arith.minui" in text
+  assert "arith.minui" not in sort_any.mlir(S((64, 64), F32), descending=True)
+  for shape, dtype in _ODD[:3]:
+    builds(sort_any, S(shape, dtype), descending=False)
+
+
+@mg.mgpu_kernel(out_shape=lambda e: (S(e.shape, I32), S(e.shape, I32)))
+def expert_order(e_ref, order, rank):
+  """The permutation that sorts 120 tokens by expert, and each token's slot in it (its inverse)."""
+  e = e_ref[...]
+  perm = ml.argsort(e)
+  order[...] = perm
+  rank[perm] = ml.arange(e.shape[0])
+
+
+def test_the_permutation_of_a_tail_of_tokens_sorts_by_expert():
+  e = np.random.default_rng(5).integers(0, 8, 120).astype(np.int32)
+  order, rank = expert_order(jnp.asarray(e), interpret=True)
+  want = np.argsort(e, kind="stable")
+  np.testing.assert_array_equal(np.asarray(order), want)
+  np.testing.assert_array_equal(np.asarray(rank), np.argsort(want))
+  builds(expert_order, S((120,), I32))
+
+
+# ---------------------------------------------------------------- 3-D sorts: group-limited routing
+@mg.mgpu_kernel(out_shape=lambda lg, b: (S((lg.shape[0], 8), F32), S((lg.shape[0], 8), I32)))
+def grouped_route(logits, bias, w_out, i_out, *, groups: ml.constexpr = 8, keep: ml.constexpr = 4):
+  """DeepSeek-V3's router: sigmoid scores, a bias for the choice only, the best `keep` groups by the sum of their
+  two best scores, then the top 8 experts of those groups, weighted by their unbiased scores."""
+  s = ml.sigmoid(logits[...].astype(F32))
+  sc = s + bias[...][None, :]
+  t, e = sc.shape
+  best2 = ml.sort(sc.reshape((t, groups, e // groups)), descending=True)[:, :, :2]     # 3-D: was MG003
+  _, g = ml.top_k(ml.sum(best2, axis=-1), keep)
+  hit = ml.zeros((t, groups), jnp.bool_)
+  for j in ml.static_range(keep):
+    hit = hit | (ml.arange(groups)[None, :] == g[:, j:j + 1])
+  on = ml.broadcast_to(hit[:, :, None], (t, groups, e // groups)).reshape((t, e))
+  _, i = ml.top_k(ml.where(on, sc, float("-inf")), 8)
+  w = ml.take_along_axis(s, i, axis=1)
+  w_out[...] = w / ml.sum(w, axis=-1, keepdims=True) * 2.5
+  i_out[...] = i
+
+
+def _grouped_ref(lg, bias):
+  s = 1 / (1 + np.exp(-lg.astype(np.float32)))
+  sc = s + bias
+  t, e = sc.shape
+  best2 = -np.sort(-sc.reshape(t, 8, e // 8), axis=-1)[..., :2]
+  g = _top_k(best2.sum(-1), 4)[1]
+  hit = np.zeros((t, 8), bool)
+  np.put_along_axis(hit, g, True, axis=1)
+  i = _top_k(np.where(np.repeat(hit, e // 8, axis=1), sc, -np.inf), 8)[1]
+  w = np.take_along_axis(s, i, axis=1)
+  return w / w.sum(-1, keepdims=True) * 2.5, i
+
+
+def test_group_limited_routing_sorts_its_3d_scores():
+  rng = np.random.default_rng(11)
+  lg = rng.standard_normal((64, 64)).astype(np.float32)
+  bias = (rng.standard_normal(64) * 0.1).astype(np.float32)
+  w, i = grouped_route(jnp.asarray(lg), jnp.asarray(bias), interpret=True)
+  want_w, want_i = _grouped_ref(lg, bias)
+  np.testing.assert_array_equal(np.asarray(i), want_i)
+  np.testing.assert_allclose(np.asarray(w), want_w, rtol=1e-5, atol=1e-6)
+  builds(grouped_route, S((64, 64), F32), S((64,), F32))
+
+
+def test_a_4d_sort_sorts_each_row_of_its_last_axis():
+  x = _ties(np.random.default_rng(12), (2, 4, 8, 24), np.float32)
+  y, ix = sort_any(jnp.asarray(x), descending=False, interpret=True)
+  want_y, want_ix = _sorted(x, False)
+  np.testing.assert_array_equal(np.asarray(y), want_y)
+  np.testing.assert_array_equal(np.asarray(ix), want_ix)
+  builds(sort_any, S((2, 4, 8, 24), F32), descending=True)
+
+
+# ---------------------------------------------------------------- on the GPU
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,dtype", _ODD + [((64, 64), np.float32), ((8, 1024), np.int32), ((2, 8, 24), np.float32)],
+                         ids=str)
+@pytest.mark.parametrize("descending", [False, True])
+def test_gpu_sorts_of_any_length_match_jnp(shape, dtype, descending):
+  """The network now sorts every block ascending (mirror first steps), powers of two included."""
+  rng = np.random.default_rng(sum(shape) + 1)
+  if np.issubdtype(dtype, np.integer):
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+  else:
+    x = _ties(rng, shape, dtype)
+    x.reshape(-1)[:5] = [np.nan, -np.inf, np.inf, -0.0, np.nan]
+  y, ix = jax.jit(lambda a: sort_any(a, descending=descending))(jnp.asarray(x))
+  want_y, want_ix = _sorted(x, descending)
+  np.testing.assert_array_equal(np.asarray(y, np.float32), np.asarray(want_y, np.float32))
+  np.testing.assert_array_equal(np.asarray(ix), want_ix)
+
+
+@pytest.mark.gpu
+def test_gpu_routing_and_grouped_routing_match_numpy():
+  rng = np.random.default_rng(13)
+  for experts, k in [(8, 2), (60, 4), (256, 8)]:
+    lg = rng.standard_normal((128, experts)).astype(np.float32)
+    w, i = jax.jit(lambda a: route(a, k=k))(jnp.asarray(lg))
+    want_w, want_i = _route_ref(lg, k)
+    np.testing.assert_array_equal(np.asarray(i), want_i)
+    np.testing.assert_allclose(np.asarray(w), want_w, rtol=1e-5, atol=1e-6)
+  lg = rng.standard_normal((64, 64)).astype(np.float32)
+  bias = (rng.standard_normal(64) * 0.1).astype(np.float32)
+  w, i = jax.jit(grouped_route)(jnp.asarray(lg), jnp.asarray(bias))
+  want_w, want_i = _grouped_ref(lg, bias)
+  np.testing.assert_array_equal(np.asarray(i), want_i)
+  np.testing.assert_allclose(np.asarray(w), want_w, rtol=1e-5, atol=1e-6)
+  e = rng.integers(0, 8, 120).astype(np.int32)
+  order, rank = jax.jit(expert_order)(jnp.asarray(e))
+  np.testing.assert_array_equal(np.asarray(order), np.argsort(e, kind="stable"))
