@@ -1,6 +1,6 @@
-"""Hints for the segment, search and run functions of jax.ops and jnp (segment_sum, searchsorted,
-unique, diff, ...) that a graph or sparse kernel reaches for: what a kernel writes instead
-(atomic scatters into an output, counts of comparisons, masked windows shifted by one)."""
+"""Hints for the segment and run functions of jax.ops and jnp (segment_sum, unique, diff, ...) that a graph
+or sparse kernel reaches for: what a kernel writes instead (atomic scatters into an output, masked windows
+shifted by one); jnp.searchsorted is ml.searchsorted (frontend/ops/search.py)."""
 from __future__ import annotations
 
 _SCATTER = ("scatter the data atomically, ml.atomic_{op}(out.at[segment_ids], data) (rows of a 2-D data:"
@@ -21,11 +21,6 @@ SEGMENT = {
     "segment_prod": ("no segment_prod (no atomic multiply): for sorted ids given as offsets, one program per"
                      " segment multiplies its windows loaded with other=1.0 and masked to off[g]:off[g + 1],"
                      " acc = acc * window, then takes ml.cumprod(acc)[-1]"),
-    "searchsorted": ("no searchsorted: count the sorted values below each query, ml.sum((a[None, :] <"
-                     " q[:, None]).astype(jnp.int32), axis=1) for register vectors a (sorted) and q (side='left';"
-                     " <= for side='right'); over a long sorted array in memory, a binary search on scalars: lo = 0;"
-                     " hi = a.shape[0]; while lo < hi: mid = (lo + hi) // 2, then lo = mid + 1 if a[mid] < q[i]"
-                     " (a run-time if), else hi = mid"),
     "unique": ("no unique (its length depends on the data): for sorted values v of window s, mark each run's"
                " head, head = (pos == 0) | (v != prev) with pos = s + ml.arange(n) and prev = x.at[ml.ds(s - 1,"
                " n)].load(mask=pos >= 1, other=0), and scatter each head's value to its rank, ml.atomic_add(out.at["

@@ -233,6 +233,78 @@ def test_a_4d_sort_sorts_each_row_of_its_last_axis():
   builds(sort_any, S((2, 4, 8, 24), F32), descending=True)
 
 
+# ---------------------------------------------------------------- ml.searchsorted
+@mg.mgpu_kernel(out_shape=lambda off: S((256,), I32))
+def row_groups(off, out, *, side: ml.constexpr = "right"):
+  """The group of each of 256 rows, from E + 1 offsets: the binary search of the GMEM array, by gathers."""
+  out[...] = ml.searchsorted(off, ml.arange(256), side=side) - 1
+
+
+@mg.mgpu_kernel(out_shape=lambda off: S((256,), I32))
+def row_groups_counted(off, out):
+  """The same from the offsets read whole (9 of them: read padded): counts of comparisons."""
+  out[...] = ml.searchsorted(off[...], ml.arange(256), side="right") - 1
+
+
+@mg.mgpu_kernel(out_shape=lambda off: S((8,), I32), grid=(8,))
+def tile_groups(off, out):
+  """A grouped GEMM's program finding the group its first row falls in: a binary search on scalars."""
+  t = ml.program_id(0)
+  out[t] = ml.searchsorted(off, t * 32, side="right") - 1
+
+
+@mg.mgpu_kernel(out_shape=lambda a, q: S(q.shape, I32))
+def float_search(a, q, out):
+  out[...] = ml.searchsorted(a, q[...])
+
+
+_OFFS = np.array([0, 10, 10, 50, 100, 180, 200, 256, 256], np.int32)     # empty groups, ties at the ends
+
+
+@pytest.mark.parametrize("kernel,side", [(row_groups, "right"), (row_groups, "left"), (row_groups_counted, "right")],
+                         ids=["gathers_right", "gathers_left", "counts"])
+def test_searchsorted_of_offsets_is_jnps(kernel, side):
+  """Was MG003 (jnp.searchsorted) or MG002 (ml.searchsorted), hinting the search written out."""
+  kw = {"side": side} if kernel is row_groups else {}
+  got = kernel(jnp.asarray(_OFFS), interpret=True, **kw)
+  np.testing.assert_array_equal(np.asarray(got), np.searchsorted(_OFFS, np.arange(256), side=side) - 1)
+  builds(kernel, S((9,), I32), **kw)
+
+
+def test_searchsorted_of_scalars_and_of_2d_float_queries_is_jnps():
+  got = tile_groups(jnp.asarray(_OFFS), interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), np.searchsorted(_OFFS, np.arange(8) * 32, side="right") - 1)
+  builds(tile_groups, S((9,), I32))
+  rng = np.random.default_rng(14)
+  a = np.sort(rng.standard_normal(100)).astype(np.float32)
+  a[10:14] = a[10]
+  q = rng.standard_normal((64, 32)).astype(np.float32)
+  q[0, :4] = a[10]
+  np.testing.assert_array_equal(np.asarray(float_search(jnp.asarray(a), jnp.asarray(q), interpret=True)),
+                                np.searchsorted(a, q))
+  builds(float_search, S((100,), F32), S((64, 32), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda off: S((256,), I32))
+def search_side_middle(off, out):
+  out[...] = ml.searchsorted(off, ml.arange(256), side="middle")
+
+
+@mg.mgpu_kernel(out_shape=lambda off: S((256,), I32))
+def search_2d_queries_of_a_vector(off, out):
+  out[...] = ml.searchsorted(off[...], ml.arange(256).reshape((2, 128))).reshape((256,))
+
+
+def test_searchsorted_mistakes_are_reported_at_the_call():
+  expect(search_side_middle, [S((16,), I32)], mg.KernelTypeError, "ml.searchsorted(",
+         "ml.searchsorted: side is 'left' or 'right', got 'middle'",
+         hint="side='left' counts the elements below each query, side='right' those not above it")
+  expect(search_2d_queries_of_a_vector, [S((16,), I32)], mg.KernelTypeError, "ml.searchsorted(",
+         "ml.searchsorted of a register vector takes a scalar or 1-D queries, got a register tensor of shape (2, 128)",
+         hint="search the GMEM array instead (each step a gather, any shape of queries), or reshape the queries to"
+              " 1-D and back")
+
+
 # ---------------------------------------------------------------- on the GPU
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape,dtype", _ODD + [((64, 64), np.float32), ((8, 1024), np.int32), ((2, 8, 24), np.float32)],
@@ -271,3 +343,15 @@ def test_gpu_routing_and_grouped_routing_match_numpy():
   e = rng.integers(0, 8, 120).astype(np.int32)
   order, rank = jax.jit(expert_order)(jnp.asarray(e))
   np.testing.assert_array_equal(np.asarray(order), np.argsort(e, kind="stable"))
+
+
+@pytest.mark.gpu
+def test_gpu_searchsorted_matches_numpy():
+  off = jnp.asarray(_OFFS)
+  for side in ("left", "right"):
+    np.testing.assert_array_equal(np.asarray(jax.jit(lambda o: row_groups(o, side=side))(off)),
+                                  np.searchsorted(_OFFS, np.arange(256), side=side) - 1)
+  np.testing.assert_array_equal(np.asarray(jax.jit(row_groups_counted)(off)),
+                                np.searchsorted(_OFFS, np.arange(256), side="right") - 1)
+  np.testing.assert_array_equal(np.asarray(jax.jit(tile_groups)(off)),
+                                np.searchsorted(_OFFS, np.arange(8) * 32, side="right") - 1)

@@ -1,0 +1,100 @@
+"""`ml.searchsorted(a, v, side="left")`: jnp.searchsorted of a sorted 1-D array and run-time queries (which
+group of a grouped GEMM's offsets a row falls in, which expert a token's slot belongs to), composed of ops the
+compiler has, so it has no IR op or lowering of its own:
+
+- `a` a ref (a kernel parameter, a window of one, an SMEM buffer) and `v` a scalar: a binary search on scalars,
+  `a.shape[0].bit_length()` steps, each reading one element (`a[mid]`) and narrowing `lo:hi`;
+- `a` a GMEM ref and `v` a tensor: the same search elementwise, each step a gather `a[mid]` (clamped into `a`,
+  as every gather is: a finished lane's `mid` may be `a`'s length);
+- `a` a register vector (or an SMEM ref, read whole): the count of its elements before each query,
+  `ml.sum(a[None, :] < v[:, None], axis=1)` (`<=` for side="right"), for a scalar or 1-D `v`.
+The result is int32, as jnp's (positions 0 to len(a))."""
+from __future__ import annotations
+
+from .. import errors as E
+from ..dtypes import DType
+from ..types import RefType, Space
+from .base import builtin, check_register_value, is_tensor, kind_of, shown
+
+_SIDES = ("left", "right")
+_METHODS = ("scan", "scan_unrolled", "sort", "compare_all")       # jnp's: the same answer by any of them
+
+
+@builtin
+def searchsorted(cx, a, v, side="left", sorter=None, *, method="scan"):
+  """jnp.searchsorted(a, v, side): for each query, the position in the sorted 1-D `a` where it would be inserted
+  (left: before equal elements; right: after them), int32."""
+  if side not in _SIDES:
+    raise E.KernelTypeError(f"ml.searchsorted: side is 'left' or 'right', got {shown(side)}", cx.loc,
+                            hint="side='left' counts the elements below each query, side='right' those not above it")
+  if sorter is not None:
+    raise E.KernelTypeError("ml.searchsorted takes no sorter=", cx.loc,
+                            hint="search the sorted values themselves: ml.searchsorted(ml.sort(a), v), or"
+                                 " a[ml.argsort(a)] read as a gather")
+  if method not in _METHODS:
+    raise E.KernelTypeError(f"ml.searchsorted: method is one of jnp's {_METHODS}, got {shown(method)}", cx.loc,
+                            hint="leave it out: the compiler picks the search")
+  check_register_value(cx, v, "ml.searchsorted")
+  if isinstance(getattr(a, "type", None), RefType):
+    if len(a.type.shape) != 1:
+      raise E.KernelTypeError(f"ml.searchsorted searches a 1-D sorted array, got {cx.named(a)} of shape"
+                              f" {tuple(a.type.shape)}", cx.loc,
+                              hint=f"search one row of it: ml.searchsorted({cx.named(a)}.at[r], v)")
+    if not is_tensor(v) or a.type.space == Space.GMEM:
+      return _binary_search(cx, a, v, side)
+    from .transfers import load
+    a = load(cx, a)             # an SMEM buffer and tensor queries: its elements counted
+  return _count(cx, a, v, side)
+
+
+def _binary_search(cx, a, v, side):
+  """lo:hi narrowed `n.bit_length()` times (n + 1 answers, halved each step), elementwise for tensor queries."""
+  from .elementwise import BinOp, CmpOp, binary, compare, constant, full_, where_
+  n = a.type.shape[0]
+  tensor = is_tensor(v)
+  start = (lambda x: full_(cx, tuple(v.type.shape), x, DType.i32)) if tensor else \
+      (lambda x: constant(cx, x, DType.i32))
+  lo, hi = start(0), start(n)
+  before = CmpOp.LT if side == "left" else CmpOp.LE
+  for _ in range(n.bit_length()):
+    mid = binary(cx, BinOp.SHR, binary(cx, BinOp.ADD, lo, hi), 1)
+    open_ = compare(cx, CmpOp.LT, lo, hi)
+    below = compare(cx, before, _element(cx, a, mid, tensor), v)
+    up = binary(cx, BinOp.AND, open_, below)
+    down = binary(cx, BinOp.AND, open_, compare(cx, CmpOp.EQ, below, False))
+    lo = where_(cx, up, binary(cx, BinOp.ADD, mid, 1), lo)
+    hi = where_(cx, down, mid, hi)
+  return lo
+
+
+def _element(cx, a, i, tensor):
+  """a[i]: a gather for a tensor of positions (clamped into a: a finished lane's i may be len(a)), else an
+  element read (i < len(a) wherever the search reads it: lo < hi there)."""
+  if tensor:
+    from .gather import gather
+    return gather(cx, a, (i,))
+  from .memory import view
+  from .transfers import load
+  return load(cx, view(cx, a, (i,)))
+
+
+def _count(cx, a, v, side):
+  """How many elements of the register vector `a` come before each query."""
+  from .elementwise import CmpOp, astype, compare
+  from .reduce import ReduceKind, reduce
+  from .shape import expand
+  check_register_value(cx, a, "ml.searchsorted")
+  if not is_tensor(a) or len(a.type.shape) != 1:
+    raise E.KernelTypeError(f"ml.searchsorted searches a 1-D sorted array, got {kind_of(a)}"
+                            + (f" of shape {tuple(a.type.shape)}" if is_tensor(a) else ""), cx.loc,
+                            hint="pass the sorted vector, or the GMEM array it is read from (searched by gathers)")
+  before = CmpOp.LT if side == "left" else CmpOp.LE
+  if not is_tensor(v):
+    return reduce(cx, ReduceKind.SUM, astype(cx, compare(cx, before, a, v), DType.i32), None, False)
+  if len(v.type.shape) != 1:
+    raise E.KernelTypeError(f"ml.searchsorted of a register vector takes a scalar or 1-D queries, got"
+                            f" {kind_of(v)} of shape {tuple(v.type.shape)}", cx.loc,
+                            hint="search the GMEM array instead (each step a gather, any shape of queries), or"
+                                 " reshape the queries to 1-D and back")
+  hits = compare(cx, before, expand(cx, a, (None, slice(None))), expand(cx, v, (slice(None), None)))
+  return reduce(cx, ReduceKind.SUM, astype(cx, hits, DType.i32), 1, False)
