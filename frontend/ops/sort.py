@@ -127,11 +127,14 @@ def top_k(cx, x, k, axis=-1):
   vals, pos = sort_tensor(cx, x, axis, True, "ml.top_k")
   if k == n:
     return vals, pos
-  from .shape import expand, reshape_
+  from .shape import expand, index_through_smem, reshape_
   shape = tuple(x.type.shape)
   rows = math.prod(shape[:-1])
   out = (*shape[:-1], k)
+  # the first k columns: in registers where k is whole 8-column tiles (a tensor-core layout's, the sort of an
+  # ml.dot result keeps it), else through an SMEM scratch
+  cut = expand if k % 8 == 0 else index_through_smem
   flat = lambda t: t if len(shape) == 2 else reshape_(cx, t, (rows, n))
-  first = lambda t: reshape_(cx, expand(cx, flat(t), (slice(None), slice(0, k))), out) if len(shape) != 2 \
-      else expand(cx, t, (slice(None), slice(0, k)))
+  first = lambda t: reshape_(cx, cut(cx, flat(t), (slice(None), slice(0, k))), out) if len(shape) != 2 \
+      else cut(cx, t, (slice(None), slice(0, k)))
   return first(vals), first(pos)
