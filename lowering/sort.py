@@ -13,7 +13,8 @@ step of a merge of blocks of k pairs p with its mirror in the block, p ^ (k - 1)
 with p ^ j, and the lower position always takes the first of the two. So a length n that is not a
 power of two sorts as if padded to the next one with elements after every real one: a partner at
 n or past it is such an element, which never moves below n, and the element at p keeps its own
-(nothing is read or stored past n).
+(nothing is read or stored past n). A padded read's rows (Sort.valid) sort their first `valid`
+elements so, the padding after them keeping its place.
 """
 from __future__ import annotations
 
@@ -63,6 +64,7 @@ def _sort(ctx, o):
   keys, order = ctx.memref(ctx.get(o.keys)), ctx.memref(ctx.get(o.order))
   two_d = len(t.shape) == 2
   n = t.shape[-1]
+  real = o.valid or n                  # the elements of a row that are sorted (the rest: a padded read's padding)
   row = n + o.pad
   index = ir.IndexType.get()
   i32 = ir.IntegerType.get_signless(32)
@@ -86,8 +88,10 @@ def _sort(ctx, o):
       at = _flat(i, p, row)
       q = arith.xori(p, mask)
       past = None
-      if n & (n - 1):                # a partner at n or past it: the padding, after every real element
-        past = arith.cmpi(arith.CmpIPredicate.uge, q, c(n))
+      if real & (real - 1) or real != n:     # a partner at `real` or past it: the padding, after every real element
+        past = arith.cmpi(arith.CmpIPredicate.uge, q, c(real))
+        if real != n:                        # (a padded read's own padding keeps its place too)
+          past = arith.ori(past, arith.cmpi(arith.CmpIPredicate.uge, p, c(real)))
         q = arith.minui(q, c(n - 1))         # (its address kept in the row; the element keeps its own)
       other = _flat(i, q, row)
       ka, ia = memref.load(keys, [at]), memref.load(order, [at])
@@ -101,7 +105,7 @@ def _sort(ctx, o):
 
   put(x, keys)
   put(pos, order)
-  levels = (n - 1).bit_length()                        # 2 ** levels >= n
+  levels = (real - 1).bit_length()                     # 2 ** levels >= real
   outer = scf.ForOp(c(1), c(levels + 1), c(1))
   with ir.InsertionPoint(outer.body):
     a = outer.induction_variable
@@ -149,7 +153,9 @@ def _i_sort(cta, o):
   else:
     wide = flat.astype(np.int64)
     value, rank = (-wide if o.descending else wide), np.zeros(flat.shape, bool)
-  perm = np.stack([np.lexsort((pos[r], value[r], rank[r])) for r in range(rows)])
+  real = o.valid or n                 # (a padded read's padding stays where it is)
+  perm = np.stack([np.concatenate([np.lexsort((pos[r, :real], value[r, :real], rank[r, :real])), np.arange(real, n)])
+                   for r in range(rows)])
   vals = np.take_along_axis(flat, perm, axis=1).reshape(x.shape)
   cta.set(o.results[0], vals)
   cta.set(o.results[1], perm.astype(np.int32).reshape(x.shape))

@@ -338,6 +338,51 @@ def test_searchsorted_mistakes_are_reported_at_the_call():
               " 1-D and back")
 
 
+# ---------------------------------------------------------------- odd counts read whole: sorted padded
+@mg.mgpu_kernel(out_shape=lambda lg, *, k: (S((lg.shape[0], k), F32), S((lg.shape[0], k), I32)))
+def route_all(logits, w_out, i_out, *, k: ml.constexpr):
+  """Every token in one program, as a small router test writes it: 100 tokens are read padded to 104 rows."""
+  p = ml.softmax(logits[...].astype(F32), axis=-1)
+  w, i = ml.top_k(p, k)
+  w_out[...] = w / ml.sum(w, axis=-1, keepdims=True)
+  i_out[...] = i
+
+
+@pytest.mark.parametrize("tokens,experts,k", [(100, 8, 2), (30, 8, 2), (7, 60, 4), (100, 6, 1)])
+def test_routing_an_odd_count_of_tokens_read_whole(tokens, experts, k):
+  """Was MG204 at the read: the padded trace of odd reads (probe 45g) gave up at the sort; the sort now sorts
+  each row's own elements and leaves the padding in place (Sort.valid), and ml.top_k keeps its k columns padded
+  to a shape a tensor holds."""
+  lg = np.random.default_rng(tokens + experts).standard_normal((tokens, experts)).astype(F32)
+  w, i = route_all(jnp.asarray(lg), k=k, interpret=True)
+  want_w, want_i = _route_ref(lg, k)
+  np.testing.assert_array_equal(np.asarray(i), want_i)
+  np.testing.assert_allclose(np.asarray(w), want_w, rtol=1e-5, atol=1e-6)
+  builds(route_all, S(lg.shape, F32), k=k)
+
+
+@mg.mgpu_kernel(out_shape=lambda e, *, k: (S(e.shape, I32), S((k,), e.dtype)))
+def order_and_top(e_ref, order, top, *, k: ml.constexpr):
+  e = e_ref[...]
+  order[...] = ml.argsort(e)
+  top[...] = ml.top_k(e, k)[0]
+
+
+def test_the_permutation_of_an_odd_count_read_whole():
+  e = np.random.default_rng(15).integers(0, 8, 100).astype(np.int32)
+  order, top = order_and_top(jnp.asarray(e), k=5, interpret=True)
+  np.testing.assert_array_equal(np.asarray(order), np.argsort(e, kind="stable"))
+  np.testing.assert_array_equal(np.asarray(top), np.sort(e)[::-1][:5])
+  builds(order_and_top, S((100,), I32), k=5)
+  x = _ties(np.random.default_rng(16), (17, 45), np.float32)
+  for descending in (False, True):
+    y, ix = sort_any(jnp.asarray(x), descending=descending, interpret=True)
+    want_y, want_ix = _sorted(x, descending)
+    np.testing.assert_array_equal(np.asarray(y), want_y)
+    np.testing.assert_array_equal(np.asarray(ix), want_ix)
+  builds(sort_any, S((17, 45), F32), descending=True)
+
+
 # ---------------------------------------------------------------- on the GPU
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape,dtype", _ODD + [((64, 64), np.float32), ((8, 1024), np.int32), ((2, 8, 24), np.float32)],
@@ -394,3 +439,23 @@ def test_gpu_searchsorted_matches_numpy():
                                 np.searchsorted(_OFFS, np.arange(256), side="right") - 1)
   np.testing.assert_array_equal(np.asarray(jax.jit(tile_groups)(off)),
                                 np.searchsorted(_OFFS, np.arange(8) * 32, side="right") - 1)
+
+
+@pytest.mark.gpu
+def test_gpu_odd_counts_read_whole_sort_and_route():
+  rng = np.random.default_rng(17)
+  for tokens, experts, k in [(100, 8, 2), (7, 60, 4)]:
+    lg = rng.standard_normal((tokens, experts)).astype(np.float32)
+    w, i = jax.jit(lambda a: route_all(a, k=k))(jnp.asarray(lg))
+    want_w, want_i = _route_ref(lg, k)
+    np.testing.assert_array_equal(np.asarray(i), want_i)
+    np.testing.assert_allclose(np.asarray(w), want_w, rtol=1e-5, atol=1e-6)
+  e = rng.integers(0, 8, 100).astype(np.int32)
+  order, top = jax.jit(lambda a: order_and_top(a, k=5))(jnp.asarray(e))
+  np.testing.assert_array_equal(np.asarray(order), np.argsort(e, kind="stable"))
+  np.testing.assert_array_equal(np.asarray(top), np.sort(e)[::-1][:5])
+  x = _ties(rng, (17, 45), np.float32)
+  y, ix = jax.jit(lambda a: sort_any(a, descending=True))(jnp.asarray(x))
+  want_y, want_ix = _sorted(x, True)
+  np.testing.assert_array_equal(np.asarray(y), want_y)
+  np.testing.assert_array_equal(np.asarray(ix), want_ix)

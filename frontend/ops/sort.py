@@ -12,6 +12,7 @@ wider tensor sorts as its 2-D reshape (the rows of its last axis), reshaped back
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 from .. import errors as E
@@ -20,6 +21,7 @@ from ..dtypes import DType
 from ..ir import Access, LayoutRule, Traits
 from ..types import TensorType, dtype_name, resolve
 from . import elementwise as ew
+from . import padded_tiles
 from .base import builtin, check_register_value, is_tensor, kind_of, shown
 from .scratches import row_scratch, scratch
 from .elementwise_checks import method_on
@@ -32,7 +34,8 @@ class Sort(ir.Op):
   """`x` (1- or 2-D; wider ones are reshaped) sorted along its last axis: results (the sorted values, the positions they
   came from, int32). Equal keys keep their order, or (`late_first`) the reverse: jnp.sort with
   descending=True is the ascending sort reversed. `keys` and `order` are flat scratches of x's
-  rows of n + pad elements."""
+  rows of n + pad elements. `valid` (0: all n): the elements of each row that are x's own, the rest a
+  padded read's padding, which stays where it is (ops/padded_tiles.py)."""
   x: ir.Value
   descending: bool
   late_first: bool
@@ -41,6 +44,7 @@ class Sort(ir.Op):
   pad: int
   loc: object
   results: tuple
+  valid: int = 0
 
 
 def sort_tensor(cx, x, axis, descending, what, late_first=False):
@@ -76,14 +80,20 @@ def sort_tensor(cx, x, axis, descending, what, late_first=False):
   # keys of 32 bits for 8-bit elements (bools as 0 and 1, float8 exactly in float32), converted back
   key = (DType.u32 if d == DType.bool_ else DType.f32 if d.is_float and d.bits == 8 else
          DType.i32 if d.is_int and d.bits == 8 and d.is_signed else DType.u32 if d.is_int and d.bits == 8 else d)
-  v = x if key == d else ew.astype(cx, x, key)
-  rows = 1 if rank == 1 else shape[0]
-  keys, pad = row_scratch(cx, rows, n, key, "sort keys")
-  order = scratch(cx, (rows * (n + pad),), DType.i32, "sort positions")       # rows as long as the keys'
-  vals, pos = cx.b.emit(Sort, v, descending, late_first, keys, order, pad, loc=cx.loc,
-                        types=[TensorType(shape, key), TensorType(shape, DType.i32)],
-                        names=[cx.name, None]).results
-  return (vals if key == d else ew.narrowed(cx, vals, d)), pos     # (float8_e5m2's infinities kept)
+  own = padded_tiles.true_shape(cx.b, x)        # a padded read's (100,) in its (104,): sorted, the padding kept
+  padded = own != tuple(shape)
+  with padded_tiles.allowed(cx) if padded else contextlib.nullcontext():
+    v = x if key == d else ew.astype(cx, x, key)
+    rows = 1 if rank == 1 else shape[0]
+    keys, pad = row_scratch(cx, rows, n, key, "sort keys")
+    order = scratch(cx, (rows * (n + pad),), DType.i32, "sort positions")       # rows as long as the keys'
+    vals, pos = cx.b.emit(Sort, v, descending, late_first, keys, order, pad, loc=cx.loc,
+                          types=[TensorType(shape, key), TensorType(shape, DType.i32)],
+                          names=[cx.name, None], valid=own[-1] if own[-1] != n else 0).results
+    vals = vals if key == d else ew.narrowed(cx, vals, d)      # (float8_e5m2's infinities kept)
+  if padded:
+    cx.b.pad_tiles[vals.id] = cx.b.pad_tiles[pos.id] = own
+  return vals, pos
 
 
 def _stable(cx, stable, what):
@@ -110,7 +120,6 @@ def argsort(cx, x, axis=-1, descending=False, stable=True):
   return sort_tensor(cx, x, axis, descending, "ml.argsort")[1]
 
 
-
 @builtin
 def top_k(cx, x, k, axis=-1):
   """jax.lax.top_k: `(values, indices)`, the k largest elements of `x` along its last axis, largest first,
@@ -120,21 +129,37 @@ def top_k(cx, x, k, axis=-1):
     raise E.KernelTypeError(f"ml.top_k: k is a static int, got {shown(k)}", cx.loc,
                             hint="k sets the shape of the result: pass a Python int or a constexpr, ml.top_k(p, 2)")
   check_register_value(cx, x, "ml.top_k")
-  n = x.type.shape[-1] if is_tensor(x) and x.type.shape else None
-  if n is not None and not 1 <= k <= n:
-    raise E.KernelTypeError(f"ml.top_k: k={k} of {n} elements along the last axis", cx.loc,
-                            hint=f"k is 1 to {n}")
+  own = padded_tiles.true_shape(cx.b, x) if is_tensor(x) else ()
+  k_asked = k
+  if own and not 1 <= k <= own[-1]:
+    raise E.KernelTypeError(f"ml.top_k: k={k} of {own[-1]} elements along the last axis", cx.loc,
+                            hint=f"k is 1 to {own[-1]}")
   vals, pos = sort_tensor(cx, x, axis, True, "ml.top_k")
-  if k == n:
+  shape = tuple(x.type.shape)
+  n = shape[-1]
+  rows = math.prod(shape[:-1])
+  padded = own != shape                 # a padded read's rows: their first k, kept padded to a shape a tensor
+  if padded:                            # holds (a multiple of 128 elements), the columns past k padding too
+    holds = (lambda c: c % 8 == 0) if len(shape) == 1 else (lambda c: rows * c % 128 == 0)
+    k_up = next((c for c in range(k, n) if holds(c)), n)
+  else:
+    k_up = k
+  if k_up == n:
+    if padded:
+      cx.b.pad_tiles[vals.id] = cx.b.pad_tiles[pos.id] = (*own[:-1], k)
     return vals, pos
   from .shape import expand, index_through_smem, reshape_
-  shape = tuple(x.type.shape)
-  rows = math.prod(shape[:-1])
-  out = (*shape[:-1], k)
+  out = (*shape[:-1], k_up)
+  k = k_up
   # the first k columns: in registers where k is whole 8-column tiles (a tensor-core layout's, the sort of an
   # ml.dot result keeps it), else through an SMEM scratch
   cut = expand if k % 8 == 0 else index_through_smem
   flat = lambda t: t if len(shape) == 2 else reshape_(cx, t, (rows, n))
   first = lambda t: reshape_(cx, cut(cx, flat(t), (slice(None), slice(0, k))), out) if len(shape) != 2 \
       else cut(cx, t, (slice(None), slice(0, k)))
-  return first(vals), first(pos)
+  with padded_tiles.allowed(cx) if padded else contextlib.nullcontext():
+    res = first(vals), first(pos)
+  if padded:
+    for r in res:
+      cx.b.pad_tiles[r.id] = (*own[:-1], min(own[-1], k_asked))
+  return res
