@@ -383,6 +383,27 @@ def test_the_permutation_of_an_odd_count_read_whole():
   builds(sort_any, S((17, 45), F32), descending=True)
 
 
+@mg.mgpu_kernel(out_shape=lambda lg: (S((lg.shape[0],), F32), S((lg.shape[0],), I32), S((lg.shape[1],), I32)))
+def switch_route(logits, gate, expert, first_token):
+  """Top-1 (Switch) routing of every token read whole: the argmax of each row, and of each expert's column."""
+  p = ml.softmax(logits[...], axis=-1)
+  gate[...] = ml.max(p, axis=-1)
+  expert[...] = ml.argmax(p, axis=-1)
+  first_token[...] = ml.argmax(p, axis=0)
+
+
+@pytest.mark.parametrize("tokens,experts", [(100, 8), (30, 45)])
+def test_top_1_routing_of_an_odd_count_read_whole(tokens, experts):
+  """Was MG204 at the read: the padded trace gave up at ml.argmax (its index grid meets the padded tile)."""
+  lg = _ties(np.random.default_rng(tokens), (tokens, experts), np.float32)
+  gate, expert, first = switch_route(jnp.asarray(lg), interpret=True)
+  p = _softmax(lg)
+  np.testing.assert_array_equal(np.asarray(expert), np.argmax(p, axis=-1))
+  np.testing.assert_array_equal(np.asarray(first), np.argmax(p, axis=0))
+  np.testing.assert_allclose(np.asarray(gate), p.max(-1), rtol=1e-5, atol=1e-6)
+  builds(switch_route, S(lg.shape, F32))
+
+
 # ---------------------------------------------------------------- on the GPU
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape,dtype", _ODD + [((64, 64), np.float32), ((8, 1024), np.int32), ((2, 8, 24), np.float32)],
@@ -454,6 +475,10 @@ def test_gpu_odd_counts_read_whole_sort_and_route():
   order, top = jax.jit(lambda a: order_and_top(a, k=5))(jnp.asarray(e))
   np.testing.assert_array_equal(np.asarray(order), np.argsort(e, kind="stable"))
   np.testing.assert_array_equal(np.asarray(top), np.sort(e)[::-1][:5])
+  lg = _ties(rng, (100, 8), np.float32)
+  gate, expert, first = jax.jit(switch_route)(jnp.asarray(lg))
+  np.testing.assert_array_equal(np.asarray(expert), np.argmax(_softmax(lg), axis=-1))
+  np.testing.assert_array_equal(np.asarray(first), np.argmax(_softmax(lg), axis=0))
   x = _ties(rng, (17, 45), np.float32)
   y, ix = jax.jit(lambda a: sort_any(a, descending=True))(jnp.asarray(x))
   want_y, want_ix = _sorted(x, True)

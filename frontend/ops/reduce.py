@@ -523,7 +523,15 @@ def _arg(cx, x, axis, kind, what):
   best = reduce(cx, kind, x, axis, True, what=what)     # (the axis as the user wrote it, for messages)
   iota = arange.apply(cx, (shape[a],), {})
   iota = reshape_(cx, iota, tuple(n if i == a else 1 for i, n in enumerate(shape)))
-  r = reduce(cx, ReduceKind.MIN, ew.where_(cx, _hits(cx, x, best), iota, shape[a]), a, False)
+  hits = _hits(cx, x, best)
+  own = padded_tiles.true_shape(cx.b, hits)      # an odd read computed padded: the indices past its own
+  if own != tuple(shape):                        # elements are padding, which the least index never takes
+    with padded_tiles.allowed(cx):               # (a real one holds the extreme), and its reduction drops
+      picked = ew.where_(cx, hits, iota, shape[a])
+    cx.b.pad_tiles[picked.id] = own
+  else:
+    picked = ew.where_(cx, hits, iota, shape[a])
+  r = reduce(cx, ReduceKind.MIN, picked, a, False)
   return rehint(cx, r, given, a, what)     # (a small middle-axis one, ops/spread.py: its store's hint of the argmax)
 
 
