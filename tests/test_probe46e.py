@@ -122,6 +122,24 @@ def test_top_k_of_a_dot_result_takes_any_k(experts, k):
   builds(fused_router, S(x.shape, jnp.bfloat16), S(w.shape, jnp.bfloat16), k=k)
 
 
+@pytest.mark.parametrize("shape,k", [((64, 8), 3), ((48, 32), 5), ((64,), 5), ((256,), 12)], ids=str)
+def test_a_top_k_no_register_tensor_holds_is_stored_padded(shape, k):
+  """(64, 3) values were MG204 at ml.top_k (192 elements; a (5,) vector too): the padded trace keeps them (64, 4)
+  and its masked store writes the (64, 3) output."""
+  x = _ties(np.random.default_rng(sum(shape) + k), shape, np.float32)
+  v, i = top_k_rows(jnp.asarray(x), k=k, interpret=True)
+  want_v, want_i = _top_k(x, k)
+  np.testing.assert_array_equal(np.asarray(v), want_v)
+  np.testing.assert_array_equal(np.asarray(i), want_i)
+  builds(top_k_rows, S(shape, F32), k=k)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 3), F32))
+def top_3_scaled_by_its_width(x, out):
+  v, i = ml.top_k(x[...], 3)
+  out[...] = v * v.shape[1]
+
+
 @mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 2), F32))
 def top_k_k_past_the_row(x, out):
   v, i = ml.top_k(x[...], 9)
@@ -146,6 +164,11 @@ def test_top_k_mistakes_are_reported_at_the_call():
   expect(top_k_run_time_k, [S((64, 8), F32), S((1,), I32)], mg.KernelTypeError, "ml.top_k(",
          "ml.top_k: k is a static int, got k[0]",
          hint="k sets the shape of the result: pass a Python int or a constexpr, ml.top_k(p, 2)")
+  expect(top_3_scaled_by_its_width, [S((64, 8), F32)], mg.LayoutError, "ml.top_k(",
+         "ml.top_k(..., 3) of x[...] (64, 8) gives (64, 3) tensors, which no register tensor holds (a register tensor"
+         " holds a multiple of 128 elements)",
+         hint="take 4, v, i = ml.top_k(x[...], 4), and store the first 3 under a mask: out.at[:, ml.ds(0, 4)].store(v,"
+              " mask=ml.arange(4)[None, :] < 3) (the window may run past out's end: masked elements are never written)")
   expect(lax_top_k, [S((64, 8), F32)], mg.KernelTypeError, "jax.lax.top_k(",
          "top_k cannot take a register tensor inside a kernel",
          hint="use ml.top_k: kernels call ml.* functions on register values")

@@ -130,7 +130,6 @@ def top_k(cx, x, k, axis=-1):
                             hint="k sets the shape of the result: pass a Python int or a constexpr, ml.top_k(p, 2)")
   check_register_value(cx, x, "ml.top_k")
   own = padded_tiles.true_shape(cx.b, x) if is_tensor(x) else ()
-  k_asked = k
   if own and not 1 <= k <= own[-1]:
     raise E.KernelTypeError(f"ml.top_k: k={k} of {own[-1]} elements along the last axis", cx.loc,
                             hint=f"k is 1 to {own[-1]}")
@@ -138,28 +137,46 @@ def top_k(cx, x, k, axis=-1):
   shape = tuple(x.type.shape)
   n = shape[-1]
   rows = math.prod(shape[:-1])
-  padded = own != shape                 # a padded read's rows: their first k, kept padded to a shape a tensor
-  if padded:                            # holds (a multiple of 128 elements), the columns past k padding too
-    holds = (lambda c: c % 8 == 0) if len(shape) == 1 else (lambda c: rows * c % 128 == 0)
-    k_up = next((c for c in range(k, n) if holds(c)), n)
-  else:
+  # The first k columns are a register tensor where (rows, k) is one (a vector: a multiple of 8 elements; else a
+  # multiple of 128, or fewer than 128 of a 2-D tile, held as its elements). A padded read's, and in the padded
+  # trace any other, are kept padded to the next width that is (the columns past k padding too), which masked
+  # stores write as the unpadded (rows, k).
+  strict = (lambda c: c % 8 == 0) if len(shape) == 1 else (lambda c: rows * c % 128 == 0)
+  padded = own != shape
+  if not padded and (strict(k) or len(shape) == 2 and rows * k < 128):
     k_up = k
+  else:
+    k_up = next((c for c in range(k, n) if strict(c)), n)
+    if not padded and getattr(cx.b, "pad_tiles", None) is None:
+      out = f"a ({k},) vector" if len(shape) == 1 else f"{(*shape[:-1], k)} tensors"
+      need = "a 1-D vector holds a multiple of 8 elements" if len(shape) == 1 else \
+          "a register tensor holds a multiple of 128 elements"
+      win = f"ml.ds(0, {k_up})" if len(shape) == 1 else f"{', '.join([':'] * (len(shape) - 1))}, ml.ds(0, {k_up})"
+      lane = f"ml.arange({k_up})" if len(shape) == 1 else f"ml.arange({k_up})[{', '.join(['None'] * (len(shape) - 1))}, :]"
+      raise E.LayoutError(
+          f"ml.top_k(..., {k}) of {cx.named(x)} {shape} gives {out}, which no register tensor holds ({need})", cx.loc,
+          hint=f"take {k_up}, v, i = ml.top_k({cx.named(x)}, {k_up}), and store the first {k} under a mask:"
+               f" out.at[{win}].store(v, mask={lane} < {k}) (the window may run past out's end: masked elements are"
+               f" never written)")
+  keep = padded or k_up != k            # (recorded padded: its own shape is (..., k))
   if k_up == n:
-    if padded:
+    if keep:
       cx.b.pad_tiles[vals.id] = cx.b.pad_tiles[pos.id] = (*own[:-1], k)
     return vals, pos
   from .shape import expand, index_through_smem, reshape_
   out = (*shape[:-1], k_up)
-  k = k_up
-  # the first k columns: in registers where k is whole 8-column tiles (a tensor-core layout's, the sort of an
+  # the first k_up columns: in registers where they are whole 8-column tiles (a tensor-core layout's, the sort of an
   # ml.dot result keeps it), else through an SMEM scratch
-  cut = expand if k % 8 == 0 else index_through_smem
-  flat = lambda t: t if len(shape) == 2 else reshape_(cx, t, (rows, n))
-  first = lambda t: reshape_(cx, cut(cx, flat(t), (slice(None), slice(0, k))), out) if len(shape) != 2 \
-      else cut(cx, t, (slice(None), slice(0, k)))
-  with padded_tiles.allowed(cx) if padded else contextlib.nullcontext():
+  cut = expand if k_up % 8 == 0 else index_through_smem
+  if len(shape) == 1:
+    first = lambda t: cut(cx, t, (slice(0, k_up),))
+  elif len(shape) == 2:
+    first = lambda t: cut(cx, t, (slice(None), slice(0, k_up)))
+  else:
+    first = lambda t: reshape_(cx, cut(cx, reshape_(cx, t, (rows, n)), (slice(None), slice(0, k_up))), out)
+  with padded_tiles.allowed(cx) if keep else contextlib.nullcontext():
     res = first(vals), first(pos)
-  if padded:
+  if keep:
     for r in res:
-      cx.b.pad_tiles[r.id] = (*own[:-1], min(own[-1], k_asked))
+      cx.b.pad_tiles[r.id] = (*own[:-1], k)
   return res
