@@ -289,6 +289,25 @@ def test_a_4d_sort_sorts_each_row_of_its_last_axis():
   builds(sort_any, S((2, 4, 8, 24), F32), descending=True)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def sort_middle_axis(x, out):
+  out[...] = ml.sort(x[...], axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def sort_middle_axis_followed(x, out):
+  out[...] = ml.transpose(ml.sort(ml.transpose(x[...], (0, 2, 1))), (0, 2, 1))
+
+
+def test_a_3d_sort_along_another_axis_hints_the_permute_that_works():
+  """The hint was the 2-D one, ml.sort(x[...].T).T, which reverses all three axes of a 3-D tensor."""
+  expect(sort_middle_axis, [S((4, 8, 32), F32)], mg.KernelTypeError, "ml.sort(",
+         "ml.sort sorts along the last axis; axis 1 of a 3-D tensor is not it",
+         hint="move the axis last and back: ml.transpose(ml.sort(ml.transpose(x[...], (0, 2, 1))), (0, 2, 1))")
+  x = _ties(np.random.default_rng(18), (4, 8, 32), np.float32)
+  np.testing.assert_array_equal(np.asarray(sort_middle_axis_followed(jnp.asarray(x), interpret=True)), np.sort(x, 1))
+
+
 # ---------------------------------------------------------------- ml.searchsorted
 @mg.mgpu_kernel(out_shape=lambda off: S((256,), I32))
 def row_groups(off, out, *, side: ml.constexpr = "right"):

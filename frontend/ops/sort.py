@@ -59,8 +59,13 @@ def sort_tensor(cx, x, axis, descending, what, late_first=False):
     raise E.KernelTypeError(f"{what}: axis must be a static int in [-{rank}, {rank}), got {shown(axis)}", cx.loc,
                             hint=f"{what}({cx.named(x)}) sorts along the last axis")
   if axis % rank != rank - 1:
+    a = axis % rank
+    perm = tuple(i for i in range(rank) if i != a) + (a,)
+    back = tuple(perm.index(i) for i in range(rank))
+    hint = (f"transpose first: {what}({method_on(cx.named(x))}.T).T sorts each column" if rank == 2 else
+            f"move the axis last and back: ml.transpose({what}(ml.transpose({cx.named(x)}, {perm})), {back})")
     raise E.KernelTypeError(f"{what} sorts along the last axis; axis {axis} of a {rank}-D tensor is not it",
-                            cx.loc, hint=f"transpose first: {what}({method_on(cx.named(x))}.T).T sorts each column")
+                            cx.loc, hint=hint)
   if not isinstance(descending, bool):
     raise E.KernelTypeError(f"{what}: descending is a static bool, got {shown(descending)}", cx.loc,
                             hint="descending=True puts the largest first")
