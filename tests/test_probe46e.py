@@ -370,7 +370,40 @@ def search_2d_queries_of_a_vector(off, out):
   out[...] = ml.searchsorted(off[...], ml.arange(256).reshape((2, 128))).reshape((256,))
 
 
+@mg.mgpu_kernel(out_shape=lambda off: S((256,), I32))
+def search_a_table(off, out):
+  out[...] = ml.searchsorted(off, ml.arange(256))
+
+
+@mg.mgpu_kernel(out_shape=lambda off: S((256,), I32))
+def search_with_a_sorter(off, out):
+  out[...] = ml.searchsorted(off, ml.arange(256), sorter=ml.argsort(off[...]))
+
+
+@mg.mgpu_kernel(out_shape=lambda off: S((256,), I32))
+def search_by_method(off, out):
+  out[...] = ml.searchsorted(off, ml.arange(256), method="binary")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def sort_a_scalar(x, out):
+  out[...] = ml.sort(x[0])
+
+
 def test_searchsorted_mistakes_are_reported_at_the_call():
+  expect(search_a_table, [S((4, 8), I32)], mg.KernelTypeError, "ml.searchsorted(",
+         "ml.searchsorted searches a 1-D sorted array, got off of shape (4, 8)",
+         hint="search one row of it: ml.searchsorted(off.at[r], v)")
+  expect(search_with_a_sorter, [S((16,), I32)], mg.KernelTypeError, "ml.searchsorted(",
+         "ml.searchsorted takes no sorter=",
+         hint="search the sorted values themselves: ml.searchsorted(ml.sort(a), v), or a[ml.argsort(a)] read as a"
+              " gather")
+  expect(search_by_method, [S((16,), I32)], mg.KernelTypeError, "ml.searchsorted(",
+         "ml.searchsorted: method is one of jnp's ('scan', 'scan_unrolled', 'sort', 'compare_all'), got 'binary'",
+         hint="leave it out: the compiler picks the search")
+  expect(sort_a_scalar, [S((16,), F32)], mg.KernelTypeError, "ml.sort(",
+         "ml.sort takes a register tensor, got a scalar",
+         hint="ml.sort sorts the elements of a tensor along its last axis; a scalar is sorted already: use it as it is")
   expect(search_side_middle, [S((16,), I32)], mg.KernelTypeError, "ml.searchsorted(",
          "ml.searchsorted: side is 'left' or 'right', got 'middle'",
          hint="side='left' counts the elements below each query, side='right' those not above it")

@@ -52,7 +52,7 @@ def sort_tensor(cx, x, axis, descending, what, late_first=False):
   if not is_tensor(x) or not x.type.shape:
     raise E.KernelTypeError(f"{what} takes a register tensor, got {kind_of(x)}"
                             + (f" of shape {x.type.shape}" if is_tensor(x) else ""), cx.loc,
-                            hint=f"{what} sorts the elements of a tensor along its last axis: a scalar is sorted")
+                            hint=f"{what} sorts the elements of a tensor along its last axis; a scalar is sorted already: use it as it is")
   shape = x.type.shape
   rank = len(shape)
   if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
