@@ -187,7 +187,8 @@ def _sorted(x, descending):
   return v, i
 
 
-_ODD = [((120,), np.int32), ((64, 60), np.float32), ((32, 24), jnp.bfloat16), ((16, 40), np.uint8), ((32, 12), np.float32)]
+_ODD = [((120,), np.int32), ((64, 60), np.float32), ((32, 24), jnp.bfloat16), ((16, 40), np.uint8),
+        ((32, 12), np.float32)]
 
 
 @pytest.mark.parametrize("shape,dtype", _ODD, ids=str)
@@ -481,8 +482,8 @@ def test_top_1_routing_of_an_odd_count_read_whole(tokens, experts):
 
 # ---------------------------------------------------------------- on the GPU
 @pytest.mark.gpu
-@pytest.mark.parametrize("shape,dtype", _ODD + [((64, 64), np.float32), ((8, 1024), np.int32), ((2, 8, 24), np.float32)],
-                         ids=str)
+@pytest.mark.parametrize("shape,dtype",
+                         _ODD + [((64, 64), np.float32), ((8, 1024), np.int32), ((2, 8, 24), np.float32)], ids=str)
 @pytest.mark.parametrize("descending", [False, True])
 def test_gpu_sorts_of_any_length_match_jnp(shape, dtype, descending):
   """The network now sorts every block ascending (mirror first steps), powers of two included."""

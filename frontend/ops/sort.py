@@ -52,7 +52,8 @@ def sort_tensor(cx, x, axis, descending, what, late_first=False):
   if not is_tensor(x) or not x.type.shape:
     raise E.KernelTypeError(f"{what} takes a register tensor, got {kind_of(x)}"
                             + (f" of shape {x.type.shape}" if is_tensor(x) else ""), cx.loc,
-                            hint=f"{what} sorts the elements of a tensor along its last axis; a scalar is sorted already: use it as it is")
+                            hint=f"{what} sorts the elements of a tensor along its last axis; a scalar is sorted"
+                                 " already: use it as it is")
   shape = x.type.shape
   rank = len(shape)
   if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
@@ -157,7 +158,8 @@ def top_k(cx, x, k, axis=-1):
       need = "a 1-D vector holds a multiple of 8 elements" if len(shape) == 1 else \
           "a register tensor holds a multiple of 128 elements"
       win = f"ml.ds(0, {k_up})" if len(shape) == 1 else f"{', '.join([':'] * (len(shape) - 1))}, ml.ds(0, {k_up})"
-      lane = f"ml.arange({k_up})" if len(shape) == 1 else f"ml.arange({k_up})[{', '.join(['None'] * (len(shape) - 1))}, :]"
+      lead = ", ".join(["None"] * (len(shape) - 1))
+      lane = f"ml.arange({k_up})" if len(shape) == 1 else f"ml.arange({k_up})[{lead}, :]"
       raise E.LayoutError(
           f"ml.top_k(..., {k}) of {cx.named(x)} {shape} gives {out}, which no register tensor holds ({need})", cx.loc,
           hint=f"take {k_up}, v, i = ml.top_k({cx.named(x)}, {k_up}), and store the first {k} under a mask:"
