@@ -152,6 +152,20 @@ def top_k_run_time_k(x, k, out):
   out[...] = v
 
 
+@mg.mgpu_kernel(out_shape=lambda x: (S((2, x.shape[1]), F32), S((2, x.shape[1]), I32)))
+def top_k_down_columns(x, vals, ids):
+  v, i = ml.top_k(x[...], 2, axis=0)
+  vals[...] = v
+  ids[...] = i
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((2, x.shape[1]), F32), S((2, x.shape[1]), I32)))
+def top_k_down_columns_followed(x, vals, ids):
+  v, i = ml.top_k(x[...].T, 2)
+  vals[...] = v.T
+  ids[...] = i.T
+
+
 @mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 2), F32))
 def lax_top_k(x, out):
   v, i = jax.lax.top_k(x[...], 2)
@@ -169,6 +183,14 @@ def test_top_k_mistakes_are_reported_at_the_call():
          " holds a multiple of 128 elements)",
          hint="take 4, v, i = ml.top_k(x[...], 4), and store the first 3 under a mask: out.at[:, ml.ds(0, 4)].store(v,"
               " mask=ml.arange(4)[None, :] < 3) (the window may run past out's end: masked elements are never written)")
+  expect(top_k_down_columns, [S((128, 64), F32)], mg.KernelTypeError, "ml.top_k(",
+         "ml.top_k takes the top k along the last axis; axis 0 of a 2-D tensor is not it",
+         hint="transpose first: v, i = ml.top_k(x[...].T, 2); then v.T and i.T hold each column's top 2")
+  x = _ties(np.random.default_rng(19), (128, 64), np.float32)
+  v, i = top_k_down_columns_followed(jnp.asarray(x), interpret=True)
+  want_v, want_i = _top_k(x.T, 2)
+  np.testing.assert_array_equal(np.asarray(v), want_v.T)
+  np.testing.assert_array_equal(np.asarray(i), want_i.T)
   expect(lax_top_k, [S((64, 8), F32)], mg.KernelTypeError, "jax.lax.top_k(",
          "top_k cannot take a register tensor inside a kernel",
          hint="use ml.top_k: kernels call ml.* functions on register values")

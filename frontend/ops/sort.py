@@ -139,6 +139,18 @@ def top_k(cx, x, k, axis=-1):
   if own and not 1 <= k <= own[-1]:
     raise E.KernelTypeError(f"ml.top_k: k={k} of {own[-1]} elements along the last axis", cx.loc,
                             hint=f"k is 1 to {own[-1]}")
+  rank = len(own)
+  if rank and isinstance(axis, int) and not isinstance(axis, bool) and -rank <= axis < rank \
+      and axis % rank != rank - 1:
+    a = axis % rank
+    perm = tuple(i for i in range(rank) if i != a) + (a,)
+    back = tuple(perm.index(i) for i in range(rank))
+    name = cx.named(x)
+    hint = (f"transpose first: v, i = ml.top_k({method_on(name)}.T, {k}); then v.T and i.T hold each column's top {k}"
+            if rank == 2 else f"move the axis last: v, i = ml.top_k(ml.transpose({name}, {perm}), {k}); then"
+            f" ml.transpose(v, {back}) and ml.transpose(i, {back}) have it where it was")
+    raise E.KernelTypeError(f"ml.top_k takes the top k along the last axis; axis {axis} of a {rank}-D tensor is not"
+                            " it", cx.loc, hint=hint)
   vals, pos = sort_tensor(cx, x, axis, True, "ml.top_k")
   shape = tuple(x.type.shape)
   n = shape[-1]
