@@ -134,6 +134,7 @@ def _interp_error(name, code, doc):
 
 RaceError = _interp_error("RaceError", "MG951", "A data race the GPU would not report (programs writing the same output, a read before its copy landed).")
 OutOfBoundsError = _interp_error("OutOfBoundsError", "MG952", "A dynamic index outside a buffer (undefined behaviour on the GPU).")
+MaskedReductionError = _interp_error("MaskedReductionError", "MG953", "A reduction whose result the lanes a masked load kept off past an array's end change (Triton's tail: other=0 under a max).")
 
 
 class InternalError(KernelError):

@@ -49,6 +49,7 @@ from ..frontend import ir
 from ..frontend.ops.control import LOOPS, Condition, Yield, terminator_values
 from ..frontend.ops.mma import Dot
 from . import interpret_numerics as N
+from . import interpret_padding as P
 from . import registry
 from .interpret_memory import (COMPILER_BUG, CtaMemory, InterpretError, Memory,  # noqa: F401
                                OutOfBoundsError, RaceError, Ref)
@@ -103,6 +104,12 @@ class CTA(CtaMemory):
     super().__init__(m, pid, rank)
     self.env: dict[int, object] = {}
     self.sync_loc = None
+    if not hasattr(m, "track_pads"):
+      m.track_pads = P.tracks(m.kernel)
+    # masked-off lanes past an array's end followed to the reductions they reach (interpret_padding.py)
+    self.pads: dict[int, tuple] = {}
+    self.neutral: set[int] = set()
+    self.pad_sums: dict[int, tuple] = {}
 
   def get(self, v: ir.Value):
     return self.env[v.id]
@@ -136,6 +143,8 @@ class CTA(CtaMemory):
         r = rule(self, o)
         if r is not None:
           yield from r
+        if self.m.track_pads:
+          P.after(self, o)
       except E.KernelError:
         raise
       except Exception as e:

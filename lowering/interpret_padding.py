@@ -1,0 +1,340 @@
+"""Interpret mode's check of masked-off lanes that reach a reduction (MaskedReductionError, MG953).
+
+Triton's classic tail bug: a row of 100 elements read as a tile of 128 with `mask=cols < n`, and the 28
+lanes past the end, filled with `other`, reduced as if they were data: `other=0.0` under a max of negative
+values (or the argmax, or a softmax's max), a layer norm's `ml.sum(d * d)` of `d = v - mean` (the padding
+holds -mean there), `ml.mean(v)` dividing by 128. The kernel runs, on the GPU as here, and gives wrong
+numbers. The interpreter knows the data, so it follows those lanes and reports a reduction whose result
+they change.
+
+Each register value may carry a lane state, broadcast to its shape: PAD (a lane a masked load kept off at a
+position outside its array, or math of such lanes and uniform values only), REAL (data, or math mixing
+data in: a loop's running sum of a last tile's padding, which no lane-wise rule can take apart), NEUTRAL
+(constants, `ml.arange`, scalars and reduction results: the same for every lane, or a summary of lanes).
+Only tensors holding a PAD lane are stored (`CTA.pads`). A reduction over groups mixing PAD lanes with
+others is computed again with the PAD lanes replaced by its identity (0 for a sum, -inf for a max, +inf
+for a min); a result that changes is the error, at the reduction, with the hint that fits: the identity
+as `other`, or an `ml.where` of the mask before reducing. A sum over PAD lanes divided by the group's
+size (`ml.mean`, `ml.sum(v) / BLOCK`) is one too. What the state does not follow (loop carries, SMEM, dots,
+gathers, scans) is REAL: no report, so a valid kernel is never rejected.
+"""
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from ..frontend import errors as E
+from ..frontend import ir
+from ..frontend.loc import call_at
+from ..frontend.ops.access import MaskedLoad
+from ..frontend.ops.elementwise import Arange, BinOp, Binary, Cast, Compare, Constant, Full, Unary, Where
+from ..frontend.ops.shape import Broadcast, Reduce, ReduceKind, Reshape
+from . import interpret_numerics as N
+
+REAL, PAD, NEUTRAL = 0, 1, 2
+# (a, b) -> the state of a lane computed from lanes in states a and b
+_COMBINE = np.array([[REAL, REAL, REAL],
+                     [REAL, PAD, PAD],
+                     [REAL, PAD, NEUTRAL]], np.int8)
+
+
+def tracks(kernel: ir.Kernel) -> bool:
+  """Whether `kernel` has a masked load (else nothing is followed, at no cost)."""
+  return any(isinstance(o, MaskedLoad) for o in ir.walk(kernel.body))
+
+
+def state(cta, v):
+  """The lane state of operand `v`: an int8 array broadcastable to it, or a scalar state."""
+  if not isinstance(v, ir.Value):
+    return NEUTRAL
+  s = cta.pads.get(v.id)
+  if s is not None:
+    return s[0]
+  if v.id in cta.neutral or not getattr(v.type, "shape", ()):
+    return NEUTRAL
+  return REAL
+
+
+def _is(st, k) -> bool:
+  return not isinstance(st, np.ndarray) and st == k
+
+
+def _source(cta, v):
+  """The masked load a PAD lane of `v` came from."""
+  s = cta.pads.get(v.id) if isinstance(v, ir.Value) else None
+  return s[1] if s is not None else None
+
+
+def _set(cta, v, st, src):
+  """Record `v`'s lanes (an array or a scalar state)."""
+  if isinstance(st, np.ndarray) and (st == PAD).any():
+    cta.pads[v.id] = (st, src)
+  elif isinstance(st, np.ndarray) and st.size and (st == NEUTRAL).all() or _is(st, NEUTRAL):
+    cta.neutral.add(v.id)
+
+
+def after(cta, o):
+  """Follow the lanes of `o`'s result (run after its interpreter rule); raise MG953 at a reduction or
+  division the padding changes."""
+  rule = _RULES.get(type(o))
+  if rule is None:
+    return
+  for r in o.results:
+    cta.pads.pop(r.id, None)
+    cta.neutral.discard(r.id)
+  rule(cta, o)
+
+
+def _masked_load(cta, o):
+  from .access import _coords
+  ref, mask = cta.get(o.ref), np.asarray(cta.get(o.mask), bool)
+  coords = _coords(ref, mask.shape)
+  outside = np.zeros(mask.shape, bool)
+  for c, d in zip(coords, ref.root.type.shape):
+    outside |= (c < 0) | (c >= d)
+  pad = outside & ~mask
+  if pad.any():
+    cta.pads[o.result.id] = (np.where(pad, PAD, REAL).astype(np.int8), o)
+
+
+def _fresh(cta, o):
+  cta.neutral.add(o.result.id)
+
+
+def _lanewise(cta, o):
+  ins = [x for x in (getattr(o, f, None) for f in ("lhs", "rhs", "x")) if x is not None]
+  if isinstance(o, Where):
+    _where(cta, o)
+    return
+  states = [state(cta, x) for x in ins]
+  src = next((s for s in (_source(cta, x) for x in ins) if s is not None), None)
+  if isinstance(o, Binary) and o.kind == BinOp.DIV:
+    _check_mean(cta, o)
+  if src is None:
+    if all(_is(s, NEUTRAL) for s in states):
+      cta.neutral.add(o.result.id)
+    return
+  st = states[0]
+  for s in states[1:]:
+    st = _COMBINE[st, s]
+  _set(cta, o.result, np.asarray(st, np.int8), src)
+
+
+def _where(cta, o):
+  """A lane takes the state of the side its condition picks."""
+  a, b = state(cta, o.on_true), state(cta, o.on_false)
+  src = _source(cta, o.on_true) or _source(cta, o.on_false)
+  if src is None:
+    if _is(a, NEUTRAL) and _is(b, NEUTRAL):
+      cta.neutral.add(o.result.id)
+    return
+  cond = np.asarray(cta.get(o.cond), bool)
+  shape = o.result.type.shape
+  st = np.where(np.broadcast_to(cond, shape), np.broadcast_to(a, shape), np.broadcast_to(b, shape))
+  _set(cta, o.result, st.astype(np.int8), src)
+
+
+def _broadcast(cta, o):
+  st = state(cta, o.x)
+  if _is(st, NEUTRAL):
+    cta.neutral.add(o.result.id)
+    return
+  if not isinstance(st, np.ndarray):
+    return
+  out = o.result.type.shape
+  st = np.broadcast_to(st, o.x.type.shape).reshape(
+      [o.x.type.shape[o.dims.index(a)] if a in o.dims else 1 for a in range(len(out))])
+  _set(cta, o.result, np.array(np.broadcast_to(st, out)), _source(cta, o.x))
+
+
+def _reshape(cta, o):
+  st = state(cta, o.x)
+  if _is(st, NEUTRAL):
+    cta.neutral.add(o.result.id)
+    return
+  if not isinstance(st, np.ndarray):
+    return
+  _set(cta, o.result, np.broadcast_to(st, o.x.type.shape).reshape(o.result.type.shape).copy(), _source(cta, o.x))
+
+
+def _identity(kind, d):
+  if kind == ReduceKind.SUM:
+    return 0
+  if d.is_float:
+    return -np.inf if kind == ReduceKind.MAX else np.inf
+  info = np.iinfo(N.np_dtype(d))
+  return info.min if kind == ReduceKind.MAX else info.max
+
+
+def _reduce_values(kind, x, axes, d):
+  if kind == ReduceKind.SUM:
+    c = np.float32 if d.is_float else N.np_dtype(d)
+    return np.asarray(np.sum(x.astype(c), axis=axes, dtype=c))
+  return np.asarray(N.ieee_reduce(kind == ReduceKind.MAX, x, axes))
+
+
+def _reduce(cta, o):
+  st = state(cta, o.x)
+  if not isinstance(st, np.ndarray):
+    cta.neutral.add(o.result.id)
+    return
+  src = _source(cta, o.x)
+  x, d = np.asarray(cta.get(o.x)), o.x.type.dtype
+  st = np.broadcast_to(st, x.shape)
+  pad = st == PAD
+  real = np.any(st == REAL, axis=o.axes)       # (NEUTRAL lanes beside PAD ones: a where's constant, no data)
+  all_pad = np.any(pad, axis=o.axes) & ~real
+  mixed = np.any(pad, axis=o.axes) & real
+  if mixed.any():
+    got = _reduce_values(o.kind, x, o.axes, d)
+    want = _reduce_values(o.kind, np.where(pad, np.asarray(_identity(o.kind, d)).astype(x.dtype), x), o.axes, d)
+    scale = np.max(np.where(pad, 0, np.abs(x.astype(np.float64))), axis=o.axes) if d.is_float else 0
+    bad = mixed & _differs(got, want, scale, d)
+    if bad.any():
+      raise _reduce_error(cta, o, src, x, pad, got, want, bad)
+  if o.kind == ReduceKind.SUM and mixed.any():
+    # (a mean: this sum divided by the group's size, which counts the PAD lanes)
+    cta.pad_sums[o.result.id] = (int(np.prod([x.shape[a] for a in o.axes])),
+                                 np.sum(st == REAL, axis=o.axes), mixed, src)
+  if all_pad.any():
+    _set(cta, o.result, np.where(all_pad, PAD, NEUTRAL).astype(np.int8), src)
+  else:
+    cta.neutral.add(o.result.id)
+
+
+def _differs(got, want, scale, d):
+  g, w = np.asarray(got, np.float64), np.asarray(want, np.float64)
+  same = (g == w) | (np.isnan(g) & np.isnan(w))
+  if not d.is_float:
+    return ~same
+  with np.errstate(invalid="ignore"):
+    tol = (1e-5 if d.bits >= 32 else 1e-2) * (np.abs(w) + scale)
+    return ~(same | (np.abs(g - w) <= tol))
+
+
+def _check_mean(cta, o):
+  rec = cta.pad_sums.get(o.lhs.id) if isinstance(o.lhs, ir.Value) else None
+  if rec is None:
+    return
+  size, real, mixed, src = rec
+  n = np.asarray(cta.operand(o.rhs, o.result.type.dtype), np.float64)
+  if n.shape or float(n) != size:
+    return
+  inside = int(np.min(np.where(mixed, real, size)))
+  what, arg = _called(o.loc, "ml.mean")
+  ref, axis, mask, other = _load_texts(cta, src)
+  mean = what.endswith("mean") and call_at(o.loc) is not None
+  raise E.MaskedReductionError(
+      f"{'this mean' if mean else 'this division'} counts {size} elements, but {size - inside} of them are lanes"
+      f" the masked load at line {src.loc.lineno} kept off past the end of {ref} (program {cta.label}): the mean of"
+      f" the {inside} elements inside divides by {inside}", o.loc,
+      hint=(f"average only the elements inside: {_with_where(o.loc, mask, ReduceKind.SUM, o.result.type.dtype)}, or"
+            f" ml.sum({arg or 'v'}) / {ref}.shape[{axis}]" if mean else
+            f"divide by the number of elements inside ({ref}.shape[{axis}]), not by the tile's size"))
+
+
+def _called(loc, default):
+  """(the function's text, its first argument's text) of the call at `loc`."""
+  node = call_at(loc)
+  if node is None:
+    return default, None
+  func = ast.unparse(node.func)
+  if isinstance(node.func, ast.Attribute) and not (isinstance(node.func.value, ast.Name)
+                                                   and node.func.value.id in ("ml", "tl", "jnp", "np")):
+    return f"{func}()", ast.unparse(node.func.value)            # v.max(): the method of its tensor
+  return func, ast.unparse(node.args[0]) if node.args else None
+
+
+def _load_texts(cta, src):
+  """(the array's name, the root axis its padding leaves, the mask's text, other's text) of load `src`."""
+  from .access import _coords
+  ref = cta.get(src.ref)
+  node = call_at(src.loc)
+  kw = {k.arg: ast.unparse(k.value) for k in node.keywords} if node is not None else {}
+  mask = kw.get("mask", "mask")
+  other = kw.get("other", str(src.other) if not isinstance(src.other, ir.Value) else "other")
+  if not isinstance(src.other, ir.Value):
+    try:
+      same = ast.literal_eval(other) == src.other
+    except (ValueError, SyntaxError):
+      same = False
+    if not same:
+      other = f"{other} ({src.other})"            # (a constexpr's name: its value too)
+  lead = cta.m.lead(ref)
+  axis = 0
+  shape = np.asarray(cta.get(src.mask)).shape
+  for k, (c, d) in enumerate(zip(_coords(ref, shape), ref.root.type.shape)):
+    if ((c < 0) | (c >= d)).any():
+      axis = k - lead
+  return ref.name, max(axis, 0), mask, other
+
+
+def _reduce_error(cta, o, src, x, pad, got, want, bad):
+  k = tuple(int(i) for i in np.argwhere(bad)[0]) if np.ndim(bad) else ()
+  g, w = np.asarray(got)[k], np.asarray(want)[k]
+  lanes = np.asarray(x)[pad]
+  ref, axis, mask, other = _load_texts(cta, src)
+  raw = isinstance(src.other, (int, float)) and np.all(lanes == np.asarray(src.other).astype(lanes.dtype))
+  kind = o.kind
+  ident = {ReduceKind.SUM: "0", ReduceKind.MAX: "float('-inf')", ReduceKind.MIN: "float('inf')"}[kind]
+  d = o.x.type.dtype
+  if not d.is_float and kind != ReduceKind.SUM:
+    ident = f"{_identity(kind, d)}"
+  what, arg = _called(o.loc, f"ml.{kind.value}")
+  where = "" if not k else f" (result {list(k) if len(k) > 1 else k[0]})"
+  held = f"other={other}" if raw else f"other={other}, {_few(lanes)} by the time they reach it"
+  plain = what.split(".")[-1].rstrip("()") == kind.value
+  msg = (f"{what} reduces lanes the masked load at line {src.loc.lineno} kept off past the end of {ref}, filled with"
+         f" {held}: they change {'its result' if plain else f'the {kind.value} it takes'} in program {cta.label}{where},"
+         f" {_num(g)} where the elements inside give {_num(w)}")
+  name = {ReduceKind.SUM: "a sum", ReduceKind.MAX: "a max", ReduceKind.MIN: "a min"}[kind]
+  if raw and (kind != ReduceKind.SUM or what.split(".")[-1] in ("sum", "sum()")):
+    hint = f"fill them with the identity of {name}: other={ident} in the masked load at line {src.loc.lineno}"
+    if kind != ReduceKind.SUM:
+      hint += f" (where a sum reduces the same tile, keep other=0 there and take the {kind.value} of ml.where({mask}, v, {ident}))"
+  else:
+    hint = f"reduce only the lanes the mask keeps: {_with_where(o.loc, mask, kind, d) or what}"
+  return E.MaskedReductionError(msg, o.loc, hint=hint)
+
+
+def _num(v):
+  v = np.asarray(v).item()
+  return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+def _few(lanes):
+  u = np.unique(np.asarray(lanes, np.float64))
+  if u.size == 1:
+    return f"{_num(u[0])}"
+  return f"values such as {_num(u[0])} and {_num(u[-1])}"
+
+
+_WHERE_ARG = ("sum", "max", "min", "mean", "var", "std", "softmax", "log_softmax", "logsumexp", "any", "all")
+
+
+def _with_where(loc, mask, kind, d):
+  """The reduction's call at `loc` as the user wrote it, keeping only the lanes `mask` keeps: with `where=mask`
+  where the function takes it (jnp's), else its first argument selected with the reduction's identity."""
+  node = call_at(loc)
+  if node is None or not node.args:
+    return None
+  name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+  try:
+    m = ast.parse(mask, mode="eval").body
+  except SyntaxError:
+    return None
+  if name in _WHERE_ARG and not any(k.arg == "where" for k in node.keywords):
+    node.keywords.append(ast.keyword("where", m))
+    return ast.unparse(node)
+  ident = {ReduceKind.SUM: "0.0" if d.is_float else "0", ReduceKind.MAX: "float('-inf')",
+           ReduceKind.MIN: "float('inf')"}[kind]
+  if not d.is_float and kind != ReduceKind.SUM:
+    ident = str(_identity(kind, d))
+  node.args[0] = ast.parse(f"ml.where({mask}, {ast.unparse(node.args[0])}, {ident})", mode="eval").body
+  return ast.unparse(node)
+
+
+_RULES = {MaskedLoad: _masked_load, Constant: _fresh, Full: _fresh, Arange: _fresh,
+          Binary: _lanewise, Compare: _lanewise, Unary: _lanewise, Cast: _lanewise, Where: _lanewise,
+          Broadcast: _broadcast, Reshape: _reshape, Reduce: _reduce}

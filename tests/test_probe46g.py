@@ -1,0 +1,259 @@
+"""Probe 46g (the mistakes kernel authors make, nothing silently wrong): Triton's tail bug.
+
+A row of n elements read as a tile of BLOCK > n lanes with `mask=cols < n` leaves BLOCK - n lanes that hold
+`other`, not data. Reduced as if they were data they gave wrong numbers, in interpret mode as on the GPU, and
+nothing said so: `other=0.0` under a max (a softmax's, an argmax's) of negative rows, a layer norm's
+`ml.sum(d * d)` of `d = v - mean` (the padding holds -mean there), `ml.mean(v)` or `ml.sum(v) / BLOCK` dividing
+by the tile's size. Interpret mode now follows those lanes (lowering/interpret_padding.py) and reports a
+reduction whose result they change, MaskedReductionError (MG953), at the reduction, with the fix; the kernels
+that handle the padding (the identity as `other`, an `ml.where` or `where=` of the mask, a running sum whose
+last tile adds zeros, padded rows stored under a mask) run as before."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import where
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+def _raises(kernel, args, at, message, hint, nth=0, **kw):
+  """`kernel(*args)` in interpret mode fails with MG953 at `at`, with exactly `message` and `hint`."""
+  with pytest.raises(mg.MaskedReductionError) as info:
+    kernel(*args, interpret=True, **kw)
+  e = info.value
+  assert e.code == "MG953" and isinstance(e, mg.InterpretError)
+  assert (e.lineno, e.col_offset) == where(kernel, at, nth), e.render()
+  assert e.message == message, e.message
+  assert e.hint == hint, e.hint
+  return e
+
+
+def _rows(seed, shape=(4, 100), shift=-3.0):
+  return (np.random.default_rng(seed).standard_normal(shape) + shift).astype(np.float32)
+
+
+def _g(v):
+  return f"{float(v):.6g}"
+
+
+def _softmax(x):
+  e = np.exp(x - x.max(1, keepdims=True))
+  return e / e.sum(1, keepdims=True)
+
+
+# ---------------------------------------------------------------- a max over padding of other=0
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0],))
+def softmax_other0(x, out, *, BLOCK: ml.constexpr = 128, OTHER: ml.constexpr = 0.0):
+  r = ml.program_id(0)
+  cols = ml.arange(BLOCK)
+  m = cols < x.shape[1]
+  v = x.at[r, cols].load(mask=m, other=OTHER)
+  v = v - ml.max(v, axis=0)
+  e = ml.exp(v)
+  out.at[r, cols].store(e / ml.sum(e, axis=0), mask=m)
+
+
+def test_softmax_with_other_zero_is_reported_at_its_max():
+  x = _rows(0)
+  line = where(softmax_other0, "v = x.at[r, cols].load")[0]
+  _raises(softmax_other0, [x], "ml.max(v, axis=0)",
+          f"ml.max reduces lanes the masked load at line {line} kept off past the end of x, filled with other=OTHER"
+          f" (0.0): they change its result in program (0, 0, 0), 0 where the elements inside give {_g(x[0].max())}",
+          f"fill them with the identity of a max: other=float('-inf') in the masked load at line {line} (where a sum"
+          f" reduces the same tile, keep other=0 there and take the max of ml.where(m, v, float('-inf')))")
+  got = softmax_other0(x, OTHER=float("-inf"), interpret=True)        # the hint followed
+  np.testing.assert_allclose(np.asarray(got), _softmax(x), rtol=1e-5, atol=1e-6)
+  with pytest.raises(mg.MaskedReductionError) as info:
+    softmax_other0(-x, interpret=True)     # positive rows: 0 changes no max, but exp(0 - max) enters the sum
+  assert (info.value.lineno, info.value.col_offset) == where(softmax_other0, "ml.sum(e, axis=0)")
+  assert info.value.hint == "reduce only the lanes the mask keeps: ml.sum(e, axis=0, where=m)"
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), jnp.int32), grid=lambda x: (x.shape[0],))
+def argmax_other0(x, out, *, BLOCK: ml.constexpr = 128):
+  r = ml.program_id(0)
+  cols = ml.arange(BLOCK)
+  v = x.at[r, cols].load(mask=cols < x.shape[1], other=0.0)
+  out[r] = ml.argmax(v, axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), F32))
+def column_max_of_a_row_tail(x, out):
+  rows = ml.arange(16)
+  v = x.at[rows[:, None], ml.arange(128)[None, :]].load(mask=rows[:, None] < x.shape[0], other=0.0)
+  out[...] = ml.max(v, axis=0)
+
+
+def test_argmax_and_a_column_max_over_padded_rows():
+  x = _rows(1)
+  line = where(argmax_other0, "v = x.at")[0]
+  _raises(argmax_other0, [x], "ml.argmax(v, axis=0)",
+          f"ml.argmax reduces lanes the masked load at line {line} kept off past the end of x, filled with other=0.0:"
+          f" they change the max it takes in program (0, 0, 0), 0 where the elements inside give {_g(x[0].max())}",
+          f"fill them with the identity of a max: other=float('-inf') in the masked load at line {line} (where a sum"
+          f" reduces the same tile, keep other=0 there and take the max of ml.where(cols < x.shape[1], v,"
+          f" float('-inf')))")
+  x = _rows(2, (13, 128))
+  line = where(column_max_of_a_row_tail, "v = x.at")[0]
+  _raises(column_max_of_a_row_tail, [x], "ml.max(v, axis=0)",
+          f"ml.max reduces lanes the masked load at line {line} kept off past the end of x, filled with other=0.0:"
+          f" they change its result in program (0, 0, 0) (result 0), 0 where the elements inside give"
+          f" {_g(x[:, 0].max())}",
+          f"fill them with the identity of a max: other=float('-inf') in the masked load at line {line} (where a sum"
+          f" reduces the same tile, keep other=0 there and take the max of ml.where(rows[:, None] < x.shape[0], v,"
+          f" float('-inf')))")
+
+
+# ---------------------------------------------------------------- padding changed by math before a sum
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0],))
+def layer_norm_no_where(x, out, *, BLOCK: ml.constexpr = 128, FIXED: ml.constexpr = False):
+  r = ml.program_id(0)
+  cols = ml.arange(BLOCK)
+  m = cols < x.shape[1]
+  v = x.at[r, cols].load(mask=m, other=0.0)
+  mean = ml.sum(v, axis=0) / x.shape[1]
+  d = v - mean
+  if FIXED:
+    var = ml.sum(d * d, axis=0, where=m) / x.shape[1]
+  else:
+    var = ml.sum(d * d, axis=0) / x.shape[1]
+  out.at[r, cols].store(d / ml.sqrt(var + 1e-5), mask=m)
+
+
+def _layer_norm(x):
+  mu = x.mean(1, keepdims=True)
+  return (x - mu) / np.sqrt(((x - mu) ** 2).mean(1, keepdims=True) + 1e-5)
+
+
+def test_layer_norm_summing_deviations_of_the_padding():
+  x = _rows(3)
+  line = where(layer_norm_no_where, "v = x.at")[0]
+  mu = np.float32(x[0].sum(dtype=np.float32) / np.float32(100))
+  d = x[0] - mu
+  _raises(layer_norm_no_where, [x], "ml.sum(d * d, axis=0)",
+          f"ml.sum reduces lanes the masked load at line {line} kept off past the end of x, filled with other=0.0,"
+          f" {_g(np.float32(mu * mu))} by the time they reach it: they change its result in program (0, 0, 0),"
+          f" {_g(np.sum(np.concatenate([d * d, np.full(28, mu * mu, np.float32)]), dtype=np.float32))}"
+          f" where the elements inside give {_g(np.sum(d * d, dtype=np.float32))}",
+          "reduce only the lanes the mask keeps: ml.sum(d * d, axis=0, where=m)")
+  got = layer_norm_no_where(x, FIXED=True, interpret=True)          # the hint followed
+  np.testing.assert_allclose(np.asarray(got), _layer_norm(x), rtol=1e-4, atol=1e-4)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32), grid=lambda x: (x.shape[0],))
+def log_sum_exp_other0(x, out, *, BLOCK: ml.constexpr = 128):
+  r = ml.program_id(0)
+  cols = ml.arange(BLOCK)
+  v = x.at[r, cols].load(mask=cols < x.shape[1], other=0.0)
+  out[r] = ml.logsumexp(v)
+
+
+def test_a_composite_reduction_is_hinted_with_its_where():
+  x = -_rows(4)            # positive rows: the max is right, the sum of exp(0 - max) in the padding is not
+  line = where(log_sum_exp_other0, "v = x.at")[0]
+  with pytest.raises(mg.MaskedReductionError) as info:
+    log_sum_exp_other0(x, interpret=True)
+  e = info.value
+  assert (e.lineno, e.col_offset) == where(log_sum_exp_other0, "ml.logsumexp(v)")
+  assert e.message.startswith(f"ml.logsumexp reduces lanes the masked load at line {line} kept off past the end of x,"
+                              f" filled with other=0.0, ")
+  assert " by the time they reach it: they change the sum it takes in program (0, 0, 0), " in e.message
+  assert e.hint == "reduce only the lanes the mask keeps: ml.logsumexp(v, where=cols < x.shape[1])"
+
+
+# ---------------------------------------------------------------- a mean that counts the padding
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32), grid=lambda x: (x.shape[0],))
+def row_mean(x, out, *, BLOCK: ml.constexpr = 128):
+  r = ml.program_id(0)
+  cols = ml.arange(BLOCK)
+  v = x.at[r, cols].load(mask=cols < x.shape[1], other=0.0)
+  out[r] = ml.mean(v)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32), grid=lambda x: (x.shape[0],))
+def row_mean_by_block(x, out, *, BLOCK: ml.constexpr = 128):
+  r = ml.program_id(0)
+  cols = ml.arange(BLOCK)
+  v = x.at[r, cols].load(mask=cols < x.shape[1], other=0.0)
+  out[r] = ml.sum(v) / BLOCK
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32), grid=lambda x: (x.shape[0],))
+def row_mean_fixed(x, out, *, BLOCK: ml.constexpr = 128):
+  r = ml.program_id(0)
+  cols = ml.arange(BLOCK)
+  v = x.at[r, cols].load(mask=cols < x.shape[1], other=0.0)
+  out[r] = ml.mean(v, where=cols < x.shape[1]) + ml.sum(v) / x.shape[1]
+
+
+def test_a_mean_over_the_tile_counts_the_padding():
+  x = _rows(5)
+  line = where(row_mean, "v = x.at")[0]
+  _raises(row_mean, [x], "ml.mean(v)",
+          f"this mean counts 128 elements, but 28 of them are lanes the masked load at line {line} kept off past the"
+          f" end of x (program (0, 0, 0)): the mean of the 100 elements inside divides by 100",
+          "average only the elements inside: ml.mean(v, where=cols < x.shape[1]), or ml.sum(v) / x.shape[1]")
+  line = where(row_mean_by_block, "v = x.at")[0]
+  _raises(row_mean_by_block, [x], "ml.sum(v) / BLOCK",
+          f"this division counts 128 elements, but 28 of them are lanes the masked load at line {line} kept off past"
+          f" the end of x (program (0, 0, 0)): the mean of the 100 elements inside divides by 100",
+          "divide by the number of elements inside (x.shape[1]), not by the tile's size")
+  np.testing.assert_allclose(np.asarray(row_mean_fixed(x, interpret=True)), 2 * x.mean(1), rtol=1e-5)
+
+
+# ---------------------------------------------------------------- valid kernels beside the mistakes
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), F32))
+def tail_sum_and_abs_max(x, out):
+  acc = ml.zeros((128,), F32)
+  big = ml.zeros((128,), F32)
+  for c in range(ml.cdiv(x.shape[0], 128)):
+    offs = c * 128 + ml.arange(128)
+    v = x.at[offs].load(mask=offs < x.shape[0], other=0.0)
+    acc += ml.exp(v)                   # (the last tile adds exp(0) = 1 per padding lane: a running sum mixes data in)
+    big = ml.maximum(big, ml.abs(v))
+  out[0] = ml.sum(acc) * 0.0 + ml.max(big) + ml.max(ml.abs(x.at[ml.ds(0, 128)].load(
+      mask=ml.arange(128) < x.shape[0], other=0.0)))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 8),))
+def softmax_padded_rows(x, out):
+  i = ml.program_id(0)
+  rows = i * 8 + ml.arange(8)
+  cols = ml.arange(128)
+  m = rows[:, None] < x.shape[0]
+  v = x.at[rows[:, None], cols[None, :]].load(mask=m, other=0.0)     # whole padding rows: never mixed with data
+  e = ml.exp(v - ml.max(v, axis=1)[:, None])
+  out.at[rows[:, None], cols[None, :]].store(e / ml.sum(e, axis=1)[:, None], mask=m)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def softmax_of_a_small_array(x, out):
+  out[...] = ml.softmax(x[...], axis=1)      # (a (6, 100) tile read padded to (8, 128) by the compiler)
+
+
+def test_the_padding_handled_is_not_reported():
+  """The mistake above, and beside it kernels whose padding reaches a reduction harmlessly."""
+  x = _rows(6)
+  with pytest.raises(mg.MaskedReductionError):
+    softmax_other0(x, interpret=True)
+  x1 = np.random.default_rng(7).standard_normal(1000).astype(np.float32)
+  got = np.asarray(tail_sum_and_abs_max(x1, interpret=True))
+  np.testing.assert_allclose(got, np.abs(x1).max() + np.abs(x1[:128]).max(), rtol=1e-6)
+  x2 = _rows(8, (13, 128))
+  np.testing.assert_allclose(np.asarray(softmax_padded_rows(x2, interpret=True)), _softmax(x2), rtol=1e-5, atol=1e-6)
+  x3 = _rows(9, (6, 100))
+  np.testing.assert_allclose(np.asarray(softmax_of_a_small_array(x3, interpret=True)),
+                             _softmax(x3), rtol=1e-5, atol=1e-6)
+
+
+def test_under_jit_the_error_is_the_same_class():
+  x = _rows(10)
+  with pytest.raises(mg.MaskedReductionError) as info:
+    jax.jit(lambda a: softmax_other0(a, interpret=True))(x)
+  assert info.value.code == "MG953"
+  assert (info.value.lineno, info.value.col_offset) == where(softmax_other0, "ml.max(v, axis=0)")
