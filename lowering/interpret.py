@@ -110,6 +110,8 @@ class CTA(CtaMemory):
     self.pads: dict[int, tuple] = {}
     self.neutral: set[int] = set()
     self.pad_sums: dict[int, tuple] = {}
+    self.smem_pad: dict[int, np.ndarray] = {}     # SMEM root id -> elements a TMA load read past its array's end
+    self.smem_src: dict[int, object] = {}         # SMEM root id -> that load
 
   def get(self, v: ir.Value):
     return self.env[v.id]

@@ -29,6 +29,7 @@ from ..frontend import ir
 from ..frontend.loc import call_at
 from ..frontend.ops.access import MaskedLoad
 from ..frontend.ops.elementwise import Arange, BinOp, Binary, Cast, Compare, Constant, Full, Unary, Where
+from ..frontend.ops.memory import Copy, Load
 from ..frontend.ops.shape import Broadcast, Reduce, ReduceKind, Reshape
 from . import interpret_numerics as N
 
@@ -40,8 +41,8 @@ _COMBINE = np.array([[REAL, REAL, REAL],
 
 
 def tracks(kernel: ir.Kernel) -> bool:
-  """Whether `kernel` has a masked load (else nothing is followed, at no cost)."""
-  return any(isinstance(o, MaskedLoad) for o in ir.walk(kernel.body))
+  """Whether `kernel` has a masked load or a TMA load (else nothing is followed, at no cost)."""
+  return any(isinstance(o, MaskedLoad) or isinstance(o, Copy) and o.slot >= 0 for o in ir.walk(kernel.body))
 
 
 def state(cta, v):
@@ -77,6 +78,8 @@ def _set(cta, v, st, src):
 def after(cta, o):
   """Follow the lanes of `o`'s result (run after its interpreter rule); raise MG953 at a reduction or
   division the padding changes."""
+  if cta.smem_pad and not isinstance(o, Copy):
+    _smem_written(cta, o)
   rule = _RULES.get(type(o))
   if rule is None:
     return
@@ -96,6 +99,57 @@ def _masked_load(cta, o):
   pad = outside & ~mask
   if pad.any():
     cta.pads[o.result.id] = (np.where(pad, PAD, REAL).astype(np.int8), o)
+
+
+def _copy(cta, o):
+  """A TMA load: the elements of its SMEM window whose GMEM positions lie outside the array (read as zeros)."""
+  src, dst = cta.get(o.src), cta.get(o.dst)
+  if dst.owner < 0 or src.owner >= 0:
+    return
+  if dst.owner != cta.rank or o.multicast is not None:      # (a peer's SMEM: not followed)
+    cta.smem_pad.pop(dst.root.id, None)
+    return
+  shape = tuple(n for _, n, sq in src.win if not sq)
+  outside = np.zeros(shape, bool)
+  axis = 0
+  for (s_, n, sq), d in zip(src.win, src.root.type.shape):
+    if sq:
+      if not 0 <= s_ < d:
+        outside[...] = True
+      continue
+    c = s_ + np.arange(n)
+    outside |= ((c < 0) | (c >= d)).reshape([n if a == axis else 1 for a in range(len(shape))])
+    axis += 1
+  have = cta.smem_pad.get(dst.root.id)
+  if not outside.any() and have is None:
+    return
+  if have is None:
+    have = cta.smem_pad[dst.root.id] = np.zeros(dst.root.type.shape, bool)
+  view = have[dst.index]
+  have[dst.index] = outside.reshape(view.shape)
+  cta.smem_src[dst.root.id] = o
+
+
+def _smem_written(cta, o):
+  """Any other write into an SMEM buffer whose padding is followed: the padding of the whole buffer is
+  forgotten (what it holds now is the kernel's)."""
+  for v, kind in ir.traits_of(o).effects(o):
+    if kind in (ir.Access.REG_WRITE, ir.Access.TMA_WRITE) and isinstance(v, ir.Value):
+      ref = cta.env.get(v.id)
+      if getattr(ref, "owner", -1) >= 0:
+        cta.smem_pad.pop(ref.root.id, None)
+
+
+def _load(cta, o):
+  """A read of SMEM that a TMA load filled: the lanes it read past the array's end are PAD."""
+  ref = cta.get(o.ref)
+  have = cta.smem_pad.get(ref.root.id) if ref.owner == cta.rank else None
+  if have is None or o.merge:
+    return
+  st = have[ref.index]
+  if st.any():
+    cta.pads[o.result.id] = (np.where(st, PAD, REAL).astype(np.int8).reshape(o.result.type.shape),
+                             cta.smem_src[ref.root.id])
 
 
 def _fresh(cta, o):
@@ -225,13 +279,30 @@ def _check_mean(cta, o):
   what, arg = _called(o.loc, "ml.mean")
   ref, axis, mask, other = _load_texts(cta, src)
   mean = what.endswith("mean") and call_at(o.loc) is not None
+  r = cta.get(src.src if isinstance(src, Copy) else src.ref)
+  whole = r.root.type.shape[cta.m.lead(r) + axis] == inside      # (the tile holds the whole axis: its size divides)
+  them = (f"lanes the masked load at line {src.loc.lineno} kept off" if not isinstance(src, Copy) else
+          f"elements the TMA copy at line {src.loc.lineno} read")
+  where = _with_where(o.loc, mask, ReduceKind.SUM, o.result.type.dtype) if mask else None
   raise E.MaskedReductionError(
-      f"{'this mean' if mean else 'this division'} counts {size} elements, but {size - inside} of them are lanes"
-      f" the masked load at line {src.loc.lineno} kept off past the end of {ref} (program {cta.label}): the mean of"
-      f" the {inside} elements inside divides by {inside}", o.loc,
-      hint=(f"average only the elements inside: {_with_where(o.loc, mask, ReduceKind.SUM, o.result.type.dtype)}, or"
-            f" ml.sum({arg or 'v'}) / {ref}.shape[{axis}]" if mean else
-            f"divide by the number of elements inside ({ref}.shape[{axis}]), not by the tile's size"))
+      f"{'this mean' if mean else 'this division'} counts {size} elements, but {size - inside} of them are {them}"
+      f" past the end of {ref} (program {cta.label}): the mean of the {inside} elements inside divides by {inside}",
+      o.loc,
+      hint=(f"average only the elements inside: {where}" if mean and where and not whole else
+            f"average only the elements inside: {where + ', or ' if where else ''}{_as_sum(o.loc, arg)} /"
+            f" {ref}.shape[{axis}]" if mean else
+            f"divide by the number of elements inside ({ref}.shape[{axis}]), not by the tile's size" if whole else
+            f"divide by the number of elements inside ({inside} in this program), not by the tile's size"))
+
+
+def _as_sum(loc, arg):
+  """The mean's call at `loc` as the sum it divides (its other arguments kept)."""
+  node = call_at(loc)
+  if node is None or not node.args:
+    return f"ml.sum({arg or 'v'})"
+  if isinstance(node.func, ast.Attribute):
+    node.func.attr = "sum"
+  return ast.unparse(node)
 
 
 def _called(loc, default):
@@ -247,7 +318,10 @@ def _called(loc, default):
 
 
 def _load_texts(cta, src):
-  """(the array's name, the root axis its padding leaves, the mask's text, other's text) of load `src`."""
+  """(the array's name, the root axis its padding leaves, the mask's text, other's text) of the masked load or
+  TMA load `src` (a TMA load's mask is the positions of its window along that axis, where its call says them)."""
+  if isinstance(src, Copy):
+    return _copy_texts(cta, src)
   from .access import _coords
   ref = cta.get(src.ref)
   node = call_at(src.loc)
@@ -270,12 +344,45 @@ def _load_texts(cta, src):
   return ref.name, max(axis, 0), mask, other
 
 
+def _copy_texts(cta, src):
+  ref = cta.get(src.src)
+  lead = cta.m.lead(ref)
+  axis, at = 0, 0
+  for k, ((s_, n, sq), d) in enumerate(zip(ref.win, ref.root.type.shape)):
+    if (s_ < 0 or s_ + (1 if sq else n) > d) and k >= lead:
+      axis = k - lead
+      break
+    at += not sq
+  rank = sum(not sq for _, _, sq in ref.win)
+  mask = None
+  node = call_at(src.loc)
+  window = node.args[0] if node is not None and node.args else None
+  if isinstance(window, ast.Subscript) and isinstance(window.value, ast.Attribute) and window.value.attr == "at":
+    items = window.slice.elts if isinstance(window.slice, ast.Tuple) else [window.slice]
+    it = items[axis] if axis < len(items) and not any(
+        isinstance(i, ast.Constant) and i.value is Ellipsis for i in items[:axis + 1]) else None
+    if isinstance(it, ast.Call) and ast.unparse(it.func) in ("ml.ds", "tl.ds", "pl.ds") and len(it.args) == 2:
+      pos = f"{ast.unparse(it.args[0])} + ml.arange({ast.unparse(it.args[1])})"
+      if rank > 1:
+        pos = f"({pos})[{', '.join(':' if j == at else 'None' for j in range(rank))}]"
+      mask = f"{pos} < {ref.name}.shape[{axis}]"
+  return ref.name, axis, mask, None
+
+
+def _origin(src, ref, other):
+  """How the message names where the padding came from."""
+  if isinstance(src, Copy):
+    return f"elements the TMA copy at line {src.loc.lineno} read past the end of {ref} (as zeros)"
+  return f"lanes the masked load at line {src.loc.lineno} kept off past the end of {ref}, filled with other={other}"
+
+
 def _reduce_error(cta, o, src, x, pad, got, want, bad):
   k = tuple(int(i) for i in np.argwhere(bad)[0]) if np.ndim(bad) else ()
   g, w = np.asarray(got)[k], np.asarray(want)[k]
   lanes = np.asarray(x)[pad]
   ref, axis, mask, other = _load_texts(cta, src)
-  raw = isinstance(src.other, (int, float)) and np.all(lanes == np.asarray(src.other).astype(lanes.dtype))
+  fill = 0 if isinstance(src, Copy) else src.other
+  raw = isinstance(fill, (int, float)) and np.all(lanes == np.asarray(fill).astype(lanes.dtype))
   kind = o.kind
   ident = {ReduceKind.SUM: "0", ReduceKind.MAX: "float('-inf')", ReduceKind.MIN: "float('inf')"}[kind]
   d = o.x.type.dtype
@@ -283,13 +390,19 @@ def _reduce_error(cta, o, src, x, pad, got, want, bad):
     ident = f"{_identity(kind, d)}"
   what, arg = _called(o.loc, f"ml.{kind.value}")
   where = "" if not k else f" (result {list(k) if len(k) > 1 else k[0]})"
-  held = f"other={other}" if raw else f"other={other}, {_few(lanes)} by the time they reach it"
+  held = _origin(src, ref, other) + ("" if raw else f", {_few(lanes)} by the time they reach it")
   plain = what.split(".")[-1].rstrip("()") == kind.value
-  msg = (f"{what} reduces lanes the masked load at line {src.loc.lineno} kept off past the end of {ref}, filled with"
-         f" {held}: they change {'its result' if plain else f'the {kind.value} it takes'} in program {cta.label}{where},"
+  msg = (f"{what} reduces {held}: they change {'its result' if plain else f'the {kind.value} it takes'} in program {cta.label}{where},"
          f" {_num(g)} where the elements inside give {_num(w)}")
   name = {ReduceKind.SUM: "a sum", ReduceKind.MAX: "a max", ReduceKind.MIN: "a min"}[kind]
-  if raw and (kind != ReduceKind.SUM or what.split(".")[-1] in ("sum", "sum()")):
+  if isinstance(src, Copy):
+    fix = _with_where(o.loc, mask, kind, d) if mask else None
+    hint = (f"reduce only the elements inside: {fix}" if fix else
+            f"reduce only the elements inside {ref}: ml.where(pos < {ref}.shape[{axis}], v, {ident}) with pos the"
+            f" positions of the copied window along that dimension") + (
+            "; a masked load from registers, x.at[...].load(mask=..., other=...), fills them with a value of yours"
+            if kind != ReduceKind.SUM else "")
+  elif raw and (kind != ReduceKind.SUM or what.split(".")[-1] in ("sum", "sum()")):
     hint = f"fill them with the identity of {name}: other={ident} in the masked load at line {src.loc.lineno}"
     if kind != ReduceKind.SUM:
       hint += f" (where a sum reduces the same tile, keep other=0 there and take the {kind.value} of ml.where({mask}, v, {ident}))"
@@ -335,6 +448,6 @@ def _with_where(loc, mask, kind, d):
   return ast.unparse(node)
 
 
-_RULES = {MaskedLoad: _masked_load, Constant: _fresh, Full: _fresh, Arange: _fresh,
+_RULES = {MaskedLoad: _masked_load, Copy: _copy, Load: _load, Constant: _fresh, Full: _fresh, Arange: _fresh,
           Binary: _lanewise, Compare: _lanewise, Unary: _lanewise, Cast: _lanewise, Where: _lanewise,
           Broadcast: _broadcast, Reshape: _reshape, Reduce: _reduce}

@@ -257,3 +257,61 @@ def test_under_jit_the_error_is_the_same_class():
     jax.jit(lambda a: softmax_other0(a, interpret=True))(x)
   assert info.value.code == "MG953"
   assert (info.value.lineno, info.value.col_offset) == where(softmax_other0, "ml.max(v, axis=0)")
+
+
+# ---------------------------------------------------------------- a TMA load's zeros past the end
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32), grid=lambda x: (x.shape[0] // 8,))
+def row_max_in_chunks(x, out, *, FIXED: ml.constexpr = False):
+  i = ml.program_id(0)
+  buf = ml.smem((8, 128), F32)
+  m = ml.full((8,), float("-inf"), F32)
+  for c in range(ml.cdiv(x.shape[1], 128)):
+    ml.copy(x.at[ml.ds(i * 8, 8), ml.ds(c * 128, 128)], buf)
+    if FIXED:
+      m = ml.maximum(m, ml.max(buf[...], axis=1, where=(c * 128 + ml.arange(128))[None, :] < x.shape[1]))
+    else:
+      m = ml.maximum(m, ml.max(buf[...], axis=1))
+  out.at[ml.ds(i * 8, 8)][...] = m
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((ml.cdiv(x.shape[0], 128), x.shape[1]), F32),
+                grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def column_means_of_tiles(x, out):
+  i = ml.program_id(0)
+  buf = ml.smem((128, 64), F32)
+  ml.copy(x.at[ml.ds(i * 128, 128)], buf)
+  out.at[i][...] = ml.mean(buf[...], axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] // 8,), F32), grid=lambda x: (x.shape[0] // 8,))
+def sums_in_chunks_and_a_rewritten_buffer(x, out):
+  i = ml.program_id(0)
+  buf = ml.smem((8, 128), F32)
+  s = ml.zeros((8,), F32)
+  for c in range(ml.cdiv(x.shape[1], 128)):
+    ml.copy(x.at[ml.ds(i * 8, 8), ml.ds(c * 128, 128)], buf)
+    s = s + ml.sum(buf[...], axis=1)               # zeros: a sum's identity
+    buf[...] = ml.full((8, 128), -1.0, F32)        # the kernel's own values now
+    s = s + ml.max(buf[...], axis=1)
+  out[i] = ml.sum(s)
+
+
+def test_the_zeros_a_tma_load_reads_past_the_end():
+  x = _rows(11, (16, 1000), shift=-4.0)
+  line = where(row_max_in_chunks, "ml.copy(")[0]
+  _raises(row_max_in_chunks, [x], "ml.max(buf[...], axis=1)",
+          f"ml.max reduces elements the TMA copy at line {line} read past the end of x (as zeros): they change its"
+          f" result in program (0, 0, 0) (result 0), 0 where the elements inside give {_g(x[0, 896:].max())}",
+          "reduce only the elements inside: ml.max(buf[...], axis=1, where=(c * 128 + ml.arange(128))[None, :] <"
+          " x.shape[1]); a masked load from registers, x.at[...].load(mask=..., other=...), fills them with a value"
+          " of yours")
+  np.testing.assert_array_equal(np.asarray(row_max_in_chunks(x, FIXED=True, interpret=True)), x.max(1))
+  x2 = _rows(12, (300, 64), shift=0.0)
+  line = where(column_means_of_tiles, "ml.copy(")[0]
+  _raises(column_means_of_tiles, [x2], "ml.mean(buf[...], axis=0)",
+          f"this mean counts 128 elements, but 84 of them are elements the TMA copy at line {line} read past the end"
+          f" of x (program (2, 0, 0)): the mean of the 44 elements inside divides by 44",
+          "average only the elements inside: ml.mean(buf[...], axis=0, where=(i * 128 + ml.arange(128))[:, None] <"
+          " x.shape[0])")
+  got = np.asarray(sums_in_chunks_and_a_rewritten_buffer(x, interpret=True))
+  np.testing.assert_allclose(got, x.reshape(2, 8, 1000).sum((1, 2)) - 64, rtol=1e-5)
