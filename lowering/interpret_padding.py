@@ -78,15 +78,23 @@ def _set(cta, v, st, src):
 def after(cta, o):
   """Follow the lanes of `o`'s result (run after its interpreter rule); raise MG953 at a reduction or
   division the padding changes."""
-  if cta.smem_pad and not isinstance(o, Copy):
-    _smem_written(cta, o)
-  rule = _RULES.get(type(o))
-  if rule is None:
-    return
-  for r in o.results:
-    cta.pads.pop(r.id, None)
-    cta.neutral.discard(r.id)
-  rule(cta, o)
+  try:
+    if cta.smem_pad and not isinstance(o, Copy):
+      _smem_written(cta, o)
+    rule = _RULES.get(type(o))
+    if rule is None:
+      return
+    for r in o.results:
+      cta.pads.pop(r.id, None)
+      cta.neutral.discard(r.id)
+    rule(cta, o)
+  except E.KernelError:
+    raise
+  except Exception:          # a shape this bookkeeping did not foresee: nothing of it is followed (REAL), never an
+    for r in o.results:      # error of the user's kernel
+      cta.pads.pop(r.id, None)
+      cta.neutral.discard(r.id)
+    cta.smem_pad.clear()
 
 
 def _masked_load(cta, o):
