@@ -21,6 +21,7 @@ from .builder import Builder
 from .checks import check_kernel
 from .contraction import empty_loop_errors
 from .mma_registers import check_mma_registers
+from .narrow_sums import check_narrow_sums
 from .tma_starts import check_minor_starts, check_tiled_starts, mark_register_starts
 from .dtypes import DType, to_dtype
 from .infer import unify
@@ -301,6 +302,7 @@ def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, blo
       E.raise_all([e] + errors)
     if errors:
       E.raise_all(errors)
+    check_narrow_sums(kernel)      # (a warning: a 16-bit float sum over many trips)
     ir.prune_dead(kernel.body)
     check_window_uses(kernel)
     split_index_vectors(kernel, em.defs)

@@ -203,13 +203,23 @@ class RegisterSpillWarning(UserWarning):
   it runs several times slower. Issued at the user's line, with the hint that fits (MG403's wording)."""
 
 
+class PrecisionWarning(UserWarning):
+  """A kernel that compiles and computes what it says, but in a type too narrow for it: a float16 or bfloat16
+  value a loop adds a term to on each of its many trips, rounded to 16 bits after each (a bfloat16 sum of 2048
+  terms of one sign stops growing at 256 of them). Issued at the user's line with the float32 accumulation as the
+  hint (frontend/narrow_sums.py)."""
+
+
 def warn(err: KernelError, category=RegisterSpillWarning):
   """`err`, rendered with its location and hint, as a warning at the user's line (a kernel that works, slowly)."""
   import warnings
-  warnings.warn_explicit(err.render(), category, err.filename or "<kernel>", err.lineno or 0)
+  text = err.render()
+  if type(err) is KernelError:           # (a warning of no error class: no code)
+    text = text.replace(f" [{err.code}]", "", 1)
+  warnings.warn_explicit(text, category, err.filename or "<kernel>", err.lineno or 0)
 
 
 ALL_ERRORS = [c for c in list(globals().values())
               if isinstance(c, type) and issubclass(c, KernelError)]
 
-__all__ = [c.__name__ for c in ALL_ERRORS] + ["RegisterSpillWarning"]
+__all__ = [c.__name__ for c in ALL_ERRORS] + ["RegisterSpillWarning", "PrecisionWarning"]

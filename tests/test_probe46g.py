@@ -315,3 +315,64 @@ def test_the_zeros_a_tma_load_reads_past_the_end():
           " x.shape[0])")
   got = np.asarray(sums_in_chunks_and_a_rewritten_buffer(x, interpret=True))
   np.testing.assert_allclose(got, x.reshape(2, 8, 1000).sum((1, 2)) - 64, rtol=1e-5)
+
+
+# ---------------------------------------------------------------- a 16-bit sum over many trips (a warning)
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), x.dtype))
+def column_sums(x, out, *, WIDE: ml.constexpr = False):
+  if WIDE:
+    acc = ml.zeros((128,), F32)
+    for i in range(x.shape[0]):
+      acc = acc + x.at[i][...].astype(F32)
+    out[...] = acc.astype(out.dtype)
+  else:
+    acc = ml.zeros((128,), x.dtype)
+    for i in range(x.shape[0]):
+      acc = acc + x.at[i][...]
+    out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), x.dtype))
+def nested_sums(x, out):
+  acc = ml.zeros((128,), x.dtype)
+  for i in range(x.shape[0] // 64):
+    for j in range(64):
+      acc += x.at[i * 64 + j][...]
+  out[...] = acc
+
+
+def _warned(fn):
+  import warnings
+  with warnings.catch_warnings(record=True) as got:
+    warnings.simplefilter("always")
+    fn()
+  return [w for w in got if issubclass(w.category, mg.PrecisionWarning)]
+
+
+def test_a_bfloat16_sum_over_thousands_of_trips_is_warned():
+  x = np.random.default_rng(13).random((2048, 128)).astype(jnp.bfloat16)
+  ws = _warned(lambda: column_sums.check(S(x.shape, x.dtype)))
+  line, col = where(column_sums, "acc + x.at[i][...]\n")
+  assert len(ws) == 1 and (ws[0].filename, ws[0].lineno) == (column_sums.fn.__code__.co_filename, line)
+  text = str(ws[0].message)
+  assert text.startswith(f"{column_sums.fn.__code__.co_filename}:{line}:{col}: acc (bfloat16) adds a term on each of"
+                         " 2048 loop trips, rounded to bfloat16 after each: past 256 terms of one sign a bfloat16 sum"
+                         " stops growing (it keeps 8 significant bits), so it may lose most of its value\n")
+  assert text.endswith("hint: accumulate in float32: start acc as float32 (acc = ml.zeros((128,), jnp.float32)), add each"
+                       " term as float32 (term.astype(jnp.float32)), and convert once after the loop:"
+                       " acc.astype(jnp.bfloat16); if bfloat16 is meant, silence this with"
+                       " warnings.filterwarnings('ignore', category=mg.PrecisionWarning)")
+  want = x.astype(np.float32).sum(0)
+  narrow = np.asarray(column_sums(x, interpret=True), np.float32)
+  assert np.abs(narrow - want).max() > 0.5 * want.max()          # what it warns of: the sum stopped growing
+  assert not _warned(lambda: column_sums.check(S((64, 128), x.dtype)))    # few trips: no warning
+  wide = []
+  assert not _warned(lambda: wide.append(column_sums(x, WIDE=True, interpret=True)))    # the hint followed
+  np.testing.assert_allclose(np.asarray(wide[0], np.float32), want, rtol=1e-2)
+
+
+def test_nested_loops_count_their_trips_together():
+  ws = _warned(lambda: nested_sums.check(S((4096, 128), jnp.float16)))
+  assert len(ws) == 1 and "acc (float16) adds a term on each of 4096 loop trips" in str(ws[0].message)
+  assert ws[0].lineno == where(nested_sums, "acc += x.at")[0]
+  assert not _warned(lambda: nested_sums.check(S((1024, 128), jnp.float16)))
