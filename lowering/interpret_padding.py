@@ -8,15 +8,16 @@ numbers. The interpreter knows the data, so it follows those lanes and reports a
 they change.
 
 Each register value may carry a lane state, broadcast to its shape: PAD (a lane a masked load kept off at a
-position outside its array, or math of such lanes and uniform values only), REAL (data, or math mixing
+position outside its array, an element of SMEM a TMA load filled with a zero from outside its array, or math of
+such lanes and uniform values only), REAL (data, or math mixing
 data in: a loop's running sum of a last tile's padding, which no lane-wise rule can take apart), NEUTRAL
 (constants, `ml.arange`, scalars and reduction results: the same for every lane, or a summary of lanes).
 Only tensors holding a PAD lane are stored (`CTA.pads`). A reduction over groups mixing PAD lanes with
 others is computed again with the PAD lanes replaced by its identity (0 for a sum, -inf for a max, +inf
 for a min); a result that changes is the error, at the reduction, with the hint that fits: the identity
 as `other`, or an `ml.where` of the mask before reducing. A sum over PAD lanes divided by the group's
-size (`ml.mean`, `ml.sum(v) / BLOCK`) is one too. What the state does not follow (loop carries, SMEM, dots,
-gathers, scans) is REAL: no report, so a valid kernel is never rejected.
+size (`ml.mean`, `ml.sum(v) / BLOCK`) is one too. What the state does not follow (loop carries, SMEM written
+from registers, dots, gathers, scans) is REAL: no report, so a valid kernel is never rejected.
 """
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ def _is(st, k) -> bool:
 
 
 def _source(cta, v):
-  """The masked load a PAD lane of `v` came from."""
+  """The masked load (or TMA load) a PAD lane of `v` came from."""
   s = cta.pads.get(v.id) if isinstance(v, ir.Value) else None
   return s[1] if s is not None else None
 
