@@ -33,6 +33,7 @@ from .narrow_index import check_narrow_indices
 from .overflow import sample_programs
 from .memory_errors import (check_input_writes, _with_lone_axis_note, grid_rank, masked_store_words, uncovered_error,
                             scalar_read_hint, uninitialized_read, masked_outside_hint)
+from .idle_axes import idle_axis_hint
 from .ir import Access as A
 from .ops.access import MaskedLoad, MaskedStore, ScalarRead
 from .ops.atomic import AtomicKind, AtomicUpdate
@@ -154,6 +155,7 @@ class _Memory:
       if p.value.id not in aliased and p.value.type.shape:
         self.tracked[p.value.id] = Boxes(p.value.type.shape)
     self.first_write: dict[int, object] = {}
+    self.first_starts: dict[int, tuple] = {}  # output id -> (window starts over the programs, the programs) of its first write
     self.masked_off: dict[int, tuple] = {}   # root id -> (first masked store, its stores' whole windows)
     self.writers = {p.value.id: Writers(p.value.type.shape) for p in kernel.outputs}   # 0-d ones too
     # Reads of an output's memory (through an input aliased to it, or the output itself) race
@@ -259,6 +261,8 @@ class _Memory:
         lo, hi = kept
       boxes.add(lo, hi)
       self.first_write.setdefault(w.root.id, acc.op.loc)
+      if not smem:
+        self.first_starts.setdefault(w.root.id, (tuple(w.starts), acc.may))
     elif acc.exact and not w.remote and not masked and not getattr(acc.op, "merge", False):
       seen = len(self.errors)
       self.check_read(acc, boxes)
@@ -546,6 +550,7 @@ class _Memory:
       # (windows stepped by less than their size: they overlap and fall short of the end; the step is the fix)
       err.hint = short_step_hint(self.kernel.body, p.name, shape, self.kernel.grid,
                                  loc=self.first_write[p.value.id]) or err.hint
+      err.hint = idle_axis_hint(self.ev, self.kernel, p.name, *self.first_starts.get(p.value.id, ((), None))) or err.hint
       out.append(_with_lone_axis_note(self.kernel, err, (self.ev, p)))
     return out
 

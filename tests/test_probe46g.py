@@ -15,7 +15,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import where
+from locate import expect, where
 
 S = jax.ShapeDtypeStruct
 F32 = jnp.float32
@@ -376,3 +376,37 @@ def test_nested_loops_count_their_trips_together():
   assert len(ws) == 1 and "acc (float16) adds a term on each of 4096 loop trips" in str(ws[0].message)
   assert ws[0].lineno == where(nested_sums, "acc += x.at")[0]
   assert not _warned(lambda: nested_sums.check(S((1024, 128), jnp.float16)))
+
+
+# ---------------------------------------------------------------- one program id where another belongs (MG602's hint)
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64, x.shape[1] // 64))
+def tile_with_i_twice(x, out):
+  i = ml.program_id(0)
+  j = ml.program_id(1)
+  out.at[ml.ds(i * 64, 64), ml.ds(i * 64, 64)][...] = x.at[ml.ds(i * 64, 64), ml.ds(j * 64, 64)][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0], x.shape[1] // 64))
+def batch_index_left_out(x, out):
+  b = ml.program_id(0)
+  i = ml.program_id(1)
+  buf = ml.smem((64, 128), F32)
+  ml.copy(x.at[b, ml.ds(i * 64, 64)], buf)
+  ml.copy(buf, out.at[0, ml.ds(i * 64, 64)])
+
+
+def _idle(a, n):
+  return (f"ml.program_id({a}) steps no dimension of out's window: the {n} programs along grid axis {a} write the same"
+          f" elements of out and leave the rest unwritten; index the dimension that axis should step with it, as the"
+          f" other axes step theirs: out.at[ml.program_id({a}), ...] for one element of it a program,"
+          f" ml.ds(ml.program_id({a}) * t, t) for tiles of t")
+
+
+def test_a_program_id_that_steps_no_dimension_of_the_output():
+  """MG602's hint said to launch ml.cdiv programs along the axis that steps the unwritten dimension: none does."""
+  expect(tile_with_i_twice, [S((128, 256), F32)], mg.UncoveredOutputError, "out.at[",
+         "out[0:64, 64:256] is never written: none of the 8 programs of grid (2, 4) writes it, so 24576 of 32768"
+         " elements of out would stay uninitialised", hint=_idle(1, 4))
+  expect(batch_index_left_out, [S((4, 128, 128), F32)], mg.UncoveredOutputError, "ml.copy(buf",
+         "out[1:4, :, :] is never written: none of the 8 programs of grid (4, 2) writes it, so 49152 of 65536"
+         " elements of out would stay uninitialised", hint=_idle(0, 4))
