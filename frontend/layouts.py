@@ -40,6 +40,7 @@ from .ops.shape import READ_2D_FIRST, Broadcast, Reduce, ReduceKind, Reshape
 from .ops.permute import TransposeLoad, TransposeStore
 from .windows import minor_strided, window_vec
 from .layout_errors import LayoutErrors, _is_tensor
+from .swizzles import Swizzles
 from .column_index_hints import (column_gather_hint, column_scatter_hint, gather_columns_hint, narrow_gather_hint,
                                  scatter_columns_hint)
 from .layout_hints import (broadcast_loops_hint, flat_gather_error, row_wise_hint, transposed_hint, single_row_statistic,
@@ -95,7 +96,7 @@ class _UnionFind:
     self.parent[self.find(a)] = self.find(b)
 
 
-class _Solver(LayoutErrors):
+class _Solver(LayoutErrors, Swizzles):
   def __init__(self, kernel, defs):
     self.kernel, self.defs = kernel, defs
     self.uf = _UnionFind()
@@ -275,8 +276,12 @@ class _Solver(LayoutErrors):
       self.seeds.add(("smem", r))
     from .absint import known_multiple, loop_counters
     loops = loop_counters(self.kernel.body) if self.tile_windows else {}
+    swizzles = self.swizzles() if self.tile_windows else {}
     for n, root, view in self.tile_windows:     # whole tiles of a tensor-core operand: its layout
-      tile = (hw.TILE_ROWS, hw.tile_cols(root.type.dtype.itemsize))
+      # (the buffer's own tile: a narrower swizzle's where its rows are not 128 bytes, the (64, 96)
+      # float16 im2col buffer of three 32-channel taps, whose tiles are 32 columns; probe 46h)
+      swizzle = swizzles.get(root.id, hw.SWIZZLE)
+      tile = (hw.TILE_ROWS, hw.tile_cols(root.type.dtype.itemsize, swizzle))
       if root.id in self.mma_roots and len(root.type.shape) == 2 and register_tile_window(
           view, tile, lambda x: known_multiple(x, self.defs, loops)):
         self.uf.union(n, ("smem", root.id))
@@ -619,24 +624,6 @@ class _Solver(LayoutErrors):
         vec //= 2
       out[cls] = Layout(LayoutKind.STRIDED, vec=vec, wgs=wgs)
     return out
-
-  def swizzles(self) -> dict:
-    """Each tensor-core buffer's swizzle: the widest dividing the minor bytes of every buffer its dots
-    share (through any dot), and of those dots' k (and an MN-major B's n); 128 bytes unless one is narrower."""
-    groups = _UnionFind()
-    need: dict = {}
-    for roots, nbytes in self.dot_bytes:
-      for r in roots:
-        groups.union(roots[0], r)
-      need.setdefault(roots[0], []).extend(nbytes)
-    for alloc in self.kernel.smem:
-      if alloc.id in self.mma_roots and len(alloc.type.shape) >= 2:
-        need.setdefault(alloc.id, []).append(alloc.type.shape[-1] * alloc.type.dtype.itemsize)
-    common: dict = {}
-    for r, nbytes in need.items():
-      g = groups.find(r)
-      common[g] = math.gcd(common.get(g, 0), *nbytes)
-    return {r: hw.swizzle_for(common[groups.find(r)]) or hw.SWIZZLE for r in need}
 
   def smem_tilings(self):
     swizzles = self.swizzles()

@@ -1,0 +1,165 @@
+"""Probe 46h (convolutions, pooling and scans): an im2col tile built tap by tap in a tensor-core operand,
+`a_s[:, k * c:(k + 1) * c] = x.at[...][...]`, whose taps are narrower than 128 bytes (32 float16 or 16
+bfloat16 channels, 8 float32 ones): the operand takes the swizzle its windows divide (frontend/swizzles.py), so
+each tap is a store of whole tiles. Before, a buffer whose rows were not 128 bytes (three 32-channel taps,
+(64, 96) float16) failed inside Mosaic GPU (MG900), and one whose rows were (four taps, (64, 128)) was MG204."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F16, BF16, F32 = jnp.float16, jnp.bfloat16, jnp.float32
+
+
+def _gpu():
+  return any(d.platform == "gpu" for d in jax.devices())
+
+
+def _input(shape, dtype, seed=0, scale=1.0):
+  return jnp.asarray(np.random.default_rng(seed).standard_normal(shape) * scale, dtype)
+
+
+def _f64(x):
+  return np.asarray(x).astype(np.float64)
+
+
+# ---------------------------------------------------------------- im2col taps narrower than a 128-byte tile
+@mg.mgpu_kernel(out_shape=lambda x, w, *, taps: S((x.shape[0] - taps + 1, w.shape[1]), F32),
+                grid=lambda x, w, *, taps: ((x.shape[0] - taps + 1) // 64,))
+def conv1d_im2col(x, w, out, *, taps: ml.constexpr):
+  """A causal conv1d as an implicit GEMM: tap k of 64 output rows is x's rows i * 64 + k, stored in columns
+  k * c of the im2col tile, then one ml.dot with the (taps * c, cout) weights."""
+  i = ml.program_id(0)
+  c = x.shape[1]
+  a_s = ml.smem((64, taps * c), x.dtype)
+  w_s = ml.smem(w.shape, w.dtype)
+  ml.copy(w, w_s)
+  for k in ml.static_range(taps):
+    a_s[:, k * c:(k + 1) * c] = x.at[ml.ds(i * 64 + k, 64), :][...]
+  out.at[ml.ds(i * 64, 64), :][...] = ml.dot(a_s, w_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0] - 3, w.shape[1]), F32), grid=lambda x, w: ((x.shape[0] - 3) // 64,))
+def conv1d_width4_loop(x, w, out):
+  """Mamba's width-4 conv as a GEMM, its taps stored in a run-time loop at starts proven multiples of c."""
+  i = ml.program_id(0)
+  c = x.shape[1]
+  a_s = ml.smem((64, 4 * c), x.dtype)
+  w_s = ml.smem(w.shape, w.dtype)
+  ml.copy(w, w_s)
+  for k in range(4):
+    a_s.at[:, ml.ds(k * c, c)][...] = x.at[ml.ds(i * 64 + k, 64), :][...]
+  out.at[ml.ds(i * 64, 64), :][...] = ml.dot(a_s, w_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, wt: S((x.shape[0] - 3, wt.shape[0]), F32), grid=lambda x, wt: ((x.shape[0] - 3) // 64,))
+def conv1d_tf32(x, wt, out):
+  """float32 taps of 8 channels (32 bytes), read by the tensor cores as TF32, the weights stored (n, k)."""
+  i = ml.program_id(0)
+  c = x.shape[1]
+  a_s = ml.smem((64, 4 * c), F32)
+  w_s = ml.smem(wt.shape, F32)
+  ml.copy(wt, w_s)
+  for k in ml.static_range(4):
+    a_s[:, k * c:(k + 1) * c] = x.at[ml.ds(i * 64 + k, 64), :][...]
+  out.at[ml.ds(i * 64, 64), :][...] = ml.dot(a_s, w_s.T)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0] - 2, x.shape[1] - 2, w.shape[1]), F32),
+                grid=lambda x, w: ((x.shape[0] - 2) // 8,))
+def conv2d_3x3_im2col(x, w, out):
+  """A 3x3 conv2d of an NHWC image (padded outside): 8 output rows of W pixels a program, 9 taps of c channels."""
+  i = ml.program_id(0)
+  c, wd = x.shape[2], x.shape[1] - 2
+  a_s = ml.smem((8 * wd, 9 * c), x.dtype)
+  w_s = ml.smem(w.shape, w.dtype)
+  ml.copy(w, w_s)
+  for di in ml.static_range(3):
+    for dj in ml.static_range(3):
+      t = di * 3 + dj
+      a_s[:, t * c:(t + 1) * c] = x.at[ml.ds(i * 8 + di, 8), ml.ds(dj, wd), :][...].reshape(8 * wd, c)
+  out.at[ml.ds(i * 8, 8)][...] = ml.dot(a_s, w_s).reshape(8, wd, w.shape[1])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: (S((64, w.shape[1]), F32), S((64, 32), x.dtype)))
+def im2col_read_back(x, w, out, tap):
+  a_s = ml.smem((64, 96), x.dtype)
+  w_s = ml.smem(w.shape, w.dtype)
+  ml.copy(w, w_s)
+  for k in ml.static_range(3):
+    a_s[:, k * 32:(k + 1) * 32] = x.at[ml.ds(k, 64), :][...]
+  out[...] = ml.dot(a_s, w_s)
+  tap[...] = a_s[:, 32:64]                  # a window of whole tiles read back
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((64, w.shape[1]), F32))
+def im2col_of_eight_byte_taps(x, w, out):
+  a_s = ml.smem((64, 64), x.dtype)
+  w_s = ml.smem(w.shape, w.dtype)
+  ml.copy(w, w_s)
+  for k in ml.static_range(16):
+    a_s[:, k * 4:(k + 1) * 4] = x.at[ml.ds(k, 64), :][...]
+  out[...] = ml.dot(a_s, w_s)
+
+
+def _im2col(x, taps):
+  n = x.shape[0] - taps + 1
+  return np.concatenate([x[k:k + n] for k in range(taps)], axis=1)
+
+
+def _conv2d(x, w):
+  h, wd, c = x.shape[0] - 2, x.shape[1] - 2, x.shape[2]
+  cols = np.concatenate([x[di:di + h, dj:dj + wd].reshape(h * wd, c) for di in range(3) for dj in range(3)], 1)
+  return (cols @ w).reshape(h, wd, -1)
+
+
+def _im2col_cases():
+  x3, w3 = _input((130, 32), F16, 0), _input((96, 64), F16, 1, 0.1)
+  x4, w4 = _input((131, 32), F16, 2), _input((128, 64), F16, 3, 0.1)
+  xb, wb = _input((131, 16), BF16, 4), _input((64, 32), BF16, 5, 0.1)
+  xt, wt = _input((131, 8), F32, 6), _input((32, 32), F32, 7, 0.1)
+  xi, wi = _input((18, 10, 16), BF16, 8), _input((144, 32), BF16, 9, 0.1)
+  xr, wr = _input((66, 32), F16, 10), _input((96, 64), F16, 11, 0.1)
+  f = lambda a: _f64(a)
+  return [("taps3_f16", conv1d_im2col, (x3, w3), {"taps": 3}, _im2col(f(x3), 3) @ f(w3)),
+          ("taps4_f16", conv1d_im2col, (x4, w4), {"taps": 4}, _im2col(f(x4), 4) @ f(w4)),
+          ("loop_bf16", conv1d_width4_loop, (xb, wb), {}, _im2col(f(xb), 4) @ f(wb)),
+          ("tf32", conv1d_tf32, (xt, wt), {}, _im2col(f(xt), 4) @ f(wt).T),
+          ("conv2d", conv2d_3x3_im2col, (xi, wi), {}, _conv2d(f(xi), f(wi))),
+          ("read_back", im2col_read_back, (xr, wr), {}, (_im2col(f(xr), 3) @ f(wr), f(xr)[1:65]))]
+
+
+@pytest.mark.parametrize("case", _im2col_cases(), ids=lambda c: c[0])
+def test_im2col_taps_narrower_than_a_tile_build_and_compute(case):
+  _, kernel, args, kw, want = case
+  got = kernel(*args, interpret=True, **kw)
+  for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+    np.testing.assert_allclose(_f64(g), w, rtol=2e-2, atol=2e-2)
+  specs = [S(a.shape, a.dtype) for a in args]
+  kernel.check(*specs, **kw)
+  jax.export.export(jax.jit(lambda *a: kernel(*a, **kw)), platforms=["cuda"])(*specs)
+
+
+def test_im2col_taps_take_the_swizzle_they_divide():
+  from mgpu_dsl import calling, py_numbers
+  specs = (S((131, 32), F16), S((128, 64), F16))
+  kernel = py_numbers.compiled(conv1d_im2col, *calling.keyword_inputs(conv1d_im2col, specs, {"taps": 4}))[0]["kernel"]
+  assert sorted((lay.tile, lay.swizzle) for lay in kernel.smem_layouts.values()) == [((8, 32), 64)] * 2
+  # windows of 8 bytes: no swizzle is that narrow, so the buffer keeps its 128-byte tiles and the tap is MG204
+  expect(im2col_of_eight_byte_taps, (S((79, 4), F16), S((64, 64), F16)), mg.LayoutError, "a_s[:, k * 4",
+         "a_s[:, k * 4:(k + 1) * 4] slices the rows or columns of a_s, which is tiled for the tensor cores")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs a GPU")
+@pytest.mark.parametrize("case", _im2col_cases(), ids=lambda c: c[0])
+def test_gpu_im2col_taps_narrower_than_a_tile_match_numpy(case):
+  _, kernel, args, kw, want = case
+  got = jax.jit(lambda *a: kernel(*a, **kw))(*args)
+  for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+    np.testing.assert_allclose(_f64(g), w, rtol=2e-2, atol=2e-2)
