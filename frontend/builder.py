@@ -95,6 +95,15 @@ class Call:
   text: str = ""      # the call's source text, for messages
   operands: object = None   # the user's operand values -> their source text (see `named`)
   access: str = ""    # "read" for x[...] of a ref, "write" for x[...] = v: what a hint about its window shows
+  calls: object = None      # fn, args -> fn(*args) traced as the kernel calls it (a helper passed to a builtin)
+
+  def invoke(self, fn, args):
+    """`fn(*args)` as the kernel's own call of it: an @ml.inline helper, a lambda or def of the body traced in
+    place, an ml.* function applied (ml.associative_scan's combine)."""
+    if self.calls is None:
+      from . import errors as E
+      raise E.InternalError("a builtin called a function outside a traced call", self.loc)
+    return self.calls(fn, args)
 
   def named(self, x, default: str = "x") -> str:
     """How messages name the value `x`: the user's text for it where it is an operand the user

@@ -259,7 +259,7 @@ class Calls:
     if isinstance(getattr(node, "func", None), ast.Attribute) and isinstance(fn, _Method):
       values, nodes = [fn.value, *values], [node.func.value, *nodes]   # x.sum(): the receiver too
     cx = Call(self.b, self.loc(node), self.pending_name if own else self.text(node), self.text(node),
-              _Texts(self, values, nodes))
+              _Texts(self, values, nodes), calls=lambda f, a: self.call(node, f, list(a), {}))
     fn, args, kwargs = _unwrap_partial(fn, args, kwargs)   # functools.partial(helper, s=0.5): the helper
     from .inline import LocalFunction, call_inline
     if isinstance(fn, (Inline, LocalFunction)):      # (a lambda or def of the kernel's body: traced in place too)

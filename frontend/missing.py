@@ -55,7 +55,7 @@ def _math_hint(attr, args) -> str:
 _ALONG = ("write ml.take_along_axis with the same arguments, ml.take_along_axis(x, ids, axis=1): it gathers"
           " from a GMEM ref (a kernel parameter) as jnp's does")
 NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have, and what to write
-    "associative_scan": _SCAN, "scan": _SCAN, "sort": _TOP, "topk": _TOP, **SEGMENT, **IMAGE,
+    "scan": _SCAN, "sort": _TOP, "topk": _TOP, **SEGMENT, **IMAGE,
     "permute": _TRANSPOSE,
     "gather": "index the GMEM ref with a tensor of indices: table[ids, :] (NumPy's advanced indexing)",
     "take": "index the GMEM ref with a tensor of indices: x[idx] (NumPy's advanced indexing)",

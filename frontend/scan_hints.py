@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import re
 
-SCAN = ("no general associative scan: ml.cumsum, ml.cumprod, ml.cummax and ml.cummin scan along an axis; for another"
-        " combination, combine each value with the one s = 1, 2, 4, ... places before it (Hillis and Steele, log2(n)"
-        " steps): for k in ml.static_range((n - 1).bit_length()): s = 2 ** k; keep = ml.arange(n)[None, :] >= s;"
-        " v = ml.where(keep, combine(ml.roll(v, s, axis=1), v), v) along the rows of a 2-D v of n columns (a tuple's"
-        " parts rolled alike: h = a * h + b combines (a1, b1) before (a2, b2) into (a1 * a2, a2 * b1 + b2)); or"
-        " carry the running value through a loop")
+SCAN = ("no ml.scan: ml.associative_scan(combine, (a, b), axis=1) scans with an associative combine of your own"
+        " (an @ml.inline helper or a lambda of two elements, the earlier first: h = a * h + b combines (a1, b1) and"
+        " (a2, b2) into (a1 * a2, a2 * b1 + b2)); ml.cumsum, ml.cumprod, ml.cummax and ml.cummin are the common ones;"
+        " or carry the running value through a loop")
 UFUNC_SCANS = {"add": "cumsum", "multiply": "cumprod", "maximum": "cummax", "minimum": "cummin",
                "logical_or": "cummax", "logical_and": "cummin"}
 

@@ -227,6 +227,26 @@ def run_swap_pairs(k):
   close(k(x, interpret=True), jnp.concatenate([x[128:], x[:128]]), 0)
 
 
+def run_recurrence(k):
+  a, b = np.asarray(jax.nn.sigmoid(rand(8, 64))), np.asarray(rand(8, 64))
+  h, want = np.zeros(8, np.float32), []
+  for t in range(64):
+    h = a[:, t] * h + b[:, t]
+    want.append(h)
+  close(k(jnp.asarray(a), jnp.asarray(b), interpret=True), np.stack(want, 1))
+
+
+def run_segmented_sum(k):
+  x, reset = np.asarray(rand(8, 128)), (np.arange(8 * 128).reshape(8, 128) % 37 == 5).astype(np.int32)
+  want = np.zeros_like(x)
+  for r in range(8):
+    acc = 0.0
+    for c in range(128):
+      acc = x[r, c] if reset[r, c] else acc + x[r, c]
+      want[r, c] = acc
+  close(k(jnp.asarray(x), jnp.asarray(reset), interpret=True), want)
+
+
 def run_square(k):
   x = rand(2048)
   close(k(x, interpret=True), x * x)
@@ -280,6 +300,8 @@ CASES = [
     Case(L, "unpermute", [S((256, 64), f32), S((256,), i32)], run=run_unpermute),
     Case(L, "dropout", [S((3000,), f32), S((), i32)], run=run_dropout),
     Case(L, "swap_pairs", [S((256, 64), f32)], run=run_swap_pairs),
+    Case(L, "recurrence", [S((8, 64), f32), S((8, 64), f32)], run=run_recurrence),
+    Case(L, "segmented_sum", [S((8, 128), f32), S((8, 128), i32)], run=run_segmented_sum),
     Case("docs/autodiff.md", "square", [S((4096,), f32)], run=run_square),
     Case("docs/autodiff.md", "square_vjp", [S((4096,), f32), S((4096,), f32)], run=run_square_vjp),
 ]

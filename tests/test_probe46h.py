@@ -163,3 +163,175 @@ def test_gpu_im2col_taps_narrower_than_a_tile_match_numpy(case):
   got = jax.jit(lambda *a: kernel(*a, **kw))(*args)
   for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
     np.testing.assert_allclose(_f64(g), w, rtol=2e-2, atol=2e-2)
+
+
+# ---------------------------------------------------------------- ml.associative_scan: the user's combine
+@ml.inline
+def first_order(a1, b1, a2, b2):          # Triton's combine_fn: the parts spread, the earlier element first
+  return a1 * a2, a2 * b1 + b2
+
+
+@ml.inline
+def first_order_pairs(x, y):              # jax's fn: two elements, each a tuple
+  return x[0] * y[0], y[0] * x[1] + y[1]
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: (b, b))
+def linear_recurrence_triton(a, b, fwd, back):
+  """h = a * h + b along each row, as Triton writes it, forward and from the end."""
+  _, fwd[...] = ml.associative_scan((a[...], b[...]), 1, first_order)
+  _, back[...] = ml.associative_scan((a[...], b[...]), axis=1, combine_fn=first_order, reverse=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, dt, A: x, grid=lambda x, dt, A: (x.shape[1] // 64,))
+def selective_scan_over_time(x, dt, A, out):
+  """Mamba-1's scan of one state per channel over time (axis 0), jax's order and a lambda of the body."""
+  j = ml.program_id(0)
+  d = dt.at[:, ml.ds(j * 64, 64)][...]
+  decay = ml.exp(d * A.at[ml.ds(j * 64, 64)][...][None, :])
+  comb = lambda p, q: (p[0] * q[0], q[0] * p[1] + q[1])
+  _, h = ml.associative_scan(comb, (decay, d * x.at[:, ml.ds(j * 64, 64)][...]), axis=0)
+  out.at[:, ml.ds(j * 64, 64)][...] = h
+
+
+@mg.mgpu_kernel(out_shape=lambda x, reset: x)
+def segmented_sum(x, reset, out):
+  """A running sum restarting where a flag is set: (value, flag) pairs, a bool part."""
+  def comb(l, r):
+    return ml.where(r[1], r[0], l[0] + r[0]), l[1] | r[1]
+  s, _ = ml.associative_scan(comb, (x[...], reset[...] != 0), axis=1)
+  out[...] = s
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, jnp.int32), x))
+def running_argmax_and_sum(x, idx, total):
+  def comb(l, r):
+    take = r[0] > l[0]
+    return ml.where(take, r[0], l[0]), ml.where(take, r[1], l[1])
+  cols = ml.broadcast_to(ml.arange(x.shape[1])[None, :], x.shape)
+  _, idx[...] = ml.associative_scan(comb, (x[...], cols), axis=1)
+  total[...] = ml.associative_scan(jnp.add, x[...], axis=0, reverse=True)     # a library function combines too
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: b)
+def per_head_recurrence(a, b, out):
+  """(heads, time, d): each head scanned over time, a middle axis."""
+  _, out[...] = ml.associative_scan(first_order_pairs, (a[...], b[...]), axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: b, block=256)
+def recurrence_two_warpgroups(a, b, out):
+  _, out[...] = ml.associative_scan(first_order_pairs, (a[...], b[...]), axis=1)
+
+
+def _recurrence(a, b, axis, reverse=False):
+  a, b = np.moveaxis(_f64(a), axis, -1), np.moveaxis(_f64(b), axis, -1)
+  if reverse:
+    a, b = a[..., ::-1], b[..., ::-1]
+  h, out = np.zeros(b.shape[:-1]), np.zeros(b.shape)
+  for t in range(b.shape[-1]):
+    h = a[..., t] * h + b[..., t]
+    out[..., t] = h
+  return np.moveaxis(out[..., ::-1] if reverse else out, -1, axis)
+
+
+def _segmented(x, reset):
+  out = np.zeros(x.shape)
+  for r in range(x.shape[0]):
+    acc = 0.0
+    for c in range(x.shape[1]):
+      acc = x[r, c] if reset[r, c] else acc + x[r, c]
+      out[r, c] = acc
+  return out
+
+
+def _running_argmax(x):
+  best = np.maximum.accumulate(x, axis=1)
+  return np.array([[int(np.argmax(row[:c + 1])) for c in range(len(row))] for row in x]), best
+
+
+def _scan_cases():
+  rng = np.random.default_rng(46)
+  a, b = rng.uniform(0.5, 1.0, (8, 64)).astype(np.float32), rng.standard_normal((8, 64)).astype(np.float32)
+  x, dt = rng.standard_normal((32, 128)).astype(np.float32), rng.uniform(0.01, 0.1, (32, 128)).astype(np.float32)
+  A = -rng.uniform(0.5, 2.0, (128,)).astype(np.float32)
+  xs, flags = rng.standard_normal((8, 128)).astype(np.float32), (rng.random((8, 128)) < 0.1).astype(np.int32)
+  xm = rng.standard_normal((16, 64)).astype(np.float32)
+  a3, b3 = rng.uniform(0.5, 1.0, (2, 16, 32)).astype(np.float32), rng.standard_normal((2, 16, 32)).astype(np.float32)
+  a2, b2 = rng.uniform(0.5, 1.0, (64, 256)).astype(np.float32), rng.standard_normal((64, 256)).astype(np.float32)
+  return [("triton_order", linear_recurrence_triton, (a, b), (_recurrence(a, b, 1), _recurrence(a, b, 1, True))),
+          ("selective_scan", selective_scan_over_time, (x, dt, A), _recurrence(np.exp(_f64(dt) * _f64(A)),
+                                                                               _f64(dt) * _f64(x), 0)),
+          ("segmented", segmented_sum, (xs, flags), _segmented(xs, flags)),
+          ("argmax_and_add", running_argmax_and_sum, (xm,), (_running_argmax(xm)[0],
+                                                             np.cumsum(_f64(xm)[::-1], 0)[::-1])),
+          ("per_head", per_head_recurrence, (a3, b3), _recurrence(a3, b3, 1)),
+          ("block256", recurrence_two_warpgroups, (a2, b2), _recurrence(a2, b2, 1))]
+
+
+@pytest.mark.parametrize("case", _scan_cases(), ids=lambda c: c[0])
+def test_associative_scans_with_the_users_combine(case):
+  _, kernel, args, want = case
+  got = kernel(*args, interpret=True)
+  for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+    np.testing.assert_allclose(_f64(g), w, rtol=1e-4, atol=1e-4)
+  specs = [S(a.shape, a.dtype) for a in args]
+  jax.export.export(jax.jit(kernel), platforms=["cuda"])(*specs)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs a GPU")
+@pytest.mark.parametrize("case", _scan_cases(), ids=lambda c: c[0])
+def test_gpu_associative_scans_match_numpy(case):
+  _, kernel, args, want = case
+  got = jax.jit(kernel)(*args)
+  for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+    np.testing.assert_allclose(_f64(g), w, rtol=1e-4, atol=1e-4)
+
+
+def _plain_combine(p, q):
+  return p + q
+
+
+@ml.inline
+def _pair_and_more(p, q):
+  return p + q, p
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def scan_of_a_plain_function(x, out):
+  out[...] = ml.associative_scan(_plain_combine, x[...], axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def scan_without_a_combine(x, out):
+  out[...] = ml.associative_scan(x[...], axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def scan_combine_gives_two(x, out):
+  out[...] = ml.associative_scan(_pair_and_more, x[...], axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def scan_combine_changes_dtype(x, out):
+  out[...] = ml.associative_scan(lambda p, q: (p + q).astype(jnp.float16), x[...], axis=1)
+
+
+def test_associative_scan_mistakes_are_reported_at_the_call():
+  X = (S((8, 64), F32),)
+  usage = ("ml.associative_scan(combine, (a, b), axis=1) (jax's order: the function first, then the elements; or"
+           " Triton's, ml.associative_scan((a, b), 1, combine)), with combine an @ml.inline helper, a lambda or a def"
+           " of the kernel's body taking two elements, each a tuple like (a, b), and giving one")
+  expect(scan_of_a_plain_function, X, mg.KernelTypeError, "ml.associative_scan(",
+         "ml.associative_scan's combine function must be an @ml.inline helper, a lambda or def of the kernel's body,"
+         " or an ml.* function, got _plain_combine, a Python function it cannot trace",
+         hint="decorate it with @ml.inline (its body is traced at each step of the scan): " + usage)
+  expect(scan_without_a_combine, X, mg.KernelTypeError, "ml.associative_scan(",
+         "ml.associative_scan() is missing the combine function", hint=usage)
+  expect(scan_combine_gives_two, X, mg.KernelTypeError, "ml.associative_scan(",
+         "ml.associative_scan: _pair_and_more gives 2 values for 1 element part",
+         hint=f"return one value for each part of the elements, in their order ({usage})")
+  expect(scan_combine_changes_dtype, X, mg.KernelTypeError, "ml.associative_scan(",
+         "ml.associative_scan: <lambda> must give each part in its own shape and dtype, (8, 64) float32, got (8, 64)"
+         " float16", hint="convert inside the combine, (...).astype(a.dtype), or convert the elements before the scan")

@@ -550,14 +550,14 @@ def test_an_unused_buffer_says_it_is_unused():
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)
-def missing_ml_functions(x, out, *, f: ml.constexpr = "associative_scan"):
-  if f == "associative_scan":
-    out[...] = ml.associative_scan(x[...], axis=0)
+def missing_ml_functions(x, out, *, f: ml.constexpr = "scan"):
+  if f == "scan":
+    out[...] = ml.scan(x[...], axis=0)
   else:
     out[...] = ml.maximun(x[...], 0.0)
 
 
-@pytest.mark.parametrize("f,hint", [("associative_scan", "no general associative scan: ml.cumsum"),
+@pytest.mark.parametrize("f,hint", [("scan", "no ml.scan: ml.associative_scan(combine, (a, b), axis=1)"),
                                     ("typo", "did you mean ml.maximum?")])
 def test_a_missing_ml_function_says_what_to_write(f, hint):
   """Both said 'check the spelling'."""
