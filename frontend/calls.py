@@ -415,7 +415,8 @@ class Calls:
         as_dot = dot_hint(name, pos, kw, operands, taken)
         hint = ((as_dot and as_dot + note)
                 or scan_hint(name, pos, kw, ufunc=getattr(getattr(fn, "__self__", None), "__name__", None),
-                             ndim=len(first.type.shape) if is_value(first) and hasattr(first.type, "shape") else None)
+                             ndim=len(first.type.shape) if is_value(first) and hasattr(first.type, "shape") else None,
+                             lax=mod == "jax.lax" or mod.startswith("jax._src.lax"))
                 or (debug_print_hint(pos, kw) if name == "debug_print" else None)
                 or (reduce_precision_hint(pos, kw) if name == "reduce_precision" else None)
                 or shape_call_hint(name, pos, kw, tuple(first.type.shape) if is_value(first) and

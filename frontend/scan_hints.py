@@ -47,10 +47,33 @@ def log_cumsum_exp(x, axis, reverse, ndim) -> str:
           f" the maximum m underflows to -inf for values more than about 87 below it)")
 
 
-def scan_hint(name, pos, kw, *, ufunc=None, ndim=None, ml_name=False) -> str | None:
+def _same_scan(name, pos, kw, lax, ndim) -> str:
+  """`lax.cumsum(v, axis=1, reverse=True)`, `jnp.cumprod(v, 0, jnp.float32)`, `lax.associative_scan(fn, (a, b),
+  axis=1)` as the ml call of the same scan, with the call's own arguments (probe 46h)."""
+  if name == "associative_scan":            # lax's order and keywords are ml's
+    args = ", ".join([*pos, *(f"{k}={v}" for k, v in kw.items())])
+    return (f"use ml.associative_scan({args}) (the same arguments as jax.lax.associative_scan; the combine an"
+            f" @ml.inline helper, a lambda or a def of the kernel's body)")
+  names = ("operand", "axis", "reverse") if lax else ("a", "axis", "dtype")
+  given = {**dict(zip(names, pos)), **kw}
+  x = given.get(names[0], "x")
+  axis = given.get("axis", "0" if lax else "None")
+  parts = [x]
+  if axis == "None" and ndim != 1:          # jnp's axis=None scans the flattened array
+    parts = [f"{x}.reshape(-1)"]
+  elif axis != "None" and ndim != 1:
+    parts.append(f"axis={axis}")
+  parts += [f"{k}={given[k]}" for k in ("reverse", "dtype") if given.get(k, "None") not in ("None", "False")]
+  return f"use ml.{name}({', '.join(parts)}) (the same scan)"
+
+
+def scan_hint(name, pos, kw, *, ufunc=None, ndim=None, ml_name=False, lax=False) -> str | None:
   """What to write for a scan the call names (`pos`, `kw`: its arguments as written; `ufunc`: the name of
-  the ufunc whose .accumulate it is; `ndim`: its operand's rank, where known); None for other names."""
+  the ufunc whose .accumulate it is; `ndim`: its operand's rank, where known; `lax`: the call is jax.lax's,
+  whose third argument is `reverse`, not jnp's `dtype`); None for other names."""
   pre = f"no ml.{name}: " if ml_name else ""
+  if not ml_name and name in ("cumsum", "cumprod", "cummax", "cummin", "associative_scan"):
+    return _same_scan(name, pos, kw, lax, ndim)
   if name == "accumulate" and ufunc in UFUNC_SCANS:             # jnp.maximum.accumulate(x, axis=0)
     x, axis, _ = _call(pos, kw, ("a", "axis"), "0")
     return (f"use ml.{UFUNC_SCANS[ufunc]}({x}{_axis_text(axis, ndim)}) (the running {ufunc} along the axis; a ufunc's"

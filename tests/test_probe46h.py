@@ -10,6 +10,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from jax import lax
 from locate import expect
 
 S = jax.ShapeDtypeStruct
@@ -335,3 +336,31 @@ def test_associative_scan_mistakes_are_reported_at_the_call():
   expect(scan_combine_changes_dtype, X, mg.KernelTypeError, "ml.associative_scan(",
          "ml.associative_scan: <lambda> must give each part in its own shape and dtype, (8, 64) float32, got (8, 64)"
          " float16", hint="convert inside the combine, (...).astype(a.dtype), or convert the elements before the scan")
+
+
+# ---------------------------------------------------------------- jax's scans called in a kernel: the same ml call
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def lax_scans(x, out, *, how: ml.constexpr):
+  v = x[...]
+  if how == "cumsum":
+    out[...] = lax.cumsum(v, axis=1, reverse=True)
+  elif how == "cummax":
+    out[...] = lax.cummax(v, 0, True)
+  elif how == "jnp":
+    out[...] = jnp.cumsum(v, axis=1, dtype=jnp.float32)
+  else:
+    out[...] = lax.associative_scan(lambda a, b: a + b, v, axis=1)
+
+
+@pytest.mark.parametrize("how,at,name,hint", [
+    ("cumsum", "lax.cumsum(", "cumsum", "use ml.cumsum(v, axis=1, reverse=True) (the same scan)"),
+    ("cummax", "lax.cummax(", "cummax", "use ml.cummax(v, axis=0, reverse=True) (the same scan)"),
+    ("jnp", "jnp.cumsum(", "cumsum", "use ml.cumsum(v, axis=1, dtype=jnp.float32) (the same scan)"),
+    ("assoc", "lax.associative_scan(", "associative_scan",
+     "use ml.associative_scan(lambda a, b: a + b, v, axis=1) (the same arguments as jax.lax.associative_scan; the"
+     " combine an @ml.inline helper, a lambda or a def of the kernel's body)")])
+def test_jax_scans_in_a_kernel_hint_the_ml_call_with_their_arguments(how, at, name, hint):
+  """They hinted "use ml.cumsum: kernels call ml.* functions on register values", dropping reverse=True (and
+  lax.associative_scan named a function that did not exist)."""
+  expect(lax_scans, (S((8, 64), F32),), mg.KernelTypeError, at, f"{name} cannot take a register tensor inside a"
+         " kernel", hint=hint, how=how)
