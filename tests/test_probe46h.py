@@ -364,3 +364,47 @@ def test_jax_scans_in_a_kernel_hint_the_ml_call_with_their_arguments(how, at, na
   lax.associative_scan named a function that did not exist)."""
   expect(lax_scans, (S((8, 64), F32),), mg.KernelTypeError, at, f"{name} cannot take a register tensor inside a"
          " kernel", hint=hint, how=how)
+
+
+# ---------------------------------------------------------------- nearest upsampling of channels-first tiles
+@mg.mgpu_kernel(out_shape=lambda x, *, k: S((x.shape[0], k * x.shape[1], k * x.shape[2]), x.dtype))
+def upsample_nearest_chw(x, out, *, k: ml.constexpr):
+  """(c, h, w) to (c, k * h, k * w): both stretched axes are size-1 axes of the source, the last one narrow."""
+  c, h, w = x.shape
+  out[...] = ml.broadcast_to(x[...][:, :, None, :, None], (c, h, k, w, k)).reshape(c, k * h, k * w)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1], 2 * x.shape[2], 2 * x.shape[3]), x.dtype))
+def upsample_nearest_nchw(x, out):
+  n, c, h, w = x.shape
+  v = x[...][:, :, :, None, :, None] * ml.full((1, 1, 1, 2, 1, 2), 1.0, x.dtype)     # broadcast by arithmetic
+  out[...] = v.reshape(n, c, 2 * h, 2 * w)
+
+
+def _upsample_cases():
+  rng = np.random.default_rng(7)
+  x3 = rng.standard_normal((4, 8, 32)).astype(np.float32)
+  xb = jnp.asarray(rng.standard_normal((2, 16, 64)), BF16)
+  x4 = rng.standard_normal((2, 4, 8, 16)).astype(np.float32)
+  up = lambda v, k, a: np.repeat(np.repeat(_f64(v), k, a), k, a + 1)
+  return [("x2", upsample_nearest_chw, (x3,), {"k": 2}, up(x3, 2, 1)),
+          ("x3", upsample_nearest_chw, (x3,), {"k": 3}, up(x3, 3, 1)),
+          ("bf16", upsample_nearest_chw, (xb,), {"k": 2}, up(xb, 2, 1)),
+          ("nchw", upsample_nearest_nchw, (x4,), {}, up(x4, 2, 2))]
+
+
+@pytest.mark.parametrize("case", _upsample_cases(), ids=lambda c: c[0])
+def test_nearest_upsampling_of_channels_first_tiles(case):
+  """It was MG204 ("reshaped from or into a row statistic") at the source's expansion: the broadcast copied the
+  middle axis and left the last, 2 wide, to a (n, 2) broadcast of the copies' reshape; both are copies now."""
+  _, kernel, args, kw, want = case
+  np.testing.assert_array_equal(_f64(kernel(*args, interpret=True, **kw)), want)
+  jax.export.export(jax.jit(lambda *a: kernel(*a, **kw)), platforms=["cuda"])(*[S(a.shape, a.dtype) for a in args])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs a GPU")
+@pytest.mark.parametrize("case", _upsample_cases(), ids=lambda c: c[0])
+def test_gpu_nearest_upsampling_of_channels_first_tiles(case):
+  _, kernel, args, kw, want = case
+  np.testing.assert_array_equal(_f64(jax.jit(lambda *a: kernel(*a, **kw))(*args)), want)

@@ -75,7 +75,11 @@ def copied_axes(src: tuple, dst: tuple, dims: tuple) -> list | None:
   while trail - 1 in stretched:
     trail -= 1
   rest = tuple(dst[k] if k < trail else 1 for k in range(len(dst)))
-  keep = trail < len(dst) and flattened_plan(rest, dst, tuple(range(len(dst)))) is not None
+  # (the trailing run is left to flattened_plan where its columns fill a warp; narrower, a nearest upsampling's
+  # last axis of 2, `v[:, :, None, :, None]` of an NCHW (c, h, w) tile to (c, h, 2, w, 2), its (n, 2) broadcast of
+  # the copies' reshape is a row statistic's reshape no layout takes: copied too, as an interleave; probe 46h)
+  keep = trail < len(dst) and flattened_plan(rest, dst, tuple(range(len(dst)))) is not None and (
+      math.prod(dst[trail:]) >= hw.WARP or not any(k < trail for k in stretched))
   copied = [k for k in stretched if k < trail or not keep]
   return copied or None
 
