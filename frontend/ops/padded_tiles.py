@@ -5,7 +5,8 @@ of 128; a (2, 8) window scanned) was MG204 wherever it was used. A kernel that f
 (frontend/compile.py) with each such GMEM window read whole read padded instead (1-D to a multiple of 8 (16 for
 8-bit); 2-D and more, the last two axes to rows a multiple of 4 and columns of 32)
 under a mask, 0 in the padding. What is computed from it stays padded, recorded with its own shape and tracked op
-by op (Builder.emit): elementwise math, casts, selects and forward scans keep the padding at the end of each axis;
+by op (Builder.emit): elementwise math, casts, selects and forward scans keep the padding at the end of each axis
+(a reverse scan, since probe 46h, with the scan's identity put in the padding of its axis first);
 a whole reduction replaces it by the reduction's identity first; an axis reduction does too along the padded axes
 it reduces; a store into a window of the unpadded shape writes under the same mask. Anything else that meets a
 padded value (a shape op, an index, a dot, x.shape, a loop carry) ends the padded trace, and the kernel fails as
@@ -278,6 +279,28 @@ def unpadded_reduce(cx, kind, x, axes, keepdims):
   kept = tuple(1 if a in axes else n for a, n in enumerate(shape) if keepdims or a not in axes)
   kept_up = tuple(1 if a in axes else u for a, u in enumerate(up) if keepdims or a not in axes)
   return y, (kept if kept_up else None)       # (one of the unpadded shape too: what meets it is padded)
+
+
+def reverse_scanned(cx, kind, x, axis, emit):
+  """A reverse scan of padded `x` along `axis` (emit(x): the Scan op of x): the padding at the end of the axis is
+  scanned first, so it takes the scan's identity there first (0 for a sum, 1 for a product, the extreme for a max
+  or min), and the result is recorded padded as x is (None: x is not padded; probe 46h)."""
+  pads = getattr(cx.b, "pad_tiles", None)
+  if pads is None or getattr(x, "id", None) not in pads or getattr(cx.b, "pad_ok", 0):
+    return None
+  from .elementwise import where_
+  from .reduce import ReduceKind, extreme_identity
+  from .scan import ScanKind
+  shape, up = pads[x.id], tuple(x.type.shape)
+  ident = {ScanKind.SUM: 0, ScanKind.PROD: 1}.get(kind)
+  if ident is None:
+    ident = extreme_identity(ReduceKind.MAX if kind == ScanKind.MAX else ReduceKind.MIN, resolve(x.type.dtype))
+  cut = tuple(n if a == axis else u for a, (n, u) in enumerate(zip(shape, up)))
+  with allowed(cx):
+    m = mask(cx, cut, up)
+    res = emit(x if m is None else where_(cx, m, x, ident))
+  pads[res.id] = shape
+  return res
 
 
 def padded_store(cx, ref, value) -> bool:

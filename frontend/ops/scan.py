@@ -114,8 +114,10 @@ def scan(cx, kind: ScanKind, x, axis, reverse, what, segment=0):
   scratch, pad = row_scratch(cx, rows, n, acc, "scan scratch" if what.startswith("ml.cum") or not segment
                              else "middle-axis reduction scratch")
   rounds = d.is_float and acc != d                                # back to the input's dtype, once
-  r = cx.b.emit(Scan, kind, v, axis, reverse, scratch, pad, segment, loc=cx.loc, types=[TensorType(shape, acc)],
-                names=[None if rounds else cx.name]).result
+  emit = lambda y: cx.b.emit(Scan, kind, y, axis, reverse, scratch, pad, segment, loc=cx.loc,
+                             types=[TensorType(shape, acc)], names=[None if rounds else cx.name]).result
+  from .padded_tiles import reverse_scanned
+  r = (reverse and reverse_scanned(cx, kind, v, axis, emit)) or emit(v)    # (an odd window read padded, from the end)
   return ew.narrowed(cx, r, d) if rounds else r     # (float8_e5m2's infinities kept: the cast saturates)
 
 
