@@ -448,3 +448,31 @@ def test_gpu_reverse_scans_of_odd_reads(case):
   tol = 2e-2 if x.dtype == BF16 else 1e-5
   got = jax.jit(lambda a: reverse_scan(a, kind=kind, axis=axis))(x)
   np.testing.assert_allclose(_f64(got), want, rtol=tol, atol=tol)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, *, axis, reverse: b)
+def recurrence_of_odd_reads(a, b, out, *, axis: ml.constexpr, reverse: ml.constexpr):
+  _, out[...] = ml.associative_scan(first_order_pairs, (a[...], b[...]), axis=axis, reverse=reverse)
+
+
+@pytest.mark.parametrize("shape,axis,reverse", [((8, 50), 1, False), ((8, 50), 1, True), ((5, 40), 0, True),
+                                                ((100,), 0, True)])
+def test_associative_scans_of_odd_reads_compute_padded(shape, axis, reverse):
+  """Windows no register tensor holds are read padded (note 86): the rolls bring the padding in only where the
+  select keeps each element's own, and from the end the select counts the unpadded length."""
+  rng = np.random.default_rng(sum(shape))
+  a, b = rng.uniform(0.5, 1.0, shape).astype(np.float32), rng.standard_normal(shape).astype(np.float32)
+  got = recurrence_of_odd_reads(a, b, interpret=True, axis=axis, reverse=reverse)
+  np.testing.assert_allclose(_f64(got), _recurrence(a, b, axis, reverse), rtol=1e-5, atol=1e-5)
+  jax.export.export(jax.jit(lambda x, y: recurrence_of_odd_reads(x, y, axis=axis, reverse=reverse)),
+                    platforms=["cuda"])(S(shape, F32), S(shape, F32))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs a GPU")
+def test_gpu_associative_scans_of_odd_reads():
+  rng = np.random.default_rng(3)
+  for shape, axis, reverse in (((8, 50), 1, True), ((5, 40), 0, False)):
+    a, b = rng.uniform(0.5, 1.0, shape).astype(np.float32), rng.standard_normal(shape).astype(np.float32)
+    got = jax.jit(lambda x, y: recurrence_of_odd_reads(x, y, axis=axis, reverse=reverse))(a, b)
+    np.testing.assert_allclose(_f64(got), _recurrence(a, b, axis, reverse), rtol=1e-5, atol=1e-5)

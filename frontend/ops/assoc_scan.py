@@ -186,16 +186,53 @@ def associative_scan(cx, *args, **kwargs):
                             hint="reverse=True scans from the end")
   axis %= rank
   n = shape[axis]
+  padded = _padded(cx, parts)         # (an odd-shaped read computed padded: its own length, and a guard)
+  true_n = padded[0][axis] if padded else n
   from .elementwise_fns import arange
   idx = arange.rule(cx, n)
   if rank > 1:
     idx = reshape_(cx, idx, tuple(n if a == axis else 1 for a in range(rank)))
   s = 1
-  while s < n:
-    moved = [roll_tensor(cx, p, -s if reverse else s, axis) for p in parts]
+  while s < true_n:
+    with padded[1] if padded else _nothing():
+      moved = [_same_padding(cx, roll_tensor(cx, p, -s if reverse else s, axis), p) for p in parts]
     # (reversed, the element s places after is the earlier part of the flipped sequence: it comes first too)
     new = _combine(cx, fn, flat, rebuild, moved, parts, parts)
-    keep = ew.compare(cx, ew.CmpOp.LT, idx, n - s) if reverse else ew.compare(cx, ew.CmpOp.GE, idx, s)
-    parts = [ew.where_(cx, keep, c, p) for c, p in zip(new, parts)]
+    with padded[1] if padded else _nothing():
+      # (padded: the padding at the axis's end rolls in before the first s elements, which keep their own; from the
+      # end, the elements whose partner lies s places on, inside the unpadded length, take it)
+      keep = ew.compare(cx, ew.CmpOp.LT, idx, true_n - s) if reverse else ew.compare(cx, ew.CmpOp.GE, idx, s)
+      parts = [_same_padding(cx, ew.where_(cx, keep, c, p), p) for c, p in zip(new, parts)]
     s *= 2
   return parts[0] if rebuild is None else rebuild(parts)
+
+
+class _nothing:
+  def __enter__(self):
+    return None
+
+  def __exit__(self, *a):
+    return False
+
+
+def _padded(cx, parts):
+  """(the parts' unpadded shape, a context in which ops take them) where they are computed padded (an odd-shaped
+  read, frontend/ops/padded_tiles.py), else None; a padded trace is given up where only some of them are."""
+  from .padded_tiles import PadAbort, allowed
+  pads = getattr(cx.b, "pad_tiles", None)
+  if pads is None or getattr(cx.b, "pad_ok", 0):
+    return None
+  shapes = {pads.get(p.id) for p in parts}
+  if shapes == {None}:
+    return None
+  if len(shapes) != 1:
+    raise PadAbort("associative_scan")
+  return shapes.pop(), allowed(cx)
+
+
+def _same_padding(cx, y, like):
+  """`y` recorded padded as `like` is (a roll or select of padded parts)."""
+  pads = getattr(cx.b, "pad_tiles", None)
+  if pads is not None and like.id in pads and y is not like:
+    pads[y.id] = pads[like.id]
+  return y
