@@ -87,6 +87,21 @@ def conv2d_3x3_im2col(x, w, out):
   out.at[ml.ds(i * 8, 8)][...] = ml.dot(a_s, w_s).reshape(8, wd, w.shape[1])
 
 
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[1]), F32), grid=lambda x, w: (ml.cdiv(x.shape[0], 64),))
+def causal_conv1d_masked_taps(x, w, out):
+  """Mamba's causal conv without padding outside: each tap a masked window starting up to 3 rows before 0, any L."""
+  i = ml.program_id(0)
+  n, c = x.shape
+  a_s = ml.smem((64, 4 * c), x.dtype)
+  w_s = ml.smem(w.shape, w.dtype)
+  ml.copy(w, w_s)
+  rows = i * 64 + ml.arange(64)
+  for k in ml.static_range(4):
+    m = ((rows - (3 - k) >= 0) & (rows - (3 - k) < n))[:, None]
+    a_s[:, k * c:(k + 1) * c] = x.at[ml.ds(i * 64 - (3 - k), 64), :].load(mask=m, other=0.0)
+  out.at[ml.ds(i * 64, 64), :].store(ml.dot(a_s, w_s), mask=(rows < n)[:, None])
+
+
 @mg.mgpu_kernel(out_shape=lambda x, w: (S((64, w.shape[1]), F32), S((64, 32), x.dtype)))
 def im2col_read_back(x, w, out, tap):
   a_s = ml.smem((64, 96), x.dtype)
@@ -126,13 +141,16 @@ def _im2col_cases():
   xt, wt = _input((131, 8), F32, 6), _input((32, 32), F32, 7, 0.1)
   xi, wi = _input((18, 10, 16), BF16, 8), _input((144, 32), BF16, 9, 0.1)
   xr, wr = _input((66, 32), F16, 10), _input((96, 64), F16, 11, 0.1)
+  xm, wm = _input((100, 32), F16, 12), _input((128, 64), F16, 13, 0.1)
+  causal = lambda v: _im2col(np.concatenate([np.zeros((3, v.shape[1])), v]), 4)
   f = lambda a: _f64(a)
   return [("taps3_f16", conv1d_im2col, (x3, w3), {"taps": 3}, _im2col(f(x3), 3) @ f(w3)),
           ("taps4_f16", conv1d_im2col, (x4, w4), {"taps": 4}, _im2col(f(x4), 4) @ f(w4)),
           ("loop_bf16", conv1d_width4_loop, (xb, wb), {}, _im2col(f(xb), 4) @ f(wb)),
           ("tf32", conv1d_tf32, (xt, wt), {}, _im2col(f(xt), 4) @ f(wt).T),
           ("conv2d", conv2d_3x3_im2col, (xi, wi), {}, _conv2d(f(xi), f(wi))),
-          ("read_back", im2col_read_back, (xr, wr), {}, (_im2col(f(xr), 3) @ f(wr), f(xr)[1:65]))]
+          ("read_back", im2col_read_back, (xr, wr), {}, (_im2col(f(xr), 3) @ f(wr), f(xr)[1:65])),
+          ("causal_masked", causal_conv1d_masked_taps, (xm, wm), {}, causal(f(xm)) @ f(wm))]
 
 
 @pytest.mark.parametrize("case", _im2col_cases(), ids=lambda c: c[0])
