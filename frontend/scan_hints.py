@@ -34,17 +34,14 @@ def _axis_text(axis, ndim):
 
 
 def log_cumsum_exp(x, axis, reverse, ndim) -> str:
-  """lax.cumlogsumexp as log2(n) steps of a stable logaddexp of shifted copies (exact at any range)."""
+  """lax.cumlogsumexp as ml.associative_scan of a stable logaddexp (exact at any range; probe 46h: it wrote the
+  log2(n) steps of shifted copies out)."""
   a = "0" if ndim == 1 else str(axis) if axis not in (None, "None") else "0"
-  ax = int(a) % ndim if re.fullmatch(r"-?\d+", a) and ndim else 0
-  n = f"v.shape[{ax}]"
-  idx = f"ml.arange({n})" + ("" if ndim == 1 else "[:, None]" if ax == 0 else "[None, :]")
-  shift, keep = (f"-s, axis={ax}", f"{idx} < {n} - s") if reverse else (f"s, axis={ax}", f"{idx} >= s")
-  v = "" if x == "v" else f"v = {x}; "
-  return (f"{v}for k in ml.static_range(({n} - 1).bit_length()): s = 2 ** k; p = ml.roll(v, {shift}); v = ml.where({keep},"
-          f" ml.maximum(p, v) + ml.log1p(ml.exp(-ml.abs(p - v))), v) (a logaddexp of each value and the one s places"
-          f" {'after' if reverse else 'before'} it; exact at any range, where m + ml.log(ml.cumsum(ml.exp(v - m))) of"
-          f" the maximum m underflows to -inf for values more than about 87 below it)")
+  kw = ("" if ndim == 1 else f", axis={a}") + (", reverse=True" if reverse else "")
+  return (f"ml.associative_scan(lambda p, q: ml.maximum(p, q) + ml.log1p(ml.exp(-ml.abs(p - q))), {x}{kw}) (a"
+          f" logaddexp of each value and the running one {'after' if reverse else 'before'} it; exact at any range,"
+          f" where m + ml.log(ml.cumsum(ml.exp(v - m))) of the maximum m underflows to -inf for values more than"
+          f" about 87 below it)")
 
 
 def _same_scan(name, pos, kw, lax, ndim) -> str:

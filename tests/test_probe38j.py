@@ -103,12 +103,7 @@ def lax_cumlogsumexp(x, out):
 
 @mg.mgpu_kernel(out_shape=lambda x: x)
 def log_cumsum_exp_followed(x, out):
-  v = x[...]
-  for k in ml.static_range((v.shape[1] - 1).bit_length()):
-    s = 2 ** k
-    p = ml.roll(v, s, axis=1)
-    v = ml.where(ml.arange(v.shape[1])[None, :] >= s, ml.maximum(p, v) + ml.log1p(ml.exp(-ml.abs(p - v))), v)
-  out[...] = v
+  out[...] = ml.associative_scan(lambda p, q: ml.maximum(p, q) + ml.log1p(ml.exp(-ml.abs(p - q))), x[...], axis=1)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)
@@ -121,15 +116,15 @@ def log_cumsum_exp_old_hint(x, out):
 def test_a_log_cumsum_exp_hints_log_steps_that_hold_at_any_range():
   """lax.cumlogsumexp was "kernels call ml.* functions ...; decorate a helper with @ml.inline", and
   ml.logcumsumexp's hint shifted by the row's maximum, which gives -inf where a row spans more than about
-  87 (log-probabilities: a standard deviation of 30 does): the hint now writes log2(n) steps of a stable
-  logaddexp of shifted copies (frontend/scan_hints.py), which match jax.lax.cumlogsumexp."""
+  87 (log-probabilities: a standard deviation of 30 does): the hint wrote log2(n) steps of a stable logaddexp of
+  shifted copies (frontend/scan_hints.py), which match jax.lax.cumlogsumexp; since probe 46h it is that scan as
+  ml.associative_scan of the logaddexp."""
   expect(lax_cumlogsumexp, X2, mg.KernelTypeError, "jax.lax.cumlogsumexp(",
          "cumlogsumexp cannot take a register tensor inside a kernel",
-         hint="no ml.cumlogsumexp: v = x[...]; for k in ml.static_range((v.shape[1] - 1).bit_length()): s = 2 ** k;"
-              " p = ml.roll(v, s, axis=1); v = ml.where(ml.arange(v.shape[1])[None, :] >= s, ml.maximum(p, v) +"
-              " ml.log1p(ml.exp(-ml.abs(p - v))), v) (a logaddexp of each value and the one s places before it; exact"
-              " at any range, where m + ml.log(ml.cumsum(ml.exp(v - m))) of the maximum m underflows to -inf for values"
-              " more than about 87 below it)")
+         hint="no ml.cumlogsumexp: ml.associative_scan(lambda p, q: ml.maximum(p, q) + ml.log1p(ml.exp(-ml.abs(p -"
+              " q))), x[...], axis=1) (a logaddexp of each value and the running one before it; exact at any range,"
+              " where m + ml.log(ml.cumsum(ml.exp(v - m))) of the maximum m underflows to -inf for values more than"
+              " about 87 below it)")
   x = (np.random.default_rng(40).standard_normal((16, 128)) * 30).astype(np.float32)
   want = np.asarray(jax.lax.cumlogsumexp(jnp.asarray(x), axis=1))
   np.testing.assert_allclose(log_cumsum_exp_followed(jnp.asarray(x), interpret=True), want, rtol=1e-5, atol=1e-4)
