@@ -494,3 +494,23 @@ def test_gpu_associative_scans_of_odd_reads():
     a, b = rng.uniform(0.5, 1.0, shape).astype(np.float32), rng.standard_normal(shape).astype(np.float32)
     got = jax.jit(lambda x, y: recurrence_of_odd_reads(x, y, axis=axis, reverse=reverse))(a, b)
     np.testing.assert_allclose(_f64(got), _recurrence(a, b, axis, reverse), rtol=1e-5, atol=1e-5)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: (b, b))
+def scan_of_a_pytree(a, b, h, m):
+  """jax's elements may be any pytree of tuples, lists and dicts: the combine takes and gives that structure."""
+  def comb(x, y):
+    return {"rec": (x["rec"][0] * y["rec"][0], y["rec"][0] * x["rec"][1] + y["rec"][1]), "max": ml.maximum(x["max"], y["max"])}
+  r = ml.associative_scan(comb, {"rec": (a[...], b[...]), "max": b[...]}, axis=1)
+  h[...] = r["rec"][1]
+  m[...] = r["max"]
+
+
+def test_associative_scan_of_a_pytree():
+  """A nested tuple or a dict of elements was "ml.associative_scan cannot take a Python tuple" (jax takes them)."""
+  rng = np.random.default_rng(12)
+  a, b = rng.uniform(0.5, 1.0, (8, 64)).astype(np.float32), rng.standard_normal((8, 64)).astype(np.float32)
+  h, m = scan_of_a_pytree(a, b, interpret=True)
+  np.testing.assert_allclose(_f64(h), _recurrence(a, b, 1), rtol=1e-5, atol=1e-5)
+  np.testing.assert_array_equal(_f64(m), np.maximum.accumulate(b, axis=1))
+  jax.export.export(jax.jit(scan_of_a_pytree), platforms=["cuda"])(S(a.shape, F32), S(b.shape, F32))

@@ -108,12 +108,33 @@ def _bind(cx, args, kwargs):
   return fn, elems, got["axis"], got["reverse"], flat
 
 
-def _parts(cx, elems):
-  """The elements' tensors, and how to rebuild the structure the user passed from them."""
-  if isinstance(elems, (tuple, list)):
-    parts, rebuild = list(elems), type(elems)
+def _flatten(x):
+  """(leaves, rebuild) of a pytree of tuples, lists and dicts (a dict's leaves by sorted key, as jax's); rebuild is
+  None for a single leaf."""
+  if isinstance(x, dict):
+    keys = sorted(x)
+    subs = [_flatten(x[k]) for k in keys]
+  elif isinstance(x, (tuple, list)):
+    keys, subs = None, [_flatten(v) for v in x]
   else:
-    parts, rebuild = [elems], None
+    return [x], None
+  counts = [len(leaves) for leaves, _ in subs]
+
+  def rebuild(leaves):
+    parts, at = [], 0
+    for (_, sub), n in zip(subs, counts):
+      parts.append(leaves[at] if sub is None else sub(leaves[at:at + n]))
+      at += n
+    if keys is not None:
+      return dict(zip(keys, parts))
+    return type(x)(*parts) if hasattr(x, "_fields") else type(x)(parts)      # (a namedtuple by its fields)
+  return [leaf for leaves, _ in subs for leaf in leaves], rebuild
+
+
+def _parts(cx, elems):
+  """The elements' tensors, and how to rebuild the structure the user passed from them (tuples, lists and dicts
+  nested as in jax's pytrees)."""
+  parts, rebuild = _flatten(elems)
   if not parts:
     raise E.KernelTypeError("ml.associative_scan of no elements", cx.loc, hint=USAGE)
   for p in parts:
@@ -141,9 +162,9 @@ def _combine(cx, fn, flat, rebuild, earlier, later, like):
     out = cx.invoke(fn, [earlier[0], later[0]])
   else:
     out = cx.invoke(fn, [rebuild(earlier), rebuild(later)])
-  outs = list(out) if isinstance(out, (tuple, list)) else [out]
+  outs = _flatten(out)[0]
   name = fn.name.lower() if isinstance(fn, ew.BinOp) else getattr(getattr(fn, "fn", fn), "__name__", "the combine function")
-  if len(outs) != len(like) or (rebuild is None) != (not isinstance(out, (tuple, list))) and len(like) > 1:
+  if len(outs) != len(like):
     raise E.KernelTypeError(
         f"ml.associative_scan: {name} gives {len(outs)} value{'s' if len(outs) != 1 else ''} for"
         f" {len(like)} element part{'s' if len(like) != 1 else ''}", cx.loc,
