@@ -177,13 +177,14 @@ def test_a_window_of_up_to_32_elements_no_vector_holds_is_held_as_their_scalars(
 
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
 def small_scanned(x, o):
-  o[...] = ml.cumsum(x[...], axis=1, reverse=True)   # small scanned
+  o[...] = ml.roll(x[...], 1, axis=1)   # small scanned
 
 
 def test_a_small_window_an_op_does_not_take_fails_at_its_read_as_it_did():
-  """A scan takes no tensor held as a vector of its elements: the kernel is traced again with the window read as a tile
-  (read padded, a forward scan computes: tests/test_probe45g.py; a reverse one would scan the padding first), whose MG204 is at the read with the hint that pads it (else MG204 named the internal (16,) vector, which needs 'a
-  multiple of 8 elements')."""
+  """A roll takes no tensor held as a vector of its elements: the kernel is traced again with the window read as a tile
+  (read padded, a scan computes: tests/test_probe45g.py, and from the end since probe 46h; a roll would bring the
+  padding in), whose MG204 is at the read with the hint that pads it (else MG204 named the internal (16,) vector,
+  which needs 'a multiple of 8 elements'). It scanned the window from the end until probe 46h."""
   with pytest.raises(mg.LayoutError) as info:
     small_scanned.check(S((2, 8), F32))
   e = info.value
