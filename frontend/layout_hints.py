@@ -12,6 +12,7 @@ from .dtypes import DType
 from .types import Layout, RefType, Space, TensorType, resolve
 from .loc import call_at
 from .ops.memory import View, root_in
+from .pad_reductions import Through, _padding_note, _reduction_name, identity, loaded_other, reductions_of  # noqa: F401
 
 
 def column_slice_hint(name, store_to=None, one_view=False) -> str | None:
@@ -51,38 +52,6 @@ def _with_columns(ref: str, cols: str) -> str:
   return f"{ref}.at[:, {cols}]"
 
 
-def reductions_of(body, v) -> tuple:
-  """(the names of what reduces `v` or a conversion of it, `v.astype(jnp.float32)`, an 8-bit max
-  computed in 32 bits, the max of an argmax, in the order sum, max, min, then the reverse scans the padding at the end
-  would reach, cummax, cummin, cumprod; v's dtype)."""
-  from .ops.elementwise import Cast
-  from .ops.scan import Scan
-  from .ops.shape import Reduce, ReduceKind
-  ops = list(ir.walk(body))
-  family, grew = {v.id}, True
-  while grew:
-    grew = False
-    for o in ops:
-      if isinstance(o, Cast) and not o.bitcast and (o.x.id in family) != (o.results[0].id in family):
-        family |= {o.x.id, o.results[0].id}
-        grew = True
-  kinds = {_reduction_name(o) for o in ops if isinstance(o, Reduce) and o.x.id in family}
-  kinds |= {"cum" + o.kind.value for o in ops if isinstance(o, Scan) and o.reverse and o.x.id in family
-            and o.kind.value != "sum"}
-  order = [k.value for k in ReduceKind] + ["mean", "cummax", "cummin", "cumprod"]
-  return tuple(k for k in order if k in kinds), v.type.dtype
-
-
-def _reduction_name(o) -> str:
-  """A Reduce's kind, "mean" for the sum of an ml.mean, ml.var or ml.std (its count is the tile's)."""
-  import re
-  loc = o.loc
-  text = loc.source_line[loc.col_offset:loc.end_col_offset] if loc and loc.end_lineno == loc.lineno else ""
-  if o.kind.value == "sum" and re.match(r"(ml\.(mean|var|std)\(|.*\.(mean|var|std)\()", text or ""):
-    return "mean"
-  return o.kind.value
-
-
 def loaded_dtype(defs, v, tiles=()):
   """The dtype in memory of the data `v` was read from (through conversions), else of the first
   tile among `tiles` that a load reads (not a mask), else the narrower integer type `v` converts
@@ -99,30 +68,6 @@ def loaded_dtype(defs, v, tiles=()):
             and d != DType.bool_ and not own.is_float and d.itemsize < own.itemsize]
   return next((t.type.dtype for t in tiles if type(defs.get(t.id)).__name__ in ("Load", "MaskedLoad")
                and t.type.dtype != DType.bool_), None) or min(narrow, key=lambda d: d.itemsize, default=None)
-
-
-def identity(kind, dtype) -> str:
-  """What a masked load's `other` is for the padding to leave a reduction of `kind` (a ReduceKind,
-  or the name of a reduction or scan: "cummax") unchanged."""
-  name = getattr(kind, "value", kind).removeprefix("cum").replace("mean", "sum")
-  if isinstance(dtype, DType) and not dtype.is_float and dtype != DType.bool_:
-    lo, hi = dtype.int_range
-    return {"sum": "0", "max": str(lo), "min": str(hi), "prod": "1"}[name]
-  return {"sum": "0.0", "max": "float('-inf')", "min": "float('inf')", "prod": "1.0"}[name]
-
-
-def _padding_note(kinds, dtype, mask) -> str:
-  """For a tile padded with `other=0` that more than one kind of reduction reads: each kind but the
-  sum reduces the tile with its own identity selected into the padding."""
-  mean = (" (for a mean, a var or a std, compute it from ml.sum of the padded tile and the count of the elements"
-          f" the mask keeps, not with ml.mean, ml.var or ml.std of it; a var sums the squared deviations where the"
-          f" mask keeps them, ml.where({mask}, (v - mean) ** 2, 0.0))" if "mean" in kinds else "")
-  rest = [k for k in kinds if k not in ("sum", "mean")]
-  if len(kinds) < 2 or not rest:
-    return mean
-  sels = " and ".join(f"ml.{k}(ml.where({mask}, v, {identity(k, dtype)}){', ...' if k[:3] == 'cum' else ''})"
-                      for k in rest)
-  return f" (the padding must not count: reduce {sels} for the padded tile v){mean}"
 
 
 def small_tile_hint(shape, ref=None, window=None, reduced=((), None)) -> str:
@@ -146,7 +91,7 @@ def small_tile_hint(shape, ref=None, window=None, reduced=((), None)) -> str:
     new = dict(zip(kept, (R, C)))
     at = ", ".join(s if k not in new else f"ml.ds({s}, {new[k]})" for k, (s, _, _) in enumerate(parts))
     kinds, dtype = reduced
-    other = identity(kinds[0], dtype) if len(kinds) == 1 else "0"
+    other = loaded_other(kinds, dtype)
     load = f"{ref}.at[{at}].load(mask={mask}, other={other})"
     tail = _padding_note(kinds, dtype, mask) + tail
     if window is not None and window[1]:         # SMEM: a window cannot run past the buffer
@@ -653,7 +598,7 @@ def pad_hint(n, up, index, reduced=((), None), made=None, defs=None) -> str:
     at = f"{window[0]}.at[" + ", ".join(s if squeeze else f"ml.ds({s}, {up})" for s, _, squeeze in window[2]) + "]"
   kinds, dtype = reduced
   mask = f"ml.arange({up}) < {n}"
-  other = identity(kinds[0], dtype) if len(kinds) == 1 else "0"
+  other = loaded_other(kinds, dtype)
   return (f"pad it with a masked window: {at}.load(mask={mask},"
           + (f" other=<an index past the indexed array's end>): a scatter drops those updates (and a"
              f" gather's masked lanes are yours to ignore), where other=0 would add {up - n} updates at index 0"

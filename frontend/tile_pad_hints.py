@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from . import errors as E, hw
-from .layout_hints import _padding_note, identity, read_window
+from .layout_hints import _padding_note, loaded_other, read_window
 
 
 def padded_3d_hint(shape, ref, window, reduced) -> str:
@@ -23,7 +23,7 @@ def padded_3d_hint(shape, ref, window, reduced) -> str:
   sizes = iter((b, R, C))
   at = ", ".join(s if squeeze else f"ml.ds({s}, {next(sizes)})" for s, _, squeeze in parts)
   kinds, dtype = reduced
-  other = identity(kinds[0], dtype) if len(kinds) == 1 else "0"
+  other = loaded_other(kinds, dtype)
   return (f"work on a larger tile, masked to this one: {ref}.at[{at}].load(mask={mask}, other={other}) (a result"
           f" that keeps a padded axis is stored with that axis's part of the mask){_padding_note(kinds, dtype, mask)}")
 

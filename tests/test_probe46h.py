@@ -514,3 +514,30 @@ def test_associative_scan_of_a_pytree():
   np.testing.assert_allclose(_f64(h), _recurrence(a, b, 1), rtol=1e-5, atol=1e-5)
   np.testing.assert_array_equal(_f64(m), np.maximum.accumulate(b, axis=1))
   jax.export.export(jax.jit(scan_of_a_pytree), platforms=["cuda"])(S(a.shape, F32), S(b.shape, F32))
+
+
+# ---------------------------------------------------------------- a padding hint through elementwise math
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), jnp.int32))
+def argmax_of_scaled(x, out):
+  out[0] = ml.argmax(x[...] * 2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), jnp.int32))
+def argmax_of_scaled_followed(x, out):
+  m = ml.arange(104) < 100
+  v = x.at[ml.ds(0, 104)].load(mask=m, other=0) * 2
+  out[0] = ml.argmax(ml.where(m, v, float('-inf')))
+
+
+def test_a_padding_hint_reached_through_math_selects_the_identity_before_the_reduction():
+  """`ml.argmax(x[...] * 2)` of a (100,) read hinted other=0 (the identity was looked for through casts only):
+  followed, an argmax of negative data picked a padding lane. The hint now selects -inf in before the argmax."""
+  mask = "ml.arange(104) < 100"
+  expect(argmax_of_scaled, (S((100,), F32),), mg.LayoutError, "x[...]",
+         "x[...] has shape (100,): a 1-D register vector needs a multiple of 8 elements (other register tensors a"
+         " multiple of 128, one per thread of a warpgroup)",
+         hint=f"pad it with a masked window: x.at[ml.ds(0, 104)].load(mask={mask}, other=0) (the padding must not"
+              f" count: reduce ml.argmax(ml.where({mask}, v, float('-inf'))) for the padded tile v) and a masked store"
+              f" of the same window")
+  x = -np.abs(np.random.default_rng(5).standard_normal(100)).astype(np.float32) - 1
+  assert int(argmax_of_scaled_followed(x, interpret=True)[0]) == int(np.argmax(x))
