@@ -50,7 +50,7 @@ step() {
     attn_bwd_lpt) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_attention.py -k "chunks or partial_last" && python3 -u benchmarks/attn_bwd_order.py --lpt ;;
     # the thirty-third session: probe 43c (interpret mode against the GPU) and the test files whose inputs moved to numpy
     gpu_s34risky) python3 -u benchmarks/gpu_shards.py --shards 10 --timeout 200 tests/test_unaligned_windows.py tests/test_probe44d.py tests/test_probe44b.py::test_masked_tail_window_past_the_end_gpu tests/test_probe44e.py::test_conditional_read_past_the_end_gpu ;;   # (each may fault without its fix: few tests a shard)
-    gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 430 ;;   # (the whole suite, 15 of 16 cores)
+    gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)
     gpu_s34all)  python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 500 ;;
     # Sessions 34-35 (no device lent then): the tests that may fault without their fixes, a few a shard, then
     # the GPU tests of every file the session-35 probes wrote or changed; then gpu_s34all (the whole suite).
