@@ -116,7 +116,12 @@ def _chunk(axis, size, levels):
   inner = math.prod(n for n, _ in levels)
   if size * inner <= hw.MAX_GRID[axis]:
     return None
-  return max(1, hw.MAX_GRID[axis] // inner)
+  most = max(1, hw.MAX_GRID[axis] // inner)
+  # XLA hands each launch its chunk as a slice of the whole array, and a Mosaic GPU call takes only buffers
+  # 256-byte aligned (the H200 refused a chunk of 65535 rows of 128 bytes): chunks of a multiple of 256 / gcd(256,
+  # inner) elements start every slice at a multiple of 256 bytes, whatever an element's size.
+  step = 256 // math.gcd(256, inner)
+  return most - most % step if most >= step else most
 
 
 def _as_jax_takes_them(kernel, xs):

@@ -210,8 +210,10 @@ def test_gpu_round_of_a_float_scalar_indexes():
   for f in ([2.6, 2.5, 3.5], [0.4, 1.5, -2.5], [5.5, 0.25, 6.5]):
     fa = np.array(f, np.float32)
     want, got = rounded_index(x, fa, interpret=True), rounded_index(jnp.asarray(x), jnp.asarray(fa))
-    for g, w in zip(got, want):
-      np.testing.assert_array_equal(np.asarray(g), np.asarray(w), err_msg=str(f))
+    np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(want[1]), err_msg=str(f))
+    np.testing.assert_array_equal(np.asarray(got[0])[:3], np.asarray(want[0])[:3], err_msg=str(f))
+    # round(g, 1) divides by 10: the GPU's float32 division is within two ulp of the quotient (H200: 2.6000001)
+    np.testing.assert_allclose(np.asarray(got[0])[3], np.asarray(want[0])[3], rtol=3e-7, err_msg=str(f))
 
 
 # ---------------------------------------------------------------- a few elements of a ref filled with a number

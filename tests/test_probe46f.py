@@ -112,12 +112,13 @@ def test_a_run_time_error_in_a_chunk_says_where_its_batch_element_counts_from(sm
 
 
 def test_a_vmap_of_70001_rows_exports_for_cuda_as_chunks():
-  """At CUDA's own limit: a launch of 65535 rows in a loop and one of the remaining 4466."""
+  """Near CUDA's own limit: a launch of 65280 rows (255 * 256, so each launch's slice starts 256-byte aligned) in a
+  loop and one of the remaining 4721."""
   e = jax.export.export(jax.jit(jax.vmap(row_bias, in_axes=(0, None))), platforms=["cuda"])(
       S((70001, 32), F32), S((32,), F32))
   text = e.mlir_module()
   assert text.count("stablehlo.custom_call @mosaic_gpu") == 2
-  assert "tensor<1x65535x32xf32>" in text and "tensor<4466x32xf32>" in text
+  assert "tensor<1x65280x32xf32>" in text and "tensor<4721x32xf32>" in text
 
 
 @pytest.mark.gpu
@@ -329,3 +330,16 @@ def test_a_constexpr_computed_with_jnp_in_a_jitted_function_is_hinted_to_python(
                                " min(128, x.shape[0]))")
   y = jax.jit(lambda x: blocked(x, rows=min(128, x.shape[0]), interpret=True))(x)    # the hint followed
   np.testing.assert_allclose(y, 2 * x)
+
+
+def test_vmap_chunks_start_at_256_byte_aligned_offsets():
+  """The H200 refused a chunked vmap ('Input buffer 0 is not 256-byte aligned'): XLA passes each launch its chunk
+  as a slice of the whole array, so a chunk of 65535 rows of 128 bytes started the second launch mid-line. Chunks
+  are a multiple of 256 / gcd(256, inner) elements, so every slice starts at a multiple of 256 bytes."""
+  from mgpu_dsl import batching
+  for inner in (1, 2, 3, 5, 8, 250, 255, 256):
+    levels = [(inner, ())] if inner > 1 else []
+    chunk = batching._chunk(1, 70001 * 300, levels)
+    assert chunk * inner <= 65535 and chunk > 0
+    assert chunk * inner % 256 == 0, (inner, chunk)
+  assert batching._chunk(1, 100, []) is None
