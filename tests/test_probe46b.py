@@ -277,9 +277,12 @@ def test_gpu_quantised_activations_and_8_bit_results_from_registers_match_interp
   x, wt = _data(rng, (128, 256), BF16), _data(rng, (256, 256), I8)
   sw = jnp.asarray(rng.uniform(0.001, 0.01, 256).astype(np.float32))
   _gpu_matches_interpret(w8a8_dynamic, (x, wt, sw), 1e-2)
-  _gpu_matches_interpret(fp8_dynamic, (_data(rng, (64, 128), BF16), _data(rng, (64, 128), E4M3)), 3e-3)
+  # (the scales divide: the GPU's float32 division is within two ulp, so an element next to a rounding boundary of
+  # float8's 3-bit mantissa can land on the other float8 value: 0.4 of 51.5 on the H200; a misplaced byte of the
+  # register layout is an error the size of the result)
+  _gpu_matches_interpret(fp8_dynamic, (_data(rng, (64, 128), BF16), _data(rng, (64, 128), E4M3)), 2e-2)
   q, k, vt = _data(rng, (64, 128), E4M3), _data(rng, (128, 128), E4M3), _data(rng, (64, 128), E4M3)
-  _gpu_matches_interpret(fp8_attention, (q, k, vt), 3e-3)
+  _gpu_matches_interpret(fp8_attention, (q, k, vt), 2e-2)
   x, w1t, w2t = _data(rng, (64, 128), I8), _data(rng, (128, 128), I8), _data(rng, (64, 128), I8)
   _gpu_matches_interpret(int8_mlp, (x, w1t, w2t), 0)
   a, bt = _data(rng, (256, 384), I8), _data(rng, (256, 384), I8)
