@@ -50,6 +50,17 @@ step() {
     attn_bwd_lpt) python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_attention.py -k "chunks or partial_last" && python3 -u benchmarks/attn_bwd_order.py --lpt ;;
     # the thirty-third session: probe 43c (interpret mode against the GPU) and the test files whose inputs moved to numpy
     gpu_s34risky) python3 -u benchmarks/gpu_shards.py --shards 10 --timeout 200 tests/test_unaligned_windows.py tests/test_probe44d.py tests/test_probe44b.py::test_masked_tail_window_past_the_end_gpu tests/test_probe44e.py::test_conditional_read_past_the_end_gpu ;;   # (each may fault without its fix: few tests a shard)
+    # Session 36's second visit: which of probe 46a's odd fills and copies faults (each statement a kernel in its
+    # own process) beside the GPU tests the first visit's faulted shards left unrun and the failures since fixed
+    # (benchmarks/gpu_s36_rest.txt), then probe 46a's two GPU tests alone, with their whole error
+    s36_rest)    python3 -u benchmarks/probe_odd_pieces.py >"$OUT/odd_pieces.log" 2>&1 &
+                 mapfile -t ids < benchmarks/gpu_s36_rest.txt
+                 python3 -u benchmarks/gpu_shards.py --shards 7 --timeout 170 "${ids[@]}"
+                 wait; echo "== odd pieces"; cat "$OUT/odd_pieces.log" ;;
+    s36_46a)     for t in test_gpu_odd_fills test_gpu_odd_copies; do
+                   CUDA_LAUNCH_BLOCKING=1 timeout 60 python3 -u -m pytest -x -q -p no:cacheprovider -m gpu tests/test_probe46a.py::$t >"$OUT/$t.log" 2>&1 &
+                 done; wait
+                 for t in test_gpu_odd_fills test_gpu_odd_copies; do echo "== $t"; grep -E "^E |Error|error|passed|failed" "$OUT/$t.log" | head -12; done ;;
     gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)
     gpu_s34all)  python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 500 ;;
     # Sessions 34-35 (no device lent then): the tests that may fault without their fixes, a few a shard, then
