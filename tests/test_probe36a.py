@@ -121,7 +121,7 @@ def test_a_reshape_of_a_short_vector_into_two_axes_is_an_error_at_the_reshape_wh
          " multiple of 128 elements (one per thread of a warpgroup; a 1-D vector only a multiple of 8)",
          hint="keep it a vector: row r of it is the vector m[r * 96:(r + 1) * 96] (stored with out.at[r][...] ="
               " m[r * 96:(r + 1) * 96] for r in ml.static_range(2)); or pad it to a length that fills the threads:"
-              " ml.concatenate([m, ml.zeros((192,), m.dtype)]).reshape(4, 96), whose first 2 rows are the reshape:"
+              " padded = ml.concatenate([m, ml.zeros((192,), m.dtype)]).reshape(4, 96), whose first 2 rows are the reshape:"
               " store them with out.at[ml.ds(0, 4)].store(padded, mask=ml.arange(4)[:, None] < 2)")
   e = expect(stat_as_pairs, [S((192, 128), F32)], mg.LayoutError, "m.reshape(96, 2)",
              "reshape of m, a vector of 192 elements, into (96, 2): a register tensor of more than one axis needs a"

@@ -234,7 +234,7 @@ def test_a_reshape_of_an_unnamed_vector_names_it_by_the_users_text():
          " multiple of 8)",
          hint="keep it a vector: name it, vec = ml.sum(v.reshape(32, 128), axis=1), then row r of it is the vector"
               " vec[r * 8:(r + 1) * 8] (stored with out.at[r][...] = vec[r * 8:(r + 1) * 8] for r in"
-              " ml.static_range(4)); or pad it to a length that fills the threads: ml.concatenate([vec, ml.zeros((96,),"
+              " ml.static_range(4)); or pad it to a length that fills the threads: padded = ml.concatenate([vec, ml.zeros((96,),"
               " vec.dtype)]).reshape(16, 8), whose first 4 rows are the reshape: store them with"
               " out.at[ml.ds(0, 16)].store(padded, mask=ml.arange(16)[:, None] < 4)")
   x = np.random.default_rng(4).standard_normal((4, 8, 128)).astype(np.float32)

@@ -82,14 +82,14 @@ def check_vector_reshape(cx, x, shape):
     ways.append(f"column j of it is the vector {name}[j::{cols}] (a strided slice of the vector)")
   unit = math.lcm(hw.WARPGROUP, cols)
   p = -(-n // unit) * unit
-  ways.append(f"or pad it to a length that fills the threads: ml.concatenate([{name}, ml.zeros(({p - n},),"
-              f" {name}.dtype)]).reshape({p // cols}, {cols}), whose first {rows} rows are the reshape: store"
-              f" them with out.at[ml.ds(0, {p // cols})].store(padded, mask=ml.arange({p // cols})[:, None] < {rows})")
+  pad = (f"pad it to a length that fills the threads: padded = ml.concatenate([{name}, ml.zeros(({p - n},),"
+         f" {name}.dtype)]).reshape({p // cols}, {cols}), whose first {rows} rows are the reshape: store"
+         f" them with out.at[ml.ds(0, {p // cols})].store(padded, mask=ml.arange({p // cols})[:, None] < {rows})")
   raise E.LayoutError(
       f"reshape of {src or 'a vector'}, a vector of {n} elements, into {tuple(shape)}: a register tensor of more than"
       f" one axis needs a multiple of {hw.WARPGROUP} elements (one per thread of a warpgroup; a 1-D vector only a"
       f" multiple of 8)", cx.loc,
-      hint="keep it a vector: " + bind + "; ".join(ways))
+      hint=("keep it a vector: " + bind + "; ".join(ways) + "; or " + pad) if ways else bind + pad)
 
 
 def _short_result(cx, x, s, n, a, k, count):
