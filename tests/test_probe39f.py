@@ -345,13 +345,14 @@ def test_a_short_window_used_by_its_elements_hints_scalar_reads():
   x = rng.standard_normal((200, 128)).astype(np.float32)
   cu = np.array([0, 70, 71, 128, 200], np.int32)
   specs = (S(x.shape, F32), S(cu.shape, I32))
-  for kernel, text in ((bounds_unpacked, "cu.at[ml.ds(b, 2)][...]"), (bounds_indexed, "cu.at[ml.ds(b, 2)][...]")):
-    with pytest.raises(mg.LayoutError) as e:
-      kernel.check(*specs)
-    assert (e.value.lineno, e.value.col_offset) == _line(kernel, text)
-    assert "has shape (2,): a 1-D register vector needs a multiple of 8 elements" in str(e.value)
-    assert e.value.hint == ("read its elements as scalars, straight from memory (a scalar needs no register"
-                            " vector): cu[b], cu[b + 1]")
+  with pytest.raises(mg.LayoutError) as e:
+    bounds_unpacked.check(*specs)
+  assert (e.value.lineno, e.value.col_offset) == _line(bounds_unpacked, "cu.at[ml.ds(b, 2)][...]")
+  assert "has shape (2,): a 1-D register vector needs a multiple of 8 elements" in str(e.value)
+  assert e.value.hint == ("read its elements as scalars, straight from memory (a scalar needs no register"
+                          " vector): cu[b], cu[b + 1]")
+  # (se[0], se[1] of the window had the same error until session 36: an element of a padded read computes)
+  np.testing.assert_allclose(bounds_indexed(x, cu, interpret=True), _segment_sums(x, cu), rtol=1e-5, atol=1e-4)
   np.testing.assert_allclose(bounds_followed(x, cu, interpret=True), _segment_sums(x, cu), rtol=1e-5, atol=1e-4)
 
 
