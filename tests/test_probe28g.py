@@ -43,26 +43,19 @@ def top4_heads_hinted(x, vals):
 
 def test_column_slice_hint_rewrites_the_users_store():
   """The hint named `out.at[rows, ...]`, not the ref the slice was stored into."""
-  expect(top4_sliced, [S((16, 64), F32)], mg.LayoutError, "s[:, 0:20]",
-         "s[:, 0:20] has shape (8, 20): register tensors need a multiple of 128 elements (one per thread of a"
-         " warpgroup)",
-         hint="store s whole with a mask instead of slicing it: vals.at[ml.ds(i * 8, 8), ml.ds(0, s.shape[1])].store(s,"
-              " mask=ml.arange(s.shape[1])[None, :] < 20) (the window may run past vals's last column: masked"
-              " elements are never written)")
+  # (the slice was MG204 with the hint followed below; since probe 46a a slice stored whole into a window of its
+  # shape is copied in pieces that registers hold: it computes)
   x = np.random.default_rng(0).normal(size=(16, 64)).astype(np.float32)
   np.testing.assert_array_equal(top4_hinted(x, interpret=True), jax.lax.top_k(x, 20)[0])
+  np.testing.assert_array_equal(top4_sliced(x, interpret=True), jax.lax.top_k(x, 20)[0])
   jax.export.export(jax.jit(top4_hinted), platforms=["cuda"])(S((16, 64), F32))
 
 
 def test_column_slice_hint_of_a_view_of_a_3d_array_windows_the_view():
   """A view `vals.at[h]` of a 3-D array: its index cannot take the column window (it would window
   the rows), so the hint windows the view."""
-  expect(top4_heads_sliced, [S((2, 8, 64), F32)], mg.LayoutError, "s[:, :20]",
-         "s[:, :20] has shape (8, 20): register tensors need a multiple of 128 elements (one per thread of a"
-         " warpgroup)",
-         hint="store s whole with a mask instead of slicing it: vals.at[h].at[:, ml.ds(0, s.shape[1])].store(s,"
-              " mask=ml.arange(s.shape[1])[None, :] < 20) (the window may run past vals's last column: masked"
-              " elements are never written)")
+  # (as above: the slice computes since probe 46a)
   x = np.random.default_rng(1).normal(size=(2, 8, 64)).astype(np.float32)
   np.testing.assert_array_equal(top4_heads_hinted(x, interpret=True), jax.lax.top_k(x, 20)[0])
+  np.testing.assert_array_equal(top4_heads_sliced(x, interpret=True), jax.lax.top_k(x, 20)[0])
   jax.export.export(jax.jit(top4_heads_hinted), platforms=["cuda"])(S((2, 8, 64), F32))
