@@ -7,7 +7,6 @@ import numpy as np
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import expect
 
 S = jax.ShapeDtypeStruct
 F32 = jnp.float32
