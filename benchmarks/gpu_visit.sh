@@ -55,7 +55,7 @@ step() {
     # (benchmarks/gpu_s36_rest.txt), then probe 46a's two GPU tests alone, with their whole error
     s36_rest)    python3 -u benchmarks/probe_odd_pieces.py >"$OUT/odd_pieces.log" 2>&1 &
                  mapfile -t ids < benchmarks/gpu_s36_rest.txt
-                 python3 -u benchmarks/gpu_shards.py --shards 7 --timeout 170 "${ids[@]}"
+                 python3 -u benchmarks/gpu_shards.py --shards 8 --timeout 105 "${ids[@]}"
                  wait; echo "== odd pieces"; cat "$OUT/odd_pieces.log" ;;
     s36_46a)     for t in test_gpu_odd_fills test_gpu_odd_copies; do
                    CUDA_LAUNCH_BLOCKING=1 timeout 60 python3 -u -m pytest -x -q -p no:cacheprovider -m gpu tests/test_probe46a.py::$t >"$OUT/$t.log" 2>&1 &
