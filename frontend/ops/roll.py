@@ -46,6 +46,9 @@ def roll_tensor(cx, x, shift: int, axis: int, name=""):
   from ..relayout import RelayoutStore
   from .scratches import scratch
   from .shape import via_bytes
+  from .padded_tiles import padded_roll
+  if (kept := padded_roll(cx, x, shift, axis, lambda v, s: roll_tensor(cx, v, s, axis, name))) is not None:
+    return kept               # (an odd read computed padded: rolled along its own length)
   t = x.type
   n = math.prod(t.shape) if axis is None else t.shape[axis]
   if shift % n == 0:
@@ -192,10 +195,13 @@ def flip_tensor(cx, x, axes: tuple, name=""):
   from ..relayout import RelayoutStore
   from .scratches import scratch
   from .shape import via_bytes
+  from .padded_tiles import padded_flip
   t = x.type
   axes = tuple(a for a in sorted(set(axes)) if t.shape[a] > 1)
   if not axes:
     return x
+  if (kept := padded_flip(cx, x, axes, lambda v, a: flip_tensor(cx, v, a, name))) is not None:
+    return kept               # (an odd read computed padded: reversed along its own length)
   if resolve(t.dtype) == DType.bool_:            # through SMEM as bytes, 0 or 1
     return via_bytes(cx, x, lambda b: flip_tensor(cx, b, axes, name))
   buf = scratch(cx, (math.prod(t.shape),), t.dtype, "flip scratch")
