@@ -216,13 +216,17 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, **kw) -> ir.K
 def _padded_trace(pk, in_specs, out_specs, constexprs, **kw):
   """The kernel traced with short windows no register tensor holds read padded (ops/padded_tiles.py), then, where
   that fails, with 2-D windows of rows no row-wise layout takes padded too (RowPads); None where both traces fail in
-  any way (the kernel then fails as traced first)."""
-  from .ops.padded_tiles import PadAbort, RowPads
-  for pads in ({}, RowPads()):     # (then also tiles of rows no row-wise layout takes: probe 46d)
+  any way (the kernel then fails as traced first). Where either padded 1-D reads of one length apart (a bool one
+  beside a float one), a last trace pads them all to a multiple of 16 (WideVectors)."""
+  from .ops.padded_tiles import PadAbort, Pads, RowPads, WideVectors
+  mixed = False
+  for pads in (Pads(), RowPads(), WideVectors()):     # (then also tiles of rows no row-wise layout takes: probe 46d)
+    if isinstance(pads, WideVectors) and not mixed:
+      break
     try:
       return _trace(pk, in_specs, out_specs, constexprs, small_loads=None, pad_tiles=pads, **kw)
     except (E.KernelError, PadAbort):
-      pass
+      mixed |= pads.mixed
   return None
 
 

@@ -24,18 +24,29 @@ class PadAbort(Exception):
   """A padded value met an op that does not keep its padding apart: the padded trace is given up."""
 
 
-class RowPads(dict):
+class Pads(dict):
+  """The padded trace's record (value id -> unpadded shape); `mixed`: 1-D reads of one length were padded to
+  different lengths (a bool or 8-bit one to a multiple of 16 beside a float one to a multiple of 8)."""
+  mixed = False
+
+
+class RowPads(Pads):
   """The padded trace's record (value id -> unpadded shape) where 2-D windows that registers hold but whose rows no
   row-wise layout takes (a (6, 64) or (2, 64) tile of few heads, rows not a multiple of 4 and columns not of 128)
   are read padded too: what their halves (`x[:, :d]`) meet, a row vector broadcast along them, needs such rows
   (probe 46d). Tried after the plain padded trace fails."""
 
 
-def _up(shape, d):
-  """The padded shape of a window of `shape` (as the MG204 hints pad it)."""
+class WideVectors(RowPads):
+  """A RowPads trace whose 1-D reads are all padded to a multiple of 16, so that a (17,) bool mask and the (17,)
+  floats it selects are padded alike (32); tried last, where a trace before it padded them apart (probe 46j)."""
+
+
+def _up(shape, d, wide=False):
+  """The padded shape of a window of `shape` (as the MG204 hints pad it; `wide`: 1-D ones to a multiple of 16)."""
   shape = tuple(shape)
   if len(shape) == 1:
-    m = 16 if d.bits < 16 else 8
+    m = 16 if d.bits < 16 or wide else 8
     return (-(-shape[0] // m) * m,)
   return (*shape[:-2], -(-shape[-2] // 4) * 4, -(-shape[-1] // 32) * 32)
 
@@ -57,9 +68,12 @@ def padded_load(cx, ref, name):
   rows = isinstance(pads, RowPads) and k == 2 and shape[0] % 4 and shape[1] % hw.WARPGROUP
   if k == 0 or _holds(shape) and not rows or not isinstance(d, DType) or getattr(t, "transposed", False):
     return None
-  up = _up(shape, d)
+  up = _up(shape, d, isinstance(pads, WideVectors))
   if up == shape or not _holds(up):
     return None
+  if k == 1 and isinstance(pads, Pads):
+    seen = pads.__dict__.setdefault("vectors", {})
+    pads.mixed |= seen.setdefault(shape, up) != up
   root, index = _window_of(cx, ref, k)
   if root is None or root.type.space != Space.GMEM:
     return None
