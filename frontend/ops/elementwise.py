@@ -619,7 +619,9 @@ def full_(cx, shape, value, dtype, what="ml.full", convert=False):
     check_python_int(cx, value, dtype, what)
     if convert:
       value = _saturated(value, dtype)
-  return cx.b.emit(Full, value, loc=cx.loc, types=[TensorType(shape, dtype)], names=[cx.name]).result
+  from .padded_tiles import padded_fill
+  return padded_fill(cx, shape, dtype, lambda up: cx.b.emit(Full, value, loc=cx.loc, types=[TensorType(up, dtype)],
+                                                           names=[cx.name]).result)
 
 
 def _saturated(value, dtype):

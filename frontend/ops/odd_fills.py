@@ -69,8 +69,9 @@ def fill_of(cx, ref_type, value):
   from . import elementwise as ew
   from .base import is_value
   from ..types import TensorType, resolve
+  from .padded_tiles import true_shape
   shape = tuple(ref_type.shape)
-  if not (is_value(value) and isinstance(value.type, TensorType) and tuple(value.type.shape) == shape) \
+  if not (is_value(value) and isinstance(value.type, TensorType) and true_shape(cx.b, value) == shape) \
       or held(shape) or resolve(value.type.dtype) != resolve(ref_type.dtype):
     return value
   o = cx.b.defs.get(value.id)

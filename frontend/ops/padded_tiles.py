@@ -85,6 +85,23 @@ def padded_load(cx, ref, name):
   return out
 
 
+def padded_fill(cx, shape, dtype, emit):
+  """`ml.zeros(shape)`, `ml.full(shape, v)` (emit(shape): the Full op) at a shape no register tensor holds, in a
+  padded trace: made padded as an odd read is (`z = ml.zeros((100,)); o[...] = z + 1`, a (129, 3) fill), and
+  recorded with its own shape (probe 46j); any other fill as it is."""
+  pads = getattr(cx.b, "pad_tiles", None)
+  shape = tuple(shape)
+  if pads is None or getattr(cx.b, "pad_ok", 0) or not shape or _holds(shape) or 0 in shape \
+      or not isinstance(resolve(dtype), DType):
+    return emit(shape)
+  up = _up(shape, resolve(dtype), isinstance(pads, WideVectors))
+  if not _holds(up):
+    return emit(shape)
+  out = emit(up)
+  pads[out.id] = shape
+  return out
+
+
 def mask(cx, shape, up):
   """Whether each element of the padded `up` lies inside `shape` (None: everywhere): index grids, as a user writes
   the mask (ml.arange(4)[None, :, None] < 3), which the compiler recomputes at the shape they meet."""
