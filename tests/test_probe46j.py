@@ -1,0 +1,162 @@
+"""Probe 46j (odd shapes that still failed, MG204): odd reads computed padded (frontend/ops/padded_tiles.py) now
+also take ml.roll and ml.flip (and v[::-1]) along their own length, a bool or 8-bit 1-D read beside a float one of
+the same length, and ml.zeros / ml.full at a shape no register tensor holds (`z = ml.zeros((100,)); o[...] = z + 1`,
+`o[...] = 0` of a (129, 3) output). Each was MG204; the roll and flip hint said to pad with other=0, which, followed,
+rolled the padding into the result."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32, BF16, I32 = jnp.float32, jnp.bfloat16, jnp.int32
+
+
+def _rnd(shape, seed, dtype=np.float32):
+  return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def _export(kernel, *args, **kw):
+  specs = [S(np.shape(a), a.dtype) for a in args]
+  kernel.check(*specs, **kw)
+  jax.export.export(jax.jit(lambda *a: kernel(*a, **kw)), platforms=["cuda"])(*specs)
+
+
+def _close(got, want, tol=1e-5):
+  np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=tol, atol=tol)
+
+
+# ---------------------------------------------------------------- rolls and flips of odd reads
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def rolled(x, o, *, s: ml.constexpr, a: ml.constexpr):
+  o[...] = ml.roll(x[...], s, axis=a) * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def flipped(x, o, *, a: ml.constexpr):
+  o[...] = ml.flip(x[...] + 1, axis=a)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x, S((), F32)))
+def reversed_and_lag(x, o, dot):
+  v = x[...]
+  o[...] = v[::-1] - v
+  dot[...] = ml.sum(ml.roll(v, 1, 0) * v)       # a lag-1 autocorrelation
+
+
+@pytest.mark.parametrize("shape,dtype,axis,shift", [((17,), np.float32, 0, 1), ((100,), BF16, 0, -3),
+                                                    ((9,), np.int32, 0, 11), ((3, 45), np.float32, 1, -3),
+                                                    ((6, 40), BF16, 0, 1), ((5, 3, 20), np.float32, 2, 22)])
+def test_an_odd_read_rolls_and_flips_along_its_own_length(shape, dtype, axis, shift):
+  x = (_rnd(shape, 1) * 10).astype(dtype)
+  xf = np.asarray(x, np.float32)
+  _close(rolled(x, s=shift, a=axis, interpret=True), np.roll(xf, shift, axis) * 2)
+  _close(flipped(x, a=axis, interpret=True), np.flip(xf + 1, axis), 1e-2)
+  if len(shape) == 1 or axis == 1:
+    _export(rolled, x, s=shift, a=axis)
+    _export(flipped, x, a=axis)
+
+
+def test_a_reversed_vector_and_a_lag_of_an_odd_read():
+  x = _rnd((13,), 2)
+  got = reversed_and_lag(x, interpret=True)
+  _close(got[0], x[::-1] - x)
+  _close(got[1], (np.roll(x, 1) * x).sum())
+  _export(reversed_and_lag, x)
+
+
+# ---------------------------------------------------------------- a 1-D bool or int8 read beside a float one
+@mg.mgpu_kernel(out_shape=lambda l, m: (S((), F32), S(l.shape, jnp.bool_), S(l.shape, F32)))
+def masked_mean_1d(l, m, loss, keep, signed):
+  lv, mv = l[...].astype(F32), m[...]
+  loss[...] = ml.sum(ml.where(mv, lv, 0.0)) / ml.maximum(ml.sum(mv.astype(jnp.float32)), 1.0)
+  keep[...] = mv & (lv > 0)
+  signed[...] = ml.where(~mv, lv, -lv)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, q: x)
+def dequant_1d(x, q, o):
+  o[...] = x[...] * q[...].astype(F32)
+
+
+@pytest.mark.parametrize("n,dtype", [(17, np.float32), (33, BF16), (100, np.float32)])
+def test_a_bool_vector_of_an_odd_length_beside_its_floats(n, dtype):
+  l, m = _rnd((n,), n, dtype), np.random.default_rng(n).random(n) > 0.4
+  lf = np.asarray(l, np.float32)
+  got = masked_mean_1d(l, m, interpret=True)
+  _close(got[0], (lf * m).sum() / m.sum())
+  np.testing.assert_array_equal(np.asarray(got[1]), m & (lf > 0))
+  _close(got[2], np.where(~m, lf, -lf))
+  _export(masked_mean_1d, l, m)
+
+
+def test_an_int8_vector_of_an_odd_length_beside_its_floats():
+  x, q = _rnd((21,), 3), np.random.default_rng(4).integers(-100, 100, 21).astype(np.int8)
+  _close(dequant_1d(x, q, interpret=True), x * q)
+  _export(dequant_1d, x, q)
+
+
+# ---------------------------------------------------------------- fills of odd shapes
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def accumulated(x, o):
+  acc = ml.zeros(x.shape, F32)
+  acc += x[...].astype(F32)
+  o[...] = (acc * 2).astype(o.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((100,), F32), S((129, 3), F32), S((100,), I32), S((5, 40), F32)))
+def fills(x, a, b, c, d):
+  z = ml.zeros((100,), F32)
+  a[...] = z + 1
+  b[...] = 0
+  c[...] = ml.zeros((100,), I32) + 7
+  h = ml.full((5, 40), 0.5, F32)
+  d[...] = h * ml.sum(h)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((101,), F32))
+def fill_of_another_length(x, o):
+  z = ml.zeros((100,), F32)
+  o[...] = z + 1
+
+
+@pytest.mark.parametrize("shape,dtype", [((3, 45), np.float32), ((17,), BF16), ((129, 3), np.float32)])
+def test_an_accumulator_of_an_odd_shape_made_by_ml_zeros(shape, dtype):
+  x = _rnd(shape, 5, dtype)
+  _close(accumulated(x, interpret=True), np.asarray(x, np.float32) * 2)
+  _export(accumulated, x)
+
+
+def test_fills_of_odd_shapes_used_in_math_and_stored():
+  x = _rnd((4,), 6)
+  got = fills(x, interpret=True)
+  for g, want in zip(got, (np.ones(100), np.zeros((129, 3)), np.full(100, 7), np.full((5, 40), 50.0))):
+    _close(g, want)
+  _export(fills, x)
+  expect(fill_of_another_length, [S((4,), F32)], mg.ShapeMismatchError, "o[...] = z + 1",
+         "cannot store a tensor of shape (100,) into o of shape (101,)")
+
+
+@pytest.mark.gpu
+def test_odd_reads_rolled_flipped_masked_and_filled_on_the_gpu():
+  for shape, dtype, axis, shift in [((17,), np.float32, 0, 1), ((100,), BF16, 0, -3), ((3, 45), np.float32, 1, -3),
+                                    ((6, 40), BF16, 0, 1), ((5, 3, 20), np.float32, 2, 22)]:
+    x = (_rnd(shape, 7) * 10).astype(dtype)
+    _close(rolled(x, s=shift, a=axis), rolled(x, s=shift, a=axis, interpret=True))
+    _close(flipped(x, a=axis), flipped(x, a=axis, interpret=True))
+  x = _rnd((13,), 8)
+  for g, w in zip(reversed_and_lag(x), reversed_and_lag(x, interpret=True)):
+    _close(g, w, 1e-4)
+  l, m = _rnd((100,), 9), np.random.default_rng(10).random(100) > 0.4
+  for g, w in zip(masked_mean_1d(l, m), masked_mean_1d(l, m, interpret=True)):
+    _close(g, w, 1e-5)
+  x, q = _rnd((21,), 11), np.random.default_rng(12).integers(-100, 100, 21).astype(np.int8)
+  _close(dequant_1d(x, q), dequant_1d(x, q, interpret=True))
+  x = _rnd((129, 3), 13)
+  _close(accumulated(x), accumulated(x, interpret=True))
+  for g, w in zip(fills(x), fills(x, interpret=True)):
+    _close(g, w)
