@@ -198,17 +198,18 @@ def padded_index(cx, x, index, redo):
         getattr(resolve(i.type.dtype), "is_int", False):
       from .shape import _clamped_index
       index[a] = _clamped_index(cx, i, n)
+  x, index, own, cut = _parts_of_padded_axes(cx, x, index, own, up)
   index = tuple(index)
   kept, kept_up = [], []
-  for i, n, u in zip(index, own, up):
+  for a, (i, n, u) in enumerate(zip(index, own, up)):
     if isinstance(i, slice) and all(v is None or isinstance(v, int) and not isinstance(v, bool)
                                     for v in (i.start, i.stop, i.step)):
       lo, hi, step = i.indices(u)
       if step != 1:
         raise PadAbort("index")
-      if n != u and not ((lo, hi) == (0, u) and i.indices(n)[:2] == (0, n)):
+      if n != u and not ((lo, hi) == (0, u) and i.indices(n)[:2] == (0, n)) and a not in cut:
         raise PadAbort("index")         # a part of a padded axis: where its rows end is not known there
-      kept.append(n if n != u else hi - lo)
+      kept.append(n if n != u and hi == u else min(n, hi - lo))
       kept_up.append(hi - lo)
     elif isinstance(i, int) and not isinstance(i, bool) and -n <= i < n or getattr(i, "type", None) is not None \
         and isinstance(i.type, ScalarType):
@@ -216,12 +217,37 @@ def padded_index(cx, x, index, redo):
     else:
       raise PadAbort("index")
   with allowed(cx):
-    out = redo(index)
+    out = redo(index, x)
   if tuple(getattr(out.type, "shape", ())) != tuple(kept_up):
     raise PadAbort("index")
   if tuple(kept) != tuple(kept_up):   # (an element of the real part, or a part of unpadded axes: not padded)
     pads[out.id] = tuple(kept)
   return out
+
+
+def _parts_of_padded_axes(cx, x, index, own, up):
+  """(x, index, own, axes) with each static slice of a padded axis that takes a part of its real elements (`o[1:]`,
+  `o[:-1]` of a padded (9,), `x[:, 40:]` of a padded (6, 80) tile), as the user wrote it of the axis's own length,
+  made a slice from 0: x rolled back by its start along the axis, the slice as long as the part padded (`_up`),
+  its own length the part's, its axis in `axes` (probe 46j); everything else as it is."""
+  from .roll import roll_tensor
+  d, axes = resolve(x.type.dtype), set()
+  for a, (i, n, u) in enumerate(zip(index, own, up)):
+    if n == u or not isinstance(i, slice) or not all(v is None or isinstance(v, int) and not isinstance(v, bool)
+                                                     for v in (i.start, i.stop, i.step)):
+      continue
+    lo, hi, step = i.indices(n)
+    if step != 1 or hi <= lo or (lo, hi) == (0, n) or not isinstance(d, DType):
+      continue
+    part = tuple(hi - lo if k == a else m for k, m in enumerate(own))
+    cut = _up(part, d, isinstance(cx.b.pad_tiles, WideVectors))[a] if not _holds(part) else hi - lo
+    if lo:
+      with allowed(cx):
+        x = roll_tensor(cx, x, -lo, a, "")
+    index = [slice(0, cut) if k == a else j for k, j in enumerate(index)]
+    own = tuple(hi - lo if k == a else m for k, m in enumerate(own))
+    axes.add(a)
+  return x, index, own, axes
 
 
 def padded_concatenate(cx, xs, axis, redo):
@@ -232,15 +258,55 @@ def padded_concatenate(cx, xs, axis, redo):
   if pads is None or getattr(cx.b, "pad_ok", 0) or not any(getattr(x, "id", None) in pads for x in xs):
     return None
   owns = [pads.get(x.id, tuple(x.type.shape)) for x in xs]
-  if any(o[axis] != x.type.shape[axis] for o, x in zip(owns, xs)) or \
-      any(tuple(n for k, n in enumerate(o) if k != axis) != tuple(n for k, n in enumerate(owns[0]) if k != axis)
-          for o in owns):
+  if any(tuple(n for k, n in enumerate(o) if k != axis) != tuple(n for k, n in enumerate(owns[0]) if k != axis)
+         for o in owns):
     raise PadAbort("concatenate")
+  if any(o[axis] != x.type.shape[axis] for o, x in zip(owns, xs)):
+    return _joined_along_padding(cx, xs, owns, axis)
   with allowed(cx):
     out = redo()
   own = list(owns[0])
   own[axis] = sum(o[axis] for o in owns)
   pads[out.id] = tuple(own)
+  return out
+
+
+def _joined_along_padding(cx, xs, owns, axis):
+  """ml.concatenate(xs, axis) where a part is padded along `axis` (`[ml.zeros((1,)), cs]`, `[s[...], x[...]]` of
+  (3, 64) and (5, 64) tiles read padded): each part widened along the axis to the result's padded length (zeros
+  after it), rolled to its start, and selected in by index there; the parts padded alike on the other axes
+  (probe 46j)."""
+  from .elementwise import full_
+  from .roll import _select_range, roll_tensor
+  from .shape import concatenate
+  ups = [tuple(x.type.shape) for x in xs]
+  if any(tuple(u for k, u in enumerate(up) if k != axis) != tuple(u for k, u in enumerate(ups[0]) if k != axis)
+         for up in ups):
+    raise PadAbort("concatenate")
+  d = resolve(xs[0].type.dtype)
+  if not isinstance(d, DType) or any(resolve(x.type.dtype) != d for x in xs):
+    raise PadAbort("concatenate")
+  own = list(owns[0])
+  own[axis] = sum(o[axis] for o in owns)
+  own = tuple(own)
+  total = own[axis] if _holds(own) else _up(own, d, isinstance(cx.b.pad_tiles, WideVectors))[axis]
+  shape = tuple(total if k == axis else u for k, u in enumerate(ups[0]))
+  if not _holds(shape):
+    raise PadAbort("concatenate")
+  out, at = None, 0
+  with allowed(cx):
+    for x, o in zip(xs, owns):
+      u = x.type.shape[axis]
+      if u < total:
+        rest = tuple(total - u if k == axis else n for k, n in enumerate(shape))
+        if not _holds(rest):
+          raise PadAbort("concatenate")
+        x = concatenate.rule(cx, [x, full_(cx, rest, 0, x.type.dtype)], axis)
+      x = roll_tensor(cx, x, at, axis, "") if at else x
+      out = x if out is None else _select_range(cx, shape, axis, at, at + o[axis], x, out)
+      at += o[axis]
+  if own != shape:
+    cx.b.pad_tiles[out.id] = own
   return out
 
 

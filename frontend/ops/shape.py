@@ -337,7 +337,7 @@ def index_through_smem(cx, x, index):
   from .memory import view
   from .transfers import load, store
   from .padded_tiles import padded_index
-  if (kept := padded_index(cx, x, index, lambda idx: index_through_smem(cx, x, idx))) is not None:
+  if (kept := padded_index(cx, x, index, lambda idx, v=x: index_through_smem(cx, v, idx))) is not None:
     return kept                 # (a padded trace: the half of a tile of heads read padded, probe 46d)
   if x.id in cx.b.spread:     # (a small middle-axis statistic, held spread for broadcasting back: ops/spread.py)
     spread_refuse(cx, x, "to index")
