@@ -88,10 +88,11 @@ def padded_load(cx, ref, name):
 def padded_fill(cx, shape, dtype, emit):
   """`ml.zeros(shape)`, `ml.full(shape, v)` (emit(shape): the Full op) at a shape no register tensor holds, in a
   padded trace: made padded as an odd read is (`z = ml.zeros((100,)); o[...] = z + 1`, a (129, 3) fill), and
-  recorded with its own shape (probe 46j); any other fill as it is."""
+  recorded with its own shape (probe 46j); any other fill as it is (one with an axis of 1 is stretched along it, as
+  ml.logsumexp's keepdims row: it meets padded values as it is)."""
   pads = getattr(cx.b, "pad_tiles", None)
   shape = tuple(shape)
-  if pads is None or getattr(cx.b, "pad_ok", 0) or not shape or _holds(shape) or 0 in shape \
+  if pads is None or getattr(cx.b, "pad_ok", 0) or not shape or _holds(shape) or min(shape) <= 1 \
       or not isinstance(resolve(dtype), DType):
     return emit(shape)
   up = _up(shape, resolve(dtype), isinstance(pads, WideVectors))
@@ -276,7 +277,7 @@ def _joined_along_padding(cx, xs, owns, axis):
   (3, 64) and (5, 64) tiles read padded): each part widened along the axis to the result's padded length (zeros
   after it), rolled to its start, and selected in by index there; the parts padded alike on the other axes
   (probe 46j)."""
-  from .elementwise import full_
+  from .elementwise import Full, full_
   from .roll import _select_range, roll_tensor
   from .shape import concatenate
   ups = [tuple(x.type.shape) for x in xs]
@@ -296,6 +297,9 @@ def _joined_along_padding(cx, xs, owns, axis):
   out, at = None, 0
   with allowed(cx):
     for x, o in zip(xs, owns):
+      f = cx.b.defining(x)
+      if isinstance(f, Full) and x.id not in cx.b.pad_tiles and not _holds(x.type.shape):   # ([ml.zeros((1,)), cs])
+        x = full_(cx, _up(x.type.shape, d, isinstance(cx.b.pad_tiles, WideVectors)), f.value, x.type.dtype)
       u = x.type.shape[axis]
       if u < total:
         rest = tuple(total - u if k == axis else n for k, n in enumerate(shape))
