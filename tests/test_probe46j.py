@@ -141,8 +141,65 @@ def test_fills_of_odd_shapes_used_in_math_and_stored():
          "cannot store a tensor of shape (100,) into o of shape (101,)")
 
 
+# ---------------------------------------------------------------- parts of padded axes, and joins along them
+@mg.mgpu_kernel(out_shape=lambda off: S((off.shape[0] - 1,), off.dtype))
+def run_lengths(off, out):          # the lengths of CSR rows from their offsets
+  o = off[...]
+  out[...] = o[1:] - o[:-1]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0], x.shape[1] // 2), F32), S((x.shape[0], x.shape[1] - 2), F32)))
+def halves_and_steps(x, h, g):
+  v = x[...].astype(F32)
+  d = x.shape[1] // 2
+  h[...] = v[:, :d] * v[:, d:]
+  g[...] = v[:, 2:] - v[:, :-2]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] + 1,), x.dtype))
+def exclusive_prefix(x, o):
+  cs = ml.cumsum(x[...], axis=0)
+  o[...] = ml.concatenate([ml.zeros((1,), x.dtype), cs])
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0] + 2 * b.shape[0], a.shape[1]), a.dtype))
+def stacked(a, b, o):
+  o[...] = ml.concatenate([a[...], b[...], -b[...]], axis=0)
+
+
+@pytest.mark.parametrize("n", [9, 100])
+def test_lengths_from_offsets_of_an_odd_count(n):
+  off = np.cumsum(np.random.default_rng(n).integers(0, 5, n)).astype(np.int32)
+  np.testing.assert_array_equal(np.asarray(run_lengths(off, interpret=True)), np.diff(off))
+  _export(run_lengths, off)
+
+
+@pytest.mark.parametrize("shape,dtype", [((6, 80), np.float32), ((5, 40), BF16), ((3, 90), np.float32)])
+def test_halves_and_shifted_parts_of_an_odd_tile(shape, dtype):
+  x = _rnd(shape, 14, dtype)
+  xf, d = np.asarray(x, np.float32), shape[1] // 2
+  got = halves_and_steps(x, interpret=True)
+  _close(got[0], xf[:, :d] * xf[:, d:], 1e-4)
+  _close(got[1], xf[:, 2:] - xf[:, :-2], 1e-4)
+  _export(halves_and_steps, x)
+
+
+@pytest.mark.parametrize("n,dtype", [(17, np.int32), (33, np.float32)])
+def test_an_exclusive_prefix_joined_from_an_inclusive_one(n, dtype):
+  x = (np.random.default_rng(n).integers(0, 5, n)).astype(dtype)
+  _close(exclusive_prefix(x, interpret=True), np.concatenate([[0], np.cumsum(x)]))
+  _export(exclusive_prefix, x)
+
+
+@pytest.mark.parametrize("m,n,cols", [(3, 5, 64), (2, 5, 40)])
+def test_odd_tiles_stacked_along_their_padded_rows(m, n, cols):
+  a, b = _rnd((m, cols), 15), _rnd((n, cols), 16)
+  _close(stacked(a, b, interpret=True), np.concatenate([a, b, -b]))
+  _export(stacked, a, b)
+
+
 @pytest.mark.gpu
-def test_odd_reads_rolled_flipped_masked_and_filled_on_the_gpu():
+def test_odd_reads_rolled_flipped_masked_filled_cut_and_joined_on_the_gpu():
   for shape, dtype, axis, shift in [((17,), np.float32, 0, 1), ((100,), BF16, 0, -3), ((3, 45), np.float32, 1, -3),
                                     ((6, 40), BF16, 0, 1), ((5, 3, 20), np.float32, 2, 22)]:
     x = (_rnd(shape, 7) * 10).astype(dtype)
@@ -160,3 +217,12 @@ def test_odd_reads_rolled_flipped_masked_and_filled_on_the_gpu():
   _close(accumulated(x), accumulated(x, interpret=True))
   for g, w in zip(fills(x), fills(x, interpret=True)):
     _close(g, w)
+  off = np.cumsum(np.random.default_rng(14).integers(0, 5, 100)).astype(np.int32)
+  np.testing.assert_array_equal(np.asarray(run_lengths(off)), np.asarray(run_lengths(off, interpret=True)))
+  x = _rnd((6, 80), 15, BF16)
+  for g, w in zip(halves_and_steps(x), halves_and_steps(x, interpret=True)):
+    _close(g, w, 1e-4)
+  x = np.random.default_rng(16).integers(0, 5, 17).astype(np.int32)
+  np.testing.assert_array_equal(np.asarray(exclusive_prefix(x)), np.asarray(exclusive_prefix(x, interpret=True)))
+  a, b = _rnd((3, 64), 17), _rnd((5, 64), 18)
+  _close(stacked(a, b), stacked(a, b, interpret=True))
