@@ -287,9 +287,8 @@ class Calls:
       if isinstance(x, (tuple, list)):
         return fn(x)
       if fn is builtins.len and is_value(x) and x.type.shape:
-        from .ops.padded_tiles import check_attribute
-        check_attribute(self.b, x, "shape")      # (a padded tile's length is not its own)
-        return x.type.shape[0]
+        from .ops.padded_tiles import true_shape
+        return true_shape(self.b, x)[0]          # (a padded tile's own length, not its padded one)
     if fn is builtins.zip and not kwargs and all(isinstance(a, (tuple, list)) for a in args):
       return zip(*args)
     dtype = to_dtype(fn) if isinstance(fn, type) or hasattr(fn, "dtype") else None

@@ -86,15 +86,14 @@ class Subscripts:
           f" gather) or updated atomically (a scatter)", self.loc(node), hint=hint)
     if is_value(base):
       t = base.type
-      from .ops.padded_tiles import check_attribute
-      check_attribute(self.b, base, attr)
+      from .ops.padded_tiles import true_shape
       if attr == "shape":
-        return t.shape
+        return true_shape(self.b, base)        # (a padded value's own shape, as the user wrote it)
       if attr == "ndim":
         return len(t.shape)
       if attr == "size":
         n = 1
-        for d in t.shape:
+        for d in true_shape(self.b, base):
           n *= d
         return n
       if attr == "dtype":

@@ -327,15 +327,17 @@ def doubled(x, out):
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x, interpret=True)
-def scanned_from_the_end(x, out):      # (its size asked for: a reverse scan computes since probe 46h, a roll since 46j)
+def scanned_from_the_end(x, out):      # (a loop carry: a reverse scan computes since probe 46h, a roll since 46j)
   v = x[...]
-  out[...] = v * 2 / v.size
+  for _ in range(ml.program_id(0)):
+    v = v * 2
+  out[...] = v
 
 
 def test_a_mistake_under_vmap_notes_each_elements_shapes():
   """jax.vmap(doubled, in_axes=1)(x of (4, 64)): the note said "the call (x: float32[4])" at a line passing a
   float32[4, 64]: the shapes are each element's. (Since probe 45g each (4,) element is read padded and doubled;
-  with its size asked for, v.size, it is still MG204.)"""
+  carried through a run-time loop it is still MG204.)"""
   x = X
   np.testing.assert_allclose(jax.vmap(doubled, in_axes=1, out_axes=1)(x), x * 2)
   with pytest.raises(mg.LayoutError) as e:

@@ -491,12 +491,14 @@ def test_a_vector_of_three_scalars_is_hinted_as_lanes_selected_by_index():
 # `r = ml.ds(i * 100, 100)` then `x.at[r][...]`: the padding hint wrote x.at[ml.ds(r, 104)], an ml.ds of a window
 # (MG003, followed); a window bound to a name is not its start, so the hint keeps its own placeholder. (Doubled and
 # stored, such a window now computes padded: tests/test_probe45g.py; scanned from the end since probe 46h, rolled
-# since probe 46j. Its size asked for, v.size, would tell the padded one: still MG204.)
+# since probe 46j. Carried through a run-time loop it is still MG204.)
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 100,))
 def doubled_in_named_windows(x, out):
   r = ml.ds(ml.program_id(0) * 100, 100)
   v = x.at[r][...]
-  out.at[r][...] = v * 2 / v.size
+  for _ in range(ml.program_id(0)):
+    v = v * 2
+  out.at[r][...] = v
 
 
 def test_a_window_bound_to_a_name_is_not_written_as_its_start():

@@ -198,6 +198,48 @@ def test_odd_tiles_stacked_along_their_padded_rows(m, n, cols):
   _export(stacked, a, b)
 
 
+# ---------------------------------------------------------------- a row of a padded tile's own width beside it
+@mg.mgpu_kernel(out_shape=lambda q, cos, sin: q, grid=lambda q, cos, sin: (q.shape[0],))
+def rope_head_dim_80(q, cos, sin, out):
+  t = ml.program_id(0)
+  x = q.at[t][...].astype(F32)
+  c, s = cos.at[t][...][None, :], sin.at[t][...][None, :]
+  x1, x2 = x[:, :40], x[:, 40:]
+  out.at[t][...] = ml.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=1).astype(out.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, r, w, b: (x, x))
+def add_rms_norm(x, r, w, b, out, res):
+  h = x[...].astype(F32) + r[...].astype(F32)
+  res[...] = h.astype(res.dtype)
+  ms = ml.sum(h * h, axis=1, keepdims=True) / h.shape[1]
+  out[...] = (h * ml.rsqrt(ms + 1e-6) * w[...][None, :] + b[...]).astype(out.dtype)
+
+
+def _rope_ref(q, cos, sin):
+  q = np.asarray(q, np.float32)
+  d = q.shape[-1] // 2
+  c, s = cos[:, None, :], sin[:, None, :]
+  return np.concatenate([q[..., :d] * c - q[..., d:] * s, q[..., d:] * c + q[..., :d] * s], -1)
+
+
+@pytest.mark.parametrize("heads,dtype", [(6, BF16), (3, np.float32)])
+def test_rope_of_head_dim_80_over_few_heads(heads, dtype):
+  q, cos, sin = _rnd((5, heads, 80), 20, dtype), _rnd((5, 40), 21), _rnd((5, 40), 22)
+  _close(rope_head_dim_80(q, cos, sin, interpret=True), _rope_ref(q, cos, sin), 2e-2)
+  _export(rope_head_dim_80, q, cos, sin)
+
+
+@pytest.mark.parametrize("shape,dtype", [((3, 360), np.float32), ((5, 200), BF16)])
+def test_an_add_and_rms_norm_of_an_odd_tile_with_its_own_weights(shape, dtype):
+  x, r, w, b = _rnd(shape, 23, dtype), _rnd(shape, 24, dtype), _rnd(shape[1:], 25), _rnd(shape[1:], 26)
+  h = np.asarray(x, np.float32) + np.asarray(r, np.float32)
+  got = add_rms_norm(x, r, w, b, interpret=True)
+  _close(got[0], h / np.sqrt((h * h).mean(1, keepdims=True) + 1e-6) * w + b, 3e-2)
+  _close(got[1], h, 2e-2)
+  _export(add_rms_norm, x, r, w, b)
+
+
 @pytest.mark.gpu
 def test_odd_reads_rolled_flipped_masked_filled_cut_and_joined_on_the_gpu():
   for shape, dtype, axis, shift in [((17,), np.float32, 0, 1), ((100,), BF16, 0, -3), ((3, 45), np.float32, 1, -3),
@@ -226,3 +268,8 @@ def test_odd_reads_rolled_flipped_masked_filled_cut_and_joined_on_the_gpu():
   np.testing.assert_array_equal(np.asarray(exclusive_prefix(x)), np.asarray(exclusive_prefix(x, interpret=True)))
   a, b = _rnd((3, 64), 17), _rnd((5, 64), 18)
   _close(stacked(a, b), stacked(a, b, interpret=True))
+  q, cos, sin = _rnd((33, 6, 80), 19, BF16), _rnd((33, 40), 20), _rnd((33, 40), 21)
+  _close(rope_head_dim_80(q, cos, sin), rope_head_dim_80(q, cos, sin, interpret=True), 2e-2)
+  x, r, w, b = _rnd((3, 360), 22), _rnd((3, 360), 23), _rnd((360,), 24), _rnd((360,), 25)
+  for g, want in zip(add_rms_norm(x, r, w, b), add_rms_norm(x, r, w, b, interpret=True)):
+    _close(g, want, 1e-4)

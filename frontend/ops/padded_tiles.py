@@ -251,6 +251,47 @@ def _parts_of_padded_axes(cx, x, index, own, up):
   return x, index, own, axes
 
 
+def widen_rows(cx, operands):
+  """The operands of an elementwise op where one is padded and another, unpadded, is a vector as long as the
+  padded one's own length along an axis (`w[None, :]`, an RMSNorm's (360,) weight beside a (3, 360) tile padded to
+  (4, 384); a (40,) row of cos beside the half of a padded tile of heads): that one widened with zeros to the
+  padded length and recorded padded with its own shape (probe 46j); the operands as they are otherwise."""
+  pads = cx.b.pad_tiles
+  if getattr(cx.b, "pad_ok", 0):
+    return operands
+  ref = next((x for x in operands if getattr(x, "id", None) in pads and isinstance(x.type, TensorType)), None)
+  if ref is None:
+    return operands
+  own, up = pads[ref.id], tuple(ref.type.shape)
+  out = []
+  for x in operands:
+    t = getattr(x, "type", None)
+    if not isinstance(t, TensorType) or x.id in pads or len(t.shape) > len(up):
+      out.append(x)
+      continue
+    shape, lead = tuple(t.shape), len(up) - len(t.shape)
+    axes = [k for k, n in enumerate(shape) if n != 1]
+    d = resolve(t.dtype)
+    if len(axes) != 1 or not isinstance(d, DType):
+      out.append(x)
+      continue
+    k = axes[0]
+    n, u = shape[k], up[lead + k]
+    if n != own[lead + k] or n == u or (u - n) % 8 or n % 8:
+      out.append(x)
+      continue
+    from .elementwise import full_
+    from .shape import concatenate, reshape_
+    with allowed(cx):
+      flat = x if len(shape) == 1 else reshape_(cx, x, (n,))
+      wide = concatenate.rule(cx, [flat, full_(cx, (u - n,), 0, t.dtype)], 0)
+      full = (1,) * lead + tuple(u if j == k else 1 for j in range(len(shape)))   # (the padded one's rank)
+      wide = reshape_(cx, wide, full) if len(full) > 1 else wide
+    pads[wide.id] = (1,) * lead + shape
+    out.append(wide)
+  return tuple(out)
+
+
 def padded_concatenate(cx, xs, axis, redo):
   """`ml.concatenate(xs, axis)` where some part is padded (the rotated halves of a padded tile of heads): `redo()`
   with the padding kept, where every part is padded alike on the other axes and none along `axis`; None where no
@@ -436,12 +477,6 @@ def reduced(cx, redo, kept):
   if kept is not None:
     cx.b.pad_tiles[res.id] = kept
   return res
-
-
-def check_attribute(b, v, attr):
-  """x.shape, x.size and len(x) of a padded value would tell the padded shape: the padded trace ends."""
-  if getattr(b, "pad_tiles", None) is not None and getattr(v, "id", None) in b.pad_tiles and attr in ("shape", "size"):
-    raise PadAbort(attr)
 
 
 def true_shape(b, x):
