@@ -9,8 +9,9 @@ by op (Builder.emit): elementwise math, casts, selects and forward scans keep th
 (a reverse scan, since probe 46h, with the scan's identity put in the padding of its axis first);
 a whole reduction replaces it by the reduction's identity first; an axis reduction does too along the padded axes
 it reduces; a store into a window of the unpadded shape writes under the same mask. Anything else that meets a
-padded value (a shape op, an index, a dot, x.shape, a loop carry) ends the padded trace, and the kernel fails as
-it did, with its hint."""
+padded value (a shape op, an index, a dot, a loop carry) ends the padded trace, and the kernel fails as it did,
+with its hint. Since probe 46j rolls, flips, parts of a padded axis, joins along one, fills of odd shapes and rows of
+a padded tile's own width beside it keep the padding too, and x.shape tells a padded value's own shape."""
 from __future__ import annotations
 
 import math
