@@ -178,11 +178,9 @@ def test_top_k_mistakes_are_reported_at_the_call():
   expect(top_k_run_time_k, [S((64, 8), F32), S((1,), I32)], mg.KernelTypeError, "ml.top_k(",
          "ml.top_k: k is a static int, got k[0]",
          hint="k sets the shape of the result: pass a Python int or a constexpr, ml.top_k(p, 2)")
-  expect(top_3_scaled_by_its_width, [S((64, 8), F32)], mg.LayoutError, "ml.top_k(",
-         "ml.top_k(..., 3) of x[...] (64, 8) gives (64, 3) tensors, which no register tensor holds (a register tensor"
-         " holds a multiple of 128 elements)",
-         hint="take 4, v, i = ml.top_k(x[...], 4), and store the first 3 under a mask: out.at[:, ml.ds(0, 4)].store(v,"
-              " mask=ml.arange(4)[None, :] < 3) (the window may run past out's end: masked elements are never written)")
+  y = np.random.default_rng(20).standard_normal((64, 8)).astype(np.float32)   # (v.shape of the padded top 3 ended
+  np.testing.assert_allclose(np.asarray(top_3_scaled_by_its_width(y, interpret=True)),  # the padded trace, MG204;
+                             -np.sort(-y, 1)[:, :3] * 3, rtol=1e-6)                      # since probe 46j it is (64, 3))
   expect(top_k_down_columns, [S((128, 64), F32)], mg.KernelTypeError, "ml.top_k(",
          "ml.top_k takes the top k along the last axis; axis 0 of a 2-D tensor is not it",
          hint="transpose first: v, i = ml.top_k(x[...].T, 2); then v.T and i.T hold each column's top 2")
