@@ -45,6 +45,8 @@ def test_column_slice_hint_rewrites_the_users_store():
   # (the slice was MG204 with the hint followed below; since probe 46a a slice stored whole into a window of its
   # shape is copied in pieces that registers hold: it computes)
   x = np.random.default_rng(0).normal(size=(16, 64)).astype(np.float32)
+  # (the slice itself was MG204 with that hint; since probe 46j it is computed padded, as the sort's (8, 20) part)
+  np.testing.assert_array_equal(top4_sliced(x, interpret=True), jax.lax.top_k(x, 20)[0])
   np.testing.assert_array_equal(top4_hinted(x, interpret=True), jax.lax.top_k(x, 20)[0])
   np.testing.assert_array_equal(top4_sliced(x, interpret=True), jax.lax.top_k(x, 20)[0])
   jax.export.export(jax.jit(top4_hinted), platforms=["cuda"])(S((16, 64), F32))
@@ -55,6 +57,8 @@ def test_column_slice_hint_of_a_view_of_a_3d_array_windows_the_view():
   the rows), so the hint windows the view."""
   # (as above: the slice computes since probe 46a)
   x = np.random.default_rng(1).normal(size=(2, 8, 64)).astype(np.float32)
+  # (the slice itself was MG204 with that hint; since probe 46j it is computed padded)
+  np.testing.assert_array_equal(top4_heads_sliced(x, interpret=True), jax.lax.top_k(x, 20)[0])
   np.testing.assert_array_equal(top4_heads_hinted(x, interpret=True), jax.lax.top_k(x, 20)[0])
   np.testing.assert_array_equal(top4_heads_sliced(x, interpret=True), jax.lax.top_k(x, 20)[0])
   jax.export.export(jax.jit(top4_heads_hinted), platforms=["cuda"])(S((2, 8, 64), F32))
