@@ -10,7 +10,7 @@ import pytest
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
-from locate import builds, expect
+from locate import builds
 
 S = jax.ShapeDtypeStruct
 
