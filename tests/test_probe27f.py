@@ -10,7 +10,7 @@ import pytest
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
-from locate import builds
+from locate import builds, expect
 
 S = jax.ShapeDtypeStruct
 
