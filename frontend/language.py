@@ -30,6 +30,7 @@ from .ops.reduce import argmax, argmin, max_ as max, mean, min_ as min, sum_ as 
 from .ops.shape import broadcast_to, concatenate, ravel, reshape
 from .ops.permute import trans, transpose
 from .ops.roll import flip, roll
+from .ops.stacking import expand_dims, interleave, join, pad, repeat, split, squeeze, stack
 from .ops.stats import all_ as all, any_ as any, log_softmax, logsumexp, softmax, std, var
 
 take_along_axis = BUILTINS["take_along_axis"]     # (frontend/ops/gather.py)
