@@ -137,5 +137,8 @@ ATOMIC_SCALAR = {"add": frozenset((_F, *_I)), "max": frozenset((_F, *_I)), "min"
 # (`red.add.noftz.f16`, as tensor atomics of odd pairs do); their max and min come in pairs only; float32
 # max and min are two integer `red`s on the bits, as in ATOMIC_GMEM.
 ATOMIC_ELEMENT = {"add": frozenset((_F, *_H, *_I)), "max": frozenset((_F, *_I)), "min": frozenset((_F, *_I))}
+# Scatters into an SMEM buffer (a CTA's histogram, probe 46k): `red.shared::cta` one element at a time,
+# float32 and 32-bit integer add, 32-bit integer max and min (as ATOMIC_SMEM's; no 16-bit float element).
+ATOMIC_SMEM_ELEMENT = {"add": frozenset((_F, *_I)), "max": frozenset(_I), "min": frozenset(_I)}
 TMA_REDUCE = {"add": frozenset((_F, *_H, *_I, DType.i64)), "max": frozenset((*_H, *_I, DType.i64)),
               "min": frozenset((*_H, *_I, DType.i64))}

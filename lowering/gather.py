@@ -124,6 +124,7 @@ def _scatter(ctx, o):
   parts = [ctx.get(i) if not isinstance(i, int) else i for i in o.indices]
 
   keep = ctx.get(o.mask) if o.mask is not None else None
+  smem = mgpu.utils.is_smem_ref(mem)
 
   def emit():
     for k in np.ndindex(x.registers.shape):
@@ -139,6 +140,11 @@ def _scatter(ctx, o):
           _store_each(mem, places, [_element(reg, e) if d != DType.bool_ else scalar_to_byte(_element(reg, e))
                                     for e in range(n)],
                       None if keep is None else [_element(keep.registers[k], e) for e in range(n)])
+        continue
+      if smem:                  # a CTA's SMEM buffer: red.shared::cta at the 32-bit shared address
+        for e in range(n):
+          ptr = mgpu.utils.memref_ptr(mgpu.memref_slice(mem, tuple(_at(None, parts, o.indices, k, e))))
+          _red(llvm.ptrtoint(ir.IntegerType.get_signless(32), ptr), _element(reg, e), o.kind, d, smem=True)
         continue
       if o.contiguous and n in (2, 4) and d == DType.f32 and o.kind == AtomicKind.ADD and not t.layout.drop:
         ptr = mgpu.utils.memref_ptr(mgpu.memref_slice(mem, tuple(_at(None, parts, o.indices, k, 0))))

@@ -114,12 +114,21 @@ def gather(cx, ref, index, name=""):
   return out
 
 
-def _plan(cx, ref, index, what):
+def _plan(cx, ref, index, what, smem=False):
   """The index operands of `ref[index]` over the root ref. A gather clamps indices into the view
   (jnp's gather); a scatter (`what == "scatter"`) also returns which elements' indices were
-  inside, since jnp's scatter drops updates at indices outside."""
+  inside, since jnp's scatter drops updates at indices outside. `smem`: an atomic scatter, which
+  also updates a 1-D SMEM buffer (a CTA's histogram, `red.shared::cta`; probe 46k)."""
   t = ref.type
-  if t.space != Space.GMEM or t.remote or t.transposed:
+  if smem and t.space == Space.SMEM and not t.remote and not t.transposed and len(t.shape) > 1:
+    from .memory import root
+    r = root(cx.b, ref)
+    raise E.KernelTypeError(
+        f"{ref.name or 'this ref'} is an SMEM buffer of {len(t.shape)} axes indexed with tensors of indices (an"
+        f" atomic scatter): into SMEM, atomic scatters take 1-D buffers", cx.loc,
+        hint=f"allocate it flat and index it with the flat position: ml.smem(({' * '.join(map(str, r.type.shape))},),"
+             f" ...), then .at[i * {t.shape[-1]} + j] (reshape what you read back: h[...].reshape(...))")
+  if (t.space != Space.GMEM and not (smem and t.space == Space.SMEM)) or t.remote or t.transposed:
     raise E.KernelTypeError(
         f"{ref.name or 'this ref'} is indexed with a tensor of indices (a {what}): only GMEM refs {what}",
         cx.loc, hint=("gather with the kernel's GMEM parameter itself (table[ids, :]); for an SMEM buffer,"
@@ -368,7 +377,7 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None)
   what = what or f"ml.atomic_{kind.value}"
   ref = iref.ref
   check_target(cx, cx.b, ref, what)
-  p = _plan(cx, ref, iref.index, "scatter")
+  p = _plan(cx, ref, iref.index, "scatter", smem=kind != AtomicKind.SET)
   if math.prod(p.out_shape) == 1:        # ml.arange(1) positions: one element has no register layout
     raise E.KernelTypeError(
         f"{what} through one index ({ref.name or 'the ref'} indexed to shape {p.out_shape}) updates a single"
@@ -379,6 +388,8 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None)
   if kind != AtomicKind.SET:          # (a plain scatter stores any dtype)
     from .elementwise_checks import _call_args
     written = _call_args(cx.text or "", 2)
+    if ref.type.space == Space.SMEM:
+      _check_smem_dtype(cx, kind, d, ref, written, what)
     check_dtype(cx, kind, d, hw.ATOMIC_ELEMENT, what, "through a tensor of indices (one element at a time)",
                 words=(*written, ref.name or None) if written else None)
   if isinstance(value, Num) or is_scalar(value):
@@ -412,6 +423,30 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None)
   cx.b.emit(ScatterUpdate, kind, p.root, value, loc=cx.loc, types=[], indices=tuple(p.per_dim),
             contiguous=p.contiguous, view=p.view, mask=keep)
   return None
+
+
+def _check_smem_dtype(cx, kind: AtomicKind, d, ref, written, what):
+  """An atomic scatter into an SMEM buffer (`red.shared::cta`, one element at a time) of a dtype it lacks
+  (a 16-bit float; a float max or min), with a hint that keeps the buffer in SMEM: a float32 buffer, or
+  int32 keys that order as the floats do."""
+  from .atomic import _float_keys
+  from .memory import root
+  if not isinstance(d, DType) or d in hw.ATOMIC_SMEM_ELEMENT[kind.value]:
+    return
+  ok = ", ".join(sorted(str(x) for x in hw.ATOMIC_SMEM_ELEMENT[kind.value]))
+  window, value = written if written else (ref.name or "buf", "v")
+  buf, shape = root(cx.b, ref).name or "buf", root(cx.b, ref).type.shape
+  if d in (DType.f16, DType.bf16) and kind == AtomicKind.ADD:
+    hint = (f"allocate {buf} float32, ml.smem({shape}, jnp.float32), add float32 values,"
+            f" ml.atomic_add({window}, {value}.astype(jnp.float32)), and convert what you read back:"
+            f" {buf}[...].astype(jnp.{dtype_name(d)})")
+  elif d.is_float:
+    hint = "compute the " + _float_keys(d, kind, window, value, buf, in_smem=True)[len(", e.g. a "):]
+  else:
+    hint = f"use a 32-bit integer buffer, ml.smem({shape}, jnp.int32), and int32 values"
+  raise E.UnsupportedDtypeError(
+      f"{what} on {dtype_name(d)} into an SMEM buffer through a tensor of indices is not supported: Hopper's"
+      f" shared-memory atomic {kind.value} takes {ok}", cx.loc, hint=hint)
 
 
 def _stored_elements(cx, inside, mask, shape, what):

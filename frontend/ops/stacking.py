@@ -82,7 +82,7 @@ def interleave(cx, a, b):
   return reshape_(cx, j, tuple(shape[:-1]) + (2 * shape[-1],))
 
 
-@builtin
+@builtin(methods=("repeat",))
 def repeat(cx, x, repeats, axis=None):
   """jnp.repeat with a static int: each element of `x` `repeats` times along `axis` (None: of `x`
   flattened), `ml.repeat(v, 2, axis=0)` of (w, c) is (2 w, c): a nearest upsampling's rows."""
@@ -193,7 +193,7 @@ def expand_dims(cx, x, axis):
   return reshape_(cx, x, tuple(shape))
 
 
-@builtin
+@builtin(methods=("squeeze",))
 def squeeze(cx, x, axis=None):
   """jnp.squeeze: `x` without its size-1 axes (those of `axis`, an int or a tuple, which must be
   size 1; None: all of them)."""
