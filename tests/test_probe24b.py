@@ -196,8 +196,8 @@ def test_sparse_kernel_mistakes_get_hints_that_fit():
   assert e.hint.startswith("read the element as a scalar: ip[r]")
   e = _raises(lambda: gather_wide_rows.check(S((100, 4096), F32), S((64,), jnp.int32)))
   assert type(e) is mg.RegisterCapacityError and e.message.startswith("this 64x4096 float32 tile")
-  e = _raises(lambda: smem_histogram.check(S((128,), jnp.int32)))
-  assert e.hint.startswith("scatter into a GMEM output: ml.atomic_add(out.at[ids], values)")
+  ids = np.random.default_rng(3).integers(0, 128, 128).astype(np.int32)     # (SMEM scatters count since probe 46k)
+  np.testing.assert_array_equal(smem_histogram(ids, interpret=True), np.bincount(ids, minlength=128))
   e = _raises(lambda: put_by_segment(jnp.arange(8, dtype=F32), jnp.array([0, 1, 2, 3, 4, 5, 6, 6], jnp.int32),
                                      interpret=True))
   assert type(e) is mg.RaceError and "ml.atomic_add(out.at[seg[k]], v)" in e.hint

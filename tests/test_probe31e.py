@@ -233,10 +233,9 @@ def test_register_gather_and_smem_scatter_hints_name_forms_that_work():
   got, _ = butterfly_followed(jnp.asarray(x), interpret=True)
   np.testing.assert_array_equal(got, (2 * x)[np.arange(128) ^ 1])
   builds(butterfly_followed, S((128,), F32))
-  e = expect(smem_histogram, [S((128,), I32)], mg.KernelTypeError, "ml.atomic_add(h.at",
-             "h is indexed with a tensor of indices (a scatter): only GMEM refs scatter")
-  assert "ml.sum(ids[:, None] == ml.arange(bins)[None, :], axis=0)" in e.hint, e.hint
-  ids = np.random.default_rng(1).integers(0, 64, 512).astype(np.int32)
+  ids = np.random.default_rng(1).integers(0, 64, 512).astype(np.int32)    # (the SMEM scatter counts since probe 46k)
+  np.testing.assert_array_equal(smem_histogram(jnp.asarray(ids[:128]), interpret=True),
+                                np.bincount(ids[:128], minlength=64))
   np.testing.assert_array_equal(histogram_followed(jnp.asarray(ids), interpret=True), np.bincount(ids, minlength=64))
   builds(histogram_followed, S((512,), I32))
 

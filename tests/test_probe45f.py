@@ -261,10 +261,10 @@ def test_a_stack_along_a_new_leading_axis_is_a_concatenation():
   assert "mosaic_gpu" in stack_leading.mlir(S((16, 64), F32), S((16, 64), F32))
   expect(jnp_stack, [S((16, 64), F32)] * 2, mg.KernelTypeError, "jnp.stack(",
          "stack cannot take a list of register values inside a kernel",
-         hint="no ml.stack: join along a new axis 0, ml.concatenate([a[...][None], b[...][None]], axis=0)")
+         hint="write ml.stack([a[...], b[...]]) (jnp.stack's meaning, on register tensors)")     # (probe 46k)
   expect(jnp_stack_middle, [S((16, 64), F32)] * 2, mg.KernelTypeError, "jnp.stack(",
          "stack cannot take a tuple of register values inside a kernel",
-         hint="no ml.stack: join along a new axis 1, ml.concatenate([u[:, None], v[:, None]], axis=1)")
+         hint="write ml.stack((u, v), axis=1) (jnp.stack's meaning, on register tensors)")
 
 
 @pytest.mark.gpu

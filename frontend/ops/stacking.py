@@ -59,8 +59,7 @@ def stack(cx, xs, axis=0):
   for x in xs[1:]:
     if x.type.shape != shape:
       raise E.ShapeMismatchError(
-          f"ml.stack of {cx.named(xs[0], 'a tensor')} {shape} and {cx.named(x, 'a tensor')} {x.type.shape}:"
-          f" the parts need one shape", cx.loc,
+          f"ml.stack of parts of shapes {shape} and {x.type.shape}: the parts need one shape", cx.loc,
           hint="ml.stack joins tensors of one shape; ml.concatenate joins along an existing axis")
   axis = _axis(cx, axis, len(shape) + 1, "ml.stack", "ml.stack([a, b], axis=-1) stacks along a new last axis")
   return _joined(cx, [_insert(cx, x, axis) for x in xs], axis, "ml.stack")
