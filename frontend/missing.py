@@ -8,7 +8,7 @@ from .activation_forms import ACTIVATIONS, activation_args, gelu_form  # jax.nn'
 from .aten_hints import NAMES as ATEN_NAMES  # ATen's everyday operators ml has no function for
 from .formula_hints import DIV_RN, nan_to_num_hint, operand as _operand, with_operands  # the formula hints with the call's own operands
 from .segment_hints import SEGMENT  # jax.ops.segment_sum, unique, diff
-from .shape_hints import SPLITS, split_hint  # jnp.split, ml.split: the windows the parts are
+from .shape_hints import SPLITS, ml_same_hint, split_hint  # jnp.split's windows; jnp.stack's ml.stack
 from .image_hints import IMAGE, PAD_MODES  # lax.reduce_window, conv_general_dilated, jnp.median, jax.image.resize
 
 from .scan_hints import SCAN as _SCAN  # a general scan: log2(n) steps of shifted copies
@@ -508,19 +508,13 @@ def bit_count_hint(name: str, x: str, d=None) -> str:
   return f"no {what} here: u = {_as_uint32(x, d)}; {steps}{tail}"
 
 
-# jnp's functions that ml.* has with the same arguments and meaning (frontend/ops/stacking.py, probe 46k)
-ML_SAME = ("stack", "split", "repeat", "pad", "expand_dims", "squeeze")
-
-
 def array_call_hint(name, pos, kw, is_float=False, dtype=None) -> str | None:
   """The hint for jnp.right_shift(a, b), lax.rem(a, b), jnp.stack([a, b], -1), ... on register values:
   the operator or ml.* form to write (`pos`, `kw`: the call's arguments as written; `is_float`:
   whether its first operand is floating point; `dtype`: its DType, where known); None where
   ARRAY_CALLS' fixed hints apply."""
-  if name in ML_SAME and pos and (name != "pad" or kw.get("mode", "'constant'").split("=")[-1].strip() in
-                                  ("'constant'", '"constant"')):
-    named = [v if re.match(rf"\s*{k}\s*=", v) else f"{k}={v.strip()}" for k, v in kw.items()]
-    return f"write ml.{name}({', '.join([*pos, *named])}) (jnp.{name}'s meaning, on register tensors)"
+  if (same := ml_same_hint(name, pos, kw)) is not None:      # jnp.stack([a, b], -1): ml.stack, the same call
+    return same
   integer = dtype if dtype is not None and dtype.is_int else None
   if integer is not None and integer.bits == 32 and integer.is_signed:
     integer = None             # int32 (or unknown): the forms below name int32's recipe

@@ -547,3 +547,17 @@ def outer_hint(a, na, b, nb, what) -> str | None:
   expr = f"{what}({x}, {y})" if what[:1].isalpha() else f"{x} {what} {y}"
   return (f" for the {a[0]} x {b[0]} grid of both (a mask of rows and columns), make {na} a column and {nb} a"
           f" row: {expr}")
+
+
+# jnp's functions that ml.* has with the same arguments and meaning (frontend/ops/stacking.py, probe 46k)
+ML_SAME = ("stack", "split", "repeat", "pad", "expand_dims", "squeeze")
+
+
+def ml_same_hint(name, pos, kw) -> str | None:
+  """`jnp.stack([a, b], axis=-1)` called on register values: the same call on ml (jnp.pad in constant mode only);
+  `pos`, `kw`: the call's arguments as written (kw's values without their names, or with them)."""
+  if name not in ML_SAME or not pos or name == "pad" and kw.get("mode", "'constant'").split("=")[-1].strip() not in (
+      "'constant'", '"constant"'):
+    return None
+  named = [v if re.match(rf"\s*{k}\s*=", v) else f"{k}={v.strip()}" for k, v in kw.items()]
+  return f"write ml.{name}({', '.join([*pos, *named])}) (jnp.{name}'s meaning, on register tensors)"

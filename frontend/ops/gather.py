@@ -389,7 +389,8 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None)
     from .elementwise_checks import _call_args
     written = _call_args(cx.text or "", 2)
     if ref.type.space == Space.SMEM:
-      _check_smem_dtype(cx, kind, d, ref, written, what)
+      from .atomic import check_smem_scatter_dtype
+      check_smem_scatter_dtype(cx, kind, d, ref, written, what)
     check_dtype(cx, kind, d, hw.ATOMIC_ELEMENT, what, "through a tensor of indices (one element at a time)",
                 words=(*written, ref.name or None) if written else None)
   if isinstance(value, Num) or is_scalar(value):
@@ -423,30 +424,6 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None)
   cx.b.emit(ScatterUpdate, kind, p.root, value, loc=cx.loc, types=[], indices=tuple(p.per_dim),
             contiguous=p.contiguous, view=p.view, mask=keep)
   return None
-
-
-def _check_smem_dtype(cx, kind: AtomicKind, d, ref, written, what):
-  """An atomic scatter into an SMEM buffer (`red.shared::cta`, one element at a time) of a dtype it lacks
-  (a 16-bit float; a float max or min), with a hint that keeps the buffer in SMEM: a float32 buffer, or
-  int32 keys that order as the floats do."""
-  from .atomic import _float_keys
-  from .memory import root
-  if not isinstance(d, DType) or d in hw.ATOMIC_SMEM_ELEMENT[kind.value]:
-    return
-  ok = ", ".join(sorted(str(x) for x in hw.ATOMIC_SMEM_ELEMENT[kind.value]))
-  window, value = written if written else (ref.name or "buf", "v")
-  buf, shape = root(cx.b, ref).name or "buf", root(cx.b, ref).type.shape
-  if d in (DType.f16, DType.bf16) and kind == AtomicKind.ADD:
-    hint = (f"allocate {buf} float32, ml.smem({shape}, jnp.float32), add float32 values,"
-            f" ml.atomic_add({window}, {value}.astype(jnp.float32)), and convert what you read back:"
-            f" {buf}[...].astype(jnp.{dtype_name(d)})")
-  elif d.is_float:
-    hint = "compute the " + _float_keys(d, kind, window, value, buf, in_smem=True)[len(", e.g. a "):]
-  else:
-    hint = f"use a 32-bit integer buffer, ml.smem({shape}, jnp.int32), and int32 values"
-  raise E.UnsupportedDtypeError(
-      f"{what} on {dtype_name(d)} into an SMEM buffer through a tensor of indices is not supported: Hopper's"
-      f" shared-memory atomic {kind.value} takes {ok}", cx.loc, hint=hint)
 
 
 def _stored_elements(cx, inside, mask, shape, what):
