@@ -166,6 +166,16 @@ def stack_mixed(x, out):
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S(x.shape, x.dtype))
+def pad_edge(x, out):
+  out[...] = ml.pad(x[...][:, 1:], ((0, 0), (1, 0)), mode="edge")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((2 * x.shape[0], x.shape[1]), x.dtype))
+def repeat_by_tensor(x, out):
+  out[...] = ml.repeat(x[...], ml.full((x.shape[0],), 2, jnp.int32), axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, x.dtype))
 def jnp_pad(x, out):
   out[...] = jnp.pad(x[...][:, :32], ((0, 0), (0, 32)))
 
@@ -181,6 +191,12 @@ def test_the_builders_mistakes_say_what_fits():
   expect(stack_mixed, spec, mg.ShapeMismatchError, "ml.stack(",
          "ml.stack of parts of shapes (16, 64) and (16, 32): the parts need one shape",
          hint="ml.stack joins tensors of one shape; ml.concatenate joins along an existing axis")
+  expect(pad_edge, spec, mg.KernelTypeError, "ml.pad(", "ml.pad supports mode='constant' only, got 'edge'",
+         hint="edge and reflect padding are windows joined: ml.concatenate([v[:, :1], v], axis=1)")
+  expect(repeat_by_tensor, spec, mg.KernelTypeError, "ml.repeat(",
+         "ml.repeat takes a static positive int of repeats, got ml.full((x.shape[0],), 2, jnp.int32)",
+         hint="ml.repeat(v, 2, axis=0); repeats that differ by element are a gather from the ref,"
+              " ref[ml.arange(n * r) // r]")
   expect(jnp_pad, spec, mg.KernelTypeError, "jnp.pad(", "pad cannot take a register tensor inside a kernel",
          hint="write ml.pad(x[...][:, :32], ((0, 0), (0, 32))) (jnp.pad's meaning, on register tensors)")
 
