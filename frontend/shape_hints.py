@@ -549,15 +549,15 @@ def outer_hint(a, na, b, nb, what) -> str | None:
           f" row: {expr}")
 
 
-# jnp's functions that ml.* has with the same arguments and meaning (frontend/ops/stacking.py, probe 46k)
-ML_SAME = ("stack", "split", "repeat", "pad", "expand_dims", "squeeze")
+# jnp's functions that ml.* has with the same arguments and meaning (frontend/ops/stacking.py, probe 46k), where no
+# other hint comes first (jnp.pad keeps its stencil's: a vector padded by one on each side is no register tensor)
+ML_SAME = ("stack", "split", "repeat", "expand_dims", "squeeze")
 
 
 def ml_same_hint(name, pos, kw) -> str | None:
-  """`jnp.stack([a, b], axis=-1)` called on register values: the same call on ml (jnp.pad in constant mode only);
-  `pos`, `kw`: the call's arguments as written (kw's values without their names, or with them)."""
-  if name not in ML_SAME or not pos or name == "pad" and kw.get("mode", "'constant'").split("=")[-1].strip() not in (
-      "'constant'", '"constant"'):
+  """`jnp.stack([a, b], axis=-1)` called on register values: the same call on ml; `pos`, `kw`: the call's
+  arguments as written (kw's values without their names, or with them)."""
+  if name not in ML_SAME or not pos:
     return None
   named = [v if re.match(rf"\s*{k}\s*=", v) else f"{k}={v.strip()}" for k, v in kw.items()]
   return f"write ml.{name}({', '.join([*pos, *named])}) (jnp.{name}'s meaning, on register tensors)"

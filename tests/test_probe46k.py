@@ -175,11 +175,6 @@ def repeat_by_tensor(x, out):
   out[...] = ml.repeat(x[...], ml.full((x.shape[0],), 2, jnp.int32), axis=0)
 
 
-@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, x.dtype))
-def jnp_pad(x, out):
-  out[...] = jnp.pad(x[...][:, :32], ((0, 0), (0, 32)))
-
-
 def test_the_builders_mistakes_say_what_fits():
   spec = [S((16, 64), F32)]
   expect(squeeze_wide, spec, mg.ShapeMismatchError, "ml.squeeze(",
@@ -197,8 +192,6 @@ def test_the_builders_mistakes_say_what_fits():
          "ml.repeat takes a static positive int of repeats, got ml.full((x.shape[0],), 2, jnp.int32)",
          hint="ml.repeat(v, 2, axis=0); repeats that differ by element are a gather from the ref,"
               " ref[ml.arange(n * r) // r]")
-  expect(jnp_pad, spec, mg.KernelTypeError, "jnp.pad(", "pad cannot take a register tensor inside a kernel",
-         hint="write ml.pad(x[...][:, :32], ((0, 0), (0, 32))) (jnp.pad's meaning, on register tensors)")
 
 
 # ---------------------------------------------------------------- atomic scatters into SMEM
