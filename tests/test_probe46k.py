@@ -99,6 +99,28 @@ def test_split_at_indices_as_jnp():
                                 np.concatenate([r, q, p], 1) + np.concatenate([u, t], 0))
 
 
+@mg.mgpu_kernel(out_shape=lambda a, b: (S((64, 64), F32), S((64, 256), F32)))
+def swiglu_halves(a, b, act, mixed):
+  """A fused gate/up matmul's halves split (tensor-core tile windows), and the tile interleaved."""
+  sa, sb = ml.smem((64, 64), jnp.bfloat16), ml.smem((64, 128), jnp.bfloat16)
+  ml.copy(a, sa)
+  ml.copy(b, sb)
+  acc = ml.dot(sa, sb)
+  g, u = ml.split(acc, 2, axis=1)
+  act[...] = g * ml.sigmoid(g) * u
+  mixed[...] = ml.interleave(acc, -acc)
+
+
+def test_split_and_interleave_of_a_dot_result():
+  a, b = _rand((64, 64), jnp.bfloat16, 22), _rand((64, 128), jnp.bfloat16, 23)
+  acc = np.asarray(a, np.float32) @ np.asarray(b, np.float32)
+  act, mixed = swiglu_halves(a, b, interpret=True)
+  g, u = acc[:, :64], acc[:, 64:]
+  np.testing.assert_allclose(act, g / (1 + np.exp(-g)) * u, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(mixed, np.stack([acc, -acc], -1).reshape(64, 256), rtol=1e-5, atol=1e-5)
+  _exports(swiglu_halves, S((64, 64), BF16), S((64, 128), BF16))
+
+
 # ---------------------------------------------------------------- repeat, pad, expand_dims, squeeze
 @mg.mgpu_kernel(out_shape=lambda x: (S((2 * x.shape[0], x.shape[1]), x.dtype), S((x.shape[0], 3 * x.shape[1]), x.dtype),
                                      S((2 * x.size,), x.dtype)))
@@ -316,3 +338,6 @@ def test_array_builders_on_the_gpu():
     np.testing.assert_array_equal(np.asarray(g, np.float32), np.asarray(i, np.float32))
   x = _rand((32, 64), np.float32, 21)
   np.testing.assert_array_equal(jax.jit(split_at)(x), split_at(x, interpret=True))
+  a, b = _rand((64, 64), jnp.bfloat16, 22), _rand((64, 128), jnp.bfloat16, 23)
+  for g, i in zip(jax.jit(swiglu_halves)(a, b), swiglu_halves(a, b, interpret=True)):
+    np.testing.assert_allclose(g, i, rtol=1e-4, atol=1e-4)
