@@ -248,6 +248,14 @@ def routed(topk, w, load, top, low):
   low[...] = lo[...]
 
 
+@mg.mgpu_kernel(out_shape=lambda ids: S((8,), I32), block=256)
+def two_warpgroups(ids, out):
+  h = ml.smem((8,), jnp.int32)
+  h[...] = ml.zeros((8,), jnp.int32)
+  ml.atomic_add(h.at[ids[...]], 1)
+  out[...] = h[...]
+
+
 def _routed_reference(topk, w):
   """jnp's scatters (a negative id counts from the end, as in NumPy; ids past the end are dropped)."""
   pos = np.broadcast_to(np.arange(topk.shape[0])[:, None], topk.shape)
@@ -261,6 +269,9 @@ def test_a_ctas_histogram_counts_with_smem_atomics():
   ids = _ids(1024, 64, 9)
   counts = np.stack([np.bincount(b, minlength=64) for b in ids.reshape(4, 256)])
   np.testing.assert_array_equal(expert_counts(ids, interpret=True), np.cumsum(counts, 1) - counts)
+  few = _ids(512, 8, 24)
+  np.testing.assert_array_equal(two_warpgroups(few, interpret=True), np.bincount(few, minlength=8))
+  builds(two_warpgroups, S((512,), I32))
   txt = expert_counts.mlir(S((1024,), I32))
   assert "red.shared::cta.relaxed.cta.add.s32" in txt
   _exports(expert_counts, S((1024,), I32))
@@ -313,6 +324,8 @@ def test_smem_scatters_it_cannot_do_say_what_works():
 def test_smem_atomics_on_the_gpu():
   ids = _ids(1024, 64, 12)
   np.testing.assert_array_equal(jax.jit(expert_counts)(ids), expert_counts(ids, interpret=True))
+  few = _ids(512, 8, 25)
+  np.testing.assert_array_equal(jax.jit(two_warpgroups)(few), np.bincount(few, minlength=8))
   topk, w = _ids(256, 20, 13, lo=-2).reshape(128, 2), _rand((128, 2), np.float32, 14)
   for g, want in zip(jax.jit(routed)(topk, w), _routed_reference(topk, w)):
     np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(want, np.float64), rtol=1e-5, atol=1e-5)
