@@ -136,9 +136,8 @@ def _plan(cx, ref, index, what, smem=False):
                       if what == "gather" else
                       "scatter into a GMEM output: ml.atomic_add(out.at[ids], values) (an output updated only"
                       " by atomics starts at 0; a histogram is ml.atomic_add(counts.at[ids], 1)); a CTA's own"
-                      " histogram of a few bins in registers: ml.sum(ids[:, None] == ml.arange(bins)[None, :],"
-                      " axis=0) (bins a multiple of 32); into an SMEM buffer, one element at a time with scalar"
-                      " indices, h[b] = h[b] + 1"))
+                      " histogram goes into a 1-D SMEM buffer atomically, ml.atomic_add(h.at[ids], 1), which"
+                      " takes atomic scatters only"))
   items = index if isinstance(index, tuple) else (index,)
   if sum(1 for i in items if i is Ellipsis) > 1:
     raise E.KernelTypeError("an index can hold at most one '...'", cx.loc, hint="table[ids, ...]")
