@@ -247,6 +247,19 @@ def run_segmented_sum(k):
   close(k(jnp.asarray(x), jnp.asarray(reset), interpret=True), want)
 
 
+def run_lengths_and_starts(k):
+  off = np.array([3, 3, 10, 11, 20, 20, 25, 40, 41], np.int32)
+  lengths, starts = k(jnp.asarray(off), interpret=True)
+  np.testing.assert_array_equal(np.asarray(lengths), off[1:] - off[:-1])
+  np.testing.assert_array_equal(np.asarray(starts), np.concatenate([[0], off]))
+
+
+def run_expert_offsets(k):
+  ids = np.random.default_rng(3).integers(-64, 64, 512).astype(np.int32) % 64     # (repeated experts)
+  counts = np.stack([np.bincount(ids[i * 256:(i + 1) * 256], minlength=64) for i in range(2)]).astype(np.int32)
+  np.testing.assert_array_equal(np.asarray(k(jnp.asarray(ids), interpret=True)), np.cumsum(counts, 1) - counts)
+
+
 def run_square(k):
   x = rand(2048)
   close(k(x, interpret=True), x * x)
@@ -302,6 +315,8 @@ CASES = [
     Case(L, "swap_pairs", [S((256, 64), f32)], run=run_swap_pairs),
     Case(L, "recurrence", [S((8, 64), f32), S((8, 64), f32)], run=run_recurrence),
     Case(L, "segmented_sum", [S((8, 128), f32), S((8, 128), i32)], run=run_segmented_sum),
+    Case(L, "lengths_and_starts", [S((9,), i32)], run=run_lengths_and_starts),
+    Case(L, "expert_offsets", [S((512,), i32)], run=run_expert_offsets),
     Case("docs/autodiff.md", "square", [S((4096,), f32)], run=run_square),
     Case("docs/autodiff.md", "square_vjp", [S((4096,), f32), S((4096,), f32)], run=run_square_vjp),
 ]
