@@ -40,7 +40,7 @@ from .ops.shape import READ_2D_FIRST, Broadcast, Reduce, ReduceKind, Reshape
 from .ops.permute import TransposeLoad, TransposeStore
 from .windows import minor_strided, window_vec
 from .layout_errors import LayoutErrors, _is_tensor
-from .swizzles import Swizzles
+from .swizzles import Swizzles, UnionFind as _UnionFind
 from .column_index_hints import (column_gather_hint, column_scatter_hint, gather_columns_hint, narrow_gather_hint,
                                  scatter_columns_hint)
 from .layout_hints import (broadcast_loops_hint, flat_gather_error, row_wise_hint, transposed_hint, single_row_statistic,
@@ -79,21 +79,6 @@ def register_tile_window(view, tile, multiple=None) -> bool:
   lowering/kernel.py's _tile_slice), rows a multiple of a warpgroup's WGMMA rows, not transposed."""
   return (not view.transpose and whole_tiles(view.index, tile, multiple) and view.index[-2].size % hw.MMA_M == 0
           and not any(i.squeeze for i in view.index[-2:]))
-
-
-class _UnionFind:
-  def __init__(self):
-    self.parent = {}
-
-  def find(self, x):
-    self.parent.setdefault(x, x)
-    while self.parent[x] != x:
-      self.parent[x] = self.parent[self.parent[x]]
-      x = self.parent[x]
-    return x
-
-  def union(self, a, b):
-    self.parent[self.find(a)] = self.find(b)
 
 
 class _Solver(LayoutErrors, Swizzles):

@@ -8,7 +8,8 @@ import math
 from . import hw
 
 
-class _Groups:
+class UnionFind:
+  """Disjoint sets (path halving): the solver's classes of values and buffers that must agree."""
   def __init__(self):
     self.parent = {}
 
@@ -29,7 +30,7 @@ class Swizzles:
   def swizzles(self) -> dict:
     """Each tensor-core buffer's swizzle: the widest dividing the minor bytes of every buffer its dots
     share (through any dot), and of those dots' k (and an MN-major B's n); 128 bytes unless one is narrower."""
-    groups = _Groups()
+    groups = UnionFind()
     need: dict = {}
     for roots, nbytes in self.dot_bytes:
       for r in roots:

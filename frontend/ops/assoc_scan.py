@@ -102,7 +102,7 @@ def _bind(cx, args, kwargs):
   elif not _traced(fn):
     raise E.KernelTypeError(
         "ml.associative_scan's combine function must be an @ml.inline helper, a lambda or def of the kernel's"
-        f" body, or an ml.* function, got " + (f"{fn.__name__}, a Python function it cannot trace" if callable(fn)
+        " body, or an ml.* function, got " + (f"{fn.__name__}, a Python function it cannot trace" if callable(fn)
                                                and hasattr(fn, "__name__") else shown(fn)),
         cx.loc, hint="decorate it with @ml.inline (its body is traced at each step of the scan): " + USAGE)
   return fn, elems, got["axis"], got["reverse"], flat
