@@ -60,6 +60,40 @@ def _dict_keys(fn, args):
   return args
 
 
+_NOT_MAPPED = object()
+_BUILDERS = ("zeros", "ones", "full", "arange")
+
+
+def jnp_call(tracer, node, fn, args, kwargs, cx):
+  """A jnp / jax.nn / jax.lax function of register values (or a builder of a tensor, jnp.zeros) computed as
+  its ml.* namesake or jax.nn's formula (jnp_calls.py); _NOT_MAPPED for other calls."""
+  from . import jnp_calls
+  if isinstance(fn, (Builtin, _Method)) or not callable(fn) or not jnp_calls.maps(fn) and not (
+      jnp_calls.library(fn) == ("jnp", "ones")):
+    return _NOT_MAPPED
+  lib, name = jnp_calls.library(fn)
+  if not any(holds_value(a) for a in list(args) + list(kwargs.values())) and name not in _BUILDERS:
+    return _NOT_MAPPED       # jnp.sqrt(2.0) of static values: a number, computed now
+  if name == "ones":
+    try:
+      bound = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError:
+      return _NOT_MAPPED
+    shape, dtype = bound.arguments.get("shape"), bound.arguments.get("dtype")
+    return BUILTINS["full"].apply(cx, [_tuples(shape), 1], {"dtype": dtype} if dtype is not None else {})
+  if jnp_calls._form(lib, name) is not None and name not in jnp_calls.MAPPED.get(lib, {}):
+    out = jnp_calls.formula(tracer, node, fn, args, kwargs)
+    return _NOT_MAPPED if out is None else out
+  got = jnp_calls.bind(cx, fn, args, kwargs)
+  if got is None:
+    return _NOT_MAPPED
+  ml_name, pos, kw = got
+  if lib != "jax.lax" and ml_name in jnp_calls.INEXACT and pos and is_value(pos[0]) and getattr(
+      resolve(pos[0].type.dtype), "is_float", True) is False:
+    pos[0] = ew.astype(cx, pos[0], DType.f32)       # jnp.exp of int32 or bool values: float32, as jnp's
+  return BUILTINS[ml_name].apply(cx, [_tuples(a) for a in pos], {k: _tuples(v) for k, v in kw.items()})
+
+
 def _is_array_library(fn) -> bool:
   """jnp.exp, np.exp, math.exp, ...: functions whose ml.* counterpart a user likely wants."""
   mod = getattr(fn, "__module__", None) or ""
@@ -310,6 +344,8 @@ class Calls:
     if fn in (builtins.min, builtins.max) and len(args) == 1 and isinstance(args[0], (list, tuple)) and not kwargs \
         and len(args[0]) >= 2 and any(holds_value(a) for a in args[0]):
       args = tuple(args[0])                                          # max([a, b, c]) as max(a, b, c)
+    if (mapped := jnp_call(self, node, fn, args, kwargs, cx)) is not _NOT_MAPPED:
+      return mapped         # jnp.exp(v), jax.nn.silu(v), jnp.zeros((8, 128)): as ml's
     if any(holds_value(a) for a in list(args) + list(kwargs.values())):
       if fn in _PY_BUILTIN_FNS:             # abs(f, i): Python's TypeError, before a rule drops an argument
         from .py_scalars import builtin_arguments

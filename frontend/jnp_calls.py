@@ -1,0 +1,223 @@
+"""jnp, jax.nn and jax.lax functions called in a kernel's body (Pallas's style: `jnp.exp(v)`, `jnp.sum(v,
+axis=1, keepdims=True)`, `jax.nn.silu(v)`, `jnp.zeros((8, 128), jnp.float32)`) compute as their ml.* namesake
+where ml's function is jnp's. The call is bound by the library's own signature (its keyword names, its
+defaults: jnp.cumsum's axis=None flattens, lax.cumsum's is 0), each argument renamed to ml's parameter and
+passed explicitly, so the meaning is the library's. An argument ml does not take (out=, dtype= of jnp.mean,
+lax's accuracy=) is refused by name unless it is the library's default; a call whose meaning ml has not
+(jnp.where(c), jnp.dot of register values) is left to calls.py's MG003 and its hint. jax.nn's activations ml
+has no function for compute as activation_forms' formulas (those the hints write), traced at the call."""
+from __future__ import annotations
+
+import ast
+import inspect
+
+from . import errors as E
+from .activation_forms import ACTIVATIONS, ACTIVATION_PARAMS, GELU_EXACT
+from .held_library import _public
+
+# the library functions that are ml's: (module as users spell it) -> {its name: ml's name}
+_UNARY = ("abs", "acos", "asin", "atan", "cbrt", "ceil", "cos", "exp", "exp2", "expm1", "floor", "isfinite", "isinf",
+          "isnan", "log", "log1p", "log2", "sin", "sqrt", "tan", "tanh", "trunc")
+_JNP = {**{n: n for n in _UNARY + (
+    "atan2", "fmod", "pow", "maximum", "minimum", "clip", "where", "round", "all", "any", "argmax", "argmin", "max",
+    "min", "mean", "sum", "std", "var", "cumsum", "cumprod", "flip", "roll", "reshape", "ravel", "transpose",
+    "broadcast_to", "concatenate", "sort", "argsort", "take_along_axis", "arange", "full", "zeros")},
+        "absolute": "abs", "arccos": "acos", "arcsin": "asin", "arctan": "atan", "arctan2": "atan2",
+        "power": "pow", "amax": "max", "amin": "min", "around": "round", "fix": "trunc"}
+_NN = {"sigmoid": "sigmoid", "softmax": "softmax", "log_softmax": "log_softmax", "logsumexp": "logsumexp",
+       "tanh": "tanh"}
+_LAX = {**{n: n for n in _UNARY if n not in ("isfinite", "isinf", "isnan", "log2", "trunc")},
+        "rsqrt": "rsqrt", "erf": "erf", "erfc": "erfc", "atan2": "atan2", "pow": "pow", "max": "maximum",
+        "min": "minimum", "argmax": "argmax", "argmin": "argmin", "cumsum": "cumsum", "cumprod": "cumprod",
+        "cummax": "cummax", "cummin": "cummin", "concatenate": "concatenate", "reshape": "reshape",
+        "transpose": "transpose", "top_k": "top_k", "full": "full", "logistic": "sigmoid"}
+MAPPED = {"jnp": _JNP, "jax.nn": _NN, "jax.lax": _LAX,
+          "jax.scipy.special": {"logsumexp": "logsumexp", "erf": "erf", "erfc": "erfc"}}
+
+# jnp's functions of inexact values: an integer or bool operand computes in float32 (lax's refuse it)
+INEXACT = frozenset(("exp", "exp2", "expm1", "log", "log1p", "log2", "sin", "cos", "tan", "tanh", "sqrt", "cbrt",
+                     "acos", "asin", "atan", "rsqrt", "erf", "erfc", "sigmoid", "softmax", "log_softmax",
+                     "logsumexp"))
+# the library's parameter names as ml's
+_RENAMES = {"a": "x", "arr": "x", "array": "x", "m": "x", "operand": "x", "arrays": "xs", "operands": "xs",
+            "fill_value": "value", "dimension": "axis", "new_sizes": "shape", "permutation": "axes"}
+_BY_NAME = {"where": {"condition": "cond", "x": "a", "y": "b"}, "arange": {"start": "n"},
+            "atan2": {"x1": "a", "x2": "b", "x": "a", "y": "b"}, "pow": {"x1": "a", "x2": "b", "x": "a", "y": "b"},
+            "fmod": {"x1": "a", "x2": "b"}, "maximum": {"x": "a", "y": "b"}, "minimum": {"x": "a", "y": "b"},
+            "clip": {"x": "x", "a_min": "min", "a_max": "max"}}
+# arguments that keep their meaning only at one value: lax.argmax's index_dtype, lax.reshape's dimensions
+_ONLY = {("jax.lax", "argmax", "index_dtype"): "int32", ("jax.lax", "argmin", "index_dtype"): "int32",
+         ("jnp", "arange", "step"): 1, ("jnp", "reshape", "order"): "C", ("jnp", "ravel", "order"): "C"}
+# the results the library computes as operators
+_OPERATORS = {"add": "{0} + {1}", "subtract": "{0} - {1}", "multiply": "{0} * {1}", "divide": "{0} / {1}",
+              "true_divide": "{0} / {1}", "negative": "-{0}", "square": "{0} * {0}", "mul": "{0} * {1}",
+              "sub": "{0} - {1}", "div": None, "neg": "-{0}"}
+
+
+def library(fn) -> tuple[str, str] | None:
+  """(the module as users spell it, the function's name) of a jnp / jax.nn / jax.lax / jax.scipy.special
+  function; None for others (NumPy's and math's compute static values)."""
+  name, mod = getattr(fn, "__name__", None), getattr(fn, "__module__", None) or ""
+  if name is None or not mod.startswith("jax"):
+    return None
+  lib = ("jax.nn", "") if mod == "jax._src.ops.special" else _public(mod)     # (jax.nn.logsumexp's module)
+  if lib is None:
+    return None
+  lib = "jax.scipy.special" if lib[0].startswith("jax.scipy.special") else lib[0]
+  return lib, name
+
+
+def maps(fn) -> bool:
+  """Whether a kernel computes `fn` (of register values or static ones) as ml's function or a formula."""
+  got = library(fn)
+  return got is not None and (got[1] in MAPPED.get(got[0], {}) or _form(*got) is not None)
+
+
+def _form(lib, name):
+  if lib == "jax.nn" and (name in ACTIVATIONS or name == "gelu"):
+    return ACTIVATIONS.get(name, "")
+  if lib in ("jnp", "jax.lax") and _OPERATORS.get(name):
+    return _OPERATORS[name]
+  return None
+
+
+def _default(p):
+  return None if p.default is inspect.Parameter.empty else p.default
+
+
+def _same(a, b):
+  try:
+    return type(a) is type(b) and bool(a == b)
+  except Exception:
+    return False
+
+
+def _refuse(cx, shown, ml_name, key, value):
+  if key == "out":
+    why = "a kernel writes a result by storing it: out[...] = " + f"{shown}(...)"
+  elif key == "dtype":
+    why = f"convert the operand or the result instead: ml.{ml_name}(x).astype(dtype)"
+  elif key == "step":
+    why = "count and scale: start + step * ml.arange(n) (n the count of values)"
+  else:
+    why = f"drop it, or write the call with ml.* functions (ml.{ml_name} has no {key}=)"
+  raise E.KernelTypeError(f"{shown}'s {key}= has no counterpart in a kernel, where {shown} computes as"
+                          f" ml.{ml_name}", cx.loc, hint=why)
+
+
+def bind(cx, fn, args, kwargs):
+  """(ml's function name, its positional arguments, its keyword arguments) for the call, or None where jnp's
+  meaning is not ml's (then calls.py's MG003 stands). Refuses an argument ml does not take by name."""
+  from .ops.base import BUILTINS
+  lib, name = library(fn)
+  ml_name = MAPPED[lib][name]
+  ours = BUILTINS[ml_name]
+  shown = f"{lib}.{name}"
+  try:
+    sig = inspect.signature(fn)
+  except (TypeError, ValueError):
+    return None
+  try:
+    bound = sig.bind(*args, **kwargs)
+  except TypeError:
+    unknown = [k for k in kwargs if k not in sig.parameters]
+    if unknown:          # jnp.exp(v, out=o): name the argument
+      _refuse(cx, shown, ml_name, unknown[0], kwargs[unknown[0]])
+    return None
+  given = dict(bound.arguments)
+  mine = ours.__signature__.parameters
+  order = [p for p in mine.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+  pos, kw = [], {}
+  renames = {**_RENAMES, **_BY_NAME.get(ml_name, {})}
+  for p in sig.parameters.values():
+    if p.kind is p.VAR_POSITIONAL:        # jnp.maximum(a, b): a ufunc's *args, ml's leading parameters
+      vals = given.get(p.name, ())
+      if len(vals) > len(order):
+        return None
+      kw.update({q.name: v for q, v in zip(order, vals)})
+      continue
+    if p.kind is p.VAR_KEYWORD:
+      if given.get(p.name):
+        _refuse(cx, shown, ml_name, next(iter(given[p.name])), None)
+      continue
+    there = p.name in given
+    value = given[p.name] if there else _default(p)
+    if (lib, name, p.name) in _ONLY:
+      if there and str(getattr(value, "__name__", value)) not in (str(_ONLY[lib, name, p.name]), "None"):
+        _refuse(cx, shown, ml_name, p.name, value)
+      continue
+    target = renames.get(p.name, p.name) if renames.get(p.name, p.name) in mine else p.name
+    if target not in mine:
+      if there and value is not _default(p) and not (value is None and _default(p) is None):
+        _refuse(cx, shown, ml_name, p.name, value)
+      continue
+    q = mine[target]
+    if q.kind is q.VAR_POSITIONAL:        # ml.transpose(x, *axes)
+      if value is not None:
+        kw["__var__"] = tuple(value)
+      continue
+    if not there and q.default is inspect.Parameter.empty and value is None:
+      return None       # jnp.where(c): one argument, a meaning ml has not
+    if value is None and _default(p) is None and q.default is not inspect.Parameter.empty:
+      continue          # jnp.zeros(s, dtype=None): ml's default is the library's
+    if not there and q.default is not inspect.Parameter.empty and _same(value, q.default):
+      continue
+    kw[target] = value
+  tail = kw.pop("__var__", ())
+  for q in order:          # positional while contiguous (ml.transpose(x, *axes) takes its axes after x)
+    if q.name not in kw or q.kind is q.KEYWORD_ONLY:
+      break
+    pos.append(kw.pop(q.name))
+  if tail and len(pos) < len(order):
+    return None
+  pos += list(tail)
+  return ml_name, pos, kw
+
+
+def formula(tracer, node, fn, args, kwargs):
+  """jax.nn.silu(v), jax.nn.gelu(v, approximate=False), jax.nn.leaky_relu(v, 0.1), jnp.add(a, b): the
+  formula activation_forms writes (the hints' own), traced at the call with the arguments bound by the
+  library's signature; None where they do not bind."""
+  lib, name = library(fn)
+  try:
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+  except (TypeError, ValueError):
+    return None
+  bound.apply_defaults()
+  vals = list(bound.arguments.values())
+  if any(isinstance(v, tuple) for v in vals) or any(isinstance(v, dict) for v in vals):
+    vals = [x for v in vals for x in (v if isinstance(v, tuple) else (v,)) if not isinstance(v, dict)]
+  if lib == "jax.nn":
+    form = ACTIVATIONS.get(name)
+    if name == "gelu":
+      approximate = bound.arguments.get("approximate", True)
+      if not isinstance(approximate, bool):
+        return None
+      form = ACTIVATIONS["gelu"] if approximate else GELU_EXACT
+    operands = [bound.arguments.get("x", vals[0])]
+    if name in ACTIVATION_PARAMS:
+      operands.append(bound.arguments[ACTIVATION_PARAMS[name][0]])
+  else:
+    form = _OPERATORS[name]
+    operands = vals[:2]
+    if any(o is None for o in operands[:form.count("{1}") and 2 or 1]):
+      return None
+  temps = [f"_jnp_arg{i}_" for i in range(len(operands))]
+  tree = ast.parse(form.replace("ml.", "_jnp_ml_.").format(*temps), mode="eval").body
+  for n in ast.walk(tree):
+    n.lineno, n.col_offset = node.lineno, node.col_offset
+    n.end_lineno, n.end_col_offset = node.end_lineno, node.end_col_offset
+  from . import language
+  saved = {t: tracer.env.get(t, _MISSING) for t in temps + ["_jnp_ml_"]}
+  tracer.env.update(dict(zip(temps, operands)), _jnp_ml_=language)
+  try:
+    return tracer.eval(tree)
+  finally:
+    for t, v in saved.items():
+      if v is _MISSING:
+        tracer.env.pop(t, None)
+      else:
+        tracer.env[t] = v
+
+
+_MISSING = object()
