@@ -72,6 +72,9 @@ def jnp_call(tracer, node, fn, args, kwargs, cx):
       jnp_calls.library(fn) == ("jnp", "ones")):
     return _NOT_MAPPED
   lib, name = jnp_calls.library(fn)
+  flat = [x for a in list(args) + list(kwargs.values()) for x in (a if isinstance(a, (tuple, list)) else (a,))]
+  if any(is_value(a) and isinstance(a.type, RefType) for a in flat):
+    return _NOT_MAPPED       # jnp.transpose(k_s) of a ref: its own hint (ml.* take register values)
   if not any(holds_value(a) for a in list(args) + list(kwargs.values())) and name not in _BUILDERS:
     return _NOT_MAPPED       # jnp.sqrt(2.0) of static values: a number, computed now
   if name == "ones":
