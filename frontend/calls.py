@@ -159,7 +159,9 @@ def _unwrap_partial(fn, args, kwargs):
   while isinstance(inner, functools.partial):
     a, kw, inner = [*inner.args, *a], {**inner.keywords, **kw}, inner.func
   from .inline import LocalFunction
-  return (inner, a, kw) if isinstance(inner, (Inline, Builtin, LocalFunction)) else (fn, args, kwargs)
+  from .jnp_calls import maps      # functools.partial(jax.nn.gelu, approximate=False): as jnp_call maps it
+  mapped = inner is not fn and callable(inner) and not isinstance(inner, type) and maps(inner)
+  return (inner, a, kw) if isinstance(inner, (Inline, Builtin, LocalFunction)) or mapped else (fn, args, kwargs)
 
 
 class _Method:

@@ -30,7 +30,8 @@ _LAX = {**{n: n for n in _UNARY if n not in ("isfinite", "isinf", "isnan", "log2
         "rsqrt": "rsqrt", "erf": "erf", "erfc": "erfc", "atan2": "atan2", "pow": "pow", "max": "maximum",
         "min": "minimum", "argmax": "argmax", "argmin": "argmin", "cumsum": "cumsum", "cumprod": "cumprod",
         "cummax": "cummax", "cummin": "cummin", "concatenate": "concatenate", "reshape": "reshape",
-        "transpose": "transpose", "top_k": "top_k", "full": "full", "logistic": "sigmoid"}
+        "transpose": "transpose", "top_k": "top_k", "full": "full", "logistic": "sigmoid",
+        "associative_scan": "associative_scan"}
 MAPPED = {"jnp": _JNP, "jax.nn": _NN, "jax.lax": _LAX,
           "jax.scipy.special": {"logsumexp": "logsumexp", "erf": "erf", "erfc": "erfc"}}
 
@@ -113,6 +114,8 @@ def bind(cx, fn, args, kwargs):
   ml_name = MAPPED[lib][name]
   ours = BUILTINS[ml_name]
   shown = f"{lib}.{name}"
+  if ml_name == "associative_scan":     # ml's takes jax's arguments as they are (and Triton's)
+    return ml_name, list(args), dict(kwargs)
   try:
     sig = inspect.signature(fn)
   except (TypeError, ValueError):

@@ -143,20 +143,14 @@ _FOLLOWED = {      # what each hint passes, as the user writes it
 
 
 @pytest.mark.parametrize("case, act, passed, shown", [
-    ("gelu", jax.nn.gelu, GELU, "jax.nn.gelu"),
-    ("tanh", jnp.tanh, "ml.tanh", "jnp.tanh"),
-    ("gelu-erf", functools.partial(jax.nn.gelu, approximate=False),
-     "ml.inline(lambda v: 0.5 * v * ml.erfc(-v * 0.7071067811865476))",
-     "functools.partial(jax.nn.gelu, approximate=False)"),
-    ("max-partial", functools.partial(jnp.max, axis=1, keepdims=True),
-     "functools.partial(ml.max, axis=1, keepdims=True)", "functools.partial(jnp.max, axis=1, keepdims=True)"),
     ("soft_sign", jax.nn.soft_sign, "ml.inline(lambda v: v / (1 + ml.abs(v)))", "jax.nn.soft_sign"),
-], ids=["gelu", "tanh", "gelu-erf", "max-partial", "soft_sign"])
+], ids=["soft_sign"])
 def test_a_library_function_passed_as_a_constexpr_hints_the_ml_value_to_pass(case, act, passed, shown):
   """`act=jax.nn.gelu` called as act(v) was reported as `gelu` (a partial by its repr, with an address), hinting
   the formula to write in place of act(v), which loses the choice; the hint now passes ml's counterpart (or an
   ml.inline lambda of jax.nn's formula) for act at the call, and the call's note names the value as written.
-  Followed, the kernel computes what the library function does."""
+  Followed, the kernel computes what the library function does. (Functions ml has, or whose formula jax.nn's
+  hints write, compute as such since probe 46i: the next test.)"""
   x = np.random.default_rng(3).standard_normal((256, 64)).astype(np.float32)
   with pytest.raises(mg.KernelTypeError) as e:
     activated(x, act=act, interpret=True)
@@ -169,6 +163,17 @@ def test_a_library_function_passed_as_a_constexpr_hints_the_ml_value_to_pass(cas
                              np.broadcast_to(act(x), x.shape), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("case, act", [
+    ("gelu", jax.nn.gelu), ("tanh", jnp.tanh), ("gelu-erf", functools.partial(jax.nn.gelu, approximate=False)),
+    ("max-partial", functools.partial(jnp.max, axis=1, keepdims=True))], ids=["gelu", "tanh", "gelu-erf", "max-partial"])
+def test_a_library_function_passed_as_a_constexpr_computes_as_the_library_does(case, act):
+  """The values the hints passed (ml's counterpart, jax.nn's formula) are what the library function computes as."""
+  x = np.random.default_rng(3).standard_normal((256, 64)).astype(np.float32)
+  want = np.broadcast_to(act(x), x.shape)
+  for a in (act, _FOLLOWED[case]):
+    np.testing.assert_allclose(activated(x, act=a, interpret=True), want, rtol=1e-5, atol=1e-5)
+
+
 ACT = jax.nn.silu
 
 
@@ -178,14 +183,9 @@ def activated_global(x, out):
   out.at[ml.ds(i * 128, 128)][...] = ACT(x.at[ml.ds(i * 128, 128)][...])
 
 
-def test_a_library_function_bound_to_a_global_hints_binding_the_ml_value():
-  x = np.ones((256, 64), np.float32)
-  with pytest.raises(mg.KernelTypeError) as e:
-    activated_global(x, interpret=True)
-  line, col = _line(activated_global, "ACT(x.at")
-  assert (e.value.lineno, e.value.col_offset) == (line, col)
-  assert e.value.message == "ACT (jax.nn.silu) cannot take a register tensor inside a kernel"
-  assert e.value.hint.endswith(": bind ACT to ml.inline(lambda v: v * ml.sigmoid(v)) where it is chosen")
+def test_a_library_function_bound_to_a_global_computes_as_the_library_does():
+  x = np.random.default_rng(5).standard_normal((256, 64)).astype(np.float32)
+  np.testing.assert_allclose(activated_global(x, interpret=True), jax.nn.silu(x), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.gpu

@@ -120,14 +120,11 @@ def test_an_activations_hint_reads_its_arguments_as_jax_nn_binds_them():
   """jax.nn.gelu(v, False) (approximate by position: KernelBench's exact GELU) was hinted as the tanh form, with
   the operand as `x` (its second argument made the call's arguments not fit the form); jax.nn.relu(x=v) wrote
   ml.maximum(x, 0). The hint reads approximate by position too and the operand by its keyword."""
-  spec = [S((2, 256), F32)]
-  expect(gelu_exact_positional, spec, mg.KernelTypeError, "jax.nn.gelu(v, False)",
-         "gelu cannot take a register tensor inside a kernel", hint="write 0.5 * v * ml.erfc(-v * 0.7071067811865476)")
-  expect(relu_by_keyword, spec, mg.KernelTypeError, "jax.nn.relu(x=v)",
-         "relu cannot take a register tensor inside a kernel", hint="write ml.maximum(v, 0)")
-  x = _rand((2, 256), 2) * 3
-  np.testing.assert_allclose(gelu_exact_followed(jnp.asarray(x), interpret=True), jax.nn.gelu(x, approximate=False),
-                             rtol=1e-5, atol=1e-6)
+  x = _rand((2, 256), 2) * 3      # (since probe 46i the calls compute the hinted forms, bound as jax.nn binds them)
+  for kernel in (gelu_exact_followed, gelu_exact_positional):
+    np.testing.assert_allclose(kernel(jnp.asarray(x), interpret=True), jax.nn.gelu(x, approximate=False),
+                               rtol=1e-5, atol=1e-6)
+  np.testing.assert_array_equal(relu_by_keyword(jnp.asarray(x), interpret=True), np.maximum(x, 0))
 
 
 # ---------------------------------------------------------------- a whole (batch, dim1, dim2) array no register tensor holds
@@ -245,13 +242,12 @@ def test_softplus_forms_are_jax_nns_in_bfloat16_too(name):
   8 bits before the log, so softplus(-5) came out 0.0078 (jax.nn's 0.0067); mish and log_sigmoid, built on it,
   were off by as much (325 and 200 of 2048 elements beyond 2% of jax.nn's). The forms take ml.log1p, as jax.nn's
   logaddexp does."""
-  expect(softplus_call, [S((256,), F32)], mg.KernelTypeError, "jax.nn.softplus(v)",
-         "softplus cannot take a register tensor inside a kernel",
-         hint="write ml.maximum(v, 0) + ml.log1p(ml.exp(-ml.abs(v)))")
   x = jnp.asarray(np.concatenate([_rand(256, 6) * 4, np.linspace(-30, 30, 256)]), jnp.bfloat16)
   got = np.asarray(activation_hinted(x, form=name, interpret=True), np.float32)
   want = np.asarray(getattr(jax.nn, name)(x.astype(F32)).astype(jnp.bfloat16), np.float32)
   np.testing.assert_allclose(got, want, rtol=2e-2, atol=1e-3)
+  if name == "softplus":      # the call itself computes the form since probe 46i
+    np.testing.assert_allclose(np.asarray(softplus_call(x, interpret=True), np.float32), want, rtol=2e-2, atol=1e-3)
 
 
 # ---------------------------------------------------------------- jnp.linalg.norm's orders, hinted as written

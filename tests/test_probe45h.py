@@ -63,8 +63,9 @@ def test_erfc_is_an_elementwise_function_accurate_in_the_tail_and_the_exact_gelu
                              np.asarray(jax.nn.gelu(xb, approximate=False), np.float32), rtol=1.6e-2, atol=0)
   for dt in (F32, BF16):
     assert "math.erfc" in erfc_and_gelu.mlir(S((256,), dt))
-  expect(gelu_exact_called, [S((256,), F32)], mg.KernelTypeError, "jax.nn.gelu(v, approximate=False)",
-         "gelu cannot take a register tensor inside a kernel", hint="write 0.5 * v * ml.erfc(-v * 0.7071067811865476)")
+  g = gelu_exact_called(x, interpret=True)        # the call computes the hinted form since probe 46i
+  np.testing.assert_allclose(np.asarray(g), _gelu_exact(x), rtol=2e-5, atol=1e-37)
+  assert np.asarray(g)[0] < -1e-8
 
 
 @pytest.mark.gpu
