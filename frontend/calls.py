@@ -61,7 +61,7 @@ def _dict_keys(fn, args):
 
 
 _NOT_MAPPED = object()
-_BUILDERS = ("zeros", "ones", "full", "arange")
+_BUILDERS = ("zeros", "ones", "full", "arange", "broadcasted_iota")
 
 
 def jnp_call(tracer, node, fn, args, kwargs, cx):
@@ -75,8 +75,9 @@ def jnp_call(tracer, node, fn, args, kwargs, cx):
   flat = [x for a in list(args) + list(kwargs.values()) for x in (a if isinstance(a, (tuple, list)) else (a,))]
   if any(is_value(a) and isinstance(a.type, RefType) for a in flat):
     return _NOT_MAPPED       # jnp.transpose(k_s) of a ref: its own hint (ml.* take register values)
-  if not any(holds_value(a) for a in list(args) + list(kwargs.values())) and name not in _BUILDERS:
-    return _NOT_MAPPED       # jnp.sqrt(2.0) of static values: a number, computed now
+  if not any(holds_value(a) for a in list(args) + list(kwargs.values())) and (
+      name not in _BUILDERS or (args[0] if args else kwargs.get("shape")) in ((), [])):
+    return _NOT_MAPPED       # jnp.sqrt(2.0), jnp.zeros(()) of static values: a number, computed now
   if name == "ones":
     try:
       bound = inspect.signature(fn).bind(*args, **kwargs)
@@ -85,7 +86,7 @@ def jnp_call(tracer, node, fn, args, kwargs, cx):
     shape, dtype = bound.arguments.get("shape"), bound.arguments.get("dtype")
     return BUILTINS["full"].apply(cx, [_tuples(shape), 1], {"dtype": dtype} if dtype is not None else {})
   if jnp_calls._form(lib, name) is not None and name not in jnp_calls.MAPPED.get(lib, {}):
-    out = jnp_calls.formula(tracer, node, fn, args, kwargs)
+    out = jnp_calls.formula(tracer, cx, node, fn, args, kwargs)
     return _NOT_MAPPED if out is None else out
   got = jnp_calls.bind(cx, fn, args, kwargs)
   if got is None:

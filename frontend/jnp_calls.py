@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 import inspect
 
+import numpy as np
+
 from . import errors as E
 from .activation_forms import ACTIVATIONS, ACTIVATION_PARAMS, GELU_EXACT
 from .held_library import _public
@@ -74,7 +76,102 @@ def maps(fn) -> bool:
   return got is not None and (got[1] in MAPPED.get(got[0], {}) or _form(*got) is not None)
 
 
+def _ndim(v):
+  shape = getattr(getattr(v, "type", None), "shape", None)
+  return None if shape is None else len(shape)
+
+
+def _axes(axis, ndim):
+  """Static axes (an int or a tuple of them) of an ndim-axis result, from the end where negative; None if not."""
+  axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+  if ndim is None or not all(isinstance(a, int) and -ndim <= a < ndim for a in axes):
+    return None
+  out = tuple(a % ndim for a in axes)
+  return out if len(set(out)) == len(out) else None
+
+
+def _index(ndim, new):
+  """The index that puts size-1 axes at `new` of an ndim-axis result: v[:, None]."""
+  return ", ".join("None" if i in new else ":" for i in range(ndim))
+
+
+def _iota(a):
+  shape, d = a["shape"], a["dimension"]
+  if not (isinstance(shape, (tuple, list)) and all(isinstance(n, int) for n in shape)) or not (
+      isinstance(d, int) and 0 <= d < len(shape)) or a.get("sharding") is not None:
+    return None
+  idx = _index(len(shape), [i for i in range(len(shape)) if i != d])
+  return f"ml.broadcast_to(ml.arange({shape[d]})[{idx}], {tuple(shape)!r}).astype({{0}})", [a["dtype"]]
+
+
+def _like(value):
+  def form(a):
+    if a.get("shape") is not None:
+      return None
+    fill = "{1}" if value is None else value
+    kind = "ml.zeros({0}.shape, {D})" if value == "0" else f"ml.full({{0}}.shape, {fill}, {{D}})"
+    dtype = "{0}.dtype" if a.get("dtype") is None else "{2}"
+    return kind.replace("{D}", dtype), [a["a"], a.get("fill_value"), a.get("dtype")]
+  return form
+
+
+def _expand(a):
+  n = _ndim(a["a"])
+  axes = _axes(a["axis"], None if n is None else n + (len(a["axis"]) if isinstance(a["axis"], (tuple, list)) else 1))
+  return None if axes is None else (f"{{0}}[{_index(n + len(axes), axes)}]", [a["a"]])
+
+
+def _stack(a):
+  xs = a["arrays"]
+  if not isinstance(xs, (tuple, list)) or not xs or a.get("dtype") is not None:
+    return None
+  n = _ndim(xs[0])
+  axes = _axes(a["axis"], None if n is None else n + 1)
+  if axes is None:
+    return None
+  idx = _index(n + 1, axes)
+  return f"ml.concatenate([{', '.join(f'{{{i}}}[{idx}]' for i in range(len(xs)))}], axis={axes[0]})", list(xs)
+
+
+def _permute(a, src, dst):
+  n = _ndim(a)
+  s, d = _axes(src, n), _axes(dst, n)
+  if s is None or d is None or len(s) != len(d):
+    return None
+  order = [i for i in range(n) if i not in s]
+  for dd, ss in sorted(zip(d, s)):
+    order.insert(dd, ss)
+  return f"ml.transpose({{0}}, {tuple(order)!r})", [a]
+
+
+def _swap(a):
+  n, x1, x2 = _ndim(a["a"]), a["axis1"], a["axis2"]
+  if _axes(x1, n) is None or _axes(x2, n) is None:
+    return None
+  order = list(range(n))
+  i, j = x1 % n, x2 % n
+  order[i], order[j] = order[j], order[i]
+  return f"ml.transpose({{0}}, {tuple(order)!r})", [a["a"]]
+
+
+# the library's calls written as an ml.* form of their arguments: (lib, name) -> (the parameters the form reads,
+# a function of the bound arguments giving (the form, its operands {0}, {1}, ...), or None where it has none)
+SHAPED = {
+    ("jax.lax", "broadcasted_iota"): (("dtype", "shape", "dimension", "sharding"), _iota),
+    ("jnp", "zeros_like"): (("a", "dtype", "shape"), _like("0")), ("jnp", "ones_like"): (("a", "dtype", "shape"), _like("1")),
+    ("jnp", "full_like"): (("a", "fill_value", "dtype", "shape"), _like(None)),
+    ("jnp", "expand_dims"): (("a", "axis"), _expand), ("jnp", "stack"): (("arrays", "axis", "dtype"), _stack),
+    ("jnp", "swapaxes"): (("a", "axis1", "axis2"), _swap),
+    ("jnp", "moveaxis"): (("a", "source", "destination"), lambda a: _permute(a["a"], a["source"], a["destination"])),
+    ("jax.lax", "select"): (("pred", "on_true", "on_false"), lambda a: ("ml.where({0}, {1}, {2})",
+                                                                        [a["pred"], a["on_true"], a["on_false"]])),
+    ("jnp", "sign"): (("x",), lambda a: ("ml.where({0} > 0, 1, ml.where({0} < 0, -1, {0}))", [a["x"]])),
+}
+
+
 def _form(lib, name):
+  if (lib, name) in SHAPED:
+    return SHAPED[lib, name]
   if lib == "jax.nn" and (name in ACTIVATIONS or name == "gelu"):
     return ACTIVATIONS.get(name, "")
   if lib in ("jnp", "jax.lax") and _OPERATORS.get(name):
@@ -94,16 +191,20 @@ def _same(a, b):
 
 
 def _refuse(cx, shown, ml_name, key, value):
+  """MG003 naming an argument of `shown` (jnp.exp) ml's counterpart (ml_name; None: jax.nn's formula) lacks."""
   if key == "out":
     why = "a kernel writes a result by storing it: out[...] = " + f"{shown}(...)"
   elif key == "dtype":
     why = f"convert the operand or the result instead: ml.{ml_name}(x).astype(dtype)"
   elif key == "step":
     why = "count and scale: start + step * ml.arange(n) (n the count of values)"
+  elif ml_name is None:
+    why = f"drop it, or write the formula with ml.* functions ({key}= changes what it computes)"
   else:
     why = f"drop it, or write the call with ml.* functions (ml.{ml_name} has no {key}=)"
-  raise E.KernelTypeError(f"{shown}'s {key}= has no counterpart in a kernel, where {shown} computes as"
-                          f" ml.{ml_name}", cx.loc, hint=why)
+  where = f"ml.{ml_name}" if ml_name else "its formula in ml.* functions"
+  raise E.KernelTypeError(f"{shown}'s {key}= has no counterpart in a kernel, where {shown} computes as {where}",
+                          cx.loc, hint=why)
 
 
 def bind(cx, fn, args, kwargs):
@@ -177,34 +278,63 @@ def bind(cx, fn, args, kwargs):
   return ml_name, pos, kw
 
 
-def formula(tracer, node, fn, args, kwargs):
+def formula(tracer, cx, node, fn, args, kwargs):
   """jax.nn.silu(v), jax.nn.gelu(v, approximate=False), jax.nn.leaky_relu(v, 0.1), jnp.add(a, b): the
   formula activation_forms writes (the hints' own), traced at the call with the arguments bound by the
-  library's signature; None where they do not bind."""
+  library's signature; None where they do not bind. Another argument (jnp.add's out= or where=) is refused
+  by name unless it is the library's default."""
   lib, name = library(fn)
+  shown = f"{lib}.{name}"
   try:
-    bound = inspect.signature(fn).bind(*args, **kwargs)
-  except (TypeError, ValueError):
+    sig = inspect.signature(fn)
+    bound = sig.bind(*args, **kwargs)
+  except TypeError:
+    unknown = [k for k in kwargs if k not in sig.parameters]
+    if unknown:
+      _refuse(cx, shown, None, unknown[0], kwargs[unknown[0]])
     return None
-  bound.apply_defaults()
-  vals = list(bound.arguments.values())
-  if any(isinstance(v, tuple) for v in vals) or any(isinstance(v, dict) for v in vals):
-    vals = [x for v in vals for x in (v if isinstance(v, tuple) else (v,)) if not isinstance(v, dict)]
-  if lib == "jax.nn":
+  except ValueError:
+    return None
+  given = dict(bound.arguments)
+  params = list(sig.parameters.values())
+  if (lib, name) in SHAPED:      # jnp.expand_dims(v, 1), lax.broadcasted_iota(jnp.int32, (8, 128), 1)
+    reads, make = SHAPED[lib, name]
+    bound.apply_defaults()
+    got = make(dict(bound.arguments))
+    if got is None:
+      return None
+    (form, operands), rest = got, [p for p in params if p.name not in reads]
+  elif params and params[0].kind is params[0].VAR_POSITIONAL:     # a ufunc's (*args, out=None, where=None)
+    operands, rest = list(given.pop(params[0].name, ())), params[1:]
+  else:         # the operands: the first parameter (two for a binary operator, lax.add(x, y))
+    k = 2 if lib != "jax.nn" and "{1}" in _OPERATORS[name] else 1
+    if any(p.name not in given for p in params[:k]):
+      return None
+    operands, rest = [given.pop(p.name) for p in params[:k]], params[k:]
+  if (lib, name) in SHAPED:
+    pass
+  elif lib == "jax.nn":
     form = ACTIVATIONS.get(name)
     if name == "gelu":
-      approximate = bound.arguments.get("approximate", True)
-      if not isinstance(approximate, bool):
-        return None
+      approximate = given.pop("approximate", True)
+      if not isinstance(approximate, (bool, np.bool_)):
+        return None          # (a run-time flag: its MG003)
       form = ACTIVATIONS["gelu"] if approximate else GELU_EXACT
-    operands = [bound.arguments.get("x", vals[0])]
     if name in ACTIVATION_PARAMS:
-      operands.append(bound.arguments[ACTIVATION_PARAMS[name][0]])
+      key, default = ACTIVATION_PARAMS[name]
+      operands.append(given.pop(key, float(default)))
   else:
     form = _OPERATORS[name]
-    operands = vals[:2]
-    if any(o is None for o in operands[:form.count("{1}") and 2 or 1]):
+    if len(operands) < 1 + ("{1}" in form) or len(operands) > 1 + ("{1}" in form):
       return None
+  for p in rest:           # every other argument at its default
+    if p.name in given and not (given[p.name] is None and _default(p) is None):
+      _refuse(cx, shown, None, p.name, given[p.name])
+  return trace_form(tracer, node, form, operands)
+
+
+def trace_form(tracer, node, form, operands):
+  """The value of `form` (ml.* functions of {0}, {1}, ...) of `operands`, traced at the call `node`."""
   temps = [f"_jnp_arg{i}_" for i in range(len(operands))]
   tree = ast.parse(form.replace("ml.", "_jnp_ml_.").format(*temps), mode="eval").body
   for n in ast.walk(tree):

@@ -136,6 +136,13 @@ def run_axpb(k):
   assert k.cache_info().misses == 1                   # "no recompilation"
 
 
+def run_ffn_act(k):
+  import jax
+  x = rand(8, 128)
+  h = np.asarray(jax.nn.gelu(x, approximate=False))
+  close(k(x, interpret=True), h - h.max(axis=-1, keepdims=True))
+
+
 def run_append(k):
   cache, new = rand(64, 128, dtype=np.float16), rand(16, 128, dtype=np.float16)
   close(k(cache, new, pos=16, interpret=True), cache.at[16:32].set(new), 0)
@@ -302,6 +309,7 @@ CASES = [
     Case(L, "embedding", [S((100, 64), f32), S((128,), i32)], run=run_embedding),
     Case(L, "rope", [S((9, 6, 64), f32), S((9, 32), f32), S((9, 32), f32)], run=run_rope),
     Case(L, "softmax", [S((64, 256), f32)], run=run_softmax),
+    Case(L, "ffn_act", [S((8, 128), f32)], run=run_ffn_act),
     Case(L, "row_softmax", [S((6, 100), f32)], run=run_row_softmax),
     Case(L, "transpose", [S((128, 256), f32)], run=run_transpose),
     Case(L, "matmul", [S((512, 256), f16), S((256, 512), f16)]),

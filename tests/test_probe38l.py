@@ -136,12 +136,7 @@ def pallas_tril(x_ref, o_ref):
 def test_broadcasted_iota_of_a_shape_expression_is_hinted_with_its_sizes():
   """`lax.broadcasted_iota(jnp.int32, x.shape, 0)` (Pallas's causal mask) got the generic "ml.arange(n)
   ...": the hint now writes the call for the shape the expression had, which runs as jnp.tril."""
-  with pytest.raises(mg.KernelTypeError) as e:
-    pallas_tril.check(S((64, 64), F32))
-  assert (e.value.lineno, e.value.col_offset) == _line(pallas_tril, "jax.lax.broadcasted_iota")
-  assert e.value.message.startswith("broadcasted_iota(...) returned an array of shape (64, 64)")
-  want = "ml.broadcast_to(ml.arange(64)[:, None], x.shape)"
-  assert e.value.hint.startswith(f"write {want}")
+  # (since probe 46i the call computes as that form: pallas_tril runs as written, below)
 
   @mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
   def followed(x_ref, o_ref):
@@ -150,6 +145,7 @@ def test_broadcasted_iota_of_a_shape_expression_is_hinted_with_its_sizes():
     o_ref[...] = ml.where(r >= ml.arange(64)[None, :], x, 0.0)
   x = np.random.default_rng(3).standard_normal((64, 64)).astype(np.float32)
   np.testing.assert_array_equal(followed(x, interpret=True), np.tril(x))
+  np.testing.assert_array_equal(pallas_tril(x, interpret=True), np.tril(x))
 
 
 # ---------------------------------------------------------------- Pallas's pl.load(ref, idx, ...) and pl.store(ref, idx, v)

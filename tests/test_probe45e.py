@@ -75,9 +75,6 @@ def test_a_hint_keeps_a_compound_first_argument_in_parentheses():
          "norm cannot take a register tensor inside a kernel",
          hint="write ml.sqrt(ml.sum((x - p.at[r, :][...]) * (x - p.at[r, :][...]), axis=1))")
   sq = [S((64, 64), F32)] * 2
-  expect(swapaxes_of_a_difference, sq, mg.KernelTypeError, "jnp.swapaxes",
-         "swapaxes cannot take a register tensor inside a kernel",
-         hint="write (x[...] - y[...]).T (a 2-D transpose, through SMEM)")
   expect(one_hot_of_a_sum, sq, mg.KernelTypeError, "jax.nn.one_hot", "one_hot cannot take a register tensor inside a kernel",
          hint="write ((ml.argmax(x[...], axis=1) + 1)[:, None] == ml.arange(64)[None, :]).astype(jnp.float32)")
   expect(outer_of_sums, sq, mg.KernelTypeError, "jnp.outer", "outer cannot take a register tensor inside a kernel",
@@ -85,6 +82,8 @@ def test_a_hint_keeps_a_compound_first_argument_in_parentheses():
   expect(slice_of_a_difference, sq, mg.KernelTypeError, "jax.lax.slice", "slice cannot take a register tensor inside a kernel",
          hint="write (x[...] - y[...])[0:64, 0:32] (a static window of a register tensor)")
   a, p, n = _rnd((64, 64), 0), _rnd((64, 64), 1), _rnd((64, 64), 2)
+  # jnp.swapaxes computes as the hinted transpose since probe 46i
+  np.testing.assert_array_equal(np.asarray(swapaxes_of_a_difference(a, p, interpret=True)), np.swapaxes(a - p, 0, 1))
   want = np.mean(np.maximum(np.linalg.norm(a - p, axis=1) - np.linalg.norm(a - n, axis=1) + 1.0, 0.0))
   np.testing.assert_allclose(np.asarray(triplet_followed(a, p, n, interpret=True)), want, rtol=1e-5)
 

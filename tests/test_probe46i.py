@@ -136,8 +136,52 @@ def test_jnp_functions_of_int_values_keep_jnp_dtypes():
     np.testing.assert_allclose(np.asarray(g), np.asarray(want), rtol=1e-6)
 
 
+SHAPES = [
+    lambda v: v + jax.lax.broadcasted_iota(jnp.int32, (8, 128), 1),
+    lambda v: jnp.where(jax.lax.broadcasted_iota(jnp.int32, (8, 128), 0) >= jax.lax.broadcasted_iota(
+        jnp.int32, (8, 128), 1) - 100, v, -1.0),
+    lambda v: v + jnp.zeros_like(v) + jnp.full_like(v, 2.5), lambda v: v * jnp.ones_like(v),
+    lambda v: jnp.expand_dims(jnp.sum(v, axis=1), 1) + v, lambda v: jnp.expand_dims(jnp.max(v, axis=0), 0) + v,
+    lambda v: jnp.stack([v, v * 2], axis=0)[1], lambda v: jnp.sum(jnp.stack([v, v * 2], axis=-1), axis=-1),
+    lambda v: jnp.swapaxes(jnp.swapaxes(v, 0, 1), 0, 1), lambda v: jnp.moveaxis(jnp.moveaxis(v, 0, -1), -1, 0),
+    lambda v: jax.lax.select(v > 0, v, v * 0.1), lambda v: jnp.sign(v), lambda v: jnp.subtract(jnp.add(v, 2), v * v),
+    lambda v: jax.lax.add(v, jnp.negative(v) * 3.0), lambda v: jnp.true_divide(jnp.square(v), 4.0),
+]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: tuple(S(x.shape, x.dtype) for _ in range(15)))
+def pallas_shapes(x, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12, o13, o14):
+  v = x[...]
+  o0[...] = (v + jax.lax.broadcasted_iota(jnp.int32, (8, 128), 1)).astype(v.dtype)
+  o1[...] = jnp.where(jax.lax.broadcasted_iota(jnp.int32, (8, 128), 0) >= jax.lax.broadcasted_iota(
+      jnp.int32, (8, 128), 1) - 100, v, -1.0)
+  o2[...] = v + jnp.zeros_like(v) + jnp.full_like(v, 2.5)
+  o3[...] = v * jnp.ones_like(v)
+  o4[...] = jnp.expand_dims(jnp.sum(v, axis=1), 1) + v
+  o5[...] = jnp.expand_dims(jnp.max(v, axis=0), 0) + v
+  o6[...] = jnp.stack([v, v * 2], axis=0)[1]
+  o7[...] = jnp.sum(jnp.stack([v, v * 2], axis=-1), axis=-1)
+  o8[...] = jnp.swapaxes(jnp.swapaxes(v, 0, 1), 0, 1)
+  o9[...] = jnp.moveaxis(jnp.moveaxis(v, 0, -1), -1, 0)
+  o10[...] = jax.lax.select(v > 0, v, v * 0.1)
+  o11[...] = jnp.sign(v)
+  o12[...] = jnp.subtract(jnp.add(v, 2), v * v)
+  o13[...] = jax.lax.add(v, jnp.negative(v) * 3.0)
+  o14[...] = jnp.true_divide(jnp.square(v), 4.0)
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16])
+def test_jnp_shape_builders_and_operators_compute_as_jnp(dtype):
+  """lax.broadcasted_iota (Pallas's masks), jnp.*_like, expand_dims, stack, swapaxes, moveaxis, lax.select,
+  jnp.sign and jnp's operator functions were MG003 with the ml form as a hint; they compute as that form."""
+  _compare(pallas_shapes, [lambda v, f=f: f(v).astype(v.dtype) for f in SHAPES], dtype, interpret=True)
+  if dtype == F32:
+    jax.export.export(jax.jit(lambda a: pallas_shapes(a)), platforms=["cuda"])(S((8, 128), dtype))
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("kernel,refs", [(pallas_elementwise, ELEMENTWISE), (pallas_rows, ROWS)])
+@pytest.mark.parametrize("kernel,refs", [(pallas_elementwise, ELEMENTWISE), (pallas_rows, ROWS),
+                                         (pallas_shapes, [lambda v, f=f: f(v).astype(v.dtype) for f in SHAPES])])
 def test_gpu_jnp_functions_of_register_values(kernel, refs):
   _compare(kernel, refs, F32)
   _compare(kernel, refs, BF16)
@@ -169,6 +213,12 @@ def arange_step(x, out):
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S(x.shape, x.dtype))
+def add_where(x, out):
+  v = x[...]
+  out[...] = jnp.add(v, 1.0, where=v > 0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, x.dtype))
 def where_one(x, out):
   v = x[...]
   out[...] = jnp.where(v > 0)
@@ -192,6 +242,9 @@ def test_an_argument_ml_does_not_take_is_named():
          "jnp.arange's step= has no counterpart in a kernel, where jnp.arange computes as ml.arange",
          hint="count and scale: start + step * ml.arange(n) (n the count of values)")
 
+  expect(add_where, SPEC, err.KernelTypeError, "jnp.add(",
+         "jnp.add's where= has no counterpart in a kernel, where jnp.add computes as its formula in ml.* functions",
+         hint="drop it, or write the formula with ml.* functions (where= changes what it computes)")
   # a call whose meaning ml has not keeps its error: jnp.where(c) of one argument (nonzero's indices)
   expect(where_one, SPEC, err.KernelTypeError, "jnp.where(v > 0)", "where cannot take a register tensor inside a kernel",
          hint="use ml.where: kernels call ml.* functions on register values")
