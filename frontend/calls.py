@@ -95,7 +95,13 @@ def jnp_call(tracer, node, fn, args, kwargs, cx):
   if lib != "jax.lax" and ml_name in jnp_calls.INEXACT and pos and is_value(pos[0]) and getattr(
       resolve(pos[0].type.dtype), "is_float", True) is False:
     pos[0] = ew.astype(cx, pos[0], DType.f32)       # jnp.exp of int32 or bool values: float32, as jnp's
-  return BUILTINS[ml_name].apply(cx, [_tuples(a) for a in pos], {k: _tuples(v) for k, v in kw.items()})
+  try:
+    return BUILTINS[ml_name].apply(cx, [_tuples(a) for a in pos], {k: _tuples(v) for k, v in kw.items()})
+  except E.KernelError as e:     # "ml.cumsum of a 2-D tensor needs an axis": named as the user wrote it
+    if e.loc == cx.loc and e.message.startswith(f"ml.{ml_name} "):
+      e.message = f"{lib}.{name} (as ml.{ml_name}){e.message[len(ml_name) + 3:]}"
+      e.args = (e.message,)
+    raise
 
 
 def _is_array_library(fn) -> bool:

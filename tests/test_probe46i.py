@@ -219,6 +219,12 @@ def add_where(x, out):
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S(x.shape, x.dtype))
+def cumsum_flat(x, out):
+  v = x[...]
+  out[...] = jnp.cumsum(v).reshape(v.shape)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, x.dtype))
 def where_one(x, out):
   v = x[...]
   out[...] = jnp.where(v > 0)
@@ -245,6 +251,11 @@ def test_an_argument_ml_does_not_take_is_named():
   expect(add_where, SPEC, err.KernelTypeError, "jnp.add(",
          "jnp.add's where= has no counterpart in a kernel, where jnp.add computes as its formula in ml.* functions",
          hint="drop it, or write the formula with ml.* functions (where= changes what it computes)")
+  # ml's own diagnostics of the call name it as written
+  expect(cumsum_flat, SPEC, err.KernelTypeError, "jnp.cumsum(v)",
+         "jnp.cumsum (as ml.cumsum) of a 2-D tensor needs an axis (jnp's axis=None flattens it)",
+         hint="ml.cumsum(v, axis=1) scans each row; ml.cumsum(v, axis=0) each column; jnp's flattened scan is"
+              " ml.cumsum(v.reshape(-1)), a 1-D vector")
   # a call whose meaning ml has not keeps its error: jnp.where(c) of one argument (nonzero's indices)
   expect(where_one, SPEC, err.KernelTypeError, "jnp.where(v > 0)", "where cannot take a register tensor inside a kernel",
          hint="use ml.where: kernels call ml.* functions on register values")
