@@ -126,10 +126,9 @@ def test_ceil_of_a_run_time_quotient_hints_ml_cdiv():
   specs = (S(x.shape, F32), S(lens.shape, I32))
   np.testing.assert_allclose(tiles_by_math_ceil(x, lens, interpret=True),
                              np.stack([x[:n].sum(0) for n in lens]), rtol=1e-5, atol=1e-4)
-  with pytest.raises(mg.KernelTypeError) as e:
-    tiles_by_jnp_floor.check(*specs)
-  assert (e.value.lineno, e.value.col_offset) == _line(tiles_by_jnp_floor, "jnp.floor(n / 64)")
-  assert e.value.hint.startswith("of integers, floor(n / 64) is n // 64,"), e.value.hint
+  tiles_by_jnp_floor.check(*specs)         # (hinted n // 64 until probe 46i made jnp.floor of a value ml.floor's)
+  np.testing.assert_allclose(tiles_by_jnp_floor(x, lens, interpret=True),
+                             np.stack([x[:n // 64 * 64].sum(0) for n in lens]), rtol=1e-5, atol=1e-4)
   np.testing.assert_allclose(tiles_by_true_division_followed(x, lens, interpret=True),
                              np.stack([x[:n].sum(0) for n in lens]), rtol=1e-5, atol=1e-4)
 
