@@ -138,7 +138,6 @@ def main():
   for k in FILLS + COPIES:
     for dt in ("f32", "bf16"):
       jobs.append((k.__name__, dt))
-  procs = []
   env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false", CUDA_LAUNCH_BLOCKING="1")
   for i in range(0, len(jobs), 8):
     batch = [(j, subprocess.Popen([sys.executable, __file__, "--one", *j], stdout=subprocess.PIPE,

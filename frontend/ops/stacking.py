@@ -9,7 +9,7 @@ docs/language.md gave as the way to write them before they existed).
 from __future__ import annotations
 
 from .. import errors as E
-from ..types import dtype_name, resolve
+from ..types import resolve
 from . import elementwise as ew
 from .base import builtin, check_register_value, is_tensor, kind_of, shown
 
