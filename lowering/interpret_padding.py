@@ -21,13 +21,11 @@ from registers, dots, gathers, scans) is REAL: no report, so a valid kernel is n
 """
 from __future__ import annotations
 
-import ast
-
 import numpy as np
 
 from ..frontend import errors as E
 from ..frontend import ir
-from ..frontend.loc import call_at
+from ..frontend import call_texts as T
 from ..frontend.ops.access import MaskedLoad
 from ..frontend.ops.elementwise import Arange, BinOp, Binary, Cast, Compare, Constant, Full, Unary, Where
 from ..frontend.ops.memory import Copy, Load
@@ -285,9 +283,9 @@ def _check_mean(cta, o):
   if n.shape or float(n) != size:
     return
   inside = int(np.min(np.where(mixed, real, size)))
-  what, arg = _called(o.loc, "ml.mean")
+  what, arg = T.called(o.loc, "ml.mean")
   ref, axis, mask, other = _load_texts(cta, src)
-  mean = what.endswith("mean") and call_at(o.loc) is not None
+  mean = what.endswith("mean") and T.is_call(o.loc)
   r = cta.get(src.src if isinstance(src, Copy) else src.ref)
   whole = r.root.type.shape[cta.m.lead(r) + axis] == inside      # (the tile holds the whole axis: its size divides)
   them = (f"lanes the masked load at line {src.loc.lineno} kept off" if not isinstance(src, Copy) else
@@ -298,32 +296,10 @@ def _check_mean(cta, o):
       f" past the end of {ref} (program {cta.label}): the mean of the {inside} elements inside divides by {inside}",
       o.loc,
       hint=(f"average only the elements inside: {where}" if mean and where and not whole else
-            f"average only the elements inside: {where + ', or ' if where else ''}{_as_sum(o.loc, arg)} /"
+            f"average only the elements inside: {where + ', or ' if where else ''}{T.as_sum(o.loc, arg)} /"
             f" {ref}.shape[{axis}]" if mean else
             f"divide by the number of elements inside ({ref}.shape[{axis}]), not by the tile's size" if whole else
             f"divide by the number of elements inside ({inside} in this program), not by the tile's size"))
-
-
-def _as_sum(loc, arg):
-  """The mean's call at `loc` as the sum it divides (its other arguments kept)."""
-  node = call_at(loc)
-  if node is None or not node.args:
-    return f"ml.sum({arg or 'v'})"
-  if isinstance(node.func, ast.Attribute):
-    node.func.attr = "sum"
-  return ast.unparse(node)
-
-
-def _called(loc, default):
-  """(the function's text, its first argument's text) of the call at `loc`."""
-  node = call_at(loc)
-  if node is None:
-    return default, None
-  func = ast.unparse(node.func)
-  if isinstance(node.func, ast.Attribute) and not (isinstance(node.func.value, ast.Name)
-                                                   and node.func.value.id in ("ml", "tl", "jnp", "np")):
-    return f"{func}()", ast.unparse(node.func.value)            # v.max(): the method of its tensor
-  return func, ast.unparse(node.args[0]) if node.args else None
 
 
 def _load_texts(cta, src):
@@ -333,17 +309,11 @@ def _load_texts(cta, src):
     return _copy_texts(cta, src)
   from .access import _coords
   ref = cta.get(src.ref)
-  node = call_at(src.loc)
-  kw = {k.arg: ast.unparse(k.value) for k in node.keywords} if node is not None else {}
+  kw = T.keywords(src.loc)
   mask = kw.get("mask", "mask")
   other = kw.get("other", str(src.other) if not isinstance(src.other, ir.Value) else "other")
-  if not isinstance(src.other, ir.Value):
-    try:
-      same = ast.literal_eval(other) == src.other
-    except (ValueError, SyntaxError):
-      same = False
-    if not same:
-      other = f"{other} ({src.other})"            # (a constexpr's name: its value too)
+  if not isinstance(src.other, ir.Value) and not T.names_value(other, src.other):
+    other = f"{other} ({src.other})"            # (a constexpr's name: its value too)
   lead = cta.m.lead(ref)
   axis = 0
   shape = np.asarray(cta.get(src.mask)).shape
@@ -364,17 +334,11 @@ def _copy_texts(cta, src):
     at += not sq
   rank = sum(not sq for _, _, sq in ref.win)
   mask = None
-  node = call_at(src.loc)
-  window = node.args[0] if node is not None and node.args else None
-  if isinstance(window, ast.Subscript) and isinstance(window.value, ast.Attribute) and window.value.attr == "at":
-    items = window.slice.elts if isinstance(window.slice, ast.Tuple) else [window.slice]
-    it = items[axis] if axis < len(items) and not any(
-        isinstance(i, ast.Constant) and i.value is Ellipsis for i in items[:axis + 1]) else None
-    if isinstance(it, ast.Call) and ast.unparse(it.func) in ("ml.ds", "tl.ds", "pl.ds") and len(it.args) == 2:
-      pos = f"{ast.unparse(it.args[0])} + ml.arange({ast.unparse(it.args[1])})"
-      if rank > 1:
-        pos = f"({pos})[{', '.join(':' if j == at else 'None' for j in range(rank))}]"
-      mask = f"{pos} < {ref.name}.shape[{axis}]"
+  pos = T.ds_positions(src.loc, axis)
+  if pos is not None:
+    if rank > 1:
+      pos = f"({pos})[{', '.join(':' if j == at else 'None' for j in range(rank))}]"
+    mask = f"{pos} < {ref.name}.shape[{axis}]"
   return ref.name, axis, mask, None
 
 
@@ -397,7 +361,7 @@ def _reduce_error(cta, o, src, x, pad, got, want, bad):
   d = o.x.type.dtype
   if not d.is_float and kind != ReduceKind.SUM:
     ident = f"{_identity(kind, d)}"
-  what, arg = _called(o.loc, f"ml.{kind.value}")
+  what, arg = T.called(o.loc, f"ml.{kind.value}")
   where = "" if not k else f" (result {list(k) if len(k) > 1 else k[0]})"
   held = _origin(src, ref, other) + ("" if raw else f", {_few(lanes)} by the time they reach it")
   plain = what.split(".")[-1].rstrip("()") == kind.value
@@ -432,29 +396,14 @@ def _few(lanes):
   return f"values such as {_num(u[0])} and {_num(u[-1])}"
 
 
-_WHERE_ARG = ("sum", "max", "min", "mean", "var", "std", "softmax", "log_softmax", "logsumexp", "any", "all")
-
-
 def _with_where(loc, mask, kind, d):
-  """The reduction's call at `loc` as the user wrote it, keeping only the lanes `mask` keeps: with `where=mask`
-  where the function takes it (jnp's), else its first argument selected with the reduction's identity."""
-  node = call_at(loc)
-  if node is None or not node.args:
-    return None
-  name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-  try:
-    m = ast.parse(mask, mode="eval").body
-  except SyntaxError:
-    return None
-  if name in _WHERE_ARG and not any(k.arg == "where" for k in node.keywords):
-    node.keywords.append(ast.keyword("where", m))
-    return ast.unparse(node)
+  """The reduction's call at `loc` keeping only the lanes `mask` keeps (call_texts.with_where), the identity of
+  `kind` in `d` selected in where the function takes no where=."""
   ident = {ReduceKind.SUM: "0.0" if d.is_float else "0", ReduceKind.MAX: "float('-inf')",
            ReduceKind.MIN: "float('inf')"}[kind]
   if not d.is_float and kind != ReduceKind.SUM:
     ident = str(_identity(kind, d))
-  node.args[0] = ast.parse(f"ml.where({mask}, {ast.unparse(node.args[0])}, {ident})", mode="eval").body
-  return ast.unparse(node)
+  return T.with_where(loc, mask, ident)
 
 
 _RULES = {MaskedLoad: _masked_load, Copy: _copy, Load: _load, Constant: _fresh, Full: _fresh, Arange: _fresh,
