@@ -39,15 +39,20 @@ def strided_error(view: StridedView, what: str, loc) -> E.KernelError:
            f" and index it with an int")
 
 
-def strided_shape(view: StridedView) -> tuple:
-  """The shape numpy gives `ref[index]` (ints drop their axis; `...` and missing trailing axes are whole)."""
+def _dims(view: StridedView) -> list:
+  """The view's index an item per dimension of its ref (`...` and missing trailing axes as whole slices)."""
   shape = tuple(view.ref.type.shape)
   items = view.index if isinstance(view.index, tuple) else (view.index,)
   dims = []
   for i in items:
     dims.extend([slice(None)] * (len(shape) - (len(items) - 1)) if i is Ellipsis else [i])
-  dims.extend([slice(None)] * (len(shape) - len(dims)))
-  return tuple(len(range(*i.indices(n))) for i, n in zip(dims, shape) if isinstance(i, slice))
+  return dims + [slice(None)] * (len(shape) - len(dims))
+
+
+def strided_shape(view: StridedView) -> tuple:
+  """The shape numpy gives `ref[index]` (ints drop their axis; `...` and missing trailing axes are whole)."""
+  shape = tuple(view.ref.type.shape)
+  return tuple(len(range(*i.indices(n))) for i, n in zip(_dims(view), shape) if isinstance(i, slice))
 
 
 def strided_attribute(tracer, view: StridedView, attr: str, node):
@@ -73,11 +78,7 @@ def compose(view: StridedView, index):
   `...`): Python's ranges compose as numpy's slices do (`x.at[::2].at[0:8]` is `x.at[0:16:2]`, `x.at[1::2][3]` is
   `x.at[7]`); None for anything else (a run-time start, an index tensor), and where `index` leaves the view."""
   shape = tuple(view.ref.type.shape)
-  items = view.index if isinstance(view.index, tuple) else (view.index,)
-  dims = []
-  for i in items:
-    dims.extend([slice(None)] * (len(shape) - (len(items) - 1)) if i is Ellipsis else [i])
-  dims.extend([slice(None)] * (len(shape) - len(dims)))
+  dims = _dims(view)
   inner = index if isinstance(index, tuple) else (index,)
   free = [d for d, i in enumerate(dims) if isinstance(i, slice)]
   static = lambda b: b is None or isinstance(b, int) and not isinstance(b, bool)
