@@ -8,7 +8,7 @@ import numpy as np
 import jax.experimental.mosaic.gpu as mgpu
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import arith, gpu, memref, vector
+from jaxlib.mlir.dialects import arith, gpu, llvm, memref, vector
 
 from ..frontend import errors as E
 from ..frontend import ir as kir
@@ -98,6 +98,41 @@ def _unaligned(o, layout) -> bool:
   return o.start_multiple is not None and o.start_multiple % _vec(layout) != 0
 
 
+def _rows_aligned(o, mem) -> bool:
+  """Whether every row of register transfer `o`'s window `mem` (an untiled SMEM or GMEM memref) starts at a
+  multiple of 16 bytes. From jax 0.11 on, Mosaic GPU's load_tiled / store_tiled move the registers of a layout
+  that looks like a tensor-core fragment (32 bits a register: two 16-bit elements, one 32-bit) with ldmatrix /
+  stmatrix where the buffer is SMEM, and those take 16-byte aligned rows only: an 8-element column vector stored
+  at element 42 of a bfloat16 buffer, or read from element 3 of a float32 one, faulted the H200
+  (CUDA_ERROR_MISALIGNED_ADDRESS, session 37). Elsewhere the registers move as plain vector loads and stores
+  (_plain_load, _plain_store), which need only the vector's alignment (`_unaligned`)."""
+  ty = ir.MemRefType(mem.type)
+  bits = mgpu.utils.bitwidth(ty.element_type)
+  strides, offset = ty.get_strides_and_offset()
+  dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+  if any(s == dynamic or s * bits % 128 for s, n in zip(strides[:-1], ty.shape[:-1]) if n != 1):
+    return False
+  if offset != dynamic:
+    return offset * bits % 128 == 0
+  return o.start_multiple is not None and o.start_multiple * bits % 128 == 0
+
+
+def _plain_load(vector_type, ptr):
+  """A register's plain vector load (a function other than llvm.load itself: load_tiled then skips ldmatrix)."""
+  return llvm.load(vector_type, ptr)
+
+
+def _plain_store(value, mem):
+  """FragmentedArray.store_tiled without stmatrix: each register a plain vector store (see _rows_aligned)."""
+  shape = tuple(value.shape)
+  for get, _update, _idx, ptr in fa.FragmentedArray.transfer_tiled(mem, 16, value.layout, shape, False):
+    reg = get(value.registers)
+    ty = ir.VectorType(reg.type)
+    if isinstance(ty.element_type, ir.FloatType) and mgpu.utils.bitwidth(ty.element_type) <= 8:
+      reg = vector.bitcast(ir.VectorType.get(ty.shape, ir.IntegerType.get_signless(mgpu.utils.bitwidth(ty.element_type))), reg)
+    llvm.store(reg, ptr)
+
+
 def _element_loads(mem, t, layout, signed):
   """`mem` read into `layout` with one scalar load an element (see _minor_strided, _unaligned)."""
   shape = tuple(ir.MemRefType(mem.type).shape)
@@ -134,8 +169,10 @@ def _load(ctx, o):
   elif t.layout.kind == LayoutKind.STRIDED:
     x = fa.FragmentedArray.load_strided(mem, is_signed=signed, vec_size=t.layout.vec)
   else:
-    x = fa.FragmentedArray.load_tiled(_as_one_tile(mem), swizzle=16, layout=layout_of(t), optimized=False,
-                                      is_signed=signed)
+    one = _as_one_tile(mem)
+    load = {} if _rows_aligned(o, one) else {"_load_fun": _plain_load}
+    x = fa.FragmentedArray.load_tiled(one, swizzle=16, layout=layout_of(t), optimized=False, is_signed=signed,
+                                      **load)
   ctx.set(o.result, array_from_bytes(x) if t.dtype == DType.bool_ else x)
 
 
@@ -152,7 +189,11 @@ def _store(ctx, o):
   elif t.layout.kind == LayoutKind.STRIDED:
     value.store_untiled(mem, optimized=False)
   else:
-    value.store_tiled(_as_one_tile(mem), swizzle=16, optimized=False)
+    one = _as_one_tile(mem)
+    if _rows_aligned(o, one):
+      value.store_tiled(one, swizzle=16, optimized=False)
+    else:
+      _plain_store(value, one)
 
 
 @lower(Copy)
