@@ -61,10 +61,10 @@ step() {
                    CUDA_LAUNCH_BLOCKING=1 timeout 60 python3 -u -m pytest -x -q -p no:cacheprovider -m gpu tests/test_probe46a.py::$t >"$OUT/$t.log" 2>&1 &
                  done; wait
                  for t in test_gpu_odd_fills test_gpu_odd_copies; do echo "== $t"; grep -E "^E |Error|error|passed|failed" "$OUT/$t.log" | head -12; done ;;
-    # Session 37: which access of probe 46a's faulting pieces is misaligned (each variant its own process, PTX and
-    # SASS of each in one archive), and probe 46f's chunked vmaps with their whole assertion
-    s37_odd)     MOSAIC_GPU_DUMP_TO=$OUT/odd_dump python3 -u benchmarks/probe_odd_bisect.py
-                 (cd "$OUT" && find odd_dump -name "*.ptx" -o -name "*.sass" | tar czf odd_dump.tgz -T - && rm -rf odd_dump)
+    # Session 37: probe 46a's odd fills and copies after the ldmatrix/stmatrix alignment fix (each statement its own
+    # process, then the two GPU tests), the new alignment tests, and probe 46f's chunked vmaps with their whole assertion
+    s37_odd)     python3 -u benchmarks/probe_odd_pieces.py
+                 python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe46a.py tests/test_txmatrix_rows.py 2>&1 | tail -3
                  python3 -u -m pytest -q -p no:cacheprovider -m gpu "tests/test_probe46f.py::test_gpu_vmaps_past_the_grid_axis_limit_match_numpy" 2>&1 | grep -E "^E |^>|passed|failed" | head -40 ;;
     gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)
     gpu_s34all)  python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 500 ;;
