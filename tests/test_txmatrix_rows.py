@@ -60,3 +60,14 @@ def test_windows_off_sixteen_bytes_move_without_txmatrix(start, load):
 def test_aligned_windows_keep_txmatrix():
   assert _txmatrix_lines(_kernel(0, 8, False).mlir(S((64,), jnp.bfloat16))) >= 2
   assert _txmatrix_lines(_kernel(16, 8, True).mlir(S((64,), jnp.bfloat16))) >= 2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float32, jnp.float16])
+def test_gpu_windows_off_sixteen_bytes_match_interpret(dtype):
+  x = np.random.default_rng(9).standard_normal(64).astype(dtype)
+  for start in (42, 4, 28, 3, 0):
+    for load in (False, True):
+      k = _kernel(start, 8, load)
+      np.testing.assert_array_equal(np.asarray(jax.jit(k)(jnp.asarray(x)), np.float32),
+                                    np.asarray(k(x, interpret=True), np.float32))
