@@ -66,6 +66,7 @@ step() {
     s37_odd)     python3 -u benchmarks/probe_odd_pieces.py
                  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe46a.py tests/test_txmatrix_rows.py 2>&1 | tail -3
                  python3 -u -m pytest -q -p no:cacheprovider -m gpu "tests/test_probe46f.py::test_gpu_vmaps_past_the_grid_axis_limit_match_numpy" 2>&1 | grep -E "^E |^>|passed|failed" | head -40 ;;
+    s37_vmap)    timeout 150 python3 -u benchmarks/probe_vmap_alias.py ;;   # which vmap of an aliased kernel goes wrong
     gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)
     gpu_s34all)  python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 500 ;;
     # Sessions 34-35 (no device lent then): the tests that may fault without their fixes, a few a shard, then
