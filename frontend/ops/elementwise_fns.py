@@ -17,7 +17,7 @@ from .elementwise_checks import check_dtype_support, method_on
 
 _ARANGE_DTYPES = frozenset(d for d in DType if d.is_int) | {DType.f32, DType.f16, DType.bf16}
 
-@builtin(methods=("astype",))
+@builtin(methods=("astype", "to", "cast"))
 def cast(cx, x, dtype, fp_downcast_rounding=None, bitcast=False, copy=None):
   """`x` converted to `dtype` (also `x.astype(dtype)`). Two tensors of different dtypes never convert
   implicitly; Python numbers take the dtype they meet (docs/language.md, "Register values").
