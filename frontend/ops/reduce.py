@@ -466,21 +466,28 @@ def mean(cx, x, axis=None, keepdims=False, where=None):
 
 
 @builtin(methods=("max",))
-def max_(cx, x, axis=None, keepdims=False, initial=None, where=None):
+def max_(cx, x, axis=None, keepdims=False, initial=None, where=None, return_indices=False,
+         return_indices_tie_break_left=True):
   """The maximum of `x` over `axis` (None: everything, a scalar); NaN if any is NaN. jnp's `where=`:
   of the elements it keeps (the dtype's lowest value, -inf, where it keeps none); `initial=`: the
-  maximum with it too."""
-  return _extreme(cx, ReduceKind.MAX, x, axis, keepdims, initial, where, "ml.max")
+  maximum with it too. Triton's `return_indices=True`: the pair (ml.max, ml.argmax) of one axis."""
+  return _extreme(cx, ReduceKind.MAX, x, axis, keepdims, initial, where, "ml.max",
+                  (return_indices, return_indices_tie_break_left))
 
 
 @builtin(methods=("min",))
-def min_(cx, x, axis=None, keepdims=False, initial=None, where=None):
-  """The minimum of `x` over `axis` (None: everything, a scalar); NaN if any is NaN; `where=` and
-  `initial=` as ml.max's (inf, or the dtype's highest value, where the mask keeps nothing)."""
-  return _extreme(cx, ReduceKind.MIN, x, axis, keepdims, initial, where, "ml.min")
+def min_(cx, x, axis=None, keepdims=False, initial=None, where=None, return_indices=False,
+         return_indices_tie_break_left=True):
+  """The minimum of `x` over `axis` (None: everything, a scalar); NaN if any is NaN; `where=`,
+  `initial=` and `return_indices=` as ml.max's (inf, or the dtype's highest value, where the mask keeps
+  nothing)."""
+  return _extreme(cx, ReduceKind.MIN, x, axis, keepdims, initial, where, "ml.min",
+                  (return_indices, return_indices_tie_break_left))
 
 
-def _extreme(cx, kind, x, axis, keepdims, initial, where, what):
+def _extreme(cx, kind, x, axis, keepdims, initial, where, what, indices=(False, True)):
+  if indices != (False, True):
+    return _with_indices(cx, kind, x, axis, keepdims, initial, where, what, *indices)
   if where is not None:
     check_register_value(cx, x, what)
     x = kept_only(cx, x, where, extreme_identity(kind, resolve(x.type.dtype)) if is_tensor(x) else 0, what, True)
@@ -498,6 +505,34 @@ def masked_mean(cx, x, where, axis, keepdims, what):
   m = ew.binary(cx, ew.BinOp.DIV, s, reduce(cx, ReduceKind.SUM, kept_only(cx, ones, where, 0.0, what), axis,
                                             keepdims, what))
   return ew.astype(cx, m, d) if d.is_float and d != DType.f32 else m
+
+
+def _with_indices(cx, kind, x, axis, keepdims, initial, where, what, indices, left):
+  """Triton's `tl.max(x, axis, return_indices=True)` (and tl.min's): the extreme and the index of its
+  first occurrence along `axis`, the pair ml.max / ml.argmax computes (Triton's tie_break_left=True,
+  its default; NaN is the extreme, as both take it)."""
+  arg = "ml.arg" + what[3:]
+  for name, v in (("return_indices", indices), ("return_indices_tie_break_left", left)):
+    if not isinstance(v, bool):
+      raise E.KernelTypeError(f"{what}'s {name}= must be a static bool, got {shown(v)}", cx.loc,
+                              hint=f"{name}=True or False (a Python bool or a constexpr)")
+  if not indices:
+    return _extreme(cx, kind, x, axis, keepdims, initial, where, what)
+  xs = method_on(cx.named(x, "x")) if is_tensor(x) else "x"
+  if where is not None or initial is not None:
+    given = "where=" if where is not None else "initial="
+    ident = "float('-inf')" if kind == ReduceKind.MAX else "float('inf')"
+    raise E.KernelTypeError(f"{what}(..., return_indices=True) takes no {given}", cx.loc,
+                            hint=f"select first, with the reduction's identity where the mask is off:"
+                                 f" v = ml.where(m, {xs}, {ident}); {what}(v, axis, return_indices=True)")
+  if not left:
+    raise E.KernelTypeError(f"{what}(..., return_indices_tie_break_left=False): the index here is the first one",
+                            cx.loc, hint=f"drop return_indices_tie_break_left= ({arg} takes the first index of the"
+                                         f" extreme value); for the last, x.shape[axis] - 1 - {arg}(ml.flip(x, axis),"
+                                         f" axis)")
+  value = _extreme(cx, kind, x, axis, keepdims, None, None, what)
+  index = (argmax if kind == ReduceKind.MAX else argmin).rule(cx, x, axis, keepdims)
+  return value, index
 
 
 def _arg(cx, x, axis, kind, what):
@@ -575,17 +610,33 @@ def _comparable(cx, x):
 
 
 @builtin(methods=("argmax",))
-def argmax(cx, x, axis=None, keepdims=False):
+def argmax(cx, x, axis=None, keepdims=False, tie_break_left=True):
   """The index of the first maximum of `x` along `axis` (int32); axis=None: the index into the
   flattened `x` (row-major, as jnp); with keepdims, that axis kept with size 1 (jnp's,
-  `ml.argmax(x, axis=1)[:, None]`)."""
+  `ml.argmax(x, axis=1)[:, None]`). Triton's `tie_break_left=True` is that first index."""
+  _left(cx, tie_break_left, "ml.argmax", x, axis)
   return _kept(cx, _arg(cx, x, axis, ReduceKind.MAX, "ml.argmax"), x, axis, keepdims, "ml.argmax")
 
 
 @builtin(methods=("argmin",))
-def argmin(cx, x, axis=None, keepdims=False):
+def argmin(cx, x, axis=None, keepdims=False, tie_break_left=True):
   """The index of the first minimum of `x` along `axis` (int32); see ml.argmax."""
+  _left(cx, tie_break_left, "ml.argmin", x, axis)
   return _kept(cx, _arg(cx, x, axis, ReduceKind.MIN, "ml.argmin"), x, axis, keepdims, "ml.argmin")
+
+
+def _left(cx, left, what, x, axis):
+  """Triton's tie_break_left=: True is the first index of the extreme value (what the index is here)."""
+  if left is True:
+    return
+  xs = method_on(cx.named(x, "x")) if is_tensor(x) else "x"
+  ax = axis if isinstance(axis, int) and not isinstance(axis, bool) else "axis"
+  raise E.KernelTypeError(f"{what}'s tie_break_left= must be True, got {shown(left)}: the index here is the first"
+                          f" one", cx.loc,
+                          hint=f"for the last index of the extreme value, take the first of the flipped axis:"
+                               f" {xs}.shape[{ax}] - 1 - {what}(ml.flip({xs}, {ax}), {ax})" if left is False else
+                               "drop tie_break_left= (the first index of the extreme value, Triton's"
+                               " tie_break_left=True)")
 
 
 def _kept(cx, r, x, axis, keepdims, what):
