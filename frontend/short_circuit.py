@@ -164,6 +164,27 @@ def number_and_or(tracer, node: ast.BoolOp, i: int, v):
     raise
 
 
+def tensor_and_or(tracer, node: ast.BoolOp, i: int, v):
+  """`m and k` (`or`) where operand `i` evaluated to a boolean register tensor `v`, or to a boolean run-time
+  scalar that Python's short-circuit cannot keep (an operand after it is a tensor): Triton's elementwise
+  logical and (or) of the masks, `m & k`, every operand computed (FlagGems' `(not fill) and mask`, `rows < M
+  and cols < N`, `pid < n and offs < N`). Only where every operand left is a boolean (a tensor, a run-time
+  scalar or a Python bool) and one at least a tensor: None otherwise (numbers: the caller's error writes
+  `!= 0`)."""
+  from .types import TensorType
+  if not (is_value(v) and resolve(v.type.dtype) == DType.bool_):
+    return None
+  out, tensors = v, isinstance(v.type, TensorType)
+  op = ew.BinOp.AND if isinstance(node.op, ast.And) else ew.BinOp.OR
+  for sub in node.values[i + 1:]:
+    w = tracer.eval(sub)
+    if not (isinstance(w, bool) or is_value(w) and resolve(w.type.dtype) == DType.bool_):
+      return None
+    tensors = tensors or is_value(w) and isinstance(w.type, TensorType)
+    out = ew.binary(tracer.cx(node, "", (out, w), (node.values[i], sub)), op, out, w)
+  return out if tensors else None
+
+
 def any_all(cx, is_any: bool, items):
   """Python's `any(...)`/`all(...)` of a static list or tuple of run-time boolean scalars and Python
   values (`any([i < 0, i >= n])`: the list is built first, so every item is computed, as in Python):

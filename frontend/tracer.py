@@ -27,7 +27,7 @@ from .ops.power import power
 from .assign import Assignments, holds_value, nothing_used
 from .unknown_names import unknown_names_errors
 from .short_circuit import (as_condition, chain_rest, is_bool_scalar, is_number_scalar, may_read, not_boolean_hint,
-                            number_and_or, short_circuit, walrus_hint)
+                            number_and_or, short_circuit, tensor_and_or, walrus_hint)
 from .source import QUOTE_DEPTH, Source, nests_deeper
 from .py_scalars import member
 from .subscripts import Subscripts
@@ -624,6 +624,8 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
       if is_value(v):
         if i == len(node.values) - 1:
           return v
+        if not is_bool_scalar(v) and (made := tensor_and_or(self, node, i, v)) is not None:
+          return made         # masks: Triton's elementwise `and`, both computed (m & k)
         if is_bool_scalar(v) and (made := short_circuit(self, node, i, v)) is not None:
           return made         # the operands after v computed only where v does not decide, as in Python
         if is_number_scalar(v) and (made := number_and_or(self, node, i, v)) is not None:
@@ -631,6 +633,8 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
         if is_bool_scalar(v) and (walrus := walrus_hint(self, node, i)) is not None:
           self.unsupported(node, "a walrus (:=) after a run-time and/or that binds another kind of value than its"
                            " name held", hint=walrus)
+        if is_bool_scalar(v) and (made := tensor_and_or(self, node, i, v)) is not None:
+          return made         # `pid < n and offs < N`: a scalar and a mask, both computed, as Triton's
         if is_bool_scalar(v) and (hint := not_boolean_hint(self, node, i)) is not None:
           self.unsupported(node, "'and'/'or' of a run-time boolean and a value that is not one", hint=hint)
         op = " & " if is_and else " | "
