@@ -289,6 +289,7 @@ def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, blo
                      em.num_load_slots, loc)
   kernel.globals_read = ir.Captured(tr.globals_read)
   kernel.transient_ids = frozenset(em.transient)
+  kernel.staged_b = dict(getattr(em, "staged_b", {}))    # ml.dot's B tiles from registers (ops/dot_staging.py)
   kernel.static_skips = list(getattr(tr, "static_skips", {}).values())   # (for MG602's hint)
   kernel.inline_sites = em.inline_sites            # (for notes on errors found later, interpret mode's too)
   kernel.accumulated = accumulated_outputs(kernel.body, em.defs, kernel.outputs, getattr(em, "empty_loop_atomics", None))

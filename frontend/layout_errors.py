@@ -281,8 +281,8 @@ class LayoutErrors:
             f"{v.name or 'this tensor'} of shape {shape} meets a tensor-core result, so it must be"
             f" 2-D with rows a multiple of {rows} (64 per warpgroup) and columns a multiple of 8"
             f" (or a vector of its rows or columns)", loc,
-            hint="keep values that combine with ml.dot results in the dot's (m, n) tile shape"
-                 + (", or use fewer warpgroups (block=)" if rows > 64 else "")))
+            hint=staged_b_hint(self.kernel) or "keep values that combine with ml.dot results in the dot's (m, n)"
+                 " tile shape" + (", or use fewer warpgroups (block=)" if rows > 64 else "")))
 
   def _read_from_memory(self, v) -> bool:
     """Whether the register tile `v` is data read from an array or a buffer (converted or transposed,
@@ -353,3 +353,16 @@ class LayoutErrors:
         f" reads (tiled for the tensor cores), so it takes the tensor-core (WGMMA) layout{split}: it"
         f" must be 2-D with rows a multiple of {rows} (64 per warpgroup) and columns a multiple of 8",
         loc, hint=fix)
+
+
+def staged_b_hint(kernel) -> str | None:
+  """MG204's hint where an ml.dot's B tile in registers of fewer than 64 rows was staged into SMEM
+  (ops/dot_staging.py): such a tile is stored transposed, and index vectors it shares with the result
+  give it the result's layout, which needs 64 rows a warpgroup."""
+  tiles = [(t, s) for t, s in getattr(kernel, "staged_b", {}).values() if s[0] % hw.MMA_M]
+  if not tiles:
+    return None
+  t, (k, n) = tiles[0]
+  return (f"ml.dot's b, {t} of shape {(k, n)}, comes from registers, and the compiler stores it into SMEM for the"
+          f" tensor cores, 64 rows a warpgroup: use a k tile of 64 (BLOCK_K=64), or copy b's tile into an SMEM"
+          f" buffer with ml.copy (TMA, zeros past the array's end) and pass the buffer")

@@ -503,6 +503,8 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
     _register_a(cx, a, resolve(a.type.dtype), b)
   else:
     _operand(cx, "a", a, b)
+  from .dot_staging import staged_b
+  b = staged_b(cx, b)
   _operand(cx, "b", b, a)
   (m, k), (k2, n) = a.type.shape, b.type.shape
   if k != k2:

@@ -1,0 +1,50 @@
+"""Triton's `tl.dot(a, b)` of a B tile loaded into registers (`b = ml.load(w.at[k_offs[:, None], n_offs[None, :]],
+mask=..., other=0.0)`, the tutorials' matmul, grouped GEMM, bmm and addmm): the tensor cores read B from SMEM
+only, so the compiler stores the tile into an SMEM buffer of its own and passes that, as Triton stages its dot
+operands through shared memory. The same IR as the hand-written `b_s = ml.smem(b.shape, b.dtype); b_s[...] = b;
+ml.dot(a, b_s)`: the sync pass fences the register store before the tensor cores read the buffer and orders the
+next trip's store after this trip's dot, as for a buffer the user allocates (probe 47g)."""
+from __future__ import annotations
+
+import dataclasses
+
+from .. import hw
+from ..dtypes import DType
+from ..types import TensorType, resolve
+from .base import is_value
+
+# B operands read (k, n) from SMEM: the 16-bit ones (8-bit and float32 B tiles are K-major, stored (n, k))
+_STAGED = (DType.f16, DType.bf16)
+
+
+def staged_b(cx, b):
+  """`b` itself, or, for a 2-D 16-bit register tensor, an SMEM buffer of its shape holding it (a view of an (n, k)
+  buffer, transposed, where k is not a multiple of 64 and n is). Not for a whole read of a buffer (`b_s[...]`:
+  pass the buffer) or of an array written in the call (`w[...]`: copy it by TMA), whose MG501 hints say so."""
+  if not (is_value(b) and isinstance(b.type, TensorType) and len(b.type.shape) == 2
+          and resolve(b.type.dtype) in _STAGED):
+    return b
+  from .memory import smem, transpose
+  from .mma import _whole_read
+  from .transfers import store
+  from ..types import Space
+  text = cx.named(b, "")
+  read = _whole_read(cx, b)
+  if read is not None and (read[0].type.space == Space.SMEM or not text.replace(".T", "").isidentifier()):
+    return b           # `b_s[...]` (pass the buffer) or `w[...]` in the call (copy it by TMA): MG501 says which
+  name = f"{text}_s" if text.isidentifier() else "b_s"
+  at = dataclasses.replace(cx, name=name)
+  k, n = b.type.shape
+  if not hasattr(cx.b, "staged_b"):
+    cx.b.staged_b = {}
+  cx.b.staged_b[b.id] = (text or "b", (k, n))     # (MG204's hint, where such a tile cannot take a layout)
+  if k % hw.MMA_M and n % hw.MMA_M == 0:
+    # a tile stored from registers takes the WGMMA layout, 64 rows a warpgroup: a k tile of 32 rows (BLOCK_K=32)
+    # is stored transposed, (n, k), and read as its view buf.T (16-bit B tiles may be either way round)
+    buf = smem.rule(at, (n, k), resolve(b.type.dtype))
+    view = transpose(at, buf, name)
+    store(at, view, b)
+    return view
+  buf = smem.rule(at, (k, n), resolve(b.type.dtype))
+  store(at, buf, b)
+  return buf
