@@ -33,9 +33,9 @@ def test_ml_full_like_hint_uses_the_calls_own_arguments():
   # the hint was "ml.full(x.shape, value, x.dtype)" whatever the call's arguments
   expect(full_like, [S((128,), F32)], mg.UnknownNameError, "ml.full_like",
          "ml has no attribute 'full_like'", hint="no ml.full_like: ml.full(x.shape, 3.0, x.dtype)")
-  expect(full_like_computed, [S((128,), F32)], mg.UnknownNameError, "ml.zeros_like",
-         "ml has no attribute 'zeros_like'",
-         hint="no ml.zeros_like: y = x * 2 and then ml.zeros(y.shape, y.dtype)")
+  # ml.zeros_like (Triton's tl.zeros_like) was MG002 with this hint's form until probe 47g
+  x = np.arange(128, dtype=np.float32)
+  np.testing.assert_array_equal(np.asarray(full_like_computed(jnp.asarray(x), interpret=True)), x)
   got = full_like_fixed(jnp.zeros((128,), F32), interpret=True)
   np.testing.assert_array_equal(np.asarray(got), np.full((128,), 3.0, np.float32))
 

@@ -62,6 +62,23 @@ def test_to_and_cast_are_astype():
                                 np.asarray(x.astype(jnp.float8_e5m2)).view(np.uint8))
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def keep_dims_and_zeros_like(x, out):
+  r = ml.program_id(0) * 8 + ml.arange(0, 8)
+  c = ml.arange(0, 128)
+  v = ml.load(x.at[r[:, None], c[None, :]])
+  acc = ml.zeros_like(v)
+  acc += ml.exp(v - ml.max(v, axis=1, keep_dims=True))
+  ml.store(out.at[r[:, None], c[None, :]], acc / ml.sum(acc, axis=1, keep_dims=True) + ml.zeros_like(v, dtype=F32))
+
+
+def test_keep_dims_and_zeros_like_are_tritons():
+  x = jnp.asarray(_rng(20).standard_normal((16, 128)), F32)
+  np.testing.assert_allclose(np.asarray(keep_dims_and_zeros_like(x, interpret=True)), jax.nn.softmax(x, axis=1),
+                             rtol=1e-5, atol=1e-6)
+  assert "mosaic_gpu" in _export(keep_dims_and_zeros_like, S((16, 128), F32))
+
+
 # ---------------------------------------------------------------- return_indices (FlagGems' argmax, argmin)
 def _partials(inp, *, BLOCK_SIZE, KIND):
   n = ml.cdiv(inp.shape[0], BLOCK_SIZE)

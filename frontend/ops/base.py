@@ -97,6 +97,8 @@ class Builtin:
       from .arith_hints import is_index, pallas_access_error
       if is_index(args[1]):            # Pallas's pl.load(x_ref, idx, mask=m): the window is x_ref.at[idx]
         raise pallas_access_error(cx, self.__name__, len(args))
+    if "keep_dims" in kwargs and "keepdims" in self.__signature__.parameters and "keepdims" not in kwargs:
+      kwargs = {("keepdims" if k == "keep_dims" else k): v for k, v in kwargs.items()}    # Triton's spelling
     try:
       return self.__signature__.bind(*args, **kwargs)
     except TypeError as e:

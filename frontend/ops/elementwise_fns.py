@@ -88,6 +88,17 @@ def zeros(cx, shape, dtype=DType.f32):
 
 
 @builtin
+def zeros_like(cx, x, dtype=None):
+  """Triton's `tl.zeros_like(x)` (and jnp's, with `dtype=`): zeros of `x`'s shape and dtype."""
+  check_register_value(cx, x, "ml.zeros_like")
+  if not is_value(x):
+    raise E.KernelTypeError("ml.zeros_like takes a register value, got a Python number", cx.loc,
+                            hint="write 0 (a Python number broadcasts), or ml.zeros(shape, dtype)")
+  d = resolve(x.type.dtype) if dtype is None else dtype_arg(cx, dtype, "ml.zeros_like")
+  return full_(cx, tuple(getattr(x.type, "shape", ())), 0, d, "ml.zeros_like")
+
+
+@builtin
 def full(cx, shape, value, dtype=None):
   """A register tensor filled with `value` (a Python number or a scalar). Without a dtype, as jnp.full:
   a scalar's own, or a Python number's weakly typed float32, int32 or bool (it takes the dtype of what
