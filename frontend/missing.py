@@ -121,9 +121,6 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
            " ml.copy it into an ml.smem buffer (a TMA copy), or read it with x.at[...][...]")
        for n in ("make_block_ptr", "make_tensor_descriptor", "advance")},
     "debug_barrier": "no ml.debug_barrier: the compiler places the barriers between threads itself",
-    "max_contiguous": "no ml.max_contiguous: not needed (the compiler vectorises contiguous windows);"
-                      " ml.multiple_of(x, n) promises alignment",
-    "max_constancy": "no ml.max_constancy: not needed",
     **{n: "no ml.{}: write Python's assert on static values; for run-time checks, interpret mode reports"
           " out-of-bounds windows and races itself".format(n) for n in ("static_assert", "device_assert")},
     **{n: "no ml.{}: Python's print(...) of static values prints while tracing; of run-time values, on the"

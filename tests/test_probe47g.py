@@ -297,6 +297,49 @@ def test_a_short_register_b_tile_tied_to_the_result_says_which_k_tile():
   np.testing.assert_allclose(np.asarray(got, np.float32), _mm(a, b), rtol=2e-2, atol=5e-2)
 
 
+@mg.mgpu_kernel(out_shape=lambda a, b, **k: S((a.shape[0], b.shape[1]), a.dtype),
+                grid=lambda a, b, *, NUM_SMS, **k: (NUM_SMS,))
+def matmul_persistent(a_ptr, b_ptr, c_ptr, *, BLOCK_M: ml.constexpr, BLOCK_N: ml.constexpr, BLOCK_K: ml.constexpr,
+                      GROUP_SIZE_M: ml.constexpr, NUM_SMS: ml.constexpr):
+  """The Triton tutorial's persistent matmul (its pointer version), max_contiguous and multiple_of kept."""
+  M, K = a_ptr.shape
+  N = b_ptr.shape[1]
+  num_pid_m = ml.cdiv(M, BLOCK_M)
+  num_pid_n = ml.cdiv(N, BLOCK_N)
+  num_pid_in_group = GROUP_SIZE_M * num_pid_n
+  offs_k_for_mask = ml.arange(0, BLOCK_K)
+  for tile_id in ml.range(ml.program_id(axis=0), num_pid_m * num_pid_n, NUM_SMS):
+    first_pid_m = tile_id // num_pid_in_group * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + (tile_id % group_size_m)
+    pid_n = (tile_id % num_pid_in_group) // group_size_m
+    offs_am = ml.where(pid_m * BLOCK_M + ml.arange(0, BLOCK_M) < M, pid_m * BLOCK_M + ml.arange(0, BLOCK_M), 0)
+    offs_bn = ml.where(pid_n * BLOCK_N + ml.arange(0, BLOCK_N) < N, pid_n * BLOCK_N + ml.arange(0, BLOCK_N), 0)
+    offs_am = ml.max_contiguous(ml.multiple_of(offs_am, BLOCK_M), BLOCK_M)
+    offs_bn = ml.max_contiguous(ml.multiple_of(offs_bn, BLOCK_N), BLOCK_N)
+    accumulator = ml.zeros((BLOCK_M, BLOCK_N), dtype=F32)
+    for ki in range(ml.cdiv(K, BLOCK_K)):
+      offs_k = ki * BLOCK_K + ml.arange(0, BLOCK_K)
+      a = ml.load(a_ptr.at[offs_am[:, None], offs_k[None, :]], mask=offs_k_for_mask[None, :] < K - ki * BLOCK_K,
+                  other=0.0)
+      b = ml.load(b_ptr.at[offs_k[:, None], offs_bn[None, :]], mask=offs_k_for_mask[:, None] < K - ki * BLOCK_K,
+                  other=0.0)
+      accumulator = ml.dot(a, b, accumulator)
+    offs_cm = pid_m * BLOCK_M + ml.arange(0, BLOCK_M)
+    offs_cn = pid_n * BLOCK_N + ml.arange(0, BLOCK_N)
+    ml.store(c_ptr.at[offs_cm[:, None], offs_cn[None, :]], accumulator.to(F16),
+             mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+def test_the_persistent_matmul_tutorial():
+  a = jnp.asarray(_rng(21).standard_normal((200, 128)), F16)
+  b = jnp.asarray(_rng(22).standard_normal((128, 192)), F16)
+  meta = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_SIZE_M=8, NUM_SMS=4)
+  got = matmul_persistent(a, b, interpret=True, **meta)
+  np.testing.assert_allclose(np.asarray(got, np.float32), _mm(a, b), rtol=2e-2, atol=5e-2)
+  assert "mosaic_gpu" in _export(matmul_persistent, S((200, 128), F16), S((128, 192), F16), **meta)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("block_k", [32, 64])
 def test_gpu_dot_of_a_register_b_tile(block_k):
@@ -306,6 +349,9 @@ def test_gpu_dot_of_a_register_b_tile(block_k):
   np.testing.assert_allclose(np.asarray(got, np.float32), _mm(a, b), rtol=2e-2, atol=5e-2)
   a3 = jnp.asarray(_rng(16).standard_normal((3, 100, 64)), BF16)
   b3 = jnp.asarray(_rng(17).standard_normal((3, 64, 80)), BF16)
+  meta = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=block_k, GROUP_SIZE_M=8, NUM_SMS=4)
+  got = jax.jit(lambda a, b: matmul_persistent(a, b, **meta))(a, b)
+  np.testing.assert_allclose(np.asarray(got, np.float32), _mm(a, b), rtol=2e-2, atol=5e-2)
   got3 = jax.jit(lambda a, b: bmm(a, b, TILE=64))(a3, b3)
   np.testing.assert_allclose(np.asarray(got3, np.float32), np.asarray(bmm(a3, b3, TILE=64, interpret=True), np.float32),
                              rtol=2e-2, atol=1e-1)

@@ -278,6 +278,28 @@ def multiple_of(cx, x, multiple):
   return cx.b.emit(MultipleOf, x, multiple, loc=cx.loc, types=[x.type], names=[x.name]).result
 
 
+def _compiler_hint(cx, x, n, what):
+  """Triton's tl.max_contiguous / tl.max_constancy(x, n): facts its compiler vectorises with; here the
+  compiler finds runs of indices itself, so `x` unchanged (n a positive static int or a tuple of them)."""
+  ns = n if isinstance(n, (tuple, list)) else (n,)
+  if not ns or not all(isinstance(k, int) and not isinstance(k, bool) and k > 0 for k in ns):
+    raise E.KernelTypeError(f"{what} needs a positive static int (or a tuple of them), got {shown(n)}", cx.loc,
+                            hint=f"{what}(offs, BLOCK) with BLOCK a constexpr; or drop it: it changes no value")
+  return x
+
+
+@builtin
+def max_contiguous(cx, x, n):
+  """Triton's `tl.max_contiguous(offs, BLOCK)`: `offs` itself (the compiler finds contiguous runs)."""
+  return _compiler_hint(cx, x, n, "ml.max_contiguous")
+
+
+@builtin
+def max_constancy(cx, x, n):
+  """Triton's `tl.max_constancy(x, n)`: `x` itself."""
+  return _compiler_hint(cx, x, n, "ml.max_constancy")
+
+
 @builtin
 def cluster_sync(cx):
   """All threads of every CTA in the cluster wait for each other."""
