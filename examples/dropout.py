@@ -39,8 +39,9 @@ def reference_mask(n, seed, p):
   """The keep-mask, from the Philox reference on Python ints (frontend/ops/random.py)."""
   from mgpu_dsl.frontend.ops.random import philox_reference
   key0, key1 = seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF
-  bits = np.array([philox_reference(key0, key1, e)[0] for e in range(n)], np.uint32)
-  return (bits >> 8).astype(np.float32) * 2.0 ** -24 >= p
+  bits = np.array([philox_reference(key0, key1, e)[0] for e in range(n)], np.uint32).view(np.int32)
+  folded = np.where(bits < 0, ~bits, bits)          # Triton's uint_to_uniform_float, as ml.rand draws
+  return folded.astype(np.float32) * np.float32(4.6566127342e-10) >= p
 
 
 mg.check_specs(dropout, jax.ShapeDtypeStruct((5000,), jnp.float32), jax.ShapeDtypeStruct((), jnp.int32))

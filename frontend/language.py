@@ -22,7 +22,7 @@ from .ops.libdevice import acos, asin, atan, atan2, cbrt, erfc, expm1, fmod, isf
 from .ops.memory import DSlice, cluster_ref, ds, smem
 from .ops.transfers import copy
 from .ops.mma import dot
-from .ops.random import rand, randint, randint4x
+from .ops.random import rand, rand4x, randint, randint4x, randn, randn4x
 from .ops.scan import cummax, cummin, cumprod, cumsum
 from .ops.assoc_scan import associative_scan
 from .ops.search import searchsorted

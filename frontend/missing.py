@@ -108,10 +108,9 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     "leaky_relu": "no ml.leaky_relu: ml.where(x >= 0, x, 0.01 * x)",
     "gelu": "no ml.gelu: 0.5 * x * ml.erfc(-x * 0.7071067811865476) (tanh form: 0.5 * x * (1 + ml.tanh("
             "0.7978845608028654 * (x + 0.044715 * x * x * x))))",
-    **{n: ("no ml.{}: normal numbers from two uniforms (Box-Muller, as Triton's): u1 = ml.rand(seed, offsets),"
-           " u2 = ml.rand(seed, offsets + n) (n above every offset), z = ml.sqrt(-2.0 * ml.log(1.0 - u1)) *"
-           " ml.cos(6.283185307179586 * u2)").format(n) for n in ("randn", "randn4x", "pair_uniform_to_normal")},
-    "rand4x": "no ml.rand4x: r0, r1, r2, r3 = ml.randint4x(seed, offsets), each (r >> 8).astype(jnp.float32) * 2.0 ** -24",
+    "pair_uniform_to_normal": ("no ml.pair_uniform_to_normal: ml.randn(seed, offsets) draws Triton's normal numbers;"
+                               " of two uniforms u1, u2: ml.sqrt(-2.0 * ml.log(ml.maximum(1e-7, u1))) *"
+                               " ml.cos(6.283185307179586 * u2)"),
     "uint_to_uniform_float": "no ml.uint_to_uniform_float: (r >> 8).astype(jnp.float32) * 2.0 ** -24 of a uint32 r (ml.rand's)",
     "philox": "no ml.philox: ml.randint4x(seed, offsets) (Philox4x32-10, the four words)",
     **{n: ("no tensor descriptors: take a window of the ref, x.at[ml.ds(i * bm, bm), :], and ml.copy it into an"

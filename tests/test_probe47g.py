@@ -79,6 +79,51 @@ def test_keep_dims_and_zeros_like_are_tritons():
   assert "mosaic_gpu" in _export(keep_dims_and_zeros_like, S((16, 128), F32))
 
 
+# ---------------------------------------------------------------- tl.rand / tl.randn numbers (the dropout tutorial)
+@mg.mgpu_kernel(out_shape=lambda x, seed, *, p: x, grid=lambda x, seed, *, p: (ml.cdiv(x.shape[0], 1024),))
+def seeded_dropout(x_ptr, seed: ml.scalar, output_ptr, *, p: ml.constexpr):
+  offsets = ml.program_id(axis=0) * 1024 + ml.arange(0, 1024)
+  mask = offsets < x_ptr.shape[0]
+  x = ml.load(x_ptr.at[offsets], mask=mask)
+  random = ml.rand(seed, offsets)
+  ml.store(output_ptr.at[offsets], ml.where(random > p, x / (1 - p), 0.0), mask=mask)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, seed: (x,) * 4)
+def normals(x, seed: ml.scalar, n, n0, n1, n3):
+  offs = ml.arange(0, x.shape[0])
+  n[...] = ml.randn(seed, offs)
+  a, b, _, d = ml.randn4x(seed, offs)
+  n0[...], n1[...], n3[...] = a, b, d
+
+
+def _triton_uniform(words):
+  """triton.language.random.uint_to_uniform_float of uint32 words."""
+  i = np.asarray(words, np.uint64).astype(np.uint32).view(np.int32)
+  return np.where(i < 0, ~i, i).astype(np.float32) * np.float32(4.6566127342e-10)
+
+
+def _box_muller(u1, u2):
+  r = np.sqrt(np.float32(-2.0) * np.log(np.maximum(np.float32(1e-7), u1)))
+  th = np.float32(6.283185307179586) * u2
+  return r * np.cos(th), r * np.sin(th)
+
+
+def test_rand_and_randn_are_tritons_numbers():
+  from mgpu_dsl.lowering.random import philox_numpy
+  x = jnp.asarray(_rng(23).standard_normal(3000), F32)
+  words = philox_numpy(7, 0, np.arange(3000))
+  keep = _triton_uniform(words[0]) > 0.3
+  got = np.asarray(seeded_dropout(x, 7, p=0.3, interpret=True))
+  np.testing.assert_array_equal(got, np.where(keep, np.asarray(x) / np.float32(0.7), 0.0))
+  u = [_triton_uniform(w) for w in philox_numpy(11, 0, np.arange(256))]
+  n, n0, n1, n3 = (np.asarray(v) for v in normals(jnp.zeros((256,), F32), 11, interpret=True))
+  (c0, s0), (c1, s1) = _box_muller(u[0], u[1]), _box_muller(u[2], u[3])
+  for got, want in ((n, c0), (n0, c0), (n1, s0), (n3, s1)):
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+  assert "mosaic_gpu" in _export(normals, S((256,), F32), S((), I32))
+
+
 # ---------------------------------------------------------------- return_indices (FlagGems' argmax, argmin)
 def _partials(inp, *, BLOCK_SIZE, KIND):
   n = ml.cdiv(inp.shape[0], BLOCK_SIZE)
@@ -360,6 +405,10 @@ def test_gpu_dot_of_a_register_b_tile(block_k):
 @pytest.mark.gpu
 def test_gpu_triton_spellings_match_interpret_mode():
   x = jnp.asarray(_rng(18).standard_normal(3000), F32)
+  np.testing.assert_array_equal(np.asarray(seeded_dropout(x, 7, p=0.3)),
+                                np.asarray(seeded_dropout(x, 7, p=0.3, interpret=True)))
+  for g, i in zip(normals(jnp.zeros((256,), F32), 11), normals(jnp.zeros((256,), F32), 11, interpret=True)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(i), rtol=1e-5, atol=1e-5)
   for kind in ("max", "min"):
     for g, i in zip(arg_stage1(x, BLOCK_SIZE=1024, KIND=kind), arg_stage1(x, BLOCK_SIZE=1024, KIND=kind, interpret=True)):
       np.testing.assert_array_equal(np.asarray(g), np.asarray(i))

@@ -4,8 +4,9 @@
 low and high 32 bits and counter = (offset, 0, 0, 0): the same numbers as Triton's
 `tl.randint(seed, offsets)`. No state: the same (seed, offset) always gives the same number,
 on the GPU and in interpret mode alike (bit for bit), so a kernel draws independent numbers
-per element by giving each its own offset (its index). `ml.rand` makes floats in [0, 1) from
-the top 24 bits: `(randint >> 8) * 2**-24`, exact in float32.
+per element by giving each its own offset (its index). `ml.rand` makes floats in [0, 1) as Triton's
+`tl.rand` does (`uint_to_uniform_float`), and `ml.randn` normal ones as `tl.randn` (Box-Muller), so a mask
+drawn here from a seed is the mask a Triton kernel draws from it (probe 47g).
 """
 from __future__ import annotations
 
@@ -113,14 +114,59 @@ def randint4x(cx, seed, offsets):
   return tuple(philox(cx, seed, offsets, "ml.randint4x"))
 
 
+# Triton's uint_to_uniform_float for 32-bit words: the largest float32 scale whose product with 2**31 - 1
+# stays below 1.0
+UNIFORM_SCALE = 4.6566127342e-10
+TWO_PI = 6.283185307179586
+
+
+def uniform(cx, bits):
+  """Triton's `uint_to_uniform_float` of uint32 words `bits`: the word as an int32, a negative one folded onto
+  -x - 1 (its complement, ~x), converted to float32 and times UNIFORM_SCALE: [0, 1), as `tl.rand` draws."""
+  from .elementwise_fns import bitcast
+  i = bitcast.rule(cx, bits, DType.i32)
+  folded = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, i, 0), ew.binary(cx, ew.BinOp.XOR, i, -1), i)
+  return ew.binary(cx, ew.BinOp.MUL, ew.astype(cx, folded, DType.f32), UNIFORM_SCALE)
+
+
+def normal_pair(cx, u1, u2):
+  """Triton's `pair_uniform_to_normal` (Box-Muller): u1 floored at 1e-7, r = sqrt(-2 log u1), th = 2 pi u2;
+  (r cos th, r sin th)."""
+  from .elementwise_fns import cos, log, maximum, sin, sqrt
+  r = sqrt.rule(cx, ew.binary(cx, ew.BinOp.MUL, -2.0, log.rule(cx, maximum.rule(cx, 1.0e-7, u1))))
+  th = ew.binary(cx, ew.BinOp.MUL, TWO_PI, u2)
+  return ew.binary(cx, ew.BinOp.MUL, r, cos.rule(cx, th)), ew.binary(cx, ew.BinOp.MUL, r, sin.rule(cx, th))
+
+
 @builtin
 def rand(cx, seed, offsets):
-  """Uniform float32s in [0, 1), one per offset: `(ml.randint(seed, offsets) >> 8) * 2**-24`.
+  """Uniform float32s in [0, 1), one per offset, Triton's `tl.rand(seed, offsets)` bit for bit: the word of
+  `ml.randint(seed, offsets)` as an int32, a negative one folded onto -x - 1, times 4.6566127342e-10.
 
-  `keep = ml.rand(seed, idx) >= p` draws a dropout mask that depends only on (seed, idx).
+  `keep = ml.rand(seed, idx) > p` draws a dropout mask that depends only on (seed, idx), the mask a Triton
+  kernel draws from the same seed (since probe 47g; it was `(randint >> 8) * 2**-24`).
   """
-  bits = philox(cx, seed, offsets, "ml.rand")[0]
-  top = ew.binary(cx, ew.BinOp.SHR, bits, 8)
-  return ew.binary(cx, ew.BinOp.MUL, ew.astype(cx, top, DType.f32), 2.0 ** -24)
+  return uniform(cx, philox(cx, seed, offsets, "ml.rand")[0])
 
 
+@builtin
+def rand4x(cx, seed, offsets):
+  """Four uniform float32s per offset, from the four Philox words (Triton's `tl.rand4x`)."""
+  return tuple(uniform(cx, w) for w in philox(cx, seed, offsets, "ml.rand4x"))
+
+
+@builtin
+def randn(cx, seed, offsets):
+  """Standard normal float32s, one per offset, Triton's `tl.randn(seed, offsets)`: Box-Muller of the uniforms
+  of the first two Philox words, their cosine branch (libdevice's log, sqrt and cos on the GPU, NumPy's in
+  interpret mode: within a few ulp)."""
+  w = philox(cx, seed, offsets, "ml.randn")
+  return normal_pair(cx, uniform(cx, w[0]), uniform(cx, w[1]))[0]
+
+
+@builtin
+def randn4x(cx, seed, offsets):
+  """Four standard normal float32s per offset (Triton's `tl.randn4x`): Box-Muller of words 0 and 1, then of
+  words 2 and 3."""
+  u = [uniform(cx, w) for w in philox(cx, seed, offsets, "ml.randn4x")]
+  return normal_pair(cx, u[0], u[1]) + normal_pair(cx, u[2], u[3])
