@@ -320,6 +320,16 @@ def test_a_dot_of_a_register_b_tile_stages_it_in_smem(block_k):
                                  BLOCK_K=block_k)
 
 
+def test_a_tf32_dot_of_two_register_tiles_stages_both():
+  """float32 tiles (Triton's TF32 tl.dot): A is read from SMEM only, B K-major: both staged."""
+  a = jnp.asarray(_rng(24).standard_normal((128, 96)), F32)
+  b = jnp.asarray(_rng(25).standard_normal((96, 128)), F32)
+  got = matmul_kernel(a, b, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, interpret=True)
+  np.testing.assert_allclose(np.asarray(got), _mm(a, b), rtol=2e-2, atol=1e-1)
+  assert "mosaic_gpu" in _export(matmul_kernel, S((128, 96), F32), S((96, 128), F32), BLOCK_M=64, BLOCK_N=64,
+                                 BLOCK_K=32)
+
+
 def test_a_batched_dot_of_register_tiles():
   a = jnp.asarray(_rng(10).standard_normal((3, 100, 64)), BF16)
   b = jnp.asarray(_rng(11).standard_normal((3, 64, 80)), BF16)
@@ -394,6 +404,10 @@ def test_gpu_dot_of_a_register_b_tile(block_k):
   np.testing.assert_allclose(np.asarray(got, np.float32), _mm(a, b), rtol=2e-2, atol=5e-2)
   a3 = jnp.asarray(_rng(16).standard_normal((3, 100, 64)), BF16)
   b3 = jnp.asarray(_rng(17).standard_normal((3, 64, 80)), BF16)
+  a32, b32 = a.astype(F32), b.astype(F32)
+  got = jax.jit(lambda a, b: matmul_kernel(a, b, BLOCK_M=64, BLOCK_N=64, BLOCK_K=block_k))(a32, b32)
+  np.testing.assert_allclose(np.asarray(got), np.asarray(matmul_kernel(a32, b32, BLOCK_M=64, BLOCK_N=64, BLOCK_K=block_k,
+                                                                       interpret=True)), rtol=1e-3, atol=1e-2)
   meta = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=block_k, GROUP_SIZE_M=8, NUM_SMS=4)
   got = jax.jit(lambda a, b: matmul_persistent(a, b, **meta))(a, b)
   np.testing.assert_allclose(np.asarray(got, np.float32), _mm(a, b), rtol=2e-2, atol=5e-2)

@@ -13,8 +13,10 @@ from ..dtypes import DType
 from ..types import TensorType, resolve
 from .base import is_value
 
-# B operands read (k, n) from SMEM: the 16-bit ones (8-bit and float32 B tiles are K-major, stored (n, k))
+# B operands read (k, n) from SMEM: the 16-bit ones; float32 (TF32) B tiles are K-major, stored (n, k) and read
+# through the transposed view; float32 A tiles are read from SMEM only (a register A is 16- or 8-bit)
 _STAGED = (DType.f16, DType.bf16)
+_K_MAJOR = (DType.f32,)
 
 
 def staged_b(cx, b):
@@ -22,7 +24,7 @@ def staged_b(cx, b):
   buffer, transposed, where k is not a multiple of 64 and n is). Not for a whole read of a buffer (`b_s[...]`:
   pass the buffer) or of an array written in the call (`w[...]`: copy it by TMA), whose MG501 hints say so."""
   if not (is_value(b) and isinstance(b.type, TensorType) and len(b.type.shape) == 2
-          and resolve(b.type.dtype) in _STAGED):
+          and resolve(b.type.dtype) in _STAGED + _K_MAJOR):
     return b
   from .memory import smem, transpose
   from .mma import _whole_read
@@ -38,7 +40,7 @@ def staged_b(cx, b):
   if not hasattr(cx.b, "staged_b"):
     cx.b.staged_b = {}
   cx.b.staged_b[b.id] = (text or "b", (k, n))     # (MG204's hint, where such a tile cannot take a layout)
-  if k % hw.MMA_M and n % hw.MMA_M == 0:
+  if resolve(b.type.dtype) in _K_MAJOR or k % hw.MMA_M and n % hw.MMA_M == 0:
     # a tile stored from registers takes the WGMMA layout, 64 rows a warpgroup: a k tile of 32 rows (BLOCK_K=32)
     # is stored transposed, (n, k), and read as its view buf.T (16-bit B tiles may be either way round)
     buf = smem.rule(at, (n, k), resolve(b.type.dtype))
@@ -47,4 +49,23 @@ def staged_b(cx, b):
     return view
   buf = smem.rule(at, (k, n), resolve(b.type.dtype))
   store(at, buf, b)
+  return buf
+
+
+def staged_a(cx, a, b):
+  """`a` itself, or, for a 2-D float32 register tensor beside a float32 `b` (Triton's TF32 `tl.dot` of two loaded
+  float32 tiles), an SMEM buffer of its shape holding it: the tensor cores read a float32 A from SMEM only. Whole
+  reads keep their errors, as for B, and so does a float32 A beside a 16-bit B (its hint converts A)."""
+  if not (is_value(a) and isinstance(a.type, TensorType) and len(a.type.shape) == 2
+          and resolve(a.type.dtype) in _K_MAJOR and is_value(b) and resolve(b.type.dtype) == resolve(a.type.dtype)):
+    return a
+  from .memory import smem
+  from .mma import _whole_read
+  from .transfers import store
+  text = cx.named(a, "")
+  if _whole_read(cx, a) is not None:
+    return a
+  at = dataclasses.replace(cx, name=f"{text}_s" if text.isidentifier() else "a_s")
+  buf = smem.rule(at, tuple(a.type.shape), resolve(a.type.dtype))
+  store(at, buf, a)
   return buf

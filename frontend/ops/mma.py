@@ -498,12 +498,13 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
   out_dtype = check_dot_options(cx, a, b, acc, out_dtype, input_precision, allow_tf32, max_num_imprecise_acc,
                                 preferred_element_type, precision)
   loc = cx.loc
+  from .dot_staging import staged_a, staged_b
+  a = staged_a(cx, a, b)
   in_regs = is_value(a) and isinstance(a.type, TensorType)
   if in_regs:
     _register_a(cx, a, resolve(a.type.dtype), b)
   else:
     _operand(cx, "a", a, b)
-  from .dot_staging import staged_b
   b = staged_b(cx, b)
   _operand(cx, "b", b, a)
   (m, k), (k2, n) = a.type.shape, b.type.shape
