@@ -216,14 +216,22 @@ def _reduce_first_hint(cx, kind: AtomicKind, what: str) -> str:
   return f"reduce it first: {what}({target}, {red}({value}))"
 
 
-def _atomic(cx, kind: AtomicKind, ref, value):
+def _atomic(cx, kind: AtomicKind, ref, value, mask=None):
   from .memory import check_in_bounds
   from .shape import broadcast_shape, broadcast_to_shape
   from .elementwise import full_
+  from .atomic_masks import as_scatter, check_mask, select_identity
   what = f"ml.atomic_{kind.value}"
   from .gather import IndexedRef, scatter
   if isinstance(ref, IndexedRef):            # out.at[ids, :]: a scatter
-    return scatter(cx, kind, ref, value)
+    return scatter(cx, kind, ref, value, mask=mask)
+  if mask is not None and is_ref(ref) and (s := as_scatter(cx, ref)) is not None:
+    mask = check_mask(cx, mask, ref.type.shape, what)      # a window that may leave the array: its positions
+    iref, keep = s
+    if keep is not None:
+      from .elementwise import BinOp, binary
+      mask = keep if mask is True else binary(cx, BinOp.AND, keep, mask)
+    return scatter(cx, kind, iref, value, mask=mask)
   if not is_ref(ref):
     raise E.KernelTypeError(f"{what} needs a ref (an output, an ml.smem buffer or a view of one), got"
                             f" {kind_of(ref)}", cx.loc, hint=_ref_hint(cx, what, ref, value))
@@ -261,6 +269,8 @@ def _atomic(cx, kind: AtomicKind, ref, value):
       raise E.ShapeMismatchError(f"{what} of a tensor of shape {value.type.shape} into a single element",
                                  cx.loc, hint=_reduce_first_hint(cx, kind, what))
     check_dtype(cx, kind, t.dtype, hw.ATOMIC_SCALAR, what, "on a single element", words=_words(cx, ref, value))
+    if mask is not None:
+      value = select_identity(cx, kind, check_mask(cx, mask, (), what), value, t.dtype)
     cx.b.emit(AtomicUpdate, kind, ref, value, loc=cx.loc)
     return None
   check_dtype(cx, kind, t.dtype, hw.ATOMIC_GMEM if t.space == Space.GMEM else hw.ATOMIC_SMEM, what,
@@ -275,20 +285,11 @@ def _atomic(cx, kind: AtomicKind, ref, value):
           f"{what} of a tensor of shape {value.type.shape} into {ref.name or 'a ref'} of shape {t.shape}",
           cx.loc, hint="update a window of the value's shape (slice the ref with .at[...])")
     value = broadcast_to_shape(cx, value, t.shape)
+  if mask is not None:                            # the identity where the mask is off: no change there
+    value = select_identity(cx, kind, check_mask(cx, mask, t.shape, what), value, t.dtype)
   assert isinstance(value.type, TensorType)
   cx.b.emit(AtomicUpdate, kind, ref, value, loc=cx.loc)
   return None
-
-
-def _no_mask(cx, mask, kind: AtomicKind, ref=None, value=None):
-  """Triton's tl.atomic_add(ptr, v, mask=m): here a scatter (an index tensor) drops what leaves the
-  array, and the operation's identity where the mask is off leaves elements inside it unchanged;
-  the hint writes both with the user's window, value and mask (atomic_mask_hint)."""
-  if mask is None:
-    return
-  from .index_hints import atomic_mask_hint
-  what = f"ml.atomic_{kind.value}"
-  raise E.KernelTypeError(f"{what} takes no mask=", cx.loc, hint=atomic_mask_hint(cx, what, kind, ref, value, mask))
 
 
 @builtin
@@ -298,29 +299,25 @@ def atomic_add(cx, ref, value, mask=None):
   `ref` is a window of an output or an SMEM buffer; `value` a tensor of its shape (or a
   number, or a scalar for a single element of an output, which one thread of the CTA adds; a
   single SMEM element is updated plainly, `h[i] = h[i] + v`). Returns None. An output updated by
-  atomics starts at zero. No `mask=` (Triton's): index the window with positions, a scatter
+  atomics starts at zero. `mask=` (Triton's) keeps the elements it is off for unchanged; a GMEM
+  window that may leave the array (a run-time start) is then the scatter at its positions,
   `out.at[start + ml.arange(n)]`, whose updates outside the array are dropped.
   """
-  _no_mask(cx, mask, AtomicKind.ADD, ref, value)
-  return _atomic(cx, AtomicKind.ADD, ref, value)
+  return _atomic(cx, AtomicKind.ADD, ref, value, mask)
 
 
 @builtin
 def atomic_max(cx, ref, value, mask=None):
-  """Store `max(ref, value)` into `ref` atomically (an output updated so starts at its lowest value)."""
-  _no_mask(cx, mask, AtomicKind.MAX, ref, value)
-  return _atomic(cx, AtomicKind.MAX, ref, value)
+  """Store `max(ref, value)` into `ref` atomically (an output updated so starts at its lowest value);
+  `mask=` as ml.atomic_add's."""
+  return _atomic(cx, AtomicKind.MAX, ref, value, mask)
 
 
 @builtin
 def atomic_min(cx, ref, value, mask=None):
-  """Store `min(ref, value)` into `ref` atomically (an output updated so starts at its highest value)."""
-  _no_mask(cx, mask, AtomicKind.MIN, ref, value)
-  return _atomic(cx, AtomicKind.MIN, ref, value)
-
-
-for _f in (atomic_add, atomic_max, atomic_min):
-  _f.rule.refused = ("mask",)        # (a mask= gets its own message: index a scatter instead)
+  """Store `min(ref, value)` into `ref` atomically (an output updated so starts at its highest value);
+  `mask=` as ml.atomic_add's."""
+  return _atomic(cx, AtomicKind.MIN, ref, value, mask)
 
 
 def odd_pairs(t: TensorType) -> bool:

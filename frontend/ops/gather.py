@@ -418,8 +418,8 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None)
   keep = None
   if kind == AtomicKind.SET:
     keep = _stored_elements(cx, p.inside, mask, p.out_shape, what)
-  elif p.inside is not None:
-    value = ew.where_(cx, p.inside, value, identity(kind, d))
+  elif (on := _stored_elements(cx, p.inside, mask, p.out_shape, what)) is not None:
+    value = ew.where_(cx, on, value, identity(kind, d))   # (off, or outside: the identity, no change)
   cx.b.emit(ScatterUpdate, kind, p.root, value, loc=cx.loc, types=[], indices=tuple(p.per_dim),
             contiguous=p.contiguous, view=p.view, mask=keep)
   return None

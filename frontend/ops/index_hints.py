@@ -440,43 +440,6 @@ def static_slice_hint(i: slice, n, d, name) -> str:
           f" start < stop, both in {-n}..{n}); handle an empty case outside the kernel")
 
 
-def atomic_mask_hint(cx, what, kind, ref, value, mask) -> str:
-  """The hint of an atomic given Triton's `mask=` (`ml.atomic_add(dw.at[ml.ds(j * 64, 64), :], g,
-  mask=m)`), in the user's words: positions along a dimension the window covers in part (a scatter,
-  whose updates outside the array are dropped), and, for elements inside it, the operation's identity
-  where the mask is off (`ml.where(m, g, 0)`)."""
-  from ..loc import call_at
-  from ..types import resolve
-  from .atomic import AtomicKind, identity
-  from .base import is_ref
-  from .memory import window
-  node = call_at(cx.loc)
-  args = node.args if node is not None and not any(isinstance(a, ast.Starred) for a in node.args) else []
-  kws = {k.arg: k.value for k in node.keywords} if node is not None else {}
-  w = ast.unparse(args[0]) if args else cx.named(ref, "out")
-  v = ast.unparse(args[1]) if len(args) > 1 else ast.unparse(kws["value"]) if "value" in kws else (
-      repr(value) if isinstance(value, (int, float)) else cx.named(value, "value"))
-  m = ast.unparse(kws["mask"]) if "mask" in kws else cx.named(mask, "mask")
-  ident = 0
-  if kind != AtomicKind.ADD:
-    d = resolve(ref.type.dtype) if is_ref(ref) else None
-    ident = identity(kind, d) if getattr(d, "is_int", False) or getattr(d, "is_float", False) else None
-  ident = f"float('{ident}')" if isinstance(ident, float) and math.isinf(ident) else ident
-  inside = (f"for elements inside it, update with the identity where the mask is off: {what}({w},"
-            f" ml.where({m}, {v}, {ident}))" if ident is not None else
-            "for elements inside it, update with the operation's identity where the mask is off")
-  root, index = window(cx.b, ref) if is_ref(ref) else (None, None)
-  d = next((k for k, (i, n) in enumerate(zip(index or (), root.type.shape if root is not None else ()))
-            if not i.squeeze and (i.start, i.size) != (0, n)), None)
-  if d is None:          # a whole array, or a scatter already (out.at[ids, :]): only the select is left
-    from .gather import IndexedRef
-    drop = " (a scatter drops the indices outside the array already)" if isinstance(ref, IndexedRef) else ""
-    return inside.replace("for elements inside it, update", "update", 1) + drop
-  scatter = scatter_text(root, index, d, texts=index_texts(w, root.name, len(index)))
-  return (f"index the window with a tensor of positions (a scatter), whose updates outside the array are"
-          f" dropped: {what}({scatter}, {v}); {inside}")
-
-
 def run_start(b, v):
   """(start, n) where the integer tensor `v` is `start + ml.arange(n)` (either order, or `ml.arange(n)`
   alone, start 0; or such a vector along one axis of size-1 ones, `rows[:, None]`, `b[:, None, None]`), `start`

@@ -1,0 +1,84 @@
+"""Masked atomics: Triton's `tl.atomic_add(ptr, v, mask=m)` as `ml.atomic_add(ref, v, mask=m)` (probe 47d).
+
+An element the mask keeps off is updated with the operation's identity (0 for add, the lowest value
+for max, the highest for min), which leaves memory as it is: the update of every element is the one
+the call would make unmasked, so nothing new reaches lowering or the interpreter. Where the window may
+leave the array (a run-time start, Triton's tail `offs = pid * BLOCK + tl.arange(0, BLOCK)` under
+`mask=offs < n`), the call is the scatter at the window's positions, `out.at[start + ml.arange(size)]`,
+whose updates outside the array are dropped, as jnp's scatter drops them: the elements the mask keeps
+off never reach memory, and those it keeps past the end are dropped too (Triton would write them).
+"""
+from __future__ import annotations
+
+from .. import errors as E
+from ..dtypes import DType
+from ..types import Space, resolve
+from . import elementwise as ew
+from .base import is_tensor, is_value, kind_of
+
+
+def check_mask(cx, mask, shape, what):
+  """`mask` as given (a bool tensor that broadcasts to `shape`, a bool scalar, or a Python bool)."""
+  from .shape import broadcast_shape
+  if isinstance(mask, bool):
+    return mask
+  if not (is_value(mask) and resolve(mask.type.dtype) == DType.bool_):
+    raise E.KernelTypeError(f"{what}'s mask must be a boolean tensor, got {kind_of(mask)}", cx.loc,
+                            hint="pass a comparison: mask=offs < n")
+  if is_tensor(mask) and (len(mask.type.shape) > len(shape) or broadcast_shape(
+      cx, [mask.type.shape, shape], what, ["the mask", "the window"]) != tuple(shape)):
+    raise E.ShapeMismatchError(
+        f"{what}'s mask of shape {mask.type.shape} does not fit the window's shape {tuple(shape)}", cx.loc,
+        hint=f"a mask of shape {tuple(shape)}, or one that broadcasts to it"
+             + (" (a mask of rows: m[:, None])" if len(shape) == 2 else ""))
+  return mask
+
+
+def select_identity(cx, kind, mask, value, d):
+  """`value` where `mask` is on, the identity of `kind` on `d` where it is off (value already a tensor of
+  the window's shape, or a scalar for one element)."""
+  from .atomic import identity
+  if mask is True:
+    return value
+  if mask is False:
+    return ew.where_(cx, False, value, identity(kind, d)) if is_tensor(value) else identity(kind, d)
+  return ew.where_(cx, mask, value, identity(kind, d))
+
+
+def as_scatter(cx, ref):
+  """The scatter `root.at[start + ml.arange(size), ...]` covering the GMEM window `ref` when the window
+  may leave its array (a run-time start, or one past the end), else None. Every axis of the window is
+  indexed by positions (a grid of them for two axes, `rows[:, None], cols[None, :]`), a squeezed one by
+  its index; positions below 0, which jnp's scatter counts from the end, are kept off by `keep`.
+  Returns (IndexedRef, keep) where keep is a bool tensor or None."""
+  from .elementwise_fns import arange
+  from .gather import IndexedRef
+  from .memory import View
+  from .run_stores import never_negative
+  from .shape import reshape_
+  t = ref.type
+  o = cx.b.defining(ref)
+  if t.space != Space.GMEM or t.remote or t.transposed or not isinstance(o, View) or o.within or o.transpose:
+    return None
+  root = o.ref
+  leaves = lambda i, n: not (isinstance(i.start, int) and 0 <= i.start and i.start + i.size <= n)
+  if not any(not i.squeeze and leaves(i, n) for i, n in zip(o.index, root.type.shape)):
+    return None
+  rank = len(t.shape)
+  index, keep, axis = [], None, 0
+  for i, n in zip(o.index, root.type.shape):
+    if i.squeeze:
+      index.append(i.start)
+      continue
+    pos = arange.rule(cx, i.size)
+    if not (isinstance(i.start, int) and i.start == 0):
+      pos = ew.binary(cx, ew.BinOp.ADD, pos, i.start)
+    if not never_negative(cx.b, i.start):
+      off = ew.compare(cx, ew.CmpOp.GE, pos, 0)
+      off = reshape_(cx, off, tuple(i.size if k == axis else 1 for k in range(rank))) if rank > 1 else off
+      keep = off if keep is None else ew.binary(cx, ew.BinOp.AND, keep, off)
+    if rank > 1:
+      pos = reshape_(cx, pos, tuple(i.size if k == axis else 1 for k in range(rank)))
+    index.append(pos)
+    axis += 1
+  return IndexedRef(root, tuple(index)), keep
