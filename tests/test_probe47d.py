@@ -1,0 +1,189 @@
+"""Probe 47d: atomics and data-dependent writes as Triton users write them. Masked atomics
+(`tl.atomic_add(ptr, v, mask=m)`: scatter-adds with repeated indices at a tail, histograms, a window
+past the array's end, max and min) were MG003 "takes no mask="; atomic scatters into an SMEM buffer
+of two axes were MG003 too."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32, F16, I32 = jnp.float32, jnp.float16, jnp.int32
+
+
+def _gpu():
+  return any(d.platform == "gpu" for d in jax.devices())
+
+
+def _exports(kernel, *specs, **constexprs):
+  """Builds for CUDA (the real Mosaic GPU module, verified) as jax.export does."""
+  jax.export.export(jax.jit(lambda *a: kernel(*a, **constexprs)), platforms=["cuda"])(*specs)
+
+
+def _rng(seed):
+  return np.random.default_rng(seed)
+
+
+# ---------------------------------------------------------------- masked atomics
+@mg.mgpu_kernel(out_shape=lambda x, idx, *, n: S((n,), x.dtype), grid=lambda x, idx, *, n: (ml.cdiv(x.shape[0], 128),))
+def scatter_add_tail(x, idx, out, *, n: ml.constexpr):
+  """Triton's scatter-add: a tail program's lanes past the end are masked off (their index reads 0)."""
+  pid = ml.program_id(0)
+  offs = pid * 128 + ml.arange(128)
+  m = offs < x.shape[0]
+  v = ml.load(x.at[offs], mask=m, other=0.0)
+  i = ml.load(idx.at[offs], mask=m, other=0)
+  ml.atomic_add(out.at[i], v, mask=m)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, bins: S((bins,), I32), grid=lambda x, *, bins: (ml.cdiv(x.shape[0], 256),))
+def histogram(x, h, *, bins: ml.constexpr):
+  pid = ml.program_id(0)
+  offs = pid * 256 + ml.arange(256)
+  v = ml.load(x.at[offs], mask=offs < x.shape[0], other=0)
+  ml.atomic_add(h.at[v], 1, mask=offs < x.shape[0])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, seg: S((10,), F32), grid=lambda x, seg: (ml.cdiv(x.shape[0], 128),))
+def segment_max(x, seg, out):
+  pid = ml.program_id(0)
+  offs = pid * 128 + ml.arange(128)
+  m = offs < x.shape[0]
+  ml.atomic_max(out.at[ml.load(seg.at[offs], mask=m, other=0)], ml.load(x.at[offs], mask=m, other=0.0), mask=m)
+
+
+def test_masked_scatters_skip_the_lanes_the_mask_keeps_off():
+  rng = _rng(0)
+  x, idx = rng.standard_normal(300).astype(np.float32), rng.integers(0, 40, 300).astype(np.int32)
+  want = np.zeros(40, np.float64)
+  np.add.at(want, idx, x)
+  np.testing.assert_allclose(scatter_add_tail(x, idx, interpret=True, n=40), want, rtol=1e-5, atol=1e-5)
+  v = rng.integers(0, 64, 1000).astype(np.int32)
+  np.testing.assert_array_equal(histogram(v, interpret=True, bins=64), np.bincount(v, minlength=64))
+  y, seg = rng.standard_normal(300).astype(np.float32) - 3, rng.integers(0, 10, 300).astype(np.int32)
+  top = np.full(10, -np.inf, np.float32)
+  np.maximum.at(top, seg, y)
+  np.testing.assert_array_equal(segment_max(y, seg, interpret=True), top)
+  _exports(scatter_add_tail, S((300,), F32), S((300,), I32), n=40)
+  _exports(segment_max, S((300,), F32), S((300,), I32))
+
+
+@mg.mgpu_kernel(out_shape=lambda p: S((p.shape[1], 32), F32), grid=lambda p: (ml.cdiv(p.shape[1], 64),))
+def rows_past_the_end(p, dw):
+  """Layer norm's dw as Triton writes it: the last program's window runs past dw's end, under the mask."""
+  j = ml.program_id(0)
+  cols = j * 64 + ml.arange(64)
+  t = p.at[:, ml.ds(j * 64, 64)].load(mask=cols[None, :] < p.shape[1], other=0.0).T
+  ml.atomic_add(dw.at[ml.ds(j * 64, 64), :], t, mask=(cols < p.shape[1])[:, None])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, n: S((n,), F16), grid=lambda x, *, n: (ml.cdiv(n, 128), x.shape[0] // n))
+def f16_tail(x, out, *, n: ml.constexpr):
+  pid, r = ml.program_id(0), ml.program_id(1)
+  offs = pid * 128 + ml.arange(128)
+  ml.atomic_add(out.at[ml.ds(pid * 128, 128)], ml.load(x.at[r * n + offs], mask=offs < n, other=0.0), mask=offs < n)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S((128,), F32))
+def at_a_start_from_data(x, s, out):
+  """A window at a start read from memory, maybe negative: no position below 0 is updated (jnp's scatter
+  would count it from the end)."""
+  ml.atomic_add(out.at[ml.ds(s[0], 64)], x[...], mask=x[...] > -1.0)
+
+
+def _at_start(x, s):
+  out = np.zeros(128, np.float64)
+  for k in range(64):
+    if 0 <= s + k < 128 and x[k] > -1:
+      out[s + k] += x[k]
+  return out
+
+
+def test_a_masked_window_may_run_past_the_arrays_end():
+  rng = _rng(1)
+  p = rng.standard_normal((32, 130)).astype(np.float32)
+  np.testing.assert_allclose(rows_past_the_end(p, interpret=True), p.T, rtol=1e-6, atol=1e-6)
+  x = rng.standard_normal(600).astype(np.float16)
+  np.testing.assert_allclose(np.asarray(f16_tail(x, interpret=True, n=200), np.float32),
+                             x.astype(np.float32).reshape(3, 200).sum(0), rtol=1e-2, atol=1e-2)
+  y = rng.standard_normal(64).astype(np.float32)
+  for s in (-10, 30, 100):
+    np.testing.assert_allclose(at_a_start_from_data(y, np.array([s], np.int32), interpret=True), _at_start(y, s),
+                               rtol=1e-6, atol=1e-6)
+  _exports(rows_past_the_end, S((32, 130), F32))
+  _exports(f16_tail, S((600,), F16), n=200)
+  _exports(at_a_start_from_data, S((64,), F32), S((1,), I32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((128,), F32), S((), I32), S((128,), F32)), grid=lambda x: (x.shape[0] // 128,))
+def inside_windows(x, pos, even, kept):
+  """Windows inside their arrays: the mask's elements, a scalar mask on one element, and an SMEM buffer."""
+  pid = ml.program_id(0)
+  v = x.at[ml.ds(pid * 128, 128)][...]
+  ml.atomic_add(pos, v, mask=v > 0)
+  ml.atomic_add(even, ml.sum((v > 0).astype(jnp.int32)), mask=pid % 2 == 0)
+  b = ml.smem((128,), jnp.float32)
+  b[...] = ml.zeros((128,), jnp.float32)
+  ml.atomic_add(b, v, mask=v < 0)
+  ml.atomic_add(kept, b[...])
+
+
+def test_masked_windows_inside_their_arrays():
+  x = _rng(2).standard_normal(512).astype(np.float32)
+  pos, even, kept = inside_windows(x, interpret=True)
+  r = x.reshape(4, 128)
+  np.testing.assert_allclose(pos, np.where(r > 0, r, 0).sum(0), rtol=1e-5, atol=1e-6)
+  assert int(even) == int((r[::2] > 0).sum())
+  np.testing.assert_allclose(kept, np.where(r < 0, r, 0).sum(0), rtol=1e-5, atol=1e-6)
+  _exports(inside_windows, S((512,), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), F32))
+def float_mask(x, out):
+  v = x[...]
+  ml.atomic_add(out, v, mask=v)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((64,), F32))
+def mask_too_wide(x, out):
+  ml.atomic_max(out, x[...], mask=ml.arange(64)[:, None] < ml.arange(64)[None, :])
+
+
+def test_a_mask_that_is_not_one_says_so():
+  expect(float_mask, [S((128,), F32)], mg.KernelTypeError, "ml.atomic_add(",
+         "ml.atomic_add's mask must be a boolean tensor, got a register tensor", hint="pass a comparison: mask=offs < n")
+  expect(mask_too_wide, [S((64,), F32)], mg.ShapeMismatchError, "ml.atomic_max(",
+         "ml.atomic_max's mask of shape (64, 64) does not fit the window's shape (64,)",
+         hint="a mask of shape (64,), or one that broadcasts to it")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_masked_atomics_on_the_gpu():
+  rng = _rng(10)
+  x, idx = rng.standard_normal(300).astype(np.float32), rng.integers(0, 40, 300).astype(np.int32)
+  want = np.zeros(40, np.float64)
+  np.add.at(want, idx, x)
+  np.testing.assert_allclose(jax.jit(lambda a, b: scatter_add_tail(a, b, n=40))(x, idx), want, rtol=1e-5, atol=1e-5)
+  v = rng.integers(0, 64, 1000).astype(np.int32)
+  np.testing.assert_array_equal(jax.jit(lambda a: histogram(a, bins=64))(v), np.bincount(v, minlength=64))
+  y, seg = rng.standard_normal(300).astype(np.float32) - 3, rng.integers(0, 10, 300).astype(np.int32)
+  np.testing.assert_array_equal(jax.jit(segment_max)(y, seg), segment_max(y, seg, interpret=True))
+  p = rng.standard_normal((32, 130)).astype(np.float32)
+  np.testing.assert_allclose(jax.jit(rows_past_the_end)(p), p.T, rtol=1e-6, atol=1e-6)
+  h = rng.standard_normal(600).astype(np.float16)
+  np.testing.assert_allclose(np.asarray(jax.jit(lambda a: f16_tail(a, n=200))(h), np.float32),
+                             h.astype(np.float32).reshape(3, 200).sum(0), rtol=1e-2, atol=1e-2)
+  z = rng.standard_normal(64).astype(np.float32)
+  for s in (-10, 30, 100):
+    np.testing.assert_allclose(jax.jit(at_a_start_from_data)(z, np.array([s], np.int32)), _at_start(z, s),
+                               rtol=1e-6, atol=1e-6)
+  w = rng.standard_normal(512).astype(np.float32)
+  for g, i in zip(jax.jit(inside_windows)(w), inside_windows(w, interpret=True)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(i), rtol=1e-5, atol=1e-5)
