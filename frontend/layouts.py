@@ -161,6 +161,8 @@ class _Solver(LayoutErrors, Swizzles):
         if access in (ir.Access.REG_READ, ir.Access.REG_WRITE) and not any(map(_is_tensor, o.results)) \
             and self.window_of_tiles(ref):
           self.windowed.add(self.smem_root(ref).id)     # an element read or written (t[i, j]): untiled
+      if isinstance(o, ScatterUpdate) and self.smem_root(o.ref) is not None:
+        self.windowed.add(self.smem_root(o.ref).id)     # an atomic scatter's `red` at each element's own address
 
   def note_split(self, o):
     """Record the tensors of `o` that must stay whole in every warpgroup (Layout.wgs)."""

@@ -163,6 +163,120 @@ def test_a_mask_that_is_not_one_says_so():
          hint="a mask of shape (64,), or one that broadcasts to it")
 
 
+# ---------------------------------------------------------------- atomic scatters into SMEM of two axes or more
+@mg.mgpu_kernel(out_shape=lambda ids, w: S((8, 32), F32))
+def grouped_histogram(ids, w, out):
+  """A CTA's histogram per group of 8: ids past either end of a row are dropped, negative ones count from it."""
+  h = ml.smem((8, 32), jnp.float32)
+  h[...] = ml.zeros((8, 32), jnp.float32)
+  ml.atomic_add(h.at[ml.arange(ids.shape[0]) % 8, ids[...]], w[...])
+  out[...] = h[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda tk: (S((16, 8), I32), S((16, 8), I32)), block=256)
+def expert_slots(tk, hi, lo):
+  """Top-2 routing's last and first token per (expert, slot), two warpgroups, copied out by TMA."""
+  t = tk[...]
+  pos = ml.broadcast_to(ml.arange(t.shape[0])[:, None], t.shape)
+  a = ml.smem((16, 8), jnp.int32)
+  b = ml.smem((16, 8), jnp.int32)
+  a[...] = ml.full((16, 8), -1, jnp.int32)
+  b[...] = ml.full((16, 8), 1 << 30, jnp.int32)
+  ml.atomic_max(a.at[t, pos % 8], pos)
+  ml.atomic_min(b.at[t, pos % 8], pos)
+  ml.copy(a, hi)
+  ml.copy(b, lo)
+
+
+@mg.mgpu_kernel(out_shape=lambda ids, *, B: S((2, 4, B), I32))
+def per_row_counts(ids, out, *, B: ml.constexpr):
+  """A buffer of three axes through a view of it, masked (negative ids skipped), in a loop."""
+  h = ml.smem((2, 4, B), jnp.int32)
+  h[...] = ml.zeros((2, 4, B), jnp.int32)
+  for k in ml.static_range(2):
+    v = ids.at[k][...]
+    ml.atomic_add(h.at[k].at[ml.arange(128) % 4, v], 1, mask=v >= 0)
+  out[...] = h[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, r: S((64, 64), F32))
+def product_plus_counts(a, b, r, out):
+  """A tensor-core tile stored into a buffer (which the layout pass would tile), then scattered into."""
+  a_s, b_s = ml.smem((64, 64), jnp.float16), ml.smem((64, 64), jnp.float16)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  c = ml.smem((64, 64), jnp.float32)
+  c[...] = ml.dot(a_s, b_s)
+  ml.atomic_add(c.at[r[...], ml.arange(128) % 64], 1.0)
+  out[...] = c[...]
+
+
+def _smem_references(rng):
+  ids, w = rng.integers(-3, 36, 512).astype(np.int32), rng.standard_normal(512).astype(np.float32)
+  keep = (ids >= -32) & (ids < 32)
+  gh = np.zeros((8, 32), np.float64)
+  np.add.at(gh, ((np.arange(512) % 8)[keep], ids[keep]), w[keep])
+  tk = rng.integers(0, 16, (256, 2)).astype(np.int32)
+  pos = np.broadcast_to(np.arange(256)[:, None], tk.shape)
+  hi, lo = np.full((16, 8), -1, np.int32), np.full((16, 8), 1 << 30, np.int32)
+  np.maximum.at(hi, (tk, pos % 8), pos)
+  np.minimum.at(lo, (tk, pos % 8), pos)
+  rows = rng.integers(-4, 40, (2, 128)).astype(np.int32)
+  pc = np.zeros((2, 4, 40), np.int32)
+  for k in range(2):
+    on = rows[k] >= 0
+    np.add.at(pc[k], ((np.arange(128) % 4)[on], rows[k][on]), 1)
+  a, b = rng.standard_normal((64, 64)).astype(np.float16), rng.standard_normal((64, 64)).astype(np.float16)
+  r = rng.integers(0, 64, 128).astype(np.int32)
+  pp = a.astype(np.float32) @ b.astype(np.float32)
+  np.add.at(pp, (r, np.arange(128) % 64), 1.0)
+  return (ids, w, gh), (tk, hi, lo), (rows, pc), (a, b, r, pp)
+
+
+def test_atomic_scatters_into_smem_buffers_of_two_axes_or_more():
+  (ids, w, gh), (tk, hi, lo), (rows, pc), (a, b, r, pp) = _smem_references(_rng(3))
+  np.testing.assert_allclose(grouped_histogram(ids, w, interpret=True), gh, rtol=1e-5, atol=1e-5)
+  got_hi, got_lo = expert_slots(tk, interpret=True)
+  np.testing.assert_array_equal(got_hi, hi)
+  np.testing.assert_array_equal(got_lo, lo)
+  np.testing.assert_array_equal(per_row_counts(rows, interpret=True, B=40), pc)
+  np.testing.assert_allclose(product_plus_counts(a, b, r, interpret=True), pp, rtol=1e-3, atol=1e-3)
+  assert "red.shared::cta.relaxed.cta.add.f32" in grouped_histogram.mlir(S((512,), I32), S((512,), F32))
+  _exports(expert_slots, S((256, 2), I32))
+  _exports(per_row_counts, S((2, 128), I32), B=40)
+  _exports(product_plus_counts, S((64, 64), F16), S((64, 64), F16), S((128,), I32))
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, r: S((64, 64), F32))
+def into_an_operand(a, b, r, out):
+  a_s, b_s = ml.smem((64, 64), jnp.float32), ml.smem((64, 64), jnp.float32)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  ml.atomic_add(a_s.at[r[...], ml.arange(128) % 64], 1.0)
+  out[...] = ml.dot(a_s, b_s.T)
+
+
+def test_an_atomic_scatter_into_a_dot_operand_says_what_works():
+  expect(into_an_operand, [S((64, 64), F32), S((64, 64), F32), S((128,), I32)], mg.KernelTypeError,
+         "ml.atomic_add(", "a_s is an ml.dot operand, which the compiler tiles for the tensor cores, and an atomic"
+         " scatter updates untiled SMEM buffers (each element at its own address)",
+         hint="scatter into a buffer of its own, h = ml.smem((64, 64), jnp.float32) filled with zeros, and add it"
+              " before the ml.dot: a_s[...] = a_s[...] + h[...]")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_smem_scatters_of_two_axes_on_the_gpu():
+  (ids, w, gh), (tk, hi, lo), (rows, pc), (a, b, r, pp) = _smem_references(_rng(13))
+  np.testing.assert_allclose(jax.jit(grouped_histogram)(ids, w), gh, rtol=1e-5, atol=1e-5)
+  got_hi, got_lo = jax.jit(expert_slots)(tk)
+  np.testing.assert_array_equal(got_hi, hi)
+  np.testing.assert_array_equal(got_lo, lo)
+  np.testing.assert_array_equal(jax.jit(lambda x: per_row_counts(x, B=40))(rows), pc)
+  np.testing.assert_allclose(jax.jit(product_plus_counts)(a, b, r), product_plus_counts(a, b, r, interpret=True),
+                             rtol=1e-3, atol=1e-3)
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
 def test_masked_atomics_on_the_gpu():

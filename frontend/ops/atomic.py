@@ -347,9 +347,19 @@ def _written(o) -> tuple:
 def check_atomic_layouts(kernel: ir.Kernel) -> None:
   """After the layout pass: float16/bfloat16 atomic max and min exist on the GPU only as `red`
   of pairs of neighbouring elements in GMEM, so a tensor held one element per register cannot
-  be updated with them (add has a one-element form)."""
+  be updated with them (add has a one-element form). An atomic scatter into an SMEM buffer the layout pass
+  tiled (an ml.dot operand; layouts.py leaves other scattered buffers untiled) is an error: its `red`s go to
+  the logical element's address, which a tiled buffer does not hold there (probe 47d)."""
   defs = ir.def_table(kernel.body)
   for o in ir.walk(kernel.body):
+    if (type(o).__name__ == "ScatterUpdate" and o.kind != AtomicKind.SET and o.ref.type.space == Space.SMEM
+        and o.ref.id in kernel.smem_layouts):
+      buf, dt = o.ref.name or "buf", dtype_name(resolve(o.ref.type.dtype))
+      raise E.KernelTypeError(
+          f"{buf} is an ml.dot operand, which the compiler tiles for the tensor cores, and an atomic scatter"
+          f" updates untiled SMEM buffers (each element at its own address)", o.loc,
+          hint=f"scatter into a buffer of its own, h = ml.smem({o.ref.type.shape}, jnp.{dt}) filled with"
+               f" zeros, and add it before the ml.dot: {buf}[...] = {buf}[...] + h[...]")
     if not isinstance(o, AtomicUpdate) or o.kind in (AtomicKind.ADD, AtomicKind.SET) or not o.ref.type.shape:
       continue          # (a plain scatter, kind SET, stores each element whole: no pairs needed; probe 46a)
     t = o.value.type

@@ -118,16 +118,9 @@ def _plan(cx, ref, index, what, smem=False):
   """The index operands of `ref[index]` over the root ref. A gather clamps indices into the view
   (jnp's gather); a scatter (`what == "scatter"`) also returns which elements' indices were
   inside, since jnp's scatter drops updates at indices outside. `smem`: an atomic scatter, which
-  also updates a 1-D SMEM buffer (a CTA's histogram, `red.shared::cta`; probe 46k)."""
+  also updates an SMEM buffer (a CTA's histogram, `red.shared::cta`; probe 46k; of two axes or more since
+  probe 47d, where the layout pass leaves the buffer untiled: atomic.check_atomic_layouts)."""
   t = ref.type
-  if smem and t.space == Space.SMEM and not t.remote and not t.transposed and len(t.shape) > 1:
-    from .memory import root
-    r = root(cx.b, ref)
-    raise E.KernelTypeError(
-        f"{ref.name or 'this ref'} is an SMEM buffer of {len(t.shape)} axes indexed with tensors of indices (an"
-        f" atomic scatter): into SMEM, atomic scatters take 1-D buffers", cx.loc,
-        hint=f"allocate it flat and index it with the flat position: ml.smem(({' * '.join(map(str, r.type.shape))},),"
-             f" ...), then .at[i * {t.shape[-1]} + j] (reshape what you read back: h[...].reshape(...))")
   if (t.space != Space.GMEM and not (smem and t.space == Space.SMEM)) or t.remote or t.transposed:
     raise E.KernelTypeError(
         f"{ref.name or 'this ref'} is indexed with a tensor of indices (a {what}): only GMEM refs {what}",
