@@ -202,6 +202,11 @@ def run_fold(k):
   assert int(count) == 8
 
 
+def run_bias_grad(k):
+  p = rand(8, 130)
+  close(k(p, interpret=True), p.sum(0))
+
+
 def run_embedding_backward(k):
   g, ids = rand(128, 64), jnp.asarray(rng.integers(-100, 100, 128).astype(np.int32))
   close(k(g, ids, n=100, interpret=True), jnp.zeros((100, 64), f32).at[ids].add(g))
@@ -316,6 +321,7 @@ CASES = [
     Case(L, "double", [S((256, 512), f32)], run=run_double_twice, marker="mg.num_sms()"),
     Case(L, "double_direct", [S((64, 1024), f32)], run=run_double_direct),
     Case(L, "fold", [S((1024,), f32)], run=run_fold),
+    Case(L, "bias_grad", [S((8, 130), f32)], run=run_bias_grad),
     Case(L, "embedding_backward", [S((128, 64), f32), S((128,), i32)], dict(n=100), run_embedding_backward),
     Case(L, "write_cache", [S((512, 64), f32), S((128, 64), f32), S((128,), i32)], run=run_write_cache),
     Case(L, "unpermute", [S((256, 64), f32), S((256,), i32)], run=run_unpermute),
