@@ -138,7 +138,9 @@ ATOMIC_SCALAR = {"add": frozenset((_F, *_I)), "max": frozenset((_F, *_I)), "min"
 # max and min are two integer `red`s on the bits, as in ATOMIC_GMEM.
 ATOMIC_ELEMENT = {"add": frozenset((_F, *_H, *_I)), "max": frozenset((_F, *_I)), "min": frozenset((_F, *_I))}
 # Scatters into an SMEM buffer (a CTA's histogram, probe 46k): `red.shared::cta` one element at a time,
-# float32 and 32-bit integer add, 32-bit integer max and min (as ATOMIC_SMEM's; no 16-bit float element).
-ATOMIC_SMEM_ELEMENT = {"add": frozenset((_F, *_I)), "max": frozenset(_I), "min": frozenset(_I)}
+# float32, float16, bfloat16 and 32-bit integer add (the 16-bit ones `red.shared::cta.add.noftz.f16`, as an
+# SMEM window's odd elements take, probe 47d), 32-bit integer max and min, and float32 max and min as two
+# integer `red`s on the bits (as in GMEM: lowering/atomic.py, _f32_extreme_red; probe 47d).
+ATOMIC_SMEM_ELEMENT = {"add": frozenset((_F, *_H, *_I)), "max": frozenset((_F, *_I)), "min": frozenset((_F, *_I))}
 TMA_REDUCE = {"add": frozenset((_F, *_H, *_I, DType.i64)), "max": frozenset((*_H, *_I, DType.i64)),
               "min": frozenset((*_H, *_I, DType.i64))}

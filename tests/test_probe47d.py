@@ -277,6 +277,89 @@ def test_smem_scatters_of_two_axes_on_the_gpu():
                              rtol=1e-3, atol=1e-3)
 
 
+# ---------------------------------------------------------------- 16-bit float adds, float32 max and min into SMEM
+@mg.mgpu_kernel(out_shape=lambda ids, w: S((4, 16), w.dtype))
+def half_sums(ids, w, out):
+  """Per-quarter sums of 16-bit weights by id in an SMEM buffer of the weights' dtype, id 3 masked off."""
+  h = ml.smem((4, 16), w.dtype)
+  h[...] = ml.zeros((4, 16), w.dtype)
+  ml.atomic_add(h.at[ml.arange(256) // 64, ids[...]], w[...], mask=ids[...] != 3)
+  out[...] = h[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda seg, x: (S((16,), F32), S((16,), F32)))
+def segment_extremes(seg, x, top, low):
+  """A CTA's per-segment float32 max and min (an amax per expert), negatives and ids past the end included."""
+  hi, lo = ml.smem((16,), jnp.float32), ml.smem((16,), jnp.float32)
+  hi[...] = ml.full((16,), -jnp.inf, jnp.float32)
+  lo[...] = ml.full((16,), jnp.inf, jnp.float32)
+  ml.atomic_max(hi.at[seg[...]], x[...])
+  ml.atomic_min(lo.at[seg[...]], x[...])
+  top[...] = hi[...]
+  low[...] = lo[...]
+
+
+def _half_reference(ids, w):
+  out = np.zeros((4, 16), np.float64)
+  on = ids != 3
+  np.add.at(out, ((np.arange(256) // 64)[on], ids[on]), np.asarray(w, np.float32)[on])
+  return out
+
+
+def _extremes_reference(seg, x):
+  top, low = np.full(16, -np.inf, np.float32), np.full(16, np.inf, np.float32)
+  on = (seg >= -16) & (seg < 16)
+  np.maximum.at(top, seg[on], x[on])
+  np.minimum.at(low, seg[on], x[on])
+  return top, low
+
+
+def test_16_bit_float_adds_and_float32_max_min_scatter_into_smem():
+  rng = _rng(4)
+  ids = rng.integers(0, 16, 256).astype(np.int32)
+  for dt in (jnp.float16, jnp.bfloat16):
+    w = (rng.integers(-4, 5, 256) / 4).astype(dt)      # (quarters: every partial sum exact in 16 bits)
+    np.testing.assert_array_equal(np.asarray(half_sums(ids, w, interpret=True), np.float32), _half_reference(ids, w))
+  seg, x = rng.integers(-3, 20, 256).astype(np.int32), rng.standard_normal(256).astype(np.float32)
+  for g, want in zip(segment_extremes(seg, x, interpret=True), _extremes_reference(seg, x)):
+    np.testing.assert_array_equal(g, want)
+  assert "red.shared::cta.relaxed.cta.add.noftz.bf16" in half_sums.mlir(S((256,), I32), S((256,), jnp.bfloat16))
+  txt = segment_extremes.mlir(S((256,), I32), S((256,), F32))
+  assert "red.shared::cta.relaxed.cta.max.s32" in txt and "red.shared::cta.relaxed.cta.min.u32" in txt
+  _exports(half_sums, S((256,), I32), S((256,), F16))
+  _exports(segment_extremes, S((256,), I32), S((256,), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda ids, x: S((16,), x.dtype))
+def half_max(ids, x, out):
+  h = ml.smem((16,), x.dtype)
+  h[...] = ml.full((16,), -1e4, x.dtype)
+  ml.atomic_max(h.at[ids[...]], x[...])
+  out[...] = h[...]
+
+
+def test_a_16_bit_float_max_into_smem_hints_a_float32_buffer():
+  expect(half_max, [S((256,), I32), S((256,), jnp.bfloat16)], mg.UnsupportedDtypeError, "ml.atomic_max(",
+         "ml.atomic_max on bfloat16 into an SMEM buffer through a tensor of indices is not supported: Hopper's"
+         " shared-memory atomic max takes float32, int32, uint32",
+         hint="allocate h float32, ml.smem((16,), jnp.float32), update it with float32 values, ml.atomic_max("
+              "h.at[ids[...]], x[...].astype(jnp.float32)), and convert what you read back:"
+              " h[...].astype(jnp.bfloat16) (exact)")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_16_bit_float_adds_and_float32_max_min_into_smem_on_the_gpu():
+  rng = _rng(14)
+  ids = rng.integers(0, 16, 256).astype(np.int32)
+  for dt in (jnp.float16, jnp.bfloat16):
+    w = (rng.integers(-4, 5, 256) / 4).astype(dt)
+    np.testing.assert_array_equal(np.asarray(jax.jit(half_sums)(ids, w), np.float32), _half_reference(ids, w))
+  seg, x = rng.integers(-3, 20, 256).astype(np.int32), rng.standard_normal(256).astype(np.float32)
+  for g, want in zip(jax.jit(segment_extremes)(seg, x), _extremes_reference(seg, x)):
+    np.testing.assert_array_equal(g, want)
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
 def test_masked_atomics_on_the_gpu():

@@ -432,20 +432,19 @@ def accumulated_outputs(body: ir.Block, defs, outputs, skipped=None) -> dict:
 
 def check_smem_scatter_dtype(cx, kind: AtomicKind, d, ref, written, what):
   """An atomic scatter into an SMEM buffer (`red.shared::cta`, one element at a time) of a dtype it lacks
-  (a 16-bit float; a float max or min), with a hint that keeps the buffer in SMEM: a float32 buffer, or
-  int32 keys that order as the floats do."""
+  (a 16-bit float max or min; its add, and float32's max and min, are ones since probe 47d), with a hint
+  that keeps the buffer in SMEM: a float32 one (the 16-bit values convert to it and back exactly), or a
+  32-bit integer one."""
   from .memory import root
   if not isinstance(d, DType) or d in hw.ATOMIC_SMEM_ELEMENT[kind.value]:
     return
   ok = ", ".join(sorted(str(x) for x in hw.ATOMIC_SMEM_ELEMENT[kind.value]))
   window, value = written if written else (ref.name or "buf", "v")
   buf, shape = root(cx.b, ref).name or "buf", root(cx.b, ref).type.shape
-  if d in (DType.f16, DType.bf16) and kind == AtomicKind.ADD:
-    hint = (f"allocate {buf} float32, ml.smem({shape}, jnp.float32), add float32 values,"
-            f" ml.atomic_add({window}, {value}.astype(jnp.float32)), and convert what you read back:"
-            f" {buf}[...].astype(jnp.{dtype_name(d)})")
-  elif d.is_float:
-    hint = "compute the " + _float_keys(d, kind, window, value, buf, in_smem=True)[len(", e.g. a "):]
+  if d.is_float:
+    hint = (f"allocate {buf} float32, ml.smem({shape}, jnp.float32), update it with float32 values,"
+            f" ml.atomic_{kind.value}({window}, {value}.astype(jnp.float32)), and convert what you read back:"
+            f" {buf}[...].astype(jnp.{dtype_name(d)}) (exact)")
   else:
     hint = f"use a 32-bit integer buffer, ml.smem({shape}, jnp.int32), and int32 values"
   raise E.UnsupportedDtypeError(
