@@ -121,6 +121,62 @@ def test_a_masked_window_may_run_past_the_arrays_end():
   _exports(at_a_start_from_data, S((64,), F32), S((1,), I32))
 
 
+@mg.mgpu_kernel(out_shape=lambda e, *, n: S((n,), I32), grid=lambda e, *, n: (e.shape[0],))
+def valid_counts(e, out, *, n: ml.constexpr):
+  """Per-expert token counts, one token a program: an id outside 0..n-1 is masked off, and no update reaches
+  outside out (the element's index where the mask is off was out[9] here: past the end)."""
+  b = e[ml.program_id(0)]
+  ml.atomic_add(out.at[b], 1, mask=(b >= 0) & (b < n))
+
+
+@mg.mgpu_kernel(out_shape=lambda g, e, *, n: S((n, g.shape[1]), F32), grid=lambda g, e, *, n: (g.shape[0],))
+def rows_by_id(g, e, out, *, n: ml.constexpr):
+  """index_add_ of one row a program at a row read from memory, masked at the end only: a negative row is not
+  counted from the end (a window never is), so it is dropped too."""
+  b = e[ml.program_id(0)]
+  ml.atomic_add(out.at[b, :], g.at[ml.program_id(0)][...], mask=b < n)
+
+
+@mg.mgpu_kernel(out_shape=lambda lens: S((256,), I32), grid=lambda lens: (lens.shape[0],))
+def coverage(lens, out):
+  """How many sequences cover each position: windows at a loop's run-time starts, the last one masked."""
+  n = lens[ml.program_id(0)]
+  for s in range(0, n, 64):
+    ml.atomic_add(out.at[ml.ds(s, 64)], 1, mask=s + ml.arange(64) < n)
+
+
+def test_masked_elements_and_rows_at_indices_read_from_memory():
+  rng = _rng(5)
+  e = rng.integers(-2, 10, 64).astype(np.int32)
+  np.testing.assert_array_equal(valid_counts(e, interpret=True, n=8), np.bincount(e[(e >= 0) & (e < 8)], minlength=8))
+  g, rows = rng.standard_normal((32, 64)).astype(np.float32), rng.integers(-3, 10, 32).astype(np.int32)
+  want = np.zeros((8, 64), np.float64)
+  np.add.at(want, rows[(rows >= 0) & (rows < 8)], g[(rows >= 0) & (rows < 8)])
+  np.testing.assert_allclose(rows_by_id(g, rows, interpret=True, n=8), want, rtol=1e-6, atol=1e-6)
+  lens = rng.integers(0, 257, 8).astype(np.int32)
+  np.testing.assert_array_equal(coverage(lens, interpret=True), (np.arange(256)[None, :] < lens[:, None]).sum(0))
+  _exports(valid_counts, S((64,), I32), n=8)
+  _exports(rows_by_id, S((32, 64), F32), S((32,), I32), n=8)
+  _exports(coverage, S((8,), I32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((300,), F16), grid=lambda x: (2,))
+def half_max_tail(x, out):
+  j = ml.program_id(0)
+  offs = j * 256 + ml.arange(256)
+  ml.atomic_max(out.at[ml.ds(j * 256, 256)], ml.load(x.at[offs], mask=offs < 300, other=0.0), mask=offs < 300)
+
+
+def test_a_16_bit_max_past_the_end_says_it_goes_one_element_at_a_time():
+  expect(half_max_tail, [S((300,), F16)], mg.UnsupportedDtypeError, "ml.atomic_max(",
+         "ml.atomic_max on float16 is not supported with mask= at a window that may leave its array (one element at"
+         " a time): Hopper's atomic max takes float32, int32, uint32",
+         hint="convert the value and the array to a supported dtype: make out float32 (jnp.float32 in its out_shape)"
+              " and update it with ml.atomic_max(out.at[ml.ds(j * 256, 256)], ml.load(x.at[offs], mask=offs < 300,"
+              " other=0.0).astype(jnp.float32)); .astype(jnp.float16) of the result outside the kernel converts it"
+              " back exactly")
+
+
 @mg.mgpu_kernel(out_shape=lambda x: (S((128,), F32), S((), I32), S((128,), F32)), grid=lambda x: (x.shape[0] // 128,))
 def inside_windows(x, pos, even, kept):
   """Windows inside their arrays: the mask's elements, a scalar mask on one element, and an SMEM buffer."""
@@ -157,7 +213,8 @@ def mask_too_wide(x, out):
 
 def test_a_mask_that_is_not_one_says_so():
   expect(float_mask, [S((128,), F32)], mg.KernelTypeError, "ml.atomic_add(",
-         "ml.atomic_add's mask must be a boolean tensor, got a register tensor", hint="pass a comparison: mask=offs < n")
+         "ml.atomic_add's mask must be a boolean tensor, got a register tensor",
+         hint="pass a comparison: mask=offs < n")
   expect(mask_too_wide, [S((64,), F32)], mg.ShapeMismatchError, "ml.atomic_max(",
          "ml.atomic_max's mask of shape (64, 64) does not fit the window's shape (64,)",
          hint="a mask of shape (64,), or one that broadcasts to it")
@@ -381,6 +438,14 @@ def test_masked_atomics_on_the_gpu():
   for s in (-10, 30, 100):
     np.testing.assert_allclose(jax.jit(at_a_start_from_data)(z, np.array([s], np.int32)), _at_start(z, s),
                                rtol=1e-6, atol=1e-6)
+  e = rng.integers(-2, 10, 64).astype(np.int32)
+  np.testing.assert_array_equal(jax.jit(lambda a: valid_counts(a, n=8))(e),
+                                np.bincount(e[(e >= 0) & (e < 8)], minlength=8))
+  g, rows = rng.standard_normal((32, 64)).astype(np.float32), rng.integers(-3, 10, 32).astype(np.int32)
+  np.testing.assert_allclose(jax.jit(lambda a, b: rows_by_id(a, b, n=8))(g, rows),
+                             rows_by_id(g, rows, interpret=True, n=8), rtol=1e-6, atol=1e-6)
+  lens = rng.integers(0, 257, 8).astype(np.int32)
+  np.testing.assert_array_equal(jax.jit(coverage)(lens), (np.arange(256)[None, :] < lens[:, None]).sum(0))
   w = rng.standard_normal(512).astype(np.float32)
   for g, i in zip(jax.jit(inside_windows)(w), inside_windows(w, interpret=True)):
     np.testing.assert_allclose(np.asarray(g), np.asarray(i), rtol=1e-5, atol=1e-5)

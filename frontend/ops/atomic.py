@@ -220,13 +220,15 @@ def _atomic(cx, kind: AtomicKind, ref, value, mask=None):
   from .memory import check_in_bounds
   from .shape import broadcast_shape, broadcast_to_shape
   from .elementwise import full_
-  from .atomic_masks import as_scatter, check_mask, select_identity
+  from .atomic_masks import as_scatter, check_mask, masked_element, select_identity
   what = f"ml.atomic_{kind.value}"
   from .gather import IndexedRef, scatter
   if isinstance(ref, IndexedRef):            # out.at[ids, :]: a scatter
     return scatter(cx, kind, ref, value, mask=mask)
   if mask is not None and is_ref(ref) and (s := as_scatter(cx, ref)) is not None:
     mask = check_mask(cx, mask, ref.type.shape, what)      # a window that may leave the array: its positions
+    check_dtype(cx, kind, ref.type.dtype, hw.ATOMIC_ELEMENT, what, "with mask= at a window that may leave its"
+                " array (one element at a time)", words=_words(cx, ref, value))
     iref, keep = s
     if keep is not None:
       from .elementwise import BinOp, binary
@@ -270,7 +272,9 @@ def _atomic(cx, kind: AtomicKind, ref, value, mask=None):
                                  cx.loc, hint=_reduce_first_hint(cx, kind, what))
     check_dtype(cx, kind, t.dtype, hw.ATOMIC_SCALAR, what, "on a single element", words=_words(cx, ref, value))
     if mask is not None:
-      value = select_identity(cx, kind, check_mask(cx, mask, (), what), value, t.dtype)
+      mask = check_mask(cx, mask, (), what)
+      ref = masked_element(cx, ref, mask)         # (an index the mask keeps off may leave the array)
+      value = select_identity(cx, kind, mask, value, t.dtype)
     cx.b.emit(AtomicUpdate, kind, ref, value, loc=cx.loc)
     return None
   check_dtype(cx, kind, t.dtype, hw.ATOMIC_GMEM if t.space == Space.GMEM else hw.ATOMIC_SMEM, what,

@@ -62,13 +62,16 @@ def as_scatter(cx, ref):
     return None
   root = o.ref
   leaves = lambda i, n: not (isinstance(i.start, int) and 0 <= i.start and i.start + i.size <= n)
-  if not any(not i.squeeze and leaves(i, n) for i, n in zip(o.index, root.type.shape)):
+  if not any(leaves(i, n) for i, n in zip(o.index, root.type.shape)) or not t.shape:
     return None
   rank = len(t.shape)
   index, keep, axis = [], None, 0
   for i, n in zip(o.index, root.type.shape):
-    if i.squeeze:
+    if i.squeeze:                # (a row read from memory, out.at[e, :]: dropped where it leaves the array)
       index.append(i.start)
+      if not never_negative(cx.b, i.start):
+        off = ew.compare(cx, ew.CmpOp.GE, i.start, 0)
+        keep = off if keep is None else ew.binary(cx, ew.BinOp.AND, keep, off)
       continue
     pos = arange.rule(cx, i.size)
     if not (isinstance(i.start, int) and i.start == 0):
@@ -82,3 +85,19 @@ def as_scatter(cx, ref):
     index.append(pos)
     axis += 1
   return IndexedRef(root, tuple(index)), keep
+
+
+def masked_element(cx, ref, mask):
+  """The single element `ref` at a run-time index (`counts.at[e]`, e read from memory), where `mask` (a bool
+  scalar) may keep it off because the index leaves the array (`mask=e < n`): the same element where the mask is
+  on, element 0 of each such axis where it is off, which the identity then leaves as it is, so no update
+  reaches outside the array (Triton's masked lane makes no access)."""
+  from .memory import View, view
+  o = cx.b.defining(ref)
+  if (isinstance(mask, bool) or not isinstance(o, View) or o.within or ref.type.space != Space.GMEM
+      or all(isinstance(i.start, int) for i in o.index)):
+    return ref
+  from .memory import DSlice
+  index = tuple((ew.where_(cx, mask, i.start, 0) if not isinstance(i.start, int) else i.start) if i.squeeze
+                else DSlice(i.start, i.size) for i in o.index)
+  return view(cx, o.ref, index, ref.name or "")
