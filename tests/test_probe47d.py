@@ -83,6 +83,15 @@ def rows_past_the_end(p, dw):
   ml.atomic_add(dw.at[ml.ds(j * 64, 64), :], t, mask=(cols < p.shape[1])[:, None])
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 64), F32), grid=lambda x: (ml.cdiv(x.shape[0], 64),))
+def row_tiles_past_the_end(x, out):
+  """Tiles of rows whose last one runs past the end: each row's consecutive elements go in vector `red`s."""
+  j = ml.program_id(0)
+  r = j * 64 + ml.arange(64)
+  v = x.at[ml.ds(j * 64, 64), :].load(mask=(r < x.shape[0])[:, None], other=0.0)
+  ml.atomic_add(out.at[ml.ds(j * 64, 64), :], v * 2.0, mask=(r < x.shape[0])[:, None])
+
+
 @mg.mgpu_kernel(out_shape=lambda x, *, n: S((n,), F16), grid=lambda x, *, n: (ml.cdiv(n, 128), x.shape[0] // n))
 def f16_tail(x, out, *, n: ml.constexpr):
   pid, r = ml.program_id(0), ml.program_id(1)
@@ -116,6 +125,9 @@ def test_a_masked_window_may_run_past_the_arrays_end():
   for s in (-10, 30, 100):
     np.testing.assert_allclose(at_a_start_from_data(y, np.array([s], np.int32), interpret=True), _at_start(y, s),
                                rtol=1e-6, atol=1e-6)
+  y2 = rng.standard_normal((150, 64)).astype(np.float32)
+  np.testing.assert_allclose(row_tiles_past_the_end(y2, interpret=True), 2 * y2, rtol=1e-6, atol=1e-6)
+  assert "red.relaxed.gpu.global.add.v2.f32" in row_tiles_past_the_end.mlir(S((150, 64), F32))
   _exports(rows_past_the_end, S((32, 130), F32))
   _exports(f16_tail, S((600,), F16), n=200)
   _exports(at_a_start_from_data, S((64,), F32), S((1,), I32))
@@ -431,6 +443,8 @@ def test_masked_atomics_on_the_gpu():
   np.testing.assert_array_equal(jax.jit(segment_max)(y, seg), segment_max(y, seg, interpret=True))
   p = rng.standard_normal((32, 130)).astype(np.float32)
   np.testing.assert_allclose(jax.jit(rows_past_the_end)(p), p.T, rtol=1e-6, atol=1e-6)
+  y2 = rng.standard_normal((150, 64)).astype(np.float32)
+  np.testing.assert_allclose(jax.jit(row_tiles_past_the_end)(y2), 2 * y2, rtol=1e-6, atol=1e-6)
   h = rng.standard_normal(600).astype(np.float16)
   np.testing.assert_allclose(np.asarray(jax.jit(lambda a: f16_tail(a, n=200))(h), np.float32),
                              h.astype(np.float32).reshape(3, 200).sum(0), rtol=1e-2, atol=1e-2)

@@ -47,9 +47,11 @@ def select_identity(cx, kind, mask, value, d):
 
 def as_scatter(cx, ref):
   """The scatter `root.at[start + ml.arange(size), ...]` covering the GMEM window `ref` when the window
-  may leave its array (a run-time start, or one past the end), else None. Every axis of the window is
-  indexed by positions (a grid of them for two axes, `rows[:, None], cols[None, :]`), a squeezed one by
-  its index; positions below 0, which jnp's scatter counts from the end, are kept off by `keep`.
+  may leave its array (a run-time start, or one past the end, also of an axis it takes one index of), else
+  None. The axis that leaves is indexed by positions, the others keep their slices (so that a row's
+  consecutive elements go in one vector `red`); where two axes leave, or the indexed axes are not neighbours,
+  every axis is indexed by positions (a grid of them, `rows[:, None], cols[None, :]`). A squeezed axis keeps
+  its index; positions and indices below 0, which jnp's scatter counts from the end, are kept off by `keep`.
   Returns (IndexedRef, keep) where keep is a bool tensor or None."""
   from .elementwise_fns import arange
   from .gather import IndexedRef
@@ -64,24 +66,35 @@ def as_scatter(cx, ref):
   leaves = lambda i, n: not (isinstance(i.start, int) and 0 <= i.start and i.start + i.size <= n)
   if not any(leaves(i, n) for i, n in zip(o.index, root.type.shape)) or not t.shape:
     return None
+  from .memory import DSlice
   rank = len(t.shape)
+  # One axis that leaves, the others' slices kept where the indexed axes (squeezed ones and that one) are
+  # neighbours, so that NumPy's rule keeps the window's axis order: a row's consecutive elements then go
+  # in one vector `red` (gather._plan's `contiguous`); else every axis by positions, a grid of them.
+  out = [k for k, (i, n) in enumerate(zip(o.index, root.type.shape)) if not i.squeeze and leaves(i, n)]
+  adv = sorted(out + [k for k, i in enumerate(o.index) if i.squeeze])
+  sliced = len(out) == 1 and adv == list(range(adv[0], adv[-1] + 1))
   index, keep, axis = [], None, 0
-  for i, n in zip(o.index, root.type.shape):
+  for k, (i, n) in enumerate(zip(o.index, root.type.shape)):
     if i.squeeze:                # (a row read from memory, out.at[e, :]: dropped where it leaves the array)
       index.append(i.start)
       if not never_negative(cx.b, i.start):
         off = ew.compare(cx, ew.CmpOp.GE, i.start, 0)
         keep = off if keep is None else ew.binary(cx, ew.BinOp.AND, keep, off)
       continue
+    if sliced and k not in out:
+      index.append(slice(None) if (i.start, i.size) == (0, n) else DSlice(i.start, i.size))
+      axis += 1
+      continue
     pos = arange.rule(cx, i.size)
     if not (isinstance(i.start, int) and i.start == 0):
       pos = ew.binary(cx, ew.BinOp.ADD, pos, i.start)
     if not never_negative(cx.b, i.start):
       off = ew.compare(cx, ew.CmpOp.GE, pos, 0)
-      off = reshape_(cx, off, tuple(i.size if k == axis else 1 for k in range(rank))) if rank > 1 else off
+      off = reshape_(cx, off, tuple(i.size if a == axis else 1 for a in range(rank))) if rank > 1 else off
       keep = off if keep is None else ew.binary(cx, ew.BinOp.AND, keep, off)
-    if rank > 1:
-      pos = reshape_(cx, pos, tuple(i.size if k == axis else 1 for k in range(rank)))
+    if rank > 1 and not sliced:
+      pos = reshape_(cx, pos, tuple(i.size if a == axis else 1 for a in range(rank)))
     index.append(pos)
     axis += 1
   return IndexedRef(root, tuple(index)), keep
