@@ -212,6 +212,28 @@ def test_masked_windows_inside_their_arrays():
   _exports(inside_windows, S((512,), F32))
 
 
+@mg.mgpu_kernel(out_shape=lambda x, i: (S((128,), F32), S((40,), F32)), grid=lambda x, i: (2,))
+def constant_masks(x, i, out, top, *, on: ml.constexpr = True):
+  """A mask known while tracing (a constexpr flag): True updates, False leaves memory as it is."""
+  pid = ml.program_id(0)
+  ml.atomic_add(out, x.at[ml.ds(pid * 128, 128)][...], mask=on)
+  ml.atomic_add(out, x.at[ml.ds(pid * 128, 128)][...], mask=not on)
+  ml.atomic_max(top.at[i.at[ml.ds(pid * 128, 128)][...]], x.at[ml.ds(pid * 128, 128)][...], mask=on)
+
+
+def test_a_mask_known_while_tracing():
+  """mask=False was MG003 "ml.where's condition cond is a Python bool", in the compiler's words."""
+  rng = _rng(6)
+  x, i = rng.standard_normal(256).astype(np.float32), rng.integers(0, 40, 256).astype(np.int32)
+  top = np.full(40, -np.inf, np.float32)
+  np.maximum.at(top, i, x)
+  for on in (True, False):
+    s, t = constant_masks(x, i, interpret=True, on=on)
+    np.testing.assert_allclose(s, x.reshape(2, 128).sum(0), rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(t, top if on else np.full(40, -np.inf, np.float32))
+  _exports(constant_masks, S((256,), F32), S((256,), I32), on=False)
+
+
 @mg.mgpu_kernel(out_shape=lambda x: S((128,), F32))
 def float_mask(x, out):
   v = x[...]

@@ -223,6 +223,10 @@ def _atomic(cx, kind: AtomicKind, ref, value, mask=None):
   from .atomic_masks import as_scatter, check_mask, masked_element, select_identity
   what = f"ml.atomic_{kind.value}"
   from .gather import IndexedRef, scatter
+  if isinstance(mask, bool) and (is_ref(ref) or isinstance(ref, IndexedRef)):    # mask=True, mask=False
+    d = resolve((ref.ref if isinstance(ref, IndexedRef) else ref).type.dtype)
+    if mask or isinstance(d, DType) and (is_value(value) or isinstance(value, Num)):
+      value, mask = value if mask else identity(kind, d), None
   if isinstance(ref, IndexedRef):            # out.at[ids, :]: a scatter
     return scatter(cx, kind, ref, value, mask=mask)
   if mask is not None and is_ref(ref) and (s := as_scatter(cx, ref)) is not None:

@@ -41,7 +41,7 @@ def select_identity(cx, kind, mask, value, d):
   if mask is True:
     return value
   if mask is False:
-    return ew.where_(cx, False, value, identity(kind, d)) if is_tensor(value) else identity(kind, d)
+    return ew.full_(cx, value.type.shape, identity(kind, d), d) if is_tensor(value) else identity(kind, d)
   return ew.where_(cx, mask, value, identity(kind, d))
 
 
