@@ -83,6 +83,20 @@ def rows_past_the_end(p, dw):
   ml.atomic_add(dw.at[ml.ds(j * 64, 64), :], t, mask=(cols < p.shape[1])[:, None])
 
 
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32),
+                grid=lambda a, b: (ml.cdiv(a.shape[0], 64), ml.cdiv(b.shape[1], 64), 2))
+def split_k(a, b, c):
+  """Split-K: two programs add their partial products into each tile, whose windows leave c along both axes."""
+  i, j, k = ml.program_id(0), ml.program_id(1), ml.program_id(2)
+  half = a.shape[1] // 2
+  a_s, b_s = ml.smem((64, half), a.dtype), ml.smem((half, 64), b.dtype)
+  ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(k * half, half)], a_s)
+  ml.copy(b.at[ml.ds(k * half, half), ml.ds(j * 64, 64)], b_s)
+  rows, cols = i * 64 + ml.arange(64), j * 64 + ml.arange(64)
+  ml.atomic_add(c.at[ml.ds(i * 64, 64), ml.ds(j * 64, 64)], ml.dot(a_s, b_s),
+                mask=(rows[:, None] < c.shape[0]) & (cols[None, :] < c.shape[1]))
+
+
 @mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 64), F32), grid=lambda x: (ml.cdiv(x.shape[0], 64),))
 def row_tiles_past_the_end(x, out):
   """Tiles of rows whose last one runs past the end: each row's consecutive elements go in vector `red`s."""
@@ -128,7 +142,11 @@ def test_a_masked_window_may_run_past_the_arrays_end():
   y2 = rng.standard_normal((150, 64)).astype(np.float32)
   np.testing.assert_allclose(row_tiles_past_the_end(y2, interpret=True), 2 * y2, rtol=1e-6, atol=1e-6)
   assert "red.relaxed.gpu.global.add.v2.f32" in row_tiles_past_the_end.mlir(S((150, 64), F32))
+  a, b = rng.standard_normal((100, 128)).astype(jnp.bfloat16), rng.standard_normal((128, 96)).astype(jnp.bfloat16)
+  np.testing.assert_allclose(split_k(a, b, interpret=True), np.asarray(a, np.float32) @ np.asarray(b, np.float32),
+                             rtol=1e-4, atol=1e-3)
   _exports(rows_past_the_end, S((32, 130), F32))
+  _exports(split_k, S((100, 128), jnp.bfloat16), S((128, 96), jnp.bfloat16))
   _exports(f16_tail, S((600,), F16), n=200)
   _exports(at_a_start_from_data, S((64,), F32), S((1,), I32))
 
@@ -467,6 +485,9 @@ def test_masked_atomics_on_the_gpu():
   np.testing.assert_allclose(jax.jit(rows_past_the_end)(p), p.T, rtol=1e-6, atol=1e-6)
   y2 = rng.standard_normal((150, 64)).astype(np.float32)
   np.testing.assert_allclose(jax.jit(row_tiles_past_the_end)(y2), 2 * y2, rtol=1e-6, atol=1e-6)
+  a, b = rng.standard_normal((100, 128)).astype(jnp.bfloat16), rng.standard_normal((128, 96)).astype(jnp.bfloat16)
+  np.testing.assert_allclose(jax.jit(split_k)(a, b), np.asarray(a, np.float32) @ np.asarray(b, np.float32),
+                             rtol=1e-3, atol=1e-2)
   h = rng.standard_normal(600).astype(np.float16)
   np.testing.assert_allclose(np.asarray(jax.jit(lambda a: f16_tail(a, n=200))(h), np.float32),
                              h.astype(np.float32).reshape(3, 200).sum(0), rtol=1e-2, atol=1e-2)
