@@ -226,12 +226,16 @@ def trace_for(tracer, node: ast.For):
     before, where = dict(env), dict(tracer.where)
     _bind(env, carries, args_)
     env[name] = iv
+    piped = stages > 1 or bool(specialize) or bool(pingpong)     # (copies in it stay TMA: register_copies)
+    tracer.b.pipelining = getattr(tracer.b, "pipelining", 0) + piped
     try:
       poisoned = _trace_body(tracer, node, loc, body, carries, inits, args_)
     except (_Widen, small_carries.Spread) as w:     # (a carry of another dtype, or spread: traced again)
       attempt.undo(tracer)
       widened.update({w.leaf: w.dtype} if isinstance(w, _Widen) else {})
       continue
+    finally:
+      tracer.b.pipelining -= piped
     grow = attempt.changed(tracer, assigned, carries) - forced
     if not grow:
       break

@@ -202,6 +202,11 @@ def run_fold(k):
   assert int(count) == 8
 
 
+def run_dequantize(k):
+  q = jnp.asarray(rng.integers(-100, 100, (100, 40)).astype(np.int8))
+  close(k(q, interpret=True), np.asarray(q, np.float32) * 0.5, 0)
+
+
 def run_bias_grad(k):
   p = rand(8, 130)
   close(k(p, interpret=True), p.sum(0))
@@ -322,6 +327,7 @@ CASES = [
     Case(L, "double_direct", [S((64, 1024), f32)], run=run_double_direct),
     Case(L, "fold", [S((1024,), f32)], run=run_fold),
     Case(L, "bias_grad", [S((8, 130), f32)], run=run_bias_grad),
+    Case(L, "dequantize", [S((100, 40), jnp.int8)], run=run_dequantize),
     Case(L, "embedding_backward", [S((128, 64), f32), S((128,), i32)], dict(n=100), run_embedding_backward),
     Case(L, "write_cache", [S((512, 64), f32), S((128, 64), f32), S((128,), i32)], run=run_write_cache),
     Case(L, "unpermute", [S((256, 64), f32), S((256,), i32)], run=run_unpermute),

@@ -293,6 +293,9 @@ def copy(cx, src, dst, reduce=None, *, multicast=None):
         "TMA copies to or from another CTA's SMEM are not supported", cx.loc,
         hint="read the peer's buffer into registers: local[...] = ml.cluster_ref(buf, cta)[...]")
   gmem, smem_ref = (src, dst) if s.space == Space.GMEM else (dst, src)
+  from .register_copies import register_copy, routed
+  if routed(cx, src, dst, window(cx.b, gmem), kind, multicast):   # rows TMA cannot align: through registers
+    return register_copy(cx, src, dst, window(cx.b, gmem))
   tma.check_copy(cx.loc, gmem, window(cx.b, gmem), smem_ref, window(cx.b, smem_ref), store=d.space == Space.GMEM,
                  defs=cx.b.defs, reduce=kind)
   if multicast is not None:
