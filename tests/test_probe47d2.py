@@ -61,12 +61,25 @@ def int8_matmul(a, bt, c):
   c.at[ml.ds(i * 64, 64), ml.ds(j * 64, 64)][...] = acc
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(4,))
+def invert(x, out):
+  """A uint8 image of rows 999 bytes apart in (16, 128) tiles of a grid-stride loop (not pipelined): the last
+  tiles of each row and of the image run past its ends, read as zeros and written only inside."""
+  per_row = ml.cdiv(x.shape[1], 128)
+  a, b = ml.smem((16, 128), jnp.uint8), ml.smem((16, 128), jnp.uint8)
+  for t in range(ml.program_id(0), ml.cdiv(x.shape[0], 16) * per_row, ml.num_programs(0)):
+    rows, cols = ml.ds(t // per_row * 16, 16), ml.ds(t % per_row * 128, 128)
+    ml.copy(x.at[rows, cols], a)
+    b[...] = (255 - a[...].astype(jnp.int32)).astype(jnp.uint8)
+    ml.copy(b, out.at[rows, cols])
+
+
 def _operands(seed):
   rng = np.random.default_rng(seed)
   q, s = rng.integers(-100, 100, (100, 40)).astype(np.int8), np.array([0.5], np.float32)
   x = rng.standard_normal((128, 36)).astype(np.float16)
   a, bt = rng.integers(-5, 5, (64, 200)).astype(np.int8), rng.integers(-5, 5, (128, 200)).astype(np.int8)
-  return q, s, x, a, bt
+  return q, s, x, a, bt, rng.integers(0, 256, (100, 999)).astype(np.uint8)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)
@@ -93,7 +106,9 @@ def _registers_cannot_take_keep_the_tma_error():
 
 
 def test_copies_of_rows_tma_cannot_align_go_through_registers():
-  q, s, x, a, bt = _operands(0)
+  q, s, x, a, bt, img = _operands(0)
+  np.testing.assert_array_equal(invert(img, interpret=True), 255 - img)
+  _exports(invert, S((100, 999), jnp.uint8))
   np.testing.assert_array_equal(dequantize(q, s, interpret=True), q.astype(np.float32) * 0.5)
   np.testing.assert_array_equal(np.asarray(head_dim_36(x, interpret=True)), x * 2)
   np.testing.assert_array_equal(int8_matmul(a, bt, interpret=True), a.astype(np.int64) @ bt.astype(np.int64).T)
@@ -109,7 +124,8 @@ def test_copies_of_rows_tma_cannot_align_go_through_registers():
 @pytest.mark.gpu
 @pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
 def test_register_copies_on_the_gpu():
-  q, s, x, a, bt = _operands(1)
+  q, s, x, a, bt, img = _operands(1)
+  np.testing.assert_array_equal(jax.jit(invert)(img), 255 - img)
   np.testing.assert_array_equal(jax.jit(dequantize)(q, s), q.astype(np.float32) * 0.5)
   np.testing.assert_array_equal(np.asarray(jax.jit(head_dim_36)(x)), x * 2)
   np.testing.assert_array_equal(jax.jit(int8_matmul)(a, bt), a.astype(np.int64) @ bt.astype(np.int64).T)
