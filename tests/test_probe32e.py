@@ -350,26 +350,19 @@ def _small_m(form):
 
 
 def test_a_small_batch_hints_the_padded_tile_and_the_swapped_operands():
-  """m = 16 rows (a decode batch) was hinted `use a tile of 64, 128, ... rows`; the hint now says
+  """m = 16 rows (a decode batch) was hinted `use a tile of 64, 128, ... rows`; the hint then said
   how: a 64-row tile TMA fills with zeros past the data, stored under a mask, or ml.dot(b_s.T, a_s.T)
-  (the transposed product, n = 16). Both compute a @ b."""
+  (the transposed product, n = 16). Since probe 47e the plain form computes too (A padded to 64 rows
+  by the compiler), and so do 12 rows; all compute a @ b."""
   rng = np.random.default_rng(7)
   a = jnp.asarray(rng.standard_normal((16, 64)), BF16)
   b = jnp.asarray(rng.standard_normal((64, 64)), BF16)
-  expect(_small_m("plain"), [_spec(a), _spec(b)], mg.MmaOperandError, "ml.dot(a_s, b_s)", nth=1,
-         message="ml.dot needs m (rows of a) to be a multiple of 64, got 16",
-         hint="use a tile of 64, 128, ... rows; for fewer rows of data, a 16-row batch, give a_s 64 rows and copy"
-              " a 64-row window into it (TMA reads zeros past the array's last row), then store the rows that"
-              " exist with a mask (rows < m); or swap the operands: ml.dot(b_s.T, a_s.T) is the product"
-              " transposed, with the 16 rows as its n (a multiple of 8 there)")
   want = np.asarray(a, np.float32) @ np.asarray(b, np.float32)
-  for form in ("padded", "swapped"):
+  for form in ("plain", "padded", "swapped"):
     kernel = _small_m(form)
     _export(kernel, _spec(a), _spec(b))
     np.testing.assert_allclose(np.asarray(kernel(a, b, interpret=True)), want, rtol=1e-4, atol=1e-3)
-  e = expect(_small_m("plain"), [S((12, 64), BF16), _spec(b)], mg.MmaOperandError, "ml.dot(a_s, b_s)", nth=1,
-             message="ml.dot needs m (rows of a) to be a multiple of 64, got 12")
-  assert "swap" not in e.hint                # (n = 12 is no multiple of 8)
+  np.testing.assert_allclose(np.asarray(_small_m("plain")(a[:12], b, interpret=True)), want[:12], rtol=1e-4, atol=1e-3)
 
 
 @pytest.mark.gpu

@@ -312,11 +312,9 @@ def transposed_accumulator(a, b, c):
 
 def test_small_m_and_accumulator_hints_name_the_kernels_buffers_and_shapes():
   x, w = _rand((4, 128), 7, F16), _rand((128, 128), 8, F16)
-  with pytest.raises(mg.MmaOperandError) as e:
-    decode_gemv.check(S(x.shape, F16), S(w.shape, F16))
-  assert (e.value.lineno, e.value.col_offset) == (_line_of("# the small-m dot"), _col_of("ml.dot(x_s.at"))
-  assert e.value.message == "ml.dot needs m (rows of a) to be a multiple of 64, got 4"
-  assert "a 4-row batch, give x_s 64 rows and copy a 64-row window into it" in e.value.hint
+  # the small-m dot was MG501 (hinted as the fixed form below); since probe 47e the compiler pads its 4 rows
+  np.testing.assert_allclose(decode_gemv(x, w, interpret=True), _dot(x, w), rtol=1e-5, atol=1e-5)
+  assert "@mosaic_gpu" in _export(decode_gemv, S(x.shape, F16), S(w.shape, F16))
   # the hint followed (one 64-row window a k step, the rows that exist stored with a mask)
   np.testing.assert_allclose(decode_gemv_fixed(x, w, interpret=True), _dot(x, w), rtol=1e-5, atol=1e-5)
   assert "@mosaic_gpu" in _export(decode_gemv_fixed, S(x.shape, F16), S(w.shape, F16))

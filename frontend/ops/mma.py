@@ -404,40 +404,6 @@ def _acc_name(cx, acc) -> str:
   return name if name.isidentifier() else "acc"
 
 
-def _small_m_hint(cx, a, b, m, d) -> str:
-  """m not a multiple of 64, often a small batch (decode, M = 1..64): a 64-row tile that TMA fills
-  with zeros past the data's last row, or the operands swapped so the few rows are n. A register A
-  (probabilities `p.T` of a transposed decode) is padded with zero rows in registers."""
-  if is_value(a) and isinstance(a.type, TensorType) and len(a.type.shape) == 2:
-    rows = -(-m // hw.MMA_M) * hw.MMA_M
-    at, bt = cx.named(a, "a"), cx.named(b, "b")
-    zeros = f"ml.zeros(({rows - m}, {a.type.shape[1]}), jnp.{dtype_name(a.type.dtype)})"
-    n = b.type.shape[1] if len(b.type.shape) == 2 else 0
-    if n and not hw.rows_fit(m, n):     # its first m rows would be too few for a register tile's row statistics
-      return (f"pad A with zero rows in registers to {rows} and keep the whole {rows}-row product:"
-              f" ml.dot(ml.concatenate([{at}, {zeros}], axis=0), {bt}), whose first {m} rows are {at}'s (a ({m},"
-              f" {n}) slice of it is too small a register tile to reduce along its rows); carry {rows}-row tiles and"
-              f" statistics through the loop (the zero rows stay finite: a softmax's max, sum and output of"
-              f" {rows} rows) and store the first {m} rows with a mask, out.at[...].store(t,"
-              f" mask=ml.arange({rows})[:, None] < {m})")
-    return (f"pad A with zero rows in registers to {rows}, and keep the first {m} rows of the product:"
-            f" ml.dot(ml.concatenate([{at}, {zeros}], axis=0),"
-            f" {bt})[:{m}] (with an accumulator, pad it the same way and carry the {rows}-row product)")
-  an, bn = cx.named(a, _read(a)[0].removesuffix("[...]")), cx.named(b, _read(b)[0].removesuffix("[...]"))
-  buf = _root(cx, a).name if is_value(a) and isinstance(a.type, RefType) else None    # a window's buffer
-  tile = -(-m // hw.MMA_M) * hw.MMA_M          # the tile that holds the m rows (96 rows: 128, not 64)
-  rows = f"fewer rows of data, a {m}-row batch" if m < hw.MMA_M else f"{m} rows of data"
-  fix = (f"use a tile of 64, 128, ... rows; for {rows}, give {buf or an} {tile} rows and copy"
-         f" a {tile}-row window into it (TMA reads zeros past the array's last row), then store the rows that exist"
-         f" with a mask (rows < m)")
-  if is_value(a) and isinstance(a.type, RefType) and not a.type.transposed and m % hw.MMA_N_STEP == 0 and (
-      d in (DType.f16, DType.bf16) or b.type.transposed) and m <= hw.MMA_N_MAX:
-    new_a = bn.removesuffix(".T") if b.type.transposed else f"{bn}.T"
-    fix += (f"; or swap the operands: ml.dot({new_a}, {an}.T) is the product transposed, with the {m} rows as"
-            f" its n (a multiple of 8 there)")
-  return fix
-
-
 def _narrow_n_hint(a, b, n, k) -> str:
   """n a multiple of 8 but not of 64, b stored (k, n): an (n, k) tile passed as its view `.T` takes any
   multiple of 8; TMA fills one from the array transposed outside the kernel (a register transpose
@@ -484,7 +450,8 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
   Operands are float16, bfloat16, float8_e4m3fn, float8_e5m2, int8 or float32 (read
   as TF32); 8-bit and float32 operands are K-major: `ml.dot(a_s, bt_s.T)` with bt_s
   stored (n, k). `acc` is an (m, n) register tensor (float32; float16 also for float16
-  and FP8 inputs; int32 for int8) or None for zeros. m a multiple of 64, n a multiple of 16 (of 8 when b is `buf.T`;
+  and FP8 inputs; int32 for int8) or None for zeros. m any number of rows (a multiple of 64 fills the
+  tensor cores; fewer, a decode's few tokens, are padded with zero rows), n a multiple of 16 (of 8 when b is `buf.T`;
   int8: 8, 24 or a multiple of 16) up to 256,
   k a multiple of 32 bytes (8 float32, 16 16-bit or 32 8-bit elements; sizes that are not multiples of 128
   bytes make the dot's buffers take a narrower swizzle).
@@ -537,9 +504,7 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
   int_n = d == DType.i8 and n not in hw.MMA_N_INT_EXTRA    # int8 WGMMA: n of 8, 24 or 16k
   if int_n:
     n_step = hw.MMA_N_STEP_INT
-  if m % hw.MMA_M:
-    raise E.MmaOperandError(f"ml.dot needs m (rows of a) to be a multiple of {hw.MMA_M}, got {m}", loc,
-                            hint=_small_m_hint(cx, a, b, m, d))
+  small = m % hw.MMA_M != 0     # a few rows (decode): padded to a tile's rows (ops/small_dots.py)
   # (m of fewer rows than the warpgroups split, 64 at block=256: each computes it whole, frontend/layouts.py)
   if n % n_step or n > hw.MMA_N_MAX:
     narrow = n < hw.MMA_N_MAX and n % hw.MMA_N_STEP == 0 and not b.type.transposed
@@ -611,5 +576,8 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
       raise E.UnsupportedDtypeError(
           f"ml.dot accumulates {d} products in {' or '.join(map(str, ok))}, not {acc_dtype}", loc,
           hint=f"accumulate in jnp.{ok[0]}: {_acc_name(cx, acc)} = ml.zeros(({m}, {n}), jnp.{ok[0]})")
+  if small:
+    from .small_dots import small_m_dot
+    return small_m_dot(cx, a, b, acc, d, acc_dtype, dot.rule)
   t = TensorType((m, n), acc_dtype, Layout.WGMMA)
   return cx.b.emit(Dot, a, b, acc, loc=loc, types=[t], names=[cx.name]).result

@@ -1,0 +1,205 @@
+"""Probe 47e (decode-time and small-M dots): `ml.dot` of fewer rows than a tensor-core tile (a GQA group of
+query heads, a GEMV batch, a (32, 32) matmul of a batch), which was MG501, is padded to the tile's rows by
+the compiler (frontend/ops/small_dots.py)."""
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+S = jax.ShapeDtypeStruct
+F32, F16, BF16 = jnp.float32, jnp.float16, jnp.bfloat16
+
+
+def _spec(x):
+  return S(x.shape, x.dtype)
+
+
+def _export(kernel, *args, **constexprs):
+  fn = jax.jit(lambda *a: kernel(*a, **constexprs))
+  text = jax.export.export(fn, platforms=["cuda"])(*[_spec(a) for a in args]).mlir_module()
+  assert "mosaic_gpu" in text
+  return text
+
+
+def _rand(shape, dtype, seed, scale=1.0):
+  return jnp.asarray(np.random.default_rng(seed).standard_normal(shape) * scale, dtype)
+
+
+def _f32(x):
+  return np.asarray(x, np.float32)
+
+
+# ---------------------------------------------------------------- GQA decode: the group's query heads as M
+def _gqa_decode(g, bkv, stages):
+  """One program per (sequence, kv head): the g query heads sharing the kv head are the rows of q @ k.T
+  (an SMEM A of g rows) and of p @ v (a register A of g rows, with an accumulator): flash-decoding's split."""
+  @mg.mgpu_kernel(out_shape=lambda q, k, v: (S(q.shape, F32), S(q.shape[:2], F32)),
+                  grid=lambda q, k, v: (q.shape[0], k.shape[2]))
+  def gqa_decode(q, k, v, o, lse):          # q (b, heads, d); k, v (b, len, kv_heads, d)
+    b, h = ml.program_id(0), ml.program_id(1)
+    d = q.shape[2]
+    q_s = ml.smem((g, d))
+    k_s = ml.smem((bkv, d))
+    v_s = ml.smem((bkv, d))
+    ml.copy(q.at[b, ml.ds(h * g, g), :], q_s)
+    m_i = ml.full((g,), -jnp.inf, F32)
+    l_i = ml.zeros((g,), F32)
+    acc = ml.zeros((g, d), F32)
+    for j in ml.range(k.shape[1] // bkv, stages=stages):
+      ml.copy(k.at[b, ml.ds(j * bkv, bkv), h, :], k_s)
+      ml.copy(v.at[b, ml.ds(j * bkv, bkv), h, :], v_s)
+      s = ml.dot(q_s, k_s.T) * (1.0 / math.sqrt(d))
+      m_new = ml.maximum(m_i, ml.max(s, axis=1))
+      alpha = ml.exp(m_i - m_new)
+      p = ml.exp(s - m_new[:, None])
+      l_i = l_i * alpha + ml.sum(p, axis=1)
+      acc = ml.dot(p.astype(v.dtype), v_s, acc * alpha[:, None])
+      m_i = m_new
+    o.at[b, ml.ds(h * g, g), :][...] = acc / l_i[:, None]
+    lse.at[b, ml.ds(h * g, g)][...] = m_i + ml.log(l_i)
+  return gqa_decode
+
+
+def _gqa_inputs(g, kv_heads, length, d, dtype, seed):
+  return (_rand((2, g * kv_heads, d), dtype, seed, 2.0), _rand((2, length, kv_heads, d), dtype, seed + 1, 2.0),
+          _rand((2, length, kv_heads, d), dtype, seed + 2))
+
+
+def _gqa_want(q, k, v):
+  g = q.shape[1] // k.shape[2]
+  kk, vv = (np.repeat(_f32(x), g, axis=2) for x in (k, v))
+  s = np.einsum("bhd,blhd->bhl", _f32(q), kk) / math.sqrt(q.shape[2])
+  lse = np.log(np.exp(s - s.max(-1, keepdims=True)).sum(-1)) + s.max(-1)
+  return np.einsum("bhl,blhd->bhd", np.exp(s - lse[..., None]), vv), lse
+
+
+_GQA = [(8, 64, 1, 2, 128, BF16), (4, 64, 2, 1, 64, F16), (16, 128, 2, 1, 128, BF16)]
+
+
+@pytest.mark.parametrize("g,bkv,stages,kv_heads,d,dtype", _GQA[:2])
+def test_gqa_decode_with_the_groups_heads_as_rows_matches_jnp(g, bkv, stages, kv_heads, d, dtype):
+  """`ml.dot(q_s, k_s.T)` of 8 query heads was MG501 ("m a multiple of 64"), as was `ml.dot(p, v_s, acc)` of
+  their probabilities: both are padded to 64 rows now, and the decode is jnp's attention (and its lse)."""
+  args = _gqa_inputs(g, kv_heads, 256, d, dtype, 1)
+  kernel = _gqa_decode(g, bkv, stages)
+  o, lse = kernel(*args, interpret=True)
+  want_o, want_lse = _gqa_want(*args)
+  np.testing.assert_allclose(np.asarray(o), want_o, atol=3e-2, rtol=3e-2)
+  np.testing.assert_allclose(np.asarray(lse), want_lse, atol=3e-2, rtol=1e-3)
+  _export(kernel, *args)
+
+
+# ---------------------------------------------------------------- GEMV batches, split K, small batched matmuls
+def _gemv(rows, bn, bk, stages, block=128):
+  """x (rows, K) @ w (K, N) in bfloat16 with a float32 accumulator and a bfloat16 result, K in a loop."""
+  @mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[1]), BF16), grid=lambda x, w: (w.shape[1] // bn,),
+                  block=block)
+  def gemv(x, w, o):
+    j = ml.program_id(0)
+    x_s = ml.smem((rows, bk))
+    w_s = ml.smem((bk, bn))
+    acc = ml.zeros((rows, bn), F32)
+    for k in ml.range(x.shape[1] // bk, stages=stages):
+      ml.copy(x.at[:, ml.ds(k * bk, bk)], x_s)
+      ml.copy(w.at[ml.ds(k * bk, bk), ml.ds(j * bn, bn)], w_s)
+      acc = ml.dot(x_s, w_s, acc)
+    o.at[:, ml.ds(j * bn, bn)][...] = acc.astype(o.dtype)
+  return gemv
+
+
+_GEMV = [(1, 128, 64, 1, 128), (4, 128, 64, 2, 128), (16, 64, 128, 2, 256), (96, 128, 64, 1, 128)]
+
+
+@pytest.mark.parametrize("rows,bn,bk,stages,block", _GEMV[:3])
+def test_gemv_batches_of_1_to_16_rows_match_jnp(rows, bn, bk, stages, block):
+  """Decode's x @ W for a batch of 1, 4 or 16 tokens (also pipelined, and at block=256, where both warpgroups
+  compute the padded 64 rows): was MG501; matches jnp with a bfloat16 result."""
+  x, w = _rand((rows, 256), BF16, 2), _rand((256, 256), BF16, 3)
+  kernel = _gemv(rows, bn, bk, stages, block)
+  got = kernel(x, w, interpret=True)
+  np.testing.assert_allclose(_f32(got), _f32(jnp.asarray(_f32(x) @ _f32(w), BF16)), rtol=2e-2, atol=2e-2)
+  _export(kernel, x, w)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], a.shape[1], b.shape[2]), F32), grid=lambda a, b: (a.shape[0],))
+def batched_small(a, b, o):
+  """(B, 32, 32) @ (B, 32, 32): one program per batch element, a dot of 32 rows."""
+  i = ml.program_id(0)
+  a_s = ml.smem(a.shape[1:])
+  b_s = ml.smem(b.shape[1:])
+  ml.copy(a.at[i], a_s)
+  ml.copy(b.at[i], b_s)
+  o.at[i][...] = ml.dot(a_s, b_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[0]), F32 if x.dtype != jnp.int8 else jnp.int32))
+def linear_k_major(x, w, o):
+  """x @ w.T of a torch Linear's (n, k) weight: the K-major form float32 (TF32) and 8-bit operands need."""
+  x_s = ml.smem(x.shape)
+  w_s = ml.smem(w.shape)
+  ml.copy(x, x_s)
+  ml.copy(w, w_s)
+  o[...] = ml.dot(x_s, w_s.T)
+
+
+def test_small_batched_matmuls_and_k_major_operands_of_every_dtype_match_jnp():
+  """32 rows of a batched (32, 32) matmul, and 8 rows of float32 (TF32, whose padded A the compiler stores in
+  an SMEM tile: the tensor cores read TF32 from SMEM only), int8 at k = 32 (too short for a register A: also
+  stored) and float8 operands: each was MG501."""
+  a, b = _rand((3, 32, 32), F16, 4), _rand((3, 32, 32), F16, 5)
+  np.testing.assert_allclose(np.asarray(batched_small(a, b, interpret=True)),
+                             np.einsum("bmk,bkn->bmn", _f32(a), _f32(b)), rtol=1e-3, atol=1e-3)
+  _export(batched_small, a, b)
+  tf32 = lambda v: (np.asarray(v, np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
+  x, w = _rand((8, 64), F32, 6), _rand((64, 64), F32, 7)
+  np.testing.assert_allclose(np.asarray(linear_k_major(x, w, interpret=True)), tf32(x) @ tf32(w).T, rtol=1e-5,
+                             atol=1e-4)
+  _export(linear_k_major, x, w)
+  rng = np.random.default_rng(8)
+  xi, wi = (jnp.asarray(rng.integers(-128, 128, s), jnp.int8) for s in ((8, 32), (64, 32)))
+  np.testing.assert_array_equal(np.asarray(linear_k_major(xi, wi, interpret=True)),
+                                np.asarray(xi, np.int32) @ np.asarray(wi, np.int32).T)
+  _export(linear_k_major, xi, wi)
+  x8, w8 = _rand((16, 64), jnp.float8_e4m3fn, 9), _rand((64, 64), jnp.float8_e4m3fn, 10)
+  np.testing.assert_allclose(np.asarray(linear_k_major(x8, w8, interpret=True)), _f32(x8) @ _f32(w8).T,
+                             rtol=1e-5, atol=1e-4)
+  _export(linear_k_major, x8, w8)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("g,bkv,stages,kv_heads,d,dtype", _GQA)
+def test_gpu_gqa_decode_with_the_groups_heads_as_rows(g, bkv, stages, kv_heads, d, dtype):
+  args = _gqa_inputs(g, kv_heads, 512, d, dtype, 11)
+  o, lse = jax.jit(_gqa_decode(g, bkv, stages))(*args)
+  want_o, want_lse = _gqa_want(*args)
+  np.testing.assert_allclose(np.asarray(o), want_o, atol=3e-2, rtol=3e-2)
+  np.testing.assert_allclose(np.asarray(lse), want_lse, atol=3e-2, rtol=1e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rows,bn,bk,stages,block", _GEMV)
+def test_gpu_gemv_batches(rows, bn, bk, stages, block):
+  x, w = _rand((rows, 512), BF16, 12), _rand((512, 256), BF16, 13)
+  got = jax.jit(_gemv(rows, bn, bk, stages, block))(x, w)
+  np.testing.assert_allclose(_f32(got), _f32(jnp.asarray(_f32(x) @ _f32(w), BF16)), rtol=2e-2, atol=2e-1)
+
+
+@pytest.mark.gpu
+def test_gpu_small_batched_matmuls_and_k_major_operands():
+  a, b = _rand((5, 32, 32), F16, 14), _rand((5, 32, 32), F16, 15)
+  np.testing.assert_allclose(np.asarray(jax.jit(batched_small)(a, b)), np.einsum("bmk,bkn->bmn", _f32(a), _f32(b)),
+                             rtol=1e-2, atol=1e-2)
+  x, w = _rand((8, 64), F32, 16), _rand((64, 64), F32, 17)
+  np.testing.assert_allclose(np.asarray(jax.jit(linear_k_major)(x, w)), np.asarray(linear_k_major(x, w, interpret=True)),
+                             rtol=1e-3, atol=1e-3)
+  rng = np.random.default_rng(18)
+  xi, wi = (jnp.asarray(rng.integers(-128, 128, s), jnp.int8) for s in ((8, 32), (64, 32)))
+  np.testing.assert_array_equal(np.asarray(jax.jit(linear_k_major)(xi, wi)),
+                                np.asarray(xi, np.int32) @ np.asarray(wi, np.int32).T)
+  x8, w8 = _rand((16, 64), jnp.float8_e4m3fn, 19), _rand((64, 64), jnp.float8_e4m3fn, 20)
+  np.testing.assert_allclose(np.asarray(jax.jit(linear_k_major)(x8, w8)), _f32(x8) @ _f32(w8).T, rtol=2e-3, atol=0.1)
