@@ -203,3 +203,125 @@ def test_gpu_small_batched_matmuls_and_k_major_operands():
                                 np.asarray(xi, np.int32) @ np.asarray(wi, np.int32).T)
   x8, w8 = _rand((16, 64), jnp.float8_e4m3fn, 19), _rand((64, 64), jnp.float8_e4m3fn, 20)
   np.testing.assert_allclose(np.asarray(jax.jit(linear_k_major)(x8, w8)), _f32(x8) @ _f32(w8).T, rtol=2e-3, atol=0.1)
+
+
+# ---------------------------------------------------------------- a register B operand, stored into SMEM by the compiler
+from locate import expect  # noqa: E402
+
+
+@mg.mgpu_kernel(out_shape=lambda x, wq, sc: S((x.shape[0], wq.shape[1]), BF16), grid=lambda x, wq, sc: (wq.shape[1] // 64,))
+def w8a16_decode(x, wq, sc, o):
+  """W8A16 GEMV: the int8 weight tile dequantised in registers is B (Triton's tl.dot(x, w.to(bf16) * s))."""
+  j = ml.program_id(0)
+  x_s = ml.smem((x.shape[0], 64))
+  acc = ml.zeros((x.shape[0], 64), F32)
+  for k in range(x.shape[1] // 64):
+    ml.copy(x.at[:, ml.ds(k * 64, 64)], x_s)
+    w = (wq.at[ml.ds(k * 64, 64), ml.ds(j * 64, 64)][...].astype(F32) * sc.at[ml.ds(j * 64, 64)][...][None, :])
+    acc = ml.dot(x_s, w.astype(x.dtype), acc)
+  o.at[:, ml.ds(j * 64, 64)][...] = acc.astype(o.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k: S((q.shape[0], k.shape[0]), F32))
+def scores_of_registers(q, k, o):
+  """Triton's tl.dot(q, tl.trans(k)) of tiles loaded into registers: k (n, k) is stored as it is and read
+  transposed, never moved twice."""
+  o[...] = ml.dot(q[...], k[...].T) * 0.125
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[0]), F32 if x.dtype != jnp.int8 else jnp.int32))
+def k_major_register_b(x, w, o):
+  """float32 and int8 B from registers: the tensor cores read them K-major, stored (n, k)."""
+  x_s = ml.smem(x.shape)
+  ml.copy(x, x_s)
+  o[...] = ml.dot(x_s, w[...].T)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[1]), F32))
+def narrow_register_b(x, w, o):
+  x_s = ml.smem(x.shape)
+  ml.copy(x, x_s)
+  o[...] = ml.dot(x_s, w[...] * 2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[0]), F32))
+def narrow_k_major_register_b(x, w, o):
+  x_s = ml.smem(x.shape)
+  ml.copy(x, x_s)
+  o[...] = ml.dot(x_s, (w[...] * 2).T)
+
+
+def _w8a16_inputs(rows, seed):
+  rng = np.random.default_rng(seed)
+  x = _rand((rows, 128), BF16, seed)
+  wq = jnp.asarray(rng.integers(-127, 128, (128, 128)), jnp.int8)
+  sc = jnp.asarray(rng.random(128) * 0.02, F32)
+  w = _f32(jnp.asarray(_f32(wq) * _f32(sc)[None, :], BF16))
+  return (x, wq, sc), _f32(jnp.asarray(_f32(x) @ w, BF16))
+
+
+def test_a_register_b_is_stored_into_smem_for_the_tensor_cores():
+  """A register B (a dequantised weight tile, a tile loaded as Triton loads it, its transpose, float32 and int8
+  tiles) was MG501 ("operand b must be an SMEM buffer"): the compiler now stores it into an SMEM buffer the dot
+  reads, (k, n) as it is for 16 bits, (n, k) read as its view .T for K-major dtypes and for a transpose."""
+  for rows in (64, 8):
+    args, want = _w8a16_inputs(rows, 21)
+    np.testing.assert_allclose(_f32(w8a16_decode(*args, interpret=True)), want, rtol=2e-2, atol=2e-2)
+  _export(w8a16_decode, *args)
+  q, k = _rand((64, 64), F16, 22), _rand((128, 64), F16, 23)
+  np.testing.assert_allclose(np.asarray(scores_of_registers(q, k, interpret=True)), _f32(q) @ _f32(k).T * 0.125,
+                             rtol=1e-3, atol=1e-3)
+  assert "TransposeLoad" not in scores_of_registers.typed_ir(_spec(q), _spec(k))   # k stored as loaded
+  _export(scores_of_registers, q, k)
+  tf32 = lambda v: (np.asarray(v, np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
+  x, w = _rand((8, 64), F32, 24), _rand((128, 64), F32, 25)
+  np.testing.assert_allclose(np.asarray(k_major_register_b(x, w, interpret=True)), tf32(x) @ tf32(w).T,
+                             rtol=1e-5, atol=1e-4)
+  _export(k_major_register_b, x, w)
+  rng = np.random.default_rng(26)
+  xi, wi = (jnp.asarray(rng.integers(-128, 128, s), jnp.int8) for s in ((64, 64), (64, 64)))
+  np.testing.assert_array_equal(np.asarray(k_major_register_b(xi, wi, interpret=True)),
+                                np.asarray(xi, np.int32) @ np.asarray(wi, np.int32).T)
+  x, w = _rand((64, 32), BF16, 27), _rand((32, 128), BF16, 28)     # k = 32: stored transposed (n = 128)
+  np.testing.assert_allclose(np.asarray(narrow_register_b(x, w, interpret=True)), _f32(x) @ (2 * _f32(w)),
+                             rtol=1e-3, atol=1e-3)
+  _export(narrow_register_b, x, w)
+
+
+def test_a_register_b_no_buffer_can_take_from_registers_is_reported_with_the_ways_that_work():
+  """b (32, 32) from registers: registers fill a tensor-core buffer 64 rows at a time, and neither of its
+  sizes is 64. The old hint stored it into an SMEM buffer of its shape, which is MG204 at the store."""
+  expect(narrow_register_b, (S((64, 32), BF16), S((32, 32), BF16)), mg.MmaOperandError, "ml.dot(x_s, w",
+         "ml.dot stores a register operand b into SMEM for the tensor cores 64 rows at a time, but neither k (32)"
+         " nor n (32) of b (32, 32) is a multiple of 64",
+         hint="copy b's tile into an SMEM buffer by TMA, which fills any rows (b_s = ml.smem((32, 32));"
+              " ml.copy(b.at[...], b_s); ml.dot(..., b_s)), and apply the math to a or to the product instead (a"
+              " scale of b's columns: the product times it); or pad k with zeros to 64:"
+              " ml.concatenate([(w[...] * 2), ml.zeros((32, 32), jnp.bfloat16)], axis=0) as b, and a with 32 zero"
+              " columns")
+  expect(narrow_k_major_register_b, (S((64, 64), F32), S((32, 64), F32)), mg.MmaOperandError, "ml.dot(x_s, (w",
+         "ml.dot stores a register operand b into SMEM for the tensor cores 64 rows at a time, but n (32) of b"
+         " (64, 32) is not a multiple of 64 (float32 operands are read K-major, stored (n, k))",
+         hint="copy b's tile into an SMEM buffer by TMA, which fills any rows (bt_s = ml.smem((32, 64));"
+              " ml.copy(bt.at[...], bt_s); ml.dot(..., bt_s.T)), and apply the math to a or to the product instead"
+              " (a scale of b's columns: the product times it)")
+
+
+@pytest.mark.gpu
+def test_gpu_a_register_b_stored_into_smem():
+  for rows in (64, 8):
+    args, want = _w8a16_inputs(rows, 31)
+    np.testing.assert_allclose(_f32(jax.jit(w8a16_decode)(*args)), want, rtol=2e-2, atol=5e-2)
+  q, k = _rand((64, 64), F16, 32), _rand((128, 64), F16, 33)
+  np.testing.assert_allclose(np.asarray(jax.jit(scores_of_registers)(q, k)), _f32(q) @ _f32(k).T * 0.125,
+                             rtol=1e-2, atol=1e-2)
+  x, w = _rand((8, 64), F32, 34), _rand((128, 64), F32, 35)
+  np.testing.assert_allclose(np.asarray(jax.jit(k_major_register_b)(x, w)),
+                             np.asarray(k_major_register_b(x, w, interpret=True)), rtol=1e-3, atol=1e-3)
+  rng = np.random.default_rng(36)
+  xi, wi = (jnp.asarray(rng.integers(-128, 128, s), jnp.int8) for s in ((64, 64), (64, 64)))
+  np.testing.assert_array_equal(np.asarray(jax.jit(k_major_register_b)(xi, wi)),
+                                np.asarray(xi, np.int32) @ np.asarray(wi, np.int32).T)
+  x, w = _rand((64, 32), BF16, 37), _rand((32, 128), BF16, 38)
+  np.testing.assert_allclose(np.asarray(jax.jit(narrow_register_b)(x, w)), _f32(x) @ (2 * _f32(w)), rtol=1e-2,
+                             atol=1e-2)

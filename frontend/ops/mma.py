@@ -82,6 +82,10 @@ def _operand(cx, what, x, other=None):
         hint = (f"only a may come from registers; copy {ref.name} into SMEM and pass the buffer"
                 f"{' transposed' if flip else ''}: {buf} = ml.smem({tuple(ref.type.shape)}); ml.copy({ref.name}, {buf});"
                 f" ml.dot(..., {buf}{'.T' if flip else ''})")
+      elif is_value(x) and isinstance(x.type, TensorType) and len(x.type.shape) == 2:
+        from .small_dots import unstageable_b
+        message, hint = unstageable_b(cx, x)
+        raise E.MmaOperandError(message, cx.loc, hint=hint)
       elif is_value(x) and isinstance(x.type, TensorType):
         text, d = cx.named(x, ""), dtype_name(x.type.dtype)
         flip = text.endswith(".T") and text[:-2].isidentifier()      # q @ k.T of a k in registers
@@ -473,6 +477,9 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
   else:
     _operand(cx, "a", a, b)
   b = staged_b(cx, b)
+  if is_value(b) and isinstance(b.type, TensorType) and is_value(a) and len(a.type.shape) == 2:
+    from .small_dots import staged_b
+    b = staged_b(cx, b) or b          # a register B that dot_staging leaves (8-bit, x.T): ops/small_dots.py
   _operand(cx, "b", b, a)
   (m, k), (k2, n) = a.type.shape, b.type.shape
   if k != k2:

@@ -15,7 +15,7 @@ new.
 from __future__ import annotations
 
 from .. import hw
-from ..types import DType, RefType, TensorType
+from ..types import DType, RefType, TensorType, resolve
 
 
 def padded_rows(m: int) -> int:
@@ -57,3 +57,67 @@ def small_m_dot(cx, a, b, acc, d, acc_dtype, dot_rule):
 def is_small_m(a) -> bool:
   """Whether `a` (a 2-D ml.dot operand) has rows that are not whole tensor-core tiles."""
   return isinstance(a.type, (RefType, TensorType)) and len(a.type.shape) == 2 and a.type.shape[0] % hw.MMA_M != 0
+
+
+def staged_b(cx, b):
+  """A register tensor `b` (k, n) passed as ml.dot's B, stored into an SMEM buffer the compiler allocates
+  (WGMMA reads B from SMEM only), or None where no buffer of its shape can be filled from registers
+  (registers fill a tensor-core buffer 64 rows at a time). A 16-bit b is stored (k, n) as it is; an 8-bit
+  or float32 one, which the tensor cores read K-major only, is stored transposed (n, k) and passed as the
+  view `.T`, as is the transpose `x.T` of a register tensor (x stored as it is, never moved twice)."""
+  from .memory import transpose
+  from .permute import TransposeLoad, TransposeStore, transpose_tensor
+  from .scratches import scratch
+  from .transfers import store
+  if not isinstance(b.type, TensorType) or len(b.type.shape) != 2:
+    return None
+  d = resolve(b.type.dtype)
+  if not isinstance(d, DType) or d not in hw.MMA_DTYPES:
+    return None
+  k, n = b.type.shape
+  src = None
+  t = cx.b.defining(b)
+  if isinstance(t, TransposeLoad):            # b = x.T: x, as stored, is the (n, k) buffer's content
+    st = next((o for o in reversed(cx.b.block.ops) if isinstance(o, TransposeStore) and o.scratch is t.scratch), None)
+    src = st.x if st is not None and isinstance(st.x.type, TensorType) and st.x.type.shape == (n, k) else None
+  k_major = d not in hw.MMA_MN_MAJOR_DTYPES
+  name = cx.name
+  cx.name = ""
+  try:
+    if src is None and not k_major and k % hw.MMA_M == 0:
+      buf = scratch(cx, (k, n), b.type.dtype, "dot operand b")
+      cx.b.transient.discard(buf.id)     # read by the asynchronous dot: planned as a buffer of its own
+      store(cx, buf, b)
+      return buf
+    if n % hw.MMA_M == 0:
+      buf = scratch(cx, (n, k), b.type.dtype, "dot operand b")
+      cx.b.transient.discard(buf.id)
+      store(cx, buf, src if src is not None else transpose_tensor(cx, b))
+      return transpose(cx, buf)
+    return None
+  finally:
+    cx.name = name
+
+
+def unstageable_b(cx, b) -> tuple[str, str]:
+  """(message, hint) for a register B that staged_b could not store: registers fill a tensor-core buffer 64
+  rows at a time, and b (k, n) has neither k (a 16-bit b stored as it is) nor n (stored transposed, as 8-bit
+  and float32 operands must be) a multiple of 64. TMA fills a buffer of any rows; zero rows pad k."""
+  k, n = b.type.shape
+  d = resolve(b.type.dtype)
+  v = cx.named(b, "") or b.name or "b"
+  v = v if v.replace("_", "a").isalnum() else f"({v})"
+  k_major = isinstance(d, DType) and d not in hw.MMA_MN_MAJOR_DTYPES
+  shape = tuple(b.type.shape)
+  sizes = (f"n ({n}) of b {shape} is not a multiple of {hw.MMA_M} ({d} operands are read K-major, stored (n, k))"
+           if k_major else f"neither k ({k}) nor n ({n}) of b {shape} is a multiple of {hw.MMA_M}")
+  message = f"ml.dot stores a register operand b into SMEM for the tensor cores 64 rows at a time, but {sizes}"
+  buf = f"bt_s = ml.smem(({n}, {k})); ml.copy(bt.at[...], bt_s); ml.dot(..., bt_s.T)" if k_major else \
+        f"b_s = ml.smem(({k}, {n})); ml.copy(b.at[...], b_s); ml.dot(..., b_s)"
+  fix = (f"copy b's tile into an SMEM buffer by TMA, which fills any rows ({buf}), and apply the math to a or to"
+         f" the product instead (a scale of b's columns: the product times it)")
+  if not k_major:
+    up = padded_rows(k)
+    fix += (f"; or pad k with zeros to {up}: ml.concatenate([{v}, ml.zeros(({up - k}, {n}), jnp.{d})], axis=0) as b,"
+            f" and a with {up - k} zero columns")
+  return message, fix
