@@ -307,6 +307,53 @@ def test_a_register_b_no_buffer_can_take_from_registers_is_reported_with_the_way
               " (a scale of b's columns: the product times it)")
 
 
+def _triton_gqa(block_h, block_n, g):
+  """Triton's grouped decode (`_fwd_grouped_kernel_stage1`): BLOCK_H rows of query heads loaded under a mask of the
+  group's g heads, K and V tiles loaded into registers, tl.dot(q, k.T) and tl.dot(p, v) of register tiles."""
+  @mg.mgpu_kernel(out_shape=lambda q, k, v: S(q.shape, F32), grid=lambda q, k, v: (q.shape[0], k.shape[2]))
+  def triton_gqa(q, k, v, o):
+    b, kvh = ml.program_id(0), ml.program_id(1)
+    d = q.shape[2]
+    mask_h = ml.arange(block_h) < g
+    qv = q.at[b, ml.ds(kvh * g, block_h), :].load(mask=mask_h[:, None], other=0.0)
+    e_max = ml.full((block_h,), -1e30, F32)
+    e_sum = ml.zeros((block_h,), F32)
+    acc = ml.zeros((block_h, d), F32)
+    for start in range(0, k.shape[1], block_n):
+      kt = k.at[b, ml.ds(start, block_n), kvh, :][...]
+      vt = v.at[b, ml.ds(start, block_n), kvh, :][...]
+      qk = ml.dot(qv, kt.T) * (1.0 / math.sqrt(d))
+      n_max = ml.maximum(ml.max(qk, axis=1), e_max)
+      re = ml.exp(e_max - n_max)
+      p = ml.exp(qk - n_max[:, None])
+      acc = acc * re[:, None] + ml.dot(p.astype(vt.dtype), vt)
+      e_sum = e_sum * re + ml.sum(p, axis=1)
+      e_max = n_max
+    o.at[b, ml.ds(kvh * g, block_h), :].store(acc / e_sum[:, None], mask=mask_h[:, None])
+  return triton_gqa
+
+
+_TRITON_GQA = [(16, 64, 4, 64), (16, 32, 8, 128)]
+
+
+@pytest.mark.parametrize("block_h,block_n,g,d", _TRITON_GQA)
+def test_triton_style_grouped_decode_of_register_tiles_matches_jnp(block_h, block_n, g, d):
+  """16 rows of heads (Triton's smallest tl.dot) with 4 or 8 of them real: both dots have a register A of 16 rows
+  and a register B (k.T of a (32, 128) tile, n = 32, is stored as the (128, 32) tile it is; v as it is)."""
+  args = _gqa_inputs(g, 2, 128, d, F16, 40)
+  kernel = _triton_gqa(block_h, block_n, g)
+  np.testing.assert_allclose(np.asarray(kernel(*args, interpret=True)), _gqa_want(*args)[0], atol=3e-2, rtol=3e-2)
+  _export(kernel, *args)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("block_h,block_n,g,d", _TRITON_GQA)
+def test_gpu_triton_style_grouped_decode(block_h, block_n, g, d):
+  args = _gqa_inputs(g, 2, 256, d, F16, 41)
+  np.testing.assert_allclose(np.asarray(jax.jit(_triton_gqa(block_h, block_n, g))(*args)), _gqa_want(*args)[0],
+                             atol=3e-2, rtol=3e-2)
+
+
 @pytest.mark.gpu
 def test_gpu_a_register_b_stored_into_smem():
   for rows in (64, 8):

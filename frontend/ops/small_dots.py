@@ -64,7 +64,8 @@ def staged_b(cx, b):
   (WGMMA reads B from SMEM only), or None where no buffer of its shape can be filled from registers
   (registers fill a tensor-core buffer 64 rows at a time). A 16-bit b is stored (k, n) as it is; an 8-bit
   or float32 one, which the tensor cores read K-major only, is stored transposed (n, k) and passed as the
-  view `.T`, as is the transpose `x.T` of a register tensor (x stored as it is, never moved twice)."""
+  view `.T`, as is the transpose `x.T` of a register tensor (x stored as it is, never moved twice) where its
+  rows (n) are a multiple of 64; `x.T` of a (32, 128) x is stored as the (128, 32) tile it is."""
   from .memory import transpose
   from .permute import TransposeLoad, TransposeStore, transpose_tensor
   from .scratches import scratch
@@ -84,7 +85,7 @@ def staged_b(cx, b):
   name = cx.name
   cx.name = ""
   try:
-    if src is None and not k_major and k % hw.MMA_M == 0:
+    if not k_major and k % hw.MMA_M == 0 and (src is None or n % hw.MMA_M):
       buf = scratch(cx, (k, n), b.type.dtype, "dot operand b")
       cx.b.transient.discard(buf.id)     # read by the asynchronous dot: planned as a buffer of its own
       store(cx, buf, b)
