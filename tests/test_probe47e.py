@@ -10,6 +10,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from locate import expect
 
 S = jax.ShapeDtypeStruct
 F32, F16, BF16 = jnp.float32, jnp.float16, jnp.bfloat16
@@ -92,6 +93,19 @@ def test_gqa_decode_with_the_groups_heads_as_rows_matches_jnp(g, bkv, stages, kv
   np.testing.assert_allclose(np.asarray(o), want_o, atol=3e-2, rtol=3e-2)
   np.testing.assert_allclose(np.asarray(lse), want_lse, atol=3e-2, rtol=1e-3)
   _export(kernel, *args)
+
+
+def test_the_padding_buffers_are_named_after_the_users_dot_where_smem_runs_out():
+  """Three stages of 128-token K and V tiles leave no room for the padded rows' scratches: the SMEM message names
+  them after the kernel's own operands and calls, not `concatenate scratch` and `tensor scratch` (ml.concatenate
+  and a row window, which the kernel never wrote)."""
+  specs = [_spec(x) for x in _gqa_inputs(8, 1, 512, 128, BF16, 3)]
+  expect(_gqa_decode(8, 128, 3), specs, mg.SmemCapacityError, "ml.smem((bkv, d))",
+         "the kernel's SMEM needs 232448 bytes (q_s 2 KiB, k_s 96 KiB, v_s 96 KiB, q_s padded to 64 rows 16 KiB, the"
+         " 64-row product of ml.dot(q_s, k_s.T) scratch 32 KiB, p.astype(v.dtype) padded to 64 rows 16 KiB, the 64-row"
+         " product of ml.dot(p.astype(v.dtype), v_s, acc * alpha[:, None]) scratch 32 KiB, plus barriers and"
+         " alignment), more than the 232432 bytes (227 KiB less 16 bytes) a kernel's buffers can use",
+         hint="use stages=2, or smaller tiles")
 
 
 # ---------------------------------------------------------------- GEMV batches, split K, small batched matmuls
@@ -206,7 +220,6 @@ def test_gpu_small_batched_matmuls_and_k_major_operands():
 
 
 # ---------------------------------------------------------------- a register B operand, stored into SMEM by the compiler
-from locate import expect  # noqa: E402
 
 
 @mg.mgpu_kernel(out_shape=lambda x, wq, sc: S((x.shape[0], wq.shape[1]), BF16), grid=lambda x, wq, sc: (wq.shape[1] // 64,))

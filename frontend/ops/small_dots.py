@@ -28,23 +28,29 @@ def small_m_dot(cx, a, b, acc, d, acc_dtype, dot_rule):
   module's docstring). `d` is the operands' dtype, `acc_dtype` the product's, `dot_rule` ml.dot's."""
   from .elementwise import BinOp, binary, full_
   from .scratches import scratch
-  from .shape import concatenate, index_through_smem
+  from .memory import view
+  from .shape import index_through_smem
   from .transfers import load, store
   name = cx.name
   cx.name = ""                   # (only the result takes the name it is bound to)
   try:
     m, k = a.type.shape
     rows = padded_rows(m)
+    what = cx.named(a, "a")
     x = load(cx, a) if isinstance(a.type, RefType) else a      # a_s[...], a_s.T[...]: A in registers
-    pad = concatenate.rule(cx, [x, full_(cx, (rows - m, k), 0, x.type.dtype)], 0)
+    # (ml.concatenate's stores and read, into a scratch SMEM plans and messages name after the dot's A)
+    buf = scratch(cx, (rows, k), x.type.dtype, f"{what} padded to {rows} rows")
+    store(cx, view(cx, buf, (slice(0, m), slice(None))), x)
+    store(cx, view(cx, buf, (slice(m, rows), slice(None))), full_(cx, (rows - m, k), 0, x.type.dtype))
+    pad = load(cx, buf)
     if d not in hw.MMA_REG_A_DTYPES or d == DType.i8 and k % hw.MMA_REG_A_INT_K:
-      tile = scratch(cx, (rows, k), x.type.dtype, "padded dot rows")   # (TF32 reads A from SMEM)
+      tile = scratch(cx, (rows, k), x.type.dtype, f"{what} padded to {rows} rows for the tensor cores")
       cx.b.transient.discard(tile.id)     # read by the asynchronous dot: planned as a buffer of its own
-      store(cx, tile, pad)
+      store(cx, tile, pad)                # (TF32 reads A from SMEM)
       pad = tile
+    cx.name = f"the {rows}-row product of {cx.text or 'ml.dot'}"     # (names its row window's scratch)
     product = dot_rule(cx, pad, b, None, out_dtype=acc_dtype)
-    if acc is None:
-      cx.name = name
+    cx.name = name if acc is None else ""
     out = index_through_smem(cx, product, (slice(0, m), slice(None)))
     if acc is not None:
       cx.name = name
