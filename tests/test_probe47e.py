@@ -219,6 +219,77 @@ def test_gpu_small_batched_matmuls_and_k_major_operands():
   np.testing.assert_allclose(np.asarray(jax.jit(linear_k_major)(x8, w8)), _f32(x8) @ _f32(w8).T, rtol=2e-3, atol=0.1)
 
 
+# ---------------------------------------------------------------- k and n the tensor cores do not step by
+@mg.mgpu_kernel(out_shape=lambda x, w, *, bt: S((x.shape[0], w.shape[0] if bt else w.shape[1]), F32))
+def odd_sizes(x, w, o, *, bt: ml.constexpr):
+  """x (m, k) @ w (k, n), or @ w.T of a torch Linear's (n, k) weight, TMA-copied into buffers of their shapes."""
+  x_s = ml.smem(x.shape)
+  w_s = ml.smem(w.shape)
+  ml.copy(x, x_s)
+  ml.copy(w, w_s)
+  o[...] = ml.dot(x_s, w_s.T) if bt else ml.dot(x_s, w_s)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, v: S(q.shape, F32))
+def attention_head_dim(q, k, v, o):
+  """Attention over 128 keys of a head_dim of 40 or 72 (bfloat16: not a multiple of 32 bytes): k of q @ k.T, n of
+  p @ v; the scale from the shape is the real head_dim."""
+  q_s, k_s, v_s = ml.smem(q.shape), ml.smem(k.shape), ml.smem(v.shape)
+  ml.copy(q, q_s)
+  ml.copy(k, k_s)
+  ml.copy(v, v_s)
+  s = ml.dot(q_s, k_s.T) / math.sqrt(q.shape[1])
+  p = ml.exp(s - ml.max(s, axis=1)[:, None])
+  o[...] = ml.dot(p.astype(v.dtype), v_s) / ml.sum(p, axis=1)[:, None]
+
+
+_ODD = [((64, 40), (40, 64), False, BF16), ((8, 72), (64, 72), True, BF16), ((64, 64), (64, 24), False, F16),
+        ((16, 64), (64, 8), False, BF16), ((64, 16), (64, 16), True, jnp.float8_e5m2)]
+
+
+def _odd_want(x, w, bt):
+  return _f32(x) @ (_f32(w).T if bt else _f32(w))
+
+
+def _attention_want(q, k, v):
+  s = _f32(q) @ _f32(k).T / math.sqrt(q.shape[1])
+  p = np.exp(s - s.max(1, keepdims=True))
+  return p @ _f32(v) / p.sum(1, keepdims=True)
+
+
+def test_a_k_or_n_the_tensor_cores_do_not_step_by_is_padded_with_zeros():
+  """k of 40 or 72 bfloat16 (80, 144 bytes), 16 float8 (16 bytes), and n of 8 or 24 of a b stored (k, n) (16 and 48
+  bytes: no swizzle takes them) were MG501 with a hint to pad outside the kernel: the compiler now pads them with
+  zeros in registers (zero columns of a meet zero rows of b; b's zero columns give product columns it drops)."""
+  for i, (sa, sb, bt, dt) in enumerate(_ODD):
+    x, w = _rand(sa, dt, 50 + i), _rand(sb, dt, 60 + i)
+    np.testing.assert_allclose(np.asarray(odd_sizes(x, w, bt=bt, interpret=True)), _odd_want(x, w, bt), rtol=1e-3,
+                               atol=1e-3)
+  _export(odd_sizes, *(_rand(s, BF16, 0) for s in _ODD[1][:2]), bt=True)
+  _export(odd_sizes, *(_rand(s, F16, 0) for s in _ODD[2][:2]), bt=False)
+  for d in (40, 72):
+    q, k, v = _rand((64, d), BF16, 70), _rand((128, d), BF16, 71), _rand((128, d), BF16, 72)
+    np.testing.assert_allclose(np.asarray(attention_head_dim(q, k, v, interpret=True)), _attention_want(q, k, v),
+                               rtol=3e-2, atol=3e-2)
+  _export(attention_head_dim, q, k, v)
+  # n of 100 keys passed transposed (rows no multiple of 8) is not padded: its 100-column window of the product
+  # would take no tensor-core layout. MG501 and its hint stand.
+  expect(odd_sizes, [S((64, 64), F16), S((100, 64), F16)], mg.MmaOperandError, "ml.dot(x_s, w_s.T)",
+         "ml.dot needs n (columns of b) to be a multiple of 8 and at most 256, got 100", bt=True)
+
+
+@pytest.mark.gpu
+def test_gpu_a_k_or_n_padded_with_zeros():
+  for i, (sa, sb, bt, dt) in enumerate(_ODD):
+    x, w = _rand(sa, dt, 80 + i), _rand(sb, dt, 90 + i)
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda a, b: odd_sizes(a, b, bt=bt))(x, w)), _odd_want(x, w, bt),
+                               rtol=1e-2, atol=2e-2)
+  for d in (40, 72):
+    q, k, v = _rand((64, d), BF16, 100), _rand((128, d), BF16, 101), _rand((128, d), BF16, 102)
+    np.testing.assert_allclose(np.asarray(jax.jit(attention_head_dim)(q, k, v)), _attention_want(q, k, v),
+                               rtol=3e-2, atol=3e-2)
+
+
 # ---------------------------------------------------------------- a register B operand, stored into SMEM by the compiler
 
 

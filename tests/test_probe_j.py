@@ -8,7 +8,6 @@ import pytest
 import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import expect
 
 S = jax.ShapeDtypeStruct
 F16, F32 = jnp.float16, jnp.float32
@@ -47,12 +46,12 @@ def head_dim_96(q, k, out):
 
 def test_a_contracted_head_dim_of_96_needs_no_padding():
   """head_dim 96 (192 bytes) was MG501 with padding to 128 as the hint; its buffers now take the 64-byte
-  swizzle (twenty-ninth session), and a head_dim that is no multiple of 32 bytes is still MG501."""
+  swizzle (twenty-ninth session), and a head_dim that is no multiple of 32 bytes is padded (probe 47e)."""
   q = rand.normal(rand.key(0), (64, 96), F16)
   k = rand.normal(rand.key(1), (64, 96), F16)
   got = head_dim_96(q, k, interpret=True)
   np.testing.assert_allclose(np.asarray(got), np.asarray(q.astype(F32) @ k.astype(F32).T), rtol=1e-2, atol=1e-2)
-  e = expect(head_dim_96, [S((64, 72), F16), S((64, 72), F16)], mg.MmaOperandError, "ml.dot(q_s, k_s.T)",
-             "ml.dot needs k (the columns of a, the rows of b) to be a multiple of 16 (32 bytes of float16"
-             " elements), got 72")
-  assert "pad it with zeros to 80 outside the kernel" in e.hint
+  # head_dim 72, no multiple of 32 bytes, was MG501 until probe 47e, which pads it with zeros in registers
+  q, k = q[:, :72], k[:, :72]
+  np.testing.assert_allclose(np.asarray(head_dim_96(q, k, interpret=True)), np.asarray(q.astype(F32) @ k.astype(F32).T),
+                             rtol=1e-2, atol=1e-2)

@@ -476,6 +476,9 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
     _register_a(cx, a, resolve(a.type.dtype), b)
   else:
     _operand(cx, "a", a, b)
+  from .small_dots import padded_k_dot
+  if (padded := padded_k_dot(cx, a, b, acc, out_dtype, dot.rule)) is not None:
+    return padded                     # k of 40 or 72 in 16 bits: both padded with zeros (ops/small_dots.py)
   b = staged_b(cx, b)
   if is_value(b) and isinstance(b.type, TensorType) and is_value(a) and len(a.type.shape) == 2:
     from .small_dots import staged_b
@@ -513,6 +516,10 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
     n_step = hw.MMA_N_STEP_INT
   small = m % hw.MMA_M != 0     # a few rows (decode): padded to a tile's rows (ops/small_dots.py)
   # (m of fewer rows than the warpgroups split, 64 at block=256: each computes it whole, frontend/layouts.py)
+  if n % n_step and not int_n:
+    from .small_dots import padded_n_dot
+    if (padded := padded_n_dot(cx, a, b, acc, out_dtype, n_step, dot.rule)) is not None:
+      return padded                   # n of 8, 24 or 40 stored (k, n): b padded with zeros (ops/small_dots.py)
   if n % n_step or n > hw.MMA_N_MAX:
     narrow = n < hw.MMA_N_MAX and n % hw.MMA_N_STEP == 0 and not b.type.transposed
     err = E.MmaOperandError(

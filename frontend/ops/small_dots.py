@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from .. import hw
 from ..types import DType, RefType, TensorType, resolve
+from .base import is_value
 
 
 def padded_rows(m: int) -> int:
@@ -128,3 +129,100 @@ def unstageable_b(cx, b) -> tuple[str, str]:
     fix += (f"; or pad k with zeros to {up}: ml.concatenate([{v}, ml.zeros(({up - k}, {n}), jnp.{d})], axis=0) as b,"
             f" and a with {up - k} zero columns")
   return message, fix
+
+
+def _pad(cx, x, axis, up):
+  """Register tensor `x` with zero rows (axis 0) or columns (axis 1) appended up to `up` along `axis`."""
+  from .elementwise import full_
+  from .shape import concatenate
+  shape = list(x.type.shape)
+  shape[axis] = up - shape[axis]
+  return concatenate.rule(cx, [x, full_(cx, tuple(shape), 0, x.type.dtype)], axis)
+
+
+def padded_k_dot(cx, a, b, acc, out_dtype, dot_rule):
+  """`acc + a @ b` for a k the tensor cores do not step by (a head_dim of 40 or 72 in 16 bits: k a multiple of 32
+  bytes), or None where it is not written out so: both operands read into registers and padded with zeros along k
+  to the next multiple (zero columns of a meet zero rows of b: the product is unchanged), A read from registers, B
+  stored into SMEM by staged_b (where registers can fill its buffer). 16-bit and float8 operands only (int8 A
+  from registers needs k a multiple of 64, float32 A is read from SMEM)."""
+  from .memory import untransposed
+  from .permute import TransposeLoad, transpose_tensor
+  from .transfers import load
+  if not (is_value(a) and is_value(b) and len(a.type.shape) == 2 and len(b.type.shape) == 2):
+    return None
+  (m, k), (k2, n) = a.type.shape, b.type.shape
+  da, d = resolve(a.type.dtype), resolve(b.type.dtype)
+  if k != k2 or da != d or d not in (DType.f16, DType.bf16, DType.f8e4m3, DType.f8e5m2):
+    return None
+  step = hw.tile_cols(d.itemsize, hw.MIN_SWIZZLE)
+  up = -(-k // step) * step
+  k_major = d not in hw.MMA_MN_MAJOR_DTYPES
+  if k % step == 0 or n % hw.MMA_N_STEP or n > hw.MMA_N_MAX or (n % hw.MMA_M if k_major else up % hw.MMA_M and n % hw.MMA_M):
+    return None                 # (no buffer registers can fill: the k error and its hint stand)
+  if acc is not None and not (is_value(acc) and isinstance(acc.type, TensorType) and acc.type.shape == (m, n)):
+    return None
+  for x in (a, b):
+    if isinstance(x.type, RefType) and (x.type.space.name != "SMEM" or x.type.remote):
+      return None
+  name = cx.name
+  cx.name = ""
+  try:
+    x = load(cx, a) if isinstance(a.type, RefType) else a
+    pa = _pad(cx, x, 1, up)
+    t = cx.b.defining(b) if isinstance(b.type, TensorType) else None
+    if isinstance(b.type, RefType) and b.type.transposed:          # b_s.T of an (n, k) buffer: pad its rows
+      pb = transpose_tensor(cx, _pad(cx, load(cx, untransposed(cx, b)), 1, up))
+    elif isinstance(t, TransposeLoad):                              # x.T of a register (n, k) tile
+      from .permute import TransposeStore
+      st = next((o for o in reversed(cx.b.block.ops) if isinstance(o, TransposeStore) and o.scratch is t.scratch), None)
+      src = st.x if st is not None and st.x.type.shape == (n, k) else None
+      pb = transpose_tensor(cx, _pad(cx, src, 1, up)) if src is not None else _pad(cx, b, 0, up)
+    else:
+      pb = _pad(cx, load(cx, b) if isinstance(b.type, RefType) else b, 0, up)
+    cx.name = name
+    return dot_rule(cx, pa, pb, acc, out_dtype=out_dtype)
+  finally:
+    cx.name = name
+
+
+def padded_n_dot(cx, a, b, acc, out_dtype, n_step, dot_rule):
+  """`acc + a @ b` for n the tensor cores do not take from b as it is stored (a (k, n) b of 8, 24 or 40 16-bit
+  columns, n a multiple of 16 there), or None where it is not written out so (n not a multiple of 8, whose column
+  window no tensor-core layout holds): b read into registers and padded with zero columns to the next multiple of `n_step`, stored into SMEM by
+  staged_b (where registers can fill its buffer), and the product's first n columns (a column window, through an
+  SMEM scratch) kept; an accumulator is added to them after."""
+  from .memory import untransposed
+  from .elementwise import BinOp, binary
+  from .permute import transpose_tensor
+  from .shape import index_through_smem
+  from .transfers import load
+  (m, k), (_, n) = a.type.shape, b.type.shape
+  d = resolve(b.type.dtype)
+  if not isinstance(d, DType) or d == DType.i8 or n > hw.MMA_N_MAX or n % hw.MMA_N_STEP:
+    return None                 # (a window of columns not a multiple of 8 takes no tensor-core layout)
+  up = -(-n // n_step) * n_step
+  k_major = d not in hw.MMA_MN_MAJOR_DTYPES
+  if up > hw.MMA_N_MAX or (up % hw.MMA_M if k_major else k % hw.MMA_M and up % hw.MMA_M):
+    return None                 # (no buffer registers can fill: the n error and its hint stand)
+  if acc is not None and not (is_value(acc) and isinstance(acc.type, TensorType) and acc.type.shape == (m, n)):
+    return None
+  if isinstance(b.type, RefType) and (b.type.space.name != "SMEM" or b.type.remote):
+    return None
+  name = cx.name
+  cx.name = ""
+  try:
+    if isinstance(b.type, RefType) and b.type.transposed:          # b_s.T of an (n, k) buffer: pad its rows
+      pb = transpose_tensor(cx, _pad(cx, load(cx, untransposed(cx, b)), 0, up))
+    else:
+      pb = _pad(cx, load(cx, b) if isinstance(b.type, RefType) else b, 1, up)
+    cx.name = f"the {up}-column product of {cx.text or 'ml.dot'}"     # (names its column window's scratch)
+    product = dot_rule(cx, a, pb, None, out_dtype=out_dtype if acc is None else resolve(acc.type.dtype))
+    cx.name = name if acc is None else ""
+    out = index_through_smem(cx, product, (slice(None), slice(0, n)))
+    if acc is not None:
+      cx.name = name
+      out = binary(cx, BinOp.ADD, acc, out)
+    return out
+  finally:
+    cx.name = name
