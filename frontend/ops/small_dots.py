@@ -1,16 +1,18 @@
-"""`ml.dot` of fewer rows than a tensor-core tile: decode's few tokens, a GQA group of query heads, a
-GEMV batch of 1 to 16 (probe 47e).
+"""`ml.dot` of shapes the tensor cores do not take as they are, written out in ops that exist (probe 47e):
+fewer rows than a tile (decode's few tokens, a GQA group of query heads, a GEMV batch of 1 to 16), a B in
+registers, and a k or n the tensor cores do not step by (a bfloat16 head_dim of 40 or 72).
 
 WGMMA computes 64 rows a warpgroup per instruction. A dot of m rows, m not a multiple of 64, is written
-out here at trace time in existing ops, as the hint of MG501 told users to write it by hand: A read
-into registers (`a_s[...]`, or the register tensor it is) and padded with zero rows to the tile's rows
-(`ml.concatenate`, through its SMEM scratch), the padded dot, and its first m rows (a row window,
-through an SMEM scratch): row i of a product reads row i of A only, so the zero rows change nothing.
-A 16-bit or 8-bit padded A is read by the tensor cores from registers; a float32 (TF32) one, or an
-int8 one whose k registers cannot take, is stored into an SMEM buffer of the tile's rows the dot reads.
-An accumulator is added to the product after (the product computed in the accumulator's dtype), so
-a loop carries the m rows only. No IR op of its own: layouts, interpret mode and lowering need nothing
-new.
+out here at trace time, as the hint of MG501 told users to write it by hand: A read into registers
+(`a_s[...]`, or the register tensor it is) and padded with zero rows to the tile's rows (stored into an
+SMEM scratch with the zeros and read back whole, as ml.concatenate does), the padded dot, and its first m
+rows (a row window, through an SMEM scratch): row i of a product reads row i of A only, so the zero rows
+change nothing. A 16-bit or 8-bit padded A is read by the tensor cores from registers; a float32 (TF32)
+one, or an int8 one whose k registers cannot take, is stored into an SMEM buffer of the tile's rows the dot
+reads. An accumulator is added to the product after (the product computed in the accumulator's dtype), so
+a loop carries the m rows only. B always comes from SMEM: a register B is stored there (staged_b); k and n
+are padded with zeros in registers (padded_k_dot, padded_n_dot). No IR op of their own: layouts, interpret
+mode and lowering need nothing new.
 """
 from __future__ import annotations
 
@@ -59,11 +61,6 @@ def small_m_dot(cx, a, b, acc, d, acc_dtype, dot_rule):
     return out
   finally:
     cx.name = name
-
-
-def is_small_m(a) -> bool:
-  """Whether `a` (a 2-D ml.dot operand) has rows that are not whole tensor-core tiles."""
-  return isinstance(a.type, (RefType, TensorType)) and len(a.type.shape) == 2 and a.type.shape[0] % hw.MMA_M != 0
 
 
 def staged_b(cx, b):
