@@ -37,10 +37,13 @@ def staged_b(cx, b):
   name = f"{text}_s" if text.isidentifier() else "b_s"
   at = dataclasses.replace(cx, name=name)
   k, n = b.type.shape
+  k_major = resolve(b.type.dtype) in _K_MAJOR
+  if n % hw.MMA_M and (k_major or k % hw.MMA_M):
+    return b           # no buffer registers can fill (64 rows a warpgroup): ops/small_dots.py's MG501 says so
   if not hasattr(cx.b, "staged_b"):
     cx.b.staged_b = {}
   cx.b.staged_b[b.id] = (text or "b", (k, n))     # (MG204's hint, where such a tile cannot take a layout)
-  if resolve(b.type.dtype) in _K_MAJOR or k % hw.MMA_M and n % hw.MMA_M == 0:
+  if k_major or k % hw.MMA_M and n % hw.MMA_M == 0:
     # a tile stored from registers takes the WGMMA layout, 64 rows a warpgroup: a k tile of 32 rows (BLOCK_K=32)
     # is stored transposed, (n, k), and read as its view buf.T (16-bit B tiles may be either way round)
     buf = smem.rule(at, (n, k), resolve(b.type.dtype))
@@ -57,8 +60,9 @@ def staged_a(cx, a, b):
   float32 tiles), an SMEM buffer of its shape holding it: the tensor cores read a float32 A from SMEM only. Whole
   reads keep their errors, as for B, and so does a float32 A beside a 16-bit B (its hint converts A)."""
   if not (is_value(a) and isinstance(a.type, TensorType) and len(a.type.shape) == 2
-          and resolve(a.type.dtype) in _K_MAJOR and is_value(b) and resolve(b.type.dtype) == resolve(a.type.dtype)):
-    return a
+          and resolve(a.type.dtype) in _K_MAJOR and is_value(b) and isinstance(b.type, TensorType)
+          and resolve(b.type.dtype) == resolve(a.type.dtype)):
+    return a           # (beside a B in SMEM stored (k, n), MG106's hint transposes B once: probe 39b)
   from .memory import smem
   from .mma import _whole_read
   from .transfers import store

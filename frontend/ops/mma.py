@@ -481,8 +481,8 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
     return padded                     # k of 40 or 72 in 16 bits: both padded with zeros (ops/small_dots.py)
   b = staged_b(cx, b)
   if is_value(b) and isinstance(b.type, TensorType) and is_value(a) and len(a.type.shape) == 2:
-    from .small_dots import staged_b
-    b = staged_b(cx, b) or b          # a register B that dot_staging leaves (8-bit, x.T): ops/small_dots.py
+    from .small_dots import staged_b as staged_any_b
+    b = staged_any_b(cx, b) or b      # a register B that dot_staging leaves (8-bit, x.T): ops/small_dots.py
   _operand(cx, "b", b, a)
   (m, k), (k2, n) = a.type.shape, b.type.shape
   if k != k2:
