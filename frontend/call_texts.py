@@ -80,3 +80,33 @@ def with_where(loc, mask: str, ident: str) -> str | None:
     return ast.unparse(node)
   node.args[0] = ast.parse(f"ml.where({mask}, {ast.unparse(node.args[0])}, {ident})", mode="eval").body
   return ast.unparse(node)
+
+
+def keep_term(loc, side: int, keep: str, ident: str) -> tuple[str, str] | None:
+  """(the accumulation at `loc`, it with its operand `side` (0 or 1) kept to the lanes `keep` selects, the
+  identity `ident` elsewhere): `acc += d * d` -> `acc += ml.where(m, d * d, 0.0)`, `ml.maximum(acc, v)` ->
+  `ml.maximum(acc, ml.where(m, v, float('-inf')))`; None where the line says it otherwise."""
+  line, a, b = getattr(loc, "source_line", ""), getattr(loc, "col_offset", 0), getattr(loc, "end_col_offset", None)
+  if not line or b is None or getattr(loc, "end_lineno", None) != getattr(loc, "lineno", None):
+    return None
+  text = line[a:b].strip()
+  try:
+    node = ast.parse(text).body[0]
+  except (SyntaxError, IndexError):
+    return None
+  node = node.value if isinstance(node, ast.Expr) else node
+  if isinstance(node, ast.AugAssign) and side == 1:
+    parent, field = node, "value"
+  elif isinstance(node, ast.BinOp):
+    parent, field = node, ("left", "right")[side]
+  elif isinstance(node, ast.Call) and len(node.args) == 2 and not node.keywords:
+    parent, field = node.args, side
+  else:
+    return None
+  term = parent[field] if isinstance(parent, list) else getattr(parent, field)
+  sel = ast.parse(f"ml.where({keep}, {ast.unparse(term)}, {ident})", mode="eval").body
+  if isinstance(parent, list):
+    parent[field] = sel
+  else:
+    setattr(parent, field, sel)
+  return text, ast.unparse(node)

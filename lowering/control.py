@@ -8,11 +8,12 @@ from jaxlib.mlir.dialects import arith, gpu, llvm, nvvm, scf
 
 from ..frontend.ops.control import (AwaitStores, Barrier, ClusterSync, CommitShared, Condition, For,
                                     If, MultipleOf, NumPrograms, PositiveStep, ProgramId, Turn, WaitLoad, While,
-                                    Yield)
+                                    Yield, terminator_values)
 from .interpret_memory import InterpretError
 from .memory import stage_of
 from .mosaic import flat_types, i32, operand
 from .registry import interpret, lower
+from . import interpret_padding as P
 from . import roles  # noqa: E402  (warp-specialised roles and barrier values: the same family)
 
 _DIMS = (gpu.Dimension.x, gpu.Dimension.y, gpu.Dimension.z)
@@ -192,13 +193,23 @@ def _i_for(cta, o):
   dt = iv.type.dtype
   if not range(start, stop, step):
     cta.m.skipped_branches.add(id(o.body))      # no trip here (for MG602's hint)
+  handed = o.inits                  # (the values whose padding lanes the carries take: interpret_padding.py)
   for i in range(start, stop, step):
     cta.set(iv, np.asarray(i, np.uint32 if getattr(dt, "is_int", False) and not dt.is_signed else np.int32))
     for a, v in zip(args, carried):
       cta.set(a, v)
+    _follow(cta, args, handed)
     carried = yield from cta.block(o.body)
+    handed = terminator_values(o.body.ops[-1])
   for r, v in zip(o.results, carried):
     cta.set(r, v)
+  _follow(cta, o.results, handed)
+
+
+def _follow(cta, dsts, srcs):
+  """Interpret mode's padding lanes (MG953) handed on with a loop's or branch's values."""
+  if cta.m.track_pads and srcs is not None:
+    P.carry(cta, dsts, srcs)
 
 
 MAX_WHILE_ITERATIONS = 10 ** 7
@@ -230,18 +241,23 @@ def _same(a, b) -> bool:
 def _i_while(cta, o):
   vals = [cta.get(v) for v in o.inits]
   writes, reads = _loop_memory(o)
+  handed = o.inits
   for trip in range(MAX_WHILE_ITERATIONS):
     for a, v in zip(o.before.args, vals):
       cta.set(a, v)
+    _follow(cta, o.before.args, handed)
     cond, *vals = yield from cta.block(o.before)
+    handed = (terminator_values(o.before.ops[-1]) or [None])[1:]
     if not bool(cond):
       if trip == 0:
         cta.m.skipped_branches.add(id(o.body))  # no trip here (for MG602's hint)
       break
     for a, v in zip(o.body.args, vals):
       cta.set(a, v)
+    _follow(cta, o.body.args, handed)
     before = vals
     vals = yield from cta.block(o.body)
+    handed = terminator_values(o.body.ops[-1])
     if not writes and _same(before, vals):
       # A trip that changes neither what the loop carries nor memory: the next one is the same, forever
       # (no other program runs meanwhile in interpret mode; on the GPU one may, but nothing orders its
@@ -259,15 +275,19 @@ def _i_while(cta, o):
                          hint="check that the loop's body moves its condition towards False")
   for r, v in zip(o.results, vals):
     cta.set(r, v)
+  _follow(cta, o.results, handed)
 
 
 @interpret(If)
 def _i_if(cta, o):
   taken = bool(cta.get(o.cond))
   cta.m.skipped_branches.add(id(o.else_block if taken else o.then_block))   # (for MG602's hint)
-  vals = yield from cta.block(o.then_block if taken else o.else_block)
+  blk = o.then_block if taken else o.else_block
+  vals = yield from cta.block(blk)
   for r, v in zip(o.results, vals):
     cta.set(r, v)
+  if vals:
+    _follow(cta, o.results, terminator_values(blk.ops[-1]))
 
 
 @interpret(MultipleOf)

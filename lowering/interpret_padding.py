@@ -16,8 +16,13 @@ Only tensors holding a PAD lane are stored (`CTA.pads`). A reduction over groups
 others is computed again with the PAD lanes replaced by its identity (0 for a sum, -inf for a max, +inf
 for a min); a result that changes is the error, at the reduction, with the hint that fits: the identity
 as `other`, or an `ml.where` of the mask before reducing. A sum over PAD lanes divided by the group's
-size (`ml.mean`, `ml.sum(v) / BLOCK`) is one too. What the state does not follow (loop carries, SMEM written
-from registers, dots, gathers, scans) is REAL: no report, so a valid kernel is never rejected.
+size (`ml.mean`, `ml.sum(v) / BLOCK`) is one too. Loops and branches hand the states on with their values (a
+column sum carried over rows keeps its PAD lanes). A running max or sum over tiles (`acc = ml.maximum(acc, v)`)
+whose last tile's PAD lanes meet lanes of data that earlier tiles put there cannot be taken apart lane by lane:
+where the padding changed such a lane (a max of data below `other=0.0`, a sum of `d * d` after the mean was taken
+off the padding), the lane is DIRTY, and a reduction whose result such lanes change is the error too. What the
+state does not follow (SMEM written from registers, dots, gathers, scans) is REAL: no report, so a valid kernel is
+never rejected.
 """
 from __future__ import annotations
 
@@ -32,11 +37,14 @@ from ..frontend.ops.memory import Copy, Load
 from ..frontend.ops.shape import Broadcast, Reduce, ReduceKind, Reshape
 from . import interpret_numerics as N
 
-REAL, PAD, NEUTRAL = 0, 1, 2
+REAL, PAD, NEUTRAL, DIRTY = 0, 1, 2, 3
 # (a, b) -> the state of a lane computed from lanes in states a and b
-_COMBINE = np.array([[REAL, REAL, REAL],
-                     [REAL, PAD, PAD],
-                     [REAL, PAD, NEUTRAL]], np.int8)
+_COMBINE = np.array([[REAL, REAL, REAL, DIRTY],
+                     [REAL, PAD, PAD, DIRTY],
+                     [REAL, PAD, NEUTRAL, DIRTY],
+                     [DIRTY, DIRTY, DIRTY, DIRTY]], np.int8)
+# a lane of data meeting a PAD lane in one of these keeps its value where the padding holds the op's identity
+_ACCUMULATE = (BinOp.ADD, BinOp.MAX, BinOp.MIN)
 
 
 def tracks(kernel: ir.Kernel) -> bool:
@@ -68,10 +76,23 @@ def _source(cta, v):
 
 def _set(cta, v, st, src):
   """Record `v`'s lanes (an array or a scalar state)."""
-  if isinstance(st, np.ndarray) and (st == PAD).any():
+  if isinstance(st, np.ndarray) and ((st == PAD) | (st == DIRTY)).any():
     cta.pads[v.id] = (st, src)
   elif isinstance(st, np.ndarray) and st.size and (st == NEUTRAL).all() or _is(st, NEUTRAL):
     cta.neutral.add(v.id)
+
+
+def carry(cta, dsts, srcs):
+  """Values a loop or a branch hands on (its inits and yields to a loop's arguments, its yields to the
+  results): each takes the lane state of the value it receives."""
+  got = [(state(cta, v), _source(cta, v)) for v in srcs]       # (all read first: a loop may swap two carries)
+  for d, (st, src) in zip(dsts, got):
+    cta.pads.pop(d.id, None)
+    cta.neutral.discard(d.id)
+    if src is not None:
+      _set(cta, d, st, src)
+    elif _is(st, NEUTRAL):
+      cta.neutral.add(d.id)
 
 
 def after(cta, o):
@@ -179,7 +200,33 @@ def _lanewise(cta, o):
   st = states[0]
   for s in states[1:]:
     st = _COMBINE[st, s]
+  if isinstance(o, Binary) and o.kind in _ACCUMULATE and isinstance(st, np.ndarray):
+    st = _mix(cta, o, states, st, src)
   _set(cta, o.result, np.asarray(st, np.int8), src)
+
+
+def _mix(cta, o, states, st, src):
+  """A lane of data meeting a PAD lane in a sum, max or min (a running accumulator over tiles whose last one
+  runs past the array's end): DIRTY where the padding changed it, else REAL (it added 0, or lost the max)."""
+  shape = np.shape(cta.get(o.result))
+  a, b = (np.broadcast_to(s, shape) for s in states)
+  data_a, data_b = (a == REAL) & (b == PAD), (a == PAD) & (b == REAL)
+  if not (data_a.any() or data_b.any()):
+    return st
+  got = np.broadcast_to(np.asarray(cta.get(o.result)), shape)
+  had = np.where(data_a, np.broadcast_to(np.asarray(cta.operand(o.lhs)), shape),
+                 np.broadcast_to(np.asarray(cta.operand(o.rhs)), shape))
+  changed = (data_a | data_b) & _differs(got, had, 0, o.result.type.dtype)
+  if not changed.any():
+    return st
+  if id(src) not in cta.pad_mixes:
+    k = tuple(np.argwhere(changed)[0])
+    pad_side, lanes = (o.rhs, b) if data_a[k] else (o.lhs, a)     # (the operand holding the padding)
+    fill = 0 if isinstance(src, Copy) else src.other
+    pads = np.broadcast_to(np.asarray(cta.operand(pad_side)), shape)[lanes == PAD]
+    raw = isinstance(fill, (int, float)) and bool(np.all(pads == np.asarray(fill).astype(pads.dtype)))
+    cta.pad_mixes[id(src)] = (o, had[k], got[k], 1 if data_a[k] else 0, raw)
+  return np.where(changed, DIRTY, st).astype(np.int8)
 
 
 def _where(cta, o):
@@ -254,6 +301,9 @@ def _reduce(cta, o):
     bad = mixed & _differs(got, want, scale, d)
     if bad.any():
       raise _reduce_error(cta, o, src, x, pad, got, want, bad)
+  dirty = np.any(st == DIRTY, axis=o.axes)
+  if dirty.any():
+    _check_dirty(cta, o, src, x, st == DIRTY, dirty, d)
   if o.kind == ReduceKind.SUM and mixed.any():
     # (a mean: this sum divided by the group's size, which counts the PAD lanes)
     cta.pad_sums[o.result.id] = (int(np.prod([x.shape[a] for a in o.axes])),
@@ -262,6 +312,40 @@ def _reduce(cta, o):
     _set(cta, o.result, np.where(all_pad, PAD, NEUTRAL).astype(np.int8), src)
   else:
     cta.neutral.add(o.result.id)
+
+
+def _check_dirty(cta, o, src, x, lanes, groups, d):
+  """A reduction of DIRTY lanes (data the padding changed): the error where they change its result (a max
+  that other lanes of data decide is right still)."""
+  got = _reduce_values(o.kind, x, o.axes, d)
+  if o.kind != ReduceKind.SUM:
+    without = _reduce_values(o.kind, np.where(lanes, np.asarray(_identity(o.kind, d)).astype(x.dtype), x), o.axes, d)
+    groups = groups & _differs(got, without, 0, d)
+  if not groups.any() or id(src) not in cta.pad_mixes:
+    return
+  mix, had, became, side, raw = cta.pad_mixes[id(src)]
+  k = tuple(int(i) for i in np.argwhere(groups)[0]) if np.ndim(groups) else ()
+  ref, axis, mask, other = _load_texts(cta, src)
+  what, _ = T.called(o.loc, f"ml.{o.kind.value}")
+  where = "" if not k else f" (result {list(k) if len(k) > 1 else k[0]})"
+  kind = mix.kind
+  ident = "float('-inf')" if kind == BinOp.MAX else "float('inf')" if kind == BinOp.MIN else "0.0"
+  dt = mix.result.type.dtype
+  if not dt.is_float:
+    ident = "0" if kind == BinOp.ADD else str(_identity(ReduceKind.MAX if kind == BinOp.MAX else ReduceKind.MIN, dt))
+  name = {BinOp.ADD: "a sum", BinOp.MAX: "a max", BinOp.MIN: "a min"}[kind]
+  keep = mask or f"pos < {ref}.shape[{axis}]"
+  texts = T.keep_term(mix.loc, side, keep, ident)
+  at = f"line {mix.loc.lineno}" + (f" ({texts[0]})" if texts else "")
+  hint = (f"keep the padding out of the {name[2:]} at line {mix.loc.lineno}: " +
+          (texts[1] if texts else f"ml.where({keep}, term, {ident}) in place of the padded term"))
+  if raw and not isinstance(src, Copy):
+    hint = (f"fill the lanes with the identity of {name}: other={ident} in the masked load at line {src.loc.lineno},"
+            f" or {hint[0].lower()}{hint[1:]}")
+  raise E.MaskedReductionError(
+      f"{what} reduces lanes of data that the padding changed at {at}: {_origin(src, ref, other)} met data"
+      f" there, and a lane holding {_num(had)} became {_num(became)}, so its result in program {cta.label}{where},"
+      f" {_num(np.asarray(got)[k])}, counts the padding", o.loc, hint=hint)
 
 
 def _differs(got, want, scale, d):

@@ -1,0 +1,170 @@
+"""Probe 47f (nothing silently wrong). Interpret mode's MaskedReductionError (MG953) lost the padding of a
+masked load at a loop's carry: Triton's chunked row kernels, a running `acc = ml.maximum(acc, v)` over tiles of
+a row with `other=0.0`, a layer norm's `_var += (a - mean) * (a - mean)` over column chunks, a column sum carried
+over rows then maxed over its padded columns, gave wrong numbers with no error. Loops and branches now hand the
+lanes' states on, and a lane of data that the padding changed in a running sum, max or min is followed to the
+reduction it reaches (lowering/interpret_padding.py). The register-spill warning (MG403's RegisterSpillWarning)
+counted one ml.dot's accumulator only: a gated MLP's two accumulators carried through one loop (each fitting,
+not both) now warn at the first dot, with the tile that fits."""
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import where
+
+S = jax.ShapeDtypeStruct
+F16, F32 = jnp.float16, jnp.float32
+
+
+def _raises(kernel, args, at, message, hint, **kw):
+  """`kernel(*args)` in interpret mode fails with MG953 at `at`, with exactly `message` and `hint`."""
+  with pytest.raises(mg.MaskedReductionError) as info:
+    kernel(*args, interpret=True, **kw)
+  e = info.value
+  assert e.code == "MG953" and isinstance(e, mg.InterpretError)
+  assert (e.lineno, e.col_offset) == where(kernel, at), e.render()
+  assert e.message == message, e.message
+  assert e.hint == hint, e.hint
+  return e
+
+
+def _rows(seed, shape, shift=-3.0):
+  return (np.random.default_rng(seed).standard_normal(shape) + shift).astype(np.float32)
+
+
+def _g(v):
+  return f"{float(v):.6g}"
+
+
+# ---------------------------------------------------------------- a running max over tiles of a row
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype), grid=lambda x: (x.shape[0],))
+def running_max(x, out, *, OTHER: ml.constexpr = 0.0, WHERE: ml.constexpr = False):
+  r = ml.program_id(0)
+  acc = ml.full((128,), float("-inf"), F32)
+  for k in range(0, x.shape[1], 128):
+    cols = k + ml.arange(128)
+    v = x.at[r, cols].load(mask=cols < x.shape[1], other=OTHER)
+    if WHERE:
+      v = ml.where(cols < x.shape[1], v, float("-inf"))
+    acc = ml.maximum(acc, v)
+  out[r] = ml.max(acc)
+
+
+def test_a_running_max_whose_last_tile_pads_with_zeros_is_reported_at_the_reduction():
+  x = -np.abs(_rows(1, (1, 300))) - 1      # negative rows under a max of zeros
+  load, mix = where(running_max, "v = x.at")[0], where(running_max, "acc = ml.maximum")[0]
+  had = max(x[0, 44], x[0, 172])           # lane 44: columns 44 and 172, then the padding past column 299
+  _raises(running_max, [x], "ml.max(acc)",
+          f"ml.max reduces lanes of data that the padding changed at line {mix} (ml.maximum(acc, v)): lanes the"
+          f" masked load at line {load} kept off past the end of x, filled with other=OTHER (0.0) met data there,"
+          f" and a lane holding {_g(had)} became 0, so its result in program (0, 0, 0), 0, counts the padding",
+          f"fill the lanes with the identity of a max: other=float('-inf') in the masked load at line {load}, or keep"
+          f" the padding out of the max at line {mix}: ml.maximum(acc, ml.where(cols < x.shape[1], v, float('-inf')))")
+  for fixed in ({"OTHER": float("-inf")}, {"WHERE": True}):
+    np.testing.assert_allclose(np.asarray(running_max(x, interpret=True, **fixed)), x.max(1))
+  # padding that loses the max, or that a max of other lanes of data decides, is not reported
+  y = _rows(2, (3, 300), shift=3.0)
+  y[:, 0] = 9.0
+  np.testing.assert_allclose(np.asarray(running_max(y, interpret=True)), y.max(1))
+  y = -np.abs(y) - 1
+  y[:, 0] = 5.0
+  np.testing.assert_allclose(np.asarray(running_max(y, interpret=True)), y.max(1))
+
+
+# ---------------------------------------------------------------- Triton's layer norm over column chunks
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype), grid=lambda x: (x.shape[0],))
+def chunked_var(x, out, *, WHERE: ml.constexpr = False):
+  r = ml.program_id(0)
+  n = x.shape[1]
+  s = ml.zeros((128,), F32)
+  for k in range(0, n, 128):
+    cols = k + ml.arange(128)
+    s += x.at[r, cols].load(mask=cols < n, other=0.0)        # (adds zeros: fine)
+  mean = ml.sum(s) / n
+  _var = ml.zeros((128,), F32)
+  for k in range(0, n, 128):
+    cols = k + ml.arange(128)
+    a = x.at[r, cols].load(mask=cols < n, other=0.0)
+    if WHERE:
+      a = ml.where(cols < n, a - mean, 0.0) + mean
+    _var += (a - mean) * (a - mean)
+  out[r] = ml.sum(_var) / n
+
+
+def test_a_chunked_variance_of_the_padding_minus_the_mean_is_reported():
+  x = _rows(4, (1, 200))
+  load, mix = where(chunked_var, "a = x.at")[0], where(chunked_var, "_var += (a")[0]
+  mean = np.float32(np.sum(x[0], dtype=np.float32) / 200)
+  had = (x[0, 72] - mean) ** 2             # lane 72: column 72 only, then the padding past column 199
+  e = _raises(chunked_var, [x], "ml.sum(_var)",
+              f"ml.sum reduces lanes of data that the padding changed at line {mix} (_var += (a - mean) * (a - mean)):"
+              f" lanes the masked load at line {load} kept off past the end of x, filled with other=0.0 met data"
+              f" there, and a lane holding {_g(had)} became {_g(had + mean * mean)}, so its result in program"
+              f" (0, 0, 0), {_g(np.sum((x[0] - mean) ** 2) + 56 * mean * mean)}, counts the padding",
+              f"keep the padding out of the sum at line {mix}: _var += ml.where(cols < n, (a - mean) * (a - mean), 0.0)")
+  assert e.lineno == where(chunked_var, "out[r] = ml.sum")[0]
+  y = _rows(3, (3, 200))                   # the fix: the padding's (a - mean) kept at 0; the first loop's zeros are fine
+  np.testing.assert_allclose(np.asarray(chunked_var(y, interpret=True, WHERE=True)), y.var(1), rtol=1e-4)
+
+
+# ---------------------------------------------------------------- padding lanes carried whole, while loops, TMA
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), x.dtype))
+def column_sums_max(x, out):
+  cols = ml.arange(128)
+  acc = ml.zeros((128,), F32)
+  for r in range(x.shape[0]):
+    acc += x.at[r, cols].load(mask=cols < x.shape[1], other=0.0)
+  out[0] = ml.max(acc)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype), grid=lambda x: (x.shape[0],))
+def running_min_while(x, out):
+  r = ml.program_id(0)
+  acc = ml.full((128,), float("inf"), F32)
+  k = 0
+  while k < x.shape[1]:
+    cols = k + ml.arange(128)
+    acc = ml.minimum(acc, x.at[r, cols].load(mask=cols < x.shape[1], other=0.0))
+    k += 128
+  out[r] = ml.min(acc)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype), grid=lambda x: (x.shape[0] // 8,))
+def tma_running_max(x, out):
+  i = ml.program_id(0)
+  buf = ml.smem((8, 128), F32)
+  acc = ml.full((8, 128), float("-inf"), F32)
+  for c in range(ml.cdiv(x.shape[1], 128)):
+    ml.copy(x.at[ml.ds(i * 8, 8), ml.ds(c * 128, 128)], buf)
+    acc = ml.maximum(acc, buf[...])
+  out.at[ml.ds(i * 8, 8)][...] = ml.max(acc, axis=1)
+
+
+def test_padding_is_followed_through_carries_of_for_and_while_loops_and_tma_loads():
+  x = _rows(5, (16, 100))                  # (one program: the error names it)
+  load = where(column_sums_max, "acc += x.at")[0]
+  _raises(column_sums_max, [x], "ml.max(acc)",
+          f"ml.max reduces lanes the masked load at line {load} kept off past the end of x, filled with other=0.0:"
+          f" they change its result in program (0, 0, 0), 0 where the elements inside give {_g(x.sum(0).max())}",
+          f"fill them with the identity of a max: other=float('-inf') in the masked load at line {load} (where a sum"
+          f" reduces the same tile, keep other=0 there and take the max of ml.where(cols < x.shape[1], v, float('-inf')))")
+  y = np.abs(_rows(6, (2, 200))) + 1       # positive rows under a min of zeros
+  with pytest.raises(mg.MaskedReductionError) as info:
+    running_min_while(y, interpret=True)
+  assert (info.value.lineno, info.value.col_offset) == where(running_min_while, "ml.min(acc)")
+  assert info.value.hint.startswith("fill the lanes with the identity of a min: other=float('inf')")
+  z = -np.abs(_rows(7, (16, 300))) - 1
+  with pytest.raises(mg.MaskedReductionError) as info:
+    tma_running_max(z, interpret=True)
+  copy, mix = where(tma_running_max, "ml.copy(")[0], where(tma_running_max, "acc = ml.maximum")[0]
+  assert info.value.message.startswith(
+      f"ml.max reduces lanes of data that the padding changed at line {mix} (ml.maximum(acc, buf[...])): elements"
+      f" the TMA copy at line {copy} read past the end of x (as zeros) met data there")
+  assert info.value.hint == (
+      f"keep the padding out of the max at line {mix}: ml.maximum(acc, ml.where((c * 128 + ml.arange(128))[None, :]"
+      " < x.shape[1], buf[...], float('-inf')))")
