@@ -13,7 +13,7 @@ from . import errors as E
 from . import hw
 from . import ir
 from .types import DType, TensorType, dtype_name, resolve
-from .ops.control import WarpSpecialize
+from .ops.control import For, While, WarpSpecialize, terminator_values
 from .ops.mma import Dot
 
 
@@ -34,17 +34,39 @@ def _tile_registers(t, wgs: int) -> int:
   return _local_rows(m, wgs) * k * resolve(t.dtype).bits // 32 // hw.WARPGROUP
 
 
+def _carried_beside(kernel, o) -> list:
+  """The other tensor-core accumulators the loops around ml.dot `o` carry past it (a gated MLP's second
+  accumulator, attention's output beside its scores): each lives in registers whole all through the loop,
+  beside `o`'s. Those whose loop carries `o`'s own result are `o`'s accumulator, counted already."""
+  from .ir import path_to
+  dots = {id(r) for x in ir.walk(kernel.body) if isinstance(x, Dot) for r in x.results}
+  found = []
+  for loop in path_to(kernel.body, o)[:-1]:
+    if not isinstance(loop, (For, While)):
+      continue
+    args = loop.body.args[1:] if isinstance(loop, For) else loop.body.args
+    ends = terminator_values(loop.body.ops[-1]) or []
+    for arg, end in zip(args, ends):
+      t = getattr(end, "type", None)
+      if (id(end) in dots and end is not o.results[0] and isinstance(t, TensorType) and len(t.shape) == 2
+          and all(end is not r for r in o.results)):
+        found.append((arg, end, loop))
+  return found
+
+
 def _live_error(kernel, o, threads: int, producer: bool, have: int):
   """The registers one ml.dot keeps live a thread at once: its whole accumulator (every 64-row block
-  of it, each instruction's output, lives until the dot's result is read) and a register A operand
-  beside it. Past a thread's registers ptxas spills the accumulator to local memory (several times slower);
-  a RegisterSpillWarning at the dot (the line that makes the accumulator), with the block that splits its rows
-  to fit or the tile that fits."""
+  of it, each instruction's output, lives until the dot's result is read), a register A operand
+  beside it, and the other accumulators the loops around it carry. Past a thread's registers ptxas spills
+  them to local memory (several times slower); a RegisterSpillWarning at the dot (the line that makes the
+  accumulator), with the block that splits its rows to fit or the tile that fits."""
   t = o.results[0].type
   wgs = max(1, kernel.block // hw.WARPGROUP)
   acc = _tile_registers(t, wgs)
   a = _tile_registers(o.a.type, wgs) if isinstance(o.a.type, TensorType) and len(o.a.type.shape) == 2 else 0
-  need = acc + a
+  beside = _carried_beside(kernel, o)
+  others = sum(_tile_registers(end.type, wgs) for _, end, _ in beside)
+  need = acc + a + others
   if need <= have:
     return None
   m, n = t.shape[-2:]
@@ -54,14 +76,24 @@ def _live_error(kernel, o, threads: int, producer: bool, have: int):
   what = f"{acc} registers a thread ({held})"
   if a:
     what += f", and its register A operand {'x'.join(map(str, o.a.type.shape))} {dtype_name(o.a.type.dtype)} {a} more"
+  loops = {}
+  for arg, end, loop in beside:
+    loops.setdefault(loop.loc.lineno, []).append(
+        f"{arg.name or end.name or 'another accumulator'} ({'x'.join(map(str, end.type.shape))}"
+        f" {dtype_name(end.type.dtype)}, {_tile_registers(end.type, wgs)} more)")
+  for line, names in loops.items():
+    what += f", and the loop at line {line} carries {' and '.join(names)} beside it all the way"
   extra = hw.WARPGROUP if producer else 0
 
   def fitting(w):
-    """The most rows (m halved) a tile may have at block=w warpgroups, its registers a thread."""
+    """The most rows (m halved) a tile may have at block=w warpgroups, its registers a thread (the carried
+    accumulators of as many rows as `o`'s taking as few rows as it)."""
     tile_m = m
     while tile_m >= hw.MMA_M:
       per = _tile_registers(TensorType((tile_m, n), t.dtype), w) + (
-          _tile_registers(TensorType((tile_m, o.a.type.shape[-1]), o.a.type.dtype), w) if a else 0)
+          _tile_registers(TensorType((tile_m, o.a.type.shape[-1]), o.a.type.dtype), w) if a else 0) + sum(
+          _tile_registers(TensorType((tile_m if end.type.shape[0] == m else end.type.shape[0], end.type.shape[1]),
+                                     end.type.dtype), w) for _, end, _ in beside)
       if tile_m % hw.MMA_M == 0 and per + hw.MMA_EXTRA_REGISTERS <= hw.launch_registers(w * hw.WARPGROUP + extra):
         return tile_m, per
       tile_m //= 2
@@ -79,17 +111,32 @@ def _live_error(kernel, o, threads: int, producer: bool, have: int):
   tile_m, per = fitting(wgs)
   if tile_m is not None:
     fixes.append(f"a {tile_m}x{n} tile a program at block={kernel.block} ({per} registers a thread)")
+  elif beside and all(end.type.shape[1] == n for _, end, _ in beside):
+    # (no fewer rows fit: fewer columns for every accumulator the loop carries, all as wide as this one)
+    cols = n // 2
+    while cols >= 64:
+      per = (_tile_registers(TensorType((m, cols), t.dtype), wgs) + a + sum(
+          _tile_registers(TensorType((end.type.shape[0], cols), end.type.dtype), wgs) for _, end, _ in beside))
+      if per + hw.MMA_EXTRA_REGISTERS <= have:
+        fixes.append(f"tiles of {cols} columns for each accumulator ({m}x{cols} at block={kernel.block}: {per}"
+                     " registers a thread)")
+        break
+      cols //= 2
   return E.RegisterCapacityError(
       f"this ml.dot's {m}x{n} {dtype_name(t.dtype)} accumulator lives in registers whole: {what}; a CTA of"
       f" {threads} threads is compiled for {have} registers a thread, so ptxas spills it to local memory (it computes, several times slower)",
-      o.loc, hint="use " + ", or ".join(fixes) if fixes else "use a smaller tile")
+      o.loc, hint="use " + ", or ".join(fixes) if fixes else
+      f"carry fewer or narrower accumulators through the loop: this {m}x{n} one and"
+      f" {' and '.join(a.name or 'another accumulator' for a, _, _ in beside)} need {need} registers a thread"
+      f" together, of {have} (tiles of fewer columns or rows a program, or a second kernel for part of them)"
+      if beside else "use a smaller tile")
 
 
 def check_mma_registers(kernel: ir.Kernel) -> None:
   producer = any(isinstance(o, WarpSpecialize) for o in kernel.body.ops)
   threads = kernel.block + (hw.WARPGROUP if producer else 0)
   have = hw.launch_registers(threads)
-  errors, seen = [], set()
+  errors, seen, carried_with = [], set(), set()
   for o in ir.walk(kernel.body):
     if not isinstance(o, Dot) or o.loc in seen:
       continue
@@ -97,9 +144,12 @@ def check_mma_registers(kernel: ir.Kernel) -> None:
     acc, n = resolve(t.dtype), t.shape[-1]
     need = _registers(n, acc) + hw.MMA_EXTRA_REGISTERS
     if need <= have:
-      live = _live_error(kernel, o, threads, producer, have)
+      beside = {end.id for _, end, _ in _carried_beside(kernel, o)}
+      done = any(r.id in carried_with for r in o.results) or beside and beside <= carried_with
+      live = None if done else _live_error(kernel, o, threads, producer, have)
       if live is not None:         # (it computes, but spilled: a warning, not an error; ptxas does not stop)
         seen.add(o.loc)
+        carried_with.update(beside)          # (one warning for the accumulators a loop carries together)
         E.warn(live)
       continue
     seen.add(o.loc)

@@ -168,3 +168,84 @@ def test_padding_is_followed_through_carries_of_for_and_while_loops_and_tma_load
   assert info.value.hint == (
       f"keep the padding out of the max at line {mix}: ml.maximum(acc, ml.where((c * 128 + ml.arange(128))[None, :]"
       " < x.shape[1], buf[...], float('-inf')))")
+
+
+# ---------------------------------------------------------------- accumulators a loop carries side by side
+def _gated(bm, bn, block):
+  @mg.mgpu_kernel(out_shape=lambda x, w1, w3: S((x.shape[0], w1.shape[1]), F16),
+                  grid=lambda x, w1, w3: (x.shape[0] // bm, w1.shape[1] // bn), block=block)
+  def swiglu(x, w1, w3, out):
+    i, j = ml.program_id(0), ml.program_id(1)
+    x_s, a_s, b_s = ml.smem((bm, 64)), ml.smem((64, bn)), ml.smem((64, bn))
+    acc1 = ml.zeros((bm, bn), F32)
+    acc3 = ml.zeros((bm, bn), F32)
+    for k in range(x.shape[1] // 64):
+      ml.copy(x.at[ml.ds(i * bm, bm), ml.ds(k * 64, 64)], x_s)
+      ml.copy(w1.at[ml.ds(k * 64, 64), ml.ds(j * bn, bn)], a_s)
+      ml.copy(w3.at[ml.ds(k * 64, 64), ml.ds(j * bn, bn)], b_s)
+      acc1 = ml.dot(x_s, a_s, acc1)
+      acc3 = ml.dot(x_s, b_s, acc3)
+    out.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)][...] = (acc1 * ml.sigmoid(acc1) * acc3).astype(F16)
+  return swiglu
+
+
+def _spills(kernel, *specs):
+  with warnings.catch_warnings(record=True) as got:
+    warnings.simplefilter("always")
+    kernel.check(*specs)
+  return [w for w in got if issubclass(w.category, mg.RegisterSpillWarning)]
+
+
+def test_two_accumulators_a_loop_carries_are_one_spill_warning_at_the_first_dot():
+  specs = [S((256, 128), F16), S((128, 256), F16), S((128, 256), F16)]
+  kernel = _gated(128, 128, 128)
+  (w,) = _spills(kernel, *specs)
+  line, col = where(kernel, "ml.dot(x_s, a_s")
+  loop = where(kernel, "for k in range")[0]
+  assert (w.filename, w.lineno) == (__file__, line)
+  text = str(w.message)
+  assert f":{line}:{col}: this ml.dot's 128x128 float32 accumulator lives in registers whole: 128 registers a thread" \
+         f" (all 128 rows on one warpgroup of block=128), and the loop at line {loop} carries acc3 (128x128 float32, 128" \
+         " more) beside it all the way; a CTA of 128 threads is compiled for 255 registers a thread, so ptxas" \
+         " spills it to local memory (it computes, several times slower) [MG403]" in text.splitlines()[0]
+  assert text.endswith("hint: use block=256 to split its rows over 2 warpgroups (128 registers a thread), or a 64x128"
+                       " tile a program at block=128 (128 registers a thread)")
+  # no fewer rows fit a 64x256 pair: fewer columns for both do
+  (w,) = _spills(_gated(64, 256, 128), S((256, 128), F16), S((128, 512), F16), S((128, 512), F16))
+  assert str(w.message).endswith("hint: use tiles of 128 columns for each accumulator (64x128 at block=128: 128"
+                                 " registers a thread)")
+  assert _spills(_gated(128, 128, 256), *specs) == []      # the hint followed: 64 + 64 a thread
+
+
+def _flash(block):
+  @mg.mgpu_kernel(out_shape=lambda q, kt, v: S(q.shape, F32), grid=lambda q, kt, v: (q.shape[0] // 128,), block=block)
+  def flash(q, kt, v, out):
+    i = ml.program_id(0)
+    q_s, k_s, v_s = ml.smem((128, 128)), ml.smem((128, 128)), ml.smem((128, 128))
+    ml.copy(q.at[ml.ds(i * 128, 128)], q_s)
+    m = ml.full((128,), float("-inf"), F32)
+    l = ml.zeros((128,), F32)
+    acc = ml.zeros((128, 128), F32)
+    for j in range(kt.shape[1] // 128):
+      ml.copy(kt.at[:, ml.ds(j * 128, 128)], k_s)
+      ml.copy(v.at[ml.ds(j * 128, 128)], v_s)
+      s = ml.dot(q_s, k_s)
+      m_new = ml.maximum(m, ml.max(s, axis=1))
+      p = ml.exp(s - m_new[:, None])
+      alpha = ml.exp(m - m_new)
+      l = l * alpha + ml.sum(p, axis=1)
+      acc = ml.dot(p.astype(F16), v_s, acc * alpha[:, None])
+      m = m_new
+    out.at[ml.ds(i * 128, 128)][...] = acc / l[:, None]
+  return flash
+
+
+def test_attentions_scores_beside_the_output_a_loop_carries_spill_at_one_warpgroup():
+  specs = [S((256, 128), F16), S((128, 256), F16), S((256, 128), F16)]
+  kernel = _flash(128)
+  (w,) = _spills(kernel, *specs)
+  assert (w.lineno, str(w.message).split(": this")[0].rsplit(":", 1)[1]) == (
+      where(kernel, "s = ml.dot")[0], str(where(kernel, "ml.dot(q_s")[1]))
+  assert f"and the loop at line {where(kernel, 'for j in')[0]} carries acc (128x128 float32, 128 more) beside it" in str(
+      w.message)
+  assert _spills(_flash(256), *specs) == []
