@@ -110,6 +110,7 @@ class CTA(CtaMemory):
     self.pads: dict[int, tuple] = {}
     self.neutral: set[int] = set()
     self.pad_sums: dict[int, tuple] = {}
+    self.pad_dots: dict[int, tuple] = {}          # id of a (TMA) load -> the ml.dot its padding went through
     self.pad_mixes: dict[int, tuple] = {}         # id of a masked (or TMA) load -> where its padding first changed data
     self.smem_pad: dict[int, np.ndarray] = {}     # SMEM root id -> elements a TMA load read past its array's end
     self.smem_src: dict[int, object] = {}         # SMEM root id -> that load

@@ -33,7 +33,8 @@ from ..frontend import ir
 from ..frontend import call_texts as T
 from ..frontend.ops.access import MaskedLoad
 from ..frontend.ops.elementwise import Arange, BinOp, Binary, Cast, Compare, Constant, Full, Unary, Where
-from ..frontend.ops.memory import Copy, Load
+from ..frontend.ops.memory import Copy, Load, Store
+from ..frontend.ops.mma import Dot
 from ..frontend.ops.shape import Broadcast, Reduce, ReduceKind, Reshape
 from . import interpret_numerics as N
 
@@ -99,7 +100,7 @@ def after(cta, o):
   """Follow the lanes of `o`'s result (run after its interpreter rule); raise MG953 at a reduction or
   division the padding changes."""
   try:
-    if cta.smem_pad and not isinstance(o, Copy):
+    if cta.smem_pad and not isinstance(o, (Copy, Store)):
       _smem_written(cta, o)
     rule = _RULES.get(type(o))
     if rule is None:
@@ -168,6 +169,28 @@ def _smem_written(cta, o):
         cta.smem_pad.pop(ref.root.id, None)
 
 
+def _store(cta, o):
+  """A register tensor stored into this CTA's SMEM: its PAD lanes mark the window's elements (a masked load's
+  padding staged for ml.dot), its other lanes clear them."""
+  ref = cta.get(o.ref)
+  if getattr(ref, "owner", -1) != cta.rank or getattr(ref, "transposed", False):
+    if getattr(ref, "owner", -1) >= 0:
+      cta.smem_pad.pop(ref.root.id, None)
+    return
+  st = state(cta, o.value)
+  have = cta.smem_pad.get(ref.root.id)
+  pad = np.broadcast_to(st, o.value.type.shape) == PAD if isinstance(st, np.ndarray) else None
+  if pad is None or not pad.any():
+    if have is not None:
+      have[ref.index] = False
+    return
+  if have is None:
+    have = cta.smem_pad[ref.root.id] = np.zeros(ref.root.type.shape, bool)
+  view = have[ref.index]
+  have[ref.index] = pad.reshape(np.shape(view))
+  cta.smem_src[ref.root.id] = _source(cta, o.value)
+
+
 def _load(cta, o):
   """A read of SMEM that a TMA load filled: the lanes it read past the array's end are PAD."""
   ref = cta.get(o.ref)
@@ -178,6 +201,44 @@ def _load(cta, o):
   if st.any():
     cta.pads[o.result.id] = (np.where(st, PAD, REAL).astype(np.int8).reshape(o.result.type.shape),
                              cta.smem_src[ref.root.id])
+
+
+def _dot_operand(cta, v, shape):
+  """Which elements of ml.dot operand `v` (an SMEM window, maybe transposed, or a register tensor) are PAD, and
+  the load they came from: (bool array of `shape`, src) or (None, None)."""
+  x = cta.get(v)
+  if hasattr(x, "root") and hasattr(x, "index"):
+    have = cta.smem_pad.get(x.root.id) if x.owner == cta.rank else None
+    if have is None:
+      return None, None
+    st = np.asarray(have[x.index])
+    st = st.T if x.transposed else st
+    return st.reshape(shape), cta.smem_src[x.root.id]
+  st = state(cta, v)
+  if not isinstance(st, np.ndarray):
+    return None, None
+  return np.broadcast_to(st, shape) == PAD, _source(cta, v)
+
+
+def _dot(cta, o):
+  """acc + a @ b: an element whose row of `a` or column of `b` is all padding (the scores of keys a TMA load read
+  past the sequence's end, `ml.dot(q_s, k_s.T)`) is PAD, as the sum of the padding's products; padding along the
+  contraction adds its zeros to data (REAL)."""
+  r = o.results[0]
+  m, n = r.type.shape[-2:]
+  k = o.a.type.shape[-1]
+  a, src_a = _dot_operand(cta, o.a, (m, k))
+  b, src_b = _dot_operand(cta, o.b, (k, n))
+  rows = a.all(axis=1) if a is not None else np.zeros(m, bool)
+  cols = b.all(axis=0) if b is not None else np.zeros(n, bool)
+  if not (rows.any() or cols.any()):
+    return
+  pad = rows[:, None] | cols[None, :]
+  acc = np.broadcast_to(state(cta, o.acc), (m, n)) if o.acc is not None else np.full((m, n), NEUTRAL, np.int8)
+  st = np.where(pad, _COMBINE[acc, PAD], _COMBINE[acc, REAL]).astype(np.int8)
+  src = src_b if cols.any() else src_a
+  cta.pad_dots[id(src)] = (o, "columns" if cols.any() else "rows")
+  _set(cta, r, st, src)
 
 
 def _fresh(cta, o):
@@ -447,11 +508,16 @@ def _reduce_error(cta, o, src, x, pad, got, want, bad):
     ident = f"{_identity(kind, d)}"
   what, arg = T.called(o.loc, f"ml.{kind.value}")
   where = "" if not k else f" (result {list(k) if len(k) > 1 else k[0]})"
-  held = _origin(src, ref, other) + ("" if raw else f", {_few(lanes)} by the time they reach it")
+  through = cta.pad_dots.get(id(src))
+  held = _origin(src, ref, other) + (
+      f", through the ml.dot at line {through[0].loc.lineno} (the {through[1]} of its result they alone make)"
+      if through else "") + ("" if raw else f", {_few(lanes)} by the time they reach it")
   plain = what.split(".")[-1].rstrip("()") == kind.value
   msg = (f"{what} reduces {held}: they change {'its result' if plain else f'the {kind.value} it takes'} in program {cta.label}{where},"
          f" {_num(g)} where the elements inside give {_num(w)}")
   name = {ReduceKind.SUM: "a sum", ReduceKind.MAX: "a max", ReduceKind.MIN: "a min"}[kind]
+  if through is not None:
+    return _dot_error(cta, o, src, through, msg, ref, axis, mask, kind, d)
   if isinstance(src, Copy):
     fix = _with_where(o.loc, mask, kind, d) if mask else None
     hint = (f"reduce only the elements inside: {fix}" if fix else
@@ -465,6 +531,32 @@ def _reduce_error(cta, o, src, x, pad, got, want, bad):
       hint += f" (where a sum reduces the same tile, keep other=0 there and take the {kind.value} of ml.where({mask}, v, {ident}))"
   else:
     hint = f"reduce only the lanes the mask keeps: {_with_where(o.loc, mask, kind, d) or what}"
+  return E.MaskedReductionError(msg, o.loc, hint=hint)
+
+
+def _dot_error(cta, o, src, through, msg, ref, axis, mask, kind, d):
+  """MG953 of padding an ml.dot's result carries (whole rows or columns computed from padding only): the message
+  names the dot, the hint keeps the result's padded rows or columns out of the reduction."""
+  dot, side = through
+  res = dot.results[0].name or "the result"
+  pos = T.ds_positions(src.loc, axis) if isinstance(src, Copy) else None
+  valid = None
+  if pos is not None:
+    valid = f"({pos})[{'None, :' if side == 'columns' else ':, None'}] < {ref}.shape[{axis}]"
+  elif mask and mask.count("<") == 1 and ("[:, None]" in mask) != ("[None, :]" in mask):
+    keep = "[None, :]" if side == "columns" else "[:, None]"
+    valid = mask.replace("[:, None]", keep).replace("[None, :]", keep)
+  if valid is None:
+    return E.MaskedReductionError(msg, o.loc, hint=(
+        f"keep the {side} of {res} that the padding of {ref} makes out of the reduction: ml.where(valid, {res}, identity)"
+        f" after the ml.dot at line {dot.loc.lineno}, with valid the positions of {ref}'s rows < {ref}.shape[{axis}]"))
+  fix = _with_where(o.loc, valid, kind, d)
+  direct = o.x is dot.results[0]
+  hint = f"reduce only the elements inside: {fix}" if fix else ""
+  if not direct or not fix:
+    hint += (", or " if hint else "") + (
+        f"mask {res} once after the ml.dot at line {dot.loc.lineno}: {res} = ml.where({valid}, {res}, float('-inf'))"
+        f" (for a softmax of it: exp(-inf) = 0 in the padding's {side})")
   return E.MaskedReductionError(msg, o.loc, hint=hint)
 
 
@@ -490,6 +582,6 @@ def _with_where(loc, mask, kind, d):
   return T.with_where(loc, mask, ident)
 
 
-_RULES = {MaskedLoad: _masked_load, Copy: _copy, Load: _load, Constant: _fresh, Full: _fresh, Arange: _fresh,
+_RULES = {Dot: _dot, Store: _store, MaskedLoad: _masked_load, Copy: _copy, Load: _load, Constant: _fresh, Full: _fresh, Arange: _fresh,
           Binary: _lanewise, Compare: _lanewise, Unary: _lanewise, Cast: _lanewise, Where: _lanewise,
           Broadcast: _broadcast, Reshape: _reshape, Reduce: _reduce}

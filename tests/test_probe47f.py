@@ -249,3 +249,80 @@ def test_attentions_scores_beside_the_output_a_loop_carries_spill_at_one_warpgro
   assert f"and the loop at line {where(kernel, 'for j in')[0]} carries acc (128x128 float32, 128 more) beside it" in str(
       w.message)
   assert _spills(_flash(256), *specs) == []
+
+
+# ---------------------------------------------------------------- padding through ml.dot: scores of keys past the end
+@mg.mgpu_kernel(out_shape=lambda q, k, v: S(q.shape, F32), grid=lambda q, k, v: (ml.cdiv(q.shape[0], 64),))
+def flash_tail(q, k, v, out, *, MASK: ml.constexpr = False):
+  i = ml.program_id(0)
+  q_s, k_s, v_s = ml.smem((64, 64)), ml.smem((64, 64)), ml.smem((64, 64))
+  ml.copy(q.at[ml.ds(i * 64, 64)], q_s)
+  m = ml.full((64,), float("-inf"), F32)
+  l = ml.zeros((64,), F32)
+  acc = ml.zeros((64, 64), F32)
+  for j in range(ml.cdiv(k.shape[0], 64)):
+    ml.copy(k.at[ml.ds(j * 64, 64)], k_s)
+    ml.copy(v.at[ml.ds(j * 64, 64)], v_s)
+    s = ml.dot(q_s, k_s.T)
+    if MASK:
+      s = ml.where((j * 64 + ml.arange(64))[None, :] < k.shape[0], s, float("-inf"))
+    m_new = ml.maximum(m, ml.max(s, axis=1))
+    p = ml.exp(s - m_new[:, None])
+    alpha = ml.exp(m - m_new)
+    l = l * alpha + ml.sum(p, axis=1)
+    acc = ml.dot(p.astype(F16), v_s, acc * alpha[:, None])
+    m = m_new
+  out.at[ml.ds(i * 64, 64)][...] = acc / l[:, None]
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k: S((q.shape[0], k.shape[0]), F32))
+def scores_softmax(q, k, out):
+  rows, cols = ml.arange(64), ml.arange(128)
+  kk = k.at[cols[:, None], ml.arange(64)[None, :]].load(mask=cols[:, None] < k.shape[0], other=0.0)
+  q_s, k_s = ml.smem((64, 64), F16), ml.smem((128, 64), F16)
+  ml.copy(q, q_s)
+  k_s[...] = kk                                      # the padding staged for the tensor cores
+  p = ml.softmax(ml.dot(q_s, k_s.T), axis=1)
+  out.at[rows[:, None], cols[None, :]].store(p, mask=cols[None, :] < k.shape[0])
+
+
+def _attention(q, k, v):
+  s = q.astype(np.float32) @ k.astype(np.float32).T
+  p = np.exp(s - s.max(1, keepdims=True))
+  return (p / p.sum(1, keepdims=True)) @ v.astype(np.float32)
+
+
+def test_scores_of_keys_a_tma_load_read_past_the_sequences_end_are_reported_through_the_dot():
+  rng = np.random.default_rng(11)
+  q = (rng.standard_normal((64, 64)) * 0.125).astype(np.float16)
+  k, v = (rng.standard_normal((100, 64)).astype(np.float16) for _ in range(2))
+  copy, dot = where(flash_tail, "ml.copy(k.at")[0], where(flash_tail, "s = ml.dot")[0]
+  with pytest.raises(mg.MaskedReductionError) as info:
+    flash_tail(q, k, v, interpret=True)
+  e = info.value
+  assert (e.lineno, e.col_offset) == where(flash_tail, "ml.sum(p, axis=1)")
+  assert e.message.startswith(
+      f"ml.sum reduces elements the TMA copy at line {copy} read past the end of k (as zeros), through the ml.dot at"
+      f" line {dot} (the columns of its result they alone make), values such as ")
+  assert e.hint == (
+      "reduce only the elements inside: ml.sum(p, axis=1, where=(j * 64 + ml.arange(64))[None, :] < k.shape[0]), or"
+      f" mask s once after the ml.dot at line {dot}: s = ml.where((j * 64 + ml.arange(64))[None, :] < k.shape[0], s,"
+      " float('-inf')) (for a softmax of it: exp(-inf) = 0 in the padding's columns)")
+  np.testing.assert_allclose(np.asarray(flash_tail(q, k, v, interpret=True, MASK=True)), _attention(q, k, v),
+                             rtol=2e-2, atol=2e-3)
+
+
+def test_a_masked_loads_padding_stored_into_smem_reaches_the_dots_reductions():
+  rng = np.random.default_rng(12)
+  q = (rng.standard_normal((64, 64)) * 0.125).astype(np.float16)
+  k = rng.standard_normal((100, 64)).astype(np.float16)
+  with pytest.raises(mg.MaskedReductionError) as info:
+    scores_softmax(q, k, interpret=True)
+  e = info.value
+  load = where(scores_softmax, "kk = k.at")[0]
+  assert (e.lineno, e.col_offset) == where(scores_softmax, "ml.softmax(")
+  assert e.message.startswith(
+      f"ml.softmax reduces lanes the masked load at line {load} kept off past the end of k, filled with other=0.0,"
+      f" through the ml.dot at line {where(scores_softmax, 'ml.dot(')[0]} (the columns of its result they alone make)")
+  assert e.hint.startswith("reduce only the elements inside: ml.softmax(ml.dot(q_s, k_s.T), axis=1, where=cols[None, :]"
+                           " < k.shape[0]), or mask ")
