@@ -21,6 +21,7 @@ from .builder import Builder
 from .checks import check_kernel
 from .contraction import empty_loop_errors
 from .mma_registers import check_mma_registers
+from .carried_registers import check_carried_registers
 from .narrow_sums import check_narrow_sums
 from .tma_starts import check_minor_starts, check_tiled_starts, mark_register_starts
 from .dtypes import DType, to_dtype
@@ -314,7 +315,7 @@ def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, blo
     grid_index_masks(kernel, em.defs)
     assign_layouts_relayout(kernel, em.defs, assign_layouts)     # reshapes of row-wise tiles: via SMEM
     _each_reported(lambda: check_layouts(kernel, em.defs), lambda: check_atomic_layouts(kernel),
-                   lambda: check_mma_registers(kernel),
+                   lambda: check_mma_registers(kernel), lambda: check_carried_registers(kernel),
                    lambda: check_tiled_starts(kernel, em.defs, facts),
                    lambda: check_minor_starts(kernel, em.defs, facts))
     mark_register_starts(kernel, em.defs)

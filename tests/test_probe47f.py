@@ -326,3 +326,32 @@ def test_a_masked_loads_padding_stored_into_smem_reaches_the_dots_reductions():
       f" through the ml.dot at line {where(scores_softmax, 'ml.dot(')[0]} (the columns of its result they alone make)")
   assert e.hint.startswith("reduce only the elements inside: ml.softmax(ml.dot(q_s, k_s.T), axis=1, where=cols[None, :]"
                            " < k.shape[0]), or mask ")
+
+
+# ---------------------------------------------------------------- a register tensor a loop carries, past a thread's registers
+def _column_block_sums(rows):
+  @mg.mgpu_kernel(out_shape=lambda x: S((rows, x.shape[1]), F32))
+  def block_sums(x, out):
+    acc = ml.zeros((rows, x.shape[1]), F32)
+    for r in range(x.shape[0] // rows):
+      acc += x.at[ml.ds(r * rows, rows)][...]
+    out[...] = acc
+  return block_sums
+
+
+def test_a_running_sum_a_loop_carries_past_a_threads_registers_warns_at_its_start():
+  kernel = _column_block_sums(128)
+  (w,) = _spills(kernel, S((512, 1024), F32))
+  line, col = where(kernel, "ml.zeros((rows")
+  loop = where(kernel, "for r in range")[0]
+  assert (w.filename, w.lineno) == (__file__, line)
+  assert str(w.message).splitlines()[0].endswith(
+      f":{line}:{col}: the loop at line {loop} carries acc (128x1024 float32) in registers, 1024 a thread across the"
+      " CTA's 128 threads; a CTA of 128 threads is compiled for 255 registers a thread, so ptxas spills it to local"
+      " memory and each trip reads and writes it there (it computes, several times slower) [MG403]")
+  assert str(w.message).endswith("hint: carry a tile of 16 rows (16x1024) a program, launching more programs for the"
+                                 " rest, or keep it in SMEM (ml.smem) and update it in parts")
+  assert _spills(_column_block_sums(16), S((512, 1024), F32)) == []       # the hint followed: 128 a thread
+  x = np.random.default_rng(13).standard_normal((64, 1024)).astype(np.float32)
+  np.testing.assert_allclose(np.asarray(_column_block_sums(16)(x, interpret=True)),
+                             x.reshape(4, 16, 1024).sum(0), rtol=1e-5, atol=1e-5)
