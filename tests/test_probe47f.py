@@ -145,6 +145,18 @@ def tma_running_max(x, out):
   out.at[ml.ds(i * 8, 8)][...] = ml.max(acc, axis=1)
 
 
+@mg.mgpu_kernel(out_shape=lambda x, s: S((x.shape[0],), F32), grid=lambda x, s: (x.shape[0],))
+def branch_max(x, s, out):
+  r = ml.program_id(0)
+  cols = ml.arange(128)
+  v = x.at[r, cols].load(mask=cols < x.shape[1], other=0.0)
+  if s[0] > 0:                             # (a run-time branch: its results carry the padding)
+    w = v * 2.0
+  else:
+    w = v + 1.0
+  out[r] = ml.max(w)
+
+
 def test_padding_is_followed_through_carries_of_for_and_while_loops_and_tma_loads():
   x = _rows(5, (16, 100))                  # (one program: the error names it)
   load = where(column_sums_max, "acc += x.at")[0]
@@ -158,6 +170,9 @@ def test_padding_is_followed_through_carries_of_for_and_while_loops_and_tma_load
     running_min_while(y, interpret=True)
   assert (info.value.lineno, info.value.col_offset) == where(running_min_while, "ml.min(acc)")
   assert info.value.hint.startswith("fill the lanes with the identity of a min: other=float('inf')")
+  with pytest.raises(mg.MaskedReductionError) as info:
+    branch_max(-np.abs(_rows(8, (1, 100))) - 1, np.array([1], np.int32), interpret=True)
+  assert (info.value.lineno, info.value.col_offset) == where(branch_max, "ml.max(w)")
   z = -np.abs(_rows(7, (16, 300))) - 1
   with pytest.raises(mg.MaskedReductionError) as info:
     tma_running_max(z, interpret=True)
