@@ -160,14 +160,17 @@ def trace_for(tracer, node: ast.For):
       if x.type.dtype.bits != 32:    # the loop counts in i32 (scf.for needs one type)
         wide.append((texts[k] or x.name, x))
     bounds.append(x)
-  if wide:                           # every such bound named: converting one leaves the next
+  if wide and (stages > 1 or specialize or pingpong):    # every such bound named: converting one leaves the next
     got = ", ".join(f"{t or 'a scalar'} ({x.type.dtype})" for t, x in wide)
     fixes = ", ".join(f"{method_on(t or 'n')}.astype(jnp.int32)" for t, _ in wide)
-    raise E.KernelTypeError(f"runtime loop bounds must be 32-bit integers, got {got}", tracer.loc(it),
-                            hint=f"convert {'it' if len(wide) == 1 else 'them'}: {fixes}")
+    raise E.KernelTypeError(f"a pipelined loop's run-time bounds must be 32-bit integers, got {got}", tracer.loc(it),
+                            hint=f"convert {'it' if len(wide) == 1 else 'them'}: {fixes} (a pipelined loop counts"
+                                 f" its stages in int32)")
+  if wide:          # an int64 bound (jax_enable_x64): the loop counts in int64, as lax.fori_loop's and Triton's
+    bounds = [astype(Call(tracer.b, tracer.loc(it)), x, DType.i64) if isinstance(x, ir.Value) else x for x in bounds]
   start, stop, step = bounds
   kinds = {x.type.dtype for x in bounds if isinstance(x, ir.Value)}
-  counter = DType.u32 if DType.u32 in kinds else DType.i32   # uint32 bounds past 2**31 count unsigned
+  counter = DType.i64 if wide else DType.u32 if DType.u32 in kinds else DType.i32   # uint32 past 2**31: unsigned
   if counter == DType.u32 and (len(kinds) > 1 or stages > 1):
     u = [method_on(t or x.name or "n") for x, t in zip(bounds, texts)
          if isinstance(x, ir.Value) and x.type.dtype == DType.u32]
@@ -261,7 +264,7 @@ def _index_after(tracer, loc, old, bounds, counter):
   index where the loop ran a trip, else its value before (`i = 0; for i in range(n): ...`). None
   where it was not bound before to an integer of the counter's type (or a Python int)."""
   start, stop, step = bounds
-  if type(old) is int and counter == DType.i32 and -2 ** 31 <= old < 2 ** 31:
+  if type(old) is int and (counter == DType.i32 and -2 ** 31 <= old < 2 ** 31 or counter == DType.i64):
     pass
   elif not (is_value(old) and isinstance(old.type, ScalarType) and resolve(old.type.dtype) == counter):
     return None

@@ -65,7 +65,7 @@ def check_static_bounds(tracer, it, bounds, counter) -> None:
   """A runtime loop counts in int32 (uint32 with uint32 bounds): its static bounds and step, and
   the index it steps to after its last trip, must fit, or the count wraps on the GPU."""
   kind = dtype_name(counter)
-  hint = (f"a runtime loop counts in {kind}: keep its bounds below 2**{32 if counter == DType.u32 else 31}"
+  hint = (f"a runtime loop counts in {kind}: keep its bounds below 2**{32 if counter == DType.u32 else 63 if counter == DType.i64 else 31}"
           f" (count further with two nested loops: for hi in range(a): for lo in range(b)),"
           f" or unroll it with ml.static_range if it is short")
   given = bounds[1:2] if len(it.args) == 1 else bounds[:len(it.args)]   # range(stop), (start, stop), ...
@@ -87,7 +87,7 @@ def check_static_bounds(tracer, it, bounds, counter) -> None:
   start, stop, step = bounds
   if all(isinstance(x, int) for x in bounds) and step > 0 and stop > start:
     last = start + (stop - start - 1) // step * step
-    hi = 2 ** 32 - 1 if counter == DType.u32 else 2 ** 31 - 1
+    hi = 2 ** 32 - 1 if counter == DType.u32 else 2 ** 63 - 1 if counter == DType.i64 else 2 ** 31 - 1
     if last + step > hi:
       raise E.KernelTypeError(
           f"this loop steps its index from {last} to {last + step}, which does not fit in {kind}: the loop"

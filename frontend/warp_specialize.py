@@ -380,7 +380,7 @@ def _slice_op(o, path, depth, need, mapping, plan, empty, em) -> list:
     body.ops.append(Yield((), loc))
     return pre + [For(0, sub(plan.loop.stop), 1, (), body, loc, ())]
   if isinstance(o, For):
-    iv = ir.Value(I32, o.body.args[0].name)
+    iv = ir.Value(o.body.args[0].type, o.body.args[0].name)
     mapping[o.body.args[0]] = iv
     inner = _slice_block(o.body.ops, path, depth + 1, need, mapping, plan, empty, em)
     body = ir.Block(inner + [Yield((), loc)], args=(iv,))

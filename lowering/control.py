@@ -34,15 +34,18 @@ def _num_programs(ctx, o):
 def _for(ctx, o):
   iv_dtype = o.body.args[0].type.dtype
   unsigned = getattr(iv_dtype, "is_int", False) and not iv_dtype.is_signed
+  counts64 = getattr(iv_dtype, "bits", 32) == 64      # int64 bounds (jax_enable_x64): an int64 index
   bounds = [operand(ctx, x) for x in (o.start, o.stop, o.step)]
   # The counter steps past the last index before the loop ends: where that can pass 2**31 (run-time
   # bounds, or static ones near it) the loop counts in 64 bits, as Python's range would.
-  wide = any(not isinstance(x, int) for x in bounds) or bounds[1] + bounds[2] > 2 ** 31 - 1
+  wide = counts64 or any(not isinstance(x, int) for x in bounds) or bounds[1] + bounds[2] > 2 ** 31 - 1
   i64 = ir.IntegerType.get_signless(64)
 
   def bound(x):
     if isinstance(x, int):
       return arith.constant(i64 if wide else i32(), x)
+    if counts64:
+      return x                                           # (the frontend made every bound int64)
     return (arith.extui if unsigned else arith.extsi)(i64, x) if wide else x
   inits = [ctx.carried(v) for v in o.inits]
   flat, tree = jax.tree.flatten(inits)
@@ -51,7 +54,7 @@ def _for(ctx, o):
     loop.operation.attributes["unsignedCmp"] = ir.UnitAttr.get()    # uint32 bounds past 2**31
   with ir.InsertionPoint(loop.body):
     iv, *args = o.body.args
-    ctx.set(iv, arith.trunci(i32(), loop.induction_variable) if wide else loop.induction_variable)
+    ctx.set(iv, arith.trunci(i32(), loop.induction_variable) if wide and not counts64 else loop.induction_variable)
     for a, v in zip(args, jax.tree.unflatten(tree, list(loop.inner_iter_args))):
       ctx.set(a, v)
     ctx.lower_block(o.body, yield_fn=lambda vals: scf.YieldOp(jax.tree.flatten(vals)[0]),
@@ -195,7 +198,8 @@ def _i_for(cta, o):
     cta.m.skipped_branches.add(id(o.body))      # no trip here (for MG602's hint)
   handed = o.inits                  # (the values whose padding lanes the carries take: interpret_padding.py)
   for i in range(start, stop, step):
-    cta.set(iv, np.asarray(i, np.uint32 if getattr(dt, "is_int", False) and not dt.is_signed else np.int32))
+    cta.set(iv, np.asarray(i, np.int64 if getattr(dt, "bits", 32) == 64 else
+                           np.uint32 if getattr(dt, "is_int", False) and not dt.is_signed else np.int32))
     for a, v in zip(args, carried):
       cta.set(a, v)
     _follow(cta, args, handed)

@@ -267,15 +267,19 @@ def test_dot_result_read_inside_two_branches_builds():
 
 @mg.mgpu_kernel(out_shape=lambda x: x)
 def loop_over_int64(x, out):
-  n = ml.program_id(0).astype(jnp.int64)
+  n = ml.program_id(0).astype(jnp.int64) + 3
+  acc = x[...]
   for j in range(n):
-    out[...] = x[...]
+    acc = acc + 1.0
+  out[...] = acc
 
 
-def test_runtime_loop_bounds_must_be_32_bit():
-  # Was an InternalError: an i64 bound met the loop's i32 step (MLIR verification failed).
-  expect(loop_over_int64, [S((128,), F32)], mg.KernelTypeError, "range(n)",
-         "runtime loop bounds must be 32-bit integers, got n (int64)")
+def test_runtime_loop_bounds_of_int64_count_in_int64():
+  # Was an InternalError: an i64 bound met the loop's i32 step (MLIR verification failed); then MG003;
+  # since probe 47c the loop counts in int64 (lax.fori_loop's index takes its bounds' type).
+  assert "scf.for" in loop_over_int64.mlir(S((128,), F32))
+  x = np.arange(128, dtype=np.float32)
+  np.testing.assert_array_equal(loop_over_int64(x, interpret=True), x + 3)
 
 
 @mg.mgpu_kernel(out_shape=lambda a, b: S((64, 256), jnp.float32))

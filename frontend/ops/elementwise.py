@@ -30,7 +30,7 @@ from .mask_product import mask_product
 from .narrow8 import _wide, _widened, narrowed  # noqa: F401  (ew.narrowed: reduce, scan, sort; libdevice)
 from .elementwise_checks import (_call_args, _check_integer_meets_float, _check_pointer_arithmetic, _convert_hint,
                                  _python_math_hint, cast_problem, check_dtype_support, check_python_int, method_on,
-                                 scalar_param_hint)
+                                 int64_index_hint, scalar_param_hint)
 
 # Elementwise lowering works on each warpgroup's own rows as on a whole tensor: splits=True.
 PURE_ELEMENTWISE = Traits(layout=LayoutRule.ELEMENTWISE, pure=True, splits=True)
@@ -264,7 +264,8 @@ def common(cx, a, b, what):
               f" convert it after the loop, {n}.astype(jnp.{dtype_name(dn)}); to keep it {dtype_name(dn)},"
               f" convert the other side: {method_on(other)}.astype(jnp.{dtype_name(dn)})")
     else:
-      hint = scalar_param_hint(cx, (a, b), names, (da, db), what) or _convert_hint(names, da, db, what)
+      hint = scalar_param_hint(cx, (a, b), names, (da, db), what) or int64_index_hint(cx, (a, b), names, (da, db)) \
+          or _convert_hint(names, da, db, what)
     raise E.DtypeMismatchError(
         f"{what} on {names[0]} ({dtype_name(da)}) and {names[1]} ({dtype_name(db)}):"
         f" dtypes differ and are never converted implicitly", cx.loc, hint=hint)

@@ -150,6 +150,21 @@ def float_param(cx, v, err, use: str):
   return err
 
 
+def int64_index_hint(cx, values, names, dtypes) -> str | None:
+  """A loop index that counts in int64 (its loop's bounds are int64, with jax_enable_x64) meeting a
+  narrower integer value (`t + ml.arange(64)`): the index takes its bounds' type, as lax.fori_loop's, so
+  the hint says both ways out. None where that is not the case."""
+  k = next((k for k, v in enumerate(values) if is_value(v) and v.id in cx.b.loop_indices
+            and dtypes[k] == DType.i64), None)
+  other = None if k is None else dtypes[1 - k]
+  if not isinstance(other, DType) or other.is_float or other == DType.bool_:
+    return None
+  t, o = names[k], names[1 - k]
+  return (f"{t} counts in int64, as its loop's bounds are int64 (lax.fori_loop's index takes its bounds' type"
+          f" too): convert the other side, {method_on(o)}.astype(jnp.int64), or convert the loop's int64 bounds"
+          f" to int32 (values below 2**31) for an int32 {t}")
+
+
 def scalar_param_hint(cx, values, names, dtypes, what) -> str | None:
   """An ml.scalar parameter (a Python number passed is int32 or float32, not weakly typed as in jnp)
   meeting a tensor of another dtype it converts to as jnp converts a Python number (`x_f16 * alpha`,

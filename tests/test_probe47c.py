@@ -1,0 +1,159 @@
+"""Probe 47c: mgpu_dsl kernels as JAX citizens. A run-time loop whose bounds are int64 (with
+jax_enable_x64: an int64 input, `cu_seqlens[b]`, `jnp.int64(n)`) was MG003 ("runtime loop bounds must be
+32-bit integers"); it counts in int64 now, as `lax.fori_loop`'s index takes its bounds' type (and Triton's)."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32, I32, I64 = jnp.float32, jnp.int32, jnp.int64
+
+
+def _gpu():
+  return any(d.platform == "gpu" for d in jax.devices())
+
+
+def _rand(shape, seed, dtype=np.float32):
+  return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def _exports(kernel, *specs):
+  """Builds for CUDA (the real Mosaic GPU module, verified) as jax.export does."""
+  return jax.export.export(jax.jit(lambda *a: kernel(*a)), platforms=["cuda"])(*specs).mlir_module()
+
+
+# ---------------------------------------------------------------- int64 loop bounds
+@mg.mgpu_kernel(out_shape=lambda x, n: S((8, x.shape[1]), x.dtype))
+def tile_sums(x, n, out):
+  acc = ml.zeros((8, x.shape[1]), F32)
+  for i in range(1, n[...], 2):                     # int64 under jax_enable_x64
+    acc += x.at[ml.ds(i * 8, 8)][...] * (i + 1).astype(F32)
+  out[...] = acc
+
+
+def _tile_sums(x, n):
+  return sum(x[i * 8:i * 8 + 8] * (i + 1) for i in range(1, n, 2))
+
+
+def test_int64_bound_counts_in_int64():
+  x = _rand((48, 128), 0)
+  with jax.enable_x64(True):
+    got = tile_sums(x, np.int64(6), interpret=True)
+    jitted = jax.jit(lambda x, n: tile_sums(x, n, interpret=True))(x, jnp.int64(5))
+    text = _exports(tile_sums, S(x.shape, F32), S((), I64))
+  np.testing.assert_allclose(got, _tile_sums(x, 6), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(jitted, _tile_sums(x, 5), rtol=1e-5, atol=1e-5)
+  assert "mosaic_gpu" in text
+
+
+@mg.mgpu_kernel(out_shape=lambda x, cu: (S((cu.shape[0] - 1, 8, x.shape[1]), x.dtype), S((cu.shape[0] - 1,), cu.dtype)),
+                grid=lambda x, cu: (cu.shape[0] - 1,))
+def segments(x, cu, out, last):
+  b = ml.program_id(0)
+  acc = ml.zeros((8, x.shape[1]), F32)
+  t = cu[b] - 1
+  for t in range(cu[b + 1] - 1, cu[b] - 1, -1):     # descending, from an int64 cu_seqlens
+    if t < cu[b] + 4:
+      acc = acc * 0.5 + x.at[ml.ds(t * 8, 8)][...]
+  out.at[b][...] = acc
+  last[b] = t                                       # the index after the loop: int64, as Python leaves it
+
+
+def _segments(x, cu):
+  outs, lasts = [], []
+  for b in range(len(cu) - 1):
+    acc, t = np.zeros((8, x.shape[1]), np.float32), cu[b] - 1
+    for t in range(cu[b + 1] - 1, cu[b] - 1, -1):
+      if t < cu[b] + 4:
+        acc = acc * 0.5 + x[t * 8:t * 8 + 8]
+    outs.append(acc)
+    lasts.append(t)
+  return np.stack(outs), np.array(lasts)
+
+
+def test_int64_bounds_descending_and_index_after_the_loop():
+  x = _rand((13 * 8, 128), 1)
+  with jax.enable_x64(True):
+    cu = np.array([0, 3, 3, 9, 13], np.int64)
+    out, last = segments(x, cu, interpret=True)
+    _exports(segments, S(x.shape, F32), S(cu.shape, I64))
+  want, want_last = _segments(x, cu)
+  np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+  assert last.dtype == np.int64
+  np.testing.assert_array_equal(last, want_last)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s, e: S((2,), jnp.int64))
+def count_between(x, s, e, out):
+  c = 0
+  k = s[...].astype(jnp.int64)
+  for i in range(s[...], e[...]):                  # int32 start, int64 stop: an int64 index
+    c += i * 2 ** 31                                # past int32, as the index is int64
+    if i == 9:
+      break
+    k = i
+  out[0] = c
+  out[1] = k
+
+
+def test_int32_and_int64_bounds_with_break():
+  with jax.enable_x64(True):
+    got = count_between(np.zeros(8, np.float32), np.int32(5), np.int64(12), interpret=True)
+    _exports(count_between, S((8,), F32), S((), I32), S((), I64))
+  np.testing.assert_array_equal(got, [sum(range(5, 10)) * 2 ** 31, 8])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, cu: S((cu.shape[0] - 1, x.shape[1]), F32), grid=lambda x, cu: (cu.shape[0] - 1,))
+def rows_masked(x, cu, out):
+  b = ml.program_id(0)
+  acc = ml.zeros((x.shape[1],), F32)
+  for t in range(cu[b], cu[b + 1], 64):
+    v = x.at[ml.ds(t, 64)].load(mask=(t + ml.arange(64) < cu[b + 1])[:, None], other=0.0)
+    acc = acc + ml.sum(v, axis=0)
+  out.at[b][...] = acc
+
+
+def test_int64_index_meeting_int32_names_both_ways_out():
+  with jax.enable_x64(True):
+    expect(rows_masked, [S((300, 128), F32), S((5,), I64)], mg.DtypeMismatchError, "t + ml.arange(64)",
+           "+ on t (int64) and ml.arange(64) (int32): dtypes differ and are never converted implicitly",
+           hint="t counts in int64, as its loop's bounds are int64 (lax.fori_loop's index takes its bounds'"
+                " type too): convert the other side, ml.arange(64).astype(jnp.int64), or convert the loop's"
+                " int64 bounds to int32 (values below 2**31) for an int32 t")
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: x)
+def pipelined_int64(x, n, out):
+  buf = ml.smem((8, 128))
+  for i in ml.range(n[...], stages=2):
+    ml.copy(x.at[ml.ds(i * 8, 8)], buf)
+    out.at[ml.ds(i * 8, 8)][...] = buf[...] * 2
+
+
+def test_pipelined_loop_keeps_int32_bounds():
+  with jax.enable_x64(True):
+    expect(pipelined_int64, [S((32, 128), F32), S((), I64)], mg.KernelTypeError, "ml.range(n[...], stages=2)",
+           "a pipelined loop's run-time bounds must be 32-bit integers, got n[...] (int64)",
+           hint="convert it: n[...].astype(jnp.int32) (a pipelined loop counts its stages in int32)")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_gpu_int64_loops():
+  x = _rand((13 * 8, 128), 2)
+  with jax.enable_x64(True):
+    cu = np.array([0, 3, 3, 9, 13], np.int64)
+    out, last = jax.jit(segments)(x, cu)
+    want, want_last = _segments(x, cu)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(last, want_last)
+    np.testing.assert_allclose(jax.jit(tile_sums)(x, jnp.int64(7)), _tile_sums(x, 7), rtol=1e-5, atol=1e-5)
+    got = jax.jit(count_between)(np.zeros(8, np.float32), np.int32(5), np.int64(12))
+    np.testing.assert_array_equal(got, [sum(range(5, 10)) * 2 ** 31, 8])
