@@ -71,6 +71,10 @@ class ParsedKernel:
   defaults: dict
   scope: dict
   scalar_params: tuple = ()      # ref parameters annotated ml.scalar: read as scalars at the start
+  # An input passed as a pytree (a dict, tuple or NamedTuple of arrays, as pallas_call takes them): its
+  # parameter -> (rebuild, its leaves' names in ref_params), `rebuild` making the structure of their refs
+  # (mgpu_dsl/pytree_inputs.py expands ref_params per call structure)
+  trees: dict = dataclasses.field(default_factory=dict)
 
   def scalar_positions(self) -> tuple[int, ...]:
     """Argument positions of the ml.scalar parameters (they are inputs)."""
@@ -270,6 +274,8 @@ def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, blo
     _bind_batch_slices(tr, em, batch, params, n_in, loc)
     grid = tuple(math.prod(batch.sizes) if a == batch.axis else g for a, g in enumerate(grid))
     check_grid_limits(grid, loc, batch.axis)
+  for root, (rebuild, leaves) in pk.trees.items():     # p['w'], p[0], p.w: the structure of its leaves' refs
+    tr.env[root] = rebuild([tr.env.pop(n) for n in leaves])
   for c in pk.constexpr_params:
     v = constexprs.get(c, pk.defaults.get(c))
     tr.env[c] = _weak(v)          # np.float32(3.0) (in a tuple too, or 0-d) is a Python number here
@@ -445,6 +451,7 @@ def _scalar_param_hint(name, shape) -> str:
 
 def _arg_node(tree: ast.FunctionDef, name: str):
   a = tree.args
+  name = name.split("[")[0].split(".")[0]        # a pytree input's leaf (p['w'], p.w): its parameter
   return next((p for p in a.posonlyargs + a.args + a.kwonlyargs if p.arg == name), tree)
 
 

@@ -96,6 +96,14 @@ def _no_shapes(kernel, specs, what: str) -> None:
           hint=f"give the shape its dtype: jax.ShapeDtypeStruct({s!r}, jnp.float32)")
 
 
+def _leaves(kernel, specs, constexprs):
+  """(kernel, specs, constexprs), or where an input is a pytree of specs or arrays, the kernel of their
+  leaves, the leaves and the constexprs left (pytree_inputs.py)."""
+  from . import pytree_inputs
+  from .bench import caller_loc
+  return pytree_inputs.flat_call(kernel, specs, constexprs, caller_loc()) or (kernel, specs, constexprs)
+
+
 class SpecMethods(JitStages):
   """Mixed into KernelFunction: what a kernel does for specs (arrays or jax.ShapeDtypeStructs)."""
 
@@ -107,6 +115,7 @@ class SpecMethods(JitStages):
     """
     from . import calling
     from .frontend import ir as kir
+    self, specs, constexprs = _leaves(self, specs, constexprs)      # pytree inputs: the kernel of their leaves
     _no_shapes(self, specs, "typed_ir")
     return kir.dump(py_numbers.compiled(self, *calling.keyword_inputs(self, specs, constexprs))[0]["kernel"])
 
@@ -119,6 +128,7 @@ class SpecMethods(JitStages):
     import jax
     from . import calling
     from .lowering import kernel as lk
+    self, specs, constexprs = _leaves(self, specs, constexprs)      # pytree inputs: the kernel of their leaves
     _no_shapes(self, specs, "mlir")
     specs, constexprs = calling.keyword_inputs(self, specs, constexprs)
     hit, specs = py_numbers.compiled(self, specs, constexprs)
@@ -133,5 +143,6 @@ class SpecMethods(JitStages):
     Example: `double.check(jax.ShapeDtypeStruct((1024, 64), jnp.float32))`.
     """
     from . import calling
+    self, specs, constexprs = _leaves(self, specs, constexprs)      # pytree inputs: the kernel of their leaves
     _no_shapes(self, specs, "check")
     self._build(py_numbers.compiled(self, *calling.keyword_inputs(self, specs, constexprs))[0])

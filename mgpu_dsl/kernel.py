@@ -15,7 +15,7 @@ import numpy as np
 
 from . import cache as C
 from . import calling, empty_grid, grid_hints, meta_calls
-from . import py_numbers, stand_ins
+from . import py_numbers, pytree_inputs, stand_ins
 from .aot import SpecMethods, user_errors as _user_errors
 from . import deps as D
 from . import dump
@@ -128,6 +128,7 @@ class KernelFunction(SpecMethods):
     self._cache: collections.OrderedDict = collections.OrderedDict()
     self._stats = collections.Counter()
     self._bounds = None
+    self._pytree_kernels: dict = {}    # input structures -> the kernel of their leaves (pytree_inputs.py)
 
   def __repr__(self):                 # as a function shows: <mgpu_kernel double at 0x...>
     return f"<mgpu_kernel {getattr(self, '__qualname__', self.__name__)} at {id(self):#x}>"
@@ -532,6 +533,10 @@ class KernelFunction(SpecMethods):
     import jax
     from . import batching
     calling.check_interpret(interpret, self.__name__, caller_loc())
+    flat = pytree_inputs.flat_call(self, args, constexprs, caller_loc())
+    if flat is not None:       # a dict, tuple or NamedTuple of arrays as one input: the kernel of their leaves
+      with pytree_inputs.miscounted():      # (else the call as given reports the input: a list for an array)
+        return flat[0](*flat[1], interpret=interpret, **flat[2])
     args, constexprs = calling.keyword_inputs(self, args, constexprs)
     spec = next((i for i, a in enumerate(args) if isinstance(a, (jax.ShapeDtypeStruct, jax.core.AbstractValue))), None)
     if spec is not None:       # a spec (or an abstract value, x.aval) has no values to run on

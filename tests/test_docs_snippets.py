@@ -21,6 +21,7 @@ import importlib.util
 import os
 import re
 import textwrap
+import typing
 from typing import Callable
 
 import jax
@@ -134,6 +135,16 @@ def run_axpb(k):
   close(k(x, 0.5, 2.0, interpret=True), x * 0.5 + 2.0)
   close(k(x, 0.25, 1.0, interpret=True), x * 0.25 + 1.0)
   assert k.cache_info().misses == 1                   # "no recompilation"
+
+
+class _Linear(typing.NamedTuple):
+  w: object
+  b: object
+
+
+def run_affine(k):
+  x, w, b = rand(64, 128), rand(128), rand(16, 128)
+  close(k(x, _Linear(w, b), interpret=True), x * w + np.tile(b, (4, 1)))
 
 
 def run_ffn_act(k):
@@ -314,6 +325,7 @@ CASES = [
     Case(L, "scale", [S((512, 64), f32)], dict(block_rows=128), run_scale),
     Case(L, "axpb", [S((512,), f32), S((), f32), S((), f32)], run=run_axpb),
     Case(L, "append", [S((64, 128), f16), S((16, 128), f16)], dict(pos=16), run_append),
+    Case(L, "affine", [S((64, 128), f32), _Linear(S((128,), f32), S((16, 128), f32))], run=run_affine),
     Case(L, "double", [S((1000, 64), f32)], run=run_double_masked, marker="ml.cdiv"),
     Case(L, "segment_sums", [S((5,), i32), S((1024,), f32)], run=run_segment_sums),
     Case(L, "embedding", [S((100, 64), f32), S((128,), i32)], run=run_embedding),

@@ -1,7 +1,12 @@
 """Probe 47c: mgpu_dsl kernels as JAX citizens. A run-time loop whose bounds are int64 (with
 jax_enable_x64: an int64 input, `cu_seqlens[b]`, `jnp.int64(n)`) was MG003 ("runtime loop bounds must be
-32-bit integers"); it counts in int64 now, as `lax.fori_loop`'s index takes its bounds' type (and Triton's)."""
+32-bit integers"); it counts in int64 now, as `lax.fori_loop`'s index takes its bounds' type (and Triton's).
+An input passed as a pytree (a dict, tuple or NamedTuple of arrays, as pallas_call takes them) was MG006
+("kernel inputs are arrays"); its parameter is now the same structure of refs."""
 from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -157,3 +162,129 @@ def test_gpu_int64_loops():
     np.testing.assert_allclose(jax.jit(tile_sums)(x, jnp.int64(7)), _tile_sums(x, 7), rtol=1e-5, atol=1e-5)
     got = jax.jit(count_between)(np.zeros(8, np.float32), np.int32(5), np.int64(12))
     np.testing.assert_array_equal(got, [sum(range(5, 10)) * 2 ** 31, 8])
+
+
+# ---------------------------------------------------------------- pytree inputs
+class Linear(NamedTuple):
+  w: jax.Array
+  b: jax.Array
+
+
+@mg.mgpu_kernel(out_shape=lambda x, p: x, grid=lambda x, p: (x.shape[0] // 16,))
+def affine(x, p, out):
+  r = ml.ds(ml.program_id(0) * 16, 16)
+  out.at[r][...] = x.at[r][...] * p.w[...][None, :] + p.b[...]     # p: a NamedTuple (or dataclass) of refs
+
+
+@dataclasses.dataclass
+class LinearDC:
+  w: jax.Array
+  b: jax.Array
+
+
+jax.tree_util.register_dataclass(LinearDC, data_fields=["w", "b"], meta_fields=[])
+
+
+def test_named_tuple_and_dataclass_of_weights():
+  x, w, b = _rand((64, 128), 3), _rand((128,), 4), _rand((16, 128), 5)
+  want = x * w + np.tile(b, (4, 1))
+  for p in (Linear(w, b), LinearDC(w, b)):
+    np.testing.assert_allclose(affine(x, p, interpret=True), want, rtol=1e-6)
+    np.testing.assert_allclose(jax.jit(lambda x, p: affine(x, p, interpret=True))(x, p), want, rtol=1e-6)
+  assert "mosaic_gpu" in _exports(affine, S(x.shape, F32), Linear(S(w.shape, F32), S(b.shape, F32)))
+  assert jax.eval_shape(affine, x, Linear(w, b)).shape == x.shape
+
+
+@mg.mgpu_kernel(out_shape=lambda params, x: x, grid=lambda params, x: (x.shape[0] // 16,))
+def mlp_layer(params, x, out, *, act: ml.constexpr = "relu"):
+  r = ml.ds(ml.program_id(0) * 16, 16)
+  w, b = params["layer"]                             # a tuple inside a dict: unpacked
+  h = x.at[r][...] * w.at[r][...] + b.at[r][...] * params["scale"][...]
+  out.at[r][...] = ml.maximum(h, 0.0) if act == "relu" else h
+
+
+def test_nested_dict_under_vmap_and_by_keyword():
+  x, w, b = _rand((4, 32, 128), 6), _rand((32, 128), 7), _rand((32, 128), 8)
+  params = {"layer": (w, b), "scale": 0.5}               # a Python number is a 0-d input, as on its own
+  want = np.maximum(x * w + b * 0.5, 0)
+  got = jax.vmap(lambda p, x: mlp_layer(p, x, interpret=True), in_axes=(None, 0))(params, x)
+  np.testing.assert_allclose(got, want, rtol=1e-6)
+  ws = np.stack([w, 2 * w])                              # mapped over one leaf of the pytree only
+  got = jax.vmap(lambda p, x: mlp_layer(p, x, interpret=True),
+                 in_axes=({"layer": (0, None), "scale": None}, None))({"layer": (ws, b), "scale": 0.5}, x[0])
+  np.testing.assert_allclose(got, np.maximum(ws * x[0] + b * 0.5, 0), rtol=1e-6)
+  np.testing.assert_allclose(mlp_layer(x=x[1], params=params, act="none", interpret=True), x[1] * w + b * 0.5,
+                             rtol=1e-6)
+  mlp_layer.check({"layer": (S(w.shape, F32), S(b.shape, F32)), "scale": S((), F32)}, S(w.shape, F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, p: x, grid=lambda x, p: (x.shape[0] // 16,))
+def lin_fwd(x, p, y):
+  r = ml.ds(ml.program_id(0) * 16, 16)
+  y.at[r][...] = x.at[r][...] * p["w"].at[r][...] + p["b"].at[r][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda g, x, p: (x, p), grid=lambda g, x, p: (x.shape[0] // 16,))
+def lin_bwd(g, x, p, dx, db, dw):                       # (x, p)'s leaves: x, then p's by sorted key
+  r = ml.ds(ml.program_id(0) * 16, 16)
+  gv = g.at[r][...]
+  dx.at[r][...] = gv * p["w"].at[r][...]
+  dw.at[r][...] = gv * x.at[r][...]
+  db.at[r][...] = gv
+
+
+def _lin(interpret):
+  @jax.custom_vjp
+  def lin(x, p):
+    return lin_fwd(x, p, interpret=interpret)
+  lin.defvjp(lambda x, p: (lin_fwd(x, p, interpret=interpret), (x, p)),
+             lambda res, g: lin_bwd(g, *res, interpret=interpret))
+  return lin
+
+
+def _grads(lin, x, p):
+  return jax.jit(jax.grad(lambda x, p: jnp.sum(jnp.sin(lin(x, p))), argnums=(0, 1)))(x, p)
+
+
+def test_custom_vjp_with_a_dict_of_weights_through_two_kernels():
+  x, w, b = _rand((32, 128), 9), _rand((32, 128), 10), _rand((32, 128), 11)
+  ref = lambda x, p: x * p["w"] + p["b"]
+  got = _grads(_lin(True), x, {"w": w, "b": b})
+  want = _grads(ref, x, {"w": w, "b": b})
+  for a, e in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+    np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
+  jax.export.export(jax.jit(lambda x, p: jax.grad(lambda x, p: jnp.sum(_lin(False)(x, p)), argnums=(0, 1))(x, p)),
+                    platforms=["cuda"])(S(x.shape, F32), {"w": S(w.shape, F32), "b": S(b.shape, F32)})
+
+
+@mg.mgpu_kernel(out_shape=lambda x, p: x)
+def wrong_key(x, p, out):
+  out[...] = x[...] * p["weight"][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, p: x)
+def writes_weights(x, p, out):
+  p["w"][...] = x[...]
+  out[...] = x[...]
+
+
+def test_mistakes_in_a_pytree_input_are_at_the_users_line():
+  spec = S((8, 128), F32)
+  expect(wrong_key, [spec, {"w": spec}], mg.KernelTypeError, 'p["weight"]',
+         "'weight' is not a key of p (its keys: 'w')",
+         hint="index it with one of its keys, p['w'], or read it with a default: p.get('weight', v)")
+  expect(writes_weights, [spec, {"w": spec}], mg.InputWriteError, 'p["w"][...]',
+         "cannot write into p['w']: it is an input of the kernel, and inputs are read-only (JAX arrays are"
+         " immutable)")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_gpu_pytree_inputs():
+  x, w, b = _rand((64, 128), 3), _rand((128,), 4), _rand((16, 128), 5)
+  np.testing.assert_allclose(jax.jit(affine)(x, Linear(w, b)), x * w + np.tile(b, (4, 1)), rtol=1e-6)
+  x, w, b = _rand((32, 128), 9), _rand((32, 128), 10), _rand((32, 128), 11)
+  got = _grads(_lin(False), x, {"w": w, "b": b})
+  want = _grads(_lin(True), x, {"w": w, "b": b})
+  for a, e in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+    np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)

@@ -1,0 +1,197 @@
+"""Inputs passed as pytrees: a dict, tuple or list of arrays, a NamedTuple of weights or a registered
+dataclass given as one argument, as `pallas_call` takes them. The kernel's parameter receives the same
+structure of GMEM refs (`p['w'][...]`, `w, b = p`, `p.w`); the call is that of a kernel whose inputs are
+the leaves, in JAX's order (a dict's by sorted key), so jit, vmap, the caches and the checks see arrays.
+
+A kernel called with pytrees is served by a derived kernel per structure (`flat_call`), whose parsed
+signature names each leaf as the user reads it (`p['w']`, `p[0]`, `p.w`: jax.tree_util.keystr) and whose
+out_shape/grid/block/cluster callables get the structures back (they are the user's, written for them).
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+
+from . import calling
+from .frontend import errors as E
+
+
+def _number(x) -> bool:
+  import numpy as np
+  return isinstance(x, (bool, int, float, np.number, np.bool_))
+
+
+def _tree_of(a):
+  """(leaves with their paths, treedef) of an argument that is a pytree of arrays with more than itself (a
+  container), else None: an array, a number, a list of numbers (made one array elsewhere) or None. Python
+  and NumPy numbers among arrays, or in a dict or NamedTuple (`{'scale': 2.0}`), are 0-d inputs, as a
+  number passed for one is."""
+  import jax
+  if calling.is_array_like(a) or a is None:
+    return None
+  try:
+    flat, treedef = jax.tree_util.tree_flatten_with_path(a)
+  except Exception:
+    return None
+  if treedef.num_leaves == 1 and treedef.num_nodes == 1:
+    return None             # a leaf of its own (a number, an object JAX does not know)
+  arrays = [calling.is_array_like(l) for _, l in flat]
+  if not flat or not all(x or _number(l) for x, (_, l) in zip(arrays, flat)):
+    return None             # (mixed containers: calling's own messages)
+  if not any(arrays) and isinstance(a, (list, tuple)) and not hasattr(a, "_fields"):
+    return None             # a list of numbers: one array (calling's hint makes it with jnp.asarray)
+  return flat, treedef
+
+
+def flat_call(kernel, args, constexprs, loc):
+  """(the kernel for the structures of `args`, their leaves, the constexprs) where an input is a pytree of
+  arrays (by position, or by keyword in a run of inputs after the positional ones), else None. One derived
+  kernel per structure (its specialisations are its own)."""
+  pk = kernel.parsed
+  named = {pk.ref_params.index(k): k for k, v in constexprs.items()
+           if k in pk.ref_params and (_tree_of(v) is not None or calling.is_array_like(v))}
+  if named and sorted(named) == list(range(len(args), len(args) + len(named))) and \
+      any(_tree_of(constexprs[k]) is not None for k in named.values()):
+    constexprs = dict(constexprs)
+    args = tuple(args) + tuple(constexprs.pop(named[i]) for i in sorted(named))
+  trees = {i: t for i, a in enumerate(args) if (t := _tree_of(a)) is not None}
+  lo, hi = kernel._input_bounds(pk)
+  if not trees or len(args) < lo or max(trees) >= hi:
+    return None         # inputs left out, or a pytree past them: the call as given says what is missing
+  for i, (flat, _) in trees.items():
+    name = pk.ref_params[i] if i < len(pk.ref_params) else None
+    if name is not None and name in pk.scalar_params:
+      raise E.SignatureError(
+          f"{kernel.__name__}: input {i} ({name}) is an ml.scalar, given {calling.describe(args[i])}", loc,
+          hint=f"an ml.scalar takes one number: drop the annotation to take the pytree's arrays as refs"
+               f" ({name}[...]), or pass one of its values")
+  key = tuple((i, t[1]) for i, t in sorted(trees.items()))
+  derived = kernel._pytree_kernels.get(key)
+  if derived is None:
+    derived = kernel._pytree_kernels[key] = _derive(kernel, trees, len(args))
+  leaves = [l for i, a in enumerate(args) for l in ([l for _, l in trees[i][0]] if i in trees else [a])]
+  return derived, tuple(leaves), constexprs
+
+
+@contextlib.contextmanager
+def miscounted():
+  """Around the call of a kernel of pytree leaves: where its leaves make the count of inputs and outputs
+  wrong (an out_shape `lambda x: x` given a list of arrays describes one output per array), the error is
+  dropped, and the caller goes on with the call as given, whose message names the input that is not an
+  array (`input 0 (x) is a list of 1000 items`)."""
+  try:
+    yield
+  except E.SignatureError as e:
+    if "ref parameter" not in e.message:
+      raise
+
+
+def _derive(kernel, trees, n_args):
+  """A copy of `kernel` whose inputs are the leaves of `trees` ({input position: (leaves with paths,
+  treedef)}) in their places."""
+  cls = _flat_class(type(kernel))
+  derived = cls.__new__(cls)
+  derived.__dict__.update(kernel.__dict__)
+  counts = [len(trees[i][0]) if i in trees else 1 for i in range(n_args)]
+  treedefs = {i: t[1] for i, t in trees.items()}
+
+  def rebuild(flat):
+    """The user's arguments from the leaves (the out_shape/grid callables' view)."""
+    out, k = [], 0
+    for i, n in enumerate(counts):
+      out.append(treedefs[i].unflatten(flat[k:k + n]) if i in treedefs else flat[k])
+      k += n
+    return out + list(flat[k:])
+  for what in ("out_shape", "grid", "block", "cluster"):
+    f = getattr(kernel, what)
+    if callable(f) and not isinstance(f, type):
+      setattr(derived, what, _rebuilding(f, rebuild, trees, counts))
+  aliases = kernel.input_output_aliases
+  if isinstance(aliases, dict):
+    starts = [sum(counts[:i]) for i in range(n_args)]
+    aliased = next((i for i in aliases if isinstance(i, int) and i in trees), None)
+    if aliased is not None:
+      raise E.SignatureError(
+          f"{kernel.__name__}: input {aliased} is aliased to an output (input_output_aliases) but given as"
+          f" a pytree of {counts[aliased]} arrays", kernel.parsed.option_loc("input_output_aliases"),
+          hint="an aliased input is one array: pass it as an argument of its own")
+    derived.input_output_aliases = {(starts[i] if isinstance(i, int) and 0 <= i < n_args else i): o
+                                    for i, o in aliases.items()}
+  derived._base, derived._trees = kernel, trees
+  derived._parsed_from = None
+  derived._cache = type(kernel._cache)()
+  derived._const_deps = {}
+  derived._bounds = None
+  derived._pytree_kernels = {}
+  return derived
+
+
+def _rebuilding(f, rebuild, trees, counts):
+  """`f` (an out_shape/grid/block/cluster callable) called with the leaves, as the user wrote it for the
+  structures; its signature shows a parameter per leaf, so the arity checks count leaves."""
+  def call(*flat, **kw):
+    return f(*rebuild(list(flat)), **kw)
+  try:
+    sig = inspect.signature(f)
+  except (TypeError, ValueError):
+    return call
+  params, out, k = list(sig.parameters.values()), [], 0
+  for p in params:
+    if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and k < len(counts):
+      names = [p.name] if counts[k] == 1 or k not in trees else \
+          [f"{p.name}_{j}" for j in range(counts[k])]
+      out += [p.replace(name=n, kind=p.POSITIONAL_OR_KEYWORD) for n in names]
+      k += 1
+    else:
+      out.append(p)
+  try:
+    call.__signature__ = sig.replace(parameters=out)
+  except ValueError:         # (a default before a leaf's parameter: the plain call)
+    pass
+  return call
+
+
+def expand(pk, trees):
+  """The parsed kernel `pk` with each pytree input's parameter as its leaves (`p['w']`, `p.w`, `p[0]`)."""
+  import jax
+  refs, roots = list(pk.ref_params), {}
+  for i in sorted(trees, reverse=True):
+    if i >= len(pk.ref_params):
+      continue
+    flat, treedef = trees[i]
+    root = pk.ref_params[i]
+    names = [root + jax.tree_util.keystr(path) for path, _ in flat]
+    refs[i:i + 1] = names
+    roots[root] = (treedef.unflatten, names)
+  return dataclasses.replace(pk, ref_params=refs, trees=roots)
+
+
+_CLASSES: dict = {}
+
+
+def _flat_class(cls):
+  """The subclass of the kernel class whose parsed signature is its base kernel's, expanded."""
+  if cls in _CLASSES:
+    return _CLASSES[cls]
+
+  class Flat(cls):
+    @property
+    def parsed(self):
+      base = self._base.parsed
+      if self._parsed_from is not base:
+        self._parsed, self._deps, self._parsed_from = expand(base, self._trees), self._base._deps, base
+      return self._parsed
+
+    def _forget(self):
+      super()._forget()
+      self._parsed_from = None
+      self._base._forget()
+
+    def _disk_key(self, spec, constexprs, levels=()):
+      key = super()._disk_key(spec, constexprs, levels)
+      from . import cache as C
+      return key and C.digest(key, repr([(i, str(t[1])) for i, t in sorted(self._trees.items())]))
+  Flat.__name__ = Flat.__qualname__ = cls.__name__
+  _CLASSES[cls] = Flat
+  return Flat
