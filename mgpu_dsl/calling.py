@@ -405,34 +405,6 @@ def _inputs_only(name: str, lo: int, n_in: int, refs) -> str:
   return f"{name}({', '.join(refs[:lo])})"
 
 
-def check_output_names(pk, out, n_in: int, loc, at) -> None:
-  """A dict out_shape binds its leaves to the output parameters in JAX's order (sorted keys), a
-  NamedTuple or dataclass in its fields' order. Raise SignatureError where a key or field names an
-  output parameter other than the one it binds: `{"var": ..., "mean": ...}` with `def k(x, var, mean)`,
-  or `Stats(mean, var)` with the same def, would silently swap them."""
-  import jax
-  tu = jax.tree_util
-  outs = pk.ref_params[n_in:]
-  flat, _ = tu.tree_flatten_with_path(out)
-  last = [path[-1] if path else None for path, _ in flat]
-  keys = [k.key if isinstance(k, tu.DictKey) else k.name if isinstance(k, tu.GetAttrKey) else None for k in last]
-  if len(keys) != len(outs):
-    return
-  for i, (key, param) in enumerate(zip(keys, outs)):
-    if isinstance(key, str) and key != param and key in outs:
-      order = ", ".join(repr(k) for k in keys)
-      names = ", ".join(k for k in keys if isinstance(k, str))
-      if isinstance(last[i], tu.DictKey):
-        what, rule, fix = "key", f"a dict's outputs follow its sorted keys ({order})", f"sorted-key order ({names})"
-      else:
-        kind = type(out).__name__ if len(flat) and all(len(p) == 1 for p, _ in flat) else "a pytree"
-        what, rule, fix = "field", f"{kind}'s outputs follow its fields' order ({order})", f"the fields' order ({names})"
-      raise E.SignatureError(
-          f"out_shape's {what} {key!r} binds output parameter {param!r}, not the parameter named {key!r}:"
-          f" {rule}, not parameter names", at("out_shape"),
-          hint=f"name the output parameters in {fix}, or give out_shape a tuple in the parameters' order")
-
-
 def at_call(e: E.KernelError, def_loc, at) -> E.KernelError:
   """A call's mistake (a misspelt or missing constexpr, an input too many) found at the kernel's
   def, moved to the call `at` that made it, the def kept as a note."""

@@ -14,7 +14,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from . import cache as C
-from . import calling, empty_grid, grid_hints, meta_calls
+from . import calling, empty_grid, grid_hints, meta_calls, output_names
 from . import py_numbers, pytree_inputs, stand_ins
 from .aot import SpecMethods, user_errors as _user_errors
 from . import deps as D
@@ -265,7 +265,7 @@ class KernelFunction(SpecMethods):
                                      " out_shape=lambda x: jax.ShapeDtypeStruct((x.shape[0], 4), x.dtype)")
     n_in = len(pk.ref_params) - len(leaves)
     calling.check_count(pk, len(args), (n_in, n_in), name, loc, outputs_known=True)
-    calling.check_output_names(pk, out, n_in, loc, at)
+    output_names.check(pk, out, n_in, at)
     # Outputs with nothing to write: empty ones, and those aliased to an input (they keep its values).
     aliased = set((self.input_output_aliases or {}).values()) if isinstance(self.input_output_aliases, dict) else set()
     all_empty = all(0 in tuple(l.shape) or k in aliased for k, l in enumerate(leaves))

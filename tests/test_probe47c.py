@@ -278,6 +278,50 @@ def test_mistakes_in_a_pytree_input_are_at_the_users_line():
          " immutable)")
 
 
+# ---------------------------------------------------------------- outputs named after keys they do not bind
+@mg.mgpu_kernel(out_shape=lambda g, x, p: (x, p))
+def grads_in_key_order_of_the_def(g, x, p, dx, dw, db):   # (x, p)'s leaves: x, p['b'], p['w']
+  dx[...] = g[...] * p["w"][...]
+  dw[...] = g[...] * x[...]
+  db[...] = g[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda p, g: p)
+def sgd_step(p, g, w_new, b_new, *, lr: ml.constexpr = 0.1):
+  w_new[...] = p["w"][...] - lr * g["w"][...]
+  b_new[...] = p["b"][...] - lr * g["b"][...]
+
+
+class Moments(NamedTuple):
+  m: jax.Array
+  v: jax.Array
+
+
+@mg.mgpu_kernel(out_shape=lambda g: Moments(g, g))
+def moments(g, v_out, m_out):
+  m_out[...] = g[...]
+  v_out[...] = g[...] * g[...]
+
+
+def test_outputs_named_after_a_key_they_do_not_bind():
+  """A gradient or update kernel for a dict of weights names its outputs after the keys (dw, db; w_new, b_new)
+  in the def's order; the dict's leaves bind in sorted-key order, so dw received b's gradient, silently."""
+  spec = S((8, 128), F32)
+  cases = [(grads_in_key_order_of_the_def, [spec, spec, {"w": spec, "b": spec}], "key", "'b'", "dw", "db",
+            "a dict's outputs follow its sorted keys ('b', 'w')", "sorted-key order (b, w)"),
+           (sgd_step, [{"w": spec, "b": spec}, {"w": spec, "b": spec}], "key", "'b'", "w_new", "b_new",
+            "a dict's outputs follow its sorted keys ('b', 'w')", "sorted-key order (b, w)"),
+           (moments, [spec], "field", "'m'", "v_out", "m_out", "Moments's outputs follow its fields' order ('m', 'v')",
+            "the fields' order (m, v)")]
+  for kernel, specs, what, key, param, named, rule, fix in cases:
+    with pytest.raises(mg.SignatureError) as e:
+      kernel.check(*specs)
+    assert e.value.message == (f"out_shape's {what} {key} binds output parameter {param!r}, not {named!r}, named"
+                               f" after it: {rule}, not parameter names")
+    assert e.value.lineno == kernel.fn.__code__.co_firstlineno     # the decorator's out_shape=
+    assert e.value.hint == f"name the output parameters in {fix}, or give out_shape a tuple in the parameters' order"
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
 def test_gpu_pytree_inputs():
