@@ -55,6 +55,7 @@ def flat_call(kernel, args, constexprs, loc):
       any(_tree_of(constexprs[k]) is not None for k in named.values()):
     constexprs = dict(constexprs)
     args = tuple(args) + tuple(constexprs.pop(named[i]) for i in sorted(named))
+  _check_leaves(kernel, pk, args, loc)
   trees = {i: t for i, a in enumerate(args) if (t := _tree_of(a)) is not None}
   lo, hi = kernel._input_bounds(pk)
   if not trees or len(args) < lo or max(trees) >= hi:
@@ -72,6 +73,33 @@ def flat_call(kernel, args, constexprs, loc):
     derived = kernel._pytree_kernels[key] = _derive(kernel, trees, len(args))
   leaves = [l for i, a in enumerate(args) for l in ([l for _, l in trees[i][0]] if i in trees else [a])]
   return derived, tuple(leaves), constexprs
+
+
+def _check_leaves(kernel, pk, args, loc) -> None:
+  """A pytree input holding arrays and something else (a string, a function, an object): SignatureError
+  naming that leaf, where calling's message would say to pass the container's arrays one by one."""
+  import jax
+  for i, a in enumerate(args):
+    if calling.is_array_like(a) or not isinstance(a, (dict, tuple, list)) and not hasattr(a, "__dataclass_fields__"):
+      continue
+    try:
+      flat, _ = jax.tree_util.tree_flatten_with_path(a)
+    except Exception:
+      continue
+    arrays = [calling.is_array_like(l) for _, l in flat]
+    bad = next(((p, l) for x, (p, l) in zip(arrays, flat) if not x and not _number(l)), None)
+    if bad is None or not any(arrays):
+      continue
+    name = pk.ref_params[i] if i < len(pk.ref_params) else f"input {i}"
+    leaf = name + jax.tree_util.keystr(bad[0])
+    last = bad[0][-1]
+    kw = getattr(last, "key", None) if isinstance(getattr(last, "key", None), str) else getattr(last, "name", "value")
+    raise E.SignatureError(
+        calling.cap(f"{kernel.__name__}: input {i} ({name}) is a pytree of arrays whose leaf {leaf} is"
+                    f" {calling.describe(bad[1])}; a pytree input holds arrays (and numbers)"), loc,
+        hint=f"leave it out of {name}; a compile-time value is a constexpr, passed by keyword"
+             f" ({kernel.__name__}(..., {kw}=...) with a"
+             f" keyword-only parameter of that name)")
 
 
 @contextlib.contextmanager

@@ -6,6 +6,7 @@ An input passed as a pytree (a dict, tuple or NamedTuple of arrays, as pallas_ca
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import NamedTuple
 
 import jax
@@ -276,6 +277,20 @@ def test_mistakes_in_a_pytree_input_are_at_the_users_line():
   expect(writes_weights, [spec, {"w": spec}], mg.InputWriteError, 'p["w"][...]',
          "cannot write into p['w']: it is an input of the kernel, and inputs are read-only (JAX arrays are"
          " immutable)")
+
+
+def test_a_pytree_input_with_a_leaf_that_is_no_array_names_the_leaf():
+  """Was 'input 1 (p) is a dict of 2 items; kernel inputs are arrays', hinting to pass the dict's arrays one by
+  one, which a pytree input no longer needs."""
+  x = _rand((8, 128), 12)
+  with pytest.raises(mg.SignatureError) as e:
+    wrong_key(x, {"w": x, "name": "layer0"}, interpret=True)
+  line = sys._getframe().f_lineno - 1
+  assert (e.value.filename, e.value.lineno) == (__file__, line)      # at the call
+  assert e.value.message == ("wrong_key: input 1 (p) is a pytree of arrays whose leaf p['name'] is str 'layer0'; a"
+                             " pytree input holds arrays (and numbers)")
+  assert e.value.hint == ("leave it out of p; a compile-time value is a constexpr, passed by keyword"
+                          " (wrong_key(..., name=...) with a keyword-only parameter of that name)")
 
 
 # ---------------------------------------------------------------- outputs named after keys they do not bind
