@@ -104,10 +104,21 @@ def _leaves(kernel, specs, constexprs):
   return pytree_inputs.flat_call(kernel, specs, constexprs, caller_loc()) or (kernel, specs, constexprs)
 
 
+def _output_trees(method):
+  from . import pytree_inputs       # (imported when called: pytree_inputs imports calling, as aot's users do)
+  import functools
+
+  @functools.wraps(method)
+  def wrapper(self, *args, **kwargs):
+    return pytree_inputs.output_trees(method)(self, *args, **kwargs)
+  return wrapper
+
+
 class SpecMethods(JitStages):
   """Mixed into KernelFunction: what a kernel does for specs (arrays or jax.ShapeDtypeStructs)."""
 
   @user_errors
+  @_output_trees
   def typed_ir(self, *specs, **constexprs) -> str:
     """The kernel's typed IR (after inference and sync insertion) for these argument specs.
 
@@ -120,6 +131,7 @@ class SpecMethods(JitStages):
     return kir.dump(py_numbers.compiled(self, *calling.keyword_inputs(self, specs, constexprs))[0]["kernel"])
 
   @user_errors
+  @_output_trees
   def mlir(self, *specs, **constexprs) -> str:
     """The Mosaic GPU module (MLIR text) this kernel compiles to for these argument specs.
 
@@ -137,6 +149,7 @@ class SpecMethods(JitStages):
     return lk.module_text(hit["built"], shapes)
 
   @user_errors
+  @_output_trees
   def check(self, *specs, **constexprs) -> None:
     """Trace, check and build the kernel for these specs; raises KernelError on any mistake.
 

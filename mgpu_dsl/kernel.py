@@ -263,6 +263,7 @@ class KernelFunction(SpecMethods):
                                             f" are ints of 0 or more"), at("out_shape"),
                                 hint="compute the output's shape from the inputs' shapes, e.g."
                                      " out_shape=lambda x: jax.ShapeDtypeStruct((x.shape[0], 4), x.dtype)")
+    pytree_inputs.check_output_trees(pk, out, len(args))    # pallas_call's grouping, where one leaf each does not fit
     n_in = len(pk.ref_params) - len(leaves)
     calling.check_count(pk, len(args), (n_in, n_in), name, loc, outputs_known=True)
     output_names.check(pk, out, n_in, at)
@@ -514,6 +515,7 @@ class KernelFunction(SpecMethods):
                        pk.ref_params[:max(0, self._input_bounds(pk)[1])], pk.constexpr_params)
 
   @_user_errors
+  @pytree_inputs.output_trees
   def __call__(self, *args: Any, interpret: bool | None = None, **constexprs: Any) -> Any:
     """Run the kernel on `args` (arrays: its inputs, in order) and return its outputs.
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import inspect
 
 from . import calling
@@ -146,6 +147,16 @@ def _derive(kernel, trees, n_args):
           hint="an aliased input is one array: pass it as an argument of its own")
     derived.input_output_aliases = {(starts[i] if isinstance(i, int) and 0 <= i < n_args else i): o
                                     for i, o in aliases.items()}
+  return _copy(kernel, trees, derived)
+
+
+def _copy(kernel, trees, derived=None):
+  """`kernel` (or `derived`, a copy of it with callables of its own) with the ref parameters at the
+  positions of `trees` expanded to their leaves, and caches of its own."""
+  if derived is None:
+    cls = _flat_class(type(kernel))
+    derived = cls.__new__(cls)
+    derived.__dict__.update(kernel.__dict__)
   derived._base, derived._trees = kernel, trees
   derived._parsed_from = None
   derived._cache = type(kernel._cache)()
@@ -192,7 +203,7 @@ def expand(pk, trees):
     names = [root + jax.tree_util.keystr(path) for path, _ in flat]
     refs[i:i + 1] = names
     roots[root] = (treedef.unflatten, names)
-  return dataclasses.replace(pk, ref_params=refs, trees=roots)
+  return dataclasses.replace(pk, ref_params=refs, trees={**pk.trees, **roots})
 
 
 _CLASSES: dict = {}
@@ -223,3 +234,55 @@ def _flat_class(cls):
   Flat.__name__ = Flat.__qualname__ = cls.__name__
   _CLASSES[cls] = Flat
   return Flat
+
+
+# ---------------------------------------------------------------- outputs grouped as pallas_call groups them
+class OutputTrees(Exception):
+  """Raised by a specialisation whose out_shape has more leaves than the kernel has output parameters, where
+  they group as pallas_call passes them: a tuple or list out_shape one parameter per item, another (a dict)
+  one parameter for the whole; the call goes on with a kernel whose grouped parameters take their leaves.
+  `trees`: {output position: (leaves with paths, treedef)}, of `n_out` output parameters."""
+
+  def __init__(self, trees, n_out):
+    super().__init__("pallas_call's output grouping")
+    self.trees, self.n_out = trees, n_out
+
+  def derived(self, kernel):
+    pk = kernel.parsed
+    start = len(pk.ref_params) - self.n_out
+    trees = {start + j: t for j, t in self.trees.items()}
+    key = ("outputs", tuple((i, t[1]) for i, t in sorted(trees.items())))
+    if key not in kernel._pytree_kernels:
+      kernel._pytree_kernels[key] = _copy(kernel, trees)
+    return kernel._pytree_kernels[key]
+
+
+def check_output_trees(pk, out, n_in: int) -> None:
+  """Raise OutputTrees where `out`'s leaves do not fit the kernel's output parameters one each, but its
+  items (or the whole) do, as pallas_call's kernel takes them (`def k(x, o)` with a dict out_shape: `o['m']`)."""
+  import jax
+  n_out = len(pk.ref_params) - n_in
+  if n_out <= 0 or len(jax.tree.leaves(out)) == n_out:
+    return
+  items = list(out) if isinstance(out, (tuple, list)) else [out]
+  if len(items) != n_out:
+    return
+  trees = {}
+  for j, item in enumerate(items):
+    flat, treedef = jax.tree_util.tree_flatten_with_path(item)
+    if treedef.num_nodes > 1 and flat:
+      trees[j] = (flat, treedef)
+  if trees:
+    raise OutputTrees(trees, n_out)
+
+
+def output_trees(method):
+  """`method` of a kernel (a call, check, mlir, typed_ir) going on with the kernel of grouped outputs where its
+  out_shape groups them (OutputTrees)."""
+  @functools.wraps(method)
+  def wrapper(self, *args, **kwargs):
+    try:
+      return method(self, *args, **kwargs)
+    except OutputTrees as t:
+      return method(t.derived(self), *args, **kwargs)
+  return wrapper

@@ -337,6 +337,67 @@ def test_outputs_named_after_a_key_they_do_not_bind():
     assert e.value.hint == f"name the output parameters in {fix}, or give out_shape a tuple in the parameters' order"
 
 
+# ---------------------------------------------------------------- outputs grouped as pallas_call groups them
+@mg.mgpu_kernel(out_shape=lambda x: {"sq": x, "neg": x}, grid=lambda x: (x.shape[0] // 16,))
+def square_and_negate(x, o):                           # one parameter for a dict out_shape, as in pallas_call
+  r = ml.ds(ml.program_id(0) * 16, 16)
+  o["sq"].at[r][...] = x.at[r][...] * x.at[r][...]
+  o["neg"].at[r][...] = -x.at[r][...]
+
+
+class AdamState(NamedTuple):
+  m: jax.Array
+  v: jax.Array
+
+
+@mg.mgpu_kernel(out_shape=lambda p, g, s: (p, AdamState(s.m, s.v)), grid=lambda p, g, s: (p["w"].shape[0] // 16,))
+def adam_step(p, g, s, new_p, new_s, *, lr: ml.constexpr = 1e-2, b1: ml.constexpr = 0.9, b2: ml.constexpr = 0.99):
+  r = ml.ds(ml.program_id(0) * 16, 16)
+  gv = g["w"].at[r][...]
+  m = b1 * s.m.at[r][...] + (1 - b1) * gv
+  v = b2 * s.v.at[r][...] + (1 - b2) * gv * gv
+  new_s.m.at[r][...] = m
+  new_s.v.at[r][...] = v
+  new_p["w"].at[r][...] = p["w"].at[r][...] - lr * m / (ml.sqrt(v) + 1e-8)
+
+
+def _adam(p, g, s, lr=1e-2, b1=0.9, b2=0.99):
+  m = b1 * s.m + (1 - b1) * g["w"]
+  v = b2 * s.v + (1 - b2) * g["w"] ** 2
+  return {"w": p["w"] - lr * m / (np.sqrt(v) + 1e-8)}, AdamState(m, v)
+
+
+def test_output_parameters_grouped_as_pallas_call_groups_them():
+  """`def k(x, o)` with a dict out_shape was MG006 ('out_shape describes 2 outputs: 3 ref parameters, but k has
+  2'); pallas_call passes a tuple out_shape's items one parameter each and any other structure as one."""
+  x = _rand((32, 128), 13)
+  got = square_and_negate(x, interpret=True)
+  np.testing.assert_allclose(got["sq"], x * x, rtol=1e-6)
+  np.testing.assert_allclose(got["neg"], -x, rtol=1e-6)
+  got = jax.vmap(lambda x: square_and_negate(x, interpret=True))(np.stack([x, 2 * x]))
+  np.testing.assert_allclose(got["sq"][1], 4 * x * x, rtol=1e-6)
+  _exports(square_and_negate, S(x.shape, F32))
+  p, g = {"w": _rand((32, 128), 14)}, {"w": _rand((32, 128), 15)}
+  s = AdamState(np.abs(_rand((32, 128), 16)), np.abs(_rand((32, 128), 17)))
+  got = jax.jit(lambda p, g, s: adam_step(p, g, s, interpret=True))(p, g, s)
+  for a, e in zip(jax.tree.leaves(got), jax.tree.leaves(_adam(p, g, s))):
+    np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
+  assert isinstance(got[1], AdamState)
+  spec = S((32, 128), F32)
+  adam_step.check({"w": spec}, {"w": spec}, AdamState(spec, spec))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: {"sq": x, "neg": x})
+def writes_one_of_two(x, o):
+  o["sq"][...] = x[...] * x[...]
+
+
+def test_a_grouped_output_left_unwritten_is_named_as_read():
+  e = expect(writes_one_of_two, [S((8, 128), F32)], mg.UncoveredOutputError, "o):",
+             "o['neg'] is never written: every output must be written in full")
+  assert e.hint.startswith("store the results into o['neg']")
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
 def test_gpu_pytree_inputs():
@@ -347,3 +408,9 @@ def test_gpu_pytree_inputs():
   want = _grads(_lin(True), x, {"w": w, "b": b})
   for a, e in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
     np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
+  p, g = {"w": _rand((32, 128), 14)}, {"w": _rand((32, 128), 15)}
+  s = AdamState(np.abs(_rand((32, 128), 16)), np.abs(_rand((32, 128), 17)))
+  for a, e in zip(jax.tree.leaves(jax.jit(adam_step)(p, g, s)), jax.tree.leaves(_adam(p, g, s))):
+    np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
+  got = jax.jit(square_and_negate)(x)
+  np.testing.assert_allclose(got["neg"], -x, rtol=1e-6)
