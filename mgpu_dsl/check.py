@@ -66,7 +66,10 @@ def check_specs(kernel: KernelFunction | Autotuner, *specs, **constexprs) -> Ker
   if not isinstance(kernel, KernelFunction):
     raise E.KernelTypeError(f"mg.check_specs takes an @mgpu_kernel function first, got {kernel!r}", caller_loc(),
                             hint="mg.check_specs(kernel, jax.ShapeDtypeStruct((1024,), jnp.float32), n=4)")
-  for s in specs:      # arrays' specs, or Python numbers for ml.scalar parameters (as kernel.check)
+  import jax
+  leaves = [l for s in specs for l in (jax.tree.leaves(s) if isinstance(s, (dict, list, tuple)) or
+                                       hasattr(s, "__dataclass_fields__") else [s])]   # (pytree inputs too)
+  for s in leaves:     # arrays' specs, or Python numbers for ml.scalar parameters (as kernel.check)
     if not (hasattr(s, "shape") and hasattr(s, "dtype")) and not isinstance(s, (bool, int, float)):
       raise E.KernelTypeError(f"mg.check_specs: each spec needs .shape and .dtype"
                               f" (a jax.ShapeDtypeStruct), or is a Python number for an ml.scalar parameter;"
@@ -87,9 +90,13 @@ def _entry_key(specs, constexprs):
   """A declared specialisation as a comparable key: arrays by shape and dtype (`==` on two arrays,
   or on a constexpr that is one, is elementwise, and its truth raised ValueError), constexprs as the
   kernel's cache keys them."""
+  import jax
   from .deps import value_key
-  spec = tuple(("spec", tuple(s.shape), str(s.dtype)) if hasattr(s, "shape") and hasattr(s, "dtype")
-               else value_key(s) for s in specs)
+  one = lambda s: (("spec", tuple(s.shape), str(s.dtype)) if hasattr(s, "shape") and hasattr(s, "dtype")
+                   else value_key(s))
+  tree = lambda s: ("tree", str(jax.tree.structure(s)), tuple(map(one, jax.tree.leaves(s))))    # a pytree input
+  spec = tuple(tree(s) if isinstance(s, (dict, list, tuple)) or hasattr(s, "__dataclass_fields__") else one(s)
+               for s in specs)
   return spec, tuple(sorted((k, value_key(v)) for k, v in constexprs.items()))
 
 
@@ -121,10 +128,19 @@ class Result:
 
   @property
   def title(self) -> str:
-    args = [repr(s) if isinstance(s, (bool, int, float)) else
-            f"{_dtype_name(s.dtype)}[{','.join(str(int(n)) for n in s.shape)}]" for s in self.specs]
+    import jax
+    one = lambda s: (repr(s) if isinstance(s, (bool, int, float)) else
+                     f"{_dtype_name(s.dtype)}[{','.join(str(int(n)) for n in s.shape)}]")
+    args = [one(s) if hasattr(s, "shape") or isinstance(s, (bool, int, float)) else   # a pytree input: its leaves'
+            str(jax.tree.map(lambda l: _Shown(one(l)), s)) for s in self.specs]
     args += [f"{k}={constexpr_text(v)}" for k, v in self.constexprs.items()]
     return f"{self.kernel.__name__}({', '.join(args)})"
+
+
+class _Shown(str):
+  """A leaf's text, shown without quotes inside its pytree's repr."""
+  def __repr__(self):
+    return str(self)
 
 
 @dataclasses.dataclass

@@ -293,6 +293,19 @@ def test_a_pytree_input_with_a_leaf_that_is_no_array_names_the_leaf():
                           " (wrong_key(..., name=...) with a keyword-only parameter of that name)")
 
 
+def test_check_specs_declares_pytree_inputs():
+  """`mg.check_specs(kernel, spec, {'w': spec})` was MG003 ('each spec needs .shape and .dtype'), and the
+  checker's title of such a specialisation a crash."""
+  from mgpu_dsl import check as C
+  spec = S((8, 128), F32)
+  mg.check_specs(wrong_key, spec, {"weight": spec})
+  mg.check_specs(wrong_key, spec, {"w": spec})
+  results = C.check_kernel(wrong_key)
+  assert [r.title for r in results] == ["wrong_key(float32[8,128], {'weight': float32[8,128]})",
+                                        "wrong_key(float32[8,128], {'w': float32[8,128]})"]
+  assert results[0].ok and [e.code for e in results[1].errors] == ["MG003"]
+
+
 # ---------------------------------------------------------------- outputs named after keys they do not bind
 @mg.mgpu_kernel(out_shape=lambda g, x, p: (x, p))
 def grads_in_key_order_of_the_def(g, x, p, dx, dw, db):   # (x, p)'s leaves: x, p['b'], p['w']
