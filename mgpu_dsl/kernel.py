@@ -180,6 +180,7 @@ class KernelFunction(SpecMethods):
     """Drop the compiled specialisations and the parsed source (a retrace: the counters stay)."""
     self._cache.clear()
     self._const_deps.clear()
+    self._pytree_kernels.clear()       # (kernels of pytree leaves: made again from the new parse)
     self._parsed = self._deps = None
 
   def cache_info(self) -> CacheInfo:
