@@ -118,7 +118,8 @@ def miscounted():
 
 def _derive(kernel, trees, n_args):
   """A copy of `kernel` whose inputs are the leaves of `trees` ({input position: (leaves with paths,
-  treedef)}) in their places."""
+  treedef)}) in their places. Its input_output_aliases index the leaves, as pallas_call's index the
+  flattened inputs and outputs."""
   cls = _flat_class(type(kernel))
   derived = cls.__new__(cls)
   derived.__dict__.update(kernel.__dict__)
@@ -136,17 +137,6 @@ def _derive(kernel, trees, n_args):
     f = getattr(kernel, what)
     if callable(f) and not isinstance(f, type):
       setattr(derived, what, _rebuilding(f, rebuild, trees, counts))
-  aliases = kernel.input_output_aliases
-  if isinstance(aliases, dict):
-    starts = [sum(counts[:i]) for i in range(n_args)]
-    aliased = next((i for i in aliases if isinstance(i, int) and i in trees), None)
-    if aliased is not None:
-      raise E.SignatureError(
-          f"{kernel.__name__}: input {aliased} is aliased to an output (input_output_aliases) but given as"
-          f" a pytree of {counts[aliased]} arrays", kernel.parsed.option_loc("input_output_aliases"),
-          hint="an aliased input is one array: pass it as an argument of its own")
-    derived.input_output_aliases = {(starts[i] if isinstance(i, int) and 0 <= i < n_args else i): o
-                                    for i, o in aliases.items()}
   return _copy(kernel, trees, derived)
 
 

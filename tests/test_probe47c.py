@@ -400,6 +400,26 @@ def test_output_parameters_grouped_as_pallas_call_groups_them():
   adam_step.check({"w": spec}, {"w": spec}, AdamState(spec, spec))
 
 
+@mg.mgpu_kernel(out_shape=lambda new, cache, *, pos: cache, input_output_aliases={2: 0, 3: 1})
+def append_kv(new, cache, out, *, pos: ml.constexpr):     # aliases index the leaves, as pallas_call's
+  out["k"].at[pos:pos + new["k"].shape[0]][...] = new["k"][...]
+  out["v"].at[pos:pos + new["v"].shape[0]][...] = new["v"][...]
+
+
+def test_aliases_of_pytree_leaves_update_a_kv_cache_in_place():
+  cache = {"k": _rand((32, 128), 18), "v": _rand((32, 128), 19)}
+  new = {"k": _rand((8, 128), 20), "v": _rand((8, 128), 21)}
+  got = jax.jit(lambda n, c: append_kv(n, c, pos=16, interpret=True), donate_argnums=1)(
+      new, jax.tree.map(jnp.asarray, cache))
+  for name in ("k", "v"):
+    want = cache[name].copy()
+    want[16:24] = new[name]
+    np.testing.assert_array_equal(got[name], want)
+  text = _exports(lambda n, c: append_kv(n, c, pos=16), {"k": S((8, 128), F32), "v": S((8, 128), F32)},
+                  {"k": S((32, 128), F32), "v": S((32, 128), F32)})
+  assert "mosaic_gpu" in text
+
+
 @mg.mgpu_kernel(out_shape=lambda x: {"sq": x, "neg": x})
 def writes_one_of_two(x, o):
   o["sq"][...] = x[...] * x[...]
@@ -427,3 +447,10 @@ def test_gpu_pytree_inputs():
     np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
   got = jax.jit(square_and_negate)(x)
   np.testing.assert_allclose(got["neg"], -x, rtol=1e-6)
+  cache = {"k": _rand((32, 128), 18), "v": _rand((32, 128), 19)}
+  new = {"k": _rand((8, 128), 20), "v": _rand((8, 128), 21)}
+  got = jax.jit(lambda n, c: append_kv(n, c, pos=16), donate_argnums=1)(new, jax.tree.map(jnp.asarray, cache))
+  for name in ("k", "v"):
+    want = cache[name].copy()
+    want[16:24] = new[name]
+    np.testing.assert_array_equal(got[name], want)
