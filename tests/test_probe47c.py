@@ -165,6 +165,47 @@ def test_gpu_int64_loops():
     np.testing.assert_array_equal(got, [sum(range(5, 10)) * 2 ** 31, 8])
 
 
+# ---------------------------------------------------------------- int64 gather and scatter indices
+@mg.mgpu_kernel(out_shape=lambda t, ids: S((ids.shape[0], t.shape[1]), t.dtype))
+def embed(t, ids, out):
+  out[...] = t[ids[...], :]
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids, v: t, input_output_aliases={0: 0})
+def scatter_add(t, ids, v, out):
+  ml.atomic_add(out.at[ids[...], :], v[...])
+
+
+def test_int64_indices_saturate_into_int32():
+  """jax_enable_x64's default ints (jnp.array([...]), argsort) as gather or scatter indices were MG003; they
+  saturate into int32, an id past int32 clamping as any id past the table does."""
+  t = _rand((64, 128), 22)
+  with jax.enable_x64(True):
+    ids = np.array([3, 2 ** 40, -2 ** 40, -1, 2 ** 31, 63, 64, 0], np.int64)
+    got = embed(t, ids, interpret=True)
+    want = t[np.clip(np.where(ids < 0, ids + 64, ids), 0, 63)]
+    np.testing.assert_array_equal(got, want)
+    _exports(embed, S(t.shape, F32), S(ids.shape, I64))
+    ok = np.array([3, 1, 3, 60, 0, 7, 63, 2], np.int64)
+    v = _rand((8, 128), 23)
+    want = t.copy()
+    np.add.at(want, ok, v)
+    np.testing.assert_allclose(scatter_add(t, ok, v, interpret=True), want, rtol=1e-6)
+    _exports(scatter_add, S(t.shape, F32), S(ok.shape, I64), S(v.shape, F32))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_gpu_int64_indices():
+  t = _rand((64, 128), 22)
+  with jax.enable_x64(True):
+    ids = np.array([3, 2 ** 40, -2 ** 40, -1, 2 ** 31, 63, 64, 0], np.int64)
+    np.testing.assert_array_equal(jax.jit(embed)(t, ids), embed(t, ids, interpret=True))
+    ok = np.array([3, 1, 3, 60, 0, 7, 63, 2], np.int64)
+    v = _rand((8, 128), 23)
+    np.testing.assert_allclose(jax.jit(scatter_add)(t, ok, v), scatter_add(t, ok, v, interpret=True), rtol=1e-6)
+
+
 # ---------------------------------------------------------------- pytree inputs
 class Linear(NamedTuple):
   w: jax.Array

@@ -257,11 +257,11 @@ def _plan(cx, ref, index, what, smem=False):
       x = broadcast_to_shape(cx, arange.rule(cx, size), out_shape, (axis_of[d],))
       per_dim.append(ew.binary(cx, ew.BinOp.ADD, x, start) if not (isinstance(start, int) and start == 0) else x)
     elif is_tensor(i):
-      if resolve(i.type.dtype) == DType.i64:     # (a narrowing cast would wrap 2**32 + 5 to 5)
-        raise E.KernelTypeError(
-            f"{what} through int64 indices ({cx.named(i, '') or 'a tensor'}): kernels index in 32 bits", cx.loc,
-            hint=f"convert them: {method_on(cx.named(i, 'ids'))}.astype(jnp.int32) (or clip first, where"
-                 f" an id may exceed 2**31 - 1)")
+      if resolve(i.type.dtype) == DType.i64:     # jax_enable_x64's default ints (jnp.array([3, 1]), argsort):
+        # saturated into int32, not wrapped (2**32 + 5 would be 5): every dimension is below 2**31, so an id past
+        # int32's range lies outside it either way, and _in_range / _inside treat it as jnp's gather does
+        i = ew.binary(cx, ew.BinOp.MIN, ew.binary(cx, ew.BinOp.MAX, i, -2 ** 31), 2 ** 31 - 1)
+        i = ew.astype(cx, i, DType.i32)
       if resolve(i.type.dtype) not in (DType.i32, DType.u32):
         i = ew.astype(cx, i, DType.u32 if not resolve(i.type.dtype).is_signed else DType.i32)
       if columns:                               # padded with index 0 (always inside the view)
