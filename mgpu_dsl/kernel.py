@@ -538,7 +538,7 @@ class KernelFunction(SpecMethods):
     calling.check_interpret(interpret, self.__name__, caller_loc())
     flat = pytree_inputs.flat_call(self, args, constexprs, caller_loc())
     if flat is not None:       # a dict, tuple or NamedTuple of arrays as one input: the kernel of their leaves
-      with pytree_inputs.miscounted():      # (else the call as given reports the input: a list for an array)
+      with pytree_inputs.miscounted(args):      # (else the call as given reports the input: a list for an array)
         return flat[0](*flat[1], interpret=interpret, **flat[2])
     args, constexprs = calling.keyword_inputs(self, args, constexprs)
     spec = next((i for i, a in enumerate(args) if isinstance(a, (jax.ShapeDtypeStruct, jax.core.AbstractValue))), None)

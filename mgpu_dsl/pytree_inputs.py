@@ -104,15 +104,17 @@ def _check_leaves(kernel, pk, args, loc) -> None:
 
 
 @contextlib.contextmanager
-def miscounted():
-  """Around the call of a kernel of pytree leaves: where its leaves make the count of inputs and outputs
-  wrong (an out_shape `lambda x: x` given a list of arrays describes one output per array), the error is
-  dropped, and the caller goes on with the call as given, whose message names the input that is not an
-  array (`input 0 (x) is a list of 1000 items`)."""
+def miscounted(args):
+  """Around the call of a kernel of pytree leaves: where a plain list or tuple of arrays among `args` makes
+  the count of inputs and outputs wrong (an out_shape `lambda x: x` given a list of arrays describes one
+  output per array: the list was meant as one array), the error is dropped, and the caller goes on with the
+  call as given, whose message names the input that is not an array (`input 0 (x) is a list of 1000 items`,
+  hinting jnp.stack). A dict's or NamedTuple's count error stands."""
   try:
     yield
   except E.SignatureError as e:
-    if "ref parameter" not in e.message:
+    listed = any(type(a) in (list, tuple) and _tree_of(a) is not None for a in args)
+    if "ref parameter" not in e.message or not listed:
       raise
 
 
