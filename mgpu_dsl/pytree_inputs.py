@@ -71,7 +71,7 @@ def flat_call(kernel, args, constexprs, loc):
   key = tuple((i, t[1]) for i, t in sorted(trees.items()))
   derived = kernel._pytree_kernels.get(key)
   if derived is None:
-    derived = kernel._pytree_kernels[key] = _derive(kernel, trees, len(args))
+    derived = kernel._pytree_kernels[key] = _derive(kernel, trees)
   leaves = [l for i, a in enumerate(args) for l in ([l for _, l in trees[i][0]] if i in trees else [a])]
   return derived, tuple(leaves), constexprs
 
@@ -118,27 +118,28 @@ def miscounted(args):
       raise
 
 
-def _derive(kernel, trees, n_args):
+def _derive(kernel, trees):
   """A copy of `kernel` whose inputs are the leaves of `trees` ({input position: (leaves with paths,
   treedef)}) in their places. Its input_output_aliases index the leaves, as pallas_call's index the
   flattened inputs and outputs."""
   cls = _flat_class(type(kernel))
   derived = cls.__new__(cls)
   derived.__dict__.update(kernel.__dict__)
-  counts = [len(trees[i][0]) if i in trees else 1 for i in range(n_args)]
   treedefs = {i: t[1] for i, t in trees.items()}
 
   def rebuild(flat):
-    """The user's arguments from the leaves (the out_shape/grid callables' view)."""
+    """The user's arguments from the leaves (the out_shape/grid callables' view: the inputs only, the
+    constexprs given by position after them gone to the keywords)."""
     out, k = [], 0
-    for i, n in enumerate(counts):
-      out.append(treedefs[i].unflatten(flat[k:k + n]) if i in treedefs else flat[k])
-      k += n
-    return out + list(flat[k:])
+    while k < len(flat):
+      t = treedefs.get(len(out))
+      out.append(flat[k] if t is None else t.unflatten(flat[k:k + t.num_leaves]))
+      k += 1 if t is None else t.num_leaves
+    return out
   for what in ("out_shape", "grid", "block", "cluster"):
     f = getattr(kernel, what)
     if callable(f) and not isinstance(f, type):
-      setattr(derived, what, _rebuilding(f, rebuild, trees, counts))
+      setattr(derived, what, _rebuilding(f, rebuild, treedefs))
   return _copy(kernel, trees, derived)
 
 
@@ -158,7 +159,7 @@ def _copy(kernel, trees, derived=None):
   return derived
 
 
-def _rebuilding(f, rebuild, trees, counts):
+def _rebuilding(f, rebuild, treedefs):
   """`f` (an out_shape/grid/block/cluster callable) called with the leaves, as the user wrote it for the
   structures; its signature shows a parameter per leaf, so the arity checks count leaves."""
   def call(*flat, **kw):
@@ -169,13 +170,11 @@ def _rebuilding(f, rebuild, trees, counts):
     return call
   params, out, k = list(sig.parameters.values()), [], 0
   for p in params:
-    if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and k < len(counts):
-      names = [p.name] if counts[k] == 1 or k not in trees else \
-          [f"{p.name}_{j}" for j in range(counts[k])]
-      out += [p.replace(name=n, kind=p.POSITIONAL_OR_KEYWORD) for n in names]
-      k += 1
+    if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and k in treedefs:
+      out += [p.replace(name=f"{p.name}_{j}", kind=p.POSITIONAL_OR_KEYWORD) for j in range(treedefs[k].num_leaves)]
     else:
       out.append(p)
+    k += p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
   try:
     call.__signature__ = sig.replace(parameters=out)
   except ValueError:         # (a default before a leaf's parameter: the plain call)

@@ -260,6 +260,23 @@ def test_nested_dict_under_vmap_and_by_keyword():
   mlp_layer.check({"layer": (S(w.shape, F32), S(b.shape, F32)), "scale": S((), F32)}, S(w.shape, F32))
 
 
+@mg.mgpu_kernel(out_shape=lambda x, p: x, grid=lambda x, p, bm=16: (x.shape[0] // bm,))
+def rows_times(x, p, out, *, bm: ml.constexpr = 16):
+  r = ml.ds(ml.program_id(0) * bm, bm)
+  out.at[r][...] = x.at[r][...] * p["w"].at[r][...]
+
+
+def test_a_constexpr_by_position_after_a_pytree_input():
+  """The grid callable rebuilt the pytree for the count of arguments of the first call: a constexpr passed by
+  position after the inputs (Triton's habit) made it read past the leaves, then and in every later call."""
+  x, w = _rand((64, 128), 24), _rand((64, 128), 25)
+  np.testing.assert_allclose(jax.jit(lambda x, p: rows_times(x, p, 32, interpret=True))(x, {"w": w}), x * w,
+                             rtol=1e-6)
+  np.testing.assert_allclose(rows_times(x, {"w": w}, interpret=True), x * w, rtol=1e-6)
+  got = jax.vmap(lambda x, p: rows_times(x, p, interpret=True), in_axes=(0, {"w": None}))(np.stack([x, w]), {"w": w})
+  np.testing.assert_allclose(got[1], w * w, rtol=1e-6)
+
+
 @mg.mgpu_kernel(out_shape=lambda x, p: x, grid=lambda x, p: (x.shape[0] // 16,))
 def lin_fwd(x, p, y):
   r = ml.ds(ml.program_id(0) * 16, 16)
