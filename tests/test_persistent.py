@@ -1,5 +1,6 @@
 """Persistent, pipelined memory-bound kernels: multi-buffered loads and stores, deferred store
 waits, loops that start at the program id and step by the grid, uneven tile splits."""
+import re
 import copy
 import os
 import sys
@@ -191,7 +192,7 @@ def test_loop_from_program_id_by_grid_counts_trips_at_run_time():
 
 def test_mosaic_module_waits_for_all_but_the_newest_stores():
   txt = ex.scale.mlir(X, stages=3)
-  assert "cp.async.bulk.wait_group 2 {read}" in txt
+  assert re.search(r"cp\.async\.bulk\.wait_group 2 \{?read", txt)    # (jax 0.11 prints "2 read")
   assert "cp.async.bulk.wait_group 0" in txt
 
 
