@@ -16,6 +16,8 @@ import numpy as np
 from . import errors as E
 from .activation_forms import ACTIVATIONS, ACTIVATION_PARAMS, GELU_EXACT
 from .held_library import _public
+from .jnp_stats import STATS
+from .ops.base import is_value
 
 # the library functions that are ml's: (module as users spell it) -> {its name: ml's name}
 _UNARY = ("abs", "acos", "asin", "atan", "cbrt", "ceil", "cos", "exp", "exp2", "expm1", "floor", "isfinite", "isinf",
@@ -167,6 +169,9 @@ SHAPED = {
                                                                         [a["pred"], a["on_true"], a["on_false"]])),
     ("jnp", "sign"): (("x",), lambda a: ("ml.where({0} > 0, 1, ml.where({0} < 0, -1, {0}))", [a["x"]])),
 }
+
+
+SHAPED.update(STATS)       # jnp's statistics ml has no function for (jnp.linalg.norm, jnp.nanmean, ...)
 
 
 def _form(lib, name):
@@ -330,11 +335,13 @@ def formula(tracer, cx, node, fn, args, kwargs):
   for p in rest:           # every other argument at its default
     if p.name in given and not (given[p.name] is None and _default(p) is None):
       _refuse(cx, shown, None, p.name, given[p.name])
-  return trace_form(tracer, node, form, operands)
+  return trace_form(tracer, node, form, operands, [cx.named(op, "") if is_value(op) else "" for op in operands])
 
 
-def trace_form(tracer, node, form, operands):
-  """The value of `form` (ml.* functions of {0}, {1}, ...) of `operands`, traced at the call `node`."""
+def trace_form(tracer, node, form, operands, names=()):
+  """The value of `form` (ml.* functions of {0}, {1}, ...) of `operands`, traced at the call `node`; a mistake
+  it reports names each operand as the user wrote it (`names`, where known) rather than the form's own
+  temporary."""
   temps = [f"_jnp_arg{i}_" for i in range(len(operands))]
   tree = ast.parse(form.replace("ml.", "_jnp_ml_.").format(*temps), mode="eval").body
   for n in ast.walk(tree):
@@ -345,6 +352,12 @@ def trace_form(tracer, node, form, operands):
   tracer.env.update(dict(zip(temps, operands)), _jnp_ml_=language)
   try:
     return tracer.eval(tree)
+  except E.KernelError as e:
+    for t, name in zip(temps, names):
+      if name:
+        e.message, e.hint = e.message.replace(t, name), e.hint and e.hint.replace(t, name)
+    e.args = (e.message,)
+    raise
   finally:
     for t, v in saved.items():
       if v is _MISSING:

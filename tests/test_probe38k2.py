@@ -165,19 +165,15 @@ def normalize_fixed(x, out):
   out.at[ml.ds(i * 64, 64)][...] = v / ml.sqrt(ml.sum(v * v, axis=-1, keepdims=True))
 
 
-def test_jnp_logaddexp_hints_the_formula_that_keeps_minus_infinity():
-  e = _error(log_add, X, X)
-  assert type(e) is mg.KernelTypeError and e.code == "MG003"
-  assert (e.lineno, e.col_offset) == (_line(log_add, "jnp.logaddexp"), 35)
-  assert e.message == "logaddexp cannot take a register tensor inside a kernel"
-  assert e.hint == ("no ml.logaddexp: write ml.where(a == b, a + 0.6931471805599453, ml.maximum(a, b) +"
-                    " ml.log1p(ml.exp(-ml.abs(a - b))))")
+def test_jnp_logaddexp_computes_the_formula_that_keeps_minus_infinity():
+  """Hinted here (MG003, the formula written out); since probe 47h jnp.logaddexp computes as lax's formula."""
   x = rand.normal(rand.key(20), (256, 128)) * 3
   y = rand.normal(rand.key(21), (256, 128)) * 3
   x = x.at[:, :8].set(-jnp.inf).at[:4].set(jnp.inf)
   y = y.at[:, :4].set(-jnp.inf).at[:2].set(jnp.inf).at[10, 20].set(x[10, 20])
-  np.testing.assert_allclose(np.asarray(log_add_fixed(x, y, interpret=True)), np.asarray(jnp.logaddexp(x, y)),
-                             rtol=1e-6, atol=1e-6)
+  for kernel in (log_add, log_add_fixed):
+    np.testing.assert_allclose(np.asarray(kernel(x, y, interpret=True)), np.asarray(jnp.logaddexp(x, y)),
+                               rtol=1e-6, atol=1e-6)
 
 
 def test_jax_nn_soft_sign_hints_its_formula():
@@ -186,14 +182,12 @@ def test_jax_nn_soft_sign_hints_its_formula():
   assert e.hint == "no ml.soft_sign: write v / (1 + ml.abs(v))"
 
 
-def test_a_norm_with_keepdims_is_hinted_with_keepdims():
-  e = _error(normalize, X)
-  assert type(e) is mg.KernelTypeError and e.code == "MG003"
-  assert (e.lineno, e.col_offset) == (_line(normalize, "jnp.linalg.norm"), 39)
-  assert e.hint == "write ml.sqrt(ml.sum(v * v, axis=-1, keepdims=True))"
+def test_a_norm_with_keepdims_computes_with_keepdims():
+  """Hinted here with keepdims (MG003); since probe 47h jnp.linalg.norm computes as jnp's formula."""
   x = rand.normal(rand.key(22), (256, 128))
-  np.testing.assert_allclose(np.asarray(normalize_fixed(x, interpret=True)),
-                             np.asarray(x / jnp.linalg.norm(x, axis=-1, keepdims=True)), rtol=1e-5, atol=1e-6)
+  for kernel in (normalize, normalize_fixed):
+    np.testing.assert_allclose(np.asarray(kernel(x, interpret=True)),
+                               np.asarray(x / jnp.linalg.norm(x, axis=-1, keepdims=True)), rtol=1e-5, atol=1e-6)
 
 
 # -- 9. a persistent loop that does not step by the grid ----------------------------------------

@@ -17,7 +17,7 @@ from ..types import ScalarType, TensorType, dtype_name, resolve
 from . import elementwise as ew
 from .elementwise_checks import method_on
 from .elementwise_fns import arange
-from .base import builtin, check_register_value, is_tensor, kind_of, shown
+from .base import builtin, check_register_value, is_tensor, is_value, kind_of, shown
 from .product_hints import product_hint as _product_hint
 from .shape import READ_2D_FIRST, Reduce, ReduceKind, Reshape, reshape_
 from . import padded_tiles, small_parts, small_regrid
@@ -428,12 +428,45 @@ def kept_only(cx, x, where, identity, what, grow=False, axis=None):
   return ew.where_(cx, where, x, identity)
 
 
+def stat_dtype(cx, x, dtype, what):
+  """jnp's `dtype=` of a mean, var or std: (x converted to the dtype it computes in, the result's dtype), as
+  jnp's: a float dtype's own, float16 and bfloat16 computing in float32 (`jnp.mean(v_bf16, dtype=jnp.float32)`
+  sums the elements in float32 and gives float32; `jnp.var(v, dtype=jnp.bfloat16)` computes in float32 and
+  rounds once); (x, None) without one."""
+  from .base import dtype_arg
+  d = dtype_arg(cx, dtype, f"{what}'s dtype", optional=True)
+  if d is None:
+    return x, None
+  if not d.is_float or d.bits < 16:
+    src = method_on(cx.named(x)) if is_tensor(x) else "x"
+    raise E.UnsupportedDtypeError(
+        f"{what} with dtype={dtype_name(d)} is not supported (a mean, var or std computes in a float of 16 bits"
+        f" or more)", cx.loc, hint=f"give a float dtype, {what}({src}, dtype=jnp.float32), or convert the result:"
+        f" {what}({src}).astype(jnp.{dtype_name(d)})")
+  c = DType.f32 if d.bits == 16 else d
+  if is_value(x) and isinstance(getattr(x, "type", None), (ScalarType, TensorType)) and resolve(x.type.dtype) != c:
+    x = ew.astype(dataclasses.replace(cx, name=x.name or cx.named(x)), x, c)
+  return x, d
+
+
+def as_stat_dtype(cx, r, d):
+  """A statistic `r` in the dtype `d` that jnp's `dtype=` asked for (itself without one)."""
+  if d is None or not is_value(r) or resolve(r.type.dtype) == d:
+    return r
+  return ew.astype(cx, r, d)
+
+
 @builtin(methods=("mean",))
-def mean(cx, x, axis=None, keepdims=False, where=None):
+def mean(cx, x, axis=None, keepdims=False, where=None, dtype=None):
   """The mean of `x` over `axis`: `ml.sum` divided by the number of elements, as `jnp.mean`
   (integers give float32; float16/bfloat16 are summed and divided in float32, rounded once).
-  `where=` (a mask that broadcasts to x): the mean of the elements it keeps (NaN where it keeps none)."""
+  `where=` (a mask that broadcasts to x): the mean of the elements it keeps (NaN where it keeps none).
+  `dtype=`, as jnp's: the elements converted to it (float16 and bfloat16 to float32) and summed, the mean
+  given in it (`ml.mean(v_bf16, axis=1, dtype=jnp.float32)`)."""
   check_register_value(cx, x, "ml.mean")
+  if dtype is not None:
+    y, d = stat_dtype(cx, x, dtype, "ml.mean")
+    return as_stat_dtype(cx, mean.rule(cx, y, axis, keepdims, where), d)
   keepdims = keep_arg(cx, keepdims, "ml.mean", x, axis)
   if where is not None and not is_tensor(x):
     kept_only(cx, x, where, 0, "ml.mean")          # (a scalar has no elements to keep: an error)

@@ -19,7 +19,7 @@ from ..types import dtype_name, resolve
 from . import elementwise as ew
 from .elementwise_checks import method_on
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, shown
-from .reduce import _axes, keep_arg, kept_only, reduce
+from .reduce import _axes, as_stat_dtype, keep_arg, kept_only, reduce, stat_dtype
 from .shape import ReduceKind, broadcast_shape
 from .spread import rehint
 
@@ -245,17 +245,25 @@ def _ddof(cx, x, axis, ddof, correction, what):
 
 
 @builtin(methods=("var",))
-def var(cx, x, axis=None, ddof=0, keepdims=False, *, correction=None, where=None):
+def var(cx, x, axis=None, ddof=0, keepdims=False, *, correction=None, where=None, dtype=None):
   """jnp.var: the mean squared deviation from the mean over `axis`, divided by n - ddof (two
   passes: the mean, then the squares of the deviations); `correction` is jnp's other name for ddof;
-  `where=` (a mask that broadcasts to x): of the elements it keeps, n their count."""
+  `where=` (a mask that broadcasts to x): of the elements it keeps, n their count; `dtype=`, as jnp's:
+  computed in it (float16 and bfloat16 in float32) and given in it."""
+  if dtype is not None:
+    y, d = stat_dtype(cx, x, dtype, "ml.var")
+    return as_stat_dtype(cx, var.rule(cx, y, axis, ddof, keepdims, correction=correction, where=where), d)
   v, out = _variance(cx, x, axis, _ddof(cx, x, axis, ddof, correction, "ml.var"), keepdims, "ml.var", where)
   return v if out == DType.f32 else ew.astype(cx, v, out)
 
 
 @builtin(methods=("std",))
-def std(cx, x, axis=None, ddof=0, keepdims=False, *, correction=None, where=None):
-  """jnp.std: the square root of ml.var (`where=` too)."""
+def std(cx, x, axis=None, ddof=0, keepdims=False, *, correction=None, where=None, dtype=None):
+  """jnp.std: the square root of ml.var (`where=` too); `dtype=`, as jnp's: the square root of ml.var's with
+  that dtype, taken in it."""
+  if dtype is not None:
+    v = var.rule(cx, x, axis, ddof, keepdims, correction=correction, where=where, dtype=dtype)
+    return ew.unary(cx, ew.UnOp.SQRT, v)
   v, out = _variance(cx, x, axis, _ddof(cx, x, axis, ddof, correction, "ml.std"), keepdims, "ml.std", where)
   s = ew.unary(cx, ew.UnOp.SQRT, v)
   return s if out == DType.f32 else ew.astype(cx, s, out)
