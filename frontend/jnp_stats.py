@@ -1,7 +1,8 @@
 """jnp's statistics that ml has no function of its own for, called on register values in a kernel (Pallas's style):
 `jnp.linalg.norm(v, axis=-1, keepdims=True)`, `jnp.linalg.vector_norm`, `jnp.nansum`, `jnp.nanmean`, `jnp.nanmax`,
 `jnp.nanmin`, `jnp.nanvar`, `jnp.nanstd`, `jnp.ptp`, `jnp.count_nonzero`, `jnp.average`, `jnp.logaddexp` and
-`jnp.prod`. Each is written as jnp's own source computes it, in ml.* reductions and elementwise math (forms of
+`jnp.prod`, and jax.lax's `reduce_max`, `reduce_min`, `reduce_sum`, `reduce_prod`, `reduce_and` and
+`reduce_or`. Each is written as jnp's own source computes it, in ml.* reductions and elementwise math (forms of
 the call's operands, jnp_calls.SHAPED's kind, traced at the call), so layouts, interpret mode and lowering need
 nothing new. A call whose meaning has no such form here (a matrix 2-norm, an SVD's; a product over two axes)
 gives None, and keeps its MG003 and hint (shape_hints, nan_name_hints). Before probe 47h each was MG003 whose
@@ -253,6 +254,29 @@ def _prod(a):
   return f"ml.cumprod({{0}}, axis={ax}{dt})[{idx}]", [x, a.get("dtype")]
 
 
+def _lax_reduce(kind):
+  """jax.lax.reduce_max / reduce_min / reduce_sum / reduce_prod over `axes`, keeping the operand's dtype (an int8
+  sum wraps in int8, as lax's); reduce_and / reduce_or of booleans are ml.all / ml.any (of integers they are
+  bitwise: None)."""
+  def make(a):
+    x, axes = a["operand"], a["axes"]
+    d, rank = _dtype(x), _rank(x)
+    if d is None or rank is None or not isinstance(axes, (tuple, list)) or not _axis_ok(tuple(axes)):
+      return None
+    axes = tuple(axes)
+    if kind in ("all", "any"):
+      return (f"ml.{kind}({{0}}, axis={axes!r})", [x]) if d == DType.bool_ else None
+    if kind == "prod":
+      if len(axes) != 1:
+        return None
+      made = _prod({"a": x, "axis": axes[0], "keepdims": False, "promote_integers": True, "dtype": d})
+      return made
+    if d == DType.bool_:
+      return None
+    return f"ml.{kind}({{0}}, axis={axes!r}" + (", dtype={1})" if kind == "sum" else ")"), [x, d]
+  return make
+
+
 # (lib, name) -> (the parameters the form reads, its maker): merged into jnp_calls.SHAPED
 STATS = {
     ("jnp", "nansum"): (("a", "axis", "dtype", "keepdims", "initial", "where"), _nan_reduction("sum")),
@@ -268,4 +292,6 @@ STATS = {
     ("jnp.linalg", "norm"): (("x", "ord", "axis", "keepdims"), _norm),
     ("jnp.linalg", "vector_norm"): (("x", "axis", "keepdims", "ord"), _vector_norm_call),
     ("jnp", "prod"): (("a", "axis", "dtype", "keepdims", "promote_integers"), _prod),
+    **{("jax.lax", f"reduce_{k}"): (("operand", "axes"), _lax_reduce(v)) for k, v in (
+        ("max", "max"), ("min", "min"), ("sum", "sum"), ("prod", "prod"), ("and", "all"), ("or", "any"))},
 }
