@@ -154,6 +154,14 @@ def run_ffn_act(k):
   close(k(x, interpret=True), h - h.max(axis=-1, keepdims=True))
 
 
+def run_l2_normalize(k):
+  x = np.array(rand(8, 128))
+  x[2, 5] = np.nan
+  out, mean = k(jnp.asarray(x), interpret=True)
+  close(mean, np.asarray(jnp.nanmean(x, axis=1)))
+  close(out[3:], (x / np.linalg.norm(x, axis=-1, keepdims=True))[3:])
+
+
 def run_append(k):
   cache, new = rand(64, 128, dtype=np.float16), rand(16, 128, dtype=np.float16)
   close(k(cache, new, pos=16, interpret=True), cache.at[16:32].set(new), 0)
@@ -332,6 +340,7 @@ CASES = [
     Case(L, "rope", [S((9, 6, 64), f32), S((9, 32), f32), S((9, 32), f32)], run=run_rope),
     Case(L, "softmax", [S((64, 256), f32)], run=run_softmax),
     Case(L, "ffn_act", [S((8, 128), f32)], run=run_ffn_act),
+    Case(L, "l2_normalize", [S((8, 128), f32)], run=run_l2_normalize),
     Case(L, "row_softmax", [S((6, 100), f32)], run=run_row_softmax),
     Case(L, "transpose", [S((128, 256), f32)], run=run_transpose),
     Case(L, "matmul", [S((512, 256), f16), S((256, 512), f16)]),
