@@ -25,7 +25,7 @@ _UNARY = ("abs", "acos", "asin", "atan", "cbrt", "ceil", "cos", "exp", "exp2", "
 _JNP = {**{n: n for n in _UNARY + (
     "atan2", "fmod", "pow", "maximum", "minimum", "clip", "where", "round", "all", "any", "argmax", "argmin", "max",
     "min", "mean", "sum", "std", "var", "cumsum", "cumprod", "flip", "roll", "reshape", "ravel", "transpose",
-    "broadcast_to", "concatenate", "sort", "argsort", "take_along_axis", "arange", "full", "zeros")},
+    "broadcast_to", "concatenate", "sort", "argsort", "take_along_axis", "arange", "full", "zeros", "squeeze")},
         "absolute": "abs", "arccos": "acos", "arcsin": "asin", "arctan": "atan", "arctan2": "atan2",
         "power": "pow", "amax": "max", "amin": "min", "around": "round", "fix": "trunc"}
 _NN = {"sigmoid": "sigmoid", "softmax": "softmax", "log_softmax": "log_softmax", "logsumexp": "logsumexp",
@@ -35,7 +35,7 @@ _LAX = {**{n: n for n in _UNARY if n not in ("isfinite", "isinf", "isnan", "log2
         "min": "minimum", "argmax": "argmax", "argmin": "argmin", "cumsum": "cumsum", "cumprod": "cumprod",
         "cummax": "cummax", "cummin": "cummin", "concatenate": "concatenate", "reshape": "reshape",
         "transpose": "transpose", "top_k": "top_k", "full": "full", "logistic": "sigmoid",
-        "associative_scan": "associative_scan"}
+        "associative_scan": "associative_scan", "squeeze": "squeeze"}
 MAPPED = {"jnp": _JNP, "jax.nn": _NN, "jax.lax": _LAX,
           "jax.scipy.special": {"logsumexp": "logsumexp", "erf": "erf", "erfc": "erfc"}}
 
@@ -49,7 +49,7 @@ _RENAMES = {"a": "x", "arr": "x", "array": "x", "m": "x", "operand": "x", "array
 _BY_NAME = {"where": {"condition": "cond", "x": "a", "y": "b"}, "arange": {"start": "n"},
             "atan2": {"x1": "a", "x2": "b", "x": "a", "y": "b"}, "pow": {"x1": "a", "x2": "b", "x": "a", "y": "b"},
             "fmod": {"x1": "a", "x2": "b"}, "maximum": {"x": "a", "y": "b"}, "minimum": {"x": "a", "y": "b"},
-            "clip": {"x": "x", "a_min": "min", "a_max": "max"}}
+            "clip": {"x": "x", "a_min": "min", "a_max": "max"}, "squeeze": {"dimensions": "axis"}}
 # arguments that keep their meaning only at one value: lax.argmax's index_dtype, lax.reshape's dimensions
 _ONLY = {("jax.lax", "argmax", "index_dtype"): "int32", ("jax.lax", "argmin", "index_dtype"): "int32",
          ("jnp", "arange", "step"): 1, ("jnp", "reshape", "order"): "C", ("jnp", "ravel", "order"): "C"}

@@ -268,6 +268,26 @@ def test_jnp_prod_and_lax_reductions_compute_as_theirs():
     _close(got, w, rtol=1e-5, atol=1e-4)
 
 
+# ---------------------------------------------------------------- keepdims statistics squeezed back
+@mg.mgpu_kernel(out_shape=lambda x: (_rows(x), _rows(x), _rows(x)), grid=lambda x: (x.shape[0] // 8,))
+def squeezed_stats(x, hi, mean, lse):
+  """Row statistics kept as (8, 1) for the broadcast, stored as (M,): jnp.squeeze and lax.squeeze were MG003."""
+  r = ml.ds(ml.program_id(0) * 8, 8)
+  v = x.at[r, :][...]
+  m = jnp.max(v, axis=1, keepdims=True)
+  hi.at[r][...] = jnp.squeeze(m, axis=1)
+  mean.at[r][...] = lax.squeeze(jnp.mean(v - m, axis=-1, keepdims=True), (1,))
+  lse.at[r][...] = jnp.squeeze(m + jnp.log(jnp.sum(jnp.exp(v - m), axis=1, keepdims=True)))
+
+
+def test_keepdims_statistics_squeeze_back_to_rows():
+  x = _input((16, 256), F32, 19)
+  m = jnp.max(x, axis=1)
+  for got, want in zip(squeezed_stats(x, interpret=True), (m, jnp.mean(x - m[:, None], axis=1),
+                                                          jax.nn.logsumexp(x, axis=1))):
+    _close(got, want, rtol=1e-5)
+
+
 # ---------------------------------------------------------------- what stays an error
 @mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0],), F32))
 def average_wrong_weights(x, w, out):
