@@ -17,7 +17,6 @@ from . import errors as E
 from .activation_forms import ACTIVATIONS, ACTIVATION_PARAMS, GELU_EXACT
 from .held_library import _public
 from .jnp_stats import STATS
-from .ops.base import is_value
 
 # the library functions that are ml's: (module as users spell it) -> {its name: ml's name}
 _UNARY = ("abs", "acos", "asin", "atan", "cbrt", "ceil", "cos", "exp", "exp2", "expm1", "floor", "isfinite", "isinf",
@@ -335,6 +334,7 @@ def formula(tracer, cx, node, fn, args, kwargs):
   for p in rest:           # every other argument at its default
     if p.name in given and not (given[p.name] is None and _default(p) is None):
       _refuse(cx, shown, None, p.name, given[p.name])
+  from .ops.base import is_value
   return trace_form(tracer, node, form, operands, [cx.named(op, "") if is_value(op) else "" for op in operands])
 
 
