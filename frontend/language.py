@@ -25,6 +25,7 @@ from .ops.mma import dot
 from .ops.random import rand, rand4x, randint, randint4x, randn, randn4x
 from .ops.scan import cummax, cummin, cumprod, cumsum
 from .ops.assoc_scan import associative_scan
+from .ops.combine_reduce import reduce
 from .ops.search import searchsorted
 from .ops.sort import argsort, sort, top_k
 from .ops.reduce import argmax, argmin, max_ as max, mean, min_ as min, sum_ as sum

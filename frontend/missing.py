@@ -124,10 +124,6 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
           " out-of-bounds windows and races itself".format(n) for n in ("static_assert", "device_assert")},
     **{n: "no ml.{}: Python's print(...) of static values prints while tracing; of run-time values, on the"
           " GPU and in interpret mode".format(n) for n in ("static_print", "device_print")},
-    "reduce": "no general ml.reduce: ml.sum, ml.max, ml.min, ml.argmax and ml.argmin reduce along an axis;"
-              " for another combination, combine the tile with its rolled copy, halving the shift,"
-              " v = f(v, ml.roll(v, -h, axis=1)) for h = n // 2, n // 4, ..., 1 (column 0 then holds the"
-              " reduction), or carry it through a loop",
     "histogram": "no ml.histogram: scatter ones into a zeroed output, ml.atomic_add(out.at[bins], ml.full(bins.shape,"
                  " 1, jnp.int32))",
     "rint": "no ml.rint: ml.round(x) rounds to the nearest integer, ties to even, as jnp.rint",

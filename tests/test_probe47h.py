@@ -288,6 +288,79 @@ def test_keepdims_statistics_squeeze_back_to_rows():
     _close(got, want, rtol=1e-5)
 
 
+# ---------------------------------------------------------------- Triton's tl.reduce with a combine of its own
+@ml.inline
+def welford_combine(mean_1, m2_1, weight_1, mean_2, m2_2, weight_2):
+  """TorchInductor's and Triton's Welford merge of two (mean, m2, weight) partials."""
+  delta = mean_2 - mean_1
+  new_weight = weight_1 + weight_2
+  w2_over_w = ml.where(new_weight == 0.0, 0.0, weight_2 / new_weight)
+  return mean_1 + delta * w2_over_w, m2_1 + m2_2 + delta * delta * weight_1 * w2_over_w, new_weight
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (_rows(x), _rows(x)), grid=lambda x: (x.shape[0] // 8,))
+def welford_rows(x, mean, var):
+  """One pass over rows longer than a block: per-lane Welford accumulators over the loop's trips, merged across
+  the lanes by ml.reduce with welford_combine (a TorchInductor layer norm's statistics)."""
+  r0 = ml.program_id(0) * 8
+  m = ml.zeros((8, 1024), jnp.float32)
+  m2 = ml.zeros((8, 1024), jnp.float32)
+  w = ml.zeros((8, 1024), jnp.float32)
+  for k in range(x.shape[1] // 1024):
+    v = x.at[ml.ds(r0, 8), ml.ds(k * 1024, 1024)][...].astype(jnp.float32)
+    w = w + 1.0
+    d = v - m
+    m = m + d / w
+    m2 = m2 + d * (v - m)
+  mu, sq, n = ml.reduce((m, m2, w), 1, welford_combine)
+  mean.at[ml.ds(r0, 8)][...] = mu
+  var.at[ml.ds(r0, 8)][...] = sq / n
+
+
+@ml.inline
+def first_argmax(v1, i1, v2, i2):
+  take = (v2 > v1) | ((v2 == v1) & (i2 < i1))
+  return ml.where(take, v2, v1), ml.where(take, i2, i1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0],), I32), _rows(x), S((x.shape[0], 1), F32), S((), F32),
+                                     S((x.shape[1],), F32)))
+def custom_reductions(x, am, hi, total_kd, everything, col_prod):
+  v = x[...]
+  idx = ml.broadcast_to(ml.arange(v.shape[1])[None, :], v.shape)
+  _, am[...] = ml.reduce((v, idx), 1, first_argmax)
+  hi[...] = ml.reduce(v, 1, ml.maximum)
+  total_kd[...] = ml.reduce(v, -1, lambda p, q: p + q, keep_dims=True)
+  everything[...] = ml.reduce(v, None, lambda p, q: ml.minimum(p, q))
+  col_prod[...] = ml.reduce(1.0 + 0.01 * v, 0, lambda p, q: p * q)
+
+
+def test_ml_reduce_takes_tritons_combines():
+  """Triton's tl.reduce((mean, m2, weight), 1, welford_combine) was MG002 ("no general ml.reduce") whose hint folded
+  the tile with rolled copies by hand."""
+  x = _input((16, 4096), BF16, 20, 1.0, 3.0)
+  xf = x.astype(F32)
+  mu, var = welford_rows(x, interpret=True)
+  _close(mu, xf.mean(axis=1), rtol=1e-5)
+  _close(var, xf.var(axis=1), rtol=1e-4)
+  y = jnp.asarray(np.random.default_rng(21).integers(0, 6, (16, 128)), F32)
+  want = (jnp.argmax(y, axis=1).astype(I32), y.max(axis=1), y.sum(axis=-1, keepdims=True), y.min(),
+          jnp.prod(1.0 + 0.01 * y, axis=0))
+  for got, w in zip(custom_reductions(y, interpret=True), want):
+    _close(got, w, rtol=1e-5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: _rows(x))
+def reduce_bad_axis(x, out):
+  v = x[...]
+  out[...] = ml.reduce(v, 2, ml.maximum)
+
+
+def test_ml_reduce_checks_its_axis():
+  expect(reduce_bad_axis, [S((8, 128), F32)], mg.IndexOutOfBoundsError, "ml.reduce(",
+         "ml.reduce: axis 2 is out of range for a tensor of rank 2", hint="axes run from -2 to 1")
+
+
 # ---------------------------------------------------------------- what stays an error
 @mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0],), F32))
 def average_wrong_weights(x, w, out):
@@ -359,3 +432,19 @@ def test_jnp_statistics_on_the_gpu_match_interpret_mode():
   xv = _input((16, 128), F32, 18)
   for got, want in zip(vector_norms(xv), vector_norms(xv, interpret=True)):
     _close(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.gpu
+def test_ml_reduce_on_the_gpu_matches_interpret_mode():
+  x = _input((32, 8192), BF16, 22, 1.0, 3.0)
+  for got, want in zip(welford_rows(x), welford_rows(x, interpret=True)):
+    _close(got, want, rtol=1e-5, atol=1e-5)
+  y = jnp.asarray(np.random.default_rng(23).integers(0, 6, (16, 128)), F32)
+  for got, want in zip(custom_reductions(y), custom_reductions(y, interpret=True)):
+    _close(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_ml_reduce_builds_for_cuda():
+  exported = jax.export.export(jax.jit(lambda a: welford_rows(a)), platforms=["cuda"])(S((16, 4096), BF16))
+  assert "mosaic_gpu" in exported.mlir_module()
+  custom_reductions.check(S((16, 128), F32))

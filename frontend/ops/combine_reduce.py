@@ -1,0 +1,62 @@
+"""`ml.reduce(input, axis, combine_fn, keep_dims=False)`: Triton's `tl.reduce`, a reduction with the user's own
+associative combine: a Welford merge of (mean, m2, count) triples (Triton's and TorchInductor's
+`welford_combine`), an argmax of (value, index) pairs, a product. Before probe 47h it was MG002 whose hint folded
+the tile with its rolled copy by hand.
+
+No op of its own: the inclusive `ml.associative_scan` along the axis (Triton's argument order, so its combine
+takes the parts spread, `combine(a1, b1, a2, b2)`, or two tuples, by its arity), of which the last element along
+the axis is the reduction (a static index, `expand`). ceil(log2(n)) steps, each rolling the parts through SMEM, so
+it costs about what `ml.cumsum` of each part does; `ml.sum`, `ml.max`, `ml.min`, `ml.argmax` and `ml.argmin` stay
+the faster way to their own combines. axis=None reduces every element (of a tensor of two or more axes, its
+row-major reshape, through SMEM). The combine must be associative, as Triton asks; floats combine in the scan's
+order, not Triton's tree."""
+from __future__ import annotations
+
+import math
+
+from .. import errors as E
+from .assoc_scan import associative_scan
+from .base import builtin, is_tensor, kind_of, shown
+from .shape import expand, reshape_
+
+_USE = ("ml.reduce((m, m2, w), 1, welford_combine) (Triton's tl.reduce: the elements, a static axis or None, a"
+        " combine of two elements' parts, an @ml.inline helper or a lambda of the kernel's body)")
+
+
+def _parts(x):
+  return list(x) if isinstance(x, (tuple, list)) else [x]
+
+
+@builtin
+def reduce(cx, input, axis, combine_fn, keep_dims=False):
+  """Triton's `tl.reduce`: the reduction of `input` (a register tensor, or a tuple of tensors of one shape) along
+  `axis` (a static int, or None for every element) with the associative `combine_fn`, whose first arguments are
+  the earlier element's parts; a tuple input gives a tuple. `keep_dims` keeps the axis with size 1."""
+  parts = _parts(input)
+  if not parts or not all(is_tensor(p) for p in parts):
+    bad = next((p for p in parts if not is_tensor(p)), input)
+    raise E.KernelTypeError(f"ml.reduce reduces register tensors, got {kind_of(bad)}", cx.loc, hint=_USE)
+  if not isinstance(keep_dims, bool):
+    raise E.KernelTypeError(f"ml.reduce: keep_dims is a static bool, got {shown(keep_dims)}", cx.loc, hint=_USE)
+  shape = parts[0].type.shape
+  rank = len(shape)
+  if axis is None:
+    flat = [p if rank == 1 else reshape_(cx, p, (math.prod(p.type.shape),)) for p in parts]
+    out = reduce.rule(cx, tuple(flat) if isinstance(input, (tuple, list)) else flat[0], 0, combine_fn, keep_dims)
+    if not keep_dims or rank == 1:
+      return out
+    return tuple(reshape_(cx, o, (1,) * rank) for o in out) if isinstance(out, tuple) else reshape_(
+        cx, out, (1,) * rank)
+  if not isinstance(axis, int) or isinstance(axis, bool):
+    raise E.KernelTypeError(f"ml.reduce: axis must be a static int or None, got {shown(axis)}", cx.loc, hint=_USE)
+  if not -rank <= axis < rank:
+    raise E.IndexOutOfBoundsError(f"ml.reduce: axis {axis!r} is out of range for a tensor of rank {rank}", cx.loc,
+                                  hint=f"axes run from {-rank} to {rank - 1}")
+  axis %= rank
+  n = shape[axis]
+  elems = tuple(parts) if isinstance(input, (tuple, list)) else parts[0]
+  scanned = associative_scan.rule(cx, elems, axis, combine_fn)
+  last = tuple((slice(n - 1, n) if keep_dims else n - 1) if a == axis else slice(None) for a in range(rank))
+  taken = [expand(cx, s, last) for s in _parts(scanned)]
+  return tuple(taken) if isinstance(input, (tuple, list)) else taken[0]
+
