@@ -162,6 +162,11 @@ def run_l2_normalize(k):
   close(out[3:], (x / np.linalg.norm(x, axis=-1, keepdims=True))[3:])
 
 
+def run_column_sums(k):
+  x = rand(100, 200)
+  close(k(x, interpret=True), np.asarray(x).sum(0), 1e-4)
+
+
 def run_append(k):
   cache, new = rand(64, 128, dtype=np.float16), rand(16, 128, dtype=np.float16)
   close(k(cache, new, pos=16, interpret=True), cache.at[16:32].set(new), 0)
@@ -341,6 +346,7 @@ CASES = [
     Case(L, "softmax", [S((64, 256), f32)], run=run_softmax),
     Case(L, "ffn_act", [S((8, 128), f32)], run=run_ffn_act),
     Case(L, "l2_normalize", [S((8, 128), f32)], run=run_l2_normalize),
+    Case(L, "column_sums", [S((100, 200), f32)], run=run_column_sums),
     Case(L, "row_softmax", [S((6, 100), f32)], run=run_row_softmax),
     Case(L, "transpose", [S((128, 256), f32)], run=run_transpose),
     Case(L, "matmul", [S((512, 256), f16), S((256, 512), f16)]),

@@ -361,6 +361,54 @@ def test_ml_reduce_checks_its_axis():
          "ml.reduce: axis 2 is out of range for a tensor of rank 2", hint="axes run from -2 to 1")
 
 
+# ---------------------------------------------------------------- column statistics across programs: Triton's masked atomics
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[1],), F32), S((x.shape[1],), F32)),
+                grid=lambda x: (ml.cdiv(x.shape[0], 32), ml.cdiv(x.shape[1], 64)))
+def column_sums_and_maxima(x, sums, maxima):
+  """Triton's layer-norm-backward habit: each program's (32, 64) tile summed over its rows and added into the column
+  sums with tl.atomic_add(ptr + cols, v, mask=cols < N); the last column window runs past the array's end."""
+  i, j = ml.program_id(0), ml.program_id(1)
+  rows, cols = i * 32 + ml.arange(32), j * 64 + ml.arange(64)
+  t = x.at[ml.ds(i * 32, 32), ml.ds(j * 64, 64)].load(
+      mask=(rows[:, None] < x.shape[0]) & (cols[None, :] < x.shape[1]), other=0.0).astype(jnp.float32)
+  ml.atomic_add(sums.at[ml.ds(j * 64, 64)], ml.sum(t, axis=0), mask=cols < x.shape[1])
+  ml.atomic_max(maxima.at[ml.ds(j * 64, 64)], ml.max(ml.abs(t), axis=0), mask=cols < x.shape[1])
+
+
+@mg.mgpu_kernel(out_shape=lambda g, ids: S((64, g.shape[1]), F32), grid=lambda g, ids: (g.shape[0] // 32,))
+def rows_by_id_but_padding(g, ids, out):
+  """A masked scatter (padding id 0 skipped) and a masked count into a window inside the array."""
+  r = ml.ds(ml.program_id(0) * 32, 32)
+  k = ids.at[r][...]
+  ml.atomic_add(out.at[k, :], g.at[r, :][...], mask=(k != 0)[:, None])
+
+
+def test_masked_atomics_update_what_the_mask_keeps():
+  """ml.atomic_add(..., mask=) was MG003 "takes no mask=" whose hint wrote the scatter and the select."""
+  x = _input((100, 200), BF16, 24)
+  sums, maxima = column_sums_and_maxima(x, interpret=True)
+  _close(sums, jnp.sum(x.astype(F32), axis=0), rtol=1e-4, atol=1e-4)
+  _close(maxima, jnp.max(jnp.abs(x.astype(F32)), axis=0))
+  g = _input((128, 128), F32, 25)
+  ids = jnp.asarray(np.random.default_rng(26).integers(0, 64, (128,)), I32)
+  want = jnp.zeros((64, 128), F32).at[ids].add(jnp.where((ids != 0)[:, None], g, 0.0))
+  _close(rows_by_id_but_padding(g, ids, interpret=True), want, rtol=1e-5, atol=1e-5)
+  jax.export.export(jax.jit(lambda a: column_sums_and_maxima(a)), platforms=["cuda"])(S((100, 200), BF16))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), F32), grid=lambda x: (x.shape[0] // 8,))
+def atomic_number_mask(x, out):
+  r = ml.ds(ml.program_id(0) * 8, 8)
+  ml.atomic_add(out, ml.sum(x.at[r, :][...], axis=0), mask=ml.arange(128))
+
+
+def test_a_masked_atomics_mask_must_be_boolean():
+  expect(atomic_number_mask, [S((16, 128), F32)], mg.KernelTypeError, "ml.atomic_add(",
+         "ml.atomic_add's mask must be a boolean tensor or scalar, got int32 values",
+         hint="pass a comparison, mask=cols < n (the elements it keeps are updated; of a number mask, its nonzero"
+              " elements: mask=m != 0)")
+
+
 # ---------------------------------------------------------------- what stays an error
 @mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0],), F32))
 def average_wrong_weights(x, w, out):
@@ -432,6 +480,16 @@ def test_jnp_statistics_on_the_gpu_match_interpret_mode():
   xv = _input((16, 128), F32, 18)
   for got, want in zip(vector_norms(xv), vector_norms(xv, interpret=True)):
     _close(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.gpu
+def test_masked_atomics_on_the_gpu_match_interpret_mode():
+  x = _input((1000, 200), BF16, 27)
+  for got, want in zip(column_sums_and_maxima(x), column_sums_and_maxima(x, interpret=True)):
+    _close(got, want, rtol=1e-4, atol=1e-3)
+  g = _input((256, 128), F32, 28)
+  ids = jnp.asarray(np.random.default_rng(29).integers(0, 64, (256,)), I32)
+  _close(rows_by_id_but_padding(g, ids), rows_by_id_but_padding(g, ids, interpret=True), rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.gpu
