@@ -383,6 +383,16 @@ def rows_by_id_but_padding(g, ids, out):
   ml.atomic_add(out.at[k, :], g.at[r, :][...], mask=(k != 0)[:, None])
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S((12, x.shape[1]), F32), grid=lambda x: (x.shape[0] // 32, ml.cdiv(x.shape[1], 64)))
+def overlapping_row_blocks(x, out):
+  """A 2-D window whose columns run past the end, its rows inside: the positions of both axes as a grid."""
+  i, j = ml.program_id(0), ml.program_id(1)
+  cols = j * 64 + ml.arange(64)
+  t = x.at[ml.ds(i * 32, 32), ml.ds(j * 64, 64)].load(mask=cols[None, :] < x.shape[1], other=0.0)
+  ml.atomic_add(out.at[ml.ds(i * 4, 8), ml.ds(j * 64, 64)], ml.sum(t.reshape(8, 4, 64), axis=1),
+                mask=cols[None, :] < x.shape[1])
+
+
 def test_masked_atomics_update_what_the_mask_keeps():
   """ml.atomic_add(..., mask=) was MG003 "takes no mask=" whose hint wrote the scatter and the select."""
   x = _input((100, 200), BF16, 24)
@@ -394,6 +404,10 @@ def test_masked_atomics_update_what_the_mask_keeps():
   want = jnp.zeros((64, 128), F32).at[ids].add(jnp.where((ids != 0)[:, None], g, 0.0))
   _close(rows_by_id_but_padding(g, ids, interpret=True), want, rtol=1e-5, atol=1e-5)
   jax.export.export(jax.jit(lambda a: column_sums_and_maxima(a)), platforms=["cuda"])(S((100, 200), BF16))
+  y = _input((64, 200), F32, 30)
+  folded = y.reshape(2, 8, 4, 200).sum(axis=2)
+  want = jnp.zeros((12, 200), F32).at[0:8].add(folded[0]).at[4:12].add(folded[1])
+  _close(overlapping_row_blocks(y, interpret=True), want, rtol=1e-5, atol=1e-5)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), F32), grid=lambda x: (x.shape[0] // 8,))
