@@ -463,4 +463,4 @@ def test_atomic_ordering_keywords_are_to_be_dropped():
   """Triton's sem= and scope= got the signature alone."""
   expect(atomic_sem, [S((4, 128), F32)], mg.KernelTypeError, "ml.atomic_add(",
          "ml.atomic_add: got an unexpected keyword argument 'sem'",
-         hint="drop sem= and scope= (Triton's memory options; kernels take none): ml.atomic_add(ref, value)")
+         hint="drop sem= and scope= (Triton's memory options; kernels take none): ml.atomic_add(ref, value, mask=None)")
