@@ -90,19 +90,20 @@ def _nan_reduction(kind):
 
 def _nan_stat(kind):
   """jnp.nanmean / nanvar / nanstd: ml's mean, var or std of the elements that are not NaN (and that where=
-  keeps): NaN where none is (or where their count is at most ddof), as jnp's; integers and booleans as jnp's
-  mean, var and std of them."""
+  keeps; nanvar's and nanstd's mean= passed on): NaN where none is (or where their count is at most ddof), as
+  jnp's; integers and booleans as jnp's mean, var and std of them."""
   def make(a):
     if not _static(a, "axis", "keepdims") or kind != "mean" and not _static(a, "ddof"):
       return None
     x, tail = a["a"], _kw(a["axis"], a["keepdims"])
     tail += f", ddof={a['ddof']}" if kind != "mean" and a["ddof"] else ""
     tail += ", dtype={1}" if a.get("dtype") is not None else ""
+    tail += ", mean={3}" if a.get("mean") is not None else ""
     if not _is_float(x):
       keep = ", where={2}" if a.get("where") is not None else ""
     else:
       keep = ", where=~ml.isnan({0})" + (" & {2}" if a.get("where") is not None else "")
-    return f"ml.{kind}({{0}}{tail}{keep})", [x, a.get("dtype"), a.get("where")]
+    return f"ml.{kind}({{0}}{tail}{keep})", [x, a.get("dtype"), a.get("where"), a.get("mean")]
   return make
 
 
@@ -283,8 +284,8 @@ STATS = {
     ("jnp", "nanmax"): (("a", "axis", "keepdims", "initial", "where"), _nan_reduction("max")),
     ("jnp", "nanmin"): (("a", "axis", "keepdims", "initial", "where"), _nan_reduction("min")),
     ("jnp", "nanmean"): (("a", "axis", "dtype", "keepdims", "where"), _nan_stat("mean")),
-    ("jnp", "nanvar"): (("a", "axis", "dtype", "ddof", "keepdims", "where"), _nan_stat("var")),
-    ("jnp", "nanstd"): (("a", "axis", "dtype", "ddof", "keepdims", "where"), _nan_stat("std")),
+    ("jnp", "nanvar"): (("a", "axis", "dtype", "ddof", "keepdims", "where", "mean"), _nan_stat("var")),
+    ("jnp", "nanstd"): (("a", "axis", "dtype", "ddof", "keepdims", "where", "mean"), _nan_stat("std")),
     ("jnp", "ptp"): (("a", "axis", "keepdims"), _ptp),
     ("jnp", "count_nonzero"): (("a", "axis", "keepdims"), _count_nonzero),
     ("jnp", "average"): (("a", "axis", "weights", "keepdims"), _average),

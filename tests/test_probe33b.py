@@ -135,7 +135,7 @@ def test_var_and_std_take_jnps_correction_and_hint_torchs_unbiased():
   expect(torch_unbiased, [S((8, 128), F32)], mg.KernelTypeError, "x[...].var(",
          "ml.var: got an unexpected keyword argument 'dim'",
          hint="write axis= for dim=: torch's unbiased=True is ddof=1 here (or jnp's correction=): "
-              "ml.var(x[...], axis=1, ddof=1); ml.var(x, axis=None, ddof=0, keepdims=False, *, correction=None, where=None, dtype=None)")
+              "ml.var(x[...], axis=1, ddof=1); ml.var(x, axis=None, ddof=0, keepdims=False, *, correction=None, where=None, dtype=None, mean=None)")
 
 
 # ---------------------------------------------------------------- ATen's operators ml has no function for

@@ -97,6 +97,29 @@ def test_a_narrow_dtype_computes_in_float32_and_rounds_once():
   _close(wm, jnp.mean(x.astype(I8), axis=1, dtype=F32, where=x > 0))
 
 
+@mg.mgpu_kernel(out_shape=lambda x: (_rows(x), S((x.shape[0], 1), F32), _rows(x), _rows(x)))
+def given_means(x, var, std1, nan_var, masked):
+  """jnp's var and std of a mean computed already (`mean=`): a layer norm's mean reused for the variance."""
+  v = x[...]
+  mu = jnp.mean(v, axis=1, keepdims=True)
+  var[...] = jnp.var(v, axis=1, mean=mu)
+  std1[...] = jnp.std(v, axis=1, ddof=1, keepdims=True, mean=mu)
+  nan_var[...] = jnp.nanvar(v, axis=1, mean=jnp.nanmean(v, axis=1, keepdims=True))
+  masked[...] = ml.var(v, axis=1, mean=1.0, where=v > 0)
+
+
+def test_var_and_std_take_a_mean_given():
+  x = _with_nans((8, 128))
+  clean = jnp.where(jnp.isnan(x), 0.5, x)
+  mu = clean.mean(axis=1, keepdims=True)
+  got = given_means(clean, interpret=True)
+  for g, w in zip(got, (jnp.var(clean, axis=1, mean=mu), jnp.std(clean, axis=1, ddof=1, keepdims=True, mean=mu))):
+    _close(g, w, rtol=1e-5)
+  _close(given_means(x, interpret=True)[2], jnp.nanvar(x, axis=1, mean=jnp.nanmean(x, axis=1, keepdims=True)),
+         rtol=1e-5)
+  _close(got[3], jnp.var(clean, axis=1, mean=1.0, where=clean > 0), rtol=1e-5)
+
+
 @mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), I32))
 def integer_mean(x, out):
   v = x[...]
@@ -431,9 +454,9 @@ def average_wrong_weights(x, w, out):
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
-def nanvar_given_mean(x, out):
+def average_returned(x, out):
   t = x[...]
-  out[...] = jnp.nanvar(t, axis=1, mean=jnp.nanmean(t, axis=1, keepdims=True))
+  out[...] = jnp.average(t, axis=1, returned=True)[0]
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((), F32))
@@ -448,9 +471,9 @@ def test_what_the_formulas_cannot_take_is_named_in_the_users_words():
   expect(average_wrong_weights, [S((8, 128), F32), S((64,), F32)], mg.ShapeMismatchError, "jnp.average(",
          "* on t of shape (8, 128) and w[...][None, :] of shape (1, 64): the shapes do not broadcast (axis 1 of the"
          " result would be both 128 and 64)")
-  expect(nanvar_given_mean, [S((8, 128), F32)], mg.KernelTypeError, "jnp.nanvar(",
-         "jnp.nanvar's mean= has no counterpart in a kernel, where jnp.nanvar computes as its formula in ml.* functions",
-         hint="drop it, or write the formula with ml.* functions (mean= changes what it computes)")
+  expect(average_returned, [S((8, 128), F32)], mg.KernelTypeError, "jnp.average(",
+         "jnp.average's returned= has no counterpart in a kernel, where jnp.average computes as its formula in ml.*"
+         " functions", hint="drop it, or write the formula with ml.* functions (returned= changes what it computes)")
   expect(matrix_two_norm, [S((8, 128), F32)], mg.KernelTypeError, "jnp.linalg.norm(",
          "norm cannot take a register tensor inside a kernel")
 

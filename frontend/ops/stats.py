@@ -245,26 +245,60 @@ def _ddof(cx, x, axis, ddof, correction, what):
 
 
 @builtin(methods=("var",))
-def var(cx, x, axis=None, ddof=0, keepdims=False, *, correction=None, where=None, dtype=None):
+def var(cx, x, axis=None, ddof=0, keepdims=False, *, correction=None, where=None, dtype=None, mean=None):
   """jnp.var: the mean squared deviation from the mean over `axis`, divided by n - ddof (two
   passes: the mean, then the squares of the deviations); `correction` is jnp's other name for ddof;
   `where=` (a mask that broadcasts to x): of the elements it keeps, n their count; `dtype=`, as jnp's:
-  computed in it (float16 and bfloat16 in float32) and given in it."""
+  computed in it (float16 and bfloat16 in float32) and given in it; `mean=`, as jnp's: the deviations from
+  that mean (computed already, with keepdims=True: `ml.var(v, axis=1, keepdims=True, mean=mu)`)."""
   if dtype is not None:
     y, d = stat_dtype(cx, x, dtype, "ml.var")
-    return as_stat_dtype(cx, var.rule(cx, y, axis, ddof, keepdims, correction=correction, where=where), d)
-  v, out = _variance(cx, x, axis, _ddof(cx, x, axis, ddof, correction, "ml.var"), keepdims, "ml.var", where)
+    return as_stat_dtype(cx, var.rule(cx, y, axis, ddof, keepdims, correction=correction, where=where, mean=mean), d)
+  ddof = _ddof(cx, x, axis, ddof, correction, "ml.var")
+  if mean is not None:
+    v, out = _about_mean(cx, x, mean, axis, ddof, keepdims, where, "ml.var")
+  else:
+    v, out = _variance(cx, x, axis, ddof, keepdims, "ml.var", where)
   return v if out == DType.f32 else ew.astype(cx, v, out)
 
 
+def _about_mean(cx, x, mean, axis, ddof, keepdims, where, what):
+  """jnp.var(x, mean=m): the squared deviations of x from the mean given (a tensor that broadcasts to x, or a
+  number), summed over `axis` (the elements `where=` keeps), over their count less ddof; NaN where that is not
+  positive, as jnp's; (it, the result's dtype)."""
+  from .padded_tiles import true_shape
+  y, out = _float_operand(cx, x, what)
+  check_register_value(cx, mean, what)
+  if is_value(mean) and resolve(mean.type.dtype) != DType.f32:
+    mean = ew.astype(cx, mean, DType.f32)
+  if not isinstance(ddof, int) or isinstance(ddof, bool):
+    raise E.KernelTypeError(f"{what}: ddof must be a static int, got {shown(ddof)}", cx.loc,
+                            hint=f"{what}({method_on(cx.named(x))}, axis={axis!r}, ddof=1) for the unbiased estimate")
+  c = ew.binary(cx, ew.BinOp.SUB, y, mean)
+  sq = ew.binary(dataclasses.replace(cx, name=x.name or cx.named(x)), ew.BinOp.MUL, c, c)
+  keep = keep_arg(cx, keepdims, what, x, axis)
+  if where is None:
+    n = math.prod(true_shape(cx.b, y)[a] for a in _axes(cx, axis, len(y.type.shape), what))
+    ss = reduce(cx, ReduceKind.SUM, sq, axis, keep, what)
+    return ew.binary(cx, ew.BinOp.DIV, ss, float(n - ddof) if n > ddof else math.nan), out
+  ones = kept_only(cx, ew.full_(cx, y.type.shape, 1.0, DType.f32), where, 0.0, what)
+  ss = reduce(cx, ReduceKind.SUM, kept_only(cx, sq, where, 0.0, what, axis=axis), axis, keep, what)
+  den = ew.binary(cx, ew.BinOp.SUB, reduce(cx, ReduceKind.SUM, ones, axis, keep, what), float(ddof))
+  return ew.where_(cx, ew.compare(cx, ew.CmpOp.GT, den, 0.0), ew.binary(cx, ew.BinOp.DIV, ss, den), math.nan), out
+
+
 @builtin(methods=("std",))
-def std(cx, x, axis=None, ddof=0, keepdims=False, *, correction=None, where=None, dtype=None):
-  """jnp.std: the square root of ml.var (`where=` too); `dtype=`, as jnp's: the square root of ml.var's with
-  that dtype, taken in it."""
+def std(cx, x, axis=None, ddof=0, keepdims=False, *, correction=None, where=None, dtype=None, mean=None):
+  """jnp.std: the square root of ml.var (`where=` and `mean=` too); `dtype=`, as jnp's: the square root of
+  ml.var's with that dtype, taken in it."""
   if dtype is not None:
-    v = var.rule(cx, x, axis, ddof, keepdims, correction=correction, where=where, dtype=dtype)
+    v = var.rule(cx, x, axis, ddof, keepdims, correction=correction, where=where, dtype=dtype, mean=mean)
     return ew.unary(cx, ew.UnOp.SQRT, v)
-  v, out = _variance(cx, x, axis, _ddof(cx, x, axis, ddof, correction, "ml.std"), keepdims, "ml.std", where)
+  ddof = _ddof(cx, x, axis, ddof, correction, "ml.std")
+  if mean is not None:
+    v, out = _about_mean(cx, x, mean, axis, ddof, keepdims, where, "ml.std")
+  else:
+    v, out = _variance(cx, x, axis, ddof, keepdims, "ml.std", where)
   s = ew.unary(cx, ew.UnOp.SQRT, v)
   return s if out == DType.f32 else ew.astype(cx, s, out)
 
