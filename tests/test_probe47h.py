@@ -416,6 +416,13 @@ def overlapping_row_blocks(x, out):
                 mask=cols[None, :] < x.shape[1])
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), BF16), grid=lambda x: (x.shape[0] // 16,))
+def count_large(x, out):
+  """A number added under a mask into a bfloat16 output: the number takes the output's dtype, as unmasked."""
+  t = x.at[ml.ds(ml.program_id(0) * 16, 16), :][...]
+  ml.atomic_add(out, 1.0, mask=ml.max(t, axis=0) > 1.0)
+
+
 def test_masked_atomics_update_what_the_mask_keeps():
   """ml.atomic_add(..., mask=) was MG003 "takes no mask=" whose hint wrote the scatter and the select."""
   x = _input((100, 200), BF16, 24)
@@ -427,6 +434,8 @@ def test_masked_atomics_update_what_the_mask_keeps():
   want = jnp.zeros((64, 128), F32).at[ids].add(jnp.where((ids != 0)[:, None], g, 0.0))
   _close(rows_by_id_but_padding(g, ids, interpret=True), want, rtol=1e-5, atol=1e-5)
   jax.export.export(jax.jit(lambda a: column_sums_and_maxima(a)), platforms=["cuda"])(S((100, 200), BF16))
+  z = _input((96, 128), F32, 31)
+  _close(count_large(z, interpret=True), jnp.sum(z.reshape(6, 16, 128).max(axis=1) > 1.0, axis=0).astype(BF16))
   y = _input((64, 200), F32, 30)
   folded = y.reshape(2, 8, 4, 200).sum(axis=2)
   want = jnp.zeros((12, 200), F32).at[0:8].add(folded[0]).at[4:12].add(folded[1])
