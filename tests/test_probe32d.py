@@ -578,7 +578,8 @@ def test_torch_keywords_and_methods_are_hinted_in_the_users_words():
          "ml.max: got an unexpected keyword argument 'dim'",
          hint="write keepdims= for keepdim= and axis= for dim=: torch's max and min over dim= give a (values, indices)"
               " pair: here ml.max(v, axis=1, keepdims=True) is the values alone (no [0] after it: that would take its"
-              " first element) and ml.argmax(v, axis=1, keepdims=True) the indices; ml.max(x, axis=None, keepdims=False, initial=None, where=None)")
+              " first element) and ml.argmax(v, axis=1, keepdims=True) the indices; ml.max(x, axis=None, keepdims=False,"
+              " initial=None, where=None, return_indices=False, return_indices_tie_break_left=True)")
   expect(relu_torch_methods, spec, mg.KernelTypeError, "x.at[ml.ds(i * 4, 4), :][...].float",
          "a register tensor has no attribute 'float'", hint="write x.at[ml.ds(i * 4, 4), :][...].astype(jnp.float32)")
   expect(relu_torch_clamp, spec, mg.KernelTypeError, "v.clamp", "a register tensor has no attribute 'clamp'",

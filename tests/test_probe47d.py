@@ -265,8 +265,9 @@ def mask_too_wide(x, out):
 
 def test_a_mask_that_is_not_one_says_so():
   expect(float_mask, [S((128,), F32)], mg.KernelTypeError, "ml.atomic_add(",
-         "ml.atomic_add's mask must be a boolean tensor, got a register tensor",
-         hint="pass a comparison: mask=offs < n")
+         "ml.atomic_add's mask must be a boolean tensor or scalar, got float32 values",
+         hint="pass a comparison, mask=cols < n (the elements it keeps are updated; of a number mask, its nonzero"
+              " elements: mask=m != 0)")
   expect(mask_too_wide, [S((64,), F32)], mg.ShapeMismatchError, "ml.atomic_max(",
          "ml.atomic_max's mask of shape (64, 64) does not fit the window's shape (64,)",
          hint="a mask of shape (64,), or one that broadcasts to it")

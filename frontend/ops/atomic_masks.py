@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .. import errors as E
 from ..dtypes import DType
-from ..types import Space, resolve
+from ..types import Space, dtype_name, resolve
 from . import elementwise as ew
 from .base import is_tensor, is_value, kind_of
 
@@ -23,8 +23,11 @@ def check_mask(cx, mask, shape, what):
   if isinstance(mask, bool):
     return mask
   if not (is_value(mask) and resolve(mask.type.dtype) == DType.bool_):
-    raise E.KernelTypeError(f"{what}'s mask must be a boolean tensor, got {kind_of(mask)}", cx.loc,
-                            hint="pass a comparison: mask=offs < n")
+    got = (f"{dtype_name(mask.type.dtype)} values" if is_value(mask) and hasattr(mask.type, "dtype")
+           else kind_of(mask))
+    raise E.KernelTypeError(f"{what}'s mask must be a boolean tensor or scalar, got {got}", cx.loc,
+                            hint="pass a comparison, mask=cols < n (the elements it keeps are updated; of a number"
+                                 " mask, its nonzero elements: mask=m != 0)")
   if is_tensor(mask) and (len(mask.type.shape) > len(shape) or broadcast_shape(
       cx, [mask.type.shape, shape], what, ["the mask", "the window"]) != tuple(shape)):
     raise E.ShapeMismatchError(
