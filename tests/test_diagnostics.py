@@ -197,14 +197,14 @@ def test_unknown_name_is_reported():
 
 @mg.mgpu_kernel(out_shape=lambda x: x)
 def mixed_dtypes(x, out):
-  a = x[...]
-  b = a.astype(jnp.float16)
+  a = x[...].astype(jnp.int32)
+  b = a.astype(jnp.uint32)       # (int64 in jnp; float32 with float16 is jnp's float32 since probe 47b)
   out[...] = a + b
 
 
 def test_arithmetic_on_different_dtypes_is_rejected():
   check_error(mixed_dtypes, [S((128,), F32)], mg.DtypeMismatchError, "a + b",
-              "+ on a (float32) and b (float16)", hint=".astype(")
+              "+ on a (int32) and b (uint32)", hint=".astype(")
 
 
 def test_error_renders_location_source_caret_and_hint():

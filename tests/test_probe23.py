@@ -17,6 +17,7 @@ from locate import builds, expect
 S = jax.ShapeDtypeStruct
 F32 = jnp.float32
 BF16 = jnp.bfloat16
+I32, U32 = jnp.int32, jnp.uint32
 
 
 def _line_of(text):
@@ -125,9 +126,9 @@ def mixed_add(x, y, out):
 
 
 def test_a_mistake_the_arguments_cause_names_the_call_and_its_arguments():
-  e = _raises(lambda: mixed_add(jnp.ones((256,), F32), jnp.ones((256,), BF16), interpret=True))  # the-call
-  assert type(e) is mg.DtypeMismatchError
-  assert e.notes[-1] == f"{__file__}:{_line_of('# the-call')}:22: the call (x: float32[256], y: bfloat16[256])"
+  e = _raises(lambda: mixed_add(jnp.ones((256,), I32), jnp.ones((256,), U32), interpret=True))  # the-call
+  assert type(e) is mg.DtypeMismatchError      # (int32 with uint32: int64 in jnp; float32 with bfloat16 adds, 47b)
+  assert e.notes[-1] == f"{__file__}:{_line_of('# the-call')}:22: the call (x: int32[256], y: uint32[256])"
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))

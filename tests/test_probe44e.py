@@ -294,14 +294,14 @@ def widths_added(a, b, out):
 
 def test_comparisons_jnp_takes_past_32_bits_stay_errors():
   """int32 with uint32 is int64 in jnp (int32 without jax_enable_x64, where uint32's upper half wraps): MG104 with
-  the hint to compare in int64; arithmetic of two widths stays explicit (docs/language.md), the narrower converted."""
+  the hint to compare in int64; arithmetic of two widths is jnp's (probe 47b)."""
   e = _expect(compare_mixed, [S((128,), I32), S((128,), jnp.uint32)], "u <= v",
               "<= on u (int32) and v (uint32): dtypes differ and are never converted implicitly",
               cls=mg.DtypeMismatchError)
   assert "int64" in e.hint, e.hint
-  _expect(widths_added, [S((128,), jnp.int16), S((128,), I32)], "u + v ",
-          "+ on u (int16) and v (int32): dtypes differ and are never converted implicitly",
-          hint="convert one side explicitly, e.g. u.astype(jnp.int32)", cls=mg.DtypeMismatchError)
+  # (two widths added are jnp's promotion since probe 47b: int16 + int32 is int32)
+  a, b = np.arange(-64, 64, dtype=np.int16) * 300, np.arange(128, dtype=np.int32) * 70001
+  np.testing.assert_array_equal(np.asarray(widths_added(a, b, interpret=True)), a.astype(np.int32) + b)
 
 
 @pytest.mark.gpu

@@ -168,16 +168,17 @@ def test_min_and_max_of_float_scalars_follow_pythons_ties_and_nans():
 
 @mg.mgpu_kernel(out_shape=lambda x, s: S((8,), F32))
 def max_of_two_widths(x, s, out):
-  a = x[0]
-  h = a.astype(jnp.float16)
+  a = s[0]
+  h = a.astype(jnp.uint32)        # (float32 with float16 is jnp's float32 since probe 47b; int32 with uint32 is int64)
   out[0] = max(a, h)
 
 
 def test_max_of_two_float_widths_is_named_as_the_builtin_called():
   """It said `ml.maximum on a (float32) and h (float16)`, a function the kernel does not call."""
   expect(max_of_two_widths, [S((8,), F32), S((2,), I32)], mg.DtypeMismatchError, "max(a, h)",
-         "max on a (float32) and h (float16): dtypes differ and are never converted implicitly",
-         hint="convert one side explicitly, e.g. h.astype(jnp.float32)")
+         "max on a (int32) and h (uint32): dtypes differ and are never converted implicitly",
+         hint="convert both sides to int64, where jnp (with jax_enable_x64) computes and every value of both fits:"
+              " a.astype(jnp.int64) and h.astype(jnp.int64)")
 
 
 @pytest.mark.gpu

@@ -89,14 +89,15 @@ def mean_minus_sum(x, out):
 
 
 def test_a_broadcast_operand_is_quoted_as_written():
-  # (bfloat16 with float32: int32 with float32 computes in float32 since probe 33a, as jnp's promotion)
-  expect(center_int, [S((8, 128), jnp.bfloat16)], mg.DtypeMismatchError, "v - ml.mean",
-         "- on v (bfloat16) and ml.mean(v.astype(jnp.float32), axis=1, keepdims=True) (float32): dtypes differ and"
-         " are never converted implicitly",
-         hint="convert one side explicitly, e.g. v.astype(jnp.float32)")     # the side jnp widens
-  expect(mean_minus_sum, [S((8, 128), jnp.bfloat16)], mg.DtypeMismatchError, "ml.mean(v.astype(jnp.float32), axis=1)[:, None] -",
-         "- on ml.mean(v.astype(jnp.float32), axis=1)[:, None] (float32) and v + 1 (bfloat16): dtypes differ and are"
-         " never converted implicitly", hint="convert one side explicitly, e.g. (v + 1).astype(jnp.float32)")
+  # (bfloat16 with float32 computes in float32 since probe 47b, as jnp's promotion: the store names the operand)
+  expect(center_int, [S((8, 128), jnp.bfloat16)], mg.StoreDtypeError, "out[...] = v - ml.mean",
+         "cannot store v - ml.mean(v.astype(jnp.float32), axis=1, keepdims=True) (float32) into out (GMEM, bfloat16):"
+         " no implicit conversion",
+         hint="convert explicitly: out[...] = (v - ml.mean(v.astype(jnp.float32), axis=1, keepdims=True))"
+              ".astype(jnp.bfloat16)")
+  x = jnp.asarray(np.random.default_rng(9).standard_normal((8, 128)), jnp.bfloat16)
+  want = jnp.mean(x.astype(jnp.float32), axis=1)[:, None] - (x + 1)
+  np.testing.assert_allclose(np.asarray(mean_minus_sum(x, interpret=True)), np.asarray(want), rtol=1e-6, atol=1e-6)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S(x.shape, I32))

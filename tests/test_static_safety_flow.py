@@ -92,7 +92,7 @@ def three_mistakes(x, out):
   ml.copy(x, buf)
   y = x[...] + scale_factr
   z = y * 2
-  out[...] = x[...] * x[...].astype(jnp.float16)     # (x float32: two floats are never converted)
+  out[...] = x[...].astype(jnp.int32) * x[...].astype(jnp.uint32)     # (int64 in jnp: converted explicitly)
 
 
 def test_one_pass_reports_three_independent_mistakes():
@@ -102,7 +102,7 @@ def test_one_pass_reports_three_independent_mistakes():
   assert [(type(e), (e.lineno, e.col_offset)) for e in errors] == [
       (mg.CopyDtypeError, where(three_mistakes, "ml.copy(x, buf)")),
       (mg.UnknownNameError, where(three_mistakes, "scale_factr")),
-      (mg.DtypeMismatchError, where(three_mistakes, "x[...] * x[...].astype(jnp.float16)")),
+      (mg.DtypeMismatchError, where(three_mistakes, "x[...].astype(jnp.int32) * x[...].astype(jnp.uint32)")),
   ]   # `z = y * 2` uses y, which the failed line did not bind: no second report
   text = str(info.value)
   assert "2 more error(s) in this kernel:" in text
@@ -148,7 +148,7 @@ def test_a_name_is_reported_unknown_once():
 @mg.mgpu_kernel(out_shape=lambda x: x)
 def error_and_overflow(x, out):
   big = ml.smem((256, 256), jnp.float32)
-  out[...] = x[...] + x[...].astype(jnp.float16)
+  out[...] = x[...].astype(jnp.int32) + x[...].astype(jnp.uint32)
 
 
 def test_smem_overflow_is_reported_with_other_errors():
@@ -160,7 +160,7 @@ def test_smem_overflow_is_reported_with_other_errors():
 @mg.mgpu_kernel(out_shape=lambda x: x)
 def many_in_static_loop(x, out):
   for j in ml.static_range(3):
-    out[...] = x[...] + x[...].astype(jnp.float16)
+    out[...] = x[...].astype(jnp.int32) + x[...].astype(jnp.uint32)
 
 
 def test_an_error_repeated_by_an_unrolled_loop_is_reported_once():

@@ -237,39 +237,58 @@ def common(cx, a, b, what):
       return (a, b), shape, DType.f32
     return (a, b), shape, dt
   if isinstance(resolve(da), DType) and isinstance(resolve(db), DType) and (
-      up := implicit(resolve(da), resolve(db), what)) is not None:     # as jnp: v * mask, x / i
+      up := implicit(resolve(da), resolve(db), what)) is not None and not _weak_in_jnp(cx, (a, b), da, db, what) \
+      and (up not in (resolve(da), resolve(db)) or _narrow_carry(cx, a, b, da, db, names) is None):
+    # as jnp: v * mask, x / i, x_bf16 * s_f32 (not a float16 loop carry meeting float32: its type would change)
     return tuple(x if resolve(x.type.dtype) == up else astype(cx, x, up) for x in (a, b)), shape, up
   dt = unify(da, db, cx.loc, what)
   if dt is None:
     # (a loop carry started from a Python int meeting floats computes in the float's dtype, as jnp:
     # the carry's change of type is MG005, whose hint starts it as a float)
-    def carry(x):    # a block argument by a plain name (a loop carry), not a loop index
-      return is_value(x) and cx.b.defining(x) is None and x.name and x.id not in cx.b.loop_indices \
-          and x.name.isidentifier()
-    # a loop carry (acc, float16) meeting a wider value: converting acc in the body changes its type
-    # from one trip to the next (MG005), so the hint says where to choose the carry's dtype instead
-    narrow = next((x for x in (a, b) if carry(x) and x.name == names[0 if x is a else 1]), None) \
-        if isinstance(da, DType) and isinstance(db, DType) else None
-    if narrow is not None:
-      dn, do = (da, db) if narrow is a else (db, da)
-      other = names[1 if narrow is a else 0]
-      from .promotion import jnp_result
-      if jnp_result(dn, do) != do:
-        narrow = None
-    if narrow is not None:
-      n, ns = narrow.name, tuple(getattr(narrow.type, "shape", ()))
-      eg = f" (e.g. ml.zeros({ns}, jnp.{dtype_name(do)}))" if ns else ""
-      hint = (f"if {n} is carried by a loop as {dtype_name(dn)}: to compute in {dtype_name(do)}, make it"
-              f" {dtype_name(do)} where it starts before the loop{eg} and"
-              f" convert it after the loop, {n}.astype(jnp.{dtype_name(dn)}); to keep it {dtype_name(dn)},"
-              f" convert the other side: {method_on(other)}.astype(jnp.{dtype_name(dn)})")
-    else:
-      hint = scalar_param_hint(cx, (a, b), names, (da, db), what) or int64_index_hint(cx, (a, b), names, (da, db)) \
-          or _convert_hint(names, da, db, what)
+    hint = _narrow_carry(cx, a, b, da, db, names) or scalar_param_hint(cx, (a, b), names, (da, db), what) \
+        or int64_index_hint(cx, (a, b), names, (da, db)) or _convert_hint(names, da, db, what)
     raise E.DtypeMismatchError(
         f"{what} on {names[0]} ({dtype_name(da)}) and {names[1]} ({dtype_name(db)}):"
         f" dtypes differ and are never converted implicitly", cx.loc, hint=hint)
   return (a, b), shape, dt
+
+
+def _narrow_carry(cx, a, b, da, db, names) -> str | None:
+  """The hint for a loop carry (acc, float16) meeting a value of a wider dtype (float32): converting acc in the
+  body, or computing in the wider dtype as jnp's promotion does, changes its type from one trip to the next
+  (MG005, as jax.lax.fori_loop's), so the hint says where to choose the carry's dtype instead. None otherwise."""
+  def carry(x):    # a block argument by a plain name (a loop carry), not a loop index
+    return is_value(x) and cx.b.defining(x) is None and x.name and x.id not in cx.b.loop_indices \
+        and x.name.isidentifier()
+  if not (isinstance(da, DType) and isinstance(db, DType)):
+    return None
+  narrow = next((x for x in (a, b) if carry(x) and x.name == names[0 if x is a else 1]), None)
+  if narrow is None:
+    return None
+  dn, do = (da, db) if narrow is a else (db, da)
+  other = names[1 if narrow is a else 0]
+  if jnp_result(dn, do) != do:
+    return None
+  n, ns = narrow.name, tuple(getattr(narrow.type, "shape", ()))
+  eg = f" (e.g. ml.zeros({ns}, jnp.{dtype_name(do)}))" if ns else ""
+  return (f"if {n} is carried by a loop as {dtype_name(dn)}: to compute in {dtype_name(do)}, make it"
+          f" {dtype_name(do)} where it starts before the loop{eg} and"
+          f" convert it after the loop, {n}.astype(jnp.{dtype_name(dn)}); to keep it {dtype_name(dn)},"
+          f" convert the other side: {method_on(other)}.astype(jnp.{dtype_name(dn)})")
+
+
+def _weak_in_jnp(cx, values, da, db, what) -> bool:
+  """Whether two floats (or two integers) of different dtypes include an ml.scalar parameter or a 0-d input's
+  value (`x_f16 * alpha`): jnp's result then depends on what the call passes (a Python number is weak and keeps
+  float16, a float32 array gives float32), so it stays MG104, whose hint chooses (scalar_param_hint)."""
+  from .elementwise_checks import _of_scalar_param
+  da, db = resolve(da), resolve(db)
+  if what in _COMPARISON_WHATS or da.is_float != db.is_float or DType.bool_ in (da, db):
+    return False
+  return any(_of_scalar_param(cx, v) for v in values)
+
+
+_COMPARISON_WHATS = ("<", "<=", ">", ">=", "==", "!=")
 
 
 def _weakly(cx, v):

@@ -38,7 +38,7 @@ def jnp_result(t: DType, s: DType) -> DType | None:
   return wider
 
 
-_NO_PROMOTION = ("&", "|", "^", "<<", ">>")     # jnp's bitwise ops take no floats; a shift keeps its side's type
+_NO_PROMOTION = ("&", "|", "^", "<<", ">>")     # jnp's bitwise ops take no floats
 _COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 _WIDTHS = (DType.f32, DType.f16, DType.bf16)
 
@@ -62,12 +62,16 @@ def compared_in(da: DType, db: DType) -> DType | None:
 def implicit(da: DType, db: DType, what: str) -> DType | None:
   """The dtype two register values of different dtypes compute in where jnp's promotion makes it
   one of them, and the compiler follows: a bool or integer meeting a float takes the float's dtype
-  (`v * mask`, `x / i`), a bool meeting an integer the integer's. None elsewhere (two floats, two
-  integers: converted explicitly; float8, where registers do no arithmetic), except in a comparison, whose
-  result is a boolean whatever the operands' dtype: there two integers or two floats compare as jnp's do
-  (compared_in)."""
-  if da == db or what in _NO_PROMOTION:
+  (`v * mask`, `x / i`), a bool meeting an integer the integer's, two floats or two integers jnp's promotion
+  of them (arithmetic_in: `x_bf16 * s_f32` is float32). None where jnp's leaves 32 bits or meets float8 (where
+  registers do no arithmetic), and for bitwise operators and shifts; a comparison, whose result is a boolean
+  whatever the operands' dtype, compares as jnp's do (compared_in)."""
+  if da == db:
     return None
+  if what in _NO_PROMOTION:     # bits of two integers (or an integer and a bool): jnp's promotion of them
+    if not (da.is_int or da == DType.bool_) or not (db.is_int or db == DType.bool_):
+      return None
+    return db if da == DType.bool_ else da if db == DType.bool_ else arithmetic_in(da, db)
   if what in _COMPARISONS and da != DType.bool_ and db != DType.bool_:
     if (da.is_int and db.is_int) or (da.is_float and db.is_float):
       return compared_in(da, db)
@@ -76,4 +80,20 @@ def implicit(da: DType, db: DType, what: str) -> DType | None:
       return x
     if x.is_int and y == DType.bool_:
       return x
+  return arithmetic_in(da, db)
+
+
+def arithmetic_in(da: DType, db: DType) -> DType | None:
+  """The dtype jnp computes two register values of different float (or integer) dtypes in, where the kernel has
+  it: the wider float (float16 with bfloat16: float32; `x_bf16 + jnp.zeros(s, jnp.float32)` is float32, as
+  jnp's), the wider integer of one signedness, the signed side where it is wider, the next signed width for
+  uint8/uint16 against a signed side (uint8 with int8: int16). None where jnp leaves 32 bits (int32 with uint32,
+  int64 beside an unsigned type) and for float8 (no register arithmetic): converted explicitly."""
+  if da in _WIDTHS and db in _WIDTHS:
+    return jnp_result(da, db)
+  if da.is_int and db.is_int and DType.i64 not in (da, db):
+    r = jnp_result(da, db)
+    return r if r is not None and r.bits <= 32 else None
+  if da.is_int and db.is_int:
+    return DType.i64          # (int64 only with jax_enable_x64, where jnp's int32 + int64 is int64)
   return None
