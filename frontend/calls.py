@@ -68,6 +68,15 @@ def jnp_call(tracer, node, fn, args, kwargs, cx):
   """A jnp / jax.nn / jax.lax function of register values (or a builder of a tensor, jnp.zeros) computed as
   its ml.* namesake or jax.nn's formula (jnp_calls.py); _NOT_MAPPED for other calls."""
   from . import jnp_calls
+  from .jnp_forms import numpy_twin
+  if not isinstance(fn, (Builtin, _Method)) and (twin := numpy_twin(fn, args, kwargs)) is not None:
+    try:                  # np.exp(v) of a register value: as jnp.exp(v), named as written
+      return jnp_call(tracer, node, twin, args, kwargs, cx)
+    except E.KernelError as e:
+      name = getattr(twin, "__name__", "")
+      e.message, e.hint = (t.replace(f"jnp.{name}", f"np.{name}") if t else t for t in (e.message, e.hint))
+      e.args = (e.message,)
+      raise
   if isinstance(fn, (Builtin, _Method)) or not callable(fn) or not jnp_calls.maps(fn) and not (
       jnp_calls.library(fn) == ("jnp", "ones")):
     return _NOT_MAPPED
@@ -84,24 +93,49 @@ def jnp_call(tracer, node, fn, args, kwargs, cx):
     except TypeError:
       return _NOT_MAPPED
     shape, dtype = bound.arguments.get("shape"), bound.arguments.get("dtype")
-    return BUILTINS["full"].apply(cx, [_tuples(shape), 1], {"dtype": dtype} if dtype is not None else {})
+    # (float32 where the dtype is left out, strongly typed as jnp.ones's: v_bf16 * jnp.ones(s) is float32)
+    return BUILTINS["full"].apply(cx, [_tuples(shape), 1], {"dtype": DType.f32 if dtype is None else dtype})
   if jnp_calls._form(lib, name) is not None and name not in jnp_calls.MAPPED.get(lib, {}):
     out = jnp_calls.formula(tracer, cx, node, fn, args, kwargs)
     return _NOT_MAPPED if out is None else out
+  from .jnp_forms import _kind
+  if lib == "jnp" and name in ("power", "pow") and len(args) == 2 and not kwargs and any(
+      is_value(a) for a in args) and all(_kind(a) in ("int", "bool") for a in args):
+    # jnp's integer power (x ** n, binary exponentiation wrapping in the dtype), not XLA's float pow
+    return jnp_calls.trace_form(tracer, node, "{0} ** {1}", list(args))
   got = jnp_calls.bind(cx, fn, args, kwargs)
   if got is None:
     return _NOT_MAPPED
   ml_name, pos, kw = got
+  if "__astype__" in kw:         # jnp.mean(x_bf16, axis=-1, dtype=jnp.float32): of x in float32, as jnp's
+    pos[0] = _widened_for(cx, lib, name, ml_name, pos[0], kw.pop("__astype__"))
   if lib != "jax.lax" and ml_name in jnp_calls.INEXACT and pos and is_value(pos[0]) and getattr(
       resolve(pos[0].type.dtype), "is_float", True) is False:
     pos[0] = ew.astype(cx, pos[0], DType.f32)       # jnp.exp of int32 or bool values: float32, as jnp's
   try:
-    return BUILTINS[ml_name].apply(cx, [_tuples(a) for a in pos], {k: _tuples(v) for k, v in kw.items()})
+    out = BUILTINS[ml_name].apply(cx, [_tuples(a) for a in pos], {k: _tuples(v) for k, v in kw.items()})
+    d = resolve(pos[0].type.dtype) if pos and is_value(pos[0]) else None
+    if ml_name in ("cumsum", "cumprod") and isinstance(d, DType) and d.is_int and d.bits < 32 and is_value(out) \
+        and resolve(out.type.dtype) != d:
+      out = ew.astype(cx, out, d)      # jnp's and lax's scans keep an 8- or 16-bit dtype (wrapping), ml's widen
+    return out
   except E.KernelError as e:     # "ml.cumsum of a 2-D tensor needs an axis": named as the user wrote it
     if e.loc == cx.loc and e.message.startswith(f"ml.{ml_name} "):
       e.message = f"{lib}.{name} (as ml.{ml_name}){e.message[len(ml_name) + 3:]}"
       e.args = (e.message,)
     raise
+
+
+def _widened_for(cx, lib, name, ml_name, x, dtype):
+  """`x` converted to `dtype` (jnp.mean's dtype=, which jnp computes in) where that is exact: a float dtype at
+  least as wide as x's, or x's integers or bools as floats; dtype= is refused by name otherwise."""
+  from .jnp_calls import _refuse
+  want = to_dtype(dtype) if not isinstance(dtype, DType) else dtype
+  have = resolve(x.type.dtype) if is_value(x) else None
+  if isinstance(want, DType) and want.is_float and want.bits >= 16 and isinstance(have, DType) and (
+      not have.is_float or have.bits <= want.bits and not (have.bits == want.bits and have != want)):
+    return x if have == want else ew.astype(cx, x, want)
+  _refuse(cx, f"{lib}.{name}", ml_name, "dtype", dtype)
 
 
 def _is_array_library(fn) -> bool:

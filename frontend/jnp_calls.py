@@ -17,6 +17,7 @@ from . import errors as E
 from .activation_forms import ACTIVATIONS, ACTIVATION_PARAMS, GELU_EXACT
 from .held_library import _public
 from .jnp_stats import STATS
+from .jnp_forms import FORMS, OPERATORS
 
 # the library functions that are ml's: (module as users spell it) -> {its name: ml's name}
 _UNARY = ("abs", "acos", "asin", "atan", "cbrt", "ceil", "cos", "exp", "exp2", "expm1", "floor", "isfinite", "isinf",
@@ -24,7 +25,7 @@ _UNARY = ("abs", "acos", "asin", "atan", "cbrt", "ceil", "cos", "exp", "exp2", "
 _JNP = {**{n: n for n in _UNARY + (
     "atan2", "fmod", "pow", "maximum", "minimum", "clip", "where", "round", "all", "any", "argmax", "argmin", "max",
     "min", "mean", "sum", "std", "var", "cumsum", "cumprod", "flip", "roll", "reshape", "ravel", "transpose",
-    "broadcast_to", "concatenate", "sort", "argsort", "take_along_axis", "arange", "full", "zeros", "squeeze")},
+    "broadcast_to", "concatenate", "sort", "argsort", "take_along_axis", "full", "zeros", "squeeze", "repeat")},
         "absolute": "abs", "arccos": "acos", "arcsin": "asin", "arctan": "atan", "arctan2": "atan2",
         "power": "pow", "amax": "max", "amin": "min", "around": "round", "fix": "trunc"}
 _NN = {"sigmoid": "sigmoid", "softmax": "softmax", "log_softmax": "log_softmax", "logsumexp": "logsumexp",
@@ -52,6 +53,8 @@ _BY_NAME = {"where": {"condition": "cond", "x": "a", "y": "b"}, "arange": {"star
 # arguments that keep their meaning only at one value: lax.argmax's index_dtype, lax.reshape's dimensions
 _ONLY = {("jax.lax", "argmax", "index_dtype"): "int32", ("jax.lax", "argmin", "index_dtype"): "int32",
          ("jnp", "arange", "step"): 1, ("jnp", "reshape", "order"): "C", ("jnp", "ravel", "order"): "C"}
+# reductions whose dtype= jnp computes in: the operand converted first, where that widens it (calls.jnp_call)
+OPERAND_DTYPE = frozenset(("jnp", n) for n in ("mean", "var", "std"))
 # the results the library computes as operators
 _OPERATORS = {"add": "{0} + {1}", "subtract": "{0} - {1}", "multiply": "{0} * {1}", "divide": "{0} / {1}",
               "true_divide": "{0} / {1}", "negative": "-{0}", "square": "{0} * {0}", "mul": "{0} * {1}",
@@ -170,7 +173,9 @@ SHAPED = {
 }
 
 
-SHAPED.update(STATS)       # jnp's statistics ml has no function for (jnp.linalg.norm, jnp.nanmean, ...)
+SHAPED.update(FORMS)          # jnp.fmin, jnp.logical_and, lax.clamp, jnp.arange(128.0), ...: jnp_forms.py
+_OPERATORS.update(OPERATORS)  # jnp.equal, jnp.bitwise_and, lax.shift_left, jnp.floor_divide, lax.rem, ...
+SHAPED.update(STATS)          # jnp's statistics (jnp.linalg.norm, jnp.nanmean, ...): jnp_stats.py, after the forms
 
 
 def _form(lib, name):
@@ -250,6 +255,9 @@ def bind(cx, fn, args, kwargs):
       continue
     there = p.name in given
     value = given[p.name] if there else _default(p)
+    if p.name == "dtype" and (lib, name) in OPERAND_DTYPE and there and value is not None:
+      kw["__astype__"] = value       # jnp.mean(x_bf16, dtype=jnp.float32): computed of x converted (jnp_call)
+      continue
     if (lib, name, p.name) in _ONLY:
       if there and str(getattr(value, "__name__", value)) not in (str(_ONLY[lib, name, p.name]), "None"):
         _refuse(cx, shown, ml_name, p.name, value)

@@ -165,6 +165,14 @@ def run_l2_normalize(k):
 def run_column_sums(k):
   x = rand(100, 200)
   close(k(x, interpret=True), np.asarray(x).sum(0), 1e-4)
+def run_rms_gate(k):
+  import jax
+  import jax.numpy as jnp
+  x, w = jnp.asarray(rand(8, 128), jnp.bfloat16), rand(128)
+  var = jnp.mean(x, axis=-1, keepdims=True, dtype=jnp.float32)
+  y = x * jax.lax.rsqrt(var + 1e-6) * w
+  want = jnp.where(jnp.logical_and(y > 0, jnp.isfinite(y)), y, jnp.fmin(y, 0.0)) * jnp.arange(128.0)
+  close(k(x, w, interpret=True), np.asarray(want))
 
 
 def run_append(k):
@@ -347,6 +355,7 @@ CASES = [
     Case(L, "ffn_act", [S((8, 128), f32)], run=run_ffn_act),
     Case(L, "l2_normalize", [S((8, 128), f32)], run=run_l2_normalize),
     Case(L, "column_sums", [S((100, 200), f32)], run=run_column_sums),
+    Case(L, "rms_gate", [S((8, 128), jnp.bfloat16), S((128,), f32)], run=run_rms_gate),
     Case(L, "row_softmax", [S((6, 100), f32)], run=run_row_softmax),
     Case(L, "transpose", [S((128, 256), f32)], run=run_transpose),
     Case(L, "matmul", [S((512, 256), f16), S((256, 512), f16)]),

@@ -213,8 +213,8 @@ def test_jnp_repeat_of_a_tile_hints_what_computes_it(kernel, r, axis, hint):
   that a tile computed in registers has no ref for; the hint writes the copies (or, 32 or more of them, the
   broadcast along a new last axis, which 3-D broadcasts now take) with the kernel's own names and sizes."""
   x = np.random.default_rng(4).standard_normal((16, 64)).astype(np.float32)
-  expect(kernel, [S(x.shape, F32)], mg.KernelTypeError, "jnp.repeat(v, ",
-         "repeat cannot take a register tensor inside a kernel", hint=hint)
+  # (jnp.repeat computes as ml.repeat since probe 47b, which writes those forms)
+  np.testing.assert_array_equal(np.asarray(kernel(x, interpret=True)), np.repeat(x, r, axis=axis))
   got = repeat_as_hinted(x, r=r, axis=axis, interpret=True)
   np.testing.assert_array_equal(np.asarray(got), np.repeat(x, r, axis=axis))
   _export(repeat_as_hinted, S(x.shape, F32), r=r, axis=axis)

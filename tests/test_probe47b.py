@@ -133,3 +133,219 @@ def test_the_wider_result_is_a_store_mistake_and_a_carry_keeps_its_hint():
          hint="if acc is carried by a loop as float16: to compute in float32, make it float32 where it starts before"
               " the loop (e.g. ml.zeros((128,), jnp.float32)) and convert it after the loop, acc.astype(jnp.float16);"
               " to keep it float16, convert the other side: x[...].astype(jnp.float32).astype(jnp.float16)")
+
+
+# ---------------------------------------------------------------- 2. jnp and lax functions ml has no namesake for
+def _no_namesake(v, w, i):
+  """(v, w float32, i int32): each output as jnp computes it."""
+  return (jnp.fmin(v, jnp.log(w)), jnp.fmax(jnp.log(w), 0.5), jnp.reciprocal(v), jnp.reciprocal(i),
+          jnp.logical_and(v > 0, i), jnp.logical_or(v > 1, w < -1), jnp.logical_not(i), jnp.logical_xor(v > 0, True),
+          jax.lax.clamp(-0.5, v, 0.5), jax.lax.clamp(0, i, 7), jax.lax.integer_pow(v, 3), jax.lax.integer_pow(w, -2),
+          jax.lax.convert_element_type(v, jnp.bfloat16), jax.lax.bitcast_convert_type(v, jnp.int32),
+          jnp.log10(jnp.abs(v) + 1), jnp.log10(jnp.abs(i) + 1), jnp.logaddexp(v, w), jnp.logaddexp(v, -jnp.inf),
+          jnp.count_nonzero(v > 0, axis=1), jnp.rint(v * 4), jnp.signbit(v), jnp.nan_to_num(jnp.log(v), nan=-1.0),
+          jnp.tile(v[:4], (2, 1)), jax.lax.squeeze(v[None], (0,)), jnp.squeeze(v[:, None, :], axis=1))
+
+
+@mg.mgpu_kernel(out_shape=lambda v, w, i: tuple(S(o.shape, o.dtype) for o in jax.eval_shape(_no_namesake, v, w, i)))
+def no_namesake(x, y, n, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12, o13, o14, o15, o16, o17, o18, o19,
+                o20, o21, o22, o23, o24):
+  v, w, i = x[...], y[...], n[...]
+  o0[...] = jnp.fmin(v, jnp.log(w))
+  o1[...] = jnp.fmax(jnp.log(w), 0.5)
+  o2[...] = jnp.reciprocal(v)
+  o3[...] = jnp.reciprocal(i)
+  o4[...] = jnp.logical_and(v > 0, i)
+  o5[...] = jnp.logical_or(v > 1, w < -1)
+  o6[...] = jnp.logical_not(i)
+  o7[...] = jnp.logical_xor(v > 0, True)
+  o8[...] = jax.lax.clamp(-0.5, v, 0.5)
+  o9[...] = jax.lax.clamp(0, i, 7)
+  o10[...] = jax.lax.integer_pow(v, 3)
+  o11[...] = jax.lax.integer_pow(w, -2)
+  o12[...] = jax.lax.convert_element_type(v, jnp.bfloat16)
+  o13[...] = jax.lax.bitcast_convert_type(v, jnp.int32)
+  o14[...] = jnp.log10(jnp.abs(v) + 1)
+  o15[...] = jnp.log10(jnp.abs(i) + 1)
+  o16[...] = jnp.logaddexp(v, w)
+  o17[...] = jnp.logaddexp(v, -jnp.inf)
+  o18[...] = jnp.count_nonzero(v > 0, axis=1)
+  o19[...] = jnp.rint(v * 4)
+  o20[...] = jnp.signbit(v)
+  o21[...] = jnp.nan_to_num(jnp.log(v), nan=-1.0)
+  o22[...] = jnp.tile(v[:4], (2, 1))
+  o23[...] = jax.lax.squeeze(v[None], (0,))
+  o24[...] = jnp.squeeze(v[:, None, :], axis=1)
+
+
+def _no_namesake_args():
+  v = np.asarray(_rand((8, 128), F32, 10)).copy()
+  v[0, :4] = [np.nan, -0.0, 0.0, np.inf]
+  return jnp.asarray(v), _rand((8, 128), F32, 11), _ints((8, 128), np.int32, 12, -3, 4)
+
+
+def test_jnp_and_lax_functions_without_an_ml_namesake_compute_as_jnp():
+  args = _no_namesake_args()
+  for k, (got, want) in enumerate(zip(no_namesake(*args, interpret=True), _no_namesake(*args))):
+    # (libdevice-style log, log1p and exp can differ from XLA's in the last bit)
+    _same(got, want, 1e-6 if k in (0, 1, 14, 15, 16, 17, 21) else 0.0)
+  _exports(no_namesake, *args)
+
+
+def _operators(v, i):
+  return (jnp.equal(v, 0.5), jnp.greater(v, 0), jax.lax.ge(v, v * 2), jnp.bitwise_and(i, 7), jnp.left_shift(i, 2),
+          jnp.right_shift(i, 1), jnp.invert(i), jnp.invert(v > 0), jnp.floor_divide(i, 3), jnp.remainder(i, 3),
+          jnp.mod(v, 2.5), jax.lax.rem(i, 3), jax.lax.shift_left(i, 3))
+
+
+@mg.mgpu_kernel(out_shape=lambda v, i: tuple(S(o.shape, o.dtype) for o in jax.eval_shape(_operators, v, i)))
+def operators(x, n, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12):
+  v, i = x[...], n[...]
+  o0[...] = jnp.equal(v, 0.5)
+  o1[...] = jnp.greater(v, 0)
+  o2[...] = jax.lax.ge(v, v * 2)
+  o3[...] = jnp.bitwise_and(i, 7)
+  o4[...] = jnp.left_shift(i, 2)
+  o5[...] = jnp.right_shift(i, 1)
+  o6[...] = jnp.invert(i)
+  o7[...] = jnp.invert(v > 0)
+  o8[...] = jnp.floor_divide(i, 3)
+  o9[...] = jnp.remainder(i, 3)
+  o10[...] = jnp.mod(v, 2.5)
+  o11[...] = jax.lax.rem(i, 3)
+  o12[...] = jax.lax.shift_left(i, 3)
+
+
+def test_jnp_and_lax_functions_that_are_operators_compute_as_the_operator():
+  args = (_rand((256,), F32, 13), _ints((256,), np.int32, 14, -1000, 1000))
+  for got, want in zip(operators(*args, interpret=True), _operators(*args)):
+    _same(got, want, 1e-6)
+  _exports(operators, *args)
+
+
+def _more_forms(v, w, m, a):
+  """(v, w float32 (8, 128), m float32 (64, 64), a float32 (64,))."""
+  return (jnp.mean(v.astype(BF16), axis=-1, keepdims=True, dtype=jnp.float32), jnp.var(v, axis=1, dtype=jnp.float32),
+          jax.nn.one_hot(jnp.argmax(v, axis=-1), 128), jnp.hypot(v, w), jnp.copysign(v.astype(BF16), w),
+          jnp.isclose(v, v + w * 1e-6), jnp.linalg.norm(v, axis=-1), jnp.outer(a, a), jnp.tril(m), jnp.triu(m, 1))
+
+
+@mg.mgpu_kernel(out_shape=lambda *a: tuple(S(o.shape, o.dtype) for o in jax.eval_shape(_more_forms, *a)))
+def more_forms(x, y, z, t, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9):
+  v, w, m, a = x[...], y[...], z[...], t[...]
+  o0[...] = jnp.mean(v.astype(BF16), axis=-1, keepdims=True, dtype=jnp.float32)
+  o1[...] = jnp.var(v, axis=1, dtype=jnp.float32)
+  o2[...] = jax.nn.one_hot(jnp.argmax(v, axis=-1), 128)
+  o3[...] = jnp.hypot(v, w)
+  o4[...] = jnp.copysign(v.astype(BF16), w)
+  o5[...] = jnp.isclose(v, v + w * 1e-6)
+  o6[...] = jnp.linalg.norm(v, axis=-1)
+  o7[...] = jnp.outer(a, a)
+  o8[...] = jnp.tril(m)
+  o9[...] = jnp.triu(m, 1)
+
+
+def _more_forms_args():
+  return _rand((8, 128), F32, 19), _rand((8, 128), F32, 20), _rand((64, 64), F32, 21), _rand((64,), F32, 22)
+
+
+def test_reductions_of_a_wider_dtype_and_jnps_composite_functions_compute_as_jnp():
+  args = _more_forms_args()
+  for got, want in zip(more_forms(*args, interpret=True), _more_forms(*args)):
+    _same(got, want, 1e-6)
+  _exports(more_forms, *args)
+
+
+def _dtype_rules(v, c, i):
+  """(v bfloat16, c int8, i int32)."""
+  return v * jnp.ones(v.shape), jnp.cumsum(c, axis=1), jax.lax.cumsum(c, axis=1), jnp.power(i, 3), jnp.power(c, 2)
+
+
+@mg.mgpu_kernel(out_shape=lambda *a: tuple(S(o.shape, o.dtype) for o in jax.eval_shape(_dtype_rules, *a)))
+def dtype_rules(x, y, n, o0, o1, o2, o3, o4):
+  v, c, i = x[...], y[...], n[...]
+  o0[...] = v * jnp.ones(v.shape)          # jnp.ones: float32, strongly typed
+  o1[...] = jnp.cumsum(c, axis=1)          # int8, wrapping, as jnp's scan
+  o2[...] = jax.lax.cumsum(c, axis=1)
+  o3[...] = jnp.power(i, 3)                # integer power, as jnp's
+  o4[...] = jnp.power(c, 2)
+
+
+def test_jnp_ones_int8_scans_and_integer_powers_keep_jnps_dtypes():
+  """jnp.ones(s) was a weak int (v_bf16 * it stayed bfloat16), jnp.cumsum of int8 was int32 (ml's widening sum),
+  jnp.power of integers MG106 (ml.pow takes floats, its hint converting to float32)."""
+  args = (_rand((8, 128), BF16, 23), _ints((8, 128), np.int8, 24, -128, 128), _ints((8, 128), np.int32, 25, -50, 50))
+  for got, want in zip(dtype_rules(*args, interpret=True), _dtype_rules(*args)):
+    _same(got, want)
+  _exports(dtype_rules, *args)
+
+
+# ---------------------------------------------------------------- 3. jnp.arange of floats and steps; NumPy's functions
+def _aranges(v, i):
+  return (jnp.arange(128.0)[None, :] * v, jnp.arange(0, 256, 2)[None, :] + i, jnp.arange(1.0, 65.0, 0.5) * v[0],
+          v * jnp.arange(128, dtype=jnp.float32), jnp.arange(10, 138)[None, :] - i, jnp.arange(8)[:, None] + i)
+
+
+@mg.mgpu_kernel(out_shape=lambda v, i: tuple(S(o.shape, o.dtype) for o in jax.eval_shape(_aranges, v, i)))
+def aranges(x, n, o0, o1, o2, o3, o4, o5):
+  v, i = x[...], n[...]
+  o0[...] = jnp.arange(128.0)[None, :] * v
+  o1[...] = jnp.arange(0, 256, 2)[None, :] + i
+  o2[...] = jnp.arange(1.0, 65.0, 0.5) * v[0]
+  o3[...] = v * jnp.arange(128, dtype=jnp.float32)
+  o4[...] = jnp.arange(10, 138)[None, :] - i
+  o5[...] = jnp.arange(8)[:, None] + i
+
+
+def test_jnp_arange_of_floats_and_steps_computes_jnps_values():
+  args = (_rand((8, 128), F32, 15), _ints((8, 128), np.int32, 16))
+  for got, want in zip(aranges(*args, interpret=True), _aranges(*args)):
+    _same(got, want)
+  _exports(aranges, *args)
+
+
+def _numpy_calls(v, h):
+  return (jnp.exp(v), jnp.maximum(h, 0), jnp.sum(v, axis=1), jnp.where(v > 0, v, 0.0), jnp.tanh(h),
+          jnp.sqrt(jnp.abs(v)))
+
+
+@mg.mgpu_kernel(out_shape=lambda v, h: tuple(S(o.shape, o.dtype) for o in jax.eval_shape(_numpy_calls, v, h)))
+def numpy_calls(x, y, o0, o1, o2, o3, o4, o5):
+  v, h = x[...], y[...]
+  o0[...] = np.exp(v)
+  o1[...] = np.maximum(h, 0)
+  o2[...] = np.sum(v, axis=1)
+  o3[...] = np.where(v > 0, v, 0.0)
+  o4[...] = np.tanh(h)
+  o5[...] = np.sqrt(np.abs(v))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def numpy_with_dtype(x, out):
+  out[...] = np.exp(x[...], dtype=np.float32)
+
+
+def test_numpy_functions_of_register_values_compute_as_jnps():
+  args = (_rand((8, 128), F32, 17), _rand((8, 128), BF16, 18))
+  for got, want in zip(numpy_calls(*args, interpret=True), _numpy_calls(*args)):
+    _same(got, want, 1e-5)
+  _exports(numpy_calls, *args)
+  expect(numpy_with_dtype, [S((128,), F32)], mg.KernelTypeError, "np.exp(",
+         "np.exp's dtype= has no counterpart in a kernel, where np.exp computes as ml.exp",
+         hint="convert the operand or the result instead: ml.exp(x).astype(dtype)")
+
+
+@pytest.mark.gpu
+def test_gpu_promotions_and_jnp_forms_match_interpret_mode():
+  cases = [(float_mixes, (_rand((8, 128), BF16, 0), _rand((8, 128), F32, 1), _rand((8, 128), F16, 2))),
+           (int_mixes, (_ints(256, np.int16, 3, -30000, 30000), _ints(256, np.int32, 4, -2 ** 30, 2 ** 30),
+                        _ints(256, np.uint8, 5, 0, 256), _ints(256, np.int8, 6, -128, 128))),
+           (no_namesake, _no_namesake_args()), (operators, (_rand((256,), F32, 13), _ints((256,), np.int32, 14))),
+           (aranges, (_rand((8, 128), F32, 15), _ints((8, 128), np.int32, 16))), (more_forms, _more_forms_args()),
+           (dtype_rules, (_rand((8, 128), BF16, 23), _ints((8, 128), np.int8, 24, -128, 128),
+                          _ints((8, 128), np.int32, 25, -50, 50))),
+           (numpy_calls, (_rand((8, 128), F32, 17), _rand((8, 128), BF16, 18)))]
+  for kernel, args in cases:
+    for k, (got, want) in enumerate(zip(kernel(*args), kernel(*args, interpret=True))):
+      # (the GPU's libdevice log, exp and tanh may differ from numpy's in the last bits)
+      _same(got, want, 2e-2 if got.dtype in (BF16, F16) else 1e-5)

@@ -1,0 +1,331 @@
+"""jnp and jax.lax functions ml has no namesake for, written as a form of ml.* functions of their operands (the forms
+the MG003 hints of missing.py wrote), and NumPy's functions of register values as their jnp twins. Each form is
+jax's own definition where it has one (`jnp.fmin` is `where((x1 < x2) | isnan(x2), x1, x2)`, `jnp.logaddexp`
+selects `x1 + x2` where the difference is NaN), so the numbers and the result dtype are jnp's; a call whose
+arguments the form cannot take (`jnp.arange(0.0, 1.0, 0.1)`, whose float32 values jnp rounds from float64, a
+run-time `lax.integer_pow` exponent) has no form, and its MG003 hint stands. Forms are traced by jnp_calls.formula
+as jnp_calls.SHAPED's are: (the parameters the form reads, a function of the bound arguments giving (the form, its
+operands) or None)."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+
+def _dtype(x):
+  """The dtype of a register value (its resolved DType), None for a Python number or an unresolved dtype."""
+  t = getattr(x, "type", None)
+  if t is None:
+    return None
+  from .types import resolve
+  return getattr(t, "dtype", None) and resolve(t.dtype)
+
+
+def _kind(x) -> str | None:
+  """'float', 'int' or 'bool' of a register value or a Python number; None otherwise."""
+  d = _dtype(x)
+  if d is not None:
+    return "bool" if getattr(d, "name", "") == "bool" or str(d) == "bool" else \
+        "float" if getattr(d, "is_float", False) else "int" if getattr(d, "is_int", False) else None
+  if isinstance(x, (bool, np.bool_)):
+    return "bool"
+  if isinstance(x, (int, np.integer)):
+    return "int"
+  if isinstance(x, (float, np.floating)):
+    return "float"
+  return None
+
+
+def _pair(a, names=("x1", "x2")):
+  """The two operands of a binary function: a ufunc's *args, or its named parameters."""
+  xs = a["args"] if "args" in a else tuple(a.get(n) for n in names)
+  return list(xs) if len(xs) == 2 and all(_kind(x) is not None for x in xs) else None
+
+
+def _nan_free(x) -> bool:
+  """A Python number that is not NaN (its own NaN test is static: no select on it)."""
+  return _dtype(x) is None and not (isinstance(x, (float, np.floating)) and x != x)
+
+
+def _fmin_fmax(op):
+  def make(a):
+    xs = _pair(a)
+    if xs is None:
+      return None
+    nan = "" if _nan_free(xs[1]) else " | ({1} != {1})"
+    return f"ml.where(({{0}} {op} {{1}}){nan}, {{0}}, {{1}})", xs       # jax's own: x1 unless x2 is less (or NaN)
+  return make
+
+
+def _truth(i, x):
+  """Operand `i` as a boolean, as jnp's logical functions take it (non-zero, NaN included)."""
+  return f"{{{i}}}" if _kind(x) == "bool" else f"({{{i}}} != 0)"
+
+
+def _logical(op):
+  def make(a):
+    xs = _pair(a) if op != "~" else [a["x"]]
+    if xs is None or any(_kind(x) is None for x in xs):
+      return None
+    xs = [bool(x) if _dtype(x) is None else x for x in xs]     # a Python number's truth, now
+    if op == "~":
+      return f"~{_truth(0, xs[0])}", xs
+    return f"{_truth(0, xs[0])} {op} {_truth(1, xs[1])}", xs
+  return make
+
+
+def _inexact(x, form):
+  """`form` of operand {0} where an integer or bool operand is float32 first (jnp's inexact functions)."""
+  return form.replace("{0}", "{0}.astype(ml.float32)") if _kind(x) in ("int", "bool") else form
+
+
+def _logaddexp(a):
+  xs = _pair(a)
+  if xs is None or not any(_dtype(x) is not None for x in xs):
+    return None
+  form = ("ml.where(({0} - {1}) != ({0} - {1}), {0} + {1},"
+          " ml.maximum({0}, {1}) + ml.log1p(ml.exp(-ml.abs({0} - {1}))))")
+  if any(_kind(x) in ("int", "bool") for x in xs):     # jnp's inexact promotion: float32 first
+    xs = [float(x) if _dtype(x) is None else x for x in xs]
+    form = form.replace("{0}", "X0").replace("{1}", "X1")
+    for i, x in enumerate(xs):
+      form = form.replace(f"X{i}", f"{{{i}}}.astype(ml.float32)" if _kind(x) in ("int", "bool") else f"{{{i}}}")
+  return form, xs
+
+
+def _integer_pow(a):
+  y = a["y"]
+  if not isinstance(y, (int, np.integer)) or isinstance(y, bool):
+    return None
+  return "{0} ** {1}", [a["x"], int(y)]
+
+
+def _count_nonzero(a):
+  x = a["a"]
+  if _dtype(x) is None:
+    return None
+  return "ml.sum({0} != 0, axis={1}, keepdims={2})", [x, a["axis"], bool(a["keepdims"])]
+
+
+def _tile(a):
+  x, reps = a["A"], a["reps"]
+  reps = tuple(reps) if isinstance(reps, (tuple, list)) else (reps,)
+  shape = getattr(getattr(x, "type", None), "shape", None)
+  if shape is None or not all(isinstance(r, (int, np.integer)) and r >= 1 for r in reps) or len(reps) < len(shape):
+    return None
+  form = "{0}"
+  if len(reps) > len(shape):       # jnp.tile prepends axes of 1 to the operand
+    form = f"{form}.reshape({(1,) * (len(reps) - len(shape)) + tuple(shape)!r})"
+  for axis, r in enumerate(reps):
+    if r > 1:
+      form = f"ml.concatenate([{', '.join([form] * int(r))}], axis={axis})"
+  return form, [x]
+
+
+def _exact_f32(values) -> bool:
+  with np.errstate(all="ignore"):
+    return bool(np.all(values.astype(np.float32).astype(np.float64) == values))
+
+
+def _arange(a):
+  """jnp.arange of static numbers: the count and jnp's dtype (float32 where any is a float, else int32, or
+  `dtype=`), as start + step * ml.arange(n). A float step or start whose values float32 holds exactly is exact
+  here as in jnp (which rounds np.arange's float64 values); another (0.1) is no form."""
+  start, stop, step, dtype = a["start"], a["stop"], a["step"], a["dtype"]
+  if stop is None:
+    start, stop = 0, start
+  step = 1 if step is None else step
+  nums = (start, stop, step)
+  if not all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in nums) or \
+      step == 0 or a.get("device") is not None or a.get("out_sharding") is not None:
+    return None
+  floats = any(isinstance(v, (float, np.floating)) for v in nums)
+  n = len(np.arange(start, stop, step))
+  if n == 0:
+    return None
+  idx = np.arange(n, dtype=np.float64)
+  if floats and not (_exact_f32(idx * step) and _exact_f32(start + idx * step) and _exact_f32(np.float64(step))
+                     and _exact_f32(np.float64(start))):
+    return None
+  base = "ml.arange({0})"
+  if floats:
+    base = f"{base}.astype(ml.float32)"
+  if step != 1:
+    base = f"{base} * {{1}}"
+  if start != 0:
+    base = f"{{2}} + {base}"
+  form = base if dtype is None and not floats else f"({base}).astype({{3}})" if dtype is not None else base
+  cast = step if not floats else float(step)
+  return form, [n, cast, float(start) if floats else start, dtype]
+
+
+_BITS = {"float32": "ml.int32", "float16": "ml.int16", "bfloat16": "ml.int16"}
+_MAX = {"float32": float(np.finfo(np.float32).max), "float16": 65504.0, "bfloat16": 3.3895313892515355e38}
+
+
+def _signbit(a):
+  x = a["x"]
+  bits = _BITS.get(str(_dtype(x)))
+  return None if bits is None else (f"ml.bitcast({{0}}, {bits}) < 0", [x])      # (-0.0 too, as jnp.signbit)
+
+
+def _nan_to_num(a):
+  x, d = a["x"], str(_dtype(a["x"]))
+  if _kind(x) in ("int", "bool"):
+    return "{0}", [x]
+  if d not in _MAX or not all(isinstance(v, (int, float)) or v is None for v in (a["nan"], a["posinf"], a["neginf"])):
+    return None
+  hi = _MAX[d] if a["posinf"] is None else float(a["posinf"])
+  lo = -_MAX[d] if a["neginf"] is None else float(a["neginf"])
+  return ("ml.where({0} != {0}, {1}, ml.where({0} == float('inf'), {2}, ml.where({0} == -float('inf'), {3}, {0})))",
+          [x, float(a["nan"]), hi, lo])
+
+
+def _shape(x):
+  return getattr(getattr(x, "type", None), "shape", None)
+
+
+def _triangle(op):
+  def make(a):
+    m, k = a["m"], a["k"]
+    shape = _shape(m)
+    if shape is None or len(shape) != 2 or not isinstance(k, (int, np.integer)) or isinstance(k, bool):
+      return None
+    rows, cols = shape
+    return (f"ml.where(ml.arange({cols})[None, :] {op} ml.arange({rows})[:, None] + {int(k)}, {{0}}, 0)", [m])
+  return make
+
+
+def _outer(a):
+  x, y = a["a"], a["b"]
+  if any(_shape(v) is None or len(_shape(v)) != 1 for v in (x, y)):
+    return None
+  return "{0}[:, None] * {1}[None, :]", [x, y]
+
+
+def _hypot(a):
+  xs = _pair(a)
+  if xs is None or any(_kind(x) != "float" for x in xs):
+    return None
+  # jax's: the larger of |x1|, |x2| times sqrt(1 + (smaller / larger)**2), 0 where the larger is, inf where either is
+  return ("ml.where(ml.isinf({0}) | ml.isinf({1}), float('inf'),"
+          " ml.where(ml.maximum(ml.abs({0}), ml.abs({1})) == 0, ml.maximum(ml.abs({0}), ml.abs({1})),"
+          " ml.maximum(ml.abs({0}), ml.abs({1})) * ml.sqrt(1 + (ml.minimum(ml.abs({0}), ml.abs({1}))"
+          " / ml.where(ml.maximum(ml.abs({0}), ml.abs({1})) == 0, 1, ml.maximum(ml.abs({0}), ml.abs({1})))) ** 2)))"), xs
+
+
+def _copysign(a):
+  xs = _pair(a)
+  if xs is None or _dtype(xs[1]) is None or _dtype(xs[0]) is None or _kind(xs[0]) != "float":
+    return None
+  bits = _BITS.get(str(_dtype(xs[1])))
+  if bits is None:
+    return None
+  x = "{0}"
+  if _dtype(xs[0]) != _dtype(xs[1]):        # jnp's promotion of the two (bfloat16 with float32: float32)
+    from .ops.promotion import arithmetic_in
+    up = arithmetic_in(_dtype(xs[0]), _dtype(xs[1])) if _kind(xs[1]) == "float" else _dtype(xs[0])
+    if up is None:
+      return None
+    x = "{0}.astype({2})"
+    xs = [*xs, up]
+  return f"ml.where(ml.bitcast({{1}}, {bits}) < 0, -ml.abs({x}), ml.abs({x}))", xs
+
+
+def _isclose(a):
+  x, y = a["a"], a["b"]
+  if not all(_kind(v) == "float" for v in (x, y)) or not all(
+      isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a["rtol"], a["atol"])):
+    return None
+  nan = " | (ml.isnan({0}) & ml.isnan({1}))" if a["equal_nan"] else ""
+  # jax's: |a - b| <= atol + rtol * |b| where neither is infinite, equal infinities, never a NaN (unless equal_nan)
+  return ("(((ml.abs({0} - {1}) <= {3} + {2} * ml.abs({1})) & ~(ml.isinf({0}) | ml.isinf({1}))"
+          " | (ml.isinf({0}) & ml.isinf({1}) & ({0} == {1}))) & ~(ml.isnan({0}) | ml.isnan({1}))" + nan + ")"), \
+      [x, y, float(a["rtol"]), float(a["atol"])]
+
+
+def _norm(a):
+  x = a["x"]
+  if _dtype(x) is None or a["ord"] not in (None, 2, "fro") or a["ord"] == 2 and not isinstance(a["axis"], int):
+    return None
+  if a["axis"] is None and len(_shape(x)) > 1 and a["ord"] is None:
+    axis = None
+  else:
+    axis = a["axis"]
+  return _inexact(x, "ml.sqrt(ml.sum({0} * {0}, axis={1}, keepdims={2}))"), [x, axis, bool(a["keepdims"])]
+
+
+def _one_hot(a):
+  x, n, dtype = a["x"], a["num_classes"], a["dtype"]
+  shape = _shape(x)
+  if shape is None or len(shape) != 1 or a["axis"] != -1 or not isinstance(n, (int, np.integer)):
+    return None
+  return "({0}[:, None] == ml.arange({1})[None, :]).astype({2})", [x, int(n), "float32" if dtype is None else dtype]
+
+
+def _as(kind):
+  def make(a):
+    if a.get("sharding") is not None or a.get("weak_type"):
+      return None
+    return f"ml.{kind}({{0}}, {{1}})", [a["operand"], a["new_dtype"]]
+  return make
+
+
+FORMS = {
+    ("jnp", "fmin"): (("x1", "x2"), _fmin_fmax("<")), ("jnp", "fmax"): (("x1", "x2"), _fmin_fmax(">")),
+    ("jnp", "reciprocal"): (("x",), lambda a: ("1 / {0}", [a["x"]])),
+    **{("jnp", f"logical_{n}"): (("args", "x1", "x2"), _logical(op)) for n, op in (("and", "&"), ("or", "|"),
+                                                                                  ("xor", "^"))},
+    ("jnp", "logical_not"): (("x",), _logical("~")),
+    ("jax.lax", "clamp"): (("min", "x", "max"), lambda a: ("ml.clip({1}, {0}, {2})", [a["min"], a["x"], a["max"]])),
+    ("jax.lax", "integer_pow"): (("x", "y"), _integer_pow),
+    ("jax.lax", "convert_element_type"): (("operand", "new_dtype", "weak_type", "sharding"), _as("cast")),
+    ("jax.lax", "bitcast_convert_type"): (("operand", "new_dtype"), _as("bitcast")),
+    ("jax.lax", "squeeze"): (("array", "dimensions"), lambda a: ("ml.squeeze({0}, {1})", [a["array"],
+                                                                                          tuple(a["dimensions"])])),
+    ("jax.lax", "expand_dims"): (("array", "dimensions"), lambda a: ("ml.expand_dims({0}, {1})",
+                                                                     [a["array"], tuple(a["dimensions"])])),
+    ("jnp", "log10"): (("x",), lambda a: (_inexact(a["x"], "ml.log({0}) / 2.302585092994046"), [a["x"]])),
+    ("jnp", "logaddexp"): (("args",), _logaddexp),
+    ("jnp", "count_nonzero"): (("a", "axis", "keepdims"), _count_nonzero),
+    ("jnp", "tile"): (("A", "reps"), _tile),
+    ("jnp", "rint"): (("x",), lambda a: (_inexact(a["x"], "ml.round({0})"), [a["x"]])),
+    ("jnp", "signbit"): (("x",), _signbit),
+    ("jnp", "nan_to_num"): (("x", "copy", "nan", "posinf", "neginf"), _nan_to_num),
+    ("jnp", "tril"): (("m", "k"), _triangle("<=")), ("jnp", "triu"): (("m", "k"), _triangle(">=")),
+    ("jnp", "outer"): (("a", "b"), _outer), ("jnp", "hypot"): (("x1", "x2"), _hypot),
+    ("jnp", "copysign"): (("x1", "x2"), _copysign),
+    ("jnp", "isclose"): (("a", "b", "rtol", "atol", "equal_nan"), _isclose),
+    ("jnp.linalg", "norm"): (("x", "ord", "axis", "keepdims"), _norm),
+    ("jax.nn", "one_hot"): (("x", "num_classes", "dtype", "axis"), _one_hot),
+    ("jnp", "asarray"): (("a", "dtype"), lambda a: None if _dtype(a["a"]) is None else (
+        "{0}" if a["dtype"] is None else "{0}.astype({1})", [a["a"], a["dtype"]])),
+    ("jnp", "arange"): (("start", "stop", "step", "dtype", "device", "out_sharding"), _arange),
+}
+
+# jnp's and lax's functions that are an operator of the DSL, which computes it as jnp does (jnp_calls._OPERATORS)
+OPERATORS = {
+    **{n: f"{{0}} {op} {{1}}" for n, op in (
+        ("equal", "=="), ("not_equal", "!="), ("greater", ">"), ("greater_equal", ">="), ("less", "<"),
+        ("less_equal", "<="), ("eq", "=="), ("ne", "!="), ("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="),
+        ("bitwise_and", "&"), ("bitwise_or", "|"), ("bitwise_xor", "^"), ("left_shift", "<<"), ("right_shift", ">>"),
+        ("shift_left", "<<"), ("floor_divide", "//"), ("remainder", "%"), ("mod", "%"))},
+    "bitwise_not": "~{0}", "invert": "~{0}", "positive": "+{0}", "rem": "ml.fmod({0}, {1})",
+}
+
+
+def numpy_twin(fn, args, kwargs):
+  """jnp's function of NumPy's name (`np.exp`, `np.maximum`, `np.sum`) where a register value is among the
+  arguments and jax.numpy is loaded (the kernel's caller imported jax; the frontend imports no jax): NumPy's
+  function of a register value computes as jnp's does. None otherwise (np.sqrt(2.0) is a static number)."""
+  mod, name = getattr(fn, "__module__", None) or "", getattr(fn, "__name__", None)
+  numpy = mod == "numpy" or mod.startswith("numpy.") or type(fn).__module__ == "numpy"    # (jnp's ufuncs: jax's)
+  if not numpy or name is None:
+    return None
+  from .assign import holds_value
+  if not any(holds_value(x) for x in list(args) + list(kwargs.values())):
+    return None
+  jnp = sys.modules.get("jax.numpy")
+  twin = getattr(jnp, name, None) if jnp is not None else None
+  return twin if callable(twin) and twin is not fn else None
