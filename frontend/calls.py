@@ -69,6 +69,11 @@ def jnp_call(tracer, node, fn, args, kwargs, cx):
   its ml.* namesake or jax.nn's formula (jnp_calls.py); _NOT_MAPPED for other calls."""
   from . import jnp_calls
   from .jnp_forms import numpy_twin
+  if jnp_calls.library(fn) in (("jnp", "dot"), ("jnp", "matmul")) and not isinstance(fn, (Builtin, _Method)) \
+      and len(node.args) == 2 and not any(isinstance(a, ast.Starred) for a in node.args):
+    from .jnp_dots import register_dot
+    if (got := register_dot(tracer, node, node.args, args, kwargs)) is not None:
+      return got             # jnp.dot(a_s[...], b_s[...], preferred_element_type=jnp.float32): ml.dot
   if not isinstance(fn, (Builtin, _Method)) and (twin := numpy_twin(fn, args, kwargs)) is not None:
     try:                  # np.exp(v) of a register value: as jnp.exp(v), named as written
       return jnp_call(tracer, node, twin, args, kwargs, cx)

@@ -335,13 +335,47 @@ def test_numpy_functions_of_register_values_compute_as_jnps():
          hint="convert the operand or the result instead: ml.exp(x).astype(dtype)")
 
 
+# ---------------------------------------------------------------- 4. jnp.dot, jnp.matmul and @ of SMEM reads
+@mg.mgpu_kernel(out_shape=lambda q, k, v: (S((q.shape[0], v.shape[1]), F32), S((q.shape[0], k.shape[0]), q.dtype)))
+def pallas_attention(q, k, v, out, scores):
+  q_s, k_s, v_s = ml.smem(q.shape, q.dtype), ml.smem(k.shape, k.dtype), ml.smem(v.shape, v.dtype)
+  ml.copy(q, q_s)
+  ml.copy(k, k_s)
+  ml.copy(v, v_s)
+  s = jnp.dot(q_s[...], k_s[...].T, preferred_element_type=jnp.float32) * 0.125
+  p = jnp.exp(s - jnp.max(s, axis=-1, keepdims=True))
+  o = jnp.dot(p.astype(v.dtype), v_s[...], preferred_element_type=jnp.float32)
+  out[...] = o / jnp.sum(p, axis=-1, keepdims=True)
+  scores[...] = q_s[...] @ k_s[...].T          # jnp.matmul's dtype: bfloat16
+
+
+def _attention(q, k, v):
+  s = jnp.dot(q, k.T, preferred_element_type=jnp.float32) * 0.125
+  p = jnp.exp(s - jnp.max(s, axis=-1, keepdims=True))
+  o = jnp.dot(p.astype(v.dtype), v, preferred_element_type=jnp.float32)
+  return o / jnp.sum(p, axis=-1, keepdims=True), q @ k.T
+
+
+def _attention_args():
+  return _rand((64, 64), BF16, 26), _rand((128, 64), BF16, 27), _rand((128, 64), BF16, 28)
+
+
+def test_jnp_dot_and_matmul_of_smem_reads_compute_as_ml_dot():
+  """Each was MG003 (the operator @: MG001) hinting ml.dot(q_s, k_s.T, preferred_element_type=...) of the buffers
+  the operands are read whole from, or a register A as it is: that call, with jnp's result dtype."""
+  args = _attention_args()
+  for got, want in zip(pallas_attention(*args, interpret=True), _attention(*args)):
+    _same(got, want, 1e-5)
+  _exports(pallas_attention, *args)
+
+
 @pytest.mark.gpu
 def test_gpu_promotions_and_jnp_forms_match_interpret_mode():
   cases = [(float_mixes, (_rand((8, 128), BF16, 0), _rand((8, 128), F32, 1), _rand((8, 128), F16, 2))),
            (int_mixes, (_ints(256, np.int16, 3, -30000, 30000), _ints(256, np.int32, 4, -2 ** 30, 2 ** 30),
                         _ints(256, np.uint8, 5, 0, 256), _ints(256, np.int8, 6, -128, 128))),
            (no_namesake, _no_namesake_args()), (operators, (_rand((256,), F32, 13), _ints((256,), np.int32, 14))),
-           (aranges, (_rand((8, 128), F32, 15), _ints((8, 128), np.int32, 16))), (more_forms, _more_forms_args()),
+           (aranges, (_rand((8, 128), F32, 15), _ints((8, 128), np.int32, 16))), (more_forms, _more_forms_args()), (pallas_attention, _attention_args()),
            (dtype_rules, (_rand((8, 128), BF16, 23), _ints((8, 128), np.int8, 24, -128, 128),
                           _ints((8, 128), np.int32, 25, -50, 50))),
            (numpy_calls, (_rand((8, 128), F32, 17), _rand((8, 128), BF16, 18)))]
