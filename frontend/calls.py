@@ -61,7 +61,7 @@ def _dict_keys(fn, args):
 
 
 _NOT_MAPPED = object()
-_BUILDERS = ("zeros", "ones", "full", "arange", "broadcasted_iota")
+_BUILDERS = ("zeros", "ones", "full", "arange", "broadcasted_iota", "iota")
 
 
 def jnp_call(tracer, node, fn, args, kwargs, cx):

@@ -154,7 +154,7 @@ def _kernels(prefix, exprs, out_shape="lambda p: p"):
 
 OPS = _kernels("op", [c[0] for c in OPERATOR_CALLS])
 _COMPUTED = {"right_shift", "left_shift", "shift_left", "bitwise_and", "bitwise_or", "bitwise_xor", "invert",
-             "bitwise_not", "mod", "remainder", "rem"}
+             "bitwise_not", "mod", "remainder", "rem", "shift_right_logical", "shift_right_arithmetic", "div"}
 
 
 @pytest.mark.parametrize("k", range(len(OPERATOR_CALLS)), ids=[c[1] for c in OPERATOR_CALLS])

@@ -83,6 +83,13 @@ def test_a_hint_keeps_a_compound_first_argument_in_parentheses():
   expect(slice_of_a_difference, sq, mg.KernelTypeError, "jax.lax.slice", "slice cannot take a register tensor inside a kernel",
          hint="write (x[...] - y[...])[0:64, 0:32] (a static window of a register tensor)")
   a, p, n = _rnd((64, 64), 0), _rnd((64, 64), 1), _rnd((64, 64), 2)
+  # (jnp.linalg.norm, jax.nn.one_hot, jnp.outer and lax.slice compute as these hints' forms since probe 47b)
+  want = np.mean(np.maximum(np.linalg.norm(a - p, axis=1) - np.linalg.norm(a - n, axis=1) + 1.0, 0.0))
+  np.testing.assert_allclose(np.asarray(triplet_jnp_norm(a, p, n, interpret=True)), want, rtol=1e-5)
+  np.testing.assert_array_equal(np.asarray(one_hot_of_a_sum(a, p, interpret=True)),
+                                np.asarray(jax.nn.one_hot(jnp.argmax(a, axis=1) + 1, 64) * p))
+  np.testing.assert_allclose(np.asarray(outer_of_sums(a, p, interpret=True)), np.outer(a[0] + 1, p[0] - 1), rtol=1e-6)
+  np.testing.assert_array_equal(np.asarray(slice_of_a_difference(a, p, interpret=True)), (a - p)[:, :32])
   # jnp.swapaxes computes as the hinted transpose since probe 46i
   np.testing.assert_array_equal(np.asarray(swapaxes_of_a_difference(a, p, interpret=True)), np.swapaxes(a - p, 0, 1))
   want = np.mean(np.maximum(np.linalg.norm(a - p, axis=1) - np.linalg.norm(a - n, axis=1) + 1.0, 0.0))

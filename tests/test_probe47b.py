@@ -280,6 +280,56 @@ def test_jnp_ones_int8_scans_and_integer_powers_keep_jnps_dtypes():
   _exports(dtype_rules, *args)
 
 
+def _lax_calls(v, i, u, c):
+  """(v float32 (8, 128) with halves, i int32 (8, 128), u uint32 (256,), c int8 (256,))."""
+  lax = jax.lax
+  return (lax.round(v), lax.round(v, lax.RoundingMethod.TO_NEAREST_EVEN), lax.sign(v), lax.sign(i),
+          lax.reduce_max(v, (1,)), lax.reduce_sum(i, axes=(0,)), lax.broadcast_in_dim(v[0], (8, 128), (1,)),
+          lax.broadcast_in_dim(v[:, 3], (8, 128), (0,)), lax.is_finite(jnp.log(v)), lax.div(i, 7), lax.div(v, 4.0),
+          lax.iota(jnp.int32, 128)[None, :] + i, lax.sort(v, dimension=1), lax.rev(v, (1,)),
+          lax.slice(v, (0, 0), (4, 128)), lax.shift_right_logical(i, 3),
+          lax.shift_right_arithmetic(u, np.uint32(5)), lax.shift_right_logical(c, np.int8(2)))
+
+
+@mg.mgpu_kernel(out_shape=lambda *a: tuple(S(o.shape, o.dtype) for o in jax.eval_shape(_lax_calls, *a)))
+def lax_calls(x, n, w, b, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12, o13, o14, o15, o16, o17):
+  v, i, u, c = x[...], n[...], w[...], b[...]
+  o0[...] = jax.lax.round(v)                                  # half away from zero, lax's default
+  o1[...] = jax.lax.round(v, jax.lax.RoundingMethod.TO_NEAREST_EVEN)
+  o2[...] = jax.lax.sign(v)
+  o3[...] = jax.lax.sign(i)
+  o4[...] = jax.lax.reduce_max(v, (1,))
+  o5[...] = jax.lax.reduce_sum(i, axes=(0,))
+  o6[...] = jax.lax.broadcast_in_dim(v[0], (8, 128), (1,))
+  o7[...] = jax.lax.broadcast_in_dim(v[:, 3], (8, 128), (0,))
+  o8[...] = jax.lax.is_finite(jnp.log(v))
+  o9[...] = jax.lax.div(i, 7)                                 # toward zero, C's
+  o10[...] = jax.lax.div(v, 4.0)
+  o11[...] = jax.lax.iota(jnp.int32, 128)[None, :] + i
+  o12[...] = jax.lax.sort(v, dimension=1)
+  o13[...] = jax.lax.rev(v, (1,))
+  o14[...] = jax.lax.slice(v, (0, 0), (4, 128))
+  o15[...] = jax.lax.shift_right_logical(i, 3)
+  o16[...] = jax.lax.shift_right_arithmetic(u, np.uint32(5))
+  o17[...] = jax.lax.shift_right_logical(c, np.int8(2))
+
+
+def _lax_args():
+  v = np.asarray(_rand((8, 128), F32, 29)) * 4
+  v[0, :8] = [0.5, -0.5, 1.5, -2.5, 2.5, -0.49999997, 0.0, -0.0]
+  return (jnp.asarray(v), _ints((8, 128), np.int32, 30, -2 ** 31, 2 ** 31 - 1),
+          _ints(256, np.uint32, 31, 0, 2 ** 32 - 1), _ints(256, np.int8, 32, -128, 128))
+
+
+def test_lax_functions_without_an_ml_namesake_compute_with_lax_meaning():
+  """Each was MG003 with a hint (lax.round's hint said ml.round, which rounds halves to even: lax's default rounds
+  them away from zero)."""
+  args = _lax_args()
+  for got, want in zip(lax_calls(*args, interpret=True), _lax_calls(*args)):
+    _same(got, want)
+  _exports(lax_calls, *args)
+
+
 # ---------------------------------------------------------------- 3. jnp.arange of floats and steps; NumPy's functions
 def _aranges(v, i):
   return (jnp.arange(128.0)[None, :] * v, jnp.arange(0, 256, 2)[None, :] + i, jnp.arange(1.0, 65.0, 0.5) * v[0],
@@ -376,6 +426,7 @@ def test_gpu_promotions_and_jnp_forms_match_interpret_mode():
                         _ints(256, np.uint8, 5, 0, 256), _ints(256, np.int8, 6, -128, 128))),
            (no_namesake, _no_namesake_args()), (operators, (_rand((256,), F32, 13), _ints((256,), np.int32, 14))),
            (aranges, (_rand((8, 128), F32, 15), _ints((8, 128), np.int32, 16))), (more_forms, _more_forms_args()), (pallas_attention, _attention_args()),
+           (lax_calls, _lax_args()),
            (dtype_rules, (_rand((8, 128), BF16, 23), _ints((8, 128), np.int8, 24, -128, 128),
                           _ints((8, 128), np.int32, 25, -50, 50))),
            (numpy_calls, (_rand((8, 128), F32, 17), _rand((8, 128), BF16, 18)))]
