@@ -227,7 +227,7 @@ def _more_forms(v, w, m, a):
   """(v, w float32 (8, 128), m float32 (64, 64), a float32 (64,))."""
   return (jnp.mean(v.astype(BF16), axis=-1, keepdims=True, dtype=jnp.float32), jnp.var(v, axis=1, dtype=jnp.float32),
           jax.nn.one_hot(jnp.argmax(v, axis=-1), 128), jnp.hypot(v, w), jnp.copysign(v.astype(BF16), w),
-          jnp.isclose(v, v + w * 1e-6), jnp.linalg.norm(v, axis=-1), jnp.outer(a, a), jnp.tril(m), jnp.triu(m, 1))
+          jnp.isclose(v, w, atol=0.5), jnp.linalg.norm(v, axis=-1), jnp.outer(a, a), jnp.tril(m), jnp.triu(m, 1))
 
 
 @mg.mgpu_kernel(out_shape=lambda *a: tuple(S(o.shape, o.dtype) for o in jax.eval_shape(_more_forms, *a)))
@@ -238,7 +238,7 @@ def more_forms(x, y, z, t, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9):
   o2[...] = jax.nn.one_hot(jnp.argmax(v, axis=-1), 128)
   o3[...] = jnp.hypot(v, w)
   o4[...] = jnp.copysign(v.astype(BF16), w)
-  o5[...] = jnp.isclose(v, v + w * 1e-6)
+  o5[...] = jnp.isclose(v, w, atol=0.5)
   o6[...] = jnp.linalg.norm(v, axis=-1)
   o7[...] = jnp.outer(a, a)
   o8[...] = jnp.tril(m)
