@@ -18,7 +18,7 @@ from .ops.vector_views import strided_vector
 from .ops.strided_axes import strided_axis
 from .ops.register_gather import register_gather
 from .strided_views import AtOf, StridedView, compose, is_strided, strided_attribute, strided_error
-from .ops.padded_tiles import padded_strided
+from .ops.padded_tiles import padded_steps, padded_strided
 from .ops.index_hints import aliased_input, check_tensor_steps, run_window_hint, scatter_set_hint, strided_last_axis
 from .ops.table_hints import table_lookup_hint
 from .assign import DICTS_FIXED, SCATTER_HINT, At, holds_value, is_whole
@@ -294,6 +294,9 @@ class Subscripts:
         return out
       if is_tensor(base):         # (a weakly typed tensor's elements stay weak, as in jnp)
         strided = padded_strided(cx, base, lambda: strided_last_axis(cx, base, index))   # (a padded trace)
+        strided = strided if strided is not None else padded_steps(cx, base, index, lambda v, i: next(
+            (r for f in (strided_last_axis, strided_vector, strided_axis, permute.strided_slice)
+             if (r := f(cx, v, i)) is not None), None))        # (v[::2] of an odd read, or of 500 results: padded)
         strided = strided if strided is not None else strided_last_axis(cx, base, index)  # x[:, 1::2]: a reshape
         strided = strided if strided is not None else strided_vector(cx, base, index)   # m[1::2] of 192
         strided = strided if strided is not None else strided_axis(cx, base, index)     # v[1::2, :], w[:, 2:130:2]

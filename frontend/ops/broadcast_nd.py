@@ -163,7 +163,11 @@ def through_small_reshape(cx, operands, make):
              if isinstance(x, ir.Value) and isinstance(x.type, TensorType) else x for x in operands]
   made = known
   r = make(sources, made[0].type.shape)
-  return cx.b.emit(Reshape, r, loc=cx.loc, types=[TensorType(shape, r.type.dtype)], names=[r.name]).result
+  out = cx.b.emit(Reshape, r, loc=cx.loc, types=[TensorType(shape, r.type.dtype)], names=[r.name]).result
+  pads = getattr(cx.b, "pad_tiles", None)
+  if pads is not None and (owns := [pads[x.id] for x in tensors if x.id in pads]):
+    pads[out.id] = tuple(min(n) for n in zip(*owns))     # (a padded statistic's math, `ml.exp(x[...].sum(axis=2))`: still padded)
+  return out
 
 
 def _stretched(cx, x) -> bool:

@@ -143,9 +143,22 @@ def on_emit(b, cls, args, results):
     return
   from .elementwise import Binary, Cast, Compare, Full, Unary, Where
   from .scan import Scan
-  from .shape import Broadcast
-  ok = cls in (Binary, Cast, Compare, Unary, Where) or cls is Scan and not args[3] or cls is Broadcast and \
-      tuple(args[1]) == tuple(range(len(ins[0].type.shape)))
+  from .shape import Broadcast, Reshape
+  if cls is Broadcast and len(results) == 1 and list(args[1]) == sorted(set(args[1])):
+    # (size-1 axes inserted anywhere, `w[None, :]`, `c[:, None, :]` of padded reads, and size-1 axes stretched:
+    # a kept axis has the source's own length, the others the result's; probe 47a, before only trailing ones)
+    src, up = ins[0], tuple(results[0].type.shape)
+    own = list(up)
+    for i, k in enumerate(args[1]):
+      if src.type.shape[i] == up[k]:
+        own[k] = pads[src.id][i]
+    pads[results[0].id] = tuple(own)
+    return
+  if cls is Reshape and len(results) == 1 and (own := _reshaped(pads[ins[0].id], ins[0].type.shape,
+                                                                 results[0].type.shape)) is not None:
+    pads[results[0].id] = own      # (the compiler's own reshape of the axes before the padded ones: a 3-D broadcast's)
+    return
+  ok = cls in (Binary, Cast, Compare, Unary, Where) or cls is Scan and not args[3]
   others = [a for a in args if isinstance(getattr(a, "type", None), TensorType) and a.id not in pads]
   padded = {k for a in ins for k, (n, m) in enumerate(zip(pads[a.id], a.type.shape)) if n != m}
   if not ok or len(results) != 1 or any(any(n != 1 for n in a.type.shape) and not isinstance(b.defining(a), Full)
@@ -166,6 +179,19 @@ def on_emit(b, cls, args, results):
   pads[results[0].id] = tuple(own)
 
 
+def _reshaped(own, shape, new):
+  """The own shape of a padded value of own shape `own`, held in `shape`, reshaped to `new` where the reshape keeps
+  the run of axes from the first padded one on and regroups only the axes before it ((1, 64) of a (45,) bias read
+  padded, broadcast to (8, 64), back to (2, 4, 64)); None for any other reshape."""
+  padded = [k for k, (n, u) in enumerate(zip(own, shape)) if n != u]
+  if not padded:
+    return None
+  tail = tuple(shape[padded[0]:])
+  if len(new) < len(tail) or tuple(new[len(new) - len(tail):]) != tail:
+    return None
+  return tuple(new[:len(new) - len(tail)]) + tuple(own[padded[0]:])
+
+
 def _constant_along(b, a, axes) -> bool:
   """Whether the unpadded tensor `a` is a broadcast that stretches along every axis of `axes` (`c[None, :]`
   stretched over a padded tile's rows), so that its values there are the same in the padding as in the rest."""
@@ -177,6 +203,20 @@ def _constant_along(b, a, axes) -> bool:
   return all(k not in dims or src[dims.index(k)] == 1 for k in axes)
 
 
+def stretched(cx, operands, broadcast, shape):
+  """Record as padded each of `broadcast` (the operands broadcast to `shape`) whose operand is padded but which no
+  Broadcast op made (a keepdims statistic of a padded 3-D tile, the vector of its rows typed (3, 8, 1), stretched
+  along its last axis by a reshape of the vector's broadcast): its own shape is the operand's, with the stretched
+  axes whole (probe 47a; it met the padded tile unrecorded and ended the padded trace)."""
+  pads = cx.b.pad_tiles
+  for x, y in zip(operands, broadcast):
+    if getattr(x, "id", None) not in pads or y is x or getattr(y, "id", None) in pads:
+      continue
+    own, src = pads[x.id], tuple(x.type.shape)
+    lead = len(shape) - len(src)
+    pads[y.id] = tuple(n if k < lead or src[k - lead] == 1 and n != 1 else own[k - lead] for k, n in enumerate(shape))
+
+
 def padded_index(cx, x, index, redo):
   """`x[index]` of padded `x` (`x[:, :d]`, a half of a (6, 64) tile of heads read padded), where the index takes
   each padded axis whole, or an element of its real part (a static one inside it, or a run-time one clamped into it
@@ -185,9 +225,10 @@ def padded_index(cx, x, index, redo):
   padded trace."""
   from ..types import ScalarType
   pads = getattr(cx.b, "pad_tiles", None)
-  if pads is None or getattr(x, "id", None) not in pads or getattr(cx.b, "pad_ok", 0):
+  if pads is None or getattr(cx.b, "pad_ok", 0) or getattr(x, "id", None) not in pads and not _odd_part(x, index):
     return None
-  own, up = pads[x.id], tuple(x.type.shape)
+  own = pads.get(x.id, tuple(x.type.shape))
+  up = tuple(x.type.shape)
   index = list(index) + [slice(None)] * (len(up) - len(index))
   if len(index) != len(up):
     raise PadAbort("index")
@@ -200,7 +241,7 @@ def padded_index(cx, x, index, redo):
         getattr(resolve(i.type.dtype), "is_int", False):
       from .shape import _clamped_index
       index[a] = _clamped_index(cx, i, n)
-  x, index, own, cut = _parts_of_padded_axes(cx, x, index, own, up)
+  x, index, own, cut = _parts_of_padded_axes(cx, x, index, own, up, x.id not in pads)
   index = tuple(index)
   kept, kept_up = [], []
   for a, (i, n, u) in enumerate(zip(index, own, up)):
@@ -227,15 +268,32 @@ def padded_index(cx, x, index, redo):
   return out
 
 
-def _parts_of_padded_axes(cx, x, index, own, up):
+def _odd_part(x, index) -> bool:
+  """Whether `x[index]` of an unpadded tensor is a static window of step 1 (slices only) that no register tensor
+  holds but whose padding one does: `v[:5]` of a sorted (64,) vector (a top 5), `t[:3]` of a (64, 32) tile, made
+  padded in a padded trace as a part of a padded axis is (probe 47a; it was MG204)."""
+  t = getattr(x, "type", None)
+  if not isinstance(t, TensorType) or not isinstance(resolve(t.dtype), DType) or not isinstance(index, (tuple, list)):
+    return False
+  index = list(index) + [slice(None)] * (len(t.shape) - len(index))
+  if len(index) != len(t.shape) or not all(isinstance(i, slice) and all(
+      v is None or isinstance(v, int) and not isinstance(v, bool) for v in (i.start, i.stop, i.step)) for i in index):
+    return False
+  parts = [i.indices(n) for i, n in zip(index, t.shape)]
+  shape = tuple(len(range(*p)) for p in parts)
+  return all(p[2] == 1 for p in parts) and min(shape) > 0 and not _holds(shape) and _holds(_up(shape, resolve(t.dtype)))
+
+
+def _parts_of_padded_axes(cx, x, index, own, up, every=False):
   """(x, index, own, axes) with each static slice of a padded axis that takes a part of its real elements (`o[1:]`,
   `o[:-1]` of a padded (9,), `x[:, 40:]` of a padded (6, 80) tile), as the user wrote it of the axis's own length,
   made a slice from 0: x rolled back by its start along the axis, the slice as long as the part padded (`_up`),
-  its own length the part's, its axis in `axes` (probe 46j); everything else as it is."""
+  its own length the part's, its axis in `axes` (probe 46j); everything else as it is. `every`: unpadded axes too
+  (an odd part of an unpadded tensor, `_odd_part`)."""
   from .roll import roll_tensor
   d, axes = resolve(x.type.dtype), set()
   for a, (i, n, u) in enumerate(zip(index, own, up)):
-    if n == u or not isinstance(i, slice) or not all(v is None or isinstance(v, int) and not isinstance(v, bool)
+    if n == u and not every or not isinstance(i, slice) or not all(v is None or isinstance(v, int) and not isinstance(v, bool)
                                                      for v in (i.start, i.stop, i.step)):
       continue
     lo, hi, step = i.indices(n)
@@ -253,44 +311,73 @@ def _parts_of_padded_axes(cx, x, index, own, up):
 
 
 def widen_rows(cx, operands):
-  """The operands of an elementwise op where one is padded and another, unpadded, is a vector as long as the
-  padded one's own length along an axis (`w[None, :]`, an RMSNorm's (360,) weight beside a (3, 360) tile padded to
-  (4, 384); a (40,) row of cos beside the half of a padded tile of heads): that one widened with zeros to the
-  padded length and recorded padded with its own shape (probe 46j); the operands as they are otherwise."""
+  """The operands of an elementwise op where one is padded, each grown with zeros along the axes where another is
+  padded longer with the same own length, so that they meet: an unpadded vector as long as the padded one's own
+  length along an axis (`w[None, :]`, an RMSNorm's (360,) weight beside a (3, 360) tile padded to (4, 384); a (40,)
+  row of cos beside the half of a padded tile of heads; probe 46j), and since probe 47a a padded one padded shorter
+  (a (45,) bias read padded to 48 beside a (3, 45) tile padded to (4, 64); a tile's 3 rows padded to 4 beside a
+  (3,) column scale padded to 8): recorded padded with its own shape. The operands as they are otherwise."""
   pads = cx.b.pad_tiles
   if getattr(cx.b, "pad_ok", 0):
     return operands
-  ref = next((x for x in operands if getattr(x, "id", None) in pads and isinstance(x.type, TensorType)), None)
-  if ref is None:
+  tensors = [x for x in operands if isinstance(getattr(x, "type", None), TensorType)]
+  if not any(x.id in pads for x in tensors):
     return operands
-  own, up = pads[ref.id], tuple(ref.type.shape)
+  rank = max(len(x.type.shape) for x in tensors)
+  target = {}          # result axis -> (own length, the longest padded length of an operand padded along it)
+  for x in tensors:
+    if x.id not in pads:
+      continue
+    lead = rank - len(x.type.shape)
+    for k, (n, u) in enumerate(zip(pads[x.id], x.type.shape)):
+      if u != 1 and n != u:
+        own, best = target.get(lead + k, (n, u))
+        target[lead + k] = (own, max(best, u)) if own == n else (own, best)
+  if not target:
+    return operands
   out = []
   for x in operands:
-    t = getattr(x, "type", None)
-    if not isinstance(t, TensorType) or x.id in pads or len(t.shape) > len(up):
+    if not isinstance(getattr(x, "type", None), TensorType):
       out.append(x)
       continue
-    shape, lead = tuple(t.shape), len(up) - len(t.shape)
-    axes = [k for k, n in enumerate(shape) if n != 1]
-    d = resolve(t.dtype)
-    if len(axes) != 1 or not isinstance(d, DType):
-      out.append(x)
-      continue
-    k = axes[0]
-    n, u = shape[k], up[lead + k]
-    if n != own[lead + k] or n == u or (u - n) % 8 or n % 8:
-      out.append(x)
-      continue
-    from .elementwise import full_
-    from .shape import concatenate, reshape_
-    with allowed(cx):
-      flat = x if len(shape) == 1 else reshape_(cx, x, (n,))
-      wide = concatenate.rule(cx, [flat, full_(cx, (u - n,), 0, t.dtype)], 0)
-      full = (1,) * lead + tuple(u if j == k else 1 for j in range(len(shape)))   # (the padded one's rank)
-      wide = reshape_(cx, wide, full) if len(full) > 1 else wide
-    pads[wide.id] = (1,) * lead + shape
-    out.append(wide)
+    out.append(_grown(cx, x, rank, target))
   return tuple(out)
+
+
+def _grown(cx, x, rank, target):
+  """`x` grown with zeros to the padded lengths of `target` (result axis -> (own, padded)) along the axes where its
+  own length is that own one and it is shorter, recorded padded with its own shape; x itself where none is, or
+  where a part of zeros registers cannot hold would be needed."""
+  from .elementwise import full_
+  from .shape import concatenate, reshape_
+  pads, shape = cx.b.pad_tiles, tuple(x.type.shape)
+  lead, mine = rank - len(shape), tuple(cx.b.pad_tiles.get(x.id, shape))
+  d = resolve(x.type.dtype)
+  grow = {k: target[lead + k][1] for k, (n, u) in enumerate(zip(mine, shape))
+          if lead + k in target and target[lead + k][0] == n and u < target[lead + k][1] and u != 1}
+  if not grow or not isinstance(d, DType):
+    return x
+  if x.id not in pads and any(u % 8 for u in shape if u != 1):
+    return x                  # (an unpadded operand registers cannot hold: it fails as it did)
+  axes = [k for k, u in enumerate(shape) if u != 1]
+  with allowed(cx):
+    if len(axes) == 1:        # (a vector, in any rank: grown flat, then its axes put back)
+      k = axes[0]
+      flat = x if len(shape) == 1 else reshape_(cx, x, (shape[k],))
+      if (grow[k] - shape[k]) % 8:
+        return x
+      wide = concatenate.rule(cx, [flat, full_(cx, (grow[k] - shape[k],), 0, x.type.dtype)], 0)
+      new = tuple(grow[k] if j == k else 1 for j in range(len(shape)))
+      y = reshape_(cx, wide, new) if len(new) > 1 else wide
+    else:
+      y = x
+      for k, u in grow.items():
+        rest = tuple(u - n if j == k else n for j, n in enumerate(y.type.shape))
+        if not _holds(rest):
+          return x
+        y = concatenate.rule(cx, [y, full_(cx, rest, 0, x.type.dtype)], k)
+  pads[y.id] = mine
+  return y
 
 
 def padded_concatenate(cx, xs, axis, redo):
@@ -373,6 +460,57 @@ def padded_strided(cx, x, redo):
     raise PadAbort("strided")
   if tuple(own[:-1]) != up[:-1]:
     pads[out.id] = tuple(own[:-1]) + (out.type.shape[-1],)
+  return out
+
+
+def padded_steps(cx, x, index, redo):
+  """`x[lo:hi:k]` along one axis (the others whole) in a padded trace, of a padded `x` or of one whose result no
+  register tensor holds (`x[...][::2]` of a (100,) read padded to 104: 50 elements; `v[::2]` of a (1000,) vector:
+  500): x grown with zeros along the axis to hold the window of whole steps of the result padded (`_up`), sliced
+  there by `redo(grown, index)` (the plain strided slice), and recorded padded with the result's own length, which
+  takes only x's own elements (probe 47a; it was MG204). None where it is no such slice or the plain one holds."""
+  pads = getattr(cx.b, "pad_tiles", None)
+  t = getattr(x, "type", None)
+  if pads is None or getattr(cx.b, "pad_ok", 0) or not isinstance(t, TensorType) or not isinstance(
+      resolve(t.dtype), DType) or not isinstance(index, (tuple, list, slice)):
+    return None
+  shape = tuple(t.shape)
+  index = list(index) if isinstance(index, (tuple, list)) else [index]
+  index += [slice(None)] * (len(shape) - len(index))
+  if len(index) != len(shape) or not all(isinstance(i, slice) and all(
+      v is None or isinstance(v, int) and not isinstance(v, bool) for v in (i.start, i.stop, i.step)) for i in index):
+    return None
+  steps = [a for a, i in enumerate(index) if i.step not in (None, 1)]
+  if len(steps) != 1 or any(i != slice(None) for a, i in enumerate(index) if a != steps[0]):
+    return None
+  a = steps[0]
+  own = pads.get(x.id, shape)
+  lo, hi, k = index[a].indices(own[a])
+  m = len(range(lo, hi, k))
+  res_own = tuple(m if j == a else n for j, n in enumerate(own))
+  if k < 2 or m < 1 or x.id not in pads and _holds(res_own):
+    return None
+  up = next((w for w in range(m, m + hw.WARPGROUP + 1)
+             if _holds(tuple(w if j == a else n for j, n in enumerate(shape)))), None)
+  if up is None:
+    return None
+  need, u = lo + k * up, shape[a]
+  grow = next((g for g in range(max(need, u), max(need, u) + hw.WARPGROUP + 1) if g == u or _holds(
+      tuple(g - u if j == a else n for j, n in enumerate(shape))) and _holds(
+      tuple(g if j == a else n for j, n in enumerate(shape)))), None)
+  if grow is None:
+    return None
+  from .elementwise import full_
+  from .shape import concatenate
+  with allowed(cx):
+    y = x if grow == u else concatenate.rule(cx, [x, full_(cx, tuple(grow - u if j == a else n for j, n in
+                                                                      enumerate(shape)), 0, t.dtype)], a)
+    out = redo(y, tuple(slice(lo, lo + k * up, k) if j == a else slice(None) for j in range(len(shape))))
+  want = tuple(up if j == a else n for j, n in enumerate(shape))
+  if out is None or tuple(getattr(out.type, "shape", ())) != want:
+    raise PadAbort("strided")
+  if res_own != want:
+    pads[out.id] = res_own
   return out
 
 

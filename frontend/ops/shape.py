@@ -142,7 +142,11 @@ def broadcast_operands(cx, operands, what):
     operands = widen_rows(cx, operands)
     tensors = [x for x in operands if is_tensor(x)]
   shape = broadcast_shape(cx, [x.type.shape for x in tensors], what, names, tensors)
-  return tuple(broadcast_to_shape(cx, x, shape) if is_tensor(x) else x for x in operands), shape
+  out = tuple(broadcast_to_shape(cx, x, shape) if is_tensor(x) else x for x in operands)
+  if getattr(cx.b, "pad_tiles", None) is not None:      # (a padded statistic stretched by a reshape: still padded)
+    from .padded_tiles import stretched
+    stretched(cx, operands, out, shape)
+  return out, shape
 
 
 def reshape_(cx, x, shape):
