@@ -18,7 +18,8 @@ from .ops.vector_views import strided_vector
 from .ops.strided_axes import strided_axis
 from .ops.register_gather import register_gather
 from .strided_views import AtOf, StridedView, compose, is_strided, strided_attribute, strided_error
-from .ops.padded_tiles import padded_steps, padded_strided
+from .ops.padded_meets import padded_steps
+from .ops.padded_tiles import padded_strided
 from .ops.index_hints import aliased_input, check_tensor_steps, run_window_hint, scatter_set_hint, strided_last_axis
 from .ops.table_hints import table_lookup_hint
 from .assign import DICTS_FIXED, SCATTER_HINT, At, holds_value, is_whole

@@ -203,20 +203,6 @@ def _constant_along(b, a, axes) -> bool:
   return all(k not in dims or src[dims.index(k)] == 1 for k in axes)
 
 
-def stretched(cx, operands, broadcast, shape):
-  """Record as padded each of `broadcast` (the operands broadcast to `shape`) whose operand is padded but which no
-  Broadcast op made (a keepdims statistic of a padded 3-D tile, the vector of its rows typed (3, 8, 1), stretched
-  along its last axis by a reshape of the vector's broadcast): its own shape is the operand's, with the stretched
-  axes whole (probe 47a; it met the padded tile unrecorded and ended the padded trace)."""
-  pads = cx.b.pad_tiles
-  for x, y in zip(operands, broadcast):
-    if getattr(x, "id", None) not in pads or y is x or getattr(y, "id", None) in pads:
-      continue
-    own, src = pads[x.id], tuple(x.type.shape)
-    lead = len(shape) - len(src)
-    pads[y.id] = tuple(n if k < lead or src[k - lead] == 1 and n != 1 else own[k - lead] for k, n in enumerate(shape))
-
-
 def padded_index(cx, x, index, redo):
   """`x[index]` of padded `x` (`x[:, :d]`, a half of a (6, 64) tile of heads read padded), where the index takes
   each padded axis whole, or an element of its real part (a static one inside it, or a run-time one clamped into it
@@ -310,95 +296,35 @@ def _parts_of_padded_axes(cx, x, index, own, up, every=False):
   return x, index, own, axes
 
 
-def widen_rows(cx, operands):
-  """The operands of an elementwise op where one is padded, each grown with zeros along the axes where another is
-  padded longer with the same own length, so that they meet: an unpadded vector as long as the padded one's own
-  length along an axis (`w[None, :]`, an RMSNorm's (360,) weight beside a (3, 360) tile padded to (4, 384); a (40,)
-  row of cos beside the half of a padded tile of heads; probe 46j), and since probe 47a a padded one padded shorter
-  (a (45,) bias read padded to 48 beside a (3, 45) tile padded to (4, 64); a tile's 3 rows padded to 4 beside a
-  (3,) column scale padded to 8): recorded padded with its own shape. The operands as they are otherwise."""
-  pads = cx.b.pad_tiles
-  if getattr(cx.b, "pad_ok", 0):
-    return operands
-  tensors = [x for x in operands if isinstance(getattr(x, "type", None), TensorType)]
-  if not any(x.id in pads for x in tensors):
-    return operands
-  rank = max(len(x.type.shape) for x in tensors)
-  target = {}          # result axis -> (own length, the longest padded length of an operand padded along it)
-  for x in tensors:
-    if x.id not in pads:
-      continue
-    lead = rank - len(x.type.shape)
-    for k, (n, u) in enumerate(zip(pads[x.id], x.type.shape)):
-      if u != 1 and n != u:
-        own, best = target.get(lead + k, (n, u))
-        target[lead + k] = (own, max(best, u)) if own == n else (own, best)
-  if not target:
-    return operands
-  out = []
-  for x in operands:
-    if not isinstance(getattr(x, "type", None), TensorType):
-      out.append(x)
-      continue
-    out.append(_grown(cx, x, rank, target))
-  return tuple(out)
-
-
-def _grown(cx, x, rank, target):
-  """`x` grown with zeros to the padded lengths of `target` (result axis -> (own, padded)) along the axes where its
-  own length is that own one and it is shorter, recorded padded with its own shape; x itself where none is, or
-  where a part of zeros registers cannot hold would be needed."""
-  from .elementwise import full_
-  from .shape import concatenate, reshape_
-  pads, shape = cx.b.pad_tiles, tuple(x.type.shape)
-  lead, mine = rank - len(shape), tuple(cx.b.pad_tiles.get(x.id, shape))
-  d = resolve(x.type.dtype)
-  grow = {k: target[lead + k][1] for k, (n, u) in enumerate(zip(mine, shape))
-          if lead + k in target and target[lead + k][0] == n and u < target[lead + k][1] and u != 1}
-  if not grow or not isinstance(d, DType):
-    return x
-  if x.id not in pads and any(u % 8 for u in shape if u != 1):
-    return x                  # (an unpadded operand registers cannot hold: it fails as it did)
-  axes = [k for k, u in enumerate(shape) if u != 1]
-  with allowed(cx):
-    if len(axes) == 1:        # (a vector, in any rank: grown flat, then its axes put back)
-      k = axes[0]
-      flat = x if len(shape) == 1 else reshape_(cx, x, (shape[k],))
-      if (grow[k] - shape[k]) % 8:
-        return x
-      wide = concatenate.rule(cx, [flat, full_(cx, (grow[k] - shape[k],), 0, x.type.dtype)], 0)
-      new = tuple(grow[k] if j == k else 1 for j in range(len(shape)))
-      y = reshape_(cx, wide, new) if len(new) > 1 else wide
-    else:
-      y = x
-      for k, u in grow.items():
-        rest = tuple(u - n if j == k else n for j, n in enumerate(y.type.shape))
-        if not _holds(rest):
-          return x
-        y = concatenate.rule(cx, [y, full_(cx, rest, 0, x.type.dtype)], k)
-  pads[y.id] = mine
-  return y
-
-
 def padded_concatenate(cx, xs, axis, redo):
   """`ml.concatenate(xs, axis)` where some part is padded (the rotated halves of a padded tile of heads): `redo()`
   with the padding kept, where every part is padded alike on the other axes and none along `axis`; None where no
   part is padded. Any other join ends the padded trace."""
   pads = getattr(cx.b, "pad_tiles", None)
-  if pads is None or getattr(cx.b, "pad_ok", 0) or not any(getattr(x, "id", None) in pads for x in xs):
+  if pads is None or getattr(cx.b, "pad_ok", 0) or not all(isinstance(getattr(x, "type", None), TensorType)
+                                                           for x in xs):
     return None
   owns = [pads.get(x.id, tuple(x.type.shape)) for x in xs]
+  if not any(x.id in pads for x in xs) and (len({len(o) for o in owns}) != 1 or _holds(_sum_along(owns, axis))):
+    return None                 # (no part padded, and the join holds: the plain one)
   if any(tuple(n for k, n in enumerate(o) if k != axis) != tuple(n for k, n in enumerate(owns[0]) if k != axis)
          for o in owns):
     raise PadAbort("concatenate")
-  if any(o[axis] != x.type.shape[axis] for o, x in zip(owns, xs)):
-    return _joined_along_padding(cx, xs, owns, axis)
+  if any(o[axis] != x.type.shape[axis] for o, x in zip(owns, xs)) or not _holds(_sum_along(owns, axis)) and \
+      not any(x.id in pads for x in xs) or len({tuple(u for k, u in enumerate(x.type.shape) if k != axis)
+                                                for x in xs}) > 1:
+    return _joined_along_padding(cx, xs, owns, axis)   # (since probe 47a also a join no register tensor holds of
   with allowed(cx):
     out = redo()
   own = list(owns[0])
   own[axis] = sum(o[axis] for o in owns)
   pads[out.id] = tuple(own)
   return out
+
+
+def _sum_along(owns, axis):
+  """The shape of parts of shapes `owns` joined along `axis`."""
+  return tuple(sum(o[axis] for o in owns) if k == axis else n for k, n in enumerate(owns[0]))
 
 
 def _joined_along_padding(cx, xs, owns, axis):
@@ -409,26 +335,40 @@ def _joined_along_padding(cx, xs, owns, axis):
   from .elementwise import Full, full_
   from .roll import _select_range, roll_tensor
   from .shape import concatenate
+  pads, wide = cx.b.pad_tiles, isinstance(cx.b.pad_tiles, WideVectors)
+  ref = next((x for x in xs if not isinstance(cx.b.defining(x), Full) or x.id in pads), xs[0])
+  made = []
+  for x in xs:              # (fills no register tensor holds, or not padded as the others are: remade so, probe 47a)
+    f, other = cx.b.defining(x), tuple(u if k != axis else x.type.shape[axis] for k, u in enumerate(ref.type.shape))
+    if isinstance(f, Full) and x.id not in pads and (not _holds(x.type.shape) or tuple(x.type.shape) != other):
+      n = x.type.shape[axis]
+      w = next((w for w in range(n, n + hw.WARPGROUP + 1) if _holds(tuple(w if k == axis else u for k, u in
+                                                                         enumerate(other)))), None)
+      if w is None:
+        raise PadAbort("concatenate")
+      with allowed(cx):
+        x = full_(cx, tuple(w if k == axis else u for k, u in enumerate(other)), f.value, x.type.dtype)
+    made.append(x)
+  xs = made
   ups = [tuple(x.type.shape) for x in xs]
-  if any(tuple(u for k, u in enumerate(up) if k != axis) != tuple(u for k, u in enumerate(ups[0]) if k != axis)
-         for up in ups):
-    raise PadAbort("concatenate")
   d = resolve(xs[0].type.dtype)
-  if not isinstance(d, DType) or any(resolve(x.type.dtype) != d for x in xs):
+  if not isinstance(d, DType) or any(resolve(x.type.dtype) != d for x in xs) or len({len(u) for u in ups}) != 1:
     raise PadAbort("concatenate")
-  own = list(owns[0])
-  own[axis] = sum(o[axis] for o in owns)
-  own = tuple(own)
-  total = own[axis] if _holds(own) else _up(own, d, isinstance(cx.b.pad_tiles, WideVectors))[axis]
-  shape = tuple(total if k == axis else u for k, u in enumerate(ups[0]))
+  own = _sum_along(owns, axis)
+  shape = own if _holds(own) else _up(own, d, wide)
+  shape = tuple(n if k == axis else max([n] + [u[k] for u in ups]) for k, n in enumerate(shape))
   if not _holds(shape):
     raise PadAbort("concatenate")
   out, at = None, 0
+  total = shape[axis]
   with allowed(cx):
     for x, o in zip(xs, owns):
-      f = cx.b.defining(x)
-      if isinstance(f, Full) and x.id not in cx.b.pad_tiles and not _holds(x.type.shape):   # ([ml.zeros((1,)), cs])
-        x = full_(cx, _up(x.type.shape, d, isinstance(cx.b.pad_tiles, WideVectors)), f.value, x.type.dtype)
+      for k, n in enumerate(shape):   # (parts padded less on the other axes: grown there, probe 47a)
+        if k != axis and x.type.shape[k] < n:
+          rest = tuple(n - m if j == k else m for j, m in enumerate(x.type.shape))
+          if not _holds(rest):
+            raise PadAbort("concatenate")
+          x = concatenate.rule(cx, [x, full_(cx, rest, 0, x.type.dtype)], k)
       u = x.type.shape[axis]
       if u < total:
         rest = tuple(total - u if k == axis else n for k, n in enumerate(shape))
@@ -460,57 +400,6 @@ def padded_strided(cx, x, redo):
     raise PadAbort("strided")
   if tuple(own[:-1]) != up[:-1]:
     pads[out.id] = tuple(own[:-1]) + (out.type.shape[-1],)
-  return out
-
-
-def padded_steps(cx, x, index, redo):
-  """`x[lo:hi:k]` along one axis (the others whole) in a padded trace, of a padded `x` or of one whose result no
-  register tensor holds (`x[...][::2]` of a (100,) read padded to 104: 50 elements; `v[::2]` of a (1000,) vector:
-  500): x grown with zeros along the axis to hold the window of whole steps of the result padded (`_up`), sliced
-  there by `redo(grown, index)` (the plain strided slice), and recorded padded with the result's own length, which
-  takes only x's own elements (probe 47a; it was MG204). None where it is no such slice or the plain one holds."""
-  pads = getattr(cx.b, "pad_tiles", None)
-  t = getattr(x, "type", None)
-  if pads is None or getattr(cx.b, "pad_ok", 0) or not isinstance(t, TensorType) or not isinstance(
-      resolve(t.dtype), DType) or not isinstance(index, (tuple, list, slice)):
-    return None
-  shape = tuple(t.shape)
-  index = list(index) if isinstance(index, (tuple, list)) else [index]
-  index += [slice(None)] * (len(shape) - len(index))
-  if len(index) != len(shape) or not all(isinstance(i, slice) and all(
-      v is None or isinstance(v, int) and not isinstance(v, bool) for v in (i.start, i.stop, i.step)) for i in index):
-    return None
-  steps = [a for a, i in enumerate(index) if i.step not in (None, 1)]
-  if len(steps) != 1 or any(i != slice(None) for a, i in enumerate(index) if a != steps[0]):
-    return None
-  a = steps[0]
-  own = pads.get(x.id, shape)
-  lo, hi, k = index[a].indices(own[a])
-  m = len(range(lo, hi, k))
-  res_own = tuple(m if j == a else n for j, n in enumerate(own))
-  if k < 2 or m < 1 or x.id not in pads and _holds(res_own):
-    return None
-  up = next((w for w in range(m, m + hw.WARPGROUP + 1)
-             if _holds(tuple(w if j == a else n for j, n in enumerate(shape)))), None)
-  if up is None:
-    return None
-  need, u = lo + k * up, shape[a]
-  grow = next((g for g in range(max(need, u), max(need, u) + hw.WARPGROUP + 1) if g == u or _holds(
-      tuple(g - u if j == a else n for j, n in enumerate(shape))) and _holds(
-      tuple(g if j == a else n for j, n in enumerate(shape)))), None)
-  if grow is None:
-    return None
-  from .elementwise import full_
-  from .shape import concatenate
-  with allowed(cx):
-    y = x if grow == u else concatenate.rule(cx, [x, full_(cx, tuple(grow - u if j == a else n for j, n in
-                                                                      enumerate(shape)), 0, t.dtype)], a)
-    out = redo(y, tuple(slice(lo, lo + k * up, k) if j == a else slice(None) for j in range(len(shape))))
-  want = tuple(up if j == a else n for j, n in enumerate(shape))
-  if out is None or tuple(getattr(out.type, "shape", ())) != want:
-    raise PadAbort("strided")
-  if res_own != want:
-    pads[out.id] = res_own
   return out
 
 

@@ -138,13 +138,13 @@ def broadcast_operands(cx, operands, what):
     return tuple(operands), None
   names = [cx.named(x, "a tensor") for x in tensors]     # the user's text where it is an operand
   if getattr(cx.b, "pad_tiles", None) is not None:       # (a row of a padded tile's own width: widened, probe 46j)
-    from .padded_tiles import widen_rows
+    from .padded_meets import widen_rows
     operands = widen_rows(cx, operands)
     tensors = [x for x in operands if is_tensor(x)]
   shape = broadcast_shape(cx, [x.type.shape for x in tensors], what, names, tensors)
   out = tuple(broadcast_to_shape(cx, x, shape) if is_tensor(x) else x for x in operands)
   if getattr(cx.b, "pad_tiles", None) is not None:      # (a padded statistic stretched by a reshape: still padded)
-    from .padded_tiles import stretched
+    from .padded_meets import stretched
     stretched(cx, operands, out, shape)
   return out, shape
 

@@ -153,6 +153,7 @@ def pad(cx, x, pad_width, mode="constant", constant_values=0):
     raise E.KernelTypeError(
         f"ml.pad: constant_values must be a Python number, got {shown(constant_values)}", cx.loc,
         hint="ml.pad(v, ((0, 0), (0, 4)), constant_values=0.0); a run-time value: ml.where on a padded index")
+  from .padded_tiles import true_shape
   widths = _pad_widths(cx, pad_width, len(x.type.shape))
   dt = resolve(x.type.dtype)
   for axis, (lo, hi) in enumerate(widths):
@@ -160,7 +161,7 @@ def pad(cx, x, pad_width, mode="constant", constant_values=0):
       continue
     parts = []
     for n in (lo, hi):
-      shape = list(x.type.shape)
+      shape = list(true_shape(cx.b, x))       # (a padded value's own: its fills are remade padded, probe 47a)
       shape[axis] = n
       parts.append(ew.full_(cx, tuple(shape), constant_values, dt, "ml.pad", convert=True) if n else None)
     x = _joined(cx, [p for p in (parts[0], x, parts[1]) if p is not None], axis, "ml.pad")

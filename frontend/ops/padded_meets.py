@@ -1,0 +1,144 @@
+"""Padded values of the padded trace of odd reads (ops/padded_tiles.py) meeting others (probe 47a): operands
+padded to different lengths along an axis grown to meet, a padded statistic stretched by a reshape recorded padded,
+and strided slices of padded values (or with results no register tensor holds) taken padded."""
+from __future__ import annotations
+
+from .. import hw
+from ..dtypes import DType
+from ..types import TensorType, resolve
+from .padded_tiles import PadAbort, _holds, allowed
+
+
+def stretched(cx, operands, broadcast, shape):
+  """Record as padded each of `broadcast` (the operands broadcast to `shape`) whose operand is padded but which no
+  Broadcast op made (a keepdims statistic of a padded 3-D tile, the vector of its rows typed (3, 8, 1), stretched
+  along its last axis by a reshape of the vector's broadcast): its own shape is the operand's, with the stretched
+  axes whole (probe 47a; it met the padded tile unrecorded and ended the padded trace)."""
+  pads = cx.b.pad_tiles
+  for x, y in zip(operands, broadcast):
+    if getattr(x, "id", None) not in pads or y is x or getattr(y, "id", None) in pads:
+      continue
+    own, src = pads[x.id], tuple(x.type.shape)
+    lead = len(shape) - len(src)
+    pads[y.id] = tuple(n if k < lead or src[k - lead] == 1 and n != 1 else own[k - lead] for k, n in enumerate(shape))
+
+
+def widen_rows(cx, operands):
+  """The operands of an elementwise op where one is padded, each grown with zeros along the axes where another is
+  padded longer with the same own length, so that they meet: an unpadded vector as long as the padded one's own
+  length along an axis (`w[None, :]`, an RMSNorm's (360,) weight beside a (3, 360) tile padded to (4, 384); a (40,)
+  row of cos beside the half of a padded tile of heads; probe 46j), and since probe 47a a padded one padded shorter
+  (a (45,) bias read padded to 48 beside a (3, 45) tile padded to (4, 64); a tile's 3 rows padded to 4 beside a
+  (3,) column scale padded to 8): recorded padded with its own shape. The operands as they are otherwise."""
+  pads = cx.b.pad_tiles
+  if getattr(cx.b, "pad_ok", 0):
+    return operands
+  tensors = [x for x in operands if isinstance(getattr(x, "type", None), TensorType)]
+  if not any(x.id in pads for x in tensors):
+    return operands
+  rank = max(len(x.type.shape) for x in tensors)
+  target = {}          # result axis -> (own length, the longest padded length of an operand padded along it)
+  for x in tensors:
+    if x.id not in pads:
+      continue
+    lead = rank - len(x.type.shape)
+    for k, (n, u) in enumerate(zip(pads[x.id], x.type.shape)):
+      if u != 1 and n != u:
+        own, best = target.get(lead + k, (n, u))
+        target[lead + k] = (own, max(best, u)) if own == n else (own, best)
+  if not target:
+    return operands
+  out = []
+  for x in operands:
+    if not isinstance(getattr(x, "type", None), TensorType):
+      out.append(x)
+      continue
+    out.append(_grown(cx, x, rank, target))
+  return tuple(out)
+
+
+def _grown(cx, x, rank, target):
+  """`x` grown with zeros to the padded lengths of `target` (result axis -> (own, padded)) along the axes where its
+  own length is that own one and it is shorter, recorded padded with its own shape; x itself where none is, or
+  where a part of zeros registers cannot hold would be needed."""
+  from .elementwise import full_
+  from .shape import concatenate, reshape_
+  pads, shape = cx.b.pad_tiles, tuple(x.type.shape)
+  lead, mine = rank - len(shape), tuple(cx.b.pad_tiles.get(x.id, shape))
+  d = resolve(x.type.dtype)
+  grow = {k: target[lead + k][1] for k, (n, u) in enumerate(zip(mine, shape))
+          if lead + k in target and target[lead + k][0] == n and u < target[lead + k][1] and u != 1}
+  if not grow or not isinstance(d, DType):
+    return x
+  if x.id not in pads and any(u % 8 for u in shape if u != 1):
+    return x                  # (an unpadded operand registers cannot hold: it fails as it did)
+  axes = [k for k, u in enumerate(shape) if u != 1]
+  with allowed(cx):
+    if len(axes) == 1:        # (a vector, in any rank: grown flat, then its axes put back)
+      k = axes[0]
+      flat = x if len(shape) == 1 else reshape_(cx, x, (shape[k],))
+      if (grow[k] - shape[k]) % 8:
+        return x
+      wide = concatenate.rule(cx, [flat, full_(cx, (grow[k] - shape[k],), 0, x.type.dtype)], 0)
+      new = tuple(grow[k] if j == k else 1 for j in range(len(shape)))
+      y = reshape_(cx, wide, new) if len(new) > 1 else wide
+    else:
+      y = x
+      for k, u in grow.items():
+        rest = tuple(u - n if j == k else n for j, n in enumerate(y.type.shape))
+        if not _holds(rest):
+          return x
+        y = concatenate.rule(cx, [y, full_(cx, rest, 0, x.type.dtype)], k)
+  pads[y.id] = mine
+  return y
+
+
+def padded_steps(cx, x, index, redo):
+  """`x[lo:hi:k]` along one axis (the others whole) in a padded trace, of a padded `x` or of one whose result no
+  register tensor holds (`x[...][::2]` of a (100,) read padded to 104: 50 elements; `v[::2]` of a (1000,) vector:
+  500): x grown with zeros along the axis to hold the window of whole steps of the result padded (`_up`), sliced
+  there by `redo(grown, index)` (the plain strided slice), and recorded padded with the result's own length, which
+  takes only x's own elements (probe 47a; it was MG204). None where it is no such slice or the plain one holds."""
+  pads = getattr(cx.b, "pad_tiles", None)
+  t = getattr(x, "type", None)
+  if pads is None or getattr(cx.b, "pad_ok", 0) or not isinstance(t, TensorType) or not isinstance(
+      resolve(t.dtype), DType) or not isinstance(index, (tuple, list, slice)):
+    return None
+  shape = tuple(t.shape)
+  index = list(index) if isinstance(index, (tuple, list)) else [index]
+  index += [slice(None)] * (len(shape) - len(index))
+  if len(index) != len(shape) or not all(isinstance(i, slice) and all(
+      v is None or isinstance(v, int) and not isinstance(v, bool) for v in (i.start, i.stop, i.step)) for i in index):
+    return None
+  steps = [a for a, i in enumerate(index) if i.step not in (None, 1)]
+  if len(steps) != 1 or any(i != slice(None) for a, i in enumerate(index) if a != steps[0]):
+    return None
+  a = steps[0]
+  own = pads.get(x.id, shape)
+  lo, hi, k = index[a].indices(own[a])
+  m = len(range(lo, hi, k))
+  res_own = tuple(m if j == a else n for j, n in enumerate(own))
+  if k < 2 or m < 1 or x.id not in pads and _holds(res_own):
+    return None
+  up = next((w for w in range(m, m + hw.WARPGROUP + 1)
+             if _holds(tuple(w if j == a else n for j, n in enumerate(shape)))), None)
+  if up is None:
+    return None
+  need, u = lo + k * up, shape[a]
+  grow = next((g for g in range(max(need, u), max(need, u) + hw.WARPGROUP + 1) if g == u or _holds(
+      tuple(g - u if j == a else n for j, n in enumerate(shape))) and _holds(
+      tuple(g if j == a else n for j, n in enumerate(shape)))), None)
+  if grow is None:
+    return None
+  from .elementwise import full_
+  from .shape import concatenate
+  with allowed(cx):
+    y = x if grow == u else concatenate.rule(cx, [x, full_(cx, tuple(grow - u if j == a else n for j, n in
+                                                                      enumerate(shape)), 0, t.dtype)], a)
+    out = redo(y, tuple(slice(lo, lo + k * up, k) if j == a else slice(None) for j in range(len(shape))))
+  want = tuple(up if j == a else n for j, n in enumerate(shape))
+  if out is None or tuple(getattr(out.type, "shape", ())) != want:
+    raise PadAbort("strided")
+  if res_own != want:
+    pads[out.id] = res_own
+  return out
