@@ -21,7 +21,7 @@ from .carried import (as_value, carries_of, carry_slices, conversion, describe, 
 from .count_down import descending, over_rows, rebound_index, reversed_range, rewritten_iter
 from .dtypes import DType
 from .env import POISON, Unbound as _Unbound, assigned_names, atomic_targets, read_after, rebound_names
-from .ops import control as ctl, elementwise as ew
+from .ops import control as ctl, elementwise as ew, padded_meets as padded_tiles
 from .ops.base import Num, is_value, value_words
 from .ops.elementwise import astype
 from .ops.elementwise_checks import method_on
@@ -245,9 +245,11 @@ def trace_for(tracer, node: ast.For):
     attempt.undo(tracer)
     forced |= grow
   _after_loop(tracer, node, loc, assigned, carries, before, poisoned, where)
-  res = b.emit(ctl.For, start, stop, step, inits, body, loc=loc,
-                types=[v.type for v in inits], names=leaf_names, stages=stages, warp_specialize=specialize,
-                pingpong=pingpong)
+  with padded_tiles.carrying(b, inits):
+    res = b.emit(ctl.For, start, stop, step, inits, body, loc=loc,
+                  types=[v.type for v in inits], names=leaf_names, stages=stages, warp_specialize=specialize,
+                  pingpong=pingpong)
+  padded_tiles.carried(b, inits, res.results)
   _bind(env, carries, small_carries.shaped(b, loc, inits, res.results))
   for n in poisoned:
     env[n] = POISON
@@ -337,6 +339,7 @@ def _args(tracer, carries, inits, leaf_names, widened):
     big = isinstance(l, int) and not isinstance(l, bool) and l >= 2 ** 31   # uint32 only: never narrowed
     if (is_weak(l) and not big or is_value(l) and l.id in tracer.b.weak) and ln not in widened:
       tracer.b.weak.add(a.id)
+  padded_tiles.carried(tracer.b, inits, args_)      # (odd reads computed padded: their carries too, probe 47a)
   return args_
 
 
@@ -467,7 +470,8 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
               f"{ln} enters the loop as {describe(init)} but an iteration makes it {describe(leaf)}", where,
               hint=hint, notes=(f"{loc}: the loop that carries {n}",))
         yields.append(leaf)
-    b.emit(ctl.Yield, tuple(yields), loc=loc)
+    with padded_tiles.carrying(b, inits, yields):
+      b.emit(ctl.Yield, tuple(yields), loc=loc)
   return poisoned
 
 
@@ -647,7 +651,8 @@ def _trace_while_once(tracer, node, loc, assigned, forced, widened):
           hint=f"compare it: while {tracer.nonzero(written)}:" if isinstance(cond.type, ScalarType) else
           tracer.one_element_hint(written, cond, "while") or
           tensor_condition_hint(tracer.text(written), cond, "while"))
-    b.emit(ctl.Condition, cond, cond_args, loc=loc)
+    with padded_tiles.carrying(b, inits):
+      b.emit(ctl.Condition, cond, cond_args, loc=loc)
   args_ = _args(tracer, carries, inits, leaf_names, widened)
   body = ir.Block(args=args_)
   _bind(env, carries, args_)
@@ -659,7 +664,9 @@ def _finish_while(tracer, node, loc, assigned, carries, res):
   before, where, poisoned, inits, cond_blk, body, leaf_names = res
   env, b = tracer.env, tracer.b
   _after_loop(tracer, node, loc, assigned, carries, before, poisoned, where)
-  res = b.emit(ctl.While, inits, cond_blk, body, loc=loc, types=[v.type for v in inits], names=leaf_names)
+  with padded_tiles.carrying(b, inits):
+    res = b.emit(ctl.While, inits, cond_blk, body, loc=loc, types=[v.type for v in inits], names=leaf_names)
+  padded_tiles.carried(b, inits, res.results)
   _bind(env, carries, small_carries.shaped(b, loc, inits, res.results))
   for n in poisoned:
     env[n] = POISON

@@ -142,3 +142,36 @@ def padded_steps(cx, x, index, redo):
   if res_own != want:
     pads[out.id] = res_own
   return out
+
+
+def carried(b, inits, values) -> None:
+  """Record `values` (a run-time loop's block arguments, or its results) padded as the `inits` they carry are (an
+  accumulator `ml.zeros((45,))` beside the padded (45,) rows it sums: probe 47a; a padded carry ended the padded
+  trace)."""
+  pads = getattr(b, "pad_tiles", None)
+  if pads is None:
+    return
+  for init, v in zip(inits, values):
+    if getattr(init, "id", None) in pads:
+      pads[v.id] = pads[init.id]
+
+
+class carrying:
+  """A loop (or its Yield, `yields`) emitted with padded carries: each yielded value must be padded as its init is
+  (the same own shape; a PadAbort otherwise: the padding would meet the real part in the next trip)."""
+  def __init__(self, b, inits, yields=None):
+    self.b, self.inits, self.yields = b, inits, yields
+
+  def __enter__(self):
+    pads = getattr(self.b, "pad_tiles", None)
+    if pads is None:
+      return
+    for init, y in zip(self.inits, self.yields or ()):
+      if (getattr(init, "id", None) in pads or getattr(y, "id", None) in pads) and \
+          pads.get(getattr(init, "id", None)) != pads.get(getattr(y, "id", None)):
+        raise PadAbort("carry")
+    self.b.pad_ok = getattr(self.b, "pad_ok", 0) + 1
+
+  def __exit__(self, *a):
+    if getattr(self.b, "pad_tiles", None) is not None:
+      self.b.pad_ok -= 1
