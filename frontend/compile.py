@@ -221,17 +221,23 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, **kw) -> ir.K
 def _padded_trace(pk, in_specs, out_specs, constexprs, **kw):
   """The kernel traced with short windows no register tensor holds read padded (ops/padded_tiles.py), then, where
   that fails, with 2-D windows of rows no row-wise layout takes padded too (RowPads); None where both traces fail in
-  any way (the kernel then fails as traced first). Where either padded 1-D reads of one length apart (a bool one
-  beside a float one), a last trace pads them all to a multiple of 16 (WideVectors)."""
+  any way (the kernel then fails as traced first), but for a store of a padded value into a window of a shape it
+  does not broadcast to, the user's mistake, reported in the value's own shape (probe 47a). Where either padded
+  1-D reads of one length apart (a bool one beside a float one), a last trace pads them all to a multiple of 16
+  (WideVectors)."""
   from .ops.padded_tiles import PadAbort, Pads, RowPads, WideVectors
-  mixed = False
+  mixed, mistake = False, None
   for pads in (Pads(), RowPads(), WideVectors()):     # (then also tiles of rows no row-wise layout takes: probe 46d)
     if isinstance(pads, WideVectors) and not mixed:
       break
     try:
       return _trace(pk, in_specs, out_specs, constexprs, small_loads=None, pad_tiles=pads, **kw)
-    except (E.KernelError, PadAbort):
+    except (E.KernelError, PadAbort) as e:
       mixed |= pads.mixed
+      if mistake is None and any(getattr(x, "padded_mistake", False) for x in getattr(e, "errors", None) or [e]):
+        mistake = e       # (a store of a padded value's own shape into a window of another: the user's mistake)
+  if mistake is not None:
+    raise mistake
   return None
 
 

@@ -321,10 +321,9 @@ def test_narrow_tiles_and_short_slices_get_hints_that_fit():
   # (ten rows was MG204 with a hint to read 12: the padded trace of odd reads (session 35) computes it)
   x, c = rand.normal(rand.key(1), (10, 32), F32), rand.normal(rand.key(2), (32,), F32)
   np.testing.assert_array_equal(np.asarray(ten_rows(x, c, interpret=True)), np.asarray(x) * np.asarray(c)[None, :])
-  e = _raises(lambda: top5.check(S((4, 256), F32)))      # no SMEM buffer in the kernel: a register slice
-  assert type(e) is mg.LayoutError and e.hint.startswith("slice 8 elements instead") and "allocate" not in e.hint
-  x = rand.normal(rand.key(0), (4, 256), F32)
-  np.testing.assert_array_equal(top5_masked(x, interpret=True), jnp.argsort(-x, axis=1)[:, :5])
+  x = rand.normal(rand.key(0), (4, 256), F32)      # (top5's o[:5] was MG204, whose hint top5_masked follows; since
+  np.testing.assert_array_equal(top5_masked(x, interpret=True), jnp.argsort(-x, axis=1)[:, :5])   # probe 47a the
+  np.testing.assert_array_equal(top5(x, interpret=True), jnp.argsort(-x, axis=1)[:, :5])   # (5,) part is padded)
 
 
 # ---------------------------------------------------------------- second regression hunt

@@ -297,6 +297,28 @@ def test_mistakes_at_odd_shapes_still_fail_where_their_right_forms_compute():
          " of the result would be both 46 and 45)")
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] // 2,), x.dtype))
+def evens_into_too_few(x, o):
+  o[...] = x[...][::2]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1] - 1), x.dtype))
+def odd_rows_into_narrower(x, o):
+  o[...] = x[...] * 2
+
+
+def test_a_store_of_an_odd_value_into_a_window_of_another_shape_says_so_in_its_own_shapes():
+  """Both were MG204 at the read or the slice ("registers cannot hold", with a hint to read a longer tile); the
+  mistake is the output's shape, now MG202 in the shapes the user wrote."""
+  _close(evens(_rnd((7,), 42), interpret=True), _rnd((7,), 42)[::2])
+  expect(evens_into_too_few, [S((7,), F32)], mg.ShapeMismatchError, "o[...]",
+         "cannot store a tensor of shape (4,) into o of shape (3,)",
+         hint="store a value of the window's shape (slice the ref with .at[...] to match), or broadcast it explicitly"
+              " with ml.broadcast_to")
+  expect(odd_rows_into_narrower, [S((3, 45), BF16)], mg.ShapeMismatchError, "o[...]",
+         "cannot store a tensor of shape (3, 45) into o of shape (3, 44)")
+
+
 @pytest.mark.gpu
 def test_odd_shapes_padded_on_the_gpu():
   x, c, s = _rnd((7, 3, 64), 20), _rnd((7, 32), 21), _rnd((7, 32), 22)

@@ -486,6 +486,14 @@ def padded_store(cx, ref, value) -> bool:
   from .memory import DSlice, view
   k = len(shape)
   if tuple(ref.type.shape) != shape or ref.type.space != Space.GMEM:
+    want = tuple(ref.type.shape)
+    if len(shape) > len(want) or any(n != m and n != 1 for n, m in zip(shape[::-1], want[::-1])):
+      from .. import errors as E    # (the user's mistake in the value's own shape: reported so, probe 47a)
+      e = E.ShapeMismatchError(f"cannot store a tensor of shape {shape} into {ref.name or 'a ref'} of shape {want}",
+                               cx.loc, hint="store a value of the window's shape (slice the ref with .at[...] to"
+                                            " match), or broadcast it explicitly with ml.broadcast_to")
+      e.padded_mistake = True
+      raise e
     raise PadAbort("store")
   root, index = _window_of(cx, ref, k)
   if root is None:
