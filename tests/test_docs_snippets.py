@@ -303,6 +303,14 @@ def run_lengths_and_starts(k):
   np.testing.assert_array_equal(np.asarray(starts), np.concatenate([[0], off]))
 
 
+def run_biased_and_summed(k):
+  x, b = np.random.default_rng(4).standard_normal((5, 45)), np.random.default_rng(5).standard_normal(45)
+  x, b = x.astype(np.float32), b.astype(np.float32)
+  out, sums = k(jnp.asarray(x), jnp.asarray(b), interpret=True)
+  close(out, x + b)
+  close(sums, (x + b).sum(0))
+
+
 def run_expert_offsets(k):
   ids = np.random.default_rng(3).integers(-64, 64, 512).astype(np.int32) % 64     # (repeated experts)
   counts = np.stack([np.bincount(ids[i * 256:(i + 1) * 256], minlength=64) for i in range(2)]).astype(np.int32)
@@ -372,6 +380,7 @@ CASES = [
     Case(L, "recurrence", [S((8, 64), f32), S((8, 64), f32)], run=run_recurrence),
     Case(L, "segmented_sum", [S((8, 128), f32), S((8, 128), i32)], run=run_segmented_sum),
     Case(L, "lengths_and_starts", [S((9,), i32)], run=run_lengths_and_starts),
+    Case(L, "biased_and_summed", [S((5, 45), f32), S((45,), f32)], run=run_biased_and_summed),
     Case(L, "expert_offsets", [S((512,), i32)], run=run_expert_offsets),
     Case("docs/autodiff.md", "square", [S((4096,), f32)], run=run_square),
     Case("docs/autodiff.md", "square_vjp", [S((4096,), f32), S((4096,), f32)], run=run_square_vjp),
