@@ -265,6 +265,24 @@ def test_an_odd_part_of_a_register_tensor_is_stored():
   _close(got[1], x[3:] - x[:-3])
 
 
+# ---------------------------------------------------------------- an odd 2-D read flattened
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0] * x.shape[1],), x.dtype), S((), I32)))
+def flat_and_argmax(x, o, at):
+  v = x[...].reshape(-1)
+  o[...] = v * 2
+  at[...] = ml.argmax(v)
+
+
+@pytest.mark.parametrize("shape,dtype", [((7, 33), np.float32), ((7, 64), BF16), ((2, 250), np.float32)])
+def test_an_odd_2d_read_flattened(shape, dtype):
+  x = _rnd(shape, 43, dtype)
+  got = flat_and_argmax(x, interpret=True)
+  _close(got[0], _f(x).reshape(-1) * 2)
+  assert int(got[1]) == int(np.argmax(_f(x).reshape(-1)))
+  if shape == (7, 33):
+    _export(flat_and_argmax, x)
+
+
 # ---------------------------------------------------------------- mistakes at odd shapes still fail
 @mg.mgpu_kernel(out_shape=lambda x: S((6,), x.dtype))
 def top6_of_five(x, o):
@@ -351,3 +369,7 @@ def test_odd_shapes_padded_on_the_gpu():
   x = _rnd((64, 32), 37)
   for g, w in zip(first_rows_and_lags(x), first_rows_and_lags(x, interpret=True)):
     _close(g, w)
+  for shape in [(7, 33), (7, 64)]:
+    x = _rnd(shape, 44)
+    for g, w in zip(flat_and_argmax(x), flat_and_argmax(x, interpret=True)):
+      _close(g, w)

@@ -3,6 +3,8 @@ padded to different lengths along an axis grown to meet, a padded statistic stre
 and strided slices of padded values (or with results no register tensor holds) taken padded."""
 from __future__ import annotations
 
+import math
+
 from .. import hw
 from ..dtypes import DType
 from ..types import TensorType, resolve
@@ -175,3 +177,27 @@ class carrying:
   def __exit__(self, *a):
     if getattr(self.b, "pad_tiles", None) is not None:
       self.b.pad_ok -= 1
+
+
+def flattened(cx, x, own, up, redo):
+  """`x.reshape(-1)` of a padded 2-D `x` of own shape `own` held in `up` (redo(shape): the plain reshape): where
+  only its rows are padded, the padded reshape (the padding, after the last row, stays at the end); else its rows
+  joined along the flat axis as a padded ml.concatenate joins them (one row through SMEM each, so up to 64 rows:
+  `x[...].reshape(-1)` of a (7, 33) read, padded to (8, 64): 231 elements, padded to 232; probe 47a)."""
+  from .padded_tiles import _joined_along_padding, _up
+  from .shape import index_through_smem
+  pads, n = cx.b.pad_tiles, math.prod(own)
+  if own[1] == up[1]:
+    with allowed(cx):
+      out = redo((math.prod(up),))
+    pads[out.id] = (n,)
+    return out
+  if own[0] > 64:
+    raise PadAbort("reshape")
+  rows = [index_through_smem(cx, x, (r, slice(None))) for r in range(own[0])]
+  if own[0] == 1:
+    return rows[0]
+  out = _joined_along_padding(cx, rows, [(own[1],)] * own[0], 0)
+  if tuple(out.type.shape) != (n,) and tuple(out.type.shape) != _up((n,), resolve(x.type.dtype)):
+    raise PadAbort("reshape")
+  return out
