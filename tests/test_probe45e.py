@@ -498,7 +498,7 @@ def test_a_vector_of_three_scalars_is_hinted_as_lanes_selected_by_index():
 # `r = ml.ds(i * 100, 100)` then `x.at[r][...]`: the padding hint wrote x.at[ml.ds(r, 104)], an ml.ds of a window
 # (MG003, followed); a window bound to a name is not its start, so the hint keeps its own placeholder. (Doubled and
 # stored, such a window now computes padded: tests/test_probe45g.py; scanned from the end since probe 46h, rolled
-# since probe 46j. Carried through a run-time loop it is still MG204.)
+# since probe 46j, carried through a run-time loop since probe 47a. Added atomically it is still MG204.)
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 100,))
 def doubled_in_named_windows(x, out):
   r = ml.ds(ml.program_id(0) * 100, 100)
@@ -508,8 +508,17 @@ def doubled_in_named_windows(x, out):
   out.at[r][...] = v
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 100,))
+def added_in_named_windows(x, out):
+  r = ml.ds(ml.program_id(0) * 100, 100)
+  v = x.at[r][...]
+  ml.atomic_add(out.at[r], v * 2)
+
+
 def test_a_window_bound_to_a_name_is_not_written_as_its_start():
-  expect(doubled_in_named_windows, [S((300,), F32)], mg.LayoutError, "x.at[r][...]",
+  x = np.random.default_rng(47).standard_normal(300).astype(np.float32)
+  np.testing.assert_allclose(np.asarray(doubled_in_named_windows(x, interpret=True)), x * np.repeat([1, 2, 4], 100))
+  expect(added_in_named_windows, [S((300,), F32)], mg.LayoutError, "x.at[r][...]",
          "v has shape (100,): a 1-D register vector needs a multiple of 8 elements (other register tensors a"
          " multiple of 128, one per thread of a warpgroup)",
          hint="pad it with a masked window: ref.at[ml.ds(start, 104)].load(mask=ml.arange(104) < 100, other=0) and a"
