@@ -355,19 +355,14 @@ def top4_fixed(x, vals, rows):
   rows.at[0].at[ml.ds(0, 8)].store(s[4:12], mask=ml.arange(8) < 4)
 
 
-def test_a_short_slice_stored_whole_is_hinted_with_the_users_names():
+def test_a_short_slice_stored_whole_computes_as_its_hint_does():
+  # (s[:4] was MG204 whose hint, in the user's names, top4_fixed follows; since probe 47a it is computed padded)
   x = jnp.asarray(np.random.default_rng(6).standard_normal(128), F32)
-  e = _raises(top4, x)
-  assert isinstance(e, mg.LayoutError) and e.code == "MG204"
-  assert (e.lineno, e.col_offset) == (_line_of("vals[...] = s[:4]"), 14)
-  assert "s[:4] has shape (4,): a 1-D register vector needs a multiple of 8 elements" in str(e)
-  assert e.hint == ("slice 8 elements instead (a multiple of 8, e.g. s[:8]) and store them with a mask,"
-                    " vals.at[ml.ds(0, 8)].store(s[:8], mask=ml.arange(8) < 4) (a window past the end of vals is"
-                    " fine: masked elements are not written)")
-  vals, rows = top4_fixed(x, interpret=True)
   top = -np.sort(-np.asarray(x))
-  np.testing.assert_array_equal(np.asarray(vals), top[:4])
-  np.testing.assert_array_equal(np.asarray(rows), np.stack([top[4:8], top[:4]]))
+  for k in (top4, top4_fixed):
+    vals, rows = k(x, interpret=True)
+    np.testing.assert_array_equal(np.asarray(vals), top[:4])
+    np.testing.assert_array_equal(np.asarray(rows), np.stack([top[4:8], top[:4]]))
   assert "@mosaic_gpu" in _export(top4_fixed, S((128,), F32))
 
 
