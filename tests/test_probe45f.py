@@ -209,14 +209,11 @@ def test_strided_slices_of_leading_axes_are_strided_views():
   assert "memref.load" in strided_rows.mlir(S((48, 64), jnp.bfloat16))
 
 
-def test_a_strided_slice_registers_cannot_hold_names_a_tile_that_works():
-  expect(strided_too_small, [S((8, 48), F32)], mg.LayoutError, "x[...][::2]",
-         "x[...][::2] of shape (8, 48) gives shape (4, 48), which registers cannot hold: register tensors need a"
-         " multiple of 128 elements (a 1-D vector a multiple of 8)",
-         hint="slice a tile 2 times as long along axis 0: the same slice of a (16, 48) tile holds 384 elements (read"
-              " more of the array at once, or pad the tile with ml.concatenate along axis 0 first)")
-  x = _input((16, 48), np.float32, 7)
-  _same(strided_too_small(x, interpret=True), x[::2])
+def test_a_strided_slice_registers_cannot_hold_computes():
+  # ((4, 48) of an (8, 48) tile was MG204 naming a (16, 48) tile that works; since probe 47a it is computed padded)
+  for shape in [(8, 48), (16, 48)]:
+    x = _input(shape, np.float32, 7)
+    _same(strided_too_small(x, interpret=True), x[::2])
 
 
 @pytest.mark.gpu

@@ -95,10 +95,8 @@ def test_a_reversed_ref_slice_reads_as_the_plain_subscript():
 def test_a_reversed_register_tensor_slice_has_its_own_hint():
   x1 = np.arange(128, dtype=np.float32)        # v[::-1] is now jnp.flip, through SMEM (test_probe33b)
   np.testing.assert_array_equal(rev_tensor(x1, interpret=True), x1[::-1])
-  e = expect(strided_tensor, [S((8, 48), F32)], mg.LayoutError, "v[:, ::2]",
-             "v[:, ::2] of shape (8, 48) gives shape (8, 24), which registers cannot hold: register tensors"
-             " need a multiple of 128 elements (a 1-D vector a multiple of 8)")
-  assert "ml.concatenate([v, ml.zeros((8, 16), v.dtype)], axis=-1)" in e.hint
+  x = np.arange(8 * 48, dtype=np.float32).reshape(8, 48)      # ((8, 24): MG204 until probe 47a computed it padded)
+  np.testing.assert_array_equal(strided_tensor(x, interpret=True), x[:, ::2])
   x = np.arange(8 * 256, dtype=np.float32).reshape(8, 256)     # (now computed in registers: test_probe32d)
   np.testing.assert_array_equal(strided_tensor(x, interpret=True), x[:, ::2])
 
