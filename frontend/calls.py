@@ -112,8 +112,6 @@ def jnp_call(tracer, node, fn, args, kwargs, cx):
   if got is None:
     return _NOT_MAPPED
   ml_name, pos, kw = got
-  if "__astype__" in kw:         # jnp.mean(x_bf16, axis=-1, dtype=jnp.float32): of x in float32, as jnp's
-    pos[0] = _widened_for(cx, lib, name, ml_name, pos[0], kw.pop("__astype__"))
   if lib != "jax.lax" and ml_name in jnp_calls.INEXACT and pos and is_value(pos[0]) and getattr(
       resolve(pos[0].type.dtype), "is_float", True) is False:
     pos[0] = ew.astype(cx, pos[0], DType.f32)       # jnp.exp of int32 or bool values: float32, as jnp's
@@ -129,18 +127,6 @@ def jnp_call(tracer, node, fn, args, kwargs, cx):
       e.message = f"{lib}.{name} (as ml.{ml_name}){e.message[len(ml_name) + 3:]}"
       e.args = (e.message,)
     raise
-
-
-def _widened_for(cx, lib, name, ml_name, x, dtype):
-  """`x` converted to `dtype` (jnp.mean's dtype=, which jnp computes in) where that is exact: a float dtype at
-  least as wide as x's, or x's integers or bools as floats; dtype= is refused by name otherwise."""
-  from .jnp_calls import _refuse
-  want = to_dtype(dtype) if not isinstance(dtype, DType) else dtype
-  have = resolve(x.type.dtype) if is_value(x) else None
-  if isinstance(want, DType) and want.is_float and want.bits >= 16 and isinstance(have, DType) and (
-      not have.is_float or have.bits <= want.bits and not (have.bits == want.bits and have != want)):
-    return x if have == want else ew.astype(cx, x, want)
-  _refuse(cx, f"{lib}.{name}", ml_name, "dtype", dtype)
 
 
 def _is_array_library(fn) -> bool:

@@ -54,8 +54,6 @@ _BY_NAME = {"where": {"condition": "cond", "x": "a", "y": "b"}, "arange": {"star
 # arguments that keep their meaning only at one value: lax.argmax's index_dtype, lax.reshape's dimensions
 _ONLY = {("jax.lax", "argmax", "index_dtype"): "int32", ("jax.lax", "argmin", "index_dtype"): "int32",
          ("jnp", "arange", "step"): 1, ("jnp", "reshape", "order"): "C", ("jnp", "ravel", "order"): "C"}
-# reductions whose dtype= jnp computes in: the operand converted first, where that widens it (calls.jnp_call)
-OPERAND_DTYPE = frozenset(("jnp", n) for n in ("mean", "var", "std"))
 # the results the library computes as operators
 _OPERATORS = {"add": "{0} + {1}", "subtract": "{0} - {1}", "multiply": "{0} * {1}", "divide": "{0} / {1}",
               "true_divide": "{0} / {1}", "negative": "-{0}", "square": "{0} * {0}", "mul": "{0} * {1}",
@@ -257,9 +255,6 @@ def bind(cx, fn, args, kwargs):
       continue
     there = p.name in given
     value = given[p.name] if there else _default(p)
-    if p.name == "dtype" and (lib, name) in OPERAND_DTYPE and there and value is not None:
-      kw["__astype__"] = value       # jnp.mean(x_bf16, dtype=jnp.float32): computed of x converted (jnp_call)
-      continue
     if (lib, name, p.name) in _ONLY:
       if there and str(getattr(value, "__name__", value)) not in (str(_ONLY[lib, name, p.name]), "None"):
         _refuse(cx, shown, ml_name, p.name, value)

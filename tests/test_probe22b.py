@@ -139,7 +139,7 @@ def test_bench_wall_arguments_are_checked():
   with pytest.raises(mg.KernelTypeError, match="mg.bench_wall's iterations must be an int of at least 1, got 0"):
     mg.bench_wall(jnp.sin, jnp.ones(4), iterations=0)
   with pytest.raises(mg.KernelTypeError, match="each spec needs .shape and .dtype"):
-    mg.check_specs(scale_kernel, [1024])
+    mg.check_specs(scale_kernel, "x: float32[1024]")   # (a list is a pytree input since probe 47c)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)

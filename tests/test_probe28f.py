@@ -125,7 +125,7 @@ _COMPUTED = ["lax.max(x, y)", "lax.min(x + 1, 0.0)", "lax.logistic(x)", "lax.mul
              "lax.broadcasted_iota(jnp.int32, (8, 128), 1)",
              # and these as jnp_forms' forms since probe 47b (test_probe47b compares them with jax)
              "lax.clamp(0.0, x, 1.0)", "lax.integer_pow(x, 3)", "jnp.reciprocal(x - 2)", "jnp.logical_and(x > 0, y > 0)",
-             "lax.reduce_max(x, (1,))"]
+             "lax.reduce_max(x, (1,))"]   # (and lax's reductions since probe 47h)
 
 
 @pytest.mark.parametrize("call", _COMPUTED)

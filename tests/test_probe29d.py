@@ -213,7 +213,8 @@ def test_jnp_reduction_keywords_are_hinted_in_the_users_names():
   expect(min_where_int, [S((8, 64), jnp.int32)], mg.KernelTypeError, "ml.argmin(v, axis=1, where=v > 0)",
          "ml.argmin: got an unexpected keyword argument 'where'",
          hint="select the elements first, the others set to what the reduction ignores:"
-              " ml.argmin(ml.where(v > 0, v, 2147483647), axis=1); ml.argmin(x, axis=None, keepdims=False)")
+              " ml.argmin(ml.where(v > 0, v, 2147483647), axis=1); ml.argmin(x, axis=None, keepdims=False,"
+              " tie_break_left=True)")
   x16 = np.random.default_rng(5).standard_normal((8, 64)).astype(np.float16)
   got = sum_dtype(jnp.asarray(x16), interpret=True)   # jnp's dtype= is taken since probe 29g
   np.testing.assert_allclose(got, jnp.sum(x16.astype(np.float32) * 2, axis=1), rtol=1e-5)

@@ -228,7 +228,8 @@ def test_torch_max_over_dim_hints_values_and_indices():
   expect(torch_row_max, spec, mg.KernelTypeError, "v.max(dim=1)[0]", "ml.max: got an unexpected keyword argument 'dim'",
          hint="write axis= for dim=: torch's max and min over dim= give a (values, indices) pair: here ml.max(v, axis=1)"
               " is the values alone (no [0] after it: that would take its first element) and ml.argmax(v, axis=1) the"
-              " indices; ml.max(x, axis=None, keepdims=False, initial=None, where=None)")
+              " indices; ml.max(x, axis=None, keepdims=False, initial=None, where=None, return_indices=False,"
+              " return_indices_tie_break_left=True)")
   x = _rows((16, 128))
   m, idx = torch_row_max_followed(x, interpret=True)
   np.testing.assert_array_equal(m, x.max(1))

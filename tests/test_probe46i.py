@@ -196,7 +196,7 @@ def exp_out(x, out):
 @mg.mgpu_kernel(out_shape=lambda x: S(x.shape, x.dtype))
 def mean_dtype(x, out):
   v = x[...]
-  out[...] = v - jnp.mean(v, axis=1, keepdims=True, dtype=jnp.float16)
+  out[...] = v - jnp.mean(v, axis=1, keepdims=True, dtype=jnp.float32)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S(x.shape, x.dtype))

@@ -126,13 +126,14 @@ def rows_masked(x, cu, out):
   out.at[b][...] = acc
 
 
-def test_int64_index_meeting_int32_names_both_ways_out():
+def test_int64_index_meeting_int32_computes_in_int64():
+  """It was MG104 naming both ways out; since probe 47b's promotion t + ml.arange(64) is int64, as jnp's under x64."""
+  x = np.random.default_rng(0).standard_normal((300, 128)).astype(np.float32)
+  cu = np.array([0, 37, 100, 250, 300], np.int64)
   with jax.enable_x64(True):
-    expect(rows_masked, [S((300, 128), F32), S((5,), I64)], mg.DtypeMismatchError, "t + ml.arange(64)",
-           "+ on t (int64) and ml.arange(64) (int32): dtypes differ and are never converted implicitly",
-           hint="t counts in int64, as its loop's bounds are int64 (lax.fori_loop's index takes its bounds'"
-                " type too): convert the other side, ml.arange(64).astype(jnp.int64), or convert the loop's"
-                " int64 bounds to int32 (values below 2**31) for an int32 t")
+    got = np.asarray(rows_masked(x, cu, interpret=True))
+    _exports(rows_masked, S((300, 128), F32), S((5,), I64))
+  np.testing.assert_allclose(got, np.stack([x[cu[i]:cu[i + 1]].sum(0) for i in range(4)]), rtol=1e-5, atol=1e-5)
 
 
 @mg.mgpu_kernel(out_shape=lambda x, n: x)

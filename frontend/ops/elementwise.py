@@ -238,8 +238,10 @@ def common(cx, a, b, what):
     return (a, b), shape, dt
   if isinstance(resolve(da), DType) and isinstance(resolve(db), DType) and (
       up := implicit(resolve(da), resolve(db), what)) is not None and not _weak_in_jnp(cx, (a, b), da, db, what) \
-      and (up not in (resolve(da), resolve(db)) or _narrow_carry(cx, a, b, da, db, names) is None):
-    # as jnp: v * mask, x / i, x_bf16 * s_f32 (not a float16 loop carry meeting float32: its type would change)
+      and (up not in (resolve(da), resolve(db)) or not _same_kind(resolve(da), resolve(db))
+           or _narrow_carry(cx, a, b, da, db, names) is None):
+    # as jnp: v * mask, x / i, x_bf16 * s_f32 (not a float16 loop carry meeting float32: its type would change;
+    # an int carry meeting floats computes, and the carry's change of type is MG005, whose hint starts it a float)
     return tuple(x if resolve(x.type.dtype) == up else astype(cx, x, up) for x in (a, b)), shape, up
   dt = unify(da, db, cx.loc, what)
   if dt is None:
@@ -251,6 +253,11 @@ def common(cx, a, b, what):
         f"{what} on {names[0]} ({dtype_name(da)}) and {names[1]} ({dtype_name(db)}):"
         f" dtypes differ and are never converted implicitly", cx.loc, hint=hint)
   return (a, b), shape, dt
+
+
+def _same_kind(da, db) -> bool:
+  """Whether two dtypes are both floats or both integers (the pairs jnp's promotion widens within a kind)."""
+  return isinstance(da, DType) and isinstance(db, DType) and (da.is_float and db.is_float or da.is_int and db.is_int)
 
 
 def _narrow_carry(cx, a, b, da, db, names) -> str | None:
