@@ -67,7 +67,7 @@ step() {
                  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe46a.py tests/test_txmatrix_rows.py 2>&1 | tail -3
                  python3 -u -m pytest -q -p no:cacheprovider -m gpu "tests/test_probe46f.py::test_gpu_vmaps_past_the_grid_axis_limit_match_numpy" 2>&1 | grep -E "^E |^>|passed|failed" | head -40 ;;
     s37_vmap)    timeout 150 python3 -u benchmarks/probe_vmap_alias.py ;;   # which vmap of an aliased kernel goes wrong
-    # Session 37's merged probes 47c-g: their GPU tests and those of the files their fixes touched, beside the vmap probe
+    # Session 37's merged probes 47a-h: their GPU tests and those of the files their fixes touched, beside the vmap probe
     s37_a)       timeout 150 python3 -u benchmarks/probe_vmap_alias.py >"$OUT/vmap_alias.log" 2>&1 &
                  python3 -u benchmarks/gpu_shards.py --shards 12 --timeout 300 $(ls tests/test_probe47*.py) tests/test_mma.py tests/test_matmul_fp8.py tests/test_narrow_swizzle.py tests/test_tf32.py tests/test_probe39b.py tests/test_probe35c.py tests/test_probe35d.py tests/test_attention.py tests/test_scatter.py tests/test_gather.py tests/test_probe46k.py tests/test_txmatrix_rows.py
                  wait; echo "== vmap alias"; cat "$OUT/vmap_alias.log" ;;
