@@ -53,7 +53,7 @@ _BY_NAME = {"where": {"condition": "cond", "x": "a", "y": "b"}, "arange": {"star
             "clip": {"x": "x", "a_min": "min", "a_max": "max"}, "squeeze": {"dimensions": "axis"}}
 # arguments that keep their meaning only at one value: lax.argmax's index_dtype, lax.reshape's dimensions
 _ONLY = {("jax.lax", "argmax", "index_dtype"): "int32", ("jax.lax", "argmin", "index_dtype"): "int32",
-         ("jnp", "arange", "step"): 1, ("jnp", "reshape", "order"): "C", ("jnp", "ravel", "order"): "C"}
+         ("jnp", "reshape", "order"): "C", ("jnp", "ravel", "order"): "C"}
 # the results the library computes as operators
 _OPERATORS = {"add": "{0} + {1}", "subtract": "{0} - {1}", "multiply": "{0} * {1}", "divide": "{0} / {1}",
               "true_divide": "{0} / {1}", "negative": "-{0}", "square": "{0} * {0}", "mul": "{0} * {1}",

@@ -1,8 +1,8 @@
-"""jnp and jax.lax functions ml has no namesake for, written as a form of ml.* functions of their operands (the forms
-the MG003 hints of missing.py wrote), and NumPy's functions of register values as their jnp twins. Each form is
-jax's own definition where it has one (`jnp.fmin` is `where((x1 < x2) | isnan(x2), x1, x2)`, `jnp.logaddexp`
-selects `x1 + x2` where the difference is NaN), so the numbers and the result dtype are jnp's; a call whose
-arguments the form cannot take (`jnp.arange(0.0, 1.0, 0.1)`, whose float32 values jnp rounds from float64, a
+"""jnp and jax.lax functions ml has no namesake for (jnp's statistics, logaddexp and linalg.norm among them, are
+jnp_stats.py's), written as a form of ml.* functions of their operands (the forms the MG003 hints of missing.py
+wrote), and NumPy's functions of register values as their jnp twins. Each form is jax's own definition where it has
+one (`jnp.fmin` is `where((x1 < x2) | isnan(x2), x1, x2)`), so the numbers and the result dtype are jnp's; a call
+whose arguments the form cannot take (`jnp.arange(0.0, 1.0, 0.1)`, whose float32 values jnp rounds from float64, a
 run-time `lax.integer_pow` exponent) has no form, and its MG003 hint stands. Forms are traced by jnp_calls.formula
 as jnp_calls.SHAPED's are: (the parameters the form reads, a function of the bound arguments giving (the form, its
 operands) or None)."""
@@ -80,32 +80,11 @@ def _inexact(x, form):
   return form.replace("{0}", "{0}.astype(ml.float32)") if _kind(x) in ("int", "bool") else form
 
 
-def _logaddexp(a):
-  xs = _pair(a)
-  if xs is None or not any(_dtype(x) is not None for x in xs):
-    return None
-  form = ("ml.where(({0} - {1}) != ({0} - {1}), {0} + {1},"
-          " ml.maximum({0}, {1}) + ml.log1p(ml.exp(-ml.abs({0} - {1}))))")
-  if any(_kind(x) in ("int", "bool") for x in xs):     # jnp's inexact promotion: float32 first
-    xs = [float(x) if _dtype(x) is None else x for x in xs]
-    form = form.replace("{0}", "X0").replace("{1}", "X1")
-    for i, x in enumerate(xs):
-      form = form.replace(f"X{i}", f"{{{i}}}.astype(ml.float32)" if _kind(x) in ("int", "bool") else f"{{{i}}}")
-  return form, xs
-
-
 def _integer_pow(a):
   y = a["y"]
   if not isinstance(y, (int, np.integer)) or isinstance(y, bool):
     return None
   return "{0} ** {1}", [a["x"], int(y)]
-
-
-def _count_nonzero(a):
-  x = a["a"]
-  if _dtype(x) is None:
-    return None
-  return "ml.sum({0} != 0, axis={1}, keepdims={2})", [x, a["axis"], bool(a["keepdims"])]
 
 
 def _tile(a):
@@ -245,17 +224,6 @@ def _isclose(a):
       [x, y, float(a["rtol"]), float(a["atol"])]
 
 
-def _norm(a):
-  x = a["x"]
-  if _dtype(x) is None or a["ord"] not in (None, 2, "fro") or a["ord"] == 2 and not isinstance(a["axis"], int):
-    return None
-  if a["axis"] is None and len(_shape(x)) > 1 and a["ord"] is None:
-    axis = None
-  else:
-    axis = a["axis"]
-  return _inexact(x, "ml.sqrt(ml.sum({0} * {0}, axis={1}, keepdims={2}))"), [x, axis, bool(a["keepdims"])]
-
-
 def _one_hot(a):
   x, n, dtype = a["x"], a["num_classes"], a["dtype"]
   shape = _shape(x)
@@ -282,13 +250,9 @@ FORMS = {
     ("jax.lax", "integer_pow"): (("x", "y"), _integer_pow),
     ("jax.lax", "convert_element_type"): (("operand", "new_dtype", "weak_type", "sharding"), _as("cast")),
     ("jax.lax", "bitcast_convert_type"): (("operand", "new_dtype"), _as("bitcast")),
-    ("jax.lax", "squeeze"): (("array", "dimensions"), lambda a: ("ml.squeeze({0}, {1})", [a["array"],
-                                                                                          tuple(a["dimensions"])])),
     ("jax.lax", "expand_dims"): (("array", "dimensions"), lambda a: ("ml.expand_dims({0}, {1})",
                                                                      [a["array"], tuple(a["dimensions"])])),
     ("jnp", "log10"): (("x",), lambda a: (_inexact(a["x"], "ml.log({0}) / 2.302585092994046"), [a["x"]])),
-    ("jnp", "logaddexp"): (("args",), _logaddexp),
-    ("jnp", "count_nonzero"): (("a", "axis", "keepdims"), _count_nonzero),
     ("jnp", "tile"): (("A", "reps"), _tile),
     ("jnp", "rint"): (("x",), lambda a: (_inexact(a["x"], "ml.round({0})"), [a["x"]])),
     ("jnp", "signbit"): (("x",), _signbit),
@@ -297,7 +261,6 @@ FORMS = {
     ("jnp", "outer"): (("a", "b"), _outer), ("jnp", "hypot"): (("x1", "x2"), _hypot),
     ("jnp", "copysign"): (("x1", "x2"), _copysign),
     ("jnp", "isclose"): (("a", "b", "rtol", "atol", "equal_nan"), _isclose),
-    ("jnp.linalg", "norm"): (("x", "ord", "axis", "keepdims"), _norm),
     ("jax.nn", "one_hot"): (("x", "num_classes", "dtype", "axis"), _one_hot),
     ("jnp", "asarray"): (("a", "dtype"), lambda a: None if _dtype(a["a"]) is None else (
         "{0}" if a["dtype"] is None else "{0}.astype({1})", [a["a"], a["dtype"]])),
