@@ -304,12 +304,18 @@ def _where(cta, o):
   _set(cta, o.result, st.astype(np.int8), src)
 
 
-def _broadcast(cta, o):
+def _lanes_of(cta, o):
+  """The lane states of `o.x` a shape op carries to its result, or None (a neutral operand makes a neutral result)."""
   st = state(cta, o.x)
   if _is(st, NEUTRAL):
     cta.neutral.add(o.result.id)
-    return
-  if not isinstance(st, np.ndarray):
+    return None
+  return st if isinstance(st, np.ndarray) else None
+
+
+def _broadcast(cta, o):
+  st = _lanes_of(cta, o)
+  if st is None:
     return
   out = o.result.type.shape
   st = np.broadcast_to(st, o.x.type.shape).reshape(
@@ -318,11 +324,8 @@ def _broadcast(cta, o):
 
 
 def _reshape(cta, o):
-  st = state(cta, o.x)
-  if _is(st, NEUTRAL):
-    cta.neutral.add(o.result.id)
-    return
-  if not isinstance(st, np.ndarray):
+  st = _lanes_of(cta, o)
+  if st is None:
     return
   _set(cta, o.result, np.broadcast_to(st, o.x.type.shape).reshape(o.result.type.shape).copy(), _source(cta, o.x))
 

@@ -29,10 +29,9 @@ def padded_rows(m: int) -> int:
 def small_m_dot(cx, a, b, acc, d, acc_dtype, dot_rule):
   """`acc + a @ b` for (m, k) `a`, m not a multiple of 64, written out in ops that exist (see the
   module's docstring). `d` is the operands' dtype, `acc_dtype` the product's, `dot_rule` ml.dot's."""
-  from .elementwise import BinOp, binary, full_
+  from .elementwise import full_
   from .scratches import scratch
   from .memory import view
-  from .shape import index_through_smem
   from .transfers import load, store
   name = cx.name
   cx.name = ""                   # (only the result takes the name it is bound to)
@@ -52,15 +51,22 @@ def small_m_dot(cx, a, b, acc, d, acc_dtype, dot_rule):
       store(cx, tile, pad)                # (TF32 reads A from SMEM)
       pad = tile
     cx.name = f"the {rows}-row product of {cx.text or 'ml.dot'}"     # (names its row window's scratch)
-    product = dot_rule(cx, pad, b, None, out_dtype=acc_dtype)
-    cx.name = name if acc is None else ""
-    out = index_through_smem(cx, product, (slice(0, m), slice(None)))
-    if acc is not None:
-      cx.name = name
-      out = binary(cx, BinOp.ADD, acc, out)
-    return out
+    return _window_plus(cx, dot_rule(cx, pad, b, None, out_dtype=acc_dtype), (slice(0, m), slice(None)), acc, name)
   finally:
     cx.name = name
+
+
+def _window_plus(cx, product, window, acc, name):
+  """The padded product's `window` (the true rows or columns, through an SMEM scratch), plus `acc` where there is
+  one; the result named `name` (the user's)."""
+  from .elementwise import BinOp, binary
+  from .shape import index_through_smem
+  cx.name = name if acc is None else ""
+  out = index_through_smem(cx, product, window)
+  if acc is not None:
+    cx.name = name
+    out = binary(cx, BinOp.ADD, acc, out)
+  return out
 
 
 def staged_b(cx, b):
@@ -190,9 +196,7 @@ def padded_n_dot(cx, a, b, acc, out_dtype, n_step, dot_rule):
   staged_b (where registers can fill its buffer), and the product's first n columns (a column window, through an
   SMEM scratch) kept; an accumulator is added to them after."""
   from .memory import untransposed
-  from .elementwise import BinOp, binary
   from .permute import transpose_tensor
-  from .shape import index_through_smem
   from .transfers import load
   (m, k), (_, n) = a.type.shape, b.type.shape
   d = resolve(b.type.dtype)
@@ -215,11 +219,6 @@ def padded_n_dot(cx, a, b, acc, out_dtype, n_step, dot_rule):
       pb = _pad(cx, load(cx, b) if isinstance(b.type, RefType) else b, 1, up)
     cx.name = f"the {up}-column product of {cx.text or 'ml.dot'}"     # (names its column window's scratch)
     product = dot_rule(cx, a, pb, None, out_dtype=out_dtype if acc is None else resolve(acc.type.dtype))
-    cx.name = name if acc is None else ""
-    out = index_through_smem(cx, product, (slice(None), slice(0, n)))
-    if acc is not None:
-      cx.name = name
-      out = binary(cx, BinOp.ADD, acc, out)
-    return out
+    return _window_plus(cx, product, (slice(None), slice(0, n)), acc, name)
   finally:
     cx.name = name
