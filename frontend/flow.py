@@ -160,12 +160,6 @@ def trace_for(tracer, node: ast.For):
       if x.type.dtype.bits != 32:    # the loop counts in i32 (scf.for needs one type)
         wide.append((texts[k] or x.name, x))
     bounds.append(x)
-  if wide and (stages > 1 or specialize or pingpong):    # every such bound named: converting one leaves the next
-    got = ", ".join(f"{t or 'a scalar'} ({x.type.dtype})" for t, x in wide)
-    fixes = ", ".join(f"{method_on(t or 'n')}.astype(jnp.int32)" for t, _ in wide)
-    raise E.KernelTypeError(f"a pipelined loop's run-time bounds must be 32-bit integers, got {got}", tracer.loc(it),
-                            hint=f"convert {'it' if len(wide) == 1 else 'them'}: {fixes} (a pipelined loop counts"
-                                 f" its stages in int32)")
   if wide:          # an int64 bound (jax_enable_x64): the loop counts in int64, as lax.fori_loop's and Triton's
     bounds = [astype(Call(tracer.b, tracer.loc(it)), x, DType.i64) if isinstance(x, ir.Value) else x for x in bounds]
   start, stop, step = bounds

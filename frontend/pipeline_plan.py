@@ -28,6 +28,7 @@ from .types import RefType, ScalarType, resolve
 
 I32 = ScalarType(DType.i32)
 U32 = ScalarType(DType.u32)
+I64 = ScalarType(DType.i64)
 
 
 @dataclasses.dataclass
@@ -285,8 +286,8 @@ def pure_scalar(o) -> bool:
   return ir.traits_of(o).pure and all(isinstance(r.type, ScalarType) for r in o.results) and bool(o.results)
 
 
-def arith(em, kind, a, b, loc):
-  """a `kind` b on i32 scalars, folded when both are ints (Python semantics, as the DSL's)."""
+def arith(em, kind, a, b, loc, t=I32):
+  """a `kind` b on scalars of type `t` (i32), folded when both are ints (Python semantics, as the DSL's)."""
   if isinstance(a, int) and isinstance(b, int):     # (only the one asked for: b may be 0)
     return {BinOp.ADD: operator.add, BinOp.SUB: operator.sub, BinOp.MUL: operator.mul,
             BinOp.FLOORDIV: operator.floordiv}[kind](a, b)
@@ -294,7 +295,7 @@ def arith(em, kind, a, b, loc):
     return b if a == 1 else a
   if kind in (BinOp.ADD, BinOp.SUB) and b == 0:
     return a
-  return em.emit(Binary, kind, a, b, loc=loc, types=[I32]).result
+  return em.emit(Binary, kind, a, b, loc=loc, types=[t]).result
 
 
 def trip_count(em, start, stop, step, loc):
@@ -321,21 +322,39 @@ def trip_count(em, start, stop, step, loc):
   return emit(Where, emit(Compare, CmpOp.GT, stop, start, t=ScalarType(DType.bool_)), count, 0, t=I32)
 
 
+def wide_trip_count(em, start, stop, step, loc):
+  """How many times `range(start, stop, step)` of int64 bounds (step > 0) runs, as an i32 scalar: counted
+  in int64, so bounds past int32 count right; the count itself is a pipelined loop's int32, as for any
+  other bounds (2**31 trips of TMA loads are out of reach of a launch)."""
+  emit = lambda op, *args, t=I64: em.emit(op, *args, loc=loc, types=[t]).result
+  span = emit(Binary, BinOp.SUB, stop, start)
+  count = emit(Binary, BinOp.ADD, emit(Binary, BinOp.FLOORDIV, emit(Binary, BinOp.SUB, span, 1), step), 1)
+  count = emit(Where, emit(Compare, CmpOp.GT, stop, start, t=ScalarType(DType.bool_)), count, 0)
+  return emit(Cast, count, t=I32)
+
+
 def normalize(loop: For, em):
-  """(ops before the loop, a loop counting 0 .. trip - 1 by 1 with the same meaning)."""
-  if loop.start == 0 and loop.step == 1:
+  """(ops before the loop, a loop counting 0 .. trip - 1 by 1 with the same meaning). A loop whose index
+  is int64 (int64 bounds, jax_enable_x64) counts its trips in int32 too, as every pipelined loop's stage
+  arithmetic does, and computes its int64 index from them: start + int64(trip) * step."""
+  old_iv, *carried = loop.body.args
+  wide = old_iv.type == I64
+  if loop.start == 0 and loop.step == 1 and not wide:
     return [], loop
   loc, pre = loop.loc, ir.Block()
   step = loop.step
   with em.region(pre):
     if not isinstance(step, int):       # checked positive in interpret mode, as a plain loop's step
       step = em.emit(PositiveStep, step, loc=loc, types=[step.type], names=[step.name]).result
-    trip = trip_count(em, loop.start, loop.stop, step, loc)
-  old_iv, *carried = loop.body.args
+    trip = (wide_trip_count if wide else trip_count)(em, loop.start, loop.stop, step, loc)
   iv = ir.Value(I32, old_iv.name)
   body = ir.Block(args=(iv, *carried))
   with em.region(body):
-    index = arith(em, BinOp.ADD, loop.start, arith(em, BinOp.MUL, iv, step, loc), loc)
+    if wide:
+      trips = em.emit(Cast, iv, loc=loc, types=[I64]).result
+      index = arith(em, BinOp.ADD, loop.start, arith(em, BinOp.MUL, trips, step, loc, I64), loc, I64)
+    else:
+      index = arith(em, BinOp.ADD, loop.start, arith(em, BinOp.MUL, iv, step, loc), loc)
   mapping = {old_iv: index}
   body.ops.extend(ir.substitute_deep(o, mapping) for o in loop.body.ops)
   return pre.ops, dataclasses.replace(loop, start=0, stop=trip, step=1, body=body)

@@ -1,0 +1,152 @@
+"""Probe 48d: mgpu_dsl kernels as JAX citizens, under jax_enable_x64 and JAX's transformations. A pipelined
+`ml.range(..., stages=s)` (warp-specialised too) whose run-time bounds are int64 (an x64 `cu_seqlens[b]`, a
+`jnp.int64(k)`) was MG003 ("a pipelined loop's run-time bounds must be 32-bit integers"); it counts its trips in
+int32, as every pipelined loop's stages do, and its index is int64, as a plain loop's over the same bounds."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+S = jax.ShapeDtypeStruct
+F32, I64, BF16 = jnp.float32, jnp.int64, jnp.bfloat16
+
+
+def _gpu():
+  return any(d.platform == "gpu" for d in jax.devices())
+
+
+def _rand(shape, seed, dtype=np.float32):
+  return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def _exports(kernel, *specs):
+  """Builds for CUDA (the real Mosaic GPU module, verified) as jax.export does."""
+  return jax.export.export(jax.jit(lambda *a: kernel(*a)), platforms=["cuda"])(*specs).mlir_module()
+
+
+# ---------------------------------------------------------------- pipelined loops of int64 bounds
+@mg.mgpu_kernel(out_shape=lambda x, cu: S((cu.shape[0] - 1, x.shape[1]), F32), grid=lambda x, cu: (cu.shape[0] - 1,))
+def varlen_sums(x, cu, out):
+  b = ml.program_id(0)
+  buf = ml.smem((16, x.shape[1]), F32)
+  acc = ml.zeros((x.shape[1],), F32)
+  for t in ml.range(cu[b], cu[b + 1], 16, stages=2):    # int64 cu_seqlens under jax_enable_x64
+    ml.copy(x.at[ml.ds(t, 16)], buf)
+    rows = t + ml.arange(16)
+    acc = acc + ml.sum(ml.where((rows < cu[b + 1])[:, None], buf[...], 0.0), axis=0)
+  out.at[b][...] = acc
+
+
+def _varlen_sums(x, cu):
+  return np.stack([x[cu[b]:cu[b + 1]].sum(0) for b in range(len(cu) - 1)])
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, k: S((a.shape[0], b.shape[1]), F32),
+                grid=lambda a, b, k: (a.shape[0] // 64, b.shape[1] // 128))
+def matmul_k(a, b, k, out):
+  i, j = ml.program_id(0), ml.program_id(1)
+  a_s = ml.smem((64, 64), BF16)
+  b_s = ml.smem((64, 128), BF16)
+  acc = ml.zeros((64, 128), F32)
+  for kk in ml.range(0, k[...], 64, stages=3):
+    ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(kk, 64)], a_s)
+    ml.copy(b.at[ml.ds(kk, 64), ml.ds(j * 128, 128)], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  out.at[ml.ds(i * 64, 64), ml.ds(j * 128, 128)][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, k: S((a.shape[0], b.shape[1]), F32),
+                grid=lambda a, b, k: (a.shape[0] // 64, b.shape[1] // 128))
+def matmul_k_ws(a, b, k, out):
+  i, j = ml.program_id(0), ml.program_id(1)
+  a_s = ml.smem((64, 64), BF16)
+  b_s = ml.smem((64, 128), BF16)
+  acc = ml.zeros((64, 128), F32)
+  for kk in ml.range(k[...] // 64, stages=2, warp_specialize=True):
+    ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(kk * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(kk * 64, 64), ml.ds(j * 128, 128)], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  out.at[ml.ds(i * 64, 64), ml.ds(j * 128, 128)][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: (S((1, x.shape[1]), F32), S((2,), I64)))
+def decay_and_index(x, n, out, last):
+  buf = ml.smem((8, x.shape[1]), F32)
+  acc = ml.zeros((8, x.shape[1]), F32)
+  for i in ml.range(n[0] - 1, -1, -1, stages=2):       # counting down
+    ml.copy(x.at[ml.ds(i * 8, 8)], buf)
+    acc = acc * 0.5 + buf[...]
+  i = n[1] * 0 - 1
+  c = n[1] * 0
+  for i in ml.range(1, n[1], 2, stages=2):
+    ml.copy(x.at[ml.ds(i * 8, 8)], buf)
+    c += i * 2 ** 32                                   # int64 arithmetic on the index
+  out[...] = ml.sum(acc, axis=0, keepdims=True)
+  last[0] = i                                          # the index after the loop, as Python leaves it
+  last[1] = c
+
+
+def _decay_and_index(x, n):
+  acc = np.zeros((8, x.shape[1]), np.float32)
+  for i in range(n[0] - 1, -1, -1):
+    acc = acc * 0.5 + x[i * 8:i * 8 + 8]
+  i, c = -1, 0
+  for i in range(1, n[1], 2):
+    c += i * 2 ** 32
+  return acc.sum(0, keepdims=True), np.array([i, c], np.int64)
+
+
+def test_pipelined_loop_of_int64_bounds_has_an_int64_index():
+  x = _rand((224, 128), 0)
+  cu = np.array([0, 5, 40, 40, 100, 208], np.int64)
+  with jax.enable_x64(True):
+    got = varlen_sums(x, cu, interpret=True)
+    text = varlen_sums.mlir(S(x.shape, F32), S(cu.shape, I64))
+    assert "mosaic_gpu" in _exports(varlen_sums, S(x.shape, F32), S(cu.shape, I64))
+  np.testing.assert_allclose(got, _varlen_sums(x, cu), rtol=1e-5, atol=1e-5)
+  assert "arith.trunci" in text and "i32 to i64" in text      # trips counted in int32, the index int64
+
+
+@pytest.mark.parametrize("kernel", [matmul_k, matmul_k_ws])
+def test_pipelined_dot_loop_of_an_int64_k(kernel):
+  a, b = _rand((64, 256), 1, BF16), _rand((256, 128), 2, BF16)
+  with jax.enable_x64(True):
+    got = kernel(a, b, np.int64(192), interpret=True)
+    assert "mosaic_gpu" in _exports(kernel, S(a.shape, BF16), S(b.shape, BF16), S((), I64))
+  want = np.asarray(a, np.float32)[:, :192] @ np.asarray(b, np.float32)[:192]
+  np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)
+
+
+def test_pipelined_loops_of_int64_bounds_counting_down_and_the_index_after():
+  x = _rand((64, 128), 3)
+  with jax.enable_x64(True):
+    for n in ([5, 8], [1, 1]):
+      got, last = decay_and_index(x, np.array(n, np.int64), interpret=True)
+      want, want_last = _decay_and_index(x, n)
+      np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+      assert last.dtype == np.int64
+      np.testing.assert_array_equal(last, want_last)
+    assert "mosaic_gpu" in _exports(decay_and_index, S(x.shape, F32), S((2,), I64))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_gpu_pipelined_loops_of_int64_bounds():
+  x = _rand((224, 128), 4)
+  a, b = _rand((128, 512), 5, BF16), _rand((512, 256), 6, BF16)
+  with jax.enable_x64(True):
+    cu = np.array([0, 5, 40, 40, 100, 208], np.int64)
+    np.testing.assert_allclose(jax.jit(varlen_sums)(x, cu), _varlen_sums(x, cu), rtol=1e-5, atol=1e-5)
+    want = np.asarray(a, np.float32)[:, :448] @ np.asarray(b, np.float32)[:448]
+    for kernel in (matmul_k, matmul_k_ws):
+      np.testing.assert_allclose(jax.jit(kernel)(a, b, jnp.int64(448)), want, rtol=2e-2, atol=2e-2)
+    for n in ([5, 8], [1, 1]):
+      got, last = jax.jit(decay_and_index)(x[:64], np.array(n, np.int64))
+      want, want_last = _decay_and_index(x[:64], n)
+      np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+      np.testing.assert_array_equal(last, want_last)
