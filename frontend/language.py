@@ -63,9 +63,9 @@ class Inline:
 
   def __call__(self, *args, **kwargs):
     from . import errors as E
-    from .loc import user_loc
+    from .loc import outside_loc
     raise E.KernelTypeError(f"{self.fn.__qualname__} is an @ml.inline helper: call it from an @mgpu_kernel function",
-                            user_loc(), hint=f"call {self.fn.__name__}(...) inside a kernel; its undecorated function"
+                            outside_loc(), hint=f"call {self.fn.__name__}(...) inside a kernel; its undecorated function"
                                              f" is {self.fn.__name__}.fn")
 
   def __get__(self, obj, objtype=None):

@@ -72,6 +72,15 @@ def user_loc(skip=(), frame=None) -> "Loc":
   return Loc(f.f_code.co_filename, f.f_lineno, col, f.f_lineno, end, source_line=line)
 
 
+def outside_loc() -> "Loc":
+  """Where the user called an ml.* function or an @ml.inline helper outside a kernel: the first frame outside
+  mgpu_dsl, JAX (once it is loaded: `jax.jit(helper)(x)`, `jax.vmap(helper)` call it from JAX's tracing, and the
+  error pointed into JAX's partial_eval.py) and Python's own library."""
+  import sys
+  jax = sys.modules.get("jax")      # (never imported here: the frontend runs without JAX)
+  return user_loc(skip=(jax,) if jax is not None else (), frame=sys._getframe(1))
+
+
 def _python_library(frame) -> bool:
   """Whether `frame` runs Python's own library (contextlib's wrapper of a function JAX decorates with a
   context manager, functools'), never the user's code; its site-packages are not part of it."""

@@ -150,3 +150,42 @@ def test_gpu_pipelined_loops_of_int64_bounds():
       want, want_last = _decay_and_index(x[:64], n)
       np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
       np.testing.assert_array_equal(last, want_last)
+
+
+# ---------------------------------------------------------------- ml functions and helpers called through JAX
+@ml.inline
+def doubled(v):
+  return v * 2
+
+
+def _raised_here(run, cls, message):
+  """`run()` raises `cls` at the line that called it (the one above), with exactly `message` and a hint."""
+  import sys
+  line = sys._getframe(1).f_lineno - 1
+  with pytest.raises(mg.KernelError) as info:
+    run()
+  e = info.value
+  assert type(e) is cls and e.code == cls.code
+  assert (e.filename, e.lineno) == (__file__, line), e.render()
+  assert e.message == message and e.hint
+  return e
+
+
+def test_helpers_and_ml_functions_through_jax_transformations_point_at_the_users_line():
+  """jax.jit(helper)(x), jax.eval_shape(helper, ...), jax.vmap(ml.exp)(x) call them from JAX's tracing: the
+  error pointed into JAX (partial_eval.py:2312, linear_util.py) instead of the line of the call."""
+  x = np.ones((8, 128), np.float32)
+  helper = "doubled is an @ml.inline helper: call it from an @mgpu_kernel function"
+  run = lambda: jax.jit(doubled)(x)
+  e = _raised_here(run, mg.KernelTypeError, helper)
+  assert e.col_offset == len("  run = lambda: ")
+  run = lambda: jax.eval_shape(doubled, S((8, 128), F32))
+  _raised_here(run, mg.KernelTypeError, helper)
+  run = lambda: jax.vmap(lambda v: doubled(v) + 1)(x)
+  e = _raised_here(run, mg.KernelTypeError, helper)
+  assert e.col_offset == len("  run = lambda: jax.vmap(lambda v: ")
+  run = lambda: jax.vmap(ml.exp)(x)
+  _raised_here(run, mg.KernelTypeError, "ml.exp can only be used inside an @mgpu_kernel function")
+  run = lambda: jax.lax.scan(lambda c, v: (c, ml.sum(v)), 0.0, x)
+  e = _raised_here(run, mg.KernelTypeError, "ml.sum can only be used inside an @mgpu_kernel function")
+  assert e.col_offset == len("  run = lambda: jax.lax.scan(lambda c, v: (c, ")

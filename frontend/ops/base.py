@@ -87,8 +87,8 @@ class Builtin:
       from ..builder import Call
       from ..loc import UNKNOWN
       return self.rule(Call(None, UNKNOWN), *args, **kwargs)
-    from ..loc import user_loc
-    raise E.KernelTypeError(f"ml.{self.__name__} can only be used inside an @mgpu_kernel function", user_loc(),
+    from ..loc import outside_loc
+    raise E.KernelTypeError(f"ml.{self.__name__} can only be used inside an @mgpu_kernel function", outside_loc(),
                             hint="call it in a kernel's body (or an @ml.inline helper's); outside, use jax.numpy")
 
   def bind(self, cx, args, kwargs):
