@@ -428,7 +428,12 @@ class KernelFunction(SpecMethods):
     """Run a compiled specialisation: on the GPU, or in interpret mode."""
     import jax
     if not interpret:
-      if not calling.tracing(args) and not has_gpu():
+      if calling.tracing(args):       # built when lowered: jax.eval_shape and jax.make_jaxpr build nothing
+        if "deferred_call" not in hit:
+          hit["deferred_call"] = wrap.compiled_call(lambda: self._build(hit) or hit["call"], hit["out_specs"],
+                                                    self.__name__)
+        return hit["deferred_call"](*args)
+      if not has_gpu():
         from .lowering.platforms import no_gpu_error     # an eager call: say so at the user's line
         raise no_gpu_error(self.__name__, jax.default_backend(), caller_loc())
       self._build(hit)

@@ -173,6 +173,51 @@ def named_call(f: Callable, name: str, loc) -> Callable:
   return jax.jit(call)
 
 
+class _Deferred:
+  """One compiled specialisation under a JAX trace, its Mosaic GPU module built when the call is first lowered
+  (or run). Hashed by identity (a primitive's parameter)."""
+
+  def __init__(self, build: Callable, out_specs, name: str):
+    self.build = build                   # () -> the compiled Mosaic GPU call (built once, when asked)
+    self.out_specs = out_specs
+    self.name = name
+
+  def __repr__(self):
+    return self.name
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled_primitive():
+  """`mgpu_dsl_call`: a compiled kernel's call under a JAX trace, whose abstract evaluation is its `out_shape`.
+  The Mosaic GPU module is built when the call is lowered (jax.jit's compile, jax.export), so jax.eval_shape,
+  jax.make_jaxpr and `jax.jit(f).trace(...)`, which ask for shapes only, build nothing (they built every kernel's
+  module, and a build can take a second). The lowering is that of the kernel's named call (named_call)."""
+  import jax
+  from jax.extend.core import Primitive
+  from jax.interpreters import mlir
+
+  p = Primitive("mgpu_dsl_call")
+  p.multiple_results = True
+  p.def_impl(lambda *args, kernel: list(kernel.build()(*args)))
+  p.def_abstract_eval(lambda *avals, kernel: [jax.core.ShapedArray(tuple(s.shape), s.dtype) for s in kernel.out_specs])
+
+  def lowering(ctx, *args, kernel):
+    run = kernel.build()
+    return mlir.lower_fun(lambda *a: list(run(*a)), multiple_results=True)(ctx, *args)
+
+  mlir.register_lowering(p, lowering)
+  return p
+
+
+def compiled_call(build: Callable, out_specs, name: str) -> Callable:
+  """The compiled call of one specialisation under a trace: `build()` (its named_call) runs when it is lowered."""
+  kernel = _Deferred(build, out_specs, name)
+
+  def run(*args):
+    return _compiled_primitive().bind(*args, kernel=kernel)
+  return run
+
+
 class _Call:
   """One interpreted specialisation under a JAX trace: how it runs on each platform. Hashed by
   identity (a primitive's parameter)."""

@@ -189,3 +189,78 @@ def test_helpers_and_ml_functions_through_jax_transformations_point_at_the_users
   run = lambda: jax.lax.scan(lambda c, v: (c, ml.sum(v)), 0.0, x)
   e = _raised_here(run, mg.KernelTypeError, "ml.sum can only be used inside an @mgpu_kernel function")
   assert e.col_offset == len("  run = lambda: jax.lax.scan(lambda c, v: (c, ")
+
+
+# ---------------------------------------------------------------- shape-only questions build nothing
+@mg.mgpu_kernel(out_shape=lambda x: (x, S((1, x.shape[1]), F32)), grid=lambda x: (x.shape[0] // 64,))
+def scaled_and_colmax(x, out, colmax):
+  r = ml.ds(ml.program_id(0) * 64, 64)
+  v = x.at[r][...]
+  out.at[r][...] = v * 3
+  ml.atomic_max(colmax.at[0], ml.max(v, axis=0).astype(F32))
+
+
+def test_shape_only_transformations_build_no_mosaic_gpu_module(monkeypatch):
+  """jax.eval_shape, jax.make_jaxpr and jax.jit(f).trace built every kernel's Mosaic GPU module (for a large
+  kernel, most of a first call's compile time) though they ask for shapes only; the module is built when the
+  call is lowered (jax.jit's compile, jax.export), once per specialisation."""
+  from mgpu_dsl.lowering import kernel as lk
+  built, build = [], lk.build
+  monkeypatch.setattr(lk, "build", lambda k: built.append(k.name) or build(k))
+  spec = S((320, 128), BF16)
+  f = lambda x: [o * 2 for o in scaled_and_colmax(x)]
+  got = jax.eval_shape(f, spec)
+  assert [(o.shape, o.dtype) for o in got] == [((320, 128), BF16), ((1, 128), F32)]
+  assert "kernel=scaled_and_colmax" in str(jax.make_jaxpr(f)(spec))
+  jax.jit(f).trace(spec)
+  got = jax.eval_shape(jax.vmap(f), S((3, 320, 128), BF16))
+  assert [(o.shape, o.dtype) for o in got] == [((3, 320, 128), BF16), ((3, 1, 128), F32)]
+  jax.eval_shape(jax.grad(lambda x: jax.lax.stop_gradient(scaled_and_colmax(x)[0]).astype(F32).sum() + x.sum()),
+                 S((320, 128), F32))
+  assert built == []
+  text = jax.export.export(jax.jit(f), platforms=["cuda"])(spec).mlir_module()
+  assert built == ["scaled_and_colmax"] and "mosaic_gpu" in text and "func.func private @scaled_and_colmax" in text
+  jax.export.export(jax.jit(f), platforms=["cuda"])(spec)
+  assert built == ["scaled_and_colmax"]          # (the specialisation's module, built once)
+  x = _rand((320, 128), 7, BF16)
+  got = jax.jit(lambda x: scaled_and_colmax(x, interpret=True))(x)
+  np.testing.assert_array_equal(got[0], (x * 3).astype(BF16))
+  np.testing.assert_array_equal(got[1], np.asarray(x, np.float32).max(0, keepdims=True))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, g: x, grid=lambda x, g: (x.shape[0] // 64,))
+def scaled_vjp(x, g, dx):
+  r = ml.ds(ml.program_id(0) * 64, 64)
+  dx.at[r][...] = g.at[r][...] * 3
+
+
+@jax.custom_vjp
+def tripled(x):
+  return scaled_and_colmax(x)[0]
+
+
+tripled.defvjp(lambda x: (tripled(x), x), lambda x, g: (scaled_vjp(x, g),))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_gpu_compiled_calls_built_when_lowered():
+  """The compiled call under each transformation: its module is built at lowering (or by the primitive's impl,
+  where JAX evaluates a traced call eagerly: jax.vmap's custom_vmap outside jax.jit)."""
+  x = _rand((320, 128), 8)
+  xs = _rand((3, 320, 128), 9)
+  want_max = lambda x: x.max(-2, keepdims=True)
+  out, colmax = jax.jit(scaled_and_colmax)(x)
+  np.testing.assert_allclose(out, x * 3, rtol=1e-6)
+  np.testing.assert_allclose(colmax, want_max(x), rtol=1e-6)
+  for run in (jax.vmap(scaled_and_colmax), jax.jit(jax.vmap(scaled_and_colmax))):
+    out, colmax = run(xs)
+    np.testing.assert_allclose(out, xs * 3, rtol=1e-6)
+    np.testing.assert_allclose(colmax, want_max(xs), rtol=1e-6)
+  total = jax.jit(lambda xs: jax.lax.scan(lambda c, v: (c + tripled(v), None), jnp.zeros_like(xs[0]), xs)[0])(xs)
+  np.testing.assert_allclose(total, xs.sum(0) * 3, rtol=1e-5, atol=1e-5)
+  grad = jax.jit(jax.grad(lambda xs: jax.lax.scan(lambda c, v: (c + jnp.sin(tripled(v)).sum(), None), 0.0, xs)[0]))
+  np.testing.assert_allclose(grad(xs), np.cos(xs * 3) * 3, rtol=1e-4, atol=1e-4)
+  mesh = jax.make_mesh((1,), ("b",), axis_types=(jax.sharding.AxisType.Auto,))
+  sharded = jax.jit(jax.shard_map(lambda v: scaled_and_colmax(v)[0], mesh=mesh, in_specs=jax.P("b"), out_specs=jax.P("b")))
+  np.testing.assert_allclose(sharded(x), x * 3, rtol=1e-6)
