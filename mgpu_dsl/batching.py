@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from . import calling, wrap
+from . import calling, pytree_inputs, wrap
 from .frontend import compile as fc, hw
 
 
@@ -42,7 +42,7 @@ def call(kernel, args, constexprs, interpret, levels=(), hit=None, site=None):
   wrap.guard_transpose()                         # (jax.grad transposing this call: MG009)
   # Outside the custom_vmap, which JAX cannot linearize: jax.grad sees the call's outputs known and
   # their tangents missing, an MG009 only where one is used (wrap.no_derivative).
-  inputs = kernel.parsed.ref_params[:len(args)]
+  inputs = pytree_inputs.user_inputs(kernel, len(args))      # (a pytree input: its parameter, as called)
   with wrap.call_site(site or (None if levels else _call_note(kernel, args, constexprs))):
     outs = wrap.no_derivative(run, kernel.__name__, kernel.parsed.loc, inputs, at)(*args)
   return wrap.varying_like(args, outs)          # (inside jax.shard_map: varying as its inputs are)

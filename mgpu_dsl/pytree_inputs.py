@@ -159,6 +159,20 @@ def _copy(kernel, trees, derived=None):
   return derived
 
 
+def user_inputs(kernel, n: int) -> list:
+  """The input parameters of the user's call of `kernel` on `n` (flat) inputs, as the user wrote the call: a
+  derived kernel's leaves (`p['w']`, `p['b']`) are its base kernel's one parameter `p` (MG009's hint writes
+  `k(jax.lax.stop_gradient(x), jax.lax.stop_gradient(p))`; it listed the leaves as inputs of their own)."""
+  base, trees = getattr(kernel, "_base", None), getattr(kernel, "_trees", None)
+  if base is None or not trees:
+    return list(kernel.parsed.ref_params[:n])
+  k = used = 0
+  while used < n:
+    used += trees[k][1].num_leaves if k in trees else 1
+    k += 1
+  return user_inputs(base, k)
+
+
 def _rebuilding(f, rebuild, treedefs):
   """`f` (an out_shape/grid/block/cluster callable) called with the leaves, as the user wrote it for the
   structures; its signature shows a parameter per leaf, so the arity checks count leaves."""

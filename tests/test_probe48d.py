@@ -264,3 +264,23 @@ def test_gpu_compiled_calls_built_when_lowered():
   mesh = jax.make_mesh((1,), ("b",), axis_types=(jax.sharding.AxisType.Auto,))
   sharded = jax.jit(jax.shard_map(lambda v: scaled_and_colmax(v)[0], mesh=mesh, in_specs=jax.P("b"), out_specs=jax.P("b")))
   np.testing.assert_allclose(sharded(x), x * 3, rtol=1e-6)
+
+
+# ---------------------------------------------------------------- MG009's stop_gradient hint for pytree inputs
+@mg.mgpu_kernel(out_shape=lambda x, p, q: x)
+def affine_tree(x, p, q, out):
+  out[...] = x[...] * p["w"][...][None, :] + p["b"][...] + q[1][...]
+
+
+def test_mg009_hint_names_a_pytree_input_as_the_call_passes_it():
+  """Its stop_gradient call listed the dict's leaves as inputs of their own, affine_tree(stop_gradient(x),
+  stop_gradient(p['b']), stop_gradient(p['w']), ...), a call of the wrong arity; it is the call as written."""
+  x, w = _rand((8, 128), 10), _rand((128,), 11)
+  p, q = {"w": w, "b": np.float32(0.5)}, (np.float32(1.0), _rand((8, 128), 12))
+  loss = lambda w: affine_tree(x, {"w": w, "b": p["b"]}, q, interpret=True).sum()
+  with pytest.raises(mg.DifferentiationError) as info:
+    jax.grad(loss)(w)
+  sg = "jax.lax.stop_gradient"
+  assert info.value.hint.endswith(f"affine_tree({sg}(x), {sg}(p), {sg}(q)); see docs/autodiff.md")
+  followed = lambda w: affine_tree(*jax.lax.stop_gradient((x, {"w": w, "b": p["b"]}, q)), interpret=True).sum() + w.sum()
+  np.testing.assert_array_equal(jax.grad(followed)(w), np.ones_like(w))
