@@ -327,9 +327,13 @@ def wide_trip_count(em, start, stop, step, loc):
   in int64, so bounds past int32 count right; the count itself is a pipelined loop's int32, as for any
   other bounds (2**31 trips of TMA loads are out of reach of a launch)."""
   emit = lambda op, *args, t=I64: em.emit(op, *args, loc=loc, types=[t]).result
-  span = emit(Binary, BinOp.SUB, stop, start)
+  static = isinstance(start, int) and isinstance(stop, int)       # only the step is a run-time value
+  if static and stop <= start:
+    return 0
+  span = emit(Constant, stop - start) if static else arith(em, BinOp.SUB, stop, start, loc, I64)
   count = emit(Binary, BinOp.ADD, emit(Binary, BinOp.FLOORDIV, emit(Binary, BinOp.SUB, span, 1), step), 1)
-  count = emit(Where, emit(Compare, CmpOp.GT, stop, start, t=ScalarType(DType.bool_)), count, 0)
+  if not static:
+    count = emit(Where, emit(Compare, CmpOp.GT, stop, start, t=ScalarType(DType.bool_)), count, 0)
   return emit(Cast, count, t=I32)
 
 

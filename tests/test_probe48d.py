@@ -134,6 +134,26 @@ def test_pipelined_loops_of_int64_bounds_counting_down_and_the_index_after():
     assert "mosaic_gpu" in _exports(decay_and_index, S(x.shape, F32), S((2,), I64))
 
 
+@mg.mgpu_kernel(out_shape=lambda x, s: S((8, x.shape[1]), F32))
+def strided_sum(x, s, out):
+  buf = ml.smem((8, x.shape[1]), F32)
+  acc = ml.zeros((8, x.shape[1]), F32)
+  for r in ml.range(0, x.shape[0], s[...], stages=2):      # static bounds, an int64 run-time step
+    ml.copy(x.at[ml.ds(r, 8)], buf)
+    acc += buf[...]
+  out[...] = acc
+
+
+def test_pipelined_loop_of_static_bounds_and_an_int64_step():
+  """(The int64 trip count compared two Python ints: an InternalError, StopIteration.)"""
+  x = _rand((64, 128), 13)
+  with jax.enable_x64(True):
+    for s in (16, 24, 100):
+      np.testing.assert_allclose(strided_sum(x, np.int64(s), interpret=True),
+                                 sum(x[r:r + 8] for r in range(0, 64, s)), rtol=1e-5, atol=1e-5)
+    assert "mosaic_gpu" in _exports(strided_sum, S(x.shape, F32), S((), I64))
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
 def test_gpu_pipelined_loops_of_int64_bounds():
@@ -145,6 +165,8 @@ def test_gpu_pipelined_loops_of_int64_bounds():
     want = np.asarray(a, np.float32)[:, :448] @ np.asarray(b, np.float32)[:448]
     for kernel in (matmul_k, matmul_k_ws):
       np.testing.assert_allclose(jax.jit(kernel)(a, b, jnp.int64(448)), want, rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(jax.jit(strided_sum)(x[:64], np.int64(24)), sum(x[r:r + 8] for r in range(0, 64, 24)),
+                               rtol=1e-5, atol=1e-5)
     for n in ([5, 8], [1, 1]):
       got, last = jax.jit(decay_and_index)(x[:64], np.array(n, np.int64))
       want, want_last = _decay_and_index(x[:64], n)
