@@ -29,9 +29,10 @@ def no_gpu_error(name: str, platform: str, loc: Loc, export: bool = False) -> E.
     return E.NoGpuError(
         f"{name} runs on an NVIDIA Hopper GPU (it is a Mosaic GPU kernel), but the call is being compiled"
         f" for {platform}: a Mosaic GPU kernel has no lowering for the other platforms", loc,
-        hint="export for platforms=['cuda'] alone; interpret mode (interpret=True) runs on the CPU through"
-             " host callbacks, which jax.export cannot serialise: export a jnp version of the function for"
-             " the CPU")
+        hint="export for platforms=['cuda'] alone (also where the call sits in jax.lax.platform_dependent's cuda"
+             " branch: JAX lowers every branch for every platform of an export, so export the function once per"
+             " platform); interpret mode (interpret=True) runs on the CPU through host callbacks, which jax.export"
+             " cannot serialise: export a jnp version of the function for the CPU")
   if platform not in ("cpu", "this platform") or export:     # an export (or a backend) for another platform
     return E.NoGpuError(
         f"{name} runs on an NVIDIA Hopper GPU (it is a Mosaic GPU kernel), but the call is being compiled"

@@ -4,6 +4,8 @@
 int32, as every pipelined loop's stages do, and its index is int64, as a plain loop's over the same bounds."""
 from __future__ import annotations
 
+import sys
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -306,3 +308,28 @@ def test_mg009_hint_names_a_pytree_input_as_the_call_passes_it():
   assert info.value.hint.endswith(f"affine_tree({sg}(x), {sg}(p), {sg}(q)); see docs/autodiff.md")
   followed = lambda w: affine_tree(*jax.lax.stop_gradient((x, {"w": w, "b": p["b"]}, q)), interpret=True).sum() + w.sum()
   np.testing.assert_array_equal(jax.grad(followed)(w), np.ones_like(w))
+
+
+# ---------------------------------------------------------------- jax.lax.platform_dependent
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def squared(x, out):
+  out[...] = x[...] * x[...]
+
+
+def test_platform_dependent_kernel_branch():
+  """The cuda branch of jax.lax.platform_dependent runs the kernel, the default branch jnp; an export for cuda and
+  cpu together lowers the cuda branch for the CPU too (JAX's cond lowering), which is MG010: its hint says so."""
+  x = _rand((8, 128), 14)
+  f = lambda a: jax.lax.platform_dependent(a, cuda=squared, default=lambda a: a * a)
+  np.testing.assert_allclose(jax.jit(f)(x), x * x, rtol=1e-6)
+  assert "mosaic_gpu" in jax.export.export(jax.jit(f), platforms=["cuda"])(S(x.shape, F32)).mlir_module()
+  with pytest.raises(mg.NoGpuError) as info:
+    jax.export.export(jax.jit(f), platforms=["cuda", "cpu"])(S(x.shape, F32))
+  e, line = info.value, sys._getframe().f_lineno - 1
+  assert e.code == "MG010" and (e.filename, e.lineno, e.col_offset) == (__file__, squared.fn.__code__.co_firstlineno + 1, 0)
+  assert e.message == ("squared runs on an NVIDIA Hopper GPU (it is a Mosaic GPU kernel), but the call is being compiled"
+                       " for cuda, cpu: a Mosaic GPU kernel has no lowering for the other platforms")
+  assert e.notes == (f"{__file__}:{line}:4: the call compiled for cuda, cpu",)
+  assert e.hint.startswith("export for platforms=['cuda'] alone (also where the call sits in jax.lax.platform_dependent's"
+                           " cuda branch: JAX lowers every branch for every platform of an export, so export the function"
+                           " once per platform); ")
