@@ -353,12 +353,10 @@ def normalize(loop: For, em):
     trip = (wide_trip_count if wide else trip_count)(em, loop.start, loop.stop, step, loc)
   iv = ir.Value(I32, old_iv.name)
   body = ir.Block(args=(iv, *carried))
+  t = I64 if wide else I32
   with em.region(body):
-    if wide:
-      trips = em.emit(Cast, iv, loc=loc, types=[I64]).result
-      index = arith(em, BinOp.ADD, loop.start, arith(em, BinOp.MUL, trips, step, loc, I64), loc, I64)
-    else:
-      index = arith(em, BinOp.ADD, loop.start, arith(em, BinOp.MUL, iv, step, loc), loc)
+    trips = em.emit(Cast, iv, loc=loc, types=[I64]).result if wide else iv
+    index = arith(em, BinOp.ADD, loop.start, arith(em, BinOp.MUL, trips, step, loc, t), loc, t)
   mapping = {old_iv: index}
   body.ops.extend(ir.substitute_deep(o, mapping) for o in loop.body.ops)
   return pre.ops, dataclasses.replace(loop, start=0, stop=trip, step=1, body=body)

@@ -184,7 +184,6 @@ def doubled(v):
 
 def _raised_here(run, cls, message):
   """`run()` raises `cls` at the line that called it (the one above), with exactly `message` and a hint."""
-  import sys
   line = sys._getframe(1).f_lineno - 1
   with pytest.raises(mg.KernelError) as info:
     run()
