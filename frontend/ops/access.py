@@ -439,6 +439,9 @@ def _masked_read(cx, ref, mask, other):
     if keep is None:     # a static mask with gaps: what it reads is not checked for being written
       return ew.where_(cx, mask, load(cx, ref, ref.name, merge=True), other)
     return ew.where_(cx, mask, load(cx, ref, ref.name, keep=keep), other)
+  from .padded_masks import padded_masked_load
+  if (padded := padded_masked_load(cx, ref, mask, other)) is not None:
+    return padded          # (an odd 2-D window in a padded trace: read padded under the mask recomputed there)
   from .small_loads import masked_few, masked_load_small
   if (small := masked_load_small(cx, ref, mask, other) or masked_few(cx, ref, mask, other)) is not None:
     return small           # (a small window: its elements, read at indices clamped into the array)
@@ -482,6 +485,9 @@ def masked_store(cx, ref, value, mask):
     return _masked_element_store(cx, ref, value, mask)
   if ref.type.space == Space.SMEM:      # always in bounds: merge in registers
     return store(cx, ref, ew.where_(cx, mask, value, load(cx, ref, ref.name, merge=True)))
+  from .padded_masks import padded_masked_store
+  if padded_masked_store(cx, ref, value, mask):       # (a padded value into its odd window, probe 48g)
+    return None
   from .small_stores import plan, store_masked_rows
   rows = plan(cx, ref, value)
   if rows is not None and store_masked_rows(cx, ref, value, rows, mask):     # (a small statistic, a row at a time)

@@ -1,0 +1,111 @@
+"""Masked accesses of odd 2-D windows, computed padded (probe 48g).
+
+Triton's tile of few heads, `q.at[b, t, heads[:, None], d]` loaded with `mask=(heads[:, None] < n_kh) &
+(d < hd // 2)` (Liger's RoPE with 2 or 3 KV heads and a head_dim of 64: a (2, 32) tile), is a window no
+register tensor holds, or whose rows no row-wise layout takes, where a row of cos broadcast along it needs one:
+it was MG204 at the mask, while the same window read whole (`q.at[b, t][...]`) computes padded
+(padded_tiles.py). In a padded trace such a masked load now reads the padded window too, under the user's mask
+recomputed at the padded shape (it is made of `ml.arange`, constants and scalars: index_grids._regrid) and the
+padding's own mask, so the padding holds `other`'s zeros' place as a padded read's does; a masked store of a
+padded value into such a window writes under the same two masks. A mask made of data, or a tensor `other`, keeps
+the load as it was (the padded trace then ends as before).
+"""
+from __future__ import annotations
+
+from ..types import Space, TensorType, resolve
+from ..dtypes import DType
+
+
+class _Defs(dict):
+  """The builder's defining ops, as index_grids._regrid reads them (new ops recorded too)."""
+  def __init__(self, b):
+    super().__init__()
+    self.b = b
+
+  def get(self, key, default=None):
+    return super().get(key) or self.b.defs.get(key, default)
+
+
+def _window(cx, ref):
+  """(shape, padded shape, root, starts) of a GMEM window the padded trace pads (as padded_tiles.padded_load
+  decides), or None."""
+  from . import padded_tiles as pt
+  pads = getattr(cx.b, "pad_tiles", None)
+  if pads is None or getattr(cx.b, "pad_ok", 0) or ref.type.space != Space.GMEM:
+    return None
+  t = ref.type
+  shape, k, d = tuple(t.shape), len(t.shape), resolve(t.dtype)
+  if k < 2 or not isinstance(d, DType) or getattr(t, "transposed", False):
+    return None
+  rows = isinstance(pads, pt.RowPads) and k == 2 and shape[0] % 4 and shape[1] % 128
+  if pt._holds(shape) and not rows:
+    return None
+  up = pt._up(shape, d)
+  if up == shape or not pt._holds(up):
+    return None
+  root, index = pt._window_of(cx, ref, k)
+  if root is None or root.type.space != Space.GMEM:
+    return None
+  return shape, up, root, index
+
+
+def _mask_at(cx, mask, shape, up):
+  """The user's `mask` (of `shape`) recomputed at `up`, and'ed with the padding's mask; None where the mask is
+  made of anything but index grids, constants and scalars."""
+  from .. import index_grids
+  from .elementwise import BinOp, binary
+  from . import padded_tiles as pt
+  if not isinstance(getattr(mask, "type", None), TensorType) or tuple(mask.type.shape) != shape:
+    return None
+  out = []
+  m = index_grids._regrid(_Defs(cx.b), mask, up, tuple(range(len(up))), out)
+  if m is None:
+    return None
+  for o in out:
+    cx.b.append(o)
+  inside = pt.mask(cx, shape, up)
+  return m if inside is None else binary(cx, BinOp.AND, m, inside)
+
+
+def _padded_view(cx, ref, root, index, up):
+  from .memory import DSlice, view
+  k = len(up)
+  return view(cx, root, (*index[:-k], *(DSlice(i, u) for i, u in zip(index[-k:], up))), ref.name or "")
+
+
+def padded_masked_load(cx, ref, mask, other):
+  """`ref.load(mask=m, other=o)` of an odd GMEM window in a padded trace: the padded window read under `m`
+  recomputed at its shape and the padding's mask (see the module); None where it is no such load."""
+  from . import padded_tiles as pt
+  from .access import _masked_read
+  win = _window(cx, ref)
+  if win is None or isinstance(getattr(other, "type", None), TensorType):
+    return None
+  shape, up, root, index = win
+  with pt.allowed(cx):
+    m = _mask_at(cx, mask, shape, up)
+    if m is None:
+      return None
+    out = _masked_read(cx, _padded_view(cx, ref, root, index, up), m, other)
+  cx.b.pad_tiles[out.id] = shape
+  return out
+
+
+def padded_masked_store(cx, ref, value, mask) -> bool:
+  """`ref.store(v, mask=m)` of a padded value into an odd GMEM window of its own shape: into the padded window
+  under `m` recomputed there and the padding's mask; False where it is no such store."""
+  from . import padded_tiles as pt
+  from .access import masked_store
+  pads = getattr(cx.b, "pad_tiles", None)
+  if pads is None or getattr(value, "id", None) not in pads or getattr(cx.b, "pad_ok", 0):
+    return False
+  win = _window(cx, ref)
+  if win is None or pads[value.id] != win[0] or tuple(value.type.shape) != win[1]:
+    return False
+  shape, up, root, index = win
+  with pt.allowed(cx):
+    m = _mask_at(cx, mask, shape, up)
+    if m is None:
+      raise pt.PadAbort("masked store")
+    masked_store(cx, _padded_view(cx, ref, root, index, up), value, m)
+  return True

@@ -1,0 +1,176 @@
+"""Probe 48g: Liger-Kernel, Unsloth, Triton-tutorial and flash-linear-attention kernels ported whole.
+
+Masked tiles of few heads: Triton's `x.at[t, heads[:, None], d[None, :]]` loaded with `mask=(heads[:, None] < n_kh) &
+(d[None, :] < hd // 2)`, a (2, 32), (3, 32) or (3, 64) tile (Liger's RoPE with 2 KV heads and a head_dim of 64, as
+Qwen2-0.5B's; a GQA group of 3 query heads; a per-head QK-norm over 3 heads of 32), was MG204 wherever a row of cos, a
+weight or a row statistic was broadcast along it, while the same window read whole computed padded. Such masked
+loads and stores are now read and written padded in the padded trace (frontend/ops/padded_masks.py)."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as tl
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32, F16, BF16 = jnp.float32, jnp.float16, jnp.bfloat16
+
+
+def _rnd(shape, seed, dtype=np.float32):
+  return jnp.asarray(np.random.default_rng(seed).standard_normal(shape), dtype)
+
+
+def _export(kernel, *args, **kw):
+  specs = [S(np.shape(a), a.dtype) for a in args]
+  kernel.check(*specs, **kw)
+  return str(jax.export.export(jax.jit(lambda *a: kernel(*a, **kw)), platforms=["cuda"])(*specs).mlir_module())
+
+
+def _close(got, want, tol):
+  np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=tol, atol=tol)
+
+
+def _rope_ref(x, cos, sin, sign=1.0):
+  g = jnp.asarray(x, F32)
+  d = g.shape[-1] // 2
+  c, s = jnp.asarray(cos, F32)[:, None, :], sign * jnp.asarray(sin, F32)[:, None, :]
+  return jnp.concatenate([g[..., :d] * c - g[..., d:] * s, g[..., d:] * c + g[..., :d] * s], -1).astype(x.dtype)
+
+
+# ---------------------------------------------------------------- Liger's RoPE, q and k in place, 2 KV heads of 64
+@mg.mgpu_kernel(out_shape=lambda q, k, cos, sin, **kw: (q, k), grid=lambda q, k, cos, sin, **kw: (q.shape[0] * q.shape[1],),
+                input_output_aliases={0: 0, 1: 1})
+def liger_rope(q_ptr, k_ptr, cos_ptr, sin_ptr, qo_ptr, ko_ptr, *, pad_n_qh: tl.constexpr, pad_n_kh: tl.constexpr,
+               pad_hd: tl.constexpr):
+  pid = tl.program_id(0).to(tl.int64)
+  sl, n_qh, n_kh, hd = q_ptr.shape[1], q_ptr.shape[2], k_ptr.shape[2], q_ptr.shape[3]
+  b = pid // sl
+  t = pid % sl
+  cos_offsets = tl.arange(0, pad_hd // 2)
+  cos_mask = cos_offsets < hd // 2
+  cos_row = tl.load(cos_ptr.at[t, cos_offsets], mask=cos_mask, other=0)
+  sin_row = tl.load(sin_ptr.at[t, cos_offsets], mask=cos_mask, other=0)
+  qh = tl.arange(0, pad_n_qh)[:, None]
+  kh = tl.arange(0, pad_n_kh)[:, None]
+  d = tl.arange(0, pad_hd // 2)[None, :]
+  q_mask = (qh < n_qh) & (d < hd // 2)
+  k_mask = (kh < n_kh) & (d < hd // 2)
+  q1 = tl.load(q_ptr.at[b, t, qh, d], mask=q_mask, other=0).to(sin_row.dtype)
+  k1 = tl.load(k_ptr.at[b, t, kh, d], mask=k_mask, other=0).to(sin_row.dtype)
+  q2 = tl.load(q_ptr.at[b, t, qh, d + hd // 2], mask=q_mask, other=0).to(sin_row.dtype)
+  k2 = tl.load(k_ptr.at[b, t, kh, d + hd // 2], mask=k_mask, other=0).to(sin_row.dtype)
+  tl.store(qo_ptr.at[b, t, qh, d], (q1 * cos_row - q2 * sin_row).to(qo_ptr.dtype), mask=q_mask)
+  tl.store(qo_ptr.at[b, t, qh, d + hd // 2], (q2 * cos_row + q1 * sin_row).to(qo_ptr.dtype), mask=q_mask)
+  tl.store(ko_ptr.at[b, t, kh, d], (k1 * cos_row - k2 * sin_row).to(ko_ptr.dtype), mask=k_mask)
+  tl.store(ko_ptr.at[b, t, kh, d + hd // 2], (k2 * cos_row + k1 * sin_row).to(ko_ptr.dtype), mask=k_mask)
+
+
+def test_liger_rope_with_two_kv_heads_of_64():
+  q, k = _rnd((1, 7, 14, 64), 1, BF16), _rnd((1, 7, 2, 64), 2, BF16)       # Qwen2-0.5B: 14 query heads, 2 KV heads
+  cos, sin = _rnd((7, 32), 3), _rnd((7, 32), 4)
+  kw = dict(pad_n_qh=16, pad_n_kh=2, pad_hd=64)
+  qo, ko = liger_rope(q, k, cos, sin, interpret=True, **kw)
+  _close(qo, _rope_ref(q, cos, sin), 2e-2)
+  _close(ko, _rope_ref(k, cos, sin), 2e-2)
+  assert "mosaic_gpu" in _export(liger_rope, q, k, cos, sin, **kw)
+  ir = liger_rope.typed_ir(*[S(a.shape, a.dtype) for a in (q, k, cos, sin)], **kw)
+  assert "gather" not in ir and "atomic" not in ir
+
+
+# ---------------------------------------------------------------- the backward, in place, 2 and 3 heads
+@mg.mgpu_kernel(out_shape=lambda dk, cos, sin, **kw: dk, grid=lambda dk, cos, sin, **kw: (dk.shape[0],),
+                input_output_aliases={0: 0})
+def rope_backward(dk_ptr, cos_ptr, sin_ptr, o_ptr, *, pad_n_kh: tl.constexpr):
+  t = tl.program_id(0)
+  n_kh, hd = dk_ptr.shape[1], dk_ptr.shape[2]
+  offs = tl.arange(0, hd // 2)
+  cos_row = tl.load(cos_ptr.at[t, offs])
+  sin_row = tl.load(sin_ptr.at[t, offs])
+  heads = tl.arange(0, pad_n_kh)[:, None]
+  m = heads < n_kh
+  k1 = tl.load(dk_ptr.at[t, heads, offs[None, :]], mask=m, other=0).to(tl.float32)
+  k2 = tl.load(dk_ptr.at[t, heads, offs[None, :] + hd // 2], mask=m, other=0).to(tl.float32)
+  tl.store(o_ptr.at[t, heads, offs[None, :]], (k1 * cos_row + k2 * sin_row).to(o_ptr.dtype), mask=m)
+  tl.store(o_ptr.at[t, heads, offs[None, :] + hd // 2], (k2 * cos_row - k1 * sin_row).to(o_ptr.dtype), mask=m)
+
+
+# ---------------------------------------------------------------- a mistake still fails: a mask on past the heads
+@mg.mgpu_kernel(out_shape=lambda x, c: x, grid=lambda x, c: (x.shape[0],))
+def three_of_two_heads(x_ptr, c_ptr, o_ptr):
+  t = tl.program_id(0)
+  h = tl.arange(0, 3)
+  d = tl.arange(0, 32)
+  m = (h[:, None] < 3) & (d[None, :] < 32)
+  c = tl.load(c_ptr.at[t, d])
+  v = tl.load(x_ptr.at[t, h[:, None], d[None, :]], mask=m, other=0.0)
+  tl.store(o_ptr.at[t, h[:, None], d[None, :]], v * c, mask=h[:, None] < 2)
+
+
+def test_rope_backward_in_place_over_two_and_three_heads():
+  for n_kh, pad, seed in ((2, 2, 5), (3, 3, 6)):
+    dk, cos, sin = _rnd((6, n_kh, 64), seed, F16), _rnd((6, 32), 7), _rnd((6, 32), 8)
+    _close(rope_backward(dk, cos, sin, pad_n_kh=pad, interpret=True), _rope_ref(dk, cos, sin, -1.0), 2e-2)
+    assert "mosaic_gpu" in _export(rope_backward, dk, cos, sin, pad_n_kh=pad)
+  # a mask on past the array's heads is still the user's mistake, at the load
+  x, c = _rnd((3, 2, 32), 12), _rnd((3, 32), 13)
+  expect(three_of_two_heads, [S(x.shape, F32), S(c.shape, F32)], mg.IndexOutOfBoundsError, "tl.load(x_ptr",
+         "this masked load touches x_ptr[0:1, 0:3, 0:32] in program (0, 0, 0) where its mask is on, outside"
+         " x_ptr's shape (3, 2, 32)",
+         hint="make the mask false past x_ptr's end: compare the offsets along dimension 1 with x_ptr.shape[1]"
+              " (offs < x_ptr.shape[1]), or pass a longer x_ptr")
+
+
+# ---------------------------------------------------------------- a row statistic of few heads; a GQA group's softmax
+@mg.mgpu_kernel(out_shape=lambda k, w, **kw: k, grid=lambda k, w, **kw: (k.shape[0],))
+def qk_norm(k_ptr, w_ptr, o_ptr, *, PAD_H: tl.constexpr, eps: tl.constexpr = 1e-6):
+  t = tl.program_id(0)
+  nh, hd = k_ptr.shape[1], k_ptr.shape[2]
+  h = tl.arange(0, PAD_H)
+  d = tl.arange(0, hd)
+  m = (h[:, None] < nh) & (d[None, :] < hd)
+  x = tl.load(k_ptr.at[t, h[:, None], d[None, :]], mask=m, other=0.0).to(tl.float32)
+  w = tl.load(w_ptr.at[d]).to(tl.float32)
+  var = tl.sum(x * x, axis=1) / hd
+  y = x * tl.rsqrt(var + eps)[:, None] * w[None, :]
+  tl.store(o_ptr.at[t, h[:, None], d[None, :]], y.to(o_ptr.dtype), mask=m)
+
+
+@mg.mgpu_kernel(out_shape=lambda s, **kw: s, grid=lambda s, **kw: (s.shape[0],))
+def group_softmax(s_ptr, o_ptr, *, G: tl.constexpr, BLOCK_N: tl.constexpr):
+  b = tl.program_id(0)
+  g = tl.arange(0, G)
+  n = tl.arange(0, BLOCK_N)
+  m = (g[:, None] < s_ptr.shape[1]) & (n[None, :] < s_ptr.shape[2])
+  s = tl.load(s_ptr.at[b, g[:, None], n[None, :]], mask=m, other=float("-inf"))
+  p = tl.exp(s - tl.max(s, axis=1)[:, None])
+  tl.store(o_ptr.at[b, g[:, None], n[None, :]], p / tl.sum(p, axis=1)[:, None], mask=m)
+
+
+def test_row_statistics_of_a_masked_tile_of_few_heads():
+  k, w = _rnd((5, 3, 32), 9, BF16), _rnd((32,), 10, BF16)
+  x = jnp.asarray(k, F32)
+  want = (x * jax.lax.rsqrt((x * x).mean(-1, keepdims=True) + 1e-6) * jnp.asarray(w, F32)).astype(BF16)
+  _close(qk_norm(k, w, PAD_H=3, interpret=True), want, 2e-2)
+  assert "mosaic_gpu" in _export(qk_norm, k, w, PAD_H=3)
+  s = _rnd((4, 3, 40), 11)
+  got = group_softmax(s, G=3, BLOCK_N=64, interpret=True)
+  np.testing.assert_allclose(np.asarray(got), jax.nn.softmax(s, -1), rtol=1e-5, atol=1e-6)
+  assert "mosaic_gpu" in _export(group_softmax, s, G=3, BLOCK_N=64)
+
+
+@pytest.mark.gpu
+def test_masked_tiles_of_few_heads_on_the_gpu():
+  q, k = _rnd((2, 9, 14, 64), 20, BF16), _rnd((2, 9, 2, 64), 21, BF16)
+  cos, sin = _rnd((9, 32), 22), _rnd((9, 32), 23)
+  kw = dict(pad_n_qh=16, pad_n_kh=2, pad_hd=64)
+  for g, w in zip(jax.jit(lambda *a: liger_rope(*a, **kw))(q, k, cos, sin), liger_rope(q, k, cos, sin, interpret=True, **kw)):
+    _close(g, w, 2e-2)
+  dk = _rnd((40, 3, 64), 24, F16)
+  cos, sin = _rnd((40, 32), 25), _rnd((40, 32), 26)
+  _close(rope_backward(dk, cos, sin, pad_n_kh=3), rope_backward(dk, cos, sin, pad_n_kh=3, interpret=True), 2e-2)
+  kk, w = _rnd((40, 3, 32), 27, BF16), _rnd((32,), 28, BF16)
+  _close(qk_norm(kk, w, PAD_H=3), qk_norm(kk, w, PAD_H=3, interpret=True), 2e-2)
+  s = _rnd((40, 3, 40), 29)
+  _close(group_softmax(s, G=3, BLOCK_N=64), group_softmax(s, G=3, BLOCK_N=64, interpret=True), 1e-5)
