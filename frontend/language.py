@@ -13,7 +13,7 @@ from .dtypes import DType
 from .ops import BUILTINS  # noqa: F401
 from .ops.access import load_ as load, store_ as store
 from .ops.atomic import atomic_add, atomic_max, atomic_min
-from .ops.control import (cluster_sync, grouped_ids, max_constancy, max_contiguous, multiple_of, num_programs,
+from .ops.control import (cluster_sync, debug_barrier, grouped_ids, max_constancy, max_contiguous, multiple_of, num_programs,
                            program_id, range, static_range)
 from .ops.elementwise_fns import (abs_ as abs, arange, bitcast, cast, cdiv, ceil, clip, cos, erf, exp, exp2,
                               floor, full, isnan, log, log2, maximum, minimum, round_ as round, rsqrt,
@@ -36,6 +36,11 @@ from .ops.stacking import expand_dims, interleave, join, pad, repeat, split, squ
 from .ops.stats import all_ as all, any_ as any, log_softmax, logsumexp, softmax, std, var
 
 take_along_axis = BUILTINS["take_along_axis"]     # (frontend/ops/gather.py)
+
+from .triton_math import Namespace as _Namespace   # Triton's tl.math, tl.extra.cuda.libdevice (probe 48g)
+math = _Namespace("math")
+libdevice = _Namespace("libdevice")
+extra = _Namespace("extra", cuda=_Namespace("extra.cuda", libdevice=libdevice), libdevice=libdevice)
 
 
 class Inline:

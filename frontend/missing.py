@@ -119,7 +119,6 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     **{n: ("no block pointers or tensor descriptors: take a window of the ref, x.at[ml.ds(i * bm, bm), :], and"
            " ml.copy it into an ml.smem buffer (a TMA copy), or read it with x.at[...][...]")
        for n in ("make_block_ptr", "make_tensor_descriptor", "advance")},
-    "debug_barrier": "no ml.debug_barrier: the compiler places the barriers between threads itself",
     **{n: "no ml.{}: write Python's assert on static values; for run-time checks, interpret mode reports"
           " out-of-bounds windows and races itself".format(n) for n in ("static_assert", "device_assert")},
     **{n: "no ml.{}: Python's print(...) of static values prints while tracing; of run-time values, on the"
@@ -249,6 +248,13 @@ def missing_hint(base, attr, args=None, after="", taken=frozenset()) -> str:
   """The hint for a name a module lacks: the ml function a Triton or jnp user meant, if any
   (`args`: the call's arguments as written, where it is called; `after`: the text after the name
   on its line, which names the function of a namespace ml lacks: `.exp2(x)` after `ml.math`)."""
+  from .triton_math import Namespace
+  if isinstance(base, Namespace):                # ml.math.fast_dividef: the hint for ml.fast_dividef
+    if attr == "round":
+      x = _operand(args[0]) if args and len(args) == 1 else "x"
+      return (f"libdevice's round takes halves away from zero, ml.round to even: write ml.where({x} >= 0,"
+              f" ml.floor({x} + 0.5), ml.ceil({x} - 0.5))")
+    from . import language as base
   if getattr(base, "__name__", "").endswith("language"):
     if attr in ("math", "extra", "libdevice") and after and (ns := _namespace_hint(base, attr, after)):
       return ns

@@ -143,6 +143,9 @@ class Subscripts:
           f"{d}.{attr}: {DICTS_FIXED}, so they have no .{attr}", self.loc(node),
           hint=f"build a new one: {d} = {{**{d}, 'k': v}} to add or replace, {d} = {{k: v for k, v in"
                f" {d}.items() if k != 'a'}} to drop")
+    from .triton_math import dtype_attr
+    if (triton := dtype_attr(base, attr)) is not None:
+      return triton[0]               # x_ptr.dtype.element_ty: Triton's element type of a pointer, a ref's dtype
     try:
       out = getattr(base, attr)
     except AttributeError:

@@ -261,12 +261,10 @@ def ml_exp(x, out):                        # triton_math_namespace's hint follow
 
 
 def test_tritons_math_namespace_names_mls_own_functions():
-  e = expect(triton_math_namespace, [X], mg.UnknownNameError, "ml.math", "ml has no attribute 'math'")
-  assert e.hint.startswith("no ml.math: Triton's tl.math (and libdevice) functions are ml.* functions here: write"
-                           " ml.exp(x.at[ml.ds(i * 128, 128)][...])"), e.hint
-  x = _x()
+  x = _x()          # ml.math.exp was MG002 naming ml.exp until probe 48g: it is ml.exp
+  np.testing.assert_allclose(np.asarray(triton_math_namespace(x, interpret=True)), np.exp(x), rtol=1e-6)
   np.testing.assert_allclose(np.asarray(ml_exp(x, interpret=True)), np.exp(x), rtol=1e-6)
-  assert "mosaic_gpu" in _export(ml_exp, X)
+  assert "mosaic_gpu" in _export(triton_math_namespace, X)
 
 
 # ---------------------------------------------------------------- a config dict changed in place

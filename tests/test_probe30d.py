@@ -310,11 +310,10 @@ def test_int64_offsets_widen_the_int32_side():
 
 
 def test_tritons_element_ty_and_expand_dims_say_what_to_write():
-  """Both were 'check the spelling'."""
-  expect(element_ty, [S((128,), F32)], mg.UnknownNameError, "x.dtype.element_ty",
-         "x.dtype has no attribute 'element_ty'",
-         hint="a ref's .dtype is its element type already (a ref is an array, not a pointer): drop .element_ty")
+  """Both were 'check the spelling'; element_ty was then a hint to drop it, and is since probe 48g the dtype."""
   import numpy as np
+  v = np.random.default_rng(1).standard_normal(128).astype(np.float32)
+  np.testing.assert_array_equal(np.asarray(element_ty(v, interpret=True)), v)
   x = np.random.default_rng(0).standard_normal((64, 128)).astype(np.float32)   # (ml.expand_dims since probe 46k)
   np.testing.assert_allclose(expand_dims(x, interpret=True), x - x.sum(1, keepdims=True), rtol=1e-5, atol=1e-4)
 

@@ -4,7 +4,11 @@ Masked tiles of few heads: Triton's `x.at[t, heads[:, None], d[None, :]]` loaded
 (d[None, :] < hd // 2)`, a (2, 32), (3, 32) or (3, 64) tile (Liger's RoPE with 2 KV heads and a head_dim of 64, as
 Qwen2-0.5B's; a GQA group of 3 query heads; a per-head QK-norm over 3 heads of 32), was MG204 wherever a row of cos, a
 weight or a row statistic was broadcast along it, while the same window read whole computed padded. Such masked
-loads and stores are now read and written padded in the padded trace (frontend/ops/padded_masks.py)."""
+loads and stores are now read and written padded in the padded trace (frontend/ops/padded_masks.py).
+
+Triton's spellings with one meaning: `tl.math.tanh(x)`, `tl.extra.cuda.libdevice.*`, `tl.debug_barrier()` and
+`x_ptr.dtype.element_ty`, which every Liger kernel writes, were MG002 hints; they are now what they mean
+(frontend/triton_math.py)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -160,6 +164,96 @@ def test_row_statistics_of_a_masked_tile_of_few_heads():
   assert "mosaic_gpu" in _export(group_softmax, s, G=3, BLOCK_N=64)
 
 
+# ---------------------------------------------------------------- Liger's cross-entropy as written: debug_barrier, element_ty
+@mg.mgpu_kernel(out_shape=lambda X, Y, **k: (X, S((X.shape[0],), F32)), grid=lambda X, Y, **k: (X.shape[0],),
+                input_output_aliases={0: 0})
+def liger_cross_entropy(X_ptr, Y_ptr, dX_ptr, loss_ptr, *, n_non_ignore: tl.constexpr, BLOCK_SIZE: tl.constexpr,
+                        ignore_index: tl.constexpr = -100):
+  program_id = tl.program_id(0).to(tl.int64)
+  n_cols = X_ptr.shape[1]
+  y = tl.load(Y_ptr.at[program_id])
+  if y == ignore_index:
+    for i in range(0, n_cols, BLOCK_SIZE):
+      X_offsets = i + tl.arange(0, BLOCK_SIZE)
+      tl.store(dX_ptr.at[program_id, X_offsets], 0.0, mask=X_offsets < n_cols)
+    tl.store(loss_ptr.at[program_id], 0.0)
+    return
+  m = float("-inf")
+  d = 0.0
+  ori_X_y = tl.load(X_ptr.at[program_id, y]).to(tl.float32)
+  for i in range(0, n_cols, BLOCK_SIZE):
+    X_offsets = i + tl.arange(0, BLOCK_SIZE)
+    X_block = tl.load(X_ptr.at[program_id, X_offsets], mask=X_offsets < n_cols, other=float("-inf")).to(tl.float32)
+    m_new = tl.maximum(m, tl.max(X_block))
+    d = d * tl.exp(m - m_new) + tl.sum(tl.exp(X_block - m_new))
+    m = m_new
+  for i in range(0, n_cols, BLOCK_SIZE):
+    X_offsets = i + tl.arange(0, BLOCK_SIZE)
+    X_block = tl.load(X_ptr.at[program_id, X_offsets], mask=X_offsets < n_cols, other=float("-inf")).to(tl.float32)
+    X_block = tl.math.exp(X_block - m) / d / n_non_ignore
+    tl.store(dX_ptr.at[program_id, X_offsets], X_block.to(dX_ptr.dtype.element_ty), mask=X_offsets < n_cols)
+  tl.debug_barrier()
+  X_y = tl.load(dX_ptr.at[program_id, y]).to(tl.float32) - 1.0 / n_non_ignore
+  tl.store(dX_ptr.at[program_id, y], X_y.to(dX_ptr.dtype.element_ty))
+  tl.store(loss_ptr.at[program_id], (m + tl.math.log(d) - ori_X_y) / n_non_ignore)
+
+
+def test_liger_cross_entropy_as_written_with_debug_barrier_and_element_ty():
+  X = _rnd((4, 1000), 30, BF16)
+  Y = jnp.asarray([3, -100, 999, 17], jnp.int32)
+  dX, loss = liger_cross_entropy(X, Y, n_non_ignore=3, BLOCK_SIZE=512, interpret=True)
+  Xf, keep = jnp.asarray(X, F32), (Y != -100)[:, None]
+  g = jnp.where(keep, (jax.nn.softmax(Xf, 1) - jax.nn.one_hot(jnp.maximum(Y, 0), 1000)) / 3, 0.0)
+  want = jnp.where(Y != -100, jax.nn.logsumexp(Xf, 1) - jnp.take_along_axis(Xf, jnp.maximum(Y, 0)[:, None], 1)[:, 0], 0) / 3
+  _close(dX, g.astype(BF16), 1e-2)
+  _close(loss, want, 1e-4)
+  assert "mosaic_gpu" in _export(liger_cross_entropy, X, Y, n_non_ignore=3, BLOCK_SIZE=512)
+
+
+# ---------------------------------------------------------------- tl.math and libdevice namespaces: GeGLU, a retention decay
+@mg.mgpu_kernel(out_shape=lambda a, b, **k: b, grid=lambda a, b, **k: (a.shape[0],))
+def geglu_tanh(a_ptr, b_ptr, c_ptr, *, BLOCK_SIZE: tl.constexpr):
+  row = tl.program_id(0).to(tl.int64)
+  cols = tl.arange(0, BLOCK_SIZE)
+  mask = cols < a_ptr.shape[1]
+  a = tl.load(a_ptr.at[row, cols], mask=mask, other=0).to(tl.float32)
+  b = tl.load(b_ptr.at[row, cols], mask=mask, other=0)
+  t = tl.math.tanh(0.7978845608028654 * (a + 0.044715 * a * a * a))
+  c = (0.5 * a * (1 + t)).cast(b.dtype) * b
+  tl.store(c_ptr.at[row, cols], c, mask=mask)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0],))
+def decays(x_ptr, o_ptr):
+  i_h = tl.program_id(0)
+  b = tl.math.log2(1 - tl.math.exp2(-5 - i_h * 1.0))       # flash-linear-attention's per-head decay
+  o = tl.arange(0, x_ptr.shape[1])
+  v = tl.load(x_ptr.at[i_h, o])
+  w = tl.extra.cuda.libdevice.tanh(v) + tl.extra.libdevice.rsqrt(v * v + 1) + tl.libdevice.fabs(v)
+  tl.store(o_ptr.at[i_h, o], w * tl.math.exp2((o + 1) * b) * (x_ptr.dtype.primitive_bitwidth / 32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def libdevice_round(x, o):
+  o[...] = tl.math.round(x[...])
+
+
+def test_tritons_math_namespaces_are_mls_functions():
+  a, b = _rnd((3, 1000), 31, BF16), _rnd((3, 1000), 32, BF16)
+  want = jax.nn.gelu(jnp.asarray(a, F32), approximate=True).astype(BF16) * b
+  _close(geglu_tanh(a, b, BLOCK_SIZE=1024, interpret=True), want, 3e-2)
+  assert "mosaic_gpu" in _export(geglu_tanh, a, b, BLOCK_SIZE=1024)
+  x = _rnd((4, 128), 33)
+  bh = np.log2(1 - np.exp2(-5.0 - np.arange(4)))[:, None]
+  want = (np.tanh(x) + 1 / np.sqrt(x * x + 1) + np.abs(x)) * np.exp2((np.arange(128) + 1)[None, :] * bh)
+  np.testing.assert_allclose(np.asarray(decays(x, interpret=True)), want, rtol=1e-5, atol=1e-6)
+  assert "mosaic_gpu" in _export(decays, x)
+  # libdevice's round differs from ml.round (halves away from zero): still a hint, not ml.round
+  expect(libdevice_round, [S((128,), F32)], mg.UnknownNameError, "tl.math.round", "tl.math has no attribute 'round'",
+         hint="libdevice's round takes halves away from zero, tl.round to even: write tl.where(x[...] >= 0,"
+              " tl.floor(x[...] + 0.5), tl.ceil(x[...] - 0.5))")
+
+
 @pytest.mark.gpu
 def test_masked_tiles_of_few_heads_on_the_gpu():
   q, k = _rnd((2, 9, 14, 64), 20, BF16), _rnd((2, 9, 2, 64), 21, BF16)
@@ -174,3 +268,8 @@ def test_masked_tiles_of_few_heads_on_the_gpu():
   _close(qk_norm(kk, w, PAD_H=3), qk_norm(kk, w, PAD_H=3, interpret=True), 2e-2)
   s = _rnd((40, 3, 40), 29)
   _close(group_softmax(s, G=3, BLOCK_N=64), group_softmax(s, G=3, BLOCK_N=64, interpret=True), 1e-5)
+  X = _rnd((6, 32000), 34, BF16)
+  Y = jnp.asarray([3, -100, 31999, 17, 0, -100], jnp.int32)
+  for g, w in zip(liger_cross_entropy(X, Y, n_non_ignore=4, BLOCK_SIZE=4096),
+                  liger_cross_entropy(X, Y, n_non_ignore=4, BLOCK_SIZE=4096, interpret=True)):
+    np.testing.assert_allclose(np.asarray(g, np.float32), np.asarray(w, np.float32), rtol=2e-2, atol=1e-6)

@@ -301,6 +301,13 @@ def max_constancy(cx, x, n):
 
 
 @builtin
+def debug_barrier(cx):
+  """Triton's `tl.debug_barrier()` (Liger's cross-entropy, between its stores and a read of them): nothing, as
+  the compiler orders every access of one CTA to shared and global memory itself (the sync pass)."""
+  return None
+
+
+@builtin
 def cluster_sync(cx):
   """All threads of every CTA in the cluster wait for each other."""
   cx.b.emit(ClusterSync, loc=cx.loc)

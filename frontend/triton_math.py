@@ -1,0 +1,65 @@
+"""Triton's math namespaces and dtype attributes in a ported kernel (probe 48g).
+
+Liger's and flash-linear-attention's kernels write `tl.math.tanh(x)`, `tl.math.exp2(x)`, `tl.math.rsqrt(x)` and
+`tl.extra.cuda.libdevice.tanh(x)` (or `tl.extra.libdevice`), and `x_ptr.dtype.element_ty` for the element type
+of a pointer; each was MG002 with a hint naming the one thing it means. `ml.math`, `ml.libdevice` and
+`ml.extra.cuda.libdevice` are now namespaces whose functions are the ml functions of the same meaning (`tanh` is
+`ml.tanh`; Triton's other names of one, `fabs`, `fast_logf`, `sqrt_rn`, `finitef`, are mapped). A libdevice
+function whose meaning differs from ml's namesake is left out, so it keeps its hint: `round` (libdevice rounds
+halves away from zero, ml.round to even), `fmax` / `fmin` (a number over NaN), and any name ml lacks.
+"""
+from __future__ import annotations
+
+# Triton's tl.math / libdevice names for ml functions of the same meaning under another name
+SAME = {"fabs": "abs", "max": "maximum", "min": "minimum", "clamp": "clip", "finitef": "isfinite",
+        "isfinited": "isfinite", "fast_logf": "log", "fast_log2f": "log2", "fast_sinf": "sin", "fast_cosf": "cos",
+        "fast_tanf": "tan", "sqrt_rn": "sqrt", "fast_expf": "exp", "fast_exp2f": "exp2", "rint": "round",
+        "nearbyint": "round", "powf": "pow", "exp2f": "exp2", "expf": "exp", "logf": "log", "sqrtf": "sqrt",
+        "rsqrtf": "rsqrt", "tanhf": "tanh", "erff": "erf"}
+DIFFERENT = frozenset({"round", "fmax", "fmin"})        # libdevice's meaning is not ml's namesake's
+
+
+class Namespace:
+  """`ml.math`, `ml.libdevice`, `ml.extra`, `ml.extra.cuda`: Triton's namespaces of math functions, whose
+  attributes are the ml functions of the same meaning (`inner`: the namespaces below this one)."""
+
+  def __init__(self, name, **inner):
+    self.__name__ = f"ml.{name}"
+    self._inner = inner
+
+  def __repr__(self):
+    return f"<Triton's tl.{self.__name__[3:]}: ml's functions>"
+
+  def __getattr__(self, attr):
+    if attr.startswith("__") or attr == "_inner":
+      raise AttributeError(attr)
+    if attr in self._inner:
+      return self._inner[attr]
+    fn = function(attr)
+    if fn is None:
+      raise AttributeError(f"{self.__name__} has no attribute {attr!r}")
+    return fn
+
+  def __dir__(self):
+    return list(self._inner)
+
+
+def function(attr):
+  """The ml builtin Triton's math function `attr` is, or None."""
+  from .ops import BUILTINS
+  if attr in DIFFERENT:
+    return None
+  return BUILTINS.get(SAME.get(attr, attr))
+
+
+def dtype_attr(base, attr):
+  """Triton's attributes of a dtype, on `x.dtype` (numpy's dtype in a kernel): `element_ty` (a pointer's
+  element type, which a ref's dtype is already) and `primitive_bitwidth`; `(value,)`, or None for others."""
+  import numpy as np
+  if not isinstance(base, np.dtype):
+    return None
+  if attr == "element_ty":
+    return (base,)
+  if attr == "primitive_bitwidth":
+    return (8 * base.itemsize if base.kind != "b" else 1,)
+  return None
