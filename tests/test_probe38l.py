@@ -79,13 +79,9 @@ def test_num_stages_on_a_loop_without_tma_loads_says_drop_it():
   """Triton's persistent softmax, `tl.range(start, n, step, num_stages=...)`, was hinted `write
   stages=`, which then failed as MG502 (no TMA load to pipeline): the hint now drops the keyword,
   with the loop's own header, and that kernel runs."""
-  with pytest.raises(mg.KernelTypeError) as e:
-    softmax_rows_staged.check(S((10, 512), F32))
-  assert (e.value.lineno, e.value.col_offset) == _line(softmax_rows_staged, "num_stages=num_stages)")
-  assert e.value.message == "ml.range takes no keyword 'num_stages'"
-  assert e.value.hint.startswith("drop num_stages=: ml.range's stages= (Triton's num_stages) pipelines")
-  assert e.value.hint.endswith("for row in ml.range(ml.program_id(0), x.shape[0], ml.num_programs(0)):")
   x = np.random.default_rng(2).standard_normal((10, 512)).astype(np.float32)
+  # since probe 48g the tutorial's num_stages= is taken: nothing to pipeline in a loop of register loads
+  np.testing.assert_allclose(softmax_rows_staged(x, interpret=True), jax.nn.softmax(x, axis=-1), rtol=1e-5, atol=1e-7)
   np.testing.assert_allclose(softmax_rows_plain(x, interpret=True), jax.nn.softmax(x, axis=-1), rtol=1e-5, atol=1e-7)
 
 
@@ -106,9 +102,9 @@ def staged_through_helper(x, out):
 
 def test_num_stages_on_a_loop_loading_through_a_helper_says_write_stages():
   """A helper called in the body may make the loop's TMA loads: there the hint stays `write stages=`."""
-  with pytest.raises(mg.KernelTypeError) as e:
-    staged_through_helper.check(S((512,), F32))
-  assert e.value.hint.startswith("write stages= (Triton's num_stages is ml.range's stages)")
+  x = np.random.default_rng(3).standard_normal(512).astype(np.float32)   # since probe 48g: it is stages=
+  np.testing.assert_allclose(staged_through_helper(x, interpret=True), x.reshape(4, 128).sum(0), rtol=1e-5)
+  staged_through_helper.check(S((512,), F32))
 
 
 def test_misspelt_warp_specialize_is_not_called_num_stages():

@@ -8,7 +8,8 @@ loads and stores are now read and written padded in the padded trace (frontend/o
 
 Triton's spellings with one meaning: `tl.math.tanh(x)`, `tl.extra.cuda.libdevice.*`, `tl.debug_barrier()` and
 `x_ptr.dtype.element_ty`, which every Liger kernel writes, were MG002 hints; they are now what they mean
-(frontend/triton_math.py)."""
+(frontend/triton_math.py); so was `tl.range(..., num_stages=s)` (the tutorials' persistent softmax), now stages=
+where the loop makes TMA loads and nothing where it makes none."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -254,6 +255,40 @@ def test_tritons_math_namespaces_are_mls_functions():
               " tl.floor(x[...] + 0.5), tl.ceil(x[...] - 0.5))")
 
 
+# ---------------------------------------------------------------- tl.range(..., num_stages=): the tutorial's persistent softmax
+@mg.mgpu_kernel(out_shape=lambda x, **kw: x, grid=lambda x, **kw: (kw["NP"],))
+def persistent_softmax(input_ptr, output_ptr, *, NP: tl.constexpr, BLOCK_SIZE: tl.constexpr, num_stages: tl.constexpr = 2):
+  row_start = tl.program_id(0)
+  row_step = tl.num_programs(0)
+  n_rows, n_cols = input_ptr.shape
+  for row_idx in tl.range(row_start, n_rows, row_step, num_stages=num_stages):
+    col_offsets = tl.arange(0, BLOCK_SIZE)
+    mask = col_offsets < n_cols
+    row = tl.load(input_ptr.at[row_idx, col_offsets], mask=mask, other=-float("inf"))
+    numerator = tl.exp(row - tl.max(row, axis=0))
+    tl.store(output_ptr.at[row_idx, col_offsets], numerator / tl.sum(numerator, axis=0), mask=mask)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), F32), grid=(1,))
+def staged_sum(x, out):
+  buf = tl.smem((128,), F32)
+  acc = tl.zeros((128,), F32)
+  for k in tl.range(x.shape[0] // 128, num_stages=3):
+    tl.copy(x.at[tl.ds(k * 128, 128)], buf)
+    acc = acc + buf[...]
+  out[...] = acc
+
+
+def test_num_stages_is_stages_and_nothing_where_there_is_nothing_to_pipeline():
+  x = _rnd((37, 781), 35)
+  got = persistent_softmax(x, NP=8, BLOCK_SIZE=1024, interpret=True)
+  np.testing.assert_allclose(np.asarray(got), jax.nn.softmax(x, 1), rtol=1e-5, atol=1e-7)
+  assert "mosaic_gpu" in _export(persistent_softmax, x, NP=8, BLOCK_SIZE=1024)
+  x = _rnd((1024,), 36)
+  np.testing.assert_allclose(np.asarray(staged_sum(x, interpret=True)), np.asarray(x).reshape(8, 128).sum(0), rtol=1e-5)
+  assert "stages=3" in staged_sum.typed_ir(S((1024,), F32))
+
+
 @pytest.mark.gpu
 def test_masked_tiles_of_few_heads_on_the_gpu():
   q, k = _rnd((2, 9, 14, 64), 20, BF16), _rnd((2, 9, 2, 64), 21, BF16)
@@ -273,3 +308,5 @@ def test_masked_tiles_of_few_heads_on_the_gpu():
   for g, w in zip(liger_cross_entropy(X, Y, n_non_ignore=4, BLOCK_SIZE=4096),
                   liger_cross_entropy(X, Y, n_non_ignore=4, BLOCK_SIZE=4096, interpret=True)):
     np.testing.assert_allclose(np.asarray(g, np.float32), np.asarray(w, np.float32), rtol=2e-2, atol=1e-6)
+  x = _rnd((300, 781), 37)
+  _close(persistent_softmax(x, NP=16, BLOCK_SIZE=1024), jax.nn.softmax(x, 1), 1e-5)

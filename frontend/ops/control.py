@@ -343,23 +343,18 @@ def range_options(keywords, evaluate, loc, at, plain=None) -> tuple:
   """(stages, warp_specialize, pingpong) of an `ml.range(...)` loop header's keywords (ast nodes):
   each value `evaluate`d while tracing, mistakes a KernelTypeError at `loc(node)` (`at`: the call;
   `plain`: the loop's header without its keywords, `for i in ml.range(n)`, where its body makes no TMA
-  load (loop_bounds.may_load), so stages= would have nothing to pipeline)."""
+  load (loop_bounds.may_load), so stages= would have nothing to pipeline). Triton's `num_stages=` is stages=, and
+  nothing where there is nothing to pipeline (since probe 48g; it was MG003 hinting to drop it)."""
   stages, specialize, pingpong = 1, False, False
   for kw in keywords:
     if kw.arg is None:
       raise E.KernelTypeError("ml.range(..., **kwargs): its options are written out", loc(kw.value),
                               hint="ml.range(n, stages=s, warp_specialize=..., pingpong=...) with each keyword"
                                    " given by name (constexprs work as values)")
-    if kw.arg not in ("stages", "warp_specialize", "pingpong"):
-      meant = {"num_stages": "stages", "stage": "stages", "warp_specialization": "warp_specialize",
+    if kw.arg not in ("stages", "warp_specialize", "pingpong", "num_stages"):
+      meant = {"stage": "stages", "warp_specialization": "warp_specialize",
                "ws": "warp_specialize", "ping_pong": "pingpong"}.get(kw.arg)
       tuning = _TRITON_TUNING.get(kw.arg)
-      if meant == "stages" and plain is not None:       # nothing for stages= to pipeline (MG502 if followed)
-        raise E.KernelTypeError(
-            f"ml.range takes no keyword {kw.arg!r}", loc(kw),
-            hint=f"drop {kw.arg}=: ml.range's stages= (Triton's num_stages) pipelines a loop's TMA loads,"
-                 f" ml.copy(gmem.at[...], buf) into SMEM buffers, and this loop makes none; its loads into"
-                 f" registers run as written: {plain}:")
       said = " (Triton's num_stages is ml.range's stages)" if meant == "stages" else ""
       raise E.KernelTypeError(f"ml.range takes no keyword {kw.arg!r}", loc(kw),
                               hint=(f"write {meant}={said}: " if meant else
@@ -375,7 +370,10 @@ def range_options(keywords, evaluate, loc, at, plain=None) -> tuple:
       else:
         specialize = value
       continue
-    stages = value
+    if kw.arg == "num_stages" and plain is not None and isinstance(value, int) and not isinstance(value, bool) \
+        and value >= 1:
+      continue       # (Triton's tuning hint on a loop of register loads, the tutorial's softmax: nothing to pipeline)
+    stages = value   # (Triton's num_stages is stages= where the loop makes TMA loads; probe 48g)
     if not isinstance(stages, int) or isinstance(stages, bool) or not 1 <= stages <= 8:
       static = isinstance(stages, int) and not isinstance(stages, bool)
       raise E.KernelTypeError(f"stages must be a static int from 1 to 8, got {shown(stages)}", loc(kw.value),
