@@ -153,6 +153,17 @@ def group_softmax(s_ptr, o_ptr, *, G: tl.constexpr, BLOCK_N: tl.constexpr):
   tl.store(o_ptr.at[b, g[:, None], n[None, :]], p / tl.sum(p, axis=1)[:, None], mask=m)
 
 
+@mg.mgpu_kernel(out_shape=lambda x, keep: x, grid=lambda x, keep: (x.shape[0],))
+def kept_heads(x_ptr, keep_ptr, o_ptr):
+  t = tl.program_id(0)
+  h = tl.arange(0, 2)[:, None]
+  d = tl.arange(0, 32)[None, :]
+  ok = tl.load(keep_ptr.at[t, h, d]) != 0          # a mask of data, read whole beside the window
+  c = tl.load(x_ptr.at[t, 0, tl.arange(0, 32)])
+  v = tl.load(x_ptr.at[t, h, d], mask=ok, other=0.0)
+  tl.store(o_ptr.at[t, h, d], v * c)
+
+
 def test_row_statistics_of_a_masked_tile_of_few_heads():
   k, w = _rnd((5, 3, 32), 9, BF16), _rnd((32,), 10, BF16)
   x = jnp.asarray(k, F32)
@@ -163,6 +174,10 @@ def test_row_statistics_of_a_masked_tile_of_few_heads():
   got = group_softmax(s, G=3, BLOCK_N=64, interpret=True)
   np.testing.assert_allclose(np.asarray(got), jax.nn.softmax(s, -1), rtol=1e-5, atol=1e-6)
   assert "mosaic_gpu" in _export(group_softmax, s, G=3, BLOCK_N=64)
+  x, keep = _rnd((4, 2, 32), 14), jnp.asarray(np.random.default_rng(15).integers(0, 2, (4, 2, 32)), jnp.int32)
+  np.testing.assert_allclose(np.asarray(kept_heads(x, keep, interpret=True)), np.where(keep != 0, x, 0) * x[:, :1, :],
+                             rtol=1e-6, atol=1e-7)
+  assert "mosaic_gpu" in _export(kept_heads, x, keep)
 
 
 # ---------------------------------------------------------------- Liger's cross-entropy as written: debug_barrier, element_ty
@@ -303,6 +318,8 @@ def test_masked_tiles_of_few_heads_on_the_gpu():
   _close(qk_norm(kk, w, PAD_H=3), qk_norm(kk, w, PAD_H=3, interpret=True), 2e-2)
   s = _rnd((40, 3, 40), 29)
   _close(group_softmax(s, G=3, BLOCK_N=64), group_softmax(s, G=3, BLOCK_N=64, interpret=True), 1e-5)
+  x, keep = _rnd((40, 2, 32), 38), jnp.asarray(np.random.default_rng(39).integers(0, 2, (40, 2, 32)), jnp.int32)
+  _close(kept_heads(x, keep), kept_heads(x, keep, interpret=True), 1e-6)
   X = _rnd((6, 32000), 34, BF16)
   Y = jnp.asarray([3, -100, 31999, 17, 0, -100], jnp.int32)
   for g, w in zip(liger_cross_entropy(X, Y, n_non_ignore=4, BLOCK_SIZE=4096),

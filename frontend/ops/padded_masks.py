@@ -6,9 +6,9 @@ register tensor holds, or whose rows no row-wise layout takes, where a row of co
 it was MG204 at the mask, while the same window read whole (`q.at[b, t][...]`) computes padded
 (padded_tiles.py). In a padded trace such a masked load now reads the padded window too, under the user's mask
 recomputed at the padded shape (it is made of `ml.arange`, constants and scalars: index_grids._regrid) and the
-padding's own mask, so the padding holds `other`'s zeros' place as a padded read's does; a masked store of a
-padded value into such a window writes under the same two masks. A mask made of data, or a tensor `other`, keeps
-the load as it was (the padded trace then ends as before).
+padding's own mask; a mask of data read whole beside it (`keep[t, h, d] != 0`) is padded by the trace itself and
+taken as it is. A masked store of a padded value into such a window writes under the same two masks. Any other
+mask, or a tensor `other`, keeps the load as it was (the padded trace then ends as before).
 """
 from __future__ import annotations
 
@@ -55,7 +55,13 @@ def _mask_at(cx, mask, shape, up):
   from .. import index_grids
   from .elementwise import BinOp, binary
   from . import padded_tiles as pt
-  if not isinstance(getattr(mask, "type", None), TensorType) or tuple(mask.type.shape) != shape:
+  if not isinstance(getattr(mask, "type", None), TensorType):
+    return None
+  if pt.true_shape(cx.b, mask) == shape and tuple(mask.type.shape) == up:
+    m = mask                   # (a mask computed padded itself: a flag read whole beside the window)
+    inside = pt.mask(cx, shape, up)
+    return m if inside is None else binary(cx, BinOp.AND, m, inside)
+  if tuple(mask.type.shape) != shape:
     return None
   out = []
   m = index_grids._regrid(_Defs(cx.b), mask, up, tuple(range(len(up))), out)
@@ -109,3 +115,10 @@ def padded_masked_store(cx, ref, value, mask) -> bool:
       raise pt.PadAbort("masked store")
     masked_store(cx, _padded_view(cx, ref, root, index, up), value, m)
   return True
+
+
+def padded_mask(cx, mask) -> bool:
+  """Whether `mask` is a value the padded trace computes padded (a flag read whole beside the window): a masked
+  access under it goes through padded_masked_load / padded_masked_store before its mask is fitted to the window."""
+  pads = getattr(cx.b, "pad_tiles", None)
+  return pads is not None and getattr(mask, "id", None) in pads and not getattr(cx.b, "pad_ok", 0)
