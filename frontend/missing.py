@@ -120,7 +120,7 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
            " ml.copy it into an ml.smem buffer (a TMA copy), or read it with x.at[...][...]")
        for n in ("make_block_ptr", "make_tensor_descriptor", "advance")},
     **{n: "no ml.{}: write Python's assert on static values; for run-time checks, interpret mode reports"
-          " out-of-bounds windows and races itself".format(n) for n in ("static_assert", "device_assert")},
+          " out-of-bounds windows and races itself".format(n) for n in ("device_assert",)},
     **{n: "no ml.{}: Python's print(...) of static values prints while tracing; of run-time values, on the"
           " GPU and in interpret mode".format(n) for n in ("static_print", "device_print")},
     "histogram": "no ml.histogram: scatter ones into a zeroed output, ml.atomic_add(out.at[bins], ml.full(bins.shape,"

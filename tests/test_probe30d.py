@@ -275,9 +275,10 @@ def test_foreign_keywords_name_the_keyword_to_write_or_drop():
   expect(sum_dim, [S((64, 128), F32)], mg.KernelTypeError, "ml.sum(",
          "ml.sum: got an unexpected keyword argument 'dim'",
          hint="write axis= for dim=: ml.sum(x, axis=None, keepdims=False, dtype=None, where=None, initial=None)")
-  expect(evict_last, [S((128,), F32)], mg.KernelTypeError, "x.at[ml.ds(0, 128)].load(",
-         "ml.load: got an unexpected keyword argument 'eviction_policy'",
-         hint="drop eviction_policy= (Triton's memory options; kernels take none): ml.load(ref, mask=None, other=0)")
+  # Triton's cache hints were "drop eviction_policy=" until probe 48g: those that only tune caching are taken
+  import numpy as np
+  x = np.random.default_rng(5).standard_normal(128).astype(np.float32)
+  np.testing.assert_array_equal(np.asarray(evict_last(x, interpret=True)), np.where(np.arange(128) < 100, x, 0))
 
 
 # ---------------------------------------------------------------- int64 offsets, element_ty, expand_dims

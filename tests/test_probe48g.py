@@ -9,7 +9,8 @@ loads and stores are now read and written padded in the padded trace (frontend/o
 Triton's spellings with one meaning: `tl.math.tanh(x)`, `tl.extra.cuda.libdevice.*`, `tl.debug_barrier()` and
 `x_ptr.dtype.element_ty`, which every Liger kernel writes, were MG002 hints; they are now what they mean
 (frontend/triton_math.py); so was `tl.range(..., num_stages=s)` (the tutorials' persistent softmax), now stages=
-where the loop makes TMA loads and nothing where it makes none."""
+where the loop makes TMA loads and nothing where it makes none; so were `tl.static_assert` and tl.load's and tl.store's
+cache options (`eviction_policy=`, `cache_modifier=`), now Python's assert and dropped."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -302,6 +303,39 @@ def test_num_stages_is_stages_and_nothing_where_there_is_nothing_to_pipeline():
   x = _rnd((1024,), 36)
   np.testing.assert_allclose(np.asarray(staged_sum(x, interpret=True)), np.asarray(x).reshape(8, 128).sum(0), rtol=1e-5)
   assert "stages=3" in staged_sum.typed_ir(S((1024,), F32))
+
+
+# ---------------------------------------------------------------- cache options and tl.static_assert
+@mg.mgpu_kernel(out_shape=lambda a, b, **k: b, grid=lambda a, b, **k: (a.shape[0],))
+def swiglu_cached(a_ptr, b_ptr, c_ptr, *, BLOCK_SIZE: tl.constexpr):
+  tl.static_assert(a_ptr.shape[1] <= BLOCK_SIZE, "one block a row")
+  row = tl.program_id(0).to(tl.int64)
+  cols = tl.arange(0, BLOCK_SIZE)
+  mask = cols < a_ptr.shape[1]
+  a = tl.load(a_ptr.at[row, cols], mask=mask, other=0, eviction_policy="evict_first").to(tl.float32)
+  b = tl.load(b_ptr.at[row, cols], mask=mask, other=0, cache_modifier=".cg", volatile=False)
+  tl.store(c_ptr.at[row, cols], (a * tl.sigmoid(a)).cast(b.dtype) * b, mask=mask, eviction_policy="evict_last",
+           cache_modifier=".wb")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def volatile_load(x_ptr, o_ptr):
+  o_ptr[...] = tl.load(x_ptr.at[tl.arange(0, 128)], volatile=True)
+
+
+def test_cache_options_are_dropped_and_static_assert_is_assert():
+  a, b = _rnd((3, 1000), 40, BF16), _rnd((3, 1000), 41, BF16)
+  want = jax.nn.silu(jnp.asarray(a, F32)).astype(BF16) * b
+  _close(swiglu_cached(a, b, BLOCK_SIZE=1024, interpret=True), want, 2e-2)
+  assert "mosaic_gpu" in _export(swiglu_cached, a, b, BLOCK_SIZE=1024)
+  expect(swiglu_cached, [S((3, 1000), BF16), S((3, 1000), BF16)], mg.StaticAssertionError, "tl.static_assert(",
+         "static_assert a_ptr.shape[1] <= BLOCK_SIZE failed: one block a row", BLOCK_SIZE=512,
+         hint="the kernel's own check, on the shapes, dtypes and constexprs of this call: call it with arguments that"
+              " satisfy it")
+  # volatile=True (a load that must not be cached: a cross-program protocol) keeps its hint
+  expect(volatile_load, [S((128,), F32)], mg.KernelTypeError, "tl.load(x_ptr",
+         "tl.load: got an unexpected keyword argument 'volatile'",
+         hint="drop volatile= (Triton's memory options; kernels take none): tl.load(ref, mask=None, other=0)")
 
 
 @pytest.mark.gpu

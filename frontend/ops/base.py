@@ -93,6 +93,8 @@ class Builtin:
 
   def bind(self, cx, args, kwargs):
     """Bind the user's arguments by Python's rules; a mismatch is a KernelTypeError at the call."""
+    if self.__name__ in ("load", "store") and any(k in _CACHE_ONLY for k in kwargs):
+      kwargs = {k: v for k, v in kwargs.items() if not cache_only(self.__name__, k, v)}    # (probe 48g)
     if self.__name__ in ("load", "store") and len(args) >= 2:
       from .arith_hints import is_index, pallas_access_error
       if is_index(args[1]):            # Pallas's pl.load(x_ref, idx, mask=m): the window is x_ref.at[idx]
@@ -159,6 +161,20 @@ _TRITON_KW = {     # Triton keywords whose behaviour is the only one here
     "propagate_nan": "drop propagate_nan= (NaN always propagates, Triton's PropagateNan.ALL)",
     "can_reorder": "drop can_reorder= (a reshape keeps the elements' row-major order, Triton's can_reorder=False)"}
 _CACHE_HINTS = ("eviction_policy", "cache_modifier", "volatile", "boundary_check", "padding_option", "sem", "scope")
+# Triton's cache options of tl.load / tl.store that only tune caching (Liger's and Unsloth's evict_first /
+# evict_last, .cg): taken and dropped, as the hardware's caches are the compiler's to use. `.cv` (fetch again: a
+# cross-program protocol) and volatile=True keep their hint.
+_CACHE_ONLY = {"eviction_policy": ("", "evict_first", "evict_last", "evict_normal"),
+               "cache_modifier": ("", ".ca", ".cg", ".cs", ".lu", ".wb", ".wt"), "volatile": (False,)}
+
+
+def cache_only(name, key, value) -> bool:
+  """Whether `key=value` of ml.load / ml.store (`name`) is one of Triton's options that only tune caching."""
+  allowed = _CACHE_ONLY.get(key, ())
+  if key == "cache_modifier" and value in (".lu", ".ca") and name == "store" or \
+      key == "cache_modifier" and value in (".wb", ".wt") and name == "load":
+    return False
+  return any(value is a or type(value) is type(a) and value == a for a in allowed)
 
 _IDENTITY = {"sum": "0", "mean": "0", "max": "float('-inf')", "min": "float('inf')", "any": "False", "all": "True",
              "argmax": "float('-inf')", "argmin": "float('inf')", "cumsum": "0", "cumprod": "1",

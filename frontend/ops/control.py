@@ -301,6 +301,28 @@ def max_constancy(cx, x, n):
 
 
 @builtin
+def static_assert(cx, cond, msg=""):
+  """Triton's `tl.static_assert(cond, msg)`: Python's assert on static values (shapes, dtypes, constexprs),
+  checked while tracing (MG011 where it fails)."""
+  from .base import is_value
+  if is_value(cond):
+    raise E.UnsupportedSyntaxError(
+        "static_assert of a run-time value", cx.loc,
+        hint="it runs while tracing, so it checks static values (shapes, dtypes, constexprs: x.shape[0] % 128 == 0);"
+             " run-time indices are checked by interpret mode (interpret=True), and ml.where masks values")
+  if not cond:
+    import ast
+    try:              # (the condition as written: the call's first argument)
+      said = " " + ast.unparse(ast.parse(cx.text, mode="eval").body.args[0])
+    except Exception:
+      said = ""
+    raise E.StaticAssertionError(f"static_assert{said} failed" + (f": {msg}" if msg else ""), cx.loc,
+                                 hint="the kernel's own check, on the shapes, dtypes and constexprs of this call:"
+                                      " call it with arguments that satisfy it")
+  return None
+
+
+@builtin
 def debug_barrier(cx):
   """Triton's `tl.debug_barrier()` (Liger's cross-entropy, between its stores and a read of them): nothing, as
   the compiler orders every access of one CTA to shared and global memory itself (the sync pass)."""
