@@ -63,3 +63,9 @@ def dtype_attr(base, attr):
   if attr == "primitive_bitwidth":
     return (8 * base.itemsize if base.kind != "b" else 1,)
   return None
+
+
+def round_hint(x: str) -> str:
+  """libdevice's round (halves away from zero), written with ml's functions of the user's operand `x`."""
+  return (f"libdevice's round takes halves away from zero, ml.round to even: write ml.where({x} >= 0,"
+          f" ml.floor({x} + 0.5), ml.ceil({x} - 0.5))")
