@@ -59,8 +59,11 @@ def _nothing(callee: str, name: str) -> Unbound:
   atomic = callee.rsplit(".", 1)[-1].startswith("atomic_")
   return Unbound(
       "", message=f"{name} is None: {callee}(...) returns nothing"
-                  + (" (unlike Triton's tl.atomic_*, no old value)" if atomic else ""),
-      hint=("compute what you need from the old value another way: a work item per program is its program id"
+                  + (" here: an update of a window or of a scatter's elements has no old value (a single"
+                     " element's update returns one, as Triton's scalar tl.atomic_add)" if atomic else ""),
+      hint=("take the old value of one element, base = ml.atomic_add(count, ml.sum(keep)) (a scalar into a"
+            " single element of an output), and derive each element's from it; or compute it another way:"
+            " a work item per program is its program id"
             " (a persistent loop takes items t in range(ml.program_id(0), n, ml.num_programs(0))); within a"
             " program, positions from ml.cumsum of the counts (ml.cumsum(keep, dtype=jnp.int32) - 1); across"
             " programs (a stream compaction's base = ml.atomic_add(count, k)), count in one kernel,"

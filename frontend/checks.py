@@ -178,6 +178,7 @@ class _Memory:
     self.smem_per_program: dict = {}  # SMEM root id -> Boxes over (program, *shape): what each may have written
     self.smem_uneven: set = set()     # SMEM roots some programs may write differently from others
     self.contraction = ContractionReads(kernel)   # how far each input axis a dot sums over is read
+    self.synced = synced_ops(kernel)   # accesses after an acquiring atomic: interpret mode's (ops/atomic_rmw.py)
 
   def bounds(self, acc):
     """Windows outside their buffer: each a mistake of one program, certain without the others."""
@@ -216,7 +217,11 @@ class _Memory:
     self.bounds(acc)
     # (programs along the batch axis jax.vmap added update separate slices: not "other programs")
     batch = self.kernel.grid[self.kernel.batch_axis] if self.kernel.batch_axis is not None else 1
-    if kind not in READS and w.root.id in self.atomic and acc.may.any():
+    # An access after an acquiring atomic (under a lock, a last program's reads) meets other programs' in an
+    # order the atomics set, which the proofs do not follow: its races (and the reads of what another program
+    # wrote) are interpret mode's, which orders the programs as the atomics do (lowering/interpret_sync.py).
+    synced = id(acc.op) in self.synced and w.root.type.space == Space.GMEM
+    if kind not in READS and w.root.id in self.atomic and acc.may.any() and not synced:
       # any write of an atomically updated output (an update, a reduce=, a plain store): reads of the
       # same elements by other programs race with it. Only what certainly happens where the proof
       # knows the window is recorded; a write that may happen leaves the output to the whole rule.
@@ -231,7 +236,7 @@ class _Memory:
       elif not plain:
         self.atomic_unknown.add(w.root.id)
     updated = self.read_as.get(w.root.id) if kind in READS else None    # (an aliased input is its output)
-    if (updated in self.atomic and self.ev.P // batch > 1 and acc.must.any()
+    if (updated in self.atomic and self.ev.P // batch > 1 and acc.must.any() and not synced
         and not self._accumulated_read(acc, w, updated)):
       self.report(E.RaceError(
           f"{w.root.name}{_aliased(self.kernel, w.root.id)} is read here while other programs may still be"
@@ -239,10 +244,10 @@ class _Memory:
           f" programs run in no fixed order, so the value read depends on timing", acc.op.loc,
           hint=spin_wait(acc.op.loc) + ACCUMULATED_READ + _aliased_hint(self.kernel, w.root.id)))
     certain = acc.exact and all(x is not UNKNOWN for x in w.starts) and acc.must.any()
-    if certain and w.root.id in self.writers and (_plain_write(acc) or isinstance(acc.op, MaskedStore)):
+    if certain and not synced and w.root.id in self.writers and (_plain_write(acc) or isinstance(acc.op, MaskedStore)):
       self.writers[w.root.id].add(*self.certain_boxes(acc), acc.op.loc)
     out = self.read_as.get(w.root.id)
-    if certain and kind in READS and out is not None and out not in self.kernel.accumulated:
+    if certain and not synced and kind in READS and out is not None and out not in self.kernel.accumulated:
       self.writers[out].add(*self.certain_boxes(acc), acc.op.loc, read=w.root.name or "this array")
     boxes = self.tracked.get(w.root.id)
     if boxes is None:
@@ -263,7 +268,7 @@ class _Memory:
       self.first_write.setdefault(w.root.id, acc.op.loc)
       if not smem:
         self.first_starts.setdefault(w.root.id, (tuple(w.starts), acc.may))
-    elif acc.exact and not w.remote and not masked and not getattr(acc.op, "merge", False):
+    elif acc.exact and not w.remote and not masked and not getattr(acc.op, "merge", False) and not synced:
       seen = len(self.errors)
       self.check_read(acc, boxes)
       if smem and len(self.errors) == seen and not getattr(acc.op, "keep", None):
@@ -648,6 +653,20 @@ class _Memory:
         self.facts.tma_starts[key] = UNKNOWN
       else:
         self.facts.tma_starts[key] = np.union1d(old, s[acc.may])
+
+
+def synced_ops(kernel: ir.Kernel) -> set:
+  """Ids of the ops that come after an acquiring single-element atomic in program order (ml.atomic_cas, an
+  xchg, a ticket whose value is used): ops/atomic_rmw.py."""
+  used = {v.id for o in ir.walk(kernel.body) for v in o.operands()}
+  out, after = set(), False
+  for o in ir.walk(kernel.body):
+    if after:
+      out.add(id(o))
+    if (isinstance(o, AtomicUpdate) and not o.ref.type.shape and (
+        o.sem in ("acquire", "acq_rel") or o.sem == "" and o.results and o.results[0].id in used)):
+      after = True
+  return out
 
 
 def _aliased(kernel, ref_id) -> str:

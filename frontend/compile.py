@@ -33,6 +33,7 @@ from .relayout import assign_layouts_relayout
 from .remat import split_index_vectors
 from .loc import Loc
 from .ops.atomic import accumulated_outputs, check_atomic_layouts
+from .ops.atomic_rmw import plan_fetch_scratch
 from .ops.memory import View
 from .ops.roll import check_window_uses
 from .pipeline import pipeline_loops
@@ -322,6 +323,7 @@ def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, blo
       E.raise_all(errors)
     check_narrow_sums(kernel)      # (a warning: a 16-bit float sum over many trips)
     ir.prune_dead(kernel.body)
+    plan_fetch_scratch(kernel, em)        # (atomics whose old value is used: ops/atomic_rmw.py)
     check_window_uses(kernel)
     split_index_vectors(kernel, em.defs)
     grid_index_masks(kernel, em.defs)

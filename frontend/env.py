@@ -130,7 +130,7 @@ def _assigned_first(node, name: str) -> set[int]:
   return out
 
 
-_ATOMICS = {"atomic_add": "add", "atomic_max": "max", "atomic_min": "min"}
+_ATOMICS = {"atomic_add": "add", "atomic_max": "max", "atomic_min": "min", "atomic_cas": "cas", "atomic_xchg": "exch"}
 
 
 def atomic_targets(body) -> dict:
@@ -144,6 +144,6 @@ def atomic_targets(body) -> dict:
         (red, n.args[1] if len(n.args) > 1 else None) if f == "copy" else (None, None)
     while isinstance(target, (ast.Subscript, ast.Attribute)):      # out.at[ids, :] -> out
       target = target.value
-    if kind in ("add", "max", "min") and isinstance(target, ast.Name):
+    if kind in ("add", "max", "min", "cas", "exch") and isinstance(target, ast.Name):
       out[target.id] = kind
   return out

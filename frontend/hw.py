@@ -142,5 +142,12 @@ ATOMIC_ELEMENT = {"add": frozenset((_F, *_H, *_I)), "max": frozenset((_F, *_I)),
 # SMEM window's odd elements take, probe 47d), 32-bit integer max and min, and float32 max and min as two
 # integer `red`s on the bits (as in GMEM: lowering/atomic.py, _f32_extreme_red; probe 47d).
 ATOMIC_SMEM_ELEMENT = {"add": frozenset((_F, *_H, *_I)), "max": frozenset((_F, *_I)), "min": frozenset((_F, *_I))}
+# Atomics that return the old value (`atom`, one thread, a single GMEM element: ml.atomic_cas, ml.atomic_xchg,
+# `t = ml.atomic_add(count, 1)`): PTX's atom.cas.b32 and atom.exch.b32 take any 32-bit word, atom.add f32 and
+# 32-bit integers, atom.max and atom.min 32-bit integers (a float32 one has no atom: frontend/ops/atomic_rmw.py).
+ATOMIC_FETCH = {"add": frozenset((_F, *_I)), "max": frozenset(_I), "min": frozenset(_I),
+                "cas": frozenset((_F, *_I)), "exch": frozenset((_F, *_I))}
+ATOMIC_SEMS = ("relaxed", "acquire", "release", "acq_rel")      # Triton's sem= (PTX's atom orders)
+ATOMIC_SCOPES = ("gpu", "cta", "sys")                            # Triton's scope=
 TMA_REDUCE = {"add": frozenset((_F, *_H, *_I, DType.i64)), "max": frozenset((*_H, *_I, DType.i64)),
               "min": frozenset((*_H, *_I, DType.i64))}

@@ -136,9 +136,6 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     "nonzero": "no ml.nonzero (its length depends on the data): keep a mask, or compact with an exclusive"
                " ml.cumsum of the mask as each kept element's position and a scatter",
     "fma": "no ml.fma: write x * y + z (the GPU may fuse it into one fused multiply-add; interpret mode rounds twice)",
-    **{n: ("no compare-and-swap or exchange, so no locks: accumulate partial results with ml.atomic_add into"
-           " an output (one reduced atomically starts at zero), or write each program's partials to rows of"
-           " their own and sum them in a second kernel") for n in ("atomic_cas", "atomic_xchg")},
     **{n: _DIV.format(n) for n in ("fdiv", "divide", "true_divide")}, "div_rn": DIV_RN,
     **{n: _FLOOR_DIV.format(n) for n in ("floor_divide", "floordiv")},
     "fliplr": "no ml.fliplr: ml.flip(x, axis=1)", "flipud": "no ml.flipud: ml.flip(x, axis=0)",

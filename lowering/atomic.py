@@ -6,6 +6,8 @@ is updated by warpgroup 0 only. A single element is one `red` by one thread of t
 """
 from __future__ import annotations
 
+import dataclasses
+
 import jax.experimental.mosaic.gpu as mgpu
 import numpy as np
 from jaxlib.mlir import ir
@@ -112,6 +114,12 @@ def _replicated_update(x, mem, kind, d):
 
 @lower(AtomicUpdate)
 def _atomic_update(ctx, o):
+  from .atomic_rmw import fenced, lower_fetch
+  if not o.ref.type.shape and (o.results or o.kind in (AtomicKind.CAS, AtomicKind.XCHG) or o.sem != "relaxed"
+                               or o.scope != "gpu"):
+    return lower_fetch(ctx, o)                   # an `atom` (probe 48c: lowering/atomic_rmw.py)
+  if o.ref.type.shape and o.sem != "relaxed":
+    return fenced(ctx, o, lambda: _atomic_update(ctx, dataclasses.replace(o, sem="relaxed")))
   ref = ctx.get(o.ref)
   if not o.ref.type.shape:                       # one element: one thread
     mem, idx = _scalar_indices(ctx, ref)
@@ -192,6 +200,9 @@ _BIN = {AtomicKind.ADD: BinOp.ADD, AtomicKind.MAX: BinOp.MAX, AtomicKind.MIN: Bi
 
 @interpret(AtomicUpdate)
 def _i_atomic_update(cta, o):
+  from .interpret_sync import fetches, rmw
+  if fetches(o):                 # (a cas, an xchg, an old value, an ordered update: probe 48c)
+    return rmw(cta, o, combine)
   d = o.ref.type.dtype
   value = cta.operand(o.value, d)
   cta.update(cta.get(o.ref), lambda old: combine(o.kind, d, old, value), o)

@@ -220,12 +220,19 @@ MAX_WHILE_ITERATIONS = 10 ** 7
 
 
 def _loop_memory(o) -> tuple[bool, bool]:
-  """(whether a trip of While `o` may write memory or wait on a cluster's peers, whether it reads memory)."""
+  """(whether a trip of While `o` may write memory or wait on a cluster's peers, whether it reads memory).
+  A single-element atomic that returns the old value (a cas, an xchg) reads, and writes only where it changes
+  the element, which the trip then counts (interpret_sync.py)."""
   from ..frontend import ir as fir
+  from ..frontend.ops.atomic import AtomicUpdate
+  from .interpret_sync import fetches
   writes = reads = False
   for x in (*fir.walk(o.before), *fir.walk(o.body)):
     if isinstance(x, ClusterSync):
       writes = True
+    if isinstance(x, AtomicUpdate) and fetches(x):
+      reads = True
+      continue
     for _, kind in fir.traits_of(x).effects(x):
       if kind in (fir.Access.REG_READ, fir.Access.TMA_READ, fir.Access.MMA_READ):
         reads = True
@@ -247,6 +254,7 @@ def _i_while(cta, o):
   writes, reads = _loop_memory(o)
   handed = o.inits
   for trip in range(MAX_WHILE_ITERATIONS):
+    changes = getattr(cta, "rmw_changes", 0)
     for a, v in zip(o.before.args, vals):
       cta.set(a, v)
     _follow(cta, o.before.args, handed)
@@ -262,17 +270,13 @@ def _i_while(cta, o):
     before = vals
     vals = yield from cta.block(o.body)
     handed = terminator_values(o.body.ops[-1])
-    if not writes and _same(before, vals):
+    if not writes and _same(before, vals) and getattr(cta, "rmw_changes", 0) == changes:
       # A trip that changes neither what the loop carries nor memory: the next one is the same, forever
       # (no other program runs meanwhile in interpret mode; on the GPU one may, but nothing orders its
-      # write before this read: a spin-wait on a flag another program sets, `while flags[i - 1] == 0: pass`)
-      from ..frontend.races import SPIN_WAIT
-      raise InterpretError(
-          f"this while loop never ends in program {cta.label}: a trip changes neither what it carries nor"
-          " any memory, so its condition stays true", o.loc,
-          hint=(SPIN_WAIT + "write what other programs must see in one kernel and read it in a second one"
-                " (for a prefix over programs, pass jnp.cumsum(totals) - totals to the second)") if reads else
-               "check that the loop's body moves its condition towards False")
+      # write before this read: a spin-wait on a flag another program sets, `while flags[i - 1] == 0: pass`;
+      # a cas on a lock that an ended program holds: interpret_sync.spin_error)
+      from .interpret_sync import spin_error
+      raise spin_error(cta, o, reads)
   else:
     raise InterpretError(f"this while loop ran {MAX_WHILE_ITERATIONS} iterations in program {cta.label}"
                          " without its condition failing: on the GPU it would hang", o.loc,

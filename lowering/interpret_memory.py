@@ -23,6 +23,7 @@ from .interpret_numerics import np_dtype, poison
 from ..frontend.ops.access import ScalarRead
 from ..frontend.types import RefType
 from ..frontend.ops.atomic import AtomicKind, identity
+from .interpret_sync import ordered
 
 from ..frontend.errors import InterpretError, OutOfBoundsError, RaceError  # noqa: E402,F401
 
@@ -170,6 +171,10 @@ class Memory:
                  for p, a in zip(kernel.inputs, args)}
     self.writers, self.readers, self.atomics, self.wlocs, self.rlocs = {}, {}, {}, {}, {}
     self.alocs: dict = {}               # (root id, program) -> loc of its last atomic update
+    # The order atomics put programs in (interpret_sync.py): a clock ticking at each output access, the time
+    # of each program's last access to each output, the clocks released at each element, and the program
+    # (and loc) that last changed an element with a single-element atomic.
+    self.clock, self.atime, self.syncs, self.rmw_last = 0, {}, {}, {}
     # An aliased input and output are one buffer, tracked under the output's id.
     self.canon = {kernel.inputs[i].value.id: kernel.outputs[o].value.id for i, o in kernel.aliases.items()}
     self.aliased = set(self.canon.values())
@@ -224,8 +229,13 @@ class Memory:
       name = next(p.name for p in self.kernel.outputs if p.value.id == rid)
       raise uninitialized_read(name, _region(name, w.shape, index, w[index] == -1, self.lead(ref)),
                                f" in program {cta.label}", True, o.loc)
-    other = lambda t: ((t[index] >= 0) & (t[index] != me)) | (t[index] == -2)
-    bad_w = (w[index] >= 0) & (w[index] != me)          # a plain write meets every access
+    self.clock += 1
+    self.atime[(rid, me)] = self.clock
+    before, every = ordered(self, cta, rid)     # programs whose accesses come before this one's (through atomics)
+    known = lambda t: (t[index] == me) | (np.isin(t[index], before) if before else False) | (
+        (t[index] == -2) if every else False)
+    other = lambda t: (t[index] != -1) & ~known(t)
+    bad_w = (w[index] >= 0) & ~known(w)                  # a plain write meets every access
     bad_r = other(r) if write or atomic else False     # a read meets writes and atomics
     bad_a = False if atomic else other(a)               # atomics meet plain accesses
     bad = bad_w | bad_r | bad_a
@@ -233,14 +243,18 @@ class Memory:
       met = "writes" if np.any(bad_w) else "reads" if np.any(bad_r) else "updates"
       mine = "updates" if atomic else "writes" if write else "reads"
       self.report_race(cta, ref, index, o, bad, w, {"writes": w, "reads": r, "updates": a}[met], met, rid, mine)
+    # (an access that comes after another program's takes its place: what comes after it comes after both)
     if atomic:
-      a[index] = np.where((a[index] == -1) | (a[index] == me), me, -2)
+      a[index] = np.where((a[index] == -1) | known(a), me, -2)
       self.alocs[(rid, me)] = o.loc
     elif write:
       w[index] = me
+      if before or every:
+        r[index] = np.where(known(r), -1, r[index])
+        a[index] = np.where(known(a), -1, a[index])
       self.wlocs[(rid, me)] = o.loc
     else:
-      r[index] = np.where((r[index] == -1) | (r[index] == me), me, -2)
+      r[index] = np.where((r[index] == -1) | known(r), me, -2)
       self.rlocs[(rid, me)] = o.loc
 
   def report_race(self, cta, ref, index, o, bad, w, r, met="writes", rid=None, mine="writes"):

@@ -170,7 +170,8 @@ def test_triton_data_movement_habits_get_hints_that_work():
   an @ml.inline helper; a 16-wide gather's hint offered a window that cannot exist."""
   ids = S((128,), I32)
   expect(atomic_old_value, [S((128, 128), F32), ids], mg.UnboundNameError, "old[0]",
-         "old is None: ml.atomic_add(...) returns nothing (unlike Triton's tl.atomic_*, no old value)")
+         "old is None: ml.atomic_add(...) returns nothing here: an update of a window or of a scatter's elements"
+         " has no old value (a single element's update returns one, as Triton's scalar tl.atomic_add)")
   e = expect(jnp_take, [S((100, 128), F32), ids], mg.KernelTypeError, "jnp.take(",
              "take cannot take a GMEM ref inside a kernel")
   assert e.hint == "write t[ids[...]] (NumPy's advanced indexing, a gather as jnp.take's)"    # (probe 45f)

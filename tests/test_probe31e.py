@@ -451,18 +451,13 @@ def program_queue(x, out):
     out.at[ml.ds(t * 32, 32)][...] = x.at[ml.ds(t * 32, 32)][...] + 1.0
 
 
-def test_an_atomic_old_value_hints_work_that_needs_none():
-  """The hint said to "read the array after a barrier in one program": no barrier spans programs."""
-  expect(ticket_queue, [S((128,), F32)], mg.UnboundNameError, "t * 32",
-         "t is None: ml.atomic_add(...) returns nothing (unlike Triton's tl.atomic_*, no old value)",
-         hint="compute what you need from the old value another way: a work item per program is its program id"
-              " (a persistent loop takes items t in range(ml.program_id(0), n, ml.num_programs(0))); within a"
-              " program, positions from ml.cumsum of the counts (ml.cumsum(keep, dtype=jnp.int32) - 1); across"
-              " programs (a stream compaction's base = ml.atomic_add(count, k)), count in one kernel,"
-              " counts[ml.program_id(0)] = ml.sum(keep), take offsets = jnp.cumsum(counts) - counts outside, and"
-              " place in a second kernel at offsets[ml.program_id(0)] + ml.cumsum(keep, dtype=jnp.int32) - 1,"
-              " adding into an output that starts at 0, ml.atomic_add(out.at[ml.where(keep, pos, n)], v)"
-              " (positions past its end are dropped)")
+def test_an_atomic_old_value_hands_out_work():
+  """The hint said to "read the array after a barrier in one program": no barrier spans programs. Since probe
+  48c the ticket is the old value (Triton's), and each program copies the item its ticket names."""
+  x = jnp.arange(128, dtype=F32)
+  out, count = ticket_queue(x, interpret=True)
+  np.testing.assert_array_equal(out, x)
+  assert int(count) == 4
   x = jnp.arange(128, dtype=F32)
   np.testing.assert_array_equal(program_queue(x, interpret=True), x + 1)
   builds(program_queue, S((128,), F32))

@@ -432,15 +432,17 @@ def offset_by_ticket(x, out, counter):
   out[...] = x[...] + ml.atomic_add(counter.at[0], 1)
 
 
-def test_an_atomics_missing_old_value_used_in_an_expression_is_said_at_the_call():
+def test_an_atomics_old_value_used_in_an_expression():
   """A name bound to it said so at its use (MG004); used directly it was "cannot compute ...: '<' not
   supported between instances of 'NoneType' and 'int'" (hint: static values compute as in Python) or
-  "+ cannot take a Python NoneType"."""
-  message = ("ml.atomic_add(...) returns nothing (unlike Triton's tl.atomic_*, no old value), so it has no value to"
-             " compute with")
-  e = expect(work_queue, [S((7, 128), F32)], mg.UnboundNameError, "ml.atomic_add(counter.at[0], 1)", message)
-  assert e.hint.startswith("compute what you need from the old value another way")
-  expect(offset_by_ticket, [S((128,), F32)], mg.UnboundNameError, "ml.atomic_add(counter.at[0], 1)", message)
+  "+ cannot take a Python NoneType". Since probe 48c it is the old value: a work queue runs, and every program
+  writing the whole output after its ticket is a race."""
+  x = np.random.default_rng(3).standard_normal((7, 128)).astype(np.float32)
+  out, counter = work_queue(x, interpret=True)
+  np.testing.assert_array_equal(out, x)
+  assert int(counter[0]) == 7 + 3          # each program's last ticket finds the queue empty
+  with pytest.raises(mg.RaceError, match="both access out"):
+    offset_by_ticket(np.zeros(128, np.float32), interpret=True)
 
 
 # ---------------------------------------------------------------- a loop's else in messages

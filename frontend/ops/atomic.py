@@ -20,7 +20,7 @@ from .. import ir
 from ..dtypes import DType
 from ..infer import unify
 from ..ir import Access, LayoutRule, Traits
-from ..types import LayoutKind, Space, TensorType, dtype_name, resolve
+from ..types import LayoutKind, ScalarType, Space, TensorType, dtype_name, resolve
 from .base import Num, builtin, is_ref, is_scalar, is_tensor, is_value, kind_of
 from .widen_hints import widen_hint  # a 16-bit float sum into float32: sum in float32
 
@@ -30,25 +30,37 @@ class AtomicKind(enum.Enum):
   MAX = "max"
   MIN = "min"
   SET = "set"      # a scatter's plain store (`out[ids, :] = v`): no atomic, each element written whole
+  CAS = "cas"      # ml.atomic_cas: `ref = val if ref == cmp`, returning the old value (atomic_rmw.py)
+  XCHG = "exch"    # ml.atomic_xchg: `ref = val`, returning the old value (PTX's atom.exch)
 
 
 UPDATE_KINDS = (AtomicKind.ADD, AtomicKind.MAX, AtomicKind.MIN)    # what atomics and reducing copies combine with
+ZERO_KINDS = (AtomicKind.ADD, AtomicKind.CAS, AtomicKind.XCHG)     # an output they update starts at 0: they mix
 
 
 @ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_WRITE)], layout=LayoutRule.MEMORY))
 class AtomicUpdate(ir.Op):
-  """`ref[...] = ref[...] <kind> value`, atomically per element (`red` on the GPU)."""
+  """`ref[...] = ref[...] <kind> value`, atomically per element (`red` on the GPU). A single GMEM element's
+  update may return the old value (`results`: one scalar; `t = ml.atomic_add(count, 1)`, ml.atomic_cas,
+  ml.atomic_xchg; atomic_rmw.py), read by one thread and handed to the others through `scratch`, an SMEM
+  word atomic_rmw.plan_fetch_scratch gives it where the value is used; `cmp` is a compare-and-swap's
+  expected value, `sem` and `scope` the PTX memory order and scope (Triton's `sem=`, `scope=`)."""
   kind: AtomicKind
   ref: ir.Value
   value: ir.Operand
   loc: object
   results: tuple = ()
   start_multiple: int | None = None   # (as Load's: tma_starts.mark_register_starts)
+  cmp: ir.Operand = None
+  sem: str = "relaxed"
+  scope: str = "gpu"
+  scratch: ir.Value | None = None
+  mask: ir.Operand = None             # (an xchg's bool scalar: the element stays as it is where off)
 
 
 def identity(kind: AtomicKind, d: DType):
   """The value an output updated only by `kind` atomics (or set only by scatters) starts at."""
-  if kind in (AtomicKind.ADD, AtomicKind.SET):
+  if kind in (AtomicKind.ADD, AtomicKind.SET, AtomicKind.CAS, AtomicKind.XCHG):
     return 0
   if d.is_float:
     return float("-inf") if kind == AtomicKind.MAX else float("inf")
@@ -216,12 +228,14 @@ def _reduce_first_hint(cx, kind: AtomicKind, what: str) -> str:
   return f"reduce it first: {what}({target}, {red}({value}))"
 
 
-def _atomic(cx, kind: AtomicKind, ref, value, mask=None):
+def _atomic(cx, kind: AtomicKind, ref, value, mask=None, sem=None, scope=None):
+  from .atomic_rmw import check_order
   from .memory import check_in_bounds
   from .shape import broadcast_shape, broadcast_to_shape
   from .elementwise import full_
   from .atomic_masks import as_scatter, check_mask, masked_element, select_identity
   what = f"ml.atomic_{kind.value}"
+  order = check_order(cx, what, sem, scope, default="") if (sem, scope) != (None, None) else ("", "gpu")
   from .gather import IndexedRef, scatter
   if isinstance(mask, bool) and (is_ref(ref) or isinstance(ref, IndexedRef)):    # mask=True, mask=False
     d = resolve((ref.ref if isinstance(ref, IndexedRef) else ref).type.dtype)
@@ -279,8 +293,9 @@ def _atomic(cx, kind: AtomicKind, ref, value, mask=None):
       mask = check_mask(cx, mask, (), what)
       ref = masked_element(cx, ref, mask)         # (an index the mask keeps off may leave the array)
       value = select_identity(cx, kind, mask, value, t.dtype)
-    cx.b.emit(AtomicUpdate, kind, ref, value, loc=cx.loc)
-    return None
+    # the old value, Triton's `t = tl.atomic_add(count, 1)` (atomic_rmw.py; dropped where nothing uses it)
+    return cx.b.emit(AtomicUpdate, kind, ref, value, loc=cx.loc, types=[ScalarType(resolve(t.dtype))],
+                     names=[cx.name or ""], sem=order[0], scope=order[1]).result
   check_dtype(cx, kind, t.dtype, hw.ATOMIC_GMEM if t.space == Space.GMEM else hw.ATOMIC_SMEM, what,
               f"in {t.space}", smem=(cx.named(ref, "buf"), cx.named(value, "v") if is_value(value) else repr(value))
               if t.space == Space.SMEM else None, words=_words(cx, ref, value))
@@ -296,12 +311,12 @@ def _atomic(cx, kind: AtomicKind, ref, value, mask=None):
   if mask is not None:                            # the identity where the mask is off: no change there
     value = select_identity(cx, kind, check_mask(cx, mask, t.shape, what), value, t.dtype)
   assert isinstance(value.type, TensorType)
-  cx.b.emit(AtomicUpdate, kind, ref, value, loc=cx.loc)
+  cx.b.emit(AtomicUpdate, kind, ref, value, loc=cx.loc, sem=order[0] or "relaxed", scope=order[1])
   return None
 
 
 @builtin
-def atomic_add(cx, ref, value, mask=None):
+def atomic_add(cx, ref, value, mask=None, sem=None, scope=None):
   """Add `value` into `ref` atomically: `ml.atomic_add(out.at[ml.ds(j * 128, 128)], partial)`.
 
   `ref` is a window of an output or an SMEM buffer; `value` a tensor of its shape (or a
@@ -311,21 +326,21 @@ def atomic_add(cx, ref, value, mask=None):
   window that may leave the array (a run-time start) is then the scatter at its positions,
   `out.at[start + ml.arange(n)]`, whose updates outside the array are dropped.
   """
-  return _atomic(cx, AtomicKind.ADD, ref, value, mask)
+  return _atomic(cx, AtomicKind.ADD, ref, value, mask, sem, scope)
 
 
 @builtin
-def atomic_max(cx, ref, value, mask=None):
+def atomic_max(cx, ref, value, mask=None, sem=None, scope=None):
   """Store `max(ref, value)` into `ref` atomically (an output updated so starts at its lowest value);
   `mask=` as ml.atomic_add's."""
-  return _atomic(cx, AtomicKind.MAX, ref, value, mask)
+  return _atomic(cx, AtomicKind.MAX, ref, value, mask, sem, scope)
 
 
 @builtin
-def atomic_min(cx, ref, value, mask=None):
+def atomic_min(cx, ref, value, mask=None, sem=None, scope=None):
   """Store `min(ref, value)` into `ref` atomically (an output updated so starts at its highest value);
   `mask=` as ml.atomic_add's."""
-  return _atomic(cx, AtomicKind.MIN, ref, value, mask)
+  return _atomic(cx, AtomicKind.MIN, ref, value, mask, sem, scope)
 
 
 def odd_pairs(t: TensorType) -> bool:
@@ -425,6 +440,10 @@ def accumulated_outputs(body: ir.Block, defs, outputs, skipped=None) -> dict:
     if r.id not in out_ids:
       continue
     prev = found.setdefault(r.id, (kind, o.loc))
+    if prev[0] != kind and prev[0] in ZERO_KINDS and kind in ZERO_KINDS:   # a lock and its count: all start at 0
+      if kind == AtomicKind.ADD:
+        found[r.id] = (kind, prev[1])
+      continue
     if prev[0] != kind:
       how = lambda k: "a scatter's stores" if k == AtomicKind.SET else f"atomic {k.value}"
       raise E.KernelTypeError(
