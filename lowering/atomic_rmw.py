@@ -73,7 +73,7 @@ def lower_fetch(ctx, o):
       _asm("cp.async.bulk.wait_group 0;")
       _asm("fence.proxy.async.global;")
     if mask is not None:    # an xchg where the mask is on; where off, a cas of the value for itself (no change)
-      if_op = scf.IfOp(mask, [value.type], hasElse=True)
+      if_op = scf.IfOp(mask, [value.type], has_else=True)
       with ir.InsertionPoint(if_op.then_block):
         scf.yield_([atom(ptr, o.kind, d, value, cmp, o.sem, o.scope)])
       with ir.InsertionPoint(if_op.else_block):

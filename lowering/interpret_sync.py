@@ -108,8 +108,8 @@ def spin_error(cta, o, reads):
     who = cta.m.rmw_last.get(key)
     what = f"ml.atomic_{a.kind.value if a.kind != AtomicKind.XCHG else 'xchg'}"
     notes = (f"{a.loc}: {what} finds {ref.name}{elem} = {value}" + (
-        f", last set by program {cta.m.shown(cta.m.pid_of(who[0]))} at {who[1]}" if who else
-        ", its starting value") + ", and no other program runs while this one waits",)
+        f", last set by program {cta.m.shown(cta.m.pid_of(who[0]))} at {who[1]}" if who else "")
+        + ", and no other program runs while this one waits (interpret mode runs them one after another)",)
     if who and who[0] != cta.lin:
       hint = (f"program {cta.m.shown(cta.m.pid_of(who[0]))} ended without setting {ref.name}{elem} back: release"
               f" a lock in every program that takes it, ml.atomic_xchg({ref.name}.at[...], 0) after the critical"
@@ -118,8 +118,8 @@ def spin_error(cta, o, reads):
       hint = (f"this program set {ref.name}{elem} itself (it takes a lock it already holds?): release it first,"
               f" ml.atomic_xchg({ref.name}.at[...], 0), or take it once")
     else:
-      hint = (SPIN_WAIT + "a program may wait only for one that has already begun (a lock another holds), not for"
-              " programs to come: count them with a ticket, t = ml.atomic_add(count.at[0], 1), and let the last"
+      hint = (SPIN_WAIT + f"a program may wait only for one that has already begun (a lock another holds), not for"
+              f" programs to come: count them with a ticket, t = ml.atomic_add({ref.name}{'.at[...]' if elem else ''}, 1), and let the last"
               " one (t == ml.num_programs(0) - 1) finish the work, or use a second kernel")
   elif reads:
     hint = (SPIN_WAIT + "write what other programs must see in one kernel and read it in a second one"

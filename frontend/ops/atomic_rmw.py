@@ -65,11 +65,16 @@ def _element(cx, what: str, ref):
   if t.shape:
     raise E.ShapeMismatchError(
         f"{what} updates one element and returns its old value, got a window of shape {t.shape}", cx.loc,
-        hint=f"pass one element, {what}({cx.named(ref, 'lock')}[...] made a single index such as lock.at[i])"
-             f" (a lock per group: lock.at[pid % groups])")
+        hint=f"pass one element, {what}({_root_name(cx, ref)}.at[i], ...) (a lock per group of programs:"
+             f" {_root_name(cx, ref)}.at[ml.program_id(0) % groups]); a tensor of elements is not supported")
   from .memory import check_in_bounds
   check_in_bounds(cx, ref, what)
   return ref
+
+
+def _root_name(cx, ref) -> str:
+  from .memory import root
+  return root(cx.b, ref).name or "lock"
 
 
 def _operand(cx, what: str, ref, value, role: str):

@@ -1,0 +1,294 @@
+"""Probe 48c (atomics, locks and cross-program reductions): Triton's `tl.atomic_cas(lock, 0, 1)` spin lock and
+`tl.atomic_xchg(lock, 0)` release (its layer-norm backward tutorial) and the old value of a single element's
+atomic_add (a split-K ticket whose last program finishes the sum) were missing: ml.atomic_cas and ml.atomic_xchg
+were MG002, and `t = ml.atomic_add(count, 1)` was None (MG004). Now they are PTX `atom`s by one thread of the CTA,
+with Triton's sem= and scope=, and interpret mode orders the programs as their acquires and releases do, so a
+critical section and a last program's reads are no race, and a spin on a lock no program will release is an
+InterpretError that names the holder (frontend/ops/atomic_rmw.py, lowering/atomic_rmw.py, interpret_sync.py)."""
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect, where
+
+S = jax.ShapeDtypeStruct
+F16, F32, I32, U32 = jnp.float16, jnp.float32, jnp.int32, jnp.uint32
+GROUPS = 4
+
+
+def _export(kernel, *specs) -> str:
+  return jax.export.export(jax.jit(lambda *a: kernel(*a)), platforms=["cuda"])(*specs).mlir_module()
+
+
+def _atoms(text: str) -> set:
+  return set(re.findall(r"atom\.[a-z_]+\.[a-z]+\.[a-z]+\.[a-z0-9]+", text))
+
+
+# ---------------------------------------------------------------- Triton's layer-norm backward, with locks
+@mg.mgpu_kernel(out_shape=lambda dy, x, w, mean, rstd: (
+    S(x.shape, x.dtype), S((GROUPS, x.shape[1]), F32), S((GROUPS, x.shape[1]), F32), S((2 * GROUPS,), I32)),
+    grid=lambda dy, x, w, mean, rstd: (x.shape[0],))
+def layer_norm_bwd_dx_fused(dy, x, w, mean, rstd, dx, dw, db, lock):
+  row = ml.program_id(0)
+  n = x.shape[1]
+  cols = ml.arange(128)
+  mask = cols < n
+  xr = x.at[row, ml.ds(0, 128)].load(mask=mask, other=0.0).astype(jnp.float32)
+  dyr = dy.at[row, ml.ds(0, 128)].load(mask=mask, other=0.0).astype(jnp.float32)
+  wr = w.at[ml.ds(0, 128)].load(mask=mask, other=0.0).astype(jnp.float32)
+  xhat = ml.where(mask, (xr - mean[row]) * rstd[row], 0.0)
+  wdy = ml.where(mask, wr * dyr, 0.0)
+  c1 = ml.sum(xhat * wdy) / n
+  c2 = ml.sum(wdy) / n
+  dx.at[row, ml.ds(0, 128)].store(((wdy - (xhat * c1 + c2)) * rstd[row]).astype(dx.dtype), mask=mask)
+  partial_dw = dyr * xhat
+  partial_db = dyr
+  lock_id = row % GROUPS
+  while ml.atomic_cas(lock.at[lock_id], 0, 1) == 1:
+    pass
+  count = lock[lock_id + GROUPS]
+  if count == 0:
+    ml.atomic_xchg(lock.at[lock_id + GROUPS], 1)
+  else:
+    partial_dw += dw.at[lock_id, ml.ds(0, 128)].load(mask=mask, other=0.0)
+    partial_db += db.at[lock_id, ml.ds(0, 128)].load(mask=mask, other=0.0)
+  dw.at[lock_id, ml.ds(0, 128)].store(partial_dw, mask=mask)
+  db.at[lock_id, ml.ds(0, 128)].store(partial_db, mask=mask)
+  ml.atomic_xchg(lock.at[lock_id], 0)
+
+
+def _layer_norm_inputs(m, n, seed=0):
+  rng = np.random.default_rng(seed)
+  x, dy = (rng.standard_normal((m, n)).astype(np.float32) for _ in range(2))
+  w = rng.standard_normal(n).astype(np.float32)
+  mean = x.mean(1).astype(np.float32)
+  rstd = (1 / np.sqrt(x.var(1) + 1e-5)).astype(np.float32)
+  return dy, x, w, mean, rstd
+
+
+def _layer_norm_reference(dy, x, w, mean, rstd):
+  xhat = (x - mean[:, None]) * rstd[:, None]
+  wdy = w * dy
+  c1 = (xhat * wdy).mean(1, keepdims=True)
+  c2 = wdy.mean(1, keepdims=True)
+  return (wdy - (xhat * c1 + c2)) * rstd[:, None], (dy * xhat).sum(0), dy.sum(0)
+
+
+def _check_layer_norm(outs, args):
+  dx, dw, db, lock = (np.asarray(o) for o in outs)
+  dx_ref, dw_ref, db_ref = _layer_norm_reference(*args)
+  np.testing.assert_allclose(dx, dx_ref, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(dw.sum(0), dw_ref, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(db.sum(0), db_ref, rtol=1e-4, atol=1e-4)
+  np.testing.assert_array_equal(lock, [0] * GROUPS + [1] * GROUPS)    # released, and each group's count set
+
+
+def test_layer_norm_backward_accumulates_partial_sums_under_locks():
+  """Triton's tutorial as written (a tail of 100 columns in 128, 37 rows in 4 lock groups): it was MG002 at
+  ml.atomic_cas; then the critical section's reads and writes of dw, db and the count were races."""
+  args = _layer_norm_inputs(37, 100)
+  _check_layer_norm(layer_norm_bwd_dx_fused(*args, interpret=True), args)
+  text = _export(layer_norm_bwd_dx_fused, *(S(a.shape, a.dtype) for a in args))
+  assert _atoms(text) == {"atom.acq_rel.gpu.cas.b32", "atom.acq_rel.gpu.exch.b32"}
+
+
+@pytest.mark.gpu
+def test_layer_norm_backward_with_locks_on_the_gpu():
+  args = _layer_norm_inputs(301, 100, seed=1)
+  _check_layer_norm(jax.jit(layer_norm_bwd_dx_fused)(*args), args)
+
+
+# ---------------------------------------------------------------- a ticket: the last program finishes the sum
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[1],), F32), S((x.shape[1],), F32), S((), I32)),
+                grid=lambda x: (x.shape[0] // 64,))
+def split_k_last_program(x, acc, out, count):
+  i = ml.program_id(0)
+  ml.atomic_add(acc.at[:], ml.sum(x.at[ml.ds(i * 64, 64), :][...], axis=0))
+  ticket = ml.atomic_add(count, 1)
+  if ticket == ml.num_programs(0) - 1:        # every other program has added its part
+    out[...] = ml.sqrt(ml.abs(acc[...]))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[1],), F32), S((x.shape[0] // 64, x.shape[1]), F32), S((), I32)),
+                grid=lambda x: (x.shape[0] // 64,))
+def every_program_reads_the_sum(x, acc, out, count):
+  i = ml.program_id(0)
+  ml.atomic_add(acc.at[:], ml.sum(x.at[ml.ds(i * 64, 64), :][...], axis=0))
+  ticket = ml.atomic_add(count, 1)
+  out.at[i][...] = acc[...] + ticket.astype(jnp.float32)
+
+
+def test_a_ticket_lets_the_last_program_read_the_totals():
+  """`t = ml.atomic_add(count, 1)` was None; the last program's read of acc was MG951."""
+  x = np.random.default_rng(1).standard_normal((256, 128)).astype(np.float32)
+  acc, out, count = split_k_last_program(x, interpret=True)
+  np.testing.assert_allclose(out, np.sqrt(np.abs(x.sum(0))), rtol=1e-5, atol=1e-5)
+  assert int(count) == 4
+  text = _export(split_k_last_program, S(x.shape, x.dtype))
+  assert _atoms(text) == {"atom.acq_rel.gpu.add.s32"}      # (the parts stay relaxed `red`s)
+  with pytest.raises(mg.RaceError) as info:       # a program's read before the others' tickets
+    every_program_reads_the_sum(x, interpret=True)
+  assert f":{where(every_program_reads_the_sum, 'out.at[i][...] = acc')[0]}:" in str(info.value)   # (a note)
+
+
+@pytest.mark.gpu
+def test_a_ticket_on_the_gpu():
+  x = np.random.default_rng(2).standard_normal((64 * 132, 128)).astype(np.float32)
+  for _ in range(3):
+    acc, out, count = jax.jit(split_k_last_program)(x)
+    np.testing.assert_allclose(out, np.sqrt(np.abs(x.sum(0, dtype=np.float64))), rtol=1e-3, atol=1e-3)
+    assert int(count) == 132
+
+
+# ---------------------------------------------------------------- a counter under a lock: mutual exclusion
+@mg.mgpu_kernel(out_shape=lambda x: S((2,), I32), grid=lambda x: (x.shape[0],))
+def count_under_a_lock(x, lock):
+  while ml.atomic_cas(lock.at[0], 0, 1) == 1:
+    pass
+  n = lock[1]                      # a plain read and write: only the lock's holder runs them
+  lock[1] = n + 1
+  ml.atomic_xchg(lock.at[0], 0)
+
+
+@pytest.mark.gpu
+def test_a_lock_excludes_on_the_gpu():
+  out = jax.jit(count_under_a_lock)(np.zeros(1000, np.float32))
+  np.testing.assert_array_equal(out, [0, 1000])
+
+
+def test_a_lock_excludes_in_interpret_mode():
+  np.testing.assert_array_equal(count_under_a_lock(np.zeros(5, np.float32), interpret=True), [0, 5])
+
+
+# ---------------------------------------------------------------- spins that never end in interpret mode
+@mg.mgpu_kernel(out_shape=lambda x: (S((128,), F32), S((1,), I32)), grid=lambda x: (x.shape[0] // 128,))
+def never_released(x, out, lock):
+  v = x.at[ml.ds(ml.program_id(0) * 128, 128)][...]
+  while ml.atomic_cas(lock.at[0], 0, 1) == 1:
+    pass
+  out[...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, F32), S((), I32)), grid=lambda x: (x.shape[0] // 128,))
+def grid_barrier(x, out, count):
+  i = ml.program_id(0)
+  ml.atomic_add(count, 1)
+  while ml.atomic_add(count, 0) < ml.num_programs(0):
+    pass
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...]
+
+
+def test_a_spin_that_never_ends_names_the_lock_and_its_holder():
+  """A lock an ended program still holds, and a wait for programs to come (a grid barrier), spin forever when
+  the programs run one after another: an InterpretError at the loop, not a hang."""
+  x = np.ones(512, np.float32)
+  with pytest.raises(mg.InterpretError) as info:
+    never_released(x, interpret=True)
+  e = info.value
+  assert (e.lineno, e.col_offset) == where(never_released, "while ml.atomic_cas")
+  assert e.message == ("this while loop never ends in program (1, 0, 0): a trip changes neither what it carries"
+                       " nor any memory, so its condition stays true")
+  assert e.notes[0].endswith("ml.atomic_cas finds lock[0] = 1, last set by program (0, 0, 0) at"
+                             f" {e.filename}:{e.lineno}:{e.col_offset + 6}, and no other program runs while this"
+                             " one waits (interpret mode runs them one after another)")
+  assert e.hint.startswith("program (0, 0, 0) ended without setting lock[0] back: release a lock in every program"
+                           " that takes it, ml.atomic_xchg(lock.at[...], 0)")
+  with pytest.raises(mg.InterpretError) as info:
+    grid_barrier(x, interpret=True)
+  assert "a program may wait only for one that has already begun" in info.value.hint
+  assert "t = ml.atomic_add(count, 1)" in info.value.hint
+
+
+# ---------------------------------------------------------------- dtypes, sem=, scope=, mask=
+@mg.mgpu_kernel(out_shape=lambda x: (S((4,), F32), S((4,), U32), S((4,), F32)), grid=(4,))
+def exchange_and_swap(x, f, u, o):
+  i = ml.program_id(0)
+  old = ml.atomic_xchg(f.at[i], x[i], sem="release", scope="gpu")
+  seen = ml.atomic_cas(u.at[i], 0, 7, sem="acquire")
+  o[i] = old + seen.astype(jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((4,), I32), S((4,), I32)), grid=(4,))
+def masked_exchange(x, flags, olds):
+  i = ml.program_id(0)
+  olds[i] = ml.atomic_xchg(flags.at[i], 5, mask=x[i] > 0, scope="cta")
+
+
+def test_exchange_and_swap_of_each_dtype_and_order():
+  x = np.arange(1, 5, dtype=np.float32)
+  f, u, o = exchange_and_swap(x, interpret=True)
+  np.testing.assert_array_equal(f, x)
+  np.testing.assert_array_equal(u, [7] * 4)
+  np.testing.assert_array_equal(o, [0] * 4)
+  assert _atoms(_export(exchange_and_swap, S((4,), F32))) == {"atom.release.gpu.exch.b32", "atom.acquire.gpu.cas.b32"}
+  flags, olds = masked_exchange(np.array([1, -1, 2, -2], np.float32), interpret=True)
+  np.testing.assert_array_equal(flags, [5, 0, 5, 0])
+  np.testing.assert_array_equal(olds, [0, 0, 0, 0])
+  assert _atoms(_export(masked_exchange, S((4,), F32))) == {"atom.acq_rel.cta.exch.b32", "atom.acq_rel.cta.cas.b32"}
+
+
+@pytest.mark.gpu
+def test_exchange_and_swap_on_the_gpu():
+  x = np.arange(1, 5, dtype=np.float32)
+  f, u, o = jax.jit(exchange_and_swap)(x)
+  np.testing.assert_array_equal(f, x)
+  np.testing.assert_array_equal(u, [7] * 4)
+  np.testing.assert_array_equal(o, [0] * 4)
+  flags, olds = jax.jit(masked_exchange)(np.array([1, -1, 2, -2], np.float32))
+  np.testing.assert_array_equal(flags, [5, 0, 5, 0])
+  np.testing.assert_array_equal(olds, [0, 0, 0, 0])
+
+
+# ---------------------------------------------------------------- what they do not take
+@mg.mgpu_kernel(out_shape=lambda x: S((4,), I32), grid=(4,))
+def lock_in_smem(x, out):
+  b = ml.smem((4,), I32)
+  b[...] = ml.zeros((4,), I32)
+  out[ml.program_id(0)] = ml.atomic_cas(b.at[0], 0, 1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), I32), grid=(4,))
+def locks_of_a_window(x, lock):
+  ml.atomic_cas(lock.at[ml.ds(0, 128)], 0, 1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((4,), I32), grid=(4,))
+def sequential_consistency(x, lock):
+  while ml.atomic_cas(lock.at[0], 0, 1, sem="seq_cst") == 1:
+    pass
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((4,), F32), grid=(4,))
+def float_max_value(x, o):
+  t = ml.atomic_max(o.at[0], x[ml.program_id(0)])
+  o[1 + ml.program_id(0) % 3] = t
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((4,), F16), grid=(4,))
+def half_lock(x, o):
+  ml.atomic_cas(o.at[0], 0.0, 1.0)
+
+
+def test_what_the_atoms_do_not_take_is_said_at_the_call():
+  spec = [S((4,), F32)]
+  expect(lock_in_smem, spec, mg.KernelTypeError, "ml.atomic_cas(b.at[0], 0, 1)",
+         "ml.atomic_cas on an SMEM buffer: a lock or a ticket lives in an output (GMEM), where programs meet",
+         hint="a CTA's own threads need no lock: update SMEM plainly between barriers (each element is held by one"
+              " thread), or make the lock an output (jnp.int32 in out_shape; it starts at 0)")
+  expect(locks_of_a_window, spec, mg.ShapeMismatchError, "ml.atomic_cas(",
+         "ml.atomic_cas updates one element and returns its old value, got a window of shape (128,)",
+         hint="pass one element, ml.atomic_cas(lock.at[i], ...) (a lock per group of programs:"
+              " lock.at[ml.program_id(0) % groups]); a tensor of elements is not supported")
+  expect(sequential_consistency, spec, mg.KernelTypeError, "ml.atomic_cas(",
+         "ml.atomic_cas's sem= must be one of 'relaxed', 'acquire', 'release', 'acq_rel', got 'seq_cst'",
+         hint="sem='acq_rel' (Triton's default)")
+  expect(float_max_value, spec, mg.UnsupportedDtypeError, "ml.atomic_max(",
+         "the value ml.atomic_max returns is not supported on float32: Hopper's atom max takes int32, uint32")
+  expect(half_lock, spec, mg.UnsupportedDtypeError, "ml.atomic_cas(",
+         "ml.atomic_cas on float16 is not supported: Hopper's atom cas takes float32, int32, uint32",
+         hint="make the lock or counter int32 (jnp.int32 in its out_shape)")
