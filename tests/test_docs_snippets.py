@@ -162,6 +162,20 @@ def run_l2_normalize(k):
   close(out[3:], (x / np.linalg.norm(x, axis=-1, keepdims=True))[3:])
 
 
+def run_weight_grad(k):          # (probe 48c: partial sums per lock group)
+  x, dy = rand(37, 128), rand(37, 128)
+  dw, lock = k(x, dy, interpret=True)
+  close(np.asarray(dw).sum(0), (np.asarray(x) * np.asarray(dy)).sum(0), 1e-4)
+  assert np.array_equal(np.asarray(lock), [0] * 8 + [1] * 8)
+
+
+def run_column_norms(k):         # (probe 48c: the last program finishes the reduction)
+  x = rand(256, 128)
+  acc, out, count = k(x, interpret=True)
+  close(out, np.sqrt((np.asarray(x) ** 2).sum(0)), 1e-4)
+  assert int(count) == 4
+
+
 def run_column_sums(k):
   x = rand(100, 200)
   close(k(x, interpret=True), np.asarray(x).sum(0), 1e-4)
@@ -363,6 +377,8 @@ CASES = [
     Case(L, "ffn_act", [S((8, 128), f32)], run=run_ffn_act),
     Case(L, "l2_normalize", [S((8, 128), f32)], run=run_l2_normalize),
     Case(L, "column_sums", [S((100, 200), f32)], run=run_column_sums),
+    Case(L, "weight_grad", [S((37, 128), f32), S((37, 128), f32)], run=run_weight_grad),
+    Case(L, "column_norms", [S((256, 128), f32)], run=run_column_norms),
     Case(L, "rms_gate", [S((8, 128), jnp.bfloat16), S((128,), f32)], run=run_rms_gate),
     Case(L, "row_softmax", [S((6, 100), f32)], run=run_row_softmax),
     Case(L, "transpose", [S((128, 256), f32)], run=run_transpose),
