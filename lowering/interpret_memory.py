@@ -23,7 +23,7 @@ from .interpret_numerics import np_dtype, poison
 from ..frontend.ops.access import ScalarRead
 from ..frontend.types import RefType
 from ..frontend.ops.atomic import AtomicKind, identity
-from .interpret_sync import ordered
+from .interpret_sync import Order
 
 from ..frontend.errors import InterpretError, OutOfBoundsError, RaceError  # noqa: E402,F401
 
@@ -174,7 +174,8 @@ class Memory:
     # The order atomics put programs in (interpret_sync.py): a clock ticking at each output access, the time
     # of each program's last access to each output, the clocks released at each element, and the program
     # (and loc) that last changed an element with a single-element atomic.
-    self.clock, self.atime, self.syncs, self.rmw_last = 0, {}, {}, {}
+    self.order = Order(kernel) if Order.needed(kernel) else None
+    self.syncs, self.rmw_last = {}, {}
     # An aliased input and output are one buffer, tracked under the output's id.
     self.canon = {kernel.inputs[i].value.id: kernel.outputs[o].value.id for i, o in kernel.aliases.items()}
     self.aliased = set(self.canon.values())
@@ -229,11 +230,8 @@ class Memory:
       name = next(p.name for p in self.kernel.outputs if p.value.id == rid)
       raise uninitialized_read(name, _region(name, w.shape, index, w[index] == -1, self.lead(ref)),
                                f" in program {cta.label}", True, o.loc)
-    self.clock += 1
-    self.atime[(rid, me)] = self.clock
-    before, every = ordered(self, cta, rid)     # programs whose accesses come before this one's (through atomics)
-    known = lambda t: (t[index] == me) | (np.isin(t[index], before) if before else False) | (
-        (t[index] == -2) if every else False)
+    order = self.order.access(cta, rid, index) if self.order is not None else None
+    known = (lambda t: t[index] == me) if order is None else order.known     # (or ordered before this access)
     other = lambda t: (t[index] != -1) & ~known(t)
     bad_w = (w[index] >= 0) & ~known(w)                  # a plain write meets every access
     bad_r = other(r) if write or atomic else False     # a read meets writes and atomics
@@ -248,14 +246,16 @@ class Memory:
       a[index] = np.where((a[index] == -1) | known(a), me, -2)
       self.alocs[(rid, me)] = o.loc
     elif write:
-      w[index] = me
-      if before or every:
+      if order is not None:
         r[index] = np.where(known(r), -1, r[index])
         a[index] = np.where(known(a), -1, a[index])
+      w[index] = me
       self.wlocs[(rid, me)] = o.loc
     else:
       r[index] = np.where((r[index] == -1) | known(r), me, -2)
       self.rlocs[(rid, me)] = o.loc
+    if order is not None:
+      order.record(w, r, a, write, atomic)
 
   def report_race(self, cta, ref, index, o, bad, w, r, met="writes", rid=None, mine="writes"):
     """A race found at this program's access `o` (which `mine` it): reported there, with a note

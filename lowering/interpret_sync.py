@@ -70,26 +70,105 @@ def rmw(cta, o, combine):
   if o.sem in ("acquire", "acq_rel"):
     cta.vc = _merge(getattr(cta, "vc", {}), m.syncs.get(key, {}))
   if o.sem in ("release", "acq_rel"):
-    m.syncs[key] = _merge(_merge(m.syncs.get(key, {}), getattr(cta, "vc", {})), {cta.lin: m.clock})
+    m.syncs[key] = _merge(_merge(m.syncs.get(key, {}), getattr(cta, "vc", {})), {cta.lin: m.order.clock})
   if o.results:
     cta.set(o.results[0], np.asarray(old).reshape(()))
 
 
-def ordered(m, cta, rid) -> tuple[list, bool]:
-  """(the programs whose accesses to the array `rid` all come before this program's, through releases it
-  acquired; whether every program that accessed it does)."""
-  vc = getattr(cta, "vc", None)
-  if not vc:
-    return [], False
-  before, every = [], True
-  for (r, p), t in m.atime.items():
-    if r != rid or p == cta.lin:
-      continue
-    if t <= vc.get(p, -1):
-      before.append(p)
+def _box(index, shape) -> tuple:
+  """(lo, hi) per dimension of the elements `index` (slices, integers, arrays of coordinates) names."""
+  lo, hi = [], []
+  for d, n in enumerate(shape):
+    i = index[d] if d < len(index) else slice(None)
+    if isinstance(i, slice):
+      a, b, _ = i.indices(n)
+      lo.append(a), hi.append(b - 1)
+    elif np.ndim(i) == 0:
+      lo.append(int(i)), hi.append(int(i))
     else:
-      every = False
-  return before, every
+      x = np.asarray(i)
+      lo.append(int(x.min()) if x.size else 0), hi.append(int(x.max()) if x.size else -1)
+  return lo, hi
+
+
+class Order:
+  """The order single-element atomics put the programs in, for Memory.gmem_access (kernels that have such
+  atomics only): a clock that ticks at each output access; beside Memory's arrays of the program that last
+  wrote, read and updated each element, the time it did; each program's last access time to each output and
+  the box of elements it accessed (for elements several programs read or updated: all of those whose box holds
+  the access must come before it)."""
+
+  @staticmethod
+  def needed(kernel) -> bool:
+    from ..frontend import ir
+    from ..frontend.ops.atomic import AtomicUpdate
+    return any(isinstance(o, AtomicUpdate) and fetches(o) for o in ir.walk(kernel.body))
+
+  def __init__(self, kernel):
+    self.clock = 0
+    self.programs = int(np.prod(kernel.grid))
+    self.times = {p.value.id: tuple(np.zeros(p.value.type.shape, np.int64) for _ in range(3))
+                  for p in kernel.outputs}
+    self.last: dict = {}       # (output id, program) -> time of its last access
+    self.boxes: dict = {}      # (output id, program) -> (lo, hi) of the elements it accessed
+
+  def access(self, cta, rid, index) -> "Access":
+    self.clock += 1
+    self.last[(rid, cta.lin)] = self.clock
+    shape = self.times[rid][0].shape
+    lo, hi = _box(index, shape)
+    old = self.boxes.get((rid, cta.lin))
+    self.boxes[(rid, cta.lin)] = (lo, hi) if old is None else (
+        [min(a, b) for a, b in zip(old[0], lo)], [max(a, b) for a, b in zip(old[1], hi)])
+    return Access(self, cta, rid, index, lo, hi)
+
+
+class Access:
+  """One access of a program to an output's elements `index` (box lo..hi), at its clock's time."""
+
+  def __init__(self, order, cta, rid, index, lo, hi):
+    self.order, self.cta, self.rid, self.index, self.lo, self.hi = order, cta, rid, index, lo, hi
+    self.vc = getattr(cta, "vc", None) or {}
+    self.known_at = None
+    if self.vc:
+      self.known_at = np.full(order.programs, -1, np.int64)
+      for p, t in self.vc.items():
+        self.known_at[p] = t
+    self._every = None
+
+  def every(self) -> bool:
+    """Whether every other program that accessed elements of this access's box did so before it."""
+    if self._every is None:
+      self._every = all(
+          t <= self.vc.get(p, -1) for (r, p), t in self.order.last.items()
+          if r == self.rid and p != self.cta.lin and all(
+              a <= h and l <= b for a, b, l, h in zip(self.order.boxes[(r, p)][0], self.order.boxes[(r, p)][1],
+                                                      self.lo, self.hi)))
+    return self._every
+
+  def known(self, t):
+    """Over t[index] (Memory's writers, readers or atomics): the access recorded there is this program's, or
+    one that comes before this access."""
+    v = t[self.index]
+    k = v == self.cta.lin
+    if self.known_at is None:
+      return k
+    times = self.order.times[self.rid][self._which(t)][self.index]
+    single = v >= 0
+    k = k | (single & (self.known_at[np.where(single, v, 0)] >= times))
+    several = v == -2
+    if np.any(several) and self.every():
+      k = k | several
+    return k
+
+  def _which(self, t) -> int:
+    m = self.cta.m
+    return [m.writers[self.rid] is t, m.readers[self.rid] is t, m.atomics[self.rid] is t].index(True)
+
+  def record(self, w, r, a, write, atomic):
+    t = self.order.times[self.rid]
+    arr, times = (a, t[2]) if atomic else (w, t[0]) if write else (r, t[1])
+    times[self.index] = np.where(arr[self.index] == self.cta.lin, self.order.clock, times[self.index])
 
 
 def spin_error(cta, o, reads):

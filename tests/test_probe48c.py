@@ -292,3 +292,54 @@ def test_what_the_atoms_do_not_take_is_said_at_the_call():
   expect(half_lock, spec, mg.UnsupportedDtypeError, "ml.atomic_cas(",
          "ml.atomic_cas on float16 is not supported: Hopper's atom cas takes float32, int32, uint32",
          hint="make the lock or counter int32 (jnp.int32 in its out_shape)")
+
+
+# ---------------------------------------------------------------- what a lock does not order stays a race
+@mg.mgpu_kernel(out_shape=lambda x: (S((128,), F32), S((2,), I32)), grid=lambda x: (x.shape[0],))
+def one_program_skips_the_lock(x, acc, lock):
+  v = ml.full((128,), 1.0, F32)
+  if ml.program_id(0) == 2:
+    acc[...] = v
+  else:
+    while ml.atomic_cas(lock.at[0], 0, 1) == 1:
+      pass
+    if ml.atomic_xchg(lock.at[1], 1) == 0:
+      acc[...] = v
+    else:
+      acc[...] = acc[...] + v
+    ml.atomic_xchg(lock.at[0], 0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((128,), F32), S((4,), I32)), grid=lambda x: (x.shape[0],))
+def two_locks_for_one_array(x, acc, lock):
+  g = ml.program_id(0) % 2
+  v = ml.full((128,), 1.0, F32)
+  while ml.atomic_cas(lock.at[g], 0, 1) == 1:
+    pass
+  if ml.atomic_xchg(lock.at[2], 1) == 0:
+    acc[...] = v
+  else:
+    acc[...] = acc[...] + v
+  ml.atomic_xchg(lock.at[g], 0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((128,), F32), S((2,), I32)), grid=lambda x: (x.shape[0],))
+def writes_after_the_release(x, acc, lock):
+  v = ml.full((128,), 1.0, F32)
+  while ml.atomic_cas(lock.at[0], 0, 1) == 1:
+    pass
+  if ml.atomic_xchg(lock.at[1], 1) == 0:
+    acc[...] = v
+  ml.atomic_xchg(lock.at[0], 0)
+  acc[...] = acc[...] + v
+
+
+@pytest.mark.parametrize("kernel, at", [(one_program_skips_the_lock, "acc[...] = v"),
+                                        (two_locks_for_one_array, "acc[...] = acc[...] + v"),
+                                        (writes_after_the_release, "acc[...] = acc[...] + v")])
+def test_accesses_a_lock_does_not_order_are_races(kernel, at):
+  """Interpret mode orders programs only through the acquires and releases they make: a program that skips
+  the lock, programs under different locks, and a write after the release still race."""
+  with pytest.raises(mg.RaceError) as info:
+    kernel(np.zeros(4, np.float32), interpret=True)
+  assert info.value.lineno == where(kernel, at)[0]
