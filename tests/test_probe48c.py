@@ -274,6 +274,30 @@ def half_lock(x, o):
   ml.atomic_cas(o.at[0], 0.0, 1.0)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S((16,), I32), grid=lambda x: (x.shape[0] // 128,))
+def ordered_histogram(x, h):
+  ml.atomic_add(h.at[x.at[ml.ds(ml.program_id(0) * 128, 128)][...]], 1, sem="release")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((128,), F32), S((128,), F32), S((), I32)), grid=lambda x: (x.shape[0] // 128,))
+def released_parts(x, acc, out, count):
+  ml.atomic_add(acc.at[:], x.at[ml.ds(ml.program_id(0) * 128, 128)][...], sem="release")
+  if ml.atomic_add(count, 1) == ml.num_programs(0) - 1:
+    out[...] = acc[...]
+
+
+def test_sem_of_a_tensors_atomics():
+  """A window's atomics take sem= as a fence around them; a scatter's (one relaxed `red` per element) do not, and
+  its sem= was silently dropped."""
+  x = np.random.default_rng(3).standard_normal(512).astype(np.float32)
+  acc, out, count = released_parts(x, interpret=True)
+  np.testing.assert_allclose(out, x.reshape(4, 128).sum(0), rtol=1e-5, atol=1e-5)
+  assert "fence.acq_rel.gpu;" in _export(released_parts, S((512,), F32))
+  expect(ordered_histogram, [S((512,), I32)], mg.KernelTypeError, "ml.atomic_add(",
+         "ml.atomic_add's sem='release' is not supported on a scatter (or a masked window that may leave its array):"
+         " its updates are relaxed")
+
+
 def test_what_the_atoms_do_not_take_is_said_at_the_call():
   spec = [S((4,), F32)]
   expect(lock_in_smem, spec, mg.KernelTypeError, "ml.atomic_cas(b.at[0], 0, 1)",

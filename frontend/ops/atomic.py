@@ -237,17 +237,20 @@ def _atomic(cx, kind: AtomicKind, ref, value, mask=None, sem=None, scope=None):
   what = f"ml.atomic_{kind.value}"
   order = check_order(cx, what, sem, scope, default="") if (sem, scope) != (None, None) else ("", "gpu")
   from .gather import IndexedRef, scatter
+  from .atomic_rmw import unordered_scatter
   if isinstance(mask, bool) and (is_ref(ref) or isinstance(ref, IndexedRef)):    # mask=True, mask=False
     d = resolve((ref.ref if isinstance(ref, IndexedRef) else ref).type.dtype)
     if mask or isinstance(d, DType) and (is_value(value) or isinstance(value, Num)):
       value, mask = value if mask else identity(kind, d), None
   if isinstance(ref, IndexedRef):            # out.at[ids, :]: a scatter
+    unordered_scatter(cx, what, order[0])
     return scatter(cx, kind, ref, value, mask=mask)
   if mask is not None and is_ref(ref) and (s := as_scatter(cx, ref)) is not None:
     mask = check_mask(cx, mask, ref.type.shape, what)      # a window that may leave the array: its positions
     check_dtype(cx, kind, ref.type.dtype, hw.ATOMIC_ELEMENT, what, "with mask= at a window that may leave its"
                 " array (one element at a time)", words=_words(cx, ref, value))
     iref, keep = s
+    unordered_scatter(cx, what, order[0])
     if keep is not None:
       from .elementwise import BinOp, binary
       mask = keep if mask is True else binary(cx, BinOp.AND, keep, mask)

@@ -44,6 +44,18 @@ def check_order(cx, what: str, sem, scope, default: str = "acq_rel") -> tuple[st
   return sem, scope
 
 
+def unordered_scatter(cx, what: str, sem: str) -> None:
+  """A scatter's updates (one `red` per element, by every thread) are relaxed: an ordering `sem=` is MG003,
+  whose hint orders them with a single element's atomic after them, which orders the CTA's earlier accesses."""
+  if sem in ("", "relaxed"):
+    return
+  raise E.KernelTypeError(
+      f"{what}'s sem={sem!r} is not supported on a scatter (or a masked window that may leave its array): its"
+      f" updates are relaxed", cx.loc,
+      hint="leave sem= out here, and order the updates with a single element's atomic after them, e.g. a ticket,"
+           " t = ml.atomic_add(count, 1) (sem='acq_rel'): it releases every earlier access of the CTA")
+
+
 def _element(cx, what: str, ref):
   """The single GMEM element an atomic that returns the old value updates."""
   if not is_ref(ref):
