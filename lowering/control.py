@@ -274,9 +274,12 @@ def _i_while(cta, o):
       # A trip that changes neither what the loop carries nor memory: the next one is the same, forever
       # (no other program runs meanwhile in interpret mode; on the GPU one may, but nothing orders its
       # write before this read: a spin-wait on a flag another program sets, `while flags[i - 1] == 0: pass`;
-      # a cas on a lock that an ended program holds: interpret_sync.spin_error)
-      from .interpret_sync import spin_error
-      raise spin_error(cta, o, reads)
+      # a cas on a lock that an ended program holds: interpret_sync.spin_error). Where programs wait on each
+      # other through atomics, this one steps aside for the others (interpret_sync.run_cooperative).
+      from .interpret_sync import Spin, spin_error
+      if not getattr(cta.m, "cooperative", False):
+        raise spin_error(cta, o, reads)
+      yield Spin(o, reads, cta.m.changes)
   else:
     raise InterpretError(f"this while loop ran {MAX_WHILE_ITERATIONS} iterations in program {cta.label}"
                          " without its condition failing: on the GPU it would hang", o.loc,

@@ -63,6 +63,11 @@ class Machine(Memory):
 
   def run(self):
     g, c = self.kernel.grid, self.kernel.cluster
+    if self.cooperative:           # programs that wait on each other through atomics (interpret_sync.py)
+      from .interpret_sync import run_cooperative
+      run_cooperative(self, lambda pid: CTA(self, pid, 0))
+      self.check_covered()
+      return [self.gmem[p.value.id] for p in self.kernel.outputs]
     for oz, oy, ox in itertools.product(*(range(0, g[a], c[a]) for a in (2, 1, 0))):
       self.ctas = [CTA(self, (ox + lx, oy + ly, oz + lz), lx + c[0] * (ly + c[1] * lz))
                    for lz, ly, lx in itertools.product(range(c[2]), range(c[1]), range(c[0]))]

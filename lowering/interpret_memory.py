@@ -23,7 +23,7 @@ from .interpret_numerics import np_dtype, poison
 from ..frontend.ops.access import ScalarRead
 from ..frontend.types import RefType
 from ..frontend.ops.atomic import AtomicKind, identity
-from .interpret_sync import Order
+from .interpret_sync import Order, fetches
 
 from ..frontend.errors import InterpretError, OutOfBoundsError, RaceError  # noqa: E402,F401
 
@@ -176,6 +176,8 @@ class Memory:
     # (and loc) that last changed an element with a single-element atomic.
     self.order = Order(kernel) if Order.needed(kernel) else None
     self.syncs, self.rmw_last = {}, {}
+    self.cooperative = self.order is not None and tuple(kernel.cluster) == (1, 1, 1)
+    self.changes = 0                    # writes of output elements so far (a waiting program's progress)
     # An aliased input and output are one buffer, tracked under the output's id.
     self.canon = {kernel.inputs[i].value.id: kernel.outputs[o].value.id for i, o in kernel.aliases.items()}
     self.aliased = set(self.canon.values())
@@ -242,6 +244,8 @@ class Memory:
       mine = "updates" if atomic else "writes" if write else "reads"
       self.report_race(cta, ref, index, o, bad, w, {"writes": w, "reads": r, "updates": a}[met], met, rid, mine)
     # (an access that comes after another program's takes its place: what comes after it comes after both)
+    if (write or atomic) and not (atomic and getattr(o, "results", None) is not None and fetches(o)):
+      self.changes += 1                    # (a cas, an xchg, an old value: counted by rmw where it changes the element)
     if atomic:
       a[index] = np.where((a[index] == -1) | known(a), me, -2)
       self.alocs[(rid, me)] = o.loc

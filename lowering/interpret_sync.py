@@ -65,6 +65,7 @@ def rmw(cta, o, combine):
                                                       for i in ref.index))
   if np.asarray(old).tobytes() != np.asarray(new).tobytes():
     cta.rmw_changes = getattr(cta, "rmw_changes", 0) + 1
+    m.changes += 1
     m.rmw_last[key] = (cta.lin, o.loc)
   cta.last_rmw = (o, ref, old, key)
   if o.sem in ("acquire", "acq_rel"):
@@ -189,7 +190,12 @@ def spin_error(cta, o, reads):
     notes = (f"{a.loc}: {what} finds {ref.name}{elem} = {value}" + (
         f", last set by program {cta.m.shown(cta.m.pid_of(who[0]))} at {who[1]}" if who else "")
         + ", and no other program runs while this one waits (interpret mode runs them one after another)",)
-    if who and who[0] != cta.lin:
+    ended = getattr(cta.m, "ended", None)
+    if who and who[0] != cta.lin and ended is not None and who[0] not in ended:
+      hint = (f"program {cta.m.shown(cta.m.pid_of(who[0]))}, which set {ref.name}{elem}, waits too, for what this"
+              f" one or another waiting program would set: a deadlock (take locks in one order in every program, and"
+              f" release each before waiting for another)")
+    elif who and who[0] != cta.lin:
       hint = (f"program {cta.m.shown(cta.m.pid_of(who[0]))} ended without setting {ref.name}{elem} back: release"
               f" a lock in every program that takes it, ml.atomic_xchg({ref.name}.at[...], 0) after the critical"
               f" section (on the GPU the waiting programs would hang too)")
@@ -197,12 +203,89 @@ def spin_error(cta, o, reads):
       hint = (f"this program set {ref.name}{elem} itself (it takes a lock it already holds?): release it first,"
               f" ml.atomic_xchg({ref.name}.at[...], 0), or take it once")
     else:
-      hint = (SPIN_WAIT + f"a program may wait only for one that has already begun (a lock another holds), not for"
-              f" programs to come: count them with a ticket, t = ml.atomic_add({ref.name}{'.at[...]' if elem else ''}, 1), and let the last"
-              " one (t == ml.num_programs(0) - 1) finish the work, or use a second kernel")
+      hint = (f"every program has started, and those that have not ended wait here or elsewhere: none will change"
+              f" {ref.name}{elem} (count what the programs do, e.g. a ticket, t = ml.atomic_add("
+              f"{ref.name}{'.at[...]' if elem else ''}, 1), and let the last one, t == ml.num_programs(0) - 1, finish"
+              " the work instead of waiting for all)")
   elif reads:
     hint = (SPIN_WAIT + "write what other programs must see in one kernel and read it in a second one"
             " (for a prefix over programs, pass jnp.cumsum(totals) - totals to the second)")
   return InterpretError(
       f"this while loop never ends in program {cta.label}: a trip changes neither what it carries nor any"
       " memory, so its condition stays true", o.loc, hint=hint, notes=notes)
+
+
+class Spin:
+  """What a program's while loop yields when a trip changed nothing (control._i_while): it waits for others."""
+
+  def __init__(self, loop, reads, changes):
+    self.loop, self.reads, self.changes = loop, reads, changes
+
+
+def run_cooperative(m, make):
+  """Run the grid's programs (clusters of one) in order, as Machine.run does, but let a program whose while loop
+  waits (a trip that changes nothing: a lock another holds, a flag or a count a later program sets) step aside:
+  the next programs start, and a waiting one resumes whenever memory has changed since it began to wait. The GPU
+  holds at least one program per SM (hw.NUM_SMS) at once, no more for certain: a program that must start while
+  that many wait may never start there, an InterpretError, as is a wait nothing can end (every program that has
+  not ended waits, and nothing changed)."""
+  import itertools
+  from ..frontend import hw
+  from .interpret_memory import InterpretError
+  g = m.kernel.grid
+  todo = iter(itertools.product(range(g[2]), range(g[1]), range(g[0])))
+  waiting: list = []         # [(cta, generator, Spin)], oldest first
+  m.ended = set()
+
+  def advance(cta, gen):
+    """Run `cta` until it ends (None) or waits (its Spin)."""
+    m.ctas = [cta]
+    while True:
+      try:
+        token = next(gen)
+      except StopIteration:
+        m.ended.add(cta.lin)
+        m.check_exit(cta)
+        m.check_multicasts()
+        return None
+      if isinstance(token, Spin):
+        return token
+      for reader, ref, o in m.late_reads:     # (an ml.cluster_sync() of a cluster of one)
+        reader.check_filled(ref, o)
+      m.late_reads.clear()
+      m.phase.clear()
+
+  while True:
+    moved = True
+    while moved and waiting:        # resume the waiting programs while memory changes
+      moved = False
+      for item in list(waiting):
+        cta, gen, spin = item
+        if m.changes == spin.changes:
+          continue
+        waiting.remove(item)
+        token = advance(cta, gen)
+        if token is not None:
+          waiting.append((cta, gen, token))
+        moved = True
+    z_y_x = next(todo, None)
+    if z_y_x is None:
+      break
+    if len(waiting) >= hw.NUM_SMS:
+      cta, _, spin = min(waiting, key=lambda w: w[0].lin)
+      z, y, x = z_y_x
+      raise InterpretError(
+          f"program {cta.label} waits here for programs that have not started while {len(waiting)} programs wait:"
+          f" the GPU holds {hw.NUM_SMS} programs at once for certain (one per SM), so program {m.shown((x, y, z))}"
+          " may never start there and this hangs", spin.loop.loc,
+          hint="wait only for programs that have started (a lock another holds), or launch at most mg.num_sms()"
+               " programs that take their work in a loop (a persistent grid) when they wait for each other")
+    cta = make((z_y_x[2], z_y_x[1], z_y_x[0]))
+    gen = cta.main()
+    token = advance(cta, gen)
+    if token is not None:
+      waiting.append((cta, gen, token))
+  if waiting:
+    cta, gen, spin = min(waiting, key=lambda w: w[0].lin)
+    m.ctas = [cta]
+    raise spin_error(cta, spin.loop, spin.reads)

@@ -180,15 +180,31 @@ def grid_barrier(x, out, count):
   ml.atomic_add(count, 1)
   while ml.atomic_add(count, 0) < ml.num_programs(0):
     pass
-  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...]
+  out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * 2.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((128,), F32), S((x.shape[0] // 128, 128), F32), S((x.shape[0] // 128,), I32)),
+                grid=lambda x: (x.shape[0] // 128,))
+def chained_partials(x, out, partial, flags):      # stream-K's fix-up: each program adds the next one's partial
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 128, 128)][...]
+  if i == ml.num_programs(0) - 1:
+    partial.at[i][...] = v
+  else:
+    while ml.atomic_cas(flags.at[i + 1], 1, 1) != 1:     # wait for program i + 1's partial
+      pass
+    partial.at[i][...] = v + partial.at[i + 1][...]
+  if i == 0:
+    out[...] = partial.at[0][...]
+  else:
+    ml.atomic_xchg(flags.at[i], 1)
 
 
 def test_a_spin_that_never_ends_names_the_lock_and_its_holder():
-  """A lock an ended program still holds, and a wait for programs to come (a grid barrier), spin forever when
-  the programs run one after another: an InterpretError at the loop, not a hang."""
-  x = np.ones(512, np.float32)
+  """A lock an ended program still holds spun forever (the programs run one after another): an InterpretError
+  at the loop, not a hang."""
   with pytest.raises(mg.InterpretError) as info:
-    never_released(x, interpret=True)
+    never_released(np.ones(512, np.float32), interpret=True)
   e = info.value
   assert (e.lineno, e.col_offset) == where(never_released, "while ml.atomic_cas")
   assert e.message == ("this while loop never ends in program (1, 0, 0): a trip changes neither what it carries"
@@ -198,10 +214,35 @@ def test_a_spin_that_never_ends_names_the_lock_and_its_holder():
                              " one waits (interpret mode runs them one after another)")
   assert e.hint.startswith("program (0, 0, 0) ended without setting lock[0] back: release a lock in every program"
                            " that takes it, ml.atomic_xchg(lock.at[...], 0)")
+
+
+def test_a_program_may_wait_for_later_ones_that_the_gpu_holds_at_once():
+  """A program waiting for a later one (stream-K's fix-up, a grid barrier) spun forever when the programs run one
+  after another: now it steps aside until memory changes. More waiting programs than the GPU surely holds at once
+  (one per SM) is an InterpretError: the next may never start there."""
+  x = np.random.default_rng(5).standard_normal(128 * 6).astype(np.float32)
+  out, partial, flags = chained_partials(x, interpret=True)
+  np.testing.assert_allclose(out, x.reshape(6, 128).sum(0), rtol=1e-5, atol=1e-5)
+  np.testing.assert_array_equal(flags, [0] + [1] * 5)
+  assert _atoms(_export(chained_partials, S(x.shape, F32))) == {"atom.acq_rel.gpu.cas.b32", "atom.acq_rel.gpu.exch.b32"}
+  out, count = grid_barrier(x, interpret=True)
+  np.testing.assert_array_equal(out, x * 2)
   with pytest.raises(mg.InterpretError) as info:
-    grid_barrier(x, interpret=True)
-  assert "a program may wait only for one that has already begun" in info.value.hint
-  assert "t = ml.atomic_add(count, 1)" in info.value.hint
+    grid_barrier(np.ones(128 * 200, np.float32), interpret=True)
+  e = info.value
+  assert (e.lineno, e.col_offset) == where(grid_barrier, "while ml.atomic_add")
+  assert e.message == ("program (0, 0, 0) waits here for programs that have not started while 132 programs wait: the"
+                       " GPU holds 132 programs at once for certain (one per SM), so program (132, 0, 0) may never"
+                       " start there and this hangs")
+
+
+@pytest.mark.gpu
+def test_waits_for_later_programs_on_the_gpu():
+  x = np.random.default_rng(6).standard_normal(128 * 100).astype(np.float32)
+  out, partial, flags = jax.jit(chained_partials)(x)
+  np.testing.assert_allclose(out, x.reshape(100, 128).sum(0), rtol=1e-4, atol=1e-4)
+  out, count = jax.jit(grid_barrier)(x)
+  np.testing.assert_array_equal(out, x * 2)
 
 
 # ---------------------------------------------------------------- dtypes, sem=, scope=, mask=
