@@ -126,7 +126,8 @@ def _atomic_update(ctx, o):
     ptr = mgpu.utils.memref_ptr(mgpu.memref_slice(mem, tuple(idx)) if idx else mem)
     v = operand(ctx, o.value)
     v = v if isinstance(v, ir.Value) else scalar_const(v, o.ref.type.dtype)
-    with ir.InsertionPoint(scf.IfOp(ctx.tma_predicate).then_block):
+    pred = ctx.tma_predicate if o.mask is None else arith.andi(ctx.tma_predicate, operand(ctx, o.mask))
+    with ir.InsertionPoint(scf.IfOp(pred).then_block):       # (no `red` where a mask is off: probe 48c)
       _red(ptr, v, o.kind, o.ref.type.dtype)
       scf.yield_([])
     return
@@ -203,6 +204,8 @@ def _i_atomic_update(cta, o):
   from .interpret_sync import fetches, rmw
   if fetches(o):                 # (a cas, an xchg, an old value, an ordered update: probe 48c)
     return rmw(cta, o, combine)
+  if o.mask is not None and not bool(cta.get(o.mask)):      # a single element the mask keeps off: no access
+    return None
   d = o.ref.type.dtype
   value = cta.operand(o.value, d)
   cta.update(cta.get(o.ref), lambda old: combine(o.kind, d, old, value), o)

@@ -61,7 +61,8 @@ def lower_fetch(ctx, o):
   ptr = mgpu.utils.memref_ptr(mgpu.memref_slice(mem, tuple(idx)) if idx else mem)
   value = _const(ctx, o.value, d)
   cmp = _const(ctx, o.cmp, d) if o.cmp is not None else None
-  mask = operand(ctx, o.mask) if o.mask is not None and not isinstance(o.mask, bool) else None
+  # (an xchg's mask; an add's, max's or min's selected the identity, the old value's update, in the frontend)
+  mask = operand(ctx, o.mask) if o.kind == AtomicKind.XCHG and o.mask is not None else None
   release, acquire = o.sem in ("release", "acq_rel"), o.sem in ("acquire", "acq_rel")
   fetched = bool(o.results) and o.scratch is not None
   word = ctx.get(o.scratch) if fetched else None

@@ -43,7 +43,7 @@ def rmw(cta, o, combine):
   d = o.ref.type.dtype
   ref = cta.get(o.ref)
   value = cta.operand(o.value, d)
-  on = True if o.mask is None or isinstance(o.mask, bool) else bool(cta.get(o.mask))
+  on = True if o.mask is None or o.kind != AtomicKind.XCHG else bool(cta.get(o.mask))
   held = {}
 
   def fn(old):

@@ -408,3 +408,28 @@ def test_accesses_a_lock_does_not_order_are_races(kernel, at):
   with pytest.raises(mg.RaceError) as info:
     kernel(np.zeros(4, np.float32), interpret=True)
   assert info.value.lineno == where(kernel, at)[0]
+
+
+# ---------------------------------------------------------------- a masked-off single element issues no update
+@mg.mgpu_kernel(out_shape=lambda x, ids: x, grid=lambda x, ids: (ids.shape[0],), input_output_aliases={0: 0})
+def masked_scalar_add(x, ids, out):
+  e = ids[ml.program_id(0)]
+  ml.atomic_add(out.at[e], 1.0, mask=(e >= 0) & (e < x.shape[0]))
+
+
+def test_a_masked_off_element_is_not_updated():
+  """A single element the mask kept off was updated at element 0 with the identity (0.0): element 0's -0.0 became
+  +0.0, and every masked-off program contended there. Now no `red` is issued (the GPU's thread is predicated)."""
+  x, ids = np.array([-0.0, 5, 6, 7], np.float32), np.array([2, 9, -3, 2], np.int32)
+  out = np.asarray(masked_scalar_add(x, ids, interpret=True))
+  np.testing.assert_array_equal(out, [0, 5, 8, 7])
+  assert np.signbit(out[0])
+  assert "red.relaxed.gpu.add.f32" in _export(masked_scalar_add, S((4,), F32), S((4,), I32))
+
+
+@pytest.mark.gpu
+def test_a_masked_off_element_on_the_gpu():
+  x, ids = np.array([-0.0, 5, 6, 7], np.float32), np.array([2, 9, -3, 2], np.int32)
+  out = np.asarray(jax.jit(masked_scalar_add)(x, ids))
+  np.testing.assert_array_equal(out, [0, 5, 8, 7])
+  assert np.signbit(out[0])

@@ -296,9 +296,12 @@ def _atomic(cx, kind: AtomicKind, ref, value, mask=None, sem=None, scope=None):
       mask = check_mask(cx, mask, (), what)
       ref = masked_element(cx, ref, mask)         # (an index the mask keeps off may leave the array)
       value = select_identity(cx, kind, mask, value, t.dtype)
-    # the old value, Triton's `t = tl.atomic_add(count, 1)` (atomic_rmw.py; dropped where nothing uses it)
+    # the old value, Triton's `t = tl.atomic_add(count, 1)` (atomic_rmw.py; dropped where nothing uses it). A
+    # run-time mask also rides along: where it is off no `red` is issued (probe 48c; the identity is the update
+    # of a fetched value, whose element is then the one masked_element chose)
     return cx.b.emit(AtomicUpdate, kind, ref, value, loc=cx.loc, types=[ScalarType(resolve(t.dtype))],
-                     names=[cx.name or ""], sem=order[0], scope=order[1]).result
+                     names=[cx.name or ""], sem=order[0], scope=order[1],
+                     mask=mask if is_value(mask) else None).result
   check_dtype(cx, kind, t.dtype, hw.ATOMIC_GMEM if t.space == Space.GMEM else hw.ATOMIC_SMEM, what,
               f"in {t.space}", smem=(cx.named(ref, "buf"), cx.named(value, "v") if is_value(value) else repr(value))
               if t.space == Space.SMEM else None, words=_words(cx, ref, value))
