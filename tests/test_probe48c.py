@@ -433,3 +433,18 @@ def test_a_masked_off_element_on_the_gpu():
   out = np.asarray(jax.jit(masked_scalar_add)(x, ids))
   np.testing.assert_array_equal(out, [0, 5, 8, 7])
   assert np.signbit(out[0])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, lock: x, grid=lambda x, lock: (x.shape[0] // 128,))
+def lock_as_input(x, lock, out):
+  while ml.atomic_cas(lock.at[0], 0, 1) == 1:
+    pass
+  out.at[ml.ds(ml.program_id(0) * 128, 128)][...] = x.at[ml.ds(ml.program_id(0) * 128, 128)][...]
+  ml.atomic_xchg(lock.at[0], 0)
+
+
+def test_a_lock_passed_in_as_triton_does_says_where_it_goes():
+  expect(lock_as_input, [S((256,), F32), S((1,), I32)], mg.InputWriteError, "ml.atomic_cas(",
+         "ml.atomic_cas updates lock, an input: inputs are read-only",
+         hint="make lock an output (jnp.int32 in out_shape: an output that atomics update starts at 0, as Triton's"
+              " torch.zeros lock), or alias the input to an output (input_output_aliases) and update that")

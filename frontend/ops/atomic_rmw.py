@@ -69,6 +69,13 @@ def _element(cx, what: str, ref):
         f" (GMEM), where programs meet", cx.loc,
         hint="a CTA's own threads need no lock: update SMEM plainly between barriers (each element is held by one"
              " thread), or make the lock an output (jnp.int32 in out_shape; it starts at 0)")
+  from .memory import root
+  r = root(cx.b, ref)
+  if r.id in cx.b.read_only and r.id not in cx.b.aliased:       # Triton passes a zeroed lock tensor in
+    raise E.InputWriteError(
+        f"{what} updates {r.name}, an input: inputs are read-only", cx.loc,
+        hint=f"make {r.name} an output (jnp.int32 in out_shape: an output that atomics update starts at 0, as"
+             f" Triton's torch.zeros lock), or alias the input to an output (input_output_aliases) and update that")
   check_target(cx, cx.b, ref, what)
   if t.shape and math.prod(t.shape) == 1:
     from .memory import view
