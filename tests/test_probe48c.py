@@ -339,8 +339,17 @@ def test_sem_of_a_tensors_atomics():
          " its updates are relaxed")
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S((4,), I32), grid=(4,))
+def value_for_the_lock(x, lock):
+  while ml.atomic_cas(lock[ml.program_id(0)], 0, 1) == 1:
+    pass
+
+
 def test_what_the_atoms_do_not_take_is_said_at_the_call():
   spec = [S((4,), F32)]
+  expect(value_for_the_lock, spec, mg.KernelTypeError, "ml.atomic_cas(",
+         "ml.atomic_cas needs a ref (one element of an output, e.g. lock.at[0]), got a scalar",
+         hint="pass the element's window, ml.atomic_cas(lock.at[ml.program_id(0)], ...), not a value read from it")
   expect(lock_in_smem, spec, mg.KernelTypeError, "ml.atomic_cas(b.at[0], 0, 1)",
          "ml.atomic_cas on an SMEM buffer: a lock or a ticket lives in an output (GMEM), where programs meet",
          hint="a CTA's own threads need no lock: update SMEM plainly between barriers (each element is held by one"

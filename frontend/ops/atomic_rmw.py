@@ -59,9 +59,14 @@ def unordered_scatter(cx, what: str, sem: str) -> None:
 def _element(cx, what: str, ref):
   """The single GMEM element an atomic that returns the old value updates."""
   if not is_ref(ref):
+    text = cx.named(ref, "")
+    target = "lock.at[i]"
+    if text.endswith("]") and "[" in text:          # lock[i] (a value read) -> lock.at[i] (its element)
+      base, idx = text[:text.index("[")], text[text.index("[") + 1:-1]
+      target = f"{base}.at[{idx}]" if base and not base.endswith(".at") else target
     raise E.KernelTypeError(
         f"{what} needs a ref (one element of an output, e.g. lock.at[0]), got {kind_of(ref)}", cx.loc,
-        hint=f"pass the element's window, {what}(lock.at[i], ...), not a value read from it")
+        hint=f"pass the element's window, {what}({target}, ...), not a value read from it")
   t = ref.type
   if t.space != Space.GMEM or t.remote:
     raise E.KernelTypeError(
