@@ -244,7 +244,7 @@ class Memory:
       mine = "updates" if atomic else "writes" if write else "reads"
       self.report_race(cta, ref, index, o, bad, w, {"writes": w, "reads": r, "updates": a}[met], met, rid, mine)
     # (an access that comes after another program's takes its place: what comes after it comes after both)
-    if (write or atomic) and not (atomic and getattr(o, "results", None) is not None and fetches(o)):
+    if (write or atomic) and not (atomic and type(o).__name__ == "AtomicUpdate" and fetches(o)):
       self.changes += 1                    # (a cas, an xchg, an old value: counted by rmw where it changes the element)
     if atomic:
       a[index] = np.where((a[index] == -1) | known(a), me, -2)
