@@ -1,18 +1,19 @@
 """Interpret mode's atomics that return the old value, and the order they put programs in (probe 48c).
 
-Interpret mode runs the programs one after another, so a program that takes a lock finds it free (its
-holder has ended) and the last program's ticket comes last. Which accesses of different programs are then a
-race is decided as the GPU would see them, with vector clocks: each single-element atomic with an acquiring
-`sem` merges into its program's clock what the programs that released at that element knew when they
-released it, and each releasing one leaves there its program's clock and the time. An access of another
-program's element (Memory.gmem_access) is no race where that program's last access to the array comes before
-a release this program has acquired (directly or through others): accesses under a lock, a count read under
-it, a last program's reads of the totals the others added before taking their ticket. Without an acquire a
-program's clock is empty and the race checks are those of before.
+Interpret mode runs the programs one after another. Which accesses of different programs race is decided as
+the GPU would see them, with vector clocks: each single-element atomic with an acquiring `sem` merges into its
+program's clock what the programs that released at that element knew when they released it, and each releasing
+one leaves there its program's clock and the time. An access meeting another program's (Memory.gmem_access) is
+no race where that access (its time, kept per element; for an element several programs touched, each of them
+whose box of accesses holds it) comes no later than what this program's clock knows of that program: accesses
+under a lock, a count read under it, a last program's reads of the totals the others added before taking their
+ticket. Without an acquire a program's clock is empty and the race checks are those of before.
 
-A while loop whose trip changes nothing, its atomics included (a cas that fails, an add of 0), runs forever
-here: no other program runs meanwhile. That is an InterpretError naming the element, its value and the
-program that last changed it (a lock an ended program still holds also deadlocks the GPU).
+In a kernel with such atomics the programs run cooperatively (run_cooperative): a while loop whose trip changes
+nothing, its atomics included (a cas that fails, an add of 0), steps aside (a Spin) and the next programs start,
+so a program may wait for a later one (stream-K's fix-up, a grid barrier), as on the GPU where both are resident.
+More waiting programs than the GPU surely holds at once, or a wait nothing can end (a lock an ended program
+still holds, a deadlock), is an InterpretError naming the element, its value and the program that set it.
 """
 from __future__ import annotations
 
@@ -183,7 +184,7 @@ def spin_error(cta, o, reads):
   notes, hint = (), "check that the loop's body moves its condition towards False"
   if last is not None:
     a, ref, old, key = last
-    elem = list(key[1])
+    elem = list(key[1]) if key[1] else ""         # (a 0-d output: its name alone)
     value = np.asarray(old).reshape(()).item()
     who = cta.m.rmw_last.get(key)
     what = f"ml.atomic_{a.kind.value if a.kind != AtomicKind.XCHG else 'xchg'}"

@@ -11,11 +11,11 @@ says otherwise) and the scope ("gpu"). The CTA's threads meet before the atom, s
 thread's earlier writes, and after it, so an acquire orders every thread's later reads.
 
 An output that a cas or an xchg updates starts at 0 (Triton's `torch.zeros` lock), as one atomic_add updates
-does, and it may take all three (a lock and its count in one array). Interpret mode runs the programs one
-after another and orders them as the GPU would (lowering/interpret_sync.py): a program's accesses after an
-acquire are ordered after what the releasing programs did before their release, so accesses under a lock
-and a last program's reads of the totals are no race, and a spin on a lock that a program which has ended
-still holds is an InterpretError at its first trip.
+does, and it may take all three (a lock and its count in one array). Interpret mode orders the programs as
+the GPU would (lowering/interpret_sync.py): a program's accesses after an acquire are ordered after what the
+releasing programs did before their release, so accesses under a lock and a last program's reads of the totals
+are no race; a program that waits steps aside for the others, and a wait nothing can end is an InterpretError.
+The compile-time race proofs leave the accesses after an acquire to it (checks.synced_ops).
 """
 from __future__ import annotations
 
@@ -107,8 +107,8 @@ def _operand(cx, what: str, ref, value, role: str):
   if is_tensor(value):
     raise E.ShapeMismatchError(
         f"{what}'s {role} is a tensor of shape {value.type.shape}, and the element takes one value", cx.loc,
-        hint=f"pass a scalar (a number, or a value read from one element); a tensor of places is not supported:"
-             f" update one element at a time")
+        hint="pass a scalar (a number, or a value read from one element); a tensor of places is not supported:"
+             " update one element at a time")
   if not (isinstance(value, Num) or is_scalar(value)):
     raise E.KernelTypeError(f"{what}'s {role} must be a number or a scalar, got {kind_of(value)}", cx.loc,
                             hint=f"read refs first: {cx.named(ref, 'lock')}[...]")
