@@ -327,7 +327,9 @@ def atomic_add(cx, ref, value, mask=None, sem=None, scope=None):
 
   `ref` is a window of an output or an SMEM buffer; `value` a tensor of its shape (or a
   number, or a scalar for a single element of an output, which one thread of the CTA adds; a
-  single SMEM element is updated plainly, `h[i] = h[i] + v`). Returns None. An output updated by
+  single SMEM element is updated plainly, `h[i] = h[i] + v`). Returns the element's old value where `ref` is a
+  single element of an output (Triton's `t = tl.atomic_add(count, 1)`; `sem=` "acq_rel" then, and `scope=`
+  "gpu", as Triton's: ops/atomic_rmw.py), else None. An output updated by
   atomics starts at zero. `mask=` (Triton's) keeps the elements it is off for unchanged; a GMEM
   window that may leave the array (a run-time start) is then the scatter at its positions,
   `out.at[start + ml.arange(n)]`, whose updates outside the array are dropped.
