@@ -85,8 +85,23 @@ def flattened(tracer, inits, loc) -> tuple:
     if _small(v):
       shape, v = tuple(v.type.shape), flat(b, loc, v)
       b.small_carries[v.id] = shape
+    elif _one(v):
+      shape, v = tuple(v.type.shape), _element(b, loc, v)
+      b.one_carries[v.id] = shape
     out.append(v)
   return tuple(out)
+
+
+def _one(v) -> bool:
+  """A one-element tensor ((1,), (1, 1): a running max of one query row, `m = ml.full((1,), -inf)`), which no
+  register tensor holds by itself: a loop carries its element, a scalar, and the body and the code after the loop
+  see that scalar stretched to the carry's shape (probe 48a; it was MG204 at the loop)."""
+  return is_value(v) and isinstance(v.type, TensorType) and len(v.type.shape) > 0 and math.prod(v.type.shape) == 1
+
+
+def _element(b, loc, v):
+  from .ops.shape import element_of
+  return element_of(Call(b, loc), v)
 
 
 def shaped(b, loc, inits, values) -> tuple:
@@ -108,6 +123,10 @@ def shaped(b, loc, inits, values) -> tuple:
         m = b.emit(Reshape, m, loc=loc, types=[TensorType(shape, v.type.dtype)], names=[v.name]).result
       b.spread[m.id] = (v, axes, hint)
       out.append(m)
+      continue
+    if is_value(init) and init.id in b.one_carries:        # (a one-element tensor: its element carried)
+      from .ops import elementwise as ew
+      out.append(ew.full_(Call(b, loc), b.one_carries[init.id], v, v.type.dtype))
       continue
     shape = b.small_carries.get(init.id) if is_value(init) else None
     out.append(v if shape is None else
@@ -140,6 +159,10 @@ def yielded(b, loc, init, leaf):
   """A trip's new value of a carry, as the vector the loop carries where the carry is a small one of that shape,
   as its spread tile where the loop carries it spread (see the module; Spread where the loop does not yet)."""
   from .ops import few_stats
+  if is_value(init) and init.id in b.one_carries:
+    if is_value(leaf) and isinstance(leaf.type, TensorType) and tuple(leaf.type.shape) == b.one_carries[init.id]:
+      return _element(b, loc, leaf)
+    return leaf                # (else the loop's type check names the carry)
   if is_value(init) and init.id in b.few_carried:
     return few_stats.pack(b, loc, leaf) or leaf        # (else the loop's type check names the carry)
   if is_value(init) and is_value(leaf) and (shape := few_stats.carried_shape(b, init)) and (

@@ -126,17 +126,13 @@ def masked_row_mean_as_hinted(x, o, p):
   p.at[ml.ds(i * 4, 4)][...] = ml.sum(v, axis=1) / ml.sum(ml.broadcast_to(m, (4, 1024)), axis=1).astype(F32)
 
 
-def test_a_one_row_tiles_statistic_beside_row_statistics_names_it_and_hints_what_works():
+def test_a_one_row_tiles_statistic_beside_row_statistics_computes():
   """The count of a (1, 1024) column mask, ml.sum(m, axis=1), divided into the (4,) row sums was MG204 at
-  the row sums with the hint to index size-1 axes away where the tile is loaded (it was never loaded);
-  it is now reported at the count, naming the mask, with the two rewrites that work."""
-  e = expect(masked_row_mean, [S((8, 1000), F32)], mg.LayoutError, "ml.sum(m, axis=1)",
-             "a (1,) statistic of the one-row (1, 1024) tile m is stretched to (4,), beside the row statistics of"
-             " a (4, 1024) tile: the threads holding that tile's rows do not hold the one row's statistic",
-             hint="reduce m to a scalar, which meets any tensor: ml.sum(m) (the same value for every row); or"
-                  " stretch it to the tile before reducing it: ml.sum(ml.broadcast_to(m, (4, 1024)), axis=1)")
-  assert e.code == "MG204"
+  the row sums, then (probe 29h) at the count with the two rewrites that work; since probe 48a a one-element
+  tensor meeting a larger one of its dtype is its element, which meets any tensor, so it computes as written."""
   x = np.random.default_rng(2).standard_normal((8, 1000)).astype(np.float32)
+  np.testing.assert_allclose(masked_row_mean(jnp.asarray(x), interpret=True), x.mean(1), rtol=1e-5, atol=1e-6)
+  jax.export.export(jax.jit(masked_row_mean), platforms=["cuda"])(S((8, 1000), F32))
   o, p = masked_row_mean_as_hinted(jnp.asarray(x), interpret=True)
   np.testing.assert_allclose(o, x.mean(1), rtol=1e-5, atol=1e-6)
   np.testing.assert_allclose(p, x.mean(1), rtol=1e-5, atol=1e-6)

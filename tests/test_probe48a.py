@@ -1,0 +1,92 @@
+"""Probe 48a (decode-time and per-head kernels at small and odd tile shapes). A decode kernel of one query head a
+program carries its running max and sum as one-element tensors (Pallas's `m_i = jnp.full((1,), -inf)`, a (1, 1)
+keepdims statistic) and scales a (1, d) accumulator by them: a loop now carries such a tensor's element, and a
+one-element tensor meeting a larger one of its dtype is its element (a scalar), so the (1, d) tile needs no
+row-wise layout (MG204 before). A GQA decode of a group of query heads read whole ((8, 40), (4, 72), (3, 64))
+computes in the padded trace of odd reads: ml.dot takes padded operands, and a loop's fills are made again at the
+padded shape its body gives them (MG204 at the accumulator before). Frontend only: the GPU test compares with
+interpret mode."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+S = jax.ShapeDtypeStruct
+F32, BF16 = jnp.float32, jnp.bfloat16
+
+
+def _rnd(shape, seed, dtype=np.float32):
+  return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def _f(x):
+  return np.asarray(x, np.float32)
+
+
+def _export(kernel, *args, **kw):
+  specs = [S(np.shape(a), a.dtype) for a in args]
+  kernel.check(*specs, **kw)
+  jax.export.export(jax.jit(lambda *a: kernel(*a, **kw)), platforms=["cuda"])(*specs)
+
+
+def _close(got, want, tol=1e-5):
+  np.testing.assert_allclose(_f(got), _f(want), rtol=tol, atol=tol)
+
+
+def _attention(q, k, v):         # q (h, [g,] d), k and v (h, n, d): softmax(q k^T / 8) v per head
+  q, k, v = _f(q), _f(k), _f(v)
+  s = np.einsum("h...d,hnd->h...n", q, k) * 0.125
+  p = np.exp(s - s.max(-1, keepdims=True))
+  return np.einsum("h...n,hnd->h...d", p / p.sum(-1, keepdims=True), v)
+
+
+# ---------------------------------------------------------------- one query head a program: one-element statistics
+@mg.mgpu_kernel(out_shape=lambda q, k, v: q, grid=lambda q, k, v: (q.shape[0],))
+def decode_row(q, k, v, o, *, BLOCK_N: ml.constexpr = 32):     # Pallas's decode: q (heads, d), k, v (heads, n, d)
+  h = ml.program_id(0)
+  qv = q.at[ml.ds(h, 1), :][...].astype(F32)                    # (1, d)
+  m = ml.full((1,), -float("inf"), F32)
+  l = ml.zeros((1,), F32)
+  acc = ml.zeros(qv.shape, F32)
+  for n in range(0, k.shape[1], BLOCK_N):
+    kb = k.at[h, ml.ds(n, BLOCK_N), :][...].astype(F32)
+    vb = v.at[h, ml.ds(n, BLOCK_N), :][...].astype(F32)
+    s = ml.sum(qv * kb, axis=1)[None, :] * 0.125               # (1, BLOCK_N)
+    m_new = ml.maximum(m, ml.max(s, axis=1))
+    p = ml.exp(s - m_new[:, None])
+    alpha = ml.exp(m - m_new)
+    l = l * alpha + ml.sum(p, axis=1)
+    acc = acc * alpha[:, None] + ml.sum(p[0][:, None] * vb, axis=0)[None, :]
+    m = m_new
+  o.at[ml.ds(h, 1), :][...] = (acc / l[:, None]).astype(o.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, v: q, grid=lambda q, k, v: (q.shape[0],))
+def decode_keepdims(q, k, v, o, *, BLOCK_N: ml.constexpr = 32):   # the same with (1, 1) keepdims statistics
+  h = ml.program_id(0)
+  qv = q.at[ml.ds(h, 1), :][...].astype(F32)
+  m = ml.full((1, 1), -float("inf"), F32)
+  l = ml.zeros((1, 1), F32)
+  acc = ml.zeros(qv.shape, F32)
+  for n in range(0, k.shape[1], BLOCK_N):
+    kb = k.at[h, ml.ds(n, BLOCK_N), :][...].astype(F32)
+    vb = v.at[h, ml.ds(n, BLOCK_N), :][...].astype(F32)
+    s = ml.sum(qv * kb, axis=1)[None, :] * 0.125
+    m_new = ml.maximum(m, ml.max(s, axis=1, keepdims=True))
+    p = ml.exp(s - m_new)
+    alpha = ml.exp(m - m_new)
+    l = l * alpha + ml.sum(p, axis=1, keepdims=True)
+    acc = acc * alpha + ml.sum(p.reshape(BLOCK_N, 1) * vb, axis=0, keepdims=True)
+    m = m_new
+  o.at[ml.ds(h, 1), :][...] = (acc / l).astype(o.dtype)
+
+
+@pytest.mark.parametrize("kernel,d,dtype", [(decode_row, 64, np.float32), (decode_row, 40, BF16),
+                                            (decode_keepdims, 96, np.float32)])
+def test_decode_of_one_head_carries_one_element_statistics(kernel, d, dtype):
+  q, k, v = _rnd((2, d), 1, dtype), _rnd((2, 64, d), 2, dtype), _rnd((2, 64, d), 3, dtype)
+  _close(kernel(q, k, v, interpret=True), _attention(q, k, v), 2e-2 if dtype == BF16 else 1e-5)
+  _export(kernel, q, k, v)
