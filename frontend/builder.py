@@ -27,6 +27,7 @@ class Builder:
     self.few_stats: dict = {}             # a few-element keepdims statistic's id -> its elements' scalars
     self.pad_tiles: dict | None = None    # short windows read padded: value id -> its unpadded shape (ops/padded_tiles.py)
     self.small_loads: list | None = []    # small windows read whole as vectors (ops/small_loads.py); None: not so
+    self.dot_layouts: list | None = None  # jnp.dot calls ml.dot met a layout error in (the first trace: compile.trace)
     self.few_leaves: set = set()          # (loop's line, col, shape) of carries a loop carries packed (ops/few_stats.py)
     self.few_carried: dict = {}           # a loop's initial packed vector's id -> the statistic's shape
     self.spread: dict = {}                # a small middle-axis statistic's id -> (its tile spread along the axes, axes, hint)

@@ -204,12 +204,12 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, **kw) -> ir.K
   A small window read whole is held as the vector of its elements (frontend/ops/small_loads.py), which
   some ops do not take (a scan along its axis): a kernel that then fails with MG204 is traced again
   with such windows read as tiles, so that it fails as it did, at the read, with the hint that pads it."""
-  used = []
+  used, dots = [], []
   try:
-    return _trace(pk, in_specs, out_specs, constexprs, small_loads=used, **kw)
+    return _trace(pk, in_specs, out_specs, constexprs, small_loads=used, dot_layouts=dots, **kw)
   except E.KernelError as e:
-    if isinstance(e, E.InternalError) or not any(isinstance(x, E.LayoutError) for x in e.errors):
-      raise
+    if isinstance(e, E.InternalError) or not (dots or any(isinstance(x, E.LayoutError) for x in e.errors)):
+      raise                 # (dots: a jnp.dot ml.dot met a layout error in, reported as MG003 with its hint)
     first = e
   padded = _padded_trace(pk, in_specs, out_specs, constexprs, **kw)
   if padded is not None:
@@ -243,7 +243,8 @@ def _padded_trace(pk, in_specs, out_specs, constexprs, **kw):
 
 
 def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, block, cluster,
-           batch: Batch | None = None, aliases=None, x64: bool = False, small_loads=None, pad_tiles=None) -> ir.Kernel:
+           batch: Batch | None = None, aliases=None, x64: bool = False, small_loads=None, pad_tiles=None,
+           dot_layouts=None) -> ir.Kernel:
   loc = pk.loc
   n_in, n_out = len(in_specs), len(out_specs)
   if len(pk.ref_params) != n_in + n_out:
@@ -264,6 +265,7 @@ def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, blo
   em.x64 = x64
   em.small_loads = small_loads
   em.pad_tiles = pad_tiles
+  em.dot_layouts = dot_layouts
   tr = Tracer(pk.source, pk.scope, em)
   params = []
   for i, (name, spec) in enumerate(zip(pk.ref_params, list(in_specs) + list(out_specs))):

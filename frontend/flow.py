@@ -12,6 +12,7 @@ import math
 
 from . import errors as E
 from . import contraction, ir, jumps, small_carries
+from .ops.padded_meets import Refill, refill, refill_for
 from .assign import DICT_VIEWS, holds_value
 from .loop_bounds import check_static_bounds, check_while_ends, check_wrapped_range, may_load
 from .builder import Call
@@ -227,9 +228,10 @@ def trace_for(tracer, node: ast.For):
     tracer.b.pipelining = getattr(tracer.b, "pipelining", 0) + piped
     try:
       poisoned = _trace_body(tracer, node, loc, body, carries, inits, args_)
-    except (_Widen, small_carries.Spread) as w:     # (a carry of another dtype, or spread: traced again)
+    except (_Widen, small_carries.Spread, Refill) as w:     # (a carry of another dtype, or spread: traced again)
       attempt.undo(tracer)
-      widened.update({w.leaf: w.dtype} if isinstance(w, _Widen) else {})
+      widened.update({w.leaf: w.dtype} if isinstance(w, _Widen) else {("refill", w.leaf): (w.shape, w.own)}
+                     if isinstance(w, Refill) else {})
       continue
     finally:
       tracer.b.pipelining -= piped
@@ -303,6 +305,9 @@ def _inits(tracer, carries, loc, widened=None):
   for c in carries:
     at = tracer.where.get(c.name, loc)
     for ln, l in zip(c.leaf_names, c.leaves):
+      if (r := (widened or {}).get(("refill", ln))) is not None and is_value(l):
+        out.append(refill(Call(tracer.b, at), l, *r))       # (a fill made again at a padded shape)
+        continue
       d = (widened or {}).get(ln)
       if d is None and isinstance(l, int) and not isinstance(l, bool) and 2 ** 31 <= l < 2 ** 32:
         d = DType.u32                        # s = 3000000000: fits uint32 only, as jnp's weak int would
@@ -421,6 +426,7 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
         raw_leaf = leaf
         leaf = as_value(tracer, leaf, where, note=f"{loc}: the loop that carries {n}")
         leaf = small_carries.yielded(b, loc, init, leaf)      # (a small statistic: the vector carried)
+        refill_for(b, ln, init, leaf)         # (a padded trace's fill at another padded shape: traced again)
         if not same_type(init, leaf, loc) and arg.id in b.weak and _widens(init, leaf):
           raise _Widen(ln, leaf.type.dtype)
         if not same_type(init, leaf, loc):
@@ -541,9 +547,10 @@ def trace_while(tracer, node: ast.While):
     attempt = _Attempt(tracer)
     try:
       carries, res = _trace_while_once(tracer, node, loc, assigned, forced, widened)
-    except (_Widen, small_carries.Spread) as w:     # (a carry of another dtype, or spread: traced again)
+    except (_Widen, small_carries.Spread, Refill) as w:     # (a carry of another dtype, or spread: traced again)
       attempt.undo(tracer)
-      widened.update({w.leaf: w.dtype} if isinstance(w, _Widen) else {})
+      widened.update({w.leaf: w.dtype} if isinstance(w, _Widen) else {("refill", w.leaf): (w.shape, w.own)}
+                     if isinstance(w, Refill) else {})
       continue
     grow = attempt.changed(tracer, assigned, carries) - forced
     if not grow:

@@ -100,7 +100,7 @@ def _one(v) -> bool:
 
 
 def _element(b, loc, v):
-  from .ops.shape import element_of
+  from .ops.one_element import element_of
   return element_of(Call(b, loc), v)
 
 

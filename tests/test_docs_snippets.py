@@ -317,6 +317,17 @@ def run_lengths_and_starts(k):
   np.testing.assert_array_equal(np.asarray(starts), np.concatenate([[0], off]))
 
 
+def run_gqa_decode(k):
+  rng = np.random.default_rng(6)
+  q, kk, v = (rng.standard_normal(s).astype(np.float32) for s in ((2, 8, 40), (2, 128, 40), (2, 128, 40)))
+  q, kk, v = (jnp.asarray(a, jnp.bfloat16) for a in (q, kk, v))
+  qf, kf, vf = (np.asarray(a, np.float32) for a in (q, kk, v))
+  s = np.einsum("hgd,hnd->hgn", qf, kf) * 0.125
+  p = np.exp(s - s.max(-1, keepdims=True))
+  want = np.einsum("hgn,hnd->hgd", p / p.sum(-1, keepdims=True), vf)
+  np.testing.assert_allclose(np.asarray(k(q, kk, v, interpret=True), np.float32), want, rtol=3e-2, atol=3e-2)
+
+
 def run_biased_and_summed(k):
   x, b = np.random.default_rng(4).standard_normal((5, 45)), np.random.default_rng(5).standard_normal(45)
   x, b = x.astype(np.float32), b.astype(np.float32)
@@ -397,6 +408,8 @@ CASES = [
     Case(L, "segmented_sum", [S((8, 128), f32), S((8, 128), i32)], run=run_segmented_sum),
     Case(L, "lengths_and_starts", [S((9,), i32)], run=run_lengths_and_starts),
     Case(L, "biased_and_summed", [S((5, 45), f32), S((45,), f32)], run=run_biased_and_summed),
+    Case(L, "gqa_decode", [S((2, 8, 40), jnp.bfloat16), S((2, 128, 40), jnp.bfloat16), S((2, 128, 40), jnp.bfloat16)],
+         run=run_gqa_decode),
     Case(L, "expert_offsets", [S((512,), i32)], run=run_expert_offsets),
     Case("docs/autodiff.md", "square", [S((4096,), f32)], run=run_square),
     Case("docs/autodiff.md", "square_vjp", [S((4096,), f32), S((4096,), f32)], run=run_square_vjp),

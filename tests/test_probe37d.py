@@ -58,28 +58,27 @@ def test_at_operator_of_smem_reads_hints_ml_dot_of_the_buffers():
   np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(a @ b, np.float32))
 
 
-def test_at_operator_of_registers_hints_the_staging_and_the_transpose():
+def test_at_operator_of_registers_is_jnp_matmul_and_its_product_float16():
+  """It was MG003 with a hint staging w; since probe 48a `x @ w.T` of register tiles is ml.dot (which stages w
+  itself), and its product is float16 as jnp.matmul's: stored into a float32 output it is MG102 at the store."""
   specs = (S((64, 64), F16), S((64, 64), F16))
-  buf = "w" + "_s"     # (spelt apart: the hint's buffer avoids every name written in this file)
-  expect(at_operator_regs, specs, mg.UnsupportedSyntaxError, "x @ w.T",
-         "the operator @ is not supported in a kernel",
-         hint=f"write ml.dot(x, {buf}.T) (on the tensor cores; ml.dot(a, b, acc) adds the product to acc); ml.dot"
-              " reads b from an SMEM buffer (a from SMEM or registers), so stage the operands first:"
-              f" {buf} = ml.smem((64, 64), jnp.float16); {buf}[...] = w")
-  a, b = _rand((64, 64), F16, 1), _rand((64, 64), F16, 2)     # the hint followed (its buffer renamed)
+  expect(at_operator_regs, specs, mg.StoreDtypeError, "c[...] = x @ w.T",
+         "cannot store x @ w.T (float16) into c (GMEM, float32): no implicit conversion",
+         hint="convert explicitly: c[...] = (x @ w.T).astype(jnp.float32)")
+  a, b = _rand((64, 64), F16, 1), _rand((64, 64), F16, 2)     # the hint of probe 37d, followed
   got = at_operator_hint_followed(a, b, interpret=True)
   want = jnp.dot(a * 2, b.T, preferred_element_type=F32)
   np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-3)
 
 
-def test_jnp_dot_of_a_transposed_register_tile_stages_the_tile_and_passes_its_view():
-  """It staged `w.T` (a register transpose through SMEM) where the view of w's buffer moves nothing."""
-  buf = "w" + "_s"
-  expect(jnp_dot_of_transposed_registers, (S((64, 64), F16), S((64, 64), F16)), mg.KernelTypeError,
-         "jnp.dot(x, w.T", "dot cannot take a register tensor inside a kernel",
-         hint=f"write ml.dot(x, {buf}.T, preferred_element_type=jnp.float32) (on the tensor cores; ml.dot(a, b, acc)"
-              " adds the product to acc); ml.dot reads b from an SMEM buffer (a from SMEM or registers), so stage the"
-              f" operands first: {buf} = ml.smem((64, 64), jnp.float16); {buf}[...] = w")
+def test_jnp_dot_of_a_transposed_register_tile_computes():
+  """It was MG003 with a hint staging w (probe 37d: as the view of w's buffer); since probe 48a it is ml.dot, which
+  stages the register B itself."""
+  a, b = _rand((64, 64), F16, 1), _rand((64, 64), F16, 2)
+  got = jnp_dot_of_transposed_registers(a, b, interpret=True)
+  want = jnp.dot(a * 2, b.T, preferred_element_type=F32)
+  np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-3)
+  jax.export.export(jax.jit(jnp_dot_of_transposed_registers), platforms=["cuda"])(*(S((64, 64), F16),) * 2)
 
 
 # ---------------------------------------------------------------- m not a multiple of 64, above 64

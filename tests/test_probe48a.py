@@ -90,3 +90,94 @@ def test_decode_of_one_head_carries_one_element_statistics(kernel, d, dtype):
   q, k, v = _rnd((2, d), 1, dtype), _rnd((2, 64, d), 2, dtype), _rnd((2, 64, d), 3, dtype)
   _close(kernel(q, k, v, interpret=True), _attention(q, k, v), 2e-2 if dtype == BF16 else 1e-5)
   _export(kernel, q, k, v)
+
+
+# ---------------------------------------------------------------- GQA decode: a group of query heads read whole
+@mg.mgpu_kernel(out_shape=lambda q, k, v: q, grid=lambda q, k, v: (q.shape[0],))
+def gqa_dot(q, k, v, o, *, BLOCK_N: ml.constexpr = 64):       # q (kv heads, group, d); k, v (kv heads, n, d)
+  h = ml.program_id(0)
+  g, d = q.shape[1], q.shape[2]
+  qs = q[h]                                                      # (g, d): (8, 40) or (3, 64), padded
+  m = ml.full((g,), -float("inf"), F32)
+  l = ml.zeros((g,), F32)
+  acc = ml.zeros((g, d), F32)
+  for n in range(0, k.shape[1], BLOCK_N):
+    kb = k.at[h, ml.ds(n, BLOCK_N), :][...]
+    vb = v.at[h, ml.ds(n, BLOCK_N), :][...]
+    s = ml.dot(qs, kb.T) * 0.125
+    m_new = ml.maximum(m, ml.max(s, axis=1))
+    p = ml.exp(s - m_new[:, None])
+    alpha = ml.exp(m - m_new)
+    l = l * alpha + ml.sum(p, axis=1)
+    acc = acc * alpha[:, None] + ml.dot(p.astype(vb.dtype), vb)
+    m = m_new
+  o[h] = (acc / l[:, None]).astype(o.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, v: q, grid=lambda q, k, v: (q.shape[0],))
+def gqa_rows(q, k, v, o, *, BLOCK_N: ml.constexpr = 16):      # the same in registers, a row of scores a head
+  h = ml.program_id(0)
+  g, d = q.shape[1], q.shape[2]
+  qs = q[h].astype(F32) * 0.125
+  m = ml.full((g,), -float("inf"), F32)
+  l = ml.zeros((g,), F32)
+  acc = ml.zeros((g, d), F32)
+  for n in range(0, k.shape[1], BLOCK_N):
+    kb = k.at[h, ml.ds(n, BLOCK_N), :][...].astype(F32)
+    vb = v.at[h, ml.ds(n, BLOCK_N), :][...].astype(F32)
+    s = ml.zeros((g, BLOCK_N), F32)                              # (4, 16): padded to (4, 32)
+    for i in ml.static_range(g):
+      s = ml.where(ml.arange(g)[:, None] == i, ml.sum(qs[i][None, :] * kb, axis=1)[None, :], s)
+    m_new = ml.maximum(m, ml.max(s, axis=1))
+    p = ml.exp(s - m_new[:, None])
+    alpha = ml.exp(m - m_new)
+    l = l * alpha + ml.sum(p, axis=1)
+    pv = ml.zeros((g, d), F32)                                   # (4, 40): padded to (4, 64)
+    for i in ml.static_range(g):
+      pv = ml.where(ml.arange(g)[:, None] == i, ml.sum(p[i][:, None] * vb, axis=0)[None, :], pv)
+    acc = acc * alpha[:, None] + pv
+    m = m_new
+  o[h] = (acc / l[:, None]).astype(o.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, v: q, grid=lambda q, k, v: (q.shape[0],))
+def gqa_jnp(q, k, v, o):               # a Pallas port: jnp.dot of register tiles, jax.nn.softmax
+  h = ml.program_id(0)
+  qs, ks, vs = q[h], k[h], v[h]
+  s = jnp.dot(qs, ks.T, preferred_element_type=jnp.float32) * 0.125
+  p = jax.nn.softmax(s, axis=-1)
+  o[h] = jnp.dot(p.astype(vs.dtype), vs, preferred_element_type=jnp.float32).astype(o.dtype)
+
+
+@pytest.mark.parametrize("kernel,g,n,d", [(gqa_dot, 8, 128, 40), (gqa_dot, 3, 64, 64), (gqa_rows, 4, 32, 40),
+                                          (gqa_jnp, 4, 64, 72), (gqa_jnp, 4, 64, 64)])
+def test_gqa_decode_of_a_group_read_whole_computes_padded(kernel, g, n, d):
+  q, k, v = _rnd((2, g, d), 6, BF16), _rnd((2, n, d), 7, BF16), _rnd((2, n, d), 8, BF16)
+  _close(kernel(q, k, v, interpret=True), _attention(q, k, v), 3e-2)
+  _export(kernel, q, k, v)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[1]), F32))
+def few_rows_linear(x, w, o):          # a decode batch of a few tokens times a weight tile in SMEM
+  ws = ml.smem(w.shape, w.dtype)
+  ml.copy(w, ws)
+  o[...] = ml.dot(x[...], ws, out_dtype=F32)
+
+
+@pytest.mark.parametrize("m,k,n", [(5, 40, 64), (3, 64, 64)])
+def test_a_dot_of_an_odd_read_of_few_rows(m, k, n):
+  x, w = _rnd((m, k), 9, BF16), _rnd((k, n), 10, BF16)
+  _close(few_rows_linear(x, w, interpret=True), _f(x) @ _f(w), 2e-2)
+  _export(few_rows_linear, x, w)
+
+
+@pytest.mark.gpu
+def test_gpu_decode_kernels_of_small_tiles_match_interpret_mode():
+  q, k, v = _rnd((2, 40), 11), _rnd((2, 64, 40), 12), _rnd((2, 64, 40), 13)
+  _close(jax.jit(decode_row)(q, k, v), decode_row(q, k, v, interpret=True), 1e-4)
+  _close(jax.jit(decode_keepdims)(q, k, v), _attention(q, k, v), 1e-4)
+  for kernel, g, n, d in [(gqa_dot, 8, 128, 40), (gqa_dot, 3, 64, 64), (gqa_rows, 4, 32, 40), (gqa_jnp, 4, 64, 72)]:
+    q, k, v = _rnd((2, g, d), 14, BF16), _rnd((2, n, d), 15, BF16), _rnd((2, n, d), 16, BF16)
+    _close(jax.jit(kernel)(q, k, v), kernel(q, k, v, interpret=True), 3e-2)
+  x, w = _rnd((5, 40), 17, BF16), _rnd((40, 64), 18, BF16)
+  _close(jax.jit(few_rows_linear)(x, w), _f(x) @ _f(w), 2e-2)

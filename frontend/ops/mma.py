@@ -469,6 +469,9 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
   out_dtype = check_dot_options(cx, a, b, acc, out_dtype, input_precision, allow_tf32, max_num_imprecise_acc,
                                 preferred_element_type, precision)
   loc = cx.loc
+  from .padded_dots import padded_dot
+  if (padded := padded_dot(cx, a, b, acc, out_dtype, dot.rule)) is not None:
+    return padded                     # a padded trace's dot: at padded shapes (ops/padded_dots.py)
   from .dot_staging import staged_a, staged_b
   a = staged_a(cx, a, b)
   in_regs = is_value(a) and isinstance(a.type, TensorType)

@@ -56,6 +56,43 @@ def widen_rows(cx, operands):
       out.append(x)
       continue
     out.append(_grown(cx, x, rank, target))
+  return _cut_to_unpadded(cx, tuple(out), rank, target)
+
+
+def _cut_to_unpadded(cx, operands, rank, target):
+  """The operands with each padded one cut along an axis where another operand of the same own length could not be
+  grown to its length, to the shortest such length (a (4,) running max filled padded to 8 beside the (4,) row
+  maxima of a (4, 16) score tile padded to (4, 32), or a (3,) one padded to 8 beside the maxima of 3 rows padded to
+  4: a statistic of a tile's rows is a vector of that tile's rows, which no zeros lengthen; probe 48a): `x[:n]`
+  along it, through SMEM, recorded padded with its own shape where it still is."""
+  from .shape import index_through_smem
+  pads = cx.b.pad_tiles
+  cut = {}
+  for x in operands:
+    if isinstance(getattr(x, "type", None), TensorType):
+      lead, mine = rank - len(x.type.shape), tuple(pads.get(x.id, x.type.shape))
+      for k, (n, u) in enumerate(zip(mine, x.type.shape)):
+        if lead + k in target and target[lead + k][0] == n and u != 1:
+          cut.setdefault(lead + k, set()).add(u)
+  cut = {k: min(us) for k, us in cut.items() if len(us) > 1}
+  if not cut:
+    return operands
+  out = []
+  for x in operands:
+    if getattr(x, "id", None) not in pads:
+      out.append(x)
+      continue
+    own, up, lead = pads[x.id], tuple(x.type.shape), rank - len(x.type.shape)
+    axes = {k: cut[lead + k] for k, (n, u) in enumerate(zip(own, up)) if lead + k in cut and n == target[lead + k][0]
+            and u > cut[lead + k]}
+    if not axes:
+      out.append(x)
+      continue
+    with allowed(cx):
+      y = index_through_smem(cx, x, tuple(slice(0, axes[k]) if k in axes else slice(None) for k in range(len(up))))
+    if tuple(own) != tuple(y.type.shape):
+      pads[y.id] = tuple(own)
+    out.append(y)
   return tuple(out)
 
 
@@ -168,9 +205,9 @@ class carrying:
     pads = getattr(self.b, "pad_tiles", None)
     if pads is None:
       return
+    own = lambda v: tuple(pads.get(v.id, getattr(v.type, "shape", ()))) if hasattr(v, "id") else None
     for init, y in zip(self.inits, self.yields or ()):
-      if (getattr(init, "id", None) in pads or getattr(y, "id", None) in pads) and \
-          pads.get(getattr(init, "id", None)) != pads.get(getattr(y, "id", None)):
+      if (getattr(init, "id", None) in pads or getattr(y, "id", None) in pads) and own(init) != own(y):
         raise PadAbort("carry")
     self.b.pad_ok = getattr(self.b, "pad_ok", 0) + 1
 
@@ -200,4 +237,41 @@ def flattened(cx, x, own, up, redo):
   out = _joined_along_padding(cx, rows, [(own[1],)] * own[0], 0)
   if tuple(out.type.shape) != (n,) and tuple(out.type.shape) != _up((n,), resolve(x.type.dtype)):
     raise PadAbort("reshape")
+  return out
+
+
+class Refill(Exception):
+  """A loop carry started by a fill (`m = ml.full((4,), -inf)`) whose body makes it a value of the same own shape
+  held at another padded shape (the (4,) row maxima of a score tile padded to (4, 32), where the fill was padded
+  to 8; a (3, 40) accumulator the body makes padded where its fill was not): the loop is traced again with the
+  fill made at that shape (probe 48a; the carry's types differed, MG005, and the padded trace ended)."""
+
+  def __init__(self, leaf, shape, own):
+    super().__init__(leaf)
+    self.leaf, self.shape, self.own = leaf, shape, own
+
+
+def refill_for(b, leaf_name, init, leaf):
+  """Raise Refill where `init` (a loop's initial value) is a fill the padded trace may make again at `leaf`'s
+  shape (see Refill), once per carry."""
+  from .elementwise import Full
+  pads = getattr(b, "pad_tiles", None)
+  if pads is None or not all(isinstance(getattr(v, "type", None), TensorType) for v in (init, leaf)):
+    return
+  if init.id in getattr(b, "refilled", ()) or not isinstance(b.defining(init), Full) or init.type.dtype != leaf.type.dtype:
+    return
+  own = tuple(pads.get(leaf.id, leaf.type.shape))
+  if tuple(pads.get(init.id, init.type.shape)) == own and tuple(leaf.type.shape) != tuple(init.type.shape):
+    raise Refill(leaf_name, tuple(leaf.type.shape), own)
+
+
+def refill(cx, init, shape, own):
+  """The fill `init` made again at `shape`, recorded padded with its own shape `own` where they differ."""
+  from .elementwise import full_
+  b = cx.b
+  with allowed(cx):
+    out = full_(cx, shape, b.defining(init).value, init.type.dtype)
+  if tuple(own) != tuple(shape):
+    b.pad_tiles[out.id] = tuple(own)
+  b.__dict__.setdefault("refilled", set()).add(out.id)
   return out

@@ -161,9 +161,10 @@ def on_emit(b, cls, args, results):
   ok = cls in (Binary, Cast, Compare, Unary, Where) or cls is Scan and not args[3]
   others = [a for a in args if isinstance(getattr(a, "type", None), TensorType) and a.id not in pads]
   padded = {k for a in ins for k, (n, m) in enumerate(zip(pads[a.id], a.type.shape)) if n != m}
-  if not ok or len(results) != 1 or any(any(n != 1 for n in a.type.shape) and not isinstance(b.defining(a), Full)
-                                        and not _constant_along(b, a, padded) for a in others):
-    raise PadAbort(cls.__name__)      # (a fill, a (1,) one, or a row broadcast along padded rows: the same there)
+  if not ok or len(results) != 1 or padded and any(any(n != 1 for n in a.type.shape) and not isinstance(
+      b.defining(a), Full) and not _constant_along(b, a, padded) for a in others):
+    raise PadAbort(cls.__name__)      # (a fill, a (1,) one, or a row broadcast along padded rows: the same there;
+                                      # anything beside values of their own shape, nothing padded: probe 48a)
   up = tuple(getattr(results[0].type, "shape", ()))
   own = list(up)
   if cls is Broadcast and len(ins[0].type.shape) < len(up):    # a[..., None]: new trailing axes, not padded

@@ -1,0 +1,71 @@
+"""`ml.dot` in the padded trace of odd reads (ops/padded_tiles.py; probe 48a): a GQA decode's group of query
+heads read whole, `q[h]` of (8, 40) or (4, 72), padded to (8, 64) or (4, 96), times a block of keys, and the
+(G, d) product of probabilities and values that an accumulator padded as the group is adds (`acc = acc *
+alpha[:, None] + ml.dot(p, v_blk)`). A dot ended the padded trace, so such kernels failed with MG204 at the
+accumulator, which no register tensor holds at (8, 40).
+
+The dot is computed at padded shapes, as a user pads it by hand: the contraction axis k of both operands taken to
+the longer of their padded lengths with zeros in the padding (a padded operand's padding, which math may have
+changed since its masked read, replaced by zeros: zero columns of A meet zero rows of B, so the product is
+unchanged), A's rows grown with zero rows and B's columns with zero columns to the padded shape of the product
+(rows a multiple of 4, columns of 32, as a read of that shape is padded), and the product recorded padded with its
+own (m, n). Rows of A and columns of B past their own part only make rows and columns of the product past its own
+part, which stores never write. Only ops that already lower: selects, concatenations with zeros, and ml.dot itself
+(whose own paddings of m, k and n, ops/small_dots.py, then apply)."""
+from __future__ import annotations
+
+from ..types import RefType, TensorType
+from .base import is_value
+from .padded_tiles import _holds, _up, allowed, mask
+
+
+def padded_dot(cx, a, b, acc, out_dtype, dot_rule):
+  """`acc + a @ b` at padded shapes (see the module) where the trace is padded and an operand is padded or the
+  product's own shape is one no register tensor holds; None otherwise (the plain dot)."""
+  pads = getattr(cx.b, "pad_tiles", None)
+  if pads is None or getattr(cx.b, "pad_ok", 0):
+    return None
+  if not all(is_value(x) and isinstance(x.type, (RefType, TensorType)) and len(x.type.shape) == 2 for x in (a, b)):
+    return None
+  own_a, own_b = (tuple(pads.get(x.id, x.type.shape)) for x in (a, b))
+  (m, k), (k2, n) = own_a, own_b
+  padded_a, padded_b = own_a != tuple(a.type.shape), own_b != tuple(b.type.shape)
+  if k != k2 or not (padded_a or padded_b or not _holds((m, n))):
+    return None
+  if acc is not None and not (is_value(acc) and isinstance(acc.type, TensorType)
+                              and tuple(pads.get(acc.id, acc.type.shape)) == (m, n)):
+    return None               # (the dot's own checks report it)
+  rows, cols = (m, n) if _holds((m, n)) else _up((m, n), None)
+  rows = max(rows, a.type.shape[0] if padded_a else 0)
+  cols = max(cols, b.type.shape[1] if padded_b else 0)
+  deep = max(a.type.shape[1], b.type.shape[0])
+  from .transfers import load
+  with allowed(cx):
+    x = load(cx, a) if isinstance(a.type, RefType) else a
+    y = load(cx, b) if isinstance(b.type, RefType) else b
+    x = _zeroed(cx, x, (m, k)) if padded_a else x
+    y = _zeroed(cx, y, (k, n)) if padded_b else y
+    x, y = _grown(cx, x, (rows, deep)), _grown(cx, y, (deep, cols))
+    out = dot_rule(cx, x, y, None, out_dtype=out_dtype)
+  if tuple(out.type.shape) != (m, n):
+    pads[out.id] = (m, n)
+  if acc is None:
+    return out
+  from .elementwise import BinOp, binary
+  return binary(cx, BinOp.ADD, acc, out)
+
+
+def _zeroed(cx, x, own):
+  """Padded register tensor `x` with zeros in its padding (outside its own shape `own`)."""
+  from .elementwise import where_
+  m = mask(cx, own, tuple(x.type.shape))
+  return x if m is None else where_(cx, m, x, 0)
+
+
+def _grown(cx, x, shape):
+  """Register tensor `x` with zero rows and columns appended up to `shape` (x itself where it has that shape)."""
+  from .small_dots import _pad
+  for axis in (0, 1):
+    if x.type.shape[axis] < shape[axis]:
+      x = _pad(cx, x, axis, shape[axis])
+  return x
