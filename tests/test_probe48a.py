@@ -179,5 +179,55 @@ def test_gpu_decode_kernels_of_small_tiles_match_interpret_mode():
   for kernel, g, n, d in [(gqa_dot, 8, 128, 40), (gqa_dot, 3, 64, 64), (gqa_rows, 4, 32, 40), (gqa_jnp, 4, 64, 72)]:
     q, k, v = _rnd((2, g, d), 14, BF16), _rnd((2, n, d), 15, BF16), _rnd((2, n, d), 16, BF16)
     _close(jax.jit(kernel)(q, k, v), kernel(q, k, v, interpret=True), 3e-2)
+
+
+# ---------------------------------------------------------------- ml.reduce of an odd read (a vocabulary tail, 100 logits)
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), F32))
+def product_of_all(x, o):
+  o[...] = ml.reduce(x[...], 0, lambda a, b: a * b, keep_dims=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((2,), F32))
+def welford(x, o):               # Triton's welford_combine over a row read whole: its mean and variance
+  v = x[...]
+
+  def combine(m1, s1, n1, m2, s2, n2):
+    n = n1 + n2
+    w = ml.where(n > 0, n2 / ml.where(n > 0, n, 1.0), 0.0)
+    d = m2 - m1
+    return m1 + d * w, s1 + s2 + d * d * n1 * w, n
+
+  mean, m2, n = ml.reduce((v, ml.zeros_like(v), ml.full(v.shape, 1.0, F32)), 0, combine)
+  o[0] = mean
+  o[1] = m2 / n
+
+
+@pytest.mark.parametrize("n", [100, 17])
+def test_ml_reduce_of_an_odd_read_takes_its_last_real_element(n):
+  x = (0.9 + 0.1 * np.abs(_rnd((n,), 19))).astype(np.float32)
+  _close(product_of_all(x, interpret=True), x.prod(keepdims=True), 1e-4)
+  _close(welford(x, interpret=True), np.array([x.mean(), x.var()]), 1e-5)
+  _export(product_of_all, x)
+  _export(welford, x)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def row_max_by_reduce(x, o):
+  o[...] = ml.reduce(x[...], 1, lambda a, b: ml.maximum(a, b))
+
+
+def test_ml_reduce_along_the_rows_of_an_odd_read_ignores_the_padding():
+  x = -np.abs(_rnd((8, 40), 20)) - 1           # (all negative: a max over the zeros of the padding would be 0)
+  _close(row_max_by_reduce(x, interpret=True), x.max(1))
+  _export(row_max_by_reduce, x)
+
+
+@pytest.mark.gpu
+def test_gpu_dots_and_reductions_of_odd_reads_match_numpy():
   x, w = _rnd((5, 40), 17, BF16), _rnd((40, 64), 18, BF16)
   _close(jax.jit(few_rows_linear)(x, w), _f(x) @ _f(w), 2e-2)
+  x = (0.9 + 0.1 * np.abs(_rnd((100,), 21))).astype(np.float32)
+  _close(jax.jit(product_of_all)(x), x.prod(keepdims=True), 1e-4)
+  _close(jax.jit(welford)(x), np.array([x.mean(), x.var()]), 1e-5)
+  x = -np.abs(_rnd((8, 40), 22)) - 1
+  _close(jax.jit(row_max_by_reduce)(x), x.max(1))

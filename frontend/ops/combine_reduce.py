@@ -53,7 +53,8 @@ def reduce(cx, input, axis, combine_fn, keep_dims=False):
     raise E.IndexOutOfBoundsError(f"ml.reduce: axis {axis!r} is out of range for a tensor of rank {rank}", cx.loc,
                                   hint=f"axes run from {-rank} to {rank - 1}")
   axis %= rank
-  n = shape[axis]
+  from .padded_tiles import true_shape
+  n = true_shape(cx.b, parts[0])[axis]   # (a padded odd read's own length: its last real element, probe 48a)
   elems = tuple(parts) if isinstance(input, (tuple, list)) else parts[0]
   scanned = associative_scan.rule(cx, elems, axis, combine_fn)
   last = tuple((slice(n - 1, n) if keep_dims else n - 1) if a == axis else slice(None) for a in range(rank))
