@@ -157,6 +157,23 @@ def test_gqa_decode_of_a_group_read_whole_computes_padded(kernel, g, n, d):
   _export(kernel, q, k, v)
 
 
+@mg.mgpu_kernel(out_shape=lambda q, k, v: q, grid=lambda q, k, v: (q.shape[0],))
+def gqa_products(q, k, v, o):          # a Triton port: the scores as a 3-D product summed over the head dim
+  h = ml.program_id(0)
+  qs, ks, vs = q[h].astype(F32), k[h].astype(F32), v[h].astype(F32)
+  s = ml.sum(qs[:, None, :] * ks[None, :, :], axis=-1) * 0.125
+  p = ml.exp(s - ml.max(s, axis=-1, keepdims=True))
+  acc = ml.sum(p[:, :, None] * vs[None, :, :], axis=1)
+  o[h] = (acc / ml.sum(p, axis=-1, keepdims=True)).astype(o.dtype)
+
+
+@pytest.mark.parametrize("g,n,d", [(3, 64, 64), (2, 32, 96)])
+def test_gqa_scores_as_a_3d_product_of_a_padded_group(g, n, d):
+  q, k, v = _rnd((2, g, d), 23), _rnd((2, n, d), 24), _rnd((2, n, d), 25)
+  _close(gqa_products(q, k, v, interpret=True), _attention(q, k, v), 1e-4)
+  _export(gqa_products, q, k, v)
+
+
 @mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[1]), F32))
 def few_rows_linear(x, w, o):          # a decode batch of a few tokens times a weight tile in SMEM
   ws = ml.smem(w.shape, w.dtype)
@@ -179,6 +196,8 @@ def test_gpu_decode_kernels_of_small_tiles_match_interpret_mode():
   for kernel, g, n, d in [(gqa_dot, 8, 128, 40), (gqa_dot, 3, 64, 64), (gqa_rows, 4, 32, 40), (gqa_jnp, 4, 64, 72)]:
     q, k, v = _rnd((2, g, d), 14, BF16), _rnd((2, n, d), 15, BF16), _rnd((2, n, d), 16, BF16)
     _close(jax.jit(kernel)(q, k, v), kernel(q, k, v, interpret=True), 3e-2)
+  q, k, v = _rnd((2, 3, 64), 26), _rnd((2, 64, 64), 27), _rnd((2, 64, 64), 28)
+  _close(jax.jit(gqa_products)(q, k, v), _attention(q, k, v), 1e-4)
 
 
 # ---------------------------------------------------------------- ml.reduce of an odd read (a vocabulary tail, 100 logits)
@@ -231,3 +250,37 @@ def test_gpu_dots_and_reductions_of_odd_reads_match_numpy():
   _close(jax.jit(welford)(x), np.array([x.mean(), x.var()]), 1e-5)
   x = -np.abs(_rnd((8, 40), 22)) - 1
   _close(jax.jit(row_max_by_reduce)(x), x.max(1))
+  x, w = _rnd((2, 320), 32), _rnd((40,), 33)
+  _close(jax.jit(lambda x, w: qk_norm(x, w, H=8))(x, w), qk_norm(x, w, H=8, interpret=True), 1e-5)
+  x = _rnd((2, 192), 34)
+  np.testing.assert_array_equal(np.asarray(jax.jit(head_argmax)(x)), x.reshape(2, 8, 24).argmax(-1))
+
+
+# ---------------------------------------------------------------- a token's row of heads reshaped per head
+@mg.mgpu_kernel(out_shape=lambda x, w: x, grid=lambda x, w: (x.shape[0],))
+def qk_norm(x, w, o, *, H: ml.constexpr = 8):      # Qwen3's q/k norm: a token's (H * d,) row, RMS-normed per head
+  t = ml.program_id(0)
+  v = x[t].astype(F32).reshape(H, -1)
+  r = ml.rsqrt(ml.mean(v * v, axis=-1, keepdims=True) + 1e-6)
+  o[t] = (v * r * w[...].astype(F32)[None, :]).reshape(-1).astype(o.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 8), jnp.int32), grid=lambda x: (x.shape[0],))
+def head_argmax(x, o):
+  t = ml.program_id(0)
+  o[t] = ml.argmax(x[t].reshape(8, 24), axis=1).astype(jnp.int32)
+
+
+@pytest.mark.parametrize("h,d,dtype", [(8, 40, np.float32), (3, 64, BF16)])
+def test_a_rows_reshape_of_a_vector_no_register_tensor_holds_computes_padded(h, d, dtype):
+  x, w = _rnd((2, h * d), 29, dtype), _rnd((d,), 30, dtype)
+  v = _f(x).reshape(2, h, d)
+  want = (v / np.sqrt((v * v).mean(-1, keepdims=True) + 1e-6) * _f(w)).reshape(2, -1)
+  _close(qk_norm(x, w, H=h, interpret=True), want, 2e-2 if dtype == BF16 else 1e-5)
+  _export(qk_norm, x, w, H=h)
+
+
+def test_argmax_of_each_row_of_a_192_element_vector_as_8_by_24():
+  x = _rnd((2, 192), 31)
+  np.testing.assert_array_equal(np.asarray(head_argmax(x, interpret=True)), x.reshape(2, 8, 24).argmax(-1))
+  _export(head_argmax, x)

@@ -275,3 +275,46 @@ def refill(cx, init, shape, own):
     b.pad_tiles[out.id] = tuple(own)
   b.__dict__.setdefault("refilled", set()).add(out.id)
   return out
+
+
+def rows_of_vector(cx, x, shape):
+  """`x.reshape(h, d)` in a padded trace of an unpadded vector `x` of h * d elements where no register tensor holds
+  (h, d) (a token's query row of 8 heads of 40, `q[t].reshape(8, -1)`, normalised per head; 192 elements as (8, 24)):
+  its rows, each a window of the vector, stored into an SMEM scratch of the padded shape (rows a multiple of 4,
+  columns of 32) beside zeros, read back whole and recorded padded with its own shape (probe 48a; it was MG204).
+  None for any other reshape."""
+  from .elementwise import full_
+  from .memory import view
+  from .padded_tiles import _up
+  from .scratches import scratch
+  from .shape import index_through_smem
+  from .transfers import load, store
+  pads = getattr(cx.b, "pad_tiles", None)
+  t = getattr(x, "type", None)
+  if pads is None or getattr(cx.b, "pad_ok", 0) or not isinstance(t, TensorType) or len(t.shape) != 1 \
+      or x.id in pads or not isinstance(resolve(t.dtype), DType) or not isinstance(shape, (tuple, list)):
+    return None
+  if not all(isinstance(n, int) and not isinstance(n, bool) for n in shape) or len(shape) != 2:
+    return None
+  n = t.shape[0]
+  if list(shape).count(-1) == 1:
+    rest = math.prod(k for k in shape if k != -1)
+    shape = tuple(n // rest if k == -1 else k for k in shape) if rest > 0 and n % rest == 0 else shape
+  h, d = shape
+  if h <= 1 or d <= 1 or h * d != n or _holds((h, d)) or d % 8 or h > 64:
+    return None
+  up = _up((h, d), resolve(t.dtype))
+  if not _holds(up):
+    return None
+  name = cx.name
+  with allowed(cx):
+    buf = scratch(cx, up, t.dtype, f"the rows of {cx.named(x, 'a vector')} padded to {up}")
+    for r in range(h):
+      store(cx, view(cx, buf, (r, slice(0, d))), index_through_smem(cx, x, (slice(r * d, (r + 1) * d),)))
+    if up[1] > d:
+      store(cx, view(cx, buf, (slice(0, up[0]), slice(d, up[1]))), full_(cx, (up[0], up[1] - d), 0, t.dtype))
+    if up[0] > h:
+      store(cx, view(cx, buf, (slice(h, up[0]), slice(0, d))), full_(cx, (up[0] - h, d), 0, t.dtype))
+    out = load(cx, buf, name)
+  pads[out.id] = (h, d)
+  return out

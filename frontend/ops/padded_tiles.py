@@ -195,9 +195,15 @@ def _reshaped(own, shape, new):
 
 def _constant_along(b, a, axes) -> bool:
   """Whether the unpadded tensor `a` is a broadcast that stretches along every axis of `axes` (`c[None, :]`
-  stretched over a padded tile's rows), so that its values there are the same in the padding as in the rest."""
-  from .shape import Broadcast
+  stretched over a padded tile's rows), so that its values there are the same in the padding as in the rest; also
+  through a reshape that keeps the axes up to the last of `axes` (a 3-D broadcast's 2-D one between reshapes,
+  `k[None, :, :]` stretched over a padded group of query heads: probe 48a)."""
+  from .shape import Broadcast, Reshape
   o = b.defining(a)
+  if isinstance(o, Reshape) and axes:
+    src, new = tuple(o.x.type.shape), tuple(a.type.shape)
+    kept = next((i for i, (p, q) in enumerate(zip(src, new)) if p != q), min(len(src), len(new)))
+    return max(axes) < kept and _constant_along(b, o.x, axes)
   if not isinstance(o, Broadcast) or not axes:
     return False
   src, dims = tuple(o.x.type.shape), tuple(o.dims)

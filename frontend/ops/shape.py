@@ -145,7 +145,13 @@ def broadcast_operands(cx, operands, what):
     operands = widen_rows(cx, operands)
     tensors = [x for x in operands if is_tensor(x)]
   shape = broadcast_shape(cx, [x.type.shape for x in tensors], what, names, tensors)
-  out = tuple(broadcast_to_shape(cx, x, shape) if is_tensor(x) else x for x in operands)
+  pads = getattr(cx.b, "pad_tiles", None)
+  if pads is not None and any(is_tensor(x) and x.id in pads and x.type.shape != shape for x in operands):
+    from .padded_tiles import allowed
+    with allowed(cx):       # (a padded one into 3-D, through reshapes of its padded axes: recorded by `stretched`)
+      out = tuple(broadcast_to_shape(cx, x, shape) if is_tensor(x) else x for x in operands)
+  else:
+    out = tuple(broadcast_to_shape(cx, x, shape) if is_tensor(x) else x for x in operands)
   if getattr(cx.b, "pad_tiles", None) is not None:      # (a padded statistic stretched by a reshape: still padded)
     from .padded_meets import stretched
     stretched(cx, operands, out, shape)
@@ -594,6 +600,9 @@ def reshape(cx, x, shape, *more):
   from .padded_tiles import padded_reshape
   if (kept := padded_reshape(cx, x, shape, lambda up: reshape_(cx, x, up))) is not None:
     return kept                 # (a padded trace: a tile of heads read padded, its pairs interleaved back)
+  from .padded_meets import rows_of_vector
+  if (rows := rows_of_vector(cx, x, shape)) is not None:
+    return rows                 # (a padded trace: a vector's rows no register tensor holds, padded)
   if isinstance(shape, tuple) and shape.count(-1) == 1 and is_tensor(x) and all(
       isinstance(n, int) and not isinstance(n, bool) for n in shape):
     rest = math.prod(n for n in shape if n != -1)
