@@ -284,3 +284,18 @@ def test_argmax_of_each_row_of_a_192_element_vector_as_8_by_24():
   x = _rnd((2, 192), 31)
   np.testing.assert_array_equal(np.asarray(head_argmax(x, interpret=True)), x.reshape(2, 8, 24).argmax(-1))
   _export(head_argmax, x)
+
+
+# ---------------------------------------------------------------- RMSNorm over the heads of a few tokens, read whole
+@mg.mgpu_kernel(out_shape=lambda x, w: x)
+def rms_heads(x, w, o):          # x: (tokens, heads, d), w: (d,): the weight stretched over a padded axis of heads
+  v = x[...].astype(F32)
+  r = ml.rsqrt(ml.mean(v * v, axis=-1, keepdims=True) + 1e-6)
+  o[...] = (v * r * w[...].astype(F32)).astype(o.dtype)
+
+
+@pytest.mark.parametrize("shape", [(5, 2, 96), (7, 3, 32)])
+def test_rms_norm_of_an_odd_3d_read_stretches_the_weight_over_padded_heads(shape):
+  x, w = _rnd(shape, 35), _rnd(shape[-1:], 36)
+  _close(rms_heads(x, w, interpret=True), x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * w)
+  _export(rms_heads, x, w)

@@ -201,13 +201,43 @@ def _constant_along(b, a, axes) -> bool:
   from .shape import Broadcast, Reshape
   o = b.defining(a)
   if isinstance(o, Reshape) and axes:
-    src, new = tuple(o.x.type.shape), tuple(a.type.shape)
-    kept = next((i for i, (p, q) in enumerate(zip(src, new)) if p != q), min(len(src), len(new)))
-    return max(axes) < kept and _constant_along(b, o.x, axes)
+    blocks = _reshape_blocks(tuple(o.x.type.shape), tuple(a.type.shape))
+    if blocks is None:
+      return False
+    src_axes = {i for s, r in blocks if set(r) & set(axes) for i in s}
+    return bool(src_axes) and _constant_along(b, o.x, src_axes)
   if not isinstance(o, Broadcast) or not axes:
     return False
   src, dims = tuple(o.x.type.shape), tuple(o.dims)
   return all(k not in dims or src[dims.index(k)] == 1 for k in axes)
+
+
+def _reshape_blocks(src, new):
+  """The blocks of a reshape from `src` to `new`: pairs (source axes, result axes) of equal sizes that it merges or
+  splits into each other (size-1 axes join their neighbours); None where the sizes do not pair so."""
+  src = [n for n in src]
+  new = [n for n in new]
+  i = j = 0
+  blocks = []
+  while i < len(src) or j < len(new):
+    si, rj, ps, pn = [], [], 1, 1
+    while True:
+      if i < len(src) and (ps <= pn or j >= len(new)) and (ps < pn or not si or src[i] == 1):
+        si.append(i)
+        ps *= src[i]
+        i += 1
+      elif j < len(new) and (pn < ps or not rj or new[j] == 1):
+        rj.append(j)
+        pn *= new[j]
+        j += 1
+      else:
+        break
+      if ps == pn and si and rj and not (i < len(src) and src[i] == 1) and not (j < len(new) and new[j] == 1):
+        break
+    if ps != pn or not si or not rj:
+      return None
+    blocks.append((si, rj))
+  return blocks
 
 
 def padded_index(cx, x, index, redo):
