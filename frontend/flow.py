@@ -430,6 +430,7 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
         if not same_type(init, leaf, loc) and arg.id in b.weak and _widens(init, leaf):
           raise _Widen(ln, leaf.type.dtype)
         if not same_type(init, leaf, loc):
+          init = small_carries.as_written(b, init)      # (a one-element tensor carried as its element: as written)
           d1 = resolve(leaf.type.dtype)
           outer = tracer.carried.get(ln)        # t = 0 before two nested loops: where it started
           if is_value(start) and outer is not None and outer[5] is start and type(outer[2]) is int:

@@ -99,6 +99,15 @@ def _one(v) -> bool:
   return is_value(v) and isinstance(v.type, TensorType) and len(v.type.shape) > 0 and math.prod(v.type.shape) == 1
 
 
+def as_written(b, init):
+  """A loop's initial value as the user wrote it, for messages: a one-element tensor the loop carries as its
+  element is that tensor (a stand-in of its shape)."""
+  if is_value(init) and init.id in b.one_carries:
+    from . import ir
+    return ir.Value(TensorType(b.one_carries[init.id], init.type.dtype), init.name)
+  return init
+
+
 def _element(b, loc, v):
   from .ops.one_element import element_of
   return element_of(Call(b, loc), v)

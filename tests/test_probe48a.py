@@ -13,6 +13,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from locate import expect
 
 S = jax.ShapeDtypeStruct
 F32, BF16 = jnp.float32, jnp.bfloat16
@@ -90,6 +91,21 @@ def test_decode_of_one_head_carries_one_element_statistics(kernel, d, dtype):
   q, k, v = _rnd((2, d), 1, dtype), _rnd((2, 64, d), 2, dtype), _rnd((2, 64, d), 3, dtype)
   _close(kernel(q, k, v, interpret=True), _attention(q, k, v), 2e-2 if dtype == BF16 else 1e-5)
   _export(kernel, q, k, v)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8,), F32))
+def running_max_of_another_shape(x, o):
+  m = ml.full((1,), -float("inf"), F32)
+  for c in range(x.shape[1] // 64):
+    m = ml.max(x.at[:, ml.ds(c * 64, 64)][...], axis=1)
+  o[...] = m
+
+
+def test_a_one_element_carry_the_body_reshapes_is_named_as_written():
+  # (the loop carries the (1,) tensor's element; the mistake still names the tensor, not a scalar)
+  expect(running_max_of_another_shape, [S((8, 256), F32)], mg.LoopCarryTypeError, "m = ml.max(x.at",
+         "m enters the loop as a float32 tensor of shape (1,) but an iteration makes it a float32 tensor of shape (8,)",
+         hint="keep m's shape fixed across iterations")
 
 
 # ---------------------------------------------------------------- GQA decode: a group of query heads read whole
