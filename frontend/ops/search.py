@@ -3,7 +3,8 @@ group of a grouped GEMM's offsets a row falls in, which expert a token's slot be
 compiler has, so it has no IR op or lowering of its own:
 
 - `a` a ref (a kernel parameter, a window of one, an SMEM buffer) and `v` a scalar: a binary search on scalars,
-  `a.shape[0].bit_length()` steps, each reading one element (`a[mid]`) and narrowing `lo:hi`;
+  `a.shape[0].bit_length()` steps, each reading one element (`a[mid]`, mid clamped into `a`: a finished search's
+  may be its length) and narrowing `lo:hi`;
 - `a` a GMEM ref and `v` a tensor: the same search elementwise, each step a gather `a[mid]` (clamped into `a`,
   as every gather is: a finished lane's `mid` may be `a`'s length);
 - `a` a register vector (or an SMEM ref, read whole): the count of its elements before each query,
@@ -69,13 +70,15 @@ def _binary_search(cx, a, v, side):
 
 def _element(cx, a, i, tensor):
   """a[i]: a gather for a tensor of positions (clamped into a: a finished lane's i may be len(a)), else an
-  element read (i < len(a) wherever the search reads it: lo < hi there)."""
+  element read at i clamped into a: the steps are unrolled, so a search that has finished (lo == hi) still reads,
+  and its i is len(a) where the query comes after every element (the value read is not used)."""
   if tensor:
     from .gather import gather
     return gather(cx, a, (i,))
+  from .elementwise import BinOp, binary
   from .memory import view
   from .transfers import load
-  return load(cx, view(cx, a, (i,)))
+  return load(cx, view(cx, a, (binary(cx, BinOp.MIN, i, a.type.shape[0] - 1),)))
 
 
 def _count(cx, a, v, side):
