@@ -26,7 +26,8 @@ _UNARY = ("abs", "acos", "asin", "atan", "cbrt", "ceil", "cos", "exp", "exp2", "
 _JNP = {**{n: n for n in _UNARY + (
     "atan2", "fmod", "pow", "maximum", "minimum", "clip", "where", "round", "all", "any", "argmax", "argmin", "max",
     "min", "mean", "sum", "std", "var", "cumsum", "cumprod", "flip", "roll", "reshape", "ravel", "transpose",
-    "broadcast_to", "concatenate", "sort", "argsort", "take_along_axis", "full", "zeros", "squeeze", "repeat")},
+    "broadcast_to", "concatenate", "sort", "argsort", "take_along_axis", "full", "zeros", "squeeze", "repeat",
+    "searchsorted", "bincount")},
         "absolute": "abs", "arccos": "acos", "arcsin": "asin", "arctan": "atan", "arctan2": "atan2",
         "power": "pow", "amax": "max", "amin": "min", "around": "round", "fix": "trunc"}
 _NN = {"sigmoid": "sigmoid", "softmax": "softmax", "log_softmax": "log_softmax", "logsumexp": "logsumexp",
@@ -37,7 +38,8 @@ _LAX = {**{n: n for n in _UNARY if n not in ("isfinite", "isinf", "isnan", "log2
         "cummax": "cummax", "cummin": "cummin", "concatenate": "concatenate", "reshape": "reshape",
         "transpose": "transpose", "top_k": "top_k", "full": "full", "logistic": "sigmoid",
         "associative_scan": "associative_scan", "squeeze": "squeeze"}
-MAPPED = {"jnp": _JNP, "jax.nn": _NN, "jax.lax": _LAX,
+_OPS = {n: n for n in ("segment_sum", "segment_max", "segment_min")}      # jax.ops's (frontend/ops/segments.py)
+MAPPED = {"jnp": _JNP, "jax.nn": _NN, "jax.lax": _LAX, "jax.ops": _OPS,
           "jax.scipy.special": {"logsumexp": "logsumexp", "erf": "erf", "erfc": "erfc"}}
 
 # jnp's functions of inexact values: an integer or bool operand computes in float32 (lax's refuse it)

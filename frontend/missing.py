@@ -123,11 +123,7 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
           " out-of-bounds windows and races itself".format(n) for n in ("device_assert",)},
     **{n: "no ml.{}: Python's print(...) of static values prints while tracing; of run-time values, on the"
           " GPU and in interpret mode".format(n) for n in ("static_print", "device_print")},
-    "histogram": "no ml.histogram: scatter ones into a zeroed output, ml.atomic_add(out.at[bins], ml.full(bins.shape,"
-                 " 1, jnp.int32))",
     "rint": "no ml.rint: ml.round(x) rounds to the nearest integer, ties to even, as jnp.rint",
-    "bincount": "no ml.bincount: ml.atomic_add(counts.at[ids], ml.full(ids.shape, 1, jnp.int32)) into a zeroed"
-                " output (an output updated only by atomics starts at 0)",
     "scatter": "no ml.scatter: store at the indices, out[ids] = values (rows: out[ids, :] = rows; with a mask:"
                " out.at[ids].store(values, mask=m)), as jnp's .at[ids].set(mode=\"drop\") (indices outside are"
                " dropped; an output written only by scatters starts at 0); to add repeated indices up,"
@@ -438,8 +434,9 @@ ARRAY_CALLS = {"roll": _SHIFT, "pad": _SHIFT + PAD_MODES, "convolve": _TAPS, "co
                "debug_print": "write print(...): print(f\"x={x}\") or print(\"x\", x) prints register values in interpret"
                               " mode and on the GPU (jax.debug.print's \"{}\" fields are an f-string's here)",
                "rint": "use ml.round(x) (to the nearest integer, ties to even, as jnp.rint)",
-               "bincount": "no bincount: ml.atomic_add(counts.at[ids], ml.full(ids.shape, 1, jnp.int32)) into a"
-                           " zeroed output (one updated only by atomics starts at 0)",
+               "bincount": "ml.bincount(ids, weights, length=n) counts a register vector of ids into n bins, as"
+                           " jnp.bincount with a static length; or ml.atomic_add(counts.at[ids], ml.full(ids.shape, 1,"
+                           " jnp.int32)) into a zeroed output (one updated only by atomics starts at 0)",
                "nonzero": "no nonzero (its length depends on the data): a mask, ml.where(x != 0, ...), or an"
                           " exclusive ml.cumsum of the mask as each kept element's position, scattered"}
 

@@ -1,21 +1,25 @@
 """Hints for the segment and run functions of jax.ops and jnp (segment_sum, unique, diff, ...) that a graph
 or sparse kernel reaches for: what a kernel writes instead (atomic scatters into an output, masked windows
-shifted by one); jnp.searchsorted is ml.searchsorted (frontend/ops/search.py)."""
+shifted by one); jnp.searchsorted is ml.searchsorted (frontend/ops/search.py), and jax.ops.segment_sum, max and min
+of register values are ml's (frontend/ops/segments.py)."""
 from __future__ import annotations
 
-_SCATTER = ("scatter the data atomically, ml.atomic_{op}(out.at[segment_ids], data) (rows of a 2-D data:"
+_SCATTER = ("ml.segment_{name}(x[...], ids[...], num_segments=n) reduces register values (a static n, as jax.ops's);"
+            " across programs, scatter the data atomically,"
+            " ml.atomic_{op}(out.at[segment_ids], data, mask=segment_ids >= 0) (rows of a 2-D data:"
             " out.at[segment_ids, :]), into an output of num_segments elements: one updated only by atomics"
-            " starts at {start} (as jax.ops.segment_{name}'s empty segments), and ids outside it are dropped, as"
-            " jax's are")
+            " starts at {start} (as jax.ops.segment_{name}'s empty segments), and ids past its end are dropped, as"
+            " jax's are (a negative one would count from the end, as jnp's .at[] does: the mask keeps it out, as"
+            " jax.ops drops it)")
 _OFFSETS = ("; for sorted ids given as offsets (segment g is off[g]:off[g + 1]), one program per segment"
             " reduces its windows masked to that range (docs/language.md, \"Single elements\")")
 
 SEGMENT = {
-    "segment_sum": "no segment_sum: " + _SCATTER.format(op="add", start="0", name="sum") + _OFFSETS,
-    "segment_max": ("no segment_max: " + _SCATTER.format(op="max", start="the dtype's lowest value", name="max")
+    "segment_sum": _SCATTER.format(op="add", start="0", name="sum") + _OFFSETS,
+    "segment_max": (_SCATTER.format(op="max", start="the dtype's lowest value", name="max")
                     + " (int32, uint32; a float32 max as an int32 one on keys that order as the floats do: the"
                       " MG106 hint of ml.atomic_max writes it)" + _OFFSETS),
-    "segment_min": ("no segment_min: " + _SCATTER.format(op="min", start="the dtype's highest value", name="min")
+    "segment_min": (_SCATTER.format(op="min", start="the dtype's highest value", name="min")
                     + " (int32, uint32; a float32 min as an int32 one on keys that order as the floats do: the"
                       " MG106 hint of ml.atomic_min writes it)" + _OFFSETS),
     "segment_prod": ("no segment_prod (no atomic multiply): for sorted ids given as offsets, one program per"

@@ -72,3 +72,130 @@ def test_gpu_searchsorted_of_a_scalar_after_every_element():
   off = jnp.asarray([0, 4, 4, 10, 20], I32)
   q = jnp.asarray([0, 3, 4, 25, 20, -1, 19, 10], I32)
   np.testing.assert_array_equal(jax.jit(find_groups)(off, q), np.searchsorted(off, q, side="right") - 1)
+
+
+# ---------------------------------------------------------------- jax.ops.segment_* and jnp.bincount of register values
+def _segments(fn, n, mode=None):
+  @mg.mgpu_kernel(out_shape=lambda x, ids: S((n,) + x.shape[1:], x.dtype), grid=(1,))
+  def segments(x, ids, out):
+    out[...] = fn(x[...], ids[...], num_segments=n) if mode is None else fn(x[...], ids[...], n, mode=mode)
+  return segments
+
+
+def _jax_segments(fn, x, ids, n, mode=None):
+  return np.asarray(getattr(jax.ops, fn.__name__)(x, ids, n, mode=mode), np.float32)
+
+
+@pytest.mark.parametrize("fn, n, shape, dtype, mode", [
+    (jax.ops.segment_sum, 10, (256,), F32, None),        # 10 experts: a padded (10,) result
+    (jax.ops.segment_sum, 200, (128,), BF16, None),      # two one-hot tables of 128 segments
+    (jax.ops.segment_max, 16, (100,), F32, None),        # an odd read of 100 ids, empty segments -inf
+    (jax.ops.segment_min, 12, (128,), I32, "clip"),      # ids outside clamped into range
+    ("segment_sum", 5, (100, 64), F32, None),            # ml.segment_sum of rows of 2-D data
+])
+def test_segment_reductions_of_register_values_are_jax_ops(fn, n, shape, dtype, mode):
+  """jax.ops.segment_sum / max / min of register values were MG003 ("segment_sum cannot take a register tensor"),
+  hinting an atomic scatter; they compute as jax's now: ids outside the segments dropped (negative ones too, where
+  jnp's .at[] and so the atomic scatter would count them from the end), empty segments the identity."""
+  fn = getattr(ml, fn) if isinstance(fn, str) else fn
+  rng = _rng(3)
+  x = jnp.asarray(rng.standard_normal(shape) * 4, dtype)
+  ids = jnp.asarray(rng.integers(-3, n + 3, shape[0]), I32)
+  kernel = _segments(fn, n, mode)
+  got = np.asarray(kernel(x, ids, interpret=True), np.float32)
+  np.testing.assert_allclose(got, _jax_segments(fn, x, ids, n, mode), rtol=2e-2, atol=5e-2)
+  if fn is jax.ops.segment_sum and n == 10:
+    _export(kernel, x, ids)
+
+
+@mg.mgpu_kernel(out_shape=lambda logits: (S((logits.shape[1],), I32), S((logits.shape[1] + 1,), I32),
+                                          S((logits.shape[0], 2), I32)), grid=(1,))
+def route(logits, sizes, offsets, experts):     # top-2 experts per token, tokens per expert and their offsets
+  _, ids = ml.top_k(logits[...].astype(F32), 2)
+  experts[...] = ids
+  counts = jnp.bincount(ids.reshape(-1), length=logits.shape[1])
+  sizes[...] = counts
+  offsets[...] = jnp.concatenate([jnp.zeros((1,), I32), jnp.cumsum(counts)])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((16,), I32), grid=lambda x, n: (ml.cdiv(x.shape[0], 128),))
+def histogram_blocks(x, n, out):                # Triton's tl.histogram of each block, added up atomically
+  offs = ml.program_id(0) * 128 + ml.arange(128)
+  inside = offs < n[0]
+  v = x.at[offs].load(mask=inside, other=0)
+  ml.atomic_add(out.at[ml.arange(16)], ml.histogram(v, 16, mask=inside))
+
+
+@mg.mgpu_kernel(out_shape=lambda off, q: S(q.shape, I32), grid=(1,))
+def group_of_rows(off, q, out):
+  out[...] = jnp.searchsorted(off[...], q[...], side="right") - 1
+
+
+def test_bincount_histogram_and_searchsorted_of_register_values():
+  """An MoE router's tokens per expert (jnp.bincount of its top-k ids, length= the experts), Triton's tl.histogram
+  of a block's values under its mask, and jnp.searchsorted of register values were MG003 / MG002 hints."""
+  rng = _rng(4)
+  logits = jnp.asarray(rng.standard_normal((64, 16)), BF16)
+  sizes, offsets, experts = route(logits, interpret=True)
+  want = np.bincount(np.asarray(experts).reshape(-1), minlength=16)
+  np.testing.assert_array_equal(sizes, want)
+  np.testing.assert_array_equal(offsets, np.concatenate([[0], np.cumsum(want)]))
+  top2 = np.argsort(-np.asarray(logits, np.float32), axis=1, kind="stable")[:, :2]
+  np.testing.assert_array_equal(experts, top2)
+  x = jnp.asarray(rng.integers(-2, 20, 300), jnp.int32)
+  got = histogram_blocks(x, jnp.asarray([290], I32), interpret=True)
+  kept = np.asarray(x)[:290]
+  np.testing.assert_array_equal(got, np.bincount(kept[(kept >= 0) & (kept < 16)], minlength=16))
+  off = jnp.asarray([0, 10, 10, 40, 64, 128, 128, 128], I32)
+  q = jnp.asarray(np.arange(128), I32)
+  np.testing.assert_array_equal(group_of_rows(off, q, interpret=True), np.searchsorted(off, q, side="right") - 1)
+  _export(route, logits)
+  _export(histogram_blocks, x, jnp.asarray([290], I32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, ids: S((16,), x.dtype), grid=(1,))
+def segments_of_unknown_count(x, ids, out):
+  out[...] = jax.ops.segment_sum(x[...], ids[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda ids: S((8,), I32), grid=(1,))
+def bincount_of_unknown_length(ids, out):
+  out[...] = jnp.bincount(ids[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((16,), I32), grid=(1,))
+def histogram_of_floats(x, out):
+  out[...] = ml.histogram(x[...], 16)
+
+
+def test_segment_counts_must_be_static_and_histograms_count_integers():
+  expect(segments_of_unknown_count, [S((128,), F32), S((128,), I32)], mg.KernelTypeError, "jax.ops.segment_sum(",
+         "jax.ops.segment_sum (as ml.segment_sum) needs num_segments=: it sets the result's shape, and jax's default"
+         " (the largest id, plus one) depends on the data",
+         hint="pass it as a Python int or a constexpr: ml.segment_sum(data, ids, num_segments=16) (ids past it are"
+              " dropped)")
+  e = expect(bincount_of_unknown_length, [S((128,), I32)], mg.KernelTypeError, "jnp.bincount(",
+             "jnp.bincount (as ml.bincount) needs length=: it sets the result's shape, and jnp's default (the largest"
+             " value, plus one) depends on the data")
+  assert e.hint.startswith("pass the number of bins, ml.bincount(ids, length=8)")
+  expect(histogram_of_floats, [S((128,), F32)], mg.KernelTypeError, "ml.histogram(",
+         "ml.histogram counts integers (bins of width 1 from 0), got a register tensor of float32",
+         hint="compute each value's bin first, e.g. ml.floor((v - lo) / width).astype(jnp.int32)")
+
+
+@pytest.mark.gpu
+def test_gpu_segment_reductions_histograms_and_routing():
+  rng = _rng(5)
+  for fn, n, shape, dtype in ((jax.ops.segment_sum, 10, (256,), F32), (jax.ops.segment_max, 16, (100,), F32),
+                              (ml.segment_sum, 5, (100, 64), F32), (jax.ops.segment_sum, 200, (128,), BF16)):
+    x = jnp.asarray(rng.standard_normal(shape) * 4, dtype)
+    ids = jnp.asarray(rng.integers(-3, n + 3, shape[0]), I32)
+    got = np.asarray(jax.jit(_segments(fn, n))(x, ids), np.float32)
+    np.testing.assert_allclose(got, _jax_segments(fn, x, ids, n), rtol=2e-2, atol=5e-2)
+  logits = jnp.asarray(rng.standard_normal((64, 16)), BF16)
+  for a, b in zip(jax.jit(route)(logits), route(logits, interpret=True)):
+    np.testing.assert_array_equal(a, b)
+  x = jnp.asarray(rng.integers(-2, 20, 3000), jnp.int32)
+  kept = np.asarray(x)[:2900]
+  np.testing.assert_array_equal(jax.jit(histogram_blocks)(x, jnp.asarray([2900], I32)),
+                                np.bincount(kept[(kept >= 0) & (kept < 16)], minlength=16))
