@@ -225,11 +225,19 @@ def _isclose(a):
 
 
 def _one_hot(a):
-  x, n, dtype = a["x"], a["num_classes"], a["dtype"]
+  """jax.nn.one_hot of ids of any rank (an MoE router's (tokens, k) top-k experts: (tokens, k, experts)), the
+  classes along `axis`: the ids with a size-1 axis there compared with the classes' index vector (an id outside
+  [0, n), negative too, matches none: a row of zeros, as jax's)."""
+  x, n, dtype, axis = a["x"], a["num_classes"], a["dtype"], a["axis"]
   shape = _shape(x)
-  if shape is None or len(shape) != 1 or a["axis"] != -1 or not isinstance(n, (int, np.integer)):
+  if shape is None or not isinstance(n, (int, np.integer)) or isinstance(n, bool) or not isinstance(
+      axis, (int, np.integer)) or isinstance(axis, bool) or not -len(shape) - 1 <= axis <= len(shape):
     return None
-  return "({0}[:, None] == ml.arange({1})[None, :]).astype({2})", [x, int(n), "float32" if dtype is None else dtype]
+  rank, at = len(shape) + 1, int(axis) % (len(shape) + 1)
+  ids = ", ".join("None" if k == at else ":" for k in range(rank))
+  classes = ", ".join(":" if k == at else "None" for k in range(rank))
+  return (f"({{0}}[{ids}] == ml.arange({{1}})[{classes}]).astype({{2}})",
+          [x, int(n), "float32" if dtype is None else dtype])
 
 
 def _as(kind):

@@ -199,3 +199,45 @@ def test_gpu_segment_reductions_histograms_and_routing():
   kept = np.asarray(x)[:2900]
   np.testing.assert_array_equal(jax.jit(histogram_blocks)(x, jnp.asarray([2900], I32)),
                                 np.bincount(kept[(kept >= 0) & (kept < 16)], minlength=16))
+
+
+# ---------------------------------------------------------------- jax.nn.one_hot of top-k expert ids
+@mg.mgpu_kernel(out_shape=lambda logits: (S(logits.shape, F32), S((logits.shape[1],), F32)), grid=(1,))
+def dense_routing(logits, combine, load):       # Mixtral's: one_hot of the (tokens, 2) experts, weighted and summed
+  v, e = jax.lax.top_k(logits[...].astype(F32), 2)
+  mask = jax.nn.one_hot(e, logits.shape[1])                     # (tokens, 2, experts)
+  combine[...] = jnp.sum(mask * jax.nn.softmax(v, axis=-1)[..., None], axis=1)
+  load[...] = jnp.mean(jnp.sum(mask, axis=1), axis=0)           # the load-balancing loss's fractions
+
+
+@mg.mgpu_kernel(out_shape=lambda e: S((8,) + e.shape, BF16), grid=(1,))
+def one_hot_first(e, out):
+  out[...] = jax.nn.one_hot(e[...], 8, dtype=BF16, axis=0)
+
+
+def test_one_hot_of_ids_of_any_rank_and_axis():
+  """jax.nn.one_hot of a (tokens, k) tile of top-k experts (an MoE router's dispatch mask) was MG003 ("no
+  ml.one_hot"): only 1-D ids with the classes last had a form. Any rank and axis compare now, as jax's."""
+  rng = _rng(6)
+  logits = jnp.asarray(rng.standard_normal((64, 16)), BF16)
+  combine, load = dense_routing(logits, interpret=True)
+  v, e = jax.lax.top_k(jnp.asarray(logits, F32), 2)
+  mask = np.asarray(jax.nn.one_hot(e, 16))
+  np.testing.assert_allclose(combine, (mask * np.asarray(jax.nn.softmax(v, axis=-1))[..., None]).sum(1), rtol=1e-5,
+                             atol=1e-6)
+  np.testing.assert_allclose(load, mask.sum(1).mean(0), rtol=1e-6)
+  ids = jnp.asarray(rng.integers(-1, 9, (32, 4)), I32)        # -1 and 8: rows of zeros
+  np.testing.assert_array_equal(np.asarray(one_hot_first(ids, interpret=True), np.float32),
+                                jax.nn.one_hot(ids, 8, axis=0))
+  _export(dense_routing, logits)
+  _export(one_hot_first, ids)
+
+
+@pytest.mark.gpu
+def test_gpu_one_hot_routing():
+  rng = _rng(7)
+  logits = jnp.asarray(rng.standard_normal((64, 16)), BF16)
+  for a, b in zip(jax.jit(dense_routing)(logits), dense_routing(logits, interpret=True)):
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+  ids = jnp.asarray(rng.integers(-1, 9, (32, 4)), I32)
+  np.testing.assert_array_equal(np.asarray(jax.jit(one_hot_first)(ids), np.float32), jax.nn.one_hot(ids, 8, axis=0))
