@@ -1,7 +1,7 @@
 """jax.lax functions of register values ml has no namesake for, as forms of ml functions with lax's meaning (the
 forms their MG003 hints wrote): `lax.sign`, `lax.round` (lax's default rounds half away from zero, unlike
 ml.round's ties to even), `lax.reduce_max/min/sum(x, axes)`, `lax.broadcast_in_dim`, `lax.is_finite`, `lax.div`
-(C's division of integers, toward zero), `lax.iota`, `lax.sort` of one operand, `lax.rev`, `lax.slice`, and the
+(C's division of integers, toward zero), `lax.iota`, `lax.sort` (of several operands too) and `lax.sort_key_val`, `lax.rev`, `lax.slice`, and the
 shifts `lax.shift_right_logical` / `shift_right_arithmetic` by a static amount. jnp_calls.SHAPED takes them, as
 jnp_forms.FORMS."""
 from __future__ import annotations
@@ -62,10 +62,22 @@ def _iota(a):
 
 
 def _sort(a):
-  x = a["operand"]
-  if _dtype(x) is None or a["num_keys"] != 1:
+  x, keys = a["operand"], a["num_keys"]
+  if isinstance(x, (tuple, list)):       # several operands, sorted by the first num_keys (ops/sort_together.py)
+    if not x or any(_dtype(v) is None for v in x):
+      return None
+    ops = ", ".join(f"{{{i}}}" for i in range(len(x)))
+    return f"ml.sort(({ops},), axis={{{len(x)}}}, num_keys={{{len(x) + 1}}})", [*x, a["dimension"], keys]
+  if _dtype(x) is None or keys != 1:
     return None
   return "ml.sort({0}, axis={1})", [x, a["dimension"]]
+
+
+def _sort_key_val(a):
+  k, v = a["keys"], a["values"]
+  if _dtype(k) is None or _dtype(v) is None:
+    return None
+  return "ml.sort(({0}, {1}), axis={2})", [k, v, a["dimension"]]
 
 
 def _rev(a):
@@ -110,6 +122,7 @@ FORMS = {
     ("jax.lax", "div"): (("x", "y"), _div),
     ("jax.lax", "iota"): (("dtype", "size"), _iota),
     ("jax.lax", "sort"): (("operand", "dimension", "is_stable", "num_keys"), _sort),
+    ("jax.lax", "sort_key_val"): (("keys", "values", "dimension", "is_stable"), _sort_key_val),
     ("jax.lax", "rev"): (("operand", "dimensions"), _rev),
     ("jax.lax", "slice"): (("operand", "start_indices", "limit_indices", "strides"), _slice),
     ("jax.lax", "shift_right_logical"): (("x", "y"), _shift(True)),

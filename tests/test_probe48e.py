@@ -241,3 +241,64 @@ def test_gpu_one_hot_routing():
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
   ids = jnp.asarray(rng.integers(-1, 9, (32, 4)), I32)
   np.testing.assert_array_equal(np.asarray(jax.jit(one_hot_first)(ids), np.float32), jax.nn.one_hot(ids, 8, axis=0))
+
+
+# ---------------------------------------------------------------- key-value sorts: jax.lax.sort of several operands
+@mg.mgpu_kernel(out_shape=lambda x, e: (S((e.shape[0] * e.shape[1], x.shape[1]), x.dtype),
+                                       S((e.shape[0] * e.shape[1],), I32)), grid=(1,))
+def permute_by_expert(x, e, xs, experts):      # the (token, slot) pairs ordered by expert, rows gathered
+  flat = e[...].reshape(-1)
+  se, token = jax.lax.sort_key_val(flat, ml.arange(flat.shape[0]) // e.shape[1])
+  experts[...] = se
+  xs[...] = x[token, :]
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, c: (S(a.shape, I32), S(b.shape, I32), S(c.shape, F32)), grid=(1,))
+def sort_two_keys(a, b, c, ao, bo, co):
+  ao[...], bo[...], co[...] = jax.lax.sort([a[...], b[...], c[...]], num_keys=2)
+
+
+@mg.mgpu_kernel(out_shape=lambda k, v: (S(k.shape, F32), S(v.shape, I32)), grid=(1,))
+def sort_rows_descending(k, v, ko, vo):
+  ko[...], vo[...] = ml.sort((k[...], v[...]), descending=True)
+
+
+def test_sorts_of_several_operands_carry_the_values_along():
+  """jax.lax.sort((keys, values), num_keys=1) and jax.lax.sort_key_val were MG003 ("sort cannot take a tuple of
+  register values"): an MoE permute orders its (token, slot) pairs by expert. ml.sort takes a tuple now: one sort
+  of the keys (each more significant key a stable sort after the others), the values gathered at its positions;
+  descending keeps equal keys in order, as jnp.argsort(descending=True); odd lengths stay padded."""
+  rng = _rng(8)
+  x = jnp.asarray(rng.standard_normal((64, 64)), BF16)
+  e = jnp.asarray(rng.integers(0, 8, (64, 2)), I32)
+  xs, experts = permute_by_expert(x, e, interpret=True)
+  order = np.argsort(np.asarray(e).reshape(-1), kind="stable")
+  np.testing.assert_array_equal(experts, np.asarray(e).reshape(-1)[order])
+  np.testing.assert_array_equal(np.asarray(xs, np.float32), np.asarray(x, np.float32)[order // 2])
+  for n in (256, 100):
+    a, b = (jnp.asarray(rng.integers(0, 4, n), I32) for _ in range(2))
+    c = jnp.asarray(rng.standard_normal(n), F32)
+    for got, want in zip(sort_two_keys(a, b, c, interpret=True), jax.lax.sort((a, b, c), num_keys=2)):
+      np.testing.assert_array_equal(got, want)
+  k = jnp.asarray(rng.standard_normal((4, 128)).round(1), F32)
+  v = jnp.asarray(np.tile(np.arange(128), (4, 1)), I32)
+  ko, vo = sort_rows_descending(k, v, interpret=True)
+  o = np.argsort(-np.asarray(k), axis=1, kind="stable")
+  np.testing.assert_array_equal(ko, np.take_along_axis(np.asarray(k), o, 1))
+  np.testing.assert_array_equal(vo, o)
+  _export(permute_by_expert, x, e)
+  _export(sort_two_keys, a, b, c)
+
+
+@pytest.mark.gpu
+def test_gpu_sorts_of_several_operands():
+  rng = _rng(9)
+  x = jnp.asarray(rng.standard_normal((64, 64)), BF16)
+  e = jnp.asarray(rng.integers(0, 8, (64, 2)), I32)
+  for got, want in zip(jax.jit(permute_by_expert)(x, e), permute_by_expert(x, e, interpret=True)):
+    np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))
+  for n in (256, 100):
+    a, b = (jnp.asarray(rng.integers(0, 4, n), I32) for _ in range(2))
+    c = jnp.asarray(rng.standard_normal(n), F32)
+    for got, want in zip(jax.jit(sort_two_keys)(a, b, c), jax.lax.sort((a, b, c), num_keys=2)):
+      np.testing.assert_array_equal(got, want)

@@ -111,10 +111,20 @@ def _stable(cx, stable, what):
 
 
 @builtin
-def sort(cx, x, axis=-1, descending=False, stable=True):
+def sort(cx, x, axis=-1, descending=False, stable=True, num_keys=1):
   """`x` sorted along its last axis (jnp.sort: NaN last; `descending=True` gives jnp's ascending
-  order reversed, NaN first). Any length; any rank (along the last axis). Always stable."""
+  order reversed, NaN first). Any length; any rank (along the last axis). Always stable.
+
+  A tuple or list of tensors of one shape (jax.lax.sort's operands) is sorted by its first `num_keys` (the first
+  the most significant), the others carried along: a tuple of them all, each in the keys' order (tokens ordered
+  by their expert, `ml.sort((experts, tokens))`)."""
   _stable(cx, stable, "ml.sort")
+  if isinstance(x, (tuple, list)):
+    from .sort_together import sort_together
+    return sort_together(cx, tuple(x), axis, descending, num_keys)
+  if num_keys != 1:
+    raise E.KernelTypeError(f"ml.sort of one tensor has one key, got num_keys={shown(num_keys)}", cx.loc,
+                            hint="pass the keys and the values as a tuple, ml.sort((k0, k1, v), num_keys=2)")
   return sort_tensor(cx, x, axis, descending, "ml.sort", late_first=descending)[0]
 
 
