@@ -302,3 +302,46 @@ def test_gpu_sorts_of_several_operands():
     c = jnp.asarray(rng.standard_normal(n), F32)
     for got, want in zip(jax.jit(sort_two_keys)(a, b, c), jax.lax.sort((a, b, c), num_keys=2)):
       np.testing.assert_array_equal(got, want)
+
+
+# ---------------------------------------------------------------- gathers at the indices of an odd read's sort
+@mg.mgpu_kernel(out_shape=lambda e, t: (S((e.shape[0], t.shape[1]), t.dtype), S(e.shape, I32)), grid=(1,))
+def rows_by_expert(e, t, rows, experts):      # 100 tokens ordered by expert: a GMEM gather and a register one
+  ev = e[...]
+  o = ml.argsort(ev)
+  rows[...] = t[o, :]
+  experts[...] = ev[o]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, F32), grid=(1,))
+def sorted_by_gather(x, out):
+  out[...] = x[ml.argsort(x[...], descending=True)] * 2.0
+
+
+def test_gathers_at_the_positions_that_sort_an_odd_read():
+  """ml.argsort of 100 expert ids read whole compiled (padded, probe 46e), but a gather at its positions ended the
+  padded trace: `t[o, :]` of a GMEM ref was MG204 at the read ("x[...] has shape (100,)"), `v[o]` of the read itself
+  MG003 ("a form a register gather does not take"), which also kept the padded trace from being tried. A padded
+  index vector now gathers padded (its padding lanes clamped into the array), and an odd register gather is MG204."""
+  rng = _rng(10)
+  e = jnp.asarray(rng.integers(0, 8, 100), I32)
+  t = jnp.asarray(rng.standard_normal((100, 64)), BF16)
+  rows, experts = rows_by_expert(e, t, interpret=True)
+  o = np.argsort(np.asarray(e), kind="stable")
+  np.testing.assert_array_equal(np.asarray(rows, np.float32), np.asarray(t, np.float32)[o])
+  np.testing.assert_array_equal(experts, np.asarray(e)[o])
+  x = jnp.asarray(rng.standard_normal(60), F32)
+  np.testing.assert_array_equal(sorted_by_gather(x, interpret=True), -np.sort(-np.asarray(x)) * 2)
+  _export(rows_by_expert, e, t)
+  _export(sorted_by_gather, x)
+
+
+@pytest.mark.gpu
+def test_gpu_gathers_at_the_positions_that_sort_an_odd_read():
+  rng = _rng(11)
+  e = jnp.asarray(rng.integers(0, 8, 100), I32)
+  t = jnp.asarray(rng.standard_normal((100, 64)), BF16)
+  for got, want in zip(jax.jit(rows_by_expert)(e, t), rows_by_expert(e, t, interpret=True)):
+    np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))
+  x = jnp.asarray(rng.standard_normal(60), F32)
+  np.testing.assert_array_equal(jax.jit(sorted_by_gather)(x), -np.sort(-np.asarray(x)) * 2)

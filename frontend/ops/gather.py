@@ -99,6 +99,33 @@ class _Plan:
 
 def gather(cx, ref, index, name=""):
   """`ref[index]` where some index is a register tensor."""
+  from . import padded_tiles
+  own = _padded_rows(cx, index)
+  if own is not None:     # x[o] of an index vector computed padded (an argsort of 100 ids): the gather clamps the
+    with padded_tiles.allowed(cx):           # padding lanes' indices into the view too; the result is padded as o
+      out = _gather(cx, ref, index, name)
+    cx.b.pad_tiles[out.id] = (own,) + tuple(out.type.shape[1:])
+    return out
+  return _gather(cx, ref, index, name)
+
+
+def _padded_rows(cx, index):
+  """The own length of a padded 1-D index vector that leads a gather's index (`x[o]`, `t[o, :]`, the other items
+  slices), in a padded trace (ops/padded_tiles.py); None for any other index. Another index with a padded tensor
+  ends the padded trace."""
+  from .padded_tiles import PadAbort
+  pads = getattr(cx.b, "pad_tiles", None)
+  items = index if isinstance(index, tuple) else (index,)
+  if pads is None or getattr(cx.b, "pad_ok", 0) or not any(getattr(i, "id", None) in pads for i in items):
+    return None
+  first = items[0]
+  if not (is_tensor(first) and first.id in pads and len(first.type.shape) == 1 and all(
+      isinstance(i, slice) or i is Ellipsis for i in items[1:])):
+    raise PadAbort("gather")
+  return pads[first.id][0]
+
+
+def _gather(cx, ref, index, name=""):
   p = _plan(cx, ref, index, "gather")
   out = cx.b.emit(Gather, p.root, tuple(p.per_dim), loc=cx.loc, types=[TensorType(p.out_shape, ref.type.dtype)],
                   names=[name if not p.keep else ""], contiguous=p.contiguous, view=p.view).result

@@ -77,6 +77,10 @@ def register_gather(cx, x, index, name=""):
   plan = _items(x, index)
   if plan is None:
     return None
+  pads = getattr(cx.b, "pad_tiles", None)
+  if pads is not None and not getattr(cx.b, "pad_ok", 0) and any(
+      getattr(v, "id", None) in pads for v in (x, *plan[0])):
+    return _padded_vector(cx, x, plan[0], name)
   full, adv = plan
   shape = tuple(x.type.shape)
   bshape = _broadcast_shapes([tuple(full[d].type.shape) for d in adv if is_tensor(full[d])])
@@ -88,6 +92,12 @@ def register_gather(cx, x, index, name=""):
     return _rows_of(cx, x, adv[0], full[adv[0]], name)
   n = math.prod(out)
   if n % 128 and not (len(out) == 1 and n % 8 == 0):
+    if len(out) == 1 and pads is None:     # (an odd vector, v[o] of 100 sorted ids: the padded trace takes it)
+      raise E.LayoutError(f"{name or 'the tensor'}[...] of {n} indices gives a ({n},) vector, which no register"
+                          f" tensor holds (a 1-D vector holds a multiple of 8 elements)", cx.loc,
+                          hint=f"gather {-(-n // 8) * 8} indices (the vector padded), and store the first {n} under"
+                               f" a mask: out.at[ml.ds(0, {-(-n // 8) * 8})].store(v, mask=ml.arange({-(-n // 8) * 8})"
+                               f" < {n})")
     return None
   strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
   pos, offset = None, 0
@@ -110,6 +120,27 @@ def register_gather(cx, x, index, name=""):
   if offset:
     pos = ew.binary(cx, ew.BinOp.ADD, pos, offset)
   return gather_positions(cx, x, pos, name)
+
+
+def _padded_vector(cx, x, full, name):
+  """`v[ids]` of a 1-D `v` and a 1-D `ids` either of which is computed padded (ops/padded_tiles.py: an odd read of
+  100 tokens, its argsort): ids clamped into v's own length, as jnp's, so padding lanes read v's own elements; the
+  result padded as ids. Any other form with a padded operand ends the padded trace."""
+  from . import padded_tiles
+  from .padded_tiles import PadAbort
+  if len(x.type.shape) != 1 or len(full) != 1 or not _int_tensor(full[0]) or len(full[0].type.shape) != 1:
+    raise PadAbort("register gather")
+  ids = full[0]
+  n = padded_tiles.true_shape(cx.b, x)[0]
+  own = padded_tiles.true_shape(cx.b, ids)
+  with padded_tiles.allowed(cx):
+    k = ew.astype(cx, ids, DType.i32) if resolve(ids.type.dtype) != DType.i32 else ids
+    k = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, k, 0), ew.binary(cx, ew.BinOp.ADD, k, n), k)
+    k = ew.binary(cx, ew.BinOp.MAX, ew.binary(cx, ew.BinOp.MIN, k, n - 1), 0)
+    out = gather_positions(cx, x, k, name)
+  if own != tuple(ids.type.shape):
+    cx.b.pad_tiles[out.id] = own
+  return out
 
 
 def _rows_of(cx, x, a, ids, name):
