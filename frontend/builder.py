@@ -98,6 +98,7 @@ class Call:
   operands: object = None   # the user's operand values -> their source text (see `named`)
   access: str = ""    # "read" for x[...] of a ref, "write" for x[...] = v: what a hint about its window shows
   calls: object = None      # fn, args -> fn(*args) traced as the kernel calls it (a helper passed to a builtin)
+  builtin: str = ""         # the ml.* function the user called here (its rule may call others on the same Call)
 
   def invoke(self, fn, args):
     """`fn(*args)` as the kernel's own call of it: an @ml.inline helper, a lambda or def of the body traced in

@@ -338,8 +338,10 @@ class Calls:
     if isinstance(fn, (Builtin, _Method)):    # ml.* take sequences as tuples: ml.zeros([128, 64])
       args, kwargs = [_tuples(a) for a in args], {k: _tuples(v) for k, v in kwargs.items()}
     if isinstance(fn, Builtin):
+      cx.builtin = fn.__name__
       return fn.apply(cx, args, kwargs)
     if isinstance(fn, _Method):
+      cx.builtin = fn.fn.__name__
       return fn.fn.apply(cx, [fn.value, *args], kwargs)
     if (is_value(fn) or not callable(fn)) and isinstance(getattr(node, "func", None), ast.Name):
       # `abs = s[0]`, then abs(v): Python's TypeError, named

@@ -345,3 +345,60 @@ def test_gpu_gathers_at_the_positions_that_sort_an_odd_read():
     np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))
   x = jnp.asarray(rng.standard_normal(60), F32)
   np.testing.assert_array_equal(jax.jit(sorted_by_gather)(x), -np.sort(-np.asarray(x)) * 2)
+
+
+# ---------------------------------------------------------------- odd lengths: scatters at padded indices, aranges
+@mg.mgpu_kernel(out_shape=lambda e: S(e.shape, I32), grid=(1,))
+def rank_in_sort(e, out):                     # the inverse permutation: each token's slot in the sorted order
+  out[ml.argsort(e[...])] = ml.arange(e.shape[0])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, e: S(x.shape, x.dtype), grid=(1,))
+def unsort_rows(x, e, out):                   # an MoE unpermute: row i of x goes back to token o[i]
+  out[ml.argsort(e[...]), :] = x[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), F32), grid=(1,))
+def position_weighted(x, out):
+  out[0] = ml.sum(x[...] * (ml.arange(x.shape[0]).astype(F32) + 1.0))
+
+
+def test_odd_lengths_scatter_at_padded_indices_and_take_aranges():
+  """A scatter at the positions that sort 100 ids read whole was MG204 at the read (the padded trace met a scatter
+  at padded indices, whose padding lanes would write), and ml.arange(n) of an odd n (the token index beside an odd
+  read, 50 tokens' top-2 slots // 2) was MG204 at the arange: the scatter masks the padding lanes off now, and an
+  odd arange is made padded in the padded trace, as ml.zeros of an odd shape is."""
+  rng = _rng(12)
+  e = jnp.asarray(rng.integers(0, 8, 100), I32)
+  o = np.argsort(np.asarray(e), kind="stable")
+  np.testing.assert_array_equal(rank_in_sort(e, interpret=True), np.argsort(o))
+  x = jnp.asarray(rng.standard_normal((100, 64)), F32)
+  want = np.zeros((100, 64), np.float32)
+  want[o] = np.asarray(x)
+  np.testing.assert_array_equal(unsort_rows(x, e, interpret=True), want)
+  v = jnp.asarray(rng.standard_normal(37), F32)
+  np.testing.assert_allclose(position_weighted(v, interpret=True), [np.sum(np.asarray(v) * np.arange(1, 38))],
+                             rtol=1e-5)
+  x2 = jnp.asarray(rng.standard_normal((50, 64)), BF16)
+  e2 = jnp.asarray(rng.integers(0, 8, (50, 2)), I32)
+  xs, experts = permute_by_expert(x2, e2, interpret=True)
+  order = np.argsort(np.asarray(e2).reshape(-1), kind="stable")
+  np.testing.assert_array_equal(np.asarray(xs, np.float32), np.asarray(x2, np.float32)[order // 2])
+  _export(rank_in_sort, e)
+  _export(unsort_rows, x, e)
+  _export(position_weighted, v)
+
+
+@pytest.mark.gpu
+def test_gpu_odd_lengths_scatter_at_padded_indices_and_take_aranges():
+  rng = _rng(13)
+  e = jnp.asarray(rng.integers(0, 8, 100), I32)
+  np.testing.assert_array_equal(jax.jit(rank_in_sort)(e), np.argsort(np.argsort(np.asarray(e), kind="stable")))
+  x = jnp.asarray(rng.standard_normal((100, 64)), F32)
+  np.testing.assert_array_equal(jax.jit(unsort_rows)(x, e), unsort_rows(x, e, interpret=True))
+  v = jnp.asarray(rng.standard_normal(37), F32)
+  np.testing.assert_allclose(jax.jit(position_weighted)(v), position_weighted(v, interpret=True), rtol=1e-5)
+  x2 = jnp.asarray(rng.standard_normal((50, 64)), BF16)
+  e2 = jnp.asarray(rng.integers(0, 8, (50, 2)), I32)
+  for got, want in zip(jax.jit(permute_by_expert)(x2, e2), permute_by_expert(x2, e2, interpret=True)):
+    np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))

@@ -166,7 +166,11 @@ def arange(cx, n, stop=None, dtype=None):
             f".astype(jnp.{dtype})" if dtype in FLOAT8 else ""))
   if n == 1:       # [0]: a one-element tensor, held (and computed on) as its scalar
     return full_(cx, (1,), 0, dtype)
-  return cx.b.emit(Arange, 0, loc=cx.loc, types=[TensorType((n,), dtype)], names=[cx.name]).result
+  emit = lambda up: cx.b.emit(Arange, 0, loc=cx.loc, types=[TensorType(up, dtype)], names=[cx.name]).result
+  if cx.builtin != "arange":       # (the compiler's own index vectors, an argmax's: at their exact length)
+    return emit((n,))
+  from .padded_tiles import padded_fill     # the user's, of an odd length in a padded trace: made padded, as an
+  return padded_fill(cx, (n,), dtype, emit)  # odd read is (the token index beside 100 sorted ids)
 
 
 def _arange_size_hint(cx, n) -> str:

@@ -395,6 +395,8 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None)
   from ..infer import unify
   what = what or f"ml.atomic_{kind.value}"
   ref = iref.ref
+  if (own := _padded_rows(cx, iref.index)) is not None:
+    return _padded_scatter(cx, kind, iref, value, mask, what, own)
   check_target(cx, cx.b, ref, what)
   p = _plan(cx, ref, iref.index, "scatter", smem=kind != AtomicKind.SET)
   if math.prod(p.out_shape) == 1:        # ml.arange(1) positions: one element has no register layout
@@ -443,6 +445,22 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None)
   cx.b.emit(ScatterUpdate, kind, p.root, value, loc=cx.loc, types=[], indices=tuple(p.per_dim),
             contiguous=p.contiguous, view=p.view, mask=keep)
   return None
+
+
+def _padded_scatter(cx, kind, iref, value, mask, what, own):
+  """A scatter at a padded index vector (`out[o] = v` of the argsort of an odd read): the scatter under a mask that
+  keeps the padding lanes off (they would write), its other operands padded alike (ops/padded_tiles.py)."""
+  from . import padded_tiles
+  from .base import BUILTINS
+  first = (iref.index if isinstance(iref.index, tuple) else (iref.index,))[0]
+  rank = len(iref.ref.type.shape) - (len(iref.index) if isinstance(iref.index, tuple) else 1) + 1
+  lanes = ew.compare(cx, ew.CmpOp.LT, BUILTINS["arange"].rule(cx, first.type.shape[0]), own)
+  if rank > 1:
+    from .shape import expand
+    lanes = expand(cx, lanes, (slice(None),) + (None,) * (rank - 1))
+  with padded_tiles.allowed(cx):
+    keep = lanes if mask is None else ew.binary(cx, ew.BinOp.AND, mask, lanes)
+    return scatter(cx, kind, iref, value, keep, what)
 
 
 def _stored_elements(cx, inside, mask, shape, what):

@@ -93,8 +93,8 @@ def register_gather(cx, x, index, name=""):
   n = math.prod(out)
   if n % 128 and not (len(out) == 1 and n % 8 == 0):
     if len(out) == 1 and pads is None:     # (an odd vector, v[o] of 100 sorted ids: the padded trace takes it)
-      raise E.LayoutError(f"{name or 'the tensor'}[...] of {n} indices gives a ({n},) vector, which no register"
-                          f" tensor holds (a 1-D vector holds a multiple of 8 elements)", cx.loc,
+      raise E.LayoutError(f"a gather of {n} elements from {cx.named(x, 'a register tensor')} gives a ({n},) vector,"
+                          f" which no register tensor holds (a 1-D vector holds a multiple of 8 elements)", cx.loc,
                           hint=f"gather {-(-n // 8) * 8} indices (the vector padded), and store the first {n} under"
                                f" a mask: out.at[ml.ds(0, {-(-n // 8) * 8})].store(v, mask=ml.arange({-(-n // 8) * 8})"
                                f" < {n})")
