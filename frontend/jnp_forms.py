@@ -248,7 +248,39 @@ def _as(kind):
   return make
 
 
+def _nonzero(kind):
+  """jnp.nonzero / flatnonzero / argwhere with a static size= (an MoE capacity's token slots, the kept elements of
+  a mask packed to the front): each kept element's rank among them (an exclusive count, ml.cumsum) names the slot
+  its flat index goes to, summed per slot by ml.segment_sum (ranks past size dropped, an empty slot 0, jnp's
+  default fill; another fill_value where the slot is past the count); 2-D indices split by the row width."""
+  def make(a):
+    x, size, fill = a["a"], a["size"], a["fill_value"]
+    shape = _shape(x)
+    if shape is None or len(shape) not in (1, 2) or not isinstance(size, (int, np.integer)) or isinstance(
+        size, bool) or size < 1 or not (fill is None or isinstance(fill, (int, np.integer)) and not isinstance(
+            fill, bool)):
+      return None
+    hit = "{0}" if _kind(x) == "bool" else "({0} != 0)"
+    flat = hit if len(shape) == 1 else f"{hit}.reshape(-1)"
+    idx = (f"ml.segment_sum(ml.arange({{0}}.size), ml.where({flat}, ml.cumsum({flat}.astype(ml.int32)) - 1, -1),"
+           f" num_segments={int(size)})")
+    if fill not in (None, 0):
+      idx = f"ml.where(ml.arange({int(size)}) < ml.sum({flat}.astype(ml.int32)), {idx}, {int(fill)})"
+    if kind == "flatnonzero" or len(shape) == 1:
+      out = {"flatnonzero": "{i}", "nonzero": "({i},)", "argwhere": "{i}[:, None]"}[kind]
+    else:
+      out = {"nonzero": "({i} // {{0}}.shape[1], {i} % {{0}}.shape[1])",
+             "argwhere": "ml.concatenate([({i} // {{0}}.shape[1])[:, None], ({i} % {{0}}.shape[1])[:, None]], axis=1)"
+             }[kind]
+      return f"(lambda _i_: {out.format(i='_i_')})({idx})", [x]
+    return out.format(i=idx), [x]
+  return make
+
+
 FORMS = {
+    ("jnp", "nonzero"): (("a", "size", "fill_value"), _nonzero("nonzero")),
+    ("jnp", "flatnonzero"): (("a", "size", "fill_value"), _nonzero("flatnonzero")),
+    ("jnp", "argwhere"): (("a", "size", "fill_value"), _nonzero("argwhere")),
     ("jnp", "fmin"): (("x1", "x2"), _fmin_fmax("<")), ("jnp", "fmax"): (("x1", "x2"), _fmin_fmax(">")),
     ("jnp", "reciprocal"): (("x",), lambda a: ("1 / {0}", [a["x"]])),
     **{("jnp", f"logical_{n}"): (("args", "x1", "x2"), _logical(op)) for n, op in (("and", "&"), ("or", "|"),

@@ -437,8 +437,9 @@ ARRAY_CALLS = {"roll": _SHIFT, "pad": _SHIFT + PAD_MODES, "convolve": _TAPS, "co
                "bincount": "ml.bincount(ids, weights, length=n) counts a register vector of ids into n bins, as"
                            " jnp.bincount with a static length; or ml.atomic_add(counts.at[ids], ml.full(ids.shape, 1,"
                            " jnp.int32)) into a zeroed output (one updated only by atomics starts at 0)",
-               "nonzero": "no nonzero (its length depends on the data): a mask, ml.where(x != 0, ...), or an"
-                          " exclusive ml.cumsum of the mask as each kept element's position, scattered"}
+               "nonzero": "pass a static size=, jnp.nonzero(x, size=n, fill_value=-1) (the first n kept positions,"
+                          " fill_value past the count): without it the result's length depends on the data; or keep"
+                          " the shape, a mask, ml.where(x != 0, ...)"}
 
 # jnp's and lax's names of Python's operators -> the operator.
 _OPERATORS = {**dict.fromkeys(("right_shift", "bitwise_right_shift", "shift_right_arithmetic"), ">>"),

@@ -277,10 +277,10 @@ def count_100_padded(ids, counts):
 
 
 def test_padding_an_index_vector_hints_an_index_the_scatter_drops():
-  # the hint said other=0, which counted the 4 padding lanes at index 0
-  e = _raises(lambda: count_100.check(S((100,), jnp.int32)))
-  assert type(e) is mg.LayoutError and "other=<an index past the indexed array's end>" in e.hint
+  # the hint said other=0, which counted the 4 padding lanes at index 0; since probe 48e the 100 ids read whole
+  # scatter padded themselves, the padding lanes masked off (tests/test_probe48e.py), and the hint's form still works
   ids = rand.randint(rand.key(0), (100,), 0, 8, jnp.int32)
+  np.testing.assert_array_equal(count_100(ids, interpret=True), jnp.zeros(8, jnp.int32).at[ids].add(1))
   np.testing.assert_array_equal(count_100_padded(ids, interpret=True), jnp.zeros(8, jnp.int32).at[ids].add(1))
 
 

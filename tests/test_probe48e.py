@@ -402,3 +402,49 @@ def test_gpu_odd_lengths_scatter_at_padded_indices_and_take_aranges():
   e2 = jnp.asarray(rng.integers(0, 8, (50, 2)), I32)
   for got, want in zip(jax.jit(permute_by_expert)(x2, e2), permute_by_expert(x2, e2, interpret=True)):
     np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))
+
+
+# ---------------------------------------------------------------- jnp.nonzero with a static size: capacity dispatch
+def _dispatch(experts, capacity):
+  @mg.mgpu_kernel(out_shape=lambda e: S((experts, capacity), I32), grid=(1,))
+  def dispatch(e, slots):                   # each expert's first `capacity` tokens, -1 in the empty slots
+    ev = e[...]
+    for x in ml.static_range(experts):
+      slots.at[x][...] = jnp.nonzero(ev == x, size=capacity, fill_value=-1)[0]
+  return dispatch
+
+
+@mg.mgpu_kernel(out_shape=lambda m: (S((40,), I32), S((40,), I32), S((24, 1), I32)), grid=(1,))
+def kept_positions(m, rows, cols, flat):
+  mv = m[...]
+  rows[...], cols[...] = jnp.nonzero(mv, size=40)
+  flat[...] = jnp.argwhere(jnp.ravel(mv)[:64], size=24, fill_value=64)
+
+
+def test_nonzero_flatnonzero_and_argwhere_with_a_static_size():
+  """jnp.nonzero(mask, size=n) (Switch-style capacity dispatch: each expert's first tokens) was MG003 ("no nonzero:
+  its length depends on the data") though size= fixes the length: it computes now, each kept element's rank naming
+  its slot (ml.cumsum, then ml.segment_sum of the positions), fill_value past the count, 2-D masks split by rows."""
+  rng = _rng(14)
+  e = jnp.asarray(rng.integers(0, 4, 100), I32)             # 100 tokens read whole: padded
+  got = _dispatch(2, 16)(e, interpret=True)
+  want = np.stack([jnp.nonzero(np.asarray(e) == x, size=16, fill_value=-1)[0] for x in range(2)])
+  np.testing.assert_array_equal(got, want)
+  m = jnp.asarray(rng.random((16, 32)) < 0.1)
+  rows, cols, flat = kept_positions(m, interpret=True)
+  want_r, want_c = jnp.nonzero(np.asarray(m), size=40)
+  np.testing.assert_array_equal(rows, want_r)
+  np.testing.assert_array_equal(cols, want_c)
+  np.testing.assert_array_equal(flat, jnp.argwhere(np.asarray(m).ravel()[:64], size=24, fill_value=64))
+  _export(_dispatch(2, 16), e)
+
+
+@pytest.mark.gpu
+def test_gpu_nonzero_with_a_static_size():
+  rng = _rng(15)
+  e = jnp.asarray(rng.integers(0, 4, 100), I32)
+  kernel = _dispatch(4, 16)
+  np.testing.assert_array_equal(jax.jit(kernel)(e), kernel(e, interpret=True))
+  m = jnp.asarray(rng.random((16, 32)) < 0.1)
+  for got, want in zip(jax.jit(kept_positions)(m), kept_positions(m, interpret=True)):
+    np.testing.assert_array_equal(got, want)
