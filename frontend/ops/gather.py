@@ -100,29 +100,14 @@ class _Plan:
 def gather(cx, ref, index, name=""):
   """`ref[index]` where some index is a register tensor."""
   from . import padded_tiles
-  own = _padded_rows(cx, index)
+  from .padded_gathers import padded_rows
+  own = padded_rows(cx, index)
   if own is not None:     # x[o] of an index vector computed padded (an argsort of 100 ids): the gather clamps the
     with padded_tiles.allowed(cx):           # padding lanes' indices into the view too; the result is padded as o
       out = _gather(cx, ref, index, name)
     cx.b.pad_tiles[out.id] = (own,) + tuple(out.type.shape[1:])
     return out
   return _gather(cx, ref, index, name)
-
-
-def _padded_rows(cx, index):
-  """The own length of a padded 1-D index vector that leads a gather's index (`x[o]`, `t[o, :]`, the other items
-  slices), in a padded trace (ops/padded_tiles.py); None for any other index. Another index with a padded tensor
-  ends the padded trace."""
-  from .padded_tiles import PadAbort
-  pads = getattr(cx.b, "pad_tiles", None)
-  items = index if isinstance(index, tuple) else (index,)
-  if pads is None or getattr(cx.b, "pad_ok", 0) or not any(getattr(i, "id", None) in pads for i in items):
-    return None
-  first = items[0]
-  if not (is_tensor(first) and first.id in pads and len(first.type.shape) == 1 and all(
-      isinstance(i, slice) or i is Ellipsis for i in items[1:])):
-    raise PadAbort("gather")
-  return pads[first.id][0]
 
 
 def _gather(cx, ref, index, name=""):
@@ -395,8 +380,9 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None)
   from ..infer import unify
   what = what or f"ml.atomic_{kind.value}"
   ref = iref.ref
-  if (own := _padded_rows(cx, iref.index)) is not None:
-    return _padded_scatter(cx, kind, iref, value, mask, what, own)
+  from .padded_gathers import padded_rows, padded_scatter
+  if (own := padded_rows(cx, iref.index)) is not None:
+    return padded_scatter(cx, kind, iref, value, mask, what, own)
   check_target(cx, cx.b, ref, what)
   p = _plan(cx, ref, iref.index, "scatter", smem=kind != AtomicKind.SET)
   if math.prod(p.out_shape) == 1:        # ml.arange(1) positions: one element has no register layout
@@ -445,22 +431,6 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None)
   cx.b.emit(ScatterUpdate, kind, p.root, value, loc=cx.loc, types=[], indices=tuple(p.per_dim),
             contiguous=p.contiguous, view=p.view, mask=keep)
   return None
-
-
-def _padded_scatter(cx, kind, iref, value, mask, what, own):
-  """A scatter at a padded index vector (`out[o] = v` of the argsort of an odd read): the scatter under a mask that
-  keeps the padding lanes off (they would write), its other operands padded alike (ops/padded_tiles.py)."""
-  from . import padded_tiles
-  from .base import BUILTINS
-  first = (iref.index if isinstance(iref.index, tuple) else (iref.index,))[0]
-  rank = len(iref.ref.type.shape) - (len(iref.index) if isinstance(iref.index, tuple) else 1) + 1
-  lanes = ew.compare(cx, ew.CmpOp.LT, BUILTINS["arange"].rule(cx, first.type.shape[0]), own)
-  if rank > 1:
-    from .shape import expand
-    lanes = expand(cx, lanes, (slice(None),) + (None,) * (rank - 1))
-  with padded_tiles.allowed(cx):
-    keep = lanes if mask is None else ew.binary(cx, ew.BinOp.AND, mask, lanes)
-    return scatter(cx, kind, iref, value, keep, what)
 
 
 def _stored_elements(cx, inside, mask, shape, what):
