@@ -222,17 +222,21 @@ def test_a_gather_of_narrow_rows_on_the_gpu(d, dtype):
   np.testing.assert_array_equal(np.asarray(gather_window_rows(t, ids, s)), t[ids, 5:29])
 
 
-@mg.mgpu_kernel(out_shape=lambda cos, ids: S((4, 16), cos.dtype))
+@mg.mgpu_kernel(out_shape=lambda cos, ids: S((4, cos.shape[1]), cos.dtype))
 def four_narrow_rows(cos, ids, out):
   out[...] = cos[ids[...], :]
 
 
 def test_a_gather_registers_cannot_hold_names_its_table_in_the_hint():
-  """The hint wrote `v = t[...]` for a table named cos."""
-  e = expect(four_narrow_rows, [S((100, 16), F32), S((4,), jnp.int32)], mg.LayoutError, "cos[ids[...], :]",
-             "this gather of shape (4, 16) spreads each row's index along the row: that needs columns a multiple"
+  """The hint wrote `v = t[...]` for a table named cos. (Since probe 48e the 4 ids read whole index padded, to 8
+  rows: a (100, 16) table's gather of them is (8, 16), which registers hold; an 8-column table's is not.)"""
+  e = expect(four_narrow_rows, [S((100, 8), F32), S((4,), jnp.int32)], mg.LayoutError, "cos[ids[...], :]",
+             "this gather of shape (4, 8) spreads each row's index along the row: that needs columns a multiple"
              " of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a multiple of 128")
   assert e.hint.startswith("take 32 columns and drop the extra ones at the store: v = cos[ids[:, None],"), e.hint
+  t = np.arange(100 * 16, dtype=np.float32).reshape(100, 16)
+  ids = np.array([3, 99, -1, 50], np.int32)
+  np.testing.assert_array_equal(four_narrow_rows(t, ids, interpret=True), t[ids])
 
 
 # ---------------------------------------------------------------- jnp.split of a register tensor
