@@ -277,7 +277,23 @@ def _nonzero(kind):
   return make
 
 
+def _take(a):
+  """jnp.take(v, ids) of a 1-D register vector (mode None or "fill", jnp's default): the register gather v[ids],
+  fill_value (NaN, or the dtype's lowest integer, as jnp's default) where an index lies outside [-n, n) (inside,
+  a negative one counts from the end, as jnp's)."""
+  x, ids, axis, mode, fill = a["a"], a["indices"], a["axis"], a["mode"], a["fill_value"]
+  shape, d = _shape(x), _dtype(x)
+  if shape is None or len(shape) != 1 or _shape(ids) is None or axis not in (None, 0) or mode not in (
+      None, "fill") or d is None or _kind(x) not in ("float", "int") or a["out"] is not None:
+    return None
+  if fill is None:
+    fill = float("nan") if _kind(x) == "float" else int(np.iinfo(str(d)).min if d.is_signed else np.iinfo(str(d)).max)
+  return "ml.where(({1} >= -{0}.shape[0]) & ({1} < {0}.shape[0]), {0}[{1}], {2})", [x, ids, fill]
+
+
 FORMS = {
+    ("jnp", "take"): (("a", "indices", "axis", "out", "mode", "unique_indices", "indices_are_sorted", "fill_value"),
+                      _take),
     ("jnp", "nonzero"): (("a", "size", "fill_value"), _nonzero("nonzero")),
     ("jnp", "flatnonzero"): (("a", "size", "fill_value"), _nonzero("flatnonzero")),
     ("jnp", "argwhere"): (("a", "size", "fill_value"), _nonzero("argwhere")),

@@ -448,3 +448,20 @@ def test_gpu_nonzero_with_a_static_size():
   m = jnp.asarray(rng.random((16, 32)) < 0.1)
   for got, want in zip(jax.jit(kept_positions)(m), kept_positions(m, interpret=True)):
     np.testing.assert_array_equal(got, want)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, i: S(i.shape, x.dtype), grid=(1,))
+def take_scaled(x, i, out):
+  out[...] = jnp.take(x[...] * 2, i[...])
+
+
+def test_jnp_take_of_a_register_vector_fills_outside():
+  """jnp.take of a register vector was MG003 (its hint gathered from a GMEM ref, which computed values are not):
+  it is the register gather now, with jnp's default mode: an index outside [-n, n) gives fill_value (NaN, or the
+  lowest integer)."""
+  rng = _rng(16)
+  for dtype in (F32, I32):
+    x = jnp.asarray(rng.standard_normal(64) * 10, dtype)
+    i = jnp.asarray(rng.integers(-70, 70, 128), I32)
+    np.testing.assert_array_equal(take_scaled(x, i, interpret=True), jnp.take(x * 2, i))
+  _export(take_scaled, x, i)
