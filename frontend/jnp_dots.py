@@ -1,50 +1,234 @@
-"""jnp.dot, jnp.matmul and `@` of two 2-D tiles where ml.dot takes them as they are (a Pallas kernel's
-`jnp.dot(a_s[...], b_s[...], preferred_element_type=jnp.float32)`): b read whole from an SMEM buffer (`b_s[...]`,
-or `w_s[...].T`) or, since probe 48a, a register tile (`jnp.dot(q, k.T)` of a Pallas decode's tiles read from
-GMEM, which ml.dot stores into SMEM for the tensor cores where it can), a from SMEM too or a 16-bit register tile,
-both float16 or bfloat16. They compute as the ml.dot
-call dot_hints writes, with jnp's result dtype: `preferred_element_type=` where given, else the operands' dtype
-(jnp.dot of float16 tiles is float16, accumulated in float32 and rounded once, as ml.dot's float32 result converted
-is). Other products (an operand to stage in SMEM first, float32's or 8-bit's K-major layouts, another rank) keep
-their MG003 and dot_hints' hint."""
+"""jnp.dot, jnp.matmul, `@`, two-operand jnp.einsum and lax.dot_general of float16, bfloat16 or float32 tiles in a
+kernel (a Pallas kernel's `jnp.dot(a_s[...], b_s[...], preferred_element_type=jnp.float32)`, `jnp.einsum('qd,kd->qk',
+q, k)`, `lax.dot_general(q, k, (((1,), (1,)), ((), ())))`) compute as ml.dot with jnp's result dtype:
+`preferred_element_type=` where given, else the operands' (promoted) dtype (jnp.dot of float16 tiles is float16,
+accumulated in float32 and rounded once, as ml.dot's float32 result converted is). An operand read whole from an
+SMEM buffer (`b_s[...]`, `w_s[...].T`) is passed as the buffer (or its transposed view); a register tile (a
+GMEM read, a computed value) is staged by ml.dot (a 16-bit B) or here (float32 operands, which the tensor cores
+read from SMEM only, B K-major: stored (n, k) and read through the transposed view), as the hints wrote it. A
+float32 product is TF32's, as ml.dot's. A leading batch axis (`jnp.matmul` of 3-D tiles, einsum's
+'bij,bjk->bik', dot_general's batch dimensions) is one ml.dot per batch element, stacked. Other products (8-bit
+operands, a vector, a contraction over two axes, a tile ml.dot cannot take) keep their MG003 and dot_hints'
+hint."""
 from __future__ import annotations
+
+import dataclasses
 
 from . import errors as E
 from . import hw
 from .dtypes import DType, to_dtype
 from .types import RefType, Space, resolve
 
+_FLOATS = (DType.f16, DType.bf16, DType.f32)
+
 
 def _dtype(v):
   return resolve(getattr(getattr(v, "type", None), "dtype", None))
 
 
-def register_dot(tracer, node, nodes, values, kwargs):
-  """The product's value, traced at `node`, or None where ml.dot does not take the operands as they are."""
+def _operands(tracer, nodes, values):
+  """(value, transposed) of each operand: an SMEM buffer read whole (`k_s[...]`, `k_s[...].T`) as the buffer, a
+  register tile `w.T` as w transposed, any other value (a GMEM read: registers) as it is."""
+  out = []
+  for n, v in zip(nodes, values):
+    _, held, flip = tracer._dot_operand(n, v)
+    if isinstance(held.type, RefType) and held.type.space != Space.SMEM:
+      held, flip = v, False          # (`w[...]` of a GMEM array: the register tile read)
+    out.append((held, flip))
+  return out
+
+
+def _unwidened(tracer, nodes, values):
+  """(value, transposed) of each operand where both are 16-bit tiles of one dtype widened to float32 first
+  (`a_s[...].astype(jnp.float32) @ b_s[...].astype(jnp.float32)`): their products are exact in float32, where
+  ml.dot accumulates the 16-bit operands, so the product is the same without the float32 staging. None otherwise."""
+  got = [tracer._widened(n, v) for n, v in zip(nodes, values)]
+  if len(got) != 2 or None in got or got[0][1] != got[1][1] or any(
+      isinstance(w[0][1].type, RefType) and w[0][1].type.space != Space.SMEM for w in got):
+    return None
+  return [(held, flip) for (_, held, flip), _ in got]
+
+
+def _shape(x):
+  """The operand's shape as ml.dot reads it (transposed where flipped)."""
+  v, flip = x
+  s = tuple(getattr(v.type, "shape", ()))
+  return s[::-1] if flip and len(s) == 2 else s
+
+
+def register_dot(tracer, node, nodes, values, kwargs, batched=False):
+  """The product's value, traced at `node`, or None where ml.dot does not take the operands (the call's MG003).
+  `batched`: jnp.matmul's and `@`'s leading batch axis (jnp.dot of 3-D tiles is another product)."""
   extra = dict(kwargs)
   want = extra.pop("preferred_element_type", None)
-  if extra.pop("precision", None) is not None or extra or len(nodes) != 2 or len(values) != 2 or any(
-      isinstance(getattr(v, "type", None), RefType) for v in values):
+  precision = extra.pop("precision", None)
+  if extra or len(nodes) != 2 or len(values) != 2 or any(
+      isinstance(getattr(v, "type", None), RefType) or not hasattr(getattr(v, "type", None), "shape")
+      for v in values):
     return None                # (a ref passed as it is: jnp takes arrays, its hint says to read it)
-  (ta, va, fa), (tb, vb, fb) = (tracer._dot_operand(n, v) for n, v in zip(nodes, values))
-  da, db = _dtype(va), _dtype(vb)
-  if da != db or da not in hw.MMA_MN_MAJOR_DTYPES or any(
-      len(getattr(v.type, "shape", ())) != 2 for v in (va, vb)):
+  ranks = [len(v.type.shape) for v in values]
+  if ranks == [2, 2]:
+    ops = _unwidened(tracer, nodes, values)
+    if ops is not None:
+      return product(tracer, node, *ops, DType.f32 if want is None else want, precision)
+    return product(tracer, node, *_operands(tracer, nodes, values), want, precision)
+  if batched and ranks in ([3, 3], [3, 2]):
+    return batched_product(tracer, node, nodes, values, (False, False), want, precision)
+  return None
+
+
+def einsum_dot(tracer, node, spec, nodes, values, kwargs):
+  """jnp.einsum of two tiles whose spec is a matrix product, its operands either way round ('ij,jk->ik',
+  'ij,kj->ik', 'qd,kd->qk'), the result too ('ij,jk->ki'), over a shared leading batch axis ('bij,bjk->bik');
+  None for another spec."""
+  extra = {k: v for k, v in kwargs.items() if k not in ("preferred_element_type", "precision", "optimize")}
+  if extra or not isinstance(spec, str) or len(values) != 2 or "->" not in spec or "." in spec:
     return None
-  b_smem = isinstance(vb.type, RefType) and vb.type.space == Space.SMEM
-  a_smem = isinstance(va.type, RefType) and va.type.space == Space.SMEM
-  if not (b_smem or not isinstance(vb.type, RefType)) or not a_smem and (isinstance(va.type, RefType) or fa):
-    return None                # (b from SMEM or registers; a from SMEM, or a register tile used as it is)
-  out = DType.f32 if want is None else to_dtype(want)
+  ins, out = spec.replace(" ", "").split("->")
+  parts = ins.split(",")
+  if len(parts) != 2 or any(len(set(p)) != len(p) for p in parts + [out]) or any(
+      not hasattr(getattr(v, "type", None), "shape") or isinstance(v.type, RefType) or len(v.type.shape) != len(p)
+      for v, p in zip(values, parts)):
+    return None
+  sa, sb = parts
+  batch = ""
+  if len(sa) == len(sb) == len(out) == 3 and sa[0] == sb[0] == out[0]:
+    batch, sa, sb, out = sa[0], sa[1:], sb[1:], out[1:]
+  if not (len(sa) == len(sb) == len(out) == 2):
+    return None
+  shared = set(sa) & set(sb)
+  if len(shared) != 1 or shared & set(out) or set(out) != (set(sa) | set(sb)) - shared:
+    return None
+  c = shared.pop()
+  ta, tb = sa[0] == c, sb[1] == c       # a read (k, m), b read (n, k): transposed first
+  flip_out = out != sa[1 - sa.index(c)] + sb[1 - sb.index(c)]
+  want, precision = kwargs.get("preferred_element_type"), kwargs.get("precision")
+  if batch:
+    if flip_out:
+      return None
+    return batched_product(tracer, node, nodes, values, (ta, tb), want, precision)
+  (va, fa), (vb, fb) = _operands(tracer, nodes, values)
+  got = product(tracer, node, (va, fa != ta), (vb, fb != tb), want, precision)
+  if got is None or not flip_out:
+    return got
+  from .jnp_calls import trace_form
+  return trace_form(tracer, node, "{0}.T", [got])
+
+
+def dot_general_dot(tracer, node, nodes, values, dims, kwargs):
+  """lax.dot_general of two 2-D tiles contracting one axis each, or of two 3-D ones over a leading batch axis
+  (((2,), (1,)), ((0,), (0,))); None for other dimension numbers."""
+  extra = {k: v for k, v in kwargs.items() if k not in ("preferred_element_type", "precision", "out_sharding")
+           or k == "out_sharding" and v is not None}
+  try:
+    (ca, cb), (ba, bb) = dims
+    ca, cb, ba, bb = (tuple(int(i) for i in d) for d in (ca, cb, ba, bb))
+  except (TypeError, ValueError):
+    return None
+  if extra or len(values) != 2 or any(not hasattr(getattr(v, "type", None), "shape") or isinstance(v.type, RefType)
+                                      for v in values):
+    return None
+  ranks = [len(v.type.shape) for v in values]
+  want, precision = kwargs.get("preferred_element_type"), kwargs.get("precision")
+  if len(ca) != 1 or len(cb) != 1:
+    return None
+  ca, cb = ca[0] % ranks[0], cb[0] % ranks[1]
+  if ranks == [2, 2] and not ba and not bb:
+    (va, fa), (vb, fb) = _operands(tracer, nodes, values)
+    return product(tracer, node, (va, fa != (ca == 0)), (vb, fb != (cb == 1)), want, precision)
+  if ranks == [3, 3] and ba == bb == (0,) and ca and cb:
+    return batched_product(tracer, node, nodes, values, (ca == 1, cb == 2), want, precision)
+  return None
+
+
+def batched_product(tracer, node, nodes, values, flips, want, precision):
+  """One product per element of a's leading axis (b's too where it is 3-D), stacked: (z, m, n). An SMEM buffer
+  read whole is passed a batch element at a time, as its view `a_s.at[i]`."""
+  from .jnp_calls import trace_form
+  ops = _operands(tracer, nodes, values)
+  z = values[0].type.shape[0]
+  if any(flip for _, flip in ops) or len(values[1].type.shape) == 3 and values[1].type.shape[0] != z:
+    return None
+  parts = []
+  for i in range(z):
+    ai, bi = (trace_form(tracer, node, f"{{0}}{'.at' if isinstance(v.type, RefType) else ''}[{i}]", [v])
+              if len(v.type.shape) == 3 else v for v, _ in ops)
+    got = product(tracer, node, (ai, flips[0]), (bi, flips[1]), want, precision)
+    if got is None:
+      return None
+    parts.append(got)
+  return trace_form(tracer, node, "ml.stack([" + ", ".join(f"{{{i}}}" for i in range(z)) + "], axis=0)", parts)
+
+
+def product(tracer, node, a, b, want, precision):
+  """`a @ b` of (value, transposed) operands, as ml.dot computes it, in jnp's result dtype; None where ml.dot does
+  not take them."""
+  from .jnp_calls import trace_form
+  (va, fa), (vb, fb) = a, b
+  da, db = _dtype(va), _dtype(vb)
+  if da not in _FLOATS or db not in _FLOATS or len(_shape(a)) != 2 or len(_shape(b)) != 2 or \
+      _shape(a)[1] != _shape(b)[0]:
+    return None
+  common = da
+  if da != db:                  # jnp's promotion: bfloat16 with float32 computes in float32
+    from .ops.promotion import arithmetic_in
+    common = arithmetic_in(da, db)
+    if common is None:
+      return None
+    (va, fa), (vb, fb) = (_register(tracer, node, x, common) for x in ((va, fa), (vb, fb)))
+  out = common if want is None else to_dtype(want)
   if out is None:
     return None
-  form = f"ml.dot({{0}}{'.T' if fa else ''}, {{1}}{'.T' if fb else ''}, preferred_element_type={{2}})"
-  if want is None:
-    form = f"{form}.astype({{3}})"       # jnp.dot of float16 tiles is float16
-  from .jnp_calls import trace_form
+  # jnp.dot of 16-bit tiles accumulates in float32 and rounds once; an accumulator dtype asked for is ml.dot's
+  acc = out if want is not None and out in hw.MMA_ACC.get(common, (DType.f32,)) else DType.f32
+  keys = ", preferred_element_type={2}" + ("" if precision is None else ", precision={4}")
+  cast = "" if acc == out else ".astype({3})"
   try:
-    return trace_form(tracer, node, form, [va, vb, out, da])
-  except E.KernelError as e:
-    if isinstance(e, E.LayoutError) and tracer.b.dot_layouts is not None:
-      tracer.b.dot_layouts.append(node)     # (compile.trace tries the padded trace: a GQA group's (4, 72) product)
+    if common == DType.f32:
+      va, fa, vb, fb = _k_major(tracer, node, (va, fa), (vb, fb))
+      if va is None:
+        return None
+    form = f"ml.dot({{0}}{'.T' if fa else ''}, {{1}}{'.T' if fb else ''}{keys}){cast}"
+    return trace_form(tracer, node, form, [va, vb, acc, out, precision])
+  except E.KernelError:
     return None                # (a shape ml.dot does not take: the call's MG003 and its hint)
+
+
+def _register(tracer, node, x, dtype):
+  """(the operand read into registers as `dtype`, not transposed)."""
+  from .jnp_calls import trace_form
+  v, flip = x
+  form = ("{0}[...]" if isinstance(v.type, RefType) else "{0}") + (".T" if flip else "")
+  if _dtype(v) != dtype:
+    form += ".astype({1})"
+  return trace_form(tracer, node, form, [v, dtype]), False
+
+
+def _k_major(tracer, node, a, b):
+  """float32 operands as the tensor cores read them: a from an SMEM buffer (m, k), b from one stored (n, k), read
+  through its transposed view. An operand not so stored is stored from registers into a buffer of its own (64
+  rows a warpgroup fill: m and n multiples of 64; (None,) * 4 otherwise)."""
+  from .jnp_calls import trace_form
+  from .ops.memory import smem
+  from .ops.transfers import store
+  (va, fa), (vb, fb) = a, b
+  smem_a = isinstance(va.type, RefType) and not fa
+  smem_b = isinstance(vb.type, RefType) and fb
+  m, n = _shape(a)[0], _shape(b)[1]
+  if not smem_a and m % hw.MMA_M or not smem_b and n % hw.MMA_M:
+    return (None,) * 4
+  cx = tracer.cx(node)
+  if not smem_a:
+    x = _register(tracer, node, a, DType.f32)[0]
+    va = smem.rule(dataclasses.replace(cx, name="a_s"), tuple(x.type.shape), DType.f32)
+    store(cx, va, x)
+    fa = False
+  if not smem_b:               # b's transpose (n, k), stored as it is, read as its view .T
+    if isinstance(vb.type, RefType):
+      x = trace_form(tracer, node, "{0}[...]" + ("" if fb else ".T"), [vb])
+    else:
+      x = vb if fb else trace_form(tracer, node, "{0}.T", [vb])
+    buf = smem.rule(dataclasses.replace(cx, name="b_s"), tuple(x.type.shape), DType.f32)
+    store(cx, buf, x)
+    vb, fb = buf, True
+  return va, fa, vb, fb

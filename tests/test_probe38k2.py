@@ -115,14 +115,14 @@ K_MAJOR = ("; ml.dot reads float32 operands from SMEM buffers stored K-major (a 
      + f"v{S} = ml.smem((64, 128), jnp.float32); v{S}[...] = v",
      lambda x: jnp.einsum("bik,bjk->bij", *[x.reshape(4, 64, 128)] * 2, **P32).reshape(256, 64)),
 ], ids=["matmul", "jnp_dot_of_ref", "gram"])
-def test_a_float32_tile_product_hint_stages_both_operands_k_major(kernel, fixed, specs, text, cls, hint, want):
-  e = _error(kernel, *specs)
-  assert type(e) is cls and e.code in ("MG001", "MG003")
-  assert (e.lineno, e.col_offset) == (_line(kernel, text), 35)
-  assert e.hint == hint
+def test_a_float32_tile_product_computes_as_its_hint_staged_it(kernel, fixed, specs, text, cls, hint, want):
+  """It was MG001 / MG003 with `hint` (the operands staged K-major, followed in `fixed`); since probe 48b the
+  product itself computes as that staging does."""
   fixed.check(*specs)
   args = [rand.normal(rand.key(11 + k), s.shape) for k, s in enumerate(specs)]
   np.testing.assert_allclose(np.asarray(fixed(*args, interpret=True)), np.asarray(want(*args)), rtol=3e-2, atol=3e-1)
+  np.testing.assert_allclose(np.asarray(kernel(*args, interpret=True)), np.asarray(fixed(*args, interpret=True)),
+                             rtol=1e-5, atol=1e-4)
 
 
 # -- 8. jnp formulas: logaddexp, soft_sign, norm's keepdims --------------------------------------
