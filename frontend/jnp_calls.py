@@ -18,6 +18,7 @@ from .activation_forms import ACTIVATIONS, ACTIVATION_PARAMS, GELU_EXACT
 from .held_library import _public
 from .jnp_stats import STATS
 from .jnp_forms import FORMS, OPERATORS
+from .jnp_math import MATH
 from .lax_forms import FORMS as LAX_FORMS
 
 # the library functions that are ml's: (module as users spell it) -> {its name: ml's name}
@@ -178,6 +179,7 @@ SHAPED.update(FORMS)          # jnp.fmin, jnp.logical_and, lax.clamp, jnp.arange
 SHAPED.update(LAX_FORMS)      # lax.round, lax.reduce_max, lax.broadcast_in_dim, lax.div, lax.slice, ...: lax_forms.py
 _OPERATORS.update(OPERATORS)  # jnp.equal, jnp.bitwise_and, lax.shift_left, jnp.floor_divide, lax.rem, ...
 SHAPED.update(STATS)          # jnp's statistics (jnp.linalg.norm, jnp.nanmean, ...): jnp_stats.py, after the forms
+SHAPED.update(MATH)           # jnp.sinh, jnp.arctanh, jnp.sinc, jax.nn.glu, ...: jnp_math.py
 
 
 def _form(lib, name):

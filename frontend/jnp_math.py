@@ -1,0 +1,163 @@
+"""Elementwise math of register values that ml has no function for, called as Pallas kernels call it: jnp's and lax's
+hyperbolic functions (`sinh`, `cosh`, `arcsinh`/`asinh`, `arccosh`/`acosh`, `arctanh`/`atanh`), jnp's `deg2rad`/
+`radians`, `rad2deg`/`degrees`, `sinc`, `logaddexp2` and `heaviside`, jax.scipy.special's `expit` and `logit`, and
+jax.nn's `soft_sign`, `squareplus` and `glu`. Each is written as XLA computes it (the decomposition of the chlo op
+jax lowers to, read from XLA's compiled HLO, or jax's own Python definition), in ml.* functions, so the numbers and
+the dtype are jnp's: sinh and cosh of float16 or bfloat16 compute in float32 and round once (XLA upcasts them), the
+inverse functions compute in the operand's dtype, each step rounded (XLA does not); an integer or bool operand is
+float32 first (jnp's inexact functions; lax's refuse one, and so do these forms: its MG003 stands). Traced by
+jnp_calls.formula as the other SHAPED forms are: (the parameters a form reads, a function of the bound arguments
+giving (the form, its operands) or None)."""
+from __future__ import annotations
+
+import math
+
+from .jnp_forms import _dtype, _kind
+
+_LOG_HALF = math.log(0.5)
+_LN2 = math.log(2.0)
+# sqrt of the dtype's largest value (asinh's overflow bound) and half of it (acosh's), as XLA rounds them to the dtype
+_SQRT_MAX = {"float32": 1.8446743e19, "float16": 255.875, "bfloat16": 1.83747e19}
+_HALF_MAX = {"float32": 1.7014117e38, "float16": 32752.0, "bfloat16": 1.69477e38}
+
+
+def _float(x, lax):
+  """The dtype name of a float operand; 'float32' for jnp's integer or bool one; None for another (lax's)."""
+  k = _kind(x)
+  if k == "float" and _dtype(x) is not None:
+    name = str(_dtype(x))
+    return name if name in _SQRT_MAX else None
+  return "float32" if k in ("int", "bool") and not lax and _dtype(x) is not None else None
+
+
+def _operand(x, wide=False):
+  """{0} as the form computes it: float32 first for an integer, bool, or (`wide`) 16-bit float operand."""
+  return "{0}" if _kind(x) == "float" and (not wide or str(_dtype(x)) == "float32") else "{0}.astype(ml.float32)"
+
+
+def _unary(make, lax=False, wide=False):
+  """A form of one operand x: `make(X, dtype)` of the operand as computed (X), converted back where `wide`."""
+  def form(a):
+    x = a["x"]
+    d = _float(x, lax)
+    if d is None:
+      return None
+    body = make(_operand(x, wide), "float32" if wide else d)
+    if wide and d != "float32":
+      body = f"({body}).astype({{0}}.dtype)"         # sinh of float16: in float32, rounded once
+    return body, [x]
+  return form
+
+
+def _sinh(x, d):
+  e = f"ml.expm1({x})"
+  return (f"ml.where(ml.abs({x}) < 1, ({e} + {e} / ({e} + 1)) * 0.5,"
+          f" ml.exp({x} + {_LOG_HALF!r}) - ml.exp({_LOG_HALF!r} - {x}))")
+
+
+def _cosh(x, d):
+  return f"ml.exp({x} + {_LOG_HALF!r}) + ml.exp({_LOG_HALF!r} - {x})"
+
+
+def _asinh(x, d):
+  a = f"ml.abs({x})"
+  sign = f"ml.where({x} > 0, 1, ml.where({x} < 0, -1, {x}))"
+  return (f"{sign} * ml.where({a} >= {_SQRT_MAX[d]!r}, ml.log({a}) + {_LN2!r},"
+          f" ml.log1p({a} + {x} * {x} / (ml.sqrt({x} * {x} + 1) + 1)))")
+
+
+def _acosh(x, d):
+  below = f"ml.sqrt({x} - 1)"
+  return (f"ml.where({x} >= {_HALF_MAX[d]!r}, ml.log({x}) + {_LN2!r},"
+          f" ml.log1p({below} * (ml.sqrt({x} + 1) + {below})))")
+
+
+def _atanh(x, d):
+  return f"ml.where(ml.abs({x}) > 1, float('nan'), (ml.log1p({x}) - ml.log1p(-{x})) * 0.5)"
+
+
+def _sinc(x, d):
+  # jnp's: sin(pi x) / (pi x), 1 at 0 (pi x made 1 there first, so no 0 / 0 is taken)
+  safe = f"ml.where({x} == 0, 1, {math.pi!r} * {x})"
+  return f"ml.where({x} == 0, 1, ml.sin({safe}) / {safe})"
+
+
+def _pair(a):
+  """(x1, x2, their common float dtype as jnp promotes them) where both are float (or one a Python number)."""
+  x1, x2 = a["args"] if len(a.get("args", ())) == 2 else (a.get("x1"), a.get("x2"))
+  ds = [_dtype(x) for x in (x1, x2) if _dtype(x) is not None]
+  if not ds or any(_kind(x) != "float" for x in (x1, x2) if _dtype(x) is not None) or any(
+      _dtype(x) is None and _kind(x) not in ("float", "int") for x in (x1, x2)):
+    return None
+  if len(ds) == 2 and ds[0] != ds[1]:
+    from .ops.promotion import arithmetic_in
+    up = arithmetic_in(ds[0], ds[1])
+    return None if up is None else (x1, x2, up)
+  return x1, x2, ds[0]
+
+
+def _binary(make):
+  def form(a):
+    got = _pair(a)
+    if got is None:
+      return None
+    x1, x2, d = got
+    conv = [f"{{{i}}}.astype({{2}})" if _dtype(x) is not None and _dtype(x) != d else f"{{{i}}}"
+            for i, x in enumerate((x1, x2))]
+    return make(*conv), [x1, x2, d]
+  return form
+
+
+def _logaddexp2(p, q):
+  # lax's: the larger plus log1p(exp2(-|x1 - x2|)) / ln 2; x1 + x2 where the difference is NaN (equal infinities)
+  return (f"ml.where(ml.isnan({p} - {q}), {p} + {q},"
+          f" ml.maximum({p}, {q}) + {1 / _LN2!r} * ml.log1p(ml.exp2(-ml.abs({p} - {q}))))")
+
+
+def _heaviside(p, q):
+  # jnp's: 0 below zero, 1 above, x2 at zero, NaN at NaN
+  return f"ml.where({p} < 0, 0, ml.where({p} > 0, 1, ml.where(ml.isnan({p}), {p}, {q})))"
+
+
+def _glu(a):
+  x, axis = a["x"], a["axis"]
+  shape = getattr(getattr(x, "type", None), "shape", None)
+  if shape is None or _kind(x) != "float" or not isinstance(axis, int) or not -len(shape) <= axis < len(shape):
+    return None
+  axis %= len(shape)
+  if shape[axis] % 2:
+    return None
+  h = shape[axis] // 2
+  first = ", ".join(f":{h}" if i == axis else ":" for i in range(len(shape)))
+  second = ", ".join(f"{h}:" if i == axis else ":" for i in range(len(shape)))
+  return f"{{0}}[{first}] * ml.sigmoid({{0}}[{second}])", [x]
+
+
+def _squareplus(a):
+  x, b = a["x"], a["b"]
+  if _kind(x) != "float" or _dtype(x) is None or isinstance(b, bool) or not isinstance(b, (int, float)):
+    return None
+  return "({0} + ml.sqrt({0} * {0} + {1})) / 2", [x, b]
+
+
+_X = ("x",)
+MATH = {
+    **{("jnp", n): (_X, _unary(_sinh, wide=True)) for n in ("sinh",)},
+    ("jax.lax", "sinh"): (_X, _unary(_sinh, lax=True, wide=True)),
+    ("jnp", "cosh"): (_X, _unary(_cosh, wide=True)), ("jax.lax", "cosh"): (_X, _unary(_cosh, lax=True, wide=True)),
+    **{("jnp", n): (_X, _unary(_asinh)) for n in ("arcsinh", "asinh")},
+    **{("jnp", n): (_X, _unary(_acosh)) for n in ("arccosh", "acosh")},
+    **{("jnp", n): (_X, _unary(_atanh)) for n in ("arctanh", "atanh")},
+    ("jax.lax", "asinh"): (_X, _unary(_asinh, lax=True)), ("jax.lax", "acosh"): (_X, _unary(_acosh, lax=True)),
+    ("jax.lax", "atanh"): (_X, _unary(_atanh, lax=True)),
+    **{("jnp", n): (_X, _unary(lambda x, d: f"{x} * {math.pi / 180!r}")) for n in ("deg2rad", "radians")},
+    **{("jnp", n): (_X, _unary(lambda x, d: f"{x} * {180 / math.pi!r}")) for n in ("rad2deg", "degrees")},
+    ("jnp", "sinc"): (_X, _unary(_sinc)),
+    ("jnp", "logaddexp2"): (("args",), _binary(_logaddexp2)),
+    ("jnp", "heaviside"): (("x1", "x2"), _binary(_heaviside)),
+    ("jax.scipy.special", "expit"): (_X, _unary(lambda x, d: f"ml.sigmoid({x})")),
+    ("jax.scipy.special", "logit"): (_X, _unary(lambda x, d: f"ml.log({x} / (1 - {x}))")),
+    ("jax.nn", "soft_sign"): (_X, lambda a: None if _kind(a["x"]) != "float" else ("{0} / (ml.abs({0}) + 1)", [a["x"]])),
+    ("jax.nn", "squareplus"): (("x", "b"), _squareplus),
+    ("jax.nn", "glu"): (("x", "axis"), _glu),
+}

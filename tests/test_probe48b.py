@@ -1,0 +1,240 @@
+"""Probe 48b (jnp and lax inside kernels, as Pallas users write them). Two classes that were MG003 ("... cannot take
+a register tensor inside a kernel"):
+- products of tiles ml.dot takes, written as jnp writes them: `jnp.einsum('qd,kd->qk', q, k)` (and 'ij,jk->ik',
+  'ij,jk->ki', 'bij,bjk->bik'), `lax.dot_general` (one contracting axis each, a leading batch axis), `jnp.dot` /
+  `jnp.matmul` / `@` of two register tiles (`q = q_ref[...]; jnp.dot(q, k.T)`), of float32 tiles (TF32, staged
+  into SMEM K-major), of mixed dtypes (jnp's promotion), and jnp.matmul of 3-D tiles (frontend/jnp_dots.py);
+- jnp's, lax's, jax.nn's and jax.scipy.special's elementwise math ml has no namesake for, as XLA computes it:
+  `sinh`, `cosh`, `arcsinh`/`asinh`, `arccosh`/`acosh`, `arctanh`/`atanh` (jnp and lax), `deg2rad`/`radians`,
+  `rad2deg`/`degrees`, `sinc`, `logaddexp2`, `heaviside`, `expit`, `logit`, `soft_sign`, `squareplus`, `glu`
+  (frontend/jnp_math.py)."""
+import jax
+import jax.numpy as jnp
+import jax.scipy.special as sp
+import numpy as np
+import pytest
+from jax import lax
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F16, BF16, F32 = jnp.float16, jnp.bfloat16, jnp.float32
+
+
+def _rand(shape, dtype=F32, seed=0, scale=1.0):
+  return jnp.asarray(np.random.default_rng(seed).standard_normal(shape) * scale, dtype)
+
+
+def _close(got, want, rtol=2e-2, atol=2e-2):
+  got, want = np.asarray(got), np.asarray(want)
+  assert got.dtype == want.dtype, (got.dtype, want.dtype)
+  assert got.shape == want.shape, (got.shape, want.shape)
+  np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
+
+
+def _f32(*xs):
+  return [x.astype(F32) for x in xs]
+
+
+def _exports(kernel, *args):
+  """The kernel builds and verifies its Mosaic GPU module, as the GPU's jax would run it."""
+  jax.export.export(jax.jit(lambda *a: kernel(*a)), platforms=["cuda"])(*[S(a.shape, a.dtype) for a in args])
+
+
+# ---------------------------------------------------------------- products as jnp writes them
+@mg.mgpu_kernel(out_shape=lambda q, k, v: S(q.shape, q.dtype))
+def pallas_attention(q_ref, k_ref, v_ref, o_ref):
+  """Pallas's reference attention block, as written: loaded tiles, jnp.dot of registers, k.T."""
+  q, k, v = q_ref[...], k_ref[...], v_ref[...]
+  s = jnp.dot(q, k.T, preferred_element_type=jnp.float32) * 0.125
+  p = jnp.exp(s - jnp.max(s, axis=-1, keepdims=True))
+  o = jnp.dot(p.astype(v.dtype), v, preferred_element_type=jnp.float32)
+  o_ref[...] = (o / jnp.sum(p, axis=-1, keepdims=True)).astype(o_ref.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, v: S(q.shape, q.dtype))
+def einsum_attention(q_ref, k_ref, v_ref, o_ref):
+  q_s, k_s = ml.smem(q_ref.shape, q_ref.dtype), ml.smem(k_ref.shape, k_ref.dtype)
+  ml.copy(q_ref, q_s)
+  ml.copy(k_ref, k_s)
+  s = jnp.einsum("qd,kd->qk", q_s[...], k_s[...], preferred_element_type=jnp.float32) * 0.125
+  p = jax.nn.softmax(s, axis=-1)
+  o_ref[...] = jnp.einsum("qk,kd->qd", p.astype(v_ref.dtype), v_ref[...]).astype(o_ref.dtype)
+
+
+def _attention(q, k, v):
+  q, k, v = _f32(q, k, v)
+  return (jax.nn.softmax(q @ k.T * 0.125, axis=-1) @ v)
+
+
+@pytest.mark.parametrize("dtype", [F16, BF16])
+def test_attention_of_jnp_dots_and_einsums(dtype):
+  q, k, v = _rand((64, 64), dtype, 0), _rand((128, 64), dtype, 1), _rand((128, 64), dtype, 2)
+  want = _attention(q, k, v).astype(dtype)
+  _close(pallas_attention(q, k, v, interpret=True), want)
+  _close(einsum_attention(q, k, v, interpret=True), want)
+  _exports(pallas_attention, q, k, v)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, bt: (S((a.shape[0], b.shape[1]), jnp.float32),) * 3
+                + (S((b.shape[1], a.shape[0]), a.dtype), S((a.shape[0], bt.shape[0]), jnp.float32),
+                   S((a.shape[0], b.shape[1]), a.dtype)))
+def contractions(a, b, bt, nn, dg_nn, dg_nt_sum, ki, nt, mm):
+  """Each spelling of a product of (64, 64) and (64, 128) (or (128, 64) read as its transpose)."""
+  av, bv, btv = a[...], b[...], bt[...]
+  nn[...] = jnp.einsum("ij,jk->ik", av, bv, preferred_element_type=jnp.float32)
+  dg_nn[...] = lax.dot_general(av, bv, (((1,), (0,)), ((), ())), preferred_element_type=jnp.float32)
+  dg_nt_sum[...] = lax.dot_general(av, btv, (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32) + 1.0
+  ki[...] = jnp.einsum("ij,jk->ki", av, bv)            # the product transposed, in the operands' dtype
+  nt[...] = jnp.einsum("ij,kj->ik", av, btv, preferred_element_type=jnp.float32)
+  mm[...] = av @ bv
+
+
+@pytest.mark.parametrize("dtype", [F16, BF16, F32])
+def test_einsum_dot_general_and_register_dots(dtype):
+  a, b, bt = _rand((64, 64), dtype, 3), _rand((64, 128), dtype, 4), _rand((128, 64), dtype, 5)
+  nn, dg_nn, dg_nt, ki, nt, mm = contractions(a, b, bt, interpret=True)
+  af, bf, btf = _f32(a, b, bt)
+  tol = dict(rtol=3e-2, atol=6e-2)          # (float32 products are TF32's, as ml.dot's)
+  _close(nn, af @ bf, **tol)
+  _close(dg_nn, af @ bf, **tol)
+  _close(dg_nt, af @ btf.T + 1.0, **tol)
+  _close(ki, jnp.einsum("ij,jk->ki", a, b), **tol)
+  _close(nt, af @ btf.T, **tol)
+  _close(mm, a @ b, **tol)
+  if dtype == F32:
+    _exports(contractions, a, b, bt)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, w: (S((a.shape[0], a.shape[1], b.shape[2]), jnp.float32),
+                                           S((a.shape[0], a.shape[1], w.shape[1]), a.dtype),
+                                           S((a.shape[0], a.shape[1], b.shape[2]), jnp.float32)))
+def batched(a, b, w, bmm, proj, dg):
+  """A leading batch axis: einsum's 'bij,bjk->bik' of SMEM buffers, jnp.matmul of a 3-D tile by a 2-D one,
+  dot_general's batch dimensions."""
+  a_s, b_s = ml.smem(a.shape, a.dtype), ml.smem(b.shape, b.dtype)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  bmm[...] = jnp.einsum("bij,bjk->bik", a_s[...], b_s[...], preferred_element_type=jnp.float32)
+  proj[...] = jnp.matmul(a[...], w[...])
+  dg[...] = lax.dot_general(a[...], b[...], (((2,), (1,)), ((0,), (0,))), preferred_element_type=jnp.float32)
+
+
+def test_batched_products():
+  a, b, w = _rand((2, 64, 64), BF16, 6), _rand((2, 64, 64), BF16, 7), _rand((64, 128), BF16, 8)
+  bmm, proj, dg = batched(a, b, w, interpret=True)
+  af, bf, wf = _f32(a, b, w)
+  _close(bmm, jnp.einsum("bij,bjk->bik", af, bf))
+  _close(proj, jnp.matmul(a, w), rtol=3e-2, atol=6e-2)
+  _close(dg, jnp.einsum("bij,bjk->bik", af, bf))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[1]), jnp.float32), grid=lambda x, w: (x.shape[0] // 64,))
+def linear_of_loaded_tiles(x, w, out):
+  """Triton's / Pallas's K loop: both tiles loaded into registers, jnp.dot of bfloat16 by float32 (promoted)."""
+  r = ml.ds(ml.program_id(0) * 64, 64)
+  acc = jnp.zeros((64, w.shape[1]), jnp.float32)
+  for k in range(x.shape[1] // 64):
+    acc += jnp.dot(x.at[r, ml.ds(k * 64, 64)][...], w.at[ml.ds(k * 64, 64), :][...])
+  out.at[r, :][...] = acc
+
+
+def test_a_k_loop_of_mixed_dtype_dots():
+  x, w = _rand((128, 128), BF16, 9), _rand((128, 64), F32, 10)
+  _close(linear_of_loaded_tiles(x, w, interpret=True), jnp.dot(x, w), rtol=3e-2, atol=6e-2)
+  _exports(linear_of_loaded_tiles, x, w)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), jnp.float32))
+def mismatched_dot(a, b, out):
+  out[...] = jnp.dot(a[...], b[...])
+
+
+def test_a_product_ml_dot_cannot_take_keeps_its_error():
+  expect(mismatched_dot, [S((64, 64), BF16), S((32, 128), BF16)], mg.KernelTypeError, "jnp.dot(",
+         "dot cannot take a register tensor inside a kernel")
+
+
+# ---------------------------------------------------------------- elementwise math as XLA computes it
+@mg.mgpu_kernel(out_shape=lambda x: tuple(S(x.shape, x.dtype) for _ in range(10)))
+def hyperbolic(x, a, b, c, d, e, f, g, h, i, j):
+  v = x[...]
+  a[...] = jnp.sinh(v)
+  b[...] = jnp.cosh(v)
+  c[...] = jnp.arcsinh(v)
+  d[...] = jnp.arccosh(v)
+  e[...] = jnp.arctanh(v)
+  f[...] = lax.sinh(v) - lax.cosh(v) + lax.asinh(v)
+  g[...] = jnp.asinh(v) + jnp.atanh(v * 0.5) + lax.atanh(v * 0.25)
+  h[...] = jnp.acosh(jnp.abs(v) + 1) + lax.acosh(jnp.abs(v) + 2)
+  i[...] = jnp.sinc(v) + jnp.deg2rad(v) + jnp.degrees(v) * 0.01
+  j[...] = sp.logit(jnp.abs(v) * 0.1) + sp.expit(v)
+
+
+def _hyperbolic(v):
+  return (jnp.sinh(v), jnp.cosh(v), jnp.arcsinh(v), jnp.arccosh(v), jnp.arctanh(v),
+          lax.sinh(v) - lax.cosh(v) + lax.asinh(v), jnp.asinh(v) + jnp.atanh(v * 0.5) + lax.atanh(v * 0.25),
+          jnp.acosh(jnp.abs(v) + 1) + lax.acosh(jnp.abs(v) + 2), jnp.sinc(v) + jnp.deg2rad(v) + jnp.degrees(v) * 0.01,
+          sp.logit(jnp.abs(v) * 0.1) + sp.expit(v))
+
+
+def _edges(dtype):
+  """Values at every branch of XLA's decompositions: zeros, |x| about 1, large (overflow branches), inf, NaN."""
+  edges = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-7, -1e-7, 1e-3, 0.999, 1.001, 2.0, 88.0, 89.5, -89.5, 100.0, 300.0,
+           4e4, 1e20, -1e20, 3e38, np.inf, -np.inf, np.nan]
+  rng = np.random.default_rng(11)
+  scales = np.repeat([1e-3, 0.3, 1.0, 5.0, 20.0], 205)[:1024 - len(edges)]
+  return jnp.asarray(np.concatenate([edges, rng.standard_normal(1024 - len(edges)) * scales]).reshape(8, 128), dtype)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16])
+def test_hyperbolic_and_other_math_is_jnps(dtype):
+  x = _edges(dtype)
+  with np.errstate(all="ignore"):
+    for n, (got, want) in enumerate(zip(hyperbolic(x, interpret=True), _hyperbolic(x))):
+      if dtype == F32:        # (numpy's exp and log against XLA's: a few ulp)
+        _close(got, want, rtol=2e-6, atol=1e-6)
+      elif n < 5:             # (16-bit: XLA's own steps, each rounded, or float32 rounded once: within an ulp)
+        _close(got, want, rtol=float(jnp.finfo(dtype).eps), atol=0)
+      else:                   # (sums of them: XLA on the CPU keeps a fused chain's 16-bit steps in float32)
+        _close(got, want, rtol=1e-2, atol=1e-2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: (S(x.shape, jnp.float32),) * 3 + (S(x.shape, x.dtype), S((x.shape[0], x.shape[1] // 2), x.dtype)))
+def more_math(x, y, a, b, c, d, e):
+  v, w = x[...], y[...]
+  a[...] = jnp.logaddexp2(v, w)                          # bfloat16 with float32: float32
+  b[...] = jnp.heaviside(w, 0.5) + jnp.sinh(jnp.arange(128)[None, :] % 3)     # an int32 operand: float32
+  c[...] = jnp.rad2deg(w) + jnp.radians(w)
+  d[...] = jax.nn.soft_sign(v) + jax.nn.squareplus(v) + jax.nn.squareplus(v, b=1.0)
+  e[...] = jax.nn.glu(v, axis=-1)
+
+
+def test_binary_math_activations_and_promotion():
+  x, y = _rand((8, 128), BF16, 12, 3.0), _rand((8, 128), F32, 13, 3.0)
+  y = y.at[0, :4].set(jnp.array([0.0, -0.0, np.inf, np.nan]))
+  a, b, c, d, e = more_math(x, y, interpret=True)
+  _close(a, jnp.logaddexp2(x, y), rtol=1e-6, atol=1e-6)
+  _close(b, jnp.heaviside(y, 0.5) + jnp.sinh(jnp.arange(128)[None, :] % 3), rtol=1e-6, atol=1e-6)
+  _close(c, jnp.rad2deg(y) + jnp.radians(y), rtol=1e-6, atol=1e-6)
+  _close(d, jax.nn.soft_sign(x) + jax.nn.squareplus(x) + jax.nn.squareplus(x, b=1.0), rtol=1e-2, atol=1e-2)
+  _close(e, jax.nn.glu(x, axis=-1), rtol=1e-2, atol=1e-2)
+  _exports(more_math, x, y)
+  _exports(hyperbolic, _edges(BF16))
+
+
+@pytest.mark.gpu
+def test_gpu_products_and_math_match_interpret_mode():
+  cases = [(pallas_attention, (_rand((64, 64), F16, 0), _rand((128, 64), F16, 1), _rand((128, 64), F16, 2))),
+           (contractions, (_rand((64, 64), F32, 3), _rand((64, 128), F32, 4), _rand((128, 64), F32, 5))),
+           (contractions, (_rand((64, 64), BF16, 3), _rand((64, 128), BF16, 4), _rand((128, 64), BF16, 5))),
+           (batched, (_rand((2, 64, 64), BF16, 6), _rand((2, 64, 64), BF16, 7), _rand((64, 128), BF16, 8))),
+           (linear_of_loaded_tiles, (_rand((128, 128), BF16, 9), _rand((128, 64), F32, 10))),
+           (hyperbolic, (_edges(F32),)), (hyperbolic, (_edges(BF16),)),
+           (more_math, (_rand((8, 128), BF16, 12, 3.0), _rand((8, 128), F32, 13, 3.0)))]
+  for kernel, args in cases:
+    gpu, cpu = kernel(*args), kernel(*args, interpret=True)
+    for got, want in zip(gpu if isinstance(gpu, tuple) else (gpu,), cpu if isinstance(cpu, tuple) else (cpu,)):
+      _close(got, want, rtol=2e-2, atol=2e-2)
