@@ -76,10 +76,26 @@ def _atanh(x, d):
   return f"ml.where(ml.abs({x}) > 1, float('nan'), (ml.log1p({x}) - ml.log1p(-{x})) * 0.5)"
 
 
+_EPS = {"float32": 2.0 ** -23, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
+
+
 def _sinc(x, d):
-  # jnp's: sin(pi x) / (pi x), 1 at 0 (pi x made 1 there first, so no 0 / 0 is taken)
-  safe = f"ml.where({x} == 0, 1, {math.pi!r} * {x})"
-  return f"ml.where({x} == 0, 1, ml.sin({safe}) / {safe})"
+  # jax 0.11's (the H200's): sin(u) / u of u = pi x, a Taylor series in u**2 where |u| < 1 (its terms down to the
+  # dtype's eps), 0 at +-inf (jax 0.10 divided everywhere: NaN at +-inf, within an ulp or two elsewhere)
+  coeffs = []
+  for k in range(100):
+    mag = 1.0 / math.factorial(2 * k + 1)
+    coeffs.insert(0, (-1) ** k * mag)
+    if mag <= _EPS[d]:
+      break
+  inf = f"(ml.abs({x}) == float('inf'))"
+  u = f"ml.where({inf}, 1, {math.pi!r} * {x})"
+  series_u = f"ml.where(ml.abs({u}) < 1, {u}, 0)"
+  direct_u = f"ml.where(ml.abs({u}) < 1, ml.where({u} >= 0, 1, -1), {u})"
+  series = repr(coeffs[0])
+  for c in coeffs[1:]:
+    series = f"({series}) * ({series_u} * {series_u}) + {c!r}"
+  return f"ml.where({inf}, 0, ml.where(ml.abs({u}) < 1, {series}, ml.sin({direct_u}) / {direct_u}))"
 
 
 def _pair(a):

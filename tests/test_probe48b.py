@@ -169,15 +169,15 @@ def hyperbolic(x, a, b, c, d, e, f, g, h, i, j):
   f[...] = lax.sinh(v) - lax.cosh(v) + lax.asinh(v)
   g[...] = jnp.asinh(v) + jnp.atanh(v * 0.5) + lax.atanh(v * 0.25)
   h[...] = jnp.acosh(jnp.abs(v) + 1) + lax.acosh(jnp.abs(v) + 2)
-  i[...] = jnp.sinc(v) + jnp.deg2rad(v) + jnp.degrees(v) * 0.01
-  j[...] = sp.logit(jnp.abs(v) * 0.1) + sp.expit(v)
+  i[...] = jnp.sinc(v)
+  j[...] = sp.logit(jnp.abs(v) * 0.1) + sp.expit(v) + jnp.deg2rad(v)
 
 
 def _hyperbolic(v):
   return (jnp.sinh(v), jnp.cosh(v), jnp.arcsinh(v), jnp.arccosh(v), jnp.arctanh(v),
           lax.sinh(v) - lax.cosh(v) + lax.asinh(v), jnp.asinh(v) + jnp.atanh(v * 0.5) + lax.atanh(v * 0.25),
-          jnp.acosh(jnp.abs(v) + 1) + lax.acosh(jnp.abs(v) + 2), jnp.sinc(v) + jnp.deg2rad(v) + jnp.degrees(v) * 0.01,
-          sp.logit(jnp.abs(v) * 0.1) + sp.expit(v))
+          jnp.acosh(jnp.abs(v) + 1) + lax.acosh(jnp.abs(v) + 2), jnp.sinc(v),
+          sp.logit(jnp.abs(v) * 0.1) + sp.expit(v) + jnp.deg2rad(v))
 
 
 def _edges(dtype):
@@ -194,7 +194,13 @@ def test_hyperbolic_and_other_math_is_jnps(dtype):
   x = _edges(dtype)
   with np.errstate(all="ignore"):
     for n, (got, want) in enumerate(zip(hyperbolic(x, interpret=True), _hyperbolic(x))):
-      if dtype == F32:        # (numpy's exp and log against XLA's: a few ulp)
+      if n == 8:              # sinc: jax 0.11's series near 0 and 0 at +-inf (jax 0.10's NaN there; an ulp apart)
+        finite = ~np.isinf(np.asarray(x))
+        assert np.all(np.asarray(got)[~finite] == 0)
+        eps = float(jnp.finfo(dtype).eps)
+        np.testing.assert_allclose(np.asarray(got, np.float64)[finite], np.asarray(want, np.float64)[finite],
+                                   rtol=4 * eps, atol=eps / 4, equal_nan=True)
+      elif dtype == F32:        # (numpy's exp and log against XLA's: a few ulp)
         _close(got, want, rtol=2e-6, atol=1e-6)
       elif n < 5:             # (16-bit: XLA's own steps, each rounded, or float32 rounded once: within an ulp)
         _close(got, want, rtol=float(jnp.finfo(dtype).eps), atol=0)
