@@ -70,23 +70,10 @@ def jnp_call(tracer, node, fn, args, kwargs, cx):
   from . import jnp_calls
   from .jnp_forms import numpy_twin
   lib = jnp_calls.library(fn) if not isinstance(fn, (Builtin, _Method)) else None
-  if lib in (("jnp", "dot"), ("jnp", "matmul")) and len(node.args) == 2 and not any(
-      isinstance(a, ast.Starred) for a in node.args):
-    from .jnp_dots import register_dot
-    if (got := register_dot(tracer, node, node.args, args, kwargs, batched=lib[1] == "matmul")) is not None:
-      return got             # jnp.dot(a_s[...], b_s[...], preferred_element_type=jnp.float32): ml.dot
-  if lib == ("jnp", "einsum") and len(node.args) == 3 and len(args) == 3 and not any(
-      isinstance(a, ast.Starred) for a in node.args):
-    from .jnp_dots import einsum_dot
-    if (got := einsum_dot(tracer, node, args[0], node.args[1:], args[1:], kwargs)) is not None:
-      return got             # jnp.einsum('qd,kd->qk', q, k): ml.dot(q, k.T)
-  if lib == ("jax.lax", "dot_general") and len(node.args) in (2, 3) and len(args) == len(node.args) and not any(
-      isinstance(a, ast.Starred) for a in node.args):
-    from .jnp_dots import dot_general_dot
-    kw = dict(kwargs)
-    dims = args[2] if len(args) == 3 else kw.pop("dimension_numbers", None)
-    if dims is not None and (got := dot_general_dot(tracer, node, node.args[:2], args[:2], dims, kw)) is not None:
-      return got             # lax.dot_general(q, k, (((1,), (1,)), ((), ()))): ml.dot(q, k.T)
+  if lib is not None and not any(isinstance(a, ast.Starred) for a in node.args) and len(args) == len(node.args):
+    from .jnp_dots import library_product
+    if (got := library_product(tracer, node, lib, args, kwargs)) is not None:
+      return got             # jnp.dot(q, k.T), jnp.einsum('qd,kd->qk', q, k), lax.dot_general: ml.dot
   if not isinstance(fn, (Builtin, _Method)) and (twin := numpy_twin(fn, args, kwargs)) is not None:
     try:                  # np.exp(v) of a register value: as jnp.exp(v), named as written
       return jnp_call(tracer, node, twin, args, kwargs, cx)

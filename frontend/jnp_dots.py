@@ -38,6 +38,34 @@ def _operands(tracer, nodes, values):
   return out
 
 
+def library_product(tracer, node, lib, args, kwargs):
+  """jnp.dot / jnp.matmul / lax.dot / jnp.inner / jnp.tensordot / jnp.einsum / lax.dot_general of register values
+  (`args`, written as `node.args`) computed as ml.dot, or None (the call's MG003 stands)."""
+  nodes = node.args
+  if lib in (("jnp", "dot"), ("jnp", "matmul"), ("jax.lax", "dot")) and len(args) == 2:
+    return register_dot(tracer, node, nodes, args, kwargs, batched=lib[1] == "matmul", shown=tracer.text(node.func))
+  if lib == ("jnp", "einsum") and len(args) == 3:
+    return einsum_dot(tracer, node, args[0], nodes[1:], args[1:], kwargs)
+  if lib == ("jax.lax", "dot_general") and len(args) in (2, 3):
+    kw = dict(kwargs)
+    dims = args[2] if len(args) == 3 else kw.pop("dimension_numbers", None)
+    return None if dims is None else dot_general_dot(tracer, node, nodes[:2], args[:2], dims, kw)
+  ranks = [len(getattr(getattr(v, "type", None), "shape", (0, 0, 0))) for v in args[:2]]
+  if lib == ("jnp", "inner") and len(args) == 2 and ranks == [2, 2]:      # both last axes contracted
+    return dot_general_dot(tracer, node, nodes, args, (((1,), (1,)), ((), ())), kwargs)
+  if lib == ("jnp", "tensordot") and len(args) in (2, 3) and ranks == [2, 2]:
+    kw = dict(kwargs)
+    axes = args[2] if len(args) == 3 else kw.pop("axes", 2)
+    if isinstance(axes, int):
+      axes = ((1,), (0,)) if axes == 1 else None
+    try:
+      (ca, cb), = [tuple(tuple(int(i) for i in (x if isinstance(x, (tuple, list)) else (x,))) for x in axes)]
+    except (TypeError, ValueError):
+      return None
+    return dot_general_dot(tracer, node, nodes[:2], args[:2], ((ca, cb), ((), ())), kw)
+  return None
+
+
 def _unwidened(tracer, nodes, values):
   """(value, transposed) of each operand where both are 16-bit tiles of one dtype widened to float32 first
   (`a_s[...].astype(jnp.float32) @ b_s[...].astype(jnp.float32)`): their products are exact in float32, where
@@ -56,9 +84,10 @@ def _shape(x):
   return s[::-1] if flip and len(s) == 2 else s
 
 
-def register_dot(tracer, node, nodes, values, kwargs, batched=False):
+def register_dot(tracer, node, nodes, values, kwargs, batched=False, shown="jnp.dot"):
   """The product's value, traced at `node`, or None where ml.dot does not take the operands (the call's MG003).
-  `batched`: jnp.matmul's and `@`'s leading batch axis (jnp.dot of 3-D tiles is another product)."""
+  `batched`: jnp.matmul's and `@`'s leading batch axis (jnp.dot of 3-D tiles is another product). Float tiles
+  whose contracted axes differ are MG202 at the call (`shown`: the call as written, `jnp.dot` or `@`)."""
   extra = dict(kwargs)
   want = extra.pop("preferred_element_type", None)
   precision = extra.pop("precision", None)
@@ -68,13 +97,31 @@ def register_dot(tracer, node, nodes, values, kwargs, batched=False):
     return None                # (a ref passed as it is: jnp takes arrays, its hint says to read it)
   ranks = [len(v.type.shape) for v in values]
   if ranks == [2, 2]:
+    _same_k(tracer, node, nodes, values, shown)
     ops = _unwidened(tracer, nodes, values)
     if ops is not None:
       return product(tracer, node, *ops, DType.f32 if want is None else want, precision)
     return product(tracer, node, *_operands(tracer, nodes, values), want, precision)
+  if ranks in ([2, 1], [1, 2], [1, 1]):
+    return vector_product(tracer, node, values, want)
   if batched and ranks in ([3, 3], [3, 2]):
     return batched_product(tracer, node, nodes, values, (False, False), want, precision)
   return None
+
+
+def _same_k(tracer, node, nodes, values, shown):
+  """MG202 where two 2-D float tiles' contracted axes (a's last, b's first) differ, as jnp's TypeError says."""
+  (m, k), (k2, n) = (tuple(v.type.shape) for v in values)
+  if k == k2 or any(_dtype(v) not in _FLOATS for v in values):
+    return
+  a, b = (tracer.text(x) for x in nodes)
+  def call(bt):
+    return f"{a} @ {bt}" if shown == "@" else f"{shown}({a}, {bt})"
+  bt = f"{b}.T" if b.isidentifier() or b.endswith("]") else f"({b}).T"
+  fix = f"; to contract both last axes ({k}), transpose b: {call(bt)}" if n == k else ""
+  raise E.ShapeMismatchError(
+      f"{call(b)} of shapes {(m, k)} and {(k2, n)}: the contracted axes differ ({k} and {k2})", tracer.loc(node),
+      hint=f"a product multiplies a's last axis with b's first: a is (m, k) and b is (k, n){fix}")
 
 
 def einsum_dot(tracer, node, spec, nodes, values, kwargs):
@@ -91,6 +138,13 @@ def einsum_dot(tracer, node, spec, nodes, values, kwargs):
       for v, p in zip(values, parts)):
     return None
   sa, sb = parts
+  if sorted((len(sa), len(sb))) == [1, 2] and len(out) == 1:      # 'ij,j->i', 'i,ij->j': a matrix-vector product
+    m2, v1 = (sa, sb) if len(sa) == 2 else (sb, sa)
+    if v1 not in m2 or out == v1 or out not in m2:
+      return None
+    if (m2.index(v1) == 1) != (len(sa) == 2):      # the vector on the side it contracts: transpose the matrix
+      return None
+    return vector_product(tracer, node, values, kwargs.get("preferred_element_type"))
   batch = ""
   if len(sa) == len(sb) == len(out) == 3 and sa[0] == sb[0] == out[0]:
     batch, sa, sb, out = sa[0], sa[1:], sb[1:], out[1:]
@@ -139,6 +193,35 @@ def dot_general_dot(tracer, node, nodes, values, dims, kwargs):
   if ranks == [3, 3] and ba == bb == (0,) and ca and cb:
     return batched_product(tracer, node, nodes, values, (ca == 1, cb == 2), want, precision)
   return None
+
+
+def vector_product(tracer, node, values, want):
+  """A matrix-vector, vector-matrix or vector-vector product (a decode GEMV), which ml.dot does not take: products in
+  float32 summed along the contracted axis (ml.dot's float32 accumulation), in jnp's result dtype; None for
+  integers and sizes that differ (the call's MG003)."""
+  from .jnp_calls import trace_form
+  ds = [_dtype(v) for v in values]
+  if any(d not in _FLOATS for d in ds):
+    return None
+  a, b = (tuple(v.type.shape) for v in values)
+  if a[-1] != b[0]:
+    return None
+  common = ds[0]
+  if ds[0] != ds[1]:
+    from .ops.promotion import arithmetic_in
+    common = arithmetic_in(*ds)
+  out = common if want is None else to_dtype(want)
+  if out is None or common is None:
+    return None
+  p, q = "{0}.astype(ml.float32)", "{1}.astype(ml.float32)"
+  form = {(2, 1): f"ml.sum({p} * {q}[None, :], axis=1)", (1, 2): f"ml.sum({p}[:, None] * {q}, axis=0)",
+          (1, 1): f"ml.sum({p} * {q})"}[len(a), len(b)]
+  if out != DType.f32:
+    form = f"{form}.astype({{2}})"
+  try:
+    return trace_form(tracer, node, form, [values[0], values[1], out])
+  except E.KernelError:
+    return None
 
 
 def batched_product(tracer, node, nodes, values, flips, want, precision):

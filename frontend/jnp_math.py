@@ -156,6 +156,36 @@ def _squareplus(a):
   return "({0} + ml.sqrt({0} * {0} + {1})) / 2", [x, b]
 
 
+def _cumlogsumexp(a):
+  """lax.cumlogsumexp: an inclusive scan of lax's logaddexp (form_helpers.py; XLA combines in its own order: the
+  sums agree to rounding), by ml.associative_scan."""
+  from .form_helpers import logaddexp
+  x, axis, reverse = a["operand"], a["axis"], a["reverse"]
+  shape = getattr(getattr(x, "type", None), "shape", None)
+  if shape is None or _kind(x) != "float" or not isinstance(axis, int) or not isinstance(
+      reverse, bool) or not -len(shape) <= axis < len(shape):
+    return None
+  return "ml.associative_scan({1}, {0}, reverse={2}, axis={3})", [x, logaddexp, reverse, axis % len(shape)]
+
+
+def _median(a):
+  """jnp.median along one axis of a 1-D or 2-D tile (form_helpers.median); integers as float32, as jnp's."""
+  from .form_helpers import median
+  x, axis, keepdims = a["a"], a["axis"], a["keepdims"]
+  shape = getattr(getattr(x, "type", None), "shape", None)
+  if shape is None or len(shape) not in (1, 2) or _kind(x) not in ("float", "int") or a.get("out") is not None \
+      or not isinstance(keepdims, bool):
+    return None
+  if axis is None and len(shape) == 1:
+    axis = 0
+  if not isinstance(axis, int) or not -len(shape) <= axis < len(shape):
+    return None
+  axis %= len(shape)
+  n = shape[axis]
+  v = "{0}" if _kind(x) == "float" else "{0}.astype(ml.float32)"
+  return f"{{1}}({v}, {axis}, {(n - 1) // 2}, {n // 2}, {keepdims})", [x, median]
+
+
 _X = ("x",)
 MATH = {
     **{("jnp", n): (_X, _unary(_sinh, wide=True)) for n in ("sinh",)},
@@ -176,4 +206,6 @@ MATH = {
     ("jax.nn", "soft_sign"): (_X, lambda a: None if _kind(a["x"]) != "float" else ("{0} / (ml.abs({0}) + 1)", [a["x"]])),
     ("jax.nn", "squareplus"): (("x", "b"), _squareplus),
     ("jax.nn", "glu"): (("x", "axis"), _glu),
+    ("jax.lax", "cumlogsumexp"): (("operand", "axis", "reverse"), _cumlogsumexp),
+    ("jnp", "median"): (("a", "axis", "out", "overwrite_input", "keepdims"), _median),
 }

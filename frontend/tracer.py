@@ -517,7 +517,7 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
     left, right = (node.left, node.right) if isinstance(node, ast.BinOp) else (node.target, node.value)
     if op is ast.MatMult:        # jnp.matmul's hint, with the operands as written (`x @ w_s[...].T`)
       from .jnp_dots import register_dot
-      if (got := register_dot(self, node, (left, right), (a, b), {}, batched=True)) is not None:
+      if (got := register_dot(self, node, (left, right), (a, b), {}, batched=True, shown="@")) is not None:
         return got               # a_s[...] @ b_s[...] of 16-bit tiles: ml.dot, as jnp.matmul computes it
       self.unsupported(node, "the operator @", hint=self.matmul_hint(left, right, a, b))
     if op is ast.Pow:

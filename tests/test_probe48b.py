@@ -2,12 +2,13 @@
 a register tensor inside a kernel"):
 - products of tiles ml.dot takes, written as jnp writes them: `jnp.einsum('qd,kd->qk', q, k)` (and 'ij,jk->ik',
   'ij,jk->ki', 'bij,bjk->bik'), `lax.dot_general` (one contracting axis each, a leading batch axis), `jnp.dot` /
-  `jnp.matmul` / `@` of two register tiles (`q = q_ref[...]; jnp.dot(q, k.T)`), of float32 tiles (TF32, staged
-  into SMEM K-major), of mixed dtypes (jnp's promotion), and jnp.matmul of 3-D tiles (frontend/jnp_dots.py);
+  `jnp.matmul` / `@` / `lax.dot` / `jnp.inner` / `jnp.tensordot` of two register tiles (`q = q_ref[...];
+  jnp.dot(q, k.T)`), of float32 tiles (TF32, staged into SMEM K-major), of mixed dtypes (jnp's promotion), of a
+  tile and a vector, and jnp.matmul of 3-D tiles (frontend/jnp_dots.py); contracted axes that differ are MG202;
 - jnp's, lax's, jax.nn's and jax.scipy.special's elementwise math ml has no namesake for, as XLA computes it:
   `sinh`, `cosh`, `arcsinh`/`asinh`, `arccosh`/`acosh`, `arctanh`/`atanh` (jnp and lax), `deg2rad`/`radians`,
   `rad2deg`/`degrees`, `sinc`, `logaddexp2`, `heaviside`, `expit`, `logit`, `soft_sign`, `squareplus`, `glu`
-  (frontend/jnp_math.py)."""
+  (frontend/jnp_math.py), `lax.cumlogsumexp` and `jnp.median` (through frontend/form_helpers.py)."""
 import jax
 import jax.numpy as jnp
 import jax.scipy.special as sp
@@ -147,14 +148,56 @@ def test_a_k_loop_of_mixed_dtype_dots():
   _exports(linear_of_loaded_tiles, x, w)
 
 
-@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), jnp.float32))
+@mg.mgpu_kernel(out_shape=lambda a, b, v: (S((a.shape[0], b.shape[1]), jnp.float32),) * 2
+                + (S((a.shape[0], a.shape[0]), a.dtype), S((a.shape[0],), a.dtype), S((b.shape[1],), jnp.float32),
+                   S((a.shape[0],), jnp.float32)))
+def other_products(a, b, v, ld, td, inner, mv, vm, ein_mv):
+  """lax.dot, jnp.tensordot, jnp.inner, and products with a vector (a decode GEMV: no tensor cores, a sum of
+  float32 products in registers)."""
+  av, bv, vv = a[...], b[...], v[...]
+  ld[...] = lax.dot(av, bv, preferred_element_type=jnp.float32)
+  td[...] = jnp.tensordot(av, bv, axes=1, preferred_element_type=jnp.float32)
+  inner[...] = jnp.inner(av, av)
+  mv[...] = jnp.dot(av, vv)
+  vm[...] = vv.astype(jnp.float32) @ bv
+  ein_mv[...] = jnp.einsum("ij,j->i", av, vv, preferred_element_type=jnp.float32)
+
+
+def test_lax_dot_tensordot_inner_and_vector_products():
+  a, b, v = _rand((64, 64), BF16, 14), _rand((64, 128), BF16, 15), _rand((64,), BF16, 16)
+  ld, td, inner, mv, vm, ein_mv = other_products(a, b, v, interpret=True)
+  af, bf, vf = _f32(a, b, v)
+  _close(ld, af @ bf)
+  _close(td, af @ bf)
+  _close(inner, jnp.inner(a, a), rtol=3e-2, atol=6e-2)
+  _close(mv, jnp.dot(a, v), rtol=3e-2, atol=6e-2)
+  _close(vm, vf @ b, rtol=1e-5, atol=1e-5)
+  _close(ein_mv, af @ vf, rtol=1e-5, atol=1e-5)
+  _exports(other_products, a, b, v)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[0]), a.dtype))
 def mismatched_dot(a, b, out):
   out[...] = jnp.dot(a[...], b[...])
 
 
-def test_a_product_ml_dot_cannot_take_keeps_its_error():
-  expect(mismatched_dot, [S((64, 64), BF16), S((32, 128), BF16)], mg.KernelTypeError, "jnp.dot(",
-         "dot cannot take a register tensor inside a kernel")
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[0]), a.dtype))
+def mismatched_matmul(a, b, out):
+  k = b[...]
+  out[...] = a[...] @ k
+
+
+def test_a_product_whose_contracted_axes_differ_is_mg202_at_the_call():
+  """It was MG003 "dot cannot take a register tensor inside a kernel" (and MG001 for @) whose hint wrote an ml.dot
+  that failed in turn; now the mistake jnp reports (its TypeError), at the call, with the transpose that fits."""
+  specs = [S((64, 64), BF16), S((128, 64), BF16)]
+  expect(mismatched_dot, specs, mg.ShapeMismatchError, "jnp.dot(",
+         "jnp.dot(a[...], b[...]) of shapes (64, 64) and (128, 64): the contracted axes differ (64 and 128)",
+         hint="a product multiplies a's last axis with b's first: a is (m, k) and b is (k, n); to contract both"
+              " last axes (64), transpose b: jnp.dot(a[...], b[...].T)")
+  expect(mismatched_matmul, [S((64, 32), F16), S((128, 64), F16)], mg.ShapeMismatchError, "a[...] @ k",
+         "a[...] @ k of shapes (64, 32) and (128, 64): the contracted axes differ (32 and 128)",
+         hint="a product multiplies a's last axis with b's first: a is (m, k) and b is (k, n)")
 
 
 # ---------------------------------------------------------------- elementwise math as XLA computes it
@@ -231,6 +274,34 @@ def test_binary_math_activations_and_promotion():
   _exports(hyperbolic, _edges(BF16))
 
 
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, x.dtype),) * 2 + (S((x.shape[0],), x.dtype),
+                                     S((x.shape[0], 1), x.dtype), S((x.shape[1],), x.dtype)))
+def scans_and_medians(x, lse, lse_rev, med, med_kd, med0):
+  v = x[...]
+  lse[...] = lax.cumlogsumexp(v, axis=1)
+  lse_rev[...] = lax.cumlogsumexp(v, axis=1, reverse=True)
+  med[...] = jnp.median(v, axis=1)
+  med_kd[...] = jnp.median(v, axis=-1, keepdims=True)
+  med0[...] = jnp.median(v, axis=0)
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16])
+def test_cumlogsumexp_and_median(dtype):
+  """lax.cumlogsumexp (a scan of lax's logaddexp; -inf and a row starting with -inf included) and jnp.median along
+  either axis (jnp.quantile's midpoint of the sorted row: bit for bit; NaN where the row holds one)."""
+  x = _rand((8, 96), dtype, 17, 3.0)
+  x = x.at[0, 5].set(-jnp.inf).at[1, :3].set(-jnp.inf).at[2, 7].set(jnp.nan)
+  lse, lse_rev, med, med_kd, med0 = scans_and_medians(x, interpret=True)
+  tol = dict(rtol=1e-5, atol=1e-5) if dtype == F32 else dict(rtol=2e-2, atol=6e-2)
+  _close(lse, lax.cumlogsumexp(x, axis=1), **tol)
+  _close(lse_rev, lax.cumlogsumexp(x, axis=1, reverse=True), **tol)
+  _close(med, jnp.median(x, axis=1), rtol=0, atol=0)
+  _close(med_kd, jnp.median(x, axis=-1, keepdims=True), rtol=0, atol=0)
+  _close(med0, jnp.median(x, axis=0), rtol=0, atol=0)
+  if dtype == F32:
+    _exports(scans_and_medians, x)
+
+
 @pytest.mark.gpu
 def test_gpu_products_and_math_match_interpret_mode():
   cases = [(pallas_attention, (_rand((64, 64), F16, 0), _rand((128, 64), F16, 1), _rand((128, 64), F16, 2))),
@@ -238,8 +309,10 @@ def test_gpu_products_and_math_match_interpret_mode():
            (contractions, (_rand((64, 64), BF16, 3), _rand((64, 128), BF16, 4), _rand((128, 64), BF16, 5))),
            (batched, (_rand((2, 64, 64), BF16, 6), _rand((2, 64, 64), BF16, 7), _rand((64, 128), BF16, 8))),
            (linear_of_loaded_tiles, (_rand((128, 128), BF16, 9), _rand((128, 64), F32, 10))),
+           (other_products, (_rand((64, 64), BF16, 14), _rand((64, 128), BF16, 15), _rand((64,), BF16, 16))),
            (hyperbolic, (_edges(F32),)), (hyperbolic, (_edges(BF16),)),
-           (more_math, (_rand((8, 128), BF16, 12, 3.0), _rand((8, 128), F32, 13, 3.0)))]
+           (more_math, (_rand((8, 128), BF16, 12, 3.0), _rand((8, 128), F32, 13, 3.0))),
+           (scans_and_medians, (_rand((8, 96), F32, 17, 3.0),))]
   for kernel, args in cases:
     gpu, cpu = kernel(*args), kernel(*args, interpret=True)
     for got, want in zip(gpu if isinstance(gpu, tuple) else (gpu,), cpu if isinstance(cpu, tuple) else (cpu,)):

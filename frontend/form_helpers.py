@@ -1,0 +1,28 @@
+"""Helpers in the kernel language that jnp_math's forms call where a form needs a value twice (a combine function of
+ml.associative_scan, a sorted tile indexed twice), traced at each call as a user's @ml.inline helper is."""
+from . import language as ml
+
+
+@ml.inline
+def logaddexp(p, q):
+  """lax's logaddexp: the larger plus log1p(exp(-|p - q|)); p + q where the difference is NaN (equal infinities)."""
+  return ml.where(ml.isnan(p - q), p + q, ml.maximum(p, q) + ml.log1p(ml.exp(-ml.abs(p - q))))
+
+
+@ml.inline
+def median(v, axis, lo, hi, keepdims):
+  """jnp.median along a static axis of a 1-D or 2-D tile: jnp.quantile's midpoint of the sorted elements lo and hi
+  ((n - 1) // 2 and n // 2), (s[lo] + s[hi]) * 0.5 in the tile's dtype; NaN where the row holds a NaN."""
+  if len(v.shape) == 1:
+    s = ml.sort(v)
+    m = (s[lo] + s[hi]) * 0.5
+    m = ml.where(ml.any(ml.isnan(v)), float("nan"), m)
+    if keepdims:
+      m = ml.full((1,), m, v.dtype)
+    return m
+  w = v if axis == 1 else v.T          # (ml.sort sorts along the last axis)
+  s = ml.sort(w, axis=1)
+  m = ml.where(ml.any(ml.isnan(w), axis=1), float("nan"), (s[:, lo] + s[:, hi]) * 0.5)
+  if keepdims:
+    m = m[:, None] if axis == 1 else m[None, :]
+  return m
