@@ -26,3 +26,24 @@ def median(v, axis, lo, hi, keepdims):
   if keepdims:
     m = m[:, None] if axis == 1 else m[None, :]
   return m
+
+
+@ml.inline
+def population_count(x, u):
+  """lax.population_count of x, whose bits are `u` (uint32, zero-extended): the SWAR count, in x's dtype."""
+  v = u - ((u >> 1) & 0x55555555)
+  v = (v & 0x33333333) + ((v >> 2) & 0x33333333)
+  return ((((v + (v >> 4)) & 0x0F0F0F0F) * 0x01010101) >> 24).astype(x.dtype)
+
+
+@ml.inline
+def clz(x, u, bits):
+  """lax.clz of x (`bits` wide), whose bits are `u`: every bit below the highest set one smeared, then counted."""
+  u = u | (u >> 1)
+  u = u | (u >> 2)
+  u = u | (u >> 4)
+  u = u | (u >> 8)
+  u = u | (u >> 16)
+  v = u - ((u >> 1) & 0x55555555)
+  v = (v & 0x33333333) + ((v >> 2) & 0x33333333)
+  return (bits - ((((v + (v >> 4)) & 0x0F0F0F0F) * 0x01010101) >> 24)).astype(x.dtype)

@@ -50,7 +50,9 @@ def library_product(tracer, node, lib, args, kwargs):
     kw = dict(kwargs)
     dims = args[2] if len(args) == 3 else kw.pop("dimension_numbers", None)
     return None if dims is None else dot_general_dot(tracer, node, nodes[:2], args[:2], dims, kw)
-  ranks = [len(getattr(getattr(v, "type", None), "shape", (0, 0, 0))) for v in args[:2]]
+  if lib not in (("jnp", "inner"), ("jnp", "tensordot")):
+    return None
+  ranks = [len(v.type.shape) if _tile(v) else 0 for v in args[:2]]
   if lib == ("jnp", "inner") and len(args) == 2 and ranks == [2, 2]:      # both last axes contracted
     return dot_general_dot(tracer, node, nodes, args, (((1,), (1,)), ((), ())), kwargs)
   if lib == ("jnp", "tensordot") and len(args) in (2, 3) and ranks == [2, 2]:
@@ -77,6 +79,12 @@ def _unwidened(tracer, nodes, values):
   return [(held, flip) for (_, held, flip), _ in got]
 
 
+def _tile(v) -> bool:
+  """A register tensor (not a ref, a number or a dtype)."""
+  from .ops.base import is_value
+  return is_value(v) and not isinstance(v.type, RefType) and isinstance(getattr(v.type, "shape", None), tuple)
+
+
 def _shape(x):
   """The operand's shape as ml.dot reads it (transposed where flipped)."""
   v, flip = x
@@ -91,9 +99,7 @@ def register_dot(tracer, node, nodes, values, kwargs, batched=False, shown="jnp.
   extra = dict(kwargs)
   want = extra.pop("preferred_element_type", None)
   precision = extra.pop("precision", None)
-  if extra or len(nodes) != 2 or len(values) != 2 or any(
-      isinstance(getattr(v, "type", None), RefType) or not hasattr(getattr(v, "type", None), "shape")
-      for v in values):
+  if extra or len(nodes) != 2 or len(values) != 2 or not all(_tile(v) for v in values):
     return None                # (a ref passed as it is: jnp takes arrays, its hint says to read it)
   ranks = [len(v.type.shape) for v in values]
   if ranks == [2, 2]:
@@ -134,8 +140,7 @@ def einsum_dot(tracer, node, spec, nodes, values, kwargs):
   ins, out = spec.replace(" ", "").split("->")
   parts = ins.split(",")
   if len(parts) != 2 or any(len(set(p)) != len(p) for p in parts + [out]) or any(
-      not hasattr(getattr(v, "type", None), "shape") or isinstance(v.type, RefType) or len(v.type.shape) != len(p)
-      for v, p in zip(values, parts)):
+      not _tile(v) or len(v.type.shape) != len(p) for v, p in zip(values, parts)):
     return None
   sa, sb = parts
   if sorted((len(sa), len(sb))) == [1, 2] and len(out) == 1:      # 'ij,j->i', 'i,ij->j': a matrix-vector product
@@ -179,8 +184,7 @@ def dot_general_dot(tracer, node, nodes, values, dims, kwargs):
     ca, cb, ba, bb = (tuple(int(i) for i in d) for d in (ca, cb, ba, bb))
   except (TypeError, ValueError):
     return None
-  if extra or len(values) != 2 or any(not hasattr(getattr(v, "type", None), "shape") or isinstance(v.type, RefType)
-                                      for v in values):
+  if extra or len(values) != 2 or not all(_tile(v) for v in values):
     return None
   ranks = [len(v.type.shape) for v in values]
   want, precision = kwargs.get("preferred_element_type"), kwargs.get("precision")

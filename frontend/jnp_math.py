@@ -186,6 +186,80 @@ def _median(a):
   return f"{{1}}({v}, {axis}, {(n - 1) // 2}, {n // 2}, {keepdims})", [x, median]
 
 
+def _select_n(a):
+  """lax.select_n(which, *cases): cases[which]; a bool `which` picks cases[1] where it holds."""
+  which, cases = a["which"], a["cases"]
+  if not isinstance(cases, (tuple, list)) or not cases or _dtype(which) is None:
+    return None
+  kind = _kind(which)
+  if kind == "bool" and len(cases) == 2:
+    return "ml.where({0}, {2}, {1})", [which, *cases]
+  if kind != "int" or len(cases) > 8:
+    return None
+  form = f"{{{len(cases)}}}"
+  for i in range(len(cases) - 2, -1, -1):       # (an index past the last case is lax's undefined: the last case)
+    form = f"ml.where({{0}} == {i}, {{{i + 1}}}, {form})"
+  return form, [which, *cases]
+
+
+_BITS_U32 = {"int32": "ml.bitcast({0}, ml.uint32)", "uint32": "{0}", "int16": "ml.bitcast({0}, ml.uint16).astype(ml.uint32)",
+             "uint16": "{0}.astype(ml.uint32)", "int8": "ml.bitcast({0}, ml.uint8).astype(ml.uint32)",
+             "uint8": "{0}.astype(ml.uint32)"}
+
+
+def _bit_count(kind):
+  """lax.population_count and lax.clz of 8- to 32-bit integers: the operand's bits zero-extended to uint32, counted
+  by form_helpers' SWAR steps, in the operand's dtype."""
+  def make(a):
+    from . import form_helpers
+    x = a["x"]
+    u = _BITS_U32.get(str(_dtype(x)))
+    if u is None:
+      return None
+    if kind == "clz":
+      return f"{{1}}({{0}}, {u}, {int(str(_dtype(x)).lstrip('uint'))})", [x, form_helpers.clz]
+    return f"{{1}}({{0}}, {u})", [x, form_helpers.population_count]
+  return make
+
+
+def _diff(a):
+  """jnp.diff along a static axis, n times, without prepend= or append=: shifted slices subtracted (!= of bools)."""
+  x, n, axis = a["a"], a["n"], a["axis"]
+  shape = getattr(getattr(x, "type", None), "shape", None)
+  if shape is None or a.get("prepend") is not None or a.get("append") is not None or not isinstance(n, int) or \
+      n < 0 or not isinstance(axis, int) or not -len(shape) <= axis < len(shape) or n >= shape[axis]:
+    return None
+  axis %= len(shape)
+  op = "!=" if _kind(x) == "bool" else "-"
+  later = ", ".join("1:" if i == axis else ":" for i in range(len(shape)))
+  earlier = ", ".join(":-1" if i == axis else ":" for i in range(len(shape)))
+  form = "{0}"
+  for _ in range(n):
+    form = f"(({form})[{later}] {op} ({form})[{earlier}])"
+  return form, [x]
+
+
+def _einsum_one(a):
+  """jnp.einsum of one operand: its axes summed away and permuted ('ij->ji', 'bhd->bd', 'ij->')."""
+  spec, ops = a["subscripts"], a["operands"]
+  if not isinstance(spec, str) or len(ops) != 1 or "->" not in spec or "." in spec or "," in spec:
+    return None
+  x = ops[0]
+  ins, out = spec.replace(" ", "").split("->")
+  shape = getattr(getattr(x, "type", None), "shape", None)
+  if shape is None or len(ins) != len(shape) or len(set(ins)) != len(ins) or len(set(out)) != len(out) or \
+      not set(out) <= set(ins) or any(a.get(k) is not None for k in ("out", "preferred_element_type")):
+    return None
+  form = "{0}"
+  gone = tuple(i for i, c in enumerate(ins) if c not in out)
+  if gone:
+    form = f"ml.sum({form}, axis={gone if len(gone) > 1 else gone[0]})"
+  kept = [c for c in ins if c in out]
+  if kept != list(out):
+    form = f"ml.transpose({form}, {tuple(kept.index(c) for c in out)})"
+  return form, [x]
+
+
 _X = ("x",)
 MATH = {
     **{("jnp", n): (_X, _unary(_sinh, wide=True)) for n in ("sinh",)},
@@ -208,4 +282,13 @@ MATH = {
     ("jax.nn", "glu"): (("x", "axis"), _glu),
     ("jax.lax", "cumlogsumexp"): (("operand", "axis", "reverse"), _cumlogsumexp),
     ("jnp", "median"): (("a", "axis", "out", "overwrite_input", "keepdims"), _median),
+    ("jax.lax", "select_n"): (("which", "cases"), _select_n),
+    ("jax.lax", "population_count"): (_X, _bit_count("popcount")), ("jax.lax", "clz"): (_X, _bit_count("clz")),
+    ("jnp", "diff"): (("a", "n", "axis", "prepend", "append"), _diff),
+    ("jnp", "einsum"): (("subscripts", "operands", "out", "optimize", "precision", "preferred_element_type"),
+                        _einsum_one),
+    ("jax.nn", "sparse_plus"): (_X, lambda a: None if _kind(a["x"]) != "float" else (
+        "ml.where({0} <= -1.0, 0.0, ml.where({0} >= 1.0, {0}, ({0} + 1.0) ** 2 / 4))", [a["x"]])),
+    ("jax.nn", "sparse_sigmoid"): (_X, lambda a: None if _kind(a["x"]) != "float" else (
+        "0.5 * ml.clip({0} + 1.0, 0.0, 2.0)", [a["x"]])),
 }

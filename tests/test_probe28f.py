@@ -84,7 +84,6 @@ def test_an_index_mask_reshaped_back_to_a_vector_meets_a_row_statistic(form):
 
 # ---------------------------------------------------------------- lax / jnp / jax.nn habits
 _CALLS = [   # (the call of habit, the hint, which works when followed)
-    ("lax.select_n(x > 0, x, y)", "write ml.where(x > 0, y, x)"),
     ("jnp.astype(x, jnp.float16)", "write x.astype(jnp.float16)"),
 ]
 
@@ -125,7 +124,8 @@ _COMPUTED = ["lax.max(x, y)", "lax.min(x + 1, 0.0)", "lax.logistic(x)", "lax.mul
              "lax.broadcasted_iota(jnp.int32, (8, 128), 1)",
              # and these as jnp_forms' forms since probe 47b (test_probe47b compares them with jax)
              "lax.clamp(0.0, x, 1.0)", "lax.integer_pow(x, 3)", "jnp.reciprocal(x - 2)", "jnp.logical_and(x > 0, y > 0)",
-             "lax.reduce_max(x, (1,))"]   # (and lax's reductions since probe 47h)
+             "lax.reduce_max(x, (1,))",   # (and lax's reductions since probe 47h)
+             "lax.select_n(x > 0, x, y)"]   # (hinted as ml.where(x > 0, y, x); computes as that since probe 48b)
 
 
 @pytest.mark.parametrize("call", _COMPUTED)

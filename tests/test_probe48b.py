@@ -8,7 +8,8 @@ a register tensor inside a kernel"):
 - jnp's, lax's, jax.nn's and jax.scipy.special's elementwise math ml has no namesake for, as XLA computes it:
   `sinh`, `cosh`, `arcsinh`/`asinh`, `arccosh`/`acosh`, `arctanh`/`atanh` (jnp and lax), `deg2rad`/`radians`,
   `rad2deg`/`degrees`, `sinc`, `logaddexp2`, `heaviside`, `expit`, `logit`, `soft_sign`, `squareplus`, `glu`
-  (frontend/jnp_math.py), `lax.cumlogsumexp` and `jnp.median` (through frontend/form_helpers.py)."""
+  (frontend/jnp_math.py), `lax.cumlogsumexp` and `jnp.median` (through frontend/form_helpers.py), `lax.select_n`,
+  `lax.population_count`, one-operand `jnp.einsum`, `jnp.diff`, jax.nn's `sparse_plus` and `sparse_sigmoid`."""
 import jax
 import jax.numpy as jnp
 import jax.scipy.special as sp
@@ -302,6 +303,36 @@ def test_cumlogsumexp_and_median(dtype):
     _exports(scans_and_medians, x)
 
 
+@mg.mgpu_kernel(out_shape=lambda x, n: (S(x.shape, x.dtype), S(n.shape, jnp.int32), S(x.shape[::-1], x.dtype),
+                                        S((x.shape[0],), x.dtype), S((x.shape[0], x.shape[1] - 1), x.dtype),
+                                        S(x.shape, x.dtype)))
+def lax_and_jnp_odds(x, n, sel, pop, tr, rowsum, dif, sparse):
+  """lax.select_n (a bool and an int32 selector), lax.population_count, one-operand einsums, jnp.diff, jax.nn's
+  sparse_plus and sparse_sigmoid."""
+  v = x[...]
+  which = (v > 1).astype(jnp.int32) + (v > 0).astype(jnp.int32)
+  sel[...] = lax.select_n(v > 0, v, -v) + lax.select_n(which, v, 2 * v, 3 * v)
+  pop[...] = lax.population_count(n[...])
+  tr[...] = jnp.einsum("ij->ji", v)
+  rowsum[...] = jnp.einsum("ij->i", v)
+  dif[...] = jnp.diff(v, axis=1)
+  sparse[...] = jax.nn.sparse_plus(v) + jax.nn.sparse_sigmoid(v)
+
+
+def test_select_n_population_count_one_operand_einsum_and_diff():
+  x = _rand((128, 128), F32, 18, 2.0)
+  n = jnp.asarray(np.random.default_rng(19).integers(-2 ** 31, 2 ** 31 - 1, (8, 128)), jnp.int32)
+  sel, pop, tr, rowsum, dif, sparse = lax_and_jnp_odds(x, n, interpret=True)
+  which = (x > 1).astype(jnp.int32) + (x > 0).astype(jnp.int32)
+  _close(sel, lax.select_n(x > 0, x, -x) + lax.select_n(which, x, 2 * x, 3 * x), rtol=0, atol=0)
+  _close(pop, lax.population_count(n), rtol=0, atol=0)
+  _close(tr, x.T, rtol=0, atol=0)
+  _close(rowsum, jnp.einsum("ij->i", x), rtol=1e-5, atol=1e-5)
+  _close(dif, jnp.diff(x, axis=1), rtol=0, atol=0)
+  _close(sparse, jax.nn.sparse_plus(x) + jax.nn.sparse_sigmoid(x), rtol=1e-6, atol=1e-6)
+  _exports(lax_and_jnp_odds, x, n)
+
+
 @pytest.mark.gpu
 def test_gpu_products_and_math_match_interpret_mode():
   cases = [(pallas_attention, (_rand((64, 64), F16, 0), _rand((128, 64), F16, 1), _rand((128, 64), F16, 2))),
@@ -312,7 +343,9 @@ def test_gpu_products_and_math_match_interpret_mode():
            (other_products, (_rand((64, 64), BF16, 14), _rand((64, 128), BF16, 15), _rand((64,), BF16, 16))),
            (hyperbolic, (_edges(F32),)), (hyperbolic, (_edges(BF16),)),
            (more_math, (_rand((8, 128), BF16, 12, 3.0), _rand((8, 128), F32, 13, 3.0))),
-           (scans_and_medians, (_rand((8, 96), F32, 17, 3.0),))]
+           (scans_and_medians, (_rand((8, 96), F32, 17, 3.0),)),
+           (lax_and_jnp_odds, (_rand((128, 128), F32, 18, 2.0),
+                               jnp.asarray(np.random.default_rng(19).integers(-2 ** 31, 2 ** 31 - 1, (8, 128)), jnp.int32)))]
   for kernel, args in cases:
     gpu, cpu = kernel(*args), kernel(*args, interpret=True)
     for got, want in zip(gpu if isinstance(gpu, tuple) else (gpu,), cpu if isinstance(cpu, tuple) else (cpu,)):

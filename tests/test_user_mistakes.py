@@ -510,19 +510,19 @@ def matmul_operator(a, b, out):      # (a and b read as float32: ml.dot reads fl
   out[...] = a_s[...] @ b_s[...]
 
 
-@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), jnp.float32))
-def matmul_operator_of_vectors(a, b, out):
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), jnp.int32))
+def matmul_operator_of_integers(a, b, out):
   out[...] = a[...] @ b[...]
 
 
 def test_the_matmul_operator_computes_as_ml_dot_or_hints_it():
-  """It hinted how to write ** instead; then ml.dot(a_s, b_s); since probe 48b a product of tiles computes (float32
-  ones as TF32, b staged K-major), and @ of vectors keeps the hint."""
+  """It hinted how to write ** instead; then ml.dot(a_s, b_s); since probe 48b a product of float tiles computes
+  (float32 ones as TF32, b staged K-major), and @ of int32 tiles keeps the hint."""
   rng = np.random.default_rng(0)
   a, b = (jnp.asarray(rng.standard_normal((64, 64)), jnp.float32) for _ in range(2))
   np.testing.assert_allclose(np.asarray(matmul_operator(a, b, interpret=True)), np.asarray(a @ b), rtol=2e-2, atol=1e-1)
   with pytest.raises(mg.UnsupportedSyntaxError) as e:
-    matmul_operator_of_vectors.check(S((128,), jnp.float32), S((128,), jnp.float32))
+    matmul_operator_of_integers.check(S((64, 64), jnp.int32), S((64, 64), jnp.int32))
   assert e.value.message == "the operator @ is not supported in a kernel"     # ("in a kernel" once)
   assert "ml.sum" in e.value.hint or "ml.dot" in e.value.hint, e.value.hint
 
