@@ -503,6 +503,8 @@ class Calls:
                          if name != "clamp" else None))
                     if ours is None and hint.startswith("kernels call") else None)
                 or with_operands(name, hint, pos + [f"{k}={v}" for k, v in kw.items()], taken) or hint)
+      if name == "where" and _is_array_library(fn) and len(node.args) == 1 and not node.keywords:
+        hint = missing.WHERE_ONE               # jnp.where(c): the indices, a data-dependent count
       if name in ("ceil", "floor") and _is_array_library(fn) and len(node.args) == 1 and isinstance(
           node.args[0], ast.BinOp) and isinstance(node.args[0].op, ast.Div):     # math.ceil(n / 64): a tile count
         a, b = self.text(node.args[0].left), self.text(node.args[0].right)

@@ -425,6 +425,14 @@ _SHIFT = ("read the neighbours from memory at shifted windows, masked at the edg
 _TAPS = ("sum the taps over shifted windows: for k in ml.static_range(K): acc = acc + w[k] * x.at[ml.ds(s + k - K // 2,"
          " n)].load(mask=(s + k - K // 2 + ml.arange(n) >= 0) & (s + k - K // 2 + ml.arange(n) < x.shape[0]),"
          " other=0.0) (jnp.convolve's mode='same' takes the taps reversed, w[K - 1 - k])")
+_NONZERO = ("pass a static size=, jnp.nonzero(x, size=n, fill_value=-1) (the first n kept positions, fill_value"
+            " past the count): without it the result's length depends on the data; or keep the shape, a mask,"
+            " ml.where(x != 0, ...)")
+# jnp.where(c) of one argument: jnp.nonzero(c), whose length depends on the data
+WHERE_ONE = ("jnp.where(c) of one argument is jnp.nonzero(c), the indices where c holds: their count depends on the"
+             " data, and a kernel's tensors have static shapes. Select with three arguments, ml.where(c, x, y); count"
+             " with ml.sum(c); or give each kept element its position, ml.cumsum(c, dtype=jnp.int32) - 1, and"
+             " scatter it there (a masked store or an atomic scatter)")
 ARRAY_CALLS = {"roll": _SHIFT, "pad": _SHIFT + PAD_MODES, "convolve": _TAPS, "correlate": _TAPS,
                "histogram": "no histogram: ml.atomic_add(counts.at[bins], 1) into a zeroed output (one updated only"
                             " by atomics starts at 0), bins computed from the values",
@@ -437,9 +445,7 @@ ARRAY_CALLS = {"roll": _SHIFT, "pad": _SHIFT + PAD_MODES, "convolve": _TAPS, "co
                "bincount": "ml.bincount(ids, weights, length=n) counts a register vector of ids into n bins, as"
                            " jnp.bincount with a static length; or ml.atomic_add(counts.at[ids], ml.full(ids.shape, 1,"
                            " jnp.int32)) into a zeroed output (one updated only by atomics starts at 0)",
-               "nonzero": "pass a static size=, jnp.nonzero(x, size=n, fill_value=-1) (the first n kept positions,"
-                          " fill_value past the count): without it the result's length depends on the data; or keep"
-                          " the shape, a mask, ml.where(x != 0, ...)"}
+               "nonzero": _NONZERO, "argwhere": _NONZERO, "flatnonzero": _NONZERO}
 
 # jnp's and lax's names of Python's operators -> the operator.
 _OPERATORS = {**dict.fromkeys(("right_shift", "bitwise_right_shift", "shift_right_arithmetic"), ">>"),

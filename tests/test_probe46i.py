@@ -256,4 +256,7 @@ def test_an_argument_ml_does_not_take_is_named():
               " ml.cumsum(v.reshape(-1)), a 1-D vector")
   # a call whose meaning ml has not keeps its error: jnp.where(c) of one argument (nonzero's indices)
   expect(where_one, SPEC, err.KernelTypeError, "jnp.where(v > 0)", "where cannot take a register tensor inside a kernel",
-         hint="use ml.where: kernels call ml.* functions on register values")
+         hint="jnp.where(c) of one argument is jnp.nonzero(c), the indices where c holds: their count depends on the"
+              " data, and a kernel's tensors have static shapes. Select with three arguments, ml.where(c, x, y); count"
+              " with ml.sum(c); or give each kept element its position, ml.cumsum(c, dtype=jnp.int32) - 1, and"
+              " scatter it there (a masked store or an atomic scatter)")     # ("use ml.where" until probe 48b)

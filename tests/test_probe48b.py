@@ -201,6 +201,22 @@ def test_a_product_whose_contracted_axes_differ_is_mg202_at_the_call():
          hint="a product multiplies a's last axis with b's first: a is (m, k) and b is (k, n)")
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), jnp.int32))
+def where_of_one_argument(x, out):
+  idx = jnp.where(x[...] > 0)
+  out[...] = idx[0][:1]
+
+
+def test_where_of_one_argument_says_why_and_what_to_write():
+  """Its hint was "use ml.where: kernels call ml.* functions on register values", which does not take one argument."""
+  expect(where_of_one_argument, [S((256,), F32)], mg.KernelTypeError, "jnp.where(",
+         "where cannot take a register tensor inside a kernel",
+         hint="jnp.where(c) of one argument is jnp.nonzero(c), the indices where c holds: their count depends on the"
+              " data, and a kernel's tensors have static shapes. Select with three arguments, ml.where(c, x, y); count"
+              " with ml.sum(c); or give each kept element its position, ml.cumsum(c, dtype=jnp.int32) - 1, and"
+              " scatter it there (a masked store or an atomic scatter)")
+
+
 # ---------------------------------------------------------------- elementwise math as XLA computes it
 @mg.mgpu_kernel(out_shape=lambda x: tuple(S(x.shape, x.dtype) for _ in range(10)))
 def hyperbolic(x, a, b, c, d, e, f, g, h, i, j):
