@@ -189,6 +189,23 @@ def run_rms_gate(k):
   close(k(x, w, interpret=True), np.asarray(want))
 
 
+def run_attention_block(k):
+  import jax
+  import jax.numpy as jnp
+  q, kk, v = (jnp.asarray(rand(*s), jnp.bfloat16) for s in ((64, 64), (128, 64), (128, 64)))
+  qf, kf, vf = (np.asarray(t, np.float32) for t in (q, kk, v))
+  want = np.asarray(jax.nn.softmax(qf @ kf.T * 0.125, axis=-1) @ vf)
+  close(np.asarray(k(q, kk, v, interpret=True), np.float32), want, 3e-2)
+
+
+def run_hyperbolic(k):
+  import jax
+  import jax.numpy as jnp
+  x = jnp.asarray(rand(8, 128), jnp.bfloat16)
+  want = jnp.arcsinh(x) * jnp.cosh(x * 0.5) + jax.nn.glu(jnp.concatenate([x, x], axis=-1))
+  close(np.asarray(k(x, interpret=True), np.float32), np.asarray(want, np.float32), 3e-2)
+
+
 def run_append(k):
   cache, new = rand(64, 128, dtype=np.float16), rand(16, 128, dtype=np.float16)
   close(k(cache, new, pos=16, interpret=True), cache.at[16:32].set(new), 0)
@@ -391,6 +408,9 @@ CASES = [
     Case(L, "weight_grad", [S((37, 128), f32), S((37, 128), f32)], run=run_weight_grad),
     Case(L, "column_norms", [S((256, 128), f32)], run=run_column_norms),
     Case(L, "rms_gate", [S((8, 128), jnp.bfloat16), S((128,), f32)], run=run_rms_gate),
+    Case(L, "attention_block", [S((64, 64), jnp.bfloat16), S((128, 64), jnp.bfloat16), S((128, 64), jnp.bfloat16)],
+         run=run_attention_block),
+    Case(L, "hyperbolic", [S((8, 128), jnp.bfloat16)], run=run_hyperbolic),
     Case(L, "row_softmax", [S((6, 100), f32)], run=run_row_softmax),
     Case(L, "transpose", [S((128, 256), f32)], run=run_transpose),
     Case(L, "matmul", [S((512, 256), f16), S((256, 512), f16)]),
