@@ -10,19 +10,19 @@ def logaddexp(p, q):
 
 
 @ml.inline
-def median(v, axis, lo, hi, keepdims):
+def median(v, axis, lo, hi, n, keepdims):
   """jnp.median along a static axis of a 1-D or 2-D tile: jnp.quantile's midpoint of the sorted elements lo and hi
-  ((n - 1) // 2 and n // 2), (s[lo] + s[hi]) * 0.5 in the tile's dtype; NaN where the row holds a NaN."""
+  ((n - 1) // 2 and n // 2), (s[lo] + s[hi]) * 0.5 in the tile's dtype; NaN where the row holds a NaN (sorted to
+  one end or the other, by its sign: the ends are tested, not the row, which a padded tile reduces otherwise)."""
   if len(v.shape) == 1:
     s = ml.sort(v)
-    m = (s[lo] + s[hi]) * 0.5
-    m = ml.where(ml.any(ml.isnan(v)), float("nan"), m)
+    m = ml.where(ml.isnan(s[0]) | ml.isnan(s[n - 1]), float("nan"), (s[lo] + s[hi]) * 0.5)
     if keepdims:
       m = ml.full((1,), m, v.dtype)
     return m
   w = v if axis == 1 else v.T          # (ml.sort sorts along the last axis)
   s = ml.sort(w, axis=1)
-  m = ml.where(ml.any(ml.isnan(w), axis=1), float("nan"), (s[:, lo] + s[:, hi]) * 0.5)
+  m = ml.where(ml.isnan(s[:, 0]) | ml.isnan(s[:, n - 1]), float("nan"), (s[:, lo] + s[:, hi]) * 0.5)
   if keepdims:
     m = m[:, None] if axis == 1 else m[None, :]
   return m

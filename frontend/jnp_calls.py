@@ -313,7 +313,9 @@ def formula(tracer, cx, node, fn, args, kwargs):
   if (lib, name) in SHAPED:      # jnp.expand_dims(v, 1), lax.broadcasted_iota(jnp.int32, (8, 128), 1)
     reads, make = SHAPED[lib, name]
     bound.apply_defaults()
-    got = make(dict(bound.arguments))
+    from .ops.padded_tiles import true_shape
+    # (`_shape_of`: a value's own shape, unpadded where it is computed padded, for the forms that read shapes)
+    got = make({**bound.arguments, "_shape_of": lambda x: true_shape(tracer.b, x)})
     if got is None:
       return None
     (form, operands), rest = got, [p for p in params if p.name not in reads]
@@ -344,7 +346,19 @@ def formula(tracer, cx, node, fn, args, kwargs):
     if p.name in given and not (given[p.name] is None and _default(p) is None):
       _refuse(cx, shown, None, p.name, given[p.name])
   from .ops.base import is_value
-  return trace_form(tracer, node, form, operands, [cx.named(op, "") if is_value(op) else "" for op in operands])
+  try:
+    return trace_form(tracer, node, form, operands, [cx.named(op, "") if is_value(op) else "" for op in operands])
+  except E.KernelError as e:          # (a form_helpers helper's step: reported at the call, in the call's words)
+    if not (e.filename or "").endswith("form_helpers.py") or isinstance(e, E.InternalError):
+      raise
+    what = ", ".join(f"{kind_of_operand(op)}" for op in operands if is_value(op))
+    raise type(e)(f"{shown} of {what} is not computed in a kernel: {e.message}", cx.loc, hint=e.hint) from None
+
+
+def kind_of_operand(v) -> str:
+  """`a float32 (8, 100) tensor`, for messages about a call's operands."""
+  t = getattr(v, "type", None)
+  return f"a {getattr(t, 'dtype', '')} {tuple(getattr(t, 'shape', ()))} tensor"
 
 
 def trace_form(tracer, node, form, operands, names=()):

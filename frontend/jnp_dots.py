@@ -117,7 +117,8 @@ def register_dot(tracer, node, nodes, values, kwargs, batched=False, shown="jnp.
 
 def _same_k(tracer, node, nodes, values, shown):
   """MG202 where two 2-D float tiles' contracted axes (a's last, b's first) differ, as jnp's TypeError says."""
-  (m, k), (k2, n) = (tuple(v.type.shape) for v in values)
+  from .ops.padded_tiles import true_shape
+  (m, k), (k2, n) = (true_shape(tracer.b, v) for v in values)     # (a padded tile's own shape)
   if k == k2 or any(_dtype(v) not in _FLOATS for v in values):
     return
   a, b = (tracer.text(x) for x in nodes)

@@ -21,6 +21,14 @@ _SQRT_MAX = {"float32": 1.8446743e19, "float16": 255.875, "bfloat16": 1.83747e19
 _HALF_MAX = {"float32": 1.7014117e38, "float16": 32752.0, "bfloat16": 1.69477e38}
 
 
+def _shape(a, x):
+  """x's own shape (unpadded where the compiler computes it padded: a (5, 40) read), None for a number."""
+  shape = getattr(getattr(x, "type", None), "shape", None)
+  if shape is None or not isinstance(shape, tuple):
+    return None
+  return tuple(a["_shape_of"](x)) if "_shape_of" in a else shape
+
+
 def _float(x, lax):
   """The dtype name of a float operand; 'float32' for jnp's integer or bool one; None for another (lax's)."""
   k = _kind(x)
@@ -137,7 +145,7 @@ def _heaviside(p, q):
 
 def _glu(a):
   x, axis = a["x"], a["axis"]
-  shape = getattr(getattr(x, "type", None), "shape", None)
+  shape = _shape(a, x)
   if shape is None or _kind(x) != "float" or not isinstance(axis, int) or not -len(shape) <= axis < len(shape):
     return None
   axis %= len(shape)
@@ -161,7 +169,7 @@ def _cumlogsumexp(a):
   sums agree to rounding), by ml.associative_scan."""
   from .form_helpers import logaddexp
   x, axis, reverse = a["operand"], a["axis"], a["reverse"]
-  shape = getattr(getattr(x, "type", None), "shape", None)
+  shape = _shape(a, x)
   if shape is None or _kind(x) != "float" or not isinstance(axis, int) or not isinstance(
       reverse, bool) or not -len(shape) <= axis < len(shape):
     return None
@@ -172,7 +180,7 @@ def _median(a):
   """jnp.median along one axis of a 1-D or 2-D tile (form_helpers.median); integers as float32, as jnp's."""
   from .form_helpers import median
   x, axis, keepdims = a["a"], a["axis"], a["keepdims"]
-  shape = getattr(getattr(x, "type", None), "shape", None)
+  shape = _shape(a, x)
   if shape is None or len(shape) not in (1, 2) or _kind(x) not in ("float", "int") or a.get("out") is not None \
       or not isinstance(keepdims, bool):
     return None
@@ -183,7 +191,7 @@ def _median(a):
   axis %= len(shape)
   n = shape[axis]
   v = "{0}" if _kind(x) == "float" else "{0}.astype(ml.float32)"
-  return f"{{1}}({v}, {axis}, {(n - 1) // 2}, {n // 2}, {keepdims})", [x, median]
+  return f"{{1}}({v}, {axis}, {(n - 1) // 2}, {n // 2}, {n}, {keepdims})", [x, median]
 
 
 def _select_n(a):
@@ -225,7 +233,7 @@ def _bit_count(kind):
 def _diff(a):
   """jnp.diff along a static axis, n times, without prepend= or append=: shifted slices subtracted (!= of bools)."""
   x, n, axis = a["a"], a["n"], a["axis"]
-  shape = getattr(getattr(x, "type", None), "shape", None)
+  shape = _shape(a, x)
   if shape is None or a.get("prepend") is not None or a.get("append") is not None or not isinstance(n, int) or \
       n < 0 or not isinstance(axis, int) or not -len(shape) <= axis < len(shape) or n >= shape[axis]:
     return None
@@ -246,7 +254,7 @@ def _einsum_one(a):
     return None
   x = ops[0]
   ins, out = spec.replace(" ", "").split("->")
-  shape = getattr(getattr(x, "type", None), "shape", None)
+  shape = _shape(a, x)
   if shape is None or len(ins) != len(shape) or len(set(ins)) != len(ins) or len(set(out)) != len(out) or \
       not set(out) <= set(ins) or any(a.get(k) is not None for k in ("out", "preferred_element_type")):
     return None

@@ -349,6 +349,19 @@ def test_select_n_population_count_one_operand_einsum_and_diff():
   _exports(lax_and_jnp_odds, x, n)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype))
+def median_of_odd_rows(x, out):
+  out[...] = jnp.median(x[...], axis=1)
+
+
+def test_median_of_a_tile_no_register_tensor_holds():
+  """A (5, 40) or (8, 100) read is computed padded: the median's middle elements are the row's own (its true
+  length), and its NaN test reads the sorted row's ends (a padded row's reduction would not meet them)."""
+  for shape in ((5, 40), (8, 100)):
+    x = _rand(shape, F32, 20).at[1, 3].set(jnp.nan)
+    _close(median_of_odd_rows(x, interpret=True), jnp.median(x, axis=1), rtol=0, atol=0)
+
+
 @pytest.mark.gpu
 def test_gpu_products_and_math_match_interpret_mode():
   cases = [(pallas_attention, (_rand((64, 64), F16, 0), _rand((128, 64), F16, 1), _rand((128, 64), F16, 2))),
