@@ -47,3 +47,22 @@ def clz(x, u, bits):
   v = u - ((u >> 1) & 0x55555555)
   v = (v & 0x33333333) + ((v >> 2) & 0x33333333)
   return (bits - ((((v + (v >> 4)) & 0x0F0F0F0F) * 0x01010101) >> 24)).astype(x.dtype)
+
+
+@ml.inline
+def erf_inv(x):
+  """XLA's ErfInv of float32 x (chlo.erf_inv: Giles' single-precision polynomials in w = -log1p(-x * x), one below
+  w = 5 in w - 2.5, one above in sqrt(w) - 3), +-inf at +-1."""
+  w = -ml.log1p(-x * x)
+  lt = w < 5.0
+  w = ml.where(lt, w - 2.5, ml.sqrt(w) - 3.0)
+  p = ml.where(lt, 2.81022636e-08, -0.000200214257)
+  p = ml.where(lt, 3.43273939e-07, 0.000100950558) + p * w
+  p = ml.where(lt, -3.5233877e-06, 0.00134934322) + p * w
+  p = ml.where(lt, -4.39150654e-06, -0.00367342844) + p * w
+  p = ml.where(lt, 0.00021858087, 0.00573950773) + p * w
+  p = ml.where(lt, -0.00125372503, -0.0076224613) + p * w
+  p = ml.where(lt, -0.00417768164, 0.00943887047) + p * w
+  p = ml.where(lt, 0.246640727, 1.00167406) + p * w
+  p = ml.where(lt, 1.50140941, 2.83297682) + p * w
+  return ml.where(ml.abs(x) == 1, x * float("inf"), p * x)

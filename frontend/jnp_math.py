@@ -268,6 +268,20 @@ def _einsum_one(a):
   return form, [x]
 
 
+def _erf_inv(lax):
+  """jax.scipy.special.erfinv / lax.erf_inv: form_helpers.erf_inv, in float32 (16-bit operands converted and the
+  result rounded once, as XLA upcasts them; jnp's integer operand is float32 first)."""
+  def make(a):
+    from .form_helpers import erf_inv
+    x = a["x"]
+    d = _float(x, lax)
+    if d is None:
+      return None
+    body = f"{{1}}({_operand(x, wide=True)})"
+    return (body if _kind(x) != "float" or d == "float32" else f"{body}.astype({{0}}.dtype)"), [x, erf_inv]
+  return make
+
+
 _X = ("x",)
 MATH = {
     **{("jnp", n): (_X, _unary(_sinh, wide=True)) for n in ("sinh",)},
@@ -291,6 +305,7 @@ MATH = {
     ("jax.lax", "cumlogsumexp"): (("operand", "axis", "reverse"), _cumlogsumexp),
     ("jnp", "median"): (("a", "axis", "out", "overwrite_input", "keepdims"), _median),
     ("jax.lax", "select_n"): (("which", "cases"), _select_n),
+    ("jax.scipy.special", "erfinv"): (_X, _erf_inv(False)), ("jax.lax", "erf_inv"): (_X, _erf_inv(True)),
     ("jax.lax", "population_count"): (_X, _bit_count("popcount")), ("jax.lax", "clz"): (_X, _bit_count("clz")),
     ("jnp", "diff"): (("a", "n", "axis", "prepend", "append"), _diff),
     ("jnp", "einsum"): (("subscripts", "operands", "out", "optimize", "precision", "preferred_element_type"),

@@ -9,7 +9,8 @@ a register tensor inside a kernel"):
   `sinh`, `cosh`, `arcsinh`/`asinh`, `arccosh`/`acosh`, `arctanh`/`atanh` (jnp and lax), `deg2rad`/`radians`,
   `rad2deg`/`degrees`, `sinc`, `logaddexp2`, `heaviside`, `expit`, `logit`, `soft_sign`, `squareplus`, `glu`
   (frontend/jnp_math.py), `lax.cumlogsumexp` and `jnp.median` (through frontend/form_helpers.py), `lax.select_n`,
-  `lax.population_count`, one-operand `jnp.einsum`, `jnp.diff`, jax.nn's `sparse_plus` and `sparse_sigmoid`."""
+  `lax.population_count`, one-operand `jnp.einsum`, `jnp.diff`, jax.nn's `sparse_plus` and `sparse_sigmoid`,
+  `erfinv`."""
 import jax
 import jax.numpy as jnp
 import jax.scipy.special as sp
@@ -349,6 +350,24 @@ def test_select_n_population_count_one_operand_einsum_and_diff():
   _exports(lax_and_jnp_odds, x, n)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, x.dtype),) * 2)
+def inverse_erf(x, a, b):
+  a[...] = sp.erfinv(x[...])
+  b[...] = lax.erf_inv(x[...] * 0.5)
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16])
+def test_erfinv_is_xlas_polynomial(dtype):
+  """jax.scipy.special.erfinv and lax.erf_inv: XLA's ErfInv (Giles' polynomials), +-inf at +-1, NaN past them."""
+  rng = np.random.default_rng(21)
+  x = jnp.asarray(np.concatenate([[0, 1, -1, 0.999, -0.9999, 1.5, np.nan], rng.uniform(-1, 1, 1017)]).reshape(8, 128),
+                  dtype)
+  eps = float(jnp.finfo(dtype).eps)
+  a, b = inverse_erf(x, interpret=True)
+  _close(a, sp.erfinv(x), rtol=4 * eps, atol=eps)
+  _close(b, lax.erf_inv(x * 0.5), rtol=4 * eps, atol=eps)
+
+
 @mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype))
 def median_of_odd_rows(x, out):
   out[...] = jnp.median(x[...], axis=1)
@@ -373,6 +392,7 @@ def test_gpu_products_and_math_match_interpret_mode():
            (hyperbolic, (_edges(F32),)), (hyperbolic, (_edges(BF16),)),
            (more_math, (_rand((8, 128), BF16, 12, 3.0), _rand((8, 128), F32, 13, 3.0))),
            (scans_and_medians, (_rand((8, 96), F32, 17, 3.0),)),
+           (inverse_erf, (jnp.tanh(_rand((8, 128), F32, 21)),)),
            (lax_and_jnp_odds, (_rand((128, 128), F32, 18, 2.0),
                                jnp.asarray(np.random.default_rng(19).integers(-2 ** 31, 2 ** 31 - 1, (8, 128)), jnp.int32)))]
   for kernel, args in cases:
