@@ -119,6 +119,10 @@ class CTA(CtaMemory):
     self.pad_mixes: dict[int, tuple] = {}         # id of a masked (or TMA) load -> where its padding first changed data
     self.smem_pad: dict[int, np.ndarray] = {}     # SMEM root id -> elements a TMA load read past its array's end
     self.smem_src: dict[int, object] = {}         # SMEM root id -> that load
+    self.fresh: dict[int, frozenset] = {}         # value id -> the arrays whose elements it holds at its lanes' positions
+    self.smem_tma: dict[int, int] = {}            # SMEM root id -> the GMEM array a TMA load last filled it from
+    self.scratch_lanes: dict[int, tuple] = {}     # scratch id -> (lane states, load, arrays) of what a relayout stored
+    self.pad_meets: dict[int, tuple] = {}         # id of a masked (or TMA) load -> (loc, arrays) where its padding met their data
 
   def get(self, v: ir.Value):
     return self.env[v.id]

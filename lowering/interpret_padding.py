@@ -108,6 +108,7 @@ def after(cta, o):
     for r in o.results:
       cta.pads.pop(r.id, None)
       cta.neutral.discard(r.id)
+      cta.fresh.pop(r.id, None)
     rule(cta, o)
   except E.KernelError:
     raise
@@ -121,6 +122,8 @@ def after(cta, o):
 def _masked_load(cta, o):
   from .access import _coords
   ref, mask = cta.get(o.ref), np.asarray(cta.get(o.mask), bool)
+  if getattr(ref, "owner", 0) < 0:
+    cta.fresh[o.result.id] = frozenset((ref.root.id,))
   coords = _coords(ref, mask.shape)
   outside = np.zeros(mask.shape, bool)
   for c, d in zip(coords, ref.root.type.shape):
@@ -138,6 +141,7 @@ def _copy(cta, o):
   if dst.owner != cta.rank or o.multicast is not None:      # (a peer's SMEM: not followed)
     cta.smem_pad.pop(dst.root.id, None)
     return
+  cta.smem_tma[dst.root.id] = src.root.id
   shape = tuple(n for _, n, sq in src.win if not sq)
   outside = np.zeros(shape, bool)
   axis = 0
@@ -167,12 +171,15 @@ def _smem_written(cta, o):
       ref = cta.env.get(v.id)
       if getattr(ref, "owner", -1) >= 0:
         cta.smem_pad.pop(ref.root.id, None)
+        cta.smem_tma.pop(ref.root.id, None)
 
 
 def _store(cta, o):
   """A register tensor stored into this CTA's SMEM: its PAD lanes mark the window's elements (a masked load's
   padding staged for ml.dot), its other lanes clear them."""
   ref = cta.get(o.ref)
+  if getattr(ref, "owner", -1) >= 0:
+    cta.smem_tma.pop(ref.root.id, None)
   if getattr(ref, "owner", -1) != cta.rank or getattr(ref, "transposed", False):
     if getattr(ref, "owner", -1) >= 0:
       cta.smem_pad.pop(ref.root.id, None)
@@ -194,6 +201,8 @@ def _store(cta, o):
 def _load(cta, o):
   """A read of SMEM that a TMA load filled: the lanes it read past the array's end are PAD."""
   ref = cta.get(o.ref)
+  if ref.owner < 0 or ref.owner == cta.rank and ref.root.id in cta.smem_tma:
+    cta.fresh[o.result.id] = frozenset((ref.root.id if ref.owner < 0 else cta.smem_tma[ref.root.id],))
   have = cta.smem_pad.get(ref.root.id) if ref.owner == cta.rank else None
   if have is None or o.merge:
     return
@@ -251,9 +260,14 @@ def _lanewise(cta, o):
     _where(cta, o)
     return
   states = [state(cta, x) for x in ins]
+  fresh = [_fresh_data(cta, x, s) for x, s in zip(ins, states)]
+  if all(f is not None for f in fresh) and any(fresh):
+    cta.fresh[o.result.id] = frozenset().union(*(f for f in fresh if f))
   src = next((s for s in (_source(cta, x) for x in ins) if s is not None), None)
   if isinstance(o, Binary) and o.kind == BinOp.DIV:
     _check_mean(cta, o)
+  if src is not None and len(ins) > 1 and any(fresh):
+    states = _meeting_padding(cta, o, src, states, fresh, o.result.type.shape)
   if src is None:
     if all(_is(s, NEUTRAL) for s in states):
       cta.neutral.add(o.result.id)
@@ -264,6 +278,45 @@ def _lanewise(cta, o):
   if isinstance(o, Binary) and o.kind in _ACCUMULATE and isinstance(st, np.ndarray):
     st = _mix(cta, o, states, st, src)
   _set(cta, o.result, np.asarray(st, np.int8), src)
+
+
+def _fresh_data(cta, v, st):
+  """For an operand of lanewise math: the GMEM arrays (root ids) whose elements `v` holds at its lanes' own
+  positions (a load of GMEM or of SMEM a TMA load filled, and lanewise math of such loads and uniform values),
+  False for a NEUTRAL operand, None for other data (a loop's carry, a dot's result, ...)."""
+  if _is(st, NEUTRAL):
+    return False
+  return cta.fresh.get(v.id) if isinstance(v, ir.Value) else None
+
+
+def _meeting_padding(cta, o, src, states, fresh, shape):
+  """A lane where the padding of one operand meets elements of another array read at the same position
+  (`v * w[...]` of a row padded past x's end and a longer w, `v * b[None, :] + b[None, :]` of rows padded past
+  the array's end): the result there is no element of the data, it is padding (PAD), whatever it holds. Data
+  of the padded array itself (other windows of it: a running max over a row's tiles that static_range unrolls)
+  and data carried from earlier trips meet the padding in _mix, as a running accumulator."""
+  root = _root_of(cta, src)
+  if root is None:
+    return states
+  full = [np.broadcast_to(s, shape) for s in states]
+  pad = np.zeros(shape, bool)
+  for s in full:
+    pad |= s == PAD
+  if not pad.any():
+    return states
+  out = [np.where(pad & (s == REAL), NEUTRAL, s).astype(np.int8) if f and root not in f else st
+         for st, s, f in zip(states, full, fresh)]
+  met = [f for st, s, f in zip(states, full, fresh) if f and root not in f and (pad & (s == REAL)).any()]
+  if met and id(src) not in cta.pad_meets:
+    names = {p.value.id: p.value.name for p in cta.m.kernel.params}
+    cta.pad_meets[id(src)] = (o.loc, sorted(names.get(r, "another array") for r in met[0]))
+  return out
+
+
+def _root_of(cta, src):
+  """The root id of the GMEM array whose end the padding of masked (or TMA) load `src` ran past."""
+  ref = cta.env.get((src.src if isinstance(src, Copy) else src.ref).id)
+  return getattr(getattr(ref, "root", None), "id", None)
 
 
 def _mix(cta, o, states, st, src):
@@ -293,6 +346,9 @@ def _mix(cta, o, states, st, src):
 def _where(cta, o):
   """A lane takes the state of the side its condition picks."""
   a, b = state(cta, o.on_true), state(cta, o.on_false)
+  fa, fb = _fresh_data(cta, o.on_true, a), _fresh_data(cta, o.on_false, b)
+  if fa is not None and fb is not None and (fa or fb):
+    cta.fresh[o.result.id] = frozenset().union(*(f for f in (fa, fb) if f))
   src = _source(cta, o.on_true) or _source(cta, o.on_false)
   if src is None:
     if _is(a, NEUTRAL) and _is(b, NEUTRAL):
@@ -306,6 +362,8 @@ def _where(cta, o):
 
 def _lanes_of(cta, o):
   """The lane states of `o.x` a shape op carries to its result, or None (a neutral operand makes a neutral result)."""
+  if isinstance(o.x, ir.Value) and o.x.id in cta.fresh:
+    cta.fresh[o.result.id] = cta.fresh[o.x.id]
   st = state(cta, o.x)
   if _is(st, NEUTRAL):
     cta.neutral.add(o.result.id)
@@ -512,9 +570,13 @@ def _reduce_error(cta, o, src, x, pad, got, want, bad):
   what, arg = T.called(o.loc, f"ml.{kind.value}")
   where = "" if not k else f" (result {list(k) if len(k) > 1 else k[0]})"
   through = cta.pad_dots.get(id(src))
+  met = cta.pad_meets.get(id(src))
   held = _origin(src, ref, other) + (
       f", through the ml.dot at line {through[0].loc.lineno} (the {through[1]} of its result they alone make)"
-      if through else "") + ("" if raw else f", {_few(lanes)} by the time they reach it")
+      if through else "") + (
+      f", then met the elements of {' and '.join(met[1])} in the same lanes at line {met[0].lineno} (where no element"
+      f" of {ref} is there to pair with them)" if met else "") + ("" if raw else f", {_few(lanes)} by the time they reach it")
+  mask = mask if through else _oriented(cta, mask, src, pad)
   plain = what.split(".")[-1].rstrip("()") == kind.value
   msg = (f"{what} reduces {held}: they change {'its result' if plain else f'the {kind.value} it takes'} in program {cta.label}{where},"
          f" {_num(g)} where the elements inside give {_num(w)}")
@@ -535,6 +597,23 @@ def _reduce_error(cta, o, src, x, pad, got, want, bad):
   else:
     hint = f"reduce only the lanes the mask keeps: {_with_where(o.loc, mask, kind, d) or what}"
   return E.MaskedReductionError(msg, o.loc, hint=hint)
+
+
+def _oriented(cta, mask, src, pad):
+  """The 1-D masked load's `mask` text oriented as its padding lies in the 2-D tile a reduction takes (`(m)[:, None]`
+  where an outer product `a[:, None] * y[None, :]` made its rows the padding; NumPy's broadcast aligns a 1-D mask
+  with the last axis), transposed where the padded tile was (`v.T`, a store through `buf.T`)."""
+  if mask is None or isinstance(src, Copy) or pad.ndim != 2:
+    return mask
+  if len(src.result.type.shape) == 1:
+    rows_only = bool((pad == pad[:, :1]).all()) and not bool((pad == pad[:1, :]).all())
+    return f"({mask})[:, None]" if rows_only else mask
+  loaded = cta.pads.get(src.result.id)
+  if loaded is None or len(src.result.type.shape) != 2:
+    return mask
+  lp = np.broadcast_to(loaded[0], src.result.type.shape) == PAD
+  same = pad.shape == lp.shape and bool((pad == lp).all())
+  return f"({mask}).T" if not same and pad.shape == lp.T.shape and bool((pad == lp.T).all()) else mask
 
 
 def _dot_error(cta, o, src, through, msg, ref, axis, mask, kind, d):
@@ -588,3 +667,6 @@ def _with_where(loc, mask, kind, d):
 _RULES = {Dot: _dot, Store: _store, MaskedLoad: _masked_load, Copy: _copy, Load: _load, Constant: _fresh, Full: _fresh, Arange: _fresh,
           Binary: _lanewise, Compare: _lanewise, Unary: _lanewise, Cast: _lanewise, Where: _lanewise,
           Broadcast: _broadcast, Reshape: _reshape, Reduce: _reduce}
+
+from .interpret_pad_moves import RULES as _MOVES     # (transposes, permutes, rolls: their own module)  # noqa: E402
+_RULES.update(_MOVES)

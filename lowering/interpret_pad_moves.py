@@ -1,0 +1,78 @@
+"""Interpret mode's padding lanes (MG953, lowering/interpret_padding.py) through the ops that move a register
+tensor's elements: transposes (`v.T`, a store through `buf.T`), permutes and strided slices, reshapes through
+SMEM, rolls, flips and column slices.
+
+Each goes through a flat SMEM scratch the compiler allocates: a store of the tensor's elements (TransposeStore,
+RelayoutStore) and a load of them in another order. The store keeps the lane states of what it wrote (and the
+arrays whose data it held, interpret_padding's `fresh`), keyed by the scratch; the load takes them in the order
+it takes the elements, with the same index arithmetic as its interpreter rule (lowering/shape.py). Before
+probe 48f the load's result was data (REAL): a padded tile transposed, or stored through `buf.T`, and then
+reduced gave wrong numbers with no error.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..frontend import ir
+from ..frontend.ops.permute import RestrideLoad, TransposeLoad, TransposeStore
+from ..frontend.ops.roll import FlipLoad, RollLoad
+from ..frontend.ops.shape import Slice
+from ..frontend.relayout import RelayoutLoad, RelayoutStore
+from . import interpret_padding as P
+
+
+def _stored(cta, o):
+  """TransposeStore / RelayoutStore: the lane states of `o.x` (in its shape), where they hold padding."""
+  cta.scratch_lanes.pop(o.scratch.id, None)
+  st = P.state(cta, o.x)
+  src = P._source(cta, o.x)
+  fresh = cta.fresh.get(o.x.id) if isinstance(o.x, ir.Value) else None
+  if src is None or not isinstance(st, np.ndarray):
+    return
+  cta.scratch_lanes[o.scratch.id] = (np.broadcast_to(st, o.x.type.shape).copy(), src, fresh)
+
+
+def _moved(index):
+  """The rule of a load that reads the scratch's elements through `index(o, states)` (the stored tensor's
+  states, in its own shape) -> the result's states."""
+  def rule(cta, o):
+    have = cta.scratch_lanes.get(o.scratch.id)
+    if have is None:
+      return
+    st, src, fresh = have
+    P._set(cta, o.result, np.ascontiguousarray(index(o, st)).astype(np.int8), src)
+    if fresh:
+      cta.fresh[o.result.id] = fresh
+  return rule
+
+
+def _restride(o, st):
+  flat = st.reshape(-1)
+  idx = np.indices(o.result.type.shape).reshape(len(o.result.type.shape), -1)
+  pos = o.offset + sum(i * s for i, s in zip(idx, o.strides))
+  return flat[pos].reshape(o.result.type.shape)
+
+
+def _slice(cta, o):
+  """`v[:, a:b]` of a padded tile: its columns' states."""
+  st = P.state(cta, o.x)
+  if isinstance(o.x, ir.Value) and o.x.id in cta.fresh:
+    cta.fresh[o.result.id] = cta.fresh[o.x.id]
+  if not isinstance(st, np.ndarray):
+    if P._is(st, P.NEUTRAL):
+      cta.neutral.add(o.result.id)
+    return
+  P._set(cta, o.result, np.broadcast_to(st, o.x.type.shape)[:, o.start:o.stop].copy(), P._source(cta, o.x))
+
+
+RULES = {
+    TransposeStore: _stored,
+    RelayoutStore: _stored,
+    TransposeLoad: _moved(lambda o, st: st.T),
+    RelayoutLoad: _moved(lambda o, st: st.reshape(o.result.type.shape)),
+    RestrideLoad: _moved(_restride),
+    FlipLoad: _moved(lambda o, st: np.flip(st.reshape(o.result.type.shape), axis=o.axes)),
+    RollLoad: _moved(lambda o, st: np.roll(st.reshape(o.result.type.shape) if o.axis is not None else st.reshape(-1),
+                                           -o.shift, axis=o.axis).reshape(o.result.type.shape)),
+    Slice: _slice,
+}
