@@ -1,0 +1,195 @@
+"""A masked load's or store's bound taken from another dimension of the array it indexes (MG203).
+
+Triton's tail mask compares each index vector with the size of the dimension it positions:
+`x.at[r, cols].load(mask=cols < x.shape[1])`. Written with the other dimension's size, `cols < x.shape[0]` (or
+`cols < M` after `M, N = x.shape`), the mask keeps off elements inside the array where that size is the smaller
+one (a row sum of a (64, 100) array adds 64 of its 100 columns, with no error from the GPU or interpret mode), and
+keeps on elements past its end where it is the larger (MG203's bounds check found those, with a hint that kept
+the wrong bound). Read from the source: the comparison (its op's own location), the window's subscript at the
+access, and the kernel's `M, N = x.shape` / `N = x.shape[1]` assignments; reported at the comparison where the
+two sizes differ (a square array gives the right numbers). Frontend only: it reads the AST and the typed IR.
+"""
+from __future__ import annotations
+
+import ast
+
+from . import errors as E
+from . import ir
+from .loc import call_at
+from .ops.access import MaskedLoad, MaskedStore
+from .ops.elementwise import BinOp, Binary, Compare
+from .ops.memory import View
+from .ops.shape import Broadcast
+
+_FLIP = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE}
+
+
+def shape_names(tree) -> dict:
+  """{name: (array text, dimension)} of the kernel's names bound once to an array's size: `N = x.shape[1]`,
+  `M, N = x.shape`, `M, N = x.shape[0], x.shape[1]`."""
+  found, count = {}, {}
+  for node in ast.walk(tree):
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+        node, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
+    for t in targets:
+      for n in ast.walk(t):
+        if isinstance(n, ast.Name):
+          count[n.id] = count.get(n.id, 0) + 1
+    if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+      continue
+    t, v = node.targets[0], node.value
+    if isinstance(t, ast.Name) and _dim(v) is not None:
+      found[t.id] = _dim(v)
+    elif isinstance(t, ast.Tuple) and all(isinstance(e, ast.Name) for e in t.elts):
+      if isinstance(v, ast.Attribute) and v.attr == "shape":
+        for k, e in enumerate(t.elts):
+          found[e.id] = (ast.unparse(v.value), k)
+      elif isinstance(v, ast.Tuple) and len(v.elts) == len(t.elts):
+        for e, x in zip(t.elts, v.elts):
+          if _dim(x) is not None:
+            found[e.id] = _dim(x)
+  return {n: d for n, d in found.items() if count.get(n) == 1}
+
+
+def _dim(node):
+  """(array text, dimension) of `x.shape[k]` (k a literal), else None."""
+  if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape"
+      and isinstance(node.slice, ast.Constant) and type(node.slice.value) is int):
+    return ast.unparse(node.value.value), node.slice.value
+  return None
+
+
+def _window(loc):
+  """(array text, [the names each subscript item uses]) of the access `x.at[i, cols].load(...)` /
+  `.store(...)` (or `ml.load(x.at[...], ...)`) written at `loc`, or None."""
+  node = call_at(loc)
+  if node is None:
+    return None
+  sub = None
+  if isinstance(node.func, ast.Attribute) and node.func.attr in ("load", "store"):
+    sub = node.func.value
+    if not (isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Attribute) and sub.value.attr == "at"):
+      sub = node.args[0] if node.args else None
+  if not (isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Attribute) and sub.value.attr == "at"):
+    return None
+  items = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
+  if any(isinstance(i, ast.Constant) and i.value is Ellipsis for i in items):
+    return None
+  return ast.unparse(sub.value.value), [{n.id for n in ast.walk(i) if isinstance(n, ast.Name)} for i in items]
+
+
+def _compares(mask, defs):
+  """The Compare ops a mask is made of (through `&` and broadcasts)."""
+  out, todo, seen = [], [mask], set()
+  while todo:
+    v = todo.pop()
+    o = defs.get(getattr(v, "id", None))
+    if o is None or id(o) in seen:
+      continue
+    seen.add(id(o))
+    if isinstance(o, Compare):
+      out.append(o)
+    elif isinstance(o, Broadcast):
+      todo.append(o.x)
+    elif isinstance(o, Binary) and o.kind == BinOp.AND:
+      todo += [o.lhs, o.rhs]
+  return out
+
+
+def _bound(cmp_node, dims):
+  """(index side's names, (array text, dimension) of the bound, the ast node naming the bound) of a comparison
+  `index < bound` (or `bound > index`), the bound `x.shape[k]` or a name bound to one; else None."""
+  if not (isinstance(cmp_node, ast.Compare) and len(cmp_node.ops) == 1):
+    return None
+  left, right, op = cmp_node.left, cmp_node.comparators[0], type(cmp_node.ops[0])
+  if op in (ast.Gt, ast.GtE):
+    left, right = right, left
+  elif op not in (ast.Lt, ast.LtE):
+    return None
+  d = _dim(right) or (dims.get(right.id) if isinstance(right, ast.Name) else None)
+  if d is None:
+    return None
+  names = {n.id for n in ast.walk(left) if isinstance(n, ast.Name)}
+  return names, d, right
+
+
+def check_mask_axes(kernel: ir.Kernel, defs: dict, tree) -> list:
+  """MG203 for each comparison of a masked access's mask that bounds an index by another dimension's size."""
+  dims = shape_names(tree)
+  errors, seen = [], {}
+  lead = getattr(kernel, "batch_lead", {}) or {}
+  shapes = {p.value.name: tuple(getattr(p.value.type, "shape", ()))[lead.get(p.value.id, 0):] for p in kernel.params}
+  for o in ir.walk(kernel.body):
+    if not isinstance(o, (MaskedLoad, MaskedStore)):
+      continue
+    win = _window(o.loc)
+    view = defs.get(getattr(o.ref, "id", None))
+    root = view.ref if isinstance(view, View) else o.ref
+    shape = tuple(getattr(root.type, "shape", ()))[lead.get(root.id, 0):]
+    if win is None or len(win[1]) != len(shape):
+      continue
+    name, items = win
+    for c in _compares(o.mask, defs):
+      if id(c) in seen:
+        seen[id(c)].access.add((o.loc.lineno, o.loc.col_offset))
+        continue
+      if c.loc.end_lineno != c.loc.lineno:
+        continue
+      try:
+        node = ast.parse(c.loc.source_line[c.loc.col_offset:c.loc.end_col_offset], mode="eval").body
+      except (SyntaxError, TypeError):
+        continue
+      b = _bound(node, dims)
+      if b is None or b[1][0] != name and shapes.get(b[1][0]) != shape:     # (x.shape of o = x's)
+        continue
+      names, (array, k), bnode = b
+      at = [p for p, used in enumerate(items) if names and names <= used]
+      if len(at) != 1 or any(names & used for p, used in enumerate(items) if p != at[0]):
+        continue
+      p, k = at[0], k % len(shape) if -len(shape) <= k < len(shape) else None
+      if k is None or k == p or shape[k] == shape[p]:
+        continue
+      e = seen[id(c)] = _error(c, o, name, array, node, bnode, p, k, shape, dims)
+      e.access = {(o.loc.lineno, o.loc.col_offset)}
+      errors.append(e)
+  return errors
+
+
+def with_mask_axes(found: list, errors: list) -> list:
+  """`found` (check_mask_axes') first, then `errors` less what they cause: the bounds error (MG203) or the
+  unwritten output (MG602) of the same masked access."""
+  if not found:
+    return errors
+  at = set().union(*(e.access for e in found))
+  return found + [e for e in errors if not (e.code in ("MG203", "MG602") and (e.lineno, e.col_offset) in at)]
+
+
+def _error(c, o, name, array, node, bnode, p, k, shape, dims):
+  index = ast.unparse(node.left if type(node.ops[0]) in (ast.Lt, ast.LtE) else node.comparators[0])
+  bound = ast.unparse(bnode)
+  said = bound if bound == f"{array}.shape[{k}]" else f"{bound}, {array}.shape[{k}]"
+  what = "load" if isinstance(o, MaskedLoad) else "store"
+  if shape[k] < shape[p]:
+    effect = (f"it keeps off positions {shape[k]} to {shape[p] - 1} of that dimension, inside {name}, so the {what}"
+              f" {'leaves them out' if what == 'load' else 'leaves them unwritten'}")
+  else:
+    effect = (f"it keeps on positions {shape[p]} to {shape[k] - 1}, past the end of that dimension, so the {what}"
+              f" touches memory outside {name}")
+  other = next((n for n, d in dims.items() if d == (array, p)), None)
+  fix = other or f"{array}.shape[{p}]"
+  fixed = ast.unparse(_replaced(node, bnode, fix))
+  return E.IndexOutOfBoundsError(
+      f"this mask bounds {index}, which indexes dimension {p} of {name} (size {shape[p]}) in the masked {what} at line"
+      f" {o.loc.lineno}, by {said} (size {shape[k]}), the size of dimension {k}: {effect}", c.loc,
+      hint=f"bound each index by the size of the dimension it indexes: {fixed}")
+
+
+def _replaced(node, old, text):
+  """`node` (a comparison) with its bound `old` replaced by the expression `text`."""
+  new = ast.parse(text, mode="eval").body
+  cmp_ = ast.Compare(left=node.left, ops=node.ops, comparators=list(node.comparators))
+  if cmp_.left is old:
+    cmp_.left = new
+  else:
+    cmp_.comparators = [new if x is old else x for x in cmp_.comparators]
+  return cmp_
