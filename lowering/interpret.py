@@ -122,6 +122,7 @@ class CTA(CtaMemory):
     self.fresh: dict[int, frozenset] = {}         # value id -> the arrays whose elements it holds at its lanes' positions
     self.smem_tma: dict[int, int] = {}            # SMEM root id -> the GMEM array a TMA load last filled it from
     self.scratch_lanes: dict[int, tuple] = {}     # scratch id -> (lane states, load, arrays) of what a relayout stored
+    self.pad_gathers: dict[int, object] = {}      # id of a masked load -> the first gather its padding indexed
     self.pad_meets: dict[int, tuple] = {}         # id of a masked (or TMA) load -> (loc, arrays) where its padding met their data
 
   def get(self, v: ir.Value):

@@ -1,6 +1,6 @@
 """Interpret mode's padding lanes (MG953, lowering/interpret_padding.py) through the ops that move a register
 tensor's elements: transposes (`v.T`, a store through `buf.T`), permutes and strided slices, reshapes through
-SMEM, rolls, flips and column slices.
+SMEM, rolls, flips and column slices; and through gathers whose indices are padding.
 
 Each goes through a flat SMEM scratch the compiler allocates: a store of the tensor's elements (TransposeStore,
 RelayoutStore) and a load of them in another order. The store keeps the lane states of what it wrote (and the
@@ -8,13 +8,19 @@ arrays whose data it held, interpret_padding's `fresh`), keyed by the scratch; t
 it takes the elements, with the same index arithmetic as its interpreter rule (lowering/shape.py). Before
 probe 48f the load's result was data (REAL): a padded tile transposed, or stored through `buf.T`, and then
 reduced gave wrong numbers with no error.
+
+A gather (`t.at[ids, :][...]`, `v[ids]` of a register tensor) whose index lanes are padding (ids a masked load read
+past its array's end, `other=0`) reads an element for no index there, row 0 of an embedding table: those lanes
+are PAD (an embedding bag summing the rows of a tail of ids counted row 0 once per padding lane).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..frontend import ir
+from ..frontend.ops.gather import Gather
 from ..frontend.ops.permute import RestrideLoad, TransposeLoad, TransposeStore
+from ..frontend.ops.register_gather import ScratchGather
 from ..frontend.ops.roll import FlipLoad, RollLoad
 from ..frontend.ops.shape import Slice
 from ..frontend.relayout import RelayoutLoad, RelayoutStore
@@ -65,7 +71,45 @@ def _slice(cta, o):
   P._set(cta, o.result, np.broadcast_to(st, o.x.type.shape)[:, o.start:o.stop].copy(), P._source(cta, o.x))
 
 
+def _index_pad(cta, indices, shape):
+  """(where the index lanes of `indices` are padding, in `shape`, the load they came from) or (None, None)."""
+  pad, src = None, None
+  for ix in indices:
+    st = P.state(cta, ix)
+    if isinstance(st, np.ndarray) and P._source(cta, ix) is not None:
+      p = np.broadcast_to(st, shape) == P.PAD
+      if p.any():
+        pad = p if pad is None else pad | p
+        src = src or P._source(cta, ix)
+  return pad, src
+
+
+def _gather(cta, o):
+  pad, src = _index_pad(cta, o.indices, o.result.type.shape)
+  if pad is not None:
+    cta.pad_gathers.setdefault(id(src), o)
+    P._set(cta, o.result, np.where(pad, P.PAD, P.REAL).astype(np.int8), src)
+
+
+def _scratch_gather(cta, o):
+  """`v[ids]` of a register tensor: the states of the elements it picks, PAD where its index lanes are padding."""
+  shape = o.result.type.shape
+  have = cta.scratch_lanes.get(o.scratch.id)
+  st = None
+  if have is not None:
+    st = have[0].reshape(-1)[np.asarray(cta.get(o.pos)).astype(np.int64)].reshape(shape)
+  pad, src = _index_pad(cta, (o.pos,), shape)
+  if pad is not None:
+    cta.pad_gathers.setdefault(id(src), o)
+    st = np.where(pad, P.PAD, st if st is not None else P.REAL)
+  src = src or (have[1] if have is not None else None)
+  if st is not None and src is not None:
+    P._set(cta, o.result, np.asarray(st).astype(np.int8), src)
+
+
 RULES = {
+    Gather: _gather,
+    ScratchGather: _scratch_gather,
     TransposeStore: _stored,
     RelayoutStore: _stored,
     TransposeLoad: _moved(lambda o, st: st.T),

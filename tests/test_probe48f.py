@@ -5,7 +5,8 @@ wrong numbers with no error:
   past x's end and a longer w, `v * b[None, :] + b[None, :]` of padded rows, an outer product) counted as data
   in interpret mode's MG953 check (lowering/interpret_padding.py: `fresh`);
 - padding moved by a transpose, a store through `buf.T`, a flip, a roll or a strided slice (each through an SMEM
-  scratch) lost its lanes' states there (lowering/interpret_pad_moves.py);
+  scratch) lost its lanes' states there, and a gather indexed by padding (an embedding bag's tail of ids, `other=0`,
+  reading row 0 once per padding lane) read data (lowering/interpret_pad_moves.py);
 - a mask bounding an index by another dimension's size (`cols < x.shape[0]` for the columns of a (64, 100) x,
   `rn[None, :] < M` after `M, N = x.shape`) kept elements inside the array off: now MG203 at the comparison,
   found while compiling (frontend/mask_axes.py).
@@ -173,6 +174,45 @@ def test_padding_flipped_rolled_or_sliced_with_a_step_is_followed_to_the_max():
   y = _rows(11, (2, 100), shift=5)                    # (positive rows: the padding's zeros decide nothing)
   np.testing.assert_allclose(np.asarray(moved_max(y, interpret=True, HOW="flip")), y[:, 64:].max(1))
   np.testing.assert_allclose(np.asarray(moved_max(y, interpret=True, HOW="strided")), y[:, 1::2].max(1))
+
+
+# ---------------------------------------------------------------- gathers indexed by padding
+@mg.mgpu_kernel(out_shape=lambda t, ids: S((t.shape[1],), t.dtype))
+def embedding_bag(t, ids, out, *, WHERE: ml.constexpr = False):
+  pos = ml.arange(16)
+  idx = ids.at[pos].load(mask=pos < ids.shape[0], other=0)
+  rows = t.at[idx, :][...]
+  if WHERE:
+    out[...] = rows.sum(axis=0, where=(pos < ids.shape[0])[:, None])
+  else:
+    out[...] = ml.sum(rows, axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids: S((1,), t.dtype))
+def register_gather_max(t, ids, out):
+  pos = ml.arange(128)
+  idx = ids.at[pos].load(mask=pos < ids.shape[0], other=0)
+  tv = t[...]
+  out[0] = ml.max(tv[idx])
+
+
+def test_rows_an_embedding_bags_padded_ids_gather_are_reported_at_the_sum():
+  t, ids = _rows(14, (50, 64)), np.array([3, 7, 9, 11, 20, 2, 5, 1, 0, 4], np.int32)
+  load, gather = where(embedding_bag, "idx = ids.at")[0], where(embedding_bag, "rows = t.at")[0]
+  e = _raises(embedding_bag, [t, ids], "ml.sum(rows, axis=0)")
+  assert e.message.startswith(
+      f"ml.sum reduces lanes the masked load at line {load} kept off past the end of ids, filled with other=0, then"
+      f" indexed the gather at line {gather}, which read an element of t for each of them, values such as"), e.message
+  assert e.message.endswith(f"{(t[ids].sum(0) + 6 * t[0])[0]:.6g} where the elements inside give"
+                            f" {t[ids].sum(0)[0]:.6g}"), e.message
+  assert e.hint == "reduce only the lanes the mask keeps: ml.sum(rows, axis=0, where=(pos < ids.shape[0])[:, None])"
+  np.testing.assert_allclose(np.asarray(embedding_bag(t, ids, interpret=True, WHERE=True)), t[ids].sum(0),
+                             rtol=1e-5, atol=1e-5)
+  t = _rows(15, (128,))
+  t[0] = 100.0                                        # (row 0, which the padding's index 0 reads)
+  ids = np.arange(1, 101, dtype=np.int32)
+  e = _raises(register_gather_max, [t, ids], "ml.max(tv[idx])")
+  assert "then indexed the gather at line" in e.message and "of the register tensor" in e.message, e.message
 
 
 # ---------------------------------------------------------------- a mask bounded by another dimension's size
