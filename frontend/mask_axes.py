@@ -75,7 +75,7 @@ def _window(loc):
   items = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
   if any(isinstance(i, ast.Constant) and i.value is Ellipsis for i in items):
     return None
-  return ast.unparse(sub.value.value), [{n.id for n in ast.walk(i) if isinstance(n, ast.Name)} for i in items]
+  return ast.unparse(sub.value.value), [variables(i) for i in items]
 
 
 def _compares(mask, defs):
@@ -109,8 +109,13 @@ def _bound(cmp_node, dims):
   d = _dim(right) or (dims.get(right.id) if isinstance(right, ast.Name) else None)
   if d is None:
     return None
-  names = {n.id for n in ast.walk(left) if isinstance(n, ast.Name)}
-  return names, d, right
+  return variables(left), d, right
+
+
+def variables(node) -> set:
+  """The names `node` reads as values (`cols` of `k + cols[None, :]`), not as modules (`ml` of `ml.arange(64)`)."""
+  bases = {id(n.value) for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+  return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and id(n) not in bases}
 
 
 def check_mask_axes(kernel: ir.Kernel, defs: dict, tree) -> list:
