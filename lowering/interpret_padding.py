@@ -100,7 +100,7 @@ def after(cta, o):
   """Follow the lanes of `o`'s result (run after its interpreter rule); raise MG953 at a reduction or
   division the padding changes."""
   try:
-    if cta.smem_pad and not isinstance(o, (Copy, Store)):
+    if (cta.smem_pad or cta.smem_tma) and not isinstance(o, (Copy, Store)):
       _smem_written(cta, o)
     rule = _RULES.get(type(o))
     if rule is None:
@@ -164,8 +164,8 @@ def _copy(cta, o):
 
 
 def _smem_written(cta, o):
-  """Any other write into an SMEM buffer whose padding is followed: the padding of the whole buffer is
-  forgotten (what it holds now is the kernel's)."""
+  """Any other write into an SMEM buffer whose padding (or TMA load) is followed: the padding of the whole buffer
+  is forgotten, and it holds no TMA load's data any more (what it holds now is the kernel's)."""
   for v, kind in ir.traits_of(o).effects(o):
     if kind in (ir.Access.REG_WRITE, ir.Access.TMA_WRITE) and isinstance(v, ir.Value):
       ref = cta.env.get(v.id)
