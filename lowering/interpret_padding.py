@@ -570,14 +570,9 @@ def _reduce_error(cta, o, src, x, pad, got, want, bad):
   what, arg = T.called(o.loc, f"ml.{kind.value}")
   where = "" if not k else f" (result {list(k) if len(k) > 1 else k[0]})"
   through = cta.pad_dots.get(id(src))
-  met, gathered = cta.pad_meets.get(id(src)), cta.pad_gathers.get(id(src))
   held = _origin(src, ref, other) + (
       f", through the ml.dot at line {through[0].loc.lineno} (the {through[1]} of its result they alone make)"
-      if through else "") + (
-      f", then met the elements of {' and '.join(met[1])} in the same lanes at line {met[0].lineno} (where no element"
-      f" of {ref} is there to pair with them)" if met else "") + (
-      f", then indexed the gather at line {gathered.loc.lineno}, which read an element of"
-      f" {getattr(getattr(gathered, 'ref', None), 'name', None) or 'the register tensor'} for each of them" if gathered else "") + ("" if raw else f", {_few(lanes)} by the time they reach it")
+      if through else "") + _met(cta, src, ref) + ("" if raw else f", {_few(lanes)} by the time they reach it")
   mask = mask if through else _oriented(cta, mask, src, pad)
   plain = what.split(".")[-1].rstrip("()") == kind.value
   msg = (f"{what} reduces {held}: they change {'its result' if plain else f'the {kind.value} it takes'} in program {cta.label}{where},"
@@ -599,6 +594,16 @@ def _reduce_error(cta, o, src, x, pad, got, want, bad):
   else:
     hint = f"reduce only the lanes the mask keeps: {_with_where(o.loc, mask, kind, d) or what}"
   return E.MaskedReductionError(msg, o.loc, hint=hint)
+
+
+def _met(cta, src, ref) -> str:
+  """Where the padding of `src` met another array's data, or indexed a gather, in the message's words."""
+  met, gathered = cta.pad_meets.get(id(src)), cta.pad_gathers.get(id(src))
+  table = getattr(getattr(gathered, "ref", None), "name", None) or "the register tensor"
+  return (f", then met the elements of {' and '.join(met[1])} in the same lanes at line {met[0].lineno} (where no"
+          f" element of {ref} is there to pair with them)" if met else "") + (
+          f", then indexed the gather at line {gathered.loc.lineno}, which read an element of {table} for each of"
+          f" them" if gathered else "")
 
 
 def _oriented(cta, mask, src, pad):
