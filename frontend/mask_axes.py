@@ -60,9 +60,9 @@ def _dim(node):
 
 
 def _window(loc):
-  """(array text, [the names each subscript item uses]) of the access `x.at[i, cols].load(...)` /
-  `.store(...)` (or `ml.load(x.at[...], ...)`) written at `loc`, or None."""
-  node = call_at(loc)
+  """(array text, [(the names each subscript item uses, its text less broadcasts)]) of the access
+  `x.at[i, cols].load(...)` / `.store(...)` (or `ml.load(x.at[...], ...)`) written at `loc`, or None."""
+  node = call_at(loc) or _call_lines(loc)
   if node is None:
     return None
   sub = None
@@ -75,7 +75,31 @@ def _window(loc):
   items = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
   if any(isinstance(i, ast.Constant) and i.value is Ellipsis for i in items):
     return None
-  return ast.unparse(sub.value.value), [variables(i) for i in items]
+  return ast.unparse(sub.value.value), [(variables(i), _bare(i)) for i in items]
+
+
+def _call_lines(loc):
+  """The call written at `loc` over several lines (`x.at[...].load(\n    mask=..., other=0.0)`), or None."""
+  import linecache
+  first, last = getattr(loc, "lineno", 0), getattr(loc, "end_lineno", None)
+  lines = linecache.getlines(getattr(loc, "filename", ""))
+  if not last or last <= first or last > len(lines) or getattr(loc, "end_col_offset", None) is None:
+    return None
+  text = [lines[first - 1][loc.col_offset:]] + lines[first:last - 1] + [lines[last - 1][:loc.end_col_offset]]
+  try:
+    node = ast.parse("(" + "".join(text) + ")", mode="eval").body
+  except SyntaxError:
+    return None
+  return node if isinstance(node, ast.Call) else None
+
+
+def _bare(node) -> str:
+  """`node`'s text without the broadcasts around it: `ml.arange(64)` of `ml.arange(64)[None, :]`."""
+  while isinstance(node, ast.Subscript) and all(
+      isinstance(e, ast.Constant) and e.value is None or isinstance(e, ast.Slice) and not (e.lower or e.upper or e.step)
+      for e in (node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice])):
+    node = node.value
+  return ast.unparse(node)
 
 
 def _compares(mask, defs):
@@ -97,7 +121,8 @@ def _compares(mask, defs):
 
 
 def _bound(cmp_node, dims):
-  """(index side's names, (array text, dimension) of the bound, the ast node naming the bound) of a comparison
+  """((index side's names, its text less broadcasts), (array text, dimension) of the bound, the ast node naming
+  the bound) of a comparison
   `index < bound` (or `bound > index`), the bound `x.shape[k]` or a name bound to one; else None."""
   if not (isinstance(cmp_node, ast.Compare) and len(cmp_node.ops) == 1):
     return None
@@ -109,7 +134,7 @@ def _bound(cmp_node, dims):
   d = _dim(right) or (dims.get(right.id) if isinstance(right, ast.Name) else None)
   if d is None:
     return None
-  return variables(left), d, right
+  return (variables(left), _bare(left)), d, right
 
 
 def variables(node) -> set:
@@ -147,10 +172,15 @@ def check_mask_axes(kernel: ir.Kernel, defs: dict, tree) -> list:
       b = _bound(node, dims)
       if b is None or b[1][0] != name and shapes.get(b[1][0]) != shape:     # (x.shape of o = x's)
         continue
-      names, (array, k), bnode = b
-      at = [p for p, used in enumerate(items) if names and names <= used]
-      if len(at) != 1 or any(names & used for p, used in enumerate(items) if p != at[0]):
-        continue
+      (names, text), (array, k), bnode = b
+      if names:                  # (the item whose names the index uses, and no other item uses them)
+        at = [p for p, (used, _) in enumerate(items) if names <= used]
+        if len(at) != 1 or any(names & used for p, (used, _) in enumerate(items) if p != at[0]):
+          continue
+      else:                      # (an index of no variable, `ml.arange(64)`: the item written the same)
+        at = [p for p, (_, it) in enumerate(items) if it == text]
+        if len(at) != 1:
+          continue
       p, k = at[0], k % len(shape) if -len(shape) <= k < len(shape) else None
       if k is None or k == p or shape[k] == shape[p]:
         continue

@@ -227,6 +227,13 @@ def row_sums(x, out, *, RIGHT: ml.constexpr = False):
   out[r] = ml.sum(v)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), x.dtype))
+def column_sums_inline(x, out):
+  v = x.at[ml.arange(64)[:, None], ml.arange(128)[None, :]].load(
+      mask=(ml.arange(64)[:, None] < x.shape[0]) & (ml.arange(128)[None, :] < x.shape[0]), other=0.0)
+  out.at[ml.arange(128)].store(ml.sum(v, axis=0), mask=ml.arange(128) < x.shape[1])
+
+
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 16), ml.cdiv(x.shape[1], 64)))
 def add_one(x, o, *, SWAP: ml.constexpr = True):
   M, N = x.shape
@@ -265,6 +272,12 @@ def test_a_column_mask_bounded_by_the_row_count_is_an_error_at_the_comparison():
   x = _rows(12, (64, 200))
   np.testing.assert_allclose(np.asarray(row_sums(x, interpret=True, RIGHT=True)), x.sum(1), rtol=1e-4, atol=1e-4)
   row_sums.check(S((64, 64), F32))                # (a square x: the same numbers)
+  # an index written inline, the same in the subscript and in the mask
+  expect(column_sums_inline, [S((50, 100), F32)], mg.IndexOutOfBoundsError, "ml.arange(128)[None, :] < x.shape[0]",
+         "this mask bounds ml.arange(128)[None, :], which indexes dimension 1 of x (size 100) in the masked load at line"
+         f" {where(column_sums_inline, 'v = x.at')[0]}, by x.shape[0] (size 50), the size of dimension 0: it keeps off"
+         " positions 50 to 99 of that dimension, inside x, so the load leaves them out",
+         hint="bound each index by the size of the dimension it indexes: ml.arange(128)[None, :] < x.shape[1]")
 
 
 def test_names_bound_to_the_shape_and_another_arrays_shape_are_read_too():
