@@ -85,10 +85,14 @@ def _tile(v) -> bool:
   return is_value(v) and not isinstance(v.type, RefType) and isinstance(getattr(v.type, "shape", None), tuple)
 
 
-def _shape(x):
-  """The operand's shape as ml.dot reads it (transposed where flipped)."""
+def _shape(x, tracer=None):
+  """The operand's shape as ml.dot reads it (transposed where flipped); with `tracer`, in a padded trace, its own
+  shape (an odd read padded, (4, 72) held at (4, 96), meets the other operand at its own k: ops/padded_dots.py)."""
   v, flip = x
   s = tuple(getattr(v.type, "shape", ()))
+  pads = getattr(getattr(tracer, "b", None), "pad_tiles", None)
+  if pads is not None and getattr(v, "id", None) is not None:
+    s = tuple(pads.get(v.id, s))
   return s[::-1] if flip and len(s) == 2 else s
 
 
@@ -255,7 +259,7 @@ def product(tracer, node, a, b, want, precision):
   (va, fa), (vb, fb) = a, b
   da, db = _dtype(va), _dtype(vb)
   if da not in _FLOATS or db not in _FLOATS or len(_shape(a)) != 2 or len(_shape(b)) != 2 or \
-      _shape(a)[1] != _shape(b)[0]:
+      _shape(a, tracer)[1] != _shape(b, tracer)[0]:
     return None
   common = da
   if da != db:                  # jnp's promotion: bfloat16 with float32 computes in float32
@@ -278,7 +282,9 @@ def product(tracer, node, a, b, want, precision):
         return None
     form = f"ml.dot({{0}}{'.T' if fa else ''}, {{1}}{'.T' if fb else ''}{keys}){cast}"
     return trace_form(tracer, node, form, [va, vb, acc, out, precision])
-  except E.KernelError:
+  except E.KernelError as e:
+    if isinstance(e, E.LayoutError) and tracer.b.dot_layouts is not None:
+      tracer.b.dot_layouts.append(node)     # (compile.trace tries the padded trace: a GQA group's (4, 72) product)
     return None                # (a shape ml.dot does not take: the call's MG003 and its hint)
 
 
