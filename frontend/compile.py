@@ -225,17 +225,18 @@ def _padded_trace(pk, in_specs, out_specs, constexprs, **kw):
   that fails, with 2-D windows of rows no row-wise layout takes padded too (RowPads); None where both traces fail in
   any way (the kernel then fails as traced first), but for a store of a padded value into a window of a shape it
   does not broadcast to, the user's mistake, reported in the value's own shape (probe 47a). Where either padded
-  1-D reads of one length apart (a bool one beside a float one), a last trace pads them all to a multiple of 16
-  (WideVectors)."""
-  from .ops.padded_tiles import PadAbort, Pads, RowPads, WideVectors
-  mixed, mistake = False, None
-  for pads in (Pads(), RowPads(), WideVectors()):     # (then also tiles of rows no row-wise layout takes: probe 46d)
-    if isinstance(pads, WideVectors) and not mixed:
-      break
+  1-D reads of one length apart (a bool one beside a float one), a trace pads them all to a multiple of 16
+  (WideVectors); where the kernel makes an ml.arange of an odd length, a last one pads those too (ArangePads)."""
+  from .ops.padded_tiles import ArangePads, PadAbort, Pads, RowPads, WideVectors
+  mixed, mistake, aranges = False, None, False
+  for pads in (Pads(), RowPads(), WideVectors(), ArangePads()):   # (then also tiles of rows no row-wise layout
+    if isinstance(pads, WideVectors) and not mixed or isinstance(pads, ArangePads) and not aranges:  # takes: 46d)
+      continue
     try:
       return _trace(pk, in_specs, out_specs, constexprs, small_loads=None, pad_tiles=pads, **kw)
     except (E.KernelError, PadAbort) as e:
       mixed |= pads.mixed
+      aranges |= getattr(pads, "odd_aranges", False)
       if mistake is None and any(getattr(x, "padded_mistake", False) for x in getattr(e, "errors", None) or [e]):
         mistake = e       # (a store of a padded value's own shape into a window of another: the user's mistake)
   if mistake is not None:

@@ -167,8 +167,12 @@ def arange(cx, n, stop=None, dtype=None):
   if n == 1:       # [0]: a one-element tensor, held (and computed on) as its scalar
     return full_(cx, (1,), 0, dtype)
   emit = lambda up: cx.b.emit(Arange, 0, loc=cx.loc, types=[TensorType(up, dtype)], names=[cx.name]).result
-  if cx.builtin != "arange":       # (the compiler's own index vectors, an argmax's: at their exact length)
-    return emit((n,))
+  pads = getattr(cx.b, "pad_tiles", None)
+  if cx.builtin != "arange" or not getattr(pads, "aranges", False):
+    if cx.builtin == "arange" and pads is not None and n % 8:
+      pads.odd_aranges = True       # (the last padded trace, ArangePads, is tried)
+    return emit((n,))     # (the compiler's own index vectors, an argmax's, at their exact length; and the user's
+                          # but in the last padded trace: index grids and masks take them so, probe 48g)
   from .padded_tiles import padded_fill     # the user's, of an odd length in a padded trace: made padded, as an
   return padded_fill(cx, (n,), dtype, emit)  # odd read is (the token index beside 100 sorted ids)
 

@@ -43,6 +43,13 @@ class WideVectors(RowPads):
   floats it selects are padded alike (32); tried last, where a trace before it padded them apart (probe 46j)."""
 
 
+class ArangePads(Pads):
+  """A padded trace whose user's `ml.arange(n)` of an odd n is made padded too (the token index beside 100 sorted
+  ids, `out[o] = ml.arange(100)`: probe 48e); tried last, since an index grid of few heads made of one
+  (`h = ml.arange(3); x.at[t, h[:, None], d[None, :]]`) is padded by its masked window instead (probe 48g)."""
+  aranges = True
+
+
 def _up(shape, d, wide=False):
   """The padded shape of a window of `shape` (as the MG204 hints pad it; `wide`: 1-D ones to a multiple of 16)."""
   shape = tuple(shape)
