@@ -233,6 +233,8 @@ class Calls:
     if fn is _DEBUG["breakpoint"]:
       return trace_breakpoint(self, node)
     self._not_foreign(node, fn)     # before its arguments: plgpu.emit_pipeline(body, in_specs=[lambda...])
+    if _lax_control(fn) and (out := self._lax_flow(node, fn)) is not None:
+      return out                    # lax.fori_loop(0, n, body, acc) of the kernel's helpers: its Python loop
     if _lax_control(fn):            # before a mistake in its arguments: lax.scan(f, 0.0, jnp.arange(n))
       self._not_lax(node, fn, [self._tolerant_eval(a) for a in node.args],
                     self.pending_name if self.pending_node is None or node is self.pending_node else "",
@@ -289,6 +291,27 @@ class Calls:
       return self.eval(a)
     except E.KernelError:
       return None
+
+  def _lax_flow(self, node, fn):
+    """The value of a call of JAX's control flow traced as the Python statement it means (lax_flow.py), or
+    None where it is not one the kernel runs as written (its arguments then evaluated again, for the hint)."""
+    from .lax_flow import FORMS, trace
+    if getattr(fn, "__name__", "") not in FORMS or any(isinstance(a, ast.Starred) for a in node.args) or any(
+        k.arg is None for k in node.keywords):
+      return None
+    try:
+      args = [self.eval(a) for a in node.args]
+      kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
+    except E.KernelError:
+      return None                   # (the call's hint first, as before)
+    params = FORMS[fn.__name__]
+    texts = {p: self.text(a) for p, a in zip(params, node.args)}
+    texts.update((k.arg, self.text(k.value)) for k in node.keywords)
+    texts["*"] = [self.text(a) for a in node.args[len(params):]] + [texts[k] for k in ("operand",) if k in texts]
+    branches = node.args[1] if fn.__name__ == "switch" and len(node.args) > 1 else None
+    if isinstance(branches, (ast.List, ast.Tuple)):
+      texts["branches*"] = [self.text(b) for b in branches.elts]
+    return trace(self, node, fn, args, kwargs, texts)
 
   def _not_lax(self, node, fn, args, target, kwargs=None):
     """KernelTypeError at a call of JAX's control flow (lax.scan, fori_loop, ...), with the Python

@@ -310,11 +310,8 @@ def test_foreign_functions_name_the_mgpu_dsl_spelling():
   e = expect(pallas_program_id, spec, mg.KernelTypeError, "pl.program_id(0)",
              "pl.program_id is Pallas's; an mgpu_dsl kernel calls ml.* functions")
   assert e.hint == "write ml.program_id(0)"
-  e = expect(lax_fori_loop, spec, mg.KernelTypeError, "jax.lax.fori_loop(",
-             "jax.lax.fori_loop is JAX's control flow, which a kernel writes in Python")
-  counter = e.hint.split(" in range(0, 4)")[0].rsplit(" ", 1)[-1]     # a name this file does not use
-  assert e.hint == (f"carry = ml.zeros((128,), F32); for {counter} in range(0, 4): carry = twice_plus({counter},"
-                    f" carry); then use carry where the call stood (ml.range(..., stages=s) pipelines its loads)")
+  # jax.lax.fori_loop of an @ml.inline body runs as the loop its hint wrote (probe 48h)
+  np.testing.assert_array_equal(np.asarray(lax_fori_loop(jnp.zeros((1024,), F32), interpret=True)), np.full(128, 15.0))
 
 
 def test_triton_launch_syntax_is_a_signature_error():

@@ -273,11 +273,11 @@ def test_the_ds_usage_hint_shows_start_and_size():
          "ml.ds: missing a required argument: 'size'", hint="ml.ds(start, size)")
 
 
-def test_a_lambda_for_lax_cond_hints_an_if():
+def test_a_lambda_for_lax_cond_runs_as_an_if():
+  """lax.cond of lambdas hinted the if it means; since probe 48h the call runs as that if."""
   def branchy(x_ref, o_ref):
     o_ref[...] = lax.cond(ml.program_id(0) == 0, lambda: x_ref[...], lambda: x_ref[...] * 2)
 
   k = mg.mgpu_kernel(out_shape=lambda x: x)(branchy)
-  e = expect(k, [jax.ShapeDtypeStruct((128,), jnp.float32)], mg.KernelTypeError, "lax.cond(",
-             "lax.cond is JAX's control flow, which a kernel writes in Python")
-  assert e.hint.startswith("if ml.program_id(0) == 0: carry = x_ref[...] else: carry = x_ref[...] * 2 (a run-time if")
+  x = np.random.default_rng(3).standard_normal(128).astype(np.float32)
+  np.testing.assert_array_equal(np.asarray(k(x, interpret=True)), x)

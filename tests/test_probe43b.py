@@ -325,10 +325,6 @@ def test_lax_control_flow_reported_at_the_call_with_a_hint_that_works():
              "jax.lax.scan is JAX's control flow, which a kernel writes in Python",
              f"carry = 0.0; for {j} in ml.static_range(v.shape[0]): carry, y = (lambda c, t: (c * 0.5 + t, c))(carry,"
              f" v[{j}]); then store each step's y where ys[{j}] goes (out[{j}] = y, or a row of an ml.smem buffer)" + _CUMS)
-  _expect_at(lax_fori_of_zeros, [spec], "jax.lax.fori_loop(0, 16",
-             "jax.lax.fori_loop is JAX's control flow, which a kernel writes in Python",
-             f"acc = 0.0; for {j} in range(0, 16): acc = (lambda i, a: a + x[i])({j}, acc) (ml.range(..., stages=s)"
-             " pipelines its loads)")
   x = jnp.asarray(np.random.default_rng(1).standard_normal(16), F32)
   ref = jax.lax.scan(lambda c, t: (c + t, c), jnp.float32(0), x)[1]
   np.testing.assert_allclose(np.asarray(lax_scan_fixed(x, interpret=True)), np.asarray(ref), rtol=1e-6, atol=1e-6)
@@ -336,7 +332,9 @@ def test_lax_control_flow_reported_at_the_call_with_a_hint_that_works():
   np.testing.assert_allclose(np.asarray(lax_scan_of_rows_fixed(x, interpret=True)), np.asarray(ref), rtol=1e-6,
                              atol=1e-6)
   np.testing.assert_allclose(np.asarray(lax_fori_fixed(x, interpret=True)), np.asarray(x.sum())[None], rtol=1e-5)
-  for k in (lax_scan_fixed, lax_scan_of_rows_fixed, lax_fori_fixed):
+  # (jax.lax.fori_loop of a lambda runs as the loop its hint wrote since probe 48h)
+  np.testing.assert_allclose(np.asarray(lax_fori_of_zeros(x, interpret=True)), np.asarray(x.sum())[None], rtol=1e-5)
+  for k in (lax_scan_fixed, lax_scan_of_rows_fixed, lax_fori_fixed, lax_fori_of_zeros):
     _export(k, spec)
 
 

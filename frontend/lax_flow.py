@@ -1,0 +1,187 @@
+"""JAX's control flow called in a kernel, as a Pallas kernel writes its loops (`lax.fori_loop(0, n, body,
+(o, m, l))`, `lax.while_loop(cond, body, init)`, `lax.cond(p, f, g, x)`, `lax.switch(i, fns, x)`): traced as the
+Python statement the call means, its functions the kernel's own helpers (a def or lambda of its body, an
+@ml.inline one, or a functools.partial of those), so a ported kernel runs unchanged. The statement is built
+from temporaries bound to the call's values (as jnp_calls.trace_form does for expressions), placed at the
+call, and traced as the kernel's own loop or if: a run-time loop carrying the state (a tuple or list of values
+as one carried name), an if whose branches bind the result. Other forms (a plain module function as the body,
+lax.scan, an argument spread with *) return None: the call keeps its MG003 and control_hint's hint."""
+from __future__ import annotations
+
+import ast
+import functools
+import itertools
+
+from . import errors as E
+from .env import POISON, PoisonedUse
+
+FORMS = {"fori_loop": ("lower", "upper", "body_fun", "init_val"), "while_loop": ("cond_fun", "body_fun", "init_val"),
+          "cond": ("pred", "true_fun", "false_fun"), "switch": ("index", "branches")}
+_IGNORED = {"fori_loop": ("unroll",)}          # lax.fori_loop(..., unroll=2): the same numbers, unrolled or not
+_counter = itertools.count()
+
+
+def _helper(fn) -> bool:
+  """Whether `fn` is a function the kernel traces in place: a def or lambda of its body, an @ml.inline
+  helper, or a functools.partial of one."""
+  from .inline import LocalFunction
+  from .language import Inline
+  while isinstance(fn, functools.partial):
+    fn = fn.func
+  return isinstance(fn, (Inline, LocalFunction))
+
+
+def _bound(name, args, kwargs):
+  """The call's arguments by jax.lax's parameter names (and the operands after them, for cond and switch),
+  or None where a keyword is not one of them."""
+  params = FORMS[name]
+  kw = {k: v for k, v in kwargs.items() if k not in _IGNORED.get(name, ())}
+  if any(k not in params[len(args):] for k in kw if k != "operand") or "operand" in kw and name != "cond":
+    return None
+  got = dict(zip(params, args))
+  got.update((k, v) for k, v in kw.items() if k != "operand")
+  if any(p not in got for p in params):
+    return None
+  operands = list(args[len(params):]) + ([kw["operand"]] if "operand" in kw else [])
+  return got, operands
+
+
+def _param(fn, k, default):
+  """The name of `fn`'s k-th parameter (a helper's carry, `acc` of `def body(i, acc)`), else `default`."""
+  import inspect
+  from .inline import LocalFunction
+  while isinstance(fn, functools.partial):
+    fn = fn.func
+  try:
+    sig = fn.signature if isinstance(fn, LocalFunction) else inspect.signature(fn.fn)
+    names = [p.name for p in sig.parameters.values()]
+  except (AttributeError, TypeError, ValueError):
+    return default
+  return names[k] if k < len(names) and names[k].isidentifier() else default
+
+
+def _packing(init, carry):
+  """(how the loop holds the carry, the carry as the body takes it, back to the user's structure): a dict of
+  values (a pytree jax.lax carries) is held as the tuple of its values, by its keys' order, since a kernel's
+  loop carries names, tuples and lists; other carries are held as they are."""
+  if not isinstance(init, dict) or not init or not all(isinstance(k, str) for k in init):
+    return init, carry, lambda v: v
+  keys = list(init)
+  as_dict = "{" + ", ".join(f"{k!r}: {carry}[{i}]" for i, k in enumerate(keys)) + "}"
+  return tuple(init.values()), as_dict, lambda v: dict(zip(keys, v)) if isinstance(v, tuple) else v
+
+
+def _statements(name, tmp, got, operands):
+  """(source of the statements, the temporaries' values, the name holding the result, the result's unpacking)."""
+  res, values = f"{tmp}r", {}
+
+  def bind(key, value):
+    values[f"{tmp}{key}"] = value
+    return f"{tmp}{key}"
+  ops = ", ".join(bind(f"o{k}", v) for k, v in enumerate(operands))
+  unpack = lambda v: v
+  if name in ("fori_loop", "while_loop"):
+    values[res], arg, unpack = _packing(got["init_val"], res)
+    new = res if arg == res else f"{tmp}d"
+    back = "" if arg == res else f"  {res} = ({''.join(f'{new}[{k!r}], ' for k in got['init_val'])})\n"
+  if name == "fori_loop":
+    src = (f"for {tmp}i in {bind('range', range)}({bind('lo', got['lower'])}, {bind('hi', got['upper'])}):\n"
+           f"  {new} = {bind('f', got['body_fun'])}({tmp}i, {arg})\n{back}")
+  elif name == "while_loop":
+    src = f"while {bind('c', got['cond_fun'])}({arg}):\n  {new} = {bind('f', got['body_fun'])}({arg})\n{back}"
+  elif name == "cond":
+    src = (f"if {bind('p', got['pred'])}:\n  {res} = {bind('t', got['true_fun'])}({ops})\n"
+           f"else:\n  {res} = {bind('e', got['false_fun'])}({ops})\n")
+  else:                       # lax.switch clamps the index into the branches: i <= 0 is the first, else the last
+    fns, idx = list(got["branches"]), bind("i", got["index"])
+    src = "".join(f"{'if' if k == 0 else 'elif'} {idx} <= {k}:\n  {res} = {bind(f'b{k}', f)}({ops})\n"
+                  for k, f in enumerate(fns[:-1]))
+    last = f"{res} = {bind(f'b{len(fns) - 1}', fns[-1])}({ops})\n"
+    src = src + f"else:\n  {last}" if len(fns) > 1 else last
+  return src, values, res, unpack
+
+
+def _words(name, tmp, got, texts):
+  """The user's words for the statement's temporaries, for its diagnostics: each argument as written, the
+  carry by the body's name for it (`acc` of `def body(i, acc)`), the loop index by the body's."""
+  words = {f"{tmp}{k}": texts.get(p) for k, p in (("lo", "lower"), ("hi", "upper"), ("f", "body_fun"),
+                                                   ("c", "cond_fun"), ("p", "pred"), ("t", "true_fun"),
+                                                   ("e", "false_fun"), ("i", "index"))}
+  if name == "fori_loop":
+    words[f"{tmp}i"] = _param(got["body_fun"], 0, "i")
+    words[f"{tmp}r"] = _param(got["body_fun"], 1, "carry")
+  elif name == "while_loop":
+    words[f"{tmp}r"] = _param(got["body_fun"], 0, "carry")
+  else:
+    words[f"{tmp}r"] = "the result"
+  words[f"{tmp}d"] = words[f"{tmp}r"]
+  words[f"{tmp}range"] = "range"
+  for k, t in enumerate(texts.get("*", ())):
+    words[f"{tmp}o{k}"] = t
+  for k, t in enumerate(texts.get("branches*", ())):
+    words[f"{tmp}b{k}"] = t
+  return {t: w for t, w in words.items() if w}
+
+
+def _renamed(err, tmp, words, body):
+  """`err` in the user's words: the temporaries replaced (longest first); a hint that rebinds the carry at the
+  end of the body says to return it so, as the body's `return` is what the loop carries."""
+  import re
+  carry = re.escape(f"{tmp}r")
+  for attr in ("message", "hint"):
+    text = getattr(err, attr)
+    if not text or tmp not in text:
+      continue
+    if attr == "hint" and body:
+      text = re.sub(rf"convert it back at the end of the body: {carry} = {carry}(\.astype\([^()]*\))",
+                    rf"convert it back where {body} returns it: return (...)\1", text)
+    for t in sorted(words, key=len, reverse=True):
+      text = text.replace(t, words[t])
+    setattr(err, attr, text)
+  err.notes = tuple(n.replace(f"{tmp}r", words.get(f"{tmp}r", "the carry")) for n in err.notes)
+  err.args = (err.message,)
+
+
+def trace(tracer, node, fn, args, kwargs, texts):
+  """The value of the call `node` of JAX's control flow `fn` (its arguments `args`, `kwargs`; `texts`: them as
+  written, by parameter name, the operands after them under "*"), traced as the Python statement it means;
+  None where its form is not one the kernel runs as it is."""
+  name = getattr(fn, "__name__", "")
+  if name not in FORMS or (bound := _bound(name, args, kwargs)) is None:
+    return None
+  got, operands = bound
+  if name == "switch":
+    if not isinstance(got["branches"], (tuple, list)) or not got["branches"]:
+      return None
+    fns = list(got["branches"])
+  else:
+    fns = [got[p] for p in FORMS[name] if p.endswith("_fun")]
+  if not all(_helper(f) for f in fns):
+    return None               # (a plain module function: the hint says to decorate it @ml.inline)
+  tmp = f"_lax{next(_counter)}_"
+  src, values, res, unpack = _statements(name, tmp, got, operands)
+  words = _words(name, tmp, got, texts)
+  stmts = ast.parse(src).body
+  for n in (x for s in stmts for x in ast.walk(s)):
+    n.lineno, n.col_offset = node.lineno, node.col_offset
+    n.end_lineno, n.end_col_offset = node.end_lineno, node.end_col_offset
+  saved = (tracer.pending_name, tracer.pending_node, tracer.stmt)
+  recorded = len(tracer.errors)
+  tracer.env.update(values)
+  try:
+    for s in stmts:
+      tracer.visit(s)
+    out = tracer.env.get(res, POISON)
+  except E.KernelError as e:
+    _renamed(e, tmp, words, texts.get("body_fun"))
+    raise
+  finally:
+    for e in tracer.errors[recorded:]:
+      _renamed(e, tmp, words, texts.get("body_fun"))
+    tracer.pending_name, tracer.pending_node, tracer.stmt = saved
+    for t in list(tracer.env):
+      if t.startswith(tmp):
+        tracer.env.pop(t, None)
+  if out is POISON:
+    raise PoisonedUse()       # (a mistake in the body, already reported at its line)
+  return unpack(out)
