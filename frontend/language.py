@@ -149,8 +149,10 @@ int64, int32, int16, int8 = DType.i64, DType.i32, DType.i16, DType.i8
 uint32, uint16, uint8, bool_ = DType.u32, DType.u16, DType.u8, DType.bool_
 # Triton's names of the same types, as a ported kernel writes them (`x.to(tl.float8e4nv)`, `m.to(tl.int1)`)
 float8e4nv, float8e5, int1 = DType.f8e4m3, DType.f8e5m2, DType.bool_
+# Pallas's other name of its dynamic slice (pl.dslice is pl.ds), as a port spelt with ml. writes it
+dslice = ds
 
 __all__ = sorted(BUILTINS) + [
     "DSlice", "Inline", "inline", "constexpr", "scalar", "float32", "float16", "bfloat16", "float8_e4m3fn",
     "float8_e5m2", "int64", "int32", "int16", "int8", "uint32", "uint16", "uint8", "bool_", "float8e4nv",
-    "float8e5", "int1"]
+    "float8e5", "int1", "dslice"]

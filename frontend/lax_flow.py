@@ -5,7 +5,7 @@ Python statement the call means, its functions the kernel's own helpers (a def o
 from temporaries bound to the call's values (as jnp_calls.trace_form does for expressions), placed at the
 call, and traced as the kernel's own loop or if: a run-time loop carrying the state (a tuple or list of values
 as one carried name), an if whose branches bind the result. Other forms (a plain module function as the body,
-lax.scan, an argument spread with *) return None: the call keeps its MG003 and control_hint's hint."""
+lax.scan, an argument spread with *) are UNHANDLED: the call keeps its MG003 and control_hint's hint."""
 from __future__ import annotations
 
 import ast
@@ -19,16 +19,20 @@ FORMS = {"fori_loop": ("lower", "upper", "body_fun", "init_val"), "while_loop": 
           "cond": ("pred", "true_fun", "false_fun"), "switch": ("index", "branches")}
 _IGNORED = {"fori_loop": ("unroll",)}          # lax.fori_loop(..., unroll=2): the same numbers, unrolled or not
 _counter = itertools.count()
+UNHANDLED = object()          # trace's answer for a call it leaves to the MG003 hint (None is a carry's value)
 
 
 def _helper(fn) -> bool:
-  """Whether `fn` is a function the kernel traces in place: a def or lambda of its body, an @ml.inline
-  helper, or a functools.partial of one."""
+  """Whether `fn` is a function the kernel calls on run-time values: a def or lambda of its body, an @ml.inline
+  helper, an ml.* builtin or a jnp / jax.nn / lax function (`functools.partial(jnp.maximum, 0.0)`), or a
+  functools.partial of one."""
   from .inline import LocalFunction
+  from .jnp_calls import library
   from .language import Inline
+  from .ops.base import Builtin
   while isinstance(fn, functools.partial):
     fn = fn.func
-  return isinstance(fn, (Inline, LocalFunction))
+  return isinstance(fn, (Inline, LocalFunction, Builtin)) or callable(fn) and library(fn) is not None
 
 
 def _bound(name, args, kwargs):
@@ -145,19 +149,19 @@ def _renamed(err, tmp, words, body):
 def trace(tracer, node, fn, args, kwargs, texts):
   """The value of the call `node` of JAX's control flow `fn` (its arguments `args`, `kwargs`; `texts`: them as
   written, by parameter name, the operands after them under "*"), traced as the Python statement it means;
-  None where its form is not one the kernel runs as it is."""
+  UNHANDLED where its form is not one the kernel runs as it is."""
   name = getattr(fn, "__name__", "")
   if name not in FORMS or (bound := _bound(name, args, kwargs)) is None:
-    return None
+    return UNHANDLED
   got, operands = bound
   if name == "switch":
     if not isinstance(got["branches"], (tuple, list)) or not got["branches"]:
-      return None
+      return UNHANDLED
     fns = list(got["branches"])
   else:
     fns = [got[p] for p in FORMS[name] if p.endswith("_fun")]
   if not all(_helper(f) for f in fns):
-    return None               # (a plain module function: the hint says to decorate it @ml.inline)
+    return UNHANDLED              # (a plain module function: the hint says to decorate it @ml.inline)
   tmp = f"_lax{next(_counter)}_"
   src, values, res, unpack = _statements(name, tmp, got, operands)
   words = _words(name, tmp, got, texts)

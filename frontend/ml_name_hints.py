@@ -30,6 +30,15 @@ TEXTS = {
                      " PropagateNan.ALL): drop propagate_nan="),
     "broadcast": ("no ml.broadcast: arithmetic broadcasts its operands as NumPy does (a + b); to give each the"
                   " common shape, ml.broadcast_to(a, shape) and ml.broadcast_to(b, shape)"),
+    # Pallas's pl.* control flow spelt with ml. (probe 48h): JAX's own calls run in a kernel as what they mean
+    "fori_loop": ("no ml.fori_loop: call jax.lax.fori_loop(lower, upper, body, init) itself (it runs as the loop it"
+                  " means), or write the loop: for i in range(lower, upper): carry = body(i, carry)"),
+    "while_loop": ("no ml.while_loop: call jax.lax.while_loop(cond, body, init) itself (it runs as the loop it means),"
+                   " or write it: while cond(carry): carry = body(carry)"),
+    "cond": ("no ml.cond: call jax.lax.cond(pred, true_fun, false_fun, *operands) itself (it runs as the if it"
+             " means), or write the if: if pred: ... else: ... (ml.where(pred, a, b) for tensors)"),
+    "switch": ("no ml.switch: call jax.lax.switch(index, branches, *operands) itself (it runs as the if and elif"
+               " chain it means), or write that chain: if index <= 0: ... elif index <= 1: ... else: ..."),
 }
 
 

@@ -135,10 +135,9 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
     elif name in ("ListComp", "DictComp", "SetComp"):
       hint = "build tuples of static values with a for loop over ml.static_range"
     elif name in ("FunctionDef", "AsyncFunctionDef", "Lambda"):
-      hint = ("define the helper at module level, outside the kernel, decorated with @ml.inline, and call it"
-              " here (kernel-side arguments: register tensors, refs, scalars; static ones: ints, dtypes); a"
-              " body for jax.lax.fori_loop or scan is a Python loop here: for j in range(n): acc = ...; lax.cond's"
-              " branches are an if statement, if pred: ... else: ..., or ml.where(pred, a, b) for values")
+      hint = ("write a plain def (no decorator but @ml.inline, not async): a def in a kernel's body is a helper,"
+              " traced where it is called, and jax.lax.fori_loop, while_loop, cond and switch of it run as the loop or"
+              " if they mean; lax.scan's body is a Python loop here: for j in range(n): carry, y = f(carry, x[j])")
       if node.__class__.__name__ != "Lambda" and node.decorator_list:
         fn_node, node = node, node.decorator_list[0]     # the caret at the decorator, where the helper starts
         deco = self.text(node).split("(")[0].rsplit(".", 1)[-1]

@@ -57,8 +57,10 @@ def staged_b(cx, b):
 
 def staged_a(cx, a, b):
   """`a` itself, or, for a 2-D float32 register tensor beside a float32 `b` (Triton's TF32 `tl.dot` of two loaded
-  float32 tiles), an SMEM buffer of its shape holding it: the tensor cores read a float32 A from SMEM only. Whole
-  reads keep their errors, as for B, and so does a float32 A beside a 16-bit B (its hint converts A)."""
+  float32 tiles), an SMEM buffer of its shape holding it: the tensor cores read a float32 A from SMEM only. A whole
+  read of an SMEM buffer is that buffer (`a_s[...]`); one of GMEM (`x_ref[...]`, Pallas's `jnp.dot(x_ref[...],
+  y_ref[...])` of float32 blocks) is staged as any register tile is, as small_dots stages such a B (probe 48h). A
+  float32 A beside a 16-bit B keeps its error (its hint converts A)."""
   if not (is_value(a) and isinstance(a.type, TensorType) and len(a.type.shape) == 2
           and resolve(a.type.dtype) in _K_MAJOR and is_value(b) and isinstance(b.type, TensorType)
           and resolve(b.type.dtype) == resolve(a.type.dtype)):
@@ -66,9 +68,11 @@ def staged_a(cx, a, b):
   from .memory import smem
   from .mma import _whole_read
   from .transfers import store
+  from ..types import Space
   text = cx.named(a, "")
-  if _whole_read(cx, a) is not None:
-    return a
+  read = _whole_read(cx, a)
+  if read is not None and read[0].type.space == Space.SMEM:
+    return a if read[1] else read[0]      # (a_s[...]: the buffer itself; a_s[...].T keeps its error)
   at = dataclasses.replace(cx, name=f"{text}_s" if text.isidentifier() else "a_s")
   buf = smem.rule(at, tuple(a.type.shape), resolve(a.type.dtype))
   store(at, buf, a)

@@ -1,0 +1,302 @@
+"""Probe 48h (Pallas kernels ported unchanged): the Pallas GPU ops' (layer_norm, attention, decode_attention) and the
+Pallas docs' spellings that stopped a port at an MG003 hint, although they have one meaning a kernel can run:
+JAX's control flow of the kernel's own helpers (`lax.fori_loop(0, n, body, (o, m, l))`, `lax.while_loop`,
+`lax.cond(p, lambda: a, lambda: b)`, `lax.switch`) runs as the Python loop or if it means (frontend/lax_flow.py);
+`jnp.dot`, `@`, `jnp.matmul` and `lax.dot_general` of tiles read from refs compute as the ml.dot they mean, which
+stages register operands into SMEM (float32 A tiles read from GMEM too); `jnp.zeros_like(acc_ref)` of a ref is
+`ml.zeros(acc_ref.shape, acc_ref.dtype)`."""
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F16, BF16, F32, I32 = jnp.float16, jnp.bfloat16, jnp.float32, jnp.int32
+
+
+def _rand(shape, dtype=F32, seed=0):
+  return np.asarray(np.random.default_rng(seed).standard_normal(shape)).astype(dtype)
+
+
+def _f32(a):
+  return np.asarray(a, np.float32)
+
+
+def _export(kernel, *args, **constexprs):
+  fn = jax.jit(lambda *a: kernel(*a, **constexprs))
+  text = jax.export.export(fn, platforms=["cuda"])(*[S(np.shape(a), np.asarray(a).dtype) for a in args]).mlir_module()
+  assert "mosaic_gpu" in text
+  return text
+
+
+# ---------------------------------------------------------------- lax.fori_loop of the kernel's helpers
+@mg.mgpu_kernel(out_shape=lambda q, k, v: q, grid=lambda q, k, v: (q.shape[1] // 64, q.shape[0]))
+def flash_fwd(q_ref, k_ref, v_ref, o_ref, block_q: ml.constexpr = 64, block_k: ml.constexpr = 64,
+              causal: ml.constexpr = True, sm_scale: ml.constexpr = 0.125):
+  """Pallas's attention.py forward, ported with pl.* -> ml.* only."""
+  start_q, bh = ml.program_id(0), ml.program_id(1)
+  seq_len, head_dim = k_ref.shape[1], q_ref.shape[-1]
+  m_i = jnp.zeros(block_q, dtype=jnp.float32) - float('inf')
+  l_i = jnp.zeros(block_q, dtype=jnp.float32)
+  o = jnp.zeros((block_q, head_dim), dtype=jnp.float32)
+  curr_q_slice = ml.ds(start_q * block_q, block_q)
+  q = q_ref[bh, curr_q_slice, :]
+
+  def body(start_k, carry):
+    o_prev, m_prev, l_prev = carry
+    curr_k_slice = ml.ds(start_k * block_k, block_k)
+    k = k_ref[bh, curr_k_slice, :]
+    qk = jnp.dot(q, k.T, preferred_element_type=jnp.float32) * sm_scale
+    if causal:
+      span_q = start_q * block_q + jnp.arange(block_q)
+      span_k = start_k * block_k + jnp.arange(block_k)
+      qk = jnp.where(span_q[:, None] >= span_k[None, :], qk, jnp.finfo(qk.dtype).min)
+    m_next = jnp.maximum(m_prev, jnp.max(qk, axis=-1))
+    correction = jnp.exp(m_prev - m_next)
+    s_curr = jnp.exp(qk - m_next[:, None])
+    l_next = correction * l_prev + s_curr.sum(axis=-1)
+    v = v_ref[bh, curr_k_slice, :]
+    o_next = correction[:, None] * o_prev + jnp.dot(s_curr.astype(v.dtype), v, preferred_element_type=jnp.float32)
+    return o_next, m_next, l_next
+
+  upper_bound = lax.div(block_q * (start_q + 1) + block_k - 1, block_k) if causal else ml.cdiv(seq_len, block_k)
+  o, m_i, l_i = lax.fori_loop(0, upper_bound, body, (o, m_i, l_i))
+  o_ref[bh, curr_q_slice, :] = (o / l_i[:, None]).astype(o_ref.dtype)
+
+
+def _attention(q, k, v, causal=True):
+  s = np.einsum("bqd,bkd->bqk", _f32(q), _f32(k)) * 0.125
+  if causal:
+    s = np.where(np.tril(np.ones(s.shape[1:], bool)), s, -np.inf)
+  p = np.exp(s - s.max(-1, keepdims=True))
+  return np.einsum("bqk,bkd->bqd", p / p.sum(-1, keepdims=True), _f32(v))
+
+
+def test_flash_attention_fori_loop_with_a_tuple_carry_runs_as_its_loop():
+  """`o, m_i, l_i = lax.fori_loop(0, upper_bound, body, (o, m_i, l_i))` was MG003 whose hint wrote the loop."""
+  q, k, v = (_rand((1, 128, 64), F16, s) for s in range(3))
+  got = flash_fwd(q, k, v, interpret=True)
+  np.testing.assert_allclose(_f32(got), _attention(q, k, v), rtol=2e-2, atol=2e-2)
+  _export(flash_fwd, q, k, v)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w, b: (x, S(x.shape[:1], F32), S(x.shape[:1], F32)), grid=lambda x, w, b: (x.shape[0],))
+def layer_norm(x_ref, weight_ref, bias_ref, o_ref, mean_ref, rstd_ref, eps: ml.constexpr = 1e-5,
+               block_size: ml.constexpr = 128):
+  """Pallas's layer_norm.py forward (one row a program, as its vmap of a grid=() call runs)."""
+  r = ml.program_id(0)
+  n_col = x_ref.shape[1]
+
+  def mean_body(i, acc):
+    col_idx = i * block_size + jnp.arange(block_size)
+    a = ml.load(x_ref.at[r, col_idx], mask=col_idx < n_col, other=0.0).astype(jnp.float32)
+    return acc + a
+
+  mean = lax.fori_loop(0, ml.cdiv(n_col, block_size), mean_body, init_val=jnp.zeros(block_size)).sum() / n_col
+
+  def var_body(i, acc):
+    col_idx = i * block_size + jnp.arange(block_size)
+    mask = col_idx < n_col
+    a = ml.load(x_ref.at[r, col_idx], mask=mask, other=0.0).astype(jnp.float32)
+    a = jnp.where(mask, a - mean, 0.)
+    return acc + a * a
+
+  var = lax.fori_loop(0, ml.cdiv(n_col, block_size), var_body, init_val=jnp.zeros(block_size)).sum() / n_col
+  rstd = 1 / jnp.sqrt(var + eps)
+  mean_ref[r] = mean
+  rstd_ref[r] = rstd
+
+  def body(i, carry):
+    col_idx = i * block_size + jnp.arange(block_size)
+    mask = col_idx < n_col
+    weight = ml.load(weight_ref.at[col_idx], mask=mask)
+    bias = ml.load(bias_ref.at[col_idx], mask=mask)
+    x = ml.load(x_ref.at[r, col_idx], mask=mask, other=0.0).astype(jnp.float32)
+    ml.store(o_ref.at[r, col_idx], ((x - mean) * rstd * weight + bias).astype(o_ref.dtype), mask=mask)
+    return carry
+
+  lax.fori_loop(0, ml.cdiv(n_col, block_size), body, None)     # (Pallas's @pl.loop body: no carry)
+
+
+def _layer_norm(x, w, b):
+  x = _f32(x)
+  m, v = x.mean(1), x.var(1)
+  rs = 1 / np.sqrt(v + 1e-5)
+  return (x - m[:, None]) * rs[:, None] * _f32(w) + _f32(b), m, rs
+
+
+def test_layer_norm_fori_loops_of_nested_defs_and_a_none_carry():
+  x, w, b = _rand((4, 300), F32, 3), _rand((300,), F32, 4), _rand((300,), F32, 5)
+  for got, want in zip(layer_norm(x, w, b, interpret=True), _layer_norm(x, w, b)):
+    np.testing.assert_allclose(_f32(got), want, rtol=1e-4, atol=1e-4)
+  _export(layer_norm, x, w, b)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: x, grid=(1,))
+def while_and_dict(x_ref, n_ref, o_ref):
+  def body(c):
+    k, acc = c
+    return k + 1, acc + x_ref[ml.ds(k * 128, 128)]
+  _, acc = lax.while_loop(lambda c: c[0] < n_ref[0], body, (0, jnp.zeros((128,), jnp.float32)))
+
+  def twice(i, c):
+    return {"a": c["a"] + 1.0, "b": c["b"] * 2.0}
+  c = lax.fori_loop(0, 3, twice, {"a": acc, "b": jnp.ones((128,), jnp.float32)})
+  o_ref[ml.ds(0, 128)] = c["a"]
+  o_ref[ml.ds(128, 128)] = c["b"]
+
+
+def test_while_loop_of_a_run_time_bound_and_a_dict_carry():
+  x = _rand((256,), F32, 6)
+  for n in (0, 2):
+    got = _f32(while_and_dict(x, np.array([n], np.int32), interpret=True))
+    np.testing.assert_allclose(got[:128], x[:n * 128].reshape(n, 128).sum(0) + 3.0, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(got[128:], np.full(128, 8.0))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def cond_and_switch(x_ref, o_ref):
+  i = ml.program_id(0)
+  v = x_ref[ml.ds(i * 64, 64)]
+  w = jax.lax.cond(i >= 2, lambda: v * 2.0, lambda: v - 1.0)           # (decode_attention.py's form)
+  o_ref[ml.ds(i * 64, 64)] = lax.switch(i - 1, [lambda t: t + 10.0, lambda t: -t, functools.partial(jnp.maximum, 0.0)], w)
+
+
+def test_cond_of_lambdas_and_switch_of_a_clamped_index():
+  """lax.switch clamps its index into the branches, as jax.lax's: program 0's index -1 takes the first."""
+  x = _rand((320,), F32, 7)
+  w = np.where(np.arange(320) // 64 >= 2, x * 2, x - 1)
+  want = np.concatenate([w[:64] + 10, w[64:128] + 10, -w[128:192], np.maximum(w[192:], 0.0)])
+  np.testing.assert_allclose(_f32(cond_and_switch(x, interpret=True)), want, rtol=1e-6)
+  _export(cond_and_switch, x)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), F32), grid=(1,))
+def carry_narrowed(x_ref, o_ref):
+  def body(j, acc):
+    return acc + x_ref[ml.ds(j * 64, 64)]
+  acc = lax.fori_loop(0, 4, body, jnp.zeros((64,), jnp.float16))
+  o_ref[0] = jnp.sum(acc)
+
+
+def plain_body(j, acc):
+  return acc + 1.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((64,), F32), grid=(1,))
+def module_body(x_ref, o_ref):
+  o_ref[...] = lax.fori_loop(0, 4, plain_body, jnp.zeros((64,), jnp.float32))
+
+
+def test_a_carry_whose_dtype_changes_is_named_by_the_body_and_a_module_body_keeps_its_hint():
+  """jax.lax's "body_fun output and input must have identical types" in the kernel's words: the carry by the
+  body's name for it, the fix in the body's return; a plain module function as the body is still MG003, whose
+  hint decorates it @ml.inline."""
+  expect(carry_narrowed, [S((256,), F32)], mg.LoopCarryTypeError, "lax.fori_loop(0, 4, body",
+         "acc enters the loop as a float16 tensor of shape (64,) but an iteration makes it a float32 tensor of shape"
+         " (64,)", hint="convert it back where body returns it: return (...).astype(jnp.float16)")
+  e = expect(module_body, [S((256,), F32)], mg.KernelTypeError, "lax.fori_loop(0, 4, plain_body",
+             "lax.fori_loop is JAX's control flow, which a kernel writes in Python")
+  assert "decorate plain_body with @ml.inline" in e.hint
+
+
+# ---------------------------------------------------------------- jnp.dot, @ and dot_general of tiles
+@mg.mgpu_kernel(out_shape=lambda x, y: S((x.shape[0], y.shape[1]), F32),
+                grid=lambda x, y: (x.shape[0] // 64, y.shape[1] // 64))
+def matmul_blocks(x_ref, y_ref, z_ref, bk: ml.constexpr = 64):
+  """The Pallas docs' matmul: each program's (64, 64) block, K in steps, float32 inputs as the docs' example."""
+  i, j = ml.program_id(0), ml.program_id(1)
+  acc = jnp.zeros((64, 64), jnp.float32)
+  for k in range(x_ref.shape[1] // bk):
+    acc += jnp.dot(x_ref[ml.ds(i * 64, 64), ml.ds(k * bk, bk)], y_ref[ml.ds(k * bk, bk), ml.ds(j * 64, 64)])
+  z_ref[ml.ds(i * 64, 64), ml.ds(j * 64, 64)] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: (S((x.shape[0], y.shape[0]), F32), S((x.shape[0], y.shape[1]), x.dtype),
+                                        S((x.shape[1], y.shape[1]), F32)), grid=(1,))
+def products(x_ref, y_ref, nt_ref, nn_ref, tn_ref):
+  x, y = x_ref[...], y_ref[...]
+  nt_ref[...] = lax.dot_general(x, y, (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32)
+  nn_ref[...] = x @ y                         # jnp's float16 (or bfloat16) product
+  tn_ref[...] = jnp.dot(x.T, y, preferred_element_type=jnp.float32)
+
+
+def test_jnp_dot_matmul_and_dot_general_of_tiles_read_from_refs():
+  """Each was MG003 ("dot cannot take a register tensor inside a kernel") or MG001 (the operator @) whose hint staged
+  the operands into SMEM, which ml.dot does itself."""
+  x, y = _rand((128, 128), F32, 8), _rand((128, 128), F32, 9)
+  np.testing.assert_allclose(_f32(matmul_blocks(x, y, interpret=True)), x @ y, rtol=2e-2, atol=2e-1)
+  _export(matmul_blocks, x, y)
+  for dt in (F16, BF16):
+    a, b = _rand((64, 64), dt, 10), _rand((64, 64), dt, 11)
+    nt, nn, tn = products(a, b, interpret=True)
+    np.testing.assert_allclose(_f32(nt), _f32(a) @ _f32(b).T, rtol=2e-2, atol=5e-2)
+    assert np.asarray(nn).dtype == np.dtype(dt)
+    np.testing.assert_allclose(_f32(nn), _f32(a) @ _f32(b), rtol=5e-2, atol=2e-1)
+    np.testing.assert_allclose(_f32(tn), _f32(a).T @ _f32(b), rtol=2e-2, atol=5e-2)
+  _export(products, a, b)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: S((x.shape[0], y.shape[1]), F32),
+                grid=lambda x, y: (x.shape[0] // 64, y.shape[1] // 64))
+def matmul_scratch(x_ref, y_ref, z_ref, bk: ml.constexpr = 64):
+  """Pallas's accumulate-then-store: zero a scratch at the first K step, store it at the last."""
+  i, j = ml.program_id(0), ml.program_id(1)
+  acc_ref = ml.smem((64, 64), jnp.float32)
+  nk = x_ref.shape[1] // bk
+
+  def step(k, carry):
+    if k == 0:
+      acc_ref[...] = jnp.zeros_like(acc_ref)
+    acc_ref[...] += jnp.dot(x_ref[ml.ds(i * 64, 64), ml.ds(k * bk, bk)], y_ref[ml.ds(k * bk, bk), ml.ds(j * 64, 64)],
+                            preferred_element_type=jnp.float32)
+    if k == nk - 1:
+      z_ref[ml.ds(i * 64, 64), ml.ds(j * 64, 64)] = acc_ref[...]
+    return carry
+
+  lax.fori_loop(0, nk, step, 0)
+
+
+def test_zeros_like_of_a_scratch_ref_and_an_accumulate_then_store_loop():
+  """`jnp.zeros_like(acc_ref)` was MG003 ("zeros_like cannot take an SMEM ref") whose hint wrote ml.zeros."""
+  x, y = _rand((64, 192), F16, 12), _rand((192, 128), F16, 13)
+  np.testing.assert_allclose(_f32(matmul_scratch(x, y, interpret=True)), _f32(x) @ _f32(y), rtol=2e-2, atol=1e-1)
+  _export(matmul_scratch, x, y)
+
+
+# ---------------------------------------------------------------- on the GPU
+@pytest.mark.gpu
+def test_gpu_ported_pallas_loops_match_numpy():
+  q, k, v = (_rand((2, 128, 64), F16, s) for s in range(3))
+  np.testing.assert_allclose(_f32(flash_fwd(q, k, v)), _attention(q, k, v), rtol=2e-2, atol=2e-2)
+  np.testing.assert_allclose(_f32(flash_fwd(q, k, v, causal=False)), _attention(q, k, v, False), rtol=2e-2, atol=2e-2)
+  x, w, b = _rand((4, 300), F32, 3), _rand((300,), F32, 4), _rand((300,), F32, 5)
+  for got, want in zip(layer_norm(x, w, b), _layer_norm(x, w, b)):
+    np.testing.assert_allclose(_f32(got), want, rtol=1e-4, atol=1e-4)
+  x = _rand((256,), F32, 6)
+  for n in (0, 2):
+    np.testing.assert_allclose(_f32(while_and_dict(x, np.array([n], np.int32))),
+                               _f32(while_and_dict(x, np.array([n], np.int32), interpret=True)), rtol=1e-5, atol=1e-5)
+  x = _rand((320,), F32, 7)
+  np.testing.assert_allclose(_f32(cond_and_switch(x)), _f32(cond_and_switch(x, interpret=True)), rtol=1e-6)
+
+
+@pytest.mark.gpu
+def test_gpu_ported_pallas_products_match_numpy():
+  x, y = _rand((128, 256), F32, 8), _rand((256, 128), F32, 9)
+  np.testing.assert_allclose(_f32(matmul_blocks(x, y)), x @ y, rtol=2e-2, atol=2e-1)
+  for dt in (F16, BF16):
+    a, b = _rand((64, 64), dt, 10), _rand((64, 64), dt, 11)
+    nt, nn, tn = products(a, b)
+    np.testing.assert_allclose(_f32(nt), _f32(a) @ _f32(b).T, rtol=2e-2, atol=5e-2)
+    np.testing.assert_allclose(_f32(nn), _f32(a) @ _f32(b), rtol=5e-2, atol=2e-1)
+    np.testing.assert_allclose(_f32(tn), _f32(a).T @ _f32(b), rtol=2e-2, atol=5e-2)
+  x, y = _rand((128, 192), F16, 12), _rand((192, 128), F16, 13)
+  np.testing.assert_allclose(_f32(matmul_scratch(x, y)), _f32(x) @ _f32(y), rtol=2e-2, atol=1e-1)
