@@ -189,3 +189,29 @@ def trace(tracer, node, fn, args, kwargs, texts):
   if out is POISON:
     raise PoisonedUse()       # (a mistake in the body, already reported at its line)
   return unpack(out)
+
+
+def decorated(tracer, node):
+  """The value a def decorated with a partial of JAX's control flow binds its name to, as Python's decorator
+  binds it (`@functools.partial(lax.fori_loop, 0, n, init_val=c)` over `def body(i, c): ...`: the final carry),
+  the def itself the function the call takes; UNHANDLED for other decorators (their MG001 and hint)."""
+  from .calls import _lax_control
+  from .inline import LocalFunction
+  d = node.decorator_list[0] if len(node.decorator_list) == 1 else None
+  if not isinstance(d, ast.Call) or not d.args or any(isinstance(a, ast.Starred) for a in d.args) or any(
+      k.arg is None for k in d.keywords) or isinstance(node, ast.AsyncFunctionDef):
+    return UNHANDLED
+  try:
+    if tracer.eval(d.func) is not functools.partial or not _lax_control(fn := tracer.eval(d.args[0])) or (
+        name := fn.__name__) not in FORMS:
+      return UNHANDLED
+    args = [tracer.eval(a) for a in d.args[1:]]
+    kwargs = {k.arg: tracer.eval(k.value) for k in d.keywords}
+  except E.KernelError:
+    return UNHANDLED
+  plain = ast.copy_location(ast.FunctionDef(**{**{f: getattr(node, f) for f in node._fields}, "decorator_list": []}),
+                            node)
+  texts = {p: tracer.text(a) for p, a in zip(FORMS[name], d.args[1:])}
+  texts.update((k.arg, tracer.text(k.value)) for k in d.keywords)
+  texts[FORMS[name][len(d.args) - 1] if len(d.args) - 1 < len(FORMS[name]) else "*"] = node.name
+  return trace(tracer, d, fn, args + [LocalFunction(tracer, plain, node.name)], kwargs, texts)

@@ -243,8 +243,9 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
   def visit_FunctionDef(self, node):
     """`def step(v): ...` (or decorated @ml.inline) in the body: a helper traced where it is called."""
     from .inline import local_function
+    from .lax_flow import UNHANDLED, decorated     # @functools.partial(lax.fori_loop, 0, n, init_val=c): its carry
     fn = local_function(self, node)
-    if fn is None:
+    if fn is None and (fn := decorated(self, node)) is UNHANDLED:
       self.generic_visit(node)      # decorated otherwise (Pallas's @pl.when): the hint for it
     self.env[node.name] = fn
     self.where[node.name] = self.loc(node)

@@ -207,6 +207,41 @@ def test_a_carry_whose_dtype_changes_is_named_by_the_body_and_a_module_body_keep
   assert "decorate plain_body with @ml.inline" in e.hint
 
 
+@mg.mgpu_kernel(out_shape=lambda x, w: x, grid=lambda x, w: (x.shape[0],))
+def rms_scale(x_ref, w_ref, o_ref, block: ml.constexpr = 256):
+  """A def under `@functools.partial(lax.fori_loop, ...)` (JAX's loop decorator) binds its name to the carry."""
+  r, n = ml.program_id(0), x_ref.shape[1]
+
+  @functools.partial(lax.fori_loop, 0, ml.cdiv(n, block), init_val=jnp.zeros((block,), jnp.float32))
+  def sq(i, acc):
+    cols = i * block + jnp.arange(block)
+    x = ml.load(x_ref.at[r, cols], mask=cols < n, other=0.0).astype(jnp.float32)
+    return acc + x * x
+
+  rstd = lax.rsqrt(sq.sum() / n + 1e-6)
+  for i in range(ml.cdiv(n, block)):
+    cols = i * block + jnp.arange(block)
+    x = ml.load(x_ref.at[r, cols], mask=cols < n, other=0.0).astype(jnp.float32)
+    ml.store(o_ref.at[r, cols], (x * rstd * ml.load(w_ref.at[cols], mask=cols < n)).astype(o_ref.dtype), mask=cols < n)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def ml_fori(x_ref, o_ref):
+  o_ref[...] = ml.fori_loop(0, 4, lambda i, c: c + 1.0, x_ref[...])
+
+
+def test_a_fori_loop_decorator_and_the_ml_spelling_of_pallas_names():
+  """`ml.fori_loop` (a pl. -> ml. rename) said "check the spelling": it names jax.lax's call now; `ml.dslice` is
+  `ml.ds`, as pl.dslice is pl.ds."""
+  x, w = _rand((3, 600), F16, 14), _rand((600,), F16, 15)
+  want = _f32(x) / np.sqrt((_f32(x) ** 2).mean(-1, keepdims=True) + 1e-6) * _f32(w)
+  np.testing.assert_allclose(_f32(rms_scale(x, w, interpret=True)), want, rtol=2e-2, atol=2e-2)
+  expect(ml_fori, [S((128,), F32)], mg.UnknownNameError, "ml.fori_loop(", "ml has no attribute 'fori_loop'",
+         hint="no ml.fori_loop: call jax.lax.fori_loop(lower, upper, body, init) itself (it runs as the loop it"
+              " means), or write the loop: for i in range(lower, upper): carry = body(i, carry)")
+  assert ml.dslice is ml.ds
+
+
 # ---------------------------------------------------------------- jnp.dot, @ and dot_general of tiles
 @mg.mgpu_kernel(out_shape=lambda x, y: S((x.shape[0], y.shape[1]), F32),
                 grid=lambda x, y: (x.shape[0] // 64, y.shape[1] // 64))
@@ -228,9 +263,19 @@ def products(x_ref, y_ref, nt_ref, nn_ref, tn_ref):
   tn_ref[...] = jnp.dot(x.T, y, preferred_element_type=jnp.float32)
 
 
+@mg.mgpu_kernel(out_shape=lambda q, k: S((q.shape[0], k.shape[0]), F32), grid=(1,))
+def scores(q_ref, k_ref, s_ref):
+  s_ref[...] = jnp.einsum("qd,kd->qk", q_ref[...], k_ref[...], preferred_element_type=jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[1]), F32), grid=(1,))
+def mixed(x_ref, w_ref, o_ref):
+  o_ref[...] = jnp.dot(x_ref[...], w_ref[...])          # float16 x float32: jnp's float32 product
+
+
 def test_jnp_dot_matmul_and_dot_general_of_tiles_read_from_refs():
   """Each was MG003 ("dot cannot take a register tensor inside a kernel") or MG001 (the operator @) whose hint staged
-  the operands into SMEM, which ml.dot does itself."""
+  the operands into SMEM, which ml.dot does itself; so was jnp.einsum of two tiles."""
   x, y = _rand((128, 128), F32, 8), _rand((128, 128), F32, 9)
   np.testing.assert_allclose(_f32(matmul_blocks(x, y, interpret=True)), x @ y, rtol=2e-2, atol=2e-1)
   _export(matmul_blocks, x, y)
@@ -242,6 +287,9 @@ def test_jnp_dot_matmul_and_dot_general_of_tiles_read_from_refs():
     np.testing.assert_allclose(_f32(nn), _f32(a) @ _f32(b), rtol=5e-2, atol=2e-1)
     np.testing.assert_allclose(_f32(tn), _f32(a).T @ _f32(b), rtol=2e-2, atol=5e-2)
   _export(products, a, b)
+  np.testing.assert_allclose(_f32(scores(a, b, interpret=True)), _f32(a) @ _f32(b).T, rtol=2e-2, atol=5e-2)
+  w = _rand((64, 64), F32, 16)
+  np.testing.assert_allclose(_f32(mixed(a, w, interpret=True)), _f32(a) @ w, rtol=2e-2, atol=1e-1)
 
 
 @mg.mgpu_kernel(out_shape=lambda x, y: S((x.shape[0], y.shape[1]), F32),
@@ -286,6 +334,8 @@ def test_gpu_ported_pallas_loops_match_numpy():
                                _f32(while_and_dict(x, np.array([n], np.int32), interpret=True)), rtol=1e-5, atol=1e-5)
   x = _rand((320,), F32, 7)
   np.testing.assert_allclose(_f32(cond_and_switch(x)), _f32(cond_and_switch(x, interpret=True)), rtol=1e-6)
+  x, w = _rand((3, 600), F16, 14), _rand((600,), F16, 15)
+  np.testing.assert_allclose(_f32(rms_scale(x, w)), _f32(rms_scale(x, w, interpret=True)), rtol=1e-2, atol=1e-2)
 
 
 @pytest.mark.gpu
@@ -298,5 +348,8 @@ def test_gpu_ported_pallas_products_match_numpy():
     np.testing.assert_allclose(_f32(nt), _f32(a) @ _f32(b).T, rtol=2e-2, atol=5e-2)
     np.testing.assert_allclose(_f32(nn), _f32(a) @ _f32(b), rtol=5e-2, atol=2e-1)
     np.testing.assert_allclose(_f32(tn), _f32(a).T @ _f32(b), rtol=2e-2, atol=5e-2)
+    np.testing.assert_allclose(_f32(scores(a, b)), _f32(a) @ _f32(b).T, rtol=2e-2, atol=5e-2)
+    w = _rand((64, 64), F32, 16)
+    np.testing.assert_allclose(_f32(mixed(a, w)), _f32(a) @ w, rtol=2e-2, atol=1e-1)
   x, y = _rand((128, 192), F16, 12), _rand((192, 128), F16, 13)
   np.testing.assert_allclose(_f32(matmul_scratch(x, y)), _f32(x) @ _f32(y), rtol=2e-2, atol=1e-1)
