@@ -305,7 +305,7 @@ class Calls:
     except E.KernelError:
       return None                   # (the call's hint first, as before)
     params = FORMS[fn.__name__]
-    texts = {p: self.text(a) for p, a in zip(params, node.args)}
+    texts = {p: self.text(a) for p, a in zip(params, node.args)} | {"fn": self.text(node.func)}
     texts.update((k.arg, self.text(k.value)) for k in node.keywords)
     texts["*"] = [self.text(a) for a in node.args[len(params):]] + [texts[k] for k in ("operand",) if k in texts]
     branches = node.args[1] if fn.__name__ == "switch" and len(node.args) > 1 else None

@@ -13,7 +13,7 @@ import functools
 import itertools
 
 from . import errors as E
-from .env import POISON, PoisonedUse
+from .env import POISON, PoisonedUse, Unbound
 
 FORMS = {"fori_loop": ("lower", "upper", "body_fun", "init_val"), "while_loop": ("cond_fun", "body_fun", "init_val"),
           "cond": ("pred", "true_fun", "false_fun"), "switch": ("index", "branches")}
@@ -124,7 +124,8 @@ def _words(name, tmp, got, texts):
     words[f"{tmp}o{k}"] = t
   for k, t in enumerate(texts.get("branches*", ())):
     words[f"{tmp}b{k}"] = t
-  return {t: w for t, w in words.items() if w}
+  fns = {f"{tmp}{k}" for k in ("f", "c", "t", "e")} | {f"{tmp}b{k}" for k in range(len(texts.get("branches*", ())))}
+  return {t: f"({w})" if t in fns and w.startswith("lambda") else w for t, w in words.items() if w}
 
 
 def _renamed(err, tmp, words, body):
@@ -176,6 +177,11 @@ def trace(tracer, node, fn, args, kwargs, texts):
     for s in stmts:
       tracer.visit(s)
     out = tracer.env.get(res, POISON)
+    if isinstance(out, Unbound):     # branches that leave the result two kinds of thing (a tuple of 2 and of 3)
+      raise E.KernelTypeError(
+          f"the branches of {texts.get('fn', name)} return different kinds of values", tracer.loc(node),
+          hint="return one structure from every branch (jax.lax requires it): a tuple of as many values, each of"
+               " one shape and dtype")
   except E.KernelError as e:
     _renamed(e, tmp, words, texts.get("body_fun"))
     raise
@@ -211,7 +217,7 @@ def decorated(tracer, node):
     return UNHANDLED
   plain = ast.copy_location(ast.FunctionDef(**{**{f: getattr(node, f) for f in node._fields}, "decorator_list": []}),
                             node)
-  texts = {p: tracer.text(a) for p, a in zip(FORMS[name], d.args[1:])}
+  texts = {p: tracer.text(a) for p, a in zip(FORMS[name], d.args[1:])} | {"fn": tracer.text(d.args[0])}
   texts.update((k.arg, tracer.text(k.value)) for k in d.keywords)
   texts[FORMS[name][len(d.args) - 1] if len(d.args) - 1 < len(FORMS[name]) else "*"] = node.name
   return trace(tracer, d, fn, args + [LocalFunction(tracer, plain, node.name)], kwargs, texts)

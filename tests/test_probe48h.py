@@ -186,6 +186,14 @@ def carry_narrowed(x_ref, o_ref):
   o_ref[0] = jnp.sum(acc)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def cond_structures(x_ref, o_ref):
+  i = ml.program_id(0)
+  v = x_ref[ml.ds(i * 128, 128)]
+  a, b = lax.cond(i == 0, lambda: (v, v), lambda: (v, v, v))
+  o_ref[ml.ds(i * 128, 128)] = a + b
+
+
 def plain_body(j, acc):
   return acc + 1.0
 
@@ -197,11 +205,15 @@ def module_body(x_ref, o_ref):
 
 def test_a_carry_whose_dtype_changes_is_named_by_the_body_and_a_module_body_keeps_its_hint():
   """jax.lax's "body_fun output and input must have identical types" in the kernel's words: the carry by the
-  body's name for it, the fix in the body's return; a plain module function as the body is still MG003, whose
-  hint decorates it @ml.inline."""
+  body's name for it, the fix in the body's return; branches of two structures at the call (it was "cannot unpack
+  a Python Unbound"); a plain module function as the body is still MG003, whose hint decorates it @ml.inline."""
   expect(carry_narrowed, [S((256,), F32)], mg.LoopCarryTypeError, "lax.fori_loop(0, 4, body",
          "acc enters the loop as a float16 tensor of shape (64,) but an iteration makes it a float32 tensor of shape"
          " (64,)", hint="convert it back where body returns it: return (...).astype(jnp.float16)")
+  expect(cond_structures, [S((256,), F32)], mg.KernelTypeError, "lax.cond(i == 0",
+         "the branches of lax.cond return different kinds of values",
+         hint="return one structure from every branch (jax.lax requires it): a tuple of as many values, each of one"
+              " shape and dtype")
   e = expect(module_body, [S((256,), F32)], mg.KernelTypeError, "lax.fori_loop(0, 4, plain_body",
              "lax.fori_loop is JAX's control flow, which a kernel writes in Python")
   assert "decorate plain_body with @ml.inline" in e.hint
