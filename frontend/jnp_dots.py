@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 
 from . import errors as E
-from . import hw
 from .dtypes import DType, to_dtype
 from .types import RefType, Space, resolve
 

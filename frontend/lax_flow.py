@@ -1,11 +1,13 @@
 """JAX's control flow called in a kernel, as a Pallas kernel writes its loops (`lax.fori_loop(0, n, body,
 (o, m, l))`, `lax.while_loop(cond, body, init)`, `lax.cond(p, f, g, x)`, `lax.switch(i, fns, x)`): traced as the
-Python statement the call means, its functions the kernel's own helpers (a def or lambda of its body, an
-@ml.inline one, or a functools.partial of those), so a ported kernel runs unchanged. The statement is built
-from temporaries bound to the call's values (as jnp_calls.trace_form does for expressions), placed at the
-call, and traced as the kernel's own loop or if: a run-time loop carrying the state (a tuple or list of values
-as one carried name), an if whose branches bind the result. Other forms (a plain module function as the body,
-lax.scan, an argument spread with *) are UNHANDLED: the call keeps its MG003 and control_hint's hint."""
+Python statement the call means, its functions ones the kernel calls on run-time values (a def or lambda of its
+body, an @ml.inline helper, an ml.* or jax function, or a functools.partial of those), so a ported kernel runs
+unchanged. The statement is built from temporaries bound to the call's values (as jnp_calls.trace_form does for
+expressions), placed at the call, and traced as the kernel's own loop or if: a run-time loop carrying the state
+(a tuple or list of values as one carried name, a dict as the tuple of its values), an if whose branches bind the
+result. Diagnostics from inside it are put in the user's words (`_renamed`). Other forms (a plain module function
+as the body, lax.scan, an argument spread with *) are UNHANDLED: the call keeps its MG003 and control_hint's
+hint. `decorated` serves a def under `@functools.partial(lax.fori_loop, ...)` the same way (probe 48h)."""
 from __future__ import annotations
 
 import ast
@@ -15,8 +17,9 @@ import itertools
 from . import errors as E
 from .env import POISON, PoisonedUse, Unbound
 
+# jax.lax's functions run as statements -> their parameters, in order (cond's and switch's operands follow them)
 FORMS = {"fori_loop": ("lower", "upper", "body_fun", "init_val"), "while_loop": ("cond_fun", "body_fun", "init_val"),
-          "cond": ("pred", "true_fun", "false_fun"), "switch": ("index", "branches")}
+         "cond": ("pred", "true_fun", "false_fun"), "switch": ("index", "branches")}
 _IGNORED = {"fori_loop": ("unroll",)}          # lax.fori_loop(..., unroll=2): the same numbers, unrolled or not
 _counter = itertools.count()
 UNHANDLED = object()          # trace's answer for a call it leaves to the MG003 hint (None is a carry's value)
@@ -219,5 +222,6 @@ def decorated(tracer, node):
                             node)
   texts = {p: tracer.text(a) for p, a in zip(FORMS[name], d.args[1:])} | {"fn": tracer.text(d.args[0])}
   texts.update((k.arg, tracer.text(k.value)) for k in d.keywords)
-  texts[FORMS[name][len(d.args) - 1] if len(d.args) - 1 < len(FORMS[name]) else "*"] = node.name
+  if len(d.args) - 1 < len(FORMS[name]):
+    texts[FORMS[name][len(d.args) - 1]] = node.name      # (the def is the call's next positional argument)
   return trace(tracer, d, fn, args + [LocalFunction(tracer, plain, node.name)], kwargs, texts)

@@ -204,6 +204,14 @@ def run_hyperbolic(k):
   x = jnp.asarray(rand(8, 128), jnp.bfloat16)
   want = jnp.arcsinh(x) * jnp.cosh(x * 0.5) + jax.nn.glu(jnp.concatenate([x, x], axis=-1))
   close(np.asarray(k(x, interpret=True), np.float32), np.asarray(want, np.float32), 3e-2)
+def run_pallas_matmul(k):
+  x, y = rand(128, 128), rand(128, 128)
+  close(k(x, y, interpret=True), np.asarray(x) @ np.asarray(y), 2e-1)
+
+
+def run_row_mean(k):
+  x = rand(4, 300)
+  close(k(x, interpret=True), np.asarray(x).mean(1), 1e-4)
 
 
 def run_append(k):
@@ -414,6 +422,8 @@ CASES = [
     Case(L, "row_softmax", [S((6, 100), f32)], run=run_row_softmax),
     Case(L, "transpose", [S((128, 256), f32)], run=run_transpose),
     Case(L, "matmul", [S((512, 256), f16), S((256, 512), f16)]),
+    Case(L, "pallas_matmul", [S((128, 128), f32), S((128, 128), f32)], run=run_pallas_matmul),
+    Case(L, "row_mean", [S((4, 300), f32)], run=run_row_mean),
     Case(L, "double", [S((256, 512), f32)], run=run_double_twice, marker="mg.num_sms()"),
     Case(L, "double_direct", [S((64, 1024), f32)], run=run_double_direct),
     Case(L, "fold", [S((1024,), f32)], run=run_fold),
