@@ -285,6 +285,25 @@ def mixed(x_ref, w_ref, o_ref):
   o_ref[...] = jnp.dot(x_ref[...], w_ref[...])          # float16 x float32: jnp's float32 product
 
 
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=(1,))
+def with_precision(a_ref, b_ref, o_ref):
+  o_ref[...] = jnp.dot(a_ref[...], b_ref[...], precision=lax.Precision.DEFAULT, preferred_element_type=jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=(1,))
+def highest(a_ref, b_ref, o_ref):
+  o_ref[...] = jnp.dot(a_ref[...], b_ref[...], precision=lax.Precision.HIGHEST)
+
+
+def test_jnp_dots_precision_is_ml_dots_and_highest_on_float32_is_named_as_written():
+  a, b = _rand((64, 64), F16, 17), _rand((64, 64), F16, 18)
+  np.testing.assert_allclose(_f32(with_precision(a, b, interpret=True)), _f32(a) @ _f32(b), rtol=2e-2, atol=5e-2)
+  e = expect(highest, [S((64, 64), F32)] * 2, mg.UnsupportedDtypeError, "jnp.dot(a_ref[...], b_ref[...], precision",
+             "jnp.dot with precision=Precision.HIGHEST: the tensor cores read float32 operands as TF32 (10 mantissa"
+             " bits), lax.Precision.DEFAULT's meaning on the GPU")
+  assert e.hint.startswith("drop precision for TF32")
+
+
 def test_jnp_dot_matmul_and_dot_general_of_tiles_read_from_refs():
   """Each was MG003 ("dot cannot take a register tensor inside a kernel") or MG001 (the operator @) whose hint staged
   the operands into SMEM, which ml.dot does itself; so was jnp.einsum of two tiles."""
