@@ -283,6 +283,9 @@ class Subscripts:
     if is_value(base):
       if isinstance(base.type, RefType):
         if gather.has_tensor_index(index):        # table[ids, :]: NumPy's advanced indexing
+          from .page_gathers import stacked_pages
+          if (pages := stacked_pages(self, node, base, index)) is not None:
+            return pages                          # k_pages[block_tables] of 3-D pages: the pages stacked
           return gather.gather(cx, base, index, name)
         cx.access = "read"
         if (cols := permute.column_run(cx, base, index)) is not None:     # x[:, j] of 8 rows: a gather, as jnp's

@@ -254,6 +254,63 @@ def test_a_fori_loop_decorator_and_the_ml_spelling_of_pallas_names():
   assert ml.dslice is ml.ds
 
 
+# ---------------------------------------------------------------- pages gathered by a vector of ids
+@mg.mgpu_kernel(out_shape=lambda q, kp, vp, bt, ln: q, grid=(1,))
+def paged_attention(q_ref, k_pages_ref, v_pages_ref, block_tables_ref, lengths_ref, o_ref, pages_per_block: ml.constexpr = 8):
+  """Pallas's paged_attention.py, one partition: `k_pages_ref[block_tables].reshape(block_k, head_dim)`."""
+  block_h, head_dim = q_ref.shape
+  page_size = k_pages_ref.shape[-2]
+  block_k = pages_per_block * page_size
+
+  def _compute(end_page_idx, o, m_i, l_i):
+    q = q_ref[...]
+
+    def body(start_k, carry):
+      o_prev, m_prev, l_prev = carry
+      block_tables = block_tables_ref[ml.ds(start_k * pages_per_block, pages_per_block)]
+      k = k_pages_ref[block_tables].reshape(block_k, head_dim)
+      v = v_pages_ref[block_tables].reshape(block_k, head_dim)
+      logits = jnp.dot(q, k.T, preferred_element_type=jnp.float32)
+      mask = jnp.arange(block_k) + start_k * block_k < lengths_ref[0]
+      logits = jnp.where(lax.broadcast_in_dim(mask, (block_h, block_k), (1,)), logits, -1e30)
+      m_next = jnp.maximum(m_prev, logits.max(axis=-1))
+      correction = jnp.exp(m_prev - m_next)
+      s_curr = jnp.exp(logits - m_next[:, None])
+      o_next = correction[:, None] * o_prev + jnp.dot(s_curr.astype(v.dtype), v, preferred_element_type=jnp.float32)
+      return o_next, m_next, correction * l_prev + s_curr.sum(axis=-1)
+
+    return lax.fori_loop(0, ml.cdiv(end_page_idx, pages_per_block), body, (o, m_i, l_i))
+
+  m_i = jnp.zeros(block_h, dtype=jnp.float32) + jnp.finfo(jnp.float32).min
+  l_i = jnp.zeros(block_h, dtype=jnp.float32)
+  o = jnp.zeros((block_h, head_dim), dtype=jnp.float32)
+  end_page_idx = jnp.minimum(ml.cdiv(lengths_ref[0], page_size), block_tables_ref.shape[0])
+  o, m_i, l_i = jax.lax.cond(0 >= end_page_idx, lambda: (o, m_i, l_i), lambda: _compute(end_page_idx, o, m_i, l_i))
+  o_ref[...] = (o / l_i[:, None]).astype(o_ref.dtype)
+
+
+def _paged(q, kp, vp, bt, ln):
+  k, v = (_f32(p[bt]).reshape(-1, kp.shape[-1])[:ln[0]] for p in (kp, vp))
+  s = _f32(q) @ k.T
+  p = np.exp(s - s.max(-1, keepdims=True))
+  return (p / p.sum(-1, keepdims=True)) @ v
+
+
+def _paged_inputs():
+  q = _rand((16, 64), F16, 19)
+  kp, vp = _rand((24, 16, 64), F16, 20), _rand((24, 16, 64), F16, 21)
+  bt = np.random.default_rng(22).permutation(24)[:16].astype(np.int32)
+  return q, kp, vp, bt, np.array([200], np.int32)
+
+
+def test_pages_gathered_by_a_vector_of_ids_are_stacked():
+  """`k_pages_ref[block_tables]` of (pages, page_size, head_dim) pages was MG204 ("this gather gives a 3-D
+  result"), whose hint read the pages in a static loop: it is that loop's stack of pages now."""
+  args = _paged_inputs()
+  np.testing.assert_allclose(_f32(paged_attention(*args, interpret=True)), _paged(*args), rtol=2e-2, atol=2e-2)
+  _export(paged_attention, *args)
+
+
 # ---------------------------------------------------------------- jnp.dot, @ and dot_general of tiles
 @mg.mgpu_kernel(out_shape=lambda x, y: S((x.shape[0], y.shape[1]), F32),
                 grid=lambda x, y: (x.shape[0] // 64, y.shape[1] // 64))
@@ -367,6 +424,12 @@ def test_gpu_ported_pallas_loops_match_numpy():
   np.testing.assert_allclose(_f32(cond_and_switch(x)), _f32(cond_and_switch(x, interpret=True)), rtol=1e-6)
   x, w = _rand((3, 600), F16, 14), _rand((600,), F16, 15)
   np.testing.assert_allclose(_f32(rms_scale(x, w)), _f32(rms_scale(x, w, interpret=True)), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.gpu
+def test_gpu_paged_attention_matches_numpy():
+  args = _paged_inputs()
+  np.testing.assert_allclose(_f32(paged_attention(*args)), _paged(*args), rtol=2e-2, atol=2e-2)
 
 
 @pytest.mark.gpu
