@@ -21,6 +21,7 @@ from .builder import Call
 from .dot_hints import dot_hint
 from .dtypes import DType, to_dtype
 from .formula_hints import reduce_precision_hint, with_operands
+from .lax_flow import UNHANDLED
 from .lax_hints import LAX_CONTROL, control_hint, debug_print_hint, foreign_call_hint, pipeline_hint
 from .ml_name_hints import ml_name_hint
 from .shape_hints import NOT_YET as SHAPE_NOT_YET, shape_call_hint, static_array_hint, static_numbers_hint
@@ -87,8 +88,10 @@ def jnp_call(tracer, node, fn, args, kwargs, cx):
     return _NOT_MAPPED
   lib, name = jnp_calls.library(fn)
   flat = [x for a in list(args) + list(kwargs.values()) for x in (a if isinstance(a, (tuple, list)) else (a,))]
-  if any(is_value(a) and isinstance(a.type, RefType) for a in flat):
-    return _NOT_MAPPED       # jnp.transpose(k_s) of a ref: its own hint (ml.* take register values)
+  if any(is_value(a) and isinstance(a.type, RefType) for a in flat) and not (
+      lib == "jnp" and name in ("zeros_like", "ones_like", "full_like") and not kwargs.get("shape")):
+    return _NOT_MAPPED       # jnp.transpose(k_s) of a ref: its own hint (ml.* take register values); the
+                             # builders of a ref's shape and dtype (Pallas's jnp.zeros_like(acc_ref)) run
   if not any(holds_value(a) for a in list(args) + list(kwargs.values())) and (
       name not in _BUILDERS or (args[0] if args else kwargs.get("shape")) in ((), [])):
     return _NOT_MAPPED       # jnp.sqrt(2.0), jnp.zeros(()) of static values: a number, computed now
@@ -233,7 +236,7 @@ class Calls:
     if fn is _DEBUG["breakpoint"]:
       return trace_breakpoint(self, node)
     self._not_foreign(node, fn)     # before its arguments: plgpu.emit_pipeline(body, in_specs=[lambda...])
-    if _lax_control(fn) and (out := self._lax_flow(node, fn)) is not None:
+    if _lax_control(fn) and (out := self._lax_flow(node, fn)) is not UNHANDLED:
       return out                    # lax.fori_loop(0, n, body, acc) of the kernel's helpers: its Python loop
     if _lax_control(fn):            # before a mistake in its arguments: lax.scan(f, 0.0, jnp.arange(n))
       self._not_lax(node, fn, [self._tolerant_eval(a) for a in node.args],
@@ -294,16 +297,16 @@ class Calls:
 
   def _lax_flow(self, node, fn):
     """The value of a call of JAX's control flow traced as the Python statement it means (lax_flow.py), or
-    None where it is not one the kernel runs as written (its arguments then evaluated again, for the hint)."""
+    UNHANDLED where it is not one the kernel runs as written (its arguments then evaluated again, for the hint)."""
     from .lax_flow import FORMS, trace
     if getattr(fn, "__name__", "") not in FORMS or any(isinstance(a, ast.Starred) for a in node.args) or any(
         k.arg is None for k in node.keywords):
-      return None
+      return UNHANDLED
     try:
       args = [self.eval(a) for a in node.args]
       kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
     except E.KernelError:
-      return None                   # (the call's hint first, as before)
+      return UNHANDLED                  # (the call's hint first, as before)
     params = FORMS[fn.__name__]
     texts = {p: self.text(a) for p, a in zip(params, node.args)} | {"fn": self.text(node.func)}
     texts.update((k.arg, self.text(k.value)) for k in node.keywords)

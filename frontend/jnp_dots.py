@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 
 from . import errors as E
+from . import hw
 from .dtypes import DType, to_dtype
 from .types import RefType, Space, resolve
 
@@ -282,6 +283,12 @@ def product(tracer, node, a, b, want, precision):
     form = f"ml.dot({{0}}{'.T' if fa else ''}, {{1}}{'.T' if fb else ''}{keys}){cast}"
     return trace_form(tracer, node, form, [va, vb, acc, out, precision])
   except E.KernelError as e:
+    if precision is not None and e.code == "MG106" and "precision" in e.message:
+      import ast                       # (Precision.HIGHEST of float32 tiles: the tensor cores read TF32; probe 48h)
+      if isinstance(node, ast.Call):
+        e.message = e.message.replace("ml.dot with", f"{tracer.text(node.func)} with", 1)
+        e.args = (e.message,)
+      raise
     if isinstance(e, E.LayoutError) and tracer.b.dot_layouts is not None:
       tracer.b.dot_layouts.append(node)     # (compile.trace tries the padded trace: a GQA group's (4, 72) product)
     return None                # (a shape ml.dot does not take: the call's MG003 and its hint)
