@@ -20,6 +20,7 @@ class Builder:
     self.allocs: list[ir.Value] = []     # SMEM buffers, in allocation order
     self.loop_indices: set = set()        # ids of for loops' index values (not carries), for messages
     self.small_carries: dict = {}         # a loop's initial vector id -> the small statistic's shape it carries
+    self.one_elements = False             # one-element tensors met and carried as their elements (compile.trace)
     self.one_carries: dict = {}           # a loop's initial scalar id -> the one-element tensor's shape it carries
     self.spread_leaves: dict = {}         # (loop's line, col, small shape) -> (spread shape, axes, hint): carried spread
     self.spread_wanted: dict = {}         # an inner loop's small carry it could not spread -> the spread entry

@@ -204,7 +204,10 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, **kw) -> ir.K
   64-bit mode is on (Python's int and float as dtypes are then int64 and float64, as in jnp).
   A small window read whole is held as the vector of its elements (frontend/ops/small_loads.py), which
   some ops do not take (a scan along its axis): a kernel that then fails with MG204 is traced again
-  with such windows read as tiles, so that it fails as it did, at the read, with the hint that pads it."""
+  with such windows read as tiles, so that it fails as it did, at the read, with the hint that pads it.
+  Before that, a kernel failing with a layout error is traced with one-element tensors met and carried as their
+  elements (ops/one_element.py: a decode's (1,) running max beside a (1, 64) row), then padded (_padded_trace);
+  a kernel the plain trace takes keeps its IR (one softmax row a program: its (1, 1) statistic broadcast)."""
   used, dots = [], []
   try:
     return _trace(pk, in_specs, out_specs, constexprs, small_loads=used, dot_layouts=dots, **kw)
@@ -212,12 +215,17 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, **kw) -> ir.K
     if isinstance(e, E.InternalError) or not (dots or any(isinstance(x, E.LayoutError) for x in e.errors)):
       raise                 # (dots: a jnp.dot ml.dot met a layout error in, reported as MG003 with its hint)
     first = e
+  kw = dict(kw, one_elements=True)    # one-element tensors as their elements (ops/one_element.py), from here on
+  try:
+    return _trace(pk, in_specs, out_specs, constexprs, small_loads=[], dot_layouts=[], **kw)
+  except E.KernelError:
+    pass                    # (then the padded traces; where all fail, the plain trace's error)
   padded = _padded_trace(pk, in_specs, out_specs, constexprs, **kw)
   if padded is not None:
     return padded
   if not used:
     raise first
-  return _trace(pk, in_specs, out_specs, constexprs, small_loads=None, **kw)
+  return _trace(pk, in_specs, out_specs, constexprs, small_loads=None, **dict(kw, one_elements=False))
 
 
 def _padded_trace(pk, in_specs, out_specs, constexprs, **kw):
@@ -246,7 +254,7 @@ def _padded_trace(pk, in_specs, out_specs, constexprs, **kw):
 
 def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, block, cluster,
            batch: Batch | None = None, aliases=None, x64: bool = False, small_loads=None, pad_tiles=None,
-           dot_layouts=None) -> ir.Kernel:
+           dot_layouts=None, one_elements=False) -> ir.Kernel:
   loc = pk.loc
   n_in, n_out = len(in_specs), len(out_specs)
   if len(pk.ref_params) != n_in + n_out:
@@ -268,6 +276,7 @@ def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, blo
   em.small_loads = small_loads
   em.pad_tiles = pad_tiles
   em.dot_layouts = dot_layouts
+  em.one_elements = one_elements
   tr = Tracer(pk.source, pk.scope, em)
   params = []
   for i, (name, spec) in enumerate(zip(pk.ref_params, list(in_specs) + list(out_specs))):

@@ -85,7 +85,7 @@ def flattened(tracer, inits, loc) -> tuple:
     if _small(v):
       shape, v = tuple(v.type.shape), flat(b, loc, v)
       b.small_carries[v.id] = shape
-    elif _one(v):
+    elif _one(v) and b.one_elements:
       shape, v = tuple(v.type.shape), _element(b, loc, v)
       b.one_carries[v.id] = shape
     out.append(v)

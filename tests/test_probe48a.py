@@ -315,3 +315,23 @@ def test_rms_norm_of_an_odd_3d_read_stretches_the_weight_over_padded_heads(shape
   x, w = _rnd(shape, 35), _rnd(shape[-1:], 36)
   _close(rms_heads(x, w, interpret=True), x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * w)
   _export(rms_heads, x, w)
+
+
+# ---------------------------------------------------------------- kernels the plain trace takes keep their IR
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0],))
+def one_row_softmax(x, out):            # examples/softmax.py's rows=1: a (1, 4096) row takes a row layout
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i, 1), :][...]
+  e = ml.exp(v - ml.max(v, axis=1, keepdims=True))
+  out.at[ml.ds(i, 1), :][...] = e / ml.sum(e, axis=1, keepdims=True)
+
+
+def test_a_one_row_statistic_the_row_layout_takes_is_broadcast_not_reduced_again():
+  """One-element tensors meet others as their element only in a trace after the plain one fails: a (1, 1)
+  statistic of a (1, 4096) row broadcast as the row layout does it (as before probe 48a), not reduced again to a
+  scalar through an SMEM scratch (which the first version of this probe did, changing examples/softmax.py)."""
+  text = one_row_softmax.typed_ir(S((4, 4096), F32))
+  assert "scalar<float32> = reduce" not in text and text.count("smemalloc") == 2, text   # (the two row statistics')
+  x = _rnd((4, 4096), 30)
+  e = np.exp(x - x.max(1, keepdims=True))
+  _close(one_row_softmax(x, interpret=True), e / e.sum(1, keepdims=True), 1e-5)

@@ -17,6 +17,9 @@ def one_element_operands(cx, operands, tensors):
   query row, `s - m[:, None]` of a (1, n) score tile, `acc * alpha[:, None]` of a (1, d) accumulator (probe 48a).
   Broadcast as a tensor, it made the other a row-wise tile, which no layout holds for a row or two of fewer than
   128 elements (MG204); the element stretched is the same numbers."""
+  if not cx.b.one_elements:
+    return None              # (a trace after the plain one failed: where a (1, 4096) row takes a row layout, as
+                             # one softmax row a program does, its (1, 1) statistic broadcasts as before)
   ones = [x for x in tensors if math.prod(x.type.shape) == 1]
   big = [x for x in tensors if math.prod(x.type.shape) > 1]
   if not ones or not big or getattr(cx.b, "pad_ok", 0) or len({resolve(x.type.dtype) for x in tensors}) != 1:
