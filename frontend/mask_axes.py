@@ -149,6 +149,7 @@ def check_mask_axes(kernel: ir.Kernel, defs: dict, tree) -> list:
   errors, seen = [], {}
   lead = getattr(kernel, "batch_lead", {}) or {}
   shapes = {p.value.name: tuple(getattr(p.value.type, "shape", ()))[lead.get(p.value.id, 0):] for p in kernel.params}
+  inputs = {p.value.name for p in kernel.params if not p.is_output}
   for o in ir.walk(kernel.body):
     if not isinstance(o, (MaskedLoad, MaskedStore)):
       continue
@@ -170,7 +171,8 @@ def check_mask_axes(kernel: ir.Kernel, defs: dict, tree) -> list:
       except (SyntaxError, TypeError):
         continue
       b = _bound(node, dims)
-      if b is None or b[1][0] != name and shapes.get(b[1][0]) != shape:     # (x.shape of o = x's)
+      other = b is not None and b[1][0] != name and shapes.get(b[1][0]) != shape     # (x.shape of o = x's)
+      if b is None or other and not _other_input(o, name, b[1][0], inputs, shapes):
         continue
       (names, text), (array, k), bnode = b
       if names:                  # (the item whose names the index uses, and no other item uses them)
@@ -182,12 +184,62 @@ def check_mask_axes(kernel: ir.Kernel, defs: dict, tree) -> list:
         if len(at) != 1:
           continue
       p, k = at[0], k % len(shape) if -len(shape) <= k < len(shape) else None
+      if other:                  # (another input's size of the same dimension, and no bound of x's own beside it)
+        if k != p or shapes[array][k] == shape[p] or _own_bound(o.mask, defs, names, text, name, p, dims):
+          continue
+        e = seen[id(c)] = _error_other(c, o, name, array, node, bnode, p, shape, shapes[array], dims)
+        e.access = {(o.loc.lineno, o.loc.col_offset)}
+        errors.append(e)
+        continue
       if k is None or k == p or shape[k] == shape[p]:
         continue
       e = seen[id(c)] = _error(c, o, name, array, node, bnode, p, k, shape, dims)
       e.access = {(o.loc.lineno, o.loc.col_offset)}
       errors.append(e)
   return errors
+
+
+def _other_input(o, name, array, inputs, shapes) -> bool:
+  """A masked load of input `name` bounded by the size of another input `array` of the same rank (probe 49f)."""
+  return (isinstance(o, MaskedLoad) and name in inputs and array in inputs and name in shapes
+          and len(shapes.get(array, ())) == len(shapes[name]))
+
+
+def _own_bound(mask, defs, names, text, name, p, dims) -> bool:
+  """Whether `mask` also bounds the same index by `name`'s own size along `p` (`(cols < x.shape[1]) &
+  (cols < y.shape[1])`: a prefix of x the size of y's meant, and said)."""
+  for c in _compares(mask, defs):
+    if c.loc.end_lineno != c.loc.lineno:
+      continue
+    try:
+      node = ast.parse(c.loc.source_line[c.loc.col_offset:c.loc.end_col_offset], mode="eval").body
+    except (SyntaxError, TypeError):
+      continue
+    b = _bound(node, dims)
+    if b is not None and b[1] == (name, p) and (b[0][0] == names if names else b[0][1] == text):
+      return True
+  return False
+
+
+def _error_other(c, o, name, array, node, bnode, p, shape, bshape, dims):
+  """MG203 for a load of `name` whose mask bounds its index along `p` by another input's size there (probe 49f)."""
+  index = ast.unparse(node.left if type(node.ops[0]) in (ast.Lt, ast.LtE) else node.comparators[0])
+  bound = ast.unparse(bnode)
+  said = bound if bound == f"{array}.shape[{p}]" else f"{bound}, {array}.shape[{p}]"
+  if bshape[p] < shape[p]:
+    effect = (f"it keeps off positions {bshape[p]} to {shape[p] - 1} of that dimension, inside {name}, so the load"
+              f" leaves them out")
+  else:
+    effect = (f"it keeps on positions {shape[p]} to {bshape[p] - 1}, past the end of that dimension, so the load"
+              f" touches memory outside {name}")
+  own = next((n for n, d in dims.items() if d == (name, p)), None) or f"{name}.shape[{p}]"
+  fixed = ast.unparse(_replaced(node, bnode, own))
+  prefix = (f"; where only the first {array}.shape[{p}] elements of {name} are meant, say so with both bounds:"
+            f" ({fixed}) & ({ast.unparse(node)})") if bshape[p] < shape[p] else ""
+  return E.IndexOutOfBoundsError(
+      f"this mask bounds {index}, which indexes dimension {p} of {name} (size {shape[p]}) in the masked load at line"
+      f" {o.loc.lineno}, by {said} (size {bshape[p]}), the size of another array: {effect}", c.loc,
+      hint=f"bound each index by the size of the array it indexes: {fixed}{prefix}")
 
 
 def with_mask_axes(found: list, errors: list) -> list:
