@@ -59,23 +59,79 @@ def _dim(node):
   return None
 
 
-def _window(loc):
+def view_names(tree) -> dict:
+  """{name: the `x.at[...]` subscript} of the kernel's names bound once to a view (probe 49f): `xr = x.at[r]`,
+  `ptrs = x.at[r, cols]`, `blk = x.at[ml.ds(i * 64, 64)]`."""
+  found, count = {}, {}
+  for node in ast.walk(tree):
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+        node, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
+    for t in targets:
+      for n in ast.walk(t):
+        if isinstance(n, ast.Name):
+          count[n.id] = count.get(n.id, 0) + 1
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and _at(
+        node.value):
+      found[node.targets[0].id] = node.value
+  return {n: v for n, v in found.items() if count.get(n) == 1}
+
+
+def _at(node) -> bool:
+  return isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "at"
+
+
+def _items(sub, views, depth=0):
+  """(array text, [(names, text)]) of `sub` (`x.at[...]`), through the views it is taken of (`xr.at[cols]` of
+  `xr = x.at[r]`: x's items `r, cols`; a scalar index drops its dimension, a slice or `ml.ds` keeps it for the
+  next view's items), or None."""
+  items = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
+  if any(isinstance(i, ast.Constant) and i.value is Ellipsis for i in items):
+    return None
+  own = [(variables(i), _bare(i)) for i in items]
+  base = sub.value.value
+  if not (isinstance(base, ast.Name) and base.id in views) or depth > 8:
+    return ast.unparse(base), own
+  outer = _items(views[base.id], views, depth + 1)
+  if outer is None:
+    return None
+  name, above = outer
+  outer_nodes = views[base.id].slice.elts if isinstance(views[base.id].slice, ast.Tuple) else [views[base.id].slice]
+  if len(outer_nodes) != len(above):          # (the outer view is itself composed: keep it simple)
+    return None
+  composed, rest = [], list(own)
+  for node, (used, text) in zip(outer_nodes, above):
+    if _keeps(node) and rest:
+      inner = rest.pop(0)
+      composed.append((used | inner[0], inner[1]))
+    else:
+      composed.append((used, text))
+  return name, composed + rest
+
+
+def _keeps(node) -> bool:
+  """Whether a view's index keeps its dimension: a slice, or `ml.ds(...)`."""
+  return isinstance(node, ast.Slice) or isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+      node.func.attr in ("ds", "dslice"))
+
+
+def _window(loc, views=None):
   """(array text, [(the names each subscript item uses, its text less broadcasts)]) of the access
-  `x.at[i, cols].load(...)` / `.store(...)` (or `ml.load(x.at[...], ...)`) written at `loc`, or None."""
+  `x.at[i, cols].load(...)` / `.store(...)` (or `ml.load(x.at[...], ...)`) written at `loc`, or None; through the
+  names bound to views (`ptrs.load(...)` of `ptrs = x.at[r, cols]`, `xr.at[cols].load(...)` of `xr = x.at[r]`)."""
+  views = views or {}
   node = call_at(loc) or _call_lines(loc)
   if node is None:
     return None
   sub = None
   if isinstance(node.func, ast.Attribute) and node.func.attr in ("load", "store"):
     sub = node.func.value
-    if not (isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Attribute) and sub.value.attr == "at"):
+    sub = views.get(sub.id, sub) if isinstance(sub, ast.Name) else sub
+    if not _at(sub):
       sub = node.args[0] if node.args else None
-  if not (isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Attribute) and sub.value.attr == "at"):
+  sub = views.get(sub.id, sub) if isinstance(sub, ast.Name) else sub
+  if not _at(sub):
     return None
-  items = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
-  if any(isinstance(i, ast.Constant) and i.value is Ellipsis for i in items):
-    return None
-  return ast.unparse(sub.value.value), [(variables(i), _bare(i)) for i in items]
+  return _items(sub, views)
 
 
 def _call_lines(loc):
@@ -145,7 +201,7 @@ def variables(node) -> set:
 
 def check_mask_axes(kernel: ir.Kernel, defs: dict, tree) -> list:
   """MG203 for each comparison of a masked access's mask that bounds an index by another dimension's size."""
-  dims = shape_names(tree)
+  dims, views = shape_names(tree), view_names(tree)
   errors, seen = [], {}
   lead = getattr(kernel, "batch_lead", {}) or {}
   shapes = {p.value.name: tuple(getattr(p.value.type, "shape", ()))[lead.get(p.value.id, 0):] for p in kernel.params}
@@ -153,16 +209,18 @@ def check_mask_axes(kernel: ir.Kernel, defs: dict, tree) -> list:
   for o in ir.walk(kernel.body):
     if not isinstance(o, (MaskedLoad, MaskedStore)):
       continue
-    win = _window(o.loc)
-    view = defs.get(getattr(o.ref, "id", None))
-    root = view.ref if isinstance(view, View) else o.ref
+    win = _window(o.loc, views)
+    view, root = defs.get(getattr(o.ref, "id", None)), o.ref
+    while isinstance(view, View):
+      root, view = view.ref, defs.get(getattr(view.ref, "id", None))
     shape = tuple(getattr(root.type, "shape", ()))[lead.get(root.id, 0):]
     if win is None or len(win[1]) != len(shape):
       continue
     name, items = win
     for c in _compares(o.mask, defs):
-      if id(c) in seen:
-        seen[id(c)].access.add((o.loc.lineno, o.loc.col_offset))
+      key = (c.loc.filename, c.loc.lineno, c.loc.col_offset, o.loc.lineno, o.loc.col_offset)
+      if id(c) in seen or key in seen:     # (one error per comparison and access: ml.static_range unrolls both)
+        seen.get(id(c), seen.get(key)).access.add((o.loc.lineno, o.loc.col_offset))
         continue
       if c.loc.end_lineno != c.loc.lineno:
         continue
@@ -187,13 +245,13 @@ def check_mask_axes(kernel: ir.Kernel, defs: dict, tree) -> list:
       if other:                  # (another input's size of the same dimension, and no bound of x's own beside it)
         if k != p or shapes[array][k] == shape[p] or _own_bound(o.mask, defs, names, text, name, p, dims):
           continue
-        e = seen[id(c)] = _error_other(c, o, name, array, node, bnode, p, shape, shapes[array], dims)
+        e = seen[id(c)] = seen[key] = _error_other(c, o, name, array, node, bnode, p, shape, shapes[array], dims)
         e.access = {(o.loc.lineno, o.loc.col_offset)}
         errors.append(e)
         continue
       if k is None or k == p or shape[k] == shape[p]:
         continue
-      e = seen[id(c)] = _error(c, o, name, array, node, bnode, p, k, shape, dims)
+      e = seen[id(c)] = seen[key] = _error(c, o, name, array, node, bnode, p, k, shape, dims)
       e.access = {(o.loc.lineno, o.loc.col_offset)}
       errors.append(e)
   return errors

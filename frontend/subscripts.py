@@ -57,7 +57,8 @@ class Subscripts:
         sub = node.value
         elts = (sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]) if isinstance(sub, ast.Subscript) else []
         own = run_window_hint(self.b, ref, base.index, elts, attr, call) if elts else None
-        window = gather.run_window(self.cx(node), base, self.text(node.value)) if own is not None else None
+        window = gather.run_window(self.cx(node), base, self.text(node.value)) if own is not None or (
+            not elts and isinstance(node.value, ast.Name)) else None     # (ptrs.load(...) of ptrs = x.at[r, cols])
         if window is not None:                # x.at[offs].load(mask=offs < n): the window the run covers
           return _Method(REF_METHODS[attr], window)
         if attr == "load":                    # tl.load(ptr + ids * d + cols, mask=m, other=0) at computed places

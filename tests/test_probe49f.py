@@ -6,6 +6,11 @@ mode and gave wrong numbers with no error:
   load left x's last columns out, silently; where it is the wider, MG203's bounds check hinted keeping the wrong
   bound beside the right one. Now MG203 at the comparison (frontend/mask_axes.py), unless the mask bounds the index
   by x's own size too (a prefix of x meant, and said);
+- views held in variables: a pointer block `ptrs = x.at[r, cols]` read or written later (`ptrs.load(mask=...)`)
+  was a gather whose indices were clamped into the array, so a mask that kept on columns past x's end (MG203 when
+  written `x.at[r, cols].load(...)`) read x's last element in their place, silently; now the window it covers, as
+  the written form (frontend/subscripts.py). A row view `xr = x.at[r]` masked by the wrong dimension
+  (`xr.at[cols].load(mask=cols < x.shape[0])`) is probe 48f's MG203 too (mask_axes reads the view's definition);
 - an int8/int16 (uint8/uint16) count carried through more loop trips than its type's largest value
   (`cnt += (v > 0).astype(jnp.int8)` over 300 tiles) wrapped to a negative count: now a PrecisionWarning at the
   addition, with counting in int32 as its hint (frontend/narrow_sums.py).
@@ -98,6 +103,75 @@ def test_a_name_bound_to_another_inputs_rows_is_followed_and_crops_and_vectors_a
   np.testing.assert_array_equal(np.asarray(crop(x, interpret=True)), x[:, :100])
   np.testing.assert_allclose(np.asarray(weighted(x, w, interpret=True)), (x[:, :100] * w).sum(1), rtol=1e-5,
                              atol=1e-5)
+
+
+# ---------------------------------------------------------------- views held in variables
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype), grid=lambda x: (x.shape[0],))
+def held_row_sums(x, out, *, END: ml.constexpr = 128):
+  r = ml.program_id(0)
+  cols = ml.arange(128)
+  ptrs = x.at[r, cols]
+  out[r] = ml.sum(ptrs.load(mask=cols < END, other=0.0))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 16),))
+def held_blocks(x, out, *, END: ml.constexpr = None):
+  i = ml.program_id(0)
+  rows = i * 16 + ml.arange(16)
+  cols = ml.arange(128)
+  src = x.at[rows[:, None], cols[None, :]]
+  dst = out.at[rows[:, None], cols[None, :]]
+  m = (rows[:, None] < x.shape[0]) & (cols[None, :] < (END or x.shape[1]))
+  dst.store(src.load(mask=m, other=0.0) * 2 + 1, mask=m)
+
+
+def test_a_pointer_block_held_in_a_variable_is_the_window_it_covers_bounds_checked():
+  expect(held_row_sums, [S((16, 100), F32)], mg.IndexOutOfBoundsError, "ptrs.load(",
+         "this masked load touches x[0:1, 0:128] in program (0, 0, 0) where its mask is on, outside x's shape"
+         " (16, 100)",
+         hint="make the mask false past x's end: compare the offsets along dimension 1 with x.shape[1]"
+              " (offs < x.shape[1]), or pass a longer x")
+  x = _rows(7, (16, 100))
+  np.testing.assert_allclose(np.asarray(held_row_sums(x, END=100, interpret=True)), x.sum(1), rtol=1e-5, atol=1e-5)
+  # 2-D blocks held in variables, read and written: right, and a mask past the end is MG203 at the load
+  x = _rows(8, (40, 100))
+  np.testing.assert_allclose(np.asarray(held_blocks(x, interpret=True)), x * 2 + 1, rtol=1e-6)
+  e = expect(held_blocks, [S((40, 100), F32)], mg.IndexOutOfBoundsError, "src.load(", "this masked load touches"
+             " x[0:16, 0:120] in program (0, 0, 0) where its mask is on, outside x's shape (40, 100)", END=120)
+  assert "compare the offsets along dimension 1 with x.shape[1]" in e.hint
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype), grid=lambda x: (x.shape[0],))
+def view_row_sums(x, out):
+  r = ml.program_id(0)
+  xr = x.at[r]
+  cols = ml.arange(128)
+  out[r] = ml.sum(xr.at[cols].load(mask=cols < x.shape[0], other=0.0))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] // 4,), x.dtype), grid=lambda x: (x.shape[0] // 4,))
+def block_row_sums(x, out):
+  i = ml.program_id(0)
+  blk = x.at[ml.ds(i * 4, 4)]
+  cols = ml.arange(128)
+  acc = 0.0
+  for r in ml.static_range(4):
+    acc += ml.sum(blk.at[r, cols].load(mask=cols < x.shape[0], other=0.0))
+  out[i] = acc
+
+
+def test_a_row_view_held_in_a_variable_masked_by_the_other_dimension_is_mg203_once():
+  line = where(view_row_sums, "xr.at[cols]")[0]
+  expect(view_row_sums, [S((16, 100), F32)], mg.IndexOutOfBoundsError, "cols < x.shape[0]",
+         f"this mask bounds cols, which indexes dimension 1 of x (size 100) in the masked load at line {line}, by"
+         " x.shape[0] (size 16), the size of dimension 0: it keeps off positions 16 to 99 of that dimension, inside"
+         " x, so the load leaves them out",
+         hint="bound each index by the size of the dimension it indexes: cols < x.shape[1]")
+  e = expect(block_row_sums, [S((16, 100), F32)], mg.IndexOutOfBoundsError, "cols < x.shape[0]",
+             f"this mask bounds cols, which indexes dimension 1 of x (size 100) in the masked load at line"
+             f" {where(block_row_sums, 'blk.at[r')[0]}, by x.shape[0] (size 16), the size of dimension 0: it keeps off"
+             " positions 16 to 99 of that dimension, inside x, so the load leaves them out")
+  assert len(e.errors) == 1, e.render()           # (not once per unrolled trip)
 
 
 # ---------------------------------------------------------------- an 8- or 16-bit count past its type
