@@ -20,6 +20,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
@@ -139,6 +140,15 @@ def test_a_pointer_block_held_in_a_variable_is_the_window_it_covers_bounds_check
   e = expect(held_blocks, [S((40, 100), F32)], mg.IndexOutOfBoundsError, "src.load(", "this masked load touches"
              " x[0:16, 0:120] in program (0, 0, 0) where its mask is on, outside x's shape (40, 100)", END=120)
   assert "compare the offsets along dimension 1 with x.shape[1]" in e.hint
+
+
+@pytest.mark.gpu
+def test_gpu_pointer_blocks_held_in_variables_match_numpy():
+  x = _rows(9, (40, 100))
+  np.testing.assert_allclose(np.asarray(jax.jit(held_blocks)(x)), x * 2 + 1, rtol=1e-6)
+  x = _rows(10, (16, 100))
+  np.testing.assert_allclose(np.asarray(jax.jit(lambda x: held_row_sums(x, END=100))(x)), x.sum(1), rtol=1e-5,
+                             atol=1e-5)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype), grid=lambda x: (x.shape[0],))
