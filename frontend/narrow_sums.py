@@ -55,7 +55,8 @@ def _check(a, v, trips, defs, seen) -> None:
   limit = TERMS[d] if d in TERMS else INT_MAX.get(d)
   if d in INT_MAX:                        # (a small integer sum adds in int32 and converts back: through the casts)
     add = _uncast(add, defs)
-  if limit is None or trips < limit + (d in INT_MAX) or not isinstance(add, Binary) or add.kind not in (BinOp.ADD, BinOp.SUB):
+  if limit is None or trips < limit + (d in INT_MAX) or not isinstance(add, Binary) or (
+      add.kind not in (BinOp.ADD, BinOp.SUB)):
     return
   if not any(isinstance(x, ir.Value) and _root(x, defs).id == a.id for x in (add.lhs, add.rhs)) or add.loc in seen:
     return

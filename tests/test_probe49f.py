@@ -250,3 +250,48 @@ def test_uint8_and_int16_sums_count_nested_trips():
   x = np.random.default_rng(6).integers(0, 3, (1024 * 64,)).astype(np.uint8)
   np.testing.assert_array_equal(np.asarray(byte_sums(x, interpret=True)),
                                 x.reshape(256, 256).astype(np.int64).sum(0) % 256)    # wraps, as warned
+
+
+# ---------------------------------------------------------------- a Python float its operand's dtype cannot hold
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0],))
+def rms_scaled(x, out, *, EPS: ml.constexpr = 1e-8, SCALE: ml.constexpr = 1.0):
+  r = ml.program_id(0)
+  v = x.at[r][...]
+  n = ml.sqrt(ml.mean(v * v))
+  out.at[r][...] = v / (n + EPS) * SCALE
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0],))
+def masked_scores(x, out):
+  r = ml.program_id(0)
+  s = ml.where(ml.arange(x.shape[1]) < 100, x.at[r][...], -1e30)
+  out.at[r][...] = ml.where(s > 1e5, 0.0, s)
+
+
+def test_a_float_constant_a_float16_operand_makes_0_or_inf_is_warned_at_the_op():
+  f = rms_scaled.fn.__code__.co_filename
+  ws = _warned(lambda: rms_scaled.check(S((4, 128), jnp.float16)))
+  line, col = where(rms_scaled, "n + EPS")
+  assert len(ws) == 1 and (ws[0].filename, ws[0].lineno) == (f, line)
+  text = str(ws[0].message)
+  assert text.startswith(f"{f}:{line}:{col}: the Python float 1e-08 takes the dtype of n (float16), which it meets in"
+                         " +, as in jnp: as float16 it is 0 (float16 holds no value between 0 and 5.96046e-08)\n"), text
+  assert text.endswith("hint: compute in float32 (n.astype(jnp.float32) first), or use a constant float16 holds"
+                       " (6.10352e-05, its smallest normal value); if float16 is meant, silence this with"
+                       " warnings.filterwarnings('ignore', category=mg.PrecisionWarning)"), text
+  x = np.zeros((4, 128), np.float16)
+  x[1:] = np.random.default_rng(11).standard_normal((3, 128))
+  got = np.asarray(rms_scaled(x, interpret=True), np.float32)
+  assert np.isnan(got[0]).all() and np.isfinite(got[1:]).all()    # what it warns of: 0 / (0 + 0) in the zero row
+  ws = _warned(lambda: rms_scaled.check(S((4, 128), jnp.float16), EPS=1e-5, SCALE=1e5))
+  assert len(ws) == 1 and ws[0].lineno == line and "the Python float 100000.0 takes the dtype of v / (n + EPS)" \
+      " (float16), which it meets in *, as in jnp: as float16 it is inf (float16 holds no finite value past 65504)" \
+      in str(ws[0].message), str(ws[0].message)
+  assert "compute in float32 ((v / (n + EPS)).astype(jnp.float32) first), or use a constant float16 holds (65504)" \
+      in str(ws[0].message)
+  # float32 and bfloat16 hold 1e-8 and 1e5; a select's fill and a comparison are left alone
+  assert not _warned(lambda: rms_scaled.check(S((4, 128), F32), SCALE=1e5))
+  assert not _warned(lambda: rms_scaled.check(S((4, 128), jnp.bfloat16), SCALE=1e5))
+  assert not _warned(lambda: masked_scores.check(S((4, 128), jnp.float16)))
+  ws = _warned(lambda: rms_scaled.check(S((4, 128), F32), SCALE=1e39))
+  assert len(ws) == 1 and "as float32 it is inf (float32 holds no finite value past 3.40282e+38)" in str(ws[0].message)

@@ -27,6 +27,7 @@ from ..types import DTypeVar, ScalarType, TensorType, dtype_name, resolve
 from .base import Num, a_an, check_register_value, is_value, kind_of, one_element, static_shape, shown
 from .promotion import exact_in, implicit, jnp_result
 from .mask_product import mask_product
+from .float_constants import check_python_float
 from .narrow8 import _wide, _widened, narrowed  # noqa: F401  (ew.narrowed: reduce, scan, sort; libdevice)
 from .elementwise_checks import (_call_args, _check_integer_meets_float, _check_pointer_arithmetic, _convert_hint,
                                  _python_math_hint, cast_problem, check_dtype_support, check_python_int, method_on,
@@ -220,6 +221,7 @@ def common(cx, a, b, what):
     other = names[0] if db is None else names[1]
     check_python_int(cx, py, dt, what, hint=unsigned_hint(py, rdt, other, what, db is None)
                      or int64_hint(py, rdt, other, what, db is None))
+    check_python_float(cx, py, rdt, other, what)        # (1e5 or -1e30 meeting float16: inf, a warning)
     if rdt == DType.bool_ and isinstance(py, int) and not isinstance(py, bool):
       # As jnp: a boolean meeting a Python int computes in int32 (m & 6 is 0 or 0, not m & True).
       if db is None:
