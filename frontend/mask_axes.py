@@ -52,10 +52,14 @@ def shape_names(tree) -> dict:
 
 
 def _dim(node):
-  """(array text, dimension) of `x.shape[k]` (k a literal), else None."""
-  if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape"
-      and isinstance(node.slice, ast.Constant) and type(node.slice.value) is int):
-    return ast.unparse(node.value.value), node.slice.value
+  """(array text, dimension) of `x.shape[k]` (k a literal, `x.shape[-1]` too), else None."""
+  if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape"):
+    return None
+  k, sign = node.slice, 1
+  if isinstance(k, ast.UnaryOp) and isinstance(k.op, ast.USub):
+    k, sign = k.operand, -1
+  if isinstance(k, ast.Constant) and type(k.value) is int:
+    return ast.unparse(node.value.value), sign * k.value
   return None
 
 
@@ -243,7 +247,7 @@ def check_mask_axes(kernel: ir.Kernel, defs: dict, tree) -> list:
           continue
       p, k = at[0], k % len(shape) if -len(shape) <= k < len(shape) else None
       if other:                  # (another input's size of the same dimension, and no bound of x's own beside it)
-        if k != p or shapes[array][k] == shape[p] or _own_bound(o.mask, defs, names, text, name, p, dims):
+        if k != p or shapes[array][k] == shape[p] or _own_bound(o.mask, defs, names, text, name, p, dims, len(shape)):
           continue
         e = seen[id(c)] = seen[key] = _error_other(c, o, name, array, node, bnode, p, shape, shapes[array], dims)
         e.access = {(o.loc.lineno, o.loc.col_offset)}
@@ -263,7 +267,7 @@ def _other_input(o, name, array, inputs, shapes) -> bool:
           and len(shapes.get(array, ())) == len(shapes[name]))
 
 
-def _own_bound(mask, defs, names, text, name, p, dims) -> bool:
+def _own_bound(mask, defs, names, text, name, p, dims, rank) -> bool:
   """Whether `mask` also bounds the same index by `name`'s own size along `p` (`(cols < x.shape[1]) &
   (cols < y.shape[1])`: a prefix of x the size of y's meant, and said)."""
   for c in _compares(mask, defs):
@@ -274,7 +278,8 @@ def _own_bound(mask, defs, names, text, name, p, dims) -> bool:
     except (SyntaxError, TypeError):
       continue
     b = _bound(node, dims)
-    if b is not None and b[1] == (name, p) and (b[0][0] == names if names else b[0][1] == text):
+    if b is not None and b[1][0] == name and -rank <= b[1][1] < rank and b[1][1] % rank == p and (
+        b[0][0] == names if names else b[0][1] == text):
       return True
   return False
 

@@ -106,6 +106,29 @@ def test_a_name_bound_to_another_inputs_rows_is_followed_and_crops_and_vectors_a
                              atol=1e-5)
 
 
+@mg.mgpu_kernel(out_shape=lambda x, y: S((x.shape[0],), x.dtype), grid=lambda x, y: (x.shape[0],))
+def negative_dims(x, y, out, *, OWN: ml.constexpr = False):
+  r = ml.program_id(0)
+  cols = ml.arange(128)
+  if OWN:
+    out[r] = ml.sum(x.at[r, cols].load(mask=(cols < x.shape[-1]) & (cols < y.shape[-1]), other=0.0))
+  else:
+    n_cols = x.shape[-2]
+    out[r] = ml.sum(x.at[r, cols].load(mask=cols < n_cols, other=0.0))
+
+
+def test_shapes_indexed_from_the_end_are_read_too():
+  line = where(negative_dims, "cols < n_cols")[0]
+  expect(negative_dims, [S((16, 100), F32), S((16, 100), F32)], mg.IndexOutOfBoundsError, "cols < n_cols",
+         f"this mask bounds cols, which indexes dimension 1 of x (size 100) in the masked load at line {line}, by"
+         " n_cols, x.shape[0] (size 16), the size of dimension 0: it keeps off positions 16 to 99 of that dimension,"
+         " inside x, so the load leaves them out",
+         hint="bound each index by the size of the dimension it indexes: cols < x.shape[1]")
+  x, y = _rows(12, (8, 120)), _rows(13, (8, 100))
+  np.testing.assert_allclose(np.asarray(negative_dims(x, y, OWN=True, interpret=True)), x[:, :100].sum(1),
+                             rtol=1e-5, atol=1e-5)
+
+
 # ---------------------------------------------------------------- views held in variables
 @mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype), grid=lambda x: (x.shape[0],))
 def held_row_sums(x, out, *, END: ml.constexpr = 128):
