@@ -108,11 +108,6 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     "leaky_relu": "no ml.leaky_relu: ml.where(x >= 0, x, 0.01 * x)",
     "gelu": "no ml.gelu: 0.5 * x * ml.erfc(-x * 0.7071067811865476) (tanh form: 0.5 * x * (1 + ml.tanh("
             "0.7978845608028654 * (x + 0.044715 * x * x * x))))",
-    "pair_uniform_to_normal": ("no ml.pair_uniform_to_normal: ml.randn(seed, offsets) draws Triton's normal numbers;"
-                               " of two uniforms u1, u2: ml.sqrt(-2.0 * ml.log(ml.maximum(1e-7, u1))) *"
-                               " ml.cos(6.283185307179586 * u2)"),
-    "uint_to_uniform_float": "no ml.uint_to_uniform_float: (r >> 8).astype(jnp.float32) * 2.0 ** -24 of a uint32 r (ml.rand's)",
-    "philox": "no ml.philox: ml.randint4x(seed, offsets) (Philox4x32-10, the four words)",
     **{n: ("no tensor descriptors: take a window of the ref, x.at[ml.ds(i * bm, bm), :], and ml.copy it into an"
            " ml.smem buffer (a TMA copy), or read it with x.at[...][...]")
        for n in ("tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor")},
