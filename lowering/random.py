@@ -33,17 +33,27 @@ def _mulhi(a, b):
   return asm_per_element("mul.hi.u32 $0, $1, $2;", "=r,r,r", a, b)
 
 
-def _key(ctx, k):
+def _key(ctx, k, i):
+  """Key `k` for register `i`: an i32 scalar, or a tensor's register (a seed per element)."""
   k = operand(ctx, k)
+  if isinstance(k, fa.FragmentedArray):
+    return k.registers.flat[i]
   return k if isinstance(k, ir.Value) else _const(k)
+
+
+def _bump(k, w: int):
+  """Key `k` (an i32 scalar or a vector of them) plus the constant `w`, wrapping."""
+  c = _const(w)
+  return arith.addi(k, vector.broadcast(k.type, c) if isinstance(k.type, ir.VectorType) else c)
 
 
 def _rounds(c0, c1, c2, c3, k0, k1, rounds=ROUNDS):
   """Philox4x32 of counters (c0, c1, c2, c3), vectors or scalars of one type (None: zeros); keys are i32
-  scalars."""
+  scalars (bumped as scalars, broadcast each round) or of the counters' type (a seed per element)."""
   ty = c0.type
-  splat = (lambda v: vector.broadcast(ty, v)) if isinstance(ty, ir.VectorType) else (lambda v: v)
-  c1, c2, c3 = (splat(_const(0)) if c is None else c for c in (c1, c2, c3))
+  splat = (lambda v: v if v.type == ty else vector.broadcast(ty, v)) if isinstance(ty, ir.VectorType) else (lambda v: v)
+  zero = splat(_const(0)) if any(c is None for c in (c1, c2, c3)) else None
+  c1, c2, c3 = (zero if c is None else c for c in (c1, c2, c3))
   m0, m1 = splat(_const(M0)), splat(_const(M1))
   for r in range(rounds):
     kv0, kv1 = splat(k0), splat(k1)
@@ -52,7 +62,7 @@ def _rounds(c0, c1, c2, c3, k0, k1, rounds=ROUNDS):
     c0, c1, c2, c3 = (arith.xori(arith.xori(hi1, c1), kv0), lo1,
                       arith.xori(arith.xori(hi0, c3), kv1), lo0)
     if r + 1 < rounds:
-      k0, k1 = arith.addi(k0, _const(W0)), arith.addi(k1, _const(W1))
+      k0, k1 = _bump(k0, W0), _bump(k1, W1)
   return c0, c1, c2, c3
 
 
@@ -70,8 +80,8 @@ def _word(ctx, c, reg_type, k):
 @lower(Philox)
 def _philox(ctx, o):
   x = ctx.get(o.counter)
-  k0, k1 = _key(ctx, o.key0), _key(ctx, o.key1)
   if not isinstance(x, fa.FragmentedArray):       # a scalar counter: scalar results
+    k0, k1 = _key(ctx, o.key0, 0), _key(ctx, o.key1, 0)
     for r, v in zip(o.results, _rounds(x, *(_word(ctx, c, x.type, 0) for c in (o.c1, o.c2, o.c3)), k0, k1,
                                        o.rounds)):
       ctx.set(r, v)
@@ -79,6 +89,7 @@ def _philox(ctx, o):
   words = [np.empty(x.registers.shape, dtype=object) for _ in range(4)]
   for k, reg in enumerate(x.registers.flat):
     cs = (_word(ctx, c, reg.type, k) for c in (o.c1, o.c2, o.c3))
+    k0, k1 = _key(ctx, o.key0, k), _key(ctx, o.key1, k)
     for w, v in zip(words, _rounds(reg, *cs, k0, k1, o.rounds)):
       w.flat[k] = v
   for r, w in zip(o.results, words):
@@ -91,7 +102,7 @@ def philox_numpy(key0, key1, c0, c1=0, c2=0, c3=0, rounds=ROUNDS):
   broadcast against c0)."""
   c0 = np.asarray(c0, np.uint64)
   c1, c2, c3 = (np.broadcast_to(np.asarray(c, np.uint64) & np.uint64(MASK32), c0.shape) for c in (c1, c2, c3))
-  k0, k1 = np.uint64(int(key0) & MASK32), np.uint64(int(key1) & MASK32)
+  k0, k1 = (np.asarray(k, np.uint64) & np.uint64(MASK32) for k in (key0, key1))
   m = np.uint64(MASK32)
   for _ in range(rounds):
     p0, p1 = np.uint64(M0) * c0, np.uint64(M1) * c2
@@ -102,7 +113,7 @@ def philox_numpy(key0, key1, c0, c1=0, c2=0, c3=0, rounds=ROUNDS):
 
 @interpret(Philox)
 def _i_philox(cta, o):
-  keys = [int(np.asarray(cta.operand(k)).astype(np.uint64)) for k in (o.key0, o.key1)]
+  keys = [np.asarray(cta.operand(k)).astype(np.uint32) for k in (o.key0, o.key1)]
   cs = [np.asarray(cta.operand(c)).astype(np.uint32) for c in (o.c1, o.c2, o.c3)]
   c0 = cta.get(o.counter)
   for r, w in zip(o.results, philox_numpy(*keys, c0, *cs, rounds=o.rounds)):

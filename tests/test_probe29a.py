@@ -357,21 +357,20 @@ def seeded_dropout(x_ptr, seed_ptr, out_ptr, *, folded: ml.constexpr = False):
   out_ptr.at[ml.ds(pid * 256, 256)].store(ml.where(r > 0.5, x * 2.0, 0.0), mask=mask)
 
 
-def test_a_tensor_of_seeds_says_how_to_seed_each_element():
-  """The hint said 'pass the seed as an ml.scalar parameter or read it: seed = s[...]', which for a loaded
-  vector of seeds is the same tensor again."""
+def test_a_tensor_of_seeds_seeds_each_element():
+  """Once an error whose hint folded the seeds into the offsets; since probe 49g a tensor of seeds keys each
+  element's Philox, as Triton's tl.rand broadcasts one."""
+  from mgpu_dsl.lowering.random import philox_numpy
   spec = [S((1000,), F32), S((1000,), jnp.int32)]
-  expect(seeded_dropout, spec, mg.KernelTypeError, "ml.rand(seeds, offsets)",
-         "a random seed must be a Python int or an integer scalar, got a register tensor",
-         hint="one seed a call (Philox's key is uniform across the CTA, where Triton's tl.rand broadcasts a tensor"
-              " of seeds): read one seed a program or a row as a scalar, seed = seed_ptr[row] (the Triton"
-              " tutorial's seed per row); for a seed per element, give each (seed, offset) pair its own counter"
-              " under one seed: ml.rand(1234, seeds * n + offsets), n above every offset")
   x = jnp.ones((1000,), F32)
   seeds = jnp.arange(1000, dtype=jnp.int32) % 3
   a = np.asarray(seeded_dropout(x, seeds, folded=True, interpret=True))
   assert set(np.unique(a)) <= {0.0, 2.0} and 0.3 < (a == 2.0).mean() < 0.7
   _export(seeded_dropout, *spec, folded=True)
+  words = philox_numpy(np.asarray(seeds), 0, np.arange(1000))[0].view(np.int32)
+  u = np.where(words < 0, ~words, words).astype(np.float32) * np.float32(4.6566127342e-10)
+  np.testing.assert_array_equal(np.asarray(seeded_dropout(x, seeds, interpret=True)), np.where(u > 0.5, 2.0, 0.0))
+  _export(seeded_dropout, *spec)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, jnp.int8), S(x.shape, jnp.int8)))

@@ -314,8 +314,8 @@ def float_offsets(x, out):
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)
-def scalar_offsets(x, out):
-  out[...] = ml.rand(0, ml.program_id(0)) + x[...]
+def float_number_offset(x, out):
+  out[...] = ml.rand(0, 1.5) + x[...]
 
 
 def test_a_seed_is_an_integer():
@@ -326,13 +326,14 @@ def test_a_seed_is_an_integer():
 
 def test_offsets_are_32_bit_integers():
   e = expect(float_offsets, V, mg.UnsupportedDtypeError, "ml.rand(",
-             "ml.rand's offsets must be int32 or uint32, got float32")
-  assert e.hint == "convert them: offsets.astype(jnp.int32)"
+             "ml.rand's offsets must be integers (int32 or uint32: one counter per number), got float32")
+  assert e.hint == "convert them: x[...].astype(jnp.int32)"
 
 
-def test_offsets_are_a_tensor():
-  e = expect(scalar_offsets, V, mg.KernelTypeError, "ml.rand(",
-             "ml.rand's offsets must be an int32 or uint32 tensor (one counter per number), got a scalar")
+def test_offsets_are_integers():
+  # (an integer scalar is an offset, as Triton's tl.rand(seed, pid): probe 49g)
+  e = expect(float_number_offset, V, mg.KernelTypeError, "ml.rand(",
+             "ml.rand's offsets must be an integer tensor (one counter per number) or scalar, got a Python float")
   assert "ml.arange" in e.hint
 
 

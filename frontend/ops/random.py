@@ -32,8 +32,9 @@ class Philox(ir.Op):
   """The four uint32 words of Philox4x32 (`rounds` rounds, 10 by default) at counter (counter, c1, c2, c3) under
   key (key0, key1).
 
-  Keys are static ints or uint32 scalars; `counter` a uint32 tensor or scalar (the results' shape); c1, c2, c3
-  static ints, uint32 scalars or uint32 tensors of the counter's shape (Triton's `tl.philox`, and the high word of
+  Keys are static ints, uint32 scalars or uint32 tensors of the counter's shape (a seed per element); `counter` a
+  uint32 tensor or scalar (the results' shape); c1, c2, c3 static ints, uint32 scalars or uint32 tensors of the
+  counter's shape (Triton's `tl.philox`, and the high word of
   a 64-bit offset, probe 49g).
   """
   key0: ir.Operand
@@ -56,16 +57,11 @@ def philox_reference(key0: int, key1: int, c0: int, c1: int = 0, c2: int = 0, c3
   return c0, c1, c2, c3
 
 
-_TENSOR_SEED = ("one seed a call (Philox's key is uniform across the CTA, where Triton's tl.rand broadcasts a tensor of"
-                " seeds): read one seed a program or a row as a scalar, seed = seed_ptr[row] (the Triton tutorial's seed"
-                " per row); for a seed per element, give each (seed, offset) pair its own counter under one seed:"
-                " ml.rand(1234, {0} * n + offsets), n above every offset")
-
-
 def _keys(cx, seed):
   """(key0, key1): the seed's low and high 32 bits (a signed seed sign-extends, as Triton's; 8- and
   16-bit seeds widen by their signedness). A one-element tensor (`ml.load(seed_ptr)` of a (1,) array, Triton's
-  `tl.load(seed_ptr)`) is its element."""
+  `tl.load(seed_ptr)`) is its element; a tensor of seeds gives tensors of keys, a seed per element (Triton's
+  tl.rand broadcasts one against the offsets, probe 49g)."""
   if is_tensor(seed) and math.prod(seed.type.shape) == 1:
     from .one_element import element_of
     seed = element_of(cx, seed)
@@ -74,7 +70,7 @@ def _keys(cx, seed):
       raise E.KernelTypeError(f"a random seed must fit in 64 bits, got {seed}", cx.loc, hint="seed=1234")
     seed &= (1 << 64) - 1
     return seed & MASK32, seed >> 32
-  d = resolve(seed.type.dtype) if is_scalar(seed) else None
+  d = resolve(seed.type.dtype) if is_scalar(seed) or is_tensor(seed) else None
   if d is not None and d.is_int and d.bits < 32:   # widened by signedness, as Triton's .to(tl.uint64)
     d = DType.i32 if d.is_signed else DType.u32
     seed = ew.astype(cx, seed, d)
@@ -86,7 +82,6 @@ def _keys(cx, seed):
         f"a random seed must be a Python int or an integer scalar, got {kind_of(seed)}"
         + (f" ({d})" if d is not None else ""), cx.loc,
         hint=(f"convert it: {method_on(cx.named(seed, 'seed'))}.astype(jnp.int32), or pass a Python int" if d is not None
-              else _TENSOR_SEED.format(cx.named(seed, "seeds")) if is_value(seed) and isinstance(seed.type, TensorType)
               else "pass the seed as an ml.scalar parameter (seed: ml.scalar) or read it: seed = s[...]")), "a random seed")
   if d == DType.u32:
     return seed, 0
@@ -132,7 +127,7 @@ def _word(cx, c, what, arg, wide=False):
           f"{what}'s {arg} must be integers (int32 or uint32: one counter per number), got {d}", cx.loc,
           hint=f"convert them: {method_on(cx.named(c, arg))}.astype(jnp.int32)")
     raise E.KernelTypeError(
-        f"{what}'s {arg} must be an int32 or uint32 tensor (one counter per number), got {kind_of(c)}",
+        f"{what}'s {arg} must be an integer tensor (one counter per number) or scalar, got {kind_of(c)}",
         cx.loc, hint="give each element its own offset: i * 1024 + ml.arange(1024)")
   if d.bits < 32:
     c = ew.astype(cx, c, DType.i32 if d.is_signed else DType.u32)
@@ -160,11 +155,15 @@ def philox_words(cx, seed, counters, what, n_rounds=ROUNDS):
   from .shape import broadcast_operands
   rounds = _rounds(cx, n_rounds, what)
   k0, k1 = _keys(cx, seed)
-  cs, shape = broadcast_operands(cx, counters, what)
-  if not is_value(cs[0]):        # (the results' shape is the counters')
-    cs = (ew.constant(cx, cs[0], DType.u32) if shape is None else ew.full_(cx, shape, cs[0], DType.u32),) + cs[1:]
+  (k0, k1, *cs), shape = broadcast_operands(cx, (k0, k1, *counters), what)   # (a tensor of seeds: keys per element)
+  cs = tuple(cs)
+  if shape is None and not is_value(cs[0]):
+    cs = (ew.constant(cx, cs[0], DType.u32),) + cs[1:]
+  elif shape is not None and not is_tensor(cs[0]):      # (the counter carries the results' shape)
+    cs = (ew.full_(cx, shape, cs[0], DType.u32),) + cs[1:]
   t = TensorType(shape, DType.u32) if shape is not None else ScalarType(DType.u32)
-  return cx.b.emit(Philox, k0, k1, cs[0], c1=cs[1], c2=cs[2], c3=cs[3], rounds=rounds, loc=cx.loc, types=[t] * 4, names=[cx.name] * 4).results
+  return cx.b.emit(Philox, k0, k1, cs[0], c1=cs[1], c2=cs[2], c3=cs[3], rounds=rounds, loc=cx.loc, types=[t] * 4,
+                   names=[cx.name] * 4).results
 
 
 @builtin

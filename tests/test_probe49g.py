@@ -1,0 +1,334 @@
+"""Probe 49g: Triton's random numbers as ported kernels write them. `tl.philox` with four counter words (FlagGems'
+dropout), `tl.uint_to_uniform_float` and `tl.pair_uniform_to_normal` were MG002 (the first with a hint whose numbers
+were not tl.rand's), `n_rounds=` an unexpected keyword, and int64 offsets (`pid.to(tl.int64) * BLOCK + ...`), 8- and
+16-bit offsets, scalar offsets (`tl.rand(seed, pid)`), a seed per element and a seed loaded as a (1,) tensor were
+rejected. Each now draws Triton's numbers: Philox4x32 checked against Random123's known answers and a NumPy
+reference, interpret mode bit for bit with the GPU (the GPU test)."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from mgpu_dsl.frontend.ops.random import philox_reference
+from mgpu_dsl.lowering.random import philox_numpy
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32, F16, I32, U32 = jnp.float32, jnp.float16, jnp.int32, jnp.uint32
+M32 = 0xFFFFFFFF
+
+
+def _export(kernel, *specs, **constexprs):
+  fn = jax.jit(lambda *a: kernel(*a, **constexprs))
+  return str(jax.export.export(fn, platforms=["cuda"])(*specs).mlir_module())
+
+
+def _uniform(words):
+  """Triton's uint_to_uniform_float of uint32 words (numpy)."""
+  i = np.asarray(words, np.uint64).astype(np.uint32).view(np.int32)
+  return np.where(i < 0, ~i, i).astype(np.float32) * np.float32(4.6566127342e-10)
+
+
+def _philox(k0, k1, c0, c1=0, c2=0, c3=0, rounds=10):
+  """Philox4x32 of numpy arrays through the Python-int reference (elementwise)."""
+  f = np.vectorize(lambda *a: philox_reference(*a, rounds=rounds), otypes=[np.uint64] * 4)
+  return [w.astype(np.uint32) for w in f(k0, k1, c0, c1, c2, c3)]
+
+
+# ---------------------------------------------------------------- tl.philox: Random123's known answers
+# (philox4x32_10 in Random123's kat_vectors: counter, key -> the four words)
+KAT = [((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
+       ((M32, M32, M32, M32), (M32, M32), (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+       ((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344), (0xA4093822, 0x299F31D0),
+        (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1))]
+
+
+@mg.mgpu_kernel(out_shape=lambda c, *, seed: S((4, c.shape[1]), U32))
+def philox_words(c, out, *, seed: ml.constexpr):
+  c0 = c.at[0, :][...]
+  w = ml.philox(seed, c0, c.at[1, :][...], c.at[2, :][...], c.at[3, :][...])
+  for k in ml.static_range(4):
+    out[k, :] = w[k]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, c1: (S((128,), U32),) * 4)
+def philox_mixed(x, c1: ml.scalar, a, b, d, e, *, R: ml.constexpr = 10):
+  i = ml.arange(0, 128)
+  a[...], b[...], d[...], e[...] = ml.philox(-3, i, c1, 0xABCDEF01, i * 7, n_rounds=R)
+
+
+def test_philox_gives_random123s_known_answers():
+  for ctr, (k0, k1), want in KAT:
+    c = jnp.asarray(np.tile(np.asarray(ctr, np.uint32)[:, None], (1, 128)))
+    got = np.asarray(philox_words(c, seed=k0 | k1 << 32, interpret=True))
+    np.testing.assert_array_equal(got, np.tile(np.asarray(want, np.uint32)[:, None], (1, 128)))
+  assert "mosaic_gpu" in _export(philox_words, S((4, 128), U32), seed=0x299F31D0A4093822)
+
+
+def test_philox_counters_of_every_kind_and_its_rounds():
+  """A tensor, a run-time scalar, a Python int and a product as the four words; a negative seed sign-extends."""
+  i = np.arange(128)
+  for rounds in (10, 7):
+    got = philox_mixed(jnp.zeros((128,), F32), 12345, R=rounds, interpret=True)
+    want = _philox(M32 - 2, M32, i, 12345, 0xABCDEF01, i * 7, rounds=rounds)
+    for g, w in zip(got, want):
+      np.testing.assert_array_equal(np.asarray(g), w)
+  assert "mosaic_gpu" in _export(philox_mixed, S((128,), F32), S((), I32), R=7)
+
+
+# ---------------------------------------------------------------- FlagGems' dropout, as it is written
+@mg.mgpu_kernel(out_shape=lambda x, seed, off, *, p: x, grid=lambda x, seed, off, **k: (ml.cdiv(x.shape[0], 512),))
+def flaggems_dropout(X, philox_seed: ml.scalar, philox_offset: ml.scalar, Y, *, p: ml.constexpr):
+  UNROLL: ml.constexpr = 4
+  BLOCK: ml.constexpr = 128
+  N = X.shape[0]
+  philox_offset = philox_offset.to(jnp.int64)
+  c0 = (philox_offset & 0xFFFFFFFF).to(jnp.uint32)
+  c1 = ((philox_offset >> 32) & 0xFFFFFFFF).to(jnp.uint32)
+  i4 = ml.program_id(0) * BLOCK + ml.arange(0, BLOCK)
+  c0 += i4.to(jnp.uint32)
+  _O = c0 * 0
+  r0, r1, r2, r3 = ml.philox(philox_seed, c0, c1, _O, _O)
+  p_scale = 1.0 / (1.0 - p)
+  off_0 = ml.program_id(0) * BLOCK * UNROLL + ml.arange(0, BLOCK)
+  for k, r in ((0, r0), (1, r1), (2, r2), (3, r3)):
+    off = off_0 + k * BLOCK
+    x = ml.load(X.at[off], mask=off < N, other=0.0)
+    keep = ml.uint_to_uniform_float(r) > p
+    ml.store(Y.at[off], ml.where(keep, x * p_scale, 0.0), mask=off < N)
+
+
+def _flaggems_reference(x, seed, offset, p):
+  n = x.shape[0]
+  blocks = -(-n // 512)
+  xx = np.zeros(blocks * 512, np.float32)
+  xx[:n] = x
+  out = np.zeros_like(xx)
+  for b in range(blocks):
+    words = _philox(seed, 0, offset + b * 128 + np.arange(128))
+    for k in range(4):
+      o = b * 512 + k * 128 + np.arange(128)
+      out[o] = np.where(_uniform(words[k]) > np.float32(p), xx[o] * np.float32(1.0 / (1.0 - p)), 0)
+  return out[:n]
+
+
+def test_flaggems_dropout_draws_tritons_mask():
+  x = np.random.default_rng(0).standard_normal(1100).astype(np.float32)
+  got = np.asarray(flaggems_dropout(jnp.asarray(x), 77, 1000, p=0.3, interpret=True))
+  np.testing.assert_allclose(got, _flaggems_reference(x, 77, 1000, 0.3), rtol=1e-6)
+  assert "mosaic_gpu" in _export(flaggems_dropout, S((1100,), F32), S((), I32), S((), I32), p=0.3)
+
+
+# ---------------------------------------------------------------- offsets of any integer width, and scalars
+@mg.mgpu_kernel(out_shape=lambda x, seed: x, grid=lambda x, seed: (ml.cdiv(x.shape[0], 256),))
+def dropout_int64_offsets(x_ptr, seed: ml.scalar, out):
+  pid = ml.program_id(0).to(jnp.int64)
+  offs = pid * 256 + ml.arange(0, 256)
+  m = offs < x_ptr.shape[0]
+  x = ml.load(x_ptr.at[offs], mask=m)
+  ml.store(out.at[offs], ml.where(ml.rand(seed, offs) > 0.5, x * 2, 0.0), mask=m)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((128,), U32),) * 3)
+def narrow_offsets(x, a, b, c):
+  i = ml.arange(0, 128)
+  a[...] = ml.randint(5, (i - 64).to(jnp.int16))       # sign-extended, as Triton's .to(tl.uint32)
+  b[...] = ml.randint(5, (i + 200).to(jnp.uint8))      # zero-extended (wrapped to 8 bits first)
+  c[...] = ml.randint(5, i.to(jnp.uint16), n_rounds=3)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, seed: x, grid=lambda x, seed: (x.shape[0] // 64,))
+def scalar_offsets(x, seed: ml.scalar, out):
+  pid = ml.program_id(0)
+  o = pid * 64 + ml.arange(0, 64)
+  scale = ml.rand(seed, pid)                 # one number a program, Triton's tl.rand(seed, pid)
+  shift = (ml.randint(seed, pid + 100) % 8).to(jnp.float32) + ml.rand(seed, 17)
+  ml.store(out.at[o], ml.load(x.at[o]) * scale + shift)
+
+
+def test_int64_offsets_are_their_two_words():
+  x = np.random.default_rng(1).standard_normal(600).astype(np.float32)
+  got = np.asarray(dropout_int64_offsets(jnp.asarray(x), 3, interpret=True))
+  np.testing.assert_array_equal(got, np.where(_uniform(_philox(3, 0, np.arange(600))[0]) > 0.5, x * 2, 0))
+  assert "mosaic_gpu" in _export(dropout_int64_offsets, S((600,), F32), S((), I32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, base: S(x.shape, U32))
+def big_offsets(x, base: ml.scalar, out):
+  out[...] = ml.randint(9, base + ml.arange(0, 128).to(jnp.int64))
+
+
+def test_int64_offsets_past_2_32_take_the_high_word():
+  jax.config.update("jax_enable_x64", True)
+  try:
+    base = (5 << 32) + M32 - 60           # the low word wraps inside the block; the high word is 5, then 6
+    got = np.asarray(big_offsets(jnp.zeros((128,), F32), jnp.int64(base), interpret=True))
+    offs = base + np.arange(128)
+    np.testing.assert_array_equal(got, _philox(9, 0, offs & M32, offs >> 32)[0])
+    assert "mosaic_gpu" in _export(big_offsets, S((128,), F32), S((), jnp.int64))
+  finally:
+    jax.config.update("jax_enable_x64", False)
+
+
+def test_narrow_and_scalar_offsets():
+  i = np.arange(128)
+  a, b, c = (np.asarray(v) for v in narrow_offsets(jnp.zeros((128,), F32), interpret=True))
+  np.testing.assert_array_equal(a, _philox(5, 0, (i - 64) & M32)[0])
+  np.testing.assert_array_equal(b, _philox(5, 0, (i + 200) % 256)[0])
+  np.testing.assert_array_equal(c, _philox(5, 0, i, rounds=3)[0])
+  assert "mosaic_gpu" in _export(narrow_offsets, S((128,), F32))
+  x = np.random.default_rng(2).standard_normal(256).astype(np.float32)
+  got = np.asarray(scalar_offsets(jnp.asarray(x), 5, interpret=True))
+  scale = _uniform(_philox(5, 0, np.arange(4))[0])
+  shift = (_philox(5, 0, 100 + np.arange(4))[0] % 8).astype(np.float32) + _uniform(_philox(5, 0, 17)[0])
+  np.testing.assert_allclose(got, x * np.repeat(scale, 64) + np.repeat(shift, 64), rtol=1e-6)
+  assert "mosaic_gpu" in _export(scalar_offsets, S((256,), F32), S((), I32))
+
+
+# ---------------------------------------------------------------- seeds: one per element, one loaded as (1,)
+@mg.mgpu_kernel(out_shape=lambda x, s: S(x.shape, U32), grid=lambda x, s: (x.shape[0] // 8,))
+def row_seeds(x, seeds, out):
+  rows = ml.program_id(0) * 8 + ml.arange(0, 8)
+  cols = ml.arange(0, 128)
+  s = ml.load(seeds.at[rows])
+  ml.store(out.at[rows[:, None], cols[None, :]], ml.randint(s[:, None], cols[None, :]))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: x, grid=lambda x, s: (ml.cdiv(x.shape[0], 256),))
+def loaded_seed(x_ptr, seed_ptr, out):
+  seed = ml.load(seed_ptr)                   # Triton's tl.load(seed_ptr): a (1,) array's one element
+  offs = ml.program_id(0) * 256 + ml.arange(0, 256)
+  m = offs < x_ptr.shape[0]
+  x = ml.load(x_ptr.at[offs], mask=m)
+  ml.store(out.at[offs], ml.where(ml.rand(seed, offs) > 0.5, x * 2.0, 0.0), mask=m)
+
+
+def test_a_seed_per_row_and_a_loaded_seed():
+  rng = np.random.default_rng(3)
+  s = rng.integers(-2**31, 2**31, 16).astype(np.int32)     # signed seeds sign-extend into the key's high word
+  got = np.asarray(row_seeds(jnp.zeros((16, 128), F32), jnp.asarray(s), interpret=True))
+  k1 = np.where(s < 0, M32, 0)[:, None]
+  np.testing.assert_array_equal(got, _philox(s.astype(np.int64)[:, None] & M32, k1, np.arange(128)[None, :])[0])
+  assert "mosaic_gpu" in _export(row_seeds, S((16, 128), F32), S((16,), I32))
+  x = rng.standard_normal(700).astype(np.float32)
+  got = np.asarray(loaded_seed(jnp.asarray(x), jnp.asarray([123], I32), interpret=True))
+  np.testing.assert_array_equal(got, np.where(_uniform(_philox(123, 0, np.arange(700))[0]) > 0.5, x * 2, 0))
+  assert "mosaic_gpu" in _export(loaded_seed, S((700,), F32), S((1,), I32))
+
+
+# ---------------------------------------------------------------- the conversions, and the numbers' statistics
+@mg.mgpu_kernel(out_shape=lambda x: (x, x, x))
+def conversions(x, u, n1, n2):
+  a, b, _, _ = ml.randint4x(5, ml.arange(0, x.shape[0]))
+  u[...] = ml.uint_to_uniform_float(a.to(jnp.int32, bitcast=True))      # int32 words too, as Triton's
+  n1[...], n2[...] = ml.pair_uniform_to_normal(ml.uint_to_uniform_float(a), ml.uint_to_uniform_float(b))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x, x), grid=lambda x: (x.shape[0] // 1024,))
+def draws(x, u, n):
+  offs = ml.program_id(0) * 1024 + ml.arange(0, 1024)
+  a, b, _, _ = ml.philox(2024, offs, 0, 0, 0)
+  ua = ml.uint_to_uniform_float(a)
+  ml.store(u.at[offs], ua)
+  ml.store(n.at[offs], ml.pair_uniform_to_normal(ua, ml.uint_to_uniform_float(b))[0])
+
+
+def test_uint_to_uniform_float_and_pair_uniform_to_normal():
+  u, n1, n2 = (np.asarray(v) for v in conversions(jnp.zeros((256,), F32), interpret=True))
+  w = _philox(5, 0, np.arange(256))
+  u1, u2 = _uniform(w[0]), _uniform(w[1])
+  np.testing.assert_array_equal(u, u1)
+  r = np.sqrt(np.float32(-2.0) * np.log(np.maximum(np.float32(1e-7), u1)))
+  th = np.float32(6.283185307179586) * u2
+  np.testing.assert_allclose(n1, r * np.cos(th), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(n2, r * np.sin(th), rtol=1e-5, atol=1e-6)
+  assert "mosaic_gpu" in _export(conversions, S((256,), F32))
+
+
+def test_statistics_of_a_hundred_thousand_draws():
+  u, n = (np.asarray(v) for v in draws(jnp.zeros((100352,), F32), interpret=True))
+  assert 0.0 <= u.min() and u.max() < 1.0
+  assert abs(u.mean() - 0.5) < 0.005 and abs(u.var() - 1 / 12) < 0.002
+  assert abs(n.mean()) < 0.015 and abs(n.var() - 1.0) < 0.02
+  assert abs(np.corrcoef(u[:-1], u[1:])[0, 1]) < 0.01       # neighbouring offsets are independent
+
+
+# ---------------------------------------------------------------- mistakes still fail, in the user's words
+@mg.mgpu_kernel(out_shape=lambda x, r: x)
+def run_time_rounds(x, r: ml.scalar, out):
+  out[...] = ml.rand(1, ml.arange(0, 128), n_rounds=r)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, U32))
+def wide_counter(x, out):
+  w = ml.philox(1, ml.arange(0, 128).to(jnp.int64), 0, 0, 0)
+  out[...] = w[0]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def uniform_of_floats(x, out):
+  v = x[...]
+  out[...] = ml.uint_to_uniform_float(v)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def normal_of_words(x, out):
+  a, b, _, _ = ml.randint4x(1, ml.arange(0, 128))
+  out[...] = ml.pair_uniform_to_normal(a, b)[0]
+
+
+def test_random_mistakes_say_what_to_write():
+  V = [S((128,), F32)]
+  expect(run_time_rounds, V + [S((), I32)], mg.KernelTypeError, "ml.rand(",
+         "ml.rand's n_rounds must be a static int of 0 or more (Philox's rounds, Triton's n_rounds constexpr),"
+         " got a scalar", hint="n_rounds=10 (the default; Triton's N_ROUNDS_DEFAULT), or a constexpr parameter:"
+                               " n_rounds=N_ROUNDS")
+  expect(wide_counter, V, mg.UnsupportedDtypeError, "ml.philox(",
+         "ml.philox's c0 is int64: ml.philox's counters are 32-bit words (Philox4x32; Triton's 64-bit form,"
+         " Philox4x64, is not supported)",
+         hint="split it into two words: ml.arange(0, 128).to(jnp.int64) & 0xFFFFFFFF and"
+              " ml.arange(0, 128).to(jnp.int64) >> 32, each .astype(jnp.uint32)")
+  expect(uniform_of_floats, V, mg.UnsupportedDtypeError, "ml.uint_to_uniform_float(",
+         "ml.uint_to_uniform_float takes random uint32 or int32 words (ml.randint's), got a register tensor"
+         " (float32)", hint="ml.uint_to_uniform_float(ml.randint(seed, offsets)), or draw the floats at once:"
+                            " ml.rand(seed, offsets)")
+  expect(normal_of_words, V, mg.UnsupportedDtypeError, "ml.pair_uniform_to_normal(",
+         "ml.pair_uniform_to_normal's u1 must be uniform floats in [0, 1), got a register tensor (uint32)",
+         hint="ml.pair_uniform_to_normal(ml.uint_to_uniform_float(r1), ml.uint_to_uniform_float(r2)) of words"
+              " r1, r2 of ml.randint4x")
+
+
+# ---------------------------------------------------------------- the GPU draws interpret mode's bits
+@pytest.mark.gpu
+def test_gpu_random_bits_match_interpret_mode():
+  eq = lambda g, i: [np.testing.assert_array_equal(np.asarray(a), np.asarray(b)) for a, b in
+                     zip(g if isinstance(g, tuple) else (g,), i if isinstance(i, tuple) else (i,))]
+  for ctr, (k0, k1), _ in KAT:
+    c = jnp.asarray(np.tile(np.asarray(ctr, np.uint32)[:, None], (1, 128)))
+    eq(philox_words(c, seed=k0 | k1 << 32), philox_words(c, seed=k0 | k1 << 32, interpret=True))
+  for r in (10, 7):
+    eq(philox_mixed(jnp.zeros((128,), F32), 12345, R=r), philox_mixed(jnp.zeros((128,), F32), 12345, R=r, interpret=True))
+  rng = np.random.default_rng(4)
+  x = jnp.asarray(rng.standard_normal(1100), F32)
+  eq(flaggems_dropout(x, 77, 1000, p=0.3), flaggems_dropout(x, 77, 1000, p=0.3, interpret=True))
+  eq(dropout_int64_offsets(x, 3), dropout_int64_offsets(x, 3, interpret=True))
+  eq(narrow_offsets(jnp.zeros((128,), F32)), narrow_offsets(jnp.zeros((128,), F32), interpret=True))
+  eq(scalar_offsets(x[:256], 5), scalar_offsets(x[:256], 5, interpret=True))
+  s = jnp.asarray(rng.integers(-2**31, 2**31, 16).astype(np.int32))
+  eq(row_seeds(jnp.zeros((16, 128), F32), s), row_seeds(jnp.zeros((16, 128), F32), s, interpret=True))
+  eq(loaded_seed(x, jnp.asarray([123], I32)), loaded_seed(x, jnp.asarray([123], I32), interpret=True))
+  jax.config.update("jax_enable_x64", True)
+  try:
+    base = jnp.int64((5 << 32) + M32 - 60)
+    eq(big_offsets(jnp.zeros((128,), F32), base), big_offsets(jnp.zeros((128,), F32), base, interpret=True))
+  finally:
+    jax.config.update("jax_enable_x64", False)
+  g, i = draws(jnp.zeros((8192,), F32)), draws(jnp.zeros((8192,), F32), interpret=True)
+  np.testing.assert_array_equal(np.asarray(g[0]), np.asarray(i[0]))
+  np.testing.assert_allclose(np.asarray(g[1]), np.asarray(i[1]), rtol=1e-5, atol=1e-5)    # libdevice's log/cos
+  g, i = conversions(jnp.zeros((256,), F32)), conversions(jnp.zeros((256,), F32), interpret=True)
+  np.testing.assert_array_equal(np.asarray(g[0]), np.asarray(i[0]))
+  for a, b in zip(g[1:], i[1:]):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-5)
