@@ -310,6 +310,21 @@ def run_dropout(k):
   close(y[kept], 2 * np.asarray(x)[kept])
 
 
+def run_dropout4(k):
+  from mgpu_dsl.lowering.random import philox_numpy
+  x = np.asarray(rand(1100))                          # three programs, the last one masked
+  y = np.asarray(k(jnp.asarray(x), 77, 1000, interpret=True))
+  want = np.zeros(1536, np.float32)
+  for b in range(3):
+    words = philox_numpy(77, 0, 1000 + b * 128 + np.arange(128))
+    for j in range(4):
+      o = b * 512 + j * 128 + np.arange(128)
+      i = words[j].view(np.int32)
+      u = np.where(i < 0, ~i, i).astype(np.float32) * np.float32(4.6566127342e-10)
+      want[o] = np.where((u > np.float32(0.1)) & (o < 1100), np.pad(x, (0, 436))[o] / np.float32(0.9), 0)
+  close(y, want[:1100])
+
+
 def run_swap_pairs(k):
   x = rand(256, 64)
   close(k(x, interpret=True), jnp.concatenate([x[128:], x[:128]]), 0)
@@ -433,6 +448,7 @@ CASES = [
     Case(L, "write_cache", [S((512, 64), f32), S((128, 64), f32), S((128,), i32)], run=run_write_cache),
     Case(L, "unpermute", [S((256, 64), f32), S((256,), i32)], run=run_unpermute),
     Case(L, "dropout", [S((3000,), f32), S((), i32)], run=run_dropout),
+    Case(L, "dropout4", [S((1100,), f32), S((), i32), S((), i32)], run=run_dropout4),
     Case(L, "swap_pairs", [S((256, 64), f32)], run=run_swap_pairs),
     Case(L, "recurrence", [S((8, 64), f32), S((8, 64), f32)], run=run_recurrence),
     Case(L, "segmented_sum", [S((8, 128), f32), S((8, 128), i32)], run=run_segmented_sum),
