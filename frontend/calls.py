@@ -14,7 +14,7 @@ import re
 import numpy as np
 
 from . import errors as E
-from . import missing, nan_name_hints
+from . import missing, nan_name_hints, random_hints
 from .scan_hints import scan_hint  # jnp.cumulative_sum, jnp.maximum.accumulate, lax.cumlogsumexp
 from .assign import DICT_VIEWS, holds_value
 from .builder import Call
@@ -155,9 +155,7 @@ def _static_result(cx, name, out):
     raise E.KernelTypeError(
         f"{name}(...) made a PRNG key while tracing: a kernel draws random numbers with ml.rand (Philox,"
         f" counter-based), not with jax.random's keys", cx.loc,
-        hint="pass a seed (an ml.scalar parameter; jax.random.bits(key, dtype=jnp.uint32) outside the kernel) and"
-             " draw ml.rand(seed, offsets), one offset an element (a Gumbel sample is"
-             " -ml.log(-ml.log(ml.rand(seed, offsets))), a normal one ml.sqrt(-2.0 * ml.log(u1)) * ml.cos(6.283185307179586 * u2))")
+        hint=random_hints.KEY)
   if getattr(out, "shape", None) == () and hasattr(out, "item"):     # a NumPy or JAX scalar
     try:
       return typed_number(out)
@@ -529,6 +527,8 @@ class Calls:
                          if name != "clamp" else None))
                     if ours is None and hint.startswith("kernels call") else None)
                 or with_operands(name, hint, pos + [f"{k}={v}" for k, v in kw.items()], taken) or hint)
+      if "random" in (getattr(fn, "__module__", None) or "").split(".") and _is_array_library(fn):
+        hint = random_hints.key_hint(name, [self.text(a) for a in node.args]) or hint   # jax.random.key(seed)
       if name == "where" and _is_array_library(fn) and len(node.args) == 1 and not node.keywords:
         hint = missing.WHERE_ONE               # jnp.where(c): the indices, a data-dependent count
       if name in ("ceil", "floor") and _is_array_library(fn) and len(node.args) == 1 and isinstance(

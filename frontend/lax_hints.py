@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from .random_hints import prng_hint
+
 # JAX's control flow -> the Python statement a kernel writes (where the call's form is not plain)
 LAX_CONTROL = {
     "fori_loop": "for j in range(lower, upper): acc = ... (ml.range(..., stages=s) to pipeline its loads)",
@@ -197,6 +199,8 @@ def foreign_call_hint(name, pos, kw) -> str | None:
             f" the store before the buffer is reused (drop commit_smem and wait_smem_to_gmem)")
   if name == "SMEM" and 1 <= len(pos) <= 2 and not kw:
     return f"write ml.smem({args}) in the kernel body"
+  if (prng := prng_hint(name, pos)) is not None:        # pltpu.prng_seed(s), pltpu.stateful_uniform(...)
+    return prng
   if name == "wgmma" and len(pos) == 3:
     acc, a, b = (_ours(p) for p in pos)
     return (f"write acc = ml.dot({a}, {b}, acc) in place of accumulating into {acc}: the accumulator is a"

@@ -352,8 +352,8 @@ def test_jax_random_in_a_kernel_is_a_located_error_naming_ml_rand():
   """`jax.random.key(0)` in a kernel was MG900 (NotImplementedError: the key's .item() while tracing)."""
   hint = ("pass a seed (an ml.scalar parameter; jax.random.bits(key, dtype=jnp.uint32) outside the kernel) and"
           " draw ml.rand(seed, offsets), one offset an element (a Gumbel sample is"
-          " -ml.log(-ml.log(ml.rand(seed, offsets))), a normal one ml.sqrt(-2.0 * ml.log(u1)) *"
-          " ml.cos(6.283185307179586 * u2))")
+          " -ml.log(-ml.log(ml.rand(seed, offsets))), a normal one ml.randn(seed, offsets), uint32 bits"
+          " ml.randint(seed, offsets))")     # (ml.randn's Box-Muller written out before probe 49g)
   expect(gumbel_with_a_key, [S((2, 1024), F32)], mg.KernelTypeError, "jax.random.key(0)",
          "key(...) made a PRNG key while tracing: a kernel draws random numbers with ml.rand (Philox,"
          " counter-based), not with jax.random's keys", hint=hint)

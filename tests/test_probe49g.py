@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.experimental.pallas import tpu as pltpu
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
@@ -298,6 +299,41 @@ def test_random_mistakes_say_what_to_write():
          "ml.pair_uniform_to_normal's u1 must be uniform floats in [0, 1), got a register tensor (uint32)",
          hint="ml.pair_uniform_to_normal(ml.uint_to_uniform_float(r1), ml.uint_to_uniform_float(r2)) of words"
               " r1, r2 of ml.randint4x")
+
+
+# ---------------------------------------------------------------- JAX's keys and Pallas TPU's stateful PRNG: what to write
+@mg.mgpu_kernel(out_shape=lambda x, seed: x)
+def key_of_a_seed(x, seed: ml.scalar, out):
+  key = jax.random.key(seed)
+  out[...] = x[...] + jax.random.uniform(key, x.shape)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: x)
+def pallas_tpu_prng(x, seed_ref, out):
+  pltpu.prng_seed(seed_ref[0])
+  out[...] = x[...] * pltpu.stateful_uniform(x.shape)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: x)
+def pallas_tpu_prng_as_hinted(x, seed_ref, out):
+  out[...] = x[...] * ml.rand(seed_ref[0], ml.arange(0, 128))
+
+
+def test_keys_and_stateful_draws_hint_the_counter_based_draw():
+  expect(key_of_a_seed, [S((128,), F32), S((), I32)], mg.KernelTypeError, "jax.random.key(seed)",
+         "key cannot take a scalar inside a kernel",
+         hint="keep seed as the seed and draw from it, no key: ml.rand(seed, offsets) for uniform floats in [0, 1),"
+              " ml.randint(seed, offsets) for uint32 bits, ml.randn(seed, offsets) for normals (jax.random.uniform,"
+              " bits, normal), one offset an element, i * n + ml.arange(n)")
+  expect(pallas_tpu_prng, [S((128,), F32), S((1,), I32)], mg.KernelTypeError, "pltpu.prng_seed(",
+         "pltpu.prng_seed is Pallas's; an mgpu_dsl kernel calls ml.* functions",
+         hint="a kernel's random numbers have no state to seed: drop the call and draw from seed_ref[0] directly,"
+              " ml.randint(seed_ref[0], offsets) for random bits (prng_random_bits's), ml.rand(seed_ref[0], offsets)"
+              " for uniform floats, ml.randn(seed_ref[0], offsets) for normals, one offset an element:"
+              " i * n + ml.arange(n)")
+  x = np.random.default_rng(5).standard_normal(128).astype(np.float32)
+  got = np.asarray(pallas_tpu_prng_as_hinted(jnp.asarray(x), jnp.asarray([9], I32), interpret=True))
+  np.testing.assert_array_equal(got, x * _uniform(_philox(9, 0, np.arange(128))[0]))
 
 
 # ---------------------------------------------------------------- the GPU draws interpret mode's bits
