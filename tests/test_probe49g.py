@@ -60,12 +60,29 @@ def philox_mixed(x, c1: ml.scalar, a, b, d, e, *, R: ml.constexpr = 10):
   a[...], b[...], d[...], e[...] = ml.philox(-3, i, c1, 0xABCDEF01, i * 7, n_rounds=R)
 
 
+@mg.mgpu_kernel(out_shape=lambda x, s: (S((4,), U32), S((64,), U32)), grid=(2,))
+def philox_of_scalars(x, s: ml.scalar, words, per_seed):
+  pid = ml.program_id(0)
+  w = ml.philox(s, 0x243F6A88, 0x85A308D3, 0x13198A2E, pid + 0x03707343)     # scalar words: scalar results
+  ml.store(words.at[pid * 2], w[0])
+  ml.store(words.at[pid * 2 + 1], w[3])
+  seeds = x.at[ml.ds(pid * 32, 32)][...]
+  ml.store(per_seed.at[ml.ds(pid * 32, 32)], ml.randint(seeds, pid))       # a seed per element, one offset
+
+
 def test_philox_gives_random123s_known_answers():
   for ctr, (k0, k1), want in KAT:
     c = jnp.asarray(np.tile(np.asarray(ctr, np.uint32)[:, None], (1, 128)))
     got = np.asarray(philox_words(c, seed=k0 | k1 << 32, interpret=True))
     np.testing.assert_array_equal(got, np.tile(np.asarray(want, np.uint32)[:, None], (1, 128)))
   assert "mosaic_gpu" in _export(philox_words, S((4, 128), U32), seed=0x299F31D0A4093822)
+  seeds = np.arange(64, dtype=np.uint32) * 977
+  words, per_seed = philox_of_scalars(jnp.asarray(seeds), jnp.uint32(0xA4093822), interpret=True)
+  ctr = (0x243F6A88, 0x85A308D3, 0x13198A2E)
+  w0, w1 = (philox_reference(0xA4093822, 0, *ctr, c3) for c3 in (0x03707343, 0x03707344))
+  np.testing.assert_array_equal(np.asarray(words), [w0[0], w0[3], w1[0], w1[3]])
+  np.testing.assert_array_equal(np.asarray(per_seed), _philox(seeds, 0, np.repeat(np.arange(2), 32))[0])
+  assert "mosaic_gpu" in _export(philox_of_scalars, S((64,), U32), S((), U32))
 
 
 def test_philox_counters_of_every_kind_and_its_rounds():
@@ -344,6 +361,8 @@ def test_gpu_random_bits_match_interpret_mode():
   for ctr, (k0, k1), _ in KAT:
     c = jnp.asarray(np.tile(np.asarray(ctr, np.uint32)[:, None], (1, 128)))
     eq(philox_words(c, seed=k0 | k1 << 32), philox_words(c, seed=k0 | k1 << 32, interpret=True))
+  seeds = jnp.asarray(np.arange(64, dtype=np.uint32) * 977)
+  eq(philox_of_scalars(seeds, jnp.uint32(0xA4093822)), philox_of_scalars(seeds, jnp.uint32(0xA4093822), interpret=True))
   for r in (10, 7):
     eq(philox_mixed(jnp.zeros((128,), F32), 12345, R=r), philox_mixed(jnp.zeros((128,), F32), 12345, R=r, interpret=True))
   rng = np.random.default_rng(4)
