@@ -297,6 +297,14 @@ def normal_of_words(x, out):
   out[...] = ml.pair_uniform_to_normal(a, b)[0]
 
 
+@mg.mgpu_kernel(out_shape=lambda x, off: S((128,), U32))
+def signed_step_of_a_counter(x, philox_offset: ml.scalar, out):
+  c0 = philox_offset.to(jnp.uint32)
+  i4 = ml.arange(0, 128)
+  c0 += i4                                   # FlagGems' line: Triton computes it in uint32
+  out[...] = ml.philox(1, c0, 0, 0, 0)[0]
+
+
 def test_random_mistakes_say_what_to_write():
   V = [S((128,), F32)]
   expect(run_time_rounds, V + [S((), I32)], mg.KernelTypeError, "ml.rand(",
@@ -312,6 +320,11 @@ def test_random_mistakes_say_what_to_write():
          "ml.uint_to_uniform_float takes random uint32 or int32 words (ml.randint's), got a register tensor"
          " (float32)", hint="ml.uint_to_uniform_float(ml.randint(seed, offsets)), or draw the floats at once:"
                             " ml.rand(seed, offsets)")
+  expect(signed_step_of_a_counter, V + [S((), I32)], mg.DtypeMismatchError, "c0 += i4",
+         "+ on c0 (uint32) and i4 (int32): dtypes differ and are never converted implicitly",
+         hint="convert i4 to uint32, the same bits: c0 + i4.astype(jnp.uint32) wraps as uint32 (Triton's result, the"
+              " low 32 bits of jnp's int64 one); for the exact value, convert both sides to int64: c0.astype(jnp.int64)"
+              " and i4.astype(jnp.int64)")
   expect(normal_of_words, V, mg.UnsupportedDtypeError, "ml.pair_uniform_to_normal(",
          "ml.pair_uniform_to_normal's u1 must be uniform floats in [0, 1), got a register tensor (uint32)",
          hint="ml.pair_uniform_to_normal(ml.uint_to_uniform_float(r1), ml.uint_to_uniform_float(r2)) of words"

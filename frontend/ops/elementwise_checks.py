@@ -106,6 +106,12 @@ def _convert_hint(names, da, db, what=None) -> str:
     k = 1 if da == DType.u32 else 0      # a hash's `idx ^ seed`: the signed side's bits as uint32
     return (f"convert {names[k]} to uint32, the same bits: {names[1 - k]} {what} {method_on(names[k])}.astype("
             f"jnp.uint32) is the low 32 bits of jnp's int64 result (with jax_enable_x64)")
+  if what in ("+", "-", "*") and want is None and {da, db} == {DType.u32, DType.i32}:
+    k = 1 if da == DType.u32 else 0      # Philox counters, `c0 += i4` (FlagGems): wrapping uint32 arithmetic
+    sides = [f"{method_on(n)}.astype(jnp.uint32)" if j == k else n for j, n in enumerate(names)]
+    return (f"convert {names[k]} to uint32, the same bits: {sides[0]} {what} {sides[1]} wraps as uint32 (Triton's result, the low 32 bits of jnp's int64 one); for the exact"
+            f" value, convert both sides to int64: {method_on(names[0])}.astype(jnp.int64) and"
+            f" {method_on(names[1])}.astype(jnp.int64)")
   if want is None or want not in (da, db):
     if want is None and isinstance(da, DType) and isinstance(db, DType) and da.is_int and db.is_int:
       # int32 (or int64) with uint32: jnp computes in int64 (int32 without jax_enable_x64, where
