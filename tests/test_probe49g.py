@@ -13,7 +13,6 @@ from jax.experimental.pallas import tpu as pltpu
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from mgpu_dsl.frontend.ops.random import philox_reference
-from mgpu_dsl.lowering.random import philox_numpy
 from locate import expect
 
 S = jax.ShapeDtypeStruct
@@ -205,6 +204,27 @@ def test_narrow_and_scalar_offsets():
   assert "mosaic_gpu" in _export(scalar_offsets, S((256,), F32), S((), I32))
 
 
+# ---------------------------------------------------------------- tiles of odd shapes, as a Pallas kernel reads them whole
+@mg.mgpu_kernel(out_shape=lambda x, seed: x)
+def whole_dropout(x, seed: ml.scalar, out):
+  v = x[...]
+  offs = ml.arange(0, x.shape[0])
+  if len(x.shape) == 2:
+    offs = offs[:, None] * x.shape[1] + ml.arange(0, x.shape[1])[None, :]
+  out[...] = ml.where(ml.rand(seed, offs) > 0.3, v / 0.7, 0.0)
+
+
+@pytest.mark.parametrize("shape", [(100,), (130,), (7, 64), (1, 300), (3, 7)])
+def test_odd_tiles_draw_their_own_numbers(shape):
+  """The padded trace (a (100,) vector padded to 104, (7, 64) rows to 8) and the few-element path ((3, 7) as
+  scalars) gave up at the Philox op (MG204); it is elementwise there, each word its own result."""
+  x = np.random.default_rng(6).standard_normal(shape).astype(np.float32)
+  got = np.asarray(whole_dropout(jnp.asarray(x), 5, interpret=True))
+  u = _uniform(_philox(5, 0, np.arange(x.size).reshape(shape))[0])
+  np.testing.assert_allclose(got, np.where(u > np.float32(0.3), x / np.float32(0.7), 0), rtol=1e-6)
+  assert "mosaic_gpu" in _export(whole_dropout, S(shape, F32), S((), I32))
+
+
 # ---------------------------------------------------------------- seeds: one per element, one loaded as (1,)
 @mg.mgpu_kernel(out_shape=lambda x, s: S(x.shape, U32), grid=lambda x, s: (x.shape[0] // 8,))
 def row_seeds(x, seeds, out):
@@ -369,16 +389,19 @@ def test_keys_and_stateful_draws_hint_the_counter_based_draw():
 # ---------------------------------------------------------------- the GPU draws interpret mode's bits
 @pytest.mark.gpu
 def test_gpu_random_bits_match_interpret_mode():
+  rng = np.random.default_rng(4)
   eq = lambda g, i: [np.testing.assert_array_equal(np.asarray(a), np.asarray(b)) for a, b in
                      zip(g if isinstance(g, tuple) else (g,), i if isinstance(i, tuple) else (i,))]
   for ctr, (k0, k1), _ in KAT:
     c = jnp.asarray(np.tile(np.asarray(ctr, np.uint32)[:, None], (1, 128)))
     eq(philox_words(c, seed=k0 | k1 << 32), philox_words(c, seed=k0 | k1 << 32, interpret=True))
+  for shape in [(100,), (130,), (7, 64), (1, 300), (3, 7)]:
+    xs = jnp.asarray(rng.standard_normal(shape), F32)
+    eq(whole_dropout(xs, 5), whole_dropout(xs, 5, interpret=True))
   seeds = jnp.asarray(np.arange(64, dtype=np.uint32) * 977)
   eq(philox_of_scalars(seeds, jnp.uint32(0xA4093822)), philox_of_scalars(seeds, jnp.uint32(0xA4093822), interpret=True))
   for r in (10, 7):
     eq(philox_mixed(jnp.zeros((128,), F32), 12345, R=r), philox_mixed(jnp.zeros((128,), F32), 12345, R=r, interpret=True))
-  rng = np.random.default_rng(4)
   x = jnp.asarray(rng.standard_normal(1100), F32)
   eq(flaggems_dropout(x, 77, 1000, p=0.3), flaggems_dropout(x, 77, 1000, p=0.3, interpret=True))
   eq(dropout_int64_offsets(x, 3), dropout_int64_offsets(x, 3, interpret=True))

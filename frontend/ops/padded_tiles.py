@@ -165,10 +165,11 @@ def on_emit(b, cls, args, results):
                                                                  results[0].type.shape)) is not None:
     pads[results[0].id] = own      # (the compiler's own reshape of the axes before the padded ones: a 3-D broadcast's)
     return
-  ok = cls in (Binary, Cast, Compare, Unary, Where) or cls is Scan and not args[3]
+  from .random import Philox      # (its four words, elementwise: probe 49g)
+  ok = cls in (Binary, Cast, Compare, Unary, Where, Philox) or cls is Scan and not args[3]
   others = [a for a in args if isinstance(getattr(a, "type", None), TensorType) and a.id not in pads]
   padded = {k for a in ins for k, (n, m) in enumerate(zip(pads[a.id], a.type.shape)) if n != m}
-  if not ok or len(results) != 1 or padded and any(any(n != 1 for n in a.type.shape) and not isinstance(
+  if not ok or len(results) != (4 if cls is Philox else 1) or padded and any(any(n != 1 for n in a.type.shape) and not isinstance(
       b.defining(a), Full) and not _constant_along(b, a, padded) for a in others):
     raise PadAbort(cls.__name__)      # (a fill, a (1,) one, or a row broadcast along padded rows: the same there;
                                       # anything beside values of their own shape, nothing padded: probe 48a)
@@ -184,7 +185,8 @@ def on_emit(b, cls, args, results):
     if len(u) != len(up) or any(n != m and n != 1 for n, m in zip(u, up)):
       raise PadAbort(cls.__name__)
     own = [min(o, n if k == m else m) for o, n, k, m in zip(own, pads[a.id], u, up)]
-  pads[results[0].id] = tuple(own)
+  for r in results:
+    pads[r.id] = tuple(own)
 
 
 def _reshaped(own, shape, new):

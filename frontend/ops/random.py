@@ -40,11 +40,11 @@ class Philox(ir.Op):
   key0: ir.Operand
   key1: ir.Operand
   counter: ir.Value
+  c1: ir.Operand
+  c2: ir.Operand
+  c3: ir.Operand
   loc: object
   results: tuple
-  c1: ir.Operand = 0
-  c2: ir.Operand = 0
-  c3: ir.Operand = 0
   rounds: int = ROUNDS
 
 
@@ -162,7 +162,7 @@ def philox_words(cx, seed, counters, what, n_rounds=ROUNDS):
   elif shape is not None and not is_tensor(cs[0]):      # (the counter carries the results' shape)
     cs = (ew.full_(cx, shape, cs[0], DType.u32),) + cs[1:]
   t = TensorType(shape, DType.u32) if shape is not None else ScalarType(DType.u32)
-  return cx.b.emit(Philox, k0, k1, cs[0], c1=cs[1], c2=cs[2], c3=cs[3], rounds=rounds, loc=cx.loc, types=[t] * 4,
+  return cx.b.emit(Philox, k0, k1, *cs, rounds=rounds, loc=cx.loc, types=[t] * 4,
                    names=[cx.name] * 4).results
 
 

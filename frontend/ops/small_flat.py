@@ -95,8 +95,10 @@ def _at(cx, v, axes, index, probe):
     it = iter(long)
     sub = [next(it) if n != 1 else None for n in o.x.type.shape]
     return _at(cx, o.x, sub, index, probe)
-  if isinstance(o, ew.ELEMENTWISE_OPS) and all(
+  from .random import Philox      # (its words elementwise too, the result v is: probe 49g)
+  if isinstance(o, (*ew.ELEMENTWISE_OPS, Philox)) and all(
       not isinstance(x.type, TensorType) or tuple(x.type.shape) == shape for x in o.operands()):
+    which = next(i for i, r in enumerate(o.results) if r is v)
     each = [_at(cx, x, axes, index, probe) for x in o.operands()]
     if any(e is None for e in each):
       return None
@@ -105,10 +107,10 @@ def _at(cx, v, axes, index, probe):
     mapping = {x: (e if isinstance(e, ir.Value) else ew.full_(cx, (), e, x.type.dtype))
                for x, e in zip(o.operands(), each) if isinstance(x.type, TensorType)}
     if all(isinstance(e, ir.Value) and isinstance(e.type, ScalarType) for x, e in mapping.items()):
-      return cx.b.append(ir.retyped(o, mapping, lambda r: ScalarType(r.type.dtype))).results[0]
+      return cx.b.append(ir.retyped(o, mapping, lambda r: ScalarType(r.type.dtype))).results[which]
     n = next(e.type.shape for e in mapping.values() if isinstance(e.type, TensorType))
     mapping = {x: e if isinstance(e.type, TensorType) else ew.stretch(cx, n, e) for x, e in mapping.items()}
-    return cx.b.append(ir.retyped(o, mapping, lambda r: TensorType(n, r.type.dtype))).results[0]
+    return cx.b.append(ir.retyped(o, mapping, lambda r: TensorType(n, r.type.dtype))).results[which]
   if index_only(cx.b.defining, v):
     return None
   if 1 < math.prod(shape) <= SOURCE_SCALARS and len(shape) == 1:     # (per-row lengths n[...]: its scalars)
