@@ -325,6 +325,12 @@ def signed_step_of_a_counter(x, philox_offset: ml.scalar, out):
   out[...] = ml.philox(1, c0, 0, 0, 0)[0]
 
 
+@mg.mgpu_kernel(out_shape=lambda x, s: x)
+def seeds_of_another_length(x, s, out):
+  seeds = s[...]
+  out[...] = ml.rand(seeds, ml.arange(0, 128))
+
+
 def test_random_mistakes_say_what_to_write():
   V = [S((128,), F32)]
   expect(run_time_rounds, V + [S((), I32)], mg.KernelTypeError, "ml.rand(",
@@ -345,6 +351,9 @@ def test_random_mistakes_say_what_to_write():
          hint="convert i4 to uint32, the same bits: c0 + i4.astype(jnp.uint32) wraps as uint32 (Triton's result, the"
               " low 32 bits of jnp's int64 one); for the exact value, convert both sides to int64: c0.astype(jnp.int64)"
               " and i4.astype(jnp.int64)")
+  expect(seeds_of_another_length, V + [S((8,), I32)], mg.ShapeMismatchError, "ml.rand(",
+         "ml.rand on seeds of shape (8,) and ml.arange(0, 128) of shape (128,): the shapes do not broadcast (axis 0 of"
+         " the result would be both 8 and 128)")
   expect(normal_of_words, V, mg.UnsupportedDtypeError, "ml.pair_uniform_to_normal(",
          "ml.pair_uniform_to_normal's u1 must be uniform floats in [0, 1), got a register tensor (uint32)",
          hint="ml.pair_uniform_to_normal(ml.uint_to_uniform_float(r1), ml.uint_to_uniform_float(r2)) of words"

@@ -142,9 +142,19 @@ def _word(cx, c, what, arg, wide=False):
   return (_bits(cx, c), 0) if wide else _bits(cx, c)
 
 
+def _same_shape(cx, what, named):
+  """The tensors among `named` ((value, default name) pairs: the seed, offsets or counters as the user wrote them)
+  broadcast to one shape; else MG202 naming them (before their keys and words, which have no names)."""
+  from .shape import broadcast_shape
+  ts = [(v, cx.named(v, n)) for v, n in named if is_tensor(v)]
+  if len(ts) > 1:
+    broadcast_shape(cx, [v.type.shape for v, _ in ts], what, [n for _, n in ts])
+
+
 def philox(cx, seed, offsets, what, n_rounds=ROUNDS):
   """The four Philox words of `offsets` as Triton's `randint4x` draws them: counter (offset's low word, its high
   word (a 64-bit offset's, else 0), 0, 0)."""
+  _same_shape(cx, what, [(seed, "seed"), (offsets, "offsets")])
   lo, hi = _word(cx, offsets, what, "offsets", wide=True)
   return philox_words(cx, seed, (lo, hi, 0, 0), what, n_rounds)
 
@@ -188,6 +198,7 @@ def philox_(cx, seed, c0, c1, c2, c3, n_rounds=ROUNDS):
   """Triton's `tl.philox(seed, c0, c1, c2, c3, n_rounds=10)`: the four uint32 words of Philox4x32 at the
   counter (c0, c1, c2, c3), 32-bit integer tensors, scalars or Python ints broadcast to one shape (FlagGems'
   dropout: c0 = offset's low word + ml.arange(...), c1 = its high word)."""
+  _same_shape(cx, "ml.philox", [(seed, "seed"), (c0, "c0"), (c1, "c1"), (c2, "c2"), (c3, "c3")])
   cs = tuple(_word(cx, c, "ml.philox", a) for c, a in zip((c0, c1, c2, c3), ("c0", "c1", "c2", "c3")))
   return tuple(philox_words(cx, seed, cs, "ml.philox", n_rounds))
 
