@@ -153,7 +153,7 @@ def narrow_offsets(x, a, b, c):
   i = ml.arange(0, 128)
   a[...] = ml.randint(5, (i - 64).to(jnp.int16))       # sign-extended, as Triton's .to(tl.uint32)
   b[...] = ml.randint(5, (i + 200).to(jnp.uint8))      # zero-extended (wrapped to 8 bits first)
-  c[...] = ml.randint(5, i.to(jnp.uint16), n_rounds=3)
+  c[...] = ml.randint(5, offset=i.to(jnp.uint16), n_rounds=3)       # Triton's keywords
 
 
 @mg.mgpu_kernel(out_shape=lambda x, seed: x, grid=lambda x, seed: (x.shape[0] // 64,))

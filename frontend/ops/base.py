@@ -101,6 +101,9 @@ class Builtin:
         raise pallas_access_error(cx, self.__name__, len(args))
     if "keep_dims" in kwargs and "keepdims" in self.__signature__.parameters and "keepdims" not in kwargs:
       kwargs = {("keepdims" if k == "keep_dims" else k): v for k, v in kwargs.items()}    # Triton's spelling
+    for k, to in getattr(self.rule, "aliases", {}).items():     # a library's own name for a parameter (Triton's)
+      if k in kwargs and to not in kwargs:
+        kwargs = {(to if a == k else a): v for a, v in kwargs.items()}
     try:
       return self.__signature__.bind(*args, **kwargs)
     except TypeError as e:

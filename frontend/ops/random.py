@@ -291,3 +291,7 @@ def randn4x(cx, seed, offsets, n_rounds=ROUNDS):
   words 2 and 3."""
   u = [uniform(cx, w) for w in philox(cx, seed, offsets, "ml.randn4x", n_rounds)]
   return normal_pair(cx, u[0], u[1]) + normal_pair(cx, u[2], u[3])
+
+
+for _draw in (randint, randint4x, rand, rand4x, randn, randn4x):
+  _draw.rule.aliases = {"offset": "offsets"}     # Triton's tl.rand(seed, offset, n_rounds) keyword
