@@ -133,9 +133,7 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     "reverse": "no ml.reverse: ml.flip(x, axis=dims) (lax.rev's dimensions)",
     **{n: "no ml.{}: reshape the register tensor, v.reshape(shape) (or ml.reshape(v, shape))".format(n)
        for n in ("view", "flatten")},
-    **{n: ("no ml.{}: from 16-bit halves of uint32 a and b, al, ah, bl, bh = a & 0xFFFF, a >> 16, b & 0xFFFF,"
-           " b >> 16; m = (al * bl >> 16) + (ah * bl & 0xFFFF) + (al * bh & 0xFFFF); the high word is"
-           " ah * bh + (ah * bl >> 16) + (al * bh >> 16) + (m >> 16)").format(n) for n in ("umulhi", "mulhi")},
+    "mulhi": "no ml.mulhi: ml.umulhi(a, b), the high 32 bits of the unsigned product (Triton's tl.umulhi)",
     "prod": "no ml.prod: take the last element of the running product, ml.cumprod(v, axis=1)[:, -1] along the"
             " rows of a 2-D v (ml.cumprod(v)[-1] for a 1-D v)",
 }

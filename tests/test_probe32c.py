@@ -191,7 +191,7 @@ def test_jax_conversions_of_a_register_value_are_hinted_with_the_calls_operands(
 DOCS = ("README.md", "docs/language.md", "docs/errors.md", "docs/tooling.md", "docs/autodiff.md",
         "docs/design-notes.md")
 # names the docs give as ones mgpu_dsl does not have (errors.md, MG002: what to write instead)
-NOT_THERE = {"ml": {"fliplr", "log10", "sign", "umulhi", "view", "gelu", "py",
+NOT_THERE = {"ml": {"fliplr", "log10", "sign", "view", "gelu", "py",
                     # ATen's operators errors.md names as hinted (frontend/aten_hints.py)
                     "count_nonzero", "diag", "dropout", "eye", "index_select", "isposinf", "linspace",
                     "logical_and", "nanmax", "norm",

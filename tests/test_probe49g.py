@@ -293,6 +293,51 @@ def test_statistics_of_a_hundred_thousand_draws():
   assert abs(np.corrcoef(u[:-1], u[1:])[0, 1]) < 0.01       # neighbouring offsets are independent
 
 
+# ---------------------------------------------------------------- tl.umulhi: a Philox round written by hand
+@mg.mgpu_kernel(out_shape=lambda a, b: (a, a, a))
+def high_words(a_ref, b_ref, o1, o2, o3):
+  a, b = a_ref[...], b_ref[...]
+  o1[...] = ml.umulhi(a, b)
+  o2[...] = ml.umulhi(a, 12345)
+  o3[...] = ml.umulhi(a, b_ref[3])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, seed: S((128,), U32))
+def handmade_philox(x, seed: ml.scalar, out):
+  c0 = ml.arange(0, 128).to(jnp.uint32)
+  c1 = c2 = c3 = c0 * 0
+  k0, k1 = seed.to(jnp.uint32), (seed >> 31).to(jnp.uint32)
+  for _ in ml.static_range(10):
+    _c0, _c2 = c0, c2
+    c0 = ml.umulhi(_c2, 0xCD9E8D57) ^ c1 ^ k0
+    c2 = ml.umulhi(_c0, 0xD2511F53) ^ c3 ^ k1
+    c1 = _c2 * 0xCD9E8D57
+    c3 = _c0 * 0xD2511F53
+    k0 = k0 + 0x9E3779B9
+    k1 = k1 + 0xBB67AE85
+  out[...] = c0
+
+
+def _high(a, b):
+  return ((np.asarray(a).astype(np.uint32).astype(np.uint64) * np.asarray(b).astype(np.uint32).astype(np.uint64))
+          >> np.uint64(32)).astype(np.uint32)
+
+
+def test_umulhi_is_the_products_high_word():
+  rng = np.random.default_rng(7)
+  for dt in (np.uint32, np.int32):         # int32 operands as their bits, as Triton's
+    a, b = (rng.integers(0, 2**32, 256).astype(np.uint32).view(dt) for _ in range(2))
+    g1, g2, g3 = (np.asarray(v) for v in high_words(jnp.asarray(a), jnp.asarray(b), interpret=True))
+    np.testing.assert_array_equal(g1, _high(a, b).view(dt))
+    np.testing.assert_array_equal(g2, _high(a, 12345).view(dt))
+    np.testing.assert_array_equal(g3, _high(a, b[3]).view(dt))
+    assert "mosaic_gpu" in _export(high_words, S((256,), dt), S((256,), dt))
+  for seed in (77, -5):
+    got = np.asarray(handmade_philox(jnp.zeros((128,), F32), seed, interpret=True))
+    np.testing.assert_array_equal(got, _philox(seed & M32, M32 if seed < 0 else 0, np.arange(128))[0])
+  assert "mosaic_gpu" in _export(handmade_philox, S((128,), F32), S((), I32))
+
+
 # ---------------------------------------------------------------- mistakes still fail, in the user's words
 @mg.mgpu_kernel(out_shape=lambda x, r: x)
 def run_time_rounds(x, r: ml.scalar, out):
@@ -354,6 +399,9 @@ def test_random_mistakes_say_what_to_write():
   expect(seeds_of_another_length, V + [S((8,), I32)], mg.ShapeMismatchError, "ml.rand(",
          "ml.rand on seeds of shape (8,) and ml.arange(0, 128) of shape (128,): the shapes do not broadcast (axis 0 of"
          " the result would be both 8 and 128)")
+  expect(high_words, [S((256,), F32)] * 2, mg.UnsupportedDtypeError, "ml.umulhi(a, b)",
+         "ml.umulhi takes 32-bit integers (int32 or uint32), got float32",
+         hint="convert them: ml.umulhi(a.astype(jnp.uint32), b.astype(jnp.uint32))")
   expect(normal_of_words, V, mg.UnsupportedDtypeError, "ml.pair_uniform_to_normal(",
          "ml.pair_uniform_to_normal's u1 must be uniform floats in [0, 1), got a register tensor (uint32)",
          hint="ml.pair_uniform_to_normal(ml.uint_to_uniform_float(r1), ml.uint_to_uniform_float(r2)) of words"
@@ -407,6 +455,11 @@ def test_gpu_random_bits_match_interpret_mode():
   for shape in [(100,), (130,), (7, 64), (1, 300), (3, 7)]:
     xs = jnp.asarray(rng.standard_normal(shape), F32)
     eq(whole_dropout(xs, 5), whole_dropout(xs, 5, interpret=True))
+  for dt in (np.uint32, np.int32):
+    a, b = (jnp.asarray(rng.integers(0, 2**32, 256).astype(np.uint32).view(dt)) for _ in range(2))
+    eq(high_words(a, b), high_words(a, b, interpret=True))
+  for seed in (77, -5):
+    eq(handmade_philox(jnp.zeros((128,), F32), seed), handmade_philox(jnp.zeros((128,), F32), seed, interpret=True))
   seeds = jnp.asarray(np.arange(64, dtype=np.uint32) * 977)
   eq(philox_of_scalars(seeds, jnp.uint32(0xA4093822)), philox_of_scalars(seeds, jnp.uint32(0xA4093822), interpret=True))
   for r in (10, 7):
