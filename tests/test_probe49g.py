@@ -318,6 +318,11 @@ def handmade_philox(x, seed: ml.scalar, out):
   out[...] = c0
 
 
+@mg.mgpu_kernel(out_shape=lambda a: a)
+def odd_high_words(a_ref, out):
+  out[...] = ml.umulhi(a_ref[...], 0xD2511F53)
+
+
 def _high(a, b):
   return ((np.asarray(a).astype(np.uint32).astype(np.uint64) * np.asarray(b).astype(np.uint32).astype(np.uint64))
           >> np.uint64(32)).astype(np.uint32)
@@ -336,6 +341,10 @@ def test_umulhi_is_the_products_high_word():
     got = np.asarray(handmade_philox(jnp.zeros((128,), F32), seed, interpret=True))
     np.testing.assert_array_equal(got, _philox(seed & M32, M32 if seed < 0 else 0, np.arange(128))[0])
   assert "mosaic_gpu" in _export(handmade_philox, S((128,), F32), S((), I32))
+  for shape in [(100,), (3, 7), (7, 64)]:      # odd tiles: padded, or element by element
+    a = rng.integers(0, 2**32, shape).astype(np.uint32)
+    np.testing.assert_array_equal(np.asarray(odd_high_words(jnp.asarray(a), interpret=True)), _high(a, 0xD2511F53))
+    assert "mosaic_gpu" in _export(odd_high_words, S(shape, U32))
 
 
 # ---------------------------------------------------------------- mistakes still fail, in the user's words
@@ -458,6 +467,9 @@ def test_gpu_random_bits_match_interpret_mode():
   for dt in (np.uint32, np.int32):
     a, b = (jnp.asarray(rng.integers(0, 2**32, 256).astype(np.uint32).view(dt)) for _ in range(2))
     eq(high_words(a, b), high_words(a, b, interpret=True))
+  for shape in [(100,), (3, 7), (7, 64)]:
+    a = jnp.asarray(rng.integers(0, 2**32, shape).astype(np.uint32))
+    eq(odd_high_words(a), odd_high_words(a, interpret=True))
   for seed in (77, -5):
     eq(handmade_philox(jnp.zeros((128,), F32), seed), handmade_philox(jnp.zeros((128,), F32), seed, interpret=True))
   seeds = jnp.asarray(np.arange(64, dtype=np.uint32) * 977)
