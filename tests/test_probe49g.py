@@ -74,6 +74,7 @@ def test_philox_gives_random123s_known_answers():
     c = jnp.asarray(np.tile(np.asarray(ctr, np.uint32)[:, None], (1, 128)))
     got = np.asarray(philox_words(c, seed=k0 | k1 << 32, interpret=True))
     np.testing.assert_array_equal(got, np.tile(np.asarray(want, np.uint32)[:, None], (1, 128)))
+    np.testing.assert_array_equal(got[:, 0], np.asarray(_philox(k0, k1, *ctr)))     # and the NumPy reference
   assert "mosaic_gpu" in _export(philox_words, S((4, 128), U32), seed=0x299F31D0A4093822)
   seeds = np.arange(64, dtype=np.uint32) * 977
   words, per_seed = philox_of_scalars(jnp.asarray(seeds), jnp.uint32(0xA4093822), interpret=True)
