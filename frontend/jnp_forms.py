@@ -321,6 +321,8 @@ FORMS = {
     ("jnp", "asarray"): (("a", "dtype"), lambda a: None if _dtype(a["a"]) is None else (
         "{0}" if a["dtype"] is None else "{0}.astype({1})", [a["a"], a["dtype"]])),
     ("jnp", "arange"): (("start", "stop", "step", "dtype", "device", "out_sharding"), _arange),
+    ("jnp", "astype"): (("x", "dtype", "copy", "device"), lambda a: None if a["device"] is not None else (
+        "{0}.astype({1})", [a["x"], a["dtype"]])),     # the array API's function of x.astype(dtype)
 }
 
 # jnp's and lax's functions that are an operator of the DSL, which computes it as jnp does (jnp_calls._OPERATORS)

@@ -62,6 +62,56 @@ def trace_print(self, node):
 
 
 
+# jax.debug.print's keywords that choose how JAX orders or routes its callback, not what it prints
+_DEBUG_PRINT_FLAGS = ("ordered", "partitioned", "skip_format_check", "_use_logging")
+
+
+def debug_print_fn(fn) -> str | None:
+  """`jax.debug.print` or Pallas's `pl.debug_print` (as the user reaches them: "jax.debug.print",
+  "pl.debug_print"); None for any other function."""
+  if getattr(fn, "__name__", None) != "debug_print":
+    return None
+  return {"jax._src.debugging": "jax.debug.print",
+          "jax._src.pallas.primitives": "pl.debug_print"}.get(getattr(fn, "__module__", None))
+
+
+def trace_debug_print(self, node, shown):
+  """`jax.debug.print("i={} m={m:.3f}", i, m=v)` (or Pallas's `pl.debug_print(fmt, *args)`) in a kernel: the
+  `print(fmt.format(...))` it means, so it prints per program in interpret mode and on the GPU as print does
+  (its fields are an f-string's). Its ordering flags (`ordered=`) are static and change nothing here."""
+  from .lax_hints import debug_print_hint
+  keywords = []
+  for k in node.keywords:
+    if k.arg in _DEBUG_PRINT_FLAGS and shown == "jax.debug.print":
+      _static_value(self, node, k.value, f"{k.arg}=", f"{k.arg}=True")
+    else:
+      keywords.append(k)
+  fmt_node = node.args[0] if node.args else next((k.value for k in keywords if k.arg == "fmt"), None)
+  keywords = [k for k in keywords if k.arg != "fmt"]
+  fmt = None if fmt_node is None else self.eval(fmt_node)
+  if not isinstance(fmt, str):
+    raise E.KernelTypeError(
+        f"{shown} takes a format string first, got {kind_of(fmt) if fmt_node is not None else 'none'}",
+        self.loc(fmt_node if fmt_node is not None else node),
+        hint=f'{shown}("i={{}} x={{}}", i, x), or print(...) with values and f-strings')
+  args = node.args[1:] if node.args and node.args[0] is fmt_node else node.args
+  text = ast.copy_location(ast.Constant(value=fmt), fmt_node)
+  call = ast.copy_location(ast.Call(func=ast.copy_location(ast.Attribute(value=text, attr="format",
+                                                                         ctx=ast.Load()), node),
+                                    args=list(args), keywords=keywords), node)
+  joined = as_fstring(call)
+  if joined is None:
+    pos = [repr(fmt)] + [self.text(a) for a in args]
+    raise E.KernelTypeError(f"{shown}'s format {fmt!r} is not one a kernel reads with these arguments",
+                            self.loc(node), hint=debug_print_hint(pos, {k.arg: self.text(k.value) for k in keywords
+                                                                        if k.arg})
+                            or 'fields "{}", "{0}" or "{name}" with a spec ("{:.3f}"), one per argument: or'
+                               ' write print(f"...") with the values in the f-string')
+  printed = ast.copy_location(ast.Call(func=ast.copy_location(ast.Name(id="print", ctx=ast.Load()), node),
+                                       args=[joined], keywords=[]), node)
+  return trace_print(self, printed)
+
+
 def as_fstring(node) -> ast.JoinedStr | None:
   """`"...".format(args)` or `"..." % args` of a literal format string, as the f-string it means (each
   field the argument's own expression, so run-time values print as an f-string's do); None for any

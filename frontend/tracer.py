@@ -148,8 +148,8 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
       from .stmt_hints import statement_hint
       hint = statement_hint(self, node)
     elif name == "With":
-      hint = ("write the with block's body without the with: a context manager (jax.named_scope, a profiler"
-              " annotation) has no meaning inside a kernel")
+      hint = ("write the with block's body without the with: a context manager has no meaning inside a kernel"
+              " (jax.named_scope, profiler annotations and jax.ensure_compile_time_eval are taken, and name nothing)")
     self.unsupported(node, _NICE.get(name, f"the Python construct {name}"), hint)
 
   # ------------------------------------------------------------ statements
@@ -239,6 +239,11 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
 
   def visit_Pass(self, node):
     pass
+
+  def visit_With(self, node):
+    from .with_scopes import trace_with     # `with jax.named_scope("qk"):`: the body as written without it
+    if not trace_with(self, node):
+      self.generic_visit(node)
 
   def visit_FunctionDef(self, node):
     """`def step(v): ...` (or decorated @ml.inline) in the body: a helper traced where it is called."""

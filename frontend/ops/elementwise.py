@@ -350,7 +350,7 @@ def _typed_number_dtype(cx, py, d, py_name, name, what):
   want = py.dtype if isinstance(py, (TypedFloat, TypedInt)) else None
   if want is None or not isinstance(d, DType):
     return None
-  promoted = jnp_result(d, want)
+  promoted = jnp_result(d, want, x64=bool(cx.b is not None and cx.b.x64))
   if promoted == d or what in {c.value for c in CmpOp} and exact_in(py, want, d):
     return None   # (a comparison with a value the operand's dtype holds exactly: the same booleans)
   if promoted is not None:

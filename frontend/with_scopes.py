@@ -1,0 +1,43 @@
+"""`with` statements in a kernel's body whose context manager only names or annotates what runs inside it
+(`with jax.named_scope("qk"):`, a profiler annotation, `jax.ensure_compile_time_eval()`, where everything
+static is computed while tracing anyway): the body is traced as if written without the with. Any other
+context manager stays the tracer's UnsupportedSyntaxError, whose hint says to drop the with."""
+from __future__ import annotations
+
+import ast
+
+# (module, name) of the context managers whose body means what it means without them
+_NAMING = {("jax._src.api", "named_scope"), ("jax._src.core", "ensure_compile_time_eval"),
+           ("jax._src.profiler", "TraceAnnotation"), ("jax._src.profiler", "StepTraceAnnotation"),
+           ("contextlib", "nullcontext")}
+
+
+def _naming(tracer, item) -> bool:
+  """Whether the with item is a call of one of _NAMING's context managers, bound to no name; its arguments
+  are evaluated (a mistake in them is still the user's), their values unused."""
+  call = item.context_expr
+  if item.optional_vars is not None or not isinstance(call, ast.Call):
+    return False
+  if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+    return False
+  try:
+    fn = tracer.eval(call.func)
+  except Exception:
+    return False
+  if (getattr(fn, "__module__", None), getattr(fn, "__qualname__", getattr(fn, "__name__", None))) not in _NAMING:
+    return False
+  for a in [*call.args, *(k.value for k in call.keywords)]:
+    for part in (a.values if isinstance(a, ast.JoinedStr) else [a]):    # (a scope's f"step{i}" of a loop's i)
+      if isinstance(part, ast.FormattedValue):
+        tracer.eval(part.value)
+      elif not isinstance(part, ast.Constant):
+        tracer.eval(part)
+  return True
+
+
+def trace_with(tracer, node) -> bool:
+  """Trace `node`'s body where each of its items only names what runs inside it; False otherwise."""
+  if not all(_naming(tracer, item) for item in node.items):
+    return False
+  tracer.run_body(node.body)
+  return True
