@@ -1,0 +1,200 @@
+"""Probe 49d: kernels as JAX citizens, what probe 48d left. `jax.debug.print` and Pallas's `pl.debug_print` in a
+kernel were MG003 (their hint wrote the print(f"...") they mean); a `with jax.named_scope(...)` (a profiler
+annotation, `jax.ensure_compile_time_eval()`) around part of a kernel's body was MG001; `jnp.astype(x, dtype)` was
+MG003; and under jax_enable_x64 an int64 NumPy or JAX scalar (`x + jnp.int64(5)`, `x * np.int64(3)`) met an integer
+as an int32 (its value past int32 an MG003), where jnp computes in int64."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.experimental import pallas as pl
+from locate import expect
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+S = jax.ShapeDtypeStruct
+F32, I32, I64, BF16 = jnp.float32, jnp.int32, jnp.int64, jnp.bfloat16
+
+
+def _gpu():
+  return any(d.platform == "gpu" for d in jax.devices())
+
+
+def _exports(kernel, *specs):
+  """Builds for CUDA (the real Mosaic GPU module, verified) as jax.export does."""
+  return jax.export.export(jax.jit(lambda *a: kernel(*a)), platforms=["cuda"])(*specs).mlir_module()
+
+
+def _lines(out):
+  return [ln for ln in out.splitlines() if ln.startswith("[program")]
+
+
+# ---------------------------------------------------------------- jax.debug.print and pl.debug_print
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def debug_printed(x, y):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  jax.debug.print("block {} max {m:.2f}", i, m=ml.max(v), ordered=True)
+  pl.debug_print("sum={}", ml.sum(v))
+  jax.debug.print("no values")
+  y.at[ml.ds(i * 64, 64)][...] = v * 2
+
+
+def test_jax_debug_print_and_pl_debug_print_print_as_print(capsys):
+  """Each program prints its lines, in its order, with the format's fields filled as an f-string's."""
+  x = np.arange(192, dtype=np.float32)
+  got = debug_printed(x, interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), x * 2)
+  want = []
+  for i in range(3):
+    p, v = f"[program ({i}, 0, 0)]", x[i * 64:(i + 1) * 64]
+    want += [f"{p} block {i} max {v.max():.2f}", f"{p} sum={np.float32(v.sum())}", f"{p} no values"]
+  assert _lines(capsys.readouterr().out) == want
+  spec = S((192,), F32)
+  assert "gpu.printf" in debug_printed.mlir(spec)
+  assert "mosaic_gpu" in _exports(debug_printed, spec)
+
+
+FMT = "pid {}"
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def debug_print_named_format(x, y):
+  jax.debug.print(FMT, ml.program_id(0))
+  y[...] = x[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def debug_print_too_few(x, y):
+  v = x[...]
+  jax.debug.print("{} and {}", ml.sum(v))
+  y[...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def debug_print_run_time_format(x, y):
+  v = x[...]
+  pl.debug_print(v, v)
+  y[...] = v
+
+
+def test_debug_print_format_from_a_name_and_its_mistakes(capsys):
+  x = np.arange(64, dtype=np.float32)
+  debug_print_named_format(x, interpret=True)
+  assert _lines(capsys.readouterr().out) == ["[program (0, 0, 0)] pid 0"]
+  spec = [S((64,), F32)]
+  expect(debug_print_too_few, spec, mg.KernelTypeError, "jax.debug.print(",
+         "jax.debug.print's format '{} and {}' is not one a kernel reads with these arguments",
+         hint='fields "{}", "{0}" or "{name}" with a spec ("{:.3f}"), one per argument: or write print(f"...") with'
+              ' the values in the f-string')
+  expect(debug_print_run_time_format, spec, mg.KernelTypeError, "v, v)",
+         "pl.debug_print takes a format string first, got a register tensor",
+         hint='pl.debug_print("i={} x={}", i, x), or print(...) with values and f-strings')
+
+
+# ---------------------------------------------------------------- with jax.named_scope(...) in a kernel
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def scoped(x, y):
+  r = ml.ds(ml.program_id(0) * 64, 64)
+  with jax.named_scope("load"):
+    v = x.at[r][...]
+  with jax.named_scope("compute"), jax.profiler.TraceAnnotation("step"):
+    w = v * 2
+    if ml.program_id(0) == 1:
+      w = w + 1
+  with jax.ensure_compile_time_eval():
+    c = 3.0
+  for i in range(2):
+    with jax.named_scope(f"round{i}"):      # (a run-time loop's index in the scope's name)
+      w = w + c
+  y.at[r][...] = w
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def scoped_typo(x, y):
+  with jax.named_scope(nmae):     # noqa: F821
+    y[...] = x[...]
+
+
+def test_named_scopes_around_part_of_a_kernel_trace_their_bodies():
+  x = np.random.default_rng(0).standard_normal(192).astype(np.float32)
+  want = x * 2 + np.where(np.arange(192) // 64 == 1, 1, 0) + 6
+  np.testing.assert_allclose(np.asarray(scoped(x, interpret=True)), want, rtol=1e-6)
+  assert "mosaic_gpu" in _exports(scoped, S((192,), F32))
+  expect(scoped_typo, [S((64,), F32)], mg.UnknownNameError, "nmae", "name 'nmae' is not defined")
+
+
+# ---------------------------------------------------------------- jnp.astype
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, BF16))
+def array_api_astype(x, y):
+  y[...] = jnp.astype(x[...] * 2, jnp.bfloat16, copy=False)
+
+
+def test_jnp_astype_is_the_method():
+  x = np.random.default_rng(1).standard_normal((8, 128)).astype(np.float32)
+  got = np.asarray(array_api_astype(x, interpret=True))
+  np.testing.assert_array_equal(got, np.asarray(jnp.astype(x * 2, BF16)))
+
+
+# ---------------------------------------------------------------- int64 scalars under jax_enable_x64
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, I64), S(x.shape, I64), S(x.shape, I64), S(x.shape, I64)))
+def int64_scalars(x, a, b, c, d):
+  v = x[...]
+  a[...] = v + jnp.int64(2 ** 40)                      # past int32: was MG003
+  b[...] = v * np.int64(3)                             # int64 in jnp: was int32 (MG102 at the store)
+  c[...] = jnp.where(v > 0, v, jnp.int64(-1)) << 33
+  d[...] = v.astype(jnp.uint32) + jnp.int64(1)         # uint32 with int64: int64
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((4,), I64), grid=lambda x: (4,))
+def int64_scalar_offsets(x, o):
+  pid = ml.program_id(0)
+  o[pid] = jnp.maximum(x[pid], jnp.int64(0)) * np.int64(2 ** 33) + pid
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def int64_into_int32(x, o):
+  o[...] = x[...] + jnp.int64(5)
+
+
+@pytest.mark.filterwarnings("ignore:Explicitly requested dtype int64")
+def test_int64_scalars_promote_as_jnp_under_x64():
+  x = np.arange(64, dtype=np.int32) - 5
+  x4 = np.array([3, -2, 7, 0], np.int32)
+  with jax.enable_x64(True):
+    got = int64_scalars(x, interpret=True)
+    want = [jnp.asarray(x) + jnp.int64(2 ** 40), jnp.asarray(x) * np.int64(3),
+            jnp.where(x > 0, jnp.asarray(x), jnp.int64(-1)) << 33, jnp.asarray(x).astype(jnp.uint32) + jnp.int64(1)]
+    for g, w in zip(got, want):
+      assert g.dtype == w.dtype == I64
+      np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    got = int64_scalar_offsets(x4, interpret=True)
+    np.testing.assert_array_equal(np.asarray(got), np.maximum(x4, 0).astype(np.int64) * 2 ** 33 + np.arange(4))
+    assert "mosaic_gpu" in _exports(int64_scalars, S((64,), I32))
+    assert "mosaic_gpu" in _exports(int64_scalar_offsets, S((4,), I32))
+    expect(int64_into_int32, [S((64,), I32)], mg.StoreDtypeError, "o[...]",
+           "cannot store x[...] + jnp.int64(5) (int64) into o (GMEM, int32): no implicit conversion",
+           hint="convert explicitly: o[...] = (x[...] + jnp.int64(5)).astype(jnp.int32)")
+  np.testing.assert_array_equal(np.asarray(int64_into_int32(x, interpret=True)), x + 5)   # (x64 off: int32)
+
+
+# ---------------------------------------------------------------- on the GPU
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_gpu_debug_prints_scopes_and_int64_scalars(capfd):
+  x = np.arange(192, dtype=np.float32)
+  np.testing.assert_array_equal(np.asarray(jax.block_until_ready(debug_printed(x))), x * 2)
+  out = capfd.readouterr().out
+  assert "block 0 max 63.00" in out and "no values" in out
+  y = np.random.default_rng(2).standard_normal(192).astype(np.float32)
+  np.testing.assert_allclose(np.asarray(scoped(y)), np.asarray(scoped(y, interpret=True)), rtol=1e-6)
+  xi = np.arange(64, dtype=np.int32) - 5
+  with jax.enable_x64(True):
+    for g, w in zip(int64_scalars(xi), int64_scalars(xi, interpret=True)):
+      np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    x4 = np.array([3, -2, 7, 0], np.int32)
+    np.testing.assert_array_equal(np.asarray(int64_scalar_offsets(x4)),
+                                  np.asarray(int64_scalar_offsets(x4, interpret=True)))
