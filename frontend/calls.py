@@ -28,7 +28,7 @@ from .shape_hints import NOT_YET as SHAPE_NOT_YET, shape_call_hint, static_array
 from .ops import elementwise as ew
 from .ops.base import BUILTINS, TRANSPOSES, Builtin, is_smem_matrix, is_value, kind_of, smem_transpose_hint, typed_number
 from .py_scalars import MATH_TO_INT, is_float_scalar
-from .trace_debug import debug_print_fn, trace_breakpoint, trace_debug_print, trace_print
+from .trace_debug import jax_debug_fn, trace_breakpoint, trace_jax_debug, trace_print
 from .types import RefType, resolve
 
 # Python builtins a kernel may call on static values, and the exceptions it may raise while tracing.
@@ -233,8 +233,8 @@ class Calls:
       return trace_print(self, node)
     if fn is _DEBUG["breakpoint"]:
       return trace_breakpoint(self, node)
-    if (shown := debug_print_fn(fn)) is not None:     # jax.debug.print / pl.debug_print: the print they mean
-      return trace_debug_print(self, node, shown)
+    if (shown := jax_debug_fn(fn)) is not None:     # jax.debug.print / pl.debug_print: the print they mean
+      return trace_jax_debug(self, node, shown)
     self._not_foreign(node, fn)     # before its arguments: plgpu.emit_pipeline(body, in_specs=[lambda...])
     if _lax_control(fn) and (out := self._lax_flow(node, fn)) is not UNHANDLED:
       return out                    # lax.fori_loop(0, n, body, acc) of the kernel's helpers: its Python loop

@@ -66,13 +66,46 @@ def trace_print(self, node):
 _DEBUG_PRINT_FLAGS = ("ordered", "partitioned", "skip_format_check", "_use_logging")
 
 
-def debug_print_fn(fn) -> str | None:
-  """`jax.debug.print` or Pallas's `pl.debug_print` (as the user reaches them: "jax.debug.print",
-  "pl.debug_print"); None for any other function."""
-  if getattr(fn, "__name__", None) != "debug_print":
-    return None
-  return {"jax._src.debugging": "jax.debug.print",
-          "jax._src.pallas.primitives": "pl.debug_print"}.get(getattr(fn, "__module__", None))
+_JAX_DEBUG = {("jax._src.debugging", "debug_print"): "jax.debug.print",
+              ("jax._src.pallas.primitives", "debug_print"): "pl.debug_print",
+              ("jax._src.debugger.core", "breakpoint"): "jax.debug.breakpoint",
+              ("jax._src.debugging", "debug_callback"): "jax.debug.callback",
+              ("jax._src.callback", "pure_callback"): "jax.pure_callback",
+              ("jax._src.callback", "io_callback"): "io_callback"}
+
+
+def jax_debug_fn(fn) -> str | None:
+  """The name a user reaches one of JAX's debugging functions by (`jax.debug.print`, Pallas's `pl.debug_print`,
+  `jax.debug.breakpoint`, the callbacks); None for any other function. Called while tracing, JAX's own would run
+  then (a breakpoint stopped the compile in JAX's debugger; a print of static text printed once, at the compile)."""
+  return _JAX_DEBUG.get((getattr(fn, "__module__", None), getattr(fn, "__name__", None)))
+
+
+def trace_jax_debug(self, node, shown):
+  """jax.debug.print / pl.debug_print: the print they mean; jax.debug.breakpoint(): breakpoint() (its keywords
+  choose JAX's debugger's frames and order: static, unused); a callback: an error, there is no Python to call."""
+  if shown.endswith("print"):
+    return trace_debug_print(self, node, shown)
+  if shown == "jax.debug.breakpoint":
+    for k in node.keywords:
+      _static_flag(self, k, shown)
+    if node.args:
+      self.unsupported(node, "jax.debug.breakpoint with positional arguments")
+    return trace_breakpoint(self, ast.copy_location(ast.Call(func=node.func, args=[], keywords=[]), node))
+  raise E.KernelTypeError(
+      f"{shown} cannot run inside a kernel: the kernel runs on the GPU, where there is no Python to call back",
+      self.loc(node), hint="print the values, print(f\"v={v}\") or jax.debug.print(\"v={}\", v) (on the GPU and in"
+                           " interpret mode); stop at breakpoint() in interpret mode; or call back outside the kernel,"
+                           " on its outputs")
+
+
+def _static_flag(self, k, shown):
+  """A keyword of JAX's debugging functions that chooses how JAX runs them (`ordered=True`): static, unused."""
+  x = self.eval(k.value)
+  if is_value(x):
+    raise E.KernelTypeError(f"{shown}'s {k.arg or '**'}= must be static, got {kind_of(x)}", self.loc(k.value),
+                            hint=f"leave it out: {shown}'s flags choose how JAX orders its callbacks, which a kernel"
+                                 " has none of")
 
 
 def trace_debug_print(self, node, shown):
@@ -83,7 +116,7 @@ def trace_debug_print(self, node, shown):
   keywords = []
   for k in node.keywords:
     if k.arg in _DEBUG_PRINT_FLAGS and shown == "jax.debug.print":
-      _static_value(self, node, k.value, f"{k.arg}=", f"{k.arg}=True")
+      _static_flag(self, k, shown)
     else:
       keywords.append(k)
   fmt_node = node.args[0] if node.args else next((k.value for k in keywords if k.arg == "fmt"), None)

@@ -95,6 +95,48 @@ def test_debug_print_format_from_a_name_and_its_mistakes(capsys):
          hint='pl.debug_print("i={} x={}", i, x), or print(...) with values and f-strings')
 
 
+# ---------------------------------------------------------------- jax.debug.breakpoint and callbacks
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def debug_stops(x, y):
+  acc = x[...] * 3
+  jax.debug.breakpoint(num_frames=1)
+  y[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def calls_back(x, y):
+  v = x[...]
+  jax.debug.callback(print, v)
+  y[...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def traced_flag(x, y):
+  v = x[...]
+  jax.debug.print("{}", v, ordered=v[0] > 0)
+  y[...] = v
+
+
+def test_jax_debug_breakpoint_is_breakpoint_and_callbacks_say_why_not(monkeypatch):
+  """jax.debug.breakpoint() ran while tracing (a check or a CUDA export stopped in JAX's debugger, reading stdin);
+  it is breakpoint(): interpret mode stops with the kernel's values, the GPU's build ignores it."""
+  from mgpu_dsl.lowering import interpret as interp
+  seen = []
+  monkeypatch.setattr(interp, "open_debugger", lambda values, where: seen.append(values))
+  x = np.arange(64, dtype=np.float32)
+  np.testing.assert_array_equal(np.asarray(debug_stops(x, interpret=True)), x * 3)
+  (values,), = [seen]
+  np.testing.assert_array_equal(values["acc"], x * 3)
+  assert "mosaic_gpu" in _exports(debug_stops, S((64,), F32))
+  spec = [S((64,), F32)]
+  expect(calls_back, spec, mg.KernelTypeError, "jax.debug.callback(",
+         "jax.debug.callback cannot run inside a kernel: the kernel runs on the GPU, where there is no Python to call"
+         " back", hint='print the values, print(f"v={v}") or jax.debug.print("v={}", v) (on the GPU and in interpret'
+                       ' mode); stop at breakpoint() in interpret mode; or call back outside the kernel, on its outputs')
+  expect(traced_flag, spec, mg.KernelTypeError, "v[0] > 0", "jax.debug.print's ordered= must be static, got a scalar",
+         hint="leave it out: jax.debug.print's flags choose how JAX orders its callbacks, which a kernel has none of")
+
+
 # ---------------------------------------------------------------- with jax.named_scope(...) in a kernel
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
 def scoped(x, y):
