@@ -128,13 +128,18 @@ def _arange(a):
                      and _exact_f32(np.float64(start))):
     return None
   base = "ml.arange({0})"
+  from .dtypes import DType, to_dtype, to_dtype_name
+  named = to_dtype_name(dtype) if isinstance(dtype, str) else to_dtype(dtype)
+  wide = not floats and (named == DType.i64 or dtype is int)     # (int: int64 with jax_enable_x64, as jnp's)
   if floats:
     base = f"{base}.astype(ml.float32)"
+  elif wide:         # (jnp.arange(2 ** 40, 2 ** 40 + 64, dtype=jnp.int64): counted in int64, its start past int32)
+    base = f"{base}.astype({{3}})"
   if step != 1:
     base = f"{base} * {{1}}"
   if start != 0:
     base = f"{{2}} + {base}"
-  form = base if dtype is None and not floats else f"({base}).astype({{3}})" if dtype is not None else base
+  form = base if dtype is None and not floats or wide else f"({base}).astype({{3}})" if dtype is not None else base
   cast = step if not floats else float(step)
   return form, [n, cast, float(start) if floats else start, dtype]
 
@@ -321,6 +326,10 @@ FORMS = {
     ("jnp", "asarray"): (("a", "dtype"), lambda a: None if _dtype(a["a"]) is None else (
         "{0}" if a["dtype"] is None else "{0}.astype({1})", [a["a"], a["dtype"]])),
     ("jnp", "arange"): (("start", "stop", "step", "dtype", "device", "out_sharding"), _arange),
+    ("jnp", "array"): (("object", "dtype", "copy", "order", "ndmin", "device", "out_sharding"), lambda a: None if (
+        _dtype(a["object"]) is None or a["ndmin"] or a["order"] not in (None, "K", "A", "C") or a["device"] is not None
+        or a["out_sharding"] is not None) else ("{0}" if a["dtype"] is None else "{0}.astype({1})",
+                                                [a["object"], a["dtype"]])),     # (a register value: asarray's)
     ("jnp", "astype"): (("x", "dtype", "copy", "device"), lambda a: None if a["device"] is not None else (
         "{0}.astype({1})", [a["x"], a["dtype"]])),     # the array API's function of x.astype(dtype)
 }

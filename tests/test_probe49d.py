@@ -223,6 +223,39 @@ def test_int64_scalars_promote_as_jnp_under_x64():
   np.testing.assert_array_equal(np.asarray(int64_into_int32(x, interpret=True)), x + 5)   # (x64 off: int32)
 
 
+B40 = 2 ** 40
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, I64), S(x.shape, I64), S(x.shape, I64)))
+def int64_builders(x, a, b, c):
+  v = x[...]
+  a[...] = jnp.arange(B40, B40 + 128, 2, dtype=jnp.int64) + v      # a start past int32: was MG003
+  b[...] = jnp.arange(-B40 + 64, -B40, -1, dtype="int64")
+  c[...] = jnp.array(v, dtype=jnp.int64) * B40                       # (jnp.array of a register value: was MG003)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, I64))
+def int64_scan(x, o):
+  o[...] = jnp.cumsum(x[...].astype(jnp.int64) * 2 ** 31)
+
+
+def test_int64_aranges_and_arrays_under_x64():
+  x = np.arange(64, dtype=np.int32) - 5
+  with jax.enable_x64(True):
+    got = int64_builders(x, interpret=True)
+    want = [np.arange(B40, B40 + 128, 2, dtype=np.int64) + x, np.arange(-B40 + 64, -B40, -1, dtype=np.int64),
+            x.astype(np.int64) * B40]
+    for g, w in zip(got, want):
+      assert g.dtype == I64
+      np.testing.assert_array_equal(np.asarray(g), w)
+    assert "mosaic_gpu" in _exports(int64_builders, S((64,), I32))
+    # (the hint wrote the product's receiver without its parentheses: `* 2 ** 31.astype(jnp.int32)`)
+    expect(int64_scan, [S((64,), I32)], mg.UnsupportedDtypeError, "jnp.cumsum(",
+           "jnp.cumsum (as ml.cumsum) of int64: 8- to 32-bit elements only",
+           hint="scan in int32 and widen the result, ml.cumsum((x[...].astype(jnp.int64) * 2 ** 31).astype("
+                "jnp.int32)).astype(jnp.int64), where the running values stay within int32")
+
+
 # ---------------------------------------------------------------- on the GPU
 @pytest.mark.gpu
 @pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
@@ -240,3 +273,5 @@ def test_gpu_debug_prints_scopes_and_int64_scalars(capfd):
     x4 = np.array([3, -2, 7, 0], np.int32)
     np.testing.assert_array_equal(np.asarray(int64_scalar_offsets(x4)),
                                   np.asarray(int64_scalar_offsets(x4, interpret=True)))
+    for g, w in zip(int64_builders(xi), int64_builders(xi, interpret=True)):
+      np.testing.assert_array_equal(np.asarray(g), np.asarray(w))

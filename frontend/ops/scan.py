@@ -102,7 +102,8 @@ def scan(cx, kind: ScanKind, x, axis, reverse, what, segment=0):
   elif d == DType.bool_:       # a running or (max) or and (min), through SMEM as bytes, 0 or 1
     return ew.compare(cx, ew.CmpOp.NE, scan(cx, kind, ew.astype(cx, x, DType.i8), axis, reverse, what, segment), 0)
   if acc.bits > 32:
-    xs = cx.named(x)
+    from .elementwise_checks import method_on
+    xs = method_on(cx.named(x))        # (x * 2 ** 31 is the receiver (x * 2 ** 31).astype: its parentheses)
     raise E.UnsupportedDtypeError(
         f"{what} of {dtype_name(d)}: 8- to 32-bit elements only", cx.loc,
         hint=f"scan in int32 and widen the result, {what}({xs}.astype(jnp.int32)"
