@@ -154,6 +154,11 @@ def run_ffn_act(k):
   close(k(x, interpret=True), h - h.max(axis=-1, keepdims=True))
 
 
+def run_debug_scaled(k):
+  x = rand(192)
+  close(k(x, interpret=True), x * 2)
+
+
 def run_l2_normalize(k):
   x = np.array(rand(8, 128))
   x[2, 5] = np.nan
@@ -457,6 +462,7 @@ CASES = [
     Case(L, "gqa_decode", [S((2, 8, 40), jnp.bfloat16), S((2, 128, 40), jnp.bfloat16), S((2, 128, 40), jnp.bfloat16)],
          run=run_gqa_decode),
     Case(L, "expert_offsets", [S((512,), i32)], run=run_expert_offsets),
+    Case(L, "scaled", [S((192,), f32)], run=run_debug_scaled),
     Case("docs/autodiff.md", "square", [S((4096,), f32)], run=run_square),
     Case("docs/autodiff.md", "square_vjp", [S((4096,), f32), S((4096,), f32)], run=run_square_vjp),
 ]
