@@ -358,6 +358,8 @@ class Calls:
     cx = Call(self.b, self.loc(node), self.pending_name if own else self.text(node), self.text(node),
               _Texts(self, values, nodes), calls=lambda f, a: self.call(node, f, list(a), {}))
     fn, args, kwargs = _unwrap_partial(fn, args, kwargs)   # functools.partial(helper, s=0.5): the helper
+    from .jax_wrapped import helper
+    fn = helper(fn) or fn       # @jax.jit / @jax.named_call / @jax.checkpoint of the user's function: an inline
     from .inline import LocalFunction, call_inline
     if isinstance(fn, (Inline, LocalFunction)):      # (a lambda or def of the kernel's body: traced in place too)
       return call_inline(self, node, fn, args, kwargs)

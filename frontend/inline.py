@@ -135,6 +135,16 @@ def local_function(tracer, node):
         name=tracer.pending_name or "<lambda>", args=node.args, body=[ret], decorator_list=[], returns=None,
         type_comment=None, **({"type_params": []} if "type_params" in ast.FunctionDef._fields else {})), node)
     return LocalFunction(tracer, tree, tree.name)
-  if any((d.id if isinstance(d, ast.Name) else getattr(d, "attr", None)) != "inline" for d in node.decorator_list):
+  if any((d.id if isinstance(d, ast.Name) else getattr(d, "attr", None)) != "inline" and not _jax_transform(tracer, d)
+         for d in node.decorator_list):
     return None
   return LocalFunction(tracer, node, node.name)
+
+
+def _jax_transform(tracer, decorator) -> bool:
+  """Whether a def's decorator is JAX's jit / named_call / checkpoint / named_scope (frontend/jax_wrapped.py)."""
+  from .jax_wrapped import transform_decorator
+  try:
+    return transform_decorator(tracer.eval(decorator))
+  except Exception:        # (a decorator the tracer cannot evaluate: the def's own MG001 says what to write)
+    return False

@@ -32,10 +32,12 @@ def _helper(fn) -> bool:
   from .inline import LocalFunction
   from .jnp_calls import library
   from .language import Inline
+  from .jax_wrapped import helper
   from .ops.base import Builtin
   while isinstance(fn, functools.partial):
     fn = fn.func
-  return isinstance(fn, (Inline, LocalFunction, Builtin)) or callable(fn) and library(fn) is not None
+  return isinstance(fn, (Inline, LocalFunction, Builtin)) or helper(fn) is not None or \
+      callable(fn) and library(fn) is not None
 
 
 def _bound(name, args, kwargs):
@@ -57,8 +59,10 @@ def _param(fn, k, default):
   """The name of `fn`'s k-th parameter (a helper's carry, `acc` of `def body(i, acc)`), else `default`."""
   import inspect
   from .inline import LocalFunction
+  from .jax_wrapped import helper
   while isinstance(fn, functools.partial):
     fn = fn.func
+  fn = helper(fn) or fn          # (a jitted body: its own parameters)
   try:
     sig = fn.signature if isinstance(fn, LocalFunction) else inspect.signature(fn.fn)
     names = [p.name for p in sig.parameters.values()]

@@ -135,7 +135,8 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
     elif name in ("ListComp", "DictComp", "SetComp"):
       hint = "build tuples of static values with a for loop over ml.static_range"
     elif name in ("FunctionDef", "AsyncFunctionDef", "Lambda"):
-      hint = ("write a plain def (no decorator but @ml.inline, not async): a def in a kernel's body is a helper,"
+      hint = ("write a plain def (no decorator but @ml.inline or JAX's @jax.jit, @jax.named_call, @jax.checkpoint,"
+              " not async): a def in a kernel's body is a helper,"
               " traced where it is called, and jax.lax.fori_loop, while_loop, cond and switch of it run as the loop or"
               " if they mean; lax.scan's body is a Python loop here: for j in range(n): carry, y = f(carry, x[j])")
       if node.__class__.__name__ != "Lambda" and node.decorator_list:

@@ -5,6 +5,8 @@ MG003; and under jax_enable_x64 an int64 NumPy or JAX scalar (`x + jnp.int64(5)`
 as an int32 (its value past int32 an MG003), where jnp computes in int64."""
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -169,6 +171,61 @@ def test_named_scopes_around_part_of_a_kernel_trace_their_bodies():
   expect(scoped_typo, [S((64,), F32)], mg.UnknownNameError, "nmae", "name 'nmae' is not defined")
 
 
+# ---------------------------------------------------------------- helpers under @jax.jit, named_call, checkpoint
+@jax.jit
+def jitted_act(v):
+  return jnp.tanh(v) * 2
+
+
+@jax.named_call
+def named_shift(v):
+  return v + 1
+
+
+@jax.jit
+def fori_body(i, acc):
+  return acc + i
+
+
+@jax.jit
+def jitted_typo(v):
+  return v.nonexistent()
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def jax_helpers(x, o):
+  @functools.partial(jax.jit, static_argnames="k")
+  def scale(v, k):
+    return v * k
+
+  @jax.checkpoint
+  def wave(v):
+    return jnp.sin(v)
+
+  v = x[...]
+  o[...] = named_shift(scale(jitted_act(v), k=3.0)) + wave(v) + jax.lax.fori_loop(0, 4, fori_body, v)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def jitted_mistake(x, o):
+  o[...] = jitted_typo(x[...])
+
+
+def test_helpers_under_jax_transformations_are_inline_helpers():
+  """A helper decorated with @jax.jit, @jax.named_call or @jax.checkpoint (at module level or in the body) was MG003
+  ("cannot take a register tensor inside a kernel") or MG001 ("a nested function"); it is the function it wraps,
+  traced into the kernel as an @ml.inline helper (a mistake in it reported at its own line)."""
+  x = np.linspace(-1, 1, 128).astype(np.float32)
+  got = np.asarray(jax_helpers(x, interpret=True))
+  np.testing.assert_allclose(got, np.tanh(x) * 6 + 1 + np.sin(x) + x + 6, rtol=1e-5, atol=1e-6)
+  assert "mosaic_gpu" in _exports(jax_helpers, S((128,), F32))
+  with pytest.raises(mg.KernelTypeError) as info:
+    jitted_mistake.check(S((128,), F32))
+  e = info.value
+  assert e.message == "a register tensor has no attribute 'nonexistent'" and e.hint
+  assert (e.lineno, e.col_offset) == (jitted_typo.__wrapped__.__code__.co_firstlineno + 2, 9)    # the helper's line
+
+
 # ---------------------------------------------------------------- jnp.astype
 @mg.mgpu_kernel(out_shape=lambda x: S(x.shape, BF16))
 def array_api_astype(x, y):
@@ -266,6 +323,9 @@ def test_gpu_debug_prints_scopes_and_int64_scalars(capfd):
   assert "block 0 max 63.00" in out and "no values" in out
   y = np.random.default_rng(2).standard_normal(192).astype(np.float32)
   np.testing.assert_allclose(np.asarray(scoped(y)), np.asarray(scoped(y, interpret=True)), rtol=1e-6)
+  h = np.linspace(-1, 1, 128).astype(np.float32)
+  np.testing.assert_allclose(np.asarray(jax_helpers(h)), np.asarray(jax_helpers(h, interpret=True)), rtol=1e-5,
+                             atol=1e-5)
   xi = np.arange(64, dtype=np.int32) - 5
   with jax.enable_x64(True):
     for g, w in zip(int64_scalars(xi), int64_scalars(xi, interpret=True)):
