@@ -239,13 +239,14 @@ def test_jnp_astype_is_the_method():
 
 
 # ---------------------------------------------------------------- int64 scalars under jax_enable_x64
-@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, I64), S(x.shape, I64), S(x.shape, I64), S(x.shape, I64)))
-def int64_scalars(x, a, b, c, d):
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, I64),) * 5)
+def int64_scalars(x, a, b, c, d, e):
   v = x[...]
   a[...] = v + jnp.int64(2 ** 40)                      # past int32: was MG003
   b[...] = v * np.int64(3)                             # int64 in jnp: was int32 (MG102 at the store)
   c[...] = jnp.where(v > 0, v, jnp.int64(-1)) << 33
   d[...] = v.astype(jnp.uint32) + jnp.int64(1)         # uint32 with int64: int64
+  e[...] = (v > 0) + np.int64(2 ** 35)                   # a bool with int64: int64
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((4,), I64), grid=lambda x: (4,))
@@ -266,7 +267,8 @@ def test_int64_scalars_promote_as_jnp_under_x64():
   with jax.enable_x64(True):
     got = int64_scalars(x, interpret=True)
     want = [jnp.asarray(x) + jnp.int64(2 ** 40), jnp.asarray(x) * np.int64(3),
-            jnp.where(x > 0, jnp.asarray(x), jnp.int64(-1)) << 33, jnp.asarray(x).astype(jnp.uint32) + jnp.int64(1)]
+            jnp.where(x > 0, jnp.asarray(x), jnp.int64(-1)) << 33, jnp.asarray(x).astype(jnp.uint32) + jnp.int64(1),
+            (jnp.asarray(x) > 0) + np.int64(2 ** 35)]
     for g, w in zip(got, want):
       assert g.dtype == w.dtype == I64
       np.testing.assert_array_equal(np.asarray(g), np.asarray(w))

@@ -24,7 +24,7 @@ def jnp_result(t: DType, s: DType, x64: bool = False) -> DType | None:
   without 64-bit types (an int64 scalar is int32); None where its lattice leaves 32 bits. With `x64`
   (jax_enable_x64) an int64 scalar stays int64, so an integer meeting one computes in int64 as jnp's
   (`x_i32 + jnp.int64(5)`, `x_u32 * np.int64(3)`)."""
-  if x64 and s == DType.i64 and t.is_int:
+  if x64 and s == DType.i64 and (t.is_int or t == DType.bool_):
     return DType.i64
   s = {DType.i64: DType.i32}.get(s, s)
   if s == t:
