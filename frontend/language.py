@@ -153,7 +153,16 @@ float8e4nv, float8e5, int1 = DType.f8e4m3, DType.f8e5m2, DType.bool_
 # Pallas's other name of its dynamic slice (pl.dslice is pl.ds), as a port spelt with ml. writes it
 dslice = ds
 
+
+def debug_print(fmt, *args):
+  """Pallas's `pl.debug_print(fmt, *args)` as a port spelt with ml. writes it: in a kernel,
+  `print(fmt.format(*args))` (frontend/trace_debug.py), per program in interpret mode and on the GPU."""
+  from . import errors as E
+  from .loc import outside_loc
+  raise E.KernelTypeError("ml.debug_print can only be used inside an @mgpu_kernel function", outside_loc(),
+                          hint="call it in a kernel's body (or an @ml.inline helper's); outside, jax.debug.print")
+
 __all__ = sorted(BUILTINS) + [
     "DSlice", "Inline", "inline", "constexpr", "scalar", "float32", "float16", "bfloat16", "float8_e4m3fn",
     "float8_e5m2", "int64", "int32", "int16", "int8", "uint32", "uint16", "uint8", "bool_", "float8e4nv",
-    "float8e5", "int1", "dslice"]
+    "float8e5", "int1", "dslice", "debug_print"]

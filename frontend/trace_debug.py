@@ -68,6 +68,7 @@ _DEBUG_PRINT_FLAGS = ("ordered", "partitioned", "skip_format_check", "_use_loggi
 
 _JAX_DEBUG = {("jax._src.debugging", "debug_print"): "jax.debug.print",
               ("jax._src.pallas.primitives", "debug_print"): "pl.debug_print",
+              ("mgpu_dsl.frontend.language", "debug_print"): "ml.debug_print",
               ("jax._src.debugger.core", "breakpoint"): "jax.debug.breakpoint",
               ("jax._src.debugging", "debug_callback"): "jax.debug.callback",
               ("jax._src.callback", "pure_callback"): "jax.pure_callback",

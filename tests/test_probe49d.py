@@ -41,6 +41,7 @@ def debug_printed(x, y):
   v = x.at[ml.ds(i * 64, 64)][...]
   jax.debug.print("block {} max {m:.2f}", i, m=ml.max(v), ordered=True)
   pl.debug_print("sum={}", ml.sum(v))
+  ml.debug_print("min={}", ml.min(v))          # (Pallas's name, as a port spelt with ml. writes it)
   jax.debug.print("no values")
   y.at[ml.ds(i * 64, 64)][...] = v * 2
 
@@ -53,7 +54,8 @@ def test_jax_debug_print_and_pl_debug_print_print_as_print(capsys):
   want = []
   for i in range(3):
     p, v = f"[program ({i}, 0, 0)]", x[i * 64:(i + 1) * 64]
-    want += [f"{p} block {i} max {v.max():.2f}", f"{p} sum={np.float32(v.sum())}", f"{p} no values"]
+    want += [f"{p} block {i} max {v.max():.2f}", f"{p} sum={np.float32(v.sum())}", f"{p} min={v.min()}",
+             f"{p} no values"]
   assert _lines(capsys.readouterr().out) == want
   spec = S((192,), F32)
   assert "gpu.printf" in debug_printed.mlir(spec)
