@@ -15,17 +15,38 @@ _HELPERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()     # the us
 
 
 def _jax_wrapper(fn) -> bool:
+  """Whether `fn` is one of the wrappers that leave what a function computes as it is: jax.jit's jitted function,
+  jax.named_call's and a jax.named_scope decorator's (a name stack around the call), jax.checkpoint's (`fun_remat`).
+  Others with `__wrapped__` (jax.vmap's, jax.grad's: another function of the same arguments) are not."""
   if getattr(fn, "__wrapped__", None) is None:
     return False
-  if (type(fn).__module__ or "").startswith("jaxlib"):          # jax.jit's PjitFunction
+  if type(fn).__name__ == "PjitFunction" and (type(fn).__module__ or "").startswith("jaxlib"):
     return True
   code = getattr(fn, "__code__", None)
-  return isinstance(fn, types.FunctionType) and code is not None and _JAX_SRC in code.co_filename
+  if not isinstance(fn, types.FunctionType) or code is None or _JAX_SRC not in code.co_filename:
+    return False
+  cells = [c.cell_contents for c in fn.__closure__ or () if _filled(c)]
+  if code.co_filename.endswith("source_info_util.py"):
+    return any(type(c).__name__ == "ExtendNameStackContextManager" for c in cells)
+  return code.co_filename.endswith("traceback_util.py") and any(
+      getattr(getattr(c, "__code__", None), "co_name", None) == "fun_remat" for c in cells)
+
+
+def _filled(cell) -> bool:
+  try:
+    cell.cell_contents
+  except ValueError:
+    return False
+  return True
 
 
 def _users(fn) -> bool:
+  """A plain function of the user's: not JAX's, NumPy's or ml's, and wrapping nothing (jax.vmap's wrapper of a
+  function carries the user's module name)."""
   mod = getattr(fn, "__module__", None) or ""
-  return isinstance(fn, types.FunctionType) and not mod.split(".")[0] in ("jax", "jaxlib", "numpy", "mgpu_dsl")
+  code = getattr(fn, "__code__", None)
+  return isinstance(fn, types.FunctionType) and mod.split(".")[0] not in ("jax", "jaxlib", "numpy", "mgpu_dsl") \
+      and getattr(fn, "__wrapped__", None) is None and code is not None and _JAX_SRC not in code.co_filename
 
 
 def helper(fn):

@@ -213,6 +213,14 @@ def jitted_mistake(x, o):
   o[...] = jitted_typo(x[...])
 
 
+mapped_square = jax.jit(jax.vmap(lambda r: r * r))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def vmapped_helper(x, o):
+  o[...] = mapped_square(x[...])
+
+
 def test_helpers_under_jax_transformations_are_inline_helpers():
   """A helper decorated with @jax.jit, @jax.named_call or @jax.checkpoint (at module level or in the body) was MG003
   ("cannot take a register tensor inside a kernel") or MG001 ("a nested function"); it is the function it wraps,
@@ -226,6 +234,9 @@ def test_helpers_under_jax_transformations_are_inline_helpers():
   e = info.value
   assert e.message == "a register tensor has no attribute 'nonexistent'" and e.hint
   assert (e.lineno, e.col_offset) == (jitted_typo.__wrapped__.__code__.co_firstlineno + 2, 9)    # the helper's line
+  # (jax.vmap's and jax.grad's wrappers compute another function of the same arguments: not unwrapped)
+  expect(vmapped_helper, [S((8, 128), F32)], mg.KernelTypeError, "mapped_square(",
+         "<lambda> cannot take a register tensor inside a kernel")
 
 
 # ---------------------------------------------------------------- jnp.astype
