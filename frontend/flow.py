@@ -81,7 +81,8 @@ def trace_for(tracer, node: ast.For):
     return
   if (alt := rewritten_iter(tracer, node)) is not None:   # (A if c else B), range(n)[::-1]: an if of loops, reversed
     return tracer.visit(alt)
-  written, node = node, jumps.without_continue(node)
+  from .with_scopes import opened
+  written, node = node, jumps.without_continue(opened(tracer, node))    # (a break under a named scope's with)
   it = node.iter
   fn = tracer.eval(it.func) if isinstance(it, ast.Call) else None
   if fn is reversed and (down := reversed_range(tracer, node, it)) is not None:
@@ -534,7 +535,8 @@ def trace_while(tracer, node: ast.While):
   if node.orelse:
     _with_else(tracer, node, trace_while, "while")
     return
-  node = jumps.without_continue(node)
+  from .with_scopes import opened
+  node = jumps.without_continue(opened(tracer, node))
   made = jumps.while_with_break(node)
   if made is not None:
     return jumps.run(tracer, made)

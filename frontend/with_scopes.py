@@ -41,3 +41,53 @@ def trace_with(tracer, node) -> bool:
     return False
   tracer.run_body(node.body)
   return True
+
+
+def opened(tracer, loop):
+  """`loop` (a for or while) with each naming with-statement of its body that holds a break or continue of it
+  replaced by the with's body, so the jumps' rewriting (frontend/jumps.py, which sees through ifs) meets them
+  as it meets any: `for ...: with jax.named_scope("step"): if done: break`. Only the context manager's function
+  is evaluated here (its arguments may use names the body binds); other withs are left to trace_with."""
+  import copy
+  from .jumps import JUMPS, holds
+
+  def naming(st):
+    if not isinstance(st, ast.With) or not holds(st.body, JUMPS):
+      return False
+    for item in st.items:
+      call = item.context_expr
+      if item.optional_vars is not None or not isinstance(call, ast.Call):
+        return False
+      try:
+        fn = tracer.eval(call.func)
+      except Exception:
+        return False
+      if (getattr(fn, "__module__", None), getattr(fn, "__qualname__", getattr(fn, "__name__", None))) not in _NAMING:
+        return False
+    return True
+
+  def body(stmts):
+    out, changed = [], False
+    for st in stmts:
+      if naming(st):
+        inner, _ = body(st.body)
+        out += inner
+        changed = True
+      elif isinstance(st, ast.If):
+        then, a = body(st.body)
+        other, b = body(st.orelse)
+        if a or b:
+          st = copy.copy(st)
+          st.body, st.orelse = then, other
+          changed = True
+        out.append(st)
+      else:
+        out.append(st)
+    return out, changed
+
+  new, changed = body(loop.body)
+  if not changed:
+    return loop
+  loop = copy.copy(loop)
+  loop.body = new
+  return loop

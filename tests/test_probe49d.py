@@ -153,9 +153,11 @@ def scoped(x, y):
       w = w + 1
   with jax.ensure_compile_time_eval():
     c = 3.0
-  for i in range(2):
+  for i in range(4):
     with jax.named_scope(f"round{i}"):      # (a run-time loop's index in the scope's name)
       w = w + c
+      if i == 1:                            # (a break under the scope: was MG001 "break in a pipelined loop")
+        break
   y.at[r][...] = w
 
 
