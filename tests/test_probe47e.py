@@ -372,21 +372,24 @@ def test_a_register_b_is_stored_into_smem_for_the_tensor_cores():
   _export(narrow_register_b, x, w)
 
 
-def test_a_register_b_no_buffer_can_take_from_registers_is_reported_with_the_ways_that_work():
+def test_a_register_b_no_buffer_can_take_from_registers_is_padded_to_64_rows():
   """b (32, 32) from registers: registers fill a tensor-core buffer 64 rows at a time, and neither of its
-  sizes is 64. The old hint stored it into an SMEM buffer of its shape, which is MG204 at the store."""
-  expect(narrow_register_b, (S((64, 32), BF16), S((32, 32), BF16)), mg.MmaOperandError, "ml.dot(x_s, w",
-         "ml.dot stores a register operand b into SMEM for the tensor cores 64 rows at a time, but neither k (32)"
-         " nor n (32) of b (32, 32) is a multiple of 64",
-         hint="copy b's tile into an SMEM buffer by TMA, which fills any rows (b_s = ml.smem((32, 32));"
-              " ml.copy(b.at[...], b_s); ml.dot(..., b_s)), and apply the math to a or to the product instead (a"
-              " scale of b's columns: the product times it); or pad k with zeros to 64:"
-              " ml.concatenate([(w[...] * 2), ml.zeros((32, 32), jnp.bfloat16)], axis=0) as b, and a with 32 zero"
-              " columns")
-  expect(narrow_k_major_register_b, (S((64, 64), F32), S((32, 64), F32)), mg.MmaOperandError, "ml.dot(x_s, (w",
-         "ml.dot stores a register operand b into SMEM for the tensor cores 64 rows at a time, but n (32) of b"
-         " (64, 32) is not a multiple of 64 (float32 operands are read K-major, stored (n, k))",
-         hint="copy b's tile into an SMEM buffer by TMA, which fills any rows (bt_s = ml.smem((32, 64));"
+  sizes is 64. This was MG501 with a hint padding k by hand; since probe 49a the compiler pads it (a 16-bit b along
+  k, with zero columns of a; a float32 one along n, its product's first n columns kept). A float32 b of n not a
+  multiple of 8 keeps the MG501 (its column window would take no tensor-core layout)."""
+  tf32 = lambda v: (np.asarray(v, np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
+  x, w = _rand((64, 32), BF16, 40), _rand((32, 32), BF16, 41)
+  np.testing.assert_allclose(np.asarray(narrow_register_b(x, w, interpret=True)), _f32(x) @ (2 * _f32(w)),
+                             rtol=1e-3, atol=1e-3)
+  _export(narrow_register_b, x, w)
+  x, w = _rand((64, 64), F32, 42), _rand((32, 64), F32, 43)
+  np.testing.assert_allclose(np.asarray(narrow_k_major_register_b(x, w, interpret=True)), tf32(x) @ tf32(2 * w).T,
+                             rtol=1e-5, atol=1e-4)
+  _export(narrow_k_major_register_b, x, w)
+  expect(narrow_k_major_register_b, (S((64, 64), F32), S((20, 64), F32)), mg.MmaOperandError, "ml.dot(x_s, (w",
+         "ml.dot stores a register operand b into SMEM for the tensor cores 64 rows at a time, but n (20) of b"
+         " (64, 20) is not a multiple of 64 (float32 operands are read K-major, stored (n, k))",
+         hint="copy b's tile into an SMEM buffer by TMA, which fills any rows (bt_s = ml.smem((20, 64));"
               " ml.copy(bt.at[...], bt_s); ml.dot(..., bt_s.T)), and apply the math to a or to the product instead"
               " (a scale of b's columns: the product times it)")
 

@@ -486,6 +486,10 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
   if is_value(b) and isinstance(b.type, TensorType) and is_value(a) and len(a.type.shape) == 2:
     from .small_dots import staged_b as staged_any_b
     b = staged_any_b(cx, b) or b      # a register B that dot_staging leaves (8-bit, x.T): ops/small_dots.py
+    if isinstance(b.type, TensorType):
+      from .small_dots import unstaged_b_dot
+      if (padded := unstaged_b_dot(cx, a, b, acc, out_dtype, dot.rule)) is not None:
+        return padded                 # neither k nor n a multiple of 64: k (or n) padded to 64 (ops/small_dots.py)
   _operand(cx, "b", b, a)
   (m, k), (k2, n) = a.type.shape, b.type.shape
   if k != k2:

@@ -161,8 +161,9 @@ def padded_k_dot(cx, a, b, acc, out_dtype, dot_rule):
   step = hw.tile_cols(d.itemsize, hw.MIN_SWIZZLE)
   up = -(-k // step) * step
   k_major = d not in hw.MMA_MN_MAJOR_DTYPES
-  if k % step == 0 or n % hw.MMA_N_STEP or n > hw.MMA_N_MAX or (n % hw.MMA_M if k_major else up % hw.MMA_M and n % hw.MMA_M):
-    return None                 # (no buffer registers can fill: the k error and its hint stand)
+  if k % step == 0 or n % hw.MMA_N_STEP or n > hw.MMA_N_MAX or k_major and padded_rows(n) > hw.MMA_N_MAX:
+    return None                 # (no buffer registers can fill: the k error and its hint stand; a padded b neither
+                                # of whose sizes is a multiple of 64 is padded again by unstaged_b_dot, probe 49a)
   if acc is not None and not (is_value(acc) and isinstance(acc.type, TensorType) and acc.type.shape == (m, n)):
     return None
   for x in (a, b):
@@ -204,8 +205,9 @@ def padded_n_dot(cx, a, b, acc, out_dtype, n_step, dot_rule):
     return None                 # (a window of columns not a multiple of 8 takes no tensor-core layout)
   up = -(-n // n_step) * n_step
   k_major = d not in hw.MMA_MN_MAJOR_DTYPES
-  if up > hw.MMA_N_MAX or (up % hw.MMA_M if k_major else k % hw.MMA_M and up % hw.MMA_M):
-    return None                 # (no buffer registers can fill: the n error and its hint stand)
+  if up > hw.MMA_N_MAX or k_major and up % hw.MMA_M:
+    return None                 # (no buffer registers can fill: the n error and its hint stand; a 16-bit b of k not
+                                # a multiple of 64 is padded along k too by unstaged_b_dot, probe 49a)
   if acc is not None and not (is_value(acc) and isinstance(acc.type, TensorType) and acc.type.shape == (m, n)):
     return None
   if isinstance(b.type, RefType) and (b.type.space.name != "SMEM" or b.type.remote):
@@ -217,6 +219,50 @@ def padded_n_dot(cx, a, b, acc, out_dtype, n_step, dot_rule):
       pb = transpose_tensor(cx, _pad(cx, load(cx, untransposed(cx, b)), 0, up))
     else:
       pb = _pad(cx, load(cx, b) if isinstance(b.type, RefType) else b, 1, up)
+    cx.name = f"the {up}-column product of {cx.text or 'ml.dot'}"     # (names its column window's scratch)
+    product = dot_rule(cx, a, pb, None, out_dtype=out_dtype if acc is None else resolve(acc.type.dtype))
+    return _window_plus(cx, product, (slice(None), slice(0, n)), acc, name)
+  finally:
+    cx.name = name
+
+
+def unstaged_b_dot(cx, a, b, acc, out_dtype, dot_rule):
+  """`acc + a @ b` for a register b (k, n) that staged_b cannot store (registers fill a tensor-core buffer 64 rows
+  at a time, and neither k nor n is a multiple of 64: a decode's `kb.T` of a 16- or 32-key block, (40, 16); a
+  (16, 40) weight tile; `p @ v` of 32 keys and a head_dim of 40), or None where it is not written out so (the
+  MG501 of unstageable_b stands): a 16-bit b, stored (k, n), padded with zero rows to k a multiple of 64 and a
+  with as many zero columns (zero columns of a meet zero rows of b: the product is unchanged); an 8-bit or float32
+  b, read K-major from an (n, k) buffer, padded with zero columns to n a multiple of 64 (of 8 or more, at most
+  256), the product's first n columns kept (a column window, through an SMEM scratch) and an accumulator added to
+  them after (probe 49a; MG501 before). The padded dot is an ordinary one: no IR of its own."""
+  from .transfers import load
+  if not (is_value(a) and is_value(b) and isinstance(b.type, TensorType) and len(a.type.shape) == 2
+          and len(b.type.shape) == 2):
+    return None
+  (m, k), (k2, n) = a.type.shape, b.type.shape
+  d = resolve(b.type.dtype)
+  if k != k2 or not isinstance(d, DType) or d not in hw.MMA_DTYPES or resolve(a.type.dtype) != d:
+    return None
+  if acc is not None and not (is_value(acc) and isinstance(acc.type, TensorType) and acc.type.shape == (m, n)):
+    return None
+  if isinstance(a.type, RefType) and (a.type.space.name != "SMEM" or a.type.remote):
+    return None
+  k_major = d not in hw.MMA_MN_MAJOR_DTYPES
+  if n % hw.MMA_M == 0 or not k_major and k % hw.MMA_M == 0:
+    return None                 # (staged_b stores it: not this function's case)
+  name = cx.name
+  cx.name = ""
+  try:
+    if not k_major:
+      up = padded_rows(k)
+      pa = _pad(cx, load(cx, a) if isinstance(a.type, RefType) else a, 1, up)
+      pb = _pad(cx, b, 0, up)
+      cx.name = name
+      return dot_rule(cx, pa, pb, acc, out_dtype=out_dtype)
+    up = padded_rows(n)
+    if n % hw.MMA_N_STEP or up > hw.MMA_N_MAX:
+      return None                 # (a window of columns not a multiple of 8 takes no tensor-core layout)
+    pb = _pad(cx, b, 1, up)
     cx.name = f"the {up}-column product of {cx.text or 'ml.dot'}"     # (names its column window's scratch)
     product = dot_rule(cx, a, pb, None, out_dtype=out_dtype if acc is None else resolve(acc.type.dtype))
     return _window_plus(cx, product, (slice(None), slice(0, n)), acc, name)

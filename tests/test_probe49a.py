@@ -1,0 +1,125 @@
+"""Probe 49a (small and odd tile shapes; interpret mode agreeing with the compiler). A dot whose B tile neither
+staging takes from registers, k and n both not multiples of 64 (a decode's `kb.T` of a 16- or 32-key block and a
+head_dim of 40 or 72, a (16, 40) weight tile, `x @ w` and `jnp.dot` of such register tiles, a (16, 40) SMEM B of
+16-bit columns not a multiple of 16) was MG501 in both modes: ml.dot now pads k of a 16-bit b to a multiple of 64
+(with zero columns of a), n of a K-major (float32, 8-bit) b to 64, keeping the product's first n columns
+(ops/small_dots.unstaged_b_dot). Frontend only: the GPU test compares with interpret mode."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32, BF16, F16 = jnp.float32, jnp.bfloat16, jnp.float16
+
+
+def _rnd(shape, seed, dtype=np.float32):
+  return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def _f(x):
+  return np.asarray(x, np.float32)
+
+
+def _export(kernel, *args, **kw):
+  specs = [S(np.shape(a), a.dtype) for a in args]
+  kernel.check(*specs, **kw)
+  jax.export.export(jax.jit(lambda *a: kernel(*a, **kw)), platforms=["cuda"])(*specs)
+
+
+def _close(got, want, tol=1e-5):
+  np.testing.assert_allclose(_f(got), _f(want), rtol=tol, atol=tol)
+
+
+def _tf32(v):
+  return (np.asarray(v, np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+def _attention(q, k, v):         # q (h, g, d), k and v (h, n, d): softmax(q k^T / 8) v per head
+  q, k, v = _f(q), _f(k), _f(v)
+  s = np.einsum("hgd,hnd->hgn", q, k) * 0.125
+  p = np.exp(s - s.max(-1, keepdims=True))
+  return np.einsum("hgn,hnd->hgd", p / p.sum(-1, keepdims=True), v)
+
+
+# ---------------------------------------------------------------- dots of a register B of few rows and columns
+@mg.mgpu_kernel(out_shape=lambda q, k, v: q, grid=lambda q, k, v: (q.shape[0],))
+def gqa_blocks(q, k, v, o, *, BLOCK_N: ml.constexpr = 16):    # flash decoding's key blocks of 16 or 32
+  h = ml.program_id(0)
+  g, d = q.shape[1], q.shape[2]
+  qs = q[h]
+  m = ml.full((g,), -float("inf"), F32)
+  l = ml.zeros((g,), F32)
+  acc = ml.zeros((g, d), F32)
+  for n in range(0, k.shape[1], BLOCK_N):
+    kb = k.at[h, ml.ds(n, BLOCK_N), :][...]
+    vb = v.at[h, ml.ds(n, BLOCK_N), :][...]
+    s = ml.dot(qs, kb.T) * 0.125                                # b: (d, BLOCK_N), (40, 16)
+    m_new = ml.maximum(m, ml.max(s, axis=1))
+    p = ml.exp(s - m_new[:, None])
+    alpha = ml.exp(m - m_new)
+    l = l * alpha + ml.sum(p, axis=1)
+    acc = acc * alpha[:, None] + ml.dot(p.astype(vb.dtype), vb)  # b: (BLOCK_N, d), (16, 40)
+    m = m_new
+  o[h] = (acc / l[:, None]).astype(o.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, v: q, grid=lambda q, k, v: (q.shape[0],))
+def gqa_jnp(q, k, v, o):               # a Pallas port of a short cache: jnp.dot of register tiles
+  h = ml.program_id(0)
+  qs, ks, vs = q[h], k[h], v[h]
+  s = jnp.dot(qs, ks.T, preferred_element_type=jnp.float32) * 0.125
+  p = jax.nn.softmax(s, axis=-1)
+  o[h] = jnp.dot(p.astype(vs.dtype), vs, preferred_element_type=jnp.float32).astype(o.dtype)
+
+
+@pytest.mark.parametrize("kernel,g,n,d,kw", [(gqa_blocks, 8, 64, 40, {}), (gqa_blocks, 4, 96, 72, {"BLOCK_N": 32}),
+                                             (gqa_blocks, 2, 64, 24, {"BLOCK_N": 32}), (gqa_jnp, 8, 16, 40, {}),
+                                             (gqa_jnp, 2, 16, 96, {})])
+def test_decode_of_short_key_blocks_pads_the_register_b_of_its_dots(kernel, g, n, d, kw):
+  q, k, v = _rnd((2, g, d), 1, BF16), _rnd((2, n, d), 2, BF16), _rnd((2, n, d), 3, BF16)
+  _close(kernel(q, k, v, interpret=True, **kw), _attention(q, k, v), 3e-2)
+  _export(kernel, q, k, v, **kw)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[1]), F32))
+def matmul_op(x, w, o):                # `x @ w` of two register tiles read whole
+  o[...] = (x[...] @ w[...]).astype(F32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[1]), F32))
+def scaled_w(x, w, o):                 # a register B computed in the kernel
+  o[...] = ml.dot(x[...], w[...].astype(F32) * 0.5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[1]), F32))
+def smem_w(x, w, o):                   # B copied into SMEM by TMA, 16-bit columns not a multiple of 16
+  ws = ml.smem(w.shape, w.dtype)
+  ml.copy(w, ws)
+  o[...] = ml.dot(x[...], ws, out_dtype=F32)
+
+
+@pytest.mark.parametrize("kernel,m,k,n,dtype", [(matmul_op, 64, 16, 40, BF16), (matmul_op, 8, 32, 24, F16),
+                                                (scaled_w, 64, 16, 40, F32), (scaled_w, 16, 32, 8, F32),
+                                                (smem_w, 64, 16, 40, BF16), (smem_w, 16, 16, 40, BF16)])
+def test_a_dot_of_a_b_tile_of_few_rows_and_columns(kernel, m, k, n, dtype):
+  x, w = _rnd((m, k), 4, dtype), _rnd((k, n), 5, dtype)
+  want = _tf32(x) @ _tf32(0.5 * _f(w)) if kernel is scaled_w else _f(x) @ _f(w)
+  _close(kernel(x, w, interpret=True), want, 1e-4 if dtype == F32 else 2e-2)
+  _export(kernel, x, w)
+
+
+@pytest.mark.gpu
+def test_gpu_dots_of_b_tiles_of_few_rows_and_columns_match_interpret_mode():
+  for kernel, g, n, d, kw in [(gqa_blocks, 8, 64, 40, {}), (gqa_blocks, 4, 96, 72, {"BLOCK_N": 32}),
+                              (gqa_jnp, 8, 16, 40, {})]:
+    q, k, v = _rnd((2, g, d), 6, BF16), _rnd((2, n, d), 7, BF16), _rnd((2, n, d), 8, BF16)
+    _close(jax.jit(lambda *a: kernel(*a, **kw))(q, k, v), kernel(q, k, v, interpret=True, **kw), 3e-2)
+  for kernel, m, k, n, dtype in [(matmul_op, 64, 16, 40, BF16), (matmul_op, 8, 32, 24, F16),
+                                 (scaled_w, 64, 16, 40, F32), (smem_w, 16, 16, 40, BF16)]:
+    x, w = _rnd((m, k), 9, dtype), _rnd((k, n), 10, dtype)
+    _close(jax.jit(kernel)(x, w), kernel(x, w, interpret=True), 1e-3 if dtype == F32 else 2e-2)
