@@ -28,7 +28,7 @@ _JNP = {**{n: n for n in _UNARY + (
     "atan2", "fmod", "pow", "maximum", "minimum", "clip", "where", "round", "all", "any", "argmax", "argmin", "max",
     "min", "mean", "sum", "std", "var", "cumsum", "cumprod", "flip", "roll", "reshape", "ravel", "transpose",
     "broadcast_to", "concatenate", "sort", "argsort", "take_along_axis", "full", "zeros", "squeeze", "repeat",
-    "searchsorted", "bincount")},
+    "searchsorted", "bincount", "split")},
         "absolute": "abs", "arccos": "acos", "arcsin": "asin", "arctan": "atan", "arctan2": "atan2",
         "power": "pow", "amax": "max", "amin": "min", "around": "round", "fix": "trunc"}
 _NN = {"sigmoid": "sigmoid", "softmax": "softmax", "log_softmax": "log_softmax", "logsumexp": "logsumexp",
@@ -48,7 +48,7 @@ INEXACT = frozenset(("exp", "exp2", "expm1", "log", "log1p", "log2", "sin", "cos
                      "acos", "asin", "atan", "rsqrt", "erf", "erfc", "sigmoid", "softmax", "log_softmax",
                      "logsumexp"))
 # the library's parameter names as ml's
-_RENAMES = {"a": "x", "arr": "x", "array": "x", "m": "x", "operand": "x", "arrays": "xs", "operands": "xs",
+_RENAMES = {"a": "x", "ary": "x", "arr": "x", "array": "x", "m": "x", "operand": "x", "arrays": "xs", "operands": "xs",
             "fill_value": "value", "dimension": "axis", "new_sizes": "shape", "permutation": "axes"}
 _BY_NAME = {"where": {"condition": "cond", "x": "a", "y": "b"}, "arange": {"start": "n"},
             "atan2": {"x1": "a", "x2": "b", "x": "a", "y": "b"}, "pow": {"x1": "a", "x2": "b", "x": "a", "y": "b"},

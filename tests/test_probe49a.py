@@ -3,7 +3,10 @@ staging takes from registers, k and n both not multiples of 64 (a decode's `kb.T
 head_dim of 40 or 72, a (16, 40) weight tile, `x @ w` and `jnp.dot` of such register tiles, a (16, 40) SMEM B of
 16-bit columns not a multiple of 16) was MG501 in both modes: ml.dot now pads k of a 16-bit b to a multiple of 64
 (with zero columns of a), n of a K-major (float32, 8-bit) b to 64, keeping the product's first n columns
-(ops/small_dots.unstaged_b_dot). Frontend only: the GPU test compares with interpret mode."""
+(ops/small_dots.unstaged_b_dot). RoPE's halves of a tile of few rows whose columns are whole warps ((2, 96),
+(3, 96), (2, 160): `x[:, :48]`, `x[:, 48:]`, joined back) were MG204: a padded tile's part along an axis that is
+not padded is now padded too where the plain part no register tensor holds ((4, 48) -> (4, 64)); jnp.split of a
+register tensor is ml.split (MG003 before). Frontend only: the GPU tests compare with interpret mode."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -123,3 +126,61 @@ def test_gpu_dots_of_b_tiles_of_few_rows_and_columns_match_interpret_mode():
                                  (scaled_w, 64, 16, 40, F32), (smem_w, 16, 16, 40, BF16)]:
     x, w = _rnd((m, k), 9, dtype), _rnd((k, n), 10, dtype)
     _close(jax.jit(kernel)(x, w), kernel(x, w, interpret=True), 1e-3 if dtype == F32 else 2e-2)
+
+
+# ---------------------------------------------------------------- RoPE's halves of a tile of few rows
+@mg.mgpu_kernel(out_shape=lambda x, c, s: x)
+def rope(x, c, s, o):                  # neox-style rotary embedding of a decode step's few heads
+  v = x[...].astype(F32)
+  h = v.shape[-1] // 2
+  x1, x2 = v[..., :h], v[..., h:]
+  cc, ss = c[...].astype(F32), s[...].astype(F32)
+  o[...] = ml.concatenate([x1 * cc - x2 * ss, x2 * cc + x1 * ss], axis=-1).astype(o.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, c, s: x)
+def rope_jnp(x, c, s, o):              # the same as Pallas ports write it: jnp.split, rotate_half
+  v = x[...].astype(jnp.float32)
+  x1, x2 = jnp.split(v, 2, axis=-1)
+  rot = jnp.concatenate([-x2, x1], axis=-1)
+  cos, sin = jnp.concatenate([c[...], c[...]], axis=-1), jnp.concatenate([s[...], s[...]], axis=-1)
+  o[...] = (v * cos + rot * sin).astype(o.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1] // 2), x.dtype))
+def swiglu(x, o):                      # a fused gate/up projection's halves
+  v = x[...].astype(F32)
+  g, u = v[:, :v.shape[1] // 2], v[:, v.shape[1] // 2:]
+  o[...] = (g * ml.sigmoid(g) * u).astype(o.dtype)
+
+
+def _rope(x, c, s):
+  x, c, s = _f(x), _f(c), _f(s)
+  x1, x2 = np.split(x, 2, axis=-1)
+  return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], -1)
+
+
+@pytest.mark.parametrize("kernel,shape,dtype", [(rope, (2, 96), F32), (rope, (3, 96), BF16), (rope, (2, 160), F32),
+                                                (rope_jnp, (2, 96), F32), (rope_jnp, (3, 96), F32)])
+def test_rope_halves_of_a_tile_of_few_rows(kernel, shape, dtype):
+  half = shape[:-1] + (shape[-1] // 2,)
+  x, c, s = _rnd(shape, 11, dtype), _rnd(half, 12, dtype), _rnd(half, 13, dtype)
+  _close(kernel(x, c, s, interpret=True), _rope(x, c, s), 2e-2 if dtype == BF16 else 1e-5)
+  _export(kernel, x, c, s)
+
+
+def test_a_middle_part_and_halves_of_unpadded_columns_of_a_padded_tile():
+  x = _rnd((2, 96), 14)
+  g, u = x[:, :48], x[:, 48:]
+  _close(swiglu(x, interpret=True), g / (1 + np.exp(-g)) * u)
+  _export(swiglu, x)
+
+
+@pytest.mark.gpu
+def test_gpu_rope_halves_of_a_tile_of_few_rows_match_interpret_mode():
+  for kernel, shape in [(rope, (2, 96)), (rope, (2, 160)), (rope_jnp, (3, 96))]:
+    half = shape[:-1] + (shape[-1] // 2,)
+    x, c, s = _rnd(shape, 15), _rnd(half, 16), _rnd(half, 17)
+    _close(jax.jit(kernel)(x, c, s), kernel(x, c, s, interpret=True), 1e-5)
+  x = _rnd((2, 96), 18)
+  _close(jax.jit(swiglu)(x), swiglu(x, interpret=True), 1e-5)

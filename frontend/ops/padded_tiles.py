@@ -273,7 +273,9 @@ def padded_index(cx, x, index, redo):
         getattr(resolve(i.type.dtype), "is_int", False):
       from .shape import _clamped_index
       index[a] = _clamped_index(cx, i, n)
-  x, index, own, cut = _parts_of_padded_axes(cx, x, index, own, up, x.id not in pads)
+  # (a part of an unpadded axis of a padded tile is made padded too where the plain part no register tensor holds:
+  # RoPE's halves `x[:, :48]` of a (2, 96) tile padded to (4, 96), (4, 48) otherwise; probe 49a)
+  x, index, own, cut = _parts_of_padded_axes(cx, x, index, own, up, x.id not in pads or not _holds(_sliced(index, up)))
   index = tuple(index)
   kept, kept_up = [], []
   for a, (i, n, u) in enumerate(zip(index, own, up)):
@@ -298,6 +300,18 @@ def padded_index(cx, x, index, redo):
   if tuple(kept) != tuple(kept_up):   # (an element of the real part, or a part of unpadded axes: not padded)
     pads[out.id] = tuple(kept)
   return out
+
+
+def _sliced(index, up):
+  """The shape of `x[index]` for x of shape `up`, its static slices applied and other indices dropping their axis
+  (a shape that holds where an index is of another kind: that goes its own way)."""
+  shape = []
+  for i, u in zip(index, up):
+    if isinstance(i, slice):
+      if not all(v is None or isinstance(v, int) and not isinstance(v, bool) for v in (i.start, i.stop, i.step)):
+        return (hw.WARPGROUP,)
+      shape.append(len(range(*i.indices(u))))
+  return tuple(shape) if shape else (hw.WARPGROUP,)
 
 
 def _odd_part(x, index) -> bool:
