@@ -301,7 +301,7 @@ class Subscripts:
           record_ref_window(cx, out, base, index)
         return out
       if is_tensor(base):         # (a weakly typed tensor's elements stay weak, as in jnp)
-        strided = padded_strided(cx, base, lambda: strided_last_axis(cx, base, index))   # (a padded trace)
+        strided = padded_strided(cx, base, lambda: strided_last_axis(cx, base, index), index)   # (a padded trace)
         strided = strided if strided is not None else padded_steps(cx, base, index, lambda v, i: next(
             (r for f in (strided_last_axis, strided_vector, strided_axis, permute.strided_slice)
              if (r := f(cx, v, i)) is not None), None))        # (v[::2] of an odd read, or of 500 results: padded)

@@ -6,7 +6,13 @@ head_dim of 40 or 72, a (16, 40) weight tile, `x @ w` and `jnp.dot` of such regi
 (ops/small_dots.unstaged_b_dot). RoPE's halves of a tile of few rows whose columns are whole warps ((2, 96),
 (3, 96), (2, 160): `x[:, :48]`, `x[:, 48:]`, joined back) were MG204: a padded tile's part along an axis that is
 not padded is now padded too where the plain part no register tensor holds ((4, 48) -> (4, 64)); jnp.split of a
-register tensor is ml.split (MG003 before). Frontend only: the GPU tests compare with interpret mode."""
+register tensor is ml.split (MG003 before). The transpose of such a padded read (`x[...].T` of (8, 40), (3, 64)
+or (2, 96), a column sum or softmax over it) was MG204: the padding moves to the end of the other axis. GPT-J's
+pairs of such a tile (`v[..., 0::2]`, `v[..., 1::2]` of (2, 96) or (2, 2, 96), joined back by ml.interleave) were
+MG204: a strided part no register tensor holds is grown and padded (padded_steps, with `...` now), and the reshape
+that joins padded pairs keeps the padding at the end. Heads merged back, `x[...].reshape(t, -1)` of a (3, 5, 7) or
+(2, 4, 24) read, were MG204: each token's tile is flattened (rows through SMEM) into a row of a padded scratch
+(padded_meets.merged_rows). Frontend only: the GPU tests compare with interpret mode."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -184,3 +190,120 @@ def test_gpu_rope_halves_of_a_tile_of_few_rows_match_interpret_mode():
     _close(jax.jit(kernel)(x, c, s), kernel(x, c, s, interpret=True), 1e-5)
   x = _rnd((2, 96), 18)
   _close(jax.jit(swiglu)(x), swiglu(x, interpret=True), 1e-5)
+
+
+# ---------------------------------------------------------------- transposes of odd reads
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1], x.shape[0]), x.dtype))
+def transposed(x, o):
+  o[...] = x[...].T
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), F32))
+def column_sums(x, o):                 # column sums as row sums of the transpose
+  o[...] = ml.sum(x[...].T, axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[1], x.shape[0]), F32))
+def softmax_of_transpose(x, w, o):     # jnp.transpose, a row scale, a softmax along the old rows
+  v = jnp.transpose(x[...]) * w[...][None, :]
+  e = ml.exp(v - ml.max(v, axis=1, keepdims=True))
+  o[...] = e / ml.sum(e, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("shape", [(8, 40), (3, 64), (2, 96)])
+def test_the_transpose_of_an_odd_read(shape):
+  x, w = _rnd(shape, 19), _rnd(shape[:1], 20)
+  _close(transposed(x, interpret=True), x.T)
+  _close(column_sums(x, interpret=True), x.sum(0))
+  v = x.T * w[None, :]
+  e = np.exp(v - v.max(1, keepdims=True))
+  _close(softmax_of_transpose(x, w, interpret=True), e / e.sum(1, keepdims=True))
+  _export(transposed, x)
+  _export(column_sums, x)
+  _export(softmax_of_transpose, x, w)
+
+
+@pytest.mark.gpu
+def test_gpu_transposes_of_odd_reads_match_numpy():
+  for shape in [(8, 40), (3, 64)]:
+    x, w = _rnd(shape, 21), _rnd(shape[:1], 22)
+    _close(jax.jit(transposed)(x), x.T)
+    _close(jax.jit(column_sums)(x), x.sum(0), 1e-5)
+    _close(jax.jit(softmax_of_transpose)(x, w), softmax_of_transpose(x, w, interpret=True), 1e-5)
+
+
+# ---------------------------------------------------------------- GPT-J RoPE's pairs of a tile of few rows
+@mg.mgpu_kernel(out_shape=lambda x, c, s: x)
+def rope_pairs(x, c, s, o):
+  v = x[...]
+  a, b = v[..., 0::2], v[..., 1::2]
+  cc, ss = c[...], s[...]
+  o[...] = ml.interleave(a * cc - b * ss, a * ss + b * cc)
+
+
+def _rope_pairs(x, c, s):
+  a, b = x[..., 0::2], x[..., 1::2]
+  out = np.empty_like(x)
+  out[..., 0::2], out[..., 1::2] = a * c - b * s, a * s + b * c
+  return out
+
+
+@pytest.mark.parametrize("shape", [(2, 96), (3, 64), (2, 2, 96)])
+def test_interleaved_rope_pairs_of_a_tile_of_few_rows(shape):
+  half = shape[:-1] + (shape[-1] // 2,)
+  x, c, s = _rnd(shape, 23), _rnd(half, 24), _rnd(half, 25)
+  _close(rope_pairs(x, c, s, interpret=True), _rope_pairs(x, c, s))
+  _export(rope_pairs, x, c, s)
+
+
+@pytest.mark.gpu
+def test_gpu_interleaved_rope_pairs_match_numpy():
+  for shape in [(2, 96), (2, 2, 96)]:
+    half = shape[:-1] + (shape[-1] // 2,)
+    x, c, s = _rnd(shape, 26), _rnd(half, 27), _rnd(half, 28)
+    _close(jax.jit(rope_pairs)(x, c, s), _rope_pairs(x, c, s))
+
+
+# ---------------------------------------------------------------- heads merged back: (t, h, d) -> (t, h * d)
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1] * x.shape[2]), x.dtype))
+def merged(x, o):
+  o[...] = x[...].reshape(x.shape[0], -1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1] * x.shape[2]), F32))
+def merged_norm(x, o):                 # the merged row normalised: math on the merged value
+  v = x[...].astype(F32).reshape(x.shape[0], -1)
+  o[...] = v * ml.rsqrt(ml.mean(v * v, axis=1, keepdims=True) + 1e-6)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[1]), F32))
+def merged_projection(x, w, o):        # attention's output projection of the merged heads
+  ws = ml.smem(w.shape, w.dtype)
+  ml.copy(w, ws)
+  o[...] = ml.dot(x[...].reshape(x.shape[0], -1), ws, out_dtype=F32)
+
+
+@pytest.mark.parametrize("shape", [(3, 5, 7), (2, 4, 24), (2, 3, 32)])
+def test_heads_of_a_few_tokens_merged_back(shape):
+  x = _rnd(shape, 29)
+  v = x.reshape(shape[0], -1)
+  _close(merged(x, interpret=True), v)
+  _close(merged_norm(x, interpret=True), v / np.sqrt((v * v).mean(1, keepdims=True) + 1e-6))
+  _export(merged, x)
+  _export(merged_norm, x)
+
+
+def test_merged_heads_projected():
+  x, w = _rnd((4, 2, 40), 30, BF16), _rnd((80, 64), 31, BF16)
+  _close(merged_projection(x, w, interpret=True), _f(x).reshape(4, -1) @ _f(w), 3e-2)
+  _export(merged_projection, x, w)
+
+
+@pytest.mark.gpu
+def test_gpu_heads_merged_back_match_numpy():
+  for shape in [(3, 5, 7), (2, 4, 24)]:
+    x = _rnd(shape, 32)
+    _close(jax.jit(merged)(x), x.reshape(shape[0], -1))
+    _close(jax.jit(merged_norm)(x), merged_norm(x, interpret=True), 1e-5)
+  x, w = _rnd((4, 2, 40), 33, BF16), _rnd((80, 64), 34, BF16)
+  _close(jax.jit(merged_projection)(x, w), merged_projection(x, w, interpret=True), 2e-2)

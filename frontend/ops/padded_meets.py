@@ -145,6 +145,9 @@ def padded_steps(cx, x, index, redo):
     return None
   shape = tuple(t.shape)
   index = list(index) if isinstance(index, (tuple, list)) else [index]
+  if index.count(Ellipsis) == 1:          # (`v[..., 0::2]`: GPT-J RoPE's pairs, probe 49a)
+    k = index.index(Ellipsis)
+    index[k:k + 1] = [slice(None)] * (len(shape) - len(index) + 1)
   index += [slice(None)] * (len(shape) - len(index))
   if len(index) != len(shape) or not all(isinstance(i, slice) and all(
       v is None or isinstance(v, int) and not isinstance(v, bool) for v in (i.start, i.stop, i.step)) for i in index):
@@ -317,4 +320,51 @@ def rows_of_vector(cx, x, shape):
       store(cx, view(cx, buf, (slice(h, up[0]), slice(0, d))), full_(cx, (up[0] - h, d), 0, t.dtype))
     out = load(cx, buf, name)
   pads[out.id] = (h, d)
+  return out
+
+
+def merged_rows(cx, x, own, up, shape):
+  """`x.reshape(r, -1)` of a padded 3-D `x` of own shape (r, h, d) held in `up` (a (3, 5, 7) read padded to (3, 8,
+  32), the heads of a few tokens merged back, `o.reshape(t, -1)` of (2, 4, 24)): each of its r tiles flattened as
+  `x[i].reshape(-1)` is (`flattened`: rows joined through SMEM), stored into a row of an SMEM scratch of the padded
+  result shape, read back whole and recorded padded with its own shape (probe 49a; PadAbort, the plain trace's MG204,
+  before). None where `shape` is no such merge; up to 64 rows of 64 tiles each."""
+  from .elementwise import full_
+  from .memory import view
+  from .padded_tiles import _up
+  from .scratches import scratch
+  from .shape import index_through_smem, reshape_
+  from .transfers import load, store
+  if len(own) != 3 or len(shape) != 2 or tuple(shape) != (own[0], own[1] * own[2]) or own[0] > 64 or own[1] > 64:
+    return None
+  d = resolve(x.type.dtype)
+  if not isinstance(d, DType):
+    return None
+  target = tuple(shape) if _holds(shape) else _up(shape, d)
+  if not _holds(target):
+    return None
+  name = cx.name
+  with allowed(cx):
+    buf = scratch(cx, target, x.type.dtype, f"the rows of {cx.named(x, 'a tile')} merged, padded to {target}")
+  rows = []
+  for r in range(own[0]):
+    cx.name = ""
+    t = index_through_smem(cx, x, (r,))
+    v = flattened(cx, t, own[1:], tuple(up[1:]), lambda s, t=t: reshape_(cx, t, s))
+    rows.append(v)
+  cx.name = name
+  with allowed(cx):
+    for r, v in enumerate(rows):
+      n = v.type.shape[0]
+      if n > target[1]:         # (a tile padded along its rows only: its padding, at the end, cut off)
+        v, n = index_through_smem(cx, v, (slice(0, target[1]),)), target[1]
+      store(cx, view(cx, buf, (r, slice(0, n))), v)
+      if n < target[1]:
+        store(cx, view(cx, buf, (r, slice(n, target[1]))), full_(cx, (target[1] - n,), 0, x.type.dtype))
+    if target[0] > own[0]:
+      store(cx, view(cx, buf, (slice(own[0], target[0]), slice(None))),
+            full_(cx, (target[0] - own[0], target[1]), 0, x.type.dtype))
+    out = load(cx, buf, name)
+  if tuple(out.type.shape) != tuple(shape):
+    cx.b.pad_tiles[out.id] = tuple(shape)
   return out

@@ -196,6 +196,12 @@ def _reshaped(own, shape, new):
   padded = [k for k, (n, u) in enumerate(zip(own, shape)) if n != u]
   if not padded:
     return None
+  p = padded[-1] + 1          # (or the axes up to the last padded one kept, the rest regrouped: ml.interleave's
+  if tuple(new[:p]) == tuple(shape[:p]) and math.prod(new[p:]) == math.prod(shape[p:]):   # pairs of a padded
+    return tuple(own[:p]) + tuple(new[p:])                                                # tile, probe 49a)
+  q = padded[-1]              # (the last padded axis merged with the unpadded ones after it: its padding stays at
+  if len(new) == q + 1 and tuple(new[:q]) == tuple(shape[:q]) and new[q] == math.prod(shape[q:]):   # the end:
+    return tuple(own[:q]) + (own[q] * math.prod(shape[q + 1:]),)        # ml.interleave's pairs joined, probe 49a)
   tail = tuple(shape[padded[0]:])
   if len(new) < len(tail) or tuple(new[len(new) - len(tail):]) != tail:
     return None
@@ -443,15 +449,23 @@ def _joined_along_padding(cx, xs, owns, axis):
   return out
 
 
-def padded_strided(cx, x, redo):
+def padded_strided(cx, x, redo, index=None):
   """`x[..., a::k]` of padded `x` whose last axis is not padded (interleaved RoPE's pairs of a padded tile of
-  heads): `redo()` with the padding kept (None: x is not padded, or redo() gives None, not such a slice)."""
+  heads): `redo()` with the padding kept (None: x is not padded, or redo() gives None, not such a slice, or the
+  slice of the padded tile, `index`, is one no register tensor holds: padded_steps pads it, probe 49a)."""
   pads = getattr(cx.b, "pad_tiles", None)
   if pads is None or getattr(x, "id", None) not in pads or getattr(cx.b, "pad_ok", 0):
     return None
   own, up = pads[x.id], tuple(x.type.shape)
   if own[-1] != up[-1]:
     return None               # (no strided slice of a padded axis: any other index goes its own way)
+  if index is not None:       # (`v[:, 0::2]` of a (2, 96) tile padded to (4, 96): (4, 48))
+    index = list(index) if isinstance(index, (tuple, list)) else [index]
+    if index.count(Ellipsis) == 1:
+      k = index.index(Ellipsis)
+      index[k:k + 1] = [slice(None)] * (len(up) - len(index) + 1)
+    if not _holds(_sliced(index + [slice(None)] * (len(up) - len(index)), up)):
+      return None
   with allowed(cx):
     out = redo()
   if out is None:
@@ -484,6 +498,10 @@ def padded_reshape(cx, x, shape, redo):
   if len(shape) == 1 and len(own) == 2 and shape[0] == math.prod(own):
     from .padded_meets import flattened
     return flattened(cx, x, own, up, redo)
+  if len(own) == 3 and len(shape) == 2 and tuple(shape) == (own[0], own[1] * own[2]) and padded[0] >= 1:
+    from .padded_meets import merged_rows          # (the heads of a few tokens merged: (3, 5, 7) as (3, 35))
+    if (out := merged_rows(cx, x, own, up, shape)) is not None:
+      return out
   if tuple(shape[:p]) != tuple(own[:p]) or math.prod(shape[p:]) != math.prod(own[p:]):
     raise PadAbort("reshape")
   with allowed(cx):

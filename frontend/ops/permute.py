@@ -64,6 +64,13 @@ def transpose_tensor(cx, x, name=""):
   from .small_parts import transpose_small
   if (small := transpose_small(cx, x)) is not None:     # (a small one held as a vector: its elements picked)
     return small
+  pads = getattr(cx.b, "pad_tiles", None)
+  if pads is not None and x.id in pads and not getattr(cx.b, "pad_ok", 0):
+    from .padded_tiles import allowed            # (a padded trace's odd read, `x[...].T` of an (8, 40) tile held
+    with allowed(cx):                            # as (8, 64): the padding moves to the end of the other axis,
+      out = transpose_tensor(cx, x, name)        # probe 49a)
+    pads[out.id] = tuple(pads[x.id])[::-1]
+    return out
   if d == DType.bool_:                           # through SMEM as bytes, 0 or 1
     from .shape import via_bytes
     return via_bytes(cx, x, lambda b: transpose_tensor(cx, b, name))
