@@ -12,7 +12,8 @@ pairs of such a tile (`v[..., 0::2]`, `v[..., 1::2]` of (2, 96) or (2, 2, 96), j
 MG204: a strided part no register tensor holds is grown and padded (padded_steps, with `...` now), and the reshape
 that joins padded pairs keeps the padding at the end. Heads merged back, `x[...].reshape(t, -1)` of a (3, 5, 7) or
 (2, 4, 24) read, were MG204: each token's tile is flattened (rows through SMEM) into a row of a padded scratch
-(padded_meets.merged_rows). Frontend only: the GPU tests compare with interpret mode."""
+(padded_meets.merged_rows). A column of a tile of few rows (`v[:, 3]` of (3, 64), (2, 96)), 4 elements in padded
+rows, was MG204: the padded rows are grown to 8 first. Frontend only: the GPU tests compare with interpret mode."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -307,3 +308,32 @@ def test_gpu_heads_merged_back_match_numpy():
     _close(jax.jit(merged_norm)(x), merged_norm(x, interpret=True), 1e-5)
   x, w = _rnd((4, 2, 40), 33, BF16), _rnd((80, 64), 34, BF16)
   _close(jax.jit(merged_projection)(x, w), merged_projection(x, w, interpret=True), 2e-2)
+
+
+# ---------------------------------------------------------------- a column of a tile of few rows
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def columns(x, o):
+  v = x[...].astype(F32)
+  o[...] = v[:, 3] * 2 + v[:, -1]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype))
+def first_column(x, o):
+  o[...] = x[...][:, 0]
+
+
+@pytest.mark.parametrize("shape,dtype", [((3, 64), F32), ((2, 96), F32)])
+def test_a_column_of_a_tile_of_few_rows(shape, dtype):
+  x = _rnd(shape, 35, dtype)
+  v = _f(x)
+  _close(columns(x, interpret=True), v[:, 3] * 2 + v[:, -1], 2e-2 if dtype == BF16 else 1e-5)
+  _close(first_column(x, interpret=True), v[:, 0])
+  _export(columns, x)
+  _export(first_column, x)
+
+
+@pytest.mark.gpu
+def test_gpu_a_column_of_a_tile_of_few_rows_matches_numpy():
+  x = _rnd((3, 64), 36)
+  _close(jax.jit(columns)(x), x[:, 3] * 2 + x[:, -1])
+  _close(jax.jit(first_column)(x), x[:, 0])

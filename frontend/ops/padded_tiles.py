@@ -294,11 +294,14 @@ def padded_index(cx, x, index, redo):
         raise PadAbort("index")         # a part of a padded axis: where its rows end is not known there
       kept.append(n if n != u and hi == u else min(n, hi - lo))
       kept_up.append(hi - lo)
+      axis = a
     elif isinstance(i, int) and not isinstance(i, bool) and -n <= i < n or getattr(i, "type", None) is not None \
         and isinstance(i.type, ScalarType):
       continue                # (an element: a run-time one clamped into the real part above, or by redo itself)
     else:
       raise PadAbort("index")
+  if len(kept_up) == 1 and kept[0] != kept_up[0] and not _holds(tuple(kept_up)) and index[axis] == slice(None):
+    x, kept_up = _vector_grown(cx, x, axis, kept_up[0])    # (`x[:, 0]` of (3, 64) held as (4, 64), probe 49a)
   with allowed(cx):
     out = redo(index, x)
   if tuple(getattr(out.type, "shape", ())) != tuple(kept_up):
@@ -306,6 +309,23 @@ def padded_index(cx, x, index, redo):
   if tuple(kept) != tuple(kept_up):   # (an element of the real part, or a part of unpadded axes: not padded)
     pads[out.id] = tuple(kept)
   return out
+
+
+def _vector_grown(cx, x, axis, n):
+  """(x, [length]) for a 1-D part of padded `x` along its padded `axis` taken whole (a column `x[:, 0]` of a (3, 64)
+  tile held as (4, 64): 4 elements, which no register vector holds): x grown with zero rows along the axis to the
+  next length a vector holds (8), which the index then takes whole (probe 49a; MG204 before)."""
+  from .elementwise import full_
+  from .shape import concatenate
+  shape = tuple(x.type.shape)
+  want = _up((n,), resolve(x.type.dtype))[0]
+  grown = tuple(want if k == axis else m for k, m in enumerate(shape))
+  rest = tuple(want - n if k == axis else m for k, m in enumerate(shape))
+  if want <= n or not _holds(grown) or not _holds(rest):
+    raise PadAbort("index")
+  with allowed(cx):
+    x = concatenate.rule(cx, [x, full_(cx, rest, 0, x.type.dtype)], axis)
+  return x, [want]
 
 
 def _sliced(index, up):
