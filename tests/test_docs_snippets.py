@@ -404,6 +404,12 @@ def run_rope(k):
   close(k(q, cos, sin, interpret=True), jnp.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], -1))
 
 
+def run_rope_halves(k):       # probe 49a: halves of a (2, 96) tile read padded to (4, 96)
+  x, cos, sin = rand(2, 96), rand(2, 48), rand(2, 48)
+  x1, x2 = x[:, :48], x[:, 48:]
+  close(k(x, cos, sin, interpret=True), jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1))
+
+
 @dataclasses.dataclass
 class Case:
   doc: str
@@ -429,6 +435,7 @@ CASES = [
     Case(L, "segment_sums", [S((5,), i32), S((1024,), f32)], run=run_segment_sums),
     Case(L, "embedding", [S((100, 64), f32), S((128,), i32)], run=run_embedding),
     Case(L, "rope", [S((9, 6, 64), f32), S((9, 32), f32), S((9, 32), f32)], run=run_rope),
+    Case(L, "rope_halves", [S((2, 96), f32), S((2, 48), f32), S((2, 48), f32)], run=run_rope_halves),
     Case(L, "softmax", [S((64, 256), f32)], run=run_softmax),
     Case(L, "ffn_act", [S((8, 128), f32)], run=run_ffn_act),
     Case(L, "l2_normalize", [S((8, 128), f32)], run=run_l2_normalize),
