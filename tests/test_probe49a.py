@@ -12,7 +12,7 @@ pairs of such a tile (`v[..., 0::2]`, `v[..., 1::2]` of (2, 96) or (2, 2, 96), j
 MG204: a strided part no register tensor holds is grown and padded (padded_steps, with `...` now), and the reshape
 that joins padded pairs keeps the padding at the end. Heads merged back, `x[...].reshape(t, -1)` of a (3, 5, 7) or
 (2, 4, 24) read, were MG204: each token's tile is flattened (rows through SMEM) into a row of a padded scratch
-(padded_meets.merged_rows). A column of a tile of few rows (`v[:, 3]` of (3, 64), (2, 96)), 4 elements in padded
+(padded_meets.merged_rows); `.reshape(-1, d)` of one, each token's tile joined along rows. A column of a tile of few rows (`v[:, 3]` of (3, 64), (2, 96)), 4 elements in padded
 rows, was MG204: the padded rows are grown to 8 first. Frontend only: the GPU tests compare with interpret mode."""
 import jax
 import jax.numpy as jnp
@@ -284,6 +284,19 @@ def merged_projection(x, w, o):        # attention's output projection of the me
   o[...] = ml.dot(x[...].reshape(x.shape[0], -1), ws, out_dtype=F32)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] * x.shape[1],), F32))
+def token_heads_rows(x, o):            # tokens and heads merged into rows: (t, h, d) -> (t * h, d)
+  v = x[...].reshape(-1, x.shape[2])
+  o[...] = ml.sum(v * v, axis=1)
+
+
+@pytest.mark.parametrize("shape", [(3, 5, 7), (2, 4, 24), (2, 3, 40)])
+def test_tokens_and_heads_merged_into_rows(shape):
+  x = _rnd(shape, 37)
+  _close(token_heads_rows(x, interpret=True), (x * x).sum(-1).reshape(-1), 1e-5)
+  _export(token_heads_rows, x)
+
+
 @pytest.mark.parametrize("shape", [(3, 5, 7), (2, 4, 24), (2, 3, 32)])
 def test_heads_of_a_few_tokens_merged_back(shape):
   x = _rnd(shape, 29)
@@ -308,6 +321,8 @@ def test_gpu_heads_merged_back_match_numpy():
     _close(jax.jit(merged_norm)(x), merged_norm(x, interpret=True), 1e-5)
   x, w = _rnd((4, 2, 40), 33, BF16), _rnd((80, 64), 34, BF16)
   _close(jax.jit(merged_projection)(x, w), merged_projection(x, w, interpret=True), 2e-2)
+  x = _rnd((2, 3, 40), 38)
+  _close(jax.jit(token_heads_rows)(x), (x * x).sum(-1).reshape(-1), 1e-5)
 
 
 # ---------------------------------------------------------------- a column of a tile of few rows

@@ -522,6 +522,10 @@ def padded_reshape(cx, x, shape, redo):
     from .padded_meets import merged_rows          # (the heads of a few tokens merged: (3, 5, 7) as (3, 35))
     if (out := merged_rows(cx, x, own, up, shape)) is not None:
       return out
+  if len(own) == 3 and len(shape) == 2 and tuple(shape) == (own[0] * own[1], own[2]) and 1 < own[0] <= 64 \
+      and padded[0] >= 1:     # (tokens and heads merged: (2, 3, 40) as (6, 40), each token's tile joined along rows)
+    from .shape import concatenate, index_through_smem
+    return concatenate.rule(cx, [index_through_smem(cx, x, (i,)) for i in range(own[0])], 0)
   if tuple(shape[:p]) != tuple(own[:p]) or math.prod(shape[p:]) != math.prod(own[p:]):
     raise PadAbort("reshape")
   with allowed(cx):
