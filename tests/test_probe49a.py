@@ -352,3 +352,34 @@ def test_gpu_a_column_of_a_tile_of_few_rows_matches_numpy():
   x = _rnd((3, 64), 36)
   _close(jax.jit(columns)(x), x[:, 3] * 2 + x[:, -1])
   _close(jax.jit(first_column)(x), x[:, 0])
+
+
+# ---------------------------------------------------------------- a causal mask of index grids beside a tile of few rows
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def causal_softmax(x, o):              # a speculative decode's few query rows against the last keys
+  s = x[...]
+  r = ml.arange(s.shape[0])[:, None]
+  c = ml.arange(s.shape[1])[None, :]
+  s = ml.where(c <= r + (s.shape[1] - s.shape[0]), s, -float("inf"))
+  e = ml.exp(s - ml.max(s, axis=1, keepdims=True))
+  o[...] = e / ml.sum(e, axis=1, keepdims=True)
+
+
+def _causal_softmax(x):
+  m, n = x.shape
+  s = np.where(np.arange(n)[None, :] <= np.arange(m)[:, None] + n - m, x, -np.inf)
+  e = np.exp(s - s.max(1, keepdims=True))
+  return e / e.sum(1, keepdims=True)
+
+
+@pytest.mark.parametrize("shape", [(8, 40), (4, 72), (8, 24)])
+def test_a_causal_mask_of_index_grids_beside_a_tile_of_few_rows(shape):
+  x = _rnd(shape, 39)
+  _close(causal_softmax(x, interpret=True), _causal_softmax(x))
+  _export(causal_softmax, x)
+
+
+@pytest.mark.gpu
+def test_gpu_a_causal_mask_beside_a_tile_of_few_rows_matches_numpy():
+  x = _rnd((8, 40), 40)
+  _close(jax.jit(causal_softmax)(x), _causal_softmax(x))

@@ -169,10 +169,14 @@ def arange(cx, n, stop=None, dtype=None):
   emit = lambda up: cx.b.emit(Arange, 0, loc=cx.loc, types=[TensorType(up, dtype)], names=[cx.name]).result
   pads = getattr(cx.b, "pad_tiles", None)
   if cx.builtin != "arange" or not getattr(pads, "aranges", False):
-    if cx.builtin == "arange" and pads is not None and n % 8:
+    if cx.builtin == "arange" and pads is not None and n % 32 and not getattr(cx.b, "pad_ok", 0):
       pads.odd_aranges = True       # (the last padded trace, ArangePads, is tried)
     return emit((n,))     # (the compiler's own index vectors, an argmax's, at their exact length; and the user's
                           # but in the last padded trace: index grids and masks take them so, probe 48g)
+  if n % 8 == 0 and n % 32 and not getattr(cx.b, "pad_ok", 0):   # (a column index of 40 or 24, as a padded tile's
+    out = emit((-(-n // 32) * 32,))                           # columns are padded: a causal grid beside an (8, 40)
+    pads[out.id] = (n,)                                        # read, probe 49a)
+    return out
   from .padded_tiles import padded_fill     # the user's, of an odd length in a padded trace: made padded, as an
   return padded_fill(cx, (n,), dtype, emit)  # odd read is (the token index beside 100 sorted ids)
 
