@@ -18,6 +18,7 @@ from .activation_forms import ACTIVATIONS, ACTIVATION_PARAMS, GELU_EXACT
 from .held_library import _public
 from .jnp_stats import STATS
 from .jnp_forms import FORMS, OPERATORS
+from .jnp_bits import BITS
 from .jnp_math import MATH
 from .lax_forms import FORMS as LAX_FORMS
 
@@ -180,6 +181,7 @@ SHAPED.update(LAX_FORMS)      # lax.round, lax.reduce_max, lax.broadcast_in_dim,
 _OPERATORS.update(OPERATORS)  # jnp.equal, jnp.bitwise_and, lax.shift_left, jnp.floor_divide, lax.rem, ...
 SHAPED.update(STATS)          # jnp's statistics (jnp.linalg.norm, jnp.nanmean, ...): jnp_stats.py, after the forms
 SHAPED.update(MATH)           # jnp.sinh, jnp.arctanh, jnp.sinc, jax.nn.glu, ...: jnp_math.py
+SHAPED.update(BITS)           # jnp.nextafter, jnp.frexp, lax.reduce_precision, lax.lgamma, ...: jnp_bits.py
 
 
 def _form(lib, name):
