@@ -45,7 +45,11 @@ def library_product(tracer, node, lib, args, kwargs):
   if lib in (("jnp", "dot"), ("jnp", "matmul"), ("jax.lax", "dot")) and len(args) == 2:
     return register_dot(tracer, node, nodes, args, kwargs, batched=lib[1] == "matmul", shown=tracer.text(node.func))
   if lib == ("jnp", "einsum") and len(args) == 3:
-    return einsum_dot(tracer, node, args[0], nodes[1:], args[1:], kwargs)
+    got = einsum_dot(tracer, node, args[0], nodes[1:], args[1:], kwargs)
+    if got is None:            # an outer product, a row dot, a small contraction: broadcast products summed
+      from .jnp_einsum import einsum_products
+      got = einsum_products(tracer, node, args[0], args[1:], kwargs)
+    return got
   if lib == ("jax.lax", "dot_general") and len(args) in (2, 3):
     kw = dict(kwargs)
     dims = args[2] if len(args) == 3 else kw.pop("dimension_numbers", None)
