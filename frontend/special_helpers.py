@@ -38,7 +38,7 @@ def lgamma(x):
 @ml.inline
 def digamma(x):
   """XLA's Digamma: the Lanczos sum's log derivative for x >= 0.5, the reflection psi(1 - x) - pi / tan(pi x)
-  below; NaN at the poles (0, -1, -2, ...)."""
+  below; NaN at the negative poles (-1, -2, ...) and -inf at 0 (jax 0.11's, the H200's: 0.10 gave NaN there)."""
   reflect = x < 0.5
   z = ml.where(reflect, -x, x - 1.0)
   num = ml.zeros(x.shape, ml.float32)
@@ -52,4 +52,5 @@ def digamma(x):
   y = log_t + num / den - _G / t
   r = x + ml.abs(ml.floor(x + 0.5))
   reflection = y - math.pi * ml.cos(math.pi * r) / ml.sin(math.pi * r)
-  return ml.where((x <= 0) & (x == ml.floor(x)), float("nan"), ml.where(reflect, reflection, y))
+  y = ml.where((x < 0) & (x == ml.floor(x)), float("nan"), ml.where(reflect, reflection, y))
+  return ml.where(x == 0, float("-inf"), y)
