@@ -19,6 +19,7 @@ from .held_library import _public
 from .jnp_stats import STATS
 from .jnp_forms import FORMS, OPERATORS
 from .jnp_bits import BITS
+from .jnp_scipy import SCIPY
 from .jnp_math import MATH
 from .lax_forms import FORMS as LAX_FORMS
 
@@ -182,6 +183,7 @@ _OPERATORS.update(OPERATORS)  # jnp.equal, jnp.bitwise_and, lax.shift_left, jnp.
 SHAPED.update(STATS)          # jnp's statistics (jnp.linalg.norm, jnp.nanmean, ...): jnp_stats.py, after the forms
 SHAPED.update(MATH)           # jnp.sinh, jnp.arctanh, jnp.sinc, jax.nn.glu, ...: jnp_math.py
 SHAPED.update(BITS)           # jnp.nextafter, jnp.frexp, lax.reduce_precision, lax.lgamma, ...: jnp_bits.py
+SHAPED.update(SCIPY)          # jax.scipy.special.xlogy, entr, ndtr, jnp.divmod, jnp.vdot, ...: jnp_scipy.py
 
 
 def _form(lib, name):

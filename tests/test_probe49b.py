@@ -4,7 +4,9 @@ a register tensor inside a kernel"):
   special_helpers.py): `jnp.nextafter` / `lax.nextafter`, `jnp.frexp`, `jnp.ldexp`, `lax.reduce_precision`,
   `jnp.float_power`, `jnp.fabs`, `jnp.modf`, `jnp.signbit` of integers and bools, `jnp.bitwise_count`,
   `lax.shift_right_logical` / `shift_right_arithmetic` by a run-time amount, `lax.lgamma` / `digamma` and
-  jax.scipy.special's `gammaln` / `digamma`, `jax.nn.standardize`;
+  jax.scipy.special's `gammaln` / `digamma`, `jax.nn.standardize`; jax.scipy.special's `xlogy`, `xlog1py`, `entr`,
+  `rel_entr`, `kl_div`, `ndtr`, and `jnp.divmod`, `jnp.vdot`, `conjugate` / `real` / `imag` of real tiles
+  (frontend/jnp_scipy.py);
 - two-operand `jnp.einsum` specs that are not a matrix product (outer products 'ij,jk->ijk', row dots 'ij,ij->i',
   elementwise and small contractions: frontend/jnp_einsum.py), with MG202 for a label of two sizes and an MG003
   that writes the broadcast product where it is too large for registers."""
@@ -151,6 +153,38 @@ def test_lgamma_digamma_and_standardize_match_jax(dtype):
   _exports(special, x)
 
 
+# ---------------------------------------------------------------- jax.scipy.special's log terms, jnp's odds
+def _odds_ref(x, y, n, v):
+  return (sp.xlogy(x, jnp.abs(y)), sp.xlog1py(x, jnp.abs(y)), sp.xlogy(n, 3.0), sp.entr(x), sp.rel_entr(
+      jnp.abs(x), y), sp.kl_div(jnp.abs(x), jnp.abs(y)), sp.ndtr(x * 3), jnp.divmod(x, y)[0], jnp.divmod(n, 7)[1],
+      jnp.vdot(v, v), jnp.conjugate(x) + jnp.real(x) + jnp.imag(x))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y, n, v: tuple(S(r.shape, r.dtype) for r in jax.eval_shape(_odds_ref, x, y, n, v)))
+def scipy_odds(x_ref, y_ref, n_ref, v_ref, xl, xl1, xln, en, rel, kl, nd, quot, rem, vd, parts):
+  x, y, n, v = x_ref[...], y_ref[...], n_ref[...], v_ref[...]
+  xl[...] = sp.xlogy(x, jnp.abs(y))
+  xl1[...] = sp.xlog1py(x, jnp.abs(y))
+  xln[...] = sp.xlogy(n, 3.0)
+  en[...] = sp.entr(x)
+  rel[...] = sp.rel_entr(jnp.abs(x), y)
+  kl[...] = sp.kl_div(jnp.abs(x), jnp.abs(y))
+  nd[...] = sp.ndtr(x * 3)
+  quot[...] = jnp.divmod(x, y)[0]
+  rem[...] = jnp.divmod(n, 7)[1]
+  vd[...] = jnp.vdot(v, v)
+  parts[...] = jnp.conjugate(x) + jnp.real(x) + jnp.imag(x)
+
+
+def test_scipy_log_terms_and_jnp_odds_match_jax():
+  x = _rand((8, 128), F32, 8).at[0, :4].set(jnp.asarray([0.0, 0.0, -1.0, jnp.nan]))
+  y = _rand((8, 128), F32, 9).at[0, :4].set(jnp.asarray([0.0, jnp.nan, 0.0, 1.0]))
+  n, v = _ints((8, 128), -1000, 1000, 10), _rand((128,), F32, 11)
+  for g, w in zip(scipy_odds(x, y, n, v, interpret=True), _odds_ref(x, y, n, v)):
+    _close(g, w, rtol=1e-5, atol=1e-6)
+  _exports(scipy_odds, x, y, n, v)
+
+
 # ---------------------------------------------------------------- einsum specs that are not matrix products
 def _einsum_ref(a, b, c):
   return (jnp.einsum("ij,jk->ijk", a, b), jnp.einsum("ij,ij->i", a, c), jnp.einsum("ij,ik->ijk", a, c[:, :4]),
@@ -215,6 +249,8 @@ def test_gpu_bits_specials_and_einsums_match_interpret_mode():
            (float_bits, (x.astype(BF16), _rand((8, 128), BF16, 1), _ints((8, 128), -20, 20, 2))),
            (integer_bits, (_ints((8, 128), -2 ** 31, 2 ** 31 - 1, 3),)),
            (special, (_rand((8, 128), F32, 4, 4.0),)), (special, (_rand((8, 128), BF16, 4, 4.0),)),
+           (scipy_odds, (_rand((8, 128), F32, 8), _rand((8, 128), F32, 9), _ints((8, 128), -1000, 1000, 10),
+                         _rand((128,), F32, 11))),
            (einsums, (_rand((8, 16), F32, 5), _rand((16, 32), F32, 6), _rand((8, 16), F32, 7))),
            (einsums, (_rand((8, 16), BF16, 5), _rand((16, 32), BF16, 6), _rand((8, 16), BF16, 7)))]
   for kernel, args in cases:
