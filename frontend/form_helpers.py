@@ -66,3 +66,13 @@ def erf_inv(x):
   p = ml.where(lt, 0.246640727, 1.00167406) + p * w
   p = ml.where(lt, 1.50140941, 2.83297682) + p * w
   return ml.where(ml.abs(x) == 1, x * float("inf"), p * x)
+
+
+@ml.inline
+def chunked_dot(a, b, c, acc_dtype):
+  """a @ b of (m, k) and (k, n) register tiles, in acc_dtype: broadcast products of c columns of a by c rows of b at a
+  time, summed into the (m, n) accumulator (jnp_einsum.chunked_product: products ml.dot does not take)."""
+  acc = ml.zeros((a.shape[0], b.shape[1]), acc_dtype)
+  for k0 in ml.static_range(0, a.shape[1], c):
+    acc = acc + ml.sum(a[:, k0:k0 + c][:, :, None] * b[k0:k0 + c, :][None, :, :], axis=1)
+  return acc

@@ -114,8 +114,13 @@ def register_dot(tracer, node, nodes, values, kwargs, batched=False, shown="jnp.
     _same_k(tracer, node, nodes, values, shown)
     ops = _unwidened(tracer, nodes, values)
     if ops is not None:
-      return product(tracer, node, *ops, DType.f32 if want is None else want, precision)
-    return product(tracer, node, *_operands(tracer, nodes, values), want, precision)
+      got = product(tracer, node, *ops, DType.f32 if want is None else want, precision)
+    else:
+      got = product(tracer, node, *_operands(tracer, nodes, values), want, precision)
+    if got is None and precision is None:      # ((48, 40) by (40, 72): in registers)
+      from .jnp_einsum import chunked_product
+      got = chunked_product(tracer, node, *values, want)
+    return got
   if ranks in ([2, 1], [1, 2], [1, 1]):
     return vector_product(tracer, node, values, want)
   if batched and ranks in ([3, 3], [3, 2]):

@@ -1,10 +1,11 @@
 """Two-operand jnp.einsum specs that are not a matrix product ml.dot takes (probe 49b): outer products
-('ij,jk->ijk', 'i,j->ij'), elementwise products ('ij,ij->ij', 'ij,i->ij'), row dots ('ij,ij->i') and small
-contractions, as a Pallas kernel writes them. Computed as jnp's meaning spelled in registers: each operand's axes
-permuted into one order of the labels (the output's, then the contracted ones) and given size-1 axes for the labels
-it lacks, the two multiplied (float32 for 16-bit floats, as XLA's dot accumulates them) and the contracted axes
-summed, then converted to jnp's dtype (`preferred_element_type=`, else the operands' promoted dtype). The broadcast
-product is held in registers: specs whose labels span more than _MOST elements stay MG003."""
+('ij,jk->ijk', 'i,j->ij'), elementwise products ('ij,ij->ij', 'ij,i->ij') and row dots ('ij,ij->i'), as a Pallas
+kernel writes them. Computed as jnp's meaning spelled in registers: each operand's axes permuted into one order of
+the labels (the output's, then the contracted ones) and given size-1 axes for the labels it lacks, the two multiplied
+(float32 for 16-bit floats, as XLA's dot accumulates them) and the contracted axes summed, then converted to jnp's
+dtype (`preferred_element_type=`, else the operands' promoted dtype). The broadcast product is held in registers:
+one of more than _MOST elements is MG003 writing it. A 3-D product reduced is only 'ij,jk->ik' (chunked_product, also
+jnp.dot's and `@`'s where ml.dot does not take the tiles: (48, 40) by (40, 72)); others keep MG003."""
 from __future__ import annotations
 
 _MOST = 1 << 15
@@ -37,9 +38,9 @@ def einsum_products(tracer, node, spec, values, kwargs):
   total = 1
   for c in order:
     total *= size[c]
+  if gone and len(order) > 2:   # (a 3-D product reduced: the layouts take only chunked_product's shape of it)
+    return _matrix_product(tracer, node, parts, out, values, kwargs)
   if total > _MOST:
-    if set(parts[0]) & set(parts[1]) - set(out):
-      return None               # (a contraction of both: the ml.dot hint stands)
     _too_many(tracer, node, spec, parts, order, size, total)
   from .ops.promotion import arithmetic_in
   da, db = (_dtype(v) for v in values)
@@ -77,6 +78,22 @@ def _sizes_differ(tracer, node, spec, shapes, label, n1, n2):
       f"or name them apart (a new letter) if they are different axes")
 
 
+def _matrix_product(tracer, node, parts, out, values, kwargs):
+  """A matrix-product spec ml.dot did not take, 'ij,jk->ik' (operands and result as held), too large for one broadcast
+  product: chunked_product's sum; None for another spec."""
+  (sa, sb), shared = parts, set(parts[0]) & set(parts[1])
+  if len(sa) != 2 or len(sb) != 2 or len(out) != 2 or len(shared) != 1 or shared & set(out) or \
+      kwargs.get("precision") is not None:
+    return None
+  c = shared.pop()
+  i, j = (p[1 - p.index(c)] for p in (sa, sb))
+  if set(out) != {i, j}:
+    return None
+  if sa.index(c) != 1 or sb.index(c) != 0 or out != i + j:
+    return None                 # (a transposed operand or result: chunked_product's note)
+  return chunked_product(tracer, node, *values, kwargs.get("preferred_element_type"))
+
+
 def _too_many(tracer, node, spec, parts, order, size, total):
   """MG003 at the call: a broadcast product larger than registers hold, with the product written as broadcasts and
   a loop that writes it in pieces."""
@@ -94,3 +111,44 @@ def _too_many(tracer, node, spec, parts, order, size, total):
       f"registers ({_MOST})", tracer.loc(node),
       hint=f"it is {terms[0]} * {terms[1]} (summed over the labels not in the output); compute it in pieces, a "
       f"slice of the first axis at a time in a loop, storing each piece")
+
+
+_ACC_MOST = 1 << 14
+
+
+def chunked_product(tracer, node, a, b, want):
+  """`a @ b` of two 2-D register tiles ml.dot does not take ((48, 40) by (40, 72), (8, 16) by (16, 32)), in
+  registers: the (m, n) accumulator plus broadcast products of k-chunks of a's columns and b's rows, float32 for
+  float operands (as XLA's dot accumulates 16-bit ones) and the operands' dtype for 32-bit integers, converted to
+  jnp's dtype (a tile computed padded, a (40, 72) read, is sliced in its own coordinates). None where the accumulator
+  is larger than _ACC_MOST elements, ml.dot's padded trace may take it (a layout error it met), or the dtypes are
+  others. (Only (m, k) by (k, n): the chunks of a transposed operand would broadcast into a 3-D tensor's middle axis
+  or reduce its last one, which no register layout takes.)"""
+  from .jnp_forms import _dtype, _kind
+  from .ops.padded_tiles import true_shape
+  from .ops.promotion import arithmetic_in
+  from . import form_helpers
+  if tracer.b.dot_layouts is not None and node in tracer.b.dot_layouts:
+    return None                 # (compile.trace tries ml.dot on padded tiles first)
+  shapes = [getattr(getattr(v, "type", None), "shape", None) for v in (a, b)]
+  if any(not isinstance(s, tuple) or len(s) != 2 for s in shapes):
+    return None
+  (m, k), (k2, n) = (tuple(true_shape(tracer.b, v)) for v in (a, b))     # (a padded tile's own shape)
+  if k != k2 or m * n > _ACC_MOST:
+    return None
+  da, db = _dtype(a), _dtype(b)
+  d = da if da == db else arithmetic_in(da, db)
+  if d is None or any(_kind(v) not in ("float", "int") for v in (a, b)) or (
+      _kind(a) != _kind(b)) or (_kind(a) == "int" and str(d) not in ("int32", "uint32")):
+    return None
+  acc = "float32" if _kind(a) == "float" else str(d)
+  # k-chunks of a power of two from 4 (the 3-D layouts take those; 2, 5 or 10 columns of a padded tile they do not),
+  # else the whole k or the largest divisor that fits
+  fits = [x for x in (64, 32, 16, 8, 4) if k % x == 0 and m * x * n <= _MOST]
+  c = fits[0] if fits else k if m * k * n <= _MOST else max(
+      x for x in range(1, k + 1) if k % x == 0 and m * x * n <= _MOST)
+  conv = [f"{{{i}}}" if str(_dtype(v)) == acc else f"{{{i}}}.astype(ml.{acc})" for i, v in enumerate((a, b))]
+  out = "{4}" if want is not None else f"ml.{d}"
+  from .jnp_calls import trace_form
+  return trace_form(tracer, node, f"{{2}}({conv[0]}, {conv[1]}, {c}, ml.{acc}).astype({out})",
+                    [a, b, form_helpers.chunked_dot, None, want])

@@ -8,8 +8,10 @@ a register tensor inside a kernel"):
   `rel_entr`, `kl_div`, `ndtr`, and `jnp.divmod`, `jnp.vdot`, `conjugate` / `real` / `imag` of real tiles
   (frontend/jnp_scipy.py);
 - two-operand `jnp.einsum` specs that are not a matrix product (outer products 'ij,jk->ijk', row dots 'ij,ij->i',
-  elementwise and small contractions: frontend/jnp_einsum.py), with MG202 for a label of two sizes and an MG003
-  that writes the broadcast product where it is too large for registers."""
+  elementwise products: frontend/jnp_einsum.py), with MG202 for a label of two sizes and an MG003 that writes the
+  broadcast product where it is too large for registers; and products of 2-D tiles ml.dot does not take (`jnp.dot`
+  of (48, 40) by (40, 72), `@` of (8, 16) by (16, 32), einsum 'ij,jk->ik') as chunked broadcast products summed in
+  registers."""
 import jax
 import jax.numpy as jnp
 import jax.scipy.special as sp
@@ -216,6 +218,39 @@ def test_einsum_outer_and_row_products(dtype):
   _exports(einsums, a, b, c)
 
 
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), jnp.float32))
+def odd_dot(a_ref, b_ref, out):
+  """A product ml.dot does not take (m not a multiple of 64, a b of 40 rows): in registers."""
+  out[...] = jnp.dot(a_ref[...], b_ref[...], preferred_element_type=jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: (S((a.shape[0], b.shape[1]), a.dtype), S((a.shape[0], b.shape[1]), a.dtype)))
+def small_products(a_ref, b_ref, p, e):
+  a, b = a_ref[...], b_ref[...]
+  p[...] = a @ b
+  e[...] = jnp.einsum("ij,jk->ik", a, b)
+
+
+@pytest.mark.parametrize("m, k, n, dtype", [(48, 40, 72, BF16), (64, 40, 72, BF16), (48, 40, 72, F32),
+                                            (24, 32, 40, F16)])
+def test_a_product_ml_dot_does_not_take_computes_in_registers(m, k, n, dtype):
+  a, b = _rand((m, k), dtype, 12), _rand((k, n), dtype, 13)
+  _close(odd_dot(a, b, interpret=True), jnp.dot(a, b, preferred_element_type=jnp.float32), rtol=1e-4, atol=1e-4)
+  if (m, k, dtype) == (48, 40, BF16):
+    _exports(odd_dot, a, b)
+
+
+@pytest.mark.parametrize("dtype", [F32, jnp.int32])
+def test_small_products_of_at_and_einsum_compute_in_registers(dtype):
+  if dtype == jnp.int32:
+    a, b = _ints((8, 16), -1000, 1000, 12), _ints((16, 32), -1000, 1000, 13)
+  else:
+    a, b = _rand((8, 16), dtype, 12), _rand((16, 32), dtype, 13)
+  for g, w in zip(small_products(a, b, interpret=True), (a @ b, jnp.einsum("ij,jk->ik", a, b))):
+    _close(g, w, rtol=1e-5, atol=1e-5)
+  _exports(small_products, a, b)
+
+
 @mg.mgpu_kernel(out_shape=lambda x, y: S((8, 32), jnp.float32))
 def einsum_sizes_differ(x, y, out):
   out[...] = jnp.einsum("ij,jk->ik", x[...], y[...])
@@ -252,8 +287,11 @@ def test_gpu_bits_specials_and_einsums_match_interpret_mode():
            (scipy_odds, (_rand((8, 128), F32, 8), _rand((8, 128), F32, 9), _ints((8, 128), -1000, 1000, 10),
                          _rand((128,), F32, 11))),
            (einsums, (_rand((8, 16), F32, 5), _rand((16, 32), F32, 6), _rand((8, 16), F32, 7))),
-           (einsums, (_rand((8, 16), BF16, 5), _rand((16, 32), BF16, 6), _rand((8, 16), BF16, 7)))]
+           (einsums, (_rand((8, 16), BF16, 5), _rand((16, 32), BF16, 6), _rand((8, 16), BF16, 7))),
+           (odd_dot, (_rand((48, 40), BF16, 12), _rand((40, 72), BF16, 13))),
+           (odd_dot, (_rand((64, 40), F32, 12), _rand((40, 72), F32, 13))),
+           (small_products, (_rand((8, 16), F32, 12), _rand((16, 32), F32, 13)))]
   for kernel, args in cases:
     gpu, cpu = kernel(*args), kernel(*args, interpret=True)
-    for got, want in zip(gpu, cpu):
+    for got, want in zip(*((r,) if not isinstance(r, tuple) else r for r in (gpu, cpu))):
       _close(got, want, rtol=2e-2, atol=2e-2)
