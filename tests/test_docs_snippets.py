@@ -194,6 +194,17 @@ def run_rms_gate(k):
   close(k(x, w, interpret=True), np.asarray(want))
 
 
+def run_bits_and_outer(k):
+  import jax
+  import jax.numpy as jnp
+  x, w = rand(8, 16), rand(16, 32)
+  outer, q = k(x, w, interpret=True)
+  m, e = jnp.frexp(x)
+  close(outer, np.asarray(jnp.einsum("ij,jk->ijk", x, w)))
+  np.testing.assert_array_equal(np.asarray(q), np.asarray(
+      jnp.ldexp(jax.lax.reduce_precision(m, exponent_bits=5, mantissa_bits=2), e)))
+
+
 def run_attention_block(k):
   import jax
   import jax.numpy as jnp
@@ -443,6 +454,7 @@ CASES = [
     Case(L, "weight_grad", [S((37, 128), f32), S((37, 128), f32)], run=run_weight_grad),
     Case(L, "column_norms", [S((256, 128), f32)], run=run_column_norms),
     Case(L, "rms_gate", [S((8, 128), jnp.bfloat16), S((128,), f32)], run=run_rms_gate),
+    Case(L, "bits_and_outer", [S((8, 16), f32), S((16, 32), f32)], run=run_bits_and_outer),
     Case(L, "attention_block", [S((64, 64), jnp.bfloat16), S((128, 64), jnp.bfloat16), S((128, 64), jnp.bfloat16)],
          run=run_attention_block),
     Case(L, "hyperbolic", [S((8, 128), jnp.bfloat16)], run=run_hyperbolic),
