@@ -103,6 +103,8 @@ def jnp_call(tracer, node, fn, args, kwargs, cx):
     shape, dtype = bound.arguments.get("shape"), bound.arguments.get("dtype")
     # (float32 where the dtype is left out, strongly typed as jnp.ones's: v_bf16 * jnp.ones(s) is float32)
     return BUILTINS["full"].apply(cx, [_tuples(shape), 1], {"dtype": DType.f32 if dtype is None else dtype})
+  if lib == "jnp" and name in jnp_calls.BINARY_INEXACT:
+    args, kwargs = jnp_calls.inexact_operands(cx, args, kwargs)     # jnp.arctan2 of int32 tiles: float32
   if jnp_calls._form(lib, name) is not None and name not in jnp_calls.MAPPED.get(lib, {}):
     out = jnp_calls.formula(tracer, cx, node, fn, args, kwargs)
     return _NOT_MAPPED if out is None else out

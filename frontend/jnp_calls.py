@@ -49,6 +49,37 @@ MAPPED = {"jnp": _JNP, "jax.nn": _NN, "jax.lax": _LAX, "jax.ops": _OPS,
 INEXACT = frozenset(("exp", "exp2", "expm1", "log", "log1p", "log2", "sin", "cos", "tan", "tanh", "sqrt", "cbrt",
                      "acos", "asin", "atan", "rsqrt", "erf", "erfc", "sigmoid", "softmax", "log_softmax",
                      "logsumexp"))
+# jnp's functions of two operands that promote them to an inexact dtype (promote_args_inexact): integer and bool
+# tiles are float32 first, or the other operand's float dtype (probe 49b: jnp.arctan2 of int32 tiles was MG106,
+# jnp.copysign, hypot, heaviside, logaddexp2, nextafter and isclose of them MG003)
+BINARY_INEXACT = frozenset(("arctan2", "atan2", "copysign", "hypot", "heaviside", "logaddexp", "logaddexp2",
+                            "nextafter", "isclose"))
+
+
+def inexact_operands(cx, args, kwargs):
+  """(args, kwargs) with the integer and bool register values converted as jnp's promote_args_inexact converts
+  them: to the float dtype of a float operand, float32 where there is none."""
+  from .ops import elementwise as ew
+  from .ops.base import is_value
+  from .ops.promotion import arithmetic_in
+  from .dtypes import DType
+  from .types import resolve
+  from .jnp_forms import _kind
+  vals = [v for v in list(args) + list(kwargs.values()) if is_value(v) and _kind(v) in ("float", "int", "bool")]
+  floats = [resolve(v.type.dtype) for v in vals if _kind(v) == "float"]
+  if not any(_kind(v) in ("int", "bool") for v in vals):
+    return args, kwargs
+  to = DType.f32
+  if floats:
+    to = floats[0]
+    for d in floats[1:]:
+      to = arithmetic_in(to, d) or to
+
+  def conv(v):
+    return ew.astype(cx, v, to) if is_value(v) and _kind(v) in ("int", "bool") else v
+  return [conv(a) for a in args], {k: conv(v) for k, v in kwargs.items()}
+
+
 # the library's parameter names as ml's
 _RENAMES = {"a": "x", "ary": "x", "arr": "x", "array": "x", "m": "x", "operand": "x", "arrays": "xs", "operands": "xs",
             "fill_value": "value", "dimension": "axis", "new_sizes": "shape", "permutation": "axes"}

@@ -6,7 +6,8 @@ a register tensor inside a kernel"):
   `lax.shift_right_logical` / `shift_right_arithmetic` by a run-time amount, `lax.lgamma` / `digamma` and
   jax.scipy.special's `gammaln` / `digamma`, `jax.nn.standardize`; jax.scipy.special's `xlogy`, `xlog1py`, `entr`,
   `rel_entr`, `kl_div`, `ndtr`, and `jnp.divmod`, `jnp.vdot`, `conjugate` / `real` / `imag` of real tiles
-  (frontend/jnp_scipy.py);
+  (frontend/jnp_scipy.py); jnp's binary inexact functions (`arctan2`, `copysign`, `hypot`, `heaviside`, `logaddexp2`,
+  `nextafter`, `isclose`) of integer tiles, converted as jnp's promote_args_inexact (jnp_calls.inexact_operands);
 - two-operand `jnp.einsum` specs that are not a matrix product (outer products 'ij,jk->ijk', row dots 'ij,ij->i',
   elementwise products: frontend/jnp_einsum.py), with MG202 for a label of two sizes and an MG003 that writes the
   broadcast product where it is too large for registers; and products of 2-D tiles ml.dot does not take (`jnp.dot`
@@ -187,6 +188,35 @@ def test_scipy_log_terms_and_jnp_odds_match_jax():
   _exports(scipy_odds, x, y, n, v)
 
 
+# ---------------------------------------------------------------- jnp's inexact binary functions of integer tiles
+def _int_binary_ref(i, j, x):
+  return (jnp.arctan2(i, j), jnp.arctan2(i, 2), jnp.copysign(i, x), jnp.hypot(i, j), jnp.heaviside(i, 0.5),
+          jnp.logaddexp2(i % 10, j % 10), jnp.nextafter(i, j), jnp.isclose(i, j, atol=300))
+
+
+@mg.mgpu_kernel(out_shape=lambda i, j, x: tuple(S(r.shape, r.dtype) for r in jax.eval_shape(_int_binary_ref, i, j, x)))
+def int_binary(i_ref, j_ref, x_ref, at, at2, cs, hy, hv, la2, na, ic):
+  i, j, x = i_ref[...], j_ref[...], x_ref[...]
+  at[...] = jnp.arctan2(i, j)
+  at2[...] = jnp.arctan2(i, 2)
+  cs[...] = jnp.copysign(i, x)
+  hy[...] = jnp.hypot(i, j)
+  hv[...] = jnp.heaviside(i, 0.5)
+  la2[...] = jnp.logaddexp2(i % 10, j % 10)
+  na[...] = jnp.nextafter(i, j)
+  ic[...] = jnp.isclose(i, j, atol=300)
+
+
+def test_inexact_binary_functions_of_integer_tiles_promote_as_jnp():
+  """jnp.arctan2 of int32 tiles was MG106 (ml.atan2 needs a float), copysign, hypot, heaviside, logaddexp2,
+  nextafter and isclose of them MG003: jnp converts them to float32 (the float operand's dtype beside one)."""
+  i, j = _ints((8, 128), -1000, 1000, 15), _ints((8, 128), -1000, 1000, 16)
+  x = _rand((8, 128), BF16, 17)
+  for g, w in zip(int_binary(i, j, x, interpret=True), _int_binary_ref(i, j, x)):
+    _close(g, w, rtol=1e-6, atol=1e-6)
+  _exports(int_binary, i, j, x)
+
+
 # ---------------------------------------------------------------- einsum specs that are not matrix products
 def _einsum_ref(a, b, c):
   return (jnp.einsum("ij,jk->ijk", a, b), jnp.einsum("ij,ij->i", a, c), jnp.einsum("ij,ik->ijk", a, c[:, :4]),
@@ -288,6 +318,8 @@ def test_gpu_bits_specials_and_einsums_match_interpret_mode():
                          _rand((128,), F32, 11))),
            (einsums, (_rand((8, 16), F32, 5), _rand((16, 32), F32, 6), _rand((8, 16), F32, 7))),
            (einsums, (_rand((8, 16), BF16, 5), _rand((16, 32), BF16, 6), _rand((8, 16), BF16, 7))),
+           (int_binary, (_ints((8, 128), -1000, 1000, 15), _ints((8, 128), -1000, 1000, 16),
+                         _rand((8, 128), BF16, 17))),
            (odd_dot, (_rand((48, 40), BF16, 12), _rand((40, 72), BF16, 13))),
            (odd_dot, (_rand((64, 40), F32, 12), _rand((40, 72), F32, 13))),
            (small_products, (_rand((8, 16), F32, 12), _rand((16, 32), F32, 13)))]
