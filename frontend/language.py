@@ -37,6 +37,7 @@ from .ops.permute import trans, transpose
 from .ops.roll import flip, roll
 from .ops.stacking import expand_dims, interleave, join, pad, repeat, split, squeeze, stack
 from .ops.stats import all_ as all, any_ as any, log_softmax, logsumexp, softmax, std, var
+from .ops.triton_ops import PropagateNan, clamp, div_rn, fdiv, mulhi, swizzle2d, umulhi
 
 take_along_axis = BUILTINS["take_along_axis"]     # (frontend/ops/gather.py)
 
@@ -165,4 +166,4 @@ def debug_print(fmt, *args):
 __all__ = sorted(BUILTINS) + [
     "DSlice", "Inline", "inline", "constexpr", "scalar", "float32", "float16", "bfloat16", "float8_e4m3fn",
     "float8_e5m2", "int64", "int32", "int16", "int8", "uint32", "uint16", "uint8", "bool_", "float8e4nv",
-    "float8e5", "int1", "dslice", "debug_print"]
+    "float8e5", "int1", "dslice", "debug_print", "PropagateNan"]

@@ -102,7 +102,6 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     "ones": "no ml.ones: ml.full(shape, 1, dtype)",
     "ones_like": "no ml.ones_like: ml.full(x.shape, 1, x.dtype)",
     "full_like": "no ml.full_like: ml.full(x.shape, value, x.dtype)",
-    "swizzle2d": "no ml.swizzle2d: i, j = ml.grouped_ids(pid, num_m, num_n, group=8) (L2-friendly tile order)",
     "assume": "no ml.assume: ml.multiple_of(x, m) promises a multiple of m; other facts are not needed",
     "relu": "no ml.relu: ml.maximum(x, 0.0)",
     "leaky_relu": "no ml.leaky_relu: ml.where(x >= 0, x, 0.01 * x)",
@@ -127,13 +126,12 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     "nonzero": "no ml.nonzero (its length depends on the data): keep a mask, or compact with an exclusive"
                " ml.cumsum of the mask as each kept element's position and a scatter",
     "fma": "no ml.fma: write x * y + z (the GPU may fuse it into one fused multiply-add; interpret mode rounds twice)",
-    **{n: _DIV.format(n) for n in ("fdiv", "divide", "true_divide")}, "div_rn": DIV_RN,
+    **{n: _DIV.format(n) for n in ("divide", "true_divide")},
     **{n: _FLOOR_DIV.format(n) for n in ("floor_divide", "floordiv")},
     "fliplr": "no ml.fliplr: ml.flip(x, axis=1)", "flipud": "no ml.flipud: ml.flip(x, axis=0)",
     "reverse": "no ml.reverse: ml.flip(x, axis=dims) (lax.rev's dimensions)",
     **{n: "no ml.{}: reshape the register tensor, v.reshape(shape) (or ml.reshape(v, shape))".format(n)
        for n in ("view", "flatten")},
-    "mulhi": "no ml.mulhi: ml.umulhi(a, b), the high 32 bits of the unsigned product (Triton's tl.umulhi)",
     "prod": "no ml.prod: take the last element of the running product, ml.cumprod(v, axis=1)[:, -1] along the"
             " rows of a 2-D v (ml.cumprod(v)[-1] for a 1-D v)",
 }

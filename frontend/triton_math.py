@@ -15,7 +15,8 @@ SAME = {"fabs": "abs", "max": "maximum", "min": "minimum", "clamp": "clip", "fin
         "isfinited": "isfinite", "fast_logf": "log", "fast_log2f": "log2", "fast_sinf": "sin", "fast_cosf": "cos",
         "fast_tanf": "tan", "sqrt_rn": "sqrt", "fast_expf": "exp", "fast_exp2f": "exp2", "rint": "round",
         "nearbyint": "round", "powf": "pow", "exp2f": "exp2", "expf": "exp", "logf": "log", "sqrtf": "sqrt",
-        "rsqrtf": "rsqrt", "tanhf": "tanh", "erff": "erf"}
+        "rsqrtf": "rsqrt", "tanhf": "tanh", "erff": "erf", "fdiv_rn": "div_rn", "div_rn": "div_rn",
+        "umulhi": "umulhi", "mulhi": "mulhi"}
 DIFFERENT = frozenset({"round", "fmax", "fmin"})        # libdevice's meaning is not ml's namesake's
 
 

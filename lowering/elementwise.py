@@ -77,16 +77,27 @@ def _needs_minus_one_guard(o) -> bool:
   return o.kind in _SIGNED_DIVISIONS and (isinstance(o.rhs, kir.Value) or o.rhs == -1)
 
 
+def _div_rn(a, b):
+  """float32 a / b rounded to nearest (PTX's div.rn; arith.divf compiles to an approximate division)."""
+  return asm_per_element("div.rn.f32 $0, $1, $2;", "=f,f,f", a, b)
+
+
+def _mulhi(signed: bool):
+  """The high 32 bits of the product of 32-bit integers (PTX's mul.hi, one instruction per element)."""
+  asm = f"mul.hi.{'s' if signed else 'u'}32 $0, $1, $2;"
+  return lambda a, b: asm_per_element(asm, "=r,r,r", a, b)
+
+
 _SCALAR_INT = {BinOp.ADD: arith.addi, BinOp.SUB: arith.subi, BinOp.MUL: arith.muli,
                BinOp.FLOORDIV: arith.floordivsi, BinOp.MOD: _floor_mod_scalar, BinOp.FMOD: arith.remsi,
                BinOp.MAX: arith.maxsi, BinOp.MIN: arith.minsi,
                BinOp.AND: arith.andi, BinOp.OR: arith.ori, BinOp.XOR: arith.xori,
-               BinOp.SHL: arith.shli, BinOp.SHR: arith.shrsi}
+               BinOp.SHL: arith.shli, BinOp.SHR: arith.shrsi, BinOp.MULHI: _mulhi(True)}
 _SCALAR_UINT = {**_SCALAR_INT, BinOp.FLOORDIV: arith.divui, BinOp.MOD: arith.remui, BinOp.FMOD: arith.remui,
-                BinOp.MAX: arith.maxui, BinOp.MIN: arith.minui, BinOp.SHR: arith.shrui}
+                BinOp.MAX: arith.maxui, BinOp.MIN: arith.minui, BinOp.SHR: arith.shrui, BinOp.MULHI: _mulhi(False)}
 _SCALAR_FLOAT = {BinOp.ADD: arith.addf, BinOp.SUB: arith.subf, BinOp.MUL: arith.mulf,
                  BinOp.DIV: arith.divf, BinOp.MAX: arith.maximumf, BinOp.MIN: arith.minimumf,
-                 BinOp.ATAN2: mlir_math.atan2, BinOp.POW: mlir_math.powf}
+                 BinOp.ATAN2: mlir_math.atan2, BinOp.POW: mlir_math.powf, BinOp.DIV_RN: _div_rn}
 _ARRAY = {BinOp.ADD: lambda a, b: a + b, BinOp.SUB: lambda a, b: a - b,
           BinOp.MUL: lambda a, b: a * b, BinOp.DIV: lambda a, b: a / b,
           BinOp.FLOORDIV: lambda a, b: a // b, BinOp.MOD: _floor_mod_array, BinOp.FMOD: lambda a, b: a % b,
@@ -94,6 +105,7 @@ _ARRAY = {BinOp.ADD: lambda a, b: a + b, BinOp.SUB: lambda a, b: a - b,
           BinOp.AND: lambda a, b: a & b, BinOp.OR: lambda a, b: a | b,
           BinOp.ATAN2: lambda a, b: a._pointwise(mlir_math.atan2, b),
           BinOp.POW: lambda a, b: a._pointwise(mlir_math.powf, b),
+          BinOp.DIV_RN: lambda a, b: a._pointwise(_div_rn, b),
           BinOp.XOR: lambda a, b: a ^ b, BinOp.SHL: lambda a, b: a << b, BinOp.SHR: lambda a, b: a >> b}
 _CMP_ARRAY = {CmpOp.LT: lambda a, b: a < b, CmpOp.LE: lambda a, b: a <= b,
               CmpOp.GT: lambda a, b: a > b, CmpOp.GE: lambda a, b: a >= b,
@@ -130,6 +142,9 @@ def _binary(ctx, o):
     return
   if o.kind == BinOp.MOD and not d.is_signed:
     ctx.set(o.result, a % b)
+    return
+  if o.kind == BinOp.MULHI:
+    ctx.set(o.result, a._pointwise(_mulhi(d.is_signed), b))
     return
   f = _ARRAY[o.kind]
   if d.is_int and d.is_signed and _needs_minus_one_guard(o):

@@ -173,12 +173,19 @@ def _power(a, b):
     return np.power(np.asarray(a, np.float64), np.asarray(b, np.float64)).astype(np.result_type(a, b))
 
 
-FLOAT_BIN = {B.ADD: np.add, B.SUB: np.subtract, B.MUL: np.multiply, B.DIV: np.divide,
+def _mulhi(a, b):
+  """The high 32 bits of the 64-bit product of 32-bit integers (signed or unsigned, as `a`'s dtype)."""
+  wide = np.int64 if np.asarray(a).dtype.kind == "i" else np.uint64
+  p = np.asarray(a).astype(wide) * np.asarray(b).astype(wide)
+  return (p >> wide(32)).astype(np.asarray(a).dtype)
+
+
+FLOAT_BIN = {B.ADD: np.add, B.SUB: np.subtract, B.MUL: np.multiply, B.DIV: np.divide, B.DIV_RN: np.divide,
              B.MAX: ieee_maximum, B.MIN: ieee_minimum,
              B.ATAN2: np.arctan2, B.POW: _power}
 INT_BIN = {B.ADD: np.add, B.SUB: np.subtract, B.MUL: np.multiply, B.FLOORDIV: np.floor_divide,
            B.MOD: np.mod, B.FMOD: np.fmod, B.MAX: np.maximum, B.MIN: np.minimum, B.AND: np.bitwise_and,
-           B.OR: np.bitwise_or, B.XOR: np.bitwise_xor, B.SHL: np.left_shift, B.SHR: _shift_right}
+           B.OR: np.bitwise_or, B.XOR: np.bitwise_xor, B.SHL: np.left_shift, B.SHR: _shift_right, B.MULHI: _mulhi}
 CMP = {C.LT: np.less, C.LE: np.less_equal, C.GT: np.greater, C.GE: np.greater_equal,
        C.EQ: np.equal, C.NE: np.not_equal}
 INT_UN = {U.NEG: np.negative, U.ABS: np.abs, U.NOT: np.logical_not}

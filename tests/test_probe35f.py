@@ -164,12 +164,13 @@ def div_rn(x, y, o):
   o[...] = ml.div_rn(x[...], y[...])
 
 
-def test_div_rn_hint_says_the_gpus_division_is_approximate():
-  """It said `divide with the / operator`, as if `/` were div_rn's correctly rounded division."""
-  expect(div_rn, [S((128,), F32)] * 2, mg.UnknownNameError, "ml.div_rn(", "ml has no attribute 'div_rn'",
-         hint="no ml.div_rn: divide with the / operator, x[...] / y[...], which on the GPU is approximate: a float32"
-              " quotient within an ulp of the correctly rounded one (interpret mode rounds it exactly, as NumPy);"
-              " mgpu_dsl has no exactly rounded division, so compare such quotients with a tolerance")
+def test_div_rn_is_the_correctly_rounded_division():
+  """It said `divide with the / operator`, as if `/` were div_rn's correctly rounded division; then that mgpu_dsl
+  had none. Since probe 49h ml.div_rn is PTX's div.rn.f32 (tests/test_probe49h.py runs it on the GPU)."""
+  r = np.random.default_rng(5)
+  x, y = (jnp.asarray(r.standard_normal(128), F32) for _ in range(2))
+  np.testing.assert_array_equal(np.asarray(div_rn(x, y, interpret=True)), np.asarray(x) / np.asarray(y))
+  assert "div.rn.f32" in div_rn.mlir(S((128,), F32), S((128,), F32))
 
 
 # ---------------------------------------------------------------- (6) a scalar's reshape; ml.constexpr(tensor)

@@ -462,6 +462,7 @@ def store_(cx, ref, value, mask=None):
   Without a mask it is `ref[...] = value`.
   """
   from .gather import IndexedRef, _scatter_store, root_id, run_window, scattered
+  value = _as_pointee(cx, ref.ref if isinstance(ref, IndexedRef) else ref, value)
   if isinstance(ref, IndexedRef) and ref.ref.type.space == Space.GMEM and scattered(cx, ref) \
       and root_id(cx.b, ref.ref) not in cx.b.read_only:
     return _scatter_store(cx, ref, value, mask)        # ml.store(out.at[ids, :], v, mask=m): a scatter
@@ -476,6 +477,22 @@ def store_(cx, ref, value, mask=None):
     return store(cx, ref, value)
   _ref_arg(cx, ref, "ml.store", mask, value=value)
   return masked_store(cx, ref, value, mask)
+
+
+def _as_pointee(cx, ref, value):
+  """`value` converted to `ref`'s dtype, as Triton's tl.store converts to the pointer's element type (a float32
+  result stored into a bfloat16 output: every ported kernel relies on it; probe 49h). Only the call spellings,
+  `ml.store(ref, v)` and `ref.store(v)`, convert: `ref[...] = v` keeps Pallas's rule (MG102). A value whose
+  dtype or the ref's is not known yet (an SMEM buffer inferring its dtype), a number and a ref are left as
+  they are (the store's own checks take them)."""
+  if not is_ref(ref) or not is_value(value) or is_ref(value) or not (is_tensor(value) or is_scalar(value)):
+    return value
+  to, src = resolve(ref.type.dtype), resolve(value.type.dtype)
+  if not isinstance(to, DType) or not isinstance(src, DType) or to == src:
+    return value
+  if (to in FLOAT8 or src in FLOAT8) and is_scalar(value):
+    return value           # (the GPU converts no scalar to or from 8 bits: the store's MG102 says what to write)
+  return ew.astype(cx, value, to)
 
 
 def masked_store(cx, ref, value, mask):

@@ -43,6 +43,8 @@ class BinOp(enum.Enum):
   MAX = "max"; MIN = "min"
   ATAN2 = "ml.atan2"; POW = "ml.pow"      # libdevice's (floating point only)
   FMOD = "ml.fmod"                        # C's remainder (the dividend's sign)
+  DIV_RN = "ml.div_rn"                    # float32 x / y rounded to nearest (Triton's tl.div_rn; `/` is approximate)
+  MULHI = "ml.umulhi"                     # the high 32 bits of a 32-bit integer product (Triton's tl.umulhi)
   AND = "&"; OR = "|"; XOR = "^"; SHL = "<<"; SHR = ">>"
 
 
@@ -94,8 +96,8 @@ class UnOp(enum.Enum):
   ERFC = UnaryDef("erfc", True, lambda x: _erfc(x))
 
 
-_FLOAT_ONLY = {BinOp.ATAN2, BinOp.POW}
-_INT_ONLY = {BinOp.AND, BinOp.OR, BinOp.XOR, BinOp.SHL, BinOp.SHR}
+_FLOAT_ONLY = {BinOp.ATAN2, BinOp.POW, BinOp.DIV_RN}
+_INT_ONLY = {BinOp.AND, BinOp.OR, BinOp.XOR, BinOp.SHL, BinOp.SHR, BinOp.MULHI}
 # Mosaic GPU allows these on 8-bit integers (bitwise ops and equality need no arithmetic).
 _WRAPPING = {BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.FLOORDIV, BinOp.MOD, BinOp.FMOD}
 _BITWISE_8BIT = {BinOp.AND, BinOp.OR, BinOp.XOR, CmpOp.EQ, CmpOp.NE}
