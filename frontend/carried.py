@@ -181,6 +181,9 @@ def structure(v):
   a (nested) tuple or list of them; None for anything else."""
   if is_carriable(v):
     return [v], lambda ls: ls[0]
+  if hasattr(v, "carry_leaves"):    # a block pointer (ops/block_ptrs.py): its offsets, the rest static
+    inner = structure(tuple(v.carry_leaves()))
+    return None if inner is None else (inner[0], lambda ls: v.with_leaves(inner[1](ls)))
   if type(v) in (tuple, list) and v:
     parts = [structure(e) for e in v]
     if any(p is None for p in parts):
@@ -211,6 +214,8 @@ def leaf_paths(v, prefix="") -> list[str]:
   """The index path of each leaf of a (nested) tuple or list: ["[0]", "[1][0]", ...]."""
   if type(v) in (tuple, list) and not is_carriable(v):
     return [p for i, e in enumerate(v) for p in leaf_paths(e, f"{prefix}[{i}]")]
+  if hasattr(v, "carry_leaves"):
+    return [f"{prefix}.offsets[{i}]" for i in range(len(v.carry_leaves()))]
   return [prefix]
 
 
@@ -277,6 +282,8 @@ def structure_shape(v):
   the same shape and back (a list literal rebuilt by a comprehension), as in Python."""
   if type(v) in (tuple, list):
     return tuple(structure_shape(e) for e in v)
+  if hasattr(v, "carry_leaves"):    # two block pointers carry alike where their static parts agree
+    return v.static_key()
   return None
 
 

@@ -47,7 +47,8 @@ class _Attempt:
     out = set()
     for n in assigned:
       old, new = self.env.get(n), tracer.env.get(n)
-      if (n in carried or old is None or new is POISON or type(old) not in (tuple, list)
+      if (n in carried or old is None or new is POISON or (type(old) not in (tuple, list)
+                                                           and not hasattr(old, "carry_leaves"))
           or structure(old) is None or any(is_value(l) for l in structure(old)[0])):
         continue
       if not static_equal(old, new) and structure(new) is not None \

@@ -110,9 +110,10 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     **{n: ("no tensor descriptors: take a window of the ref, x.at[ml.ds(i * bm, bm), :], and ml.copy it into an"
            " ml.smem buffer (a TMA copy), or read it with x.at[...][...]")
        for n in ("tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor")},
-    **{n: ("no block pointers or tensor descriptors: take a window of the ref, x.at[ml.ds(i * bm, bm), :], and"
-           " ml.copy it into an ml.smem buffer (a TMA copy), or read it with x.at[...][...]")
-       for n in ("make_block_ptr", "make_tensor_descriptor", "advance")},
+    "make_tensor_descriptor": ("no tensor descriptors: a block pointer, ml.make_block_ptr(base=x, shape=x.shape,"
+                               " strides=(x.shape[1], 1), offsets=(r, c), block_shape=(BM, BK), order=(1, 0)),"
+                               " read with ml.load(ptr, boundary_check=(0, 1)); or a window of the ref,"
+                               " x.at[ml.ds(i * bm, bm), :], ml.copy'd into an ml.smem buffer (a TMA copy)"),
     **{n: "no ml.{}: write Python's assert on static values; for run-time checks, interpret mode reports"
           " out-of-bounds windows and races itself".format(n) for n in ("device_assert",)},
     **{n: "no ml.{}: Python's print(...) of static values prints while tracing; of run-time values, on the"

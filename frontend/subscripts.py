@@ -107,6 +107,9 @@ class Subscripts:
         return d.np                         # numpy's dtype: == jnp.float32, .name, jnp.finfo all work
       if attr == "at" and isinstance(t, RefType):
         return At(base)
+      if attr == "type" and isinstance(resolve(t.dtype), DType):   # Triton's Out.type.element_ty (probe 49h)
+        from .triton_math import TritonType
+        return TritonType(resolve(t.dtype).np, tuple(t.shape), isinstance(t, RefType))
       if attr == "T":
         if isinstance(t, RefType):
           return memory.transpose(self.cx(node), base, self.text(node))

@@ -66,6 +66,25 @@ def dtype_attr(base, attr):
   return None
 
 
+class TritonType:
+  """Triton's `x.type` of a ref or register value (probe 49h): `Out.type.element_ty` (the tutorials' fused
+  attention stores `acc.to(Out.type.element_ty)`) and `x.type.scalar.element_ty` are the element dtype (numpy's,
+  as `x.dtype`); `.shape` the shape."""
+
+  def __init__(self, element_ty, shape, pointer):
+    self.element_ty, self.shape, self._pointer = element_ty, shape, pointer
+
+  @property
+  def scalar(self):
+    return self
+
+  def is_ptr(self):
+    return self._pointer
+
+  def __repr__(self):
+    return f"<Triton's type of {'a ref' if self._pointer else 'a value'} of {self.element_ty}>"
+
+
 def round_hint(x: str) -> str:
   """libdevice's round (halves away from zero), written with ml's functions of the user's operand `x`."""
   return (f"libdevice's round takes halves away from zero, ml.round to even: write ml.where({x} >= 0,"

@@ -248,7 +248,7 @@ def _wider_window(name, axis, n):
 
 
 @builtin(ref_methods=("load",))
-def load_(cx, ref, mask=None, other=0):
+def load_(cx, ref, mask=None, other=0, boundary_check=None, padding_option=None):
   """Read `ref` into registers; with `mask`, only where it holds (`other` elsewhere).
 
   `x.at[ml.ds(i * 128, 128)].load(mask=rows < n, other=0.0)` reads the last partial tile of
@@ -256,6 +256,11 @@ def load_(cx, ref, mask=None, other=0):
   (or one that broadcasts to it); `other` is a number, a scalar or a tensor. Without a mask it
   is `ref[...]`.
   """
+  from .block_ptrs import BlockPtr, keyword_error, load_block
+  if isinstance(ref, BlockPtr):                # Triton's tl.load(block_ptr, boundary_check=(0, 1)) (probe 49h)
+    return load_block(cx, ref, mask, other, boundary_check, padding_option)
+  if boundary_check is not None or padding_option is not None:
+    raise keyword_error(cx, "boundary_check=" if boundary_check is not None else "padding_option=")
   from .gather import IndexedRef, _gather_load, run_window, scattered
   iref = ref
   if isinstance(ref, IndexedRef) and scattered(cx, ref):   # ml.load(table.at[ids, :], mask=m, other=0)
@@ -455,12 +460,17 @@ def _masked_read(cx, ref, mask, other):
 
 
 @builtin(ref_methods=("store",))
-def store_(cx, ref, value, mask=None):
+def store_(cx, ref, value, mask=None, boundary_check=None):
   """Write `value` into `ref`; with `mask`, only where it holds (elsewhere memory is untouched).
 
   `out.at[ml.ds(i * 128, 128)].store(y, mask=rows < n)` writes the last partial tile of `out`.
   Without a mask it is `ref[...] = value`.
   """
+  from .block_ptrs import BlockPtr, keyword_error, store_block
+  if isinstance(ref, BlockPtr):                # Triton's tl.store(block_ptr, v, boundary_check=(0, 1)) (probe 49h)
+    return store_block(cx, ref, value, mask, boundary_check)
+  if boundary_check is not None:
+    raise keyword_error(cx, "boundary_check=")
   from .gather import IndexedRef, _scatter_store, root_id, run_window, scattered
   value = _as_pointee(cx, ref.ref if isinstance(ref, IndexedRef) else ref, value)
   if isinstance(ref, IndexedRef) and ref.ref.type.space == Space.GMEM and scattered(cx, ref) \

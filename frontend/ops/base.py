@@ -163,7 +163,7 @@ _TRITON_KW = {     # Triton keywords whose behaviour is the only one here
                        " x.shape[axis] - 1 - ml.{f}(ml.flip(x, axis), axis))"),
     "propagate_nan": "drop propagate_nan= (NaN always propagates, Triton's PropagateNan.ALL)",
     "can_reorder": "drop can_reorder= (a reshape keeps the elements' row-major order, Triton's can_reorder=False)"}
-_CACHE_HINTS = ("eviction_policy", "cache_modifier", "volatile", "boundary_check", "padding_option", "sem", "scope")
+_CACHE_HINTS = ("eviction_policy", "cache_modifier", "volatile", "sem", "scope")
 # Triton's cache options of tl.load / tl.store that only tune caching (Liger's and Unsloth's evict_first /
 # evict_last, .cg): taken and dropped, as the hardware's caches are the compiler's to use. `.cv` (fetch again: a
 # cross-program protocol) and volatile=True keep their hint.

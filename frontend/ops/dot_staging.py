@@ -30,6 +30,8 @@ def staged_b(cx, b):
   from .mma import _whole_read
   from .transfers import store
   from ..types import Space
+  if _transposed_tile(cx, b):
+    return b           # `kt = k.T` (a block pointer's K^T): small_dots.staged_b stores k once, read as its view .T
   text = cx.named(b, "")
   read = _whole_read(cx, b)
   if read is not None and (read[0].type.space == Space.SMEM or not text.replace(".T", "").isidentifier()):
@@ -53,6 +55,19 @@ def staged_b(cx, b):
   buf = smem.rule(at, (k, n), resolve(b.type.dtype))
   store(at, buf, b)
   return buf
+
+
+def _transposed_tile(cx, b) -> bool:
+  """Whether the (k, n) register tensor `b` is the register transpose of an (n, k) tile of a multiple of 64 rows
+  (`x.T`, `ml.trans(x)`, a block pointer's transposed load), which ops/small_dots.staged_b stores as it was,
+  once, and passes as its view `.T` (probe 49h: a named `kt = x.T` was stored transposed, through two scratches)."""
+  from .permute import TransposeLoad, TransposeStore
+  t = cx.b.defining(b)
+  if not isinstance(t, TransposeLoad):
+    return False
+  k, n = b.type.shape
+  st = next((o for o in reversed(cx.b.block.ops) if isinstance(o, TransposeStore) and o.scratch is t.scratch), None)
+  return st is not None and isinstance(st.x.type, TensorType) and st.x.type.shape == (n, k) and n % hw.MMA_M == 0
 
 
 def staged_a(cx, a, b):
