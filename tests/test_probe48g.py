@@ -335,7 +335,8 @@ def test_cache_options_are_dropped_and_static_assert_is_assert():
   # volatile=True (a load that must not be cached: a cross-program protocol) keeps its hint
   expect(volatile_load, [S((128,), F32)], mg.KernelTypeError, "tl.load(x_ptr",
          "tl.load: got an unexpected keyword argument 'volatile'",
-         hint="drop volatile= (Triton's memory options; kernels take none): tl.load(ref, mask=None, other=0)")
+         hint="drop volatile= (Triton's memory options; kernels take none): tl.load(ref, mask=None, other=0,"
+              " boundary_check=None, padding_option=None)")
 
 
 @pytest.mark.gpu
