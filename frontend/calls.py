@@ -300,13 +300,15 @@ class Calls:
   def _lax_flow(self, node, fn):
     """The value of a call of JAX's control flow traced as the Python statement it means (lax_flow.py), or
     UNHANDLED where it is not one the kernel runs as written (its arguments then evaluated again, for the hint)."""
-    from .lax_flow import FORMS, trace
+    from .lax_flow import FORMS, counted_node, counted_xs, trace
     if getattr(fn, "__name__", "") not in FORMS or any(isinstance(a, ast.Starred) for a in node.args) or any(
         k.arg is None for k in node.keywords):
       return UNHANDLED
+    counted = counted_xs(self, node) if fn.__name__ == "scan" else None
     try:
-      args = [self.eval(a) for a in node.args]
-      kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
+      args = [counted if counted is not None and a is counted_node(node) else self.eval(a) for a in node.args]
+      kwargs = {k.arg: counted if counted is not None and k.value is counted_node(node) else self.eval(k.value)
+                for k in node.keywords}
     except E.KernelError:
       return UNHANDLED                  # (the call's hint first, as before)
     params = FORMS[fn.__name__]
@@ -665,3 +667,4 @@ class Calls:
           hint=f"it ran in Python while the kernel was traced, as {name}({shown}): check those values (the"
                f" constexprs and shapes of this call) or compute this outside the kernel") from None
     return _static_result(cx, name, out)
+

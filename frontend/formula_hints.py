@@ -14,10 +14,6 @@ OPERANDS = {
                      "divide", "true_divide", "floor_divide", "floordiv", "power"), ("x", "y")),
     "fma": ("x", "y", "z"),
 }
-# Triton's correctly rounded division: the GPU's float32 `/` is not (docs/design-notes.md note 64)
-DIV_RN = ("no ml.div_rn: divide with the / operator, x / y, which on the GPU is approximate: a float32 quotient"
-          " within an ulp of the correctly rounded one (interpret mode rounds it exactly, as NumPy); mgpu_dsl has"
-          " no exactly rounded division, so compare such quotients with a tolerance")
 _BIT_COUNTS = {**dict.fromkeys(("popc", "popcount", "population_count", "bitwise_count"), "popc"),
                **dict.fromkeys(("clz", "count_leading_zeros"), "clz")}
 # jax's conversions of a register value -> the kernel's ({0}, {1}: the call's operands; {2}: {0} as an operand)

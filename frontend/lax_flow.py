@@ -6,8 +6,10 @@ unchanged. The statement is built from temporaries bound to the call's values (a
 expressions), placed at the call, and traced as the kernel's own loop or if: a run-time loop carrying the state
 (a tuple or list of values as one carried name, a dict as the tuple of its values), an if whose branches bind the
 result. Diagnostics from inside it are put in the user's words (`_renamed`). Other forms (a plain module function
-as the body, lax.scan, an argument spread with *) are UNHANDLED: the call keeps its MG003 and control_hint's
-hint. `decorated` serves a def under `@functools.partial(lax.fori_loop, ...)` the same way (probe 48h)."""
+as the body, an argument spread with *, a lax.scan of more than SCAN_UNROLL trips) are UNHANDLED: the call keeps its MG003 and control_hint's
+hint. `decorated` serves a def under `@functools.partial(lax.fori_loop, ...)` the same way (probe 48h).
+`lax.scan(f, init, xs)` of a static length is unrolled (`for j in ml.static_range(n): c, y = f(c, xs[j])`), its
+ys stacked with ml.stack, as jax.lax stacks them (probe 49h)."""
 from __future__ import annotations
 
 import ast
@@ -19,7 +21,8 @@ from .env import POISON, PoisonedUse, Unbound
 
 # jax.lax's functions run as statements -> their parameters, in order (cond's and switch's operands follow them)
 FORMS = {"fori_loop": ("lower", "upper", "body_fun", "init_val"), "while_loop": ("cond_fun", "body_fun", "init_val"),
-         "cond": ("pred", "true_fun", "false_fun"), "switch": ("index", "branches")}
+         "cond": ("pred", "true_fun", "false_fun"), "switch": ("index", "branches"), "scan": ("f", "init", "xs")}
+SCAN_UNROLL = 64              # lax.scan's static trips unrolled at most (each a copy of the body)
 _IGNORED = {"fori_loop": ("unroll",)}          # lax.fori_loop(..., unroll=2): the same numbers, unrolled or not
 _counter = itertools.count()
 UNHANDLED = object()          # trace's answer for a call it leaves to the MG003 hint (None is a carry's value)
@@ -154,11 +157,110 @@ def _renamed(err, tmp, words, body):
   err.args = (err.message,)
 
 
+def _scan_length(xs, length):
+  """The trips of lax.scan over `xs` (a register tensor, a tuple or list of them, or None) of `length`, or None
+  where it is not a static count the leaves agree on."""
+  from .ops.base import is_tensor
+  leaves = [] if xs is None else list(xs) if isinstance(xs, (tuple, list)) else [xs]
+  if not all(isinstance(x, range) or is_tensor(x) and len(x.type.shape) >= 1 for x in leaves):
+    return None
+  ns = {len(x) if isinstance(x, range) else x.type.shape[0] for x in leaves} | ({length} if length is not None else set())
+  n = ns.pop() if len(ns) == 1 else None
+  return n if isinstance(n, int) and not isinstance(n, bool) and 0 < n <= SCAN_UNROLL else None
+
+
+def _scan(tracer, node, args, kwargs, texts):
+  """`lax.scan(f, init, xs, length=None, reverse=False)` of a static length: its trips unrolled, `ys[j]` the y
+  of the trip that took `xs[j]` (reverse= runs the trips from the last), each leaf of ys stacked (ml.stack)."""
+  from .ops import BUILTINS
+  params = ("f", "init", "xs", "length", "reverse", "unroll", "_split_transpose")
+  if len(args) > len(params) or any(k not in params[len(args):] for k in kwargs):
+    return UNHANDLED
+  got = dict(zip(params, args)) | kwargs
+  if "f" not in got or "init" not in got or not _helper(got["f"]) or not isinstance(got.get("reverse", False), bool):
+    return UNHANDLED
+  xs = got.get("xs")
+  n = _scan_length(xs, got.get("length"))
+  if n is None:
+    return UNHANDLED
+  tmp = f"_lax{next(_counter)}_"
+  values = {f"{tmp}r": got["init"], f"{tmp}f": got["f"], f"{tmp}range": BUILTINS["static_range"], f"{tmp}xs": xs}
+  x = ("None" if xs is None else f"({''.join(f'{tmp}xs[{k}][{tmp}j], ' for k in range(len(xs)))})"
+       if isinstance(xs, (tuple, list)) else f"{tmp}xs[{tmp}j]")
+  trips = f"{n} - 1, -1, -1" if got.get("reverse") else f"{n}"
+  grow = f"[{tmp}y] + {tmp}ys" if got.get("reverse") else f"{tmp}ys + [{tmp}y]"
+  src = (f"{tmp}ys = []\nfor {tmp}j in {tmp}range({trips}):\n  {tmp}r, {tmp}y = {tmp}f({tmp}r, {x})\n"
+         f"  {tmp}ys = {grow}\n")
+  words = {f"{tmp}r": _param(got["f"], 0, "carry"), f"{tmp}f": texts.get("f"), f"{tmp}xs": texts.get("xs"),
+           f"{tmp}j": "j", f"{tmp}range": "ml.static_range", f"{tmp}y": "y", f"{tmp}ys": "ys"}
+  words = {t: w for t, w in words.items() if w}
+  out = _run(tracer, node, src, values, tmp, words, texts.get("f"), [f"{tmp}r", f"{tmp}ys"])
+  if out is UNHANDLED:
+    return out
+  carry, ys = out
+  ys_out = _stacked(tracer, node, ys, tmp, words)
+  return carry, ys_out
+
+
+def _stacked(tracer, node, ys, tmp, words):
+  """The per-trip ys (a list of one structure: a value, None, or a tuple or list of them) stacked leaf by leaf."""
+  from .ops import BUILTINS
+  first = ys[0]
+  if first is None:
+    return None
+  if isinstance(first, (tuple, list)):
+    parts = [_stacked(tracer, node, [y[k] for y in ys], tmp, words) for k in range(len(first))]
+    return type(first)(parts)
+  from .ops.base import is_scalar, is_value
+  if all(is_scalar(y) or isinstance(y, (int, float)) and not isinstance(y, bool) for y in ys):
+    # scalars (a Python number among them: the initial carry) into a vector, each selected in at its trip
+    from .dtypes import DType
+    typed = next((y for y in ys if is_value(y)), None)
+    dt = typed.type.dtype if typed is not None else DType.f32 if any(isinstance(y, float) for y in ys) else DType.i32
+    values = {f"{tmp}l": list(ys), f"{tmp}dt": dt, f"{tmp}range": BUILTINS["static_range"],
+              f"{tmp}zeros": BUILTINS["zeros"], f"{tmp}arange": BUILTINS["arange"], f"{tmp}where": BUILTINS["where"]}
+    src = (f"{tmp}i = {tmp}arange({len(ys)})\n{tmp}s = {tmp}zeros(({len(ys)},), {tmp}dt)\n"
+           f"for {tmp}k in {tmp}range({len(ys)}):\n  {tmp}s = {tmp}where({tmp}i == {tmp}k, {tmp}l[{tmp}k], {tmp}s)\n")
+    return _run(tracer, node, src, values, tmp, words, None, [f"{tmp}s"])[0]
+  values = {f"{tmp}stack": BUILTINS["stack"], f"{tmp}l": list(ys)}
+  return _run(tracer, node, f"{tmp}s = {tmp}stack({tmp}l)\n", values, tmp, words, None, [f"{tmp}s"])[0]
+
+
+def _run(tracer, node, src, values, tmp, words, body, results):
+  """Trace the statements `src` at `node` with the temporaries `values`; the values of the names `results`."""
+  stmts = ast.parse(src).body
+  for n in (x for s in stmts for x in ast.walk(s)):
+    n.lineno, n.col_offset = node.lineno, node.col_offset
+    n.end_lineno, n.end_col_offset = node.end_lineno, node.end_col_offset
+  saved = (tracer.pending_name, tracer.pending_node, tracer.stmt)
+  recorded = len(tracer.errors)
+  tracer.env.update(values)
+  try:
+    for s in stmts:
+      tracer.visit(s)
+    out = [tracer.env.get(r, POISON) for r in results]
+  except E.KernelError as e:
+    _renamed(e, tmp, words, body)
+    raise
+  finally:
+    for e in tracer.errors[recorded:]:
+      _renamed(e, tmp, words, body)
+    tracer.pending_name, tracer.pending_node, tracer.stmt = saved
+    for t in list(tracer.env):
+      if t.startswith(tmp):
+        tracer.env.pop(t, None)
+  if any(o is POISON for o in out):
+    raise PoisonedUse()
+  return out
+
+
 def trace(tracer, node, fn, args, kwargs, texts):
   """The value of the call `node` of JAX's control flow `fn` (its arguments `args`, `kwargs`; `texts`: them as
   written, by parameter name, the operands after them under "*"), traced as the Python statement it means;
   UNHANDLED where its form is not one the kernel runs as it is."""
   name = getattr(fn, "__name__", "")
+  if name == "scan":
+    return _scan(tracer, node, args, kwargs, texts)
   if name not in FORMS or (bound := _bound(name, args, kwargs)) is None:
     return UNHANDLED
   got, operands = bound
@@ -229,3 +331,25 @@ def decorated(tracer, node):
   if len(d.args) - 1 < len(FORMS[name]):
     texts[FORMS[name][len(d.args) - 1]] = node.name      # (the def is the call's next positional argument)
   return trace(tracer, d, fn, args + [LocalFunction(tracer, plain, node.name)], kwargs, texts)
+
+
+def counted_node(node):
+  """The xs argument of a `lax.scan(f, init, xs)` call node (third positional or xs=), or None."""
+  return node.args[2] if len(node.args) > 2 else next((k.value for k in node.keywords if k.arg == "xs"), None)
+
+
+def counted_xs(tracer, node):
+  """`range(n)` for lax.scan's xs written `jnp.arange(n)` (`ml.arange(n)`, `range(n)`) of a static int n: the
+  trip counter, which the body takes as a Python int (a vector of n elements may hold no register layout); None
+  for other xs (probe 49h)."""
+  xs = counted_node(node)
+  if not (isinstance(xs, ast.Call) and len(xs.args) == 1 and not xs.keywords):
+    return None
+  f = tracer.text(xs.func)
+  if f != "range" and not f.endswith(".arange"):
+    return None
+  try:
+    n = tracer.eval(xs.args[0])
+  except E.KernelError:
+    return None
+  return range(n) if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None

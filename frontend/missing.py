@@ -6,7 +6,7 @@ import ast, collections, difflib, math, re
 
 from .activation_forms import ACTIVATIONS, activation_args, gelu_form  # jax.nn's activations in ml.* functions
 from .aten_hints import NAMES as ATEN_NAMES  # ATen's everyday operators ml has no function for
-from .formula_hints import DIV_RN, nan_to_num_hint, operand as _operand, with_operands  # the formula hints with the call's own operands
+from .formula_hints import nan_to_num_hint, operand as _operand, with_operands  # the formula hints with the call's own operands
 from .segment_hints import SEGMENT  # jax.ops.segment_sum, unique, diff
 from .shape_hints import SPLITS, ml_same_hint, split_hint  # jnp.split's windows; jnp.stack's ml.stack
 from .image_hints import IMAGE, PAD_MODES  # lax.reduce_window, conv_general_dilated, jnp.median, jax.image.resize

@@ -281,15 +281,10 @@ def lax_while_keywords(x, n, out):
 def test_lax_scan_with_keywords_gets_the_loop_hint():
   """lax.scan(f, init, None, length=n), lax.scan(f, init, xs=..., reverse=True), lax.while_loop(cond_fun=...) and
   lax.cond(p, f, g, operand=x) got the generic hint."""
-  message = "lax.scan is JAX's control flow, which a kernel writes in Python"
-  tail = ("; then store each step's y where ys[trip] goes (out[trip] = y, or a row of an ml.smem buffer); a running"
-          " sum, product, max or min along an axis is one call, ml.cumsum(x, axis=0) (ml.cumprod, ml.cummax,"
-          " ml.cummin)")
-  _expect(scan_by_length, [S((64,), F32)], "lax.scan(step", message,
-          "carry = x[...]; for trip in range(4): carry, y = step(carry, None)" + tail)
-  _expect(scan_reversed, [S((16, 64), F32)], "lax.scan(lambda c, r", message,
-          "carry = ml.zeros((64,), F32); for trip in reversed(ml.static_range(x[...].shape[0])): carry, y ="
-          " (lambda c, r: (c + r, c))(carry, x[...][trip])" + tail)
+  # lax.scan of a static length runs unrolled since probe 49h (the loops the hints wrote)
+  v = np.random.default_rng(6).standard_normal((16, 64)).astype(np.float32)
+  np.testing.assert_allclose(np.asarray(scan_by_length(v[0], interpret=True)), v[0] * 16, rtol=1e-6)
+  np.testing.assert_allclose(np.asarray(scan_reversed(v, interpret=True)), v.sum(0), rtol=1e-5, atol=1e-5)
   # lax.cond(p, f, g, operand=x) and lax.while_loop(cond_fun=..., ...) of lambdas run as the statements their
   # hints wrote since probe 48h
   x = np.random.default_rng(5).uniform(0.5, 2.0, 64).astype(np.float32)
