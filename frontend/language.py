@@ -38,7 +38,7 @@ from .ops.roll import flip, roll
 from .ops.stacking import expand_dims, interleave, join, pad, repeat, split, squeeze, stack
 from .ops.stats import all_ as all, any_ as any, log_softmax, logsumexp, softmax, std, var
 from .ops.triton_ops import PropagateNan, clamp, div_rn, fdiv, mulhi, swizzle2d, umulhi
-from .ops.block_ptrs import advance, make_block_ptr
+from .ops.block_ptrs import advance, make_block_ptr, make_tensor_descriptor
 
 take_along_axis = BUILTINS["take_along_axis"]     # (frontend/ops/gather.py)
 

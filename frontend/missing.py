@@ -107,13 +107,10 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     "leaky_relu": "no ml.leaky_relu: ml.where(x >= 0, x, 0.01 * x)",
     "gelu": "no ml.gelu: 0.5 * x * ml.erfc(-x * 0.7071067811865476) (tanh form: 0.5 * x * (1 + ml.tanh("
             "0.7978845608028654 * (x + 0.044715 * x * x * x))))",
-    **{n: ("no tensor descriptors: take a window of the ref, x.at[ml.ds(i * bm, bm), :], and ml.copy it into an"
-           " ml.smem buffer (a TMA copy), or read it with x.at[...][...]")
-       for n in ("tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor")},
-    "make_tensor_descriptor": ("no tensor descriptors: a block pointer, ml.make_block_ptr(base=x, shape=x.shape,"
-                               " strides=(x.shape[1], 1), offsets=(r, c), block_shape=(BM, BK), order=(1, 0)),"
-                               " read with ml.load(ptr, boundary_check=(0, 1)); or a window of the ref,"
-                               " x.at[ml.ds(i * bm, bm), :], ml.copy'd into an ml.smem buffer (a TMA copy)"),
+    "tensor_descriptor": "a descriptor is made in the kernel: desc = ml.make_tensor_descriptor(x, shape=x.shape,"
+                         " strides=[x.shape[1], 1], block_shape=[BM, BK])",
+    "load_tensor_descriptor": "no ml.load_tensor_descriptor: desc.load([r, c]) (desc = ml.make_tensor_descriptor(...))",
+    "store_tensor_descriptor": "no ml.store_tensor_descriptor: desc.store([r, c], value)",
     **{n: "no ml.{}: write Python's assert on static values; for run-time checks, interpret mode reports"
           " out-of-bounds windows and races itself".format(n) for n in ("device_assert",)},
     **{n: "no ml.{}: Python's print(...) of static values prints while tracing; of run-time values, on the"

@@ -417,3 +417,125 @@ def test_block_pointer_mistakes_are_reported_at_the_users_line():
          "tl.make_block_ptr's shape[0] is 128, past x_ptr's axis 0 of 64 elements: a boundary check against it"
          " would read past the array",
          hint="bound the pointer by the array's size: shape[0] = x_ptr.shape[0]")
+
+
+# ---------------------------------------------------------------- (5) lax.scan with stacked ys (Pallas)
+@mg.mgpu_kernel(out_shape=lambda a, b: a, grid=lambda a, b: (a.shape[1] // 128,))
+def linear_recurrence(a_ref, b_ref, o_ref):
+  """h_t = a_t * h_{t-1} + b_t along the 16 rows of a column block, every h_t kept (lax.scan's stacked ys)."""
+  j = tl.program_id(0)
+  a = a_ref[:, tl.ds(j * 128, 128)]
+  b = b_ref[:, tl.ds(j * 128, 128)]
+  _, hs = jax.lax.scan(lambda h, ab: (ab[0] * h + ab[1],) * 2, jnp.zeros((128,), jnp.float32), (a, b))
+  o_ref[:, tl.ds(j * 128, 128)] = hs
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x, x, S((x.shape[1],), F32)), grid=(1,))
+def reversed_running_stats(x_ref, s_ref, m_ref, c_ref):
+  def step(carry, x):
+    s, m = carry
+    s, m = s + x, jnp.maximum(m, x)
+    return (s, m), (s, m)
+  init = (jnp.zeros((x_ref.shape[1],), F32), jnp.full((x_ref.shape[1],), -jnp.inf, F32))
+  (s, _), (ss, ms) = jax.lax.scan(step, init, x_ref[...], reverse=True)
+  s_ref[...] = ss
+  m_ref[...] = ms
+  c_ref[...] = s
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def scan_of_indices(x_ref, o_ref):
+  def body(c, i):
+    return c * 0.5 + x_ref[i], c
+  _, ys = jax.lax.scan(body, 0.0, jnp.arange(16))       # scalars stacked into a (16,) vector
+  o_ref[...] = ys
+
+
+def test_lax_scan_of_a_static_length_stacks_its_ys():
+  a, b = _rnd((16, 256), 40) * 0.5, _rnd((16, 256), 41)
+  h, want = np.zeros(256, np.float32), []
+  for t in range(16):
+    h = _f32(a)[t] * h + _f32(b)[t]
+    want.append(h)
+  _close(linear_recurrence(a, b, interpret=True), np.stack(want), 1e-5)
+  _export(linear_recurrence, a, b)
+  x = _rnd((8, 128), 42)
+  ss, ms, s = reversed_running_stats(x, interpret=True)
+  _close(ss, np.cumsum(_f32(x)[::-1], 0)[::-1], 1e-5)
+  _close(ms, np.maximum.accumulate(_f32(x)[::-1], 0)[::-1], 0)
+  _close(s, _f32(x).sum(0), 1e-5)
+  x = _rnd((16,), 43)
+  c, want = np.float32(0), []
+  for i in range(16):
+    want.append(c)
+    c = c * np.float32(0.5) + _f32(x)[i]
+  _close(scan_of_indices(x, interpret=True), np.array(want), 1e-6)
+  _export(scan_of_indices, x)
+
+
+@pytest.mark.gpu
+def test_lax_scan_on_the_gpu():
+  a, b = _rnd((16, 256), 44) * 0.5, _rnd((16, 256), 45)
+  _close(linear_recurrence(a, b), linear_recurrence(a, b, interpret=True), 1e-5)
+  x = _rnd((16,), 46)
+  _close(scan_of_indices(x), scan_of_indices(x, interpret=True), 1e-6)
+
+
+# ---------------------------------------------------------------- Triton 3's tensor descriptors
+@tl.inline
+def _desc_inner(acc, l_i, m_i, q, desc_k, desc_v, offset_y, qk_scale, N_CTX: tl.constexpr, BLOCK_N: tl.constexpr):
+  offsetk_y = offset_y
+  for start_n in tl.range(0, N_CTX, BLOCK_N):
+    k = desc_k.load([offsetk_y, 0]).T
+    qk = tl.dot(q, k)
+    m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+    p = tl.math.exp2(qk * qk_scale - m_ij[:, None])
+    alpha = tl.math.exp2(m_i - m_ij)
+    acc = tl.dot(p.to(tl.float16), desc_v.load([offsetk_y, 0]), acc * alpha[:, None])
+    l_i = l_i * alpha + tl.sum(p, 1)
+    m_i = m_ij
+    offsetk_y += BLOCK_N
+  return acc, l_i, m_i
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, v, **kw: q, grid=lambda q, k, v, N_CTX, H: (N_CTX // 64, q.shape[0] // N_CTX))
+def attn_descriptors(Q, K, V, Out, *, N_CTX: tl.constexpr, H: tl.constexpr):
+  """The fused-attention tutorial of Triton 3.3 (descriptors over (Z * H * N_CTX, HEAD_DIM) arrays)."""
+  BLOCK_M, BLOCK_N = 64, 64
+  y_dim, HEAD_DIM = Q.shape
+  desc_q = tl.make_tensor_descriptor(Q, shape=[y_dim, HEAD_DIM], strides=[HEAD_DIM, 1], block_shape=[BLOCK_M, HEAD_DIM])
+  desc_k = tl.make_tensor_descriptor(K, shape=[y_dim, HEAD_DIM], strides=[HEAD_DIM, 1], block_shape=[BLOCK_N, HEAD_DIM])
+  desc_v = tl.make_tensor_descriptor(V, shape=[y_dim, HEAD_DIM], strides=[HEAD_DIM, 1], block_shape=[BLOCK_N, HEAD_DIM])
+  desc_o = tl.make_tensor_descriptor(Out, shape=[y_dim, HEAD_DIM], strides=[HEAD_DIM, 1], block_shape=[BLOCK_M, HEAD_DIM])
+  start_m, off_hz = tl.program_id(0), tl.program_id(1)
+  offset_y = (off_hz // H) * (N_CTX * H) + (off_hz % H) * N_CTX
+  qo_offset_y = offset_y + start_m * BLOCK_M
+  m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+  l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+  acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+  q = desc_q.load([qo_offset_y, 0])
+  acc, l_i, m_i = _desc_inner(acc, l_i, m_i, q, desc_k, desc_v, offset_y, 0.125 * 1.44269504, N_CTX, BLOCK_N)
+  desc_o.store([qo_offset_y, 0], acc / l_i[:, None])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def descriptor_load_of_a_ref(x_ptr, o_ptr):
+  desc = tl.make_tensor_descriptor(x_ptr, shape=x_ptr.shape, strides=[1, 1], block_shape=[64, 64])
+  o_ptr[...] = desc.load([0, 0])
+
+
+def test_tensor_descriptor_attention():
+  q, k, v = (_rnd((1, 2, 128, 64), 50 + i, F16) for i in range(3))
+  o = attn_descriptors(*(a.reshape(-1, 64) for a in (q, k, v)), interpret=True, N_CTX=128, H=2)
+  _close(np.asarray(o).reshape(q.shape), _attention(q, k, v, False)[0], 3e-2)
+  _export(attn_descriptors, *(a.reshape(-1, 64) for a in (q, k, v)), N_CTX=128, H=2)
+  expect(descriptor_load_of_a_ref, [S((64, 64), F32)], mg.KernelTypeError, "tl.make_tensor_descriptor(",
+         "tl.make_tensor_descriptor's strides (1, 1) are not the strides of x_ptr's axes (a GMEM ref, row-major strides"
+         " (64, 1)): a ref has no other layout")
+
+
+@pytest.mark.gpu
+def test_tensor_descriptor_attention_on_the_gpu():
+  q, k, v = (_rnd((1, 2, 256, 64), 53 + i, F16) for i in range(3))
+  o = attn_descriptors(*(a.reshape(-1, 64) for a in (q, k, v)), N_CTX=256, H=2)
+  _close(np.asarray(o).reshape(q.shape), _attention(q, k, v, False)[0], 3e-2)

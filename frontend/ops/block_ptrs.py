@@ -9,7 +9,9 @@ mask is `o + ml.arange(b) < shape` along each checked axis), transposed in regis
 base's axes in another order (the attention tutorial's K^T pointer, `strides=(1, HEAD_DIM)`); a store is the same
 window written (the value converted to the ref's dtype, as tl.store converts). Loops and branches carry a pointer
 as the tuple of its offsets (frontend/carried.py), so `ptr = ml.advance(ptr, (0, BLOCK_K))` in a run-time loop
-is a loop carry."""
+is a loop carry. Triton 3's tensor descriptors, `ml.make_tensor_descriptor(base, shape, strides, block_shape)` with
+`desc.load([r, c])` / `desc.store([r, c], v)`, are block pointers whose offsets each access gives, every axis
+checked."""
 from __future__ import annotations
 
 import dataclasses
@@ -56,14 +58,15 @@ class BlockPtr:
   __hash__ = None
 
 
-def _ints(cx, v, what, n=None, positive=False, values=False):
-  """`v` as a tuple of ints (or run-time integer scalars where `values`), of length `n` where given."""
+def _ints(cx, v, what, n=None, positive=False, values=False, fn="ml.make_block_ptr"):
+  """`v` as a tuple of ints (or run-time integer scalars where `values`), of length `n` where given (`fn`: the
+  call, in messages)."""
   if isinstance(v, list):
     v = tuple(v)
   if not isinstance(v, tuple):
     v = (v,)
   if n is not None and len(v) != n:
-    raise E.KernelTypeError(f"ml.make_block_ptr's {what} has {len(v)} entr{'y' if len(v) == 1 else 'ies'}, but the"
+    raise E.KernelTypeError(f"{fn}'s {what} has {len(v)} entr{'y' if len(v) == 1 else 'ies'}, but the"
                             f" pointer has {n} axes", cx.loc,
                             hint=f"give one entry per axis of the base ref ({n}): shape, strides, offsets and"
                                  f" block_shape alike")
@@ -72,7 +75,7 @@ def _ints(cx, v, what, n=None, positive=False, values=False):
         values and is_value(x) and is_scalar(x) and getattr(resolve(x.type.dtype), "is_int", False))
     if not ok:
       want = "positive static ints" if positive else "ints or run-time integer scalars" if values else "static ints"
-      raise E.KernelTypeError(f"ml.make_block_ptr's {what} must be {want}, got {shown(x) if not is_value(x) else kind_of(x)}",
+      raise E.KernelTypeError(f"{fn}'s {what} must be {want}, got {shown(x) if not is_value(x) else kind_of(x)}",
                               cx.loc, hint=f"{what}=(BLOCK_M, BLOCK_K): constexprs or numbers" if positive else
                               "a ref's strides are its row-major strides, from its shape: strides=(x.shape[1], 1)"
                               if what == "strides" else f"{what} of ints: a program id times a block size")
@@ -103,20 +106,25 @@ def make_block_ptr(cx, base, shape, strides, offsets, block_shape, order=None):
   its axes: `(K, 1)` its rows and columns, `(1, K)` its transpose (the tutorials' `K^T` pointer); `order` is
   a layout hint and changes nothing. Read it with `ml.load(ptr, boundary_check=(0, 1),
   padding_option="zero")`, write it with `ml.store(ptr, v, boundary_check=...)`, move it with `ml.advance`."""
+  return _make_ptr(cx, "ml.make_block_ptr", base, shape, strides, offsets, block_shape, order)
+
+
+def _make_ptr(cx, fn, base, shape, strides, offsets, block_shape, order=None):
+  """The block pointer of make_block_ptr's arguments (`fn`: the call the user wrote, in messages)."""
   if not is_ref(base):
-    raise E.KernelTypeError(f"ml.make_block_ptr's base must be a ref, got {kind_of(base)}", cx.loc,
+    raise E.KernelTypeError(f"{fn}'s base must be a ref, got {kind_of(base)}", cx.loc,
                             hint="pass the ref or a view of it, base=Q.at[z, h] (for Triton's Q + z * stride_qz"
                                  " + h * stride_qh): a ref is indexed by its axes, not offset by strides")
   rank = len(base.type.shape)
   if rank == 0 or not all(isinstance(n, int) for n in base.type.shape):
-    raise E.KernelTypeError(f"ml.make_block_ptr's base must have at least one axis, got {kind_of(base)}", cx.loc,
+    raise E.KernelTypeError(f"{fn}'s base must have at least one axis, got {kind_of(base)}", cx.loc,
                             hint="a single element is read as a scalar: x[i]")
-  shape = _ints(cx, shape, "shape", rank, values=True)
-  strides = _ints(cx, strides, "strides", rank)
-  offsets = _ints(cx, offsets, "offsets", rank, values=True)
-  block_shape = _ints(cx, block_shape, "block_shape", rank, positive=True)
-  if order is not None and sorted(_ints(cx, order, "order", rank)) != list(range(rank)):
-    raise E.KernelTypeError(f"ml.make_block_ptr's order must be a permutation of the axes, got {shown(order)}",
+  shape = _ints(cx, shape, "shape", rank, values=True, fn=fn)
+  strides = _ints(cx, strides, "strides", rank, fn=fn)
+  offsets = _ints(cx, offsets, "offsets", rank, values=True, fn=fn)
+  block_shape = _ints(cx, block_shape, "block_shape", rank, positive=True, fn=fn)
+  if order is not None and sorted(_ints(cx, order, "order", rank, fn=fn)) != list(range(rank)):
+    raise E.KernelTypeError(f"{fn}'s order must be a permutation of the axes, got {shown(order)}",
                             cx.loc, hint=f"order={tuple(range(rank))[::-1]} (the fastest-varying axis first)")
   perm = None
   for want in _axis_strides(cx, base):
@@ -129,14 +137,14 @@ def make_block_ptr(cx, base, shape, strides, offsets, block_shape, order=None):
     name = base.name or "x"
     swap = f"; strides={own[::-1]} walk its transpose" if rank == 2 else ""
     raise E.KernelTypeError(
-        f"ml.make_block_ptr's strides {strides} are not the strides of {name}'s axes ({kind_of(base)}, row-major"
+        f"{fn}'s strides {strides} are not the strides of {name}'s axes ({kind_of(base)}, row-major"
         f" strides {own}): a ref has no other layout", cx.loc,
         hint=f"strides={own} walk {name}'s axes in order{swap}; " + _SEE)
   for i in range(rank):
     n = base.type.shape[perm[i]]
     if isinstance(shape[i], int) and shape[i] > n:
       raise E.IndexOutOfBoundsError(
-          f"ml.make_block_ptr's shape[{i}] is {shape[i]}, past {base.name or 'the base'}'s axis {perm[i]} of"
+          f"{fn}'s shape[{i}] is {shape[i]}, past {base.name or 'the base'}'s axis {perm[i]} of"
           f" {n} elements: a boundary check against it would read past the array", cx.loc,
           hint=f"bound the pointer by the array's size: shape[{i}] = {base.name or 'x'}.shape[{perm[i]}]")
   name = cx.named(base, base.name or "base")
@@ -155,7 +163,7 @@ def advance(cx, base, offsets):
   """Triton's `tl.advance(ptr, (0, BLOCK_K))`: the block pointer moved by `offsets` (ints or run-time integer
   scalars, one per axis)."""
   _check_ptr(cx, base, "ml.advance")
-  offsets = _ints(cx, offsets, "offsets", len(base.offsets), values=True)
+  offsets = _ints(cx, offsets, "offsets", len(base.offsets), values=True, fn="ml.advance")
   moved = tuple(a + d if not is_value(a) and not is_value(d) else a if d == 0 else
                 ew.binary(cx, ew.BinOp.ADD, a, d, "ml.advance") for a, d in zip(base.offsets, offsets))
   return base.with_leaves(moved)
@@ -262,3 +270,71 @@ def keyword_error(cx, what):
                            cx.loc, hint="ml.load(x.at[ml.ds(r, BM), :], mask=rows[:, None] < n, other=0) for a ref's"
                                         " window, or make a block pointer: ml.make_block_ptr(base=x, ...)")
 
+# ---------------------------------------------------------------- Triton 3's tensor descriptors
+class TensorDescriptor:
+  """Triton's `tl.make_tensor_descriptor(base, shape, strides, block_shape)`: block pointers of one block shape
+  whose `desc.load([o0, o1])` and `desc.store([o0, o1], v)` take the offsets at each access and check every axis
+  against `shape` (reads past it give zeros, writes past it are dropped, as the TMA unit the descriptor names
+  does). `ptr` is the block pointer at offsets 0."""
+  KIND = "a tensor descriptor (ml.make_tensor_descriptor)"
+
+  def __init__(self, ptr: BlockPtr):
+    self.ptr = ptr
+
+  @property
+  def block_shape(self):
+    return list(self.ptr.block_shape)
+
+  @property
+  def shape(self):
+    return list(self.ptr.shape)
+
+  @property
+  def dtype(self):
+    return resolve(self.ptr.base.type.dtype).np
+
+  def __getattr__(self, attr):
+    if attr in ("load", "store"):
+      from ..calls import _Method
+      return _Method(_DESC_METHODS[attr], self)
+    raise AttributeError(attr)
+
+
+@builtin
+def make_tensor_descriptor(cx, base, shape, strides, block_shape, padding_option="zero"):
+  """Triton 3's `tl.make_tensor_descriptor(base, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])`: the
+  block pointer `ml.make_block_ptr(base, shape, strides, (0, ..., 0), block_shape)` whose `desc.load([r, c])` and
+  `desc.store([r, c], v)` read and write the block at those offsets, every axis checked against `shape` (zeros
+  read past it, `padding_option="nan"` NaN; writes past it dropped)."""
+  rank = len(base.type.shape) if is_ref(base) else 1
+  ptr = _make_ptr(cx, "ml.make_tensor_descriptor", base, shape, strides, (0,) * rank, block_shape)
+  _padding(cx, ptr, padding_option)
+  desc = TensorDescriptor(ptr)
+  desc.padding = padding_option
+  return desc
+
+
+def _at(cx, desc, offsets, what):
+  if not isinstance(desc, TensorDescriptor):
+    raise E.KernelTypeError(f"{what} takes a tensor descriptor, got {kind_of(desc)}", cx.loc,
+                            hint="desc = ml.make_tensor_descriptor(x, shape=x.shape, strides=[x.shape[1], 1],"
+                                 " block_shape=[BM, BK]); desc.load([r, c])")
+  offsets = _ints(cx, offsets, "offsets", len(desc.ptr.offsets), values=True, fn=what)
+  return desc.ptr.with_leaves(offsets)
+
+
+def _desc_load(cx, desc, offsets):
+  """`desc.load([o0, o1])`: the descriptor's block at those offsets, every axis checked (zeros past its shape)."""
+  ptr = _at(cx, desc, offsets, "desc.load")
+  return load_block(cx, ptr, None, 0, tuple(range(len(ptr.offsets))), desc.padding)
+
+
+def _desc_store(cx, desc, offsets, value):
+  """`desc.store([o0, o1], value)`: the block at those offsets written (converted to the ref's dtype), every
+  axis checked (what lies past the descriptor's shape is dropped)."""
+  ptr = _at(cx, desc, offsets, "desc.store")
+  return store_block(cx, ptr, value, None, tuple(range(len(ptr.offsets))))
+
+
+from .base import Builtin as _Builtin  # noqa: E402  (the descriptor's methods: ml builtins bound to it)
+_DESC_METHODS = {"load": _Builtin(_desc_load, "load"), "store": _Builtin(_desc_store, "store")}
