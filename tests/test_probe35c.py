@@ -152,13 +152,14 @@ def last_max(x, out):
 
 
 def test_triton_keywords_of_the_only_behaviour_say_drop_them():
-  """tl.PropagateNan said 'check the spelling'; tie_break_left= gave only the signature."""
-  expect(nan_policy, [S((256,), F32)], mg.UnknownNameError, "tl.PropagateNan", "tl has no attribute 'PropagateNan'",
-         hint="no tl.PropagateNan: tl.maximum and tl.minimum always propagate NaN (Triton's PropagateNan.ALL):"
-              " drop propagate_nan=")
+  """tl.PropagateNan said 'check the spelling'; tie_break_left= gave only the signature. Since probe 49h
+  tl.PropagateNan exists and tl.minimum takes it (NaN propagates, which both policies allow)."""
+  x = np.array(rand.normal(rand.key(3), (256,), F32))
+  x[::7] = np.nan
+  np.testing.assert_array_equal(np.asarray(nan_policy(x, interpret=True)), np.minimum(x, 0.0))
   expect(nan_flag, [S((256,), F32)], mg.KernelTypeError, "tl.minimum(",
-         "tl.minimum: got an unexpected keyword argument 'propagate_nan'",
-         hint="drop propagate_nan= (NaN always propagates, Triton's PropagateNan.ALL); tl.minimum(a, b)")
+         "tl.minimum's propagate_nan must be tl.PropagateNan.NONE or .ALL, got True",
+         hint="drop propagate_nan= (NaN always propagates, Triton's PropagateNan.ALL)")
   expect(first_max, [S((64, 128), F32)], mg.KernelTypeError, "tl.argmax(",
          "tl.argmax's tie_break_left= must be True, got False: the index here is the first one",
          hint="for the last index of the extreme value, take the first of the flipped axis: x[...].shape[1] - 1"

@@ -203,15 +203,27 @@ def _min_max(cx, kind, x, y):
   return binary(cx, kind, x, y)
 
 
+def _nan_policy(cx, propagate_nan, what):
+  """Triton's `propagate_nan=` of tl.maximum / tl.minimum: ml's always propagate NaN, which both policies allow
+  (PropagateNan.NONE leaves a NaN's result unspecified); anything else is an error."""
+  if propagate_nan not in (None, "none", "all"):       # (ml.PropagateNan.NONE / .ALL: frontend/ops/triton_ops.py)
+    raise E.KernelTypeError(f"{what}'s propagate_nan must be ml.PropagateNan.NONE or .ALL, got {shown(propagate_nan)}",
+                            cx.loc, hint="drop propagate_nan= (NaN always propagates, Triton's PropagateNan.ALL)")
+
+
 @builtin
-def maximum(cx, a, b):
-  """Elementwise maximum (NaN if either is NaN)."""
+def maximum(cx, a, b, propagate_nan=None):
+  """Elementwise maximum (NaN if either is NaN, Triton's `propagate_nan=tl.PropagateNan.ALL`, which the
+  keyword may say)."""
+  _nan_policy(cx, propagate_nan, "ml.maximum")
   return _min_max(cx, BinOp.MAX, a, b)
 
 
 @builtin
-def minimum(cx, a, b):
-  """Elementwise minimum (NaN if either is NaN)."""
+def minimum(cx, a, b, propagate_nan=None):
+  """Elementwise minimum (NaN if either is NaN, Triton's `propagate_nan=tl.PropagateNan.ALL`, which the
+  keyword may say)."""
+  _nan_policy(cx, propagate_nan, "ml.minimum")
   return _min_max(cx, BinOp.MIN, a, b)
 
 
