@@ -23,6 +23,14 @@ def unrolled_range(x, out):
   out.at[tl.ds(128, 384)][...] = x.at[tl.ds(128, 384)][...]
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def misspelt_range(x, out):
+  acc = tl.zeros((128,), tl.float32)
+  for i in tl.range(0, 4, stage=2):
+    acc += x.at[tl.ds(i * 128, 128)][...]
+  out[...] = x[...] + acc[0]
+
+
 @mg.mgpu_kernel(out_shape=lambda x, seed: x, grid=(1,))
 def seed_ref(x, seed, out):
   out[...] = x[...] * tl.rand(seed, tl.arange(128)).astype(jnp.float32)

@@ -539,3 +539,29 @@ def test_tensor_descriptor_attention_on_the_gpu():
   q, k, v = (_rnd((1, 2, 256, 64), 53 + i, F16) for i in range(3))
   o = attn_descriptors(*(a.reshape(-1, 64) for a in (q, k, v)), N_CTX=256, H=2)
   _close(np.asarray(o).reshape(q.shape), _attention(q, k, v, False)[0], 3e-2)
+
+
+# ---------------------------------------------------------------- the persistent matmul tutorial: tl.range(flatten=)
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), a.dtype), grid=(3,))
+def matmul_persistent(a_ptr, b_ptr, c_ptr, BM: tl.constexpr = 64, BN: tl.constexpr = 64, BK: tl.constexpr = 64):
+  M, K = a_ptr.shape
+  N = b_ptr.shape[1]
+  num_pid_n = tl.cdiv(N, BN)
+  for tile_id in tl.range(tl.program_id(0), tl.cdiv(M, BM) * num_pid_n, 3, flatten=True):
+    pid_m, pid_n = tile_id // num_pid_n, tile_id % num_pid_n
+    offs_am = pid_m * BM + tl.arange(0, BM)
+    offs_bn = pid_n * BN + tl.arange(0, BN)
+    accumulator = tl.zeros((BM, BN), dtype=tl.float32)
+    for ki in tl.range(0, tl.cdiv(K, BK), loop_unroll_factor=1, disallow_acc_multi_buffer=False):
+      offs_k = ki * BK + tl.arange(0, BK)
+      a = tl.load(a_ptr.at[offs_am[:, None], offs_k[None, :]], mask=offs_k[None, :] < K, other=0.0)
+      b = tl.load(b_ptr.at[offs_k[:, None], offs_bn[None, :]], mask=offs_k[:, None] < K, other=0.0)
+      accumulator = tl.dot(a, b, accumulator)
+    c_mask = (offs_am[:, None] < M) & (offs_bn[None, :] < N)
+    tl.store(c_ptr.at[offs_am[:, None], offs_bn[None, :]], accumulator, mask=c_mask)
+
+
+def test_persistent_matmul_tutorial_drops_tl_ranges_tuning_keywords():
+  a, b = _rnd((128, 96), 60, F16), _rnd((96, 192), 61, F16)
+  _close(matmul_persistent(a, b, interpret=True), _f32(a) @ _f32(b), 5e-2)
+  _export(matmul_persistent, a, b)

@@ -361,18 +361,33 @@ _TRITON_TUNING = {"flatten": "Triton's flattening of a persistent loop nest; her
                   "num_warps": "a kernel's threads are @mg.mgpu_kernel(block=...), 128 a warpgroup"}
 
 
+# Triton's tl.range tuning keywords that change no value: accepted (the tutorials' persistent matmul writes
+# flatten=True) when of their type, and dropped
+_TUNING_ONLY = {"flatten": lambda v: isinstance(v, bool),
+                "disallow_acc_multi_buffer": lambda v: isinstance(v, bool),
+                "loop_unroll_factor": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1}
+
+
 def range_options(keywords, evaluate, loc, at, plain=None) -> tuple:
   """(stages, warp_specialize, pingpong) of an `ml.range(...)` loop header's keywords (ast nodes):
   each value `evaluate`d while tracing, mistakes a KernelTypeError at `loc(node)` (`at`: the call;
   `plain`: the loop's header without its keywords, `for i in ml.range(n)`, where its body makes no TMA
   load (loop_bounds.may_load), so stages= would have nothing to pipeline). Triton's `num_stages=` is stages=, and
-  nothing where there is nothing to pipeline (since probe 48g; it was MG003 hinting to drop it)."""
+  nothing where there is nothing to pipeline (since probe 48g; it was MG003 hinting to drop it); `flatten=`,
+  `loop_unroll_factor=` and `disallow_acc_multi_buffer=` tune Triton's compiler only and are dropped (probe 49h)."""
   stages, specialize, pingpong = 1, False, False
   for kw in keywords:
     if kw.arg is None:
       raise E.KernelTypeError("ml.range(..., **kwargs): its options are written out", loc(kw.value),
                               hint="ml.range(n, stages=s, warp_specialize=..., pingpong=...) with each keyword"
                                    " given by name (constexprs work as values)")
+    if kw.arg in _TUNING_ONLY:      # Triton's tuning hints of no other meaning: taken and dropped (probe 49h)
+      value = evaluate(kw.value)
+      if not _TUNING_ONLY[kw.arg](value):
+        raise E.KernelTypeError(f"{kw.arg} must be a static {'int of at least 1' if kw.arg == 'loop_unroll_factor' else 'bool'},"
+                                f" got {shown(value)}", loc(kw.value),
+                                hint=f"drop {kw.arg}= ({_TRITON_TUNING[kw.arg]})")
+      continue
     if kw.arg not in ("stages", "warp_specialize", "pingpong", "num_stages"):
       meant = {"stage": "stages", "warp_specialization": "warp_specialize",
                "ws": "warp_specialize", "ping_pong": "pingpong"}.get(kw.arg)
