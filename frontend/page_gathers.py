@@ -28,7 +28,25 @@ def stacked_pages(tracer, node, ref, index):
   n, pages = ids.type.shape[0], ref.type.shape[0]
   if len([k for k in (n, *ref.type.shape[1:]) if k != 1]) <= 2:
     return None               # (a gather registers hold: gather.gather's)
-  page = "{0}[ml.clip(ml.where({1}[%d] < 0, {1}[%d] + %d, {1}[%d]), 0, %d)]"
+  table = _table_window(tracer, ids) if n % 8 else None
+  at = "{2}" if table is not None else "{1}"
+  page = "{0}[ml.clip(ml.where(%s[%%d] < 0, %s[%%d] + %%d, %s[%%d]), 0, %%d)]" % (at, at, at)
   form = "ml.stack([" + ", ".join(page % (p, p, pages, p, pages - 1) for p in range(n)) + "], axis=0)"
   from .jnp_calls import trace_form
-  return trace_form(tracer, node, form, [ref, ids], names=[ref.name or "", tracer.text(node.slice)])
+  operands, names = [ref, ids], [ref.name or "", tracer.text(node.slice)]
+  if table is not None:
+    operands, names = operands + [table], names + [table.name or ""]
+  return trace_form(tracer, node, form, operands, names=names)
+
+
+def _table_window(tracer, ids):
+  """The window of a kernel input that `ids` is a whole read of (`block_tables_ref[ml.ds(k * 4, 4)]`), whose ids
+  the pages then read as scalars, so the vector itself, of fewer than 8 ids (no register layout), is never used
+  and is dropped (probe 49h: Pallas's paged attention with 4 pages a block); None otherwise."""
+  from .ops.gather import root_id
+  from .ops.memory import Load
+  d = tracer.b.defining(ids)
+  if not isinstance(d, Load) or d.merge or d.keep or len(d.ref.type.shape) != 1:
+    return None
+  root = root_id(tracer.b, d.ref)
+  return d.ref if root in tracer.b.read_only and root not in tracer.b.aliased else None
