@@ -61,6 +61,29 @@ def _user_window(loc, root, d):
   return f"{root}.at[{window}]", f"({ast.unparse(start)})" if low else ast.unparse(start), None
 
 
+def _block_ptr_access(loc):
+  """(the name of the block pointer a load or store at `loc` takes unchecked, the stored value's text) for
+  `tl.load(K_block_ptr)` / `tl.store(O_block_ptr, v)` of a name the kernel's file binds with make_block_ptr or
+  advance, else None (probe 49h)."""
+  import ast
+  import linecache
+  import re
+  try:
+    call = ast.parse((loc.source_line or "")[loc.col_offset:loc.end_col_offset], mode="eval").body
+  except (SyntaxError, TypeError):
+    return None
+  if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in ("load", "store")
+          and call.args and isinstance(call.args[0], ast.Name)
+          and not any(k.arg in ("mask", "boundary_check") for k in call.keywords)):
+    return None
+  name = call.args[0].id
+  text = "".join(linecache.getlines(loc.filename))
+  if not re.search(rf"\b{name}\s*=\s*[\w.]*\b(make_block_ptr|advance)\(", text):
+    return None
+  value = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "value"), None)
+  return name, ast.unparse(value) if value is not None else "value"
+
+
 def _stored_text(loc):
   """The text of the value an assignment `window = value` on one source line stores (or the value of the
   `ml.store(ref, value)` / `ref.store(value)` call at `loc`), else None."""
@@ -107,6 +130,12 @@ def _bounds_hint(acc, root, d, n, full, before, gmem, view=None, output=False) -
   axis, rank = _view_axis(view, d)
   if rank is None:
     rank = len(acc.ref.type.shape) if isinstance(acc.ref.type, RefType) else 1
+  if acc.kind in (A.REG_READ, A.REG_WRITE) and (ptr := _block_ptr_access(acc.op.loc)) is not None:
+    checked = tuple(range(rank))                    # (every axis: right whichever axis the pointer walks here)
+    return (f"check the block pointer's bounds: ml.load({ptr[0]}, boundary_check={checked}, padding_option=\"zero\")"
+            f" reads zeros past its shape" if acc.kind == A.REG_READ else
+            f"check the block pointer's bounds: ml.store({ptr[0]}, {ptr[1]}, boundary_check={checked}) drops what lies"
+            f" past its shape")
   if acc.kind in (A.REG_READ, A.REG_WRITE) and axis is not None:
     written = _user_window(acc.op.loc, root, d)     # the user's own window, else a template of it
     window, start, offs = written or (f"{root}.at[...]", "start", None)

@@ -82,3 +82,23 @@ def test_paged_attention_with_four_pages_a_block_on_the_gpu():
   args = _inputs()
   got = paged_attention(*args, pages_per_compute_block=4)
   np.testing.assert_allclose(np.asarray(got, np.float32), _want(*args), rtol=2e-2, atol=2e-2)
+
+
+# ---------------------------------------------------------------- an unchecked block pointer past the array's end
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 64),))
+def unchecked_block_pointer(x_ptr, o_ptr):
+  M, N = x_ptr.shape
+  xb = ml.make_block_ptr(x_ptr, (M, N), (N, 1), (ml.program_id(0) * 64, 0), (64, 64), (1, 0))
+  v = ml.load(xb)
+  ob = ml.make_block_ptr(o_ptr, (M, N), (N, 1), (ml.program_id(0) * 64, 0), (64, 64), (1, 0))
+  ml.store(ob, v * 2.0, boundary_check=(0, 1))
+
+
+def test_an_unchecked_block_pointer_read_past_the_end_hints_its_boundary_check():
+  """Its MG203 hint wrote a mask of `x_ptr.at[...]`, a window the kernel never wrote: it names the pointer's
+  boundary_check= now."""
+  from locate import expect
+  expect(unchecked_block_pointer, [S((100, 64), F32)], mg.IndexOutOfBoundsError, "ml.load(xb)",
+         "this register read touches x_ptr[64:128, 0:64] in program (1, 0, 0), outside x_ptr's shape (100, 64)",
+         hint="check the block pointer's bounds: ml.load(xb, boundary_check=(0, 1), padding_option=\"zero\") reads"
+              " zeros past its shape")
