@@ -102,3 +102,42 @@ def test_an_unchecked_block_pointer_read_past_the_end_hints_its_boundary_check()
          "this register read touches x_ptr[64:128, 0:64] in program (1, 0, 0), outside x_ptr's shape (100, 64)",
          hint="check the block pointer's bounds: ml.load(xb, boundary_check=(0, 1), padding_option=\"zero\") reads"
               " zeros past its shape")
+
+
+# ---------------------------------------------------------------- batched block pointers: a block axis of 1
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], a.shape[1], b.shape[2]), a.dtype),
+                grid=lambda a, b: (a.shape[1] // 64, b.shape[2] // 64, a.shape[0]))
+def batched_block_ptr_matmul(a_ptr, b_ptr, c_ptr):
+  """3-D block pointers of blocks (1, BM, BK), every axis checked: the batch axis is an index (MG204 at the
+  boundary mask's 3-D broadcast before probe 49h)."""
+  B, M, K = a_ptr.shape
+  N = b_ptr.shape[2]
+  pm, pn, bz = ml.program_id(0), ml.program_id(1), ml.program_id(2)
+  ab = ml.make_block_ptr(a_ptr, (B, M, K), (M * K, K, 1), (bz, pm * 64, 0), (1, 64, 32), (2, 1, 0))
+  bb = ml.make_block_ptr(b_ptr, (B, K, N), (K * N, N, 1), (bz, 0, pn * 64), (1, 32, 64), (2, 1, 0))
+  acc = ml.zeros((64, 64), jnp.float32)
+  for k in range(0, K, 32):
+    a = ml.reshape(ml.load(ab, boundary_check=(0, 1, 2), padding_option="zero"), (64, 32))
+    acc = ml.dot(a, ml.reshape(ml.load(bb, boundary_check=(0, 1, 2)), (32, 64)), acc)
+    ab = ml.advance(ab, (0, 0, 32))
+    bb = ml.advance(bb, (0, 32, 0))
+  cb = ml.make_block_ptr(c_ptr, (B, M, N), (M * N, N, 1), (bz, pm * 64, pn * 64), (1, 64, 64), (2, 1, 0))
+  ml.store(cb, ml.reshape(acc, (1, 64, 64)), boundary_check=(0, 1, 2))
+
+
+def test_batched_block_pointers_with_a_block_axis_of_one():
+  a, b = _rand((2, 128, 80), 5), _rand((2, 80, 128), 6)
+  want = np.einsum("bmk,bkn->bmn", a.astype(np.float32), b.astype(np.float32))
+  got = batched_block_ptr_matmul(jnp.asarray(a), jnp.asarray(b), interpret=True)
+  np.testing.assert_allclose(np.asarray(got, np.float32), want, rtol=5e-2, atol=5e-2)
+  specs = [S(a.shape, F16), S(b.shape, F16)]
+  batched_block_ptr_matmul.check(*specs)
+  assert "mosaic_gpu" in jax.export.export(jax.jit(batched_block_ptr_matmul), platforms=["cuda"])(*specs).mlir_module()
+
+
+@pytest.mark.gpu
+def test_batched_block_pointers_on_the_gpu():
+  a, b = _rand((2, 128, 80), 7), _rand((2, 80, 128), 8)
+  want = np.einsum("bmk,bkn->bmn", a.astype(np.float32), b.astype(np.float32))
+  got = batched_block_ptr_matmul(jnp.asarray(a), jnp.asarray(b))
+  np.testing.assert_allclose(np.asarray(got, np.float32), want, rtol=5e-2, atol=5e-2)

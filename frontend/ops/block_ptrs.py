@@ -181,34 +181,62 @@ def _checked_axes(cx, ptr, boundary_check, what) -> tuple:
   return tuple(sorted(set(axes)))
 
 
+def _squeezed(ptr) -> tuple:
+  """The block axes of size 1 a pointer of 3 or more axes takes as an index, not a window (a batched pointer's
+  block (1, BM, BK) is a 2-D tile: register tensors are 1-D and 2-D), leaving at least one axis."""
+  if len(ptr.perm) < 3:
+    return ()
+  ones = tuple(i for i, b in enumerate(ptr.block_shape) if b == 1)
+  return ones if len(ones) < len(ptr.perm) else ones[1:]
+
+
+def _reduced_perm(ptr, sq) -> tuple:
+  """The pointer's axis permutation over the axes it keeps (block order -> position among the kept base axes)."""
+  kept = sorted(ptr.perm[i] for i in range(len(ptr.perm)) if i not in sq)
+  return tuple(kept.index(ptr.perm[i]) for i in range(len(ptr.perm)) if i not in sq)
+
+
 def _window(cx, ptr):
-  """The base's window the pointer's block covers (in the base's axis order) and its text."""
+  """The base's window the pointer's block covers (in the base's axis order; an axis of `_squeezed` indexed by its
+  offset) and its text."""
   from .memory import DSlice, view
+  sq = _squeezed(ptr)
   idx, texts = [None] * len(ptr.perm), [None] * len(ptr.perm)
   for i, k in enumerate(ptr.perm):
     o = ptr.offsets[i]
     t = cx.named(o, "") if is_value(o) else str(o)
-    idx[k] = DSlice(o, ptr.block_shape[i], (t, str(ptr.block_shape[i])))
-    texts[k] = f"ml.ds({t or 'start'}, {ptr.block_shape[i]})"
+    idx[k] = o if i in sq else DSlice(o, ptr.block_shape[i], (t, str(ptr.block_shape[i])))
+    texts[k] = (t or "i") if i in sq else f"ml.ds({t or 'start'}, {ptr.block_shape[i]})"
   name = f"{ptr.name}.at[{', '.join(texts)}]"
   return view(cx, ptr.base, tuple(idx), name), name
 
 
-def _mask(cx, ptr, axes):
-  """The boundary check's mask over the window (base order): `o + ml.arange(b) < shape` along each checked
-  block axis, broadcast along the others."""
+def _mask(cx, ptr, axes, shape):
+  """The boundary check's mask over the window (base order, of `shape`): `o + ml.arange(b) < shape` along each
+  checked block axis, broadcast along the others (a squeezed axis: its offset's test, the same for all)."""
+  from ..dtypes import DType
   from .elementwise_fns import arange
   from .shape import reshape_
-  rank = len(ptr.perm)
-  mask = None
+  sq = _squeezed(ptr)
+  kept = sorted(ptr.perm[i] for i in range(len(ptr.perm)) if i not in sq)
+  rank = len(kept)
+  mask, whole = None, None
   for i in axes:
-    k = ptr.perm[i]
+    if i in sq:
+      inside = ew.compare(cx, ew.CmpOp.LT, ptr.offsets[i], ptr.shape[i]) if is_value(ptr.offsets[i]) or \
+          is_value(ptr.shape[i]) else ptr.offsets[i] < ptr.shape[i]
+      whole = inside if whole is None else whole & inside if not is_value(whole) and not is_value(inside) else \
+          ew.binary(cx, ew.BinOp.AND, whole, inside)
+      continue
+    k = kept.index(ptr.perm[i])
     b = ptr.block_shape[i]
     inside = ew.compare(cx, ew.CmpOp.LT, ew.binary(cx, ew.BinOp.ADD, arange.rule(cx, b), ptr.offsets[i]),
                         ptr.shape[i])
     if rank > 1:
       inside = reshape_(cx, inside, tuple(b if d == k else 1 for d in range(rank)))
     mask = inside if mask is None else ew.binary(cx, ew.BinOp.AND, mask, inside)
+  if whole is not None:
+    mask = ew.full_(cx, shape, whole, DType.bool_) if mask is None else ew.binary(cx, ew.BinOp.AND, mask, whole)
   return mask
 
 
@@ -243,8 +271,12 @@ def load_block(cx, ptr, mask, other, boundary_check, padding_option):
   axes = _checked_axes(cx, ptr, boundary_check, "ml.load")
   fill = _padding(cx, ptr, padding_option)
   view, _ = _window(cx, ptr)
-  v = load_.rule(cx, view) if not axes else load_.rule(cx, view, _mask(cx, ptr, axes), fill)
-  return _in_block_order(cx, v, ptr.perm)
+  v = load_.rule(cx, view) if not axes else load_.rule(cx, view, _mask(cx, ptr, axes, tuple(view.type.shape)), fill)
+  sq = _squeezed(ptr)
+  if not sq:
+    return _in_block_order(cx, v, ptr.perm)
+  from .shape import reshape_
+  return reshape_(cx, _in_block_order(cx, v, _reduced_perm(ptr, sq)), tuple(ptr.block_shape))
 
 
 def store_block(cx, ptr, value, mask, boundary_check):
@@ -259,9 +291,15 @@ def store_block(cx, ptr, value, mask, boundary_check):
       raise E.ShapeMismatchError(f"cannot store {cx.named(value, 'a value')} of shape {tuple(value.type.shape)}"
                                  f" through a block pointer of block_shape {tuple(ptr.block_shape)}", cx.loc,
                                  hint="store a value of the pointer's block_shape")
-    value = _in_block_order(cx, _as_pointee(cx, ptr.base, value), ptr.perm, inverse=True)
+    value = _as_pointee(cx, ptr.base, value)
+    sq = _squeezed(ptr)
+    if sq:
+      from .shape import reshape_
+      value = reshape_(cx, value, tuple(b for i, b in enumerate(ptr.block_shape) if i not in sq))
+    value = _in_block_order(cx, value, _reduced_perm(ptr, sq) if sq else ptr.perm, inverse=True)
   view, _ = _window(cx, ptr)
-  return store_.rule(cx, view, value) if not axes else store_.rule(cx, view, value, _mask(cx, ptr, axes))
+  return store_.rule(cx, view, value) if not axes else store_.rule(cx, view, value,
+                                                                   _mask(cx, ptr, axes, tuple(view.type.shape)))
 
 
 def keyword_error(cx, what):
