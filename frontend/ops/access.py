@@ -472,7 +472,8 @@ def store_(cx, ref, value, mask=None, boundary_check=None):
   if boundary_check is not None:
     raise keyword_error(cx, "boundary_check=")
   from .gather import IndexedRef, _scatter_store, root_id, run_window, scattered
-  value = _as_pointee(cx, ref.ref if isinstance(ref, IndexedRef) else ref, value)
+  if cx.builtin == "store":      # (the user's ml.store / ref.store call; `out[offs] = v` comes here too, unconverted)
+    value = _as_pointee(cx, ref.ref if isinstance(ref, IndexedRef) else ref, value)
   if isinstance(ref, IndexedRef) and ref.ref.type.space == Space.GMEM and scattered(cx, ref) \
       and root_id(cx.b, ref.ref) not in cx.b.read_only:
     return _scatter_store(cx, ref, value, mask)        # ml.store(out.at[ids, :], v, mask=m): a scatter
@@ -492,9 +493,9 @@ def store_(cx, ref, value, mask=None, boundary_check=None):
 def _as_pointee(cx, ref, value):
   """`value` converted to `ref`'s dtype, as Triton's tl.store converts to the pointer's element type (a float32
   result stored into a bfloat16 output: every ported kernel relies on it; probe 49h). Only the call spellings,
-  `ml.store(ref, v)` and `ref.store(v)`, convert: `ref[...] = v` keeps Pallas's rule (MG102). A value whose
-  dtype or the ref's is not known yet (an SMEM buffer inferring its dtype), a number and a ref are left as
-  they are (the store's own checks take them)."""
+  `ml.store(ref, v)` and `ref.store(v)` (`cx.builtin`), convert: `ref[...] = v` and `out[offs] = v` keep Pallas's
+  rule (MG102). A value whose dtype or the ref's is not known yet (an SMEM buffer inferring its dtype), a number
+  and a ref are left as they are (the store's own checks take them)."""
   if not is_ref(ref) or not is_value(value) or is_ref(value) or not (is_tensor(value) or is_scalar(value)):
     return value
   to, src = resolve(ref.type.dtype), resolve(value.type.dtype)
