@@ -24,7 +24,7 @@ from .ops.memory import DSlice, cluster_ref, ds, smem
 from .ops.transfers import copy
 from .ops.mma import dot
 from .ops.random import (pair_uniform_to_normal, philox_ as philox, rand, rand4x, randint, randint4x, randn, randn4x,
-                         uint_to_uniform_float, umulhi)
+                         uint_to_uniform_float)
 from .ops.scan import cummax, cummin, cumprod, cumsum
 from .ops.assoc_scan import associative_scan
 from .ops.combine_reduce import reduce

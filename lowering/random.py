@@ -15,7 +15,7 @@ from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, vector
 
-from ..frontend.ops.random import M0, M1, MASK32, ROUNDS, W0, W1, Philox, UMulHi
+from ..frontend.ops.random import M0, M1, MASK32, ROUNDS, W0, W1, Philox
 from .mosaic import asm_per_element, operand
 from .registry import interpret, lower
 
@@ -120,25 +120,3 @@ def _i_philox(cta, o):
     cta.set(r, w if np.ndim(c0) else w[()])
 
 
-# ---------------------------------------------------------------- ml.umulhi
-@lower(UMulHi)
-def _umulhi(ctx, o):
-  x, y = (ctx.get(v) for v in (o.x, o.y))
-  arr = next((v for v in (x, y) if isinstance(v, fa.FragmentedArray)), None)
-  if arr is None:
-    ctx.set(o.result, _mulhi(x, y))
-    return
-  regs = np.empty(arr.registers.shape, dtype=object)
-  for k, reg in enumerate(arr.registers.flat):
-    a, b = (v.registers.flat[k] if isinstance(v, fa.FragmentedArray) else vector.broadcast(reg.type, v)
-            for v in (x, y))
-    regs.flat[k] = _mulhi(a, b)
-  ctx.set(o.result, fa.FragmentedArray(_registers=regs, _layout=arr.layout, _is_signed=arr.is_signed))
-
-
-@interpret(UMulHi)
-def _i_umulhi(cta, o):
-  x, y = (np.asarray(cta.get(v)) for v in (o.x, o.y))
-  hi = (x.astype(np.uint32).astype(np.uint64) * y.astype(np.uint32).astype(np.uint64)) >> np.uint64(32)
-  r = hi.astype(np.uint32).view(x.dtype)
-  cta.set(o.result, r if r.ndim else r[()])

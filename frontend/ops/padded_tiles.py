@@ -165,8 +165,8 @@ def on_emit(b, cls, args, results):
                                                                  results[0].type.shape)) is not None:
     pads[results[0].id] = own      # (the compiler's own reshape of the axes before the padded ones: a 3-D broadcast's)
     return
-  from .random import Philox, UMulHi      # (elementwise, Philox with its four words: probe 49g)
-  ok = cls in (Binary, Cast, Compare, Unary, Where, Philox, UMulHi) or cls is Scan and not args[3]
+  from .random import Philox      # (elementwise, Philox with its four words: probe 49g)
+  ok = cls in (Binary, Cast, Compare, Unary, Where, Philox) or cls is Scan and not args[3]
   others = [a for a in args if isinstance(getattr(a, "type", None), TensorType) and a.id not in pads]
   padded = {k for a in ins for k, (n, m) in enumerate(zip(pads[a.id], a.type.shape)) if n != m}
   if not ok or len(results) != (4 if cls is Philox else 1) or padded and any(any(n != 1 for n in a.type.shape) and not isinstance(

@@ -294,29 +294,5 @@ def randn4x(cx, seed, offsets, n_rounds=ROUNDS):
 
 
 
-@ir.op(Traits(layout=LayoutRule.ELEMENTWISE, pure=True))
-class UMulHi(ir.Op):
-  """The high 32 bits of the unsigned 64-bit product of two 32-bit integers (int32 operands as their bits), in
-  their dtype: Philox's high product words, Triton's `tl.umulhi`."""
-  x: ir.Operand
-  y: ir.Operand
-  loc: object
-  results: tuple
-
-
-@builtin
-def umulhi(cx, x, y):
-  """Triton's `tl.umulhi(x, y)`: the high 32 bits of the 64-bit product of 32-bit integers, unsigned (int32 ones as
-  their bits, as Triton's), in their dtype; `x * y` is the low 32 bits (a hand-written Philox round's two halves)."""
-  (a, b), shape, d = ew.common(cx, x, y, "ml.umulhi")
-  if resolve(d) not in (DType.i32, DType.u32):
-    raise E.UnsupportedDtypeError(
-        f"ml.umulhi takes 32-bit integers (int32 or uint32), got {resolve(d)}", cx.loc,
-        hint=f"convert them: ml.umulhi({method_on(cx.named(x, 'x'))}.astype(jnp.uint32), "
-             f"{method_on(cx.named(y, 'y'))}.astype(jnp.uint32))")
-  a, b = (v if is_value(v) else ew.constant(cx, v, resolve(d)) for v in (a, b))
-  t = TensorType(shape, resolve(d)) if shape is not None else ScalarType(resolve(d))
-  return cx.b.emit(UMulHi, a, b, loc=cx.loc, types=[t], names=[cx.name]).result
-
 for _draw in (randint, randint4x, rand, rand4x, randn, randn4x):
   _draw.rule.aliases = {"offset": "offsets"}     # Triton's tl.rand(seed, offset, n_rounds) keyword

@@ -95,8 +95,8 @@ def _at(cx, v, axes, index, probe):
     it = iter(long)
     sub = [next(it) if n != 1 else None for n in o.x.type.shape]
     return _at(cx, o.x, sub, index, probe)
-  from .random import Philox, UMulHi      # (elementwise too; of Philox, the word v is: probe 49g)
-  if isinstance(o, (*ew.ELEMENTWISE_OPS, Philox, UMulHi)) and all(
+  from .random import Philox      # (elementwise too; of Philox, the word v is: probe 49g)
+  if isinstance(o, (*ew.ELEMENTWISE_OPS, Philox)) and all(
       not isinstance(x.type, TensorType) or tuple(x.type.shape) == shape for x in o.operands()):
     which = next(i for i, r in enumerate(o.results) if r is v)
     each = [_at(cx, x, axes, index, probe) for x in o.operands()]

@@ -7,6 +7,7 @@ from .. import errors as E
 from ..dtypes import DType
 from ..types import dtype_name, resolve
 from . import elementwise as ew
+from .elementwise_checks import method_on
 from .base import builtin, check_register_value, is_value, kind_of, shown
 
 
@@ -85,10 +86,11 @@ def _high_word(cx, x, y, what, unsigned):
   (a, b), _, dt = ew.common(cx, x, y, what)
   d = resolve(dt)
   if d not in (DType.i32, DType.u32):
-    x_text = cx.named(x if is_value(x) else y, "x")
+    args = ", ".join(f"{method_on(cx.named(v, n))}.astype(jnp.uint32)" if is_value(v) else shown(v)
+                     for v, n in ((x, "x"), (y, "y")))
     raise E.UnsupportedDtypeError(
-        f"{what} of {dtype_name(d) if isinstance(d, DType) else 'these'} values: it takes 32-bit integers", cx.loc,
-        hint=f"convert to uint32 (or int32) first: {what}({x_text}.astype(jnp.uint32), ...)")
+        f"{what} takes 32-bit integers (int32 or uint32), got {dtype_name(d) if isinstance(d, DType) else 'these'}",
+        cx.loc, hint=f"convert them: {what}({args})")
   if unsigned and d == DType.i32:    # Triton's umulhi of int32: the unsigned product's high word, as int32 bits
     from .elementwise_fns import bitcast
     a, b = (bitcast.rule(cx, v, DType.u32) if is_value(v) else v % 2 ** 32 for v in (a, b))
