@@ -41,7 +41,7 @@ _LAX = {**{n: n for n in _UNARY if n not in ("isfinite", "isinf", "isnan", "log2
         "cummax": "cummax", "cummin": "cummin", "concatenate": "concatenate", "reshape": "reshape",
         "transpose": "transpose", "top_k": "top_k", "full": "full", "logistic": "sigmoid",
         "associative_scan": "associative_scan", "squeeze": "squeeze"}
-_OPS = {n: n for n in ("segment_sum", "segment_max", "segment_min")}      # jax.ops's (frontend/ops/segments.py)
+_OPS = {n: n for n in ("segment_sum", "segment_max", "segment_min", "segment_prod")}      # jax.ops's (frontend/ops/segments.py)
 MAPPED = {"jnp": _JNP, "jax.nn": _NN, "jax.lax": _LAX, "jax.ops": _OPS,
           "jax.scipy.special": {"logsumexp": "logsumexp", "erf": "erf", "erfc": "erfc"}}
 

@@ -29,7 +29,7 @@ from .ops.scan import cummax, cummin, cumprod, cumsum
 from .ops.assoc_scan import associative_scan
 from .ops.combine_reduce import reduce
 from .ops.search import searchsorted
-from .ops.segments import bincount, histogram, segment_max, segment_min, segment_sum
+from .ops.segments import bincount, histogram, segment_max, segment_min, segment_prod, segment_sum
 from .ops.sort import argsort, sort, top_k
 from .ops.reduce import argmax, argmin, max_ as max, mean, min_ as min, sum_ as sum
 from .ops.shape import broadcast_to, concatenate, ravel, reshape

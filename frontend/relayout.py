@@ -237,7 +237,8 @@ def assign_layouts_relayout(kernel, defs, assign) -> None:
   tile's elements goes through SMEM instead, and so does each broadcast of a vector that another
   use gives another layout (`CopyUse`), and each float16/bfloat16 atomic max or min of a statistic held
   one element a thread (`_pair_atomics`); then the layouts are solved again."""
-  for _ in range(64):
+  tries = 64 + sum(_movable(o) for o, _ in _blocks(kernel.body))   # (each reshape at most once: Triton's bitonic
+  for _ in range(tries):                                             # sort of 256 moves 100 through SMEM)
     try:
       assign(kernel, defs)
       if not _pair_atomics(kernel, defs):

@@ -22,7 +22,9 @@ SEGMENT = {
     "segment_min": (_SCATTER.format(op="min", start="the dtype's highest value", name="min")
                     + " (int32, uint32; a float32 min as an int32 one on keys that order as the floats do: the"
                       " MG106 hint of ml.atomic_min writes it)" + _OFFSETS),
-    "segment_prod": ("no segment_prod (no atomic multiply): for sorted ids given as offsets, one program per"
+    "segment_prod": ("ml.segment_prod(x[...], ids[...], num_segments=n) multiplies register values (a static n, as"
+                     " jax.ops's); across programs there is no atomic multiply: for sorted ids given as offsets, one"
+                     " program per"
                      " segment multiplies its windows loaded with other=1.0 and masked to off[g]:off[g + 1],"
                      " acc = acc * window, then takes ml.cumprod(acc)[-1]"),
     "unique": ("no unique (its length depends on the data): for sorted values v of window s, mark each run's"

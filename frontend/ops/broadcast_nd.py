@@ -43,6 +43,18 @@ def flattened_plan(src: tuple, dst: tuple, dims: tuple) -> tuple | None:
   return src2, (rows, cols)
 
 
+def unit_result_axes(src: tuple, dst: tuple, dims: tuple) -> tuple | None:
+  """(src, dst, dims) of a broadcast into 3 or more axes without the result's size-1 axes (Triton's bitonic
+  compare-and-swap stretches `ml.sum(y * m, 1)[:, None, :]` of a (1, 2, 64) `y`: (1, 1, 64) to (1, 2, 64) is
+  (1, 64) to (2, 64)); None where the result has no size-1 axis, nothing would be left, or it holds no whole
+  warpgroups (a small mask, (2, 8, 1), is recomputed at its tile's shape: ops/small_regrid.py)."""
+  keep = [k for k in range(len(dst)) if dst[k] != 1]
+  if len(dst) < 3 or len(keep) in (0, len(dst)) or math.prod(src) == math.prod(dst) or math.prod(dst) % hw.WARPGROUP:
+    return None     # (inserting size-1 axes is a reshape's, which comes here; small masks are small_regrid's)
+  src2 = tuple(n for n, d in zip(src, dims) if dst[d] != 1)
+  return src2, tuple(dst[k] for k in keep), tuple(keep.index(d) for d in dims if dst[d] != 1)
+
+
 def two_step_plan(src: tuple, dst: tuple, dims: tuple) -> tuple | None:
   """The shape between two broadcasts that flattened_plan takes, for one that stretches both a leading and a
   trailing run of axes around kept ones (a batch norm's (1, c, 1) statistic of an (n, c, w) tile: (1, c, w)

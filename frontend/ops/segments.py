@@ -62,8 +62,25 @@ def _ids(cx, ids, n, what, name, clip=False):
   return ew.where_(cx, keep, pos, -1)
 
 
+PROD = "prod"         # segment_prod: no ReduceKind of its own, the last row of a running product (ml.cumprod's)
+
+
+def _reduce_rows(cx, kind, table, keep):
+  """The reduction (kind) of the 2-D `table` along its rows (axis 0): a product is the last row of the running
+  one, ml.cumprod(table, axis=0)[-1] (jnp.prod's form)."""
+  from .reduce import reduce
+  from .scan import ScanKind, scan
+  from .shape import expand
+  if kind != PROD:
+    return reduce(cx, kind, table, 0, keep)
+  run = scan(cx, ScanKind.PROD, table, 0, False, "ml.segment_prod")
+  return expand(cx, run, (slice(-1, None) if keep else -1, slice(None)))
+
+
 def _identity(kind, d):
   from .reduce import extreme_identity
+  if kind == PROD:
+    return True if d == DType.bool_ else 1.0 if d.is_float else 1
   if kind == ReduceKind.SUM:
     return False if d == DType.bool_ else 0.0 if d.is_float else 0
   return extreme_identity(kind, d)
@@ -72,13 +89,12 @@ def _identity(kind, d):
 def _table(cx, kind, data, pos, n, what):
   """The reduction (kind) of `data`'s elements (1-D, or the rows of 2-D data) at each of n segments `pos` names."""
   from .base import BUILTINS
-  from .reduce import reduce
   from .shape import concatenate, expand
   d = resolve(data.type.dtype)
   ident = _identity(kind, d)
   col = expand(cx, pos, (slice(None), None))                       # (N, 1)
   if len(data.type.shape) == 2:
-    rows = [reduce(cx, kind, ew.where_(cx, ew.compare(cx, ew.CmpOp.EQ, col, s), data, ident), 0, True)
+    rows = [_reduce_rows(cx, kind, ew.where_(cx, ew.compare(cx, ew.CmpOp.EQ, col, s), data, ident), True)
             for s in range(n)]
     out = rows[0] if n == 1 else concatenate.rule(cx, rows, 0)
     return out if resolve(out.type.dtype) == d else ew.astype(cx, out, d)
@@ -89,7 +105,7 @@ def _table(cx, kind, data, pos, n, what):
     w = min(_CHUNK, up - c0)
     seg = BUILTINS["arange"].rule(cx, w)
     seg = expand(cx, seg if c0 == 0 else ew.binary(cx, ew.BinOp.ADD, seg, c0), (None, slice(None)))
-    parts.append(reduce(cx, kind, ew.where_(cx, ew.compare(cx, ew.CmpOp.EQ, col, seg), vals, ident), 0, False))
+    parts.append(_reduce_rows(cx, kind, ew.where_(cx, ew.compare(cx, ew.CmpOp.EQ, col, seg), vals, ident), False))
   out = parts[0] if len(parts) == 1 else concatenate.rule(cx, parts, 0)
   if resolve(out.type.dtype) != d:
     out = ew.astype(cx, out, d)
@@ -150,17 +166,21 @@ def _segment(kind, name):
       raise E.KernelTypeError(
           f"{what} of 2-D data reduces the tile once per segment, at most {_ROWS}; got num_segments={n}", cx.loc,
           hint=f"scatter the rows atomically, ml.atomic_{kind.value if kind != ReduceKind.SUM else 'add'}"
-               f"(out.at[ids, :], data), into an output of {n} rows (ids outside it masked off)")
+               f"(out.at[ids, :], data), into an output of {n} rows (ids outside it masked off)" if kind != PROD else
+               f"take the segments {_ROWS} at a time: ml.segment_prod(data, ids - s, num_segments={_ROWS}) for s in"
+               f" ml.static_range(0, {n}, {_ROWS}) (ids outside each range are dropped), stored into their rows")
     return _table(cx, kind, data, pos, n, what)
   rule.__name__ = name
-  rule.__doc__ = (f"jax.ops.{name}(data, segment_ids, num_segments): the {kind.value} of the elements (or rows) of each"
-                  f" segment, ids outside [0, num_segments) dropped, an empty segment the {kind.value}'s identity.")
+  word = getattr(kind, "value", kind)
+  rule.__doc__ = (f"jax.ops.{name}(data, segment_ids, num_segments): the {word} of the elements (or rows) of each"
+                  f" segment, ids outside [0, num_segments) dropped, an empty segment the {word}'s identity.")
   return builtin(rule, name=name)
 
 
 segment_sum = _segment(ReduceKind.SUM, "segment_sum")
 segment_max = _segment(ReduceKind.MAX, "segment_max")
 segment_min = _segment(ReduceKind.MIN, "segment_min")
+segment_prod = _segment(PROD, "segment_prod")
 
 
 @builtin

@@ -21,7 +21,7 @@ from .base import builtin, check_register_value, is_tensor, is_value, kind_of, s
 from .vector_views import check_vector_reshape
 from .window_hints import register_window_hint
 from .broadcast_nd import (copied_axes, flattened_plan, flattens, index_small, small_shape, small_source, trailing_first,
-                           two_step_plan)
+                           two_step_plan, unit_result_axes)
 from .scratches import scratch
 from .permute import transpose_tensor
 from .spread import broadcast as spread_broadcast, refuse as spread_refuse, reshaped as spread_reshaped
@@ -127,6 +127,8 @@ def broadcast_to_shape(cx, x, shape, dims=None):
     return reshape_(cx, x, shape)     # (size-1 axes inserted into 4-D or wider, as such a reshape does)
   if (again := regrid(cx, x, shape, dims)) is not None:
     return again      # (a small mask of per-row lengths meeting its tile: computed at the tile's shape, ops/small_regrid.py)
+  if (fewer := unit_result_axes(x.type.shape, shape, dims)) is not None and flattens(cx.b.defining, x):
+    return reshape_(cx, broadcast_to_shape(cx, reshape_(cx, x, fewer[0]), *fewer[1:]), shape)  # (size-1 axes out)
   return cx.b.emit(Broadcast, x, dims, loc=cx.loc, types=[TensorType(shape, x.type.dtype)], names=[name]).result
 
 

@@ -1,0 +1,160 @@
+"""Probe 49e (ragged and data-dependent kernels, what probe 48e left). Triton's bitonic sort (its tutorial's
+`_compare_and_swap`: reshapes to (n_outer * 2**i, 2, 2**(n_dims - i - 1)), masked sums of the halves broadcast
+back) was MG204: the (1, 1, 64) half of a (1, 2, 64) tile stretched to it was a broadcast into 3-D, and a sort of
+128 or more elements moves more row-wise tiles through SMEM than the relayout pass's 64 tries took.
+jax.ops.segment_prod was MG003."""
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+S = jax.ShapeDtypeStruct
+F32, F16, BF16, I32 = jnp.float32, jnp.float16, jnp.bfloat16, jnp.int32
+
+
+def _spec(x):
+  return S(x.shape, x.dtype)
+
+
+def _export(kernel, *args, **constexprs):
+  fn = jax.jit(lambda *a: kernel(*a, **constexprs))
+  text = jax.export.export(fn, platforms=["cuda"])(*[_spec(a) for a in args]).mlir_module()
+  assert "mosaic_gpu" in text
+  return text
+
+
+def _rng(seed):
+  return np.random.default_rng(seed)
+
+
+# ---------------------------------------------------------------- Triton's bitonic sort, written as its tutorial does
+@ml.inline
+def _compare_and_swap(x, flip, i: ml.constexpr, n_dims: ml.constexpr):
+  n_outer: ml.constexpr = x.size >> n_dims
+  shape: ml.constexpr = [n_outer * 2**i, 2, 2**(n_dims - i - 1)]
+  y = ml.reshape(x, shape)
+  mask = ml.arange(0, 2)[None, :, None]
+  left = ml.broadcast_to(ml.sum(y * (1 - mask), 1)[:, None, :], shape).to(y.dtype)
+  right = ml.broadcast_to(ml.sum(y * mask, 1)[:, None, :], shape).to(y.dtype)
+  left = ml.reshape(left, x.shape)
+  right = ml.reshape(right, x.shape)
+  ileft = left.to(jnp.int32, bitcast=True)
+  iright = right.to(jnp.int32, bitcast=True)
+  ix = x.to(jnp.int32, bitcast=True)
+  ret = ix ^ ml.where((left > right) != flip, ileft ^ iright, ml.zeros_like(ix))
+  return ret.to(x.dtype, bitcast=True)
+
+
+@ml.inline
+def _bitonic_merge(x, stage: ml.constexpr, order: ml.constexpr, n_dims: ml.constexpr):
+  n_outer: ml.constexpr = x.size >> n_dims
+  if order == 2:
+    shape: ml.constexpr = [n_outer * 2**(n_dims - 1 - stage), 2, 2**stage]
+    flip = ml.reshape(ml.broadcast_to(ml.arange(0, 2)[None, :, None], shape), x.shape)
+  else:
+    flip = order
+  for i in ml.static_range(stage):
+    x = _compare_and_swap(x, flip, i + (n_dims - stage), n_dims)
+  return x
+
+
+@mg.mgpu_kernel(out_shape=lambda x, descending: S(x.shape, x.dtype), grid=(1,))
+def bitonic_sort(x, out, descending: ml.constexpr):
+  v = x[...]
+  n_dims: ml.constexpr = int(math.log2(x.shape[-1]))
+  for i in ml.static_range(1, n_dims + 1):
+    v = _bitonic_merge(v, i, 2 if i < n_dims else descending, n_dims)
+  out[...] = v
+
+
+def _sorted(x, descending):
+  s = np.sort(np.asarray(x), axis=-1)
+  return s[..., ::-1] if descending else s
+
+
+def test_triton_bitonic_sort_by_reshapes_and_masked_sums():
+  """The tutorial's sort of 128 floats was MG204 at `ml.broadcast_to(... [:, None, :], [1, 2, 64])` (a broadcast
+  into 3-D); the size-1 axes of such a result are left out now, (1, 64) to (2, 64) between reshapes. A (4, 64) tile
+  sorted by rows (21 compare-and-swaps, each moving its halves through SMEM) stopped at the relayout pass's 64th
+  try with MG204 at a reshape; it tries as often as the kernel has reshapes now."""
+  x = jnp.asarray(_rng(0).standard_normal(128), F32)
+  np.testing.assert_array_equal(bitonic_sort(x, descending=0, interpret=True), _sorted(x, False))
+  t = jnp.asarray(_rng(1).standard_normal((4, 64)), F32)
+  np.testing.assert_array_equal(bitonic_sort(t, descending=1, interpret=True), _sorted(t, True))
+  _export(bitonic_sort, x, descending=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((1, 4, 64), F32), S(x.shape, F32)), grid=(1,))
+def centred_by_middle_axes(x, o, p):
+  v = x[...]                                   # (4, 64)
+  m = ml.max(v, axis=0)                        # a column max stretched back into 3-D, (1, 1, 64) -> (1, 4, 64)
+  o[...] = v[None] - ml.broadcast_to(m[None, None, :], (1, 4, 64))
+  y = v.reshape(1, 2, 128)
+  lo = ml.min(y, axis=1)                       # the smaller half of each pair of rows, (1, 128) -> (1, 2, 128)
+  p[...] = (y - lo[:, None, :]).reshape(4, 64)
+
+
+def test_broadcast_into_3d_with_size_one_axes_is_the_2d_broadcast():
+  """Other kernels of the class: a statistic stretched into a 3-D result whose other axes are 1 was MG204."""
+  x = jnp.asarray(_rng(2).standard_normal((4, 64)), F32)
+  o, p = centred_by_middle_axes(x, interpret=True)
+  xv = np.asarray(x)
+  np.testing.assert_allclose(o, xv[None] - xv.max(0)[None, None], rtol=1e-6)
+  y = xv.reshape(1, 2, 128)
+  np.testing.assert_allclose(p, (y - y.min(1, keepdims=True)).reshape(4, 64), rtol=1e-6)
+  _export(centred_by_middle_axes, x)
+
+
+@pytest.mark.gpu
+def test_gpu_bitonic_sort_and_3d_broadcasts():
+  x = jnp.asarray(_rng(3).standard_normal(256), F32)
+  np.testing.assert_array_equal(jax.jit(lambda a: bitonic_sort(a, descending=0))(x), _sorted(x, False))
+  t = jnp.asarray(_rng(4).standard_normal((4, 64)), F32)
+  np.testing.assert_array_equal(jax.jit(lambda a: bitonic_sort(a, descending=1))(t), _sorted(t, True))
+  o, p = jax.jit(centred_by_middle_axes)(t)
+  o2, p2 = centred_by_middle_axes(t, interpret=True)
+  np.testing.assert_allclose(o, o2, rtol=1e-6)
+  np.testing.assert_allclose(p, p2, rtol=1e-6)
+
+
+# ---------------------------------------------------------------- jax.ops.segment_prod
+def _segment_prod(n):
+  @mg.mgpu_kernel(out_shape=lambda x, ids: S((n,) + x.shape[1:], x.dtype), grid=(1,))
+  def segment_prod(x, ids, out):
+    out[...] = jax.ops.segment_prod(x[...], ids[...], num_segments=n)
+  return segment_prod
+
+
+@pytest.mark.parametrize("shape,dtype,n", [((128,), F32, 8), ((256,), I32, 40), ((64, 32), F32, 4)])
+def test_segment_prod_of_register_values_is_jax_ops(shape, dtype, n):
+  """jax.ops.segment_prod was MG003 (its hint: no atomic multiply, one program per sorted segment). It is the
+  one-hot table of segment_sum with 1 where an element is not of the segment, reduced by the last row of its running
+  product (ml.cumprod along the rows): ids outside [0, n) dropped, an empty segment 1, as jax's."""
+  rng = _rng(5)
+  if dtype == I32:
+    x = jnp.asarray(rng.choice([-2, -1, 1, 2], shape), I32)
+  else:
+    x = jnp.asarray(rng.uniform(0.6, 1.5, shape) * rng.choice([-1, 1], shape), F32)
+  ids = jnp.asarray(rng.integers(-2, n + 3, shape[0]), I32)
+  got = _segment_prod(n)(x, ids, interpret=True)
+  want = jax.ops.segment_prod(x, ids, num_segments=n)
+  np.testing.assert_allclose(got, want, rtol=1e-5)
+  if dtype == F32 and len(shape) == 1:
+    _export(_segment_prod(n), x, ids)
+
+
+@pytest.mark.gpu
+def test_gpu_segment_prod():
+  rng = _rng(6)
+  x = jnp.asarray(rng.uniform(0.6, 1.5, 256), F32)
+  ids = jnp.asarray(rng.integers(0, 40, 256), I32)
+  np.testing.assert_allclose(jax.jit(_segment_prod(40))(x, ids), jax.ops.segment_prod(x, ids, num_segments=40),
+                             rtol=1e-5)
+  t = jnp.asarray(rng.uniform(0.6, 1.5, (64, 32)), F32)
+  np.testing.assert_allclose(jax.jit(_segment_prod(4))(t, ids[:64] % 5),
+                             jax.ops.segment_prod(t, ids[:64] % 5, num_segments=4), rtol=1e-5)
