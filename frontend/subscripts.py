@@ -22,6 +22,7 @@ from .ops.padded_meets import padded_steps
 from .ops.padded_tiles import padded_strided
 from .ops.index_hints import aliased_input, check_tensor_steps, run_window_hint, scatter_set_hint, strided_last_axis
 from .ops.table_hints import table_lookup_hint
+from .ops.register_at import RegisterAt
 from .assign import DICTS_FIXED, SCATTER_HINT, At, holds_value, is_whole
 from .types import RefType, ScalarType, resolve
 
@@ -125,13 +126,15 @@ class Subscripts:
         return _Method(METHODS[attr], base)
       if attr in REF_METHODS and isinstance(t, RefType):
         return _Method(REF_METHODS[attr], base)
-      hint = self._method_hint(node, base, call)
-      raise E.KernelTypeError(
+      error = lambda: E.KernelTypeError(
           f"{kind_of(base)} has no attribute {attr!r}", self.loc(node),
-          hint=hint or "refs have .at, .load, .store, .T, .shape, .dtype; register values "
+          hint=self._method_hint(node, base, call) or "refs have .at, .load, .store, .T, .shape, .dtype; register values "
                + ", ".join(f".{m}" for m in sorted(set(METHODS) | {"T", "shape", "dtype"}))
                + (f" (for .{attr}, call ml.{attr}(x, ...))" if attr in ("argmax", "argmin", "cumsum", "sort", "argsort")
                   else ""))
+      if attr == "at" and call is None:       # jnp's acc.at[ids].add(rows) (ops/register_at.py), else the error
+        return RegisterAt(base, error)
+      raise error()
     if isinstance(base, (tuple, list)) and attr in _LIST_METHODS:
       raise E.KernelTypeError(
           f"{self.text(node.value)}.{attr}: lists in a kernel are fixed once built (a loop carries them"
@@ -264,6 +267,8 @@ class Subscripts:
       values, nodes = [base, *values], [node.value, *nodes]
     cx, name = self.cx(node, values=values, operands=nodes), self.text(node)
     cx.text = name                          # the user's subscript, for messages about it
+    if isinstance(base, RegisterAt):
+      return base.index(index)
     if isinstance(base, At):
       if gather.has_tensor_index(index):        # out.at[ids, :]: read it (a gather) or scatter into it
         return gather.IndexedRef(base.ref, index)

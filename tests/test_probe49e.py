@@ -12,6 +12,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from locate import expect
 
 S = jax.ShapeDtypeStruct
 F32, F16, BF16, I32 = jnp.float32, jnp.float16, jnp.bfloat16, jnp.int32
@@ -158,3 +159,61 @@ def test_gpu_segment_prod():
   t = jnp.asarray(rng.uniform(0.6, 1.5, (64, 32)), F32)
   np.testing.assert_allclose(jax.jit(_segment_prod(4))(t, ids[:64] % 5),
                              jax.ops.segment_prod(t, ids[:64] % 5, num_segments=4), rtol=1e-5)
+
+
+# ---------------------------------------------------------------- jnp's acc.at[ids].add(y) of register tensors
+@mg.mgpu_kernel(out_shape=lambda y, tok, w: S((32, y.shape[1]), F32), grid=(1,))
+def unpermute(y, tok, w, out):              # an MoE unpermute: each routed row, weighted, added back to its token
+  rows = y[...].astype(jnp.float32) * w[...][:, None]
+  out[...] = jnp.zeros((32, y.shape[1]), jnp.float32).at[tok[...]].add(rows)
+
+
+@mg.mgpu_kernel(out_shape=lambda e, x: (S((16,), I32), S((8, 64), F32), S((32,), F32)), grid=(1,))
+def scattered_updates(e, x, counts, peaks, prods):
+  counts[...] = jnp.zeros((16,), jnp.int32).at[e[...]].add(1)       # a histogram of ids, negatives from the end
+  v = x[...]
+  ids = e[...] % 8
+  peaks[...] = jnp.full((8, 64), -1.0, jnp.float32).at[ids, :].max(v)
+  prods[...] = jnp.ones((32,), jnp.float32).at[e[...] % 32].multiply(v[:, 0] * 0.5 + 1.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, ids: S((32,), F32), grid=(1,))
+def set_at_ids(x, ids, out):
+  out[...] = jnp.zeros((32,), jnp.float32).at[ids[...]].set(x[...])
+
+
+def test_at_add_max_multiply_of_register_tensors_at_index_vectors():
+  """`acc.at[ids].add(rows)` of a register tensor was MG003 (a register tensor has no .at), whose hint selected by
+  index (wrong where an index repeats: a token routed twice). It is now jnp's scatter: ml.segment_sum of the
+  updates at the ids added to the tensor (max, min, multiply by segment_max, min, prod), a negative id counted from
+  the end once, one outside [-n, n) dropped."""
+  rng = _rng(7)
+  y = jnp.asarray(rng.standard_normal((64, 32)), BF16)
+  tok = jnp.asarray(rng.integers(0, 32, 64), I32)
+  w = jnp.asarray(rng.random(64), F32)
+  want = jnp.zeros((32, 32), F32).at[tok].add(y.astype(F32) * w[:, None])
+  np.testing.assert_allclose(unpermute(y, tok, w, interpret=True), want, rtol=1e-5, atol=1e-5)
+  e = jnp.asarray(rng.integers(-20, 20, 128), I32)
+  x = jnp.asarray(rng.uniform(-1.0, 1.0, (128, 64)), F32)
+  counts, peaks, prods = scattered_updates(e, x, interpret=True)
+  np.testing.assert_array_equal(counts, jnp.zeros((16,), I32).at[e].add(1))
+  np.testing.assert_array_equal(peaks, jnp.full((8, 64), -1.0).at[e % 8, :].max(x))
+  np.testing.assert_allclose(prods, jnp.ones((32,)).at[e % 32].multiply(x[:, 0] * 0.5 + 1.0), rtol=1e-5)
+  _export(unpermute, y, tok, w)
+  # .set at indices that may repeat (jnp leaves the winner unspecified) keeps the MG003 of `.at`
+  expect(set_at_ids, (S((32,), F32), S((32,), I32)), mg.KernelTypeError, "jnp.zeros((32,), jnp.float32).at",
+         "a register tensor has no attribute 'at'")
+
+
+@pytest.mark.gpu
+def test_gpu_at_updates_of_register_tensors():
+  rng = _rng(8)
+  y = jnp.asarray(rng.standard_normal((64, 32)), BF16)
+  tok = jnp.asarray(rng.integers(0, 32, 64), I32)
+  w = jnp.asarray(rng.random(64), F32)
+  np.testing.assert_allclose(jax.jit(unpermute)(y, tok, w), unpermute(y, tok, w, interpret=True), rtol=1e-5,
+                             atol=1e-5)
+  e = jnp.asarray(rng.integers(-20, 20, 128), I32)
+  x = jnp.asarray(rng.uniform(-1.0, 1.0, (128, 64)), F32)
+  for got, want in zip(jax.jit(scattered_updates)(e, x), scattered_updates(e, x, interpret=True)):
+    np.testing.assert_allclose(got, want, rtol=1e-5)

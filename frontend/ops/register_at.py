@@ -1,0 +1,75 @@
+"""jnp's functional scatter into a register tensor at a vector of indices, `acc.at[ids].add(rows)`: an MoE
+unpermute adding each expert's weighted rows back into their tokens (a token picked twice adds twice), a
+histogram of register values, `counts.at[ids].add(1)`. Each is a segment reduction of the updates
+(ops/segments.py) combined with the tensor: `.add` is `acc + ml.segment_sum(y, ids, n)`, `.max` / `.min` the
+maximum / minimum with `ml.segment_max` / `segment_min`, `.mul` / `.multiply` the product with `ml.segment_prod`.
+The ids follow jnp's: a negative one counts from the end once, one outside [-n, n) is dropped. Other updates
+(`.set` at indices that may repeat, whose winner jnp leaves unspecified; scalar or sliced indices, which the
+select of the MG003 hint writes) keep the error `acc.at` had."""
+from __future__ import annotations
+
+from .. import errors as E
+from ..dtypes import DType
+from ..types import TensorType, resolve
+from . import elementwise as ew
+from .base import Builtin, is_tensor, is_value
+
+
+class RegisterAt:
+  """`v.at` of a register tensor `v`; `error()` is the error it was before (for the updates it does not take)."""
+  def __init__(self, value, error):
+    self.value, self.error = value, error
+
+  def index(self, index):
+    items = index if isinstance(index, tuple) else (index,)
+    ids, rest = items[0], items[1:]
+    d = resolve(ids.type.dtype) if is_value(ids) and is_tensor(ids) else None
+    if not (isinstance(d, DType) and d.is_int and len(ids.type.shape) == 1 and len(self.value.type.shape) in (1, 2)
+            and len(items) <= len(self.value.type.shape)
+            and all(s == slice(None) for s in rest)):
+      raise self.error()
+    return RegisterAtIndex(self, ids)
+
+
+class RegisterAtIndex:
+  """`v.at[ids]` of a register tensor at a vector of indices along its first axis."""
+  def __init__(self, at, ids):
+    self.at, self.ids = at, ids
+
+  def __getattr__(self, attr):
+    if attr in _UPDATES:
+      from ..calls import _Method
+      return _Method(_UPDATES[attr], self)
+    raise self.at.error()
+
+
+def _update(kind, name):
+  def rule(cx, at, values, *, mode=None, indices_are_sorted=False, unique_indices=False, wrap_negative_indices=True):
+    from .segments import segment_max, segment_min, segment_prod, segment_sum
+    from .shape import broadcast_to_shape
+    v, ids = at.at.value, at.ids
+    n, d = v.type.shape[0], resolve(v.type.dtype)
+    if mode not in (None, "drop", "fill", "promise_in_bounds"):
+      raise E.KernelTypeError(f"{cx.text or 'this update'}: mode={mode!r} is not taken (ids outside the tensor are"
+                              f" dropped, jnp's default)", cx.loc, hint=f"leave mode out: .at[ids].{name}(y)")
+    if wrap_negative_indices:
+      ids = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, ids, 0), ew.binary(cx, ew.BinOp.ADD, ids, n), ids)
+    shape = tuple(ids.type.shape) + tuple(v.type.shape[1:])
+    y = values if is_value(values) and is_tensor(values) else ew.full_(cx, shape, values, d)
+    if tuple(y.type.shape) != shape:
+      y = broadcast_to_shape(cx, y, shape)
+    if resolve(y.type.dtype) != d:
+      y = ew.astype(cx, y, d)                 # (jnp converts the updates to the tensor's dtype)
+    seg = {"sum": segment_sum, "max": segment_max, "min": segment_min, "prod": segment_prod}[kind]
+    got = seg.rule(cx, y, ids, num_segments=n)
+    op = {"sum": ew.BinOp.ADD, "max": ew.BinOp.MAX, "min": ew.BinOp.MIN, "prod": ew.BinOp.MUL}[kind]
+    if d == DType.bool_ and kind == "sum":
+      op = ew.BinOp.OR
+    return ew.binary(cx, op, v, got)
+  rule.__name__ = name
+  rule.__doc__ = f"jnp's v.at[ids].{name}(y) of a register tensor v: ml.segment_{kind} of y at ids, combined with v."
+  return Builtin(rule, f"at.{name}")
+
+
+_UPDATES = {"add": _update("sum", "add"), "max": _update("max", "max"), "min": _update("min", "min"),
+            "mul": _update("prod", "mul"), "multiply": _update("prod", "multiply")}
