@@ -269,16 +269,19 @@ def _nonzero(kind):
     flat = hit if len(shape) == 1 else f"{hit}.reshape(-1)"
     idx = (f"ml.segment_sum(ml.arange({{0}}.size), ml.where({flat}, ml.cumsum({flat}.astype(ml.int32)) - 1, -1),"
            f" num_segments={int(size)})")
-    if fill not in (None, 0):
-      idx = f"ml.where(ml.arange({int(size)}) < ml.sum({flat}.astype(ml.int32)), {idx}, {int(fill)})"
+    filled = fill not in (None, 0)
+    keep = f"ml.arange({int(size)}) < ml.sum({flat}.astype(ml.int32))"
     if kind == "flatnonzero" or len(shape) == 1:
+      idx = f"ml.where({keep}, {idx}, {int(fill)})" if filled else idx
       out = {"flatnonzero": "{i}", "nonzero": "({i},)", "argwhere": "{i}[:, None]"}[kind]
-    else:
-      out = {"nonzero": "({i} // {{0}}.shape[1], {i} % {{0}}.shape[1])",
-             "argwhere": "ml.concatenate([({i} // {{0}}.shape[1])[:, None], ({i} % {{0}}.shape[1])[:, None]], axis=1)"
-             }[kind]
-      return f"(lambda _i_: {out.format(i='_i_')})({idx})", [x]
-    return out.format(i=idx), [x]
+      return out.format(i=idx), [x]
+    # (the fill goes into each coordinate, as jnp's: a row and a column of -1, not -1 split by the row width)
+    row, col = "_i_ // {0}.shape[1]", "_i_ % {0}.shape[1]"
+    if filled:
+      row, col = (f"ml.where(_k_, {c}, {int(fill)})" for c in (row, col))
+    out = {"nonzero": f"({row}, {col})",
+           "argwhere": f"ml.concatenate([({row})[:, None], ({col})[:, None]], axis=1)"}[kind]
+    return f"(lambda _i_, _k_: {out})({idx}, {keep if filled else 'None'})", [x]
   return make
 
 

@@ -132,6 +132,26 @@ def spin_wait(loc) -> str:
   return SPIN_WAIT if getattr(loc, "source_line", "").lstrip().startswith("while ") else ""
 
 
+def unreleased_flag_hint(body, flag) -> str | None:
+  """The hint for a read of another program's write made after this program acquired the element `flag` (a decoupled
+  look-back waiting on `flags[i - 1]`), where the kernel sets a flag with an atomic whose result nothing uses:
+  relaxed here (Triton's default is acq_rel), so it releases nothing (probe 49e). None where either is missing."""
+  from . import ir
+  from .ops.atomic import AtomicUpdate
+  relaxed = [o for o in ir.walk(body) if isinstance(o, AtomicUpdate) and not o.ref.type.shape and not o.results
+             and o.sem == "relaxed"]
+  if flag is None or not relaxed:
+    return None
+  o = relaxed[0]
+  call = getattr(o.loc, "source_line", "").strip()
+  fixed = call[:-1] + ', sem="release")' if call.startswith("ml.atomic_") and call.endswith(")") else \
+      'ml.atomic_add(flags.at[i], 1, sem="release")'
+  return (f"this program waited for {flag} (an acquire), but the atomic that sets it at line {o.loc.lineno} is relaxed"
+          f" (one whose result nothing uses, where Triton's default is acq_rel), so the writes before it are not yet"
+          f" visible to the program that sees the flag: make it a release, {fixed}; or read the data in a second"
+          f" kernel")
+
+
 ACCUMULATED_READ = ("an output that programs update with atomics holds the total only once the kernel has"
                     " ended: read it in a second kernel (or in JAX after the call)")
 SCATTERED_TWICE = ("each place a scatter writes must come from one program (the GPU keeps one program's"

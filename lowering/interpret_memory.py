@@ -17,7 +17,7 @@ from ..frontend import ir
 from ..frontend.memory_errors import grid_rank, masked_store, skipped_store, uncovered_error, uninitialized_read
 from ..frontend.coverage import describe
 from ..frontend.races import (ACCUMULATED_READ, CROSS_PROGRAM_READ, ONE_WRITER, SCATTERED_TWICE, own_window,
-                               clamped_program_hint, short_step_hint,
+                               unreleased_flag_hint, clamped_program_hint, short_step_hint,
                                plain_write_hint, segment_spill_hint)
 from .interpret_numerics import np_dtype, poison
 from ..frontend.ops.access import ScalarRead
@@ -296,7 +296,8 @@ class Memory:
             self.kernel.own_grid, op=o)) else
         SCATTERED_TWICE if mine == met == "writes" and self.kernel.accumulated.get(rid) == AtomicKind.SET else
         (plain_write_hint(ref.name, rid in self.aliased_outputs) if mine == "writes" else ACCUMULATED_READ)
-        if accumulated else (self.clamped_hint(o, locs.get((rid, other))) or CROSS_PROGRAM_READ) if crossed else
+        if accumulated else (self.clamped_hint(o, locs.get((rid, other))) or unreleased_flag_hint(
+            self.kernel.body, getattr(cta, "acquired", None)) or CROSS_PROGRAM_READ) if crossed else
         segment_spill_hint(ref.name, len(shown)) if mine == met == "writes" and _past_start(index, elem, self.lead(ref), w, other)
         and type(o).__name__ in ("Copy", "Store") and self.data_dependent(o) else
         clamped if mine == met == "writes" and (clamped := clamped_program_hint(self.kernel.body, op=o)) else

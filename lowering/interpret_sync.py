@@ -71,6 +71,7 @@ def rmw(cta, o, combine):
   cta.last_rmw = (o, ref, old, key)
   if o.sem in ("acquire", "acq_rel"):
     cta.vc = _merge(getattr(cta, "vc", {}), m.syncs.get(key, {}))
+    cta.acquired = ref.name + "[" + ", ".join(str(k) for k in key[1]) + "]"   # (for a race's hint: the flag waited for)
   if o.sem in ("release", "acq_rel"):
     m.syncs[key] = _merge(_merge(m.syncs.get(key, {}), getattr(cta, "vc", {})), {cta.lin: m.order.clock})
   if o.results:

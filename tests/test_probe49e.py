@@ -217,3 +217,78 @@ def test_gpu_at_updates_of_register_tensors():
   x = jnp.asarray(rng.uniform(-1.0, 1.0, (128, 64)), F32)
   for got, want in zip(jax.jit(scattered_updates)(e, x), scattered_updates(e, x, interpret=True)):
     np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+# ---------------------------------------------------------------- a decoupled look-back whose flag is set relaxed
+def _lookback(release):
+  @mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, F32), S((x.shape[0] // 128,), F32), S((x.shape[0] // 128,), I32)),
+                  grid=lambda x: (x.shape[0] // 128,))
+  def lookback(x, out, agg, flags):           # a prefix sum across programs: each waits for the one before
+    i = ml.program_id(0)
+    c = jnp.cumsum(x[ml.ds(i * 128, 128)])
+    prefix = 0.0
+    if i > 0:
+      while ml.atomic_add(flags.at[i - 1], 0) == 0:
+        pass
+      prefix = agg[i - 1]
+    agg[i] = prefix + c[127]
+    if release:
+      ml.atomic_add(flags.at[i], 1, sem="release")
+    else:
+      ml.atomic_add(flags.at[i], 1)
+    out[ml.ds(i * 128, 128)] = c + prefix
+  return lookback
+
+
+def test_a_look_back_whose_flag_is_set_relaxed_is_hinted_to_release_it():
+  """A decoupled look-back ported from Triton (`tl.atomic_add(flag, 1)`, acq_rel there) sets its flag with an atomic
+  whose result nothing uses, relaxed here: the next program's read of `agg[i - 1]` races (MG951), whose hint said
+  programs do not wait for each other and to read it in a second kernel, though this one waited. The hint names the
+  relaxed atomic and writes it with sem="release"; so written, the look-back matches np.cumsum."""
+  x = jnp.asarray(_rng(9).standard_normal(512), F32)
+  with pytest.raises(mg.RaceError) as e:
+    _lookback(False)(x, interpret=True)
+  assert e.value.code == "MG951"
+  assert e.value.hint == (
+      "this program waited for flags[0] (an acquire), but the atomic that sets it at line"
+      f" {_lookback.__code__.co_firstlineno + 15} is relaxed (one whose result nothing uses, where Triton's default is"
+      " acq_rel), so the writes before it are not yet visible to the program that sees the flag: make it a release,"
+      " ml.atomic_add(flags.at[i], 1, sem=\"release\"); or read the data in a second kernel")
+  out, _, _ = _lookback(True)(x, interpret=True)
+  np.testing.assert_allclose(out, np.cumsum(np.asarray(x)), rtol=1e-4, atol=1e-4)
+  _export(_lookback(True), x)
+
+
+@pytest.mark.gpu
+def test_gpu_decoupled_look_back_with_a_released_flag():
+  x = jnp.asarray(_rng(10).standard_normal(128 * 64), F32)
+  out, _, _ = jax.jit(_lookback(True))(x)
+  np.testing.assert_allclose(out, np.cumsum(np.asarray(x, np.float64)), rtol=1e-3, atol=1e-3)
+
+
+# ---------------------------------------------------------------- jnp.nonzero / argwhere of a 2-D mask with a fill
+@mg.mgpu_kernel(out_shape=lambda m: (S((40, 2), I32), S((48,), I32), S((48,), I32)), grid=(1,))
+def kept_coordinates(m, where_, rows, cols):
+  hit = m[...] > 0
+  where_[...] = jnp.argwhere(hit, size=40, fill_value=-1)
+  rows[...], cols[...] = jnp.nonzero(hit, size=48, fill_value=7)
+
+
+def test_nonzero_and_argwhere_of_a_2d_mask_fill_each_coordinate():
+  """jnp.argwhere(m, size=n, fill_value=-1) of a (64, 2) mask gave (-1, 1) in the slots past the count, not jnp's
+  (-1, -1): the fill was put into the flat position, then split by the row width (-1 // 2, -1 % 2). Each coordinate
+  is filled now (jnp.nonzero's rows and columns alike)."""
+  m = jnp.asarray(_rng(11).integers(0, 2, (64, 2)) * _rng(12).integers(0, 2, (64, 2)), I32)
+  w, r, c = kept_coordinates(m, interpret=True)
+  np.testing.assert_array_equal(w, jnp.argwhere(m > 0, size=40, fill_value=-1))
+  want_r, want_c = jnp.nonzero(m > 0, size=48, fill_value=7)
+  np.testing.assert_array_equal(r, want_r)
+  np.testing.assert_array_equal(c, want_c)
+  _export(kept_coordinates, m)
+
+
+@pytest.mark.gpu
+def test_gpu_nonzero_and_argwhere_of_a_2d_mask():
+  m = jnp.asarray(_rng(13).integers(0, 2, (64, 2)) * _rng(14).integers(0, 2, (64, 2)), I32)
+  for got, want in zip(jax.jit(kept_coordinates)(m), kept_coordinates(m, interpret=True)):
+    np.testing.assert_array_equal(got, want)
