@@ -292,3 +292,60 @@ def test_gpu_nonzero_and_argwhere_of_a_2d_mask():
   m = jnp.asarray(_rng(13).integers(0, 2, (64, 2)) * _rng(14).integers(0, 2, (64, 2)), I32)
   for got, want in zip(jax.jit(kept_coordinates)(m), kept_coordinates(m, interpret=True)):
     np.testing.assert_array_equal(got, want)
+
+
+# ---------------------------------------------------------------- a router of 100 tokens and 8 experts, end to end
+@mg.mgpu_kernel(out_shape=lambda lg: (S((200,), I32), S((8,), I32), S((100, 2), F32), S((1,), F32)), grid=(1,))
+def route_tokens(lg, order, sizes, weights, z_loss):
+  x = lg[...].astype(jnp.float32)              # (100, 8): read padded
+  p = jax.nn.softmax(x, axis=-1)
+  w, e = jax.lax.top_k(p, 2)
+  weights[...] = w / jnp.sum(w, axis=-1, keepdims=True)
+  flat = e.reshape(-1)                         # the 200 (token, slot) pairs
+  order[...] = jnp.argsort(flat, stable=True)  # permuted by expert
+  sizes[...] = jnp.bincount(flat, length=8)
+  z_loss[0] = jnp.mean(jax.nn.logsumexp(x, axis=-1) ** 2)
+
+
+def _route_want(lg):
+  x = np.asarray(lg, np.float32)
+  w, e = jax.lax.top_k(jax.nn.softmax(x, -1), 2)
+  w, flat = np.asarray(w), np.asarray(e).reshape(-1)
+  z = np.asarray(jax.nn.logsumexp(x, -1))
+  return np.argsort(flat, kind="stable"), np.bincount(flat, minlength=8), w / w.sum(-1, keepdims=True), [np.mean(z ** 2)]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0] * x.shape[1],), F32), S((x.shape[0],), F32)), grid=(1,))
+def flat_and_lse(x, flat, lse):
+  v = x[...]
+  flat[...] = v.reshape(-1) * 2.0
+  lse[...] = jax.nn.logsumexp(v, axis=1)
+
+
+def test_router_of_odd_tokens_flattens_and_reduces_its_padded_tiles():
+  """A router of 100 tokens over 8 experts (a (100, 8) read, padded in registers) was MG204 at its top-k: the
+  padded trace ended at `e.reshape(-1)` of the (100, 2) experts (a padded 2-D tile's columns joined row by row, at
+  most 64 rows) and at `jax.nn.logsumexp(x, axis=-1)` (its keepdims statistic made a vector by a reduction of the
+  size-1 axis, which the padded trace did not follow). The flat vector is gathered from the padded tile through
+  SMEM now, and the size-1 reduction keeps the padding."""
+  lg = jnp.asarray(_rng(15).standard_normal((100, 8)), BF16)
+  got = route_tokens(lg, interpret=True)
+  for g, w in zip(got, _route_want(lg)):
+    np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+  _export(route_tokens, lg)
+  for shape in [(70, 5), (65, 3)]:
+    x = jnp.asarray(_rng(16).standard_normal(shape), F32)
+    f, l = flat_and_lse(x, interpret=True)
+    np.testing.assert_allclose(f, np.asarray(x).reshape(-1) * 2.0, rtol=1e-6)
+    np.testing.assert_allclose(l, jax.nn.logsumexp(x, axis=1), rtol=1e-5)
+
+
+@pytest.mark.gpu
+def test_gpu_router_of_odd_tokens():
+  lg = jnp.asarray(_rng(17).standard_normal((100, 8)), BF16)
+  for g, w in zip(jax.jit(route_tokens)(lg), _route_want(lg)):
+    np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+  x = jnp.asarray(_rng(18).standard_normal((70, 5)), F32)
+  f, l = jax.jit(flat_and_lse)(x)
+  np.testing.assert_allclose(f, np.asarray(x).reshape(-1) * 2.0, rtol=1e-6)
+  np.testing.assert_allclose(l, jax.nn.logsumexp(x, axis=1), rtol=1e-5)

@@ -232,14 +232,34 @@ def flattened(cx, x, own, up, redo):
       out = redo((math.prod(up),))
     pads[out.id] = (n,)
     return out
-  if own[0] > 64:
-    raise PadAbort("reshape")
+  if own[0] > 64:       # (more rows: each flat element gathered from its row and column, one pass through SMEM)
+    return _flat_gather(cx, x, own, up)
   rows = [index_through_smem(cx, x, (r, slice(None))) for r in range(own[0])]
   if own[0] == 1:
     return rows[0]
   out = _joined_along_padding(cx, rows, [(own[1],)] * own[0], 0)
   if tuple(out.type.shape) != (n,) and tuple(out.type.shape) != _up((n,), resolve(x.type.dtype)):
     raise PadAbort("reshape")
+  return out
+
+
+def _flat_gather(cx, x, own, up):
+  """`x.reshape(-1)` of a padded 2-D `x` whose columns are padded, of more rows than flattened joins one by one (a
+  router's (100, 2) top-2 experts, flattened to sort the 200 (token, slot) pairs; probe 49e): element k of the flat
+  vector is x's (k // c, k % c), gathered through SMEM (register_gather.gather_positions); its padding repeats the
+  last element."""
+  from .elementwise import Arange, BinOp, binary
+  from .padded_tiles import _up
+  from .register_gather import gather_positions
+  n, c = math.prod(own), own[1]
+  with allowed(cx):
+    k = cx.b.emit(Arange, 0, loc=cx.loc, types=[TensorType(_up((n,), resolve(x.type.dtype)), DType.i32)]).result
+    k = binary(cx, BinOp.MIN, k, n - 1)
+    pos = binary(cx, BinOp.ADD, binary(cx, BinOp.MUL, binary(cx, BinOp.FLOORDIV, k, c), up[1]),
+                 binary(cx, BinOp.MOD, k, c))
+    out = gather_positions(cx, x, pos, x.name or "")
+  if tuple(out.type.shape) != (n,):       # (200 elements are a vector of their own: not padded)
+    cx.b.pad_tiles[out.id] = (n,)
   return out
 
 

@@ -150,7 +150,7 @@ def on_emit(b, cls, args, results):
     return
   from .elementwise import Binary, Cast, Compare, Full, Unary, Where
   from .scan import Scan
-  from .shape import Broadcast, Reshape
+  from .shape import Broadcast, Reduce, Reshape
   if cls is Broadcast and len(results) == 1 and list(args[1]) == sorted(set(args[1])):
     # (size-1 axes inserted anywhere, `w[None, :]`, `c[:, None, :]` of padded reads, and size-1 axes stretched:
     # a kept axis has the source's own length, the others the result's; probe 47a, before only trailing ones)
@@ -160,6 +160,11 @@ def on_emit(b, cls, args, results):
       if src.type.shape[i] == up[k]:
         own[k] = pads[src.id][i]
     pads[results[0].id] = tuple(own)
+    return
+  if cls is Reduce and len(results) == 1 and len(args) >= 3 and args[1] is ins[0] and isinstance(
+      results[0].type, TensorType) and all(ins[0].type.shape[a] == 1 for a in args[2]):
+    # (size-1 axes removed: a keepdims statistic made a vector again, ml.logsumexp's of a padded (100, 8) router tile)
+    pads[results[0].id] = tuple(n for k, n in enumerate(pads[ins[0].id]) if k not in args[2])
     return
   if cls is Reshape and len(results) == 1 and (own := _reshaped(pads[ins[0].id], ins[0].type.shape,
                                                                  results[0].type.shape)) is not None:
