@@ -47,19 +47,29 @@ def _update(kind, name):
   def rule(cx, at, values, *, mode=None, indices_are_sorted=False, unique_indices=False, wrap_negative_indices=True):
     from .segments import segment_max, segment_min, segment_prod, segment_sum
     from .shape import broadcast_to_shape
+    from .padded_tiles import true_shape
     v, ids = at.at.value, at.ids
-    n, d = v.type.shape[0], resolve(v.type.dtype)
+    n, d = true_shape(cx.b, v)[0], resolve(v.type.dtype)      # (jnp.zeros((300,)): padded to 304, its own 300)
     if mode not in (None, "drop", "fill", "promise_in_bounds"):
       raise E.KernelTypeError(f"{cx.text or 'this update'}: mode={mode!r} is not taken (ids outside the tensor are"
                               f" dropped, jnp's default)", cx.loc, hint=f"leave mode out: .at[ids].{name}(y)")
     if wrap_negative_indices:
       ids = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, ids, 0), ew.binary(cx, ew.BinOp.ADD, ids, n), ids)
-    shape = tuple(ids.type.shape) + tuple(v.type.shape[1:])
+    shape = tuple(ids.type.shape) + tuple(true_shape(cx.b, v)[1:])
     y = values if is_value(values) and is_tensor(values) else ew.full_(cx, shape, values, d)
     if tuple(y.type.shape) != shape:
       y = broadcast_to_shape(cx, y, shape)
     if resolve(y.type.dtype) != d:
       y = ew.astype(cx, y, d)                 # (jnp converts the updates to the tensor's dtype)
+    if len(v.type.shape) == 2 and n > _ROWS:
+      t, i, r = _texts(cx.text)
+      raise E.KernelTypeError(
+          f"{t} updates {n} rows of a register tile at a vector of indices: in registers, at most {_ROWS} (one"
+          f" reduction of the updates a row)", cx.loc,
+          hint=f"scatter the rows into the output atomically, ml.atomic_{_ATOMIC[kind]}(out.at[{i}, :], {r}) (an"
+               f" output updated only by atomics starts at 0; ids outside it are dropped)" if kind in _ATOMIC else
+               f"update {_ROWS} rows at a time: acc[s:s + {_ROWS}].at[{i} - s].{name}({r}) for s in"
+               f" ml.static_range(0, {n}, {_ROWS})")
     seg = {"sum": segment_sum, "max": segment_max, "min": segment_min, "prod": segment_prod}[kind]
     got = seg.rule(cx, y, ids, num_segments=n)
     op = {"sum": ew.BinOp.ADD, "max": ew.BinOp.MAX, "min": ew.BinOp.MIN, "prod": ew.BinOp.MUL}[kind]
@@ -70,6 +80,22 @@ def _update(kind, name):
   rule.__doc__ = f"jnp's v.at[ids].{name}(y) of a register tensor v: ml.segment_{kind} of y at ids, combined with v."
   return Builtin(rule, f"at.{name}")
 
+
+def _texts(text):
+  """(the call, its indices, its updates) as written, `acc.at[tok[...]].add(rows)`; generic names where the text
+  is not so written."""
+  import ast
+  try:
+    call = ast.parse((text or "").strip(), mode="eval").body
+    sub = call.func.value
+    items = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
+    return ast.unparse(call), ast.unparse(items[0]), ast.unparse(call.args[0])
+  except (SyntaxError, AttributeError, IndexError):
+    return text or "acc.at[ids]", "ids", "rows"
+
+
+_ROWS = 64           # rows of a 2-D tensor a segment reduction fills (ops/segments.py)
+_ATOMIC = {"sum": "add", "max": "max", "min": "min"}
 
 _UPDATES = {"add": _update("sum", "add"), "max": _update("max", "max"), "min": _update("min", "min"),
             "mul": _update("prod", "mul"), "multiply": _update("prod", "multiply")}
