@@ -374,3 +374,35 @@ def test_at_add_into_an_odd_vector_and_into_too_many_rows():
          " vector of indices: in registers, at most 64 (one reduction of the updates a row)",
          hint="scatter the rows into the output atomically, ml.atomic_add(out.at[tok[...], :], rows) (an output"
               " updated only by atomics starts at 0; ids outside it are dropped)")
+
+
+# ---------------------------------------------------------------- narrow columns joined in the padded trace
+@mg.mgpu_kernel(out_shape=lambda m, v: (S((40, 2), I32), S((100, 2), F32)), grid=(1,))
+def coordinates_and_pairs(m, v, where_, pairs):
+  where_[...] = jnp.argwhere(m[...] > 0, size=40, fill_value=-1)    # an (80, 2) mask: read padded
+  x = v[...]                                                          # 100 values: read padded
+  pairs[...] = jnp.stack([x, x * 3.0], axis=-1)
+
+
+def test_columns_joined_where_no_register_tensor_holds_the_parts_or_the_result():
+  """jnp.argwhere of an (80, 2) mask and jnp.stack of two padded (100,) vectors along a new last axis were MG204:
+  the padded trace flattened the mask (now gathered, as the router's experts) and then joined the (40, 1)
+  coordinates, or the (104, 1) padded columns, by widening each part with zeros to 32 columns (no register tensor
+  holds (40, 31)) or as they were ((104, 2) holds none). A column is stretched across the padded result now and
+  selected in at its place."""
+  rng = _rng(20)
+  m = jnp.asarray(rng.integers(0, 2, (80, 2)) * rng.integers(0, 2, (80, 2)), I32)
+  v = jnp.asarray(rng.standard_normal(100), F32)
+  w, p = coordinates_and_pairs(m, v, interpret=True)
+  np.testing.assert_array_equal(w, jnp.argwhere(m > 0, size=40, fill_value=-1))
+  np.testing.assert_array_equal(p, np.stack([np.asarray(v), np.asarray(v) * 3.0], -1))
+  _export(coordinates_and_pairs, m, v)
+
+
+@pytest.mark.gpu
+def test_gpu_columns_joined_in_the_padded_trace():
+  rng = _rng(21)
+  m = jnp.asarray(rng.integers(0, 2, (80, 2)) * rng.integers(0, 2, (80, 2)), I32)
+  v = jnp.asarray(rng.standard_normal(100), F32)
+  for got, want in zip(jax.jit(coordinates_and_pairs)(m, v), coordinates_and_pairs(m, v, interpret=True)):
+    np.testing.assert_array_equal(got, want)

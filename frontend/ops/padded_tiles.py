@@ -403,7 +403,8 @@ def padded_concatenate(cx, xs, axis, redo):
     raise PadAbort("concatenate")
   if any(o[axis] != x.type.shape[axis] for o, x in zip(owns, xs)) or not _holds(_sum_along(owns, axis)) and \
       not any(x.id in pads for x in xs) or len({tuple(u for k, u in enumerate(x.type.shape) if k != axis)
-                                                for x in xs}) > 1:
+                                                for x in xs}) > 1 or not _holds(_sum_along(
+                                                    [tuple(x.type.shape) for x in xs], axis)):   # ((104, 2): 49e)
     return _joined_along_padding(cx, xs, owns, axis)   # (since probe 47a also a join no register tensor holds of
   with allowed(cx):
     out = redo()
@@ -425,7 +426,7 @@ def _joined_along_padding(cx, xs, owns, axis):
   (probe 46j)."""
   from .elementwise import Full, full_
   from .roll import _select_range, roll_tensor
-  from .shape import concatenate
+  from .shape import broadcast_to_shape, concatenate
   pads, wide = cx.b.pad_tiles, isinstance(cx.b.pad_tiles, WideVectors)
   ref = next((x for x in xs if not isinstance(cx.b.defining(x), Full) or x.id in pads), xs[0])
   made = []
@@ -461,6 +462,11 @@ def _joined_along_padding(cx, xs, owns, axis):
             raise PadAbort("concatenate")
           x = concatenate.rule(cx, [x, full_(cx, rest, 0, x.type.dtype)], k)
       u = x.type.shape[axis]
+      if u == o[axis] == 1 < total and axis == len(shape) - 1:   # (a column, `i[:, None]` of jnp.argwhere's (40, 2)
+        x = broadcast_to_shape(cx, x, shape)                      # coordinates: stretched, selected in at its place)
+        out = x if out is None else _select_range(cx, shape, axis, at, at + 1, x, out)
+        at += 1
+        continue
       if u < total:
         rest = tuple(total - u if k == axis else n for k, n in enumerate(shape))
         if not _holds(rest):
