@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .. import errors as E
 from ..dtypes import DType
-from ..types import TensorType, resolve
+from ..types import resolve
 from . import elementwise as ew
 from .base import Builtin, is_tensor, is_value
 
