@@ -177,16 +177,27 @@ def scattered_updates(e, x, counts, peaks, prods):
   prods[...] = jnp.ones((32,), jnp.float32).at[e[...] % 32].multiply(v[:, 0] * 0.5 + 1.0)
 
 
-@mg.mgpu_kernel(out_shape=lambda x, ids: S((32,), F32), grid=(1,))
-def set_at_ids(x, ids, out):
-  out[...] = jnp.zeros((32,), jnp.float32).at[ids[...]].set(x[...])
+@mg.mgpu_kernel(out_shape=lambda o: S(o.shape, I32), grid=(1,))
+def inverse_order(o, out):                  # each token's slot in the order that sorts it by expert
+  out[...] = jnp.zeros((128,), jnp.int32).at[o[...]].set(ml.arange(128))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, ids: S((32, 64), F32), grid=(1,))
+def set_rows(x, ids, out):
+  out[...] = jnp.full((32, 64), -5.0, jnp.float32).at[ids[...], :].set(x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), F32), grid=(1,))
+def set_one(x, out):
+  v = x[...]
+  out[...] = v.at[0].set(0.0)
 
 
 def test_at_add_max_multiply_of_register_tensors_at_index_vectors():
   """`acc.at[ids].add(rows)` of a register tensor was MG003 (a register tensor has no .at), whose hint selected by
   index (wrong where an index repeats: a token routed twice). It is now jnp's scatter: ml.segment_sum of the
-  updates at the ids added to the tensor (max, min, multiply by segment_max, min, prod), a negative id counted from
-  the end once, one outside [-n, n) dropped."""
+  updates at the ids added to the tensor (max, min, multiply by segment_max, min, prod; set where an id names an
+  element), a negative id counted from the end once, one outside [-n, n) dropped."""
   rng = _rng(7)
   y = jnp.asarray(rng.standard_normal((64, 32)), BF16)
   tok = jnp.asarray(rng.integers(0, 32, 64), I32)
@@ -200,9 +211,17 @@ def test_at_add_max_multiply_of_register_tensors_at_index_vectors():
   np.testing.assert_array_equal(peaks, jnp.full((8, 64), -1.0).at[e % 8, :].max(x))
   np.testing.assert_allclose(prods, jnp.ones((32,)).at[e % 32].multiply(x[:, 0] * 0.5 + 1.0), rtol=1e-5)
   _export(unpermute, y, tok, w)
-  # .set at indices that may repeat (jnp leaves the winner unspecified) keeps the MG003 of `.at`
-  expect(set_at_ids, (S((32,), F32), S((32,), I32)), mg.KernelTypeError, "jnp.zeros((32,), jnp.float32).at",
-         "a register tensor has no attribute 'at'")
+  # .set: the inverse of a permutation; rows of a tile at unique ids, negative ones from the end
+  order = jnp.asarray(rng.permutation(128), I32)
+  np.testing.assert_array_equal(inverse_order(order, interpret=True), np.argsort(np.asarray(order)))
+  ids = rng.permutation(32)[:24]
+  ids[::3] -= 32
+  ids, rows = jnp.asarray(ids, I32), jnp.asarray(rng.standard_normal((24, 64)), F32)
+  np.testing.assert_array_equal(set_rows(rows, ids, interpret=True), jnp.full((32, 64), -5.0).at[ids].set(rows))
+  # a scalar index keeps the MG003 of `.at`, whose hint writes the select
+  expect(set_one, (S((128,), F32),), mg.KernelTypeError, "v.at", "a register tensor has no attribute 'at'",
+         hint="register tensors are values, updated by a select: v.at[0].set(0.0) is ml.where(ml.arange(128) == 0,"
+              " 0.0, v)")
 
 
 @pytest.mark.gpu

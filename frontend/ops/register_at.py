@@ -2,10 +2,11 @@
 unpermute adding each expert's weighted rows back into their tokens (a token picked twice adds twice), a
 histogram of register values, `counts.at[ids].add(1)`. Each is a segment reduction of the updates
 (ops/segments.py) combined with the tensor: `.add` is `acc + ml.segment_sum(y, ids, n)`, `.max` / `.min` the
-maximum / minimum with `ml.segment_max` / `segment_min`, `.mul` / `.multiply` the product with `ml.segment_prod`.
-The ids follow jnp's: a negative one counts from the end once, one outside [-n, n) is dropped. Other updates
-(`.set` at indices that may repeat, whose winner jnp leaves unspecified; scalar or sliced indices, which the
-select of the MG003 hint writes) keep the error `acc.at` had."""
+maximum / minimum with `ml.segment_max` / `segment_min`, `.mul` / `.multiply` the product with `ml.segment_prod`,
+`.set` the updates where an index names an element (the inverse of a permutation, `inv.at[order].set(ml.arange(n))`;
+where an index repeats, jnp keeps one of its updates, unspecified which: here the largest, `ml.segment_max`).
+The ids follow jnp's: a negative one counts from the end once, one outside [-n, n) is dropped. Other indices
+(scalar or sliced, which the select of the MG003 hint writes) and updates keep the error `acc.at` had."""
 from __future__ import annotations
 
 from .. import errors as E
@@ -70,6 +71,11 @@ def _update(kind, name):
                f" output updated only by atomics starts at 0; ids outside it are dropped)" if kind in _ATOMIC else
                f"update {_ROWS} rows at a time: acc[s:s + {_ROWS}].at[{i} - s].{name}({r}) for s in"
                f" ml.static_range(0, {n}, {_ROWS})")
+    if kind == "set":           # where an index repeats jnp keeps one of its updates, unspecified which: the largest
+      got = segment_max.rule(cx, y, ids, num_segments=n)
+      ones = ew.full_(cx, tuple(ids.type.shape) + (1,) * (len(shape) - 1), 1, DType.i32)
+      hit = segment_max.rule(cx, broadcast_to_shape(cx, ones, shape) if len(shape) > 1 else ones, ids, num_segments=n)
+      return ew.where_(cx, ew.compare(cx, ew.CmpOp.GT, hit, 0), got, v)
     seg = {"sum": segment_sum, "max": segment_max, "min": segment_min, "prod": segment_prod}[kind]
     got = seg.rule(cx, y, ids, num_segments=n)
     op = {"sum": ew.BinOp.ADD, "max": ew.BinOp.MAX, "min": ew.BinOp.MIN, "prod": ew.BinOp.MUL}[kind]
@@ -97,5 +103,5 @@ def _texts(text):
 _ROWS = 64           # rows of a 2-D tensor a segment reduction fills (ops/segments.py)
 _ATOMIC = {"sum": "add", "max": "max", "min": "min"}
 
-_UPDATES = {"add": _update("sum", "add"), "max": _update("max", "max"), "min": _update("min", "min"),
+_UPDATES = {"set": _update("set", "set"), "add": _update("sum", "add"), "max": _update("max", "max"), "min": _update("min", "min"),
             "mul": _update("prod", "mul"), "multiply": _update("prod", "multiply")}
