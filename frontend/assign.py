@@ -59,18 +59,11 @@ def _nothing(callee: str, name: str) -> Unbound:
   atomic = callee.rsplit(".", 1)[-1].startswith("atomic_")
   return Unbound(
       "", message=f"{name} is None: {callee}(...) returns nothing"
-                  + (" here: an update of a window or of a scatter's elements has no old value (a single"
-                     " element's update returns one, as Triton's scalar tl.atomic_add)" if atomic else ""),
-      hint=("take the old value of one element, base = ml.atomic_add(count, ml.sum(keep)) (a scalar into a"
-            " single element of an output), and derive each element's from it; or compute it another way:"
-            " a work item per program is its program id"
-            " (a persistent loop takes items t in range(ml.program_id(0), n, ml.num_programs(0))); within a"
-            " program, positions from ml.cumsum of the counts (ml.cumsum(keep, dtype=jnp.int32) - 1); across"
-            " programs (a stream compaction's base = ml.atomic_add(count, k)), count in one kernel,"
-            " counts[ml.program_id(0)] = ml.sum(keep), take offsets = jnp.cumsum(counts) - counts outside, and"
-            " place in a second kernel at offsets[ml.program_id(0)] + ml.cumsum(keep, dtype=jnp.int32) - 1,"
-            " adding into an output that starts at 0, ml.atomic_add(out.at[ml.where(keep, pos, n)], v)"
-            " (positions past its end are dropped)" if atomic else
+                  + (" here: an update of an SMEM buffer has no old value (one of an output, in GMEM, returns"
+                     " them, as Triton's tl.atomic_add)" if atomic else ""),
+      hint=("read the elements before the update, old = buf[...] (or buf[ids] of a scatter: a repeated index"
+            " reads the same value), or update an output (GMEM), whose atomics return each element's old"
+            " value, old = ml.atomic_add(counts.at[ids], 1)" if atomic else
             f"use {callee}(...) as a statement, not a value"))
 
 

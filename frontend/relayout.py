@@ -197,10 +197,17 @@ def _pair_atomics(kernel, defs) -> bool:
   neighbouring elements, so the value is read through SMEM into the plain layout, which holds pairs
   where it has a multiple of 256 elements (check_atomic_layouts reports the others). Whether any was."""
   from .ops.atomic import AtomicKind, AtomicUpdate, odd_pairs
+  from .ops.atomic_fetch import shared_olds
   done = False
   for o, block in list(_blocks(kernel.body)):
     t = getattr(o, "value", None)
     t = t.type if isinstance(t, ir.Value) else None
+    if isinstance(o, AtomicUpdate) and isinstance(t, TensorType) and o.scratch is None and shared_olds(kernel, o):
+      # (a tensor's old values that threads other than the `atom`'s hold too: handed through SMEM, probe 49c)
+      new = dataclasses.replace(o, scratch=_scratch(kernel, defs, o.value, o.loc, "atomic values"))
+      block.ops[block.ops.index(o)] = new
+      defs[o.results[0].id] = new
+      continue
     if not (isinstance(o, AtomicUpdate) and o.kind != AtomicKind.ADD and isinstance(t, TensorType)
             and o.ref.type.shape and t.dtype in (DType.f16, DType.bf16) and math.prod(t.shape) % 256 == 0
             and odd_pairs(t) and not isinstance(defs.get(o.value.id), RelayoutLoad)):

@@ -134,6 +134,9 @@ def _atomic_update(ctx, o):
   t = o.value.type
   mem, tiled = _register_memref(ctx, ref, t)
   x = ctx.get(o.value)
+  if o.results or o.kind in (AtomicKind.CAS, AtomicKind.XCHG):   # a window's old values (probe 49c)
+    from .atomic_rmw import window_old_values
+    return window_old_values(ctx, o, mem, x)
 
   def emit():
     if t.layout.drop:
@@ -201,9 +204,11 @@ _BIN = {AtomicKind.ADD: BinOp.ADD, AtomicKind.MAX: BinOp.MAX, AtomicKind.MIN: Bi
 
 @interpret(AtomicUpdate)
 def _i_atomic_update(cta, o):
-  from .interpret_sync import fetches, rmw
+  from .interpret_sync import fetches, rmw, tensor_rmw
   if fetches(o):                 # (a cas, an xchg, an old value, an ordered update: probe 48c)
     return rmw(cta, o, combine)
+  if o.results or o.kind in (AtomicKind.CAS, AtomicKind.XCHG):    # a window's old values (probe 49c)
+    return tensor_rmw(cta, o, combine)
   if o.mask is not None and not bool(cta.get(o.mask)):      # a single element the mask keeps off: no access
     return None
   d = o.ref.type.dtype

@@ -105,3 +105,99 @@ def fenced(ctx, o, emit):
   if acquire:
     _asm(f"fence.acq_rel.{o.scope};")
     ctx.thread_barrier()
+
+
+# ---------------------------------------------------------------- a tensor's old values (probe 49c)
+def _zero(ty):
+  return arith.constant(ty, 0.0 if isinstance(ty, ir.F32Type) else 0)
+
+
+def old_values(ctx, o, x, place, keep=None, cmp=None):
+  """The old values of the tensor atomic `o` (a window's or a scatter's, `x` its value as a FragmentedArray):
+  one relaxed `atom` per element each thread holds, at the generic pointer `place(k, e)` of element `e` of
+  register `k`, skipped (0 read) where the bool FragmentedArray `keep` is off; returned in `x`'s layout. Where
+  other threads hold the elements too (`o.scratch`, ops/atomic_fetch.shared_olds), the first holder of each
+  runs its `atom` and stores the old value into the scratch at its row-major place; then every thread reads
+  its elements back, the CTA's threads meeting before and after."""
+  import numpy as np
+  from jax.experimental.mosaic.gpu import fragmented_array as fa
+  from jaxlib.mlir.dialects import vector
+  d = o.value.type.dtype
+  regs = np.empty(x.registers.shape, dtype=object)
+  elem = lambda r, e: r if not isinstance(r.type, ir.VectorType) else vector.extract(
+      r, dynamic_position=[], static_position=ir.DenseI64ArrayAttr.get([e]))
+  index = ir.IndexType.get()
+  if o.scratch is not None:
+    from .atomic import _first_replica
+    from .mosaic import is_split
+    word = ctx.get(o.scratch)
+    shape = tuple(x.shape)
+    firsts = list(x.layout.thread_idxs(shape))
+    strides = [int(np.prod(shape[a + 1:])) for a in range(len(shape))]
+
+    def flat(k, e):
+      idx = firsts[list(np.ndindex(x.registers.shape)).index(k)]
+      at = arith.constant(index, e)
+      for i, s in zip(idx, strides):
+        at = arith.addi(at, arith.muli(i, arith.constant(index, s)))
+      return at
+
+    first = _first_replica(x.layout) if o.value.type.layout.drop else arith.constant(ir.IntegerType.get_signless(1), 1)
+    if ctx.num_warpgroups > 1 and not is_split(o.value.type):
+      first = arith.andi(first, arith.cmpi(arith.CmpIPredicate.eq, ctx.wg, arith.constant(index, 0)))
+    with ir.InsertionPoint(scf.IfOp(first).then_block):
+      for k in np.ndindex(x.registers.shape):
+        reg = x.registers[k]
+        n = ir.VectorType(reg.type).shape[0] if isinstance(reg.type, ir.VectorType) else 1
+        for e in range(n):
+          memref.store(_one_old(o, d, elem, x, k, e, place, keep, cmp), word, [flat(k, e)])
+      scf.yield_([])
+    ctx.thread_barrier()
+  for k in np.ndindex(x.registers.shape):
+    reg = x.registers[k]
+    n = ir.VectorType(reg.type).shape[0] if isinstance(reg.type, ir.VectorType) else 1
+    olds = [memref.load(word, [flat(k, e)]) if o.scratch is not None else
+            _one_old(o, d, elem, x, k, e, place, keep, cmp) for e in range(n)]
+    if not isinstance(reg.type, ir.VectorType):
+      regs[k] = olds[0]
+      continue
+    out = vector.broadcast(reg.type, _zero(ir.VectorType(reg.type).element_type))
+    for e, v in enumerate(olds):
+      out = vector.insert(v, out, dynamic_position=[], static_position=ir.DenseI64ArrayAttr.get([e]))
+    regs[k] = out
+  if o.scratch is not None:      # (no thread stores into the scratch again before every thread has read it)
+    ctx.thread_barrier()
+  return fa.FragmentedArray(_registers=regs, _layout=x.layout, _is_signed=d.is_signed if d.is_int else None)
+
+
+def _one_old(o, d, elem, x, k, e, place, keep, cmp):
+  """The old value of element `e` of register `k` after its `atom` (0 where `keep` is off: no `atom`)."""
+  v = elem(x.registers[k], e)
+  c = elem(cmp.registers[k], e) if cmp is not None else None
+  run = lambda: atom(place(k, e), o.kind, d, v, c, "relaxed", o.scope)
+  if keep is None:
+    return run()
+  if_op = scf.IfOp(elem(keep.registers[k], e), [v.type], has_else=True)
+  with ir.InsertionPoint(if_op.then_block):
+    scf.yield_([run()])
+  with ir.InsertionPoint(if_op.else_block):
+    scf.yield_([_zero(v.type)])
+  return if_op.result
+
+
+def window_old_values(ctx, o, mem, x):
+  """A GMEM window's atomic with its old values (ops/atomic_fetch.py): each element at its place in `mem`."""
+  import numpy as np
+  shape = tuple(x.shape)
+  firsts = list(x.layout.thread_idxs(shape))
+  index = ir.IndexType.get()
+  flat = {k: i for i, k in enumerate(np.ndindex(x.registers.shape))}
+
+  def place(k, e):
+    idx = firsts[flat[k]]
+    at = list(idx[:-1]) + [arith.addi(idx[-1], arith.constant(index, e))]
+    return mgpu.utils.memref_ptr(mgpu.memref_slice(mem, tuple(at)))
+
+  keep = ctx.get(o.mask) if o.mask is not None else None
+  cmp = ctx.get(o.cmp) if o.cmp is not None else None
+  ctx.set(o.results[0], old_values(ctx, o, x, place, keep, cmp))

@@ -125,6 +125,11 @@ def _scatter(ctx, o):
 
   keep = ctx.get(o.mask) if o.mask is not None else None
   smem = mgpu.utils.is_smem_ref(mem)
+  if o.results or o.kind in (AtomicKind.CAS, AtomicKind.XCHG):   # the old values (probe 49c): one `atom` each
+    from .atomic_rmw import old_values
+    place = lambda k, e: mgpu.utils.memref_ptr(mgpu.memref_slice(mem, tuple(_at(None, parts, o.indices, k, e))))
+    ctx.set(o.results[0], old_values(ctx, o, x, place, keep, ctx.get(o.cmp) if o.cmp is not None else None))
+    return
 
   def emit():
     for k in np.ndindex(x.registers.shape):
@@ -205,6 +210,9 @@ def _i_scatter(cta, o):
   _check_inside(cta, ref, coords, o)
   cta.m.gmem_access(cta, ref, tuple(coords), o, write=True, atomic=True)
   buf = cta.buffer(ref)
+  if o.results or o.kind in (AtomicKind.CAS, AtomicKind.XCHG):    # the old values (probe 49c)
+    from .interpret_sync import scatter_rmw
+    return scatter_rmw(cta, o, buf, coords, value, shape, combine)
   for e in range(value.size):               # one element at a time: repeated indices accumulate
     at = tuple(int(c[e]) for c in coords)
     buf[at] = combine(o.kind, d, buf[at], value[e])

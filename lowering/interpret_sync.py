@@ -291,3 +291,56 @@ def run_cooperative(m, make):
     cta, gen, spin = min(waiting, key=lambda w: w[0].lin)
     m.ctas = [cta]
     raise spin_error(cta, spin.loop, spin.reads)
+
+
+# ---------------------------------------------------------------- a tensor's old values (probe 49c)
+def _each(kind, d, old, value, cmp, combine):
+  """What a tensor's atomic `kind` leaves in the elements `old` (arrays of one shape; a cas compares bitwise)."""
+  nd = N.np_dtype(d)
+  if kind == AtomicKind.XCHG:
+    return np.asarray(value, nd).copy()
+  if kind == AtomicKind.CAS:
+    bits = lambda a: np.array(a, nd).view(np.uint32 if np.dtype(nd).itemsize == 4 else np.uint16)
+    return np.where(bits(old) == bits(cmp), np.asarray(value, nd), old).astype(nd)
+  return combine(kind, d, old, value)
+
+
+def tensor_rmw(cta, o, combine):
+  """A GMEM window's atomic with its old values (a cas, an xchg, or an add, max or min whose values are used):
+  every element the mask keeps updated (relaxed: no order among programs), the result its old value, 0 where
+  the mask is off."""
+  d = o.ref.type.dtype
+  ref = cta.get(o.ref)
+  value = np.asarray(cta.operand(o.value, d))
+  cmp = np.asarray(cta.get(o.cmp)) if o.cmp is not None else None
+  keep = np.asarray(cta.get(o.mask), bool) if o.mask is not None else None
+  held = {}
+
+  def fn(old):
+    held["old"] = old = np.asarray(old).copy()
+    new = _each(o.kind, d, old, np.broadcast_to(value, old.shape), cmp, combine)
+    return new if keep is None else np.where(keep, new, old).astype(old.dtype)
+
+  cta.update(ref, fn, o)
+  old = held["old"]
+  if o.results:
+    cta.set(o.results[0], old if keep is None else np.where(keep, old, 0).astype(old.dtype))
+
+
+def scatter_rmw(cta, o, buf, coords, value, shape, combine):
+  """A GMEM scatter's atomic with its old values: its elements one at a time, in order (a repeated index sees
+  the earlier elements' updates, as one order of the GPU's would), skipping those `mask` keeps off (an index
+  outside the array among them), whose old value is 0."""
+  d = o.value.type.dtype
+  keep = (np.broadcast_to(np.asarray(cta.get(o.mask), bool), shape).reshape(-1) if o.mask is not None
+          else np.ones(value.size, bool))
+  cmp = (np.broadcast_to(np.asarray(cta.get(o.cmp)), shape).reshape(-1) if o.cmp is not None else None)
+  old = np.zeros(value.size, N.np_dtype(d))
+  for e in range(value.size):
+    if not keep[e]:
+      continue
+    at = tuple(int(c[e]) for c in coords)
+    old[e] = buf[at]
+    buf[at] = _each(o.kind, d, np.asarray(buf[at]), value[e], None if cmp is None else cmp[e], combine)
+  if o.results:
+    cta.set(o.results[0], old.reshape(shape))

@@ -294,8 +294,11 @@ def lock_in_smem(x, out):
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((128,), I32), grid=(4,))
-def locks_of_a_window(x, lock):
-  ml.atomic_cas(lock.at[ml.ds(0, 128)], 0, 1)
+def locks_of_a_window(x, lock):        # (of an output it returns the old values since probe 49c)
+  b = ml.smem((128,), I32)
+  b[...] = ml.zeros((128,), I32)
+  ml.atomic_cas(b.at[ml.ds(0, 128)], 0, 1)
+  lock[...] = b[...]
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((4,), I32), grid=(4,))
@@ -354,10 +357,10 @@ def test_what_the_atoms_do_not_take_is_said_at_the_call():
          "ml.atomic_cas on an SMEM buffer: a lock or a ticket lives in an output (GMEM), where programs meet",
          hint="a CTA's own threads need no lock: update SMEM plainly between barriers (each element is held by one"
               " thread), or make the lock an output (jnp.int32 in out_shape; it starts at 0)")
-  expect(locks_of_a_window, spec, mg.ShapeMismatchError, "ml.atomic_cas(",
-         "ml.atomic_cas updates one element and returns its old value, got a window of shape (128,)",
-         hint="pass one element, ml.atomic_cas(lock.at[i], ...) (a lock per group of programs:"
-              " lock.at[ml.program_id(0) % groups]); a tensor of elements is not supported")
+  expect(locks_of_a_window, spec, mg.KernelTypeError, "ml.atomic_cas(",
+         "ml.atomic_cas of a tensor of elements in an SMEM buffer: it updates elements of an output (GMEM)",
+         hint="a CTA's own threads each hold their elements: read them, select and store plainly between barriers,"
+              " old = buf[...]; buf[...] = ml.where(old == cmp, val, old)")
   expect(sequential_consistency, spec, mg.KernelTypeError, "ml.atomic_cas(",
          "ml.atomic_cas's sem= must be one of 'relaxed', 'acquire', 'release', 'acq_rel', got 'seq_cst'",
          hint="sem='acq_rel' (Triton's default)")

@@ -314,11 +314,13 @@ def _atomic(cx, kind: AtomicKind, ref, value, mask=None, sem=None, scope=None):
           f"{what} of a tensor of shape {value.type.shape} into {ref.name or 'a ref'} of shape {t.shape}",
           cx.loc, hint="update a window of the value's shape (slice the ref with .at[...])")
     value = broadcast_to_shape(cx, value, t.shape)
+  keep = None
   if mask is not None:                            # the identity where the mask is off: no change there
-    value = select_identity(cx, kind, check_mask(cx, mask, t.shape, what), value, t.dtype)
+    keep = check_mask(cx, mask, t.shape, what)
+    value = select_identity(cx, kind, keep, value, t.dtype)
   assert isinstance(value.type, TensorType)
-  cx.b.emit(AtomicUpdate, kind, ref, value, loc=cx.loc, sem=order[0] or "relaxed", scope=order[1])
-  return None
+  from .atomic_fetch import window_update
+  return window_update(cx, kind, ref, value, keep, order[0] or "relaxed", order[1])
 
 
 @builtin

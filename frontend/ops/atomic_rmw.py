@@ -26,7 +26,7 @@ from .. import hw
 from .. import ir
 from ..dtypes import DType
 from ..infer import unify
-from ..types import ScalarType, Space, dtype_name, resolve
+from ..types import ScalarType, Space, TensorType, dtype_name, resolve
 from .atomic import AtomicKind, AtomicUpdate, check_target, number_into
 from .base import Num, builtin, is_ref, is_scalar, is_tensor, is_value, kind_of
 
@@ -90,7 +90,7 @@ def _element(cx, what: str, ref):
     raise E.ShapeMismatchError(
         f"{what} updates one element and returns its old value, got a window of shape {t.shape}", cx.loc,
         hint=f"pass one element, {what}({_root_name(cx, ref)}.at[i], ...) (a lock per group of programs:"
-             f" {_root_name(cx, ref)}.at[ml.program_id(0) % groups]); a tensor of elements is not supported")
+             f" {_root_name(cx, ref)}.at[ml.program_id(0) % groups])")
   from .memory import check_in_bounds
   check_in_bounds(cx, ref, what)
   return ref
@@ -147,6 +147,9 @@ def atomic_cas(cx, ref, cmp, val, sem=None, scope=None):
   float32, compared bitwise), which starts at 0; `sem=` ("acq_rel") and `scope=` ("gpu") as Triton's.
   A spin lock: `while ml.atomic_cas(lock.at[g], 0, 1) == 1: pass` ... `ml.atomic_xchg(lock.at[g], 0)`."""
   what = "ml.atomic_cas"
+  from .atomic_fetch import is_tensor_target, tensor_rmw
+  if is_tensor_target(ref):        # a tensor of elements: their old values (probe 49c)
+    return tensor_rmw(cx, AtomicKind.CAS, ref, val, cmp, None, *check_order(cx, what, sem, scope, default=""), what)
   sem, scope = check_order(cx, what, sem, scope)
   ref = _element(cx, what, ref)
   check_fetch_dtype(cx, AtomicKind.CAS, ref.type.dtype, what)
@@ -162,6 +165,10 @@ def atomic_xchg(cx, ref, val, mask=None, sem=None, scope=None):
   element as it is where off (the returned value is then the element's); `sem=` ("acq_rel") and `scope=`
   ("gpu") as Triton's."""
   what = "ml.atomic_xchg"
+  from .atomic_fetch import is_tensor_target, tensor_rmw
+  if is_tensor_target(ref):        # a tensor of elements: their old values (probe 49c)
+    return tensor_rmw(cx, AtomicKind.XCHG, ref, val, None, mask, *check_order(cx, what, sem, scope, default=""),
+                      what)
   sem, scope = check_order(cx, what, sem, scope)
   ref = _element(cx, what, ref)
   check_fetch_dtype(cx, AtomicKind.XCHG, ref.type.dtype, what)
@@ -190,12 +197,20 @@ def plan_fetch_scratch(kernel: ir.Kernel, builder) -> None:
       used |= {a.id for a in getattr(o, r).args}
   words: dict = {}
   allocs = []
+  dropped = [False]
 
   def visit(block):
     for i, o in enumerate(block.ops):
       for r in o.regions:
         visit(getattr(o, r))
       if not isinstance(o, AtomicUpdate) or not o.results:
+        continue
+      if isinstance(o.results[0].type, TensorType):     # a tensor's old values (probe 49c: atomic_fetch.py)
+        from .atomic_fetch import plan_tensor
+        block.ops[i] = plan_tensor(o, used)
+        dropped[0] |= block.ops[i] is not o
+        if block.ops[i].results:
+          builder.defs[o.results[0].id] = block.ops[i]
         continue
       if o.results[0].id not in used:       # an update as before: relaxed unless sem= says otherwise
         block.ops[i] = dataclasses.replace(o, results=(), sem=o.sem or "relaxed")
@@ -220,3 +235,5 @@ def plan_fetch_scratch(kernel: ir.Kernel, builder) -> None:
 
   visit(kernel.body)
   kernel.body.ops[:0] = allocs
+  if dropped[0]:          # (the masks and cmps of tensors' atomics whose old values nothing uses)
+    ir.prune_dead(kernel.body)

@@ -25,7 +25,7 @@ from ..types import RefType, Space, TensorType, dtype_name, resolve
 from . import elementwise as ew
 from .elementwise_checks import method_on
 from .elementwise_fns import arange
-from .atomic import AtomicKind, AtomicUpdate, check_dtype, check_target, identity
+from .atomic import UPDATE_KINDS, AtomicKind, AtomicUpdate, check_dtype, check_target, identity
 from .base import Num, builtin, is_scalar, is_tensor, is_value, kind_of, shown
 from .memory import DSlice, View, empty_dim_hint, index_operand
 from .shape import broadcast_shape, broadcast_to_shape, reshape_
@@ -374,7 +374,7 @@ class ScatterUpdate(AtomicUpdate):
   mask: ir.Value | None = None  # SET: a bool tensor of the value's shape, the elements stored
 
 
-def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None):
+def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None, cmp=None):
   """`ml.atomic_<kind>(ref.at[indices], value)`, or with kind SET the plain scatter `ref[indices] = value`
   (`ref.at[indices].store(value, mask=m)`): jnp's `.at[indices].add/max/min/set`, dropping indices outside."""
   from ..infer import unify
@@ -392,7 +392,7 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None)
         hint=f"update the element with a scalar index and value: {what}({ref.name or 'out'}.at[i], s), under"
              f" `if 0 <= i < n:` where i may fall outside (s a scalar: ml.sum(x), or v[0] of a one-element v)")
   d = resolve(ref.type.dtype)
-  if kind != AtomicKind.SET:          # (a plain scatter stores any dtype)
+  if kind in UPDATE_KINDS:          # (a plain scatter stores any dtype; a cas's and an xchg's: atomic_fetch.py)
     from .elementwise_checks import _call_args
     written = _call_args(cx.text or "", 2)
     if ref.type.space == Space.SMEM:
@@ -423,14 +423,22 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None)
         f"{what} of {value.name or 'a value'} ({dtype_name(value.type.dtype)}) into {ref.name or 'a ref'}"
         f" ({dtype_name(ref.type.dtype)}): dtypes differ", cx.loc,
         hint=f"convert explicitly: ({cx.named(value, 'value')}).astype(jnp.{dtype_name(ref.type.dtype)})")
+  if cmp is not None:                # (a cas's expected values: of the value's shape and dtype)
+    from .atomic_fetch import as_values
+    cmp = as_values(cx, what, cmp, value, "cmp")
   keep = None
   if kind == AtomicKind.SET:
     keep = _stored_elements(cx, p.inside, mask, p.out_shape, what)
-  elif (on := _stored_elements(cx, p.inside, mask, p.out_shape, what)) is not None:
-    value = ew.where_(cx, on, value, identity(kind, d))   # (off, or outside: the identity, no change)
-  cx.b.emit(ScatterUpdate, kind, p.root, value, loc=cx.loc, types=[], indices=tuple(p.per_dim),
-            contiguous=p.contiguous, view=p.view, mask=keep)
-  return None
+  elif (keep := _stored_elements(cx, p.inside, mask, p.out_shape, what)) is not None and kind in UPDATE_KINDS:
+    value = ew.where_(cx, keep, value, identity(kind, d))   # (off, or outside: the identity, no change)
+  # the old values of a GMEM scatter's elements (Triton's `old = tl.atomic_add(ptrs, 1)`; probe 49c): its
+  # result, dropped with `keep` where nothing uses it (atomic_rmw.plan_fetch_scratch), so that such a scatter is
+  # the `red`s it was; a cas's and an xchg's (ops/atomic_fetch.py) always have one
+  fetch = kind != AtomicKind.SET and p.root.type.space == Space.GMEM
+  return cx.b.emit(ScatterUpdate, kind, p.root, value, loc=cx.loc, types=[TensorType(p.out_shape, d)] if fetch else [],
+                   names=[cx.name or ""] if fetch else [], indices=tuple(p.per_dim), contiguous=p.contiguous,
+                   view=p.view, mask=keep if fetch or kind == AtomicKind.SET else None,
+                   cmp=cmp).result if fetch else None
 
 
 def _stored_elements(cx, inside, mask, shape, what):
