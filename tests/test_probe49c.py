@@ -1,0 +1,241 @@
+"""Probe 49c (atomics on a tensor of elements): Triton's atomics on a block of pointers return the block of old
+values, and `tl.atomic_cas` / `tl.atomic_xchg` take one: an MoE permutation's slot of each token, `pos =
+tl.atomic_add(counts + expert_ids, 1)`, a window's `old = tl.atomic_max(ptrs, v)`, `tl.atomic_xchg(ptrs, v,
+mask=m)`. They were MG004 (the update returned None) and MG202 / MG003 (cas and xchg took one element). Now a GMEM
+window's or scatter's atomic returns its elements' old values (one relaxed `atom` each, 0 where the mask keeps
+an element off), through an SMEM scratch where several threads hold an element (a row statistic, a vector of
+fewer than 128 elements, block=256); where nothing uses them the update stays the `red`s it was
+(frontend/ops/atomic_fetch.py, lowering/atomic_rmw.py, interpret_sync.py)."""
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F16, F32, I32 = jnp.float16, jnp.float32, jnp.int32
+EXPERTS = 16
+
+
+def _mlir(kernel, *arrays) -> str:
+  return kernel.mlir(*[S(a.shape, a.dtype) for a in arrays])
+
+
+def _export(kernel, *arrays):
+  jax.export.export(jax.jit(lambda *a: kernel(*a)), platforms=["cuda"])(*[S(a.shape, a.dtype) for a in arrays])
+
+
+def _atoms(text: str) -> set:
+  return set(re.findall(r"atom\.[a-z_]+\.[a-z]+\.[a-z]+\.[a-z0-9]+", text))
+
+
+# ---------------------------------------------------------------- an MoE permutation's slots (Triton's habit)
+@mg.mgpu_kernel(out_shape=lambda e: (S((EXPERTS,), I32), S(e.shape, I32)), grid=lambda e: (ml.cdiv(e.shape[0], 128),))
+def expert_slots(e, counts, pos):
+  i = ml.program_id(0)
+  offs = i * 128 + ml.arange(128)
+  m = offs < e.shape[0]
+  ids = ml.load(e.at[offs], mask=m, other=-1)          # -1: a dropped token
+  slot = ml.atomic_add(counts.at[ids], 1, mask=m & (ids >= 0))
+  ml.store(pos.at[offs], ml.where(ids >= 0, slot, -1), mask=m)
+
+
+@mg.mgpu_kernel(out_shape=lambda e: (S((EXPERTS,), I32), S(e.shape, I32)), grid=lambda e: (e.shape[0] // 64,))
+def expert_slots_of_64(e, counts, pos):                 # 64 tokens a program: two threads hold each
+  i = ml.program_id(0)
+  ids = e.at[ml.ds(i * 64, 64)][...]
+  pos.at[ml.ds(i * 64, 64)][...] = ml.atomic_add(counts.at[ids], 1)
+
+
+@mg.mgpu_kernel(out_shape=lambda e: (S((EXPERTS,), I32), S(e.shape, I32)), grid=lambda e: (e.shape[0] // 256,),
+                block=256)
+def expert_slots_256(e, counts, pos):
+  i = ml.program_id(0)
+  ids = e.at[ml.ds(i * 256, 256)][...]
+  pos.at[ml.ds(i * 256, 256)][...] = ml.atomic_add(counts.at[ids], 1)
+
+
+def _ranks(e):
+  """Each token's rank among its expert's tokens in order (interpret mode's order), -1 for a dropped one."""
+  c, out = np.zeros(EXPERTS, np.int32), np.full(e.shape, -1, np.int32)
+  for i, v in enumerate(e):
+    if v >= 0:
+      out[i], c[v] = c[v], c[v] + 1
+  return c, out
+
+
+def _experts(n, seed, dropped=True):
+  return np.random.default_rng(seed).integers(-1 if dropped else 0, EXPERTS, n).astype(np.int32)
+
+
+@pytest.mark.parametrize("kernel, n", [(expert_slots, 300), (expert_slots_of_64, 192), (expert_slots_256, 512)])
+def test_a_scatters_old_values_give_each_token_its_slot(kernel, n):
+  e = _experts(n, 1, dropped=kernel is expert_slots)
+  counts, pos = kernel(e, interpret=True)
+  want_counts, want_pos = _ranks(e)
+  np.testing.assert_array_equal(np.asarray(counts), want_counts)
+  np.testing.assert_array_equal(np.asarray(pos), want_pos)
+  text = _mlir(kernel, e)
+  assert _atoms(text) == {"atom.relaxed.gpu.add.s32"} and "red." not in text
+  _export(kernel, e)
+
+
+def _check_slots(e, counts, pos):
+  """On the GPU the order is the hardware's: each expert's tokens hold the slots 0..count-1, each once."""
+  counts, pos = np.asarray(counts), np.asarray(pos)
+  np.testing.assert_array_equal(counts, np.bincount(e[e >= 0], minlength=EXPERTS))
+  for x in range(EXPERTS):
+    np.testing.assert_array_equal(np.sort(pos[e == x]), np.arange(counts[x]))
+  assert (pos[e < 0] == -1).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel, n", [(expert_slots, 3000), (expert_slots_of_64, 1920), (expert_slots_256, 4096)])
+def test_slots_on_the_gpu(kernel, n):
+  e = _experts(n, 2, dropped=kernel is expert_slots)
+  _check_slots(e, *kernel(e))
+
+
+# ---------------------------------------------------------------- a window's old values
+@mg.mgpu_kernel(out_shape=lambda x: (S((64, 32), I32), S(x.shape, I32)), grid=lambda x: (x.shape[0] // 64,))
+def running_max(x, m, prev):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64), :][...]
+  prev.at[ml.ds(i * 64, 64), :][...] = ml.atomic_max(m.at[:, :], v)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((64,), F32), S((x.shape[0] // 32, 64), F32)), grid=lambda x: (x.shape[0] // 32,))
+def column_sums_seen(x, acc, seen):                     # a column statistic: several threads hold each element
+  i = ml.program_id(0)
+  t = x.at[ml.ds(i * 32, 32), :][...]
+  seen.at[i, :][...] = ml.atomic_add(acc.at[:], ml.sum(t, axis=0))
+
+
+def test_a_windows_old_values():
+  x = np.random.default_rng(3).integers(-1000, 1000, (192, 32)).astype(np.int32)
+  m, prev = running_max(x, interpret=True)
+  parts = x.reshape(3, 64, 32)
+  np.testing.assert_array_equal(np.asarray(m), parts.max(0))
+  lo = np.full((64, 32), np.iinfo(np.int32).min, np.int32)
+  np.testing.assert_array_equal(np.asarray(prev), np.concatenate([lo, parts[0], np.maximum(parts[0], parts[1])]))
+  assert _atoms(_mlir(running_max, x)) == {"atom.relaxed.gpu.max.s32"}
+  _export(running_max, x)
+  y = np.random.default_rng(4).standard_normal((96, 64)).astype(np.float32)
+  acc, seen = column_sums_seen(y, interpret=True)
+  sums = y.reshape(3, 32, 64).sum(1)
+  np.testing.assert_allclose(np.asarray(acc), sums.sum(0), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(np.asarray(seen), np.cumsum(sums, 0) - sums, rtol=1e-5, atol=1e-5)
+  _export(column_sums_seen, y)
+
+
+@pytest.mark.gpu
+def test_a_windows_old_values_on_the_gpu():
+  x = np.random.default_rng(5).integers(-1000, 1000, (128, 32)).astype(np.int32)
+  m, prev = (np.asarray(a) for a in running_max(x))
+  a, b = x[:64], x[64:]
+  np.testing.assert_array_equal(m, np.maximum(a, b))
+  lo = np.iinfo(np.int32).min     # each element: one program saw the start, the other the first one's value
+  first_a = prev[:64] == lo
+  np.testing.assert_array_equal(np.where(first_a, lo, a), prev[:64])
+  np.testing.assert_array_equal(prev[64:], np.where(first_a, a, lo))
+  y = np.random.default_rng(6).standard_normal((64, 64)).astype(np.float32)
+  acc, seen = (np.asarray(a) for a in column_sums_seen(y))
+  sums = y.reshape(2, 32, 64).sum(1)
+  np.testing.assert_allclose(acc, sums.sum(0), rtol=1e-4, atol=1e-4)
+  first = seen[0] == 0       # each column: program 0 came first (and saw 0), or program 1 did
+  np.testing.assert_allclose(seen[1], np.where(first, sums[0], 0), rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(seen[0], np.where(first, 0, sums[1]), rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------- cas and xchg of a tensor of elements
+@mg.mgpu_kernel(out_shape=lambda x: (S((128,), F32), S((128,), I32)), grid=lambda x: (x.shape[0] // 128,))
+def first_writer_wins(x, o, wins):                      # each element: the first program's value stays
+  i = ml.program_id(0)
+  old = ml.atomic_cas(o.at[:], 0.0, x.at[ml.ds(i * 128, 128)][...])
+  ml.atomic_add(wins.at[:], ml.where(old == 0.0, 1, 0))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, F32), S(x.shape, F32)), grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def exchange_tail(x, o, prev):                          # Triton's tail: the last program's window leaves the array
+  i = ml.program_id(0)
+  offs = i * 128 + ml.arange(128)
+  m = offs < x.shape[0]
+  v = x.at[ml.ds(i * 128, 128)].load(mask=m, other=0.0)
+  old = ml.atomic_xchg(o.at[ml.ds(i * 128, 128)], v, mask=m)
+  prev.at[ml.ds(i * 128, 128)].store(old + 1.0, mask=m)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((64,), I32), S((x.shape[0] // 64, 64), I32)), grid=lambda x: (x.shape[0] // 64,))
+def claim_slots(x, owner, got):                         # a vector of locks: each program claims what is free
+  i = ml.program_id(0)
+  want = x.at[ml.ds(i * 64, 64)][...] > 0
+  old = ml.atomic_cas(owner.at[ml.arange(64)], ml.where(want, 0, -7), i + 1)
+  got.at[i, :][...] = ml.where(want & (old == 0), 1, 0)
+
+
+def test_cas_and_xchg_of_a_tensor():
+  rng = np.random.default_rng(7)
+  x = (rng.standard_normal(384) + 10).astype(np.float32)
+  o, wins = first_writer_wins(x, interpret=True)
+  np.testing.assert_array_equal(np.asarray(o), x[:128])
+  np.testing.assert_array_equal(np.asarray(wins), np.ones(128, np.int32))
+  assert _atoms(_mlir(first_writer_wins, x)) == {"atom.relaxed.gpu.cas.b32"}
+  _export(first_writer_wins, x)
+  y = rng.standard_normal(300).astype(np.float32)
+  o, prev = exchange_tail(y, interpret=True)
+  np.testing.assert_array_equal(np.asarray(o), y)
+  np.testing.assert_array_equal(np.asarray(prev), np.ones(300, np.float32))
+  assert _atoms(_mlir(exchange_tail, y)) == {"atom.relaxed.gpu.exch.b32"}
+  _export(exchange_tail, y)
+  z = rng.standard_normal(256).astype(np.float32)
+  owner, got = claim_slots(z, interpret=True)
+  want = z.reshape(4, 64) > 0
+  first = np.where(want.any(0), want.argmax(0) + 1, 0)
+  np.testing.assert_array_equal(np.asarray(owner), first)
+  np.testing.assert_array_equal(np.asarray(got), (want & (np.arange(4)[:, None] + 1 == first)).astype(np.int32))
+  _export(claim_slots, z)
+
+
+@pytest.mark.gpu
+def test_cas_and_xchg_of_a_tensor_on_the_gpu():
+  rng = np.random.default_rng(8)
+  x = (rng.standard_normal(1280) + 10).astype(np.float32)
+  o, wins = (np.asarray(a) for a in first_writer_wins(x))
+  np.testing.assert_array_equal(wins, np.ones(128, np.int32))
+  assert ((o[None, :] == x.reshape(10, 128)).sum(0) >= 1).all()
+  y = rng.standard_normal(300).astype(np.float32)
+  o, prev = (np.asarray(a) for a in exchange_tail(y))
+  np.testing.assert_array_equal(o, y)
+  np.testing.assert_array_equal(prev, np.ones(300, np.float32))
+  z = rng.standard_normal(256).astype(np.float32)
+  owner, got = (np.asarray(a) for a in claim_slots(z))
+  want = z.reshape(4, 64) > 0
+  np.testing.assert_array_equal(got.sum(0), want.any(0).astype(np.int32))
+  np.testing.assert_array_equal(owner, np.where(want.any(0), got.argmax(0) + 1, 0))
+
+
+# ---------------------------------------------------------------- unused old values, and what stays an error
+@mg.mgpu_kernel(out_shape=lambda e: S((EXPERTS,), I32), grid=lambda e: (e.shape[0] // 128,))
+def histogram(e, counts):
+  ml.atomic_add(counts.at[e.at[ml.ds(ml.program_id(0) * 128, 128)][...]], 1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, ids: (S((16,), F16), S(ids.shape, F16)), grid=(1,))
+def half_old_values(x, ids, out, old):
+  old[...] = ml.atomic_add(out.at[ids[...]], x[...])
+
+
+def test_unused_old_values_stay_reds_and_16_bit_ones_are_said():
+  e = _experts(256, 9, dropped=False)
+  text = _mlir(histogram, e)
+  assert "atom." not in text and "red.relaxed.gpu.add.s32" in text
+  expect(half_old_values, [S((128,), F16), S((128,), I32)], mg.UnsupportedDtypeError, "ml.atomic_add(",
+         "the old values ml.atomic_add returns are not supported on float16: Hopper's atom add takes float32,"
+         " int32, uint32",
+         hint="use the update as a statement (its values unused: the `red` takes float16), or update an int32 or"
+              " float32 output to have them")
