@@ -69,6 +69,7 @@ def rmw(cta, o, combine):
     m.changes += 1
     m.rmw_last[key] = (cta.lin, o.loc)
   cta.last_rmw = (o, ref, old, key)
+  _lock_order(cta, o, ref, key, old, new)
   if o.sem in ("acquire", "acq_rel"):
     cta.vc = _merge(getattr(cta, "vc", {}), m.syncs.get(key, {}))
     cta.acquired = ref.name + "[" + ", ".join(str(k) for k in key[1]) + "]"   # (for a race's hint: the flag waited for)
@@ -76,6 +77,49 @@ def rmw(cta, o, combine):
     m.syncs[key] = _merge(_merge(m.syncs.get(key, {}), getattr(cta, "vc", {})), {cta.lin: m.order.clock})
   if o.results:
     cta.set(o.results[0], np.asarray(old).reshape(()))
+
+
+def _spin_cas(m) -> set:
+  """The ids of the cas ops in a while loop's condition (`while ml.atomic_cas(lock.at[g], 0, 1) == 1: pass`):
+  a lock's acquire where it changes the element."""
+  if not hasattr(m, "spin_cas"):
+    from ..frontend import ir as fir
+    from ..frontend.ops.atomic import AtomicUpdate
+    m.spin_cas = {id(x) for w in fir.walk(m.kernel.body) if type(w).__name__ == "While"
+                  for x in fir.walk(w.before) if isinstance(x, AtomicUpdate) and x.kind == AtomicKind.CAS}
+  return m.spin_cas
+
+
+def _lock_order(cta, o, ref, key, old, new) -> None:
+  """Locks taken in opposite orders (probe 49c): each program's held locks (a spin's cas that took the element,
+  until a cas or xchg of the program's sets it again), and for each lock taken while others are held, the pair
+  in that order; a program taking the pair in the other order than one another program did is an InterpretError
+  naming the four places. Interpret mode runs programs one after another, so it would never wait there, but on
+  the GPU two programs that each hold one lock wait for each other forever (a deadlock)."""
+  from .interpret_memory import InterpretError
+  held = cta.__dict__.setdefault("held_locks", {})
+  changed = np.asarray(old).tobytes() != np.asarray(new).tobytes()
+  name = f"{ref.name}{list(key[1]) if key[1] else ''}"
+  if key in held and o.kind in (AtomicKind.CAS, AtomicKind.XCHG) and changed:
+    del held[key]                    # (released)
+    return
+  if not (changed and o.kind == AtomicKind.CAS and id(o) in _spin_cas(cta.m)):
+    return
+  edges = cta.m.__dict__.setdefault("lock_edges", {})
+  for k, (other, at) in held.items():
+    edges.setdefault((k, key), (cta.lin, at, o.loc))
+    back = edges.get((key, k))
+    if back is not None and back[0] != cta.lin:
+      p, q = cta.m.shown(cta.m.pid_of(back[0])), cta.label
+      raise InterpretError(
+          f"program {q} takes {name} while it holds {other}, and program {p} took {other} while it held {name}:"
+          f" on the GPU, where both run at once, each can hold one lock and wait for the other forever (a deadlock;"
+          f" interpret mode runs the programs one after another, so it never waits here)", o.loc,
+          hint=f"take the locks in one order in every program, e.g. the lower index first (of indices i and j, take"
+               f" ml.minimum(i, j), then ml.maximum(i, j)), or release {other} before taking {name}",
+          notes=(f"{at}: program {q} takes {other}", f"{back[1]}: program {p} takes {name}",
+                 f"{back[2]}: program {p} takes {other} while it holds {name}"))
+  held[key] = (name, o.loc)
 
 
 def _box(index, shape) -> tuple:

@@ -15,7 +15,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import expect
+from locate import expect, where
 
 S = jax.ShapeDtypeStruct
 F16, F32, I32 = jnp.float16, jnp.float32, jnp.int32
@@ -239,3 +239,51 @@ def test_unused_old_values_stay_reds_and_16_bit_ones_are_said():
          " int32, uint32",
          hint="use the update as a statement (its values unused: the `red` takes float16), or update an int32 or"
               " float32 output to have them")
+
+
+# ---------------------------------------------------------------- two locks taken in opposite orders
+@mg.mgpu_kernel(out_shape=lambda x: (S((2,), I32), S((1,), F32)), grid=(2,))
+def opposite_lock_order(x, lock, acc):
+  i = ml.program_id(0)
+  while ml.atomic_cas(lock.at[i], 0, 1) == 1:
+    pass
+  while ml.atomic_cas(lock.at[1 - i], 0, 1) == 1:
+    pass
+  ml.atomic_add(acc.at[0], x[i])
+  ml.atomic_xchg(lock.at[1 - i], 0)
+  ml.atomic_xchg(lock.at[i], 0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((2,), I32), S((1,), F32)), grid=(2,))
+def one_lock_order(x, lock, acc):
+  i = ml.program_id(0)
+  a, b = ml.minimum(i, 1 - i), ml.maximum(i, 1 - i)
+  while ml.atomic_cas(lock.at[a], 0, 1) == 1:
+    pass
+  while ml.atomic_cas(lock.at[b], 0, 1) == 1:
+    pass
+  ml.atomic_add(acc.at[0], x[i])
+  ml.atomic_xchg(lock.at[b], 0)
+  ml.atomic_xchg(lock.at[a], 0)
+
+
+def test_locks_taken_in_opposite_orders_are_a_deadlock():
+  """Interpret mode runs the programs one after another, so program 0 took both locks and ended before program 1
+  began: the kernel passed, and on the GPU the two can each hold one lock and wait for the other forever."""
+  x = np.array([1.5, 2.25], np.float32)
+  with pytest.raises(mg.InterpretError) as info:
+    opposite_lock_order(x, interpret=True)
+  e = info.value
+  assert (e.lineno, e.col_offset) == where(opposite_lock_order, "ml.atomic_cas(lock.at[1 - i]")
+  assert e.message == ("program (1, 0, 0) takes lock[0] while it holds lock[1], and program (0, 0, 0) took lock[1]"
+                       " while it held lock[0]: on the GPU, where both run at once, each can hold one lock and wait"
+                       " for the other forever (a deadlock; interpret mode runs the programs one after another, so it"
+                       " never waits here)")
+  first, second = where(opposite_lock_order, "ml.atomic_cas(lock.at[i]"), e.lineno
+  assert [n.split(": ", 1)[1] for n in e.notes[:3]] == ["program (1, 0, 0) takes lock[1]", "program (0, 0, 0) takes lock[0]",
+                                                     "program (0, 0, 0) takes lock[1] while it holds lock[0]"]
+  assert [int(n.split(":")[1]) for n in e.notes[:3]] == [first[0], first[0], second]
+  assert e.hint == ("take the locks in one order in every program, e.g. the lower index first (of indices i and j,"
+                    " take ml.minimum(i, j), then ml.maximum(i, j)), or release lock[1] before taking lock[0]")
+  _, acc = one_lock_order(x, interpret=True)
+  np.testing.assert_array_equal(np.asarray(acc), [x.sum()])

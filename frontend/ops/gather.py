@@ -435,10 +435,10 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None,
   # result, dropped with `keep` where nothing uses it (atomic_rmw.plan_fetch_scratch), so that such a scatter is
   # the `red`s it was; a cas's and an xchg's (ops/atomic_fetch.py) always have one
   fetch = kind != AtomicKind.SET and p.root.type.space == Space.GMEM
-  return cx.b.emit(ScatterUpdate, kind, p.root, value, loc=cx.loc, types=[TensorType(p.out_shape, d)] if fetch else [],
-                   names=[cx.name or ""] if fetch else [], indices=tuple(p.per_dim), contiguous=p.contiguous,
-                   view=p.view, mask=keep if fetch or kind == AtomicKind.SET else None,
-                   cmp=cmp).result if fetch else None
+  o = cx.b.emit(ScatterUpdate, kind, p.root, value, loc=cx.loc, types=[TensorType(p.out_shape, d)] if fetch else [],
+                names=[cx.name or ""] if fetch else [], indices=tuple(p.per_dim), contiguous=p.contiguous,
+                view=p.view, mask=keep if fetch or kind == AtomicKind.SET else None, cmp=cmp)
+  return o.result if fetch else None
 
 
 def _stored_elements(cx, inside, mask, shape, what):
