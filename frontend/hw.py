@@ -132,7 +132,9 @@ _I = (DType.i32, DType.u32)
 # (lowering/atomic.py, _f32_extreme_red), one element at a time.
 ATOMIC_GMEM = {"add": frozenset((_F, *_H, *_I)), "max": frozenset((_F, *_H, *_I)), "min": frozenset((_F, *_H, *_I))}
 ATOMIC_SMEM = {"add": frozenset((_F, *_H, *_I)), "max": frozenset(_I), "min": frozenset(_I)}
-ATOMIC_SCALAR = {"add": frozenset((_F, *_I)), "max": frozenset((_F, *_I)), "min": frozenset((_F, *_I))}
+# (int64 with jax_enable_x64: one `red.add.u64` / `red.max.s64` of a single element, probe 49c)
+ATOMIC_SCALAR = {"add": frozenset((_F, *_I, DType.i64)), "max": frozenset((_F, *_I, DType.i64)),
+                 "min": frozenset((_F, *_I, DType.i64))}
 # One element a `red` from every thread (scatters): float16/bfloat16 add one element at a time
 # (`red.add.noftz.f16`, as tensor atomics of odd pairs do); their max and min come in pairs only; float32
 # max and min are two integer `red`s on the bits, as in ATOMIC_GMEM.
@@ -145,8 +147,10 @@ ATOMIC_SMEM_ELEMENT = {"add": frozenset((_F, *_H, *_I)), "max": frozenset((_F, *
 # Atomics that return the old value (`atom`, one thread, a single GMEM element: ml.atomic_cas, ml.atomic_xchg,
 # `t = ml.atomic_add(count, 1)`): PTX's atom.cas.b32 and atom.exch.b32 take any 32-bit word, atom.add f32 and
 # 32-bit integers, atom.max and atom.min 32-bit integers (a float32 one has no atom: frontend/ops/atomic_rmw.py).
-ATOMIC_FETCH = {"add": frozenset((_F, *_I)), "max": frozenset(_I), "min": frozenset(_I),
-                "cas": frozenset((_F, *_I)), "exch": frozenset((_F, *_I))}
+# int64 too (jax_enable_x64's default ints: a 64-bit ticket or lock): atom.add.u64, max/min.s64, cas/exch.b64.
+ATOMIC_FETCH = {"add": frozenset((_F, *_I, DType.i64)), "max": frozenset((*_I, DType.i64)),
+                "min": frozenset((*_I, DType.i64)), "cas": frozenset((_F, *_I, DType.i64)),
+                "exch": frozenset((_F, *_I, DType.i64))}
 ATOMIC_SEMS = ("relaxed", "acquire", "release", "acq_rel")      # Triton's sem= (PTX's atom orders)
 ATOMIC_SCOPES = ("gpu", "cta", "sys")                            # Triton's scope=
 TMA_REDUCE = {"add": frozenset((_F, *_H, *_I, DType.i64)), "max": frozenset((*_H, *_I, DType.i64)),

@@ -24,12 +24,14 @@ from .mosaic import is_split, layout_of, operand, scalar_const
 from .registry import interpret, lower
 
 _PTX_TYPE = {DType.f32: ("f32", "f"), DType.i32: ("s32", "r"), DType.u32: ("u32", "r"),
-             DType.f16: ("noftz.f16", "h"), DType.bf16: ("noftz.bf16", "h")}
+             DType.f16: ("noftz.f16", "h"), DType.bf16: ("noftz.bf16", "h"), DType.i64: ("s64", "l")}
 
 
 def _scalar_red(ptr, value, kind: AtomicKind, d: DType, smem: bool = False):
   """One `red` of `value` at `ptr` (a generic pointer, or a shared::cta one when `smem`)."""
   ty, constraint = _PTX_TYPE[d]
+  if d == DType.i64 and kind == AtomicKind.ADD:     # (PTX's 64-bit integer add is .u64: the same bits)
+    ty = "u64"
   if constraint == "h":
     value = arith.bitcast(ir.IntegerType.get_signless(16), value)
   space, scope, ptr_c = (".shared::cta", "cta", "r") if smem else ("", "gpu", "l")

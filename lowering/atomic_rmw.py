@@ -36,6 +36,12 @@ def atom(ptr, kind: AtomicKind, d: DType, value, cmp=None, sem="acq_rel", scope=
   """The old value of the element at the generic pointer `ptr` after one `atom`."""
   i32 = ir.IntegerType.get_signless(32)
   order = f".{sem}.{scope}"
+  if d == DType.i64:                # (jax_enable_x64's ints, probe 49c: the .b64/.u64/.s64 forms, "l" registers)
+    ty = {AtomicKind.CAS: "cas.b64", AtomicKind.XCHG: "exch.b64", AtomicKind.ADD: "add.u64"}.get(kind,
+                                                                                               f"{kind.value}.s64")
+    args = [ptr, cmp, value] if kind == AtomicKind.CAS else [ptr, value]
+    text = f"atom{order}.{ty} $0, [$1], $2" + (", $3;" if kind == AtomicKind.CAS else ";")
+    return _asm(text, args, "=l,l,l" + (",l" if kind == AtomicKind.CAS else ""), ir.IntegerType.get_signless(64))
   if kind in _OPS:
     args = [ptr, _bits(value, d)] + ([_bits(cmp, d)] if kind == AtomicKind.CAS else [])
     text = f"atom{order}.{_OPS[kind]} $0, [$1], $2" + (", $3;" if kind == AtomicKind.CAS else ";")

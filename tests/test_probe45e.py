@@ -292,7 +292,7 @@ def test_a_bfloat16_sum_into_a_float32_output_is_hinted_to_sum_in_float32():
   # the value and the array to a supported dtype")
   expect(l1_into_bf16, bf, mg.UnsupportedDtypeError, "ml.atomic_add",
          "ml.atomic_add on bfloat16 is not supported on a single element: Hopper's atomic add takes float32, int32,"
-         " uint32",
+         " int64, uint32",
          hint="convert the value and the array to a supported dtype: make out float32 (jnp.float32 in its"
               " out_shape) and add float32 values, ml.atomic_add(out, ml.sum(ml.abs(a.at[r][...] - b.at[r][...]),"
               " dtype=jnp.float32)); .astype(jnp.bfloat16) of the result outside the kernel converts it back")

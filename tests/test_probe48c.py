@@ -365,9 +365,9 @@ def test_what_the_atoms_do_not_take_is_said_at_the_call():
          "ml.atomic_cas's sem= must be one of 'relaxed', 'acquire', 'release', 'acq_rel', got 'seq_cst'",
          hint="sem='acq_rel' (Triton's default)")
   expect(float_max_value, spec, mg.UnsupportedDtypeError, "ml.atomic_max(",
-         "the value ml.atomic_max returns is not supported on float32: Hopper's atom max takes int32, uint32")
+         "the value ml.atomic_max returns is not supported on float32: Hopper's atom max takes int32, int64, uint32")
   expect(half_lock, spec, mg.UnsupportedDtypeError, "ml.atomic_cas(",
-         "ml.atomic_cas on float16 is not supported: Hopper's atom cas takes float32, int32, uint32",
+         "ml.atomic_cas on float16 is not supported: Hopper's atom cas takes float32, int32, int64, uint32",
          hint="make the lock or counter int32 (jnp.int32 in its out_shape)")
 
 

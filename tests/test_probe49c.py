@@ -236,7 +236,7 @@ def test_unused_old_values_stay_reds_and_16_bit_ones_are_said():
   assert "atom." not in text and "red.relaxed.gpu.add.s32" in text
   expect(half_old_values, [S((128,), F16), S((128,), I32)], mg.UnsupportedDtypeError, "ml.atomic_add(",
          "the old values ml.atomic_add returns are not supported on float16: Hopper's atom add takes float32,"
-         " int32, uint32",
+         " int32, int64, uint32",
          hint="use the update as a statement (its values unused: the `red` takes float16), or update an int32 or"
               " float32 output to have them")
 
@@ -287,3 +287,62 @@ def test_locks_taken_in_opposite_orders_are_a_deadlock():
                     " take ml.minimum(i, j), then ml.maximum(i, j)), or release lock[1] before taking lock[0]")
   _, acc = one_lock_order(x, interpret=True)
   np.testing.assert_array_equal(np.asarray(acc), [x.sum()])
+
+
+# ---------------------------------------------------------------- 64-bit tickets and locks (jax_enable_x64)
+I64 = jnp.int64
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((3,), I64), S((1,), F32), S((1,), I64), S((1,), I64), S(x.shape, I64)),
+                grid=lambda x: (x.shape[0],))
+def locks_of_64_bits(x, lock, acc, total, low, ticket):
+  i = ml.program_id(0)
+  while ml.atomic_cas(lock.at[0], 0, 1) == 1:
+    pass
+  if ml.atomic_xchg(lock.at[1], 1) == 0:
+    acc[0] = x[i]
+  else:
+    acc[0] = acc[0] + x[i]
+  ml.atomic_xchg(lock.at[0], 0)
+  ml.atomic_add(total.at[0], 3000000000)
+  ml.atomic_min(low.at[0], (-5 - i).astype(I64))
+  ticket[i] = ml.atomic_add(lock.at[2], 1)
+
+
+def _x64(fn):
+  jax.config.update("jax_enable_x64", True)
+  try:
+    return fn()
+  finally:
+    jax.config.update("jax_enable_x64", False)
+
+
+def test_int64_tickets_and_locks_with_x64():
+  """With jax_enable_x64 an int64 lock or counter (Triton's torch.zeros(n, dtype=torch.int64)) was MG106: Hopper's
+  atom takes 64-bit integers (cas.b64, exch.b64, add.u64, max/min.s64)."""
+  x = np.array([0.5, 1.25, 2.0, 4.0], np.float32)
+
+  def run():
+    lock, acc, total, low, ticket = (np.asarray(a) for a in locks_of_64_bits(x, interpret=True))
+    text = _mlir(locks_of_64_bits, x)
+    _export(locks_of_64_bits, x)
+    return lock, acc, total, low, ticket, text
+  lock, acc, total, low, ticket, text = _x64(run)
+  np.testing.assert_array_equal(lock, [0, 1, 4])
+  np.testing.assert_array_equal(acc, [x.sum()])
+  np.testing.assert_array_equal(total, [4 * 3000000000])
+  np.testing.assert_array_equal(low, [-8])
+  np.testing.assert_array_equal(ticket, [0, 1, 2, 3])
+  assert _atoms(text) == {"atom.acq_rel.gpu.cas.b64", "atom.acq_rel.gpu.exch.b64", "atom.acq_rel.gpu.add.u64"}
+  assert {"red.relaxed.gpu.add.u64", "red.relaxed.gpu.min.s64"} <= set(re.findall(r"red\.[a-z_.0-9]+[0-9]", text))
+
+
+@pytest.mark.gpu
+def test_int64_tickets_and_locks_on_the_gpu():
+  x = np.arange(1, 41, dtype=np.float32)
+  lock, acc, total, low, ticket = _x64(lambda: [np.asarray(a) for a in locks_of_64_bits(x)])
+  np.testing.assert_array_equal(lock, [0, 1, 40])
+  np.testing.assert_array_equal(acc, [x.sum()])
+  np.testing.assert_array_equal(total, [40 * 3000000000])
+  np.testing.assert_array_equal(low, [-44])
+  np.testing.assert_array_equal(np.sort(ticket), np.arange(40))

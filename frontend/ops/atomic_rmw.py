@@ -221,8 +221,8 @@ def plan_fetch_scratch(kernel: ir.Kernel, builder) -> None:
         raise E.UnsupportedDtypeError(
             f"the value ml.atomic_{o.kind.value} returns is not supported on {dtype_name(d)}: Hopper's atom"
             f" {o.kind.value} takes {ok}", o.loc,
-            hint="use the update without its value (ml.atomic_max(out.at[i], v) as a statement), or update an"
-                 " int32 element (a counter) to return one")
+            hint=f"use the update without its value (ml.atomic_{o.kind.value}(out.at[i], v) as a statement), or"
+                 f" update an int32 element (a counter) to return one")
       if d not in words:
         v = ir.Value(RefType((1,), d, Space.SMEM), "atomic value")
         alloc = SmemAlloc(o.loc, (v,))
