@@ -398,6 +398,22 @@ def run_expert_offsets(k):
   np.testing.assert_array_equal(np.asarray(k(jnp.asarray(ids), interpret=True)), np.cumsum(counts, 1) - counts)
 
 
+def run_expert_slots(k):
+  e = np.random.default_rng(4).integers(-1, 16, 300).astype(np.int32)
+  counts, pos = k(jnp.asarray(e), interpret=True)
+  c, want = np.zeros(16, np.int32), np.full(300, -1, np.int32)
+  for i, v in enumerate(e):              # (interpret mode's order: the programs and their elements in turn)
+    if v >= 0:
+      want[i], c[v] = c[v], c[v] + 1
+  np.testing.assert_array_equal(np.asarray(counts), c)
+  np.testing.assert_array_equal(np.asarray(pos), want)
+
+
+def run_first_writer_wins(k):
+  x = jnp.asarray(np.random.default_rng(5).random(384).astype(np.float32) + 1)
+  np.testing.assert_array_equal(np.asarray(k(x, interpret=True)), np.asarray(x)[:128])
+
+
 def run_square(k):
   x = rand(2048)
   close(k(x, interpret=True), x * x)
@@ -482,6 +498,8 @@ CASES = [
          run=run_gqa_decode),
     Case(L, "expert_offsets", [S((512,), i32)], run=run_expert_offsets),
     Case(L, "scaled", [S((192,), f32)], run=run_debug_scaled),
+    Case(L, "expert_slots", [S((300,), i32)], run=run_expert_slots),
+    Case(L, "first_writer_wins", [S((384,), f32)], run=run_first_writer_wins),
     Case("docs/autodiff.md", "square", [S((4096,), f32)], run=run_square),
     Case("docs/autodiff.md", "square_vjp", [S((4096,), f32), S((4096,), f32)], run=run_square_vjp),
 ]
