@@ -124,7 +124,7 @@ def old_values(ctx, o, x, place, keep=None, cmp=None):
   register `k`, skipped (0 read) where the bool FragmentedArray `keep` is off; returned in `x`'s layout. Where
   other threads hold the elements too (`o.scratch`, ops/atomic_fetch.shared_olds), the first holder of each
   runs its `atom` and stores the old value into the scratch at its row-major place; then every thread reads
-  its elements back, the CTA's threads meeting before and after."""
+  its elements back, the CTA's threads meeting before the stores, between and after."""
   import numpy as np
   from jax.experimental.mosaic.gpu import fragmented_array as fa
   from jaxlib.mlir.dialects import vector
@@ -151,6 +151,7 @@ def old_values(ctx, o, x, place, keep=None, cmp=None):
     first = _first_replica(x.layout) if o.value.type.layout.drop else arith.constant(ir.IntegerType.get_signless(1), 1)
     if ctx.num_warpgroups > 1 and not is_split(o.value.type):
       first = arith.andi(first, arith.cmpi(arith.CmpIPredicate.eq, ctx.wg, arith.constant(index, 0)))
+    ctx.thread_barrier()     # (the scratch may share memory with a buffer other threads still read)
     with ir.InsertionPoint(scf.IfOp(first).then_block):
       for k in np.ndindex(x.registers.shape):
         reg = x.registers[k]

@@ -22,7 +22,7 @@ from ..dtypes import DType
 from ..infer import unify
 from ..types import Space, TensorType, dtype_name, resolve
 from .atomic import UPDATE_KINDS, AtomicKind, AtomicUpdate, number_into
-from .base import Num, is_ref, is_scalar, is_tensor, is_value, kind_of
+from .base import Num, is_ref, is_scalar, is_value, kind_of
 
 
 def as_values(cx, what: str, x, like, role: str):
@@ -64,7 +64,6 @@ def _mask_tensor(cx, keep, shape):
 def window_update(cx, kind: AtomicKind, ref, value, keep, sem: str, scope: str, cmp=None):
   """Emit the atomic `kind` of the tensor `value` into the window `ref` (checked), with its old values as the
   result where `ref` is GMEM; `keep` (the caller's mask, checked) is carried for them."""
-  from .base import is_value as _v
   t = ref.type
   if t.space != Space.GMEM:
     cx.b.emit(AtomicUpdate, kind, ref, value, loc=cx.loc, sem=sem, scope=scope)
@@ -72,7 +71,7 @@ def window_update(cx, kind: AtomicKind, ref, value, keep, sem: str, scope: str, 
   keep = _mask_tensor(cx, keep, t.shape)
   return cx.b.emit(AtomicUpdate, kind, ref, value, loc=cx.loc, types=[TensorType(t.shape, resolve(t.dtype))],
                    names=[cx.name or ""], sem=sem, scope=scope, cmp=cmp,
-                   mask=keep if _v(keep) else None).result
+                   mask=keep if is_value(keep) else None).result
 
 
 def tensor_rmw(cx, kind: AtomicKind, ref, val, cmp, mask, sem: str, scope: str, what: str):
@@ -104,7 +103,6 @@ def tensor_rmw(cx, kind: AtomicKind, ref, val, cmp, mask, sem: str, scope: str, 
       mask = on if mask is True else binary(cx, BinOp.AND, on, mask)
     return scatter(cx, kind, iref, val, mask=mask, what=what, cmp=cmp)
   check_in_bounds(cx, ref, what)
-  from .atomic import AtomicUpdate as _U  # noqa: F401  (the op emitted: window_update)
   like = _Like(ref.type.shape, ref.type.dtype)
   val = as_values(cx, what, val, like, "val")
   cmp = as_values(cx, what, cmp, like, "cmp") if cmp is not None else None
