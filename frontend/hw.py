@@ -146,10 +146,11 @@ ATOMIC_ELEMENT = {"add": frozenset((_F, *_H, *_I)), "max": frozenset((_F, *_I)),
 ATOMIC_SMEM_ELEMENT = {"add": frozenset((_F, *_H, *_I)), "max": frozenset((_F, *_I)), "min": frozenset((_F, *_I))}
 # Atomics that return the old value (`atom`, one thread, a single GMEM element: ml.atomic_cas, ml.atomic_xchg,
 # `t = ml.atomic_add(count, 1)`): PTX's atom.cas.b32 and atom.exch.b32 take any 32-bit word, atom.add f32 and
-# 32-bit integers, atom.max and atom.min 32-bit integers (a float32 one has no atom: frontend/ops/atomic_rmw.py).
+# 32-bit integers, atom.max and atom.min 32-bit integers.
 # int64 too (jax_enable_x64's default ints: a 64-bit ticket or lock): atom.add.u64, max/min.s64, cas/exch.b64.
-ATOMIC_FETCH = {"add": frozenset((_F, *_I, DType.i64)), "max": frozenset((*_I, DType.i64)),
-                "min": frozenset((*_I, DType.i64)), "cas": frozenset((_F, *_I, DType.i64)),
+# float32 max and min too: one integer atom on the bits, by the value's sign (lowering/atomic_rmw.py, probe 49c).
+ATOMIC_FETCH = {"add": frozenset((_F, *_I, DType.i64)), "max": frozenset((_F, *_I, DType.i64)),
+                "min": frozenset((_F, *_I, DType.i64)), "cas": frozenset((_F, *_I, DType.i64)),
                 "exch": frozenset((_F, *_I, DType.i64))}
 ATOMIC_SEMS = ("relaxed", "acquire", "release", "acq_rel")      # Triton's sem= (PTX's atom orders)
 ATOMIC_SCOPES = ("gpu", "cta", "sys")                            # Triton's scope=

@@ -49,10 +49,33 @@ def atom(ptr, kind: AtomicKind, d: DType, value, cmp=None, sem="acq_rel", scope=
       args = [ptr, _bits(cmp, d), _bits(value, d)]
     old = _asm(text, args, "=r,l,r" + (",r" if kind == AtomicKind.CAS else ""), i32)
     return arith.bitcast(ir.F32Type.get(), old) if d == DType.f32 else old
-  if d == DType.f32:                # (add only: hw.ATOMIC_FETCH)
+  if d == DType.f32 and kind != AtomicKind.ADD:
+    return _f32_extreme_atom(ptr, kind, value, order)
+  if d == DType.f32:
     return _asm(f"atom{order}.add.f32 $0, [$1], $2;", [ptr, value], "=f,l,f", ir.F32Type.get())
   ty = ("s32" if d == DType.i32 else "u32") if kind != AtomicKind.ADD else ("s32" if d == DType.i32 else "u32")
   return _asm(f"atom{order}.{kind.value}.{ty} $0, [$1], $2;", [ptr, value], "=r,l,r", i32)
+
+
+def _f32_extreme_atom(ptr, kind: AtomicKind, value, order: str):
+  """A float32 max or min with its old value (probe 49c; Triton's own): one integer `atom` on the float's bits,
+  which order as the floats do (as atomic._f32_extreme_red's two `red`s): for max, a value of sign bit 0 is
+  `atom.max.s32` and one of sign bit 1 `atom.min.u32` (min mirrors it); a NaN is the signed one's identity (no
+  change: a NaN meeting a number leaves the number). Each returns the element's bits before it."""
+  i32, i1 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(1)
+  bits = arith.bitcast(i32, value)
+  nan = arith.cmpf(arith.CmpFPredicate.UNO, value, value)
+  neg = arith.andi(arith.cmpi(arith.CmpIPredicate.slt, bits, arith.constant(i32, 0)),
+                   arith.xori(nan, arith.constant(i1, 1)))
+  signed, unsigned = ("max.s32", "min.u32") if kind == AtomicKind.MAX else ("min.s32", "max.u32")
+  identity = arith.constant(i32, -2 ** 31 if kind == AtomicKind.MAX else 2 ** 31 - 1)
+  if_op = scf.IfOp(neg, [i32], has_else=True)
+  with ir.InsertionPoint(if_op.then_block):
+    scf.yield_([_asm(f"atom{order}.{unsigned} $0, [$1], $2;", [ptr, bits], "=r,l,r", i32)])
+  with ir.InsertionPoint(if_op.else_block):
+    scf.yield_([_asm(f"atom{order}.{signed} $0, [$1], $2;", [ptr, arith.select(nan, identity, bits)], "=r,l,r",
+                     i32)])
+  return arith.bitcast(ir.F32Type.get(), if_op.result)
 
 
 def _const(ctx, x, d):

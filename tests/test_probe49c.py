@@ -346,3 +346,47 @@ def test_int64_tickets_and_locks_on_the_gpu():
   np.testing.assert_array_equal(total, [40 * 3000000000])
   np.testing.assert_array_equal(low, [-44])
   np.testing.assert_array_equal(np.sort(ticket), np.arange(40))
+
+
+# ---------------------------------------------------------------- a float32 max's or min's old value
+@mg.mgpu_kernel(out_shape=lambda x: (S((), F32), S((x.shape[0] // 128,), F32), S((128,), F32), S(x.shape, F32)),
+                grid=lambda x: (x.shape[0] // 128,))
+def amax_seen(x, amax, before, low, low_before):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 128, 128)][...]
+  before[i] = ml.atomic_max(amax, ml.max(ml.abs(v)))            # FP8 scaling's amax, and what it was
+  low_before.at[ml.ds(i * 128, 128)][...] = ml.atomic_min(low.at[:], v)
+
+
+def test_a_float32_max_or_min_returns_its_old_value():
+  """`ml.atomic_max(amax, v)` of float32 with its value used was MG106 (no `atom` max takes float32): now one
+  integer `atom` on the bits by the value's sign, as Triton's (max.s32 or min.u32; a NaN changes nothing)."""
+  x = np.random.default_rng(10).standard_normal(512).astype(np.float32)
+  x[3], x[200] = np.nan, -0.0
+  amax, before, low, low_before = (np.asarray(a) for a in amax_seen(x, interpret=True))
+  m = np.abs(x.reshape(4, 128)).max(1)                 # (program 0's is NaN, which changes nothing)
+  seen = np.fmax.accumulate(np.concatenate([[-np.inf], m]))
+  np.testing.assert_array_equal(amax, seen[-1])
+  np.testing.assert_array_equal(before, seen[:-1])
+  runs = [np.full(128, np.inf, np.float32)]
+  for r in x.reshape(4, 128):
+    runs.append(np.where(np.isnan(r), runs[-1], np.fmin(runs[-1], r)))
+  np.testing.assert_array_equal(low, runs[-1])
+  np.testing.assert_array_equal(low_before, np.concatenate(runs[:-1]))
+  text = _mlir(amax_seen, x)
+  assert _atoms(text) == {"atom.acq_rel.gpu.max.s32", "atom.acq_rel.gpu.min.u32", "atom.relaxed.gpu.min.s32",
+                          "atom.relaxed.gpu.max.u32"}
+  _export(amax_seen, x)
+
+
+@pytest.mark.gpu
+def test_a_float32_max_or_min_returns_its_old_value_on_the_gpu():
+  x = np.random.default_rng(11).standard_normal(128 * 40).astype(np.float32)
+  amax, before, low, low_before = (np.asarray(a) for a in amax_seen(x))
+  parts = x.reshape(40, 128)
+  m = np.abs(parts).max(1)
+  np.testing.assert_array_equal(amax, m.max())
+  assert (before < m.max()).all() and (before == -np.inf).sum() == 1 and set(before[before > -np.inf]) <= set(m)
+  np.testing.assert_array_equal(low, parts.min(0))
+  assert ((low_before == np.inf).sum(0) == 1).all()       # each element: one program came first
+  assert ((low_before > parts.min(0)) | (low_before == np.inf) | (low_before == parts.min(0))).all()

@@ -186,8 +186,8 @@ def plan_fetch_scratch(kernel: ir.Kernel, builder) -> None:
   """After prune_dead: an atomic whose returned value is used gets an SMEM word (one per dtype, shared by
   the kernel's such atomics, each of which meets the CTA's threads before and after its use) to hand the
   value from the thread that runs the `atom` to the others; one whose value nothing uses drops its result
-  (an atomic_add or max or min is then the `red` it was before probe 48c). A float32 max or min whose value is
-  used (no `atom` returns it) is MG106 here."""
+  (an atomic_add or max or min is then the `red` it was before probe 48c). A dtype no `atom` returns (a 16-bit
+  float's) is MG106 here."""
   import dataclasses
   from ..types import RefType
   from .memory import SmemAlloc
