@@ -123,8 +123,8 @@ def is_tensor_target(ref) -> bool:
 
 
 def plan_tensor(o, used: set):
-  """plan_fetch_scratch's rule for a tensor's atomic `o` with a result: None to keep it, or the op without its
-  result, mask and cmp where nothing uses the old values of an add, max or min (its `red`s as before)."""
+  """plan_fetch_scratch's rule for a tensor's atomic `o` with a result: `o` itself (its dtype checked), or the op
+  without its result, mask and cmp where nothing uses the old values of an add, max or min (its `red`s as before)."""
   import dataclasses
   if o.kind in UPDATE_KINDS and o.results[0].id not in used:
     return dataclasses.replace(o, results=(), mask=None, cmp=None)
