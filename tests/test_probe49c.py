@@ -393,3 +393,29 @@ def test_a_float32_max_or_min_returns_its_old_value_on_the_gpu():
   assert ((low_before == np.inf).sum(0) == 1).all()       # each element: one program came first
   assert ((low_before == np.inf) | (low_before >= parts.min(0))).all()
   assert np.isin(low_before[low_before < np.inf], parts).all()
+
+
+# ---------------------------------------------------------------- Pallas's pl.atomic_add(x_ref, idx, val)
+@mg.mgpu_kernel(out_shape=lambda e: (S((EXPERTS,), I32), S(e.shape, I32), S((8,), I32)),
+                grid=lambda e: (ml.cdiv(e.shape[0], 128),))
+def pallas_atomics(e, counts, pos, seen):
+  i = ml.program_id(0)
+  offs = i * 128 + ml.arange(128)
+  m = offs < e.shape[0]
+  ids = ml.load(e.at[offs], mask=m, other=0)
+  ml.store(pos.at[offs], ml.atomic_add(counts, (ids,), 1, mask=m), mask=m)   # the index second, as Pallas's
+  ml.atomic_max(seen, i % 4, i)
+  ml.atomic_max(seen.at[ml.ds(0, 8)], ml.full((8,), 50, I32) + i, ml.arange(8) == 3)   # (Triton's: the mask third)
+
+
+def test_pallas_atomics_take_the_index_second():
+  """Pallas's `pl.atomic_add(x_ref, idx, val, mask=m)` (and max, min, xchg) written with ml. took the index for
+  the value and the value for the mask (MG003: "mask must be a boolean tensor"); the index comes second there,
+  and the window is x_ref.at[idx]."""
+  e = _experts(300, 12, dropped=False)
+  counts, pos, seen = (np.asarray(a) for a in pallas_atomics(e, interpret=True))
+  want_counts, want_pos = _ranks(e)
+  np.testing.assert_array_equal(counts, want_counts)
+  np.testing.assert_array_equal(pos, want_pos)
+  np.testing.assert_array_equal(seen, [0, 1, 2, 52] + [np.iinfo(np.int32).min] * 4)
+  _export(pallas_atomics, e)

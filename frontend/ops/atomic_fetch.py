@@ -153,3 +153,23 @@ def shared_olds(kernel, o) -> bool:
   wgs = max(1, kernel.block // hw.WARPGROUP) if isinstance(kernel.block, int) else 1
   split = lay.wgs > 1 or lay.kind == LayoutKind.WGMMA and not lay.drop and not lay.whole
   return bool(lay.drop) or (wgs > 1 and not split)
+
+
+def pallas_target(cx, args):
+  """Pallas's `pl.atomic_add(x_ref, idx, val)` (and max, min, xchg; probe 49c) written `ml.atomic_add(x_ref, idx,
+  val)`, whose second argument is the index, where Triton's (ours) is the value and its third the mask: the
+  window `x_ref.at[idx]` (a scatter where idx holds an integer tensor), or None where the call is Triton's (a
+  third argument that is a bool, or a second that is no index)."""
+  from .arith_hints import is_index
+  from .gather import IndexedRef, has_tensor_index
+  from .memory import view
+  ref, idx, val = args
+  if not is_ref(ref) or isinstance(val, bool) or is_value(val) and resolve(val.type.dtype) == DType.bool_:
+    return None
+  whole = lambda i: isinstance(i, int) and not isinstance(i, bool) or is_value(i) and isinstance(
+      resolve(i.type.dtype), DType) and resolve(i.type.dtype).is_int
+  if not (is_index(idx) or whole(idx) or isinstance(idx, tuple) and idx and all(whole(i) or is_index(i) for i in idx)):
+    return None
+  if has_tensor_index(idx):
+    return IndexedRef(ref, idx if isinstance(idx, tuple) else (idx,))
+  return view(cx, ref, idx, f"{ref.name or 'x_ref'}.at[...]")

@@ -99,6 +99,10 @@ class Builtin:
       from .arith_hints import is_index, pallas_access_error
       if is_index(args[1]):            # Pallas's pl.load(x_ref, idx, mask=m): the window is x_ref.at[idx]
         raise pallas_access_error(cx, self.__name__, len(args))
+    if self.__name__ in ("atomic_add", "atomic_max", "atomic_min", "atomic_xchg") and len(args) == 3:
+      from .atomic_fetch import pallas_target
+      if (target := pallas_target(cx, args)) is not None:     # Pallas's pl.atomic_add(x_ref, idx, val)
+        args = [target, args[2]]
     if "keep_dims" in kwargs and "keepdims" in self.__signature__.parameters and "keepdims" not in kwargs:
       kwargs = {("keepdims" if k == "keep_dims" else k): v for k, v in kwargs.items()}    # Triton's spelling
     for k, to in getattr(self.rule, "aliases", {}).items():     # a library's own name for a parameter (Triton's)
