@@ -207,12 +207,16 @@ def _i_scatter(cta, o):
     cta.m.gmem_access(cta, ref, tuple(coords), o, write=True)    # (two programs' stores to one place race)
     cta.buffer(ref)[tuple(coords)] = value
     return
+  if o.results or o.kind in (AtomicKind.CAS, AtomicKind.XCHG):    # the old values (probe 49c)
+    keep = (np.broadcast_to(np.asarray(cta.get(o.mask), bool), shape).reshape(-1) if o.mask is not None
+            else np.ones(value.size, bool))
+    _check_inside(cta, ref, [c[keep] for c in coords], o)
+    cta.m.gmem_access(cta, ref, tuple(c[keep] for c in coords), o, write=True, atomic=True)
+    from .interpret_sync import scatter_rmw
+    return scatter_rmw(cta, o, cta.buffer(ref), coords, value, shape, combine, keep)
   _check_inside(cta, ref, coords, o)
   cta.m.gmem_access(cta, ref, tuple(coords), o, write=True, atomic=True)
   buf = cta.buffer(ref)
-  if o.results or o.kind in (AtomicKind.CAS, AtomicKind.XCHG):    # the old values (probe 49c)
-    from .interpret_sync import scatter_rmw
-    return scatter_rmw(cta, o, buf, coords, value, shape, combine)
   for e in range(value.size):               # one element at a time: repeated indices accumulate
     at = tuple(int(c[e]) for c in coords)
     buf[at] = combine(o.kind, d, buf[at], value[e])

@@ -371,13 +371,11 @@ def tensor_rmw(cta, o, combine):
     cta.set(o.results[0], old if keep is None else np.where(keep, old, 0).astype(old.dtype))
 
 
-def scatter_rmw(cta, o, buf, coords, value, shape, combine):
+def scatter_rmw(cta, o, buf, coords, value, shape, combine, keep):
   """A GMEM scatter's atomic with its old values: its elements one at a time, in order (a repeated index sees
-  the earlier elements' updates, as one order of the GPU's would), skipping those `mask` keeps off (an index
-  outside the array among them), whose old value is 0."""
+  the earlier elements' updates, as one order of the GPU's would), skipping those `keep` (its mask, flat) keeps
+  off (an index outside the array among them), whose old value is 0."""
   d = o.value.type.dtype
-  keep = (np.broadcast_to(np.asarray(cta.get(o.mask), bool), shape).reshape(-1) if o.mask is not None
-          else np.ones(value.size, bool))
   cmp = (np.broadcast_to(np.asarray(cta.get(o.cmp)), shape).reshape(-1) if o.cmp is not None else None)
   old = np.zeros(value.size, N.np_dtype(d))
   for e in range(value.size):
