@@ -152,6 +152,9 @@ ATOMIC_SMEM_ELEMENT = {"add": frozenset((_F, *_H, *_I)), "max": frozenset((_F, *
 ATOMIC_FETCH = {"add": frozenset((_F, *_I, DType.i64)), "max": frozenset((_F, *_I, DType.i64)),
                 "min": frozenset((_F, *_I, DType.i64)), "cas": frozenset((_F, *_I, DType.i64)),
                 "exch": frozenset((_F, *_I, DType.i64))}
+# Triton's bitwise atomics (probe 49c): `red`/`atom` and, or, xor of 32-bit integers (.b32) everywhere.
+for _t in (ATOMIC_GMEM, ATOMIC_SMEM, ATOMIC_SCALAR, ATOMIC_ELEMENT, ATOMIC_SMEM_ELEMENT, ATOMIC_FETCH):
+  _t.update({k: frozenset(_I) for k in ("and", "or", "xor")})
 ATOMIC_SEMS = ("relaxed", "acquire", "release", "acq_rel")      # Triton's sem= (PTX's atom orders)
 ATOMIC_SCOPES = ("gpu", "cta", "sys")                            # Triton's scope=
 TMA_REDUCE = {"add": frozenset((_F, *_H, *_I, DType.i64)), "max": frozenset((*_H, *_I, DType.i64)),

@@ -12,7 +12,7 @@ import functools
 from .dtypes import DType
 from .ops import BUILTINS  # noqa: F401
 from .ops.access import load_ as load, store_ as store
-from .ops.atomic import atomic_add, atomic_max, atomic_min
+from .ops.atomic import atomic_add, atomic_and, atomic_max, atomic_min, atomic_or, atomic_xor
 from .ops.atomic_rmw import atomic_cas, atomic_xchg
 from .ops.control import (cluster_sync, debug_barrier, grouped_ids, max_constancy, max_contiguous, multiple_of, num_programs,
                            program_id, range, static_assert, static_range)

@@ -120,7 +120,7 @@ def atomic_fill_hint(name, kind, dtype) -> str:
   """The hint for an atomic update of SMEM nothing filled: start the buffer at the update's identity."""
   from .ops.atomic import AtomicKind, identity
   from .dtypes import from_name
-  start = identity(kind, from_name(dtype)) if dtype and kind in (AtomicKind.MAX, AtomicKind.MIN) else 0
+  start = identity(kind, from_name(dtype)) if dtype and kind in (AtomicKind.MAX, AtomicKind.MIN, AtomicKind.AND) else 0
   fill = (f"{name}[...] = ml.zeros({name}.shape, {name}.dtype)" if start == 0 else
           f"{name}[...] = ml.full({name}.shape, {start!r}, {name}.dtype)")
   return (f"ml.atomic_{kind.name.lower()} combines with what {name} holds, and SMEM starts with garbage: fill"

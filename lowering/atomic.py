@@ -32,6 +32,8 @@ def _scalar_red(ptr, value, kind: AtomicKind, d: DType, smem: bool = False):
   ty, constraint = _PTX_TYPE[d]
   if d == DType.i64 and kind == AtomicKind.ADD:     # (PTX's 64-bit integer add is .u64: the same bits)
     ty = "u64"
+  if kind in (AtomicKind.AND, AtomicKind.OR, AtomicKind.XOR):    # (bitwise: PTX's .b32)
+    ty = "b32"
   if constraint == "h":
     value = arith.bitcast(ir.IntegerType.get_signless(16), value)
   space, scope, ptr_c = (".shared::cta", "cta", "r") if smem else ("", "gpu", "l")
@@ -201,7 +203,8 @@ def _f32_extreme(kind: AtomicKind, old, new):
   return np.where(take & ~np.isnan(n), n, o).astype(np.float32)
 
 
-_BIN = {AtomicKind.ADD: BinOp.ADD, AtomicKind.MAX: BinOp.MAX, AtomicKind.MIN: BinOp.MIN}
+_BIN = {AtomicKind.ADD: BinOp.ADD, AtomicKind.MAX: BinOp.MAX, AtomicKind.MIN: BinOp.MIN, AtomicKind.AND: BinOp.AND,
+        AtomicKind.OR: BinOp.OR, AtomicKind.XOR: BinOp.XOR}
 
 
 @interpret(AtomicUpdate)

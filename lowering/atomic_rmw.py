@@ -53,7 +53,7 @@ def atom(ptr, kind: AtomicKind, d: DType, value, cmp=None, sem="acq_rel", scope=
     return _f32_extreme_atom(ptr, kind, value, order)
   if d == DType.f32:
     return _asm(f"atom{order}.add.f32 $0, [$1], $2;", [ptr, value], "=f,l,f", ir.F32Type.get())
-  ty = ("s32" if d == DType.i32 else "u32") if kind != AtomicKind.ADD else ("s32" if d == DType.i32 else "u32")
+  ty = "b32" if kind in (AtomicKind.AND, AtomicKind.OR, AtomicKind.XOR) else "s32" if d == DType.i32 else "u32"
   return _asm(f"atom{order}.{kind.value}.{ty} $0, [$1], $2;", [ptr, value], "=r,l,r", i32)
 
 

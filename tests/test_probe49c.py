@@ -419,3 +419,59 @@ def test_pallas_atomics_take_the_index_second():
   np.testing.assert_array_equal(pos, want_pos)
   np.testing.assert_array_equal(seen, [0, 1, 2, 52] + [np.iinfo(np.int32).min] * 4)
   _export(pallas_atomics, e)
+
+
+# ---------------------------------------------------------------- Triton's bitwise atomics
+U32 = jnp.uint32
+
+
+@mg.mgpu_kernel(out_shape=lambda ids: (S((8,), I32), S((128,), U32), S((128,), I32), S((), I32), S(ids.shape, I32)),
+                grid=lambda ids: (ids.shape[0] // 128,))
+def bit_sets(ids, flags, cleared, parity, any_bits, before):
+  i = ml.program_id(0)
+  v = ids.at[ml.ds(i * 128, 128)][...]
+  before.at[ml.ds(i * 128, 128)][...] = ml.atomic_or(flags.at[v // 32], 1 << (v % 32))   # a visited bit set
+  ml.atomic_and(cleared.at[:], (~(1 << (v % 31))).astype(U32))      # starts with every bit set
+  ml.atomic_xor(parity.at[:], v, mask=v > 10)
+  ml.atomic_or(any_bits, ml.max(v))
+
+
+def test_bitwise_atomics():
+  """`tl.atomic_or` / `atomic_and` / `atomic_xor` (a visited bit set, flags) were MG002: now `red` and `atom`
+  and, or, xor .b32 of int32 and uint32, with the old values and masks of the others; an output atomic_and
+  updates starts with every bit set."""
+  ids = np.random.default_rng(13).integers(0, 256, 256).astype(np.int32)
+  flags, cleared, parity, any_bits, before = (np.asarray(a) for a in bit_sets(ids, interpret=True))
+  want, seen = np.zeros(8, np.uint32), np.zeros(256, np.uint32)
+  for k, v in enumerate(ids):
+    seen[k] = want[v // 32]
+    want[v // 32] |= np.uint32(1) << np.uint32(v % 32)
+  np.testing.assert_array_equal(flags, want.view(np.int32))
+  np.testing.assert_array_equal(before, seen.view(np.int32))
+  parts = ids.reshape(2, 128)
+  np.testing.assert_array_equal(
+      cleared, np.bitwise_and.reduce(~(np.uint32(1) << (parts % 31).astype(np.uint32)), axis=0))
+  np.testing.assert_array_equal(parity, np.bitwise_xor.reduce(np.where(parts > 10, parts, 0), axis=0))
+  np.testing.assert_array_equal(any_bits, parts.max(1)[0] | parts.max(1)[1])
+  text = _mlir(bit_sets, ids)
+  assert _atoms(text) == {"atom.relaxed.gpu.or.b32"}
+  assert {"red.relaxed.gpu.and.b32", "red.relaxed.gpu.xor.b32", "red.relaxed.gpu.or.b32"} <= set(
+      re.findall(r"red\.[a-z_.0-9]+[0-9]", text))
+  _export(bit_sets, ids)
+
+
+@pytest.mark.gpu
+def test_bitwise_atomics_on_the_gpu():
+  ids = np.random.default_rng(14).integers(0, 256, 128 * 20).astype(np.int32)
+  flags, cleared, parity, any_bits, before = (np.asarray(a) for a in bit_sets(ids))
+  want = np.zeros(8, np.uint32)
+  for v in ids:
+    want[v // 32] |= np.uint32(1) << np.uint32(v % 32)
+  np.testing.assert_array_equal(flags, want.view(np.int32))
+  bit = (np.uint32(1) << (ids % 32).astype(np.uint32)).view(np.int32)
+  assert ((before & bit) == 0).sum() == len(np.unique(ids))     # each id's bit: one program saw it unset
+  parts = ids.reshape(20, 128)
+  np.testing.assert_array_equal(
+      cleared, np.bitwise_and.reduce(~(np.uint32(1) << (parts % 31).astype(np.uint32)), axis=0))
+  np.testing.assert_array_equal(parity, np.bitwise_xor.reduce(np.where(parts > 10, parts, 0), axis=0))
+  np.testing.assert_array_equal(any_bits, np.bitwise_or.reduce(parts.max(1)))

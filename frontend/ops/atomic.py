@@ -32,10 +32,16 @@ class AtomicKind(enum.Enum):
   SET = "set"      # a scatter's plain store (`out[ids, :] = v`): no atomic, each element written whole
   CAS = "cas"      # ml.atomic_cas: `ref = val if ref == cmp`, returning the old value (atomic_rmw.py)
   XCHG = "exch"    # ml.atomic_xchg: `ref = val`, returning the old value (PTX's atom.exch)
+  AND = "and"      # ml.atomic_and, atomic_or, atomic_xor: Triton's bitwise atomics (32-bit integers; probe 49c)
+  OR = "or"
+  XOR = "xor"
 
 
 UPDATE_KINDS = (AtomicKind.ADD, AtomicKind.MAX, AtomicKind.MIN)    # what atomics and reducing copies combine with
 ZERO_KINDS = (AtomicKind.ADD, AtomicKind.CAS, AtomicKind.XCHG)     # an output they update starts at 0: they mix
+BITWISE_KINDS = (AtomicKind.AND, AtomicKind.OR, AtomicKind.XOR)
+COMBINE_KINDS = UPDATE_KINDS + BITWISE_KINDS    # the atomics that combine a value with the element (no cas, xchg)
+_SYMBOL = {AtomicKind.AND: "&", AtomicKind.OR: "|", AtomicKind.XOR: "^"}
 
 
 @ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_WRITE)], layout=LayoutRule.MEMORY))
@@ -60,8 +66,10 @@ class AtomicUpdate(ir.Op):
 
 def identity(kind: AtomicKind, d: DType):
   """The value an output updated only by `kind` atomics (or set only by scatters) starts at."""
-  if kind in (AtomicKind.ADD, AtomicKind.SET, AtomicKind.CAS, AtomicKind.XCHG):
+  if kind in (AtomicKind.ADD, AtomicKind.SET, AtomicKind.CAS, AtomicKind.XCHG, AtomicKind.OR, AtomicKind.XOR):
     return 0
+  if kind == AtomicKind.AND:           # (all bits set)
+    return -1 if d.is_signed else (1 << d.bits) - 1
   if d.is_float:
     return float("-inf") if kind == AtomicKind.MAX else float("inf")
   lo, hi = (-(1 << (d.bits - 1)), (1 << (d.bits - 1)) - 1) if d.is_signed else (0, (1 << d.bits) - 1)
@@ -88,7 +96,8 @@ def check_dtype(cx, kind: AtomicKind, d, table, what, where, smem=None, words=No
   if isinstance(d, DType) and d not in table[kind.value]:
     ok = ", ".join(sorted(str(x) for x in table[kind.value]))
     buf, v = smem or ("", "")
-    op = f"{buf}[...] + {v}" if kind == AtomicKind.ADD else f"ml.{kind.value}imum({buf}[...], {v})"
+    op = (f"{buf}[...] + {v}" if kind == AtomicKind.ADD else f"{buf}[...] {_SYMBOL[kind]} {v}" if kind in _SYMBOL
+          else f"ml.{kind.value}imum({buf}[...], {v})")
     plain = (f"update the SMEM window plainly, {buf}[...] = {op}: each of its elements is"
              f" held by one thread of the CTA, so none of them race (atomics matter between CTAs, in GMEM); or ")
     raise E.UnsupportedDtypeError(
@@ -97,7 +106,7 @@ def check_dtype(cx, kind: AtomicKind, d, table, what, where, smem=None, words=No
         + "convert the value and the array to a supported dtype" + _narrow_int(d, kind, _number_text(words))
         + (_as_float32(d, kind, *(words or ())) if d in (DType.f16, DType.bf16) and DType.f32 in table[kind.value]
            and (kind != AtomicKind.ADD or not smem) else
-           _float_keys(d, kind, *(words or ()), in_smem=smem is not None) if kind != AtomicKind.ADD and (d == DType.f32 or d in (DType.f16, DType.bf16)
+           _float_keys(d, kind, *(words or ()), in_smem=smem is not None) if kind in (AtomicKind.MAX, AtomicKind.MIN) and (d == DType.f32 or d in (DType.f16, DType.bf16)
                                                               and not smem) else ""))
 
 
@@ -224,7 +233,9 @@ def _reduce_first_hint(cx, kind: AtomicKind, what: str) -> str:
   ml.atomic_max), in the call's words."""
   from .elementwise_checks import _call_args
   target, value = _call_args(cx.text, 2) or ("out.at[i]", "x")
-  red = {AtomicKind.ADD: "ml.sum", AtomicKind.MAX: "ml.max", AtomicKind.MIN: "ml.min"}[kind]
+  red = {AtomicKind.ADD: "ml.sum", AtomicKind.MAX: "ml.max", AtomicKind.MIN: "ml.min"}.get(kind)
+  if red is None:         # (a bitwise atomic: no ml. reduction of its own)
+    return f"update a window of the value's shape, {what}(out.at[ml.ds(i, n)], {value}), or one element a value"
   return f"reduce it first: {what}({target}, {red}({value}))"
 
 
@@ -286,6 +297,7 @@ def _atomic(cx, kind: AtomicKind, ref, value, mask=None, sem=None, scope=None):
       raise E.KernelTypeError(
           f"{what} on a single SMEM element: a scalar is the same in every thread, so update it"
           f" plainly", cx.loc, hint=("buf[i] = buf[i] + v" if kind == AtomicKind.ADD else
+                                       f"buf[i] = buf[i] {_SYMBOL[kind]} v" if kind in _SYMBOL else
                                        f"buf[i] = ml.{kind.value}imum(buf[i], v)")
           + " (or make the value a tensor to combine threads)")
     if is_tensor(value):
@@ -351,6 +363,27 @@ def atomic_min(cx, ref, value, mask=None, sem=None, scope=None):
   """Store `min(ref, value)` into `ref` atomically (an output updated so starts at its highest value);
   `mask=` as ml.atomic_add's."""
   return _atomic(cx, AtomicKind.MIN, ref, value, mask, sem, scope)
+
+
+@builtin
+def atomic_and(cx, ref, value, mask=None, sem=None, scope=None):
+  """Store `ref & value` into `ref` atomically, Triton's `tl.atomic_and` (int32, uint32; an output updated so
+  starts with every bit set); `mask=` and the old values as ml.atomic_add's."""
+  return _atomic(cx, AtomicKind.AND, ref, value, mask, sem, scope)
+
+
+@builtin
+def atomic_or(cx, ref, value, mask=None, sem=None, scope=None):
+  """Store `ref | value` into `ref` atomically, Triton's `tl.atomic_or` (int32, uint32; an output updated so
+  starts at 0: a bit set of flags); `mask=` and the old values as ml.atomic_add's."""
+  return _atomic(cx, AtomicKind.OR, ref, value, mask, sem, scope)
+
+
+@builtin
+def atomic_xor(cx, ref, value, mask=None, sem=None, scope=None):
+  """Store `ref ^ value` into `ref` atomically, Triton's `tl.atomic_xor` (int32, uint32; an output updated so
+  starts at 0); `mask=` and the old values as ml.atomic_add's."""
+  return _atomic(cx, AtomicKind.XOR, ref, value, mask, sem, scope)
 
 
 def odd_pairs(t: TensorType) -> bool:

@@ -21,7 +21,7 @@ from .. import hw
 from ..dtypes import DType
 from ..infer import unify
 from ..types import Space, TensorType, dtype_name, resolve
-from .atomic import UPDATE_KINDS, AtomicKind, AtomicUpdate, number_into
+from .atomic import COMBINE_KINDS, AtomicKind, AtomicUpdate, number_into
 from .base import Num, is_ref, is_scalar, is_value, kind_of
 
 
@@ -126,7 +126,7 @@ def plan_tensor(o, used: set):
   """plan_fetch_scratch's rule for a tensor's atomic `o` with a result: `o` itself (its dtype checked), or the op
   without its result, mask and cmp where nothing uses the old values of an add, max or min (its `red`s as before)."""
   import dataclasses
-  if o.kind in UPDATE_KINDS and o.results[0].id not in used:
+  if o.kind in COMBINE_KINDS and o.results[0].id not in used:
     return dataclasses.replace(o, results=(), mask=None, cmp=None)
   d = resolve(o.ref.type.dtype)
   if d not in hw.ATOMIC_FETCH[o.kind.value]:
@@ -135,7 +135,7 @@ def plan_tensor(o, used: set):
         f"the old values ml.atomic_{o.kind.value} returns are not supported on {dtype_name(d)}: Hopper's atom"
         f" {o.kind.value} takes {ok}", o.loc,
         hint="use the update as a statement (its values unused: the `red` takes " + dtype_name(d) + "), or update an"
-             " int32 or float32 output to have them" if o.kind in UPDATE_KINDS else
+             " int32 or float32 output to have them" if o.kind in COMBINE_KINDS else
              "make the array int32, uint32 or float32")
   return o
 

@@ -99,7 +99,8 @@ class Builtin:
       from .arith_hints import is_index, pallas_access_error
       if is_index(args[1]):            # Pallas's pl.load(x_ref, idx, mask=m): the window is x_ref.at[idx]
         raise pallas_access_error(cx, self.__name__, len(args))
-    if self.__name__ in ("atomic_add", "atomic_max", "atomic_min", "atomic_xchg") and len(args) == 3:
+    if self.__name__ in ("atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor",
+                         "atomic_xchg") and len(args) == 3:
       from .atomic_fetch import pallas_target
       if (target := pallas_target(cx, args)) is not None:     # Pallas's pl.atomic_add(x_ref, idx, val)
         args = [target, args[2]]

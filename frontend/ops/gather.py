@@ -25,7 +25,7 @@ from ..types import RefType, Space, TensorType, dtype_name, resolve
 from . import elementwise as ew
 from .elementwise_checks import method_on
 from .elementwise_fns import arange
-from .atomic import UPDATE_KINDS, AtomicKind, AtomicUpdate, check_dtype, check_target, identity
+from .atomic import COMBINE_KINDS, AtomicKind, AtomicUpdate, check_dtype, check_target, identity
 from .base import Num, builtin, is_scalar, is_tensor, is_value, kind_of, shown
 from .memory import DSlice, View, empty_dim_hint, index_operand
 from .shape import broadcast_shape, broadcast_to_shape, reshape_
@@ -392,7 +392,7 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None,
         hint=f"update the element with a scalar index and value: {what}({ref.name or 'out'}.at[i], s), under"
              f" `if 0 <= i < n:` where i may fall outside (s a scalar: ml.sum(x), or v[0] of a one-element v)")
   d = resolve(ref.type.dtype)
-  if kind in UPDATE_KINDS:          # (a plain scatter stores any dtype; a cas's and an xchg's: atomic_fetch.py)
+  if kind in COMBINE_KINDS:          # (a plain scatter stores any dtype; a cas's and an xchg's: atomic_fetch.py)
     from .elementwise_checks import _call_args
     written = _call_args(cx.text or "", 2)
     if ref.type.space == Space.SMEM:
@@ -429,7 +429,7 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None,
   keep = None
   if kind == AtomicKind.SET:
     keep = _stored_elements(cx, p.inside, mask, p.out_shape, what)
-  elif (keep := _stored_elements(cx, p.inside, mask, p.out_shape, what)) is not None and kind in UPDATE_KINDS:
+  elif (keep := _stored_elements(cx, p.inside, mask, p.out_shape, what)) is not None and kind in COMBINE_KINDS:
     value = ew.where_(cx, keep, value, identity(kind, d))   # (off, or outside: the identity, no change)
   # the old values of a GMEM scatter's elements (Triton's `old = tl.atomic_add(ptrs, 1)`; probe 49c): its
   # result, dropped with `keep` where nothing uses it (atomic_rmw.plan_fetch_scratch), so that such a scatter is
