@@ -59,11 +59,11 @@ def _nothing(callee: str, name: str) -> Unbound:
   atomic = callee.rsplit(".", 1)[-1].startswith("atomic_")
   return Unbound(
       "", message=f"{name} is None: {callee}(...) returns nothing"
-                  + (" here: an update of an SMEM buffer has no old value (one of an output, in GMEM, returns"
-                     " them, as Triton's tl.atomic_add)" if atomic else ""),
-      hint=("read the elements before the update, old = buf[...] (or buf[ids] of a scatter: a repeated index"
-            " reads the same value), or update an output (GMEM), whose atomics return each element's old"
-            " value, old = ml.atomic_add(counts.at[ids], 1)" if atomic else
+                  + (" here: an update of an SMEM window has no old value (each of its elements is held by"
+                     " one thread of the CTA; a scatter's and an output's return them, as Triton's tl.atomic_add)"
+                     if atomic else ""),
+      hint=("read the window before the update, old = buf[...]: no other thread of the CTA updates its elements"
+            " meanwhile" if atomic else
             f"use {callee}(...) as a statement, not a value"))
 
 

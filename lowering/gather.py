@@ -127,7 +127,8 @@ def _scatter(ctx, o):
   smem = mgpu.utils.is_smem_ref(mem)
   if o.results or o.kind in (AtomicKind.CAS, AtomicKind.XCHG):   # the old values (probe 49c): one `atom` each
     from .atomic_rmw import old_values
-    place = lambda k, e: mgpu.utils.memref_ptr(mgpu.memref_slice(mem, tuple(_at(None, parts, o.indices, k, e))))
+    place = lambda k, e: _generic(mgpu.utils.memref_ptr(mgpu.memref_slice(mem, tuple(_at(None, parts, o.indices,
+                                                                                        k, e)))), smem)
     ctx.set(o.results[0], old_values(ctx, o, x, place, keep, ctx.get(o.cmp) if o.cmp is not None else None))
     return
 
@@ -168,6 +169,11 @@ def _scatter(ctx, o):
       emit()
 
   once_per_cta(ctx, t, first_copy)
+
+
+def _generic(ptr, smem: bool):
+  """A generic pointer (an SMEM element's cast from the shared space), as a generic `atom` takes."""
+  return llvm.addrspacecast(llvm.PointerType.get(), ptr) if smem else ptr
 
 
 def _store_each(mem, places, values, keep):

@@ -144,10 +144,10 @@ def test_flag_hints_can_be_followed():
 
 
 @mg.mgpu_kernel(out_shape=lambda g, ids: S((16, 128), F32))
-def atomic_old_value(g, ids, out):        # (into an output it returns the old values since probe 49c)
-  h = ml.smem((16, 128), F32)
-  h[...] = ml.zeros((16, 128), F32)
-  old = ml.atomic_add(h.at[ids[...], :], g[...])
+def atomic_old_value(g, ids, out):        # (a scatter's returns the old values since probe 49c)
+  h = ml.smem((128, 128), F32)
+  h[...] = ml.zeros((128, 128), F32)
+  old = ml.atomic_add(h.at[:, :], g[...])
   out.at[0][...] = old[0] + 1.0
 
 
@@ -172,8 +172,9 @@ def test_triton_data_movement_habits_get_hints_that_work():
   an @ml.inline helper; a 16-wide gather's hint offered a window that cannot exist."""
   ids = S((128,), I32)
   expect(atomic_old_value, [S((128, 128), F32), ids], mg.UnboundNameError, "old[0]",
-         "old is None: ml.atomic_add(...) returns nothing here: an update of an SMEM buffer has no old value (one"
-         " of an output, in GMEM, returns them, as Triton's tl.atomic_add)")
+         "old is None: ml.atomic_add(...) returns nothing here: an update of an SMEM window has no old value (each"
+         " of its elements is held by one thread of the CTA; a scatter's and an output's return them, as Triton's"
+         " tl.atomic_add)")
   e = expect(jnp_take, [S((100, 128), F32), ids], mg.KernelTypeError, "jnp.take(",
              "take cannot take a GMEM ref inside a kernel")
   assert e.hint == "write t[ids[...]] (NumPy's advanced indexing, a gather as jnp.take's)"    # (probe 45f)

@@ -475,3 +475,51 @@ def test_bitwise_atomics_on_the_gpu():
       cleared, np.bitwise_and.reduce(~(np.uint32(1) << (parts % 31).astype(np.uint32)), axis=0))
   np.testing.assert_array_equal(parity, np.bitwise_xor.reduce(np.where(parts > 10, parts, 0), axis=0))
   np.testing.assert_array_equal(any_bits, np.bitwise_or.reduce(parts.max(1)))
+
+
+# ---------------------------------------------------------------- a CTA's ranks in its SMEM histogram
+@mg.mgpu_kernel(out_shape=lambda ids: (S((ids.shape[0] // 256, 64), I32), S(ids.shape, I32)),
+                grid=lambda ids: (ids.shape[0] // 256,))
+def cta_ranks(ids, offsets, rank):                      # a counting sort's first step, within one CTA
+  i = ml.program_id(0)
+  h = ml.smem((64,), I32)
+  h[...] = ml.zeros((64,), I32)
+  e = ids.at[ml.ds(i * 256, 256)][...]
+  rank.at[ml.ds(i * 256, 256)][...] = ml.atomic_add(h.at[e], 1)
+  c = h[...]
+  offsets.at[i][...] = ml.cumsum(c) - c
+
+
+def _cta_counts(ids):
+  return np.stack([np.bincount(p, minlength=64) for p in ids.reshape(-1, 256)]).astype(np.int32)
+
+
+def test_a_smem_scatters_old_values():
+  """An SMEM scatter's old values (`rank = ml.atomic_add(h.at[ids], 1)` into a CTA's histogram) were MG004: one
+  generic `atom` per element at the element's shared address, as for GMEM."""
+  ids = np.random.default_rng(15).integers(0, 64, 512).astype(np.int32)
+  offsets, rank = (np.asarray(a) for a in cta_ranks(ids, interpret=True))
+  c = _cta_counts(ids)
+  np.testing.assert_array_equal(offsets, np.cumsum(c, 1) - c)
+  want = np.concatenate([_ranks_of(p) for p in ids.reshape(2, 256)])
+  np.testing.assert_array_equal(rank, want)
+  assert _atoms(_mlir(cta_ranks, ids)) == {"atom.relaxed.gpu.add.s32"}
+  _export(cta_ranks, ids)
+
+
+def _ranks_of(p):
+  c, out = np.zeros(64, np.int32), np.zeros(p.shape, np.int32)
+  for k, v in enumerate(p):
+    out[k], c[v] = c[v], c[v] + 1
+  return out
+
+
+@pytest.mark.gpu
+def test_a_smem_scatters_old_values_on_the_gpu():
+  ids = np.random.default_rng(16).integers(0, 64, 256 * 12).astype(np.int32)
+  offsets, rank = (np.asarray(a) for a in cta_ranks(ids))
+  c = _cta_counts(ids)
+  np.testing.assert_array_equal(offsets, np.cumsum(c, 1) - c)
+  for p, r, n in zip(ids.reshape(12, 256), rank.reshape(12, 256), c):
+    for x in range(64):
+      np.testing.assert_array_equal(np.sort(r[p == x]), np.arange(n[x]))

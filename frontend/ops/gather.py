@@ -431,10 +431,10 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None,
     keep = _stored_elements(cx, p.inside, mask, p.out_shape, what)
   elif (keep := _stored_elements(cx, p.inside, mask, p.out_shape, what)) is not None and kind in COMBINE_KINDS:
     value = ew.where_(cx, keep, value, identity(kind, d))   # (off, or outside: the identity, no change)
-  # the old values of a GMEM scatter's elements (Triton's `old = tl.atomic_add(ptrs, 1)`; probe 49c): its
-  # result, dropped with `keep` where nothing uses it (atomic_rmw.plan_fetch_scratch), so that such a scatter is
-  # the `red`s it was; a cas's and an xchg's (ops/atomic_fetch.py) always have one
-  fetch = kind != AtomicKind.SET and p.root.type.space == Space.GMEM
+  # the old values of a scatter's elements (Triton's `old = tl.atomic_add(ptrs, 1)`, a CTA's ranks in its SMEM
+  # histogram; probe 49c): its result, dropped with `keep` where nothing uses it (atomic_rmw.plan_fetch_scratch),
+  # so that such a scatter is the `red`s it was; a cas's and an xchg's (ops/atomic_fetch.py) always have one
+  fetch = kind != AtomicKind.SET and p.root.type.space in (Space.GMEM, Space.SMEM) and not p.root.type.remote
   o = cx.b.emit(ScatterUpdate, kind, p.root, value, loc=cx.loc, types=[TensorType(p.out_shape, d)] if fetch else [],
                 names=[cx.name or ""] if fetch else [], indices=tuple(p.per_dim), contiguous=p.contiguous,
                 view=p.view, mask=keep if fetch or kind == AtomicKind.SET else None, cmp=cmp)
