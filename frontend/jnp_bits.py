@@ -194,7 +194,7 @@ def _special(name):
       if d is None or k not in ("float", "int", "bool") or (lax and k != "float") or (
           k == "float" and str(d) not in _LAYOUT):
         return None
-      body = f"{{1}}({{0}}.astype(ml.float32))" if str(d) != "float32" else "{1}({0})"
+      body = "{1}({0}.astype(ml.float32))" if str(d) != "float32" else "{1}({0})"
       if k == "float" and str(d) != "float32":
         body = f"{body}.astype({{0}}.dtype)"
       return body, [x, getattr(special_helpers, name)]

@@ -199,7 +199,7 @@ def padded_n_dot(cx, a, b, acc, out_dtype, n_step, dot_rule):
   from .memory import untransposed
   from .permute import transpose_tensor
   from .transfers import load
-  (m, k), (_, n) = a.type.shape, b.type.shape
+  (m, _), (_, n) = a.type.shape, b.type.shape
   d = resolve(b.type.dtype)
   if not isinstance(d, DType) or d == DType.i8 or n > hw.MMA_N_MAX or n % hw.MMA_N_STEP:
     return None                 # (a window of columns not a multiple of 8 takes no tensor-core layout)
