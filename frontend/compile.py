@@ -203,8 +203,8 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, **kw) -> ir.K
   `aliases` ({input index: output index}) makes an input and an output one buffer; `x64`: JAX's
   64-bit mode is on (Python's int and float as dtypes are then int64 and float64, as in jnp).
   A small window read whole is held as the vector of its elements (frontend/ops/small_loads.py), which
-  some ops do not take (a scan along its axis): a kernel that then fails with MG204 is traced again
-  with such windows read as tiles, so that it fails as it did, at the read, with the hint that pads it.
+  some ops do not take (a scan along its axis): a kernel that then fails with MG204 at such a read is traced
+  again with such windows read as tiles, so that it fails as it did, at the read, with the hint that pads it.
   Before that, a kernel failing with a layout error is traced with one-element tensors met and carried as their
   elements (ops/one_element.py: a decode's (1,) running max beside a (1, 64) row), then padded (_padded_trace);
   a kernel the plain trace takes keeps its IR (one softmax row a program: its (1, 1) statistic broadcast)."""
@@ -223,9 +223,20 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, **kw) -> ir.K
   padded = _padded_trace(pk, in_specs, out_specs, constexprs, **kw)
   if padded is not None:
     return padded
-  if not used:
-    raise first
+  if not _at_small_reads(first, used):
+    raise first             # (an error elsewhere stands where the first trace found it: probe 50a)
   return _trace(pk, in_specs, out_specs, constexprs, small_loads=None, **dict(kw, one_elements=False))
+
+
+def _at_small_reads(e, used) -> bool:
+  """Whether one of the first trace's errors stands at a small window read whole as a vector (its flattened shape),
+  or says that an op takes no such vector (`held_vector`: v[a:a + 16, 3:131] of an (18, 144) read), which the trace
+  that reads such windows as tiles reports at the read in the window's own shape, with the hint that pads it. An
+  error elsewhere (an (8, 40) statistic a broadcast met) is the one to report: that trace failed at the read
+  instead, a line the first trace had passed (probe 50a)."""
+  reads = {(l.filename, l.lineno, l.col_offset) for l in used}
+  return any(getattr(x, "held_vector", False) or (x.loc.filename, x.loc.lineno, x.loc.col_offset) in reads
+             for x in e.errors)
 
 
 def _padded_trace(pk, in_specs, out_specs, constexprs, **kw):

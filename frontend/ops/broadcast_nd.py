@@ -258,13 +258,15 @@ def index_small(cx, x, idx):
     if (picked := pick(cx, x, idx)) is not None:      # (static indices: each element a scalar, assembled)
       return picked
     name = cx.named(x, "the statistic")
-    raise E.LayoutError(
+    e = E.LayoutError(
         f"{cx.text or name + '[...]'} picks elements of {name} {shape} that are no run of its row-major order:"
         f" {name} has {math.prod(shape)} elements, too few for a register tensor of its shape (a multiple of"
         f" {hw.WARPGROUP}), and is held as a vector of them, which only a run of indices reads", cx.loc,
         hint=f"store it whole as the vector it is: give the output the shape ({math.prod(shape)},) and write"
              f" out[...] = {name if name.isidentifier() else '(' + name + ')'}.reshape({math.prod(shape)}), then"
              f" index the result outside the kernel, .reshape{shape}{_index_text(cx.text)} (free in XLA)")
+    e.held_vector = True     # (a small window read whole: compile.trace reports it at the read, as a tile)
+    raise e
   strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
   parts = [(i, s) for i, s in zip(idx[:k], strides)] + ([(idx[k].start, strides[k])] if k < len(shape) else [])
   off = 0

@@ -22,6 +22,7 @@ from .elementwise_fns import arange
 from .small_parts import MAX_PARTS, held_vector
 
 SOURCE_SCALARS = 16     # at most this many elements of a broadcast's source selected among, a scalar each
+FLAT_ELEMENTS = 2048    # at most this many elements evaluated (16 a thread: an (8, 40) statistic meets its (8, 1) scale)
 
 
 def flat_values(cx, v):
@@ -29,7 +30,7 @@ def flat_values(cx, v):
   a small tensor held as a vector, or elementwise math of them, of a small shape; None for any other."""
   shape = tuple(v.type.shape)
   n = math.prod(shape)
-  if n > MAX_PARTS * 2:
+  if n > FLAT_ELEMENTS:
     return None
   cache = {}
 
