@@ -223,9 +223,15 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, **kw) -> ir.K
   padded = _padded_trace(pk, in_specs, out_specs, constexprs, **kw)
   if padded is not None:
     return padded
-  if not _at_small_reads(first, used):
-    raise first             # (an error elsewhere stands where the first trace found it: probe 50a)
-  return _trace(pk, in_specs, out_specs, constexprs, small_loads=None, **dict(kw, one_elements=False))
+  if not used:
+    raise first
+  try:
+    return _trace(pk, in_specs, out_specs, constexprs, small_loads=None, **dict(kw, one_elements=False))
+  except E.KernelError as e:
+    if isinstance(e, E.InternalError) or _at_small_reads(first, used) or not all(
+        isinstance(x, E.LayoutError) for x in e.errors):
+      raise               # (at the read as a tile; or a mistake the later checks found: a mask past the array's end)
+    raise first from None   # (a layout error elsewhere stands where the first trace found it: probe 50a)
 
 
 def _at_small_reads(e, used) -> bool:
