@@ -388,3 +388,26 @@ def merged_rows(cx, x, own, up, shape):
   if tuple(out.type.shape) != tuple(shape):
     cx.b.pad_tiles[out.id] = tuple(shape)
   return out
+
+
+def row_grown(cx, x, index):
+  """`x` for `x[None, :]`: where the trace is padded and x a padded vector of more than a warp's length whose padded
+  length is no multiple of 32 (an `ml.arange(100)` made padded to 104), x grown with zeros to one (128), as a padded
+  tile's columns are, so that the index grid it makes (`ml.arange(5)[:, None] * 100 + ml.arange(100)[None, :]`, rows
+  padded to 8) takes a row-wise layout (probe 50a; MG204 before); x itself otherwise."""
+  pads = getattr(cx.b, "pad_tiles", None)
+  if pads is None or getattr(cx.b, "pad_ok", 0) or getattr(x, "id", None) not in pads or len(x.type.shape) != 1:
+    return x
+  index = index if isinstance(index, tuple) else (index,)
+  if len(index) != 2 or index[0] is not None or index[1] != slice(None):
+    return x
+  (n,), (up,) = pads[x.id], x.type.shape
+  want = -(-up // hw.WARP) * hw.WARP
+  if n <= hw.WARP or want == up or not _holds((want - up,)):
+    return x
+  from .elementwise import full_
+  from .shape import concatenate
+  with allowed(cx):
+    out = concatenate.rule(cx, [x, full_(cx, (want - up,), 0, x.type.dtype)], 0)
+  pads[out.id] = (n,)
+  return out

@@ -443,7 +443,7 @@ def expand(cx, x, index):
   """`x[:, None]`, `x[None, :]`, `x[..., None]`: a register tensor with size-1 axes inserted;
   `x[:, a:b]`: static columns of a tensor-core tile (`slice_columns`)."""
   index = _whole_slices(x.type.shape, index if isinstance(index, tuple) else (index,))
-  from .padded_tiles import row_grown
+  from .padded_meets import row_grown
   x = row_grown(cx, x, index)        # (a padded vector made a grid's row: its padding to whole warps)
   if (len(index) == 2 and index[0] == slice(None) and isinstance(index[1], slice)
       and index[1] != slice(None) and len(x.type.shape) == 2):
