@@ -14,7 +14,8 @@ part, which stores never write. Only ops that already lower: selects, concatenat
 (whose own paddings of m, k and n, ops/small_dots.py, then apply)."""
 from __future__ import annotations
 
-from ..types import RefType, TensorType
+from ..dtypes import DType
+from ..types import RefType, TensorType, resolve
 from .base import is_value
 from .padded_tiles import _holds, _up, allowed, mask
 
@@ -32,6 +33,8 @@ def padded_dot(cx, a, b, acc, out_dtype, dot_rule):
   padded_a, padded_b = own_a != tuple(a.type.shape), own_b != tuple(b.type.shape)
   if k != k2 or not (padded_a or padded_b or not _holds((m, n))):
     return None
+  a, b = (rows_padded(cx, x) for x in (a, b))    # (an SMEM operand no register tensor holds, (40, 24): row by row)
+  padded_a, padded_b = padded_a or a.id in pads, padded_b or b.id in pads
   if acc is not None and not (is_value(acc) and isinstance(acc.type, TensorType)
                               and tuple(pads.get(acc.id, acc.type.shape)) == (m, n)):
     return None               # (the dot's own checks report it)
@@ -53,6 +56,38 @@ def padded_dot(cx, a, b, acc, out_dtype, dot_rule):
     return out
   from .elementwise import BinOp, binary
   return binary(cx, BinOp.ADD, acc, out)
+
+
+def rows_padded(cx, x):
+  """`x`, or, in a padded trace, for an SMEM buffer of 2-D `x` no register tensor holds (a (40, 24) weight tile
+  ml.dot's B or `w_s[...]`: MG204) whose rows registers hold (a multiple of 8 elements, up to 128 rows), its rows
+  copied into a scratch of the padded shape beside zeros and read back whole, recorded padded with x's own shape
+  (probe 50a)."""
+  from .elementwise import full_
+  from .memory import view
+  from .scratches import scratch
+  from .transfers import load, store
+  t = getattr(x, "type", None)
+  if getattr(cx.b, "pad_tiles", None) is None or not isinstance(t, RefType) or t.space.name != "SMEM" \
+      or getattr(t, "transposed", False) or t.remote or len(t.shape) != 2:
+    return x
+  (h, d), dt = tuple(t.shape), resolve(t.dtype)
+  if _holds((h, d)) or d % 8 or h > 128 or not isinstance(dt, DType):
+    return x
+  up = _up((h, d), dt)
+  if not _holds(up):
+    return x
+  with allowed(cx):
+    buf = scratch(cx, up, t.dtype, f"{x.name or 'b'} padded to {up}")
+    for r in range(h):
+      store(cx, view(cx, buf, (r, slice(0, d))), load(cx, view(cx, x, (r, slice(None)))))
+    if up[1] > d:
+      store(cx, view(cx, buf, (slice(0, up[0]), slice(d, up[1]))), full_(cx, (up[0], up[1] - d), 0, t.dtype))
+    if up[0] > h:
+      store(cx, view(cx, buf, (slice(h, up[0]), slice(0, d))), full_(cx, (up[0] - h, d), 0, t.dtype))
+    out = load(cx, buf)
+  cx.b.pad_tiles[out.id] = (h, d)
+  return out
 
 
 def _zeroed(cx, x, own):

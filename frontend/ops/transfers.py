@@ -47,6 +47,10 @@ def load(cx, ref, name="", merge=False, keep=None):
     from .padded_tiles import padded_load
     if (padded := padded_load(cx, ref, name)) is not None:
       return padded
+    if getattr(cx.b, "pad_tiles", None) is not None and not getattr(cx.b, "pad_ok", 0):
+      from .padded_dots import rows_padded      # (an SMEM tile no register tensor holds: read padded, row by row)
+      if (padded := rows_padded(cx, ref)) is not ref:
+        return padded
   return cx.b.emit(Load, ref, loc=cx.loc, types=[TensorType(t.shape, t.dtype)], names=[name], merge=merge,
                    keep=keep).result
 
