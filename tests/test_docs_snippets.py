@@ -437,6 +437,12 @@ def run_rope_halves(k):       # probe 49a: halves of a (2, 96) tile read padded 
   close(k(x, cos, sin, interpret=True), jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1))
 
 
+def run_combine_splits(k):    # probe 50a: the (8, 40) sum of a (4, 8, 40) tile divided by a column
+  m, l, acc = rand(1, 4, 8), jnp.abs(rand(1, 4, 8)) + 1, rand(1, 4, 8, 40)
+  w = jnp.exp(m[0] - m[0].max(0))
+  close(k(m, l, acc, interpret=True), (w[..., None] * acc[0]).sum(0) / (w * l[0]).sum(0)[:, None])
+
+
 @dataclasses.dataclass
 class Case:
   doc: str
@@ -463,6 +469,7 @@ CASES = [
     Case(L, "embedding", [S((100, 64), f32), S((128,), i32)], run=run_embedding),
     Case(L, "rope", [S((9, 6, 64), f32), S((9, 32), f32), S((9, 32), f32)], run=run_rope),
     Case(L, "rope_halves", [S((2, 96), f32), S((2, 48), f32), S((2, 48), f32)], run=run_rope_halves),
+    Case(L, "combine_splits", [S((1, 4, 8), f32), S((1, 4, 8), f32), S((1, 4, 8, 40), f32)], run=run_combine_splits),
     Case(L, "softmax", [S((64, 256), f32)], run=run_softmax),
     Case(L, "ffn_act", [S((8, 128), f32)], run=run_ffn_act),
     Case(L, "l2_normalize", [S((8, 128), f32)], run=run_l2_normalize),
