@@ -563,6 +563,9 @@ class Calls:
       name, hint = (None if spelt else held_library(   # (not jax.debug.print(...): a module's own spelling)
           node, fn, self.text(node.func), _is_array_library, lambda n: n in BUILTINS,
           top is not None and top not in self.scope and top not in self.where, hint)) or (name, hint)
+      from .jax_wrapped import transformed_hint    # jax.vmap(row_fn)(x), jax.grad(f)(x): what to write instead
+      name, hint = transformed_hint(fn, self.text(node.func), [self.text(a) for a in node.args], len(
+          args[0].type.shape) if args and is_value(args[0]) and hasattr(args[0].type, "shape") else None) or (name, hint)
       raise E.KernelTypeError(
           f"{name} cannot take"
           f" {kind_of(held) if is_value(held) else f'a {type(held).__name__} of register values'} inside a"

@@ -83,3 +83,49 @@ def transform_decorator(value) -> bool:
     return True
   return type(value).__name__ == "ExtendNameStackContextManager" and \
       (type(value).__module__ or "").startswith("jax._src")          # jax.named_scope("qk")
+
+
+# JAX's transformations that compute another function of the helper's (jax.vmap's wrapper `vmap_f`, jax.grad's
+# `grad_f`, ...): a kernel cannot trace them (it computes on whole tiles, and has no derivatives)
+_MAPPED = {"vmap_f": "jax.vmap", "grad_f": "jax.grad", "value_and_grad_f": "jax.value_and_grad",
+           "jacfun": "jax.jacrev or jax.jacfwd", "hessian": "jax.hessian"}
+
+
+def transformed(fn):
+  """(the transformation's spelling, the user's function, its closure's values by name) of a helper wrapped by
+  jax.vmap, jax.grad, jax.value_and_grad, jax.jacrev or jax.jacfwd; None for any other callable."""
+  inner = getattr(fn, "__wrapped__", None)
+  code = getattr(fn, "__code__", None)
+  if inner is None or not isinstance(fn, types.FunctionType) or code is None or _JAX_SRC not in code.co_filename:
+    return None
+  if code.co_filename.endswith("traceback_util.py"):     # api_boundary's wrapper around vmap_f, grad_f
+    fn = next((c.cell_contents for c in fn.__closure__ or () if _filled(c)
+               and isinstance(c.cell_contents, types.FunctionType)), None)
+    code = getattr(fn, "__code__", None)
+  if code is None or code.co_name not in _MAPPED:
+    return None
+  cells = {n: c.cell_contents for n, c in zip(code.co_freevars, fn.__closure__ or ()) if _filled(c)}
+  return _MAPPED[code.co_name], getattr(inner, "__name__", "f"), cells
+
+
+def transformed_hint(fn, called: str, args_text: list[str], ndim=None) -> tuple[str, str] | None:
+  """(the call's name as written, the hint) for a helper of JAX's transformations called on register values."""
+  made = transformed(fn)
+  if made is None:
+    return None
+  how, name, cells = made
+  x = args_text[0] if args_text else "x"
+  if how != "jax.vmap":
+    return called, (
+        f"a kernel has no automatic derivatives: write the derivative's formula as a helper of its own (of"
+        f" jnp.sum(r * r), 2 * r), or take {how} outside the kernel, of a function that calls the kernel under"
+        f" jax.custom_vjp (docs/autodiff.md)")
+  axes = cells.get("in_axes", 0)
+  axis = axes if isinstance(axes, int) else 0
+  others = ", ".join(str(a) for a in range(ndim or 2) if a != axis % (ndim or 2))
+  others = f"({others})" if "," in others else others
+  return called, (
+      f"jax.vmap runs {name} once per slice of {x} along axis {axis}, which a kernel does not do (it computes on"
+      f" whole tiles): write {name} for the whole tile, the mapped axis kept, a slice's reductions over the other"
+      f" axes with keepdims=True (a slice's jnp.sum(r) is jnp.sum({x}, axis={others}, keepdims=True)), and call"
+      f" that (an @ml.inline helper); or loop over the slices with a static for i in range(n)")

@@ -129,6 +129,7 @@ def trace_debug_print(self, node, shown):
         self.loc(fmt_node if fmt_node is not None else node),
         hint=f'{shown}("i={{}} x={{}}", i, x), or print(...) with values and f-strings')
   args = node.args[1:] if node.args and node.args[0] is fmt_node else node.args
+  args, keywords = _spread(self, args, keywords)
   text = ast.copy_location(ast.Constant(value=fmt), fmt_node)
   call = ast.copy_location(ast.Call(func=ast.copy_location(ast.Attribute(value=text, attr="format",
                                                                          ctx=ast.Load()), node),
@@ -144,6 +145,30 @@ def trace_debug_print(self, node, shown):
   printed = ast.copy_location(ast.Call(func=ast.copy_location(ast.Name(id="print", ctx=ast.Load()), node),
                                        args=[joined], keywords=[]), node)
   return trace_print(self, printed)
+
+
+def _spread(self, args, keywords):
+  """`*pair` and `**named` of a print's arguments, a tuple or list (a dict of str keys) the kernel holds: their
+  elements as arguments of their own, `pair[0], pair[1]` (`named["m"]`), so each field reads one; others kept
+  (the format's MG003 then names them)."""
+  def item(value, key):
+    return ast.copy_location(ast.Subscript(value=value, slice=ast.copy_location(ast.Constant(value=key), value),
+                                           ctx=ast.Load()), value)
+  spread = []
+  for a in args:
+    held = self.eval(a.value) if isinstance(a, ast.Starred) else None
+    if isinstance(held, (tuple, list)):
+      spread += [item(a.value, i) for i in range(len(held))]
+    else:
+      spread.append(a)
+  named = []
+  for k in keywords:
+    held = self.eval(k.value) if k.arg is None else None
+    if isinstance(held, dict) and all(isinstance(n, str) and n.isidentifier() for n in held):
+      named += [ast.copy_location(ast.keyword(arg=n, value=item(k.value, n)), k) for n in held]
+    else:
+      named.append(k)
+  return spread, named
 
 
 def as_fstring(node) -> ast.JoinedStr | None:

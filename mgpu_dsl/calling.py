@@ -110,7 +110,6 @@ ELSEWHERE = {   # what Triton and Pallas users reach for, and where it lives her
                  " build the GPU kernel and run nothing, so leave it out",
     "debug": "drop debug=: kernel.typed_ir(*specs) and kernel.mlir(*specs) print what it compiles to (MGPU_DSL_DUMP=DIR"
              " writes both for every specialisation), and print(...) in the kernel prints values",
-    "name": "drop name=: a kernel is named by its function (def my_name(...))",
     "cost_estimate": "drop cost_estimate=: XLA schedules the kernel's custom call without one",
 }
 

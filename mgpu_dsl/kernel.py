@@ -7,6 +7,7 @@ import functools
 import inspect
 import numbers
 import os
+import re
 import time
 import types
 from typing import Any, Callable, NamedTuple
@@ -100,7 +101,7 @@ class KernelFunction(SpecMethods):
 
   def __init__(self, fn: Callable, *, out_shape, grid=(1,), block: int = 128, cluster=None,
                interpret: bool | None = None, cache_size: int = DEFAULT_CACHE_SIZE,
-               input_output_aliases: dict | None = None):
+               input_output_aliases: dict | None = None, name: str | None = None):
     fn, self._bound = calling.unpartial(fn)     # pallas_call(functools.partial(kernel, eps=...)): constexprs
     if not isinstance(fn, types.FunctionType):     # a functools.partial, a kernel decorated twice
       raise fsource.not_a_function(fn, "@mgpu_kernel", _statement_loc(caller_loc()))
@@ -112,6 +113,7 @@ class KernelFunction(SpecMethods):
       input_output_aliases = {int(i): int(o) for i, o in input_output_aliases.items()}   # NumPy ints too
     self.input_output_aliases = input_output_aliases
     self.fn = fn
+    self.kernel_name = _kernel_name(fn, name)     # pallas_call's name=: the custom call's and the profile's
     self.out_shape = out_shape
     self.grid = grid
     self.block = block
@@ -431,7 +433,7 @@ class KernelFunction(SpecMethods):
       if calling.tracing(args):       # built when lowered: jax.eval_shape and jax.make_jaxpr build nothing
         if "deferred_call" not in hit:
           hit["deferred_call"] = wrap.compiled_call(lambda: self._build(hit) or hit["call"], hit["out_specs"],
-                                                    self.__name__)
+                                                    self.kernel_name)
         return hit["deferred_call"](*args)
       if not has_gpu():
         from .lowering.platforms import no_gpu_error     # an eager call: say so at the user's line
@@ -494,11 +496,14 @@ class KernelFunction(SpecMethods):
     import jax
     from .lowering import kernel as lk
     t0 = time.perf_counter()
-    built = lk.build(hit["kernel"])
+    kernel = hit["kernel"]
+    if kernel.name != self.kernel_name:             # name= (the traced kernel keeps its def's name, cached so)
+      kernel = dataclasses.replace(kernel, name=self.kernel_name)
+    built = lk.build(kernel)
     log.info("mgpu_dsl: %s(%s): Mosaic GPU module built in %.1f ms", self.__name__, hit["what"],
              (time.perf_counter() - t0) * 1e3)
     hit["built"] = built
-    hit["call"] = wrap.named_call(built, self.__name__, self.parsed.loc)
+    hit["call"] = wrap.named_call(built, self.kernel_name, self.parsed.loc)
     if dump.dump_dir() is not None:
       shapes = [jax.ShapeDtypeStruct(tuple(p.value.type.shape), lk.jax_dtype(p.value.type.dtype))
                 for p in hit["kernel"].inputs]
@@ -582,7 +587,7 @@ class KernelFunction(SpecMethods):
 def mgpu_kernel(fn: Callable | None = None, *, out_shape=None, grid=(1,), block: int = 128,
                 cluster=None, interpret: bool | None = None,
                 cache_size: int = DEFAULT_CACHE_SIZE, input_output_aliases: dict | None = None,
-                **unknown) -> Any:
+                name: str | None = None, **unknown) -> Any:
   """Compile a Python kernel function to a Mosaic GPU kernel callable from JAX.
 
   Parameters of the kernel are GMEM refs: the inputs, then the outputs
@@ -613,6 +618,8 @@ def mgpu_kernel(fn: Callable | None = None, *, out_shape=None, grid=(1,), block:
     cache_size: specialisations kept in memory (least recently used dropped first).
     input_output_aliases: {input index: output index}: the output is the input's memory,
       updated in place (as in Pallas); other inputs are read-only.
+    name: the kernel's name in the compiled module, its custom call and profiles (as
+      pallas_call's name=); the def's name when left out.
 
   Returns:
     A `KernelFunction` (or, without `fn`, a decorator that makes one).
@@ -627,7 +634,7 @@ def mgpu_kernel(fn: Callable | None = None, *, out_shape=None, grid=(1,), block:
                                 hint="def body(x, out): out[...] = ...  then mg.mgpu_kernel(body, out_shape=...)")
     return KernelFunction(f, out_shape=out_shape, grid=grid, block=block, cluster=cluster,
                           interpret=interpret, cache_size=cache_size,
-                          input_output_aliases=input_output_aliases)
+                          input_output_aliases=input_output_aliases, name=name)
   if fn is not None and (getattr(fn, "__name__", "") == "<lambda>" and out_shape is None or not callable(fn)):
     got = "a lambda" if callable(fn) else calling.describe(fn)
     raise E.LaunchConfigError(
@@ -638,6 +645,18 @@ def mgpu_kernel(fn: Callable | None = None, *, out_shape=None, grid=(1,), block:
   return wrap_fn(fn) if fn is not None else wrap_fn
 
 
+
+
+def _kernel_name(fn, name) -> str:
+  """The kernel's name in its module and profiles: `name=` (pallas_call's), spelt as a symbol, or the def's."""
+  if name is None:
+    return fn.__name__
+  if not isinstance(name, str) or not re.sub(r"[^A-Za-z0-9_]", "", name):
+    raise E.SignatureError(f"name= names the kernel in profiles: a string with a letter or digit, got"
+                           f" {calling.describe(name)}", _option_loc(fn, "name"),
+                           hint=f"name=\"{fn.__name__}\" (or leave it out: the def's name)")
+  symbol = re.sub(r"[^A-Za-z0-9_]", "_", name)       # "attention/fwd" -> attention_fwd, as MLIR symbols spell it
+  return symbol if not symbol[0].isdigit() else "_" + symbol
 
 
 def _statement_loc(loc):

@@ -507,10 +507,9 @@ def test_a_strided_pl_ds_is_not_hinted_as_a_plain_window():
 
 
 def test_pallas_call_options_debug_name_and_cost_estimate_say_what_to_do():
-  """They listed @mgpu_kernel's options only."""
+  """They listed @mgpu_kernel's options only (name= is one since probe 50d)."""
   for option, hint in (("debug", "drop debug=: kernel.typed_ir(*specs) and kernel.mlir(*specs) print what it"
-                                 " compiles to"), ("name", "drop name=: a kernel is named by its function"),
-                       ("cost_estimate", "drop cost_estimate=")):
+                                 " compiles to"), ("cost_estimate", "drop cost_estimate=")):   # (name= names it)
     with pytest.raises(mg.SignatureError) as info:
       mg.mgpu_kernel(out_shape=lambda x: x, **{option: None})(_norm_rows)
     assert info.value.message == f"@mgpu_kernel has no option {option}="

@@ -1,0 +1,148 @@
+"""Probe 50d: JAX habits around kernels, what probe 49d left. `mgpu_kernel(name=...)` (pallas_call's name=) was
+refused ("drop it"): it names the kernel in the module, its custom call and profiles; a `jax.vmap`-wrapped (or
+`jax.grad`-wrapped) helper called in a kernel was MG003 whose hint said `@ml.inline` (which computes without the
+map): the hint now writes the mapped computation over the whole tile; `jax.debug.print("{} {}", *pair)` (and
+`**named`) was MG003: a tuple or dict the kernel holds spreads into the print's fields."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from locate import expect
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+S = jax.ShapeDtypeStruct
+F32, I32, I64 = jnp.float32, jnp.int32, jnp.int64
+
+
+def _gpu():
+  return any(d.platform == "gpu" for d in jax.devices())
+
+
+def _exports(kernel, *specs):
+  """Builds for CUDA (the real Mosaic GPU module, verified) as jax.export does."""
+  return jax.export.export(jax.jit(lambda *a: kernel(*a)), platforms=["cuda"])(*specs).mlir_module()
+
+
+# ---------------------------------------------------------------- name= (pallas_call's)
+def _scaled(x, y):
+  y[...] = x[...] * 2
+
+
+@pytest.mark.parametrize("name, symbol", [("rms_norm_fwd", "rms_norm_fwd"), ("attention/fwd", "attention_fwd"),
+                                          ("2d_pool", "_2d_pool")])
+def test_name_names_the_kernel_in_its_module_and_custom_call(name, symbol):
+  """It was MG006 ("drop name="); a name with characters a symbol has not is spelt with underscores."""
+  k = mg.mgpu_kernel(out_shape=lambda x: x, name=name)(_scaled)
+  x = np.random.default_rng(0).standard_normal(128).astype(np.float32)
+  np.testing.assert_array_equal(np.asarray(k(x, interpret=True)), x * 2)
+  text = _exports(k, S((128,), F32))
+  assert f"func.func private @{symbol}(" in text
+  assert "func.func private @_scaled(" not in text
+  assert k.__name__ == "_scaled"            # (the Python function keeps its name)
+
+
+def test_name_must_be_a_string():
+  with pytest.raises(mg.SignatureError) as info:
+    mg.mgpu_kernel(out_shape=lambda x: x, name=3)(_scaled)
+  e = info.value
+  assert e.code == "MG006"
+  assert e.message == "name= names the kernel in profiles: a string with a letter or digit, got int 3"
+  assert e.hint == 'name="_scaled" (or leave it out: the def\'s name)'
+
+
+# ---------------------------------------------------------------- jax.vmap and jax.grad of a helper
+def _row_normalised(r):
+  return r / jnp.sum(r)
+
+
+def _energy(r):
+  return jnp.sum(r * r)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def vmapped_rows(x, y):
+  y[...] = jax.vmap(_row_normalised)(x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def vmapped_columns(x, y):
+  t = x[...]
+  y[...] = jax.vmap(_row_normalised, in_axes=1, out_axes=1)(t)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def grad_helper(x, y):
+  y[...] = jax.grad(_energy)(x[...])
+
+
+@ml.inline
+def _row_normalised_tile(t):
+  return t / jnp.sum(t, axis=1, keepdims=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def rows_as_hinted(x, y):
+  y[...] = _row_normalised_tile(x[...])
+
+
+def test_a_vmapped_helper_is_hinted_as_the_computation_over_the_tile():
+  """The hint said to decorate the helper with @ml.inline, which computes the helper once, unmapped."""
+  expect(vmapped_rows, [S((16, 32), F32)], mg.KernelTypeError, "jax.vmap(",
+         "jax.vmap(_row_normalised) cannot take a register tensor inside a kernel",
+         hint="jax.vmap runs _row_normalised once per slice of x[...] along axis 0, which a kernel does not do (it"
+              " computes on whole tiles): write _row_normalised for the whole tile, the mapped axis kept, a slice's"
+              " reductions over the other axes with keepdims=True (a slice's jnp.sum(r) is jnp.sum(x[...], axis=1,"
+              " keepdims=True)), and call that (an @ml.inline helper); or loop over the slices with a static for i"
+              " in range(n)")
+  e = expect(vmapped_columns, [S((16, 32), F32)], mg.KernelTypeError, "jax.vmap(",
+             "jax.vmap(_row_normalised, in_axes=1, out_axes=1) cannot take a register tensor inside a kernel")
+  assert "along axis 1" in e.hint and "jnp.sum(t, axis=0, keepdims=True)" in e.hint
+  e = expect(grad_helper, [S((64,), F32)], mg.KernelTypeError, "jax.grad(",
+             "jax.grad(_energy) cannot take a register tensor inside a kernel")
+  assert e.hint.startswith("a kernel has no automatic derivatives: write the derivative's formula")
+  x = np.random.default_rng(1).uniform(0.5, 1.5, (16, 32)).astype(np.float32)     # what the hint writes is the map
+  np.testing.assert_allclose(np.asarray(rows_as_hinted(x, interpret=True)),
+                             np.asarray(jax.vmap(_row_normalised)(x)), rtol=1e-6)
+
+
+# ---------------------------------------------------------------- jax.debug.print of spread arguments
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def spread_prints(x, y):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 64, 64)][...]
+  pair = (ml.min(v), ml.max(v))
+  jax.debug.print("{} {}", *pair)
+  jax.debug.print("pid {} lo {} hi {:.1f}", i, *[ml.min(v), ml.max(v)])
+  stats = {"m": ml.sum(v), "n": 64}
+  jax.debug.print("sum={m} n={n}", **stats)
+  jax.debug.print("{}/{}", *divmod(i, 2))
+  y.at[ml.ds(i * 64, 64)][...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def spread_too_few(x, y):
+  v = x[...]
+  jax.debug.print("{} {} {}", *(ml.min(v), ml.max(v)))
+  y[...] = v
+
+
+def test_debug_print_spreads_a_tuple_and_a_dict(capsys):
+  """`*pair` and `**stats` were MG003 ("not a format a kernel reads")."""
+  x = np.random.default_rng(2).integers(-50, 50, 128).astype(np.float32)     # (exact in any print)
+  np.testing.assert_array_equal(np.asarray(spread_prints(x, interpret=True)), x)
+  want = []
+  for i in range(2):
+    p, v = f"[program ({i}, 0, 0)]", x[i * 64:(i + 1) * 64]
+    lo, hi = float(v.min()), float(v.max())
+    want += [f"{p} {lo} {hi}", f"{p} pid {i} lo {lo} hi {hi:.1f}", f"{p} sum={float(v.sum())} n=64",
+             f"{p} {i // 2}/{i % 2}"]
+  assert [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("[program")] == want
+  spec = S((128,), F32)
+  assert "gpu.printf" in spread_prints.mlir(spec)
+  assert "mosaic_gpu" in _exports(spread_prints, spec)
+  expect(spread_too_few, [S((128,), F32)], mg.KernelTypeError, "jax.debug.print(",     # (a spread too short)
+         "jax.debug.print's format '{} {} {}' is not one a kernel reads with these arguments")
