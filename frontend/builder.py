@@ -35,6 +35,7 @@ class Builder:
     self.counts_from: dict = {}           # a run-time loop's index id -> its start (it counts up; ops/run_stores.py)
     self.static_loops: dict = {}          # index id -> (name, line, range text) of a run-time range() with static bounds
     self.weak: set = set()                # ids of values standing for a Python number a loop carries
+    self.default_ints: set = set()        # ids of int32 indices jnp gives as int64 under x64 (ops/default_ints.py)
     self.weak_inputs: set = set()         # ids of 0-d inputs made of Python numbers: s[...] is weakly typed
     self.scalar_params: set = set()       # ids of the ml.scalar parameters' values (for hints)
     self.inline_stack: list = []          # the @ml.inline calls being traced: (call site, helper name)

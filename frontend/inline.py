@@ -58,7 +58,8 @@ def call_inline(tracer, node, fn, args, kwargs):
           f"{tree.name}(...) gives no value: {tree.name} has no return statement with a value, so its call is"
           f" None", loc, hint=f"end {tree.name} with `return <its result>`, or, where it only writes refs, call it"
                               f" as a statement of its own: {tracer.text(node)}")
-    child.run_body(without_return(tree.body, None if bare else _value(tree.name)))
+    from .with_scopes import returns_opened    # (a return under a run-time if in a `with jax.named_scope(...)`)
+    child.run_body(without_return(returns_opened(child, tree.body), None if bare else _value(tree.name)))
   finally:
     tracer.b.inline_stack.pop()
   for e in tracer.errors[before:]:

@@ -146,3 +146,108 @@ def test_debug_print_spreads_a_tuple_and_a_dict(capsys):
   assert "mosaic_gpu" in _exports(spread_prints, spec)
   expect(spread_too_few, [S((128,), F32)], mg.KernelTypeError, "jax.debug.print(",     # (a spread too short)
          "jax.debug.print's format '{} {} {}' is not one a kernel reads with these arguments")
+
+
+# ---------------------------------------------------------------- jnp's default integer under jax_enable_x64
+I64S = lambda shape: S(shape, I64)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (I64S((16,)), I64S((16, 1)), I64S((16, 32)), I64S((1,))))
+def x64_indices(x, best, worst, order, flat):
+  t = x[...]
+  best[...] = jnp.argmax(t, axis=1)
+  worst[...] = jnp.argmin(t, axis=1)[:, None]
+  order[...] = jnp.argsort(t, axis=-1)
+  flat[0] = jnp.argmax(t)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (I64S((16, 32)), I64S((32,)), x))
+def x64_aranges(x, grid_cols, cols, same):
+  grid_cols[...] = jnp.broadcast_to(jnp.arange(32)[None, :], (16, 32))
+  cols[...] = jnp.arange(32).reshape(32)
+  same[...] = x[...] + jnp.argmax(x[...], axis=1, keepdims=True)      # (into int32: stored as it is)
+
+
+def test_x64_indices_store_into_int64_outputs_as_jnps():
+  """Under jax_enable_x64 jnp's indices are int64; the kernel's were int32, MG102 into an int64 output."""
+  rng = np.random.default_rng(3)
+  x = rng.standard_normal((16, 32)).astype(np.float32)
+  xi = rng.integers(-9, 9, (16, 32)).astype(np.int32)
+  with jax.enable_x64(True):
+    want = (jnp.argmax(x, axis=1), jnp.argmin(x, axis=1)[:, None], jnp.argsort(x, axis=-1), jnp.argmax(x)[None])
+    for got, w in zip(x64_indices(x, interpret=True), want):
+      assert got.dtype == w.dtype == jnp.int64
+      np.testing.assert_array_equal(np.asarray(got), np.asarray(w))
+    want = (jnp.broadcast_to(jnp.arange(32)[None, :], (16, 32)), jnp.arange(32),
+            (xi + jnp.argmax(xi, axis=1, keepdims=True)).astype(jnp.int32))
+    for got, w in zip(x64_aranges(xi, interpret=True), want):
+      assert got.dtype == w.dtype
+      np.testing.assert_array_equal(np.asarray(got), np.asarray(w))
+    assert "mosaic_gpu" in _exports(x64_indices, S((16, 32), F32))
+    assert "mosaic_gpu" in _exports(x64_aranges, S((16, 32), I32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: I64S((16,)))
+def x64_int_sum(x, o):
+  o[...] = jnp.sum(x[...], axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: I64S((128,)))
+def x64_shifted_arange(x, o):
+  o[...] = jnp.arange(128) + x[0]
+
+
+def test_x64_sums_and_index_arithmetic_into_int64_stay_mg102_with_the_right_hint():
+  """A kernel's sum of int32 is int32 (jnp's, under x64, sums in int64): the hint sums in int64 (it said
+  .astype(jnp.int64), which keeps the int32 wraparound); arithmetic on an index stays int32, still MG102."""
+  with jax.enable_x64(True):
+    expect(x64_int_sum, [S((16, 32), I32)], mg.StoreDtypeError, "o[...]",
+           "cannot store jnp.sum(x[...], axis=1) (int32) into o (GMEM, int64): no implicit conversion",
+           hint="sum in int64: jnp.sum(x[...], axis=1, dtype=jnp.int64) (jnp under jax_enable_x64 sums int32 in"
+                " int64; a kernel's sum of int32 is int32, and .astype(jnp.int64) of it keeps its int32 wraparound)")
+    expect(x64_shifted_arange, [S((4,), I32)], mg.StoreDtypeError, "o[...]",
+           "cannot store jnp.arange(128) + x[0] (int32) into o (GMEM, int64): no implicit conversion")
+  with pytest.raises(mg.SignatureError):           # (without x64 an int64 output is no kernel dtype)
+    x64_indices.check(S((16, 32), F32))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_x64_indices_on_the_gpu_match_interpret_mode():
+  x = np.random.default_rng(4).standard_normal((16, 32)).astype(np.float32)
+  with jax.enable_x64(True):
+    for got, want in zip(jax.jit(x64_indices)(x), x64_indices(x, interpret=True)):
+      assert got.dtype == want.dtype == jnp.int64
+      np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+# ---------------------------------------------------------------- a return under a run-time if in a named scope
+@jax.jit
+def _gate(v, t):
+  with jax.named_scope("gate"):
+    if t > 0:
+      return v * 2
+    else:
+      with jax.named_scope("negative"):
+        return v - 1
+
+
+@mg.mgpu_kernel(out_shape=lambda x, t: x)
+def scoped_returns(x, t, y):
+  def boost(v, s):
+    with jax.profiler.TraceAnnotation("boost"):
+      if s > 1:
+        return v + 10
+    return v
+  y[...] = boost(_gate(x[...], t[0]), t[0])
+
+
+def test_a_return_under_a_run_time_if_in_a_named_scope_of_a_helper():
+  """It was MG001 ("return under a run-time condition in an @ml.inline helper that has a path without a return"):
+  the helpers' return rewriting saw through ifs only, not through a naming with."""
+  x = np.random.default_rng(5).standard_normal(128).astype(np.float32)
+  for t in (-1, 1, 2):
+    want = x * 2 if t > 0 else x - 1
+    want = want + 10 if t > 1 else want
+    np.testing.assert_array_equal(np.asarray(scoped_returns(x, np.array([t], np.int32), interpret=True)), want)
+  assert "mosaic_gpu" in _exports(scoped_returns, S((128,), F32), S((1,), I32))

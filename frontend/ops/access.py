@@ -571,7 +571,7 @@ def _stored_tensor(cx, ref, value):
     raise E.StoreDtypeError(
         f"cannot store {text or 'a value'} ({dtype_name(value.type.dtype)}) into"
         f" {ref.name or 'a ref'} ({t.space}, {dtype_name(t.dtype)}): no implicit conversion", cx.loc,
-        hint=f"convert explicitly: ({text or 'value'}).astype(jnp.{dtype_name(t.dtype)})")
+        hint=widen_hint(cx, value, t.dtype) or f"convert explicitly: ({text or 'value'}).astype(jnp.{dtype_name(t.dtype)})")
   if value.type.shape != t.shape:
     if broadcast_shape(cx, [value.type.shape, t.shape], "ml.store", [value.name or "the value",
                                                                    ref.name or "the window"]) != t.shape:

@@ -144,7 +144,8 @@ class Builtin:
     if self.__name__ in KEEPS_WEAK and bound.args and cx.b is not None:
       x = bound.args[0]
       keep_weak(cx.b, list(x) if isinstance(x, (list, tuple)) else [x], out)
-    return out
+    from .default_ints import mark
+    return mark(cx.b, self.__name__, out)      # jnp.argmax's index: jnp's int64 under x64 (ops/default_ints.py)
 
 
 # Builtins whose result holds their operand's elements, moved: jnp keeps a weakly typed operand's
@@ -159,6 +160,9 @@ def keep_weak(b, sources, out):
   if b is not None and vals and is_value(out) and all(v.id in b.weak for v in vals) \
       and resolve(out.type.dtype) == resolve(vals[0].type.dtype):
     b.weak.add(out.id)
+  if b is not None and vals and is_value(out) and all(v.id in b.default_ints for v in vals) \
+      and resolve(out.type.dtype) == resolve(vals[0].type.dtype):
+    b.default_ints.add(out.id)      # (an index jnp gives as int64, moved: ops/default_ints.py)
   return out
 
 

@@ -328,7 +328,11 @@ def weak_to(cx, w, other):
 
 def weak_as(cx, w, do, like=None):
   """A weakly typed `w` in dtype `do` (of a value of type `like`, a store's ref where None), where
-  jnp converts it: a dtype of its kind, or a float one for a select or fill of Python ints."""
+  jnp converts it: a dtype of its kind, or a float one for a select or fill of Python ints. Stored (`like` None),
+  an index jnp gives as int64 (x64: ops/default_ints.py) widens into an int64 ref."""
+  if like is None:
+    from .default_ints import stored_as
+    w = stored_as(cx, w, do)
   if not (is_value(w) and w.id in cx.b.weak):
     return w
   dw = resolve(w.type.dtype)

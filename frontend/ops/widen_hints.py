@@ -11,8 +11,8 @@ from ..types import resolve
 _NARROW = {DType.bf16: "bfloat16", DType.f16: "float16"}
 
 
-def _sum_in_f32(text: str) -> str | None:
-  """`ml.sum(v, axis=1)` (or `v.sum()`) as written, with dtype=jnp.float32 added; None for other text."""
+def _sum_in_f32(text: str, dtype: str = "float32") -> str | None:
+  """`ml.sum(v, axis=1)` (or `v.sum()`) as written, with dtype=jnp.float32 (`dtype`) added; None for other text."""
   try:
     e = ast.parse(text.strip(), mode="eval").body
   except SyntaxError:
@@ -21,7 +21,7 @@ def _sum_in_f32(text: str) -> str | None:
           and not any(k.arg == "dtype" for k in e.keywords) and len(e.args) <= (2 if _on_ml(e) else 1)):
     return None
   text = text.strip()
-  return f"{text[:-1]}{', ' if e.args or e.keywords else ''}dtype=jnp.float32)"
+  return f"{text[:-1]}{', ' if e.args or e.keywords else ''}dtype=jnp.{dtype})"
 
 
 def _on_ml(call) -> bool:
@@ -29,8 +29,15 @@ def _on_ml(call) -> bool:
 
 
 def widen_hint(cx, value, dtype) -> str | None:
-  """What to write where `value` (16-bit float) meets a float32 ref `dtype`, if it is a sum or a loop carry."""
-  narrow = _NARROW.get(resolve(value.type.dtype))
+  """What to write where `value` (16-bit float) meets a float32 ref `dtype`, if it is a sum or a loop carry; or where
+  a sum of 32-bit or narrower integers meets an int64 ref under jax_enable_x64 (jnp's sum is int64 there)."""
+  d = resolve(value.type.dtype)
+  if resolve(dtype) == DType.i64 and isinstance(d, DType) and d.is_int and d.bits <= 32 and cx.b.x64:
+    fixed = _sum_in_f32(cx.named(value, ""), "int64")      # a sum of int32 into int64 (jnp's, under x64)
+    return None if fixed is None else (
+        f"sum in int64: {fixed} (jnp under jax_enable_x64 sums {d.value} in int64; a kernel's sum of {d.value} is"
+        f" {d.value}, and .astype(jnp.int64) of it keeps its {d.value} wraparound)")
+  narrow = _NARROW.get(d)
   if narrow is None or resolve(dtype) != DType.f32:
     return None
   text = cx.named(value, "")
