@@ -31,11 +31,18 @@ def derivative_error(name: str, loc, inputs=()) -> E.KernelError:
 class _Missing:
   """The kernel a missing derivative belongs to (a primitive's parameter, hashed by identity)."""
 
-  def __init__(self, name: str, loc, inputs=(), at=None):
+  def __init__(self, name: str, loc, inputs=(), at=None, rule=None):
     self.name, self.loc, self.inputs, self.at = name, loc, tuple(inputs), at
+    self.rule = rule          # "forward" / "backward": the call is in a jax.custom_vjp's rule, differentiated again
 
   def error(self) -> E.KernelError:
     e = derivative_error(self.name, self.loc, self.inputs)
+    if self.rule is not None:        # jax.hessian (jax.jacfwd of jax.grad) of a function with a custom_vjp
+      e.hint = (f"the call is in a jax.custom_vjp's {self.rule}, which a second derivative (jax.hessian, jax.jacfwd"
+                f" of jax.grad) differentiates in turn, and JAX takes a custom_vjp's derivative once: define the"
+                f" derivative with jax.custom_jvp instead, its rule computing the primal with the function itself"
+                f" and the tangent in jnp code (@f.defjvp def f_jvp(p, t): return f(p[0]), 2 * p[0] * t[0]), which"
+                f" JAX differentiates to any order; see docs/autodiff.md")
     if self.at is not None and getattr(self.at, "lineno", 0):      # the call jax differentiates (jax.grad's
       e.notes = tuple(e.notes) + (f"{self.at}: the call that jax differentiates",)   # transpose runs after it)
     return e
@@ -107,12 +114,22 @@ def no_derivative(f: Callable, name: str, loc, inputs=(), at=None) -> Callable:
     ts = [t for t in tangents if t.dtype != jax.dtypes.float0]
     avals = tuple(jax.core.ShapedArray(o.shape, o.dtype) for o, x in zip(outs, inexact) if x)
     from .bench import caller_loc
-    here = _Missing(kernel.name, kernel.loc, kernel.inputs, kernel.at or caller_loc())
+    here = _Missing(kernel.name, kernel.loc, kernel.inputs, kernel.at or caller_loc(), _custom_vjp_rule())
     missing = iter(_no_tangent_primitive().bind(*ts, avals=avals, kernel=here))
     return outs, type(outs)(next(missing) if x else np.zeros(o.shape, jax.dtypes.float0)
                             for o, x in zip(outs, inexact))
 
   return call
+
+
+def _custom_vjp_rule() -> str | None:
+  """"forward" or "backward" where a kernel's call being differentiated runs in a jax.custom_vjp's rule (JAX's
+  `_flatten_fwd` / `_flatten_bwd` on the stack: a derivative of the derivative, jax.hessian's); else None."""
+  import traceback
+  for frame in reversed(traceback.extract_stack()):
+    if frame.filename.endswith("custom_derivatives.py") and frame.name in ("_flatten_fwd", "_flatten_bwd"):
+      return "forward" if frame.name == "_flatten_fwd" else "backward"
+  return None
 
 
 def jnp_inexact(dtype) -> bool:

@@ -251,3 +251,48 @@ def test_a_return_under_a_run_time_if_in_a_named_scope_of_a_helper():
     want = want + 10 if t > 1 else want
     np.testing.assert_array_equal(np.asarray(scoped_returns(x, np.array([t], np.int32), interpret=True)), want)
   assert "mosaic_gpu" in _exports(scoped_returns, S((128,), F32), S((1,), I32))
+
+
+# ---------------------------------------------------------------- jax.hessian of a kernel under jax.custom_vjp
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def _square(x, y):
+  y[...] = x[...] * x[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, g: x)
+def _square_bwd(x, g, dx):
+  dx[...] = 2 * x[...] * g[...]
+
+
+@jax.custom_vjp
+def _sq_vjp(x):
+  return _square(x, interpret=True)
+
+
+_sq_vjp.defvjp(lambda x: (_square(x, interpret=True), x), lambda x, g: (_square_bwd(x, g, interpret=True),))
+
+
+@jax.custom_jvp
+def _sq_jvp(x):
+  return _square(x, interpret=True)
+
+
+@_sq_jvp.defjvp
+def _sq_jvp_rule(p, t):
+  return _sq_jvp(p[0]), 2 * p[0] * t[0]
+
+
+def test_hessian_of_a_custom_vjp_kernel_says_to_use_custom_jvp():
+  """MG009's hint said to wrap the call in a jax.custom_vjp, which it already was."""
+  x = np.random.default_rng(6).standard_normal(8).astype(np.float32)
+  for loss, rule in ((lambda a: jnp.sum(_sq_vjp(a) * a), "forward"),
+                     (lambda a: jnp.sum(jax.grad(lambda b: jnp.sum(_sq_vjp(b) * b))(a)), "backward")):
+    with pytest.raises(mg.DifferentiationError) as info:
+      jax.hessian(loss)(x) if rule == "forward" else jax.grad(loss)(x)
+    e = info.value
+    assert e.code == "MG009"
+    assert e.hint.startswith(f"the call is in a jax.custom_vjp's {rule}, which a second derivative (jax.hessian,"
+                             " jax.jacfwd of jax.grad) differentiates in turn, and JAX takes a custom_vjp's"
+                             " derivative once: define the derivative with jax.custom_jvp instead")
+  got = jax.hessian(lambda a: jnp.sum(_sq_jvp(a) * a))(x)       # what the hint writes: every order
+  np.testing.assert_allclose(np.asarray(got), np.asarray(jax.hessian(lambda a: jnp.sum(a * a * a))(x)), rtol=1e-5)
