@@ -409,7 +409,11 @@ def trace_form(tracer, node, form, operands, names=()):
   saved = {t: tracer.env.get(t, _MISSING) for t in temps + ["_jnp_ml_"]}
   tracer.env.update(dict(zip(temps, operands)), _jnp_ml_=language)
   try:
-    return tracer.eval(tree)
+    out = tracer.eval(tree)
+    for v in out if isinstance(out, tuple) else (out,):
+      if "_jnp_" in (getattr(v, "name", None) or ""):     # named as the user wrote the call, not as the form
+        v.name = tracer.text(node)
+    return out
   except E.KernelError as e:
     for t, name in zip(temps, names):
       if name:

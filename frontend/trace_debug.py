@@ -39,7 +39,7 @@ def trace_print(self, node):
   for i, (a, x) in enumerate(items):
     if i:
       parts.append(sep)
-    a = as_fstring(a) or a          # "{} of {}".format(i, n), "%d: %.3f" % (i, s): the f-strings they mean
+    a = as_fstring(_spread_format(self, a)) or a     # "{} of {}".format(i, n), "%d: %.3f" % (i, s): f-strings
     if a is None:
       parts.append(x if is_value(x) else str(x))
     elif isinstance(a, ast.JoinedStr):
@@ -147,13 +147,35 @@ def trace_debug_print(self, node, shown):
   return trace_print(self, printed)
 
 
+def _spread_format(self, node):
+  """`"...".format(*pair, **named)` and `"%d %d" % pair` of a tuple the kernel holds: the arguments spread
+  (`pair[0], pair[1]`), so as_fstring reads one per field (probe 50d); any other node as it is."""
+  import copy
+  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format" and \
+      isinstance(node.func.value, ast.Constant) and isinstance(node.func.value.value, str):
+    node = copy.copy(node)
+    node.args, node.keywords = _spread(self, node.args, node.keywords)
+  elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant) and \
+      isinstance(node.left.value, str) and not isinstance(node.right, (ast.Tuple, ast.Constant)):
+    held = self.eval(node.right)
+    if isinstance(held, (tuple, list)):
+      node = copy.copy(node)
+      node.right = ast.copy_location(ast.Tuple(elts=[_item(node.right, i) for i in range(len(held))],
+                                               ctx=ast.Load()), node.right)
+  return node
+
+
+def _item(value, key):
+  """`value[key]`, at `value`'s place."""
+  return ast.copy_location(ast.Subscript(value=value, slice=ast.copy_location(ast.Constant(value=key), value),
+                                         ctx=ast.Load()), value)
+
+
 def _spread(self, args, keywords):
   """`*pair` and `**named` of a print's arguments, a tuple or list (a dict of str keys) the kernel holds: their
   elements as arguments of their own, `pair[0], pair[1]` (`named["m"]`), so each field reads one; others kept
   (the format's MG003 then names them)."""
-  def item(value, key):
-    return ast.copy_location(ast.Subscript(value=value, slice=ast.copy_location(ast.Constant(value=key), value),
-                                           ctx=ast.Load()), value)
+  item = _item
   spread = []
   for a in args:
     held = self.eval(a.value) if isinstance(a, ast.Starred) else None

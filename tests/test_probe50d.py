@@ -2,7 +2,10 @@
 refused ("drop it"): it names the kernel in the module, its custom call and profiles; a `jax.vmap`-wrapped (or
 `jax.grad`-wrapped) helper called in a kernel was MG003 whose hint said `@ml.inline` (which computes without the
 map): the hint now writes the mapped computation over the whole tile; `jax.debug.print("{} {}", *pair)` (and
-`**named`) was MG003: a tuple or dict the kernel holds spreads into the print's fields."""
+`**named`, print's `"...".format(*pair)` and `"..." % pair`) was MG003: a tuple or dict the kernel holds spreads
+into the fields. Under jax_enable_x64 jnp's int64 indices and counts (argmax, arange, argsort, count_nonzero), int32
+in a kernel, were MG102 into int64 outputs; a return under a run-time if in a `with jax.named_scope(...)` of a
+helper was MG001; jax.hessian of a kernel under jax.custom_vjp was MG009 whose hint said to use jax.custom_vjp."""
 from __future__ import annotations
 
 import jax
@@ -120,6 +123,8 @@ def spread_prints(x, y):
   stats = {"m": ml.sum(v), "n": 64}
   jax.debug.print("sum={m} n={n}", **stats)
   jax.debug.print("{}/{}", *divmod(i, 2))
+  print("{} {}".format(*pair))                  # (print's str.format and % spread the same)
+  print("lo=%.1f hi=%.1f" % pair)
   y.at[ml.ds(i * 64, 64)][...] = v
 
 
@@ -139,7 +144,7 @@ def test_debug_print_spreads_a_tuple_and_a_dict(capsys):
     p, v = f"[program ({i}, 0, 0)]", x[i * 64:(i + 1) * 64]
     lo, hi = float(v.min()), float(v.max())
     want += [f"{p} {lo} {hi}", f"{p} pid {i} lo {lo} hi {hi:.1f}", f"{p} sum={float(v.sum())} n=64",
-             f"{p} {i // 2}/{i % 2}"]
+             f"{p} {i // 2}/{i % 2}", f"{p} {lo} {hi}", f"{p} lo={lo:.1f} hi={hi:.1f}"]
   assert [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("[program")] == want
   spec = S((128,), F32)
   assert "gpu.printf" in spread_prints.mlir(spec)
@@ -296,3 +301,34 @@ def test_hessian_of_a_custom_vjp_kernel_says_to_use_custom_jvp():
                              " derivative once: define the derivative with jax.custom_jvp instead")
   got = jax.hessian(lambda a: jnp.sum(_sq_jvp(a) * a))(x)       # what the hint writes: every order
   np.testing.assert_allclose(np.asarray(got), np.asarray(jax.hessian(lambda a: jnp.sum(a * a * a))(x)), rtol=1e-5)
+
+
+# ---------------------------------------------------------------- counts under x64; a form's value named as written
+@mg.mgpu_kernel(out_shape=lambda x: (I64S(()), I64S((16,)), I64S((16, 1))))
+def x64_counts(x, total, per_row, kept):
+  t = x[...]
+  total[...] = jnp.count_nonzero(t > 0)
+  per_row[...] = jnp.sum(t > 0, axis=1)
+  kept[...] = jnp.count_nonzero(t, axis=1, keepdims=True)
+
+
+def test_x64_counts_store_into_int64_outputs_as_jnps():
+  """A count (a sum of booleans: int64 in jnp under x64, exact in int32) was MG102 into an int64 output, its
+  message naming the form's temporaries (`_jnp_ml_.sum(_jnp_arg0_, ...)`)."""
+  x = np.random.default_rng(7).integers(-2, 3, (16, 32)).astype(np.float32)
+  with jax.enable_x64(True):
+    want = (jnp.count_nonzero(x > 0), jnp.sum(x > 0, axis=1), jnp.count_nonzero(x, axis=1, keepdims=True))
+    for got, w in zip(x64_counts(x, interpret=True), want):
+      assert got.dtype == w.dtype == jnp.int64
+      np.testing.assert_array_equal(np.asarray(got), np.asarray(w))
+    assert "mosaic_gpu" in _exports(x64_counts, S((16, 32), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), F32))
+def count_into_float(x, y):
+  y[...] = jnp.count_nonzero(x[...] > 3)
+
+
+def test_a_forms_value_is_named_as_the_user_wrote_the_call():
+  expect(count_into_float, [S((16, 32), F32)], mg.StoreDtypeError, "y[...]",
+         "cannot store jnp.count_nonzero(x[...] > 3) (int32) into y (GMEM, float32): no implicit conversion")

@@ -105,14 +105,14 @@ def scalar_store(cx, ref, value):
                             hint="store a number or a scalar")
   if is_value(value) and resolve(value.type.dtype) == DType.bool_ and resolve(t.dtype) != DType.bool_:
     raise E.StoreDtypeError(
-        f"cannot store {value.name or 'a boolean scalar'} (bool) into {what} ({t.space},"
+        f"cannot store {cx.named(value, '') or 'a boolean scalar'} (bool) into {what} ({t.space},"
         f" {dtype_name(t.dtype)}): no implicit conversion", cx.loc,
         hint=f"make it a number: ml.where({cx.named(value, 'cond')}, 1, 0)")
   check_python_int(cx, value, t.dtype, f"the store into {what}")
   value = ew.weak_as(cx, value, resolve(t.dtype))     # out[i] = ml.where(c, 2.0, 0.5) into bfloat16
   if is_value(value) and unify(t.dtype, value.type.dtype, cx.loc, f"store into {what}") is None:
     raise E.StoreDtypeError(
-        f"cannot store {value.name or 'a scalar'} ({dtype_name(value.type.dtype)}) into {what}"
+        f"cannot store {cx.named(value, '') or 'a scalar'} ({dtype_name(value.type.dtype)}) into {what}"
         f" ({t.space}, {dtype_name(t.dtype)}): no implicit conversion", cx.loc,
         hint=widen_hint(cx, value, t.dtype)
         or f"convert explicitly: ({cx.named(value, 'value')}).astype(jnp.{dtype_name(t.dtype)})")

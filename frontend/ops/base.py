@@ -145,7 +145,7 @@ class Builtin:
       x = bound.args[0]
       keep_weak(cx.b, list(x) if isinstance(x, (list, tuple)) else [x], out)
     from .default_ints import mark
-    return mark(cx.b, self.__name__, out)      # jnp.argmax's index: jnp's int64 under x64 (ops/default_ints.py)
+    return mark(cx.b, self.__name__, out, bound.args)      # jnp.argmax's index: jnp's int64 under x64 (ops/default_ints.py)
 
 
 # Builtins whose result holds their operand's elements, moved: jnp keeps a weakly typed operand's
