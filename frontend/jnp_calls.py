@@ -382,7 +382,11 @@ def formula(tracer, cx, node, fn, args, kwargs):
       _refuse(cx, shown, None, p.name, given[p.name])
   from .ops.base import is_value
   try:
-    return trace_form(tracer, node, form, operands, [cx.named(op, "") if is_value(op) else "" for op in operands])
+    out = trace_form(tracer, node, form, operands, [cx.named(op, "") if is_value(op) else "" for op in operands])
+    if name == "arange" and operands[3] is None:     # jnp.arange(a, b, s) of ints: int64 in jnp under x64, exact
+      from .ops.default_ints import mark          # here (its stop fits int32, or the form refused it)
+      mark(cx.b, "arange", out)
+    return out
   except E.KernelError as e:          # (a form_helpers helper's step: reported at the call, in the call's words)
     if not (e.filename or "").endswith("form_helpers.py") or isinstance(e, E.InternalError):
       raise

@@ -166,10 +166,12 @@ def x64_indices(x, best, worst, order, flat):
   flat[0] = jnp.argmax(t)
 
 
-@mg.mgpu_kernel(out_shape=lambda x: (I64S((16, 32)), I64S((32,)), x))
-def x64_aranges(x, grid_cols, cols, same):
+@mg.mgpu_kernel(out_shape=lambda x: (I64S((16, 32)), I64S((32,)), I64S((32,)), I64S((16,)), x))
+def x64_aranges(x, grid_cols, cols, positions, evens, same):
   grid_cols[...] = jnp.broadcast_to(jnp.arange(32)[None, :], (16, 32))
   cols[...] = jnp.arange(32).reshape(32)
+  positions[...] = jnp.arange(1, 33)
+  evens[...] = jnp.arange(30, -2, -2)
   same[...] = x[...] + jnp.argmax(x[...], axis=1, keepdims=True)      # (into int32: stored as it is)
 
 
@@ -183,8 +185,8 @@ def test_x64_indices_store_into_int64_outputs_as_jnps():
     for got, w in zip(x64_indices(x, interpret=True), want):
       assert got.dtype == w.dtype == jnp.int64
       np.testing.assert_array_equal(np.asarray(got), np.asarray(w))
-    want = (jnp.broadcast_to(jnp.arange(32)[None, :], (16, 32)), jnp.arange(32),
-            (xi + jnp.argmax(xi, axis=1, keepdims=True)).astype(jnp.int32))
+    want = (jnp.broadcast_to(jnp.arange(32)[None, :], (16, 32)), jnp.arange(32), jnp.arange(1, 33),
+            jnp.arange(30, -2, -2), (xi + jnp.argmax(xi, axis=1, keepdims=True)).astype(jnp.int32))
     for got, w in zip(x64_aranges(xi, interpret=True), want):
       assert got.dtype == w.dtype
       np.testing.assert_array_equal(np.asarray(got), np.asarray(w))
