@@ -130,15 +130,20 @@ _F, _H = DType.f32, (DType.f16, DType.bf16)
 _I = (DType.i32, DType.u32)
 # f32 max and min in GMEM have no `red` of their own: they are two integer `red`s on the float's bits
 # (lowering/atomic.py, _f32_extreme_red), one element at a time.
-ATOMIC_GMEM = {"add": frozenset((_F, *_H, *_I)), "max": frozenset((_F, *_H, *_I)), "min": frozenset((_F, *_H, *_I))}
+# int64 (jax_enable_x64) too, one `red.add.u64` / `.max.s64` / `.min.s64` per element (probe 50c).
+ATOMIC_GMEM = {"add": frozenset((_F, *_H, *_I, DType.i64)), "max": frozenset((_F, *_H, *_I, DType.i64)),
+               "min": frozenset((_F, *_H, *_I, DType.i64))}
 ATOMIC_SMEM = {"add": frozenset((_F, *_H, *_I)), "max": frozenset(_I), "min": frozenset(_I)}
-# (int64 with jax_enable_x64: one `red.add.u64` / `red.max.s64` of a single element, probe 49c)
-ATOMIC_SCALAR = {"add": frozenset((_F, *_I, DType.i64)), "max": frozenset((_F, *_I, DType.i64)),
+# (int64 with jax_enable_x64: one `red.add.u64` / `red.max.s64` of a single element, probe 49c; float16 and
+# bfloat16 add: `red.add.noftz.f16` / `.bf16`, as a scatter's elements take, probe 50c)
+ATOMIC_SCALAR = {"add": frozenset((_F, *_H, *_I, DType.i64)), "max": frozenset((_F, *_I, DType.i64)),
                  "min": frozenset((_F, *_I, DType.i64))}
 # One element a `red` from every thread (scatters): float16/bfloat16 add one element at a time
 # (`red.add.noftz.f16`, as tensor atomics of odd pairs do); their max and min come in pairs only; float32
 # max and min are two integer `red`s on the bits, as in ATOMIC_GMEM.
-ATOMIC_ELEMENT = {"add": frozenset((_F, *_H, *_I)), "max": frozenset((_F, *_I)), "min": frozenset((_F, *_I))}
+# int64 add, max and min (jax_enable_x64's ints: `red.add.u64`, `red.max.s64`; probe 50c).
+ATOMIC_ELEMENT = {"add": frozenset((_F, *_H, *_I, DType.i64)), "max": frozenset((_F, *_I, DType.i64)),
+                  "min": frozenset((_F, *_I, DType.i64))}
 # Scatters into an SMEM buffer (a CTA's histogram, probe 46k): `red.shared::cta` one element at a time,
 # float32, float16, bfloat16 and 32-bit integer add (the 16-bit ones `red.shared::cta.add.noftz.f16`, as an
 # SMEM window's odd elements take, probe 47d), 32-bit integer max and min, and float32 max and min as two
@@ -149,8 +154,10 @@ ATOMIC_SMEM_ELEMENT = {"add": frozenset((_F, *_H, *_I)), "max": frozenset((_F, *
 # 32-bit integers, atom.max and atom.min 32-bit integers.
 # int64 too (jax_enable_x64's default ints: a 64-bit ticket or lock): atom.add.u64, max/min.s64, cas/exch.b64.
 # float32 max and min too: one integer atom on the bits, by the value's sign (lowering/atomic_rmw.py, probe 49c).
-ATOMIC_FETCH = {"add": frozenset((_F, *_I, DType.i64)), "max": frozenset((_F, *_I, DType.i64)),
-                "min": frozenset((_F, *_I, DType.i64)), "cas": frozenset((_F, *_I, DType.i64)),
+# float16 and bfloat16 add and cas (probe 50c): atom.add.noftz.f16 / .bf16 and atom.cas.b16 (PTX has no 16-bit
+# exch, max or min).
+ATOMIC_FETCH = {"add": frozenset((_F, *_H, *_I, DType.i64)), "max": frozenset((_F, *_I, DType.i64)),
+                "min": frozenset((_F, *_I, DType.i64)), "cas": frozenset((_F, *_H, *_I, DType.i64)),
                 "exch": frozenset((_F, *_I, DType.i64))}
 # Triton's bitwise atomics (probe 49c): `red`/`atom` and, or, xor of 32-bit integers (.b32) everywhere.
 for _t in (ATOMIC_GMEM, ATOMIC_SMEM, ATOMIC_SCALAR, ATOMIC_ELEMENT, ATOMIC_SMEM_ELEMENT, ATOMIC_FETCH):

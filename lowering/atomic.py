@@ -146,9 +146,9 @@ def _atomic_update(ctx, o):
     if t.layout.drop:
       _replicated_update(x, mem, o.kind, t.dtype)
     elif tiled is None and (odd_pairs(t) or t.dtype == DType.f32 and o.kind != AtomicKind.ADD
-                            or _unaligned(o, layout_of(t))):
-      # f16/bf16 held one element per register; f32 max/min; a window at a start not proven a multiple
-      # of the vector length (vector `red` faults there, as a vector store does)
+                            or t.dtype == DType.i64 or _unaligned(o, layout_of(t))):
+      # f16/bf16 held one element per register; f32 max/min; int64 (`red.add.u64`, probe 50c); a window at a
+      # start not proven a multiple of the vector length (vector `red` faults there, as a vector store does)
       _update_each_element(x, mem, o.kind, t.dtype)
     elif tiled is not None:
       x.store_tiled(mem, swizzle=tiled.swizzle, atomic=o.kind.value)

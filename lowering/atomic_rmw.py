@@ -42,6 +42,8 @@ def atom(ptr, kind: AtomicKind, d: DType, value, cmp=None, sem="acq_rel", scope=
     args = [ptr, cmp, value] if kind == AtomicKind.CAS else [ptr, value]
     text = f"atom{order}.{ty} $0, [$1], $2" + (", $3;" if kind == AtomicKind.CAS else ";")
     return _asm(text, args, "=l,l,l" + (",l" if kind == AtomicKind.CAS else ""), ir.IntegerType.get_signless(64))
+  if d in (DType.f16, DType.bf16):  # (probe 50c: atom.add.noftz.f16 / .bf16 and atom.cas.b16, "h" registers)
+    return _half_atom(ptr, kind, d, value, cmp, order)
   if kind in _OPS:
     args = [ptr, _bits(value, d)] + ([_bits(cmp, d)] if kind == AtomicKind.CAS else [])
     text = f"atom{order}.{_OPS[kind]} $0, [$1], $2" + (", $3;" if kind == AtomicKind.CAS else ";")
@@ -55,6 +57,20 @@ def atom(ptr, kind: AtomicKind, d: DType, value, cmp=None, sem="acq_rel", scope=
     return _asm(f"atom{order}.add.f32 $0, [$1], $2;", [ptr, value], "=f,l,f", ir.F32Type.get())
   ty = "b32" if kind in (AtomicKind.AND, AtomicKind.OR, AtomicKind.XOR) else "s32" if d == DType.i32 else "u32"
   return _asm(f"atom{order}.{kind.value}.{ty} $0, [$1], $2;", [ptr, value], "=r,l,r", i32)
+
+
+def _half_atom(ptr, kind: AtomicKind, d: DType, value, cmp, order: str):
+  """A float16 or bfloat16 element's add or cas with its old value: the float's 16 bits in an "h" register (a
+  cas compares bits, as the 32-bit one does)."""
+  i16 = ir.IntegerType.get_signless(16)
+  ty = value.type
+  b = lambda v: arith.bitcast(i16, v)
+  if kind == AtomicKind.CAS:      # PTX's order: [a] == b ? c : [a]
+    old = _asm(f"atom{order}.cas.b16 $0, [$1], $2, $3;", [ptr, b(cmp), b(value)], "=h,l,h,h", i16)
+  else:
+    name = "f16" if d == DType.f16 else "bf16"
+    old = _asm(f"atom{order}.add.noftz.{name} $0, [$1], $2;", [ptr, b(value)], "=h,l,h", i16)
+  return arith.bitcast(ty, old)
 
 
 def _f32_extreme_atom(ptr, kind: AtomicKind, value, order: str):
@@ -138,7 +154,7 @@ def fenced(ctx, o, emit):
 
 # ---------------------------------------------------------------- a tensor's old values (probe 49c)
 def _zero(ty):
-  return arith.constant(ty, 0.0 if isinstance(ty, ir.F32Type) else 0)
+  return arith.constant(ty, 0 if isinstance(ty, ir.IntegerType) else 0.0)
 
 
 def old_values(ctx, o, x, place, keep=None, cmp=None):
