@@ -221,16 +221,16 @@ MAX_WHILE_ITERATIONS = 10 ** 7
 
 def _loop_memory(o) -> tuple[bool, bool]:
   """(whether a trip of While `o` may write memory or wait on a cluster's peers, whether it reads memory).
-  A single-element atomic that returns the old value (a cas, an xchg) reads, and writes only where it changes
-  the element, which the trip then counts (interpret_sync.py)."""
+  An atomic that returns the old value (a cas, an xchg; of a single element or a tensor) reads, and writes only
+  where it changes an element, which the trip then counts (interpret_sync.py)."""
   from ..frontend import ir as fir
   from ..frontend.ops.atomic import AtomicUpdate
-  from .interpret_sync import fetches
+  from .interpret_sync import olds
   writes = reads = False
   for x in (*fir.walk(o.before), *fir.walk(o.body)):
     if isinstance(x, ClusterSync):
       writes = True
-    if isinstance(x, AtomicUpdate) and fetches(x):
+    if isinstance(x, AtomicUpdate) and olds(x):         # (a tensor's old values too: probe 50c)
       reads = True
       continue
     for _, kind in fir.traits_of(x).effects(x):

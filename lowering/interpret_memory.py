@@ -23,7 +23,7 @@ from .interpret_numerics import np_dtype, poison
 from ..frontend.ops.access import ScalarRead
 from ..frontend.types import RefType
 from ..frontend.ops.atomic import AtomicKind, identity
-from .interpret_sync import Order, fetches
+from .interpret_sync import Order, olds
 
 from ..frontend.errors import InterpretError, OutOfBoundsError, RaceError  # noqa: E402,F401
 
@@ -244,7 +244,7 @@ class Memory:
       mine = "updates" if atomic else "writes" if write else "reads"
       self.report_race(cta, ref, index, o, bad, w, {"writes": w, "reads": r, "updates": a}[met], met, rid, mine)
     # (an access that comes after another program's takes its place: what comes after it comes after both)
-    if (write or atomic) and not (atomic and type(o).__name__ == "AtomicUpdate" and fetches(o)):
+    if (write or atomic) and not (atomic and type(o).__name__ in ("AtomicUpdate", "ScatterUpdate") and olds(o)):
       self.changes += 1                    # (a cas, an xchg, an old value: counted by rmw where it changes the element)
     if atomic:
       a[index] = np.where((a[index] == -1) | known(a), me, -2)

@@ -29,6 +29,19 @@ def fetches(o) -> bool:
                                    or o.sem != "relaxed")
 
 
+def olds(o) -> bool:
+  """Whether the atomic `o` returns old values: fetches(o), or a tensor's atomic (a window's or a scatter's) with
+  a result or a cas or xchg (probe 50c: a spin on it, Triton's per-element locks, reads and counts its changes)."""
+  return fetches(o) or bool(o.results) or o.kind in (AtomicKind.CAS, AtomicKind.XCHG)
+
+
+def _changed(cta, old, new) -> None:
+  """Count a tensor atomic's change of memory (a waiting program's progress, as rmw counts a single element's)."""
+  if np.asarray(old).tobytes() != np.asarray(new).tobytes():
+    cta.rmw_changes = getattr(cta, "rmw_changes", 0) + 1
+    cta.m.changes += 1
+
+
 def _merge(a: dict, b: dict) -> dict:
   out = dict(a)
   for k, t in b.items():
@@ -149,7 +162,7 @@ class Order:
   def needed(kernel) -> bool:
     from ..frontend import ir
     from ..frontend.ops.atomic import AtomicUpdate
-    return any(isinstance(o, AtomicUpdate) and fetches(o) for o in ir.walk(kernel.body))
+    return any(isinstance(o, AtomicUpdate) and olds(o) for o in ir.walk(kernel.body))
 
   def __init__(self, kernel):
     self.clock = 0
@@ -367,6 +380,7 @@ def tensor_rmw(cta, o, combine):
 
   cta.update(ref, fn, o)
   old = held["old"]
+  _changed(cta, old, cta.buffer(ref)[ref.index])
   if o.results:
     cta.set(o.results[0], old if keep is None else np.where(keep, old, 0).astype(old.dtype))
 
@@ -384,5 +398,6 @@ def scatter_rmw(cta, o, buf, coords, value, shape, combine, keep):
     at = tuple(int(c[e]) for c in coords)
     old[e] = buf[at]
     buf[at] = _each(o.kind, d, np.asarray(buf[at]), value[e], None if cmp is None else cmp[e], combine)
+    _changed(cta, old[e], buf[at])
   if o.results:
     cta.set(o.results[0], old.reshape(shape))
