@@ -370,7 +370,7 @@ def test_a_narrow_integer_scatter_add_hints_the_32_bit_output():
   expect(scatter_add_int8, [S((128,), jnp.int8), S((128,), I32)], mg.UnsupportedDtypeError,
          "ml.atomic_add(out.at[ids[...]], src[...])",
          "ml.atomic_add on int8 is not supported through a tensor of indices (one element at a time): Hopper's"
-         " atomic add takes bfloat16, float16, float32, int32, uint32",
+         " atomic add takes bfloat16, float16, float32, int32, int64, uint32",
          hint="convert the value and the array to a supported dtype: make the output int32"
               " (out_shape=jax.ShapeDtypeStruct(shape, jnp.int32)) and update it with the value's .astype(jnp.int32);"
               " .astype(jnp.int8) of the result outside the kernel gives int8's, wrapping as jnp's int8 .at[].add does")

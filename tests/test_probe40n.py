@@ -300,7 +300,7 @@ def test_narrow_histogram_hint_updates_with_the_number_as_written():
   e = info.value
   assert (e.lineno, e.col_offset) == (_line_of("ml.atomic_add(counts.at[x.at[ml.ds(ml.program_id(0)"), 4)
   assert e.message == ("ml.atomic_add on int16 is not supported through a tensor of indices (one element at a time):"
-                       " Hopper's atomic add takes bfloat16, float16, float32, int32, uint32")
+                       " Hopper's atomic add takes bfloat16, float16, float32, int32, int64, uint32")
   assert e.hint == ("convert the value and the array to a supported dtype: make the output int32"
                     " (out_shape=jax.ShapeDtypeStruct(shape, jnp.int32)) and update it with 1 as written;"
                     " .astype(jnp.int16) of the result outside the kernel gives int16's, wrapping as jnp's int16"
