@@ -409,6 +409,11 @@ def run_expert_slots(k):
   np.testing.assert_array_equal(np.asarray(pos), want)
 
 
+def run_sum_into_bf16(k):
+  x = np.ones(512, jnp.bfloat16)          # (partial sums multiples of 128: exact in bfloat16)
+  assert float(k(jnp.asarray(x), interpret=True)) == 512.0
+
+
 def run_first_writer_wins(k):
   x = jnp.asarray(np.random.default_rng(5).random(384).astype(np.float32) + 1)
   np.testing.assert_array_equal(np.asarray(k(x, interpret=True)), np.asarray(x)[:128])
@@ -507,6 +512,7 @@ CASES = [
     Case(L, "scaled", [S((192,), f32)], run=run_debug_scaled),
     Case(L, "expert_slots", [S((300,), i32)], run=run_expert_slots),
     Case(L, "first_writer_wins", [S((384,), f32)], run=run_first_writer_wins),
+    Case(L, "sum_into_bf16", [S((512,), jnp.bfloat16)], run=run_sum_into_bf16),
     Case("docs/autodiff.md", "square", [S((4096,), f32)], run=run_square),
     Case("docs/autodiff.md", "square_vjp", [S((4096,), f32), S((4096,), f32)], run=run_square_vjp),
 ]
