@@ -105,6 +105,13 @@ def f16_cas_scalar(x, out, got):
   got[i] = ml.atomic_cas(out.at[3], 0.0, x[i * 128])
 
 
+@mg.mgpu_kernel(out_shape=lambda x: (S((64,), F16), S((64,), F16)), grid=(2,))
+def f16_row_sums_olds(x, acc, prev):       # a row statistic: held by several threads (the olds through SMEM)
+  p = ml.atomic_add(acc.at[:], ml.sum(x[...], axis=1))
+  if ml.program_id(0) == 1:
+    prev[...] = p
+
+
 def test_16_bit_old_values_and_cas_of_tensors():
   x = np.random.default_rng(5).standard_normal(512).astype(ml_dtypes.bfloat16)
   acc, prev = bf16_window_olds(x, interpret=True)
@@ -131,8 +138,12 @@ def test_16_bit_old_values_and_cas_of_tensors():
   np.testing.assert_array_equal(np.asarray(got, np.float64), [0, 1, 1, 1])
   np.testing.assert_array_equal(np.asarray(out, np.float64), [0, 0, 0, 1, 0, 0, 0, 0])
   assert _atomics(f16_cas_scalar, xs) == {"atom.acq_rel.gpu.cas.b16"}
+  r = _ints((64, 32), 13, np.float16, 0, 4)
+  acc, prev = f16_row_sums_olds(r, interpret=True)
+  np.testing.assert_array_equal(np.asarray(prev, np.float64), np.asarray(r, np.float64).sum(1))
+  np.testing.assert_array_equal(np.asarray(acc, np.float64), 2 * np.asarray(r, np.float64).sum(1))
   for k, a in ((bf16_window_olds, (x,)), (f16_scatter_olds, (h, ids)), (first_writer_bf16, (x,)),
-               (f16_cas_scalar, (xs,))):
+               (f16_cas_scalar, (xs,)), (f16_row_sums_olds, (r,))):
     _export(k, *a)
 
 
@@ -146,6 +157,11 @@ def test_16_bit_old_values_and_cas_on_the_gpu():
   acc, prev = f16_scatter_olds(h, ids)
   for b in range(16):
     assert _chain(np.asarray(prev, np.float64)[ids == b], np.float64(acc[b]), np.asarray(h, np.float64)[ids == b])
+  r = _ints((64, 32), 14, np.float16, 0, 4)
+  acc, prev = f16_row_sums_olds(r)
+  sums = np.asarray(r, np.float64).sum(1)
+  np.testing.assert_array_equal(np.asarray(acc, np.float64), 2 * sums)
+  assert all(np.asarray(prev, np.float64)[e] in (0, sums[e]) for e in range(64))     # (program 1 first or second)
   xd = (np.arange(512) + 1).astype(ml_dtypes.bfloat16)    # (distinct per program: each element one program's)
   out = np.asarray(first_writer_bf16(xd), np.float64)
   assert all(out[e] in np.asarray(xd, np.float64).reshape(4, 128)[:, e] for e in range(128))
