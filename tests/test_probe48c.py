@@ -361,7 +361,8 @@ def test_what_the_atoms_do_not_take_is_said_at_the_call():
   # (a float32 max's value, float_max_value, computes since probe 49c: test_probe49c)
   expect(half_lock, spec, mg.UnsupportedDtypeError, "ml.atomic_xchg(",
          "ml.atomic_xchg on float16 is not supported: Hopper's atom exch takes float32, int32, int64, uint32",
-         hint="make the lock or counter int32 (jnp.int32 in its out_shape)")
+         hint="PTX has no 16-bit exchange: make the array float32 (jnp.float32 in its out_shape) and convert it"
+              " outside the kernel, .astype(jnp.float16) (float16 and bfloat16 take ml.atomic_add and ml.atomic_cas)")
 
 
 # ---------------------------------------------------------------- what a lock does not order stays a race

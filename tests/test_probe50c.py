@@ -282,3 +282,24 @@ def test_a_spin_on_a_tensors_atomic_lets_the_other_programs_run(monkeypatch):
   np.testing.assert_array_equal(out, x + 1.0)
   with pytest.raises(mg.InterpretError, match="this while loop never ends in program"):
     waits_for_nobody(x, interpret=True)
+
+
+# ---------------------------------------------------------------- what stays an error: a 16-bit exchange
+@mg.mgpu_kernel(out_shape=lambda x: S((128,), BF), grid=(1,))
+def bf16_swap(x, out):
+  ml.atomic_xchg(out.at[:], x[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((4,), F16), grid=(1,))
+def f16_swap_one(x, out):
+  ml.atomic_xchg(out.at[2], x[0])
+
+
+def test_a_16_bit_exchange_says_what_to_write():
+  from locate import expect
+  for kernel, d, name in ((bf16_swap, BF, "bfloat16"), (f16_swap_one, F16, "float16")):
+    expect(kernel, [S((128,), d)], mg.UnsupportedDtypeError, "ml.atomic_xchg(",
+           f"ml.atomic_xchg on {name} is not supported: Hopper's atom exch takes float32, int32, int64, uint32",
+           hint="PTX has no 16-bit exchange: make the array float32 (jnp.float32 in its out_shape) and convert it"
+                f" outside the kernel, .astype(jnp.{name}) (float16 and bfloat16 take ml.atomic_add and"
+                " ml.atomic_cas)")

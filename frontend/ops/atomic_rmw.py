@@ -127,7 +127,10 @@ def check_fetch_dtype(cx, kind: AtomicKind, d, what: str):
     ok = ", ".join(sorted(str(x) for x in hw.ATOMIC_FETCH[kind.value]))
     raise E.UnsupportedDtypeError(
         f"{what} on {dtype_name(d)} is not supported: Hopper's atom {kind.value} takes {ok}", cx.loc,
-        hint="make the lock or counter int32 (jnp.int32 in its out_shape)" + (
+        hint="PTX has no 16-bit exchange: make the array float32 (jnp.float32 in its out_shape) and convert it"
+             f" outside the kernel, .astype(jnp.{dtype_name(d)}) (float16 and bfloat16 take ml.atomic_add and"
+             " ml.atomic_cas)" if kind == AtomicKind.XCHG and d in (DType.f16, DType.bf16) else
+        "make the lock or counter int32 (jnp.int32 in its out_shape)" + (
             "; a float32 max or min that returns nothing is ml.atomic_max(out.at[i], v) with its value unused"
             if kind in (AtomicKind.MAX, AtomicKind.MIN) and d == DType.f32 else ""))
 
