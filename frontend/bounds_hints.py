@@ -51,9 +51,10 @@ def _user_window(loc, root, d):
   at = items[d] if d < len(items) and not any(
       isinstance(i, ast.Constant) and i.value is Ellipsis for i in items[:d + 1]) else None
   window = ", ".join(ast.unparse(i) for i in items)
-  if run and at is not None and not isinstance(at, (ast.Call, ast.Slice, ast.Constant)):
+  ds = isinstance(at, ast.Call) and ast.unparse(at.func) == "ml.ds"
+  if run and at is not None and not ds and not isinstance(at, (ast.Slice, ast.Constant)):    # (ml.arange(128) too)
     return f"{root}.at[{window}]", None, ast.unparse(at)
-  if not (isinstance(at, ast.Call) and ast.unparse(at.func) == "ml.ds" and len(at.args) == 2):
+  if not (ds and len(at.args) == 2):
     return None
   start = at.args[0]
   low = isinstance(start, (ast.BoolOp, ast.Compare, ast.IfExp, ast.Lambda)) or isinstance(start, ast.BinOp) and (

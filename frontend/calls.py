@@ -128,7 +128,7 @@ def jnp_call(tracer, node, fn, args, kwargs, cx):
       out = ew.astype(cx, out, d)      # jnp's and lax's scans keep an 8- or 16-bit dtype (wrapping), ml's widen
     return out
   except E.KernelError as e:     # "ml.cumsum of a 2-D tensor needs an axis": named as the user wrote it
-    if e.loc == cx.loc and e.message.startswith(f"ml.{ml_name} "):
+    if e.loc == cx.loc and e.message.startswith((f"ml.{ml_name} ", f"ml.{ml_name}:")):   # ("ml.sum: axis 3 ...")
       e.message = f"{lib}.{name} (as ml.{ml_name}){e.message[len(ml_name) + 3:]}"
       e.args = (e.message,)
     raise

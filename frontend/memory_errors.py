@@ -456,11 +456,12 @@ def scalar_read_hint(root: str, loc, d: int, index: int, dtype=None) -> str:
           f" 0 there)" + ("" if low else f", or pass a longer {root}"))
 
 
-def run_overrun(loc, name, root_ref, index, what):
+def run_overrun(loc, name, root_ref, index, what, held=None, at_loc=None):
   """The error of an unmasked register read or write (`what`) through Triton's offsets, `x.at[offs]` with
   `offs = start + ml.arange(size)` statically reaching outside `name` (its window `index` of `root_ref`), in
   the user's offsets: their masked access, with every dimension they leave in its mask, as the run-time check
-  words it; None where the access is not written so."""
+  words it; None where the access is not written so. `held`: the name a window made at `loc` is read or written
+  through at `at_loc` (`p = x.at[r, cols]`, then `p.load()`: the error at the access, its mask on `p`)."""
   from .bounds_hints import _stored_text, _user_window
   overs = [(d, i.start, i.size, n) for d, (i, n) in enumerate(zip(index or (), root_ref.type.shape))
            if isinstance(i.start, int) and (i.start < 0 or i.start + i.size > n)]
@@ -474,10 +475,84 @@ def run_overrun(loc, name, root_ref, index, what):
   if not overs:
     return None
   inside = conds[0] if len(conds) == 1 else " & ".join(f"({c})" for c in conds)
-  op = (f"{at}.load(mask={inside}, other=0)" if what == "read" else
-        f"{at}.store({_stored_text(loc) or 'value'}, mask={inside})")
+  at_loc = at_loc or loc
+  op = (f"{held or at}.load(mask={inside}, other=0)" if what == "read" else
+        f"{held or at}.store({_stored_text(at_loc) or 'value'}, mask={inside})")
   d, start, size, n = overs[0]
+  of = f" of {held} (made at line {loc.lineno})" if held else ""
   return E.IndexOutOfBoundsError(
-      f"the offsets {_user_window(loc, name, d)[2]} run over {start}..{start + size - 1} along dimension {d} of"
-      f" {name}, outside its size {n}: an unmasked register {what} must stay inside the array", loc,
+      f"the offsets {_user_window(loc, name, d)[2]}{of} run over {start}..{start + size - 1} along dimension {d} of"
+      f" {name}, outside its size {n}: an unmasked register {what} must stay inside the array", at_loc,
       hint=f"mask the offsets to the elements inside: {op}")
+
+
+def window_overrun(cx, ref, name, over, what):
+  """The error of an unmasked register read or write (`what`) of a window past the end of `name` that the access
+  itself does not spell out (probe 50b), in the user's words rather than the compiler's `ml.ds(0, 128)`: a block
+  pointer's window read or written unchecked (`ml.load(ptr)` of a make_block_ptr: its boundary_check), and a
+  window the kernel holds in a name (`p = x.at[r, ml.arange(128)]`, then `p.load()`), in the offsets of the line
+  that made it; None for any other access (`over`: static_overrun's dimension, start, size and extent)."""
+  from .bounds_hints import _block_ptr_access, _stored_text, _user_window
+  from .ops.memory import View
+  d, start, size, n = over
+  if what not in ("read", "write") or not n:
+    return None
+  ptr = _block_ptr_access(cx.loc)
+  if ptr is not None:
+    checked = tuple(range(len(ref.type.shape)))
+    op, fix = ((f"ml.load({ptr[0]})", f"ml.load({ptr[0]}, boundary_check={checked}, padding_option=\"zero\") reads"
+                f" zeros past its shape") if what == "read" else
+               (f"ml.store({ptr[0]}, ...)", f"ml.store({ptr[0]}, {ptr[1]}, boundary_check={checked}) drops what lies"
+                f" past its shape"))
+    return E.IndexOutOfBoundsError(
+        f"{op} has no boundary_check: the block pointer's window covers {start}..{start + size - 1} along dimension"
+        f" {d} of {name}, outside its size {n}, and an unmasked register {what} must stay inside the array", cx.loc,
+        hint=f"check the block pointer's bounds: {fix}")
+  made = cx.b.defining(ref)
+  if not isinstance(made, View):
+    return None
+  held = ref.name if (ref.name or "").isidentifier() and ref.name != name else None
+  at = (held and _held_at(cx.loc, held, name)) or cx.loc
+  held = held if at is not cx.loc else None
+  if held:                  # (Triton's offsets, held: p = x.at[r, cols], then p.load())
+    run = run_overrun(at, name, made.ref, made.index, what, held=held, at_loc=cx.loc)
+    if run is not None:
+      return run
+  written = _user_window(at, name, d)         # an ml.ds window past the end: its mask, in the user's words
+  if start < 0 or not written or not written[1]:
+    return None
+  k, rank = sum(1 for i in made.index[:d] if not i.squeeze), len(ref.type.shape)
+  pos = f"ml.arange({size})" if written[1] == "0" else f"{written[1]} + ml.arange({size})"
+  if rank > 1:
+    pos = f"{f'({pos})' if ' + ' in pos else pos}[{', '.join(':' if j == k else 'None' for j in range(rank))}]"
+  inside = f"{pos} < {name}.shape[{d}]"
+  op = (f"{held or written[0]}.load(mask={inside}, other=0)" if what == "read" else
+        f"{held or written[0]}.store({_stored_text(cx.loc) or 'value'}, mask={inside})")
+  return E.IndexOutOfBoundsError(
+      f"ml.ds({start}, {size}) is out of bounds for dimension {d} of {name} (size {n})", cx.loc,
+      hint=f"a register {what} must stay inside the array: mask it to the elements inside, {op}, or copy the window"
+           f" with ml.copy (TMA reads zeros past the end and drops writes there)")
+
+
+def _held_at(loc, held, root):
+  """Where the window held in the name `held` was made: the nearest line before `loc` binding it to
+  `root.at[...]` (`p = x.at[r, ml.arange(128)]`), as a Loc of that expression; None where there is none."""
+  import ast
+  import linecache
+  import re
+  from .loc import Loc
+  lines = linecache.getlines(loc.filename)
+  for k in range(min(loc.lineno, len(lines)) - 1, 0, -1):
+    line = lines[k - 1].rstrip("\n")
+    m = re.match(rf"(\s*){held}\s*=\s*{root}\.at\[", line)
+    if m is None:
+      continue
+    try:
+      stmt = ast.parse(line.strip()).body[0]
+    except (SyntaxError, IndexError):
+      return None
+    if not isinstance(stmt, ast.Assign) or stmt.value.end_lineno != 1:
+      return None
+    pad = len(m.group(1))
+    return Loc(loc.filename, k, pad + stmt.value.col_offset, k, pad + stmt.value.end_col_offset, line)
+  return None

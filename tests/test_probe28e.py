@@ -295,8 +295,9 @@ def test_out_of_bounds_window_hints_mask_the_users_window_and_keep_a_read_a_read
               " (ml.minimum(i * 128, 72))")
   expect(static_past_the_end, [S((100,), F32)], mg.IndexOutOfBoundsError, "x[ml.ds(0, 128)]",
          "ml.ds(0, 128) is out of bounds for dimension 0 of x (size 100)",
-         hint="a register read must stay inside the array: copy the window with ml.copy (TMA reads zeros past the"
-              " end and drops writes there), or mask it: ref.load(mask=..., other=0)")
+         hint="a register read must stay inside the array: mask it to the elements inside,"
+              " x.at[ml.ds(0, 128)].load(mask=ml.arange(128) < x.shape[0], other=0), or copy the window with ml.copy"
+              " (TMA reads zeros past the end and drops writes there)")     # (the user's window: probe 50b)
   x = _data((200,), F32)
   np.testing.assert_array_equal(np.asarray(tail_read_fixed(x, interpret=True)),
                                 np.concatenate([np.asarray(x), np.zeros(56, np.float32)]))

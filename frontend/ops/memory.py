@@ -554,8 +554,9 @@ def check_in_bounds(cx, ref, what):
   if over is not None:
     d, start, size, n = over
     name = root(cx.b, ref).name or "the ref"
-    from ..memory_errors import run_overrun     # (x.at[offs] of Triton's offsets: their mask)
+    from ..memory_errors import run_overrun, window_overrun     # (x.at[offs] of Triton's offsets: their mask)
     run = run_overrun(cx.loc, name, *window(cx.b, ref), what) if what in ("read", "write") else None
+    run = run or window_overrun(cx, ref, name, over, what)     # (a held window, a block pointer: the user's words)
     if run is not None:
       raise run
     if n == 0:           # no element to keep: no mask or TMA copy helps

@@ -17,6 +17,7 @@ from ..ir import LayoutRule, Traits
 from ..types import TensorType, resolve
 from . import elementwise as ew
 from .base import is_tensor
+from .out_names import stored_into
 
 
 def _effects(o):
@@ -96,7 +97,7 @@ def register_gather(cx, x, index, name=""):
       raise E.LayoutError(f"a gather of {n} elements from {cx.named(x, 'a register tensor')} gives a ({n},) vector,"
                           f" which no register tensor holds (a 1-D vector holds a multiple of 8 elements)", cx.loc,
                           hint=f"gather {-(-n // 8) * 8} indices (the vector padded), and store the first {n} under"
-                               f" a mask: out.at[ml.ds(0, {-(-n // 8) * 8})].store(v, mask=ml.arange({-(-n // 8) * 8})"
+                               f" a mask: {stored_into(cx)}.at[ml.ds(0, {-(-n // 8) * 8})].store(v, mask=ml.arange({-(-n // 8) * 8})"
                                f" < {n})")
     return None
   strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]

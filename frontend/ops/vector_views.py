@@ -14,6 +14,7 @@ import math
 
 from .. import errors as E
 from .. import hw
+from .out_names import stored_into
 
 
 def _int(v) -> bool:
@@ -77,14 +78,14 @@ def check_vector_reshape(cx, x, shape):
   ways = []
   if fits(cols):
     ways.append(f"row r of it is the vector {name}[r * {cols}:(r + 1) * {cols}] (stored with"
-                f" out.at[r][...] = {name}[r * {cols}:(r + 1) * {cols}] for r in ml.static_range({rows}))")
+                f" {stored_into(cx)}.at[r][...] = {name}[r * {cols}:(r + 1) * {cols}] for r in ml.static_range({rows}))")
   if fits(rows):
     ways.append(f"column j of it is the vector {name}[j::{cols}] (a strided slice of the vector)")
   unit = math.lcm(hw.WARPGROUP, cols)
   p = -(-n // unit) * unit
   pad = (f"pad it to a length that fills the threads: padded = ml.concatenate([{name}, ml.zeros(({p - n},),"
          f" {name}.dtype)]).reshape({p // cols}, {cols}), whose first {rows} rows are the reshape: store"
-         f" them with out.at[ml.ds(0, {p // cols})].store(padded, mask=ml.arange({p // cols})[:, None] < {rows})")
+         f" them with {stored_into(cx)}.at[ml.ds(0, {p // cols})].store(padded, mask=ml.arange({p // cols})[:, None] < {rows})")
   raise E.LayoutError(
       f"reshape of {src or 'a vector'}, a vector of {n} elements, into {tuple(shape)}: a register tensor of more than"
       f" one axis needs a multiple of {hw.WARPGROUP} elements (one per thread of a warpgroup; a 1-D vector only a"
@@ -109,4 +110,4 @@ def _short_result(cx, x, s, n, a, k, count):
       f"{text}[{shown_slice}] has {count} elements: a 1-D register vector needs a multiple of 8 elements",
       cx.loc,
       hint=f"take {want} elements and keep the first {count}: {bind}w = {pad}[{a}:{stop}:{k}], then store them with"
-           f" out.at[ml.ds(0, {want})].store(w, mask=ml.arange({want}) < {count})")
+           f" {stored_into(cx)}.at[ml.ds(0, {want})].store(w, mask=ml.arange({want}) < {count})")
