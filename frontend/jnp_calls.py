@@ -406,9 +406,15 @@ def trace_form(tracer, node, form, operands, names=()):
   temporary."""
   temps = [f"_jnp_arg{i}_" for i in range(len(operands))]
   tree = ast.parse(form.replace("ml.", "_jnp_ml_.").format(*temps), mode="eval").body
+  # (messages quote the form's expressions as the user wrote them: the whole form as the call, its parts with
+  # each temporary as its operand's text and ml.* as ml.*, not `_jnp_ml_.arange(_jnp_arg0_)`: probe 50b)
+  shown = {t: name or _operand_text(op) for t, name, op in zip(temps, list(names) + [""] * len(temps), operands)}
+  shown["_jnp_ml_."] = "ml."
   for n in ast.walk(tree):
     n.lineno, n.col_offset = node.lineno, node.col_offset
     n.end_lineno, n.end_col_offset = node.end_lineno, node.end_col_offset
+    n.mgpu_shown = shown
+  tree.mgpu_text = tracer.text(node)
   from . import language
   saved = {t: tracer.env.get(t, _MISSING) for t in temps + ["_jnp_ml_"]}
   tracer.env.update(dict(zip(temps, operands)), _jnp_ml_=language)
@@ -419,9 +425,8 @@ def trace_form(tracer, node, form, operands, names=()):
         v.name = tracer.text(node)
     return out
   except E.KernelError as e:
-    for t, name in zip(temps, names):
-      if name:
-        e.message, e.hint = e.message.replace(t, name), e.hint and e.hint.replace(t, name)
+    for t, name in shown.items():
+      e.message, e.hint = e.message.replace(t, name), e.hint and e.hint.replace(t, name)
     e.args = (e.message,)
     raise
   finally:
@@ -433,3 +438,13 @@ def trace_form(tracer, node, form, operands, names=()):
 
 
 _MISSING = object()
+
+
+def _operand_text(v) -> str:
+  """A form's operand that is no traced value, as a message writes it: `4`, `jnp.float32`, `(4, 4)`."""
+  from .dtypes import DType
+  if isinstance(v, DType):
+    return f"jnp.{v.value}"
+  if isinstance(v, np.dtype) or isinstance(v, type) and isinstance(getattr(v, "dtype", None), np.dtype):
+    return f"jnp.{np.dtype(v if isinstance(v, np.dtype) else v.dtype).name}"
+  return repr(v) if isinstance(v, (bool, int, float, tuple, str, type(None))) else "x"

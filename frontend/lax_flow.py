@@ -126,8 +126,10 @@ def _words(name, tmp, got, texts):
     words[f"{tmp}r"] = _param(got["body_fun"], 1, "carry")
   elif name == "while_loop":
     words[f"{tmp}r"] = _param(got["body_fun"], 0, "carry")
-  else:
+  else:                   # (its branches are an if's: said of lax.cond's or lax.switch's, as written; probe 50b)
     words[f"{tmp}r"] = "the result"
+    words["after one branch of this if and"] = f"from one branch of lax.{name} and"
+    words["after the other"] = "from another" if name == "switch" else "from the other"
   words[f"{tmp}d"] = words[f"{tmp}r"]
   words[f"{tmp}range"] = "range"
   for k, t in enumerate(texts.get("*", ())):

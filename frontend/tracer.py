@@ -108,6 +108,13 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
     """The user's expression, for messages (without the parentheses astor wraps it in), on one
     line (astor's default breaks long ones at 79 columns). An expression nested deeper than astor
     recurses safely (a chain of hundreds of operators) is quoted as written instead."""
+    if getattr(node, "mgpu_text", None):       # a jnp call traced as its ml.* form: the call as written
+      return node.mgpu_text
+    if getattr(node, "mgpu_shown", None):      # a part of that form: its operands as written (jnp_calls.trace_form)
+      s = astor.to_source(node, pretty_source="".join).strip()
+      for t, shown in node.mgpu_shown.items():
+        s = s.replace(t, shown)
+      return s
     if nests_deeper(node, QUOTE_DEPTH):
       return self.src.quote(node)
     if isinstance(node, ast.Constant) and isinstance(node.value, str):

@@ -12,7 +12,6 @@ rather than what the kernel wrote:
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
@@ -274,3 +273,54 @@ def test_a_padded_store_hint_names_the_kernels_output():
   np.testing.assert_array_equal(np.asarray(two_outputs_fixed(x, interpret=True)[1]), np.arange(15).reshape(3, 5))
   for k in (square_fixed, two_outputs_fixed):
     _exports(k, *spec)
+
+
+# ---------------------------------------------------------------- jnp calls traced as ml.* forms, quoted as written
+@mg.mgpu_kernel(out_shape=lambda x: S((4,), F32))
+def scatter_four(x, o):
+  o[jnp.arange(4)] = x[jnp.arange(4)] * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((4,), F32))
+def scatter_ramp(x, o):
+  o[jnp.arange(4)] = jnp.arange(4) * 1.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((4,), F32))
+def one_hot_counts(x, o):
+  o[...] = jax.nn.one_hot(jnp.arange(4), 4).sum(0)
+
+
+def test_a_jnp_call_traced_as_a_form_is_quoted_as_the_kernel_wrote_it():
+  spec = [S((256,), F32)]
+  short = ("jnp.arange(4) has shape (4,): a 1-D register vector needs a multiple of 8 elements (other register tensors"
+           " a multiple of 128, one per thread of a warpgroup)")
+  expect(scatter_four, spec, mg.LayoutError, "jnp.arange(4)] * 2", short)
+  expect(scatter_ramp, spec, mg.LayoutError, "jnp.arange(4) * 1.0", short,
+         hint="take 8 lanes, ml.arange(8), and mask the ones past 4: ml.arange(8) < 4 in the masks of what they read"
+              " and store; or work on 8 rows (or elements) a program")
+  expect(one_hot_counts, spec, mg.LayoutError, "jax.nn.one_hot(",
+         "jax.nn.one_hot(jnp.arange(4), 4) of shape (4, 4) is reduced or broadcast along its rows or columns, which"
+         " needs columns a multiple of 32 (one per lane of a warp), and rows a multiple of 4 unless the columns are a"
+         " multiple of 128; rows of 4 elements need rows a multiple of 32 (4 lanes a row)")
+
+
+# ---------------------------------------------------------------- lax.cond's and lax.switch's branches
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def cond_halves(x, o):
+  o[...] = jax.lax.cond(x[0] > 0, lambda: x[...], lambda: x[ml.ds(0, 128)])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def switch_dtypes(x, o):
+  o[...] = jax.lax.switch(ml.program_id(0), [lambda v: v, lambda v: v * 2, lambda v: v.astype(jnp.int32)], x[...])
+
+
+def test_lax_cond_and_switch_branches_are_named_as_written():
+  spec = [S((256,), F32)]
+  expect(cond_halves, spec, mg.KernelTypeError, "jax.lax.cond(",
+         "the result is a float32 tensor of shape (256,) from one branch of lax.cond and a float32 tensor of shape"
+         " (128,) from the other", hint="make both branches produce the same shape and dtype")
+  expect(switch_dtypes, spec, mg.KernelTypeError, "jax.lax.switch(",
+         "the result is a float32 tensor of shape (256,) from one branch of lax.switch and an int32 tensor of shape"
+         " (256,) from another")
