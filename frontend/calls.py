@@ -171,8 +171,10 @@ def _static_result(cx, name, out):
             if name in missing.STATIC_ARRAYS else "use ml.zeros, ml.full, ml.arange, or load it from an input")
     if name not in _FILLED:             # numbers computed while tracing, as a stencil's weights are
       hint += "; " + static_numbers_hint(name, cx.text)
+    called = (cx.text or "").split("(", 1)[0].strip()      # (np.arange, jnp.linspace: as written; probe 50b)
     raise E.KernelTypeError(
-        f"{name}(...) returned an array of shape {tuple(out.shape)} while tracing; a kernel's tensors"
+        f"{called if called.endswith(name) else name}(...) returned an array of shape {tuple(out.shape)} while"
+        f" tracing; a kernel's tensors"
         f" are built with ml.* functions", cx.loc, hint=hint)
   return out
 

@@ -294,14 +294,14 @@ def test_weights_computed_with_numpy_while_tracing_hint_python_numbers():
   the weights are, which the kernel indexes with static ints."""
   spec = [S((1000,), F32)]
   e = expect(gauss_numpy, spec, mg.KernelTypeError, "np.arange(-radius",
-             "arange(...) returned an array of shape (5,) while tracing; a kernel's tensors are built with ml.*"
+             "np.arange(...) returned an array of shape (5,) while tracing; a kernel's tensors are built with ml.*"
              " functions")
   assert e.hint == ("write ml.arange(-radius, radius + 1) (int32); for numbers known while tracing (a filter's"
                     " taps, a window's weights), use a list of Python numbers, [math.exp(-k * k / 2.0) for k in"
                     " range(-2, 3)], and index it with static ints (w[k] in an ml.static_range loop), or pass a"
                     " tuple as a constexpr")
   e = expect(convolve_array, [S((256,), F32)], mg.KernelTypeError, "jnp.array(",
-             "array(...) returned an array of shape (3,) while tracing; a kernel's tensors are built with ml.*"
+             "jnp.array(...) returned an array of shape (3,) while tracing; a kernel's tensors are built with ml.*"
              " functions")
   assert e.hint.endswith("for numbers known while tracing (a filter's taps), use the list itself, [1.0, 2.0,"
                          " 1.0], and index it with static ints (w[k] in an ml.static_range loop)")

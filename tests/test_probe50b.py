@@ -324,3 +324,24 @@ def test_lax_cond_and_switch_branches_are_named_as_written():
   expect(switch_dtypes, spec, mg.KernelTypeError, "jax.lax.switch(",
          "the result is a float32 tensor of shape (256,) from one branch of lax.switch and an int32 tensor of shape"
          " (256,) from another")
+
+
+# ---------------------------------------------------------------- static arrays named with their module
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def ramp(x, o):
+  o[...] = x[...] * jnp.linspace(0.0, 1.0, 256)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((4, 4), F32))
+def identity(x, o):
+  o[...] = np.eye(4, dtype=np.float32) * x[ml.ds(0, 4)]
+
+
+def test_a_static_array_built_in_a_kernel_names_the_function_as_called():
+  spec = [S((256,), F32)]
+  expect(ramp, spec, mg.KernelTypeError, "jnp.linspace(",
+         "jnp.linspace(...) returned an array of shape (256,) while tracing; a kernel's tensors are built with ml.*"
+         " functions")
+  expect(identity, spec, mg.KernelTypeError, "np.eye(",
+         "np.eye(...) returned an array of shape (4, 4) while tracing; a kernel's tensors are built with ml.*"
+         " functions")

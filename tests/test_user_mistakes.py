@@ -116,7 +116,7 @@ def test_a_numpy_function_on_a_register_tensor_names_the_ml_function():
 
 def test_static_calls_that_fail_or_return_arrays_are_located():
   e = expect(numpy_habits, [S((8, 256), jnp.float32)], mg.KernelTypeError, "np.zeros",
-             "zeros(...) returned an array of shape (8, 256) while tracing; a kernel's tensors are built with"
+             "np.zeros(...) returned an array of shape (8, 256) while tracing; a kernel's tensors are built with"
              " ml.* functions", fail="np")
   assert e.hint == "write ml.zeros((8, 256), jnp.float32)"
 
