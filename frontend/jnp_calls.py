@@ -427,6 +427,11 @@ def trace_form(tracer, node, form, operands, names=()):
   except E.KernelError as e:
     for t, name in shown.items():
       e.message, e.hint = e.message.replace(t, name), e.hint and e.hint.replace(t, name)
+    import re                 # ("ml.max: axis 2 ..." of lax.reduce_max(v, axes=(2,)): the function called)
+    ml_name = re.match(r"ml\.(\w+)[: ]", e.message)
+    called = tracer.text(node.func) if isinstance(node, ast.Call) else ""
+    if ml_name and called and not called.startswith("ml.") and f"ml.{ml_name.group(1)}(" in form:
+      e.message = f"{called} (as ml.{ml_name.group(1)}){e.message[len(ml_name.group(1)) + 3:]}"
     e.args = (e.message,)
     raise
   finally:

@@ -213,6 +213,11 @@ def max_rows(x, o):
   o[...] = jax.lax.cummax(x[...], axis=-3)[:, 0]
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype))
+def lax_row_max(x, o):
+  o[...] = jax.lax.reduce_max(x[...], axes=(2,))
+
+
 def test_a_jnp_functions_axis_error_names_the_function_called():
   spec = [S((64, 128), F32)]
   axes = "axes run from -2 to 1"
@@ -224,6 +229,8 @@ def test_a_jnp_functions_axis_error_names_the_function_called():
          "jnp.roll (as ml.roll): axis must be a static int in [-2, 2) or None, got 2")
   expect(max_rows, spec, mg.IndexOutOfBoundsError, "jax.lax.cummax(",
          "jax.lax.cummax (as ml.cummax): axis -3 is out of range for a tensor of rank 2", hint=axes)
+  expect(lax_row_max, spec, mg.IndexOutOfBoundsError, "jax.lax.reduce_max(",
+         "jax.lax.reduce_max (as ml.max): axis 2 is out of range for a tensor of rank 2", hint=axes)
 
 
 # ---------------------------------------------------------------- the output a hint stores into, by its name
