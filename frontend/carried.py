@@ -28,6 +28,9 @@ def as_value(tracer, v, loc, note=None, dtype=None):
   `note` (the loop or if that made it a value)."""
   if is_value(v):
     return v
+  from .ops.base import TypedFloat, TypedInt
+  if dtype is None and isinstance(v, (TypedInt, TypedFloat)):   # jnp.int8(0): its dtype, as jnp's carry keeps
+    v, dtype = (float if isinstance(v, TypedFloat) else int)(v), v.dtype
   try:
     return ew.constant(Call(tracer.b, loc), v, dtype)
   except E.KernelError as e:

@@ -28,6 +28,7 @@ from .cluster_checks import check_clusters
 from .absint import UNKNOWN, GridEval, Window
 from .contraction import ContractionReads
 from .coverage import Boxes, describe, unique_rows
+from .empty_masks import EmptyMasks
 from .mask_boxes import kept_boxes, store_mask
 from .narrow_index import check_narrow_indices
 from .overflow import sample_programs
@@ -65,7 +66,7 @@ def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
   mem.ev = ev
   if ev.run():
     errors += (ev.overflows.errors + ev.broken_promises + mem.errors + mem.coverage_errors() + mem.race_errors()
-               + check_clusters(kernel))
+               + mem.empty.errors() + check_clusters(kernel))
     mem.facts.late = mem.contraction.errors()     # after the window checks: a misplaced window comes first
   else:
     mem.facts.tma_starts.clear()
@@ -179,6 +180,7 @@ class _Memory:
     self.smem_uneven: set = set()     # SMEM roots some programs may write differently from others
     self.contraction = ContractionReads(kernel)   # how far each input axis a dot sums over is read
     self.synced = synced_ops(kernel)   # accesses after an acquiring atomic: interpret mode's (ops/atomic_rmw.py)
+    self.empty = EmptyMasks()          # masked accesses whose mask keeps nothing (frontend/empty_masks.py)
 
   def bounds(self, acc):
     """Windows outside their buffer: each a mistake of one program, certain without the others."""
@@ -215,6 +217,7 @@ class _Memory:
         self.check_multicast(acc)
     masked = isinstance(acc.op, MASKED)
     self.bounds(acc)
+    self.empty.see(self, acc)
     # (programs along the batch axis jax.vmap added update separate slices: not "other programs")
     batch = self.kernel.grid[self.kernel.batch_axis] if self.kernel.batch_axis is not None else 1
     # An access after an acquiring atomic (under a lock, a last program's reads) meets other programs' in an

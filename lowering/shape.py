@@ -26,6 +26,7 @@ from ..frontend.types import LayoutKind, ScalarType
 from . import interpret_numerics as N
 from .bool_memory import array_from_bytes, array_to_bytes, i8
 from .mosaic import is_split, layout_of, mlir_type
+from .interpret_overflow import check_half_sum
 from .registry import interpret, lower
 
 _OPS = {ReduceKind.SUM: "add", ReduceKind.MAX: "max", ReduceKind.MIN: "min"}
@@ -380,6 +381,7 @@ def _i_reduce(cta, o):
   if o.kind == ReduceKind.SUM:
     c = np.float32 if d.is_float else N.np_dtype(d)
     r = np.sum(x.astype(c), axis=o.axes, dtype=c)
+    check_half_sum(cta, o, x, r)      # (a float16 sum past 65504: interpret_overflow.py)
     if d.is_float and _summed(x.shape, o.axes) > 1:
       # jnp's sign of zero: a float sum of several elements is +0.0 where it is zero (XLA starts from
       # its +0.0 init value, so -0.0 + -0.0 is +0.0; Mosaic GPU's reduction combines the elements
