@@ -24,6 +24,7 @@ from .mma_registers import check_mma_registers
 from .carried_registers import check_carried_registers
 from .narrow_sums import check_narrow_sums
 from .mask_axes import check_mask_axes, with_mask_axes
+from .where_axes import check_where_axes
 from .tma_starts import check_minor_starts, check_tiled_starts, mark_register_starts
 from .dtypes import DType, to_dtype
 from .infer import unify
@@ -345,7 +346,7 @@ def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, blo
     kernel.batch_lead = {p.value.id: len(_batch_dims(batch, i, n_in)) for i, p in enumerate(params)}
   try:
     errors, facts = check_kernel(kernel, em.defs)   # on the program as written, before the rewrites
-    errors = with_mask_axes(check_mask_axes(kernel, em.defs, pk.tree), errors)
+    errors = with_mask_axes(check_mask_axes(kernel, em.defs, pk.tree), errors) + check_where_axes(kernel, em.defs)
     try:
       pipelined = pipeline_loops(kernel, em)
     except E.KernelError as e:      # a loop that cannot be pipelined comes first, then the proofs

@@ -231,3 +231,50 @@ def test_gpu_scalars_a_loop_carries_keep_their_dtype():
   np.testing.assert_array_equal(np.asarray(int16_count(jnp.zeros(4, F32))), _jnp_loop(jnp.int16(30000), 1000, 4))
   x = np.random.default_rng(7).random(64).astype(np.float16)
   np.testing.assert_array_equal(np.asarray(half_total(jnp.asarray(x))), np.asarray([_half_sum(x)]))
+
+
+# ---------------------------------------------------------------- a select's mask along another axis than the load's
+@mg.mgpu_kernel(out_shape=lambda x: S((64, 64), x.dtype), grid=(1,))
+def padded_tile(x, out):
+  rows, cols = ml.arange(64), ml.arange(64)
+  v = x.at[rows[:, None], cols[None, :]].load(mask=(rows[:, None] < x.shape[0]) & (cols[None, :] < x.shape[1]),
+                                              other=0.0)
+  out[...] = ml.where(rows[None, :] < x.shape[0], v * 2, 0.0)
+
+
+def test_a_select_masking_the_loads_rows_along_the_columns_is_mg202():
+  expect(padded_tile, [S((50, 64), F32)], mg.ShapeMismatchError, "ml.where(rows[None, :]",
+         "this select's mask rows[None, :] < x.shape[0] places rows along axis 1 of the tile, but the masked load at"
+         f" line {where(padded_tile, 'v = x.at[rows')[0]} placed rows along axis 0: it keeps or drops the lanes of"
+         " another axis than the load's mask did",
+         hint="place rows along axis 0 as the load does (rows[:, None], or a mask m of it as m[:, None])")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((64,), x.dtype), grid=(1,))
+def column_max(x, out, *, RIGHT: ml.constexpr = False):
+  rows = ml.arange(64)
+  rm = rows < x.shape[0]
+  v = x.at[rows[:, None], ml.arange(64)[None, :]].load(mask=rm[:, None], other=0.0)
+  keep = rm[:, None] if RIGHT else rm[None, :]
+  out[...] = ml.max(ml.where(keep, v, float('-inf')), axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda q: S((q.shape[0], 64), q.dtype), grid=lambda q: (ml.cdiv(q.shape[0], 64),))
+def causal_tile(q, out):
+  i = ml.program_id(0)
+  r = i * 64 + ml.arange(64)
+  c = ml.arange(64)
+  v = q.at[r[:, None], c[None, :]].load(mask=r[:, None] < q.shape[0], other=0.0)
+  out.at[r[:, None], c[None, :]].store(ml.where(r[:, None] >= c[None, :], v, 0.0), mask=r[:, None] < q.shape[0])
+
+
+def test_other_selects_a_held_mask_along_the_wrong_axis_and_right_ones():
+  expect(column_max, [S((50, 64), F32)], mg.ShapeMismatchError, "ml.where(keep",
+         f"this select's mask keep places rows along axis 1 of the tile, but the masked load at line"
+         f" {where(column_max, 'v = x.at[rows')[0]} placed rows along axis 0: it keeps or drops the lanes of another"
+         " axis than the load's mask did")
+  x = _rows(8, (50, 64))
+  np.testing.assert_array_equal(np.asarray(column_max(x, RIGHT=True, interpret=True)), x.max(0))
+  q = _rows(9, (100, 64))       # a causal mask of rows against columns: both axes, as meant
+  ref = np.where(np.arange(100)[:, None] % 64 + 64 * (np.arange(100)[:, None] // 64) >= np.arange(64)[None, :], q, 0)
+  np.testing.assert_array_equal(np.asarray(causal_tile(q, interpret=True)), ref)
