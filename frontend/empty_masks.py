@@ -7,14 +7,16 @@ only its `other=`. Either is a mask that contradicts itself, or compares with th
 is reported (MG602 for a store, MG203 for a load) where every program that may run it, on every loop trip the
 grid evaluation walks, keeps nothing. An access in an `ml.static_range` loop is one per trip, all at its line:
 it is reported only where no trip keeps an element (a fixed number of chunks, of which the last ones lie past
-a short row, is fine), and so is a mask of an empty array. A mask the evaluation cannot tell (of data, of a loop counter summarised over its
+a short row, is fine), and so is a mask of an empty array, or a constant one (`mask=False`). A mask the evaluation cannot tell (of data, of a loop counter summarised over its
 trips) keeps the access out of the check.
 """
 from __future__ import annotations
 
 from . import errors as E
 from .call_texts import keywords
+from . import ir
 from .ops.access import MaskedLoad, MaskedStore
+from .ops.elementwise import Compare
 
 
 class EmptyMasks:
@@ -27,6 +29,8 @@ class EmptyMasks:
     o = acc.op
     if not isinstance(o, (MaskedLoad, MaskedStore)) or not acc.may.any() or 0 in acc.window.root.type.shape:
       return                 # (an empty array: nothing to keep, as meant)
+    if not _compares(o.mask, mem.ev.defs):
+      return                 # (mask=False written as such: meant)
     kept = mem.masked_boxes(acc, acc.may, o.mask, exact_only=True)
     some = kept is None or bool((kept[1] > kept[0]).all(axis=1).any())
     first, before = self.seen.get(o.loc, (acc, False))
@@ -34,6 +38,14 @@ class EmptyMasks:
 
   def errors(self) -> list:
     return [_error(acc) for acc, some in self.seen.values() if not some]
+
+
+def _compares(v, defs, depth=0) -> bool:
+  """Whether mask `v` is made by a comparison (not a constant: `mask=False`, a test's scalar mask, is meant)."""
+  o = defs.get(getattr(v, "id", None))
+  if o is None or depth > 32:
+    return False
+  return isinstance(o, Compare) or any(_compares(x, defs, depth + 1) for x in o.operands() if isinstance(x, ir.Value))
 
 
 def _error(acc):
