@@ -97,10 +97,13 @@ def _error(o, defs, a, axes, placed, rank):
   name = next((v.name for v in [_value(defs, a[0])] if v is not None and v.name), None) or "the index"
   mine, theirs = min(axes), min(load_axes)
   node = call_at(o.loc)
-  cond = keywords(o.loc).get("condition") or (ast.unparse(node.args[0]) if node is not None and node.args else "")
+  kw = keywords(o.loc)
+  func = ast.unparse(node.func) if node is not None else ""
+  cond = kw.get("condition") or kw.get("where") if not func.endswith("where") else (
+      kw.get("condition") or (ast.unparse(node.args[0]) if node.args else ""))
   want = "[" + ", ".join(":" if k == theirs else "None" for k in range(rank)) + "]"
   return E.ShapeMismatchError(
-      f"this select's mask {cond} places {name} along axis {mine} of the tile, but the masked load at line"
+      f"{'this select' if func.endswith('where') or not func else func}'s mask {cond} places {name} along axis {mine} of the tile, but the masked load at line"
       f" {ld.loc.lineno} placed {name} along axis {theirs}: it keeps or drops the lanes of another axis than the"
       f" load's mask did", o.loc,
       hint=f"place {name} along axis {theirs} as the load does ({name}{want}, or a mask m of it as m{want})")

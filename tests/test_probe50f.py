@@ -259,6 +259,14 @@ def column_max(x, out, *, RIGHT: ml.constexpr = False):
   out[...] = ml.max(ml.where(keep, v, float('-inf')), axis=0)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S((64,), x.dtype), grid=(1,))
+def column_max_where(x, out):
+  rows = ml.arange(64)
+  rm = rows < x.shape[0]
+  v = x.at[rows[:, None], ml.arange(64)[None, :]].load(mask=rm[:, None], other=0.0)
+  out[...] = ml.max(v, axis=0, where=rm[None, :])
+
+
 @mg.mgpu_kernel(out_shape=lambda q: S((q.shape[0], 64), q.dtype), grid=lambda q: (ml.cdiv(q.shape[0], 64),))
 def causal_tile(q, out):
   i = ml.program_id(0)
@@ -273,6 +281,10 @@ def test_other_selects_a_held_mask_along_the_wrong_axis_and_right_ones():
          f"this select's mask keep places rows along axis 1 of the tile, but the masked load at line"
          f" {where(column_max, 'v = x.at[rows')[0]} placed rows along axis 0: it keeps or drops the lanes of another"
          " axis than the load's mask did")
+  expect(column_max_where, [S((50, 64), F32)], mg.ShapeMismatchError, "ml.max(v, axis=0",
+         f"ml.max's mask rm[None, :] places rows along axis 1 of the tile, but the masked load at line"
+         f" {where(column_max_where, 'v = x.at[rows')[0]} placed rows along axis 0: it keeps or drops the lanes of"
+         " another axis than the load's mask did")
   x = _rows(8, (50, 64))
   np.testing.assert_array_equal(np.asarray(column_max(x, RIGHT=True, interpret=True)), x.max(0))
   q = _rows(9, (100, 64))       # a causal mask of rows against columns: both axes, as meant
