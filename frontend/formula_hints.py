@@ -152,10 +152,9 @@ def _enclosed(t: str) -> bool:
 # lax.reduce_precision's (exponent_bits, mantissa_bits) of the dtypes a kernel rounds through, and how
 # that dtype's conversion differs from it
 _ROUNDS_THROUGH = {(8, 7): ("bfloat16", ""), (5, 10): ("float16", ""),
-                   (5, 2): ("float8_e5m2", "; the float8 conversion saturates at +-57344 where"
-                                           " reduce_precision overflows to inf"),
+                   (5, 2): ("float8_e5m2", ""),
                    (4, 3): ("float8_e4m3fn", "; float8_e4m3fn reaches 448 (reduce_precision's 4 exponent bits stop at"
-                                             " 240, past which it gives inf) and saturates there")}
+                                             " 240, past which it gives inf), and NaN past 464")}
 
 
 def reduce_precision_hint(pos, kw) -> str | None:

@@ -49,14 +49,14 @@ def int_of_float(x: float, d: DType) -> int:
 def const(x, d: DType) -> np.ndarray:
   """A Python scalar as a value of `d` (arith.constant: rounded for floats, wrapped for ints;
   a Python float given an integer dtype converts as a cast does: `int_of_float`; a number out
-  of a float8 type's range saturates, as `ml.full` and `.astype` convert it)."""
-  if d in FLOAT8:     # (a stored 1000.0 is 448 in float8_e4m3fn, not jnp's NaN; NaN stays NaN)
+  of a float8 type's range is NaN or inf, as jnp.full converts it from float64)."""
+  if d in FLOAT8:     # (a stored 1000.0 is NaN in float8_e4m3fn, as jnp's; -1e5 is -inf in e5m2)
     try:
       x = float(x)
-    except OverflowError:                 # an int past float's range: an infinity, saturated like it
+    except OverflowError:                 # an int past float's range: an infinity
       x = np.inf if x > 0 else -np.inf
-    with np.errstate(over="ignore"):      # through float32, as other floats: 1e39 is inf, then 448
-      return cast(np.asarray(np.float32(x)), DType.f32, d)
+    with np.errstate(over="ignore"):
+      return np.asarray(np.float64(x)).astype(np_dtype(d))
   if d.is_float:      # through float32, as jnp converts a Python float (x64 off): rounded twice below it
     with np.errstate(over="ignore"):      # 1e6 as float16 is inf, as on the GPU: no warning
       return np.asarray(np.float32(x)).astype(np_dtype(d))

@@ -47,9 +47,10 @@ def int_ref(x, dt):
 
 
 def f8_ref(x, dt):
-  """float -> float8 as PTX cvt.rn.satfinite: +-inf and finite overflow give +-max, NaN stays NaN."""
-  m = float(ml_dtypes.finfo(dt).max)
-  return np.clip(np.asarray(x).astype(np.float32), -m, m).astype(dt)
+  """float -> float8 as jnp: past the range (and +-inf) NaN in float8_e4m3fn, +-inf in float8_e5m2
+  (since probe 50e; the GPU's cvt.rn.satfinite saturates, and the kernel selects jnp's values)."""
+  with np.errstate(over="ignore"):
+    return np.asarray(x).astype(np.float32).astype(dt)
 
 
 def same(got, want):
@@ -78,7 +79,7 @@ def cast_s(x, out, *, dt: ml.constexpr):
     out[i] = x[i].astype(dt)
 
 
-# ------------------------------------------------------------------ 1. float -> float8 saturates
+# ------------------------------------------------------------------ 1. float -> float8 as jnp
 def fp8_edge_input(n, src):
   """16 values at float8's edges (overflow, inf, NaN, subnormals, -0.0), then random ones."""
   big = np.array([1000.0, 500.0, 464.0, 448.0, 70000.0, 61440.0, 57344.0, -1e4, np.inf, -np.inf, np.nan,
@@ -91,12 +92,13 @@ def fp8_edge_input(n, src):
 
 @pytest.mark.parametrize("dt", F8, ids=lambda d: jnp.dtype(d).name)
 @pytest.mark.parametrize("src", [jnp.float32, jnp.float16, jnp.bfloat16], ids=lambda d: jnp.dtype(d).name)
-def test_fp8_cast_saturates_like_satfinite(src, dt):
+def test_fp8_cast_matches_jnp_past_the_range(src, dt):
   x = fp8_edge_input(256, src)
   want = f8_ref(np.asarray(x).astype(np.float32), dt)
   same(cast_t(x, dt=dt, interpret=True), want)
+  same(cast_t(x, dt=dt, interpret=True), x.astype(dt))
   got = np.asarray(cast_t(x, dt=dt, interpret=True)).astype(np.float32)
-  assert got[8] == float(ml_dtypes.finfo(dt).max) and got[9] == -got[8] and np.isnan(got[10])
+  assert (np.isnan(got[8]) if dt == jnp.float8_e4m3fn else got[8] == np.inf) and np.isnan(got[10])
 
 
 @pytest.mark.parametrize("dt", F8, ids=lambda d: jnp.dtype(d).name)
@@ -401,7 +403,7 @@ def _gpu(k, *args, **kw):
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", F8, ids=lambda d: jnp.dtype(d).name)
 @pytest.mark.parametrize("src", [jnp.float32, jnp.float16, jnp.bfloat16], ids=lambda d: jnp.dtype(d).name)
-def test_gpu_fp8_saturation(src, dt):
+def test_gpu_fp8_cast_as_jnp(src, dt):
   x = fp8_edge_input(4096, src)
   want = f8_ref(np.asarray(x).astype(np.float32), dt)
   got = _gpu(cast_t, x, dt=dt)

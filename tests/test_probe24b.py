@@ -41,11 +41,11 @@ def test_python_float_constants_round_once_the_same_way_in_interpret_mode_and_on
 
 @pytest.mark.parametrize("dtype", [jnp.float8_e4m3fn, jnp.float8_e5m2])
 @pytest.mark.parametrize("v", [1000.0, 1e6, float("inf"), -float("inf")])
-def test_ml_full_of_a_float8_scalar_saturates_as_the_tensor_form_does(dtype, v):
+def test_ml_full_of_a_float8_scalar_converts_as_the_tensor_form_does(dtype, v):
   s, t = fill_both(jnp.zeros((128,), dtype), v=v, interpret=True)
-  top = float(jnp.finfo(dtype).max)
-  want = float(jnp.float32(min(max(v, -top), top)).astype(dtype).astype(F32))
-  assert float(s.astype(F32)) == float(t[0].astype(F32)) == want
+  want = np.asarray(jnp.full((), v, dtype).astype(F32))      # (jnp's: NaN or inf past the range, probe 50e)
+  np.testing.assert_array_equal(np.asarray(s.astype(F32)), want)
+  np.testing.assert_array_equal(np.asarray(t[0].astype(F32)), want)
 
 
 # ---------------------------------------------------------------- clusters

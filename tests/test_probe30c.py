@@ -224,14 +224,13 @@ def to_float8(x, out, *, to: ml.constexpr):
 
 @pytest.mark.parametrize("src", [jnp.int16, jnp.int32, jnp.uint32])
 @pytest.mark.parametrize("to", [jnp.float8_e4m3fn, jnp.float8_e5m2])
-def test_an_integer_tensor_casts_to_float8_saturating_once_rounded(src, to):
+def test_an_integer_tensor_casts_to_float8_once_rounded(src, to):
   """It was MG106 ("converts int32 to 8-bit floats only through float32") while jnp casts it; the
-  lowering bridges through float32, exact wherever float8 does not saturate."""
+  lowering bridges through float32, exact over float8's range (past it NaN or inf, as jnp: probe 50e)."""
   vals = np.array([0, 1, 3, 17, 100, 447, 449, 464, 465, 1000, 30000, 57344, 61440, 123457, 5, 9] * 8)
   vals = np.clip(vals, 0, np.iinfo(src).max) * (1 if src == jnp.uint32 else np.resize([1, -1], vals.size))
   x = jnp.asarray(vals.astype(src)).reshape(128, 1)
-  m = float(jnp.finfo(to).max)
-  want = np.clip(vals.astype(np.float64), -m, m).astype(to).reshape(128, 1)
+  want = np.asarray(x.astype(to))
   np.testing.assert_array_equal(np.asarray(to_float8(x, interpret=True, to=to)).astype(np.float32),
                                 want.astype(np.float32))
   _export(to_float8, S(x.shape, x.dtype), to=to)

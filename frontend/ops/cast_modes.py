@@ -38,7 +38,7 @@ def toward_zero(cx, x, dt):
   fp_downcast_rounding="rtz")`): the value rounded to nearest, then, where that rounded away from zero,
   one step back toward zero by its bits (an overflow to inf becomes the largest finite value; float8
   saturates as its conversion does)."""
-  from .elementwise import BinOp, CmpOp, UnOp, astype, binary, compare, unary, where_
+  from .elementwise import BinOp, CmpOp, UnOp, astype, binary, compare, saturating_cast, unary, where_
   from .elementwise_fns import bitcast
   src = resolve(x.type.dtype) if is_value(x) else None
   if src == dt:
@@ -54,7 +54,7 @@ def toward_zero(cx, x, dt):
     top = bitcast.rule(cx, binary(cx, BinOp.AND, bitcast.rule(cx, x, DType.u32), 0xFFFF0000), DType.f32)
     return where_(cx, compare(cx, CmpOp.NE, x, x), astype(cx, x, dt), astype(cx, top, dt))
   wide = x if src == DType.f32 else astype(cx, x, DType.f32)       # (exact)
-  y = astype(cx, wide, dt)
+  y = saturating_cast(cx, wide, dt)      # (float8: the hardware's saturating conversion, not jnp's NaN)
   away = compare(cx, CmpOp.GT, unary(cx, UnOp.ABS, astype(cx, y, DType.f32)), unary(cx, UnOp.ABS, wide))
   bits = DType.u8 if dt.bits == 8 else DType.u16
   back = bitcast.rule(cx, binary(cx, BinOp.SUB, bitcast.rule(cx, y, bits), 1), dt)   # |y| >= 1 ulp: no wrap

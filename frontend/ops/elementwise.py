@@ -589,6 +589,16 @@ def astype(cx, x, dtype):
         hint="convert tensors instead: read a window into registers (x.at[ml.ds(i, 128)][...]) and cast"
              " that, or keep scalars in float32" if f8 else
              f"cast in two steps: ({cx.named(x, '') or x.name or 'x'}).astype(jnp.float32).astype(jnp.{dtype})")
+  from .float8_overflow import jnp_float8
+  return jnp_float8(cx, x, dtype, lambda v: saturating_cast(cx, v, dtype)) if dtype in FLOAT8 else \
+      saturating_cast(cx, x, dtype)
+
+
+def saturating_cast(cx, x, dtype):
+  """The Cast op: to float8 the GPU's cvt.rn.satfinite (past the range +-max, NaN stays NaN); `astype`
+  gives jnp's values around it."""
+  if resolve(x.type.dtype) == dtype:
+    return x
   from .broadcast_nd import small_cast
   return small_cast(cx, x, dtype) or cx.b.emit(Cast, x, loc=cx.loc, types=[_like(x.type, dtype)], names=[cx.name]).result
 
@@ -653,23 +663,24 @@ def full_(cx, shape, value, dtype, what="ml.full", convert=False):
   else:
     check_python_int(cx, value, dtype, what)
     if convert:
-      value = _saturated(value, dtype)
+      value = f8_number(value, dtype)
   from .padded_tiles import padded_fill
   return padded_fill(cx, shape, dtype, lambda up: cx.b.emit(Full, value, loc=cx.loc, types=[TensorType(up, dtype)],
                                                            names=[cx.name]).result)
 
 
-def _saturated(value, dtype):
-  """A Python number as ml.full converts it to a float8 type: saturating, as .astype (jnp.full
-  would give NaN or inf); other dtypes and NaN as they are."""
+def f8_number(value, dtype):
+  """A Python number as ml.full (and a store, ml.where, other=) converts it to a float8 type: as jnp.full,
+  from float64, rounded once (1000.0 is NaN in float8_e4m3fn, -1e5 -inf in float8_e5m2); other dtypes and
+  NaN as they are."""
   if dtype not in FLOAT8 or value != value:
     return value
-  top = dtype.float_max
   try:
     value = float(value)
-  except OverflowError:           # an int past float's range: an infinity, saturated like it
+  except OverflowError:           # an int past float's range: an infinity
     value = pymath.inf if value > 0 else -pymath.inf
-  return min(max(value, -top), top)
+  with np.errstate(over="ignore"):
+    return float(np.asarray(value, np.float64).astype(dtype.np))
 
 
 def _scalar_full(cx, value, dtype, what):
@@ -681,7 +692,7 @@ def _scalar_full(cx, value, dtype, what):
                             hint="ml.full((), 0.0, jnp.float32)")
   check_python_int(cx, value, dtype, what)
   if dtype.is_float:
-    v = float(_saturated(value, dtype))
+    v = float(f8_number(value, dtype))
   elif dtype == DType.bool_:
     v = bool(value)
   elif isinstance(value, float):       # as a cast (and jnp.full) converts: NaN -> 0, out of range saturates

@@ -199,12 +199,12 @@ def _register_a(cx, a, d, b=None):
 
 
 def _to_eight_bit_hint(cx, a, bd) -> str:
-  """A wider register A beside 8-bit b: converted to float8 (saturating past its range), or quantised to
+  """A wider register A beside 8-bit b: converted to float8 (NaN or inf past its range, as jnp), or quantised to
   int8 with a scale per row that the product is multiplied by after."""
   v = method_on(_unconverted(cx.named(a, "a")))
   if bd.is_float:
-    return (f"convert it to {bd}: ml.dot({v}.astype(jnp.{bd}), ...) (the conversion saturates at the type's"
-            f" largest value: scale values that may exceed it, and divide the product by the scale after)")
+    return (f"convert it to {bd}: ml.dot({v}.astype(jnp.{bd}), ...) (past the type's largest value the conversion"
+            f" gives NaN or inf, as jnp's: scale values that may exceed it, and divide the product by the scale after)")
   xf = v if resolve(a.type.dtype) == DType.f32 else f"{v}.astype(jnp.float32)"
   return (f"quantise it to int8 with a scale per row and multiply the int32 product by the scale after: xf = {xf};"
           f" s = ml.max(ml.abs(xf), axis=1, keepdims=True) / 127.0; ml.dot(ml.round(xf / s).astype(jnp.int8),"
@@ -388,7 +388,7 @@ def _fp8_pair_hint(a, b, in_regs) -> str:
           f" (.astype(jnp.float16)), or in the kernel, b16 = ml.smem({shape}, jnp.float16); b16[...] ="
           f" {base}[...].astype(jnp.float16); ml.dot({_as(an, 'float16')}, b16{'.T' if bt else ''}, ...);"
           f" or convert the float8_e4m3fn input to float8_e5m2 (keeps its range, drops a mantissa bit);"
-          f" float8_e5m2 to float8_e4m3fn saturates beyond 448")
+          f" float8_e5m2 to float8_e4m3fn gives NaN beyond 464")
 
 
 def _unsupported_hint(d) -> str:

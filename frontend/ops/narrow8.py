@@ -20,17 +20,10 @@ def _wide(d):
 
 
 def narrowed(cx, r, d):
-  """`r`, computed in 32 bits from values of the 8-bit `d`, back in `d`, exactly. The float8 cast
-  saturates (+-inf -> +-57344 in float8_e5m2), so e5m2's infinities are put back by their bits."""
-  from .elementwise import CmpOp, astype, compare, where_
-  out = astype(cx, r, d)
-  if d == DType.f8e5m2 and is_value(r) and isinstance(r.type, TensorType):
-    from .elementwise_fns import bitcast
-    bits = bitcast.rule(cx, out, DType.u8)
-    bits = where_(cx, compare(cx, CmpOp.EQ, r, float("inf")), 0x7C,
-                  where_(cx, compare(cx, CmpOp.EQ, r, float("-inf")), 0xFC, bits))
-    out = bitcast.rule(cx, bits, d)
-  return out
+  """`r`, computed in 32 bits from values of the 8-bit `d`, back in `d` (as `.astype` converts: past a
+  float8 type's range NaN or inf, as jnp)."""
+  from .elementwise import astype
+  return astype(cx, r, d)
 
 
 def _widened(cx, values, wide, narrow, what, shape=None, saturate=True):
@@ -38,11 +31,11 @@ def _widened(cx, values, wide, narrow, what, shape=None, saturate=True):
   have converted it: a float rounded to float8 as jnp's weak typing does (x > 101 on
   float8_e4m3fn compares with 104), an int wrapped to the 8-bit integer as == and 16-bit types
   do (300 is 44 in uint8). Where the number becomes a float8 result (`saturate`: ml.where,
-  max, min) it saturates first, as ml.full and a store convert it (1000.0 is 448, not NaN); a
-  comparison keeps jnp's conversion. A float8 scalar is broadcast to the result's `shape` first (a
+  max, min) it converts as jnp.full converts it, from float64 (1000.0 is NaN); a comparison keeps
+  jnp's conversion from float32. A float8 scalar is broadcast to the result's `shape` first (a
   tensor converts); compared, it converts exactly from its bits; otherwise the result could not be
   converted back to a float8 scalar on the GPU."""
-  from .elementwise import _saturated, astype
+  from .elementwise import astype, f8_number
 
   def one(v):
     if is_value(v):
@@ -61,7 +54,7 @@ def _widened(cx, values, wide, narrow, what, shape=None, saturate=True):
       return w
     if isinstance(v, (int, float)) and not isinstance(v, bool):
       if narrow.is_float:
-        v = _saturated(v, narrow) if saturate else v
+        v = f8_number(v, narrow) if saturate else v
         with np.errstate(over="ignore"):     # 1e39 -> inf -> NaN in float8_e4m3fn, as jnp: no warning
           return float(np.asarray(v, np.float32).astype(narrow.np))
       if isinstance(v, int):

@@ -119,7 +119,7 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
   if (kind != ReduceKind.SUM and isinstance(d, DType) and d != DType.bool_ and d.bits < 16
       and (d.is_int or d.is_float and len(axes) < len(shape))):
     # 8-bit max and min: in 32 bits (exact), then back to the dtype, as jnp keeps it (float8_e5m2's
-    # infinities put back by their bits: the conversion saturates). Not for a full reduction of a
+    # infinities kept: `astype` gives jnp's values past the range). Not for a full reduction of a
     # float8 (an 8-bit float scalar cannot be made on the GPU).
     wide = ew.astype(cx, x, DType.f32 if d.is_float else DType.i32 if d.is_signed else DType.u32)
     return ew.narrowed(cx, reduce(cx, kind, wide, axis, keepdims, what), d)

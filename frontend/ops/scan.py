@@ -119,7 +119,7 @@ def scan(cx, kind: ScanKind, x, axis, reverse, what, segment=0):
                              types=[TensorType(shape, acc)], names=[None if rounds else cx.name]).result
   from .padded_tiles import reverse_scanned
   r = (reverse and reverse_scanned(cx, kind, v, axis, emit)) or emit(v)    # (an odd window read padded, from the end)
-  return ew.narrowed(cx, r, d) if rounds else r     # (float8_e5m2's infinities kept: the cast saturates)
+  return ew.narrowed(cx, r, d) if rounds else r     # (float8_e5m2's infinities kept, as jnp's astype)
 
 
 def _typed_scan(cx, kind, x, axis, reverse, dtype, what):

@@ -1,0 +1,138 @@
+"""Probe 50e (numbers that differ from jnp).
+
+- A conversion to float8 past its range saturated (`(v * 300).astype(jnp.float8_e4m3fn)` gave 448, the
+  GPU's cvt.rn.satfinite) where jnp gives NaN (float8_e4m3fn has no infinity) and float8_e5m2 +-inf. XLA
+  on the GPU selects jnp's values around the same saturating instruction; the kernel now does too (a
+  select on the source's magnitude: NaN before the conversion for e4m3fn, the infinities' bits after it
+  for e5m2), in interpret mode and on the GPU. Python numbers (ml.full, stores, ml.where, other=)
+  convert as jnp.full does. `fp_downcast_rounding="rtz"` still saturates finite values (rounding toward
+  zero never overflows).
+"""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+S = jax.ShapeDtypeStruct
+F32, BF16, F16 = jnp.float32, jnp.bfloat16, jnp.float16
+F8 = [jnp.float8_e4m3fn, jnp.float8_e5m2]
+_name = lambda d: jnp.dtype(d).name
+
+
+def _export(fn, *specs, **kw):
+  return jax.export.export(jax.jit(lambda *a: fn(*a, **kw)), platforms=["cuda"])(*specs).mlir_module()
+
+
+def same(got, want):
+  """Equal as float32 values, NaN matching NaN (a NaN's payload is not compared)."""
+  g, w = np.asarray(got).astype(np.float32), np.asarray(want).astype(np.float32)
+  assert g.shape == w.shape and g.dtype == w.dtype
+  ok = (g == w) | np.isnan(g) & np.isnan(w)
+  assert ok.all(), f"differ at {np.flatnonzero(~ok)[:8]}: got {g[~ok][:8]}, want {w[~ok][:8]}"
+
+
+def _edges(n, src, seed=0):
+  """float8's edges (each side of 464 and 61440, inf, NaN), then values spread past both ranges."""
+  e = [464.0, 465.0, -465.0, 61439.0, 61440.0, -61440.0, 1e5, np.inf, -np.inf, np.nan, 448.0, -0.0, 3.0]
+  x = np.random.default_rng(seed).standard_normal(n).astype(np.float32) * 3.0
+  x[:len(e)] = e
+  return jnp.asarray(x).astype(src)
+
+
+# ---------------------------------------------------------------- float -> float8 past the range
+@mg.mgpu_kernel(out_shape=lambda x, *, dt: S(x.shape, dt), grid=lambda x, **_: (x.shape[0] // 128,))
+def quantize(x, out, *, dt: ml.constexpr, scale: ml.constexpr = 300.0):
+  i = ml.program_id(0)
+  v = x.at[ml.ds(i * 128, 128)][...]
+  out.at[ml.ds(i * 128, 128)][...] = (v * scale).astype(dt)       # no clamp: jnp's NaN / inf past the range
+
+
+@pytest.mark.parametrize("dt", F8, ids=_name)
+@pytest.mark.parametrize("src", [F32, BF16, F16], ids=_name)
+def test_a_cast_past_float8s_range_is_jnps(src, dt):
+  x = _edges(256, src)
+  same(quantize(x, dt=dt, scale=1.0, interpret=True), x.astype(dt))
+  same(quantize(x, dt=dt, interpret=True), (x * 300.0).astype(dt))
+  assert "mosaic_gpu" in _export(quantize, S(x.shape, src), dt=dt)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S(x.shape, jnp.float8_e4m3fn))
+def per_row_quant(x, s, out):
+  # a Triton port: x / scale with a per-row scale that a caller computed too small
+  out[...] = (x[...] / s[...][:, None]).to(jnp.float8_e4m3fn)
+
+
+@mg.mgpu_kernel(out_shape=lambda g: S(g.shape, jnp.float8_e5m2))
+def grad_e5m2(g, out):
+  out[...] = (g[...].astype(jnp.float32) * 1024.0).astype(jnp.float8_e5m2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.float8_e4m3fn))
+def rtz_f8(x, out):
+  out[...] = x[...].to(jnp.float8_e4m3fn, fp_downcast_rounding="rtz")
+
+
+
+
+def test_other_float8_overflows_are_jnps_too():
+  rng = np.random.default_rng(1)
+  x = jnp.asarray(rng.standard_normal((64, 128)).astype(np.float32) * 100)
+  s = jnp.asarray(np.linspace(0.05, 2.0, 64).astype(np.float32))
+  got = per_row_quant(x, s, interpret=True)
+  want = (x / s[:, None]).astype(jnp.float8_e4m3fn)
+  assert np.isnan(np.asarray(want, np.float32)).any()
+  same(got, want)
+  g = jnp.asarray(rng.standard_normal((16, 128)).astype(np.float32) * 80).astype(BF16)
+  want = (g.astype(F32) * 1024.0).astype(jnp.float8_e5m2)
+  assert np.isinf(np.asarray(want, np.float32)).any()
+  same(grad_e5m2(g, interpret=True), want)
+  assert "mosaic_gpu" in _export(per_row_quant, S(x.shape, F32), S(s.shape, F32))
+  # (rounding toward zero still saturates finite values: it never overflows)
+  x = jnp.asarray(np.array([1000.0, -1e6, 470.0, 447.0] * 32, np.float32))
+  np.testing.assert_array_equal(np.asarray(rtz_f8(x, interpret=True), np.float32), [448.0, -448.0, 448.0, 416.0] * 32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, dt: S(x.shape, dt))
+def int_to_f8(x, out, *, dt: ml.constexpr):
+  out[...] = x[...].astype(dt)
+
+
+@pytest.mark.parametrize("dt", F8, ids=_name)
+def test_an_integer_past_float8s_range_is_jnps(dt):
+  x = jnp.asarray((np.arange(128) - 64) * 1001).astype(jnp.int32)
+  same(int_to_f8(x, dt=dt, interpret=True), x.astype(dt))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, x.dtype), S(x.shape, x.dtype), S(x.shape, x.dtype)))
+def numbers_into_f8(x, a, b, c):
+  v = x[...]
+  a[...] = ml.full(v.shape, 1000.0, v.dtype)
+  b[...] = ml.where(v > 0, v, -7e4)
+  c[...] = v.astype(jnp.float32).astype(jnp.float8_e4m3fn).astype(v.dtype) if v.dtype == jnp.float8_e5m2 else v
+
+
+@pytest.mark.parametrize("dt", F8, ids=_name)
+def test_python_numbers_and_float8_to_float8_convert_as_jnp(dt):
+  x = jnp.asarray(np.linspace(-60000, 60000, 128).astype(np.float32)).astype(dt)
+  a, b, c = numbers_into_f8(x, interpret=True)
+  same(a, jnp.full(x.shape, 1000.0, dt))
+  same(b, jnp.where(x > 0, x, -7e4))
+  same(c, x.astype(jnp.float8_e4m3fn).astype(dt) if dt == jnp.float8_e5m2 else x)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", F8, ids=_name)
+@pytest.mark.parametrize("src", [F32, BF16, F16], ids=_name)
+def test_gpu_float8_casts_are_jnps(src, dt):
+  x = _edges(4096, src)
+  got = jax.jit(lambda x: quantize(x, dt=dt))(x)
+  same(got, (x * 300.0).astype(dt))
+  same(got, quantize(x, dt=dt, interpret=True))
+  xi = jnp.asarray((np.arange(128) - 64) * 1001).astype(jnp.int32)
+  same(jax.jit(lambda x: int_to_f8(x, dt=dt))(xi), xi.astype(dt))
+  y = jnp.asarray(np.linspace(-60000, 60000, 128).astype(np.float32)).astype(dt)
+  for g, w in zip(numbers_into_f8(y), numbers_into_f8(y, interpret=True)):
+    same(g, w)
