@@ -123,7 +123,6 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     "scatter_add": "ml.atomic_add(out.at[ids], values) (an output updated only by atomics starts at 0)",
     "nonzero": "no ml.nonzero (its length depends on the data): keep a mask, or compact with an exclusive"
                " ml.cumsum of the mask as each kept element's position and a scatter",
-    "fma": "no ml.fma: write x * y + z (the GPU may fuse it into one fused multiply-add; interpret mode rounds twice)",
     **{n: _DIV.format(n) for n in ("divide", "true_divide")},
     **{n: _FLOOR_DIV.format(n) for n in ("floor_divide", "floordiv")},
     "fliplr": "no ml.fliplr: ml.flip(x, axis=1)", "flipud": "no ml.flipud: ml.flip(x, axis=0)",

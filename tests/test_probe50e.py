@@ -7,14 +7,22 @@
   for e5m2), in interpret mode and on the GPU. Python numbers (ml.full, stores, ml.where, other=)
   convert as jnp.full does. `fp_downcast_rounding="rtz"` still saturates finite values (rounding toward
   zero never overflows).
+- `tl.fma` / `ml.fma` (and libdevice's `fma`) were MG002 ("write x * y + z"): a fused multiply-add rounds once
+  (PTX fma.rn; MLIR math.fma), which `x * y + z` does not, and error-free transformations (TwoProd, Dekker's
+  splits, compensated sums) need it. Now an op, rounded once in interpret mode too.
 """
+from fractions import Fraction
+
 import jax
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from mgpu_dsl import language as tl
+from locate import expect
 
 S = jax.ShapeDtypeStruct
 F32, BF16, F16 = jnp.float32, jnp.bfloat16, jnp.float16
@@ -123,6 +131,83 @@ def test_python_numbers_and_float8_to_float8_convert_as_jnp(dt):
   same(c, x.astype(jnp.float8_e4m3fn).astype(dt) if dt == jnp.float8_e5m2 else x)
 
 
+# ---------------------------------------------------------------- ml.fma: one rounding
+def _nearest(v: Fraction, dt):
+  """The `dt` value nearest `v`, ties to even (from float64's neighbours: exact for these dtypes)."""
+  f = np.asarray(float(v), np.float64).astype(dt)
+  u = {2: np.uint16, 4: np.uint32}[np.dtype(dt).itemsize]
+  near = [c for c in (f, (f.view(u) + u(1)).view(dt), (f.view(u) - u(1)).view(dt)) if np.isfinite(float(c))]
+  return min(near, key=lambda c: (abs(Fraction(float(c)) - v), int(np.asarray(c).view(u)) & 1))
+
+
+def fma_ref(x, y, z, dt):
+  return np.array([_nearest(Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c)), dt)
+                   for a, b, c in zip(*(np.asarray(v, np.float64).ravel() for v in (x, y, z)))], dt)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y, z: x, grid=lambda x, y, z: (x.shape[0] // 128,))
+def fma_tl(x_ptr, y_ptr, z_ptr, out_ptr):
+  # a Triton port: offsets, loads, tl.fma, a store
+  offs = tl.program_id(0) * 128 + tl.arange(0, 128)
+  out_ptr.at[offs].store(tl.fma(x_ptr.at[offs].load(), y_ptr.at[offs].load(), z_ptr.at[offs].load()))
+
+
+@pytest.mark.parametrize("dt", [F32, F16, BF16], ids=_name)
+def test_fma_rounds_once(dt):
+  rng = np.random.default_rng(4)
+  x, y = (rng.standard_normal(256).astype(np.float32) for _ in range(2))
+  x, y = (jnp.asarray(v).astype(dt) for v in (x, y))
+  p = np.asarray(x, np.float64) * np.asarray(y, np.float64)
+  z = -p * np.where(np.arange(256) < 128, 1.0, rng.uniform(0.5, 2.0, 256))   # half: x * y - round(x * y)
+  z = jnp.asarray(z.astype(np.float32)).astype(dt)
+  got = np.asarray(fma_tl(x, y, z, interpret=True))
+  want = fma_ref(x, y, z, np.dtype(dt))
+  np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))
+  two_roundings = np.asarray((x * y + z).astype(F32))          # x * y rounded first: its error lost
+  assert (two_roundings[:128] == 0).all() and (got[:128] != 0).any()
+
+
+@mg.mgpu_kernel(out_shape=lambda hi, b: (hi, hi))
+def two_prod(hi_in, b, err, hi_out):
+  # TwoProd: a * b == hi + err exactly
+  a, c = hi_in[...], b[...][None, :]
+  hi = a * c
+  err[...] = ml.fma(a, c, -hi)
+  hi_out[...] = hi + ml.fma(ml.full((), 0.5, jnp.float32), 2.0, -1.0)        # a scalar fma: 0.0
+
+
+def test_fma_of_broadcast_operands_and_scalars():
+  rng = np.random.default_rng(5)
+  a = jnp.asarray(rng.standard_normal((8, 128)).astype(np.float32))
+  b = jnp.asarray(rng.standard_normal(128).astype(np.float32))
+  err, hi = two_prod(a, b, interpret=True)
+  exact = np.asarray(a, np.float64) * np.asarray(b, np.float64)[None, :]
+  np.testing.assert_array_equal(np.asarray(hi, np.float64) + np.asarray(err, np.float64), exact)
+  assert np.asarray(err).any()
+  text = two_prod.mlir(S(a.shape, F32), S(b.shape, F32))
+  assert "math.fma" in text and "mosaic_gpu" in _export(two_prod, S(a.shape, F32), S(b.shape, F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def fma_mixed(x, out):
+  out[...] = ml.fma(x[...], x[...].astype(jnp.bfloat16), 1.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def fma_ints(x, out):
+  out[...] = ml.fma(x[...], 3, 1)
+
+
+def test_fma_dtype_mistakes():
+  expect(fma_mixed, [S((128,), F32)], mg.DtypeMismatchError, "ml.fma(x[...], x[...].astype(jnp.bfloat16), 1.0)",
+         "ml.fma's operands have different dtypes: x[...] (float32), x[...].astype(jnp.bfloat16) (bfloat16)",
+         hint="convert them to one: ml.fma(x, y.astype(x.dtype), z.astype(x.dtype))")
+  expect(fma_ints, [S((128,), jnp.int32)], mg.UnsupportedDtypeError, "ml.fma(x[...], 3, 1)",
+         "ml.fma on int32: a fused multiply-add takes float32, float16 or bfloat16",
+         hint="convert to float32 first: ml.fma(x.astype(jnp.float32), y.astype(jnp.float32),"
+              " z.astype(jnp.float32))")
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", F8, ids=_name)
 @pytest.mark.parametrize("src", [F32, BF16, F16], ids=_name)
@@ -136,3 +221,18 @@ def test_gpu_float8_casts_are_jnps(src, dt):
   y = jnp.asarray(np.linspace(-60000, 60000, 128).astype(np.float32)).astype(dt)
   for g, w in zip(numbers_into_f8(y), numbers_into_f8(y, interpret=True)):
     same(g, w)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", [F32, F16, BF16], ids=_name)
+def test_gpu_fma_rounds_once(dt):
+  rng = np.random.default_rng(6)
+  x, y, z = (jnp.asarray(rng.standard_normal(1024).astype(np.float32)).astype(dt) for _ in range(3))
+  z = jnp.where(jnp.arange(1024) < 512, -(x.astype(F32) * y.astype(F32)).astype(dt), z)
+  got = np.asarray(jax.jit(fma_tl)(x, y, z))
+  np.testing.assert_array_equal(got.astype(np.float64), fma_ref(x, y, z, np.dtype(dt)).astype(np.float64))
+  a = jnp.asarray(rng.standard_normal((8, 128)).astype(np.float32))
+  b = jnp.asarray(rng.standard_normal(128).astype(np.float32))
+  err, hi = jax.jit(two_prod)(a, b)
+  np.testing.assert_array_equal(np.asarray(hi, np.float64) + np.asarray(err, np.float64),
+                                np.asarray(a, np.float64) * np.asarray(b, np.float64)[None, :])

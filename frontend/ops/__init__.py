@@ -7,7 +7,7 @@ random (counter-based random numbers), gather (GMEM indexed by tensors of indice
 (no ops: jnp's promotion with NumPy/JAX scalars, for elementwise).
 See docs/design-notes.md, "How to add an op".
 """
-from . import base, memory, transfers, elementwise, elementwise_checks, elementwise_fns, fast_math, libdevice, shape, reduce, mma, control, debug, access, atomic, random, gather, scan, sort, power, stats, stacking, roll, permute, register_gather, assoc_scan  # noqa: F401
+from . import base, memory, transfers, elementwise, elementwise_checks, elementwise_fns, fast_math, fma, libdevice, shape, reduce, mma, control, debug, access, atomic, random, gather, scan, sort, power, stats, stacking, roll, permute, register_gather, assoc_scan  # noqa: F401
 from .base import BUILTINS, METHODS, REF_METHODS  # noqa: F401
 
 # Every op class, by name (`ops.Copy`, `ops.Reduce`, ...).
@@ -18,6 +18,7 @@ from .control import (AwaitStores, Barrier, BarrierAlloc, BarrierArrive, Barrier
                       WarpSpecialize, While, Yield)
 from .debug import Breakpoint, Print  # noqa: F401,E402
 from .fast_math import Exp2Emulated  # noqa: F401,E402
+from .fma import Fma  # noqa: F401,E402
 from .elementwise import (Arange, BinOp, Binary, Cast, CmpOp, Compare, Constant, Full, UnOp,  # noqa: F401,E402
                           Unary, Where)
 from .memory import ClusterRef, Copy, Load, SmemAlloc, Store, View  # noqa: F401,E402
