@@ -74,3 +74,15 @@ def reduce_precision(x, ut, nbits, src_e, src_m, e_bits, m_bits):
   if m_bits > 0:
     r = ml.where(ml.isnan(x), x, r)
   return r
+
+
+@ml.inline
+def spacing(x, it, top, tiny, f16):
+  """jnp.spacing: nextafter(x, copysign(inf, x)) - x, the smallest subnormal `tiny` of x's sign where that is 0;
+  float16's nextafter(x, inf) - x (jax's source: numpy's differs by dtype)."""
+  inf = ml.full(x.shape, float("inf"), x.dtype)
+  if f16:
+    return nextafter(x, inf, it, top) - x
+  neg = ml.bitcast(x, it) < 0
+  r = nextafter(x, ml.where(neg, -inf, inf), it, top) - x
+  return ml.where(r == 0, ml.where(neg, -tiny, tiny), r)

@@ -45,6 +45,19 @@ def _nextafter(a):
   return f"{{3}}({conv[0]}, {conv[1]}, {it}, {_TOP[it]})", [x1, x2, d, nextafter]
 
 
+_SUBNORMAL = {"float32": 2.0 ** -149, "float16": 2.0 ** -24, "bfloat16": 2.0 ** -133}
+
+
+def _spacing(a):
+  from .bit_helpers import spacing
+  got = _inexact(a["x"])
+  if got is None:
+    return None
+  form, d = got
+  it = _LAYOUT[d][0]
+  return f"{{1}}({form}, {it}, {_TOP[it]}, {_SUBNORMAL[d]!r}, {d == 'float16'})", [a["x"], spacing]
+
+
 def _frexp(a):
   from .bit_helpers import frexp
   got = _inexact(a["x"])
@@ -205,7 +218,7 @@ def _special(name):
 _XY = ("x", "y")
 BITS = {
     ("jnp", "nextafter"): (_XY, _nextafter), ("jax.lax", "nextafter"): (("x1", "x2"), _nextafter),
-    ("jnp", "frexp"): (("x",), _frexp), ("jnp", "ldexp"): (("x1", "x2"), _ldexp),
+    ("jnp", "spacing"): (("x",), _spacing), ("jnp", "frexp"): (("x",), _frexp), ("jnp", "ldexp"): (("x1", "x2"), _ldexp),
     ("jax.lax", "reduce_precision"): (("operand", "exponent_bits", "mantissa_bits"), _reduce_precision),
     ("jnp", "float_power"): (_XY, _float_power),
     ("jnp", "fabs"): (("x",), lambda a: None if _inexact(a["x"]) is None else (

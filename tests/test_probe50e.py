@@ -208,6 +208,26 @@ def test_fma_dtype_mistakes():
               " z.astype(jnp.float32))")
 
 
+# ---------------------------------------------------------------- jnp.spacing
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, x.dtype if jnp.issubdtype(x.dtype, jnp.floating) else F32))
+def spacing(x, out):
+  out[...] = jnp.spacing(x[...])
+
+
+@pytest.mark.parametrize("dt", [F32, F16, BF16], ids=_name)
+def test_jnp_spacing_is_jaxs(dt):
+  fi = jnp.finfo(dt)
+  edges = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, float(fi.max), -float(fi.max),
+           float(fi.smallest_subnormal), -float(fi.smallest_subnormal), float(fi.tiny), -7.5]
+  x = np.random.default_rng(7).standard_normal(128).astype(np.float32) * 100
+  x[:len(edges)] = edges
+  x = jnp.asarray(x).astype(dt)
+  same(spacing(x, interpret=True), jnp.spacing(x))
+  xi = jnp.arange(-64, 64, dtype=jnp.int32)
+  same(spacing(xi, interpret=True), jnp.spacing(xi))
+  assert "mosaic_gpu" in _export(spacing, S(x.shape, dt))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", F8, ids=_name)
 @pytest.mark.parametrize("src", [F32, BF16, F16], ids=_name)
@@ -236,3 +256,11 @@ def test_gpu_fma_rounds_once(dt):
   err, hi = jax.jit(two_prod)(a, b)
   np.testing.assert_array_equal(np.asarray(hi, np.float64) + np.asarray(err, np.float64),
                                 np.asarray(a, np.float64) * np.asarray(b, np.float64)[None, :])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", [F32, F16, BF16], ids=_name)
+def test_gpu_spacing(dt):
+  x = jnp.asarray(np.random.default_rng(8).standard_normal(1024).astype(np.float32) * 100).astype(dt)
+  x = x.at[:4].set(jnp.asarray([0.0, -0.0, float(jnp.finfo(dt).max), float(jnp.finfo(dt).smallest_subnormal)], dt))
+  same(jax.jit(spacing)(x), jnp.spacing(x))
