@@ -45,28 +45,6 @@ def _nextafter(a):
   return f"{{3}}({conv[0]}, {conv[1]}, {it}, {_TOP[it]})", [x1, x2, d, nextafter]
 
 
-def _euclid(name):
-  def form(a):
-    from . import special_helpers
-    x1, x2 = a["x1"], a["x2"]
-    ds = [_dtype(x) for x in (x1, x2) if _dtype(x) is not None]
-    if not ds or any(_kind(x) != "int" for x in (x1, x2)) or any(isinstance(x, (bool, np.bool_)) for x in (x1, x2)):
-      return None
-    d = ds[0]
-    if len(ds) == 2 and ds[0] != ds[1]:
-      from .ops.promotion import arithmetic_in
-      d = arithmetic_in(ds[0], ds[1])
-      if d is None:
-        return None
-    tensor = "{0}" if _dtype(x1) is not None else "{1}"
-    conv = [f"{{{i}}}.astype({{2}})" if _dtype(x) is not None and _dtype(x) != d else
-            f"ml.full({tensor}.shape, {{{i}}}, {{2}})" if _dtype(x) is None else f"{{{i}}}"
-            for i, x in enumerate((x1, x2))]
-    steps = {8: 13, 16: 25, 32: 48, 64: 94}[d.bits]       # (one more: the first step orders them)
-    return f"{{3}}({conv[0]}, {conv[1]}, {steps}, {d.is_signed})", [x1, x2, d, getattr(special_helpers, name)]
-  return form
-
-
 _SUBNORMAL = {"float32": 2.0 ** -149, "float16": 2.0 ** -24, "bfloat16": 2.0 ** -133}
 
 
@@ -240,8 +218,7 @@ def _special(name):
 _XY = ("x", "y")
 BITS = {
     ("jnp", "nextafter"): (_XY, _nextafter), ("jax.lax", "nextafter"): (("x1", "x2"), _nextafter),
-    ("jnp", "spacing"): (("x",), _spacing), ("jnp", "gcd"): (("x1", "x2"), _euclid("gcd")),
-    ("jnp", "lcm"): (("x1", "x2"), _euclid("lcm")), ("jnp", "frexp"): (("x",), _frexp), ("jnp", "ldexp"): (("x1", "x2"), _ldexp),
+    ("jnp", "spacing"): (("x",), _spacing), ("jnp", "frexp"): (("x",), _frexp), ("jnp", "ldexp"): (("x1", "x2"), _ldexp),
     ("jax.lax", "reduce_precision"): (("operand", "exponent_bits", "mantissa_bits"), _reduce_precision),
     ("jnp", "float_power"): (_XY, _float_power),
     ("jnp", "fabs"): (("x",), lambda a: None if _inexact(a["x"]) is None else (

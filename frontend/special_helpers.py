@@ -54,29 +54,3 @@ def digamma(x):
   reflection = y - math.pi * ml.cos(math.pi * r) / ml.sin(math.pi * r)
   y = ml.where((x < 0) & (x == ml.floor(x)), float("nan"), ml.where(reflect, reflection, y))
   return ml.where(x == 0, float("-inf"), y)
-
-
-@ml.inline
-def gcd(a, b, steps, signed):
-  """jnp.gcd: jax's loop of Euclid's steps on |a| and |b| (each (x2, rem(x1, x2)) ordered larger first, C's
-  remainder), as an ml.range loop of `steps` trips, Fibonacci's worst case for the dtype's width; 0 for two zeros."""
-  x1 = ml.abs(a) if signed else a
-  x2 = ml.abs(b) if signed else b
-  for _ in ml.range(steps):
-    nz = x2 != 0
-    n1 = ml.where(nz, x2, x1)
-    n2 = ml.where(nz, ml.fmod(x1, ml.where(nz, x2, 1)), 0)
-    swap = n1 < n2
-    x1 = ml.where(swap, n2, n1)
-    x2 = ml.where(swap, n1, n2)
-  return x1
-
-
-@ml.inline
-def lcm(a, b, steps, signed):
-  """jnp.lcm: |a| * (|b| // gcd), 0 where the gcd is 0."""
-  d = gcd(a, b, steps, signed)
-  if signed:
-    a = ml.abs(a)
-    b = ml.abs(b)
-  return ml.where(d == 0, 0, a * (b // ml.where(d == 0, 1, d)))

@@ -228,28 +228,6 @@ def test_jnp_spacing_is_jaxs(dt):
   assert "mosaic_gpu" in _export(spacing, S(x.shape, dt))
 
 
-# ---------------------------------------------------------------- jnp.gcd, jnp.lcm
-@mg.mgpu_kernel(out_shape=lambda a, b: (a, a, a))
-def euclid(a, b, g, l, g12):
-  g[...] = jnp.gcd(a[...], b[...])
-  l[...] = jnp.lcm(a[...], b[...])
-  g12[...] = jnp.gcd(a[...], 12)
-
-
-@pytest.mark.parametrize("dt", [jnp.int32, jnp.uint32, jnp.int16, jnp.int8], ids=_name)
-def test_jnp_gcd_and_lcm_are_jaxs(dt):
-  rng = np.random.default_rng(9)
-  lo, hi = max(np.iinfo(dt).min, -3000), min(np.iinfo(dt).max, 3000)
-  a, b = (rng.integers(lo, hi, 128).astype(dt) for _ in range(2))
-  a[:6], b[:6] = [0, 0, 5, 1, 0, 7], [0, 3, 0, 1, 9, 7]
-  if dt == jnp.int32:
-    a[6], b[6] = 1836311903, 1134903170            # consecutive Fibonacci numbers: Euclid's longest run
-  a, b = jnp.asarray(a), jnp.asarray(b)
-  for got, want in zip(euclid(a, b, interpret=True), (jnp.gcd(a, b), jnp.lcm(a, b), jnp.gcd(a, 12))):
-    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
-  assert "mosaic_gpu" in _export(euclid, S(a.shape, dt), S(b.shape, dt))
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", F8, ids=_name)
 @pytest.mark.parametrize("src", [F32, BF16, F16], ids=_name)
@@ -286,13 +264,3 @@ def test_gpu_spacing(dt):
   x = jnp.asarray(np.random.default_rng(8).standard_normal(1024).astype(np.float32) * 100).astype(dt)
   x = x.at[:4].set(jnp.asarray([0.0, -0.0, float(jnp.finfo(dt).max), float(jnp.finfo(dt).smallest_subnormal)], dt))
   same(jax.jit(spacing)(x), jnp.spacing(x))
-
-
-@pytest.mark.gpu
-def test_gpu_gcd_and_lcm():
-  rng = np.random.default_rng(10)
-  a, b = (jnp.asarray(rng.integers(-100000, 100000, 128).astype(np.int32)) for _ in range(2))
-  a = a.at[0].set(1836311903)
-  b = b.at[0].set(1134903170)
-  for got, want in zip(jax.jit(euclid)(a, b), (jnp.gcd(a, b), jnp.lcm(a, b), jnp.gcd(a, 12))):
-    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
