@@ -104,3 +104,16 @@ def _call_positions(frame):
     return (p.lineno, p.end_lineno, p.col_offset, p.end_col_offset) if p is not None else None
   except (AttributeError, ValueError, TypeError):
     return None
+
+
+def sum_call_in_f32(loc) -> str:
+  """The sum's call at `loc` as the user wrote it, with dtype=jnp.float32 (the hint of interpret mode's
+  16-bit sum warning, lowering/interpret_overflow.py: the frontend reads the source, the lowering only asks)."""
+  import ast
+  import copy
+  node = call_at(loc)
+  if node is None or any(k.arg == "dtype" for k in node.keywords):
+    return "ml.sum(v, dtype=jnp.float32)"
+  node = copy.deepcopy(node)
+  node.keywords.append(ast.keyword("dtype", ast.parse("jnp.float32", mode="eval").body))
+  return ast.unparse(node)

@@ -8,14 +8,11 @@ sum and run where finite elements sum to inf, with `dtype=jnp.float32` as the hi
 """
 from __future__ import annotations
 
-import ast
-import copy
-
 import numpy as np
 
 from ..frontend import errors as E
 from ..frontend.dtypes import DType
-from ..frontend.loc import call_at
+from ..frontend.loc import sum_call_in_f32
 
 _HALF = {DType.f16: "float16", DType.bf16: "bfloat16"}
 
@@ -37,17 +34,7 @@ def check_half_sum(cta, o, x, r) -> None:
       f"this sum of {t} elements, all finite, is {big:.6g} in program {cta.label}, past {t}'s largest value"
       f" ({top:.6g}): as a {t} result it is {'inf' if big > 0 else '-inf'} (jnp's sum gives the same), and so is"
       f" anything computed from it (a mean)", o.loc,
-      hint=f"keep the sum in float32: {_with_f32(o.loc)}, and convert after dividing"
+      hint=f"keep the sum in float32: {sum_call_in_f32(o.loc)}, and convert after dividing"
            f" ((... / n).astype(jnp.{t})); ml.mean divides in float32 itself; if {t} is meant, silence this with"
            f" warnings.filterwarnings('ignore', category=mg.PrecisionWarning)"),
          category=E.PrecisionWarning)
-
-
-def _with_f32(loc) -> str:
-  """The sum's call as the user wrote it, with dtype=jnp.float32."""
-  node = call_at(loc)
-  if node is None or any(k.arg == "dtype" for k in node.keywords):
-    return "ml.sum(v, dtype=jnp.float32)"
-  node = copy.deepcopy(node)
-  node.keywords.append(ast.keyword("dtype", ast.parse("jnp.float32", mode="eval").body))
-  return ast.unparse(node)
