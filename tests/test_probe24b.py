@@ -271,7 +271,7 @@ def test_review_of_the_sessions_changes():
   e = _raises(lambda: named_like_a_sort.check(S((512, 128), F32)))
   assert type(e) is mg.SmemCapacityError and "sort fewer rows" not in e.hint
   a = fill8_huge(jnp.zeros((128,), F32), interpret=True)
-  assert float(a[0].astype(F32)) == 448.0
+  assert np.isnan(float(a[0].astype(F32)))      # jnp's float8_e4m3fn of a value past its range (probe 50e; it saturated to 448)
 
 
 # ---------------------------------------------------------------- first-day mistakes
