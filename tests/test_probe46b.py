@@ -303,8 +303,9 @@ def test_a_float32_register_a_beside_fp8_b_hints_the_fp8_conversion():
   expect(float_a_beside_8_bit_b, [S((64, 128), BF16), S((64, 128), E4M3)], mg.UnsupportedDtypeError,
          "ml.dot(p, w_s.T)", "ml.dot takes operand a from registers in bfloat16, float16 or b's 8-bit dtype"
          " (float8_e4m3fn) only, got p (float32)",
-         hint="convert it to float8_e4m3fn: ml.dot(p.astype(jnp.float8_e4m3fn), ...) (the conversion saturates at"
-              " the type's largest value: scale values that may exceed it, and divide the product by the scale after)")
+         hint="convert it to float8_e4m3fn: ml.dot(p.astype(jnp.float8_e4m3fn), ...) (past the type's largest"
+              " value the conversion gives NaN or inf, as jnp's: scale values that may exceed it, and divide the product"
+              " by the scale after)")      # (it saturated until probe 50e)
 
 
 def test_a_float32_register_a_beside_int8_b_hints_the_int8_quantisation():

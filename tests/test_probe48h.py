@@ -356,7 +356,7 @@ def test_jnp_dots_precision_is_ml_dots_and_highest_on_float32_is_named_as_writte
   a, b = _rand((64, 64), F16, 17), _rand((64, 64), F16, 18)
   np.testing.assert_allclose(_f32(with_precision(a, b, interpret=True)), _f32(a) @ _f32(b), rtol=2e-2, atol=5e-2)
   e = expect(highest, [S((64, 64), F32)] * 2, mg.UnsupportedDtypeError, "jnp.dot(a_ref[...], b_ref[...], precision",
-             "jnp.dot with precision=Precision.HIGHEST: the tensor cores read float32 operands as TF32 (10 mantissa"
+             "jnp.dot (as ml.dot) with precision=Precision.HIGHEST: the tensor cores read float32 operands as TF32 (10 mantissa"
              " bits), lax.Precision.DEFAULT's meaning on the GPU")
   assert e.hint.startswith("drop precision for TF32")
 
