@@ -1,7 +1,8 @@
-"""Elementwise math: the ops (constants, arithmetic, comparisons, math functions, casts, fills,
-iotas) and their type rules (promotion, weak Python numbers, 8-bit values widened, one-element
-folding); the dtype checks and the hints' wording are in elementwise_checks.py, the `ml.` builtins
-that call them in elementwise_fns.py.
+"""Elementwise math: the type rules of the ops (constants, arithmetic, comparisons, math functions,
+selects, casts, fills): promotion, weak Python numbers, 8-bit values widened, one-element folding. The ops
+themselves and their kinds (BinOp, CmpOp, the UnOp table of math functions) are declared in elementwise_ops.py
+and re-exported here (`ew.Binary`, `ew.BinOp`); the dtype checks and the hints' wording are in
+elementwise_checks.py, the `ml.` builtins that call them in elementwise_fns.py.
 
 Operands of different shapes broadcast as in NumPy (frontend/ops/shape.py inserts
 the `Broadcast`); Python numbers are weakly typed (they take the dtype of the
@@ -12,17 +13,14 @@ floats in a comparison only), else never implicitly.
 from __future__ import annotations
 
 import dataclasses
-import enum
 import math as pymath
 
 import numpy as np
 
 from .. import errors as E
-from .. import ir
 from ..dtypes import DType, FLOAT8, INDEX, PY_FLOAT
 from .arith_hints import divisor_guard, int64_hint, unsigned_hint
 from ..infer import unify
-from ..ir import LayoutRule, Traits
 from ..types import DTypeVar, ScalarType, TensorType, dtype_name, resolve
 from .base import Num, a_an, check_register_value, is_value, kind_of, one_element, static_shape, shown
 from .promotion import exact_in, implicit, jnp_result
@@ -32,69 +30,8 @@ from .narrow8 import _wide, _widened, narrowed  # noqa: F401  (ew.narrowed: redu
 from .elementwise_checks import (_call_args, _check_integer_meets_float, _check_pointer_arithmetic, _convert_hint,
                                  _python_math_hint, cast_problem, check_dtype_support, check_python_int, method_on,
                                  int64_index_hint, scalar_param_hint)
-
-# Elementwise lowering works on each warpgroup's own rows as on a whole tensor: splits=True.
-PURE_ELEMENTWISE = Traits(layout=LayoutRule.ELEMENTWISE, pure=True, splits=True)
-PURE_FRESH = Traits(layout=LayoutRule.FRESH, pure=True, splits=True)
-
-
-class BinOp(enum.Enum):
-  ADD = "+"; SUB = "-"; MUL = "*"; DIV = "/"; FLOORDIV = "//"; MOD = "%"
-  MAX = "max"; MIN = "min"
-  ATAN2 = "ml.atan2"; POW = "ml.pow"      # libdevice's (floating point only)
-  FMOD = "ml.fmod"                        # C's remainder (the dividend's sign)
-  DIV_RN = "ml.div_rn"                    # float32 x / y rounded to nearest (Triton's tl.div_rn; `/` is approximate)
-  MULHI = "ml.umulhi"                     # the high 32 bits of a 32-bit integer product (Triton's tl.umulhi)
-  AND = "&"; OR = "|"; XOR = "^"; SHL = "<<"; SHR = ">>"
-
-
-class CmpOp(enum.Enum):
-  LT = "<"; LE = "<="; GT = ">"; GE = ">="; EQ = "=="; NE = "!="
-
-
-@dataclasses.dataclass(frozen=True)
-class UnaryDef:
-  """An elementwise function: its name (the FragmentedArray method and MLIR math op the
-  lowering calls), which dtypes it takes, and its numpy meaning for interpret mode."""
-  name: str
-  floats_only: bool
-  numpy: object
-  approx: bool = False      # the hardware's approximate instruction (float32 only)
-
-
-_erf = np.vectorize(pymath.erf, otypes=[np.float64])
-_erfc = np.vectorize(pymath.erfc, otypes=[np.float64])
-
-
-class UnOp(enum.Enum):
-  NEG = UnaryDef("neg", False, np.negative)
-  NOT = UnaryDef("not", False, np.logical_not)
-  ABS = UnaryDef("abs", False, np.abs)
-  EXP = UnaryDef("exp", True, np.exp)
-  EXP2 = UnaryDef("exp2", True, np.exp2)
-  EXP2_APPROX = UnaryDef("exp2", True, np.exp2, approx=True)
-  LOG = UnaryDef("log", True, np.log)
-  LOG2 = UnaryDef("log2", True, np.log2)
-  SQRT = UnaryDef("sqrt", True, np.sqrt)
-  RSQRT = UnaryDef("rsqrt", True, lambda x: np.divide(1, np.sqrt(x)))
-  TANH = UnaryDef("tanh", True, np.tanh)
-  SIN = UnaryDef("sin", True, np.sin)
-  COS = UnaryDef("cos", True, np.cos)
-  ERF = UnaryDef("erf", True, lambda x: _erf(x))
-  FLOOR = UnaryDef("floor", True, np.floor)
-  CEIL = UnaryDef("ceil", True, np.ceil)
-  TRUNC = UnaryDef("trunc", True, np.trunc)
-  ROUND = UnaryDef("round", True, np.rint)      # half to even (math.roundeven), as jnp.round
-  # libdevice's (Triton's tl.math / tutorial 07): MLIR math ops, which the GPU pipeline calls __nv_* for
-  ASIN = UnaryDef("asin", True, np.arcsin)
-  ACOS = UnaryDef("acos", True, np.arccos)
-  ATAN = UnaryDef("atan", True, np.arctan)
-  TAN = UnaryDef("tan", True, np.tan)
-  CBRT = UnaryDef("cbrt", True, np.cbrt)
-  EXPM1 = UnaryDef("expm1", True, np.expm1)
-  LOG1P = UnaryDef("log1p", True, np.log1p)
-  ERFC = UnaryDef("erfc", True, lambda x: _erfc(x))
-
+from .elementwise_ops import (ELEMENTWISE_OPS, PURE_ELEMENTWISE, PURE_FRESH, Arange, Binary, BinOp,  # noqa: F401
+                              Cast, CmpOp, Compare, Constant, Full, Unary, UnaryDef, UnOp, Where)
 
 _FLOAT_ONLY = {BinOp.ATAN2, BinOp.POW, BinOp.DIV_RN}
 _INT_ONLY = {BinOp.AND, BinOp.OR, BinOp.XOR, BinOp.SHL, BinOp.SHR, BinOp.MULHI}
@@ -103,83 +40,6 @@ _WRAPPING = {BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.FLOORDIV, BinOp.MOD, BinOp.F
 _BITWISE_8BIT = {BinOp.AND, BinOp.OR, BinOp.XOR, CmpOp.EQ, CmpOp.NE}
 # On booleans, as numpy and jnp compute them (results stay bool): * is and, max is or, min is and.
 _BOOL_AS_LOGIC = {BinOp.MUL: BinOp.AND, BinOp.MAX: BinOp.OR, BinOp.MIN: BinOp.AND}
-# Register values `ml.arange` can produce (Mosaic GPU's iota has no 8-bit float or bool form).
-
-
-# ---------------------------------------------------------------- ops
-@ir.op(Traits(pure=True))
-class Constant(ir.Op):
-  """A Python scalar materialised as a CTA-uniform scalar of the result's dtype."""
-  value: int | float | bool
-  loc: object
-  results: tuple
-
-
-@ir.op(PURE_ELEMENTWISE)
-class Binary(ir.Op):
-  kind: BinOp
-  lhs: ir.Operand
-  rhs: ir.Operand
-  loc: object
-  results: tuple
-  via: tuple = ()     # (builtin, its operands' texts) where a builtin made it (ml.cdiv's //), for hints
-  tile: tuple = ()    # (k, num_m, num_n, group): ml.grouped_ids' k-th coordinate (frontend/gmem_disjoint.py)
-
-
-@ir.op(PURE_ELEMENTWISE)
-class Compare(ir.Op):
-  kind: CmpOp
-  lhs: ir.Operand
-  rhs: ir.Operand
-  loc: object
-  results: tuple
-
-
-@ir.op(PURE_ELEMENTWISE)
-class Unary(ir.Op):
-  kind: UnOp
-  x: ir.Value
-  loc: object
-  results: tuple
-
-
-@ir.op(PURE_ELEMENTWISE)
-class Where(ir.Op):
-  cond: ir.Value
-  on_true: ir.Operand
-  on_false: ir.Operand
-  loc: object
-  results: tuple
-
-
-@ir.op(PURE_ELEMENTWISE)
-class Cast(ir.Op):
-  """A value converted to the result's dtype (`bitcast`: its bits reinterpreted)."""
-  x: ir.Value
-  loc: object
-  results: tuple
-  bitcast: bool = False
-
-
-# The elementwise ops with no effects and tensor operands of the result's shape: recomputed at another shape (an
-# index grid, a small mask at its tile's), as scalars or elsewhere (rematerialised), they are the same math.
-ELEMENTWISE_OPS = (Binary, Compare, Unary, Cast, Where)
-
-
-@ir.op(PURE_FRESH)
-class Full(ir.Op):
-  """A tensor filled with one (static or scalar) value."""
-  value: ir.Operand
-  loc: object
-  results: tuple
-
-
-@ir.op(PURE_FRESH)
-class Arange(ir.Op):
-  """`[0, 1, ..., n)` along `dim` of the result's shape."""
-  dim: int
-  loc: object
-  results: tuple
 
 
 # ---------------------------------------------------------------- type rules

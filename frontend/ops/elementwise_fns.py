@@ -15,6 +15,7 @@ from .arith_hints import divisor_guard
 from .elementwise import Arange, BinOp, Cast, CmpOp, UnOp, _like, astype, binary, compare, full_, unary, where_
 from .elementwise_checks import check_dtype_support, method_on
 
+# Register values `ml.arange` can produce (Mosaic GPU's iota has no 8-bit float or bool form).
 _ARANGE_DTYPES = frozenset(d for d in DType if d.is_int) | {DType.f32, DType.f16, DType.bf16}
 
 @builtin(methods=("astype", "to", "cast"))
