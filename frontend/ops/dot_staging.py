@@ -1,89 +1,112 @@
-"""Triton's `tl.dot(a, b)` of a B tile loaded into registers (`b = ml.load(w.at[k_offs[:, None], n_offs[None, :]],
-mask=..., other=0.0)`, the tutorials' matmul, grouped GEMM, bmm and addmm): the tensor cores read B from SMEM
-only, so the compiler stores the tile into an SMEM buffer of its own and passes that, as Triton stages its dot
-operands through shared memory. The same IR as the hand-written `b_s = ml.smem(b.shape, b.dtype); b_s[...] = b;
-ml.dot(a, b_s)`: the sync pass fences the register store before the tensor cores read the buffer and orders the
-next trip's store after this trip's dot, as for a buffer the user allocates (probe 47g)."""
-from __future__ import annotations
+"""ml.dot's operands from registers that the tensor cores read from SMEM only, stored into SMEM buffers of the
+compiler's own: a B of any tensor-core dtype (Triton's `tl.dot(a, b)` of `b = ml.load(w.at[k_offs[:, None],
+n_offs[None, :]], mask=..., other=0.0)`, the tutorials' matmul, grouped GEMM, bmm and addmm; Pallas's
+`jnp.dot(x_ref[...], w_ref[...])`; a transposed K `kt = k.T` of attention), and a float32 (TF32) A beside such a B,
+as Triton stages its dot operands through shared memory. The same IR as the hand-written `b_s = ml.smem(b.shape,
+b.dtype); b_s[...] = b; ml.dot(a, b_s)`: the sync pass fences the register store before the tensor cores read the
+buffer and orders the next trip's store after this trip's dot, as for a buffer the user allocates (probe 47g).
 
-import dataclasses
+One mechanism and one set of checks (`stored_as`) for every register B (probes 47e and 47g wrote one each, merged by
+probe 51h): registers fill a tensor-core buffer 64 rows (a warpgroup's WGMMA layout) at a time, so a B (k, n) is
+stored as it is where it is 16-bit (read MN-major) and k is a multiple of 64, else transposed, (n, k), and passed
+as the view `.T` where n is (8-bit and float32 operands are read K-major only; a register transpose `x.T` is x
+stored as it is, never moved twice). A B neither way can take is left as it is: ops/small_dots.py pads it
+(unstaged_b_dot), or `unstageable_b` is its MG501."""
+from __future__ import annotations
 
 from .. import hw
 from ..dtypes import DType
 from ..types import TensorType, resolve
 from .base import is_value
 
-# B operands read (k, n) from SMEM: the 16-bit ones; float32 (TF32) B tiles are K-major, stored (n, k) and read
-# through the transposed view; float32 A tiles are read from SMEM only (a register A is 16- or 8-bit)
-_STAGED = (DType.f16, DType.bf16)
-_K_MAJOR = (DType.f32,)
+
+def stored_as(d, k: int, n: int, transposed: bool = False) -> str | None:
+  """How a register B (k, n) of dtype `d` is stored for the tensor cores: "kn" (as it is), "nk" (transposed,
+  passed as the view .T), or None (no buffer registers can fill, 64 rows at a time; or no tensor-core dtype).
+  `transposed`: b is the register transpose of an (n, k) tensor, stored as that tensor where n allows."""
+  if not isinstance(d, DType) or d not in hw.MMA_DTYPES:
+    return None
+  if d in hw.MMA_MN_MAJOR_DTYPES and k % hw.MMA_M == 0 and not (transposed and n % hw.MMA_M == 0):
+    return "kn"
+  return "nk" if n % hw.MMA_M == 0 else None
 
 
 def staged_b(cx, b):
-  """`b` itself, or, for a 2-D 16-bit register tensor, an SMEM buffer of its shape holding it (a view of an (n, k)
-  buffer, transposed, where k is not a multiple of 64 and n is). Not for a whole read of a buffer (`b_s[...]`:
-  pass the buffer) or of an array written in the call (`w[...]`: copy it by TMA), whose MG501 hints say so."""
-  if not (is_value(b) and isinstance(b.type, TensorType) and len(b.type.shape) == 2
-          and resolve(b.type.dtype) in _STAGED + _K_MAJOR):
-    return b
-  from .memory import smem, transpose
-  from .mma import _whole_read
+  """`b` itself, or, for a 2-D register tensor `b` (k, n) of a tensor-core dtype, an SMEM buffer of the compiler's
+  holding it (see the module; its view `.T` where it is stored transposed). `b` itself where `stored_as` finds no
+  way: the dot pads it (ops/small_dots.unstaged_b_dot) or reports MG501 (`unstageable_b`)."""
+  from .memory import transpose
+  from .permute import transpose_tensor, transposed_of
+  from .scratches import scratch
   from .transfers import store
-  from ..types import Space
-  if _transposed_tile(cx, b):
-    return b           # `kt = k.T` (a block pointer's K^T): small_dots.staged_b stores k once, read as its view .T
-  text = cx.named(b, "")
-  read = _whole_read(cx, b)
-  if read is not None and (read[0].type.space == Space.SMEM or not text.replace(".T", "").isidentifier()):
-    return b           # `b_s[...]` (pass the buffer) or `w[...]` in the call (copy it by TMA): MG501 says which
-  name = f"{text}_s" if text.isidentifier() else "b_s"
-  at = dataclasses.replace(cx, name=name)
+  if not (is_value(b) and isinstance(b.type, TensorType) and len(b.type.shape) == 2):
+    return b
   k, n = b.type.shape
-  k_major = resolve(b.type.dtype) in _K_MAJOR
-  if n % hw.MMA_M and (k_major or k % hw.MMA_M):
-    return b           # no buffer registers can fill (64 rows a warpgroup): ops/small_dots.py's MG501 says so
-  if not hasattr(cx.b, "staged_b"):
-    cx.b.staged_b = {}
-  cx.b.staged_b[b.id] = (text or "b", (k, n))     # (MG204's hint, where such a tile cannot take a layout)
-  if k_major or k % hw.MMA_M and n % hw.MMA_M == 0:
+  src = transposed_of(cx, b)                # b = x.T: x, as stored, is the (n, k) buffer's content
+  way = stored_as(resolve(b.type.dtype), k, n, src is not None)
+  if way is None:
+    return b
+  text = cx.named(b, "")
+  if src is None:
+    if not hasattr(cx.b, "staged_b"):
+      cx.b.staged_b = {}
+    cx.b.staged_b[b.id] = (text or "b", (k, n))     # (MG204's hint, where such a tile cannot take a layout)
+  name = cx.name
+  cx.name = ""
+  try:
+    buf = scratch(cx, (k, n) if way == "kn" else (n, k), b.type.dtype, f"{text}_s" if text.isidentifier() else "b_s")
+    cx.b.transient.discard(buf.id)     # read by the asynchronous dot: planned as a buffer of its own
+    if way == "kn":
+      store(cx, buf, b)
+      return buf
     # a tile stored from registers takes the WGMMA layout, 64 rows a warpgroup: a k tile of 32 rows (BLOCK_K=32)
     # is stored transposed, (n, k), and read as its view buf.T (16-bit B tiles may be either way round)
-    buf = smem.rule(at, (n, k), resolve(b.type.dtype))
-    view = transpose(at, buf, name)
-    store(at, view, b)
-    return view
-  buf = smem.rule(at, (k, n), resolve(b.type.dtype))
-  store(at, buf, b)
-  return buf
+    store(cx, buf, src if src is not None else transpose_tensor(cx, b))
+    return transpose(cx, buf)
+  finally:
+    cx.name = name
 
 
-def _transposed_tile(cx, b) -> bool:
-  """Whether the (k, n) register tensor `b` is the register transpose of an (n, k) tile of a multiple of 64 rows
-  (`x.T`, `ml.trans(x)`, a block pointer's transposed load), which ops/small_dots.staged_b stores as it was,
-  once, and passes as its view `.T` (probe 49h: a named `kt = x.T` was stored transposed, through two scratches)."""
-  from .permute import TransposeLoad, TransposeStore
-  t = cx.b.defining(b)
-  if not isinstance(t, TransposeLoad):
-    return False
+def unstageable_b(cx, b) -> tuple[str, str]:
+  """(message, hint) for a register B that staged_b could not store: registers fill a tensor-core buffer 64
+  rows at a time, and b (k, n) has neither k (a 16-bit b stored as it is) nor n (stored transposed, as 8-bit
+  and float32 operands must be) a multiple of 64. TMA fills a buffer of any rows; zero rows pad k."""
+  from .small_dots import padded_rows
   k, n = b.type.shape
-  st = next((o for o in reversed(cx.b.block.ops) if isinstance(o, TransposeStore) and o.scratch is t.scratch), None)
-  return st is not None and isinstance(st.x.type, TensorType) and st.x.type.shape == (n, k) and n % hw.MMA_M == 0
+  d = resolve(b.type.dtype)
+  v = cx.named(b, "") or b.name or "b"
+  v = v if v.replace("_", "a").isalnum() else f"({v})"
+  k_major = isinstance(d, DType) and d not in hw.MMA_MN_MAJOR_DTYPES
+  shape = tuple(b.type.shape)
+  sizes = (f"n ({n}) of b {shape} is not a multiple of {hw.MMA_M} ({d} operands are read K-major, stored (n, k))"
+           if k_major else f"neither k ({k}) nor n ({n}) of b {shape} is a multiple of {hw.MMA_M}")
+  message = f"ml.dot stores a register operand b into SMEM for the tensor cores 64 rows at a time, but {sizes}"
+  buf = f"bt_s = ml.smem(({n}, {k})); ml.copy(bt.at[...], bt_s); ml.dot(..., bt_s.T)" if k_major else \
+        f"b_s = ml.smem(({k}, {n})); ml.copy(b.at[...], b_s); ml.dot(..., b_s)"
+  fix = (f"copy b's tile into an SMEM buffer by TMA, which fills any rows ({buf}), and apply the math to a or to"
+         f" the product instead (a scale of b's columns: the product times it)")
+  if not k_major:
+    up = padded_rows(k)
+    fix += (f"; or pad k with zeros to {up}: ml.concatenate([{v}, ml.zeros(({up - k}, {n}), jnp.{d})], axis=0) as b,"
+            f" and a with {up - k} zero columns")
+  return message, fix
 
 
 def staged_a(cx, a, b):
   """`a` itself, or, for a 2-D float32 register tensor beside a float32 `b` (Triton's TF32 `tl.dot` of two loaded
   float32 tiles), an SMEM buffer of its shape holding it: the tensor cores read a float32 A from SMEM only. A whole
   read of an SMEM buffer is that buffer (`a_s[...]`); one of GMEM (`x_ref[...]`, Pallas's `jnp.dot(x_ref[...],
-  y_ref[...])` of float32 blocks) is staged as any register tile is, as small_dots stages such a B (probe 48h). A
+  y_ref[...])` of float32 blocks) is staged as any register tile is, as staged_b stages such a B (probe 48h). A
   float32 A beside a 16-bit B keeps its error (its hint converts A)."""
-  if not (is_value(a) and isinstance(a.type, TensorType) and len(a.type.shape) == 2
-          and resolve(a.type.dtype) in _K_MAJOR and is_value(b) and isinstance(b.type, TensorType)
-          and resolve(b.type.dtype) == resolve(a.type.dtype)):
-    return a           # (beside a B in SMEM stored (k, n), MG106's hint transposes B once: probe 39b)
+  import dataclasses
   from .memory import smem
   from .mma import _whole_read
   from .transfers import store
   from ..types import Space
+  if not (is_value(a) and isinstance(a.type, TensorType) and len(a.type.shape) == 2
+          and resolve(a.type.dtype) == DType.f32 and is_value(b) and isinstance(b.type, TensorType)
+          and resolve(b.type.dtype) == DType.f32):
+    return a           # (beside a B in SMEM stored (k, n), MG106's hint transposes B once: probe 39b)
   text = cx.named(a, "")
   read = _whole_read(cx, a)
   if read is not None and read[0].type.space == Space.SMEM:

@@ -83,7 +83,7 @@ def _operand(cx, what, x, other=None):
                 f"{' transposed' if flip else ''}: {buf} = ml.smem({tuple(ref.type.shape)}); ml.copy({ref.name}, {buf});"
                 f" ml.dot(..., {buf}{'.T' if flip else ''})")
       elif is_value(x) and isinstance(x.type, TensorType) and len(x.type.shape) == 2:
-        from .small_dots import unstageable_b
+        from .dot_staging import unstageable_b
         message, hint = unstageable_b(cx, x)
         raise E.MmaOperandError(message, cx.loc, hint=hint)
       elif is_value(x) and isinstance(x.type, TensorType):
@@ -482,14 +482,11 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
   from .small_dots import padded_k_dot
   if (padded := padded_k_dot(cx, a, b, acc, out_dtype, dot.rule)) is not None:
     return padded                     # k of 40 or 72 in 16 bits: both padded with zeros (ops/small_dots.py)
-  b = staged_b(cx, b)
+  b = staged_b(cx, b)                 # a register B: into SMEM, (k, n) or (n, k) read as .T (ops/dot_staging.py)
   if is_value(b) and isinstance(b.type, TensorType) and is_value(a) and len(a.type.shape) == 2:
-    from .small_dots import staged_b as staged_any_b
-    b = staged_any_b(cx, b) or b      # a register B that dot_staging leaves (8-bit, x.T): ops/small_dots.py
-    if isinstance(b.type, TensorType):
-      from .small_dots import unstaged_b_dot
-      if (padded := unstaged_b_dot(cx, a, b, acc, out_dtype, dot.rule)) is not None:
-        return padded                 # neither k nor n a multiple of 64: k (or n) padded to 64 (ops/small_dots.py)
+    from .small_dots import unstaged_b_dot
+    if (padded := unstaged_b_dot(cx, a, b, acc, out_dtype, dot.rule)) is not None:
+      return padded                   # neither k nor n a multiple of 64: k (or n) padded to 64 (ops/small_dots.py)
   _operand(cx, "b", b, a)
   (m, k), (k2, n) = a.type.shape, b.type.shape
   if k != k2:

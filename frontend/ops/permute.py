@@ -85,6 +85,16 @@ def transpose_tensor(cx, x, name=""):
                    names=[name]).result
 
 
+
+def transposed_of(cx, t):
+  """The register tensor `x` whose transpose the register tensor `t` is (`t = x.T`, `ml.trans(x)`, a block
+  pointer's K^T load: what the TransposeStore of its scratch wrote), or None."""
+  d = cx.b.defining(t) if is_tensor(t) else None
+  if not isinstance(d, TransposeLoad):
+    return None
+  st = next((o for o in reversed(cx.b.block.ops) if isinstance(o, TransposeStore) and o.scratch is d.scratch), None)
+  return None if st is None else st.x
+
 # ---------------------------------------------------------------- permutes of 3-D and wider tensors
 @ir.op(Traits(effects=_effects, layout=LayoutRule.FRESH, moves_elements=True))
 class RestrideLoad(ir.Op):

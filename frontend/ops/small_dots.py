@@ -10,8 +10,9 @@ rows (a row window, through an SMEM scratch): row i of a product reads row i of 
 change nothing. A 16-bit or 8-bit padded A is read by the tensor cores from registers; a float32 (TF32)
 one, or an int8 one whose k registers cannot take, is stored into an SMEM buffer of the tile's rows the dot
 reads. An accumulator is added to the product after (the product computed in the accumulator's dtype), so
-a loop carries the m rows only. B always comes from SMEM: a register B is stored there (staged_b); k and n
-are padded with zeros in registers (padded_k_dot, padded_n_dot). No IR op of their own: layouts, interpret
+a loop carries the m rows only. B always comes from SMEM: a register B is stored there (ops/dot_staging.py), one
+neither of whose sizes registers can fill a buffer of is padded first (unstaged_b_dot); k and n are padded with
+zeros in registers (padded_k_dot, padded_n_dot). No IR op of their own: layouts, interpret
 mode and lowering need nothing new.
 """
 from __future__ import annotations
@@ -69,71 +70,6 @@ def _window_plus(cx, product, window, acc, name):
   return out
 
 
-def staged_b(cx, b):
-  """A register tensor `b` (k, n) passed as ml.dot's B, stored into an SMEM buffer the compiler allocates
-  (WGMMA reads B from SMEM only), or None where no buffer of its shape can be filled from registers
-  (registers fill a tensor-core buffer 64 rows at a time). A 16-bit b is stored (k, n) as it is; an 8-bit
-  or float32 one, which the tensor cores read K-major only, is stored transposed (n, k) and passed as the
-  view `.T`, as is the transpose `x.T` of a register tensor (x stored as it is, never moved twice) where its
-  rows (n) are a multiple of 64; `x.T` of a (32, 128) x is stored as the (128, 32) tile it is."""
-  from .memory import transpose
-  from .permute import TransposeLoad, TransposeStore, transpose_tensor
-  from .scratches import scratch
-  from .transfers import store
-  if not isinstance(b.type, TensorType) or len(b.type.shape) != 2:
-    return None
-  d = resolve(b.type.dtype)
-  if not isinstance(d, DType) or d not in hw.MMA_DTYPES:
-    return None
-  k, n = b.type.shape
-  src = None
-  t = cx.b.defining(b)
-  if isinstance(t, TransposeLoad):            # b = x.T: x, as stored, is the (n, k) buffer's content
-    st = next((o for o in reversed(cx.b.block.ops) if isinstance(o, TransposeStore) and o.scratch is t.scratch), None)
-    src = st.x if st is not None and isinstance(st.x.type, TensorType) and st.x.type.shape == (n, k) else None
-  k_major = d not in hw.MMA_MN_MAJOR_DTYPES
-  name = cx.name
-  cx.name = ""
-  try:
-    if not k_major and k % hw.MMA_M == 0 and (src is None or n % hw.MMA_M):
-      buf = scratch(cx, (k, n), b.type.dtype, "dot operand b")
-      cx.b.transient.discard(buf.id)     # read by the asynchronous dot: planned as a buffer of its own
-      store(cx, buf, b)
-      return buf
-    if n % hw.MMA_M == 0:
-      buf = scratch(cx, (n, k), b.type.dtype, "dot operand b")
-      cx.b.transient.discard(buf.id)
-      store(cx, buf, src if src is not None else transpose_tensor(cx, b))
-      return transpose(cx, buf)
-    return None
-  finally:
-    cx.name = name
-
-
-def unstageable_b(cx, b) -> tuple[str, str]:
-  """(message, hint) for a register B that staged_b could not store: registers fill a tensor-core buffer 64
-  rows at a time, and b (k, n) has neither k (a 16-bit b stored as it is) nor n (stored transposed, as 8-bit
-  and float32 operands must be) a multiple of 64. TMA fills a buffer of any rows; zero rows pad k."""
-  k, n = b.type.shape
-  d = resolve(b.type.dtype)
-  v = cx.named(b, "") or b.name or "b"
-  v = v if v.replace("_", "a").isalnum() else f"({v})"
-  k_major = isinstance(d, DType) and d not in hw.MMA_MN_MAJOR_DTYPES
-  shape = tuple(b.type.shape)
-  sizes = (f"n ({n}) of b {shape} is not a multiple of {hw.MMA_M} ({d} operands are read K-major, stored (n, k))"
-           if k_major else f"neither k ({k}) nor n ({n}) of b {shape} is a multiple of {hw.MMA_M}")
-  message = f"ml.dot stores a register operand b into SMEM for the tensor cores 64 rows at a time, but {sizes}"
-  buf = f"bt_s = ml.smem(({n}, {k})); ml.copy(bt.at[...], bt_s); ml.dot(..., bt_s.T)" if k_major else \
-        f"b_s = ml.smem(({k}, {n})); ml.copy(b.at[...], b_s); ml.dot(..., b_s)"
-  fix = (f"copy b's tile into an SMEM buffer by TMA, which fills any rows ({buf}), and apply the math to a or to"
-         f" the product instead (a scale of b's columns: the product times it)")
-  if not k_major:
-    up = padded_rows(k)
-    fix += (f"; or pad k with zeros to {up}: ml.concatenate([{v}, ml.zeros(({up - k}, {n}), jnp.{d})], axis=0) as b,"
-            f" and a with {up - k} zero columns")
-  return message, fix
-
-
 def _pad(cx, x, axis, up):
   """Register tensor `x` with zero rows (axis 0) or columns (axis 1) appended up to `up` along `axis`."""
   from .elementwise import full_
@@ -150,7 +86,7 @@ def padded_k_dot(cx, a, b, acc, out_dtype, dot_rule):
   stored into SMEM by staged_b (where registers can fill its buffer). 16-bit and float8 operands only (int8 A
   from registers needs k a multiple of 64, float32 A is read from SMEM)."""
   from .memory import untransposed
-  from .permute import TransposeLoad, transpose_tensor
+  from .permute import transpose_tensor, transposed_of
   from .transfers import load
   if not (is_value(a) and is_value(b) and len(a.type.shape) == 2 and len(b.type.shape) == 2):
     return None
@@ -174,14 +110,11 @@ def padded_k_dot(cx, a, b, acc, out_dtype, dot_rule):
   try:
     x = load(cx, a) if isinstance(a.type, RefType) else a
     pa = _pad(cx, x, 1, up)
-    t = cx.b.defining(b) if isinstance(b.type, TensorType) else None
+    src = transposed_of(cx, b)
     if isinstance(b.type, RefType) and b.type.transposed:          # b_s.T of an (n, k) buffer: pad its rows
       pb = transpose_tensor(cx, _pad(cx, load(cx, untransposed(cx, b)), 1, up))
-    elif isinstance(t, TransposeLoad):                              # x.T of a register (n, k) tile
-      from .permute import TransposeStore
-      st = next((o for o in reversed(cx.b.block.ops) if isinstance(o, TransposeStore) and o.scratch is t.scratch), None)
-      src = st.x if st is not None and st.x.type.shape == (n, k) else None
-      pb = transpose_tensor(cx, _pad(cx, src, 1, up)) if src is not None else _pad(cx, b, 0, up)
+    elif src is not None and src.type.shape == (n, k):              # x.T of a register (n, k) tile
+      pb = transpose_tensor(cx, _pad(cx, src, 1, up))
     else:
       pb = _pad(cx, load(cx, b) if isinstance(b.type, RefType) else b, 0, up)
     cx.name = name
@@ -227,14 +160,14 @@ def padded_n_dot(cx, a, b, acc, out_dtype, n_step, dot_rule):
 
 
 def unstaged_b_dot(cx, a, b, acc, out_dtype, dot_rule):
-  """`acc + a @ b` for a register b (k, n) that staged_b cannot store (registers fill a tensor-core buffer 64 rows
-  at a time, and neither k nor n is a multiple of 64: a decode's `kb.T` of a 16- or 32-key block, (40, 16); a
-  (16, 40) weight tile; `p @ v` of 32 keys and a head_dim of 40), or None where it is not written out so (the
-  MG501 of unstageable_b stands): a 16-bit b, stored (k, n), padded with zero rows to k a multiple of 64 and a
-  with as many zero columns (zero columns of a meet zero rows of b: the product is unchanged); an 8-bit or float32
-  b, read K-major from an (n, k) buffer, padded with zero columns to n a multiple of 64 (of 8 or more, at most
-  256), the product's first n columns kept (a column window, through an SMEM scratch) and an accumulator added to
-  them after (probe 49a; MG501 before). The padded dot is an ordinary one: no IR of its own."""
+  """`acc + a @ b` for a register b (k, n) that dot_staging.staged_b cannot store (registers fill a tensor-core
+  buffer 64 rows at a time, and neither k nor n is a multiple of 64: a decode's `kb.T` of a 16- or 32-key block,
+  (40, 16); a (16, 40) weight tile; `p @ v` of 32 keys and a head_dim of 40), or None where it is not written out so
+  (the MG501 of dot_staging.unstageable_b stands): a 16-bit b, stored (k, n), padded with zero rows to k a multiple
+  of 64 and a with as many zero columns (zero columns of a meet zero rows of b: the product is unchanged); an 8-bit
+  or float32 b, read K-major from an (n, k) buffer, padded with zero columns to n a multiple of 64 (of 8 or more, at
+  most 256), the product's first n columns kept (a column window, through an SMEM scratch) and an accumulator added
+  to them after (probe 49a; MG501 before). The padded dot is an ordinary one: no IR of its own."""
   from .transfers import load
   if not (is_value(a) and is_value(b) and isinstance(b.type, TensorType) and len(a.type.shape) == 2
           and len(b.type.shape) == 2):
@@ -247,9 +180,10 @@ def unstaged_b_dot(cx, a, b, acc, out_dtype, dot_rule):
     return None
   if isinstance(a.type, RefType) and (a.type.space.name != "SMEM" or a.type.remote):
     return None
+  from .dot_staging import stored_as
+  if stored_as(d, k, n) is not None:
+    return None                 # (dot_staging.staged_b stores it: not this function's case)
   k_major = d not in hw.MMA_MN_MAJOR_DTYPES
-  if n % hw.MMA_M == 0 or not k_major and k % hw.MMA_M == 0:
-    return None                 # (staged_b stores it: not this function's case)
   name = cx.name
   cx.name = ""
   try:
