@@ -17,7 +17,7 @@ import math
 
 from . import hw, ir
 from .layouts import _UnionFind
-from .ops.elementwise import ELEMENTWISE_OPS, Arange, Full
+from .ops.elementwise_ops import ELEMENTWISE_OPS, Arange, Full, remade
 from .ops.shape import Broadcast, Reshape
 from .types import TensorType
 
@@ -71,17 +71,9 @@ def _regrid(defs, v, shape, axes, out: list):
     inner = [axes[k] if d.x.type.shape[i] == d.result.type.shape[k] else None for i, k in enumerate(d.dims)]
     return _regrid(defs, d.x, shape, inner, out)
   elif isinstance(d, ELEMENTWISE_OPS):
-    kw = {}
-    for f in dataclasses.fields(d):
-      x = getattr(d, f.name)
-      if _tensor(x):
-        if x.type.shape != v.type.shape:
-          return None
-        x = _regrid(defs, x, shape, axes, out)
-        if x is None:
-          return None
-        kw[f.name] = x
-    new = dataclasses.replace(d, results=(ir.Value(t, v.name),), **kw)
+    new = remade(d, v, t, lambda x: _regrid(defs, x, shape, axes, out))
+    if new is None:
+      return None
   else:
     return None
   defs[new.results[0].id] = new

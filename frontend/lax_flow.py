@@ -228,8 +228,9 @@ def _stacked(tracer, node, ys, tmp, words):
   return _run(tracer, node, f"{tmp}s = {tmp}stack({tmp}l)\n", values, tmp, words, None, [f"{tmp}s"])[0]
 
 
-def _run(tracer, node, src, values, tmp, words, body, results):
-  """Trace the statements `src` at `node` with the temporaries `values`; the values of the names `results`."""
+def _run(tracer, node, src, values, tmp, words, body, results, check=None):
+  """Trace the statements `src` at `node` with the temporaries `values`; the values of the names `results`.
+  `check(out)`, where given, may raise a KernelError about them (renamed, as the statements' own are)."""
   stmts = ast.parse(src).body
   for n in (x for s in stmts for x in ast.walk(s)):
     n.lineno, n.col_offset = node.lineno, node.col_offset
@@ -241,6 +242,8 @@ def _run(tracer, node, src, values, tmp, words, body, results):
     for s in stmts:
       tracer.visit(s)
     out = [tracer.env.get(r, POISON) for r in results]
+    if check is not None:
+      check(out)
   except E.KernelError as e:
     _renamed(e, tmp, words, body)
     raise
@@ -277,34 +280,15 @@ def trace(tracer, node, fn, args, kwargs, texts):
   tmp = f"_lax{next(_counter)}_"
   src, values, res, unpack = _statements(name, tmp, got, operands)
   words = _words(name, tmp, got, texts)
-  stmts = ast.parse(src).body
-  for n in (x for s in stmts for x in ast.walk(s)):
-    n.lineno, n.col_offset = node.lineno, node.col_offset
-    n.end_lineno, n.end_col_offset = node.end_lineno, node.end_col_offset
-  saved = (tracer.pending_name, tracer.pending_node, tracer.stmt)
-  recorded = len(tracer.errors)
-  tracer.env.update(values)
-  try:
-    for s in stmts:
-      tracer.visit(s)
-    out = tracer.env.get(res, POISON)
-    if isinstance(out, Unbound):     # branches that leave the result two kinds of thing (a tuple of 2 and of 3)
+
+  def one_structure(out):
+    if isinstance(out[0], Unbound):     # branches that leave the result two kinds of thing (a tuple of 2 and of 3)
       raise E.KernelTypeError(
           f"the branches of {texts.get('fn', name)} return different kinds of values", tracer.loc(node),
           hint="return one structure from every branch (jax.lax requires it): a tuple of as many values, each of"
                " one shape and dtype")
-  except E.KernelError as e:
-    _renamed(e, tmp, words, texts.get("body_fun"))
-    raise
-  finally:
-    for e in tracer.errors[recorded:]:
-      _renamed(e, tmp, words, texts.get("body_fun"))
-    tracer.pending_name, tracer.pending_node, tracer.stmt = saved
-    for t in list(tracer.env):
-      if t.startswith(tmp):
-        tracer.env.pop(t, None)
-  if out is POISON:
-    raise PoisonedUse()       # (a mistake in the body, already reported at its line)
+
+  out = _run(tracer, node, src, values, tmp, words, texts.get("body_fun"), [res], one_structure)[0]
   return unpack(out)
 
 

@@ -24,9 +24,10 @@ from .ops.shape import Broadcast
 _FLIP = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE}
 
 
-def shape_names(tree) -> dict:
-  """{name: (array text, dimension)} of the kernel's names bound once to an array's size: `N = x.shape[1]`,
-  `M, N = x.shape`, `M, N = x.shape[0], x.shape[1]`."""
+def _bound_once(tree, bind) -> dict:
+  """{name: what it is bound to} of the kernel's names bound once: `bind(node, found)` records the bindings of each
+  node it understands into `found`; a name that any assignment (augmented, annotated) or for loop binds again is
+  dropped."""
   found, count = {}, {}
   for node in ast.walk(tree):
     targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
@@ -35,8 +36,16 @@ def shape_names(tree) -> dict:
       for n in ast.walk(t):
         if isinstance(n, ast.Name):
           count[n.id] = count.get(n.id, 0) + 1
+    bind(node, found)
+  return {n: d for n, d in found.items() if count.get(n) == 1}
+
+
+def shape_names(tree) -> dict:
+  """{name: (array text, dimension)} of the kernel's names bound once to an array's size: `N = x.shape[1]`,
+  `M, N = x.shape`, `M, N = x.shape[0], x.shape[1]`."""
+  def bind(node, found):
     if not isinstance(node, ast.Assign) or len(node.targets) != 1:
-      continue
+      return
     t, v = node.targets[0], node.value
     if isinstance(t, ast.Name) and _dim(v) is not None:
       found[t.id] = _dim(v)
@@ -48,7 +57,7 @@ def shape_names(tree) -> dict:
         for e, x in zip(t.elts, v.elts):
           if _dim(x) is not None:
             found[e.id] = _dim(x)
-  return {n: d for n, d in found.items() if count.get(n) == 1}
+  return _bound_once(tree, bind)
 
 
 def _dim(node):
@@ -66,18 +75,11 @@ def _dim(node):
 def view_names(tree) -> dict:
   """{name: the `x.at[...]` subscript} of the kernel's names bound once to a view (probe 49f): `xr = x.at[r]`,
   `ptrs = x.at[r, cols]`, `blk = x.at[ml.ds(i * 64, 64)]`."""
-  found, count = {}, {}
-  for node in ast.walk(tree):
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-        node, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
-    for t in targets:
-      for n in ast.walk(t):
-        if isinstance(n, ast.Name):
-          count[n.id] = count.get(n.id, 0) + 1
+  def bind(node, found):
     if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and _at(
         node.value):
       found[node.targets[0].id] = node.value
-  return {n: v for n, v in found.items() if count.get(n) == 1}
+  return _bound_once(tree, bind)
 
 
 def _at(node) -> bool:
@@ -226,11 +228,7 @@ def check_mask_axes(kernel: ir.Kernel, defs: dict, tree) -> list:
       if id(c) in seen or key in seen:     # (one error per comparison and access: ml.static_range unrolls both)
         seen.get(id(c), seen.get(key)).access.add((o.loc.lineno, o.loc.col_offset))
         continue
-      if c.loc.end_lineno != c.loc.lineno:
-        continue
-      try:
-        node = ast.parse(c.loc.source_line[c.loc.col_offset:c.loc.end_col_offset], mode="eval").body
-      except (SyntaxError, TypeError):
+      if (node := _parsed(c)) is None:
         continue
       b = _bound(node, dims)
       other = b is not None and b[1][0] != name and shapes.get(b[1][0]) != shape     # (x.shape of o = x's)
@@ -261,6 +259,16 @@ def check_mask_axes(kernel: ir.Kernel, defs: dict, tree) -> list:
   return errors
 
 
+def _parsed(c):
+  """The source of comparison op `c` parsed (an expression's AST), where it is written on one line; else None."""
+  if c.loc.end_lineno != c.loc.lineno:
+    return None
+  try:
+    return ast.parse(c.loc.source_line[c.loc.col_offset:c.loc.end_col_offset], mode="eval").body
+  except (SyntaxError, TypeError):
+    return None
+
+
 def _other_input(o, name, array, inputs, shapes) -> bool:
   """A masked load of input `name` bounded by the size of another input `array` of the same rank (probe 49f)."""
   return (isinstance(o, MaskedLoad) and name in inputs and array in inputs and name in shapes
@@ -271,11 +279,7 @@ def _own_bound(mask, defs, names, text, name, p, dims, rank) -> bool:
   """Whether `mask` also bounds the same index by `name`'s own size along `p` (`(cols < x.shape[1]) &
   (cols < y.shape[1])`: a prefix of x the size of y's meant, and said)."""
   for c in _compares(mask, defs):
-    if c.loc.end_lineno != c.loc.lineno:
-      continue
-    try:
-      node = ast.parse(c.loc.source_line[c.loc.col_offset:c.loc.end_col_offset], mode="eval").body
-    except (SyntaxError, TypeError):
+    if (node := _parsed(c)) is None:
       continue
     b = _bound(node, dims)
     if b is not None and b[1][0] == name and -rank <= b[1][1] < rank and b[1][1] % rank == p and (

@@ -12,19 +12,25 @@ _NAMING = {("jax._src.api", "named_scope"), ("jax._src.core", "ensure_compile_ti
            ("contextlib", "nullcontext")}
 
 
-def _naming(tracer, item) -> bool:
-  """Whether the with item is a call of one of _NAMING's context managers, bound to no name; its arguments
-  are evaluated (a mistake in them is still the user's), their values unused."""
+def _manager_names(tracer, item) -> bool:
+  """Whether the with item is a call of one of _NAMING's context managers, bound to no name (only the function
+  called is evaluated)."""
   call = item.context_expr
   if item.optional_vars is not None or not isinstance(call, ast.Call):
-    return False
-  if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
     return False
   try:
     fn = tracer.eval(call.func)
   except Exception:
     return False
-  if (getattr(fn, "__module__", None), getattr(fn, "__qualname__", getattr(fn, "__name__", None))) not in _NAMING:
+  return (getattr(fn, "__module__", None), getattr(fn, "__qualname__", getattr(fn, "__name__", None))) in _NAMING
+
+
+def _naming(tracer, item) -> bool:
+  """Whether the with item is a call of one of _NAMING's context managers, bound to no name, of no starred
+  arguments; its arguments are evaluated (a mistake in them is still the user's), their values unused."""
+  call = item.context_expr
+  if not _manager_names(tracer, item) or any(isinstance(a, ast.Starred) for a in call.args) or any(
+      k.arg is None for k in call.keywords):
     return False
   for a in [*call.args, *(k.value for k in call.keywords)]:
     for part in (a.values if isinstance(a, ast.JoinedStr) else [a]):    # (a scope's f"step{i}" of a loop's i)
@@ -72,19 +78,7 @@ def _spliced(tracer, stmts, holding):
   import copy
 
   def naming(st):
-    if not isinstance(st, ast.With) or not holding(st.body):
-      return False
-    for item in st.items:
-      call = item.context_expr
-      if item.optional_vars is not None or not isinstance(call, ast.Call):
-        return False
-      try:
-        fn = tracer.eval(call.func)
-      except Exception:
-        return False
-      if (getattr(fn, "__module__", None), getattr(fn, "__qualname__", getattr(fn, "__name__", None))) not in _NAMING:
-        return False
-    return True
+    return isinstance(st, ast.With) and holding(st.body) and all(_manager_names(tracer, item) for item in st.items)
 
   def body(stmts):
     out, changed = [], False

@@ -190,18 +190,27 @@ def _transpose_store(ctx, o):
   ctx.get(o.x).foreach(put)
 
 
+def _scratch_array(ctx, o, position):
+  """`o`'s result (a register array) read element by element from its flat scratch `o.scratch` at `position(t,
+  idx)` (an index value) of each element `idx`; a bool result from the bytes an SMEM bool buffer holds."""
+  mem, t = ctx.memref(ctx.get(o.scratch)), o.result.type
+  bool_ = t.dtype == DType.bool_
+  zero = arith.constant(i8() if bool_ else mlir_type(t.dtype), 0.0 if t.dtype.is_float else 0)
+  base = fa.FragmentedArray.splat(zero, ctx.local_shape(t), layout_of(t), is_signed=t.dtype.is_signed)
+  x = base.foreach(lambda _, idx: memref.load(mem, [position(t, idx)]), create_array=True,
+                   is_signed=t.dtype.is_signed)
+  return array_from_bytes(x) if bool_ else x
+
+
 @lower(TransposeLoad)
 def _transpose_load(ctx, o):
-  mem, t = ctx.memref(ctx.get(o.scratch)), o.result.type
-  row = t.shape[0] + o.pad            # the stored tensor's rows are the result's columns
-  zero = arith.constant(mlir_type(t.dtype), 0.0 if t.dtype.is_float else 0)
-  base = fa.FragmentedArray.splat(zero, ctx.local_shape(t), layout_of(t), is_signed=t.dtype.is_signed)
+  row = o.result.type.shape[0] + o.pad            # the stored tensor's rows are the result's columns
 
-  def get(_, idx):
+  def position(t, idx):
     r, c = _element_indices(ctx, t, idx)
-    return memref.load(mem, [_flat(c, r, row)])
+    return _flat(c, r, row)
 
-  ctx.set(o.result, base.foreach(get, create_array=True, is_signed=t.dtype.is_signed))
+  ctx.set(o.result, _scratch_array(ctx, o, position))
 
 
 def _flat_index(ctx, t, idx, roll=None, flip=()):
@@ -251,41 +260,22 @@ def _relayout_store(ctx, o):
 
 @lower(RelayoutLoad)
 def _relayout_load(ctx, o):
-  mem, t = ctx.memref(ctx.get(o.scratch)), o.result.type
-  bool_ = t.dtype == DType.bool_
-  zero = arith.constant(i8() if bool_ else mlir_type(t.dtype), 0.0 if t.dtype.is_float else 0)
-  base = fa.FragmentedArray.splat(zero, ctx.local_shape(t), layout_of(t), is_signed=t.dtype.is_signed)
-  x = base.foreach(lambda _, idx: memref.load(mem, [_flat_index(ctx, t, idx)]), create_array=True,
-                   is_signed=t.dtype.is_signed)
-  ctx.set(o.result, array_from_bytes(x) if bool_ else x)
+  ctx.set(o.result, _scratch_array(ctx, o, lambda t, idx: _flat_index(ctx, t, idx)))
 
 
 @lower(RollLoad)
 def _roll_load(ctx, o):
-  mem, t = ctx.memref(ctx.get(o.scratch)), o.result.type
-  zero = arith.constant(mlir_type(t.dtype), 0.0 if t.dtype.is_float else 0)
-  base = fa.FragmentedArray.splat(zero, ctx.local_shape(t), layout_of(t), is_signed=t.dtype.is_signed)
-  roll = (o.axis, o.shift)
-  ctx.set(o.result, base.foreach(lambda _, idx: memref.load(mem, [_flat_index(ctx, t, idx, roll)]),
-                                 create_array=True, is_signed=t.dtype.is_signed))
+  ctx.set(o.result, _scratch_array(ctx, o, lambda t, idx: _flat_index(ctx, t, idx, (o.axis, o.shift))))
 
 
 @lower(FlipLoad)
 def _flip_load(ctx, o):
-  mem, t = ctx.memref(ctx.get(o.scratch)), o.result.type
-  zero = arith.constant(mlir_type(t.dtype), 0.0 if t.dtype.is_float else 0)
-  base = fa.FragmentedArray.splat(zero, ctx.local_shape(t), layout_of(t), is_signed=t.dtype.is_signed)
-  ctx.set(o.result, base.foreach(lambda _, idx: memref.load(mem, [_flat_index(ctx, t, idx, flip=o.axes)]),
-                                 create_array=True, is_signed=t.dtype.is_signed))
+  ctx.set(o.result, _scratch_array(ctx, o, lambda t, idx: _flat_index(ctx, t, idx, flip=o.axes)))
 
 
 @lower(RestrideLoad)
 def _restride_load(ctx, o):
-  mem, t = ctx.memref(ctx.get(o.scratch)), o.result.type
-  zero = arith.constant(mlir_type(t.dtype), 0.0 if t.dtype.is_float else 0)
-  base = fa.FragmentedArray.splat(zero, ctx.local_shape(t), layout_of(t), is_signed=t.dtype.is_signed)
-  ctx.set(o.result, base.foreach(lambda _, idx: memref.load(mem, [_restrided(ctx, t, idx, o)]),
-                                 create_array=True, is_signed=t.dtype.is_signed))
+  ctx.set(o.result, _scratch_array(ctx, o, lambda t, idx: _restrided(ctx, t, idx, o)))
 
 
 def _restrided(ctx, t, idx, o):

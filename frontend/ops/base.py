@@ -310,6 +310,13 @@ def builtin(fn=None, *, name: str | None = None, methods: tuple[str, ...] = (),
   return deco(fn) if fn is not None else deco
 
 
+
+def named_builtin(rule, name: str, doc: str):
+  """`rule`, a function a builtin factory made (one per math function, segment reduction, ...), declared as the
+  builtin `ml.<name>` with the docstring `doc`."""
+  rule.__name__, rule.__doc__ = name, doc
+  return builtin(rule, name=name)
+
 # ---------------------------------------------------------------- values
 def is_value(x) -> bool:
   return isinstance(x, ir.Value)

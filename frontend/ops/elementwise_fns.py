@@ -10,7 +10,7 @@ import math as pymath
 from .. import errors as E
 from ..dtypes import DType, FLOAT8, INDEX, PY_FLOAT
 from ..types import TensorType, dtype_name, resolve
-from .base import builtin, check_register_value, dtype_arg, is_value, kind_of, one_element, shown
+from .base import builtin, check_register_value, dtype_arg, is_value, kind_of, named_builtin, one_element, shown
 from .arith_hints import divisor_guard
 from .elementwise import Arange, BinOp, Cast, CmpOp, UnOp, _like, astype, binary, compare, full_, unary, where_
 from .elementwise_checks import check_dtype_support, method_on
@@ -274,9 +274,7 @@ def where(cx, cond, a, b):
 def _unary_builtin(kind: UnOp, doc: str):
   def rule(cx, x):
     return unary(cx, kind, x)
-  rule.__doc__ = doc
-  rule.__name__ = kind.value.name
-  return builtin(rule)
+  return named_builtin(rule, kind.value.name, doc)
 
 
 exp = _unary_builtin(UnOp.EXP, "Elementwise e**x (floating point).")
@@ -328,9 +326,7 @@ def _rounding_builtin(kind: UnOp, doc: str):
       if isinstance(d, DType) and d.is_int:
         return x                                  # integers are whole already (jnp returns them)
     return unary(cx, kind, x)
-  rule.__doc__ = doc
-  rule.__name__ = kind.value.name
-  return builtin(rule)
+  return named_builtin(rule, kind.value.name, doc)
 
 
 floor = _rounding_builtin(UnOp.FLOOR, "Elementwise floor: the largest whole number <= x (integers unchanged).")

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import ir
 from ..ir import LayoutRule, Traits
+from ..types import TensorType
 
 # Elementwise lowering works on each warpgroup's own rows as on a whole tensor: splits=True.
 PURE_ELEMENTWISE = Traits(layout=LayoutRule.ELEMENTWISE, pure=True, splits=True)
@@ -136,6 +137,23 @@ class Cast(ir.Op):
 # The elementwise ops with no effects and tensor operands of the result's shape: recomputed at another shape (an
 # index grid, a small mask at its tile's), as scalars or elsewhere (rematerialised), they are the same math.
 ELEMENTWISE_OPS = (Binary, Compare, Unary, Cast, Where)
+
+
+def remade(op, v, t, operand):
+  """A copy of `op` (one of ELEMENTWISE_OPS, of result `v`) whose result is a new value of type `t` named as `v`,
+  each tensor operand (of v's shape) replaced by `operand(x)`: the same math at another shape (index grids, a
+  mask's row). None where an operand has another shape or `operand` gives None."""
+  kw = {}
+  for f in dataclasses.fields(op):
+    x = getattr(op, f.name)
+    if isinstance(x, ir.Value) and isinstance(x.type, TensorType):
+      if x.type.shape != v.type.shape:
+        return None
+      x = operand(x)
+      if x is None:
+        return None
+      kw[f.name] = x
+  return dataclasses.replace(op, results=(ir.Value(t, v.name),), **kw)
 
 
 @ir.op(PURE_FRESH)

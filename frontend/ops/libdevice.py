@@ -13,7 +13,7 @@ import math as pymath
 from .. import errors as E
 from ..dtypes import DType
 from ..types import resolve
-from .base import builtin, check_register_value, is_value
+from .base import builtin, check_register_value, is_value, named_builtin
 from .elementwise import BinOp, CmpOp, _widened, astype, binary, compare, unary, UnOp
 
 _PYTHON = {"asin": "math.asin", "acos": "math.acos", "atan": "math.atan", "tan": "math.tan",
@@ -33,9 +33,7 @@ def _unary_fn(kind: UnOp, doc: str):
     if narrow is None:
       return unary(cx, kind, x)
     return astype(cx, unary(cx, kind, astype(cx, x, DType.f32)), narrow)
-  rule.__doc__ = doc
-  rule.__name__ = kind.value.name
-  return builtin(rule)
+  return named_builtin(rule, kind.value.name, doc)
 
 
 asin = _unary_fn(UnOp.ASIN, "Elementwise arcsine (floating point; libdevice's asinf): NaN outside [-1, 1].")
@@ -74,9 +72,7 @@ def _binary_fn(kind: BinOp, name: str, doc: str):
                               hint=f"compute it in Python while the kernel is traced: {_PYTHON[name]}({a!r}, {b!r})"
                                    " (import math)")
     return _wide_binary(cx, kind, a, b, f"ml.{name}")
-  rule.__doc__ = doc
-  rule.__name__ = name
-  return builtin(rule, name=name)
+  return named_builtin(rule, name, doc)
 
 
 atan2 = _binary_fn(BinOp.ATAN2, "atan2", "Elementwise arctangent of y / x in the quadrant of (x, y), as jnp.arctan2"

@@ -126,12 +126,11 @@ def _whole_read(cx, x):
   (`b_s[...]`) or a GMEM array or window of one (`w[...]`, `w.at[ml.ds(k, 64), :][...]`), or its transpose (`b_s[...].T`, through a scratch the
   transpose writes just before)."""
   from .memory import Load
-  from .permute import TransposeLoad, TransposeStore
+  from .permute import TransposeLoad, transposed_of
   d, flip = cx.b.defining(x), False
   if isinstance(d, TransposeLoad):
-    store = next((o for o in reversed(cx.b.block.ops) if isinstance(o, TransposeStore) and o.scratch is d.scratch),
-                 None)
-    d, flip = (cx.b.defining(store.x) if store is not None else None), True
+    src = transposed_of(cx, x)
+    d, flip = (cx.b.defining(src) if src is not None else None), True
   if not isinstance(d, Load) or d.merge or d.keep:
     return None
   ref = d.ref

@@ -22,7 +22,7 @@ from ..dtypes import DType
 from ..types import resolve
 from . import elementwise as ew
 from . import padded_tiles
-from .base import builtin, check_register_value, is_tensor, kind_of, shown
+from .base import builtin, check_register_value, is_tensor, kind_of, named_builtin, shown
 from .shape import ReduceKind
 
 _CHUNK = 128          # segments a one-hot table holds across its columns
@@ -170,11 +170,10 @@ def _segment(kind, name):
                f"take the segments {_ROWS} at a time: ml.segment_prod(data, ids - s, num_segments={_ROWS}) for s in"
                f" ml.static_range(0, {n}, {_ROWS}) (ids outside each range are dropped), stored into their rows")
     return _table(cx, kind, data, pos, n, what)
-  rule.__name__ = name
   word = getattr(kind, "value", kind)
-  rule.__doc__ = (f"jax.ops.{name}(data, segment_ids, num_segments): the {word} of the elements (or rows) of each"
-                  f" segment, ids outside [0, num_segments) dropped, an empty segment the {word}'s identity.")
-  return builtin(rule, name=name)
+  return named_builtin(rule, name, f"jax.ops.{name}(data, segment_ids, num_segments): the {word} of the elements"
+                                   f" (or rows) of each segment, ids outside [0, num_segments) dropped, an empty"
+                                   f" segment the {word}'s identity.")
 
 
 segment_sum = _segment(ReduceKind.SUM, "segment_sum")

@@ -142,11 +142,9 @@ def _mask_row(defining, made, v, shape, axes, out: list):
   """`v` (a tensor of ml.arange, constants and scalars) at one row, computed at the row's `shape`: `axes[i]` says
   what v's axis i is there, ('row',) the row's axis or ('at', j) the index j; the new ops are appended to `out`
   (`made`: their results' ops). None where `v` is made otherwise (frontend/index_grids.py's _regrid, at a row)."""
-  import dataclasses
-
   from .. import ir
   from ..types import TensorType
-  from .elementwise import ELEMENTWISE_OPS, Arange, Full
+  from .elementwise_ops import ELEMENTWISE_OPS, Arange, Full, remade
   from .shape import Broadcast
   if not (isinstance(v, ir.Value) and isinstance(v.type, TensorType)):
     return v
@@ -161,17 +159,9 @@ def _mask_row(defining, made, v, shape, axes, out: list):
     inner = [axes[k] if d.x.type.shape[i] == d.result.type.shape[k] else ("at", 0) for i, k in enumerate(d.dims)]
     return _mask_row(defining, made, d.x, shape, inner, out)
   elif isinstance(d, ELEMENTWISE_OPS):
-    kw = {}
-    for f in dataclasses.fields(d):
-      x = getattr(d, f.name)
-      if isinstance(x, ir.Value) and isinstance(x.type, TensorType):
-        if x.type.shape != v.type.shape:
-          return None
-        x = _mask_row(defining, made, x, shape, axes, out)
-        if x is None:
-          return None
-        kw[f.name] = x
-    new = dataclasses.replace(d, results=(ir.Value(t, v.name),), **kw)
+    new = remade(d, v, t, lambda x: _mask_row(defining, made, x, shape, axes, out))
+    if new is None:
+      return None
   else:
     return None
   made[new.results[0].id] = new
