@@ -588,6 +588,16 @@ def frag(a, bt, row_scale, col_scale, c):
 {frag}
     c.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)][...] = y
 """, [S((256, 512), jnp.float8_e4m3fn), S((256, 512), jnp.float8_e4m3fn), S((256,), f32), S((256,), f32)], None),
+    "b = ml.load(b_ptr.at[offs_k[:, None] + k * BLOCK_K, offs_bn[None, :]]": ("""
+@mg.mgpu_kernel(out_shape=lambda a_ptr, b_ptr: jax.ShapeDtypeStruct((64, 64), jnp.float32))
+def frag(a_ptr, b_ptr, out):
+    K, BLOCK_K, k = a_ptr.shape[1], 64, 0
+    offs_am, offs_bn, offs_k = ml.arange(0, 64), ml.arange(0, 64), ml.arange(0, BLOCK_K)
+    acc = ml.zeros((64, 64), jnp.float32)
+    a = ml.load(a_ptr.at[offs_am[:, None], offs_k[None, :] + k * BLOCK_K])
+{frag}
+    out[...] = acc
+""", [S((64, 64), jnp.float8_e4m3fn), S((64, 64), jnp.float8_e4m3fn)], None),
     "s = ml.dot(q_s, k_s.T)": ("""
 @mg.mgpu_kernel(out_shape=lambda q, k, v: jax.ShapeDtypeStruct((64, 64), jnp.float32))
 def frag(q, k, v, out):
