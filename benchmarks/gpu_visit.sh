@@ -78,7 +78,7 @@ step() {
                  wait; echo "== vmap alias"; cat "$OUT/vmap_alias.log" ;;
     # Session 39: the merged probes 49* (random bits against interpret mode, held pointer blocks, ...) beside s38_a's files
     s39_a)       timeout 150 python3 -u benchmarks/probe_vmap_alias.py >"$OUT/vmap_alias.log" 2>&1 &
-                 python3 -u benchmarks/gpu_shards.py --shards 12 --timeout 330 $(ls tests/test_probe50*.py tests/test_probe49*.py tests/test_probe48*.py tests/test_probe47*.py) tests/test_vmap.py tests/test_autodiff.py tests/test_probe40o.py tests/test_probe46f.py tests/test_mma.py tests/test_tf32.py tests/test_scatter.py tests/test_gather.py tests/test_paged_attention.py tests/test_ragged.py tests/test_probe36e.py
+                 python3 -u benchmarks/gpu_shards.py --shards 12 --timeout 330 $(ls tests/test_probe51*.py tests/test_probe50*.py tests/test_probe49*.py tests/test_probe48*.py tests/test_probe47*.py) tests/test_vmap.py tests/test_autodiff.py tests/test_probe40o.py tests/test_probe46f.py tests/test_mma.py tests/test_tf32.py tests/test_scatter.py tests/test_gather.py tests/test_paged_attention.py tests/test_ragged.py tests/test_probe36e.py
                  wait; echo "== vmap alias"; cat "$OUT/vmap_alias.log" ;;
     gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)
     gpu_s34all)  python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 500 ;;
