@@ -454,6 +454,9 @@ def _masked_read(cx, ref, mask, other):
   from .small_loads import masked_few, masked_load_small
   if (small := masked_load_small(cx, ref, mask, other) or masked_few(cx, ref, mask, other)) is not None:
     return small           # (a small window: its elements, read at indices clamped into the array)
+  from .strided_columns import read
+  if (column := read(cx, ref, mask, other)) is not None:
+    return column          # (a short column strided in memory: read padded to 128 elements, probe 51g)
   t = TensorType(ref.type.shape, ref.type.dtype)
   return cx.b.emit(MaskedLoad, ref, mask, other, loc=cx.loc, types=[t], names=[cx.name]).result
 
@@ -530,8 +533,10 @@ def masked_store(cx, ref, value, mask):
   view_value = _stored_tensor(cx, ref, value)
   from .small_loads import masked_few, masked_store_small
   if not (masked_store_small(cx, ref, view_value, mask) or masked_few(cx, ref, mask, value=view_value)):
-    # (a small value: an element at a time, each under an if)
-    cx.b.emit(MaskedStore, ref, view_value, mask, loc=cx.loc)
+    # (a small value: an element at a time, each under an if; a short strided column: padded, probe 51g)
+    from .strided_columns import write
+    if not write(cx, ref, view_value, mask):
+      cx.b.emit(MaskedStore, ref, view_value, mask, loc=cx.loc)
 
 
 def _masked_element_store(cx, ref, value, mask):

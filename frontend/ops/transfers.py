@@ -51,6 +51,9 @@ def load(cx, ref, name="", merge=False, keep=None):
       from .padded_dots import rows_padded      # (an SMEM tile no register tensor holds: read padded, row by row)
       if (padded := rows_padded(cx, ref)) is not ref:
         return padded
+    from .strided_columns import read
+    if (column := read(cx, ref)) is not None:     # (a short column strided in memory: read padded, probe 51g)
+      return column
   return cx.b.emit(Load, ref, loc=cx.loc, types=[TensorType(t.shape, t.dtype)], names=[name], merge=merge,
                    keep=keep).result
 
@@ -173,6 +176,9 @@ def store(cx, ref, value):
     return store_whole(cx, ref, value)
   if rows is not None and (rows := plan(cx, ref, value)) is not None:   # (again: weak_as may have cast it)
     return store_rows(cx, ref, value, rows)
+  from .strided_columns import write
+  if write(cx, ref, value):              # (a short column strided in memory: written padded, probe 51g)
+    return None
   cx.b.emit(Store, ref, value, loc=cx.loc)
 
 

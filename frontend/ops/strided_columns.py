@@ -1,0 +1,111 @@
+"""Short columns of a GMEM array moved through registers, computed padded (probe 51g).
+
+A window of n elements (a multiple of 8, not of 128) whose elements lie apart in memory, a view that indexes the
+array's last axis away, is Mamba's per-tap read of a conv weight or state, `w.at[d, k]` with `d = pd * BD +
+ml.arange(BD)` of a (D, 4) weight (a channel block of 64), Triton's `tl.load(w_ptr + d * W + k, mask=d < D)`, or
+`s.at[ml.ds(i * 64, 64), 0][...]`. Such a window moves one element a thread, so a multiple of 128 of them, and it
+was MG204 at the mask (where `x[:, j]` of a static slice gathers, probe 46a). It is now moved as the window of the
+next multiple of 128 elements from the same start, under the mask of its first n (and the user's mask, recomputed
+at that length where it is made of `ml.arange`, constants and scalars, else extended with False): the extra
+elements are never read or written (the access is predicated; a GMEM window may run past the array under a mask),
+and a read keeps its first n elements (through an SMEM scratch), a store writes the value extended with zeros. So
+the bounds checks are those of the window as written: an unmasked one past the end is still an
+IndexOutOfBoundsError, a masked-on element outside the array interpret mode's OutOfBoundsError.
+"""
+from __future__ import annotations
+
+from .. import hw
+from ..dtypes import DType
+from ..types import Space, TensorType, resolve
+from . import elementwise as ew
+
+
+def _plan(cx, ref, odd=False):
+  """(n, padded length, root, index of the padded window) of a short minor-strided GMEM column `ref`, or None;
+  `odd`: of any length n (a padded trace's, which reads it padded to a multiple of 8), else a multiple of 8."""
+  from ..windows import minor_strided
+  from .base import is_ref
+  from .memory import DSlice, View
+  if not is_ref(ref):
+    return None
+  t = ref.type
+  if t.space != Space.GMEM or t.remote or t.transposed or len(t.shape) != 1:
+    return None
+  n, d = t.shape[0], resolve(t.dtype)
+  if n % hw.WARPGROUP == 0 or n % 8 and not odd or not isinstance(d, DType) or d == DType.bool_:
+    return None
+  win = cx.b.defining(ref)
+  if not isinstance(win, View) or win.transpose or cx.b.defining(win.ref) is not None \
+      or not minor_strided(cx.b.defs, ref):
+    return None
+  kept = [k for k, i in enumerate(win.index) if not i.squeeze]
+  if len(kept) != 1:
+    return None
+  wide = -(-n // hw.WARPGROUP) * hw.WARPGROUP
+  index = tuple(DSlice(i.start, wide) if k == kept[0] else i.start for k, i in enumerate(win.index))
+  return n, wide, win.ref, index
+
+
+def _padded_mask(cx, mask, n, wide, length=None):
+  """The (wide,) mask of the first n elements, and'ed with `mask` (None, a bool scalar or a (length,) tensor, n
+  elements by default) recomputed at `wide` elements where it is made of index grids, constants and scalars, else
+  extended with False."""
+  length = n if length is None else length
+  from .elementwise_fns import arange
+  inside = ew.compare(cx, ew.CmpOp.LT, arange.apply(cx, (wide,), {}), n)
+  if mask is None or mask is True:
+    return inside
+  if not (hasattr(mask, "type") and isinstance(mask.type, TensorType)):
+    return ew.binary(cx, ew.BinOp.AND, inside, mask)          # (a scalar condition: broadcast by the and)
+  from .. import index_grids
+  from .padded_masks import _Defs
+  out = []
+  m = index_grids._regrid(_Defs(cx.b), mask, (wide,), (0,), out) if tuple(mask.type.shape) == (length,) else None
+  if m is not None:
+    for o in out:
+      cx.b.append(o)
+  else:
+    from .shape import broadcast_to_shape, concatenate
+    if tuple(mask.type.shape) != (length,):
+      mask = broadcast_to_shape(cx, mask, (length,))
+    m = concatenate.rule(cx, [mask, ew.full_(cx, (wide - length,), False, DType.bool_)], 0)
+  return ew.binary(cx, ew.BinOp.AND, inside, m)
+
+
+def read(cx, ref, mask=None, other=0, keep=None):
+  """`ref[...]` (mask None) or `ref.load(mask=m, other=o)` of a short strided GMEM column, read padded (see the
+  module); None where `ref` is no such window. `keep`: the elements the result keeps, more than the column's in a
+  padded trace (the padding `other`, as padded_tiles.padded_load's)."""
+  p = _plan(cx, ref, odd=keep is not None)
+  if p is None:
+    return None
+  from .access import _masked_read
+  from .memory import view
+  from .shape import index_through_smem
+  n, wide, root, index = p
+  name, cx.name = cx.name, ""
+  try:
+    v = _masked_read(cx, view(cx, root, index, ref.name or ""), _padded_mask(cx, mask, n, wide), other)
+  finally:
+    cx.name = name
+  return index_through_smem(cx, v, (slice(0, keep or n),))
+
+
+def write(cx, ref, value, mask=None, padded=False) -> bool:
+  """`ref[...] = value` (mask None) or `ref.store(value, mask=m)` of an (n,) register tensor of `ref`'s dtype into a
+  short strided GMEM column, written padded (see the module); False where `ref` is no such window. `padded`: the
+  value is a padded trace's, longer than the column (its mask, of the value's length, keeps the column's)."""
+  p = _plan(cx, ref, odd=padded)
+  if p is None or not (hasattr(value, "type") and isinstance(value.type, TensorType)) \
+      or len(value.type.shape) != 1 or not (value.type.shape[0] >= ref.type.shape[0] if padded
+                                            else value.type.shape == ref.type.shape):
+    return False
+  from .access import masked_store
+  from .memory import view
+  from .shape import concatenate
+  n, wide, root, index = p
+  d = resolve(value.type.dtype)
+  length = value.type.shape[0]
+  grown = concatenate.rule(cx, [value, ew.full_(cx, (wide - length,), 0, d)], 0) if length < wide else value
+  masked_store(cx, view(cx, root, index, ref.name or ""), grown, _padded_mask(cx, mask, n, wide, length))
+  return True
