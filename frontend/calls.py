@@ -568,10 +568,12 @@ class Calls:
       from .jax_wrapped import transformed_hint    # jax.vmap(row_fn)(x), jax.grad(f)(x): what to write instead
       name, hint = transformed_hint(fn, self.text(node.func), [self.text(a) for a in node.args], len(
           args[0].type.shape) if args and is_value(args[0]) and hasattr(args[0].type, "shape") else None) or (name, hint)
-      raise E.KernelTypeError(
+      from .jnp_pad import refusal       # jnp.pad of a register tensor in a mode or of widths it has no form for
+      why = refusal(fn, args, kwargs) if name == "pad" and _is_array_library(fn) else None
+      raise E.KernelTypeError(why or (
           f"{name} cannot take"
           f" {kind_of(held) if is_value(held) else f'a {type(held).__name__} of register values'} inside a"
-          f" kernel", cx.loc, hint=hint)
+          f" kernel"), cx.loc, hint=hint)
     if fn in PY_BUILTINS.values():
       try:
         return fn(*args, **kwargs)

@@ -21,6 +21,7 @@ from .jnp_forms import FORMS, OPERATORS
 from .jnp_bits import BITS
 from .jnp_scipy import SCIPY
 from .jnp_math import MATH
+from .jnp_pad import PAD
 from .lax_forms import FORMS as LAX_FORMS
 
 # the library functions that are ml's: (module as users spell it) -> {its name: ml's name}
@@ -215,6 +216,7 @@ SHAPED.update(STATS)          # jnp's statistics (jnp.linalg.norm, jnp.nanmean, 
 SHAPED.update(MATH)           # jnp.sinh, jnp.arctanh, jnp.sinc, jax.nn.glu, ...: jnp_math.py
 SHAPED.update(BITS)           # jnp.nextafter, jnp.frexp, lax.reduce_precision, lax.lgamma, ...: jnp_bits.py
 SHAPED.update(SCIPY)          # jax.scipy.special.xlogy, entr, ndtr, jnp.divmod, jnp.vdot, ...: jnp_scipy.py
+SHAPED.update(PAD)            # jnp.pad of a register tensor (probe 51g): jnp_pad.py
 
 
 def _form(lib, name):

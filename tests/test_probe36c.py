@@ -332,7 +332,9 @@ def edge_padded_hinted(x, out):      # x shifted right by one, its first element
 def test_jnp_pad_in_a_kernel_hints_its_edge_and_reflect_modes():
   """The hint wrote only jnp.pad's zeros (and jnp.roll's wrap-around), whatever the mode."""
   e = expect(edge_padded_in_kernel, [S((256,), F32)], mg.KernelTypeError, "jnp.pad(",
-             "pad cannot take a register tensor inside a kernel")
+             "jnp.pad of a register tensor pads with one constant along any axis, or by mode 'edge', 'reflect',"
+             " 'symmetric' or 'wrap' along a tile's leading axes, by static widths: this call's mode='edge' along"
+             " the last axis is not computed in a kernel")
   assert ("jnp.pad's mode='edge' gathers at clamped indices, x[ml.clip((i * 128) + ml.arange(128) - 1, 0,"
           " x.shape[0] - 1)]") in e.hint
   x = jnp.asarray(np.random.default_rng(9).standard_normal(256), F32)
