@@ -109,3 +109,46 @@ def write(cx, ref, value, mask=None, padded=False) -> bool:
   grown = concatenate.rule(cx, [value, ew.full_(cx, (wide - length,), 0, d)], 0) if length < wide else value
   masked_store(cx, view(cx, root, index, ref.name or ""), grown, _padded_mask(cx, mask, n, wide, length))
   return True
+
+
+
+def _padded_trace(cx, ref):
+  """(shape, padded shape, the trace's record) where the kernel is traced padded and `ref` is a short column of
+  an odd length, which padded_tiles.padded_load / padded_store do not take (a view that indexes the last axis
+  away); else None."""
+  pads = getattr(cx.b, "pad_tiles", None)
+  t = getattr(ref, "type", None)
+  if pads is None or getattr(cx.b, "pad_ok", 0) or len(getattr(t, "shape", ())) != 1 or t.shape[0] % 8 == 0:
+    return None
+  from . import padded_tiles as pt
+  d = resolve(t.dtype)
+  up = pt._up(tuple(t.shape), d, isinstance(pads, pt.WideVectors)) if isinstance(d, DType) else None
+  if up is None or _plan(cx, ref, odd=True) is None:
+    return None
+  return tuple(t.shape), up, pads
+
+
+def padded_read(cx, ref):
+  """`ref[...]` of a short column of odd length (60 rows) in a padded trace: read padded (the padding 0) and
+  recorded so; None where it is no such read."""
+  got = _padded_trace(cx, ref)
+  if got is None:
+    return None
+  from .padded_tiles import allowed
+  shape, up, pads = got
+  with allowed(cx):
+    out = read(cx, ref, keep=up[0])
+  pads[out.id] = shape
+  return out
+
+
+def padded_write(cx, ref, value) -> bool:
+  """`ref[...] = value` of a padded value of the column's own shape into a short column of odd length, under the
+  padding's mask; False where it is no such store."""
+  got = _padded_trace(cx, ref)
+  if got is None or cx.b.pad_tiles.get(getattr(value, "id", None)) != got[0] or tuple(value.type.shape) != got[1]:
+    return False
+  from .padded_tiles import allowed, mask
+  shape, up, _ = got
+  with allowed(cx):
+    return write(cx, ref, value, mask(cx, shape, up), padded=True)

@@ -45,7 +45,8 @@ def load(cx, ref, name="", merge=False, keep=None):
     if (small := load_small(cx, ref, name)) is not None:
       return small
     from .padded_tiles import padded_load
-    if (padded := padded_load(cx, ref, name)) is not None:
+    from .strided_columns import padded_read     # (a short strided column of 60 rows, read padded: probe 51g)
+    if (padded := padded_read(cx, ref) or padded_load(cx, ref, name)) is not None:
       return padded
     if getattr(cx.b, "pad_tiles", None) is not None and not getattr(cx.b, "pad_ok", 0):
       from .padded_dots import rows_padded      # (an SMEM tile no register tensor holds: read padded, row by row)
@@ -129,7 +130,8 @@ def store(cx, ref, value):
   if copy_pieces(cx, ref, value):        # o[0:33] = buf[3:36]: the windows copied in pieces registers hold
     return None
   from .padded_tiles import padded_store
-  if padded_store(cx, ref, value):       # (a short window computed padded: under its mask)
+  from .strided_columns import padded_write
+  if padded_write(cx, ref, value) or padded_store(cx, ref, value):   # (a short window computed padded: under its mask)
     return None
   from .few_stats import storable, store_whole
   from .small_stores import plan, store_rows
