@@ -117,6 +117,44 @@ def test_columns_at_run_time_starts_and_of_odd_lengths_compute():
     assert "mosaic_gpu" in str(_export(k, *specs))
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def swap_planes(x, o):
+  a = x.at[:, :, 0][...]
+  b = x.at[:, :, 1][...]
+  o.at[:, :, 0][...] = b * 2
+  o.at[:, :, 1][...] = a - b
+
+
+@mg.mgpu_kernel(out_shape=lambda x, k: x, grid=lambda x, k: (x.shape[0], x.shape[3]))
+def depthwise_3x3_nhwc(x, k, y):
+  b, c = ml.program_id(0), ml.program_id(1)
+  v = x.at[b, :, :, c][...].astype(F32)            # one channel's (H, W) plane, its elements C apart
+  H, W = v.shape
+  p = jnp.pad(v, 1)
+  acc = jnp.zeros_like(v)
+  for i in ml.static_range(3):
+    for j in ml.static_range(3):
+      acc = acc + k[c, i, j] * p[i:i + H, j:j + W]
+  y.at[b, :, :, c][...] = acc.astype(y.dtype)
+
+
+def test_planes_strided_in_memory_compute():
+  """A plane no register tensor holds ((4, 48), (7, 7): not a multiple of 128 elements) whose elements lie apart
+  (the array's last axis indexed away) is the padded trace's too, read and written at the padded shape; a plane
+  registers hold, with jnp.pad of it, is a depthwise 3x3 convolution of a channel of NHWC pixels."""
+  rng = np.random.default_rng(6)
+  for shape, dt in (((4, 48, 2), F32), ((7, 7, 2), F32), ((3, 20, 2), jnp.bfloat16)):
+    x = _rand(rng, *shape, dtype=dt)
+    want = np.stack([np.asarray(x[..., 1] * 2), np.asarray(x[..., 0] - x[..., 1])], -1).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(swap_planes(x, interpret=True)).astype(np.float32), want)
+    assert "mosaic_gpu" in str(_export(swap_planes, S(shape, dt)))
+  x, k = np.asarray(_rand(rng, 2, 8, 16, 3)), np.asarray(_rand(rng, 3, 3, 3))
+  p = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+  want = sum(k[:, i, j] * p[:, i:i + 8, j:j + 16, :] for i in range(3) for j in range(3))
+  np.testing.assert_allclose(np.asarray(depthwise_3x3_nhwc(x, k, interpret=True)), want, rtol=1e-5, atol=1e-5)
+  assert "mosaic_gpu" in str(_export(depthwise_3x3_nhwc, S((2, 8, 16, 3), F32), S((3, 3, 3), F32)))
+
+
 @mg.mgpu_kernel(out_shape=lambda w: S((64,), F32))
 def column_past_the_end(w, o):
   d = ml.arange(0, 64)
@@ -253,6 +291,12 @@ def test_probe51g_kernels_on_the_gpu_match_interpret_mode():
   for n in (60, 100):
     x = _rand(rng, n, 2)
     np.testing.assert_array_equal(np.asarray(jax.jit(swap_columns)(x)), np.asarray(swap_columns(x, interpret=True)))
+  for shape in ((4, 48, 2), (7, 7, 2)):
+    x = _rand(rng, *shape)
+    np.testing.assert_array_equal(np.asarray(jax.jit(swap_planes)(x)), np.asarray(swap_planes(x, interpret=True)))
+  x, k = _rand(rng, 2, 8, 16, 3), _rand(rng, 3, 3, 3)
+  np.testing.assert_allclose(np.asarray(jax.jit(depthwise_3x3_nhwc)(x, k)),
+                             np.asarray(depthwise_3x3_nhwc(x, k, interpret=True)), rtol=1e-5, atol=1e-5)
   x = _rand(rng, 77, 3)
   np.testing.assert_allclose(np.asarray(jax.jit(point_norms)(x)), np.asarray(point_norms(x, interpret=True)),
                              rtol=1e-6)

@@ -112,43 +112,78 @@ def write(cx, ref, value, mask=None, padded=False) -> bool:
 
 
 
+def _plane(cx, ref):
+  """(root, the view's index) of a GMEM window `ref` of its array that indexes the array's last axis away (a column,
+  or a plane of 2 or more axes, `x.at[:, :, 0]` of (4, 48, 3)), or None."""
+  from ..windows import minor_strided
+  from .memory import View
+  t = ref.type
+  win = cx.b.defining(ref)
+  if t.space != Space.GMEM or t.remote or t.transposed or not isinstance(win, View) or win.transpose \
+      or cx.b.defining(win.ref) is not None or not minor_strided(cx.b.defs, ref) \
+      or len([i for i in win.index if not i.squeeze]) != len(t.shape):
+    return None
+  return win.ref, win.index
+
+
 def _padded_trace(cx, ref):
   """(shape, padded shape, the trace's record) where the kernel is traced padded and `ref` is a short column of
-  an odd length, which padded_tiles.padded_load / padded_store do not take (a view that indexes the last axis
-  away); else None."""
+  an odd length, or a window of 2 or more axes no register tensor holds, either indexing its array's last axis away
+  (which padded_tiles.padded_load / padded_store do not take); else None."""
   pads = getattr(cx.b, "pad_tiles", None)
   t = getattr(ref, "type", None)
-  if pads is None or getattr(cx.b, "pad_ok", 0) or len(getattr(t, "shape", ())) != 1 or t.shape[0] % 8 == 0:
+  shape = tuple(getattr(t, "shape", ()))
+  if pads is None or getattr(cx.b, "pad_ok", 0) or not shape or not hasattr(t, "space"):
     return None
   from . import padded_tiles as pt
   d = resolve(t.dtype)
-  up = pt._up(tuple(t.shape), d, isinstance(pads, pt.WideVectors)) if isinstance(d, DType) else None
-  if up is None or _plan(cx, ref, odd=True) is None:
+  if pt._holds(shape) or not isinstance(d, DType) or d == DType.bool_:
     return None
-  return tuple(t.shape), up, pads
+  up = pt._up(shape, d, isinstance(pads, pt.WideVectors))
+  if len(shape) == 1 and _plan(cx, ref, odd=True) is None or len(shape) > 1 and (
+      _plane(cx, ref) is None or not pt._holds(up)):
+    return None
+  return shape, up, pads
+
+
+def _padded_view(cx, ref, up):
+  """The window of `ref`'s array that `ref` starts, of the padded shape `up` (a GMEM window may run past the end)."""
+  from .memory import DSlice, view
+  root, index = _plane(cx, ref)
+  sizes = iter(up)
+  return view(cx, root, tuple(i.start if i.squeeze else DSlice(i.start, next(sizes)) for i in index), ref.name or "")
 
 
 def padded_read(cx, ref):
-  """`ref[...]` of a short column of odd length (60 rows) in a padded trace: read padded (the padding 0) and
-  recorded so; None where it is no such read."""
+  """`ref[...]` of a short column of odd length (60 rows) or of a plane no register tensor holds ((4, 48)) in a
+  padded trace: read padded (the padding 0) and recorded so; None where it is no such read."""
   got = _padded_trace(cx, ref)
   if got is None:
     return None
-  from .padded_tiles import allowed
+  from .access import _mask_arg, _masked_read
+  from .padded_tiles import allowed, mask
   shape, up, pads = got
   with allowed(cx):
-    out = read(cx, ref, keep=up[0])
+    if len(shape) == 1:
+      out = read(cx, ref, keep=up[0])
+    else:
+      wide = _padded_view(cx, ref, up)
+      out = _masked_read(cx, wide, _mask_arg(cx, wide, mask(cx, shape, up), "ml.load"), 0)
   pads[out.id] = shape
   return out
 
 
 def padded_write(cx, ref, value) -> bool:
-  """`ref[...] = value` of a padded value of the column's own shape into a short column of odd length, under the
-  padding's mask; False where it is no such store."""
+  """`ref[...] = value` of a padded value of the window's own shape into a short column of odd length or a plane,
+  under the padding's mask; False where it is no such store."""
   got = _padded_trace(cx, ref)
   if got is None or cx.b.pad_tiles.get(getattr(value, "id", None)) != got[0] or tuple(value.type.shape) != got[1]:
     return False
+  from .access import masked_store
   from .padded_tiles import allowed, mask
   shape, up, _ = got
   with allowed(cx):
+    if len(shape) > 1:
+      masked_store(cx, _padded_view(cx, ref, up), value, mask(cx, shape, up))
+      return True
     return write(cx, ref, value, mask(cx, shape, up), padded=True)
