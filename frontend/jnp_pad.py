@@ -4,8 +4,9 @@ tile for a width-4 causal conv1d. It was MG003, whose hint read shifted windows 
 
 The form joins, along each padded axis in turn, the parts jnp puts before and after the tensor: `ml.full` of the
 constant (mode 'constant', jnp's default, `constant_values` one number or scalar), the first or last slice
-broadcast ('edge'), the slices next to the edge reversed ('reflect', without the edge; 'symmetric', with it) or
-the slices at the other end ('wrap'), with `ml.concatenate` (through an SMEM scratch). A pad of a GMEM ref, of
+repeated ('edge'), the slices next to the edge reversed ('reflect', without the edge; 'symmetric', with it) or
+the slices at the other end ('wrap'), with `ml.concatenate` (through an SMEM scratch). The parts take the tensor's
+own shape, so an odd tile computed padded (a (28, 28) image) pads as its padded trace joins them. A pad of a GMEM ref, of
 per-axis constants, of a width a mode cannot take (a reflection wider than the axis) or a run-time width has no
 form: its MG003 hint stands, as does one of a mode other than 'constant' along a vector or a tile's last axis (its
 first or last elements are slices no register tensor holds)."""
@@ -44,10 +45,9 @@ def _parts(mode, rank, axis, lo, hi, n, shape):
   if mode == "constant":
     fill = "ml.full({shape}, {c}, _p_.dtype)"
     return (fill.format(shape=size(lo), c="{1}") if lo else None, fill.format(shape=size(hi), c="{1}") if hi else None)
-  if mode == "edge":
-    b = "ml.broadcast_to(_p_{at}, {shape})"
-    return (b.format(at=_at(rank, axis, "0:1"), shape=size(lo)) if lo else None,
-            b.format(at=_at(rank, axis, f"{n - 1}:{n}"), shape=size(hi)) if hi else None)
+  if mode == "edge":          # (the edge slice joined k times: a broadcast of it would end a padded trace)
+    first, last = f"_p_{_at(rank, axis, '0:1')}", f"_p_{_at(rank, axis, f'{n - 1}:{n}')}"
+    return (", ".join([first] * lo) if lo else None, ", ".join([last] * hi) if hi else None)
   if mode == "reflect":
     if max(lo, hi) > n - 1:
       return None
@@ -70,6 +70,8 @@ def pad_form(a):
   shape = getattr(t, "shape", None)
   if shape is None or type(t).__name__ != "TensorType" or not shape or mode not in _MODES:
     return None
+  if a.get("_shape_of") is not None:     # (its own shape where it is computed padded: an odd (28, 28) tile)
+    shape = tuple(a["_shape_of"](x))
   c = kw.pop("constant_values", 0) if mode == "constant" else 0
   if mode in ("reflect", "symmetric") and kw.get("reflect_type", "even") == "even":
     kw.pop("reflect_type", None)

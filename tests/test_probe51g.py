@@ -263,6 +263,23 @@ def test_jnp_pad_of_register_tensors_computes():
     assert "mosaic_gpu" in str(_export(k, *specs, **kw))
 
 
+def test_jnp_pad_of_odd_tiles_computes_padded():
+  """Tiles no register tensor holds ((28, 28), (30, 100), (7, 7); a (37,) vector) are computed padded: the pad's
+  parts took the padded shape, and the join ended that trace (MG204 at the read)."""
+  rng = np.random.default_rng(8)
+  for shape in ((28, 28), (7, 7)):
+    x = np.asarray(_rand(rng, *shape))
+    np.testing.assert_allclose(np.asarray(box_blur(x, interpret=True)), _blur_ref(x, 3, 0.0), rtol=1e-5, atol=1e-6)
+  x = np.asarray(_rand(rng, 30, 100))
+  np.testing.assert_allclose(np.asarray(row_modes(x, interpret=True)), _row_modes_ref(x), rtol=1e-5, atol=1e-5)
+  x = _rand(rng, 37)
+  p = np.pad(np.asarray(x), 2)
+  np.testing.assert_allclose(np.asarray(moving_average(x, interpret=True)), sum(p[k:k + 37] for k in range(5)) / 5,
+                             rtol=1e-5, atol=1e-6)
+  for k, spec in ((box_blur, S((28, 28), F32)), (row_modes, S((30, 100), F32)), (moving_average, S((37,), F32))):
+    assert "mosaic_gpu" in str(_export(k, spec))
+
+
 @mg.mgpu_kernel(out_shape=lambda x: x)
 def edge_blur(x, y):
   v = x[...]
@@ -307,6 +324,13 @@ def test_probe51g_kernels_on_the_gpu_match_interpret_mode():
   np.testing.assert_allclose(np.asarray(jax.jit(causal_conv1d_padded)(x, w, b)),
                              np.asarray(causal_conv1d_padded(x, w, b, interpret=True)), rtol=1e-5, atol=1e-5)
   x = _rand(rng, 16, 128)
+  np.testing.assert_allclose(np.asarray(jax.jit(row_modes)(x)), np.asarray(row_modes(x, interpret=True)), rtol=1e-5,
+                             atol=1e-5)
+  for shape in ((28, 28), (7, 7)):
+    x = _rand(rng, *shape)
+    np.testing.assert_allclose(np.asarray(jax.jit(box_blur)(x)), np.asarray(box_blur(x, interpret=True)), rtol=1e-5,
+                               atol=1e-6)
+  x = _rand(rng, 30, 100)
   np.testing.assert_allclose(np.asarray(jax.jit(row_modes)(x)), np.asarray(row_modes(x, interpret=True)), rtol=1e-5,
                              atol=1e-5)
   x = _rand(rng, 1000, dtype=jnp.bfloat16)
