@@ -290,6 +290,28 @@ def _index_after(tracer, loc, old, bounds, counter):
   return ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, start, stop), last, old)
 
 
+class _Force(Exception):
+  """A tuple or list of numbers only (`st = (0, 0.0)`, lax.while_loop's `(0, 0.0)` init) that the condition
+  reads and the body rebinds: carried only once tracing shows it changes, it left the condition a Python value
+  on the first trace; the loop is traced again carrying its leaves as scalars (probe 51d)."""
+
+  def __init__(self, names):
+    super().__init__(sorted(names))
+    self.names = set(names)
+
+
+def _force_number_tuples(env, node, assigned, forced, before) -> None:
+  """Raise _Force for the tuples (lists) of numbers only, not yet carried, among the names the while loop
+  rebinds (those its condition reads first): _unrolled_while already found the condition a run-time value
+  after a trip, so what it reads changes at run time, as lax.while_loop traces its carry."""
+  from .carried import Carry
+  loose = {n for n in assigned if n not in forced and n in before and structure(before[n]) is not None
+           and Carry(n, before[n]).container and not any(is_value(l) for l in Carry(n, before[n]).leaves)}
+  read = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)} & loose
+  if read or loose:
+    raise _Force(read or loose)
+
+
 class _Widen(Exception):
   """A Python number a loop carries (t = 0.0) that its body makes another dtype of its kind (a
   bfloat16 scalar): the loop is traced again carrying that dtype, as JAX's loops promote a weakly
@@ -551,6 +573,10 @@ def trace_while(tracer, node: ast.While):
     attempt = _Attempt(tracer)
     try:
       carries, res = _trace_while_once(tracer, node, loc, assigned, forced, widened)
+    except _Force as f:     # (a tuple of numbers the condition reads, made run-time by the body: carried)
+      attempt.undo(tracer)
+      forced |= f.names
+      continue
     except (_Widen, small_carries.Spread, Refill) as w:     # (a carry of another dtype, or spread: traced again)
       attempt.undo(tracer)
       widened.update({w.leaf: w.dtype} if isinstance(w, _Widen) else {("refill", w.leaf): (w.shape, w.own)}
@@ -642,6 +668,7 @@ def _trace_while_once(tracer, node, loc, assigned, forced, widened):
     _bind(env, carries, small_carries.shaped(b, loc, inits, cond_args))
     cond = tracer.eval(as_condition(node.test))   # (a break's rewritten test too)
     if not is_value(cond):
+      _force_number_tuples(env, node, assigned, forced, before)
       raise E.KernelTypeError(
           f"this while condition is the Python value {cond!r} when the loop starts; a while loop needs"
           f" a runtime condition", tracer.loc(node.test),

@@ -1,0 +1,118 @@
+"""Probe 51d (ragged and data-dependent kernels as users write them). Kernels that failed:
+
+- `lax.while_loop(cond, body, init)` whose init is a tuple of numbers (`(0, 0.0)`, `(lo, hi)` of a binary search
+  over cu_seqlens-style offsets, `(jnp.int32(0), jnp.float32(0))`) was MG003, "this while condition is the Python
+  value True when the loop starts": a tuple of numbers only is carried once tracing shows the body changes it, and
+  the condition was evaluated on the static tuple first. So was the plain `st = (0, 0.0); while st[0] < n and
+  st[1] < t: st = (...)`. Now the loop is traced again carrying such a tuple (frontend/flow.py, _Force).
+"""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+I32 = jnp.int32
+
+
+def _offsets(lens):
+  return np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
+
+
+def _export(kernel, *specs, **kw):
+  """The kernel's real Mosaic GPU module, built and verified for CUDA on this machine."""
+  return jax.export.export(jax.jit(lambda *a: kernel(*a, **kw)), platforms=["cuda"])(*specs)
+
+
+# ---------------------------------------------------------------- lax.while_loop over a tuple of numbers
+@mg.mgpu_kernel(out_shape=lambda off, q: S(q.shape, I32), grid=lambda off, q: (q.shape[0],))
+def segment_of(off, q, out):
+  """Each query position's segment: a binary search over sorted offsets, Pallas-style."""
+  r = ml.program_id(0)
+  t = q[r]
+
+  def cond(c):
+    lo, hi = c
+    return lo < hi
+
+  def body(c):
+    lo, hi = c
+    mid = (lo + hi + 1) // 2
+    return jax.lax.cond(off[mid] <= t, lambda: (mid, hi), lambda: (lo, mid - 1))
+
+  lo, _ = jax.lax.while_loop(cond, body, (0, off.shape[0] - 1))
+  out[r] = lo
+
+
+@mg.mgpu_kernel(out_shape=lambda x, t: S(t.shape, I32), grid=lambda x, t: (t.shape[0],))
+def steps_to_budget(x, t, out):
+  """How many leading elements of row r fit in budget t[r] (an early exit on loaded values)."""
+  r = ml.program_id(0)
+
+  def cond(c):
+    return c[0] < x.shape[1] and c[1] + x[r, c[0]] <= t[r]
+
+  def body(c):
+    return c[0] + 1, c[1] + x[r, c[0]]
+
+  out[r] = jax.lax.while_loop(cond, body, (0, 0.0))[0]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((), I32))
+def count_until(x, out):
+  """jnp scalars in the init and a plain while over a tuple of numbers."""
+  i, _ = jax.lax.while_loop(lambda c: (c[0] < x.shape[0]) & (c[1] < 10.0), lambda c: (c[0] + 1, c[1] + x[c[0]]),
+                            (jnp.int32(0), jnp.float32(0.0)))
+  st = (0, 0.0)
+  while st[0] < x.shape[0] and st[1] < 10.0:
+    st = (st[0] + 1, st[1] + x[st[0]])
+  out[...] = i * 1000 + st[0]
+
+
+def _budget_ref(x, t):
+  out = []
+  for r in range(x.shape[0]):
+    i, s = 0, np.float32(0)
+    while i < x.shape[1] and s + x[r, i] <= t[r]:
+      s += x[r, i]
+      i += 1
+    out.append(i)
+  return np.array(out, np.int32)
+
+
+def test_lax_while_loop_over_a_tuple_of_numbers_is_a_run_time_loop():
+  rng = np.random.default_rng(0)
+  for lens in ([3, 0, 47, 1, 0, 77], [128], [0, 0, 5]):          # empty segments, one huge, odd tails
+    off = _offsets(lens)
+    q = rng.integers(0, int(off[-1]), 16).astype(np.int32)
+    want = (np.searchsorted(off, q, side="right") - 1).astype(np.int32)
+    np.testing.assert_array_equal(np.asarray(segment_of(off, q, interpret=True)), want)
+  x = rng.uniform(0, 1, (6, 40)).astype(np.float32)
+  t = np.array([0.0, 0.5, 5.0, 10.0, 30.0, 100.0], np.float32)   # none, a few, every element
+  np.testing.assert_array_equal(np.asarray(steps_to_budget(x, t, interpret=True)), _budget_ref(x, t))
+  v = rng.uniform(0, 1, 100).astype(np.float32)
+  c, s = 0, np.float32(0)                                        # the count while the sum stays below 10
+  while c < 100 and s < 10.0:
+    s += v[c]
+    c += 1
+  assert int(count_until(v, interpret=True)) == c * 1000 + c
+  for k, specs in ((segment_of, (S((7,), I32), S((16,), I32))), (steps_to_budget, (S((6, 40), F32), S((6,), F32))),
+                   (count_until, (S((100,), F32),))):
+    k.check(*specs)
+    _export(k, *specs)
+
+
+@pytest.mark.gpu
+def test_gpu_lax_while_loop_over_a_tuple_of_numbers():
+  rng = np.random.default_rng(1)
+  off = _offsets([3, 0, 47, 1, 0, 77])
+  q = rng.integers(0, int(off[-1]), 16).astype(np.int32)
+  np.testing.assert_array_equal(np.asarray(segment_of(off, q)), np.searchsorted(off, q, side="right") - 1)
+  x = rng.uniform(0, 1, (6, 40)).astype(np.float32)
+  t = np.array([0.0, 0.5, 5.0, 10.0, 30.0, 100.0], np.float32)
+  np.testing.assert_array_equal(np.asarray(steps_to_budget(x, t)), _budget_ref(x, t))
