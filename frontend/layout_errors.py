@@ -96,8 +96,10 @@ class LayoutErrors:
     error = E.LayoutError(
         f"{name} is used as {was} of one tile and as {now} of another: a register vector lives in one of the"
         f" two layouts", o.loc, hint=hint)
+    # (NumPy's alignment puts a vector along a tile's last axis, dims (1,); a vector stretched along the rows,
+    # dims (0,), is a broadcast the compiler made itself, a row gather's indices: no slip of the user's)
     aligned = any(isinstance(b, Broadcast) and len(b.x.type.shape) == 1 and len(b.result.type.shape) == 2
-                  and math.prod(b.result.type.shape) != math.prod(b.x.type.shape)
+                  and math.prod(b.result.type.shape) != math.prod(b.x.type.shape) and tuple(b.dims) == (1,)
                   and self.uf.find(("v", b.x.id)) == c for b in ir.walk(self.kernel.body))
     if isinstance(o, Broadcast) and _is_tensor(o.x) and math.prod(o.x.type.shape) == math.prod(o.result.type.shape) \
         and not any(self.uf.find(child) == p for child, _, _, _ in self.relations):

@@ -5,6 +5,11 @@
   value True when the loop starts": a tuple of numbers only is carried once tracing shows the body changes it, and
   the condition was evaluated on the static tuple first. So was the plain `st = (0, 0.0); while st[0] < n and
   st[1] < t: st = (...)`. Now the loop is traced again carrying such a tuple (frontend/flow.py, _Force).
+- a vector a column reduction gives (`(tok,) = jnp.nonzero(e == g, size=C)`, an MoE capacity's token slots;
+  `ml.argmax(x, axis=0)`; a column count) used as the row indices of a gather (`x[tok, :]`, `t[best, :]`) was
+  MG204, "tok is used as a column vector ... and as a row statistic": the gather's own broadcast of its indices
+  along the rows was taken for NumPy's alignment (a likely slip), so the relayout pass left it. Now that use reads
+  a copy through SMEM (frontend/layout_errors.py).
 """
 import jax
 import jax.numpy as jnp
@@ -116,3 +121,58 @@ def test_gpu_lax_while_loop_over_a_tuple_of_numbers():
   x = rng.uniform(0, 1, (6, 40)).astype(np.float32)
   t = np.array([0.0, 0.5, 5.0, 10.0, 30.0, 100.0], np.float32)
   np.testing.assert_array_equal(np.asarray(steps_to_budget(x, t)), _budget_ref(x, t))
+
+
+# ---------------------------------------------------------------- a column statistic as a gather's row indices
+@mg.mgpu_kernel(out_shape=lambda x, e, *, E, C: S((E, C, x.shape[1]), x.dtype), grid=lambda x, e, *, E, C: (E,))
+def dispatch(x, e, out, *, E: ml.constexpr, C: ml.constexpr):
+  """An MoE's capacity-limited dispatch: expert g's first C tokens, zero rows past them."""
+  g = ml.program_id(0)
+  (tok,) = jnp.nonzero(e[...] == g, size=C, fill_value=-1)
+  rows = x[ml.maximum(tok, 0), :]
+  out[g] = jnp.where((tok >= 0)[:, None], rows, 0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, t: (S((x.shape[1], t.shape[1]), t.dtype), S((x.shape[1], t.shape[1]), t.dtype)))
+def column_picks(x, t, by_count, by_best):
+  """Rows of t at each column's count of positives and at each column's argmax."""
+  cnt = ml.sum((x[...] > 0).astype(jnp.int32), axis=0)
+  by_count[...] = t[cnt, :]
+  best = ml.argmax(x[...], axis=0)
+  by_best[...] = t[...][best]
+
+
+def _dispatch_ref(x, e, E, C):
+  out = np.zeros((E, C, x.shape[1]), x.dtype)
+  for g in range(E):
+    tok = np.nonzero(e == g)[0][:C]
+    out[g, :len(tok)] = x[tok]
+  return out
+
+
+def test_a_column_statistic_indexes_a_row_gather():
+  rng = np.random.default_rng(2)
+  x = rng.standard_normal((128, 64)).astype(np.float32)
+  for e in (rng.integers(0, 4, 128), np.zeros(128, np.int64), np.r_[np.full(100, 3), np.full(28, 1)]):
+    e = e.astype(np.int32)                       # balanced, one expert takes all, two (over capacity) and two empty
+    np.testing.assert_array_equal(np.asarray(dispatch(x, e, E=4, C=32, interpret=True)), _dispatch_ref(x, e, 4, 32))
+  v = rng.standard_normal((16, 64)).astype(np.float32)
+  t = rng.standard_normal((32, 32)).astype(np.float32)
+  a, b = column_picks(v, t, interpret=True)
+  np.testing.assert_array_equal(np.asarray(a), t[(v > 0).sum(0)])
+  np.testing.assert_array_equal(np.asarray(b), t[v.argmax(0)])
+  _export(dispatch, S((128, 64), F32), S((128,), I32), E=4, C=32)
+  _export(column_picks, S((16, 64), F32), S((32, 32), F32))
+
+
+@pytest.mark.gpu
+def test_gpu_a_column_statistic_indexes_a_row_gather():
+  rng = np.random.default_rng(3)
+  x = rng.standard_normal((128, 64)).astype(np.float32)
+  e = rng.integers(0, 4, 128).astype(np.int32)
+  np.testing.assert_array_equal(np.asarray(dispatch(x, e, E=4, C=32)), _dispatch_ref(x, e, 4, 32))
+  v = rng.standard_normal((16, 64)).astype(np.float32)
+  t = rng.standard_normal((32, 32)).astype(np.float32)
+  a, b = column_picks(v, t)
+  np.testing.assert_array_equal(np.asarray(a), t[(v > 0).sum(0)])
+  np.testing.assert_array_equal(np.asarray(b), t[v.argmax(0)])
