@@ -83,8 +83,9 @@ def jnp_call(tracer, node, fn, args, kwargs, cx):
       e.message, e.hint = (t.replace(f"jnp.{name}", f"np.{name}") if t else t for t in (e.message, e.hint))
       e.args = (e.message,)
       raise
+  from .jnp_sized import FORMS as SIZED, sized
   if isinstance(fn, (Builtin, _Method)) or not callable(fn) or not jnp_calls.maps(fn) and not (
-      jnp_calls.library(fn) == ("jnp", "ones")):
+      jnp_calls.library(fn) == ("jnp", "ones")) and jnp_calls.library(fn) not in SIZED:
     return _NOT_MAPPED
   lib, name = jnp_calls.library(fn)
   flat = [x for a in list(args) + list(kwargs.values()) for x in (a if isinstance(a, (tuple, list)) else (a,))]
@@ -95,6 +96,10 @@ def jnp_call(tracer, node, fn, args, kwargs, cx):
   if not any(holds_value(a) for a in list(args) + list(kwargs.values())) and (
       name not in _BUILDERS or (args[0] if args else kwargs.get("shape")) in ((), [])):
     return _NOT_MAPPED       # jnp.sqrt(2.0), jnp.zeros(()) of static values: a number, computed now
+  if (got := sized(tracer, cx, node, fn, lib, name, args, kwargs)) is not None:
+    return got             # jnp.repeat(ids, lens, total_repeat_length=t), jnp.unique(e, size=8): jnp_sized.py
+  if (lib, name) in SIZED and not jnp_calls.maps(fn):
+    return _NOT_MAPPED       # (jnp.unique without size=: its MG003)
   if name == "ones":
     try:
       bound = inspect.signature(fn).bind(*args, **kwargs)

@@ -10,6 +10,11 @@
   MG204, "tok is used as a column vector ... and as a row statistic": the gather's own broadcast of its indices
   along the rows was taken for NumPy's alignment (a likely slip), so the relayout pass left it. Now that use reads
   a copy through SMEM (frontend/layout_errors.py).
+- jnp's static-size forms of data-dependent functions were MG003 in a kernel: `jnp.repeat(jnp.arange(b), lens,
+  total_repeat_length=t)` (a jagged batch's segment ids; "total_repeat_length= has no counterpart"), `jnp.where(c,
+  size=n, fill_value=f)` of one argument ("use ml.where", though jnp.nonzero(size=) worked), `jnp.unique(e, size=n,
+  return_counts=True)`, `jnp.extract` / `jnp.compress(..., size=n)` (stream compaction) and `jnp.digitize`. Now each
+  is jax's own definition in ml.* functions (frontend/jnp_sized.py); without the static size the MG003 stands.
 """
 import jax
 import jax.numpy as jnp
@@ -176,3 +181,113 @@ def test_gpu_a_column_statistic_indexes_a_row_gather():
   a, b = column_picks(v, t)
   np.testing.assert_array_equal(np.asarray(a), t[(v > 0).sum(0)])
   np.testing.assert_array_equal(np.asarray(b), t[v.argmax(0)])
+
+
+# ---------------------------------------------------------------- jnp's static-size forms
+@mg.mgpu_kernel(out_shape=lambda x, lens, *, T: (S((T,), I32), S((T, x.shape[1]), x.dtype)))
+def jagged_ids(x, lens, seg, rows, *, T: ml.constexpr):
+  """Each token's segment of a jagged batch, and the batch's rows repeated by their lengths."""
+  n = lens[...]
+  seg[...] = jnp.repeat(jnp.arange(lens.shape[0], dtype=jnp.int32), n, total_repeat_length=T)
+  rows[...] = jnp.repeat(x[...], n, axis=0, total_repeat_length=T)
+
+
+@mg.mgpu_kernel(out_shape=lambda v, e: (S(v.shape, I32), S((v.shape[0],), v.dtype), S((16,), I32), S((16,), I32)))
+def packed(v, e, where_pos, kept, experts, counts):
+  """The positive elements' positions and values packed to the front; the experts used and their token counts."""
+  (i,) = jnp.where(v[...] > 0, size=v.shape[0], fill_value=-1)
+  where_pos[...] = i
+  kept[...] = jnp.extract(v[...] > 0, v[...], size=v.shape[0], fill_value=-7.0)
+  u, c = jnp.unique(e[...], size=16, return_counts=True, fill_value=-1)
+  experts[...] = u
+  counts[...] = c
+
+
+@mg.mgpu_kernel(out_shape=lambda m, x, b: (S((32, x.shape[1]), x.dtype), S(b.shape, I32), S(b.shape, I32)))
+def compress_and_bin(m, x, b, rows, left, right):
+  """The flagged rows packed (zeros past them); the bins of b's values among x's first column, both sides."""
+  rows[...] = jnp.compress(m[...] != 0, x[...], axis=0, size=32)
+  edges = x.at[ml.ds(0, 16), 0][...]
+  left[...] = jnp.digitize(b[...], edges)
+  right[...] = jnp.digitize(b[...], edges, right=True)
+
+
+def test_jnp_repeat_with_a_total_length_gives_a_jagged_batchs_segment_ids():
+  rng = np.random.default_rng(4)
+  x = rng.standard_normal((8, 32)).astype(np.float32)
+  for lens in ([1, 0, 3, 4, 0, 2, 5, 1], [0, 0, 0, 0, 0, 0, 0, 64], [9, 9, 9, 9, 9, 9, 9, 9], [3, 0, 0, 0, 0, 0, 0, 0]):
+    n = np.array(lens, np.int32)                   # sums below T (the last id repeats, as jnp's), at it, past it
+    seg, rows = jagged_ids(x, n, T=64, interpret=True)
+    np.testing.assert_array_equal(np.asarray(seg), np.asarray(jnp.repeat(jnp.arange(8, dtype=jnp.int32), n,
+                                                                         total_repeat_length=64)))
+    np.testing.assert_array_equal(np.asarray(rows), np.asarray(jnp.repeat(x, n, axis=0, total_repeat_length=64)))
+  _export(jagged_ids, S((8, 32), F32), S((8,), I32), T=64)
+
+
+@mg.mgpu_kernel(out_shape=lambda e: S((16,), I32))
+def unique_unsized(e, out):
+  out[...] = jnp.unique(e[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda x, lens: S((64,), F32))
+def repeat_untotalled(x, lens, out):
+  out[...] = jnp.repeat(x[...], lens[...])
+
+
+def test_jnp_where_extract_unique_compress_and_digitize_with_static_sizes():
+  rng = np.random.default_rng(5)
+  for hi in (3, 16, 40):                            # fewer experts than slots, as many, more (the counts cut)
+    v = rng.standard_normal(128).astype(np.float32)
+    e = rng.integers(0, hi, 128).astype(np.int32)
+    got = packed(v, e, interpret=True)
+    u, c = jnp.unique(e, size=16, return_counts=True, fill_value=-1)
+    for g, w in zip(got, (jnp.where(v > 0, size=128, fill_value=-1)[0], jnp.extract(v > 0, v, size=128, fill_value=-7.0),
+                          u, c)):
+      np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+  x = rng.standard_normal((128, 32)).astype(np.float32)
+  x[:16, 0] = np.sort(x[:16, 0])
+  x[3, 0] = x[4, 0]                                 # a repeated edge
+  b = np.concatenate([x[:16, 0], rng.standard_normal(112)]).astype(np.float32)   # values on the edges too
+  for flags in (rng.uniform(size=128) > 0.8, np.zeros(128, bool), np.ones(128, bool)):
+    m = flags.astype(np.int32)
+    rows, left, right = compress_and_bin(m, x, b, interpret=True)
+    np.testing.assert_array_equal(np.asarray(rows), np.asarray(jnp.compress(m != 0, x, axis=0, size=32)))
+    np.testing.assert_array_equal(np.asarray(left), np.digitize(b, x[:16, 0]))
+    np.testing.assert_array_equal(np.asarray(right), np.digitize(b, x[:16, 0], right=True))
+  x[:16, 0] = x[:16, 0][::-1].copy()                # decreasing bins
+  _, left, right = compress_and_bin(m, x, b, interpret=True)
+  np.testing.assert_array_equal(np.asarray(left), np.digitize(b, x[:16, 0]))
+  np.testing.assert_array_equal(np.asarray(right), np.digitize(b, x[:16, 0], right=True))
+  _export(packed, S((128,), F32), S((128,), I32))
+  _export(compress_and_bin, S((128,), I32), S((128, 32), F32), S((128,), F32))
+  # (without the static size, the data-dependent forms stay MG003)
+  expect(unique_unsized, [S((128,), I32)], mg.KernelTypeError, "jnp.unique(", "unique cannot take a register tensor"
+         " inside a kernel")
+  expect(repeat_untotalled, [S((16,), F32), S((16,), I32)], mg.KernelTypeError, "jnp.repeat(",
+         "jnp.repeat (as ml.repeat) takes a static positive int of repeats, got lens[...]")
+
+
+
+
+@pytest.mark.gpu
+def test_gpu_jnp_static_size_forms():
+  rng = np.random.default_rng(6)
+  x = rng.standard_normal((8, 32)).astype(np.float32)
+  n = np.array([1, 0, 3, 4, 0, 2, 5, 1], np.int32)
+  seg, rows = jagged_ids(x, n, T=64)
+  np.testing.assert_array_equal(np.asarray(seg), np.repeat(np.arange(8), n).tolist() + [7] * (64 - n.sum()))
+  np.testing.assert_array_equal(np.asarray(rows), np.asarray(jnp.repeat(x, n, axis=0, total_repeat_length=64)))
+  v = rng.standard_normal(128).astype(np.float32)
+  e = rng.integers(0, 12, 128).astype(np.int32)
+  u, c = jnp.unique(e, size=16, return_counts=True, fill_value=-1)
+  for g, w in zip(packed(v, e), (jnp.where(v > 0, size=128, fill_value=-1)[0],
+                                 jnp.extract(v > 0, v, size=128, fill_value=-7.0), u, c)):
+    np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+  xx = rng.standard_normal((128, 32)).astype(np.float32)
+  xx[:16, 0] = np.sort(xx[:16, 0])
+  m = (rng.uniform(size=128) > 0.8).astype(np.int32)
+  b = rng.standard_normal(128).astype(np.float32)
+  rows, left, right = compress_and_bin(m, xx, b)
+  np.testing.assert_array_equal(np.asarray(rows), np.asarray(jnp.compress(m != 0, xx, axis=0, size=32)))
+  np.testing.assert_array_equal(np.asarray(left), np.digitize(b, xx[:16, 0]))
+  np.testing.assert_array_equal(np.asarray(right), np.digitize(b, xx[:16, 0], right=True))
