@@ -3,6 +3,7 @@ them, split into leaves and rebuilt; their types compared, and the words message
 (frontend/flow.py traces the loops, frontend/branches.py the ifs)."""
 from __future__ import annotations
 
+import ast
 import re
 
 from . import errors as E
@@ -334,3 +335,24 @@ def widened_int_hint(name, value, leaf_name, init, leaf, where="") -> str | None
   fix = "{}.astype(jnp." + dtype_name(leaf.type.dtype) + ")"
   return (f"widen it{where}: {rebuilt(name, value, leaf_name, fix)} (a loop carries a value in the type it enters"
           f" with; converting it back to {dtype_name(init.type.dtype)} wraps as that type does)")
+
+
+class Force(Exception):
+  """A tuple or list of numbers only (`st = (0, 0.0)`, lax.while_loop's `(0, 0.0)` init) that the condition
+  reads and the body rebinds: carried only once tracing shows it changes, it left the condition a Python value
+  on the first trace; the loop is traced again carrying its leaves as scalars (probe 51d)."""
+
+  def __init__(self, names):
+    super().__init__(sorted(names))
+    self.names = set(names)
+
+
+def force_number_tuples(env, node, assigned, forced, before) -> None:
+  """Raise Force for the tuples (lists) of numbers only, not yet carried, among the names the while loop
+  rebinds (those its condition reads first): _unrolled_while already found the condition a run-time value
+  after a trip, so what it reads changes at run time, as lax.while_loop traces its carry (flow.py retraces)."""
+  loose = {n for n in assigned if n not in forced and n in before and structure(before[n]) is not None
+           and Carry(n, before[n]).container and not any(is_value(l) for l in Carry(n, before[n]).leaves)}
+  read = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)} & loose
+  if read or loose:
+    raise Force(read or loose)

@@ -16,9 +16,9 @@ from .ops.padded_meets import Refill, refill, refill_for
 from .assign import DICT_VIEWS, holds_value
 from .loop_bounds import check_static_bounds, check_while_ends, check_wrapped_range, may_load
 from .builder import Call
-from .carried import (as_value, carries_of, carry_slices, conversion, describe, int_float_hint,
-                      is_carriable, is_weak, list_change_hint, none_start_hint, rebuilt, same_type, start_kind,
-                      static_equal, structure, structure_shape, widened_int_hint)
+from .carried import (Force, as_value, carries_of, carry_slices, conversion, describe, force_number_tuples,
+                      int_float_hint, is_carriable, is_weak, list_change_hint, none_start_hint, rebuilt, same_type,
+                      start_kind, static_equal, structure, structure_shape, widened_int_hint)
 from .count_down import descending, over_rows, rebound_index, reversed_range, rewritten_iter
 from .dtypes import DType
 from .env import POISON, Unbound as _Unbound, assigned_names, atomic_targets, read_after, rebound_names
@@ -290,28 +290,6 @@ def _index_after(tracer, loc, old, bounds, counter):
   return ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, start, stop), last, old)
 
 
-class _Force(Exception):
-  """A tuple or list of numbers only (`st = (0, 0.0)`, lax.while_loop's `(0, 0.0)` init) that the condition
-  reads and the body rebinds: carried only once tracing shows it changes, it left the condition a Python value
-  on the first trace; the loop is traced again carrying its leaves as scalars (probe 51d)."""
-
-  def __init__(self, names):
-    super().__init__(sorted(names))
-    self.names = set(names)
-
-
-def _force_number_tuples(env, node, assigned, forced, before) -> None:
-  """Raise _Force for the tuples (lists) of numbers only, not yet carried, among the names the while loop
-  rebinds (those its condition reads first): _unrolled_while already found the condition a run-time value
-  after a trip, so what it reads changes at run time, as lax.while_loop traces its carry."""
-  from .carried import Carry
-  loose = {n for n in assigned if n not in forced and n in before and structure(before[n]) is not None
-           and Carry(n, before[n]).container and not any(is_value(l) for l in Carry(n, before[n]).leaves)}
-  read = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)} & loose
-  if read or loose:
-    raise _Force(read or loose)
-
-
 class _Widen(Exception):
   """A Python number a loop carries (t = 0.0) that its body makes another dtype of its kind (a
   bfloat16 scalar): the loop is traced again carrying that dtype, as JAX's loops promote a weakly
@@ -573,7 +551,7 @@ def trace_while(tracer, node: ast.While):
     attempt = _Attempt(tracer)
     try:
       carries, res = _trace_while_once(tracer, node, loc, assigned, forced, widened)
-    except _Force as f:     # (a tuple of numbers the condition reads, made run-time by the body: carried)
+    except Force as f:     # (a tuple of numbers the condition reads, made run-time by the body: carried)
       attempt.undo(tracer)
       forced |= f.names
       continue
@@ -668,7 +646,7 @@ def _trace_while_once(tracer, node, loc, assigned, forced, widened):
     _bind(env, carries, small_carries.shaped(b, loc, inits, cond_args))
     cond = tracer.eval(as_condition(node.test))   # (a break's rewritten test too)
     if not is_value(cond):
-      _force_number_tuples(env, node, assigned, forced, before)
+      force_number_tuples(env, node, assigned, forced, before)
       raise E.KernelTypeError(
           f"this while condition is the Python value {cond!r} when the loop starts; a while loop needs"
           f" a runtime condition", tracer.loc(node.test),

@@ -373,6 +373,16 @@ def run_lengths_and_starts(k):
   np.testing.assert_array_equal(np.asarray(starts), np.concatenate([[0], off]))
 
 
+def run_jagged_stats(k):
+  lens = np.array([2, 0, 5, 1], np.int32)
+  e = np.array([3, 1, 3, 7, 1, 1, 0, 3] * 16, np.int32)
+  seg, experts, counts = k(jnp.asarray(lens), jnp.asarray(e), T=16, interpret=True)
+  np.testing.assert_array_equal(np.asarray(seg), np.asarray(jnp.repeat(jnp.arange(4), lens, total_repeat_length=16)))
+  u, c = jnp.unique(e, size=8, fill_value=-1, return_counts=True)
+  np.testing.assert_array_equal(np.asarray(experts), np.asarray(u))
+  np.testing.assert_array_equal(np.asarray(counts), np.asarray(c))
+
+
 def run_gqa_decode(k):
   rng = np.random.default_rng(6)
   q, kk, v = (rng.standard_normal(s).astype(np.float32) for s in ((2, 8, 40), (2, 128, 40), (2, 128, 40)))
@@ -505,6 +515,7 @@ CASES = [
     Case(L, "recurrence", [S((8, 64), f32), S((8, 64), f32)], run=run_recurrence),
     Case(L, "segmented_sum", [S((8, 128), f32), S((8, 128), i32)], run=run_segmented_sum),
     Case(L, "lengths_and_starts", [S((9,), i32)], run=run_lengths_and_starts),
+    Case(L, "jagged_stats", [S((4,), i32), S((128,), i32)], {"T": 16}, run=run_jagged_stats),
     Case(L, "biased_and_summed", [S((5, 45), f32), S((45,), f32)], run=run_biased_and_summed),
     Case(L, "gqa_decode", [S((2, 8, 40), jnp.bfloat16), S((2, 128, 40), jnp.bfloat16), S((2, 128, 40), jnp.bfloat16)],
          run=run_gqa_decode),
