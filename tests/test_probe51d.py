@@ -15,6 +15,10 @@
   size=n, fill_value=f)` of one argument ("use ml.where", though jnp.nonzero(size=) worked), `jnp.unique(e, size=n,
   return_counts=True)`, `jnp.extract` / `jnp.compress(..., size=n)` (stream compaction) and `jnp.digitize`. Now each
   is jax's own definition in ml.* functions (frontend/jnp_sized.py); without the static size the MG003 stands.
+- a gather of whole rows at a 2-D tile of indices, `y[pos, :]` of an MoE's (tokens, top-k) slots or
+  `table[ids]` of an embedding bag's (batch, bag) ids, was MG204 ("gives a 3-D result: a gather gives 1-D and 2-D
+  tensors"): now it is the gather of the tile's flattened indices reshaped to (t, k, d), as jnp's
+  (frontend/ops/gather.py, _rows_of_a_tile).
 """
 import jax
 import jax.numpy as jnp
@@ -267,6 +271,68 @@ def test_jnp_where_extract_unique_compress_and_digitize_with_static_sizes():
          "jnp.repeat (as ml.repeat) takes a static positive int of repeats, got lens[...]")
 
 
+
+
+# ---------------------------------------------------------------- whole rows at a 2-D tile of indices
+@mg.mgpu_kernel(out_shape=lambda y, pos, w: S((pos.shape[0], y.shape[1]), F32), grid=lambda y, pos, w: (pos.shape[0] // 16,))
+def moe_combine(y, pos, w, out):
+  """An MoE's un-permute: each token's top-k expert rows, weighted and summed."""
+  i = ml.program_id(0)
+  rows = y[pos.at[ml.ds(i * 16, 16), :][...], :]                       # (16, k, d)
+  out.at[ml.ds(i * 16, 16), :][...] = jnp.sum(w.at[ml.ds(i * 16, 16), :][...][:, :, None] * rows, axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids: (S((ids.shape[0], t.shape[1]), F32), S((ids.shape[0], 32), F32)),
+                grid=lambda t, ids: (ids.shape[0] // 16,))
+def embedding_bag(t, ids, mean, peak):
+  """The mean of each bag's rows (ids of -1 pad a bag) and the max of their first 32 columns."""
+  i = ml.program_id(0)
+  b = ids.at[ml.ds(i * 16, 16), :][...]
+  keep = (b >= 0)[:, :, None]
+  rows = t[jnp.maximum(b, 0)]
+  mean.at[ml.ds(i * 16, 16), :][...] = jnp.sum(jnp.where(keep, rows, 0.0), axis=1) / jnp.maximum(
+      jnp.sum(b >= 0, axis=1), 1)[:, None]
+  part = t[jnp.maximum(b, 0), ml.ds(0, 32)]
+  peak.at[ml.ds(i * 16, 16), :][...] = jnp.max(jnp.where(keep, part, -jnp.inf), axis=1)
+
+
+def _bags(t, ids):
+  mean, peak = np.zeros((ids.shape[0], t.shape[1]), np.float32), np.full((ids.shape[0], 32), -np.inf, np.float32)
+  for r, b in enumerate(ids):
+    k = b[b >= 0]
+    mean[r] = t[k].sum(0) / max(len(k), 1)
+    if len(k):
+      peak[r] = t[k, :32].max(0)
+  return mean, peak
+
+
+def test_whole_rows_at_a_2d_tile_of_indices():
+  rng = np.random.default_rng(7)
+  y = rng.standard_normal((128, 64)).astype(np.float32)
+  pos = rng.permutation(128).reshape(64, 2).astype(np.int32)
+  w = rng.uniform(size=(64, 2)).astype(np.float32)
+  np.testing.assert_allclose(np.asarray(moe_combine(y, pos, w, interpret=True)), (w[:, :, None] * y[pos]).sum(1),
+                             rtol=1e-6, atol=1e-6)
+  t = rng.standard_normal((50, 64)).astype(np.float32)
+  ids = rng.integers(-1, 50, (32, 4)).astype(np.int32)
+  ids[3] = -1                                               # an empty bag
+  for g, want in zip(embedding_bag(t, ids, interpret=True), _bags(t, ids)):
+    np.testing.assert_allclose(np.asarray(g), want, rtol=1e-6, atol=1e-6)
+  _export(moe_combine, S((128, 64), F32), S((64, 2), I32), S((64, 2), F32))
+  _export(embedding_bag, S((50, 64), F32), S((32, 4), I32))
+
+
+@pytest.mark.gpu
+def test_gpu_whole_rows_at_a_2d_tile_of_indices():
+  rng = np.random.default_rng(8)
+  y = rng.standard_normal((128, 64)).astype(np.float32)
+  pos = rng.permutation(128).reshape(64, 2).astype(np.int32)
+  w = rng.uniform(size=(64, 2)).astype(np.float32)
+  np.testing.assert_allclose(np.asarray(moe_combine(y, pos, w)), (w[:, :, None] * y[pos]).sum(1), rtol=1e-5, atol=1e-5)
+  t = rng.standard_normal((50, 64)).astype(np.float32)
+  ids = rng.integers(-1, 50, (32, 4)).astype(np.int32)
+  for g, want in zip(embedding_bag(t, ids), _bags(t, ids)):
+    np.testing.assert_allclose(np.asarray(g), want, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.gpu
