@@ -16,9 +16,10 @@
   return_counts=True)`, `jnp.extract` / `jnp.compress(..., size=n)` (stream compaction) and `jnp.digitize`. Now each
   is jax's own definition in ml.* functions (frontend/jnp_sized.py); without the static size the MG003 stands.
 - a gather of whole rows at a 2-D tile of indices, `y[pos, :]` of an MoE's (tokens, top-k) slots or
-  `table[ids]` of an embedding bag's (batch, bag) ids, was MG204 ("gives a 3-D result: a gather gives 1-D and 2-D
-  tensors"): now it is the gather of the tile's flattened indices reshaped to (t, k, d), as jnp's
-  (frontend/ops/gather.py, _rows_of_a_tile).
+  `table[ids]` of an embedding bag's (batch, bag) ids, and Triton's grid of them, `t.at[b[:, :, None], c[None, None,
+  :]]`, was MG204 ("gives a 3-D result: a gather gives 1-D and 2-D tensors"): now it is the gather of the tile's
+  flattened indices (the grid with its leading axes merged) reshaped to (t, k, d), as jnp's (frontend/ops/gather.py,
+  _rows_of_a_tile, _merged_grid).
 """
 import jax
 import jax.numpy as jnp
@@ -296,6 +297,16 @@ def embedding_bag(t, ids, mean, peak):
   peak.at[ml.ds(i * 16, 16), :][...] = jnp.max(jnp.where(keep, part, -jnp.inf), axis=1)
 
 
+@mg.mgpu_kernel(out_shape=lambda t, ids: S((ids.shape[0], t.shape[1]), F32), grid=lambda t, ids: (ids.shape[0] // 16,))
+def bag_sum_triton(t, ids, out):
+  """The bags' sums as Triton writes the gather: a grid of each bag's row ids and the columns, masked."""
+  i = ml.program_id(0)
+  b = ids.at[ml.ds(i * 16, 16), :][...]
+  c = ml.arange(t.shape[1])
+  rows = ml.load(t.at[b[:, :, None], c[None, None, :]], mask=(b >= 0)[:, :, None], other=0.0)
+  out.at[ml.ds(i * 16, 16), :][...] = jnp.sum(rows, axis=1)
+
+
 def _bags(t, ids):
   mean, peak = np.zeros((ids.shape[0], t.shape[1]), np.float32), np.full((ids.shape[0], 32), -np.inf, np.float32)
   for r, b in enumerate(ids):
@@ -318,8 +329,11 @@ def test_whole_rows_at_a_2d_tile_of_indices():
   ids[3] = -1                                               # an empty bag
   for g, want in zip(embedding_bag(t, ids, interpret=True), _bags(t, ids)):
     np.testing.assert_allclose(np.asarray(g), want, rtol=1e-6, atol=1e-6)
+  np.testing.assert_allclose(np.asarray(bag_sum_triton(t, ids, interpret=True)),
+                             _bags(t, ids)[0] * np.maximum((ids >= 0).sum(1), 1)[:, None], rtol=1e-5, atol=1e-5)
   _export(moe_combine, S((128, 64), F32), S((64, 2), I32), S((64, 2), F32))
   _export(embedding_bag, S((50, 64), F32), S((32, 4), I32))
+  _export(bag_sum_triton, S((50, 64), F32), S((32, 4), I32))
 
 
 @pytest.mark.gpu
@@ -333,6 +347,8 @@ def test_gpu_whole_rows_at_a_2d_tile_of_indices():
   ids = rng.integers(-1, 50, (32, 4)).astype(np.int32)
   for g, want in zip(embedding_bag(t, ids), _bags(t, ids)):
     np.testing.assert_allclose(np.asarray(g), want, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(np.asarray(bag_sum_triton(t, ids)),
+                             _bags(t, ids)[0] * np.maximum((ids >= 0).sum(1), 1)[:, None], rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.gpu

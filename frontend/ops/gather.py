@@ -101,11 +101,10 @@ def gather(cx, ref, index, name=""):
   """`ref[index]` where some index is a register tensor."""
   from . import padded_tiles
   from .padded_gathers import padded_rows
-  tile = _rows_of_a_tile(cx, ref, index)
-  if tile is not None:     # y[p, :] of a (t, k) index tile: the rows of p flattened, then (t, k, d)
-    ids, rest = tile
-    out = gather(cx, ref, (reshape_(cx, ids, (math.prod(ids.type.shape),)),) + rest)
-    return reshape_(cx, out, tuple(ids.type.shape) + tuple(out.type.shape[1:]))
+  from .tile_gathers import tile_gather
+  out = tile_gather(cx, ref, index, gather)
+  if out is not None:      # y[p, :] of a (t, k) index tile, and Triton's grid of it: (t, k, d)
+    return out
   own = padded_rows(cx, index)
   if own is not None:     # x[o] of an index vector computed padded (an argsort of 100 ids): the gather clamps the
     with padded_tiles.allowed(cx):           # padding lanes' indices into the view too; the result is padded as o
@@ -113,22 +112,6 @@ def gather(cx, ref, index, name=""):
     cx.b.pad_tiles[out.id] = (own,) + tuple(out.type.shape[1:])
     return out
   return _gather(cx, ref, index, name)
-
-
-def _rows_of_a_tile(cx, ref, index):
-  """(the index tile, the other items) of `y[p, :]` (or `y[p]`, `y[p, ml.ds(s, n)]`) where `p` is a 2-D integer tile
-  and `y` a 2-D GMEM ref: whole rows at each of p's indices, a (t, k, d) result, as jnp's (an MoE's top-k outputs of
-  each token, `y[pos, :]` of its (t, k) slots; probe 51d), read as the gather of p's t * k indices reshaped. None
-  for any other index."""
-  items = index if isinstance(index, tuple) else (index,)
-  items = tuple(slice(None) if i is Ellipsis else i for i in items)
-  if len(ref.type.shape) != 2 or not items or len(items) > 2 or not is_tensor(items[0]) or len(
-      items[0].type.shape) != 2 or not getattr(resolve(items[0].type.dtype), "is_int", False):
-    return None
-  rest = items[1:] or (slice(None),)
-  if not (isinstance(rest[0], DSlice) or isinstance(rest[0], slice) and rest[0].step in (None, 1)):
-    return None
-  return items[0], rest
 
 
 def _gather(cx, ref, index, name=""):
