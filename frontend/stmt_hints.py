@@ -133,6 +133,9 @@ def dropped_value_error(tracer, node, value):
   if op is None or op.regions or value not in op.results or any(
       a.name not in _NO_EFFECT for _, a in ir.traits_of(op).effects(op)):
     return None
+  inner = tracer.b.defining(op.x) if type(op).__name__ == "Reshape" and is_value(getattr(op, "x", None)) else None
+  if inner is not None and any(a.name not in _NO_EFFECT for _, a in ir.traits_of(inner).effects(inner)):
+    return None         # (the old values of an atomic at a (t, k) index tile, reshaped back: ops/tile_gathers.py)
   from . import errors as E
   text = tracer.text(expr)
   fn = f"{tracer.text(expr.func)}" if call else None

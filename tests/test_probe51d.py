@@ -18,8 +18,9 @@
 - a gather of whole rows at a 2-D tile of indices, `y[pos, :]` of an MoE's (tokens, top-k) slots or
   `table[ids]` of an embedding bag's (batch, bag) ids, and Triton's grid of them, `t.at[b[:, :, None], c[None, None,
   :]]`, was MG204 ("gives a 3-D result: a gather gives 1-D and 2-D tensors"): now it is the gather of the tile's
-  flattened indices (the grid with its leading axes merged) reshaped to (t, k, d), as jnp's (frontend/ops/gather.py,
-  _rows_of_a_tile, _merged_grid).
+  flattened indices (the grid with its leading axes merged) reshaped to (t, k, d), as jnp's
+  (frontend/ops/tile_gathers.py). So are the scatters there, `out[pos, :] = v[:, None, :]` (an MoE's permutation,
+  each token's row into its k slots), masked, atomic (its old values (t, k, d) too), and Triton's grid of them.
 """
 import jax
 import jax.numpy as jnp
@@ -307,6 +308,28 @@ def bag_sum_triton(t, ids, out):
   out.at[ml.ds(i * 16, 16), :][...] = jnp.sum(rows, axis=1)
 
 
+@mg.mgpu_kernel(out_shape=lambda x, pos: (S((pos.size, x.shape[1]), x.dtype), S((pos.size, x.shape[1]), x.dtype),
+                                         S((pos.size, x.shape[1]), x.dtype), S(pos.shape + x.shape[1:], x.dtype)),
+                grid=lambda x, pos: (x.shape[0] // 16,))
+def moe_permute(x, pos, plain, grid, added, old):
+  """Each token's row into its k slots (a slot of -1 drops it): a plain, a Triton-grid and an atomic scatter."""
+  i = ml.program_id(0)
+  p = pos.at[ml.ds(i * 16, 16), :][...]
+  v = x.at[ml.ds(i * 16, 16), :][...]
+  ml.store(plain.at[p, :], v[:, None, :], mask=(p >= 0)[:, :, None])
+  c = ml.arange(x.shape[1])
+  ml.store(grid.at[p[:, :, None], c[None, None, :]], v[:, None, :], mask=(p >= 0)[:, :, None])
+  old.at[ml.ds(i * 16, 16)][...] = ml.atomic_add(added.at[p, :], v[:, None, :], mask=(p >= 0)[:, :, None])
+
+
+def _permuted(x, pos):
+  out = np.zeros((pos.size, x.shape[1]), x.dtype)
+  for t, slots in enumerate(pos):
+    for s in slots[slots >= 0]:
+      out[s] = x[t]
+  return out
+
+
 def _bags(t, ids):
   mean, peak = np.zeros((ids.shape[0], t.shape[1]), np.float32), np.full((ids.shape[0], 32), -np.inf, np.float32)
   for r, b in enumerate(ids):
@@ -331,7 +354,14 @@ def test_whole_rows_at_a_2d_tile_of_indices():
     np.testing.assert_allclose(np.asarray(g), want, rtol=1e-6, atol=1e-6)
   np.testing.assert_allclose(np.asarray(bag_sum_triton(t, ids, interpret=True)),
                              _bags(t, ids)[0] * np.maximum((ids >= 0).sum(1), 1)[:, None], rtol=1e-5, atol=1e-5)
+  x = rng.standard_normal((64, 64)).astype(np.float32)
+  pos[3, 1] = pos[10, 0] = -1                               # dropped slots
+  *scattered, old = moe_permute(x, pos, interpret=True)
+  for g in scattered:
+    np.testing.assert_array_equal(np.asarray(g), _permuted(x, pos))
+  np.testing.assert_array_equal(np.asarray(old), np.zeros((64, 2, 64), np.float32))    # each slot added once
   _export(moe_combine, S((128, 64), F32), S((64, 2), I32), S((64, 2), F32))
+  _export(moe_permute, S((64, 64), F32), S((64, 2), I32))
   _export(embedding_bag, S((50, 64), F32), S((32, 4), I32))
   _export(bag_sum_triton, S((50, 64), F32), S((32, 4), I32))
 
@@ -349,6 +379,12 @@ def test_gpu_whole_rows_at_a_2d_tile_of_indices():
     np.testing.assert_allclose(np.asarray(g), want, rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(np.asarray(bag_sum_triton(t, ids)),
                              _bags(t, ids)[0] * np.maximum((ids >= 0).sum(1), 1)[:, None], rtol=1e-5, atol=1e-5)
+  x = rng.standard_normal((64, 64)).astype(np.float32)
+  pos[3, 1] = -1
+  *scattered, old = moe_permute(x, pos)
+  for g in scattered:
+    np.testing.assert_array_equal(np.asarray(g), _permuted(x, pos))
+  np.testing.assert_array_equal(np.asarray(old), np.zeros((64, 2, 64), np.float32))
 
 
 @pytest.mark.gpu

@@ -29,6 +29,7 @@ from .atomic import COMBINE_KINDS, AtomicKind, AtomicUpdate, check_dtype, check_
 from .base import Num, builtin, is_scalar, is_tensor, is_value, kind_of, shown
 from .memory import DSlice, View, empty_dim_hint, index_operand
 from .shape import broadcast_shape, broadcast_to_shape, reshape_
+from .tile_gathers import tile_gather, tile_scatter
 
 
 @ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_READ)], layout=LayoutRule.ELEMENTWISE,
@@ -101,9 +102,7 @@ def gather(cx, ref, index, name=""):
   """`ref[index]` where some index is a register tensor."""
   from . import padded_tiles
   from .padded_gathers import padded_rows
-  from .tile_gathers import tile_gather
-  out = tile_gather(cx, ref, index, gather)
-  if out is not None:      # y[p, :] of a (t, k) index tile, and Triton's grid of it: (t, k, d)
+  if (out := tile_gather(cx, ref, index, gather)) is not None:     # y[p, :] of a (t, k) index tile: (t, k, d)
     return out
   own = padded_rows(cx, index)
   if own is not None:     # x[o] of an index vector computed padded (an argsort of 100 ids): the gather clamps the
@@ -382,8 +381,9 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None,
   """`ml.atomic_<kind>(ref.at[indices], value)`, or with kind SET the plain scatter `ref[indices] = value`
   (`ref.at[indices].store(value, mask=m)`): jnp's `.at[indices].add/max/min/set`, dropping indices outside."""
   from ..infer import unify
-  what = what or f"ml.atomic_{kind.value}"
-  ref = iref.ref
+  what, ref = what or f"ml.atomic_{kind.value}", iref.ref
+  if (got := tile_scatter(cx, kind, iref, value, mask, what, cmp, scatter)) is not None:
+    return got[0]            # out[p, :] = v of a (t, k) index tile and (t, k, d) values
   from .padded_gathers import padded_rows, padded_scatter
   if (own := padded_rows(cx, iref.index)) is not None:
     return padded_scatter(cx, kind, iref, value, mask, what, own)

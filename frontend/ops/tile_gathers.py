@@ -1,8 +1,10 @@
-"""Gathers of whole rows of a 2-D ref at a 2-D tile of row indices, a (t, k, d) result (probe 51d): `y[pos, :]` of an
-MoE's (tokens, top-k) slots, `table[ids]` of an embedding bag's (batch, bag) ids, and Triton's grid of them,
-`t.at[b[:, :, None], c[None, None, :]]`. A gather's index grids give 1-D and 2-D results (gather._plan, MG204
-otherwise); these are the gather of the tile's t * k indices (the grid with its two leading axes merged), reshaped
-back to (t, k, d), as jnp's, which the layout pass takes as any 3-D reshape."""
+"""Gathers and scatters of whole rows of a 2-D ref at a 2-D tile of row indices, (t, k, d) values (probe 51d):
+`y[pos, :]` of an MoE's (tokens, top-k) slots, `table[ids]` of an embedding bag's (batch, bag) ids, and Triton's
+grid of them, `t.at[b[:, :, None], c[None, None, :]]`; `out[pos, :] = v` (an MoE's permutation, each token's row
+into its k slots) and the atomic ones. A gather's or scatter's index grids give 1-D and 2-D results (gather._plan,
+MG204 otherwise); these are the gather (scatter) of the tile's t * k indices (the grid with its two leading axes
+merged), the values, mask and old values reshaped between (t, k, d) and (t * k, d), as jnp's, which the layout pass
+takes as any 3-D reshape."""
 from __future__ import annotations
 
 import math
@@ -10,7 +12,7 @@ import math
 from ..types import resolve
 from .base import is_tensor
 from .memory import DSlice
-from .shape import reshape_
+from .shape import broadcast_to_shape, reshape_
 
 
 def tile_gather(cx, ref, index, gather):
@@ -26,6 +28,46 @@ def tile_gather(cx, ref, index, gather):
     out = gather(cx, ref, tuple(reshape_(cx, i, (math.prod(i.type.shape[:2]), i.type.shape[2])) for i in index))
     return reshape_(cx, out, lead + tuple(out.type.shape[1:]))
   return None
+
+
+def tile_scatter(cx, kind, iref, value, mask, what, cmp, scatter):
+  """(the result of) `scatter` of `iref` with the tile's axes merged, the value, mask and cmp of (t, k, ...) reshaped
+  to (t * k, ...) and old values back; None where `iref.index` is no such index."""
+  ref, index = iref.ref, iref.index
+  tile = _rows_of_a_tile(ref, index)
+  lead = tuple(tile[0].type.shape) if tile is not None else _merged_grid(ref, index)
+  if lead is None:
+    return None
+  if tile is not None:
+    ids, rest = tile
+    r = rest[0]
+    width = r.size if isinstance(r, DSlice) else len(range(*r.indices(ref.type.shape[1])))
+    shape = lead + (width,)
+  else:
+    shape = lead + (max(i.type.shape[2] for i in index),)
+  if not all(v is None or not is_tensor(v) or _broadcasts(v.type.shape, shape) for v in (value, mask, cmp)):
+    return None             # (values of another shape, `v` of (t, d) for (t, k, d): the scatter's MG204 and hint)
+  if tile is not None:
+    flat = (reshape_(cx, ids, (math.prod(lead),)),) + rest
+  else:
+    flat = tuple(reshape_(cx, i, (math.prod(i.type.shape[:2]), i.type.shape[2])) for i in index)
+
+  def merged(v):
+    if not is_tensor(v):
+      return v              # (a number or a scalar: the scatter fills it)
+    v = broadcast_to_shape(cx, v, shape) if tuple(v.type.shape) != shape else v
+    return reshape_(cx, v, (math.prod(shape[:2]),) + tuple(shape[2:]))
+  value = merged(value)
+  mask, cmp = (None if m is None else merged(m) for m in (mask, cmp))
+  from .gather import IndexedRef
+  out = scatter(cx, kind, IndexedRef(ref, flat), value, mask=mask, what=what, cmp=cmp)
+  return (out if out is None else reshape_(cx, out, shape),)
+
+
+def _broadcasts(have, want) -> bool:
+  """Whether NumPy broadcasts `have` to `want`."""
+  have = (1,) * (len(want) - len(have)) + tuple(have)
+  return len(have) == len(want) and all(a in (1, b) for a, b in zip(have, want))
 
 
 def _rows_of_a_tile(ref, index):
