@@ -98,16 +98,17 @@ class LayoutErrors:
         f" two layouts", o.loc, hint=hint)
     # (NumPy's alignment puts a vector along a tile's last axis, dims (1,); a vector stretched along the rows,
     # dims (0,), is a broadcast the compiler made itself, a row gather's indices: no slip of the user's)
+    made = getattr(self.kernel, "index_broadcasts", set())    # (and a register gather's, `v[:, ids]`)
     aligned = any(isinstance(b, Broadcast) and len(b.x.type.shape) == 1 and len(b.result.type.shape) == 2
                   and math.prod(b.result.type.shape) != math.prod(b.x.type.shape) and tuple(b.dims) == (1,)
-                  and self.uf.find(("v", b.x.id)) == c for b in ir.walk(self.kernel.body))
+                  and b.result.id not in made and self.uf.find(("v", b.x.id)) == c for b in ir.walk(self.kernel.body))
     if isinstance(o, Broadcast) and _is_tensor(o.x) and math.prod(o.x.type.shape) == math.prod(o.result.type.shape) \
         and not any(self.uf.find(child) == p for child, _, _, _ in self.relations):
       # only size-1 axes added, and not stretched further (a last-axis statistic of a (1, r, c) tile, its (r,)
       # vector made (1, r), meeting another; not v's NumPy alignment against a tile, v[:, None] - v): the
       # relayout pass sends that reshape through SMEM; where that fails, this error stands
       raise relayout.tagged(o, error)
-    if isinstance(o, Broadcast) and _is_tensor(o.x) and not meant and not aligned:
+    if isinstance(o, Broadcast) and _is_tensor(o.x) and (o.result.id in made or not meant and not aligned):
       # both orientations written out (cs[:, None] - cs[None, :]): the broadcast's use reads a copy;
       # a vector meeting a tile by NumPy's alignment alone (s - m) stays an error, as likely a slip
       raise relayout.tagged(relayout.CopyUse(o), error)     # (this use reads a copy, through SMEM)

@@ -153,6 +153,13 @@ def column_picks(x, t, by_count, by_best):
   by_best[...] = t[...][best]
 
 
+@mg.mgpu_kernel(out_shape=lambda x, s: (S((x.shape[0], s.shape[0]), x.dtype), S((x.shape[0], s.shape[0]), x.dtype)))
+def row_picks(x, s, by_best, by_count):
+  """x's columns at each row of s's argmax, and at each row's count of positives."""
+  by_best[...] = x[...][:, ml.argmax(s[...], axis=1)]
+  by_count[...] = x[...][:, ml.minimum(ml.sum((s[...] > 0).astype(jnp.int32), axis=1), x.shape[1] - 1)]
+
+
 def _dispatch_ref(x, e, E, C):
   out = np.zeros((E, C, x.shape[1]), x.dtype)
   for g in range(E):
@@ -173,7 +180,12 @@ def test_a_column_statistic_indexes_a_row_gather():
   np.testing.assert_array_equal(np.asarray(a), t[(v > 0).sum(0)])
   np.testing.assert_array_equal(np.asarray(b), t[v.argmax(0)])
   _export(dispatch, S((128, 64), F32), S((128,), I32), E=4, C=32)
+  x, s = rng.standard_normal((16, 128)).astype(np.float32), rng.standard_normal((64, 128)).astype(np.float32)
+  a, b = row_picks(x, s, interpret=True)
+  np.testing.assert_array_equal(np.asarray(a), x[:, s.argmax(1)])
+  np.testing.assert_array_equal(np.asarray(b), x[:, np.minimum((s > 0).sum(1), 127)])
   _export(column_picks, S((16, 64), F32), S((32, 32), F32))
+  _export(row_picks, S((16, 128), F32), S((64, 128), F32))
 
 
 @pytest.mark.gpu
@@ -187,15 +199,20 @@ def test_gpu_a_column_statistic_indexes_a_row_gather():
   a, b = column_picks(v, t)
   np.testing.assert_array_equal(np.asarray(a), t[(v > 0).sum(0)])
   np.testing.assert_array_equal(np.asarray(b), t[v.argmax(0)])
+  x, s = rng.standard_normal((16, 128)).astype(np.float32), rng.standard_normal((64, 128)).astype(np.float32)
+  a, b = row_picks(x, s)
+  np.testing.assert_array_equal(np.asarray(a), x[:, s.argmax(1)])
+  np.testing.assert_array_equal(np.asarray(b), x[:, np.minimum((s > 0).sum(1), 127)])
 
 
 # ---------------------------------------------------------------- jnp's static-size forms
-@mg.mgpu_kernel(out_shape=lambda x, lens, *, T: (S((T,), I32), S((T, x.shape[1]), x.dtype)))
-def jagged_ids(x, lens, seg, rows, *, T: ml.constexpr):
+@mg.mgpu_kernel(out_shape=lambda x, lens, *, T: (S((T,), I32), S((T, x.shape[1]), x.dtype), S((x.shape[1], T), x.dtype)))
+def jagged_ids(x, lens, seg, rows, cols, *, T: ml.constexpr):
   """Each token's segment of a jagged batch, and the batch's rows repeated by their lengths."""
   n = lens[...]
   seg[...] = jnp.repeat(jnp.arange(lens.shape[0], dtype=jnp.int32), n, total_repeat_length=T)
   rows[...] = jnp.repeat(x[...], n, axis=0, total_repeat_length=T)
+  cols[...] = jnp.repeat(x[...].T, n, axis=1, total_repeat_length=T)
 
 
 @mg.mgpu_kernel(out_shape=lambda v, e: (S(v.shape, I32), S((v.shape[0],), v.dtype), S((16,), I32), S((16,), I32)))
@@ -223,7 +240,8 @@ def test_jnp_repeat_with_a_total_length_gives_a_jagged_batchs_segment_ids():
   x = rng.standard_normal((8, 32)).astype(np.float32)
   for lens in ([1, 0, 3, 4, 0, 2, 5, 1], [0, 0, 0, 0, 0, 0, 0, 64], [9, 9, 9, 9, 9, 9, 9, 9], [3, 0, 0, 0, 0, 0, 0, 0]):
     n = np.array(lens, np.int32)                   # sums below T (the last id repeats, as jnp's), at it, past it
-    seg, rows = jagged_ids(x, n, T=64, interpret=True)
+    seg, rows, cols = jagged_ids(x, n, T=64, interpret=True)
+    np.testing.assert_array_equal(np.asarray(cols), np.asarray(jnp.repeat(x.T, n, axis=1, total_repeat_length=64)))
     np.testing.assert_array_equal(np.asarray(seg), np.asarray(jnp.repeat(jnp.arange(8, dtype=jnp.int32), n,
                                                                          total_repeat_length=64)))
     np.testing.assert_array_equal(np.asarray(rows), np.asarray(jnp.repeat(x, n, axis=0, total_repeat_length=64)))
@@ -392,7 +410,8 @@ def test_gpu_jnp_static_size_forms():
   rng = np.random.default_rng(6)
   x = rng.standard_normal((8, 32)).astype(np.float32)
   n = np.array([1, 0, 3, 4, 0, 2, 5, 1], np.int32)
-  seg, rows = jagged_ids(x, n, T=64)
+  seg, rows, cols = jagged_ids(x, n, T=64)
+  np.testing.assert_array_equal(np.asarray(cols), np.asarray(jnp.repeat(x.T, n, axis=1, total_repeat_length=64)))
   np.testing.assert_array_equal(np.asarray(seg), np.repeat(np.arange(8), n).tolist() + [7] * (64 - n.sum()))
   np.testing.assert_array_equal(np.asarray(rows), np.asarray(jnp.repeat(x, n, axis=0, total_repeat_length=64)))
   v = rng.standard_normal(128).astype(np.float32)

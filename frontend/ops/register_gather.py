@@ -116,6 +116,7 @@ def register_gather(cx, x, index, name=""):
       dims = tuple(range(len(pre) + len(bshape) - len(i.type.shape), len(pre) + len(bshape)))
       from .shape import broadcast_to_shape
       coord = broadcast_to_shape(cx, k, out, dims)
+      cx.b.index_broadcasts.add(coord.id)     # (its layout conflicts take a copy: no slip of NumPy's alignment)
     term = coord if strides[d] == 1 else ew.binary(cx, ew.BinOp.MUL, coord, strides[d])
     pos = term if pos is None else ew.binary(cx, ew.BinOp.ADD, pos, term)
   if offset:
