@@ -14,9 +14,11 @@ stored as it is, never moved twice). A B neither way can take is left as it is: 
 (unstaged_b_dot), or `unstageable_b` is its MG501."""
 from __future__ import annotations
 
+import dataclasses
+
 from .. import hw
 from ..dtypes import DType
-from ..types import TensorType, resolve
+from ..types import RefType, Space, TensorType, resolve
 from .base import is_value
 
 
@@ -98,15 +100,16 @@ def staged_a(cx, a, b):
   read of an SMEM buffer is that buffer (`a_s[...]`); one of GMEM (`x_ref[...]`, Pallas's `jnp.dot(x_ref[...],
   y_ref[...])` of float32 blocks) is staged as any register tile is, as staged_b stages such a B (probe 48h). A
   float32 A beside a 16-bit B keeps its error (its hint converts A)."""
-  import dataclasses
+  if not (is_value(a) and isinstance(a.type, TensorType) and len(a.type.shape) == 2
+          and resolve(a.type.dtype) == DType.f32 and is_value(b) and isinstance(b.type, (TensorType, RefType))
+          and resolve(b.type.dtype) == resolve(a.type.dtype)):
+    return a
+  if isinstance(b.type, RefType) and (a.type.shape[0] % hw.MMA_M or not smem_b_beside_f32_a(b)):
+    return a           # (few rows: small_dots pads A into SMEM itself; a B of n not a multiple of 64 stored (k, n):
+                       # MG106's hint loads it transposed, probe 39b)
   from .memory import smem
   from .mma import _whole_read
   from .transfers import store
-  from ..types import Space
-  if not (is_value(a) and isinstance(a.type, TensorType) and len(a.type.shape) == 2
-          and resolve(a.type.dtype) == DType.f32 and is_value(b) and isinstance(b.type, TensorType)
-          and resolve(b.type.dtype) == DType.f32):
-    return a           # (beside a B in SMEM stored (k, n), MG106's hint transposes B once: probe 39b)
   text = cx.named(a, "")
   read = _whole_read(cx, a)
   if read is not None and read[0].type.space == Space.SMEM:
@@ -115,3 +118,43 @@ def staged_a(cx, a, b):
   buf = smem.rule(at, tuple(a.type.shape), resolve(a.type.dtype))
   store(at, buf, a)
   return buf
+
+
+def smem_b_beside_f32_a(b) -> bool:
+  """Whether the float32 SMEM B `b` beside a float32 register A is taken (probe 51f: a TF32 flash attention's
+  `ml.dot(p, v_s, acc)` with V copied by TMA was MG106, whose hint wrote the staging out): this CTA's buffer,
+  K-major already (a view `bt_s.T`) or stored (k, n) with n a multiple of 64, which k_major_b transposes once into
+  an (n, k) buffer registers fill 64 rows at a time. A is then staged into SMEM (staged_a), or, of fewer rows than a
+  tile, padded into SMEM by ops/small_dots.py."""
+  t = b.type
+  if not isinstance(t, RefType) or t.space != Space.SMEM or t.remote or len(t.shape) != 2:
+    return False
+  return t.transposed or t.shape[1] % hw.MMA_M == 0
+
+
+def f32_a_beside_smem_b(a, b) -> bool:
+  """A float32 register A (m, k) beside a float32 SMEM B that smem_b_beside_f32_a takes."""
+  return (is_value(a) and is_value(b) and isinstance(a.type, TensorType) and len(a.type.shape) == 2
+          and resolve(a.type.dtype) == DType.f32 and resolve(b.type.dtype) == resolve(a.type.dtype)
+          and smem_b_beside_f32_a(b))
+
+
+def k_major_b(cx, a, b):
+  """`b` itself, or, for a float32 SMEM B stored (k, n) beside a float32 register A (both read as TF32, which the
+  tensor cores take K-major only), an (n, k) buffer holding b's transpose, passed as its view `.T`: b read into
+  registers and stored through the transposed view, as a register float32 B is staged (staged_b). The same as the
+  hand-written `b_nk = ml.smem((n, k), jnp.float32); b_nk[...] = b_s.T[...]; ml.dot(a_s, b_nk.T)` that MG106's hint
+  wrote."""
+  if not f32_a_beside_smem_b(a, b) or b.type.transposed:
+    return b
+  from .memory import smem, transpose
+  from .transfers import load, store
+  base = (b.name or "b_s").removesuffix(".T")
+  name = f"{base}_nk" if base.isidentifier() else "b_nk"
+  at = dataclasses.replace(cx, name=name)
+  k, n = b.type.shape
+  tile = load(dataclasses.replace(cx, name=""), b)
+  buf = smem.rule(at, (n, k), resolve(b.type.dtype))
+  view = transpose(at, buf, f"{name}.T")
+  store(at, view, tile)
+  return view

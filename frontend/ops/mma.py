@@ -471,13 +471,20 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
   from .padded_dots import padded_dot
   if (padded := padded_dot(cx, a, b, acc, out_dtype, dot.rule)) is not None:
     return padded                     # a padded trace's dot: at padded shapes (ops/padded_dots.py)
-  from .dot_staging import staged_a, staged_b
+  from .dot_register_checks import check_register_dtypes, check_register_operands
+  check_register_operands(cx, a, b, acc)    # (in the call's words, before register operands are staged)
+  from .dot_staging import f32_a_beside_smem_b, k_major_b, staged_a, staged_b
+  tf32_a = f32_a_beside_smem_b(a, b)  # a float32 register A beside an SMEM B: staged, or padded if few rows (51f)
+  if tf32_a:
+    b = k_major_b(cx, a, b)           # B stored (k, n): transposed once into an (n, k) buffer (K-major)
   a = staged_a(cx, a, b)
   in_regs = is_value(a) and isinstance(a.type, TensorType)
   if in_regs:
-    _register_a(cx, a, resolve(a.type.dtype), b)
+    if not tf32_a:                    # (a few rows of float32: small_m_dot pads them into SMEM)
+      _register_a(cx, a, resolve(a.type.dtype), b)
   else:
     _operand(cx, "a", a, b)
+  check_register_dtypes(cx, a, b, acc)
   from .small_dots import padded_k_dot
   if (padded := padded_k_dot(cx, a, b, acc, out_dtype, dot.rule)) is not None:
     return padded                     # k of 40 or 72 in 16 bits: both padded with zeros (ops/small_dots.py)
