@@ -12,6 +12,11 @@ particle's coordinates, `p[...][:, None] - p[...][None, :]` written with one loa
 and distance matrices are): inputs are read-only, so reading the window again gives the same values
 (an input aliased to an output is left alone, and so are SMEM reads). Reduced vectors are left alone:
 their conflicts stay MG204.
+
+Since probe 51f a vector stretched into tiles of different shapes in one orientation gets a copy per tile shape
+too (a head_dim mask meeting a 128-row Q tile, the tensor cores' A, and 32-row K and V tiles, which the compiler
+stores into SMEM in another layout), and a (1, n) row or (n, 1) column made once and stretched into several tiles
+(Pallas's `head_mask = (jnp.arange(d) < head_dim)[None, :]`) is such a vector.
 """
 from __future__ import annotations
 
@@ -57,7 +62,7 @@ class _Index:
       return self.memo[v.id]
     self.memo[v.id] = False              # (no cycles in pure chains; loop carries are not pure)
     d = self.defs.get(v.id)
-    ok = isinstance(d, (Arange, Full)) or (isinstance(d, ELEMENTWISE_OPS) or self.input_read(d)) and all(
+    ok = isinstance(d, (Arange, Full)) or (isinstance(d, ELEMENTWISE_OPS) or self.input_read(d) or _row(d)) and all(
         self.pure(x) for x in d.operands())
     self.memo[v.id] = ok
     return ok
@@ -73,6 +78,48 @@ class _Index:
     out.append(d)
 
 
+def _row(d) -> bool:
+  """Whether op `d` makes a 1-D vector a (1, n) row or an (n, 1) column (Pallas's `head_mask =
+  (jnp.arange(d) < head_dim)[None, :]`, stretched again into each tile it masks)."""
+  return isinstance(d, Broadcast) and len(d.x.type.shape) == 1 and len(d.result.type.shape) == 2
+
+
+def _users(body: ir.Block) -> dict:
+  """Id of a value -> the ops that read it."""
+  users: dict = {}
+  for o, _ in _blocks(body):
+    for x in o.operands():
+      if isinstance(x, ir.Value):
+        users.setdefault(x.id, []).append(o)
+  return users
+
+
+def _tile_shape(o, users, limit=32) -> tuple:
+  """The largest tile the broadcast `o`'s result is stretched into through broadcasts and elementwise math (a
+  head_dim mask's `dmask[None, :]` in Q's (128, d) load mask and in V's (32, d) one): one vector meeting tiles of
+  different shapes, which may take different layouts (Q the tensor cores' A of 128 rows, V a B of 32 keys the
+  compiler stores into SMEM), gets a copy for each (probe 51f; it was MG204)."""
+  best, todo, seen = tuple(o.result.type.shape), [o.result], set()
+  while todo and len(seen) < limit:
+    v = todo.pop()
+    if v.id in seen:
+      continue
+    seen.add(v.id)
+    if isinstance(v.type, TensorType) and _size(v.type.shape) > _size(best):
+      best = tuple(v.type.shape)
+    for u in users.get(v.id, ()):
+      if isinstance(u, (Broadcast, *ELEMENTWISE_OPS)):
+        todo.extend(r for r in u.results if isinstance(r.type, TensorType))
+  return best
+
+
+def _size(shape) -> int:
+  n = 1
+  for d in shape:
+    n *= d
+  return n
+
+
 def _clone(o, mapping: dict):
   kw = {f.name: mapping[getattr(o, f.name).id] for f in dataclasses.fields(o)
         if isinstance(getattr(o, f.name), ir.Value) and getattr(o, f.name).id in mapping}
@@ -86,15 +133,16 @@ def split_index_vectors(kernel: ir.Kernel, defs: dict) -> None:
   idx = _Index(defs, frozenset(p.value.id for k, p in enumerate(kernel.inputs) if k not in aliased))
   uses = []        # (broadcast op, its block, the ops computing its operand)
   for o, block in list(_blocks(kernel.body)):
-    if isinstance(o, Broadcast) and len(o.x.type.shape) == 1 and isinstance(
-        defs.get(o.x.id), (Arange, Load, MaskedLoad, *ELEMENTWISE_OPS)) and idx.pure(o.x):
+    if isinstance(o, Broadcast) and (len(o.x.type.shape) == 1 or _row(defs.get(o.x.id))) and isinstance(
+        defs.get(o.x.id), (Arange, Load, MaskedLoad, Broadcast, *ELEMENTWISE_OPS)) and idx.pure(o.x):
       ops: list = []
       idx.chain(o.x, ops, set())
       uses.append((o, block, ops))
+  users = _users(kernel.body)
   orientations: dict[int, set] = {}    # id of a chain op -> where the vectors it computes go
   for o, _, ops in uses:
     for x in ops:
-      orientations.setdefault(id(x), set()).add((o.dims, len(o.result.type.shape)))
+      orientations.setdefault(id(x), set()).add((o.dims, len(o.result.type.shape), _tile_shape(o, users)))
   split = False
   for o, block, ops in uses:
     # Every broadcast of a chain that is broadcast both ways gets its own copy; the original

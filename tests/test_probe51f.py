@@ -8,7 +8,9 @@ hint `k_s views a buffer stored (k, n) = (64, 32): pass the buffer itself, ml.do
 or a dtype hint allocating the compiler's `v_s` anew. They are checked on the operands as written now
 (frontend/ops/dot_register_checks.py). (2) A float32 (TF32) flash attention with K and V copied by TMA,
 `ml.dot(p, v_s, acc)` of a float32 `p`, was MG106, whose hint staged `p` into SMEM and transposed `v_s` once by hand:
-the compiler does both now (ops/dot_staging.py, k_major_b), also for a decode's few query rows."""
+the compiler does both now (ops/dot_staging.py, k_major_b), also for a decode's few query rows. (3) A head_dim
+mask (`dmask[None, :]`, Pallas's `head_mask`) shared by a 128-row Q tile and 32-row K/V tiles was MG204: index
+vectors are recomputed for each tile shape they are stretched into (frontend/remat.py)."""
 import math
 
 import jax
@@ -198,6 +200,107 @@ def test_a_float32_v_tile_of_a_narrow_head_keeps_its_hint():
   assert "load its tile as (n, k) = (32, 64) from the transposed array" in e.hint
 
 
+# ---------------------------------------------------------------- (3) a head_dim mask shared by Q and K/V tiles
+def _masked_head(bm, bn):
+  """Triton's forward with head_dim padded to a power of two (BLOCK_D), one column mask for every tile."""
+  @mg.mgpu_kernel(out_shape=lambda q, k, v, **kw: S(q.shape, q.dtype),
+                  grid=lambda q, k, v, **kw: (ml.cdiv(q.shape[1], bm), q.shape[0]))
+  def fwd(Q, K, V, Out, *, sm_scale: ml.constexpr, HEAD_DIM: ml.constexpr):
+    start_m, off_hz = ml.program_id(0), ml.program_id(1)
+    n_ctx, block_d = Q.shape[1], Q.shape[2]
+    offs_m = start_m * bm + ml.arange(0, bm)
+    offs_n = ml.arange(0, bn)
+    offs_d = ml.arange(0, block_d)
+    dmask = offs_d < HEAD_DIM
+    q = ml.load(Q.at[off_hz, offs_m[:, None], offs_d[None, :]], mask=(offs_m[:, None] < n_ctx) & dmask[None, :],
+                other=0.0)
+    m_i = ml.full([bm], float("-inf"), jnp.float32)
+    l_i = ml.zeros([bm], jnp.float32)
+    acc = ml.zeros([bm, block_d], jnp.float32)
+    for start_n in range(0, (start_m + 1) * bm, bn):
+      cols = start_n + offs_n
+      k = ml.load(K.at[off_hz, cols[:, None], offs_d[None, :]], mask=(cols[:, None] < n_ctx) & dmask[None, :],
+                  other=0.0)
+      qk = ml.dot(q, ml.trans(k)) * (sm_scale * 1.44269504)
+      qk = ml.where((offs_m[:, None] >= cols[None, :]) & (cols[None, :] < n_ctx), qk, float("-inf"))
+      m_ij = ml.maximum(m_i, ml.max(qk, 1))
+      p = ml.math.exp2(qk - m_ij[:, None])
+      alpha = ml.math.exp2(m_i - m_ij)
+      l_i = l_i * alpha + ml.sum(p, 1)
+      v = ml.load(V.at[off_hz, cols[:, None], offs_d[None, :]], mask=(cols[:, None] < n_ctx) & dmask[None, :],
+                  other=0.0)
+      acc = ml.dot(p.to(v.dtype), v, acc * alpha[:, None])
+      m_i = m_ij
+    ml.store(Out.at[off_hz, offs_m[:, None], offs_d[None, :]], acc / l_i[:, None], mask=offs_m[:, None] < n_ctx)
+  return fwd
+
+
+def _pallas_port(block_q, block_k):
+  """Pallas's mha_forward_kernel as ported (one head a program, `head_mask` on every load), causal."""
+  @mg.mgpu_kernel(out_shape=lambda q, k, v, **kw: S(q.shape, q.dtype),
+                  grid=lambda q, k, v, **kw: (ml.cdiv(q.shape[1], block_q), q.shape[0], q.shape[2]))
+  def mha(q_all, k_all, v_all, o_all, *, sm_scale: ml.constexpr, head_dim: ml.constexpr):
+    start_q, b, h = ml.program_id(0), ml.program_id(1), ml.program_id(2)
+    q_ref, k_ref, v_ref, o_ref = (x.at[b, :, h, :] for x in (q_all, k_all, v_all, o_all))
+    head_mask = (jnp.arange(q_ref.shape[-1]) < head_dim)[None, :]
+    curr_q_slice = ml.ds(start_q * block_q, block_q)
+    q = q_ref.at[curr_q_slice, :].load(mask=head_mask, other=0.0)
+    m_i = jnp.zeros(block_q, dtype=jnp.float32) - float("inf")
+    l_i = jnp.zeros(block_q, dtype=jnp.float32)
+    o = jnp.zeros((block_q, q_ref.shape[-1]), dtype=jnp.float32)
+
+    def body(start_k, carry):
+      o_prev, m_prev, l_prev = carry
+      curr_k_slice = ml.ds(start_k * block_k, block_k)
+      k = k_ref.at[curr_k_slice, :].load(mask=head_mask, other=0.0)
+      qk = ml.dot(q, k.T) * (math.log2(math.e) * sm_scale)
+      span_q = start_q * block_q + jnp.arange(block_q)
+      span_k = start_k * block_k + jnp.arange(block_k)
+      qk = jnp.where(span_q[:, None] >= span_k[None, :], qk, -0.7 * float(np.finfo(np.float32).max))
+      m_next = jnp.maximum(m_prev, jnp.max(qk, axis=-1))
+      correction = jnp.exp2(m_prev - m_next)
+      s_curr = jnp.exp2(qk - m_next[:, None])
+      l_next = correction * l_prev + s_curr.sum(axis=-1)
+      v = v_ref.at[curr_k_slice, :].load(mask=head_mask, other=0.0)
+      return correction[:, None] * o_prev + ml.dot(s_curr.astype(v.dtype), v), m_next, l_next
+
+    upper_bound = jax.lax.div(block_q * (start_q + 1) + block_k - 1, block_k)
+    o, m_i, l_i = jax.lax.fori_loop(0, upper_bound, body, (o, m_i, l_i))
+    o_ref.at[curr_q_slice, :][...] = (o / l_i[:, None]).astype(o_ref.dtype)    # (masked columns: zeros)
+  return mha
+
+
+masked_head = _masked_head(128, 32)
+pallas_head_mask = _pallas_port(128, 32)
+
+
+def test_a_head_dim_mask_shared_by_128_query_rows_and_32_key_rows_computes():
+  """dmask[None, :] met Q's (128, d) tile (the tensor cores' A) and V's (32, d) one (a B the compiler stores into
+  SMEM, which needs another layout): one vector cannot hold both layouts, and it was MG204 (naming offs_n, with a
+  hint to change BLOCK_N). Index vectors are now recomputed for each tile shape they are stretched into
+  (frontend/remat.py), as for each orientation."""
+  q, k, v = (_rand((2, 100, 128), F16, s) for s in range(3))
+  scale = 1 / math.sqrt(80)
+  got = masked_head(q, k, v, sm_scale=scale, HEAD_DIM=80, interpret=True)
+  causal = np.tril(np.ones((100, 100), bool))
+  for z in range(2):
+    want = _attn_ref(q[z, :, :80], k[z, :, :80], v[z, :, :80], scale, causal)
+    np.testing.assert_allclose(np.asarray(got[z, :, :80], np.float64), want, atol=2e-2)
+  _exports(masked_head, q, k, v, sm_scale=scale, HEAD_DIM=80)
+
+
+def test_pallas_head_mask_with_a_32_key_block_computes():
+  q, k, v = (_rand((1, 128, 2, 128), BF16, s) for s in range(3))
+  scale = 1 / math.sqrt(96)
+  got = pallas_head_mask(q, k, v, sm_scale=scale, head_dim=96, interpret=True)
+  causal = np.tril(np.ones((128, 128), bool))
+  for h in range(2):
+    want = _attn_ref(q[0, :, h, :96], k[0, :, h, :96], v[0, :, h, :96], scale, causal)
+    np.testing.assert_allclose(np.asarray(got[0, :, h, :96], np.float64), want, atol=4e-2)
+    assert not np.asarray(got[0, :, h, 96:], np.float64).any()     # (masked columns: zero products)
+  _exports(pallas_head_mask, q, k, v, sm_scale=scale, head_dim=96)
+
+
 @pytest.mark.gpu
 def test_gpu_probe51f_kernels_match_interpret_mode_and_numpy():
   q, k, v = (_rand((2, 128, 64), F16, s) for s in range(3))
@@ -211,3 +314,12 @@ def test_gpu_probe51f_kernels_match_interpret_mode_and_numpy():
     np.testing.assert_allclose(got, want, atol=1e-2)
     for h in range(2):
       np.testing.assert_allclose(got[0, :, h], _attn_ref(q[0, :, h], k[0, :, h], v[0, :, h], scale), atol=2e-2)
+  q, k, v = (_rand((2, 100, 128), F16, s) for s in range(3))
+  got = masked_head(q, k, v, sm_scale=0.1, HEAD_DIM=80)
+  np.testing.assert_allclose(np.asarray(got[:, :, :80], np.float64),
+                             np.asarray(masked_head(q, k, v, sm_scale=0.1, HEAD_DIM=80, interpret=True)[:, :, :80],
+                                        np.float64), atol=1e-2)
+  q, k, v = (_rand((1, 128, 2, 128), BF16, s) for s in range(3))
+  got = pallas_head_mask(q, k, v, sm_scale=0.1, head_dim=96)
+  want = pallas_head_mask(q, k, v, sm_scale=0.1, head_dim=96, interpret=True)
+  np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), atol=2e-2)
