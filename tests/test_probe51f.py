@@ -301,6 +301,46 @@ def test_pallas_head_mask_with_a_32_key_block_computes():
   _exports(pallas_head_mask, q, k, v, sm_scale=scale, head_dim=96)
 
 
+@mg.mgpu_kernel(out_shape=lambda q, kc, vc, lens, **kw: S(q.shape, q.dtype),
+                grid=lambda q, kc, vc, lens, **kw: (q.shape[0], kc.shape[2]))
+def gqa_decode(Q, Kc, Vc, Lens, O, *, sm_scale: ml.constexpr, HEAD_DIM: ml.constexpr):
+  """Triton's GQA decode: the query heads of one KV head as rows (8), head_dim padded and masked, 64 keys a step."""
+  b, hk = ml.program_id(0), ml.program_id(1)
+  g = Q.shape[1] // Kc.shape[2]
+  offs_g, offs_d, offs_n = hk * g + ml.arange(0, g), ml.arange(0, Q.shape[2]), ml.arange(0, 64)
+  dmask = offs_d < HEAD_DIM
+  n = ml.load(Lens.at[b])
+  q = ml.load(Q.at[b, offs_g[:, None], offs_d[None, :]], mask=dmask[None, :], other=0.0)
+  m_i = ml.full([g], float("-inf"), jnp.float32)
+  l_i = ml.zeros([g], jnp.float32)
+  acc = ml.zeros([g, Q.shape[2]], jnp.float32)
+  for start_n in range(0, n, 64):
+    cols = start_n + offs_n
+    kv_mask = (cols[:, None] < n) & dmask[None, :]
+    k = ml.load(Kc.at[b, cols[:, None], hk, offs_d[None, :]], mask=kv_mask, other=0.0)
+    qk = ml.where(cols[None, :] < n, ml.dot(q, k.T) * sm_scale, float("-inf"))
+    m_ij = ml.maximum(m_i, ml.max(qk, 1))
+    p = ml.exp(qk - m_ij[:, None])
+    alpha = ml.exp(m_i - m_ij)
+    l_i = l_i * alpha + ml.sum(p, 1)
+    v = ml.load(Vc.at[b, cols[:, None], hk, offs_d[None, :]], mask=kv_mask, other=0.0)
+    acc = ml.dot(p.to(v.dtype), v, acc * alpha[:, None])
+    m_i = m_ij
+  ml.store(O.at[b, offs_g[:, None], offs_d[None, :]], acc / l_i[:, None])
+
+
+def test_a_head_dim_mask_shared_by_8_query_heads_and_64_key_rows_computes():
+  """The same class in a decode: Q's 8 rows (a dot padded to 64 rows) and K/V's 64 rows took one layout (MG204)."""
+  q, kc, vc = _rand((2, 8, 128), F16, 1), _rand((2, 160, 1, 128), F16, 2), _rand((2, 160, 1, 128), F16, 3)
+  lens = jnp.asarray([37, 160], jnp.int32)
+  scale = 1 / math.sqrt(96)
+  got = gqa_decode(q, kc, vc, lens, sm_scale=scale, HEAD_DIM=96, interpret=True)
+  for b, n in enumerate([37, 160]):
+    want = _attn_ref(q[b, :, :96], kc[b, :n, 0, :96], vc[b, :n, 0, :96], scale)
+    np.testing.assert_allclose(np.asarray(got[b, :, :96], np.float64), want, atol=2e-2)
+  _exports(gqa_decode, q, kc, vc, lens, sm_scale=scale, HEAD_DIM=96)
+
+
 @pytest.mark.gpu
 def test_gpu_probe51f_kernels_match_interpret_mode_and_numpy():
   q, k, v = (_rand((2, 128, 64), F16, s) for s in range(3))
@@ -323,3 +363,8 @@ def test_gpu_probe51f_kernels_match_interpret_mode_and_numpy():
   got = pallas_head_mask(q, k, v, sm_scale=0.1, head_dim=96)
   want = pallas_head_mask(q, k, v, sm_scale=0.1, head_dim=96, interpret=True)
   np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), atol=2e-2)
+  q, kc, vc = _rand((2, 8, 128), F16, 1), _rand((2, 160, 1, 128), F16, 2), _rand((2, 160, 1, 128), F16, 3)
+  lens = jnp.asarray([37, 160], jnp.int32)
+  got = gqa_decode(q, kc, vc, lens, sm_scale=0.1, HEAD_DIM=96)
+  want = gqa_decode(q, kc, vc, lens, sm_scale=0.1, HEAD_DIM=96, interpret=True)
+  np.testing.assert_allclose(np.asarray(got[:, :, :96], np.float64), np.asarray(want[:, :, :96], np.float64), atol=1e-2)
