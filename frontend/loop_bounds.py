@@ -123,6 +123,9 @@ def may_load(tracer, body) -> bool:
       return True
     if not known or is_value(v) or isinstance(v, (int, float, str, tuple, list, dict)) or hasattr(v, "type"):
       continue                      # a kernel value's method (x.at[...].load, v.astype), or a name the body binds
+    from .ops.block_ptrs import BlockPtr, TensorDescriptor
+    if isinstance(v, (BlockPtr, TensorDescriptor)):
+      continue                      # Triton's desc_k.load([y, 0]): a register load of a block (probe 51f)
     return True
   return False
 

@@ -10,7 +10,9 @@ or a dtype hint allocating the compiler's `v_s` anew. They are checked on the op
 `ml.dot(p, v_s, acc)` of a float32 `p`, was MG106, whose hint staged `p` into SMEM and transposed `v_s` once by hand:
 the compiler does both now (ops/dot_staging.py, k_major_b), also for a decode's few query rows. (3) A head_dim
 mask (`dmask[None, :]`, Pallas's `head_mask`) shared by a 128-row Q tile and 32-row K/V tiles was MG204: index
-vectors are recomputed for each tile shape they are stretched into (frontend/remat.py)."""
+vectors are recomputed for each tile shape they are stretched into (frontend/remat.py). (4) Triton 3's tutorial
+with tensor descriptors, `tl.range(lo, hi, BLOCK_N, warp_specialize=ws, num_stages=3)` over `desc_k.load(...)`:
+MG502/MG503; a descriptor's load is a register load, and warp_specialize= is dropped there as num_stages= is."""
 import math
 
 import jax
@@ -341,6 +343,101 @@ def test_a_head_dim_mask_shared_by_8_query_heads_and_64_key_rows_computes():
   _exports(gqa_decode, q, kc, vc, lens, sm_scale=scale, HEAD_DIM=96)
 
 
+# ---------------------------------------------------------------- (4) Triton 3's tutorial: descriptors in tl.range
+@ml.inline
+def _fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, offset_y, start_m, qk_scale, stage: ml.constexpr, offs_m, offs_n,
+               n_ctx: ml.constexpr, bm: ml.constexpr, bn: ml.constexpr, ws: ml.constexpr):
+  if stage == 1:
+    lo, hi = 0, start_m * bm
+  elif stage == 2:
+    lo, hi = start_m * bm, (start_m + 1) * bm
+    lo = ml.multiple_of(lo, bm)
+  else:
+    lo, hi = 0, n_ctx
+  offsetk_y = offset_y + lo
+  for start_n in ml.range(lo, hi, bn, warp_specialize=ws, num_stages=3):
+    k = desc_k.load([offsetk_y, 0]).T
+    qk = ml.dot(q, k)
+    if stage == 2:
+      qk = qk * qk_scale + ml.where(offs_m[:, None] >= (start_n + offs_n[None, :]), 0, -1.0e6)
+      m_ij = ml.maximum(m_i, ml.max(qk, 1))
+      qk -= m_ij[:, None]
+    else:
+      m_ij = ml.maximum(m_i, ml.max(qk, 1) * qk_scale)
+      qk = qk * qk_scale - m_ij[:, None]
+    p = ml.math.exp2(qk)
+    alpha = ml.math.exp2(m_i - m_ij)
+    acc = ml.dot(p.to(jnp.float16), desc_v.load([offsetk_y, 0]), acc * alpha[:, None])
+    l_i = l_i * alpha + ml.sum(p, 1)
+    m_i = m_ij
+    offsetk_y += bn
+  return acc, l_i, m_i
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, v, **kw: S(q.shape, q.dtype),
+                grid=lambda q, k, v, **kw: (kw["N_CTX"] // 64, q.shape[0] // kw["N_CTX"]))
+def attn_descriptors(Q, K, V, O, *, sm_scale: ml.constexpr, N_CTX: ml.constexpr, STAGE: ml.constexpr,
+                     ws: ml.constexpr):
+  """The fused-attention tutorial of Triton 3 (tensor descriptors over (Z * H * N_CTX, HEAD_DIM) arrays, its
+  stage helper called twice when causal, `tl.range(lo, hi, BLOCK_N, warp_specialize=...)` with num_stages)."""
+  bm, bn, d = 64, 32, Q.shape[1]
+  desc_q, desc_k, desc_v, desc_o = (ml.make_tensor_descriptor(x, shape=[Q.shape[0], d], strides=[d, 1],
+                                                              block_shape=[b, d]) for x, b in
+                                    ((Q, bm), (K, bn), (V, bn), (O, bm)))
+  start_m, off_hz = ml.program_id(0), ml.program_id(1)
+  offset_y = off_hz * N_CTX
+  offs_m, offs_n = start_m * bm + ml.arange(0, bm), ml.arange(0, bn)
+  m_i = ml.zeros([bm], dtype=jnp.float32) - float("inf")
+  l_i = ml.zeros([bm], dtype=jnp.float32) + 1.0
+  acc = ml.zeros([bm, d], dtype=jnp.float32)
+  qk_scale = sm_scale * 1.44269504
+  q = desc_q.load([offset_y + start_m * bm, 0])
+  if STAGE & 1:
+    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, offset_y, start_m, qk_scale, 4 - STAGE, offs_m,
+                               offs_n, N_CTX, bm, bn, ws)
+  if STAGE & 2:
+    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, offset_y, start_m, qk_scale, 2, offs_m, offs_n,
+                               N_CTX, bm, bn, ws)
+  desc_o.store([offset_y + start_m * bm, 0], (acc / l_i[:, None]).to(jnp.float16))
+
+
+@pytest.mark.parametrize("stage, ws", [(3, True), (1, False)])
+def test_triton3_attention_with_descriptors_in_a_warp_specialised_tl_range(stage, ws):
+  """`desc_k.load(...)` is a register load, but the loop-body scan (loop_bounds.may_load) took the descriptor's method
+  for one that might make a TMA load, so num_stages=3 became stages=3: MG502 (no TMA load to pipeline). And
+  `warp_specialize=True` on a loop of register loads (nothing for a producer to issue) is dropped as num_stages= is,
+  where it was MG503 (the causal helper, called twice, held two such loops) or needed stages."""
+  q, k, v = (_rand((2 * 128, 64), F16, s) for s in range(3))
+  got = attn_descriptors(q, k, v, sm_scale=0.125, N_CTX=128, STAGE=stage, ws=ws, interpret=True)
+  mask = np.tril(np.ones((128, 128), bool)) if stage == 3 else None
+  for z in range(2):
+    rows = slice(z * 128, (z + 1) * 128)
+    want = _attn_ref(q[rows], k[rows], v[rows], 0.125, mask)
+    np.testing.assert_allclose(np.asarray(got[rows], np.float64), want, atol=2e-2)
+  _exports(attn_descriptors, q, k, v, sm_scale=0.125, N_CTX=128, STAGE=stage, ws=ws)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F16),
+                grid=lambda a, b: (a.shape[0] // 64, b.shape[1] // 64))
+def matmul_descriptors(a, b, c):
+  """The descriptor matmul: `for k in tl.range(k_tiles, num_stages=4)` of `a_desc.load(...)` tiles."""
+  a_desc = ml.make_tensor_descriptor(a, shape=list(a.shape), strides=[a.shape[1], 1], block_shape=[64, 32])
+  b_desc = ml.make_tensor_descriptor(b, shape=list(b.shape), strides=[b.shape[1], 1], block_shape=[32, 64])
+  pid_m, pid_n = ml.program_id(0), ml.program_id(1)
+  acc = ml.zeros((64, 64), dtype=jnp.float32)
+  for k in ml.range(ml.cdiv(a.shape[1], 32), num_stages=4):
+    acc = ml.dot(a_desc.load([pid_m * 64, k * 32]), b_desc.load([k * 32, pid_n * 64]), acc)
+  c[pid_m * 64:(pid_m + 1) * 64, pid_n * 64:(pid_n + 1) * 64] = acc.astype(F16)
+
+
+def test_a_descriptor_matmul_with_num_stages_computes():
+  a, b = _rand((128, 96), F16, 7), _rand((96, 128), F16, 8)
+  got = matmul_descriptors(a, b, interpret=True)
+  np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(a, np.float64) @ np.asarray(b, np.float64),
+                             atol=5e-2, rtol=1e-2)
+  _exports(matmul_descriptors, a, b)
+
+
 @pytest.mark.gpu
 def test_gpu_probe51f_kernels_match_interpret_mode_and_numpy():
   q, k, v = (_rand((2, 128, 64), F16, s) for s in range(3))
@@ -368,3 +465,8 @@ def test_gpu_probe51f_kernels_match_interpret_mode_and_numpy():
   got = gqa_decode(q, kc, vc, lens, sm_scale=0.1, HEAD_DIM=96)
   want = gqa_decode(q, kc, vc, lens, sm_scale=0.1, HEAD_DIM=96, interpret=True)
   np.testing.assert_allclose(np.asarray(got[:, :, :96], np.float64), np.asarray(want[:, :, :96], np.float64), atol=1e-2)
+  q, k, v = (_rand((2 * 128, 64), F16, s) for s in range(3))
+  for stage, ws in [(3, True), (1, False)]:
+    kw = dict(sm_scale=0.125, N_CTX=128, STAGE=stage, ws=ws)
+    np.testing.assert_allclose(np.asarray(attn_descriptors(q, k, v, **kw), np.float64),
+                               np.asarray(attn_descriptors(q, k, v, **kw, interpret=True), np.float64), atol=1e-2)

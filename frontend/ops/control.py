@@ -373,9 +373,11 @@ def range_options(keywords, evaluate, loc, at, plain=None) -> tuple:
   each value `evaluate`d while tracing, mistakes a KernelTypeError at `loc(node)` (`at`: the call;
   `plain`: the loop's header without its keywords, `for i in ml.range(n)`, where its body makes no TMA
   load (loop_bounds.may_load), so stages= would have nothing to pipeline). Triton's `num_stages=` is stages=, and
-  nothing where there is nothing to pipeline (since probe 48g; it was MG003 hinting to drop it); `flatten=`,
+  nothing where there is nothing to pipeline (since probe 48g; it was MG003 hinting to drop it), and so is its
+  `warp_specialize=` there (since probe 51f), unless `stages=` asks for a pipeline; `flatten=`,
   `loop_unroll_factor=` and `disallow_acc_multi_buffer=` tune Triton's compiler only and are dropped (probe 49h)."""
   stages, specialize, pingpong = 1, False, False
+  explicit = any(kw.arg == "stages" for kw in keywords)
   for kw in keywords:
     if kw.arg is None:
       raise E.KernelTypeError("ml.range(..., **kwargs): its options are written out", loc(kw.value),
@@ -404,8 +406,10 @@ def range_options(keywords, evaluate, loc, at, plain=None) -> tuple:
                                 hint=f"{kw.arg}=True or False (a Python bool or a constexpr)")
       if kw.arg == "pingpong":
         pingpong = value
-      else:
+      elif plain is None or explicit:
         specialize = value
+      # (else Triton's tl.range(lo, hi, BLOCK_N, warp_specialize=True) over register loads, the fused-attention
+      # tutorial's: no TMA load for a producer to issue, so dropped as num_stages= is; probe 51f)
       continue
     if kw.arg == "num_stages" and plain is not None and isinstance(value, int) and not isinstance(value, bool) \
         and value >= 1:
