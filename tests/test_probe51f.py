@@ -8,7 +8,8 @@ hint `k_s views a buffer stored (k, n) = (64, 32): pass the buffer itself, ml.do
 or a dtype hint allocating the compiler's `v_s` anew. They are checked on the operands as written now
 (frontend/ops/dot_register_checks.py). (2) A float32 (TF32) flash attention with K and V copied by TMA,
 `ml.dot(p, v_s, acc)` of a float32 `p`, was MG106, whose hint staged `p` into SMEM and transposed `v_s` once by hand:
-the compiler does both now (ops/dot_staging.py, k_major_b), also for a decode's few query rows. (3) A head_dim
+the compiler does both now (ops/dot_staging.py, k_major_b), also for a decode's few query rows, and pads V's tile
+at a head_dim of 32, 80 or 96 (narrow_f32_b_dot). (3) A head_dim
 mask (`dmask[None, :]`, Pallas's `head_mask`) shared by a 128-row Q tile and 32-row K/V tiles was MG204: index
 vectors are recomputed for each tile shape they are stretched into (frontend/remat.py). (4) Triton 3's tutorial
 with tensor descriptors, `tl.range(lo, hi, BLOCK_N, warp_specialize=ws, num_stages=3)` over `desc_k.load(...)`:
@@ -176,6 +177,7 @@ tma_f32_few_rows = _tma_f32(bq=16)
 tma_f32_wide = _tma_f32(bkv=32, stages=1)
 F32_CASES = [(tma_f32, 100, 200, 64), (tma_f32_two_warpgroups, 256, 128, 64), (tma_f32_ws, 64, 256, 64),
              (tma_f32_few_rows, 32, 96, 64), (tma_f32_wide, 64, 64, 256)]
+F32_NARROW = [(tma_f32, 64, 64, 32), (tma_f32, 100, 150, 80), (tma_f32_few_rows, 32, 64, 96)]
 
 
 def _f32_args(sq, skv, d, seed=0):
@@ -193,13 +195,17 @@ def test_a_float32_register_p_beside_a_tma_v_tile_computes(case):
   _exports(kernel, q, k, v, scale=scale)
 
 
-def test_a_float32_v_tile_of_a_narrow_head_keeps_its_hint():
-  """head_dim 64 computes; head_dim 32: V's (32, 64) transpose is a buffer registers cannot fill (64 rows at a
-  time), so MG106 and its hint (load the tile transposed from the transposed array) stand."""
-  tma_f32.check(*[S((1, 64, 2, 64), F32)] * 3, scale=0.125)
-  e = expect(tma_f32, [S((1, 64, 2, 32), F32)] * 3, mg.UnsupportedDtypeError, "ml.dot(p, v_s, acc * alpha[:, None])",
-             "ml.dot takes operand a from registers in bfloat16 or float16 only, got p (float32)", scale=0.125)
-  assert "load its tile as (n, k) = (32, 64) from the transposed array" in e.hint
+def test_a_float32_v_tile_of_a_narrow_head_is_padded():
+  """head_dim 32, 80, 96: V's (n, keys) transpose is no buffer registers fill (64 rows at a time); v_s's tile is read
+  into registers and padded with zero columns to 64 or 128 (ops/dot_staging.narrow_f32_b_dot), the product's first
+  n columns kept. It was MG106, whose hint loaded the tile transposed from the transposed array."""
+  for kernel, sq, skv, d in F32_NARROW:
+    q, k, v = _f32_args(sq, skv, d, d)
+    scale = 1 / math.sqrt(d)
+    got = kernel(q, k, v, scale=scale, interpret=True)
+    for h in range(2):
+      np.testing.assert_allclose(got[0, :, h], _attn_ref(q[0, :, h], k[0, :, h], v[0, :, h], scale), atol=2e-2)
+    _exports(kernel, q, k, v, scale=scale)
 
 
 # ---------------------------------------------------------------- (3) a head_dim mask shared by Q and K/V tiles
@@ -444,7 +450,7 @@ def test_gpu_probe51f_kernels_match_interpret_mode_and_numpy():
   got = as_written(q, k, v, sm_scale=0.125)
   for z in range(2):
     np.testing.assert_allclose(np.asarray(got[z], np.float64), _attn_ref(q[z], k[z], v[z], 0.125), atol=2e-2)
-  for case, (kernel, sq, skv, d) in enumerate(F32_CASES):
+  for case, (kernel, sq, skv, d) in enumerate(F32_CASES + F32_NARROW):
     q, k, v = _f32_args(sq, skv, d, case)
     scale = 1 / math.sqrt(d)
     got, want = kernel(q, k, v, scale=scale), kernel(q, k, v, scale=scale, interpret=True)

@@ -158,3 +158,20 @@ def k_major_b(cx, a, b):
   view = transpose(at, buf, f"{name}.T")
   store(at, view, tile)
   return view
+
+
+def narrow_f32_b_dot(cx, a, b, acc, out_dtype, dot_rule):
+  """`acc + a @ b` for a float32 register A beside a float32 SMEM B stored (k, n) whose n is no multiple of 64 (a TF32
+  attention's V tile at head_dim 32, 80 or 96), or None: its (n, k) transpose is no buffer registers fill (64 rows at a
+  time), so B is read into registers and passed as a register B, which ops/small_dots.unstaged_b_dot pads with zero
+  columns to a multiple of 64, keeping the product's first n columns (probe 51f; it was MG106, whose hint loaded the
+  tile transposed from the transposed array)."""
+  t = b.type if is_value(b) else None
+  if not (isinstance(t, RefType) and t.space == Space.SMEM and not t.remote and not t.transposed and len(t.shape) == 2
+          and is_value(a) and isinstance(a.type, TensorType) and len(a.type.shape) == 2
+          and resolve(a.type.dtype) in _K_MAJOR and resolve(t.dtype) == resolve(a.type.dtype)
+          and t.shape[1] % hw.MMA_M and t.shape[1] % hw.MMA_N_STEP == 0 and a.type.shape[1] == t.shape[0]):
+    return None
+  from .small_dots import unstaged_b_dot
+  from .transfers import load
+  return unstaged_b_dot(cx, a, load(dataclasses.replace(cx, name=""), b), acc, out_dtype, dot_rule)
