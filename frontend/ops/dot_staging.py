@@ -169,7 +169,7 @@ def narrow_f32_b_dot(cx, a, b, acc, out_dtype, dot_rule):
   t = b.type if is_value(b) else None
   if not (isinstance(t, RefType) and t.space == Space.SMEM and not t.remote and not t.transposed and len(t.shape) == 2
           and is_value(a) and isinstance(a.type, TensorType) and len(a.type.shape) == 2
-          and resolve(a.type.dtype) in _K_MAJOR and resolve(t.dtype) == resolve(a.type.dtype)
+          and resolve(a.type.dtype) == DType.f32 and resolve(t.dtype) == resolve(a.type.dtype)
           and t.shape[1] % hw.MMA_M and t.shape[1] % hw.MMA_N_STEP == 0 and a.type.shape[1] == t.shape[0]):
     return None
   from .small_dots import unstaged_b_dot
