@@ -1,7 +1,9 @@
 """jax.nn's activations as a kernel writes them, with ml.* functions ({0}: the call's operand, {1}: its
 parameter, where it has one): missing.form_hint fills them in with the user's own arguments. A softplus is
 ml.log1p of the small exponential, as jax.nn's logaddexp computes it (ml.log(1 + e) rounds 1 + e: in bfloat16
-softplus(-5) came out 0.0078, not 0.0067)."""
+softplus(-5) came out 0.0078, not 0.0067). A float16 or bfloat16 operand computes in float32 and rounds once
+(`widened`), as XLA on the GPU computes jax.nn's definitions."""
+import re
 
 ACTIVATIONS = {
     "relu": "ml.maximum({0}, 0)", "silu": "{0} * ml.sigmoid({0})", "swish": "{0} * ml.sigmoid({0})",
@@ -32,6 +34,23 @@ def activation_args(name, pos, kw):
     return pos[:1]
   key, default = ACTIVATION_PARAMS[name]
   return [pos[0], (kw.get(key) or (pos[1] if len(pos) > 1 else default)).strip()]
+
+
+def widened(form, dtype):
+  """`form` of a float16 or bfloat16 operand {0} as XLA on the GPU computes jax.nn's function: in float32, rounded
+  once to the operand's dtype (XLA upcasts 16-bit elementwise math and keeps the excess precision through a
+  fusion), each Python float constant first rounded to that dtype (jax's weakly typed constants are; jax.nn.gelu
+  rounds its sqrt(2 / pi) so). `form` unchanged for another dtype."""
+  if dtype not in ("float16", "bfloat16"):
+    return form
+  import ml_dtypes
+  import numpy as np
+  t = getattr(ml_dtypes, dtype) if dtype == "bfloat16" else np.float16
+
+  def rounded(m):
+    return repr(float(np.asarray(float(m.group(0)), t)))
+  body = re.sub(r"(?<![\w.{])\d+\.\d+(?:e-?\d+)?", rounded, form).replace("{0}", "{0}.astype(ml.float32)")
+  return f"({body}).astype({{0}}.dtype)"
 
 
 GELU_EXACT = "0.5 * {0} * ml.erfc(-{0} * 0.7071067811865476)"     # jax.nn.gelu's (erf loses it below -4)

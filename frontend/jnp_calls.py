@@ -14,7 +14,7 @@ import inspect
 import numpy as np
 
 from . import errors as E
-from .activation_forms import ACTIVATIONS, ACTIVATION_PARAMS, GELU_EXACT
+from .activation_forms import ACTIVATIONS, ACTIVATION_PARAMS, GELU_EXACT, widened
 from .held_library import _public
 from .jnp_stats import STATS
 from .jnp_forms import FORMS, OPERATORS
@@ -375,6 +375,11 @@ def formula(tracer, cx, node, fn, args, kwargs):
     if name in ACTIVATION_PARAMS:
       key, default = ACTIVATION_PARAMS[name]
       operands.append(given.pop(key, float(default)))
+    d = str(getattr(getattr(operands[0], "type", None), "dtype", ""))
+    if d in ("float16", "bfloat16"):        # (in float32, rounded once: XLA's; a Python float parameter as jax's)
+      form = widened(form, d)
+      if len(operands) > 1 and isinstance(operands[1], float):
+        operands[1] = float(np.asarray(operands[1], operands[0].type.dtype.np))
   else:
     form = _OPERATORS[name]
     if len(operands) < 1 + ("{1}" in form) or len(operands) > 1 + ("{1}" in form):

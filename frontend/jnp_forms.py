@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+from .activation_forms import widened
 
 
 def _dtype(x):
@@ -316,7 +317,8 @@ FORMS = {
     ("jax.lax", "bitcast_convert_type"): (("operand", "new_dtype"), _as("bitcast")),
     ("jax.lax", "expand_dims"): (("array", "dimensions"), lambda a: ("ml.expand_dims({0}, {1})",
                                                                      [a["array"], tuple(a["dimensions"])])),
-    ("jnp", "log10"): (("x",), lambda a: (_inexact(a["x"], "ml.log({0}) / 2.302585092994046"), [a["x"]])),
+    ("jnp", "log10"): (("x",), lambda a: (_inexact(a["x"], widened("ml.log({0}) * 0.4342944819032518",
+                                                                  str(_dtype(a["x"])))), [a["x"]])),
     ("jnp", "tile"): (("A", "reps"), _tile),
     ("jnp", "rint"): (("x",), lambda a: (_inexact(a["x"], "ml.round({0})"), [a["x"]])),
     ("jnp", "signbit"): (("x",), _signbit),

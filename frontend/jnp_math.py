@@ -3,8 +3,10 @@ hyperbolic functions (`sinh`, `cosh`, `arcsinh`/`asinh`, `arccosh`/`acosh`, `arc
 `radians`, `rad2deg`/`degrees`, `sinc`, `logaddexp2` and `heaviside`, jax.scipy.special's `expit` and `logit`, and
 jax.nn's `soft_sign`, `squareplus` and `glu`. Each is written as XLA computes it (the decomposition of the chlo op
 jax lowers to, read from XLA's compiled HLO, or jax's own Python definition), in ml.* functions, so the numbers and
-the dtype are jnp's: sinh and cosh of float16 or bfloat16 compute in float32 and round once (XLA upcasts them), the
-inverse functions compute in the operand's dtype, each step rounded (XLA does not); an integer or bool operand is
+the dtype are jnp's: sinh and cosh of float16 or bfloat16 compute in float32 and round once (XLA upcasts them), and
+so do the forms of jax's Python definitions (deg2rad, logit, soft_sign, squareplus: their constants rounded to the
+operand's dtype first, as jax's weakly typed constants are), the inverse functions and sinc compute in the
+operand's dtype, each step rounded (XLA does not); an integer or bool operand is
 float32 first (jnp's inexact functions; lax's refuse one, and so do these forms: its MG003 stands). Traced by
 jnp_calls.formula as the other SHAPED forms are: (the parameters a form reads, a function of the bound arguments
 giving (the form, its operands) or None)."""
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+from .activation_forms import widened
 from .jnp_forms import _dtype, _kind
 
 _LOG_HALF = math.log(0.5)
@@ -43,13 +46,17 @@ def _operand(x, wide=False):
   return "{0}" if _kind(x) == "float" and (not wide or str(_dtype(x)) == "float32") else "{0}.astype(ml.float32)"
 
 
-def _unary(make, lax=False, wide=False):
-  """A form of one operand x: `make(X, dtype)` of the operand as computed (X), converted back where `wide`."""
+def _unary(make, lax=False, wide=False, jnp_level=False):
+  """A form of one operand x: `make(X, dtype)` of the operand as computed (X), converted back where `wide`;
+  `jnp_level` (jax's Python definition of jnp ops): a 16-bit operand's form in float32 with its constants rounded
+  to the operand's dtype, rounded once (activation_forms.widened: XLA on the GPU)."""
   def form(a):
     x = a["x"]
     d = _float(x, lax)
     if d is None:
       return None
+    if jnp_level and _kind(x) == "float" and d in ("float16", "bfloat16"):
+      return widened(make("{0}", d), d), [x]
     body = make(_operand(x, wide), "float32" if wide else d)
     if wide and d != "float32":
       body = f"({body}).astype({{0}}.dtype)"         # sinh of float16: in float32, rounded once
@@ -161,7 +168,7 @@ def _squareplus(a):
   x, b = a["x"], a["b"]
   if _kind(x) != "float" or _dtype(x) is None or isinstance(b, bool) or not isinstance(b, (int, float)):
     return None
-  return "({0} + ml.sqrt({0} * {0} + {1})) / 2", [x, b]
+  return widened("({0} + ml.sqrt({0} * {0} + {1})) / 2", str(_dtype(x))), [x, b]
 
 
 def _cumlogsumexp(a):
@@ -292,14 +299,15 @@ MATH = {
     **{("jnp", n): (_X, _unary(_atanh)) for n in ("arctanh", "atanh")},
     ("jax.lax", "asinh"): (_X, _unary(_asinh, lax=True)), ("jax.lax", "acosh"): (_X, _unary(_acosh, lax=True)),
     ("jax.lax", "atanh"): (_X, _unary(_atanh, lax=True)),
-    **{("jnp", n): (_X, _unary(lambda x, d: f"{x} * {math.pi / 180!r}")) for n in ("deg2rad", "radians")},
-    **{("jnp", n): (_X, _unary(lambda x, d: f"{x} * {180 / math.pi!r}")) for n in ("rad2deg", "degrees")},
+    **{("jnp", n): (_X, _unary(lambda x, d: f"{x} * {math.pi / 180!r}", jnp_level=True)) for n in ("deg2rad", "radians")},
+    **{("jnp", n): (_X, _unary(lambda x, d: f"{x} * {180 / math.pi!r}", jnp_level=True)) for n in ("rad2deg", "degrees")},
     ("jnp", "sinc"): (_X, _unary(_sinc)),
     ("jnp", "logaddexp2"): (("args",), _binary(_logaddexp2)),
     ("jnp", "heaviside"): (("x1", "x2"), _binary(_heaviside)),
     ("jax.scipy.special", "expit"): (_X, _unary(lambda x, d: f"ml.sigmoid({x})")),
-    ("jax.scipy.special", "logit"): (_X, _unary(lambda x, d: f"ml.log({x} / (1 - {x}))")),
-    ("jax.nn", "soft_sign"): (_X, lambda a: None if _kind(a["x"]) != "float" else ("{0} / (ml.abs({0}) + 1)", [a["x"]])),
+    ("jax.scipy.special", "logit"): (_X, _unary(lambda x, d: f"ml.log({x} / (1 - {x}))", jnp_level=True)),
+    ("jax.nn", "soft_sign"): (_X, lambda a: None if _kind(a["x"]) != "float" else (
+        widened("{0} / (ml.abs({0}) + 1)", str(_dtype(a["x"]))), [a["x"]])),
     ("jax.nn", "squareplus"): (("x", "b"), _squareplus),
     ("jax.nn", "glu"): (("x", "axis"), _glu),
     ("jax.lax", "cumlogsumexp"): (("operand", "axis", "reverse"), _cumlogsumexp),
@@ -311,7 +319,8 @@ MATH = {
     ("jnp", "einsum"): (("subscripts", "operands", "out", "optimize", "precision", "preferred_element_type"),
                         _einsum_one),
     ("jax.nn", "sparse_plus"): (_X, lambda a: None if _kind(a["x"]) != "float" else (
-        "ml.where({0} <= -1.0, 0.0, ml.where({0} >= 1.0, {0}, ({0} + 1.0) ** 2 / 4))", [a["x"]])),
+        widened("ml.where({0} <= -1.0, 0.0, ml.where({0} >= 1.0, {0}, ({0} + 1.0) ** 2 / 4))", str(_dtype(a["x"]))),
+        [a["x"]])),
     ("jax.nn", "sparse_sigmoid"): (_X, lambda a: None if _kind(a["x"]) != "float" else (
-        "0.5 * ml.clip({0} + 1.0, 0.0, 2.0)", [a["x"]])),
+        widened("0.5 * ml.clip({0} + 1.0, 0.0, 2.0)", str(_dtype(a["x"]))), [a["x"]])),
 }

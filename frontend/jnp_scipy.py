@@ -123,6 +123,22 @@ def _real(part):
   return make
 
 
+def _gcd(name):
+  """jnp.gcd / jnp.lcm of two integer operands of one dtype (or one a Python int): form_helpers' fixed Euclid
+  steps, enough for the dtype's values (ceil(1.44 bits) + 2: Lame's bound)."""
+  def make(a):
+    from . import form_helpers
+    x, y = a["x1"], a["x2"]
+    ds = {str(_dtype(v)) for v in (x, y) if _dtype(v) is not None}
+    if len(ds) != 1 or any(_kind(v) != "int" for v in (x, y)):
+      return None
+    bits = np.dtype(ds.pop()).itemsize * 8
+    p, q = ("ml.full({1}.shape, {0}, {1}.dtype)" if _dtype(x) is None else "{0}",
+            "ml.full({0}.shape, {1}, {0}.dtype)" if _dtype(y) is None else "{1}")     # (a Python int: jnp's weak one)
+    return f"{{2}}({p}, {q}, {{3}})", [x, y, getattr(form_helpers, name), int(np.ceil(bits * 1.4405)) + 2]
+  return make
+
+
 SCIPY = {
     ("jax.scipy.special", "xlogy"): (("x", "y"), _xlog("log")),
     ("jax.scipy.special", "xlog1py"): (("x", "y"), _xlog("log1p")),
@@ -131,6 +147,7 @@ SCIPY = {
     ("jax.scipy.special", "kl_div"): (("p", "q"), _rel_entr(True)),
     ("jax.scipy.special", "ndtr"): (("x",), _ndtr),
     ("jnp", "divmod"): (("x1", "x2"), _divmod),
+    ("jnp", "gcd"): (("x1", "x2"), _gcd("gcd")), ("jnp", "lcm"): (("x1", "x2"), _gcd("lcm")),
     ("jnp", "vdot"): (("a", "b", "precision", "preferred_element_type"), _vdot),
     ("jnp", "conjugate"): (("x",), _real(True)), ("jnp", "conj"): (("x",), _real(True)),
     ("jnp", "real"): (("val",), _real(True)), ("jnp", "imag"): (("val",), _real(False)),
