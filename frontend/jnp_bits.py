@@ -215,6 +215,18 @@ def _special(name):
   return make
 
 
+def _float32_only(name, arg):
+  """jax.scipy.special.ndtri / log_ndtr: special_helpers' form of a float32 operand (jax's TypeError for another
+  dtype, 16-bit included: MG003 stands)."""
+  def form(a):
+    from . import special_helpers
+    x = a[arg]
+    if str(_dtype(x)) != "float32" or _kind(x) != "float" or a.get("series_order", 3) != 3:
+      return None
+    return "{1}({0})", [x, getattr(special_helpers, name)]
+  return form
+
+
 _XY = ("x", "y")
 BITS = {
     ("jnp", "nextafter"): (_XY, _nextafter), ("jax.lax", "nextafter"): (("x1", "x2"), _nextafter),
@@ -231,5 +243,10 @@ BITS = {
     ("jax.lax", "digamma"): (("x",), _special("digamma")(True)),
     ("jax.scipy.special", "gammaln"): (("x",), _special("lgamma")(False)),
     ("jax.scipy.special", "digamma"): (("x",), _special("digamma")(False)),
+    ("jax.lax", "bessel_i0e"): (("x",), _special("i0e")(True)), ("jax.lax", "bessel_i1e"): (("x",), _special("i1e")(True)),
+    ("jax.scipy.special", "i0e"): (("x",), _special("i0e")(False)),
+    ("jax.scipy.special", "i1e"): (("x",), _special("i1e")(False)),
+    ("jax.scipy.special", "ndtri"): (("p",), _float32_only("ndtri", "p")),
+    ("jax.scipy.special", "log_ndtr"): (("x", "series_order"), _float32_only("log_ndtr", "x")),
     ("jax.nn", "standardize"): (("x", "axis", "mean", "variance", "epsilon", "where", "algorithm"), _standardize),
 }

@@ -122,3 +122,56 @@ def test_gcd_and_lcm_on_the_gpu(dtype):
   x, y = _pairs(dtype, 5, 2048)
   for got, want in zip(gcd_lcm(x, y), gcd_lcm(x, y, interpret=True)):
     np.testing.assert_array_equal(got, want)
+
+
+# ---------------------------------------------------------------- jax.scipy.special's ndtri, log_ndtr, i0e, i1e
+@mg.mgpu_kernel(out_shape=lambda p, x: (S(p.shape, F32), S(x.shape, F32)) + (S(x.shape, x.dtype),) * 3)
+def specials(p_ref, x_ref, q, lcdf, a, b, c):
+  x = x_ref[...]
+  q[...] = jax.scipy.special.ndtri(p_ref[...])
+  lcdf[...] = jax.scipy.special.log_ndtr(x.astype(jnp.float32))
+  a[...] = jax.scipy.special.i0e(x)
+  b[...] = jax.scipy.special.i1e(x)
+  c[...] = jax.lax.bessel_i0e(x) - jax.lax.bessel_i1e(x)
+
+
+def _special_inputs(dtype, seed, n=512):
+  rng = np.random.default_rng(seed)
+  p = np.concatenate([[0, 1, 0.5, 1e-30, 1 - 1e-7, 0.1, 0.9, 0.135, 0.8647, -0.1, 1.5, np.nan, 1e-10, 3e-4, 0.999,
+                       0.02], rng.uniform(0, 1, n - 16)]).astype(np.float32)      # (every branch of ndtri's)
+  x = np.concatenate([[0, -0., 8, -8, 7.99, 8.01, 100, -100, 1e-5, -40, -10, -10.01, 5, 5.01, np.inf, -np.inf],
+                      rng.standard_normal(n - 16) * 12]).astype(dtype)          # (log_ndtr's segments, i0e's 8)
+  return p, x
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_ndtri_log_ndtr_i0e_i1e_are_jaxs(dtype):
+  p, x = _special_inputs(dtype, 6)
+  sp = jax.scipy.special
+  wants = (sp.ndtri(p), sp.log_ndtr(x.astype(np.float32)), sp.i0e(x), sp.i1e(x),
+           jax.lax.bessel_i0e(x) - jax.lax.bessel_i1e(x))
+  for n, (got, want) in enumerate(zip(specials(p, x, interpret=True), wants)):
+    assert got.dtype == want.dtype, n
+    tol = 1e-5 if n < 2 or dtype == np.float32 else 0     # (float32: numpy's exp and log against XLA's; 16-bit: once)
+    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=tol, atol=tol * 1e-3,
+                               err_msg=str(n))
+  _export(specials, p, x)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, F32))
+def bessel_of_ints(x_ref, o):
+  o[...] = jax.scipy.special.i0e(x_ref[...]) + jax.scipy.special.i1e(x_ref[...] * 2)
+
+
+def test_i0e_and_i1e_of_integers_are_float32_as_jnps():
+  x = np.arange(-64, 64, dtype=np.int32)
+  np.testing.assert_allclose(bessel_of_ints(x, interpret=True),
+                             jax.scipy.special.i0e(x) + jax.scipy.special.i1e(x * 2), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.gpu
+def test_ndtri_log_ndtr_i0e_i1e_on_the_gpu():
+  p, x = _special_inputs(np.float32, 7, 2048)
+  for n, (got, want) in enumerate(zip(specials(p, x), specials(p, x, interpret=True))):   # (libdevice: a few ulp)
+    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=2e-5, atol=1e-7,
+                               err_msg=str(n))
