@@ -27,7 +27,9 @@ SEGMENT = {
                      " program per"
                      " segment multiplies its windows loaded with other=1.0 and masked to off[g]:off[g + 1],"
                      " acc = acc * window, then takes ml.cumprod(acc)[-1]"),
-    "unique": ("no unique (its length depends on the data): for sorted values v of window s, mark each run's"
+    "unique": ("no unique (its length depends on the data): pass a static size, jnp.unique(v, size=8, fill_value=-1)"
+               " (jnp's padded form: the first 8 sorted values, the fill past their count), or across windows,"
+               " for sorted values v of window s, mark each run's"
                " head, head = (pos == 0) | (v != prev) with pos = s + ml.arange(n) and prev = x.at[ml.ds(s - 1,"
                " n)].load(mask=pos >= 1, other=0), and scatter each head's value to its rank, ml.atomic_add(out.at["
                "ml.where(head, ml.cumsum(head, dtype=jnp.int32) - 1, n)], v), into an output that starts at 0 (one"

@@ -175,3 +175,48 @@ def test_ndtri_log_ndtr_i0e_i1e_on_the_gpu():
   for n, (got, want) in enumerate(zip(specials(p, x), specials(p, x, interpret=True))):   # (libdevice: a few ulp)
     np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=2e-5, atol=1e-7,
                                err_msg=str(n))
+
+
+# ---------------------------------------------------------------- jnp.unique with a static size (sort + compaction)
+@mg.mgpu_kernel(out_shape=lambda x: (S((8,), x.dtype), S((8,), x.dtype), S((16,), x.dtype)))
+def unique_sized(x_ref, filled, default, doubled):
+  x = x_ref[...]
+  filled[...] = jnp.unique(x, size=8, fill_value=-1)
+  default[...] = jnp.unique(x, size=8)                      # (jnp's fill: the smallest value)
+  doubled[...] = jnp.unique(x * 2, size=16, fill_value=0)
+
+
+@pytest.mark.parametrize("dtype,values,shape", [(np.int32, (-100, 100), (100,)),
+                                                (np.float32, (0, 4), (128,)), (ml_dtypes.bfloat16, (-3, 4), (256,)),
+                                                (np.int8, (0, 9), (64,)), (np.int32, (0, 6), (16, 32))])
+def test_unique_of_a_static_size_is_jnps(dtype, values, shape):
+  x = np.random.default_rng(8).integers(*values, shape).astype(np.float64)
+  if dtype == np.float32:
+    x.flat[:3] = [np.nan, np.nan, -np.inf]         # (NaNs one value: jnp's equal_nan)
+  x = (x * (1.5 if dtype == ml_dtypes.bfloat16 else 1)).astype(dtype)
+  wants = (jnp.unique(x, size=8, fill_value=-1), jnp.unique(x, size=8), jnp.unique(x * 2, size=16, fill_value=0))
+  for got, want in zip(unique_sized(x, interpret=True), wants):
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(np.asarray(got, np.float64), np.asarray(want, np.float64))
+  if dtype in (np.int32, np.float32) and len(shape) == 1:
+    _export(unique_sized, x)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8,), x.dtype))
+def unique_unsized(x_ref, o):
+  o[...] = jnp.unique(x_ref[...])
+
+
+def test_unique_without_size_hints_size():
+  from locate import expect
+  from mgpu_dsl.frontend.segment_hints import SEGMENT
+  e = expect(unique_unsized, [S((128,), jnp.int32)], mg.KernelTypeError, "jnp.unique(",
+             "unique cannot take a register tensor inside a kernel", hint=SEGMENT["unique"])
+  assert "jnp.unique(v, size=8, fill_value=-1)" in e.hint
+
+
+@pytest.mark.gpu
+def test_unique_of_a_static_size_on_the_gpu():
+  x = np.random.default_rng(9).integers(-20, 20, 128).astype(np.int32)
+  for got, want in zip(unique_sized(x), unique_sized(x, interpret=True)):
+    np.testing.assert_array_equal(got, want)
