@@ -220,3 +220,38 @@ def test_unique_of_a_static_size_on_the_gpu():
   x = np.random.default_rng(9).integers(-20, 20, 128).astype(np.int32)
   for got, want in zip(unique_sized(x), unique_sized(x, interpret=True)):
     np.testing.assert_array_equal(got, want)
+
+
+# ---------------------------------------------------------------- int64 scans under jax_enable_x64 (were MG106)
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, x.dtype),) * 5 + (S(x.shape, jnp.int64),))
+def int64_scans(x_ref, a, b, c, d, e, f):
+  x = x_ref[...]
+  a[...] = jnp.cumsum(x, axis=-1)
+  b[...] = ml.cumsum(x, axis=0, reverse=True)
+  c[...] = jax.lax.cummax(x, axis=1)
+  d[...] = jax.lax.cummin(x, axis=1, reverse=True)
+  e[...] = jnp.cumprod(x % 3 + 1, axis=1)
+  f[...] = jnp.cumsum((x > 0).astype(jnp.int32), axis=1, dtype=jnp.int64)
+
+
+def _int64_scans_of(x):
+  return (np.cumsum(x, axis=1), np.flip(np.cumsum(np.flip(x, 0), axis=0), 0), np.maximum.accumulate(x, axis=1),
+          np.flip(np.minimum.accumulate(np.flip(x, 1), axis=1), 1), np.cumprod(x % 3 + 1, axis=1),
+          np.cumsum(x > 0, axis=1))
+
+
+def test_int64_scans_under_x64():
+  x = np.random.default_rng(10).integers(-2 ** 40, 2 ** 40, (4, 128)).astype(np.int64)   # (sums past int32)
+  with jax.enable_x64(True):
+    for got, want in zip(int64_scans(x, interpret=True), _int64_scans_of(x)):
+      assert got.dtype == np.int64
+      np.testing.assert_array_equal(got, want)
+    _export(int64_scans, x)
+
+
+@pytest.mark.gpu
+def test_int64_scans_on_the_gpu():
+  x = np.random.default_rng(11).integers(-2 ** 40, 2 ** 40, (8, 128)).astype(np.int64)
+  with jax.enable_x64(True):
+    for got, want in zip(int64_scans(x), _int64_scans_of(x)):
+      np.testing.assert_array_equal(np.asarray(got), want)

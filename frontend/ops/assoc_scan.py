@@ -205,7 +205,14 @@ def associative_scan(cx, *args, **kwargs):
   if not isinstance(reverse, bool):
     raise E.KernelTypeError(f"ml.associative_scan: reverse is a static bool, got {shown(reverse)}", cx.loc,
                             hint="reverse=True scans from the end")
-  axis %= rank
+  return combined_scan(cx, fn, parts, rebuild, axis % rank, reverse, flat)
+
+
+def combined_scan(cx, fn, parts, rebuild, axis, reverse, flat=False):
+  """The Hillis and Steele steps of `fn` (a BinOp, or the user's combine) over `parts` along a static axis (also
+  ml.cumsum's of 64-bit integers: scan.py)."""
+  shape = parts[0].type.shape
+  rank = len(shape)
   n = shape[axis]
   padded = _padded(cx, parts)         # (an odd-shaped read computed padded: its own length, and a guard)
   true_n = padded[0][axis] if padded else n

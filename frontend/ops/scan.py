@@ -101,6 +101,13 @@ def scan(cx, kind: ScanKind, x, axis, reverse, what, segment=0):
       acc = DType.u32 if d.is_int and not d.is_signed else DType.i32
   elif d == DType.bool_:       # a running or (max) or and (min), through SMEM as bytes, 0 or 1
     return ew.compare(cx, ew.CmpOp.NE, scan(cx, kind, ew.astype(cx, x, DType.i8), axis, reverse, what, segment), 0)
+  if acc.bits > 32 and d == DType.i64 and not segment:
+    # int64 under jax_enable_x64 (probe 51b): the Hillis and Steele steps of ml.associative_scan, each a 64-bit add
+    # (multiply, max, min) of the tensor rolled by 2**k, where the Scan op's 32-bit scratch holds no 64-bit lane
+    from .assoc_scan import combined_scan
+    op = {ScanKind.SUM: ew.BinOp.ADD, ScanKind.PROD: ew.BinOp.MUL, ScanKind.MAX: ew.BinOp.MAX,
+          ScanKind.MIN: ew.BinOp.MIN}[kind]
+    return combined_scan(cx, op, [x], None, axis, reverse)
   if acc.bits > 32:
     from .elementwise_checks import method_on
     xs = method_on(cx.named(x))        # (x * 2 ** 31 is the receiver (x * 2 ** 31).astype: its parentheses)
@@ -128,12 +135,6 @@ def _typed_scan(cx, kind, x, axis, reverse, dtype, what):
   d = dtype_arg(cx, dtype, f"{what}'s dtype", optional=True)
   if d is None or not is_tensor(x):
     return scan(cx, kind, x, axis, reverse, what)
-  if d == DType.i64:          # (dtype=int with jax_enable_x64 is int64, as jnp's)
-    xs, ax = cx.named(x), "" if axis is None else f", axis={axis}"
-    raise E.UnsupportedDtypeError(
-        f"{what} with dtype int64: 8- to 32-bit elements only", cx.loc,
-        hint=f"scan in int32 and widen the result, {what}({xs}{ax}, dtype=jnp.int32).astype(jnp.int64), where"
-             f" the running values stay within int32")
   r = scan(cx, kind, ew.astype(cx, x, d), axis, reverse, what)
   return r if resolve(r.type.dtype) == d else ew.astype(cx, r, d)
 
