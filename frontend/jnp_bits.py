@@ -196,6 +196,22 @@ def _standardize(a):
   return f"({{0}} - {mean}) * ml.rsqrt({var} + {float(eps)!r})", [x, a.get("mean"), a.get("variance")]
 
 
+def _scaled(name):
+  """jax.scipy.special.i0 / i1: exp(|x|) times i0e / i1e, in float32 (16-bit rounded once, jnp's integers as
+  float32), as jax defines them."""
+  def form(a):
+    from . import special_helpers
+    x = a["x"]
+    k, d = _kind(x), _dtype(x)
+    if d is None or k not in ("float", "int", "bool") or (k == "float" and str(d) not in _LAYOUT):
+      return None
+    v = "{0}" if k == "float" and str(d) == "float32" else "{0}.astype(ml.float32)"
+    body = f"ml.exp(ml.abs({v})) * {{1}}({v})"
+    return (f"({body}).astype({{0}}.dtype)" if k == "float" and str(d) != "float32" else body), [
+        x, getattr(special_helpers, name)]
+  return form
+
+
 def _special(name):
   """lax.lgamma / digamma (and jax.scipy.special's gammaln / digamma, which jnp's integers reach as float32): XLA's
   expansion in float32, a 16-bit operand converted first and the result rounded once (as XLA upcasts it)."""
@@ -246,6 +262,7 @@ BITS = {
     ("jax.lax", "bessel_i0e"): (("x",), _special("i0e")(True)), ("jax.lax", "bessel_i1e"): (("x",), _special("i1e")(True)),
     ("jax.scipy.special", "i0e"): (("x",), _special("i0e")(False)),
     ("jax.scipy.special", "i1e"): (("x",), _special("i1e")(False)),
+    ("jax.scipy.special", "i0"): (("x",), _scaled("i0e")), ("jax.scipy.special", "i1"): (("x",), _scaled("i1e")),
     ("jax.scipy.special", "ndtri"): (("p",), _float32_only("ndtri", "p")),
     ("jax.scipy.special", "log_ndtr"): (("x", "series_order"), _float32_only("log_ndtr", "x")),
     ("jax.nn", "standardize"): (("x", "axis", "mean", "variance", "epsilon", "where", "algorithm"), _standardize),

@@ -289,8 +289,35 @@ def _erf_inv(lax):
   return make
 
 
+def _select(a):
+  """jnp.select(condlist, choicelist, default): the first condition that holds picks its choice (nested ml.where,
+  as jnp's docstring writes it), the default elsewhere."""
+  conds, choices, default = a["condlist"], a["choicelist"], a["default"]
+  if not isinstance(conds, (tuple, list)) or not isinstance(choices, (tuple, list)) or not conds or \
+      len(conds) != len(choices) or len(conds) > 16 or not any(_dtype(v) is not None for v in (*conds, *choices)):
+    return None
+  n = len(conds)
+  form = f"{{{2 * n}}}"
+  for i in range(n - 1, -1, -1):
+    form = f"ml.where({{{i}}}, {{{n + i}}}, {form})"
+  return form, [*conds, *choices, default]
+
+
+def _cumulative_sum(a):
+  """jnp.cumulative_sum (the array API's name) without include_initial: ml.cumsum along its axis (optional for a
+  1-D tile only, as jnp's)."""
+  x, axis = a["x"], a["axis"]
+  shape = _shape(a, x)
+  if shape is None or a["include_initial"] is not False or (axis is None and len(shape) != 1):
+    return None
+  return "ml.cumsum({0}, axis={1}, dtype={2})", [x, 0 if axis is None else axis, a["dtype"]]
+
+
 _X = ("x",)
 MATH = {
+    ("jnp", "select"): (("condlist", "choicelist", "default"), _select),
+    ("jnp", "cumulative_sum"): (("x", "axis", "dtype", "include_initial"), _cumulative_sum),
+    ("jax.nn", "identity"): (_X, lambda a: None if _dtype(a["x"]) is None else ("{0}", [a["x"]])),
     **{("jnp", n): (_X, _unary(_sinh, wide=True)) for n in ("sinh",)},
     ("jax.lax", "sinh"): (_X, _unary(_sinh, lax=True, wide=True)),
     ("jnp", "cosh"): (_X, _unary(_cosh, wide=True)), ("jax.lax", "cosh"): (_X, _unary(_cosh, lax=True, wide=True)),

@@ -255,3 +255,29 @@ def test_int64_scans_on_the_gpu():
   with jax.enable_x64(True):
     for got, want in zip(int64_scans(x), _int64_scans_of(x)):
       np.testing.assert_array_equal(np.asarray(got), want)
+
+
+# ---------------------------------------------------------------- jnp.select, jax.nn.identity, cumulative_sum, i0, i1
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, x.dtype),) * 6 + (S((x.shape[1],), x.dtype),))
+def more_ops(x_ref, a, b, c, d, e, f, g):
+  x = x_ref[...]
+  a[...] = jnp.select([x > 1, x < -1, x > 0.5], [x * 2, -x, x * 0], 0.5)     # (the first condition that holds)
+  b[...] = jnp.select([x > 0], [jnp.sqrt(jnp.abs(x))], default=x)
+  c[...] = jax.nn.identity(x) + 1
+  d[...] = jnp.cumulative_sum(x, axis=1)
+  e[...] = jax.scipy.special.i0(x)
+  f[...] = jax.scipy.special.i1(x)
+  g[...] = jnp.cumulative_sum(x[0])
+
+
+def test_select_identity_cumulative_sum_i0_i1_are_jnps():
+  x = (np.random.default_rng(12).standard_normal((4, 128)) * 3).astype(np.float32)
+  x[0, :4] = [1.5, -1.5, 0.75, 0.25]
+  sp = jax.scipy.special
+  wants = (jnp.select([x > 1, x < -1, x > 0.5], [x * 2, -x, x * 0], 0.5),
+           jnp.select([x > 0], [jnp.sqrt(jnp.abs(x))], default=x), x + 1, jnp.cumulative_sum(x, axis=1), sp.i0(x),
+           sp.i1(x), jnp.cumulative_sum(x[0]))
+  for n, (got, want) in enumerate(zip(more_ops(x, interpret=True), wants)):
+    assert got.dtype == want.dtype, n
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-5, err_msg=str(n))
+  _export(more_ops, x)
