@@ -312,7 +312,12 @@ def _unique(a):
       a.get("equal_nan", True) is not True or (fill is not None and _kind(fill) not in ("float", "int")):
     return None
   flat = "{0}" if len(shape) == 1 else "{0}.reshape(-1)"
-  return f"{{1}}({flat}, {int(size)}, {{2}}, {fill is not None})", [x, unique, 0 if fill is None else fill]
+  f = "{2}"
+  if _dtype(fill) is not None:
+    f = "{2}.astype({0}.dtype)"              # (jnp converts the fill to the values' dtype)
+  elif _kind(x) == "int" and isinstance(fill, (float, np.floating)) and np.isfinite(fill):
+    fill = int(fill)                        # (an integer tile's float fill: truncated, as jnp's astype)
+  return f"{{1}}({flat}, {int(size)}, {f}, {fill is not None})", [x, unique, 0 if fill is None else fill]
 
 
 FORMS = {

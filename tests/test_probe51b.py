@@ -183,7 +183,7 @@ def unique_sized(x_ref, filled, default, doubled):
   x = x_ref[...]
   filled[...] = jnp.unique(x, size=8, fill_value=-1)
   default[...] = jnp.unique(x, size=8)                      # (jnp's fill: the smallest value)
-  doubled[...] = jnp.unique(x * 2, size=16, fill_value=0)
+  doubled[...] = jnp.unique(x * 2, size=16, fill_value=-2.5)      # (an integer tile: -2, as jnp converts it)
 
 
 @pytest.mark.parametrize("dtype,values,shape", [(np.int32, (-100, 100), (100,)),
@@ -194,7 +194,7 @@ def test_unique_of_a_static_size_is_jnps(dtype, values, shape):
   if dtype == np.float32:
     x.flat[:3] = [np.nan, np.nan, -np.inf]         # (NaNs one value: jnp's equal_nan)
   x = (x * (1.5 if dtype == ml_dtypes.bfloat16 else 1)).astype(dtype)
-  wants = (jnp.unique(x, size=8, fill_value=-1), jnp.unique(x, size=8), jnp.unique(x * 2, size=16, fill_value=0))
+  wants = (jnp.unique(x, size=8, fill_value=-1), jnp.unique(x, size=8), jnp.unique(x * 2, size=16, fill_value=-2.5))
   for got, want in zip(unique_sized(x, interpret=True), wants):
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(np.asarray(got, np.float64), np.asarray(want, np.float64))
