@@ -5,6 +5,8 @@ softplus(-5) came out 0.0078, not 0.0067). A float16 or bfloat16 operand compute
 (`widened`), as XLA on the GPU computes jax.nn's definitions."""
 import re
 
+import numpy as np
+
 ACTIVATIONS = {
     "relu": "ml.maximum({0}, 0)", "silu": "{0} * ml.sigmoid({0})", "swish": "{0} * ml.sigmoid({0})",
     "softplus": "ml.maximum({0}, 0) + ml.log1p(ml.exp(-ml.abs({0})))",
@@ -34,6 +36,25 @@ def activation_args(name, pos, kw):
     return pos[:1]
   key, default = ACTIVATION_PARAMS[name]
   return [pos[0], (kw.get(key) or (pos[1] if len(pos) > 1 else default)).strip()]
+
+
+def widened_pair(form, x, y):
+  """`form` of operands {0} and {1} (register values, or one a Python number) widened as `widened` widens one
+  operand's, where the register ones are all of one 16-bit float dtype: (the form, the operands, a number rounded
+  to that dtype as jax's weak one is); else unchanged."""
+  ds = {str(getattr(getattr(v, "type", None), "dtype", "")) for v in (x, y) if hasattr(v, "type")}
+  if len(ds) != 1 or (d := ds.pop()) not in ("float16", "bfloat16") or not all(
+      hasattr(v, "type") or isinstance(v, (int, float)) and not isinstance(v, bool) for v in (x, y)):
+    return form, [x, y]
+  like = 0 if hasattr(x, "type") else 1
+  t = x.type.dtype.np if like == 0 else y.type.dtype.np
+  ops = [v if hasattr(v, "type") else float(np.asarray(v, t)) for v in (x, y)]
+  body = widened(form, d)[1:-len(").astype({0}.dtype)")]     # (its float32 body: {0} widened, constants rounded)
+  if hasattr(y, "type"):
+    body = body.replace("{1}", "{1}.astype(ml.float32)")
+  if like == 1:
+    body = body.replace("{0}.astype(ml.float32)", "{0}")
+  return f"({body}).astype({{{like}}}.dtype)", ops
 
 
 def widened(form, dtype):

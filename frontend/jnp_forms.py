@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from .activation_forms import widened
+from .activation_forms import widened, widened_pair
 
 
 def _dtype(x):
@@ -194,10 +194,11 @@ def _hypot(a):
   if xs is None or any(_kind(x) != "float" for x in xs):
     return None
   # jax's: the larger of |x1|, |x2| times sqrt(1 + (smaller / larger)**2), 0 where the larger is, inf where either is
-  return ("ml.where(ml.isinf({0}) | ml.isinf({1}), float('inf'),"
-          " ml.where(ml.maximum(ml.abs({0}), ml.abs({1})) == 0, ml.maximum(ml.abs({0}), ml.abs({1})),"
-          " ml.maximum(ml.abs({0}), ml.abs({1})) * ml.sqrt(1 + (ml.minimum(ml.abs({0}), ml.abs({1}))"
-          " / ml.where(ml.maximum(ml.abs({0}), ml.abs({1})) == 0, 1, ml.maximum(ml.abs({0}), ml.abs({1})))) ** 2)))"), xs
+  return widened_pair("ml.where(ml.isinf({0}) | ml.isinf({1}), float('inf'),"
+                      " ml.where(ml.maximum(ml.abs({0}), ml.abs({1})) == 0, ml.maximum(ml.abs({0}), ml.abs({1})),"
+                      " ml.maximum(ml.abs({0}), ml.abs({1})) * ml.sqrt(1 + (ml.minimum(ml.abs({0}), ml.abs({1}))"
+                      " / ml.where(ml.maximum(ml.abs({0}), ml.abs({1})) == 0, 1, ml.maximum(ml.abs({0}),"
+                      " ml.abs({1})))) ** 2)))", *xs)
 
 
 def _copysign(a):

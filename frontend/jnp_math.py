@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from .activation_forms import widened
+from .activation_forms import widened, widened_pair
 from .jnp_forms import _dtype, _kind
 
 _LOG_HALF = math.log(0.5)
@@ -127,7 +127,9 @@ def _pair(a):
   return x1, x2, ds[0]
 
 
-def _binary(make):
+def _binary(make, wide=False):
+  """A form of two float operands in their common dtype; `wide`: two of one 16-bit dtype (or one a Python number)
+  in float32, rounded once (activation_forms.widened_pair)."""
   def form(a):
     got = _pair(a)
     if got is None:
@@ -135,6 +137,9 @@ def _binary(make):
     x1, x2, d = got
     conv = [f"{{{i}}}.astype({{2}})" if _dtype(x) is not None and _dtype(x) != d else f"{{{i}}}"
             for i, x in enumerate((x1, x2))]
+    if wide and "astype" not in "".join(conv):
+      f, ops = widened_pair(make(*conv), x1, x2)
+      return f, [*ops, d]
     return make(*conv), [x1, x2, d]
   return form
 
@@ -329,7 +334,7 @@ MATH = {
     **{("jnp", n): (_X, _unary(lambda x, d: f"{x} * {math.pi / 180!r}", jnp_level=True)) for n in ("deg2rad", "radians")},
     **{("jnp", n): (_X, _unary(lambda x, d: f"{x} * {180 / math.pi!r}", jnp_level=True)) for n in ("rad2deg", "degrees")},
     ("jnp", "sinc"): (_X, _unary(_sinc)),
-    ("jnp", "logaddexp2"): (("args",), _binary(_logaddexp2)),
+    ("jnp", "logaddexp2"): (("args",), _binary(_logaddexp2, wide=True)),
     ("jnp", "heaviside"): (("x1", "x2"), _binary(_heaviside)),
     ("jax.scipy.special", "expit"): (_X, _unary(lambda x, d: f"ml.sigmoid({x})")),
     ("jax.scipy.special", "logit"): (_X, _unary(lambda x, d: f"ml.log({x} / (1 - {x}))", jnp_level=True)),

@@ -167,8 +167,10 @@ def _logaddexp(a):
     else:
       conv.append(f"{{{i}}}")
   p, q = conv
-  return (f"ml.where(ml.isnan({p} - {q}), {p} + {q}, ml.maximum({p}, {q}) + ml.log1p(ml.exp(-ml.abs({p} - {q}))))",
-          [xs[0], xs[1], _f32()])
+  form = f"ml.where(ml.isnan({p} - {q}), {p} + {q}, ml.maximum({p}, {q}) + ml.log1p(ml.exp(-ml.abs({p} - {q}))))"
+  from .activation_forms import widened_pair      # (16-bit: in float32, rounded once, as XLA on the GPU)
+  form, ops = widened_pair(form, xs[0], xs[1])
+  return form, [*ops, _f32()]
 
 
 def _inf(o):

@@ -84,6 +84,28 @@ def test_16_bit_activations_on_the_gpu_are_xlas(dtype):
                                err_msg=str(n))
 
 
+@mg.mgpu_kernel(out_shape=lambda x, y: (S(x.shape, x.dtype),) * 4)
+def binary_16(x_ref, y_ref, lae, hyp, lae2, lae_c):
+  x, y = x_ref[...], y_ref[...]
+  lae[...] = jnp.logaddexp(x, y)
+  hyp[...] = jnp.hypot(x, y)
+  lae2[...] = jnp.logaddexp2(x, y)
+  lae_c[...] = jnp.logaddexp(x, 0.1)           # (jax's weak 0.1: rounded to x's dtype)
+
+
+@pytest.mark.parametrize("dtype", [ml_dtypes.bfloat16, np.float16])
+def test_16_bit_logaddexp_and_hypot_compute_in_float32_and_round_once(dtype):
+  x, y = _x(dtype, 13, 512), _x(dtype, 14, 512)[::-1].copy()
+  c = lambda v: np.float32(np.asarray(v, dtype))
+  v, w = (np.asarray(a, np.float32) for a in (x, y))
+  wants = (jnp.logaddexp(v, w), jnp.hypot(v, w),
+           jnp.maximum(v, w) + c(1 / np.log(2)) * jnp.log1p(jnp.exp2(-jnp.abs(v - w))), jnp.logaddexp(v, c(0.1)))
+  for n, (got, want) in enumerate(zip(binary_16(x, y, interpret=True), wants)):
+    assert got.dtype == x.dtype
+    np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(np.asarray(want).astype(dtype), np.float32),
+                                  err_msg=str(n))
+
+
 # ---------------------------------------------------------------- jnp.gcd / jnp.lcm: Euclid's steps, unrolled
 @mg.mgpu_kernel(out_shape=lambda x, y: (S(x.shape, x.dtype),) * 3)
 def gcd_lcm(x_ref, y_ref, g, l, g12):
