@@ -262,6 +262,7 @@ BITS = {
     ("jax.lax", "bessel_i0e"): (("x",), _special("i0e")(True)), ("jax.lax", "bessel_i1e"): (("x",), _special("i1e")(True)),
     ("jax.scipy.special", "i0e"): (("x",), _special("i0e")(False)),
     ("jax.scipy.special", "i1e"): (("x",), _special("i1e")(False)),
+    ("jax.scipy.special", "gamma"): (("x",), _special("gamma")(False)),
     ("jax.scipy.special", "i0"): (("x",), _scaled("i0e")), ("jax.scipy.special", "i1"): (("x",), _scaled("i1e")),
     ("jax.scipy.special", "ndtri"): (("p",), _float32_only("ndtri", "p")),
     ("jax.scipy.special", "log_ndtr"): (("x", "series_order"), _float32_only("log_ndtr", "x")),

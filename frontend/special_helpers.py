@@ -170,3 +170,14 @@ def i1e(x):
   a = ml.abs(x)
   y = ml.where(a <= 8.0, _chebyshev(_I1E_A, 0.5 * a - 2.0) * a, _chebyshev(_I1E_B, 32.0 / a - 2.0) / ml.sqrt(a))
   return ml.where(x < 0, -y, y)
+
+
+@ml.inline
+def gamma(x):
+  """jax.scipy.special.gamma of reals: gammasgn(x) * exp(lgamma(x)), the sign NaN at the poles (and NaN), -1 where
+  floor(x) is odd below 0 and at -0.0, else 1 (jax's)."""
+  floor_x = ml.floor(x)
+  neg = x < 0
+  minus = (neg & (floor_x % 2 != 0)) | ((x == 0) & (ml.bitcast(x, ml.int32) < 0))
+  sign = ml.where((neg & (x == floor_x)) | ml.isnan(x), float("nan"), ml.where(minus, -1.0, 1.0))
+  return sign * ml.exp(lgamma(x))

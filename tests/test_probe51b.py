@@ -303,3 +303,20 @@ def test_select_identity_cumulative_sum_i0_i1_are_jnps():
     assert got.dtype == want.dtype, n
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-5, err_msg=str(n))
   _export(more_ops, x)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, x.dtype))
+def gamma_of(x_ref, o):
+  o[...] = jax.scipy.special.gamma(x_ref[...])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_gamma_is_jaxs_sign_times_exp_lgamma(dtype):
+  rng = np.random.default_rng(15)
+  x = np.concatenate([[0, -0., 1, 2, 3, 5, -1, -2, -0.5, -1.5, -2.5, 0.5, 10, 30, 40, np.nan],
+                      rng.uniform(-10, 20, 112)]).astype(dtype)      # (poles NaN, -0.0 gives -inf, overflow inf)
+  want = jax.scipy.special.gamma(np.asarray(x, np.float32))       # (16-bit: in float32, rounded once)
+  got = np.asarray(gamma_of(x, interpret=True), np.float64)
+  tol = 2e-6 * 16 if dtype == np.float32 else float(jnp.finfo(dtype).eps)     # (numpy's exp and log against XLA's)
+  np.testing.assert_allclose(got, np.asarray(np.asarray(want).astype(dtype), np.float64), rtol=tol, equal_nan=True)
+  assert np.array_equal(np.signbit(got[:2]), [False, True])
