@@ -318,8 +318,35 @@ def _cumulative_sum(a):
   return "ml.cumsum({0}, axis={1}, dtype={2})", [x, 0 if axis is None else axis, a["dtype"]]
 
 
+def _nancum(op, fill):
+  """jnp.nancumsum / nancumprod: the scan of the tile with its NaNs as `fill` (0 or 1), jax's definition."""
+  def make(a):
+    x, axis = a["a"], a["axis"]
+    shape = _shape(a, x)
+    if shape is None or a.get("out") is not None or (axis is None and len(shape) != 1) or _kind(x) not in (
+        "float", "int", "bool"):
+      return None
+    v = f"ml.where(ml.isnan({{0}}), {fill}, {{0}})" if _kind(x) == "float" else "{0}"
+    return f"ml.{op}({v}, axis={{1}}, dtype={{2}})", [x, 0 if axis is None else axis, a["dtype"]]
+  return make
+
+
+def _trace(a):
+  """jnp.trace of a 2-D tile (a static offset, axes 0 and 1): the sum of its diagonal's elements."""
+  x, offset = a["a"], a["offset"]
+  shape = _shape(a, x)
+  if shape is None or len(shape) != 2 or not isinstance(offset, int) or isinstance(offset, bool) or (
+      a["axis1"], a["axis2"]) != (0, 1) or a.get("out") is not None or _kind(x) not in ("float", "int"):
+    return None
+  return ("ml.sum(ml.where(ml.arange({0}.shape[0])[:, None] + {1} == ml.arange({0}.shape[1])[None, :], {0}, 0),"
+          " dtype={2})"), [x, offset, a["dtype"]]
+
+
 _X = ("x",)
 MATH = {
+    ("jnp", "nancumsum"): (("a", "axis", "dtype", "out"), _nancum("cumsum", 0)),
+    ("jnp", "nancumprod"): (("a", "axis", "dtype", "out"), _nancum("cumprod", 1)),
+    ("jnp", "trace"): (("a", "offset", "axis1", "axis2", "dtype", "out"), _trace),
     ("jnp", "select"): (("condlist", "choicelist", "default"), _select),
     ("jnp", "cumulative_sum"): (("x", "axis", "dtype", "include_initial"), _cumulative_sum),
     ("jax.nn", "identity"): (_X, lambda a: None if _dtype(a["x"]) is None else ("{0}", [a["x"]])),

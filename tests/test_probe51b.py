@@ -292,6 +292,26 @@ def more_ops(x_ref, a, b, c, d, e, f, g):
   g[...] = jnp.cumulative_sum(x[0])
 
 
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, x.dtype),) * 2 + (S((), x.dtype),) * 2)
+def nan_scans_and_traces(x_ref, a, b, c, d):
+  x = x_ref[...]
+  a[...] = jnp.nancumsum(x, axis=1)
+  b[...] = jnp.nancumprod(x * 0.01 + 1, axis=0)
+  c[...] = jnp.trace(x[:, :8])
+  d[...] = jnp.trace(x[:, :16], offset=2)
+
+
+def test_nancumsum_nancumprod_and_trace_are_jnps():
+  x = np.random.default_rng(16).standard_normal((8, 128)).astype(np.float32)
+  x[0, 3] = x[2, 5] = np.nan
+  wants = (jnp.nancumsum(x, axis=1), jnp.nancumprod(x * 0.01 + 1, axis=0), jnp.trace(x[:, :8]),
+           jnp.trace(x[:, :16], offset=2))
+  for n, (got, want) in enumerate(zip(nan_scans_and_traces(x, interpret=True), wants)):
+    assert got.dtype == want.dtype, n
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=str(n))
+  _export(nan_scans_and_traces, x)
+
+
 def test_select_identity_cumulative_sum_i0_i1_are_jnps():
   x = (np.random.default_rng(12).standard_normal((4, 128)) * 3).astype(np.float32)
   x[0, :4] = [1.5, -1.5, 0.75, 0.25]
