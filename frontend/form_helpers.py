@@ -97,19 +97,3 @@ def lcm(a, b, steps):
   """jnp.lcm: |a| * (|b| // gcd), 0 where the gcd is 0 (both 0)."""
   d = gcd(a, b, steps)
   return ml.where(d == 0, 0, ml.abs(a) * (ml.abs(b) // ml.where(d == 0, 1, d)))
-
-
-@ml.inline
-def unique(v, size, fill, has_fill):
-  """jnp.unique(v, size=size, fill_value=fill) of a 1-D tile: the sorted values, each run's head (NaNs one run, jnp's
-  equal_nan) sent to its rank among the heads (ml.segment_sum of one value a slot), slots past the count `fill`
-  (jnp's default: the smallest value)."""
-  s = ml.sort(v)
-  prev = ml.roll(s, 1)
-  head = (ml.arange(s.shape[0]) == 0) | ((s != prev) & ~(ml.isnan(s) & ml.isnan(prev)))
-  count = ml.cumsum(head.astype(ml.int32))
-  vals = ml.segment_sum(s, ml.where(head, count - 1, -1), num_segments=size)
-  keep = ml.arange(size) < ml.sum(head.astype(ml.int32))
-  if has_fill:
-    return ml.where(keep, vals, fill)
-  return ml.where(keep, vals, s[0])

@@ -301,29 +301,7 @@ def _take(a):
   return "ml.where(({1} >= -{0}.shape[0]) & ({1} < {0}.shape[0]), {0}[{1}], {2})", [x, ids, fill]
 
 
-def _unique(a):
-  """jnp.unique(v, size=k) of a register tile (flattened) with fill_value= or jnp's default, nothing returned beside
-  the values: form_helpers.unique; without size= (a length of the data's) it stays MG003 with its hint."""
-  from .form_helpers import unique
-  x, size, fill = a["ar"], a["size"], a["fill_value"]
-  shape = _shape(x)
-  if shape is None or len(shape) not in (1, 2) or not isinstance(size, (int, np.integer)) or isinstance(size, bool) \
-      or size < 1 or _kind(x) not in ("float", "int") or any(a.get(k) for k in (
-          "return_index", "return_inverse", "return_counts")) or a.get("axis") is not None or \
-      a.get("equal_nan", True) is not True or (fill is not None and _kind(fill) not in ("float", "int")):
-    return None
-  flat = "{0}" if len(shape) == 1 else "{0}.reshape(-1)"
-  f = "{2}"
-  if _dtype(fill) is not None:
-    f = "{2}.astype({0}.dtype)"              # (jnp converts the fill to the values' dtype)
-  elif _kind(x) == "int" and isinstance(fill, (float, np.floating)) and np.isfinite(fill):
-    fill = int(fill)                        # (an integer tile's float fill: truncated, as jnp's astype)
-  return f"{{1}}({flat}, {int(size)}, {f}, {fill is not None})", [x, unique, 0 if fill is None else fill]
-
-
 FORMS = {
-    ("jnp", "unique"): (("ar", "return_index", "return_inverse", "return_counts", "axis", "equal_nan", "size",
-                         "fill_value"), _unique),
     ("jnp", "take"): (("a", "indices", "axis", "out", "mode", "unique_indices", "indices_are_sorted", "fill_value"),
                       _take),
     ("jnp", "nonzero"): (("a", "size", "fill_value"), _nonzero("nonzero")),

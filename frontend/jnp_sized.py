@@ -32,9 +32,10 @@ def _int(v) -> bool:
 
 
 def _fill(fill, arr):
-  """`fill` as jnp converts it to `arr`'s dtype: a whole float for integers (a fraction: None, no form)."""
+  """`fill` as jnp converts it to `arr`'s dtype: a finite float truncated for integers (jnp's astype: -2.5 is -2;
+  an infinity or NaN: None, no form)."""
   if _kind(arr) == "int" and isinstance(fill, (float, np.floating)):
-    return int(fill) if float(fill).is_integer() else None
+    return int(fill) if np.isfinite(fill) else None
   return fill
 
 
