@@ -94,30 +94,23 @@ def _users(body: ir.Block) -> dict:
   return users
 
 
-def _tile_shape(o, users, limit=32) -> tuple:
-  """The largest tile the broadcast `o`'s result is stretched into through broadcasts and elementwise math (a
-  head_dim mask's `dmask[None, :]` in Q's (128, d) load mask and in V's (32, d) one): one vector meeting tiles of
-  different shapes, which may take different layouts (Q the tensor cores' A of 128 rows, V a B of 32 keys the
-  compiler stores into SMEM), gets a copy for each (probe 51f; it was MG204)."""
-  best, todo, seen = tuple(o.result.type.shape), [o.result], set()
-  while todo and len(seen) < limit:
-    v = todo.pop()
-    if v.id in seen:
+def _tiles(v, users: dict) -> frozenset:
+  """The shapes of the tiles a broadcast vector `v` reaches through elementwise ops and further
+  broadcasts (`rn[None, :] < N` in a (64, 64) B tile's mask and in a (16, 64) product's store mask):
+  tiles of two shapes may take two layouts (a decode's product of 16 rows, the B tile it is
+  multiplied by), which one vector cannot hold."""
+  seen, todo, shapes = set(), [v], set()
+  while todo:
+    x = todo.pop()
+    if x.id in seen:
       continue
-    seen.add(v.id)
-    if isinstance(v.type, TensorType) and _size(v.type.shape) > _size(best):
-      best = tuple(v.type.shape)
-    for u in users.get(v.id, ()):
+    seen.add(x.id)
+    shapes.add(tuple(x.type.shape))
+    for u in users.get(x.id, ()):
       if isinstance(u, (Broadcast, *ELEMENTWISE_OPS)):
         todo.extend(r for r in u.results if isinstance(r.type, TensorType))
-  return best
-
-
-def _size(shape) -> int:
-  n = 1
-  for d in shape:
-    n *= d
-  return n
+  return frozenset(s for s in shapes if not any(
+      t != s and len(t) == len(s) and all(a >= b for a, b in zip(t, s)) for t in shapes))
 
 
 def _clone(o, mapping: dict):
@@ -141,8 +134,9 @@ def split_index_vectors(kernel: ir.Kernel, defs: dict) -> None:
   users = _users(kernel.body)
   orientations: dict[int, set] = {}    # id of a chain op -> where the vectors it computes go
   for o, _, ops in uses:
+    where = (o.dims, len(o.result.type.shape), _tiles(o.result, users))
     for x in ops:
-      orientations.setdefault(id(x), set()).add((o.dims, len(o.result.type.shape), _tile_shape(o, users)))
+      orientations.setdefault(id(x), set()).add(where)
   split = False
   for o, block, ops in uses:
     # Every broadcast of a chain that is broadcast both ways gets its own copy; the original

@@ -295,15 +295,15 @@ def matmul_masked_n(a_ptr, b_ptr, c_ptr, *, BLOCK_K: ml.constexpr):
   offs_am = pid_m * 64 + ml.arange(0, 64)
   offs_bn = pid_n * 64 + ml.arange(0, 64)
   offs_k = ml.arange(0, BLOCK_K)
-  acc = ml.zeros((64, 64), dtype=F32)
+  n_ok = offs_bn[None, :] < N      # one (1, 64) mask for the B tile and the product (written twice, each use has
+  acc = ml.zeros((64, 64), dtype=F32)     # its own copy since probe 51e, and BLOCK_K=32 computes: test_probe51e)
   for k in range(0, ml.cdiv(K, BLOCK_K)):
     a = ml.load(a_ptr.at[offs_am[:, None], offs_k[None, :] + k * BLOCK_K], mask=offs_k[None, :] < K - k * BLOCK_K,
                 other=0.0)
     b = ml.load(b_ptr.at[offs_k[:, None] + k * BLOCK_K, offs_bn[None, :]],
-                mask=(offs_k[:, None] < K - k * BLOCK_K) & (offs_bn[None, :] < N), other=0.0)
+                mask=(offs_k[:, None] < K - k * BLOCK_K) & n_ok, other=0.0)
     acc = ml.dot(a, b, acc)
-  ml.store(c_ptr.at[offs_am[:, None], offs_bn[None, :]], acc.to(c_ptr.dtype),
-           mask=(offs_am[:, None] < M) & (offs_bn[None, :] < N))
+  ml.store(c_ptr.at[offs_am[:, None], offs_bn[None, :]], acc.to(c_ptr.dtype), mask=(offs_am[:, None] < M) & n_ok)
 
 
 def _mm(a, b):
