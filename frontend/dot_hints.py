@@ -100,6 +100,19 @@ def _batched_call(name, pos, kw, operands) -> str | None:
   return batched_hint(ta, tb, ts[0].shape[0], a_flip=ca == 1, b_flip=cb == 2)
 
 
+def _int8_hint(name, pos, kw, operands) -> str | None:
+  """A product of two int8 register tiles without `preferred_element_type=`: jnp's result is int8 (the sums
+  wrapped), so the call asks for the int32 sums, as a W8A8 kernel means (probe 51e: computed as ml.dot then)."""
+  ds = [resolve(getattr(getattr(v, "type", None), "dtype", None)) for _, v, _ in operands]
+  if "preferred_element_type" in kw or ds != [DType.i8, DType.i8] or any(
+      isinstance(getattr(v, "type", None), RefType) for _, v, _ in operands):
+    return None
+  fn = "lax.dot_general" if name == "dot_general" else f"jnp.{name}"
+  args = ", ".join(list(pos) + [f"{k}={v}" for k, v in kw.items()])
+  return (f"jnp's product of int8 tiles is int8 (its int32 sums wrapped): ask for the sums, {fn}({args},"
+          f" preferred_element_type=jnp.int32), computed on the tensor cores as ml.dot")
+
+
 def dot_hint(name, pos, kw, operands, taken=frozenset()) -> str | None:
   """The ml.dot hint for `name` (one of _DOTS) called with arguments `pos`, `kw` (as written) whose
   operands are `operands`: (text, value, transposed) of a and of b, a ref read whole (`a_s[...]`,
@@ -107,6 +120,9 @@ def dot_hint(name, pos, kw, operands, taken=frozenset()) -> str | None:
   buffer's name avoids); None where the call is not understood."""
   if name not in _DOTS or len(operands) != 2:
     return None
+  ints = _int8_hint(name, pos, kw, operands)
+  if ints is not None:
+    return ints
   batched = _batched_call(name, pos, kw, operands)
   if batched is not None:
     return batched

@@ -20,6 +20,13 @@ from .dtypes import DType, to_dtype
 from .types import RefType, Space, resolve
 
 _FLOATS = (DType.f16, DType.bf16, DType.f32)
+_FP8 = (DType.f8e4m3, DType.f8e5m2)
+# Operand dtypes a product takes to the tensor cores: the floats ml.dot reads, and 8-bit ones (probe 51e: a Pallas
+# W8A8 or FP8 kernel's `jnp.dot(x, w, preferred_element_type=jnp.int32)`, `lax.dot_general` of float8 tiles)
+_OPERANDS = _FLOATS + _FP8 + (DType.i8,)
+# The most multiply-adds (m * k * n) of a float32 product of tiles ml.dot stores for the tensor cores only padded
+# that is computed exactly in registers (jnp_einsum.chunked_product); larger ones are ml.dot's (TF32)
+_REGISTER_MOST = 1 << 18
 
 
 def _dtype(v):
@@ -267,28 +274,34 @@ def product(tracer, node, a, b, want, precision):
   from .jnp_calls import trace_form
   (va, fa), (vb, fb) = a, b
   da, db = _dtype(va), _dtype(vb)
-  if da not in _FLOATS or db not in _FLOATS or len(_shape(a)) != 2 or len(_shape(b)) != 2 or \
+  if da not in _OPERANDS or db not in _OPERANDS or len(_shape(a)) != 2 or len(_shape(b)) != 2 or \
       _shape(a, tracer)[1] != _shape(b, tracer)[0]:
     return None
   common = da
   if da != db:                  # jnp's promotion: bfloat16 with float32 computes in float32
     from .ops.promotion import arithmetic_in
     common = arithmetic_in(da, db)
-    if common is None:
+    if common not in _FLOATS:   # (8-bit operands of two dtypes: jnp promotes them to none)
       return None
     (va, fa), (vb, fb) = (_register(tracer, node, x, common) for x in ((va, fa), (vb, fb)))
   out = common if want is None else to_dtype(want)
-  if out is None:
-    return None
+  if out is None or common == DType.i8 and want is None:
+    return None                 # (jnp.dot of int8 tiles is int8, wrapped: its MG003 asks for preferred_element_type)
   # jnp.dot of 16-bit tiles accumulates in float32 and rounds once; an accumulator dtype asked for is ml.dot's
-  acc = out if want is not None and out in hw.MMA_ACC.get(common, (DType.f32,)) else DType.f32
+  acc = out if want is not None and out in hw.MMA_ACC.get(common, (DType.f32,)) else \
+      hw.MMA_ACC.get(common, (DType.f32,))[0]       # (int8's int32, converted to a float asked for)
   keys = ", preferred_element_type={2}" + ("" if precision is None else ", precision={4}")
   cast = "" if acc == out else ".astype({3})"
   try:
     if common == DType.f32:
-      va, fa, vb, fb = _k_major(tracer, node, (va, fa), (vb, fb))
-      if va is None:
-        return None
+      staged = _k_major(tracer, node, (va, fa), (vb, fb))
+      if staged[0] is not None:
+        va, fa, vb, fb = staged
+      elif _shape(a)[0] * _shape(a)[1] * _shape(b)[1] <= _REGISTER_MOST:
+        return None            # (small: jnp's float32 products in registers, exactly, chunked_product)
+      # else (m or n not a multiple of 64: a (200, 64) A, a (64, 40) B) ml.dot stages and pads the register tiles
+      # itself, as it does Triton's tl.dot of two loaded float32 tiles (probe 51e: chunked_product took tens of
+      # seconds to build such products, or failed in its own layouts)
     form = f"ml.dot({{0}}{'.T' if fa else ''}, {{1}}{'.T' if fb else ''}{keys}){cast}"
     return trace_form(tracer, node, form, [va, vb, acc, out, precision])
   except E.KernelError as e:
