@@ -670,6 +670,14 @@ def frag(x, o, p):
     o[...] = x[...]
 {frag}
 """, [S((64, 24), f32)], None),
+    "def body(k, acc):": ("""
+@mg.mgpu_kernel(out_shape=lambda x, w, sx, sw: jax.ShapeDtypeStruct((x.shape[0], w.shape[1]), jnp.float32),
+                grid=lambda x, w, sx, sw: (x.shape[0] // 64, w.shape[1] // 64))
+def frag(x_ref, w_ref, sx_ref, sw_ref, o_ref):
+    i, j = ml.program_id(0), ml.program_id(1)
+    sx, sw = sx_ref[ml.ds(i * 64, 64)], sw_ref[ml.ds(j * 64, 64)]
+{frag}
+""", [S((128, 256), jnp.int8), S((256, 128), jnp.int8), S((128,), f32), S((128,), f32)], None),
     "@ml.inline\ndef mainloop(": ("""{frag}
 @mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), jnp.float32),
                 grid=lambda a, b: (a.shape[0] // 128, b.shape[1] // 128))
