@@ -111,6 +111,31 @@ def _operand(cx, what, x, other=None):
                             _batched_operands(x, other, what) or "index the leading dimensions away: buf.at[stage]")
 
 
+def _batched_dot(cx, a, b, acc, out_dtype):
+  """Triton's 3-D tl.dot (probe 51e): `acc + a @ b` of (z, m, k) and (z, k, n) register tensors or SMEM refs
+  (and a (z, m, n) acc) as z two-dimensional dots of their elements, stacked, as jnp.matmul of 3-D tiles is
+  (jnp_dots.batched_product). None where the operands are not two such 3-D operands of one batch."""
+  from .memory import view
+  from .shape import expand
+  from .stacking import stack
+  ops = (a, b) if acc is None else (a, b, acc)
+  if not all(is_value(x) and len(getattr(x.type, "shape", ())) == 3 for x in ops) or len(
+      {x.type.shape[0] for x in ops}) != 1 or not all(
+      isinstance(x.type, TensorType) or isinstance(x.type, RefType) and x.type.space == Space.SMEM for x in ops):
+    return None
+  def element(x, i):
+    whole = (i, slice(None), slice(None))
+    return expand(cx, x, whole) if isinstance(x.type, TensorType) else view(cx, x, whole)
+  name = cx.name
+  cx.name = ""                        # (only the stacked result takes the name it is bound to)
+  try:
+    parts = [dot.rule(cx, element(a, i), element(b, i), None if acc is None else element(acc, i),
+                      out_dtype=out_dtype) for i in range(a.type.shape[0])]
+  finally:
+    cx.name = name
+  return stack.rule(cx, parts, 0)
+
+
 def _batched_operands(x, other, what):
   """Two 3-D buffers of one batch (ml.dot(a_s, b_s) of (B, m, k) and (B, k, n)): one dot per element."""
   from ..dot_hints import batched_hint
@@ -468,6 +493,8 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
   out_dtype = check_dot_options(cx, a, b, acc, out_dtype, input_precision, allow_tf32, max_num_imprecise_acc,
                                 preferred_element_type, precision)
   loc = cx.loc
+  if (batched := _batched_dot(cx, a, b, acc, out_dtype)) is not None:
+    return batched                    # Triton's 3-D tl.dot: one dot per batch element, stacked
   from .padded_dots import padded_dot
   if (padded := padded_dot(cx, a, b, acc, out_dtype, dot.rule)) is not None:
     return padded                     # a padded trace's dot: at padded shapes (ops/padded_dots.py)
