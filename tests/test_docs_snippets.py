@@ -670,6 +670,14 @@ def frag(x, o, p):
     o[...] = x[...]
 {frag}
 """, [S((64, 24), f32)], None),
+    "a = ml.load(a_ptr.at[offs_z[:, None, None]": ("""
+@mg.mgpu_kernel(out_shape=lambda a_ptr, b_ptr: jax.ShapeDtypeStruct((2, 64, 32), jnp.float32))
+def frag(a_ptr, b_ptr, out):
+    offs_z, offs_m, offs_k, offs_n = ml.arange(0, 2), ml.arange(0, 64), ml.arange(0, 64), ml.arange(0, 32)
+    acc = ml.zeros((2, 64, 32), jnp.float32)
+{frag}
+    out[...] = acc
+""", [S((2, 64, 64), f16), S((2, 64, 32), f16)], None),
     "def body(k, acc):": ("""
 @mg.mgpu_kernel(out_shape=lambda x, w, sx, sw: jax.ShapeDtypeStruct((x.shape[0], w.shape[1]), jnp.float32),
                 grid=lambda x, w, sx, sw: (x.shape[0] // 64, w.shape[1] // 64))

@@ -9,7 +9,8 @@ jnp.matmul, `@`, lax.dot_general and jnp.einsum of int8 or float8 register tiles
 at a line of the compiler's: they compute as ml.dot. int8 tiles without preferred_element_type= (jnp's int8 result)
 keep their MG003, whose hint asks for the int32 sums. (3) jnp.dot of float32 tiles whose rows or columns are not a
 multiple of 64 ((200, 64) by (64, 64), (64, 128) by (128, 40)) was a broadcast product in registers (tens of
-seconds to compile, or MG204 at a line of the compiler's): it is ml.dot, which stages and pads them."""
+seconds to compile, or MG204 at a line of the compiler's): past 2**18 multiply-adds it is ml.dot, which stages and
+pads them. (4) Triton's 3-D tl.dot of (z, m, k) and (z, k, n) tiles was MG501: one dot per batch element, stacked."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -245,6 +246,34 @@ def test_float32_products_of_odd_tiles_are_tf32_dots():
   _export(f32_linear, x, w, b)
 
 
+# ---------------------------------------------------------------- (4) Triton's 3-D tl.dot
+@mg.mgpu_kernel(out_shape=lambda a, b, *, smem: S((a.shape[0], a.shape[1], b.shape[2]), F32),
+                grid=lambda a, b, *, smem: (1,))
+def bmm3(a_ptr, b_ptr, c_ptr, *, smem: ml.constexpr):
+  z, m, k = a_ptr.shape
+  offs_z, offs_m, offs_k = ml.arange(0, z), ml.arange(0, m), ml.arange(0, k)
+  offs_n = ml.arange(0, b_ptr.shape[2])
+  if smem:
+    a_s, b_s = ml.smem(a_ptr.shape, a_ptr.dtype), ml.smem(b_ptr.shape, b_ptr.dtype)
+    ml.copy(a_ptr, a_s)
+    ml.copy(b_ptr, b_s)
+    c_ptr[...] = ml.dot(a_s, b_s)
+  else:
+    a = ml.load(a_ptr.at[offs_z[:, None, None], offs_m[None, :, None], offs_k[None, None, :]])
+    b = ml.load(b_ptr.at[offs_z[:, None, None], offs_k[None, :, None], offs_n[None, None, :]])
+    acc = ml.zeros((z, m, b_ptr.shape[2]), dtype=ml.float32)
+    acc = ml.dot(a, b, acc)
+    ml.store(c_ptr.at[offs_z[:, None, None], offs_m[None, :, None], offs_n[None, None, :]], acc)
+
+
+@pytest.mark.parametrize("smem", [False, True])
+def test_a_3d_dot_is_one_dot_per_batch_element(smem):
+  a, b = _normal((2, 64, 64), 30, F16), _normal((2, 64, 32), 31, F16)
+  got = bmm3(a, b, smem=smem, interpret=True)
+  np.testing.assert_allclose(np.asarray(got), np.einsum("bmk,bkn->bmn", _f32(a), _f32(b)), rtol=2e-2, atol=3e-2)
+  _export(bmm3, a, b, smem=smem)
+
+
 # ---------------------------------------------------------------- the H200
 @pytest.mark.gpu
 def test_gpu_products_match_numpy():
@@ -269,6 +298,10 @@ def test_gpu_products_match_numpy():
   x3, w3 = _ints((2, 64, 64), 28), _ints((2, 64, 64), 29)
   np.testing.assert_array_equal(jax.jit(lambda x, w: spellings(x, w, how="einsum3"))(x3, w3),
                                 np.einsum("bmk,bkn->bmn", _i64(x3), _i64(w3)))
+  a, b = _normal((2, 64, 64), 30, F16), _normal((2, 64, 32), 31, F16)
+  for smem in (False, True):
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda a, b: bmm3(a, b, smem=smem))(a, b)),
+                               np.einsum("bmk,bkn->bmn", _f32(a), _f32(b)), rtol=2e-2, atol=3e-2)
   for m, k, n in ((200, 64, 64), (64, 128, 40), (16, 256, 24)):
     x, w, b = _normal((m, k), m, F32), _normal((k, n), n, F32), _normal((n,), 7, F32)
     got = jax.jit(f32_linear)(x, w, b)
