@@ -34,7 +34,7 @@ from .ops.segments import bincount, histogram, segment_max, segment_min, segment
 from .ops.sort import argsort, sort, top_k
 from .ops.reduce import argmax, argmin, max_ as max, mean, min_ as min, sum_ as sum
 from .ops.shape import broadcast_to, concatenate, ravel, reshape
-from .ops.permute import trans, transpose
+from .ops.permute import permute, trans, transpose
 from .ops.roll import flip, roll
 from .ops.stacking import expand_dims, interleave, join, pad, repeat, split, squeeze, stack
 from .ops.stats import all_ as all, any_ as any, log_softmax, logsumexp, softmax, std, var

@@ -197,11 +197,19 @@ def _transpose(cx, x, axes, given, what):
   return permute_tensor(cx, x, perm, cx.name or "")
 
 
-@builtin
+@builtin(methods=("trans",))
 def trans(cx, x, *dims):
-  """Triton's `tl.trans(x)` (and `tl.trans(x, 1, 0)`, `tl.trans(x, (0, 2, 1))`): `ml.transpose(x, dims)`. Of
-  a 2-D SMEM buffer the transposed view, as `buf.T`: `ml.dot(q_s, ml.trans(k_s))` moves no data."""
+  """Triton's `tl.trans(x)` (and `tl.trans(x, 1, 0)`, `tl.trans(x, (0, 2, 1))`, the method `x.trans()`):
+  `ml.transpose(x, dims)`. Of a 2-D SMEM buffer the transposed view, as `buf.T`: `ml.dot(q_s, ml.trans(k_s))`
+  moves no data."""
   return _transpose(cx, x, dims, {}, "ml.trans")
+
+
+@builtin(methods=("permute",))
+def permute(cx, x, *dims):
+  """Triton's `tl.permute(x, (0, 2, 1))` and the method `x.permute(0, 2, 1)` (also torch's): `ml.transpose(x,
+  dims)`, its axes in the result's order (probe 51e: an int4 unpack's `ml.join(lo, hi).permute(0, 2, 1)`)."""
+  return _transpose(cx, x, dims, {}, "ml.permute")
 
 
 # ---------------------------------------------------------------- strided slices
