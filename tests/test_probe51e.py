@@ -10,7 +10,9 @@ at a line of the compiler's: they compute as ml.dot. int8 tiles without preferre
 keep their MG003, whose hint asks for the int32 sums. (3) jnp.dot of float32 tiles whose rows or columns are not a
 multiple of 64 ((200, 64) by (64, 64), (64, 128) by (128, 40)) was a broadcast product in registers (tens of
 seconds to compile, or MG204 at a line of the compiler's): past 2**18 multiply-adds it is ml.dot, which stages and
-pads them. (4) Triton's 3-D tl.dot of (z, m, k) and (z, k, n) tiles was MG501: one dot per batch element, stacked."""
+pads them. (4) Triton's 3-D tl.dot of (z, m, k) and (z, k, n) tiles was MG501: one dot per batch element, stacked.
+(5) Triton's `tl.permute` and the methods `x.permute(...)`, `x.trans()` (an int4 unpack's `ml.join(lo, hi).permute(0,
+2, 1)`) were MG003: they are ml.transpose."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -274,6 +276,46 @@ def test_a_3d_dot_is_one_dot_per_batch_element(smem):
   _export(bmm3, a, b, smem=smem)
 
 
+# ---------------------------------------------------------------- (5) Triton's permute and trans methods
+@mg.mgpu_kernel(out_shape=lambda a, w, sc: S((a.shape[0], w.shape[1]), F16), grid=lambda a, w, sc: (1,))
+def w4_join_permute(a_ptr, w_ptr, s_ptr, c_ptr):
+  """int4 packed along K (low nibble the even k): each byte's two nibbles joined, then moved into consecutive rows."""
+  M, K = a_ptr.shape
+  BK, BN = 64, w_ptr.shape[1]
+  rm, rk, rk2, rn = ml.arange(0, 16), ml.arange(0, BK), ml.arange(0, BK // 2), ml.arange(0, BN)
+  acc = ml.zeros((16, BN), dtype=ml.float32)
+  for k in range(0, K // BK):
+    a = ml.load(a_ptr.at[rm[:, None], k * BK + rk[None, :]], mask=rm[:, None] < M, other=0.0)
+    wp = ml.load(w_ptr.at[k * (BK // 2) + rk2[:, None], rn[None, :]])
+    lo = (wp & 0xF).to(ml.float16) - 8.0
+    hi = ((wp >> 4) & 0xF).to(ml.float16) - 8.0
+    w = ml.join(lo, hi).permute(0, 2, 1).reshape(BK, BN)
+    acc = ml.dot(a, w, acc)
+  s = ml.load(s_ptr.at[rn])
+  ml.store(c_ptr.at[rm[:, None], rn[None, :]], (acc * s[None, :]).to(ml.float16), mask=rm[:, None] < M)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[1], x.shape[0]), x.dtype), S(x.shape, x.dtype)))
+def permute_spellings(x_ptr, t_ptr, p_ptr):
+  v = x_ptr[...]
+  t_ptr[...] = v.trans()
+  p_ptr[...] = ml.permute(v.permute(1, 0), (1, 0))
+
+
+def test_permute_and_trans_are_tritons():
+  q = _rng(50).integers(0, 16, (128, 64))
+  packed = jnp.asarray((q[0::2] | (q[1::2] << 4)).astype(np.uint8).view(np.int8))
+  sc = jnp.asarray(_rng(51).uniform(0.01, 0.02, 64), F32)
+  a = _normal((5, 128), 52, F16)
+  got = w4_join_permute(a, packed, sc, interpret=True)
+  np.testing.assert_allclose(_f32(got), (_f32(a) @ (q - 8).astype(np.float32)) * _f32(sc)[None], rtol=3e-2, atol=3e-2)
+  _export(w4_join_permute, a, packed, sc)
+  x = _normal((64, 128), 53, F32)
+  t, p = permute_spellings(x, interpret=True)
+  np.testing.assert_array_equal(np.asarray(t), np.asarray(x).T)
+  np.testing.assert_array_equal(np.asarray(p), np.asarray(x))
+
+
 # ---------------------------------------------------------------- the H200
 @pytest.mark.gpu
 def test_gpu_products_match_numpy():
@@ -302,6 +344,11 @@ def test_gpu_products_match_numpy():
   for smem in (False, True):
     np.testing.assert_allclose(np.asarray(jax.jit(lambda a, b: bmm3(a, b, smem=smem))(a, b)),
                                np.einsum("bmk,bkn->bmn", _f32(a), _f32(b)), rtol=2e-2, atol=3e-2)
+  q = _rng(50).integers(0, 16, (128, 64))
+  packed = jnp.asarray((q[0::2] | (q[1::2] << 4)).astype(np.uint8).view(np.int8))
+  sc, a = jnp.asarray(_rng(51).uniform(0.01, 0.02, 64), F32), _normal((5, 128), 52, F16)
+  np.testing.assert_allclose(_f32(jax.jit(w4_join_permute)(a, packed, sc)),
+                             (_f32(a) @ (q - 8).astype(np.float32)) * _f32(sc)[None], rtol=3e-2, atol=3e-2)
   for m, k, n in ((200, 64, 64), (64, 128, 40), (16, 256, 24)):
     x, w, b = _normal((m, k), m, F32), _normal((k, n), n, F32), _normal((n,), 7, F32)
     got = jax.jit(f32_linear)(x, w, b)
