@@ -102,6 +102,8 @@ class Assignments:
     self.stmt = node
     t = node.targets[0]
     self.pending_name = t.id if len(node.targets) == 1 and isinstance(t, ast.Name) else ""
+    if self.at_call is not None:      # (mgpu_dsl's own helper: its values are the user's call, not its names)
+      self.pending_name = self.call_text
     self.pending_node = node.value    # the call the name is for; calls inside it keep their own text
     value = self.eval(node.value)
     self.pending_name, self.pending_node = "", None
@@ -231,7 +233,7 @@ class Assignments:
 
   def assign(self, target, value, value_node):
     if isinstance(target, ast.Name):
-      if is_value(value) and not (value.name or "").isidentifier():
+      if is_value(value) and not (value.name or "").isidentifier() and self.at_call is None:
         value.name = target.id      # messages say `a`, not the expression that made it
       self.env[target.id] = value
       self.where[target.id] = self.loc(getattr(self, "stmt", None) or target)

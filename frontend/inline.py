@@ -44,11 +44,16 @@ def call_inline(tracer, node, fn, args, kwargs):
                             hint=f"{tree.name}{sig}") from None
   bound.apply_defaults()
   child = tracer.child(src, scope)
+  from .loc import package_file
+  ours = tracer.at_call is not None or package_file(src.filename)
+  if ours:              # mgpu_dsl's own helper (a jnp form's): located at the user's call, which it computes
+    child.at_call, child.call_text = loc, tracer.call_text or tracer.text(node)
   child.env = {**fn.closure(), **bound.arguments} if isinstance(fn, LocalFunction) else dict(bound.arguments)
   before = len(tracer.errors)
   child.local_names = local_names(tree.body)
   child.body = tree.body
-  tracer.b.inline_stack.append((str(loc), tree.name))
+  if not ours:           # (ops of mgpu_dsl's helpers are located at the call: no call of the helper to note)
+    tracer.b.inline_stack.append((str(loc), tree.name))
   try:
     # a `return` at the end or under static conditions ends it; under run-time ifs, each path
     # binds the returned value (frontend/jumps.py)
@@ -61,17 +66,31 @@ def call_inline(tracer, node, fn, args, kwargs):
     from .with_scopes import returns_opened    # (a return under a run-time if in a `with jax.named_scope(...)`)
     child.run_body(without_return(returns_opened(child, tree.body), None if bare else _value(tree.name)))
   finally:
-    tracer.b.inline_stack.pop()
+    if not ours:
+      tracer.b.inline_stack.pop()
   for e in tracer.errors[before:]:
     _in_words(e, tree.name)
+    if ours and tracer.at_call is None:
+      _as_called(e, child.call_text)
   if len(tracer.errors) > before or child.failed:
     at = tracer.loc(node)        # which call of the helper the mistake comes from
-    for e in tracer.errors[before:]:
+    for e in tracer.errors[before:] if not ours else ():
       note = f"{at}: in this call of {tree.name}"
       if note not in e.notes:    # (recursion: one note, not one per level)
         e.notes = tuple(e.notes) + (note,)
     raise PoisonedUse()          # reported inside the helper (a repeat: already); skip the caller's statement
   return child.returned
+
+
+def _as_called(err, call) -> None:
+  """A mistake of an operator inside mgpu_dsl's own helper ("- on v of shape (8, 64) and ...", the helper's `p - q`)
+  told as the user's call: "jnp.logaddexp on v of shape (8, 64) and ..."."""
+  import re
+  op = re.match(r"(\*\*|//|[-+*/%@&|^]|<<|>>|[<>=!]=|[<>]) on ", err.message)
+  called = re.match(r"[\w.]+", call)
+  if op and called:
+    err.message = f"{called.group(0)} on {err.message[op.end():]}"
+    err.args = (err.message,)
 
 
 def _value(name) -> str:

@@ -439,6 +439,9 @@ def trace_form(tracer, node, form, operands, names=()):
     called = tracer.text(node.func) if isinstance(node, ast.Call) else ""
     if ml_name and called and not called.startswith("ml.") and f"ml.{ml_name.group(1)}(" in form:
       e.message = f"{called} (as ml.{ml_name.group(1)}){e.message[len(ml_name.group(1)) + 3:]}"
+    elif called and not called.startswith("ml."):   # ("- on v of shape (8, 64) and ...": the form's operator)
+      from .inline import _as_called
+      _as_called(e, called)
     e.args = (e.message,)
     raise
   finally:

@@ -51,6 +51,16 @@ def ours(frame, skip=()) -> bool:
   return os.path.abspath(frame.f_code.co_filename).startswith(tuple(dirs))
 
 
+def package_file(filename: str) -> bool:
+  """Whether `filename` is one of mgpu_dsl's own sources (a helper a jnp form calls), not the user's."""
+  import os
+  import sys
+  dirs = {os.path.dirname(os.path.abspath(__file__)) + os.sep} | {
+      os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+      for m in (sys.modules.get(n) for n in ("mgpu_dsl", "mgpu_dsl.lowering")) if getattr(m, "__file__", None)}
+  return os.path.abspath(filename).startswith(tuple(dirs))
+
+
 def user_loc(skip=(), frame=None) -> "Loc":
   """The statement of the first frame outside mgpu_dsl (and the packages `skip`, e.g. jax, whose
   transformations call back into it): where the user called an ml.* function, an @ml.inline helper
