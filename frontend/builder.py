@@ -29,6 +29,8 @@ class Builder:
     self.pad_tiles: dict | None = None    # short windows read padded: value id -> its unpadded shape (ops/padded_tiles.py)
     self.small_loads: list | None = []    # small windows read whole as vectors (ops/small_loads.py); None: not so
     self.dot_layouts: list | None = None  # jnp.dot calls ml.dot met a layout error in (the first trace: compile.trace)
+    self.chunked: list = []               # locs of jnp.dot products traced as broadcast chunks (jnp_einsum.chunked_product)
+    self.no_chunks = False                # a float product ml.dot did not take goes to ml.dot in registers instead
     self.few_leaves: set = set()          # (loop's line, col, shape) of carries a loop carries packed (ops/few_stats.py)
     self.few_carried: dict = {}           # a loop's initial packed vector's id -> the statistic's shape
     self.spread: dict = {}                # a small middle-axis statistic's id -> (its tile spread along the axes, axes, hint)

@@ -208,10 +208,29 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, **kw) -> ir.K
   again with such windows read as tiles, so that it fails as it did, at the read, with the hint that pads it.
   Before that, a kernel failing with a layout error is traced with one-element tensors met and carried as their
   elements (ops/one_element.py: a decode's (1,) running max beside a (1, 64) row), then padded (_padded_trace);
-  a kernel the plain trace takes keeps its IR (one softmax row a program: its (1, 1) statistic broadcast)."""
+  a kernel the plain trace takes keeps its IR (one softmax row a program: its (1, 1) statistic broadcast).
+  A kernel whose float jnp.dot products ml.dot did not take (traced as broadcast chunks, jnp_einsum.chunked_product)
+  and that every trace fails with a layout error is traced once more with those products as ml.dot of register
+  tiles (TF32 on the tensor cores, as float32 tiles of 64 rows are): a (2, 48) by (48, 16) product's chunks are a
+  3-D broadcast no layout holds; else the first error stands."""
+  chunks = []
+  try:
+    return _traced(pk, in_specs, out_specs, constexprs, chunks, **kw)
+  except E.KernelError as e:
+    if isinstance(e, E.InternalError) or not chunks or not any(isinstance(x, E.LayoutError) for x in e.errors):
+      raise
+    first = e
+  try:
+    return _traced(pk, in_specs, out_specs, constexprs, None, **dict(kw, no_chunks=True))
+  except E.KernelError:
+    raise first from None
+
+
+def _traced(pk, in_specs, out_specs, constexprs, chunks, **kw) -> ir.Kernel:
+  """compile.trace's traces, the first recording in `chunks` the products it traced as chunks."""
   used, dots = [], []
   try:
-    return _trace(pk, in_specs, out_specs, constexprs, small_loads=used, dot_layouts=dots, **kw)
+    return _trace(pk, in_specs, out_specs, constexprs, small_loads=used, dot_layouts=dots, chunks=chunks, **kw)
   except E.KernelError as e:
     if isinstance(e, E.InternalError) or not (dots or any(isinstance(x, E.LayoutError) for x in e.errors)):
       raise                 # (dots: a jnp.dot ml.dot met a layout error in, reported as MG003 with its hint)
@@ -272,7 +291,7 @@ def _padded_trace(pk, in_specs, out_specs, constexprs, **kw):
 
 def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, block, cluster,
            batch: Batch | None = None, aliases=None, x64: bool = False, small_loads=None, pad_tiles=None,
-           dot_layouts=None, one_elements=False) -> ir.Kernel:
+           dot_layouts=None, one_elements=False, chunks=None, no_chunks=False) -> ir.Kernel:
   loc = pk.loc
   n_in, n_out = len(in_specs), len(out_specs)
   if len(pk.ref_params) != n_in + n_out:
@@ -294,6 +313,8 @@ def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, blo
   em.small_loads = small_loads
   em.pad_tiles = pad_tiles
   em.dot_layouts = dot_layouts
+  em.chunked = chunks if chunks is not None else []
+  em.no_chunks = no_chunks
   em.one_elements = one_elements
   tr = Tracer(pk.source, pk.scope, em)
   params = []

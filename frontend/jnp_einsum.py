@@ -142,13 +142,16 @@ def chunked_product(tracer, node, a, b, want):
       _kind(a) != _kind(b)) or (_kind(a) == "int" and str(d) not in ("int32", "uint32")):
     return None
   acc = "float32" if _kind(a) == "float" else str(d)
+  conv = [f"{{{i}}}" if str(_dtype(v)) == acc else f"{{{i}}}.astype(ml.{acc})" for i, v in enumerate((a, b))]
+  out = "{4}" if want is not None else f"ml.{d}"
+  from .jnp_calls import trace_form
+  if tracer.b.no_chunks and acc == "float32":     # (chunks no layout held: the tensor cores', compile.trace)
+    return trace_form(tracer, node, f"ml.dot({conv[0]}, {conv[1]}).astype({out})", [a, b, None, None, want])
+  tracer.b.chunked.append(tracer.loc(node))
   # k-chunks of a power of two from 4 (the 3-D layouts take those; 2, 5 or 10 columns of a padded tile they do not),
   # else the whole k or the largest divisor that fits
   fits = [x for x in (64, 32, 16, 8, 4) if k % x == 0 and m * x * n <= _MOST]
   c = fits[0] if fits else k if m * k * n <= _MOST else max(
       x for x in range(1, k + 1) if k % x == 0 and m * x * n <= _MOST)
-  conv = [f"{{{i}}}" if str(_dtype(v)) == acc else f"{{{i}}}.astype(ml.{acc})" for i, v in enumerate((a, b))]
-  out = "{4}" if want is not None else f"ml.{d}"
-  from .jnp_calls import trace_form
   return trace_form(tracer, node, f"{{2}}({conv[0]}, {conv[1]}, {c}, ml.{acc}).astype({out})",
                     [a, b, form_helpers.chunked_dot, None, want])
