@@ -64,6 +64,9 @@ def transpose_tensor(cx, x, name=""):
   from .small_parts import transpose_small
   if (small := transpose_small(cx, x)) is not None:     # (a small one held as a vector: its elements picked)
     return small
+  from .small_scans import held_transpose
+  if (small := held_transpose(cx, x)) is not None:     # (more of them: its columns through SMEM)
+    return small
   pads = getattr(cx.b, "pad_tiles", None)
   if pads is not None and x.id in pads and not getattr(cx.b, "pad_ok", 0):
     from .padded_tiles import allowed            # (a padded trace's odd read, `x[...].T` of an (8, 40) tile held

@@ -77,6 +77,9 @@ def scan(cx, kind: ScanKind, x, axis, reverse, what, segment=0):
                             hint="reverse=True scans from the end")
   shape = x.type.shape
   axis = _axis(cx, axis, len(shape), what, x)
+  from .small_scans import held_scan
+  if len(shape) == 2 and (held := held_scan(cx, kind, x, axis, reverse, what, scan)) is not None:
+    return held           # a small statistic held as a vector: row by row through SMEM (ops/small_scans.py)
   if len(shape) > 2:
     # Along any axis of a 3-D (or wider) tensor: the scan of its 2-D reshape, reshaped back. The axis
     # first or last is a plain scan of (axis, the rest) or (the rest, axis); a middle one scans the
