@@ -146,7 +146,9 @@ def chunked_product(tracer, node, a, b, want):
   out = "{4}" if want is not None else f"ml.{d}"
   from .jnp_calls import trace_form
   if tracer.b.no_chunks and acc == "float32":     # (chunks no layout held: the tensor cores', compile.trace)
-    return trace_form(tracer, node, f"ml.dot({conv[0]}, {conv[1]}).astype({out})", [a, b, None, None, want])
+    held = any(tuple(v.type.shape) != tuple(true_shape(tracer.b, v)) for v in (a, b))
+    form = f"ml.dot({conv[0]}, {conv[1]}).astype({out})" if held else _tensor_core_form(a, b, conv, out)
+    return trace_form(tracer, node, form, [a, b, None, None, want])
   tracer.b.chunked.append(tracer.loc(node))
   # k-chunks of a power of two from 4 (the 3-D layouts take those; 2, 5 or 10 columns of a padded tile they do not),
   # else the whole k or the largest divisor that fits
@@ -155,3 +157,21 @@ def chunked_product(tracer, node, a, b, want):
       x for x in range(1, k + 1) if k % x == 0 and m * x * n <= _MOST)
   return trace_form(tracer, node, f"{{2}}({conv[0]}, {conv[1]}, {c}, ml.{acc}).astype({out})",
                     [a, b, form_helpers.chunked_dot, None, want])
+
+
+def _tensor_core_form(a, b, conv, out) -> str:
+  """chunked_product's float product as ml.dot of the float32 register tiles (compile.trace's `no_chunks`): k padded
+  with zero columns of a and zero rows of b to a multiple of 8 (float32's k step), and n with zero columns of b to a
+  multiple of 64 (the K-major b ml.dot stores from registers) where it is none, the product's first n columns kept
+  (zeros leave the product unchanged). Operands a padded trace holds padded go to ml.dot as they are (its own
+  padding, ops/padded_dots.py)."""
+  (m, k), (_, n) = a.type.shape, b.type.shape
+  x, y = conv
+  ku, nu = -(-k // 8) * 8, n if n % 64 == 0 else -(-n // 64) * 64
+  if ku != k:
+    x = f"ml.concatenate([{x}, ml.zeros(({m}, {ku - k}), ml.float32)], axis=1)"
+    y = f"ml.concatenate([{y}, ml.zeros(({ku - k}, {n}), ml.float32)], axis=0)"
+  if nu != n:
+    y = f"ml.concatenate([{y}, ml.zeros(({ku}, {nu - n}), ml.float32)], axis=1)"
+  return f"ml.dot({x}, {y}){f'[:, :{n}]' if nu != n else ''}.astype({out})"
+

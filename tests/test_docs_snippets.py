@@ -458,6 +458,13 @@ def run_combine_splits(k):    # probe 50a: the (8, 40) sum of a (4, 8, 40) tile 
   close(k(m, l, acc, interpret=True), (w[..., None] * acc[0]).sum(0) / (w * l[0]).sum(0)[:, None])
 
 
+def run_route(k):    # probe 51c: the top 2 of each token's (96,) logits kept (`vals[:, 1:2]` of a (5, 96) read)
+  x = rand(5, 96)
+  s = -jnp.sort(-x, axis=1)
+  p = jnp.where(x >= s[:, 1:2], jnp.exp(x - s[:, :1]), 0.0)
+  close(k(x, interpret=True), p / p.sum(1, keepdims=True))
+
+
 @dataclasses.dataclass
 class Case:
   doc: str
@@ -485,6 +492,7 @@ CASES = [
     Case(L, "rope", [S((9, 6, 64), f32), S((9, 32), f32), S((9, 32), f32)], run=run_rope),
     Case(L, "rope_halves", [S((2, 96), f32), S((2, 48), f32), S((2, 48), f32)], run=run_rope_halves),
     Case(L, "combine_splits", [S((1, 4, 8), f32), S((1, 4, 8), f32), S((1, 4, 8, 40), f32)], run=run_combine_splits),
+    Case(L, "route", [S((5, 96), f32)], run=run_route),
     Case(L, "softmax", [S((64, 256), f32)], run=run_softmax),
     Case(L, "ffn_act", [S((8, 128), f32)], run=run_ffn_act),
     Case(L, "l2_normalize", [S((8, 128), f32)], run=run_l2_normalize),

@@ -63,6 +63,11 @@ def test_float32_products_of_few_rows_compute():
   x, w = _rnd((3, 48), 4), _rnd((48, 16), 5)
   _close(matmul_bias(x, w, interpret=True), x @ w + 1, _TF32)
   _export(matmul_bias, x, w)
+  # k (20) not a multiple of 8 and n (12, 100) not one of 64: zero-padded for the tensor cores, n cut back
+  for (m, k, n), seed in (((5, 20, 12), 6), ((3, 96, 100), 7)):
+    a, b = _rnd((m, k), seed), _rnd((k, n), seed + 10)
+    _close(jnp_dot(a, b, interpret=True), a @ b, _TF32)
+  _export(jnp_dot, _rnd((3, 96), 8), _rnd((96, 100), 9))
 
 
 # ---------------------------------------------------------------- mistakes inside mgpu_dsl's own helpers
@@ -71,9 +76,9 @@ def median_rows(x, o):
   o[...] = jnp.median(x[...], axis=1)
 
 
-@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=lambda a, b: (1,))
-def odd_dot(a, b, o):
-  o[...] = jnp.dot(a[...], b[...], preferred_element_type=jnp.float32)
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), jnp.int32), grid=lambda a, b: (1,))
+def int_dot(a, b, o):
+  o[...] = jnp.dot(a[...], b[...])
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S(x.shape, F32), grid=lambda x: (1,))
@@ -83,11 +88,11 @@ def log_add(x, o):
 
 
 def test_a_layout_error_inside_a_helper_of_mgpu_dsl_stands_at_the_users_call():
-  # (a product whose chunks no layout holds and which ml.dot does not take either: k of 20, n of 12)
+  # (an int32 product whose chunks no layout holds: the tensor cores take no int32 operands)
   with pytest.raises(mg.LayoutError) as info:
-    odd_dot.check(S((5, 20), F32), S((20, 12), F32))
+    int_dot.check(S((2, 48), jnp.int32), S((48, 16), jnp.int32))
   e = info.value
-  assert (e.filename, e.lineno, e.col_offset) == (odd_dot.fn.__code__.co_filename, *where(odd_dot, "jnp.dot("))
+  assert (e.filename, e.lineno, e.col_offset) == (int_dot.fn.__code__.co_filename, *where(int_dot, "jnp.dot("))
   assert "form_helpers" not in e.render() and "in this call of" not in e.render()
 
 
