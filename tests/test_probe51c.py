@@ -5,7 +5,8 @@ and the error stood at the helper's own line. Every op and mistake of mgpu_dsl's
 located at the user's call, its values named by it; a float product whose chunks no layout holds is traced again
 as ml.dot of register tiles (TF32 on the tensor cores, as float32 tiles of 64 rows are). `ml.cumsum`, `ml.cummax`,
 `jnp.cumsum` and the transpose of a small 2-D statistic held as a vector (the (8, 40) sum over the leading axis of a
-(4, 8, 40) tile) were MG204 at the statistic: they now go through SMEM row by row (or a gather, for `.T`). A
+(4, 8, 40) tile), its `jnp.sort` and `top_k`, were MG204 at the statistic: they now go through SMEM row by row (or
+a gather, for `.T`). A
 one-element slice of a padded trace's tile, `vals[:, k - 1:k]` of top_k of a (5, 96) read (MoE routing), `st[1:2, :]`
 of a stack of column statistics, was MG204: it is taken as the column `vals[:, k - 1][:, None]` (or row) it is.
 Frontend only: the GPU test compares with NumPy."""
@@ -149,6 +150,22 @@ def test_scans_of_a_small_statistic_compute():
   t = _f(x).sum(0)
   _close(stat_jnp(x, interpret=True), np.cumsum(t[:, ::-1], 1)[:, ::-1] * 2 + t, 3e-2)
   _export(stat_jnp, x)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape[1:], F32), S(x.shape[1:2] + (2,), F32)), grid=lambda x: (1,))
+def stat_sorted(x, o, top):
+  t = jnp.sum(x[...], axis=0)
+  o[...] = jnp.sort(t, axis=1)
+  top[...], _ = jax.lax.top_k(t, 2)
+
+
+def test_sorts_of_a_small_statistic_compute():
+  x = _rnd((4, 8, 40), 6)
+  t = x.sum(0)
+  got, top = stat_sorted(x, interpret=True)
+  _close(got, np.sort(t, 1))
+  _close(top, -np.sort(-t, 1)[:, :2])
+  _export(stat_sorted, x)
 
 
 def test_the_transpose_of_a_small_statistic_computes():

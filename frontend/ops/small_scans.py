@@ -1,14 +1,15 @@
-"""Scans and transposes of a small 2-D statistic held as the vector of its elements.
+"""Scans, sorts and transposes of a small 2-D statistic held as the vector of its elements.
 
 A statistic no register tensor holds (the (8, 40) sum over the leading axis of a (4, 8, 40) tile, frontend/ops/
 slab_reduce.py; a (5, 24) one) is held as its (r * c,) vector, typed with its shape (note 85). `ml.cumsum(t, axis=1)`
-(or 0), `jnp.cumsum`, `ml.cummax` and `t.T` of one were MG204 at its definition: the layout pass gave the vector the
-scan's or transpose's row-wise layout, which no (r, c) tile of fewer than 128 elements a row takes. Here the vector
-goes through an SMEM scratch instead, as leading_slabs' rows do: along its rows, each row is a window of the vector,
-scanned as a 1-D vector and stored back into a result scratch; along its columns, the running combination of the
-rows (each a vector, combined elementwise), each stored; a transpose stores each column (a strided window of the
-scratch, a vector of r elements) as a row of the result. The result is the result scratch read whole, the vector of
-its elements typed with its shape again, which elementwise math, stores and further reductions take.
+(or 0), `jnp.cumsum`, `ml.cummax`, `jnp.sort`, `jax.lax.top_k` and `t.T` of one were MG204 at its definition: the
+layout pass gave the vector the scan's, sort's or transpose's row-wise layout, which no (r, c) tile of fewer than 128
+elements a row takes. Here the vector goes through an SMEM scratch instead, as leading_slabs' rows do: along its
+rows, each row is a window of the vector, scanned (or sorted) as a 1-D vector and stored back into a result scratch;
+along its columns, the running combination of the rows (each a vector, combined elementwise), each stored. A
+transpose gathers the vector's elements in the transpose's order (ops/register_gather.py). The result is the vector
+read whole, typed with its shape again: a statistic held as before, which elementwise math, stores and further
+reductions take.
 """
 from __future__ import annotations
 
@@ -95,3 +96,30 @@ def held_transpose(cx, x):
   pos = ew.binary(cx, ew.BinOp.ADD, ew.binary(cx, ew.BinOp.MUL, ew.binary(cx, ew.BinOp.MOD, f, r), c),
                   ew.binary(cx, ew.BinOp.FLOORDIV, f, r))
   return _typed(cx, gather_positions(cx, vec, pos, None), (c, r))
+
+
+def held_sort(cx, x, descending, what, late_first, sort_tensor):
+  """(values, positions) of `x` sorted along its rows where x is a 2-D statistic held as a vector (each row a 1-D
+  sort through SMEM, as held_scan's rows); None otherwise. `sort_tensor`: ops/sort.sort_tensor."""
+  from .memory import view
+  from .scratches import scratch
+  from .small_stores import VECTOR
+  from .transfers import load, store
+  held = _held(cx, x)
+  if held is None:
+    return None
+  (r, c), vec = held
+  if c % VECTOR or r > MAX_LINES:
+    return None
+  name = x.name or "the statistic"
+  buf = scratch(cx, (r * c,), vec.type.dtype, f"{name} sort scratch")
+  store(cx, buf, vec)
+  rows = [sort_tensor(cx, load(cx, view(cx, buf, (slice(i * c, (i + 1) * c),), buf.name)), -1, descending, what,
+                      late_first) for i in range(r)]
+  out = []
+  for k, label in ((0, "values"), (1, "positions")):
+    res = scratch(cx, (r * c,), rows[0][k].type.dtype, f"{name} sorted {label} scratch")
+    for i, parts in enumerate(rows):
+      store(cx, view(cx, res, (slice(i * c, (i + 1) * c),), res.name), parts[k])
+    out.append(_typed(cx, load(cx, res, None), (r, c)))
+  return tuple(out)

@@ -74,6 +74,9 @@ def sort_tensor(cx, x, axis, descending, what, late_first=False):
     from .shape import reshape_
     flat = reshape_(cx, x, (math.prod(shape[:-1]), shape[-1]))
     return tuple(reshape_(cx, r, shape) for r in sort_tensor(cx, flat, -1, descending, what, late_first))
+  from .small_scans import held_sort
+  if rank == 2 and (held := held_sort(cx, x, descending, what, late_first, sort_tensor)) is not None:
+    return held           # a small statistic held as a vector: row by row through SMEM (ops/small_scans.py)
   n = shape[-1]
   d = resolve(x.type.dtype)
   if not isinstance(d, DType):
