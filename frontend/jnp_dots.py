@@ -189,6 +189,8 @@ def einsum_dot(tracer, node, spec, nodes, values, kwargs):
     return batched_product(tracer, node, nodes, values, (ta, tb), want, precision)
   (va, fa), (vb, fb) = _operands(tracer, nodes, values)
   got = product(tracer, node, (va, fa != ta), (vb, fb != tb), want, precision)
+  if got is None and precision is None:
+    got = _in_registers(tracer, node, (va, fa != ta), (vb, fb != tb), want)
   if got is None or not flip_out:
     return got
   from .jnp_calls import trace_form
@@ -214,7 +216,9 @@ def dot_general_dot(tracer, node, nodes, values, dims, kwargs):
   ca, cb = ca[0] % ranks[0], cb[0] % ranks[1]
   if ranks == [2, 2] and not ba and not bb:
     (va, fa), (vb, fb) = _operands(tracer, nodes, values)
-    return product(tracer, node, (va, fa != (ca == 0)), (vb, fb != (cb == 1)), want, precision)
+    a, b = (va, fa != (ca == 0)), (vb, fb != (cb == 1))
+    got = product(tracer, node, a, b, want, precision)
+    return got if got is not None or precision is not None else _in_registers(tracer, node, a, b, want)
   if ranks == [3, 3] and ba == bb == (0,) and ca and cb:
     return batched_product(tracer, node, nodes, values, (ca == 1, cb == 2), want, precision)
   return None
@@ -314,6 +318,18 @@ def product(tracer, node, a, b, want, precision):
     if isinstance(e, E.LayoutError) and tracer.b.dot_layouts is not None:
       tracer.b.dot_layouts.append(node)     # (compile.trace tries the padded trace: a GQA group's (4, 72) product)
     return None                # (a shape ml.dot does not take: the call's MG003 and its hint)
+
+
+def _in_registers(tracer, node, a, b, want):
+  """`a @ b` of (value, transposed) operands ml.dot did not take ('qd,kd->qk' of float32 tiles of fewer than 64
+  rows, `lax.dot_general` contracting both last axes): each read into registers as the (m, k) and (k, n) tile it
+  stands for (a transpose through SMEM), then jnp_einsum.chunked_product's product of those tiles (chunks, or ml.dot
+  where no layout holds them); None where that takes none (the call's MG003)."""
+  from .jnp_einsum import chunked_product
+  if any(_dtype(v) not in _FLOATS for v, _ in (a, b)) or len(_shape(a)) != 2 or len(_shape(b)) != 2:
+    return None
+  xa, xb = (_register(tracer, node, x, _dtype(x[0]))[0] for x in (a, b))
+  return chunked_product(tracer, node, xa, xb, want)
 
 
 def _register(tracer, node, x, dtype):

@@ -71,6 +71,29 @@ def test_float32_products_of_few_rows_compute():
   _export(jnp_dot, _rnd((3, 96), 8), _rnd((96, 100), 9))
 
 
+@mg.mgpu_kernel(out_shape=lambda q, k: S((q.shape[0], k.shape[0]), F32), grid=lambda q, k: (1,))
+def scores(q, k, o):               # a Pallas port's scores, k contracted along its last axis
+  s = jnp.einsum("qd,kd->qk", q[...], k[...], preferred_element_type=jnp.float32)
+  o[...] = s - jnp.max(s, axis=1, keepdims=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[0]), F32), grid=lambda a, b: (1,))
+def nt_dot(a, b, o):
+  o[...] = jax.lax.dot_general(a[...], b[...], (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32)
+
+
+def test_products_of_a_b_held_transposed_compute():
+  for (m, n, d), dt, seed in (((4, 40, 64), np.float32, 1), ((2, 100, 64), BF16, 2)):
+    q, k = _rnd((m, d), seed, dt), _rnd((n, d), seed + 10, dt)
+    s = _f(q) @ _f(k).T
+    _close(scores(q, k, interpret=True), s - s.max(1, keepdims=True), _TF32)
+  _export(scores, _rnd((4, 64), 3), _rnd((40, 64), 4))
+  for (m, n, k), dt, seed in (((2, 72, 40), np.float32, 5), ((4, 100, 192), BF16, 6)):
+    a, b = _rnd((m, k), seed, dt), _rnd((n, k), seed + 10, dt)
+    _close(nt_dot(a, b, interpret=True), _f(a) @ _f(b).T, _TF32)
+  _export(nt_dot, _rnd((4, 192), 7, BF16), _rnd((100, 192), 8, BF16))
+
+
 # ---------------------------------------------------------------- mistakes inside mgpu_dsl's own helpers
 @mg.mgpu_kernel(out_shape=lambda x: S(x.shape[:1], F32), grid=lambda x: (1,))
 def median_rows(x, o):
