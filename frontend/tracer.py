@@ -86,8 +86,7 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
     self.failed = 0           # statements that failed (their errors may repeat one already recorded)
     self.body: list = []      # the function's statements (which names are read later)
     self.parent = None        # an @ml.inline helper's caller
-    self.at_call = None       # a helper of mgpu_dsl's own (a jnp form's): the user's call, where all of it is located
-    self.call_text = ""       # ... and that call as written, which names the helper's values
+    self.at_call, self.call_text = None, ""   # mgpu_dsl's own helper: the user's call locating it, its text naming it
     self.expr_stmt = None     # the expression statement being traced, if any
 
   def child(self, source: Source, scope: dict) -> "Tracer":
@@ -99,9 +98,7 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
 
   # ------------------------------------------------------------ helpers
   def loc(self, node):
-    if self.at_call is not None:    # (mgpu_dsl's own helper: its ops and mistakes are the user's call's)
-      return self.at_call
-    return self.src.loc(node)
+    return self.src.loc(node) if self.at_call is None else self.at_call   # (mgpu_dsl's helper: the user's call)
 
   def cx(self, node, name="", values=(), operands=()) -> Call:
     """The Call of an operator at `node`; `values` and `operands`: its operands and their AST

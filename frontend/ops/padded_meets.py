@@ -411,3 +411,27 @@ def row_grown(cx, x, index):
     out = concatenate.rule(cx, [x, full_(cx, (want - up,), 0, x.type.dtype)], 0)
   pads[out.id] = (n,)
   return out
+
+
+def one_line(cx, x, index):
+  """`x[:, j:j + 1]` (axis 1) of a padded trace's 2-D tile as `x[:, j][:, None]`, the same (m, 1) column, and
+  `x[j:j + 1, :]` (axis 0) as `x[j][None, :]`: the slice through SMEM met a padded tile unpadded (the threshold
+  `vals[:, 1:2]` of top_k of a (5, 96) read, the row `st[1:2, :]` of a stack of (3, 40) column statistics: MG204),
+  the vector does not; None for any other slice or trace."""
+  from .shape import _may_hold_dot_result, _plain_slice, expand, index_through_smem
+  if getattr(cx.b, "pad_tiles", None) is None or len(index) != 2 or len(getattr(x.type, "shape", ())) != 2:
+    return None
+  whole = [isinstance(i, slice) and i == slice(None) for i in index]
+  if whole.count(True) != 1:
+    return None
+  axis = whole.index(False)
+  s = index[axis]
+  if not _plain_slice(s) or _may_hold_dot_result(cx, x):
+    return None
+  own = cx.b.pad_tiles.get(x.id, tuple(x.type.shape))     # (`vals[:, -1:]` counts from the end of its own columns)
+  lo, hi, _ = s.indices(own[axis])
+  if hi - lo != 1:
+    return None
+  if axis == 1:
+    return expand(cx, index_through_smem(cx, x, (slice(None), lo)), (slice(None), None))
+  return expand(cx, index_through_smem(cx, x, (lo,)), (None, slice(None)))

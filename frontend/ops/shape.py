@@ -443,18 +443,15 @@ def expand(cx, x, index):
   """`x[:, None]`, `x[None, :]`, `x[..., None]`: a register tensor with size-1 axes inserted;
   `x[:, a:b]`: static columns of a tensor-core tile (`slice_columns`)."""
   index = _whole_slices(x.type.shape, index if isinstance(index, tuple) else (index,))
-  from .padded_meets import row_grown
+  from .padded_meets import one_line, row_grown
   x = row_grown(cx, x, index)        # (a padded vector made a grid's row: its padding to whole warps)
+  if (one := one_line(cx, x, index)) is not None:
+    return one                       # (`x[:, j:j + 1]` of a padded trace's tile: its column, ops/padded_meets.py)
   if (len(index) == 2 and index[0] == slice(None) and isinstance(index[1], slice)
       and index[1] != slice(None) and len(x.type.shape) == 2):
-    if (one := _one_line(cx, x, index[1], 1)) is not None:
-      return one
     if _plain_slice(index[1]) and not _may_hold_dot_result(cx, x):
       return index_through_smem(cx, x, index)       # strided or row layouts: through SMEM
     return slice_columns(cx, x, index[1])
-  if len(index) == 2 and index[1] == slice(None) and len(x.type.shape) == 2 and (
-      one := _one_line(cx, x, index[0], 0)) is not None:
-    return one
   if sum(1 for i in index if i is Ellipsis) > 1:
     raise E.KernelTypeError("an index can hold at most one '...'", cx.loc, hint="x[..., None]")
   kept = sum(1 for i in index if i is not None and i is not Ellipsis)
@@ -653,23 +650,6 @@ class Slice(ir.Op):
   # (message, hint) of the MG204 of columns off the 8-column tiles: raised where the window is used,
   # not where only ml.concatenate reads it, as the roll of x it makes (frontend/ops/roll.py)
   misaligned: tuple = ()
-
-
-def _one_line(cx, x, s, axis):
-  """`x[:, j:j + 1]` (axis 1) of a padded trace's 2-D tile as `x[:, j][:, None]`, the same (m, 1) column, and
-  `x[j:j + 1, :]` (axis 0) as `x[j][None, :]`: the slice through SMEM met a padded tile unpadded (the threshold
-  `vals[:, 1:2]` of top_k of a (5, 96) read, the row `st[1:2, :]` of a stack of (3, 40) column statistics: MG204),
-  the vector does not; None for any other slice or trace."""
-  if getattr(cx.b, "pad_tiles", None) is None or not _plain_slice(s) or s == slice(None) or \
-      _may_hold_dot_result(cx, x):
-    return None
-  own = cx.b.pad_tiles.get(x.id, tuple(x.type.shape))     # (`vals[:, -1:]` counts from the end of its own columns)
-  lo, hi, _ = s.indices(own[axis])
-  if hi - lo != 1:
-    return None
-  if axis == 1:
-    return expand(cx, index_through_smem(cx, x, (slice(None), lo)), (slice(None), None))
-  return expand(cx, index_through_smem(cx, x, (lo,)), (None, slice(None)))
 
 
 def slice_columns(cx, x, s: slice):
