@@ -6,10 +6,12 @@ unchanged. The statement is built from temporaries bound to the call's values (a
 expressions), placed at the call, and traced as the kernel's own loop or if: a run-time loop carrying the state
 (a tuple or list of values as one carried name, a dict as the tuple of its values), an if whose branches bind the
 result. Diagnostics from inside it are put in the user's words (`_renamed`). Other forms (a plain module function
-as the body, an argument spread with *, a lax.scan of more than SCAN_UNROLL trips) are UNHANDLED: the call keeps its MG003 and control_hint's
-hint. `decorated` serves a def under `@functools.partial(lax.fori_loop, ...)` the same way (probe 48h).
+as the body, an argument spread with *, a lax.scan of more than SCAN_UNROLL trips over register tensors) are
+UNHANDLED: the call keeps its MG003 and control_hint's hint. `decorated` serves a def under
+`@functools.partial(lax.fori_loop, ...)` the same way (probe 48h).
 `lax.scan(f, init, xs)` of a static length is unrolled (`for j in ml.static_range(n): c, y = f(c, xs[j])`), its
-ys stacked with ml.stack, as jax.lax stacks them (probe 49h)."""
+ys stacked with ml.stack, as jax.lax stacks them (probe 49h); a longer one over the trip counter (or None), whose
+ys are None, is a run-time loop (probe 51i)."""
 from __future__ import annotations
 
 import ast
@@ -168,7 +170,7 @@ def _scan_length(xs, length):
     return None
   ns = {len(x) if isinstance(x, range) else x.type.shape[0] for x in leaves} | ({length} if length is not None else set())
   n = ns.pop() if len(ns) == 1 else None
-  return n if isinstance(n, int) and not isinstance(n, bool) and 0 < n <= SCAN_UNROLL else None
+  return n if isinstance(n, int) and not isinstance(n, bool) and 0 < n else None
 
 
 def _scan(tracer, node, args, kwargs, texts):
@@ -185,6 +187,8 @@ def _scan(tracer, node, args, kwargs, texts):
   n = _scan_length(xs, got.get("length"))
   if n is None:
     return UNHANDLED
+  if n > SCAN_UNROLL:
+    return _scan_loop(tracer, node, got, n, texts)
   tmp = f"_lax{next(_counter)}_"
   values = {f"{tmp}r": got["init"], f"{tmp}f": got["f"], f"{tmp}range": BUILTINS["static_range"], f"{tmp}xs": xs}
   x = ("None" if xs is None else f"({''.join(f'{tmp}xs[{k}][{tmp}j], ' for k in range(len(xs)))})"
@@ -202,6 +206,52 @@ def _scan(tracer, node, args, kwargs, texts):
   carry, ys = out
   ys_out = _stacked(tracer, node, ys, tmp, words)
   return carry, ys_out
+
+
+class _Stacks(Exception):
+  """A long lax.scan's body returns ys (to stack): the call is left to its MG003 and hint."""
+
+
+def _scan_loop(tracer, node, got, n, texts):
+  """`lax.scan(f, init, xs)` of more than SCAN_UNROLL trips whose xs are None or the trip counter
+  (`jnp.arange(n)`), its ys None, as a recurrence over time writes it (each step's output stored by the body):
+  the run-time loop `for j in range(n): carry, y = f(carry, j)` (from n - 1 down with reverse=True). ys to
+  stack (no register tensor holds n rows of them) are MG003, saying to store them in the body; xs of register
+  tensors stay UNHANDLED (MG003's hint writes the loop)."""
+  from .ops import BUILTINS
+  xs = got.get("xs")
+  leaves = [] if xs is None else list(xs) if isinstance(xs, (tuple, list)) else [xs]
+  if not all(isinstance(x, range) and x.start == 0 and x.step == 1 for x in leaves):
+    return UNHANDLED
+  tmp = f"_lax{next(_counter)}_"
+  init, arg, unpack = _packing(got["init"], f"{tmp}r")
+  new = f"{tmp}r" if arg == f"{tmp}r" else f"{tmp}d"
+  back = "" if arg == f"{tmp}r" else f"  {tmp}r = ({''.join(f'{new}[{k!r}], ' for k in got['init'])})\n"
+  x = ("None" if xs is None else f"({f'{tmp}j, ' * len(xs)})" if isinstance(xs, (tuple, list)) else f"{tmp}j")
+  trips = f"{n} - 1, -1, -1" if got.get("reverse") else f"{n}"
+  values = {f"{tmp}r": init, f"{tmp}f": got["f"], f"{tmp}range": range, f"{tmp}none": BUILTINS["static_assert"]}
+  src = (f"for {tmp}j in {tmp}range({trips}):\n  {new}, {tmp}y = {tmp}f({arg}, {x})\n"
+         f"  {tmp}none({tmp}y is None, '{tmp}stacks')\n{back}")
+  words = {f"{tmp}r": _param(got["f"], 0, "carry"), f"{tmp}d": _param(got["f"], 0, "carry"),
+           f"{tmp}f": texts.get("f"), f"{tmp}j": _param(got["f"], 1, "j"), f"{tmp}range": "range", f"{tmp}y": "y"}
+  words = {t: w for t, w in words.items() if w}
+  recorded = len(tracer.errors)
+  stacks = lambda e: isinstance(e, E.StaticAssertionError) and f"{tmp}stacks" in e.message
+  try:
+    carry = _run(tracer, node, src, values, tmp, words, texts.get("f"), [f"{tmp}r"])[0]
+  except (E.KernelError, PoisonedUse) as e:
+    if not stacks(e) and not any(stacks(r) for r in tracer.errors[recorded:]):
+      raise
+    carry = UNHANDLED
+  if carry is UNHANDLED or any(stacks(r) for r in tracer.errors[recorded:]):
+    del tracer.errors[recorded:]
+    f = texts.get("f") or "the body"
+    raise E.KernelTypeError(
+        f"lax.scan of {n} steps returns ys to stack, which a kernel holds for at most {SCAN_UNROLL} steps",
+        tracer.loc(node),
+        hint=f"store each step's y where {f} makes it (out[{_param(got['f'], 1, 't')}] = y, a row of an output or of"
+             f" an ml.smem buffer) and return None as its y: a lax.scan of more steps then runs as a loop")
+  return unpack(carry), None
 
 
 def _stacked(tracer, node, ys, tmp, words):
