@@ -2,7 +2,9 @@
 steps whose xs are the trip counter (`jnp.arange(L)`) or None (`length=L`) and whose body returns None as its y
 (Pallas's selective scan, an RWKV recurrence, each step's output stored by the body) runs as a run-time loop; it
 was MG003 past 64 steps. A long scan whose body returns ys to stack stays MG003, now saying why and to store
-each step's y in the body."""
+each step's y in the body. (2) jnp's functional update of a register tensor at single positions, `ys.at[t].set(h)`
+in a recurrence's loop (t static or run-time), `v.at[:, j].add(y)`, `.at[-1].mul(y)`: the select by index its MG003
+hint wrote (it was MG003; vectors of indices were jnp's scatter since probe 49e)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -164,3 +166,98 @@ def test_gpu_long_lax_scans_match_interpret_mode():
   want_o, want_s = _reverse_ref(a, b)
   np.testing.assert_allclose(_f64(o), want_o, rtol=2e-4, atol=1e-5)
   np.testing.assert_allclose(_f64(s), want_s, rtol=2e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------- jnp's .at[t] updates of register tensors
+@mg.mgpu_kernel(out_shape=lambda a, b: b)
+def recurrence_rows_at(a, b, o):
+  """A recurrence collecting its states in registers, jnp-style, in a run-time loop: ys.at[t].set(h)."""
+  h = jnp.zeros((128,), F32)
+  ys = jnp.zeros(b.shape, F32)
+  for t in range(b.shape[0]):
+    h = a[t, :] * h + b[t, :]
+    ys = ys.at[t].set(h)
+  o[...] = ys
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: b)
+def fori_rows_at(a, b, o):
+  """The same in lax.fori_loop, its carry (h, ys), reversed in time (the row counted from the end, negative)."""
+  def body(k, c):
+    h, ys = c
+    t = b.shape[0] - 1 - k
+    h = a[t, :] * h + b[t, :]
+    return h, ys.at[-1 - k].set(h.astype(jnp.bfloat16))
+  _, ys = lax.fori_loop(0, b.shape[0], body, (jnp.zeros((128,), F32), jnp.zeros(b.shape, jnp.bfloat16)))
+  o[...] = ys.astype(F32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, i: (x, S((16, 128), F32), S((128,), BF16), S((4, 8, 32), F32)))
+def at_points(x, i, o1, o2, o3, o4):
+  v = x[...]
+  t = i[0]
+  o1[...] = v.at[:, t].set(v[:, 0] * 2).at[-1].add(1.0).at[t - 16, 3].mul(3.0)
+  o2[...] = jnp.zeros((16, 128), F32).at[:, 5].max(v[:, 7]).at[2].min(-v[3])
+  o3[...] = jnp.zeros((128,), BF16).at[t].set(1.5).at[200].set(7.0).at[-2].set(v[0, 0])
+  o4[...] = jnp.zeros((4, 8, 32), F32).at[1, :, t].set(v[:8, 0])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def at_row_too_narrow(x, o):
+  v = x[...]
+  o[...] = v.at[3].set(v[:, :64])
+
+
+def _rows_ref(a, b, reverse=False):
+  a, b = _f64(a), _f64(b)
+  h, ys = np.zeros(b.shape[1]), np.zeros_like(b)
+  for t in (range(b.shape[0] - 1, -1, -1) if reverse else range(b.shape[0])):
+    h = a[t] * h + b[t]
+    ys[t] = h
+  return ys
+
+
+def _points_ref(x, t):
+  v = np.asarray(x).astype(np.float64)
+  o1 = v.copy()
+  o1[:, t] = v[:, 0] * 2
+  o1[-1] += 1.0
+  o1[t - 16, 3] *= 3.0
+  o2 = np.zeros((16, 128))
+  o2[:, 5] = np.maximum(0.0, v[:, 7])
+  o2[2] = np.minimum(o2[2], -v[3])
+  o3 = np.zeros(128)
+  o3[t], o3[-2] = 1.5, v[0, 0]         # (index 200 is outside: dropped, as jnp's)
+  o4 = np.zeros((4, 8, 32))
+  o4[1, :, t] = v[:8, 0]
+  return o1, o2, o3, o4
+
+
+def test_a_recurrence_collects_its_states_with_at_set_in_registers():
+  a, b = _input((16, 128), F32, 1, positive=True), _input((16, 128), F32, 2)
+  np.testing.assert_allclose(_f64(recurrence_rows_at(a, b, interpret=True)), _rows_ref(a, b), rtol=1e-5, atol=1e-6)
+  want = _rows_ref(a, b, reverse=True).astype(np.float32).astype(BF16).astype(np.float64)
+  np.testing.assert_allclose(_f64(fori_rows_at(a, b, interpret=True)), want, rtol=1e-2, atol=1e-2)
+  jax.export.export(jax.jit(lambda *t: fori_rows_at(*t)), platforms=["cuda"])(S(a.shape, F32), S(b.shape, F32))
+
+
+def test_at_updates_at_static_and_run_time_points_match_numpy():
+  x, i = _input((16, 128), F32, 3), jnp.asarray([5], jnp.int32)
+  for got, want in zip(at_points(x, i, interpret=True), _points_ref(x, 5)):
+    np.testing.assert_allclose(_f64(got), want.astype(np.float32).astype(got.dtype).astype(np.float64), rtol=1e-6)
+  jax.export.export(jax.jit(lambda *t: at_points(*t)), platforms=["cuda"])(S(x.shape, F32), S(i.shape, jnp.int32))
+  expect(at_row_too_narrow, [S((16, 128), F32)], mg.ShapeMismatchError, "v.at[3]",
+         "v.at[3].set(v[:, :64]): the update v[:, :64] of shape (16, 64) does not broadcast to the shape (128,) of"
+         " the elements it updates",
+         hint="give an update of shape (128,), or one that broadcasts to it (a number, or a size-1 axis)")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_gpu_at_updates_match_interpret_mode():
+  a, b = _input((16, 128), F32, 1, positive=True), _input((16, 128), F32, 2)
+  for k in (recurrence_rows_at, fori_rows_at):
+    np.testing.assert_allclose(_f64(jax.jit(k)(a, b)), _f64(k(a, b, interpret=True)), rtol=1e-5, atol=1e-6)
+  x, i = _input((16, 128), F32, 3), jnp.asarray([5], jnp.int32)
+  for got, want in zip(jax.jit(at_points)(x, i), at_points(x, i, interpret=True)):
+    np.testing.assert_array_equal(_f64(got), _f64(want))

@@ -5,8 +5,10 @@ histogram of register values, `counts.at[ids].add(1)`. Each is a segment reducti
 maximum / minimum with `ml.segment_max` / `segment_min`, `.mul` / `.multiply` the product with `ml.segment_prod`,
 `.set` the updates where an index names an element (the inverse of a permutation, `inv.at[order].set(ml.arange(n))`;
 where an index repeats, jnp keeps one of its updates, unspecified which: here the largest, `ml.segment_max`).
-The ids follow jnp's: a negative one counts from the end once, one outside [-n, n) is dropped. Other indices
-(scalar or sliced, which the select of the MG003 hint writes) and updates keep the error `acc.at` had."""
+The ids follow jnp's: a negative one counts from the end once, one outside [-n, n) is dropped. An index of single
+positions, a static or run-time integer (or `:`) for each axis (`ys.at[t].set(h)` of a recurrence collecting its
+states, `v.at[:, 0].set(0.0)`), is the select by index the MG003 hint wrote (probe 51i). Other indices (sliced,
+which that hint writes) and updates keep the error `acc.at` had."""
 from __future__ import annotations
 
 from .. import errors as E
@@ -23,6 +25,8 @@ class RegisterAt:
 
   def index(self, index):
     items = index if isinstance(index, tuple) else (index,)
+    if _point(items, self.value):
+      return RegisterAtIndex(self, None, items + (slice(None),) * (len(self.value.type.shape) - len(items)))
     ids, rest = items[0], items[1:]
     d = resolve(ids.type.dtype) if is_value(ids) and is_tensor(ids) else None
     if not (isinstance(d, DType) and d.is_int and len(ids.type.shape) == 1 and len(self.value.type.shape) in (1, 2)
@@ -33,15 +37,80 @@ class RegisterAt:
 
 
 class RegisterAtIndex:
-  """`v.at[ids]` of a register tensor at a vector of indices along its first axis."""
-  def __init__(self, at, ids):
-    self.at, self.ids = at, ids
+  """`v.at[ids]` of a register tensor at a vector of indices along its first axis; `v.at[t]`, `v.at[:, j]` at
+  `items`, a static or run-time integer index (or `:`) for each axis, where `ids` is None."""
+  def __init__(self, at, ids, items=None):
+    self.at, self.ids, self.items = at, ids, items
 
   def __getattr__(self, attr):
     if attr in _UPDATES:
       from ..calls import _Method
-      return _Method(_UPDATES[attr], self)
+      return _Method(_UPDATES[attr] if self.ids is not None else _POINT_UPDATES[attr], self)
     raise self.at.error()
+
+
+def _point(items, v) -> bool:
+  """Whether `items` index a register tensor `v` at single positions: each a Python int or a run-time integer
+  scalar, or `:`, one at least an index, no more items than axes (jnp's `ys.at[t].set(h)`, `v.at[:, 0].add(y)`)."""
+  from ..types import TensorType
+  rank = len(v.type.shape)
+  is_index = lambda i: isinstance(i, int) and not isinstance(i, bool) or is_value(i) and not is_tensor(i) and (
+      isinstance(d := resolve(i.type.dtype), DType) and d.is_int)
+  return (0 < len(items) <= rank and isinstance(v.type, TensorType)
+          and all(is_index(i) or i == slice(None) for i in items) and any(is_index(i) for i in items))
+
+
+def _point_update(name):
+  def rule(cx, at, values, *, mode=None, indices_are_sorted=False, unique_indices=False, wrap_negative_indices=True):
+    from .elementwise_fns import arange
+    from .padded_tiles import true_shape
+    from .shape import broadcast_to_shape, expand
+    v, items = at.at.value, at.items
+    shape, d = tuple(v.type.shape), resolve(v.type.dtype)
+    if tuple(true_shape(cx.b, v)) != shape or mode not in (None, "drop", "fill", "promise_in_bounds"):
+      raise at.at.error()          # (a padded tensor; a mode jnp's update at one index does not take)
+    mask, kept = None, []
+    for k, (i, n) in enumerate(zip(items, shape)):
+      if i == slice(None):
+        kept.append(k)
+        continue
+      if isinstance(i, int):       # (static: jnp's negative index counts from the end once; outside, dropped)
+        i = i + n if i < 0 and wrap_negative_indices else i
+      elif wrap_negative_indices:
+        i = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, i, 0), ew.binary(cx, ew.BinOp.ADD, i, n), i)
+      iota = arange.rule(cx, n)
+      if len(shape) > 1:
+        iota = expand(cx, iota, tuple(slice(None) if a == k else None for a in range(len(shape))))
+      hit = ew.compare(cx, ew.CmpOp.EQ, iota, i)
+      mask = hit if mask is None else ew.binary(cx, ew.BinOp.AND, mask, hit)
+    sub = tuple(shape[k] for k in kept)      # the shape of v[items], which the update broadcasts to
+    y = values
+    if is_value(y) and is_tensor(y):
+      ys = tuple(y.type.shape)
+      if len(ys) > len(sub) or any(a not in (1, b) for a, b in zip(ys[::-1], sub[::-1])):
+        t, _, r = _texts(cx.text)
+        raise E.ShapeMismatchError(
+            f"{t}: the update {r} of shape {ys} does not broadcast to the shape {sub} of the elements it updates",
+            cx.loc,
+            hint=f"give an update of shape {sub}, or one that broadcasts to it (a number, or a size-1 axis)")
+      if ys != sub:
+        y = broadcast_to_shape(cx, y, sub)
+      if len(sub) < len(shape):
+        y = expand(cx, y, tuple(slice(None) if a in kept else None for a in range(len(shape))))
+    if is_value(y) and resolve(y.type.dtype) != d:
+      y = ew.astype(cx, y, d)                 # (jnp converts the updates to the tensor's dtype)
+    op = {"add": ew.BinOp.ADD, "max": ew.BinOp.MAX, "min": ew.BinOp.MIN, "mul": ew.BinOp.MUL,
+          "multiply": ew.BinOp.MUL}.get(name)
+    if op is ew.BinOp.ADD and d == DType.bool_:
+      op = ew.BinOp.OR
+    new = y if op is None else ew.binary(cx, op, v, y)
+    out = ew.where_(cx, mask, new, v)
+    if tuple(out.type.shape) != shape:
+      out = broadcast_to_shape(cx, out, shape)
+    return ew.astype(cx, out, d) if resolve(out.type.dtype) != d else out
+  rule.__name__ = name
+  rule.__doc__ = f"jnp's v.at[t].{name}(y) of a register tensor v at single positions: a select by index."
+  return Builtin(rule, f"at.{name}")
 
 
 def _update(kind, name):
@@ -105,3 +174,4 @@ _ATOMIC = {"sum": "add", "max": "max", "min": "min"}
 
 _UPDATES = {"set": _update("set", "set"), "add": _update("sum", "add"), "max": _update("max", "max"), "min": _update("min", "min"),
             "mul": _update("prod", "mul"), "multiply": _update("prod", "multiply")}
+_POINT_UPDATES = {name: _point_update(name) for name in _UPDATES}
