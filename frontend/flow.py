@@ -215,7 +215,8 @@ def trace_for(tracer, node: ast.For):
     carries = carries_of(env, assigned, forced)
     leaf_names = [ln for c in carries for ln in c.leaf_names]
     inits = small_carries.flattened(tracer, _inits(tracer, carries, loc, widened), loc)
-    iv = ir.Value(ScalarType(counter), name)
+    iv = ir.Value(ScalarType(counter), getattr(tracer, "shown_names", {}).get(name, name))   # (lax_flow's
+    # temporaries named as the user's body names them: `i` of lax.fori_loop's `def body(i, c)`, in later checks)
     tracer.b.loop_indices.add(iv.id)
     tracer.b.counts_from[iv.id] = start
     if all(isinstance(x, int) for x in (start, stop, step)) and fn is range and not name.endswith("'s row"):

@@ -288,6 +288,8 @@ def _run(tracer, node, src, values, tmp, words, body, results, check=None):
   saved = (tracer.pending_name, tracer.pending_node, tracer.stmt)
   recorded = len(tracer.errors)
   tracer.env.update(values)
+  shown = getattr(tracer, "shown_names", {})
+  tracer.shown_names = shown | {t: w for t, w in words.items() if w.isidentifier()}    # (a loop index's name)
   try:
     for s in stmts:
       tracer.visit(s)
@@ -301,6 +303,7 @@ def _run(tracer, node, src, values, tmp, words, body, results, check=None):
     for e in tracer.errors[recorded:]:
       _renamed(e, tmp, words, body)
     tracer.pending_name, tracer.pending_node, tracer.stmt = saved
+    tracer.shown_names = shown
     for t in list(tracer.env):
       if t.startswith(tmp):
         tracer.env.pop(t, None)

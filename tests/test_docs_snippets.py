@@ -694,6 +694,14 @@ def frag(x_ref, w_ref, sx_ref, sw_ref, o_ref):
     sx, sw = sx_ref[ml.ds(i * 64, 64)], sw_ref[ml.ds(j * 64, 64)]
 {frag}
 """, [S((128, 256), jnp.int8), S((256, 128), jnp.int8), S((128,), f32), S((128,), f32)], None),
+    "def step(h, t):": ("""
+from jax import lax
+@mg.mgpu_kernel(out_shape=lambda x, dt, a, b, c: x, grid=lambda x, dt, a, b, c: (x.shape[1] // 64,))
+def frag(x, dt, a, b, c, y_ref):
+    cols = ml.ds(ml.program_id(0) * 64, 64)
+    a_v = a[:, cols]
+{frag}
+""", [S((100, 128), f32), S((100, 128), f32), S((16, 128), f32), S((100, 16), f32), S((100, 16), f32)], None),
     "@ml.inline\ndef mainloop(": ("""{frag}
 @mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), jnp.float32),
                 grid=lambda a, b: (a.shape[0] // 128, b.shape[1] // 128))

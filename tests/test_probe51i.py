@@ -4,7 +4,9 @@ steps whose xs are the trip counter (`jnp.arange(L)`) or None (`length=L`) and w
 was MG003 past 64 steps. A long scan whose body returns ys to stack stays MG003, now saying why and to store
 each step's y in the body. (2) jnp's functional update of a register tensor at single positions, `ys.at[t].set(h)`
 in a recurrence's loop (t static or run-time), `v.at[:, j].add(y)`, `.at[-1].mul(y)`: the select by index its MG003
-hint wrote (it was MG003; vectors of indices were jnp's scatter since probe 49e)."""
+hint wrote (it was MG003; vectors of indices were jnp's scatter since probe 49e). (3) A bounds error found after
+tracing in the body of lax.fori_loop or a long lax.scan named the loop index by the compiler's temporary
+(`when _lax0_i = 0`); it is the body's own name for it."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -108,6 +110,22 @@ def _reverse_ref(a, b):
   return o, s
 
 
+@mg.mgpu_kernel(out_shape=lambda a, b: b)
+def fori_reads_before_the_start(a, b, o):
+  def body(k, c):
+    t = -1 - k
+    return a[t, :] * c + b[t, :]
+  o[0, :] = lax.fori_loop(0, b.shape[0], body, jnp.zeros((128,), F32))
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: b)
+def long_scan_reads_before_the_start(a, b, o):
+  def step(h, t):
+    return a[t - 1, :] * h + b[t, :], None
+  h, _ = lax.scan(step, jnp.zeros((128,), F32), jnp.arange(100))
+  o[0, :] = h
+
+
 @mg.mgpu_kernel(out_shape=lambda a: S(a.shape[1:], F32))
 def long_scan_with_ys(a, o):
   def step(h, t):
@@ -152,6 +170,15 @@ def test_a_long_scan_that_stacks_ys_keeps_its_mg003_and_a_body_mistake_is_at_its
   expect(long_scan_carry_narrowed, [S((100, 128), F32)], mg.LoopCarryTypeError, "lax.scan(",
          "h enters the loop as a float32 tensor of shape (128,) but an iteration makes it a bfloat16 tensor of shape"
          " (128,)", hint="convert it back where step returns it: return (...).astype(jnp.float32)")
+
+
+def test_a_bounds_error_in_a_lax_loop_body_names_the_bodys_index():
+  hint = "guard the access (if start >= 0:, with the trips it skips handled apart) or clamp its start (ml.maximum(start, 0))"
+  specs = [S((100, 128), F32)] * 2
+  expect(fori_reads_before_the_start, specs, mg.IndexOutOfBoundsError, "a[t, :]",
+         "this register read touches a[-1:0, 0:128] when k = 0, outside a's shape (100, 128)", hint=hint)
+  expect(long_scan_reads_before_the_start, specs, mg.IndexOutOfBoundsError, "a[t - 1, :]",
+         "this register read touches a[-1:0, 0:128] when t = 0, outside a's shape (100, 128)", hint=hint)
 
 
 @pytest.mark.gpu
