@@ -307,11 +307,11 @@ class Calls:
   def _lax_flow(self, node, fn):
     """The value of a call of JAX's control flow traced as the Python statement it means (lax_flow.py), or
     UNHANDLED where it is not one the kernel runs as written (its arguments then evaluated again, for the hint)."""
-    from .lax_flow import FORMS, counted_node, counted_xs, trace
+    from .lax_flow import FORMS, counted_node, counted_xs, ref_rows, trace
     if getattr(fn, "__name__", "") not in FORMS or any(isinstance(a, ast.Starred) for a in node.args) or any(
         k.arg is None for k in node.keywords):
       return UNHANDLED
-    counted = counted_xs(self, node) if fn.__name__ == "scan" else None
+    counted = counted_xs(self, node) or ref_rows(self, node) if fn.__name__ == "scan" else None
     try:
       args = [counted if counted is not None and a is counted_node(node) else self.eval(a) for a in node.args]
       kwargs = {k.arg: counted if counted is not None and k.value is counted_node(node) else self.eval(k.value)

@@ -166,9 +166,9 @@ def _scan_length(xs, length):
   where it is not a static count the leaves agree on."""
   from .ops.base import is_tensor
   leaves = [] if xs is None else list(xs) if isinstance(xs, (tuple, list)) else [xs]
-  if not all(isinstance(x, range) or is_tensor(x) and len(x.type.shape) >= 1 for x in leaves):
+  if not all(isinstance(x, (range, RefRows)) or is_tensor(x) and len(x.type.shape) >= 1 for x in leaves):
     return None
-  ns = {len(x) if isinstance(x, range) else x.type.shape[0] for x in leaves} | ({length} if length is not None else set())
+  ns = {len(x) if isinstance(x, (range, RefRows)) else x.type.shape[0] for x in leaves} | ({length} if length is not None else set())
   n = ns.pop() if len(ns) == 1 else None
   return n if isinstance(n, int) and not isinstance(n, bool) and 0 < n else None
 
@@ -213,27 +213,31 @@ class _Stacks(Exception):
 
 
 def _scan_loop(tracer, node, got, n, texts):
-  """`lax.scan(f, init, xs)` of more than SCAN_UNROLL trips whose xs are None or the trip counter
-  (`jnp.arange(n)`), its ys None, as a recurrence over time writes it (each step's output stored by the body):
+  """`lax.scan(f, init, xs)` of more than SCAN_UNROLL trips whose xs are None, the trip counter
+  (`jnp.arange(n)`) or whole reads of refs (`x_ref[...]`, read a row a step: RefRows), its ys None, as a
+  recurrence over time writes it (each step's output stored by the body):
   the run-time loop `for j in range(n): carry, y = f(carry, j)` (from n - 1 down with reverse=True). ys to
   stack (no register tensor holds n rows of them) are MG003, saying to store them in the body; xs of register
   tensors stay UNHANDLED (MG003's hint writes the loop)."""
   from .ops import BUILTINS
   xs = got.get("xs")
   leaves = [] if xs is None else list(xs) if isinstance(xs, (tuple, list)) else [xs]
-  if not all(isinstance(x, range) and x.start == 0 and x.step == 1 for x in leaves):
+  if not all(isinstance(x, RefRows) or isinstance(x, range) and x.start == 0 and x.step == 1 for x in leaves):
     return UNHANDLED
   tmp = f"_lax{next(_counter)}_"
   init, arg, unpack = _packing(got["init"], f"{tmp}r")
   new = f"{tmp}r" if arg == f"{tmp}r" else f"{tmp}d"
   back = "" if arg == f"{tmp}r" else f"  {tmp}r = ({''.join(f'{new}[{k!r}], ' for k in got['init'])})\n"
-  x = ("None" if xs is None else f"({f'{tmp}j, ' * len(xs)})" if isinstance(xs, (tuple, list)) else f"{tmp}j")
+  rows = [f"{tmp}x{k}[{tmp}j]" if isinstance(x, RefRows) else f"{tmp}j" for k, x in enumerate(leaves)]
+  x = "None" if xs is None else f"({''.join(r + ', ' for r in rows)})" if isinstance(xs, (tuple, list)) else rows[0]
   trips = f"{n} - 1, -1, -1" if got.get("reverse") else f"{n}"
   values = {f"{tmp}r": init, f"{tmp}f": got["f"], f"{tmp}range": range, f"{tmp}none": BUILTINS["static_assert"]}
+  values |= {f"{tmp}x{k}": x.ref for k, x in enumerate(leaves) if isinstance(x, RefRows)}
   src = (f"for {tmp}j in {tmp}range({trips}):\n  {new}, {tmp}y = {tmp}f({arg}, {x})\n"
          f"  {tmp}none({tmp}y is None, '{tmp}stacks')\n{back}")
   words = {f"{tmp}r": _param(got["f"], 0, "carry"), f"{tmp}d": _param(got["f"], 0, "carry"),
            f"{tmp}f": texts.get("f"), f"{tmp}j": _param(got["f"], 1, "j"), f"{tmp}range": "range", f"{tmp}y": "y"}
+  words |= {f"{tmp}x{k}": x.text for k, x in enumerate(leaves) if isinstance(x, RefRows)}
   words = {t: w for t, w in words.items() if w}
   recorded = len(tracer.errors)
   stacks = lambda e: isinstance(e, E.StaticAssertionError) and f"{tmp}stacks" in e.message
@@ -246,11 +250,15 @@ def _scan_loop(tracer, node, got, n, texts):
   if carry is UNHANDLED or any(stacks(r) for r in tracer.errors[recorded:]):
     del tracer.errors[recorded:]
     f = texts.get("f") or "the body"
+    f = "the body" if f.startswith("lambda") else f
+    counter = isinstance(xs, range)
+    t = _param(got["f"], 1, "t") if counter else "t"
+    over = "" if counter else f"; scan over jnp.arange({n}) for the step t, reading rows of its xs in the body"
     raise E.KernelTypeError(
         f"lax.scan of {n} steps returns ys to stack, which a kernel holds for at most {SCAN_UNROLL} steps",
         tracer.loc(node),
-        hint=f"store each step's y where {f} makes it (out[{_param(got['f'], 1, 't')}] = y, a row of an output or of"
-             f" an ml.smem buffer) and return None as its y: a lax.scan of more steps then runs as a loop")
+        hint=f"store each step's y where {f} makes it (out[{t}] = y, a row of an output or of an ml.smem buffer{over})"
+             f" and return None as its y: a lax.scan of more steps then runs as a loop")
   return unpack(carry), None
 
 
@@ -392,3 +400,38 @@ def counted_xs(tracer, node):
   except E.KernelError:
     return None
   return range(n) if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+
+
+class RefRows:
+  """A long lax.scan's xs written as a whole read of a ref, `x_ref[...]`: read a row a step, `x_ref[j]`, as the
+  loop its hint wrote reads it (n rows of a sequence are more than registers hold)."""
+  def __init__(self, ref, text):
+    self.ref, self.text = ref, text
+
+  def __len__(self):
+    return self.ref.type.shape[0]
+
+
+def ref_rows(tracer, node):
+  """RefRows for the xs of a `lax.scan(f, init, xs)` call node written `x_ref[...]` (or `x_ref[:]`, or a tuple of
+  such) of refs of more than SCAN_UNROLL rows; None for other xs (evaluated as they are)."""
+  from .ops.base import is_value
+  from .types import RefType
+  xs = counted_node(node)
+  elts = xs.elts if isinstance(xs, ast.Tuple) else [xs]
+  out = []
+  for e in elts:
+    whole = isinstance(e, ast.Subscript) and (
+        isinstance(e.slice, ast.Constant) and e.slice.value is Ellipsis
+        or isinstance(e.slice, ast.Slice) and e.slice.lower is None and e.slice.upper is None and e.slice.step is None)
+    if not whole:
+      return None
+    try:
+      ref = tracer.eval(e.value)
+    except E.KernelError:
+      return None
+    if not (is_value(ref) and isinstance(ref.type, RefType) and len(ref.type.shape) >= 1
+            and ref.type.shape[0] > SCAN_UNROLL):
+      return None
+    out.append(RefRows(ref, tracer.text(e.value)))
+  return tuple(out) if isinstance(xs, ast.Tuple) else out[0] if out else None

@@ -6,7 +6,9 @@ each step's y in the body. (2) jnp's functional update of a register tensor at s
 in a recurrence's loop (t static or run-time), `v.at[:, j].add(y)`, `.at[-1].mul(y)`: the select by index its MG003
 hint wrote (it was MG003; vectors of indices were jnp's scatter since probe 49e). (3) A bounds error found after
 tracing in the body of lax.fori_loop or a long lax.scan named the loop index by the compiler's temporary
-(`when _lax0_i = 0`); it is the body's own name for it."""
+(`when _lax0_i = 0`); it is the body's own name for it. (4) A long lax.scan over whole reads of refs,
+`lax.scan(step, h0, (a_ref[...], b_ref[...]))`, reads a row a step (`a_ref[t]`) in the loop; it was MG003, whose
+hint unrolled the steps."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -172,8 +174,48 @@ def test_a_long_scan_that_stacks_ys_keeps_its_mg003_and_a_body_mistake_is_at_its
          " (128,)", hint="convert it back where step returns it: return (...).astype(jnp.float32)")
 
 
+@mg.mgpu_kernel(out_shape=lambda a, b: S((1, b.shape[1]), F32))
+def scan_over_ref_rows(a, b, o):
+  def step(h, ab):
+    at, bt = ab
+    return at * h + bt, None
+  h, _ = lax.scan(step, jnp.zeros((128,), F32), (a[...], b[:]))
+  o[0, :] = h
+
+
+@mg.mgpu_kernel(out_shape=lambda a: S(a.shape[1:], F32))
+def reverse_scan_over_a_ref(a, o):
+  h, _ = lax.scan(lambda h, x: (h * 0.5 + x, None), jnp.zeros((128,), F32), a[...], reverse=True)
+  o[...] = h
+
+
+@mg.mgpu_kernel(out_shape=lambda a: S(a.shape[1:], F32))
+def ref_rows_with_ys(a, o):
+  h, ys = lax.scan(lambda h, x: (h * 0.5 + x, h), jnp.zeros((128,), F32), a[...])
+  o[...] = h
+
+
+def test_a_long_scan_over_whole_reads_of_refs_reads_a_row_a_step():
+  a, b = _input((100, 128), F32, 1, positive=True), _input((100, 128), F32, 2)
+  want = _rows_ref(a, b)[-1]
+  np.testing.assert_allclose(_f64(scan_over_ref_rows(a, b, interpret=True))[0], want, rtol=1e-5, atol=1e-6)
+  x = _input((256, 128), F32, 3)
+  h = np.zeros(128)
+  for t in range(255, -1, -1):
+    h = h * 0.5 + _f64(x)[t]
+  np.testing.assert_allclose(_f64(reverse_scan_over_a_ref(x, interpret=True)), h, rtol=1e-5, atol=1e-6)
+  text = reverse_scan_over_a_ref.mlir(S(x.shape, F32))
+  assert "scf.for" in text
+  expect(ref_rows_with_ys, [S((256, 128), F32)], mg.KernelTypeError, "lax.scan(",
+         "lax.scan of 256 steps returns ys to stack, which a kernel holds for at most 64 steps",
+         hint="store each step's y where the body makes it (out[t] = y, a row of an output or of an ml.smem buffer;"
+              " scan over jnp.arange(256) for the step t, reading rows of its xs in the body) and return None as its"
+              " y: a lax.scan of more steps then runs as a loop")
+
+
 def test_a_bounds_error_in_a_lax_loop_body_names_the_bodys_index():
-  hint = "guard the access (if start >= 0:, with the trips it skips handled apart) or clamp its start (ml.maximum(start, 0))"
+  hint = ("guard the access (if start >= 0:, with the trips it skips handled apart) or clamp its start"
+          " (ml.maximum(start, 0))")
   specs = [S((100, 128), F32)] * 2
   expect(fori_reads_before_the_start, specs, mg.IndexOutOfBoundsError, "a[t, :]",
          "this register read touches a[-1:0, 0:128] when k = 0, outside a's shape (100, 128)", hint=hint)
@@ -189,6 +231,8 @@ def test_gpu_long_lax_scans_match_interpret_mode():
   k, v, w = _input((96, 128), F32, 1, 0.5), _input((96, 128), F32, 2), _input((128,), F32, 3, 0.5)
   np.testing.assert_allclose(_f64(jax.jit(rwkv_lax)(k, v, w)), _rwkv_ref(k, v, w), rtol=2e-4, atol=1e-6)
   a, b = _input((70, 128), F32, 4, positive=True), _input((70, 128), F32, 5)
+  np.testing.assert_allclose(_f64(jax.jit(scan_over_ref_rows)(a, b)), _f64(scan_over_ref_rows(a, b, interpret=True)),
+                             rtol=1e-5, atol=1e-6)
   o, s = jax.jit(reverse_dict_scan)(a, b)
   want_o, want_s = _reverse_ref(a, b)
   np.testing.assert_allclose(_f64(o), want_o, rtol=2e-4, atol=1e-5)
