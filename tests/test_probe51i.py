@@ -3,8 +3,9 @@ steps whose xs are the trip counter (`jnp.arange(L)`) or None (`length=L`) and w
 (Pallas's selective scan, an RWKV recurrence, each step's output stored by the body) runs as a run-time loop; it
 was MG003 past 64 steps. A long scan whose body returns ys to stack stays MG003, now saying why and to store
 each step's y in the body. (2) jnp's functional update of a register tensor at single positions, `ys.at[t].set(h)`
-in a recurrence's loop (t static or run-time), `v.at[:, j].add(y)`, `.at[-1].mul(y)`: the select by index its MG003
-hint wrote (it was MG003; vectors of indices were jnp's scatter since probe 49e). (3) A bounds error found after
+in a recurrence's loop (t static or run-time), `v.at[:, j].add(y)`, `.at[-1].mul(y)`, static ranges
+`v.at[1:-1].add(1.0)` (the update a number or broadcast along the range): the select by index its MG003 hint
+wrote (it was MG003; vectors of indices were jnp's scatter since probe 49e). (3) A bounds error found after
 tracing in the body of lax.fori_loop or a long lax.scan named the loop index by the compiler's temporary
 (`when _lax0_i = 0`); it is the body's own name for it. (4) A long lax.scan over whole reads of refs,
 `lax.scan(step, h0, (a_ref[...], b_ref[...]))`, reads a row a step (`a_ref[t]`) in the loop; it was MG003, whose
@@ -273,6 +274,14 @@ def at_points(x, i, o1, o2, o3, o4):
   o4[...] = jnp.zeros((4, 8, 32), F32).at[1, :, t].set(v[:8, 0])
 
 
+@mg.mgpu_kernel(out_shape=lambda x: (x, x, S((128,), F32)))
+def at_ranges(x, o1, o2, o3):
+  v = x[...]
+  o1[...] = v.at[1:-1].add(1.0).at[:, :3].set(v[:, 0:1] * 0.0 + 2.0)
+  o2[...] = v.at[:, 100:].mul(v[:, 5][:, None]).at[2:4, 7].max(0.0).at[0:16].min(v[0])
+  o3[...] = v[0].at[:64].set(0.0).at[-8:].add(v[1, :1])
+
+
 @mg.mgpu_kernel(out_shape=lambda x: x)
 def at_row_too_narrow(x, o):
   v = x[...]
@@ -312,11 +321,23 @@ def test_a_recurrence_collects_its_states_with_at_set_in_registers():
   jax.export.export(jax.jit(lambda *t: fori_rows_at(*t)), platforms=["cuda"])(S(a.shape, F32), S(b.shape, F32))
 
 
-def test_at_updates_at_static_and_run_time_points_match_numpy():
+def test_at_updates_at_static_and_run_time_points_and_static_ranges_match_numpy():
   x, i = _input((16, 128), F32, 3), jnp.asarray([5], jnp.int32)
   for got, want in zip(at_points(x, i, interpret=True), _points_ref(x, 5)):
     np.testing.assert_allclose(_f64(got), want.astype(np.float32).astype(got.dtype).astype(np.float64), rtol=1e-6)
   jax.export.export(jax.jit(lambda *t: at_points(*t)), platforms=["cuda"])(S(x.shape, F32), S(i.shape, jnp.int32))
+  v = _f64(x)
+  a, b, c = v.copy(), v.copy(), v[0].copy()
+  a[1:-1] += 1.0
+  a[:, :3] = 2.0
+  b[:, 100:] *= v[:, 5][:, None]
+  b[2:4, 7] = np.maximum(b[2:4, 7], 0.0)
+  b[0:16] = np.minimum(b[0:16], v[0])
+  c[:64] = 0.0
+  c[-8:] += v[1, 0]
+  for got, want in zip(at_ranges(x, interpret=True), (a, b, c)):
+    np.testing.assert_allclose(_f64(got), want, rtol=1e-6)
+  jax.export.export(jax.jit(lambda t: at_ranges(t)), platforms=["cuda"])(S(x.shape, F32))
   expect(at_row_too_narrow, [S((16, 128), F32)], mg.ShapeMismatchError, "v.at[3]",
          "v.at[3].set(v[:, :64]): the update v[:, :64] of shape (16, 64) does not broadcast to the shape (128,) of"
          " the elements it updates",
@@ -331,4 +352,6 @@ def test_gpu_at_updates_match_interpret_mode():
     np.testing.assert_allclose(_f64(jax.jit(k)(a, b)), _f64(k(a, b, interpret=True)), rtol=1e-5, atol=1e-6)
   x, i = _input((16, 128), F32, 3), jnp.asarray([5], jnp.int32)
   for got, want in zip(jax.jit(at_points)(x, i), at_points(x, i, interpret=True)):
+    np.testing.assert_array_equal(_f64(got), _f64(want))
+  for got, want in zip(jax.jit(at_ranges)(x), at_ranges(x, interpret=True)):
     np.testing.assert_array_equal(_f64(got), _f64(want))

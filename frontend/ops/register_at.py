@@ -6,9 +6,10 @@ maximum / minimum with `ml.segment_max` / `segment_min`, `.mul` / `.multiply` th
 `.set` the updates where an index names an element (the inverse of a permutation, `inv.at[order].set(ml.arange(n))`;
 where an index repeats, jnp keeps one of its updates, unspecified which: here the largest, `ml.segment_max`).
 The ids follow jnp's: a negative one counts from the end once, one outside [-n, n) is dropped. An index of single
-positions, a static or run-time integer (or `:`) for each axis (`ys.at[t].set(h)` of a recurrence collecting its
-states, `v.at[:, 0].set(0.0)`), is the select by index the MG003 hint wrote (probe 51i). Other indices (sliced,
-which that hint writes) and updates keep the error `acc.at` had."""
+positions or static ranges, a static or run-time integer or a slice of static bounds for each axis (`ys.at[t].set(h)`
+of a recurrence collecting its states, `v.at[:, 0].set(0.0)`, `v.at[1:-1].add(1.0)`), is the select by index the
+MG003 hint wrote (probe 51i). Other indices and updates (a range's update by rows of its own, which would need a
+shift) keep the error `acc.at` had."""
 from __future__ import annotations
 
 from .. import errors as E
@@ -50,14 +51,17 @@ class RegisterAtIndex:
 
 
 def _point(items, v) -> bool:
-  """Whether `items` index a register tensor `v` at single positions: each a Python int or a run-time integer
-  scalar, or `:`, one at least an index, no more items than axes (jnp's `ys.at[t].set(h)`, `v.at[:, 0].add(y)`)."""
+  """Whether `items` index a register tensor `v` at single positions or static ranges: each a Python int or a
+  run-time integer scalar, or a slice of static bounds, not all `:`, no more items than axes (jnp's
+  `ys.at[t].set(h)`, `v.at[:, 0].add(y)`, `v.at[1:-1].add(1.0)`)."""
   from ..types import TensorType
   rank = len(v.type.shape)
   is_index = lambda i: isinstance(i, int) and not isinstance(i, bool) or is_value(i) and not is_tensor(i) and (
       isinstance(d := resolve(i.type.dtype), DType) and d.is_int)
+  static = lambda b: b is None or isinstance(b, int) and not isinstance(b, bool)
+  ranged = lambda i: isinstance(i, slice) and static(i.start) and static(i.stop) and i.step in (None, 1)
   return (0 < len(items) <= rank and isinstance(v.type, TensorType)
-          and all(is_index(i) or i == slice(None) for i in items) and any(is_index(i) for i in items))
+          and all(is_index(i) or ranged(i) for i in items) and any(i != slice(None) for i in items))
 
 
 def _point_update(name):
@@ -69,32 +73,43 @@ def _point_update(name):
     shape, d = tuple(v.type.shape), resolve(v.type.dtype)
     if tuple(true_shape(cx.b, v)) != shape or mode not in (None, "drop", "fill", "promise_in_bounds"):
       raise at.at.error()          # (a padded tensor; a mode jnp's update at one index does not take)
-    mask, kept = None, []
+    mask, kept, sub = None, [], []
+    cond = lambda m, c: c if m is None else ew.binary(cx, ew.BinOp.AND, m, c)
+    along = lambda k, n: arange.rule(cx, n) if len(shape) == 1 else expand(
+        cx, arange.rule(cx, n), tuple(slice(None) if a == k else None for a in range(len(shape))))
     for k, (i, n) in enumerate(zip(items, shape)):
-      if i == slice(None):
+      if isinstance(i, slice):     # (static bounds, as Python's: negative from the end, clamped)
+        lo, hi, _ = i.indices(n)
         kept.append(k)
+        sub.append(max(0, hi - lo))
+        if lo > 0:
+          mask = cond(mask, ew.compare(cx, ew.CmpOp.GE, along(k, n), lo))
+        if hi < n:
+          mask = cond(mask, ew.compare(cx, ew.CmpOp.LT, along(k, n), hi))
         continue
       if isinstance(i, int):       # (static: jnp's negative index counts from the end once; outside, dropped)
         i = i + n if i < 0 and wrap_negative_indices else i
       elif wrap_negative_indices:
         i = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, i, 0), ew.binary(cx, ew.BinOp.ADD, i, n), i)
-      iota = arange.rule(cx, n)
-      if len(shape) > 1:
-        iota = expand(cx, iota, tuple(slice(None) if a == k else None for a in range(len(shape))))
-      hit = ew.compare(cx, ew.CmpOp.EQ, iota, i)
-      mask = hit if mask is None else ew.binary(cx, ew.BinOp.AND, mask, hit)
-    sub = tuple(shape[k] for k in kept)      # the shape of v[items], which the update broadcasts to
+      mask = cond(mask, ew.compare(cx, ew.CmpOp.EQ, along(k, n), i))
+    sub = tuple(sub)                  # the shape of v[items], which the update broadcasts to
+    full = tuple(shape[k] for k in kept)
     y = values
+    if mask is None:                  # (`.at[0:n]`: every element)
+      mask = ew.full_(cx, (1,) * len(shape), True, DType.bool_)
     if is_value(y) and is_tensor(y):
       ys = tuple(y.type.shape)
+      if not (len(ys) > len(sub) or any(a not in (1, b) for a, b in zip(ys[::-1], sub[::-1]))) and any(
+          a not in (1, b) for a, b in zip(ys[::-1], full[::-1])):
+        raise at.at.error()           # (rows of a range inside the tensor: its MG003 hint writes the select)
       if len(ys) > len(sub) or any(a not in (1, b) for a, b in zip(ys[::-1], sub[::-1])):
         t, _, r = _texts(cx.text)
         raise E.ShapeMismatchError(
             f"{t}: the update {r} of shape {ys} does not broadcast to the shape {sub} of the elements it updates",
             cx.loc,
             hint=f"give an update of shape {sub}, or one that broadcasts to it (a number, or a size-1 axis)")
-      if ys != sub:
-        y = broadcast_to_shape(cx, y, sub)
+      if ys != full:
+        y = broadcast_to_shape(cx, y, full)
       if len(sub) < len(shape):
         y = expand(cx, y, tuple(slice(None) if a in kept else None for a in range(len(shape))))
     if is_value(y) and resolve(y.type.dtype) != d:
