@@ -235,8 +235,10 @@ def _scan_loop(tracer, node, got, n, texts):
   values |= {f"{tmp}x{k}": x.ref for k, x in enumerate(leaves) if isinstance(x, RefRows)}
   src = (f"for {tmp}j in {tmp}range({trips}):\n  {new}, {tmp}y = {tmp}f({arg}, {x})\n"
          f"  {tmp}none({tmp}y is None, '{tmp}stacks')\n{back}")
+  index = _param(got["f"], 1, "step") if isinstance(xs, range) else "step"     # (the body's name for the counter)
   words = {f"{tmp}r": _param(got["f"], 0, "carry"), f"{tmp}d": _param(got["f"], 0, "carry"),
-           f"{tmp}f": texts.get("f"), f"{tmp}j": _param(got["f"], 1, "j"), f"{tmp}range": "range", f"{tmp}y": "y"}
+           f"{tmp}f": texts.get("f"), f"{tmp}j": "step" if index == "_" else index, f"{tmp}range": "range",
+           f"{tmp}y": "y"}
   words |= {f"{tmp}x{k}": x.text for k, x in enumerate(leaves) if isinstance(x, RefRows)}
   words = {t: w for t, w in words.items() if w}
   recorded = len(tracer.errors)
