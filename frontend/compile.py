@@ -289,7 +289,7 @@ def _padded_trace(pk, in_specs, out_specs, constexprs, **kw):
   return None
 
 
-def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, block, cluster,
+def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, block, cluster, grid_axes=3,
            batch: Batch | None = None, aliases=None, x64: bool = False, small_loads=None, pad_tiles=None,
            dot_layouts=None, one_elements=False, chunks=None, no_chunks=False) -> ir.Kernel:
   loc = pk.loc
@@ -310,6 +310,7 @@ def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, blo
   aliases = check_aliases(pk, aliases, in_specs, out_specs)
   em = Builder(cluster=cluster, block=block)
   em.x64 = x64
+  em.grid_axes = grid_axes      # the grid's axes as written (ops/control.py: ml.program_id of another is MG203)
   em.small_loads = small_loads
   em.pad_tiles = pad_tiles
   em.dot_layouts = dot_layouts

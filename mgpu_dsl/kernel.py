@@ -80,6 +80,7 @@ class Specialisation(NamedTuple):
   grid: tuple
   block: int
   cluster: tuple
+  axes: int = 3       # the grid's axes as written (grid=(n,): 1): ml.program_id of another axis is MG203
 
 
 class CacheInfo(NamedTuple):
@@ -273,7 +274,7 @@ class KernelFunction(SpecMethods):
     # Outputs with nothing to write: empty ones, and those aliased to an input (they keep its values).
     aliased = set((self.input_output_aliases or {}).values()) if isinstance(self.input_output_aliases, dict) else set()
     all_empty = all(0 in tuple(l.shape) or k in aliased for k, l in enumerate(leaves))
-    grid, block, cluster = self._launch(args, meta, loc, allow_empty and all_empty, all_empty, grid)
+    grid, block, cluster, axes = self._launch(args, meta, loc, allow_empty and all_empty, all_empty, grid)
     if allow_empty and all(0 in tuple(l.shape) for l in leaves):
       grid = None             # programs, but no output has an element to write: nothing to launch
     if grid is None:          # no programs and nothing to write: the outputs are the empty arrays
@@ -296,11 +297,12 @@ class KernelFunction(SpecMethods):
                              hint=calling.output_dtype_hint(leaves)) from None
     key = (tuple(in_specs), tuple(out_fspecs), grid, block, cluster,
            tuple(sorted((k, _key_value(v)) for k, v in constexprs.items())),
-           _key_value(self.input_output_aliases), bool(jax.config.jax_enable_x64))   # (x64 last: _trace)
-    return Specialisation(key, in_specs, out_fspecs, out_specs, treedef, grid, block, cluster)
+           _key_value(self.input_output_aliases), axes, bool(jax.config.jax_enable_x64))   # (x64 last: _trace)
+    return Specialisation(key, in_specs, out_fspecs, out_specs, treedef, grid, block, cluster, axes)
 
-  def _launch(self, args, constexprs, loc, nothing=False, all_empty=False, forced=None) -> tuple[tuple | None, int, tuple]:
-    """(grid, block, cluster) of a call, checked; mistakes point at the decorator's argument.
+  def _launch(self, args, constexprs, loc, nothing=False, all_empty=False, forced=None) -> tuple:
+    """(grid, block, cluster, the grid's axes as written) of a call, checked; mistakes point at the
+    decorator's argument.
     `nothing`: every output is empty, so a grid of no programs is no launch (grid None);
     `all_empty`: so it is, but the caller (check, mlir) needs a kernel."""
     at = self.parsed.option_loc
@@ -310,13 +312,14 @@ class KernelFunction(SpecMethods):
     empty = [i for i, a in enumerate(args) if 0 in tuple(getattr(a, "shape", ()))]
     if callable(self.grid) and (empty or all_empty) and isinstance(grid, (tuple, list)) and 0 in grid:
       if nothing:
-        return None, self.block if not callable(self.block) else 128, None
+        return None, self.block if not callable(self.block) else 128, None, 3
       if all_empty:
         raise E.LaunchConfigError(
             f"the grid callable gave {tuple(grid)} and every output of this call is empty (or aliased to an"
             f" input): a call on arrays returns them without a launch, and there is no kernel to check or build",
             at("grid"), hint="check or build a specialisation whose outputs have elements")
       raise empty_grid.no_programs(grid, empty, args, at("grid"), self.grid)   # (_compile: atomics' outputs)
+    axes = len(grid) if isinstance(grid, (tuple, list)) else 1      # (grid=8: one axis)
     try:
       grid = _as_tuple3(grid, "grid", at("grid"), computed=callable(self.grid),
                         fn=self.grid if callable(self.grid) else None)
@@ -342,7 +345,7 @@ class KernelFunction(SpecMethods):
     if cluster[0] * cluster[1] * cluster[2] > 16:
       raise E.LaunchConfigError(f"a cluster holds at most 16 CTAs on Hopper, got {cluster}", at("cluster"),
                                 hint="use at most 16 CTAs per cluster, e.g. cluster=(2,) or (2, 2)")
-    return grid, block, cluster
+    return grid, block, cluster, max(1, axes)
 
   def _input_bounds(self, pk) -> tuple[int, int]:
     """calling.input_bounds, computed once per parse (and per out_shape/grid object)."""
@@ -466,7 +469,7 @@ class KernelFunction(SpecMethods):
                 ", ".join(self._deps.unhashable() + [k for k, t in consts if t is None]))
       return None
     return C.digest("traced", C.versions(), fingerprint, self.__name__, spec.in_specs,
-                    spec.out_fspecs, spec.grid, spec.block, spec.cluster, consts,
+                    spec.out_fspecs, spec.grid, spec.axes, spec.block, spec.cluster, consts,
                     [(n, list(b)) for n, b in levels], repr(self.input_output_aliases), spec.key[-1])
 
   def _trace(self, spec, constexprs, levels=()) -> tuple[kir.Kernel, bool]:
@@ -483,7 +486,7 @@ class KernelFunction(SpecMethods):
     # tracing: eagerly, even when the call to the kernel is itself being traced by jax.jit.
     with jax.ensure_compile_time_eval():
       kernel = fc.trace(self.parsed, spec.in_specs, spec.out_fspecs, constexprs, grid=spec.grid,
-                        block=spec.block, cluster=spec.cluster,
+                        grid_axes=spec.axes, block=spec.block, cluster=spec.cluster,
                         batch=batching.batch_spec(levels, spec.grid), aliases=self.input_output_aliases, x64=spec.key[-1])
     if path is not None:
       C.store_traced(path, key, kernel)

@@ -349,14 +349,15 @@ def test_a_reshape_that_moves_a_reduced_tiles_rows_goes_through_smem(shape):
                              rtol=1e-5, atol=1e-5)
 
 
-@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128, 1))
 def second_axis_on_a_1d_grid(x, out):
   i = ml.program_id(1)
   out.at[ml.ds(i * 128, 128)][...] = x.at[ml.ds(i * 128, 128)][...] * 2
 
 
 def test_program_id_of_an_axis_of_one_program_is_named_in_a_note():
-  """The errors named only the store; the cause was ml.program_id(1) on a 1-D grid (probe 15)."""
+  """The errors named only the store; the cause was ml.program_id(1) of a grid axis of one program (probe 15; on a
+  grid of one axis, grid=(n,), it is MG203 at the ml.program_id since probe 51a: tests/test_probe51a.py)."""
   with pytest.raises(mg.UncoveredOutputError) as info:
     second_axis_on_a_1d_grid.check(S((1024,), F32))
   assert any("ml.program_id(1) is 0 in every program: the grid has 1 program along axis 1 (grid (8, 1))" in n

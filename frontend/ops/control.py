@@ -241,7 +241,15 @@ def _axis(cx, axis, what):
 @builtin
 def program_id(cx, axis):
   """The index of this CTA (program) along grid axis 0, 1 or 2: `i = ml.program_id(0)`."""
-  if _axis(cx, axis, "grid") == cx.b.batch_axis:     # the axis jax.vmap took: 1 in the kernel's grid
+  axes = getattr(cx.b, "grid_axes", 3)
+  if _axis(cx, axis, "grid") >= axes:     # Triton's 0 there; a grid of fewer axes has no such index
+    a, ids = ("1 axis", "ml.program_id(0)") if axes == 1 else (f"{axes} axes", "ml.program_id(0) and ml.program_id(1)")
+    extents = ", ".join(f"n{k}" for k in (0, 1, 2)[:axis + 1])
+    raise E.IndexOutOfBoundsError(
+        f"ml.program_id({axis}) reads grid axis {axis}, but the grid has {a}: it would be 0 in every program",
+        cx.loc, hint=f"the grid's programs are {ids}; to launch programs along axis {axis} too, give the grid"
+                     f" {axis + 1} extents, grid=({extents}) (or a callable returning them), or write 0 where 0 is meant")
+  if axis == cx.b.batch_axis:     # the axis jax.vmap took: 1 in the kernel's grid
     return ew.constant(cx, 0)
   return cx.b.emit(ProgramId, axis, loc=cx.loc, types=[ScalarType(INDEX)], names=[cx.name]).result
 
