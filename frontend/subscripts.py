@@ -325,6 +325,8 @@ class Subscripts:
         if gather.has_tensor_index(index) and (got := register_gather(cx, base, index, name)) is not None:
           return keep_weak(self.b, [base], got)       # v[ids], v[:, ids]: jnp's gather, through SMEM
         check_tensor_steps(cx, base, index)
+        from .ops.scan import mark_totals
+        mark_totals(self.b, base, index)      # (ml.cumprod(v)[-1]: the scan's total, checked as a reduction's)
         return keep_weak(self.b, [base], shape.expand(cx, base, index))
       if index is Ellipsis or index == ():        # jnp's s[...] and s[()] of a 0-d array: s itself
         return base

@@ -677,3 +677,5 @@ _RULES = {Dot: _dot, Store: _store, MaskedLoad: _masked_load, Copy: _copy, Load:
 
 from .interpret_pad_moves import RULES as _MOVES     # (transposes, permutes, rolls: their own module)  # noqa: E402
 _RULES.update(_MOVES)
+from .interpret_pad_scans import RULES as _SCANS     # (scans: a product's total, a reverse scan; probe 51a)  # noqa: E402
+_RULES.update(_SCANS)

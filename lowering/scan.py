@@ -227,6 +227,11 @@ def _i_scan(cta, o):
   scratch = np.zeros((rows, x.shape[-1] + o.pad), N.np_dtype(d))
   scratch[:, :x.shape[-1]] = x.reshape(rows, -1)
   cta.write(ref, scratch.reshape(-1), o)       # the scratch's traffic, for the race checks
+  cta.set(o.result, scanned(o, x, d))
+
+
+def scanned(o, x, d):
+  """The scan `o` of the array `x` (of `d`), combined in the GPU's order (interpret_pad_scans.py scans again)."""
   axis = o.axis
   vec = _vec(o.x.type) if axis == x.ndim - 1 else 1
   shape = x.shape
@@ -234,8 +239,7 @@ def _i_scan(cta, o):
     x, axis = x.reshape(-1, o.segment, shape[-1]), 1
   with np.errstate(over="ignore", invalid="ignore"):
     if vec > 1:
-      cta.set(o.result, _i_scan_vectors(o, x, vec, d))
-      return
+      return _i_scan_vectors(o, x, vec, d)
     for s in _steps(x.shape[axis]):
       nb = np.full_like(x, _identity(o.kind, d))
       src = [slice(None)] * x.ndim
@@ -246,7 +250,7 @@ def _i_scan(cta, o):
         src[axis], dst[axis] = slice(None, -s), slice(s, None)
       nb[tuple(dst)] = x[tuple(src)]
       x = _np_combine(o.kind, x, nb).astype(x.dtype)
-  cta.set(o.result, x.reshape(shape))
+  return x.reshape(shape)
 
 
 def _shifted(a, s, reverse, fill):

@@ -47,6 +47,8 @@ class Scan(ir.Op):
   segment: int
   loc: object
   results: tuple
+  totals: bool = False      # its last element along the axis (the first, reversed) is read: a product's
+  #                           (jnp.prod, ml.cumprod(v)[-1]); interpret mode checks padding there (MG953)
 
 
 def _axis(cx, axis, rank, what, x=None):
@@ -164,3 +166,30 @@ def cummax(cx, x, axis=None, reverse=False):
 def cummin(cx, x, axis=None, reverse=False):
   """Inclusive running minimum along `axis` (lax.cummin)."""
   return scan(cx, ScanKind.MIN, x, axis, reverse, "ml.cummin")
+
+
+def mark_totals(b, x, index) -> None:
+  """Where `x[index]` (a subscript of a register tensor) reads the last element of a scan along its axis (the first of
+  a reverse scan: the scan's total, as jnp.prod and `ml.cumprod(v, axis=1)[:, -1]` take it), mark the scan, whose
+  total interpret mode then checks as a reduction's (lowering/interpret_pad_scans.py)."""
+  from .elementwise import Cast
+  o = b.defs.get(getattr(x, "id", None))
+  if isinstance(o, Cast) and not o.bitcast:     # (a 16-bit scan: computed in float32, rounded once)
+    o = b.defs.get(getattr(o.x, "id", None))
+  if not isinstance(o, Scan) or o.segment:
+    return
+  items = index if isinstance(index, tuple) else (index,)
+  rank = len(o.results[0].type.shape)
+  if Ellipsis in items:
+    k = items.index(Ellipsis)
+    items = items[:k] + (slice(None),) * (rank + 1 - len(items)) + items[k + 1:]
+  items = tuple(i for i in items if i is not None)
+  if len(items) != rank:
+    return
+  n = o.results[0].type.shape[o.axis]
+  last = 0 if o.reverse else n - 1
+  at = items[o.axis]
+  if isinstance(at, slice) and at.step in (None, 1):
+    at = at.start if at.start is not None and (at.stop is None or at.stop == n) else None
+  if isinstance(at, int) and not isinstance(at, bool) and -n <= at < n and at % n == last:
+    object.__setattr__(o, "totals", True)     # (an annotation of the op in place, as start_multiple)
