@@ -29,6 +29,7 @@ from .absint import UNKNOWN, GridEval, Window
 from .contraction import ContractionReads
 from .coverage import Boxes, describe, unique_rows
 from .empty_masks import EmptyMasks
+from .gather_bounds import GatherBounds
 from .mask_boxes import kept_boxes, store_mask
 from .narrow_index import check_narrow_indices
 from .overflow import sample_programs
@@ -66,7 +67,7 @@ def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
   mem.ev = ev
   if ev.run():
     errors += (ev.overflows.errors + ev.broken_promises + mem.errors + mem.coverage_errors() + mem.race_errors()
-               + mem.empty.errors() + check_clusters(kernel))
+               + mem.empty.errors() + mem.gathers.errors() + check_clusters(kernel))
     mem.facts.late = mem.contraction.errors()     # after the window checks: a misplaced window comes first
   else:
     mem.facts.tma_starts.clear()
@@ -181,6 +182,7 @@ class _Memory:
     self.contraction = ContractionReads(kernel)   # how far each input axis a dot sums over is read
     self.synced = synced_ops(kernel)   # accesses after an acquiring atomic: interpret mode's (ops/atomic_rmw.py)
     self.empty = EmptyMasks()          # masked accesses whose mask keeps nothing (frontend/empty_masks.py)
+    self.gathers = GatherBounds(kernel)   # unmasked gathers past the end (frontend/gather_bounds.py)
 
   def bounds(self, acc):
     """Windows outside their buffer: each a mistake of one program, certain without the others."""
@@ -218,6 +220,7 @@ class _Memory:
     masked = isinstance(acc.op, MASKED)
     self.bounds(acc)
     self.empty.see(self, acc)
+    self.gathers.see(self, acc)
     # (programs along the batch axis jax.vmap added update separate slices: not "other programs")
     batch = self.kernel.grid[self.kernel.batch_axis] if self.kernel.batch_axis is not None else 1
     # An access after an acquiring atomic (under a lock, a last program's reads) meets other programs' in an

@@ -48,6 +48,9 @@ class Gather(ir.Op):
   # The window over `ref` of the view indexed (`t.at[ml.ds(s, 64)][ids]`), if any: the indices are
   # clamped to it, so it must lie inside `ref` (frontend/checks.py proves it where it can).
   view: tuple = ()
+  # A masked load of it (`t.at[ids].load(mask=m, other=0)`): lanes whose indices leave the view may be meant
+  # (frontend/gather_bounds.py checks unmasked gathers only).
+  masked: bool = False
 
 
 def _in_range(cx, i, n):
@@ -98,8 +101,8 @@ class _Plan:
   columns: bool = False     # widened by padding its index vector (t[:, cols]), not a slice (t[ids, :])
 
 
-def gather(cx, ref, index, name=""):
-  """`ref[index]` where some index is a register tensor."""
+def gather(cx, ref, index, name="", masked=False):
+  """`ref[index]` where some index is a register tensor (`masked`: read by a masked load)."""
   from . import padded_tiles
   from .padded_gathers import padded_rows
   if (out := tile_gather(cx, ref, index, gather)) is not None:     # y[p, :] of a (t, k) index tile: (t, k, d)
@@ -107,16 +110,17 @@ def gather(cx, ref, index, name=""):
   own = padded_rows(cx, index)
   if own is not None:     # x[o] of an index vector computed padded (an argsort of 100 ids): the gather clamps the
     with padded_tiles.allowed(cx):           # padding lanes' indices into the view too; the result is padded as o
-      out = _gather(cx, ref, index, name)
+      out = _gather(cx, ref, index, name, masked)
     cx.b.pad_tiles[out.id] = (own,) + tuple(out.type.shape[1:])
     return out
-  return _gather(cx, ref, index, name)
+  return _gather(cx, ref, index, name, masked)
 
 
-def _gather(cx, ref, index, name=""):
+def _gather(cx, ref, index, name="", masked=False):
   p = _plan(cx, ref, index, "gather")
   out = cx.b.emit(Gather, p.root, tuple(p.per_dim), loc=cx.loc, types=[TensorType(p.out_shape, ref.type.dtype)],
-                  names=[name if not p.keep else ""], contiguous=p.contiguous, view=p.view).result
+                  names=[name if not p.keep else ""], contiguous=p.contiguous, view=p.view,
+                  masked=masked).result
   if p.keep:             # rows read wider than asked (each row's index spread over a warp's lanes): the
     from .shape import index_through_smem     # columns asked for, through an SMEM scratch
     saved, cx.name = cx.name, name
@@ -473,7 +477,7 @@ def _gather_load(cx, iref, mask=None, other=0):
   (its indices clamp into the view, so no read leaves it) and the mask selects after it: the same
   result, with the same memory traffic as `ml.where(m, table[ids, :], other)`."""
   from .shape import broadcast_shape
-  v = gather(cx, iref.ref, iref.index, cx.name)
+  v = gather(cx, iref.ref, iref.index, cx.name, masked=mask is not None and mask is not True)
   if mask is None:
     return v
   table = iref.ref.name or "the ref"
