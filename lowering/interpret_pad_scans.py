@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..frontend import errors as E
-from ..frontend import call_texts as T
+from ..frontend.loc import call_at
+from ..frontend.ops.memory import Copy
 from ..frontend.ops.scan import Scan, ScanKind
 from . import interpret_numerics as N
 from .scan import scanned
@@ -44,6 +45,23 @@ def _ident_text(kind, d) -> str:
   return str(i)
 
 
+def _called(loc, default):
+  """(the function's text, its first argument's text) of the call at `loc`: `jnp.prod(v)`, `jax.lax.reduce_prod(v,
+  ...)` (a module's function, however deep), or `v.cumprod()` (a method: its receiver)."""
+  import ast
+  node = call_at(loc)
+  if node is None:
+    return default, None
+  f = node.func
+  root = f
+  while isinstance(root, ast.Attribute):
+    root = root.value
+  module = isinstance(root, ast.Name) and root.id in ("ml", "tl", "jnp", "np", "jax", "lax")
+  if isinstance(f, ast.Attribute) and not module:
+    return f"{ast.unparse(f)}()", ast.unparse(f.value)
+  return ast.unparse(f), ast.unparse(node.args[0]) if node.args else None
+
+
 def _scan(cta, o):
   st = state(cta, o.x)
   src = _source(cta, o.x)
@@ -60,11 +78,13 @@ def _scan(cta, o):
   want = scanned(o, np.where(pad, np.asarray(_identity(o.kind, d)).astype(x.dtype), x), d)   # (in the GPU's order)
   changed = _differs(got, want, 0, d)
   data = changed & ~pad
-  last = [slice(None)] * x.ndim
-  last[o.axis] = slice(0, 1) if o.reverse else slice(-1, None)
-  total = np.zeros(x.shape, bool)
-  total[tuple(last)] = True
-  wrong = data | (changed & total) if o.totals else data
+  wrong = data
+  if o.totals:           # (the element read as the total: the last of the tile's own, where it is read padded)
+    last = [slice(None)] * x.ndim
+    last[o.axis] = o.totals[0]
+    total = np.zeros(x.shape, bool)
+    total[tuple(last)] = True
+    wrong = data | (changed & total)
   if wrong.any():
     raise _scan_error(cta, o, src, x, pad, got, want, wrong, bool(data.any()))
   _set(cta, o.result, np.where(pad, PAD, REAL).astype(np.int8), src)
@@ -76,10 +96,10 @@ def _scan_error(cta, o, src, x, pad, got, want, wrong, data):
   d = o.x.type.dtype
   ident = _ident_text(o.kind, d)
   name = _NAMES[o.kind]
-  what, arg = T.called(o.loc, f"ml.cum{o.kind.value}")
+  what, arg = _called(o.loc, f"ml.cum{o.kind.value}")
   at = f"lanes {list(k)}" if len(k) > 1 else f"lane {k[0]}"
   lanes = np.asarray(x)[pad]
-  fill = 0 if not hasattr(src, "other") else src.other
+  fill = getattr(src, "other", 0)
   raw = isinstance(fill, (int, float)) and np.all(lanes == np.asarray(fill).astype(lanes.dtype))
   if data:
     msg = (f"{what} scans {_origin(src, ref, other)}: they change its elements at lanes of data, {_num(got[k])} at"
@@ -88,7 +108,11 @@ def _scan_error(cta, o, src, x, pad, got, want, wrong, data):
     msg = (f"{what} {_VERBS[o.kind]} {_origin(src, ref, other)}: they change its result in program {cta.label},"
            f" {_num(got[k])} where the elements inside give {_num(want[k])}")
   keep = f"ml.where({mask}, {arg or 'v'}, {ident})" if mask else None
-  if raw and not isinstance(fill, bool):
+  if isinstance(src, Copy):
+    hint = (f"keep the zeros out of the {'scan' if data else name[2:]}: {'scan' if data else 'reduce'} {keep}" if keep
+            else f"keep the zeros out: ml.where(pos < {ref}.shape[{axis}], v, {ident}) with pos the positions of the"
+                 f" copied window along that dimension")
+  elif raw and not isinstance(fill, bool):
     hint = f"fill them with the identity of {name}: other={ident} in the masked load at line {src.loc.lineno}"
     if keep and o.kind != ScanKind.SUM:
       hint += f" (where a sum reads the same tile, keep other=0 there and {'scan' if data else 'reduce'} {keep})"

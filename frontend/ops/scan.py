@@ -47,8 +47,8 @@ class Scan(ir.Op):
   segment: int
   loc: object
   results: tuple
-  totals: bool = False      # its last element along the axis (the first, reversed) is read: a product's
-  #                           (jnp.prod, ml.cumprod(v)[-1]); interpret mode checks padding there (MG953)
+  totals: tuple = ()        # (its position,) where its last element along the axis (the first, reversed) is read, a
+  #                           product's (jnp.prod, ml.cumprod(v)[-1]); interpret mode checks padding there (MG953)
 
 
 def _axis(cx, axis, rank, what, x=None):
@@ -179,6 +179,7 @@ def mark_totals(b, x, index) -> None:
   if not isinstance(o, Scan) or o.segment:
     return
   items = index if isinstance(index, tuple) else (index,)
+  from .padded_tiles import true_shape
   rank = len(o.results[0].type.shape)
   if Ellipsis in items:
     k = items.index(Ellipsis)
@@ -186,10 +187,11 @@ def mark_totals(b, x, index) -> None:
   items = tuple(i for i in items if i is not None)
   if len(items) != rank:
     return
-  n = o.results[0].type.shape[o.axis]
+  own = true_shape(b, x)        # (a tile computed padded: the index counts its own elements, as the read does)
+  n = own[o.axis] if len(own) == rank else o.results[0].type.shape[o.axis]
   last = 0 if o.reverse else n - 1
   at = items[o.axis]
   if isinstance(at, slice) and at.step in (None, 1):
     at = at.start if at.start is not None and (at.stop is None or at.stop == n) else None
   if isinstance(at, int) and not isinstance(at, bool) and -n <= at < n and at % n == last:
-    object.__setattr__(o, "totals", True)     # (an annotation of the op in place, as start_multiple)
+    object.__setattr__(o, "totals", (last,))     # (an annotation of the op in place, as start_multiple)
