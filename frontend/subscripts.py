@@ -24,7 +24,7 @@ from .ops.index_hints import aliased_input, check_tensor_steps, run_window_hint,
 from .ops.table_hints import table_lookup_hint
 from .ops.register_at import RegisterAt
 from .assign import DICTS_FIXED, SCATTER_HINT, At, holds_value, is_whole
-from .types import RefType, ScalarType, resolve
+from .types import RefType, ScalarType, TensorType, resolve
 
 _LIST_METHODS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"})
 
@@ -122,6 +122,10 @@ class Subscripts:
         order = tuple(range(len(t.shape) - 2)) + (len(t.shape) - 1, len(t.shape) - 2)
         return keep_weak(self.b, [base], permute.permute_tensor(self.cx(node), base, order, self.text(node))
                          if len(t.shape) >= 3 else permute.transpose_tensor(self.cx(node), base, self.text(node)))
+      if attr == "prod" and isinstance(t, TensorType):      # jnp's v.prod(axis=1): jnp.prod(v, axis=1) (probe 51a)
+        import functools
+        import jax.numpy as jnp
+        return functools.partial(jnp.prod, base)
       if attr in METHODS and not isinstance(t, RefType):
         return _Method(METHODS[attr], base)
       if attr in REF_METHODS and isinstance(t, RefType):
