@@ -69,6 +69,7 @@ class GatherBounds:
       if isinstance(o, Where) and isinstance(o.on_true, ir.Value) and isinstance(o.cond, ir.Value):
         self.selected.setdefault(o.on_true.id, o)
     self.found: dict = {}
+    self.pads = getattr(kernel, "pad_tiles", None) or {}     # (a padded trace's values: their own shapes)
 
   def see(self, mem, acc) -> None:
     o = acc.op
@@ -96,6 +97,13 @@ class GatherBounds:
       if val is None:
         continue
       bad = (val >= n) | (val < -n)
+      own = self.pads.get(o.results[0].id) or self.pads.get(raw.id)
+      if own is not None:     # (lanes a padded trace added, past the tile's own elements, index nothing of the user's)
+        if len(own) != val.ndim - 1:
+          continue
+        keep = np.zeros(bad.shape, bool)
+        keep[(slice(None),) + tuple(slice(0, k) for k in own)] = True
+        bad = bad & keep
       if bad.any() and _run(val) and any(isinstance(w, ir.Value) and w is not v and _Eval(
           mem.ev, progs, tuple(getattr(w.type, "shape", ()))).value(w) is None for w in o.indices):
         continue            # (rows of data read wider than asked, the extra columns clamped and dropped at the store:

@@ -84,7 +84,8 @@ def _scan(cta, o):
     last[o.axis] = o.totals[0]
     total = np.zeros(x.shape, bool)
     total[tuple(last)] = True
-    wrong = data | (changed & total)
+    whole = np.broadcast_to(pad.all(axis=o.axis, keepdims=True), x.shape)   # (groups of padding only: padding)
+    wrong = data | (changed & total & ~whole)
   if wrong.any():
     raise _scan_error(cta, o, src, x, pad, got, want, wrong, bool(data.any()))
   _set(cta, o.result, np.where(pad, PAD, REAL).astype(np.int8), src)

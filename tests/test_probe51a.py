@@ -131,6 +131,12 @@ def rows_prod_method(x, out):
   out.at[ml.ds(r * 8, 8)][...] = x.at[ml.ds(r * 8, 8), :][...].prod(axis=1)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0],), x.dtype), S((x.shape[1],), x.dtype)))
+def small_tile_products(x, rows, cols):
+  rows[...] = jnp.prod(x[...], axis=1)      # (a (5, 40) read: traced padded, the padding the compiler's own)
+  cols[...] = jnp.prod(x[...], axis=0)
+
+
 def _masked_reduction(kernel, x, at, message, hint):
   with pytest.raises(mg.MaskedReductionError) as info:
     kernel(x, interpret=True)
@@ -145,6 +151,9 @@ def test_a_product_of_padding_filled_with_zero_is_mg953():
   np.testing.assert_allclose(rows_prod_of_ones(x, interpret=True), x.prod(axis=1), rtol=1e-5)
   np.testing.assert_allclose(row_cumprod_stored(x, interpret=True), np.cumprod(x, axis=1), rtol=1e-5)
   np.testing.assert_allclose(rows_prod_method(x, interpret=True), x.prod(axis=1), rtol=1e-5)    # jnp's v.prod()
+  small = x[:5, :40]
+  for got, want in zip(small_tile_products(small, interpret=True), (small.prod(axis=1), small.prod(axis=0))):
+    np.testing.assert_allclose(got, want, rtol=1e-5)
   line = where(row_prod, "x.at[r, cols]")[0]
   _masked_reduction(
       row_prod, x, "jnp.prod(v)",
@@ -199,6 +208,11 @@ def even_columns(x, out):
 @mg.mgpu_kernel(out_shape=lambda x: S((32,), x.dtype))
 def every_fourth(x, out):
   out[...] = x[ml.arange(32) * 4]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((100,), x.dtype))
+def every_other_of_100(x, out):
+  out[...] = x[ml.arange(100) * 2]        # (an arange of 100 lanes: traced padded to 128, whose extra lanes count not)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 128), x.dtype), grid=lambda x: (x.shape[0],))
@@ -268,6 +282,11 @@ def test_an_unmasked_gather_past_the_end_is_mg203():
   expect(every_fourth, [S((100,), F32)], mg.IndexOutOfBoundsError, "x[ml.arange(32) * 4]",
          "index 100 is out of bounds for dimension 0 of x (size 100): this gather reads 7 of its 32 lanes past the"
          " end, where jnp's gather clamps them to its last element")
+  expect(every_other_of_100, [S((150,), F32)], mg.IndexOutOfBoundsError, "x[ml.arange(100) * 2]",
+         "index 150 is out of bounds for dimension 0 of x (size 150): this gather reads 25 of its 100 lanes past the"
+         " end, where jnp's gather clamps them to its last element")
+  y = np.arange(200, dtype=np.float32)
+  np.testing.assert_array_equal(every_other_of_100(y, interpret=True), y[::2])
   expect(strided_chunks, [S((4, 100), F32)], mg.IndexOutOfBoundsError, "x.at[r, k * 32",
          "index 100 is out of bounds for dimension 1 of x (size 100) in program (0, 0, 0) when k = 2: this gather"
          " reads 14 of its 32 lanes past the end, where jnp's gather clamps them to its last element")
