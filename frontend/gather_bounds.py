@@ -9,7 +9,8 @@ certainly runs the gather, is this error, with the mask that keeps the lanes ins
 mask (`.load(mask=..., other=...)`, or whose result an `ml.where` selects from) is checked where its mask is known,
 at the lanes it keeps. Indices of data and unsigned indices keep jnp's rule, and so does a run of columns beside row
 indices of data (`t[ids[:, None], ml.arange(32)[None, :]]` of 16 columns: the layout hint's widened gather, whose
-extra columns the store's mask drops).
+extra columns the store's mask drops), and an index an `ml.where` chooses (`ml.where(ok, idx, n)`, lanes pointed past
+the end on purpose, as MG204's hint for a short `ml.arange` writes).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from . import errors as E
 from . import ir
 from .loc import call_at
 from .mask_boxes import _Eval
-from .ops.elementwise import BinOp, Binary, CmpOp, Compare, Where
+from .ops.elementwise import BinOp, Binary, Cast, CmpOp, Compare, Where
 from .ops.gather import Gather
 from .ops.shape import Broadcast
 from .types import resolve
@@ -52,6 +53,16 @@ def _raw(defs, v):
           and c.lhs is a.lhs and c.rhs == 0):
     return None
   return a.lhs, n
+
+
+def _selected(defs, v, depth=0) -> bool:
+  """Whether the index `v` is chosen lane by lane by an ml.where (through casts and broadcasts)."""
+  o = defs.get(getattr(v, "id", None))
+  if isinstance(o, Where):
+    return True
+  if isinstance(o, (Cast, Broadcast)) and depth < 8:
+    return _selected(defs, o.x, depth + 1)
+  return False
 
 
 def _run(val) -> bool:
@@ -93,6 +104,9 @@ class GatherBounds:
       raw, n = got
       if not getattr(resolve(raw.type.dtype), "is_signed", False) or (on is not None and len(raw.type.shape) != len(shape)):
         continue
+      if _selected(mem.ev.defs, raw):
+        continue            # (lanes pointed past the end on purpose, ml.where(ok, idx, n): MG204's hint for a short
+        #                     ml.arange, whose clamped lanes its masked store drops)
       val = _Eval(mem.ev, progs, tuple(raw.type.shape)).value(raw)
       if val is None:
         continue
