@@ -7,10 +7,13 @@ meant a mask. Where the indices are built from `ml.arange`, constants, program i
 evaluation's, frontend/mask_boxes.py), an index at or past the end (or before minus the size), in a program that
 certainly runs the gather, is this error, with the mask that keeps the lanes inside as the hint. A gather with a
 mask (`.load(mask=..., other=...)`, or whose result an `ml.where` selects from) is checked where its mask is known,
-at the lanes it keeps. Indices of data and unsigned indices keep jnp's rule, and so does a run of columns beside row
-indices of data (`t[ids[:, None], ml.arange(32)[None, :]]` of 16 columns: the layout hint's widened gather, whose
-extra columns the store's mask drops), and an index an `ml.where` chooses (`ml.where(ok, idx, n)`, lanes pointed past
-the end on purpose, as MG204's hint for a short `ml.arange` writes).
+at the lanes it keeps. Only indices that step by other than 1 are checked (strides, `ml.arange(64) * 2`; reversed and
+computed orders): a run of consecutive positions or one position a program past the end is a ragged last tile, which
+jnp-style code stores back at the same positions, where jnp's scatter drops what the clamped read gave (probe 42u's
+`out[rows, :] = x[rows, :] + 1`), or the layout hint's widened rows (`t[ids[:, None], ml.arange(32)[None, :]]` of 16
+columns); Triton's loads of runs are windows, checked as such (MG203). Indices of data and unsigned indices keep jnp's
+rule, and so does an index an `ml.where` chooses (`ml.where(ok, idx, n)`, lanes pointed past the end on purpose, as
+MG204's hint for a short `ml.arange` writes).
 """
 from __future__ import annotations
 
@@ -66,9 +69,10 @@ def _selected(defs, v, depth=0) -> bool:
 
 
 def _run(val) -> bool:
-  """Whether the index values `val` (programs or 1, *dims) are a run of consecutive positions along one axis."""
+  """Whether the index values `val` (programs or 1, *dims) are one position a program (a scalar, broadcast) or a run of
+  consecutive positions along one axis."""
   axes = [k for k in range(1, val.ndim) if val.shape[k] > 1]
-  return len(axes) == 1 and bool(np.all(np.diff(val, axis=axes[0]) == 1))
+  return not axes or len(axes) == 1 and bool(np.all(np.diff(val, axis=axes[0]) == 1))
 
 
 class GatherBounds:
@@ -118,10 +122,10 @@ class GatherBounds:
         keep = np.zeros(bad.shape, bool)
         keep[(slice(None),) + tuple(slice(0, k) for k in own)] = True
         bad = bad & keep
-      if bad.any() and _run(val) and any(isinstance(w, ir.Value) and w is not v and _Eval(
-          mem.ev, progs, tuple(getattr(w.type, "shape", ()))).value(w) is None for w in o.indices):
-        continue            # (rows of data read wider than asked, the extra columns clamped and dropped at the store:
-        #                     the layout hint's own `t[ids[:, None], ml.arange(32)[None, :]]`, docs/language.md)
+      if _run(val):
+        continue            # (a run, or one index a program, past the end: a ragged last tile, whose jnp store drops
+        #                     what its clamped read gave (probe 42u), or rows of data read wider than asked, the layout
+        #                     hint's `t[ids[:, None], ml.arange(32)[None, :]]`; Triton's run loads are windows, MG203)
       if on is not None:
         bad, val = np.broadcast_arrays(bad & on.astype(bool), val)
       if bad.any():
