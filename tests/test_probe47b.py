@@ -432,5 +432,6 @@ def test_gpu_promotions_and_jnp_forms_match_interpret_mode():
            (numpy_calls, (_rand((8, 128), F32, 17), _rand((8, 128), BF16, 18)))]
   for kernel, args in cases:
     for k, (got, want) in enumerate(zip(kernel(*args), kernel(*args, interpret=True))):
-      # (the GPU's libdevice log, exp and tanh may differ from numpy's in the last bits)
-      _same(got, want, 2e-2 if got.dtype in (BF16, F16) else 1e-5)
+      # (the GPU's libdevice log, exp and tanh may differ from numpy's in the last bits; in the attention an
+      # exponential an ulp apart can round p to the next bfloat16 before its product with v: 4e-3 of that term)
+      _same(got, want, 2e-2 if got.dtype in (BF16, F16) else 2e-3 if kernel is pallas_attention else 1e-5)

@@ -231,14 +231,14 @@ def hyperbolic(x, a, b, c, d, e, f, g, h, i, j):
   g[...] = jnp.asinh(v) + jnp.atanh(v * 0.5) + lax.atanh(v * 0.25)
   h[...] = jnp.acosh(jnp.abs(v) + 1) + lax.acosh(jnp.abs(v) + 2)
   i[...] = jnp.sinc(v)
-  j[...] = sp.logit(jnp.abs(v) * 0.1) + sp.expit(v) + jnp.deg2rad(v)
+  j[...] = sp.logit(jnp.abs(v) * 0.125) + sp.expit(v) + jnp.deg2rad(v)   # (0.125: exact, so 1 - x fused on the GPU rounds alike)
 
 
 def _hyperbolic(v):
   return (jnp.sinh(v), jnp.cosh(v), jnp.arcsinh(v), jnp.arccosh(v), jnp.arctanh(v),
           lax.sinh(v) - lax.cosh(v) + lax.asinh(v), jnp.asinh(v) + jnp.atanh(v * 0.5) + lax.atanh(v * 0.25),
           jnp.acosh(jnp.abs(v) + 1) + lax.acosh(jnp.abs(v) + 2), jnp.sinc(v),
-          sp.logit(jnp.abs(v) * 0.1) + sp.expit(v) + jnp.deg2rad(v))
+          sp.logit(jnp.abs(v) * 0.125) + sp.expit(v) + jnp.deg2rad(v))
 
 
 def _edges(dtype, near_overflow=89.5):
@@ -266,8 +266,8 @@ def test_hyperbolic_and_other_math_is_jnps(dtype):
         _close(got, want, rtol=2e-6, atol=1e-6)
       elif n < 5:             # (16-bit: XLA's own steps, each rounded, or float32 rounded once: within an ulp)
         _close(got, want, rtol=float(jnp.finfo(dtype).eps), atol=0)
-      else:                   # (sums of them: XLA on the CPU keeps a fused chain's 16-bit steps in float32)
-        _close(got, want, rtol=1e-2, atol=1e-2)
+      else:                   # (sums of them: XLA on the CPU keeps a fused chain's 16-bit steps in float32, where
+        _close(got, want, rtol=2e-2, atol=1e-2)    # interpret mode rounds each of three terms: two ulp apart)
 
 
 @mg.mgpu_kernel(out_shape=lambda x, y: (S(x.shape, jnp.float32),) * 3 + (S(x.shape, x.dtype), S((x.shape[0], x.shape[1] // 2), x.dtype)))

@@ -57,7 +57,7 @@ def _bits_ref(x, y, n):
   m, e = jnp.frexp(x)
   return (jnp.nextafter(x, y), lax.nextafter(x, jnp.zeros_like(x)), m, e, jnp.ldexp(x, n), jnp.ldexp(x, 3),
           lax.reduce_precision(x * 1000, exponent_bits=4, mantissa_bits=3), lax.reduce_precision(x, 5, 2),
-          jnp.float_power(jnp.abs(x), 1.5), jnp.modf(x * 3)[0], jnp.modf(x * 3)[1])
+          jnp.float_power(jnp.abs(x), 1.5), jnp.modf(x * 4)[0], jnp.modf(x * 4)[1])
 
 
 @mg.mgpu_kernel(out_shape=lambda x, y, n: tuple(S(r.shape, r.dtype) for r in jax.eval_shape(
@@ -74,7 +74,7 @@ def float_bits(x_ref, y_ref, n_ref, up, down, mant, expo, scaled, scaled3, e4m3,
   e4m3[...] = lax.reduce_precision(x * 1000, exponent_bits=4, mantissa_bits=3)
   e5m2[...] = lax.reduce_precision(x, 5, 2)
   fpow[...] = jnp.float_power(jnp.abs(x), 1.5)
-  f, w = jnp.modf(x * 3)
+  f, w = jnp.modf(x * 4)      # (a power of two: exact, so a fused multiply-add on the GPU rounds alike)
   frac[...] = f
   whole[...] = w
 

@@ -141,7 +141,7 @@ def test_a_windows_old_values_on_the_gpu():
   np.testing.assert_array_equal(m, np.maximum(a, b))
   lo = np.iinfo(np.int32).min     # each element: one program saw the start, the other the first one's value
   first_a = prev[:64] == lo
-  np.testing.assert_array_equal(np.where(first_a, lo, a), prev[:64])
+  np.testing.assert_array_equal(np.where(first_a, lo, b), prev[:64])
   np.testing.assert_array_equal(prev[64:], np.where(first_a, a, lo))
   y = np.random.default_rng(6).standard_normal((64, 64)).astype(np.float32)
   acc, seen = (np.asarray(a) for a in column_sums_seen(y))
