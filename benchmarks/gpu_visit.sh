@@ -80,6 +80,9 @@ step() {
     s39_a)       timeout 150 python3 -u benchmarks/probe_vmap_alias.py >"$OUT/vmap_alias.log" 2>&1 &
                  python3 -u benchmarks/gpu_shards.py --shards 12 --timeout 330 $(ls tests/test_probe51*.py tests/test_probe50*.py tests/test_probe49*.py tests/test_probe48*.py tests/test_probe47*.py) tests/test_vmap.py tests/test_autodiff.py tests/test_probe40o.py tests/test_probe46f.py tests/test_mma.py tests/test_tf32.py tests/test_scatter.py tests/test_gather.py tests/test_paged_attention.py tests/test_ragged.py tests/test_probe36e.py
                  wait; echo "== vmap alias"; cat "$OUT/vmap_alias.log" ;;
+    # Session 40: the GPU tests the first visit failed (tests fixed), probes 51a-i, and the files of the register-B
+    # staging merged by probe 51h and of the float32 dots of probes 51c/51e/51f
+    s40_a)       python3 -u benchmarks/gpu_shards.py --shards 12 --timeout 280 $(ls tests/test_probe51*.py) tests/test_probe47g.py tests/test_probe49c.py tests/test_probe47b.py tests/test_probe49g.py tests/test_probe47c.py tests/test_probe48b.py tests/test_probe49b.py tests/test_probe47e.py tests/test_probe49a.py tests/test_probe50a.py tests/test_probe23b.py tests/test_probe39b.py tests/test_tf32.py tests/test_mma.py tests/test_sync_dots.py tests/test_probe37d.py tests/test_probe35c.py tests/test_probe45f.py tests/test_probe31a.py tests/test_probe35d.py tests/test_probe36c.py tests/test_probe49e.py ;;
     gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)
     gpu_s34all)  python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 500 ;;
     # Sessions 34-35 (no device lent then): the tests that may fault without their fixes, a few a shard, then
