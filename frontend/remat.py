@@ -122,6 +122,10 @@ def _clone(o, mapping: dict):
 
 
 def split_index_vectors(kernel: ir.Kernel, defs: dict) -> None:
+  # The ops as the body holds them now: the pipeliner rewrote a pipelined loop's body (its index, start + trip *
+  # step, substituted into copies of the ops), so the tracer's `defs` may name ops that read the loop's old index;
+  # a copy made from one would read a value no longer defined (int64 cu_seqlens bounds: MG900, KeyError)
+  defs = {**defs, **{r.id: o for o, _ in _blocks(kernel.body) for r in o.results}}
   aliased = set((kernel.aliases or {}).keys())
   idx = _Index(defs, frozenset(p.value.id for k, p in enumerate(kernel.inputs) if k not in aliased))
   uses = []        # (broadcast op, its block, the ops computing its operand)

@@ -478,8 +478,8 @@ def test_what_the_formulas_cannot_take_is_named_in_the_users_words():
   """A mistake inside a formula names the call's operands as written (not the formula's temporaries); an argument
   the formula lacks is named; a matrix 2-norm (singular values) keeps its MG003 and hint."""
   expect(average_wrong_weights, [S((8, 128), F32), S((64,), F32)], mg.ShapeMismatchError, "jnp.average(",
-         "* on t of shape (8, 128) and w[...][None, :] of shape (1, 64): the shapes do not broadcast (axis 1 of the"
-         " result would be both 128 and 64)")
+         "jnp.average on t of shape (8, 128) and w[...][None, :] of shape (1, 64): the shapes do not broadcast (axis 1"
+         " of the result would be both 128 and 64)")      # (named as the call, since probe 51c: it said '*')
   expect(average_returned, [S((8, 128), F32)], mg.KernelTypeError, "jnp.average(",
          "jnp.average's returned= has no counterpart in a kernel, where jnp.average computes as its formula in ml.*"
          " functions", hint="drop it, or write the formula with ml.* functions (returned= changes what it computes)")

@@ -73,15 +73,15 @@ def test_float32_log10_is_jaxs_product():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [ml_dtypes.bfloat16, np.float16])
-def test_16_bit_activations_on_the_gpu_are_xlas(dtype):
+def test_16_bit_activations_on_the_gpu_round_once(dtype):
+  """The GPU computes them in float32 and rounds once, as interpret mode: within an ulp of the float32 function
+  rounded once (libdevice's exp and log against XLA's). Not against XLA's own 16-bit jax.nn on the GPU: the H100
+  showed it 2 ulp away in bfloat16, and float16's silu of x near -3e-4 -0.0 where x * sigmoid(x) is -1.4e-4."""
   x = _x(dtype, 3, 4096)
-  wants = jax.jit(lambda v: (jax.nn.silu(v), jax.nn.hard_swish(v), jax.nn.softplus(v), jax.nn.mish(v),
-                             jax.nn.selu(v), jax.nn.soft_sign(v), jax.nn.squareplus(v),
-                             jnp.log10(jnp.abs(v))))(jnp.asarray(x))
   eps = float(jnp.finfo(dtype).eps)
-  for n, (got, want) in enumerate(zip(activations(x), wants)):     # (XLA's libdevice against ours: an ulp at most)
-    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=eps, atol=eps / 64,
-                               err_msg=str(n))
+  for n, (got, want) in enumerate(zip(activations(x), _once(x))):
+    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=eps,
+                               atol=float(jnp.finfo(dtype).tiny), err_msg=str(n))
 
 
 @mg.mgpu_kernel(out_shape=lambda x, y: (S(x.shape, x.dtype),) * 4)
