@@ -94,6 +94,17 @@ def _users(body: ir.Block) -> dict:
   return users
 
 
+def _orientation(o, defs) -> tuple:
+  """Where broadcast `o` puts the vector it stretches: (the result's axes its axis lands on, the result's rank). A
+  (1, n) row or (n, 1) column stretched again (`dmask[None, :]` made once, then into each tile) lands where the row
+  put it: `v[:, None]` then into (128, 128) is the same orientation as `v` stretched into (128, 128) directly."""
+  dims = tuple(o.dims)
+  d = defs.get(o.x.id)
+  if len(o.x.type.shape) != 1 and _row(d):
+    dims = tuple(dims[a] for a in d.dims)
+  return dims, len(o.result.type.shape)
+
+
 def _tiles(v, users: dict) -> frozenset:
   """The shapes of the tiles a broadcast vector `v` reaches through elementwise ops and further
   broadcasts (`rn[None, :] < N` in a (64, 64) B tile's mask and in a (16, 64) product's store mask):
@@ -124,8 +135,10 @@ def _clone(o, mapping: dict):
 def split_index_vectors(kernel: ir.Kernel, defs: dict) -> None:
   # The ops as the body holds them now: the pipeliner rewrote a pipelined loop's body (its index, start + trip *
   # step, substituted into copies of the ops), so the tracer's `defs` may name ops that read the loop's old index;
-  # a copy made from one would read a value no longer defined (int64 cu_seqlens bounds: MG900, KeyError)
-  defs = {**defs, **{r.id: o for o, _ in _blocks(kernel.body) for r in o.results}}
+  # a copy made from one would read a value no longer defined (int64 cu_seqlens bounds: MG900, KeyError). The
+  # caller's map is brought up to date in place: the later passes read it too, and this pass adds its copies to it
+  defs.update({r.id: o for o, _ in _blocks(kernel.body) for r in o.results})
+  home = {id(o): b for o, b in _blocks(kernel.body)}
   aliased = set((kernel.aliases or {}).keys())
   idx = _Index(defs, frozenset(p.value.id for k, p in enumerate(kernel.inputs) if k not in aliased))
   uses = []        # (broadcast op, its block, the ops computing its operand)
@@ -137,16 +150,23 @@ def split_index_vectors(kernel: ir.Kernel, defs: dict) -> None:
       uses.append((o, block, ops))
   users = _users(kernel.body)
   orientations: dict[int, set] = {}    # id of a chain op -> where the vectors it computes go
+  shaped: dict[int, set] = {}          # ... and the shapes of the tiles they reach
   for o, _, ops in uses:
-    where = (o.dims, len(o.result.type.shape), _tiles(o.result, users))
+    where = _orientation(o, defs)
     for x in ops:
       orientations.setdefault(id(x), set()).add(where)
+      shaped.setdefault(id(x), set()).add((*where, _tiles(o.result, users)))
   split = False
   for o, block, ops in uses:
     # Every broadcast of a chain that is broadcast both ways gets its own copy; the original
     # stays for the chain's other uses (a 1-D store, a sum with a row statistic).
     if all(len(orientations[id(x)]) == 1 for x in ops):
-      continue
+      # one orientation, tiles of several shapes (probe 51f): a copy each, but never a read of memory repeated
+      # in a loop the chain is outside of (attention's backward reads its LSE and delta rows once, before the
+      # key loop: copied at their uses inside it they were read again every trip)
+      if all(len(shaped[id(x)]) == 1 for x in ops) or any(
+          isinstance(x, (Load, MaskedLoad)) and home.get(id(x)) is not block for x in ops):
+        continue
     split = True
     mapping: dict = {}
     clones = [_clone(x, mapping) for x in ops]
