@@ -21,14 +21,14 @@ from .. import hw
 from .. import ir
 from ..dtypes import DType
 from ..ir import Access, LayoutRule, Traits
-from ..types import RefType, Space, TensorType, dtype_name, resolve
+from ..types import Space, TensorType, dtype_name, resolve
 from . import elementwise as ew
 from .elementwise_checks import method_on
 from .elementwise_fns import arange
 from .atomic import COMBINE_KINDS, AtomicKind, AtomicUpdate, check_dtype, check_target, identity
-from .base import Num, builtin, is_scalar, is_tensor, is_value, kind_of, shown
+from .base import Num, is_scalar, is_tensor, is_value, kind_of, shown
 from .memory import DSlice, View, empty_dim_hint, index_operand
-from .shape import broadcast_shape, broadcast_to_shape, reshape_
+from .shape import broadcast_shape, broadcast_to_shape
 from .tile_gathers import tile_gather, tile_scatter
 
 
@@ -562,143 +562,4 @@ def gather_load():
   return Builtin(_gather_load, "load")
 
 
-# ---------------------------------------------------------------- ml.take_along_axis
-@builtin
-def take_along_axis(cx, arr, indices, axis):
-  """jnp.take_along_axis(arr, indices, axis) of a GMEM ref `arr` and an integer register tensor `indices` of its
-  rank (each other axis the ref's size, or 1 to broadcast): the elements at `indices` along `axis`."""
-  if _one_per_row(arr, indices, axis):
-    return _selected(cx, arr, indices, axis)
-  if _few_per_row(cx, arr, indices, axis):
-    return _each_selected(cx, arr, indices, axis)
-  from .register_gather import take_along
-  read = cx.named(arr, "")           # (x[...] of a ref: the hint gathers from the ref itself)
-  if is_tensor(arr) and not (read.endswith("[...]") and read[:-5].isidentifier()) and (
-      got := take_along(cx, arr, indices, axis)) is not None:
-    return got                      # a tile computed in registers: through an SMEM scratch (probe 45f)
-  if not (is_value(arr) and isinstance(arr.type, RefType)):
-    text, ids = cx.named(arr, ""), cx.named(indices, "ids")
-    read = text[:-5] if text.endswith("[...]") and text[:-5].isidentifier() else ""
-    raise E.KernelTypeError(
-        f"ml.take_along_axis gathers from a GMEM ref (a kernel parameter), got {kind_of(arr)}", cx.loc,
-        hint=(f"gather from the ref itself: ml.take_along_axis({read}, {ids}, axis={axis})" if read else
-              "gather from the array the values came from (a kernel input); for computed values, give the kernel"
-              " one more output as scratch, write them there and gather from it (the compiler syncs the threads"
-              " between; with several programs, each its own rows of it)"))
-  if arr.type.space == Space.SMEM and is_value(indices) and isinstance(indices.type, TensorType) \
-      and isinstance(resolve(indices.type.dtype), DType) and resolve(indices.type.dtype).is_int \
-      and isinstance(axis, int) and not isinstance(axis, bool):
-    k = indices.type.shape[axis % 2] if _few_per_row(cx, arr, indices, axis, many=True) else None
-    buf, ids = cx.named(arr, "buf"), cx.named(indices, "ids")
-    raise E.KernelTypeError(
-        f"ml.take_along_axis of the SMEM buffer {buf} takes 1 to {_FEW} indices a{' row' if axis % 2 else ' column'}"
-        f" of a 2-D buffer (each a select over the whole buffer)" + (f", got {k}" if k else
-                                                                      f", got indices of shape {indices.type.shape}"),
-        cx.loc,
-        hint=(f"gather from the GMEM array {buf} was copied from, ml.take_along_axis(x, {ids}, axis={axis}) (the"
-              f" compiler gathers from a kernel input directly); for values computed into {buf}, give the kernel one"
-              f" more output as scratch, write them there and gather from it")
-        + (f"; or take the indices {_FEW} at a time, ml.concatenate([ml.take_along_axis({buf}, {ids}"
-           f"{'[:, ' if axis % 2 else '['}{0}:{_FEW}], axis={axis}), ...], axis={axis % 2})" if k else ""))
-  shape = arr.type.shape
-  d = resolve(indices.type.dtype) if is_value(indices) and isinstance(indices.type, TensorType) else None
-  if not isinstance(d, DType) or not d.is_int or len(indices.type.shape) != len(shape):
-    raise E.KernelTypeError(
-        f"ml.take_along_axis needs an integer register tensor of indices of the ref's rank ({len(shape)}), got"
-        f" {kind_of(indices)}", cx.loc,
-        hint="read the indices into registers, ids = idx[...], with as many axes as the ref (size 1 where they"
-             " broadcast)")
-  if not isinstance(axis, int) or isinstance(axis, bool) or not -len(shape) <= axis < len(shape):
-    raise E.KernelTypeError(f"ml.take_along_axis's axis must be a static int below {len(shape)}, got {axis!r}",
-                            cx.loc, hint=f"ml.take_along_axis(x, ids, axis={len(shape) - 1})")
-  axis %= len(shape)
-  ishape = indices.type.shape
-  bad = next((k for k in range(len(shape)) if k != axis and ishape[k] not in (1, shape[k])), None)
-  if bad is not None:
-    raise E.ShapeMismatchError(
-        f"ml.take_along_axis: the indices' axis {bad} has {ishape[bad]} elements, the ref's {shape[bad]}", cx.loc,
-        hint=f"give the indices {shape[bad]} elements (or 1, to broadcast) along axis {bad}, as jnp requires")
-  index = []
-  for k, n in enumerate(shape):
-    if k == axis:
-      index.append(indices)
-    else:     # the position along axis k, broadcast against the indices (NumPy's advanced indexing)
-      index.append(reshape_(cx, arange.apply(cx, (n,), {}), tuple(n if j == k else 1 for j in range(len(shape)))))
-  return gather(cx, arr, tuple(index), cx.name)
-
-
-def _one_per_row(arr, indices, axis) -> bool:
-  """A register tile (m, n) with one index a row (m, 1) along axis 1 (or a column's (1, n) along axis 0): NLL's
-  target column of a log-softmax tile, which a select takes in registers."""
-  if not (is_value(arr) and isinstance(arr.type, TensorType) and len(arr.type.shape) == 2 and is_value(indices)
-          and isinstance(indices.type, TensorType) and isinstance(axis, int) and not isinstance(axis, bool)
-          and -2 <= axis < 2):
-    return False
-  d = resolve(arr.type.dtype)
-  m, n = arr.type.shape
-  one = (m, 1) if axis % 2 == 1 else (1, n)
-  return indices.type.shape == one and isinstance(d, DType) and d != DType.bool_ \
-      and isinstance(resolve(indices.type.dtype), DType) and resolve(indices.type.dtype).is_int
-
-
-def _selected(cx, arr, indices, axis):
-  """The element at each row's index (column's, for axis 0): the max of a select that keeps it alone (the others
-  the dtype's lowest), so its dtype, -0.0 and NaN are its own; an index out of range keeps none (the lowest)."""
-  import numpy as np
-  from . import elementwise as ew
-  from .reduce import ReduceKind, reduce
-  a = axis % 2
-  d = resolve(arr.type.dtype)
-  n = arr.type.shape[a]
-  pos = reshape_(cx, arange.apply(cx, (n,), {}), (1, n) if a == 1 else (n, 1))
-  low = float("-inf") if d.is_float else int(np.iinfo(d.np).min)
-  indices = _in_range(cx, indices, n)        # jnp's: a negative index counts from the end (clamped as a gather's)
-  if resolve(indices.type.dtype) != DType.i32:     # 8-, 16- or 64-bit, unsigned: compared as int32 positions
-    indices = ew.astype(cx, indices, DType.i32)
-  kept = ew.where_(cx, ew.compare(cx, ew.CmpOp.EQ, pos, indices), arr, low)
-  return reduce(cx, ReduceKind.MAX, kept, a, True, what="ml.take_along_axis")
-
-
-_FEW = 64    # index columns (rows) taken one select each over the whole tile: a top-k's k (probe 41s: 16 left a
-#              top-32 of an SMEM buffer with a GMEM-gather hint that did not fit it)
-
-
-def _few_per_row(cx, arr, indices, axis, many=False) -> bool:
-  """An SMEM buffer (m, n), or a register tile that is not a read of a GMEM ref (which gathers), with a few
-  integer indices a row (m, k) along axis 1 (a column's (k, n) along axis 0): k one-per-row selects."""
-  if not (is_value(arr) and is_value(indices) and isinstance(indices.type, TensorType)
-          and isinstance(axis, int) and not isinstance(axis, bool) and -2 <= axis < 2):
-    return False
-  t = arr.type
-  if isinstance(t, RefType):
-    if t.space != Space.SMEM or t.remote or len(t.shape) != 2:
-      return False
-  elif not isinstance(t, TensorType) or len(t.shape) != 2:
-    return False
-  else:
-    text = cx.named(arr, "")
-    if text.endswith("[...]") and text[:-5].isidentifier():     # x[...] of a ref: gather from the ref itself
-      return False
-  d, di = resolve(t.dtype), resolve(indices.type.dtype)
-  a = axis % 2
-  other = 1 - a
-  return (isinstance(d, DType) and d != DType.bool_ and isinstance(di, DType) and di.is_int
-          and len(indices.type.shape) == 2 and indices.type.shape[other] == t.shape[other]
-          and 1 <= indices.type.shape[a] <= (math.inf if many else _FEW))
-
-
-def _each_selected(cx, arr, indices, axis):
-  """ml.take_along_axis of an SMEM buffer or a register tile with k indices a row: each index column's select
-  (`_selected`, exact: the element itself), joined along the axis."""
-  from .shape import concatenate, index_through_smem
-  from .transfers import load
-  if isinstance(arr.type, RefType):
-    arr = load(cx, arr)
-  a = axis % 2
-  k = indices.type.shape[a]
-  parts = []
-  for j in range(k):
-    col = index_through_smem(cx, indices, (slice(None), j) if a == 1 else (j,))
-    col = reshape_(cx, col, (col.type.shape[0], 1) if a == 1 else (1, col.type.shape[0]))
-    parts.append(_selected(cx, arr, col, a))
-  return parts[0] if k == 1 else concatenate.apply(cx, (parts,), {"axis": a})
+from . import take_along  # noqa: F401,E402  (ml.take_along_axis, declared with the gathers)

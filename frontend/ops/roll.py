@@ -46,7 +46,7 @@ def roll_tensor(cx, x, shift: int, axis: int, name=""):
   from ..relayout import RelayoutStore
   from .scratches import scratch
   from .shape import via_bytes
-  from .padded_tiles import padded_roll
+  from .padded_rolls import padded_roll
   if (kept := padded_roll(cx, x, shift, axis, lambda v, s: roll_tensor(cx, v, s, axis, name))) is not None:
     return kept               # (an odd read computed padded: rolled along its own length)
   t = x.type
@@ -195,7 +195,7 @@ def flip_tensor(cx, x, axes: tuple, name=""):
   from ..relayout import RelayoutStore
   from .scratches import scratch
   from .shape import via_bytes
-  from .padded_tiles import padded_flip
+  from .padded_rolls import padded_flip
   t = x.type
   axes = tuple(a for a in sorted(set(axes)) if t.shape[a] > 1)
   if not axes:
