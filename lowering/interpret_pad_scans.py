@@ -18,24 +18,14 @@ from ..frontend import errors as E
 from ..frontend.loc import call_at
 from ..frontend.ops.memory import Copy
 from ..frontend.ops.scan import Scan, ScanKind
-from . import interpret_numerics as N
 from .scan import scanned
-from .interpret_padding import DIRTY, PAD, REAL, _differs, _load_texts, _num, _origin, _set, _source, state
+from .interpret_padding import DIRTY, PAD, REAL, _differs, _identity, _load_texts, _num, _origin, _set, _source, state
 
 _NAMES = {ScanKind.SUM: "a sum", ScanKind.PROD: "a product", ScanKind.MAX: "a max", ScanKind.MIN: "a min"}
 _VERBS = {ScanKind.SUM: "adds", ScanKind.PROD: "multiplies", ScanKind.MAX: "takes the max of",
           ScanKind.MIN: "takes the min of"}
 
 
-def _identity(kind, d):
-  if kind == ScanKind.SUM:
-    return 0
-  if kind == ScanKind.PROD:
-    return 1
-  if d.is_float:
-    return -np.inf if kind == ScanKind.MAX else np.inf
-  info = np.iinfo(N.np_dtype(d))
-  return info.min if kind == ScanKind.MAX else info.max
 
 
 def _ident_text(kind, d) -> str:

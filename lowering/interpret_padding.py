@@ -389,12 +389,15 @@ def _reshape(cta, o):
 
 
 def _identity(kind, d):
-  if kind == ReduceKind.SUM:
+  """The identity of a reduction's or a scan's kind (ReduceKind or ScanKind, by name) in dtype `d`."""
+  if kind.name == "SUM":
     return 0
+  if kind.name == "PROD":
+    return 1
   if d.is_float:
-    return -np.inf if kind == ReduceKind.MAX else np.inf
+    return -np.inf if kind.name == "MAX" else np.inf
   info = np.iinfo(N.np_dtype(d))
-  return info.min if kind == ReduceKind.MAX else info.max
+  return info.min if kind.name == "MAX" else info.max
 
 
 def _reduce_values(kind, x, axes, d):
