@@ -48,7 +48,8 @@ def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = Fa
   if any(b > MAX_BOX for b in box):
     raise E.about(E.TmaLimitError(
         f"TMA copies move at most {MAX_BOX} elements along each dimension; this window is {tuple(box)}", loc,
-        hint=_box_hint(groot, full, box, itemsize, swin[0].name, (gmem.name, index), swin, smem.name)), [swin[0]])
+        hint=_box_hint(groot, full, box, itemsize, swin[0].name, (gmem.name, index), swin, smem.name,
+                     bool(store))), [swin[0]])
   if (index[-1].size * itemsize) % ALIGN:
     raise E.TmaLimitError(
         f"TMA copies need the last dimension to span a multiple of {ALIGN} bytes; {index[-1].size} x"
@@ -198,7 +199,7 @@ def _array_piece(groot, window, d, piece, start=None) -> str | None:
   return f"{groot.name}.at[{', '.join(parts)}]" if parts else None
 
 
-def _box_hint(groot, full, box, itemsize, buf, window=None, swin=None, stext=None) -> str:
+def _box_hint(groot, full, box, itemsize, buf, window=None, swin=None, stext=None, store=False) -> str:
   """How to copy a window wider than a TMA box: in pieces along a leading dimension; a last
   dimension (inner in SMEM, so not split into one buffer's windows) split outside the kernel
   where a split divides it into pieces of whole 16-byte units, each side within a box."""
@@ -243,12 +244,37 @@ def _box_hint(groot, full, box, itemsize, buf, window=None, swin=None, stext=Non
             f" config that does not fit this shape), or ")
   fix += f"copy each piece of at most {MAX_BOX} into a buffer of its own"
   whole = window is not None and window[0] == array and tuple(full) == tuple(box)
-  if seg and buf and whole and len(box) == 2 and box[0] % MMA_M == 0 and full[-1] > MAX_BOX:
-    n = full[-1] // seg           # (a dot operand takes such windows too: 64 rows by whole tiles)
-    fix += (f", or read the pieces into registers and store them into windows of {buf},"
-            f" {buf}.at[:, ml.ds(k * {seg}, {seg})][...] = {array}.at[:, ml.ds(k * {seg}, {seg})][...] for k in"
-            f" ml.static_range({n})")
+  if not (seg and buf and whole and len(box) == 2 and box[0] % MMA_M == 0 and full[-1] > MAX_BOX):
+    return fix + _own_buffers(groot, box, itemsize, buf, window, store)
+  n = full[-1] // seg             # (a dot operand takes such windows too: 64 rows by whole tiles)
+  fix += (f", or read the pieces into registers and store them into windows of {buf},"
+          f" {buf}.at[:, ml.ds(k * {seg}, {seg})][...] = {array}.at[:, ml.ds(k * {seg}, {seg})][...] for k in"
+          f" ml.static_range({n})")
   return fix
+
+
+def _own_buffers(groot, box, itemsize, buf, window, store) -> str:
+  """The buffers of their own, in the user's words (an MLA decode's 576-wide latent rows, probe 51k): `q_s0 =
+  ml.smem((16, 256))`, ..., each filled by a copy of its columns of the array (or copied into them: `store`),
+  and a dot over the whole row summed over the pieces' dots. Pieces of 256 and a rest of whole 16-byte units;
+  '' where none fits."""
+  q, r = divmod(box[-1], MAX_BOX)
+  if box[-1] <= MAX_BOX or (r * itemsize) % ALIGN or window is None:
+    return ""
+  sizes = [MAX_BOX] * q + ([r] if r else [])
+  starts = [sum(sizes[:k]) for k in range(len(sizes))]
+  b = buf if buf and buf.isidentifier() else "buf"
+  lead = list(box[:-1])
+  texts = [_array_piece(groot, window, len(box) - 1, n, str(c)) for c, n in zip(starts, sizes)]
+  if any(t is None for t in texts):
+    return ""
+  made = ", ".join(f"{b}{k} = ml.smem({tuple(lead + [n])})" for k, n in enumerate(sizes))
+  copies = "; ".join(f"ml.copy({b}{k}, {t})" if store else f"ml.copy({t}, {b}{k})" for k, t in enumerate(texts))
+  if store:
+    return f": {made} (each filled with its columns, as {b} was); {copies}"
+  return (f": {made}; {copies} (a dot over the whole row is then the sum of the pieces' dots, s = ml.dot(a0, b0.T);"
+          f" s = ml.dot(a1, b1.T, s), ... for pieces a0, a1 of one operand and b0, b1 of the other; a dot that takes"
+          f" the pieces as its b, p @ v, keeps one accumulator a piece)")
 
 
 def widen_hint(text, c: int, size: int, t: int, buf, rank: int) -> str:

@@ -443,6 +443,37 @@ def _narrow_n_hint(a, b, n, k) -> str:
           f" ml.dot({an}, {nk}.T): n may then be any multiple of {hw.MMA_N_STEP}")
 
 
+def _wide_n_hint(cx, a, b, acc, n, n_step) -> str:
+  """n past 256 (an MLA decode's p @ kv of 512 latent columns, probe 51k): b's columns as buffers of their own
+  (a TMA copy moves at most 256 along a dimension too), one dot and one accumulator a piece, in the call's words."""
+  q, r = divmod(n, hw.MMA_N_MAX)
+  count = q + (r > 0)
+  sizes = ([n // count] * count if n % count == 0 and (n // count) % n_step == 0 else
+           [hw.MMA_N_MAX] * q + ([r] if r else []))
+  head = f"split wider tiles into several dots of at most {hw.MMA_N_MAX} columns"
+  if any(w % n_step for w in sizes):
+    return f"{head}, each a multiple of {n_step}"
+  text = lambda x, d: cx.named(x, d) if is_value(x) else d        # noqa: E731
+  lead = lambda t, d: (re.match(r"[A-Za-z_]\w*", t) or [d])[0]    # noqa: E731
+  bn = lead(text(_root(cx, b) if isinstance(b.type, RefType) else b, "b"), "b")
+  k, m = b.type.shape[0], a.type.shape[0]
+  shape = (lambda w: (w, k)) if b.type.transposed else (lambda w: (k, w))
+  pieces = [f"{bn}{i}" + (".T" if b.type.transposed else "") for i in range(len(sizes))]
+  at = text(acc, "acc") if acc is not None else None
+  an = lead(at, "acc") if at is not None else "c"
+  accs = [re.sub(rf"\b{re.escape(an)}\b", f"{an}{i}", at) if at is not None else None for i in range(len(sizes))]
+  dots = "; ".join(f"{an}{i} = ml.dot({text(a, 'a')}, {p}" + (f", {c})" if c else ")")
+                   for i, (p, c) in enumerate(zip(pieces, accs)))
+  made = ", ".join(f"{bn}{i} = ml.smem({shape(w)})" for i, w in enumerate(sizes))
+  held = ""
+  if acc is not None:
+    dt = dtype_name(acc.type.dtype) if hasattr(acc.type, "dtype") else "float32"
+    held = f" and one ({m}, w) accumulator a piece, {an}0 = ml.zeros(({m}, {sizes[0]}), jnp.{dt}), ...,"
+  return (f"{head}: b's {n} columns as buffers of their own, {made} (each filled by its own copy of its"
+          f" columns; a TMA copy moves at most {hw.MMA_N_MAX} along a dimension too),{held} a dot each: {dots};"
+          f" each piece of the result is those columns of the whole (store it at ml.ds(start, w))")
+
+
 def _names(a, b) -> str:
   """`a_s, b_s.T`: the operands as the call wrote them, for a hint that repeats the call."""
   return ", ".join(x.name if is_value(x) and (x.name or "").replace(".T", "").isidentifier() else w
@@ -565,7 +596,7 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
         f"ml.dot{' on int8' if int_n else ''} needs n (columns of b) to be"
         f" {'8, 24 or ' if int_n else ''}a multiple of {n_step} and at most {hw.MMA_N_MAX}, got {n}", loc,
         hint=_narrow_n_hint(a, b, n, k) if narrow else
-             "split wider tiles into several dots of at most 256 columns" if n > hw.MMA_N_MAX else
+             _wide_n_hint(cx, a, b, acc, n, n_step) if n > hw.MMA_N_MAX else
              f"pad n to a multiple of {n_step}: {_padded_b(b, -(-n // n_step) * n_step)} (a TMA copy"
              f" past the array's end fills zeros; or mask a register load with other=0), and store only"
              f" the first {n} columns of the result (a masked store)"

@@ -1,0 +1,222 @@
+"""Probe 51k: leftovers of probe 51f (attention written by users): an MLA decode's 576-wide latent rows.
+
+DeepSeek's MLA decode reads rows of 512 latent plus 64 RoPE columns, and users copy them whole into one buffer and
+write `p @ kv_s.at[:, 0:512]`: a TMA box of more than 256 elements (MG401) and a dot of n = 512 (MG501). Their hints
+said `copy each piece of at most 256 into a buffer of its own` and `split wider tiles into several dots of at most 256
+columns`, without saying how. They now write the split in the kernel's words (frontend/tma.py `_own_buffers`,
+frontend/ops/mma.py `_wide_n_hint`): the buffers with their shapes, each copy's window of the array, one dot and one
+accumulator a piece; and the kernels written as the hints say compute and build for CUDA. Checked and already right:
+Pallas's masked store of a padded head_dim (`o_ref.at[qs, ml.ds(0, 128)].store(o, mask=head_mask)` into an output of
+head_dim 80) computes; decode scores held (keys, heads) = (64, 4) and reduced over axis 0 stay MG204 (left)."""
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F16, BF16, F32 = jnp.float16, jnp.bfloat16, jnp.float32
+
+
+def _rand(shape, dtype, seed):
+  return jnp.asarray(np.random.default_rng(seed).standard_normal(shape), dtype)
+
+
+def _f64(x):
+  return np.asarray(x, np.float64)
+
+
+def _exports(kernel, *args, **constexprs):
+  f = lambda *a: kernel(*a, **constexprs)      # noqa: E731
+  jax.export.export(jax.jit(f), platforms=["cuda"])(*[S(a.shape, a.dtype) for a in args])
+
+
+def _mla_ref(q, kv, scale):
+  """MLA decode of one batch: q (heads, 576), kv (keys, 576); values are kv's first 512 columns."""
+  q, kv = _f64(q), _f64(kv)
+  s = q @ kv.T * scale
+  p = np.exp(s - s.max(1, keepdims=True))
+  return p @ kv[:, :512] / p.sum(1, keepdims=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, kv, **kw: S((q.shape[0], q.shape[1], 512), q.dtype),
+                grid=lambda q, kv, **kw: (q.shape[0],))
+def mla_whole_rows(q, kv, o, *, scale: ml.constexpr):
+  b = ml.program_id(0)
+  q_s, kv_s = ml.smem((q.shape[1], 576)), ml.smem((64, 576))
+  ml.copy(q.at[b], q_s)
+  m = ml.full((q.shape[1],), -jnp.inf, jnp.float32)
+  l = ml.zeros((q.shape[1],), jnp.float32)
+  acc = ml.zeros((q.shape[1], 512), jnp.float32)
+  for j in ml.range(kv.shape[1] // 64, stages=1):
+    ml.copy(kv.at[b, ml.ds(j * 64, 64)], kv_s)
+    s = ml.dot(q_s, kv_s.T) * scale
+    m_new = ml.maximum(m, ml.max(s, axis=1))
+    p = ml.exp(s - m_new[:, None])
+    a = ml.exp(m - m_new)
+    l = l * a + ml.sum(p, axis=1)
+    acc = ml.dot(p.astype(kv.dtype), kv_s.at[:, 0:512], acc * a[:, None])
+    m = m_new
+  o[b] = (acc / l[:, None]).astype(o.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, kv, **kw: S((q.shape[0], q.shape[1], 512), q.dtype),
+                grid=lambda q, kv, **kw: (q.shape[0],))
+def mla_as_hinted(q, kv, o, *, scale: ml.constexpr):
+  """The same decode written as the hints say: 256 + 256 + 64 column buffers, two accumulators."""
+  b = ml.program_id(0)
+  h = q.shape[1]
+  q_s0, q_s1, q_s2 = ml.smem((h, 256)), ml.smem((h, 256)), ml.smem((h, 64))
+  kv_s0, kv_s1, kv_s2 = ml.smem((64, 256)), ml.smem((64, 256)), ml.smem((64, 64))
+  ml.copy(q.at[b, :, ml.ds(0, 256)], q_s0)
+  ml.copy(q.at[b, :, ml.ds(256, 256)], q_s1)
+  ml.copy(q.at[b, :, ml.ds(512, 64)], q_s2)
+  m = ml.full((h,), -jnp.inf, jnp.float32)
+  l = ml.zeros((h,), jnp.float32)
+  acc0, acc1 = ml.zeros((h, 256), jnp.float32), ml.zeros((h, 256), jnp.float32)
+  for j in ml.range(kv.shape[1] // 64, stages=1):
+    ml.copy(kv.at[b, ml.ds(j * 64, 64), ml.ds(0, 256)], kv_s0)
+    ml.copy(kv.at[b, ml.ds(j * 64, 64), ml.ds(256, 256)], kv_s1)
+    ml.copy(kv.at[b, ml.ds(j * 64, 64), ml.ds(512, 64)], kv_s2)
+    s = ml.dot(q_s0, kv_s0.T)
+    s = ml.dot(q_s1, kv_s1.T, s)
+    s = ml.dot(q_s2, kv_s2.T, s) * scale
+    m_new = ml.maximum(m, ml.max(s, axis=1))
+    p = ml.exp(s - m_new[:, None])
+    a = ml.exp(m - m_new)
+    l = l * a + ml.sum(p, axis=1)
+    acc0 = ml.dot(p.astype(kv.dtype), kv_s0, acc0 * a[:, None])
+    acc1 = ml.dot(p.astype(kv.dtype), kv_s1, acc1 * a[:, None])
+    m = m_new
+  o.at[b, :, ml.ds(0, 256)][...] = (acc0 / l[:, None]).astype(o.dtype)
+  o.at[b, :, ml.ds(256, 256)][...] = (acc1 / l[:, None]).astype(o.dtype)
+
+
+MLA = [S((2, 16, 576), BF16), S((2, 128, 576), BF16)]
+
+
+def test_an_mla_decodes_wide_rows_hint_the_split_in_the_kernels_words():
+  e = expect(mla_whole_rows, MLA, mg.TmaLimitError, "ml.copy(q.at[b], q_s)",
+             "TMA copies move at most 256 elements along each dimension; this window is (16, 576)", scale=0.125,
+             hint="the last dimension cannot be copied in pieces into one buffer (an SMEM window must be contiguous):"
+                  " split it outside the kernel, q.reshape(..., 3, 192) (free), and copy windows of that into a buffer"
+                  " of the same shape, or copy each piece of at most 256 into a buffer of its own: q_s0 ="
+                  " ml.smem((16, 256)), q_s1 = ml.smem((16, 256)), q_s2 = ml.smem((16, 64)); ml.copy(q.at[b, :,"
+                  " ml.ds(0, 256)], q_s0); ml.copy(q.at[b, :, ml.ds(256, 256)], q_s1); ml.copy(q.at[b, :, ml.ds(512,"
+                  " 64)], q_s2) (a dot over the whole row is then the sum of the pieces' dots, s = ml.dot(a0, b0.T);"
+                  " s = ml.dot(a1, b1.T, s), ... for pieces a0, a1 of one operand and b0, b1 of the other; a dot that"
+                  " takes the pieces as its b, p @ v, keeps one accumulator a piece)")
+  dot, kv = e.errors[1], e.errors[2]
+  assert (dot.code, kv.code) == ("MG501", "MG401")
+  assert dot.hint == (
+      "split wider tiles into several dots of at most 256 columns: b's 512 columns as buffers of their own, kv_s0 ="
+      " ml.smem((64, 256)), kv_s1 = ml.smem((64, 256)) (each filled by its own copy of its columns; a TMA copy moves at"
+      " most 256 along a dimension too), and one (16, w) accumulator a piece, acc0 = ml.zeros((16, 256),"
+      " jnp.float32), ..., a dot each: acc0 = ml.dot(p.astype(kv.dtype), kv_s0, acc0 * a[:, None]); acc1 ="
+      " ml.dot(p.astype(kv.dtype), kv_s1, acc1 * a[:, None]); each piece of the result is those columns of the whole"
+      " (store it at ml.ds(start, w))")
+  assert ("kv_s0 = ml.smem((64, 256)), kv_s1 = ml.smem((64, 256)), kv_s2 = ml.smem((64, 64)); ml.copy(kv.at[b,"
+          " ml.ds(j * 64, 64), ml.ds(0, 256)], kv_s0)") in kv.hint
+  q, kv = _rand((2, 16, 576), BF16, 1), _rand((2, 128, 576), BF16, 2)     # the hints followed
+  scale = 1 / math.sqrt(576)
+  got = mla_as_hinted(q, kv, scale=scale, interpret=True)
+  for b in range(2):
+    np.testing.assert_allclose(_f64(got[b]), _mla_ref(q[b], kv[b], scale), atol=4e-2, rtol=4e-2)
+  _exports(mla_as_hinted, q, kv, scale=scale)
+
+
+# ---------------------------------------------------------------- the same class elsewhere: wide products, wide stores
+@mg.mgpu_kernel(out_shape=lambda a, bt: S((a.shape[0], bt.shape[0]), F32), grid=lambda a, bt: (a.shape[0] // 64,))
+def wide_bt(a, bt, c):
+  """A projection to 384 features with the weights stored (n, k), as nn.Linear's."""
+  i = ml.program_id(0)
+  a_s, bt_s = ml.smem((64, 64)), ml.smem((384, 64))
+  acc = ml.zeros((64, 384), F32)
+  for k in ml.range(a.shape[1] // 64):
+    ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(k * 64, 64)], a_s)
+    ml.copy(bt.at[:, ml.ds(k * 64, 64)], bt_s)
+    acc = ml.dot(a_s, bt_s.T, acc)
+  c.at[ml.ds(i * 64, 64)][...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda a, bt: S((a.shape[0], bt.shape[0]), F32), grid=lambda a, bt: (a.shape[0] // 64,))
+def wide_bt_as_hinted(a, bt, c):
+  i = ml.program_id(0)
+  a_s, bt_s0, bt_s1 = ml.smem((64, 64)), ml.smem((192, 64)), ml.smem((192, 64))
+  acc0, acc1 = ml.zeros((64, 192), F32), ml.zeros((64, 192), F32)
+  for k in ml.range(a.shape[1] // 64):
+    ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(k * 64, 64)], a_s)
+    ml.copy(bt.at[ml.ds(0, 192), ml.ds(k * 64, 64)], bt_s0)
+    ml.copy(bt.at[ml.ds(192, 192), ml.ds(k * 64, 64)], bt_s1)
+    acc0 = ml.dot(a_s, bt_s0.T, acc0)
+    acc1 = ml.dot(a_s, bt_s1.T, acc1)
+  c.at[ml.ds(i * 64, 64), ml.ds(0, 192)][...] = acc0
+  c.at[ml.ds(i * 64, 64), ml.ds(192, 192)][...] = acc1
+
+
+def test_a_product_wider_than_256_hints_buffers_and_accumulators_a_piece():
+  """n = 384 of a b stored (n, k): two pieces of 192 (a multiple of 8 each), passed transposed as the call did."""
+  expect(wide_bt, [S((128, 128), F16), S((384, 128), F16)], mg.MmaOperandError, "ml.dot(a_s, bt_s.T, acc)",
+         "ml.dot needs n (columns of b) to be a multiple of 8 and at most 256, got 384",
+         hint="split wider tiles into several dots of at most 256 columns: b's 384 columns as buffers of their own,"
+              " bt_s0 = ml.smem((192, 64)), bt_s1 = ml.smem((192, 64)) (each filled by its own copy of its columns; a"
+              " TMA copy moves at most 256 along a dimension too), and one (64, w) accumulator a piece, acc0 ="
+              " ml.zeros((64, 192), jnp.float32), ..., a dot each: acc0 = ml.dot(a_s, bt_s0.T, acc0); acc1 ="
+              " ml.dot(a_s, bt_s1.T, acc1); each piece of the result is those columns of the whole (store it at"
+              " ml.ds(start, w))")
+  a, bt = _rand((128, 128), F16, 3), _rand((384, 128), F16, 4)
+  got = wide_bt_as_hinted(a, bt, interpret=True)
+  np.testing.assert_allclose(_f64(got), _f64(a) @ _f64(bt).T, atol=5e-2, rtol=1e-2)
+  _exports(wide_bt_as_hinted, a, bt)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, x.dtype), grid=lambda x: (x.shape[0] // 64,))
+def wide_store(x, o):
+  i = ml.program_id(0)
+  o_s = ml.smem((64, 320), x.dtype)
+  o_s[...] = x.at[ml.ds(i * 64, 64)][...] * 2
+  ml.copy(o_s, o.at[ml.ds(i * 64, 64)])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, x.dtype), grid=lambda x: (x.shape[0] // 64,))
+def wide_store_as_hinted(x, o):
+  i = ml.program_id(0)
+  o_s0, o_s1 = ml.smem((64, 256), x.dtype), ml.smem((64, 64), x.dtype)
+  o_s0[...] = x.at[ml.ds(i * 64, 64), ml.ds(0, 256)][...] * 2
+  o_s1[...] = x.at[ml.ds(i * 64, 64), ml.ds(256, 64)][...] * 2
+  ml.copy(o_s0, o.at[ml.ds(i * 64, 64), ml.ds(0, 256)])
+  ml.copy(o_s1, o.at[ml.ds(i * 64, 64), ml.ds(256, 64)])
+
+
+def test_a_wide_row_stored_by_tma_hints_a_store_a_piece():
+  """The store's side: each piece copied out of its own buffer into its columns of the array (256 and 64)."""
+  expect(wide_store, [S((128, 320), BF16)], mg.TmaLimitError, "ml.copy(o_s, o.at[ml.ds(i * 64, 64)])",
+         "TMA copies move at most 256 elements along each dimension; this window is (64, 320)",
+         hint="the last dimension cannot be copied in pieces into one buffer (an SMEM window must be contiguous):"
+              " split it outside the kernel, o.reshape(..., 2, 160) (free), and copy windows of that into a buffer of"
+              " the same shape, or copy each piece of at most 256 into a buffer of its own: o_s0 = ml.smem((64,"
+              " 256)), o_s1 = ml.smem((64, 64)) (each filled with its columns, as o_s was); ml.copy(o_s0,"
+              " o.at[ml.ds(i * 64, 64), ml.ds(0, 256)]); ml.copy(o_s1, o.at[ml.ds(i * 64, 64), ml.ds(256, 64)])")
+  x = _rand((128, 320), BF16, 5)
+  np.testing.assert_array_equal(_f64(wide_store_as_hinted(x, interpret=True)), _f64(x) * 2)
+  _exports(wide_store_as_hinted, x)
+
+
+@pytest.mark.gpu
+def test_gpu_probe51k_hinted_kernels_match_numpy():
+  q, kv = _rand((2, 16, 576), BF16, 1), _rand((2, 128, 576), BF16, 2)
+  scale = 1 / math.sqrt(576)
+  got = mla_as_hinted(q, kv, scale=scale)
+  want = mla_as_hinted(q, kv, scale=scale, interpret=True)
+  np.testing.assert_allclose(_f64(got), _f64(want), atol=2e-2, rtol=2e-2)
+  for b in range(2):
+    np.testing.assert_allclose(_f64(got[b]), _mla_ref(q[b], kv[b], scale), atol=4e-2, rtol=4e-2)
+  a, bt = _rand((128, 128), F16, 3), _rand((384, 128), F16, 4)
+  np.testing.assert_allclose(_f64(wide_bt_as_hinted(a, bt)), _f64(a) @ _f64(bt).T, atol=5e-2, rtol=1e-2)
+  x = _rand((128, 320), BF16, 5)
+  np.testing.assert_array_equal(_f64(wide_store_as_hinted(x)), _f64(x) * 2)
