@@ -7,7 +7,9 @@ columns`, without saying how. They now write the split in the kernel's words (fr
 frontend/ops/mma.py `_wide_n_hint`): the buffers with their shapes, each copy's window of the array, one dot and one
 accumulator a piece; and the kernels written as the hints say compute and build for CUDA. Checked and already right:
 Pallas's masked store of a padded head_dim (`o_ref.at[qs, ml.ds(0, 128)].store(o, mask=head_mask)` into an output of
-head_dim 80) computes; decode scores held (keys, heads) = (64, 4) and reduced over axis 0 stay MG204 (left)."""
+head_dim 80) computes; the store that forgets the mask (`o_ref[qs, :] = o`) was MG202 with a generic hint, which now
+writes the masked store through a window as wide as the tile (frontend/ops/transfers.py `_padded_hint`). Left: decode
+scores held (keys, heads) = (64, 4) and reduced over axis 0 stay MG204."""
 import math
 
 import jax
@@ -220,3 +222,60 @@ def test_gpu_probe51k_hinted_kernels_match_numpy():
   np.testing.assert_allclose(_f64(wide_bt_as_hinted(a, bt)), _f64(a) @ _f64(bt).T, atol=5e-2, rtol=1e-2)
   x = _rand((128, 320), BF16, 5)
   np.testing.assert_array_equal(_f64(wide_store_as_hinted(x)), _f64(x) * 2)
+  x = _rand((128, 40), F32, 6)
+  np.testing.assert_array_equal(np.asarray(_padded_store("hinted")(x)), np.asarray(x) * 2)
+
+
+# ---------------------------------------------------------------- a tile padded past its output, stored unmasked
+def _padded_store(form):
+  """Pallas's head_dim padded to a power of two (BLOCK_D = 64 over 40 columns), read under its head mask; the
+  store forgets the mask (Pallas's block is padded, the output here is not)."""
+  @mg.mgpu_kernel(out_shape=lambda x: S(x.shape, x.dtype), grid=lambda x: (x.shape[0] // 64,))
+  def padded(x_ref, o_ref):
+    i = ml.program_id(0)
+    qs = ml.ds(i * 64, 64)
+    head_mask = (jnp.arange(64) < x_ref.shape[-1])[None, :]
+    o = x_ref.at[qs, ml.ds(0, 64)].load(mask=head_mask, other=0.0) * 2
+    if form == "setitem":
+      o_ref[qs, :] = o
+    elif form == "store":
+      ml.store(o_ref.at[qs], o)
+    else:
+      o_ref.at[qs, ml.ds(0, 64)].store(o, mask=jnp.arange(64)[None, :] < 40)      # the hint followed
+  return padded
+
+
+def test_a_padded_tile_stored_into_a_narrower_output_hints_the_masked_window():
+  """It was MG202 with `store a value of the window's shape (slice the ref with .at[...] to match)`; the hint now
+  writes the masked store into a window as wide as the tile (which never writes past the array)."""
+  for form, at in (("setitem", "o_ref[qs, :] = o"), ("store", "ml.store(o_ref.at[qs], o)")):
+    name = at.split(" = ")[0] if form == "setitem" else "o_ref.at[qs]"
+    expect(_padded_store(form), [S((128, 40), F32)], mg.ShapeMismatchError, at,
+           f"cannot store a tensor of shape (64, 64) into {name} of shape (64, 40)",
+           hint=f"o is 64 wide along axis 1 where {name} is 40 (a padded tile, a head_dim padded to 64): store it"
+                f" through a window 64 wide under a mask of the first 40, o_ref.at[qs, ml.ds(0, 64)].store(o,"
+                f" mask=ml.arange(64)[None, :] < 40) (a masked store never writes the elements past the array)")
+  x = _rand((128, 40), F32, 6)
+  hinted = _padded_store("hinted")
+  np.testing.assert_array_equal(np.asarray(hinted(x, interpret=True)), np.asarray(x) * 2)
+  _exports(hinted, x)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, x.dtype), grid=lambda x: (x.shape[1] // 64, x.shape[0], x.shape[2]))
+def padded_heads(x_all, o_all):
+  """The 4-D Pallas port, (batch, seq, heads, head_dim) with views of one head: the window's start in the hint is
+  the user's to write (the view's text does not show the last axis whole)."""
+  i, b, h = ml.program_id(0), ml.program_id(1), ml.program_id(2)
+  x_ref, o_ref = x_all.at[b, :, h, :], o_all.at[b, :, h, :]
+  qs = ml.ds(i * 64, 64)
+  o = x_ref.at[qs, ml.ds(0, 128)].load(mask=(jnp.arange(128) < x_ref.shape[-1])[None, :], other=0.0)
+  o_ref.at[qs][...] = o.astype(o_ref.dtype)
+
+
+def test_a_padded_tile_of_a_heads_view_hints_the_masked_window_along_its_axis():
+  expect(padded_heads, [S((1, 64, 2, 96), BF16)], mg.ShapeMismatchError, "o_ref.at[qs][...] = o.astype(o_ref.dtype)",
+         "cannot store a tensor of shape (64, 128) into o_ref.at[qs] of shape (64, 96)",
+         hint="o.astype(o_ref.dtype) is 128 wide along axis 1 where o_ref.at[qs] is 96 (a padded tile, a head_dim"
+              " padded to 128): store it through a window 128 wide there, ml.ds(start, 128) along axis 1, under a"
+              " mask of the first 96, .store(o.astype(o_ref.dtype), mask=ml.arange(128)[None, :] < 96) (a masked"
+              " store never writes the elements past the array)")

@@ -158,7 +158,7 @@ def store(cx, ref, value):
     if not ok:
       raise E.ShapeMismatchError(
           f"cannot store a tensor of shape {value.type.shape} into {ref.name or 'a ref'} of shape {t.shape}",
-          cx.loc, hint=_axes_hint(cx, value, t.shape, ref.name) or (
+          cx.loc, hint=_axes_hint(cx, value, t.shape, ref.name) or _padded_hint(cx, value, ref) or (
               "store a value of the window's shape (slice the ref with .at[...] to match), or broadcast it"
               " explicitly with ml.broadcast_to"))
     value = broadcast_to_shape(cx, value, t.shape)
@@ -208,6 +208,61 @@ def _axes_hint(cx, value, shape, name) -> str | None:
   fix = insert_axes_hint(value.type.shape, text, shape, name or "the window", exact=True) if len(value.type.shape) < len(shape) \
       else align_hint(value.type.shape, text, shape, name or "the window")
   return fix and f"the window has the value's elements on other axes:{fix}"
+
+
+def _padded_hint(cx, value, ref) -> str | None:
+  """A tile padded along one axis past a GMEM window (Pallas's head_dim padded to 128 stored into an output of 80,
+  probe 51k): the window as wide as the tile under a mask of the array's part, which a masked store never writes
+  past; None otherwise."""
+  t, name = ref.type, ref.name
+  vs, ws = tuple(value.type.shape), tuple(t.shape)
+  diff = [d for d, (a, b) in enumerate(zip(vs, ws)) if a != b]
+  if t.space != Space.GMEM or len(vs) != len(ws) or len(diff) != 1 or vs[diff[0]] < ws[diff[0]]:
+    return None
+  d, text, n, w = diff[0], cx.named(value, "value"), vs[diff[0]], ws[diff[0]]
+  along = ", ".join("None" if k != d else ":" for k in range(len(vs)))
+  mask = f"ml.arange({n})[{along}] < {w}"
+  if (window := _whole_last_axis(cx, ref, d, n)) is not None:
+    return (f"{text} is {n} wide along axis {d} where {name} is {w} (a padded tile, a head_dim padded to {n}):"
+            f" store it through a window {n} wide under a mask of the first {w}, {window}.store({text},"
+            f" mask={mask}) (a masked store never writes the elements past the array)")
+  return (f"{text} is {n} wide along axis {d} where {name or 'the window'} is {w} (a padded tile, a head_dim"
+          f" padded to {n}): store it through a window {n} wide there, ml.ds(start, {n}) along axis {d}, under a"
+          f" mask of the first {w}, .store({text}, mask={mask}) (a masked store never writes the elements past the"
+          f" array)")
+
+
+def _whole_last_axis(cx, ref, d, n) -> str | None:
+  """`o_ref.at[qs]` or `o_ref.at[qs, :]` (or `o_ref[qs, :]`) with the root's last axis whole as axis `d` of the
+  window: the window's text with that axis `ml.ds(0, n)`; None where the text or the view says otherwise."""
+  from .memory import View
+  view, name = cx.b.defining(ref), ref.name
+  if not isinstance(view, View) or not name or not name.endswith("]") or "[" not in name:
+    return None
+  index, shape = view.index, view.ref.type.shape
+  if len(index) != len(shape) or index[-1].squeeze or (index[-1].start, index[-1].size) != (0, shape[-1]) or \
+     sum(not i.squeeze for i in index) - 1 != d:
+    return None
+  head, body = name[:name.index("[")], name[name.index("[") + 1:-1]
+  entries, depth, cur = [], 0, ""
+  for c in body:
+    depth += c in "([{"
+    depth -= c in ")]}"
+    if c == "," and depth == 0:
+      entries.append(cur.strip())
+      cur = ""
+    else:
+      cur += c
+  entries.append(cur.strip())
+  if "..." in entries or not (head.endswith(".at") and head[:-3].isidentifier() or head.isidentifier()):
+    return None
+  if len(entries) == len(shape) - 1:
+    entries.append(f"ml.ds(0, {n})")
+  elif len(entries) == len(shape) and entries[-1] == ":":
+    entries[-1] = f"ml.ds(0, {n})"
+  else:
+    return None
+  return f"{head if head.endswith('.at') else head + '.at'}[{', '.join(entries)}]"
 
 
 def _copy_of_value_hint(cx, src, dst) -> str:
