@@ -211,26 +211,29 @@ def _box_hint(groot, full, box, itemsize, buf, window=None, swin=None, stext=Non
     # pieces that divide it and start on 128-byte boundaries (384 rows: 2 x 192), else 256s and a rest
     piece = next((n for n in range(MAX_BOX, 0, -1) if box[d] % n == 0 and n * row % SMEM_ALIGN == 0), None)
     b = buf or "buf"
+    # the pieces' counter: not a name the windows already use (a k loop's `k`, probe 51k)
+    words = set(re.findall(r"[A-Za-z_]\w*", f"{window[0] if window else ''} {stext or ''}"))
+    k = next(v for v in ("k", "kk", "piece") if v not in words)
     if piece is not None:
-      same = _array_piece(groot, window, d, piece) if window is not None else None
+      same = _array_piece(groot, window, d, piece, f"{k} * {piece}") if window is not None else None
       # the buffer's side in the user's words too: a view of it (`x_s.at[c]`, a row of a buffer of
       # rows) keeps its own index (`x_s.at[:, ...]` named a window of every row, of another shape)
-      mine = _array_piece(swin[0], (stext, swin[1]), d, piece) if swin is not None else None
+      mine = _array_piece(swin[0], (stext, swin[1]), d, piece, f"{k} * {piece}") if swin is not None else None
       return (f"copy it in pieces of at most {MAX_BOX} along that dimension into windows of the buffer,"
-              f" {mine or f'{b}.at[{at}ml.ds(k * {piece}, {piece})]'} (and the same window of the array"
-              + (f", {same}" if same else "") + f") for k in ml.static_range({box[d] // piece})")
+              f" {mine or f'{b}.at[{at}ml.ds({k} * {piece}, {piece})]'} (and the same window of the array"
+              + (f", {same}" if same else "") + f") for {k} in ml.static_range({box[d] // piece})")
     q, r = divmod(box[d], MAX_BOX)
     if d == len(box) - 1 and (r * row) % ALIGN:     # the last piece would not span a multiple of 16 bytes
       unit = ALIGN // math.gcd(row, ALIGN)
       padded = -(-box[d] // unit) * unit
       return (f"pad {array} to {padded} elements outside the kernel (jnp.pad; TMA moves whole 16-byte units) and"
-              f" size {b} {padded}, then copy it in pieces of at most {MAX_BOX}: {b}.at[ml.ds(k * {MAX_BOX},"
-              f" {MAX_BOX})] for k in ml.static_range({q}), then the last {padded - q * MAX_BOX},"
+              f" size {b} {padded}, then copy it in pieces of at most {MAX_BOX}: {b}.at[ml.ds({k} * {MAX_BOX},"
+              f" {MAX_BOX})] for {k} in ml.static_range({q}), then the last {padded - q * MAX_BOX},"
               f" {b}.at[ml.ds({q * MAX_BOX}, {padded - q * MAX_BOX})] (and the same windows of the array)")
     side = lambda start, n: (swin is not None and _array_piece(swin[0], (stext, swin[1]), d, n, start)
                              or f"{b}.at[{at}ml.ds({start}, {n})]")
     return (f"copy it in pieces of at most {MAX_BOX} along that dimension into windows of the buffer (each"
-            f" starting {SMEM_ALIGN}-byte aligned): {side(f'k * {MAX_BOX}', MAX_BOX)} for k in"
+            f" starting {SMEM_ALIGN}-byte aligned): {side(f'{k} * {MAX_BOX}', MAX_BOX)} for {k} in"
             f" ml.static_range({q}), then the last {r}, {side(str(q * MAX_BOX), r)} (and the same"
             f" windows of the array)")
   fix = "the last dimension cannot be copied in pieces into one buffer (an SMEM window must be contiguous): "

@@ -161,6 +161,16 @@ def wide_bt_as_hinted(a, bt, c):
   c.at[ml.ds(i * 64, 64), ml.ds(192, 192)][...] = acc1
 
 
+@mg.mgpu_kernel(out_shape=lambda bt: S((bt.shape[1] // 64, bt.shape[0]), F32), grid=(1,))
+def row_sums_by_pieces(bt, o):
+  """MG401's hint followed in a k loop: 384 rows copied in two windows of 192, counted by kk."""
+  bt_s = ml.smem((384, 64), F16)
+  for k in range(bt.shape[1] // 64):
+    for kk in ml.static_range(2):
+      ml.copy(bt.at[ml.ds(kk * 192, 192), ml.ds(k * 64, 64)], bt_s.at[ml.ds(kk * 192, 192)])
+    o.at[k][...] = ml.sum(bt_s[...].astype(F32), axis=1)
+
+
 def test_a_product_wider_than_256_hints_buffers_and_accumulators_a_piece():
   """n = 384 of a b stored (n, k): two pieces of 192 (a multiple of 8 each), passed transposed as the call did."""
   expect(wide_bt, [S((128, 128), F16), S((384, 128), F16)], mg.MmaOperandError, "ml.dot(a_s, bt_s.T, acc)",
@@ -171,7 +181,18 @@ def test_a_product_wider_than_256_hints_buffers_and_accumulators_a_piece():
               " ml.zeros((64, 192), jnp.float32), ..., a dot each: acc0 = ml.dot(a_s, bt_s0.T, acc0); acc1 ="
               " ml.dot(a_s, bt_s1.T, acc1); each piece of the result is those columns of the whole (store it at"
               " ml.ds(start, w))")
+  e = expect(wide_bt, [S((128, 128), F16), S((384, 128), F16)], mg.MmaOperandError, "ml.dot(a_s, bt_s.T, acc)",
+             "ml.dot needs n (columns of b) to be a multiple of 8 and at most 256, got 384")
+  # the copy's own MG401 named its pieces' counter k, the kernel's k loop's name: bt.at[ml.ds(k * 192, 192),
+  # ml.ds(k * 64, 64)] read the wrong columns; the counter is kk now
+  assert e.errors[1].hint == (
+      "copy it in pieces of at most 256 along that dimension into windows of the buffer, bt_s.at[ml.ds(kk * 192,"
+      " 192)] (and the same window of the array, bt.at[ml.ds(kk * 192, 192), ml.ds(k * 64, 64)]) for kk in"
+      " ml.static_range(2)")
   a, bt = _rand((128, 128), F16, 3), _rand((384, 128), F16, 4)
+  rows = row_sums_by_pieces(bt, interpret=True)
+  np.testing.assert_allclose(_f64(rows), _f64(bt).reshape(384, 2, 64).sum(2).T.reshape(2, 384), rtol=1e-2, atol=5e-2)
+  _exports(row_sums_by_pieces, bt)
   got = wide_bt_as_hinted(a, bt, interpret=True)
   np.testing.assert_allclose(_f64(got), _f64(a) @ _f64(bt).T, atol=5e-2, rtol=1e-2)
   _exports(wide_bt_as_hinted, a, bt)
