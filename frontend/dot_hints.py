@@ -104,9 +104,8 @@ def _int8_hint(name, pos, kw, operands) -> str | None:
   """A product of two int8 register tiles without `preferred_element_type=`: jnp's result is int8 (the sums
   wrapped), so the call asks for the int32 sums, as a W8A8 kernel means (probe 51e: computed as ml.dot then)."""
   ds = [resolve(getattr(getattr(v, "type", None), "dtype", None)) for _, v, _ in operands]
-  if "preferred_element_type" in kw or ds != [DType.i8, DType.i8] or any(
-      isinstance(getattr(v, "type", None), RefType) for _, v, _ in operands):
-    return None
+  if "preferred_element_type" in kw or ds != [DType.i8, DType.i8]:
+    return None                  # (refs read whole, `a[...]`, too: probe 51l)
   fn = "lax.dot_general" if name == "dot_general" else f"jnp.{name}"
   args = ", ".join(list(pos) + [f"{k}={v}" for k, v in kw.items()])
   return (f"jnp's product of int8 tiles is int8 (its int32 sums wrapped): ask for the sums, {fn}({args},"

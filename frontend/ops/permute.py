@@ -17,7 +17,7 @@ from .. import hw, ir
 from ..dtypes import DType
 from ..ir import LayoutRule, Traits
 from ..types import TensorType, dtype_name, resolve
-from .base import builtin, check_register_value, is_smem_matrix, is_tensor, kind_of, shown
+from .base import METHODS, Builtin, builtin, check_register_value, is_smem_matrix, is_tensor, kind_of, shown
 
 
 def _effects(o):
@@ -213,6 +213,24 @@ def permute(cx, x, *dims):
   """Triton's `tl.permute(x, (0, 2, 1))` and the method `x.permute(0, 2, 1)` (also torch's): `ml.transpose(x,
   dims)`, its axes in the result's order (probe 51e: an int4 unpack's `ml.join(lo, hi).permute(0, 2, 1)`)."""
   return _transpose(cx, x, dims, {}, "ml.permute")
+
+
+def _swapaxes(cx, x, axis1, axis2):
+  """The method `v.swapaxes(axis1, axis2)` of a register tensor (jax.Array's, as `jnp.swapaxes(v, axis1, axis2)`):
+  `ml.transpose` of the permutation swapping the two axes, `.T` of a 2-D tensor (probe 51l: was MG003)."""
+  check_register_value(cx, x, "swapaxes")
+  rank = len(x.type.shape) if is_tensor(x) else 0
+  if not all(isinstance(a, int) and not isinstance(a, bool) and -rank <= a < rank for a in (axis1, axis2)):
+    raise E.KernelTypeError(
+        f"{cx.named(x, 'v')}.swapaxes({shown(axis1)}, {shown(axis2)}): the axes must be static ints of the {rank}"
+        f" axes of {cx.named(x, 'v')} (shape {x.type.shape})", cx.loc,
+        hint=f"{cx.named(x, 'v')}.swapaxes(0, 1)" + (" (or .T)" if rank == 2 else ""))
+  order = list(range(rank))
+  order[axis1 % rank], order[axis2 % rank] = order[axis2 % rank], order[axis1 % rank]
+  return _transpose(cx, x, tuple(order), {}, "swapaxes")
+
+
+METHODS["swapaxes"] = Builtin(_swapaxes, "swapaxes")      # a method only: no ml.swapaxes (jnp.swapaxes is one)
 
 
 # ---------------------------------------------------------------- strided slices
