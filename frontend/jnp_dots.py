@@ -107,6 +107,17 @@ def _shape(x, tracer=None):
   return s[::-1] if flip and len(s) == 2 else s
 
 
+def int8_matmul(la, lb, a, b, loc):
+  """`a @ b` of int8 tiles (texts `la`, `lb`): jnp's result is int8, its sums wrapped, which a kernel does not
+  compute; the error asks for the int32 sums as `dot_hints._int8_hint` does (probe 51l: was "the operator @ is
+  not supported" with a hint to stage SMEM buffers). Nothing for other operands."""
+  if all(resolve(getattr(getattr(v, "type", None), "dtype", None)) == DType.i8 for v in (a, b)):
+    raise E.KernelTypeError(
+        f"{la} @ {lb} of int8 tiles is jnp's int8 product (its int32 sums wrapped), which a kernel does not compute",
+        loc, hint=f"ask for the int32 sums: jnp.dot({la}, {lb}, preferred_element_type=jnp.int32) (or jnp.matmul"
+                  f" with it), computed on the tensor cores as ml.dot")
+
+
 def register_dot(tracer, node, nodes, values, kwargs, batched=False, shown="jnp.dot"):
   """The product's value, traced at `node`, or None where ml.dot does not take the operands (the call's MG003).
   `batched`: jnp.matmul's and `@`'s leading batch axis (jnp.dot of 3-D tiles is another product). Float tiles

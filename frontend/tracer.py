@@ -530,16 +530,10 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
       return self.python(node, _PYBINOPS[op], a, b)
     left, right = (node.left, node.right) if isinstance(node, ast.BinOp) else (node.target, node.value)
     if op is ast.MatMult:        # jnp.matmul's hint, with the operands as written (`x @ w_s[...].T`)
-      from .jnp_dots import register_dot
+      from .jnp_dots import int8_matmul, register_dot
       if (got := register_dot(self, node, (left, right), (a, b), {}, batched=True, shown="@")) is not None:
         return got               # a_s[...] @ b_s[...] of 16-bit tiles: ml.dot, as jnp.matmul computes it
-      if all(is_value(v) and resolve(getattr(v.type, "dtype", None)) == DType.i8 for v in (a, b)):
-        la, lb = self.text(left), self.text(right)
-        raise E.KernelTypeError(        # jnp's int8 @ int8 is int8 (sums wrapped): ask for the int32 sums (probe 51l)
-            f"{la} @ {lb} of int8 tiles is jnp's int8 product (its int32 sums wrapped), which a kernel does not"
-            f" compute", self.loc(node),
-            hint=f"ask for the int32 sums: jnp.dot({la}, {lb}, preferred_element_type=jnp.int32) (or jnp.matmul with"
-                 f" it), computed on the tensor cores as ml.dot")
+      int8_matmul(self.text(left), self.text(right), a, b, self.loc(node))
       self.unsupported(node, "the operator @", hint=self.matmul_hint(left, right, a, b))
     if op is ast.Pow:
       return power(self.cx(node, name), a, b, self.text(left), self.text(right))
