@@ -150,13 +150,32 @@ def chunked_product(tracer, node, a, b, want):
     form = f"ml.dot({conv[0]}, {conv[1]}).astype({out})" if held else _tensor_core_form(a, b, conv, out)
     return trace_form(tracer, node, form, [a, b, None, None, want])
   tracer.b.chunked.append(tracer.loc(node))
+  cut = ""
+  if tracer.b.no_chunks and tuple(b.type.shape) == (k, n):      # (an integer product: no tensor cores)
+    conv, cut, k, n = _padded_ints(conv, m, k, n, acc, tuple(a.type.shape) == (m, k))
   # k-chunks of a power of two from 4 (the 3-D layouts take those; 2, 5 or 10 columns of a padded tile they do not),
   # else the whole k or the largest divisor that fits
   fits = [x for x in (64, 32, 16, 8, 4) if k % x == 0 and m * x * n <= _MOST]
   c = fits[0] if fits else k if m * k * n <= _MOST else max(
       x for x in range(1, k + 1) if k % x == 0 and m * x * n <= _MOST)
-  return trace_form(tracer, node, f"{{2}}({conv[0]}, {conv[1]}, {c}, ml.{acc}).astype({out})",
+  return trace_form(tracer, node, f"{{2}}({conv[0]}, {conv[1]}, {c}, ml.{acc}){cut}.astype({out})",
                     [a, b, form_helpers.chunked_dot, None, want])
+
+
+def _padded_ints(conv, m, k, n, acc, pad_k):
+  """chunked_product's integer product where its chunks laid out nowhere (compile.trace's `no_chunks`): chunks of a
+  number of columns not a multiple of 32 (a (2, 48) by (48, 16) int32 product, (2, 48) by (48, 40)), or of 4 rows
+  of k ((2, 20) by (20, 16)) broadcast into 3-D tensors no layout holds, so k is padded with zeros (a's columns,
+  b's rows) to a multiple of 16 (`pad_k`: where a is held as it is, not padded by a padded trace) and n (b's
+  columns) to one of 32, the product's first n columns kept (probe 51l). (conv, the slice to take, k and n.)"""
+  x, y = conv
+  ku, nu = -(-k // 16) * 16 if pad_k else k, -(-n // 32) * 32
+  if ku != k:
+    x = f"ml.concatenate([{x}, ml.zeros(({m}, {ku - k}), ml.{acc})], axis=1)"
+    y = f"ml.concatenate([{y}, ml.zeros(({ku - k}, {n}), ml.{acc})], axis=0)"
+  if nu != n:
+    y = f"ml.concatenate([{y}, ml.zeros(({ku}, {nu - n}), ml.{acc})], axis=1)"
+  return [x, y], f"[:, :{n}]" if nu != n else "", ku, nu
 
 
 def _tensor_core_form(a, b, conv, out) -> str:

@@ -104,3 +104,36 @@ def test_int8_dot_of_reads_asks_for_int32_sums():
   a, b = rng.integers(-8, 8, (16, 64)).astype(np.int8), rng.integers(-8, 8, (64, 32)).astype(np.int8)
   np.testing.assert_array_equal(np.asarray(int8_dot_int32(a, b, interpret=True)),
                                 a.astype(np.int32) @ b.astype(np.int32))
+
+
+# ---------------------------------------------------------------- int32 products of fewer than 32 columns
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), I32), grid=lambda a, b: (1,))
+def int32_dot(a_ref, b_ref, o_ref):          # a Pallas port's integer projection of two rows
+  o_ref[...] = jnp.dot(a_ref[...], b_ref[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=lambda a, b: (1,))
+def int8_widened_matmul(a_ref, b_ref, o_ref):   # int8 tiles widened first, then scaled
+  h = a_ref[...].astype(jnp.int32) @ b_ref[...].astype(jnp.int32)
+  o_ref[...] = h.astype(jnp.float32) * 0.5
+
+
+def test_int32_products_of_few_columns_compute():
+  """(2, 48) by (48, 16) int32 was MG204 hinting the chunks' 3-D broadcast: b is padded with zero columns to a
+  multiple of 32 (40 to 64)."""
+  rng = np.random.default_rng(6)
+  for m, k, n in ((2, 48, 16), (2, 48, 8), (2, 48, 40)):
+    a, b = rng.integers(-9, 9, (m, k)).astype(np.int32), rng.integers(-9, 9, (k, n)).astype(np.int32)
+    np.testing.assert_array_equal(np.asarray(int32_dot(a, b, interpret=True)), a @ b)
+    _export(int32_dot, a, b)
+  a, b = rng.integers(-9, 9, (2, 48)).astype(np.int8), rng.integers(-9, 9, (48, 16)).astype(np.int8)
+  want = (a.astype(np.int32) @ b.astype(np.int32)).astype(np.float32) * 0.5
+  np.testing.assert_array_equal(np.asarray(int8_widened_matmul(a, b, interpret=True)), want)
+  _export(int8_widened_matmul, a, b)
+
+
+@pytest.mark.gpu
+def test_int32_products_of_few_columns_on_the_gpu():
+  rng = np.random.default_rng(7)
+  a, b = rng.integers(-9, 9, (2, 48)).astype(np.int32), rng.integers(-9, 9, (48, 16)).astype(np.int32)
+  np.testing.assert_array_equal(np.asarray(int32_dot(a, b)), a @ b)
