@@ -586,7 +586,7 @@ class Calls:
         raise E.KernelTypeError(f"{getattr(fn, '__name__', fn)}(...) failed: {e}", cx.loc,
                                 hint="static values compute as in Python") from None
     if callable(fn):      # a Python function of static values (shapes, constexprs): computed now
-      return self.static_call(cx, fn, args, kwargs)
+      return self.static_call(cx, fn, args, kwargs, node)
     raise E.KernelTypeError(f"{self.text(node.func)} is not callable", cx.loc,
                             hint="call ml.* functions or @ml.inline helpers")
 
@@ -663,7 +663,7 @@ class Calls:
         return self.text(inner), held, True
     return self.text(node), value, False
 
-  def static_call(self, cx, fn, args, kwargs):
+  def static_call(self, cx, fn, args, kwargs, node=None):
     """`fn(*args)` of static values, called while tracing (`math.sqrt(d)`, a helper of the
     user's on shapes); a NumPy or JAX scalar result becomes a Python number."""
     name = getattr(fn, "__name__", repr(fn))
@@ -678,5 +678,7 @@ class Calls:
           f"{name}(...) of static values failed while tracing: {type(e).__name__}: {e}", cx.loc,
           hint=f"it ran in Python while the kernel was traced, as {name}({shown}): check those values (the"
                f" constexprs and shapes of this call) or compute this outside the kernel") from None
-    return _static_result(cx, name, out)
+    from .static_tables import table      # jnp.array([1.0, 2.0, 4.0]): a register vector of its numbers
+    got = table(self, node, name, out)
+    return _static_result(cx, name, out) if got is None else got
 

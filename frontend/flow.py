@@ -11,7 +11,7 @@ import copy
 import math
 
 from . import errors as E
-from . import contraction, ir, jumps, small_carries
+from . import contraction, ir, jumps, small_carries, static_tables
 from .ops.padded_meets import Refill, refill, refill_for
 from .assign import DICT_VIEWS, holds_value
 from .loop_bounds import check_static_bounds, check_while_ends, check_wrapped_range, may_load
@@ -95,6 +95,7 @@ def trace_for(tracer, node: ast.For):
     seq = tracer.eval(it)             # a static sequence (a tuple, a list, enumerate/zip of them): unrolled
     if (hasattr(seq, "__next__") or isinstance(seq, (range, dict, *DICT_VIEWS))) and not is_value(seq):
       seq = tuple(seq)                # (r = ml.static_range(4) then for i in r: a Python range; d.items())
+    seq = static_tables.numbers(seq)      # for c in jnp.array([...]): its numbers, typed as jnp's elements
     if isinstance(seq, (tuple, list)) and isinstance(node.target, (ast.Name, ast.Tuple, ast.List)):
       def bind(v):
         tracer.stmt = node

@@ -25,6 +25,7 @@ import inspect
 import numpy as np
 
 from .jnp_forms import _kind, _nonzero, _shape
+from .jnp_tables import FORMS as TABLE_FORMS
 
 
 def _int(v) -> bool:
@@ -147,7 +148,8 @@ def _digitize(a):
 
 # (lib, name) -> its maker; the call binds by the library's own signature
 FORMS = {("jnp", "repeat"): _repeat, ("jnp", "where"): _where, ("jnp", "extract"): _extract,
-         ("jnp", "compress"): _compress, ("jnp", "unique"): _unique, ("jnp", "digitize"): _digitize}
+         ("jnp", "compress"): _compress, ("jnp", "unique"): _unique, ("jnp", "digitize"): _digitize,
+         **TABLE_FORMS}     # jnp.polyval, jnp.isin, jnp.interp of a register table: jnp_tables.py
 
 
 def sized(tracer, cx, node, fn, lib, name, args, kwargs):
@@ -160,7 +162,8 @@ def sized(tracer, cx, node, fn, lib, name, args, kwargs):
   except (TypeError, ValueError):
     return None
   bound.apply_defaults()
-  got = make(dict(bound.arguments))
+  pads = getattr(tracer.b, "pad_tiles", None) or {}     # (a padded trace's tables: their own lengths)
+  got = make(dict(bound.arguments), pads) if (lib, name) in TABLE_FORMS else make(dict(bound.arguments))
   if got is None:
     return None
   form, operands = got

@@ -1,0 +1,181 @@
+"""jnp's functions of a small table, in a kernel (probe 51n): `jnp.polyval(c, x)`, `jnp.isin(x, t)` and
+`jnp.interp(x, xp, fp)` of a 1-D register table (a static one, `jnp.array([...])`, is a register vector since
+static_tables.py) and a register `x`, as jax defines them:
+
+- `jnp.polyval(p, x)`: Horner's rule from jnp's zero, `y = 0 * x + p[0]`, then `y = y * x + p[k]`, in the common
+  inexact dtype (int32 operands both: float32, as promote_dtypes_inexact's);
+- `jnp.isin(element, test_elements, invert=False)`: `element == t[0] | element == t[1] | ...` (`~` of it inverted);
+- `jnp.interp(x, xp, fp, left=None, right=None)`: jax's _interp, the segment `i` of each x
+  `ml.clip(ml.searchsorted(xp, x, side='right'), 1, n - 1)`, the line through its knots (fp[i - 1] where the knots
+  are closer than np.spacing(eps)), `left` / `right` (fp[0], fp[-1] by default) outside xp; 'extrapolate' of either
+  extends the end segment's line. `period=` keeps its MG003.
+
+Makers as jnp_sized.py's: the call's arguments bound by jnp's signature give (the form, its operands), or None
+(the call's MG003 stands)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .jnp_forms import _dtype, _kind, _shape
+from .static_tables import known
+
+MAX = 256        # table lengths unrolled (isin, polyval), as static_tables.MAX
+
+
+def _table(t, pads) -> int | None:
+  """The length of the 1-D register table `t` (its own, in a padded trace: `pads`), or None where it is not one of
+  at most MAX elements."""
+  s = _shape(t)
+  s = tuple(pads.get(t.id, s)) if s is not None else None
+  return s[0] if s is not None and len(s) == 1 and 1 <= s[0] <= MAX and _kind(t) in ("int", "float", "bool") \
+      else None
+
+
+_WIDTH = {"float32": 3, "float16": 1, "bfloat16": 1}
+
+
+def _inexact(a, b) -> str | None:
+  """The dtype value jnp's promote_dtypes_inexact gives DTypes `a` and `b` (None where it is no float)."""
+  fa, fb = a is not None and a.is_float, b is not None and b.is_float
+  if a is None or b is None:
+    return None
+  if fa and fb:
+    return a.value if a == b else "float32" if a.bits < 64 and b.bits < 64 else None
+  return a.value if fa else b.value if fb else "float32"
+
+
+def _static_polyval(p, x, got):
+  texts, d, _ = got
+  common = _inexact(d, _dtype(x))
+  if common is None or _kind(x) not in ("int", "float"):
+    return None
+  xs = "{0}" if _dtype(x).value == common else f"{{0}}.astype(ml.{common})"
+  y = f"({xs} * 0 + {texts[0]})"
+  for c in texts[1:]:
+    y = f"({y} * {xs} + {c})"
+  return y, [x]
+
+
+def _static_isin(e, got, invert):
+  texts, d, _ = got
+  if d.value == "bool" or _kind(e) not in ("int", "float"):
+    return None
+  es = "{0}.astype(ml.float32)" if d.is_float and _kind(e) == "int" else "{0}"
+  hit = "(" + " | ".join(f"({es} == {c})" for c in dict.fromkeys(texts)) + ")"
+  return ("~" + hit if invert else hit), [e]
+
+
+def _polyval(a, pads):
+  p, x = a["p"], a["x"]
+  if known(p) is not None and _shape(x) is not None:       # jnp.polyval(jnp.array([...]), x): its numbers
+    return _static_polyval(p, x, known(p))
+  n = _table(p, pads)
+  if n is None or _shape(x) is None or _kind(x) not in ("int", "float") or _kind(p) not in ("int", "float") or (
+      a.get("unroll", 16) not in (None,) and not isinstance(a.get("unroll", 16), int)):
+    return None
+  xs = "{1}" if "float" in (_kind(x), _kind(p)) else "{1}.astype(ml.float32)"
+  y = f"({xs} * 0 + {{0}}[0])"
+  for k in range(1, n):
+    y = f"({y} * {xs} + {{0}}[{k}])"
+  return y, [p, x]
+
+
+def _isin(a, pads):
+  e, t, invert = a["element"], a["test_elements"], a["invert"]
+  if _shape(e) is None or not isinstance(invert, (bool, np.bool_)) or a.get("method", "auto") not in (
+      "auto", "compare_all"):
+    return None
+  if known(t) is not None:                                 # jnp.isin(x, jnp.array([1, 5, 7])): its numbers
+    return _static_isin(e, known(t), invert)
+  if _kind(t) in ("int", "float", "bool") and _shape(t) is None:      # a Python number
+    hit = "({0} == {1})"
+  else:
+    n = _table(t, pads)
+    if n is None:
+      return None
+    hit = "(" + " | ".join(f"({{0}} == {{1}}[{k}])" for k in range(n)) + ")"
+  return ("~" + hit if invert else hit), [e, t]
+
+
+def _float(x) -> str:
+  """The inexact dtype jnp promotes `x` to (float32 of integers), as an ml name."""
+  d = _dtype(x)
+  return f"ml.{d.value}" if _kind(x) == "float" else "ml.float32"
+
+
+def _end(v, default: str, given: str) -> str | None:
+  """The form of interp's `left` / `right`: its default, the number given, None for 'extrapolate' (the end
+  segment's line), "bad" for what the form cannot take."""
+  if v is None:
+    return default
+  if isinstance(v, str):
+    return None if v == "extrapolate" else "bad"
+  return given if _kind(v) in ("int", "float") and _shape(v) in (None, ()) else "bad"
+
+
+def _eps(common: str) -> float:
+  """jax's interp's tolerance of two knots, np.spacing(eps) of the dtype."""
+  import ml_dtypes
+  return float(np.spacing(ml_dtypes.finfo(np.dtype(common[3:])).eps))
+
+
+def _static_interp(x, xp, fp, left, right):
+  """jnp.interp of static knots (jnp.array tables): the segment of each x found by comparisons with the knots (jax
+  searches xp, side='right', clipped to 1..n-1: on increasing knots the last k with x >= xp[k - 1]), its line's
+  numbers computed here in the dtypes jnp computes them in; None where the form does not hold them (fp of another
+  dtype than x's and xp's common one: the register form)."""
+  (xt, xd, xv), (ft, fd, fv) = known(xp), known(fp)
+  common = _inexact(xd, _dtype(x))
+  if common is None or _inexact(fd, fd) != common or len(xt) != len(ft):
+    return None
+  from .dtypes import DType
+  npd = DType(common).np
+  xk, fk = xv.astype(npd), fv.astype(npd)
+  lit = lambda v: repr(float(v)) if np.isfinite(float(v)) else f"float({str(float(v))!r})"
+  eps = _eps("ml." + common)
+  xs = "{0}" if _dtype(x).value == common else f"{{0}}.astype(ml.{common})"
+  f = None
+  for k in range(1, len(xk)):
+    dx, df = (xk[k] - xk[k - 1]).astype(npd), (fk[k] - fk[k - 1]).astype(npd)
+    seg = lit(fk[k - 1]) if abs(float(dx)) <= eps else \
+        f"({lit(fk[k - 1])} + (({xs} - {lit(xk[k - 1])}) / {lit(dx)}) * {lit(df)})"
+    f = seg if f is None else f"ml.where({xs} >= {lit(xk[k - 1])}, {seg}, {f})"
+  if left != "none":
+    f = f"ml.where({xs} < {lit(xk[0])}, {lit(fk[0]) if left is None else left}, {f})"
+  if right != "none":
+    f = f"ml.where({xs} > {lit(xk[-1])}, {lit(fk[-1]) if right is None else right}, {f})"
+  return f
+
+
+def _interp(a, pads):
+  x, xp, fp = a["x"], a["xp"], a["fp"]
+  if known(xp) is not None and known(fp) is not None and _shape(x) is not None and _kind(x) in ("int", "float") \
+      and a["period"] is None:       # jnp.interp(x, jnp.array([...]), jnp.array([...])): their numbers
+    ends = [None if v is None else "none" if v == "extrapolate" else "bad" if isinstance(v, str) or _kind(v) not in (
+        "int", "float") or _shape(v) not in (None, ()) else f"{{{i}}}" for v, i in ((a["left"], 3), (a["right"], 4))]
+    form = None if "bad" in ends else _static_interp(x, xp, fp, *ends)
+    if form is not None:
+      return form, [x, xp, fp, a["left"], a["right"]]
+  n = _table(xp, pads)
+  if (n is None or n < 2 or _table(fp, pads) != n or _shape(x) is None or a["period"] is not None
+      or "bool" in (_kind(x), _kind(xp), _kind(fp)) or _kind(x) is None):
+    return None
+  left, right = _end(a["left"], "_fp_[0]", "{3}"), _end(a["right"], "_fp_[-1]", "{4}")
+  if "bad" in (left, right):
+    return None
+  fx, fxp, ffp = _float(x), _float(xp), _float(fp)
+  common = fx if fx == fxp else "ml.float32"       # (promote_dtypes_inexact(x, xp): 16-bit pairs of one dtype)
+  cast = lambda v, i, d: f"{{{i}}}" if _dtype(v) is not None and _dtype(v).value == d[3:] else f"{{{i}}}.astype({d})"
+  eps = repr(_eps(common))
+  f = (f"(lambda _i_: (lambda _dx_, _x0_, _f0_: ml.where(ml.abs(_dx_) <= {eps}, _f0_, _f0_ + ((_x_ - _x0_) /"
+       f" ml.where(ml.abs(_dx_) <= {eps}, 1, _dx_)) * (_fp_[_i_] - _f0_)))(_xp_[_i_] - _xp_[_i_ - 1],"
+       f" _xp_[_i_ - 1], _fp_[_i_ - 1]))(ml.clip(ml.searchsorted(_xp_, _x_, side='right'), 1, {n - 1}))")
+  if left is not None:
+    f = f"ml.where(_x_ < _xp_[0], {left}, {f})"
+  if right is not None:
+    f = f"ml.where(_x_ > _xp_[-1], {right}, {f})"
+  form = f"(lambda _x_, _xp_, _fp_: {f})({cast(x, 0, common)}, {cast(xp, 1, common)}, {cast(fp, 2, ffp)})"
+  return form, [x, xp, fp, a["left"], a["right"]]
+
+
+FORMS = {("jnp", "polyval"): _polyval, ("jnp", "isin"): _isin, ("jnp", "interp"): _interp}

@@ -1,0 +1,80 @@
+"""A small table of constants built in a kernel (probe 51n): `jnp.array([1.0, 2.0, 4.0])`, `jnp.asarray(...)`,
+`np.array(...)` of Python numbers (polynomial coefficients for jnp.polyval, bin edges for jnp.digitize or
+jnp.searchsorted, the values of jnp.isin, the knots of jnp.interp) is computed while tracing as before, then made
+a register vector of its numbers: `ml.full` of the first, a select by `ml.arange` for each other element. Its dtype
+is jnp's: NumPy's float64 and int64 are float32 and int32 unless jax_enable_x64 is on (jnp.asarray of them).
+
+Only 1-D tables of at most MAX elements, of the names in NAMES, become vectors; other static arrays (np.eye,
+jnp.linspace, a 2-D table) keep their MG003 and hints. Kernels that compiled before never reach this (their
+static arrays were MG003), so their IR is unchanged."""
+from __future__ import annotations
+
+import numpy as np
+
+from .dtypes import DType, to_dtype
+
+NAMES = ("array", "asarray")
+KNOWN: dict = {}                  # a table's value id -> (its numbers as Python literals, its DType, its numbers)      # jnp.array, jnp.asarray, np.array, np.asarray
+MAX = 256
+
+
+def _dtype(out, x64: bool):
+  """jnp's dtype of the static array `out` in the kernel, or None where no register vector holds it."""
+  name = np.dtype(out.dtype).name if hasattr(out, "dtype") else None
+  if name == "float64":
+    return None if x64 else DType.f32
+  if name == "int64" and not x64:
+    return DType.i32
+  if name == "uint64":
+    return None
+  return to_dtype(out.dtype)
+
+
+def _number(v, d: DType) -> str:
+  """The Python literal of the element `v` in the dtype `d` (a float's repr round-trips its value)."""
+  if d == DType.bool_:
+    return repr(bool(v))
+  if d.is_float:
+    f = float(v)
+    return repr(f) if np.isfinite(f) else f"float({str(f)!r})"
+  return repr(int(v))
+
+
+def table(tracer, node, name, out):
+  """The register vector of the static array `out` that `name(...)` (at `node`) returned; None where it is not
+  a table (the call's MG003 stands)."""
+  if name not in NAMES or node is None or not hasattr(out, "shape") or len(out.shape) != 1 or not (
+      1 <= out.shape[0] <= MAX):
+    return None
+  d = _dtype(out, bool(getattr(tracer.b, "x64", False)))
+  if d is None:
+    return None
+  vals = np.asarray(out)
+  if d.is_int and (vals.min() < d.int_range[0] or vals.max() > d.int_range[1]):
+    return None                      # (np.array([2 ** 40]) under x64 off: jnp's int32 cannot hold it)
+  from .jnp_calls import trace_form
+  n = vals.shape[0]
+  texts = [_number(v, d) for v in vals.tolist()]
+  t = trace_form(tracer, node, f"ml.full(({n},), {texts[0]}, ml.{'bool_' if d == DType.bool_ else d.value})", [])
+  if n > 1 and any(s != texts[0] for s in texts[1:]):
+    i = trace_form(tracer, node, f"ml.arange({n})", [])
+    for k in range(1, n):
+      if texts[k] != texts[0]:
+        t = trace_form(tracer, node, f"ml.where({{1}} == {k}, {texts[k]}, {{0}})", [t, i])
+  KNOWN[t.id] = (texts, d, vals.astype(d.np))
+  return t
+
+
+def known(v):
+  """(the literals, the DType, the NumPy array) of a register vector made of a static table here, or None."""
+  return KNOWN.get(getattr(v, "id", None)) if hasattr(v, "type") else None
+
+
+def numbers(v):
+  """The elements of a table made here, as typed numbers (`for c in jnp.array([...])` unrolled over them, each as
+  jnp's 0-d element of the table's dtype); any other value unchanged."""
+  got = known(v)
+  if got is None:
+    return v
+  from .ops.base import typed_number
+  return tuple(typed_number(e) for e in got[2])
