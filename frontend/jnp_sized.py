@@ -136,7 +136,10 @@ def _unique(a):
   return f"(lambda _s_: (lambda _h_: {out})({head}))(ml.sort({flat}))", [x, fill]
 
 
-def _digitize(a):
+def _digitize(a, pads=None):
+  from .jnp_tables import _digitize_static       # bins of a static table: counted with its numbers
+  if (got := _digitize_static(a, pads)) is not None:
+    return got
   x, bins, right = a["x"], a["bins"], a["right"]
   if a["method"] is not None or not isinstance(right, (bool, np.bool_)) or _shape(bins) is None or len(
       _shape(bins)) != 1 or _shape(bins)[0] < 1 or _shape(x) is None:
@@ -163,7 +166,8 @@ def sized(tracer, cx, node, fn, lib, name, args, kwargs):
     return None
   bound.apply_defaults()
   pads = getattr(tracer.b, "pad_tiles", None) or {}     # (a padded trace's tables: their own lengths)
-  got = make(dict(bound.arguments), pads) if (lib, name) in TABLE_FORMS else make(dict(bound.arguments))
+  got = make(dict(bound.arguments), pads) if (lib, name) in TABLE_FORMS or name == "digitize" else \
+      make(dict(bound.arguments))
   if got is None:
     return None
   form, operands = got

@@ -178,4 +178,47 @@ def _interp(a, pads):
   return form, [x, xp, fp, a["left"], a["right"]]
 
 
-FORMS = {("jnp", "polyval"): _polyval, ("jnp", "isin"): _isin, ("jnp", "interp"): _interp}
+def _count(q, got, side: str) -> str | None:
+  """jnp.searchsorted(table, q, side) of a static table as a sum of comparisons with its numbers (any shape of
+  queries), in jax's total order: NaN after every number (a NaN query counts them all), -0.0 equal to 0.0."""
+  texts, d, vals = got
+  if _kind(q) not in ("int", "float") or d.value == "bool":
+    return None
+  nan = _kind(q) == "float"
+  terms = []
+  for t, v in zip(texts, vals.tolist()):
+    if isinstance(v, float) and v != v:          # a NaN knot: after every number, equal to a NaN query
+      if side == "right" and nan:
+        terms.append("ml.isnan({0})")
+      continue
+    c = f"({t} {'<' if side == 'left' else '<='} {{0}})"
+    terms.append(f"({c} | ml.isnan({{0}}))" if nan else c)
+  return "(" + " + ".join(f"{t}.astype(ml.int32)" for t in terms) + ")" if terms else None
+
+
+def _searchsorted(a, pads):
+  t, q, side = a["a"], a["v"], a["side"]
+  if known(t) is None or _shape(q) is None or side not in ("left", "right") or a.get("sorter") is not None or \
+      a.get("method", "scan") not in ("scan", "scan_unrolled", "sort", "compare_all"):
+    return None                  # (a register table's search: ml.searchsorted's, as mapped)
+  form = _count(q, known(t), side)
+  return None if form is None else (form, [q])
+
+
+def _digitize_static(a, pads):
+  x, bins, right = a["x"], a["bins"], a["right"]
+  got = known(bins)
+  if got is None or _shape(x) is None or a["method"] is not None or not isinstance(right, (bool, np.bool_)):
+    return None
+  side = "left" if right else "right"
+  texts, d, vals = got
+  if vals[-1] >= vals[0]:
+    form = _count(x, got, side)
+  else:                          # decreasing bins: searched flipped, counted from the end (jax's digitize)
+    form = _count(x, (texts[::-1], d, vals[::-1]), side)
+    form = form and f"({len(texts)} - {form})"
+  return None if form is None else (form, [x])
+
+
+FORMS = {("jnp", "polyval"): _polyval, ("jnp", "isin"): _isin, ("jnp", "interp"): _interp,
+         ("jnp", "searchsorted"): _searchsorted}

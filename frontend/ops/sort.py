@@ -83,6 +83,9 @@ def sort_tensor(cx, x, axis, descending, what, late_first=False):
     raise E.DtypeInferenceError(f"{what}: the dtype of {x.name or 'the tensor'} is not known yet", cx.loc,
                                 hint="give its buffer, when you make it, the dtype of the data it will hold:"
                                      " ml.smem(shape, x.dtype) of an input x, or a dtype such as jnp.float32")
+  if d == DType.i64:        # jax_enable_x64's int64: the sort of its two 32-bit words (ops/sort_together.py)
+    from .sort_together import sort_wide
+    return sort_wide(cx, x, axis, descending, what, late_first)
   if d.bits > 32:
     raise E.UnsupportedDtypeError(f"{what} of {dtype_name(d)}: elements of 8 to 32 bits", cx.loc,
                                   hint="sort 32-bit keys (64-bit elements do not fit the sort's scratch)")

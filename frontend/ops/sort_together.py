@@ -6,7 +6,12 @@ No op of its own: one `Sort` of the first key gives the order (its positions), a
 at them (a register gather through SMEM, `v[pos]`, or `ml.take_along_axis(v, pos, -1)` of rows). Several keys
 sort as a stable sort does them one by one, the least significant first: each later sort takes the order so far
 and keeps it among equal keys, so the result is ordered lexicographically by the keys (jax's `num_keys`). The sorted
-first key is the sort's own values; the other keys are gathered like the values."""
+first key is the sort's own values; the other keys are gathered like the values.
+
+`sort_wide`: an int64 tensor (jax_enable_x64; probe 51n) sorts the same way as the pair of 32-bit keys it is, its
+high word (signed) the more significant, its low word (unsigned) the less: the low words sorted first (with the
+caller's order of ties), the high words gathered at that order and sorted stably, the low words gathered at the
+result, and the two words joined again. Its positions are the composed order, as jnp.argsort's."""
 from __future__ import annotations
 
 import contextlib
@@ -75,6 +80,35 @@ def sort_together(cx, xs, axis, descending, num_keys):
     vals, pos = sort_tensor(cx, key, axis, descending, "ml.sort", late_first=late)
     order = pos if order is None else gathered(order, pos)
   return tuple([vals] + [gathered(x, order) for x in xs[1:]])
+
+
+def sort_wide(cx, x, axis, descending, what, late_first):
+  """(values, int32 positions) of the int64 tensor `x` sorted along its last axis (1- or 2-D), as sort_tensor's."""
+  from . import elementwise as ew
+  from ..dtypes import DType
+  from .sort import sort_tensor
+  own = padded_tiles.true_shape(cx.b, x)
+  padded = own != tuple(x.type.shape)
+  def gathered(v, at):
+    with padded_tiles.allowed(cx) if padded else contextlib.nullcontext():
+      got = _need(cx, _gather(cx, v, at), x)
+    if padded:
+      cx.b.pad_tiles[got.id] = own
+    return got
+  def word(f):
+    with padded_tiles.allowed(cx) if padded else contextlib.nullcontext():
+      got = f()
+    if padded:
+      cx.b.pad_tiles[got.id] = own
+    return got
+  hi = word(lambda: ew.astype(cx, ew.binary(cx, ew.BinOp.SHR, x, 32), DType.i32))
+  lo = word(lambda: ew.astype(cx, x, DType.u32))        # (the low 32 bits, unsigned)
+  lo_sorted, first = sort_tensor(cx, lo, axis, descending, what, late_first)
+  hi_sorted, second = sort_tensor(cx, gathered(hi, first), axis, descending, what, False)
+  order, lo_final = gathered(first, second), gathered(lo_sorted, second)
+  vals = word(lambda: ew.binary(cx, ew.BinOp.OR, ew.binary(cx, ew.BinOp.SHL, ew.astype(cx, hi_sorted, DType.i64), 32),
+                                ew.astype(cx, lo_final, DType.i64)))
+  return vals, order
 
 
 def _need(cx, got, x):
