@@ -2,8 +2,8 @@
 `jnp.interp(x, xp, fp)` of a 1-D register table (a static one, `jnp.array([...])`, is a register vector since
 static_tables.py) and a register `x`, as jax defines them:
 
-- `jnp.polyval(p, x)`: Horner's rule from jnp's zero, `y = 0 * x + p[0]`, then `y = y * x + p[k]`, in the common
-  inexact dtype (int32 operands both: float32, as promote_dtypes_inexact's);
+- `jnp.polyval(p, x)`: Horner's rule from jnp's zero, `y = 0 * x + p[0]`, then `y = y * x + p[k]`, in the operands'
+  promoted dtype (jnp's promote_dtypes: int32 operands both stay int32);
 - `jnp.isin(element, test_elements, invert=False)`: `element == t[0] | element == t[1] | ...` (`~` of it inverted);
 - `jnp.interp(x, xp, fp, left=None, right=None)`: jax's _interp, the segment `i` of each x
   `ml.clip(ml.searchsorted(xp, x, side='right'), 1, n - 1)`, the line through its knots (fp[i - 1] where the knots
@@ -44,9 +44,19 @@ def _inexact(a, b) -> str | None:
   return a.value if fa else b.value if fb else "float32"
 
 
+def _promoted(a, b) -> str | None:
+  """The dtype value jnp's promote_dtypes gives DTypes `a` and `b` (integers stay integers: jnp.polyval of int32
+  operands is int32); None where this does not say."""
+  if a is None or b is None:
+    return None
+  if a.is_int and b.is_int:
+    return a.value if a == b else None if a.is_signed != b.is_signed else max(a, b, key=lambda d: d.bits).value
+  return _inexact(a, b)
+
+
 def _static_polyval(p, x, got):
   texts, d, _ = got
-  common = _inexact(d, _dtype(x))
+  common = _promoted(d, _dtype(x))
   if common is None or _kind(x) not in ("int", "float"):
     return None
   xs = "{0}" if _dtype(x).value == common else f"{{0}}.astype(ml.{common})"
@@ -73,7 +83,7 @@ def _polyval(a, pads):
   if n is None or _shape(x) is None or _kind(x) not in ("int", "float") or _kind(p) not in ("int", "float") or (
       a.get("unroll", 16) not in (None,) and not isinstance(a.get("unroll", 16), int)):
     return None
-  xs = "{1}" if "float" in (_kind(x), _kind(p)) else "{1}.astype(ml.float32)"
+  xs = "{1}"                # (jnp.polyval promotes as jnp's arithmetic: ints stay ints)
   y = f"({xs} * 0 + {{0}}[0])"
   for k in range(1, n):
     y = f"({y} * {xs} + {{0}}[{k}])"

@@ -73,8 +73,8 @@ def test_constant_tables_in_polyval_isin_digitize_searchsorted_interp(shape, dty
 
 
 # ---------------------------------------------------------------- the user's own loops over a table
-@mg.mgpu_kernel(out_shape=lambda x, t: (S(x.shape, x.dtype),) * 3 + (S(t.shape, jnp.float32),))
-def own_loops(x_ref, t_ref, a, b, c, d):
+@mg.mgpu_kernel(out_shape=lambda x, t: (S(x.shape, x.dtype),) * 3 + (S(t.shape, jnp.float32), S(t.shape, t.dtype)))
+def own_loops(x_ref, t_ref, a, b, c, d, e):
   x = x_ref[...]
   coeffs = jnp.array(COEFFS)
   y = jnp.zeros_like(x)
@@ -88,6 +88,7 @@ def own_loops(x_ref, t_ref, a, b, c, d):
   c[...] = x * jnp.sum(coeffs) + coeffs[-1]
   lut = jnp.array([0.0, 0.5, 0.25, 2.0, 1.0, -1.0, 3.0, 4.0, 8.0, 9.0, 1e30, -0.0])
   d[...] = lut[t_ref[...]]           # a lookup table gathered at run-time indices
+  e[...] = jnp.polyval(jnp.array([1, -2, 3]), t_ref[...])       # (of ints, int32 as jnp's)
 
 
 def test_loops_and_lookups_over_a_constant_table():
@@ -96,7 +97,7 @@ def test_loops_and_lookups_over_a_constant_table():
   lut = np.array([0.0, 0.5, 0.25, 2.0, 1.0, -1.0, 3.0, 4.0, 8.0, 9.0, 1e30, -0.0], np.float32)
   c = jnp.array(COEFFS)
   _same(own_loops(x, t, interpret=True),
-        (jnp.polyval(c, x), jnp.polyval(c, x), x * jnp.sum(c) + c[-1], lut[t]))
+        (jnp.polyval(c, x), jnp.polyval(c, x), x * jnp.sum(c) + c[-1], lut[t], jnp.polyval(jnp.array([1, -2, 3]), t)))
   _export(own_loops, x, t)
 
 
@@ -123,12 +124,20 @@ def test_interp_ends_and_a_register_table_of_odd_length():
 
 # ---------------------------------------------------------------- what stays an error
 @mg.mgpu_kernel(out_shape=lambda x: x)
+def vector_table(x_ref, o_ref):
+  w = np.array([1.0, 2.0, 4.0])
+  o_ref[...] = x_ref[...] * jnp.sum(w) + w[-1]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
 def matrix_table(x_ref, o_ref):
   w = jnp.array([[1.0, 2.0], [3.0, 4.0]])
   o_ref[...] = x_ref[...] * w[0, 1]
 
 
-def test_a_2d_constant_array_keeps_its_mg003():
+def test_a_1d_table_becomes_a_vector_and_a_2d_one_keeps_its_mg003():
+  x = _x((256,))
+  np.testing.assert_array_equal(vector_table(x, interpret=True), x * np.float32(7.0) + np.float32(4.0))
   expect(matrix_table, [S((256,), F32)], mg.KernelTypeError, "jnp.array(",
          "jnp.array(...) returned an array of shape (2, 2) while tracing; a kernel's tensors are built with ml.*"
          " functions")
