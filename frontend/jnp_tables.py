@@ -230,5 +230,27 @@ def _digitize_static(a, pads):
   return None if form is None else (form, [x])
 
 
-FORMS = {("jnp", "polyval"): _polyval, ("jnp", "isin"): _isin, ("jnp", "interp"): _interp,
+def _convolve(a, pads):
+  """jnp.convolve(x, taps, mode='same') of a 1-D register x and a static table of taps (jnp.array([0.25, 0.5, 0.25])):
+  the taps' sum over x shifted, zero outside it (a Gaussian or box filter of a row); None for any other call."""
+  x, w, mode = a["a"], a["v"], a["mode"]
+  got, s = known(w), _shape(x)
+  if got is None or mode != "same" or s is None or len(s) != 1 or tuple(pads.get(x.id, s)) != tuple(s) or \
+      _kind(x) != "float" or got[1].value == "bool" or len(got[0]) > s[0] or a.get("precision") is not None or \
+      a.get("preferred_element_type") is not None:
+    return None
+  texts, n, k = got[0], s[0], len(got[0])
+  common = _inexact(got[1], _dtype(x))
+  if common is None or common != _dtype(x).value:
+    return None
+  terms = []
+  for j, t in enumerate(texts):
+    sh = (k - 1) // 2 - j                        # out[i] takes x[i + sh] * w[j]
+    shifted = "{0}" if sh == 0 else (f"ml.where((ml.arange({n}) + {sh} >= 0) & (ml.arange({n}) + {sh} < {n}),"
+                                    f" ml.roll({{0}}, {-sh}), 0)")
+    terms.append(f"{t} * {shifted}")
+  return "(" + " + ".join(terms) + ")", [x]
+
+
+FORMS = {("jnp", "polyval"): _polyval, ("jnp", "convolve"): _convolve, ("jnp", "isin"): _isin, ("jnp", "interp"): _interp,
          ("jnp", "searchsorted"): _searchsorted}

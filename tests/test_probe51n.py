@@ -87,7 +87,7 @@ def own_loops(x_ref, t_ref, a, b, c, d, e):
   b[...] = z
   c[...] = x * jnp.sum(coeffs) + coeffs[-1]
   lut = jnp.array([0.0, 0.5, 0.25, 2.0, 1.0, -1.0, 3.0, 4.0, 8.0, 9.0, 1e30, -0.0])
-  d[...] = lut[t_ref[...]]           # a lookup table gathered at run-time indices
+  d[...] = lut[t_ref[...]] + jnp.convolve(lut[t_ref[...]], jnp.array([0.25, 0.5, 0.125, 0.125]), mode="same")           # a lookup table gathered at run-time indices
   e[...] = jnp.polyval(jnp.array([1, -2, 3]), t_ref[...])       # (of ints, int32 as jnp's)
 
 
@@ -97,7 +97,9 @@ def test_loops_and_lookups_over_a_constant_table():
   lut = np.array([0.0, 0.5, 0.25, 2.0, 1.0, -1.0, 3.0, 4.0, 8.0, 9.0, 1e30, -0.0], np.float32)
   c = jnp.array(COEFFS)
   _same(own_loops(x, t, interpret=True),
-        (jnp.polyval(c, x), jnp.polyval(c, x), x * jnp.sum(c) + c[-1], lut[t], jnp.polyval(jnp.array([1, -2, 3]), t)))
+        (jnp.polyval(c, x), jnp.polyval(c, x), x * jnp.sum(c) + c[-1],
+         lut[t] + np.convolve(lut[t], [0.25, 0.5, 0.125, 0.125], mode="same").astype(np.float32),
+         jnp.polyval(jnp.array([1, -2, 3]), t)))
   _export(own_loops, x, t)
 
 
