@@ -252,5 +252,6 @@ def _convolve(a, pads):
   return "(" + " + ".join(terms) + ")", [x]
 
 
-FORMS = {("jnp", "polyval"): _polyval, ("jnp", "convolve"): _convolve, ("jnp", "isin"): _isin, ("jnp", "interp"): _interp,
+FORMS = {("jnp", "polyval"): _polyval, ("jnp", "convolve"): _convolve, ("jnp", "isin"): _isin,
+         ("jnp", "interp"): _interp,
          ("jnp", "searchsorted"): _searchsorted}

@@ -13,8 +13,8 @@ import numpy as np
 
 from .dtypes import DType, to_dtype
 
-NAMES = ("array", "asarray")
-KNOWN: dict = {}                  # a table's value id -> (its numbers as Python literals, its DType, its numbers)      # jnp.array, jnp.asarray, np.array, np.asarray
+NAMES = ("array", "asarray")      # jnp.array, jnp.asarray, np.array, np.asarray
+KNOWN: dict = {}                  # a table's value id -> (its numbers as Python literals, its DType, its numbers)
 MAX = 256
 
 

@@ -303,7 +303,8 @@ def test_weights_computed_with_numpy_while_tracing_hint_python_numbers():
   # (jnp.array([1.0, 2.0, 1.0]) is a register table since probe 51n, and jnp.convolve(v, table, mode="same") the
   # taps' sum over v shifted)
   v = _x((256,))
-  want = np.concatenate([np.convolve(np.asarray(c, np.float64), [1.0, 2.0, 1.0], mode="same") for c in (v[:128], v[128:])])
+  want = np.concatenate([np.convolve(np.asarray(c, np.float64), [1.0, 2.0, 1.0], mode="same")
+                         for c in (v[:128], v[128:])])
   np.testing.assert_allclose(convolve_array(v, interpret=True), want, rtol=1e-5, atol=1e-5)     # (each program's 128)
   x = _x((1000,))
   g = np.exp(-np.arange(-2, 3) ** 2 / 2.0)

@@ -50,7 +50,8 @@ def tables(x_ref, pv, hit, dig, ss, itp, miss):
 def _tables_of(x):
   e = jnp.array(EDGES)
   return (jnp.polyval(jnp.array(COEFFS), x), jnp.isin(jnp.round(x * 2), jnp.array([-1.0, 1.0, 3.0])),
-          jnp.digitize(x, e), jnp.searchsorted(e, x, side="left") + jnp.digitize(x, e[::-1], right=True), jnp.interp(x, jnp.array(XP), jnp.array(FP)),
+          jnp.digitize(x, e), jnp.searchsorted(e, x, side="left") + jnp.digitize(x, e[::-1], right=True),
+          jnp.interp(x, jnp.array(XP), jnp.array(FP)),
           jnp.isin(jnp.where(jnp.isnan(x), 0, x * 2).astype(jnp.int32), jnp.array([0, 2, -3, 2]), invert=True))
 
 
@@ -87,7 +88,8 @@ def own_loops(x_ref, t_ref, a, b, c, d, e):
   b[...] = z
   c[...] = x * jnp.sum(coeffs) + coeffs[-1]
   lut = jnp.array([0.0, 0.5, 0.25, 2.0, 1.0, -1.0, 3.0, 4.0, 8.0, 9.0, 1e30, -0.0])
-  d[...] = lut[t_ref[...]] + jnp.convolve(lut[t_ref[...]], jnp.array([0.25, 0.5, 0.125, 0.125]), mode="same")           # a lookup table gathered at run-time indices
+  d[...] = lut[t_ref[...]] + jnp.convolve(   # (a lookup at run-time indices, a filter's taps)
+      lut[t_ref[...]], jnp.array([0.25, 0.5, 0.125, 0.125]), mode="same")
   e[...] = jnp.polyval(jnp.array([1, -2, 3]), t_ref[...])       # (of ints, int32 as jnp's)
 
 
