@@ -18,7 +18,7 @@ from .ops.control import (cluster_sync, debug_barrier, grouped_ids, max_constanc
                            program_id, range, static_assert, static_range)
 from .ops.elementwise_fns import (abs_ as abs, arange, bitcast, cast, cdiv, ceil, clip, cos, erf, exp, exp2,
                               floor, full, isnan, log, log2, maximum, minimum, round_ as round, rsqrt,
-                              sigmoid, sin, sqrt, tanh, trunc, where, zeros, zeros_like)
+                              sigmoid, sin, softplus, sqrt, tanh, trunc, where, zeros, zeros_like)
 from .ops.fma import fma
 from .ops.libdevice import acos, asin, atan, atan2, cbrt, erfc, expm1, fmod, isfinite, isinf, log1p, pow_ as pow, tan
 from .ops.memory import DSlice, cluster_ref, ds, smem

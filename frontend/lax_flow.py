@@ -166,9 +166,10 @@ def _scan_length(xs, length):
   where it is not a static count the leaves agree on."""
   from .ops.base import is_tensor
   leaves = [] if xs is None else list(xs) if isinstance(xs, (tuple, list)) else [xs]
-  if not all(isinstance(x, (range, RefRows)) or is_tensor(x) and len(x.type.shape) >= 1 for x in leaves):
+  if not all(isinstance(x, (range, RefRows, RowsOf)) or is_tensor(x) and len(x.type.shape) >= 1 for x in leaves):
     return None
-  ns = {len(x) if isinstance(x, (range, RefRows)) else x.type.shape[0] for x in leaves} | ({length} if length is not None else set())
+  ns = {len(x) if isinstance(x, (range, RefRows, RowsOf)) else x.type.shape[0] for x in leaves}
+  ns |= {length} if length is not None else set()
   n = ns.pop() if len(ns) == 1 else None
   return n if isinstance(n, int) and not isinstance(n, bool) and 0 < n else None
 
@@ -222,17 +223,20 @@ def _scan_loop(tracer, node, got, n, texts):
   from .ops import BUILTINS
   xs = got.get("xs")
   leaves = [] if xs is None else list(xs) if isinstance(xs, (tuple, list)) else [xs]
-  if not all(isinstance(x, RefRows) or isinstance(x, range) and x.start == 0 and x.step == 1 for x in leaves):
+  if not all(isinstance(x, (RefRows, RowsOf)) or isinstance(x, range) and x.start == 0 and x.step == 1 for x in leaves):
     return UNHANDLED
   tmp = f"_lax{next(_counter)}_"
   init, arg, unpack = _packing(got["init"], f"{tmp}r")
   new = f"{tmp}r" if arg == f"{tmp}r" else f"{tmp}d"
   back = "" if arg == f"{tmp}r" else f"  {tmp}r = ({''.join(f'{new}[{k!r}], ' for k in got['init'])})\n"
-  rows = [f"{tmp}x{k}[{tmp}j]" if isinstance(x, RefRows) else f"{tmp}j" for k, x in enumerate(leaves)]
+  rows = [f"{tmp}x{k}[{tmp}j]" if isinstance(x, RefRows) else f"{tmp}j" if isinstance(x, range) else
+          x.row([f"{tmp}x{k}_{m}" for m in range(len(x.reads))], f"{tmp}j") for k, x in enumerate(leaves)]
   x = "None" if xs is None else f"({''.join(r + ', ' for r in rows)})" if isinstance(xs, (tuple, list)) else rows[0]
   trips = f"{n} - 1, -1, -1" if got.get("reverse") else f"{n}"
   values = {f"{tmp}r": init, f"{tmp}f": got["f"], f"{tmp}range": range, f"{tmp}none": BUILTINS["static_assert"]}
   values |= {f"{tmp}x{k}": x.ref for k, x in enumerate(leaves) if isinstance(x, RefRows)}
+  computed = [(f"{tmp}x{k}_{m}", r) for k, x in enumerate(leaves) if isinstance(x, RowsOf) for m, r in enumerate(x.reads)]
+  values |= {t: r.ref for t, r in computed}
   src = (f"for {tmp}j in {tmp}range({trips}):\n  {new}, {tmp}y = {tmp}f({arg}, {x})\n"
          f"  {tmp}none({tmp}y is None, '{tmp}stacks')\n{back}")
   index = _param(got["f"], 1, "step") if isinstance(xs, range) else "step"     # (the body's name for the counter)
@@ -240,6 +244,7 @@ def _scan_loop(tracer, node, got, n, texts):
            f"{tmp}f": texts.get("f"), f"{tmp}j": "step" if index == "_" else index, f"{tmp}range": "range",
            f"{tmp}y": "y"}
   words |= {f"{tmp}x{k}": x.text for k, x in enumerate(leaves) if isinstance(x, RefRows)}
+  words |= {t: r.text for t, r in computed}
   words = {t: w for t, w in words.items() if w}
   recorded = len(tracer.errors)
   stacks = lambda e: isinstance(e, E.StaticAssertionError) and f"{tmp}stacks" in e.message
@@ -391,7 +396,11 @@ def counted_xs(tracer, node):
   """`range(n)` for lax.scan's xs written `jnp.arange(n)` (`ml.arange(n)`, `range(n)`) of a static int n: the
   trip counter, which the body takes as a Python int (a vector of n elements may hold no register layout); None
   for other xs (probe 49h)."""
-  xs = counted_node(node)
+  return _counted(tracer, counted_node(node))
+
+
+def _counted(tracer, xs):
+  """`range(n)` for an xs node written `jnp.arange(n)` of a static int n > 0, else None."""
   if not (isinstance(xs, ast.Call) and len(xs.args) == 1 and not xs.keywords):
     return None
   f = tracer.text(xs.func)
@@ -415,25 +424,115 @@ class RefRows:
 
 
 def ref_rows(tracer, node):
-  """RefRows for the xs of a `lax.scan(f, init, xs)` call node written `x_ref[...]` (or `x_ref[:]`, or a tuple of
-  such) of refs of more than SCAN_UNROLL rows; None for other xs (evaluated as they are)."""
-  from .ops.base import is_value
-  from .types import RefType
+  """The xs of a long `lax.scan(f, init, xs)` call node read a row a step: RefRows for a whole read of a ref,
+  `x_ref[...]` (or `x_ref[:]`), RowsOf for a value elementwise in such reads (`x_ref[...] * 2`,
+  `jnp.exp(a_ref[...]).astype(jnp.float32)`), the counter range(n) for `jnp.arange(n)` in a tuple (probe 51j),
+  or a tuple of them; each more than SCAN_UNROLL rows. None for other xs (evaluated as they are)."""
   xs = counted_node(node)
   elts = xs.elts if isinstance(xs, ast.Tuple) else [xs]
   out = []
   for e in elts:
-    whole = isinstance(e, ast.Subscript) and (
-        isinstance(e.slice, ast.Constant) and e.slice.value is Ellipsis
-        or isinstance(e.slice, ast.Slice) and e.slice.lower is None and e.slice.upper is None and e.slice.step is None)
-    if not whole:
+    got = _whole_read(tracer, e) or (_rows_of(tracer, e) if xs is not None else None)
+    if got is None and isinstance(xs, ast.Tuple):
+      got = _counted(tracer, e)
+      got = got if got is not None and len(got) > SCAN_UNROLL else None
+    if got is None:
       return None
-    try:
-      ref = tracer.eval(e.value)
-    except E.KernelError:
-      return None
-    if not (is_value(ref) and isinstance(ref.type, RefType) and len(ref.type.shape) >= 1
-            and ref.type.shape[0] > SCAN_UNROLL):
-      return None
-    out.append(RefRows(ref, tracer.text(e.value)))
+    out.append(got)
   return tuple(out) if isinstance(xs, ast.Tuple) else out[0] if out else None
+
+
+def _whole_read(tracer, e):
+  """RefRows for `x_ref[...]` (or `x_ref[:]`) of a ref of more than SCAN_UNROLL rows, else None."""
+  from .ops.base import is_value
+  from .types import RefType
+  whole = isinstance(e, ast.Subscript) and (
+      isinstance(e.slice, ast.Constant) and e.slice.value is Ellipsis
+      or isinstance(e.slice, ast.Slice) and e.slice.lower is None and e.slice.upper is None and e.slice.step is None)
+  if not whole:
+    return None
+  try:
+    ref = tracer.eval(e.value)
+  except E.KernelError:
+    return None
+  if not (is_value(ref) and isinstance(ref.type, RefType) and len(ref.type.shape) >= 1
+          and ref.type.shape[0] > SCAN_UNROLL):
+    return None
+  return RefRows(ref, tracer.text(e.value))
+
+
+# elementwise functions (jnp's, lax's, jax.nn's, ml's) whose row of a value is the function of its row
+_ROWWISE = frozenset(("exp", "exp2", "log", "log1p", "expm1", "log2", "sqrt", "rsqrt", "tanh", "sin", "cos", "abs",
+                      "negative", "square", "sigmoid", "softplus", "silu", "swish", "relu", "gelu", "erf", "maximum",
+                      "minimum", "where", "astype", "clip", "floor", "ceil", "sign", "reciprocal"))
+
+
+class RowsOf:
+  """A long lax.scan's xs computed elementwise from whole reads of refs of one shape, `x_ref[...] * 2`: each
+  step computes its row from the refs' rows, `x_ref[j] * 2` (`node`, its reads `reads`, RefRows, at `nodes`)."""
+  def __init__(self, node, reads, nodes):
+    self.node, self.reads, self.nodes = node, reads, nodes
+
+  def __len__(self):
+    return len(self.reads[0])
+
+  def row(self, names, j):
+    """The text of step j's row, each read `x_ref[...]` as `names[k][j]`."""
+    import copy
+    tree = copy.deepcopy(self.node)
+    swap = {id(a): b for a, b in zip(ast.walk(self.node), ast.walk(tree))}
+    for k, n in enumerate(self.nodes):
+      new = ast.parse(f"{names[k]}[{j}]", mode="eval").body
+      _replace(tree, swap[id(n)], new)
+    return ast.unparse(tree)
+
+
+def _replace(tree, old, new):
+  for parent in ast.walk(tree):
+    for field, value in ast.iter_fields(parent):
+      if value is old:
+        setattr(parent, field, new)
+      elif isinstance(value, list) and any(v is old for v in value):
+        setattr(parent, field, [new if v is old else v for v in value])
+
+
+def _rows_of(tracer, e):
+  """RowsOf for xs `e` elementwise in whole reads of refs of one shape (arithmetic, comparisons, _ROWWISE calls,
+  numbers and scalars), else None (a tensor named in it, a reduction, a subscript: its row is not so computed)."""
+  from .ops.base import is_tensor
+  if isinstance(e, ast.Subscript):
+    return None
+  reads, nodes = [], []
+
+  def ok(n):
+    if isinstance(n, ast.Subscript):
+      r = _whole_read(tracer, n)
+      if r is not None:
+        reads.append(r)
+        nodes.append(n)
+      return r is not None
+    if isinstance(n, ast.BinOp):
+      return ok(n.left) and ok(n.right)
+    if isinstance(n, ast.UnaryOp):
+      return ok(n.operand)
+    if isinstance(n, ast.Compare):
+      return ok(n.left) and all(ok(c) for c in n.comparators)
+    if isinstance(n, ast.Call):
+      f = n.func
+      name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+      if name not in _ROWWISE or any(k.arg is None or k.arg == "axis" for k in n.keywords):
+        return False
+      recv = [f.value] if isinstance(f, ast.Attribute) else []     # (jnp, or a value's method: v.astype)
+      return all(ok(a) for a in recv + list(n.args) + [k.value for k in n.keywords])
+    if isinstance(n, ast.Constant):
+      return True
+    if isinstance(n, (ast.Name, ast.Attribute)):
+      try:
+        v = tracer.eval(n)
+      except E.KernelError:
+        return False
+      return not is_tensor(v)
+    return False
+  if not ok(e) or not reads or len({tuple(r.ref.type.shape) for r in reads}) != 1:
+    return None
+  return RowsOf(e, reads, nodes)

@@ -121,7 +121,7 @@ def control_hint(name, pos, args, target, taken=frozenset(), kw=None, kw_args=No
     if xs == "None":                                              # lax.scan(f, init, None, length=n): no xs
       loop, x = f"range({length})", "None"
     else:
-      loop, x = (f"range({counted.group(1)})", i) if counted else (f"ml.static_range({xs}.shape[0])", f"{xs}[{i}]")
+      loop, x = (f"range({counted.group(1)})", i) if counted else _scan_rows(xs, i)
     if reverse:                                                   # (ys[j] is still step j's y, as lax.scan's)
       loop = f"reversed({loop})"
     return (f"{c} = {init}; for {i} in {loop}: {c}, y = {_called(body, f'{c}, {x}')}"
@@ -129,6 +129,27 @@ def control_hint(name, pos, args, target, taken=frozenset(), kw=None, kw_args=No
             + _helpers(args[:1], pos[:1]) + "; a running sum, product, max or min along an axis is one call,"
             " ml.cumsum(x, axis=0) (ml.cumprod, ml.cummax, ml.cummin)")
   return None
+
+
+def _scan_rows(xs, i):
+  """(the loop, the step's x) of a scan over `xs` as written: `x[j]` of a name, `(x * 2)[j]` of an expression (it
+  said `x * 2[j]`), each leaf's row of a tuple, `(a[j], b[j])` (it indexed the tuple), the counter of an arange
+  (probe 51j)."""
+  import ast
+  try:
+    tree = ast.parse(xs, mode="eval").body
+  except SyntaxError:
+    return f"ml.static_range(({xs}).shape[0])", f"({xs})[{i}]"
+  leaves = tree.elts if isinstance(tree, ast.Tuple) and tree.elts else [tree]
+  rows, n = [], None
+  for leaf in leaves:
+    text = ast.unparse(leaf)
+    counted = re.fullmatch(r"(?:ml\.arange|range)\(([^,()]+)\)", text)
+    atom = isinstance(leaf, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))
+    rows.append(i if counted else f"{text if atom else f'({text})'}[{i}]")
+    n = n or (counted.group(1) if counted else f"{text if atom else f'({text})'}.shape[0]")
+  loop = f"range({n})" if re.fullmatch(r"[^.]*", n) else f"ml.static_range({n})"
+  return loop, f"({', '.join(rows)})" if isinstance(tree, ast.Tuple) and tree.elts else rows[0]
 
 
 def debug_print_hint(pos, kw) -> str | None:

@@ -272,7 +272,7 @@ class Subscripts:
     cx, name = self.cx(node, values=values, operands=nodes), self.text(node)
     cx.text = name                          # the user's subscript, for messages about it
     if isinstance(base, RegisterAt):
-      return base.index(index)
+      return base.index(index, cx)
     if isinstance(base, At):
       if gather.has_tensor_index(index):        # out.at[ids, :]: read it (a gather) or scatter into it
         return gather.IndexedRef(base.ref, index)

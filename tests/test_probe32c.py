@@ -196,7 +196,7 @@ NOT_THERE = {"ml": {"fliplr", "log10", "sign", "view", "gelu", "py",
                     "count_nonzero", "diag", "dropout", "eye", "index_select", "isposinf", "linspace",
                     "logical_and", "nanmax", "norm",
                     # jax.nn's and jnp's names errors.md names as hinted (frontend/ml_name_hints.py)
-                    "softplus", "silu", "log_sigmoid", "logaddexp", "matmul", "einsum",
+                    "mish", "silu", "log_sigmoid", "logaddexp", "matmul", "einsum",
                     # jnp's numerics functions errors.md names as hinted (frontend/nan_name_hints.py)
                     "isclose", "nanmean", "nanargmax", "ptp", "median", "heaviside", "deg2rad", "arctanh",
                     # JAX's control flow spelt with ml. (errors.md: MG002 naming jax.lax's call, probe 48h)

@@ -402,6 +402,21 @@ def sigmoid(cx, x):
   return astype(cx, r, d) if narrow else r
 
 
+@builtin
+def softplus(cx, x):
+  """Elementwise log(1 + exp(x)) (floating point): `ml.softplus(x)`, composed as jax.nn.softplus computes it,
+  max(x, 0) + log1p(exp(-|x|)) (exact for large |x|, where log(1 + exp(x)) overflows or rounds 1 + e). float16
+  and bfloat16 compute in float32 and round once, as XLA on the GPU computes jax.nn.softplus (probe 51j: it was
+  MG002, whose hint wrote this form)."""
+  check_dtype_support(cx, x.type.dtype if is_value(x) else PY_FLOAT, "ml.softplus", floats_only=True, x=x)
+  d = resolve(x.type.dtype) if is_value(x) else None
+  narrow = d in (DType.f16, DType.bf16)
+  y = astype(cx, x, DType.f32) if narrow else x
+  small = unary(cx, UnOp.LOG1P, unary(cx, UnOp.EXP, unary(cx, UnOp.NEG, unary(cx, UnOp.ABS, y))))
+  r = binary(cx, BinOp.ADD, binary(cx, BinOp.MAX, y, 0), small)
+  return astype(cx, r, d) if narrow else r
+
+
 def f8_scalar_to_f32(cx, x, src):
   """A float8 scalar in float32, exactly, from its bits (the GPU has no scalar float8 conversion):
   sign, exponent and mantissa moved into float32's fields; subnormals as mantissa x 2**(1 - bias -

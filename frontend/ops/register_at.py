@@ -24,8 +24,10 @@ class RegisterAt:
   def __init__(self, value, error):
     self.value, self.error = value, error
 
-  def index(self, index):
+  def index(self, index, cx=None):
     items = index if isinstance(index, tuple) else (index,)
+    if cx is not None:
+      _float_index(cx, items)
     if _point(items, self.value):
       return RegisterAtIndex(self, None, items + (slice(None),) * (len(self.value.type.shape) - len(items)))
     ids, rest = items[0], items[1:]
@@ -48,6 +50,24 @@ class RegisterAtIndex:
       from ..calls import _Method
       return _Method(_UPDATES[attr] if self.ids is not None else _POINT_UPDATES[attr], self)
     raise self.at.error()
+
+
+def _float_index(cx, items):
+  """A float index, `v.at[v[0, 0]]` or `v.at[1.0]`, is a mistake (jnp's TypeError, "Indexer must have integer or
+  boolean type"): MG003 saying so, as `v[v[0, 0]]` does (it was "a register tensor has no attribute 'at'",
+  probe 51j)."""
+  from ..types import dtype_name
+  from .elementwise_checks import method_on
+  for i in items:
+    d = resolve(i.type.dtype) if is_value(i) else None
+    if isinstance(i, float) or isinstance(d, DType) and d.is_float:
+      text = cx.named(i, "") if is_value(i) else repr(i)
+      what = dtype_name(d) if d is not None else "a Python float"
+      name = (cx.text or "v.at").split(".at[")[0]
+      raise E.KernelTypeError(
+          f"an index of {name}.at must be an integer, got {text or 'a float'} ({what})", cx.loc,
+          hint=f"convert it: {method_on(text or 'i')}.astype(jnp.int32)" if is_value(i) else
+               f"index with an int: {name}.at[{int(i) if i == int(i) else 'i'}]")
 
 
 def _point(items, v) -> bool:
