@@ -6,7 +6,8 @@ lax.scan of more than 64 steps over xs computed elementwise from whole reads of 
 run-time loop computing a row a step, `x_ref[t] * 2`; a tuple of `jnp.arange(n)` counters (or counters and such xs)
 does too (both were MG003, whose hint unrolled the steps). (4) The MG003 hint of a long scan over other xs
 wrote `x * w.shape[0]` and `x * w[it]` for xs `x * w`, and indexed a tuple of xs as a whole: it parenthesises the
-expression and indexes each leaf."""
+expression and indexes each leaf. (5) `.at[5].set(0.0)` (single positions, by a number or scalar) of a tile computed
+padded (x[...] of a (100,) or (5, 40) input) was MG204: the padded trace aborted at the select."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -82,6 +83,32 @@ def test_a_float_index_of_at_is_an_index_error():
          "an index of v.at must be an integer, got v[0, 0] (float32)", hint="convert it: v[0, 0].astype(jnp.int32)")
   expect(at_python_float, [S((8, 128), F32)], mg.KernelTypeError, "v.at[2.0]",
          "an index of v.at must be an integer, got 2.0 (a Python float)", hint="index with an int: v.at[2]")
+
+
+# ---------------------------------------------------------------- .at of a tile computed padded
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def zero_one_of_100(x, o):
+  o[...] = x[...].at[5].set(0.0).at[-1].add(10.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, i: x)
+def scale_at_runtime_index(x, i, o):          # (5, 40): rows and columns both computed padded
+  o[...] = x[...].at[i[0], 3].mul(2.0)
+
+
+def test_at_points_of_an_odd_tile_computed_padded():
+  x = _input((100,), F32, 1)
+  want = np.asarray(x).copy()
+  want[5], want[-1] = 0.0, want[-1] + np.float32(10.0)       # (float32 adds, as jnp's)
+  np.testing.assert_array_equal(_f64(zero_one_of_100(x, interpret=True)), _f64(want))
+  y = _input((5, 40), F32, 2)
+  for i in (2, -1, 5, -6):               # (5 and -6 are outside: dropped, as jnp drops them; never a padding lane)
+    want = _f64(y).copy()
+    if -5 <= i < 5:
+      want[i, 3] *= 2.0
+    got = scale_at_runtime_index(y, jnp.asarray([i], jnp.int32), interpret=True)
+    np.testing.assert_array_equal(_f64(got), want)
+  zero_one_of_100.check(S((100,), BF16))
 
 
 # ---------------------------------------------------------------- long scans over computed xs
@@ -164,3 +191,8 @@ def test_gpu_softplus_and_computed_scans_match_interpret_mode():
                              rtol=1e-4, atol=1e-5)
   z = _input((80, 128), F32, 4)
   np.testing.assert_allclose(_f64(jax.jit(two_counters)(z)), (_f64(z) + np.arange(80)[:, None])[::-1], rtol=1e-6)
+  x = _input((100,), F32, 5)
+  np.testing.assert_array_equal(_f64(jax.jit(zero_one_of_100)(x)), _f64(zero_one_of_100(x, interpret=True)))
+  y, i = _input((5, 40), F32, 6), jnp.asarray([-2], jnp.int32)
+  np.testing.assert_array_equal(_f64(jax.jit(scale_at_runtime_index)(y, i)),
+                                _f64(scale_at_runtime_index(y, i, interpret=True)))

@@ -91,12 +91,19 @@ def _point_update(name):
     from .shape import broadcast_to_shape, expand
     v, items = at.at.value, at.items
     shape, d = tuple(v.type.shape), resolve(v.type.dtype)
-    if tuple(true_shape(cx.b, v)) != shape or mode not in (None, "drop", "fill", "promise_in_bounds"):
-      raise at.at.error()          # (a padded tensor; a mode jnp's update at one index does not take)
+    own = tuple(true_shape(cx.b, v))
+    # (a tensor computed padded, x[...] of a (100,) input traced as 104 lanes: single positions only, by a number or
+    # scalar, negative ones counted from its own end; its padded lanes never equal them, so they stay padding)
+    points = all(not isinstance(i, slice) for i in items) and not (is_value(values) and is_tensor(values))
+    if own != shape and not points or mode not in (None, "drop", "fill", "promise_in_bounds"):
+      raise at.at.error()          # (a padded tensor's range; a mode jnp's update at one index does not take)
     mask, kept, sub = None, [], []
     cond = lambda m, c: c if m is None else ew.binary(cx, ew.BinOp.AND, m, c)
-    along = lambda k, n: arange.rule(cx, n) if len(shape) == 1 else expand(
-        cx, arange.rule(cx, n), tuple(slice(None) if a == k else None for a in range(len(shape))))
+    def along(k, n):
+      r = arange.rule(cx, n)
+      if own[k] != n:              # (the lanes of a padded axis: its own part the first own[k], as its reads')
+        cx.b.pad_tiles[r.id] = (own[k],)
+      return r if len(shape) == 1 else expand(cx, r, tuple(slice(None) if a == k else None for a in range(len(shape))))
     for k, (i, n) in enumerate(zip(items, shape)):
       if isinstance(i, slice):     # (static bounds, as Python's: negative from the end, clamped)
         lo, hi, _ = i.indices(n)
@@ -107,10 +114,14 @@ def _point_update(name):
         if hi < n:
           mask = cond(mask, ew.compare(cx, ew.CmpOp.LT, along(k, n), hi))
         continue
+      m = own[k]                   # (its own length: a padded one's lanes past it are padding)
       if isinstance(i, int):       # (static: jnp's negative index counts from the end once; outside, dropped)
-        i = i + n if i < 0 and wrap_negative_indices else i
+        i = i + m if i < 0 and wrap_negative_indices else i
+        i = -1 if i >= m else i    # (past its own end: dropped, never a padding lane)
       elif wrap_negative_indices:
-        i = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, i, 0), ew.binary(cx, ew.BinOp.ADD, i, n), i)
+        i = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, i, 0), ew.binary(cx, ew.BinOp.ADD, i, m), i)
+      if not isinstance(i, int) and m != n:
+        i = ew.where_(cx, ew.compare(cx, ew.CmpOp.GE, i, m), -1, i)
       mask = cond(mask, ew.compare(cx, ew.CmpOp.EQ, along(k, n), i))
     sub = tuple(sub)                  # the shape of v[items], which the update broadcasts to
     full = tuple(shape[k] for k in kept)
