@@ -16,7 +16,7 @@ import numpy as np
 from . import errors as E
 from .activation_forms import ACTIVATIONS, ACTIVATION_PARAMS, GELU_EXACT, widened
 from .held_library import _public
-from .jnp_stats import STATS
+from .jnp_stats import STATS, jnp_prod
 from .jnp_forms import FORMS, OPERATORS
 from .jnp_bits import BITS
 from .jnp_scipy import SCIPY
@@ -97,9 +97,16 @@ _OPERATORS = {"add": "{0} + {1}", "subtract": "{0} - {1}", "multiply": "{0} * {1
               "sub": "{0} - {1}", "div": None, "neg": "-{0}"}
 
 
+# Functions of the frontend's own that stand for a library function a method names (`v.prod(axis=1)` is
+# jnp.prod(v, axis=1): jnp_stats.jnp_prod), so the frontend need not import jax to trace them
+STAND_INS: dict = {}
+
+
 def library(fn) -> tuple[str, str] | None:
   """(the module as users spell it, the function's name) of a jnp / jax.nn / jax.lax / jax.scipy.special
   function; None for others (NumPy's and math's compute static values)."""
+  if (got := STAND_INS.get(fn)) is not None:
+    return got
   name, mod = getattr(fn, "__name__", None), getattr(fn, "__module__", None) or ""
   if name is None or not mod.startswith("jax"):
     return None
@@ -212,6 +219,7 @@ SHAPED = {
 SHAPED.update(FORMS)          # jnp.fmin, jnp.logical_and, lax.clamp, jnp.arange(128.0), ...: jnp_forms.py
 SHAPED.update(LAX_FORMS)      # lax.round, lax.reduce_max, lax.broadcast_in_dim, lax.div, lax.slice, ...: lax_forms.py
 _OPERATORS.update(OPERATORS)  # jnp.equal, jnp.bitwise_and, lax.shift_left, jnp.floor_divide, lax.rem, ...
+STAND_INS[jnp_prod] = ("jnp", "prod")
 SHAPED.update(STATS)          # jnp's statistics (jnp.linalg.norm, jnp.nanmean, ...): jnp_stats.py, after the forms
 SHAPED.update(MATH)           # jnp.sinh, jnp.arctanh, jnp.sinc, jax.nn.glu, ...: jnp_math.py
 SHAPED.update(BITS)           # jnp.nextafter, jnp.frexp, lax.reduce_precision, lax.lgamma, ...: jnp_bits.py

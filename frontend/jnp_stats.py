@@ -280,6 +280,12 @@ def _lax_reduce(kind):
   return make
 
 
+def jnp_prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None, promote_integers=True):
+  """jnp.prod's parameters, for the method `v.prod(axis=1)` of a register tensor (tracer/subscripts.py binds it
+  to v): traced as jnp.prod's form (jnp_calls.STAND_INS), without importing jax into the frontend."""
+  raise NotImplementedError("traced, never called")
+
+
 # (lib, name) -> (the parameters the form reads, its maker): merged into jnp_calls.SHAPED
 STATS = {
     ("jnp", "nansum"): (("a", "axis", "dtype", "keepdims", "initial", "where"), _nan_reduction("sum")),

@@ -127,3 +127,21 @@ def sum_call_in_f32(loc) -> str:
   node = copy.deepcopy(node)
   node.keywords.append(ast.keyword("dtype", ast.parse("jnp.float32", mode="eval").body))
   return ast.unparse(node)
+
+
+def called_text(loc, default):
+  """(the function's text, its first argument's text) of the call at `loc`: `jnp.prod(v)`, `jax.lax.reduce_prod(v,
+  ...)` (a module's function, however deep), or `v.cumprod()` (a method: its receiver); `default` and None where
+  no call is written there (interpret mode's MG953 of a scan, lowering/interpret_pad_scans.py, asks)."""
+  import ast
+  node = call_at(loc)
+  if node is None:
+    return default, None
+  f = node.func
+  root = f
+  while isinstance(root, ast.Attribute):
+    root = root.value
+  module = isinstance(root, ast.Name) and root.id in ("ml", "tl", "jnp", "np", "jax", "lax")
+  if isinstance(f, ast.Attribute) and not module:
+    return f"{ast.unparse(f)}()", ast.unparse(f.value)
+  return ast.unparse(f), ast.unparse(node.args[0]) if node.args else None

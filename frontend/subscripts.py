@@ -124,8 +124,8 @@ class Subscripts:
                          if len(t.shape) >= 3 else permute.transpose_tensor(self.cx(node), base, self.text(node)))
       if attr == "prod" and isinstance(t, TensorType):      # jnp's v.prod(axis=1): jnp.prod(v, axis=1) (probe 51a)
         import functools
-        import jax.numpy as jnp
-        return functools.partial(jnp.prod, base)
+        from .jnp_stats import jnp_prod
+        return functools.partial(jnp_prod, base)
       if attr in METHODS and not isinstance(t, RefType):
         return _Method(METHODS[attr], base)
       if attr in REF_METHODS and isinstance(t, RefType):

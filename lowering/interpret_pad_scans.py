@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..frontend import errors as E
-from ..frontend.loc import call_at
+from ..frontend.loc import called_text
 from ..frontend.ops.memory import Copy
 from ..frontend.ops.scan import Scan, ScanKind
 from .scan import scanned
@@ -33,23 +33,6 @@ def _ident_text(kind, d) -> str:
   if d.is_float:
     return {0: "0.0", 1: "1.0"}.get(i, "float('-inf')" if i < 0 else "float('inf')")
   return str(i)
-
-
-def _called(loc, default):
-  """(the function's text, its first argument's text) of the call at `loc`: `jnp.prod(v)`, `jax.lax.reduce_prod(v,
-  ...)` (a module's function, however deep), or `v.cumprod()` (a method: its receiver)."""
-  import ast
-  node = call_at(loc)
-  if node is None:
-    return default, None
-  f = node.func
-  root = f
-  while isinstance(root, ast.Attribute):
-    root = root.value
-  module = isinstance(root, ast.Name) and root.id in ("ml", "tl", "jnp", "np", "jax", "lax")
-  if isinstance(f, ast.Attribute) and not module:
-    return f"{ast.unparse(f)}()", ast.unparse(f.value)
-  return ast.unparse(f), ast.unparse(node.args[0]) if node.args else None
 
 
 def _scan(cta, o):
@@ -87,7 +70,7 @@ def _scan_error(cta, o, src, x, pad, got, want, wrong, data):
   d = o.x.type.dtype
   ident = _ident_text(o.kind, d)
   name = _NAMES[o.kind]
-  what, arg = _called(o.loc, f"ml.cum{o.kind.value}")
+  what, arg = called_text(o.loc, f"ml.cum{o.kind.value}")
   at = f"lanes {list(k)}" if len(k) > 1 else f"lane {k[0]}"
   lanes = np.asarray(x)[pad]
   fill = getattr(src, "other", 0)
