@@ -179,12 +179,21 @@ def named_call(f: Callable, name: str, loc) -> Callable:
 
   The name becomes the `func.func private @name` that wraps the Mosaic GPU custom
   call in `jax.jit(g).lower(...).as_text()`, and the `jit(name)` in XLA op metadata.
+
+  The operands and the results pass optimization barriers. Without them XLA's GPU compiler folds a
+  slice that feeds the custom call into it (a "dynamic-slice fusion" that hands the kernel the sliced
+  array's buffer at an offset), and a dynamic-update-slice of its result likewise: with an aliased
+  input (`input_output_aliases`) the kernel's result was wrong, zeros or another array's data
+  (`k(c[768:], v[768:])`, `jax.lax.map(k, xs, batch_size=256)`), and an offset off 256 bytes failed
+  at run time ("Input buffer 0 is not 256-byte aligned"); measured on the H100, jax 0.11.2
+  (benchmarks/probe_vmap_map.py, design note 143). The barriers cost nothing at run time: a slice is
+  copied, as it was before those fusions.
   """
   import jax
   guarded = no_derivative(f, name, loc)
 
   def call(*args):
-    return guarded(*args)
+    return jax.lax.optimization_barrier(guarded(*jax.lax.optimization_barrier(args)) if args else guarded())
 
   call.__name__ = call.__qualname__ = name
   return jax.jit(call)
