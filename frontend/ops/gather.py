@@ -26,7 +26,7 @@ from . import elementwise as ew
 from .elementwise_checks import method_on
 from .elementwise_fns import arange
 from .atomic import COMBINE_KINDS, AtomicKind, AtomicUpdate, check_dtype, check_target, identity
-from .base import Num, is_scalar, is_tensor, is_value, kind_of, shown
+from .base import Num, is_scalar, is_tensor, is_value, kind_of, one_element, shown
 from .memory import DSlice, View, empty_dim_hint, index_operand
 from .shape import broadcast_shape, broadcast_to_shape
 from .tile_gathers import tile_gather, tile_scatter
@@ -508,9 +508,10 @@ def _gather_load(cx, iref, mask=None, other=0):
 def scattered(cx, iref) -> bool:
   """Whether some index tensor of `iref` is not a run of consecutive positions (`off + ml.arange(n)`,
   Triton's x_ptr + offs), whose load is a window's (the hint says so) rather than a gather's."""
-  from .index_hints import _run_of
+  from .index_hints import _run_of, run_start
   items = iref.index if isinstance(iref.index, tuple) else (iref.index,)
-  return any(is_tensor(i) and _run_of(cx.b, i) is None for i in items)
+  return any(is_tensor(i) and (run_start(cx.b, i) if one_element(i.type.shape) else _run_of(cx.b, i)) is None
+             for i in items)         # (a one-element run at any start, `g // 2 + ml.arange(0, 1)`: probe 52e)
 
 
 def run_window(cx, iref, name=""):

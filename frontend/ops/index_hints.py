@@ -460,6 +460,11 @@ def run_start(b, v):
   n, o = math.prod(v.type.shape), b.defining(v)
   if isinstance(o, Arange):
     return 0, n
+  from .elementwise import Full
+  if isinstance(o, Full) and n == 1 and (isinstance(o.value, int) and not isinstance(o.value, bool) or is_value(
+      o.value) and isinstance(o.value.type, ScalarType) and getattr(o.value.type.dtype, "is_int", False)):
+    return o.value, 1               # (Triton's `tl.arange(0, 1)` run, `g + ml.arange(0, 1)`: one element, held as
+                                    # its scalar; the row of a group's scales, probe 52e)
   if not (isinstance(o, Binary) and o.kind == BinOp.ADD):
     return None
   for a, s in ((o.lhs, o.rhs), (o.rhs, o.lhs)):   # (a start added after the broadcast, `d + offs[None, :]`, or

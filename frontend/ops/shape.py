@@ -16,7 +16,7 @@ from ..ir import LayoutRule, Traits
 from ..types import ScalarType, TensorType, dtype_name, resolve
 from ..infer import unify
 from ..shape_hints import align_hint, insert_axes_hint, window_hint, outer_hint, padded_for, scalar_reshape_hint
-from . import elementwise as ew
+from . import elementwise as ew, static_tiles
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape, unroll_hint, shown
 from .vector_views import check_vector_reshape
 from .window_hints import register_window_hint
@@ -102,8 +102,8 @@ def broadcast_to_shape(cx, x, shape, dims=None):
   if x.type.shape == shape:
     return x
   dims = tuple(range(len(shape) - len(x.type.shape), len(shape))) if dims is None else tuple(dims)
-  if isinstance(made := cx.b.defining(x), ew.Full):
-    return ew.full_(cx, shape, made.value, x.type.dtype)
+  if (made := static_tiles.filled(cx, x, shape, dims)) is not None:
+    return made       # (a fill filled anew; an integer table known while compiling made at the shape: probe 52e)
   if x.id in cx.b.spread and (spread := spread_broadcast(cx, x, shape, dims)) is not None:
     return spread           # (a small middle-axis statistic broadcast back: its spread tile, ops/spread.py)
   flat = flattened_plan(x.type.shape, shape, dims)      # into 3-D: a 2-D broadcast between reshapes
@@ -175,8 +175,8 @@ def reshape_(cx, x, shape):
     return x
   if x.id in cx.b.spread:     # (a small middle-axis statistic, m[:, None]: still spread, ops/spread.py)
     return spread_reshaped(cx, x, shape)
-  if isinstance(made := cx.b.defining(x), ew.Full):     # filled anew (a one-element statistic's (1, 1) to (1,))
-    return ew.full_(cx, shape, made.value, x.type.dtype)
+  if (made := static_tiles.filled(cx, x, shape)) is not None:    # filled anew (a one-element statistic's (1, 1)
+    return made             # to (1,)); an integer table known while compiling (AWQ's nibble order, probe 52e)
   check_vector_reshape(cx, x, shape)      # (192,) into (2, 96): no register tensor holds it
   if len(shape) == 2 and shape == x.type.shape[::-1] and 1 in shape and math.prod(shape) % hw.WARPGROUP and (
       resolve(x.type.dtype) != DType.bool_):

@@ -76,9 +76,16 @@ def interleave(cx, a, b):
   """Triton's tl.interleave: the last axes of `a` and `b` (one shape) interleaved, a[..., 0], b[..., 0],
   a[..., 1], ...: `ml.join(a, b)` with its last two axes merged."""
   from .shape import reshape_
-  j = join.rule(cx, a, b)
+  a, b = _tensor(cx, a, "ml.interleave"), _tensor(cx, b, "ml.interleave")
   shape = a.type.shape
-  return reshape_(cx, j, tuple(shape[:-1]) + (2 * shape[-1],))
+  out = tuple(shape[:-1]) + (2 * shape[-1],)
+  if len(shape) > 1 and set(shape[:-1]) == {1} and a.type.shape == b.type.shape and shape[-1] % 8 == 0 and \
+      shape[-1] < 128:
+    from .shape import index_through_smem        # (a group's (1, n) row of AWQ zeros, `tl.interleave(z, z)` three
+    row = lambda v: index_through_smem(cx, v, (0,) * (len(shape) - 1))       # times: its (n,) vector's, probe 52e)
+    return reshape_(cx, interleave.rule(cx, row(a), row(b)), out)
+  j = join.rule(cx, a, b)
+  return reshape_(cx, j, out)
 
 
 @builtin(methods=("repeat",))

@@ -1,0 +1,275 @@
+"""Probe 52e: quantised and MoE inference kernels as vLLM and Pallas users write them.
+
+vLLM's two AWQ Triton kernels (`awq_dequantize_kernel`, `awq_gemm_kernel`) were MG204 in three places: (1) the nibble
+order `((tl.arange(0, 2) * 4)[None, :] + tl.arange(0, 4)[:, None]).reshape(8)` is a (4, 2) grid no register tensor
+holds: an integer table known while compiling, reshaped or broadcast into a shape registers hold, is now made at
+that shape (ops/static_tiles.py); (2) a group's row of zeros or scales, `g + tl.arange(0, 1)` (a one-element run)
+by a run of columns, was a gather, not the masked window of a run: it is the window now; (3) `tl.interleave(z, z)`
+of that (1, n) row (three times, 8 nibbles a word) joined (1, n, 1) parts: a row is interleaved as its vector."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F16, BF16, F32, I32 = jnp.float16, jnp.bfloat16, jnp.float32, jnp.int32
+AWQ_ORDER = [0, 2, 4, 6, 1, 3, 5, 7]
+REVERSE = np.array([0, 4, 1, 5, 2, 6, 3, 7])
+
+
+def _pack_awq(q):
+  """(r, n) nibbles into (r, n // 8) int32 words in AWQ's order."""
+  r, n = q.shape
+  q = q.reshape(r, n // 8, 8)[:, :, AWQ_ORDER].astype(np.uint32)
+  out = np.zeros((r, n // 8), np.uint32)
+  for i in range(8):
+    out |= q[:, :, i] << (4 * i)
+  return out.view(np.int32)
+
+
+def _export(kernel, *args, **kw):
+  specs = [S(np.shape(a), a.dtype) for a in args]
+  kernel.check(*specs, **kw)
+  text = str(jax.export.export(jax.jit(lambda *a: kernel(*a, **kw)), platforms=["cuda"])(*specs).mlir_module())
+  assert "mosaic_gpu" in text
+
+
+def _awq_problem(k, n, g, seed, m=None):
+  rng = np.random.default_rng(seed)
+  q, z = rng.integers(0, 16, (k, n)), rng.integers(0, 16, (k // g, n))
+  s = jnp.asarray(rng.random((k // g, n)) * 0.02 + 0.01, F16)
+  w = (q - np.repeat(z, g, 0)) * np.repeat(np.asarray(s, np.float32), g, 0)
+  args = (jnp.asarray(_pack_awq(q)), jnp.asarray(_pack_awq(z)), s)
+  a = None if m is None else jnp.asarray(rng.standard_normal((m, k)), F16)
+  return args, w, a
+
+
+# ---------------------------------------------------------------- vLLM's AWQ kernels, ported as written
+@mg.mgpu_kernel(out_shape=lambda qw, qz, sc, **k: S((qw.shape[0], qw.shape[1] * 8), F16),
+                grid=lambda qw, qz, sc, *, BX, BY, **k: (ml.cdiv(qw.shape[1], BX), ml.cdiv(qw.shape[0], BY)))
+def awq_dequantize(qweight_ptr, zeros_ptr, scales_ptr, result_ptr, *, group_size: ml.constexpr, BX: ml.constexpr,
+                   BY: ml.constexpr):
+  num_rows, num_cols = qweight_ptr.shape
+  pid_x = ml.program_id(0)
+  pid_y = ml.program_id(1)
+  offsets_y = pid_y * BY + ml.arange(0, BY)
+  offsets_x = pid_x * BX + ml.arange(0, BX)
+  masks = (offsets_y < num_rows)[:, None] & (offsets_x < num_cols)[None, :]
+  result_offsets_x = pid_x * BX * 8 + ml.arange(0, BX * 8)
+  result_masks = (offsets_y < num_rows)[:, None] & (result_offsets_x < num_cols * 8)[None, :]
+  iweights = ml.load(qweight_ptr.at[offsets_y[:, None], offsets_x[None, :]], masks, 0)
+  iweights = ml.interleave(iweights, iweights)
+  iweights = ml.interleave(iweights, iweights)
+  iweights = ml.interleave(iweights, iweights)
+  reverse_awq_order_tensor = ((ml.arange(0, 2) * 4)[None, :] + ml.arange(0, 4)[:, None]).reshape(8)
+  shifts = reverse_awq_order_tensor * 4
+  shifts = ml.broadcast_to(shifts[None, :], (BY * BX, 8))
+  shifts = ml.reshape(shifts, (BY, BX * 8))
+  iweights = (iweights >> shifts) & 0xF
+  zero_offsets_y = pid_y * BY // group_size + ml.arange(0, 1)
+  zero_masks = (zero_offsets_y < num_rows // group_size)[:, None] & (offsets_x < num_cols)[None, :]
+  zeros = ml.load(zeros_ptr.at[zero_offsets_y[:, None], offsets_x[None, :]], zero_masks, 0)
+  zeros = ml.interleave(zeros, zeros)
+  zeros = ml.interleave(zeros, zeros)
+  zeros = ml.interleave(zeros, zeros)
+  zeros = ml.broadcast_to(zeros, (BY, BX * 8))
+  zeros = (zeros >> shifts) & 0xF
+  scale_masks = (zero_offsets_y < num_rows // group_size)[:, None] & (result_offsets_x < num_cols * 8)[None, :]
+  scales = ml.load(scales_ptr.at[zero_offsets_y[:, None], result_offsets_x[None, :]], scale_masks, 0.0)
+  scales = ml.broadcast_to(scales, (BY, BX * 8))
+  iweights = (iweights - zeros) * scales
+  ml.store(result_ptr.at[offsets_y[:, None], result_offsets_x[None, :]], iweights.to(result_ptr.dtype), result_masks)
+
+
+@pytest.mark.parametrize("bx, by", [(8, 64), (16, 16)])
+def test_awq_dequantize(bx, by):
+  args, w, _ = _awq_problem(128, 256, 64, 1)
+  out = awq_dequantize(*args, group_size=64, BX=bx, BY=by, interpret=True)
+  np.testing.assert_allclose(np.asarray(out, np.float32), w, rtol=1e-2, atol=1e-3)
+  _export(awq_dequantize, *args, group_size=64, BX=bx, BY=by)
+
+
+def _awq_grid(a, qw, qz, sc, *, BM, BN, SPLIT_K, **k):
+  return (ml.cdiv(a.shape[0], BM) * ml.cdiv(sc.shape[1], BN), SPLIT_K)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, qw, qz, sc, **k: S((a.shape[0], sc.shape[1]), a.dtype), grid=_awq_grid)
+def awq_gemm(a_ptr, b_ptr, zeros_ptr, scales_ptr, c_ptr, *, BM: ml.constexpr, BN: ml.constexpr, BK: ml.constexpr,
+             SPLIT_K: ml.constexpr, group_size: ml.constexpr):
+  M, K = a_ptr.shape
+  N = scales_ptr.shape[1]
+  pid = ml.program_id(0)
+  pid_z = ml.program_id(1)
+  num_pid_n = (N + BN - 1) // BN
+  pid_m = pid // num_pid_n
+  pid_n = pid % num_pid_n
+  accumulator = ml.zeros((BM, BN), dtype=c_ptr.dtype)
+  reverse_awq_order_tensor = ((ml.arange(0, 2) * 4)[None, :] + ml.arange(0, 4)[:, None]).reshape(8)
+  shifts = reverse_awq_order_tensor * 4
+  shifts = ml.broadcast_to(shifts[None, :], (BK * (BN // 8), 8))
+  shifts = ml.reshape(shifts, (BK, BN))
+  offsets_am = pid_m * BM + ml.arange(0, BM)
+  masks_am = offsets_am < M
+  offsets_bn = pid_n * (BN // 8) + ml.arange(0, BN // 8)
+  masks_bn = offsets_bn < N // 8
+  offsets_sn = pid_n * BN + ml.arange(0, BN)
+  masks_sn = offsets_sn < N
+  offsets_k = pid_z * BK + ml.arange(0, BK)
+  for k in range(0, ml.cdiv(K, BK * SPLIT_K)):
+    masks_k = offsets_k < K
+    a = ml.load(a_ptr.at[offsets_am[:, None], offsets_k[None, :]], mask=masks_am[:, None] & masks_k[None, :],
+                other=0.0)
+    b = ml.load(b_ptr.at[offsets_k[:, None], offsets_bn[None, :]], mask=masks_k[:, None] & masks_bn[None, :],
+                other=0)
+    b = ml.interleave(b, b)
+    b = ml.interleave(b, b)
+    b = ml.interleave(b, b)
+    offsets_szk = (BK * SPLIT_K * k + pid_z * BK) // group_size + ml.arange(0, 1)
+    masks_zk = offsets_szk < K // group_size
+    zeros = ml.load(zeros_ptr.at[offsets_szk[:, None], offsets_bn[None, :]],
+                    mask=masks_zk[:, None] & masks_bn[None, :], other=0)
+    zeros = ml.interleave(zeros, zeros)
+    zeros = ml.interleave(zeros, zeros)
+    zeros = ml.interleave(zeros, zeros)
+    zeros = ml.broadcast_to(zeros, (BK, BN))
+    scales = ml.load(scales_ptr.at[offsets_szk[:, None], offsets_sn[None, :]],
+                     mask=masks_zk[:, None] & masks_sn[None, :], other=0.0)
+    scales = ml.broadcast_to(scales, (BK, BN))
+    b = (b >> shifts) & 0xF
+    zeros = (zeros >> shifts) & 0xF
+    b = (b - zeros) * scales
+    accumulator = ml.dot(a, b.to(c_ptr.dtype), accumulator, out_dtype=c_ptr.dtype)
+    offsets_k += BK * SPLIT_K
+  offs_cm = pid_m * BM + ml.arange(0, BM)
+  c_mask = (offs_cm[:, None] < M) & (offsets_sn[None, :] < N)
+  if SPLIT_K == 1:
+    ml.store(c_ptr.at[offs_cm[:, None], offsets_sn[None, :]], accumulator.to(c_ptr.dtype), mask=c_mask)
+  else:
+    ml.atomic_add(c_ptr.at[offs_cm[:, None], offsets_sn[None, :]], accumulator.to(c_ptr.dtype), mask=c_mask)
+
+
+def _awq_gemm_case(m, seed):
+  args, w, a = _awq_problem(256, 128, 128, seed, m)
+  ref = np.asarray(a, np.float32) @ w
+  return (a, *args), ref
+
+
+def test_awq_gemm_decode():
+  args, ref = _awq_gemm_case(5, 2)
+  kw = dict(BM=16, BN=64, BK=64, SPLIT_K=1, group_size=128)
+  out = awq_gemm(*args, **kw, interpret=True)
+  np.testing.assert_allclose(np.asarray(out, np.float32), ref, rtol=3e-2, atol=3e-2)
+  _export(awq_gemm, *args, **kw)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, split_k", [(5, 1), (16, 2), (100, 1)])
+def test_awq_gemm_gpu(m, split_k):
+  args, ref = _awq_gemm_case(m, 3)
+  kw = dict(BM=16 if m <= 16 else 64, BN=64, BK=64, SPLIT_K=split_k, group_size=128)
+  out = jax.jit(lambda *a: awq_gemm(*a, **kw))(*args)
+  np.testing.assert_allclose(np.asarray(out, np.float32), ref, rtol=3e-2, atol=3e-2)
+
+
+@pytest.mark.gpu
+def test_awq_dequantize_gpu():
+  args, w, _ = _awq_problem(256, 512, 128, 4)
+  out = jax.jit(lambda *a: awq_dequantize(*a, group_size=128, BX=32, BY=32))(*args)
+  np.testing.assert_allclose(np.asarray(out, np.float32), w, rtol=1e-2, atol=1e-3)
+
+
+# ---------------------------------------------------------------- integer tables known while compiling
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def table_row(x, o):
+  """AWQ's order made (1, 8), then stretched over the tile's rows and words."""
+  order = ((ml.arange(0, 2) * 4)[None, :] + ml.arange(0, 4)[:, None]).reshape(1, 8)
+  shifts = ml.broadcast_to(order * 4, (x.shape[0] * (x.shape[1] // 8), 8)).reshape(x.shape)
+  o[...] = (x[...] >> shifts) & 0xF
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: x, grid=(1,))
+def table_line(x, s, o):
+  """A (4, 4) grid of aranges that is a line, arange(16) * 2 - 3, beside a group's row of scales."""
+  t = ((ml.arange(0, 4)[:, None] * 4 + ml.arange(0, 4)[None, :]) * 2 - 3).reshape(16)
+  o[...] = (x[...] + t[None, :]) * ml.broadcast_to(s[0:1, :], x.shape)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: x, grid=(1,))
+def table_clamped(x, s, o):
+  """A table with negative entries, min and max, repeating every 8 columns, beside a row of zeros."""
+  t = ml.maximum(ml.minimum(ml.arange(0, 4)[:, None] - ml.arange(0, 2)[None, :] * 3, 2), -1).reshape(8)
+  t = ml.broadcast_to(t[None, :], (x.shape[0] * (x.shape[1] // 8), 8)).reshape(x.shape)
+  o[...] = x[...] * t + ml.broadcast_to(s[0:1, :], x.shape)
+
+
+def _tables():
+  rev = np.tile(REVERSE * 4, 8)
+  clamped = np.clip(np.arange(4)[:, None] - np.arange(2)[None, :] * 3, -1, 2).reshape(8)
+  return [(table_row, lambda x, s: (x >> rev[None, :]) & 0xF),
+          (table_line, lambda x, s: (x + (np.arange(16) * 2 - 3)[None, :]) * s[:1]),
+          (table_clamped, lambda x, s: x * np.tile(clamped, x.shape[1] // 8)[None, :] + s[:1])]
+
+
+@pytest.mark.parametrize("case", range(3))
+def test_static_tables(case):
+  kernel, ref = _tables()[case]
+  cols, rng = 16 if kernel is table_line else 64, np.random.default_rng(5 + case)
+  x = rng.integers(-2 ** 31, 2 ** 31 - 1, (32, cols)) if kernel is table_row else rng.integers(-1000, 1000, (32, cols))
+  x, s = x.astype(np.int32), rng.integers(-5, 5, (3, cols)).astype(np.int32)
+  args = (x,) if kernel is table_row else (x, s)
+  np.testing.assert_array_equal(np.asarray(kernel(*map(jnp.asarray, args), interpret=True)), ref(x, s))
+  _export(kernel, *map(jnp.asarray, args))
+
+
+# ---------------------------------------------------------------- one-element runs, interleaved rows
+@mg.mgpu_kernel(out_shape=lambda z, *, n: S((32, z.shape[1] * 8), I32), grid=(1,))
+def group_row(z, o, *, n: ml.constexpr):
+  """The zeros of group g // 2 (a one-element run by a run of columns), 8 nibbles a word, over 32 rows."""
+  g = n // 2 + ml.arange(0, 1)
+  cols = ml.arange(0, z.shape[1])
+  zeros = ml.load(z.at[g[:, None], cols[None, :]], mask=(g < z.shape[0])[:, None], other=0)
+  zeros = ml.interleave(zeros, zeros)
+  zeros = ml.interleave(zeros, zeros)
+  zeros = ml.interleave(zeros, zeros)
+  o[...] = ml.broadcast_to(zeros, (32, z.shape[1] * 8))
+
+
+@mg.mgpu_kernel(out_shape=lambda z: S((1, z.shape[1] * 4), I32), grid=(1,))
+def row_interleaved(z, o):
+  """A (1, n) row read whole, interleaved with itself twice (each element four times)."""
+  v = z[1:2, :]
+  v = ml.interleave(v, v)
+  o[...] = ml.interleave(v, v)
+
+
+@pytest.mark.parametrize("cols, n", [(8, 2), (16, 5), (32, 2)])
+def test_group_row(cols, n):
+  z = np.random.default_rng(cols).integers(0, 1000, (3, cols)).astype(np.int32)
+  ref = np.broadcast_to(np.repeat(z[n // 2:n // 2 + 1], 8, 1), (32, cols * 8))
+  np.testing.assert_array_equal(np.asarray(group_row(jnp.asarray(z), n=n, interpret=True)), ref)
+  _export(group_row, jnp.asarray(z), n=n)
+
+
+def test_row_interleaved():
+  z = np.random.default_rng(9).integers(0, 1000, (2, 8)).astype(np.int32)
+  np.testing.assert_array_equal(np.asarray(row_interleaved(jnp.asarray(z), interpret=True)), np.repeat(z[1:], 4, 1))
+  _export(row_interleaved, jnp.asarray(z))
+
+
+@mg.mgpu_kernel(out_shape=lambda s: S((1, s.shape[1]), F32), grid=(1,))
+def row_past_end(s, o):
+  g = s.shape[0] + ml.arange(0, 1)
+  cols = ml.arange(0, s.shape[1])
+  o[...] = ml.load(s.at[g[:, None], cols[None, :]])
+
+
+def test_one_element_run_past_end():
+  """A one-element run is a window as longer runs are: unmasked past the end, MG203 (it was a gather, clamped)."""
+  expect(row_past_end, [S((2, 64), F32)], mg.IndexOutOfBoundsError, "ml.load(s.at[g[:, None], cols[None, :]])",
+         "this register read touches s[2:3, 0:64], outside s's shape (2, 64)",
+         hint="mask the offsets to the elements inside: s.at[g[:, None], cols[None, :]].load(mask=g[:, None] <"
+              " s.shape[0], other=0)")
