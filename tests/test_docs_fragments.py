@@ -150,6 +150,15 @@ def frag(x, dt, a, b, c, y_ref):
     a_v = a[:, cols]
 {frag}
 """, [S((100, 128), f32), S((100, 128), f32), S((16, 128), f32), S((100, 16), f32), S((100, 16), f32)], None),
+    "order = ((ml.arange(0, 2) * 4)[None, :]": ("""
+@mg.mgpu_kernel(out_shape=lambda b_ref, zeros_ptr: jax.ShapeDtypeStruct((64, 64), jnp.int32))
+def frag(b_ref, zeros_ptr, out):
+    BK, BN, group_size, n_groups, k = 64, 64, 64, zeros_ptr.shape[0], 1
+    cols8 = ml.arange(0, BN // 8)
+    b = b_ref[...]
+{frag}
+    out[...] = w
+""", [S((64, 64), i32), S((4, 8), i32)], None),
     "@ml.inline\ndef mainloop(": ("""{frag}
 @mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), jnp.float32),
                 grid=lambda a, b: (a.shape[0] // 128, b.shape[1] // 128))
