@@ -5,7 +5,10 @@ order `((tl.arange(0, 2) * 4)[None, :] + tl.arange(0, 4)[:, None]).reshape(8)` i
 holds: an integer table known while compiling, reshaped or broadcast into a shape registers hold, is now made at
 that shape (ops/static_tiles.py); (2) a group's row of zeros or scales, `g + tl.arange(0, 1)` (a one-element run)
 by a run of columns, was a gather, not the masked window of a run: it is the window now; (3) `tl.interleave(z, z)`
-of that (1, n) row (three times, 8 nibbles a word) joined (1, n, 1) parts: a row is interleaved as its vector."""
+of that (1, n) row (three times, 8 nibbles a word) joined (1, n, 1) parts: a row is interleaved as its vector. (4) A
+decode tile of 3 or 7 tokens read whole times a row of per-channel scales, `x[...] * s[0:1, :]` of a (3, 64) tile, was
+MG204: the padded trace padded the row to (4, 64) too (its zero rows met the tile's); a (1, n) row is read as it is
+there, and `ml.broadcast_to(row, x.shape)` broadcasts to the padded shape."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -273,3 +276,49 @@ def test_one_element_run_past_end():
          "this register read touches s[2:3, 0:64], outside s's shape (2, 64)",
          hint="mask the offsets to the elements inside: s.at[g[:, None], cols[None, :]].load(mask=g[:, None] <"
               " s.shape[0], other=0)")
+
+
+# ---------------------------------------------------------------- a decode tile of few tokens times a row of scales
+@mg.mgpu_kernel(out_shape=lambda x, s: S(x.shape, BF16), grid=(1,))
+def decode_scaled(x, s, o):
+  """Per-channel dequant scales (a group's row) over a decode tile of few tokens read whole."""
+  o[...] = (x[...].astype(jnp.float32) * s[1:2, :]).astype(jnp.bfloat16)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: S(x.shape, BF16), grid=(1,))
+def decode_scaled_explicit(x, s, o):
+  o[...] = (x[...].astype(jnp.float32) * ml.broadcast_to(s[1:2, :], x.shape)).astype(jnp.bfloat16)
+
+
+@pytest.mark.parametrize("kernel", [decode_scaled, decode_scaled_explicit])
+@pytest.mark.parametrize("shape", [(3, 64), (7, 64), (2, 96)])
+def test_decode_tile_times_row(kernel, shape):
+  rng = np.random.default_rng(shape[0])
+  x = jnp.asarray(rng.integers(-100, 100, shape), jnp.int8)
+  s = jnp.asarray(rng.random((2, shape[1])) * 0.01, F32)
+  ref = np.asarray(x, np.float32) * np.asarray(s)[1:2]
+  out = kernel(x, s, interpret=True)
+  np.testing.assert_allclose(np.asarray(out, np.float32), ref, rtol=1e-2, atol=1e-6)
+  _export(kernel, x, s)
+
+
+@pytest.mark.gpu
+def test_rows_tables_and_decode_tiles_gpu():
+  """The CPU cases above on the GPU, against NumPy."""
+  rng = np.random.default_rng(11)
+  z = rng.integers(0, 1000, (3, 16)).astype(np.int32)
+  out = jax.jit(lambda a: group_row(a, n=5))(jnp.asarray(z))
+  np.testing.assert_array_equal(np.asarray(out), np.broadcast_to(np.repeat(z[2:3], 8, 1), (32, 128)))
+  for case in range(3):
+    kernel, ref = _tables()[case]
+    cols = 16 if kernel is table_line else 64
+    x = rng.integers(-1000, 1000, (32, cols)).astype(np.int32)
+    s = rng.integers(-5, 5, (3, cols)).astype(np.int32)
+    args = (x,) if kernel is table_row else (x, s)
+    np.testing.assert_array_equal(np.asarray(jax.jit(lambda *a, k=kernel: k(*a))(*map(jnp.asarray, args))), ref(x, s))
+  for kernel in (decode_scaled, decode_scaled_explicit):
+    x = jnp.asarray(rng.integers(-100, 100, (3, 64)), jnp.int8)
+    s = jnp.asarray(rng.random((2, 64)) * 0.01, F32)
+    out = jax.jit(lambda *a, k=kernel: k(*a))(x, s)
+    np.testing.assert_allclose(np.asarray(out, np.float32), np.asarray(x, np.float32) * np.asarray(s)[1:2],
+                               rtol=1e-2, atol=1e-6)

@@ -16,7 +16,7 @@ from ..ir import LayoutRule, Traits
 from ..types import ScalarType, TensorType, dtype_name, resolve
 from ..infer import unify
 from ..shape_hints import align_hint, insert_axes_hint, window_hint, outer_hint, padded_for, scalar_reshape_hint
-from . import elementwise as ew, static_tiles
+from . import elementwise as ew, padded_tiles, static_tiles
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape, unroll_hint, shown
 from .vector_views import check_vector_reshape
 from .window_hints import register_window_hint
@@ -514,7 +514,7 @@ def broadcast_to(cx, x, shape):
   if got != shape:
     raise E.ShapeMismatchError(f"ml.broadcast_to cannot make {x.type.shape} into {shape}", cx.loc,
                                hint="only size-1 and missing leading axes stretch")
-  return broadcast_to_shape(cx, x, shape)
+  return padded_tiles.broadcast_to(cx, x, shape, broadcast_to_shape)      # (in a padded trace: padded, probe 52e)
 
 
 @builtin
