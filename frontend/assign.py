@@ -137,6 +137,7 @@ class Assignments:
       self._not_in_place(node, cur)
       value = self.eval(node.value)
       self._not_a_pointer(node, cur, value)
+      self._not_a_ref(node, cur)
       self.env[node.target.id] = self.binop(op, cur, value, node, self.text(node.target))
       self.where[node.target.id] = self.loc(node)
     elif isinstance(node.target, ast.Subscript):
@@ -192,6 +193,22 @@ class Assignments:
     if (isinstance(step, int) and not isinstance(step, bool)) or (
         is_value(step) and not isinstance(step.type, TensorType) and getattr(resolve(step.type.dtype), "is_int", False)):
       pointer_step(self.cx(node), cur, self.text(node.value), self.loc(node), "+" if isinstance(node.op, ast.Add) else "-")
+
+  def _not_a_ref(self, node, cur):
+    """`out *= 2.0`, `buf += 1.0` of a whole ref (a Pallas or NumPy habit: o_ref[...] *= 2): the name would be
+    rebound to a value and the ref left as it was, so the update goes through an index."""
+    if not is_ref(cur):
+      return
+    name, sym, value = node.target.id, _AUG_SYMBOLS.get(type(node.op), "?"), self.text(node.value)
+    space = cur.type.space
+    if gather.root_id(self.b, cur) in self.b.read_only and gather.root_id(self.b, cur) not in self.b.aliased:
+      hint = (f"{name} is an input, which is read-only: compute in registers, v = {name}[...] {sym} {value}, and"
+              f" store v into an output (out[...] = v)")
+    else:
+      hint = f"update its elements through an index: {name}[...] {sym}= {value}"
+    raise E.KernelTypeError(
+        f"{name} {sym}= ... would rebind the name {name}, {'an' if str(space) == 'SMEM' else 'a'} {space} ref, to a"
+        f" value: a ref's elements are updated through an index", self.loc(node), hint=hint)
 
   def _not_in_place(self, node, cur, rebuilt=None):
     """`d |= {...}`, `taps += [v]`: Python changes the dict or list in place, where a kernel binds
@@ -585,3 +602,8 @@ def _unpack_error(tracer, target, value, value_node):
         tracer.loc(target), hint=f"unpack {what} of {n} rows, {names} = {take}, or index the rows you need")
   return E.KernelTypeError(f"cannot unpack {kind_of(value)} into {n} names", tracer.loc(target),
                            hint=f"unpack a tuple of {n} values")
+
+
+_AUG_SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+                ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|",
+                ast.BitXor: "^", ast.MatMult: "@"}

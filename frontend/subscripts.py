@@ -41,6 +41,31 @@ def _flat_store_hint(ref, shape) -> str:
           f" {ref}.at[ml.ds(start, m), :].store(v, mask=(p < {rows})[:, None]); ")
 
 
+_REF_ATTRS = ("at", "T", "shape", "dtype", "ndim", "size")
+_VALUE_ATTRS = ("T", "mT", "shape", "dtype", "ndim", "size", "prod")
+
+
+def _misspelt(recv: str, attr: str, t, args) -> str | None:
+  """`x.lod()`, `v.asype(f32)`, `x.shap[0]`: the attribute a misspelt name most likely meant (the same first
+  letter, close in spelling), read from the ref first where only register values have it (`x.astyp(...)`);
+  `args`: the call's arguments as written (None where the attribute is not called)."""
+  import difflib
+
+  def close(names):
+    hits = difflib.get_close_matches(attr, sorted(set(names)), n=1, cutoff=0.7)
+    return hits[0] if hits and hits[0][0] == attr[0] else None
+  ref = isinstance(t, RefType)
+  own = close([*REF_METHODS, *_REF_ATTRS] if ref else [*METHODS, *_VALUE_ATTRS])
+  read = close([*METHODS, *_VALUE_ATTRS]) if ref and own is None else None
+  name = own or read
+  if name is None:
+    return None
+  methods = REF_METHODS if ref and own else METHODS
+  called = f"({', '.join(args)})" if args is not None and name in methods else ""
+  return f"did you mean {recv}{'[...]' if read else ''}.{name}{called}?" + (
+      f" ({recv} is a ref: read it into registers with {recv}[...] first)" if read else "")
+
+
 class Subscripts:
   """Attribute and subscript reads of the Tracer (which provides eval, lookup, loc, cx, text,
   binop, python)."""
@@ -132,7 +157,9 @@ class Subscripts:
         return _Method(REF_METHODS[attr], base)
       error = lambda: E.KernelTypeError(
           f"{kind_of(base)} has no attribute {attr!r}", self.loc(node),
-          hint=self._method_hint(node, base, call) or "refs have .at, .load, .store, .T, .shape, .dtype; register values "
+          hint=self._method_hint(node, base, call) or _misspelt(self.text(node.value), attr, t, None if call is None else [
+               self.text(a) for a in call.args] + [f"{k.arg}={self.text(k.value)}" for k in call.keywords if k.arg]) or
+               "refs have .at, .load, .store, .T, .shape, .dtype; register values "
                + ", ".join(f".{m}" for m in sorted(set(METHODS) | {"T", "shape", "dtype"}))
                + (f" (for .{attr}, call ml.{attr}(x, ...))" if attr in ("argmax", "argmin", "cumsum", "sort", "argsort")
                   else ""))

@@ -31,7 +31,7 @@ from .short_circuit import (as_condition, chain_rest, is_bool_scalar, is_number_
 from .source import QUOTE_DEPTH, Source, nests_deeper
 from .py_scalars import member
 from .subscripts import Subscripts
-from .types import RefType, ScalarType, resolve
+from .types import RefType, ScalarType, TensorType, resolve
 
 _BINOPS = {ast.Add: ew.BinOp.ADD, ast.Sub: ew.BinOp.SUB, ast.Mult: ew.BinOp.MUL,
            ast.Div: ew.BinOp.DIV, ast.FloorDiv: ew.BinOp.FLOORDIV, ast.Mod: ew.BinOp.MOD,
@@ -618,7 +618,8 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
       return op is ast.IsNot            # a ref or register value is never None, as in Python
     if op not in _CMPOPS:
       word = {ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in"}.get(op, op.__name__)
-      held = a if is_value(a) else b
+      held = b if op in (ast.In, ast.NotIn) and is_value(b) and isinstance(b.type, TensorType) else \
+          a if is_value(a) else b
       hint = "compare values with == and != (`is` compares Python objects, which a traced value is not)"
       if op in (ast.In, ast.NotIn):
         name = self.text(operands[0]) if operands else "v"
@@ -627,6 +628,10 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
         hint = "test each value with ==: " + " | ".join(f"({name} == {e!r})" for e in items)
         if op is ast.NotIn:
           hint = "test each value with !=: " + " & ".join(f"({name} != {e!r})" for e in items)
+        if is_value(b) and isinstance(b.type, TensorType) and len(operands) > 1:   # `0.0 in v`: NumPy's any(v == 0.0)
+          t = self.text(operands[1]) if self.text(operands[1]).isidentifier() else f"({self.text(operands[1])})"
+          hint = (f"reduce a comparison of every element: ml.any({t} == {self.text(operands[0])})" if op is ast.In
+                  else f"reduce a comparison of every element: ml.all({t} != {self.text(operands[0])})")
       self.unsupported(node, f"`{word}` on {kind_of(held)}", hint=hint)
     return ew.compare(self.cx(node, "", (a, b), operands), _CMPOPS[op], a, b)
 

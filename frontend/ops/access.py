@@ -101,8 +101,13 @@ def scalar_store(cx, ref, value):
         hint="store a scalar (a number, a reduction such as ml.sum(x), a value read with s[i]), or"
              " index fewer dimensions to write a window")
   if not (isinstance(value, Num) or is_scalar(value)):
-    raise E.KernelTypeError(f"cannot store {kind_of(value)} into {what}", cx.loc,
-                            hint="store a number or a scalar")
+    hint = "store a number or a scalar"
+    if is_ref(value):       # out[i] = v of `for i, v in enumerate(x)`, out[0] = x.at[3]: the ref's element, read
+      src = value.name or "the ref"
+      hint = (f"read its element: {what} = {src}[...]" if not value.type.shape else
+              f"read one element of it ({src} has shape {tuple(value.type.shape)}): {what} ="
+              f" {src}[{', '.join('0' for _ in value.type.shape)}]")
+    raise E.KernelTypeError(f"cannot store {kind_of(value)} into {what}", cx.loc, hint=hint)
   if is_value(value) and resolve(value.type.dtype) == DType.bool_ and resolve(t.dtype) != DType.bool_:
     raise E.StoreDtypeError(
         f"cannot store {cx.named(value, '') or 'a boolean scalar'} (bool) into {what} ({t.space},"

@@ -265,6 +265,25 @@ def _whole_last_axis(cx, ref, d, n) -> str | None:
   return f"{head if head.endswith('.at') else head + '.at'}[{', '.join(entries)}]"
 
 
+def _not_strided(cx, src, dst):
+  """`ml.copy(x.at[::2], buf)`, `ml.copy(buf, out.at[1::2])`: a strided view is not a window TMA moves; it is read
+  or written whole through registers (frontend/strided_views.py), which the hint writes with the user's names."""
+  from ..strided_views import StridedView
+  view = src if isinstance(src, StridedView) else dst if isinstance(dst, StridedView) else None
+  if view is None:
+    return
+  at = view.text.find(".at[")
+  plain = f"{view.text[:at]}[{view.text[at + 4:-1]}]" if at >= 0 and view.text.endswith("]") else f"{view.text}[...]"
+  other = dst if view is src else src
+  name = other.name if is_ref(other) and other.name else "buf"
+  fix = f"{name}[...] = {plain}" if view is src else f"{plain} = {name}[...]"
+  raise E.KernelTypeError(
+      f"ml.copy cannot move {view.text}: a strided view's elements are not consecutive in memory, and a TMA copy"
+      f" moves a window of consecutive ones", cx.loc,
+      hint=f"move it through registers: {fix} (or copy the step-1 window that covers it and slice the register"
+           f" tensor)")
+
+
 def _copy_of_value_hint(cx, src, dst) -> str:
   """ml.copy moves between refs: a value (a register tensor, a number) is stored into a ref with
   `ref[...] = value`, and a ref is read into registers with `ref[...]`, in the user's names; a ref
@@ -319,6 +338,7 @@ def copy(cx, src, dst, reduce=None, *, multicast=None):
   and the TMA engine delivers the whole window to all of them.
   """
   kind = _reduce_kind(cx, src, dst, reduce)
+  _not_strided(cx, src, dst)
   for what, r in (("source", src), ("destination", dst)):
     if not is_ref(r):
       raise E.KernelTypeError(

@@ -1,0 +1,249 @@
+"""Probe 52a: user mistakes whose diagnostics were right in place but not in advice. A misspelt method or
+attribute (`x.lod()`, `v.asype(f32)`, `x.shap[0]`) listed every method instead of naming the one meant; an
+augmented assignment of a whole ref (`out *= 2.0`, `buf += 1.0`) said to read the ref into registers, where the
+fix is `out[...] *= 2.0`; a ref stored into one element (`out[i] = v` of `for i, v in enumerate(x)`) said "store a
+number or a scalar"; `0.0 in v` of a register tensor hinted `((0.0) == 1.0) | ((0.0) == 2.0)` (and `not in` named
+the scalar on its left as the tensor); `ml.copy(x.at[::2], buf)` said to store "a value" with an assignment.
+Each now says what to write, with the user's names, and the kernel written so works."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+def _x(shape, seed=0):
+  return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+# ---------------------------------------------------------------- misspelt methods and attributes
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def typo_load(x, out):
+  out[...] = x.lod()
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def typo_store(x, out):
+  out.stroe(x[...] * 2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def typo_astype(x, out):
+  out[...] = x[...].asype(jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def typo_ref_astype(x, out):
+  out[...] = x.astyp(jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def typo_shape(x, out):
+  out[...] = x[...] * x.shap[0]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1], x.shape[0]), x.dtype), grid=(1,))
+def typo_transpose(x, out):
+  out[...] = x[...].tranpose()
+
+
+def test_a_misspelt_method_or_attribute_names_the_one_meant():
+  """Each hint listed every method of refs and register values ("refs have .at, .load, ..."); now it names
+  the close one, with the call's own arguments, read from the ref first where only a register value has it."""
+  spec = [S((128,), F32)]
+  expect(typo_load, spec, mg.KernelTypeError, "x.lod", "a GMEM ref has no attribute 'lod'",
+         hint="did you mean x.load()?")
+  expect(typo_store, spec, mg.KernelTypeError, "out.stroe", "a GMEM ref has no attribute 'stroe'",
+         hint="did you mean out.store(x[...] * 2)?")
+  expect(typo_astype, spec, mg.KernelTypeError, "x[...].asype", "a register tensor has no attribute 'asype'",
+         hint="did you mean x[...].astype(jnp.float32)?")
+  expect(typo_ref_astype, spec, mg.KernelTypeError, "x.astyp", "a GMEM ref has no attribute 'astyp'",
+         hint="did you mean x[...].astype(jnp.float32)? (x is a ref: read it into registers with x[...] first)")
+  expect(typo_shape, spec, mg.KernelTypeError, "x.shap", "a GMEM ref has no attribute 'shap'",
+         hint="did you mean x.shape?")
+  expect(typo_transpose, [S((16, 8), F32)], mg.KernelTypeError, "x[...].tranpose",
+         "a register tensor has no attribute 'tranpose'", hint="did you mean x[...].transpose()?")
+
+
+# ---------------------------------------------------------------- an augmented assignment of a whole ref
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def scale_out(x, out, *, fixed: ml.constexpr = False):
+  out[...] = x[...]
+  if fixed:
+    out[...] *= 2.0
+  else:
+    out *= 2.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def bump_smem(x, out, *, fixed: ml.constexpr = False):
+  buf = ml.smem((128,), jnp.float32)
+  ml.copy(x, buf)
+  if fixed:
+    buf[...] += 1.0
+  else:
+    buf += 1.0
+  ml.copy(buf, out)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def scale_input(x, out):
+  x *= 2.0
+  out[...] = x[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def bump_row(x, out):
+  out[...] = x[...]
+  row = out.at[3]
+  row -= 1.0
+
+
+def test_an_augmented_assignment_of_a_whole_ref_updates_through_an_index():
+  """`out *= 2.0` (NumPy's in-place update, Pallas's o_ref[...] *= 2 without the index) said "* works on
+  register values ... read it into registers first: out[...]", whose fix rebinds the output name; the hint now
+  writes the update through the index (or, for an input, into an output), and the kernel so written works."""
+  spec = [S((128,), F32)]
+  expect(scale_out, spec, mg.KernelTypeError, "out *= 2.0",
+         "out *= ... would rebind the name out, a GMEM ref, to a value: a ref's elements are updated through an index",
+         hint="update its elements through an index: out[...] *= 2.0")
+  expect(bump_smem, spec, mg.KernelTypeError, "buf += 1.0",
+         "buf += ... would rebind the name buf, an SMEM ref, to a value: a ref's elements are updated through an"
+         " index", hint="update its elements through an index: buf[...] += 1.0")
+  expect(scale_input, spec, mg.KernelTypeError, "x *= 2.0",
+         "x *= ... would rebind the name x, a GMEM ref, to a value: a ref's elements are updated through an index",
+         hint="x is an input, which is read-only: compute in registers, v = x[...] * 2.0, and store v into an output"
+              " (out[...] = v)")
+  expect(bump_row, [S((8, 64), F32)], mg.KernelTypeError, "row -= 1.0",
+         "row -= ... would rebind the name row, a GMEM ref, to a value: a ref's elements are updated through an"
+         " index", hint="update its elements through an index: row[...] -= 1.0")
+  x = _x(128)
+  np.testing.assert_array_equal(scale_out(x, fixed=True, interpret=True), x * 2)
+  np.testing.assert_array_equal(bump_smem(x, fixed=True, interpret=True), x + 1)
+  scale_out.check(*spec, fixed=True)
+  bump_smem.check(*spec, fixed=True)
+
+
+# ---------------------------------------------------------------- a ref stored into one element
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def double_each(x, out, *, fixed: ml.constexpr = False):
+  for i, v in enumerate(x):
+    if fixed:
+      out[i] = v[...] * 2
+    else:
+      out[i] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype), grid=(1,))
+def first_of_rows(x, out, *, fixed: ml.constexpr = False):
+  for i in ml.static_range(x.shape[0]):
+    if fixed:
+      out[i] = x.at[i][0]
+    else:
+      out[i] = x.at[i]
+
+
+def test_a_ref_stored_into_one_element_is_read_first():
+  """The hint was "store a number or a scalar"; it now reads the ref's element (the first of a wider view)."""
+  expect(double_each, [S((8,), F32)], mg.KernelTypeError, "out[i] = v",
+         "cannot store a GMEM ref into out[i]", nth=1, hint="read its element: out[i] = v[...]")
+  expect(first_of_rows, [S((8, 4), F32)], mg.KernelTypeError, "out[i] = x.at[i]",
+         "cannot store a GMEM ref into out[i]", nth=1,
+         hint="read one element of it (x.at[i] has shape (4,)): out[i] = x.at[i][0]")
+  x, rows = _x(8), _x((8, 4), seed=1)
+  np.testing.assert_array_equal(double_each(x, fixed=True, interpret=True), x * 2)
+  np.testing.assert_array_equal(first_of_rows(rows, fixed=True, interpret=True), rows[:, 0])
+  first_of_rows.check(S((8, 4), F32), fixed=True)
+
+
+# ---------------------------------------------------------------- `in` on a register tensor
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def flip_unless_zero(x, out, *, fixed: ml.constexpr = False):
+  v = x[...]
+  if (ml.any(v == 0.0) if fixed else 0.0 in v):
+    out[...] = v
+  else:
+    out[...] = -v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), jnp.int32), grid=(1,))
+def pid_absent(x, out):
+  out[0] = 1 if ml.program_id(0) not in x[...] * 2 else 0
+
+
+def test_in_on_a_register_tensor_hints_a_reduction():
+  """`0.0 in v` hinted `((0.0) == 1.0) | ((0.0) == 2.0)` (the fix of `k in (1, 2)`), and `not in` named the
+  scalar on its left as the tensor; the hint now reduces the comparison, ml.any(v == 0.0) / ml.all(... != ...)."""
+  expect(flip_unless_zero, [S((128,), F32)], mg.UnsupportedSyntaxError, "0.0 in v",
+         "`in` on a register tensor is not supported in a kernel",
+         hint="reduce a comparison of every element: ml.any(v == 0.0)")
+  expect(pid_absent, [S((128,), F32)], mg.UnsupportedSyntaxError, "ml.program_id(0) not in",
+         "`not in` on a register tensor is not supported in a kernel",
+         hint="reduce a comparison of every element: ml.all((x[...] * 2) != ml.program_id(0))")
+  x = _x(128)
+  zero = x.copy()
+  zero[5] = 0.0
+  np.testing.assert_array_equal(flip_unless_zero(x, fixed=True, interpret=True), -x)
+  np.testing.assert_array_equal(flip_unless_zero(zero, fixed=True, interpret=True), zero)
+
+
+# ---------------------------------------------------------------- ml.copy of a strided view
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] // 2,), x.dtype), grid=(1,))
+def evens(x, out, *, fixed: ml.constexpr = False):
+  buf = ml.smem((x.shape[0] // 2,))
+  if fixed:
+    buf[...] = x[::2]
+  else:
+    ml.copy(x.at[::2], buf)
+  ml.copy(buf, out)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((2 * x.shape[0], x.shape[1]), x.dtype), grid=(1,))
+def interleave(x, out, *, fixed: ml.constexpr = False):
+  buf = ml.smem(x.shape)
+  ml.copy(x, buf)
+  if fixed:
+    out[::2] = buf[...]
+    out[1::2] = buf[...] * 2
+  else:
+    ml.copy(buf, out.at[::2])
+    ml.copy(buf, out.at[1::2])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1] // 2), x.dtype), grid=(1,))
+def odd_columns(x, out):
+  buf = ml.smem((x.shape[0], x.shape[1] // 2))
+  ml.copy(x.at[:, 1::2], buf)
+  ml.copy(buf, out)
+
+
+def test_a_copy_of_a_strided_view_moves_it_through_registers():
+  """The hint was "ml.copy moves data between refs; store a value into a ref with an assignment: buf[...] =
+  value"; it now writes the strided read or write with the user's refs, and the kernels so written work."""
+  expect(evens, [S((128,), F32)], mg.KernelTypeError, "ml.copy(x.at[::2], buf)",
+         "ml.copy cannot move x.at[::2]: a strided view's elements are not consecutive in memory, and a TMA copy"
+         " moves a window of consecutive ones",
+         hint="move it through registers: buf[...] = x[::2] (or copy the step-1 window that covers it and slice the"
+              " register tensor)")
+  expect(interleave, [S((64, 32), F32)], mg.KernelTypeError, "ml.copy(buf, out.at[::2])",
+         "ml.copy cannot move out.at[::2]: a strided view's elements are not consecutive in memory, and a TMA copy"
+         " moves a window of consecutive ones",
+         hint="move it through registers: out[::2] = buf[...] (or copy the step-1 window that covers it and slice"
+              " the register tensor)")
+  expect(odd_columns, [S((64, 128), F32)], mg.KernelTypeError, "ml.copy(x.at[:, 1::2], buf)",
+         "ml.copy cannot move x.at[:, 1::2]: a strided view's elements are not consecutive in memory, and a TMA"
+         " copy moves a window of consecutive ones",
+         hint="move it through registers: buf[...] = x[:, 1::2] (or copy the step-1 window that covers it and"
+              " slice the register tensor)")
+  x, m = _x(128), _x((64, 32), seed=2)
+  np.testing.assert_array_equal(evens(x, fixed=True, interpret=True), x[::2])
+  want = np.empty((128, 32), np.float32)
+  want[::2], want[1::2] = m, m * 2
+  np.testing.assert_array_equal(interleave(m, fixed=True, interpret=True), want)
+  evens.check(S((128,), F32), fixed=True)
+  interleave.check(S((64, 32), F32), fixed=True)
