@@ -247,3 +247,59 @@ def test_a_copy_of_a_strided_view_moves_it_through_registers():
   np.testing.assert_array_equal(interleave(m, fixed=True, interpret=True), want)
   evens.check(S((128,), F32), fixed=True)
   interleave.check(S((64, 32), F32), fixed=True)
+
+
+# ---------------------------------------------------------------- Triton's sizes after the output pointers
+@mg.mgpu_kernel(out_shape=lambda x, y: x, grid=lambda x, y: (ml.cdiv(x.shape[0], 128),))
+def add_sized(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: ml.constexpr = 128):
+  offsets = ml.program_id(0) * BLOCK_SIZE + ml.arange(0, BLOCK_SIZE)
+  mask = offsets < n_elements
+  ml.store(output_ptr.at[offsets], ml.load(x_ptr.at[offsets], mask=mask) + ml.load(y_ptr.at[offsets], mask=mask),
+           mask=mask)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: x, grid=lambda x, y: (ml.cdiv(x.shape[0], 128),))
+def add_scalar_last(x_ptr, y_ptr, output_ptr, n: ml.scalar, BLOCK_SIZE: ml.constexpr = 128):
+  offsets = ml.program_id(0) * BLOCK_SIZE + ml.arange(0, BLOCK_SIZE)
+  ml.store(output_ptr.at[offsets], ml.load(x_ptr.at[offsets], mask=offsets < n), mask=offsets < n)
+
+
+@mg.mgpu_kernel(out_shape=S((1000,), F32), grid=(8,))
+def add_static(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: ml.constexpr = 128):
+  offsets = ml.program_id(0) * BLOCK_SIZE + ml.arange(0, BLOCK_SIZE)
+  mask = offsets < n_elements
+  ml.store(output_ptr.at[offsets], ml.load(x_ptr.at[offsets], mask=mask), mask=mask)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y, n: x, grid=lambda x, y, n: (ml.cdiv(x.shape[0], 128),))
+def add_moved(x_ptr, y_ptr, n_elements: ml.scalar, output_ptr, BLOCK_SIZE: ml.constexpr = 128):
+  offsets = ml.program_id(0) * BLOCK_SIZE + ml.arange(0, BLOCK_SIZE)
+  mask = offsets < n_elements
+  ml.store(output_ptr.at[offsets], ml.load(x_ptr.at[offsets], mask=mask) + ml.load(y_ptr.at[offsets], mask=mask),
+           mask=mask)
+
+
+def test_a_size_after_the_output_pointers_moves_before_the_outputs():
+  """The Triton tutorial's `add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE)` with a constexpr default,
+  called add(x, y, 1000), was hinted `pass it by keyword: add_sized(..., BLOCK_SIZE=1000)` (the size taken for the
+  block); with a static out_shape the size became an output, and `offsets < n_elements` hinted reading it,
+  n_elements[...]. Both hints now move the size before the outputs as an ml.scalar input, which works."""
+  from locate import expect_call
+  spec = [S((1000,), F32), S((1000,), F32), 1000]
+  sized = ("{p} follows output_ptr, among the outputs (parameters are the inputs, then the outputs), so 1000 would"
+           " bind a constexpr: a run-time number is an ml.scalar input, before the outputs, def {k}(x_ptr, y_ptr,"
+           " {p}: ml.scalar, output_ptr, ...); or drop {p} and read sizes off the refs (x_ptr.shape[0] is a Python"
+           " int in the kernel)")
+  message = "{k} was given 1 extra positional argument (int 1000) after its 2 inputs: pass constexprs by keyword"
+  expect_call(add_sized, spec, mg.SignatureError, "def add_sized", message.format(k="add_sized"),
+              hint=sized.format(p="n_elements", k="add_sized"))
+  expect_call(add_scalar_last, spec, mg.SignatureError, "def add_scalar_last", message.format(k="add_scalar_last"),
+              hint=sized.format(p="n", k="add_scalar_last"))
+  expect(add_static, spec, mg.KernelTypeError, "offsets < n_elements",
+         "< works on register values, got n_elements (GMEM ref)",
+         hint="n_elements is an output parameter (parameters are the inputs, then the outputs; Triton passes sizes"
+              " after the output pointers): a run-time number is an ml.scalar input, before the outputs, n_elements:"
+              " ml.scalar; or drop n_elements and read sizes off the refs (x.shape[0] is a Python int in the kernel)")
+  x, y = _x(1000), _x(1000, seed=1)
+  np.testing.assert_array_equal(add_moved(x, y, 1000, interpret=True), x + y)
+  add_moved.check(*spec)

@@ -16,6 +16,7 @@ Called outside a kernel it raises a clear error.
 from __future__ import annotations
 
 import inspect
+import re
 
 from .. import errors as E
 from .. import ir
@@ -425,6 +426,15 @@ def is_smem_matrix(x) -> bool:
   return is_ref(x) and str(x.type.space) == "SMEM" and len(x.type.shape) == 2 and not x.type.remote
 
 
+_SIZE_NAME = re.compile(r"^(n|N|M|K|L|[nN]_\w+|num_\w+|\w*size\w*|\w*numel\w*|\w*_len|len_\w+)$")
+
+
+def _is_output_param(b, x) -> bool:
+  """`x` is an output parameter itself (a GMEM ref of the kernel's that is no input, not a view of one)."""
+  from .memory import root
+  return str(x.type.space) == "GMEM" and root(b, x) is x and x.id not in b.read_only
+
+
 def check_register_value(cx, x, what):
   """`x` must be a register tensor, a scalar or a Python number."""
   if is_ref(x):
@@ -432,6 +442,10 @@ def check_register_value(cx, x, what):
     hint = f"read it into registers first: {name}[...]"
     if what == "ml.transpose" and str(x.type.space) == "SMEM":
       hint = smem_transpose_hint(name)
+    elif _SIZE_NAME.match(name) and _is_output_param(cx.b, x):
+      hint = (f"{name} is an output parameter (parameters are the inputs, then the outputs; Triton passes sizes"
+              f" after the output pointers): a run-time number is an ml.scalar input, before the outputs, {name}:"
+              f" ml.scalar; or drop {name} and read sizes off the refs (x.shape[0] is a Python int in the kernel)")
     raise E.KernelTypeError(
         f"{what} works on register values, got {x.name or 'a ref'} ({x.type.space} ref)", cx.loc, hint=hint)
   if not (is_value(x) or isinstance(x, Num)):
