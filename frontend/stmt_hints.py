@@ -149,5 +149,22 @@ def dropped_value_error(tracer, node, value):
           else f"{fn} returns a new value" if call else "the expression makes a new value")
   return E.KernelTypeError(
       f"the result of {text} is dropped: {what}, so this statement does nothing", tracer.loc(expr),
-      hint=f"assign it: {target} = {text}" if target else
+      hint=f"assign it: {target} = {text}" if target else _meant(tracer, expr) or
            f"assign it to a name and use that (y = {text}), or store it (out[...] = {text})")
+
+
+_AUG = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
+        ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>", ast.MatMult: "@"}
+
+
+def _meant(tracer, expr) -> str | None:
+  """The statement a dropped expression most likely meant: `out[...] == x[...]` (or `y == v * 2`) the assignment
+  `=` typed as `==`; `acc + x[...]` (`acc * 0.5`) the update of the name on its left, `acc += x[...]`. None else."""
+  if isinstance(expr, ast.Compare) and len(expr.ops) == 1 and isinstance(expr.ops[0], ast.Eq) and isinstance(
+      expr.left, (ast.Name, ast.Subscript)):
+    left, right = tracer.text(expr.left), tracer.text(expr.comparators[0])
+    return f"== compares (and makes a new value); to assign or store, write one =: {left} = {right}"
+  if isinstance(expr, ast.BinOp) and isinstance(expr.left, ast.Name) and type(expr.op) in _AUG:
+    name, sym = expr.left.id, _AUG[type(expr.op)]
+    return f"to update {name}, assign the result: {name} {sym}= {tracer.text(expr.right)} ({name} = {tracer.text(expr)})"
+  return None

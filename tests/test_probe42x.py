@@ -237,7 +237,7 @@ def test_a_value_computed_and_dropped_is_reported():
   err = e.value
   assert (err.lineno, err.col_offset) == (_line_of("# dropped scale"), 2)
   assert err.message == "the result of acc * 0.5 is dropped: the expression makes a new value, so this statement does nothing"
-  assert err.hint == "assign it to a name and use that (y = acc * 0.5), or store it (out[...] = acc * 0.5)"
+  assert err.hint == "to update acc, assign the result: acc *= 0.5 (acc = acc * 0.5)"     # (probe 52a)
   cast = err.errors[1]
   assert cast.lineno == _line_of("# dropped cast")
   assert cast.message.startswith("the result of acc.astype(jnp.float16) is dropped: acc.astype returns a new value")

@@ -303,3 +303,48 @@ def test_a_size_after_the_output_pointers_moves_before_the_outputs():
   x, y = _x(1000), _x(1000, seed=1)
   np.testing.assert_array_equal(add_moved(x, y, 1000, interpret=True), x + y)
   add_moved.check(*spec)
+
+
+# ---------------------------------------------------------------- `==` typed for `=`, an update without its `=`
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def copy_typo(x, out, *, fixed: ml.constexpr = False):
+  if fixed:
+    out[...] = x[...]
+  else:
+    out[...] == x[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def double_typo(x, out):
+  y = x[...]
+  y == y * 2
+  out[...] = y
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def sum_dropped(x, out, *, fixed: ml.constexpr = False):
+  acc = ml.zeros(x.shape, jnp.float32)
+  for i in range(4):
+    if fixed:
+      acc += x[...]
+    else:
+      acc + x[...]
+  out[...] = acc
+
+
+def test_a_dropped_comparison_or_update_says_the_assignment_meant():
+  """`out[...] == x[...]` (`=` typed as `==`) was hinted `y = out[...] == x[...]` or `out[...] = out[...] ==
+  x[...]`, and `acc + x[...]` `y = acc + x[...]`: the hints now write the assignment meant."""
+  spec = [S((128,), F32)]
+  expect(copy_typo, spec, mg.KernelTypeError, "out[...] == x[...]",
+         "the result of out[...] == x[...] is dropped: the expression makes a new value, so this statement does"
+         " nothing", hint="== compares (and makes a new value); to assign or store, write one =: out[...] = x[...]")
+  expect(double_typo, spec, mg.KernelTypeError, "y == y * 2",
+         "the result of y == y * 2 is dropped: the expression makes a new value, so this statement does nothing",
+         hint="== compares (and makes a new value); to assign or store, write one =: y = y * 2")
+  expect(sum_dropped, spec, mg.KernelTypeError, "acc + x[...]",
+         "the result of acc + x[...] is dropped: the expression makes a new value, so this statement does nothing",
+         hint="to update acc, assign the result: acc += x[...] (acc = acc + x[...])")
+  x = _x(128)
+  np.testing.assert_array_equal(copy_typo(x, fixed=True, interpret=True), x)
+  np.testing.assert_allclose(sum_dropped(x, fixed=True, interpret=True), 4 * x, rtol=1e-6)
