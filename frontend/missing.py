@@ -345,9 +345,12 @@ def method_hint(attr, recv: str, *, ref: bool, shape=(), is_bool=False, args=Non
 
 
 # ---------------------------------------------------------------- other DSLs
-def unknown_name(name: str, supported: dict) -> tuple[str, str]:
+def unknown_name(name: str, supported: dict, known=()) -> tuple[str, str]:
   """(message, hint) for a name a kernel reads that is neither its own, its module's nor a builtin it
-  supports: another DSL's module name, a Python builtin kernels do not call, or a plain typo."""
+  supports: another DSL's module name, a Python builtin kernels do not call, a function of the kernel
+  language written without its module (`program_id(0)` for `ml.program_id(0)`, as after Triton's
+  `from triton.language import *`), or a plain typo of a name the kernel sees (`known`: its parameters,
+  locals and module globals)."""
   import builtins
   foreign = FOREIGN_MODULES.get(name)
   if foreign:
@@ -357,6 +360,14 @@ def unknown_name(name: str, supported: dict) -> tuple[str, str]:
     calls = ", ".join(sorted(n for n, f in supported.items() if callable(f) and not (isinstance(f, type) and issubclass(f, Exception))))
     from .stmt_hints import builtin_hint
     return f"the Python builtin {name}() is not supported in a kernel", builtin_hint(name, calls)
+  from . import language
+  if not name.startswith("_") and name in getattr(language, "__all__", ()):
+    return (f"name {name!r} is not defined",
+            f"{name} is the kernel language's: write ml.{name} (from mgpu_dsl import language as ml)")
+  names = sorted({k for k in known if isinstance(k, str) and not k.startswith("_") and k != name})
+  close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
+  if close:
+    return f"name {name!r} is not defined", f"did you mean {close[0]}?"
   return f"name {name!r} is not defined", "kernels see their parameters, local names and module globals"
 
 

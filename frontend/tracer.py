@@ -469,10 +469,18 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
     if name in _DEBUG:
       return _DEBUG[name]
     self.env[name] = POISON         # report it once, at its first use
-    message, hint = missing.unknown_name(name, PY_BUILTINS)
+    message, hint = missing.unknown_name(name, PY_BUILTINS, self.known_names())
     err = E.UnknownNameError(message, self.loc(node), hint=hint)
     err.also = unknown_names_errors(self, getattr(self, "stmt", None), node)   # the statement's other unknown names (`v * scale + bias`)
     raise err
+
+  def known_names(self):
+    """The names a kernel's code may mean where it reads one nothing defines: its own (parameters, locals)
+    and its module's, for a typo's `did you mean`."""
+    import types
+    kernel_or_module = lambda v: isinstance(v, types.ModuleType) or hasattr(v, "check") and hasattr(v, "fn")
+    return [*(k for k, v in self.env.items() if v is not POISON), *self.local_names,
+            *(k for k, v in self.scope.items() if not kernel_or_module(v))]
 
   def outer_value(self, name, v, node):
     """A global or closure variable as the kernel sees it: a NumPy scalar as the Python number

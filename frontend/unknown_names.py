@@ -16,7 +16,7 @@ def unknown_names_errors(tracer, stmt, node) -> list:
   out = []
   for n in _unknown_names_after(tracer, stmt, node):
     tracer.env[n.id] = POISON
-    message, hint = missing.unknown_name(n.id, PY_BUILTINS)
+    message, hint = missing.unknown_name(n.id, PY_BUILTINS, tracer.known_names())
     out.append(E.UnknownNameError(message, tracer.loc(n), hint=hint))
   return out
 

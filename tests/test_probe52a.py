@@ -348,3 +348,32 @@ def test_a_dropped_comparison_or_update_says_the_assignment_meant():
   x = _x(128)
   np.testing.assert_array_equal(copy_typo(x, fixed=True, interpret=True), x)
   np.testing.assert_allclose(sum_dropped(x, fixed=True, interpret=True), 4 * x, rtol=1e-6)
+
+
+# ---------------------------------------------------------------- a name nothing defines
+BLOCK_M = 64
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def bare_program_id(x, out):
+  out[...] = x[...] + program_id(0)  # noqa: F821
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def local_typo(x, out, *, scale: ml.constexpr = 2.0):
+  acc = ml.zeros(x.shape, jnp.float32)
+  for i in range(2):
+    acc += x[...]
+  out[...] = accc * scael + BLOCKM  # noqa: F821
+
+
+def test_an_undefined_name_says_the_name_meant():
+  """`program_id(0)` without `ml.` (Triton's `from triton.language import *`) and a misspelt local, constexpr or
+  module global were hinted "kernels see their parameters, local names and module globals"; the hint now names
+  the language's function, or the close name the kernel sees (each of a statement's unknown names)."""
+  spec = [S((128,), F32)]
+  expect(bare_program_id, spec, mg.UnknownNameError, "program_id(0)", "name 'program_id' is not defined",
+         hint="program_id is the kernel language's: write ml.program_id (from mgpu_dsl import language as ml)")
+  e = expect(local_typo, spec, mg.UnknownNameError, "accc", "name 'accc' is not defined", hint="did you mean acc?")
+  assert [(o.message, o.hint) for o in e.errors[1:]] == [
+      ("name 'scael' is not defined", "did you mean scale?"), ("name 'BLOCKM' is not defined", "did you mean BLOCK_M?")]
