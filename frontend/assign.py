@@ -194,6 +194,27 @@ class Assignments:
         is_value(step) and not isinstance(step.type, TensorType) and getattr(resolve(step.type.dtype), "is_int", False)):
       pointer_step(self.cx(node), cur, self.text(node.value), self.loc(node), "+" if isinstance(node.op, ast.Add) else "-")
 
+  def _attribute_hint(self, target, value_node) -> str | None:
+    """`out.data = v` (a ref's contents, written through an index), `v.shape = (8, 16)` (numpy's in-place
+    reshape, a new value here), `x.dtype = ...` (a conversion): what to write; None for other targets."""
+    try:
+      base = self.eval(target.value)
+    except E.KernelError:
+      return None
+    if not is_value(base):
+      return None
+    name, value = self.text(target.value), self.text(value_node) if value_node is not None else "value"
+    if target.attr == "shape":
+      return (f"{name} is a ref: its shape is the array's; reshape the array outside the kernel (free in XLA), or"
+              f" read it and reshape the value, v = {name}[...].reshape({value})" if is_ref(base) else
+              f"a register value's shape is fixed: bind the name to the reshaped value, {name} = {name}.reshape({value})")
+    if target.attr == "dtype":
+      return (f"convert the value instead: v = {name}[...].astype({value})" if is_ref(base) else
+              f"bind the name to the converted value, {name} = {name}.astype({value})")
+    if is_ref(base):
+      return f"a ref's elements are written through an index: {name}[...] = {value}"
+    return None
+
   def _not_a_ref(self, node, cur):
     """`out *= 2.0`, `buf += 1.0` of a whole ref (a Pallas or NumPy habit: o_ref[...] *= 2): the name would be
     rebound to a value and the ref left as it was, so the update goes through an index."""
@@ -286,7 +307,8 @@ class Assignments:
       transfers.store(self.cx(target, values=[value] if whole else (), operands=[value_node] if whole else ()),
                       view, value)     # (messages quote the value as written: `v.T`, not its name `v`)
     elif isinstance(target, ast.Attribute):
-      self.unsupported(target, "assigning to an attribute")
+      self.unsupported(target, f"assigning to an attribute ({self.text(target)} = ...)",
+                       hint=self._attribute_hint(target, value_node))
     else:
       self.unsupported(target, "this assignment target")
 

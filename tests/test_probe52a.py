@@ -377,3 +377,43 @@ def test_an_undefined_name_says_the_name_meant():
   e = expect(local_typo, spec, mg.UnknownNameError, "accc", "name 'accc' is not defined", hint="did you mean acc?")
   assert [(o.message, o.hint) for o in e.errors[1:]] == [
       ("name 'scael' is not defined", "did you mean scale?"), ("name 'BLOCKM' is not defined", "did you mean BLOCK_M?")]
+
+
+# ---------------------------------------------------------------- an assignment to an attribute
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def set_data(x, out):
+  out.data = x[...] * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((32, 128), x.dtype), grid=(1,))
+def set_shape(x, out, *, fixed: ml.constexpr = False):
+  v = x[...]
+  if fixed:
+    v = v.reshape((32, 128))
+  else:
+    v.shape = (32, 128)
+  out[...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((32, 128), x.dtype), grid=(1,))
+def set_ref_shape(x, out):
+  x.shape = (32, 128)
+  out[...] = x[...]
+
+
+def test_an_assignment_to_an_attribute_says_what_to_write():
+  """`out.data = v`, `v.shape = (32, 128)` (NumPy's in-place reshape) were MG001 with the list of supported
+  statements; the hint now writes the store or the rebinding meant, and the message names the target."""
+  spec = [S((64, 64), F32)]
+  expect(set_data, spec, mg.UnsupportedSyntaxError, "out.data",
+         "assigning to an attribute (out.data = ...) is not supported in a kernel",
+         hint="a ref's elements are written through an index: out[...] = x[...] * 2")
+  expect(set_shape, spec, mg.UnsupportedSyntaxError, "v.shape",
+         "assigning to an attribute (v.shape = ...) is not supported in a kernel",
+         hint="a register value's shape is fixed: bind the name to the reshaped value, v = v.reshape((32, 128))")
+  expect(set_ref_shape, spec, mg.UnsupportedSyntaxError, "x.shape",
+         "assigning to an attribute (x.shape = ...) is not supported in a kernel",
+         hint="x is a ref: its shape is the array's; reshape the array outside the kernel (free in XLA), or read it"
+              " and reshape the value, v = x[...].reshape((32, 128))")
+  x = _x((64, 64))
+  np.testing.assert_array_equal(set_shape(x, fixed=True, interpret=True), x.reshape(32, 128))
