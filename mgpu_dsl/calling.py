@@ -134,6 +134,20 @@ ELSEWHERE = {   # what Triton and Pallas users reach for, and where it lives her
 }
 
 
+_DECORATOR = ("grid", "block", "cluster", "out_shape", "input_output_aliases", "cache_size", "name")
+
+
+def _decorator_option_hint(option: str, value) -> str:
+  """`k(x, grid=(4,))`, `k(x, block=256)`: a launch option passed at the call, as pallas_call takes it; here it
+  is the decorator's, which a callable of the inputs and constexprs makes vary per call."""
+  shown = source_repr(value)
+  form = {"grid": "(n,)", "cluster": "(n,)", "block": "n"}.get(option)
+  per_call = (f"; for one that varies per call, make it a callable of a constexpr parameter n of the kernel"
+              f" (`*, n: ml.constexpr` in its def): {option}=lambda x, *, n: {form}, called k(x, n=...)" if form else "")
+  return (f"{option}= is the decorator's, not the call's: @mg.mgpu_kernel(..., {option}={shown}) (a call passes"
+          f" the inputs and constexprs){per_call}")
+
+
 def _numbers(x) -> bool:
   """A (nested) list or tuple of Python or NumPy numbers only: data jnp.asarray makes one array of."""
   import numpy as np
@@ -544,6 +558,7 @@ def check_constexprs(pk, constexprs: dict, name: str, loc, args=(), bounds=None)
         f"{name} has no constexpr parameter {unknown[0]!r}" + (" (it is a ref parameter)" if ref else ""),
         loc, hint=(_declare_constexpr(pk, name, unknown[0], constexprs[unknown[0]]) if ref else
                    f"{unknown[0]} is not a kernel option here: {ELSEWHERE[unknown[0]]}" if unknown[0] in ELSEWHERE else
+                   _decorator_option_hint(unknown[0], constexprs[unknown[0]]) if unknown[0] in _DECORATOR else
                    f"its constexpr parameters are: {', '.join(pk.constexpr_params) or 'none'}"))
   missing = [c for c in pk.constexpr_params if c not in constexprs and c not in pk.defaults]
   if missing:

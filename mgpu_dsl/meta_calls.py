@@ -49,9 +49,24 @@ def call_with_meta(f, args, constexprs, what, loc, inputs=()):
     raise E.SignatureError(cap(
         f"the {what} callable failed for {len(args)} input(s)"
         f" {', '.join(describe(a) for a in args)}: {type(e).__name__}: {text}"), loc,
-        hint=triton or _every_input(f, params, args, inputs, what) or
+        hint=triton or _every_input(f, params, args, inputs, what) or _container(e, inputs, what) or
         f"{what} is called with the kernel's inputs (and the constexprs it names)"
         + ("; an input has .shape, .dtype, .ndim and jnp's array methods" if missing else "")) from None
+
+
+def _container(e, inputs, what) -> str | None:
+  """The hint where an input is a list, tuple or dict (`k([x])`, `k({'a': x})`, its leaves named `x[0]`,
+  `x['a']`): the callables get that structure, as the kernel's parameter does, so an array's attribute
+  (x.shape) fails on it."""
+  kind = re.match(r"'(list|tuple|dict)' object has no attribute", str(e)) if isinstance(e, AttributeError) else None
+  leaf = next((n for n in inputs if re.match(r"\w+\[", n)), None)
+  if kind is None or leaf is None:
+    return None
+  name, kind = leaf[:leaf.index("[")], kind.group(1)
+  n = sum(n.startswith(name + "[") for n in inputs)
+  return (f"{name} was passed a {kind} ({n} array{'s' if n != 1 else ''}), and the {what} callable gets that {kind},"
+          f" as the kernel's parameter does: pass the array itself ({leaf} where the {kind} holds one), or index the"
+          f" {kind} in the callable and the kernel ({leaf}.shape[0], {leaf}[...])")
 
 
 def _every_input(f, params, args, inputs, what) -> str | None:

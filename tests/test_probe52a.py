@@ -417,3 +417,45 @@ def test_an_assignment_to_an_attribute_says_what_to_write():
               " and reshape the value, v = x[...].reshape((32, 128))")
   x = _x((64, 64))
   np.testing.assert_array_equal(set_shape(x, fixed=True, interpret=True), x.reshape(32, 128))
+
+
+# ---------------------------------------------------------------- launch options at the call, a list for an array
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def doubled(x, out):
+  rows = ml.ds(ml.program_id(0) * 128, 128)
+  out.at[rows][...] = x.at[rows][...] * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, n: x, grid=lambda x, *, n: (n,))
+def doubled_in(x, out, *, n: ml.constexpr):
+  t = x.shape[0] // n
+  rows = ml.ds(ml.program_id(0) * t, t)
+  out.at[rows][...] = x.at[rows][...] * 2
+
+
+def test_a_launch_option_at_the_call_or_a_list_for_an_array_says_where_it_goes():
+  """`doubled(x, grid=(2,))` (pallas_call's habit) was hinted "its constexpr parameters are: none", and
+  `doubled([x])` "grid is called with the kernel's inputs"; the hints now say where each goes."""
+  import pytest
+  x = _x(256)
+  with pytest.raises(mg.SignatureError) as info:
+    doubled(x, grid=(2,), interpret=True)
+  e = info.value
+  assert e.message == "doubled has no constexpr parameter 'grid'"
+  assert e.hint == ("grid= is the decorator's, not the call's: @mg.mgpu_kernel(..., grid=(2,)) (a call passes the"
+                    " inputs and constexprs); for one that varies per call, make it a callable of a constexpr"
+                    " parameter n of the kernel (`*, n: ml.constexpr` in its def): grid=lambda x, *, n: (n,), called"
+                    " k(x, n=...)")
+  with pytest.raises(mg.SignatureError) as info:
+    doubled(x, block=256, interpret=True)
+  assert info.value.hint.startswith("block= is the decorator's, not the call's: @mg.mgpu_kernel(..., block=256)")
+  for arg, kind, leaf in (([x], "list", "x[0]"), ({"a": x}, "dict", "x['a']")):
+    with pytest.raises(mg.SignatureError) as info:
+      doubled(arg, interpret=True)
+    e = info.value
+    assert e.message == f"the grid callable failed for 1 input(s) float32[256]: AttributeError: '{kind}' object has" \
+                        " no attribute 'shape'"
+    assert e.hint == (f"x was passed a {kind} (1 array), and the grid callable gets that {kind}, as the kernel's"
+                      f" parameter does: pass the array itself ({leaf} where the {kind} holds one), or index the {kind}"
+                      f" in the callable and the kernel ({leaf}.shape[0], {leaf}[...])")
+  np.testing.assert_array_equal(doubled_in(x, n=2, interpret=True), 2 * x)
