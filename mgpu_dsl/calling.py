@@ -75,26 +75,6 @@ def keyword_hint(name, names, values) -> str:
   return f"pass {'them' if len(names) > 1 else 'it'} by keyword: {name}(..., {', '.join(shown)})"
 
 
-def size_after_outputs_hint(name, refs, n_in: int, scalars, extra) -> str | None:
-  """Triton's order, `def add(x_ptr, y_ptr, output_ptr, n_elements, BLOCK: tl.constexpr = 1024)` called
-  `add(x, y, n)`: the numbers past the inputs are meant for the size (or ml.scalar) parameters after the
-  outputs, not for the constexprs they would bind by position; the hint moves those parameters before the
-  outputs (None where no such parameter follows the inputs, or a value passed is no number)."""
-  import numbers
-  from .triton_names import _SIZE
-  movers = [r for r in refs[n_in:] if r in scalars or _SIZE.match(r)]
-  if not movers or n_in >= len(refs) or not all(
-      isinstance(a, numbers.Number) and not isinstance(a, bool) for a in extra):
-    return None
-  order = list(refs[:n_in]) + movers + [r for r in refs[n_in:] if r not in movers]
-  given = ", ".join(source_repr(a) for a in extra)
-  return (f"{', '.join(movers)} {'follows' if len(movers) == 1 else 'follow'} {refs[n_in]}, among the outputs"
-          f" (parameters are the inputs, then the outputs), so {given} would bind a constexpr: a run-time number is"
-          f" an ml.scalar input, before the outputs, def {name}({', '.join(f'{r}: ml.scalar' if r in movers else r for r in order)},"
-          f" ...); or drop {movers[0]} and read sizes off the refs (x_ptr.shape[0] is a Python int in the kernel)"
-          .replace("x_ptr", refs[0]))
-
-
 def describe(x) -> str:
   """A short description of a call argument: `float32[1024, 64]`, `a list of 3 items`, ..."""
   if is_array_like(x):
@@ -350,14 +330,14 @@ def check_count(pk, n_in: int, bounds: tuple[int, int], name: str, loc, *, outpu
   _not_a_method(pk.ref_params, name, loc)      # M().forward(x): self is no array, and the count is off
   extra = list(args[hi:]) if lo == hi and args and len(args) == n_in > hi else []
   if extra and [c for c in pk.constexpr_params if c not in constexprs] and not any(is_array_like(a) for a in extra):
-    from . import positional
+    from . import positional, triton_names
     given = ", ".join(describe(a) for a in extra)
     s = "s" if len(extra) > 1 else ""
     raise E.SignatureError(
         f"{name} was given {len(extra)} extra positional argument{s} ({given}) after its"
         f" {len(args) - len(extra)} input{'s' if len(args) - len(extra) != 1 else ''}"
         + positional.too_many(pk, bounds, bound, len(extra)), loc,
-        hint=size_after_outputs_hint(name, pk.ref_params, hi, getattr(pk, "scalar_params", ()), extra) or
+        hint=triton_names.size_after_outputs_hint(name, pk.ref_params, hi, getattr(pk, "scalar_params", ()), extra) or
         keyword_hint(name, [c for c in pk.constexpr_params if c not in constexprs][:len(extra)], extra))
   refs = pk.ref_params
   plural = lambda n, w: f"{n} {w}{'s' if n != 1 else ''}"

@@ -207,6 +207,26 @@ def strides_hint(refs, extra, hint: str, name="k", lo=0) -> str:
           f" keyword-only constexpr (*, {n}: ml.constexpr, passed by keyword){outs}. Otherwise: {hint}")
 
 
+def size_after_outputs_hint(name, refs, n_in: int, scalars, extra) -> str | None:
+  """Triton's order, `def add(x_ptr, y_ptr, output_ptr, n_elements, BLOCK: tl.constexpr = 1024)` called
+  `add(x, y, n)`: the numbers past the inputs are meant for the size (or ml.scalar) parameters after the
+  outputs, not for the constexprs they would bind by position; the hint moves those parameters before the
+  outputs (None where no such parameter follows the inputs, or a value passed is no number)."""
+  import numbers
+  from .calling import source_repr
+  movers = [r for r in refs[n_in:] if r in scalars or _SIZE.match(r)]
+  if not movers or n_in >= len(refs) or not all(
+      isinstance(a, numbers.Number) and not isinstance(a, bool) for a in extra):
+    return None
+  order = list(refs[:n_in]) + movers + [r for r in refs[n_in:] if r not in movers]
+  given = ", ".join(source_repr(a) for a in extra)
+  return (f"{', '.join(movers)} {'follows' if len(movers) == 1 else 'follow'} {refs[n_in]}, among the outputs"
+          f" (parameters are the inputs, then the outputs), so {given} would bind a constexpr: a run-time number is"
+          f" an ml.scalar input, before the outputs, def {name}({', '.join(f'{r}: ml.scalar' if r in movers else r for r in order)},"
+          f" ...); or drop {movers[0]} and read sizes off the refs (x_ptr.shape[0] is a Python int in the kernel)"
+          .replace("x_ptr", refs[0]))
+
+
 _OUT = re.compile(r"^(out|output|o|y|res|result|dst)(_?ptr|_ref)?$|^(out|output)_\w+|\w+_(out|output)(_ptr)?$", re.I)
 
 
