@@ -212,6 +212,32 @@ class Source:
     return " ".join(" ".join(lines).split())
 
 
+def numbers_as_written(src, node):
+  """`node`, or a copy of it whose number literals written otherwise than Python prints them (`1e-5`, not
+  `1e-05`; `0x7F`, `1_000`, `.5`) are names holding the text as written, so a message quotes them so. A literal
+  whose source text does not read back as its value (a node the compiler made) keeps Python's form."""
+  import copy
+  written = {}
+  for n in ast.walk(node):
+    if isinstance(n, ast.Constant) and type(n.value) in (int, float) and getattr(n, "end_col_offset", None) is not None:
+      try:
+        text = src.quote(n)
+        same = text != repr(n.value) and " " not in text and type(ast.literal_eval(text)) is type(n.value) \
+            and ast.literal_eval(text) == n.value
+      except Exception:       # (a position outside the source: the compiler's node)
+        continue
+      if same:
+        written[(n.lineno, n.col_offset, n.end_lineno, n.end_col_offset)] = text
+  if not written:
+    return node
+
+  class _Written(ast.NodeTransformer):
+    def visit_Constant(self, n):
+      text = written.get((n.lineno, n.col_offset, n.end_lineno, n.end_col_offset))
+      return n if text is None else ast.copy_location(ast.Name(id=text, ctx=ast.Load()), n)
+  return _Written().visit(copy.deepcopy(node))
+
+
 QUOTE_DEPTH = 64     # astor rebuilds an expression's text recursively: one nested deeper is quoted as written
 
 

@@ -28,7 +28,7 @@ from .assign import Assignments, holds_value, nothing_used
 from .unknown_names import unknown_names_errors
 from .short_circuit import (as_condition, chain_rest, is_bool_scalar, is_number_scalar, may_read, not_boolean_hint,
                             number_and_or, short_circuit, tensor_and_or, walrus_hint)
-from .source import QUOTE_DEPTH, Source, nests_deeper
+from .source import QUOTE_DEPTH, Source, nests_deeper, numbers_as_written
 from .py_scalars import member
 from .subscripts import Subscripts
 from .types import RefType, ScalarType, TensorType, resolve
@@ -120,7 +120,7 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
       return self.src.quote(node)
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
       return repr(node.value)          # 'rtz', not astor's """rtz"""
-    s = astor.to_source(node, pretty_source="".join).strip()
+    s = astor.to_source(numbers_as_written(self.src, node), pretty_source="".join).strip()
     if not isinstance(node, ast.Tuple) and s[:1] == "(" and s[-1:] == ")":
       depth = 0
       for ch in s[1:-1]:

@@ -363,7 +363,7 @@ def test_torch_optims_in_place_methods_are_hinted_as_the_expressions_they_comput
          hint="write ma + 0.1 * (gr - ma); rebind the name, ma = ..., as register values do not change in place"
               " (torch's .lerp_ changes its tensor)")
   expect(torch_style_addcdiv, spec, mg.KernelTypeError, "w.addcdiv_", "a register tensor has no attribute 'addcdiv_'",
-         hint="write w + (-0.001) * ma / (ml.sqrt(g[...] * g[...]) + 1e-08); rebind the name, w = ..., as register"
+         hint="write w + (-1e-3) * ma / (ml.sqrt(g[...] * g[...]) + 1e-8); rebind the name, w = ..., as register"
               " values do not change in place (torch's .addcdiv_ changes its tensor)")
   expect(torch_style_add_alpha, spec, mg.KernelTypeError, "w.add(", "a register tensor has no attribute 'add'",
          hint="write the operators: w + (-0.01) * g[...]")

@@ -459,3 +459,63 @@ def test_a_launch_option_at_the_call_or_a_list_for_an_array_says_where_it_goes()
                       f" parameter does: pass the array itself ({leaf} where the {kind} holds one), or index the {kind}"
                       f" in the callable and the kernel ({leaf}.shape[0], {leaf}[...])")
   np.testing.assert_array_equal(doubled_in(x, n=2, interpret=True), 2 * x)
+
+
+# ---------------------------------------------------------------- numbers quoted as written
+@mg.mgpu_kernel(out_shape=lambda x, w: x, grid=(1,))
+def norm_rows(x, w, out):
+  v = x[...]
+  m = ml.mean(v, axis=1, keepdims=True)
+  out[...] = (v - m) / ml.sqrt(ml.var(v, axis=1, keepdims=True) + 1e-5) * w[...][:, None]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: x, grid=(1,))
+def low_bits(x, y, out):
+  out[...] = (x[...] & 0xFF) + (y[...] >> 0b11) * 1_000
+
+
+def test_a_message_quotes_numbers_as_written():
+  """Messages quoted expressions as astor prints them, with Python's repr of each number: `1e-5` as 1e-05,
+  `0xFF` as 255, `1_000` as 1000; they now quote a literal as the source writes it."""
+  expect(norm_rows, [S((64, 256), F32), S((256,), F32)], mg.ShapeMismatchError, "(v - m) / ml.sqrt",
+         "* on (v - m) / ml.sqrt(ml.var(v, axis=1, keepdims=True) + 1e-5) of shape (64, 256) and w[...][:, None] of"
+         " shape (256, 1): the shapes do not broadcast (axis 0 of the result would be both 64 and 256)")
+  expect(low_bits, [S((128,), jnp.int32), S((64,), jnp.int32)], mg.ShapeMismatchError, "(x[...] & 0xFF)",
+         "+ on x[...] & 0xFF of shape (128,) and (y[...] >> 0b11) * 1_000 of shape (64,): the shapes do not broadcast"
+         " (axis 0 of the result would be both 128 and 64)")
+
+
+# ---------------------------------------------------------------- refs and values swapped in ml.store and ml.copy
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def store_swapped(x, out, *, fixed: ml.constexpr = False):
+  if fixed:
+    ml.store(out, x[...] * 2)
+  else:
+    ml.store(x[...] * 2, out)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0],))
+def row_copy(x, out, *, fixed: ml.constexpr = False):
+  i = ml.program_id(0)
+  buf = ml.smem((x.shape[1],), x.dtype)
+  if fixed:
+    ml.copy(x.at[i], buf)
+  else:
+    ml.copy(x[i], buf)
+  ml.copy(buf, out.at[i])
+
+
+def test_a_ref_and_a_value_swapped_or_read_are_hinted_as_meant():
+  """`ml.store(v, out)` (the value first) was hinted `ml.store(out, out), not into v`; `ml.copy(x[i], buf)` (Pallas's
+  `x_ref[i]` for the view) "store a value into a ref with an assignment". Both now write the call meant."""
+  expect(store_swapped, [S((128,), F32)], mg.KernelTypeError, "ml.store(x[...] * 2, out)",
+         "ml.store needs a ref (a parameter, an ml.smem buffer or a view), got a register tensor",
+         hint="the ref comes first, then the value: ml.store(out, x[...] * 2)")
+  expect(row_copy, [S((4, 128), F32)], mg.KernelTypeError, "ml.copy(x[i], buf)",
+         "ml.copy source must be a ref (a kernel parameter, an ml.smem buffer or a view), got a register tensor",
+         hint="ml.copy moves data between refs: take the window as a view with .at, ml.copy(x.at[i], buf) (x.at[i] is"
+              " a ref; x[i] reads its elements into registers)")
+  x, rows = _x(128), _x((4, 128), seed=3)
+  np.testing.assert_array_equal(store_swapped(x, fixed=True, interpret=True), 2 * x)
+  np.testing.assert_array_equal(row_copy(rows, fixed=True, interpret=True), rows)
+  row_copy.check(S((4, 128), F32), fixed=True)

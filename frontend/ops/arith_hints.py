@@ -334,6 +334,9 @@ def not_a_ref_hint(cx, ref, what, mask, other, value) -> str:
     if what == "ml.load":
       return (f"{r} is already in registers (reading a ref gives register values): use it as it is"
               + (f", or select with the mask, ml.where({m}, {r}, {o})" if m is not None else ""))
+    from .base import is_ref
+    if is_ref(value):       # ml.store(x[...], out): Triton's tl.store(ptr, value) has the ref first
+      return f"the ref comes first, then the value: ml.store({value.name or v}, {r})"
     return f"store into a ref (or a window of one, out.at[ml.ds(start, n)]): ml.store(out, {v}), not into {r}"
   return f"{what}(x.at[ml.ds(i * 128, 128)], mask=m)"
 

@@ -296,6 +296,14 @@ def _copy_of_value_hint(cx, src, dst) -> str:
   if read(src) or read(dst):
     return (f"ml.copy moves data between refs: pass the ref itself, without [...], ml.copy("
             f"{read(src) or text(src)}, {read(dst) or text(dst)})")
+  def view(v):       # out[0], x[i, :]: a read at an index, where Pallas's o_ref[0] meant the view out.at[0]
+    import re
+    m = re.fullmatch(r"([A-Za-z_]\w*)\[(.+)\]", text(v)) if is_value(v) else None
+    return f"{m.group(1)}.at[{m.group(2)}]" if m and m.group(2) != "..." else ""
+  if view(src) or view(dst):
+    return (f"ml.copy moves data between refs: take the window as a view with .at, ml.copy("
+            f"{view(src) or text(src)}, {view(dst) or text(dst)}) ({view(src) or view(dst)} is a ref;"
+            f" {text(src) if view(src) else text(dst)} reads its elements into registers)")
   if is_ref(src) and not is_ref(dst):      # ml.copy(buf, v): the user meant to read buf
     target = text(dst)
     return (f"ml.copy moves data between refs; read a ref into registers with [...]:"
