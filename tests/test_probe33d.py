@@ -209,7 +209,7 @@ def test_a_constant_table_indexed_by_a_tensor_says_how_to_look_it_up():
   """NF4's levels indexed by nibbles: the hint said only 'index Python tuples with static ints'."""
   expect(nf4_indexed, [S((1024,), jnp.uint8)], mg.KernelTypeError, "NF4_NP[",
          "cannot index NF4_NP (an array from outside the kernel (float32[16])) with a runtime value",
-         hint="a table indexed by a tensor: select its entries, idx = p[...].astype(jnp.int32) & 15; r ="
+         hint="a table indexed by a tensor: select its entries, idx = p[...].astype(jnp.int32) & 0xF; r ="
               " ml.zeros(idx.shape, jnp.float32), then for k in ml.static_range(16): r = ml.where(idx == k,"
               " NF4_NP[k], r) (one select per entry); or pass the table to the kernel as an input array, t, and"
               " gather from it: t[idx]")

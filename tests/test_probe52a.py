@@ -519,3 +519,40 @@ def test_a_ref_and_a_value_swapped_or_read_are_hinted_as_meant():
   np.testing.assert_array_equal(store_swapped(x, fixed=True, interpret=True), 2 * x)
   np.testing.assert_array_equal(row_copy(rows, fixed=True, interpret=True), rows)
   row_copy.check(S((4, 128), F32), fixed=True)
+
+
+# ---------------------------------------------------------------- the shape not first, Triton's pointer=
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def fill_swapped(x, out, *, fixed: ml.constexpr = False):
+  if fixed:
+    out[...] = x[...] + ml.full((128,), 0.5, jnp.float32) + ml.zeros((128,), jnp.float32)
+  else:
+    out[...] = x[...] + ml.full(0.5, (128,), jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def zeros_swapped(x, out):
+  out[...] = x[...] + ml.zeros(jnp.float32, (128,))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def triton_pointer(x, out):
+  ml.store(pointer=out, value=ml.load(x) * 2)
+
+
+def test_arguments_in_another_order_or_tritons_keyword_are_hinted():
+  """`ml.full(0.5, (128,), f32)` was "needs a static shape ..., got 0.5" (and `ml.zeros(f32, (128,))` "needs a dtype
+  ..., got (128,)"), and Triton's `pointer=` had no rename; the hints now write the call meant."""
+  spec = [S((128,), F32)]
+  expect(fill_swapped, spec, mg.KernelTypeError, "ml.full(0.5",
+         "ml.full's first argument is the shape, got 0.5 there and the shape (128,) as its value",
+         hint="write the shape first, ml.full((128,), 0.5, jnp.float32) (ml.full(shape, value, dtype), as jnp's and"
+              " Triton's)")
+  expect(zeros_swapped, spec, mg.KernelTypeError, "ml.zeros(",
+         "ml.zeros's first argument is the shape, got jnp.float32 there and the shape (128,) as its dtype",
+         hint="write the shape first, ml.zeros((128,), jnp.float32) (ml.zeros(shape, dtype), as jnp's and Triton's)")
+  expect(triton_pointer, spec, mg.KernelTypeError, "ml.store(",
+         "ml.store: got an unexpected keyword argument 'pointer'",
+         hint="write ref= for pointer=: ml.store(ref, value, mask=None, boundary_check=None)")
+  x = _x(128)
+  np.testing.assert_array_equal(fill_swapped(x, fixed=True, interpret=True), x + 0.5)

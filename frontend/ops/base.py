@@ -167,7 +167,7 @@ def keep_weak(b, sources, out):
   return out
 
 
-_ALIASES = {"dim": "axis", "keepdim": "keepdims", "input": "x"}     # torch's (and Triton's) keywords
+_ALIASES = {"dim": "axis", "keepdim": "keepdims", "input": "x", "pointer": "ref"}     # torch's (and Triton's) keywords
 _TRITON_KW = {     # Triton keywords whose behaviour is the only one here
     "tie_break_left": ("drop tie_break_left= (the index is the first one, Triton's tie_break_left=True; for the last,"
                        " x.shape[axis] - 1 - ml.{f}(ml.flip(x, axis), axis))"),

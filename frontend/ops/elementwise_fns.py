@@ -82,9 +82,28 @@ def _resized_bitcast(cx, x, src: DType, dst: DType):
   return bitcast.rule(cx, astype(cx, joined, _UINT[dst.bits]), dst)
 
 
+def _a_shape(x) -> bool:
+  return isinstance(x, int) and not isinstance(x, bool) or isinstance(x, tuple) and all(
+      isinstance(s, int) and not isinstance(s, bool) for s in x)
+
+
+def _shape_not_first(cx, what, args, names):
+  """`ml.full(0.0, (128,), f32)`, `ml.zeros(jnp.float32, (128,))`: the shape passed after another argument
+  (NumPy's and jnp's order is shape first); the error writes the call with the shape first."""
+  if _a_shape(args[0]) or not any(_a_shape(a) for a in args[1:]):
+    return
+  k = next(i for i, a in enumerate(args) if i and _a_shape(a))
+  order = [args[k]] + [a for i, a in enumerate(args) if i != k]
+  raise E.KernelTypeError(
+      f"{what}'s first argument is the shape, got {shown(args[0])} there and the shape {shown(args[k])} as its"
+      f" {names[k]}", cx.loc, hint=f"write the shape first, {what}({', '.join(shown(a) for a in order)}) ({what}("
+                                   f"{', '.join(names)}), as jnp's and Triton's)")
+
+
 @builtin
 def zeros(cx, shape, dtype=DType.f32):
   """A register tensor of zeros: `acc = ml.zeros((128, 64), jnp.float32)` (float32 by default, as jnp.zeros)."""
+  _shape_not_first(cx, "ml.zeros", (shape, dtype), ("shape", "dtype"))
   return full_(cx, shape, 0, dtype_arg(cx, dtype, "ml.zeros"), "ml.zeros")
 
 
@@ -104,6 +123,7 @@ def full(cx, shape, value, dtype=None):
   """A register tensor filled with `value` (a Python number or a scalar). Without a dtype, as jnp.full:
   a scalar's own, or a Python number's weakly typed float32, int32 or bool (it takes the dtype of what
   it meets: x_bf16 * ml.full(x.shape, 2.0) is bfloat16)."""
+  _shape_not_first(cx, "ml.full", (shape, value) + ((dtype,) if dtype is not None else ()), ("shape", "value", "dtype"))
   if dtype is None:
     from .base import TypedFloat, TypedInt
     if is_value(value):
