@@ -168,3 +168,20 @@ def _meant(tracer, expr) -> str | None:
     name, sym = expr.left.id, _AUG[type(expr.op)]
     return f"to update {name}, assign the result: {name} {sym}= {tracer.text(expr.right)} ({name} = {tracer.text(expr)})"
   return None
+
+
+def in_hint(tracer, op, a, b, operands) -> str:
+  """The hint of `in` / `not in` on run-time values: `k in (1, 2)` of a scalar is its == tests joined with |
+  (!= with &); `0.0 in v` (`k not in v`) of a register tensor v is NumPy's any(v == 0.0) (all(v != k))."""
+  from .ops.base import is_value
+  from .types import TensorType
+  if is_value(b) and isinstance(b.type, TensorType) and len(operands) > 1:
+    t = tracer.text(operands[1]) if tracer.text(operands[1]).isidentifier() else f"({tracer.text(operands[1])})"
+    return (f"reduce a comparison of every element: ml.any({t} == {tracer.text(operands[0])})" if op is ast.In
+            else f"reduce a comparison of every element: ml.all({t} != {tracer.text(operands[0])})")
+  name = tracer.text(operands[0]) if operands else "v"
+  name = name if name.isidentifier() else f"({name})"
+  items = list(b)[:4] if isinstance(b, (tuple, list)) and b and is_value(a) else [1.0, 2.0]
+  if op is ast.NotIn:
+    return "test each value with !=: " + " & ".join(f"({name} != {e!r})" for e in items)
+  return "test each value with ==: " + " | ".join(f"({name} == {e!r})" for e in items)

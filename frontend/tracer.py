@@ -25,10 +25,11 @@ from .ops import elementwise as ew
 from .ops.base import is_value, kind_of, static_number, typed_number, value_words
 from .ops.power import power
 from .assign import Assignments, holds_value, nothing_used
-from .unknown_names import unknown_names_errors
+from .unknown_names import known_names, unknown_names_errors
 from .short_circuit import (as_condition, chain_rest, is_bool_scalar, is_number_scalar, may_read, not_boolean_hint,
                             number_and_or, short_circuit, tensor_and_or, walrus_hint)
 from .source import QUOTE_DEPTH, Source, nests_deeper, numbers_as_written
+from .stmt_hints import in_hint
 from .py_scalars import member
 from .subscripts import Subscripts
 from .types import RefType, ScalarType, TensorType, resolve
@@ -469,18 +470,10 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
     if name in _DEBUG:
       return _DEBUG[name]
     self.env[name] = POISON         # report it once, at its first use
-    message, hint = missing.unknown_name(name, PY_BUILTINS, self.known_names())
+    message, hint = missing.unknown_name(name, PY_BUILTINS, known_names(self))
     err = E.UnknownNameError(message, self.loc(node), hint=hint)
     err.also = unknown_names_errors(self, getattr(self, "stmt", None), node)   # the statement's other unknown names (`v * scale + bias`)
     raise err
-
-  def known_names(self):
-    """The names a kernel's code may mean where it reads one nothing defines: its own (parameters, locals)
-    and its module's, for a typo's `did you mean`."""
-    import types
-    kernel_or_module = lambda v: isinstance(v, types.ModuleType) or hasattr(v, "check") and hasattr(v, "fn")
-    return [*(k for k, v in self.env.items() if v is not POISON), *self.local_names,
-            *(k for k, v in self.scope.items() if not kernel_or_module(v))]
 
   def outer_value(self, name, v, node):
     """A global or closure variable as the kernel sees it: a NumPy scalar as the Python number
@@ -630,16 +623,7 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
           a if is_value(a) else b
       hint = "compare values with == and != (`is` compares Python objects, which a traced value is not)"
       if op in (ast.In, ast.NotIn):
-        name = self.text(operands[0]) if operands else "v"
-        name = name if name.isidentifier() else f"({name})"
-        items = list(b)[:4] if isinstance(b, (tuple, list)) and b and is_value(a) else [1.0, 2.0]
-        hint = "test each value with ==: " + " | ".join(f"({name} == {e!r})" for e in items)
-        if op is ast.NotIn:
-          hint = "test each value with !=: " + " & ".join(f"({name} != {e!r})" for e in items)
-        if is_value(b) and isinstance(b.type, TensorType) and len(operands) > 1:   # `0.0 in v`: NumPy's any(v == 0.0)
-          t = self.text(operands[1]) if self.text(operands[1]).isidentifier() else f"({self.text(operands[1])})"
-          hint = (f"reduce a comparison of every element: ml.any({t} == {self.text(operands[0])})" if op is ast.In
-                  else f"reduce a comparison of every element: ml.all({t} != {self.text(operands[0])})")
+        hint = in_hint(self, op, a, b, operands)
       self.unsupported(node, f"`{word}` on {kind_of(held)}", hint=hint)
     return ew.compare(self.cx(node, "", (a, b), operands), _CMPOPS[op], a, b)
 

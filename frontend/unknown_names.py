@@ -10,13 +10,22 @@ from .calls import _DEBUG, PY_BUILTINS
 from .env import POISON
 
 
+def known_names(tracer) -> list:
+  """The names a kernel's code may mean where it reads one nothing defines: its own (parameters, locals)
+  and its module's (not modules or kernels), for a typo's `did you mean`."""
+  import types
+  kernel_or_module = lambda v: isinstance(v, types.ModuleType) or hasattr(v, "check") and hasattr(v, "fn")
+  return [*(k for k, v in tracer.env.items() if v is not POISON), *tracer.local_names,
+          *(k for k, v in tracer.scope.items() if not kernel_or_module(v))]
+
+
 def unknown_names_errors(tracer, stmt, node) -> list:
   """An UnknownNameError for each name after `node` (None: anywhere) in the statement `stmt` that nothing
   defines, each then reported once (its later reads are poisoned, as the first one's)."""
   out = []
   for n in _unknown_names_after(tracer, stmt, node):
     tracer.env[n.id] = POISON
-    message, hint = missing.unknown_name(n.id, PY_BUILTINS, tracer.known_names())
+    message, hint = missing.unknown_name(n.id, PY_BUILTINS, known_names(tracer))
     out.append(E.UnknownNameError(message, tracer.loc(n), hint=hint))
   return out
 
