@@ -50,6 +50,7 @@ def call_with_meta(f, args, constexprs, what, loc, inputs=()):
         f"the {what} callable failed for {len(args)} input(s)"
         f" {', '.join(describe(a) for a in args)}: {type(e).__name__}: {text}"), loc,
         hint=triton or _every_input(f, params, args, inputs, what) or _container(e, inputs, what) or
+        _low_rank(e, f, args, inputs, what) or
         f"{what} is called with the kernel's inputs (and the constexprs it names)"
         + ("; an input has .shape, .dtype, .ndim and jnp's array methods" if missing else "")) from None
 
@@ -67,6 +68,27 @@ def _container(e, inputs, what) -> str | None:
   return (f"{name} was passed a {kind} ({n} array{'s' if n != 1 else ''}), and the {what} callable gets that {kind},"
           f" as the kernel's parameter does: pass the array itself ({leaf} where the {kind} holds one), or index the"
           f" {kind} in the callable and the kernel ({leaf}.shape[0], {leaf}[...])")
+
+
+def _low_rank(e, f, args, inputs, what) -> str | None:
+  """The hint where the callable indexed a shape past an input's rank (`lambda x: (x.shape[0] // 128,)` given a
+  0-d x, or x.shape[1] of a vector): the input has fewer axes than the kernel is written for."""
+  if not (isinstance(e, IndexError) and "tuple index out of range" in str(e)):
+    return None
+  import inspect
+  try:
+    text = inspect.getsource(f)
+  except (OSError, TypeError):
+    text = ""
+  for i, a in enumerate(args):
+    shape = getattr(a, "shape", None)
+    name = inputs[i] if i < len(inputs) else f"input {i}"
+    used = [int(k) for k in re.findall(rf"\b{re.escape(name.split('[')[0])}\.shape\[(\d+)\]", text)]
+    if shape is not None and used and max(used) >= len(shape):
+      return (f"{name} has shape {tuple(shape)} ({len(shape)} ax{'is' if len(shape) == 1 else 'es'}), and the {what}"
+              f" callable reads {name}.shape[{max(used)}]: pass {name} with the axes the kernel is written for"
+              f" (at least {max(used) + 1}{', not a number' if not shape else ''})")
+  return None
 
 
 def _every_input(f, params, args, inputs, what) -> str | None:

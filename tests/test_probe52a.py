@@ -556,3 +556,22 @@ def test_arguments_in_another_order_or_tritons_keyword_are_hinted():
          hint="write ref= for pointer=: ml.store(ref, value, mask=None, boundary_check=None)")
   x = _x(128)
   np.testing.assert_array_equal(fill_swapped(x, fixed=True, interpret=True), x + 0.5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8, x.shape[1] // 128))
+def tiles_2d(x, out):
+  w = (ml.ds(ml.program_id(0) * 8, 8), ml.ds(ml.program_id(1) * 128, 128))
+  out.at[w][...] = x.at[w][...]
+
+
+def test_an_input_of_too_few_axes_for_the_grid_callable_says_so():
+  """`doubled(np.float32(1))` (a number for a vector) and a vector for a 2-D kernel were hinted "grid is called with
+  the kernel's inputs (and the constexprs it names)" after the callable's IndexError; the hint now names the axis."""
+  import pytest
+  for kernel, arg, shape, axes, read, least in ((doubled, np.float32(1.0), "()", "0 axes", 0, "1, not a number"),
+                                               (tiles_2d, _x(256), "(256,)", "1 axis", 1, "2")):
+    with pytest.raises(mg.SignatureError) as info:
+      kernel(arg, interpret=True)
+    assert info.value.message.endswith("IndexError: tuple index out of range")
+    assert info.value.hint == (f"x has shape {shape} ({axes}), and the grid callable reads x.shape[{read}]: pass x with"
+                               f" the axes the kernel is written for (at least {least})")
