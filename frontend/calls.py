@@ -36,7 +36,7 @@ PY_BUILTINS = {f: getattr(builtins, f) for f in
                ("len", "min", "max", "int", "float", "bool", "abs", "tuple", "range", "isinstance",
                 "round", "sum", "all", "any", "divmod", "pow", "list", "zip", "enumerate", "reversed",
                 "sorted", "str", "slice", "dict", "type", "complex", "set", "frozenset", "bytes", "repr",
-                "format", "ord", "chr", "hex", "bin", "oct", "hash", "callable")}
+                "format", "ord", "chr", "hex", "bin", "oct", "hash", "callable", "map")}
 PY_BUILTINS.update({n: e for n, e in vars(builtins).items() if isinstance(e, type) and issubclass(e, Exception)})
 PY_BUILTINS["Ellipsis"] = Ellipsis        # (`c is Ellipsis` of a constexpr; `...` indexes refs)
 # print and breakpoint: traced by trace_debug, not called.
@@ -46,6 +46,8 @@ _PY_BUILTIN_FNS = frozenset(f for f in PY_BUILTINS.values() if isinstance(f, typ
     builtins.enumerate, builtins.reversed, builtins.int, builtins.float, builtins.bool))
 
 
+_ITERATORS = (type(reversed(())), type(reversed([])), type(zip()), type(map(abs, ())), type(iter(())),
+              type(iter([])), type(enumerate(())))        # (a builtin's items, as a tuple of them)
 _ITERATE_FIRST = (builtins.sorted, builtins.list, builtins.tuple, builtins.reversed, builtins.enumerate,
                   builtins.any, builtins.all, builtins.sum)
 
@@ -386,6 +388,10 @@ class Calls:
       # `abs = s[0]`, then abs(v): Python's TypeError, named
       self._not_callable(node.func.id, fn, cx.loc, self.text(node.args[0]) if len(node.args) == 1 else "v")
     self._not_lax(node, fn, args, cx.name if own else "", kwargs)
+    from . import functional        # functools.reduce(f, tiles), map(f, tiles), operator.add(a, b): traced as written
+    if functional.handles(fn) and (got := functional.call(self, node, fn, args, kwargs, functional.texts_of(
+        self, node, args, kwargs))) is not functional.NOT_HANDLED:
+      return got
     if fn in (builtins.int, builtins.float) and len(args) == 1 and not kwargs and is_value(args[0]):
       x = args[0]              # int(x) / float(x) of a register value: a cast to the kernel's 32 bits
       if isinstance(x.type, RefType):
@@ -393,6 +399,8 @@ class Calls:
                                 hint=f"read it into registers first: {fn.__name__}({self.text(node.args[0])}[...])")
       return ew.astype(cx, x, DType.i32 if fn is builtins.int else DType.f32)
     args = _dict_keys(fn, args)           # sorted(d), list(d), zip(d, ws): its static keys, as in Python
+    if fn in _PY_BUILTIN_FNS or fn is builtins.zip:      # sum(reversed(parts)), list(zip(a, b)): their items
+      args = [tuple(a) if isinstance(a, _ITERATORS) else a for a in args]
     if fn in (builtins.len, builtins.tuple, builtins.list, builtins.enumerate, builtins.reversed) \
         and len(args) == 1 and not kwargs:
       x = args[0]              # the structure of a Python list or tuple of register values is static

@@ -46,7 +46,6 @@ _BUILTINS = {        # a builtin kernels do not call -> what to write instead
     "next": "index a static tuple or list (parts[0]); a helper returns its values (return a, b), it does not"
             " yield them",
     "iter": "loop over the static tuple or list itself (for v in parts:), or index it (parts[0])",
-    "map": "write a comprehension: [f(v) for v in parts] (f an @ml.inline helper or an ml.* function)",
     "filter": "write a comprehension with a static condition: [v for v in parts if cond]",
 }
 

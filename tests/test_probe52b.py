@@ -1,0 +1,156 @@
+"""Probe 52b (the Python a kernel author writes around the tensor code). (1) Python's functional tools over a
+static list of tiles, `functools.reduce(jnp.maximum, tiles)`, `functools.reduce(lambda a, b: a * 0.5 + b, tiles,
+0.0)`, `map(f, tiles)`, `itertools.accumulate(tiles)`, `itertools.starmap(jnp.maximum, pairs)`, and the operator
+module's functions on register values (`operator.add(a, b)`, `functools.reduce(operator.mul, tiles)`), compute as
+the Python they mean (reduce, accumulate and starmap were MG003 "cannot take a list of register values", map
+MG002, operator.add MG003). (2) Builtins over iterators of register values, `sum(reversed(tiles))` and
+`list(zip(evens, odds))`, take their items (the first was MG003 "unsupported operand type(s) for +: 'int' and
+'Value'", the second MG003)."""
+import functools
+import itertools
+import operator
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+
+S = jax.ShapeDtypeStruct
+F16, BF16, F32 = jnp.float16, jnp.bfloat16, jnp.float32
+
+
+def _gpu():
+  return any(d.platform == "gpu" for d in jax.devices())
+
+
+def _input(shape, dtype=F32, seed=0):
+  return jnp.asarray(np.random.default_rng(seed).standard_normal(shape), dtype)
+
+
+def _parts(x, n=4):
+  """The kernels' tiles: n row blocks of x, as float32."""
+  return np.asarray(x, np.float32).reshape(n, -1, x.shape[-1])
+
+
+# ---------------------------------------------------------------- functools.reduce, map, accumulate, starmap
+@mg.mgpu_kernel(out_shape=lambda x: S((8, x.shape[1]), x.dtype), grid=(1,))
+def reduce_max(x, o):
+  tiles = [x[i * 8:(i + 1) * 8, :] for i in range(4)]
+  o[...] = functools.reduce(jnp.maximum, tiles)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8, x.shape[1]), F32), grid=(1,))
+def reduce_decayed(x, o, *, decay: ml.constexpr = 0.5):
+  tiles = [x[i * 8:(i + 1) * 8, :].astype(jnp.float32) for i in range(4)]
+  o[...] = functools.reduce(lambda a, b: a * decay + b, tiles, 0.0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8, x.shape[1]), x.dtype), grid=(1,))
+def reduce_operators(x, o):
+  tiles = [x[i * 8:(i + 1) * 8, :] for i in range(4)]
+  o[...] = functools.reduce(operator.add, tiles) + functools.reduce(operator.mul, tiles[:2]) + operator.sub(
+      tiles[2], operator.neg(tiles[3]))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8, x.shape[1]), F32), grid=(1,))
+def mapped_and_accumulated(x, o):
+  tiles = list(map(lambda i: x[i * 8:(i + 1) * 8, :].astype(jnp.float32), range(4)))
+  squares = map(jnp.square, tiles)
+  running = list(itertools.accumulate(tiles, jnp.maximum))
+  o[...] = sum(squares) + running[-1] * 2.0 + sum(itertools.accumulate(tiles[:2], initial=1.0))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8, x.shape[1]), x.dtype), grid=(1,))
+def paired_maxima(x, o):
+  tiles = [x[i * 8:(i + 1) * 8, :] for i in range(4)]
+  pairs = list(zip(tiles[::2], tiles[1::2]))
+  o[...] = sum(itertools.starmap(jnp.maximum, pairs)) + sum(reversed(tiles))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def clipped_in_a_loop(x, o):
+  r = ml.ds(ml.program_id(0) * 8, 8)
+  acc = x[r, :]
+  for _ in range(3):                                 # a run-time loop carrying what the reduce gives
+    acc = functools.reduce(operator.add, [acc, acc * 0.5])
+  o[r, :] = jnp.where(operator.gt(acc, 0.0), acc, 0.0)
+
+
+def test_functools_reduce_of_tiles_computes_as_python_folds_them():
+  """They were MG003 "reduce cannot take a list of register values inside a kernel"."""
+  x = _input((32, 128), BF16, seed=1)
+  t = _parts(x)
+  np.testing.assert_array_equal(np.asarray(reduce_max(x, interpret=True), np.float32), t.max(0))
+  want = np.zeros_like(t[0])
+  for v in t:
+    want = want * 0.5 + v
+  np.testing.assert_allclose(np.asarray(reduce_decayed(x, interpret=True)), want, rtol=1e-6, atol=1e-6)
+  x32 = _input((32, 128), F32, seed=2)
+  t = _parts(x32)
+  np.testing.assert_allclose(np.asarray(reduce_operators(x32, interpret=True)),
+                             t.sum(0) + t[0] * t[1] + t[2] + t[3], rtol=1e-5, atol=1e-5)
+  for k in (reduce_max, reduce_decayed, reduce_operators):
+    k.check(S((32, 128), BF16))
+
+
+def test_map_accumulate_starmap_and_builtins_over_iterators_of_tiles():
+  """map was MG002 ("the Python builtin map() is not supported"), accumulate and starmap MG003, sum(reversed(tiles))
+  MG003 "unsupported operand type(s) for +: 'int' and 'Value'" and list(zip(evens, odds)) MG003."""
+  x = _input((32, 128), F32, seed=3)
+  t = _parts(x)
+  run = np.maximum.accumulate(t, axis=0)
+  np.testing.assert_allclose(np.asarray(mapped_and_accumulated(x, interpret=True)),
+                             (t * t).sum(0) + run[-1] * 2 + (1 + 1 + t[0] + 1 + t[0] + t[1]), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(np.asarray(paired_maxima(x, interpret=True)),
+                             np.maximum(t[0], t[1]) + np.maximum(t[2], t[3]) + t.sum(0), rtol=1e-5, atol=1e-5)
+  want = np.asarray(x, np.float64) * 1.5 ** 3
+  np.testing.assert_allclose(np.asarray(clipped_in_a_loop(x, interpret=True)), np.maximum(want, 0), rtol=1e-5)
+  for k in (mapped_and_accumulated, paired_maxima, clipped_in_a_loop):
+    k.check(S((32, 128), F16))
+  assert "mosaic_gpu" in jax.export.export(jax.jit(paired_maxima), platforms=["cuda"])(S((32, 128), F16)).mlir_module()
+
+
+# ---------------------------------------------------------------- their mistakes, in the user's words
+@mg.mgpu_kernel(out_shape=lambda x: S((8, 128), x.dtype), grid=(1,))
+def reduce_mismatched(x, o):
+  tiles = [x[i * 8:(i + 1) * 8, :] for i in range(3)] + [x[0:8, 0:64]]
+  o[...] = functools.reduce(operator.add, tiles)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8, 128), x.dtype), grid=(1,))
+def reduce_of_nothing(x, o, *, n: ml.constexpr = 0):
+  o[...] = functools.reduce(jnp.maximum, [x[i * 8:(i + 1) * 8, :] for i in range(n)])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8, 128), x.dtype), grid=(1,))
+def reduce_of_a_tensor(x, o):
+  o[...] = functools.reduce(jnp.maximum, x[0:8, :])
+
+
+def test_mistakes_in_a_reduce_name_the_users_values():
+  spec = [S((32, 128), F32)]
+  expect(reduce_mismatched, spec, mg.ShapeMismatchError, "functools.reduce(operator.add, tiles)",
+         "+ on the running value of shape (8, 128) and tiles[3] of shape (8, 64): the shapes do not broadcast"
+         " (axis 1 of the result would be both 128 and 64)")
+  expect(reduce_of_nothing, spec, mg.KernelTypeError, "functools.reduce(",
+         "functools.reduce of an empty [x[i * 8:(i + 1) * 8, :] for i in range(n)] with no initial value",
+         hint="pass an initial value, functools.reduce(jnp.maximum, [x[i * 8:(i + 1) * 8, :] for i in range(n)],"
+              " initial), as Python requires")
+  expect(reduce_of_a_tensor, spec, mg.KernelTypeError, "functools.reduce(",
+         "functools.reduce iterates a register tensor, which a kernel does not do",
+         hint="iterate a static tuple or list of values (parts = [t[i] for i in ml.static_range(n)]), or reduce the"
+              " tensor with ml.sum, ml.max, ...")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_functional_tools_on_the_gpu_match_numpy():
+  x = _input((32, 128), F32, seed=4)
+  t = _parts(x)
+  np.testing.assert_allclose(np.asarray(paired_maxima(x)), np.maximum(t[0], t[1]) + np.maximum(t[2], t[3])
+                             + t.sum(0), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(np.asarray(clipped_in_a_loop(x)), np.maximum(np.asarray(x) * 1.5 ** 3, 0), rtol=1e-5)
