@@ -336,6 +336,8 @@ def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, blo
     check_grid_limits(grid, loc, batch.axis)
   for root, (rebuild, leaves) in pk.trees.items():     # p['w'], p[0], p.w: the structure of its leaves' refs
     tr.env[root] = rebuild([tr.env.pop(n) for n in leaves])
+    if tr.env[root] is None:                           # an input passed as None (frontend/none_inputs.py)
+      em.none_inputs = getattr(em, "none_inputs", frozenset()) | {root}
   for c in pk.constexpr_params:
     v = constexprs.get(c, pk.defaults.get(c))
     tr.env[c] = _weak(v)          # np.float32(3.0) (in a tuple too, or 0-d) is a Python number here

@@ -432,7 +432,16 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
     method = getattr(self, "eval_" + type(node).__name__, None)
     if method is None:
       self.generic_visit(node)
-    return method(node)
+    if not getattr(self.b, "none_inputs", ()):
+      return method(node)
+    try:
+      return method(node)
+    except E.KernelError as e:    # b[...] of an input passed as None: said so (none_inputs.py)
+      from .none_inputs import reraised
+      got = reraised(self, node, e)
+      if got is e:
+        raise
+      raise got from None
 
   def eval_Constant(self, node):
     return node.value

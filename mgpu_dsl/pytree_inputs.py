@@ -29,7 +29,9 @@ def _tree_of(a):
   and NumPy numbers among arrays, or in a dict or NamedTuple (`{'scale': 2.0}`), are 0-d inputs, as a
   number passed for one is."""
   import jax
-  if calling.is_array_like(a) or a is None:
+  if a is None:               # an optional input left out (Triton's bias=None): a structure of no leaves
+    return jax.tree_util.tree_flatten_with_path(None)
+  if calling.is_array_like(a):
     return None
   try:
     flat, treedef = jax.tree_util.tree_flatten_with_path(a)
@@ -131,7 +133,7 @@ def _derive(kernel, trees):
     """The user's arguments from the leaves (the out_shape/grid callables' view: the inputs only, the
     constexprs given by position after them gone to the keywords)."""
     out, k = [], 0
-    while k < len(flat):
+    while k < len(flat) or len(out) in treedefs:      # (an input passed as None, last, has no leaves)
       t = treedefs.get(len(out))
       out.append(flat[k] if t is None else t.unflatten(flat[k:k + t.num_leaves]))
       k += 1 if t is None else t.num_leaves

@@ -146,6 +146,12 @@ def run_affine(k):
   close(k(x, _Linear(w, b), interpret=True), x * w + np.tile(b, (4, 1)))
 
 
+def run_scale_shift(k):
+  x, w, b = rand(32, 128), rand(128), rand(128)
+  close(k(x, w, None, interpret=True), x * w)
+  close(k(x, w, b, interpret=True), x * w + b)
+
+
 def run_ffn_act(k):
   import jax
   x = rand(8, 128)
@@ -485,6 +491,7 @@ CASES = [
     Case(L, "axpb", [S((512,), f32), S((), f32), S((), f32)], run=run_axpb),
     Case(L, "append", [S((64, 128), f16), S((16, 128), f16)], dict(pos=16), run_append),
     Case(L, "affine", [S((64, 128), f32), _Linear(S((128,), f32), S((16, 128), f32))], run=run_affine),
+    Case(L, "scale_shift", [S((32, 128), f32), S((128,), f32), None], run=run_scale_shift),
     Case(L, "double", [S((1000, 64), f32)], run=run_double_masked, marker="ml.cdiv"),
     Case(L, "segment_sums", [S((5,), i32), S((1024,), f32)], run=run_segment_sums),
     Case(L, "embedding", [S((100, 64), f32), S((128,), i32)], run=run_embedding),

@@ -5,7 +5,9 @@ module's functions on register values (`operator.add(a, b)`, `functools.reduce(o
 the Python they mean (reduce, accumulate and starmap were MG003 "cannot take a list of register values", map
 MG002, operator.add MG003). (2) Builtins over iterators of register values, `sum(reversed(tiles))` and
 `list(zip(evens, odds))`, take their items (the first was MG003 "unsupported operand type(s) for +: 'int' and
-'Value'", the second MG003)."""
+'Value'", the second MG003). (3) An input passed as None (Triton's optional pointer, `k(x, w, None, res)` with `if
+b is not None:` in the kernel) is Python's None while tracing (it was MG006 at the call, hinting a placeholder
+array and a flag); a use no static test guards is MG003 at the use, in the user's words."""
 import functools
 import itertools
 import operator
@@ -154,3 +156,83 @@ def test_functional_tools_on_the_gpu_match_numpy():
   np.testing.assert_allclose(np.asarray(paired_maxima(x)), np.maximum(t[0], t[1]) + np.maximum(t[2], t[3])
                              + t.sum(0), rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(np.asarray(clipped_in_a_loop(x)), np.maximum(np.asarray(x) * 1.5 ** 3, 0), rtol=1e-5)
+
+
+# ---------------------------------------------------------------- inputs passed as None
+@mg.mgpu_kernel(out_shape=lambda x, w, b, r: x, grid=lambda x, *a: (x.shape[0] // 8,))
+def add_norm(x_ref, w_ref, b_ref, res_ref, o_ref, *, eps: ml.constexpr = 1e-5):
+  """Layer norm with an optional bias and an optional residual added first."""
+  rows = ml.ds(ml.program_id(0) * 8, 8)
+  v = x_ref[rows, :].astype(jnp.float32)
+  if res_ref is not None:
+    v = v + res_ref[rows, :].astype(jnp.float32)
+  mu = jnp.mean(v, axis=-1, keepdims=True)
+  var = jnp.mean((v - mu) ** 2, axis=-1, keepdims=True)
+  y = (v - mu) * jax.lax.rsqrt(var + eps) * w_ref[...]
+  y = y + b_ref[...] if b_ref is not None else y
+  o_ref[rows, :] = y.astype(o_ref.dtype)
+
+
+def _add_norm(x, w, b, r):
+  v = np.asarray(x, np.float64) + (0 if r is None else np.asarray(r, np.float64))
+  y = (v - v.mean(-1, keepdims=True)) / np.sqrt(v.var(-1, keepdims=True) + 1e-5) * np.asarray(w, np.float64)
+  return y + (0 if b is None else np.asarray(b, np.float64))
+
+
+def test_inputs_passed_as_none_switch_features_off():
+  """`add_norm(x, w, None, None)` was MG006 "input 2 (b_ref) is None; kernel inputs are arrays"."""
+  x, r = _input((32, 128), seed=5), _input((32, 128), seed=6)
+  w, b = _input((128,), seed=7), _input((128,), seed=8)
+  for bias, res in ((b, r), (None, r), (b, None), (None, None)):
+    np.testing.assert_allclose(np.asarray(add_norm(x, w, bias, res, interpret=True)), _add_norm(x, w, bias, res),
+                               rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(np.asarray(add_norm(x, w, b_ref=None, res_ref=r, interpret=True)),
+                             _add_norm(x, w, None, r), rtol=1e-4, atol=1e-4)
+  jitted = jax.jit(lambda x, w, r: add_norm(x, w, None, r, interpret=True))
+  np.testing.assert_allclose(np.asarray(jitted(x, w, r)), _add_norm(x, w, None, r), rtol=1e-4, atol=1e-4)
+  specs = (S((32, 128), BF16), S((128,), F32))
+  add_norm.check(*specs, None, None)
+  exported = jax.export.export(jax.jit(lambda x, w: add_norm(x, w, None, None)), platforms=["cuda"])(*specs)
+  assert "mosaic_gpu" in exported.mlir_module()
+
+
+@mg.mgpu_kernel(out_shape=lambda x, b: x, grid=(1,))
+def reads_none_shape(x, b, o):
+  o[...] = x[...] * b.shape[0]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, b: x, grid=(1,))
+def offsets_none(x, b, o):
+  o[...] = x[...] + ml.load(b + ml.arange(128))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, b: x, grid=(1,))
+def copies_none(x, b, o):
+  s = ml.smem((128,))
+  ml.copy(b, s)
+  o[...] = x[...] + s[...]
+
+
+def test_an_unguarded_use_of_an_input_passed_as_none_is_reported_at_the_use():
+  """They said "b has no attribute 'shape'" (MG002, hint "check the spelling"), "+ cannot take a Python
+  NoneType" and "ml.copy source must be a ref ..., got a Python NoneType"."""
+  hint = ("guard its uses with `if b is not None:` (a static test: each call compiles the kernel for what it"
+          " passes), or pass an array for b")
+  spec = [S((128,), F32), None]
+  expect(reads_none_shape, spec, mg.KernelTypeError, "b.shape", "b.shape uses b, an input the call passed as None",
+         hint=hint)
+  expect(offsets_none, spec, mg.KernelTypeError, "b + ml.arange(128)",
+         "b + ml.arange(128) uses b, an input the call passed as None", hint=hint)
+  expect(copies_none, spec, mg.KernelTypeError, "ml.copy(b, s)", "ml.copy(b, s) uses b, an input the call passed as"
+         " None", hint=hint)
+  x = _input((128,), seed=9)
+  np.testing.assert_allclose(np.asarray(reads_none_shape(x, x, interpret=True)), 128 * np.asarray(x), rtol=1e-6)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_inputs_passed_as_none_on_the_gpu_match_numpy():
+  x, r, w = _input((32, 128), seed=10), _input((32, 128), seed=11), _input((128,), seed=12)
+  for res in (r, None):
+    np.testing.assert_allclose(np.asarray(add_norm(x, w, None, res)), _add_norm(x, w, None, res), rtol=1e-4,
+                               atol=1e-4)

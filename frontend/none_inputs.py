@@ -1,0 +1,37 @@
+"""Inputs passed as None (probe 52b): Triton's optional pointer, `k(x, w, None)` with `if b is not None:` in the
+kernel, and Pallas's optional ref (a pytree with no leaves). The parameter is Python's None while tracing, so
+`b is None` decides static branches, and each call compiles the kernel for what it passes (the None is part of
+the specialisation's structure, mgpu_dsl/pytree_inputs.py). A use of it that the kernel does not guard (`b[...]`,
+`b.shape`, `b + offs`, `ml.copy(b, s)`) fails on a Python None; `reraised` puts that error in the user's words."""
+from __future__ import annotations
+
+import ast
+
+from . import errors as E
+
+
+def _operands(node):
+  """The names `node` itself reads (not those deeper in its subexpressions)."""
+  if isinstance(node, ast.Call):
+    yield from node.args
+    yield from (k.value for k in node.keywords)
+    if isinstance(node.func, ast.Attribute):
+      yield node.func.value                  # b.astype(...), b.load(...)
+    return
+  yield from ast.iter_child_nodes(node)
+
+
+def reraised(tracer, node, err: E.KernelError) -> E.KernelError:
+  """`err`, raised at `node`, replaced by the error of a use of an input passed as None where `node` uses one
+  directly and the error is about `node` itself; else `err`."""
+  names = getattr(tracer.b, "none_inputs", ())
+  if not names or tracer.depth or isinstance(node, (ast.Compare, ast.BoolOp, ast.IfExp)) or err.loc != tracer.loc(node):
+    return err
+  hit = next((n.id for n in _operands(node) if isinstance(n, ast.Name) and n.id in names
+              and n.id in tracer.env and tracer.env[n.id] is None), None)
+  if hit is None:
+    return err
+  return E.KernelTypeError(
+      f"{tracer.text(node)} uses {hit}, an input the call passed as None", err.loc,
+      hint=f"guard its uses with `if {hit} is not None:` (a static test: each call compiles the kernel for what it"
+           f" passes), or pass an array for {hit}")
