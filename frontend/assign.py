@@ -277,6 +277,17 @@ class Assignments:
       self.where[target.id] = self.loc(getattr(self, "stmt", None) or target)
     elif isinstance(target, (ast.Tuple, ast.List)):
       starred = [i for i, t in enumerate(target.elts) if isinstance(t, ast.Starred)]
+      if starred and (items := _starred_items(self, value, value_node)) is not None:
+        k, after = starred[0], len(target.elts) - starred[0] - 1      # *_, n = x.shape; first, *rest = tiles
+        if len(items) < k + after:
+          raise E.KernelTypeError(
+              f"cannot unpack {kind_of(value)} of {len(items)} values into {len(target.elts) - 1} names and a"
+              f" starred one (Python's ValueError: not enough values to unpack)", self.loc(target),
+              hint=f"unpack at most {len(items)} names besides the starred one")
+        parts = [*items[:k], list(items[k:len(items) - after]), *items[len(items) - after:]]
+        for t, v in zip(target.elts, parts):
+          self.assign(t.value if isinstance(t, ast.Starred) else t, v, value_node)
+        return
       if starred:
         raise E.UnsupportedSyntaxError(
             "starred unpacking is not supported in a kernel", self.loc(target.elts[starred[0]]),
@@ -575,6 +586,21 @@ def _static_int(node):
     inner = _static_int(node.operand)
     return None if inner is None else -inner
   return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
+
+
+def _starred_items(tracer, value, value_node):
+  """The items `a, *rest = value` unpacks, as Python iterates it: a tuple's or list's (of any values), a static
+  iterable's (a range, a dict's keys), the rows of a ref or register tensor of at most 64 (as `a, b = v`
+  unpacks them); None for other values (their MG001)."""
+  if isinstance(value, (tuple, list)):
+    return list(value)
+  if isinstance(value, (range, dict, str, *DICT_VIEWS)):
+    return list(value)
+  if is_value(value) and isinstance(value.type, (RefType, TensorType)) and value.type.shape and \
+      isinstance(value.type.shape[0], int) and 0 < value.type.shape[0] <= 64:
+    rows = _rows(tracer, value, value_node, value.type.shape[0])
+    return list(rows) if isinstance(rows, tuple) else None
+  return None
 
 
 def _rows(tracer, value, value_node, n):

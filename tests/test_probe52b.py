@@ -7,7 +7,9 @@ MG002, operator.add MG003). (2) Builtins over iterators of register values, `sum
 `list(zip(evens, odds))`, take their items (the first was MG003 "unsupported operand type(s) for +: 'int' and
 'Value'", the second MG003). (3) An input passed as None (Triton's optional pointer, `k(x, w, None, res)` with `if
 b is not None:` in the kernel) is Python's None while tracing (it was MG006 at the call, hinting a placeholder
-array and a flag); a use no static test guards is MG003 at the use, in the user's words."""
+array and a flag); a use no static test guards is MG003 at the use, in the user's words. (4) Starred unpacking,
+`*_, d = x.shape`, `first, *rest = tiles`, `a, *mid, b = t`, `q0, *qs = q_ref` of a few rows, unpacks as Python's
+(it was MG001 "starred unpacking is not supported in a kernel")."""
 import functools
 import itertools
 import operator
@@ -236,3 +238,35 @@ def test_inputs_passed_as_none_on_the_gpu_match_numpy():
   for res in (r, None):
     np.testing.assert_allclose(np.asarray(add_norm(x, w, None, res)), _add_norm(x, w, None, res), rtol=1e-4,
                                atol=1e-4)
+
+
+# ---------------------------------------------------------------- starred unpacking
+@mg.mgpu_kernel(out_shape=lambda x, h: x, grid=lambda x, h: (x.shape[0] // 8,))
+def starred_parts(x, heads, o):
+  *_, d = x.shape
+  n_heads, *rest = heads.shape
+  r = ml.ds(ml.program_id(0) * 8, 8)
+  first, *others = [x[r, i * 32:(i + 1) * 32] for i in range(d // 32)]
+  a, *mid, b = others
+  h0, *hs = heads                                    # the rows of a (4, 128) ref, windows as heads.at[k]
+  bias = h0[...] + sum(h[...] for h in hs) * len(rest)
+  o[r, :] = jnp.concatenate([first * n_heads, a, *mid, b + sum(mid)], axis=1) + bias
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def starred_too_few(x, o):
+  a, b, *rest, c = x.shape
+  o[...] = x[...]
+
+
+def test_starred_unpacking_unpacks_as_python():
+  """Each was MG001 "starred unpacking is not supported in a kernel", hinting indexing."""
+  x, h = _input((16, 128), seed=13), _input((4, 128), seed=14)
+  xs, hs = np.asarray(x), np.asarray(h)
+  p = [xs[:, i * 32:(i + 1) * 32] for i in range(4)]
+  want = np.concatenate([p[0] * 4, p[1], p[2], p[3] + p[2]], axis=1) + (hs[0] + hs[1:].sum(0) * 1)
+  np.testing.assert_allclose(np.asarray(starred_parts(x, h, interpret=True)), want, rtol=1e-5, atol=1e-5)
+  starred_parts.check(S((16, 128), BF16), S((4, 128), BF16))
+  expect(starred_too_few, [S((8, 128), F32)], mg.KernelTypeError, "a, b, *rest, c",
+         "cannot unpack a Python tuple of 2 values into 3 names and a starred one (Python's ValueError: not enough values"
+         " to unpack)", hint="unpack at most 2 names besides the starred one")
