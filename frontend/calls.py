@@ -392,6 +392,9 @@ class Calls:
     if functional.handles(fn) and (got := functional.call(self, node, fn, args, kwargs, functional.texts_of(
         self, node, args, kwargs))) is not functional.NOT_HANDLED:
       return got
+    from .jax_wrapped import plain_call      # a plain function of the user's on run-time values: an inline helper
+    if holds_value(list(args) + list(kwargs.values())) and (made := plain_call(fn, args, kwargs)) is not None:
+      return call_inline(self, node, *made)
     if fn in (builtins.int, builtins.float) and len(args) == 1 and not kwargs and is_value(args[0]):
       x = args[0]              # int(x) / float(x) of a register value: a cast to the kernel's 32 bits
       if isinstance(x.type, RefType):

@@ -68,6 +68,54 @@ def helper(fn):
     return made
 
 
+def _library_file(filename: str) -> bool:
+  """Whether `filename` is Python's standard library's or an installed package's (not the user's own code)."""
+  import sysconfig
+  roots = {os.path.abspath(p) + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib")
+           if (p := sysconfig.get_paths().get(k))}
+  path = os.path.abspath(filename)
+  return path.startswith(tuple(roots)) or os.sep + "site-packages" + os.sep in path
+
+
+def plain_helper(fn):
+  """The @ml.inline helper an undecorated function of the user's means, where the kernel calls it on run-time
+  values (probe 52b: a Pallas kernel's helpers are plain functions; a def or lambda of the body already was one);
+  None for other callables (library functions, jnp's, ml's) and for one whose source cannot be read (its MG003
+  says to decorate it)."""
+  from . import errors as E
+  from .language import Inline
+  from .source import read_function
+  if not _users(fn) or _library_file(fn.__code__.co_filename):
+    return None
+  try:
+    return _HELPERS[fn]
+  except KeyError:
+    pass
+  made = Inline(fn)
+  try:
+    made.parsed = read_function(fn, "@ml.inline")
+  except E.KernelError:
+    return None
+  _HELPERS[fn] = made
+  return made
+
+
+def plain_call(fn, args, kwargs):
+  """(helper, args, kwargs) of a call of a plain function of the user's (plain_helper), also through
+  functools.partial (its arguments first) or a bound method of the user's class (the instance first); else None."""
+  import functools
+  args, kwargs = list(args), dict(kwargs)
+  while isinstance(fn, functools.partial):
+    args, kwargs, fn = [*fn.args, *args], {**fn.keywords, **kwargs}, fn.func
+  if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
+    args, fn = [fn.__self__, *args], fn.__func__
+  elif not isinstance(fn, (types.FunctionType, type)) and isinstance(getattr(type(fn), "__call__", None),
+                                                                     types.FunctionType):
+    args, fn = [fn, *args], type(fn).__call__          # an instance of the user's class with __call__
+  made = plain_helper(fn)
+  return None if made is None else (made, args, kwargs)
+
+
 # JAX's transformations a def in a kernel's body may be decorated with (`@jax.jit`, `@partial(jax.jit, ...)`,
 # `@jax.named_scope("qk")`): the def is then the helper it would be undecorated, as a jitted helper is above
 _TRANSFORMS = {("jax._src.api", "jit"), ("jax._src.api", "named_call"), ("jax._src.ad_checkpoint", "checkpoint"),

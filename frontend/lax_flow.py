@@ -37,12 +37,12 @@ def _helper(fn) -> bool:
   from .inline import LocalFunction
   from .jnp_calls import library
   from .language import Inline
-  from .jax_wrapped import helper
+  from .jax_wrapped import helper, plain_helper
   from .ops.base import Builtin
   while isinstance(fn, functools.partial):
     fn = fn.func
   return isinstance(fn, (Inline, LocalFunction, Builtin)) or helper(fn) is not None or \
-      callable(fn) and library(fn) is not None
+      callable(fn) and library(fn) is not None or plain_helper(fn) is not None     # (a plain one: probe 52b)
 
 
 def _bound(name, args, kwargs):

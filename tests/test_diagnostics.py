@@ -308,14 +308,28 @@ def _plain_helper(v):
   return v * 2
 
 
+_unreadable = {}
+exec(compile("def _unreadable_helper(v):\n  return v * 2\n", "<generated>", "exec"), _unreadable)
+_unreadable_helper = _unreadable["_unreadable_helper"]
+
+
 @mg.mgpu_kernel(out_shape=lambda x: x)
 def calls_plain_helper(x, out):
   out[...] = _plain_helper(x[...])
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def calls_unreadable_helper(x, out):
+  out[...] = _unreadable_helper(x[...])
+
+
 def test_calling_an_undecorated_helper_on_runtime_values_suggests_inline():
-  check_error(calls_plain_helper, [S((128,), F32)], mg.KernelTypeError, "_plain_helper(x[...])",
-              "_plain_helper cannot take a register tensor inside a kernel", hint="@ml.inline")
+  """A plain function of the user's is an inline helper since probe 52b; one whose source cannot be read (made by
+  exec) keeps the MG003 that says to decorate it."""
+  x = np.arange(128, dtype=np.float32)
+  np.testing.assert_array_equal(np.asarray(calls_plain_helper(x, interpret=True)), 2 * x)
+  check_error(calls_unreadable_helper, [S((128,), F32)], mg.KernelTypeError, "_unreadable_helper(x[...])",
+              "_unreadable_helper cannot take a register tensor inside a kernel", hint="@ml.inline")
 
 
 @ml.inline

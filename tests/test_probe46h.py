@@ -312,6 +312,16 @@ def _plain_combine(p, q):
   return p + q
 
 
+_made = {}
+exec(compile("def _generated_combine(p, q):\n  return p + q\n", "<generated>", "exec"), _made)
+_generated_combine = _made["_generated_combine"]     # (no source to read: the kernel cannot trace it)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def scan_of_a_generated_function(x, out):
+  out[...] = ml.associative_scan(_generated_combine, x[...], axis=1)
+
+
 @ml.inline
 def _pair_and_more(p, q):
   return p + q, p
@@ -342,9 +352,12 @@ def test_associative_scan_mistakes_are_reported_at_the_call():
   usage = ("ml.associative_scan(combine, (a, b), axis=1) (jax's order: the function first, then the elements; or"
            " Triton's, ml.associative_scan((a, b), 1, combine)), with combine an @ml.inline helper, a lambda or a def"
            " of the kernel's body taking two elements, each a tuple like (a, b), and giving one")
-  expect(scan_of_a_plain_function, X, mg.KernelTypeError, "ml.associative_scan(",
+  x = np.random.default_rng(0).standard_normal((8, 64)).astype(np.float32)     # (a plain function: since probe 52b)
+  np.testing.assert_allclose(np.asarray(scan_of_a_plain_function(x, interpret=True)), np.cumsum(x, axis=1),
+                             rtol=1e-5, atol=1e-5)
+  expect(scan_of_a_generated_function, X, mg.KernelTypeError, "ml.associative_scan(",
          "ml.associative_scan's combine function must be an @ml.inline helper, a lambda or def of the kernel's body,"
-         " or an ml.* function, got _plain_combine, a Python function it cannot trace",
+         " or an ml.* function, got _generated_combine, a Python function it cannot trace",
          hint="decorate it with @ml.inline (its body is traced at each step of the scan): " + usage)
   expect(scan_without_a_combine, X, mg.KernelTypeError, "ml.associative_scan(",
          "ml.associative_scan() is missing the combine function", hint=usage)

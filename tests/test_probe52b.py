@@ -9,9 +9,15 @@ MG002, operator.add MG003). (2) Builtins over iterators of register values, `sum
 b is not None:` in the kernel) is Python's None while tracing (it was MG006 at the call, hinting a placeholder
 array and a flag); a use no static test guards is MG003 at the use, in the user's words. (4) Starred unpacking,
 `*_, d = x.shape`, `first, *rest = tiles`, `a, *mid, b = t`, `q0, *qs = q_ref` of a few rows, unpacks as Python's
-(it was MG001 "starred unpacking is not supported in a kernel")."""
+(it was MG001 "starred unpacking is not supported in a kernel"). (5) A plain (undecorated) function of the
+user's called on run-time values, in the kernel's module or another, a closure a factory made, a partial of one,
+a method or a callable instance of the user's class, a module-level lambda in a dict of activations, is an inline
+helper, as a def or lambda of the kernel's body already was (it was MG003 "cannot take a register tensor inside a
+kernel", hinting @ml.inline); so is one as a lax.fori_loop body or an ml.associative_scan combine."""
 import functools
+import inspect
 import itertools
+import math
 import operator
 
 import jax
@@ -21,7 +27,8 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import expect
+from locate import expect, where
+from probe52b_helpers import make_leaky, rms_norm
 
 S = jax.ShapeDtypeStruct
 F16, BF16, F32 = jnp.float16, jnp.bfloat16, jnp.float32
@@ -270,3 +277,108 @@ def test_starred_unpacking_unpacks_as_python():
   expect(starred_too_few, [S((8, 128), F32)], mg.KernelTypeError, "a, b, *rest, c",
          "cannot unpack a Python tuple of 2 values into 3 names and a starred one (Python's ValueError: not enough values"
          " to unpack)", hint="unpack at most 2 names besides the starred one")
+
+
+# ---------------------------------------------------------------- plain functions of the user's as helpers
+leaky = make_leaky(0.1)                    # a closure a factory made, at module level
+ACTIVATIONS = {"relu": lambda v: jnp.maximum(v, 0.0), "leaky": leaky, "none": None}
+
+
+def _scaled(v, k=2.0):
+  return v * k / math.sqrt(v.shape[-1])
+
+
+def _load_rows(ref, i, rows=8):
+  return ref[ml.ds(i * rows, rows), :]
+
+
+def _store_rows(ref, i, v, rows=8):
+  ref[ml.ds(i * rows, rows), :] = v
+
+
+class _Shift:
+  def __init__(self, c):
+    self.c = c
+
+  def __call__(self, v):
+    return v + self.c
+
+  def twice(self, v):
+    return v * 2 + self.c
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x, **k: (x.shape[0] // 8,))
+def plain_helpers(x, o, *, act: ml.constexpr = "relu"):
+  i = ml.program_id(0)
+  v = _load_rows(x, i).astype(jnp.float32)
+  y, ms = rms_norm(v, eps=1e-5)
+  f = ACTIVATIONS[act]
+  y = f(y) if f is not None else y
+  y = y + functools.partial(_scaled, k=1.0)(v) + _Shift(1.0)(v) + _Shift(0.5).twice(ms)
+  _store_rows(o, i, y.astype(o.dtype))
+
+
+def _plain_body(j, acc):
+  return acc * 0.5 + 1.0
+
+
+def _plain_combine(p, q):
+  return jnp.maximum(p, q)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def plain_loop_and_scan(x, o):
+  v = x[...]
+  o[...] = jax.lax.fori_loop(0, 3, _plain_body, v) + ml.associative_scan(_plain_combine, v, axis=1)
+
+
+def _plain_reference(x, act):
+  v = np.asarray(x, np.float64)
+  ms = (v * v).mean(-1, keepdims=True)
+  y = v / np.sqrt(ms + 1e-5)
+  y = {"relu": lambda t: np.maximum(t, 0), "leaky": lambda t: np.where(t > 0, t, 0.1 * t), "none": lambda t: t}[act](y)
+  return y + v / math.sqrt(v.shape[-1]) + v + 1.0 + ms * 2 + 0.5
+
+
+def test_plain_functions_of_the_user_are_inline_helpers():
+  """Each call was MG003 "... cannot take a register tensor inside a kernel" (hint: decorate it @ml.inline)."""
+  x = _input((16, 128), seed=15)
+  for act in ("relu", "leaky", "none"):
+    np.testing.assert_allclose(np.asarray(plain_helpers(x, act=act, interpret=True)), _plain_reference(x, act),
+                               rtol=1e-4, atol=1e-4)
+  plain_helpers.check(S((16, 128), BF16), act="leaky")
+  v = np.asarray(x, np.float64)[:8]
+  want = ((v * 0.5 + 1) * 0.5 + 1) * 0.5 + 1 + np.maximum.accumulate(v, axis=1)
+  np.testing.assert_allclose(np.asarray(plain_loop_and_scan(x[:8], interpret=True)), want, rtol=1e-5, atol=1e-5)
+  plain_loop_and_scan.check(S((8, 128), F32))
+
+
+def _reshaped(v):
+  return v.reshape(3, -1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def plain_helper_mistake(x, o):
+  o[...] = _reshaped(x[...])
+
+
+def test_a_mistake_in_a_plain_helper_is_reported_at_its_line():
+  """It was MG003 at the call ("_reshaped cannot take a register tensor inside a kernel"); the helper's own
+  mistake is reported at its line, with a note at the call."""
+  with pytest.raises(mg.ShapeMismatchError) as info:
+    plain_helper_mistake.check(S((8, 128), F32))
+  e = info.value
+  lines, first = inspect.getsourcelines(_reshaped)
+  assert (e.filename, e.lineno, e.col_offset) == (__file__, first + 1, lines[1].index("v.reshape"))
+  assert e.message == "cannot reshape x[...] of shape (8, 128) (1024 elements) to (3, -1): 1024 is not a multiple of 3"
+  assert e.hint == "a reshape keeps the number of elements: the sizes besides -1 must divide it"
+  line, col = where(plain_helper_mistake, "_reshaped(x[...])")
+  assert f"{__file__}:{line}:{col}: in this call of _reshaped" in e.notes, e.notes
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_plain_helpers_on_the_gpu_match_numpy():
+  x = _input((16, 128), seed=16)
+  np.testing.assert_allclose(np.asarray(plain_helpers(x, act="leaky")), _plain_reference(x, "leaky"), rtol=1e-4,
+                             atol=1e-4)

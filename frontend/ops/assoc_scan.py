@@ -36,9 +36,10 @@ def _traced(f) -> bool:
   from ..language import Inline
   from .base import Builtin
   import functools
+  from ..jax_wrapped import plain_helper
   while isinstance(f, functools.partial):
     f = f.func
-  return isinstance(f, (Inline, LocalFunction, Builtin))
+  return isinstance(f, (Inline, LocalFunction, Builtin)) or plain_helper(f) is not None   # (a plain one: probe 52b)
 
 
 def _library(f):
