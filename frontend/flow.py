@@ -134,6 +134,8 @@ def trace_for(tracer, node: ast.For):
                             hint="range(stop), range(start, stop) or range(start, stop, step)")
   start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
   name = node.target.id
+  from .auto_unroll import unrolled     # tiles[j], outs.append(v) in a range(4) of static bounds: as Python runs it
+  fn = unrolled(tracer, node, fn, (start, stop, step))
   if fn is not ctl.static_range and (kept := rebound_index(node, tracer.env.get(name))) is not None:
     return trace_for(tracer, kept)      # the body rebinds the loop variable: it is carried, as Python keeps it
   if fn is ctl.static_range:
@@ -589,15 +591,6 @@ def _check_unrolling(tracer, it, trips, done, made) -> None:
       tracer.loc(it), hint="loop at run time, for i in range(...) with the same bounds (its body is traced"
                            " once), or unroll fewer trips: ml.static_range for the few trips that need static"
                            " indices")
-
-
-def static_while_break_hint(cond, why) -> str:
-  """The hint for `break` under the run-time condition `why` in a while on Python values (`cond`)."""
-  loop = "while found == 0:" if cond in ("True", "1") else f"while ({cond}) & (found == 0):"
-  return (f"this while loop's condition, {cond}, is on Python values, so the loop runs while tracing, unrolled,"
-          f" and only a static condition can end it; for a run-time exit, fold it into the condition: found = 0"
-          f" before the loop, {loop}, and found = ml.where({why}, 1, found) where the"
-          f" break was (the rest of the body under if found == 0:)")
 
 
 def _unrolled_while(tracer, node) -> bool:

@@ -184,3 +184,12 @@ def in_hint(tracer, op, a, b, operands) -> str:
   if op is ast.NotIn:
     return "test each value with !=: " + " & ".join(f"({name} != {e!r})" for e in items)
   return "test each value with ==: " + " | ".join(f"({name} == {e!r})" for e in items)
+
+
+def static_while_break_hint(cond, why) -> str:
+  """The hint for `break` under the run-time condition `why` in a while on Python values (`cond`)."""
+  loop = "while found == 0:" if cond in ("True", "1") else f"while ({cond}) & (found == 0):"
+  return (f"this while loop's condition, {cond}, is on Python values, so the loop runs while tracing, unrolled,"
+          f" and only a static condition can end it; for a run-time exit, fold it into the condition: found = 0"
+          f" before the loop, {loop}, and found = ml.where({why}, 1, found) where the"
+          f" break was (the rest of the body under if found == 0:)")

@@ -409,7 +409,7 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
       return
     test = self.unrolled[-1] if loop is not None and self.unrolled else None
     if test is not None and what == "break" and self.ifs:     # while j < 10: (Python j) ... if x[j] == e: break
-      from .flow import static_while_break_hint
+      from .stmt_hints import static_while_break_hint
       self.unsupported(node, f"{what} under a run-time condition",
                        hint=static_while_break_hint(self.text(test), self.text(self.ifs[-1].test)))
     if loop is not None:

@@ -199,9 +199,9 @@ def test_static_ranges_work_inside_zip_and_reversed():
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
-def list_of_buffers_by_runtime_index(x, out):
+def list_of_buffers_by_runtime_index(x, out, *, trips: ml.constexpr = 100):
   bufs = [ml.smem((256,)), ml.smem((256,))]
-  for i in range(2):
+  for i in range(trips):
     bufs[i % 2][...] = x[...]
   out[...] = bufs[0][...]
 
@@ -218,6 +218,8 @@ def test_runtime_indexed_buffer_lists_and_tritons_num_stages_get_hints_that_appl
   e = expect(list_of_buffers_by_runtime_index, [S((256,), F32)], mg.KernelTypeError, "bufs[i % 2]",
              "cannot index bufs (a Python list of SMEM buffers) with a runtime value")
   assert "buf = ml.smem((2, 256), ...); buf.at[i % 2]" in e.hint
+  x = np.arange(256, dtype=np.float32)        # (a loop of at most 64 trips is unrolled since probe 52b)
+  np.testing.assert_array_equal(np.asarray(list_of_buffers_by_runtime_index(x, trips=2, interpret=True)), x)
   # Triton's num_stages= was MG003 hinting stages= until probe 48g: it is stages= (a loop of TMA loads), so this
   # loop's buffer read after it is what stages=3 makes it
   with pytest.raises(mg.PipelineError) as info:

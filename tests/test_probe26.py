@@ -163,15 +163,15 @@ def test_a_slice_of_every_row_written_out_moves_no_data():
 
 
 # ---------------------------------------------------------------- range() with static bounds
-@mg.mgpu_kernel(out_shape=lambda a, b, *, case: jax.ShapeDtypeStruct((64, 128), F32))
-def pallas_epilogue(a, b, c, *, case: ml.constexpr):
+@mg.mgpu_kernel(out_shape=lambda a, b, **k: jax.ShapeDtypeStruct((64, 128), F32))
+def pallas_epilogue(a, b, c, *, case: ml.constexpr, trips: ml.constexpr = 2):
   a_s, b_s = ml.smem((64, 64)), ml.smem((64, 128))
   ml.copy(a, a_s)
   ml.copy(b, b_s)
   acc = ml.dot(a_s, b_s)
   bufs = (ml.smem((64, 64), F32), ml.smem((64, 64), F32))
   scales = (1.0, 2.0)
-  for e in range(2):
+  for e in range(trips):
     if case == 1:
       bufs[e][...] = acc[:, 0:64]
       ml.copy(bufs[e], c.at[:, ml.ds(e * 64, 64)])
@@ -182,19 +182,28 @@ def pallas_epilogue(a, b, c, *, case: ml.constexpr):
 
 
 def test_a_runtime_value_from_a_range_with_static_bounds_says_to_unroll_it():
-  """Pallas unrolls `for e in range(2)`; here it is a run-time loop, and the messages of what then
-  needs a Python int did not say so (indexing tuples of buffers or numbers, windows of a tensor)."""
+  """Pallas unrolls `for e in range(2)`; here it was a run-time loop, and the messages of what then
+  needed a Python int did not say so (indexing tuples of buffers or numbers, windows of a tensor). Since probe
+  52b such a loop of at most 64 trips is unrolled, as Python runs it; a longer one keeps the messages."""
   from locate import where
-  line = where(pallas_epilogue, "for e in range(2)")[0]
-  unroll = (f"unroll the loop at line {line}: for e in ml.static_range(2) makes e a Python int (range(2), even"
-            f" with static bounds, is a run-time loop); or ")
+  a = rand.normal(rand.key(1), (64, 64), jnp.float16)
+  b = rand.normal(rand.key(2), (64, 128), jnp.float16)
+  acc = np.asarray(a, np.float32) @ np.asarray(b, np.float32)
+  wants = {1: np.tile(acc[:, :64], (1, 2)), 2: np.concatenate([acc[:, :64], acc[:, :64] * 2], axis=1)}
+  for case, want in wants.items():
+    np.testing.assert_allclose(np.asarray(pallas_epilogue(a, b, case=case, interpret=True)), want, rtol=1e-3,
+                               atol=1e-3)
+  np.testing.assert_allclose(np.asarray(pallas_epilogue(a, b, case=3, interpret=True))[:64], acc, rtol=1e-3, atol=1e-3)
+  line = where(pallas_epilogue, "for e in range(trips)")[0]
+  unroll = (f"unroll the loop at line {line}: for e in ml.static_range(trips) makes e a Python int (range(trips),"
+            f" even with static bounds, is a run-time loop); or ")
   specs = (S((64, 64), jnp.float16), S((64, 128), jnp.float16))
   e1 = expect(pallas_epilogue, specs, mg.KernelTypeError, "bufs[e][...] =",
-              "cannot index bufs (a Python tuple of SMEM buffers) with a runtime value", case=1)
+              "cannot index bufs (a Python tuple of SMEM buffers) with a runtime value", case=1, trips=65)
   e2 = expect(pallas_epilogue, specs, mg.KernelTypeError, "scales[e]",
-              "cannot index scales (a Python tuple) with a runtime value", case=2)
+              "cannot index scales (a Python tuple) with a runtime value", case=2, trips=65)
   e3 = expect(pallas_epilogue, specs, mg.KernelTypeError, "acc[e * 32",
-              "a window of acc needs static bounds; this one starts or ends at a run-time value", case=3)
+              "a window of acc needs static bounds; this one starts or ends at a run-time value", case=3, trips=65)
   for e in (e1, e2, e3):
     assert e.hint.startswith(unroll), e.hint
 

@@ -13,7 +13,11 @@ array and a flag); a use no static test guards is MG003 at the use, in the user'
 user's called on run-time values, in the kernel's module or another, a closure a factory made, a partial of one,
 a method or a callable instance of the user's class, a module-level lambda in a dict of activations, is an inline
 helper, as a def or lambda of the kernel's body already was (it was MG003 "cannot take a register tensor inside a
-kernel", hinting @ml.inline); so is one as a lax.fori_loop body or an ml.associative_scan combine."""
+kernel", hinting @ml.inline); so is one as a lax.fori_loop body or an ml.associative_scan combine. (6) `for j in
+range(n)` of static bounds (at most 64 trips) whose body indexes a Python list or tuple by the loop index (`tiles[j]`,
+`WEIGHTS[j]`, `W[k]` of `k = 2 * j`) or grows a list (`outs.append(v)`) is unrolled, as Python runs it (it was MG003
+"cannot index tiles (a Python list) with a runtime value" or MG005 "outs is rebound inside a runtime loop to a list
+of 1", whose hints wrote ml.static_range)."""
 import functools
 import inspect
 import itertools
@@ -382,3 +386,44 @@ def test_plain_helpers_on_the_gpu_match_numpy():
   x = _input((16, 128), seed=16)
   np.testing.assert_allclose(np.asarray(plain_helpers(x, act="leaky")), _plain_reference(x, "leaky"), rtol=1e-4,
                              atol=1e-4)
+
+
+# ---------------------------------------------------------------- range loops whose body needs a static index
+TAPS = (0.5, 0.25, 0.125, 0.0625)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x, **k: (x.shape[0] // 8,))
+def range_over_tiles(x, o, *, parts: ml.constexpr = 4):
+  r = ml.ds(ml.program_id(0) * 8, 8)
+  width = x.shape[1] // parts
+  tiles = [x[r, j * width:(j + 1) * width].astype(jnp.float32) for j in range(parts)]
+  acc = jnp.zeros((8, width), jnp.float32)
+  for j in range(parts):
+    k = (j + 1) % parts
+    acc += tiles[j] * TAPS[j] + tiles[k] * TAPS[k]
+  outs = []
+  for j in range(parts):
+    outs.append(acc * (j + 1))
+  o[r, :] = jnp.concatenate(outs, axis=-1).astype(o.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8, 2), x.dtype), grid=(1,))
+def range_too_long_to_unroll(x, o):
+  cols = [x[:, j:j + 1] for j in range(x.shape[1])]
+  acc = cols[0]
+  for j in range(1, x.shape[1]):
+    acc = acc + cols[j]
+  o[...] = jnp.concatenate([acc, acc], axis=1)
+
+
+def test_a_range_loop_whose_body_needs_a_static_index_is_unrolled():
+  """The first loop was MG003 "cannot index tiles (a Python list) with a runtime value", the second MG005 "outs is
+  rebound inside a runtime loop to a list of 1"; a loop of more than 64 trips keeps its error and hint."""
+  x = _input((16, 128), BF16, seed=17)
+  t = np.asarray(x, np.float32).reshape(16, 4, 32)
+  acc = sum(t[:, j] * TAPS[j] + t[:, (j + 1) % 4] * TAPS[(j + 1) % 4] for j in range(4))
+  want = np.concatenate([acc * (j + 1) for j in range(4)], axis=1)
+  np.testing.assert_allclose(np.asarray(range_over_tiles(x, interpret=True), np.float32), want, rtol=2e-2, atol=2e-2)
+  range_over_tiles.check(S((16, 128), BF16))
+  expect(range_too_long_to_unroll, [S((8, 100), F32)], mg.KernelTypeError, "cols[j]",
+         "cannot index cols (a Python list) with a runtime value")

@@ -1,0 +1,90 @@
+"""`for j in range(n)` of static bounds whose body needs `j` static (probe 52b): a Python list or tuple indexed by
+the loop index (`tiles[j]`, `W[j]` of a tuple of weights, `bufs[j % 2]`), a register tensor's window bounded by it
+(`acc[j * 32:(j + 1) * 32]`), or a list grown in the body (`outs.append(v)`, `outs += [v]`, `outs = outs + [v]`). A kernel's `range` is a run-time loop, where such a body is
+MG003 ("cannot index tiles with a runtime value") or MG005 (a list's length cannot change); Python, and a Pallas
+kernel, run it as written, so the loop is unrolled instead, as `ml.static_range` would (at most UNROLL trips;
+longer loops keep their error, whose hint writes ml.static_range). A body that needs neither stays a run-time
+loop, so loops that compile today compile as they did."""
+from __future__ import annotations
+
+import ast
+
+UNROLL = 64
+_GROW = ("append", "extend", "insert")
+
+
+def _walk(stmts):
+  """The nodes of `stmts`, not those of nested functions (their own scopes)."""
+  todo = list(stmts)
+  while todo:
+    n = todo.pop()
+    yield n
+    todo.extend(c for c in ast.iter_child_nodes(n) if not isinstance(c, (ast.FunctionDef, ast.Lambda,
+                                                                          ast.AsyncFunctionDef, ast.ClassDef)))
+
+
+def _reads(node, names) -> bool:
+  return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+
+
+def _static_container(tracer, name) -> bool:
+  if name in tracer.env:
+    v = tracer.env[name]
+  elif name in getattr(tracer, "local_names", ()):
+    return False
+  else:
+    v = tracer.scope.get(name)
+  return isinstance(v, (tuple, list, dict, str))
+
+
+def unrolled(tracer, node: ast.For, fn, bounds):
+  """ml.static_range where `fn` is range of static `bounds` (at most UNROLL trips) whose body needs a static index,
+  else `fn`."""
+  from .ops import control as ctl
+  if fn is range and all(type(x) is int for x in bounds) and bounds[2] and \
+      len(range(*bounds)) <= UNROLL and needs_static_index(tracer, node):
+    return ctl.static_range
+  return fn
+
+
+def _register(v) -> bool:
+  from .ops.base import is_value
+  from .types import TensorType
+  return is_value(v) and isinstance(v.type, TensorType)
+
+
+def needs_static_index(tracer, node: ast.For) -> bool:
+  """Whether the body of `node` (a for over range(...), its target a name) indexes a static container by the loop
+  index (or a name computed from it), or grows a list."""
+  body = list(_walk(node.body))
+  index = {node.target.id}
+  grew = True
+  while grew:                 # names computed from the index: k = j * 2, then tiles[k]
+    grew = False
+    for n in body:
+      if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and n.value is not None and _reads(n.value, index):
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+        for t in targets:
+          for m in ast.walk(t):
+            if isinstance(m, ast.Name) and m.id not in index:
+              index.add(m.id)
+              grew = True
+  for n in body:
+    if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and isinstance(n.ctx, ast.Load) and \
+        _reads(n.slice, index) and _static_container(tracer, n.value.id):
+      return True
+    if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and _register(tracer.env.get(n.value.id)) \
+        and any(isinstance(s, ast.Slice) and _reads(s, index) for s in ast.walk(n.slice)):
+      return True             # acc[j * 32:(j + 1) * 32]: a window of a register tensor has static bounds
+    if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _GROW and \
+        isinstance(n.func.value, ast.Name) and isinstance(tracer.env.get(n.func.value.id), list):
+      return True
+    if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and isinstance(n.op, ast.Add) and \
+        isinstance(tracer.env.get(n.target.id), (list, tuple)):
+      return True
+    if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and \
+        isinstance(n.value, ast.BinOp) and isinstance(n.value.op, ast.Add) and \
+        isinstance(tracer.env.get(n.targets[0].id), (list, tuple)) and \
+        any(isinstance(s, (ast.List, ast.Tuple)) for s in (n.value.left, n.value.right)):
+      return True
+  return False
