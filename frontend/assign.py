@@ -292,6 +292,7 @@ class Assignments:
         raise E.UnsupportedSyntaxError(
             "starred unpacking is not supported in a kernel", self.loc(target.elts[starred[0]]),
             hint=f"index instead: {self._index_instead(target, value_node, starred[0])}")
+      value = tuple(value) if isinstance(value, DICT_VIEWS) else value      # a, b = d.values(): its items
       value = _rows(self, value, value_node, len(target.elts))   # a, b = x.at[0:2]: its rows, as Python's
       if not isinstance(value, (tuple, list)) or len(value) != len(target.elts):
         raise _unpack_error(self, target, value, value_node)

@@ -264,6 +264,16 @@ def starred_parts(x, heads, o):
   o[r, :] = jnp.concatenate([first * n_heads, a, *mid, b + sum(mid)], axis=1) + bias
 
 
+CONFIG = {"scale": 2.0, "shift": 1.0}
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def unpacked_config(x, o):
+  scale, shift = CONFIG.values()
+  (first, *_), *rest = CONFIG.items()
+  o[...] = x[...] * scale + shift + len(first) + len(rest)
+
+
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
 def starred_too_few(x, o):
   a, b, *rest, c = x.shape
@@ -278,6 +288,8 @@ def test_starred_unpacking_unpacks_as_python():
   want = np.concatenate([p[0] * 4, p[1], p[2], p[3] + p[2]], axis=1) + (hs[0] + hs[1:].sum(0) * 1)
   np.testing.assert_allclose(np.asarray(starred_parts(x, h, interpret=True)), want, rtol=1e-5, atol=1e-5)
   starred_parts.check(S((16, 128), BF16), S((4, 128), BF16))
+  np.testing.assert_array_equal(np.asarray(unpacked_config(x, interpret=True)), xs * 2 + 1 + 5 + 1)   # (MG003:
+  # "cannot unpack a Python dict_values into 2 names")
   expect(starred_too_few, [S((8, 128), F32)], mg.KernelTypeError, "a, b, *rest, c",
          "cannot unpack a Python tuple of 2 values into 3 names and a starred one (Python's ValueError: not enough values"
          " to unpack)", hint="unpack at most 2 names besides the starred one")
