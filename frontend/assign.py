@@ -98,6 +98,16 @@ def nothing_used(tracer, sub) -> None:
 class Assignments:
   """The assignment statements of the Tracer (which provides eval, lookup, binop, loc, cx, text)."""
 
+  def visit_Delete(self, node):
+    """`del v` (Pallas's `del unused_ref`, probe 52b): the names are unbound from here on, as Python's; a read after
+    it is MG004. `del d[k]`, `del t[i]` and attributes stay MG001 (a kernel's dicts and lists are values)."""
+    if not all(isinstance(t, ast.Name) for t in node.targets):
+      return self.generic_visit(node)
+    for t in node.targets:
+      self.lookup(t.id, t)           # (a name not bound: Python's NameError, as MG004 or MG002)
+      self.env[t.id] = Unbound("it is deleted", message=f"{t.id} is read after `del {t.id}` (line {self.loc(node).lineno})",
+                               hint=f"read {t.id} before the del, or drop the del")
+
   def visit_Assign(self, node):
     self.stmt = node
     t = node.targets[0]

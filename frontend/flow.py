@@ -28,6 +28,7 @@ from .ops.elementwise import astype
 from .ops.elementwise_checks import method_on
 from .ops.memory import index_operand
 from .short_circuit import as_condition
+from .stmt_hints import one_element_hint
 from .types import RefType, ScalarType, TensorType, dtype_name, resolve
 
 
@@ -654,7 +655,7 @@ def _trace_while_once(tracer, node, loc, assigned, forced, widened):
       raise E.KernelTypeError(
           f"a while condition must be a boolean scalar, got {value_words(cond)}", tracer.loc(node.test),
           hint=f"compare it: while {tracer.nonzero(written)}:" if isinstance(cond.type, ScalarType) else
-          tracer.one_element_hint(written, cond, "while") or
+          one_element_hint(tracer, written, cond, "while") or
           tensor_condition_hint(tracer.text(written), cond, "while"))
     with padded_tiles.carrying(b, inits):
       b.emit(ctl.Condition, cond, cond_args, loc=loc)

@@ -35,3 +35,14 @@ def reraised(tracer, node, err: E.KernelError) -> E.KernelError:
       f"{tracer.text(node)} uses {hit}, an input the call passed as None", err.loc,
       hint=f"guard its uses with `if {hit} is not None:` (a static test: each call compiles the kernel for what it"
            f" passes), or pass an array for {hit}")
+
+
+def evaluated(tracer, node, method):
+  """`method(node)` (the tracer's eval_ of `node`), its KernelError put in these words where it is one of a use."""
+  try:
+    return method(node)
+  except E.KernelError as e:
+    got = reraised(tracer, node, e)
+    if got is e:
+      raise
+    raise got from None

@@ -193,3 +193,15 @@ def static_while_break_hint(cond, why) -> str:
           f" and only a static condition can end it; for a run-time exit, fold it into the condition: found = 0"
           f" before the loop, {loop}, and found = ml.where({why}, 1, found) where the"
           f" break was (the rest of the body under if found == 0:)")
+
+
+def one_element_hint(tracer, test, cond, word) -> str | None:
+  """For a condition that is a one-element tensor other than a scalar's: its element is the scalar a condition
+  needs."""
+  from .ops.base import one_element
+  if not one_element(cond.type.shape):
+    return None
+  text = tracer.text(test)
+  simple = isinstance(test, (ast.Name, ast.Call, ast.Subscript, ast.Attribute))
+  at = ", ".join("0" * len(cond.type.shape))
+  return f"its one element is the scalar: {word} {text if simple else f'({text})'}[{at}]:"

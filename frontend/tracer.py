@@ -31,6 +31,7 @@ from .short_circuit import (as_condition, chain_rest, is_bool_scalar, is_number_
 from .source import QUOTE_DEPTH, Source, nests_deeper, numbers_as_written
 from .stmt_hints import in_hint
 from .py_scalars import member
+from .stmt_hints import one_element_hint
 from .subscripts import Subscripts
 from .types import RefType, ScalarType, TensorType, resolve
 
@@ -318,7 +319,7 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
       raise E.KernelTypeError(
           f"an if condition must be a Python value or a boolean scalar, got {value_words(cond)}",
           self.loc(node.test), hint=f"compare it: {self._if_word(node)} {self.nonzero(node.test)}:" if scalar else
-          self.one_element_hint(node.test, cond, self._if_word(node)) or
+          one_element_hint(self, node.test, cond, self._if_word(node)) or
           tensor_condition_hint(self.text(node.test), cond, self._if_word(node)))
     try:
       trace_if(self, node, cond)
@@ -336,16 +337,6 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
     if one is None:
       return cond
     return ew.truth(self.cx(test), one) if is_number_scalar(one) else one
-
-  def one_element_hint(self, test, cond, word) -> str | None:
-    """For another one-element tensor: its element is the scalar a condition needs."""
-    from .ops.base import one_element
-    if not one_element(cond.type.shape):
-      return None
-    text = self.text(test)
-    simple = isinstance(test, (ast.Name, ast.Call, ast.Subscript, ast.Attribute))
-    at = ", ".join("0" * len(cond.type.shape))
-    return f"its one element is the scalar: {word} {text if simple else f'({text})'}[{at}]:"
 
   def _if_word(self, node) -> str:
     """'elif' for an if statement written as an elif, else 'if'."""
@@ -434,14 +425,8 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
       self.generic_visit(node)
     if not getattr(self.b, "none_inputs", ()):
       return method(node)
-    try:
-      return method(node)
-    except E.KernelError as e:    # b[...] of an input passed as None: said so (none_inputs.py)
-      from .none_inputs import reraised
-      got = reraised(self, node, e)
-      if got is e:
-        raise
-      raise got from None
+    from .none_inputs import evaluated    # b[...] of an input passed as None: said so
+    return evaluated(self, node, method)
 
   def eval_Constant(self, node):
     return node.value

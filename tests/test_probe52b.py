@@ -17,7 +17,8 @@ kernel", hinting @ml.inline); so is one as a lax.fori_loop body or an ml.associa
 range(n)` of static bounds (at most 64 trips) whose body indexes a Python list or tuple by the loop index (`tiles[j]`,
 `WEIGHTS[j]`, `W[k]` of `k = 2 * j`) or grows a list (`outs.append(v)`) is unrolled, as Python runs it (it was MG003
 "cannot index tiles (a Python list) with a runtime value" or MG005 "outs is rebound inside a runtime loop to a list
-of 1", whose hints wrote ml.static_range)."""
+of 1", whose hints wrote ml.static_range). (7) `del name` (Pallas's `del scratch_ref` of a parameter the kernel does
+not use) unbinds the name, as Python's; a read after it is MG004 (it was MG001 "del is not supported")."""
 import functools
 import inspect
 import itertools
@@ -439,3 +440,31 @@ def test_a_range_loop_whose_body_needs_a_static_index_is_unrolled():
   range_over_tiles.check(S((16, 128), BF16))
   expect(range_too_long_to_unroll, [S((8, 100), F32)], mg.KernelTypeError, "cols[j]",
          "cannot index cols (a Python list) with a runtime value")
+
+
+# ---------------------------------------------------------------- del
+@mg.mgpu_kernel(out_shape=lambda x, s: x, grid=lambda x, s: (x.shape[0] // 8,))
+def deletes_unused(x_ref, scratch_ref, o_ref):
+  del scratch_ref                                    # Pallas's habit for a parameter the kernel does not use
+  r = ml.ds(ml.program_id(0) * 8, 8)
+  v = x_ref[r, :]
+  tmp, v = v, v * 2
+  del tmp
+  o_ref[r, :] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def reads_after_del(x, o):
+  v = x[...]
+  del v
+  o[...] = v * 2
+
+
+def test_del_unbinds_names_as_python():
+  """`del scratch_ref` was MG001 "del is not supported in a kernel" (hint: drop the del)."""
+  x = _input((16, 128), seed=18)
+  np.testing.assert_array_equal(np.asarray(deletes_unused(x, x[:1], interpret=True)), 2 * np.asarray(x))
+  deletes_unused.check(S((16, 128), F16), S((1, 128), F16))
+  line = where(reads_after_del, "del v")[0]
+  expect(reads_after_del, [S((8, 128), F32)], mg.UnboundNameError, "v * 2", f"v is read after `del v` (line {line})",
+         hint="read v before the del, or drop the del")
