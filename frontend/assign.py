@@ -15,6 +15,8 @@ from .types import RefType, Space, TensorType, resolve
 
 
 DICT_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))   # static while tracing, as dicts
+ITERATORS = (type(reversed(())), type(reversed([])), type(zip()), type(map(abs, ())), type(iter(())),
+             type(iter([])), type(enumerate(())))        # (a builtin's items, as a tuple of them: zip(*pairs))
 
 
 def holds_value(x) -> bool:
@@ -302,7 +304,7 @@ class Assignments:
         raise E.UnsupportedSyntaxError(
             "starred unpacking is not supported in a kernel", self.loc(target.elts[starred[0]]),
             hint=f"index instead: {self._index_instead(target, value_node, starred[0])}")
-      value = tuple(value) if isinstance(value, DICT_VIEWS) else value      # a, b = d.values(): its items
+      value = tuple(value) if isinstance(value, (*DICT_VIEWS, *ITERATORS)) else value   # a, b = zip(*pairs)
       value = _rows(self, value, value_node, len(target.elts))   # a, b = x.at[0:2]: its rows, as Python's
       if not isinstance(value, (tuple, list)) or len(value) != len(target.elts):
         raise _unpack_error(self, target, value, value_node)
@@ -605,7 +607,7 @@ def _starred_items(tracer, value, value_node):
   unpacks them); None for other values (their MG001)."""
   if isinstance(value, (tuple, list)):
     return list(value)
-  if isinstance(value, (range, dict, str, *DICT_VIEWS)):
+  if isinstance(value, (range, dict, str, *DICT_VIEWS, *ITERATORS)):
     return list(value)
   if is_value(value) and isinstance(value.type, (RefType, TensorType)) and value.type.shape and \
       isinstance(value.type.shape[0], int) and 0 < value.type.shape[0] <= 64:

@@ -16,7 +16,7 @@ import numpy as np
 from . import errors as E
 from . import missing, nan_name_hints, random_hints
 from .scan_hints import scan_hint  # jnp.cumulative_sum, jnp.maximum.accumulate, lax.cumlogsumexp
-from .assign import DICT_VIEWS, holds_value
+from .assign import DICT_VIEWS, ITERATORS as _ITERATORS, holds_value
 from .builder import Call
 from .dot_hints import dot_hint
 from .dtypes import DType, to_dtype
@@ -46,8 +46,6 @@ _PY_BUILTIN_FNS = frozenset(f for f in PY_BUILTINS.values() if isinstance(f, typ
     builtins.enumerate, builtins.reversed, builtins.int, builtins.float, builtins.bool))
 
 
-_ITERATORS = (type(reversed(())), type(reversed([])), type(zip()), type(map(abs, ())), type(iter(())),
-              type(iter([])), type(enumerate(())))        # (a builtin's items, as a tuple of them)
 _ITERATE_FIRST = (builtins.sorted, builtins.list, builtins.tuple, builtins.reversed, builtins.enumerate,
                   builtins.any, builtins.all, builtins.sum)
 
@@ -465,8 +463,9 @@ class Calls:
         return round_to_int(cx, args[0])
       if fn is builtins.round and is_value(args[0]):   # round(v), round(v, 2) of an array, as numpy: ml.round
         return BUILTINS["round"].apply(cx, args, {"decimals": kwargs.pop("ndigits")} if "ndigits" in kwargs else kwargs)
-      if fn is builtins.sum and args and isinstance(args[0], (tuple, list)) and len(args) <= 2 and not kwargs:
-        total = args[1] if len(args) == 2 else 0        # Python's sum: start + a + b + ...
+      if fn is builtins.sum and args and isinstance(args[0], (tuple, list)) and len(args) + len(kwargs) <= 2 and \
+          set(kwargs) <= {"start"}:
+        total = args[1] if len(args) == 2 else kwargs.get("start", 0)    # Python's sum: start + a + b + ...
         for v in args[0]:
           total = ew.binary(cx, ew.BinOp.ADD, total, v) if holds_value(total) or holds_value(v) else total + v
         return total

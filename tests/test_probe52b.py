@@ -87,6 +87,13 @@ def paired_maxima(x, o):
   o[...] = sum(itertools.starmap(jnp.maximum, pairs)) + sum(reversed(tiles))
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S((8, x.shape[1]), x.dtype), grid=(1,))
+def transposed_pairs(x, o):
+  tiles = [x[i * 8:(i + 1) * 8, :] for i in range(4)]
+  firsts, seconds = zip(*[(a, b) for a, b in zip(tiles, reversed(tiles))])
+  o[...] = sum(firsts, start=tiles[0]) - sum(seconds[:2])
+
+
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
 def clipped_in_a_loop(x, o):
   r = ml.ds(ml.program_id(0) * 8, 8)
@@ -125,7 +132,9 @@ def test_map_accumulate_starmap_and_builtins_over_iterators_of_tiles():
                              np.maximum(t[0], t[1]) + np.maximum(t[2], t[3]) + t.sum(0), rtol=1e-5, atol=1e-5)
   want = np.asarray(x, np.float64) * 1.5 ** 3
   np.testing.assert_allclose(np.asarray(clipped_in_a_loop(x, interpret=True)), np.maximum(want, 0), rtol=1e-5)
-  for k in (mapped_and_accumulated, paired_maxima, clipped_in_a_loop):
+  np.testing.assert_allclose(np.asarray(transposed_pairs(x, interpret=True)), t[0] + t.sum(0) - t[3] - t[2],
+                             rtol=1e-5, atol=1e-5)     # (MG003 "cannot unpack a Python zip"; sum(start=) MG001)
+  for k in (mapped_and_accumulated, paired_maxima, clipped_in_a_loop, transposed_pairs):
     k.check(S((32, 128), F16))
   assert "mosaic_gpu" in jax.export.export(jax.jit(paired_maxima), platforms=["cuda"])(S((32, 128), F16)).mlir_module()
 
