@@ -49,6 +49,8 @@ def call_inline(tracer, node, fn, args, kwargs):
   if ours:              # mgpu_dsl's own helper (a jnp form's): located at the user's call, which it computes
     child.at_call, child.call_text = loc, tracer.call_text or tracer.text(node)
   child.env = {**fn.closure(), **bound.arguments} if isinstance(fn, LocalFunction) else dict(bound.arguments)
+  from .none_inputs import passed_on
+  child.none_names = passed_on(tracer, node, sig, bound, isinstance(fn, BoundInline))   # (an input passed as None)
   before = len(tracer.errors)
   child.local_names = local_names(tree.body)
   child.body = tree.body

@@ -236,6 +236,15 @@ def copies_none(x, b, o):
   o[...] = x[...] + s[...]
 
 
+def _add_bias(acc, bias):
+  return acc + bias[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, b: x, grid=(1,))
+def none_into_a_helper(x, b_ref, o):
+  o[...] = _add_bias(x[...], b_ref)
+
+
 def test_an_unguarded_use_of_an_input_passed_as_none_is_reported_at_the_use():
   """They said "b has no attribute 'shape'" (MG002, hint "check the spelling"), "+ cannot take a Python
   NoneType" and "ml.copy source must be a ref ..., got a Python NoneType"."""
@@ -250,6 +259,14 @@ def test_an_unguarded_use_of_an_input_passed_as_none_is_reported_at_the_use():
          " None", hint=hint)
   x = _input((128,), seed=9)
   np.testing.assert_allclose(np.asarray(reads_none_shape(x, x, interpret=True)), 128 * np.asarray(x), rtol=1e-6)
+  with pytest.raises(mg.KernelTypeError) as info:       # in a helper: named as the helper and the kernel name it
+    none_into_a_helper.check(S((128,), F32), None)
+  e = info.value
+  lines, first = inspect.getsourcelines(_add_bias)
+  assert (e.lineno, e.col_offset) == (first + 1, lines[1].index("bias[...]"))
+  assert e.message == "bias[...] uses bias, which is b_ref, an input the call passed as None"
+  assert e.hint == ("guard its uses with `if bias is not None:` (a static test: each call compiles the kernel for"
+                    " what it passes), or pass an array for b_ref")
 
 
 @pytest.mark.gpu
