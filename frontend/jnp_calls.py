@@ -180,6 +180,20 @@ def _stack(a):
   return f"ml.concatenate([{', '.join(f'{{{i}}}[{idx}]' for i in range(len(xs)))}], axis={axes[0]})", list(xs)
 
 
+def stacked_array(a):
+  """jnp.array / jnp.asarray of a list or tuple of register values of one shape: their stack (probe 52b; called
+  by jnp_forms' forms of jnp.array and jnp.asarray)."""
+  xs = a["object"]
+  if not isinstance(xs, (tuple, list)) or not xs or not all(_ndim(x) is not None for x in xs) or \
+      a.get("order") not in (None, "K", "A", "C") or a.get("ndmin") not in (None, 0) or \
+      a.get("device") is not None or a.get("out_sharding") is not None:
+    return None
+  got = _stack({"arrays": xs, "axis": 0})
+  if got is None or a.get("dtype") is None:
+    return got
+  return f"({got[0]}).astype({{{len(xs)}}})", [*got[1], a["dtype"]]
+
+
 def _permute(a, src, dst):
   n = _ndim(a)
   s, d = _axes(src, n), _axes(dst, n)

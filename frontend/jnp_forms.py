@@ -329,16 +329,24 @@ FORMS = {
     ("jnp", "copysign"): (("x1", "x2"), _copysign),
     ("jnp", "isclose"): (("a", "b", "rtol", "atol", "equal_nan"), _isclose),
     ("jax.nn", "one_hot"): (("x", "num_classes", "dtype", "axis"), _one_hot),
-    ("jnp", "asarray"): (("a", "dtype"), lambda a: None if _dtype(a["a"]) is None else (
+    ("jnp", "asarray"): (("a", "dtype"), lambda a: _stacked({**a, "object": a["a"]}) if isinstance(a["a"], (
+        tuple, list)) else None if _dtype(a["a"]) is None else (
         "{0}" if a["dtype"] is None else "{0}.astype({1})", [a["a"], a["dtype"]])),
     ("jnp", "arange"): (("start", "stop", "step", "dtype", "device", "out_sharding"), _arange),
-    ("jnp", "array"): (("object", "dtype", "copy", "order", "ndmin", "device", "out_sharding"), lambda a: None if (
+    ("jnp", "array"): (("object", "dtype", "copy", "order", "ndmin", "device", "out_sharding"), lambda a: _stacked(
+        a) if isinstance(a["object"], (tuple, list)) else None if (
         _dtype(a["object"]) is None or a["ndmin"] or a["order"] not in (None, "K", "A", "C") or a["device"] is not None
         or a["out_sharding"] is not None) else ("{0}" if a["dtype"] is None else "{0}.astype({1})",
                                                 [a["object"], a["dtype"]])),     # (a register value: asarray's)
     ("jnp", "astype"): (("x", "dtype", "copy", "device"), lambda a: None if a["device"] is not None else (
         "{0}.astype({1})", [a["x"], a["dtype"]])),     # the array API's function of x.astype(dtype)
 }
+
+def _stacked(a):
+  """jnp.array([t0, t1]) of register values: their stack (probe 52b)."""
+  from .jnp_calls import stacked_array
+  return stacked_array(a)
+
 
 # jnp's and lax's functions that are an operator of the DSL, which computes it as jnp does (jnp_calls._OPERATORS)
 OPERATORS = {

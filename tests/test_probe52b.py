@@ -91,7 +91,8 @@ def paired_maxima(x, o):
 def transposed_pairs(x, o):
   tiles = [x[i * 8:(i + 1) * 8, :] for i in range(4)]
   firsts, seconds = zip(*[(a, b) for a, b in zip(tiles, reversed(tiles))])
-  o[...] = sum(firsts, start=tiles[0]) - sum(seconds[:2])
+  o[...] = sum(firsts, start=tiles[0]) - sum(seconds[:2]) + jnp.array(tiles).sum(0) - jnp.asarray(
+      tiles, jnp.float32).max(axis=0).astype(x.dtype)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
@@ -132,8 +133,9 @@ def test_map_accumulate_starmap_and_builtins_over_iterators_of_tiles():
                              np.maximum(t[0], t[1]) + np.maximum(t[2], t[3]) + t.sum(0), rtol=1e-5, atol=1e-5)
   want = np.asarray(x, np.float64) * 1.5 ** 3
   np.testing.assert_allclose(np.asarray(clipped_in_a_loop(x, interpret=True)), np.maximum(want, 0), rtol=1e-5)
-  np.testing.assert_allclose(np.asarray(transposed_pairs(x, interpret=True)), t[0] + t.sum(0) - t[3] - t[2],
-                             rtol=1e-5, atol=1e-5)     # (MG003 "cannot unpack a Python zip"; sum(start=) MG001)
+  np.testing.assert_allclose(np.asarray(transposed_pairs(x, interpret=True)), t[0] + t.sum(0) - t[3] - t[2]
+                             + t.sum(0) - t.max(0), rtol=1e-5, atol=1e-5)
+  # (MG003 "cannot unpack a Python zip"; sum(start=) MG001; jnp.array(tiles) MG003 "array cannot take a list")
   for k in (mapped_and_accumulated, paired_maxima, clipped_in_a_loop, transposed_pairs):
     k.check(S((32, 128), F16))
   assert "mosaic_gpu" in jax.export.export(jax.jit(paired_maxima), platforms=["cuda"])(S((32, 128), F16)).mlir_module()
