@@ -60,6 +60,10 @@ def call_inline(tracer, node, fn, args, kwargs):
     # a `return` at the end or under static conditions ends it; under run-time ifs, each path
     # binds the returned value (frontend/jumps.py)
     bare = all(n.value is None for n in ast.walk(tree) if isinstance(n, ast.Return))   # a helper that returns nothing
+    if (y := next((n for n in ast.walk(tree) if isinstance(n, (ast.Yield, ast.YieldFrom))), None)) is not None:
+      raise E.UnsupportedSyntaxError(       # (a plain generator of the user's, probe 52b: not "gives no value")
+          f"{tree.name} yields its values: a generator is not a helper a kernel can call", child.loc(y),
+          hint=f"return them instead, as a list or tuple built in {tree.name} (return [..., ...]), and iterate that")
     if bare and tracer.expr_stmt is None:      # ... whose value is used: `y = step(v)`, `o[...] = step(v)`
       raise E.KernelTypeError(
           f"{tree.name}(...) gives no value: {tree.name} has no return statement with a value, so its call is"

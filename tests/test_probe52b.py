@@ -421,6 +421,28 @@ def test_a_mistake_in_a_plain_helper_is_reported_at_its_line():
   assert f"{__file__}:{line}:{col}: in this call of _reshaped" in e.notes, e.notes
 
 
+def _scaled_parts(v):
+  for k in range(2):
+    yield v * k
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def calls_a_generator(x, o):
+  o[...] = sum(_scaled_parts(x[...]))
+
+
+def test_a_generator_helper_is_reported_at_its_yield():
+  """It said "_scaled_parts(...) gives no value: _scaled_parts has no return statement with a value"."""
+  with pytest.raises(mg.UnsupportedSyntaxError) as info:
+    calls_a_generator.check(S((8, 128), F32))
+  e = info.value
+  lines, first = inspect.getsourcelines(_scaled_parts)
+  assert (e.filename, e.lineno, e.col_offset) == (__file__, first + 2, lines[2].index("yield"))
+  assert e.message == "_scaled_parts yields its values: a generator is not a helper a kernel can call"
+  assert e.hint == ("return them instead, as a list or tuple built in _scaled_parts (return [..., ...]), and iterate"
+                    " that")
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
 def test_plain_helpers_on_the_gpu_match_numpy():
