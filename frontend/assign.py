@@ -162,6 +162,9 @@ class Assignments:
             f"accumulate with ml.atomic_add({ref}.at[{idx}], {sign}{self.text(node.value)}) (jnp's"
             f" {ref}.at[{idx}].add; repeated indices add up); for a window rather than indices, write"
             f" through the ref without .at: {ref}[{idx}] {'-' if sign else '+'}= ..."))
+      if isinstance(node.target.value, ast.Name) and isinstance(self.env.get(node.target.value.id), list) and \
+          self._list_item(node.target, self.binop(op, self.eval(node.target), self.eval(node.value), node)):
+        return                  # parts[0] += v of a list: the item rebound, as parts[0] = parts[0] + v (probe 52b)
       ref, index = self.subscript_target(node.target)
       if any(is_value(i) and isinstance(i.type, TensorType) for i in (index if isinstance(index, tuple) else (index,))):
         if ref.type.space == Space.GMEM and self._run_update(node, op, ref, index):
@@ -342,7 +345,7 @@ class Assignments:
     1:]` (a kernel's lists are values; refused, as += is, where another name still read holds the same list).
     False for anything else (tuples, dicts, refs, run-time indices: subscript_target reports them)."""
     stmt = getattr(self, "stmt", None)
-    if not (isinstance(target.value, ast.Name) and isinstance(stmt, ast.Assign)):
+    if not (isinstance(target.value, ast.Name) and isinstance(stmt, (ast.Assign, ast.AugAssign))):
       return False
     name = target.value.id
     cur = self.env.get(name)

@@ -88,8 +88,8 @@ def rebound_names(stmts, env) -> list[str]:
   out = assigned_names(stmts)
   for s in stmts:
     for node in ast.walk(s):
-      if isinstance(node, ast.Assign):
-        for t in node.targets:
+      if isinstance(node, (ast.Assign, ast.AugAssign)):      # (st[1] += v too: probe 52b)
+        for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
           if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and isinstance(env.get(t.value.id), list) \
               and t.value.id not in out:
             out.append(t.value.id)

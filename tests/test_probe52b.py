@@ -18,7 +18,8 @@ range(n)` of static bounds (at most 64 trips) whose body indexes a Python list o
 `WEIGHTS[j]`, `W[k]` of `k = 2 * j`) or grows a list (`outs.append(v)`) is unrolled, as Python runs it (it was MG003
 "cannot index tiles (a Python list) with a runtime value" or MG005 "outs is rebound inside a runtime loop to a list
 of 1", whose hints wrote ml.static_range). (7) `del name` (Pallas's `del scratch_ref` of a parameter the kernel does
-not use) unbinds the name, as Python's; a read after it is MG004 (it was MG001 "del is not supported")."""
+not use) unbinds the name, as Python's; a read after it is MG004 (it was MG001 "del is not supported"). (8)
+`parts[0] += v` of a list rebinds its item, as `parts[0] = parts[0] + v` does (it was MG003)."""
 import functools
 import inspect
 import itertools
@@ -518,3 +519,29 @@ def test_del_unbinds_names_as_python():
   line = where(reads_after_del, "del v")[0]
   expect(reads_after_del, [S((8, 128), F32)], mg.UnboundNameError, "v * 2", f"v is read after `del v` (line {line})",
          hint="read v before the del, or drop the del")
+
+
+# ---------------------------------------------------------------- augmented assignment of a list's item
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def list_items_updated(x, o):
+  r = ml.ds(ml.program_id(0) * 8, 8)
+  parts = [x[r, i * 64:(i + 1) * 64] for i in range(2)]
+  parts[0] += 1.0
+  parts[-1] *= 2.0
+  for _ in range(2):                     # a run-time loop carrying the list
+    parts[1] -= parts[0]
+  if ml.program_id(0) == 1:              # a run-time if merging it
+    parts[0] += 10.0
+  o[r, :] = jnp.concatenate(parts, axis=1)
+
+
+def test_augmented_assignment_of_a_list_item():
+  """`parts[0] += 1.0` was MG003 "parts is a Python list: lists in a kernel are values, so an item cannot be
+  assigned" (hint: rebuild it)."""
+  x = _input((16, 128), seed=19)
+  xs = np.asarray(x, np.float64)
+  a, b = xs[:, :64] + 1, xs[:, 64:] * 2
+  want = np.concatenate([a, b - 2 * a], 1)
+  want[8:16, :64] += 10
+  np.testing.assert_allclose(np.asarray(list_items_updated(x, interpret=True)), want, rtol=1e-5, atol=1e-5)
+  list_items_updated.check(S((16, 128), BF16))
