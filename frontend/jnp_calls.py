@@ -22,6 +22,7 @@ from .jnp_bits import BITS
 from .jnp_scipy import SCIPY
 from .jnp_math import MATH
 from .jnp_pad import PAD
+from .jnp_moves import MOVES
 from .lax_forms import FORMS as LAX_FORMS
 
 # the library functions that are ml's: (module as users spell it) -> {its name: ml's name}
@@ -239,6 +240,7 @@ SHAPED.update(MATH)           # jnp.sinh, jnp.arctanh, jnp.sinc, jax.nn.glu, ...
 SHAPED.update(BITS)           # jnp.nextafter, jnp.frexp, lax.reduce_precision, lax.lgamma, ...: jnp_bits.py
 SHAPED.update(SCIPY)          # jax.scipy.special.xlogy, entr, ndtr, jnp.divmod, jnp.vdot, ...: jnp_scipy.py
 SHAPED.update(PAD)            # jnp.pad of a register tensor (probe 51g): jnp_pad.py
+SHAPED.update(MOVES)          # jnp.hstack, jnp.array_split, jnp.rot90, lax.dynamic_slice, ... (probe 52c): jnp_moves.py
 
 
 def _form(lib, name):

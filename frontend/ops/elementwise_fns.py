@@ -10,7 +10,8 @@ import math as pymath
 from .. import errors as E
 from ..dtypes import DType, FLOAT8, INDEX, PY_FLOAT
 from ..types import TensorType, dtype_name, resolve
-from .base import builtin, check_register_value, dtype_arg, is_value, kind_of, named_builtin, one_element, shown
+from .base import (METHODS, Builtin, builtin, check_register_value, dtype_arg, is_value, kind_of, named_builtin,
+                   one_element, shown)
 from .arith_hints import divisor_guard
 from .elementwise import Arange, BinOp, Cast, CmpOp, UnOp, _like, astype, binary, compare, full_, unary, where_
 from .elementwise_checks import check_dtype_support, method_on
@@ -51,6 +52,38 @@ def bitcast(cx, x, dtype):
   from .broadcast_nd import small_cast
   return small_cast(cx, x, dtype, bitcast=True) or cx.b.emit(Cast, x, loc=cx.loc, types=[_like(x.type, dtype)],
                                                              names=[cx.name], bitcast=True).result
+
+
+def _view(cx, x, *args, **kwargs):
+  """The method `v.view(dtype)` of a register tensor (jax.Array's, and torch's of a dtype): `v`'s bits as
+  `dtype`. Of the same width ml.bitcast; of another width the last axis scales by the ratio of the widths, as
+  jnp's view scales it (float32 (8, 128) as uint16 is (8, 256), uint8 (8, 128) as uint32 is (8, 32)). A shape,
+  torch's `v.view(8, 128)`, is a reshape: MG003 saying so (probe 52c; a dtype was MG003 too)."""
+  from ..dtypes import to_dtype
+  from .shape import reshape_
+  name = cx.named(x, "v")
+  dtype = (args[0] if len(args) == 1 and not kwargs else kwargs.get("dtype") if set(kwargs) == {"dtype"} and not args
+           else None)
+  if dtype is None or to_dtype(dtype) is None and not isinstance(dtype, str):
+    shown_args = ", ".join([*(shown(a) for a in args), *(f"{k}={shown(v)}" for k, v in kwargs.items())])
+    raise E.KernelTypeError(f"{name}.view({shown_args}): view takes a dtype (jnp's: the same bits as another"
+                            " dtype), not a shape", cx.loc, hint=f"write {method_on(name)}.reshape({shown_args})")
+  check_register_value(cx, x, "view")
+  dst = dtype_arg(cx, dtype, f"{name}.view")
+  src = resolve(x.type.dtype) if is_value(x) else None
+  if not isinstance(x.type, TensorType) or not isinstance(src, DType) or src.bits == dst.bits or DType.bool_ in (
+      src, dst):
+    return bitcast.rule(cx, x, dst)
+  shape, k = tuple(x.type.shape), max(src.bits, dst.bits) // min(src.bits, dst.bits)
+  if not shape or src.bits < dst.bits and shape[-1] % k:
+    raise E.ShapeMismatchError(
+        f"{name}.view({dtype_name(dst)}) joins each {k} elements of the last axis into one, and {name}'s last axis"
+        f" is {shape[-1] if shape else 'missing'}", cx.loc,
+        hint=f"view a tensor whose last axis is a multiple of {k}, or ml.bitcast({name}, jnp.{dtype_name(dst)})"
+             f" of one of {dst.bits} bits")
+  if src.bits > dst.bits:         # each element splits into k along a new last axis, merged into the last one
+    return reshape_(cx, bitcast.rule(cx, x, dst), shape[:-1] + (shape[-1] * k,))
+  return bitcast.rule(cx, reshape_(cx, x, shape[:-1] + (shape[-1] // k, k)), dst)
 
 
 _UINT = {8: DType.u8, 16: DType.u16, 32: DType.u32}
@@ -460,3 +493,6 @@ def f8_scalar_to_f32(cx, x, src):
   negative = compare(cx, CmpOp.NE, sign, 0)
   subnormal = where_(cx, negative, unary(cx, UnOp.NEG, tiny), tiny)
   return where_(cx, compare(cx, CmpOp.EQ, e, 0), subnormal, normal)
+
+
+METHODS["view"] = Builtin(_view, "view")      # a method only: ml has no view (ml.bitcast is one)
