@@ -172,6 +172,17 @@ def run_l2_normalize(k):
   close(out[3:], (x / np.linalg.norm(x, axis=-1, keepdims=True))[3:])
 
 
+def run_rope_hstack(k):           # (probe 52c: jnp.hsplit and jnp.hstack of register tensors)
+  q, c, s = rand(32, 128), rand(32, 128), rand(32, 128)
+  qn = np.asarray(q)
+  close(k(q, c, s, interpret=True), qn * np.asarray(c) + np.hstack([-qn[:, 64:], qn[:, :64]]) * np.asarray(s))
+
+
+def run_bf16_bits(k):             # (probe 52c: v.view(jnp.uint32) of a register tensor)
+  x = rand(8, 128)
+  assert np.array_equal(np.asarray(k(x, interpret=True)), np.asarray(jnp.asarray(x, jnp.bfloat16)).view(np.uint16))
+
+
 def run_weight_grad(k):          # (probe 48c: partial sums per lock group)
   x, dy = rand(37, 128), rand(37, 128)
   dw, lock = k(x, dy, interpret=True)
@@ -538,6 +549,8 @@ CASES = [
     Case(L, "expert_slots", [S((300,), i32)], run=run_expert_slots),
     Case(L, "first_writer_wins", [S((384,), f32)], run=run_first_writer_wins),
     Case(L, "sum_into_bf16", [S((512,), jnp.bfloat16)], run=run_sum_into_bf16),
+    Case(L, "rope_hstack", [S((32, 128), f32)] * 3, run=run_rope_hstack),
+    Case(L, "bf16_bits", [S((8, 128), f32)], run=run_bf16_bits),
     Case("docs/autodiff.md", "square", [S((4096,), f32)], run=run_square),
     Case("docs/autodiff.md", "square_vjp", [S((4096,), f32), S((4096,), f32)], run=run_square_vjp),
 ]
