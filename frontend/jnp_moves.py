@@ -418,3 +418,69 @@ MOVES = {
     ("jax.lax", "collapse"): (("operand", "start_dimension", "stop_dimension"), _collapse),
     ("jax.lax", "broadcast"): (("operand", "sizes", "out_sharding"), _broadcast),
 }
+
+
+def _bits_axis(a, shape):
+  """(the rank the bits run along the last axis of, the transposition putting `axis` last, or "") for jnp.packbits /
+  unpackbits: axis=None of a vector, the last axis, or axis 0 of a 2-D tile (through ml.transpose); None otherwise."""
+  axis, rank = a["axis"], len(shape)
+  if a["bitorder"] not in ("big", "little") or rank not in (1, 2) or axis is None and rank != 1:
+    return None
+  axis = rank - 1 if axis is None else _axis(axis, rank)
+  if axis is None:
+    return None
+  return axis, ("" if axis == rank - 1 else "ml.transpose({}, (1, 0))")
+
+
+def _shifts(a, rank):
+  k = "(7 - ml.arange(8))" if a["bitorder"] == "big" else "ml.arange(8)"
+  return f"{k}.astype(ml.uint32)[{'None, ' * rank}:]"
+
+
+def _packbits(a):
+  """jnp.packbits: each 8 elements of the axis (nonzero: a 1 bit) one uint8, the first the highest bit ("big") or the
+  lowest ("little"); an axis not a multiple of 8 keeps its MG003 (jnp pads it with zeros)."""
+  x = a["a"]
+  shape = _shape(a, x)
+  got = None if shape is None or _kind(x) not in ("int", "bool") else _bits_axis(a, shape)
+  if got is None:
+    return None
+  axis, swap = got
+  n = shape[axis]
+  if n % 8:
+    return None
+  last = (swap.format("{0}") if swap else "{0}")
+  lead = tuple(shape[i] for i in range(len(shape)) if i != axis)
+  bits = f"({last} != 0).astype(ml.uint32).reshape({lead + (n // 8, 8)!r})"
+  form = f"ml.sum({bits} << {_shifts(a, len(lead) + 1)}, axis=-1).astype(ml.uint8)"
+  return (swap.format(form) if swap else form), [x]
+
+
+def _unpackbits(a):
+  """jnp.unpackbits of uint8: each element 8 elements of 0 and 1 along the axis, its highest bit first ("big") or its
+  lowest; count= keeps the first count (a negative one drops that many from the end; more pads with zeros)."""
+  x, count = a["a"], a["count"]
+  shape = _shape(a, x)
+  got = None if shape is None or str(getattr(x.type, "dtype", "")) != "uint8" else _bits_axis(a, shape)
+  if got is None or not (count is None or _int(count)):
+    return None
+  axis, swap = got
+  last = (swap.format("{0}") if swap else "{0}")
+  lead = tuple(shape[i] for i in range(len(shape)) if i != axis)
+  n = shape[axis] * 8
+  form = (f"((({last}.astype(ml.uint32)[..., None] >> {_shifts(a, len(lead) + 1)}) & 1).astype(ml.uint8)"
+          f".reshape({lead + (n,)!r}))")
+  if count is not None:
+    keep = count if count >= 0 else max(n + count, 0)
+    if keep == 0:
+      return None
+    idx = ":, " * len(lead)
+    form = (f"{form}[{idx}:{keep}]" if keep <= n else
+            f"ml.concatenate([{form}, ml.zeros({lead + (keep - n,)!r}, ml.uint8)], axis={len(lead)})")
+  return (swap.format(form) if swap else form), [x]
+
+
+MOVES.update({
+    ("jnp", "packbits"): (("a", "axis", "bitorder"), _packbits),
+    ("jnp", "unpackbits"): (("a", "axis", "count", "bitorder"), _unpackbits),
+})

@@ -66,7 +66,8 @@ def array_api_moves(x, out):
   out[...] = jnp.append(w[:, :100], jnp.dstack([w[:, 100:]])[:, :, 0], axis=1)
 
 
-@mg.mgpu_kernel(out_shape=lambda kv: [S((kv.shape[0], kv.shape[2]), kv.dtype)] * 2, grid=lambda kv: (kv.shape[0] // 16,))
+@mg.mgpu_kernel(out_shape=lambda kv: [S((kv.shape[0], kv.shape[2]), kv.dtype)] * 2,
+                grid=lambda kv: (kv.shape[0] // 16,))
 def unstack_kv(kv, k, v):
   r = ml.ds(ml.program_id(0) * 16, 16)
   a, b = jnp.unstack(kv.at[r][...], axis=1)
@@ -281,6 +282,36 @@ def test_view_of_a_shape_or_a_ragged_row_is_reported():
               " of 32 bits")
 
 
+# ---------------------------------------------------------------- jnp.packbits / unpackbits: 1-bit weights
+@mg.mgpu_kernel(out_shape=lambda x, order: (S((x.shape[0], x.shape[1] // 8), jnp.uint8),
+                                            S((x.shape[0] // 8, x.shape[1]), jnp.uint8)))
+def sign_bits(x, rows, cols, *, order: ml.constexpr = "big"):
+  v = x[...]
+  rows[...] = jnp.packbits(v > 0, axis=-1, bitorder=order)
+  cols[...] = jnp.packbits((v > 0).astype(jnp.int32), axis=0, bitorder=order)
+
+
+@mg.mgpu_kernel(out_shape=lambda b, count: S((b.shape[0], count if count >= 0 else b.shape[1] * 8 + count),
+                                            jnp.bfloat16))
+def binary_dequant(b, out, *, count: ml.constexpr = 128):
+  """A 1-bit weight's +-1, unpacked from its bytes (count= keeps the first count columns, or pads with zeros)."""
+  out[...] = (jnp.unpackbits(b[...], axis=1, count=count).astype(jnp.float32) * 2 - 1).astype(jnp.bfloat16)
+
+
+@pytest.mark.parametrize("order", ["big", "little"])
+def test_packbits_and_unpackbits(order):
+  x = _rand((64, 128), seed=17)
+  rows, cols = sign_bits(x, order=order, interpret=True)
+  _same(rows, np.packbits(x > 0, axis=-1, bitorder=order))
+  _same(cols, np.packbits(x > 0, axis=0, bitorder=order))
+  b = np.random.default_rng(18).integers(0, 256, (64, 16)).astype(np.uint8)
+  for count in (128, 100, -28, 160):
+    want = (jnp.unpackbits(b, axis=1, count=count).astype(F32) * 2 - 1).astype(jnp.bfloat16)
+    _same(binary_dequant(b, count=count, interpret=True), want)
+  _export(sign_bits, S((64, 128), F32), order=order)
+  _export(binary_dequant, S((64, 16), jnp.uint8), count=100)
+
+
 # ---------------------------------------------------------------- on the GPU
 @pytest.mark.gpu
 def test_data_movement_forms_on_the_gpu():
@@ -288,7 +319,12 @@ def test_data_movement_forms_on_the_gpu():
   y = _rand((32, 40), seed=16)
   for kernel, args, cx in ((array_split_parts, (x,), {}), (hv_splits, (x,), {}), (flips, (x,), {}),
                            (rotate, (x,), {"k": 3}), (lax_windows, (x,), {}), (lax_updates, (y,), {}),
-                           (lax_pad_collapse, (y,), {}), (take_columns, (x, np.arange(-100, 156, 4, np.int32)), {})):
-    _same(jax.jit(lambda *a, k=kernel, c=cx: k(*a, **c))(*args), kernel(*args, interpret=True, **cx))
+                           (lax_pad_collapse, (y,), {}), (take_columns, (x, np.arange(-100, 156, 4, np.int32)), {}),
+                           (sign_bits, (x,), {"order": "little"}),
+                           (binary_dequant, (np.arange(1024, dtype=np.uint32).astype(np.uint8).reshape(64, 16),),
+                            {"count": 100})):
+    got, want = jax.jit(lambda *a, k=kernel, c=cx: k(*a, **c))(*args), kernel(*args, interpret=True, **cx)
+    for g, w in zip(got, want) if isinstance(want, tuple) else [(got, want)]:
+      _same(g, w)
   for kernel, arg, want in _view_cases():
     _same(jax.jit(kernel)(arg), want)
