@@ -50,6 +50,13 @@ def _first(hit: str, size: int) -> str:
 def _repeat(a):
   x, r, axis, total = a["a"], a["repeats"], a["axis"], a["total_repeat_length"]
   shape = _shape(x)
+  own = a["_shape_of"](x) if shape is not None and a.get("_shape_of") else shape     # (unpadded in a padded trace)
+  if total is None and shape is not None and len(shape) == 1 and own[0] % 8 and axis in (None, 0, -1) and _int(
+      r) and r >= 1 and a.get("out_sharding") is None:
+    # A vector of a length not a multiple of 8 repeated a static number of times (a block's scales under its
+    # columns, jnp.repeat(s, 128) of 3 scales; jnp.repeat(v, 3) of 100): each output element's source, read as a
+    # register gather, v[ml.arange(n * r) // r] (probe 52c: ml.repeat's joined (n, 1) columns were MG204 there)
+    return f"{{0}}[ml.arange({own[0] * int(r)}) // {int(r)}]", [x]
   if not _int(total) or total < 1 or shape is None or not 1 <= len(shape) <= 2 or a.get("out_sharding") is not None:
     return None
   if axis is None and len(shape) == 1:
@@ -166,6 +173,9 @@ def sized(tracer, cx, node, fn, lib, name, args, kwargs):
     return None
   bound.apply_defaults()
   pads = getattr(tracer.b, "pad_tiles", None) or {}     # (a padded trace's tables: their own lengths)
+  if name == "repeat":      # (a vector computed padded: its own length)
+    from .ops.padded_tiles import true_shape
+    bound.arguments["_shape_of"] = lambda v: tuple(true_shape(tracer.b, v))
   got = make(dict(bound.arguments), pads) if (lib, name) in TABLE_FORMS or name == "digitize" else \
       make(dict(bound.arguments))
   if got is None:

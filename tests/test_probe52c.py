@@ -312,6 +312,35 @@ def test_packbits_and_unpackbits(order):
   _export(binary_dequant, S((64, 16), jnp.uint8), count=100)
 
 
+# ---------------------------------------------------------------- jnp.repeat of a short vector
+@mg.mgpu_kernel(out_shape=lambda q, s: S(q.shape, jnp.bfloat16), grid=lambda q, s: (q.shape[0] // 128,))
+def block_dequant(q, s, out):
+  """DeepSeek's weight dequant: each 128 x 128 block times its scale, the row of block scales repeated under the
+  columns (3 scales for 384 columns)."""
+  i = ml.program_id(0)
+  r = ml.ds(i * 128, 128)
+  sc = jnp.repeat(s.at[i][...], 128)
+  out.at[r][...] = (q.at[r][...].astype(jnp.float32) * sc[None, :]).astype(jnp.bfloat16)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, k: S((x.shape[0] * k,), x.dtype))
+def repeat_vector(x, out, *, k: ml.constexpr = 3):
+  out[...] = jnp.repeat(x[...], k)
+
+
+def test_jnp_repeat_of_a_vector_not_a_multiple_of_8():
+  rng = np.random.default_rng(19)
+  q = jnp.asarray(rng.standard_normal((256, 384)), jnp.float8_e4m3fn)
+  s = rng.random((2, 3)).astype(np.float32)
+  scales = np.repeat(np.repeat(s, 128, 0), 128, 1)
+  _same(block_dequant(q, s, interpret=True), (np.asarray(q).astype(np.float32) * scales).astype(jnp.bfloat16))
+  for n, k in ((5, 7), (100, 3), (3, 128)):
+    x = _rand((n,), seed=n)
+    _same(repeat_vector(x, k=k, interpret=True), np.repeat(x, k))
+  _export(block_dequant, S((256, 384), jnp.float8_e4m3fn), S((2, 3), F32))
+  _export(repeat_vector, S((100,), jnp.bfloat16), k=3)
+
+
 # ---------------------------------------------------------------- on the GPU
 @pytest.mark.gpu
 def test_data_movement_forms_on_the_gpu():
@@ -320,7 +349,7 @@ def test_data_movement_forms_on_the_gpu():
   for kernel, args, cx in ((array_split_parts, (x,), {}), (hv_splits, (x,), {}), (flips, (x,), {}),
                            (rotate, (x,), {"k": 3}), (lax_windows, (x,), {}), (lax_updates, (y,), {}),
                            (lax_pad_collapse, (y,), {}), (take_columns, (x, np.arange(-100, 156, 4, np.int32)), {}),
-                           (sign_bits, (x,), {"order": "little"}),
+                           (sign_bits, (x,), {"order": "little"}), (repeat_vector, (_rand((100,)),), {"k": 3}),
                            (binary_dequant, (np.arange(1024, dtype=np.uint32).astype(np.uint8).reshape(64, 16),),
                             {"count": 100})):
     got, want = jax.jit(lambda *a, k=kernel, c=cx: k(*a, **c))(*args), kernel(*args, interpret=True, **cx)
