@@ -68,7 +68,7 @@ _BUILDERS = ("zeros", "ones", "full", "arange", "broadcasted_iota", "iota")
 def jnp_call(tracer, node, fn, args, kwargs, cx):
   """A jnp / jax.nn / jax.lax function of register values (or a builder of a tensor, jnp.zeros) computed as
   its ml.* namesake or jax.nn's formula (jnp_calls.py); _NOT_MAPPED for other calls."""
-  from . import jnp_calls
+  from . import jnp_calls, jnp_moves
   from .jnp_forms import numpy_twin
   lib = jnp_calls.library(fn) if not isinstance(fn, (Builtin, _Method)) else None
   if lib is not None and not any(isinstance(a, ast.Starred) for a in node.args) and len(args) == len(node.args):
@@ -110,6 +110,8 @@ def jnp_call(tracer, node, fn, args, kwargs, cx):
     return BUILTINS["full"].apply(cx, [_tuples(shape), 1], {"dtype": DType.f32 if dtype is None else dtype})
   if lib == "jnp" and name in jnp_calls.BINARY_INEXACT:
     args, kwargs = jnp_calls.inexact_operands(cx, args, kwargs)     # jnp.arctan2 of int32 tiles: float32
+  if lib == "jnp" and name in jnp_moves.JOINS:
+    args, kwargs = jnp_moves.promoted_parts(cx, name, args, kwargs)   # jnp.concatenate([a_bf16, b_f32]): float32
   if jnp_calls._form(lib, name) is not None and name not in jnp_calls.MAPPED.get(lib, {}):
     out = jnp_calls.formula(tracer, cx, node, fn, args, kwargs)
     return _NOT_MAPPED if out is None else out

@@ -295,11 +295,9 @@ def _dynamic_update_slice(a):
   shape, ushape = _shape(a, x), _shape(a, u)
   if shape is None or ushape is None or len(shape) != len(ushape) or a["allow_negative_indices"] is not True:
     return None
-  if str(getattr(x.type, "dtype", "")) != str(getattr(u.type, "dtype", "")):
-    return None            # (lax's own error: the dtypes must match)
   starts = _starts(shape, a["start_indices"], ushape)
-  if starts is None:
-    return None
+  if starts is None or ushape == shape and str(x.type.dtype) != str(u.type.dtype):
+    return None            # (a dtype lax refuses: the joins below report it, MG104, where there are any)
   rank, form = len(shape), "{1}"
   for axis in reversed(range(rank)):
     s, k, n = starts[axis], ushape[axis], shape[axis]
@@ -484,3 +482,49 @@ MOVES.update({
     ("jnp", "packbits"): (("a", "axis", "bitorder"), _packbits),
     ("jnp", "unpackbits"): (("a", "axis", "count", "bitorder"), _unpackbits),
 })
+
+
+# jnp's joins: their parts of different dtypes are promoted as jnp promotes them (lax.concatenate's are not: lax
+# refuses them, and so does ml.concatenate, MG104)
+JOINS = frozenset(("concatenate", "concat", "stack", "hstack", "vstack", "dstack", "column_stack", "append"))
+
+
+def promoted_parts(cx, name, args, kwargs):
+  """(args, kwargs) of a jnp join with its register parts converted to jnp's result dtype (`jnp.concatenate([a_bf16,
+  b_f32])` is float32: probe 52c, it was MG104): the float parts' common dtype (ops/promotion.arithmetic_in, as
+  arithmetic takes it) where there is one, else the integers', else bool. Unchanged where the parts share a dtype
+  or no dtype is common (float8 beside another float: ml.concatenate's MG104 stands)."""
+  from .dtypes import DType
+  from .ops import elementwise as ew
+  from .ops.base import is_value
+  from .ops.promotion import arithmetic_in
+  from .types import resolve
+  args, kwargs = list(args), dict(kwargs)
+  if name == "append":
+    slots = [(args, i) for i in range(min(2, len(args)))] + [(kwargs, k) for k in ("arr", "values") if k in kwargs]
+    holder = None
+  else:
+    holder = (args, 0) if args else next(((kwargs, k) for k in ("arrays", "tup") if k in kwargs), None)
+    if holder is None or not isinstance(holder[0][holder[1]], (list, tuple)):
+      return args, kwargs
+    parts = list(holder[0][holder[1]])
+    slots = [(parts, i) for i in range(len(parts))]
+  vals = [(c, k) for c, k in slots if is_value(c[k]) and isinstance(resolve(c[k].type.dtype), DType)]
+  dts = {resolve(c[k].type.dtype) for c, k in vals}
+  if len(dts) < 2:
+    return args, kwargs
+  to = None
+  for group in ([d for d in dts if d.is_float], [d for d in dts if d.is_int]):
+    if group:
+      to = group[0]
+      for d in group[1:]:
+        to = to and arithmetic_in(to, d)
+      break
+  if to is None:
+    return args, kwargs
+  for c, k in vals:
+    if resolve(c[k].type.dtype) != to:
+      c[k] = ew.astype(cx, c[k], to)
+  if holder is not None:
+    holder[0][holder[1]] = type(holder[0][holder[1]])(parts)
+  return args, kwargs

@@ -128,6 +128,49 @@ def test_hsplit_into_unequal_parts_is_mg202():
          hint="give the indices to split at instead: ml.split(v, [64], axis=1)")
 
 
+# ---------------------------------------------------------------- joins of parts of different dtypes
+@mg.mgpu_kernel(out_shape=lambda x, q: (S((64, 128), F32), S((2, 64, 128), F32), S((64, 256), jnp.int32)))
+def mixed_joins(x, q, cat, stk, ints):
+  """jnp promotes a join's parts as its arithmetic does: bfloat16 with float32 is float32, float16 with bfloat16
+  float32, int8 with int32 int32."""
+  v = x[...]
+  cat[...] = jnp.concatenate([v[:, :64].astype(jnp.bfloat16), v[:, 64:]], axis=1)
+  stk[...] = jnp.stack([v.astype(jnp.float16), v.astype(jnp.bfloat16)])
+  ints[...] = jnp.hstack([q[...], q[...].astype(jnp.int32) * 2])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def lax_mixed_concatenate(x, out):
+  v = x[...]
+  out[...] = jax.lax.concatenate([v[:, :64].astype(jnp.bfloat16), v[:, 64:]], 1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def update_of_another_dtype(x, out):
+  v = x[...]
+  out[...] = jax.lax.dynamic_update_slice(v, v[:8, :8].astype(jnp.bfloat16), (0, 0))
+
+
+def test_jnp_joins_promote_their_parts_as_jnp_does():
+  x = _rand((64, 128), seed=20)
+  q = np.random.default_rng(21).integers(-128, 128, (64, 128)).astype(np.int8)
+  cat, stk, ints = mixed_joins(x, q, interpret=True)
+  j = jnp.asarray(x)
+  _same(cat, jnp.concatenate([j[:, :64].astype(jnp.bfloat16), j[:, 64:]], axis=1))
+  _same(stk, jnp.stack([j.astype(jnp.float16), j.astype(jnp.bfloat16)]))
+  _same(ints, jnp.hstack([q, q.astype(np.int32) * 2]))
+  _export(mixed_joins, S((64, 128), F32), S((64, 128), jnp.int8))
+
+
+def test_lax_joins_of_two_dtypes_stay_mg104():
+  expect(lax_mixed_concatenate, [S((64, 128), F32)], mg.DtypeMismatchError, "jax.lax.concatenate(",
+         "jax.lax.concatenate (as ml.concatenate) of bfloat16 and float32 parts: one dtype for every part",
+         hint="convert the parts to one dtype first, e.g. part.astype(jnp.bfloat16)")
+  expect(update_of_another_dtype, [S((64, 128), F32)], mg.DtypeMismatchError, "jax.lax.dynamic_update_slice(",
+         "jax.lax.dynamic_update_slice (as ml.concatenate) of bfloat16 and float32 parts: one dtype for every part",
+         hint="convert the parts to one dtype first, e.g. part.astype(jnp.bfloat16)")
+
+
 # ---------------------------------------------------------------- flips, rotations, axes
 @mg.mgpu_kernel(out_shape=lambda x, k: S(x.shape[::-1] if k % 2 else x.shape, x.dtype))
 def rotate(x, out, *, k: ml.constexpr = 1):
