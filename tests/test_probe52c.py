@@ -393,6 +393,8 @@ def test_data_movement_forms_on_the_gpu():
                            (rotate, (x,), {"k": 3}), (lax_windows, (x,), {}), (lax_updates, (y,), {}),
                            (lax_pad_collapse, (y,), {}), (take_columns, (x, np.arange(-100, 156, 4, np.int32)), {}),
                            (sign_bits, (x,), {"order": "little"}), (repeat_vector, (_rand((100,)),), {"k": 3}),
+                           (block_dequant, (jnp.asarray(_rand((256, 384)), jnp.float8_e4m3fn), _rand((2, 3))), {}),
+                           (mixed_joins, (x, np.arange(8192, dtype=np.int32).astype(np.int8).reshape(64, 128)), {}),
                            (binary_dequant, (np.arange(1024, dtype=np.uint32).astype(np.uint8).reshape(64, 16),),
                             {"count": 100})):
     got, want = jax.jit(lambda *a, k=kernel, c=cx: k(*a, **c))(*args), kernel(*args, interpret=True, **cx)
