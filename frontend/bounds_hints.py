@@ -168,3 +168,28 @@ def register_bounds_hint(op, view, root, d, n, full, before, output) -> str:
   kind = A.REG_WRITE if hasattr(op, "value") else A.REG_READ
   return _bounds_hint(SimpleNamespace(op=op, kind=kind, ref=op.ref), root, d, n, full, before, True, view,
                       output=output)
+
+
+def whole_table_gather_hint(kernel, o, r) -> str | None:
+  """For a register tile too large to hold that is a whole read of a GMEM ref only gathered from
+  (`w_ref[...][ids]`, `jnp.take(w_ref[...], ids, axis=0)` of an embedding table, probe 52c): gather from
+  the ref itself, which reads only the rows the ids name. None for other tiles."""
+  from . import ir
+  from .ops.memory import Load
+  from .ops.register_gather import ScratchGather
+  from .relayout import RelayoutStore
+  from .types import Space
+  if type(o) is not Load or o.ref.type.space != Space.GMEM:
+    return None
+  ops = list(ir.walk(kernel.body))
+  users = [u for u in ops if any(v is r for v in u.operands())]
+  scratches = {id(u.scratch) for u in users if type(u) is RelayoutStore}
+  if not users or len(scratches) != len(users) or not any(
+      type(u) is ScratchGather and id(u.scratch) in scratches for u in ops):
+    return None
+  name = o.ref.name or "the table"
+  rows = o.ref.type.shape[0] if o.ref.type.shape else 0
+  index = "ids" if len(o.ref.type.shape) == 1 else "ids, :"
+  return (f"gather from {name} itself, {name}[{index}] of the index tensor ids (or {name}.at[{index}][...]): a gather"
+          f" of a GMEM ref reads only the rows the ids name, where {name}[...] first reads all {rows} of them into"
+          f" registers")

@@ -24,6 +24,7 @@ import numpy as np
 
 from . import errors as E
 from . import ir
+from .bounds_hints import whole_table_gather_hint
 from .cluster_checks import check_clusters
 from .absint import UNKNOWN, GridEval, Window
 from .contraction import ContractionReads
@@ -133,8 +134,8 @@ def check_register_values(kernel: ir.Kernel) -> list:
     return [E.RegisterCapacityError(
         f"{what} needs {int(words)} registers a thread{packed} across the CTA's {kernel.block} threads;"
         f" a thread has {hw.THREAD_REGISTERS}", o.loc,
-        hint="keep tiles of at most a few hundred values a thread: loop over smaller windows"
-             " (rows or column chunks), or hold the data in SMEM (ml.smem) and read it in parts")]
+        hint=whole_table_gather_hint(kernel, o, r) or "keep tiles of at most a few hundred values a thread: loop"
+             " over smaller windows (rows or column chunks), or hold the data in SMEM (ml.smem) and read it in parts")]
   return []
 
 

@@ -384,6 +384,38 @@ def test_jnp_repeat_of_a_vector_not_a_multiple_of_8():
   _export(repeat_vector, S((100,), jnp.bfloat16), k=3)
 
 
+# ---------------------------------------------------------------- a whole table read only to gather from
+@mg.mgpu_kernel(out_shape=lambda w, ids: S((ids.shape[0], w.shape[1]), w.dtype),
+                grid=lambda w, ids: (ids.shape[0] // 16,))
+def embedding_take(w_ref, ids_ref, o_ref):
+  r = ml.ds(ml.program_id(0) * 16, 16)
+  o_ref[r, :] = jnp.take(w_ref[...], ids_ref[r], axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda lut, codes: S(codes.shape, lut.dtype),
+                grid=lambda lut, codes: (codes.shape[0] // 128,))
+def codebook(lut_ref, codes_ref, o_ref):
+  r = ml.ds(ml.program_id(0) * 128, 128)
+  o_ref[r] = lut_ref[...][codes_ref[r]]
+
+
+def test_a_whole_table_read_to_gather_from_hints_the_gather_from_the_ref():
+  """An embedding's or a codebook's table read whole into registers, then gathered from, was MG403 with the hint
+  to loop over smaller windows; the gather from the ref reads only the rows the ids name."""
+  w, ids = _rand((50, 128), seed=22), np.random.default_rng(23).integers(0, 50, 64).astype(np.int32)
+  _same(embedding_take(w, ids, interpret=True), w[ids])
+  expect(embedding_take, [S((32000, 128), F32), S((64,), jnp.int32)], mg.RegisterCapacityError, "w_ref[...]",
+         "this 32000x128 float32 tile needs 32000 registers a thread across the CTA's 128 threads; a thread has 255",
+         hint="gather from w_ref itself, w_ref[ids, :] of the index tensor ids (or w_ref.at[ids, :][...]): a gather of"
+              " a GMEM ref reads only the rows the ids name, where w_ref[...] first reads all 32000 of them into"
+              " registers")
+  expect(codebook, [S((1 << 20,), F32), S((256,), jnp.int32)], mg.RegisterCapacityError, "lut_ref[...]",
+         "this 1048576 float32 tile needs 8192 registers a thread across the CTA's 128 threads; a thread has 255",
+         hint="gather from lut_ref itself, lut_ref[ids] of the index tensor ids (or lut_ref.at[ids][...]): a gather of"
+              " a GMEM ref reads only the rows the ids name, where lut_ref[...] first reads all 1048576 of them into"
+              " registers")
+
+
 # ---------------------------------------------------------------- on the GPU
 @pytest.mark.gpu
 def test_data_movement_forms_on_the_gpu():
