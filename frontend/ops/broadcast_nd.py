@@ -69,9 +69,18 @@ def two_step_plan(src: tuple, dst: tuple, dims: tuple) -> tuple | None:
   if not lead or lead == len(dst) or not all(k >= lead for k in stretched[lead:]):
     return None
   mid = tuple(1 if k < lead else n for k, n in enumerate(dst))
-  if flattened_plan(src, mid, tuple(dims)) is None or flattened_plan(mid, dst, tuple(range(len(dst)))) is None:
-    return None
-  return mid
+  if flattened_plan(src, mid, tuple(dims)) is not None and flattened_plan(mid, dst, tuple(range(len(dst)))) is not None:
+    return mid
+  # (the kept and trailing axes too few for a row-wise tile, a group norm's (1, 8, 1) statistic of a (64, 8, 8) tile
+  # of 64 channels: the leading run first, (64, 8, 1), then the trailing one)
+  trail = len(dst)
+  while trail - 1 in stretched:
+    trail -= 1
+  mid = tuple(n if k < trail else 1 for k, n in enumerate(dst))
+  if trail < len(dst) and flattened_plan(src, mid, tuple(dims)) is not None and flattened_plan(
+      mid, dst, tuple(range(len(dst)))) is not None:
+    return mid
+  return None
 
 
 def copied_axes(src: tuple, dst: tuple, dims: tuple) -> list | None:
