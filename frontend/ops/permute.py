@@ -284,9 +284,12 @@ def covering_window(ref, index):
   items = index if isinstance(index, tuple) else (index,)
   shape = tuple(ref.type.shape)
   static = lambda b: b is None or isinstance(b, int) and not isinstance(b, bool)
+  stepped = lambda i: isinstance(i, slice) and all(map(static, (i.start, i.stop, i.step)))
+  # (the other axes may be indexed by run-time integer scalars or windows of a step of 1, `x[n, h, ::2, :]` of
+  # NHWC pixels, `x[n, ml.ds(r, 4), 1::2]`: the view keeps them as it would, the step applies in registers)
   if sum(i is Ellipsis for i in items) > 1 or not all(
-      i is Ellipsis or static(i) and i is not None or isinstance(i, slice) and all(map(static, (i.start, i.stop, i.step)))
-      for i in items) or not any(isinstance(i, slice) and i.step not in (None, 1, 0) for i in items):
+      i is Ellipsis or static(i) and i is not None or stepped(i) or _int_index(i) or _window(i) for i in items) or not any(
+      stepped(i) and i.step not in (None, 1, 0) for i in items):
     return None
   dims = []
   for i in items:
@@ -295,8 +298,10 @@ def covering_window(ref, index):
     return None
   window, steps = [], []
   for i, n in zip(dims, shape):
-    if not isinstance(i, slice):
+    if not isinstance(i, slice) or not stepped(i):
       window.append(i)
+      if _window(i):
+        steps.append(slice(None))     # (a run-time window: kept whole)
       continue
     start, _, step = i.indices(n)
     count = len(range(*i.indices(n)))
