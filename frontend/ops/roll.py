@@ -163,6 +163,8 @@ def roll(cx, x, shift, axis=None):
                             hint="ml.roll(v, 1, axis=0)")
   shape = x.type.shape
   rank = len(shape)
+  if isinstance(shift, (tuple, list)) or isinstance(axis, (tuple, list)):
+    return _rolls(cx, x, shift, axis)
   if axis is not None and (not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank):
     raise E.KernelTypeError(f"ml.roll: axis must be a static int in [-{rank}, {rank}) or None, got {shown(axis)}",
                             cx.loc, hint="name the axis: ml.roll(v, 1, axis=-1) (axis=None rolls the flattened tensor)")
@@ -176,6 +178,28 @@ def roll(cx, x, shift, axis=None):
   if axis is None and rank > 1:
     return roll_tensor(cx, x, shift, None, cx.name)
   return roll_tensor(cx, x, shift, 0 if axis is None else axis % rank, cx.name)
+
+
+def _rolls(cx, x, shift, axis):
+  """jnp.roll of several axes at once, `jnp.roll(v, (-2, -2), axis=(0, 1))` (Swin's cyclic shift of an (h, w, c)
+  tile): `shift` and `axis` broadcast against each other as jnp's do, and each pair rolls in turn (a repeated axis
+  rolls by the sum); a tuple of shifts with `axis=None` rolls the flattened tensor by their sum, as jnp's."""
+  shifts = list(shift) if isinstance(shift, (tuple, list)) else [shift]
+  if axis is None:
+    if all(isinstance(s, int) and not isinstance(s, bool) for s in shifts):
+      return roll.rule(cx, x, sum(shifts), None)
+    return roll.rule(cx, x, next(s for s in shifts if not isinstance(s, int) or isinstance(s, bool)), None)
+  axes = list(axis) if isinstance(axis, (tuple, list)) else [axis]
+  if len(shifts) != len(axes) and 1 not in (len(shifts), len(axes)) or not axes:
+    raise E.KernelTypeError(
+        f"ml.roll: {len(shifts)} shifts {shown(shift)} and {len(axes)} axes {shown(axis)} do not pair up (jnp.roll"
+        f" broadcasts them against each other)", cx.loc,
+        hint="give one shift per axis, ml.roll(v, (1, 2), axis=(0, 1)), or one shift for every axis named")
+  n = max(len(shifts), len(axes))
+  shifts, axes = shifts * (n // len(shifts)), axes * (n // len(axes))
+  for s, a in zip(shifts, axes):
+    x = roll.rule(cx, x, s, a)
+  return x
 
 
 # ---------------------------------------------------------------- flips
