@@ -114,6 +114,32 @@ class LayoutErrors:
       raise relayout.tagged(relayout.CopyUse(o), error)     # (this use reads a copy, through SMEM)
     raise error
 
+  def split_statistic(self, rels, parents, tiles, fits):
+    """The reduction whose vector joins two tiles that no one row-wise layout holds together, though each alone
+    fits one (`fits`, of a class's 2-D shapes): chained vector-matrix products, `h = jnp.dot(s, w1)` of a (32, 8)
+    `w1` and then `jnp.dot(h, w2)` of an (8, 32) `w2`, an SE block's excitation, make `h` a column statistic of the
+    first product's tile and a row vector of the second's. The relayout pass gives that vector's uses a copy
+    through SMEM (relayout.CopyResult), which takes its own layout; None where there is no such reduction."""
+    shapes = {}
+    for v in tiles:
+      if len(v.type.shape) == 2:
+        shapes.setdefault(self.uf.find(("v", v.id)), []).append(v.type.shape)
+    if len(shapes) < 2 or len(shapes) != len(parents) or not all(fits(sh) for sh in shapes.values()):
+      return None
+    for c, q, _, r in rels:
+      if isinstance(r, Reduce) and q in shapes and r.results and len(r.result.type.shape) == 1:
+        seen, todo = {c, q}, [c]       # (what the vector reaches without its own tile: h[:, None], then (8, 32))
+        while todo:
+          x = todo.pop()
+          for a, b, _, _ in rels:
+            for y in ((b,) if a == x else (a,) if b == x else ()):
+              if y not in seen:
+                seen.add(y)
+                todo.append(y)
+        if any(t in seen for t in shapes if t != q):
+          return r
+    return None
+
   def _reductions(self, v):
     """reductions_of `v` (what its padding hint must keep the identity for)."""
     return reductions_of(self.kernel.body, v)

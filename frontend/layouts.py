@@ -455,20 +455,9 @@ class _Solver(LayoutErrors, Swizzles):
       widest = min(widest, 16 // 4)
     if any(self.uf.find(u) in comp for u in self.unit_vec):
       widest = 1
-    R = [v.type.shape[0] for v in tiles]
-    C = [v.type.shape[1] for v in tiles]
-    for k in (1, 2, 4):
-      if any(r % (hw.WARPS_PER_WARPGROUP // k) for r in R):
-        continue
-      for vec in (widest, widest // 2, widest // 4, 2, 1):
-        if vec >= 1 and all(c % (hw.WARP * k * vec) == 0 for c in C):
-          return Layout(LayoutKind.ROWS, (), k, vec)
-    # Narrower than a warp (a router's 8 or 16 experts; 3 channels: a row a thread): `lanes` lanes a row, 32 // lanes rows a warp.
-    for vec in (widest, widest // 2, widest // 4, 2, 1):
-      for lanes in NARROW_LANES:
-        if vec >= 1 and all(c % (lanes * vec) == 0 for c in C) and \
-            not any(r % (hw.WARPS_PER_WARPGROUP * hw.WARP // lanes) for r in R):
-          return Layout(LayoutKind.ROWS, (), 1, vec, lanes=lanes)
+    if (found := rows_params([v.type.shape for v in tiles], widest)) is not None:
+      return found
+    split = self.split_statistic(rels, parents, tiles, lambda shapes: rows_params(shapes, widest) is not None)
     bad = next(v for v in tiles if v.type.shape[1] % hw.WARP or v.type.shape[0] % hw.WARPS_PER_WARPGROUP
                and v.type.shape[1] % (hw.WARPGROUP))
     # at the reduction or broadcast that makes it a row-wise tile (not where the tile was read)
@@ -504,13 +493,14 @@ class _Solver(LayoutErrors, Swizzles):
     lanes = next(n for n in NARROW_LANES if cols % n == 0)
     narrow_rows = (f"; rows of {cols} elements need rows a multiple of {hw.WARPS_PER_WARPGROUP * hw.WARP // lanes}"
                    f" ({lanes} lane{'s' * (lanes > 1)} a row)" if cols % hw.WARP else "")
-    raise E.LayoutError(
+    error = E.LayoutError(
         f"{bad.name or 'this tile'} of shape {bad.type.shape} is reduced or broadcast along its rows or"
         f" columns, which needs columns a multiple of {hw.WARP} (one per lane of a warp), and rows a"
         f" multiple of {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}{narrow_rows}",
         where.loc if where else o.loc,
         hint=(narrow is not None and narrow_gather_hint(*narrow)) or (flip is not None and transposed_hint(where, flip))
         or row_wise_hint(bad, dtypes, where if isinstance(where, Reduce) else None, self.defs, tiles))
+    raise relayout.tagged(relayout.CopyResult(split), error) if split is not None else error
 
   def reshaped_tile(self, bad, tiles):
     """A tensor of another rank joined a row-wise tile through a reshape (say (8, 256) ->
@@ -629,6 +619,24 @@ class _Solver(LayoutErrors, Swizzles):
             hint=f"allocate it with a shape like (64, {tile_cols})")
       if alloc.id in self.mma_roots or (in_wgmma and fits and alloc.id not in self.windowed):
         self.kernel.smem_layouts[alloc.id] = SmemLayout((hw.TILE_ROWS, tile_cols), swizzle)
+
+
+def rows_params(shapes, widest) -> Layout | None:
+  """The ROWS layout that holds every 2-D tile of `shapes` (vectors of at most `widest` elements a lane), or None."""
+  R, C = [sh[0] for sh in shapes], [sh[1] for sh in shapes]
+  for k in (1, 2, 4):
+    if any(r % (hw.WARPS_PER_WARPGROUP // k) for r in R):
+      continue
+    for vec in (widest, widest // 2, widest // 4, 2, 1):
+      if vec >= 1 and all(c % (hw.WARP * k * vec) == 0 for c in C):
+        return Layout(LayoutKind.ROWS, (), k, vec)
+  # Narrower than a warp (a router's 8 or 16 experts; 3 channels: a row a thread): `lanes` lanes a row, 32 // lanes rows a warp.
+  for vec in (widest, widest // 2, widest // 4, 2, 1):
+    for lanes in NARROW_LANES:
+      if vec >= 1 and all(c % (lanes * vec) == 0 for c in C) and \
+          not any(r % (hw.WARPS_PER_WARPGROUP * hw.WARP // lanes) for r in R):
+        return Layout(LayoutKind.ROWS, (), 1, vec, lanes=lanes)
+  return None
 
 
 def _vector_layout(lengths, dtypes):

@@ -1,7 +1,8 @@
 """Probe 52g (convolution, pooling and image kernels as Triton and Pallas users write them): a group norm's
 per-group statistic broadcast back over a tile of fewer than 128 channels a row; plain strided reads of a ref beside
 run-time indices (a stride-2 pool or downsample of NHWC pixels, Pallas's `pl.ds(start, size, stride)`); jnp.roll of
-several axes at once (Swin's cyclic shift)."""
+several axes at once (Swin's cyclic shift); chained vector-matrix products of a narrow bottleneck (an SE block's
+excitation)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -216,6 +217,51 @@ def test_roll_shifts_and_axes_that_do_not_pair_up():
          hint="give one shift per axis, ml.roll(v, (1, 2), axis=(0, 1)), or one shift for every axis named")
 
 
+# ---------------------------------------------------------------- chained vector-matrix products
+@mg.mgpu_kernel(out_shape=lambda x, w1, b1, w2, b2: x, grid=lambda x, *a: (x.shape[0],))
+def squeeze_excite(x, w1, b1, w2, b2, out):
+  """An SE block after a convolution: the image's channel means through a bottleneck MLP of r < 32 units, then a
+  sigmoid gate per channel."""
+  n = ml.program_id(0)
+  v = x[n].astype(F32)
+  s = v.mean(axis=(0, 1))
+  h = jax.nn.relu(s @ w1[...] + b1[...])
+  g = jax.nn.sigmoid(h @ w2[...] + b2[...])
+  out[n] = (v * g).astype(out.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda s, w1, w2: S((w2.shape[1],), F32))
+def gemv_chain(s, w1, w2, out):
+  """The same two products written as Triton's multiply and sum."""
+  h = ml.maximum(ml.sum(s[...][:, None] * w1[...], axis=0), 0.0)
+  out[...] = ml.sum(h[:, None] * w2[...], axis=0)
+
+
+def _se(x, w1, b1, w2, b2):
+  v = _f64(x)
+  g = 1 / (1 + np.exp(-(np.maximum(v.mean((1, 2)) @ _f64(w1) + _f64(b1), 0) @ _f64(w2) + _f64(b2))))
+  return v * g[:, None, None, :]
+
+
+@pytest.mark.parametrize("h, c, r", [(8, 64, 4), (14, 96, 24)])
+def test_chained_vector_matrix_products_compute(h, c, r):
+  """`h = s @ w1` of a (c, r) `w1`, r not a multiple of 32, then `h @ w2`: `h` is a column statistic of the first
+  product's (c, r) tile and a row vector of the second's (r, c) one, which no one row-wise layout holds (MG204 "this
+  tile of shape (64, 4) is reduced or broadcast along its rows or columns"), though each alone fits one. The layout
+  pass now gives the vector's uses a copy through SMEM (as it does two reductions' vectors that meet)."""
+  args = (_input((2, h, h, c), BF16), _input((c, r), F32, 1) * 0.3, _input((r,), F32, 2) * 0.1,
+          _input((r, c), F32, 3) * 0.3, _input((c,), F32, 4) * 0.1)
+  np.testing.assert_allclose(_f64(squeeze_excite(*args, interpret=True)), _se(*args), rtol=2e-2, atol=2e-2)
+  assert "mosaic_gpu" in str(_export(squeeze_excite, *args))
+
+
+def test_gemv_chain_by_hand_computes():
+  s, w1, w2 = _input((128,)), _input((128, 8), F32, 1), _input((8, 128), F32, 2)
+  want = np.maximum(_f64(s) @ _f64(w1), 0) @ _f64(w2)
+  np.testing.assert_allclose(_f64(gemv_chain(s, w1, w2, interpret=True)), want, rtol=1e-4, atol=1e-4)
+  assert "mosaic_gpu" in str(_export(gemv_chain, s, w1, w2))
+
+
 # ---------------------------------------------------------------- on the GPU
 @pytest.mark.gpu
 @pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
@@ -241,3 +287,9 @@ def test_on_the_gpu_as_in_numpy():
   want = 0.25 * (np.roll(a, 1, (0, 1)) + np.roll(a, (-1, -1), (0, 1)) + np.roll(a, (1, -1), (0, 1))
                  + np.roll(a, (-1, 1), (1, 0)))
   np.testing.assert_allclose(np.asarray(jax.jit(diagonal_blur)(v)), want, rtol=1e-6, atol=1e-6)
+  args = (_input((2, 8, 8, 64), BF16), _input((64, 4), F32, 1) * 0.3, _input((4,), F32, 2) * 0.1,
+          _input((4, 64), F32, 3) * 0.3, _input((64,), F32, 4) * 0.1)
+  np.testing.assert_allclose(_f64(jax.jit(squeeze_excite)(*args)), _se(*args), rtol=2e-2, atol=2e-2)
+  s, w1, w2 = _input((128,)), _input((128, 8), F32, 1), _input((8, 128), F32, 2)
+  np.testing.assert_allclose(_f64(jax.jit(gemv_chain)(s, w1, w2)), np.maximum(_f64(s) @ _f64(w1), 0) @ _f64(w2),
+                             rtol=1e-4, atol=1e-4)
