@@ -236,7 +236,8 @@ def check_tensor_steps(cx, x, index):
   for i in items:
     if i is Ellipsis:                  # the dimensions the other items leave
       d += rank - sum(j is not None and j is not Ellipsis for j in items)
-    elif isinstance(i, slice) and i.step not in (None, 1) and 0 <= d < rank:
+    elif isinstance(i, slice) and i.step not in (None, 1) and 0 <= d < rank and not any(
+        is_value(b) for b in (i.start, i.stop)):     # (run-time bounds: that error, with its unroll hint)
       raise slice_step_error(cx, i.step, d, rank, tensor=True, start=i.start, n=x.type.shape[d])
     elif i is not None:
       d += 1
