@@ -253,6 +253,61 @@ def test_strided_slice_of_a_register_tensor_at_a_loop_counter_says_to_unroll():
   assert "mosaic_gpu" in str(_export(pool_taps_unrolled, x))
 
 
+# ---------------------------------------------------------------- offsets written `ow - 1`
+@mg.mgpu_kernel(out_shape=lambda x, w: x, grid=lambda x, w: (x.shape[0], x.shape[1]))
+def depthwise_row(x, w, out):
+  """A depthwise 1x3 convolution along the rows of NHWC pixels, Triton's pointer blocks at `ow - 1 + kw`."""
+  n, oh = ml.program_id(0), ml.program_id(1)
+  W, C = x.shape[2], x.shape[3]
+  ow = ml.arange(W)
+  acc = ml.zeros((W, C), F32)
+  for kw in ml.static_range(3):
+    iw = ow - 1 + kw
+    m = (iw >= 0) & (iw < W)
+    acc += ml.load(x.at[n, oh, iw[:, None], ml.arange(C)[None, :]], mask=m[:, None], other=0.0) * w[kw][None, :]
+  out[n, oh] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0], x.shape[1]))
+def halo_unmasked(x, out):
+  """The same taps read without their mask: the left one reads column -1."""
+  n, oh = ml.program_id(0), ml.program_id(1)
+  W, C = x.shape[2], x.shape[3]
+  ow = ml.arange(W)
+  acc = ml.zeros((W, C), F32)
+  for kw in ml.static_range(3):
+    iw = ow - 1 + kw
+    acc += x.at[n, oh, iw[:, None], ml.arange(C)[None, :]].load()
+  out[n, oh] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def shifted_left(x, out):
+  """A 1-D stencil's left neighbour, `offs - 1`, masked at the start."""
+  offs = ml.arange(x.shape[0])
+  out[...] = ml.load(x.at[offs - 1], mask=offs >= 1, other=0.0)
+
+
+def test_offsets_with_a_subtracted_start_are_a_window():
+  """`ow - 1` of an `ml.arange` was not read as a run (only `ow + k` was), so the load was a gather, and a gather's
+  index -1 counts from the end as jnp's does: unmasked, the left tap silently read the row's last pixel. Such offsets
+  are now the run from -1, as `ow + (kw - 1)` was: masked, the window's masked load (no gather); unmasked, MG203."""
+  x, w = _input((1, 4, 16, 32)), _input((3, 32), F32, 1)
+  want = lax.conv_general_dilated(x, w[None, :, None, :], (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                  feature_group_count=32, precision=lax.Precision.HIGHEST)
+  np.testing.assert_allclose(_f64(depthwise_row(x, w, interpret=True)), _f64(want), rtol=1e-5, atol=1e-5)
+  assert "gather" not in depthwise_row.typed_ir(S(x.shape, F32), S(w.shape, F32))
+  assert "mosaic_gpu" in str(_export(depthwise_row, x, w))
+  v = _input((256,), F32, 2)
+  np.testing.assert_array_equal(np.asarray(shifted_left(v, interpret=True)), np.concatenate([[0.0], np.asarray(v)[:-1]]))
+  assert "gather" not in shifted_left.typed_ir(S(v.shape, F32))
+  expect(halo_unmasked, [S((1, 4, 16, 32), F32)], mg.IndexOutOfBoundsError, "x.at[n, oh, iw[:, None]",
+         "the offsets iw[:, None] run over -1..14 along dimension 2 of x, outside its size 16: an unmasked register"
+         " read must stay inside the array",
+         hint="mask the offsets to the elements inside: x.at[n, oh, iw[:, None], ml.arange(C)[None, :]].load(mask=iw[:,"
+              " None] >= 0, other=0)")
+
+
 # ---------------------------------------------------------------- chained vector-matrix products
 @mg.mgpu_kernel(out_shape=lambda x, w1, b1, w2, b2: x, grid=lambda x, *a: (x.shape[0],))
 def squeeze_excite(x, w1, b1, w2, b2, out):
@@ -323,6 +378,12 @@ def test_on_the_gpu_as_in_numpy():
   want = 0.25 * (np.roll(a, 1, (0, 1)) + np.roll(a, (-1, -1), (0, 1)) + np.roll(a, (1, -1), (0, 1))
                  + np.roll(a, (-1, 1), (1, 0)))
   np.testing.assert_allclose(np.asarray(jax.jit(diagonal_blur)(v)), want, rtol=1e-6, atol=1e-6)
+  x, w = _input((1, 4, 16, 32)), _input((3, 32), F32, 1)
+  want = lax.conv_general_dilated(x, w[None, :, None, :], (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                  feature_group_count=32, precision=lax.Precision.HIGHEST)
+  np.testing.assert_allclose(_f64(jax.jit(depthwise_row)(x, w)), _f64(want), rtol=1e-5, atol=1e-5)
+  v = _input((256,), F32, 2)
+  np.testing.assert_array_equal(np.asarray(jax.jit(shifted_left)(v)), np.concatenate([[0.0], np.asarray(v)[:-1]]))
   args = (_input((2, 8, 8, 64), BF16), _input((64, 4), F32, 1) * 0.3, _input((4,), F32, 2) * 0.1,
           _input((4, 64), F32, 3) * 0.3, _input((64,), F32, 4) * 0.1)
   np.testing.assert_allclose(_f64(jax.jit(squeeze_excite)(*args)), _se(*args), rtol=2e-2, atol=2e-2)

@@ -466,6 +466,10 @@ def run_start(b, v):
       o.value) and isinstance(o.value.type, ScalarType) and getattr(o.value.type.dtype, "is_int", False)):
     return o.value, 1               # (Triton's `tl.arange(0, 1)` run, `g + ml.arange(0, 1)`: one element, held as
                                     # its scalar; the row of a group's scales, probe 52e)
+  if (isinstance(o, Binary) and o.kind == BinOp.SUB and isinstance(o.rhs, int) and not isinstance(o.rhs, bool)
+      and is_value(o.lhs) and isinstance(o.lhs.type, TensorType) and o.lhs.type.shape == v.type.shape
+      and (inner := run_start(b, o.lhs)) is not None and isinstance(inner[0], int)):
+    return inner[0] - o.rhs, n     # (`ow - 1`, a convolution's left tap: the run from -1, as `ow + (-1)` is)
   if not (isinstance(o, Binary) and o.kind == BinOp.ADD):
     return None
   for a, s in ((o.lhs, o.rhs), (o.rhs, o.lhs)):   # (a start added after the broadcast, `d + offs[None, :]`, or
