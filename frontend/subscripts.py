@@ -332,7 +332,9 @@ class Subscripts:
           return gather.gather(cx, base, cols, name)
         if (plan := permute.covering_window(base, index)) is not None:    # x[::2] of a ref: its window, then the view
           window, steps = plan
-          return permute.strided_slice(cx, transfers.load(cx, memory.view(cx, base, window, name)), steps)
+          got = transfers.load(cx, memory.view(cx, base, window, name))
+          # (as the read's steps of a register tensor: one of an odd result, x[n, 2 * i, ::2] of (14, 96), padded)
+          return self._stepped(cx, got, steps) or permute.strided_slice(cx, got, steps)
         view = base if is_whole(index) else memory.view(cx, base, index, name)
         out = transfers.load(cx, view, name)
         if not is_whole(index):             # (ml.concatenate of rotated windows of a ref reads it rolled)
@@ -340,14 +342,7 @@ class Subscripts:
           record_ref_window(cx, out, base, index)
         return out
       if is_tensor(base):         # (a weakly typed tensor's elements stay weak, as in jnp)
-        strided = padded_strided(cx, base, lambda: strided_last_axis(cx, base, index), index)   # (a padded trace)
-        strided = strided if strided is not None else padded_steps(cx, base, index, lambda v, i: next(
-            (r for f in (strided_last_axis, strided_vector, strided_axis, permute.strided_slice)
-             if (r := f(cx, v, i)) is not None), None))        # (v[::2] of an odd read, or of 500 results: padded)
-        strided = strided if strided is not None else strided_last_axis(cx, base, index)  # x[:, 1::2]: a reshape
-        strided = strided if strided is not None else strided_vector(cx, base, index)   # m[1::2] of 192
-        strided = strided if strided is not None else strided_axis(cx, base, index)     # v[1::2, :], w[:, 2:130:2]
-        if strided is not None:
+        if (strided := self._stepped(cx, base, index)) is not None:
           return keep_weak(self.b, [base], strided)
         if (rev := roll.reversed_axes(base, index)) is not None:    # v[:, ::-1]: jnp.flip, through SMEM
           return keep_weak(self.b, [base], roll.flip_tensor(cx, base, rev, name))
@@ -392,6 +387,18 @@ class Subscripts:
     except Exception as e:
       raise self._index_error(cx, node, base, index, e) from None
     return static_number(out)       # COEFFS[2] of a module's NumPy array: a NumPy scalar, as a constant is
+
+  @staticmethod
+  def _stepped(cx, base, index):
+    """`v[::2]`, `v[:, 1::2]`, `v[1::2, :]` of a register tensor by the forms that take static steps (a reshape,
+    a vector's, an axis's; computed padded for an odd read or result); None where none does."""
+    strided = padded_strided(cx, base, lambda: strided_last_axis(cx, base, index), index)   # (a padded trace)
+    strided = strided if strided is not None else padded_steps(cx, base, index, lambda v, i: next(
+        (r for f in (strided_last_axis, strided_vector, strided_axis, permute.strided_slice)
+         if (r := f(cx, v, i)) is not None), None))        # (v[::2] of an odd read, or of 500 results: padded)
+    strided = strided if strided is not None else strided_last_axis(cx, base, index)  # x[:, 1::2]: a reshape
+    strided = strided if strided is not None else strided_vector(cx, base, index)   # m[1::2] of 192
+    return strided if strided is not None else strided_axis(cx, base, index)     # v[1::2, :], w[:, 2:130:2]
 
   def _index_error(self, cx, node, base, index, e) -> E.KernelError:
     """`d['b']` of a key d lacks, `t[5]` past a tuple's end: say which keys or indices there are."""

@@ -167,6 +167,27 @@ def test_strided_reads_beside_runtime_indices_compute():
   assert "mosaic_gpu" in str(_export(subsample, x))
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1] // 2, x.shape[2] // 2, x.shape[3]), x.dtype),
+                grid=lambda x: (x.shape[0], x.shape[1] // 2))
+def max_pool_2x2(x, out):
+  """A 2x2 max pool from strided reads of two rows, at the odd widths of a ResNet's later stages or an RGB image."""
+  n, i = ml.program_id(0), ml.program_id(1)
+  a = jnp.maximum(x[n, 2 * i, ::2], x[n, 2 * i, 1::2])
+  b = jnp.maximum(x[n, 2 * i + 1, ::2], x[n, 2 * i + 1, 1::2])
+  out[n, i] = jnp.maximum(a, b)
+
+
+@pytest.mark.parametrize("w, c", [(14, 96), (16, 3)])
+def test_strided_reads_of_odd_results_compute_padded(w, c):
+  """`x[n, 2 * i, ::2]` of a (14, 96) row gives (7, 96), 672 elements, which no register tensor holds: MG204 ("which
+  registers cannot hold"), while the same steps of the row read first, `r = x[n, 2 * i]; r[::2]`, computed padded.
+  A ref's strided read now takes the steps of its covering window as a register tensor's do."""
+  x = _input((1, 4, w, c), F32, 3)
+  want = np.asarray(x).reshape(1, 2, 2, w // 2, 2, c).max((2, 4))
+  np.testing.assert_array_equal(np.asarray(max_pool_2x2(x, interpret=True)), want)
+  assert "mosaic_gpu" in str(_export(max_pool_2x2, x))
+
+
 # ---------------------------------------------------------------- jnp.roll of several axes
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0],))
 def cyclic_shift(x, out):
@@ -372,6 +393,10 @@ def test_on_the_gpu_as_in_numpy():
                              _f64(x)[:, 0::2] * _f64(w)[0] + _f64(x)[:, 1::2] * _f64(w)[1], rtol=1e-5, atol=1e-5)
   x = _input((2, 8, 16, 32))
   np.testing.assert_array_equal(np.asarray(jax.jit(subsample)(x)), np.asarray(x)[:, ::2, ::2])
+  for w, c in ((14, 96), (16, 3)):
+    v = _input((1, 4, w, c), F32, 3)
+    np.testing.assert_array_equal(np.asarray(jax.jit(max_pool_2x2)(v)),
+                                  np.asarray(v).reshape(1, 2, 2, w // 2, 2, c).max((2, 4)))
   np.testing.assert_array_equal(np.asarray(jax.jit(cyclic_shift)(x)), np.roll(np.asarray(x), (-2, -2), (1, 2)))
   v = _input((7, 7), F32, 2)
   a = np.asarray(v)
