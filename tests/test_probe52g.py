@@ -329,6 +329,40 @@ def test_offsets_with_a_subtracted_start_are_a_window():
               " None] >= 0, other=0)")
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 128),))
+def blur_1d(x, out):
+  """A 3-tap blur of a long row, Triton-style: neighbours at `offs - 1` and `offs + 1` of a program's run."""
+  pid = ml.program_id(0)
+  n = x.shape[0]
+  offs = pid * 128 + ml.arange(128)
+  c = ml.load(x.at[offs], mask=offs < n, other=0.0)
+  left = ml.load(x.at[offs - 1], mask=(offs >= 1) & (offs - 1 < n), other=0.0)
+  right = ml.load(x.at[offs + 1], mask=offs + 1 < n, other=0.0)
+  ml.store(out.at[offs], 0.25 * left + 0.5 * c + 0.25 * right, mask=offs < n)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def left_unmasked(x, out):
+  pid = ml.program_id(0)
+  offs = pid * 128 + ml.arange(128)
+  out.at[offs].store(x.at[offs - 1].load())
+
+
+def test_runs_of_a_program_moved_by_a_constant_are_windows():
+  """`offs - 1` and `offs + 1` of `offs = pid * 128 + ml.arange(128)` were gathers (only a static start could move):
+  masked, correct but a gather; unmasked, program 0's index -1 counted from the end and read the row's last element
+  with no error. They are now the windows from `pid * 128 - 1` and `pid * 128 + 1`: unmasked, MG203."""
+  x = _input((1000,), F32, 4)
+  p = np.pad(_f64(x), 1)
+  np.testing.assert_allclose(_f64(blur_1d(x, interpret=True)), 0.25 * p[:-2] + 0.5 * _f64(x) + 0.25 * p[2:],
+                             rtol=1e-6, atol=1e-6)
+  assert "gather" not in blur_1d.typed_ir(S(x.shape, F32))
+  assert "mosaic_gpu" in str(_export(blur_1d, x))
+  expect(left_unmasked, [S((256,), F32)], mg.IndexOutOfBoundsError, "x.at[offs - 1]",
+         "this register read touches x[-1:127] in program (0, 0, 0), outside x's shape (256,)",
+         hint="mask the offsets to the elements inside: x.at[offs - 1].load(mask=offs - 1 >= 0, other=0)")
+
+
 # ---------------------------------------------------------------- chained vector-matrix products
 @mg.mgpu_kernel(out_shape=lambda x, w1, b1, w2, b2: x, grid=lambda x, *a: (x.shape[0],))
 def squeeze_excite(x, w1, b1, w2, b2, out):
@@ -409,6 +443,9 @@ def test_on_the_gpu_as_in_numpy():
   np.testing.assert_allclose(_f64(jax.jit(depthwise_row)(x, w)), _f64(want), rtol=1e-5, atol=1e-5)
   v = _input((256,), F32, 2)
   np.testing.assert_array_equal(np.asarray(jax.jit(shifted_left)(v)), np.concatenate([[0.0], np.asarray(v)[:-1]]))
+  x = _input((1000,), F32, 4)
+  p = np.pad(_f64(x), 1)
+  np.testing.assert_allclose(_f64(jax.jit(blur_1d)(x)), 0.25 * p[:-2] + 0.5 * _f64(x) + 0.25 * p[2:], rtol=1e-6, atol=1e-6)
   args = (_input((2, 8, 8, 64), BF16), _input((64, 4), F32, 1) * 0.3, _input((4,), F32, 2) * 0.1,
           _input((4, 64), F32, 3) * 0.3, _input((64,), F32, 4) * 0.1)
   np.testing.assert_allclose(_f64(jax.jit(squeeze_excite)(*args)), _se(*args), rtol=2e-2, atol=2e-2)

@@ -508,10 +508,11 @@ def _gather_load(cx, iref, mask=None, other=0):
 def scattered(cx, iref) -> bool:
   """Whether some index tensor of `iref` is not a run of consecutive positions (`off + ml.arange(n)`,
   Triton's x_ptr + offs), whose load is a window's (the hint says so) rather than a gather's."""
-  from .index_hints import _run_of, run_start
+  from .index_hints import RUN_ONLY, _run_of, run_start
   items = iref.index if isinstance(iref.index, tuple) else (iref.index,)
-  return any(is_tensor(i) and (run_start(cx.b, i) if one_element(i.type.shape) else _run_of(cx.b, i)) is None
-             for i in items)         # (a one-element run at any start, `g // 2 + ml.arange(0, 1)`: probe 52e)
+  run = lambda i: (run_start(cx.b, i) is not None if one_element(i.type.shape) else  # (a one-element run at any
+                   _run_of(cx.b, i) is not None or run_start(cx.b, i, RUN_ONLY) is not None)  # start: probe 52e)
+  return any(is_tensor(i) and not run(i) for i in items)
 
 
 def run_window(cx, iref, name=""):
@@ -530,7 +531,7 @@ def run_window(cx, iref, name=""):
   window = list(items)
   for t, k in enumerate(tensors):
     shape = tuple(items[k].type.shape)
-    run = run_start(cx.b, items[k])
+    run = run_start(cx.b, items[k], cx)
     if run is None or (shape != (run[1],) if len(tensors) == 1 else
                        len(shape) != len(tensors) or shape[t] != run[1] or math.prod(shape) != run[1]):
       return None

@@ -441,10 +441,15 @@ def static_slice_hint(i: slice, n, d, name) -> str:
           f" start < stop, both in {-n}..{n}); handle an empty case outside the kernel")
 
 
-def run_start(b, v):
+RUN_ONLY = object()      # run_start's `cx` for a caller that asks only whether an index is a run
+
+
+def run_start(b, v, cx=None):
   """(start, n) where the integer tensor `v` is `start + ml.arange(n)` (either order, or `ml.arange(n)`
   alone, start 0; or such a vector along one axis of size-1 ones, `rows[:, None]`, `b[:, None, None]`), `start`
-  an int or a run-time scalar; else None."""
+  an int or a run-time scalar; else None. With `cx` (a caller that moves the window), a static int added to or
+  subtracted from a run of a run-time start, Triton's `offs - 1` of `offs = pid * 64 + ml.arange(64)`, is a run
+  too, its start computed here (RUN_ONLY: a run, its start not computed)."""
   from .elementwise import Arange, BinOp, Binary
   from .shape import Broadcast, Reshape
   from ..dtypes import DType
@@ -466,10 +471,16 @@ def run_start(b, v):
       o.value) and isinstance(o.value.type, ScalarType) and getattr(o.value.type.dtype, "is_int", False)):
     return o.value, 1               # (Triton's `tl.arange(0, 1)` run, `g + ml.arange(0, 1)`: one element, held as
                                     # its scalar; the row of a group's scales, probe 52e)
-  if (isinstance(o, Binary) and o.kind == BinOp.SUB and isinstance(o.rhs, int) and not isinstance(o.rhs, bool)
-      and is_value(o.lhs) and isinstance(o.lhs.type, TensorType) and o.lhs.type.shape == v.type.shape
-      and (inner := run_start(b, o.lhs)) is not None and isinstance(inner[0], int)):
-    return inner[0] - o.rhs, n     # (`ow - 1`, a convolution's left tap: the run from -1, as `ow + (-1)` is)
+  if (isinstance(o, Binary) and o.kind in (BinOp.SUB, BinOp.ADD) and is_value(o.lhs) and isinstance(o.lhs.type, TensorType)
+      and o.lhs.type.shape == v.type.shape and isinstance(o.rhs, int) and not isinstance(o.rhs, bool)
+      and (inner := run_start(b, o.lhs, cx)) is not None and (isinstance(inner[0], int) or cx is not None)):
+    k = o.rhs if o.kind == BinOp.ADD else -o.rhs   # (`ow - 1`, a convolution's left tap: the run from -1, as `ow + (-1)` is)
+    if isinstance(inner[0], int):
+      return inner[0] + k, n
+    if cx is RUN_ONLY:
+      return inner[0], n           # (whether it is a run, without computing its start)
+    from .elementwise import binary
+    return (binary(cx, BinOp.ADD, inner[0], k) if k else inner[0]), n
   if not (isinstance(o, Binary) and o.kind == BinOp.ADD):
     return None
   for a, s in ((o.lhs, o.rhs), (o.rhs, o.lhs)):   # (a start added after the broadcast, `d + offs[None, :]`, or
@@ -484,9 +495,24 @@ def _run_of(b, v):
   """(start's text, n) where `v` is a run (`run_start`) with a static or named run-time start; else None."""
   run = run_start(b, v)
   if run is None:
-    return None
+    return _moved_run(b, v)
   text = str(run[0]) if isinstance(run[0], int) else _scalar_text(b, run[0])
   return (text, run[1]) if text else None
+
+
+def _moved_run(b, v):
+  """(start's text, n) of a run of a run-time start moved by a static int, `offs - 1` of `offs = pid * 128 +
+  ml.arange(128)` (`pid * 128 - 1`; run_start computes its start where the window is moved); else None."""
+  from .elementwise import BinOp, Binary
+  o = b.defining(v) if is_value(v) else None
+  if not (isinstance(o, Binary) and o.kind in (BinOp.ADD, BinOp.SUB) and isinstance(o.rhs, int)
+          and not isinstance(o.rhs, bool)) or run_start(b, v, RUN_ONLY) is None:
+    return None
+  inner = _run_of(b, o.lhs)
+  if inner is None:
+    return None
+  k = o.rhs if o.kind == BinOp.ADD else -o.rhs
+  return (f"{inner[0]} {'+' if k >= 0 else '-'} {abs(k)}" if k else inner[0]), inner[1]
 
 
 def _scalar_text(b, s, depth=0):
