@@ -8,7 +8,6 @@ import jax.numpy as jnp
 import numpy as np
 
 import mgpu_dsl as mg
-from mgpu_dsl import language as ml
 
 
 @mg.mgpu_kernel(out_shape=lambda c, v: c, input_output_aliases={0: 0}, grid=(1,))

@@ -2,3 +2,5 @@
 from .compile import ArgSpec, parse, trace
 from .errors import KernelError
 from .ir import Kernel, dump
+
+__all__ = ["ArgSpec", "Kernel", "KernelError", "dump", "parse", "trace"]

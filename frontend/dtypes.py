@@ -7,6 +7,7 @@ importing JAX.
 from __future__ import annotations
 
 import enum
+import importlib
 
 import numpy as np
 
@@ -58,7 +59,7 @@ class DType(enum.Enum):
   def np(self) -> np.dtype:
     """numpy's dtype (bfloat16 and float8 from ml_dtypes, which numpy learns of on its import)."""
     if self.value not in _NUMPY:
-      import ml_dtypes  # noqa: F401  (registers bfloat16 and the float8 types with numpy)
+      importlib.import_module("ml_dtypes")     # registers bfloat16 and the float8 types with numpy
       _NUMPY[self.value] = np.dtype(self.value)
     return _NUMPY[self.value]
 

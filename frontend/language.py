@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 
 from .dtypes import DType
-from .ops import BUILTINS  # noqa: F401
+from .ops import BUILTINS
 from .ops.access import load_ as load, store_ as store
 from .ops.atomic import atomic_add, atomic_and, atomic_max, atomic_min, atomic_or, atomic_xor
 from .ops.atomic_rmw import atomic_cas, atomic_xchg
@@ -69,8 +69,8 @@ class Inline:
     return self
 
   def __reduce__(self):
-    from .pickling import reduce
-    return reduce(self, "@ml.inline helper")
+    from .pickling import reduce as pickled
+    return pickled(self, "@ml.inline helper")
 
   def __call__(self, *args, **kwargs):
     from . import errors as E
@@ -165,7 +165,25 @@ def debug_print(fmt, *args):
   raise E.KernelTypeError("ml.debug_print can only be used inside an @mgpu_kernel function", outside_loc(),
                           hint="call it in a kernel's body (or an @ml.inline helper's); outside, jax.debug.print")
 
-__all__ = sorted(BUILTINS) + [
+# Every builtin (frontend/ops/ declares them; each is imported above by its name) and the rest of `ml.`.
+__all__ = [
+    "abs", "acos", "advance", "all", "any", "arange", "argmax", "argmin", "argsort", "asin", "associative_scan",
+    "atan", "atan2", "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or",
+    "atomic_xchg", "atomic_xor", "bincount", "bitcast", "broadcast_to", "cast", "cbrt", "cdiv", "ceil", "clamp",
+    "clip", "cluster_ref", "cluster_sync", "concatenate", "copy", "cos", "cummax", "cummin", "cumprod", "cumsum",
+    "debug_barrier", "div_rn", "dot", "ds", "erf", "erfc", "exp", "exp2", "expand_dims", "expm1", "fdiv", "flip",
+    "floor", "fma", "fmod", "full", "grouped_ids", "histogram", "interleave", "isfinite", "isinf", "isnan", "join",
+    "load", "log", "log1p", "log2", "log_softmax", "logsumexp", "make_block_ptr", "make_tensor_descriptor", "max",
+    "max_constancy", "max_contiguous", "maximum", "mean", "min", "minimum", "mulhi", "multiple_of", "num_programs",
+    "pad", "pair_uniform_to_normal", "permute", "philox", "pow", "program_id", "rand", "rand4x", "randint",
+    "randint4x", "randn", "randn4x", "range", "ravel", "reduce", "repeat", "reshape", "roll", "round", "rsqrt",
+    "searchsorted", "segment_max", "segment_min", "segment_prod", "segment_sum", "sigmoid", "sin", "smem",
+    "softmax", "softplus", "sort", "split", "sqrt", "squeeze", "stack", "static_assert", "static_range", "std",
+    "store", "sum", "swizzle2d", "take_along_axis", "tan", "tanh", "top_k", "trans", "transpose", "trunc",
+    "uint_to_uniform_float", "umulhi", "var", "where", "zeros", "zeros_like"] + [
     "DSlice", "Inline", "inline", "constexpr", "scalar", "float32", "float16", "bfloat16", "float8_e4m3fn",
     "float8_e5m2", "int64", "int32", "int16", "int8", "uint32", "uint16", "uint8", "bool_", "float8e4nv",
     "float8e5", "int1", "dslice", "debug_print", "PropagateNan"]
+if set(BUILTINS) - set(__all__):     # a builtin declared in frontend/ops/ and not exported here
+  raise ImportError(f"frontend/language.py does not export {sorted(set(BUILTINS) - set(__all__))}: import them and"
+                    " name them in __all__")

@@ -16,9 +16,9 @@ from .ops.memory import Store
 from .ops.mma import Dot
 from .ops.shape import Broadcast, Reduce, Reshape
 from .ops.permute import TransposeLoad, TransposeStore
-from .layout_hints import (column_slice_hint, empty_tensor_hint, pad_hint, read_window, reductions_of,
-                           register_window_hint, role,
+from .layout_hints import (column_slice_hint, empty_tensor_hint, pad_hint, read_window, register_window_hint, role,
                            row_of_statistic, small_tile_hint, smem_vector_hint)
+from .pad_reductions import reductions_of
 from .types import Layout, LayoutKind, RefType, TensorType, dtype_name
 
 

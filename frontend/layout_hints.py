@@ -12,7 +12,7 @@ from .dtypes import DType
 from .types import Layout, RefType, Space, TensorType, resolve
 from .loc import call_at
 from .ops.memory import View, root_in
-from .pad_reductions import _padding_note, identity, loaded_other, reductions_of  # noqa: F401  (layout_errors imports reductions_of from here)
+from .pad_reductions import _padding_note, identity, loaded_other
 
 
 def column_slice_hint(name, store_to=None, one_view=False) -> str | None:

@@ -9,7 +9,7 @@ from jaxlib.mlir.dialects import arith, gpu, llvm, nvvm, scf
 from ..frontend.ops.control import (AwaitStores, Barrier, ClusterSync, CommitShared, Condition, For,
                                     If, MultipleOf, NumPrograms, PositiveStep, ProgramId, Turn, WaitLoad, While,
                                     Yield, terminator_values)
-from .interpret_memory import InterpretError
+from ..frontend.errors import InterpretError
 from .memory import stage_of
 from .mosaic import flat_types, i32, operand
 from .registry import interpret, lower

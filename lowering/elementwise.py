@@ -19,9 +19,8 @@ from ..frontend.types import ScalarType, TensorType
 from . import compat
 from . import float_divmod as FD
 from . import interpret_numerics as N
-from .interpret_memory import InterpretError
+from ..frontend.errors import InterpretError
 from .fast_math import EX2_PTX
-from . import fma as _fma_rules  # noqa: F401  (ml.fma's rules)
 from .mosaic import as_array, asm_per_element, is_split, layout_of, mlir_type, operand, scalar_const
 from .registry import interpret, lower
 

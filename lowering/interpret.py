@@ -46,13 +46,13 @@ import numpy as np
 
 from ..frontend import errors as E
 from ..frontend import ir
+from ..frontend.errors import InterpretError
 from ..frontend.ops.control import LOOPS, Condition, Yield, terminator_values
 from ..frontend.ops.mma import Dot
 from . import interpret_numerics as N
 from . import interpret_padding as P
 from . import registry
-from .interpret_memory import (COMPILER_BUG, CtaMemory, InterpretError, Memory,  # noqa: F401
-                               OutOfBoundsError, RaceError, Ref)
+from .interpret_memory import COMPILER_BUG, CtaMemory, Memory, RaceError, Ref
 
 registry.load()
 INTERPRET_RULES = registry.INTERPRET

@@ -25,7 +25,7 @@ from ..frontend.types import RefType
 from ..frontend.ops.atomic import AtomicKind, identity
 from .interpret_sync import Order, olds
 
-from ..frontend.errors import InterpretError, OutOfBoundsError, RaceError  # noqa: E402,F401
+from ..frontend.errors import OutOfBoundsError, RaceError  # noqa: E402
 
 
 COMPILER_BUG = ("the compiler inserts this synchronisation; an IR without it is a bug in mgpu_dsl,"

@@ -109,7 +109,7 @@ def _lock_order(cta, o, ref, key, old, new) -> None:
   in that order; a program taking the pair in the other order than one another program did is an InterpretError
   naming the four places. Interpret mode runs programs one after another, so it would never wait there, but on
   the GPU two programs that each hold one lock wait for each other forever (a deadlock)."""
-  from .interpret_memory import InterpretError
+  from ..frontend.errors import InterpretError
   held = cta.__dict__.setdefault("held_locks", {})
   changed = np.asarray(old).tobytes() != np.asarray(new).tobytes()
   name = f"{ref.name}{list(key[1]) if key[1] else ''}"
@@ -234,7 +234,7 @@ class Access:
 def spin_error(cta, o, reads):
   """The InterpretError of a while loop `o` whose trips change nothing (its atomics included)."""
   from ..frontend.races import SPIN_WAIT
-  from .interpret_memory import InterpretError
+  from ..frontend.errors import InterpretError
   from ..frontend import ir as fir
   last = getattr(cta, "last_rmw", None)
   if last is not None and not any(x is last[0] for x in (*fir.walk(o.before), *fir.walk(o.body))):
@@ -290,7 +290,7 @@ def run_cooperative(m, make):
   not ended waits, and nothing changed)."""
   import itertools
   from ..frontend import hw
-  from .interpret_memory import InterpretError
+  from ..frontend.errors import InterpretError
   g = m.kernel.grid
   todo = iter(itertools.product(range(g[2]), range(g[1]), range(g[0])))
   waiting: list = []         # [(cta, generator, Spin)], oldest first

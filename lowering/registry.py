@@ -10,7 +10,7 @@ import importlib
 
 LOWER: dict[type, callable] = {}
 INTERPRET: dict[type, callable] = {}
-FAMILIES = ("memory", "access", "atomic", "elementwise", "fast_math", "shape", "mma", "control", "debug", "random", "gather", "scan", "sort")
+FAMILIES = ("memory", "access", "atomic", "elementwise", "fma", "fast_math", "shape", "mma", "control", "debug", "random", "gather", "scan", "sort")
 
 
 def lower(*ops):

@@ -16,7 +16,7 @@ from jaxlib.mlir.dialects import arith, nvvm, scf
 
 from ..frontend import hw
 from ..frontend.ops.control import BarrierAlloc, BarrierArrive, BarrierWait, WarpSpecialize
-from .interpret_memory import InterpretError
+from ..frontend.errors import InterpretError
 from .mosaic import operand
 from .registry import interpret, lower
 

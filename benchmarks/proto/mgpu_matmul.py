@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
 
 import jax
 import jax.numpy as jnp

@@ -30,8 +30,13 @@ from .narrow8 import _wide, _widened, narrowed  # noqa: F401  (ew.narrowed: redu
 from .elementwise_checks import (_call_args, _check_integer_meets_float, _check_pointer_arithmetic, _convert_hint,
                                  _python_math_hint, cast_problem, check_dtype_support, check_python_int, method_on,
                                  int64_index_hint, scalar_param_hint)
-from .elementwise_ops import (ELEMENTWISE_OPS, PURE_ELEMENTWISE, PURE_FRESH, Arange, Binary, BinOp,  # noqa: F401
-                              Cast, CmpOp, Compare, Constant, Full, Unary, UnaryDef, UnOp, Where)
+from . import elementwise_ops
+from .elementwise_ops import Binary, BinOp, Cast, CmpOp, Compare, Constant, Full, Unary, UnOp, Where
+
+# elementwise_ops' tables and ops that this module's rules do not use, re-exported with the rest (`ew.Arange`)
+ELEMENTWISE_OPS, PURE_ELEMENTWISE, PURE_FRESH = (elementwise_ops.ELEMENTWISE_OPS, elementwise_ops.PURE_ELEMENTWISE,
+                                                 elementwise_ops.PURE_FRESH)
+Arange, UnaryDef = elementwise_ops.Arange, elementwise_ops.UnaryDef
 
 _FLOAT_ONLY = {BinOp.ATAN2, BinOp.POW, BinOp.DIV_RN}
 _INT_ONLY = {BinOp.AND, BinOp.OR, BinOp.XOR, BinOp.SHL, BinOp.SHR, BinOp.MULHI}

@@ -563,5 +563,3 @@ def gather_load():
   from .base import Builtin
   return Builtin(_gather_load, "load")
 
-
-from . import take_along  # noqa: F401,E402  (ml.take_along_axis, declared with the gathers)

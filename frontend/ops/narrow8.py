@@ -7,7 +7,7 @@ import numpy as np
 from .. import errors as E
 from .. import hw
 from ..dtypes import DType
-from ..types import ScalarType, TensorType
+from ..types import ScalarType
 from .base import is_value
 
 

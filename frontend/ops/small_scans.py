@@ -13,8 +13,6 @@ reductions take.
 """
 from __future__ import annotations
 
-import math
-
 from ..dtypes import DType
 from ..types import TensorType, resolve
 
