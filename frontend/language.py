@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 
 from .dtypes import DType
+from .pickling import ByReference
 from .ops import BUILTINS
 from .ops.access import load_ as load, store_ as store
 from .ops.atomic import atomic_add, atomic_and, atomic_max, atomic_min, atomic_or, atomic_xor
@@ -49,8 +50,9 @@ libdevice = _Namespace("libdevice")
 extra = _Namespace("extra", cuda=_Namespace("extra.cuda", libdevice=libdevice), libdevice=libdevice)
 
 
-class Inline:
+class Inline(ByReference):     # copied and pickled as a function is
   """A helper function that kernels call; its body is traced into each caller (`@ml.inline`)."""
+  pickled_what = "@ml.inline helper"
 
   def __init__(self, fn):
     functools.update_wrapper(self, fn)
@@ -61,16 +63,6 @@ class Inline:
 
   def __repr__(self):
     return f"<mgpu_dsl inline function {self.fn.__qualname__}>"
-
-  def __copy__(self):           # copied and pickled as a function is (frontend/pickling.py)
-    return self
-
-  def __deepcopy__(self, memo):
-    return self
-
-  def __reduce__(self):
-    from .pickling import reduce as pickled
-    return pickled(self, "@ml.inline helper")
 
   def __call__(self, *args, **kwargs):
     from . import errors as E

@@ -15,6 +15,21 @@ import pickle
 import sys
 
 
+class ByReference:
+  """A kernel, an @mg.autotune kernel, an @ml.inline helper: copied and pickled as a function is, by
+  reference (`reduce`). `pickled_what` names it in the error of one that cannot pickle."""
+  pickled_what = "kernel"
+
+  def __copy__(self):
+    return self
+
+  def __deepcopy__(self, memo):
+    return self
+
+  def __reduce__(self):
+    return reduce(self, self.pickled_what)
+
+
 def by_name(module: str, qualname: str):
   """The object `module`.`qualname` (unpickling a kernel)."""
   obj = importlib.import_module(module)

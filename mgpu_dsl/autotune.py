@@ -28,6 +28,7 @@ from . import triton_names
 from .bench import bench, caller_loc, has_gpu
 from .frontend import errors as E
 from .aot import JitStages
+from .frontend.pickling import ByReference
 from .kernel import KernelFunction, _user_errors
 
 log = logging.getLogger("mgpu_dsl")
@@ -40,9 +41,10 @@ def _what(x) -> str:
   return calling.describe(x)
 
 
-class Autotuner(JitStages):
+class Autotuner(JitStages, ByReference):     # copied and pickled as a function is
   """A kernel that picks its fastest configuration. Call it like the kernel, without the
   tuned constexprs."""
+  pickled_what = "autotuned kernel"
 
   def __init__(self, kernel: KernelFunction, configs: Sequence[dict], *, key: Callable | None = None,
                timer: Callable | None = None):
@@ -86,16 +88,6 @@ class Autotuner(JitStages):
 
   def __get__(self, obj, objtype=None):     # a routine to inspect, so help() shows its signature (kernel.py)
     return self
-
-  def __copy__(self):                 # copied and pickled as a function is (frontend/pickling.py)
-    return self
-
-  def __deepcopy__(self, memo):
-    return self
-
-  def __reduce__(self):
-    from .frontend import pickling
-    return pickling.reduce(self, "autotuned kernel")
 
   @property
   def __signature__(self) -> inspect.Signature:

@@ -28,6 +28,7 @@ from .frontend import errors as E
 from .frontend import ir as kir
 from .frontend import language as L
 from .frontend import source as fsource
+from .frontend.pickling import ByReference
 
 log = dump.log
 DEFAULT_CACHE_SIZE = 64
@@ -92,7 +93,7 @@ class CacheInfo(NamedTuple):
   retraces: int       # times a changed global or helper dropped the compiled kernel
 
 
-class KernelFunction(SpecMethods):
+class KernelFunction(SpecMethods, ByReference):     # copied and pickled as a function is
   """A kernel function compiled per (shapes, dtypes, constexprs). Call it like a JAX function.
 
   Specialisations are kept in memory (least recently used first out, `cache_size`
@@ -140,16 +141,6 @@ class KernelFunction(SpecMethods):
     """As a class attribute, the kernel itself (what an attribute without __get__ gives too): having it
     makes the kernel a routine to `inspect`, so help(kernel) shows its signature and docstring."""
     return self
-
-  def __copy__(self):                 # copied and pickled as a function is (frontend/pickling.py)
-    return self
-
-  def __deepcopy__(self, memo):
-    return self
-
-  def __reduce__(self):
-    from .frontend import pickling
-    return pickling.reduce(self)
 
   @property
   def parsed(self) -> fc.ParsedKernel:
