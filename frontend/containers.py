@@ -7,7 +7,7 @@ import ast
 from . import errors as E
 from .assign import DICT_VIEWS, holds_value
 from .calls import PY_BUILTINS
-from .env import POISON, assigned_names
+from .env import assigned_names, names_restored
 from .ops.base import is_value, kind_of
 
 
@@ -82,7 +82,6 @@ class Containers:
       if any(isinstance(t, (ast.Subscript, ast.Attribute, ast.Starred)) for t in ast.walk(gen.target)):
         self.unsupported(gen.target, "this comprehension target", hint="iterate over names: for i, w in zip(...)")
     names = assigned_names([g.target for g in node.generators])
-    saved = {n: self.env.get(n, POISON) for n in names}
     out = []
 
     def clause(k):
@@ -99,14 +98,8 @@ class Containers:
           clause(k + 1)
         else:
           out.append(self.eval(node.elt))
-    try:
+    with names_restored(self.env, names):     # (Python's comprehension scope: the names as before after it)
       clause(0)
-    finally:
-      for n, was in saved.items():
-        if was is POISON:
-          self.env.pop(n, None)
-        else:
-          self.env[n] = was
     return out
 
   def _comprehension_items(self, it, comp=None, gen=None):

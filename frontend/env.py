@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 
 
 class Unbound:
@@ -27,6 +28,24 @@ POISON = _Poison()
 
 class PoisonedUse(Exception):
   """A statement read a poisoned name: skip it without a new error."""
+
+
+_MISSING = object()
+
+
+@contextlib.contextmanager
+def names_restored(env: dict, names):
+  """For a block that binds `names` in `env` for a while (a comprehension's targets, the temporaries of a
+  jnp call's form): afterwards each is bound as before, or unbound again (a poisoned name stays poisoned)."""
+  saved = {n: env.get(n, _MISSING) for n in names}
+  try:
+    yield
+  finally:
+    for n, was in saved.items():
+      if was is _MISSING:
+        env.pop(n, None)
+      else:
+        env[n] = was
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp,

@@ -14,6 +14,7 @@ import inspect
 import numpy as np
 
 from . import errors as E
+from .env import names_restored
 from .activation_forms import ACTIVATIONS, ACTIVATION_PARAMS, GELU_EXACT, widened
 from .held_library import _public
 from .jnp_stats import STATS, jnp_prod
@@ -447,36 +448,27 @@ def trace_form(tracer, node, form, operands, names=()):
     n.mgpu_shown = shown
   tree.mgpu_text = tracer.text(node)
   from . import language
-  saved = {t: tracer.env.get(t, _MISSING) for t in temps + ["_jnp_ml_"]}
-  tracer.env.update(dict(zip(temps, operands)), _jnp_ml_=language)
-  try:
-    out = tracer.eval(tree)
-    for v in out if isinstance(out, tuple) else (out,):
-      if "_jnp_" in (getattr(v, "name", None) or ""):     # named as the user wrote the call, not as the form
-        v.name = tracer.text(node)
-    return out
-  except E.KernelError as e:
-    for t, name in shown.items():
-      e.message, e.hint = e.message.replace(t, name), e.hint and e.hint.replace(t, name)
-    import re                 # ("ml.max: axis 2 ..." of lax.reduce_max(v, axes=(2,)): the function called)
-    ml_name = re.match(r"ml\.(\w+)[: ]", e.message)
-    called = tracer.text(node.func) if isinstance(node, ast.Call) else ""
-    if ml_name and called and not called.startswith("ml.") and f"ml.{ml_name.group(1)}(" in form:
-      e.message = f"{called} (as ml.{ml_name.group(1)}){e.message[len(ml_name.group(1)) + 3:]}"
-    elif called and not called.startswith("ml."):   # ("- on v of shape (8, 64) and ...": the form's operator)
-      from .inline import _as_called
-      _as_called(e, called)
-    e.args = (e.message,)
-    raise
-  finally:
-    for t, v in saved.items():
-      if v is _MISSING:
-        tracer.env.pop(t, None)
-      else:
-        tracer.env[t] = v
-
-
-_MISSING = object()
+  with names_restored(tracer.env, temps + ["_jnp_ml_"]):     # (the form's temporaries: unbound again after it)
+    tracer.env.update(dict(zip(temps, operands)), _jnp_ml_=language)
+    try:
+      out = tracer.eval(tree)
+      for v in out if isinstance(out, tuple) else (out,):
+        if "_jnp_" in (getattr(v, "name", None) or ""):     # named as the user wrote the call, not as the form
+          v.name = tracer.text(node)
+      return out
+    except E.KernelError as e:
+      for t, name in shown.items():
+        e.message, e.hint = e.message.replace(t, name), e.hint and e.hint.replace(t, name)
+      import re                 # ("ml.max: axis 2 ..." of lax.reduce_max(v, axes=(2,)): the function called)
+      ml_name = re.match(r"ml\.(\w+)[: ]", e.message)
+      called = tracer.text(node.func) if isinstance(node, ast.Call) else ""
+      if ml_name and called and not called.startswith("ml.") and f"ml.{ml_name.group(1)}(" in form:
+        e.message = f"{called} (as ml.{ml_name.group(1)}){e.message[len(ml_name.group(1)) + 3:]}"
+      elif called and not called.startswith("ml."):   # ("- on v of shape (8, 64) and ...": the form's operator)
+        from .inline import _as_called
+        _as_called(e, called)
+      e.args = (e.message,)
+      raise
 
 
 def _operand_text(v) -> str:

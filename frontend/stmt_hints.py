@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 
+from .env import names_restored
+
 
 def statement_hint(tracer, node) -> str | None:
   """What to write instead of statement `node`, or None for the generic hint."""
@@ -88,24 +90,16 @@ def runtime_comprehension_hint(tracer, comp, gen, start) -> str:
     return (f"{head}: give it static bounds (ints or constexprs, shapes), or loop at run time, for {tgt} in {rng}: ...,"
             f" carrying what its elements make (a sum: acc = acc + {elt}) or storing each one")
   kind = None
-  was = tracer.env.get(gen.target.id, _MISSING)
-  try:                        # the element's kind, for the loop's starting value (the IR made here is dropped)
-    tracer.env[gen.target.id] = start
-    kind = getattr(tracer.eval(comp.elt), "type", None)
-  except Exception:            # noqa: BLE001  (a hint only: the element's own mistake is reported where it is traced)
-    pass
-  finally:
-    if was is _MISSING:
-      tracer.env.pop(gen.target.id, None)
-    else:
-      tracer.env[gen.target.id] = was
+  with names_restored(tracer.env, [gen.target.id]):
+    try:                      # the element's kind, for the loop's starting value (the IR made here is dropped)
+      tracer.env[gen.target.id] = start
+      kind = getattr(tracer.eval(comp.elt), "type", None)
+    except Exception:          # noqa: BLE001  (a hint only: the element's own mistake is reported where it is traced)
+      pass
   acc = next(n for n in ("acc", "total", "result", "acc_") if n not in tracer.env and n != gen.target.id)
   step = _FOLDS[fold].format(a=acc, e=elt)
   return (f"{head}: loop at run time instead, {acc} = {_fold_start(fold, kind)}, then for {tgt} in {rng}:"
           f" {acc} = {step}, and use {acc} where {tracer.src.quote(call)} stood")
-
-
-_MISSING = object()
 
 
 _NO_EFFECT = ("REG_READ", "MMA_READ", "MMA_ISSUE")
