@@ -455,6 +455,15 @@ def check_register_value(cx, x, what):
                                  "pass a register tensor, a scalar or a Python number")
 
 
+def check_binary_operands(cx, x, y, what, in_python: str):
+  """`x` and `y` of the two-operand builtin `what`: register values or numbers, at least one a value (two
+  numbers are Python's to compute, as `in_python` says: the hint)."""
+  for v in (x, y):
+    check_register_value(cx, v, what)
+  if not is_value(x) and not is_value(y):
+    raise E.KernelTypeError(f"{what} of two Python numbers should be computed in Python", cx.loc, hint=in_python)
+
+
 def static_int(cx, x, what, *, minimum=None) -> int:
   if not isinstance(x, int) or isinstance(x, bool) or (minimum is not None and x < minimum):
     need = "a static int" + (f" >= {minimum}" if minimum is not None else "")

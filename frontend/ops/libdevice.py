@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import math as pymath
 
-from .. import errors as E
 from ..dtypes import DType
 from ..types import resolve
-from .base import builtin, check_register_value, is_value, named_builtin
+from .base import builtin, check_binary_operands, check_register_value, is_value, named_builtin
 from .elementwise import BinOp, CmpOp, _widened, astype, binary, compare, unary, UnOp
 
 _PYTHON = {"asin": "math.asin", "acos": "math.acos", "atan": "math.atan", "tan": "math.tan",
@@ -65,12 +64,8 @@ def float_pow(cx, a, b):
 
 def _binary_fn(kind: BinOp, name: str, doc: str):
   def rule(cx, a, b):
-    check_register_value(cx, a, f"ml.{name}")
-    check_register_value(cx, b, f"ml.{name}")
-    if not is_value(a) and not is_value(b):
-      raise E.KernelTypeError(f"ml.{name} of two Python numbers should be computed in Python", cx.loc,
-                              hint=f"compute it in Python while the kernel is traced: {_PYTHON[name]}({a!r}, {b!r})"
-                                   " (import math)")
+    check_binary_operands(cx, a, b, f"ml.{name}", f"compute it in Python while the kernel is traced:"
+                                                  f" {_PYTHON[name]}({a!r}, {b!r}) (import math)")
     return _wide_binary(cx, kind, a, b, f"ml.{name}")
   return named_builtin(rule, name, doc)
 

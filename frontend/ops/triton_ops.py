@@ -8,7 +8,7 @@ from ..dtypes import DType
 from ..types import dtype_name, resolve
 from . import elementwise as ew
 from .elementwise_checks import method_on
-from .base import builtin, check_register_value, is_value, kind_of, shown
+from .base import builtin, check_binary_operands, check_register_value, is_value, kind_of, shown
 
 
 class PropagateNan:
@@ -22,11 +22,7 @@ def _floats(cx, x, y, what):
   """`x` and `y` (register values or numbers, at least one a value) for a float-only division: integers and bools
   are converted to float32 first (as `/` converts them), float16 and bfloat16 to float32 (the result converted
   back: the division rounds once, in float32, then to the 16-bit dtype)."""
-  for v in (x, y):
-    check_register_value(cx, v, what)
-  if not is_value(x) and not is_value(y):
-    raise E.KernelTypeError(f"{what} of two Python numbers should be computed in Python", cx.loc,
-                            hint=f"write {shown(x)} / {shown(y)}")
+  check_binary_operands(cx, x, y, what, f"write {shown(x)} / {shown(y)}")
   (a, b), _, dt = ew.common(cx, x, y, what)
   d = resolve(dt)
   if not isinstance(d, DType) or not d.is_float:
@@ -78,11 +74,7 @@ def clamp(cx, x, min=None, max=None, propagate_nan=PropagateNan.NONE):
 
 
 def _high_word(cx, x, y, what, unsigned):
-  for v in (x, y):
-    check_register_value(cx, v, what)
-  if not is_value(x) and not is_value(y):
-    raise E.KernelTypeError(f"{what} of two Python numbers should be computed in Python", cx.loc,
-                            hint=f"write ({shown(x)} * {shown(y)}) >> 32")
+  check_binary_operands(cx, x, y, what, f"write ({shown(x)} * {shown(y)}) >> 32")
   (a, b), _, dt = ew.common(cx, x, y, what)
   d = resolve(dt)
   if d not in (DType.i32, DType.u32):
