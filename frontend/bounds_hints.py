@@ -26,13 +26,8 @@ def _user_window(loc, root, d):
   run of offsets (`ml.load(root.at[offs], ...)`, `root.at[offs].store(v)`: Triton's `ptr + offs`), the
   window, None and the offsets' text; else None."""
   import ast
-  line, a, b = loc.source_line, loc.col_offset, loc.end_col_offset
-  if not line or b is None or loc.end_lineno != loc.lineno:
-    return None
-  try:
-    node = ast.parse(line[a:b], mode="eval").body
-  except SyntaxError:
-    return None
+  from .loc import expr_at
+  node = expr_at(loc)
   if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("load", "store"):
     f = node.func             # ml.load(root.at[offs], ...), root.at[offs].store(v, ...)
     node = node.args[0] if isinstance(f.value, ast.Name) and f.value.id == "ml" and node.args else f.value

@@ -9,17 +9,7 @@ from __future__ import annotations
 import ast
 
 from . import hw
-from .loc import call_at
-
-
-def _source(loc):
-  line, a, b = getattr(loc, "source_line", ""), getattr(loc, "col_offset", 0), getattr(loc, "end_col_offset", None)
-  if not line or b is None or getattr(loc, "end_lineno", None) != getattr(loc, "lineno", None):
-    return None
-  try:
-    return ast.parse(line[a:b], mode="eval").body
-  except SyntaxError:
-    return None
+from .loc import call_at, expr_at
 
 
 def _is_slice(e) -> bool:
@@ -70,7 +60,7 @@ def _padded(idx, n, up, fill) -> str:
 
 def column_gather_hint(o, shape) -> str | None:
   """For `t[:, cols]` of `shape` (rows, n): read `up` columns, index 0 past n, and store n."""
-  found = _column_subscript(_source(o.loc)) if _source(o.loc) is not None else None
+  found = _column_subscript(expr_at(o.loc)) if expr_at(o.loc) is not None else None
   if found is None or len(shape) != 2:
     return None
   table, idx = found
@@ -84,7 +74,7 @@ def column_gather_hint(o, shape) -> str | None:
 
 def column_scatter_hint(o, shape) -> str | None:
   """For `ml.atomic_<kind>(out.at[:, cols], v)` of `shape`: widen cols (past out's end: dropped) and v."""
-  node = _source(o.loc)
+  node = expr_at(o.loc)
   if not (isinstance(node, ast.Call) and len(node.args) == 2):
     return None
   found = _column_subscript(node.args[0])

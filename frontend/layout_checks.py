@@ -7,7 +7,7 @@ from . import errors as E
 from . import hw
 from . import ir
 from .layouts import SmemLayout, register_tile_window, whole_tiles
-from .loc import call_at
+from .loc import call_at, expr_at
 from .ops.memory import Copy, View
 from .types import DType, Layout, LayoutKind, RefType, Space, TensorType
 
@@ -446,12 +446,8 @@ def _result_window_hint(kernel, view, kinds, value, multiple, defs) -> str:
             + (f", or store the value from registers instead of through {x}" if value is not None else ""))
   d, idx = dynamic[0]
   n = view.ref.type.shape[d]
-  line, a, b = view.loc.source_line, view.loc.col_offset, view.loc.end_col_offset
   var = None                           # `r` of a start written `r * 64`: one branch per value of r
-  try:
-    node = ast.parse(line[a:b], mode="eval").body if view.loc.end_lineno == view.loc.lineno else None
-  except SyntaxError:
-    node = None
+  node = expr_at(view.loc)
   if isinstance(node, ast.Subscript):
     elts = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
     e = elts[d] if d < len(elts) and not any(isinstance(t, ast.Constant) and t.value is Ellipsis
@@ -501,12 +497,7 @@ def _start_texts(view) -> list:
   import ast
   loc = view.loc
   out = [None] * len(view.index)
-  if loc.end_lineno != loc.lineno:
-    return out
-  try:
-    node = ast.parse(loc.source_line[loc.col_offset:loc.end_col_offset], mode="eval").body
-  except (SyntaxError, ValueError):
-    return out
+  node = expr_at(loc)
   if isinstance(node, ast.Attribute) and node.attr == "T":      # a_s.at[:, ml.ds(r, 64)].T
     node = node.value
   if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "at"):

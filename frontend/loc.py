@@ -26,17 +26,32 @@ class Loc:
 UNKNOWN = Loc("<unknown>", 0, 0)
 
 
+def expr_of(text):
+  """`text` (the user's, as written: `x.at[i, :]`, `ml.sum(v, axis=1)`) parsed as an expression, an ast node;
+  None where it is not one (or not a string)."""
+  import ast
+  if not isinstance(text, str):
+    return None
+  try:
+    return ast.parse(text.strip(), mode="eval").body
+  except (SyntaxError, ValueError):
+    return None
+
+
+def expr_at(loc):
+  """The expression written at `loc` (on one line of the user's source) as an ast node, or None (`loc` None,
+  or on several lines): hints quote the user's own text (a call's arguments, a subscript's indices)."""
+  line, a, b = getattr(loc, "source_line", ""), getattr(loc, "col_offset", 0), getattr(loc, "end_col_offset", None)
+  if not line or b is None or getattr(loc, "end_lineno", None) != getattr(loc, "lineno", None):
+    return None
+  return expr_of(line[a:b])
+
+
 def call_at(loc):
   """The call expression written at `loc` (one line of the user's source) as an ast.Call, or
   None: hints quote the user's own arguments (the mask of their store, the ml function called)."""
   import ast
-  line, a, b = getattr(loc, "source_line", ""), getattr(loc, "col_offset", 0), getattr(loc, "end_col_offset", None)
-  if not line or b is None or getattr(loc, "end_lineno", None) != getattr(loc, "lineno", None):
-    return None
-  try:
-    node = ast.parse(line[a:b], mode="eval").body
-  except SyntaxError:
-    return None
+  node = expr_at(loc)
   return node if isinstance(node, ast.Call) else None
 
 

@@ -13,7 +13,7 @@ from . import hw
 from . import ir
 from .coverage import describe
 from .ir import Access as A
-from .loc import call_at
+from .loc import call_at, expr_at, expr_of
 from .ops.access import MaskedStore
 from .ops.memory import Copy, View
 from .types import Space
@@ -208,9 +208,8 @@ def _extent_mask(ref, name, rank):
   h, :]`: `(i * 64 + ml.arange(64))[:, None] < o.shape[1])`), where one ml.ds dimension may run past the
   end; else None."""
   import ast
-  try:
-    node = ast.parse(ref, mode="eval").body
-  except SyntaxError:
+  node = expr_of(ref)
+  if node is None:
     return None
   if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "at"):
     return None
@@ -421,12 +420,7 @@ def check_input_writes(kernel, defs) -> list:
 def _index_texts(loc):
   """The indices, as the user wrote them, of the subscript `x[i - 1, j]` at `loc` (None if unknown)."""
   import ast
-  if loc is None or loc.end_lineno != loc.lineno or not loc.source_line:
-    return None
-  try:
-    node = ast.parse(loc.source_line[loc.col_offset:loc.end_col_offset].strip(), mode="eval").body
-  except SyntaxError:
-    return None
+  node = expr_at(loc)
   if not isinstance(node, ast.Subscript):
     return None
   if isinstance(node.slice, ast.Constant) and node.slice.value is Ellipsis and isinstance(node.value, ast.Subscript) \

@@ -2,6 +2,8 @@
 kernels written beside it: `x.float()`, `v.clamp(min=0.0)`, `g.sigmoid()`), in the user's words."""
 from __future__ import annotations
 
+from .loc import expr_of
+
 _CASTS = {"float": "float32", "half": "float16", "bfloat16": "bfloat16", "double": "float64", "int": "int32",
           "long": "int64", "short": "int16", "bool": "bool_"}
 _FUNCS = frozenset({"exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "abs", "sin", "cos", "exp2", "log2", "erf",
@@ -10,9 +12,8 @@ _FUNCS = frozenset({"exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "abs", "si
 
 def _atom(text: str) -> str:
   import ast
-  try:
-    node = ast.parse(text, mode="eval").body
-  except SyntaxError:
+  node = expr_of(text)
+  if node is None:
     return f"({text})"
   return text if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript, ast.Call, ast.Constant)) else f"({text})"
 

@@ -27,6 +27,7 @@ from .elementwise_checks import check_python_int
 from .base import Num, a_an, builtin, is_ref, is_scalar, is_tensor, is_value, kind_of, one_element
 from .transfers import load, store
 from .widen_hints import widen_hint  # a 16-bit float sum into float32: sum in float32
+from ..loc import expr_of
 
 
 @ir.op(Traits(effects=lambda o: [(o.ref, Access.REG_READ)], layout=LayoutRule.MEMORY))
@@ -235,9 +236,8 @@ def _wider_window(name, axis, n):
   """`name` (a view as written, `l.at[r, :]`) with its `axis`-th kept index made `ml.ds(start, n)`; None
   where the text is not such a view."""
   import ast
-  try:
-    node = ast.parse(name, mode="eval").body
-  except SyntaxError:
+  node = expr_of(name)
+  if node is None:
     return None
   if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "at"):
     return None

@@ -16,6 +16,7 @@ from .. import errors as E
 from ..dtypes import DType
 from ..types import RefType, TensorType, dtype_name, resolve
 from .base import is_value
+from ..loc import expr_of
 
 _TRANSPOSES = ("ml.trans", "ml.transpose", "jnp.transpose", "tl.trans", "ml.permute", "jnp.permute_dims")
 
@@ -42,9 +43,8 @@ def _acc_text(cx, acc) -> str:
 def untransposed(text: str) -> str | None:
   """`v` of `ml.trans(v)`, `v.T`, `jnp.transpose(v)`, `ml.permute(v, (1, 0))`: the tensor a transpose reads, as
   written, or None where `text` is not a transpose of a name."""
-  try:
-    node = ast.parse(text, mode="eval").body
-  except (SyntaxError, ValueError):
+  node = expr_of(text)
+  if node is None:
     return None
   if isinstance(node, ast.Attribute) and node.attr == "T":
     inner = node.value
@@ -59,10 +59,7 @@ def converted(text: str, dtype) -> str:
   """`text` converted to `dtype` in the user's spelling: a conversion already there (`p.to(jnp.bfloat16)`,
   `p.astype(q.dtype)`) takes the new dtype in its place, Triton's `.to` kept as `.to`."""
   d = dtype_name(dtype)
-  try:
-    node = ast.parse(text, mode="eval").body
-  except (SyntaxError, ValueError):
-    node = None
+  node = expr_of(text)
   if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "astype") \
       and len(node.args) == 1 and not node.keywords:
     return f"{ast.unparse(node.func.value)}.{node.func.attr}(jnp.{d})"

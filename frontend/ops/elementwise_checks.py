@@ -15,6 +15,7 @@ from ..dtypes import DType, FLOAT8, INDEX
 from .arith_hints import pointer_hint
 from ..types import ScalarType, dtype_name, resolve
 from .base import is_ref, is_value
+from ..loc import expr_of
 
 
 def check_python_int(cx, value, dtype, what, hint=None):
@@ -222,9 +223,8 @@ _COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 def method_on(text: str) -> str:
   """`text` as the receiver of a method call: `v`, `ml.mean(v)`, but `(a + b)`."""
   import ast
-  try:
-    node = ast.parse(text, mode="eval").body
-  except SyntaxError:
+  node = expr_of(text)
+  if node is None:
     return f"({text})"
   return text if isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) else f"({text})"
 
@@ -315,9 +315,8 @@ def _python_math_hint(cx, kind, x) -> str:
 def _call_args(text, n):
   """The source texts of the `n` positional arguments of the call `text`, or None."""
   import ast
-  try:
-    call = ast.parse(text, mode="eval").body
-  except SyntaxError:
+  call = expr_of(text)
+  if call is None:
     return None
   if not isinstance(call, ast.Call) or len(call.args) != n:
     return None

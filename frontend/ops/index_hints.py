@@ -8,6 +8,7 @@ import math
 
 from .. import errors as E, hw
 from .base import is_value, kind_of
+from ..loc import expr_of
 
 
 def _index_text(i, cx=None) -> str:
@@ -27,9 +28,8 @@ def _index_text(i, cx=None) -> str:
 def _operand(text: str) -> str:
   """`text` as the right operand of `-`: parenthesised where it is a compound expression
   (`n - (off[g] + 1)`, not `n - off[g] + 1`)."""
-  try:
-    node = ast.parse(text, mode="eval").body
-  except SyntaxError:
+  node = expr_of(text)
+  if node is None:
     return f"({text})"
   tight = (ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.MatMult)     # bind tighter than -
   if isinstance(node, (ast.Name, ast.Constant, ast.Subscript, ast.Call, ast.Attribute, ast.UnaryOp)) or (
@@ -248,9 +248,8 @@ def index_texts(text, root_name, rank):
   where it indexes every one of the `rank` dimensions of the root `x` itself one by one (no `...`);
   an `ml.ds(start, n)` gives its start's text. Else None."""
   import ast
-  try:
-    node = ast.parse(text.strip(), mode="eval").body
-  except (SyntaxError, ValueError, AttributeError):
+  node = expr_of(text)
+  if node is None:
     return None
   if isinstance(node, ast.Call) and node.args:       # the statement: ml.atomic_add(x.at[...], v)
     node = node.args[0]
@@ -412,11 +411,8 @@ def static_index_hint(i, n, d, name, loc=None) -> str:
   hint = (f"dimension {d} of {name} has size {n}: an index there is in {-n}..{n - 1} (a negative one counts"
           f" from the end: {name}.at[{n - 1}] or {name}.at[-1] is the last)")
   import ast
-  try:
-    node = ast.parse(loc.source_line[loc.col_offset:loc.end_col_offset], mode="eval").body \
-        if loc is not None and loc.end_lineno == loc.lineno and loc.end_col_offset is not None else None
-  except (SyntaxError, AttributeError, TypeError):
-    node = None
+  from ..loc import expr_at
+  node = expr_at(loc)
   elts = (list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]) \
       if isinstance(node, ast.Subscript) else []
   if d < len(elts) and not isinstance(elts[d], (ast.Constant, ast.UnaryOp, ast.Slice)):

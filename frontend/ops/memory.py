@@ -231,13 +231,8 @@ def index_operand(cx, x, bound=False):
 
 def _header_call(loc):
   """The loop header's call at `loc` as an ast node, where it is on one line; else None."""
-  import ast
-  if loc.end_lineno != loc.lineno or loc.end_col_offset is None:
-    return None
-  try:
-    return ast.parse(loc.source_line[loc.col_offset:loc.end_col_offset], mode="eval").body
-  except SyntaxError:
-    return None
+  from ..loc import expr_at
+  return expr_at(loc)
 
 
 def _sole_bound(loc) -> str | None:

@@ -18,6 +18,7 @@ from ..types import Layout, RefType, ScalarType, Space, TensorType, dtype_name, 
 from .base import builtin, is_value, kind_of
 from .memory import View
 from .elementwise_checks import method_on
+from ..loc import expr_of
 
 
 def _dot_effects(o):
@@ -488,10 +489,7 @@ def _as(text, dtype) -> str:
   """`text.astype(jnp.dtype)` in the user's words: a value converted already (`p.astype(jnp.bfloat16)`)
   is converted once, to `dtype` (`p.astype(jnp.float16)`), not twice."""
   import ast
-  try:
-    node = ast.parse(text, mode="eval").body
-  except (SyntaxError, ValueError):
-    node = None
+  node = expr_of(text)
   if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "astype" and (
       len(node.args) == 1 and not node.keywords):
     text = ast.unparse(node.func.value)

@@ -7,6 +7,7 @@ import re
 
 from ..types import dtype_name, resolve
 from .shape import ReduceKind
+from ..loc import expr_of
 
 
 def _product_operands(text):
@@ -14,9 +15,8 @@ def _product_operands(text):
   `a[:, None, :] * b[None, :, :]` (either order; `a[:, None]`, `b[None]` and `b[None, :]` too), whatever each
   operand is (a name, a ref's read or window, a conversion, an expression); None for any other text."""
   import ast
-  try:
-    node = ast.parse(text.strip(), mode="eval").body
-  except SyntaxError:
+  node = expr_of(text)
+  if node is None:
     return None
   if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult)):
     return None

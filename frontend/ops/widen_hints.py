@@ -7,15 +7,15 @@ import ast
 
 from ..dtypes import DType
 from ..types import resolve
+from ..loc import expr_of
 
 _NARROW = {DType.bf16: "bfloat16", DType.f16: "float16"}
 
 
 def _sum_in_f32(text: str, dtype: str = "float32") -> str | None:
   """`ml.sum(v, axis=1)` (or `v.sum()`) as written, with dtype=jnp.float32 (`dtype`) added; None for other text."""
-  try:
-    e = ast.parse(text.strip(), mode="eval").body
-  except SyntaxError:
+  e = expr_of(text)
+  if e is None:
     return None
   if not (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "sum"
           and not any(k.arg == "dtype" for k in e.keywords) and len(e.args) <= (2 if _on_ml(e) else 1)):
