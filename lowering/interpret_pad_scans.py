@@ -19,7 +19,8 @@ from ..frontend.loc import called_text
 from ..frontend.ops.memory import Copy
 from ..frontend.ops.scan import Scan, ScanKind
 from .scan import scanned
-from .interpret_padding import DIRTY, PAD, REAL, _differs, _identity, _load_texts, _num, _origin, _set, _source, state
+from .interpret_padding import DIRTY, PAD, REAL, _differs, _set, _source, state
+from .interpret_pad_texts import _identity, _load_texts, _num, _origin
 
 _NAMES = {ScanKind.SUM: "a sum", ScanKind.PROD: "a product", ScanKind.MAX: "a max", ScanKind.MIN: "a min"}
 _VERBS = {ScanKind.SUM: "adds", ScanKind.PROD: "multiplies", ScanKind.MAX: "takes the max of",
