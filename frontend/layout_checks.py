@@ -147,7 +147,7 @@ def _called(loc) -> str | None:
 
 def _check_slices(kernel) -> None:
   """Column slices of register tensors exist in the tensor-core layout only."""
-  from .ops.shape import Slice
+  from .ops.column_slices import Slice
   for o in ir.walk(kernel.body):
     if isinstance(o, Slice) and o.x.type.layout != Layout.WGMMA:
       raise E.LayoutError(

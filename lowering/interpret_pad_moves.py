@@ -22,7 +22,7 @@ from ..frontend.ops.gather import Gather
 from ..frontend.ops.permute import RestrideLoad, TransposeLoad, TransposeStore
 from ..frontend.ops.register_gather import ScratchGather
 from ..frontend.ops.roll import FlipLoad, RollLoad
-from ..frontend.ops.shape import Slice
+from ..frontend.ops.column_slices import Slice
 from ..frontend.relayout import RelayoutLoad, RelayoutStore
 from . import interpret_padding as P
 

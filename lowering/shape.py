@@ -17,7 +17,8 @@ from jaxlib.mlir.dialects import arith, memref
 
 from ..frontend.dtypes import DType
 from ..frontend.smem import exchange_slots
-from ..frontend.ops.shape import Broadcast, Reduce, ReduceKind, Reshape, Slice
+from ..frontend.ops.column_slices import Slice
+from ..frontend.ops.shape import Broadcast, Reduce, ReduceKind, Reshape
 from ..frontend.ops.permute import RestrideLoad, TransposeLoad, TransposeStore
 from ..frontend.ops.register_gather import ScratchGather
 from ..frontend.ops.roll import FlipLoad, RollLoad

@@ -24,7 +24,8 @@ from .elementwise import (Arange, BinOp, Binary, Cast, CmpOp, Compare, Constant,
 from .memory import ClusterRef, Copy, Load, SmemAlloc, Store, View  # noqa: F401,E402
 from .mma import Dot, DotWait  # noqa: F401,E402
 from .random import Philox  # noqa: F401,E402
-from .shape import Broadcast, Reduce, ReduceKind, Reshape, Slice  # noqa: F401,E402
+from .shape import Broadcast, Reduce, ReduceKind, Reshape  # noqa: F401,E402
+from .column_slices import Slice  # noqa: F401,E402
 from .gather import Gather  # noqa: F401,E402
 from .scan import Scan, ScanKind  # noqa: F401,E402
 from .sort import Sort  # noqa: F401,E402

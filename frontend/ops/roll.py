@@ -273,7 +273,7 @@ def flip(cx, x, axis=None):
 def check_window_uses(kernel) -> None:
   """A tensor-core tile's window off its 8-column tiles exists only as a part of a concatenation read
   as a roll: one still used once unused ops are gone is the MG204 `slice_columns` kept for it."""
-  from .shape import Slice
+  from .column_slices import Slice
   for o in ir.walk(kernel.body):
     if isinstance(o, Slice) and o.misaligned:
       raise E.LayoutError(o.misaligned[0], o.loc, hint=o.misaligned[1])
