@@ -102,8 +102,8 @@ def padded_masked_store(cx, ref, value, mask) -> bool:
   under `m` recomputed there and the padding's mask; False where it is no such store."""
   from . import padded_tiles as pt
   from .access import masked_store
-  pads = getattr(cx.b, "pad_tiles", None)
-  if pads is None or getattr(value, "id", None) not in pads or getattr(cx.b, "pad_ok", 0):
+  pads = pt.padded_table(cx, value)
+  if pads is None:
     return False
   win = _window(cx, ref)
   if win is None or pads[value.id] != win[0] or tuple(value.type.shape) != win[1]:

@@ -3,7 +3,7 @@ shape a register layout holds, its own elements first): the padding must stay pa
 from ops/padded_tiles.py."""
 from __future__ import annotations
 
-from .padded_tiles import PadAbort, allowed
+from .padded_tiles import PadAbort, allowed, padded_table
 
 
 def padded_roll(cx, x, shift, axis, redo):
@@ -11,8 +11,8 @@ def padded_roll(cx, x, shift, axis, redo):
   shape holds it): along a padded axis of n elements, its own element j is x's (j - s) % n, which the roll of the
   padded axis by s gives where j >= s and its roll by s - n where j < s (the padding, at the end, rolls past
   neither); along an unpadded axis the padding stays where it is. None where x is not padded (probe 46j)."""
-  pads = getattr(cx.b, "pad_tiles", None)
-  if pads is None or getattr(x, "id", None) not in pads or getattr(cx.b, "pad_ok", 0):
+  pads = padded_table(cx, x)
+  if pads is None:
     return None
   own, up = pads[x.id], tuple(x.type.shape)
   if axis is None and len(up) > 1:
@@ -36,8 +36,8 @@ def padded_flip(cx, x, axes, redo):
   """`ml.flip(x, axes)` (or `x[::-1]`) of padded `x` (redo(v, axes): the plain flip of v): a padded axis of n
   elements in u flipped whole puts its own elements at [u - n, u), rolled back by n - u to the start, the padding
   after them (redo_roll through padded_roll's plain path); None where x is not padded (probe 46j)."""
-  pads = getattr(cx.b, "pad_tiles", None)
-  if pads is None or getattr(x, "id", None) not in pads or getattr(cx.b, "pad_ok", 0):
+  pads = padded_table(cx, x)
+  if pads is None:
     return None
   from .roll import roll_tensor
   own, up = pads[x.id], tuple(x.type.shape)

@@ -173,6 +173,15 @@ class allowed:
     self.b.pad_ok -= 1
 
 
+def padded_table(cx, x):
+  """The builder's table of padded tiles (id -> own shape) where `x` is one of them and no op that keeps the
+  padding is being built (`allowed`), else None: where an op of a padded tile takes its padded path."""
+  pads = getattr(cx.b, "pad_tiles", None)
+  if pads is None or getattr(x, "id", None) not in pads or getattr(cx.b, "pad_ok", 0):
+    return None
+  return pads
+
+
 def on_emit(b, cls, args, results):
   """Builder.emit's check of a padded trace: the padding carried through elementwise ops, broadcasts of size-1 axes
   and forward scans. A result's own part is where every operand's is (an operand stretched along an axis has all of
@@ -517,8 +526,8 @@ def padded_strided(cx, x, redo, index=None):
   """`x[..., a::k]` of padded `x` whose last axis is not padded (interleaved RoPE's pairs of a padded tile of
   heads): `redo()` with the padding kept (None: x is not padded, or redo() gives None, not such a slice, or the
   slice of the padded tile, `index`, is one no register tensor holds: padded_steps pads it, probe 49a)."""
-  pads = getattr(cx.b, "pad_tiles", None)
-  if pads is None or getattr(x, "id", None) not in pads or getattr(cx.b, "pad_ok", 0):
+  pads = padded_table(cx, x)
+  if pads is None:
     return None
   own, up = pads[x.id], tuple(x.type.shape)
   if own[-1] != up[-1]:
@@ -545,8 +554,8 @@ def padded_reshape(cx, x, shape, redo):
   """`x.reshape(shape)` of padded `x`, `shape` as the user wrote it (of x's unpadded shape): the axes up to the
   last padded one kept, the rest reshaped (`v.reshape(6, 64)` of a padded (6, 32, 2) tile of heads, its pairs
   interleaved back): `redo(padded shape)` with the padding kept; None where x is not padded."""
-  pads = getattr(cx.b, "pad_tiles", None)
-  if pads is None or getattr(x, "id", None) not in pads or getattr(cx.b, "pad_ok", 0):
+  pads = padded_table(cx, x)
+  if pads is None:
     return None
   own, up = pads[x.id], tuple(x.type.shape)
   if not (isinstance(shape, tuple) and all(isinstance(n, int) and not isinstance(n, bool) for n in shape)):
@@ -581,8 +590,8 @@ def padded_reshape(cx, x, shape, redo):
 def unpadded_reduce(cx, kind, x, axes, keepdims):
   """A reduction of padded `x` over `axes`: x with the reduction's identity in the padding of the axes it reduces
   (None: x is not padded). The result of an axis reduction is recorded padded where kept axes are."""
-  pads = getattr(cx.b, "pad_tiles", None)
-  if pads is None or getattr(x, "id", None) not in pads or getattr(cx.b, "pad_ok", 0):
+  pads = padded_table(cx, x)
+  if pads is None:
     return None
   from .elementwise import where_
   from .reduce import ReduceKind, extreme_identity
@@ -604,8 +613,8 @@ def reverse_scanned(cx, kind, x, axis, emit):
   """A reverse scan of padded `x` along `axis` (emit(x): the Scan op of x): the padding at the end of the axis is
   scanned first, so it takes the scan's identity there first (0 for a sum, 1 for a product, the extreme for a max
   or min), and the result is recorded padded as x is (None: x is not padded; probe 46h)."""
-  pads = getattr(cx.b, "pad_tiles", None)
-  if pads is None or getattr(x, "id", None) not in pads or getattr(cx.b, "pad_ok", 0):
+  pads = padded_table(cx, x)
+  if pads is None:
     return None
   from .elementwise import where_
   from .reduce import ReduceKind, extreme_identity
@@ -625,8 +634,8 @@ def reverse_scanned(cx, kind, x, axis, emit):
 def padded_store(cx, ref, value) -> bool:
   """`ref[...] = value` of a padded value into a GMEM window of its unpadded shape: under its mask, into the
   padded window (masked lanes touch no memory past the array's end); False where it is no such store."""
-  pads = getattr(cx.b, "pad_tiles", None)
-  if pads is None or getattr(value, "id", None) not in pads or getattr(cx.b, "pad_ok", 0):
+  pads = padded_table(cx, value)
+  if pads is None:
     return False                # (inside an op that keeps the padding: its own scratch, padded as the value)
   shape, up = pads[value.id], tuple(value.type.shape)
   if shape == up:        # (a keepdims statistic along a padded axis, its own shape: stored as it is)
