@@ -12,11 +12,11 @@ from __future__ import annotations
 import math
 
 from . import errors as E
-from . import hw
 from . import ir
 from .checks import _register_bits
-from .ops.control import For, While, WarpSpecialize, terminator_values
+from .ops.control import For, While, terminator_values
 from .ops.mma import Dot
+from .mma_registers import launch_of
 from .types import DType, TensorType, dtype_name, resolve
 
 
@@ -25,9 +25,7 @@ def _words(t, threads: int) -> float:
 
 
 def check_carried_registers(kernel: ir.Kernel) -> None:
-  producer = any(isinstance(o, WarpSpecialize) for o in kernel.body.ops)
-  threads = kernel.block + (hw.WARPGROUP if producer else 0)
-  have = hw.launch_registers(threads)
+  _, threads, have = launch_of(kernel)
   made = {r.id: o for o in ir.walk(kernel.body) for r in o.results}
   dots = {r.id for o in made.values() if isinstance(o, Dot) for r in o.results}
   for loop in ir.walk(kernel.body):

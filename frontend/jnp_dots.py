@@ -166,12 +166,11 @@ def einsum_dot(tracer, node, spec, nodes, values, kwargs):
   """jnp.einsum of two tiles whose spec is a matrix product, its operands either way round ('ij,jk->ik',
   'ij,kj->ik', 'qd,kd->qk'), the result too ('ij,jk->ki'), over a shared leading batch axis ('bij,bjk->bik');
   None for another spec."""
-  extra = {k: v for k, v in kwargs.items() if k not in ("preferred_element_type", "precision", "optimize")}
-  if extra or not isinstance(spec, str) or len(values) != 2 or "->" not in spec or "." in spec:
+  from .jnp_einsum import two_operand_spec
+  if (got := two_operand_spec(spec, values, kwargs)) is None:
     return None
-  ins, out = spec.replace(" ", "").split("->")
-  parts = ins.split(",")
-  if len(parts) != 2 or any(len(set(p)) != len(p) for p in parts + [out]) or any(
+  parts, out = got
+  if any(len(set(p)) != len(p) for p in parts + [out]) or any(
       not _tile(v) or len(v.type.shape) != len(p) for v, p in zip(values, parts)):
     return None
   sa, sb = parts

@@ -11,18 +11,28 @@ from __future__ import annotations
 _MOST = 1 << 15
 
 
-def einsum_products(tracer, node, spec, values, kwargs):
-  """The einsum as broadcast products summed, or None (the call's MG003 and its hint stand)."""
-  from .jnp_forms import _dtype, _kind
+def two_operand_spec(spec, values, kwargs):
+  """(the two operands' labels, the result's) of jnp.einsum's `spec` of two `values` ('ij,jk->ik': (['ij', 'jk'],
+  'ik')), or None: an ellipsis, an implicit output, another count of operands, keywords besides
+  preferred_element_type, precision and optimize."""
   extra = {k: v for k, v in kwargs.items() if k not in ("preferred_element_type", "precision", "optimize")}
   if extra or not isinstance(spec, str) or len(values) != 2 or "->" not in spec or "." in spec:
     return None
   ins, out = spec.replace(" ", "").split("->")
   parts = ins.split(",")
+  return (parts, out) if len(parts) == 2 else None
+
+
+def einsum_products(tracer, node, spec, values, kwargs):
+  """The einsum as broadcast products summed, or None (the call's MG003 and its hint stand)."""
+  from .jnp_forms import _dtype, _kind
+  if (got := two_operand_spec(spec, values, kwargs)) is None:
+    return None
+  parts, out = got
   from .ops.padded_tiles import true_shape
   shapes = [getattr(getattr(v, "type", None), "shape", None) for v in values]
   shapes = [tuple(true_shape(tracer.b, v)) if isinstance(s, tuple) else s for v, s in zip(values, shapes)]
-  if len(parts) != 2 or any(not isinstance(s, tuple) for s in shapes) or any(
+  if any(not isinstance(s, tuple) for s in shapes) or any(
       len(set(p)) != len(p) or not p.isalpha() for p in parts) or len(set(out)) != len(out) or not out.isalpha() \
       and out or any(len(p) != len(s) for p, s in zip(parts, shapes)):
     return None

@@ -132,10 +132,16 @@ def _live_error(kernel, o, threads: int, producer: bool, have: int):
       if beside else "use a smaller tile")
 
 
-def check_mma_registers(kernel: ir.Kernel) -> None:
+def launch_of(kernel: ir.Kernel) -> tuple[bool, int, int]:
+  """(whether warp specialisation adds its producer warpgroup, the threads the CTA launches with, the registers
+  ptxas gives each of them)."""
   producer = any(isinstance(o, WarpSpecialize) for o in kernel.body.ops)
   threads = kernel.block + (hw.WARPGROUP if producer else 0)
-  have = hw.launch_registers(threads)
+  return producer, threads, hw.launch_registers(threads)
+
+
+def check_mma_registers(kernel: ir.Kernel) -> None:
+  producer, threads, have = launch_of(kernel)
   errors, seen, carried_with = [], set(), set()
   for o in ir.walk(kernel.body):
     if not isinstance(o, Dot) or o.loc in seen:

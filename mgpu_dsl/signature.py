@@ -84,11 +84,11 @@ def _check(kernel) -> None:
   how = _call_text(kernel, loc["fun"])
   try:
     for what in ("static_argnums", "donate_argnums"):
-      nums = _ints(loc.get(what))
+      nums = _all_of(loc.get(what), int)
       if nums:
         _check_nums(kernel, sig, what, nums, how, frame, bound)
     for what in ("static_argnames", "donate_argnames"):
-      names = _strs(loc.get(what))
+      names = _all_of(loc.get(what), str)
       if names:
         _check_names(kernel, sig, what, names, how, frame)
   except E.SignatureError as e:
@@ -128,24 +128,15 @@ def _jit_frame():
   return None
 
 
-def _ints(v) -> tuple:
+def _all_of(v, kind) -> tuple:
+  """`v` (one `kind`, or an iterable of them: jax.jit's static_argnums=, static_argnames=) as a tuple; () for
+  None or anything else."""
   if v is None:
     return ()
-  if isinstance(v, int):
+  if isinstance(v, kind):
     return (v,)
   try:
-    return tuple(v) if all(isinstance(i, int) for i in v) else ()
-  except TypeError:
-    return ()
-
-
-def _strs(v) -> tuple:
-  if v is None:
-    return ()
-  if isinstance(v, str):
-    return (v,)
-  try:
-    return tuple(v) if all(isinstance(i, str) for i in v) else ()
+    return tuple(v) if all(isinstance(i, kind) for i in v) else ()
   except TypeError:
     return ()
 

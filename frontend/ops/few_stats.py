@@ -150,19 +150,12 @@ def pack(b, loc, v):
 def unpack(b, loc, vec, shape):
   """The few-element statistic of `shape` packed into the carried vector `vec` (its elements through SMEM)."""
   from ..builder import Call
-  from .elementwise import CmpOp, binary, BinOp, compare, stretch, where_
-  from .elementwise_fns import arange
-  from .shape import index_through_smem, reshape_
+  from .elementwise import CmpOp, compare, stretch, where_
+  from .shape import index_through_smem
+  from .small_parts import flat_grid
   cx = Call(b, loc)
   parts = [index_through_smem(cx, vec, (k,)) for k in range(math.prod(shape))]
-  flat, stride = None, 1
-  for a in reversed(range(len(shape))):
-    if shape[a] == 1:
-      continue
-    iota = reshape_(cx, arange.apply(cx, (shape[a],), {}), tuple(n if i == a else 1 for i, n in enumerate(shape)))
-    term = iota if stride == 1 else binary(cx, BinOp.MUL, iota, stride)
-    flat = term if flat is None else binary(cx, BinOp.ADD, term, flat)
-    stride *= shape[a]
+  flat = flat_grid(cx, shape)
   res = stretch(cx, shape, parts[-1])
   for j in reversed(range(len(parts) - 1)):
     res = where_(cx, compare(cx, CmpOp.EQ, flat, j), parts[j], res)

@@ -116,15 +116,30 @@ def _masked(window, mask, access) -> str:
   return read if access == "read" else write if access == "write" else f"to read, {read}; to write, {write}"
 
 
+def _window_texts(cx, index, d, name):
+  """(at, kept, axes) for hints about dimension `d` of `name`'s `index`: at(win) the user's view with `win` in
+  dimension d (`x.at[r, ml.ds(s, 64)]`), the dimensions the index keeps, and the `[:, None]` that stands a
+  window's mask along d among them."""
+  at = lambda win, ref=name: f"{ref}.at[{', '.join(win if k == d else _index_text(x, cx) for k, x in enumerate(index))}]"
+  kept = [k for k, x in enumerate(index) if not (isinstance(x, int) or is_value(x))]
+  axes = "" if len(kept) == 1 else "[" + ", ".join(":" if k == d else "None" for k in kept) + "]"
+  return at, kept, axes
+
+
+def _fixed_window_error(cx, message, at, start, w, axes, length, access) -> E.KernelError:
+  """`message` with the hint of a run-time length: a window of fixed size `w` at `start`, masked to `length`."""
+  mask = f"ml.arange({w}){axes} < {length if ' ' not in length else f'({length})'}"
+  return E.KernelTypeError(message, cx.loc, hint=f"take a window of fixed size and mask it to the run-time length:"
+                                                 f" {_masked(at(f'ml.ds({start}, {w})'), mask, access)}")
+
+
 def runtime_slice_error(cx, index, d, shape, name, access="", past_end=True) -> E.KernelError:
   """A slice whose start or stop is a run-time value, in dimension `d`: a window's size is fixed
   when the kernel is compiled, so a run-time length is a fixed window and a mask, and a run-time
   start is ml.ds(start, size), written out in the user's index."""
   i, n = index[d], shape[d]
   start = _index_text(i.start, cx) if i.start is not None else "0"
-  at = lambda win, ref=name: f"{ref}.at[{', '.join(win if k == d else _index_text(x, cx) for k, x in enumerate(index))}]"
-  kept = [k for k, x in enumerate(index) if not (isinstance(x, int) or is_value(x))]
-  axes = "" if len(kept) == 1 else "[" + ", ".join(":" if k == d else "None" for k in kept) + "]"
+  at, kept, axes = _window_texts(cx, index, d, name)
   if not is_value(i.stop):          # x[i:] (or x[i:48]): stop - i elements, a run-time count
     end = n if i.stop is None else max(0, min(n, i.stop if i.stop >= 0 else n + i.stop))
     w = _window_size(end, kept)
@@ -161,13 +176,9 @@ def runtime_slice_error(cx, index, d, shape, name, access="", past_end=True) -> 
                      f" {_masked(at(f'ml.ds({start}, {fixed})'), inside, access)}")
   # a stop past the array's end clamps, as Python's slice does (the window ml.ds(start, n) reaches past it)
   length = stop if start == "0" else f"ml.minimum({stop}, {n}) - {_operand(start)}"
-  w = _window_size(n, kept)
-  mask = f"ml.arange({w}){axes} < {length if ' ' not in length else f'({length})'}"
-  return E.KernelTypeError(
-      f"slice {_index_text(i, cx)} of dimension {d} of {name} has a run-time stop: a window's size is fixed when"
-      f" the kernel is compiled", cx.loc,
-      hint=f"take a window of fixed size and mask it to the run-time length:"
-           f" {_masked(at(f'ml.ds({start}, {w})'), mask, access)}")
+  return _fixed_window_error(cx, f"slice {_index_text(i, cx)} of dimension {d} of {name} has a run-time stop: a"
+                                f" window's size is fixed when the kernel is compiled", at, start,
+                             _window_size(n, kept), axes, length, access)
 
 
 def runtime_size_error(cx, index, d, shape, name, access="") -> E.KernelError:
@@ -176,16 +187,10 @@ def runtime_size_error(cx, index, d, shape, name, access="") -> E.KernelError:
   mask, as for a slice with a run-time stop."""
   i, n = index[d], shape[d]
   start, size = ds_part_text(i, 0, cx), ds_part_text(i, 1, cx)
-  at = lambda win: f"{name}.at[{', '.join(win if k == d else _index_text(x, cx) for k, x in enumerate(index))}]"
-  kept = [k for k, x in enumerate(index) if not (isinstance(x, int) or is_value(x))]
-  axes = "" if len(kept) == 1 else "[" + ", ".join(":" if k == d else "None" for k in kept) + "]"
-  n = _window_size(n, kept)
-  mask = f"ml.arange({n}){axes} < {size if ' ' not in size else f'({size})'}"
-  return E.KernelTypeError(
-      f"ml.ds size must be a positive static int, got {size}, a run-time value: a window's size is fixed"
-      f" when the kernel is compiled", cx.loc,
-      hint=f"take a window of fixed size and mask it to the run-time length:"
-           f" {_masked(at(f'ml.ds({start}, {n})'), mask, access)}")
+  at, kept, axes = _window_texts(cx, index, d, name)
+  return _fixed_window_error(cx, f"ml.ds size must be a positive static int, got {size}, a run-time value: a window's"
+                                f" size is fixed when the kernel is compiled", at, start, _window_size(n, kept),
+                             axes, size, access)
 
 
 def slice_step_error(cx, step, d, rank, tensor=False, start=None, n=None) -> E.KernelError:
