@@ -56,7 +56,7 @@ def reversed_range(tracer, node, it):
   and bound to names of their own (as descending's), so unsigned bounds never wrap (`range(n - 1, a - 1,
   -1)` of a uint32 a = 0 ran no trip); a static reversed range stays a static sequence, unrolled; None
   for any other form."""
-  from .ops.memory import index_operand
+  from .ops.index_operands import index_operand
   from .types import resolve
   if len(it.args) != 1 or it.keywords or not isinstance(it.args[0], ast.Call) or not isinstance(node.target, ast.Name):
     return None
@@ -265,7 +265,7 @@ def _sliced_range(tracer, node, it, loop):
   lo, hi, t = (_static_int(tracer, e) for e in (it.slice.lower, it.slice.upper, it.slice.step))
   if False in (lo, hi, t) or t == 0 or (t is not None and t < 0 and (lo, hi) != (None, None)):
     return None
-  from .ops.memory import index_operand
+  from .ops.index_operands import index_operand
   from .types import DType, resolve
   values = tracer.eval_spread(inner.args)
   step = values[2] if len(values) == 3 else 1
@@ -385,7 +385,7 @@ def _reversed_runtime_loop(tracer, node, it, loop):
   same elements from the last, ml.range(a + s * (ml.cdiv(n - a, s) - 1), a - 1, -s, stages=k) (for s < 0 counting
   up to a), its bounds evaluated once. None for any other form, and for uint32 bounds (a - 1 of a = 0 would wrap)."""
   from .ops import control as ctl, elementwise_fns as fns
-  from .ops.memory import index_operand
+  from .ops.index_operands import index_operand
   from .types import DType, resolve
   if not (isinstance(it, ast.Call) and len(it.args) == 1 and not it.keywords and isinstance(it.args[0], ast.Call)
           and tracer.eval(it.func) is reversed):

@@ -26,7 +26,7 @@ from .ops import control as ctl, elementwise as ew, padded_meets as padded_tiles
 from .ops.base import Num, is_value, value_words
 from .ops.elementwise import astype
 from .ops.elementwise_checks import method_on
-from .ops.memory import index_operand
+from .ops.index_operands import index_operand
 from .short_circuit import as_condition
 from .stmt_hints import one_element_hint
 from .types import RefType, ScalarType, TensorType, dtype_name, resolve

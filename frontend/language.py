@@ -33,7 +33,8 @@ from .ops.combine_reduce import reduce
 from .ops.search import searchsorted
 from .ops.segments import bincount, histogram, segment_max, segment_min, segment_prod, segment_sum
 from .ops.sort import argsort, sort, top_k
-from .ops.reduce import argmax, argmin, max_ as max, mean, min_ as min, sum_ as sum
+from .ops.reduce import max_ as max, mean, min_ as min, sum_ as sum
+from .ops.arg_reduce import argmax, argmin
 from .ops.shape import broadcast_to, concatenate, ravel, reshape
 from .ops.permute import permute, trans, transpose
 from .ops.roll import flip, roll

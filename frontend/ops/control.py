@@ -18,7 +18,7 @@ from ..ir import Access, LayoutRule, Traits
 from ..types import ScalarType, TensorType, resolve
 from . import elementwise as ew
 from .base import builtin, shown
-from .memory import index_operand
+from .index_operands import index_operand
 
 
 @ir.op(Traits(pure=True))

@@ -27,7 +27,8 @@ from .elementwise_checks import method_on
 from .elementwise_fns import arange
 from .atomic import COMBINE_KINDS, AtomicKind, AtomicUpdate, check_dtype, check_target, identity
 from .base import Num, is_scalar, is_tensor, is_value, kind_of, one_element, shown
-from .memory import DSlice, View, empty_dim_hint, index_operand
+from .index_operands import index_operand
+from .memory import DSlice, View, empty_dim_hint
 from .shape import broadcast_shape, broadcast_to_shape
 from .tile_gathers import tile_gather, tile_scatter
 

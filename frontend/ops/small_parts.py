@@ -244,7 +244,7 @@ def _runtime_index(i) -> bool:
 def _clamped(cx, i, n):
   """A run-time index of an axis of `n` as jnp's gather takes it: negative ones count from the end, then clamped
   into [0, n)."""
-  from .memory import index_operand
+  from .index_operands import index_operand
   i = index_operand(cx, i)
   i = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, i, 0), ew.binary(cx, ew.BinOp.ADD, i, n), i)
   return ew.binary(cx, ew.BinOp.MIN, ew.binary(cx, ew.BinOp.MAX, i, 0), n - 1)
@@ -266,7 +266,8 @@ def arg_small(cx, x, a, kind):
   """ml.argmax (kind MAX) or ml.argmin of small `x` (held as a vector) along axis `a`: for each result, the
   extreme of the elements it keeps, then the least index along `a` of those equal to it (or NaN, as jnp);
   None where x is no such tensor or the result holds too many."""
-  from .reduce import ReduceKind, _comparable, _hits, extreme_identity, reduce
+  from .arg_reduce import _comparable, _hits
+  from .reduce import ReduceKind, extreme_identity, reduce
   vec = held_vector(cx, x)
   shape = tuple(x.type.shape)
   kept = [i for i in range(len(shape)) if i != a]
@@ -294,7 +295,8 @@ def arg_small(cx, x, a, kind):
 def _few_args(cx, kind, parts, shape, a):
   """argmax (kind MAX) or argmin along axis `a` of the few-element `x`, from its scalars: each group's extreme, then
   the least position along `a` equal to it (or NaN, as jnp)."""
-  from .reduce import ReduceKind, _comparable, _hits
+  from .arg_reduce import _comparable, _hits
+  from .reduce import ReduceKind
   op = ew.BinOp.MAX if kind == ReduceKind.MAX else ew.BinOp.MIN
   groups = {}
   for f, p in enumerate(parts):
