@@ -113,7 +113,7 @@ def float_constexpr(e, grid, constexprs, fn=None):
   computed from (`bm=64.0` into `x.shape[0] // bm`, which divides with // already): pass them as ints. Only
   those the grid callable `fn` names (a float `scale=2.0` default it never reads is no cause)."""
   import numpy as np
-  from .calling import parameters
+  from .signature import parameters
   params = parameters(fn) if fn is not None else None
   reads = (None if params is None or any(p.kind == p.VAR_KEYWORD for p in params)
            else {p.name for p in params})

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import cache as C
 from . import calling, empty_grid, grid_hints, meta_calls, output_names
-from . import py_numbers, pytree_inputs, stand_ins
+from . import py_numbers, pytree_inputs, signature, stand_ins
 from .aot import SpecMethods, user_errors as _user_errors
 from . import deps as D
 from . import dump
@@ -104,7 +104,7 @@ class KernelFunction(SpecMethods, ByReference):     # copied and pickled as a fu
   def __init__(self, fn: Callable, *, out_shape, grid=(1,), block: int = 128, cluster=None,
                interpret: bool | None = None, cache_size: int = DEFAULT_CACHE_SIZE,
                input_output_aliases: dict | None = None, name: str | None = None):
-    fn, self._bound = calling.unpartial(fn)     # pallas_call(functools.partial(kernel, eps=...)): constexprs
+    fn, self._bound = signature.unpartial(fn)     # pallas_call(functools.partial(kernel, eps=...)): constexprs
     if not isinstance(fn, types.FunctionType):     # a functools.partial, a kernel decorated twice
       raise fsource.not_a_function(fn, "@mgpu_kernel", _statement_loc(caller_loc()))
     fsource.snapshot(fn, record=True)      # the text Python compiled, kept for every later trace
@@ -155,7 +155,6 @@ class KernelFunction(SpecMethods, ByReference):     # copied and pickled as a fu
   @property
   def __signature__(self) -> inspect.Signature:
     """The call users make: the inputs, then keyword-only constexprs and `interpret`."""
-    from . import signature
     try:
       sig = signature.signature(self.parsed, self.out_shape, self.grid, self._bound)
     except Exception:      # an unreadable kernel: its first call reports why
@@ -225,7 +224,7 @@ class KernelFunction(SpecMethods, ByReference):     # copied and pickled as a fu
     calling.check_inputs(pk, args, bounds, name, loc, count=False, constexprs=constexprs)   # before any user callable runs
     # The callables see the constexprs the kernel sees: those passed, and the kernel's defaults.
     meta = {**{c: pk.defaults[c] for c in pk.constexpr_params if c in pk.defaults}, **constexprs}
-    arity = None if static else calling.arity(out, pk.constexpr_params)
+    arity = None if static else signature.arity(out, pk.constexpr_params)
     if not static and arity is not None and arity[0] == arity[1] == len(args) == len(pk.ref_params):
       # The out_shape callable takes every parameter as an input: one that returns no outputs
       # (lambda x: ()) is the mistake to report, not the count.
@@ -339,11 +338,11 @@ class KernelFunction(SpecMethods, ByReference):     # copied and pickled as a fu
     return grid, block, cluster, max(1, axes)
 
   def _input_bounds(self, pk) -> tuple[int, int]:
-    """calling.input_bounds, computed once per parse (and per out_shape/grid object)."""
+    """signature.input_bounds, computed once per parse (and per out_shape/grid object)."""
     memo = (pk, self.out_shape, self.grid)
     cached = self._bounds
     if cached is None or any(a is not b for a, b in zip(cached[0], memo)):
-      cached = self._bounds = (memo, calling.input_bounds(pk, self.out_shape, self.grid))
+      cached = self._bounds = (memo, signature.input_bounds(pk, self.out_shape, self.grid))
     return cached[1]
 
   def _scalar_args(self, args) -> tuple:

@@ -6,7 +6,8 @@ import re
 
 import numpy as np
 
-from .calling import cap, describe, parameters
+from .calling import cap, describe
+from .signature import parameters
 from .frontend import errors as E
 
 

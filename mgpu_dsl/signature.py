@@ -1,5 +1,6 @@
 """The kernel's call signature (`inspect.signature(kernel)`: what help() shows, and what JAX reads), and jax.jit's
-`static_argnums`, `static_argnames` and `donate_argnums` checked against it.
+`static_argnums`, `static_argnames` and `donate_argnums` checked against it; the parameters of callables
+(out_shape's and grid's arities, the inputs a kernel takes) and of Pallas-style partial kernel functions.
 
 JAX checks those against the function's signature when jax.jit is called, and refuses one that names no
 parameter with its own ValueError ("Jitted function has static_argnums=(2,), but only accepts 2 positional
@@ -11,11 +12,13 @@ SignatureError at the user's jax.jit call, with the fix."""
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
+import math
 import sys
 import threading
+import types
 
-from .calling import input_bounds
 from .frontend import errors as E
 from .frontend import language as L
 
@@ -280,3 +283,60 @@ def _check_donated(kernel, sig, what: str, named: list, how: str, frame) -> None
       f"jax.jit({how}, {what}={shown}): {consts[0]} is a constexpr of {kernel.__name__}, a Python value known when"
       f" it compiles: only inputs, arrays, can be donated", _user_loc(frame),
       hint=f"donate inputs and make constexprs static: jax.jit({how}, {', '.join(keep)})")
+
+
+# ---------------------------------------------------------------- the parameters of callables and partials
+@functools.lru_cache(maxsize=512)
+def parameters(f) -> tuple[inspect.Parameter, ...] | None:
+  """The parameters of the callable `f` (None when it has no signature), looked up once:
+  kernels call their grid/out_shape callables on every call."""
+  try:
+    return tuple(inspect.signature(f).parameters.values())
+  except (TypeError, ValueError):
+    return None
+
+
+def arity(f, constexprs) -> tuple[int, float] | None:
+  """(min, max) positional inputs the callable `f` takes (constexprs it names excluded)."""
+  params = parameters(f)
+  if params is None:
+    return None
+  pos = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+         and p.name not in constexprs]
+  lo = sum(p.default is p.empty for p in pos)
+  hi = math.inf if any(p.kind == p.VAR_POSITIONAL for p in params) else len(pos)
+  return lo, hi
+
+
+def input_bounds(pk, out_shape, grid) -> tuple[int, int]:
+  """(min, max) inputs the kernel can take, from its ref parameters, a static out_shape and
+  the positional arities of the out_shape and grid callables."""
+  import jax
+  refs = len(pk.ref_params)
+  lo, hi = 0, refs - 1           # at least one output
+  if out_shape is not None and (hasattr(out_shape, "shape") or not callable(out_shape)):
+    n = refs - len(jax.tree.leaves(out_shape))
+    lo, hi = max(lo, n), min(hi, n)
+  for f in (out_shape, grid):
+    if callable(f) and not hasattr(f, "shape"):
+      a = arity(f, pk.constexpr_params)
+      if a is not None:
+        lo, hi = max(lo, a[0]), min(hi, a[1])
+  return (lo, int(hi)) if lo <= hi else (0, refs - 1)
+
+
+def unpartial(fn) -> tuple:
+  """(function, bound keywords) of a kernel function: Pallas's `pallas_call(functools.partial(kernel,
+  eps=eps, block=b))` binds compile-time options by keyword, which are the kernel's constexprs here,
+  passed at every call (a call may still override them, as with a partial). Anything else (a
+  partial binding positional arguments, or a parameter that is not a constexpr: a ref) is returned as
+  it is, with no keywords: @mgpu_kernel reports it."""
+  if not (isinstance(fn, functools.partial) and not fn.args and isinstance(fn.func, types.FunctionType)):
+    return fn, {}
+  params = inspect.signature(fn.func).parameters
+
+  def constexpr(name):
+    p = params.get(name)
+    return p is not None and (p.kind is p.KEYWORD_ONLY or p.annotation is L.constexpr
+                              or isinstance(p.annotation, str) and p.annotation.endswith("constexpr"))
+  return (fn.func, dict(fn.keywords)) if all(map(constexpr, fn.keywords)) else (fn, {})

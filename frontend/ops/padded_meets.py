@@ -224,7 +224,8 @@ def flattened(cx, x, own, up, redo):
   only its rows are padded, the padded reshape (the padding, after the last row, stays at the end); else its rows
   joined along the flat axis as a padded ml.concatenate joins them (one row through SMEM each, so up to 64 rows:
   `x[...].reshape(-1)` of a (7, 33) read, padded to (8, 64): 231 elements, padded to 232; probe 47a)."""
-  from .padded_tiles import _joined_along_padding, _up
+  from .padded_joins import _joined_along_padding
+  from .padded_tiles import _up
   from .shape import index_through_smem
   pads, n = cx.b.pad_tiles, math.prod(own)
   if own[1] == up[1]:

@@ -542,7 +542,7 @@ def concatenate(cx, xs, axis=0):
     raise E.KernelTypeError(f"ml.concatenate: axis must be a static int in [-{rank}, {rank}), got {shown(axis)}",
                             cx.loc, hint="ml.concatenate([a, b], axis=-1) joins along the last axis")
   axis %= rank
-  from .padded_tiles import padded_concatenate
+  from .padded_joins import padded_concatenate
   if (kept := padded_concatenate(cx, xs, axis, lambda: concatenate.rule(cx, xs, axis))) is not None:
     return kept                 # (a padded trace: rotated halves of a tile of heads read padded, probe 46d)
   for x in xs[1:]:
