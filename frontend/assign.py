@@ -10,7 +10,7 @@ from .ops.base import is_ref, is_value, kind_of
 from .env import Unbound, assigned_names, read_after
 from .ops.arith_hints import run_store_hint
 from .ops.run_stores import run_scatter, run_update
-from .ops.index_hints import aliased_input, as_int_indices, scatter_set_hint, scatter_target
+from .ops.scatter_hints import aliased_input, as_int_indices, scatter_set_hint, scatter_target
 from .types import RefType, Space, TensorType, resolve
 
 

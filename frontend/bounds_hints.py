@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .ir import Access as A
 from .ops.atomic import AtomicUpdate
-from .ops.index_hints import atomic_outside_hint
+from .ops.scatter_hints import atomic_outside_hint
 from .ops.memory import View
 from .types import RefType
 

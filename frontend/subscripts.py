@@ -20,7 +20,8 @@ from .ops.register_gather import register_gather
 from .strided_views import AtOf, StridedView, compose, is_strided, strided_attribute, strided_error
 from .ops.padded_meets import padded_steps
 from .ops.padded_tiles import padded_strided
-from .ops.index_hints import aliased_input, check_tensor_steps, run_window_hint, scatter_set_hint, strided_last_axis
+from .ops.index_hints import check_tensor_steps, run_window_hint, strided_last_axis
+from .ops.scatter_hints import aliased_input, scatter_set_hint
 from .ops.table_hints import table_lookup_hint
 from .ops.register_at import RegisterAt
 from .assign import DICTS_FIXED, SCATTER_HINT, At, holds_value, is_whole

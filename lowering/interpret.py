@@ -52,7 +52,8 @@ from ..frontend.ops.mma import Dot
 from . import interpret_numerics as N
 from . import interpret_padding as P
 from . import registry
-from .interpret_memory import COMPILER_BUG, CtaMemory, Memory, RaceError, Ref
+from .interpret_cta import CtaMemory
+from .interpret_memory import COMPILER_BUG, Memory, RaceError, Ref
 
 registry.load()
 INTERPRET_RULES = registry.INTERPRET

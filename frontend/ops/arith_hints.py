@@ -250,7 +250,7 @@ def _index_text(cx, i) -> str:
     return ":"
   if not is_tensor(i):
     return str(i)
-  from .index_hints import as_int_indices
+  from .scatter_hints import as_int_indices
   return as_int_indices(cx.named(i, "ids"), i)
 
 
@@ -311,7 +311,7 @@ def not_a_ref_hint(cx, ref, what, mask, other, value) -> str:
         return (f"{x}[{ids}] reads them (a gather), one element per index pair"
                 + (f", and a select keeps the mask: ml.where({m}, {x}[{ids}], {o}) (a gather clamps each index"
                    f" into {x}, so it never reads outside it)" if m is not None else ": write it without ml.load"))
-      from .index_hints import scatter_set_hint, scatter_target
+      from .scatter_hints import scatter_set_hint, scatter_target
       first, out = scatter_target(cx.b, ref.ref, x)
       return (f"{first}the indices pair up element by element, so they cover no window (for consecutive flat"
               f" positions, give {out} a one-dimensional out_shape, reshaped outside the kernel, and store into"
@@ -323,7 +323,7 @@ def not_a_ref_hint(cx, ref, what, mask, other, value) -> str:
       return (f"{window}{w}.load(mask={m}, other={o}); other offsets are a gather and a select, ml.where({m},"
               f" {x}[{ids}], {o}) (a gather clamps each index into {x}, so it never reads outside it)")
     masked = f", mask={m}" if m is not None else ""
-    from .index_hints import aliased_input, scatter_set_hint, scatter_target
+    from .scatter_hints import aliased_input, scatter_set_hint, scatter_target
     first, out = scatter_target(cx.b, ref.ref, x)
     if first and w.startswith(f"{x}.at["):
       w = out + w[len(x):]

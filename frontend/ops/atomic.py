@@ -78,7 +78,7 @@ def identity(kind: AtomicKind, d: DType):
 
 def check_target(cx, b, ref, what):
   """Atomics update outputs and SMEM; inputs are read-only."""
-  from .index_hints import output_for
+  from .scatter_hints import output_for
   from .memory import root
   r = root(b, ref)
   if r.id in b.read_only:

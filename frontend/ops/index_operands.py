@@ -48,7 +48,7 @@ def index_operand(cx, x, bound=False):
              f"take its element: {name}[{zeros}], or read the index as a scalar where it comes from (pos[b, 0] of a"
              f" (B, 1) array)")
   if is_value(x) and isinstance(x.type, TensorType):
-    from .index_hints import as_int_indices
+    from .scatter_hints import as_int_indices
     ids = as_int_indices(x.name if (x.name or "").isidentifier() else "ids", x)
     raise E.KernelTypeError(
         f"an index here must be an integer scalar, got {x.name or 'a register tensor'}: only a read of a GMEM"

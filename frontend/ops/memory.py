@@ -17,8 +17,9 @@ from ..ir import Access, LayoutRule, Traits
 from ..types import DTypeVar, RefType, Space, TensorType, dtype_name, resolve
 from .base import builtin, dtype_arg, is_ref, is_value, kind_of, static_shape, shown
 from .index_operands import index_operand
-from .index_hints import (atomic_static_hint, fixed_length, runtime_size_error, runtime_slice_error, slice_step_error,
-                          static_index_hint, static_slice_hint, strided_ds_error, window_outside_hint)
+from .index_hints import (fixed_length, runtime_size_error, runtime_slice_error, slice_step_error, static_index_hint,
+                          static_slice_hint, strided_ds_error, window_outside_hint)
+from .scatter_hints import atomic_static_hint
 
 
 def _copy_effects(o):
