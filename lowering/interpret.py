@@ -57,6 +57,8 @@ from .interpret_memory import COMPILER_BUG, Memory, RaceError, Ref
 
 registry.load()
 INTERPRET_RULES = registry.INTERPRET
+# interpret mode's errors, where callers catch them (interp.RaceError, interp.InterpretError; not all used here)
+OutOfBoundsError = E.OutOfBoundsError
 
 
 class Machine(Memory):

@@ -638,8 +638,6 @@ def mgpu_kernel(fn: Callable | None = None, *, out_shape=None, grid=(1,), block:
   return wrap_fn(fn) if fn is not None else wrap_fn
 
 
-
-
 def _kernel_name(fn, name) -> str:
   """The kernel's name in its module and profiles: `name=` (pallas_call's), spelt as a symbol, or the def's."""
   if name is None:
