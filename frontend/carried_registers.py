@@ -1,9 +1,10 @@
-"""Register tensors a loop carries past a thread's registers (a RegisterSpillWarning, MG403's text).
+"""Register tensors past a thread's registers: one far past them even spread over the CTA (a RegisterCapacityError,
+`check_register_values`), and those a loop carries (a RegisterSpillWarning, MG403's text).
 
 A value a loop carries (a running sum over row blocks, `acc = acc + x.at[ml.ds(r * 128, 128)][...]`) lives in
 registers all through the loop. Past the registers ptxas compiles each thread for (hw.launch_registers: 255 at
 128 threads) it spills to local memory, and every trip reads and writes it there: the kernel computes, several
-times slower. checks.check_register_values rejects a value only far past a thread's registers (REGISTER_SLACK),
+times slower. check_register_values rejects a value only far past a thread's registers (REGISTER_SLACK),
 and frontend/mma_registers.py counts tensor-core accumulators; this warns where a loop's other carries, together,
 do not fit, at the line that makes the largest one's initial value.
 """
@@ -12,12 +13,57 @@ from __future__ import annotations
 import math
 
 from . import errors as E
+from . import hw
 from . import ir
-from .checks import _register_bits
+from .bounds_hints import whole_table_gather_hint
 from .ops.control import For, While, terminator_values
 from .ops.mma import Dot
 from .mma_registers import launch_of
 from .types import DType, TensorType, dtype_name, resolve
+
+
+REGISTER_SLACK = 8     # a value may spill (ptxas copes, slowly); past 8x a thread's registers it is a mistake
+
+
+def _register_bits(d: DType) -> int:
+  """The bits of a register an element of `d` takes: Mosaic GPU's layouts hold 16-bit values two
+  to a 32-bit register and 8-bit values four (vectors of 2 and 4); booleans and wider types one
+  register (or two, 64-bit) each."""
+  return d.bits if d != DType.bool_ and d.bits < 32 else max(d.bits, 32)
+
+
+def check_register_values(kernel: ir.Kernel) -> list:
+  """A register tensor needing more than REGISTER_SLACK times a thread's registers, even spread
+  over every thread of the CTA, is a RegisterCapacityError: ptxas would spill it whole to local
+  memory (or not finish), so it is reported at the op that makes it, once per kernel."""
+  big = []
+  for o in ir.walk(kernel.body):
+    for r in o.results:
+      t = r.type
+      if not (isinstance(t, TensorType) and isinstance(resolve(t.dtype), DType)):
+        continue
+      words = math.prod(t.shape) * _register_bits(resolve(t.dtype)) / 32 / kernel.block
+      if words > REGISTER_SLACK * hw.THREAD_REGISTERS:
+        big.append((o, r, words))
+  if big:
+    # the statement of the first one; of its tensors, the last it computes (a gather's value, not
+    # the index grid the compiler makes for it)
+    o, r, words = [b for b in big if b[0].loc == big[0][0].loc][-1]
+    t = r.type
+    what = f"this {'x'.join(map(str, t.shape))} {dtype_name(t.dtype)} tile"
+    casts = [b[0].x for b in big if b[0].loc == o.loc and type(b[0]).__name__ == "Cast"]
+    src = next((x for x in casts if isinstance(resolve(x.type.dtype), DType) and resolve(x.type.dtype).bits == 8), None)
+    if src is not None and resolve(t.dtype).bits == 32:     # 8-bit max/min/where compute in 32 bits
+      what += (f" (8-bit {dtype_name(src.type.dtype)} values widened to 32 bits, as a cast does and as 8-bit"
+               f" ml.maximum, ml.minimum, ml.where and comparisons compute)")
+    per = 32 // _register_bits(resolve(t.dtype))
+    packed = f" ({'two' if per == 2 else 'four'} values a register)" if per > 1 else ""
+    return [E.RegisterCapacityError(
+        f"{what} needs {int(words)} registers a thread{packed} across the CTA's {kernel.block} threads;"
+        f" a thread has {hw.THREAD_REGISTERS}", o.loc,
+        hint=whole_table_gather_hint(kernel, o, r) or "keep tiles of at most a few hundred values a thread: loop"
+             " over smaller windows (rows or column chunks), or hold the data in SMEM (ml.smem) and read it in parts")]
+  return []
 
 
 def _words(t, threads: int) -> float:
