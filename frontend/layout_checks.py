@@ -6,7 +6,8 @@ from __future__ import annotations
 from . import errors as E
 from . import hw
 from . import ir
-from .layouts import SmemLayout, register_tile_window, whole_tiles
+from .layouts import SmemLayout
+from .windows import register_tile_window, whole_tiles
 from .loc import call_at, expr_at
 from .ops.memory import Copy, View
 from .types import DType, Layout, LayoutKind, RefType, Space, TensorType

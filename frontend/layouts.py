@@ -38,7 +38,7 @@ from .ops.gather import Gather, ScatterUpdate
 from .ops.memory import ClusterRef, View
 from .ops.shape import READ_2D_FIRST, Broadcast, Reduce, ReduceKind, Reshape
 from .ops.permute import TransposeLoad, TransposeStore
-from .windows import minor_strided, window_vec
+from .windows import minor_strided, register_tile_window, window_vec
 from .layout_errors import LayoutErrors, _is_tensor
 from .swizzles import Swizzles, UnionFind as _UnionFind
 from .column_index_hints import (column_gather_hint, column_scatter_hint, gather_columns_hint, narrow_gather_hint,
@@ -58,27 +58,6 @@ class SmemLayout:
 
 _READ_2D = ("read it 2-D: index the size-1 axes away where you load it (x.at[i][...] rather than"
             " x.at[ml.ds(i, 1)][...] or x[...] of a (1, m, n) array)")
-
-
-def whole_tiles(index, tile, multiple=None) -> bool:
-  """Whether the last two entries of a view's index are windows of whole tiles: static, or (given
-  `multiple`, a run-time start -> a number its every value is a multiple of) at run-time starts
-  proven multiples of the tile (`a_s.at[ml.ds(ml.multiple_of(r, 64), 64)]`, `(k % stages) * 64`)."""
-  def on_tile(start, t):
-    if isinstance(start, int):
-      return start % t == 0
-    return multiple is not None and multiple(start) % t == 0
-  return all(not i.squeeze and on_tile(i.start, t) and i.size % t == 0 for i, t in zip(index[-2:], tile))
-
-
-def register_tile_window(view, tile, multiple=None) -> bool:
-  """Whether a register load or store may move view `view` of a buffer tiled for the tensor cores, in
-  the WGMMA layout (an im2col tile built tap by tap, `a_s.at[:, ml.ds(t * c, c)][...] = v`): windows of
-  whole tiles, static or (given `multiple`, as whole_tiles) at run-time starts proven multiples of the
-  tile (Mosaic GPU's tiled transfers take a memref sliced by whole tiles at a run-time start:
-  lowering/kernel.py's _tile_slice), rows a multiple of a warpgroup's WGMMA rows, not transposed."""
-  return (not view.transpose and whole_tiles(view.index, tile, multiple) and view.index[-2].size % hw.MMA_M == 0
-          and not any(i.squeeze for i in view.index[-2:]))
 
 
 class _Solver(LayoutErrors, Swizzles):

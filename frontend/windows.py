@@ -1,9 +1,11 @@
 """The geometry of a window a register transfer moves: how far apart its elements are in the
-root array, and so how many one vector of a Mosaic GPU strided transfer may carry."""
+root array, and so how many one vector of a Mosaic GPU strided transfer may carry; whether it is made of
+whole tiles of a buffer tiled for the tensor cores."""
 from __future__ import annotations
 
 import math
 
+from . import hw
 from .ops.memory import ClusterRef, View
 
 
@@ -56,3 +58,24 @@ def window_vec(defs: dict, ref) -> int | None:
   if dims[-1][0] != 1:
     return 1
   return math.gcd(dims[-1][1], offset, *(st for st, _ in dims[:-1]))
+
+
+def whole_tiles(index, tile, multiple=None) -> bool:
+  """Whether the last two entries of a view's index are windows of whole tiles: static, or (given
+  `multiple`, a run-time start -> a number its every value is a multiple of) at run-time starts
+  proven multiples of the tile (`a_s.at[ml.ds(ml.multiple_of(r, 64), 64)]`, `(k % stages) * 64`)."""
+  def on_tile(start, t):
+    if isinstance(start, int):
+      return start % t == 0
+    return multiple is not None and multiple(start) % t == 0
+  return all(not i.squeeze and on_tile(i.start, t) and i.size % t == 0 for i, t in zip(index[-2:], tile))
+
+
+def register_tile_window(view, tile, multiple=None) -> bool:
+  """Whether a register load or store may move view `view` of a buffer tiled for the tensor cores, in
+  the WGMMA layout (an im2col tile built tap by tap, `a_s.at[:, ml.ds(t * c, c)][...] = v`): windows of
+  whole tiles, static or (given `multiple`, as whole_tiles) at run-time starts proven multiples of the
+  tile (Mosaic GPU's tiled transfers take a memref sliced by whole tiles at a run-time start:
+  lowering/kernel.py's _tile_slice), rows a multiple of a warpgroup's WGMMA rows, not transposed."""
+  return (not view.transpose and whole_tiles(view.index, tile, multiple) and view.index[-2].size % hw.MMA_M == 0
+          and not any(i.squeeze for i in view.index[-2:]))
