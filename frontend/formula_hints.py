@@ -31,7 +31,8 @@ def with_operands(attr: str, hint: str, args, taken=frozenset()) -> str | None:
   `name=value`) in place of its placeholders; None where the call does not pass exactly those
   operands. An argument that computes something (`x[...] * 2`) and that the hint uses more than
   once is bound to a name first (one not in `taken`, the names of the kernel's file)."""
-  from .missing import _computed, _operand, bit_count_hint
+  from .bit_hints import bit_count_hint
+  from .missing import _computed, _operand
   if attr in ("roll", "pad", "convolve", "correlate") and args:
     return _of_ref(hint, args[0], _operand)
   if attr in CONVERSIONS and args is not None and len(args) == 2 and not re.match(r"\s*\w+\s*=[^=]", args[0]):
