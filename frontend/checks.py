@@ -24,7 +24,6 @@ import numpy as np
 
 from . import errors as E
 from . import ir
-from .bounds_hints import whole_table_gather_hint
 from .cluster_checks import check_clusters
 from .absint import UNKNOWN, GridEval, Window
 from .contraction import ContractionReads

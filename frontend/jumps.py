@@ -182,7 +182,7 @@ def _flagged_while(node, test, first, step):
   tail = [*step, _at(ast.If(test=name, body=[_set(go, False, node)], orelse=[_set(go, test, test)]), node)]
   loop = _at(ast.While(test=_at(ast.Name(id=go, ctx=ast.Load()), test), body=[*first, *body, *tail],
                        orelse=[]), node)
-  loop.written_test = written         # what its messages quote (frontend/while_loops.py trace_while)
+  loop.written_test = written         # what its messages quote (frontend/flow.py trace_while)
   return [_set(brk, False, node), _set(go, test, test), loop], (go, brk)
 
 
