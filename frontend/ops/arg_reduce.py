@@ -60,6 +60,7 @@ def _flat_arg(cx, x, kind, what):
   if math.prod(shape) >= 2 ** 31:
     raise E.KernelTypeError(f"{what} of a tile of {math.prod(shape)} elements: the flat index would not fit"
                             f" int32", cx.loc, hint=f"{what}(..., axis=...) along one axis")
+  own = padded_tiles.true_shape(cx.b, x)          # an odd read computed padded: its own shape's flat indices
   x = _comparable(cx, x)
   best = reduce(cx, kind, x, None, False, what=what)
   flat, stride = None, 1
@@ -68,8 +69,14 @@ def _flat_arg(cx, x, kind, what):
     iota = reshape_(cx, iota, tuple(n if i == a else 1 for i, n in enumerate(shape)))
     term = iota if stride == 1 else ew.binary(cx, ew.BinOp.MUL, iota, stride)
     flat = term if flat is None else ew.binary(cx, ew.BinOp.ADD, term, flat)
-    stride *= shape[a]
-  return reduce(cx, ReduceKind.MIN, ew.where_(cx, _hits(cx, x, best), flat, stride), None, False)
+    stride *= own[a]
+  hits = _hits(cx, x, best)
+  if own == tuple(shape):
+    return reduce(cx, ReduceKind.MIN, ew.where_(cx, hits, flat, stride), None, False)
+  with padded_tiles.allowed(cx):                  # (the padding's indices, which count the padded width, are
+    picked = ew.where_(cx, hits, flat, stride)    # dropped by the reduction: the least index is a real one)
+  cx.b.pad_tiles[picked.id] = own
+  return reduce(cx, ReduceKind.MIN, picked, None, False)
 
 
 def _hits(cx, x, best):
