@@ -97,3 +97,35 @@ def lcm(a, b, steps):
   """jnp.lcm: |a| * (|b| // gcd), 0 where the gcd is 0 (both 0)."""
   d = gcd(a, b, steps)
   return ml.where(d == 0, 0, ml.abs(a) * (ml.abs(b) // ml.where(d == 0, 1, d)))
+
+
+@ml.inline
+def quantile(v, axis, lo, hi, lw, hw, n, mode, keepdims):
+  """jnp.quantile along a static axis of a 1-D or 2-D tile at the sorted elements lo and hi (`mode` 0, jnp's linear:
+  s[lo] * lw + s[hi] * hw, every term computed as jnp's, an infinite end times a weight of 0 NaN; 1: s[lo]; 2:
+  s[hi]; 3, the midpoint: (s[lo] + s[hi]) * 0.5); NaN where the row holds a NaN (tested at the sorted ends, as
+  median's)."""
+  if len(v.shape) == 1:
+    s = ml.sort(v)
+    a, b = s[lo], s[hi]
+    bad = ml.isnan(s[0]) | ml.isnan(s[n - 1])
+  else:
+    w = v if axis == 1 else v.T          # (ml.sort sorts along the last axis)
+    s = ml.sort(w, axis=1)
+    a, b = s[:, lo], s[:, hi]
+    bad = ml.isnan(s[:, 0]) | ml.isnan(s[:, n - 1])
+  if mode == 0:
+    m = a * lw + b * hw
+  elif mode == 1:
+    m = a
+  elif mode == 2:
+    m = b
+  else:
+    m = (a + b) * 0.5
+  m = ml.where(bad, float("nan"), m)
+  if keepdims:
+    if len(v.shape) == 1:
+      m = ml.full((1,), m, m.dtype)
+    else:
+      m = m[:, None] if axis == 1 else m[None, :]
+  return m

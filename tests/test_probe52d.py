@@ -73,3 +73,91 @@ def test_gpu_flat_argmax_of_odd_reads():
   for shape, dtype in [((7, 33), F32), ((5, 40), BF16), ((12, 20), I32)]:
     for x in _flat_inputs(shape, dtype, 3):
       np.testing.assert_array_equal(jax.jit(flat_extremes)(x), np.array([jnp.argmax(x), jnp.argmin(x * 2)], np.int32))
+
+
+# ---------------------------------------------------------------- jnp.quantile, jnp.percentile
+@mg.mgpu_kernel(out_shape=lambda x: S((5, x.shape[0]), F32))
+def row_quantiles(x, o):
+  v = x[...]
+  o[0] = jnp.quantile(v, 0.9, axis=1)
+  o[1] = jnp.quantile(v, 0.37, axis=1, method="lower")
+  o[2] = jnp.quantile(v, 0.37, axis=-1, method="higher")
+  o[3] = jnp.quantile(v, 0.37, axis=1, method="nearest")
+  o[4] = jnp.percentile(v, 25, axis=1, method="midpoint")
+
+
+def _row_quantiles(x):
+  return np.stack([jnp.quantile(x, 0.9, axis=1), jnp.quantile(x, 0.37, axis=1, method="lower"),
+                   jnp.quantile(x, 0.37, axis=1, method="higher"), jnp.quantile(x, 0.37, axis=1, method="nearest"),
+                   jnp.percentile(x, 25, axis=1, method="midpoint")]).astype(np.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), x.dtype))
+def column_quantile(x, o):
+  o[...] = jnp.quantile(x[...], 0.75, axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), x.dtype))
+def clip_percentile(x, o):                      # a calibration's 99th percentile of a vector
+  o[...] = jnp.percentile(x[...], 99.0, keepdims=True)
+
+
+def _quantile_rows(seed, shape):
+  x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+  x[2, 5], x[3, 7], x[4], x[5] = np.nan, np.inf, -np.inf, np.inf
+  return x
+
+
+def test_quantile_and_percentile_are_jnps():
+  for x in (_quantile_rows(4, (8, 128)), _quantile_rows(5, (8, 100)),
+            np.random.default_rng(6).integers(-50, 50, (8, 128)).astype(np.int32)):
+    np.testing.assert_allclose(row_quantiles(x, interpret=True), _row_quantiles(x), rtol=1e-6, atol=1e-6)
+  xb = jnp.asarray(np.random.default_rng(7).standard_normal((64, 128)), BF16)
+  got = column_quantile(xb, interpret=True)
+  assert got.dtype == BF16
+  np.testing.assert_allclose(_f32(got), _f32(jnp.quantile(xb, 0.75, axis=0)), rtol=1e-2, atol=1e-2)
+  v = np.random.default_rng(8).standard_normal(1000).astype(np.float32)
+  np.testing.assert_allclose(clip_percentile(v, interpret=True), jnp.percentile(v, 99.0, keepdims=True), rtol=1e-6)
+  for k, spec in ((row_quantiles, S((8, 100), F32)), (column_quantile, S((64, 128), BF16)),
+                  (clip_percentile, S((1000,), F32))):
+    jax.export.export(jax.jit(k), platforms=["cuda"])(spec)
+
+
+# ---------------------------------------------------------------- jnp.nanargmax, jnp.nanargmin
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0],), I32), S((x.shape[0], 1), I32), S((1,), I32)))
+def nan_skipping_args(x, a, b, c):
+  v = x[...]
+  a[...] = jnp.nanargmax(v, axis=1)
+  b[...] = jnp.nanargmin(v, axis=-1, keepdims=True)
+  c[0] = jnp.nanargmax(v)
+
+
+def _nan_rows(seed, shape):
+  x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+  x[0, :], x[1, 5], x[1, 6], x[2, 0], x[3, :], x[3, 4], x[4, ::2] = np.nan, np.nan, 50, np.nan, -np.inf, np.nan, np.nan
+  return x
+
+
+def test_nanargmax_and_nanargmin_are_jnps():
+  for x in (_nan_rows(9, (8, 128)), _nan_rows(10, (8, 100)), np.full((8, 128), np.nan, np.float32),
+            np.random.default_rng(11).integers(-3, 3, (8, 128)).astype(np.int32)):
+    a, b, c = nan_skipping_args(x, interpret=True)
+    np.testing.assert_array_equal(a, jnp.nanargmax(x, axis=1))
+    np.testing.assert_array_equal(b, jnp.nanargmin(x, axis=1, keepdims=True))
+    np.testing.assert_array_equal(c, jnp.nanargmax(x)[None])
+  jax.export.export(jax.jit(nan_skipping_args), platforms=["cuda"])(S((8, 100), F32))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_gpu_quantiles_and_nan_skipping_args():
+  for x in (_quantile_rows(4, (8, 128)), _quantile_rows(5, (8, 100))):
+    np.testing.assert_allclose(jax.jit(row_quantiles)(x), _row_quantiles(x), rtol=1e-6, atol=1e-6)
+  xb = jnp.asarray(np.random.default_rng(7).standard_normal((64, 128)), BF16)
+  np.testing.assert_allclose(_f32(jax.jit(column_quantile)(xb)), _f32(jnp.quantile(xb, 0.75, axis=0)), rtol=1e-2,
+                             atol=1e-2)
+  for x in (_nan_rows(9, (8, 128)), _nan_rows(10, (8, 100))):
+    a, b, c = jax.jit(nan_skipping_args)(x)
+    np.testing.assert_array_equal(a, jnp.nanargmax(x, axis=1))
+    np.testing.assert_array_equal(b, jnp.nanargmin(x, axis=1, keepdims=True))
+    np.testing.assert_array_equal(c, jnp.nanargmax(x)[None])

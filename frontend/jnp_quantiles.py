@@ -1,0 +1,84 @@
+"""jnp's order statistics and NaN-skipping arg-reductions of register values, written in ml.* functions as jax
+computes them: `jnp.quantile` and `jnp.percentile` along one static axis of a 1-D or 2-D tile at a static q (the
+methods linear, lower, higher, nearest and midpoint: jax's _quantile, its indices and weights computed here in
+float32 as jax computes them from q, the sorted elements picked by form_helpers.quantile), and `jnp.nanargmax` /
+`jnp.nanargmin` (jax's: NaN replaced by -inf (inf) before ml.argmax (ml.argmin), -1 where every element is NaN).
+Traced by jnp_calls.formula as the other SHAPED forms are (probe 52d; they were MG003)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .jnp_forms import _dtype, _kind
+from .jnp_math import _shape
+from .jnp_stats import _kw, _static
+
+_METHODS = {"linear": 0, "lower": 1, "higher": 2, "nearest": None, "midpoint": 3}
+
+
+def _number(q):
+  """A static q (a Python number or a NumPy scalar) as a float; None otherwise (a run-time q: its MG003)."""
+  if isinstance(q, (bool, np.bool_)) or not isinstance(q, (int, float, np.integer, np.floating)):
+    return None
+  return float(q)
+
+
+def _quantile(percent):
+  def make(a):
+    x, axis, keepdims, method = a["a"], a["axis"], a["keepdims"], a["method"]
+    q, shape = _number(a["q"]), _shape(a, x)
+    if q is None or shape is None or len(shape) not in (1, 2) or _kind(x) not in ("float", "int") \
+        or not isinstance(keepdims, (bool, np.bool_)) or method not in _METHODS:
+      return None
+    if axis is None and len(shape) == 1:
+      axis = 0
+    if not isinstance(axis, int) or isinstance(axis, bool) or not -len(shape) <= axis < len(shape):
+      return None
+    axis %= len(shape)
+    n = shape[axis]
+    f = np.float32
+    qf = f(q) / f(100) if percent else f(q)        # (jnp.percentile: quantile(a, q / 100), in float32)
+    pos = qf * f(n - 1)
+    low, high = np.floor(pos), np.ceil(pos)
+    hw = f(pos - low)
+    lw = f(f(1) - hw)
+    lo, hi = (int(min(max(v, 0), n - 1)) for v in (low, high))
+    mode = _METHODS[method]
+    if mode is None:                               # nearest: the lower one where the weight is at most 0.5
+      mode = 1 if hw <= f(0.5) else 2
+    d = str(_dtype(x))
+    v = "{0}" if d == "float32" else "{0}.astype(ml.float32)"
+    form = f"{{1}}({v}, {axis}, {lo}, {hi}, {float(lw)!r}, {float(hw)!r}, {n}, {mode}, {bool(keepdims)})"
+    if _kind(x) == "float" and d != "float32":
+      form = f"({form}).astype({{0}}.dtype)"       # (jnp's result has the operand's float dtype)
+    from .form_helpers import quantile
+    return form, [x, quantile]
+  return make
+
+
+def _nanarg(kind):
+  def make(a):
+    x, axis, keepdims = a["a"], a["axis"], a["keepdims"]
+    if keepdims is None:
+      keepdims = False
+    if not _static({"axis": axis, "keepdims": keepdims}, "axis", "keepdims") or isinstance(axis, (tuple, list)):
+      return None
+    tail = _kw(axis, keepdims)
+    if _kind(x) != "float":
+      return f"ml.{kind}({{0}}{tail})", [x]
+    fill = -math.inf if kind == "argmax" else math.inf
+    return (f"ml.where(ml.all(ml.isnan({{0}}){tail}), -1, ml.{kind}(ml.where(ml.isnan({{0}}), {{1}}, {{0}}){tail}))",
+            [x, fill])
+  return make
+
+
+# (lib, name) -> (the parameters the form reads, its maker): merged into jnp_calls.SHAPED
+QUANTILES = {
+    ("jnp", "quantile"): (("a", "q", "axis", "method", "keepdims"),
+                          _quantile(False)),
+    ("jnp", "percentile"): (("a", "q", "axis", "method", "keepdims"),
+                            _quantile(True)),
+    ("jnp", "nanargmax"): (("a", "axis", "keepdims"), _nanarg("argmax")),
+    ("jnp", "nanargmin"): (("a", "axis", "keepdims"), _nanarg("argmin")),
+}
