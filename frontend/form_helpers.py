@@ -129,3 +129,21 @@ def quantile(v, axis, lo, hi, lw, hw, n, mode, keepdims):
     else:
       m = m[:, None] if axis == 1 else m[None, :]
   return m
+
+
+@ml.inline
+def bit_and(a, b):
+  """The combine of a bitwise-and reduction (lax.reduce_and of integers, jnp.bitwise_and.reduce)."""
+  return a & b
+
+
+@ml.inline
+def bit_or(a, b):
+  """The combine of a bitwise-or reduction (lax.reduce_or of integers, jnp.bitwise_or.reduce)."""
+  return a | b
+
+
+@ml.inline
+def bit_xor(a, b):
+  """The combine of a bitwise-xor reduction (Triton's tl.xor_sum, lax.reduce_xor, jnp.bitwise_xor.reduce)."""
+  return a ^ b

@@ -23,6 +23,10 @@ def jnp_call(tracer, node, fn, args, kwargs, cx):
   from . import jnp_calls, jnp_moves
   from .calls import _Method, _tuples     # (calls.py imports this module)
   from .jnp_forms import numpy_twin
+  if not isinstance(fn, (Builtin, _Method)):
+    from .ufunc_reduce import ufunc_method
+    if (got := ufunc_method(tracer, node, fn, args, kwargs)) is not None:
+      return got             # jnp.add.reduce(v, axis=1), np.maximum.accumulate(v, axis=1): ufunc_reduce.py
   lib = jnp_calls.library(fn) if not isinstance(fn, (Builtin, _Method)) else None
   if lib is not None and not any(isinstance(a, ast.Starred) for a in node.args) and len(args) == len(node.args):
     from .jnp_dots import library_product

@@ -259,16 +259,19 @@ def _prod(a):
 
 def _lax_reduce(kind):
   """jax.lax.reduce_max / reduce_min / reduce_sum / reduce_prod over `axes`, keeping the operand's dtype (an int8
-  sum wraps in int8, as lax's); reduce_and / reduce_or of booleans are ml.all / ml.any (of integers they are
-  bitwise: None)."""
+  sum wraps in int8, as lax's); reduce_and / reduce_or of booleans are ml.all / ml.any, of integers (and
+  reduce_xor of either) bitwise reductions (ufunc_reduce.bitwise, probe 52d)."""
   def make(a):
     x, axes = a["operand"], a["axes"]
     d, rank = _dtype(x), _rank(x)
     if d is None or rank is None or not isinstance(axes, (tuple, list)) or not _axis_ok(tuple(axes)):
       return None
     axes = tuple(axes)
-    if kind in ("all", "any"):
-      return (f"ml.{kind}({{0}}, axis={axes!r})", [x]) if d == DType.bool_ else None
+    if kind in ("all", "any", "xor"):
+      if kind != "xor" and d == DType.bool_:
+        return f"ml.{kind}({{0}}, axis={axes!r})", [x]
+      from .ufunc_reduce import bitwise      # (of integers, bitwise; xor of booleans too: probe 52d)
+      return bitwise({"all": "bit_and", "any": "bit_or", "xor": "bit_xor"}[kind], x, axes, False)
     if kind == "prod":
       if len(axes) != 1:
         return None
@@ -302,5 +305,5 @@ STATS = {
     ("jnp.linalg", "vector_norm"): (("x", "axis", "keepdims", "ord"), _vector_norm_call),
     ("jnp", "prod"): (("a", "axis", "dtype", "keepdims", "promote_integers"), _prod),
     **{("jax.lax", f"reduce_{k}"): (("operand", "axes"), _lax_reduce(v)) for k, v in (
-        ("max", "max"), ("min", "min"), ("sum", "sum"), ("prod", "prod"), ("and", "all"), ("or", "any"))},
+        ("max", "max"), ("min", "min"), ("sum", "sum"), ("prod", "prod"), ("and", "all"), ("or", "any"), ("xor", "xor"))},
 }

@@ -29,7 +29,7 @@ from .ops.random import (pair_uniform_to_normal, philox_ as philox, rand, rand4x
                          uint_to_uniform_float)
 from .ops.scan import cummax, cummin, cumprod, cumsum
 from .ops.assoc_scan import associative_scan
-from .ops.combine_reduce import reduce
+from .ops.combine_reduce import reduce, xor_sum
 from .ops.search import searchsorted
 from .ops.segments import bincount, histogram, segment_max, segment_min, segment_prod, segment_sum
 from .ops.sort import argsort, sort, top_k

@@ -22,10 +22,6 @@ FORMS = {           # ({0}, {1}: the call's arguments)
 }
 TEXTS = {
     "matmul": _DOT.format("matmul"), "einsum": _DOT.format("einsum"), "dot_general": _DOT.format("dot_general"),
-    "xor_sum": ("no ml.xor_sum: combine the tile with its rolled copy, halving the shift (the axis's length n a"
-                " power of two, 2**k): h = n // 2, then for _ in ml.static_range(k): v = v ^ ml.roll(v, -h, axis=1);"
-                " h = h // 2; column 0 then holds each row's xor, v[:, 0] (the whole tile at each step: windows of"
-                " halves, v[:, :h] ^ v[:, h:], stop holding a multiple of 128 elements)"),
     "broadcast": ("no ml.broadcast: arithmetic broadcasts its operands as NumPy does (a + b); to give each the"
                   " common shape, ml.broadcast_to(a, shape) and ml.broadcast_to(b, shape)"),
     # Pallas's pl.* control flow spelt with ml. (probe 48h): JAX's own calls run in a kernel as what they mean

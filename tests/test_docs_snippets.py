@@ -181,6 +181,9 @@ def run_rope_hstack(k):           # (probe 52c: jnp.hsplit and jnp.hstack of reg
 def run_bf16_bits(k):             # (probe 52c: v.view(jnp.uint32) of a register tensor)
   x = rand(8, 128)
   assert np.array_equal(np.asarray(k(x, interpret=True)), np.asarray(jnp.asarray(x, jnp.bfloat16)).view(np.uint16))
+def run_clip_range(k):           # (probe 52d: jnp.percentile and jnp.quantile at a static q)
+  x = np.array(rand(8, 128))
+  close(k(jnp.asarray(x), interpret=True), np.stack([np.percentile(x, 1.0, axis=1), np.quantile(x, 0.99, axis=1)]))
 
 
 def run_weight_grad(k):          # (probe 48c: partial sums per lock group)
@@ -513,6 +516,7 @@ CASES = [
     Case(L, "softmax", [S((64, 256), f32)], run=run_softmax),
     Case(L, "ffn_act", [S((8, 128), f32)], run=run_ffn_act),
     Case(L, "l2_normalize", [S((8, 128), f32)], run=run_l2_normalize),
+    Case(L, "clip_range", [S((8, 128), f32)], run=run_clip_range),
     Case(L, "column_sums", [S((100, 200), f32)], run=run_column_sums),
     Case(L, "weight_grad", [S((37, 128), f32), S((37, 128), f32)], run=run_weight_grad),
     Case(L, "column_norms", [S((256, 128), f32)], run=run_column_norms),

@@ -3,8 +3,21 @@
 - the flat `ml.argmax(v)` / `ml.argmin(v)` (axis=None, jnp's index into the row-major flattened tile) of an odd 2-D
   read no register tensor holds (a (7, 33) or (12, 20) window read whole) was MG204: the padded trace gave up, as its
   flat indices would count the padded width. They are now counted with the read's own width, and the least index of
-  the elements equal to the extreme (NaN first, as jnp) is taken with the padding dropped (frontend/ops/reduce.py).
+  the elements equal to the extreme (NaN first, as jnp) is taken with the padding dropped (frontend/ops/reduce.py);
+- `jnp.quantile` and `jnp.percentile` were MG003 (jnp.median computed): now at a static q along one axis of a 1-D or
+  2-D tile, methods linear, lower, higher, nearest and midpoint, jax's indices and weights (float32), NaN where the
+  row holds one, integers as float32, a 16-bit float result in the operand's dtype (frontend/jnp_quantiles.py);
+- `jnp.nanargmax` / `jnp.nanargmin` were MG003: now jax's (NaN replaced by -inf / inf, -1 where every element is
+  NaN), along an axis or flat, keepdims too;
+- reductions spelt generically were MG003 whose hint said "use ml.reduce": a ufunc's `.reduce` and `.accumulate`
+  (`jnp.add.reduce(v, axis=1)`, `np.maximum.accumulate`, jnp's and NumPy's ufuncs), `jax.lax.reduce(x, init,
+  computation, dims)`, lax's `reduce_and` / `reduce_or` / `reduce_xor` of integers, and Triton's `tl.xor_sum`
+  (MG002): now the ml reductions they mean, the bitwise ones an ml.reduce of `a ^ b` (frontend/ufunc_reduce.py);
+  `ml.reduce(v, None, combine)` of an odd 2-D read (MG204 at the read: its flattening reshape ended the padded
+  trace) reduces the last axis, then the first (frontend/ops/combine_reduce.py).
 """
+import operator
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -12,6 +25,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from locate import expect
 
 S = jax.ShapeDtypeStruct
 F32, BF16, F16, I32 = jnp.float32, jnp.bfloat16, jnp.float16, jnp.int32
@@ -161,3 +175,130 @@ def test_gpu_quantiles_and_nan_skipping_args():
     np.testing.assert_array_equal(a, jnp.nanargmax(x, axis=1))
     np.testing.assert_array_equal(b, jnp.nanargmin(x, axis=1, keepdims=True))
     np.testing.assert_array_equal(c, jnp.nanargmax(x)[None])
+
+
+# ---------------------------------------------------------------- generic spellings of reductions
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0],), F32), S((x.shape[0],), F32), S((x.shape[1],), F32),
+                                     S((x.shape[0],), jnp.bool_), S((x.shape[0],), F32), S((x.shape[0],), F32)))
+def ufunc_reductions(x, a, b, c, d, e, f):
+  v = x[...]
+  a[...] = jnp.add.reduce(v, axis=1)
+  b[...] = jnp.maximum.reduce(v, axis=1)
+  c[...] = jnp.minimum.reduce(v)                 # (a ufunc reduces axis 0 unless told)
+  d[...] = jnp.logical_or.reduce(v > 2, axis=1)
+  e[...] = jnp.logaddexp.reduce(v, axis=1)
+  f[...] = np.multiply.reduce(1 + v * 0.01, axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, F32), S(x.shape, F32), S(x.shape, F32)))
+def ufunc_accumulations(x, a, b, c):
+  v = x[...]
+  a[...] = jnp.add.accumulate(v, axis=1)
+  b[...] = jnp.maximum.accumulate(v, axis=1)
+  c[...] = np.minimum.accumulate(v)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0],), F32), S((x.shape[0],), F32), S((x.shape[1],), F32),
+                                     S((x.shape[0],), F32)))
+def lax_generic_reductions(x, a, b, c, d):
+  v = x[...]
+  a[...] = jax.lax.reduce(v, 0.0, jax.lax.add, (1,))
+  b[...] = jax.lax.reduce(v, -jnp.inf, jax.lax.max, (1,))
+  c[...] = jax.lax.reduce(v, jnp.inf, jnp.minimum, (0,))
+  d[...] = jax.lax.reduce(v, 0.0, lambda p, q: p + q, (1,))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0],), I32), S((x.shape[0],), I32), S((x.shape[1],), I32),
+                                     S((1,), I32), S((x.shape[0],), I32), S((x.shape[0], 1), I32)))
+def bitwise_reductions(x, a, b, c, d, e, f):
+  v = x[...]
+  a[...] = jax.lax.reduce_or(v, axes=(1,))
+  b[...] = jax.lax.reduce_and(v, axes=(1,))
+  c[...] = jax.lax.reduce_xor(v, axes=(0,))
+  d[0] = jax.lax.reduce(v, 0, operator.or_, (0, 1))
+  e[...] = ml.xor_sum(v, axis=1)
+  f[...] = jnp.bitwise_xor.reduce(v, axis=1, keepdims=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((1, 1), F32), S((1,), I32)))
+def whole_odd_reduce(x, m, i):                  # ml.reduce(axis=None) of an odd read: it was MG204 at the read
+  t = x[...]
+  m[...] = ml.reduce(t, None, ml.minimum, keep_dims=True)
+  flat = ml.arange(t.shape[0])[:, None] * t.shape[1] + ml.arange(t.shape[1])[None, :]
+  i[0] = ml.reduce((t, flat), None, _first_max)[1]
+
+
+@ml.inline
+def _first_max(v1, i1, v2, i2):
+  take = (v2 > v1) | ((v2 == v1) & (i2 < i1))
+  return ml.where(take, v2, v1), ml.where(take, i2, i1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32))
+def float_xor_sum(x, o):
+  o[...] = ml.xor_sum(x[...], axis=1)
+
+
+def _rows(seed, shape):
+  x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+  x[2, 5] = np.nan
+  return x
+
+
+def _bits(seed, shape):
+  return np.random.default_rng(seed).integers(0, 1 << 30, shape).astype(np.int32)
+
+
+def _bitwise_ref(x):
+  return (np.bitwise_or.reduce(x, 1), np.bitwise_and.reduce(x, 1), np.bitwise_xor.reduce(x, 0),
+          np.bitwise_or.reduce(x.ravel())[None], np.bitwise_xor.reduce(x, 1), np.bitwise_xor.reduce(x, 1)[:, None])
+
+
+def _check_generic(run):
+  x = _rows(12, (8, 128))
+  want = (x.sum(1), x.max(1), x.min(0), np.logical_or.reduce(x > 2, 1), jax.nn.logsumexp(x, axis=1),
+          np.prod(1 + x * 0.01, 1))
+  for g, w in zip(run(ufunc_reductions, x), want):
+    np.testing.assert_allclose(np.asarray(g, np.float32), np.asarray(w, np.float32), rtol=1e-5, atol=1e-5)
+  want = (np.cumsum(x, 1), jax.lax.cummax(x, axis=1), jax.lax.cummin(x, axis=0))
+  for g, w in zip(run(ufunc_accumulations, x), want):
+    np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+  for g, w in zip(run(lax_generic_reductions, x), (x.sum(1), x.max(1), x.min(0), x.sum(1))):
+    np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+  x = np.random.default_rng(14).standard_normal((7, 33)).astype(np.float32)
+  m, i = run(whole_odd_reduce, x)
+  np.testing.assert_array_equal(m, x.min(keepdims=True))
+  np.testing.assert_array_equal(i, [np.argmax(x)])
+  for shape in ((8, 128), (8, 100)):
+    xi = _bits(13, shape)
+    for g, w in zip(run(bitwise_reductions, xi), _bitwise_ref(xi)):
+      np.testing.assert_array_equal(g, w)
+
+
+def test_ufunc_and_lax_generic_reductions_compute():
+  _check_generic(lambda k, x: k(x, interpret=True))
+  for k, spec in ((ufunc_reductions, S((8, 128), F32)), (ufunc_accumulations, S((8, 128), F32)),
+                  (lax_generic_reductions, S((8, 128), F32)), (bitwise_reductions, S((8, 100), I32))):
+    jax.export.export(jax.jit(k), platforms=["cuda"])(spec)
+
+
+def test_whole_combine_reduction_of_an_odd_read():
+  x = np.random.default_rng(14).standard_normal((7, 33)).astype(np.float32)
+  x[3, 4] = x[5, 30] = 9.0
+  m, i = whole_odd_reduce(x, interpret=True)
+  np.testing.assert_array_equal(m, x.min(keepdims=True))
+  np.testing.assert_array_equal(i, [np.argmax(x)])
+  jax.export.export(jax.jit(whole_odd_reduce), platforms=["cuda"])(S((7, 33), F32))
+
+
+def test_xor_sum_of_floats_is_mg106():
+  expect(float_xor_sum, [S((8, 128), F32)], mg.UnsupportedDtypeError, "ml.xor_sum(x[...], axis=1)",
+         "ml.xor_sum needs integers, got float32",
+         hint="xor the bits: ml.xor_sum(ml.bitcast(x[...], jnp.int32), ...) (or convert the values,"
+              " x[...].astype(jnp.int32))")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_gpu_generic_reductions():
+  _check_generic(lambda k, x: jax.jit(k)(x))
