@@ -286,6 +286,14 @@ def _refuse(cx, shown, ml_name, key, value):
                           cx.loc, hint=why)
 
 
+def _dtype_of(v):
+  """A register value's DType (None for anything else)."""
+  from .dtypes import DType
+  from .types import resolve
+  d = resolve(getattr(getattr(v, "type", None), "dtype", None)) if getattr(v, "type", None) is not None else None
+  return d if isinstance(d, DType) else None
+
+
 def bind(cx, fn, args, kwargs):
   """(ml's function name, its positional arguments, its keyword arguments) for the call, or None where jnp's
   meaning is not ml's (then calls.py's MG003 stands). Refuses an argument ml does not take by name."""
@@ -328,6 +336,11 @@ def bind(cx, fn, args, kwargs):
     if (lib, name, p.name) in _ONLY:
       if there and str(getattr(value, "__name__", value)) not in (str(_ONLY[lib, name, p.name]), "None"):
         _refuse(cx, shown, ml_name, p.name, value)
+      continue
+    if p.name == "promote_integers" and ml_name == "sum":
+      d = _dtype_of(given.get("a"))          # (False: a narrow int sum in its own dtype, wrapping, as jnp's; of
+      if value is False and d is not None and d.is_int and d.bits < 32 and kw.get("dtype") is None:
+        kw["dtype"] = d                      # floats, bools and 32-bit ints nothing changes: probe 52d)
       continue
     target = renames.get(p.name, p.name) if renames.get(p.name, p.name) in mine else p.name
     if target not in mine:

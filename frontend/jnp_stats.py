@@ -243,7 +243,8 @@ def _prod(a):
   whose 8- and 16-bit integers and booleans give int32 as jnp.prod's promotion does), as its hint wrote it."""
   x, axis, keep = a["a"], a["axis"], a["keepdims"]
   rank = _rank(x)
-  if rank is None or not _static(a, "axis", "keepdims") or a.get("promote_integers") is not True:
+  promote = a.get("promote_integers")
+  if rank is None or not _static(a, "axis", "keepdims") or not isinstance(promote, (bool, np.bool_)):
     return None
   if axis is None and rank == 1:
     axis = 0
@@ -254,6 +255,10 @@ def _prod(a):
   ax = axis % rank
   idx = ", ".join(("-1:" if keep else "-1") if i == ax else ":" for i in range(rank))
   dt = ", dtype={1}" if a.get("dtype") is not None else ""
+  d = _dtype(x)
+  if not promote and dt == "" and d is not None and d.is_int and d.bits < 32:
+    dt = ", dtype={1}"            # (promote_integers=False: a narrow int product in its own dtype, as jnp's)
+    return f"ml.cumprod({{0}}, axis={ax}{dt})[{idx}]", [x, d]
   return f"ml.cumprod({{0}}, axis={ax}{dt})[{idx}]", [x, a.get("dtype")]
 
 
@@ -289,8 +294,22 @@ def jnp_prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, w
   raise NotImplementedError("traced, never called")
 
 
+def _scipy_softmax(kind):
+  """jax.scipy.special.softmax / log_softmax: jax.nn's over `axis`, whose default here is every axis (probe 52d)."""
+  def make(a):
+    x, axis = a["x"], a["axis"]
+    rank = _rank(x)
+    if rank is None or not _axis_ok(axis):
+      return None
+    axis = tuple(range(rank)) if axis is None else tuple(axis) if isinstance(axis, (tuple, list)) else axis
+    return f"ml.{kind}({{0}}, axis={axis!r})", [x]
+  return make
+
+
 # (lib, name) -> (the parameters the form reads, its maker): merged into jnp_calls.SHAPED
 STATS = {
+    ("jax.scipy.special", "softmax"): (("x", "axis"), _scipy_softmax("softmax")),
+    ("jax.scipy.special", "log_softmax"): (("x", "axis"), _scipy_softmax("log_softmax")),
     ("jnp", "nansum"): (("a", "axis", "dtype", "keepdims", "initial", "where"), _nan_reduction("sum")),
     ("jnp", "nanmax"): (("a", "axis", "keepdims", "initial", "where"), _nan_reduction("max")),
     ("jnp", "nanmin"): (("a", "axis", "keepdims", "initial", "where"), _nan_reduction("min")),

@@ -14,7 +14,10 @@
   computation, dims)`, lax's `reduce_and` / `reduce_or` / `reduce_xor` of integers, and Triton's `tl.xor_sum`
   (MG002): now the ml reductions they mean, the bitwise ones an ml.reduce of `a ^ b` (frontend/ufunc_reduce.py);
   `ml.reduce(v, None, combine)` of an odd 2-D read (MG204 at the read: its flattening reshape ended the padded
-  trace) reduces the last axis, then the first (frontend/ops/combine_reduce.py).
+  trace) reduces the last axis, then the first (frontend/ops/combine_reduce.py);
+- `jnp.sum(v, promote_integers=False)` (and jnp.prod's) was MG003 even of floats: a narrow integer sum or product is
+  now in its own dtype, wrapping, as jnp's, and nothing changes for others (frontend/jnp_calls.py, jnp_stats.py);
+- `jax.scipy.special.softmax` / `log_softmax` were MG003: jax.nn's, over every axis by default as scipy's.
 """
 import operator
 
@@ -302,3 +305,37 @@ def test_xor_sum_of_floats_is_mg106():
 @pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
 def test_gpu_generic_reductions():
   _check_generic(lambda k, x: jax.jit(k)(x))
+
+
+# ---------------------------------------------------------------- promote_integers=, jax.scipy.special's softmax
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0],), x.dtype), S((x.shape[0],), x.dtype)))
+def unpromoted(x, s, p):
+  v = x[...]
+  s[...] = jnp.sum(v, axis=1, promote_integers=False)
+  p[...] = jnp.prod(v % 3 - 1, axis=1, promote_integers=False)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x, x, x))
+def scipy_softmaxes(x, a, b, c):
+  v = x[...]
+  a[...] = jax.scipy.special.softmax(v, axis=1)
+  b[...] = jax.scipy.special.log_softmax(v, axis=-1)
+  c[...] = jax.scipy.special.softmax(v)          # (scipy's default: every axis)
+
+
+def test_promote_integers_false_and_scipy_softmax():
+  rng = np.random.default_rng(15)
+  for x in (rng.integers(-100, 100, (8, 128)).astype(np.int8), rng.integers(0, 255, (8, 128)).astype(np.uint8),
+            rng.standard_normal((8, 128)).astype(np.float32)):
+    s, p = unpromoted(x, interpret=True)
+    assert s.dtype == x.dtype and p.dtype == x.dtype
+    np.testing.assert_allclose(s, jnp.sum(x, axis=1, promote_integers=False), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(p, jnp.prod(x % 3 - 1, axis=1, promote_integers=False), rtol=1e-5, atol=1e-5)
+  unpromoted.check(S((8, 128), jnp.int8))
+  x = rng.standard_normal((8, 128)).astype(np.float32)
+  x[3] = -np.inf
+  want = (jax.scipy.special.softmax(x, axis=1), jax.scipy.special.log_softmax(x, axis=-1),
+          jax.scipy.special.softmax(x))
+  for g, w in zip(scipy_softmaxes(x, interpret=True), want):
+    np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-7)
+  jax.export.export(jax.jit(scipy_softmaxes), platforms=["cuda"])(S((8, 128), F32))
