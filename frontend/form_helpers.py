@@ -147,3 +147,50 @@ def bit_or(a, b):
 def bit_xor(a, b):
   """The combine of a bitwise-xor reduction (Triton's tl.xor_sum, lax.reduce_xor, jnp.bitwise_xor.reduce)."""
   return a ^ b
+
+
+@ml.inline
+def nanquantile(v, axis, q, n, mode, keepdims):
+  """jnp.nanquantile along a static axis of a 1-D or 2-D float32 tile: jax's squash_nans path, each row's elements
+  that are not NaN sorted first (NaN made positive, so it sorts last), their count c, the position q * (c - 1) in
+  float32 and its floor and ceiling clamped to [0, c - 1] picked by a one-element max (exact: NaN where every
+  element is NaN); `mode` as quantile's (1: lower, 2: higher, 3: midpoint, 4: nearest, by the row's own weight)."""
+  w = v if len(v.shape) == 1 or axis == 1 else v.T
+  w = ml.where(ml.isnan(w), float("nan"), w)
+  if len(v.shape) == 1:
+    s = ml.sort(w)
+    c = ml.sum(s == s).astype(ml.float32)
+    k = ml.arange(n)
+  else:
+    s = ml.sort(w, axis=1)
+    c = ml.sum(s == s, axis=1).astype(ml.float32)
+    k = ml.arange(n)[None, :]
+  pos = q * (c - 1.0)
+  lo = ml.floor(pos)
+  hi = ml.ceil(pos)
+  hw = pos - lo
+  lw = 1.0 - hw
+  lo = ml.maximum(0.0, ml.minimum(lo, c - 1.0)).astype(ml.int32)
+  hi = ml.maximum(0.0, ml.minimum(hi, c - 1.0)).astype(ml.int32)
+  if len(v.shape) == 1:
+    a = ml.max(s, where=k == lo)
+    b = ml.max(s, where=k == hi)
+  else:
+    a = ml.max(s, axis=1, where=k == lo[:, None])
+    b = ml.max(s, axis=1, where=k == hi[:, None])
+  if mode == 0:
+    m = a * lw + b * hw
+  elif mode == 1:
+    m = a
+  elif mode == 2:
+    m = b
+  elif mode == 3:
+    m = (a + b) * 0.5
+  else:
+    m = ml.where(hw <= 0.5, a, b)
+  if keepdims:
+    if len(v.shape) == 1:
+      m = ml.full((1,), m, m.dtype)
+    else:
+      m = m[:, None] if axis == 1 else m[None, :]
+  return m

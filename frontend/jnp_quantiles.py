@@ -24,10 +24,11 @@ def _number(q):
   return float(q)
 
 
-def _quantile(percent):
+def _quantile(percent, nan=False, median=False):
   def make(a):
-    x, axis, keepdims, method = a["a"], a["axis"], a["keepdims"], a["method"]
-    q, shape = _number(a["q"]), _shape(a, x)
+    x, axis, keepdims = a["a"], a["axis"], a["keepdims"]
+    method, q = ("midpoint", 0.5) if median else (a["method"], a["q"])     # (jnp.nanmedian: jax's nanquantile)
+    q, shape = _number(q), _shape(a, x)
     if q is None or shape is None or len(shape) not in (1, 2) or _kind(x) not in ("float", "int") \
         or not isinstance(keepdims, (bool, np.bool_)) or method not in _METHODS:
       return None
@@ -39,6 +40,15 @@ def _quantile(percent):
     n = shape[axis]
     f = np.float32
     qf = f(q) / f(100) if percent else f(q)        # (jnp.percentile: quantile(a, q / 100), in float32)
+    d = str(_dtype(x))
+    v = "{0}" if d == "float32" else "{0}.astype(ml.float32)"
+    if nan:                                        # (the position depends on each row's count: form_helpers')
+      from .form_helpers import nanquantile
+      mode = 4 if _METHODS[method] is None else _METHODS[method]
+      form = f"{{1}}({v}, {axis}, {float(qf)!r}, {n}, {mode}, {bool(keepdims)})"
+      if _kind(x) == "float" and d != "float32":
+        form = f"({form}).astype({{0}}.dtype)"
+      return form, [x, nanquantile]
     pos = qf * f(n - 1)
     low, high = np.floor(pos), np.ceil(pos)
     hw = f(pos - low)
@@ -47,8 +57,6 @@ def _quantile(percent):
     mode = _METHODS[method]
     if mode is None:                               # nearest: the lower one where the weight is at most 0.5
       mode = 1 if hw <= f(0.5) else 2
-    d = str(_dtype(x))
-    v = "{0}" if d == "float32" else "{0}.astype(ml.float32)"
     form = f"{{1}}({v}, {axis}, {lo}, {hi}, {float(lw)!r}, {float(hw)!r}, {n}, {mode}, {bool(keepdims)})"
     if _kind(x) == "float" and d != "float32":
       form = f"({form}).astype({{0}}.dtype)"       # (jnp's result has the operand's float dtype)
@@ -79,6 +87,9 @@ QUANTILES = {
                           _quantile(False)),
     ("jnp", "percentile"): (("a", "q", "axis", "method", "keepdims"),
                             _quantile(True)),
+    ("jnp", "nanquantile"): (("a", "q", "axis", "method", "keepdims"), _quantile(False, nan=True)),
+    ("jnp", "nanpercentile"): (("a", "q", "axis", "method", "keepdims"), _quantile(True, nan=True)),
+    ("jnp", "nanmedian"): (("a", "axis", "keepdims"), _quantile(False, nan=True, median=True)),
     ("jnp", "nanargmax"): (("a", "axis", "keepdims"), _nanarg("argmax")),
     ("jnp", "nanargmin"): (("a", "axis", "keepdims"), _nanarg("argmin")),
 }

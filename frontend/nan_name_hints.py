@@ -56,13 +56,13 @@ _MEDIAN = ("no ml.{0}: sort the rows, s = ml.sort(v) (along the last axis, of a 
 TEXTS = {
     "median": _MEDIAN.format("median", "NaN sorts last: where a row may hold one, jnp.median gives NaN"),
     "nanmedian": _MEDIAN.format("nanmedian", "NaN sorts last, so it counts as the largest, where jnp.nanmedian"
-                                " drops it"),
-    **{n: _MEDIAN.format(n, "NaN sorts last") for n in ("nanquantile", "nanpercentile")},
-    # (jnp.quantile and jnp.percentile compute at a static q along one axis: jnp_quantiles.py, probe 52d)
+                                " drops it").replace("no ml.nanmedian: ", "no ml.nanmedian: jnp.nanmedian(v, axis=1)"
+                                                     " computes along one axis of a 1-D or 2-D tile; otherwise ", 1),
+    # (jnp.quantile, percentile and their nan forms compute at a static q along one axis: jnp_quantiles.py, probe 52d)
     **{n: _MEDIAN.format(n, "NaN sorts last").replace(
-        f"no ml.{n}: ", f"no ml.{n}: jnp.{n}(v, {'0.9' if n == 'quantile' else '90'}, axis=1) computes at a static q"
-        " (a number) along one axis of a 1-D or 2-D tile, with jnp's methods but inverted_cdf; otherwise ", 1)
-       for n in ("quantile", "percentile")},
+        f"no ml.{n}: ", f"no ml.{n}: jnp.{n}(v, {'0.9' if n.endswith('quantile') else '90'}, axis=1) computes at a"
+        " static q (a number) along one axis of a 1-D or 2-D tile, with jnp's methods but inverted_cdf; otherwise ", 1)
+       for n in ("quantile", "percentile", "nanquantile", "nanpercentile")},
     "nanprod": ("no ml.nanprod: take the last element of the running product of the elements that are not NaN,"
                 " ml.cumprod(ml.where(v != v, 1.0, v), axis=1)[:, -1] along the rows of a 2-D v"),
     **{n: ("no ml.{0}: with k = v == v (the elements that are not NaN) along the rows of a 2-D v, n = ml.sum(k,"

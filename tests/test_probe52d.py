@@ -7,6 +7,7 @@
 - `jnp.quantile` and `jnp.percentile` were MG003 (jnp.median computed): now at a static q along one axis of a 1-D or
   2-D tile, methods linear, lower, higher, nearest and midpoint, jax's indices and weights (float32), NaN where the
   row holds one, integers as float32, a 16-bit float result in the operand's dtype (frontend/jnp_quantiles.py);
+  `jnp.nanquantile`, `jnp.nanpercentile` and `jnp.nanmedian` too, each row's position from its count of numbers;
 - `jnp.nanargmax` / `jnp.nanargmin` were MG003: now jax's (NaN replaced by -inf / inf, -1 where every element is
   NaN), along an axis or flat, keepdims too;
 - reductions spelt generically were MG003 whose hint said "use ml.reduce": a ufunc's `.reduce` and `.accumulate`
@@ -140,6 +141,37 @@ def test_quantile_and_percentile_are_jnps():
     jax.export.export(jax.jit(k), platforms=["cuda"])(spec)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S((6, x.shape[0]), F32))
+def row_nanquantiles(x, o):
+  v = x[...]
+  o[0] = jnp.nanquantile(v, 0.9, axis=1)
+  o[1] = jnp.nanquantile(v, 0.37, axis=1, method="lower")
+  o[2] = jnp.nanquantile(v, 0.37, axis=1, method="higher")
+  o[3] = jnp.nanquantile(v, 0.37, axis=1, method="nearest")
+  o[4] = jnp.nanpercentile(v, 25, axis=1, method="midpoint")
+  o[5] = jnp.nanmedian(v, axis=1)
+
+
+def _row_nanquantiles(x):
+  return np.stack([jnp.nanquantile(x, 0.9, axis=1), jnp.nanquantile(x, 0.37, axis=1, method="lower"),
+                   jnp.nanquantile(x, 0.37, axis=1, method="higher"),
+                   jnp.nanquantile(x, 0.37, axis=1, method="nearest"),
+                   jnp.nanpercentile(x, 25, axis=1, method="midpoint"), jnp.nanmedian(x, axis=1)]).astype(np.float32)
+
+
+def _nan_quantile_rows(seed, shape):
+  x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+  x[0], x[1, ::3], x[2, 5], x[3, 1:], x[4, 2:], x[5, 7], x[6, ::2] = np.nan, np.nan, np.nan, np.nan, np.nan, np.inf, -np.nan
+  return x
+
+
+def test_nanquantile_nanpercentile_nanmedian_are_jnps():
+  for x in (_nan_quantile_rows(16, (8, 128)), _nan_quantile_rows(17, (8, 100)),
+            np.random.default_rng(18).integers(-50, 50, (8, 128)).astype(np.int32)):
+    np.testing.assert_allclose(row_nanquantiles(x, interpret=True), _row_nanquantiles(x), rtol=1e-6, atol=1e-6)
+  jax.export.export(jax.jit(row_nanquantiles), platforms=["cuda"])(S((8, 100), F32))
+
+
 # ---------------------------------------------------------------- jnp.nanargmax, jnp.nanargmin
 @mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0],), I32), S((x.shape[0], 1), I32), S((1,), I32)))
 def nan_skipping_args(x, a, b, c):
@@ -170,6 +202,8 @@ def test_nanargmax_and_nanargmin_are_jnps():
 def test_gpu_quantiles_and_nan_skipping_args():
   for x in (_quantile_rows(4, (8, 128)), _quantile_rows(5, (8, 100))):
     np.testing.assert_allclose(jax.jit(row_quantiles)(x), _row_quantiles(x), rtol=1e-6, atol=1e-6)
+  for x in (_nan_quantile_rows(16, (8, 128)), _nan_quantile_rows(17, (8, 100))):
+    np.testing.assert_allclose(jax.jit(row_nanquantiles)(x), _row_nanquantiles(x), rtol=1e-6, atol=1e-6)
   xb = jnp.asarray(np.random.default_rng(7).standard_normal((64, 128)), BF16)
   np.testing.assert_allclose(_f32(jax.jit(column_quantile)(xb)), _f32(jnp.quantile(xb, 0.75, axis=0)), rtol=1e-2,
                              atol=1e-2)
