@@ -229,6 +229,14 @@ def _norm(a):
   return f"ml.{kind}(ml.sum(ml.abs({conv}){_kw(inner, keep)}){_kw(outer, keep)})", ops
 
 
+def _matrix_norm(a):
+  """jnp.linalg.matrix_norm(x, keepdims=False, ord='fro'): jnp.linalg.norm over the last two axes (probe 52d)."""
+  rank = _rank(a["x"])
+  if rank is None or rank < 2:
+    return None
+  return _norm({"x": a["x"], "ord": a["ord"], "axis": (rank - 2, rank - 1), "keepdims": a["keepdims"]})
+
+
 def _vector_norm_call(a):
   """jnp.linalg.vector_norm(x, axis=None, keepdims=False, ord=2): of every element where axis is None."""
   x = a["x"]
@@ -321,6 +329,7 @@ STATS = {
     ("jnp", "average"): (("a", "axis", "weights", "keepdims"), _average),
     ("jnp", "logaddexp"): (("args",), _logaddexp),
     ("jnp.linalg", "norm"): (("x", "ord", "axis", "keepdims"), _norm),
+    ("jnp.linalg", "matrix_norm"): (("x", "keepdims", "ord"), _matrix_norm),
     ("jnp.linalg", "vector_norm"): (("x", "axis", "keepdims", "ord"), _vector_norm_call),
     ("jnp", "prod"): (("a", "axis", "dtype", "keepdims", "promote_integers"), _prod),
     **{("jax.lax", f"reduce_{k}"): (("operand", "axes"), _lax_reduce(v)) for k, v in (

@@ -92,7 +92,22 @@ def _norm(x, pos, kw, rank):
     return f"write ml.{'min' if order.startswith('-') else 'max'}(ml.abs({x}){tail})"
   if rank == 2 and axis is None and not keep and (order == "1" or order in _INF):    # a matrix's largest column or row
     return f"write ml.max(ml.sum(ml.abs({x}), axis={0 if order == '1' else 1}))"
+  if not vector and order in _SINGULAR:
+    return _singular(x, order)
   return None
+
+
+_SINGULAR = {"2": "2-norm (its largest singular value)", "-2": "-2-norm (its smallest singular value)",
+             "'nuc'": "nuclear norm (the sum of its singular values)", '"nuc"': "nuclear norm (the sum of its singular"
+             " values)"}
+
+
+def _singular(x, order):
+  """The hint of a matrix norm of singular values (probe 52d: the general one wrote the L2 formula, which is the
+  Frobenius norm of a matrix, another number)."""
+  return (f"a matrix's {_SINGULAR[order]} needs an SVD, which no kernel form computes: take it outside the kernel;"
+          f" the Frobenius norm is ml.sqrt(ml.sum({x} * {x})) (ord='fro'), each row's 2-norm"
+          f" ml.sqrt(ml.sum({x} * {x}, axis=1)) (axis=1)")
 
 
 def _roll(x, shift, axis, shape):
@@ -238,6 +253,8 @@ def shape_call_hint(name, pos, kw, shape) -> str | None:
     name, kw = "norm", {k: v for k, v in kw.items() if k != "ord"}      # jnp.linalg.vector_norm(x, axis=1)
   if name == "norm":
     return _norm(xp, pos, kw, rank)
+  if name == "matrix_norm" and (order := kw.get("ord", "").strip().replace(" ", "")) in _SINGULAR:
+    return _singular(xp, order)
   reps = literal(_arg(pos, kw, 1, "reps" if name == "tile" else "repeats"))
   if name == "tile" and rank == 1 and isinstance(reps, int) and reps > 1:
     return f"write ml.concatenate([{', '.join([x] * reps)}], axis=0)"

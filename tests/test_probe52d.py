@@ -18,7 +18,10 @@
   trace) reduces the last axis, then the first (frontend/ops/combine_reduce.py);
 - `jnp.sum(v, promote_integers=False)` (and jnp.prod's) was MG003 even of floats: a narrow integer sum or product is
   now in its own dtype, wrapping, as jnp's, and nothing changes for others (frontend/jnp_calls.py, jnp_stats.py);
-- `jax.scipy.special.softmax` / `log_softmax` were MG003: jax.nn's, over every axis by default as scipy's.
+- `jax.scipy.special.softmax` / `log_softmax` were MG003: jax.nn's, over every axis by default as scipy's;
+- `jnp.linalg.matrix_norm` was MG003: jnp.linalg.norm over the last two axes; a matrix's 2-norm, -2-norm or nuclear
+  norm (of singular values) stays MG003, whose hint wrote the L2 formula (the Frobenius norm, another number) and now
+  says so (frontend/shape_hints.py).
 """
 import operator
 
@@ -373,3 +376,32 @@ def test_promote_integers_false_and_scipy_softmax():
   for g, w in zip(scipy_softmaxes(x, interpret=True), want):
     np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-7)
   jax.export.export(jax.jit(scipy_softmaxes), platforms=["cuda"])(S((8, 128), F32))
+
+
+# ---------------------------------------------------------------- matrix norms
+@mg.mgpu_kernel(out_shape=lambda x: S((5,), F32))
+def matrix_norms(x, o):
+  v = x[...]
+  o[0] = jnp.linalg.matrix_norm(v)
+  o[1] = jnp.linalg.matrix_norm(v, ord=1)
+  o[2] = jnp.linalg.matrix_norm(v, ord=-jnp.inf)
+  o[3] = jnp.linalg.matrix_norm(v, ord=jnp.inf)
+  o[4] = jnp.linalg.matrix_norm(v, ord=-1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((1,), F32))
+def spectral_norm(x, o):
+  v = x[...]
+  o[0] = jnp.linalg.norm(v, ord=2)
+
+
+def test_matrix_norm_and_the_hint_of_singular_value_norms():
+  x = np.random.default_rng(19).standard_normal((8, 128)).astype(np.float32)
+  want = [jnp.linalg.matrix_norm(x, ord=o) for o in ("fro", 1, -jnp.inf, jnp.inf, -1)]
+  np.testing.assert_allclose(matrix_norms(x, interpret=True), np.array(want, np.float32), rtol=1e-5)
+  matrix_norms.check(S((8, 128), F32))
+  expect(spectral_norm, [S((8, 128), F32)], mg.KernelTypeError, "jnp.linalg.norm(v, ord=2)",
+         "norm cannot take a register tensor inside a kernel",
+         hint="a matrix's 2-norm (its largest singular value) needs an SVD, which no kernel form computes: take it"
+              " outside the kernel; the Frobenius norm is ml.sqrt(ml.sum(v * v)) (ord='fro'), each row's 2-norm"
+              " ml.sqrt(ml.sum(v * v, axis=1)) (axis=1)")
