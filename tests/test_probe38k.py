@@ -102,15 +102,12 @@ def sort_columns_fixed(x, out):
 
 
 def test_sort_along_axis_0_hint_transposes_the_expression_and_sorts_columns():
-  e = _error(sort_columns, X)
-  assert type(e) is mg.KernelTypeError and e.code == "MG003"
-  assert (e.lineno, e.col_offset) == (_line(sort_columns, "ml.sort"), 35)
-  assert e.message == "ml.sort sorts along the last axis; axis 0 of a 2-D tensor is not it"
-  assert e.hint == "transpose first: ml.sort((v * 2).T).T sorts each column"
   x = rand.normal(rand.key(1), (256, 128))
   got = sort_columns_fixed(x, interpret=True)
   want = jnp.sort((x * 2).reshape(4, 64, 128), axis=1).reshape(256, 128)
   np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+  # (axis=0 was MG003 whose hint wrote the transposes until probe 52d made the sort do them)
+  np.testing.assert_array_equal(np.asarray(sort_columns(x, interpret=True)), np.asarray(want))
 
 
 @mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), jnp.float32),

@@ -21,7 +21,9 @@
 - `jax.scipy.special.softmax` / `log_softmax` were MG003: jax.nn's, over every axis by default as scipy's;
 - `jnp.linalg.matrix_norm` was MG003: jnp.linalg.norm over the last two axes; a matrix's 2-norm, -2-norm or nuclear
   norm (of singular values) stays MG003, whose hint wrote the L2 formula (the Frobenius norm, another number) and now
-  says so (frontend/shape_hints.py).
+  says so (frontend/shape_hints.py);
+- a sort or argsort along an axis that is not the last (`jnp.sort(v, axis=0)`, the columns) was MG003 whose hint
+  wrote the transposes: the sort now does them (frontend/ops/sort.py).
 """
 import operator
 
@@ -405,3 +407,45 @@ def test_matrix_norm_and_the_hint_of_singular_value_norms():
          hint="a matrix's 2-norm (its largest singular value) needs an SVD, which no kernel form computes: take it"
               " outside the kernel; the Frobenius norm is ml.sqrt(ml.sum(v * v)) (ord='fro'), each row's 2-norm"
               " ml.sqrt(ml.sum(v * v, axis=1)) (axis=1)")
+
+
+# ---------------------------------------------------------------- sorts along another axis
+@mg.mgpu_kernel(out_shape=lambda x: (x, S(x.shape, I32), x))
+def column_sorts(x, s, i, d):
+  v = x[...]
+  s[...] = jnp.sort(v, axis=0)
+  i[...] = jnp.argsort(v, axis=0)
+  d[...] = jnp.sort(v, axis=-2, descending=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, I32))
+def middle_argsort(x, o):
+  o[...] = ml.argsort(x[...], axis=1)
+
+
+def _column_data(seed, shape):
+  x = np.round(np.random.default_rng(seed).standard_normal(shape) * 4) / 2       # ties
+  x.reshape(-1)[[387, 647, 137, 265]] = np.nan, np.inf, -0.0, 0.0
+  return x.astype(np.float32)
+
+
+def _check_sorts(run):
+  x = _column_data(20, (8, 128))
+  s, i, d = run(column_sorts, x)
+  np.testing.assert_array_equal(s, jnp.sort(x, axis=0))
+  np.testing.assert_array_equal(i, jnp.argsort(x, axis=0))
+  np.testing.assert_array_equal(d, jnp.sort(x, axis=0, descending=True))
+  x3 = _column_data(21, (4, 8, 32))
+  np.testing.assert_array_equal(run(middle_argsort, x3), jnp.argsort(x3, axis=1))
+
+
+def test_sorts_along_another_axis():
+  _check_sorts(lambda k, x: k(x, interpret=True))
+  jax.export.export(jax.jit(column_sorts), platforms=["cuda"])(S((8, 128), F32))
+  jax.export.export(jax.jit(middle_argsort), platforms=["cuda"])(S((4, 8, 32), F32))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_gpu_sorts_along_another_axis():
+  _check_sorts(lambda k, x: jax.jit(k)(x))
