@@ -81,6 +81,52 @@ def _nanarg(kind):
   return make
 
 
+def _partition(arg):
+  """jnp.partition / jnp.argpartition along a static axis of a 1-D or 2-D tile, as jax's: the kth + 1 smallest in
+  ascending order (ties by position), then the rest: partition's in descending order (top_k's, NaN first), from a
+  descending sort rolled by kth + 1 into place; argpartition's positions in their own order (jax ranks a proxy),
+  the stable argsort of whether each element's rank is past kth. Signed zeros tie by position (jax's top_k puts
+  +0.0 above -0.0)."""
+  def make(a):
+    x, kth, axis = a["a"], a["kth"], a["axis"]
+    shape = _shape(a, x)
+    if shape is None or len(shape) not in (1, 2) or _kind(x) not in ("float", "int", "bool") or not isinstance(
+        kth, int) or isinstance(kth, bool) or not isinstance(axis, int) or isinstance(axis, bool) \
+        or not -len(shape) <= axis < len(shape):
+      return None
+    axis %= len(shape)
+    n = shape[axis]
+    if not -n <= kth < n:
+      return None
+    kth %= n
+    idx = "" if len(shape) == 1 else "[:, None]" if axis == 0 else "[None, :]"
+    if arg:      # (jax's top part: the other positions in their own order, top_k of a proxy of ones and zeros)
+      rank = f"ml.argsort(ml.argsort({{0}}, axis={axis}), axis={axis})"
+      return (f"ml.where(ml.arange({n}){idx} <= {kth}, ml.argsort({{0}}, axis={axis}),"
+              f" ml.argsort(({rank} > {kth}).astype(ml.int32), axis={axis}))"), [x]
+    return (f"ml.where(ml.arange({n}){idx} <= {kth}, ml.sort({{0}}, axis={axis}), ml.roll(ml.sort({{0}}, axis={axis},"
+            f" descending=True), {kth + 1}, axis={axis}))"), [x]
+  return make
+
+
+def _approx_k(largest):
+  """jax.lax.approx_max_k / approx_min_k along the last axis: the exact top k (what the approximation approximates;
+  jax's own may miss some at its recall target), ml.top_k's, of -x for the smallest (floats)."""
+  def make(a):
+    x, k, dim = a["operand"], a["k"], a["reduction_dimension"]
+    shape = _shape(a, x)
+    if shape is None or not isinstance(k, int) or isinstance(k, bool) or not isinstance(dim, int) \
+        or dim % len(shape) != len(shape) - 1 or a["aggregate_to_topk"] is not True:
+      return None
+    if largest:
+      return "ml.top_k({0}, {1})", [x, k]
+    if _kind(x) != "float":
+      return None
+    from .form_helpers import min_k
+    return "{2}({0}, {1})", [x, k, min_k]
+  return make
+
+
 # (lib, name) -> (the parameters the form reads, its maker): merged into jnp_calls.SHAPED
 QUANTILES = {
     ("jnp", "quantile"): (("a", "q", "axis", "method", "keepdims"),
@@ -90,6 +136,12 @@ QUANTILES = {
     ("jnp", "nanquantile"): (("a", "q", "axis", "method", "keepdims"), _quantile(False, nan=True)),
     ("jnp", "nanpercentile"): (("a", "q", "axis", "method", "keepdims"), _quantile(True, nan=True)),
     ("jnp", "nanmedian"): (("a", "axis", "keepdims"), _quantile(False, nan=True, median=True)),
+    ("jnp", "partition"): (("a", "kth", "axis"), _partition(False)),
+    ("jnp", "argpartition"): (("a", "kth", "axis"), _partition(True)),
+    ("jax.lax", "approx_max_k"): (("operand", "k", "reduction_dimension", "recall_target",
+                                   "reduction_input_size_override", "aggregate_to_topk"), _approx_k(True)),
+    ("jax.lax", "approx_min_k"): (("operand", "k", "reduction_dimension", "recall_target",
+                                   "reduction_input_size_override", "aggregate_to_topk"), _approx_k(False)),
     ("jnp", "nanargmax"): (("a", "axis", "keepdims"), _nanarg("argmax")),
     ("jnp", "nanargmin"): (("a", "axis", "keepdims"), _nanarg("argmin")),
 }

@@ -23,7 +23,10 @@
   norm (of singular values) stays MG003, whose hint wrote the L2 formula (the Frobenius norm, another number) and now
   says so (frontend/shape_hints.py);
 - a sort or argsort along an axis that is not the last (`jnp.sort(v, axis=0)`, the columns) was MG003 whose hint
-  wrote the transposes: the sort now does them (frontend/ops/sort.py).
+  wrote the transposes: the sort now does them (frontend/ops/sort.py);
+- `jnp.partition`, `jnp.argpartition` (a top-k threshold's `jnp.partition(v, -k)[:, -k]`) and `jax.lax.approx_max_k`
+  / `approx_min_k` were MG003: jax's orders from sorts (signed zeros tie by position, where jax's top_k puts +0.0
+  first), the approximate top k computed exactly (frontend/jnp_quantiles.py).
 """
 import operator
 
@@ -449,3 +452,51 @@ def test_sorts_along_another_axis():
 @pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
 def test_gpu_sorts_along_another_axis():
   _check_sorts(lambda k, x: jax.jit(k)(x))
+
+
+# ---------------------------------------------------------------- partitions, approximate top k
+@mg.mgpu_kernel(out_shape=lambda x: (x, S(x.shape, I32), x, S(x.shape, I32), S((x.shape[0],), x.dtype)))
+def partitions(x, a, b, c, d, t):
+  v = x[...]
+  a[...] = jnp.partition(v, 4)
+  b[...] = jnp.argpartition(v, 4, axis=-1)
+  c[...] = jnp.partition(v, -3, axis=0)
+  d[...] = jnp.argpartition(v, 2, axis=0)
+  t[...] = jnp.partition(v, -5, axis=-1)[:, -5]          # the 5th largest of each row: a top-k threshold
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0], 4), x.dtype), S((x.shape[0], 4), I32), S((x.shape[0], 4), x.dtype),
+                                     S((x.shape[0], 4), I32)))
+def approximate_top_k(x, a, b, c, d):
+  a[...], b[...] = jax.lax.approx_max_k(x[...], 4)
+  c[...], d[...] = jax.lax.approx_min_k(x[...], 4)
+
+
+def _partition_ref(x):
+  return (jnp.partition(x, 4), jnp.argpartition(x, 4), jnp.partition(x, -3, axis=0), jnp.argpartition(x, 2, axis=0),
+          jnp.partition(x, -5, axis=-1)[:, -5])
+
+
+def _check_partitions(run):
+  rng = np.random.default_rng(22)
+  x = (np.round(rng.standard_normal((8, 128)) * 3) / 2 + 0.0).astype(np.float32)     # ties, no -0.0
+  x[2, 5], x[3, 7] = np.nan, np.inf
+  for v in (x, rng.integers(0, 10, (8, 128)).astype(np.int32)):
+    for g, w in zip(run(partitions, v), _partition_ref(v)):
+      np.testing.assert_array_equal(g, w)
+  y = rng.standard_normal((8, 128)).astype(np.float32)
+  lo_v, lo_i = jax.lax.top_k(-y, 4)
+  for g, w in zip(run(approximate_top_k, y), (*jax.lax.top_k(y, 4), -lo_v, lo_i)):
+    np.testing.assert_array_equal(g, w)
+
+
+def test_partitions_and_approximate_top_k():
+  _check_partitions(lambda k, x: k(x, interpret=True))
+  jax.export.export(jax.jit(partitions), platforms=["cuda"])(S((8, 128), F32))
+  jax.export.export(jax.jit(approximate_top_k), platforms=["cuda"])(S((8, 128), F32))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_gpu_partitions_and_approximate_top_k():
+  _check_partitions(lambda k, x: jax.jit(k)(x))
