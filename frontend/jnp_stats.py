@@ -126,9 +126,24 @@ def _count_nonzero(a):
 def _average(a):
   """jnp.average: the mean without weights; with them, sum(a * w) / sum(w) over the axis, the weights of a's
   shape or, 1-D, along the one axis (both converted as jnp promotes them: integers to float32, two float
-  dtypes to float32)."""
+  dtypes to float32). `returned=True` (probe 52d): also the sum of the weights (the count without them), in the
+  average's dtype and shape, as jnp's."""
   if not _static(a, "axis", "keepdims"):
     return None
+  returned = a.get("returned", False)
+  if returned is not False:
+    if returned is not True or a.get("weights") is not None and _rank(a["weights"]) != _rank(a["a"]):
+      return None
+    got = _average({**a, "returned": False})
+    if got is None:
+      return None
+    form, ops = got
+    if a.get("weights") is None:           # (the count: the mean of ones, exact, of the average's dtype and shape)
+      total = f"ml.zeros_like({form}) + ml.sum(ml.zeros_like({form}) + 1.0)" if a["axis"] is None else (
+          f"ml.zeros_like({form}) + {_count(a)}")
+      return f"({form}, {total})", ops
+    w = form[form.rindex("ml.sum("):]           # (the denominator, sum(w) over the axis)
+    return f"({form}, ml.zeros_like({form}) + {w})", ops
   x, w, axis, tail = a["a"], a["weights"], a["axis"], _kw(a["axis"], a["keepdims"])
   if w is None:
     return f"ml.mean({{0}}{tail})", [x]
@@ -151,6 +166,16 @@ def _average(a):
   ax = axis % rank       # 1-D weights along the axis: their total (a scalar) divides every sum, as jnp's
   wx = f"{conv[1]}[{', '.join(':' if i == ax else 'None' for i in range(rank))}]" if rank > 1 else conv[1]
   return f"ml.sum({conv[0]} * {wx}{tail}) / ml.sum({conv[1]})", ops
+
+
+def _count(a):
+  """The number of elements jnp.average's axis reduces (a static axis of a tensor of known shape)."""
+  shape = getattr(getattr(a["a"], "type", None), "shape", ())
+  axes = a["axis"] if isinstance(a["axis"], (tuple, list)) else (a["axis"],)
+  n = 1
+  for ax in axes:
+    n *= shape[ax]
+  return f"{float(n)!r}"
 
 
 def _logaddexp(a):
@@ -270,6 +295,15 @@ def _prod(a):
   return f"ml.cumprod({{0}}, axis={ax}{dt})[{idx}]", [x, a.get("dtype")]
 
 
+def _nanprod(a):
+  """jnp.nanprod: jnp.prod's form of the elements with NaN replaced by 1 (integers as jnp.prod's; probe 52d)."""
+  got = _prod({**a, "promote_integers": True})
+  if got is None or not _is_float(a["a"]):
+    return got
+  form, ops = got
+  return form.replace("{0}", "ml.where(ml.isnan({0}), 1.0, {0})", 1), ops
+
+
 def _lax_reduce(kind):
   """jax.lax.reduce_max / reduce_min / reduce_sum / reduce_prod over `axes`, keeping the operand's dtype (an int8
   sum wraps in int8, as lax's); reduce_and / reduce_or of booleans are ml.all / ml.any, of integers (and
@@ -326,7 +360,8 @@ STATS = {
     ("jnp", "nanstd"): (("a", "axis", "dtype", "ddof", "keepdims", "where", "mean"), _nan_stat("std")),
     ("jnp", "ptp"): (("a", "axis", "keepdims"), _ptp),
     ("jnp", "count_nonzero"): (("a", "axis", "keepdims"), _count_nonzero),
-    ("jnp", "average"): (("a", "axis", "weights", "keepdims"), _average),
+    ("jnp", "average"): (("a", "axis", "weights", "keepdims", "returned"), _average),
+    ("jnp", "nanprod"): (("a", "axis", "dtype", "keepdims"), _nanprod),
     ("jnp", "logaddexp"): (("args",), _logaddexp),
     ("jnp.linalg", "norm"): (("x", "ord", "axis", "keepdims"), _norm),
     ("jnp.linalg", "matrix_norm"): (("x", "keepdims", "ord"), _matrix_norm),

@@ -26,7 +26,8 @@
   wrote the transposes: the sort now does them (frontend/ops/sort.py);
 - `jnp.partition`, `jnp.argpartition` (a top-k threshold's `jnp.partition(v, -k)[:, -k]`) and `jax.lax.approx_max_k`
   / `approx_min_k` were MG003: jax's orders from sorts (signed zeros tie by position, where jax's top_k puts +0.0
-  first), the approximate top k computed exactly (frontend/jnp_quantiles.py).
+  first), the approximate top k computed exactly (frontend/jnp_quantiles.py);
+- `jnp.average(..., returned=True)` and `jnp.nanprod` were MG003: jnp's (frontend/jnp_stats.py).
 """
 import operator
 
@@ -500,3 +501,24 @@ def test_partitions_and_approximate_top_k():
 @pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
 def test_gpu_partitions_and_approximate_top_k():
   _check_partitions(lambda k, x: jax.jit(k)(x))
+
+
+# ---------------------------------------------------------------- jnp.average(returned=True), jnp.nanprod
+@mg.mgpu_kernel(out_shape=lambda x, w: (S((x.shape[0],), F32), S((x.shape[0],), F32), S((x.shape[0],), F32),
+                                        S((x.shape[0],), F32), S((x.shape[0],), F32)))
+def averages_returned(x, w, a, b, c, d, p):
+  v = x[...]
+  a[...], b[...] = jnp.average(v, axis=1, weights=w[...], returned=True)
+  c[...], d[...] = jnp.average(v, axis=1, returned=True)
+  p[...] = jnp.nanprod(1 + v * 0.01, axis=1)
+
+
+def test_average_returned_and_nanprod():
+  rng = np.random.default_rng(23)
+  x, w = rng.standard_normal((8, 128)).astype(np.float32), np.abs(rng.standard_normal((8, 128))).astype(np.float32)
+  x[1, ::3], x[2] = np.nan, np.nan
+  want = (*jnp.average(x, axis=1, weights=w, returned=True), *jnp.average(x, axis=1, returned=True),
+          jnp.nanprod(1 + x * 0.01, axis=1))
+  for g, r in zip(averages_returned(x, w, interpret=True), want):
+    np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-6)
+  averages_returned.check(S((8, 128), F32), S((8, 128), F32))
