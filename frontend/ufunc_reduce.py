@@ -42,6 +42,10 @@ def bitwise(kind, x, axes, keepdims, k=1):
   axes = tuple(range(rank)) if axes is None else tuple(a % rank for a in axes)
   if rank > 1 and sorted(axes) == list(range(rank)):
     return (f"ml.reduce({{0}}, None, {{{k}}}, keep_dims={bool(keepdims)})", [x, getattr(form_helpers, kind)])
+  from .ops.combine_reduce import merged_axes
+  shape = tuple(getattr(x.type, "shape", ()))
+  if not keepdims and (merged := merged_axes(shape, set(axes))) is not None:     # (one axis of a reshape)
+    return f"ml.reduce({{0}}.reshape{merged[0]!r}, {merged[1]}, {{{k}}})", [x, getattr(form_helpers, kind)]
   form = "{0}"
   for ax in sorted(axes, reverse=True):
     form = f"ml.reduce({form}, {ax}, {{{k}}}, keep_dims={bool(keepdims)})"

@@ -337,6 +337,23 @@ def test_whole_combine_reduction_of_an_odd_read():
   jax.export.export(jax.jit(whole_odd_reduce), platforms=["cuda"])(S((7, 33), F32))
 
 
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0],), I32), S((x.shape[2],), I32), S((x.shape[0],), I32)))
+def bitwise_over_two_axes(x, a, b, c):
+  v = x[...]
+  a[...] = jax.lax.reduce_or(v, axes=(1, 2))
+  b[...] = jnp.bitwise_and.reduce(v | 0x100, axis=(0, 1))
+  c[...] = ml.xor_sum(v, axis=(1, 2))
+
+
+def test_bitwise_reductions_over_two_axes():
+  x = _bits(24, (8, 8, 128))
+  a, b, c = bitwise_over_two_axes(x, interpret=True)
+  np.testing.assert_array_equal(a, np.bitwise_or.reduce(x.reshape(8, -1), 1))
+  np.testing.assert_array_equal(b, np.bitwise_and.reduce((x | 0x100).reshape(-1, 128), 0))
+  np.testing.assert_array_equal(c, np.bitwise_xor.reduce(x.reshape(8, -1), 1))
+  bitwise_over_two_axes.check(S((8, 8, 128), I32))
+
+
 def test_xor_sum_of_floats_is_mg106():
   expect(float_xor_sum, [S((8, 128), F32)], mg.UnsupportedDtypeError, "ml.xor_sum(x[...], axis=1)",
          "ml.xor_sum needs integers, got float32",

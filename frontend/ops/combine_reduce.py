@@ -93,4 +93,30 @@ def xor_sum(cx, input, axis=None, keep_dims=False, keepdims=None):
     raise E.UnsupportedDtypeError(f"ml.xor_sum needs integers, got {d}", cx.loc,
                                   hint=f"xor the bits: ml.xor_sum(ml.bitcast({xs}, jnp.int32), ...) (or convert the"
                                        f" values, {xs}.astype(jnp.int32))")
+  if isinstance(axis, (tuple, list)) and axis and all(isinstance(a, int) and not isinstance(a, bool) for a in axis):
+    rank = len(input.type.shape)            # (several axes, jnp's way: each reduced, the last first)
+    if not all(-rank <= a < rank for a in axis) or len({a % rank for a in axis}) != len(axis):
+      raise E.IndexOutOfBoundsError(f"ml.xor_sum: axes {tuple(axis)!r} are not distinct axes of a tensor of rank"
+                                    f" {rank}", cx.loc, hint=f"axes run from {-rank} to {rank - 1}, each once")
+    shape = tuple(input.type.shape)
+    merged = merged_axes(shape, {a % rank for a in axis})
+    if merged is not None and not keep:     # (a run of leading or trailing axes: one axis of the reshape)
+      return reduce.rule(cx, reshape_(cx, input, merged[0]), merged[1], bit_xor, False)
+    out = input
+    for a in sorted((a % rank for a in axis), reverse=True):
+      out = reduce.rule(cx, out, a, bit_xor, keep)
+    return out
   return reduce.rule(cx, input, axis, bit_xor, keep)
+
+
+def merged_axes(shape, axes):
+  """(the 2-D shape, its axis) that reduces the run of leading or trailing `axes` of `shape` (a set) as one axis of a
+  reshape (`(4, 8, 128)` over (1, 2): `(4, 1024)`, axis 1); None for other axes, all of them, or one."""
+  rank, k = len(shape), len(axes)
+  if k < 2 or k == rank:
+    return None
+  if axes == set(range(rank - k, rank)):
+    return (math.prod(shape[:rank - k]), math.prod(shape[rank - k:])), 1
+  if axes == set(range(k)):
+    return (math.prod(shape[:k]), math.prod(shape[k:])), 0
+  return None
