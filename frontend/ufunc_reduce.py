@@ -126,6 +126,8 @@ def lax_reduce(a):
   """jax.lax.reduce(operands, init_values, computation, dimensions) of one register tensor (see the module)."""
   from .jnp_calls import library
   x, init, comp, dims = a["operands"], a["init_values"], a["computation"], a["dimensions"]
+  if isinstance(x, (tuple, list)):       # (several operands, an argmax's (values, indices): ml.reduce of the tuple)
+    return _several(x, init, comp, dims)
   rank = _rank(x)
   if rank is None or not isinstance(dims, (tuple, list)) or not dims or _axes(tuple(dims), rank) in (None, False):
     return None
@@ -149,6 +151,20 @@ def lax_reduce(a):
   if lib is not None or len(dims) != 1 or not callable(comp):
     return None                   # (a library function of no monoid here, or a combine over several dimensions)
   return f"{{1}}(ml.reduce({{0}}, {dims[0]}, {{1}}), {{2}})", [x, comp, init]
+
+
+def _several(xs, inits, comp, dims):
+  """lax.reduce of a tuple of tensors of one shape with a combine of the kernel's own (of two tuples, jax's) along
+  one dimension: ml.reduce of the tuple, its result combined with the init values."""
+  from .jnp_calls import library
+  ranks = {_rank(x) for x in xs}
+  if not xs or len(ranks) != 1 or None in ranks or not isinstance(inits, (tuple, list)) or len(inits) != len(xs) \
+      or not callable(comp) or library(comp) is not None or not isinstance(dims, (tuple, list)) or len(dims) != 1:
+    return None
+  rank = ranks.pop()
+  if not isinstance(dims[0], int) or isinstance(dims[0], bool) or not -rank <= dims[0] < rank:
+    return None
+  return f"{{1}}(ml.reduce({{0}}, {dims[0] % rank}, {{1}}), {{2}})", [tuple(xs), comp, tuple(inits)]
 
 
 # (lib, name) -> (the parameters the form reads, its maker): merged into jnp_calls.SHAPED

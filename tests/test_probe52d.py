@@ -12,7 +12,8 @@
   NaN), along an axis or flat, keepdims too;
 - reductions spelt generically were MG003 whose hint said "use ml.reduce": a ufunc's `.reduce` and `.accumulate`
   (`jnp.add.reduce(v, axis=1)`, `np.maximum.accumulate`, jnp's and NumPy's ufuncs), `jax.lax.reduce(x, init,
-  computation, dims)`, lax's `reduce_and` / `reduce_or` / `reduce_xor` of integers, and Triton's `tl.xor_sum`
+  computation, dims)` (of a tuple of operands too), lax's `reduce_and` / `reduce_or` / `reduce_xor` of integers, and
+  Triton's `tl.xor_sum`
   (MG002): now the ml reductions they mean, the bitwise ones an ml.reduce of `a ^ b` (frontend/ufunc_reduce.py);
   `ml.reduce(v, None, combine)` of an odd 2-D read (MG204 at the read: its flattening reshape ended the padded
   trace) reduces the last axis, then the first (frontend/ops/combine_reduce.py);
@@ -343,6 +344,25 @@ def bitwise_over_two_axes(x, a, b, c):
   a[...] = jax.lax.reduce_or(v, axes=(1, 2))
   b[...] = jnp.bitwise_and.reduce(v | 0x100, axis=(0, 1))
   c[...] = ml.xor_sum(v, axis=(1, 2))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0],), F32), S((x.shape[0],), I32)))
+def lax_reduce_argmax(x, v, i):                 # lax.reduce of (values, indices) with a combine of the kernel's
+  t = x[...]
+  idx = ml.broadcast_to(ml.arange(t.shape[1])[None, :], t.shape)
+
+  def first_max(a, b):
+    take = (b[0] > a[0]) | ((b[0] == a[0]) & (b[1] < a[1]))
+    return ml.where(take, b[0], a[0]), ml.where(take, b[1], a[1])
+  v[...], i[...] = jax.lax.reduce((t, idx), (-jnp.inf, 0), first_max, (1,))
+
+
+def test_lax_reduce_of_several_operands():
+  x = np.round(np.random.default_rng(25).standard_normal((8, 128)) * 2).astype(np.float32)     # ties
+  v, i = lax_reduce_argmax(x, interpret=True)
+  np.testing.assert_array_equal(v, x.max(1))
+  np.testing.assert_array_equal(i, np.argmax(x, 1))
+  lax_reduce_argmax.check(S((8, 128), F32))
 
 
 def test_bitwise_reductions_over_two_axes():
