@@ -13,8 +13,7 @@
 - reductions spelt generically were MG003 whose hint said "use ml.reduce": a ufunc's `.reduce` and `.accumulate`
   (`jnp.add.reduce(v, axis=1)`, `np.maximum.accumulate`, jnp's and NumPy's ufuncs), `jax.lax.reduce(x, init,
   computation, dims)` (of a tuple of operands too), lax's `reduce_and` / `reduce_or` / `reduce_xor` of integers, and
-  Triton's `tl.xor_sum`
-  (MG002): now the ml reductions they mean, the bitwise ones an ml.reduce of `a ^ b` (frontend/ufunc_reduce.py);
+  Triton's `tl.xor_sum` (MG002): now the ml reductions they mean, the bitwise ones an ml.reduce of `a ^ b` (frontend/ufunc_reduce.py);
   `ml.reduce(v, None, combine)` of an odd 2-D read (MG204 at the read: its flattening reshape ended the padded
   trace) reduces the last axis, then the first (frontend/ops/combine_reduce.py);
 - `jnp.sum(v, promote_integers=False)` (and jnp.prod's) was MG003 even of floats: a narrow integer sum or product is
