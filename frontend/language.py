@@ -173,7 +173,7 @@ __all__ = [
     "searchsorted", "segment_max", "segment_min", "segment_prod", "segment_sum", "sigmoid", "sin", "smem",
     "softmax", "softplus", "sort", "split", "sqrt", "squeeze", "stack", "static_assert", "static_range", "std",
     "store", "sum", "swizzle2d", "take_along_axis", "tan", "tanh", "top_k", "trans", "transpose", "trunc",
-    "uint_to_uniform_float", "umulhi", "var", "where", "zeros", "zeros_like"] + [
+    "uint_to_uniform_float", "umulhi", "var", "where", "xor_sum", "zeros", "zeros_like"] + [
     "DSlice", "Inline", "inline", "constexpr", "scalar", "float32", "float16", "bfloat16", "float8_e4m3fn",
     "float8_e5m2", "int64", "int32", "int16", "int8", "uint32", "uint16", "uint8", "bool_", "float8e4nv",
     "float8e5", "int1", "dslice", "debug_print", "PropagateNan"]
