@@ -91,13 +91,14 @@ def scale_by(x, a: ml.scalar, o):
 
 def test_the_scalar_dtype_hint_names_where_a_non_default_dtype_comes_from():
   """For a bfloat16 scalar it said `an ml.scalar is bfloat16 here, as a Python float passed for it becomes`:
-  a Python float becomes float32; the bfloat16 is the dtype of the value passed."""
-  expect(scale_by, [S((128, 64), F32), S((), BF16)], mg.DtypeMismatchError, "x[...] * a",
-         "* on x[...] (float32) and a (bfloat16): dtypes differ and are never converted implicitly",
-         hint="convert the scalar, a.astype(jnp.float32): the result stays float32, as jnp's does for a Python"
-              " number (an ml.scalar is bfloat16 here, the dtype of the value passed for it, not weakly typed);"
-              " or (x[...].astype(jnp.bfloat16) * a).astype(jnp.float32) (computed in bfloat16, the result"
-              " converted back to float32)")
+  a Python float becomes float32; the float16 is the dtype of the value passed. (A float32 tensor times a
+  bfloat16 scalar computes in float32 since probe 52f, jnp's result for a weak scalar and an array alike.)"""
+  expect(scale_by, [S((128, 64), BF16), S((), jnp.float16)], mg.DtypeMismatchError, "x[...] * a",
+         "* on x[...] (bfloat16) and a (float16): dtypes differ and are never converted implicitly",
+         hint="convert the scalar, a.astype(jnp.bfloat16): the result stays bfloat16, as jnp's does for a Python"
+              " number (an ml.scalar is float16 here, the dtype of the value passed for it, not weakly typed);"
+              " or (x[...].astype(jnp.float16) * a).astype(jnp.bfloat16) (computed in float16, the result"
+              " converted back to bfloat16)")
   e = expect(scale_by, [S((128, 64), BF16), S((), F32)], mg.DtypeMismatchError, "x[...] * a",
              "* on x[...] (bfloat16) and a (float32): dtypes differ and are never converted implicitly")
   assert "(an ml.scalar is float32 here, as a Python float passed for it becomes, not weakly typed)" in e.hint

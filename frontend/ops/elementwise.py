@@ -156,12 +156,25 @@ def _narrow_carry(cx, a, b, da, db, names) -> str | None:
 def _weak_in_jnp(cx, values, da, db, what) -> bool:
   """Whether two floats (or two integers) of different dtypes include an ml.scalar parameter or a 0-d input's
   value (`x_f16 * alpha`): jnp's result then depends on what the call passes (a Python number is weak and keeps
-  float16, a float32 array gives float32), so it stays MG104, whose hint chooses (scalar_param_hint)."""
+  float16, a float32 array gives float32), so it stays MG104, whose hint chooses (scalar_param_hint).
+  Not where the other side's dtype is the promotion's (`acc_f32 * scale` of a bfloat16 0-d `scale`, `offs_i64 +
+  s[...]` of an int32 one): a weak scalar takes that dtype and an array promotes to it, so jnp gives it either way
+  (probe 52f); except an int32 ml.scalar meeting int64, which a Python int through jax.jit fills with its low 32
+  bits only (scalar_param_hint says so)."""
   from .elementwise_checks import _of_scalar_param
   da, db = resolve(da), resolve(db)
   if what in _COMPARISON_WHATS or da.is_float != db.is_float or DType.bool_ in (da, db):
     return False
-  return any(_of_scalar_param(cx, v) for v in values)
+  kinds = [_of_scalar_param(cx, v) for v in values]
+  if not any(kinds):
+    return False
+  if all(kinds):
+    return True
+  k = 0 if kinds[0] else 1
+  ds, do = (da, db) if k == 0 else (db, da)
+  if implicit(ds, do, what) != do:
+    return True
+  return do == DType.i64 and ds.is_int and ds.bits < 64 and kinds[k] == "param"
 
 
 _COMPARISON_WHATS = ("<", "<=", ">", ">=", "==", "!=")

@@ -1,0 +1,141 @@
+"""Probe 52f: kernels as JAX citizens. A tensor meeting a narrower ml.scalar or 0-d input of its kind (a float32
+accumulator times a bfloat16 0-d `scale`, int64 offsets plus an int32 0-d `start` under jax_enable_x64) was MG104
+("never converted implicitly"), though jnp gives the tensor's dtype whether the scalar is weak (a Python number
+takes the tensor's dtype) or an array (promoted to the wider tensor's): it computes as jnp's now. A scalar wider
+than the tensor (`x_bf16 * a` of a float32 `a`), or of a dtype that promotes past both (float16 with bfloat16),
+stays MG104, as does an int32 ml.scalar meeting int64 (a Python int through jax.jit is its low 32 bits)."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from locate import expect
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+S = jax.ShapeDtypeStruct
+F32, F16, BF16, I8, I32, I64 = jnp.float32, jnp.float16, jnp.bfloat16, jnp.int8, jnp.int32, jnp.int64
+
+
+def _gpu():
+  return any(d.platform == "gpu" for d in jax.devices())
+
+
+def _exports(kernel, *specs):
+  """Builds for CUDA (the real Mosaic GPU module, verified) as jax.export does."""
+  return jax.export.export(jax.jit(lambda *a: kernel(*a)), platforms=["cuda"])(*specs).mlir_module()
+
+
+# ---------------------------------------------------------------- a narrower scalar meets a wider tensor
+@mg.mgpu_kernel(out_shape=lambda x, s: S((128,), F32), grid=(1,))
+def scaled_sum(x, s, o):
+  acc = ml.zeros((128,), F32)
+  for i in range(x.shape[0] // 128):
+    acc += x.at[ml.ds(i * 128, 128)][...].astype(F32) * s[...]      # a bfloat16 model's 0-d scale
+  o[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, a: x, grid=lambda x, a: (x.shape[0] // 128,))
+def times(x, a: ml.scalar, o):
+  r = ml.ds(ml.program_id(0) * 128, 128)
+  o.at[r][...] = x.at[r][...] * a
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: x, grid=(1,))
+def shifted(x, s, o):
+  o[...] = x[...] + s[...]
+
+
+def _narrow_scalar_cases():
+  rng = np.random.default_rng(0)
+  xb = rng.standard_normal(512).astype(BF16)
+  xf = rng.standard_normal(256).astype(np.float32)
+  xi = np.arange(256, dtype=np.int32) - 100
+  return xb, xf, xi
+
+
+def test_a_float32_accumulator_times_a_bfloat16_0d_input_is_float32():
+  """MG104 at `* s[...]`: jnp's float32 * bfloat16 is float32, for a weak scalar and a bfloat16 array alike."""
+  xb, _, _ = _narrow_scalar_cases()
+  for s in (jnp.bfloat16(0.75), jnp.float16(0.75)):
+    got = scaled_sum(xb, s, interpret=True)
+    want = (xb.astype(np.float32) * np.float32(s)).reshape(4, 128).sum(0)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
+    got = jax.jit(lambda x, s: scaled_sum(x, s, interpret=True))(xb, s)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
+  assert "mosaic_gpu" in _exports(scaled_sum, S((512,), BF16), S((), BF16))
+  _a_wider_or_promoting_scalar_stays_mg104()
+
+
+@pytest.mark.parametrize("scalar", [jnp.bfloat16(-1.5), np.float16(2.5)])
+def test_an_ml_scalar_narrower_than_the_tensor_computes_as_jnps(scalar):
+  """`x_f32 * a` of a bfloat16 (float16) ml.scalar: jnp's result is float32, eagerly, under jax.jit and jax.vmap."""
+  _, xf, _ = _narrow_scalar_cases()
+  want = jnp.asarray(xf) * scalar
+  got = times(xf, scalar, interpret=True)
+  assert got.dtype == want.dtype == F32
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+  got = jax.jit(lambda x, a: times(x, a, interpret=True))(xf, scalar)
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+  a = jnp.asarray([scalar, scalar * 2])
+  got = jax.vmap(lambda x, a: times(x, a, interpret=True), in_axes=(None, 0))(xf, a)
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(xf[None] * a[:, None]))
+
+
+def test_narrower_integer_scalars_widen_as_jnps():
+  """int32 values times an int8 ml.scalar, and (jax_enable_x64) int64 values plus an int32 0-d input: jnp's
+  wider integer, where both were MG104."""
+  _, _, xi = _narrow_scalar_cases()
+  got = times(xi, jnp.int8(-3), interpret=True)
+  assert got.dtype == I32
+  np.testing.assert_array_equal(np.asarray(got), xi * -3)
+  with jax.enable_x64(True):
+    x64 = jnp.asarray(xi, I64) * (1 << 33)                       # past int32's range
+    got = shifted(x64, jnp.int32(-7), interpret=True)
+    assert got.dtype == I64
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(x64) - 7)
+    starts = jnp.asarray([0, 5, -9], I32)
+    got = jax.vmap(lambda s: shifted(x64, s, interpret=True))(starts)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(x64)[None] + np.asarray(starts)[:, None])
+    assert "mosaic_gpu" in _exports(shifted, S((256,), I64), S((), I32))
+  _an_int32_ml_scalar_meeting_int64_stays_mg104()
+
+
+def _a_wider_or_promoting_scalar_stays_mg104():
+  """Where jnp's result depends on whether the call passes a Python number (weak) or an array, the choice stays
+  the user's: a float32 scalar with a bfloat16 tensor, a float16 one with bfloat16 (jnp: float32 or bfloat16)."""
+  e = expect(times, [S((256,), BF16), S((), F32)], mg.DtypeMismatchError, "x.at[r][...] * a",
+             "* on x.at[r][...] (bfloat16) and a (float32): dtypes differ and are never converted implicitly")
+  assert e.hint.startswith("convert the scalar, a.astype(jnp.bfloat16)")
+  expect(shifted, [S((256,), BF16), S((), F16)], mg.DtypeMismatchError, "x[...] + s[...]",
+         "+ on x[...] (bfloat16) and s[...] (float16): dtypes differ and are never converted implicitly",
+         hint="convert the scalar, s[...].astype(jnp.bfloat16): the result stays bfloat16, as jnp's does for a"
+              " Python number (s[...] reads an input of dtype float16 here, not weakly typed); or (x[...].astype("
+              "jnp.float16) + s[...]).astype(jnp.bfloat16) (computed in float16, the result converted back to"
+              " bfloat16)")
+
+
+def _an_int32_ml_scalar_meeting_int64_stays_mg104():
+  """A Python int passed for it is its low 32 bits through jax.jit: the hint says to pass jnp.int64(n)."""
+  with jax.enable_x64(True):
+    expect(times, [S((256,), I64), S((), I32)], mg.DtypeMismatchError, "x.at[r][...] * a",
+           "* on x.at[r][...] (int64) and a (int32): dtypes differ and are never converted implicitly",
+           hint="pass a as an int64 scalar, jnp.int64(a) (with jax_enable_x64): a Python int passed for an"
+                " ml.scalar is int32 here, its low 32 bits through jax.jit; or convert it, a.astype(jnp.int64),"
+                " where every value passed fits int32")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_narrow_scalars_on_the_gpu_match_interpret_mode():
+  xb, xf, xi = _narrow_scalar_cases()
+  s = jnp.bfloat16(0.75)
+  np.testing.assert_allclose(np.asarray(scaled_sum(xb, s)), np.asarray(scaled_sum(xb, s, interpret=True)),
+                             rtol=1e-5, atol=1e-5)
+  np.testing.assert_array_equal(np.asarray(times(xf, jnp.bfloat16(-1.5))), xf * np.float32(-1.5))
+  np.testing.assert_array_equal(np.asarray(jax.jit(times)(xi, jnp.int8(-3))), xi * -3)
+  with jax.enable_x64(True):
+    x64 = jnp.asarray(xi, I64) * (1 << 33)
+    np.testing.assert_array_equal(np.asarray(shifted(x64, jnp.int32(-7))), np.asarray(x64) - 7)
