@@ -150,6 +150,10 @@ def run_scale_shift(k):
   x, w, b = rand(32, 128), rand(128), rand(128)
   close(k(x, w, None, interpret=True), x * w)
   close(k(x, w, b, interpret=True), x * w + b)
+def run_scaled_sum(k):
+  import jax.numpy as jnp
+  x, s = rand(512).astype(jnp.bfloat16), jnp.bfloat16(0.75)
+  close(k(x, s, interpret=True), (np.asarray(x, np.float32) * 0.75).reshape(4, 128).sum(0))
 
 
 def run_ffn_act(k):
@@ -506,6 +510,7 @@ CASES = [
     Case(L, "append", [S((64, 128), f16), S((16, 128), f16)], dict(pos=16), run_append),
     Case(L, "affine", [S((64, 128), f32), _Linear(S((128,), f32), S((16, 128), f32))], run=run_affine),
     Case(L, "scale_shift", [S((32, 128), f32), S((128,), f32), None], run=run_scale_shift),
+    Case(L, "scaled_sum", [S((512,), jnp.bfloat16), S((), jnp.bfloat16)], run=run_scaled_sum),
     Case(L, "double", [S((1000, 64), f32)], run=run_double_masked, marker="ml.cdiv"),
     Case(L, "segment_sums", [S((5,), i32), S((1024,), f32)], run=run_segment_sums),
     Case(L, "embedding", [S((100, 64), f32), S((128,), i32)], run=run_embedding),
