@@ -49,6 +49,33 @@ def _users(fn) -> bool:
       and getattr(fn, "__wrapped__", None) is None and code is not None and _JAX_SRC not in code.co_filename
 
 
+def plain(fn, args, kwargs):
+  """The @ml.inline helper a plain function of the user's is where a call passes it a register value or a ref
+  (`gelu(v)` of a module-level `def gelu`, `act(v)` of an `act=my_act` constexpr, a `functools.partial` of one:
+  probe 52f; it was MG003 "decorate it with @ml.inline", though the same function under `@jax.jit` is traced as
+  one); None otherwise (on static values alone it runs as Python while tracing, as before)."""
+  from .assign import holds_value
+  import functools
+  inner, a, kw = fn, list(args), dict(kwargs)
+  while isinstance(inner, functools.partial):
+    a, kw, inner = [*inner.args, *a], {**inner.keywords, **kw}, inner.func
+  if not _users(inner) or not any(holds_value(x) for x in (*a, *kw.values())):
+    return None
+  from .source import snapshot
+  if snapshot(inner) is None:      # (a function made by exec has no source, and keeps the MG003)
+    return None
+  return _inline(inner), a, kw
+
+
+def _inline(fn):
+  from .language import Inline
+  try:
+    return _HELPERS[fn]
+  except KeyError:
+    made = _HELPERS[fn] = Inline(fn)
+    return made
+
+
 def helper(fn):
   """The @ml.inline helper a JAX-wrapped function of the user's means; None for any other callable."""
   from .language import Inline
@@ -61,11 +88,7 @@ def helper(fn):
     return inner
   if not _users(inner):
     return None
-  try:
-    return _HELPERS[inner]
-  except KeyError:
-    made = _HELPERS[inner] = Inline(inner)
-    return made
+  return _inline(inner)
 
 
 def _library_file(filename: str) -> bool:

@@ -156,6 +156,13 @@ def run_scaled_sum(k):
   close(k(x, s, interpret=True), (np.asarray(x, np.float32) * 0.75).reshape(4, 128).sum(0))
 
 
+def run_glu(k):
+  import jax
+  swiglu = k.fn.__globals__["swiglu"]          # the block's own undecorated helper, passed as the constexpr
+  x = rand(16, 128)
+  close(k(x, act=swiglu, interpret=True), np.asarray(jax.nn.silu(x[:, :64])) * x[:, 64:])
+
+
 def run_ffn_act(k):
   import jax
   x = rand(8, 128)
@@ -511,6 +518,7 @@ CASES = [
     Case(L, "affine", [S((64, 128), f32), _Linear(S((128,), f32), S((16, 128), f32))], run=run_affine),
     Case(L, "scale_shift", [S((32, 128), f32), S((128,), f32), None], run=run_scale_shift),
     Case(L, "scaled_sum", [S((512,), jnp.bfloat16), S((), jnp.bfloat16)], run=run_scaled_sum),
+    Case(L, "glu", [S((16, 128), f32)], dict(act=lambda a, b: a * b), run=run_glu),
     Case(L, "double", [S((1000, 64), f32)], run=run_double_masked, marker="ml.cdiv"),
     Case(L, "segment_sums", [S((5,), i32), S((1024,), f32)], run=run_segment_sums),
     Case(L, "embedding", [S((100, 64), f32), S((128,), i32)], run=run_embedding),

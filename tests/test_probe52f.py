@@ -3,8 +3,15 @@ accumulator times a bfloat16 0-d `scale`, int64 offsets plus an int32 0-d `start
 ("never converted implicitly"), though jnp gives the tensor's dtype whether the scalar is weak (a Python number
 takes the tensor's dtype) or an array (promoted to the wider tensor's): it computes as jnp's now. A scalar wider
 than the tensor (`x_bf16 * a` of a float32 `a`), or of a dtype that promotes past both (float16 with bfloat16),
-stays MG104, as does an int32 ml.scalar meeting int64 (a Python int through jax.jit is its low 32 bits)."""
+stays MG104, as does an int32 ml.scalar meeting int64 (a Python int through jax.jit is its low 32 bits).
+
+An undecorated function of the user's called on register values or refs (a Pallas port's module-level helper, an
+activation passed as a constexpr to select a kernel variant through jax.jit's static arguments: `act=my_act`,
+`act=lambda v: ...`, a functools.partial of one) was MG003 "decorate a helper of your own with @ml.inline", though
+the same function under @jax.jit was traced as one: it is traced as the @ml.inline helper it would be decorated."""
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -127,6 +134,87 @@ def _an_int32_ml_scalar_meeting_int64_stays_mg104():
                 " where every value passed fits int32")
 
 
+# ---------------------------------------------------------------- undecorated helpers of the user's
+def swish(v, beta=1.0):
+  return v * jax.nn.sigmoid(beta * v)
+
+
+def rms_rows(ref, i, eps=1e-6):          # takes a ref and a run-time row block, as Pallas helpers do
+  v = ref.at[ml.ds(i * 8, 8), :][...].astype(F32)
+  return v * jax.lax.rsqrt(jnp.mean(v * v, axis=-1, keepdims=True) + eps)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def normed_swish(x, o):
+  i = ml.program_id(0)
+  o.at[ml.ds(i * 8, 8), :][...] = swish(rms_rows(x, i)).astype(o.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, act: x, grid=lambda x, *, act: (x.shape[0] // 128,))
+def activated(x, o, *, act: ml.constexpr):
+  r = ml.ds(ml.program_id(0) * 128, 128)
+  o.at[r][...] = act(x.at[r][...])
+
+
+def _swish_np(v, beta=1.0):
+  return v / (1.0 + np.exp(-beta * v))
+
+
+def test_an_undecorated_module_level_helper_is_traced_as_inline():
+  """MG003 at `swish(...)` ("decorate a helper of your own with @ml.inline"); a helper taking a ref computes too."""
+  x = np.random.default_rng(1).standard_normal((32, 128)).astype(np.float32)
+  v = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + 1e-6)
+  np.testing.assert_allclose(np.asarray(normed_swish(x, interpret=True)), _swish_np(v), rtol=1e-5, atol=1e-5)
+  got = jax.vmap(lambda x: normed_swish(x, interpret=True))(np.stack([x, -x]))
+  np.testing.assert_allclose(np.asarray(got[1]), _swish_np(-v), rtol=1e-5, atol=1e-5)
+  assert "mosaic_gpu" in _exports(normed_swish, S((32, 128), BF16))
+
+
+@pytest.mark.parametrize("act, ref", [
+    (swish, _swish_np),
+    (functools.partial(swish, beta=2.0), lambda v: _swish_np(v, 2.0)),
+    (lambda v: jnp.where(v > 0, v, 0.1 * v), lambda v: np.where(v > 0, v, 0.1 * v)),
+])
+def test_an_activation_passed_as_a_constexpr_selects_the_variant(act, ref):
+  """A plain function, a partial of one and a lambda as the constexpr: eagerly, through jax.jit's static_argnames
+  (the variant a static argument selects) and under jax.vmap."""
+  x = np.random.default_rng(2).standard_normal(256).astype(np.float32)
+  np.testing.assert_allclose(np.asarray(activated(x, act=act, interpret=True)), ref(x), rtol=1e-5, atol=1e-6)
+  f = jax.jit(activated, static_argnames=("act", "interpret"))
+  np.testing.assert_allclose(np.asarray(f(x, act=act, interpret=True)), ref(x), rtol=1e-5, atol=1e-6)
+  got = jax.vmap(functools.partial(activated, act=act, interpret=True))(np.stack([x, 2 * x]))
+  np.testing.assert_allclose(np.asarray(got[1]), ref(2 * x), rtol=1e-5, atol=1e-6)
+  assert "mosaic_gpu" in _exports(functools.partial(activated, act=act), S((256,), F32))
+
+
+exec("def _sourceless(v):\n  return v * 2\n", globals())      # made by exec: no source to trace
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def calls_sourceless(x, o):
+  o[...] = _sourceless(x[...])
+
+
+def test_a_helper_without_source_keeps_its_mg003_and_a_helper_mistake_is_at_its_line():
+  """What cannot be traced says to decorate a helper; a mistake inside an undecorated helper is reported at the
+  helper's own line, with the kernel's call noted."""
+  expect(calls_sourceless, [S((128,), F32)], mg.KernelTypeError, "_sourceless(x[...])",
+         "_sourceless cannot take a register tensor inside a kernel",
+         hint="kernels call ml.* functions on register values; decorate a helper of your own with @ml.inline to"
+              " call it here")
+  with pytest.raises(mg.KernelError) as info:
+    activated.check(S((256,), F32), act=_broken)
+  e = info.value
+  assert type(e) is mg.ShapeMismatchError and e.lineno == _broken.__code__.co_firstlineno + 1, e.render()
+  assert e.message == ("+ on v of shape (128,) and v[:64] of shape (64,): the shapes do not broadcast (axis 0 of"
+                       " the result would be both 128 and 64)"), e.render()
+  assert any(":%d:" % (activated.fn.__code__.co_firstlineno + 3) in n for n in e.notes), e.render()
+
+
+def _broken(v):
+  return v + v[:64]                 # a mistake inside the helper: reported here
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
 def test_narrow_scalars_on_the_gpu_match_interpret_mode():
@@ -139,3 +227,18 @@ def test_narrow_scalars_on_the_gpu_match_interpret_mode():
   with jax.enable_x64(True):
     x64 = jnp.asarray(xi, I64) * (1 << 33)
     np.testing.assert_array_equal(np.asarray(shifted(x64, jnp.int32(-7))), np.asarray(x64) - 7)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_undecorated_helpers_on_the_gpu_match_interpret_mode():
+  x = np.random.default_rng(3).standard_normal((32, 128)).astype(np.float32)
+  np.testing.assert_allclose(np.asarray(normed_swish(x)), np.asarray(normed_swish(x, interpret=True)),
+                             rtol=1e-5, atol=1e-5)
+  xb = jnp.asarray(x, BF16)
+  np.testing.assert_allclose(np.asarray(normed_swish(xb), np.float32),
+                             np.asarray(normed_swish(xb, interpret=True), np.float32), rtol=2e-2, atol=2e-2)
+  f = jax.jit(activated, static_argnames="act")
+  for act in (swish, functools.partial(swish, beta=2.0)):
+    np.testing.assert_allclose(np.asarray(f(x.reshape(-1), act=act)),
+                               np.asarray(activated(x.reshape(-1), act=act, interpret=True)), rtol=1e-5, atol=1e-6)
