@@ -59,12 +59,16 @@ def plain(fn, args, kwargs):
   inner, a, kw = fn, list(args), dict(kwargs)
   while isinstance(inner, functools.partial):
     a, kw, inner = [*inner.args, *a], {**inner.keywords, **kw}, inner.func
-  if not _users(inner) or not any(holds_value(x) for x in (*a, *kw.values())):
-    return None
-  from .source import snapshot
-  if snapshot(inner) is None:      # (a function made by exec has no source, and keeps the MG003)
+  if not traceable(inner) or not any(holds_value(x) for x in (*a, *kw.values())):
     return None
   return _inline(inner), a, kw
+
+
+def traceable(fn) -> bool:
+  """Whether `fn` is a plain function of the user's with source (a function made by exec has none, and keeps the
+  MG003), which `plain` traces as an inline helper; jax.lax's control flow takes it as a body too."""
+  from .source import snapshot
+  return _users(fn) and snapshot(fn) is not None
 
 
 def _inline(fn):

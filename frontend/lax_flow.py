@@ -32,7 +32,7 @@ UNHANDLED = object()          # trace's answer for a call it leaves to the MG003
 
 def _helper(fn) -> bool:
   """Whether `fn` is a function the kernel calls on run-time values: a def or lambda of its body, an @ml.inline
-  helper, an ml.* builtin or a jnp / jax.nn / lax function (`functools.partial(jnp.maximum, 0.0)`), or a
+  helper, a plain function of the user's (traced as one), an ml.* builtin or a jnp / jax.nn / lax function (`functools.partial(jnp.maximum, 0.0)`), or a
   functools.partial of one."""
   from .inline import LocalFunction
   from .jnp_calls import library

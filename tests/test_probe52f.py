@@ -156,6 +156,18 @@ def activated(x, o, *, act: ml.constexpr):
   o.at[r][...] = act(x.at[r][...])
 
 
+def recur_step(t, carry):              # a module-level jax.lax.fori_loop body
+  h, acc = carry
+  h = jnp.tanh(h * 0.5 + 0.1)
+  return h, acc + h
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def recurrence(x, o):
+  _, acc = jax.lax.fori_loop(0, 4, recur_step, (x[...], jnp.zeros_like(x[...])))
+  o[...] = acc
+
+
 def _swish_np(v, beta=1.0):
   return v / (1.0 + np.exp(-beta * v))
 
@@ -168,6 +180,12 @@ def test_an_undecorated_module_level_helper_is_traced_as_inline():
   got = jax.vmap(lambda x: normed_swish(x, interpret=True))(np.stack([x, -x]))
   np.testing.assert_allclose(np.asarray(got[1]), _swish_np(-v), rtol=1e-5, atol=1e-5)
   assert "mosaic_gpu" in _exports(normed_swish, S((32, 128), BF16))
+  y, h, acc = x[0], x[0].astype(np.float64), 0.0           # a module-level body of jax.lax.fori_loop (MG003 too)
+  for _ in range(4):
+    h = np.tanh(h * 0.5 + 0.1)
+    acc = acc + h
+  np.testing.assert_allclose(np.asarray(recurrence(y, interpret=True)), acc, rtol=1e-5, atol=1e-6)
+  assert "mosaic_gpu" in _exports(recurrence, S((128,), F32))
 
 
 @pytest.mark.parametrize("act, ref", [
