@@ -66,9 +66,17 @@ def plain(fn, args, kwargs):
 
 def traceable(fn) -> bool:
   """Whether `fn` is a plain function of the user's with source (a function made by exec has none, and keeps the
-  MG003), which `plain` traces as an inline helper; jax.lax's control flow takes it as a body too."""
+  MG003), which `plain` traces as an inline helper; jax.lax's control flow takes it as a body too. Not one of an
+  installed package's or the standard library's (einops.rearrange keeps its MG003 and hint)."""
+  import sys
   from .source import snapshot
-  return _users(fn) and snapshot(fn) is not None
+  if not _users(fn):
+    return False
+  where = fn.__code__.co_filename
+  if any(f"{os.sep}{d}{os.sep}" in where for d in ("site-packages", "dist-packages")) \
+      or (fn.__module__ or "").split(".")[0] in sys.stdlib_module_names:
+    return False
+  return snapshot(fn) is not None
 
 
 def _inline(fn):

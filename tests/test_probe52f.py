@@ -213,6 +213,11 @@ def calls_sourceless(x, o):
   o[...] = _sourceless(x[...])
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def calls_installed(x, o):
+  o[...] = pytest.approx(x[...])          # an installed package's function: not traced
+
+
 def test_a_helper_without_source_keeps_its_mg003_and_a_helper_mistake_is_at_its_line():
   """What cannot be traced says to decorate a helper; a mistake inside an undecorated helper is reported at the
   helper's own line, with the kernel's call noted."""
@@ -220,6 +225,8 @@ def test_a_helper_without_source_keeps_its_mg003_and_a_helper_mistake_is_at_its_
          "_sourceless cannot take a register tensor inside a kernel",
          hint="kernels call ml.* functions on register values; decorate a helper of your own with @ml.inline to"
               " call it here")
+  expect(calls_installed, [S((128,), F32)], mg.KernelTypeError, "pytest.approx(x[...])",
+         "approx cannot take a register tensor inside a kernel")
   with pytest.raises(mg.KernelError) as info:
     activated.check(S((256,), F32), act=_broken)
   e = info.value
