@@ -79,6 +79,16 @@ def traceable(fn) -> bool:
   return snapshot(fn) is not None
 
 
+def reread(fns) -> None:
+  """Forget the parse of the helpers made here for `fns` (a kernel's followed functions, its constexprs' helpers):
+  their scope snapshot may predate a rebinding that retraces the kernel, as an @ml.inline helper's parse is
+  forgotten (mgpu_dsl/kernel.py)."""
+  for fn in fns:
+    made = _HELPERS.get(fn) if isinstance(fn, types.FunctionType) else None
+    if made is not None:
+      made.parsed = None
+
+
 def _inline(fn):
   from .language import Inline
   try:

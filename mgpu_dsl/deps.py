@@ -248,6 +248,10 @@ class Dependencies:
         self._chain(obj, f"{path}", tuple(reversed(chain)), getattr(fn, "__qualname__", "?"))
 
   def _visit(self, value, depth=0):
+    from .frontend.jax_wrapped import helper
+    wrapped = helper(value) if callable(value) and not isinstance(value, L.Inline) else None
+    if wrapped is not None:                  # a @jax.jit helper of the user's: the function it wraps (probe 52f)
+      value = wrapped
     if isinstance(value, L.BoundInline):     # act = model.step, or passed as a constexpr: its instance too
       if value not in self.inlines:
         self.inlines.append(value)

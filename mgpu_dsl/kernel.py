@@ -23,7 +23,7 @@ from . import dump
 from . import narrowing
 from . import wrap
 from .bench import caller_loc, has_gpu
-from .frontend import compile as fc, hw
+from .frontend import compile as fc, hw, jax_wrapped
 from .frontend import errors as E
 from .frontend import ir as kir
 from .frontend import language as L
@@ -149,6 +149,7 @@ class KernelFunction(SpecMethods, ByReference):     # copied and pickled as a fu
       deps = D.Dependencies(self.fn, pk.tree)
       for helper in deps.inlines:     # read afresh: their scope snapshot may predate a rebinding
         helper.parsed = None
+      jax_wrapped.reread(deps.functions)     # (plain and JAX-wrapped functions traced as helpers too)
       self._parsed, self._deps = pk, deps
     return self._parsed
 
@@ -192,9 +193,10 @@ class KernelFunction(SpecMethods, ByReference):     # copied and pickled as a fu
       log.info("mgpu_dsl: %s: %s changed since it was compiled; recompiling", self.__name__,
                ", ".join(changed[:5]))
       self._stats["retraces"] += 1
-      for h, _ in self._const_deps.values():
+      for h, d in self._const_deps.values():
         if isinstance(h, L.Inline):       # its scope snapshot predates the rebinding: read it afresh
           h.parsed = None
+        jax_wrapped.reread([h, *d.functions])
       self._forget()
 
   def _specialise(self, args, constexprs, allow_empty=False, grid=None) -> Specialisation:

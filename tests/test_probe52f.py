@@ -240,6 +240,40 @@ def _broken(v):
   return v + v[:64]                 # a mistake inside the helper: reported here
 
 
+# ---------------------------------------------------------------- a rebound global a helper reads retraces
+GAIN = 0.5
+
+
+def gained(v):
+  return jnp.tanh(v) * GAIN
+
+
+@jax.jit
+def jit_gained(v):
+  return v * GAIN
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def calls_gained(x, o):
+  o[...] = gained(x[...]) + jit_gained(x[...])
+
+
+def test_a_global_rebound_under_a_traced_helper_retraces_the_kernel():
+  """The helper made for an undecorated function (called, or passed as a constexpr) kept its first parse's globals,
+  and a @jax.jit helper's reads (probe 49d) were not watched: a rebound GAIN gave the old numbers, silently."""
+  global GAIN
+  x = np.random.default_rng(4).standard_normal(128).astype(np.float32)
+  try:
+    for g in (0.5, 3.0):
+      GAIN = g
+      np.testing.assert_allclose(np.asarray(calls_gained(x, interpret=True)), g * np.tanh(x) + g * x, rtol=1e-5,
+                                 atol=1e-6)
+      np.testing.assert_allclose(np.asarray(activated(x, act=gained, interpret=True)), g * np.tanh(x), rtol=1e-5,
+                                 atol=1e-6)
+  finally:
+    GAIN = 0.5
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
 def test_narrow_scalars_on_the_gpu_match_interpret_mode():
