@@ -59,6 +59,9 @@ def plain(fn, args, kwargs):
   inner, a, kw = fn, list(args), dict(kwargs)
   while isinstance(inner, functools.partial):
     a, kw, inner = [*inner.args, *a], {**inner.keywords, **kw}, inner.func
+  call = getattr(type(inner), "__call__", None)
+  if not isinstance(inner, (types.FunctionType, type)) and isinstance(call, types.FunctionType):
+    a, inner = [inner, *a], call       # an object of the user's called (act=Swish(beta=2.0)): its __call__, bound
   if not traceable(inner) or not any(holds_value(x) for x in (*a, *kw.values())):
     return None
   return _inline(inner), a, kw

@@ -11,6 +11,7 @@ activation passed as a constexpr to select a kernel variant through jax.jit's st
 the same function under @jax.jit was traced as one: it is traced as the @ml.inline helper it would be decorated."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -188,13 +189,22 @@ def test_an_undecorated_module_level_helper_is_traced_as_inline():
   assert "mosaic_gpu" in _exports(recurrence, S((128,), F32))
 
 
+@dataclasses.dataclass(frozen=True)
+class Leaky:                             # an activation object (hashable: a jax.jit static argument)
+  slope: float = 0.1
+
+  def __call__(self, v):
+    return jnp.where(v > 0, v, self.slope * v)
+
+
 @pytest.mark.parametrize("act, ref", [
     (swish, _swish_np),
+    (Leaky(0.2), lambda v: np.where(v > 0, v, 0.2 * v)),
     (functools.partial(swish, beta=2.0), lambda v: _swish_np(v, 2.0)),
     (lambda v: jnp.where(v > 0, v, 0.1 * v), lambda v: np.where(v > 0, v, 0.1 * v)),
 ])
 def test_an_activation_passed_as_a_constexpr_selects_the_variant(act, ref):
-  """A plain function, a partial of one and a lambda as the constexpr: eagerly, through jax.jit's static_argnames
+  """A plain function, an object with a __call__, a partial of one and a lambda as the constexpr: eagerly, through jax.jit's static_argnames
   (the variant a static argument selects) and under jax.vmap."""
   x = np.random.default_rng(2).standard_normal(256).astype(np.float32)
   np.testing.assert_allclose(np.asarray(activated(x, act=act, interpret=True)), ref(x), rtol=1e-5, atol=1e-6)
