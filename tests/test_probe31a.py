@@ -288,6 +288,7 @@ def test_array_constructors_hint_the_ml_call_with_their_arguments():
 # (made by exec, without source: a plain def of the user's is a body jax.lax's control flow traces since probe 52f,
 # and these hints are for the functions left)
 exec("def _add_one(j, acc):\n  return acc + 1.0\n", globals())
+_add_one = globals()["_add_one"]
 
 
 @ml.inline

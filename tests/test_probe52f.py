@@ -216,6 +216,7 @@ def test_an_activation_passed_as_a_constexpr_selects_the_variant(act, ref):
 
 
 exec("def _sourceless(v):\n  return v * 2\n", globals())      # made by exec: no source to trace
+_sourceless = globals()["_sourceless"]
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
@@ -307,7 +308,9 @@ def test_undecorated_helpers_on_the_gpu_match_interpret_mode():
   xb = jnp.asarray(x, BF16)
   np.testing.assert_allclose(np.asarray(normed_swish(xb), np.float32),
                              np.asarray(normed_swish(xb, interpret=True), np.float32), rtol=2e-2, atol=2e-2)
+  np.testing.assert_allclose(np.asarray(recurrence(x[0])), np.asarray(recurrence(x[0], interpret=True)),
+                             rtol=1e-5, atol=1e-6)
   f = jax.jit(activated, static_argnames="act")
-  for act in (swish, functools.partial(swish, beta=2.0)):
+  for act in (swish, functools.partial(swish, beta=2.0), Leaky(0.2)):
     np.testing.assert_allclose(np.asarray(f(x.reshape(-1), act=act)),
                                np.asarray(activated(x.reshape(-1), act=act, interpret=True)), rtol=1e-5, atol=1e-6)
