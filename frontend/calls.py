@@ -294,9 +294,6 @@ class Calls:
     fn, args, kwargs = _unwrap_partial(fn, args, kwargs)   # functools.partial(helper, s=0.5): the helper
     from .jax_wrapped import helper
     fn = helper(fn) or fn       # @jax.jit / @jax.named_call / @jax.checkpoint of the user's function: an inline
-    from .jax_wrapped import plain
-    if (own := plain(fn, args, kwargs)) is not None:      # an undecorated function of the user's on values
-      fn, args, kwargs = own
     from .inline import LocalFunction, call_inline
     if isinstance(fn, (Inline, LocalFunction)):      # (a lambda or def of the kernel's body: traced in place too)
       return call_inline(self, node, fn, args, kwargs)

@@ -49,39 +49,6 @@ def _users(fn) -> bool:
       and getattr(fn, "__wrapped__", None) is None and code is not None and _JAX_SRC not in code.co_filename
 
 
-def plain(fn, args, kwargs):
-  """The @ml.inline helper a plain function of the user's is where a call passes it a register value or a ref
-  (`gelu(v)` of a module-level `def gelu`, `act(v)` of an `act=my_act` constexpr, a `functools.partial` of one:
-  probe 52f; it was MG003 "decorate it with @ml.inline", though the same function under `@jax.jit` is traced as
-  one); None otherwise (on static values alone it runs as Python while tracing, as before)."""
-  from .assign import holds_value
-  import functools
-  inner, a, kw = fn, list(args), dict(kwargs)
-  while isinstance(inner, functools.partial):
-    a, kw, inner = [*inner.args, *a], {**inner.keywords, **kw}, inner.func
-  call = getattr(type(inner), "__call__", None)
-  if not isinstance(inner, (types.FunctionType, type)) and isinstance(call, types.FunctionType):
-    a, inner = [inner, *a], call       # an object of the user's called (act=Swish(beta=2.0)): its __call__, bound
-  if not traceable(inner) or not any(holds_value(x) for x in (*a, *kw.values())):
-    return None
-  return _inline(inner), a, kw
-
-
-def traceable(fn) -> bool:
-  """Whether `fn` is a plain function of the user's with source (a function made by exec has none, and keeps the
-  MG003), which `plain` traces as an inline helper; jax.lax's control flow takes it as a body too. Not one of an
-  installed package's or the standard library's (einops.rearrange keeps its MG003 and hint)."""
-  import sys
-  from .source import snapshot
-  if not _users(fn):
-    return False
-  where = fn.__code__.co_filename
-  if any(f"{os.sep}{d}{os.sep}" in where for d in ("site-packages", "dist-packages")) \
-      or (fn.__module__ or "").split(".")[0] in sys.stdlib_module_names:
-    return False
-  return snapshot(fn) is not None
-
-
 def reread(fns) -> None:
   """Forget the parse of the helpers made here for `fns` (a kernel's followed functions, its constexprs' helpers):
   their scope snapshot may predate a rebinding that retraces the kernel, as an @ml.inline helper's parse is

@@ -69,10 +69,8 @@ def test_multiple_of_an_index_vector_is_the_vector():
 
 
 # ---------------------------------------------------------------- messages in the kernel's own name
-# (made by exec, so it has no source to trace: an undecorated function of the user's with source is traced as an
-# @ml.inline helper since probe 52f, and this hint is for the functions left)
-exec("def leaky_relu(x):\n  return tl.where(x >= 0, x, 0.01 * x)\n", globals())
-leaky_relu = globals()["leaky_relu"]
+def leaky_relu(x):
+  return tl.where(x >= 0, x, 0.01 * x)
 
 
 _made = {"tl": tl}

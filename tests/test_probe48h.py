@@ -194,9 +194,8 @@ def cond_structures(x_ref, o_ref):
   o_ref[ml.ds(i * 128, 128)] = a + b
 
 
-# (made by exec, without source: a plain def of the user's with source is a body jax.lax traces since probe 52f)
-exec("def plain_body(j, acc):\n  return acc + 1.0\n", globals())
-plain_body = globals()["plain_body"]
+def plain_body(j, acc):
+  return acc + 1.0
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((64,), F32), grid=(1,))
