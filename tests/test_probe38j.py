@@ -222,6 +222,17 @@ def collected_steps(a, b, rows, pairs):
 def collected_at_run_time(a, b, out):
   h = ml.zeros((a.shape[1],), jnp.float32)
   hs = []
+  for t in ml.range(a.shape[0]):
+    h = a[t] * h + b[t]
+    hs.append(h)
+  out[...] = ml.concatenate([v[None, :] for v in hs], axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: a)
+def collected_in_python_range(a, b, out):
+  """The same in a Python range of static bounds: unrolled as Python runs it since probe 52b."""
+  h = ml.zeros((a.shape[1],), jnp.float32)
+  hs = []
   for t in range(a.shape[0]):
     h = a[t] * h + b[t]
     hs.append(h)
@@ -247,6 +258,7 @@ def test_append_and_extend_in_an_unrolled_loop_build_the_list():
   for got in collected_steps(jnp.asarray(a), jnp.asarray(b), interpret=True):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
   _export(collected_steps, S(a.shape, F32), S(b.shape, F32))
+  np.testing.assert_allclose(np.asarray(collected_in_python_range(a, b, interpret=True)), want, rtol=1e-5, atol=1e-5)
   expect(collected_at_run_time, (S((16, 128), F32),) * 2, mg.LoopCarryTypeError, "hs.append(h)",
          "hs is rebound inside a runtime loop to a list of 1; only register values and numbers can change across"
          " iterations")
