@@ -13,6 +13,7 @@ import math
 
 from .. import errors as E
 from .. import hw
+from .. import ir
 from .. import tma
 from ..infer import conflict, unify
 from ..types import DTypeVar, ScalarType, Space, TensorType, dtype_name, resolve
@@ -391,12 +392,36 @@ def copy(cx, src, dst, reduce=None, *, multicast=None):
   from .register_copies import register_copy, routed
   if routed(cx, src, dst, window(cx.b, gmem), kind, multicast):   # rows TMA cannot align: through registers
     return register_copy(cx, src, dst, window(cx.b, gmem))
+  if multicast is None and (pieces := _leading_pieces(cx, gmem, s.shape)):
+    for start, size in pieces:        # a leading axis over TMA's 256-element box: copies of its windows (probe 52c)
+      part = lambda r: view(cx, r, (slice(start, start + size),), f"{r.name or 'ref'}.at[{start}:{start + size}]")
+      copy.rule(cx, part(src), part(dst), reduce)
+    return
   tma.check_copy(cx.loc, gmem, window(cx.b, gmem), smem_ref, window(cx.b, smem_ref), store=d.space == Space.GMEM,
                  defs=cx.b.defs, reduce=kind)
   if multicast is not None:
     _check_multicast(cx, multicast, d, dst)
   slot = cx.b.new_load_slot() if d.space == Space.SMEM else -1
   cx.b.emit(Copy, src, dst, slot, loc=cx.loc, reduce=kind, multicast=multicast)
+
+
+def _leading_pieces(cx, gmem, shape) -> list | None:
+  """A copy whose window's leading axis is longer than a TMA box may be (256 elements), every other axis within
+  it: the windows of at most 256 along that axis, each its own TMA, as the MG401 hint wrote them (Triton's
+  BLOCK_SIZE of 1024 staged through SMEM; a (512, 64) tile). The pieces of an SMEM buffer's leading axis are
+  contiguous blocks of it, so each is a legal TMA window; the copies land in disjoint windows of the buffer and
+  are awaited as several loads of one buffer are. None where the copy needs no split, another axis is too long
+  (MG401 stands: a piece of a last axis is no contiguous block), or a piece's GMEM window starts statically past
+  the array's end (the whole window's TMA reads zeros there; such a piece is not a window of the array)."""
+  if not shape or shape[0] <= hw.TMA_MAX_BOX or any(n > hw.TMA_MAX_BOX for n in shape[1:]):
+    return None
+  groot, index = window(cx.b, gmem)
+  index = index if index is not None else tuple(ir.Idx(0, n) for n in groot.type.shape)
+  axis, dim = next((k, i) for k, i in enumerate(index) if not i.squeeze)
+  pieces = [(k, min(hw.TMA_MAX_BOX, shape[0] - k)) for k in range(0, shape[0], hw.TMA_MAX_BOX)]
+  if isinstance(dim.start, int) and any(dim.start + k >= groot.type.shape[axis] for k, _ in pieces):
+    return None
+  return pieces
 
 
 def _reduce_kind(cx, src, dst, reduce):
