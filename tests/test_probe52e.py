@@ -88,7 +88,7 @@ def awq_dequantize(qweight_ptr, zeros_ptr, scales_ptr, result_ptr, *, group_size
   ml.store(result_ptr.at[offsets_y[:, None], result_offsets_x[None, :]], iweights.to(result_ptr.dtype), result_masks)
 
 
-@pytest.mark.parametrize("bx, by", [(8, 64), (16, 16)])
+@pytest.mark.parametrize("bx, by", [(8, 64), (16, 16), (4, 32), (2, 64)])
 def test_awq_dequantize(bx, by):
   args, w, _ = _awq_problem(128, 256, 64, 1)
   out = awq_dequantize(*args, group_size=64, BX=bx, BY=by, interpret=True)
@@ -169,19 +169,29 @@ def test_awq_gemm_decode():
   _export(awq_gemm, *args, **kw)
 
 
+def test_awq_gemm_block_n_32():
+  """vLLM's default blocks (32, 32, 32): the zeros row is (1, 4), BLOCK_N // 8 words, read as its 4 scalars."""
+  args, ref = _awq_gemm_case(5, 6)
+  kw = dict(BM=32, BN=32, BK=32, SPLIT_K=1, group_size=128)
+  out = awq_gemm(*args, **kw, interpret=True)
+  np.testing.assert_allclose(np.asarray(out, np.float32), ref, rtol=3e-2, atol=3e-2)
+  _export(awq_gemm, *args, **kw)
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("m, split_k", [(5, 1), (16, 2), (100, 1)])
-def test_awq_gemm_gpu(m, split_k):
+@pytest.mark.parametrize("m, split_k, bn", [(5, 1, 64), (16, 2, 64), (100, 1, 64), (5, 1, 32), (40, 2, 32)])
+def test_awq_gemm_gpu(m, split_k, bn):
   args, ref = _awq_gemm_case(m, 3)
-  kw = dict(BM=16 if m <= 16 else 64, BN=64, BK=64, SPLIT_K=split_k, group_size=128)
+  kw = dict(BM=(16 if m <= 16 else 64) if bn == 64 else 32, BN=bn, BK=bn, SPLIT_K=split_k, group_size=128)
   out = jax.jit(lambda *a: awq_gemm(*a, **kw))(*args)
   np.testing.assert_allclose(np.asarray(out, np.float32), ref, rtol=3e-2, atol=3e-2)
 
 
 @pytest.mark.gpu
-def test_awq_dequantize_gpu():
+@pytest.mark.parametrize("bx", [32, 4])
+def test_awq_dequantize_gpu(bx):
   args, w, _ = _awq_problem(256, 512, 128, 4)
-  out = jax.jit(lambda *a: awq_dequantize(*a, group_size=128, BX=32, BY=32))(*args)
+  out = jax.jit(lambda *a: awq_dequantize(*a, group_size=128, BX=bx, BY=32))(*args)
   np.testing.assert_allclose(np.asarray(out, np.float32), w, rtol=1e-2, atol=1e-3)
 
 
@@ -249,7 +259,7 @@ def row_interleaved(z, o):
   o[...] = ml.interleave(v, v)
 
 
-@pytest.mark.parametrize("cols, n", [(8, 2), (16, 5), (32, 2)])
+@pytest.mark.parametrize("cols, n", [(8, 2), (16, 5), (32, 2), (4, 2), (2, 5), (1, 3)])
 def test_group_row(cols, n):
   z = np.random.default_rng(cols).integers(0, 1000, (3, cols)).astype(np.int32)
   ref = np.broadcast_to(np.repeat(z[n // 2:n // 2 + 1], 8, 1), (32, cols * 8))
@@ -276,6 +286,40 @@ def test_one_element_run_past_end():
          "this register read touches s[2:3, 0:64], outside s's shape (2, 64)",
          hint="mask the offsets to the elements inside: s.at[g[:, None], cols[None, :]].load(mask=g[:, None] <"
               " s.shape[0], other=0)")
+
+
+@mg.mgpu_kernel(out_shape=lambda x, bs: S(x.shape, F32), grid=(1,))
+def block_scale_row(x, bs, o, *, kb: ml.constexpr):
+  """fp8 weight scales of 128 columns: a (1, 2) row for a 256-wide tile, repeated over each block's columns."""
+  r = kb + ml.arange(0, 1)
+  c = ml.arange(0, x.shape[1] // 128)
+  s = ml.load(bs.at[r[:, None], c[None, :]], mask=(r < bs.shape[0])[:, None], other=0.0)
+  o[...] = x[...] * ml.repeat(s, 128, axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda z: S((16, z.shape[1] * 8), I32), grid=(1,))
+def shifted_row(z, o):
+  """A (1, 2) row of packed zeros read whole, unpacked by shifts of a (16,) table."""
+  w = z[1:2, :]
+  w = ml.interleave(w, w)
+  w = ml.interleave(w, w)
+  w = ml.interleave(w, w)
+  sh = (ml.arange(0, z.shape[1] * 8) % 8) * 4
+  o[...] = ml.broadcast_to((w >> sh[None, :]) & 0xF, (16, z.shape[1] * 8))
+
+
+def test_rows_of_few_words():
+  """Rows of fewer than 8 elements (no register vector's length) read as their scalars, then repeated or
+  interleaved into rows registers hold."""
+  rng = np.random.default_rng(12)
+  x, bs = rng.standard_normal((16, 256)).astype(np.float32), rng.random((3, 2)).astype(np.float32)
+  out = block_scale_row(jnp.asarray(x), jnp.asarray(bs), kb=1, interpret=True)
+  np.testing.assert_allclose(np.asarray(out), x * np.repeat(bs[1:2], 128, 1), rtol=1e-6)
+  _export(block_scale_row, jnp.asarray(x), jnp.asarray(bs), kb=1)
+  z = rng.integers(0, 2 ** 31 - 1, (3, 2)).astype(np.int32)
+  ref = np.broadcast_to((np.repeat(z[1:2], 8, 1) >> ((np.arange(16) % 8) * 4)[None, :]) & 0xF, (16, 16))
+  np.testing.assert_array_equal(np.asarray(shifted_row(jnp.asarray(z), interpret=True)), ref)
+  _export(shifted_row, jnp.asarray(z))
 
 
 # ---------------------------------------------------------------- a decode tile of few tokens times a row of scales

@@ -30,8 +30,8 @@ def plan(shape, smem=False) -> str | None:
   from .small_parts import FEW_SCALARS
   shape = tuple(shape)
   n = math.prod(shape)
-  if small_shape(shape) and n <= FEW_SCALARS and n % VECTOR:
-    return "few"
+  if small_shape(shape) and n <= FEW_SCALARS and n % VECTOR or len(shape) > 1 and n == shape[-1] < VECTOR:
+    return "few"          # (and a row of fewer than 8: a group's (1, 4) AWQ zero words, BLOCK_N = 32, probe 52e)
   if smem and small_shape(shape) and n > hw.WARPGROUP and shape[-1] % VECTOR == 0 and n // shape[-1] <= MAX_ROWS:
     return "rows"
   if not small_shape(shape) or n % VECTOR or n > hw.WARPGROUP:     # (a larger GMEM one: read padded, padded_tiles.py)

@@ -84,6 +84,14 @@ def interleave(cx, a, b):
     from .shape import index_through_smem        # (a group's (1, n) row of AWQ zeros, `tl.interleave(z, z)` three
     row = lambda v: index_through_smem(cx, v, (0,) * (len(shape) - 1))       # times: its (n,) vector's, probe 52e)
     return reshape_(cx, interleave.rule(cx, row(a), row(b)), out)
+  if len(shape) > 1 and set(shape[:-1]) == {1} and a.type.shape == b.type.shape and shape[-1] < 8:
+    from .few_stats import _scalars               # (a row of fewer than 8 held as its scalars: a group's (1, 4) AWQ
+    from .small_parts import assemble             # zero words at BLOCK_N = 32, ops/small_loads.py's 'few', probe 52e)
+    pa, pb = _scalars(cx, a, {}, probe=False), _scalars(cx, b, {}, probe=False)
+    if pa is not None and pb is not None:
+      made = assemble(cx, out, [p for pair in zip(pa, pb) for p in pair])
+      if made is not None:
+        return made
   j = join.rule(cx, a, b)
   return reshape_(cx, j, out)
 
