@@ -9,6 +9,8 @@ of that (1, n) row (three times, 8 nibbles a word) joined (1, n, 1) parts: a row
 decode tile of 3 or 7 tokens read whole times a row of per-channel scales, `x[...] * s[0:1, :]` of a (3, 64) tile, was
 MG204: the padded trace padded the row to (4, 64) too (its zero rows met the tile's); a (1, n) row is read as it is
 there, and `ml.broadcast_to(row, x.shape)` broadcasts to the padded shape."""
+import itertools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -281,7 +283,11 @@ def row_past_end(s, o):
 
 
 def test_one_element_run_past_end():
-  """A one-element run is a window as longer runs are: unmasked past the end, MG203 (it was a gather, clamped)."""
+  """A one-element run is a window as longer runs are: unmasked past the end, MG203 (it was a gather, clamped),
+  once (the compiler's read again of the (1, n) row, to store it whole, was reported too, at the statement)."""
+  with pytest.raises(mg.IndexOutOfBoundsError) as e:
+    row_past_end.check(S((2, 64), F32))
+  assert len(e.value.errors) == 1
   expect(row_past_end, [S((2, 64), F32)], mg.IndexOutOfBoundsError, "ml.load(s.at[g[:, None], cols[None, :]])",
          "this register read touches s[2:3, 0:64], outside s's shape (2, 64)",
          hint="mask the offsets to the elements inside: s.at[g[:, None], cols[None, :]].load(mask=g[:, None] <"
@@ -308,18 +314,22 @@ def shifted_row(z, o):
   o[...] = ml.broadcast_to((w >> sh[None, :]) & 0xF, (16, z.shape[1] * 8))
 
 
+def _few_word_cases(rng):
+  x, bs = rng.standard_normal((16, 256)).astype(np.float32), rng.random((3, 2)).astype(np.float32)
+  z = rng.integers(0, 2 ** 31 - 1, (3, 2)).astype(np.int32)
+  shifted = np.broadcast_to((np.repeat(z[1:2], 8, 1) >> ((np.arange(16) % 8) * 4)[None, :]) & 0xF, (16, 16))
+  return [((jnp.asarray(x), jnp.asarray(bs)), x * np.repeat(bs[1:2], 128, 1)), ((jnp.asarray(z),), shifted)]
+
+
 def test_rows_of_few_words():
   """Rows of fewer than 8 elements (no register vector's length) read as their scalars, then repeated or
   interleaved into rows registers hold."""
-  rng = np.random.default_rng(12)
-  x, bs = rng.standard_normal((16, 256)).astype(np.float32), rng.random((3, 2)).astype(np.float32)
-  out = block_scale_row(jnp.asarray(x), jnp.asarray(bs), kb=1, interpret=True)
-  np.testing.assert_allclose(np.asarray(out), x * np.repeat(bs[1:2], 128, 1), rtol=1e-6)
-  _export(block_scale_row, jnp.asarray(x), jnp.asarray(bs), kb=1)
-  z = rng.integers(0, 2 ** 31 - 1, (3, 2)).astype(np.int32)
-  ref = np.broadcast_to((np.repeat(z[1:2], 8, 1) >> ((np.arange(16) % 8) * 4)[None, :]) & 0xF, (16, 16))
-  np.testing.assert_array_equal(np.asarray(shifted_row(jnp.asarray(z), interpret=True)), ref)
-  _export(shifted_row, jnp.asarray(z))
+  (scaled, ref_scaled), (packed, ref_shifted) = _few_word_cases(np.random.default_rng(12))
+  out = block_scale_row(*scaled, kb=1, interpret=True)
+  np.testing.assert_allclose(np.asarray(out), ref_scaled, rtol=1e-6)
+  _export(block_scale_row, *scaled, kb=1)
+  np.testing.assert_array_equal(np.asarray(shifted_row(*packed, interpret=True)), ref_shifted)
+  _export(shifted_row, *packed)
 
 
 # ---------------------------------------------------------------- a decode tile of few tokens times a row of scales
@@ -334,8 +344,8 @@ def decode_scaled_explicit(x, s, o):
   o[...] = (x[...].astype(jnp.float32) * ml.broadcast_to(s[1:2, :], x.shape)).astype(jnp.bfloat16)
 
 
-@pytest.mark.parametrize("kernel", [decode_scaled, decode_scaled_explicit])
-@pytest.mark.parametrize("shape", [(3, 64), (7, 64), (2, 96)])
+@pytest.mark.parametrize("kernel, shape", [(k, s) for k in (decode_scaled, decode_scaled_explicit) for s in (
+    (3, 64), (7, 64), (2, 96), (3, 100))] + [(decode_scaled_explicit, (3, 40)), (decode_scaled_explicit, (5, 24))])
 def test_decode_tile_times_row(kernel, shape):
   rng = np.random.default_rng(shape[0])
   x = jnp.asarray(rng.integers(-100, 100, shape), jnp.int8)
@@ -344,6 +354,33 @@ def test_decode_tile_times_row(kernel, shape):
   out = kernel(x, s, interpret=True)
   np.testing.assert_allclose(np.asarray(out, np.float32), ref, rtol=1e-2, atol=1e-6)
   _export(kernel, x, s)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, a, b: S(x.shape, BF16), grid=(1,))
+def w8a8_epilogue(x, a_s, b_s, o):
+  """w8a8's epilogue: the int32 accumulator times per-token and per-channel scales, broadcast explicitly."""
+  acc = x[...].astype(jnp.float32)
+  acc = acc * ml.broadcast_to(a_s[...][:, None], x.shape) * ml.broadcast_to(b_s[...][None, :], x.shape)
+  o[...] = acc.astype(jnp.bfloat16)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, b: S(x.shape, F32), grid=(1,))
+def bias_broadcast(x, b, o):
+  o[...] = x[...] + jnp.broadcast_to(b[...], x.shape)
+
+
+@pytest.mark.parametrize("shape", [(3, 40), (5, 100), (7, 24)])
+def test_odd_tile_explicit_broadcasts(shape):
+  """Explicit broadcasts of per-token columns and per-channel rows over an odd tile read whole (computed padded)."""
+  rng = np.random.default_rng(shape[1])
+  x = rng.integers(-1000, 1000, shape).astype(np.int32)
+  a, b = rng.random(shape[0]).astype(np.float32), rng.random(shape[1]).astype(np.float32)
+  out = w8a8_epilogue(*map(jnp.asarray, (x, a, b)), interpret=True)
+  np.testing.assert_allclose(np.asarray(out, np.float32), x * a[:, None] * b[None, :], rtol=1e-2)
+  _export(w8a8_epilogue, *map(jnp.asarray, (x, a, b)))
+  xf = x.astype(np.float32)
+  np.testing.assert_allclose(np.asarray(bias_broadcast(jnp.asarray(xf), jnp.asarray(b), interpret=True)), xf + b)
+  _export(bias_broadcast, jnp.asarray(xf), jnp.asarray(b))
 
 
 @pytest.mark.gpu
@@ -360,9 +397,18 @@ def test_rows_tables_and_decode_tiles_gpu():
     s = rng.integers(-5, 5, (3, cols)).astype(np.int32)
     args = (x,) if kernel is table_row else (x, s)
     np.testing.assert_array_equal(np.asarray(jax.jit(lambda *a, k=kernel: k(*a))(*map(jnp.asarray, args))), ref(x, s))
-  for kernel in (decode_scaled, decode_scaled_explicit):
-    x = jnp.asarray(rng.integers(-100, 100, (3, 64)), jnp.int8)
-    s = jnp.asarray(rng.random((2, 64)) * 0.01, F32)
+  for kernel, shape in itertools.product((decode_scaled, decode_scaled_explicit), ((3, 64), (3, 40), (3, 100))):
+    x = jnp.asarray(rng.integers(-100, 100, shape), jnp.int8)
+    s = jnp.asarray(rng.random((2, shape[1])) * 0.01, F32)
     out = jax.jit(lambda *a, k=kernel: k(*a))(x, s)
     np.testing.assert_allclose(np.asarray(out, np.float32), np.asarray(x, np.float32) * np.asarray(s)[1:2],
                                rtol=1e-2, atol=1e-6)
+  for shape in ((3, 40), (5, 100)):
+    x = rng.integers(-1000, 1000, shape).astype(np.int32)
+    a, b = rng.random(shape[0]).astype(np.float32), rng.random(shape[1]).astype(np.float32)
+    out = jax.jit(w8a8_epilogue)(*map(jnp.asarray, (x, a, b)))
+    np.testing.assert_allclose(np.asarray(out, np.float32), x * a[:, None] * b[None, :], rtol=1e-2)
+  for k, (args, ref) in enumerate(_few_word_cases(rng)):
+    kernel = (block_scale_row, shifted_row)[k]
+    kw = dict(kb=1) if kernel is block_scale_row else {}
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda *a: kernel(*a, **kw))(*args)), ref, rtol=1e-6)

@@ -8,7 +8,7 @@ import math
 from .. import hw
 from ..dtypes import DType
 from ..types import TensorType, resolve
-from .padded_tiles import PadAbort, _holds, allowed
+from .padded_tiles import PadAbort, _holds, _up, allowed
 
 
 def stretched(cx, operands, broadcast, shape):
@@ -436,3 +436,47 @@ def one_line(cx, x, index):
   if axis == 1:
     return expand(cx, index_through_smem(cx, x, (slice(None), lo)), (slice(None), None))
   return expand(cx, index_through_smem(cx, x, (lo,)), (None, slice(None)))
+
+
+def broadcast_to(cx, x, shape, plain):
+  """`ml.broadcast_to(x, shape)` (plain(cx, x, shape): the broadcast as traced outside a padded trace): in a padded
+  trace, to a shape no register tensor holds, of an `x` that broadcasts to its padded shape (a row of per-channel
+  scales over a decode tile of 3 tokens, `ml.broadcast_to(s[0:1, :], x.shape)`), x broadcast to the padded shape,
+  recorded with its own (probe 52e). An `x` whose own length along an axis is the shape's is first grown with zeros
+  to the padded length (a (1, 40) row over a (3, 40) tile padded to (4, 64); a (1, 100) row read padded to (1, 104)
+  over (3, 100) padded to (4, 128)), or, padded longer than the tile (a (3,) per-token scale read padded to 8,
+  `a_s[:, None]` over (3, 40)), broadcast long and cut through SMEM. x.shape in `shape` is a padded value's own: a
+  padded x that no padded broadcast makes ends the padded trace."""
+  pads = getattr(cx.b, "pad_tiles", None)
+  d, shape = resolve(x.type.dtype), tuple(shape)
+  if pads is None or getattr(cx.b, "pad_ok", 0):
+    return plain(cx, x, shape)
+  if x.id in pads and tuple(x.type.shape) != pads[x.id] and (not isinstance(d, DType) or _holds(shape) or len(
+      shape) < 2):
+    raise PadAbort("broadcast_to")      # (a padded value to a shape registers hold: no padded broadcast makes it)
+  if not isinstance(d, DType) or _holds(shape) or len(shape) < 2:
+    return plain(cx, x, shape)
+  up, src = _up(shape, d), tuple(x.type.shape)
+  lead = len(up) - len(src)
+  own = pads.get(x.id, src)
+  grow = {lead + k: (n, up[lead + k]) for k, n in enumerate(own) if lead >= 0 and src[k] != 1 and n == shape[lead + k]
+          and src[k] < up[lead + k]}
+  if grow and _holds(up):             # (a row of the tile's own width grown with zeros to its padded width first:
+    x = _grown(cx, x, len(up), grow)  # a (1, 40) row of scales over a (3, 40) tile padded to (4, 64), probe 52e)
+    src = tuple(x.type.shape)
+  if lead >= 0 and _holds(up) and all(n in (1, u) or n > u and own[k] == shape[lead + k] for k, (n, u) in enumerate(
+      zip(src, up[lead:]))) and any(n > u for n, u in zip(src, up[lead:])):
+    from .shape import index_through_smem     # (padded longer than the tile: a (3,) per-token scale read padded to 8,
+    big = tuple(max(n, u) for n, u in zip((1,) * lead + src, up))       # `a_s[:, None]` over a (3, 40) tile padded
+    with allowed(cx):                                                  # to (4, 64): broadcast long, then cut)
+      out = index_through_smem(cx, plain(cx, x, big), tuple(slice(0, u) for u in up))
+    pads[out.id] = shape
+    return out
+  if not _holds(up) or len(src) > len(up) or any(n not in (1, u) for n, u in zip(src[::-1], up[::-1])):
+    if x.id in pads and tuple(x.type.shape) != pads[x.id]:
+      raise PadAbort("broadcast_to")
+    return plain(cx, x, shape)
+  with allowed(cx):
+    out = plain(cx, x, up)
+  pads[out.id] = shape
+  return out

@@ -72,25 +72,6 @@ def _one_row(shape) -> bool:
   return len(shape) >= 2 and set(shape[:-1]) == {1} and shape[-1] % 8 == 0
 
 
-def broadcast_to(cx, x, shape, plain):
-  """`ml.broadcast_to(x, shape)` (plain(cx, x, shape): the broadcast as traced outside a padded trace): in a padded
-  trace, to a shape no register tensor holds, of an unpadded `x` that broadcasts to its padded shape (a row of
-  per-channel scales over a decode tile of 3 tokens, `ml.broadcast_to(s[0:1, :], x.shape)`), x broadcast to the
-  padded shape, recorded with its own (probe 52e)."""
-  pads = getattr(cx.b, "pad_tiles", None)
-  d, shape = resolve(x.type.dtype), tuple(shape)
-  if pads is None or getattr(cx.b, "pad_ok", 0) or x.id in pads or not isinstance(d, DType) or _holds(shape) or \
-      len(shape) < 2:
-    return plain(cx, x, shape)
-  up, src = _up(shape, d), tuple(x.type.shape)
-  if not _holds(up) or len(src) > len(up) or any(n not in (1, u) for n, u in zip(src[::-1], up[::-1])):
-    return plain(cx, x, shape)
-  with allowed(cx):
-    out = plain(cx, x, up)
-  pads[out.id] = shape
-  return out
-
-
 def padded_load(cx, ref, name):
   """`ref[...]` read padded (see the module) where the kernel is traced so and ref is a GMEM window no register
   tensor holds; else None."""
@@ -104,7 +85,9 @@ def padded_load(cx, ref, name):
   if k == 0 or _holds(shape) and not rows or not isinstance(d, DType) or getattr(t, "transposed", False):
     return None
   up = _up(shape, d, isinstance(pads, WideVectors))
-  if up == shape or not _holds(up) or _one_row(shape):
+  if k > 1 and set(shape[:-1]) == {1}:      # (a (1, n) row padded as a row, n to a vector's length: a (1, 100) row of
+    up = (*shape[:-1], _up(shape[-1:], d, isinstance(pads, WideVectors))[0])       # scales, probe 52e)
+  if up == shape or not (_holds(up) or _one_row(up)) or _one_row(shape):
     return None
   if k == 1 and isinstance(pads, Pads):
     seen = pads.__dict__.setdefault("vectors", {})

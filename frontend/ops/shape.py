@@ -17,7 +17,7 @@ from ..ir import LayoutRule, Traits
 from ..types import ScalarType, TensorType, dtype_name, resolve
 from ..infer import unify
 from ..shape_hints import align_hint, insert_axes_hint, window_hint, outer_hint, padded_for, scalar_reshape_hint
-from . import elementwise as ew, padded_tiles, static_tiles
+from . import elementwise as ew, padded_meets, padded_tiles, static_tiles
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape, unroll_hint, shown
 from .vector_views import check_vector_reshape
 from .window_hints import register_window_hint
@@ -512,11 +512,11 @@ def broadcast_to(cx, x, shape):
       raise E.KernelTypeError("ml.broadcast_to of a Python number: use ml.full(shape, value, dtype)",
                               cx.loc, hint="ml.full(shape, 1.0, jnp.float32)")
     return ew.full_(cx, shape, x, dt)
-  got = broadcast_shape(cx, [x.type.shape, shape], "ml.broadcast_to", [x.name or "x", "the shape"])
+  got = broadcast_shape(cx, [padded_tiles.true_shape(cx.b, x), shape], "ml.broadcast_to", [x.name or "x", "the shape"])
   if got != shape:
     raise E.ShapeMismatchError(f"ml.broadcast_to cannot make {x.type.shape} into {shape}", cx.loc,
                                hint="only size-1 and missing leading axes stretch")
-  return padded_tiles.broadcast_to(cx, x, shape, broadcast_to_shape)      # (in a padded trace: padded, probe 52e)
+  return padded_meets.broadcast_to(cx, x, shape, broadcast_to_shape)      # (in a padded trace: padded, probe 52e)
 
 
 @builtin
