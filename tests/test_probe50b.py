@@ -236,13 +236,13 @@ def test_a_jnp_functions_axis_error_names_the_function_called():
 # ---------------------------------------------------------------- the output a hint stores into, by its name
 @mg.mgpu_kernel(out_shape=lambda x: S((2, 2), jnp.int32))
 def square(x, o):
-  v = jnp.arange(4)
+  v = jnp.arange(4) * jnp.arange(4)     # (not a line: a grid of aranges computes since probe 52e)
   o[...] = v.reshape(2, 2)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((2, 2), jnp.int32))
 def square_fixed(x, o):
-  v = jnp.arange(4)
+  v = jnp.arange(4) * jnp.arange(4)
   padded = ml.concatenate([v, ml.zeros((124,), v.dtype)]).reshape(64, 2)
   o.at[ml.ds(0, 64)].store(padded, mask=ml.arange(64)[:, None] < 2)
 
@@ -250,13 +250,13 @@ def square_fixed(x, o):
 @mg.mgpu_kernel(out_shape=lambda x: (S((4,), x.dtype), S((3, 5), jnp.int32)))
 def two_outputs(x, total, grid_ids):
   total[...] = x[ml.ds(0, 4)]
-  ml.store(grid_ids, jnp.arange(15).reshape(3, 5))
+  ml.store(grid_ids, (jnp.arange(15) % 4).reshape(3, 5))
 
 
 @mg.mgpu_kernel(out_shape=lambda x: (S((4,), x.dtype), S((3, 5), jnp.int32)))
 def two_outputs_fixed(x, total, grid_ids):
   total[...] = x[ml.ds(0, 4)]
-  vec = jnp.arange(15)
+  vec = jnp.arange(15) % 4
   padded = ml.concatenate([vec, ml.zeros((625,), vec.dtype)]).reshape(128, 5)
   grid_ids.at[ml.ds(0, 128)].store(padded, mask=ml.arange(128)[:, None] < 3)
 
@@ -269,15 +269,16 @@ def test_a_padded_store_hint_names_the_kernels_output():
          hint="pad it to a length that fills the threads: padded = ml.concatenate([v, ml.zeros((124,), v.dtype)])"
               ".reshape(64, 2), whose first 2 rows are the reshape: store them with o.at[ml.ds(0, 64)].store(padded,"
               " mask=ml.arange(64)[:, None] < 2)")
-  expect(two_outputs, spec, mg.LayoutError, "jnp.arange(15).reshape(3, 5)",
-         "reshape of jnp.arange(15), a vector of 15 elements, into (3, 5): a register tensor of more than one axis"
+  expect(two_outputs, spec, mg.LayoutError, "(jnp.arange(15) % 4).reshape(3, 5)",
+         "reshape of jnp.arange(15) % 4, a vector of 15 elements, into (3, 5): a register tensor of more than one axis"
          " needs a multiple of 128 elements (one per thread of a warpgroup; a 1-D vector only a multiple of 8)",
-         hint="name it, vec = jnp.arange(15), then pad it to a length that fills the threads: padded ="
+         hint="name it, vec = jnp.arange(15) % 4, then pad it to a length that fills the threads: padded ="
               " ml.concatenate([vec, ml.zeros((625,), vec.dtype)]).reshape(128, 5), whose first 3 rows are the"
               " reshape: store them with grid_ids.at[ml.ds(0, 128)].store(padded, mask=ml.arange(128)[:, None] < 3)")
   x = _x((256,))
-  np.testing.assert_array_equal(np.asarray(square_fixed(x, interpret=True)), np.arange(4).reshape(2, 2))
-  np.testing.assert_array_equal(np.asarray(two_outputs_fixed(x, interpret=True)[1]), np.arange(15).reshape(3, 5))
+  np.testing.assert_array_equal(np.asarray(square_fixed(x, interpret=True)), (np.arange(4) ** 2).reshape(2, 2))
+  np.testing.assert_array_equal(np.asarray(two_outputs_fixed(x, interpret=True)[1]),
+                                (np.arange(15) % 4).reshape(3, 5))
   for k in (square_fixed, two_outputs_fixed):
     _exports(k, *spec)
 

@@ -240,6 +240,41 @@ def test_static_tables(case):
   _export(kernel, *map(jnp.asarray, args))
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def table_transposed(x, o):
+  """AWQ's order written as a transposed (2, 4) grid of an arange, flattened, stretched over the words."""
+  order = ml.reshape(ml.trans(ml.arange(0, 8).reshape(2, 4)), (8,))
+  shifts = ml.broadcast_to(order[None, :] * 4, (x.shape[0] * (x.shape[1] // 8), 8)).reshape(x.shape)
+  o[...] = (x[...] >> shifts) & 0xF
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def table_transposed_jnp(x, o):
+  order = jnp.transpose(jnp.arange(8).reshape(2, 4)).reshape(-1)
+  o[...] = (x[...] >> (jnp.tile(order, x.shape[1] // 8) * 4)[None, :]) & 0xF
+
+
+@mg.mgpu_kernel(out_shape=(S((2, 4), I32), S((4, 2), I32)), grid=(1,))
+def grids_stored(g, t):
+  g[...] = ml.arange(0, 8).reshape(2, 4)
+  t[...] = ml.trans(ml.arange(0, 8).reshape(2, 4)) * 3 + 1
+
+
+def test_transposed_tables():
+  """An arange reshaped into a small grid (no register tensor holds (2, 4)) and transposed is a grid of aranges
+  (its elements a + c0 * i + c1 * j): made at that shape, stored, or made again where it is flattened (MG204 at the
+  reshape before)."""
+  x = np.random.default_rng(13).integers(-2 ** 31, 2 ** 31 - 1, (32, 64)).astype(np.int32)
+  ref = (x >> np.tile(np.arange(8).reshape(2, 4).T.reshape(8) * 4, 8)[None, :]) & 0xF
+  for kernel in (table_transposed, table_transposed_jnp):
+    np.testing.assert_array_equal(np.asarray(kernel(jnp.asarray(x), interpret=True)), ref)
+    _export(kernel, jnp.asarray(x))
+  g, t = grids_stored(interpret=True)
+  np.testing.assert_array_equal(np.asarray(g), np.arange(8).reshape(2, 4))
+  np.testing.assert_array_equal(np.asarray(t), np.arange(8).reshape(2, 4).T * 3 + 1)
+  _export(grids_stored)
+
+
 # ---------------------------------------------------------------- one-element runs, interleaved rows
 @mg.mgpu_kernel(out_shape=lambda z, *, n: S((32, z.shape[1] * 8), I32), grid=(1,))
 def group_row(z, o, *, n: ml.constexpr):
@@ -383,6 +418,54 @@ def test_odd_tile_explicit_broadcasts(shape):
   _export(bias_broadcast, jnp.asarray(xf), jnp.asarray(b))
 
 
+@mg.mgpu_kernel(out_shape=lambda l, *, K: (S((l.shape[0], K), F32), S((l.shape[0], K), I32)),
+                grid=lambda l, **k: (l.shape[0] // 16,))
+def topk_iterative(logits, w_out, id_out, *, K: ml.constexpr):
+  """Triton-style top-k over a block of 16 tokens: the (16, K) weights and ids built slot by slot."""
+  rows = ml.program_id(0) * 16 + ml.arange(0, 16)
+  cols = ml.arange(0, logits.shape[1])
+  p = ml.softmax(ml.load(logits.at[rows[:, None], cols[None, :]]).astype(jnp.float32), axis=1)
+  ks = ml.arange(0, K)
+  wv = ml.zeros((16, K), jnp.float32)
+  iv = ml.zeros((16, K), jnp.int32)
+  for j in ml.static_range(K):
+    m = ml.max(p, axis=1)
+    idx = ml.argmax(p, axis=1)
+    wv = ml.where(ks[None, :] == j, m[:, None], wv)
+    iv = ml.where(ks[None, :] == j, idx[:, None], iv)
+    p = ml.where(cols[None, :] == idx[:, None], -1.0, p)
+  ml.store(w_out.at[rows[:, None], ks[None, :]], wv / ml.sum(wv, axis=1, keepdims=True))
+  ml.store(id_out.at[rows[:, None], ks[None, :]], iv)
+
+
+def _topk_case(e, k):
+  logits = np.random.default_rng(e).standard_normal((32, e)).astype(np.float32)
+  p = np.exp(logits - logits.max(1, keepdims=True))
+  ids = np.argsort(-p, 1, kind="stable")[:, :k]
+  w = np.take_along_axis(p, ids, 1)
+  return jnp.asarray(logits), w / w.sum(1, keepdims=True), ids
+
+
+@pytest.mark.parametrize("e, k", [(8, 2), (64, 6)])
+def test_topk_slots_of_a_narrow_tile(e, k):
+  """A (16, K) tile of K < 8 slots, computed padded, meets `ks[None, :] == j`, a (1, K) index grid made again at the
+  padded width (MG204 before; for 8 experts reported at the logits' read)."""
+  logits, w, ids = _topk_case(e, k)
+  got_w, got_ids = topk_iterative(logits, K=k, interpret=True)
+  np.testing.assert_allclose(np.asarray(got_w), w, rtol=1e-5, atol=1e-6)
+  np.testing.assert_array_equal(np.asarray(got_ids), ids)
+  _export(topk_iterative, logits, K=k)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("e, k", [(8, 2), (64, 6), (32, 5)])
+def test_topk_slots_gpu(e, k):
+  logits, w, ids = _topk_case(e, k)
+  got_w, got_ids = jax.jit(lambda a: topk_iterative(a, K=k))(logits)
+  np.testing.assert_allclose(np.asarray(got_w), w, rtol=1e-5, atol=1e-6)
+  np.testing.assert_array_equal(np.asarray(got_ids), ids)
+
+
 @pytest.mark.gpu
 def test_rows_tables_and_decode_tiles_gpu():
   """The CPU cases above on the GPU, against NumPy."""
@@ -397,6 +480,10 @@ def test_rows_tables_and_decode_tiles_gpu():
     s = rng.integers(-5, 5, (3, cols)).astype(np.int32)
     args = (x,) if kernel is table_row else (x, s)
     np.testing.assert_array_equal(np.asarray(jax.jit(lambda *a, k=kernel: k(*a))(*map(jnp.asarray, args))), ref(x, s))
+  out = jax.jit(table_transposed)(jnp.asarray(x))
+  np.testing.assert_array_equal(np.asarray(out), (x >> np.tile(np.array([0, 4, 1, 5, 2, 6, 3, 7]) * 4, 8)) & 0xF)
+  g, t = jax.jit(grids_stored)()
+  np.testing.assert_array_equal(np.asarray(t), np.arange(8).reshape(2, 4).T * 3 + 1)
   for kernel, shape in itertools.product((decode_scaled, decode_scaled_explicit), ((3, 64), (3, 40), (3, 100))):
     x = jnp.asarray(rng.integers(-100, 100, shape), jnp.int8)
     s = jnp.asarray(rng.random((2, shape[1])) * 0.01, F32)

@@ -110,7 +110,10 @@ def _grown(cx, x, rank, target):
   if not grow or not isinstance(d, DType):
     return x
   if x.id not in pads and any(u % 8 for u in shape if u != 1):
-    return x                  # (an unpadded operand registers cannot hold: it fails as it did)
+    y = _index_grown(cx, x, tuple(grow.get(k, u) for k, u in enumerate(shape)))
+    if y is not None:         # (an index grid, `ks[None, :] == j` of a (1, 2) top-k slot mask: made at the padded
+      pads[y.id] = mine       # width, its padding whatever the grid is there; probe 52e)
+    return x if y is None else y          # (another unpadded operand registers cannot hold: it fails as it did)
   axes = [k for k, u in enumerate(shape) if u != 1]
   with allowed(cx):
     if len(axes) == 1:        # (a vector, in any rank: grown flat, then its axes put back)
@@ -130,6 +133,32 @@ def _grown(cx, x, rank, target):
         y = concatenate.rule(cx, [y, full_(cx, rest, 0, x.type.dtype)], k)
   pads[y.id] = mine
   return y
+
+
+def _index_grown(cx, v, shape, depth=0):
+  """`v`, a tensor of aranges, fills, numbers and scalars (elementwise math, comparisons and broadcasts of them),
+  made again at the longer `shape` (its aranges run on); None where v is made otherwise."""
+  from .elementwise import Arange, Binary, Compare, Full, binary, compare, full_
+  from .shape import Broadcast, broadcast_to_shape
+  if not isinstance(getattr(v, "type", None), TensorType):
+    return v
+  o, d = cx.b.defining(v), v.type.dtype
+  if depth > 16 or v.id in cx.b.pad_tiles:
+    return None
+  if isinstance(o, Arange):
+    return cx.b.emit(Arange, o.dim, loc=cx.loc, types=[TensorType(shape, d)], names=[""]).result
+  if isinstance(o, Full) and isinstance(o.value, (int, float, bool)):
+    return full_(cx, shape, o.value, d)
+  if isinstance(o, Broadcast):
+    src = tuple(o.x.type.shape)
+    y = _index_grown(cx, o.x, tuple(shape[k] if n == v.type.shape[k] else n for n, k in zip(src, o.dims)), depth + 1)
+    return None if y is None else broadcast_to_shape(cx, y, shape, o.dims)
+  if isinstance(o, (Binary, Compare)):
+    a, b = (_index_grown(cx, x, shape, depth + 1) for x in (o.lhs, o.rhs))
+    if a is None or b is None:
+      return None
+    return binary(cx, o.kind, a, b) if isinstance(o, Binary) else compare(cx, o.kind, a, b)
+  return None
 
 
 def padded_steps(cx, x, index, redo):

@@ -61,6 +61,9 @@ def transpose_tensor(cx, x, name=""):
         hint="a 1-D vector needs no transpose: v[:, None] and v[None, :] make it a column or a row (a 2-D"
              " tile's transpose is x.T; ml.transpose(x, axes) permutes the axes of a 3-D or wider tensor)")
   d = resolve(t.dtype)
+  from .static_tiles import affine_grid
+  if (grid := affine_grid(cx, x, t.shape[::-1], (1, 0))) is not None:
+    return grid                                         # (a small table of aranges: its grid, probe 52e)
   from .small_parts import transpose_small
   if (small := transpose_small(cx, x)) is not None:     # (a small one held as a vector: its elements picked)
     return small

@@ -177,8 +177,8 @@ def reshape_(cx, x, shape):
     return x
   if x.id in cx.b.spread:     # (a small middle-axis statistic, m[:, None]: still spread, ops/spread.py)
     return spread_reshaped(cx, x, shape)
-  if (made := static_tiles.filled(cx, x, shape)) is not None:    # filled anew (a one-element statistic's (1, 1)
-    return made             # to (1,)); an integer table known while compiling (AWQ's nibble order, probe 52e)
+  if (made := static_tiles.filled(cx, x, shape) or static_tiles.affine_grid(cx, x, shape)) is not None:
+    return made     # filled anew ((1, 1) to (1,)); an integer table known while compiling: AWQ's order, probe 52e
   check_vector_reshape(cx, x, shape)      # (192,) into (2, 96): no register tensor holds it
   if len(shape) == 2 and shape == x.type.shape[::-1] and 1 in shape and math.prod(shape) % hw.WARPGROUP and (
       resolve(x.type.dtype) != DType.bool_):

@@ -167,3 +167,38 @@ def made_again(cx, x, shape, dims=None):
       if row[q] != row[0]:
         out = ew.where_(cx, ew.compare(cx, CmpOp.EQ, m, q), int(row[q]), out)
   return out if len(shape) == 1 else broadcast_to_shape(cx, out, shape)
+
+
+def affine_grid(cx, x, shape, perm=None):
+  """`x.reshape(shape)` (with `perm`, the transpose `x.transpose(perm)`) of an integer table known while compiling,
+  made at a small grid `shape` no register tensor holds as `a + sum(c_k * ml.arange along axis k)` where the table is
+  that plane (`ml.trans(ml.arange(8).reshape(2, 4))`: 4 i + j... of a (4, 2) grid, which the vector's reshape was
+  MG204 at, probe 52e): a grid of index aranges, as a user builds one, made again at a shape registers hold where it
+  is reshaped or broadcast into one (made_again); else None (then the reshape or transpose as before)."""
+  from . import elementwise as ew
+  from .elementwise import Arange, BinOp
+  shape = tuple(shape)
+  if getattr(cx.b, "pad_tiles", None) is not None or not _small_grid(shape) or _int_dtype(x) is None:
+    return None
+  arr = static_value(cx.b, x)
+  if arr is None:
+    return None
+  arr = np.transpose(arr, perm) if perm is not None else np.reshape(arr, shape)
+  if tuple(arr.shape) != shape:
+    return None
+  a = int(arr.flat[0])
+  coef = [int(np.take(arr, 1, axis=k).flat[0]) - a if n > 1 else 0 for k, n in enumerate(shape)]
+  grids = np.meshgrid(*(np.arange(n) for n in shape), indexing="ij")
+  if not np.array_equal(arr, a + sum(c * g for c, g in zip(coef, grids))):
+    return None
+  d = x.type.dtype
+  out = None
+  for k, c in enumerate(coef):
+    if c == 0:
+      continue
+    j = cx.b.emit(Arange, k, loc=cx.loc, types=[TensorType(shape, d)], names=[""]).result
+    j = j if c == 1 else ew.binary(cx, BinOp.MUL, j, c)
+    out = j if out is None else ew.binary(cx, BinOp.ADD, out, j)
+  if out is None:
+    return None
+  return out if a == 0 else ew.binary(cx, BinOp.ADD, out, a)
