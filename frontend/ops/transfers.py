@@ -411,8 +411,10 @@ def _leading_pieces(cx, gmem, shape) -> list | None:
   BLOCK_SIZE of 1024 staged through SMEM; a (512, 64) tile). The pieces of an SMEM buffer's leading axis are
   contiguous blocks of it, so each is a legal TMA window; the copies land in disjoint windows of the buffer and
   are awaited as several loads of one buffer are. None where the copy needs no split, another axis is too long
-  (MG401 stands: a piece of a last axis is no contiguous block), or a piece's GMEM window starts statically past
-  the array's end (the whole window's TMA reads zeros there; such a piece is not a window of the array)."""
+  (MG401 stands: a piece of a last axis is no contiguous block), a piece's GMEM window starts statically past
+  the array's end (the whole window's TMA reads zeros there; such a piece is not a window of the array), or a 1-D
+  window's tail piece spans no whole 16-byte units (300 bfloat16: its 44 would be MG401 about a window the user
+  never wrote; the whole window's hint says to pad)."""
   if not shape or shape[0] <= hw.TMA_MAX_BOX or any(n > hw.TMA_MAX_BOX for n in shape[1:]):
     return None
   groot, index = window(cx.b, gmem)
@@ -421,6 +423,10 @@ def _leading_pieces(cx, gmem, shape) -> list | None:
   pieces = [(k, min(hw.TMA_MAX_BOX, shape[0] - k)) for k in range(0, shape[0], hw.TMA_MAX_BOX)]
   if isinstance(dim.start, int) and any(dim.start + k >= groot.type.shape[axis] for k, _ in pieces):
     return None
+  d = resolve(gmem.type.dtype)
+  itemsize = d.itemsize if not isinstance(d, DTypeVar) else 1
+  if len(shape) == 1 and (pieces[-1][1] * itemsize) % tma.ALIGN:
+    return None       # a 1-D tail of no whole 16-byte units is no TMA window: the whole window's MG401 (pad) stands
   return pieces
 
 
