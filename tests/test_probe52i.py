@@ -74,6 +74,26 @@ def rows_384(a, bt, c):
   c[...] = ml.dot(a_s, b_s.T)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S((512,), F32))
+def pipelined(x, out):
+  """A pipelined loop's load of 512: two pieces, a barrier each a stage, both awaited before the read."""
+  buf = ml.smem((512,), F32)
+  acc = ml.zeros((512,), F32)
+  for k in ml.range(x.shape[0] // 512, stages=2):
+    ml.copy(x.at[ml.ds(k * 512, 512)], buf)
+    acc = acc + buf[...]
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((512,), F32))
+def past_the_end(x, out):
+  """512 from an array of 300: the second piece (256:512) runs past the end and reads zeros there, as the whole
+  window's TMA did."""
+  buf = ml.smem((512,), F32)
+  ml.copy(x.at[ml.ds(0, 512)], buf)
+  out[...] = buf[...]
+
+
 def _cases():
   """(kernel, args, constexprs, NumPy's answer) of each kernel of the class."""
   out = []
@@ -87,6 +107,10 @@ def _cases():
   out.append((store_1024_rows, (x,), {}, x * 3.0))
   x = np.arange(600, dtype=np.float32)
   out.append((tail_88, (x,), {}, x - 1.0))
+  x = np.arange(2048, dtype=np.float32)
+  out.append((pipelined, (x,), {}, x.reshape(4, 512).sum(0)))
+  x = np.arange(300, dtype=np.float32) + 1.0
+  out.append((past_the_end, (x,), {}, np.concatenate([x, np.zeros(212, np.float32)])))
   a = ((np.arange(384 * 64) % 13) / 8.0).reshape(384, 64).astype(np.float16)
   bt = ((np.arange(64 * 64) % 7) / 4.0).reshape(64, 64).astype(np.float16)
   out.append((rows_384, (a, bt), {}, a.astype(np.float32) @ bt.astype(np.float32).T))
@@ -110,6 +134,9 @@ def test_each_piece_is_its_own_tma_and_every_one_is_awaited():
   assert text.count("%c1024_i32") >= 4 and text.count("mbarrier.try_wait.parity") == 4
   for k in (0, 256, 512, 768):
     assert f"[{k}] [256] [1] : memref<1024xf32" in text
+  text = pipelined.mlir(S((2048,), F32))
+  body = text[text.index("iter_args"):]
+  assert body.index("%c1024_i32") > 0 and body[:body.index("arith.addf")].count("mbarrier.try_wait.parity") == 2
   text = rows_384.mlir(S((384, 64), F16), S((64, 64), F16))
   assert "[0, 0, 0, 0] [32, 1, 8, 64]" in text and "[32, 0, 0, 0] [16, 1, 8, 64]" in text
   assert "expect_tx %" in text and "%c32768_i32" in text and "%c16384_i32" in text
