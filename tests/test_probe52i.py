@@ -162,9 +162,20 @@ def stage_bf16_300(x, out):
   ml.copy(buf, out)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((2, 128), x.dtype), grid=(2,), cluster=(2,))
+def multicast_512(x, out):
+  buf = ml.smem((512,), x.dtype)
+  acc = ml.zeros((128,), x.dtype)
+  for k in ml.range(4, stages=2, warp_specialize=True):
+    ml.copy(x.at[ml.ds(k * 512, 512)], buf, multicast=0)
+    acc += ml.sum(buf[...])
+  out.at[ml.program_id(0)][...] = acc
+
+
 def test_what_is_not_split_stays_mg401():
-  """A last axis past the box (a piece of it is no contiguous block of the buffer) and a 1-D tail of no whole
-  16-byte units (44 bfloat16) keep the whole window's MG401 and its hint."""
+  """A last axis past the box (a piece of it is no contiguous block of the buffer), a 1-D tail of no whole
+  16-byte units (44 bfloat16), a multicast load and a window whose second piece starts past the array's end
+  (512 of 200) keep the whole window's MG401 and its hint."""
   e = expect(wide_rows, [S((8, 512), F32)], mg.TmaLimitError, "ml.copy(x, s)",
              "TMA copies move at most 256 elements along each dimension; this window is (8, 512)")
   assert e.hint.startswith("the last dimension cannot be copied in pieces into one buffer (an SMEM window must be"
@@ -172,3 +183,8 @@ def test_what_is_not_split_stays_mg401():
   e = expect(stage_bf16_300, [S((300,), jnp.bfloat16)], mg.TmaLimitError, "ml.copy(x, buf)",
              "TMA copies move at most 256 elements along each dimension; this window is (300,)")
   assert e.hint.startswith("pad x to 304 elements outside the kernel (jnp.pad; TMA moves whole 16-byte units)")
+  e = expect(multicast_512, [S((2048,), F32)], mg.TmaLimitError, "ml.copy(x.at[ml.ds(k * 512, 512)], buf, multicast=0)",
+             "TMA copies move at most 256 elements along each dimension; this window is (512,)")
+  assert "for kk in ml.static_range(2)" in e.hint, e.hint
+  expect(past_the_end, [S((200,), F32)], mg.TmaLimitError, "ml.copy(x.at[ml.ds(0, 512)], buf)",
+         "TMA copies move at most 256 elements along each dimension; this window is (512,)")
