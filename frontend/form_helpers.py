@@ -100,6 +100,18 @@ def lcm(a, b, steps):
 
 
 @ml.inline
+def kept_axis(m, v, axis, keepdims):
+  """A statistic `m` of a 1-D or 2-D tile `v` along `axis`, its axis kept (length 1) where `keepdims` (jnp's
+  keepdims=True of quantile and nanquantile)."""
+  if keepdims:
+    if len(v.shape) == 1:
+      m = ml.full((1,), m, m.dtype)
+    else:
+      m = m[:, None] if axis == 1 else m[None, :]
+  return m
+
+
+@ml.inline
 def quantile(v, axis, lo, hi, lw, hw, n, mode, keepdims):
   """jnp.quantile along a static axis of a 1-D or 2-D tile at the sorted elements lo and hi (`mode` 0, jnp's linear:
   s[lo] * lw + s[hi] * hw, every term computed as jnp's, an infinite end times a weight of 0 NaN; 1: s[lo]; 2:
@@ -123,12 +135,7 @@ def quantile(v, axis, lo, hi, lw, hw, n, mode, keepdims):
   else:
     m = (a + b) * 0.5
   m = ml.where(bad, float("nan"), m)
-  if keepdims:
-    if len(v.shape) == 1:
-      m = ml.full((1,), m, m.dtype)
-    else:
-      m = m[:, None] if axis == 1 else m[None, :]
-  return m
+  return kept_axis(m, v, axis, keepdims)
 
 
 @ml.inline
@@ -188,12 +195,7 @@ def nanquantile(v, axis, q, n, mode, keepdims):
     m = (a + b) * 0.5
   else:
     m = ml.where(hw <= 0.5, a, b)
-  if keepdims:
-    if len(v.shape) == 1:
-      m = ml.full((1,), m, m.dtype)
-    else:
-      m = m[:, None] if axis == 1 else m[None, :]
-  return m
+  return kept_axis(m, v, axis, keepdims)
 
 
 @ml.inline
