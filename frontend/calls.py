@@ -309,6 +309,9 @@ class Calls:
       # `abs = s[0]`, then abs(v): Python's TypeError, named
       self._not_callable(node.func.id, fn, cx.loc, self.text(node.args[0]) if len(node.args) == 1 else "v")
     self._not_lax(node, fn, args, cx.name if own else "", kwargs)
+    if fn is functools.partial and args and callable(args[0]) and not holds_value(args[0]):
+      return functools.partial(*args, **kwargs)    # partial(body, x_ref=x_ref): a Python value holding refs or
+                                                   # register values, which a call unwraps (a lax body, Pallas's)
     from . import functional        # functools.reduce(f, tiles), map(f, tiles), operator.add(a, b): traced as written
     if functional.handles(fn) and (got := functional.call(self, node, fn, args, kwargs, functional.texts_of(
         self, node, args, kwargs))) is not functional.NOT_HANDLED:
