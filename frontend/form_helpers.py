@@ -100,6 +100,24 @@ def lcm(a, b, steps):
 
 
 @ml.inline
+def interpolated(a, b, lw, hw, mode):
+  """The quantile between the sorted elements a (lower) and b (higher) by jnp's `method`, quantile's and
+  nanquantile's `mode`: 0 linear, a * lw + b * hw; 1 lower; 2 higher; 3 midpoint; 4 nearest (the lower where its
+  weight hw is at most 0.5)."""
+  if mode == 0:
+    m = a * lw + b * hw
+  elif mode == 1:
+    m = a
+  elif mode == 2:
+    m = b
+  elif mode == 3:
+    m = (a + b) * 0.5
+  else:
+    m = ml.where(hw <= 0.5, a, b)
+  return m
+
+
+@ml.inline
 def kept_axis(m, v, axis, keepdims):
   """A statistic `m` of a 1-D or 2-D tile `v` along `axis`, its axis kept (length 1) where `keepdims` (jnp's
   keepdims=True of quantile and nanquantile)."""
@@ -126,15 +144,7 @@ def quantile(v, axis, lo, hi, lw, hw, n, mode, keepdims):
     s = ml.sort(w, axis=1)
     a, b = s[:, lo], s[:, hi]
     bad = ml.isnan(s[:, 0]) | ml.isnan(s[:, n - 1])
-  if mode == 0:
-    m = a * lw + b * hw
-  elif mode == 1:
-    m = a
-  elif mode == 2:
-    m = b
-  else:
-    m = (a + b) * 0.5
-  m = ml.where(bad, float("nan"), m)
+  m = ml.where(bad, float("nan"), interpolated(a, b, lw, hw, mode))
   return kept_axis(m, v, axis, keepdims)
 
 
@@ -185,17 +195,7 @@ def nanquantile(v, axis, q, n, mode, keepdims):
   else:
     a = ml.max(s, axis=1, where=k == lo[:, None])
     b = ml.max(s, axis=1, where=k == hi[:, None])
-  if mode == 0:
-    m = a * lw + b * hw
-  elif mode == 1:
-    m = a
-  elif mode == 2:
-    m = b
-  elif mode == 3:
-    m = (a + b) * 0.5
-  else:
-    m = ml.where(hw <= 0.5, a, b)
-  return kept_axis(m, v, axis, keepdims)
+  return kept_axis(interpolated(a, b, lw, hw, mode), v, axis, keepdims)
 
 
 @ml.inline
