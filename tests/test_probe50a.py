@@ -19,23 +19,10 @@ import pytest
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
+from probe_util import export as _export, rnd as _rnd, f32 as _f
 
 S = jax.ShapeDtypeStruct
 F32, BF16 = jnp.float32, jnp.bfloat16
-
-
-def _rnd(shape, seed, dtype=np.float32):
-  return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
-
-
-def _f(x):
-  return np.asarray(x, np.float32)
-
-
-def _export(kernel, *args, **kw):
-  specs = [S(np.shape(a), a.dtype) for a in args]
-  kernel.check(*specs, **kw)
-  jax.export.export(jax.jit(lambda *a: kernel(*a, **kw)), platforms=["cuda"])(*specs)
 
 
 def _close(got, want, tol=1e-4):

@@ -12,6 +12,7 @@ import pytest
 
 import mgpu_dsl as mg
 from locate import expect
+from probe_util import export as _export
 
 S = jax.ShapeDtypeStruct
 F32, I8, I32 = jnp.float32, jnp.int8, jnp.int32
@@ -19,12 +20,6 @@ F32, I8, I32 = jnp.float32, jnp.int8, jnp.int32
 
 def _rnd(shape, seed):
   return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
-
-
-def _export(kernel, *args, **kw):
-  specs = [S(np.shape(a), a.dtype) for a in args]
-  kernel.check(*specs, **kw)
-  jax.export.export(jax.jit(lambda *a: kernel(*a, **kw)), platforms=["cuda"])(*specs)
 
 
 # ---------------------------------------------------------------- v.swapaxes of register tensors
