@@ -388,8 +388,47 @@ def _output_first_hint(kernel, defs, written) -> str | None:
           f" def {kernel.name}({', '.join(v.name for v in order)}, ...) (the call passes the inputs only)")
 
 
+def _written_otherwise(kernel, defs) -> dict:
+  """{output position: the ids of the inputs it may stand for}: for each output the kernel writes in
+  registers, the inputs whose plain reads are all it writes there (`out[...] = x[...]`); an output written
+  with computed values (an optimizer's `p_out[...] = p - lr * u`) stands for none. Outputs only a copy or an
+  atomic writes are left out (they stand for any input, as unwritten ones do)."""
+  from .ops.access import MaskedLoad
+  from .ops.memory import Load, Store
+  outputs = {p.value.id: k for k, p in enumerate(kernel.outputs)}
+  sources = {}
+  for o in ir.walk(kernel.body):
+    if not isinstance(o, (Store, MaskedStore)):
+      continue
+    j = outputs.get(_root(defs, o.ref).id)
+    if j is None:
+      continue
+    d = defs.get(o.value.id)
+    read = _root(defs, d.ref).id if isinstance(d, (Load, MaskedLoad)) else None
+    sources.setdefault(j, set()).add(read)
+  return {j: set() if None in ids else ids for j, ids in sources.items()}
+
+
+def _alias_hint(kernel, root, k, written, claimed) -> str:
+  """How to update input `root` (position `k`) in place: alias it to an output of its type that nothing
+  else is meant for (unwritten, or written only with `root`'s own values, not aliased, not named in an
+  earlier hint of this check), else to a new output; the dict holds the kernel's aliases and `claimed`."""
+  taken = set(kernel.aliases.values()) | set(claimed.values())
+  same = [j for j, p in enumerate(kernel.outputs) if p.value.type == root.type and j not in taken
+          and (j not in written or root.id in written[j])]
+  n_out = len(kernel.outputs) + sum(j >= len(kernel.outputs) for j in claimed.values())
+  claimed[k] = same[0] if same else n_out
+  pairs = {**kernel.aliases, **claimed}
+  text = "{" + ", ".join(f"{i}: {j}" for i, j in sorted(pairs.items())) + "}"
+  if same:
+    return f"alias it to an output of its shape and dtype: @mgpu_kernel(..., input_output_aliases={text})"
+  return (f"add an output of its shape and dtype (out_shape gives {n_out + 1} outputs, the last like"
+          f" {root.name}) and alias it: input_output_aliases={text}")
+
+
 def check_input_writes(kernel, defs) -> list:
   inputs = {p.value.id: k for k, p in enumerate(kernel.inputs)}
+  written, claimed, hints = _written_otherwise(kernel, defs), {}, {}
   out = []
   for o in ir.walk(kernel.body):
     for ref, kind in ir.traits_of(o).effects(o):
@@ -399,12 +438,9 @@ def check_input_writes(kernel, defs) -> list:
       k = inputs.get(root.id)
       if k is None or k in kernel.aliases or any(e.loc == o.loc for e in out):
         continue
-      same = [j for j, p in enumerate(kernel.outputs) if p.value.type == root.type]
-      n_out = len(kernel.outputs)
-      alias = (f"alias it to an output of its shape and dtype: @mgpu_kernel(..., input_output_aliases={{{k}:"
-               f" {same[0]}}})" if same else
-               f"add an output of its shape and dtype (out_shape gives {n_out + 1} outputs, the last like"
-               f" {root.name}) and alias it: input_output_aliases={{{k}: {n_out}}}")
+      if k not in hints:
+        hints[k] = _alias_hint(kernel, root, k, written, claimed)
+      alias = hints[k]
       hint = f"write the result into an output; to update {root.name} in place, {alias}"
       hint = _output_first_hint(kernel, defs, root) or hint
       if isinstance(o, Copy) and o.reduce is None and o.src.type.space == Space.SMEM:   # ml.copy(buf, x): swapped?
