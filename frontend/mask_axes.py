@@ -210,8 +210,7 @@ def check_mask_axes(kernel: ir.Kernel, defs: dict, tree) -> list:
   dims, views = shape_names(tree), view_names(tree)
   errors, seen = [], {}
   lead = getattr(kernel, "batch_lead", {}) or {}
-  shapes = {p.value.name: tuple(getattr(p.value.type, "shape", ()))[lead.get(p.value.id, 0):] for p in kernel.params}
-  inputs = {p.value.name for p in kernel.params if not p.is_output}
+  shapes, inputs = _param_names(kernel, lead)
   for o in ir.walk(kernel.body):
     if not isinstance(o, (MaskedLoad, MaskedStore)):
       continue
@@ -257,6 +256,21 @@ def check_mask_axes(kernel: ir.Kernel, defs: dict, tree) -> list:
       e.access = {(o.loc.lineno, o.loc.col_offset)}
       errors.append(e)
   return errors
+
+
+def _param_names(kernel, lead) -> tuple[dict, set]:
+  """({name: shape}, the inputs' names) of the kernel's parameters, by the names the source reads them by. A
+  pytree's leaves take the name of the variable a loop binds them to (`for p, g in zip(ps, gs)`: every leaf
+  of ps is `p`), so a name several parameters of different shapes share says no one array: it is left out
+  (a mask bounded by `p.shape[0]` compared with the `g` of another trip was MG203, probe 53g)."""
+  shapes, inputs, clash = {}, set(), set()
+  for p in kernel.params:
+    name, shape = p.value.name, tuple(getattr(p.value.type, "shape", ()))[lead.get(p.value.id, 0):]
+    if shapes.setdefault(name, shape) != shape:
+      clash.add(name)
+    if not p.is_output:
+      inputs.add(name)
+  return {n: s for n, s in shapes.items() if n not in clash}, inputs - clash
 
 
 def _parsed(c):

@@ -10,6 +10,7 @@ out_shape/grid/block/cluster callables get the structures back (they are the use
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import functools
 import inspect
@@ -248,11 +249,14 @@ class OutputTrees(Exception):
   """Raised by a specialisation whose out_shape has more leaves than the kernel has output parameters, where
   they group as pallas_call passes them: a tuple or list out_shape one parameter per item, another (a dict)
   one parameter for the whole; the call goes on with a kernel whose grouped parameters take their leaves.
-  `trees`: {output position: (leaves with paths, treedef)}, of `n_out` output parameters."""
+  `trees`: {output position: (leaves with paths, treedef)}, of `n_out` output parameters. `tentative`: a tuple
+  or list of several items for a kernel of one output parameter, taken whole (a multi-tensor step's
+  `out_shape=lambda ps, gs: ps` for `def step(ps, gs, new_ps)`) only where the kernel traces so; else the call
+  goes on as given, whose count error stands (a list of arrays meant as one array: `input 0 (x) is a list`)."""
 
-  def __init__(self, trees, n_out):
+  def __init__(self, trees, n_out, tentative=False):
     super().__init__("pallas_call's output grouping")
-    self.trees, self.n_out = trees, n_out
+    self.trees, self.n_out, self.tentative = trees, n_out, tentative
 
   def derived(self, kernel):
     pk = kernel.parsed
@@ -272,6 +276,8 @@ def check_output_trees(pk, out, n_in: int) -> None:
   if n_out <= 0 or len(jax.tree.leaves(out)) == n_out:
     return
   items = list(out) if isinstance(out, (tuple, list)) else [out]
+  if len(items) != n_out and n_out == 1 and _WHOLE.get():
+    raise OutputTrees({0: jax.tree_util.tree_flatten_with_path(out)}, 1, tentative=True)
   if len(items) != n_out:
     return
   trees = {}
@@ -291,5 +297,24 @@ def output_trees(method):
     try:
       return method(self, *args, **kwargs)
     except OutputTrees as t:
-      return method(t.derived(self), *args, **kwargs)
+      if not t.tentative:
+        return method(t.derived(self), *args, **kwargs)
+      try:
+        return method(t.derived(self), *args, **kwargs)
+      except E.KernelError as e:
+        if isinstance(e, E.InternalError) or e.code not in _NOT_WHOLE:
+          raise                      # a mistake of the kernel's own, taking its outputs whole
+      token = _WHOLE.set(False)      # the kernel does not take the outputs whole: the call as given
+      try:
+        return method(self, *args, **kwargs)
+      finally:
+        _WHOLE.reset(token)
   return wrapper
+
+
+# The errors of a kernel that does not take a tuple or list of outputs whole: a container used as a ref (MG003),
+# callables given a list meant as one array (MG006, MG007).
+_NOT_WHOLE = ("MG003", "MG006", "MG007")
+
+# Whether check_output_trees may offer one output parameter the whole of a tuple or list out_shape.
+_WHOLE = contextvars.ContextVar("mgpu_dsl_whole_outputs", default=True)

@@ -150,6 +150,12 @@ def run_scale_shift(k):
   x, w, b = rand(32, 128), rand(128), rand(128)
   close(k(x, w, None, interpret=True), x * w)
   close(k(x, w, b, interpret=True), x * w + b)
+def run_sgd_foreach(k):
+  ps, gs = [rand(1000), rand(77), rand(2048)], [rand(1000), rand(77), rand(2048)]
+  for o, p, g in zip(k(ps, gs, interpret=True), ps, gs):
+    close(o, p - 0.1 * g)
+
+
 def run_scaled_sum(k):
   import jax.numpy as jnp
   x, s = rand(512).astype(jnp.bfloat16), jnp.bfloat16(0.75)
@@ -517,6 +523,7 @@ CASES = [
     Case(L, "append", [S((64, 128), f16), S((16, 128), f16)], dict(pos=16), run_append),
     Case(L, "affine", [S((64, 128), f32), _Linear(S((128,), f32), S((16, 128), f32))], run=run_affine),
     Case(L, "scale_shift", [S((32, 128), f32), S((128,), f32), None], run=run_scale_shift),
+    Case(L, "sgd_foreach", [[S((1000,), f32), S((77,), f32), S((2048,), f32)]] * 2, run=run_sgd_foreach),
     Case(L, "scaled_sum", [S((512,), jnp.bfloat16), S((), jnp.bfloat16)], run=run_scaled_sum),
     Case(L, "glu", [S((16, 128), f32)], dict(act=lambda a, b: a * b), run=run_glu),
     Case(L, "double", [S((1000, 64), f32)], run=run_double_masked, marker="ml.cdiv"),
