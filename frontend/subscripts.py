@@ -91,7 +91,7 @@ class Subscripts:
         if attr == "load":                    # tl.load(ptr + ids * d + cols, mask=m, other=0) at computed places
           return _Method(gather.gather_load(), base)
         if attr == "store" and base.ref.type.space == memory.Space.GMEM \
-            and gather.root_id(self.b, base.ref) not in self.b.read_only:    # tl.store at computed places
+            and gather.writable(self.b, base.ref):      # tl.store at computed places (an aliased input's too)
           return _Method(gather.scatter_store(), base)
         hint = ("for a run of consecutive elements (Triton's ptr + offs, offs = start + tl.arange(n)), index"
                 " with a window: " + (f"{own}, masked where it runs past the end; " if own else

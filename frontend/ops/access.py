@@ -479,16 +479,16 @@ def store_(cx, ref, value, mask=None, boundary_check=None):
     return store_block(cx, ref, value, mask, boundary_check)
   if boundary_check is not None:
     raise keyword_error(cx, "boundary_check=")
-  from .gather import IndexedRef, _scatter_store, root_id, run_window, scattered
+  from .gather import IndexedRef, _scatter_store, run_window, scattered, writable
   if cx.builtin == "store":      # (the user's ml.store / ref.store call; `out[offs] = v` comes here too, unconverted)
     value = _as_pointee(cx, ref.ref if isinstance(ref, IndexedRef) else ref, value)
   if isinstance(ref, IndexedRef) and ref.ref.type.space == Space.GMEM and scattered(cx, ref) \
-      and root_id(cx.b, ref.ref) not in cx.b.read_only:
+      and writable(cx.b, ref.ref):
     return _scatter_store(cx, ref, value, mask)        # ml.store(out.at[ids, :], v, mask=m): a scatter
   window = run_window(cx, ref, (cx.operands or {}).get(ref) or "") if isinstance(ref, IndexedRef) else None
   if window is not None:                       # ml.store(o.at[offs], v, mask=offs < n): the window they cover
     ref = window
-  elif isinstance(ref, IndexedRef) and ref.ref.type.space == Space.GMEM and root_id(cx.b, ref.ref) not in cx.b.read_only:
+  elif isinstance(ref, IndexedRef) and ref.ref.type.space == Space.GMEM and writable(cx.b, ref.ref):
     return _scatter_store(cx, ref, value, mask)        # runs that cover no window in order: a scatter
   if mask is None:
     if not is_ref(ref):

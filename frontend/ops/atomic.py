@@ -77,11 +77,12 @@ def identity(kind: AtomicKind, d: DType):
 
 
 def check_target(cx, b, ref, what):
-  """Atomics update outputs and SMEM; inputs are read-only."""
+  """Atomics update outputs, SMEM and inputs aliased to an output (input_output_aliases: vLLM's token counts
+  updated in place); other inputs are read-only."""
   from .scatter_hints import output_for
   from .memory import root
   r = root(b, ref)
-  if r.id in b.read_only:
+  if r.id in b.read_only and r.id not in getattr(b, "aliased", ()):
     raise E.InputWriteError(
         f"{what} updates {r.name}, an input: inputs are read-only", cx.loc,
         hint=f"accumulate into an output ({output_for(b, r)}) instead: it starts at the operation's identity, e.g. 0"

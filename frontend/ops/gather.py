@@ -553,6 +553,14 @@ def root_id(b, ref) -> int:
   return root(b, ref).id
 
 
+def writable(b, ref) -> bool:
+  """Whether the kernel may write `ref`'s memory: an output's, SMEM's, or an input's that input_output_aliases
+  makes an output's (written through either parameter, as a window is: the scatters, pointer-block stores and
+  atomics of vLLM's in-place rotary embedding and penalties, through the input as Triton writes its pointer)."""
+  r = root_id(b, ref)
+  return r not in b.read_only or r in getattr(b, "aliased", ())
+
+
 def scatter_store():
   """The `.store` of a ref indexed by tensors (bound to it as a method)."""
   from .base import Builtin

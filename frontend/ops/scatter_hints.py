@@ -115,7 +115,7 @@ def scatter_target(b, ref, name: str) -> tuple[str, str]:
   (read-only) a note and the output `output_for` picks."""
   from .memory import root
   r = root(b, ref)
-  if r.id not in b.read_only:
+  if r.id not in b.read_only or r.id in getattr(b, "aliased", ()):     # (an aliased input is written in place)
     return "", name
   out = output_for(b, r)
   return f"{name} is an input, which is read-only: scatter into an output ({out}) instead; ", out
