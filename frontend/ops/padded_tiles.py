@@ -286,6 +286,39 @@ def _reshape_blocks(src, new):
   return blocks
 
 
+def pair_part(cx, x, index):
+  """`w[..., j]` (or tl.split's `w[..., j:j + 1]`) of `w = v.reshape(..., d // k, k)` of a tile `v` computed padded
+  (Triton's GPT-J pairs, `tl.split(tl.reshape(x, (h, d // 2, 2)))` of a (3, 80) tile of heads): the strided slice
+  `v[..., j::k]` of the tile, which a padded trace holds (probe 49a), where the reshape's own halves would be a tile
+  of a (4, 48) no register tensor holds; None for any other index or value (probe 53e)."""
+  from .shape import Reshape
+  pads = padded_table(cx, x)
+  o = cx.b.defining(x) if pads is not None else None
+  if not isinstance(o, Reshape) or not is_tensor_value(o.x) or o.x.id not in pads:
+    return None
+  src, shape = tuple(o.x.type.shape), tuple(x.type.shape)
+  k = shape[-1]
+  if len(shape) != len(src) + 1 or shape[:-2] != src[:-1] or shape[-2] * k != src[-1] or k < 2:
+    return None
+  index = list(index) if isinstance(index, (tuple, list)) else [index]
+  if index.count(Ellipsis) == 1:
+    e = index.index(Ellipsis)
+    index[e:e + 1] = [slice(None)] * (len(shape) - len(index) + 1)
+  if len(index) != len(shape) or any(i != slice(None) for i in index[:-1]):
+    return None
+  j = index[-1]
+  if isinstance(j, slice) and isinstance(j.start, int) and j.stop == j.start + 1 and j.step in (None, 1):
+    j = j.start
+  if not isinstance(j, int) or isinstance(j, bool) or not -k <= j < k:
+    return None
+  from ..subscripts import Subscripts
+  return Subscripts._stepped(cx, o.x, (Ellipsis, slice(j % k, None, k)))
+
+
+def is_tensor_value(v) -> bool:
+  return getattr(getattr(v, "type", None), "shape", None) is not None and hasattr(v, "id")
+
+
 def padded_index(cx, x, index, redo):
   """`x[index]` of padded `x` (`x[:, :d]`, a half of a (6, 64) tile of heads read padded), where the index takes
   each padded axis whole, or an element of its real part (a static one inside it, or a run-time one clamped into it
@@ -296,6 +329,8 @@ def padded_index(cx, x, index, redo):
   pads = getattr(cx.b, "pad_tiles", None)
   if pads is None or getattr(cx.b, "pad_ok", 0) or getattr(x, "id", None) not in pads and not _odd_part(x, index):
     return None
+  if (part := pair_part(cx, x, index)) is not None:
+    return part               # (`w[..., 0]` of GPT-J's pairs `w = v.reshape(h, d // 2, 2)`: `v[..., 0::2]`)
   own = pads.get(x.id, tuple(x.type.shape))
   up = tuple(x.type.shape)
   index = list(index) + [slice(None)] * (len(up) - len(index))
@@ -470,12 +505,30 @@ def padded_reshape(cx, x, shape, redo):
       and padded[0] >= 1:     # (tokens and heads merged: (2, 3, 40) as (6, 40), each token's tile joined along rows)
     from .shape import concatenate, index_through_smem
     return concatenate.rule(cx, [index_through_smem(cx, x, (i,)) for i in range(own[0])], 0)
-  if tuple(shape[:p]) != tuple(own[:p]) or math.prod(shape[p:]) != math.prod(own[p:]):
+  if tuple(shape[:p]) == tuple(own[:p]) and math.prod(shape[p:]) == math.prod(own[p:]):
+    held = tuple(up[:p]) + tuple(shape[p:])
+  elif (held := _pairs_reshape(own, up, shape, padded[-1])) is None:
     raise PadAbort("reshape")
   with allowed(cx):
-    out = redo(tuple(up[:p]) + tuple(shape[p:]))
+    out = redo(held)
   pads[out.id] = tuple(shape)
   return out
+
+
+def _pairs_reshape(own, up, shape, q):
+  """The padded shape of `shape`, a reshape of a value of own shape `own` held padded in `up` whose last padded axis
+  `q` is split into runs of k (Triton's GPT-J pairs, `tl.split(tl.reshape(x, (h, d // 2, 2)))` of a (3, 80) tile of
+  heads: (3, 40, 2), held (4, 64, 2)) or merged back with the unpadded axes after it (`tl.join(a, b).reshape(h, d)`),
+  k dividing both its sizes so that the padding stays at the axis's end; None for any other reshape (probe 53e)."""
+  if tuple(shape[:q]) != tuple(own[:q]):
+    return None
+  tail, rest = tuple(shape[q + 1:]), tuple(own[q + 1:])
+  k, r = math.prod(tail), math.prod(rest)
+  if len(shape) > q + 1 and not rest and k > 1 and own[q] % k == 0 and up[q] % k == 0 and shape[q] * k == own[q]:
+    return tuple(up[:q]) + (up[q] // k,) + tail         # (split: c -> (c // k, c % k))
+  if len(shape) == q + 1 and rest and tuple(up[q + 1:]) == rest and shape[q] == own[q] * r:
+    return tuple(up[:q]) + (up[q] * r,)                 # (merged: (c, j) -> c * r + j)
+  return None
 
 
 def unpadded_reduce(cx, kind, x, axes, keepdims):

@@ -236,15 +236,19 @@ def split(cx, x, indices_or_sections=None, axis=0):
   """jnp.split of a register tensor: `ml.split(v, 2, axis=1)` (equal parts) or `ml.split(v, [32, 64],
   axis=-1)` (at those indices), a list of static windows; without sections, Triton's tl.split, the two
   halves of a last axis of 2: `a, b = ml.split(ml.join(a, b))`."""
+  from .padded_tiles import true_shape
   from .shape import expand, reshape_
   x = _tensor(cx, x, "ml.split")
-  shape = x.type.shape
+  shape = true_shape(cx.b, x)     # (a tile computed padded splits at its own size: the halves of a (3, 80) head tile)
   if indices_or_sections is None:
     if shape[-1] != 2:
       raise E.ShapeMismatchError(
           f"ml.split without sections is Triton's tl.split of a last axis of 2, but {cx.named(x, 'the tensor')}"
           f" has shape {shape}", cx.loc, hint="ml.split(v, 2, axis=-1) splits any axis into equal parts")
     rest = tuple(shape[:-1])
+    from .padded_tiles import pair_part
+    if (parts := [pair_part(cx, x, (Ellipsis, k)) for k in range(2)])[0] is not None and parts[1] is not None:
+      return tuple(parts)     # (tl.split(tl.reshape(v, (h, d // 2, 2))) of a tile computed padded: v[..., k::2])
     return tuple(reshape_(cx, expand(cx, x, (slice(None),) * (len(shape) - 1) + (slice(k, k + 1),)), rest)
                  for k in range(2))
   axis = _axis(cx, axis, len(shape), "ml.split", "ml.split(v, 2, axis=1)")
