@@ -271,15 +271,19 @@ def _padded_trace(pk, in_specs, out_specs, constexprs, **kw):
   any way (the kernel then fails as traced first), but for a store of a padded value into a window of a shape it
   does not broadcast to, the user's mistake, reported in the value's own shape (probe 47a). Where either padded
   1-D reads of one length apart (a bool one beside a float one), a trace pads them all to a multiple of 16
-  (WideVectors); where the kernel makes an ml.arange of an odd length, a last one pads those too (ArangePads)."""
-  from .ops.padded_tiles import ArangePads, PadAbort, Pads, RowPads, WideVectors
-  mixed, mistake, aranges = False, None, False
-  for pads in (Pads(), RowPads(), WideVectors(), ArangePads()):   # (then also tiles of rows no row-wise layout
-    if isinstance(pads, WideVectors) and not mixed or isinstance(pads, ArangePads) and not aranges:  # takes: 46d)
+  (WideVectors); where the kernel reads a 2-D tile of rows not a multiple of 4 whose columns registers hold (a
+  (7, 128) tile of heads), one pads those too (WholeRowPads: its halves need such rows); where the kernel makes an
+  ml.arange of an odd length, a last one pads those too (ArangePads)."""
+  from .ops.padded_tiles import ArangePads, PadAbort, Pads, RowPads, WholeRowPads, WideVectors
+  mixed, mistake, aranges, whole = False, None, False, False
+  for pads in (Pads(), RowPads(), WideVectors(), WholeRowPads(), ArangePads()):   # (then tiles of rows no row-wise
+    if isinstance(pads, WideVectors) and not mixed or isinstance(pads, ArangePads) and not aranges \
+        or type(pads) is WholeRowPads and not whole:                                 # layout takes: 46d)
       continue
     try:
       return _trace(pk, in_specs, out_specs, constexprs, small_loads=None, pad_tiles=pads, **kw)
     except (E.KernelError, PadAbort) as e:
+      whole |= getattr(pads, "whole_rows", False)
       mixed |= pads.mixed
       aranges |= getattr(pads, "odd_aranges", False)
       if mistake is None and any(getattr(x, "padded_mistake", False) for x in getattr(e, "errors", None) or [e]):

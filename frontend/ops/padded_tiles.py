@@ -39,6 +39,13 @@ class RowPads(Pads):
   (probe 46d). Tried after the plain padded trace fails."""
 
 
+class WholeRowPads(RowPads):
+  """A RowPads trace whose 2-D windows of rows not a multiple of 4 are read padded whatever their columns: a token's
+  (7, 128) tile of heads (Qwen2-7B's 28 heads over 4 GPUs) is held as it is, but its NeoX halves `x[:, :64]` are
+  (7, 64) tiles that no layout takes beside a row of cos broadcast along them (probe 53e). Tried after the traces
+  before it fail, so that a kernel they take keeps its IR."""
+
+
 class WideVectors(RowPads):
   """A RowPads trace whose 1-D reads are all padded to a multiple of 16, so that a (17,) bool mask and the (17,)
   floats it selects are padded alike (32); tried last, where a trace before it padded them apart (probe 46j)."""
@@ -81,7 +88,10 @@ def padded_load(cx, ref, name):
   from .memory import DSlice, view
   t = ref.type
   shape, k, d = tuple(t.shape), len(t.shape), resolve(t.dtype)
-  rows = isinstance(pads, RowPads) and k == 2 and shape[0] % 4 and shape[1] % hw.WARPGROUP
+  rows = isinstance(pads, RowPads) and k == 2 and shape[0] % 4 and (shape[1] % hw.WARPGROUP
+                                                                   or isinstance(pads, WholeRowPads))
+  if k == 2 and shape[0] % 4 and shape[0] > 1 and not shape[1] % hw.WARPGROUP:
+    pads.whole_rows = True    # (a tile WholeRowPads reads padded: that trace is worth trying)
   if k == 0 or _holds(shape) and not rows or not isinstance(d, DType) or getattr(t, "transposed", False):
     return None
   up = _up(shape, d, isinstance(pads, WideVectors))
