@@ -482,6 +482,26 @@ def run_rope(k):
   close(k(q, cos, sin, interpret=True), jnp.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], -1))
 
 
+def run_rope_inplace(k):      # probe 53e: pointer-block stores through the aliased inputs q and k
+  q, kk, cs = np.asarray(rand(3, 256)), np.asarray(rand(3, 128)), np.asarray(rand(8, 128))
+  pos = np.array([5, 0, 7], np.int32)
+  def rot(x):
+    x = x.reshape(3, -1, 128)
+    c, s = cs[pos][:, None, :64], cs[pos][:, None, 64:]
+    return np.concatenate([x[..., :64] * c - x[..., 64:] * s, x[..., 64:] * c + x[..., :64] * s], -1).reshape(3, -1)
+  got_q, got_k = k(q, kk, pos, cs, interpret=True)
+  close(got_q, rot(q))
+  close(got_k, rot(kk))
+
+
+def run_rope_shard(k):        # probe 53e: the halves of a (7, 128) tile of heads, read padded to 8 rows
+  q, c, s = np.asarray(rand(3, 7, 128)), np.asarray(rand(8, 64)), np.asarray(rand(8, 64))
+  pos = np.array([2, 7, 0], np.int32)
+  cc, ss = c[pos][:, None], s[pos][:, None]
+  x1, x2 = q[..., :64], q[..., 64:]
+  close(k(q, pos, c, s, interpret=True), np.concatenate([x1 * cc - x2 * ss, x2 * cc + x1 * ss], -1))
+
+
 def run_rope_halves(k):       # probe 49a: halves of a (2, 96) tile read padded to (4, 96)
   x, cos, sin = rand(2, 96), rand(2, 48), rand(2, 48)
   x1, x2 = x[:, :48], x[:, 48:]
@@ -531,6 +551,9 @@ CASES = [
     Case(L, "embedding", [S((100, 64), f32), S((128,), i32)], run=run_embedding),
     Case(L, "rope", [S((9, 6, 64), f32), S((9, 32), f32), S((9, 32), f32)], run=run_rope),
     Case(L, "rope_halves", [S((2, 96), f32), S((2, 48), f32), S((2, 48), f32)], run=run_rope_halves),
+    Case(L, "rope_inplace", [S((3, 256), f32), S((3, 128), f32), S((3,), i32), S((8, 128), f32)],
+         run=run_rope_inplace),
+    Case(L, "rope_shard", [S((3, 7, 128), f32), S((3,), i32), S((8, 64), f32), S((8, 64), f32)], run=run_rope_shard),
     Case(L, "combine_splits", [S((1, 4, 8), f32), S((1, 4, 8), f32), S((1, 4, 8, 40), f32)], run=run_combine_splits),
     Case(L, "route", [S((5, 96), f32)], run=run_route),
     Case(L, "softmax", [S((64, 256), f32)], run=run_softmax),
