@@ -171,9 +171,11 @@ class Assignments:
           return                          # out[offs] += v of a run pid * n + ml.arange(n): its window's
         name, idx = self.text(node.target.value), self.index_text(node.target.slice)   # counts[ids] += 1
         sign = "-" if isinstance(node.op, ast.Sub) else ""
+        src = self._aliased_source(ref)
+        start = f"the elements it does not update keep {src}'s values" if src else "an output so updated starts at 0"
         self.unsupported(node.target, "an augmented assignment at a tensor of indices", hint=(
             f"accumulate with ml.atomic_add({name}.at[{idx}], {sign}{self.text(node.value)}) (jnp's"
-            f" {name}.at[{idx}].add; repeated indices add up; an output so updated starts at 0)"
+            f" {name}.at[{idx}].add; repeated indices add up; {start})"
             if isinstance(node.op, (ast.Add, ast.Sub)) else
             f"gather, combine and update element by element: {name}[...] is read and written whole,"
             f" scatters only add, max or min (ml.atomic_add / ml.atomic_max / ml.atomic_min)"))
@@ -389,6 +391,16 @@ class Assignments:
     cx = self.cx(target, values=[iref.ref, value], operands=[target, target])
     cx.access = "write"
     gather.scatter(cx, gather.AtomicKind.SET, iref, value, what="the scatter")
+
+  def _aliased_source(self, ref) -> str | None:
+    """The name of the input whose memory `ref` is (input_output_aliases: the aliased input itself, or the input
+    its output starts as), or None: what an update at computed places keeps where it does not write."""
+    from .ops.memory import root
+    r = root(self.b, ref)
+    if r.id in getattr(self.b, "aliased", ()):
+      return r.name
+    src = getattr(self.b, "alias_of", {}).get(r.id)
+    return src.name if src is not None else None
 
   def _scatter_set(self, target, ref, index, value_node) -> bool:
     """Whether `c[tok, :] = v` of a GMEM ref is a scatter (an index is a tensor); into an input,

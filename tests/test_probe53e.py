@@ -152,6 +152,37 @@ def test_token_counts_are_updated_atomically_in_place():
          hint="accumulate into an output (out) instead: it starts at the operation's identity, e.g. 0 for add")
 
 
+@mg.mgpu_kernel(out_shape=lambda l, t, b: l, grid=lambda l, t, b: (l.shape[0],), input_output_aliases={0: 0})
+def logit_bias_augmented(logits, tokens, bias, out):
+  r = ml.program_id(0)
+  logits[r, tokens[r, :]] += bias[r, :]
+
+
+@mg.mgpu_kernel(out_shape=lambda l, t, b: l, grid=lambda l, t, b: (l.shape[0],), input_output_aliases={0: 0})
+def logit_bias_atomic(logits, tokens, bias, out):
+  r = ml.program_id(0)
+  ml.atomic_add(logits.at[r, tokens[r, :]], bias[r, :])
+
+
+def test_logit_bias_added_in_place_and_the_hint_of_its_augmented_assignment():
+  """`logits[r, ids] += b` at computed places is MG001, whose hint writes the atomic add; its words said the
+  logits "start at 0", which an aliased input does not: they keep their values. The atomic add it writes computes
+  through the aliased input (it was MG303)."""
+  rng = np.random.default_rng(5)
+  logits = rng.standard_normal((3, 1000)).astype(np.float32)
+  tokens = np.stack([rng.permutation(1000)[:16] for _ in range(3)]).astype(np.int32)
+  bias = rng.standard_normal((3, 16)).astype(np.float32)
+  want = logits.copy()
+  for r in range(3):
+    want[r, tokens[r]] += bias[r]
+  np.testing.assert_allclose(logit_bias_atomic(logits, tokens, bias, interpret=True), want, rtol=1e-6)
+  expect(logit_bias_augmented, [S(a.shape, a.dtype) for a in (logits, tokens, bias)], mg.UnsupportedSyntaxError,
+         "logits[r, tokens[r, :]]", "an augmented assignment at a tensor of indices is not supported in a kernel",
+         hint="accumulate with ml.atomic_add(logits.at[r, tokens[r, :]], bias[r, :]) (jnp's"
+              " logits.at[r, tokens[r, :]].add; repeated indices add up; the elements it does not update keep"
+              " logits's values)")
+
+
 @mg.mgpu_kernel(out_shape=lambda k, v, kc, vc, s: (kc, vc), grid=lambda k, v, kc, vc, s: (k.shape[0], k.shape[1]),
                 input_output_aliases={2: 0, 3: 1})
 def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, kc_out, vc_out):
