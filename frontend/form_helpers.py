@@ -204,3 +204,30 @@ def min_k(x, k):
   exact), ties by position."""
   v, i = ml.top_k(-x, k)
   return -v, i
+
+
+@ml.inline
+def partition(x, kth, axis):
+  """jnp.partition of float x along a static axis of a 1-D or 2-D tile, jax's formula: the kth + 1 smallest,
+  -ml.top_k(-x) (ascending), then the rest, ml.top_k(x) (descending), each in XLA's total order as jax's top_k
+  (-0.0 below +0.0, a NaN by its sign bit), ties by position; the descending one rolled by kth + 1 into place."""
+  w = x if axis == len(x.shape) - 1 else x.T
+  n = w.shape[-1]
+  low = -ml.top_k(-w, n)[0]
+  high = ml.roll(ml.top_k(w, n)[0], kth + 1, axis=len(w.shape) - 1)
+  out = ml.where(ml.arange(n) <= kth, low, high) if len(w.shape) == 1 else \
+      ml.where(ml.arange(n)[None, :] <= kth, low, high)
+  return out if axis == len(x.shape) - 1 else out.T
+
+
+@ml.inline
+def argpartition(x, kth, axis):
+  """jnp.argpartition of float x (as partition above): the positions of the kth + 1 smallest, ml.top_k(-x)'s, then
+  the others in their own order (jax's top_k of a proxy, a stable argsort of whether each rank is past kth)."""
+  w = x if axis == len(x.shape) - 1 else x.T
+  n = w.shape[-1]
+  order = ml.top_k(-w, n)[1]
+  rest = ml.argsort((ml.argsort(order) > kth).astype(ml.int32))
+  out = ml.where(ml.arange(n) <= kth, order, rest) if len(w.shape) == 1 else \
+      ml.where(ml.arange(n)[None, :] <= kth, order, rest)
+  return out if axis == len(x.shape) - 1 else out.T

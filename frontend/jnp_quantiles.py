@@ -85,8 +85,8 @@ def _partition(arg):
   """jnp.partition / jnp.argpartition along a static axis of a 1-D or 2-D tile, as jax's: the kth + 1 smallest in
   ascending order (ties by position), then the rest: partition's in descending order (top_k's, NaN first), from a
   descending sort rolled by kth + 1 into place; argpartition's positions in their own order (jax ranks a proxy),
-  the stable argsort of whether each element's rank is past kth. Signed zeros tie by position (jax's top_k puts
-  +0.0 above -0.0)."""
+  the stable argsort of whether each element's rank is past kth. Floats' are jax's two top_ks' in its total order
+  (-0.0 below +0.0, a NaN by its sign bit: form_helpers.partition and argpartition; probe 53c)."""
   def make(a):
     x, kth, axis = a["a"], a["kth"], a["axis"]
     shape = _shape(a, x)
@@ -100,6 +100,9 @@ def _partition(arg):
       return None
     kth %= n
     idx = "" if len(shape) == 1 else "[:, None]" if axis == 0 else "[None, :]"
+    if _kind(x) == "float":     # (jax's top_ks, in their total order of floats: probe 53c)
+      from .form_helpers import argpartition, partition
+      return "{3}({0}, {1}, {2})", [x, kth, axis, argpartition if arg else partition]
     if arg:      # (jax's top part: the other positions in their own order, top_k of a proxy of ones and zeros)
       rank = f"ml.argsort(ml.argsort({{0}}, axis={axis}), axis={axis})"
       return (f"ml.where(ml.arange({n}){idx} <= {kth}, ml.argsort({{0}}, axis={axis}),"

@@ -19,8 +19,13 @@ I32 = jnp.int32
 
 def _top_k(x, k):
   """jax.lax.top_k as documented: largest first, equal elements by position (XLA's CPU top_k breaks ties
-  otherwise for k near the row's length), NaN first as jnp's descending sort."""
-  i = np.asarray(jnp.argsort(jnp.asarray(x), axis=-1, descending=True, stable=True))[..., :k]
+  otherwise for k near the row's length), floats in XLA's total order (a positive NaN first, +0.0 above -0.0:
+  probe 53c; it was jnp's descending sort, which ties the zeros)."""
+  keys = np.asarray(x)
+  if np.issubdtype(np.asarray(x).dtype, np.floating) or keys.dtype == jnp.bfloat16:
+    b = np.asarray(x, np.float32).view(np.int32).astype(np.int64)
+    keys = np.where(b < 0, b ^ 0x7FFFFFFF, b)
+  i = np.argsort(-keys.astype(np.int64), axis=-1, kind="stable")[..., :k].astype(np.int32)
   return np.take_along_axis(np.asarray(x), i, axis=-1), i
 
 

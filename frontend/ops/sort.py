@@ -25,6 +25,7 @@ from . import padded_tiles
 from .base import builtin, check_register_value, is_tensor, kind_of, shown
 from .scratches import row_scratch, scratch
 from .elementwise_checks import method_on
+from .elementwise_fns import bitcast
 
 
 @ir.op(Traits(effects=lambda o: [(o.keys, Access.REG_WRITE), (o.keys, Access.REG_READ),
@@ -47,7 +48,10 @@ class Sort(ir.Op):
   valid: int = 0
 
 
-def sort_tensor(cx, x, axis, descending, what, late_first=False):
+def sort_tensor(cx, x, axis, descending, what, late_first=False, total=False):
+  """`total`: floats in XLA's total order, as jax.lax.top_k compares them (-0.0 below +0.0, a NaN above +inf or
+  below -inf by its sign bit), where jnp.sort's order ties the zeros and puts every NaN last: the sort of integer
+  keys of the bits (total_keys), which give back the same bits (probe 53c)."""
   check_register_value(cx, x, what)
   if not is_tensor(x) or not x.type.shape:
     raise E.KernelTypeError(f"{what} takes a register tensor, got {kind_of(x)}"
@@ -68,11 +72,13 @@ def sort_tensor(cx, x, axis, descending, what, late_first=False):
     perm = tuple(i for i in range(rank) if i != a) + (a,)
     back = tuple(perm.index(i) for i in range(rank))
     moved = transpose.rule(cx, x, perm)
-    return tuple(transpose.rule(cx, r, back) for r in sort_tensor(cx, moved, -1, descending, what, late_first))
+    return tuple(transpose.rule(cx, r, back) for r in sort_tensor(cx, moved, -1, descending, what, late_first, total))
   if rank > 2:         # each row of the last axis sorted apart: the sort of the 2-D reshape, reshaped back
     from .shape import reshape_
     flat = reshape_(cx, x, (math.prod(shape[:-1]), shape[-1]))
-    return tuple(reshape_(cx, r, shape) for r in sort_tensor(cx, flat, -1, descending, what, late_first))
+    return tuple(reshape_(cx, r, shape) for r in sort_tensor(cx, flat, -1, descending, what, late_first, total))
+  if total and isinstance(resolve(x.type.dtype), DType) and resolve(x.type.dtype).is_float:
+    return total_sort(cx, x, descending, what, late_first)
   from .small_scans import held_sort
   if rank == 2 and (held := held_sort(cx, x, descending, what, late_first, sort_tensor)) is not None:
     return held           # a small statistic held as a vector: row by row through SMEM (ops/small_scans.py)
@@ -104,6 +110,35 @@ def sort_tensor(cx, x, axis, descending, what, late_first=False):
     vals = vals if key == d else ew.narrowed(cx, vals, d)      # (float8_e5m2's infinities kept)
   if padded:
     cx.b.pad_tiles[vals.id] = cx.b.pad_tiles[pos.id] = own
+  return vals, pos
+
+
+def total_sort(cx, x, descending, what, late_first):
+  """sort_tensor(..., total=True) of floats: the sort of `k = b ^ 0x7FFF...` where the bits `b` (as signed integers of
+  the float's width; float8 widened to float32 first, exactly) are negative, `b` elsewhere: integers that order as
+  XLA's total order of the floats, -NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN; the same map takes the
+  sorted keys back to the floats' bits."""
+  d = resolve(x.type.dtype)
+  wide = DType.f32 if d.bits == 8 else d
+  ints = {32: DType.i32, 16: DType.i16}[wide.bits]
+  own = padded_tiles.true_shape(cx.b, x)
+  padded = own != tuple(x.type.shape)
+  flip = (1 << (wide.bits - 1)) - 1
+
+  def keys(v):        # (an involution: keys of keys are the bits)
+    return ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, v, 0), ew.binary(cx, ew.BinOp.XOR, v, flip), v)
+
+  with padded_tiles.allowed(cx) if padded else contextlib.nullcontext():
+    v = x if wide == d else ew.astype(cx, x, wide)
+    k = keys(bitcast.rule(cx, v, ints))
+    if padded:
+      cx.b.pad_tiles[k.id] = own
+  sk, pos = sort_tensor(cx, k, -1, descending, what, late_first)
+  with padded_tiles.allowed(cx) if padded else contextlib.nullcontext():
+    vals = bitcast.rule(cx, keys(sk), wide)
+    vals = vals if wide == d else ew.narrowed(cx, vals, d)
+  if padded:
+    cx.b.pad_tiles[vals.id] = own
   return vals, pos
 
 
@@ -166,7 +201,7 @@ def top_k(cx, x, k, axis=-1):
             f" ml.transpose(v, {back}) and ml.transpose(i, {back}) have it where it was")
     raise E.KernelTypeError(f"ml.top_k takes the top k along the last axis; axis {axis} of a {rank}-D tensor is not"
                             " it", cx.loc, hint=hint)
-  vals, pos = sort_tensor(cx, x, axis, True, "ml.top_k")
+  vals, pos = sort_tensor(cx, x, axis, True, "ml.top_k", total=True)
   shape = tuple(x.type.shape)
   n = shape[-1]
   rows = math.prod(shape[:-1])
