@@ -136,8 +136,8 @@ ATOMIC_GMEM = {"add": frozenset((_F, *_H, *_I, DType.i64)), "max": frozenset((_F
 ATOMIC_SMEM = {"add": frozenset((_F, *_H, *_I)), "max": frozenset(_I), "min": frozenset(_I)}
 # (int64 with jax_enable_x64: one `red.add.u64` / `red.max.s64` of a single element, probe 49c; float16 and
 # bfloat16 add: `red.add.noftz.f16` / `.bf16`, as a scatter's elements take, probe 50c)
-ATOMIC_SCALAR = {"add": frozenset((_F, *_H, *_I, DType.i64)), "max": frozenset((_F, *_I, DType.i64)),
-                 "min": frozenset((_F, *_I, DType.i64))}
+ATOMIC_SCALAR = {"add": frozenset((_F, *_H, *_I, DType.i64)), "max": frozenset((_F, *_H, *_I, DType.i64)),
+                 "min": frozenset((_F, *_H, *_I, DType.i64))}
 # One element a `red` from every thread (scatters): float16/bfloat16 add one element at a time
 # (`red.add.noftz.f16`, as tensor atomics of odd pairs do); their max and min come in pairs only; float32
 # max and min are two integer `red`s on the bits, as in ATOMIC_GMEM.
@@ -155,10 +155,12 @@ ATOMIC_SMEM_ELEMENT = {"add": frozenset((_F, *_H, *_I)), "max": frozenset((_F, *
 # int64 too (jax_enable_x64's default ints: a 64-bit ticket or lock): atom.add.u64, max/min.s64, cas/exch.b64.
 # float32 max and min too: one integer atom on the bits, by the value's sign (lowering/atomic_rmw.py, probe 49c).
 # float16 and bfloat16 add and cas (probe 50c): atom.add.noftz.f16 / .bf16 and atom.cas.b16 (PTX has no 16-bit
-# exch, max or min).
-ATOMIC_FETCH = {"add": frozenset((_F, *_H, *_I, DType.i64)), "max": frozenset((_F, *_I, DType.i64)),
-                "min": frozenset((_F, *_I, DType.i64)), "cas": frozenset((_F, *_H, *_I, DType.i64)),
-                "exch": frozenset((_F, *_I, DType.i64))}
+# exch, max or min of its own).
+# float16 and bfloat16 exch, max and min too (probe 53c): a loop of atom.cas.b16 on the element
+# (lowering/atomic_rmw.py, _half_cas_loop); a single element's max or min takes it also where its value is unused.
+ATOMIC_FETCH = {"add": frozenset((_F, *_H, *_I, DType.i64)), "max": frozenset((_F, *_H, *_I, DType.i64)),
+                "min": frozenset((_F, *_H, *_I, DType.i64)), "cas": frozenset((_F, *_H, *_I, DType.i64)),
+                "exch": frozenset((_F, *_H, *_I, DType.i64))}
 # Triton's bitwise atomics (probe 49c): `red`/`atom` and, or, xor of 32-bit integers (.b32) everywhere.
 for _t in (ATOMIC_GMEM, ATOMIC_SMEM, ATOMIC_SCALAR, ATOMIC_ELEMENT, ATOMIC_SMEM_ELEMENT, ATOMIC_FETCH):
   _t.update({k: frozenset(_I) for k in ("and", "or", "xor")})

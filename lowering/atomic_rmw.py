@@ -67,10 +67,44 @@ def _half_atom(ptr, kind: AtomicKind, d: DType, value, cmp, order: str):
   b = lambda v: arith.bitcast(i16, v)
   if kind == AtomicKind.CAS:      # PTX's order: [a] == b ? c : [a]
     old = _asm(f"atom{order}.cas.b16 $0, [$1], $2, $3;", [ptr, b(cmp), b(value)], "=h,l,h,h", i16)
+  elif kind in (AtomicKind.XCHG, AtomicKind.MAX, AtomicKind.MIN):
+    old = _half_cas_loop(ptr, kind, value, order)
   else:
     name = "f16" if d == DType.f16 else "bf16"
     old = _asm(f"atom{order}.add.noftz.{name} $0, [$1], $2;", [ptr, b(value)], "=h,l,h", i16)
   return arith.bitcast(ty, old)
+
+
+def _half_cas_loop(ptr, kind: AtomicKind, value, order: str):
+  """A float16 or bfloat16 element's xchg, max or min with its old value (probe 53c; PTX has no 16-bit atom exch,
+  max or min): `atom.cas.b16` of the element's own 16 bits in a loop, until the bits it finds are the ones its new
+  value was computed from; those are the old value. The first cas (of the value for itself: no change unless
+  equal) reads the element. A max takes the value where it is >= the element's or the element is a NaN and the
+  value is not, a min likewise: np.fmax's and np.fmin's order of operands (combine's in interpret mode). The bits
+  are compared as integers, so a NaN ends the loop too."""
+  i16 = ir.IntegerType.get_signless(16)
+  ty = value.type
+  vb = arith.bitcast(i16, value)
+  cas = lambda cmp, new: _asm(f"atom{order}.cas.b16 $0, [$1], $2, $3;", [ptr, cmp, new], "=h,l,h,h", i16)
+  start = cas(vb, vb)
+  loop = scf.WhileOp([i16], [start])
+  before = loop.before.blocks.append(i16)
+  with ir.InsertionPoint(before):
+    seen = before.arguments[0]
+    if kind == AtomicKind.XCHG:
+      new = vb
+    else:
+      a = arith.bitcast(ty, seen)
+      pred = arith.CmpFPredicate.OGE if kind == AtomicKind.MAX else arith.CmpFPredicate.OLE
+      take = arith.ori(arith.cmpf(pred, value, a), arith.andi(arith.cmpf(arith.CmpFPredicate.UNO, a, a),
+                                                              arith.cmpf(arith.CmpFPredicate.ORD, value, value)))
+      new = arith.select(take, vb, seen)
+    old = cas(seen, new)
+    scf.condition(arith.cmpi(arith.CmpIPredicate.ne, old, seen), [old])
+  after = loop.after.blocks.append(i16)
+  with ir.InsertionPoint(after):
+    scf.yield_([after.arguments[0]])
+  return loop.results[0]
 
 
 def _f32_extreme_atom(ptr, kind: AtomicKind, value, order: str):

@@ -309,7 +309,7 @@ def sequential_consistency(x, lock):
 
 @mg.mgpu_kernel(out_shape=lambda x: S((4,), F16), grid=(4,))
 def half_lock(x, o):
-  ml.atomic_xchg(o.at[0], 1.0)          # (a float16 cas is atom.cas.b16 since probe 50c; PTX has no 16-bit exch)
+  ml.atomic_xchg(o.at[0], 1.0)          # (a loop of atom.cas.b16 since probe 53c: tests/test_probe53c.py)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((16,), I32), grid=lambda x: (x.shape[0] // 128,))
@@ -359,10 +359,9 @@ def test_what_the_atoms_do_not_take_is_said_at_the_call():
          "ml.atomic_cas's sem= must be one of 'relaxed', 'acquire', 'release', 'acq_rel', got 'seq_cst'",
          hint="sem='acq_rel' (Triton's default)")
   # (a float32 max's value, float_max_value, computes since probe 49c: test_probe49c)
-  expect(half_lock, spec, mg.UnsupportedDtypeError, "ml.atomic_xchg(",
-         "ml.atomic_xchg on float16 is not supported: Hopper's atom exch takes float32, int32, int64, uint32",
-         hint="PTX has no 16-bit exchange: make the array float32 (jnp.float32 in its out_shape) and convert it"
-              " outside the kernel, .astype(jnp.float16) (float16 and bfloat16 take ml.atomic_add and ml.atomic_cas)")
+  # (a float16 xchg was MG106 here; since probe 53c it is a loop of atom.cas.b16)
+  np.testing.assert_array_equal(np.asarray(half_lock(np.zeros(4, np.float32), interpret=True), np.float32),
+                                [1, 0, 0, 0])
 
 
 # ---------------------------------------------------------------- what a lock does not order stays a race

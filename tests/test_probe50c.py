@@ -284,7 +284,7 @@ def test_a_spin_on_a_tensors_atomic_lets_the_other_programs_run(monkeypatch):
     waits_for_nobody(x, interpret=True)
 
 
-# ---------------------------------------------------------------- what stays an error: a 16-bit exchange
+# ---------------------------------------------------------------- a 16-bit exchange (MG106 until probe 53c)
 @mg.mgpu_kernel(out_shape=lambda x: S((128,), BF), grid=(1,))
 def bf16_swap(x, out):
   ml.atomic_xchg(out.at[:], x[...])
@@ -295,11 +295,9 @@ def f16_swap_one(x, out):
   ml.atomic_xchg(out.at[2], x[0])
 
 
-def test_a_16_bit_exchange_says_what_to_write():
-  from locate import expect
-  for kernel, d, name in ((bf16_swap, BF, "bfloat16"), (f16_swap_one, F16, "float16")):
-    expect(kernel, [S((128,), d)], mg.UnsupportedDtypeError, "ml.atomic_xchg(",
-           f"ml.atomic_xchg on {name} is not supported: Hopper's atom exch takes float32, int32, int64, uint32",
-           hint="PTX has no 16-bit exchange: make the array float32 (jnp.float32 in its out_shape) and convert it"
-                f" outside the kernel, .astype(jnp.{name}) (float16 and bfloat16 take ml.atomic_add and"
-                " ml.atomic_cas)")
+def test_a_16_bit_exchange_stores_the_value():
+  """A loop of atom.cas.b16 since probe 53c (tests/test_probe53c.py has its old values and GPU test)."""
+  x = np.random.default_rng(0).standard_normal(128)
+  np.testing.assert_array_equal(np.asarray(bf16_swap(x.astype(BF), interpret=True)), x.astype(BF))
+  np.testing.assert_array_equal(np.asarray(f16_swap_one(x.astype(F16), interpret=True)),
+                                np.array([0, 0, x.astype(F16)[0], 0], F16))

@@ -427,10 +427,11 @@ def check_atomic_layouts(kernel: ir.Kernel) -> None:
           f" updates untiled SMEM buffers (each element at its own address)", o.loc,
           hint=f"scatter into a buffer of its own, h = ml.smem({o.ref.type.shape}, jnp.{dt}) filled with"
                f" zeros, and add it before the ml.dot: {buf}[...] = {buf}[...] + h[...]")
-    if (not isinstance(o, AtomicUpdate) or o.kind in (AtomicKind.ADD, AtomicKind.SET, AtomicKind.CAS)
-        or not o.ref.type.shape):
+    if (not isinstance(o, AtomicUpdate) or o.kind in (AtomicKind.ADD, AtomicKind.SET, AtomicKind.CAS, AtomicKind.XCHG)
+        or not o.ref.type.shape or o.results):
       continue          # (a plain scatter, kind SET, stores each element whole: no pairs needed; probe 46a; a cas is
-                        # an `atom.cas.b16` per element, probe 50c)
+                        # an `atom.cas.b16` per element, probe 50c; an xchg, and a max or min whose old values are
+                        # used, a loop of them, probe 53c)
     t = o.value.type
     d = resolve(t.dtype)
     if not (isinstance(d, DType) and d.is_float and d.bits == 16 and odd_pairs(t)):

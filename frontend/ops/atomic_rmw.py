@@ -127,10 +127,7 @@ def check_fetch_dtype(cx, kind: AtomicKind, d, what: str):
     ok = ", ".join(sorted(str(x) for x in hw.ATOMIC_FETCH[kind.value]))
     raise E.UnsupportedDtypeError(
         f"{what} on {dtype_name(d)} is not supported: Hopper's atom {kind.value} takes {ok}", cx.loc,
-        hint="PTX has no 16-bit exchange: make the array float32 (jnp.float32 in its out_shape) and convert it"
-             f" outside the kernel, .astype(jnp.{dtype_name(d)}) (float16 and bfloat16 take ml.atomic_add and"
-             " ml.atomic_cas)" if kind == AtomicKind.XCHG and d in (DType.f16, DType.bf16) else
-        "make the lock or counter int32 (jnp.int32 in its out_shape)" + (
+        hint="make the lock or counter int32 (jnp.int32 in its out_shape)" + (
             "; a float32 max or min that returns nothing is ml.atomic_max(out.at[i], v) with its value unused"
             if kind in (AtomicKind.MAX, AtomicKind.MIN) and d == DType.f32 else ""))
 
@@ -215,7 +212,9 @@ def plan_fetch_scratch(kernel: ir.Kernel, builder) -> None:
         if block.ops[i].results:
           builder.defs[o.results[0].id] = block.ops[i]
         continue
-      if o.results[0].id not in used:       # an update as before: relaxed unless sem= says otherwise
+      half = o.kind in (AtomicKind.MAX, AtomicKind.MIN) and resolve(o.ref.type.dtype) in (DType.f16, DType.bf16)
+      if o.results[0].id not in used and not half:   # an update as before: relaxed unless sem= says otherwise
+        # (a 16-bit float max or min has no `red` of one element: its cas loop runs, the value unused; probe 53c)
         block.ops[i] = dataclasses.replace(o, results=(), sem=o.sem or "relaxed")
         continue
       d = resolve(o.ref.type.dtype)
@@ -233,7 +232,8 @@ def plan_fetch_scratch(kernel: ir.Kernel, builder) -> None:
         allocs.append(alloc)
         kernel.smem.append(v)
         words[d] = v
-      block.ops[i] = dataclasses.replace(o, scratch=words[d], sem=o.sem or "acq_rel")
+      block.ops[i] = dataclasses.replace(o, scratch=words[d], sem=o.sem or ("acq_rel" if o.results[0].id in used
+                                                                            else "relaxed"))
       builder.defs[o.results[0].id] = block.ops[i]
 
   visit(kernel.body)
