@@ -231,3 +231,20 @@ def argpartition(x, kth, axis):
   out = ml.where(ml.arange(n) <= kth, order, rest) if len(w.shape) == 1 else \
       ml.where(ml.arange(n)[None, :] <= kth, order, rest)
   return out if axis == len(x.shape) - 1 else out.T
+
+
+@ml.inline
+def window_taps(p, init, taps, kind):
+  """lax.reduce_window's combine of the taps of the padded tile p (window_forms.py): `init` first, then each tap, the
+  static slices `taps` of p in the window's row-major order, combined by `kind` ('max', 'min', 'add', 'mul')."""
+  acc = init
+  for tap in taps:
+    if kind == "max":
+      acc = ml.maximum(acc, p[tap])
+    elif kind == "min":
+      acc = ml.minimum(acc, p[tap])
+    elif kind == "add":
+      acc = acc + p[tap]
+    else:
+      acc = acc * p[tap]
+  return acc

@@ -23,6 +23,7 @@ from .jnp_bits import BITS
 from .jnp_scipy import SCIPY
 from .jnp_math import MATH
 from .jnp_quantiles import QUANTILES
+from .window_forms import WINDOWS
 from .ufunc_reduce import REDUCTIONS
 from .jnp_pad import PAD
 from .jnp_moves import MOVES
@@ -241,6 +242,7 @@ STAND_INS[jnp_prod] = ("jnp", "prod")
 SHAPED.update(STATS)          # jnp's statistics (jnp.linalg.norm, jnp.nanmean, ...): jnp_stats.py, after the forms
 SHAPED.update(MATH)           # jnp.sinh, jnp.arctanh, jnp.sinc, jax.nn.glu, ...: jnp_math.py
 SHAPED.update(QUANTILES)      # jnp.quantile, jnp.percentile, jnp.nanargmax, jnp.nanargmin: jnp_quantiles.py
+SHAPED.update(WINDOWS)        # jax.lax.reduce_window of a register tile (pooling): window_forms.py
 SHAPED.update(REDUCTIONS)     # jax.lax.reduce of a monoid or a combine of the kernel's: ufunc_reduce.py
 SHAPED.update(BITS)           # jnp.nextafter, jnp.frexp, lax.reduce_precision, lax.lgamma, ...: jnp_bits.py
 SHAPED.update(SCIPY)          # jax.scipy.special.xlogy, entr, ndtr, jnp.divmod, jnp.vdot, ...: jnp_scipy.py

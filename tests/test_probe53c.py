@@ -193,3 +193,67 @@ def test_half_atomics_on_the_gpu(dtype):
   w = np.random.default_rng(5).standard_normal((8, 64)).astype(dtype)
   for got, want in zip(window_olds(w), window_olds(w, interpret=True)):
     np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+# ---------------------------------------------------------------- lax.reduce_window of a register tile (pooling)
+L = jax.lax
+_POOLS = {     # name -> (the pooling, the result's shape of a (16, 64) tile)
+    "max2x2": (lambda v: L.reduce_window(v, -jnp.inf, L.max, (2, 2), (2, 2), "VALID"), (8, 32)),
+    "max3x3_same": (lambda v: L.reduce_window(v, -jnp.inf, L.max, (3, 3), (1, 1), "SAME"), (16, 64)),
+    "avg2x2": (lambda v: L.reduce_window(v, 0.0, L.add, (2, 2), (2, 2), "VALID") / 4, (8, 32)),
+    "min_rows_pad": (lambda v: L.reduce_window(v, jnp.inf, L.min, (5, 1), (1, 1), ((2, 2), (0, 0))), (16, 64)),
+    "sum_valid3": (lambda v: L.reduce_window(v, 0.0, L.add, (1, 3), (1, 1), "VALID"), (16, 62)),
+}
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, pool: S(_POOLS[pool][1], x.dtype))
+def pooled(x, o, *, pool: ml.constexpr):
+  o[...] = _POOLS[pool][0](x[...])
+
+
+@pytest.mark.parametrize("pool", sorted(_POOLS))
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
+def test_reduce_window_of_a_register_tile_is_laxs(pool, dtype):
+  x = np.random.default_rng(6).standard_normal((16, 64)).astype(dtype)
+  x[3, 5] = np.nan
+  want = np.asarray(_POOLS[pool][0](jnp.asarray(x)), np.float32)
+  got = np.asarray(pooled(x, pool=pool, interpret=True), np.float32)
+  if "max" in pool or "min" in pool:        # (exact; a sum's order of additions is XLA's own)
+    np.testing.assert_array_equal(got, want)
+  else:
+    np.testing.assert_allclose(got, want, rtol=1e-2 if dtype == BF16 else 1e-6, atol=1e-2 if dtype == BF16 else 1e-6)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((4, 4, 16), x.dtype), S((64,), jnp.int32)))
+def pooled_nhwc_and_causal(x, o, c):
+  o[...] = L.reduce_window(x[...], -jnp.inf, L.max, (2, 2, 1), (2, 2, 1), "VALID")     # an NHWC image's 2x2 max pool
+  t = (x[...].reshape(-1)[:64] * 4).astype(jnp.int32)
+  c[...] = L.reduce_window(t, jnp.iinfo(jnp.int32).min, L.max, (4,), (1,), ((3, 0),))   # a causal running max of 4
+
+
+def test_reduce_window_of_3d_and_integer_tiles():
+  x = np.random.default_rng(7).standard_normal((8, 8, 16)).astype(np.float32)
+  o, c = pooled_nhwc_and_causal(x, interpret=True)
+  np.testing.assert_array_equal(np.asarray(o), np.asarray(L.reduce_window(x, -np.inf, L.max, (2, 2, 1), (2, 2, 1),
+                                                                            "VALID")))
+  t = (x.reshape(-1)[:64] * 4).astype(np.int32)
+  np.testing.assert_array_equal(np.asarray(c), np.asarray(L.reduce_window(t, np.iinfo(np.int32).min, L.max, (4,),
+                                                                            (1,), ((3, 0),))))
+
+
+def test_reduce_window_builds_for_the_gpu():
+  for pool in ("max2x2", "min_rows_pad", "sum_valid3"):
+    export(pooled, np.ones((16, 64), BF16), pool=pool)
+  export(pooled_nhwc_and_causal, np.ones((8, 8, 16), np.float32))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs a GPU")
+def test_reduce_window_on_the_gpu():
+  x = np.random.default_rng(8).standard_normal((16, 64)).astype(np.float32)
+  for pool in sorted(_POOLS):
+    np.testing.assert_allclose(np.asarray(pooled(x, pool=pool)), np.asarray(pooled(x, pool=pool, interpret=True)),
+                               rtol=1e-6, atol=1e-6)
+  x = np.random.default_rng(9).standard_normal((8, 8, 16)).astype(np.float32)
+  for got, want in zip(pooled_nhwc_and_causal(x), pooled_nhwc_and_causal(x, interpret=True)):
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
