@@ -21,6 +21,8 @@ def _public(mod: str) -> tuple[str, str] | None:
     return "jax.nn", "jax.nn"
   if parts[:2] == ["jax", "lax"] or parts[:3] == ["jax", "_src", "lax"]:
     return "jax.lax", "jax.lax"
+  if parts[:2] == ["jax", "image"] or parts[:3] == ["jax", "_src", "image"]:     # jax.image.resize (probe 53c)
+    return "jax.image", "jax.image"
   if parts[:4] == ["jax", "_src", "ops", "scatter"]:      # jax.ops.segment_sum, segment_max, ...
     return "jax.ops", "jax.ops"
   if parts[:2] == ["jax", "scipy"] or parts[:3] == ["jax", "_src", "scipy"]:

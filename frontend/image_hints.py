@@ -40,7 +40,8 @@ IMAGE = {
                " ml.clip(ml.sum((xp[None, :] <= q[:, None]).astype(jnp.int32), axis=1) - 1, 0, xp.shape[0] - 2)"
                " (xp a register vector), gather xp[i], xp[i + 1], fp[i], fp[i + 1] from the refs and blend,"
                " fp0 + (q - xp0) / (xp1 - xp0) * (fp1 - fp0) (clip q to xp's ends first for jnp's end values)"),
-    "resize": ("no jax.image.resize: compute each output pixel's source coordinate, sy = (r + 0.5) * (H / OH) - 0.5"
+    "resize": ("jax.image.resize computes in a kernel at integer factors with 'nearest' and scaled up by 2 with"
+               " 'linear' / 'bilinear' (probe 53c); for others compute each output pixel's source coordinate, sy = (r + 0.5) * (H / OH) - 0.5"
                " (clipped at 0), y0 = ml.minimum(ml.floor(sy).astype(jnp.int32), H - 1), y1 = ml.minimum(y0 + 1,"
                " H - 1), fy = sy - y0, and the same along the columns; gather the four neighbours,"
                " x[y0[:, None], x0[None, :]] and so on, and blend them with the fractions ('nearest' gathers"

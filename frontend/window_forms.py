@@ -1,4 +1,5 @@
-"""`jax.lax.reduce_window` of a register tile (max, min, sum and product pooling), written in the kernel language as
+"""`jax.lax.reduce_window` of a register tile (max, min, sum and product pooling) and `jax.image.resize` at
+integer factors (resize, below), written in the kernel language as
 XLA computes it (probe 53c; it was MG003 with a hint that gathered the taps from GMEM): the tile padded with the init
 value where the padding asks (`jnp.pad`'s constant, "SAME" as lax.padtype_to_pads pads), then each tap of the window
 a static slice of the padded tile whose step is the stride (`p[a:a + (o - 1) * s + 1:s, ...]`, a strided slice of
@@ -11,6 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 
+from .jnp_forms import _dtype, _kind
 from .jnp_math import _shape
 
 # the computation, by its name in lax, jnp or operator (ufunc_reduce's monoids that pooling takes)
@@ -79,8 +81,54 @@ def reduce_window(a):
   return f"{{3}}({tile}, {{1}}, {{2}}, {combine!r})", [x, init, taps, window_taps]
 
 
+def _method(m):
+  """jax.image.resize's method (a string or a ResizeMethod) as 'nearest' or 'linear'; None for the others."""
+  name = (m if isinstance(m, str) else getattr(m, "name", "")).lower()
+  return "nearest" if name == "nearest" else "linear" if name in ("linear", "bilinear", "trilinear",
+                                                                   "triangle") else None
+
+
+def resize(a):
+  """jax.image.resize(image, shape, method) of a register tile at static integer factors (probe 53c; it was MG003):
+  'nearest' as jax's (source index floor((i + 0.5) * in / out)): each element repeated f times along an axis
+  scaled up by f (jnp.repeat), every f-th from f // 2 along one scaled down by f (a strided slice); 'linear'
+  ('bilinear') scaled up by 2, jax's triangle weights 3/4 and 1/4 of the two nearest elements, the edge element
+  alone at the ends (form_helpers.upsample2_linear), one axis after another (16-bit floats in float32, rounded
+  once; jax's einsum may round between the axes: within an ulp). Other factors and methods stay MG003 with its
+  hint."""
+  x, shape, method = a["image"], a["shape"], _method(a["method"])
+  own = _shape(a, x)
+  if own is None or method is None or not isinstance(shape, (tuple, list)) or len(shape) != len(own) or not all(
+      isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in shape):
+    return None
+  form, extra = "{0}", []
+  for d, (m, n) in enumerate(zip(own, shape)):
+    if m == n:
+      continue
+    if method == "linear":
+      if n != 2 * m or m < 2:
+        return None
+      if not extra:
+        from .form_helpers import upsample2_linear
+        extra.append(upsample2_linear)
+      form = f"{{1}}({form}, {d})"
+    elif n % m == 0:
+      form = f"jnp.repeat({form}, {n // m}, axis={d})"
+    elif m % n == 0:
+      f = m // n
+      form = f"({form})[{', '.join([':'] * d + [f'{f // 2}::{f}'])}]"
+    else:
+      return None
+  if extra and _kind(x) == "float" and getattr(_dtype(x), "bits", 32) == 16:    # (16-bit floats blended in float32,
+    form = form.replace("{0}", "{0}.astype(jnp.float32)", 1) + ".astype({0}.dtype)"   # rounded once)
+  elif extra and _kind(x) != "float":
+    return None
+  return form, [x, *extra]
+
+
 # (lib, name) -> (the parameters the form reads, its maker): merged into jnp_calls.SHAPED
 WINDOWS = {
+    ("jax.image", "resize"): (("image", "shape", "method", "antialias", "precision"), resize),
     ("jax.lax", "reduce_window"): (("operand", "init_value", "computation", "window_dimensions", "window_strides",
                                     "padding", "base_dilation", "window_dilation"), reduce_window),
 }

@@ -198,6 +198,15 @@ def run_rope_hstack(k):           # (probe 52c: jnp.hsplit and jnp.hstack of reg
 def run_bf16_bits(k):             # (probe 52c: v.view(jnp.uint32) of a register tensor)
   x = rand(8, 128)
   assert np.array_equal(np.asarray(k(x, interpret=True)), np.asarray(jnp.asarray(x, jnp.bfloat16)).view(np.uint16))
+def run_pool_and_upsample(k):    # (probe 53c: lax.reduce_window and jax.image.resize of a register tile)
+  x = jnp.asarray(np.random.default_rng(53).standard_normal((16, 64)), f32)
+  pooled, up = k(x, interpret=True)
+  np.testing.assert_array_equal(np.asarray(pooled), np.asarray(jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (2, 2),
+                                                                                     (2, 2), "VALID")))
+  np.testing.assert_allclose(np.asarray(up), np.asarray(jax.image.resize(x, (32, 128), "bilinear")), rtol=1e-6,
+                             atol=1e-6)
+
+
 def run_clip_range(k):           # (probe 52d: jnp.percentile and jnp.quantile at a static q)
   x = np.array(rand(8, 128))
   close(k(jnp.asarray(x), interpret=True), np.stack([np.percentile(x, 1.0, axis=1), np.quantile(x, 0.99, axis=1)]))
@@ -560,6 +569,7 @@ CASES = [
     Case(L, "ffn_act", [S((8, 128), f32)], run=run_ffn_act),
     Case(L, "l2_normalize", [S((8, 128), f32)], run=run_l2_normalize),
     Case(L, "clip_range", [S((8, 128), f32)], run=run_clip_range),
+    Case(L, "pool_and_upsample", [S((16, 64), f32)], run=run_pool_and_upsample),
     Case(L, "column_sums", [S((100, 200), f32)], run=run_column_sums),
     Case(L, "weight_grad", [S((37, 128), f32), S((37, 128), f32)], run=run_weight_grad),
     Case(L, "column_norms", [S((256, 128), f32)], run=run_column_norms),

@@ -17,6 +17,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from locate import expect
 from probe_util import export
 
 S = jax.ShapeDtypeStruct
@@ -257,3 +258,69 @@ def test_reduce_window_on_the_gpu():
   x = np.random.default_rng(9).standard_normal((8, 8, 16)).astype(np.float32)
   for got, want in zip(pooled_nhwc_and_causal(x), pooled_nhwc_and_causal(x, interpret=True)):
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+# ---------------------------------------------------------------- jax.image.resize of a register tile
+_RESIZES = {     # name -> (the output shape of a (16, 64) tile, the method)
+    "nearest_up2": ((32, 128), "nearest"),
+    "nearest_down2": ((8, 32), "nearest"),
+    "nearest_cols3": ((16, 192), jax.image.ResizeMethod.NEAREST),
+    "bilinear_up2": ((32, 128), "bilinear"),
+    "linear_rows2": ((32, 64), "linear"),
+}
+
+
+@mg.mgpu_kernel(out_shape=lambda x, *, how: S(_RESIZES[how][0], x.dtype))
+def resized(x, o, *, how: ml.constexpr):
+  o[...] = jax.image.resize(x[...], _RESIZES[how][0], _RESIZES[how][1])
+
+
+@pytest.mark.parametrize("how", sorted(_RESIZES))
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
+def test_resize_of_a_register_tile_is_jaxs(how, dtype):
+  x = np.random.default_rng(10).standard_normal((16, 64)).astype(dtype)
+  got = np.asarray(resized(x, how=how, interpret=True), np.float32)
+  shape, method = _RESIZES[how]
+  want = np.asarray(jax.image.resize(jnp.asarray(x), shape, method), np.float32)
+  if "nearest" in how:
+    np.testing.assert_array_equal(got, want)
+  elif dtype == F32:                      # (jax's einsum of the weights: within an ulp or two)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+  else:                                   # (bfloat16: jax's float32 resize, rounded once)
+    np.testing.assert_array_equal(got, np.asarray(jax.image.resize(jnp.asarray(x, F32), shape, method).astype(dtype),
+                                                  np.float32))
+
+
+def test_resize_builds_for_the_gpu():
+  for how in ("nearest_up2", "nearest_down2", "bilinear_up2"):
+    export(resized, np.ones((16, 64), BF16), how=how)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs a GPU")
+def test_resize_on_the_gpu():
+  x = np.random.default_rng(11).standard_normal((16, 64)).astype(np.float32)
+  for how in sorted(_RESIZES):
+    np.testing.assert_allclose(np.asarray(resized(x, how=how)), np.asarray(resized(x, how=how, interpret=True)),
+                               rtol=1e-6, atol=1e-6)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def dilated_pool(x, o):
+  o[...] = jax.lax.reduce_window(x[...], 0.0, jax.lax.add, (1, 2), (1, 1), "SAME", window_dilation=(1, 2))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((24, 96), x.dtype))
+def bicubic(x, o):
+  o[...] = jax.image.resize(x[...], (24, 96), "cubic")
+
+
+def test_what_stays_mg003_says_what_computes():
+  e = expect(dilated_pool, [S((16, 64), F32)], mg.KernelTypeError, "jax.lax.reduce_window(",
+             "reduce_window cannot take a register tensor inside a kernel")
+  assert e.hint.startswith("reduce_window computes in a kernel on a register tile of 1 to 3 axes with a static window,"
+                           " strides and padding, max, min, add or mul, and no dilations (probe 53c); otherwise")
+  e = expect(bicubic, [S((16, 64), F32)], mg.KernelTypeError, "jax.image.resize(",
+             "resize cannot take a register tensor inside a kernel")
+  assert e.hint.startswith("jax.image.resize computes in a kernel at integer factors with 'nearest' and scaled up by"
+                           " 2 with 'linear' / 'bilinear' (probe 53c); for others")
