@@ -269,3 +269,15 @@ def upsample2_linear(v, axis):
   shape = list(v.shape)
   shape[axis] = 2 * n
   return ml.stack([even, odd], axis=axis + 1).reshape(tuple(shape))
+
+
+@ml.inline
+def conv_taps(p, w, taps, shape):
+  """conv_general_dilated of one input channel per output channel (window_forms.conv): the sum over `taps`, each
+  (a static slice of the padded lhs p, the index of its weights in w: a vector over the channels), of the slice times
+  the weights reshaped to `shape` (the channels at the lhs's feature dim, 1 elsewhere)."""
+  acc = None
+  for sl, idx in taps:
+    term = p[sl] * w[idx].reshape(shape)
+    acc = term if acc is None else acc + term
+  return acc

@@ -81,6 +81,99 @@ def reduce_window(a):
   return f"{{3}}({tile}, {{1}}, {{2}}, {combine!r})", [x, init, taps, window_taps]
 
 
+def _conv_specs(dn, rank):
+  """conv_general_dilated's dimension_numbers as (lhs, rhs, out) specs, jax's (batch or out-feature dim, feature or
+  in-feature dim, then the spatial dims in the rhs string's order); None for a form not read here."""
+  if dn is None:
+    return (tuple(range(rank)),) * 3
+  if all(hasattr(dn, k) for k in ("lhs_spec", "rhs_spec", "out_spec")):
+    return tuple(tuple(getattr(dn, k)) for k in ("lhs_spec", "rhs_spec", "out_spec"))
+  if not (isinstance(dn, (tuple, list)) and len(dn) == 3 and all(isinstance(t, str) and len(t) == rank for t in dn)):
+    return None
+  lhs, rhs, out = dn
+  spatial = [c for c in rhs if c not in "OI"]
+  if sorted(lhs) != sorted(out) or "N" not in lhs or "C" not in lhs or "O" not in rhs or "I" not in rhs \
+      or sorted(c for c in lhs if c not in "NC") != sorted(spatial):
+    return None
+  return ((lhs.index("N"), lhs.index("C"), *map(lhs.index, spatial)),
+          (rhs.index("O"), rhs.index("I"), *map(rhs.index, spatial)),
+          (out.index("N"), out.index("C"), *map(out.index, spatial)))
+
+
+def conv(a):
+  """jax.lax.conv_general_dilated(lhs, rhs, window_strides, padding, ...) of register tiles where each output channel
+  reads one input channel (probe 53c; it was MG003): a single channel's stencil (`conv(v[None, None], w[None,
+  None], ...)`) or a depthwise conv (feature_group_count = channels, one filter each: Mamba's causal conv1d,
+  `("NWC", "WIO", "NWC")`); the lhs padded with zeros (jnp.pad), each tap a strided slice of it times the tap's
+  weights (a vector over the channels, broadcast), summed (form_helpers.conv_taps; to float rounding, XLA's order of
+  the sums being its own; 16-bit floats in float32, rounded once). No lhs dilation, no batch groups, out spec = lhs
+  spec; rhs dilation and strides taken. A batch of one leading is dropped first (x[0]), and a padded tile no register
+  tensor holds is padded further at its end (zeros no tap reads) to one that does."""
+  x, w = a["lhs"], a["rhs"]
+  xs, ws = _shape(a, x), _shape(a, w)
+  if xs is None or ws is None or len(xs) != len(ws) or not 3 <= len(xs) <= 5 or _kind(x) != "float" \
+      or _kind(w) != "float" or a["batch_group_count"] != 1 or a["preferred_element_type"] is not None:
+    return None
+  rank, sp = len(xs), len(xs) - 2
+  specs = _conv_specs(a["dimension_numbers"], rank)
+  if specs is None or specs[0] != specs[2]:
+    return None
+  ls, rs = specs[0], specs[1]
+  c, o, i = xs[ls[1]], ws[rs[0]], ws[rs[1]]
+  groups = a["feature_group_count"]
+  if not (i == 1 and o == c and groups == c):        # (one input channel per output channel)
+    return None
+  strides = _ints(a["window_strides"], sp)
+  rdil = (1,) * sp if a["rhs_dilation"] is None else _ints(a["rhs_dilation"], sp)
+  if strides is None or rdil is None or min(strides + rdil) < 1 or (
+      a["lhs_dilation"] is not None and _ints(a["lhs_dilation"], sp) != (1,) * sp):
+    return None
+  ksz = tuple(ws[d] for d in rs[2:])
+  insz = tuple(xs[d] for d in ls[2:])
+  eff = tuple((k - 1) * d + 1 for k, d in zip(ksz, rdil))
+  padding = a["padding"]
+  if isinstance(padding, str) and padding.upper() == "SAME_LOWER":
+    padding = tuple(((t + 1) // 2, t // 2) for t in (max((math.ceil(n / s) - 1) * s + e - n, 0)
+                                                      for n, e, s in zip(insz, eff, strides)))
+  pads = _pads(padding, insz, eff, strides)
+  if pads is None:
+    return None
+  out = tuple((n + lo + hi - e) // s + 1 for n, (lo, hi), e, s in zip(insz, pads, eff, strides))
+  if min(out) < 1:
+    return None
+  one = ls[0] == 0 and xs[0] == 1       # (a batch of one leading: computed on x[0], a tile of one axis fewer)
+  ax = [d - one for d in ls]
+  full = [(0, 0)] * (rank - one)
+  for d, pr in zip(ax[2:], pads):
+    full[d] = pr
+  padded = [n + lo + hi for n, (lo, hi) in zip([xs[d] for d in range(one, rank)], full)]
+  unit = 8 if len(padded) == 1 else 128        # (a padded tile held whole: zeros past the last tap, never read)
+  last = max((d for d, (lo, hi) in enumerate(full) if lo or hi), default=None)
+  if last is not None and math.prod(padded) % unit:
+    rest = math.prod(padded) // padded[last]
+    more = next((e for e in range(1, unit + 1) if rest * (padded[last] + e) % unit == 0), 0)
+    full[last] = (full[last][0], full[last][1] + more)
+  src = "{0}[0]" if one else "{0}"
+  tile = src if not any(lo or hi for lo, hi in pads) else f"jnp.pad({src}, {tuple(full)!r})"
+  bshape = tuple(c if d == ax[1] else 1 for d in range(rank - one))
+  taps = []
+  for tap in itertools.product(*(range(k) for k in ksz)):
+    sl = [slice(None)] * (rank - one)
+    for d, t, dl, n, s in zip(ax[2:], tap, rdil, out, strides):
+      sl[d] = slice(t * dl, t * dl + (n - 1) * s + 1, s)
+    idx = [0] * rank
+    idx[rs[0]] = slice(None)
+    for d, t in zip(rs[2:], tap):
+      idx[d] = t
+    taps.append((tuple(sl), tuple(idx)))
+  from .form_helpers import conv_taps
+  form = f"{{3}}({tile}, {{1}}, {{2}}, {bshape!r})" + ("[None]" if one else "")
+  if getattr(_dtype(x), "bits", 32) == 16:      # (16-bit floats multiplied and summed in float32, rounded once)
+    form = f"({form.replace('{0}', '{0}.astype(jnp.float32)', 1).replace('{1}', '{1}.astype(jnp.float32)', 1)})" \
+        ".astype({0}.dtype)"
+  return form, [x, w, tuple(taps), conv_taps]
+
+
 def _method(m):
   """jax.image.resize's method (a string or a ResizeMethod) as 'nearest' or 'linear'; None for the others."""
   name = (m if isinstance(m, str) else getattr(m, "name", "")).lower()
@@ -128,6 +221,9 @@ def resize(a):
 
 # (lib, name) -> (the parameters the form reads, its maker): merged into jnp_calls.SHAPED
 WINDOWS = {
+    ("jax.lax", "conv_general_dilated"): (("lhs", "rhs", "window_strides", "padding", "lhs_dilation", "rhs_dilation",
+                                          "dimension_numbers", "feature_group_count", "batch_group_count",
+                                          "preferred_element_type"), conv),
     ("jax.image", "resize"): (("image", "shape", "method", "antialias", "precision"), resize),
     ("jax.lax", "reduce_window"): (("operand", "init_value", "computation", "window_dimensions", "window_strides",
                                     "padding", "base_dilation", "window_dilation"), reduce_window),

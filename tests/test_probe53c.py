@@ -324,3 +324,63 @@ def test_what_stays_mg003_says_what_computes():
              "resize cannot take a register tensor inside a kernel")
   assert e.hint.startswith("jax.image.resize computes in a kernel at integer factors with 'nearest' and scaled up by"
                            " 2 with 'linear' / 'bilinear' (probe 53c); for others")
+
+
+# ---------------------------------------------------------------- lax.conv_general_dilated, one input channel each
+_CONVS = {     # name -> (the conv, the lhs's shape, the rhs's shape)
+    "stencil_3x3": (lambda v, k: L.conv_general_dilated(v[None, None], k[None, None], (1, 1), "SAME")[0, 0],
+                    (16, 64), (3, 3)),
+    "causal_conv1d_nwc": (lambda v, k: L.conv_general_dilated(v, k, (1,), [(3, 0)], dimension_numbers=("NWC", "WIO",
+                                                                                                       "NWC"),
+                                                              feature_group_count=16), (1, 64, 16), (4, 1, 16)),
+    "depthwise_ncw": (lambda v, k: L.conv_general_dilated(v, k, (1,), "SAME", feature_group_count=16), (1, 16, 64),
+                      (16, 1, 3)),
+    "dilated_1d": (lambda v, k: L.conv_general_dilated(v, k, (1,), "SAME", rhs_dilation=(2,)), (1, 1, 256),
+                   (1, 1, 5)),
+}
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w, *, conv: S(x.shape, x.dtype))
+def convolved(x, w, o, *, conv: ml.constexpr):
+  o[...] = _CONVS[conv][0](x[...], w[...])
+
+
+@pytest.mark.parametrize("conv", sorted(_CONVS))
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
+def test_conv_of_register_tiles_is_laxs(conv, dtype):
+  f, xs, ws = _CONVS[conv]
+  rng = np.random.default_rng(12)
+  x, w = rng.standard_normal(xs).astype(dtype), rng.standard_normal(ws).astype(dtype)
+  got = np.asarray(convolved(x, w, conv=conv, interpret=True), np.float32)
+  want = f(jnp.asarray(x, F32), jnp.asarray(w, F32))       # (16-bit floats: in float32, rounded once)
+  if dtype == F32:
+    np.testing.assert_allclose(got, np.asarray(want), rtol=1e-5, atol=1e-5)
+  else:                                   # (within a bfloat16 ulp of it: XLA's order of the float32 sums is its own)
+    np.testing.assert_allclose(got, np.asarray(want.astype(dtype), np.float32), rtol=8e-3, atol=1e-6)
+
+
+def test_conv_builds_for_the_gpu():
+  for conv in ("stencil_3x3", "causal_conv1d_nwc"):
+    export(convolved, np.ones(_CONVS[conv][1], np.float32), np.ones(_CONVS[conv][2], np.float32), conv=conv)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs a GPU")
+def test_conv_on_the_gpu():
+  rng = np.random.default_rng(13)
+  for conv, (f, xs, ws) in sorted(_CONVS.items()):
+    x, w = rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ws).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(convolved(x, w, conv=conv)),
+                               np.asarray(convolved(x, w, conv=conv, interpret=True)), rtol=1e-6, atol=1e-6)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((1, 8, 64), x.dtype))
+def channel_mixing_conv(x, w, o):
+  o[...] = jax.lax.conv_general_dilated(x[...], w[...], (1,), "SAME")
+
+
+def test_a_conv_mixing_channels_stays_mg003_saying_what_computes():
+  e = expect(channel_mixing_conv, [S((1, 16, 64), F32), S((8, 16, 3), F32)], mg.KernelTypeError,
+             "jax.lax.conv_general_dilated(", "conv_general_dilated cannot take a register tensor inside a kernel")
+  assert e.hint.startswith("conv_general_dilated computes in a kernel where each output channel reads one input"
+                           " channel")
