@@ -15,7 +15,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import expect, where
+from locate import where
 
 S = jax.ShapeDtypeStruct
 F16, F32, I32 = jnp.float16, jnp.float32, jnp.int32
