@@ -13,7 +13,7 @@ PAD_MODES = ("; jnp.pad's mode='edge' gathers at clamped indices, x[ml.clip(s + 
              " column repeated as ml.concatenate([v[:, :1], v[:, :-1]], axis=1), reflected as"
              " ml.concatenate([v[:, 1:2], v[:, :-1]], axis=1)")
 _POOL = ("reduce_window computes in a kernel on a register tile of 1 to 3 axes with a static window, strides and"
-         " padding, max, min, add or mul, and no dilations (probe 53c); otherwise combine the window's taps yourself,"
+         " padding, max, min, add or mul, and no base dilation (probe 53c); otherwise combine the window's taps yourself,"
          " each a strided slice of the tile padded with the init value, p = jnp.pad(v, pads, constant_values=init),"
          " acc = ml.maximum(acc, p[a * d:a * d + (o - 1) * s + 1:s]) for tap a of dilation d, or a masked gather of"
          " the output tile's source pixels: with r, c the tile's output rows and columns (r = i * bm + ml.arange(bm)), for a in"

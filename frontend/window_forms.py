@@ -1,11 +1,11 @@
-"""`jax.lax.reduce_window` of a register tile (max, min, sum and product pooling) and `jax.image.resize` at
-integer factors (resize, below), written in the kernel language as
+"""`jax.lax.reduce_window` of a register tile (max, min, sum and product pooling), `jax.image.resize` at integer
+factors and `jax.lax.conv_general_dilated` of one input channel per output channel (resize and conv, below), written in the kernel language as
 XLA computes it (probe 53c; it was MG003 with a hint that gathered the taps from GMEM): the tile padded with the init
 value where the padding asks (`jnp.pad`'s constant, "SAME" as lax.padtype_to_pads pads), then each tap of the window
 a static slice of the padded tile whose step is the stride (`p[a:a + (o - 1) * s + 1:s, ...]`, a strided slice of
 registers), combined with the init value first and then in the window's row-major order, as XLA's loop does
-(form_helpers.window_taps). No
-dilations (MG003 stays, with its hint); a result no register tensor holds is MG204 at the call, as any slice's.
+(form_helpers.window_taps); a window dilation d takes every d-th element (its taps at t * d). No base dilation
+(MG003 stays, with its hint); a result no register tensor holds is MG204 at the call, as any slice's.
 Traced by jnp_calls.formula as the other SHAPED forms are."""
 from __future__ import annotations
 
@@ -64,18 +64,25 @@ def reduce_window(a):
   strides = (1,) * rank if a["window_strides"] is None else _ints(a["window_strides"], rank)
   if combine is None or window is None or strides is None or min(window + strides) < 1:
     return None
-  for dil in (a["base_dilation"], a["window_dilation"]):
-    if dil is not None and _ints(dil, rank) != (1,) * rank:
-      return None
-  pads = _pads(a["padding"], shape, window, strides)
+  if a["base_dilation"] is not None and _ints(a["base_dilation"], rank) != (1,) * rank:
+    return None
+  dil = (1,) * rank if a["window_dilation"] is None else _ints(a["window_dilation"], rank)
+  if dil is None or min(dil) < 1:
+    return None
+  eff = tuple((w - 1) * d + 1 for w, d in zip(window, dil))       # (the dilated window, as jax pads for it)
+  padding = a["padding"]
+  if isinstance(padding, str) and padding.upper() == "SAME_LOWER":
+    padding = tuple(((t + 1) // 2, t // 2) for t in (max((math.ceil(n / s) - 1) * s + e - n, 0)
+                                                      for n, e, s in zip(shape, eff, strides)))
+  pads = _pads(padding, shape, eff, strides)
   if pads is None:
     return None
   padded = tuple(n + lo + hi for n, (lo, hi) in zip(shape, pads))
-  out = tuple((p - w) // s + 1 for p, w, s in zip(padded, window, strides))
+  out = tuple((p - e) // s + 1 for p, e, s in zip(padded, eff, strides))
   if min(out) < 1:
     return None
   tile = "{0}" if not any(lo or hi for lo, hi in pads) else f"jnp.pad({{0}}, {pads!r}, constant_values={{1}})"
-  taps = tuple(tuple(slice(t, t + (o - 1) * s + 1, s) for t, o, s in zip(tap, out, strides))
+  taps = tuple(tuple(slice(t * d, t * d + (o - 1) * s + 1, s) for t, d, o, s in zip(tap, dil, out, strides))
                for tap in itertools.product(*(range(w) for w in window)))
   from .form_helpers import window_taps
   return f"{{3}}({tile}, {{1}}, {{2}}, {combine!r})", [x, init, taps, window_taps]

@@ -243,7 +243,7 @@ def test_small_3d_weights_read_whole_are_hinted_a_vector_at_a_time():
 @mg.mgpu_kernel(out_shape=lambda x: x)
 def pooled_in_kernel(x, out):
   v = x[...]
-  out[...] = jax.lax.reduce_window(v, -jnp.inf, jax.lax.max, (3, 3), (1, 1), "SAME", window_dilation=(2, 2))
+  out[...] = jax.lax.reduce_window(v, -jnp.inf, jax.lax.max, (3, 3), (1, 1), "SAME", base_dilation=(2, 2))
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype))
@@ -274,7 +274,7 @@ def test_jax_image_functions_in_a_kernel_say_what_to_write():
   generic "decorate a helper of your own with @ml.inline" hint."""
   e = expect(pooled_in_kernel, [S((16, 128), F32)], mg.KernelTypeError, "jax.lax.reduce_window(",
              "reduce_window cannot take a register tensor inside a kernel")
-  assert e.hint.startswith("reduce_window computes in a kernel on a register tile")    # (a dilated one: probe 53c)
+  assert e.hint.startswith("reduce_window computes in a kernel on a register tile")    # (a base-dilated one: probe 53c)
   xm = jnp.asarray(np.random.default_rng(8).standard_normal((16, 128)), F32)     # (jnp.median computes: probe 48b)
   np.testing.assert_array_equal(np.asarray(median_in_kernel(xm, interpret=True)), np.asarray(jnp.median(xm, axis=1)))
   x = jnp.asarray(np.random.default_rng(7).standard_normal((37, 90)), F32)

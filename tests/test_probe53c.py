@@ -204,6 +204,8 @@ _POOLS = {     # name -> (the pooling, the result's shape of a (16, 64) tile)
     "avg2x2": (lambda v: L.reduce_window(v, 0.0, L.add, (2, 2), (2, 2), "VALID") / 4, (8, 32)),
     "min_rows_pad": (lambda v: L.reduce_window(v, jnp.inf, L.min, (5, 1), (1, 1), ((2, 2), (0, 0))), (16, 64)),
     "sum_valid3": (lambda v: L.reduce_window(v, 0.0, L.add, (1, 3), (1, 1), "VALID"), (16, 62)),
+    "max_dilated_same": (lambda v: L.reduce_window(v, -jnp.inf, L.max, (3, 3), (1, 1), "SAME", window_dilation=(2, 2)),
+                         (16, 64)),
 }
 
 
@@ -307,7 +309,7 @@ def test_resize_on_the_gpu():
 
 @mg.mgpu_kernel(out_shape=lambda x: x)
 def dilated_pool(x, o):
-  o[...] = jax.lax.reduce_window(x[...], 0.0, jax.lax.add, (1, 2), (1, 1), "SAME", window_dilation=(1, 2))
+  o[...] = jax.lax.reduce_window(x[...], 0.0, jax.lax.add, (1, 2), (1, 1), "SAME", base_dilation=(1, 2))
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((24, 96), x.dtype))
@@ -319,7 +321,7 @@ def test_what_stays_mg003_says_what_computes():
   e = expect(dilated_pool, [S((16, 64), F32)], mg.KernelTypeError, "jax.lax.reduce_window(",
              "reduce_window cannot take a register tensor inside a kernel")
   assert e.hint.startswith("reduce_window computes in a kernel on a register tile of 1 to 3 axes with a static window,"
-                           " strides and padding, max, min, add or mul, and no dilations (probe 53c); otherwise")
+                           " strides and padding, max, min, add or mul, and no base dilation (probe 53c); otherwise")
   e = expect(bicubic, [S((16, 64), F32)], mg.KernelTypeError, "jax.image.resize(",
              "resize cannot take a register tensor inside a kernel")
   assert e.hint.startswith("jax.image.resize computes in a kernel at integer factors with 'nearest' and scaled up by"
