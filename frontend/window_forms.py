@@ -4,7 +4,8 @@ XLA computes it (probe 53c; it was MG003 with a hint that gathered the taps from
 value where the padding asks (`jnp.pad`'s constant, "SAME" as lax.padtype_to_pads pads), then each tap of the window
 a static slice of the padded tile whose step is the stride (`p[a:a + (o - 1) * s + 1:s, ...]`, a strided slice of
 registers), combined with the init value first and then in the window's row-major order, as XLA's loop does
-(form_helpers.window_taps); a window dilation d takes every d-th element (its taps at t * d). No base dilation
+(form_helpers.window_taps; a 16-bit float sum or product in float32, rounded once, as XLA's CPU computes it); a
+window dilation d takes every d-th element (its taps at t * d). No base dilation
 (MG003 stays, with its hint); a result no register tensor holds is MG204 at the call, as any slice's.
 Traced by jnp_calls.formula as the other SHAPED forms are."""
 from __future__ import annotations
@@ -47,6 +48,28 @@ def _pads(padding, shape, window, strides):
   return None if None in pairs or any(lo < 0 or hi < 0 for lo, hi in pairs) else pairs
 
 
+def _held(shape, pads):
+  """`pads` ((lo, hi) of each axis of a tile of `shape`) with the padded axes' hi ends grown, by the fewest elements,
+  to a tile a register tensor holds (a multiple of 128 elements; 8 for a vector): zeros (or the init) past the last
+  tap, which no tap reads. A strided slice and a computed tile need that; a padded read's own padding does not."""
+  padded = [n + lo + hi for n, (lo, hi) in zip(shape, pads)]
+  unit = 8 if len(padded) == 1 else 128
+  axes = [d for d, (lo, hi) in enumerate(pads) if lo or hi][-2:]
+  if not axes or math.prod(padded) % unit == 0:
+    return tuple(pads)
+  best = None
+  for more in itertools.product(*(range(unit) for _ in axes)):
+    grown = list(padded)
+    for d, e in zip(axes, more):
+      grown[d] += e
+    if math.prod(grown) % unit == 0 and (best is None or math.prod(grown) < best[0]):
+      best = (math.prod(grown), more)
+  pads = list(pads)
+  for d, e in zip(axes, best[1]):
+    pads[d] = (pads[d][0], pads[d][1] + e)
+  return tuple(pads)
+
+
 def reduce_window(a):
   """jax.lax.reduce_window(operand, init_value, computation, window_dimensions, window_strides, padding) of one
   register tile of 1 to 3 axes (see the module)."""
@@ -81,11 +104,15 @@ def reduce_window(a):
   out = tuple((p - e) // s + 1 for p, e, s in zip(padded, eff, strides))
   if min(out) < 1:
     return None
-  tile = "{0}" if not any(lo or hi for lo, hi in pads) else f"jnp.pad({{0}}, {pads!r}, constant_values={{1}})"
+  held = _held(shape, pads) if max(strides) > 1 else pads      # (strided taps slice a tile registers hold)
+  tile = "{0}" if not any(lo or hi for lo, hi in pads) else f"jnp.pad({{0}}, {held!r}, constant_values={{1}})"
   taps = tuple(tuple(slice(t * d, t * d + (o - 1) * s + 1, s) for t, d, o, s in zip(tap, dil, out, strides))
                for tap in itertools.product(*(range(w) for w in window)))
   from .form_helpers import window_taps
-  return f"{{3}}({tile}, {{1}}, {{2}}, {combine!r})", [x, init, taps, window_taps]
+  form = f"{{3}}({tile}, {{1}}, {{2}}, {combine!r})"
+  if combine in ("add", "mul") and _kind(x) == "float" and getattr(_dtype(x), "bits", 32) == 16:
+    form = form.replace("{0}", "{0}.astype(jnp.float32)", 1) + ".astype({0}.dtype)"   # (summed in float32, as XLA)
+  return form, [x, init, taps, window_taps]
 
 
 def _conv_specs(dn, rank):
@@ -153,13 +180,7 @@ def conv(a):
   full = [(0, 0)] * (rank - one)
   for d, pr in zip(ax[2:], pads):
     full[d] = pr
-  padded = [n + lo + hi for n, (lo, hi) in zip([xs[d] for d in range(one, rank)], full)]
-  unit = 8 if len(padded) == 1 else 128        # (a padded tile held whole: zeros past the last tap, never read)
-  last = max((d for d, (lo, hi) in enumerate(full) if lo or hi), default=None)
-  if last is not None and math.prod(padded) % unit:
-    rest = math.prod(padded) // padded[last]
-    more = next((e for e in range(1, unit + 1) if rest * (padded[last] + e) % unit == 0), 0)
-    full[last] = (full[last][0], full[last][1] + more)
+  full = list(_held([xs[d] for d in range(one, rank)], full))     # (x[0] is computed: its padded tile held whole)
   src = "{0}[0]" if one else "{0}"
   tile = src if not any(lo or hi for lo, hi in pads) else f"jnp.pad({src}, {tuple(full)!r})"
   bshape = tuple(c if d == ax[1] else 1 for d in range(rank - one))
