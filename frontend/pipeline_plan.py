@@ -270,6 +270,12 @@ def dot_window(kernel, u) -> bool:
   return bool(uses) and all(a == Access.MMA_READ for a in uses)
 
 
+def unused_view(kernel, u) -> bool:
+  """A view no op reads: the window `buf.at[0:256]` of `buf.at[0:256].T`, whose transposed view composes onto the
+  buffer itself (so only that view is read; probe 53d: a dot over pieces of a loaded buffer was MG502)."""
+  return not any(u.result in x.operands() for x in ir.walk(kernel.body))
+
+
 def _accesses(kernel, u) -> list:
   """How the ops of the kernel access the view `u` (Access kinds)."""
   return [a for x in ir.walk(kernel.body) if u.result in x.operands()
@@ -462,7 +468,7 @@ def load_sites(kernel, body, iv, windows: dict, ws: bool = False):
       raise E.PipelineError(
           f"{buf.name} is loaded in a pipelined loop but also used outside it", outside.loc,
           hint="give the loop its own buffers", notes=(f"{o.loc}: the pipelined load",))
-    bad = next((u for u in others if isinstance(u, View) and not whole_transpose(u)
+    bad = next((u for u in others if isinstance(u, View) and not whole_transpose(u) and not unused_view(kernel, u)
                 and not register_window(kernel, u) and not dot_window(kernel, u) or any(
         a in (Access.REG_WRITE, Access.TMA_WRITE) for r, a in ir.traits_of(u).effects(u) if r is buf)), None)
     if bad is not None:

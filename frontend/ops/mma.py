@@ -261,6 +261,10 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
     from .small_dots import padded_n_dot
     if (padded := padded_n_dot(cx, a, b, acc, out_dtype, n_step, dot.rule)) is not None:
       return padded                   # n of 8, 24 or 40 stored (k, n): b padded with zeros (ops/small_dots.py)
+  if n > hw.MMA_N_MAX and not n % n_step:
+    from .wide_dots import wide_n_dot
+    if (split := wide_n_dot(cx, a, b, acc, out_dtype, n_step, dot.rule)) is not None:
+      return split                    # n of 512 (MLA's latent columns): pieces of at most 256 (ops/wide_dots.py)
   if n % n_step or n > hw.MMA_N_MAX:
     narrow = n < hw.MMA_N_MAX and n % hw.MMA_N_STEP == 0 and not b.type.transposed
     err = E.MmaOperandError(
