@@ -237,6 +237,12 @@ def _fewer_stages_hint(kernel, life, barrier_bytes):
       return ("reshape fewer rows per program: the largest buffer, reshape scratch, holds the whole tile a"
               " reshape moves between threads (a row-wise tile: reduced or broadcast along its rows); or"
               " reshape before the reduction or broadcast, or outside the kernel (free in XLA)"), ()
+    if big is not None and big.name == "wide dot scratch":
+      return ("split the dot by hand, or compute fewer rows per program: the largest buffer, wide dot scratch, joins"
+              " the products of an ml.dot of more than 256 columns, which the tensor cores compute 256 columns at a"
+              " time; one accumulator a piece needs no join (acc0 = ml.dot(a, b_s.at[:, 0:256], acc0), acc1 ="
+              " ml.dot(a, b_s.at[:, 256:512], acc1), or b_s.at[0:256].T of a buffer stored (n, k)), each stored into"
+              " its columns of the output"), ()
     if big is not None and (big.name or "").endswith(("scratch", "sort keys", "sort positions")):
       return (f"use smaller tiles: the largest buffer, {big.name}, is one the compiler allocates to move a"
               f" register tensor's elements between threads (indexing, slicing, sorting, transposing, scanning"

@@ -233,10 +233,10 @@ def test_a_dot_wider_than_256_computes_and_the_tma_box_of_its_tile_stays_the_err
              "TMA copies move at most 256 elements along each dimension; this window is (64, 512)")
   assert [type(x) for x in e.errors] == [mg.TmaLimitError]
   # bt_s's 512 rows (its leading axis) are copied as two TMAs of 256 since probe 52i; two stages of them beside
-  # the joined (64, 512) product do not fit in SMEM, one does
+  # the joined (64, 512) product (wide dot scratch) do not fit in SMEM, one does
   with pytest.raises(mg.SmemCapacityError) as info:
     dot_n512_transposed_in_a_loop.check(S((64, 128), F16), S((512, 128), F16))
-  assert "concatenate scratch 128 KiB" in info.value.message and "stages=1" in info.value.hint
+  assert "wide dot scratch 128 KiB" in info.value.message and "stages=1" in info.value.hint
   # without a dot, the TMA limit stays the error
   expect(tma_box_only, (S((64, 64), F16), S((64, 512), F16)), mg.TmaLimitError, "ml.copy(b, b_s)",
          "TMA copies move at most 256 elements along each dimension; this window is (64, 512)")

@@ -6,7 +6,8 @@ Pallas's `jnp.dot(p, kv)`; a projection to 384 features) was MG501 whose hint sp
 writes the split itself now (frontend/ops/wide_dots.py), one dot a piece of at most 256 columns over views of the one
 buffer, the products joined. (2) The split written by hand over windows of a TMA-loaded buffer in a pipelined loop,
 `ml.dot(a_s, bt_s.at[0:256].T, acc0)`, was MG502: the window under the transposed view was taken for a read of its
-own (frontend/pipeline_plan.py `unused_view`)."""
+own (frontend/pipeline_plan.py `unused_view`). (3) Where the joined product does not fit in SMEM (128 rows of 512
+float32 columns), MG402's hint names the join and writes the split by hand (frontend/smem.py)."""
 import math
 
 import jax
@@ -16,6 +17,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from locate import expect
 from probe_util import export, f32, rnd
 
 S = jax.ShapeDtypeStruct
@@ -181,6 +183,25 @@ def test_a_384_feature_projection_in_a_pipelined_loop_computes(form):
   got = PROJECTIONS[form](a, bt, interpret=True)
   np.testing.assert_allclose(f32(got), f32(a).astype(np.float64) @ f32(bt).T, atol=5e-2, rtol=1e-2)
   export(PROJECTIONS[form], a, bt)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[1]), F32), grid=lambda x, w: (x.shape[0] // 128,))
+def wide_rows(x, w, o):
+  """128 rows of 512 features a program: the product's join (128 x 512 float32) does not fit in SMEM."""
+  rows = ml.ds(ml.program_id(0) * 128, 128)
+  kv = w[...]
+  o[rows, :] = ml.dot(x[rows, :], kv)
+
+
+def test_a_wide_product_too_large_to_join_hints_an_accumulator_a_piece():
+  expect(wide_rows, [S((256, 64), F16), S((64, 512), F16)], mg.SmemCapacityError, "ml.dot(x[rows, :], kv)",
+         "the kernel's SMEM needs 262144 bytes (kv_s 64 KiB, wide dot scratch 256 KiB, plus barriers and alignment),"
+         " more than the 232432 bytes (227 KiB less 16 bytes) a kernel's buffers can use",
+         hint="split the dot by hand, or compute fewer rows per program: the largest buffer, wide dot scratch, joins"
+              " the products of an ml.dot of more than 256 columns, which the tensor cores compute 256 columns at a"
+              " time; one accumulator a piece needs no join (acc0 = ml.dot(a, b_s.at[:, 0:256], acc0), acc1 ="
+              " ml.dot(a, b_s.at[:, 256:512], acc1), or b_s.at[0:256].T of a buffer stored (n, k)), each stored into"
+              " its columns of the output")
 
 
 @pytest.mark.gpu

@@ -6,7 +6,7 @@ By the time a dot gets here its B is an SMEM window (a register B was stored int
 dot_staging.staged_b): B's columns are split into pieces of at most 256 (equal ones where they are multiples of n's
 step, 2 x 192 for 384, 3 x 192 for 576; else 256s and the rest), each piece a view of the same buffer (the rows of
 an (n, k) buffer read through `.T`, or the columns of a (k, n) one: no data moves), one dot a piece, and the
-products joined along the columns (ml.concatenate, through an SMEM scratch). An accumulator is added to the joined
+products joined along the columns (through an SMEM scratch, `wide dot scratch`, as ml.concatenate joins). An accumulator is added to the joined
 product after (each piece computed in the accumulator's dtype). Column j of a product reads column j of B only, so
 the pieces are the whole's columns. No IR op of its own: layouts, interpret mode and lowering need nothing new.
 Before, MG501 (`ml.dot needs n ... at most 256, got 512`) whose hint split the buffer by hand (probe 51k)."""
@@ -31,7 +31,6 @@ def wide_n_dot(cx, a, b, acc, out_dtype, n_step, dot_rule):
   module), or None where it is not written out so (MG501 stands)."""
   from .elementwise import BinOp, binary
   from .memory import transpose, untransposed, view
-  from .shape import concatenate
   t = b.type
   if not (isinstance(t, RefType) and t.space == Space.SMEM and not t.remote and len(t.shape) == 2):
     return None
@@ -55,10 +54,28 @@ def wide_n_dot(cx, a, b, acc, out_dtype, n_step, dot_rule):
       parts.append(dot_rule(cx, a, piece, None, out_dtype=out_dtype if acc is None else resolve(acc.type.dtype)))
       lo += w
     cx.name = name if acc is None else ""
-    out = concatenate.rule(cx, parts, 1)
+    out = _joined(cx, parts, sizes)
     if acc is not None:
       cx.name = name
       out = binary(cx, BinOp.ADD, acc, out)
     return out
   finally:
     cx.name = name
+
+
+def _joined(cx, parts, sizes):
+  """The products `parts` side by side: each stored into its columns of an SMEM scratch, read back whole (named
+  `wide dot scratch`, which MG402's hint knows: frontend/smem.py)."""
+  from .memory import view
+  from .scratches import scratch
+  from .transfers import load, store
+  m = parts[0].type.shape[0]
+  buf = scratch(cx, (m, sum(sizes)), parts[0].type.dtype, WIDE_SCRATCH)
+  lo = 0
+  for part, w in zip(parts, sizes):
+    store(cx, view(cx, buf, (slice(None), slice(lo, lo + w))), part)
+    lo += w
+  return load(cx, buf, cx.name)
+
+
+WIDE_SCRATCH = "wide dot scratch"
