@@ -7,7 +7,10 @@ writes the split itself now (frontend/ops/wide_dots.py), one dot a piece of at m
 buffer, the products joined. (2) The split written by hand over windows of a TMA-loaded buffer in a pipelined loop,
 `ml.dot(a_s, bt_s.at[0:256].T, acc0)`, was MG502: the window under the transposed view was taken for a read of its
 own (frontend/pipeline_plan.py `unused_view`). (3) Where the joined product does not fit in SMEM (128 rows of 512
-float32 columns), MG402's hint names the join and writes the split by hand (frontend/smem.py)."""
+float32 columns), MG402's hint names the join and writes the split by hand (frontend/smem.py). (4) A register tile
+that is the b of two dots (MLA's `ml.dot(qn, kv.T)` and `ml.dot(p, kv)`; tutorial 06's `ml.dot(k, qT)` and
+`ml.dot(dsT, ml.trans(qT))`) was stored into SMEM once per dot: the decode of 64 heads and 64 keys held kv twice and
+was MG402; one buffer serves both now (ops/dot_staging.py `staged_b`)."""
 import math
 
 import jax
@@ -105,7 +108,9 @@ def _mla_ref(qn, qp, ckv, kpe):
 
 MLA = [("triton, keys stored transposed", _mla_triton(16, 32), 16, 100),
        ("triton, keys stored as they are", _mla_triton(16, 64), 16, 100),
-       ("pallas", _mla_pallas(16, 32), 32, 64)]
+       ("pallas", _mla_pallas(16, 32), 32, 64),
+       # kv read by two dots, `ml.dot(qn, kv.T)` and `ml.dot(p, kv)`, is stored into SMEM once (64 KiB, not twice)
+       ("triton, 64 heads and 64 keys", _mla_triton(64, 64), 64, 128)]
 
 
 @pytest.mark.parametrize("case", range(len(MLA)), ids=[c[0] for c in MLA])
@@ -185,6 +190,53 @@ def test_a_384_feature_projection_in_a_pipelined_loop_computes(form):
   export(PROJECTIONS[form], a, bt)
 
 
+# ---------------------------------------------------------------- (4) one register tile, two dots: stored once
+BM, BN = 32, 64
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, v, do, m, d, **kw: (S(k.shape, k.dtype), S(v.shape, v.dtype)),
+                grid=lambda q, k, v, do, m, d, **kw: (k.shape[1] // BN, q.shape[0]))
+def tutorial_dkdv(Q, K, V, DO, M, D, DK, DV, *, sm_scale: ml.constexpr):
+  """Triton tutorial 06's dK/dV over q blocks, causal, M the row LSE in base 2: qT is the b of `ml.dot(k, qT)` and,
+  transposed, of `ml.dot(dsT, ml.trans(qT))` (one SMEM buffer holds it for both)."""
+  start_n, bhid = ml.program_id(0) * BN, ml.program_id(1)
+  offs_n = start_n + ml.arange(0, BN)
+  offs_k = ml.arange(0, Q.shape[2])
+  k = ml.load(K.at[bhid, offs_n[:, None], offs_k[None, :]])
+  v = ml.load(V.at[bhid, offs_n[:, None], offs_k[None, :]])
+  dv = ml.zeros([BN, Q.shape[2]], dtype=jnp.float32)
+  dk = ml.zeros([BN, Q.shape[2]], dtype=jnp.float32)
+  for start_m in range(start_n, Q.shape[1], BM):
+    offs_m = start_m + ml.arange(0, BM)
+    qT = ml.load(Q.at[bhid, offs_m[None, :], offs_k[:, None]])
+    m = ml.load(M.at[bhid, offs_m])
+    pT = ml.math.exp2(ml.dot(k, qT) * (sm_scale * 1.4426950408889634) - m[None, :])
+    pT = ml.where(offs_m[None, :] >= offs_n[:, None], pT, 0.0)
+    do = ml.load(DO.at[bhid, offs_m[:, None], offs_k[None, :]])
+    dv += ml.dot(pT.to(jnp.float16), do)
+    dpT = ml.dot(v, ml.trans(do)).to(jnp.float32)
+    dsT = (pT * (dpT - ml.load(D.at[bhid, offs_m])[None, :])).to(jnp.float16)
+    dk += ml.dot(dsT, ml.trans(qT))
+  ml.store(DV.at[bhid, offs_n[:, None], offs_k[None, :]], dv.to(jnp.float16))
+  ml.store(DK.at[bhid, offs_n[:, None], offs_k[None, :]], (dk * sm_scale).to(jnp.float16))
+
+
+def _dkdv_case(seed=0, h=2, n=128, d=64):
+  """Inputs of tutorial_dkdv and the float64 dK, dV of causal attention (by hand: dS = P * (dP - delta))."""
+  q, k, v, do = (rnd((h, n, d), seed + i, F16) for i in range(4))
+  scale = 1 / math.sqrt(d)
+  dk, dv, lse, delta = (np.zeros((h, n, d)), np.zeros((h, n, d)), np.zeros((h, n)), np.zeros((h, n)))
+  for z in range(h):
+    qq, kk, vv, dd = (f32(x[z]).astype(np.float64) for x in (q, k, v, do))
+    o, lse[z] = _attn(qq, kk, vv, scale, np.tril(np.ones((n, n), bool)))
+    p = np.exp(np.where(np.tril(np.ones((n, n), bool)), qq @ kk.T * scale, -np.inf) - lse[z][:, None])
+    delta[z] = (o.astype(np.float16).astype(np.float64) * dd).sum(1)
+    ds = p * (dd @ vv.T - delta[z][:, None])
+    dk[z], dv[z] = ds.T @ qq * scale, p.T @ dd
+  args = (q, k, v, do, (lse / np.log(2)).astype(np.float32), delta.astype(np.float32))
+  return args, scale, (dk, dv)
+
+
 @mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[1]), F32), grid=lambda x, w: (x.shape[0] // 128,))
 def wide_rows(x, w, o):
   """128 rows of 512 features a program: the product's join (128 x 512 float32) does not fit in SMEM."""
@@ -215,6 +267,11 @@ def test_gpu_probe53d_kernels_match_interpret_mode_and_numpy():
   q, k, v = rnd((32, 512), 1, F16), rnd((128, 512), 2, F16) * 0.5, rnd((128, 512), 3, F16)
   np.testing.assert_allclose(f32(head_dim_512(q, k, v, sm_scale=1 / math.sqrt(512))),
                              _attn(q, k, v, 1 / math.sqrt(512))[0], atol=2e-2, rtol=2e-2)
+  args, scale, want = _dkdv_case()
+  got = tutorial_dkdv(*args, sm_scale=scale)
+  for g, i, w in zip(got, tutorial_dkdv(*args, sm_scale=scale, interpret=True), want):
+    np.testing.assert_allclose(f32(g), f32(i), atol=2e-2, rtol=2e-2)
+    np.testing.assert_allclose(f32(g), w, atol=3e-2, rtol=3e-2)
   a, bt = rnd((128, 192), 4, F16), rnd((384, 192), 5, F16)
   for kernel in PROJECTIONS.values():
     np.testing.assert_allclose(f32(kernel(a, bt)), f32(a).astype(np.float64) @ f32(bt).T, atol=5e-2, rtol=1e-2)

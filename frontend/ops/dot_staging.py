@@ -56,15 +56,25 @@ def staged_b(cx, b):
   name = cx.name
   cx.name = ""
   try:
-    buf = scratch(cx, (k, n) if way == "kn" else (n, k), b.type.dtype, f"{text}_s" if text.isidentifier() else "b_s")
-    cx.b.transient.discard(buf.id)     # read by the asynchronous dot: planned as a buffer of its own
+    shape = (k, n) if way == "kn" else (n, k)
+    # what the buffer holds: a tensor as it is ("=", its id), or the transpose of one ("T", its id)
     if way == "kn":
-      store(cx, buf, b)
-      return buf
-    # a tile stored from registers takes the WGMMA layout, 64 rows a warpgroup: a k tile of 32 rows (BLOCK_K=32)
-    # is stored transposed, (n, k), and read as its view buf.T (16-bit B tiles may be either way round)
-    store(cx, buf, src if src is not None else transpose_tensor(cx, b))
-    return transpose(cx, buf)
+      key = ("T", src.id) if src is not None else ("=", b.id)
+    else:
+      key = ("=", src.id) if src is not None else ("T", b.id)
+    # one store serves every dot of its block whose b is held the same way: an MLA decode's `ml.dot(qn, kv.T)` and
+    # `ml.dot(p, kv)` of a (64, 512) kv, tutorial 06's `ml.dot(k, qT)` and `ml.dot(dsT, ml.trans(qT))` (probe 53d:
+    # kv twice in SMEM made the decode of 64 heads and 64 keys MG402)
+    cache = cx.b.__dict__.setdefault("staged_b_bufs", {})
+    buf, block = cache.get(key + (shape,), (None, None))
+    if block is not cx.b.block:
+      buf = scratch(cx, shape, b.type.dtype, f"{text}_s" if text.isidentifier() else "b_s")
+      cx.b.transient.discard(buf.id)     # read by the asynchronous dot: planned as a buffer of its own
+      # a tile stored from registers takes the WGMMA layout, 64 rows a warpgroup: a k tile of 32 rows (BLOCK_K=32)
+      # is stored transposed, (n, k), and read as its view buf.T (16-bit B tiles may be either way round)
+      store(cx, buf, b if way == "kn" else src if src is not None else transpose_tensor(cx, b))
+      cache[key + (shape,)] = (buf, cx.b.block)
+    return buf if way == "kn" else transpose(cx, buf)
   finally:
     cx.name = name
 
