@@ -78,6 +78,9 @@ class ParsedKernel:
   # parameter -> (rebuild, its leaves' names in ref_params), `rebuild` making the structure of their refs
   # (mgpu_dsl/pytree_inputs.py expands ref_params per call structure)
   trees: dict = dataclasses.field(default_factory=dict)
+  # `def kernel(*refs)` (Pallas's x_ref, o_ref = refs): the star parameter's name, taking the refs the named
+  # ones leave, inputs then outputs, as a tuple; a call's count spreads it (mgpu_dsl/star_refs.py), else None
+  vararg: str | None = None
 
   def scalar_positions(self) -> tuple[int, ...]:
     """Argument positions of the ml.scalar parameters (they are inputs)."""
@@ -107,6 +110,10 @@ def parse(fn) -> ParsedKernel:
         f" read from its def's source, so the wrapper's body would be the kernel", src.loc(tree),
         hint=f"put @mg.mgpu_kernel(...) right above `def {name}` (below the other decorator, which then wraps"
              f" the kernel and runs around each call)")
+  if a.vararg and not a.kwarg and not a.defaults and all(p.annotation is None for p in a.posonlyargs + a.args):
+    # def kernel(*refs), def kernel(x_ref, *out_refs), as pallas_call's kernels: a tuple of the refs the named
+    # parameters leave (mgpu_dsl/star_refs.py spreads it per call)
+    return dataclasses.replace(parse_named(fn, src, tree, scope), vararg=a.vararg.arg)
   if a.vararg or a.kwarg:
     star = a.vararg or a.kwarg
     kind = f"*{a.vararg.arg}" if a.vararg else f"**{a.kwarg.arg}"
@@ -125,10 +132,16 @@ def parse(fn) -> ParsedKernel:
               if a.vararg else
               f"name the compile-time constants as keyword-only parameters, def {tree.name}(..., *, block:"
               f" ml.constexpr), and pass them by keyword"))
+  return parse_named(fn, src, tree, scope)
+
+
+def parse_named(fn, src, tree, scope) -> ParsedKernel:
+  """The kernel's named parameters: refs, constexprs, scalars and defaults (a star parameter aside)."""
+  a = tree.args
   refs, consts, scalars, defaults = [], [], [], {}
   positional = a.posonlyargs + a.args
   pos_defaults = dict(zip([p.arg for p in positional][len(positional) - len(a.defaults):], a.defaults))
-  if not positional + a.kwonlyargs:
+  if not positional + a.kwonlyargs and not a.vararg:
     raise E.SignatureError(f"{tree.name} has no parameters: a kernel takes its inputs, then one parameter per"
                            f" output (the refs it writes)", src.loc(tree),
                            hint=f"def {tree.name}(x, out): out[...] = x[...]")
@@ -522,7 +535,7 @@ def _scalar_param_hint(name, shape) -> str:
 def _arg_node(tree: ast.FunctionDef, name: str):
   a = tree.args
   name = name.split("[")[0].split(".")[0]        # a pytree input's leaf (p['w'], p.w): its parameter
-  return next((p for p in a.posonlyargs + a.args + a.kwonlyargs if p.arg == name), tree)
+  return next((p for p in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg] if p is not None and p.arg == name), tree)
 
 
 def check_aliases(pk: ParsedKernel, aliases, in_specs, out_specs) -> dict:

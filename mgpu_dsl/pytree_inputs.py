@@ -51,7 +51,12 @@ def _tree_of(a):
 def flat_call(kernel, args, constexprs, loc):
   """(the kernel for the structures of `args`, their leaves, the constexprs) where an input is a pytree of
   arrays (by position, or by keyword in a run of inputs after the positional ones), else None. One derived
-  kernel per structure (its specialisations are its own)."""
+  kernel per structure (its specialisations are its own). A kernel of a star parameter (`def k(*refs)`) is
+  first the kernel of the call's count of refs (star_refs.py)."""
+  from . import star_refs
+  star = star_refs.star_call(kernel, args, constexprs, loc)
+  if star is not None:
+    return flat_call(*star, loc) or star
   pk = kernel.parsed
   named = {pk.ref_params.index(k): k for k, v in constexprs.items()
            if k in pk.ref_params and (_tree_of(v) is not None or calling.is_array_like(v))}
@@ -211,7 +216,8 @@ def expand(pk, trees):
     names = [root + jax.tree_util.keystr(path) for path, _ in flat]
     refs[i:i + 1] = names
     roots[root] = (treedef.unflatten, names)
-  return dataclasses.replace(pk, ref_params=refs, trees={**pk.trees, **roots})
+  # (the new roots first: one may be a leaf of an earlier structure, refs[0] of a star parameter's refs)
+  return dataclasses.replace(pk, ref_params=refs, trees={**roots, **pk.trees})
 
 
 _CLASSES: dict = {}

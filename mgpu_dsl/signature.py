@@ -32,10 +32,20 @@ def signature(pk, out_shape, grid, bound=None) -> inspect.Signature:
   P = inspect.Parameter
   # Exact when out_shape and grid decide it; otherwise the largest count they allow
   # (one output: the common case).
+  defaults = {**pk.defaults, **(bound or {})}
+  if getattr(pk, "vararg", None):       # def k(*refs): the inputs the named refs leave, then the constexprs
+    params = [P(r, P.POSITIONAL_ONLY, annotation="jax.Array") for r in pk.ref_params]
+    params += [P(pk.vararg, P.VAR_POSITIONAL)]
+    params += [P(c, P.KEYWORD_ONLY, annotation=L.constexpr, default=defaults.get(c, P.empty))
+               for c in pk.constexpr_params]
+    params.append(P("interpret", P.KEYWORD_ONLY, default=None, annotation="bool | None"))
+    from .vmap_keywords import KernelSignature
+    sig = KernelSignature(params)
+    sig.kernel_name = pk.tree.name
+    return sig
   bounds = input_bounds(pk, out_shape, grid)
   n_in = max(0, bounds[1])
   params = [P(r, P.POSITIONAL_OR_KEYWORD, annotation="jax.Array") for r in pk.ref_params[:n_in]]
-  defaults = {**pk.defaults, **(bound or {})}
   from .positional import names            # (those a call may pass by position: static_argnums works)
   by_position = names(pk, bounds, bound)
   params += [P(c, P.POSITIONAL_OR_KEYWORD if c in by_position else P.KEYWORD_ONLY, annotation=L.constexpr,

@@ -152,17 +152,13 @@ def test_an_optional_output_ref_hints_dropping_its_default():
 
 
 def test_star_residual_refs_are_reported_at_the_parameter():
+  """(Since probe 53b a star parameter takes the refs the named ones leave: here none, an empty tuple.)"""
   def attn(q_ref, o_ref, *residual_refs, block_h: ml.constexpr = 64):
+    assert not residual_refs
     o_ref[...] = q_ref[...]
 
-  with pytest.raises(mg.UnsupportedSyntaxError) as info:
-    mg.mgpu_kernel(out_shape=lambda q: q)(attn).check(jax.ShapeDtypeStruct((128,), jnp.float32))
-  e = info.value
-  assert e.message == "*residual_refs in a kernel signature: a kernel's parameters are one named ref per input and output"
-  assert e.loc.source_line.strip().startswith("def attn(") and e.loc.source_line[e.col_offset:].startswith("residual_refs")
-  assert e.hint == ("list every ref parameter by name, def attn(q_ref, o_ref, out1, out2, ...): outputs only some"
-                    " calls want (Pallas's *residual_refs) are written by every call, and the caller drops those it"
-                    " does not need")
+  q = np.random.default_rng(0).standard_normal(128).astype(np.float32)
+  np.testing.assert_array_equal(mg.mgpu_kernel(out_shape=lambda q: q)(attn)(q, interpret=True), q)
 
 
 def test_jax_debug_print_and_named_scopes_hint_the_kernel_form():

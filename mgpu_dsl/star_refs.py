@@ -1,0 +1,95 @@
+"""A kernel whose refs are a star parameter, as `pallas_call`'s kernels take them: `def kernel(*refs)` with
+`x_ref, y_ref, o_ref = refs`, or `def kernel(x_ref, *out_refs)`. The star parameter is the tuple of the refs
+its named parameters leave, the inputs then the outputs; how many is a call's (its inputs, and the leaves of
+out_shape for them), so each count is served by a derived kernel whose parsed signature names them
+`refs[0]`, `refs[1]`, ... (as mistakes name them) and binds `refs` to their tuple (frontend/compile.py's
+`trees`, as a pytree input's structure)."""
+from __future__ import annotations
+
+import dataclasses
+
+from . import calling, meta_calls
+
+
+def spread(pk, count: int):
+  """The parsed kernel `pk` with its star parameter as `count` refs of its own (none where the named
+  parameters take every ref: the count errors of the named signature then say what is missing)."""
+  star, named = pk.vararg, list(pk.ref_params)
+  leaves = [f"{star}[{k}]" for k in range(max(0, count - len(named)))]
+  return dataclasses.replace(pk, ref_params=named + leaves, vararg=None, trees={**pk.trees, star: (tuple, leaves)})
+
+
+def outputs(kernel, args, constexprs, loc) -> int | None:
+  """How many outputs out_shape gives for `args`, or None where it gives none the count could use (its own
+  mistakes are reported by the derived kernel's call, in its words)."""
+  import jax
+  pk, out = kernel.parsed, kernel.out_shape
+  if out is None:
+    return None
+  if callable(out) and not hasattr(out, "shape"):
+    meta = {**{c: pk.defaults[c] for c in pk.constexpr_params if c in pk.defaults}, **constexprs}
+    names = (list(pk.ref_params) + [f"{pk.vararg}[{k}]" for k in range(len(args))])[:len(args)]
+    try:
+      out = meta_calls.call_with_meta(out, args, meta, "out_shape", loc, names)
+    except Exception:
+      return None
+  leaves = jax.tree.leaves(out)
+  return len(leaves) if leaves and all(calling.is_array_like(l) for l in leaves) else None
+
+
+def star_call(kernel, args, constexprs, loc):
+  """(the kernel of this call's count of refs, the args, the constexprs) for a kernel with a star parameter,
+  else None."""
+  pk = kernel.parsed
+  if getattr(pk, "vararg", None) is None:
+    return None
+  n_out = outputs(kernel, args, constexprs, loc)
+  count = len(args) + (n_out if n_out is not None else 1)
+  key = ("star", count)
+  if key not in kernel._pytree_kernels:
+    kernel._pytree_kernels[key] = _derive(kernel, count)
+  return kernel._pytree_kernels[key], args, constexprs
+
+
+def _derive(kernel, count):
+  """A copy of `kernel` whose parsed signature has the star parameter spread over `count` refs in all."""
+  cls = _star_class(type(kernel))
+  derived = cls.__new__(cls)
+  derived.__dict__.update(kernel.__dict__)
+  derived._base, derived._count = kernel, count
+  derived._parsed_from = None
+  derived._cache = type(kernel._cache)()
+  derived._const_deps = {}
+  derived._bounds = None
+  derived._pytree_kernels = {}
+  return derived
+
+
+_CLASSES: dict = {}
+
+
+def _star_class(cls):
+  """The subclass of the kernel class whose parsed signature is its base kernel's, spread."""
+  if cls in _CLASSES:
+    return _CLASSES[cls]
+
+  class Star(cls):
+    @property
+    def parsed(self):
+      base = self._base.parsed
+      if self._parsed_from is not base:
+        self._parsed, self._deps, self._parsed_from = spread(base, self._count), self._base._deps, base
+      return self._parsed
+
+    def _forget(self):
+      super()._forget()
+      self._parsed_from = None
+      self._base._forget()
+
+    def _disk_key(self, spec, constexprs, levels=()):
+      key = super()._disk_key(spec, constexprs, levels)
+      from . import cache as C
+      return key and C.digest(key, f"star {self._count}")
+  Star.__name__ = Star.__qualname__ = cls.__name__
+  _CLASSES[cls] = Star
+  return Star

@@ -1,0 +1,76 @@
+"""Probe 53b: what Pallas and jnp users write that was refused in the frontend. A kernel's refs as a star
+parameter (`def kernel(*refs)`: `x_ref, o_ref = refs`), as pallas_call passes them."""
+import inspect
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from probe_util import S, export, rnd
+
+F32 = jnp.float32
+
+
+# ---------------------------------------------------------------- def kernel(*refs)
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 64,))
+def star_double(*refs):
+  x_ref, o_ref = refs
+  i = ml.program_id(0)
+  o_ref[ml.ds(i * 64, 64), :] = x_ref[ml.ds(i * 64, 64), :] * 2.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: (x, y))
+def star_pairs(*refs):
+  """Inputs, then outputs: each input plus one into its output, by zip over the halves of the tuple."""
+  n = len(refs) // 2
+  for r, o in zip(refs[:n], refs[n:]):
+    o[...] = r[...] + 1.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: (x, S((x.shape[0],), F32)))
+def star_outputs(x_ref, w_ref, *out_refs, scale: ml.constexpr = 1.0):
+  """Named inputs, the outputs a star parameter (Pallas's *residual_refs), a keyword-only constexpr."""
+  y_ref, s_ref = out_refs
+  y = x_ref[...] * w_ref[...][None, :] * scale
+  y_ref[...] = y
+  s_ref[...] = y.sum(axis=1)
+
+
+def test_star_refs_compute_as_pallas_kernels():
+  """`def kernel(*refs)` was MG001 ("a kernel's parameters are one named ref per input and output")."""
+  x = rnd((128, 32), 0)
+  np.testing.assert_array_equal(star_double(x, interpret=True), x * 2)
+  y = rnd((64, 16), 1)
+  a, b = star_pairs(x, y, interpret=True)
+  np.testing.assert_array_equal(a, x + 1)
+  np.testing.assert_array_equal(b, y + 1)
+  x, w = rnd((64, 32), 2), rnd((32,), 3)
+  got_y, got_s = star_outputs(x, w, scale=2.0, interpret=True)
+  np.testing.assert_allclose(got_y, x * w * 2, rtol=1e-6)
+  np.testing.assert_allclose(got_s, (x * w * 2).sum(1), rtol=1e-5, atol=1e-5)
+  got = jax.jit(lambda x: star_double(x, interpret=True))(jnp.asarray(x[:, :16]))
+  np.testing.assert_array_equal(got, x[:, :16] * 2)
+
+
+def test_star_refs_build_for_cuda_and_show_their_signature():
+  export(star_double, rnd((128, 32), 0))
+  export(star_outputs, rnd((64, 32), 0), rnd((32,), 1))
+  assert str(inspect.signature(star_outputs)) == ("(x_ref: 'jax.Array', w_ref: 'jax.Array', /, *out_refs,"
+                                                  " scale: ml.constexpr = 1.0, interpret: 'bool | None' = None)")
+
+
+def test_star_refs_mistakes_name_the_ref():
+  """A write into an input of the tuple is still MG303, naming the user's name for it."""
+  @mg.mgpu_kernel(out_shape=lambda x: x)
+  def writes_input(*refs):
+    x_ref, o_ref = refs
+    x_ref[...] = x_ref[...] + 1.0
+    o_ref[...] = x_ref[...]
+
+  with pytest.raises(mg.InputWriteError) as info:
+    writes_input.check(S((128,), F32))
+  assert info.value.message.startswith("cannot write into x_ref: it is an input of the kernel")
+  assert info.value.lineno == inspect.getsourcelines(writes_input.fn)[1] + 3
