@@ -4,8 +4,9 @@ jnp.searchsorted, the values of jnp.isin, the knots of jnp.interp) is computed w
 a register vector of its numbers: `ml.full` of the first, a select by `ml.arange` for each other element. Its dtype
 is jnp's: NumPy's float64 and int64 are float32 and int32 unless jax_enable_x64 is on (jnp.asarray of them).
 
-Only 1-D tables of at most MAX elements, of the names in NAMES, become vectors; other static arrays (np.eye,
-jnp.linspace, a 2-D table) keep their MG003 and hints. Kernels that compiled before never reach this (their
+Only 1-D tables of at most MAX elements, of the names in NAMES, become vectors, and (since probe 53b) 2-D ones of
+at most MAX elements register tiles (`jnp.array([[1., 2.], [3., 4.]])`, a 3x3 stencil's taps); other static arrays
+(np.eye, jnp.linspace) keep their MG003 and hints. Kernels that compiled before never reach this (their
 static arrays were MG003), so their IR is unchanged."""
 from __future__ import annotations
 
@@ -43,9 +44,11 @@ def _number(v, d: DType) -> str:
 def table(tracer, node, name, out):
   """The register vector of the static array `out` that `name(...)` (at `node`) returned; None where it is not
   a table (the call's MG003 stands)."""
-  if name not in NAMES or node is None or not hasattr(out, "shape") or len(out.shape) != 1 or not (
-      1 <= out.shape[0] <= MAX):
+  if name not in NAMES or node is None or not hasattr(out, "shape") or len(out.shape) not in (1, 2) or not (
+      1 <= int(np.prod(out.shape)) <= MAX) or 0 in out.shape:
     return None
+  if len(out.shape) == 2:
+    return _matrix(tracer, node, out)
   d = _dtype(out, bool(getattr(tracer.b, "x64", False)))
   if d is None:
     return None
@@ -65,6 +68,28 @@ def table(tracer, node, name, out):
   return t
 
 
+def _matrix(tracer, node, out):
+  """The register tile of the static 2-D array `out` (a 3x3 stencil's taps, a small lookup matrix): `ml.full` of
+  its first number, then a select by the flat index of each element that differs (since probe 53b)."""
+  d = _dtype(out, bool(getattr(tracer.b, "x64", False)))
+  if d is None:
+    return None
+  vals = np.asarray(out)
+  if d.is_int and (vals.min() < d.int_range[0] or vals.max() > d.int_range[1]):
+    return None
+  from .jnp_calls import trace_form
+  (r, c), flat = vals.shape, vals.reshape(-1)
+  texts = [_number(v, d) for v in flat.tolist()]
+  t = trace_form(tracer, node, f"ml.full(({r}, {c}), {texts[0]}, ml.{'bool_' if d == DType.bool_ else d.value})", [])
+  if any(s != texts[0] for s in texts[1:]):
+    i = trace_form(tracer, node, f"ml.arange({r})[:, None] * {c} + ml.arange({c})[None, :]", [])
+    for k in range(1, r * c):
+      if texts[k] != texts[0]:
+        t = trace_form(tracer, node, f"ml.where({{1}} == {k}, {texts[k]}, {{0}})", [t, i])
+  KNOWN[t.id] = (texts, d, vals.astype(d.np))
+  return t
+
+
 def known(v):
   """(the literals, the DType, the NumPy array) of a register vector made of a static table here, or None."""
   return KNOWN.get(getattr(v, "id", None)) if hasattr(v, "type") else None
@@ -74,7 +99,7 @@ def numbers(v):
   """The elements of a table made here, as typed numbers (`for c in jnp.array([...])` unrolled over them, each as
   jnp's 0-d element of the table's dtype); any other value unchanged."""
   got = known(v)
-  if got is None:
+  if got is None or got[2].ndim != 1:
     return v
   from .ops.base import typed_number
   return tuple(typed_number(e) for e in got[2])

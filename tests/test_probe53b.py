@@ -74,3 +74,48 @@ def test_star_refs_mistakes_name_the_ref():
     writes_input.check(S((128,), F32))
   assert info.value.message.startswith("cannot write into x_ref: it is an input of the kernel")
   assert info.value.lineno == inspect.getsourcelines(writes_input.fn)[1] + 3
+
+
+# ---------------------------------------------------------------- 2-D tables of constants in a kernel
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] - 2, x.shape[1] - 2), x.dtype))
+def sobel_x(x_ref, o_ref):
+  """A 3x3 stencil of its taps as a table, `k[di, dj]` of static indices."""
+  k = jnp.array([[-1., 0., 1.], [-2., 0., 2.], [-1., 0., 1.]])
+  h, w = o_ref.shape
+  acc = jnp.zeros((h, w), jnp.float32)
+  for di in range(3):
+    for dj in range(3):
+      acc += k[di, dj] * x_ref[di:di + h, dj:dj + w]
+  o_ref[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def mix3(x_ref, o_ref):
+  """A small lookup matrix applied to rows of three channels."""
+  m = jnp.array([[0.5, 0.25, 0.25], [0.1, 0.8, 0.1], [0.3, 0.3, 0.4]], dtype=jnp.float32)
+  o_ref[...] = jnp.dot(x_ref[...], m)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def add_rows(x_ref, o_ref):
+  o_ref[...] = x_ref[...] + np.array([[1, 2, 3, 4]] * 8)
+
+
+def test_2d_tables_are_register_tiles_of_their_numbers():
+  """`jnp.array([[...]])` of numbers in a kernel was MG003 ("returned an array of shape (3, 3) while tracing")."""
+  x = rnd((34, 66), 0)
+  k = np.array([[-1., 0., 1.], [-2., 0., 2.], [-1., 0., 1.]], np.float32)
+  want = sum(k[a, b] * x[a:a + 32, b:b + 64] for a in range(3) for b in range(3))
+  np.testing.assert_allclose(sobel_x(x, interpret=True), want, rtol=1e-5, atol=1e-5)
+  x = rnd((128, 3), 1)
+  m = np.array([[0.5, 0.25, 0.25], [0.1, 0.8, 0.1], [0.3, 0.3, 0.4]], np.float32)
+  np.testing.assert_allclose(mix3(x, interpret=True), x @ m, rtol=1e-5, atol=1e-5)
+  xi = np.arange(32, dtype=np.int32).reshape(8, 4)
+  got = add_rows(xi, interpret=True)
+  assert got.dtype == jnp.int32          # NumPy's int64 table is jnp's int32 (x64 off)
+  np.testing.assert_array_equal(got, xi + np.array([1, 2, 3, 4]))
+
+
+def test_2d_tables_build_for_cuda():
+  export(sobel_x, rnd((34, 66), 0))
+  export(mix3, rnd((128, 3), 1))
