@@ -274,7 +274,8 @@ def test_foreign_keywords_name_the_keyword_to_write_or_drop():
   """`dim=` got the signature alone; Triton's cache hints likewise."""
   expect(sum_dim, [S((64, 128), F32)], mg.KernelTypeError, "ml.sum(",
          "ml.sum: got an unexpected keyword argument 'dim'",
-         hint="write axis= for dim=: ml.sum(x, axis=None, keepdims=False, dtype=None, where=None, initial=None)")
+         hint="write axis= for dim=: ml.sum(x, axis=None, keepdims=False, dtype=None, where=None, initial=None,"
+              " promote_integers=True)")
   # Triton's cache hints were "drop eviction_policy=" until probe 48g: those that only tune caching are taken
   import numpy as np
   x = np.random.default_rng(5).standard_normal(128).astype(np.float32)

@@ -119,3 +119,24 @@ def test_2d_tables_are_register_tiles_of_their_numbers():
 def test_2d_tables_build_for_cuda():
   export(sobel_x, rnd((34, 66), 0))
   export(mix3, rnd((128, 3), 1))
+
+
+# ---------------------------------------------------------------- v.sum(promote_integers=False)
+@mg.mgpu_kernel(out_shape=lambda x: (S((8,), x.dtype), S((), x.dtype), S((8,), jnp.int32)))
+def narrow_sums(x_ref, rows, total, wide):
+  v = x_ref[...]
+  rows[...] = v.sum(axis=1, promote_integers=False)
+  total[...] = v.sum(promote_integers=False)
+  wide[...] = v.sum(1, promote_integers=True)
+
+
+def test_sum_method_takes_promote_integers():
+  """`v.sum(promote_integers=False)` as a method was MG003 ("unexpected keyword argument"); jnp.sum took it."""
+  for d in (np.int8, np.int16):
+    x = np.random.default_rng(0).integers(0, 100, (8, 128)).astype(d)
+    r, t, w = narrow_sums(x, interpret=True)
+    assert r.dtype == d and t.dtype == d
+    np.testing.assert_array_equal(r, jnp.sum(x, axis=1, promote_integers=False))
+    np.testing.assert_array_equal(t, jnp.sum(x, promote_integers=False))
+    np.testing.assert_array_equal(w, jnp.sum(x, axis=1).astype(jnp.int32))
+  export(narrow_sums, np.zeros((8, 128), np.int8))

@@ -344,7 +344,7 @@ def _of_scalar(cx, kind, x, axis, what):
 
 
 @builtin(methods=("sum",))
-def sum_(cx, x, axis=None, keepdims=False, dtype=None, where=None, initial=None):
+def sum_(cx, x, axis=None, keepdims=False, dtype=None, where=None, initial=None, promote_integers=True):
   """The sum of `x` over `axis` (an int, a tuple, or None for all: a scalar).
 
   `ml.sum(x, axis=1)` of an (m, n) tile is the (m,) vector of row sums. float16 and
@@ -352,9 +352,14 @@ def sum_(cx, x, axis=None, keepdims=False, dtype=None, where=None, initial=None)
   integers are summed in, and give, int32 (uint32 if unsigned), as `jnp.sum` does. `dtype`, as
   jnp's: the elements converted to it first, and a result of that dtype (`ml.sum(m, dtype=jnp.int32)`).
   `where=` (a mask that broadcasts to x, a number mask by its truth): the elements it keeps, as jnp's;
-  `initial=` (a number or scalar) is added to the sum, as jnp's.
+  `initial=` (a number or scalar) is added to the sum, as jnp's; `promote_integers=False` sums 8- and 16-bit
+  integers in their own dtype (wrapping), as jnp's (`v.sum(promote_integers=False)`, since probe 53b).
   """
   from .base import dtype_arg
+  if promote_integers is False and dtype is None and is_tensor(x):
+    xd = resolve(x.type.dtype)
+    if isinstance(xd, DType) and xd.is_int and xd.bits < 32:
+      dtype = xd
   x = kept_only(cx, x, where, False if is_tensor(x) and resolve(x.type.dtype) == DType.bool_ else 0, "ml.sum", True)
   keepdims = keep_arg(cx, keepdims, "ml.sum", x, axis)
   d = dtype_arg(cx, dtype, "ml.sum's dtype", optional=True)
