@@ -49,12 +49,21 @@ def trace_if(tracer, node: ast.If, cond: ir.Value, bools_as_numbers: bool = Fals
   tracer.env, tracer.where = env, where
   (then_blk, then_env, then_where), (else_blk, else_env, else_where) = branches
   names = rebound_names(node.body + node.orelse, before)
+  dels = _deleted(tracer, node, before)         # `if c: del v`: v is unbound after the if on that path (probe 53b)
+  names += [n for n in dels if n not in names]
   paths = _Paths(tracer, loc, before, where, (then_env, else_env), (then_where, else_where))
   results = []
   for n in names:
     a, b = then_env.get(n), else_env.get(n)
     if a is POISON or b is POISON:  # an error in a branch is already reported
       env[n] = POISON
+      continue
+    if n in dels and (isinstance(a, _Unbound) or isinstance(b, _Unbound)):
+      env[n] = a if isinstance(a, _Unbound) and isinstance(b, _Unbound) else _Unbound(
+          f"it is deleted on one path through the if at line {loc.lineno}",
+          message=f"{n} is read after the run-time if at line {loc.lineno}, whose {'else' if dels[n][0] else 'body'}"
+                  f" deletes it (`del {n}`, line {dels[n][1]}): on that path it has no value",
+          hint=f"read {n} before the if, or del it on both paths (or after the if)")
       continue
     if a is b and a is not None:
       env[n] = a
@@ -160,6 +169,19 @@ def trace_if(tracer, node: ast.If, cond: ir.Value, bools_as_numbers: bool = Fals
   for n, (la, rebuild), _ in results:
     env[n] = rebuild(list(res.results[i:i + len(la)]))
     i += len(la)
+
+
+def _deleted(tracer, node: ast.If, before) -> dict:
+  """The names bound before the if that a `del` of its branches unbinds: name -> (whether in the else, line)."""
+  out = {}
+  for k, stmts in enumerate((node.body, node.orelse)):
+    for s in stmts:
+      for d in ast.walk(s):
+        if isinstance(d, ast.Delete):
+          for t in d.targets:
+            if isinstance(t, ast.Name) and t.id in before and t.id not in out:
+              out[t.id] = (k == 1, tracer.loc(d).lineno)
+  return out
 
 
 def _written(tracer, stmts, n, ref) -> str:

@@ -9,6 +9,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from locate import expect
 from probe_util import S, export, rnd
 
 F32 = jnp.float32
@@ -140,3 +141,46 @@ def test_sum_method_takes_promote_integers():
     np.testing.assert_array_equal(t, jnp.sum(x, promote_integers=False))
     np.testing.assert_array_equal(w, jnp.sum(x, axis=1).astype(jnp.int32))
   export(narrow_sums, np.zeros((8, 128), np.int8))
+
+
+# ---------------------------------------------------------------- del under a run-time if
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def del_in_branch(x_ref, o_ref):
+  v = x_ref[...]
+  if x_ref[0] > 0:
+    del v
+  o_ref[...] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def del_in_else(x_ref, o_ref):
+  v = x_ref[...] * 2.0
+  if x_ref[0] > 0:
+    o_ref[...] = v
+  else:
+    del v
+  o_ref[...] = v + 1.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def del_and_rebind(x_ref, o_ref):
+  v = x_ref[...]
+  if x_ref[0] > 0:
+    del v
+    v = x_ref[...] * 3.0
+  o_ref[...] = v
+
+
+def test_del_under_a_runtime_if_unbinds_on_that_path():
+  """`if c: del v` left v bound after the if (the old value, silently): Python's NameError on that path."""
+  spec = [S((128,), F32)]
+  line = lambda k, text: inspect.getsourcelines(k.fn)[1] + inspect.getsource(k.fn).splitlines().index(text)
+  expect(del_in_branch, spec, mg.UnboundNameError, "v\n",
+         f"v is read after the run-time if at line {line(del_in_branch, '  if x_ref[0] > 0:')}, whose body deletes"
+         f" it (`del v`, line {line(del_in_branch, '    del v')}): on that path it has no value",
+         hint="read v before the if, or del it on both paths (or after the if)", nth=1)
+  expect(del_in_else, spec, mg.UnboundNameError, "v + 1.0",
+             f"v is read after the run-time if at line {line(del_in_else, '  if x_ref[0] > 0:')}, whose else deletes"
+             f" it (`del v`, line {line(del_in_else, '    del v')}): on that path it has no value")
+  for x in (rnd((128,), 0), -np.abs(rnd((128,), 1))):     # rebound after the del: taken, both paths
+    np.testing.assert_array_equal(del_and_rebind(x, interpret=True), x * 3 if x[0] > 0 else x)
