@@ -184,3 +184,31 @@ def test_del_under_a_runtime_if_unbinds_on_that_path():
              f" it (`del v`, line {line(del_in_else, '    del v')}): on that path it has no value")
   for x in (rnd((128,), 0), -np.abs(rnd((128,), 1))):     # rebound after the del: taken, both paths
     np.testing.assert_array_equal(del_and_rebind(x, interpret=True), x * 3 if x[0] > 0 else x)
+
+
+# ---------------------------------------------------------------- v.at[a:b].set(rows of its own shape)
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def at_shift(x_ref, o_ref):
+  v = x_ref[...]
+  o_ref[...] = v.at[2:4].set(v[:2])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x, x, x))
+def at_ranges(x_ref, halves, rows, box):
+  v = x_ref[...]
+  halves[...] = v.at[:, 64:].add(v[:, :64])
+  rows[...] = v.at[8:16, :].set(v[:8, :] * 2.0)
+  box[...] = v.at[3, 2:10].max(v[0, :8])
+
+
+def test_range_updates_by_values_of_the_range_shape():
+  """`v.at[2:4].set(v[:2])` (an update of the range's own shape, from elsewhere in the tensor) was MG003."""
+  x = rnd((8,), 0)
+  np.testing.assert_array_equal(at_shift(x, interpret=True), jnp.asarray(x).at[2:4].set(x[:2]))
+  x = jnp.asarray(rnd((16, 128), 1))
+  a, b, c = at_ranges(x, interpret=True)
+  np.testing.assert_array_equal(a, x.at[:, 64:].add(x[:, :64]))
+  np.testing.assert_array_equal(b, x.at[8:16, :].set(x[:8, :] * 2.0))
+  np.testing.assert_array_equal(c, x.at[3, 2:10].max(x[0, :8]))
+  export(at_shift, rnd((8,), 0))
+  export(at_ranges, rnd((16, 128), 1))

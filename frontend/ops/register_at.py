@@ -8,8 +8,8 @@ where an index repeats, jnp keeps one of its updates, unspecified which: here th
 The ids follow jnp's: a negative one counts from the end once, one outside [-n, n) is dropped. An index of single
 positions or static ranges, a static or run-time integer or a slice of static bounds for each axis (`ys.at[t].set(h)`
 of a recurrence collecting its states, `v.at[:, 0].set(0.0)`, `v.at[1:-1].add(1.0)`), is the select by index the
-MG003 hint wrote (probe 51i). Other indices and updates (a range's update by rows of its own, which would need a
-shift) keep the error `acc.at` had."""
+MG003 hint wrote (probe 51i); a range's update by values of its own shape (`v.at[2:4].set(v[:2])`, a shift) is
+padded to the tensor's shape first (probe 53b). Other indices and updates keep the error `acc.at` had."""
 from __future__ import annotations
 
 from .. import errors as E
@@ -104,11 +104,13 @@ def _point_update(name):
       if own[k] != n:              # (the lanes of a padded axis: its own part the first own[k], as its reads')
         cx.b.pad_tiles[r.id] = (own[k],)
       return r if len(shape) == 1 else expand(cx, r, tuple(slice(None) if a == k else None for a in range(len(shape))))
+    bounds = []                    # (lo, hi) of each kept axis: where a range's own update goes
     for k, (i, n) in enumerate(zip(items, shape)):
       if isinstance(i, slice):     # (static bounds, as Python's: negative from the end, clamped)
         lo, hi, _ = i.indices(n)
         kept.append(k)
         sub.append(max(0, hi - lo))
+        bounds.append((lo, max(lo, hi)))
         if lo > 0:
           mask = cond(mask, ew.compare(cx, ew.CmpOp.GE, along(k, n), lo))
         if hi < n:
@@ -132,8 +134,14 @@ def _point_update(name):
       ys = tuple(y.type.shape)
       if not (len(ys) > len(sub) or any(a not in (1, b) for a, b in zip(ys[::-1], sub[::-1]))) and any(
           a not in (1, b) for a, b in zip(ys[::-1], full[::-1])):
-        raise at.at.error()           # (rows of a range inside the tensor: its MG003 hint writes the select)
-      if len(ys) > len(sub) or any(a not in (1, b) for a, b in zip(ys[::-1], sub[::-1])):
+        # rows of a range inside the tensor, `v.at[2:4].set(v[:2])` (probe 53b): the update stretched to the
+        # range's shape, padded to the tensor's along each ranged axis so its elements sit where they go
+        from .stacking import pad
+        if ys != sub:
+          y = broadcast_to_shape(cx, y, sub)
+        y = pad.rule(cx, y, tuple((lo, n - hi) for (lo, hi), n in zip(bounds, full)))
+        ys = tuple(y.type.shape)
+      elif len(ys) > len(sub) or any(a not in (1, b) for a, b in zip(ys[::-1], sub[::-1])):
         t, _, r = _texts(cx.text)
         raise E.ShapeMismatchError(
             f"{t}: the update {r} of shape {ys} does not broadcast to the shape {sub} of the elements it updates",
