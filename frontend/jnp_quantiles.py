@@ -24,7 +24,47 @@ def _number(q):
   return float(q)
 
 
+def _numbers(q):
+  """The static qs of a sequence of them, `jnp.array([0.25, 0.75])` (a table: static_tables.py) or a list or tuple
+  of numbers, as floats; None otherwise."""
+  from .static_tables import known
+  got = known(q)
+  if got is not None:
+    vals = got[2]
+    return [float(v) for v in vals] if vals.ndim == 1 and (got[1].is_float or got[1].is_int) else None
+  if isinstance(q, np.ndarray) and q.ndim == 1 and q.dtype.kind in "iuf":
+    q = q.tolist()
+  if isinstance(q, (list, tuple)) and q and len(q) <= _MAX_QS and all(_number(v) is not None for v in q):
+    return [_number(v) for v in q]
+  return None
+
+
+_MAX_QS = 16      # quantiles of one call unrolled
+
+
 def _quantile(percent, nan=False, median=False):
+  one = _one_quantile(percent, nan, median)
+
+  def make(a):
+    """Several qs (`jnp.quantile(v, jnp.array([0.25, 0.75]))`, since probe 53b): each q's form, stacked along a
+    new leading axis, as jnp's result is."""
+    qs = None if median else _numbers(a["q"])
+    if qs is None or len(qs) > _MAX_QS:
+      return one(a)
+    forms = [one({**a, "q": q}) for q in qs]
+    if any(f is None for f in forms):
+      return None
+    args, shape = forms[0][1], _shape(a, a["a"])
+    if len(shape) == 1 and not a["keepdims"]:     # (scalars: the vector of them, a select by position)
+      form = forms[-1][0] if len(qs) > 1 else f"ml.where(ml.arange(1) == 0, {forms[0][0]}, {forms[0][0]})"
+      for k in range(len(qs) - 2, -1, -1):
+        form = f"ml.where(ml.arange({len(qs)}) == {k}, {forms[k][0]}, {form})"
+      return form, args
+    return "ml.stack([" + ", ".join(f for f, _ in forms) + "], axis=0)", args
+  return make
+
+
+def _one_quantile(percent, nan=False, median=False):
   def make(a):
     x, axis, keepdims = a["a"], a["axis"], a["keepdims"]
     method, q = ("midpoint", 0.5) if median else (a["method"], a["q"])     # (jnp.nanmedian: jax's nanquantile)

@@ -212,3 +212,34 @@ def test_range_updates_by_values_of_the_range_shape():
   np.testing.assert_array_equal(c, x.at[3, 2:10].max(x[0, :8]))
   export(at_shift, rnd((8,), 0))
   export(at_ranges, rnd((16, 128), 1))
+
+
+# ---------------------------------------------------------------- quantiles at several qs
+QS = np.array([0.1, 0.5, 0.9])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((2,), F32), S((1,), F32)))
+def quartiles(x_ref, flat, one):
+  x = x_ref[...]
+  flat[...] = jnp.quantile(x[0], jnp.array([0.25, 0.75]))
+  one[...] = jnp.median(x[1], keepdims=True) - jnp.quantile(x[1], [0.5])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((3, 8), F32), S((3, 8), F32)))
+def deciles(x_ref, rows, pct):
+  x = x_ref[...]
+  rows[...] = jnp.quantile(x, QS, axis=1)
+  pct[...] = jnp.percentile(x, [10, 50, 90], axis=1, method="nearest")
+
+
+def test_quantiles_at_an_array_of_qs():
+  """`jnp.quantile(v, jnp.array([0.25, 0.75]))` (q an array, a list or a NumPy global) was MG003."""
+  x = jnp.asarray(rnd((8, 128), 0))
+  flat, one = quartiles(x, interpret=True)
+  np.testing.assert_allclose(flat, jnp.quantile(x[0], jnp.array([0.25, 0.75])), rtol=1e-6)
+  np.testing.assert_allclose(one, jnp.zeros(1), atol=1e-6)
+  rows, pct = deciles(x, interpret=True)
+  np.testing.assert_allclose(rows, jnp.quantile(x, QS, axis=1), rtol=1e-6)
+  np.testing.assert_allclose(pct, jnp.percentile(x, jnp.array([10, 50, 90]), axis=1, method="nearest"), rtol=1e-6)
+  export(quartiles, rnd((8, 128), 0))
+  export(deciles, rnd((8, 128), 0))
