@@ -27,6 +27,7 @@ _OPERANDS = _FLOATS + _FP8 + (DType.i8,)
 # The most multiply-adds (m * k * n) of a float32 product of tiles ml.dot stores for the tensor cores only padded
 # that is computed exactly in registers (jnp_einsum.chunked_product); larger ones are ml.dot's (TF32)
 _REGISTER_MOST = 1 << 18
+_I8_K = 64       # the k an int8 A read from registers steps by (small_dots.padded_k_dot)
 
 
 def _dtype(v):
@@ -304,6 +305,14 @@ def product(tracer, node, a, b, want, precision):
   # jnp.dot of 16-bit tiles accumulates in float32 and rounds once; an accumulator dtype asked for is ml.dot's
   acc = out if want is not None and out in hw.MMA_ACC.get(common, (DType.f32,)) else \
       hw.MMA_ACC.get(common, (DType.f32,))[0]       # (int8's int32, converted to a float asked for)
+  k = _shape(a, tracer)[1]
+  if common == DType.i8 and k % _I8_K:
+    # (int8 tiles of a k the tensor cores do not take from registers, a W8A8 head of 48: both padded with zeros
+    # along k to a multiple of 64, zero columns of a meeting zero rows of b, the sums unchanged; probe 53b)
+    up = -(-k // _I8_K) * _I8_K
+    (va, fa), (vb, fb) = (_register(tracer, node, x, DType.i8) for x in ((va, fa), (vb, fb)))
+    va = trace_form(tracer, node, f"ml.pad({{0}}, ((0, 0), (0, {up - k})))", [va])
+    vb = trace_form(tracer, node, f"ml.pad({{0}}, ((0, {up - k}), (0, 0)))", [vb])
   keys = ", preferred_element_type={2}" + ("" if precision is None else ", precision={4}")
   cast = "" if acc == out else ".astype({3})"
   try:

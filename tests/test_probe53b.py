@@ -243,3 +243,56 @@ def test_quantiles_at_an_array_of_qs():
   np.testing.assert_allclose(pct, jnp.percentile(x, jnp.array([10, 50, 90]), axis=1, method="nearest"), rtol=1e-6)
   export(quartiles, rnd((8, 128), 0))
   export(deciles, rnd((8, 128), 0))
+
+
+# ---------------------------------------------------------------- int8 products of a k the tensor cores do not step by
+@mg.mgpu_kernel(out_shape=lambda a, b, w: (S((a.shape[0], b.shape[1]), jnp.int32), S((a.shape[0], w.shape[0]), F32)))
+def w8a8(a_ref, b_ref, w_ref, o_ref, s_ref):
+  o_ref[...] = jnp.dot(a_ref[...], b_ref[...], preferred_element_type=jnp.int32)
+  acc = jnp.einsum("mk,nk->mn", a_ref[...], w_ref[...], preferred_element_type=jnp.int32)
+  s_ref[...] = acc.astype(jnp.float32) * 0.5
+
+
+def _int8(shape, seed):
+  return np.random.default_rng(seed).integers(-100, 100, shape).astype(np.int8)
+
+
+def _w8a8_want(a, b, w):
+  return a.astype(np.int32) @ b.astype(np.int32), (a.astype(np.int32) @ w.astype(np.int32).T).astype(np.float32) * 0.5
+
+
+def test_int8_products_of_any_k_are_padded_to_64():
+  """`jnp.dot` of int8 tiles with k=48 (or 32, 96, 100) was MG003: both operands are padded with zeros along k."""
+  for m, k, n in ((64, 48, 64), (16, 100, 32)):
+    a, b, w = _int8((m, k), 0), _int8((k, n), 1), _int8((64, k), 2)
+    got, scaled = w8a8(a, b, w, interpret=True)
+    want, want_scaled = _w8a8_want(a, b, w)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(scaled, want_scaled)
+  export(w8a8, _int8((64, 48), 0), _int8((48, 64), 1), _int8((64, 48), 2))
+
+
+@pytest.mark.gpu
+def test_gpu_int8_padded_products_and_the_new_forms_match_numpy():
+  """The forms this probe opened, on the GPU: int8 products padded along k, range updates (ml.pad), 2-D tables
+  and quantiles at several qs (selects and stacks), star refs."""
+  for m, k, n in ((64, 48, 64), (16, 100, 32)):
+    a, b, w = _int8((m, k), 0), _int8((k, n), 1), _int8((64, k), 2)
+    got, scaled = w8a8(a, b, w)
+    want, want_scaled = _w8a8_want(a, b, w)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(scaled, want_scaled)
+  x = jnp.asarray(rnd((16, 128), 1))
+  for g, i in zip(at_ranges(x), at_ranges(x, interpret=True)):
+    np.testing.assert_array_equal(g, i)
+  np.testing.assert_array_equal(at_shift(rnd((8,), 0)), at_shift(rnd((8,), 0), interpret=True))
+  x = rnd((34, 66), 0)
+  np.testing.assert_allclose(sobel_x(x), sobel_x(x, interpret=True), rtol=1e-5, atol=1e-5)
+  x = rnd((128, 3), 1)
+  np.testing.assert_allclose(mix3(x), mix3(x, interpret=True), rtol=2e-3, atol=2e-3)     # (TF32 on the GPU)
+  x = jnp.asarray(rnd((8, 128), 0))
+  for kern in (quartiles, deciles):
+    for g, i in zip(kern(x), kern(x, interpret=True)):
+      np.testing.assert_allclose(g, i, rtol=1e-6, atol=1e-6)
+  x = rnd((128, 32), 0)
+  np.testing.assert_array_equal(star_double(x), x * 2)
