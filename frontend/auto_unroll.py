@@ -1,5 +1,5 @@
 """`for j in range(n)` of static bounds whose body needs `j` static (probe 52b): a Python list or tuple indexed by
-the loop index (`tiles[j]`, `W[j]` of a tuple of weights, `bufs[j % 2]`), a register tensor's window bounded by it
+the loop index (`tiles[j]`, `W[j]` of a tuple of weights, `bufs[j % 2]`, `TAPS[j]` of a module's NumPy array), a register tensor's window bounded by it
 (`acc[j * 32:(j + 1) * 32]`), or a list grown in the body (`outs.append(v)`, `outs += [v]`, `outs = outs + [v]`). A kernel's `range` is a run-time loop, where such a body is
 MG003 ("cannot index tiles with a runtime value") or MG005 (a list's length cannot change); Python, and a Pallas
 kernel, run it as written, so the loop is unrolled instead, as `ml.static_range` would (at most UNROLL trips;
@@ -34,7 +34,9 @@ def _static_container(tracer, name) -> bool:
     return False
   else:
     v = tracer.scope.get(name)
-  return isinstance(v, (tuple, list, dict, str))
+  from .ops.base import _outside_array, is_value
+  # (a module's NumPy table, TAPS[k] of a filter's taps: probe 53b)
+  return isinstance(v, (tuple, list, dict, str)) or _outside_array(v) and not is_value(v)
 
 
 def unrolled(tracer, node: ast.For, fn, bounds):

@@ -107,6 +107,14 @@ def _static_result(cx, name, out):
   return out
 
 
+def _library(fn) -> bool:
+  """An ml.* builtin or method, or a function of jax or NumPy (whose array arguments a kernel computes with)."""
+  if isinstance(fn, (Builtin, _Method)):
+    return True
+  mod = getattr(fn, "__module__", None) or ""
+  return mod.split(".")[0] in ("jax", "numpy") and not _lax_control(fn)
+
+
 def _tuples(x):
   """`x` with its lists made tuples (a list literal is a list in a kernel, as in Python)."""
   return tuple(_tuples(e) for e in x) if isinstance(x, (list, tuple)) else x
@@ -182,6 +190,9 @@ class Calls:
         return made
     args = [self.eval(a) for a in node.args]
     kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
+    if _library(fn) and holds_value(list(args) + list(kwargs.values())):
+      from .static_tables import outside     # jnp.dot(x, W), jnp.where(M, x, 0) of a module's NumPy table
+      args, kwargs = [outside(self, node, a) for a in args], {k: outside(self, node, v) for k, v in kwargs.items()}
     return self.call(node, fn, args, kwargs)
 
   def _spread(self, node, fn):

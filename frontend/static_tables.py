@@ -17,6 +17,7 @@ from .dtypes import DType, to_dtype
 NAMES = ("array", "asarray")      # jnp.array, jnp.asarray, np.array, np.asarray
 KNOWN: dict = {}                  # a table's value id -> (its numbers as Python literals, its DType, its numbers)
 MAX = 256
+OUTSIDE = 64                      # elements of a module's array made a table (more: passed as an input, its hint)
 
 
 def _dtype(out, x64: bool):
@@ -88,6 +89,23 @@ def _matrix(tracer, node, out):
         t = trace_form(tracer, node, f"ml.where({{1}} == {k}, {texts[k]}, {{0}})", [t, i])
   KNOWN[t.id] = (texts, d, vals.astype(d.np))
   return t
+
+
+def outside(tracer, node, x):
+  """`x` where it is no array from outside the kernel; a module's small NumPy (or JAX) array met by register values
+  (`x * W`, `x @ W`, `jnp.where(M, x, 0)` of a global W or M) as the register table `jnp.asarray(W)` makes (probe
+  53b: it was MG003, "pass the array to the kernel as an input")."""
+  from .ops.base import _outside_array, is_value
+  if is_value(x) or not _outside_array(x) or len(x.shape) not in (1, 2) or not 1 <= int(np.prod(x.shape)) <= OUTSIDE:
+    return x
+  try:
+    vals = np.asarray(x)
+  except Exception:            # (a traced value closed over: its own error where it is used)
+    return x
+  if vals.dtype.kind not in "biuf":
+    return x
+  got = table(tracer, node, "asarray", vals)
+  return x if got is None else got
 
 
 def known(v):

@@ -524,6 +524,8 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
         return type(a)(list(a) + list(b))
       return self.python(node, _PYBINOPS[op], a, b)
     left, right = (node.left, node.right) if isinstance(node, ast.BinOp) else (node.target, node.value)
+    from .static_tables import outside        # x * W of a module's NumPy table W: its register table
+    a, b = outside(self, node, a), outside(self, node, b)
     if op is ast.MatMult:        # jnp.matmul's hint, with the operands as written (`x @ w_s[...].T`)
       from .jnp_dots import int8_matmul, register_dot
       if (got := register_dot(self, node, (left, right), (a, b), {}, batched=True, shown="@")) is not None:

@@ -122,6 +122,35 @@ def test_2d_tables_build_for_cuda():
   export(mix3, rnd((128, 3), 1))
 
 
+W2 = np.array([[0.5, -1.0], [2.0, 0.25]], np.float32)     # a module's tables, as stencils and small mixes keep them
+TAPS = np.array([0.25, 0.5, 0.25])
+LEVELS = np.linspace(-1.0, 1.0, 16).astype(np.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, p: (S((64, 2), F32), S((x.shape[0] - 2,), F32), S(p.shape, F32)))
+def module_tables(x_ref, p_ref, mixed, smooth, levels):
+  """`x @ W2`, `TAPS[k]` in a range loop, `LEVELS[codes]`: a module's NumPy tables met by register values."""
+  mixed[...] = jnp.dot(x_ref[0:64, 0:2], W2) + W2[0, 1]
+  n = smooth.shape[0]
+  acc = jnp.zeros((n,), jnp.float32)
+  for k in range(3):
+    acc += TAPS[k] * x_ref[k:k + n, 0]
+  smooth[...] = acc
+  levels[...] = LEVELS[p_ref[...].astype(jnp.int32) & 0xF]
+
+
+def test_module_numpy_tables_meet_register_values():
+  """A global NumPy table in `x @ W`, `x * W`, `jnp.dot(x, W)` was MG003 ("pass the array to the kernel as an
+  input"); `TAPS[k]` in a range loop MG003 ("cannot index TAPS with a runtime value"); `LEVELS[codes]` likewise."""
+  x = rnd((130, 2), 0)
+  p = np.random.default_rng(1).integers(0, 256, 1024).astype(np.uint8)
+  mixed, smooth, levels = module_tables(x, p, interpret=True)
+  np.testing.assert_allclose(mixed, x[:64] @ W2 + W2[0, 1], rtol=1e-6)
+  np.testing.assert_allclose(smooth, 0.25 * x[:-2, 0] + 0.5 * x[1:-1, 0] + 0.25 * x[2:, 0], rtol=1e-6)
+  np.testing.assert_array_equal(levels, LEVELS[p.astype(np.int32) & 15])
+  export(module_tables, x, p)
+
+
 # ---------------------------------------------------------------- v.sum(promote_integers=False)
 @mg.mgpu_kernel(out_shape=lambda x: (S((8,), x.dtype), S((), x.dtype), S((8,), jnp.int32)))
 def narrow_sums(x_ref, rows, total, wide):
@@ -296,3 +325,6 @@ def test_gpu_int8_padded_products_and_the_new_forms_match_numpy():
       np.testing.assert_allclose(g, i, rtol=1e-6, atol=1e-6)
   x = rnd((128, 32), 0)
   np.testing.assert_array_equal(star_double(x), x * 2)
+  x, p = rnd((130, 2), 0), np.random.default_rng(1).integers(0, 256, 1024).astype(np.uint8)
+  for g, i in zip(module_tables(x, p), module_tables(x, p, interpret=True)):
+    np.testing.assert_allclose(g, i, rtol=2e-3, atol=2e-3)       # (a float32 dot: TF32 on the GPU)
