@@ -85,7 +85,8 @@ def definitions(block: Block) -> str:
   src = block.text.split("\n")
   for node in tree.body:
     keep = isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef)) or (
-        isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant))
+        isinstance(node, ast.Assign) and (isinstance(node.value, ast.Constant) or all(    # (SOBEL = np.array(...))
+            isinstance(t, ast.Name) and t.id.isupper() for t in node.targets)))
     if keep:
       first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
       for i in range(first - 1, node.end_lineno):
@@ -160,6 +161,19 @@ def run_scaled_sum(k):
   import jax.numpy as jnp
   x, s = rand(512).astype(jnp.bfloat16), jnp.bfloat16(0.75)
   close(k(x, s, interpret=True), (np.asarray(x, np.float32) * 0.75).reshape(4, 128).sum(0))
+
+
+def run_add_one(k):
+  x, y = rand(16, 128), rand(8, 128)
+  a, b = k(x, y, interpret=True)
+  close(a, np.asarray(x) + 1)
+  close(b, np.asarray(y) + 1)
+
+
+def run_sobel(k):
+  x = np.asarray(rand(34, 66))
+  w = np.array([[-1., 0., 1.], [-2., 0., 2.], [-1., 0., 1.]], np.float32)
+  close(k(x, interpret=True), sum(w[a, b] * x[a:a + 32, b:b + 64] for a in range(3) for b in range(3)))
 
 
 def run_glu(k):
@@ -554,6 +568,8 @@ CASES = [
     Case(L, "scale_shift", [S((32, 128), f32), S((128,), f32), None], run=run_scale_shift),
     Case(L, "sgd_foreach", [[S((1000,), f32), S((77,), f32), S((2048,), f32)]] * 2, run=run_sgd_foreach),
     Case(L, "scaled_sum", [S((512,), jnp.bfloat16), S((), jnp.bfloat16)], run=run_scaled_sum),
+    Case(L, "add_one", [S((16, 128), f32), S((8, 128), f32)], run=run_add_one),
+    Case(L, "sobel", [S((34, 66), f32)], run=run_sobel),
     Case(L, "glu", [S((16, 128), f32)], dict(act=lambda a, b: a * b), run=run_glu),
     Case(L, "double", [S((1000, 64), f32)], run=run_double_masked, marker="ml.cdiv"),
     Case(L, "segment_sums", [S((5,), i32), S((1024,), f32)], run=run_segment_sums),
