@@ -243,6 +243,25 @@ def test_range_updates_by_values_of_the_range_shape():
   export(at_ranges, rnd((16, 128), 1))
 
 
+
+@mg.mgpu_kernel(out_shape=lambda x, ids: (S((128,), F32), S((8,), F32), S((ids.shape[0], 128), F32)))
+def at_gets(x_ref, ids_ref, row, col, rows):
+  x = x_ref[...]
+  row[...] = x.at[3].get() + x.at[ml.program_id(0)].get(mode="promise_in_bounds")
+  col[...] = x.at[:, x.shape[1] - 1].get()
+  rows[...] = x.at[ids_ref[...]].get()
+
+
+def test_at_get_reads_as_an_index():
+  """`v.at[idx].get()` (jnp's spelling of v[idx]) was MG003 ("a register tensor has no attribute 'at'")."""
+  x = rnd((8, 128), 2)
+  ids = np.random.default_rng(3).integers(0, 8, 16).astype(np.int32)
+  row, col, rows = at_gets(x, ids, interpret=True)
+  np.testing.assert_array_equal(row, x[3] + x[0])
+  np.testing.assert_array_equal(col, x[:, 127])
+  np.testing.assert_array_equal(rows, x[ids])
+  export(at_gets, x, ids)
+
 # ---------------------------------------------------------------- quantiles at several qs
 QS = np.array([0.1, 0.5, 0.9])
 
@@ -315,6 +334,9 @@ def test_gpu_int8_padded_products_and_the_new_forms_match_numpy():
   for g, i in zip(at_ranges(x), at_ranges(x, interpret=True)):
     np.testing.assert_array_equal(g, i)
   np.testing.assert_array_equal(at_shift(rnd((8,), 0)), at_shift(rnd((8,), 0), interpret=True))
+  x, ids = rnd((8, 128), 2), np.random.default_rng(3).integers(0, 8, 16).astype(np.int32)
+  for g, i in zip(at_gets(x, ids), at_gets(x, ids, interpret=True)):
+    np.testing.assert_array_equal(g, i)
   x = rnd((34, 66), 0)
   np.testing.assert_allclose(sobel_x(x), sobel_x(x, interpret=True), rtol=1e-5, atol=1e-5)
   x = rnd((128, 3), 1)

@@ -46,6 +46,9 @@ class RegisterAtIndex:
     self.at, self.ids, self.items = at, ids, items
 
   def __getattr__(self, attr):
+    if attr == "get":          # jnp's v.at[idx].get(): v[idx] (probe 53b; it was MG003)
+      from ..calls import _Method
+      return _Method(_GET, self)
     if attr in _UPDATES:
       from ..calls import _Method
       return _Method(_UPDATES[attr] if self.ids is not None else _POINT_UPDATES[attr], self)
@@ -229,3 +232,19 @@ _ATOMIC = {"sum": "add", "max": "max", "min": "min"}
 _UPDATES = {"set": _update("set", "set"), "add": _update("sum", "add"), "max": _update("max", "max"), "min": _update("min", "min"),
             "mul": _update("prod", "mul"), "multiply": _update("prod", "multiply")}
 _POINT_UPDATES = {name: _point_update(name) for name in _UPDATES}
+
+
+def _get_rule(cx, at, *, mode=None, fill_value=None, indices_are_sorted=False, unique_indices=False):
+  """jnp's v.at[idx].get() of a register tensor v: v[idx], its elements at single positions and static ranges, or
+  its rows at a vector of ids (a register gather)."""
+  from .register_gather import register_gather
+  from .shape import expand
+  v = at.at.value
+  if mode not in (None, "promise_in_bounds", "clip") or fill_value is not None:
+    raise at.at.error()        # (jnp's fill of out-of-bounds indices: the error's select)
+  if at.ids is None:
+    return expand(cx, v, tuple(at.items))
+  return register_gather(cx, v, at.ids, cx.name)
+
+
+_GET = Builtin(_get_rule, "at.get")
