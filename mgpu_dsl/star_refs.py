@@ -19,9 +19,26 @@ def spread(pk, count: int):
   return dataclasses.replace(pk, ref_params=named + leaves, vararg=None, trees={**pk.trees, star: (tuple, leaves)})
 
 
+def count(kernel, args, constexprs, loc) -> int:
+  """The refs of a call on `args`: its inputs and out_shape's outputs for them. Where out_shape's callable takes
+  fewer inputs than the call passes (`lambda x: x` called with two), the refs it describes (then the call's count
+  error says "takes 1 input (refs[0]), then 1 output (refs[1])"); one output where it gives none the count could
+  use (its own mistakes are reported by the derived kernel's call, in its words)."""
+  from . import signature
+  n_out = outputs(kernel, args, constexprs, loc)
+  if n_out is not None:
+    return len(args) + n_out
+  out, pk = kernel.out_shape, kernel.parsed
+  took = signature.arity(out, pk.constexpr_params) if callable(out) and not hasattr(out, "shape") else None
+  if took is not None and took[1] < len(args):
+    n_out = outputs(kernel, args[:int(took[1])], constexprs, loc)
+    if n_out is not None:
+      return int(took[1]) + n_out
+  return len(args) + 1
+
+
 def outputs(kernel, args, constexprs, loc) -> int | None:
-  """How many outputs out_shape gives for `args`, or None where it gives none the count could use (its own
-  mistakes are reported by the derived kernel's call, in its words)."""
+  """How many outputs out_shape gives for `args`, or None where it gives none the count could use."""
   import jax
   pk, out = kernel.parsed, kernel.out_shape
   if out is None:
@@ -43,11 +60,10 @@ def star_call(kernel, args, constexprs, loc):
   pk = kernel.parsed
   if getattr(pk, "vararg", None) is None:
     return None
-  n_out = outputs(kernel, args, constexprs, loc)
-  count = len(args) + (n_out if n_out is not None else 1)
-  key = ("star", count)
+  n = count(kernel, args, constexprs, loc)
+  key = ("star", n)
   if key not in kernel._pytree_kernels:
-    kernel._pytree_kernels[key] = _derive(kernel, count)
+    kernel._pytree_kernels[key] = _derive(kernel, n)
   return kernel._pytree_kernels[key], args, constexprs
 
 

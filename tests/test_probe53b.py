@@ -75,6 +75,10 @@ def test_star_refs_mistakes_name_the_ref():
     writes_input.check(S((128,), F32))
   assert info.value.message.startswith("cannot write into x_ref: it is an input of the kernel")
   assert info.value.lineno == inspect.getsourcelines(writes_input.fn)[1] + 3
+  with pytest.raises(mg.SignatureError) as info:         # an input too many: the refs out_shape describes
+    star_double.check(S((128, 32), F32), S((128, 32), F32))
+  assert info.value.message == ("star_double takes 1 input (refs[0]), then 1 output (refs[1]), but was called with"
+                                " 2 inputs")
 
 
 # ---------------------------------------------------------------- 2-D tables of constants in a kernel
