@@ -354,3 +354,22 @@ def test_gpu_int8_padded_products_and_the_new_forms_match_numpy():
   x, p = rnd((130, 2), 0), np.random.default_rng(1).integers(0, 256, 1024).astype(np.uint8)
   for g, i in zip(module_tables(x, p), module_tables(x, p, interpret=True)):
     np.testing.assert_allclose(g, i, rtol=2e-3, atol=2e-3)       # (a float32 dot: TF32 on the GPU)
+
+
+# ---------------------------------------------------------------- out_shape of jnp.int_ without x64
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, jnp.int_), S(x.shape, float)))
+def default_types(x_ref, codes, halves):
+  codes[...] = (x_ref[...] * 10.0).astype(jnp.int32)
+  halves[...] = x_ref[...] * 0.5
+
+
+@pytest.mark.skipif(jax.config.jax_enable_x64, reason="x64 mode keeps 64-bit types")
+def test_default_int_and_float_outputs_narrow_as_jnp_does():
+  """`out_shape` of `jnp.int_` (or `float`) with x64 off was MG006; it is int32 (float32) with jnp's warning, as
+  `jnp.zeros(n, jnp.int_)` is."""
+  x = rnd((128,), 0)
+  with pytest.warns(UserWarning, match="Explicitly requested dtype int64 requested in out_shape"):
+    codes, halves = default_types(x, interpret=True)
+  assert codes.dtype == jnp.int32 and halves.dtype == jnp.float32
+  np.testing.assert_array_equal(codes, (x * 10).astype(np.int32))
+  np.testing.assert_array_equal(halves, x * 0.5)
