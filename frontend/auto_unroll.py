@@ -39,6 +39,13 @@ def _static_container(tracer, name) -> bool:
   return isinstance(v, (tuple, list, dict, str)) or _outside_array(v) and not is_value(v)
 
 
+def _root(n):
+  """The expression a chain of subscripts indexes: `k` of `k[i][j]`."""
+  while isinstance(n, ast.Subscript):
+    n = n.value
+  return n
+
+
 def unrolled(tracer, node: ast.For, fn, bounds):
   """ml.static_range where `fn` is range of static `bounds` (at most UNROLL trips) whose body needs a static index,
   else `fn`."""
@@ -72,9 +79,9 @@ def needs_static_index(tracer, node: ast.For) -> bool:
               index.add(m.id)
               grew = True
   for n in body:
-    if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and isinstance(n.ctx, ast.Load) and \
-        _reads(n.slice, index) and _static_container(tracer, n.value.id):
-      return True
+    if isinstance(n, ast.Subscript) and isinstance(_root(n), ast.Name) and isinstance(n.ctx, ast.Load) and \
+        _reads(n.slice, index) and _static_container(tracer, _root(n).id):
+      return True             # (k[i][j] of a nested list of taps too: its root, k; probe 53b)
     if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and _register(tracer.env.get(n.value.id)) \
         and any(isinstance(s, ast.Slice) and _reads(s, index) for s in ast.walk(n.slice)):
       return True             # acc[j * 32:(j + 1) * 32]: a window of a register tensor has static bounds

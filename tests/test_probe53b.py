@@ -155,6 +155,26 @@ def test_module_numpy_tables_meet_register_values():
   export(module_tables, x, p)
 
 
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] - 2, x.shape[1] - 2), x.dtype))
+def nested_taps(x_ref, o_ref):
+  """A stencil's taps as a nested list, `k[i][j]` in two range loops (the inner one was MG003)."""
+  k = [[1, 2, 1], [2, 4, 2], [1, 2, 1]]
+  h, w = o_ref.shape
+  acc = jnp.zeros((h, w), jnp.float32)
+  for i in range(3):
+    for j in range(3):
+      acc += k[i][j] / 16 * x_ref[i:i + h, j:j + w]
+  o_ref[...] = acc
+
+
+def test_nested_list_taps_unroll_their_loops():
+  x = rnd((18, 130), 4)
+  k = np.outer([1, 2, 1], [1, 2, 1]) / 16
+  want = sum(k[a, b] * x[a:a + 16, b:b + 128] for a in range(3) for b in range(3))
+  np.testing.assert_allclose(nested_taps(x, interpret=True), want, rtol=1e-5, atol=1e-5)
+  export(nested_taps, x)
+
 # ---------------------------------------------------------------- v.sum(promote_integers=False)
 @mg.mgpu_kernel(out_shape=lambda x: (S((8,), x.dtype), S((), x.dtype), S((8,), jnp.int32)))
 def narrow_sums(x_ref, rows, total, wide):
