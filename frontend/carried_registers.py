@@ -37,9 +37,12 @@ def check_register_values(kernel: ir.Kernel) -> list:
   over every thread of the CTA, is a RegisterCapacityError: ptxas would spill it whole to local
   memory (or not finish), so it is reported at the op that makes it, once per kernel."""
   big = []
+  used = {id(v) for o in ir.walk(kernel.body) for v in o.operands()}
   for o in ir.walk(kernel.body):
     for r in o.results:
       t = r.type
+      if id(r) not in used and ir._removable(o) and not o.regions:
+        continue        # (a read nothing uses, pruned before lowering: `w_ref[...]` of `w_ref[...][ids]`, probe 53b)
       if not (isinstance(t, TensorType) and isinstance(resolve(t.dtype), DType)):
         continue
       words = math.prod(t.shape) * _register_bits(resolve(t.dtype)) / 32 / kernel.block

@@ -286,6 +286,28 @@ def test_at_get_reads_as_an_index():
   np.testing.assert_array_equal(rows, x[ids])
   export(at_gets, x, ids)
 
+
+# ---------------------------------------------------------------- gathers through a whole read of an input
+@mg.mgpu_kernel(out_shape=lambda ids, w, x, i: (S((ids.shape[0], w.shape[1]), w.dtype),
+                                                S((ids.shape[0], w.shape[1]), w.dtype), S(i.shape, x.dtype)))
+def table_reads(ids_ref, w_ref, x_ref, i_ref, rows, taken, along):
+  rows[...] = w_ref[...][ids_ref[...]]
+  taken[...] = jnp.take(w_ref[...], ids_ref[...], axis=0)
+  along[...] = jnp.take_along_axis(x_ref[...], i_ref[...], axis=1)
+
+
+def test_gathers_through_a_whole_read_are_gathers_from_the_input():
+  """`w_ref[...][ids]` of a (4096, 128) table was MG403 (the whole table in registers); `jnp.take_along_axis(
+  x_ref[...], i, axis=1)` MG003 ("gathers from a GMEM ref"): both hints wrote the gather from the ref."""
+  w, x = rnd((4096, 128), 5), rnd((64, 128), 6)
+  ids = np.random.default_rng(7).integers(0, 4096, 16).astype(np.int32)
+  i = np.random.default_rng(8).integers(0, 128, (64, 32)).astype(np.int32)
+  rows, taken, along = table_reads(ids, w, x, i, interpret=True)
+  np.testing.assert_array_equal(rows, w[ids])
+  np.testing.assert_array_equal(taken, w[ids])
+  np.testing.assert_array_equal(along, np.take_along_axis(x, i, axis=1))
+  export(table_reads, ids, w, x, i)
+
 # ---------------------------------------------------------------- quantiles at several qs
 QS = np.array([0.1, 0.5, 0.9])
 
@@ -361,6 +383,11 @@ def test_gpu_int8_padded_products_and_the_new_forms_match_numpy():
   x, ids = rnd((8, 128), 2), np.random.default_rng(3).integers(0, 8, 16).astype(np.int32)
   for g, i in zip(at_gets(x, ids), at_gets(x, ids, interpret=True)):
     np.testing.assert_array_equal(g, i)
+  w, x = rnd((4096, 128), 5), rnd((64, 128), 6)
+  ids = np.random.default_rng(7).integers(0, 4096, 16).astype(np.int32)
+  i = np.random.default_rng(8).integers(0, 128, (64, 32)).astype(np.int32)
+  for g, want in zip(table_reads(ids, w, x, i), (w[ids], w[ids], np.take_along_axis(x, i, axis=1))):
+    np.testing.assert_array_equal(g, want)
   x = rnd((34, 66), 0)
   np.testing.assert_allclose(sobel_x(x), sobel_x(x, interpret=True), rtol=1e-5, atol=1e-5)
   x = rnd((128, 3), 1)

@@ -72,9 +72,36 @@ def _broadcast_shapes(shapes):
   return tuple(out)
 
 
+def input_read(cx, x, big=True):
+  """The kernel input `x` is a whole read of (`w_ref[...]`), where that read would not fit a thread's registers
+  (more than 8 x 255 a thread across the CTA: MG403) or its gather's SMEM scratch (MG402), and the input cannot
+  change (not aliased to an output); else None. A gather from such a read is the gather from the input itself,
+  which reads only the rows its ids name (probe 53b: `w_ref[...][ids]` of an embedding table was MG403, whose hint
+  wrote `w_ref[ids, :]`). `big=False`: of any size."""
+  from ..types import RefType, Space
+  from .memory import Load
+  d = cx.b.defs.get(getattr(x, "id", None))
+  if not isinstance(d, Load) or d.merge or d.keep is not None or not isinstance(d.ref.type, RefType):
+    return None
+  ref = d.ref
+  if ref.type.space != Space.GMEM or ref.id not in cx.b.read_only or ref.id in cx.b.aliased or \
+      tuple(ref.type.shape) != tuple(x.type.shape):
+    return None
+  from .. import hw
+  t = resolve(ref.type.dtype)
+  size = math.prod(x.type.shape) * getattr(t, "itemsize", 4)
+  return ref if not big or size / 4 / max(1, cx.b.threads) > _SLACK * 255 or size > hw.SMEM_LIMIT else None
+
+
+_SLACK = 8       # carried_registers.REGISTER_SLACK: a tile past 8x a thread's 255 registers is MG403
+
+
 def register_gather(cx, x, index, name=""):
   """`x[index]` of a register tensor where the index holds integer tensors (jnp's gather), or None where this
   index form is not one it takes (the caller's error then)."""
+  if (ref := input_read(cx, x)) is not None:
+    from .gather import gather
+    return gather(cx, ref, index, name)
   plan = _items(x, index)
   if plan is None:
     return None

@@ -29,6 +29,9 @@ def take_along_axis(cx, arr, indices, axis):
   if is_tensor(arr) and not (read.endswith("[...]") and read[:-5].isidentifier()) and (
       got := take_along(cx, arr, indices, axis)) is not None:
     return got                      # a tile computed in registers: through an SMEM scratch (probe 45f)
+  from .register_gather import input_read
+  if not (is_value(arr) and isinstance(arr.type, RefType)) and (ref := input_read(cx, arr, big=False)) is not None:
+    return take_along_axis.rule(cx, ref, indices, axis)     # (x_ref[...] of an input: from x_ref itself; probe 53b)
   if not (is_value(arr) and isinstance(arr.type, RefType)):
     text, ids = cx.named(arr, ""), cx.named(indices, "ids")
     read = text[:-5] if text.endswith("[...]") and text[:-5].isidentifier() else ""
