@@ -9,7 +9,7 @@ import re
 from . import errors as E
 from .calls import _Method
 from .dtypes import DType
-from . import missing
+from . import missing, static_tables
 from .missing import missing_hint
 from .torch_hints import torch_method_hint
 from .ops import METHODS, REF_METHODS, gather, memory, permute, roll, shape, transfers
@@ -75,6 +75,8 @@ class Subscripts:
     call = self.call_node if self.call_node is not None and self.call_node.func is node else None
     base = self.eval(node.value)
     attr = node.attr
+    if attr in ("T", "mT") and (got := static_tables.known(base)) is not None and got[2].ndim == 2:
+      return static_tables.table(self, node, "asarray", got[2].T)     # a table's transpose: the transposed table
     if isinstance(base, StridedView):
       return strided_attribute(self, base, attr, node)
     if isinstance(base, gather.IndexedRef):

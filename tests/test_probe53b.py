@@ -121,6 +121,19 @@ def test_2d_tables_are_register_tiles_of_their_numbers():
   np.testing.assert_array_equal(got, xi + np.array([1, 2, 3, 4]))
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def rotate_rows(x_ref, o_ref):
+  """A table's transpose in a product (`rot.T` of a (2, 2) table was MG204, a register transpose of 2 columns)."""
+  rot = jnp.array([[0., -1.], [1., 0.]])
+  o_ref[...] = jnp.dot(x_ref[...], rot.T)
+
+
+def test_a_tables_transpose_is_the_transposed_table():
+  x = rnd((128, 2), 3)
+  np.testing.assert_array_equal(rotate_rows(x, interpret=True), x @ np.array([[0., 1.], [-1., 0.]], np.float32))
+  export(rotate_rows, x)
+
+
 def test_2d_tables_build_for_cuda():
   export(sobel_x, rnd((34, 66), 0))
   export(mix3, rnd((128, 3), 1))
