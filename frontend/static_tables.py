@@ -116,6 +116,15 @@ def known(v):
 def numbers(v):
   """The elements of a table made here, as typed numbers (`for c in jnp.array([...])` unrolled over them, each as
   jnp's 0-d element of the table's dtype); any other value unchanged."""
+  from .ops.base import _outside_array, is_value
+  if not is_value(v) and _outside_array(v) and len(v.shape) >= 1 and len(v) <= MAX:
+    try:                       # for t in TAPS: of a module's NumPy array: its items, numbers or rows (probe 53b)
+      vals = np.asarray(v)
+    except Exception:
+      return v
+    if vals.dtype.kind in "biuf":
+      from .ops.base import typed_number
+      return tuple(typed_number(e) if vals.ndim == 1 else e for e in vals)
   got = known(v)
   if got is None or got[2].ndim != 1:
     return v

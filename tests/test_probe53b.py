@@ -156,6 +156,15 @@ def module_tables(x_ref, p_ref, mixed, smooth, levels):
   levels[...] = LEVELS[p_ref[...].astype(jnp.int32) & 0xF]
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def taps_iterated(x_ref, o_ref):
+  """`for t in TAPS:` of a module's NumPy array (was MG001 "iterating over anything but range(...)"): its numbers."""
+  acc = jnp.zeros(x_ref.shape, jnp.float32)
+  for k, t in enumerate(TAPS):
+    acc = acc + t * x_ref[...] ** k
+  o_ref[...] = acc
+
+
 def test_module_numpy_tables_meet_register_values():
   """A global NumPy table in `x @ W`, `x * W`, `jnp.dot(x, W)` was MG003 ("pass the array to the kernel as an
   input"); `TAPS[k]` in a range loop MG003 ("cannot index TAPS with a runtime value"); `LEVELS[codes]` likewise."""
@@ -166,6 +175,8 @@ def test_module_numpy_tables_meet_register_values():
   np.testing.assert_allclose(smooth, 0.25 * x[:-2, 0] + 0.5 * x[1:-1, 0] + 0.25 * x[2:, 0], rtol=1e-6)
   np.testing.assert_array_equal(levels, LEVELS[p.astype(np.int32) & 15])
   export(module_tables, x, p)
+  x = rnd((128,), 2)
+  np.testing.assert_allclose(taps_iterated(x, interpret=True), 0.25 + 0.5 * x + 0.25 * x * x, rtol=1e-6, atol=1e-6)
 
 
 
