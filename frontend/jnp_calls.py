@@ -86,6 +86,41 @@ def inexact_operands(cx, args, kwargs):
   return [conv(a) for a in args], {k: conv(v) for k, v in kwargs.items()}
 
 
+# jnp's functions of two operands whose forms compute on register values only (probe 53h: jnp.copysign(1.0, v),
+# jnp.copysign(v, -1.0), jnp.hypot(v, 3.0), jnp.heaviside(0.5, v), jnp.isclose(v, 1.0), jnp.ldexp(1.0, n) were MG003)
+NUMBER_OPERANDS = {"copysign": ("x1", "x2"), "hypot": ("x1", "x2"), "heaviside": ("x1", "x2"), "isclose": ("a", "b"),
+                   "ldexp": ("x1",)}
+
+
+def number_operands(cx, name, args, kwargs):
+  """(args, kwargs) with a Python number among `name`'s operands (NUMBER_OPERANDS) filled into a tensor of the
+  register operand's shape, in its float dtype (jnp's weakly typed number), float32 beside an integer or bool one
+  (jnp's promote_args_inexact); unchanged where no operand is a register value, or none is a number."""
+  from .ops.base import BUILTINS, is_value
+  from .dtypes import DType
+  from .jnp_forms import _kind
+  from .types import resolve
+  params = ("x1", "x2") if name != "isclose" else ("a", "b")
+  ops = [args[i] if i < len(args) else kwargs.get(p) for i, p in enumerate(params)]
+  vals = [v for v in ops if is_value(v)]
+  if not vals or not any(_kind(v) in ("int", "float") and not is_value(v) for v in ops):
+    return args, kwargs
+  like = next((v for v in vals if _kind(v) == "float"), vals[0])
+  d = resolve(like.type.dtype) if _kind(like) == "float" else DType.f32
+  shape = tuple(getattr(like.type, "shape", ()))
+  args, kwargs = list(args), dict(kwargs)
+  for i, p in enumerate(params):
+    v = ops[i]
+    if p not in NUMBER_OPERANDS[name] or is_value(v) or _kind(v) not in ("int", "float"):
+      continue
+    t = BUILTINS["full"].apply(cx, [shape, v], {"dtype": d})
+    if i < len(args):
+      args[i] = t
+    else:
+      kwargs[p] = t
+  return args, kwargs
+
+
 # the library's parameter names as ml's
 _RENAMES = {"a": "x", "ary": "x", "arr": "x", "array": "x", "m": "x", "operand": "x", "arrays": "xs", "operands": "xs",
             "fill_value": "value", "dimension": "axis", "new_sizes": "shape", "permutation": "axes"}

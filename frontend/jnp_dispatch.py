@@ -67,6 +67,8 @@ def jnp_call(tracer, node, fn, args, kwargs, cx):
     return BUILTINS["full"].apply(cx, [_tuples(shape), 1], {"dtype": DType.f32 if dtype is None else dtype})
   if lib == "jnp" and name in jnp_calls.BINARY_INEXACT:
     args, kwargs = jnp_calls.inexact_operands(cx, args, kwargs)     # jnp.arctan2 of int32 tiles: float32
+  if lib == "jnp" and name in jnp_calls.NUMBER_OPERANDS:
+    args, kwargs = jnp_calls.number_operands(cx, name, args, kwargs)   # jnp.copysign(1.0, v): v's dtype and shape
   if lib == "jnp" and name in jnp_moves.JOINS:
     args, kwargs = jnp_moves.promoted_parts(cx, name, args, kwargs)   # jnp.concatenate([a_bf16, b_f32]): float32
   if jnp_calls._form(lib, name) is not None and name not in jnp_calls.MAPPED.get(lib, {}):
