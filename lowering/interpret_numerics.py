@@ -168,9 +168,14 @@ def ieee_reduce(kind_max: bool, x, axis):
 def _power(a, b):
   """powf rounded once from float64: numpy's float32 power takes SVML's vector powf where the CPU has
   AVX-512, an ulp from libm's (XLA:CPU's and the GPU's libdevice powf are within an ulp of the exact
-  result); float64 rounded to float32 is the correctly rounded power on every machine."""
+  result); float64 rounded to float32 is the correctly rounded power on every machine. Both operands are
+  whole arrays: NumPy's power by a scalar (or broadcast) exponent of 0.5 takes sqrt, -0.0 at -0.0 and NaN at -inf,
+  where powf (and jnp's pow) gives 0.0 and inf (probe 53h)."""
+  a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+  shape = np.broadcast_shapes(a64.shape, b64.shape)
   with np.errstate(all="ignore"):
-    return np.power(np.asarray(a, np.float64), np.asarray(b, np.float64)).astype(np.result_type(a, b))
+    r = np.power(np.array(np.broadcast_to(a64, shape)), np.array(np.broadcast_to(b64, shape)))
+  return r.astype(np.result_type(a, b))
 
 
 def _mulhi(a, b):

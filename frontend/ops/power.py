@@ -11,7 +11,7 @@ from .. import errors as E
 from ..dtypes import DType
 from ..types import ScalarType, TensorType, resolve
 from .base import check_register_value, is_value
-from .elementwise import BinOp, Constant, UnOp, astype, binary, full_, unary
+from .elementwise import BinOp, CmpOp, Constant, UnOp, astype, binary, compare, full_, unary, where_
 from .elementwise_checks import check_dtype_support
 from .libdevice import float_pow
 
@@ -21,6 +21,13 @@ def _one(cx, x):
   if isinstance(x.type, ScalarType):
     return cx.b.emit(Constant, 1, loc=cx.loc, types=[ScalarType(x.type.dtype)], names=[cx.name]).result
   return full_(cx, x.type.shape, 1, x.type.dtype, "**")
+
+
+def _sqrt_as_pow(cx, x):
+  """x ** 0.5 as jnp's pow (IEEE's and libdevice's powf): sqrt(x), but +0.0 at -0.0 and +inf at -inf (where
+  sqrt gives -0.0 and NaN; probe 53h): those two lanes take the square root of |x|."""
+  edge = binary(cx, BinOp.OR, compare(cx, CmpOp.EQ, x, 0), compare(cx, CmpOp.EQ, x, float("-inf")))
+  return unary(cx, UnOp.SQRT, where_(cx, edge, unary(cx, UnOp.ABS, x), x))
 
 
 def _int_power(cx, x, n: int):
@@ -107,8 +114,8 @@ def power(cx, a, b, a_text="x", b_text="y"):
     for bit jnp's x ** n); 1 for n == 0; 1 / x ** -n for negative n (floats only); a whole float
     n (x ** 3.0, on floats) is the same products, jnp's x ** 3 (not jnp's x ** 3.0, XLA's pow,
     which rounds once and can differ by an ulp);
-  - a float register value to 0.5: ml.sqrt (jnp.power gives 0.0 for -0.0 and inf for -inf,
-    sqrt -0.0 and nan);
+  - a float register value to 0.5: ml.sqrt, of |x| at -0.0 and -inf (jnp's pow gives 0.0 and inf
+    there, sqrt -0.0 and nan);
   - a Python number c to a float register value t: XLA's pow (libdevice's powf), as jnp.
   An integer or bool value meeting a Python float (`n ** 0.5`, `2.0 ** n`) is float32 first, as jnp
   promotes it. Anything else is an error whose hint is the exp2/log2 form."""
@@ -139,7 +146,7 @@ def power(cx, a, b, a_text="x", b_text="y"):
           hint=f"convert first: {pa}.astype(jnp.float32) ** {b!r}")
     if b == 0.5:
       check_dtype_support(cx, a.type.dtype, "**", floats_only=True, x=a)
-      return unary(cx, UnOp.SQRT, a)
+      return _sqrt_as_pow(cx, a)
     check_dtype_support(cx, a.type.dtype, "**", floats_only=True, x=a)
     return float_pow(cx, a, b)              # XLA's pow (libdevice's powf), as jnp's x ** 1.5
   pb = b_text if b_text.isidentifier() else f"({b_text})"
