@@ -166,6 +166,12 @@ def frag(a, b, c):
     i, j = ml.program_id(0), ml.program_id(1)
     c.at[ml.ds(i * 128, 128), ml.ds(j * 128, 128)][...] = mainloop(a, b, i, j, 128, 128, 64, 3)
 """, [S((256, 512), f16), S((512, 256), f16)], None),
+    "out[...] = jnp.copysign(1.0, v)": ("""
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def frag(x, out):
+    v = x[...]
+{frag}
+""", [S((256,), f32)], None),
     "s = ml.smem((1024,))": ("""
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 1024,))
 def frag(x, out):
