@@ -170,3 +170,36 @@ def test_the_kernels_build_for_cuda():
   export(number_pairs, x, np.zeros(256, np.int32))
   export(half_powers, x)
   export(half_powers_s, np.zeros(256, np.float32))
+
+
+# ------------------------------------------------------------------ 3. jnp.round(x, decimals) as XLA computes it
+@mg.mgpu_kernel(out_shape=lambda x: (_like(x),) * 4)
+def round_decimals(x, o2, o3, o1, om1):
+  v = x[...]
+  o2[...] = jnp.round(v, 2)
+  o3[...] = jnp.round(v, decimals=3)
+  o1[...] = v.round(1)
+  om1[...] = jnp.round(v, -1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((16,), x.dtype))
+def round_decimals_s(x, out):
+  for i in ml.static_range(16):
+    out[i] = jnp.round(x[i], 2)
+
+
+def test_round_to_decimals_is_jnps_bit_for_bit():
+  """jnp's division by 10**n is XLA's product by the float32 reciprocal (the quotient was an ulp away in about a
+  fifth of the values: jnp.round(-1.19, 2) is -1.1899999 in jnp, was -1.19)."""
+  x = jnp.asarray(np.random.default_rng(5).normal(size=256).astype(np.float32) * 30)
+  for g, n in zip(round_decimals(x, interpret=True), (2, 3, 1, -1)):
+    same(g, jnp.round(x, n))
+  same(round_decimals_s(x, interpret=True), jnp.round(x[:16], 2))
+
+
+@pytest.mark.gpu
+def test_gpu_round_to_decimals_as_jnp():
+  x = jnp.asarray(np.random.default_rng(5).normal(size=256).astype(np.float32) * 30)
+  for g, n in zip(_gpu(round_decimals, x), (2, 3, 1, -1)):
+    same(g, jnp.round(x, n))      # (jnp computed on the CPU: XLA's product there and on the GPU)
+  same(_gpu(round_decimals_s, x), jnp.round(x[:16], 2))

@@ -7,6 +7,8 @@ from __future__ import annotations
 import builtins
 import math as pymath
 
+import numpy as np
+
 from .. import errors as E
 from ..dtypes import DType, FLOAT8, INDEX, PY_FLOAT
 from ..types import TensorType, dtype_name, resolve
@@ -388,12 +390,13 @@ trunc = _rounding_builtin(UnOp.TRUNC, "Elementwise rounding toward zero (integer
 _round_whole = _rounding_builtin(UnOp.ROUND, "").rule
 
 
-@builtin(name="round")
+@builtin(name="round", methods=("round",))
 def round_(cx, x, decimals=0):
   """Elementwise rounding to the nearest whole number, halves to even as `jnp.round` (0.5 -> 0,
   1.5 -> 2, 2.5 -> 2); integers unchanged. Convert with `.astype` afterwards. `decimals` (a static
   int) rounds to that many decimal places as jnp.round does: x * 10**decimals rounded, divided
-  back, in x's dtype (float16 in float32)."""
+  back (multiplied by the factor's float32 reciprocal, as XLA rewrites jnp's division; bfloat16 divides), in x's
+  dtype (float16 in float32)."""
   decimals = 0 if decimals is None else decimals      # (Python's round(x, None))
   if not isinstance(decimals, int) or isinstance(decimals, bool):
     raise E.KernelTypeError(f"ml.round's decimals must be a static int, got {kind_of(decimals)}", cx.loc,
@@ -409,7 +412,14 @@ def round_(cx, x, decimals=0):
     return x                                  # beyond the type's precision: unchanged, as jnp
   wide = astype(cx, x, DType.f32) if d == DType.f16 else x
   factor = float(10 ** decimals)
-  y = binary(cx, BinOp.DIV, unary(cx, UnOp.ROUND, binary(cx, BinOp.MUL, wide, factor)), factor)
+  r = unary(cx, UnOp.ROUND, binary(cx, BinOp.MUL, wide, factor))
+  if d == DType.bf16:
+    y = binary(cx, BinOp.DIV, r, factor)
+  else:
+    # jnp's lax.div by its constant factor is XLA's product by the constant's float32 reciprocal (its algebraic
+    # simplifier's A / c => A * (1 / c)), under jit and eagerly, on the CPU and the GPU: that product, bit for bit
+    # (probe 53h: the quotient was an ulp from jnp's in a fifth of float32 roundings to 2 decimals)
+    y = binary(cx, BinOp.MUL, r, float(np.float32(1) / np.float32(factor)))
   return astype(cx, y, d) if d == DType.f16 else y
 
 
