@@ -172,6 +172,12 @@ def frag(x, out):
     v = x[...]
 {frag}
 """, [S((256,), f32)], None),
+    "out[...] = v / 3.0": ("""
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def frag(x, out):
+    v = x[...]
+{frag}
+""", [S((256,), f32)], None),
     "s = ml.smem((1024,))": ("""
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 1024,))
 def frag(x, out):

@@ -203,3 +203,51 @@ def test_gpu_round_to_decimals_as_jnp():
   for g, n in zip(_gpu(round_decimals, x), (2, 3, 1, -1)):
     same(g, jnp.round(x, n))      # (jnp computed on the CPU: XLA's product there and on the GPU)
   same(_gpu(round_decimals_s, x), jnp.round(x[:16], 2))
+
+
+# ------------------------------------------------------------------ 4. x / c as jnp's product by the reciprocal
+@mg.mgpu_kernel(out_shape=lambda x: (_like(x),) * 5)
+def by_constants(x, o1, o2, o3, o4, o5, *, c: ml.constexpr = 10.0):
+  v = x[...]
+  o1[...] = v / 3.0
+  o2[...] = jnp.divide(v, 7)
+  o3[...] = v / c + jnp.true_divide(v, 0.1)
+  o4[...] = (v * 2.0 + 1.0) / 1.7
+  o5[...] = v / 4.0                       # (a power of two: the quotient, which the product equals)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((16,), x.dtype))
+def by_constants_s(x, out):
+  for i in ml.static_range(16):
+    out[i] = x[i] / 3.0
+
+
+def _by_constants_ref(x, c=10.0):
+  return (x / 3.0, jnp.divide(x, 7), x / c + jnp.true_divide(x, 0.1), (x * 2.0 + 1.0) / 1.7, x / 4.0)
+
+
+@pytest.mark.parametrize("dt", [jnp.float32, jnp.float16], ids=lambda d: jnp.dtype(d).name)
+def test_division_by_a_number_is_jnps_bit_for_bit(dt):
+  """jnp's x / 3.0 is XLA's x * float32(1 / 3) (an ulp off the quotient in a third of the values; float16's by the
+  float16 reciprocal); the kernel's was the quotient (bfloat16, which XLA widens first, keeps it)."""
+  x = edge_input(dt, seed=6)
+  for g, w in zip(by_constants(x, interpret=True), _by_constants_ref(x)):
+    assert g.dtype == w.dtype
+    same(g, w)
+  for g, w in zip(by_constants(x, c=0.3, interpret=True), _by_constants_ref(x, c=0.3)):
+    same(g, w)
+  same(by_constants_s(x, interpret=True), x[:16] / 3.0)
+
+
+def test_division_by_a_number_lowers_to_a_product():
+  text = by_constants_s.mlir(S((256,), jnp.float32))
+  assert "arith.mulf" in text and "arith.divf" not in text
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", [jnp.float32, jnp.float16], ids=lambda d: jnp.dtype(d).name)
+def test_gpu_division_by_a_number_as_jnp(dt):
+  x = edge_input(dt, seed=6)
+  for g, w in zip(_gpu(by_constants, x), _by_constants_ref(x)):
+    same(g, w)                  # (jnp computed on the CPU: XLA's product there and on the GPU)
+  same(_gpu(by_constants_s, x), x[:16] / 3.0)

@@ -25,6 +25,7 @@ from ..types import DTypeVar, ScalarType, TensorType, dtype_name, resolve
 from .base import Num, a_an, check_register_value, is_value, kind_of, one_element, static_shape, shown
 from .promotion import exact_in, implicit, jnp_result
 from .mask_product import mask_product
+from .const_division import reciprocal
 from .float_constants import check_python_float
 from .narrow8 import _wide, _widened, narrowed  # noqa: F401  (ew.narrowed: reduce, scan, sort; libdevice)
 from .elementwise_checks import (_call_args, _check_integer_meets_float, _check_pointer_arithmetic, _convert_hint,
@@ -288,6 +289,8 @@ def binary(cx, kind: BinOp, a, b, what=None, via=()):
     # As jnp: true division of integers (or bools) computes in float32.
     a, b = (astype(cx, x, DType.f32) if is_value(x) else float(x) for x in (a, b))
     dt = d = DType.f32
+  if kind == BinOp.DIV and is_value(a) and not is_value(b) and (r := reciprocal(b, d)) is not None:
+    kind, b = BinOp.MUL, r              # x / 3.0: jnp's (XLA's) product by the reciprocal, const_division.py
   # the operand hints name: one of the dtype itself before a weakly typed carry that took it (s + c[q])
   x = next((v for v in (a0, b0) if is_value(v) and v.id not in cx.b.weak), None) or next(
       (v for v in (a0, b0) if is_value(v)), None)
