@@ -15,7 +15,7 @@ import pytest
 from jax import lax
 
 import mgpu_dsl as mg
-from mgpu_dsl import language as ml  # noqa: F401  (the kernels' namespace)
+from mgpu_dsl import language as ml
 
 S = jax.ShapeDtypeStruct
 FLOATS = [jnp.float32, jnp.float16, jnp.bfloat16]
