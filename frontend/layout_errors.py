@@ -102,6 +102,12 @@ class LayoutErrors:
     aligned = any(isinstance(b, Broadcast) and len(b.x.type.shape) == 1 and len(b.result.type.shape) == 2
                   and math.prod(b.result.type.shape) != math.prod(b.x.type.shape) and tuple(b.dims) == (1,)
                   and b.result.id not in made and self.uf.find(("v", b.x.id)) == c for b in ir.walk(self.kernel.body))
+    # a column statistic (every reduction of the class along axis 0 of a tile: fla's row of a triangular matrix,
+    # ml.sum(ml.where(o_i[:, None] == i, A, 0), 0)) meets tiles along their columns by NumPy's alignment as it
+    # was made: that use is no slip, and its use as a row statistic, b_a[:, None], is written out
+    sums = [r for r in ir.walk(self.kernel.body) if isinstance(r, Reduce) and r.results
+            and len(r.result.type.shape) == 1 and self.uf.find(("v", r.result.id)) == c]
+    aligned = aligned and not (sums and all(len(r.x.type.shape) == 2 and tuple(r.axes) == (0,) for r in sums))
     if isinstance(o, Broadcast) and _is_tensor(o.x) and math.prod(o.x.type.shape) == math.prod(o.result.type.shape) \
         and not any(self.uf.find(child) == p for child, _, _, _ in self.relations):
       # only size-1 axes added, and not stretched further (a last-axis statistic of a (1, r, c) tile, its (r,)

@@ -127,9 +127,9 @@ def row_max_aligned(x, o):                # m meets the tile by NumPy's alignmen
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)
-def exp_of_column_aligned(x, o):
+def exp_of_row_aligned(x, o):             # (a column statistic, ml.sum(v, axis=0), so used computes: probe 53f)
   v = x[...]
-  m = ml.sum(v, axis=0)
+  m = ml.sum(v, axis=1)
   o[...] = v * ml.exp(m)[:, None] + ml.exp(m)
 
 
@@ -141,9 +141,9 @@ def test_a_vector_aligned_by_numpy_alone_stays_an_error_whose_hint_writes_the_ex
              "m is used as a row statistic (one value per row) of one tile and as a column vector (one value"
              " per column) of another: a register vector lives in one of the two layouts")
   assert "tmp[...] = m;" in e.hint
-  e = expect(exp_of_column_aligned, [S((64, 64), F32)], mg.LayoutError, "ml.exp(m)[:, None]",
-             "ml.exp(m) is used as a column vector (one value per column) of one tile and as a row statistic (one"
-             " value per row) of another: a register vector lives in one of the two layouts")
+  e = expect(exp_of_row_aligned, [S((64, 64), F32)], mg.LayoutError, "v * ml.exp(m)[:, None] + ml.exp(m)",
+             "ml.exp(m) is used as a row statistic (one value per row) of one tile and as a column vector (one"
+             " value per column) of another: a register vector lives in one of the two layouts")
   assert "tmp[...] = ml.exp(m);" in e.hint
 
 
