@@ -103,13 +103,15 @@ def lifetimes(kernel, defs) -> dict[int, tuple[int, int]]:
   own: dict = {}           # buffer id -> [(op index, enclosing loops, a TMA load)] of its uses
   visit(kernel.body, None)
   transient = getattr(kernel, "transient_ids", frozenset())
-  for rid, loops in local.items():
-    # A compiler scratch (written whole, then read, by one builtin: a scan, a concatenation) made
-    # inside a loop and used only in that loop's body: it lives from its first use to its last, not
-    # the whole loop (a body's scans share memory). A user's ml.smem in a loop body keeps the whole
-    # loop: its data may be meant for a later trip (filled on the first trip only).
-    uses = own.get(rid, [])
-    if rid in transient and uses and all(u[1] == loops for u in uses) and not max(uses)[2]:
+  for rid in transient:
+    # A compiler scratch (written whole, then read, by one builtin: a scan, a concatenation) used only
+    # in one loop's body, made there or before the loop (the relayout pass's, allocated at the kernel's
+    # start): it lives from its first use to its last, not the whole loop (a body's scans, and the
+    # scratches of a float32 product computed in registers each trip, share memory). A user's ml.smem in
+    # a loop body keeps the whole loop: its data may be meant for a later trip (filled on the first trip only).
+    uses, loops = own.get(rid, []), local.get(rid, ())
+    if uses and uses[0][1][:len(loops)] == loops and len(uses[0][1]) > len(loops) - (rid in local) and all(
+        u[1] == uses[0][1] for u in uses) and not max(uses)[2]:
       span[rid] = [min(u[0] for u in uses), max(u[0] for u in uses)]
   for rid, last_is_copy in async_last.items():
     if last_is_copy:       # the load may still be landing at the kernel's end: nothing may share it
