@@ -1,0 +1,175 @@
+"""Probe 53f (state-space and linear-attention kernels: Mamba, flash-linear-attention). (1) A column statistic
+(a reduction along axis 0) used as a row statistic, `b_a[:, None]`, and also aligned with a tile's columns by
+NumPy's rule, as fla's forward substitution of DeltaNet's UT transform writes it, was MG204 ("likely a slip"); the
+aligned use is the vector's own orientation, so the written-out one reads a copy through SMEM. (2) `jnp.eye`,
+`jnp.identity` and `jnp.tri` in a kernel were MG003; they are the index vectors compared. (3) A float32 product
+of register tiles computed in registers in a loop's body (`S = S + k[sl].T @ v[sl]`, linear attention's state of
+float32 inputs) was MG402: the relayout pass's scratches, allocated at the kernel's start, lived through the
+whole loop; a compiler scratch used in one loop's body lives from its first use there to its last."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from probe_util import export, rnd
+
+F16, F32 = jnp.float16, jnp.float32
+
+
+# ---------------------------------------------------------------- (1) a column statistic used both ways
+@mg.mgpu_kernel(out_shape=lambda k, beta: jax.ShapeDtypeStruct((k.shape[0], 64), jnp.float32),
+                grid=lambda k, beta: (k.shape[0] // 64,))
+def ut_transform(k, beta, a_out):
+  """fla's fwd_prepare_wy_repr: T = (I + tril(diag(beta) K K^T, -1))^-1 of a 64-row chunk, by forward substitution
+  of its rows (each row a column statistic of the tile, used per row in the next product)."""
+  c = ml.program_id(0)
+  o_i = ml.arange(64)
+  b_k = ml.load(k.at[c * 64 + o_i[:, None], ml.arange(k.shape[1])[None, :]])
+  b_beta = ml.load(beta.at[c * 64 + o_i])
+  b_kb = (b_k * b_beta[:, None]).to(b_k.dtype)
+  b_A = ml.dot(b_kb, ml.trans(b_k))
+  b_A = -ml.where(o_i[:, None] > o_i[None, :], b_A, 0)
+  for i in range(1, 64):
+    mask = o_i == i
+    b_a = ml.sum(ml.where(mask[:, None], b_A, 0), 0)
+    b_a = b_a + ml.sum(b_a[:, None] * b_A, 0) * (o_i < i)
+    b_A = ml.where(mask[:, None], b_a, b_A)
+  b_A += o_i[:, None] == o_i[None, :]
+  ml.store(a_out.at[c * 64 + o_i[:, None], o_i[None, :]], b_A)
+
+
+def _ut_ref(k, beta):
+  k, beta = (np.asarray(x, np.float64) for x in (k, beta))
+  out = []
+  for c in range(k.shape[0] // 64):
+    kk, bb = k[c * 64:(c + 1) * 64], beta[c * 64:(c + 1) * 64]
+    out.append(np.linalg.inv(np.eye(64) + np.tril((bb[:, None] * kk) @ kk.T, -1)))
+  return np.concatenate(out)
+
+
+def _ut_inputs(seed=0, d=64, dtype=np.float16):
+  return rnd((128, d), seed, dtype) * np.asarray(0.1, dtype), np.abs(rnd((128,), seed + 1, dtype))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def column_sums_both_ways(x, o):
+  v = x[...]
+  s = ml.sum(v, axis=0)               # one value per column
+  o[...] = v / s + s[:, None]         # aligned with the columns, and the same values down the rows
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: x)
+def vector_matrix_steps(x, w, o):
+  """x <- tanh(x @ W) + x, the product a column statistic reused per row the next step, and aligned to add."""
+  W = w[...]
+  v = x[...]
+  for _ in range(4):
+    v = ml.tanh(ml.sum(v[:, None] * W, axis=0)) + v
+  o[...] = v
+
+
+def test_fla_forward_substitution_computes_the_inverse():
+  for d, dtype in ((64, np.float16), (32, np.float32)):
+    k, beta = _ut_inputs(1, d, dtype)
+    np.testing.assert_allclose(np.asarray(ut_transform(k, beta, interpret=True)), _ut_ref(k, beta),
+                               rtol=2e-2, atol=2e-2)
+    export(ut_transform, k, beta)
+
+
+def test_a_column_statistic_meets_tiles_both_ways():
+  x = np.abs(rnd((64, 64), 2)) + 0.5
+  s = x.astype(np.float64).sum(0)
+  np.testing.assert_allclose(np.asarray(column_sums_both_ways(x, interpret=True)), x / s + s[:, None], rtol=1e-5)
+  export(column_sums_both_ways, x)
+  x, w = rnd((64,), 3), rnd((64, 64), 4) * np.float32(0.1)
+  v = x.astype(np.float64)
+  for _ in range(4):
+    v = np.tanh(v @ w) + v
+  np.testing.assert_allclose(np.asarray(vector_matrix_steps(x, w, interpret=True)), v, rtol=1e-4, atol=1e-5)
+  export(vector_matrix_steps, x, w)
+
+
+# ---------------------------------------------------------------- (2) jnp.eye, jnp.identity, jnp.tri
+@mg.mgpu_kernel(out_shape=lambda x: (x, x, x, x))
+def eyes(x, o1, o2, o3, o4):
+  v = x[...]
+  o1[...] = v + jnp.eye(64, dtype=jnp.float32)
+  o2[...] = v * jnp.tri(64, k=-1)
+  o3[...] = jnp.where(jnp.eye(64, k=1, dtype=bool), v, 0.0)
+  o4[...] = v - 2 * jnp.identity(64)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def eye_rectangle(x, o):
+  o[...] = x[...] + jnp.eye(32, 64, 3, dtype=jnp.bfloat16)
+
+
+def test_jnp_eye_identity_and_tri_are_index_comparisons():
+  x = rnd((64, 64), 5)
+  got = eyes(x, interpret=True)
+  want = (x + np.eye(64), x * np.tri(64, k=-1), np.where(np.eye(64, k=1, dtype=bool), x, 0), x - 2 * np.identity(64))
+  for g, w in zip(got, want):
+    assert g.dtype == jnp.float32
+    np.testing.assert_array_equal(np.asarray(g), w.astype(np.float32))
+  export(eyes, x)
+  xb = jnp.asarray(rnd((32, 64), 6), jnp.bfloat16)
+  got = eye_rectangle(xb, interpret=True)
+  assert got.dtype == jnp.bfloat16
+  np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(xb + jnp.eye(32, 64, 3, dtype=jnp.bfloat16),
+                                                                        np.float32))
+
+
+# ---------------------------------------------------------------- (3) float32 products in a loop's body
+@mg.mgpu_kernel(out_shape=lambda k, v: jax.ShapeDtypeStruct((k.shape[1], v.shape[1]), jnp.float32))
+def state_sum(k, v, o):
+  """Linear attention's final state, sum over chunks of K^T V, of float32 inputs."""
+  S = jnp.zeros((k.shape[1], v.shape[1]), jnp.float32)
+  for c in range(k.shape[0] // 64):
+    S = S + k[ml.ds(c * 64, 64), :].T @ v[ml.ds(c * 64, 64), :]
+  o[...] = S
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, v: v)
+def linear_attention_f32(q, k, v, o):
+  """Chunked causal linear attention, jnp-style, float32: the state (d_k, d_v) carried across chunks."""
+  S = jnp.zeros((q.shape[1], v.shape[1]), jnp.float32)
+  for c in range(q.shape[0] // 64):
+    sl = ml.ds(c * 64, 64)
+    o[sl, :] = jnp.tril(q[sl, :] @ k[sl, :].T) @ v[sl, :] + q[sl, :] @ S
+    S = S + k[sl, :].T @ v[sl, :]
+
+
+def test_float32_products_in_a_loop_share_their_scratches():
+  k, v = rnd((128, 64), 7), rnd((128, 32), 8)
+  kk, vv = k.astype(np.float64), v.astype(np.float64)
+  np.testing.assert_allclose(np.asarray(state_sum(k, v, interpret=True)), kk.T @ vv, rtol=1e-4, atol=1e-4)
+  export(state_sum, k, v)
+  q, k, v = rnd((128, 16), 9) * np.float32(0.3), rnd((128, 16), 10) * np.float32(0.3), rnd((128, 32), 11)
+  qq, kk, vv = (x.astype(np.float64) for x in (q, k, v))
+  want = (np.tril(qq @ kk.T)) @ vv        # (q @ k.T of 64 by 64 is ml.dot's, read as TF32)
+  np.testing.assert_allclose(np.asarray(linear_attention_f32(q, k, v, interpret=True)), want, rtol=1e-2, atol=3e-2)
+  export(linear_attention_f32, q, k, v)
+
+
+# ---------------------------------------------------------------- on the GPU
+@pytest.mark.gpu
+def test_gpu_state_space_kernels_match_interpret_mode():
+  k, beta = _ut_inputs(12)
+  np.testing.assert_allclose(np.asarray(jax.jit(ut_transform)(k, beta)), _ut_ref(k, beta), rtol=2e-2, atol=2e-2)
+  x = np.abs(rnd((64, 64), 13)) + 0.5
+  np.testing.assert_allclose(np.asarray(jax.jit(column_sums_both_ways)(x)),
+                             np.asarray(column_sums_both_ways(x, interpret=True)), rtol=1e-5)
+  x, w = rnd((64,), 14), rnd((64, 64), 15) * np.float32(0.1)
+  np.testing.assert_allclose(np.asarray(jax.jit(vector_matrix_steps)(x, w)),
+                             np.asarray(vector_matrix_steps(x, w, interpret=True)), rtol=1e-4, atol=1e-5)
+  x = rnd((64, 64), 16)
+  for g, w in zip(jax.jit(eyes)(x), eyes(x, interpret=True)):
+    np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+  k, v = rnd((128, 64), 17), rnd((128, 32), 18)
+  np.testing.assert_allclose(np.asarray(jax.jit(state_sum)(k, v)), np.asarray(state_sum(k, v, interpret=True)),
+                             rtol=1e-4, atol=1e-4)
+  q, k, v = rnd((128, 16), 19) * np.float32(0.3), rnd((128, 16), 20) * np.float32(0.3), rnd((128, 32), 21)
+  np.testing.assert_allclose(np.asarray(jax.jit(linear_attention_f32)(q, k, v)),
+                             np.asarray(linear_attention_f32(q, k, v, interpret=True)), rtol=1e-3, atol=1e-3)
