@@ -153,6 +153,64 @@ def test_float32_products_in_a_loop_share_their_scratches():
   export(linear_attention_f32, q, k, v)
 
 
+# ---------------------------------------------------------------- (4) a block pointer's dtype
+@mg.mgpu_kernel(out_shape=lambda q, k, v: v, grid=lambda q, k, v: (v.shape[2] // 64, q.shape[0]))
+def fused_chunk_linear_attention(q, k, v, o, *, BT: ml.constexpr = 64):
+  """flash-linear-attention's fused_chunk_linear_attn_fwd_kernel: block pointers (K^T by its strides), advanced
+  a chunk a trip, the output converted to `p_o.dtype.element_ty`."""
+  i_v, i_bh = ml.program_id(0), ml.program_id(1)
+  T, K, V = q.shape[1], q.shape[2], v.shape[2]
+  o_i = ml.arange(BT)
+  m_s = o_i[:, None] >= o_i[None, :]
+  b_h = ml.zeros((K, 64), dtype=jnp.float32)
+  p_q = ml.make_block_ptr(q.at[i_bh], (T, K), (K, 1), (0, 0), (BT, K), (1, 0))
+  p_k = ml.make_block_ptr(k.at[i_bh], (K, T), (1, K), (0, 0), (K, BT), (0, 1))
+  p_v = ml.make_block_ptr(v.at[i_bh], (T, V), (V, 1), (0, i_v * 64), (BT, 64), (1, 0))
+  p_o = ml.make_block_ptr(o.at[i_bh], (T, V), (V, 1), (0, i_v * 64), (BT, 64), (1, 0))
+  for _ in range(0, ml.cdiv(T, BT)):
+    b_k = ml.load(p_k, boundary_check=(0, 1))
+    b_v = ml.load(p_v, boundary_check=(0, 1))
+    b_q = (ml.load(p_q, boundary_check=(0, 1)) * K ** -0.5).to(b_k.dtype)
+    b_s = ml.where(m_s, ml.dot(b_q, b_k), 0)
+    b_o = ml.dot(b_s.to(b_q.dtype), b_v) + ml.dot(b_q, b_h.to(b_q.dtype))
+    b_h = b_h + ml.dot(b_k, b_v)
+    ml.store(p_o, b_o.to(p_o.dtype.element_ty), boundary_check=(0, 1))
+    p_q, p_k = ml.advance(p_q, (BT, 0)), ml.advance(p_k, (0, BT))
+    p_v, p_o = ml.advance(p_v, (BT, 0)), ml.advance(p_o, (BT, 0))
+
+
+@mg.mgpu_kernel(out_shape=lambda k, v: jax.ShapeDtypeStruct((k.shape[0] // 64, k.shape[1], v.shape[1]), jnp.bfloat16))
+def chunk_states(k, v, h):
+  """fla's chunk_fwd_h: the state before each chunk stored through a block pointer, `p_h.type.element_ty`."""
+  b_h = ml.zeros((k.shape[1], v.shape[1]), dtype=jnp.float32)
+  for i_t in range(k.shape[0] // 64):
+    p_h = ml.make_block_ptr(h.at[i_t], (k.shape[1], v.shape[1]), (v.shape[1], 1), (0, 0), (k.shape[1], v.shape[1]),
+                            (1, 0))
+    ml.store(p_h, b_h.to(p_h.type.element_ty))
+    b_h += ml.dot(k[ml.ds(i_t * 64, 64), :].T, v[ml.ds(i_t * 64, 64), :])
+
+
+def _causal_linear(q, k, v):
+  q, k, v = (np.asarray(x, np.float64) for x in (q, k, v))
+  return np.stack([((q[i] @ k[i].T) * np.tril(np.ones((q.shape[1],) * 2))) @ v[i] for i in range(q.shape[0])])
+
+
+def test_block_pointers_have_their_element_dtype():
+  q, k, v = (rnd((2, 100, 64), s, np.float16) * np.float16(0.5) for s in (22, 23, 24))
+  got = fused_chunk_linear_attention(q, k, v, interpret=True)
+  assert got.dtype == jnp.float16
+  np.testing.assert_allclose(np.asarray(got, np.float32), _causal_linear(q * np.float16(64 ** -0.5), k, v),
+                             rtol=3e-2, atol=3e-2)
+  export(fused_chunk_linear_attention, q, k, v)
+  k, v = rnd((128, 64), 25, np.float16), rnd((128, 32), 26, np.float16)
+  got = chunk_states(k, v, interpret=True)
+  assert got.dtype == jnp.bfloat16
+  kk, vv = k.astype(np.float64), v.astype(np.float64)
+  np.testing.assert_allclose(np.asarray(got, np.float32), np.stack([np.zeros((64, 32)), kk[:64].T @ vv[:64]]),
+                             rtol=2e-2, atol=5e-2)
+  export(chunk_states, k, v)
+
+
 # ---------------------------------------------------------------- on the GPU
 @pytest.mark.gpu
 def test_gpu_state_space_kernels_match_interpret_mode():
@@ -173,3 +231,7 @@ def test_gpu_state_space_kernels_match_interpret_mode():
   q, k, v = rnd((128, 16), 19) * np.float32(0.3), rnd((128, 16), 20) * np.float32(0.3), rnd((128, 32), 21)
   np.testing.assert_allclose(np.asarray(jax.jit(linear_attention_f32)(q, k, v)),
                              np.asarray(linear_attention_f32(q, k, v, interpret=True)), rtol=1e-3, atol=1e-3)
+  q, k, v = (rnd((2, 100, 64), s, np.float16) * np.float16(0.5) for s in (27, 28, 29))
+  np.testing.assert_allclose(np.asarray(jax.jit(fused_chunk_linear_attention)(q, k, v), np.float32),
+                             np.asarray(fused_chunk_linear_attention(q, k, v, interpret=True), np.float32),
+                             rtol=2e-2, atol=2e-2)

@@ -39,6 +39,21 @@ class BlockPtr:
   name: str
   KIND = "a block pointer (ml.make_block_ptr)"
 
+  @property
+  def dtype(self):
+    """The base's element dtype (numpy's, as a ref's `.dtype`), so flash-linear-attention's
+    `b_o.to(p_o.dtype.element_ty)` is the output's dtype (a pointer's element type is what a ref's dtype is)."""
+    d = resolve(self.base.type.dtype)
+    if getattr(d, "np", None) is None:
+      raise AttributeError("dtype")        # (an SMEM buffer whose dtype is inferred later: the attribute error)
+    return d.np
+
+  @property
+  def type(self):
+    """Triton's `p.type.element_ty` (and `.scalar.element_ty`): the base's element dtype; `.shape` the block's."""
+    from ..triton_math import TritonType
+    return TritonType(self.dtype, tuple(self.block_shape), True)
+
   # (frontend/carried.py: a loop or an if carries the offsets; the rest is static)
   def carry_leaves(self) -> tuple:
     return self.offsets
