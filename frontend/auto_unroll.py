@@ -11,6 +11,10 @@ import ast
 
 UNROLL = 64
 _GROW = ("append", "extend", "insert")
+# Functions whose arguments past the operand are static ints (a shift, a diagonal, pad widths): `jnp.roll(x, s,
+# axis=0)` of a causal conv's tap s, `jnp.tril(a, k)`; jnp.eye's and jnp.tri's sizes are static too
+_STATIC_ARGS = ("roll", "tril", "triu", "pad", "diagonal", "diag")
+_STATIC_ALL = ("eye", "tri")
 
 
 def _walk(stmts):
@@ -85,6 +89,8 @@ def needs_static_index(tracer, node: ast.For) -> bool:
     if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and _register(tracer.env.get(n.value.id)) \
         and any(isinstance(s, ast.Slice) and _reads(s, index) for s in ast.walk(n.slice)):
       return True             # acc[j * 32:(j + 1) * 32]: a window of a register tensor has static bounds
+    if isinstance(n, ast.Call) and _static_args(n, index):
+      return True             # jnp.roll(x, s, axis=0): a shift, a diagonal or pad widths are static ints
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _GROW and \
         isinstance(n.func.value, ast.Name) and isinstance(tracer.env.get(n.func.value.id), list):
       return True
@@ -97,3 +103,13 @@ def needs_static_index(tracer, node: ast.For) -> bool:
         any(isinstance(s, (ast.List, ast.Tuple)) for s in (n.value.left, n.value.right)):
       return True
   return False
+
+
+def _static_args(call: ast.Call, index) -> bool:
+  """Whether `call` is one of _STATIC_ARGS (or _STATIC_ALL) whose static arguments read the loop index."""
+  name = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id if isinstance(
+      call.func, ast.Name) else None
+  if name not in _STATIC_ARGS + _STATIC_ALL:
+    return False
+  args = (call.args if name in _STATIC_ALL else call.args[1:]) + [k.value for k in call.keywords if k.arg not in ("a", "m", "x", "array")]
+  return any(_reads(a, index) for a in args)

@@ -211,6 +211,54 @@ def test_block_pointers_have_their_element_dtype():
   export(chunk_states, k, v)
 
 
+# ---------------------------------------------------------------- (5) shifts by a range loop's index
+@mg.mgpu_kernel(out_shape=lambda x, w, b: x)
+def conv_by_rolls(x, w, b, o):
+  """Mamba's causal conv1d (width 4) over a (time, channels) tile, its taps as jnp.roll shifts along time."""
+  v = x[...]
+  t = jnp.arange(v.shape[0])[:, None]
+  acc = b[...][None, :] + v * w[:, 3][None, :]
+  for s in range(1, 4):
+    acc = acc + jnp.where(t >= s, jnp.roll(v, s, axis=0), 0.0) * w[:, 3 - s][None, :]
+  o[...] = acc * jax.nn.sigmoid(acc)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w, b: x)
+def conv_by_pads(x, w, b, o):
+  v = x[...]
+  acc = jnp.zeros(v.shape, jnp.float32) + b[...]
+  for k in range(4):
+    acc = acc + jnp.pad(v, ((3 - k, 0), (0, 0)))[:v.shape[0]] * w[:, k]
+  o[...] = jax.nn.silu(acc)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def banded(x, o):
+  v = x[...]
+  acc = jnp.zeros_like(v)
+  for s in range(3):
+    acc = acc + jnp.tril(jnp.triu(v, -s), -s) * (s + 1)
+  o[...] = acc
+
+
+def _conv_ref(x, w, b):
+  x, w, b = (np.asarray(a, np.float64) for a in (x, w, b))
+  xp = np.concatenate([np.zeros((3, x.shape[1])), x])
+  y = sum(xp[k:k + x.shape[0]] * w[:, k] for k in range(4)) + b
+  return y / (1 + np.exp(-y))
+
+
+def test_shifts_by_a_range_loops_index_unroll_the_loop():
+  x, w, b = rnd((16, 64), 30), rnd((64, 4), 31), rnd((64,), 32)
+  for kernel in (conv_by_rolls, conv_by_pads):
+    np.testing.assert_allclose(np.asarray(kernel(x, w, b, interpret=True)), _conv_ref(x, w, b), rtol=1e-5, atol=1e-5)
+    export(kernel, x, w, b)
+  x = rnd((64, 64), 33)
+  want = sum(np.tril(np.triu(x, -s), -s) * (s + 1) for s in range(3))
+  np.testing.assert_allclose(np.asarray(banded(x, interpret=True)), want, rtol=1e-6)
+  export(banded, x)
+
+
 # ---------------------------------------------------------------- on the GPU
 @pytest.mark.gpu
 def test_gpu_state_space_kernels_match_interpret_mode():
@@ -235,3 +283,7 @@ def test_gpu_state_space_kernels_match_interpret_mode():
   np.testing.assert_allclose(np.asarray(jax.jit(fused_chunk_linear_attention)(q, k, v), np.float32),
                              np.asarray(fused_chunk_linear_attention(q, k, v, interpret=True), np.float32),
                              rtol=2e-2, atol=2e-2)
+  x, w, b = rnd((16, 64), 34), rnd((64, 4), 35), rnd((64,), 36)
+  for kernel in (conv_by_rolls, conv_by_pads):
+    np.testing.assert_allclose(np.asarray(jax.jit(kernel)(x, w, b)), np.asarray(kernel(x, w, b, interpret=True)),
+                               rtol=1e-5, atol=1e-5)
