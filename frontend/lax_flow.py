@@ -20,6 +20,7 @@ import itertools
 
 from . import errors as E
 from .env import POISON, PoisonedUse, Unbound
+from .scan_rows import returns_ys, stacked_loop
 
 # jax.lax's functions run as statements -> their parameters, in order (cond's and switch's operands follow them)
 FORMS = {"fori_loop": ("lower", "upper", "body_fun", "init_val"), "while_loop": ("cond_fun", "body_fun", "init_val"),
@@ -246,6 +247,21 @@ def _scan_loop(tracer, node, got, n, texts):
   words |= {f"{tmp}x{k}": x.text for k, x in enumerate(leaves) if isinstance(x, RefRows)}
   words |= {t: r.text for t, r in computed}
   words = {t: w for t, w in words.items() if w}
+
+  def too_many(why):
+    f = texts.get("f") or "the body"
+    f = "the body" if f.startswith("lambda") else f
+    counter = isinstance(xs, range)
+    t = _param(got["f"], 1, "t") if counter else "t"
+    over = "" if counter else f"; scan over jnp.arange({n}) for the step t, reading rows of its xs in the body"
+    return E.KernelTypeError(
+        f"lax.scan of {n} steps returns ys to stack, {why}", tracer.loc(node),
+        hint=f"store each step's y where {f} makes it (out[{t}] = y, a row of an output or of an ml.smem buffer{over})"
+             f" and return None as its y: a lax.scan of more steps then runs as a loop")
+  if returns_ys(got["f"]):        # (probe 53f: ys stacked through SMEM rows, the first trip peeled)
+    carry, ys = stacked_loop(tracer, node, n, bool(got.get("reverse")), tmp, new, arg, x, back, values,
+                             words, texts.get("f"), _run, too_many)
+    return unpack(carry), ys
   recorded = len(tracer.errors)
   stacks = lambda e: isinstance(e, E.StaticAssertionError) and f"{tmp}stacks" in e.message
   try:
@@ -256,16 +272,7 @@ def _scan_loop(tracer, node, got, n, texts):
     carry = UNHANDLED
   if carry is UNHANDLED or any(stacks(r) for r in tracer.errors[recorded:]):
     del tracer.errors[recorded:]
-    f = texts.get("f") or "the body"
-    f = "the body" if f.startswith("lambda") else f
-    counter = isinstance(xs, range)
-    t = _param(got["f"], 1, "t") if counter else "t"
-    over = "" if counter else f"; scan over jnp.arange({n}) for the step t, reading rows of its xs in the body"
-    raise E.KernelTypeError(
-        f"lax.scan of {n} steps returns ys to stack, which a kernel holds for at most {SCAN_UNROLL} steps",
-        tracer.loc(node),
-        hint=f"store each step's y where {f} makes it (out[{t}] = y, a row of an output or of an ml.smem buffer{over})"
-             f" and return None as its y: a lax.scan of more steps then runs as a loop")
+    raise too_many(f"which a kernel holds for at most {SCAN_UNROLL} steps")
   return unpack(carry), None
 
 

@@ -150,6 +150,12 @@ def frag(x, dt, a, b, c, y_ref):
     a_v = a[:, cols]
 {frag}
 """, [S((100, 128), f32), S((100, 128), f32), S((16, 128), f32), S((100, 16), f32), S((100, 16), f32)], None),
+    "a = A[...]": ("""
+from jax import lax
+@mg.mgpu_kernel(out_shape=lambda x, dt, A, B, C: x)
+def frag(x, dt, A, B, C, y_ref):
+{frag}
+""", [S((72, 64), f32), S((72, 64), f32), S((64, 16), f32), S((72, 16), f32), S((72, 16), f32)], None),
     "order = ((ml.arange(0, 2) * 4)[None, :]": ("""
 @mg.mgpu_kernel(out_shape=lambda b_ref, zeros_ptr: jax.ShapeDtypeStruct((64, 64), jnp.int32))
 def frag(b_ref, zeros_ptr, out):

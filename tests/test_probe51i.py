@@ -166,8 +166,16 @@ def test_rwkv_scan_of_length_and_a_backward_scan_with_a_dict_carry():
 
 
 def test_a_long_scan_that_stacks_ys_keeps_its_mg003_and_a_body_mistake_is_at_its_line():
-  expect(long_scan_with_ys, [S((100, 128), F32)], mg.KernelTypeError, "lax.scan(",
-         "lax.scan of 100 steps returns ys to stack, which a kernel holds for at most 64 steps",
+  # (since probe 53f a long scan's ys are stacked through SMEM rows; too many rows keep an MG003)
+  a = _input((100, 128), F32, 6)
+  h, ys = np.zeros(128), []
+  for t in range(100):
+    h = h * 0.5 + _f64(a)[t]
+    ys.append(h)
+  np.testing.assert_allclose(_f64(long_scan_with_ys(a, interpret=True)), h + ys[0], rtol=1e-5, atol=1e-6)
+  expect(long_scan_with_ys, [S((1000, 128), F32)], mg.KernelTypeError, "lax.scan(",
+         "lax.scan of 1000 steps returns ys to stack, 1000 rows of float32[128]: more than the half of a kernel's SMEM"
+         " that a long scan's ys may take",
          hint="store each step's y where step makes it (out[t] = y, a row of an output or of an ml.smem buffer) and"
               " return None as its y: a lax.scan of more steps then runs as a loop")
   expect(long_scan_carry_narrowed, [S((100, 128), F32)], mg.LoopCarryTypeError, "lax.scan(",
@@ -208,10 +216,16 @@ def test_a_long_scan_over_whole_reads_of_refs_reads_a_row_a_step():
   text = reverse_scan_over_a_ref.mlir(S(x.shape, F32))
   assert "scf.for" in text
   expect(ref_rows_with_ys, [S((256, 128), F32)], mg.KernelTypeError, "lax.scan(",
-         "lax.scan of 256 steps returns ys to stack, which a kernel holds for at most 64 steps",
+         "lax.scan of 256 steps returns ys to stack, 256 rows of float32[128]: more than the half of a kernel's SMEM"
+         " that a long scan's ys may take",     # (fewer rows are stacked through SMEM since probe 53f)
          hint="store each step's y where the body makes it (out[t] = y, a row of an output or of an ml.smem buffer;"
               " scan over jnp.arange(256) for the step t, reading rows of its xs in the body) and return None as its"
               " y: a lax.scan of more steps then runs as a loop")
+  y = _input((100, 128), F32, 7)
+  h = np.zeros(128)
+  for t in range(100):
+    h = h * 0.5 + _f64(y)[t]
+  np.testing.assert_allclose(_f64(ref_rows_with_ys(y, interpret=True)), h, rtol=1e-5, atol=1e-6)
 
 
 def test_a_bounds_error_in_a_lax_loop_body_names_the_bodys_index():

@@ -259,6 +259,72 @@ def test_shifts_by_a_range_loops_index_unroll_the_loop():
   export(banded, x)
 
 
+# ---------------------------------------------------------------- (6) long lax.scans that stack their ys
+@mg.mgpu_kernel(out_shape=lambda a, b: a)
+def recurrence_ys(a, b, o):
+  def step(h, ab):
+    at, bt = ab
+    h = at * h + bt
+    return h, h
+  _, ys = jax.lax.scan(step, jnp.zeros((128,), jnp.float32), (a[...], b[...]))
+  o[...] = ys
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: jax.ShapeDtypeStruct(a.shape, jnp.bfloat16))
+def recurrence_ys_reversed(a, b, o):
+  _, ys = jax.lax.scan(lambda h, ab: (ab[0] * h + ab[1], (ab[0] * h + ab[1]).astype(jnp.bfloat16)),
+                       jnp.zeros((128,), jnp.float32), (a[...], b[...]), reverse=True)
+  o[...] = ys
+
+
+@mg.mgpu_kernel(out_shape=lambda x, dt, A, B, C: (x, jax.ShapeDtypeStruct((x.shape[0],), jnp.float32)))
+def selective_scan_ys(x, dt, A, B, C, y_ref, s_ref):
+  """Mamba's selective scan as jax.lax writes it: ys of each step (a channel vector and a scalar) stacked."""
+  a = A[...]
+
+  def step(h, t):
+    d = jax.nn.softplus(dt[t, :])
+    h = jnp.exp(d[:, None] * a) * h + (d * x[t, :])[:, None] * B[t, :][None, :]
+    return h, (jnp.sum(h * C[t, :][None, :], axis=1), jnp.sum(h))
+  _, (ys, ss) = jax.lax.scan(step, jnp.zeros(a.shape, jnp.float32), jnp.arange(x.shape[0]))
+  y_ref[...] = ys
+  s_ref[...] = ss
+
+
+def _recurrence(a, b, reverse=False):
+  a, b = (np.asarray(v, np.float64)[::-1 if reverse else 1] for v in (a, b))
+  h, out = np.zeros(a.shape[1]), np.zeros(a.shape)
+  for t in range(a.shape[0]):
+    h = a[t] * h + b[t]
+    out[t] = h
+  return out[::-1 if reverse else 1]
+
+
+def _selective_ys(x, dt, A, B, C):
+  h, y, s = np.zeros(A.shape), np.zeros(x.shape), np.zeros(x.shape[0])
+  for t in range(x.shape[0]):
+    d = np.log1p(np.exp(dt[t].astype(np.float64)))
+    h = np.exp(d[:, None] * A) * h + (d * x[t])[:, None] * B[t][None]
+    y[t], s[t] = (h * C[t][None]).sum(1), h.sum()
+  return y, s
+
+
+def test_a_long_scan_stacks_its_ys_through_smem():
+  a, b = rnd((100, 128), 37) * np.float32(0.5), rnd((100, 128), 38)
+  np.testing.assert_allclose(np.asarray(recurrence_ys(a, b, interpret=True)), _recurrence(a, b), rtol=1e-5, atol=1e-6)
+  export(recurrence_ys, a, b)
+  a, b = a[:80], b[:80]
+  got = recurrence_ys_reversed(a, b, interpret=True)
+  np.testing.assert_allclose(np.asarray(got, np.float32), _recurrence(a, b, reverse=True), rtol=1e-2, atol=1e-2)
+  export(recurrence_ys_reversed, a, b)
+  args = rnd((72, 64), 39), rnd((72, 64), 40), -np.abs(rnd((64, 16), 41)), rnd((72, 16), 42), rnd((72, 16), 43)
+  y, s = selective_scan_ys(*args, interpret=True)
+  want_y, want_s = _selective_ys(*args)
+  np.testing.assert_allclose(np.asarray(y), want_y, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(np.asarray(s), want_s, rtol=1e-4, atol=1e-3)
+  export(selective_scan_ys, *args)
+
+
 # ---------------------------------------------------------------- on the GPU
 @pytest.mark.gpu
 def test_gpu_state_space_kernels_match_interpret_mode():
@@ -287,3 +353,8 @@ def test_gpu_state_space_kernels_match_interpret_mode():
   for kernel in (conv_by_rolls, conv_by_pads):
     np.testing.assert_allclose(np.asarray(jax.jit(kernel)(x, w, b)), np.asarray(kernel(x, w, b, interpret=True)),
                                rtol=1e-5, atol=1e-5)
+  a, b = rnd((100, 128), 44) * np.float32(0.5), rnd((100, 128), 45)
+  np.testing.assert_allclose(np.asarray(jax.jit(recurrence_ys)(a, b)), _recurrence(a, b), rtol=1e-5, atol=1e-5)
+  args = rnd((72, 64), 46), rnd((72, 64), 47), -np.abs(rnd((64, 16), 48)), rnd((72, 16), 49), rnd((72, 16), 50)
+  for g, w in zip(jax.jit(selective_scan_ys)(*args), _selective_ys(*args)):
+    np.testing.assert_allclose(np.asarray(g), w, rtol=1e-4, atol=1e-3)
