@@ -27,7 +27,8 @@ from .lax_hints import LAX_CONTROL, control_hint, debug_print_hint, foreign_call
 from .ml_name_hints import ml_name_hint
 from .shape_hints import NOT_YET as SHAPE_NOT_YET, shape_call_hint, static_array_hint, static_numbers_hint
 from .ops import elementwise as ew
-from .ops.base import BUILTINS, TRANSPOSES, Builtin, is_smem_matrix, is_value, kind_of, smem_transpose_hint, typed_number
+from .ops.base import (BUILTINS, TRANSPOSES, Builtin, is_scalar, is_smem_matrix, is_value, kind_of, smem_transpose_hint,
+                        typed_number)
 from .py_scalars import MATH_TO_INT, is_float_scalar
 from .trace_debug import jax_debug_fn, trace_breakpoint, trace_jax_debug, trace_print
 from .types import RefType, resolve
@@ -444,6 +445,10 @@ class Calls:
                          hint=f"loop over it in the for statement itself, for i in {self.text(node)}: (sliced there with"
                               " static parts too, range(a, n)[1:], [::2], [:-1]; convert uint32 bounds first,"
                               " n.astype(jnp.int32)); its length is a scalar, ml.cdiv(stop - start, step)")
+      if fn is builtins.slice and not kwargs and 1 <= len(args) <= 3 and all(
+          a is None or isinstance(a, int) or is_scalar(a) and getattr(resolve(a.type.dtype), "is_int", False)
+          for a in args):
+        return slice(*args)      # sl = slice(c * 64, (c + 1) * 64) of a run-time c: x[sl] is x[c * 64:(c + 1) * 64]
       if fn in (builtins.isinstance, builtins.type) and args and not kwargs:      # isinstance(k, int) of a value
         from .py_scalars import type_test
         return type_test(cx, fn, args, [self.text(a) for a in node.args])

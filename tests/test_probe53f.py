@@ -325,6 +325,26 @@ def test_a_long_scan_stacks_its_ys_through_smem():
   export(selective_scan_ys, *args)
 
 
+# ---------------------------------------------------------------- (7) slice() of run-time bounds
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def chunked_cumsum(x, o):
+  """A cumulative sum over time by chunks of 32 rows, each chunk's window a slice object of the chunk index."""
+  carry = jnp.zeros((x.shape[1],), jnp.float32)
+  for c in range(x.shape[0] // 32):
+    rows = slice(c * 32, (c + 1) * 32)
+    part = jnp.cumsum(x[rows, :], axis=0) + carry[None, :]
+    idx = (rows, slice(None))
+    o[idx] = part
+    carry = part[31]
+
+
+def test_slice_objects_of_run_time_bounds_are_windows():
+  x = rnd((96, 128), 51)
+  np.testing.assert_allclose(np.asarray(chunked_cumsum(x, interpret=True)), np.cumsum(x.astype(np.float64), 0),
+                             rtol=1e-5, atol=1e-4)
+  export(chunked_cumsum, x)
+
+
 # ---------------------------------------------------------------- on the GPU
 @pytest.mark.gpu
 def test_gpu_state_space_kernels_match_interpret_mode():
