@@ -281,3 +281,21 @@ def conv_taps(p, w, taps, shape):
     term = p[sl] * w[idx].reshape(shape)
     acc = term if acc is None else acc + term
   return acc
+def solve_triangular(a, b, lower, unit):
+  """X with a @ X = b for an (n, n) triangular `a` (`lower`, else upper; `unit`: its diagonal read as ones) and an
+  (n, m) `b`, in float32: substitution a row of X a trip, forward for a lower `a` (from the last row for an upper
+  one), each row b's less the rows of X found so far weighted by a's row (jax.scipy.linalg.solve_triangular)."""
+  n = a.shape[0]
+  rows = ml.arange(n)
+  x = ml.zeros(b.shape, ml.float32)
+  for k in range(n):
+    i = k if lower else n - 1 - k
+    pick = rows[:, None] == i
+    a_i = ml.sum(ml.where(pick, a, 0.0), axis=0)           # row i of a, one value per column
+    b_i = ml.sum(ml.where(pick, b, 0.0), axis=0)
+    known = rows < i if lower else rows > i
+    x_i = b_i - ml.sum(ml.where(known, a_i, 0.0)[:, None] * x, axis=0)
+    if not unit:
+      x_i = x_i / ml.sum(ml.where(rows == i, a_i, 0.0))
+    x = ml.where(pick, x_i[None, :], x)
+  return x

@@ -21,6 +21,7 @@ from .jnp_stats import STATS, jnp_prod
 from .jnp_forms import FORMS, OPERATORS
 from .jnp_bits import BITS
 from .jnp_scipy import SCIPY
+from .jnp_linalg import LINALG
 from .jnp_math import MATH
 from .jnp_quantiles import QUANTILES
 from .window_forms import WINDOWS
@@ -282,6 +283,7 @@ SHAPED.update(REDUCTIONS)     # jax.lax.reduce of a monoid or a combine of the k
 SHAPED.update(BITS)           # jnp.nextafter, jnp.frexp, lax.reduce_precision, lax.lgamma, ...: jnp_bits.py
 SHAPED.update(SCIPY)          # jax.scipy.special.xlogy, entr, ndtr, jnp.divmod, jnp.vdot, ...: jnp_scipy.py
 SHAPED.update(PAD)            # jnp.pad of a register tensor (probe 51g): jnp_pad.py
+SHAPED.update(LINALG)         # jax.scipy.linalg.solve_triangular of register tiles (probe 53f): jnp_linalg.py
 SHAPED.update(MOVES)          # jnp.hstack, jnp.array_split, jnp.rot90, lax.dynamic_slice, ... (probe 52c): jnp_moves.py
 
 

@@ -345,6 +345,36 @@ def test_slice_objects_of_run_time_bounds_are_windows():
   export(chunked_cumsum, x)
 
 
+# ---------------------------------------------------------------- (8) jax.scipy.linalg.solve_triangular
+@mg.mgpu_kernel(out_shape=lambda k, beta: jax.ShapeDtypeStruct((k.shape[0], 64), jnp.float32),
+                grid=lambda k, beta: (k.shape[0] // 64,))
+def ut_transform_jnp(k, beta, o):
+  """DeltaNet's UT transform as JAX code writes it: (I + tril(diag(beta) K K^T, -1))^-1 by a triangular solve."""
+  r = ml.ds(ml.program_id(0) * 64, 64)
+  kk = k[r, :]
+  A = jnp.tril(jnp.dot((kk * beta[r][:, None]).astype(kk.dtype), kk.T, preferred_element_type=jnp.float32), -1)
+  o[r, :] = jax.scipy.linalg.solve_triangular(jnp.eye(64) + A, jnp.eye(64), lower=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: (b, b))
+def triangular_solves(a, b, o1, o2):
+  o1[...] = jax.scipy.linalg.solve_triangular(a[...], b[...], lower=False)
+  o2[...] = jax.scipy.linalg.solve_triangular(a[...], b[...], trans=1, lower=True, unit_diagonal=True)
+
+
+def test_solve_triangular_is_a_substitution():
+  k, beta = _ut_inputs(52)
+  np.testing.assert_allclose(np.asarray(ut_transform_jnp(k, beta, interpret=True)), _ut_ref(k, beta),
+                             rtol=2e-2, atol=2e-2)
+  export(ut_transform_jnp, k, beta)
+  a, b = rnd((64, 64), 53) * np.float32(0.05) + 2 * np.eye(64, dtype=np.float32), rnd((64, 32), 54)
+  up, lo = np.triu(a.astype(np.float64)), np.tril(a.astype(np.float64), -1) + np.eye(64)
+  got = triangular_solves(a, b, interpret=True)
+  np.testing.assert_allclose(np.asarray(got[0]), np.linalg.solve(up, b), rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(np.asarray(got[1]), np.linalg.solve(lo.T, b), rtol=1e-4, atol=1e-5)
+  export(triangular_solves, a, b)
+
+
 # ---------------------------------------------------------------- on the GPU
 @pytest.mark.gpu
 def test_gpu_state_space_kernels_match_interpret_mode():
@@ -378,3 +408,5 @@ def test_gpu_state_space_kernels_match_interpret_mode():
   args = rnd((72, 64), 46), rnd((72, 64), 47), -np.abs(rnd((64, 16), 48)), rnd((72, 16), 49), rnd((72, 16), 50)
   for g, w in zip(jax.jit(selective_scan_ys)(*args), _selective_ys(*args)):
     np.testing.assert_allclose(np.asarray(g), w, rtol=1e-4, atol=1e-3)
+  k, beta = _ut_inputs(55)
+  np.testing.assert_allclose(np.asarray(jax.jit(ut_transform_jnp)(k, beta)), _ut_ref(k, beta), rtol=2e-2, atol=2e-2)

@@ -1,0 +1,39 @@
+"""jax.scipy.linalg.solve_triangular of register tiles (probe 53f): DeltaNet's UT transform written as JAX code
+writes it, `jax.scipy.linalg.solve_triangular(jnp.eye(64) + A, B, lower=True)` of a chunk's strictly lower `A`. The
+form is form_helpers.solve_triangular's substitution, a row a trip of a run-time loop, computed in float32 and given
+jnp's result dtype; `trans=1` ('T', and 'C' of real values) solves with `a.T`, whose triangle is the other. A form as
+jnp_forms' are (the parameters it reads, a function of the bound arguments giving (the form, its operands) or None:
+MG003 and its hint stand for what it does not take: a 1-D b, other dtypes)."""
+from __future__ import annotations
+
+from .jnp_forms import _dtype, _shape
+
+_FLOATS = ("float32", "float16", "bfloat16")
+
+
+def _solve_triangular(a):
+  x, y, trans, lower, unit = a["a"], a["b"], a["trans"], a["lower"], a["unit_diagonal"]
+  sa, sb = _shape(x), _shape(y)
+  if sa is None or sb is None or len(sa) != 2 or len(sb) != 2 or sa[0] != sa[1] or sb[0] != sa[0]:
+    return None
+  da, db = str(_dtype(x)), str(_dtype(y))
+  if da not in _FLOATS or db not in _FLOATS or not isinstance(lower, bool) or not isinstance(unit, bool):
+    return None
+  if trans in (0, "N"):
+    t = ""
+  elif trans in (1, "T", 2, "C"):
+    t, lower = ".T", not lower
+  else:
+    return None
+  from . import form_helpers
+  from .ops.promotion import arithmetic_in
+  out = da if da == db else arithmetic_in(_dtype(x), _dtype(y))
+  if out is None:
+    return None
+  return (f"{{2}}({{0}}.astype(ml.float32){t}, {{1}}.astype(ml.float32), {lower}, {unit}).astype({{3}})",
+          [x, y, form_helpers.solve_triangular, str(out)])
+
+
+LINALG = {
+    ("jax.scipy.linalg", "solve_triangular"): (("a", "b", "trans", "lower", "unit_diagonal"), _solve_triangular),
+}
