@@ -52,6 +52,16 @@ def library_product(tracer, node, lib, args, kwargs):
   nodes = node.args
   if lib in (("jnp", "dot"), ("jnp", "matmul"), ("jax.lax", "dot")) and len(args) == 2:
     return register_dot(tracer, node, nodes, args, kwargs, batched=lib[1] == "matmul", shown=tracer.text(node.func))
+  if lib == ("jnp", "einsum") and len(args) > 3:      # tiles scaled by vectors: the vectors folded in first
+    from .jnp_einsum import folded_vectors
+    if (folded := folded_vectors(tracer, node, args[0], args[1:], nodes[1:], kwargs)) is None:
+      return None
+    spec, values, nodes = folded
+    got = einsum_dot(tracer, node, spec, nodes, values, kwargs)
+    if got is None:
+      from .jnp_einsum import einsum_products
+      got = einsum_products(tracer, node, spec, values, kwargs)
+    return got
   if lib == ("jnp", "einsum") and len(args) == 3:
     got = einsum_dot(tracer, node, args[0], nodes[1:], args[1:], kwargs)
     if got is None:            # an outer product, a row dot, a small contraction: broadcast products summed

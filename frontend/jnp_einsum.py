@@ -204,3 +204,44 @@ def _tensor_core_form(a, b, conv, out) -> str:
     y = f"ml.concatenate([{y}, ml.zeros(({ku}, {nu - n}), ml.float32)], axis=1)"
   return f"ml.dot({x}, {y}){f'[:, :{n}]' if nu != n else ''}.astype({out})"
 
+
+
+def folded_vectors(tracer, node, spec, values, nodes, kwargs):
+  """jnp.einsum of two tiles and vectors scaling them (Mamba-2's chunk state, `jnp.einsum('ln,l,lp->np', B, decay,
+  x)`: B scaled along l, then 'ln,lp->np'), as (the two-operand spec, its operands, their nodes): each 1-D operand
+  multiplied into a tile that has its label, along that axis (the operands first promoted to one dtype, as jnp's
+  einsum promotes them), which changes no product; None where the spec has another form (the call's MG003)."""
+  from .jnp_calls import trace_form
+  from .jnp_forms import _dtype, _kind
+  extra = {k: v for k, v in kwargs.items() if k not in ("preferred_element_type", "precision", "optimize")}
+  if extra or not isinstance(spec, str) or "->" not in spec or "." in spec:
+    return None
+  ins, out = spec.replace(" ", "").split("->")
+  parts = ins.split(",")
+  shapes = [getattr(getattr(v, "type", None), "shape", None) for v in values]
+  if len(parts) != len(values) or len(parts) < 3 or any(
+      not isinstance(s, tuple) or len(s) != len(p) or not p.isalpha() or len(set(p)) != len(p)
+      for p, s in zip(parts, shapes)) or any(_kind(v) != "float" for v in values):
+    return None
+  tiles = [k for k, p in enumerate(parts) if len(p) >= 2]
+  if len(tiles) != 2:
+    return None
+  from .ops.promotion import arithmetic_in
+  d = _dtype(values[0])
+  for v in values[1:]:
+    d = d if _dtype(v) == d else arithmetic_in(d, _dtype(v))
+    if d is None:
+      return None
+  vals, nds = list(values), list(nodes)
+  for k, v in enumerate(vals):
+    if _dtype(v) != d:
+      vals[k], nds[k] = trace_form(tracer, node, "{0}.astype({1})", [v, d]), node
+  for k, p in enumerate(parts):
+    if len(p) != 1:
+      continue
+    into = next((t for t in tiles if p in parts[t]), None)
+    if into is None:
+      return None
+    at = ", ".join(":" if c == p else "None" for c in parts[into])
+    vals[into], nds[into] = trace_form(tracer, node, f"{{0}} * {{1}}[{at}]", [vals[into], vals[k]]), node
+  return f"{parts[tiles[0]]},{parts[tiles[1]]}->{out}", [vals[t] for t in tiles], [nds[t] for t in tiles]

@@ -375,6 +375,35 @@ def test_solve_triangular_is_a_substitution():
   export(triangular_solves, a, b)
 
 
+# ---------------------------------------------------------------- (9) einsums of tiles scaled by vectors
+@mg.mgpu_kernel(out_shape=lambda x, a, B, C: (jax.ShapeDtypeStruct(x.shape, jnp.float32),
+                                              jax.ShapeDtypeStruct((B.shape[1], x.shape[1]), jnp.float32)))
+def ssd_chunk_einsums(x, a, B, C, y, st):
+  """Mamba-2's SSD of one chunk as its minimal JAX code writes it: the chunk's output and its state, the decay
+  a vector operand of the state's einsum."""
+  xx, BB, CC = x[...], B[...], C[...]
+  cs = jnp.cumsum(a[...])
+  Lm = jnp.exp(jnp.where(jnp.tril(jnp.ones((64, 64), bool)), cs[:, None] - cs[None, :], -jnp.inf))
+  CB = jnp.einsum('ln,sn->ls', CC, BB, preferred_element_type=jnp.float32)
+  y[...] = jnp.einsum('ls,sp->lp', (Lm * CB).astype(xx.dtype), xx, preferred_element_type=jnp.float32)
+  st[...] = jnp.einsum('ln,l,lp->np', BB.astype(jnp.float32), jnp.exp(cs[-1] - cs), xx.astype(jnp.float32))
+
+
+def _ssd_chunk(x, a, B, C):
+  x, a, B, C = (np.asarray(v, np.float64) for v in (x, a, B, C))
+  cs = np.cumsum(a)
+  y = (np.tril(np.exp(cs[:, None] - cs[None, :])) * (C @ B.T)) @ x
+  return y, (B * np.exp(cs[-1] - cs)[:, None]).T @ x
+
+
+def test_einsum_vectors_fold_into_their_tiles():
+  args = (rnd((64, 64), 56, np.float16), (-np.abs(rnd((64,), 57)) * 0.1).astype(np.float32),
+          rnd((64, 64), 58, np.float16) * np.float16(0.3), rnd((64, 64), 59, np.float16) * np.float16(0.3))
+  for g, w in zip(ssd_chunk_einsums(*args, interpret=True), _ssd_chunk(*args)):
+    np.testing.assert_allclose(np.asarray(g), w, rtol=3e-2, atol=3e-2)
+  export(ssd_chunk_einsums, *args)
+
+
 # ---------------------------------------------------------------- on the GPU
 @pytest.mark.gpu
 def test_gpu_state_space_kernels_match_interpret_mode():
@@ -410,3 +439,7 @@ def test_gpu_state_space_kernels_match_interpret_mode():
     np.testing.assert_allclose(np.asarray(g), w, rtol=1e-4, atol=1e-3)
   k, beta = _ut_inputs(55)
   np.testing.assert_allclose(np.asarray(jax.jit(ut_transform_jnp)(k, beta)), _ut_ref(k, beta), rtol=2e-2, atol=2e-2)
+  args = (rnd((64, 64), 60, np.float16), (-np.abs(rnd((64,), 61)) * 0.1).astype(np.float32),
+          rnd((64, 64), 62, np.float16) * np.float16(0.3), rnd((64, 64), 63, np.float16) * np.float16(0.3))
+  for g, w in zip(jax.jit(ssd_chunk_einsums)(*args), _ssd_chunk(*args)):
+    np.testing.assert_allclose(np.asarray(g), w, rtol=3e-2, atol=3e-2)
