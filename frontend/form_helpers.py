@@ -281,6 +281,9 @@ def conv_taps(p, w, taps, shape):
     term = p[sl] * w[idx].reshape(shape)
     acc = term if acc is None else acc + term
   return acc
+
+
+@ml.inline
 def solve_triangular(a, b, lower, unit):
   """X with a @ X = b for an (n, n) triangular `a` (`lower`, else upper; `unit`: its diagonal read as ones) and an
   (n, m) `b`, in float32: substitution a row of X a trip, forward for a lower `a` (from the last row for an upper
