@@ -105,13 +105,19 @@ def two_row_statistics(x, out):
   out[...] = ml.concatenate([ml.max(v, axis=1)[:, None], ml.min(v, axis=1)[:, None]], axis=1)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 2), jnp.float32))
+def two_row_statistics_narrowed(x, out):
+  v = x[...]
+  out[...] = ml.concatenate([ml.max(v, axis=1)[:, None], ml.min(v, axis=1)[:, None]], axis=1).astype(jnp.float16)
+
+
 def test_a_long_expression_is_named_on_one_line():
-  text = "ml.concatenate([ml.max(v, axis=1)[:, None], ml.min(v, axis=1)[:, None]], axis=1)"
-  expect(two_row_statistics, [S((33, 128), jnp.float32)], mg.LayoutError, "ml.concatenate",
-         f"{text} has shape (33, 2): register tensors need a multiple of 128 elements (one per thread of a"
-         " warpgroup)")      # ((8, 2) and (5, 2) are read back whole, as a vector or scalars: tests/test_probe45a.py)
-  x = np.random.default_rng(0).standard_normal((17, 128)).astype(np.float32)     # (17 rows: read padded)
-  np.testing.assert_array_equal(np.asarray(two_row_statistics(x, interpret=True)), np.stack([x.max(1), x.min(1)], 1))
+  text = "ml.concatenate([ml.max(v, axis=1)[:, None], ml.min(v, axis=1)[:, None]], axis=1).astype(jnp.float16)"
+  expect(two_row_statistics_narrowed, [S((32, 128), jnp.float32)], mg.StoreDtypeError, "out[...]",
+         f"cannot store {text} (float16) into out (GMEM, float32): no implicit conversion")
+  for rows in (17, 33):      # read padded; (33, 2) was MG204 before probe 53's padded statistics
+    x = np.random.default_rng(rows).standard_normal((rows, 128)).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(two_row_statistics(x, interpret=True)), np.stack([x.max(1), x.min(1)], 1))
 
 
 # --------------------------------------- a reduction of a transposed tile too narrow for lanes

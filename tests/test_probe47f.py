@@ -99,7 +99,7 @@ def chunked_var(x, out, *, WHERE: ml.constexpr = False):
 def test_a_chunked_variance_of_the_padding_minus_the_mean_is_reported():
   x = _rows(4, (1, 200))
   load, mix = where(chunked_var, "a = x.at")[0], where(chunked_var, "_var += (a")[0]
-  mean = np.float32(np.sum(x[0], dtype=np.float32) / 200)
+  mean = np.sum(x[0], dtype=np.float32) * np.float32(1 / 200)     # / 200 is jnp's multiply by 1/200 (probe 53h)
   had = (x[0, 72] - mean) ** 2             # lane 72: column 72 only, then the padding past column 199
   e = _raises(chunked_var, [x], "ml.sum(_var)",
               f"ml.sum reduces lanes of data that the padding changed at line {mix} (_var += (a - mean) * (a - mean)):"
