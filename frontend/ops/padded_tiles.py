@@ -376,8 +376,9 @@ def padded_index(cx, x, index, redo):
       continue                # (an element: a run-time one clamped into the real part above, or by redo itself)
     else:
       raise PadAbort("index")
-  if len(kept_up) == 1 and kept[0] != kept_up[0] and not _holds(tuple(kept_up)) and index[axis] == slice(None):
-    x, kept_up = _vector_grown(cx, x, axis, kept_up[0])    # (`x[:, 0]` of (3, 64) held as (4, 64), probe 49a)
+  if len(kept_up) == 1 and not _holds(tuple(kept_up)) and index[axis] == slice(None):
+    x, kept_up = _vector_grown(cx, x, axis, kept_up[0])    # (`x[:, 0]` of (3, 64) held as (4, 64), probe 49a; of a
+                                                            # (4, 128) tile of 4 rows, probe 53a)
   with allowed(cx):
     out = redo(index, x)
   if tuple(getattr(out.type, "shape", ())) != tuple(kept_up):
@@ -419,13 +420,21 @@ def _sliced(index, up):
 def _odd_part(x, index) -> bool:
   """Whether `x[index]` of an unpadded tensor is a static window of step 1 (slices only) that no register tensor
   holds but whose padding one does: `v[:5]` of a sorted (64,) vector (a top 5), `t[:3]` of a (64, 32) tile, made
-  padded in a padded trace as a part of a padded axis is (probe 47a; it was MG204)."""
+  padded in a padded trace as a part of a padded axis is (probe 47a; it was MG204); or a line of a 2-D tile, one axis
+  taken whole and a static element of the other, too short for a vector (`s[:, 3]` of a sorted (4, 128) tile: 4
+  elements, its column grown to 8 rows, probe 53a)."""
   t = getattr(x, "type", None)
   if not isinstance(t, TensorType) or not isinstance(resolve(t.dtype), DType) or not isinstance(index, (tuple, list)):
     return False
   index = list(index) + [slice(None)] * (len(t.shape) - len(index))
+  static = lambda v: v is None or isinstance(v, int) and not isinstance(v, bool)
+  if len(index) == 2 == len(t.shape) and sum(isinstance(i, slice) for i in index) == 1:
+    (a, i), (b, j) = sorted(enumerate(index), key=lambda e: not isinstance(e[1], slice))
+    n = t.shape[a]
+    return i == slice(None) and static(j) and j is not None and -t.shape[b] <= j < t.shape[b] and \
+        not _holds((n,)) and _holds(_up((n,), resolve(t.dtype)))
   if len(index) != len(t.shape) or not all(isinstance(i, slice) and all(
-      v is None or isinstance(v, int) and not isinstance(v, bool) for v in (i.start, i.stop, i.step)) for i in index):
+      static(v) for v in (i.start, i.stop, i.step)) for i in index):
     return False
   parts = [i.indices(n) for i, n in zip(index, t.shape)]
   shape = tuple(len(range(*p)) for p in parts)
