@@ -114,11 +114,37 @@ def repeat(cx, x, repeats, axis=None):
   axis = _axis(cx, axis, len(shape), "ml.repeat", "ml.repeat(v, 2, axis=0)")
   if repeats == 1:
     return x
+  if (padded := _padded_repeat(cx, x, repeats, axis)) is not None:
+    return padded
   e = _insert(cx, x, axis + 1)
   j = _joined(cx, [e] * repeats, axis + 1, "ml.repeat")
   out = list(shape)
   out[axis] *= repeats
   return reshape_(cx, j, tuple(out))
+
+
+def _padded_repeat(cx, x, repeats, axis):
+  """ml.repeat of a value computed padded (a (5,) vector or a (7, 64) tile read padded to (8,), (8, 64)): repeated
+  as it is held, each axis's padding stays at its end ((24,) holding the (15,), (16, 64) the (14, 64)), recorded with
+  its own shape (probe 53a: its (5, 1) columns, or the reshape of its padded rows, were MG204); None otherwise."""
+  from .padded_tiles import allowed, padded_table
+  pads = padded_table(cx, x)
+  if pads is None:
+    return None
+  own = list(pads[x.id])
+  with allowed(cx):
+    if len(own) == 1:       # (a vector's (n, 1) columns joined hold no layout: its elements gathered, v[i // r])
+      from ..dtypes import DType
+      from ..types import TensorType
+      from .register_gather import gather_positions
+      n = x.type.shape[0] * repeats
+      i = cx.b.emit(ew.Arange, 0, loc=cx.loc, types=[TensorType((n,), DType.i32)]).result
+      out = gather_positions(cx, x, ew.binary(cx, ew.BinOp.FLOORDIV, i, repeats), cx.name)
+    else:
+      out = repeat.rule(cx, x, repeats, axis)
+  own[axis] *= repeats
+  pads[out.id] = tuple(own)
+  return out
 
 
 def _size(shape):
