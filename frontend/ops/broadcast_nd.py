@@ -121,6 +121,27 @@ def trailing_first(src: tuple, dst: tuple, dims: tuple) -> tuple | None:
   return mid
 
 
+def kept_last_plan(src: tuple, dst: tuple, dims: tuple) -> tuple | None:
+  """(2-D shape x is reshaped to, 2-D shape it is broadcast to, the shape that is reshaped to, the permutation that
+  moves its axes back) of a broadcast into 3 or more axes that stretches axes on both sides of kept ones where no
+  plan above holds the tiles between (a batch norm's (1, 32, 1) statistic of a (2, 32, 2) tile: (1, 32) stretched to
+  (4, 32), reshaped to (2, 2, 32), its axes permuted back to (2, 32, 2) through SMEM; probe 53a); None for any
+  other, or where the result holds no whole warpgroups."""
+  if len(dst) < 3 or len(src) > len(dst) or tuple(dims) != tuple(range(len(dst) - len(src), len(dst))) or \
+      math.prod(dst) % hw.WARPGROUP:
+    return None
+  full = (1,) * (len(dst) - len(src)) + tuple(src)
+  stretched = [k for k in range(len(dst)) if full[k] == 1 and dst[k] != 1]
+  kept = [k for k in range(len(dst)) if k not in stretched]
+  order = stretched + kept
+  if not stretched or not kept or order == list(range(len(dst))):
+    return None
+  rows, cols = math.prod(dst[k] for k in stretched), math.prod(dst[k] for k in kept)
+  if not hw.rows_fit(rows, cols):
+    return None
+  return (1, cols), (rows, cols), tuple(dst[k] for k in order), tuple(order.index(d) for d in range(len(dst)))
+
+
 def flattens(defining, x) -> bool:
   """Whether `x` can take the 2-D shape: a tensor of 1 or 2 axes, one of whole warpgroups' elements, or
   one made by inserting size-1 axes (`s[:, :, None]`, reshaped from its source); a small tensor of more

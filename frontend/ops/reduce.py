@@ -207,6 +207,8 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     raise E.LayoutError(
         f"{what} over axis {axis} of a {len(shape)}-D tensor {shape} keeps {sizes}: {math.prod(kept)} elements, too"
         f" few for a register vector (a multiple of 8)", cx.loc, hint=few)
+  if len(axes) < len(shape) and len(shape) > 2 and not prod and (moved := _axes_first(cx, kind, x, axes, what)):
+    return reshape_(cx, moved, tuple(1 if i in axes else n for i, n in enumerate(shape))) if keepdims else moved
   if len(axes) < len(shape) and len(shape) > 2:
     raise E.LayoutError(
         f"{what} over axis {axis} of a {len(shape)}-D tensor {shape}: partial reductions work on"
@@ -283,6 +285,22 @@ def _outer_runs(shape, axes):
     return None
   out = (math.prod(shape[:kept[0]]), math.prod(shape[i] for i in kept), math.prod(shape[kept[-1] + 1:]))
   return out if _split_order(out, (0, 2)) is not None and hw.rows_fit(out[1], out[2]) else None
+
+
+def _axes_first(cx, kind, x, axes, what):
+  """The reduction of a 3-D (or wider) tensor over axes no plan above takes, every order of them leaving too few
+  elements for a register tensor (a (2, 32, 2) tile over axes (0, 2): 64 left either way), as the reduction of its
+  leading run once they are moved first: x permuted through SMEM, its kept axes in their order ((2, 2, 32), reduced
+  over (0, 1) as its (4, 32) reshape along axis 0, probe 53a); None where x holds no register tensor or that plan
+  does not take it (the error below stands)."""
+  from .permute import permute_tensor
+  shape = tuple(x.type.shape)
+  kept = tuple(i for i in range(len(shape)) if i not in axes)
+  moved = tuple(shape[i] for i in axes + kept)
+  lead = tuple(range(len(axes)))
+  if math.prod(shape) % hw.WARPGROUP or _flat_shape(moved, lead) is None or _flat_plan(moved, lead) is None:
+    return None
+  return reduce(cx, kind, permute_tensor(cx, x, tuple(axes) + kept), lead, False, what)
 
 
 def _split_order(shape, axes):

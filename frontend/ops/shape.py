@@ -21,8 +21,8 @@ from . import elementwise as ew, padded_meets, padded_tiles, static_tiles
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape, unroll_hint, shown
 from .vector_views import check_vector_reshape
 from .window_hints import register_window_hint
-from .broadcast_nd import (copied_axes, flattened_plan, flattens, index_small, small_shape, small_source, trailing_first,
-                           two_step_plan, unit_result_axes)
+from .broadcast_nd import (copied_axes, flattened_plan, flattens, index_small, kept_last_plan, small_shape, small_source,
+                           trailing_first, two_step_plan, unit_result_axes)
 from .scratches import scratch
 from .column_slices import slice_columns
 from .permute import transpose_tensor
@@ -131,6 +131,10 @@ def broadcast_to_shape(cx, x, shape, dims=None):
     return again      # (a small mask of per-row lengths meeting its tile: computed at the tile's shape, ops/small_regrid.py)
   if (fewer := unit_result_axes(x.type.shape, shape, dims)) is not None and flattens(cx.b.defining, x):
     return reshape_(cx, broadcast_to_shape(cx, reshape_(cx, x, fewer[0]), *fewer[1:]), shape)  # (size-1 axes out)
+  if (last := kept_last_plan(x.type.shape, shape, dims)) is not None and flattens(cx.b.defining, x):
+    from .permute import permute_tensor       # (kept axes between stretched ones, no plan above: probe 53a)
+    moved = reshape_(cx, broadcast_to_shape(cx, reshape_(cx, x, last[0]), last[1]), last[2])
+    return permute_tensor(cx, moved, last[3], name or "")
   return cx.b.emit(Broadcast, x, dims, loc=cx.loc, types=[TensorType(shape, x.type.dtype)], names=[name]).result
 
 
