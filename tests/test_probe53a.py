@@ -1,0 +1,202 @@
+"""Probe 53a: odd tile shapes that were MG204 though registers hold a padded copy of them. A line of a tile too short
+for a register vector, a column `s[:, k]` of a (4, 128) tile or a row `s[k]` of a (128, 4) one (4 elements; a vector
+holds a multiple of 8), was MG204 where the tile itself was held: so were the sort-based row statistics of tiles of
+fewer than 8 rows (`jnp.median(v, axis=1)`, `jnp.quantile(v, q, axis=1)`, `jnp.sort(v, axis=1)[:, k]`,
+`jnp.argsort(v, axis=1)[:, 0]`), which take such columns. In the padded trace the line is taken of the tile grown to
+8 rows (columns) with zeros and kept padded, as a column of a tile read padded was (probe 49a)."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from probe_util import S, export, f32, rnd
+
+
+# ---------------------------------------------------------------- lines of a tile of fewer than 8 rows (columns)
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype), grid=(1,))
+def row_median(x, out):
+  out[...] = jnp.median(x[...], axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype), grid=(1,))
+def row_quartile(x, out):
+  out[...] = jnp.quantile(x[...], 0.25, axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype), grid=(1,))
+def fourth_smallest(x, out):
+  out[...] = jnp.sort(x[...], axis=1)[:, 3]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), x.dtype), grid=(1,))
+def row_range(x, out):
+  s = jnp.sort(x[...], axis=1)
+  out[...] = s[:, -1] - s[:, 0]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), jnp.int32), grid=(1,))
+def row_argmin(x, out):
+  out[...] = jnp.argsort(x[...], axis=1)[:, 0]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), x.dtype), grid=(1,))
+def third_of_columns(x, out):
+  out[...] = jnp.sort(x[...], axis=0)[2]
+
+
+_LINES = [
+    (row_median, (4, 48), lambda x: np.median(x, axis=1)),
+    (row_median, (4, 128), lambda x: np.median(x, axis=1)),
+    (row_quartile, (4, 48), lambda x: np.quantile(x, 0.25, axis=1)),
+    (fourth_smallest, (4, 128), lambda x: np.sort(x, axis=1)[:, 3]),
+    (row_range, (4, 48), lambda x: np.ptp(x, axis=1)),
+    (row_argmin, (4, 128), lambda x: np.argmin(x, axis=1)),
+    (third_of_columns, (128, 4), lambda x: np.sort(x, axis=0)[2]),
+]
+
+
+@pytest.mark.parametrize("kernel, shape, ref", _LINES, ids=lambda v: getattr(v, "__name__", str(v)))
+def test_a_line_of_a_tile_too_short_for_a_vector_is_taken_padded(kernel, shape, ref):
+  """Each was MG204 'this tensor has shape (4,): a 1-D register vector needs a multiple of 8 elements'."""
+  x = rnd(shape, 1)
+  np.testing.assert_allclose(f32(kernel(x, interpret=True)), ref(x), rtol=1e-5, atol=1e-5)
+  export(kernel, x)
+
+
+def test_a_bf16_median_of_four_rows():
+  x = rnd((4, 128), 2, jnp.bfloat16)
+  np.testing.assert_allclose(f32(row_median(x, interpret=True)), np.median(f32(x), axis=1), rtol=1e-2, atol=1e-2)
+  export(row_median, x)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel, shape, ref", _LINES, ids=lambda v: getattr(v, "__name__", str(v)))
+def test_a_line_of_a_tile_too_short_for_a_vector_gpu(kernel, shape, ref):
+  x = rnd(shape, 3)
+  np.testing.assert_allclose(f32(jax.jit(kernel)(x)), ref(x), rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- ml.repeat of a vector or tile read padded
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] * 3,), x.dtype), grid=(1,))
+def repeat_method(x, out):
+  out[...] = x[...].repeat(3) * 2.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] * 2,), x.dtype), grid=(1,))
+def repeat_ml(x, out):
+  out[...] = ml.repeat(x[...] + 1.0, 2, axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 2 * x.shape[2], x.shape[3]), x.dtype), grid=lambda x: (x.shape[0],))
+def upsample_rows(x, out):
+  n = ml.program_id(0)
+  out[n] = jnp.repeat(x[n, 0], 2, axis=0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((3 * x.shape[0], x.shape[1]), x.dtype), grid=(1,))
+def repeat_rows3(x, out):
+  out[...] = ml.repeat(x[...], 3, axis=0)
+
+
+_REPEATS = [
+    (repeat_method, (5,), lambda x: np.repeat(x, 3) * 2),
+    (repeat_method, (100,), lambda x: np.repeat(x, 3) * 2),
+    (repeat_ml, (12,), lambda x: np.repeat(x + 1, 2)),
+    (upsample_rows, (2, 3, 7, 64), lambda x: np.repeat(x[:, 0], 2, axis=1)),
+    (repeat_rows3, (5, 96), lambda x: np.repeat(x, 3, axis=0)),
+]
+
+
+@pytest.mark.parametrize("kernel, shape, ref", _REPEATS, ids=lambda v: getattr(v, "__name__", str(v)))
+def test_a_repeat_of_a_value_read_padded_keeps_its_padding_at_the_end(kernel, shape, ref):
+  """Each was MG204: the (n, 1) columns ml.repeat joins of an odd vector, or the (7, 64) read of the tile."""
+  x = rnd(shape, 4)
+  np.testing.assert_allclose(f32(kernel(x, interpret=True)), ref(x), rtol=1e-6, atol=1e-6)
+  export(kernel, x)
+
+
+def test_a_bf16_repeat_of_seven_rows():
+  x = rnd((2, 3, 7, 64), 5, jnp.bfloat16)
+  np.testing.assert_array_equal(f32(upsample_rows(x, interpret=True)), np.repeat(f32(x)[:, 0], 2, axis=1))
+  export(upsample_rows, x)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel, shape, ref", _REPEATS, ids=lambda v: getattr(v, "__name__", str(v)))
+def test_a_repeat_of_a_value_read_padded_gpu(kernel, shape, ref):
+  x = rnd(shape, 6)
+  np.testing.assert_allclose(f32(jax.jit(kernel)(x)), ref(x), rtol=1e-6, atol=1e-6)
+
+
+# ---------------------------------------------------------------- 3-D statistics over axes around a kept one, and back
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), x.dtype), grid=(1,))
+def mean_02(x, out):
+  out[...] = x[...].mean(axis=(0, 2))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1],), x.dtype), grid=(1,))
+def max_02(x, out):
+  out[...] = jnp.max(x[...], axis=(0, 2))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def batch_norm_02(x, out):
+  v = x[...].astype(jnp.float32)
+  m = jnp.mean(v, axis=(0, 2), keepdims=True)
+  var = jnp.mean((v - m) ** 2, axis=(0, 2), keepdims=True)
+  out[...] = ((v - m) * jax.lax.rsqrt(var + 1e-5)).astype(out.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: x, grid=(1,))
+def channel_scale(x, s, out):
+  out[...] = x[...] * s[...][None, :, None] + 1.0
+
+
+def _bn(x):
+  x = f32(x)
+  m = x.mean(axis=(0, 2), keepdims=True)
+  return (x - m) / np.sqrt(x.var(axis=(0, 2), keepdims=True) + 1e-5)
+
+
+_AROUND = [
+    (mean_02, (2, 32, 2), lambda x: x.mean(axis=(0, 2))),
+    (max_02, (2, 16, 4), lambda x: x.max(axis=(0, 2))),
+    (batch_norm_02, (2, 32, 2), _bn),
+    (batch_norm_02, (2, 16, 4), _bn),
+]
+
+
+@pytest.mark.parametrize("kernel, shape, ref", _AROUND, ids=lambda v: getattr(v, "__name__", str(v)))
+def test_a_statistic_over_axes_around_a_kept_one_and_its_broadcast_back(kernel, shape, ref):
+  """Each was MG204: 'partial reductions work on 1-D and 2-D tensors' (either order of the two axes leaves 64
+  elements), or the (1, 32, 1) statistic 'broadcasting works into 1-D and 2-D tensors'."""
+  x = rnd(shape, 7)
+  np.testing.assert_allclose(f32(kernel(x, interpret=True)), ref(x), rtol=1e-4, atol=1e-4)
+  export(kernel, x)
+
+
+def test_a_channel_vector_broadcast_around_its_axis():
+  x, s = rnd((2, 32, 2), 8), rnd((32,), 9)
+  np.testing.assert_allclose(f32(channel_scale(x, s, interpret=True)), x * s[None, :, None] + 1, rtol=1e-6)
+  export(channel_scale, x, s)
+
+
+def test_a_bf16_batch_norm_of_a_tile_of_two_columns():
+  x = rnd((2, 32, 2), 10, jnp.bfloat16)
+  np.testing.assert_allclose(f32(batch_norm_02(x, interpret=True)), _bn(x), rtol=3e-2, atol=3e-2)
+  export(batch_norm_02, x)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel, shape, ref", _AROUND, ids=lambda v: getattr(v, "__name__", str(v)))
+def test_a_statistic_over_axes_around_a_kept_one_gpu(kernel, shape, ref):
+  x = rnd(shape, 11)
+  np.testing.assert_allclose(f32(jax.jit(kernel)(x)), ref(x), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.gpu
+def test_a_channel_vector_broadcast_around_its_axis_gpu():
+  x, s = rnd((2, 16, 4), 12), rnd((16,), 13)
+  np.testing.assert_allclose(f32(jax.jit(channel_scale)(x, s)), x * s[None, :, None] + 1, rtol=1e-6)
