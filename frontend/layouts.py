@@ -447,20 +447,27 @@ class _Solver(LayoutErrors, Swizzles):
     ids = {v.id for v in tiles}
     if isinstance(where, Reduce) and where.x.id in ids and where.x.type.shape == bad.type.shape:
       bad = where.x                # name the tile under the caret, not another of its class
-    indexed = next((x for x in ir.walk(self.kernel.body) if isinstance(x, (Gather, ScatterUpdate))
-                    and any(u.id in ids for u in [*x.operands(), *x.results])), None)
+    touching = [x for x in ir.walk(self.kernel.body) if isinstance(x, (Gather, ScatterUpdate))
+                and any(u.id in ids for u in [*x.operands(), *x.results])]
+    indexed = next(iter(touching), None)
     if indexed is not None and len(indexed.ref.type.shape) == 1 and len(bad.type.shape) == 2:
       # a 1-D table: the 2-D indices are the user's own arithmetic (rows[:, None] * n + ids), whose
       # broadcast of a column needs the columns
       message, hint = flat_gather_error(*bad.type.shape, scatter=isinstance(indexed, ScatterUpdate))
       raise E.LayoutError(message, indexed.loc, hint=hint)
+    # (the gather or scatter whose own shape breaks the rule: another one of the web, a (16, 64) A tile gathered
+    # beside the (64, 2) words of B, meets it, and its shape in the message did: probe 53a)
+    indexed = next((x for x in touching if any(_off_rows(r.type.shape) for r in (*x.results, *x.operands())
+                                               if getattr(r, "id", None) in ids)), None)
     if indexed is not None:        # the compiler's index grids, not a broadcast the user wrote
       where, verb = indexed, "gather" if isinstance(indexed, Gather) else "scatter"
-      bad = next((r for r in indexed.results), bad)
+      bad = next((r for r in (*indexed.results, *indexed.operands()) if getattr(r, "id", None) in ids
+                  and _off_rows(r.type.shape)), bad)
       raise E.LayoutError(
           f"this {verb} of shape {bad.type.shape} spreads each row's index along the row: that needs"
           f" columns a multiple of {hw.WARP} (one per lane of a warp), and rows a multiple of"
-          f" {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}", where.loc,
+          f" {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}"
+          + _with_others(bad.type.shape, [v.type.shape for v in tiles]), where.loc,
           hint=(column_scatter_hint if verb == "scatter" else column_gather_hint)(indexed, bad.type.shape)
           or (scatter_columns_hint if verb == "scatter" else gather_columns_hint)(indexed, bad.type.shape[-1]))
     stores = {t.scratch.id: t.x for t in ir.walk(self.kernel.body) if isinstance(t, TransposeStore)}
@@ -598,6 +605,28 @@ class _Solver(LayoutErrors, Swizzles):
             hint=f"allocate it with a shape like (64, {tile_cols})")
       if alloc.id in self.mma_roots or (in_wgmma and fits and alloc.id not in self.windowed):
         self.kernel.smem_layouts[alloc.id] = SmemLayout((hw.TILE_ROWS, tile_cols), swizzle)
+
+
+def _off_rows(shape) -> bool:
+  """Whether a 2-D tile of `shape` breaks the row-wise layouts' rule: columns a multiple of a warp's lanes, and rows a
+  multiple of a warpgroup's warps unless the columns are a multiple of a warpgroup's threads."""
+  return len(shape) == 2 and bool(shape[1] % hw.WARP or shape[0] % hw.WARPS_PER_WARPGROUP and shape[1] % hw.WARPGROUP)
+
+
+def _with_others(shape, shapes) -> str:
+  """The words that say why a gather's tile of `shape` that a narrow row layout would hold alone takes the wide rule:
+  the tiles of `shapes` it shares its layout with (through index vectors or masks) fit none of its narrow ones."""
+  rows, cols = shape
+  narrow = [n for n in hw.NARROW_LANES if cols % n == 0 and rows % (hw.WARPGROUP // n) == 0]
+  others = sorted({tuple(s) for s in shapes if len(s) == 2 and tuple(s) != tuple(shape) and not any(
+      s[1] % n == 0 and s[0] % (hw.WARPGROUP // n) == 0 for n in narrow)})
+  if not narrow or not others:
+    return ""
+  n = max(narrow)
+  listed = " and ".join(str(s) for s in others[:3])
+  return (f" (alone, its {cols} columns take {n} lane{'s' * (n > 1)} a row, rows a multiple of {hw.WARPGROUP // n};"
+          f" it shares its layout with the tile{'s' * (len(others) > 1)} {listed} it meets through index vectors or"
+          f" masks, which no such layout holds)")
 
 
 def rows_params(shapes, widest) -> Layout | None:

@@ -11,7 +11,9 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from locate import expect
 from probe_util import S, export, f32, rnd
+from test_probe52e import _awq_gemm_case, awq_gemm
 
 
 # ---------------------------------------------------------------- lines of a tile of fewer than 8 rows (columns)
@@ -200,3 +202,44 @@ def test_a_statistic_over_axes_around_a_kept_one_gpu(kernel, shape, ref):
 def test_a_channel_vector_broadcast_around_its_axis_gpu():
   x, s = rnd((2, 16, 4), 12), rnd((16,), 13)
   np.testing.assert_allclose(f32(jax.jit(channel_scale)(x, s)), x * s[None, :, None] + 1, rtol=1e-6)
+
+
+# ---------------------------------------------------------------- MG204 of a gather names the gather that breaks the rule
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), jnp.float32), grid=(1,))
+def two_gathers(a_ptr, b_ptr, c_ptr):
+  offs_m = ml.arange(0, 16)
+  offs_k = ml.arange(0, 64)
+  offs_n = ml.arange(0, 4)
+  acc = ml.zeros((16, 4), jnp.float32)
+  for _ in range(0, a_ptr.shape[1] // 64):
+    a = ml.load(a_ptr.at[offs_m[:, None], offs_k[None, :]])
+    b = ml.load(b_ptr.at[offs_k[:, None], offs_n[None, :]])
+    acc += ml.sum(a, axis=1)[:, None] * ml.sum(b, axis=0)[None, :]
+    offs_k += 64
+  c_ptr[...] = acc
+
+
+def _gather_message(shape, others):
+  lanes = 2 if shape[1] == 2 else 4
+  return (f"this gather of shape {shape} spreads each row's index along the row: that needs columns a multiple of 32"
+          f" (one per lane of a warp), and rows a multiple of 4 unless the columns are a multiple of 128 (alone, its"
+          f" {shape[1]} columns take {lanes} lanes a row, rows a multiple of {128 // lanes}; it shares its layout with"
+          f" the tile{'s' * (len(others) > 1)} {' and '.join(map(str, others))} it meets through index vectors or"
+          f" masks, which no such layout holds)")
+
+
+@pytest.mark.parametrize("bn", [16, 32])
+def test_awq_gemm_of_narrow_blocks_names_the_gather_of_b_words(bn):
+  """vLLM's AWQ GEMM at BLOCK_M=16, BLOCK_K=64: the (64, BN // 8) gather of B's words shares the carried offsets_k
+  with the (16, 64) gather of A; the message named the A gather's shape, which meets the condition it stated."""
+  args, _ = _awq_gemm_case(5, 2)
+  specs = [S(np.shape(a), a.dtype) for a in args]
+  expect(awq_gemm, specs, mg.LayoutError, "ml.load(b_ptr", _gather_message((64, bn // 8), [(16, 64)]), nth=0,
+         BM=16, BN=bn, BK=64, SPLIT_K=1, group_size=128)
+
+
+def test_a_narrow_gather_beside_a_wide_one_is_named():
+  expect(two_gathers, [S((16, 128), jnp.float32), S((128, 4), jnp.float32)], mg.LayoutError, "ml.load(b_ptr",
+         _gather_message((64, 4), [(16, 64)]))
