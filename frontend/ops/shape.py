@@ -195,7 +195,8 @@ def reshape_(cx, x, shape):
     # ((4, 8, 1): its vector typed with that shape, frontend/ops/reduce.py) stays one, (4, 8) or (4, 8, 1, 1).
     if sum(n != 1 for n in shape) > 1 and math.prod(shape) % hw.WARPGROUP and (src := small_source(cx.b.defining, x)):
       return cx.b.emit(Reshape, src, loc=cx.loc, types=[TensorType(shape, x.type.dtype)], names=[x.name]).result
-    return reshape_(cx, made.x, shape)
+    from .padded_tiles import keep_reshaped
+    return keep_reshaped(cx, x, reshape_(cx, made.x, shape))
   plan = _unit_axes_plan(x.type.shape, shape)
   if plan is None or not _reducible(x) or min(len(x.type.shape), len(shape)) > 2 and max(len(x.type.shape), len(shape)) > 3:
     # (size-1 axes of a 4-D tensor or wider, to or from 3 or more: no 2-D tile the layouts relate it to)

@@ -76,6 +76,10 @@ def _flat_statistic(cx, x, axis, keepdims, what):
   axes = _axes(cx, axis, len(shape), what)
   if len(shape) <= 2 or len(axes) < 2 or len(axes) == len(shape) or (plan := _flat_plan(shape, axes)) is None:
     return None
+  from .padded_tiles import padded_table
+  if (pads := padded_table(cx, x)) is not None and any(n != u for n, u in zip(pads[x.id], shape)):
+    return None     # (a tile read padded, a (2, 3, 40) one held as (2, 4, 64): the reshape would put padding inside
+                    # its rows; the statistic over its axes as they are, probe 53a)
   rows, cols, lead, kept = plan
   return (rows, cols), 0 if lead else 1, tuple(1 if i in axes else n for i, n in enumerate(shape)) if keepdims else kept
 
