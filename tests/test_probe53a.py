@@ -1,9 +1,10 @@
-"""Probe 53a: odd tile shapes that were MG204 though registers hold a padded copy of them. A line of a tile too short
-for a register vector, a column `s[:, k]` of a (4, 128) tile or a row `s[k]` of a (128, 4) one (4 elements; a vector
-holds a multiple of 8), was MG204 where the tile itself was held: so were the sort-based row statistics of tiles of
-fewer than 8 rows (`jnp.median(v, axis=1)`, `jnp.quantile(v, q, axis=1)`, `jnp.sort(v, axis=1)[:, k]`,
-`jnp.argsort(v, axis=1)[:, 0]`), which take such columns. In the padded trace the line is taken of the tile grown to
-8 rows (columns) with zeros and kept padded, as a column of a tile read padded was (probe 49a)."""
+"""Probe 53a: odd tile shapes that were MG204 though registers hold them, or a padded copy of them. A line of a
+tile too short for a register vector (a column `s[:, k]` of a (4, 128) tile, 4 elements) is taken of the tile grown
+to 8 rows and kept padded, so the sort-based row statistics of tiles of fewer than 8 rows compile; `ml.repeat` of a
+value read padded keeps its padding at the end; a 3-D reduction over axes around a kept one ((2, 32, 2) over (0, 2))
+and its statistic's broadcast back go through the tile permuted; var, std and logsumexp over two axes of a tile read
+padded reduce the axes as they are. MG204 of a gather's row layout names the gather whose shape breaks the rule
+(vLLM's AWQ GEMM at narrow blocks named the (16, 64) gather of A, which meets it)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -243,3 +244,54 @@ def test_awq_gemm_of_narrow_blocks_names_the_gather_of_b_words(bn):
 def test_a_narrow_gather_beside_a_wide_one_is_named():
   expect(two_gathers, [S((16, 128), jnp.float32), S((128, 4), jnp.float32)], mg.LayoutError, "ml.load(b_ptr",
          _gather_message((64, 4), [(16, 64)]))
+
+
+# ---------------------------------------------------------------- var, std, logsumexp over two axes of a 3-D tile read padded
+@mg.mgpu_kernel(out_shape=lambda x, *, axes, kd: S(tuple(1 if i in axes else n for i, n in enumerate(x.shape)) if kd else
+                tuple(n for i, n in enumerate(x.shape) if i not in axes), jnp.float32), grid=(1,))
+def two_axis_stat(x, out, *, fn: ml.constexpr, axes: ml.constexpr, kd: ml.constexpr):
+  v = x[...].astype(jnp.float32)
+  if fn == "var":
+    out[...] = jnp.var(v, axis=axes, keepdims=kd)
+  elif fn == "std":
+    out[...] = jnp.std(v, axis=axes, keepdims=kd)
+  else:
+    out[...] = jax.nn.logsumexp(v, axis=axes, keepdims=kd)
+
+
+def _lse(x, axis, keepdims):
+  m = x.max(axis=axis, keepdims=True)
+  r = m + np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+  return r if keepdims else r.squeeze(axis)
+
+
+_TWO_AXES = [
+    ("var", (2, 3, 40), (0, 1), False, lambda x: x.var(axis=(0, 1))),
+    ("std", (3, 5, 40), (1, 2), True, lambda x: x.std(axis=(1, 2), keepdims=True)),
+    ("lse", (2, 3, 40), (0, 1), False, lambda x: _lse(x, (0, 1), False)),
+    ("lse", (2, 7, 48), (1, 2), True, lambda x: _lse(x, (1, 2), True)),
+]
+
+
+@pytest.mark.parametrize("fn, shape, axes, kd, ref", _TWO_AXES)
+def test_a_statistic_over_two_axes_of_a_tile_read_padded(fn, shape, axes, kd, ref):
+  """Each was MG204 at the read: var and std reshaped the padded tile to 2-D (padding inside its rows), logsumexp's
+  vector lost its padding where it was made one again."""
+  x = rnd(shape, 14)
+  np.testing.assert_allclose(f32(two_axis_stat(x, fn=fn, axes=axes, kd=kd, interpret=True)), ref(x), rtol=1e-4,
+                             atol=1e-5)
+  export(two_axis_stat, x, fn=fn, axes=axes, kd=kd)
+
+
+def test_a_bf16_variance_over_two_axes_read_padded():
+  x = rnd((2, 3, 40), 15, jnp.bfloat16)
+  np.testing.assert_allclose(f32(two_axis_stat(x, fn="var", axes=(0, 1), kd=False, interpret=True)),
+                             f32(x).var(axis=(0, 1)), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fn, shape, axes, kd, ref", _TWO_AXES)
+def test_a_statistic_over_two_axes_of_a_tile_read_padded_gpu(fn, shape, axes, kd, ref):
+  x = rnd(shape, 16)
+  out = jax.jit(lambda v: two_axis_stat(v, fn=fn, axes=axes, kd=kd))(x)
+  np.testing.assert_allclose(f32(out), ref(x), rtol=1e-4, atol=1e-5)
