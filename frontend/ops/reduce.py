@@ -200,6 +200,9 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     part = reduce(cx, kind, x, first, False, what)
     res = reduce(cx, kind, part, then, False, what)
     return reshape_(cx, res, tuple(1 if i in axes else n for i, n in enumerate(shape))) if keepdims else res
+  if not keepdims and len(axes) < len(shape) and len(shape) > 2 and (few := _few_kept(cx, kind, x, shape, axes, what,
+                                                                                     False)):
+    return few             # (the (2,) channel sums of a (2, 32, 2) tile: the few full reductions, probe 53a)
   if len(axes) < len(shape) and len(shape) > 2 and not (prod := _product_hint(cx, given, shape, axes, kind)) and (
       few := _few_hint(cx, given, shape, axes, what)):
     kept = tuple(n for i, n in enumerate(shape) if i not in axes)
@@ -240,11 +243,12 @@ def _as_call(what) -> str:
 FEW_KEPT = 8      # a keepdims statistic of at most this many elements no plan holds: as many masked full reductions
 
 
-def _few_kept(cx, kind, x, shape, axes, what):
-  """A keepdims sum, max or min of a 3-D (or wider) `x` over axes no 2-D reshape or split order reduces, whose
-  statistic holds at most FEW_KEPT elements (the (1, 2, 1) channel sums of a (4, 2, 32) tile): each element the full
-  reduction of x where the kept axes' index is its own, selected into an index grid of the statistic's shape,
-  which broadcasts back wherever it meets the tile (frontend/index_grids.py); None for any other."""
+def _few_kept(cx, kind, x, shape, axes, what, keepdims=True):
+  """A sum, max or min of a 3-D (or wider) `x` over axes no 2-D reshape or split order reduces, whose statistic holds
+  at most FEW_KEPT elements (the (1, 2, 1) channel sums of a (4, 2, 32) tile): each element the full reduction of x
+  where the kept axes' index is its own, selected into an index grid of the statistic's shape, which broadcasts back
+  wherever it meets the tile (frontend/index_grids.py); without keepdims, into a grid of the kept shape (its (2,)
+  sums, probe 53a); None for any other."""
   kept = [i for i in range(len(shape)) if i not in axes]
   if kind not in (ReduceKind.SUM, ReduceKind.MAX, ReduceKind.MIN) or math.prod(shape[i] for i in kept) > FEW_KEPT:
     return None
@@ -253,6 +257,9 @@ def _few_kept(cx, kind, x, shape, axes, what):
   ident = 0 if kind == ReduceKind.SUM else extreme_identity(kind, resolve(x.type.dtype))
   parts = [reduce(cx, kind, ew.where_(cx, ew.compare(cx, ew.CmpOp.EQ, flat, j), x, ident), None, False, what)
            for j in range(math.prod(out))]
+  if not keepdims:
+    out = tuple(shape[i] for i in kept)
+    flat = small_parts.flat_grid(cx, out)
   return small_parts.assemble(cx, out, parts, flat)     # (stored whole: an element at a time, ops/few_stats.py)
 
 
