@@ -289,6 +289,17 @@ def run_row_mean(k):
   close(k(x, interpret=True), np.asarray(x).mean(1), 1e-4)
 
 
+def run_row_median(k):
+  x = rand(4, 48)
+  close(k(x, interpret=True), np.median(np.asarray(x), axis=1), 1e-6)
+
+
+def run_batch_norm(k):
+  x = np.asarray(rand(2, 32, 2))
+  m = x.mean(axis=(0, 2), keepdims=True)
+  close(k(x, interpret=True), (x - m) / np.sqrt(((x - m) ** 2).mean(axis=(0, 2), keepdims=True) + 1e-5), 1e-4)
+
+
 def run_append(k):
   cache, new = rand(64, 128, dtype=np.float16), rand(16, 128, dtype=np.float16)
   close(k(cache, new, pos=16, interpret=True), cache.at[16:32].set(new), 0)
@@ -624,6 +635,8 @@ CASES = [
     Case(L, "sum_into_bf16", [S((512,), jnp.bfloat16)], run=run_sum_into_bf16),
     Case(L, "rope_hstack", [S((32, 128), f32)] * 3, run=run_rope_hstack),
     Case(L, "bf16_bits", [S((8, 128), f32)], run=run_bf16_bits),
+    Case(L, "row_median", [S((4, 48), f32)], run=run_row_median),
+    Case(L, "batch_norm", [S((2, 32, 2), f32)], run=run_batch_norm),
     Case("docs/autodiff.md", "square", [S((4096,), f32)], run=run_square),
     Case("docs/autodiff.md", "square_vjp", [S((4096,), f32), S((4096,), f32)], run=run_square_vjp),
 ]
