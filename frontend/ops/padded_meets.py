@@ -59,6 +59,32 @@ def widen_rows(cx, operands):
   return _cut_to_unpadded(cx, tuple(out), rank, target)
 
 
+def widen_to_hold(cx, operands):
+  """The 2-D operands of an elementwise op whose result no row-wise layout holds (an outer product of a (5,) and a
+  (24,) vector, `a[:, None] * b[None, :]`: (5, 24), or (8, 24), (100, 24)), each grown with zeros to rows a multiple
+  of 4 and columns of 32 along the axes it spans, recorded padded with its own shape, so that the result is computed
+  padded (probe 53a; it was MG204); the operands as they are otherwise."""
+  pads = cx.b.pad_tiles
+  tensors = [x for x in operands if isinstance(getattr(x, "type", None), TensorType)]
+  if getattr(cx.b, "pad_ok", 0) or len(tensors) < 2 or any(len(x.type.shape) != 2 for x in tensors):
+    return operands
+  shape = tuple(max(x.type.shape[a] for x in tensors) for a in range(2))
+  if min(shape) == 1 or hw.rows_fit(*shape) or any(x.type.shape[a] not in (1, shape[a]) for x in tensors for a in (0, 1)):
+    return operands
+  target = {}
+  for a, m in ((0, 4), (1, hw.WARP)):
+    owns = {tuple(pads.get(x.id, x.type.shape))[a] for x in tensors if x.type.shape[a] != 1}
+    if len(owns) != 1:
+      return operands
+    if shape[a] % m:
+      target[a] = (owns.pop(), -(-shape[a] // m) * m)
+  out = tuple(_grown(cx, x, 2, target) if isinstance(getattr(x, "type", None), TensorType) else x for x in operands)
+  if any(x.type.shape[a] not in (1, target[a][1]) for x in out if isinstance(getattr(x, "type", None), TensorType)
+         for a in target):
+    return operands           # (an operand registers could not grow: it fails as it did)
+  return out
+
+
 def _cut_to_unpadded(cx, operands, rank, target):
   """The operands with each padded one cut along an axis where another operand of the same own length could not be
   grown to its length, to the shortest such length (a (4,) running max filled padded to 8 beside the (4,) row

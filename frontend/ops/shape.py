@@ -149,8 +149,8 @@ def broadcast_operands(cx, operands, what):
   if (lone := one_element_operands(cx, operands, tensors)) is not None:
     operands, tensors = lone, [x for x in lone if is_tensor(x)]
   if getattr(cx.b, "pad_tiles", None) is not None:       # (a row of a padded tile's own width: widened, probe 46j)
-    from .padded_meets import widen_rows
-    operands = widen_rows(cx, operands)
+    from .padded_meets import widen_rows, widen_to_hold
+    operands = widen_to_hold(cx, widen_rows(cx, operands))     # (a result no layout holds: grown too, probe 53a)
     tensors = [x for x in operands if is_tensor(x)]
   shape = broadcast_shape(cx, [x.type.shape for x in tensors], what, names, tensors)
   pads = getattr(cx.b, "pad_tiles", None)
