@@ -298,14 +298,15 @@ def _axes_first(cx, kind, x, axes, what):
   """The reduction of a 3-D (or wider) tensor over axes no plan above takes, every order of them leaving too few
   elements for a register tensor (a (2, 32, 2) tile over axes (0, 2): 64 left either way), as the reduction of its
   leading run once they are moved first: x permuted through SMEM, its kept axes in their order ((2, 2, 32), reduced
-  over (0, 1) as its (4, 32) reshape along axis 0, probe 53a); None where x holds no register tensor or that plan
-  does not take it (the error below stands)."""
+  over (0, 1) as its (4, 32) reshape along axis 0, probe 53a; a (2, 16, 2, 2) one over (0, 2) keeps the small (16, 2)
+  statistic of its (4, 32) reshape's columns); None where x holds no register tensor or no 2-D reshape of the moved
+  tile reduces (the error below stands)."""
   from .permute import permute_tensor
   shape = tuple(x.type.shape)
   kept = tuple(i for i in range(len(shape)) if i not in axes)
   moved = tuple(shape[i] for i in axes + kept)
   lead = tuple(range(len(axes)))
-  if math.prod(shape) % hw.WARPGROUP or _flat_shape(moved, lead) is None or _flat_plan(moved, lead) is None:
+  if math.prod(shape) % hw.WARPGROUP or _flat_shape(moved, lead) is None:
     return None
   return reduce(cx, kind, permute_tensor(cx, x, tuple(axes) + kept), lead, False, what)
 
