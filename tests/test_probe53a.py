@@ -168,6 +168,7 @@ _AROUND = [
     (max_02, (2, 16, 4), lambda x: x.max(axis=(0, 2))),
     (batch_norm_02, (2, 32, 2), _bn),
     (batch_norm_02, (2, 16, 4), _bn),
+    (batch_norm_02, (2, 16, 2, 2), _bn),      # (a kept (16, 2) statistic: the 4-D tile permuted, then its rows)
 ]
 
 
@@ -333,3 +334,43 @@ def test_a_statistic_of_a_few_kept_elements_without_keepdims_gpu(fn, shape, axes
   x = rnd(shape, 18)
   out = jax.jit(lambda v: few_kept(v, fn=fn, axes=axes))(x)
   np.testing.assert_allclose(f32(out), ref(x), rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- vectors broadcast into a tile no layout holds
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[0]), a.dtype), grid=(1,))
+def rope_cache(pos, inv_freq, out):
+  out[...] = jnp.cos(jnp.outer(pos[...], inv_freq[...]))
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0],), a.dtype), grid=(1,))
+def nearest(a, b, out):
+  out[...] = jnp.min(jnp.abs(a[...][:, None] - b[...][None, :]), axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[0]), jnp.int32), grid=(1,))
+def below(a, b, out):
+  out[...] = jnp.where(a[...][:, None] < b[...][None, :], 1, 0)
+
+
+_OUTER = [
+    (rope_cache, 5, 24, lambda a, b: np.cos(np.outer(a, b))),
+    (rope_cache, 8, 24, lambda a, b: np.cos(np.outer(a, b))),
+    (nearest, 100, 24, lambda a, b: np.abs(a[:, None] - b[None, :]).min(axis=1)),
+    (below, 6, 40, lambda a, b: (a[:, None] < b[None, :]).astype(np.int32)),
+]
+
+
+@pytest.mark.parametrize("kernel, m, n, ref", _OUTER, ids=lambda v: getattr(v, "__name__", str(v)))
+def test_vectors_broadcast_into_a_tile_no_layout_holds_compute_padded(kernel, m, n, ref):
+  """Each was MG204 'this tile of shape (5, 24) is reduced or broadcast along its rows or columns': the (m, n)
+  result, 24 or 40 columns by rows no narrow layout takes, is computed padded to (m4, n32) and stored under a mask."""
+  a, b = rnd((m,), 19), rnd((n,), 20)
+  np.testing.assert_allclose(f32(kernel(a, b, interpret=True)), ref(a, b), rtol=1e-5, atol=1e-5)
+  export(kernel, a, b)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel, m, n, ref", _OUTER, ids=lambda v: getattr(v, "__name__", str(v)))
+def test_vectors_broadcast_into_a_tile_no_layout_holds_gpu(kernel, m, n, ref):
+  a, b = rnd((m,), 21), rnd((n,), 22)
+  np.testing.assert_allclose(f32(jax.jit(kernel)(a, b)), ref(a, b), rtol=1e-5, atol=1e-5)
