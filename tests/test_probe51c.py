@@ -95,9 +95,10 @@ def log_add(x, o):
 
 def test_a_layout_error_inside_a_helper_of_mgpu_dsl_stands_at_the_users_call():
   # (an int32 product whose chunks no layout holds: the tensor cores take no int32 operands; (2, 48) by (48, 16)
-  # computes since probe 51l, b padded to 32 columns, so a k of 20, chunks of 4 rows of a padded (2, 20) read)
+  # computes since probe 51l, b padded to 32 columns; since probe 53a the chunks of a (2, 20) by (20, 16) product
+  # broadcast, so its error is b's (20, 16) read; a k of 24 keeps a chunk's broadcast no layout holds)
   with pytest.raises(mg.LayoutError) as info:
-    int_dot.check(S((2, 20), jnp.int32), S((20, 16), jnp.int32))
+    int_dot.check(S((2, 24), jnp.int32), S((24, 16), jnp.int32))
   e = info.value
   assert (e.filename, e.lineno, e.col_offset) == (int_dot.fn.__code__.co_filename, *where(int_dot, "jnp.dot("))
   assert "form_helpers" not in e.render() and "in this call of" not in e.render()

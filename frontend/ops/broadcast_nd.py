@@ -123,23 +123,26 @@ def trailing_first(src: tuple, dst: tuple, dims: tuple) -> tuple | None:
 
 def kept_last_plan(src: tuple, dst: tuple, dims: tuple) -> tuple | None:
   """(2-D shape x is reshaped to, 2-D shape it is broadcast to, the shape that is reshaped to, the permutation that
-  moves its axes back) of a broadcast into 3 or more axes that stretches axes on both sides of kept ones where no
-  plan above holds the tiles between (a batch norm's (1, 32, 1) statistic of a (2, 32, 2) tile: (1, 32) stretched to
-  (4, 32), reshaped to (2, 2, 32), its axes permuted back to (2, 32, 2) through SMEM; probe 53a); None for any
-  other, or where the result holds no whole warpgroups."""
+  moves its axes back) of a broadcast into 3 or more axes that no plan above holds the tiles of: axes stretched on
+  both sides of kept ones (a batch norm's (1, 32, 1) statistic of a (2, 32, 2) tile: (1, 32) stretched to (4, 32),
+  reshaped to (2, 2, 32), its axes permuted back to (2, 32, 2) through SMEM), or a stretch too short for rows (a
+  (4, 16) tile copied twice along a leading or middle axis: (64, 1) stretched to (64, 2), permuted); probe 53a. None
+  for any other, or where the result holds no whole warpgroups."""
   if len(dst) < 3 or len(src) > len(dst) or tuple(dims) != tuple(range(len(dst) - len(src), len(dst))) or \
       math.prod(dst) % hw.WARPGROUP:
     return None
   full = (1,) * (len(dst) - len(src)) + tuple(src)
   stretched = [k for k in range(len(dst)) if full[k] == 1 and dst[k] != 1]
   kept = [k for k in range(len(dst)) if k not in stretched]
-  order = stretched + kept
-  if not stretched or not kept or order == list(range(len(dst))):
+  if not stretched or not kept:
     return None
-  rows, cols = math.prod(dst[k] for k in stretched), math.prod(dst[k] for k in kept)
-  if not hw.rows_fit(rows, cols):
-    return None
-  return (1, cols), (rows, cols), tuple(dst[k] for k in order), tuple(order.index(d) for d in range(len(dst)))
+  many, few = math.prod(dst[k] for k in stretched), math.prod(dst[k] for k in kept)
+  # (the stretched axes first, the statistic a row; or, where its rows are too few (2 copies of a (4, 16) tile along
+  # a leading or middle axis), the kept ones first, the source a column stretched along (64, 2))
+  for order, src2, mid in ((stretched + kept, (1, few), (many, few)), (kept + stretched, (few, 1), (few, many))):
+    if order != list(range(len(dst))) and hw.rows_fit(*mid):
+      return src2, mid, tuple(dst[k] for k in order), tuple(order.index(d) for d in range(len(dst)))
+  return None
 
 
 def flattens(defining, x) -> bool:
