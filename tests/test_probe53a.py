@@ -187,6 +187,32 @@ def test_a_channel_vector_broadcast_around_its_axis():
   export(channel_scale, x, s)
 
 
+@mg.mgpu_kernel(out_shape=lambda x, w: x, grid=(1,))
+def short_stretch(x, w, out):
+  if len(w.shape) == 2 and w.shape[0] == x.shape[1]:
+    out[...] = x[...] * w[...][None, :, :]          # two copies of a (4, 16) tile along a leading axis
+  else:
+    out[...] = x[...] + w[...][:, None, :]          # along a middle axis of 2
+
+
+@pytest.mark.parametrize("xs, ws", [((2, 4, 16), (4, 16)), ((2, 16, 4), (16, 4)), ((8, 2, 8), (8, 8))])
+def test_a_tile_stretched_along_a_short_leading_or_middle_axis(xs, ws):
+  """Each was MG204 'broadcasting w[...] of shape (1, 4, 16) to (2, 4, 16): broadcasting works into 1-D and 2-D
+  tensors': a (2, 64) broadcast has too few rows for any layout; (64, 1) stretched to (64, 2) and permuted has not."""
+  x, w = rnd(xs, 23), rnd(ws, 24)
+  want = x * w[None] if xs[1:] == ws else x + w[:, None, :]
+  np.testing.assert_allclose(f32(short_stretch(x, w, interpret=True)), want, rtol=1e-6, atol=1e-6)
+  export(short_stretch, x, w)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("xs, ws", [((2, 4, 16), (4, 16)), ((8, 2, 8), (8, 8))])
+def test_a_tile_stretched_along_a_short_leading_or_middle_axis_gpu(xs, ws):
+  x, w = rnd(xs, 25), rnd(ws, 26)
+  want = x * w[None] if xs[1:] == ws else x + w[:, None, :]
+  np.testing.assert_allclose(f32(jax.jit(short_stretch)(x, w)), want, rtol=1e-6, atol=1e-6)
+
+
 def test_a_bf16_batch_norm_of_a_tile_of_two_columns():
   x = rnd((2, 32, 2), 10, jnp.bfloat16)
   np.testing.assert_allclose(f32(batch_norm_02(x, interpret=True)), _bn(x), rtol=3e-2, atol=3e-2)
