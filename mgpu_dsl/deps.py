@@ -358,7 +358,15 @@ def _source_text(fn) -> str | None:
   snap = _snapshot(fn)
   if snap is None:
     return None
-  return f"# {snap.filename}:{snap.first}\n" + snap.text
+  text = f"# {snap.filename}:{snap.first}\n" + snap.text
+  if getattr(getattr(fn, "__code__", None), "co_name", None) == "<lambda>":
+    # a lambda: its own expression too, as the statement's text is every lambda's of its lines (two activations
+    # of one dict literal, {"a": lambda v: v + 1, "b": lambda v: v * 10}, passed as a constexpr are two kernels)
+    tree = _function_tree(fn)
+    if tree is None:
+      return None
+    text += "\n# lambda: " + ast.unparse(tree)
+  return text
 
 
 def _function_tree(fn) -> ast.FunctionDef | None:
