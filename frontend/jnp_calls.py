@@ -28,6 +28,7 @@ from .window_forms import WINDOWS
 from .ufunc_reduce import REDUCTIONS
 from .jnp_pad import PAD
 from .jnp_moves import MOVES
+from .jnp_grids import FORMS as GRIDS
 from .lax_forms import FORMS as LAX_FORMS
 
 # the library functions that are ml's: (module as users spell it) -> {its name: ml's name}
@@ -285,6 +286,7 @@ SHAPED.update(SCIPY)          # jax.scipy.special.xlogy, entr, ndtr, jnp.divmod,
 SHAPED.update(PAD)            # jnp.pad of a register tensor (probe 51g): jnp_pad.py
 SHAPED.update(LINALG)         # jax.scipy.linalg.solve_triangular of register tiles (probe 53f): jnp_linalg.py
 SHAPED.update(MOVES)          # jnp.hstack, jnp.array_split, jnp.rot90, lax.dynamic_slice, ... (probe 52c): jnp_moves.py
+SHAPED.update(GRIDS)          # jnp.eye, jnp.tri, jnp.indices, jnp.meshgrid (probe 53i): jnp_grids.py
 
 
 def _form(lib, name):

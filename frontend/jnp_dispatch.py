@@ -14,7 +14,7 @@ from .ops.base import BUILTINS, Builtin, is_value
 from .types import RefType, resolve
 
 _NOT_MAPPED = object()
-_BUILDERS = ("zeros", "ones", "full", "arange", "broadcasted_iota", "iota", "eye", "identity", "tri")
+_BUILDERS = ("zeros", "ones", "full", "arange", "broadcasted_iota", "iota", "eye", "identity", "tri", "indices")
 
 
 def jnp_call(tracer, node, fn, args, kwargs, cx):

@@ -182,19 +182,6 @@ def _triangle(op):
   return make
 
 
-def _eye(a):
-  """jnp.eye / jnp.identity / jnp.tri of static sizes (DeltaNet's I + A of a chunk, a causal mask): the index
-  vectors compared, as jax's own (`jnp.eye` is `lax._eye`'s iotas compared), in jnp's dtype (float32 unless
-  `dtype=`; `jnp.tri`'s ones where the column is at most the row plus k)."""
-  n, m, k, dtype = a["N"], a.get("M"), a.get("k") or 0, a["dtype"]
-  m = n if m is None else m
-  if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (n, m, k)) or n <= 0 or m <= 0:
-    return None
-  op = "<=" if a.get("tri") else "=="
-  return (f"(ml.arange({{1}})[None, :] {op} ml.arange({{0}})[:, None] + {{2}}).astype({{3}})",
-          [int(n), int(m), int(k), "float32" if dtype is None else dtype])
-
-
 def _outer(a):
   x, y = a["a"], a["b"]
   if any(_shape(v) is None or len(_shape(v)) != 1 for v in (x, y)):
@@ -338,8 +325,6 @@ FORMS = {
     ("jnp", "signbit"): (("x",), _signbit),
     ("jnp", "nan_to_num"): (("x", "copy", "nan", "posinf", "neginf"), _nan_to_num),
     ("jnp", "tril"): (("m", "k"), _triangle("<=")), ("jnp", "triu"): (("m", "k"), _triangle(">=")),
-    ("jnp", "eye"): (("N", "M", "k", "dtype"), _eye), ("jnp", "identity"): (("n", "dtype"), lambda a: _eye({"N": a["n"], "dtype": a["dtype"]})),
-    ("jnp", "tri"): (("N", "M", "k", "dtype"), lambda a: _eye({**a, "tri": True})),
     ("jnp", "outer"): (("a", "b"), _outer), ("jnp", "hypot"): (("x1", "x2"), _hypot),
     ("jnp", "copysign"): (("x1", "x2"), _copysign),
     ("jnp", "isclose"): (("a", "b", "rtol", "atol", "equal_nan"), _isclose),

@@ -4,17 +4,20 @@ jnp.searchsorted, the values of jnp.isin, the knots of jnp.interp) is computed w
 a register vector of its numbers: `ml.full` of the first, a select by `ml.arange` for each other element. Its dtype
 is jnp's: NumPy's float64 and int64 are float32 and int32 unless jax_enable_x64 is on (jnp.asarray of them).
 
-Only 1-D tables of at most MAX elements, of the names in NAMES, become vectors, and (since probe 53b) 2-D ones of
-at most MAX elements register tiles (`jnp.array([[1., 2.], [3., 4.]])`, a 3x3 stencil's taps); other static arrays
-(np.eye, jnp.linspace) keep their MG003 and hints. Kernels that compiled before never reach this (their
-static arrays were MG003), so their IR is unchanged."""
+Only 1-D tables of at most MAX elements, of the names in NAMES, become vectors (since probe 53i also
+jnp.linspace's and the other 1-D ranges' and windows' numbers, as jnp computed them), and (since probe 53b) 2-D
+ones of at most MAX elements register tiles (`jnp.array([[1., 2.], [3., 4.]])`, a 3x3 stencil's taps); other
+static arrays (np.eye) keep their MG003 and hints. Kernels that compiled before never reach this (their static
+arrays were MG003), so their IR is unchanged."""
 from __future__ import annotations
 
 import numpy as np
 
 from .dtypes import DType, to_dtype
 
-NAMES = ("array", "asarray")      # jnp.array, jnp.asarray, np.array, np.asarray
+NAMES = ("array", "asarray",       # jnp.array, jnp.asarray, np.array, np.asarray
+         # 1-D static arrays of numbers the library computed (probe 53i): trapezoid's sample points, a window's taps
+         "linspace", "logspace", "geomspace", "hanning", "hamming", "blackman", "bartlett", "kaiser")
 KNOWN: dict = {}                  # a table's value id -> (its numbers as Python literals, its DType, its numbers)
 MAX = 256
 OUTSIDE = 64                      # elements of a module's array made a table (more: passed as an input, its hint)

@@ -1,0 +1,131 @@
+"""Probe 53i (the long tail of jnp, jax.nn and jax.scipy inside kernels). What was refused, wrong or raw:
+
+- two lambdas of one line passed as a constexpr (`{"inc": lambda v: v + 1.0, "scale": lambda v: v * 10.0}`, a
+  table of activations) shared one disk-cache key, the text of their statement: the second call ran the first's
+  kernel, silently (mgpu_dsl/deps.py: a lambda's key now holds its own expression);
+- a binary jnp function of a register tile and a Python number whose form applies ml.abs, ml.isinf or ml.isnan to
+  the number (`jnp.hypot(x, 2.0)`, `jnp.isclose(v, 1.0)`, `jnp.heaviside(0.5, x)`) was MG003 "ml.abs of a Python
+  number should be computed in Python", and `jnp.copysign(1.0, x)` / `jnp.copysign(x, -1.0)` MG003: the number is
+  now a weakly typed 0-d value there (frontend/jnp_forms.py weak_numbers), copysign's sign static;
+- jnp's index grids were MG003 (a static array returned while tracing, or meshgrid "cannot take a register
+  tensor"): `jnp.eye`, `jnp.identity`, `jnp.tri` (masks), `jnp.indices` and `jnp.meshgrid` of two register vectors
+  are now built of ml.arange (frontend/jnp_grids.py), and `jnp.linspace` (and logspace, geomspace, the windows) a
+  static table of the numbers jnp computed (frontend/static_tables.py).
+"""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from probe_util import S, export, f32, rnd
+
+F32, BF16, I32 = jnp.float32, jnp.bfloat16, jnp.int32
+
+
+def _gpu():
+  return any(d.platform == "gpu" for d in jax.devices())
+
+
+# ---------------------------------------------------------------- lambdas of one line as constexprs
+@mg.mgpu_kernel(out_shape=lambda x, fn: S(x.shape, F32))
+def apply_fn(x, o, fn: ml.constexpr):
+  o[...] = fn(x[...]).astype(F32)
+
+
+ACTS = {"inc": lambda v: v + 1.0, "scale": lambda v: v * 10.0, "act": lambda v: jax.nn.relu(v) - 0.5}
+
+
+def test_lambdas_of_one_line_are_separate_kernels():
+  x = rnd((8, 128), 0)
+  for name in ("inc", "scale", "act"):
+    got = apply_fn(x, fn=ACTS[name], interpret=True)
+    np.testing.assert_allclose(f32(got), f32(ACTS[name](jnp.asarray(x))), rtol=1e-6, err_msg=name)
+
+
+# ---------------------------------------------------------------- binary functions of a Python number
+NUMBER_CASES = {
+    "hypot(x, 2.0)": lambda v: jnp.hypot(v, 2.0), "hypot(3, x)": lambda v: jnp.hypot(3, v),
+    "isclose(x, 1.0)": lambda v: jnp.isclose(v, 1.0, atol=0.5), "isclose(x, 0)": lambda v: jnp.isclose(v, 0),
+    "copysign(1.0, x)": lambda v: jnp.copysign(1.0, v), "copysign(x, -1.0)": lambda v: jnp.copysign(v, -1.0),
+    "copysign(x, -0.0)": lambda v: jnp.copysign(v, -0.0),
+    "heaviside(0.5, x)": lambda v: jnp.heaviside(0.5, v), "heaviside(-1.0, x)": lambda v: jnp.heaviside(-1.0, v),
+}
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16])
+def test_binary_functions_of_a_python_number(dtype):
+  x = rnd((8, 128), 1) * 3
+  x[0, :6] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0]
+  x = jnp.asarray(x).astype(dtype)
+  for name, f in NUMBER_CASES.items():
+    got = apply_fn(x, fn=f, interpret=True)
+    want = f(x)
+    assert want.dtype == (jnp.bool_ if "isclose" in name else dtype)
+    if "isclose" not in name:      # (16-bit floats in float32, rounded once: XLA on the GPU, jnp_forms' widened)
+      want = f(x.astype(F32)).astype(dtype)
+    np.testing.assert_allclose(f32(got), f32(want.astype(F32)), rtol=1e-6, equal_nan=True, err_msg=name)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, x.dtype))
+def radius_sign(x, o):
+  v = x[...]
+  o[...] = jnp.hypot(v, 1.5) * jnp.copysign(1.0, v) + jnp.where(jnp.isclose(v, 0.0, atol=1e-2), 1.0, 0.0)
+
+
+def test_number_forms_build_for_cuda():
+  x = jnp.asarray(rnd((16, 128), 2)).astype(BF16)
+  want = (jnp.hypot(x, 1.5) * jnp.copysign(1.0, x) + jnp.where(jnp.isclose(x, 0.0, atol=1e-2), 1.0, 0.0)).astype(BF16)
+  np.testing.assert_allclose(f32(radius_sign(x, interpret=True)), f32(want), rtol=1e-2)
+  export(radius_sign, x)
+  if _gpu():
+    np.testing.assert_allclose(f32(radius_sign(x)), f32(radius_sign(x, interpret=True)), rtol=1e-2)
+
+
+# ---------------------------------------------------------------- index grids and masks
+@mg.mgpu_kernel(out_shape=lambda a: S(a.shape, F32))
+def diagonal_masks(a, o):
+  v = a[...]
+  o[...] = v * jnp.tri(16, 32, -1, dtype=jnp.float32) + jnp.eye(16, 32, k=3) + 2 * jnp.eye(16, 32) + \
+      jnp.identity(16)[:, :1] * v
+
+
+def _diagonal_masks(v):
+  return v * jnp.tri(16, 32, -1, dtype=jnp.float32) + jnp.eye(16, 32, k=3) + 2 * jnp.eye(16, 32) + \
+      jnp.identity(16)[:, :1] * v
+
+
+@mg.mgpu_kernel(out_shape=lambda a: S(a.shape, I32))
+def grids(a, o):
+  r, c = jnp.indices((16, 32))
+  y, x = jnp.meshgrid(jnp.arange(16), jnp.arange(32), indexing="ij")
+  cs, rs = jnp.meshgrid(jnp.arange(32), jnp.arange(16))           # 'xy': (16, 32), x along the columns
+  o[...] = (r * 1000 + c) + (y - x) * 7 + (cs - rs) * 3
+
+
+def _grids(a):
+  r, c = jnp.indices((16, 32))
+  y, x = jnp.meshgrid(jnp.arange(16), jnp.arange(32), indexing="ij")
+  cs, rs = jnp.meshgrid(jnp.arange(32), jnp.arange(16))
+  return (r * 1000 + c) + (y - x) * 7 + (cs - rs) * 3
+
+
+@mg.mgpu_kernel(out_shape=lambda a: S(a.shape[:1], F32))
+def causal_rowsum(a, o):
+  n = a.shape[0]
+  keep = jnp.tri(n, dtype=jnp.bool_)
+  o[...] = jnp.sum(jnp.where(keep, a[...], 0.0), axis=1) * jnp.linspace(0.0, 1.0, n)
+
+
+def test_index_grids_and_masks():
+  a = rnd((16, 32), 3)
+  np.testing.assert_allclose(f32(diagonal_masks(a, interpret=True)), f32(_diagonal_masks(jnp.asarray(a))), rtol=1e-6)
+  np.testing.assert_array_equal(np.asarray(grids(a, interpret=True)), np.asarray(_grids(a)))
+  b = rnd((32, 32), 4)
+  want = jnp.sum(jnp.where(jnp.tri(32, dtype=jnp.bool_), b, 0.0), axis=1) * jnp.linspace(0.0, 1.0, 32)
+  np.testing.assert_allclose(f32(causal_rowsum(b, interpret=True)), f32(want), rtol=1e-5, atol=1e-6)
+  for k, arg in ((diagonal_masks, a), (grids, a), (causal_rowsum, b)):
+    export(k, arg)
+    if _gpu():
+      np.testing.assert_allclose(f32(k(arg)), f32(k(arg, interpret=True)), rtol=1e-5, atol=1e-6)
