@@ -242,21 +242,84 @@ def _bit_count(kind):
   return make
 
 
+def _ends(a, x, shape, axis):
+  """jnp.diff's prepend= and append= as parts concatenated to {0} along `axis` (probe 53i; they were MG003): a
+  Python number (or a 0-d register value) broadcast to one slice of x, in x's dtype, as jnp broadcasts it (a float
+  number meeting an integer x has no part: jnp would promote); a register tensor of x's rank and dtype as it is.
+  (the form's text, the operands {1} and {2}, the axis's new length), or None."""
+  form, ops, grown = "{0}", [x], shape[axis]
+  one = tuple(1 if i == axis else n for i, n in enumerate(shape))
+  for i, key in ((1, "prepend"), (2, "append")):
+    v = a.get(key)
+    ops.append(v)
+    if v is None:
+      continue
+    vs = getattr(getattr(v, "type", None), "shape", None)
+    if vs is None or vs == ():
+      if vs is None and (_kind(v) not in ("int", "float") or _kind(v) == "float" and _kind(x) != "float"):
+        return None
+      part = f"ml.full({one!r}, {{{i}}}, {{0}}.dtype)"
+      grown += 1
+    elif len(vs) == len(shape) and _dtype(v) == _dtype(x) and all(
+        m == n for j, (m, n) in enumerate(zip(_shape(a, v), shape)) if j != axis):
+      part = f"{{{i}}}"
+      grown += _shape(a, v)[axis]
+    else:
+      return None
+    form = f"ml.concatenate([{part}, {form}], axis={axis})" if key == "prepend" else \
+        f"ml.concatenate([{form}, {part}], axis={axis})"
+  return form, ops, grown
+
+
 def _diff(a):
-  """jnp.diff along a static axis, n times, without prepend= or append=: shifted slices subtracted (!= of bools)."""
+  """jnp.diff along a static axis, n times: shifted slices subtracted (!= of bools), of x with prepend= and append=
+  concatenated (_ends)."""
   x, n, axis = a["a"], a["n"], a["axis"]
   shape = _shape(a, x)
-  if shape is None or a.get("prepend") is not None or a.get("append") is not None or not isinstance(n, int) or \
-      n < 0 or not isinstance(axis, int) or not -len(shape) <= axis < len(shape) or n >= shape[axis]:
+  if shape is None or not isinstance(n, int) or n < 0 or not isinstance(axis, int) or \
+      not -len(shape) <= axis < len(shape):
     return None
   axis %= len(shape)
+  ends = (a.get("prepend"), a.get("append")) != (None, None)
+  got = _ends(a, x, shape, axis) if ends else ("{0}", [x], shape[axis])
+  if got is None or n >= got[2]:
+    return None
   op = "!=" if _kind(x) == "bool" else "-"
   later = ", ".join("1:" if i == axis else ":" for i in range(len(shape)))
   earlier = ", ".join(":-1" if i == axis else ":" for i in range(len(shape)))
-  form = "{0}"
+  form = got[0]
   for _ in range(n):
     form = f"(({form})[{later}] {op} ({form})[{earlier}])"
-  return form, [x]
+  return form, got[1]
+
+
+def _trapezoid(a):
+  """jnp.trapezoid(y, x=None, dx=1.0, axis=-1) of a 1-D or 2-D float register y (probe 53i; it was MG003): a number
+  dx as jax computes it, `dx * (sum(y) - 0.5 * (y[0] + y[-1]))` along the axis; sample points x (a 1-D register
+  vector of y's dtype, a static table of jnp.linspace) as `0.5 * sum(w * y)`, each y's weight w the distance between
+  its neighbours' points (the end ones' to their one neighbour), which is jax's `0.5 * sum(diff(x) * (y[1:] +
+  y[:-1]))` regrouped (within rounding of it): the neighbours gathered from x, so that no tensor is sliced to an
+  odd length (a (15,) or (15, 32) one, which a kernel padding another axis cannot hold)."""
+  y, x, dx, axis = a["y"], a["x"], a["dx"], a["axis"]
+  shape = _shape(a, y)
+  if shape is None or len(shape) not in (1, 2) or _kind(y) != "float" or not isinstance(axis, int) or \
+      not -len(shape) <= axis < len(shape) or shape[axis] < 2:
+    return None
+  axis %= len(shape)
+  at = lambda i: f"[{i}]" if len(shape) == 1 else f"[{i}, :]" if axis == 0 else f"[:, {i}]"
+  sum_ = "ml.sum({}, axis=%d)" % axis if len(shape) == 2 else "ml.sum({})"
+  if x is None:
+    if _kind(dx) not in ("int", "float") or getattr(dx, "type", None) is not None:
+      return None
+    return f"{{1}} * ({sum_.format('{0}')} - 0.5 * ({{0}}{at(0)} + {{0}}{at(-1)}))", [y, float(dx)]
+  xs = _shape(a, x)
+  if xs is None or len(xs) != 1 or xs[0] != shape[axis] or _dtype(x) != _dtype(y):
+    return None
+  n = xs[0]
+  w = f"(lambda _i_: {{1}}[ml.minimum(_i_ + 1, {n - 1})] - {{1}}[ml.maximum(_i_ - 1, 0)])(ml.arange({n}))"
+  wb = w if len(shape) == 1 else f"({w})[:, None]" if axis == 0 else f"({w})[None, :]"
+  return f"0.5 * {sum_.format(wb + ' * {0}')}", [y, x]
+
 
 
 def _einsum_one(a):
@@ -375,6 +438,7 @@ MATH = {
     ("jax.scipy.special", "erfinv"): (_X, _erf_inv(False)), ("jax.lax", "erf_inv"): (_X, _erf_inv(True)),
     ("jax.lax", "population_count"): (_X, _bit_count("popcount")), ("jax.lax", "clz"): (_X, _bit_count("clz")),
     ("jnp", "diff"): (("a", "n", "axis", "prepend", "append"), _diff),
+    ("jnp", "trapezoid"): (("y", "x", "dx", "axis"), _trapezoid),
     ("jnp", "einsum"): (("subscripts", "operands", "out", "optimize", "precision", "preferred_element_type"),
                         _einsum_one),
     ("jax.nn", "sparse_plus"): (_X, lambda a: None if _kind(a["x"]) != "float" else (

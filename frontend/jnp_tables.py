@@ -79,6 +79,9 @@ def _polyval(a, pads):
   p, x = a["p"], a["x"]
   if known(p) is not None and _shape(x) is not None:       # jnp.polyval(jnp.array([...]), x): its numbers
     return _static_polyval(p, x, known(p))
+  if _listed(p) is not None and _shape(x) is not None:     # jnp.polyval([0.5, -1.0, 2.0], x): as jnp.asarray's
+    form, ops = _static_polyval(p, x, _listed(p)) or (None, None)
+    return None if form is None else (form, ops)
   n = _table(p, pads)
   if n is None or _shape(x) is None or _kind(x) not in ("int", "float") or _kind(p) not in ("int", "float") or (
       a.get("unroll", 16) not in (None,) and not isinstance(a.get("unroll", 16), int)):
@@ -252,6 +255,86 @@ def _convolve(a, pads):
   return "(" + " + ".join(terms) + ")", [x]
 
 
-FORMS = {("jnp", "polyval"): _polyval, ("jnp", "convolve"): _convolve, ("jnp", "isin"): _isin,
+def _taps(w, x, pads):
+  """The taps of a 1-D convolution of the float register vector `x` as texts of the form (a static table's numbers,
+  or `{1}[j]` of a register vector of x's dtype), or None."""
+  got = known(w)
+  if got is not None:
+    common = _inexact(got[1], _dtype(x)) if got[1].value != "bool" else None
+    return list(got[0]) if common == _dtype(x).value else None
+  k = _table(w, pads)
+  if k is None or _dtype(w) != _dtype(x):
+    return None
+  return [f"{{1}}[{j}]" for j in range(k)]
+
+
+_TAPS_MAX = 32     # taps unrolled by the full and valid modes (a stencil's, a short filter's)
+
+
+def _convolution(flip):
+  """jnp.convolve (flip False) and jnp.correlate (flip True: the taps reversed, jnp's definition for real numbers)
+  of a 1-D float register vector x of n elements and k <= n taps (a static table or a register vector), any mode
+  (probe 53i: 'full' and 'valid', register taps, and correlate were MG003): out[i] = sum_j w[j] * x[i + s - j] with
+  s = 0 ('full', n + k - 1 elements), (k - 1) // 2 ('same', n) or k - 1 ('valid', n - k + 1), x zero outside itself
+  (concatenated zeros; for 'same' x rolled and masked), summed over the taps in order; float16 and bfloat16 in float32, rounded once (XLA's
+  convolution accumulates in float32)."""
+  def make(a, pads):
+    x, w, mode = a["a"], a["v"], a["mode"]
+    s = _shape(x)
+    if not flip and mode == "same" and known(w) is not None:
+      return _convolve(a, pads)          # (probe 51n's form, unchanged)
+    if s is None or len(s) != 1 or tuple(pads.get(x.id, s)) != tuple(s) or _kind(x) != "float" or \
+        mode not in ("full", "same", "valid") or a.get("precision") is not None or \
+        a.get("preferred_element_type") is not None:
+      return None
+    taps = _taps(w, x, pads)
+    n = s[0]
+    if taps is None or not 1 <= len(taps) <= min(n, _TAPS_MAX):
+      return None
+    k = len(taps)
+    if flip:
+      taps = taps[::-1]
+    start = {"full": 0, "same": (k - 1) // 2, "valid": k - 1}[mode]
+    length = {"full": n + k - 1, "same": n, "valid": n - k + 1}[mode]
+    wide = str(_dtype(x)) in ("float16", "bfloat16")
+    xs = "{0}.astype(ml.float32)" if wide else "{0}"
+    if mode == "same":          # (x rolled and masked, as _convolve's: no tensor of another length than n)
+      terms = []
+      for j, t in enumerate(taps):
+        sh = start - j
+        terms.append(f"{t} * " + ("_x_" if sh == 0 else f"ml.where((ml.arange({n}) + {sh} >= 0) & (ml.arange({n}) +"
+                                                         f" {sh} < {n}), ml.roll(_x_, {-sh}), 0)"))
+      form = f"(lambda _x_: {' + '.join(terms)})({xs})"
+      return (f"({form}).astype({{0}}.dtype)" if wide else form), [x, w]
+    front, back = max(0, k - 1 - start), max(0, length - 1 + start - (n - 1))
+    parts = [f"ml.zeros(({m},), {'ml.float32' if wide else '{0}.dtype'})" for m in (front, back)]
+    if front or back:
+      xs = f"ml.concatenate([{', '.join(p for p, m in zip([parts[0], xs, parts[1]], [front, 1, back]) if m)}])"
+    terms = []
+    for j, t in enumerate(taps):
+      lo = front + start - j
+      terms.append(f"{t} * _xp_[{lo}:{lo + length}]")
+    form = f"(lambda _xp_: {' + '.join(terms)})({xs})"
+    return (f"({form}).astype({{0}}.dtype)" if wide else form), [x, w]
+  return make
+
+
+def _listed(p):
+  """A list or tuple of Python numbers (`jnp.polyval([0.5, -1.0, 2.0], x)`) as a static table's (texts, DType,
+  numbers): float32 where any is a float, else int32 (jnp.asarray of it without x64); None otherwise."""
+  from .dtypes import DType
+  from .static_tables import _number
+  if not isinstance(p, (list, tuple)) or not 1 <= len(p) <= MAX or not all(
+      isinstance(c, (int, float, np.integer, np.floating)) and not isinstance(c, (bool, np.bool_)) for c in p):
+    return None
+  d = DType.f32 if any(isinstance(c, (float, np.floating)) for c in p) else DType.i32
+  vals = np.asarray(p, dtype=d.np)
+  if d == DType.i32 and any(int(c) != int(v) for c, v in zip(p, vals.tolist())):
+    return None
+  return [_number(v, d) for v in vals.tolist()], d, vals
+
+
+FORMS = {("jnp", "polyval"): _polyval, ("jnp", "convolve"): _convolution(False),
+         ("jnp", "correlate"): _convolution(True), ("jnp", "isin"): _isin,
          ("jnp", "interp"): _interp,
          ("jnp", "searchsorted"): _searchsorted}

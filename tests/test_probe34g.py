@@ -132,7 +132,12 @@ def unique_heads(x, out, count):            # the hint followed, one program (s 
 
 @mg.mgpu_kernel(out_shape=lambda x: x)
 def diff_call(x, out):
-  out[...] = jnp.diff(x[...], prepend=0.0)
+  out[...] = jnp.diff(x[...], prepend=0.0)      # (computed since probe 53i)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def diff_promoting(x, out):
+  out[...] = jnp.diff(x[...], prepend=0.5)      # (of int32 x: jnp promotes to float32; still MG003)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 128),))
@@ -147,8 +152,10 @@ def diff_windows(x, out):                   # the hint followed, the end masked 
 def test_unique_and_diff_hint_run_heads_and_shifted_windows_that_match_jnp():
   expect(unique_call, [S((256,), I32)], mg.KernelTypeError, "jnp.unique(",
          "unique cannot take a register tensor inside a kernel", hint=SEGMENT["unique"])
-  expect(diff_call, [S((128,), F32)], mg.KernelTypeError, "jnp.diff(",
+  expect(diff_promoting, [S((128,), I32)], mg.KernelTypeError, "jnp.diff(",
          "diff cannot take a register tensor inside a kernel", hint=SEGMENT["diff"])
+  x128 = jnp.asarray(np.random.default_rng(3).standard_normal(128), F32)
+  np.testing.assert_allclose(diff_call(x128, interpret=True), jnp.diff(x128, prepend=0.0), rtol=1e-6)
   rng = np.random.default_rng(2)
   x = np.sort(rng.integers(0, 40, 201)).astype(np.int32)
   vals, count = unique_heads(jnp.asarray(x), interpret=True)

@@ -129,3 +129,70 @@ def test_index_grids_and_masks():
     export(k, arg)
     if _gpu():
       np.testing.assert_allclose(f32(k(arg)), f32(k(arg, interpret=True)), rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- 1-D signal functions of rows
+@mg.mgpu_kernel(out_shape=lambda a, k, mode, n: S((n,), a.dtype))
+def conv_row(a, k, o, mode: ml.constexpr, n: ml.constexpr):
+  o[...] = jnp.convolve(a[...], k[...], mode=mode)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, k, mode, n: S((n,), a.dtype))
+def corr_row(a, k, o, mode: ml.constexpr, n: ml.constexpr):
+  o[...] = jnp.correlate(a[...], k[...], mode=mode)
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16])
+def test_convolve_and_correlate_modes(dtype):
+  a = jnp.asarray(rnd((64,), 5)).astype(dtype)
+  k = jnp.asarray(rnd((4,), 6)).astype(dtype)
+  for mode, n in (("full", 67), ("same", 64), ("valid", 61)):
+    wide = lambda f: f(a.astype(F32), k.astype(F32), mode=mode).astype(dtype)   # (16-bit: in float32, rounded once)
+    for kern, f in ((conv_row, jnp.convolve), (corr_row, jnp.correlate)):
+      got = kern(a, k, mode=mode, n=n, interpret=True)
+      np.testing.assert_allclose(f32(got), f32(wide(f)), rtol=1e-2 if dtype == BF16 else 1e-5, atol=1e-5,
+                                 err_msg=f"{kern.__name__} {mode}")
+  export(conv_row, a, k, mode="full", n=67)
+  if _gpu():
+    np.testing.assert_allclose(f32(conv_row(a, k, mode="full", n=67)),
+                               f32(conv_row(a, k, mode="full", n=67, interpret=True)), rtol=1e-2, atol=1e-5)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, x: (S(a.shape, F32), S(a.shape[1:], F32), S(a.shape[:1], F32), S(a.shape, F32)))
+def row_calculus(a, x, d, tx, tdx, p):
+  v = a[...]
+  d[...] = jnp.diff(v, axis=0, prepend=a[0:1, :])
+  tx[...] = jnp.trapezoid(v, x[...], axis=0)
+  tdx[...] = jnp.trapezoid(v, dx=0.1)
+  p[...] = jnp.polyval([1 / 6, 0.5, 1.0, 1.0], v) + jnp.correlate(v[0], jnp.array([0.5, -1.0, 0.25]), "same")[None, :]
+
+
+def _row_calculus(a, x):
+  return (jnp.diff(a, axis=0, prepend=a[0:1, :]),
+          jnp.trapezoid(a, x, axis=0), jnp.trapezoid(a, dx=0.1),
+          jnp.polyval(jnp.array([1 / 6, 0.5, 1.0, 1.0]), a) + jnp.correlate(a[0], jnp.array([0.5, -1.0, 0.25]), "same"))
+
+
+def test_diff_ends_trapezoid_and_polyval_of_a_list():
+  a = rnd((16, 32), 7)
+  x = np.sort(np.random.default_rng(8).uniform(0, 1, 16)).astype(np.float32)
+  for got, want in zip(row_calculus(a, x, interpret=True), _row_calculus(jnp.asarray(a), jnp.asarray(x))):
+    np.testing.assert_allclose(f32(got), f32(want), rtol=1e-5, atol=1e-5)
+  offsets = np.random.default_rng(9).integers(0, 100, (64,)).astype(np.int32)
+  np.testing.assert_array_equal(np.asarray(int_steps(offsets, interpret=True)), np.diff(offsets, prepend=0))
+  np.testing.assert_allclose(f32(second_diff(a, interpret=True)), f32(jnp.diff(a, n=2, prepend=0.0, append=1.0)),
+                             rtol=1e-6)
+  export(row_calculus, a, x)
+  if _gpu():
+    for got, want in zip(row_calculus(a, x), row_calculus(a, x, interpret=True)):
+      np.testing.assert_allclose(f32(got), f32(want), rtol=1e-5, atol=1e-5)
+
+
+@mg.mgpu_kernel(out_shape=lambda o: S(o.shape, I32))
+def int_steps(off, o):
+  o[...] = jnp.diff(off[...], prepend=0)       # (segment lengths of offsets)
+
+
+@mg.mgpu_kernel(out_shape=lambda a: a)
+def second_diff(a, o):
+  o[...] = jnp.diff(a[...], n=2, prepend=0.0, append=1.0)
