@@ -391,8 +391,13 @@ def search_side_middle(off, out):
 
 
 @mg.mgpu_kernel(out_shape=lambda off: S((256,), I32))
-def search_2d_queries_of_a_vector(off, out):
+def search_2d_queries_of_a_vector(off, out):      # (computed since probe 53i: the flattened queries counted)
   out[...] = ml.searchsorted(off[...], ml.arange(256).reshape((2, 128))).reshape((256,))
+
+
+@mg.mgpu_kernel(out_shape=lambda off: S((2, 16), I32))
+def search_small_2d_queries_of_a_vector(off, out):
+  out[...] = ml.searchsorted(off[...], ml.arange(32).reshape((2, 16)))
 
 
 @mg.mgpu_kernel(out_shape=lambda off: S((256,), I32))
@@ -432,8 +437,11 @@ def test_searchsorted_mistakes_are_reported_at_the_call():
   expect(search_side_middle, [S((16,), I32)], mg.KernelTypeError, "ml.searchsorted(",
          "ml.searchsorted: side is 'left' or 'right', got 'middle'",
          hint="side='left' counts the elements below each query, side='right' those not above it")
-  expect(search_2d_queries_of_a_vector, [S((16,), I32)], mg.KernelTypeError, "ml.searchsorted(",
-         "ml.searchsorted of a register vector takes a scalar or 1-D queries, got a register tensor of shape (2, 128)",
+  off = np.sort(np.random.default_rng(4).integers(0, 256, 16)).astype(np.int32)
+  np.testing.assert_array_equal(np.asarray(search_2d_queries_of_a_vector(off, interpret=True)),
+                                np.searchsorted(off, np.arange(256)))
+  expect(search_small_2d_queries_of_a_vector, [S((16,), I32)], mg.KernelTypeError, "ml.searchsorted(",
+         "ml.searchsorted of a register vector takes a scalar or 1-D queries, got a register tensor of shape (2, 16)",
          hint="search the GMEM array instead (each step a gather, any shape of queries), or reshape the queries to"
               " 1-D and back")
 

@@ -196,3 +196,29 @@ def int_steps(off, o):
 @mg.mgpu_kernel(out_shape=lambda a: a)
 def second_diff(a, o):
   o[...] = jnp.diff(a[...], n=2, prepend=0.0, append=1.0)
+
+
+# ---------------------------------------------------------------- a tile of queries against a register table
+@mg.mgpu_kernel(out_shape=lambda x, t: (S(x.shape, I32), S(x.shape, I32), S(x.shape, F32)))
+def table_lookups(x, t, pos, bins, y):
+  v, knots = x[...], t[...]
+  pos[...] = jnp.searchsorted(knots, v, side="right").astype(I32)
+  bins[...] = jnp.digitize(v, knots).astype(I32)
+  y[...] = jnp.interp(v, knots, jnp.exp(knots), left=0.0)
+
+
+def _table_lookups(x, t):
+  return (jnp.searchsorted(t, x, side="right"), jnp.digitize(x, t), jnp.interp(x, t, jnp.exp(t), left=0.0))
+
+
+def test_a_tile_of_queries_against_a_register_table():
+  t = np.sort(np.random.default_rng(10).standard_normal(24)).astype(np.float32)
+  for shape in ((16, 32), (8, 128)):
+    x = rnd(shape, 11) * 2
+    x[0, :3] = t[:3]                           # (queries equal to knots: the sides differ there)
+    for got, want in zip(table_lookups(x, t, interpret=True), _table_lookups(jnp.asarray(x), jnp.asarray(t))):
+      np.testing.assert_allclose(f32(got), f32(want), rtol=1e-5, atol=1e-6)
+  export(table_lookups, x, t)
+  if _gpu():
+    for got, want in zip(table_lookups(x, t), table_lookups(x, t, interpret=True)):
+      np.testing.assert_allclose(f32(got), f32(want), rtol=1e-5, atol=1e-6)

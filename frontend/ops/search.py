@@ -8,7 +8,8 @@ compiler has, so it has no IR op or lowering of its own:
 - `a` a GMEM ref and `v` a tensor: the same search elementwise, each step a gather `a[mid]` (clamped into `a`,
   as every gather is: a finished lane's `mid` may be `a`'s length);
 - `a` a register vector (or an SMEM ref, read whole): the count of its elements before each query,
-  `ml.sum(a[None, :] < v[:, None], axis=1)` (`<=` for side="right"), for a scalar or 1-D `v`.
+  `ml.sum(a[None, :] < v[:, None], axis=1)` (`<=` for side="right"), for a scalar or 1-D `v`; a 2-D `v`'s
+  flattened queries counted so and shaped back, where the tile is a multiple of 128 elements (probe 53i).
 The result is int32, as jnp's (positions 0 to len(a))."""
 from __future__ import annotations
 
@@ -94,6 +95,10 @@ def _count(cx, a, v, side):
   before = CmpOp.LT if side == "left" else CmpOp.LE
   if not is_tensor(v):
     return reduce(cx, ReduceKind.SUM, astype(cx, compare(cx, before, a, v), DType.i32), None, False)
+  if len(v.type.shape) == 2 and v.type.shape[0] * v.type.shape[1] % 128 == 0:      # a tile of queries (jnp.interp of a (16, 32) tile, jnp.digitize of a block): the
+    from .shape import reshape_  # count of its flattened queries, shaped back (probe 53i: it was MG003)
+    flat = reshape_(cx, v, (v.type.shape[0] * v.type.shape[1],))
+    return reshape_(cx, _count(cx, a, flat, side), tuple(v.type.shape))
   if len(v.type.shape) != 1:
     raise E.KernelTypeError(f"ml.searchsorted of a register vector takes a scalar or 1-D queries, got"
                             f" {kind_of(v)} of shape {tuple(v.type.shape)}", cx.loc,
