@@ -231,6 +231,22 @@ def _isclose(a):
       [x, y, float(a["rtol"]), float(a["atol"])]
 
 
+def _allclose(a):
+  """jnp.allclose: every element jnp.isclose (a scalar bool; probe 53i, it was MG003)."""
+  got = _isclose(a)
+  return None if got is None else (f"ml.all({got[0]})", got[1])
+
+
+def _array_equal(a):
+  """jnp.array_equal of two register tensors of one shape: every element equal (NaN too where equal_nan)."""
+  x, y, nan = a["a1"], a["a2"], a["equal_nan"]
+  if _shape(x) is None or _shape(y) is None or tuple(_shape(x)) != tuple(_shape(y)) or not isinstance(
+      nan, (bool, np.bool_)) or _kind(x) is None or _kind(y) is None:
+    return None
+  same = "({0} == {1}) | (({0} != {0}) & ({1} != {1}))" if nan and "float" in (_kind(x), _kind(y)) else "{0} == {1}"
+  return f"ml.all({same})", [x, y]
+
+
 def _one_hot(a):
   """jax.nn.one_hot of ids of any rank (an MoE router's (tokens, k) top-k experts: (tokens, k, experts)), the
   classes along `axis`: the ids with a size-1 axis there compared with the classes' index vector (an id outside
@@ -328,6 +344,8 @@ FORMS = {
     ("jnp", "outer"): (("a", "b"), _outer), ("jnp", "hypot"): (("x1", "x2"), _hypot),
     ("jnp", "copysign"): (("x1", "x2"), _copysign),
     ("jnp", "isclose"): (("a", "b", "rtol", "atol", "equal_nan"), _isclose),
+    ("jnp", "allclose"): (("a", "b", "rtol", "atol", "equal_nan"), _allclose),
+    ("jnp", "array_equal"): (("a1", "a2", "equal_nan"), _array_equal),
     ("jax.nn", "one_hot"): (("x", "num_classes", "dtype", "axis"), _one_hot),
     ("jnp", "asarray"): (("a", "dtype"), lambda a: _stacked({**a, "object": a["a"]}) if isinstance(a["a"], (
         tuple, list)) else None if _dtype(a["a"]) is None else (

@@ -222,3 +222,23 @@ def test_a_tile_of_queries_against_a_register_table():
   if _gpu():
     for got, want in zip(table_lookups(x, t), table_lookups(x, t, interpret=True)):
       np.testing.assert_allclose(f32(got), f32(want), rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- whole-tile comparisons
+@mg.mgpu_kernel(out_shape=lambda x, y: S((4,), I32))
+def tile_checks(x, y, o):
+  a, b = x[...], y[...]
+  o[0] = jnp.allclose(a, b).astype(I32)
+  o[1] = jnp.allclose(a, b, atol=1e-3).astype(I32)
+  o[2] = jnp.array_equal(a, b).astype(I32)
+  o[3] = jnp.where(jnp.array_equal(a, a, equal_nan=True), 1, 0)
+
+
+def test_allclose_and_array_equal():
+  x = rnd((8, 128), 12)
+  xn = x.copy()
+  xn[0, 0] = np.nan
+  for a, b in ((x, x + 1e-4), (x, x), (xn, xn)):
+    want = [jnp.allclose(a, b), jnp.allclose(a, b, atol=1e-3), jnp.array_equal(a, b), jnp.array_equal(a, a, equal_nan=True)]
+    np.testing.assert_array_equal(np.asarray(tile_checks(a, b, interpret=True)), np.asarray(want, np.int32))
+  export(tile_checks, x, x)
