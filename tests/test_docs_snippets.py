@@ -157,6 +157,14 @@ def run_sgd_foreach(k):
     close(o, p - 0.1 * g)
 
 
+def run_lookups(k):
+  x, t = rand(16, 32), np.sort(rand(24))
+  y, bins = k(x, t, interpret=True)
+  v, knots = jnp.asarray(x), jnp.asarray(t)
+  close(y, jnp.where(jnp.tri(16, 32, dtype=bool), jnp.interp(v, knots, jnp.exp(knots)), 0.0) * jnp.hypot(v, 1.0))
+  np.testing.assert_array_equal(np.asarray(bins), np.asarray(jnp.digitize(v, knots)))
+
+
 def run_scaled_sum(k):
   import jax.numpy as jnp
   x, s = rand(512).astype(jnp.bfloat16), jnp.bfloat16(0.75)
@@ -581,6 +589,7 @@ CASES = [
     Case(L, "scaled_sum", [S((512,), jnp.bfloat16), S((), jnp.bfloat16)], run=run_scaled_sum),
     Case(L, "add_one", [S((16, 128), f32), S((8, 128), f32)], run=run_add_one),
     Case(L, "sobel", [S((34, 66), f32)], run=run_sobel),
+    Case(L, "lookups", [S((16, 32), f32), S((24,), f32)], run=run_lookups),
     Case(L, "glu", [S((16, 128), f32)], dict(act=lambda a, b: a * b), run=run_glu),
     Case(L, "double", [S((1000, 64), f32)], run=run_double_masked, marker="ml.cdiv"),
     Case(L, "segment_sums", [S((5,), i32), S((1024,), f32)], run=run_segment_sums),
