@@ -64,6 +64,9 @@ def library_product(tracer, node, lib, args, kwargs):
     return got
   if lib == ("jnp", "einsum") and len(args) == 3:
     got = einsum_dot(tracer, node, args[0], nodes[1:], args[1:], kwargs)
+    if got is None:            # 'bij,bjk->bik' of a few batches ml.dot does not take: each batch's einsum, stacked
+      from .jnp_einsum import batched_einsum
+      got = batched_einsum(tracer, node, args[0], args[1:], kwargs)
     if got is None:            # an outer product, a row dot, a small contraction: broadcast products summed
       from .jnp_einsum import einsum_products
       got = einsum_products(tracer, node, args[0], args[1:], kwargs)

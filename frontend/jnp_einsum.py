@@ -205,7 +205,6 @@ def _tensor_core_form(a, b, conv, out) -> str:
   return f"ml.dot({x}, {y}){f'[:, :{n}]' if nu != n else ''}.astype({out})"
 
 
-
 def folded_vectors(tracer, node, spec, values, nodes, kwargs):
   """jnp.einsum of two tiles and vectors scaling them (Mamba-2's chunk state, `jnp.einsum('ln,l,lp->np', B, decay,
   x)`: B scaled along l, then 'ln,lp->np'), as (the two-operand spec, its operands, their nodes): each 1-D operand
@@ -245,3 +244,29 @@ def folded_vectors(tracer, node, spec, values, nodes, kwargs):
     at = ", ".join(":" if c == p else "None" for c in parts[into])
     vals[into], nds[into] = trace_form(tracer, node, f"{{0}} * {{1}}[{at}]", [vals[into], vals[k]]), node
   return f"{parts[tiles[0]]},{parts[tiles[1]]}->{out}", [vals[t] for t in tiles], [nds[t] for t in tiles]
+
+
+BATCHES = 8      # a batch label of at most this many batches unrolled (a few heads' or groups' tiles)
+
+
+def batched_einsum(tracer, node, spec, values, kwargs):
+  """jnp.einsum of two register tensors (3-D, or one 2-D) sharing a leading batch label that leads the output too
+  ('bij,bjk->bik', 'bqd,bkd->bqk' of a few heads, 'bij,bj->bi'; probe 53i, it was MG003): the einsum of each batch's tiles, as the
+  call's own function computes two 2-D operands (ml.dot, or the products summed), stacked along the batch axis.
+  None where the spec is not one (the call's MG003 stands)."""
+  got = two_operand_spec(spec, values, kwargs)
+  shapes = [getattr(getattr(v, "type", None), "shape", None) for v in values]
+  if got is None or any(s is None or len(s) not in (2, 3) for s in shapes) or 3 not in map(len, shapes) or \
+      shapes[0][0] != shapes[1][0] or not 1 <= shapes[0][0] <= BATCHES:
+    return None
+  (x, y), out = got
+  b = x[0]
+  if y[0] != b or len(out) < 2 or out[0] != b or b in x[1:] + y[1:] + out[1:] or len(set(x)) != len(x) or \
+      len(set(y)) != len(y) or (len(x), len(y)) != tuple(map(len, shapes)):
+    return None
+  fn = tracer.eval(node.func)            # (jnp.einsum, as the call names it)
+  inner = f"{x[1:]},{y[1:]}->{out[1:]}"
+  kw = "".join(f", {k}={{{i + 4}}}" for i, k in enumerate(kwargs))
+  parts = ", ".join(f"{{2}}({{3}}, {{0}}[{i}], {{1}}[{i}]{kw})" for i in range(shapes[0][0]))
+  from .jnp_calls import trace_form
+  return trace_form(tracer, node, f"ml.stack([{parts}])", [*values, fn, inner, *kwargs.values()])

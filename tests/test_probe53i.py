@@ -10,7 +10,12 @@
 - jnp's index grids were MG003 (a static array returned while tracing, or meshgrid "cannot take a register
   tensor"): `jnp.eye`, `jnp.identity`, `jnp.tri` (masks), `jnp.indices` and `jnp.meshgrid` of two register vectors
   are now built of ml.arange (frontend/jnp_grids.py), and `jnp.linspace` (and logspace, geomspace, the windows) a
-  static table of the numbers jnp computed (frontend/static_tables.py).
+  static table of the numbers jnp computed (frontend/static_tables.py);
+- 1-D signal functions were MG003: `jnp.convolve` in modes full and valid or of register taps, `jnp.correlate`,
+  `jnp.diff(prepend=, append=)`, `jnp.trapezoid`, `jnp.polyval` of a list (frontend/jnp_tables.py, jnp_math.py);
+- `jnp.searchsorted`, `jnp.digitize` and `jnp.interp` of a 2-D tile of queries against a register table were MG003
+  (frontend/ops/search.py flattens them); `jnp.allclose`, `jnp.array_equal` MG003;
+- `jnp.einsum('hqd,hkd->hqk')` of a few batches of register tiles was MG003 (frontend/jnp_einsum.py).
 """
 import jax
 import jax.numpy as jnp
@@ -242,3 +247,24 @@ def test_allclose_and_array_equal():
     want = [jnp.allclose(a, b), jnp.allclose(a, b, atol=1e-3), jnp.array_equal(a, b), jnp.array_equal(a, a, equal_nan=True)]
     np.testing.assert_array_equal(np.asarray(tile_checks(a, b, interpret=True)), np.asarray(want, np.int32))
   export(tile_checks, x, x)
+
+
+# ---------------------------------------------------------------- einsum of a few batches
+@mg.mgpu_kernel(out_shape=lambda q, k, w: (S((2, 64, 64), q.dtype), S((2, 64), q.dtype)))
+def batched_einsums(q, k, w, s, y):
+  qs, ks = q[...], k[...]
+  s[...] = jnp.einsum("hqd,hkd->hqk", qs, ks)
+  y[...] = jnp.einsum("bij,bj->bi", qs, w[...])
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16])
+def test_einsum_of_a_few_batches(dtype):
+  q, k, w = (jnp.asarray(rnd(s, i)).astype(dtype) for i, s in enumerate(((2, 64, 64), (2, 64, 64), (2, 64))))
+  up = lambda v: v.astype(F32)        # (16-bit operands: jnp's einsum accumulates in float32, rounded once)
+  want = (jnp.einsum("hqd,hkd->hqk", up(q), up(k)).astype(dtype), jnp.einsum("bij,bj->bi", up(q), up(w)).astype(dtype))
+  for got, ref in zip(batched_einsums(q, k, w, interpret=True), want):
+    np.testing.assert_allclose(f32(got), f32(ref), rtol=2e-2, atol=2e-2)     # (float32: ml.dot's tf32, emulated)
+  export(batched_einsums, q, k, w)
+  if _gpu():        # (ml.dot of float32: tf32 on the GPU, as jnp's default precision there)
+    for got, ref in zip(batched_einsums(q, k, w), batched_einsums(q, k, w, interpret=True)):
+      np.testing.assert_allclose(f32(got), f32(ref), rtol=2e-2, atol=5e-2)
