@@ -10,7 +10,6 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import expect
 
 S = jax.ShapeDtypeStruct
 
