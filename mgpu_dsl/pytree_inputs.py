@@ -15,7 +15,7 @@ import dataclasses
 import functools
 import inspect
 
-from . import calling
+from . import calling, derived_kernels
 from .frontend import errors as E
 
 
@@ -130,9 +130,7 @@ def _derive(kernel, trees):
   """A copy of `kernel` whose inputs are the leaves of `trees` ({input position: (leaves with paths,
   treedef)}) in their places. Its input_output_aliases index the leaves, as pallas_call's index the
   flattened inputs and outputs."""
-  cls = _flat_class(type(kernel))
-  derived = cls.__new__(cls)
-  derived.__dict__.update(kernel.__dict__)
+  derived = derived_kernels.copy(kernel)
   treedefs = {i: t[1] for i, t in trees.items()}
 
   def rebuild(flat):
@@ -154,16 +152,9 @@ def _derive(kernel, trees):
 def _copy(kernel, trees, derived=None):
   """`kernel` (or `derived`, a copy of it with callables of its own) with the ref parameters at the
   positions of `trees` expanded to their leaves, and caches of its own."""
-  if derived is None:
-    cls = _flat_class(type(kernel))
-    derived = cls.__new__(cls)
-    derived.__dict__.update(kernel.__dict__)
-  derived._base, derived._trees = kernel, trees
-  derived._parsed_from = None
-  derived._cache = type(kernel._cache)()
-  derived._const_deps = {}
-  derived._bounds = None
-  derived._pytree_kernels = {}
+  tag = repr([(i, str(t[1])) for i, t in sorted(trees.items())])
+  derived = derived_kernels.derive(kernel, functools.partial(expand, trees=trees), tag, derived)
+  derived._trees = trees
   return derived
 
 
@@ -218,36 +209,6 @@ def expand(pk, trees):
     roots[root] = (treedef.unflatten, names)
   # (the new roots first: one may be a leaf of an earlier structure, refs[0] of a star parameter's refs)
   return dataclasses.replace(pk, ref_params=refs, trees={**roots, **pk.trees})
-
-
-_CLASSES: dict = {}
-
-
-def _flat_class(cls):
-  """The subclass of the kernel class whose parsed signature is its base kernel's, expanded."""
-  if cls in _CLASSES:
-    return _CLASSES[cls]
-
-  class Flat(cls):
-    @property
-    def parsed(self):
-      base = self._base.parsed
-      if self._parsed_from is not base:
-        self._parsed, self._deps, self._parsed_from = expand(base, self._trees), self._base._deps, base
-      return self._parsed
-
-    def _forget(self):
-      super()._forget()
-      self._parsed_from = None
-      self._base._forget()
-
-    def _disk_key(self, spec, constexprs, levels=()):
-      key = super()._disk_key(spec, constexprs, levels)
-      from . import cache as C
-      return key and C.digest(key, repr([(i, str(t[1])) for i, t in sorted(self._trees.items())]))
-  Flat.__name__ = Flat.__qualname__ = cls.__name__
-  _CLASSES[cls] = Flat
-  return Flat
 
 
 # ---------------------------------------------------------------- outputs grouped as pallas_call groups them

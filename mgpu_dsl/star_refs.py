@@ -7,8 +7,9 @@ out_shape for them), so each count is served by a derived kernel whose parsed si
 from __future__ import annotations
 
 import dataclasses
+import functools
 
-from . import calling, meta_calls
+from . import calling, derived_kernels, meta_calls
 
 
 def spread(pk, count: int):
@@ -69,43 +70,4 @@ def star_call(kernel, args, constexprs, loc):
 
 def _derive(kernel, count):
   """A copy of `kernel` whose parsed signature has the star parameter spread over `count` refs in all."""
-  cls = _star_class(type(kernel))
-  derived = cls.__new__(cls)
-  derived.__dict__.update(kernel.__dict__)
-  derived._base, derived._count = kernel, count
-  derived._parsed_from = None
-  derived._cache = type(kernel._cache)()
-  derived._const_deps = {}
-  derived._bounds = None
-  derived._pytree_kernels = {}
-  return derived
-
-
-_CLASSES: dict = {}
-
-
-def _star_class(cls):
-  """The subclass of the kernel class whose parsed signature is its base kernel's, spread."""
-  if cls in _CLASSES:
-    return _CLASSES[cls]
-
-  class Star(cls):
-    @property
-    def parsed(self):
-      base = self._base.parsed
-      if self._parsed_from is not base:
-        self._parsed, self._deps, self._parsed_from = spread(base, self._count), self._base._deps, base
-      return self._parsed
-
-    def _forget(self):
-      super()._forget()
-      self._parsed_from = None
-      self._base._forget()
-
-    def _disk_key(self, spec, constexprs, levels=()):
-      key = super()._disk_key(spec, constexprs, levels)
-      from . import cache as C
-      return key and C.digest(key, f"star {self._count}")
-  Star.__name__ = Star.__qualname__ = cls.__name__
-  _CLASSES[cls] = Star
-  return Star
+  return derived_kernels.derive(kernel, functools.partial(spread, count=count), f"star {count}")
