@@ -215,6 +215,27 @@ def _place(bufs, life, barrier_bytes, nbytes, order="largest_first"):
   return placed, max([e for _, _, e, _ in placed], default=barrier_bytes)
 
 
+# MG402's hint where the largest buffer is one of these scratches of the compiler's, by its name.
+_SCRATCH_HINTS = {
+    "middle-axis reduction scratch":
+        "reduce fewer elements per program (a smaller tile, or one static slice of the leading axis at a"
+        " time): a reduction over the middle axis of a 3-D tensor runs as a scan of the whole tensor"
+        " through the largest buffer, middle-axis reduction scratch; a product summed over the middle"
+        " axis, ml.sum(a[:, :, None] * b[None, :, :], axis=1), is a @ b, which ml.dot computes on the"
+        " tensor cores (a of 64 rows or more)",
+    "reshape scratch":
+        "reshape fewer rows per program: the largest buffer, reshape scratch, holds the whole tile a"
+        " reshape moves between threads (a row-wise tile: reduced or broadcast along its rows); or"
+        " reshape before the reduction or broadcast, or outside the kernel (free in XLA)",
+    "wide dot scratch":
+        "split the dot by hand, or compute fewer rows per program: the largest buffer, wide dot scratch, joins"
+        " the products of an ml.dot of more than 256 columns, which the tensor cores compute 256 columns at a"
+        " time; one accumulator a piece needs no join (acc0 = ml.dot(a, b_s.at[:, 0:256], acc0), acc1 ="
+        " ml.dot(a, b_s.at[:, 256:512], acc1), or b_s.at[0:256].T of a buffer stored (n, k)), each stored into"
+        " its columns of the output",
+}
+
+
 def _fewer_stages_hint(kernel, life, barrier_bytes):
   """(hint, notes) of an SMEM overflow: the largest stage count of the pipelined loops that fits
   with the rest of the kernel's buffers, when one does (the loops all cut to at most that many;
@@ -229,22 +250,8 @@ def _fewer_stages_hint(kernel, life, barrier_bytes):
       return (f"{what} fewer rows per program{more}: the largest buffer, {big.name}, holds every row being"
               f" {what}{'ned' if what == 'scan' else 'ed'} (the whole rows: reading pieces of them does not"
               f" help)"), ()
-    if big is not None and big.name == "middle-axis reduction scratch":
-      return ("reduce fewer elements per program (a smaller tile, or one static slice of the leading axis at a"
-              " time): a reduction over the middle axis of a 3-D tensor runs as a scan of the whole tensor"
-              " through the largest buffer, middle-axis reduction scratch; a product summed over the middle"
-              " axis, ml.sum(a[:, :, None] * b[None, :, :], axis=1), is a @ b, which ml.dot computes on the"
-              " tensor cores (a of 64 rows or more)"), ()
-    if big is not None and big.name == "reshape scratch":
-      return ("reshape fewer rows per program: the largest buffer, reshape scratch, holds the whole tile a"
-              " reshape moves between threads (a row-wise tile: reduced or broadcast along its rows); or"
-              " reshape before the reduction or broadcast, or outside the kernel (free in XLA)"), ()
-    if big is not None and big.name == "wide dot scratch":
-      return ("split the dot by hand, or compute fewer rows per program: the largest buffer, wide dot scratch, joins"
-              " the products of an ml.dot of more than 256 columns, which the tensor cores compute 256 columns at a"
-              " time; one accumulator a piece needs no join (acc0 = ml.dot(a, b_s.at[:, 0:256], acc0), acc1 ="
-              " ml.dot(a, b_s.at[:, 256:512], acc1), or b_s.at[0:256].T of a buffer stored (n, k)), each stored into"
-              " its columns of the output"), ()
+    if big is not None and big.name in _SCRATCH_HINTS:
+      return _SCRATCH_HINTS[big.name], ()
     if big is not None and (big.name or "").endswith(("scratch", "sort keys", "sort positions")):
       return (f"use smaller tiles: the largest buffer, {big.name}, is one the compiler allocates to move a"
               f" register tensor's elements between threads (indexing, slicing, sorting, transposing, scanning"

@@ -48,6 +48,21 @@ def _pads(padding, shape, window, strides):
   return None if None in pairs or any(lo < 0 or hi < 0 for lo, hi in pairs) else pairs
 
 
+def _windows(padding, shape, window, dilation, strides):
+  """(the (lo, hi) pads of each axis, the output's shape) of windows of `window` elements at `dilation` and `strides`
+  over a tile of `shape` padded as `padding` says (the dilated window's, as jax pads for it: "SAME_LOWER" puts the odd
+  element low), or None where that is not read here or leaves no output."""
+  eff = tuple((w - 1) * d + 1 for w, d in zip(window, dilation))
+  if isinstance(padding, str) and padding.upper() == "SAME_LOWER":
+    padding = tuple(((t + 1) // 2, t // 2) for t in (max((math.ceil(n / s) - 1) * s + e - n, 0)
+                                                      for n, e, s in zip(shape, eff, strides)))
+  pads = _pads(padding, shape, eff, strides)
+  if pads is None:
+    return None
+  out = tuple((n + lo + hi - e) // s + 1 for n, (lo, hi), e, s in zip(shape, pads, eff, strides))
+  return None if min(out) < 1 else (pads, out)
+
+
 def _held(shape, pads):
   """`pads` ((lo, hi) of each axis of a tile of `shape`) with the padded axes' hi ends grown, by the fewest elements,
   to a tile a register tensor holds (a multiple of 128 elements; 8 for a vector): zeros (or the init) past the last
@@ -92,18 +107,10 @@ def reduce_window(a):
   dil = (1,) * rank if a["window_dilation"] is None else _ints(a["window_dilation"], rank)
   if dil is None or min(dil) < 1:
     return None
-  eff = tuple((w - 1) * d + 1 for w, d in zip(window, dil))       # (the dilated window, as jax pads for it)
-  padding = a["padding"]
-  if isinstance(padding, str) and padding.upper() == "SAME_LOWER":
-    padding = tuple(((t + 1) // 2, t // 2) for t in (max((math.ceil(n / s) - 1) * s + e - n, 0)
-                                                      for n, e, s in zip(shape, eff, strides)))
-  pads = _pads(padding, shape, eff, strides)
-  if pads is None:
+  windows = _windows(a["padding"], shape, window, dil, strides)
+  if windows is None:
     return None
-  padded = tuple(n + lo + hi for n, (lo, hi) in zip(shape, pads))
-  out = tuple((p - e) // s + 1 for p, e, s in zip(padded, eff, strides))
-  if min(out) < 1:
-    return None
+  pads, out = windows
   held = _held(shape, pads) if max(strides) > 1 else pads      # (strided taps slice a tile registers hold)
   tile = "{0}" if not any(lo or hi for lo, hi in pads) else f"jnp.pad({{0}}, {held!r}, constant_values={{1}})"
   taps = tuple(tuple(slice(t * d, t * d + (o - 1) * s + 1, s) for t, d, o, s in zip(tap, dil, out, strides))
@@ -163,18 +170,10 @@ def conv(a):
       a["lhs_dilation"] is not None and _ints(a["lhs_dilation"], sp) != (1,) * sp):
     return None
   ksz = tuple(ws[d] for d in rs[2:])
-  insz = tuple(xs[d] for d in ls[2:])
-  eff = tuple((k - 1) * d + 1 for k, d in zip(ksz, rdil))
-  padding = a["padding"]
-  if isinstance(padding, str) and padding.upper() == "SAME_LOWER":
-    padding = tuple(((t + 1) // 2, t // 2) for t in (max((math.ceil(n / s) - 1) * s + e - n, 0)
-                                                      for n, e, s in zip(insz, eff, strides)))
-  pads = _pads(padding, insz, eff, strides)
-  if pads is None:
+  windows = _windows(a["padding"], tuple(xs[d] for d in ls[2:]), ksz, rdil, strides)
+  if windows is None:
     return None
-  out = tuple((n + lo + hi - e) // s + 1 for n, (lo, hi), e, s in zip(insz, pads, eff, strides))
-  if min(out) < 1:
-    return None
+  pads, out = windows
   one = ls[0] == 0 and xs[0] == 1       # (a batch of one leading: computed on x[0], a tile of one axis fewer)
   ax = [d - one for d in ls]
   full = [(0, 0)] * (rank - one)

@@ -60,10 +60,16 @@ def small_m_dot(cx, a, b, acc, d, acc_dtype, dot_rule):
 def _window_plus(cx, product, window, acc, name):
   """The padded product's `window` (the true rows or columns, through an SMEM scratch), plus `acc` where there is
   one; the result named `name` (the user's)."""
-  from .elementwise import BinOp, binary
   from .shape import index_through_smem
+  return plus_acc(cx, lambda: index_through_smem(cx, product, window), acc, name)
+
+
+def plus_acc(cx, product, acc, name):
+  """`product()` (a dot written out in other ops), plus `acc` where there is one: the sum, or the product where
+  there is none, named `name` (the user's), the product's other values unnamed."""
+  from .elementwise import BinOp, binary
   cx.name = name if acc is None else ""
-  out = index_through_smem(cx, product, window)
+  out = product()
   if acc is not None:
     cx.name = name
     out = binary(cx, BinOp.ADD, acc, out)

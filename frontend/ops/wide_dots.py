@@ -29,8 +29,8 @@ def pieces(n: int, n_step: int) -> list[int] | None:
 def wide_n_dot(cx, a, b, acc, out_dtype, n_step, dot_rule):
   """`acc + a @ b` for an SMEM `b` (k, n), n past 256, as the join of the dots of its column pieces (see the
   module), or None where it is not written out so (MG501 stands)."""
-  from .elementwise import BinOp, binary
   from .memory import transpose, untransposed, view
+  from .small_dots import plus_acc
   t = b.type
   if not (isinstance(t, RefType) and t.space == Space.SMEM and not t.remote and len(t.shape) == 2):
     return None
@@ -53,12 +53,7 @@ def wide_n_dot(cx, a, b, acc, out_dtype, n_step, dot_rule):
         piece = view(cx, base, (slice(None), slice(lo, lo + w)))
       parts.append(dot_rule(cx, a, piece, None, out_dtype=out_dtype if acc is None else resolve(acc.type.dtype)))
       lo += w
-    cx.name = name if acc is None else ""
-    out = _joined(cx, parts, sizes)
-    if acc is not None:
-      cx.name = name
-      out = binary(cx, BinOp.ADD, acc, out)
-    return out
+    return plus_acc(cx, lambda: _joined(cx, parts, sizes), acc, name)
   finally:
     cx.name = name
 
