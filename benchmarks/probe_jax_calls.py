@@ -5,8 +5,6 @@ arrays, donated and aliased inputs, chained kernels. Each line says OK or how th
 
     python benchmarks/probe_jax_calls.py
 """
-import functools
-import os
 
 import jax
 import jax.numpy as jnp
@@ -38,7 +36,6 @@ def add2(x, y, out):
 
 
 def cases(interp):
-  k = functools.partial
   s2 = lambda x: scale2(x, interpret=interp)
   r8 = lambda x: rows8(x, interpret=interp)
   pc = lambda c, v: put_column(c, v, interpret=interp)

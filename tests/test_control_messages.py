@@ -4,7 +4,6 @@ constexpr, a return under a static condition, chained comparisons, len and int/f
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml

@@ -1,5 +1,4 @@
 """The examples run: the quickstart script and the notebook (executed cell by cell)."""
-import os
 import pathlib
 import subprocess
 import sys

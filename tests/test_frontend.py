@@ -4,7 +4,6 @@ import sys
 import textwrap
 
 import numpy as np
-import pytest
 
 from mgpu_dsl import language as ml
 from mgpu_dsl.frontend import ArgSpec, dump, parse, trace

@@ -79,11 +79,11 @@ def copy_back_fixed(x, out):
 
 
 def test_copy_dtype_conflict_hint_gives_the_other_dtype_its_own_buffer():
-  e = expect(copy_back, [S((128, 64), F32)], mg.DtypeConflictError, "ml.copy(buf, out)",
-             "buf (SMEM, inferred dtype) would be float16 here (copy buf -> out), but line"
-             f" {copy_back.fn.__code__.co_firstlineno + 3} already made it float32 (copy from x)",
-             hint="copies never convert: copy the float16 data into a buffer of its own,"
-                  " ml.smem((128, 64), jnp.float16), and convert between the two in registers with .astype(...)")
+  expect(copy_back, [S((128, 64), F32)], mg.DtypeConflictError, "ml.copy(buf, out)",
+         "buf (SMEM, inferred dtype) would be float16 here (copy buf -> out), but line"
+         f" {copy_back.fn.__code__.co_firstlineno + 3} already made it float32 (copy from x)",
+         hint="copies never convert: copy the float16 data into a buffer of its own,"
+              " ml.smem((128, 64), jnp.float16), and convert between the two in registers with .astype(...)")
   x = jnp.arange(128 * 64, dtype=F32).reshape(128, 64) / 64
   copy_back_fixed.check(S((128, 64), F32))
   np.testing.assert_array_equal(np.asarray(copy_back_fixed(x, interpret=True)), np.asarray(x.astype(F16)))

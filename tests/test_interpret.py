@@ -14,7 +14,6 @@ import pytest
 import rand as rnd
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from mgpu_dsl.frontend import ir
 from mgpu_dsl.frontend import ops as O
 from mgpu_dsl.lowering import interpret as interp
 

@@ -5,12 +5,10 @@ Each class of fix has an interpret-mode test against numpy/jnp, a test of the em
 text where the fix is in the lowering, and a GPU test (marked `gpu`, skipped without one) that
 compares the H200 against interpret mode and numpy.
 """
-import math
 import re
 
 import jax
 import jax.numpy as jnp
-import ml_dtypes
 import numpy as np
 import pytest
 
@@ -140,7 +138,7 @@ def test_float_to_narrow_int_lowering_clamps_first(src, dt):
   bits = np.dtype(dt).itemsize * 8
   conv = "fptosi" if info.min < 0 else "fptoui"
   line = next(l for l in text.splitlines() if f"arith.{conv}" in l)
-  assert f"vector<1xf32> to vector<1xi{bits}>" in line or f"f32> to vector<" in line, line
+  assert f"vector<1xf32> to vector<1xi{bits}>" in line or "f32> to vector<" in line, line
   before = text[:text.index(line)]
   assert "max.NaN.f32" in before and "min.NaN.f32" in before
   assert f"arith.constant {float(info.min):e} : f32" in before

@@ -14,7 +14,7 @@ import pytest
 import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import expect, where
+from locate import expect
 
 S = jax.ShapeDtypeStruct
 F32 = jnp.float32

@@ -3,7 +3,6 @@ failed when pasted, messages naming the wrong thing, and forms the new spreading
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml

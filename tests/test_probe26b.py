@@ -117,7 +117,7 @@ def test_an_augmented_list_another_name_holds_is_refused_naming_both():
   _runs(list_helper, X[0] + X[1] + X[2], w="own")  # taps = add(taps, v): rebound by the call, no alias
   with pytest.raises(mg.KernelTypeError) as info:        # at the helper's line, naming the caller's name
     list_helper.check(ROWS, w="alias")
-  e, (lines, first) = info.value, inspect.getsourcelines(_add.fn)
+  e, first = info.value, inspect.getsourcelines(_add.fn)[1]
   assert (e.lineno, e.col_offset) == (first + 2, 2)
   assert e.message == ("taps += ... changes the list taps in place in Python, and first holds that same list, bound"
                        f" at line {where(list_helper, 'first = taps')[0]} in the caller; in a kernel lists are"

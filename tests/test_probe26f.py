@@ -4,7 +4,6 @@ hint for a ref chosen at run time."""
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 import rand
 import mgpu_dsl as mg

@@ -5,7 +5,6 @@ the compiler knew runs past its array's end, which export built (the GPU read an
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml

@@ -12,7 +12,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import expect, where
+from locate import expect
 
 S = jax.ShapeDtypeStruct
 F32, I32 = jnp.float32, jnp.int32

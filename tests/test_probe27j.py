@@ -3,7 +3,6 @@ interpret mode, while the CUDA export built them (the GPU would fault, hang or r
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml

@@ -6,11 +6,10 @@ window starting off 16 bytes, a strided TMA window, `v[1::2]` hinted as `[0::2]`
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import expect, where
+from locate import expect
 
 S = jax.ShapeDtypeStruct
 F32 = jnp.float32

@@ -4,7 +4,6 @@ located KernelError, or accepted what the GPU would run out of bounds."""
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml

@@ -1,7 +1,6 @@
 """Probe 37f (JAX citizenship and API surface): helpers written as lambdas in a dict display or on a
 call's continuation line, hints for ml.scalar dtypes and for operands of another width along an axis,
 ..."""
-import functools
 
 import jax
 import jax.numpy as jnp

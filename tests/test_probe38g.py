@@ -1,7 +1,6 @@
 """Probe 38g (a user's kernels around seven known gaps): number masks as jnp's truth, keyword
 inputs at the call, lambdas in a kernel body, keepdims reductions of 3-D tiles, returns under a
 run-time condition in a helper's loop, split-K accumulation into an output."""
-import re
 
 import jax
 import jax.numpy as jnp

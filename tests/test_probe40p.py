@@ -163,11 +163,11 @@ def data_mask(n, x, o):                   # a length read from memory past the a
 
 
 def test_a_masked_run_on_outside_the_array_hints_the_users_offsets_in_the_mask():
-  e = expect(column_mask_only, [S((100, 100), F32)], mg.IndexOutOfBoundsError, "ml.load(x.at[offs_m",
-             "this masked load touches x[96:128, 0:100] in program (3, 0, 0) where its mask is on, outside x's shape"
-             " (100, 100)",
-             hint="keep the mask off outside x too: mask=(offs_n[None, :] < x.shape[1]) & (offs_m[:, None] <"
-                  " x.shape[0])")
+  expect(column_mask_only, [S((100, 100), F32)], mg.IndexOutOfBoundsError, "ml.load(x.at[offs_m",
+         "this masked load touches x[96:128, 0:100] in program (3, 0, 0) where its mask is on, outside x's shape"
+         " (100, 100)",
+         hint="keep the mask off outside x too: mask=(offs_n[None, :] < x.shape[1]) & (offs_m[:, None] <"
+              " x.shape[0])")
   x = rand.normal(rand.key(3), (100, 100), F32)
   np.testing.assert_array_equal(both_masks(x, interpret=True), x)
   x = rand.normal(rand.key(4), (300,), F32)

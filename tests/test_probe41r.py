@@ -1,7 +1,6 @@
 """Probe 41r: memory hazards a kernel author makes by mistake (nothing silently wrong): an atomic
 update of an SMEM buffer nothing filled, overlapping program windows whose step is shorter than
 their block."""
-import functools
 
 import jax
 import jax.numpy as jnp

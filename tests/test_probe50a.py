@@ -18,7 +18,6 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import expect
 from probe_util import export as _export, rnd as _rnd, f32 as _f
 
 S = jax.ShapeDtypeStruct

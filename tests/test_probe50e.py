@@ -15,7 +15,6 @@ from fractions import Fraction
 
 import jax
 import jax.numpy as jnp
-import ml_dtypes
 import numpy as np
 import pytest
 

@@ -11,7 +11,6 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import expect
 
 S = jax.ShapeDtypeStruct
 F32, BF = jnp.float32, jnp.bfloat16

@@ -7,7 +7,7 @@ import pytest
 
 import rand
 import mgpu_dsl as mg
-from locate import expect, expect_call, where
+from locate import expect, where
 from mgpu_dsl import language as ml
 
 S = jax.ShapeDtypeStruct

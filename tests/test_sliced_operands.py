@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import mgpu_dsl as mg
-from mgpu_dsl import language as ml
 
 S = jax.ShapeDtypeStruct
 

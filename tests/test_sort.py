@@ -8,7 +8,7 @@ import pytest
 import rand
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import builds, expect
+from locate import builds
 
 S = jax.ShapeDtypeStruct
 

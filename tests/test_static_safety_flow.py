@@ -8,7 +8,6 @@ import pytest
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from mgpu_dsl.frontend.ops import elementwise_fns
-from mgpu_dsl.frontend.dtypes import DType
 from locate import builds, expect, where  # noqa: F401
 
 S = jax.ShapeDtypeStruct
