@@ -131,28 +131,61 @@ def value_key(v):
     if v.dtype.hasobject:
       return (type(v), v.shape, value_key(v.tolist()))
     return (type(v), v.dtype.str, v.shape, v.tobytes())
-  if isinstance(v, dict):
-    return (type(v), frozenset((value_key(k), value_key(x)) for k, x in v.items()))
+  if isinstance(v, dict):          # in its order, as a kernel iterating it traces it
+    return (type(v), tuple((value_key(k), value_key(x)) for k, x in v.items()))
+  if dataclasses.is_dataclass(v) and not isinstance(v, type):
+    # field by field, frozen ones too: their __eq__ holds Cfg(0.0) == Cfg(-0.0) and Cfg(1) == Cfg(1.0)
+    return (type(v), tuple((f.name, value_key(getattr(v, f.name))) for f in dataclasses.fields(v)))
+  if isinstance(v, types.MethodType):      # fn=model.act: the function and its instance (what act reads of it)
+    return (type(v), v.__func__, value_key(v.__self__))
+  if isinstance(v, types.SimpleNamespace):
+    return (type(v), value_key(vars(v)))
   try:
     hash(v)
   except TypeError:
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):      # a mutable dataclass: field by field
-      return (type(v), tuple((f.name, value_key(getattr(v, f.name))) for f in dataclasses.fields(v)))
+    if _user_object(v):      # an unhashable config object (its class defines __eq__): itself, and its attributes
+      return (type(v), _Id(v)) + _attrs_key(v)
     return (type(v), repr(v))
-  attrs = getattr(v, "__dict__", None)
-  if (type(attrs) is dict and type(v).__hash__ is object.__hash__ and len(attrs) <= 64
-      and not isinstance(v, (type, types.FunctionType, L.Inline)) and not is_library(v)):
-    # a config object of plain values hashed by identity: its attributes too, so that a kernel reading
-    # cfg.scale of a constexpr cfg recompiles after cfg.scale = 3.0 (the object is the same)
-    if _items(attrs) is not None:       # (plain values, small arrays, functions: no large array's bytes)
-      return (type(v), v, tuple((k, value_key(x)) for k, x in attrs.items()))
+  if type(v).__hash__ is object.__hash__ and _user_object(v):
+    # a config object hashed by identity: its attributes too, so that a kernel reading cfg.scale of a
+    # constexpr cfg recompiles after cfg.scale = 3.0 (the object is the same)
+    return (type(v), v) + _attrs_key(v)
   return (type(v), v)
+
+
+class _Id:
+  """An object as a key by identity (holding it: its id is not reused while the key lives)."""
+  __slots__ = ("obj",)
+
+  def __init__(self, obj):
+    self.obj = obj
+
+  def __hash__(self):
+    return id(self.obj)
+
+  def __eq__(self, other):
+    return isinstance(other, _Id) and other.obj is self.obj
+
+
+def _user_object(v) -> bool:
+  attrs = getattr(v, "__dict__", None)
+  return (type(attrs) is dict and len(attrs) <= 64 and not is_library(v)
+          and not isinstance(v, (type, types.FunctionType, L.Inline)))
+
+
+def _attrs_key(v) -> tuple:
+  """A user object's attributes as a key where they are plain values, small arrays or functions (no
+  large array's bytes); () otherwise."""
+  attrs = vars(v)
+  return (tuple((k, value_key(x)) for k, x in attrs.items()),) if _items(attrs) is not None else ()
 
 
 def is_library(obj) -> bool:
   """Whether `obj` comes from jax, numpy, mgpu_dsl, the standard library or the like."""
   mod = getattr(obj, "__module__", None)
   if not isinstance(mod, str):
+    if isinstance(obj, (types.FunctionType, type)):
+      return False        # a function exec'd in a namespace without __name__: the user's, not builtins'
     mod = type(obj).__module__
   return (mod or "").split(".")[0] in _LIBRARIES
 
@@ -314,14 +347,25 @@ def value_text(v, deep: bool = True) -> str | None:
     return f"{type(v).__name__}:{v!r}"
   if isinstance(v, (tuple, list, frozenset)):
     items = [value_text(x, deep) for x in (sorted(v, key=repr) if isinstance(v, frozenset) else v)]
-    return None if None in items else f"{type(v).__name__}({', '.join(items)})"
+    if None in items:
+      return None
+    fields = getattr(type(v), "_fields", None)
+    if type(v) not in (tuple, list, frozenset) and isinstance(fields, tuple):
+      # a NamedTuple: its fields' names (a notebook cell that swaps two reads cfg.scale elsewhere) and methods
+      methods = _class_text(type(v))
+      return None if methods is None else (
+          f"namedtuple:{type(v).__module__}.{type(v).__qualname__}"
+          f"({', '.join(f'{f}={t}' for f, t in zip(fields, items))}){methods}")
+    return f"{type(v).__name__}({', '.join(items)})"
   if type(v) is dict:              # in its order, as a kernel iterating it traces it
     items = [value_text(x, deep) for kv in v.items() for x in kv]
     return None if None in items else f"dict({', '.join(f'{k}: {x}' for k, x in zip(items[::2], items[1::2]))})"
   if isinstance(v, np.dtype):
     return f"dtype:{v}"
-  if isinstance(v, enum.Enum):
-    return f"enum:{type(v).__module__}.{type(v).__qualname__}.{v.name}"
+  if isinstance(v, enum.Enum):      # its value and methods too (Act.RELU = 1 redefined as 3, act.apply redefined)
+    value, methods = value_text(v.value, deep), _class_text(type(v))
+    return None if value is None or methods is None else (
+        f"enum:{type(v).__module__}.{type(v).__qualname__}.{v.name}={value}{methods}")
   if isinstance(v, types.ModuleType):
     return f"module:{v.__name__}"
   if isinstance(v, L.Inline) or isinstance(v, types.FunctionType) and not is_library(v):
@@ -345,6 +389,21 @@ def value_text(v, deep: bool = True) -> str | None:
       if " at 0x" not in r:
         return f"lib:{type(v).__module__}.{type(v).__qualname__}:{r}"
   return None
+
+
+def _class_text(cls) -> str | None:
+  """The texts of the methods and properties a user's NamedTuple or Enum class defines
+  itself (those its module's code defined, not those `typing` or `enum` made), "" when none; None when one
+  has no reliable text."""
+  parts = []
+  for name, attr in sorted(vars(cls).items()):
+    fn = attr.fget if isinstance(attr, property) else getattr(attr, "__func__", attr)
+    if isinstance(fn, types.FunctionType) and fn.__module__ == cls.__module__:
+      text = value_text(fn)
+      if text is None:
+        return None
+      parts.append(f"{name}={text}")
+  return f" methods({', '.join(parts)})" if parts else ""
 
 
 def _snapshot(fn):

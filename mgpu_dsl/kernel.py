@@ -289,7 +289,8 @@ class KernelFunction(SpecMethods, ByReference):     # copied and pickled as a fu
                              hint=calling.output_dtype_hint(leaves)) from None
     key = (tuple(in_specs), tuple(out_fspecs), grid, block, cluster,
            tuple(sorted((k, _key_value(v)) for k, v in constexprs.items())),
-           _key_value(self.input_output_aliases), axes, bool(jax.config.jax_enable_x64))   # (x64 last: _trace)
+           _key_value(self.input_output_aliases), axes, treedef,      # (an out_shape callable's structure:
+           bool(jax.config.jax_enable_x64))   # a dict or a tuple of the same leaves; x64 last: _trace)
     return Specialisation(key, in_specs, out_fspecs, out_specs, treedef, grid, block, cluster, axes)
 
   def _launch(self, args, constexprs, loc, nothing=False, all_empty=False, forced=None) -> tuple:
