@@ -343,6 +343,10 @@ def value_text(v, deep: bool = True) -> str | None:
   kernel's, whose helpers' sources the kernel's fingerprint holds already)."""
   if v is MISSING:
     return "<missing>"
+  if isinstance(v, enum.Enum):      # (IntEnums too) its value and methods: a cell may redefine either
+    value, methods = value_text(v.value, deep), _class_text(type(v))
+    return None if value is None or methods is None else (
+        f"enum:{type(v).__module__}.{type(v).__qualname__}.{v.name}={value}{methods}")
   if isinstance(v, _VALUE_TYPES):
     return f"{type(v).__name__}:{v!r}"
   if isinstance(v, (tuple, list, frozenset)):
@@ -362,10 +366,6 @@ def value_text(v, deep: bool = True) -> str | None:
     return None if None in items else f"dict({', '.join(f'{k}: {x}' for k, x in zip(items[::2], items[1::2]))})"
   if isinstance(v, np.dtype):
     return f"dtype:{v}"
-  if isinstance(v, enum.Enum):      # its value and methods too (Act.RELU = 1 redefined as 3, act.apply redefined)
-    value, methods = value_text(v.value, deep), _class_text(type(v))
-    return None if value is None or methods is None else (
-        f"enum:{type(v).__module__}.{type(v).__qualname__}.{v.name}={value}{methods}")
   if isinstance(v, types.ModuleType):
     return f"module:{v.__name__}"
   if isinstance(v, L.Inline) or isinstance(v, types.FunctionType) and not is_library(v):

@@ -209,6 +209,28 @@ def test_an_enum_redefined_with_another_value_is_another_disk_entry(disk):
   same_bits(scaled(x, act=Act.DOUBLE, interpret=True), x * 3)
 
 
+def test_an_int_enum_whose_method_was_redefined_is_another_disk_entry(disk):
+  @mg.mgpu_kernel(out_shape=lambda x: x)
+  def act(x, out, *, kind: ml.constexpr):
+    out[...] = kind.apply(x[...])
+  x = data()
+
+  class Kind(enum.IntEnum):
+    SCALE = 1
+
+    def apply(self, v):
+      return v * 2.0
+  same_bits(act(x, kind=Kind.SCALE, interpret=True), x * 2)
+
+  class Kind(enum.IntEnum):
+    SCALE = 1
+
+    def apply(self, v):
+      return v * 7.0
+  act.cache_clear()       # (as a new process would: only the disk cache is left)
+  same_bits(act(x, kind=Kind.SCALE, interpret=True), x * 7)
+
+
 def _exec(src, filename, namespace):
   linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
   exec(compile(src, filename, "exec"), namespace)
