@@ -118,9 +118,10 @@ def contents(v):
 def value_key(v):
   """`v` as a dict key that tells apart what compiles differently: floats (Python's and
   numpy's, and complex ones) by their text, so 0.0 and -0.0 are two keys and nan equals nan;
-  tuples, lists, frozensets, dicts and mutable dataclasses item by item; numpy arrays by their
-  bytes; other unhashable values by repr; an instance of a user class hashed by identity, also by
-  its attributes where they are plain values."""
+  tuples, lists, frozensets, dicts (in their order) and dataclasses (frozen ones too) item by item;
+  numpy arrays by their bytes; functools.partials and bound methods by what they bind; an instance of
+  a user class by identity (held, so its id is not reused), also by its attributes where they are plain
+  values; other unhashable values by repr."""
   if isinstance(v, (float, complex, np.floating, np.complexfloating)):
     return (type(v), repr(v))
   if isinstance(v, (tuple, list)):
@@ -138,6 +139,9 @@ def value_key(v):
     return (type(v), tuple((f.name, value_key(getattr(v, f.name))) for f in dataclasses.fields(v)))
   if isinstance(v, types.MethodType):      # fn=model.act: the function and its instance (what act reads of it)
     return (type(v), v.__func__, value_key(v.__self__))
+  if isinstance(v, functools.partial):     # fn=partial(helper, cfg=cfg): what it binds, by value (a list or
+    return (type(v), value_key(v.func), value_key(v.args),          # a config object changed in place too)
+            tuple((k, value_key(x)) for k, x in v.keywords.items()))
   if isinstance(v, types.SimpleNamespace):
     return (type(v), value_key(vars(v)))
   try:

@@ -7,6 +7,7 @@ cell does, a helper exec'd again, an out_shape callable's structure) and compare
 """
 import dataclasses
 import enum
+import functools
 import linecache
 from typing import NamedTuple
 
@@ -130,6 +131,30 @@ def test_a_bound_method_whose_instance_changed_recompiles():
   m.scale = 3.0
   same_bits(apply(x, fn=m.act, interpret=True), x * 3)
   same_bits(apply(x, fn=Model(-1.0).act, interpret=True), -x)
+
+
+def _times(v, s):
+  return v * s[0]
+
+
+def _times_cfg(v, cfg):
+  return v * cfg.scale
+
+
+@pytest.mark.parametrize("how", ["list", "object"])
+def test_a_partial_whose_bound_argument_changed_in_place_recompiles(how):
+  @mg.mgpu_kernel(out_shape=lambda x: x)
+  def apply(x, out, *, fn: ml.constexpr):
+    out[...] = fn(x[...])
+  x = data()
+  held = [2.0] if how == "list" else Settings(2.0)
+  fn = functools.partial(_times, s=held) if how == "list" else functools.partial(_times_cfg, cfg=held)
+  same_bits(apply(x, fn=fn, interpret=True), x * 2)
+  if how == "list":
+    held[0] = 3.0
+  else:
+    held.scale = 3.0
+  same_bits(apply(x, fn=fn, interpret=True), x * 3)
 
 
 LAYOUT = "tuple"
