@@ -85,8 +85,8 @@ def definitions(block: Block) -> str:
   src = block.text.split("\n")
   for node in tree.body:
     keep = isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef)) or (
-        isinstance(node, ast.Assign) and (isinstance(node.value, ast.Constant) or all(    # (SOBEL = np.array(...))
-            isinstance(t, ast.Name) and t.id.isupper() for t in node.targets)))
+        isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets) and (
+            isinstance(node.value, ast.Constant) or all(t.id.isupper() for t in node.targets)))  # (SOBEL = np.array(...))
     if keep:
       first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
       for i in range(first - 1, node.end_lineno):
@@ -189,6 +189,22 @@ def run_glu(k):
   swiglu = k.fn.__globals__["swiglu"]          # the block's own undecorated helper, passed as the constexpr
   x = rand(16, 128)
   close(k(x, act=swiglu, interpret=True), np.asarray(jax.nn.silu(x[:, :64])) * x[:, 64:])
+
+
+class _Model:          # the block's Model (its class is not kept: blocks may use names they do not import)
+  def __init__(self, scale):
+    self.scale = scale
+
+  def act(self, v):
+    return v * self.scale
+
+
+def run_apply_act(k):
+  m = _Model(2.0)                             # a bound method as the constexpr
+  x = rand(16, 128)
+  close(k(x, fn=m.act, interpret=True), x * 2.0)
+  m.scale = 3.0                               # changed in place: traced again (probe 54b)
+  close(k(x, fn=m.act, interpret=True), x * 3.0)
 
 
 def run_ffn_act(k):
@@ -590,6 +606,7 @@ CASES = [
     Case(L, "add_one", [S((16, 128), f32), S((8, 128), f32)], run=run_add_one),
     Case(L, "sobel", [S((34, 66), f32)], run=run_sobel),
     Case(L, "lookups", [S((16, 32), f32), S((24,), f32)], run=run_lookups),
+    Case(L, "apply_act", [S((16, 128), f32)], dict(fn=lambda v: v * 2.0), run=run_apply_act),
     Case(L, "glu", [S((16, 128), f32)], dict(act=lambda a, b: a * b), run=run_glu),
     Case(L, "double", [S((1000, 64), f32)], run=run_double_masked, marker="ml.cdiv"),
     Case(L, "segment_sums", [S((5,), i32), S((1024,), f32)], run=run_segment_sums),
