@@ -165,6 +165,11 @@ def run_lookups(k):
   np.testing.assert_array_equal(np.asarray(bins), np.asarray(jnp.digitize(v, knots)))
 
 
+def run_buckets(k):
+  t, q = np.sort(rand(100)), rand(2, 16)
+  np.testing.assert_array_equal(np.asarray(k(t, q, interpret=True)), np.searchsorted(t, q, side="right"))
+
+
 def run_scaled_sum(k):
   import jax.numpy as jnp
   x, s = rand(512).astype(jnp.bfloat16), jnp.bfloat16(0.75)
@@ -607,6 +612,7 @@ CASES = [
     Case(L, "sobel", [S((34, 66), f32)], run=run_sobel),
     Case(L, "lookups", [S((16, 32), f32), S((24,), f32)], run=run_lookups),
     Case(L, "apply_act", [S((16, 128), f32)], dict(fn=lambda v: v * 2.0), run=run_apply_act),
+    Case(L, "buckets", [S((100,), f32), S((2, 16), f32)], run=run_buckets),
     Case(L, "glu", [S((16, 128), f32)], dict(act=lambda a, b: a * b), run=run_glu),
     Case(L, "double", [S((1000, 64), f32)], run=run_double_masked, marker="ml.cdiv"),
     Case(L, "segment_sums", [S((5,), i32), S((1024,), f32)], run=run_segment_sums),

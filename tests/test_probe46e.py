@@ -440,10 +440,9 @@ def test_searchsorted_mistakes_are_reported_at_the_call():
   off = np.sort(np.random.default_rng(4).integers(0, 256, 16)).astype(np.int32)
   np.testing.assert_array_equal(np.asarray(search_2d_queries_of_a_vector(off, interpret=True)),
                                 np.searchsorted(off, np.arange(256)))
-  expect(search_small_2d_queries_of_a_vector, [S((16,), I32)], mg.KernelTypeError, "ml.searchsorted(",
-         "ml.searchsorted of a register vector takes a scalar or 1-D queries, got a register tensor of shape (2, 16)",
-         hint="search the GMEM array instead (each step a gather, any shape of queries), or reshape the queries to"
-              " 1-D and back")
+  np.testing.assert_array_equal(      # (MG003 until probe 54a: a (2, 16) tile of queries is counted flattened too)
+      np.asarray(search_small_2d_queries_of_a_vector(off, interpret=True)),
+      np.searchsorted(off, np.arange(32)).reshape(2, 16))
 
 
 # ---------------------------------------------------------------- odd counts read whole: sorted padded

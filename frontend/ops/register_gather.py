@@ -126,6 +126,14 @@ def register_gather(cx, x, index, name=""):
                           hint=f"gather {-(-n // 8) * 8} indices (the vector padded), and store the first {n} under"
                                f" a mask: {stored_into(cx)}.at[ml.ds(0, {-(-n // 8) * 8})].store(v, mask=ml.arange({-(-n // 8) * 8})"
                                f" < {n})")
+    if len(out) == 2 and len(adv) == 1 and len(shape) == 1 and pads is None:    # (a (3, 40) tile of indices into a
+      up = (-(-out[0] // 4) * 4, -(-out[1] // 32) * 32)      # table, as jnp.interp's: the padded trace takes it too)
+      raise E.LayoutError(f"a gather from {cx.named(x, 'a register tensor')} at a {out} tile of indices gives {n}"
+                          f" elements, which no register tensor holds (a tile holds a multiple of 128)", cx.loc,
+                          hint=f"read the indices padded to {up} under a mask (other=0) and gather at them, then"
+                               f" store only the first {out} of the result under that mask,"
+                               f" (ml.arange({up[0]})[:, None] < {out[0]}) & (ml.arange({up[1]})[None, :] < {out[1]}):"
+                               f" the padding holds no real elements")
     return None
   strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
   pos, offset = None, 0
@@ -152,12 +160,12 @@ def register_gather(cx, x, index, name=""):
 
 
 def _padded_vector(cx, x, full, name):
-  """`v[ids]` of a 1-D `v` and a 1-D `ids` either of which is computed padded (ops/padded_tiles.py: an odd read of
-  100 tokens, its argsort): ids clamped into v's own length, as jnp's, so padding lanes read v's own elements; the
+  """`v[ids]` of a 1-D `v` and a 1-D or 2-D `ids` either of which is computed padded (ops/padded_tiles.py: an odd
+  read of 100 tokens, its argsort; a (3, 40) tile of positions in a table, jnp.interp's, probe 54a): ids clamped into v's own length, as jnp's, so padding lanes read v's own elements; the
   result padded as ids. Any other form with a padded operand ends the padded trace."""
   from . import padded_tiles
   from .padded_tiles import PadAbort
-  if len(x.type.shape) != 1 or len(full) != 1 or not _int_tensor(full[0]) or len(full[0].type.shape) != 1:
+  if len(x.type.shape) != 1 or len(full) != 1 or not _int_tensor(full[0]) or len(full[0].type.shape) not in (1, 2):
     raise PadAbort("register gather")
   ids = full[0]
   n = padded_tiles.true_shape(cx.b, x)[0]

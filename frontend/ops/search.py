@@ -82,8 +82,9 @@ def _element(cx, a, i, tensor):
   return load(cx, view(cx, a, (binary(cx, BinOp.MIN, i, a.type.shape[0] - 1),)))
 
 
-def _count(cx, a, v, side):
-  """How many elements of the register vector `a` come before each query."""
+def _count(cx, a, v, side, own=None):
+  """How many elements of the register vector `a` come before each query (of its first `own` elements: a table
+  read padded, counted where the padded trace does not follow it)."""
   from .elementwise import CmpOp, astype, compare
   from .reduce import ReduceKind, reduce
   from .shape import expand
@@ -95,14 +96,27 @@ def _count(cx, a, v, side):
   before = CmpOp.LT if side == "left" else CmpOp.LE
   if not is_tensor(v):
     return reduce(cx, ReduceKind.SUM, astype(cx, compare(cx, before, a, v), DType.i32), None, False)
-  if len(v.type.shape) == 2 and v.type.shape[0] * v.type.shape[1] % 128 == 0:      # a tile of queries (jnp.interp of a (16, 32) tile, jnp.digitize of a block): the
+  if len(v.type.shape) == 2:      # a tile of queries (jnp.interp of a (16, 32) tile, jnp.digitize of a block): the
+    from contextlib import nullcontext
+    from .padded_tiles import allowed, padded_table
     from .shape import reshape_  # count of its flattened queries, shaped back (probe 53i: it was MG003)
-    flat = reshape_(cx, v, (v.type.shape[0] * v.type.shape[1],))
-    return reshape_(cx, _count(cx, a, flat, side), tuple(v.type.shape))
+    pads, table = padded_table(cx, v), padded_table(cx, a)    # (a (2, 16) or (5, 40) tile read padded: its padded
+    with allowed(cx) if pads or table else nullcontext():      # queries counted too, each its own; probe 54a)
+      flat = reshape_(cx, v, (v.type.shape[0] * v.type.shape[1],))
+      own = table[a.id][0] if table else None
+      out = reshape_(cx, _count(cx, a, flat, side, own), tuple(v.type.shape))
+    if pads is not None:
+      pads[out.id] = pads[v.id]
+    return out
   if len(v.type.shape) != 1:
     raise E.KernelTypeError(f"ml.searchsorted of a register vector takes a scalar or 1-D queries, got"
                             f" {kind_of(v)} of shape {tuple(v.type.shape)}", cx.loc,
                             hint="search the GMEM array instead (each step a gather, any shape of queries), or"
                                  " reshape the queries to 1-D and back")
   hits = compare(cx, before, expand(cx, a, (None, slice(None))), expand(cx, v, (slice(None), None)))
+  if own is not None and own < a.type.shape[0]:
+    from .elementwise import BinOp, binary
+    from .elementwise_fns import arange
+    real = compare(cx, CmpOp.LT, arange.rule(cx, a.type.shape[0]), own)
+    hits = binary(cx, BinOp.AND, hits, expand(cx, real, (None, slice(None))))
   return reduce(cx, ReduceKind.SUM, astype(cx, hits, DType.i32), 1, False)
