@@ -302,3 +302,32 @@ def solve_triangular(a, b, lower, unit):
       x_i = x_i / ml.sum(ml.where(rows == i, a_i, 0.0))
     x = ml.where(pick, x_i[None, :], x)
   return x
+
+
+@ml.inline
+def lu_solve(a, b, want_det):
+  """X with a @ X = b for an (n, n) `a` and an (n, m) `b`, in float32, and a's determinant (probe 54d;
+  jnp.linalg.solve, inv and det): Gauss-Jordan elimination with partial pivoting, a column a trip, the pivot the
+  first row at or below the diagonal of the largest magnitude (jax's LU picks it so), its row swapped with the
+  diagonal's in `a` and `b` and eliminated from every other row; then each row divided by its pivot. The
+  determinant is the pivots' product, negated at each swap (1.0 where not `want_det`)."""
+  n = a.shape[0]
+  rows, cols = ml.arange(n), ml.arange(n)         # (one indexes the rows, one the columns: two layouts)
+  d = ml.full((n,), 1.0, ml.float32)
+  for k in range(n):
+    col = ml.sum(ml.where(cols[None, :] == k, a, 0.0), axis=1)           # column k, one value per row
+    p = ml.argmax(ml.where(rows >= k, ml.abs(col), -1.0), axis=0)
+    at_k, at_p = rows[:, None] == k, rows[:, None] == p
+    a_k, a_p = ml.sum(ml.where(at_k, a, 0.0), axis=0), ml.sum(ml.where(at_p, a, 0.0), axis=0)
+    b_k, b_p = ml.sum(ml.where(at_k, b, 0.0), axis=0), ml.sum(ml.where(at_p, b, 0.0), axis=0)
+    a = ml.where(at_k, a_p[None, :], ml.where(at_p, a_k[None, :], a))
+    b = ml.where(at_k, b_p[None, :], ml.where(at_p, b_k[None, :], b))
+    pivot = ml.sum(ml.where(cols == k, a_p, 0.0))
+    col = ml.sum(ml.where(cols[None, :] == k, a, 0.0), axis=1)
+    f = ml.where(rows == k, 0.0, col / pivot)
+    a = a - f[:, None] * a_p[None, :]
+    b = b - f[:, None] * b_p[None, :]
+    if want_det:
+      d = d * ml.where(p != k, -pivot, pivot)
+  diag = ml.sum(ml.where(rows[:, None] == cols[None, :], a, 0.0), axis=1)
+  return b / diag[:, None], ml.max(d)

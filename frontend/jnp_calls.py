@@ -22,6 +22,7 @@ from .jnp_forms import FORMS, OPERATORS
 from .jnp_bits import BITS
 from .jnp_scipy import SCIPY
 from .jnp_linalg import LINALG
+from .jnp_compose import COMPOSE
 from .jnp_math import MATH
 from .jnp_quantiles import QUANTILES
 from .window_forms import WINDOWS
@@ -284,7 +285,8 @@ SHAPED.update(REDUCTIONS)     # jax.lax.reduce of a monoid or a combine of the k
 SHAPED.update(BITS)           # jnp.nextafter, jnp.frexp, lax.reduce_precision, lax.lgamma, ...: jnp_bits.py
 SHAPED.update(SCIPY)          # jax.scipy.special.xlogy, entr, ndtr, jnp.divmod, jnp.vdot, ...: jnp_scipy.py
 SHAPED.update(PAD)            # jnp.pad of a register tensor (probe 51g): jnp_pad.py
-SHAPED.update(LINALG)         # jax.scipy.linalg.solve_triangular of register tiles (probe 53f): jnp_linalg.py
+SHAPED.update(LINALG)         # jax.scipy.linalg.solve_triangular, jnp.linalg.solve/inv/det (53f, 54d): jnp_linalg.py
+SHAPED.update(COMPOSE)        # jnp.piecewise, jnp.kron of register values (probe 54d): jnp_compose.py
 SHAPED.update(MOVES)          # jnp.hstack, jnp.array_split, jnp.rot90, lax.dynamic_slice, ... (probe 52c): jnp_moves.py
 SHAPED.update(GRIDS)          # jnp.eye, jnp.tri, jnp.indices, jnp.meshgrid (probe 53i): jnp_grids.py
 

@@ -37,3 +37,56 @@ def _solve_triangular(a):
 LINALG = {
     ("jax.scipy.linalg", "solve_triangular"): (("a", "b", "trans", "lower", "unit_diagonal"), _solve_triangular),
 }
+
+
+def _square(x):
+  """A float (n, n) tile whose form_helpers.lu_solve steps are register tiles: n a multiple of 16 (a smaller or odd
+  matrix's steps are no register tensor: MG003, missing.py's hint)."""
+  s = _shape(x)
+  return s is not None and len(s) == 2 and s[0] == s[1] and s[0] % 16 == 0 and str(_dtype(x)) in _FLOATS
+
+
+def _solve(a):
+  """jnp.linalg.solve(a, b) of an (n, n) `a` and an (n, m) `b`: form_helpers.lu_solve's X (probe 54d)."""
+  x, y = a["a"], a["b"]
+  sb = _shape(y)
+  if not _square(x) or sb is None or len(sb) != 2 or sb[0] != _shape(x)[0] or str(_dtype(y)) not in _FLOATS:
+    return None
+  from . import form_helpers
+  from .ops.promotion import arithmetic_in
+  out = arithmetic_in(_dtype(x), _dtype(y))
+  if out is None:
+    return None
+  return ("{2}({0}.astype(ml.float32), {1}.astype(ml.float32), False)[0].astype({3})",
+          [x, y, form_helpers.lu_solve, str(out)])
+
+
+def _inv(a):
+  """jnp.linalg.inv(a) of an (n, n) `a`: jax's solve(a, eye(n)), form_helpers.lu_solve's X (probe 54d)."""
+  x = a["a"]
+  if not _square(x):
+    return None
+  from . import form_helpers
+  n = _shape(x)[0]
+  eye = f"ml.where(ml.arange({n})[:, None] == ml.arange({n})[None, :], 1.0, 0.0)"
+  return (f"{{1}}({{0}}.astype(ml.float32), {eye}, False)[0].astype({{2}})",
+          [x, form_helpers.lu_solve, str(_dtype(x))])
+
+
+def _det(a):
+  """jnp.linalg.det(a) of an (n, n) `a`: the product of form_helpers.lu_solve's pivots, a swap negating it (jax's
+  LU; its closed forms of 2x2 and 3x3 agree within rounding) (probe 54d)."""
+  x = a["a"]
+  if not _square(x):
+    return None
+  from . import form_helpers
+  n = _shape(x)[0]
+  return (f"{{1}}({{0}}.astype(ml.float32), ml.zeros(({n}, {n}), ml.float32), True)[1].astype({{2}})",
+          [x, form_helpers.lu_solve, str(_dtype(x))])
+
+
+LINALG.update({
+    ("jnp.linalg", "solve"): (("a", "b"), _solve),
+    ("jnp.linalg", "inv"): (("a",), _inv),
+    ("jnp.linalg", "det"): (("a",), _det),
+})

@@ -433,6 +433,10 @@ WHERE_ONE = ("jnp.where(c) of one argument is jnp.nonzero(c), the indices where 
              " data, and a kernel's tensors have static shapes. Select with three arguments, ml.where(c, x, y); count"
              " with ml.sum(c); or give each kept element its position, ml.cumsum(c, dtype=jnp.int32) - 1, and"
              " scatter it there (a masked store or an atomic scatter)")
+_LINALG = ("jnp.linalg.inv, solve and det take a float (n, n) register matrix, n a multiple of 16 (b an (n, m)"
+           " tile), as a tile of 128 elements or more; a smaller one (2x2, 3x3) is its scalar elements' closed form:"
+           " with a00 = a[0, 0] loaded as scalars, det = a00 * a11 - a01 * a10; or pad it into a (16, 16) tile with"
+           " ones on the padding's diagonal")
 ARRAY_CALLS = {"roll": _SHIFT, "pad": _SHIFT + PAD_MODES, "convolve": _TAPS, "correlate": _TAPS,
                "histogram": "no histogram: ml.atomic_add(counts.at[bins], 1) into a zeroed output (one updated only"
                             " by atomics starts at 0), bins computed from the values",
@@ -445,7 +449,8 @@ ARRAY_CALLS = {"roll": _SHIFT, "pad": _SHIFT + PAD_MODES, "convolve": _TAPS, "co
                "bincount": "ml.bincount(ids, weights, length=n) counts a register vector of ids into n bins, as"
                            " jnp.bincount with a static length; or ml.atomic_add(counts.at[ids], ml.full(ids.shape, 1,"
                            " jnp.int32)) into a zeroed output (one updated only by atomics starts at 0)",
-               "nonzero": _NONZERO, "argwhere": _NONZERO, "flatnonzero": _NONZERO}
+               "nonzero": _NONZERO, "argwhere": _NONZERO, "flatnonzero": _NONZERO,
+               **dict.fromkeys(("inv", "solve", "det"), _LINALG)}
 
 # jnp's and lax's names of Python's operators -> the operator.
 _OPERATORS = {**dict.fromkeys(("right_shift", "bitwise_right_shift", "shift_right_arithmetic"), ">>"),
