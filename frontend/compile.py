@@ -351,6 +351,7 @@ def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, blo
     _bind_batch_slices(tr, em, batch, params, n_in, loc)
     grid = tuple(math.prod(batch.sizes) if a == batch.axis else g for a, g in enumerate(grid))
     check_grid_limits(grid, loc, batch.axis)
+  em.static_grid = tuple(grid)   # (ops/memory.py: `x.shape[0] // ml.num_programs(0)` as a window's size, probe 54d)
   for root, (rebuild, leaves) in pk.trees.items():     # p['w'], p[0], p.w: the structure of its leaves' refs
     tr.env[root] = rebuild([tr.env.pop(n) for n in leaves])
     if tr.env[root] is None:                           # an input passed as None (frontend/none_inputs.py)

@@ -268,6 +268,17 @@ def _taps(w, x, pads):
   return [f"{{1}}[{j}]" for j in range(k)]
 
 
+def _mixed(x, w) -> bool:
+  """A float register row and float register taps of two dtypes whose promotion is float32 (jnp's: bfloat16 and
+  float32, float16 and bfloat16): the convolution is float32's, of both converted (probe 54d)."""
+  dx, dw = _dtype(x), _dtype(w)
+  if dx is None or dw is None or dx == dw or not getattr(dx, "is_float", False) or \
+      not getattr(dw, "is_float", False):
+    return False
+  from .ops.promotion import arithmetic_in
+  return str(arithmetic_in(dx, dw)) == "float32"
+
+
 _TAPS_MAX = 32     # taps unrolled by the full and valid modes (a stencil's, a short filter's)
 
 
@@ -287,7 +298,10 @@ def _convolution(flip):
         mode not in ("full", "same", "valid") or a.get("precision") is not None or \
         a.get("preferred_element_type") is not None:
       return None
-    taps = _taps(w, x, pads)
+    taps, mixed = _taps(w, x, pads), _mixed(x, w)
+    if mixed:           # (probe 54d: a bfloat16 row and float32 taps, jnp's promotion: both in float32)
+      k = _table(w, pads)
+      taps = None if k is None else [f"{{1}}[{j}].astype(ml.float32)" for j in range(k)]
     n = s[0]
     if taps is None or not 1 <= len(taps) <= min(n, _TAPS_MAX):
       return None
@@ -296,8 +310,9 @@ def _convolution(flip):
       taps = taps[::-1]
     start = {"full": 0, "same": (k - 1) // 2, "valid": k - 1}[mode]
     length = {"full": n + k - 1, "same": n, "valid": n - k + 1}[mode]
-    wide = str(_dtype(x)) in ("float16", "bfloat16")
+    wide = str(_dtype(x)) in ("float16", "bfloat16") or bool(mixed)
     xs = "{0}.astype(ml.float32)" if wide else "{0}"
+    out = "ml.float32" if mixed else "{0}.dtype"
     if mode == "same":          # (x rolled and masked, as _convolve's: no tensor of another length than n)
       terms = []
       for j, t in enumerate(taps):
@@ -305,7 +320,7 @@ def _convolution(flip):
         terms.append(f"{t} * " + ("_x_" if sh == 0 else f"ml.where((ml.arange({n}) + {sh} >= 0) & (ml.arange({n}) +"
                                                          f" {sh} < {n}), ml.roll(_x_, {-sh}), 0)"))
       form = f"(lambda _x_: {' + '.join(terms)})({xs})"
-      return (f"({form}).astype({{0}}.dtype)" if wide else form), [x, w]
+      return (f"({form}).astype({out})" if wide else form), [x, w]
     front, back = max(0, k - 1 - start), max(0, length - 1 + start - (n - 1))
     parts = [f"ml.zeros(({m},), {'ml.float32' if wide else '{0}.dtype'})" for m in (front, back)]
     if front or back:
@@ -315,7 +330,7 @@ def _convolution(flip):
       lo = front + start - j
       terms.append(f"{t} * _xp_[{lo}:{lo + length}]")
     form = f"(lambda _xp_: {' + '.join(terms)})({xs})"
-    return (f"({form}).astype({{0}}.dtype)" if wide else form), [x, w]
+    return (f"({form}).astype({out})" if wide else form), [x, w]
   return make
 
 

@@ -132,3 +132,52 @@ def test_forms_on_gpu():
   np.testing.assert_allclose(f32(clipped_cube(x)), f32(clipped_cube(x, interpret=True)), rtol=2e-3, atol=2e-3)
   a, b = rnd((4, 8), 5), rnd((4, 16), 6)
   np.testing.assert_allclose(kron(a, b), np.kron(a, b), rtol=1e-6)
+
+
+# ---------------------------------------------------------------- (5) jnp.convolve of a bfloat16 row and float32 taps
+@mg.mgpu_kernel(out_shape=lambda x, w: jax.ShapeDtypeStruct((x.shape[0] + w.shape[0] - 1,), jnp.float32))
+def smooth(x, w, o):
+  o[...] = jnp.convolve(x[...], w[...])                # (jnp promotes both to float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: jax.ShapeDtypeStruct(x.shape, jnp.float32))
+def matched(x, w, o):
+  o[...] = jnp.correlate(x[...], w[...], mode="same")
+
+
+def test_convolution_of_two_float_dtypes_is_float32_s():
+  x, w = rnd((128,), 13, jnp.bfloat16), rnd((5,), 14)
+  np.testing.assert_allclose(smooth(x, w, interpret=True), jnp.convolve(x, w), rtol=1e-5, atol=1e-6)
+  x, w = rnd((256,), 15, np.float16), rnd((3,), 16, jnp.bfloat16)
+  np.testing.assert_allclose(matched(x, w, interpret=True), jnp.correlate(x, w, mode="same"), rtol=1e-5, atol=1e-6)
+  export(smooth, rnd((128,), 13, jnp.bfloat16), rnd((5,), 14))
+
+
+# ---------------------------------------------------------------- (6) a window's size from a static grid
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (2, x.shape[1] // 128))
+def blocks_of_the_grid(x, o):
+  bm, bn = x.shape[0] // ml.num_programs(0), x.shape[1] // ml.num_programs(1)
+  i, j = ml.program_id(0), ml.program_id(1)
+  o.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)].store(x.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)].load() + 1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def halves(x, o):
+  n = ml.cdiv(x.shape[0], ml.num_programs(0))
+  o[ml.ds(ml.program_id(0) * n, n)] = ml.exp(x[ml.ds(ml.program_id(0) * n, n)])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(2,))
+def too_wide(x, o):
+  n = x.shape[0] * ml.num_programs(0)
+  o[ml.ds(0, n)] = x[ml.ds(0, n)]
+
+
+def test_window_size_from_num_programs_of_a_static_grid():
+  x = rnd((16, 256), 17)
+  np.testing.assert_array_equal(blocks_of_the_grid(x, interpret=True), x + 1)
+  x = rnd((256,), 18)
+  np.testing.assert_allclose(halves(x, interpret=True), np.exp(x), rtol=1e-6)
+  export(blocks_of_the_grid, rnd((16, 256), 17))
+  expect(too_wide, [S((256,), jnp.float32)], mg.IndexOutOfBoundsError, "x[ml.ds(0, n)]",   # (still a mistake)
+         "ml.ds(0, 512) is out of bounds for dimension 0 of x (size 256)")

@@ -368,16 +368,19 @@ _STATIC_CMP = {ew.CmpOp.LT: np.less, ew.CmpOp.LE: np.less_equal, ew.CmpOp.GT: np
                ew.CmpOp.GE: np.greater_equal, ew.CmpOp.EQ: np.equal, ew.CmpOp.NE: np.not_equal}
 
 
-def static_tensor(cx, x, depth=0):
+def static_tensor(cx, x, depth=0, grid=None):
   """The values of an integer or bool tensor (or scalar) known while compiling, as a numpy array:
   ml.arange, int constants, and the integer math, comparisons and broadcasts of them (a mask such
-  as `ml.arange(128) < 64`); None where it depends on anything else."""
+  as `ml.arange(128) < 64`); None where it depends on anything else. With `grid` (the kernel's static
+  grid), ml.num_programs too (a window's size, `x.shape[0] // ml.num_programs(0)`: ops/memory.py)."""
   from .shape import Broadcast, Reshape
   if isinstance(x, (bool, int)):
     return np.asarray(x)
   if not is_value(x) or depth > 32:
     return None
-  o, t, get = cx.b.defining(x), x.type, lambda v: static_tensor(cx, v, depth + 1)
+  o, t, get = cx.b.defining(x), x.type, lambda v: static_tensor(cx, v, depth + 1, grid)
+  if grid is not None and type(o).__name__ == "NumPrograms" and 0 <= o.axis < len(grid):
+    return np.asarray(grid[o.axis])
   shape = getattr(t, "shape", ())
   if math.prod(shape) > 1 << 20:
     return None

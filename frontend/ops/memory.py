@@ -214,6 +214,9 @@ def normalize_index(cx, shape, index, name, *, past_end=False, access=""):
         raise strided_window_error(cx, index, d, shape, name or "ref", access) or runtime_slice_error(
             cx, index, d, shape, name or "ref", access, past_end)
       index = index[:d] + (DSlice(i.start, size, (cx.named(i.start, ""), "")),) + index[d + 1:]
+    if isinstance(i, DSlice) and is_value(i.size) and (g := _grid_size(cx, i.size)) is not None and g > 0:
+      index = index[:d] + (dataclasses.replace(i, size=g),) + index[d + 1:]     # (the grid's static extents)
+      continue
     if isinstance(i, DSlice) and is_value(i.size) and not isinstance(cx.b.defining(i.size), (For, If, While)):
       raise runtime_size_error(cx, index, d, shape, name or "ref", access)     # (a merged int: _one_index says why)
   return tuple(_one_index(cx, d, i, n, name or "ref", past_end, len(shape))
@@ -540,3 +543,16 @@ def cluster_ref(cx, buf, cta, axis=0):
   t = RefType(buf.type.shape, buf.type.dtype, Space.SMEM, remote=True)
   return cx.b.emit(ClusterRef, buf, cta, axis, loc=cx.loc, types=[t], names=[cx.text]).result
 
+
+
+
+def _grid_size(cx, v):
+  """A window's size computed from the grid's static extents (`x.shape[0] // ml.num_programs(0)`, Pallas's and
+  Triton's block of a fixed grid, ml.cdiv of it too; probe 54d) as a Python int: ops/access.static_tensor with
+  ml.num_programs; None where it depends on anything else (its MG003 stands)."""
+  grid = getattr(cx.b, "static_grid", None)
+  if grid is None:
+    return None
+  from .access import static_tensor
+  got = static_tensor(cx, v, grid=grid)
+  return int(got) if got is not None and got.shape == () and got.dtype.kind in "iu" else None
