@@ -15,6 +15,7 @@ import numpy as np
 
 from . import errors as E
 from . import missing, nan_name_hints, random_hints
+from .static_tables import FILLED as _FILLED
 from .scan_hints import scan_hint  # jnp.cumulative_sum, jnp.maximum.accumulate, lax.cumlogsumexp
 from .assign import DICT_VIEWS, ITERATORS as _ITERATORS, holds_value
 from .builder import Call
@@ -71,7 +72,7 @@ def _is_array_library(fn) -> bool:
 
 
 # static array builders of one value or of indices along an axis: tensors, never a stencil's weights
-_FILLED = ("zeros", "ones", "full", "empty", "iota", "broadcasted_iota", "zeros_like", "ones_like", "full_like")
+# (_FILLED: static array builders of one value or of indices along an axis, static_tables.FILLED)
 
 
 def _static_result(cx, name, out):

@@ -20,6 +20,8 @@ NAMES = ("array", "asarray",       # jnp.array, jnp.asarray, np.array, np.asarra
          "linspace", "logspace", "geomspace", "hanning", "hamming", "blackman", "bartlett", "kaiser")
 KNOWN: dict = {}                  # a table's value id -> (its numbers as Python literals, its DType, its numbers)
 MAX = 256
+# static array builders of one value (their MG003 hints write ml.zeros, ml.full: calls.py's _FILLED)
+FILLED = ("zeros", "ones", "full", "empty", "iota", "broadcasted_iota", "zeros_like", "ones_like", "full_like")
 OUTSIDE = 64                      # elements of a module's array made a table (more: passed as an input, its hint)
 
 
@@ -48,6 +50,10 @@ def _number(v, d: DType) -> str:
 def table(tracer, node, name, out):
   """The register vector of the static array `out` that `name(...)` (at `node`) returned; None where it is not
   a table (the call's MG003 stands)."""
+  if node is not None and hasattr(out, "shape") and len(out.shape) in (1, 2) and name not in FILLED and (
+      name not in NAMES or int(np.prod(out.shape)) > MAX) and int(np.prod(out.shape)) > OUTSIDE and \
+      int(np.prod(out.shape)) % 128 == 0:
+    return grid_pattern(tracer, node, out)      # (np.eye(64), np.tri(128), np.arange(256): probe 54d)
   if name not in NAMES or node is None or not hasattr(out, "shape") or len(out.shape) not in (1, 2) or not (
       1 <= int(np.prod(out.shape)) <= MAX) or 0 in out.shape:
     return None
@@ -133,3 +139,45 @@ def numbers(v):
     return v
   from .ops.base import typed_number
   return tuple(typed_number(e) for e in got[2])
+
+
+def grid_pattern(tracer, node, out):
+  """A static array of more than OUTSIDE elements, a multiple of 128 (a register tile), that the index builders
+  make (probe 54d; it was MG003 "returned an array of shape ... while tracing"; a smaller one keeps it and its hint): a 2-D one of at most two values, one where the column index minus the row index is
+  == k, <= k or >= k (np.eye, np.identity, np.tri, np.tril/np.triu of ones, a band's edge) and the other elsewhere,
+  or of one value; a 1-D one an integer sequence start + step * i (np.arange), exact in its dtype. Made of
+  ml.arange compared, in jnp's dtype (float32 for NumPy's float64); None for any other (its MG003 stands)."""
+  x64 = bool(getattr(tracer.b, "x64", False))
+  d = _dtype(out, x64)
+  vals = np.asarray(out)
+  if d is None or vals.dtype.kind not in "biuf" or (vals.dtype.kind == "f" and not np.isfinite(vals).all()):
+    return None
+  if d.is_int and (vals.min() < d.int_range[0] or vals.max() > d.int_range[1]):
+    return None
+  if d.is_float and not np.array_equal(vals.astype(d.np).astype(np.float64), vals.astype(np.float64)):
+    return None                       # (numbers float32 rounds: no exact builder)
+  from .jnp_calls import trace_form
+  ty = f"ml.{'bool_' if d == DType.bool_ else d.value}"
+  if vals.ndim == 1:
+    n = vals.shape[0]
+    if n < 2 or vals.dtype.kind == "b":
+      return None
+    start, step = vals[0], vals[1] - vals[0]
+    if start != int(start) or step != int(step) or max(abs(vals.min()), abs(vals.max())) >= 2 ** 24 or \
+        not np.array_equal(vals, start + step * np.arange(n)):
+      return None
+    return trace_form(tracer, node, f"({int(start)} + {int(step)} * ml.arange({n})).astype({ty})", [])
+  r, c = vals.shape
+  u = np.unique(vals)
+  if len(u) == 1:
+    return trace_form(tracer, node, f"ml.full(({r}, {c}), {_number(u[0], d)}, {ty})", [])
+  if len(u) != 2:
+    return None
+  diff = np.arange(c)[None, :] - np.arange(r)[:, None]
+  for off, on in ((u[0], u[1]), (u[1], u[0])):
+    mask = vals == on
+    for op, k in (("==", diff[mask].min()), ("<=", diff[mask].max()), (">=", diff[mask].min())):
+      if np.array_equal(mask, {"==": diff == k, "<=": diff <= k, ">=": diff >= k}[op]):
+        cond = f"ml.arange({c})[None, :] - ml.arange({r})[:, None] {op} {int(k)}"
+        return trace_form(tracer, node, f"ml.where({cond}, {_number(on, d)}, {_number(off, d)}).astype({ty})", [])
+  return None

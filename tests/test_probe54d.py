@@ -181,3 +181,30 @@ def test_window_size_from_num_programs_of_a_static_grid():
   export(blocks_of_the_grid, rnd((16, 256), 17))
   expect(too_wide, [S((256,), jnp.float32)], mg.IndexOutOfBoundsError, "x[ml.ds(0, n)]",   # (still a mistake)
          "ml.ds(0, 512) is out of bounds for dimension 0 of x (size 256)")
+
+
+# ---------------------------------------------------------------- (7) NumPy's index grids of any size in a kernel
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def plus_identity(x, o):
+  o[...] = x[...] + np.eye(64)                       # (float64 in NumPy: float32 in the kernel, as jnp.asarray)
+
+
+@mg.mgpu_kernel(out_shape=lambda s: s)
+def causal_bias(s, o):
+  o[...] = s[...] + (1 - np.tri(64, 128, 0)) * -1e9 + np.tri(64, 128, -1, np.int32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def plus_positions(x, o):
+  o[...] = x[...] * np.arange(0, 512, 2)
+
+
+def test_numpy_grids_of_more_than_64_elements():
+  x = rnd((64, 64), 19)
+  np.testing.assert_array_equal(plus_identity(x, interpret=True), x + np.eye(64, dtype=np.float32))
+  s = rnd((64, 128), 20)
+  ref = s + np.float32(1 - np.tri(64, 128, 0)) * np.float32(-1e9) + np.tri(64, 128, -1, np.float32)
+  np.testing.assert_array_equal(causal_bias(s, interpret=True), ref)
+  x = rnd((256,), 21)
+  np.testing.assert_array_equal(plus_positions(x, interpret=True), x * np.arange(0, 512, 2, dtype=np.float32))
+  export(causal_bias, s)
