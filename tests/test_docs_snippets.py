@@ -168,6 +168,10 @@ def run_lookups(k):
 def run_buckets(k):
   t, q = np.sort(rand(100)), rand(2, 16)
   np.testing.assert_array_equal(np.asarray(k(t, q, interpret=True)), np.searchsorted(t, q, side="right"))
+def run_solve_block(k):
+  a, b = rand(64, 64), rand(64, 128)
+  close(k(a, b, interpret=True), np.linalg.solve(np.asarray(a, np.float64) + np.eye(64), np.asarray(b, np.float64)),
+        tol=2e-3)       # (float32 elimination of a random matrix)
 
 
 def run_scaled_sum(k):
@@ -613,6 +617,7 @@ CASES = [
     Case(L, "lookups", [S((16, 32), f32), S((24,), f32)], run=run_lookups),
     Case(L, "apply_act", [S((16, 128), f32)], dict(fn=lambda v: v * 2.0), run=run_apply_act),
     Case(L, "buckets", [S((100,), f32), S((2, 16), f32)], run=run_buckets),
+    Case(L, "solve_block", [S((64, 64), f32), S((64, 128), f32)], run=run_solve_block),
     Case(L, "glu", [S((16, 128), f32)], dict(act=lambda a, b: a * b), run=run_glu),
     Case(L, "double", [S((1000, 64), f32)], run=run_double_masked, marker="ml.cdiv"),
     Case(L, "segment_sums", [S((5,), i32), S((1024,), f32)], run=run_segment_sums),
