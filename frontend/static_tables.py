@@ -6,8 +6,9 @@ is jnp's: NumPy's float64 and int64 are float32 and int32 unless jax_enable_x64 
 
 Only 1-D tables of at most MAX elements, of the names in NAMES, become vectors (since probe 53i also
 jnp.linspace's and the other 1-D ranges' and windows' numbers, as jnp computed them), and (since probe 53b) 2-D
-ones of at most MAX elements register tiles (`jnp.array([[1., 2.], [3., 4.]])`, a 3x3 stencil's taps); other
-static arrays (np.eye) keep their MG003 and hints. Kernels that compiled before never reach this (their static
+ones of at most MAX elements register tiles (`jnp.array([[1., 2.], [3., 4.]])`, a 3x3 stencil's taps); since
+probe 54d, a larger array of any name that the index builders make (np.eye(64), np.tri: grid_pattern); other
+static arrays keep their MG003 and hints. Kernels that compiled before never reach this (their static
 arrays were MG003), so their IR is unchanged."""
 from __future__ import annotations
 
@@ -143,10 +144,11 @@ def numbers(v):
 
 def grid_pattern(tracer, node, out):
   """A static array of more than OUTSIDE elements, a multiple of 128 (a register tile), that the index builders
-  make (probe 54d; it was MG003 "returned an array of shape ... while tracing"; a smaller one keeps it and its hint): a 2-D one of at most two values, one where the column index minus the row index is
-  == k, <= k or >= k (np.eye, np.identity, np.tri, np.tril/np.triu of ones, a band's edge) and the other elsewhere,
-  or of one value; a 1-D one an integer sequence start + step * i (np.arange), exact in its dtype. Made of
-  ml.arange compared, in jnp's dtype (float32 for NumPy's float64); None for any other (its MG003 stands)."""
+  make (probe 54d; it was MG003 "returned an array of shape ... while tracing"; a smaller one keeps it and its
+  hint): a 2-D one of at most two values, one where the column index minus the row index is == k, <= k or >= k
+  (np.eye, np.identity, np.tri, np.tril/np.triu of ones, a band's edge) and the other elsewhere, or of one value;
+  a 1-D one an integer sequence start + step * i (np.arange), exact in its dtype. Made of ml.arange compared, in
+  jnp's dtype (float32 for NumPy's float64); None for any other (its MG003 stands)."""
   x64 = bool(getattr(tracer.b, "x64", False))
   d = _dtype(out, x64)
   vals = np.asarray(out)
