@@ -73,10 +73,20 @@ def _inv(a):
           [x, form_helpers.lu_solve, str(_dtype(x))])
 
 
+_DET_SMALL = {      # jax's _det_2x2 and _det_3x3, of the matrix's scalar elements
+    2: "{0}[0, 0] * {0}[1, 1] - {0}[0, 1] * {0}[1, 0]",
+    3: ("{0}[0, 0] * {0}[1, 1] * {0}[2, 2] + {0}[0, 1] * {0}[1, 2] * {0}[2, 0] + {0}[0, 2] * {0}[1, 0] * {0}[2, 1]"
+        " - {0}[0, 2] * {0}[1, 1] * {0}[2, 0] - {0}[0, 0] * {0}[1, 2] * {0}[2, 1] - {0}[0, 1] * {0}[1, 0] * {0}[2, 2]"),
+}
+
+
 def _det(a):
   """jnp.linalg.det(a) of an (n, n) `a`: the product of form_helpers.lu_solve's pivots, a swap negating it (jax's
-  LU; its closed forms of 2x2 and 3x3 agree within rounding) (probe 54d)."""
+  LU); of a 2x2 or 3x3 one, jax's closed form of its scalar elements (probe 54d)."""
   x = a["a"]
+  s = _shape(x)
+  if s is not None and tuple(s) in ((2, 2), (3, 3)) and str(_dtype(x)) in _FLOATS:
+    return _DET_SMALL[s[0]], [x]
   if not _square(x):
     return None
   from . import form_helpers

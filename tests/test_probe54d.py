@@ -52,7 +52,14 @@ def test_linalg_builds_for_cuda():
 def test_small_matrix_keeps_its_mg003_with_a_hint():
   e = expect(inverse, [S((3, 3), jnp.float32)], mg.KernelTypeError, "jnp.linalg.inv(",
              "inv cannot take a register tensor inside a kernel")
-  assert "a00 * a11 - a01 * a10" in e.hint and "multiple of 16" in e.hint
+  assert "[[a11, -a01], [-a10, a00]] / d" in e.hint and "multiple of 16" in e.hint
+
+
+def test_det_of_2x2_and_3x3_is_jax_s_closed_form():
+  for n, dt in ((2, np.float32), (3, np.float32), (3, jnp.bfloat16)):
+    a = rnd((n, n), 30 + n, dt)
+    np.testing.assert_array_equal(f32(determinant(a, interpret=True)), np.full(16, f32(jnp.linalg.det(a))))
+  export(determinant, rnd((3, 3), 33))
 
 
 # ---------------------------------------------------------------- (2) jnp.piecewise
