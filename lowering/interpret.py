@@ -127,6 +127,7 @@ class CTA(CtaMemory):
     self.scratch_lanes: dict[int, tuple] = {}     # scratch id -> (lane states, load, arrays) of what a relayout stored
     self.pad_gathers: dict[int, object] = {}      # id of a masked load -> the first gather its padding indexed
     self.pad_meets: dict[int, tuple] = {}         # id of a masked (or TMA) load -> (loc, arrays) where its padding met their data
+    self.pad_wheres: dict[int, tuple] = {}        # id of a masked (or TMA) load -> (ml.where, its constant) that refilled its padding
 
   def get(self, v: ir.Value):
     return self.env[v.id]

@@ -87,9 +87,15 @@ def _reduce_error(cta, o, src, x, pad, got, want, bad):
   what, arg = T.called(o.loc, f"ml.{kind.value}")
   where = "" if not k else f" (result {list(k) if len(k) > 1 else k[0]})"
   through = cta.pad_dots.get(id(src))
+  refill = cta.pad_wheres.get(id(src))
+  if refill is not None and np.all(lanes == np.asarray(cta.get(refill[1]) if isinstance(refill[1], ir.Value)
+                                                         else refill[1]).ravel()[0]):
+    raw = True
   held = _origin(src, ref, other) + (
       f", through the ml.dot at line {through[0].loc.lineno} (the {through[1]} of its result they alone make)"
-      if through else "") + _met(cta, src, ref) + ("" if raw else f", {_few(lanes)} by the time they reach it")
+      if through else "") + _met(cta, src, ref) + (
+      f", then set to {_refill_text(cta, refill)} by the select at line {refill[0].loc.lineno}" if refill else "") + (
+      "" if raw else f", {_few(lanes)} by the time they reach it")
   mask = mask if through else _oriented(cta, mask, src, pad)
   plain = what.split(".")[-1].rstrip("()") == kind.value
   msg = (f"{what} reduces {held}: they change {'its result' if plain else f'the {kind.value} it takes'} in program {cta.label}{where},"
@@ -104,6 +110,10 @@ def _reduce_error(cta, o, src, x, pad, got, want, bad):
             f" positions of the copied window along that dimension") + (
             "; a masked load from registers, x.at[...].load(mask=..., other=...), fills them with a value of yours"
             if kind != ReduceKind.SUM else "")
+  elif refill is not None:
+    hint = (f"select the identity of {name} there: {ident} in place of {_refill_text(cta, refill)} in the select at line"
+            f" {refill[0].loc.lineno}" + (" (where a sum reduces the same tile, keep 0 there and take the"
+                                          f" {kind.value} of a select of {ident})" if kind != ReduceKind.SUM else ""))
   elif raw and (kind != ReduceKind.SUM or what.split(".")[-1] in ("sum", "sum()")):
     hint = f"fill them with the identity of {name}: other={ident} in the masked load at line {src.loc.lineno}"
     if kind != ReduceKind.SUM:
@@ -111,6 +121,11 @@ def _reduce_error(cta, o, src, x, pad, got, want, bad):
   else:
     hint = f"reduce only the lanes the mask keeps: {_with_where(o.loc, mask, kind, d) or what}"
   return E.MaskedReductionError(msg, o.loc, hint=hint)
+
+
+def _refill_text(cta, refill) -> str:
+  """The constant a select put in place of a masked load's padding (`0.0` of `ml.where(m, v, 0.0)`)."""
+  return _num(np.asarray(cta.get(refill[1])).ravel()[0]) if isinstance(refill[1], ir.Value) else _num(refill[1])
 
 
 def _met(cta, src, ref) -> str:

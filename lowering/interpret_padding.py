@@ -357,7 +357,15 @@ def _where(cta, o):
     return
   cond = np.asarray(cta.get(o.cond), bool)
   shape = o.result.type.shape
-  st = np.where(np.broadcast_to(cond, shape), np.broadcast_to(a, shape), np.broadcast_to(b, shape))
+  c, a, b = (np.broadcast_to(s, shape) for s in (cond, a, b))
+  st = np.where(c, a, b)
+  # a constant the select puts where the other side holds padding is a fill of its own (`ml.where(m, v, 0.0)` after
+  # the load's other=-inf is other=0.0 again): those lanes stay PAD, and a reduction they change is MG953 as before
+  refill = np.where(c, (a == NEUTRAL) & (b == PAD), (b == NEUTRAL) & (a == PAD))
+  if refill.any():
+    st = np.where(refill, PAD, st)
+    side = o.on_true if bool(np.any(refill & c)) else o.on_false
+    cta.pad_wheres.setdefault(id(src), (o, side))
   _set(cta, o.result, st.astype(np.int8), src)
 
 
