@@ -516,3 +516,5 @@ from .interpret_pad_moves import RULES as _MOVES     # (transposes, permutes, ro
 _RULES.update(_MOVES)
 from .interpret_pad_scans import RULES as _SCANS     # (scans: a product's total, a reverse scan; probe 51a)  # noqa: E402
 _RULES.update(_SCANS)
+from .interpret_pad_sorts import RULES as _SORTS     # (sorts: padding sorted among the data; probe 54e)  # noqa: E402
+_RULES.update(_SORTS)

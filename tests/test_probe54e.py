@@ -4,7 +4,10 @@ load's padding only as its `other=` filled it: a select that put a constant of i
 constants (NEUTRAL), so `ml.max(v)` of a row of negatives was 0 with no error, where `other=0.0` in the load
 itself was MG953. Such lanes now stay padding (lowering/interpret_padding.py `_where`), and the error names the
 select and the identity to put there; a select of the reduction's identity, of a sum's 0, or one that puts its
-constant on lanes of data too, stays fine."""
+constant on lanes of data too, stays fine. Sorts did not follow the padding at all: `jax.lax.top_k` of an MoE
+router's 60 logits read as 64 lanes with `other=0.0` gave padding as the top experts when every logit was below 0,
+and `jnp.sort(v)` stored back under the load's mask lost elements to it; a sort that puts a lane of padding before
+a lane of data is now MG953 at the sort (lowering/interpret_pad_sorts.py), with the fill that sorts last."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -67,22 +70,22 @@ def min_of_swapped_select(x, o):
 
 def test_a_select_of_a_constant_in_the_padded_lanes_is_padding_again():
   _raises(max_of_select_zero, [_rows(0, (4, 100), -1)], "ml.max(v)",
-          "ml.max reduces lanes the masked load at line 44 kept off past the end of x, filled with other=-float('inf')"
-          " (-inf), then set to 0 by the select at line 45: they change its result in program (0, 0, 0), 0 where the"
+          "ml.max reduces lanes the masked load at line 47 kept off past the end of x, filled with other=-float('inf')"
+          " (-inf), then set to 0 by the select at line 48: they change its result in program (0, 0, 0), 0 where the"
           " elements inside give -0.504454",
-          "select the identity of a max there: float('-inf') in place of 0 in the select at line 45 (where a sum"
+          "select the identity of a max there: float('-inf') in place of 0 in the select at line 48 (where a sum"
           " reduces the same tile, keep 0 there and take the max of a select of float('-inf'))")
   _raises(rows_jnp_max_of_select, [_rows(1, (8, 100), -1)], "jnp.max(v, axis=1)",
-          "jnp.max reduces lanes the masked load at line 55 kept off past the end of x, filled with other=-float('inf')"
-          " (-inf), then set to 0 by the select at line 56: they change its result in program (0, 0, 0) (result 0), 0"
+          "jnp.max reduces lanes the masked load at line 58 kept off past the end of x, filled with other=-float('inf')"
+          " (-inf), then set to 0 by the select at line 59: they change its result in program (0, 0, 0) (result 0), 0"
           " where the elements inside give -0.501049",
-          "select the identity of a max there: float('-inf') in place of 0 in the select at line 56 (where a sum"
+          "select the identity of a max there: float('-inf') in place of 0 in the select at line 59 (where a sum"
           " reduces the same tile, keep 0 there and take the max of a select of float('-inf'))")
   _raises(min_of_swapped_select, [_rows(1, (2, 100), 1)], "ml.min(ml.where(c >= x.shape[1], 0.0, v))",
-          "ml.min reduces lanes the masked load at line 64 kept off past the end of x, filled with other=0, then set"
-          " to 0 by the select at line 65: they change its result in program (0, 0, 0), 0 where the elements inside"
+          "ml.min reduces lanes the masked load at line 67 kept off past the end of x, filled with other=0, then set"
+          " to 0 by the select at line 68: they change its result in program (0, 0, 0), 0 where the elements inside"
           " give 0.501049",
-          "select the identity of a min there: float('inf') in place of 0 in the select at line 65 (where a sum"
+          "select the identity of a min there: float('inf') in place of 0 in the select at line 68 (where a sum"
           " reduces the same tile, keep 0 there and take the min of a select of float('inf'))")
 
 
@@ -123,3 +126,64 @@ def test_a_select_of_the_padding_is_followed_and_selects_of_the_identity_or_of_d
   np.testing.assert_allclose(stats_of_selects(x, interpret=True), want, rtol=1e-4, atol=1e-6)
   neg = _rows(3, (4, 100), -1)
   np.testing.assert_allclose(stats_of_selects(neg, interpret=True)[:, 3], np.zeros(4))
+
+
+# ---------------------------------------------------------------- padding sorted among the data
+@mg.mgpu_kernel(out_shape=lambda x: (S((x.shape[0], 2), x.dtype), S((x.shape[0], 2), jnp.int32)),
+                grid=lambda x: (x.shape[0] // 8,))
+def router(x, w, ids, *, fill: ml.constexpr = 0.0):
+  i = ml.program_id(0)
+  r = i * 8 + ml.arange(8)
+  e = ml.arange(64)
+  v = x.at[r[:, None], e[None, :]].load(mask=e[None, :] < x.shape[1], other=fill)
+  top, idx = jax.lax.top_k(v, 2)
+  w.at[ml.ds(i * 8, 8), :][...] = top
+  ids.at[ml.ds(i * 8, 8), :][...] = idx
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0],))
+def sorted_rows(x, o, *, fill: ml.constexpr = 0.0):
+  i = ml.program_id(0)
+  c = ml.arange(64)
+  v = x.at[i, c].load(mask=c < x.shape[1], other=fill)
+  o.at[i, c].store(jnp.sort(v), mask=c < x.shape[1])
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, jnp.int32), grid=lambda x: (x.shape[0],))
+def ranked(x, o):
+  i = ml.program_id(0)
+  c = ml.arange(64)
+  v = x.at[i, c].load(mask=c < x.shape[1], other=0)
+  o.at[i, c].store(jnp.argsort(v, descending=True).astype(jnp.int32), mask=c < x.shape[1])
+
+
+def test_padding_sorted_before_data_is_mg953_and_padding_sorted_last_is_fine():
+  rng = np.random.default_rng(5)
+  logits = (rng.standard_normal((16, 60)) - 3.0).astype(np.float32)
+  _raises(router, [logits], "jax.lax.top_k(v, 2)",
+          "jax.lax.top_k sorts lanes the masked load at line 138 kept off past the end of x, filled with other=fill"
+          " (0.0): in program (0, 0, 0) (row 0) a lane of padding sorts to position 0, before an element of data at"
+          " position 4, so the largest values it gives are padding",
+          "fill them so that they sort after the data: other=float('-inf') in the masked load at line 138 (or sort"
+          " ml.where(e[None, :] < x.shape[1], v, float('-inf')))")
+  pos = (np.abs(logits) + 1).astype(np.float32)
+  _raises(sorted_rows, [pos], "jnp.sort(v)",
+          "jnp.sort sorts lanes the masked load at line 148 kept off past the end of x, filled with other=fill (0.0): in"
+          " program (0, 0, 0) a lane of padding sorts to position 0, before an element of data at position 4, so the"
+          " smallest values it gives are padding",
+          "fill them so that they sort after the data: other=float('inf') in the masked load at line 148 (or sort"
+          " ml.where(c < x.shape[1], v, float('inf')))")
+  ints = rng.integers(-100, -1, (2, 60)).astype(np.int32)
+  _raises(ranked, [ints], "jnp.argsort(v, descending=True)",
+          "jnp.argsort sorts lanes the masked load at line 156 kept off past the end of x, filled with other=0: in"
+          " program (0, 0, 0) a lane of padding sorts to position 0, before an element of data at position 4, so the"
+          " first positions it gives are the padding's",
+          "fill them so that they sort after the data: other=-2147483648 in the masked load at line 156 (or sort"
+          " ml.where(c < x.shape[1], v, -2147483648))")
+  order = np.argsort(-logits, 1, kind="stable")[:, :2]
+  w, ids = router(logits, fill=-float("inf"), interpret=True)
+  np.testing.assert_array_equal(w, np.take_along_axis(logits, order, 1))
+  np.testing.assert_array_equal(ids, order)
+  np.testing.assert_array_equal(sorted_rows(pos, fill=float("inf"), interpret=True), np.sort(pos, 1))
+  full = rng.standard_normal((8, 64)).astype(np.float32)     # no padding: the fill is never read
+  np.testing.assert_array_equal(router(full, interpret=True)[1], np.argsort(-full, 1, kind="stable")[:, :2])
