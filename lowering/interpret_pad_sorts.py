@@ -42,6 +42,16 @@ def _sort(cta, o):
   last = np.where(data.any(1), n - 1 - np.argmax(np.flip(data, 1), 1), -1)
   tail = np.take_along_axis(vals, np.maximum(last, 0)[:, None], 1)
   early = pad & (np.arange(n)[None, :] < last[:, None]) & (vals != tail)
+  what, _ = called_text(o.loc, "ml.sort")
+  name = what.rsplit(".", 1)[-1]
+  if name in _RANKS:
+    # an order statistic ranks every lane of the tile: padding sorted last still moves the position it reads
+    # (the median of 128 lanes, not of the row's 100 elements); the NaN-skipping ones skip padding that is NaN
+    counted = pad & data.any(1)[:, None]
+    if name.startswith("nan"):
+      counted &= ~np.isnan(vals.astype(np.float64)) if vals.dtype.kind == "f" else True
+    if counted.any():
+      raise _rank_error(cta, o, src, what, name, counted, data)
   if early.any():
     raise _sort_error(cta, o, src, vals, moved, early)
   shape = o.results[0].type.shape
@@ -71,6 +81,26 @@ def _sort_error(cta, o, src, vals, moved, early):
   else:
     hint = (f"fill them so that they sort after the data: other={ident} in the masked load at line {src.loc.lineno}"
             f" (or sort ml.where({mask}, v, {ident}))")
+  return E.MaskedReductionError(msg, o.loc, hint=hint)
+
+
+_RANKS = ("median", "quantile", "percentile", "nanmedian", "nanquantile", "nanpercentile")
+
+
+def _rank_error(cta, o, src, what, name, counted, data):
+  r = int(np.argwhere(counted)[0][0])
+  n, real = counted.shape[1], int(data[r].sum())
+  ref, axis, mask, other = _load_texts(cta, src)
+  row = f" (row {r})" if len(counted) > 1 else ""
+  msg = (f"{what} ranks {_origin(src, ref, other)}: in program {cta.label}{row} it ranks all {n} lanes, not the"
+         f" {real} elements of data, so the position it reads is the wrong one")
+  nan = name if name.startswith("nan") else "nan" + name
+  if isinstance(src, Copy):
+    hint = (f"fill the padding with NaN and skip it: jnp.{nan}(ml.where(pos < {ref}.shape[{axis}], v, float('nan')))"
+            f" with pos the positions of the copied window along that dimension")
+  else:
+    hint = (f"fill the padding with NaN and skip it: other=float('nan') in the masked load at line"
+            f" {src.loc.lineno} and jnp.{nan}")
   return E.MaskedReductionError(msg, o.loc, hint=hint)
 
 
