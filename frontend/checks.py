@@ -132,6 +132,11 @@ class _Memory:
     self.atomic_unknown: set = set()
     self.atomic_plain: set = set()     # locations of plain stores into atomically updated outputs
     self.scattered = {o.ref.id for o in ir.walk(kernel.body) if isinstance(o, ScatterUpdate)}
+    # Plain stores into outputs atomic scatters update (probe 55a): raced with the scatters' elements where every
+    # scatter's indices are known while compiling (ml.arange chains), else left to interpret mode (a histogram's
+    # bins of data beside a header element the kernel writes)
+    self.scatter_data: set = set()
+    self.scatter_plain: list = []
     self.alias_reads: dict = {}      # loc -> the aliased input a read of an updated output names
     self.smem_per_program: dict = {}  # SMEM root id -> Boxes over (program, *shape): what each may have written
     self.smem_uneven: set = set()     # SMEM roots some programs may write differently from others
@@ -188,13 +193,23 @@ class _Memory:
       # same elements by other programs race with it. Only what certainly happens where the proof
       # knows the window is recorded; a write that may happen leaves the output to the whole rule.
       plain = _plain_write(acc)      # a plain store races with other programs' updates, as a read does
+      known = acc.exact and all(x is not UNKNOWN for x in w.starts) and not (acc.may & ~acc.must).any()
+      boxes = self.boxes_of(w, acc.must, dedupe=False) if known else None
+      if not plain and isinstance(acc.op, ScatterUpdate):
+        # an atomic scatter: the elements its indices name where they are known while compiling
+        boxes = self._scatter_boxes(acc, *boxes) if known else None
+        if boxes is None:
+          self.scatter_data.add(w.root.id)
+          boxes = self.boxes_of(w, acc.must, dedupe=False) if known else None
       if plain and w.root.id in self.scattered:
-        pass                         # the updates' elements are data: left to interpret mode
-      elif acc.exact and all(x is not UNKNOWN for x in w.starts) and not (acc.may & ~acc.must).any():
+        if isinstance(acc.op, ScatterUpdate) or not known:
+          pass                       # a plain scatter's elements are data: left to interpret mode
+        else:                        # (judged once every scatter's indices are seen: race_errors)
+          self.scatter_plain.append((w.root.id, boxes, np.flatnonzero(acc.must), acc.op.loc))
+      elif known:
         if plain:
           self.atomic_plain.add(acc.op.loc)
-        self.atomic[w.root.id].add(*self.boxes_of(w, acc.must, dedupe=False), np.flatnonzero(acc.must),
-                                   acc.op.loc, read=None if plain else "update")
+        self.atomic[w.root.id].add(*boxes, np.flatnonzero(acc.must), acc.op.loc, read=None if plain else "update")
       elif not plain:
         self.atomic_unknown.add(w.root.id)
     updated = self.read_as.get(w.root.id) if kind in READS else None    # (an aliased input is its output)
@@ -330,6 +345,27 @@ class _Memory:
     line = lambda e: (type(e), e.loc.filename, e.loc.lineno, e.message)
     if all((type(e), e.loc) != (type(err), err.loc) and line(e) != line(err) for e in self.errors):
       self.errors.append(err)
+
+  def _scatter_boxes(self, acc, lo, hi):
+    """The window rows (lo, hi) of the atomic scatter `acc` narrowed, per program, to the bounding box of its
+    indices where they are known while compiling (`o.at[ml.arange(128)]`, `o.at[i, 64 + ml.arange(64)]`); None
+    where one is data (probe 55a: a plain store beside it is then proved apart or a race)."""
+    from .mask_boxes import _Eval
+    progs = np.flatnonzero(acc.must)
+    if len(acc.op.indices) != lo.shape[1]:
+      return None
+    lo, hi = lo.copy(), hi.copy()
+    for d, v in enumerate(acc.op.indices):
+      val = _Eval(self.ev, progs, tuple(getattr(v.type, "shape", ()))).value(v) if isinstance(v, ir.Value) else \
+          (np.asarray(v).reshape(1) if isinstance(v, int) else None)
+      if val is None:
+        return None
+      val = np.asarray(val).reshape(val.shape[0], -1) if val.ndim else val.reshape(1, 1)
+      if not val.size:
+        return None
+      lo[:, d] = np.maximum(lo[:, d], val.min(1))
+      hi[:, d] = np.minimum(hi[:, d], val.max(1) + 1)
+    return lo, np.maximum(hi, lo)
 
   def boxes_of(self, w, progs, *, dedupe=True):
     """(lo, hi) rows of the window in each program of `progs`; unknown starts span the dimension."""
@@ -526,6 +562,10 @@ class _Memory:
 
   def race_errors(self) -> list:
     out = []
+    for root, boxes, pids, loc in self.scatter_plain:
+      if root not in self.scatter_data:
+        self.atomic_plain.add(loc)
+        self.atomic[root].add(*boxes, pids, loc)
     batch = self.kernel.grid[self.kernel.batch_axis] if self.kernel.batch_axis is not None else 1
     for o, w in self.atomic.items():      # a read of elements another program updates atomically
       race = w.first_race() if self.ev.P // batch > 1 else None

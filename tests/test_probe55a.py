@@ -85,3 +85,60 @@ def test_nan_padding_skipped_by_nan_statistics_counts_only_the_row_where_inf_pad
   full = _rows(4, (16, 128))      # (full rows: no padding to rank)
   np.testing.assert_allclose(np.asarray(row_stat(full, kind=0, interpret=True)), np.quantile(full, 0.9, 1),
                              rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- a plain store beside atomic scatters
+@mg.mgpu_kernel(grid=lambda x: (x.shape[0],), out_shape=lambda x: S((128,), x.dtype))
+def zero_then_scatter(x, o):
+  i = ml.program_id(0)
+  if i == 0:
+    o[...] = ml.zeros((128,), ml.float32)
+  ml.atomic_add(o.at[ml.arange(128)], x.at[i][...])
+
+
+@mg.mgpu_kernel(grid=lambda x: (x.shape[0],), out_shape=lambda x: S((256,), x.dtype))
+def tail_then_scatter(x, o):
+  i = ml.program_id(0)
+  if i == 1:
+    o.at[ml.ds(64, 128)][...] = x.at[1][...]
+  ml.atomic_add(o.at[128 + ml.arange(128)], x.at[i][...])
+
+
+@mg.mgpu_kernel(grid=lambda x: (x.shape[0],), out_shape=lambda x: S((256,), x.dtype))
+def apart(x, o):
+  i = ml.program_id(0)
+  if i == 0:
+    o.at[ml.ds(0, 128)][...] = x.at[0][...]
+  ml.atomic_add(o.at[128 + ml.arange(128)], x.at[i][...])
+
+
+@mg.mgpu_kernel(grid=lambda x: (x.shape[0],), out_shape=lambda x: S(x.shape, x.dtype))
+def own_rows(x, o):
+  i = ml.program_id(0)
+  o.at[i][...] = x.at[i][...]
+  ml.atomic_add(o.at[i, ml.arange(128)], x.at[i][...])
+
+
+HINT = ("an output updated with atomics starts at 0: drop the plain write of o (to start elsewhere, pass the start in"
+        " as an input aliased to o), or make it an atomic update too")
+
+
+@pytest.mark.parametrize("kernel,at,element", [(zero_then_scatter, "o[...]", "o[0]"),
+                                               (tail_then_scatter, "o.at[ml.ds(64, 128)]", "o[128]")])
+def test_plain_store_overlapping_atomic_scatters_is_mg951_at_compile_time(kernel, at, element):
+  x = _rows(5, (4, 128))
+  with pytest.raises(mg.RaceError) as info:
+    kernel.check(S(x.shape, x.dtype))
+  e = info.value
+  assert e.code == "MG951"
+  assert (e.lineno, e.col_offset) == where(kernel, at), e.render()
+  first = "(0, 0, 0)" if kernel is zero_then_scatter else "(1, 0, 0)"
+  other = "(1, 0, 0)" if kernel is zero_then_scatter else "(0, 0, 0)"
+  assert e.message == (f"program {first} writes {element} here while program {other} adds to it with atomics:"
+                       " programs run in no fixed order, so the sum depends on timing")
+  assert e.hint == HINT
+  # apart windows, and each program's own row, still compile and compute what NumPy does
+  apart.check(S(x.shape, x.dtype))
+  own_rows.check(S(x.shape, x.dtype))
+  np.testing.assert_allclose(np.asarray(apart(x, interpret=True)), np.concatenate([x[0], x.sum(0)]), rtol=1e-5)
+  np.testing.assert_allclose(np.asarray(own_rows(x, interpret=True)), 2 * x, rtol=1e-6)
