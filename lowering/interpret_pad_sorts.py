@@ -48,6 +48,8 @@ def _sort(cta, o):
     # an order statistic ranks every lane of the tile: padding sorted last still moves the position it reads
     # (the median of 128 lanes, not of the row's 100 elements); the NaN-skipping ones skip padding that is NaN
     counted = pad & data.any(1)[:, None]
+    if o.valid:        # (a tile the compiler computes padded: its own padding stays past `valid`, unranked)
+      counted &= np.arange(n)[None, :] < o.valid
     if name.startswith("nan"):
       counted &= ~np.isnan(vals.astype(np.float64)) if vals.dtype.kind == "f" else True
     if counted.any():
