@@ -190,12 +190,30 @@ class Calls:
       from .py_scalars import math_to_int      # math.floor(f) of a float scalar is an int, as Python's: x[...]
       if (made := math_to_int(self, node, fn)) is not None:
         return made
-    args = [self.eval(a) for a in node.args]
-    kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
+    args, kwargs = self._static_args(node, fn)
     if _library(fn) and holds_value(list(args) + list(kwargs.values())):
       from .static_tables import outside     # jnp.dot(x, W), jnp.where(M, x, 0) of a module's NumPy table
       args, kwargs = [outside(self, node, a) for a in args], {k: outside(self, node, v) for k, v in kwargs.items()}
     return self.call(node, fn, args, kwargs)
+
+  def _static_args(self, node, fn):
+    """(args, kwargs) of a call. Those of a NumPy or jnp function that are calls themselves
+    (`np.triu(np.ones((64, 64)), 1)`) are first evaluated to their static arrays as NumPy returns them
+    (probe 55b: the inner call's own MG003 stood); where the outer call then takes a register value, such an
+    argument is evaluated again as before (its MG003, or its register table)."""
+    raw = set()
+    if _is_array_library(fn) and not isinstance(fn, (Builtin, _Method)):
+      raw = {id(a) for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Call)}
+    saved, self.raw_static = getattr(self, "raw_static", frozenset()), raw
+    try:
+      args = [self.eval(a) for a in node.args]
+      kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
+    finally:
+      self.raw_static = saved
+    if raw and holds_value(list(args) + list(kwargs.values())):
+      args = [self.eval(a) if id(a) in raw else v for a, v in zip(node.args, args)]
+      kwargs = {k.arg: self.eval(k.value) if id(k.value) in raw else kwargs[k.arg] for k in node.keywords}
+    return args, kwargs
 
   def _spread(self, node, fn):
     """(call, fn, args, kwargs) of a call with `*seq` / `**mapping` arguments: static tuples, lists
@@ -631,6 +649,9 @@ class Calls:
           f"{name}(...) of static values failed while tracing: {type(e).__name__}: {e}", cx.loc,
           hint=f"it ran in Python while the kernel was traced, as {name}({shown}): check those values (the"
                f" constexprs and shapes of this call) or compute this outside the kernel") from None
+    if node is not None and id(node) in getattr(self, "raw_static", ()) and hasattr(out, "shape") and \
+        getattr(out, "shape", None) != ():
+      return np.asarray(out)              # (an argument of a static NumPy call: np.triu(np.ones(...)); probe 55b)
     from .static_tables import table      # jnp.array([1.0, 2.0, 4.0]): a register vector of its numbers
     got = table(self, node, name, out)
     return _static_result(cx, name, out) if got is None else got

@@ -331,3 +331,56 @@ def lu_solve(a, b, want_det):
       d = d * ml.where(p != k, -pivot, pivot)
   diag = ml.sum(ml.where(rows[:, None] == cols[None, :], a, 0.0), axis=1)
   return b / diag[:, None], ml.max(d)
+
+
+@ml.inline
+def small_solve(a, b, inverse):
+  """X with a @ X = b for a 2x2 or 3x3 `a` (probe 55b: jnp.linalg.inv and solve of a matrix too small for
+  lu_solve's row and column vectors): the adjugate of a's scalar elements over its determinant (cofactor
+  expansion along the first row), in float32; X the inverse itself where `inverse` (b unused), else the sum over
+  j of inv[i, j] * b[j] for each row i of a 1-D (n,) or 2-D (n, m) `b` (of any float dtype), put together by selects on the rows."""
+  n = a.shape[0]
+  e = []
+  for i in range(n):
+    row = []
+    for j in range(n):
+      row.append(a[i, j])
+    e.append(row)
+  cof = []                  # cof[i][j]: the cofactor of element (i, j) (a 3x3's cyclic minors carry their signs)
+  for i in range(n):
+    row = []
+    for j in range(n):
+      if n == 2:
+        row.append(e[1 - i][1 - j] * (1.0 if i == j else -1.0))
+      else:
+        i1, i2, j1, j2 = (i + 1) % 3, (i + 2) % 3, (j + 1) % 3, (j + 2) % 3
+        row.append(e[i1][j1] * e[i2][j2] - e[i1][j2] * e[i2][j1])
+    cof.append(row)
+  d = e[0][0] * cof[0][0]
+  for j in range(1, n):
+    d = d + e[0][j] * cof[0][j]
+  if inverse:
+    r, c = ml.arange(n)[:, None], ml.arange(n)[None, :]
+    x = ml.where((r == n - 1) & (c == n - 2), cof[n - 2][n - 1] / d, cof[n - 1][n - 1] / d)
+    for i in range(n):
+      for j in range(n):
+        if i < n - 1 or j < n - 2:
+          x = ml.where((r == i) & (c == j), cof[j][i] / d, x)      # (the inverse is the cofactors' transpose)
+    return x
+  rows = []
+  for i in range(n):
+    s = cof[0][i] / d * b[0].astype(ml.float32)       # (b's rows read as they are, then cast: a cast tile's
+    for j in range(1, n):                              # rows would be a reduction each)
+      s = s + cof[j][i] / d * b[j].astype(ml.float32)
+    rows.append(s)
+  if len(b.shape) == 1:
+    r = ml.arange(n)
+    x = rows[n - 1]
+    for i in range(n - 1):
+      x = ml.where(r == i, rows[i], x)
+    return x
+  r = ml.arange(n)[:, None]
+  x = ml.where(r == n - 2, rows[n - 2][None, :], rows[n - 1][None, :])
+  for i in range(n - 2):
+    x = ml.where(r == i, rows[i][None, :], x)
+  return x

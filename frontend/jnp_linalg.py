@@ -46,10 +46,26 @@ def _square(x):
   return s is not None and len(s) == 2 and s[0] == s[1] and s[0] % 16 == 0 and str(_dtype(x)) in _FLOATS
 
 
+def _small(x, shape_of):
+  """A float 2x2 or 3x3 tile (its own shape, `shape_of`: a padded trace holds it padded): form_helpers.small_solve's
+  adjugate over the determinant (probe 55b)."""
+  s = shape_of(x) if _shape(x) is not None else None
+  return s is not None and tuple(s) in ((2, 2), (3, 3)) and str(_dtype(x)) in _FLOATS
+
+
 def _solve(a):
-  """jnp.linalg.solve(a, b) of an (n, n) `a` and an (n, m) `b`: form_helpers.lu_solve's X (probe 54d)."""
+  """jnp.linalg.solve(a, b) of an (n, n) `a` and an (n, m) `b`: form_helpers.lu_solve's X (probe 54d); of a 2x2 or
+  3x3 `a` and a 1-D (n,) or 2-D (n, m) `b`, form_helpers.small_solve's (probe 55b)."""
   x, y = a["a"], a["b"]
   sb = _shape(y)
+  own = a.get("_shape_of", _shape)
+  if _small(x, own) and sb is not None and len(sb) in (1, 2) and own(y)[0] == own(x)[0] and \
+      str(_dtype(y)) in _FLOATS:
+    from . import form_helpers
+    from .ops.promotion import arithmetic_in
+    out = arithmetic_in(_dtype(x), _dtype(y))
+    return None if out is None else ("{2}({0}.astype(ml.float32), {1}, False).astype({3})",
+                                     [x, y, form_helpers.small_solve, str(out)])
   if not _square(x) or sb is None or len(sb) != 2 or sb[0] != _shape(x)[0] or str(_dtype(y)) not in _FLOATS:
     return None
   from . import form_helpers
@@ -62,11 +78,14 @@ def _solve(a):
 
 
 def _inv(a):
-  """jnp.linalg.inv(a) of an (n, n) `a`: jax's solve(a, eye(n)), form_helpers.lu_solve's X (probe 54d)."""
+  """jnp.linalg.inv(a) of an (n, n) `a`: jax's solve(a, eye(n)), form_helpers.lu_solve's X (probe 54d); of a 2x2
+  or 3x3 one, form_helpers.small_solve's adjugate over the determinant (probe 55b)."""
   x = a["a"]
+  from . import form_helpers
+  if _small(x, a.get("_shape_of", _shape)):             # (a 2x2 or 3x3: its adjugate over its determinant, probe 55b)
+    return "{1}({0}.astype(ml.float32), None, True).astype({2})", [x, form_helpers.small_solve, str(_dtype(x))]
   if not _square(x):
     return None
-  from . import form_helpers
   n = _shape(x)[0]
   eye = f"ml.where(ml.arange({n})[:, None] == ml.arange({n})[None, :], 1.0, 0.0)"
   return (f"{{1}}({{0}}.astype(ml.float32), {eye}, False)[0].astype({{2}})",

@@ -434,10 +434,10 @@ WHERE_ONE = ("jnp.where(c) of one argument is jnp.nonzero(c), the indices where 
              " with ml.sum(c); or give each kept element its position, ml.cumsum(c, dtype=jnp.int32) - 1, and"
              " scatter it there (a masked store or an atomic scatter)")
 _LINALG = ("jnp.linalg.inv, solve and det take a float (n, n) register matrix, n a multiple of 16 (b an (n, m)"
-           " tile), as a tile of 128 elements or more (det also a 2x2 or 3x3 one, jax's closed form); a smaller one"
-           " is its scalar elements' closed form: with a00 = a[0, 0] and the others loaded as scalars and"
-           " d = a00 * a11 - a01 * a10, a 2x2's inverse is [[a11, -a01], [-a10, a00]] / d; or pad it into a (16, 16)"
-           " tile with ones on the padding's diagonal")
+           " tile), as a tile of 128 elements or more, or a 2x2 or 3x3 one (jax's closed form for det; the adjugate"
+           " over the determinant for inv and solve, b (n,) or (n, m)); another smaller one: pad it into a (16, 16)"
+           " tile with ones on the padding's diagonal (its inverse's top-left (n, n) block is the inverse), or write"
+           " its scalar elements' closed form")
 ARRAY_CALLS = {"roll": _SHIFT, "pad": _SHIFT + PAD_MODES, "convolve": _TAPS, "correlate": _TAPS,
                "histogram": "no histogram: ml.atomic_add(counts.at[bins], 1) into a zeroed output (one updated only"
                             " by atomics starts at 0), bins computed from the values",

@@ -173,6 +173,13 @@ def run_solve_block(k):
   close(k(a, b, interpret=True), np.linalg.solve(np.asarray(a, np.float64) + np.eye(64), np.asarray(b, np.float64)),
         tol=2e-3)       # (float32 elimination of a random matrix)
 
+def run_unproject(k):
+  m, p = rand(3, 3) + 3 * np.eye(3, dtype=np.float32), rand(3, 128)
+  close(k(m, p, interpret=True), np.linalg.solve(m, p), tol=1e-4)
+def run_strict_upper(k):
+  s = rand(64, 64)
+  close(k(s, interpret=True), s * np.triu(np.ones((64, 64), np.float32), 1), tol=0)
+
 
 def run_scaled_sum(k):
   import jax.numpy as jnp
@@ -618,6 +625,8 @@ CASES = [
     Case(L, "apply_act", [S((16, 128), f32)], dict(fn=lambda v: v * 2.0), run=run_apply_act),
     Case(L, "buckets", [S((100,), f32), S((2, 16), f32)], run=run_buckets),
     Case(L, "solve_block", [S((64, 64), f32), S((64, 128), f32)], run=run_solve_block),
+    Case(L, "unproject", [S((3, 3), f32), S((3, 128), f32)], run=run_unproject),
+    Case(L, "strict_upper", [S((64, 64), f32)], run=run_strict_upper),
     Case(L, "glu", [S((16, 128), f32)], dict(act=lambda a, b: a * b), run=run_glu),
     Case(L, "double", [S((1000, 64), f32)], run=run_double_masked, marker="ml.cdiv"),
     Case(L, "segment_sums", [S((5,), i32), S((1024,), f32)], run=run_segment_sums),
