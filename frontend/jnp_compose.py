@@ -50,6 +50,9 @@ def _kron(a):
   sx, sy = _shape(x), _shape(y)
   if sx is None or sy is None or len(sx) != len(sy) or len(sx) not in (1, 2):
     return None
+  own = a.get("_shape_of", _shape)(x)
+  if int(np.prod(own)) <= SCALAR_A and str(_dtype(x)) == str(_dtype(y)):
+    return _kron_scalars(tuple(own)), [x, y]
   rep, tile = "{0}", "{1}"
   for axis, (m, p) in enumerate(zip(sx, sy)):
     if p > 1:
@@ -57,6 +60,21 @@ def _kron(a):
     if m > 1:
       tile = f"ml.concatenate([{', '.join([tile] * m)}], axis={axis})"
   return f"{rep} * {tile}", [x, y]
+
+
+SCALAR_A = 16          # a of at most this many elements: its scalars times b (probe 55b)
+
+
+def _kron_scalars(own):
+  """jnp.kron(a, b) of a small `a` (its own shape `own`, a padded trace may hold it padded) as its scalar elements
+  times b, concatenated: a 4-element a's ml.repeat was MG204 (its (4, 1) broadcast; probe 55b). Only where a and b
+  share a dtype (a scalar of a times b keeps b's)."""
+  if len(own) == 1:
+    return f"ml.concatenate([{', '.join(f'{{0}}[{i}] * {{1}}' for i in range(own[0]))}], axis=0)" \
+        if own[0] > 1 else "{0}[0] * {1}"
+  rows = [f"ml.concatenate([{', '.join(f'{{0}}[{i}, {j}] * {{1}}' for j in range(own[1]))}], axis=1)"
+          if own[1] > 1 else f"{{0}}[{i}, 0] * {{1}}" for i in range(own[0])]
+  return f"ml.concatenate([{', '.join(rows)}], axis=0)" if own[0] > 1 else rows[0]
 
 
 COMPOSE = {

@@ -100,3 +100,18 @@ def test_nested_static_numpy_calls_build_their_grids():
   expect(ones_beside_a_value, [S((64, 64), jnp.float32)], mg.KernelTypeError, "np.ones(",
          "np.ones(...) returned an array of shape (64, 64) while tracing; a kernel's tensors are built with ml.*"
          " functions", hint="write ml.full((64, 64), 1, jnp.float32)")
+
+
+# ---------------------------------------------------------------- (3) jnp.kron of a small a
+@mg.mgpu_kernel(out_shape=lambda a, b: S(tuple(np.multiply(a.shape, b.shape)), jnp.result_type(a.dtype, b.dtype)))
+def kron(a, b, o):
+  o[...] = jnp.kron(a[...], b[...])
+
+
+def test_kron_of_a_small_a_is_its_scalars_times_b():
+  for sa, sb, dt in (((4,), (32,), np.float32), ((3,), (128,), jnp.bfloat16), ((2, 2), (4, 32), np.float32)):
+    a, b = rnd(sa, 1, dt), rnd(sb, 2, dt)
+    np.testing.assert_array_equal(f32(kron(a, b, interpret=True)), f32(jnp.kron(a, b)))
+  a, b = np.arange(1, 5, dtype=np.int32), np.arange(32, dtype=np.int32)
+  np.testing.assert_array_equal(kron(a, b, interpret=True), np.kron(a, b))
+  export(kron, rnd((4,), 1), rnd((32,), 2))
