@@ -159,6 +159,9 @@ def chunked_product(tracer, node, a, b, want):
     held = any(tuple(v.type.shape) != tuple(true_shape(tracer.b, v)) for v in (a, b))
     form = f"ml.dot({conv[0]}, {conv[1]}).astype({out})" if held else _tensor_core_form(a, b, conv, out)
     return trace_form(tracer, node, form, [a, b, None, None, want])
+  if acc != "float32" and getattr(tracer.b, "pad_tiles", None) is not None and tuple(a.type.shape) != (m, k) \
+      and m <= 8 and m * k <= 256:
+    return trace_form(tracer, node, _scalar_rows(conv, m, k, out), [a, b, None, None, want])
   tracer.b.chunked.append(tracer.loc(node))
   cut = ""
   if tracer.b.no_chunks and tuple(b.type.shape) == (k, n):      # (an integer product: no tensor cores)
@@ -186,6 +189,19 @@ def _padded_ints(conv, m, k, n, acc, pad_k):
   if nu != n:
     y = f"ml.concatenate([{y}, ml.zeros(({ku}, {nu - n}), ml.{acc})], axis=1)"
   return [x, y], f"[:, :{n}]" if nu != n else "", ku, nu
+
+
+def _scalar_rows(conv, m, k, out) -> str:
+  """chunked_product's integer product of a few rows of `a` that a padded trace holds padded ((2, 20) as (4, 32),
+  by (20, 16) or (24, 16): its chunks broadcast into 3-D tensors and its k went unpadded; probe 55b): row i the sum
+  over j of the scalar a[i, j] times b's row j, exact in the integer accumulator, the rows put together by selects
+  on an ml.arange of the rows (m <= 8, m * k <= 256 terms)."""
+  x, y = conv
+  rows = [" + ".join(f"{x}[{i}, {j}] * {y}[{j}]" for j in range(k)) for i in range(m)]
+  form = f"({rows[m - 1]})[None, :]"
+  for i in range(m - 1):
+    form = f"ml.where(ml.arange({m})[:, None] == {i}, ({rows[i]})[None, :], {form})"
+  return f"({form}).astype({out})"
 
 
 def _tensor_core_form(a, b, conv, out) -> str:

@@ -115,3 +115,17 @@ def test_kron_of_a_small_a_is_its_scalars_times_b():
   a, b = np.arange(1, 5, dtype=np.int32), np.arange(32, dtype=np.int32)
   np.testing.assert_array_equal(kron(a, b, interpret=True), np.kron(a, b))
   export(kron, rnd((4,), 1), rnd((32,), 2))
+
+
+# ---------------------------------------------------------------- (4) an integer product of a few padded rows
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), jnp.int32))
+def int_dot(a, b, o):
+  o[...] = jnp.dot(a[...], b[...])
+
+
+def test_int32_dot_of_a_few_padded_rows_matches_numpy():
+  for m, k, n in ((2, 20, 16), (2, 24, 16), (3, 20, 32), (1, 20, 16)):
+    g = np.random.default_rng(k + m)
+    a, b = g.integers(-50, 50, (m, k)).astype(np.int32), g.integers(-50, 50, (k, n)).astype(np.int32)
+    np.testing.assert_array_equal(int_dot(a, b, interpret=True), a @ b)
+  export(int_dot, np.ones((2, 20), np.int32), np.ones((20, 16), np.int32))
