@@ -71,6 +71,14 @@ def _is_array_library(fn) -> bool:
       type(getattr(fn, "__self__", None)).__name__ == "ufunc"          # np.maximum.accumulate
 
 
+def _is_numpy_or_jnp(fn) -> bool:
+  """np.triu, jnp.triu, ...: functions whose static-call arguments may be static arrays of other such calls (not
+  jax.random's, whose keys keep their own error, nor jax.nn's or lax's)."""
+  mod = getattr(fn, "__module__", None) or ""
+  return mod.split(".")[0] == "numpy" or mod.startswith(("jax.numpy", "jax._src.numpy")) or \
+      type(fn).__name__ == "ufunc"
+
+
 # static array builders of one value or of indices along an axis: tensors, never a stencil's weights
 # (_FILLED: static array builders of one value or of indices along an axis, static_tables.FILLED)
 
@@ -202,7 +210,7 @@ class Calls:
     (probe 55b: the inner call's own MG003 stood); where the outer call then takes a register value, such an
     argument is evaluated again as before (its MG003, or its register table)."""
     raw = set()
-    if _is_array_library(fn) and not isinstance(fn, (Builtin, _Method)):
+    if _is_numpy_or_jnp(fn) and not isinstance(fn, (Builtin, _Method)):
       raw = {id(a) for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Call)}
     saved, self.raw_static = getattr(self, "raw_static", frozenset()), raw
     try:
@@ -211,8 +219,11 @@ class Calls:
     finally:
       self.raw_static = saved
     if raw and holds_value(list(args) + list(kwargs.values())):
-      args = [self.eval(a) if id(a) in raw else v for a, v in zip(node.args, args)]
-      kwargs = {k.arg: self.eval(k.value) if id(k.value) in raw else kwargs[k.arg] for k in node.keywords}
+      # (only the arguments that came back as raw static arrays: a call that traced ops, ml.dot(a, b) in
+      # jnp.exp(ml.dot(a, b)), is not traced twice)
+      again = lambda a, v: self.eval(a) if id(a) in raw and isinstance(v, np.ndarray) else v
+      args = [again(a, v) for a, v in zip(node.args, args)]
+      kwargs = {k.arg: again(k.value, kwargs[k.arg]) for k in node.keywords}
     return args, kwargs
 
   def _spread(self, node, fn):

@@ -129,3 +129,22 @@ def test_int32_dot_of_a_few_padded_rows_matches_numpy():
     a, b = g.integers(-50, 50, (m, k)).astype(np.int32), g.integers(-50, 50, (k, n)).astype(np.int32)
     np.testing.assert_array_equal(int_dot(a, b, interpret=True), a @ b)
   export(int_dot, np.ones((2, 20), np.int32), np.ones((20, 16), np.int32))
+
+
+# ---------------------------------------------------------------- (5) a static call's arguments are traced once
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), jnp.float32))
+def tanh_of_dot(a, b, c):
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  c[...] = jnp.tanh(ml.dot(a_s, b_s))
+
+
+def test_a_jnp_call_of_a_traced_argument_traces_it_once():
+  """(4)'s nested static arrays first evaluated every call argument of a jnp function raw, then again where the
+  outer call took a register value: ml.dot inside jnp.tanh was two tensor-core products."""
+  ir = tanh_of_dot.typed_ir(S((64, 64), jnp.float16), S((64, 64), jnp.float16))
+  assert sum(" = dot " in line for line in ir.splitlines()) == 1, ir
+  a, b = rnd((64, 64), 3, np.float16), rnd((64, 64), 4, np.float16)
+  want = np.tanh(a.astype(np.float32) @ b.astype(np.float32))
+  np.testing.assert_allclose(np.asarray(tanh_of_dot(a, b, interpret=True)), want, rtol=2e-3, atol=2e-3)
