@@ -97,8 +97,10 @@ def _mla_pallas(block_h, block_k):
 
 
 def _mla_args(heads, keys, seed=0):
+  # (scaled in float32, then bfloat16: a NumPy bfloat16 array times a Python float is bfloat16 here but float32 with
+  # the GPU machine's NumPy and ml_dtypes, where the kernel's dot of bfloat16 and float32 was MG104)
   return (rnd((1, heads, 512), seed, BF16), rnd((1, heads, 64), seed + 1, BF16),
-          rnd((1, keys, 512), seed + 2, BF16) * 0.5, rnd((1, keys, 64), seed + 3, BF16) * 2)
+          (rnd((1, keys, 512), seed + 2) * 0.5).astype(BF16), (rnd((1, keys, 64), seed + 3) * 2).astype(BF16))
 
 
 def _mla_ref(qn, qp, ckv, kpe):
