@@ -663,7 +663,9 @@ class Calls:
     if node is not None and id(node) in getattr(self, "raw_static", ()) and hasattr(out, "shape") and \
         getattr(out, "shape", None) != ():
       return np.asarray(out)              # (an argument of a static NumPy call: np.triu(np.ones(...)); probe 55b)
-    from .static_tables import table      # jnp.array([1.0, 2.0, 4.0]): a register vector of its numbers
+    from .static_tables import index_tables, table      # jnp.array([1.0, 2.0, 4.0]): a register vector of its numbers
+    if (got := index_tables(self, node, name, out)) is not None:
+      return got                          # (np.tril_indices(27, -1): DLRM's pairs; probe 56e)
     got = table(self, node, name, out)
     return _static_result(cx, name, out) if got is None else got
 

@@ -79,6 +79,62 @@ def table(tracer, node, name, out):
   return t
 
 
+INDEX_BUILDERS = ("tril_indices", "triu_indices", "diag_indices", "tril_indices_from", "triu_indices_from",
+                  "diag_indices_from", "nonzero", "flatnonzero", "unravel_index")
+
+
+def index_tables(tracer, node, name, out):
+  """The register vectors of the integer index arrays a NumPy or jnp index builder returned while tracing
+  (`np.tril_indices(F, -1)`, DLRM's lower triangle of pairs; `np.nonzero` of a static mask): a tuple of 1-D arrays
+  (one array for flatnonzero), each made of at most RUNS arithmetic runs (`ml.arange` selected piecewise: a
+  tril_indices(27, -1)'s 351 rows are 26 runs of one value, its columns 26 runs of step 1), or else of at most MAX
+  elements, a table as `jnp.asarray` of it would be (probe 56e: it was MG003 "returned an array ... while
+  tracing"); None for anything else (the call's error stands)."""
+  if name not in INDEX_BUILDERS or node is None:
+    return None
+  arrays = out if isinstance(out, tuple) else (out,)
+  if not arrays or not all(hasattr(a, "shape") and len(a.shape) == 1 and 1 <= a.shape[0] <= RUN_MAX and
+                           np.asarray(a).dtype.kind in "iu" for a in arrays):
+    return None
+  got = [_runs(tracer, node, np.asarray(a)) for a in arrays]
+  if any(g is None for g in got):
+    return None
+  return tuple(got) if isinstance(out, tuple) else got[0]
+
+
+RUNS, RUN_MAX = 64, 65536
+
+
+def _runs(tracer, node, vals):
+  """The register vector of the static integer array `vals` as runs start + step * (p - first) selected by the
+  position p; a table of its numbers where it has more than RUNS runs (None past MAX elements)."""
+  d = _dtype(vals, bool(getattr(tracer.b, "x64", False)))
+  if d is None or not d.is_int or vals.min() < d.int_range[0] or vals.max() > d.int_range[1] or \
+      max(abs(int(vals.min())), abs(int(vals.max()))) >= 2 ** 31:
+    return None
+  n, runs, p = vals.shape[0], [], 0
+  while p < n and len(runs) <= RUNS:
+    step = int(vals[p + 1]) - int(vals[p]) if p + 1 < n else 0
+    q = p + 1
+    while q < n and int(vals[q]) - int(vals[q - 1]) == step:
+      q += 1
+    runs.append((p, int(vals[p]), step))
+    p = q
+  if len(runs) > RUNS:
+    return table(tracer, node, "asarray", vals) if n <= MAX else None
+  from .jnp_calls import trace_form
+  ty = f"ml.{d.value}"
+  first, a, step = runs[0]
+  t = trace_form(tracer, node, f"({a} + {step} * ml.arange({n})).astype({ty})" if step else
+                 f"ml.full(({n},), {a}, {ty})", [])
+  if len(runs) > 1:
+    i = trace_form(tracer, node, f"ml.arange({n})", [])
+    for first, a, step in runs[1:]:
+      v = f"({a} + {step} * ({{1}} - {first})).astype({ty})" if step else f"{a}"
+      t = trace_form(tracer, node, f"ml.where({{1}} >= {first}, {v}, {{0}})", [t, i])
+  return t
+
+
 def _matrix(tracer, node, out):
   """The register tile of the static 2-D array `out` (a 3x3 stencil's taps, a small lookup matrix): `ml.full` of
   its first number, then a select by the flat index of each element that differs (since probe 53b)."""

@@ -160,22 +160,38 @@ def register_gather(cx, x, index, name=""):
 
 
 def _padded_vector(cx, x, full, name):
-  """`v[ids]` of a 1-D `v` and a 1-D or 2-D `ids` either of which is computed padded (ops/padded_tiles.py: an odd
-  read of 100 tokens, its argsort; a (3, 40) tile of positions in a table, jnp.interp's, probe 54a): ids clamped into v's own length, as jnp's, so padding lanes read v's own elements; the
-  result padded as ids. Any other form with a padded operand ends the padded trace."""
+  """`v[ids]` (or `z[rows, cols]`, `z[0, ids]`) of a `v` and integer indices any of which is computed padded
+  (ops/padded_tiles.py: an odd read of 100 tokens, its argsort; a (3, 40) tile of positions in a table, jnp.interp's,
+  probe 54a; DLRM's lower triangle `z[li, lj]` of 28 pairs, probe 56e): every index clamped into its axis's own
+  length, as jnp's, so padding lanes read v's own elements, the flat position computed with v's held strides; the
+  result padded as the indices broadcast. Any other form with a padded operand (a slice beside the indices) ends
+  the padded trace."""
   from . import padded_tiles
   from .padded_tiles import PadAbort
-  if len(x.type.shape) != 1 or len(full) != 1 or not _int_tensor(full[0]) or len(full[0].type.shape) not in (1, 2):
+  tens = [i for i in full if is_tensor(i)]
+  held = _broadcast_shapes([tuple(i.type.shape) for i in tens]) if tens else None
+  if not tens or not all(_int_tensor(i) or _static_int(i) for i in full) or held is None or len(held) not in (1, 2):
     raise PadAbort("register gather")
-  ids = full[0]
-  n = padded_tiles.true_shape(cx.b, x)[0]
-  own = padded_tiles.true_shape(cx.b, ids)
+  own_x = padded_tiles.true_shape(cx.b, x)
+  shape = tuple(x.type.shape)
+  strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+  own = _broadcast_shapes([padded_tiles.true_shape(cx.b, i) for i in tens])
+  pos, offset = None, 0
   with padded_tiles.allowed(cx):
-    k = ew.astype(cx, ids, DType.i32) if resolve(ids.type.dtype) != DType.i32 else ids
-    k = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, k, 0), ew.binary(cx, ew.BinOp.ADD, k, n), k)
-    k = ew.binary(cx, ew.BinOp.MAX, ew.binary(cx, ew.BinOp.MIN, k, n - 1), 0)
-    out = gather_positions(cx, x, k, name)
-  if own != tuple(ids.type.shape):
+    for d, i in enumerate(full):
+      n = own_x[d]
+      if _static_int(i):
+        offset += min(max(i + n if i < 0 else i, 0), n - 1) * strides[d]
+        continue
+      k = ew.astype(cx, i, DType.i32) if resolve(i.type.dtype) != DType.i32 else i
+      k = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, k, 0), ew.binary(cx, ew.BinOp.ADD, k, n), k)
+      k = ew.binary(cx, ew.BinOp.MAX, ew.binary(cx, ew.BinOp.MIN, k, n - 1), 0)
+      term = k if strides[d] == 1 else ew.binary(cx, ew.BinOp.MUL, k, strides[d])
+      pos = term if pos is None else ew.binary(cx, ew.BinOp.ADD, pos, term)
+    if offset:
+      pos = ew.binary(cx, ew.BinOp.ADD, pos, offset)
+    out = gather_positions(cx, x, pos, name)
+  if own is not None and own != tuple(out.type.shape):
     cx.b.pad_tiles[out.id] = own
   return out
 

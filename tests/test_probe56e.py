@@ -1,0 +1,105 @@
+"""Probe 56e: recommendation and graph kernels (EmbeddingBag over offsets, FBGEMM's jagged ops, segment reductions,
+CSR SpMV / SpMM, GAT and GraphSAGE aggregation, DLRM's pairwise interaction, hashed embeddings, loops on bounds read
+from memory). Found and fixed: DLRM's lower triangle `z[li, lj]` of a register tile at 28 or 351 pairs (no multiple
+of 8) was MG204 (the padded trace's register gather took a 1-D tensor and one index only; ops/register_gather.py
+`_padded_vector` now takes any rank and several indices); `z[np.tril_indices(F, -1)]` was MG003 (the index builders'
+tuples of static int arrays are register vectors now, made of arithmetic runs: static_tables.index_tables)."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from probe_util import export
+
+S = jax.ShapeDtypeStruct
+R = np.random.default_rng(56)
+
+
+def _close(got, want, tol=1e-4):
+  np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=tol, atol=tol)
+
+
+def _both(kernel, args, want, tol=1e-4, **kw):
+  """`kernel` in interpret mode against `want`, then built for CUDA."""
+  _close(kernel(*args, **kw, interpret=True), want, tol)
+  export(kernel, *args, **kw)
+
+
+# --- DLRM's pairwise interaction: the lower triangle of x x^T per sample ---
+
+def _dlrm_ref(x, upper=False):
+  f = x.shape[1]
+  li, lj = np.triu_indices(f, 1)[::-1] if upper else np.tril_indices(f, -1)
+  return np.einsum("bfd,bgd->bfg", x.astype(np.float64), x.astype(np.float64))[:, li, lj]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, a, b: S((x.shape[0], a.shape[0]), x.dtype), grid=lambda x, a, b: (x.shape[0],))
+def dlrm_pairs(x, li, lj, out):
+  b = ml.program_id(0)
+  v = x[b]
+  z = jnp.dot(v, v.T, preferred_element_type=jnp.float32)
+  out[b, :] = z[li[...], lj[...]]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1] * (x.shape[1] - 1) // 2), x.dtype),
+                grid=lambda x: (x.shape[0],))
+def dlrm_tril(x, out, *, form: ml.constexpr = 0):
+  b = ml.program_id(0)
+  v = x[b]
+  z = v @ v.T
+  f = x.shape[1]
+  if form == 0:
+    i, j = np.tril_indices(f, -1)
+    out[b] = z[i, j]
+  elif form == 1:
+    out[b] = z[jnp.tril_indices(f, -1)]
+  else:
+    i, j = np.triu_indices(f, 1)
+    out[b] = z[j, i]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, a, b: S((x.shape[0], x.shape[2] + a.shape[0]), x.dtype),
+                grid=lambda x, a, b: (x.shape[0],))
+def dlrm_concat(x, li, lj, out):
+  b = ml.program_id(0)
+  v = x[b]
+  z = jnp.dot(v, v.T)
+  out[b, :] = jnp.concatenate([v[0], z[li[...], lj[...]]])
+
+
+@pytest.mark.parametrize("f,d", [(8, 64), (27, 128)])
+def test_dlrm_pairs_from_index_inputs(f, d):
+  x = R.standard_normal((3, f, d)).astype(np.float32)
+  li, lj = (a.astype(np.int32) for a in np.tril_indices(f, -1))
+  _both(dlrm_pairs, [x, li, lj], _dlrm_ref(x), tol=2e-2)
+
+
+@pytest.mark.parametrize("f", [8, 27])
+@pytest.mark.parametrize("form", [0, 1, 2])
+def test_dlrm_pairs_from_static_tril_indices(f, form):
+  x = R.standard_normal((2, f, 64)).astype(np.float32)
+  _both(dlrm_tril, [x], _dlrm_ref(x, form == 2), tol=2e-2, form=form)
+
+
+def test_dlrm_dense_features_concatenated_with_pairs():
+  x = R.standard_normal((2, 27, 128)).astype(np.float32)
+  li, lj = (a.astype(np.int32) for a in np.tril_indices(27, -1))
+  _both(dlrm_concat, [x, li, lj], np.concatenate([x[:, 0], _dlrm_ref(x)], 1), tol=2e-2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, r, c: S((x.shape[0], r.shape[0]), x.dtype), grid=lambda x, r, c: (x.shape[0],))
+def tile_pairs(x, r, c, out):
+  b = ml.program_id(0)
+  z = x[b] * 2.0
+  out[b, :] = z[r[...], c[...]]
+
+
+def test_padded_gather_of_a_tile_clamps_and_wraps_each_index_into_its_own_axis():
+  """Indices past either end of either axis, and negative ones, read jnp's element (each axis clamped on its own)."""
+  x = R.standard_normal((2, 8, 64)).astype(np.float32)
+  r = np.array([0, 7, -1, -8, 9, 3, 100, -100, 2, 5, 1, 6, 4, 0, 7, 3, 2, 1, 5, 6, 0], np.int32)
+  c = np.array([63, 0, -1, 64, 5, -64, 70, 2, 1, 3, -2, 33, 17, 9, 8, 7, 6, 5, 4, 3, 2], np.int32)
+  want = np.asarray(jnp.asarray(x * 2.0)[:, jnp.asarray(r), jnp.asarray(c)])
+  _both(tile_pairs, [x, r, c], want)
