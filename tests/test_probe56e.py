@@ -103,3 +103,97 @@ def test_padded_gather_of_a_tile_clamps_and_wraps_each_index_into_its_own_axis()
   c = np.array([63, 0, -1, 64, 5, -64, 70, 2, 1, 3, -2, 33, 17, 9, 8, 7, 6, 5, 4, 3, 2], np.int32)
   want = np.asarray(jnp.asarray(x * 2.0)[:, jnp.asarray(r), jnp.asarray(c)])
   _both(tile_pairs, [x, r, c], want)
+
+
+# --- bags over offsets (ragged, empty) ---
+
+def _bags(seed, v=50, d=128, lens=(3, 0, 5, 1, 0, 7, 2, 4)):
+  r = np.random.default_rng(seed)
+  offs = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
+  idx = r.integers(0, v, int(offs[-1])).astype(np.int32)
+  return r.standard_normal((v, d)).astype(np.float32), idx, offs
+
+
+def _bag_ref(table, idx, offs, mode):
+  out = np.zeros((len(offs) - 1, table.shape[1]), np.float32)
+  for b in range(len(offs) - 1):
+    rows = table[idx[offs[b]:offs[b + 1]]]
+    if len(rows):
+      out[b] = {"sum": rows.sum(0), "mean": rows.mean(0), "max": rows.max(0)}[mode]
+  return out
+
+
+@mg.mgpu_kernel(out_shape=lambda t, i, o: S((o.shape[0] - 1, t.shape[1]), t.dtype), grid=lambda t, i, o: (o.shape[0] - 1,))
+def bag_max_fori(table, idx, offs, out, *, pos: ml.constexpr = False):
+  b = ml.program_id(0)
+  if pos:
+    acc = jax.lax.fori_loop(offs[b], offs[b + 1], lambda j, a: jnp.minimum(a, table[idx[j]]), jnp.full((table.shape[1],), jnp.inf))
+    out[b] = -jnp.where(jnp.isposinf(acc), 0.0, acc)
+  else:
+    acc = jax.lax.fori_loop(offs[b], offs[b + 1], lambda j, a: jnp.maximum(a, table[idx[j]]), jnp.full((table.shape[1],), -jnp.inf))
+    out[b] = jnp.where(jnp.isneginf(acc), 0.0, acc)
+
+
+@pytest.mark.parametrize("pos", [False, True])
+def test_bag_max_with_isneginf_for_empty_bags(pos):
+  """jnp.isneginf / jnp.isposinf were MG003 ('no ml.isneginf'): they are x == -inf (inf)."""
+  table, idx, offs = _bags(1)
+  want = _bag_ref(-table if pos else table, idx, offs, "max")
+  _both(bag_max_fori, [table, idx, offs], want, pos=pos)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, jnp.bool_), S(x.shape, jnp.bool_)))
+def inf_flags(x, neg, pos):
+  v = x[...]
+  neg[...] = jnp.isneginf(v)
+  pos[...] = jnp.isposinf(v) | jnp.isneginf(v.astype(jnp.int32))
+
+
+def test_isneginf_isposinf_of_floats_and_ints():
+  x = R.standard_normal(128).astype(np.float32)
+  x[[1, 5, 9]] = [np.inf, -np.inf, np.nan]
+  neg, pos = inf_flags(x, interpret=True)
+  np.testing.assert_array_equal(np.asarray(neg), np.isneginf(x))
+  np.testing.assert_array_equal(np.asarray(pos), np.isposinf(x))
+  export(inf_flags, x)
+
+
+# --- dense to jagged: each row finds its bag by a search of the offsets ---
+
+@mg.mgpu_kernel(out_shape=lambda d, o, n: S((n.shape[0], d.shape[1]), d.dtype),
+                grid=lambda d, o, n: (ml.cdiv(n.shape[0], 8),))
+def dense_to_jagged_search(dense, offsets, rows_like, out, *, L: ml.constexpr = 8, Q: ml.constexpr = 8):
+  p = ml.program_id(0)
+  j = p * Q + ml.arange(Q)
+  bag = jnp.searchsorted(offsets[...], j, side="right") - 1
+  t = j - offsets[bag]
+  cols = ml.arange(dense.shape[1])
+  m = j < rows_like.shape[0]
+  rows = ml.load(dense.at[bag * L + t, :], mask=m[:, None], other=0.0)
+  ml.store(out.at[j[:, None], cols[None, :]], rows, mask=m[:, None])
+
+
+@pytest.mark.parametrize("lens", [(3, 0, 5, 1, 0, 7, 2, 4), (8, 1, 0, 0, 2, 8, 3, 3, 1, 6, 0, 5)])
+def test_dense_to_jagged_bags_found_by_searchsorted_of_odd_offsets(lens):
+  """`jnp.searchsorted(offsets[...], j)` of 9 (13) offsets whose result indexes a gather's rows was MG204 (the
+  (8, 9) count tile took the gather's row layout): a whole read of an input of a length no multiple of 32 is
+  searched in the input itself (binary search, jnp's answer)."""
+  b, L, d = len(lens), 8, 128
+  offs = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
+  dense = R.standard_normal((b * L, d)).astype(np.float32)
+  n = int(offs[-1])
+  want = np.concatenate([dense[k * L:k * L + lens[k]] for k in range(b)])
+  _both(dense_to_jagged_search, [dense, offs, np.zeros(n, np.int32)], want, L=L)
+
+
+@mg.mgpu_kernel(out_shape=lambda o, q: S(q.shape, jnp.int32))
+def search_unsorted(a, q, out):
+  out[...] = jnp.searchsorted(a[...], q[...], side="left")
+
+
+def test_search_of_a_narrow_input_matches_jnp_on_ties_and_ends():
+  a = np.array([0, 2, 2, 2, 5, 9, 9, 11, 40], np.int32)
+  q = np.random.default_rng(3).integers(-3, 45, 128).astype(np.int32)
+  got = search_unsorted(a, q, interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(jnp.searchsorted(jnp.asarray(a), jnp.asarray(q))))
+  export(search_unsorted, a, q)

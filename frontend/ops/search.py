@@ -46,7 +46,29 @@ def searchsorted(cx, a, v, side="left", sorter=None, *, method="scan"):
       return _binary_search(cx, a, v, side)
     from .transfers import load
     a = load(cx, a)             # an SMEM buffer and tensor queries: its elements counted
+  elif is_tensor(v) and len(v.type.shape) == 1 and (ref := _narrow_input(cx, a, v)) is not None:
+    return _binary_search(cx, ref, v, side)
   return _count(cx, a, v, side)
+
+
+def _narrow_input(cx, a, v):
+  """The GMEM input `a` is a whole read of (`offsets[...]`), where its length is no multiple of a warp's 32 lanes,
+  else None. Its queries are searched in the input itself, as jnp's binary search does (probe 56e: counting
+  them in a (queries, 9) tile left that tile without a register layout where the positions index a gather's rows,
+  `dense[jnp.searchsorted(offsets[...], j, side='right') - 1, :]`, MG204)."""
+  from ..types import Space
+  from .memory import Load
+  from .padded_tiles import true_shape
+  d = cx.b.defs.get(getattr(a, "id", None))
+  if not isinstance(d, Load) or not isinstance(getattr(d.ref, "type", None), RefType):
+    return None
+  ref = d.ref
+  shape = tuple(ref.type.shape)
+  if ref.type.space != Space.GMEM or ref.id not in cx.b.read_only or ref.id in cx.b.aliased or len(shape) != 1 or \
+      true_shape(cx.b, a) != shape or shape[0] % 32 == 0 or cx.b.defining(ref) is not None or \
+      true_shape(cx.b, v) != tuple(v.type.shape):
+    return None
+  return ref
 
 
 def _binary_search(cx, a, v, side):
