@@ -197,3 +197,30 @@ def test_search_of_a_narrow_input_matches_jnp_on_ties_and_ends():
   got = search_unsorted(a, q, interpret=True)
   np.testing.assert_array_equal(np.asarray(got), np.asarray(jnp.searchsorted(jnp.asarray(a), jnp.asarray(q))))
   export(search_unsorted, a, q)
+
+
+def _gpu():
+  return any(d.platform == "gpu" for d in jax.devices())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_gpu_dlrm_pairs_and_bags_found_by_search():
+  """The padded register gather of a tile at two index vectors, the index builders' runs, and the binary search of
+  a narrow input, on the GPU (no lowering changed: new compositions of existing ops)."""
+  for f in (8, 27):
+    x = R.standard_normal((3, f, 64)).astype(np.float32)
+    li, lj = (a.astype(np.int32) for a in np.tril_indices(f, -1))
+    _close(dlrm_pairs(x, li, lj), _dlrm_ref(x), 2e-2)
+    _close(dlrm_tril(x, form=0), _dlrm_ref(x), 2e-2)
+  x = R.standard_normal((2, 8, 64)).astype(np.float32)
+  r = np.array([0, 7, -1, -8, 9, 3, 100, -100, 2, 5, 1, 6, 4, 0, 7, 3, 2, 1, 5, 6, 0], np.int32)
+  c = np.array([63, 0, -1, 64, 5, -64, 70, 2, 1, 3, -2, 33, 17, 9, 8, 7, 6, 5, 4, 3, 2], np.int32)
+  _close(tile_pairs(x, r, c), np.asarray(jnp.asarray(x * 2.0)[:, jnp.asarray(r), jnp.asarray(c)]))
+  lens = (3, 0, 5, 1, 0, 7, 2, 4)
+  offs = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
+  dense = R.standard_normal((64, 128)).astype(np.float32)
+  want = np.concatenate([dense[k * 8:k * 8 + lens[k]] for k in range(8)])
+  _close(dense_to_jagged_search(dense, offs, np.zeros(int(offs[-1]), np.int32)), want)
+  table, idx, offs = _bags(1)
+  _close(bag_max_fori(table, idx, offs), _bag_ref(table, idx, offs, "max"))
