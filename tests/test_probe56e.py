@@ -224,3 +224,29 @@ def test_gpu_dlrm_pairs_and_bags_found_by_search():
   _close(dense_to_jagged_search(dense, offs, np.zeros(int(offs[-1]), np.int32)), want)
   table, idx, offs = _bags(1)
   _close(bag_max_fori(table, idx, offs), _bag_ref(table, idx, offs, "max"))
+
+
+# --- jnp's v.at[ids].get(mode="fill"): a lookup whose ids may fall outside the table ---
+
+@mg.mgpu_kernel(out_shape=lambda t, v, i: (S((i.shape[0], t.shape[1]), t.dtype), S(i.shape, v.dtype),
+                                           S(i.shape, jnp.float32)))
+def at_get_fill(t, v, i, rows, ints, fl):
+  ids = i[...]
+  rows[...] = (t[...] * 2.0).at[ids].get(mode="fill", fill_value=0.0)
+  ints[...] = (v[...] + 1).at[ids].get(mode="fill")
+  fl[...] = v[...].astype(jnp.float32).at[ids].get(mode="drop")
+
+
+def test_at_get_with_fill_gives_the_fill_outside_and_wraps_negatives_inside():
+  """`.at[ids].get(mode='fill')` of a register tensor was MG003 with a hint about .set: ids outside [-n, n) give
+  fill_value (jnp's default: NaN, the lowest int32), negative ones inside count from the end."""
+  t = R.standard_normal((64, 128)).astype(np.float32)
+  v = R.integers(-100, 100, 256).astype(np.int32)
+  i = R.integers(-300, 300, 128).astype(np.int32)
+  got = at_get_fill(t, v, i, interpret=True)
+  want = (jnp.asarray(t * 2).at[i].get(mode="fill", fill_value=0.0), jnp.asarray(v + 1).at[i].get(mode="fill"),
+          jnp.asarray(v, jnp.float32).at[i].get(mode="drop"))
+  for g, w in zip(got, want):
+    np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+  assert np.isnan(np.asarray(got[2])).any() and (np.asarray(got[1]) == np.iinfo(np.int32).min).any()
+  export(at_get_fill, t, v, i)

@@ -240,11 +240,27 @@ def _get_rule(cx, at, *, mode=None, fill_value=None, indices_are_sorted=False, u
   from .register_gather import register_gather
   from .shape import expand
   v = at.at.value
-  if mode not in (None, "promise_in_bounds", "clip") or fill_value is not None:
-    raise at.at.error()        # (jnp's fill of out-of-bounds indices: the error's select)
+  fill = mode in ("fill", "drop") and at.ids is not None
+  if mode not in (None, "promise_in_bounds", "clip") and not fill or fill_value is not None and not fill:
+    raise at.at.error()        # (a point's fill: the error's select)
   if at.ids is None:
     return expand(cx, v, tuple(at.items))
-  return register_gather(cx, v, at.ids, cx.name)
+  got = register_gather(cx, v, at.ids, cx.name)
+  if not fill or got is None:
+    return got
+  # mode="fill" (a lookup whose ids may lie outside the table, jnp's padding ids; probe 56e: it was MG003): the
+  # rows of ids outside [-n, n) are fill_value, jnp's default NaN, the lowest signed or largest unsigned integer
+  d = resolve(v.type.dtype)
+  if fill_value is None:
+    import numpy as np
+    fill_value = True if d == DType.bool_ else float("nan") if d.is_float else \
+        int(np.iinfo(d.np).min if d.is_signed else np.iinfo(d.np).max)
+  n = v.type.shape[0]
+  ids = at.ids
+  inside = ew.binary(cx, ew.BinOp.AND, ew.compare(cx, ew.CmpOp.GE, ids, -n), ew.compare(cx, ew.CmpOp.LT, ids, n))
+  if len(got.type.shape) == 2:
+    inside = expand(cx, inside, (slice(None), None))
+  return ew.where_(cx, inside, got, fill_value)
 
 
 _GET = Builtin(_get_rule, "at.get")
