@@ -250,3 +250,32 @@ def test_at_get_with_fill_gives_the_fill_outside_and_wraps_negatives_inside():
     np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
   assert np.isnan(np.asarray(got[2])).any() and (np.asarray(got[1]) == np.iinfo(np.int32).min).any()
   export(at_get_fill, t, v, i)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1] * (x.shape[1] - 1) // 2), x.dtype),
+                grid=lambda x: (x.shape[0],))
+def dlrm_nonzero(x, out, *, flat: ml.constexpr = False):
+  b = ml.program_id(0)
+  v = x[b]
+  z = jnp.dot(v, v.T, preferred_element_type=jnp.float32)
+  f = x.shape[1]
+  if flat:
+    out[b] = z.reshape(-1)[np.flatnonzero(np.tri(f, k=-1))].astype(out.dtype)
+  else:
+    i, j = np.nonzero(np.tri(f, k=-1))
+    out[b] = z[i, j].astype(out.dtype)
+
+
+@pytest.mark.parametrize("flat", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, jnp.bfloat16])
+def test_dlrm_pairs_from_nonzero_of_a_static_mask(flat, dtype):
+  x = R.standard_normal((2, 27, 64)).astype(dtype)
+  _both(dlrm_nonzero, [x], _dlrm_ref(np.asarray(x, np.float32)), tol=5e-2, flat=flat)
+
+
+def test_index_builders_under_x64_are_int64_runs():
+  with jax.enable_x64(True):
+    x = R.standard_normal((2, 27, 64)).astype(np.float32)
+    _both(dlrm_tril, [x], _dlrm_ref(x), tol=2e-2, form=1)
+    ir = dlrm_tril.typed_ir(S(x.shape, x.dtype), form=1)
+    assert "int64" in str(ir) or "i64" in str(ir)
