@@ -11,6 +11,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from locate import where
 from probe_util import export
 
 S = jax.ShapeDtypeStruct
@@ -279,3 +280,46 @@ def test_index_builders_under_x64_are_int64_runs():
     _both(dlrm_tril, [x], _dlrm_ref(x), tol=2e-2, form=1)
     ir = dlrm_tril.typed_ir(S(x.shape, x.dtype), form=1)
     assert "int64" in str(ir) or "i64" in str(ir)
+
+
+# --- a grid of pairs from a tile: z[r[:, None], c[None, :]] of (5, 40) ---
+
+@mg.mgpu_kernel(out_shape=lambda x, r, c: S((x.shape[0], r.shape[0], c.shape[0]), x.dtype),
+                grid=lambda x, r, c: (x.shape[0],))
+def grid_pick(x, r, c, out):
+  b = ml.program_id(0)
+  v = x[b]
+  z = jnp.dot(v, v.T, preferred_element_type=jnp.float32)
+  out[b] = z[r[...][:, None], c[...][None, :]]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, r, c: S((x.shape[0], r.shape[0], c.shape[0]), x.dtype),
+                grid=lambda x, r, c: (x.shape[0],))
+def grid_pick_padded(x, r, c, out):
+  b = ml.program_id(0)
+  v = x[b]
+  z = jnp.dot(v, v.T, preferred_element_type=jnp.float32)
+  i = ml.arange(8)
+  j = ml.arange(64)
+  rr = r.at[i].load(mask=i < r.shape[0], other=0)
+  cc = c.at[j].load(mask=j < c.shape[0], other=0)
+  out.at[b, i[:, None], j[None, :]].store(z[rr[:, None], cc[None, :]],
+                                          mask=(i[:, None] < r.shape[0]) & (j[None, :] < c.shape[0]))
+
+
+def test_grid_gather_of_a_tile_is_mg204_whose_hint_pads_and_the_padded_form_computes():
+  """`z[r[:, None], c[None, :]]` of a (5, 40) grid was MG003 "a form a register gather does not take" (it takes it,
+  at a padded grid): MG204 now, whose hint (indices read padded to (8, 64), the result stored under the mask)
+  computes. (The padded trace does not reach it: c's 40 lanes are no padded read.)"""
+  x = R.standard_normal((2, 27, 64)).astype(np.float32)
+  r = R.integers(-30, 30, 5).astype(np.int32)
+  c = R.integers(-30, 30, 40).astype(np.int32)
+  with pytest.raises(mg.LayoutError) as info:
+    grid_pick(x, r, c, interpret=True)
+  e = info.value
+  assert e.code == "MG204" and (e.lineno, e.col_offset) == where(grid_pick, "z[r[...]"), e.render()
+  assert e.message == ("a gather from z at a (5, 40) tile of indices gives 200 elements, which no register tensor"
+                       " holds (a tile holds a multiple of 128)")
+  assert e.hint.startswith("read the indices padded to (8, 64) under a mask (other=0)")
+  z = jnp.einsum("bfd,bgd->bfg", x, x)
+  _both(grid_pick_padded, [x, r, c], np.asarray(z[:, jnp.asarray(r)[:, None], jnp.asarray(c)[None, :]]), tol=2e-2)

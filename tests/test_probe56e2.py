@@ -385,8 +385,8 @@ def segment_softmax(e, off, out, *, BLK: ml.constexpr = 128):
 def test_segment_reductions():
   sums = np.asarray(jax.ops.segment_sum(XS, SEG, num_segments=G))
   _both(segment_sum_atomic, [XS, SEG], sums)
-  _both(segment_sum_atomic, [XS, SEG], np.maximum(np.asarray(jax.ops.segment_max(XS, SEG, num_segments=G)), 0),
-        op="max")
+  neg = -np.abs(XS)                     # (an output atomic_max updates starts at -inf, not 0)
+  _both(segment_sum_atomic, [neg, SEG], np.asarray(jax.ops.segment_max(neg, SEG, num_segments=G)), op="max")
   cnt = np.bincount(SEG, minlength=G)[:, None]
   _both(segment_mean, [XS, SEG_OFF], np.where(cnt > 0, sums / np.maximum(cnt, 1), 0))
   _both(segment_sum_search, [XS, SEG], sums)

@@ -126,8 +126,10 @@ def register_gather(cx, x, index, name=""):
                           hint=f"gather {-(-n // 8) * 8} indices (the vector padded), and store the first {n} under"
                                f" a mask: {stored_into(cx)}.at[ml.ds(0, {-(-n // 8) * 8})].store(v, mask=ml.arange({-(-n // 8) * 8})"
                                f" < {n})")
-    if len(out) == 2 and len(adv) == 1 and len(shape) == 1 and pads is None:    # (a (3, 40) tile of indices into a
-      up = (-(-out[0] // 4) * 4, -(-out[1] // 32) * 32)      # table, as jnp.interp's: the padded trace takes it too)
+    if len(out) == 2 and (len(adv) == 1 and len(shape) == 1 or len(adv) == len(shape)) and pads is None:
+      # (a (3, 40) tile of indices into a table, as jnp.interp's; a (5, 40) grid z[r[:, None], c[None, :]] of a tile,
+      # probe 56e: the padded trace takes them too)
+      up = (-(-out[0] // 4) * 4, -(-out[1] // 32) * 32)
       raise E.LayoutError(f"a gather from {cx.named(x, 'a register tensor')} at a {out} tile of indices gives {n}"
                           f" elements, which no register tensor holds (a tile holds a multiple of 128)", cx.loc,
                           hint=f"read the indices padded to {up} under a mask (other=0) and gather at them, then"
