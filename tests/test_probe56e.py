@@ -323,3 +323,39 @@ def test_grid_gather_of_a_tile_is_mg204_whose_hint_pads_and_the_padded_form_comp
   assert e.hint.startswith("read the indices padded to (8, 64) under a mask (other=0)")
   z = jnp.einsum("bfd,bgd->bfg", x, x)
   _both(grid_pick_padded, [x, r, c], np.asarray(z[:, jnp.asarray(r)[:, None], jnp.asarray(c)[None, :]]), tol=2e-2)
+
+
+# --- early exits (corpus: computed before the probe) ---
+
+@mg.mgpu_kernel(out_shape=lambda x, t: S((t.shape[0],), jnp.int32), grid=lambda x, t: (t.shape[0],))
+def first_at_least(x, t, out, *, chunks: ml.constexpr = False):
+  q = ml.program_id(0)
+  v = t[q]
+  if chunks:
+    res = x.shape[0]
+    for c in range(0, x.shape[0], 128):
+      k = c + ml.arange(128)
+      hit = ml.load(x.at[k], mask=k < x.shape[0], other=-jnp.inf) >= v
+      if jnp.any(hit):
+        res = c + jnp.argmax(hit)
+        break
+    out[q] = res
+  else:
+    i = 0
+    while True:
+      if i >= x.shape[0]:
+        break
+      if x[i] >= v:
+        break
+      i += 1
+    out[q] = i
+
+
+@pytest.mark.parametrize("chunks", [False, True])
+def test_early_exit_searches(chunks):
+  x = np.sort(R.standard_normal(300)).astype(np.float32)
+  t = R.standard_normal(16).astype(np.float32)
+  t[:2] = [100, -100]
+  got = first_at_least(x, t, chunks=chunks, interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), np.searchsorted(x, t, side="left"))
+  export(first_at_least, x, t, chunks=chunks)
