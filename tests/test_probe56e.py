@@ -1,9 +1,17 @@
 """Probe 56e: recommendation and graph kernels (EmbeddingBag over offsets, FBGEMM's jagged ops, segment reductions,
 CSR SpMV / SpMM, GAT and GraphSAGE aggregation, DLRM's pairwise interaction, hashed embeddings, loops on bounds read
-from memory). Found and fixed: DLRM's lower triangle `z[li, lj]` of a register tile at 28 or 351 pairs (no multiple
-of 8) was MG204 (the padded trace's register gather took a 1-D tensor and one index only; ops/register_gather.py
-`_padded_vector` now takes any rank and several indices); `z[np.tril_indices(F, -1)]` was MG003 (the index builders'
-tuples of static int arrays are register vectors now, made of arithmetic runs: static_tables.index_tables)."""
+from memory; the corpus that computed as it was is test_probe56e2.py). Found and fixed (frontend only):
+- DLRM's lower triangle `z[li, lj]` of a register tile at 28 or 351 pairs (no multiple of 8) was MG204: the padded
+  trace's register gather (ops/register_gather.py `_padded_vector`) took a 1-D tensor and one index only; it takes
+  any rank and several indices now, each clamped into its own axis;
+- `z[np.tril_indices(F, -1)]` (`jnp.tril_indices`, `np.triu_indices`, `np.nonzero`/`flatnonzero` of a static mask)
+  was MG003: the index builders' static int arrays are register vectors of arithmetic runs (static_tables.index_tables);
+- `jnp.searchsorted(offsets[...], j)` of 9 offsets indexing a gather's rows (dense to jagged) was MG204: a whole read
+  of an input no multiple of 32 long is searched in the input (ops/search.py `_narrow_input`);
+- `jnp.isneginf` / `jnp.isposinf` were MG003; `v.at[ids].get(mode='fill')` of a register tensor was MG003 with a
+  hint about `.set`;
+- a grid gather of a tile, `z[r[:, None], c[None, :]]` of (5, 40), was a misleading MG003 ("a form a register gather
+  does not take"): MG204 with the padding hint, which computes (the unpadded form is left)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
