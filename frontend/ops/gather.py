@@ -105,8 +105,13 @@ class _Plan:
 def gather(cx, ref, index, name="", masked=False):
   """`ref[index]` where some index is a register tensor (`masked`: read by a masked load)."""
   from . import padded_tiles
-  from .padded_gathers import padded_rows
+  from .padded_gathers import padded_points, padded_rows
   if (out := tile_gather(cx, ref, index, gather)) is not None:     # y[p, :] of a (t, k) index tile: (t, k, d)
+    return out
+  if (points := padded_points(cx, index)) is not None:     # tab[idx, h] of a padded tile of indices
+    with padded_tiles.allowed(cx):
+      out = _gather(cx, ref, index, name, masked)
+    cx.b.pad_tiles[out.id] = points
     return out
   own = padded_rows(cx, index)
   if own is not None:     # x[o] of an index vector computed padded (an argsort of 100 ids): the gather clamps the

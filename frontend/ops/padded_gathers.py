@@ -5,7 +5,7 @@ and its result is padded as the index; a scatter adds a mask that keeps the padd
 from __future__ import annotations
 
 from . import elementwise as ew
-from .base import is_tensor
+from .base import is_scalar, is_tensor
 
 
 def padded_rows(cx, index):
@@ -22,6 +22,28 @@ def padded_rows(cx, index):
       isinstance(i, slice) or i is Ellipsis for i in items[1:])):
     raise PadAbort("gather")
   return pads[first.id][0]
+
+
+def padded_points(cx, index):
+  """The own shape of a gather's result where its index is padded integer tensors of one held shape beside static
+  ints and run-time integer scalars, no slices (`tab[idx[...], h]` of a Swin window's (49, 49) relative positions
+  read padded, at a head's column: probe 56g), in a padded trace; None for any other index. The gather clamps the
+  padding lanes' indices as every index, so they read real elements; the result is padded as the indices."""
+  from .padded_tiles import true_shape
+  pads = getattr(cx.b, "pad_tiles", None)
+  items = index if isinstance(index, tuple) else (index,)
+  if pads is None or getattr(cx.b, "pad_ok", 0) or not any(getattr(i, "id", None) in pads for i in items):
+    return None
+  tensors = [i for i in items if is_tensor(i)]
+  if len(tensors) == len(items) == 1 and len(tensors[0].type.shape) == 1:
+    return None                       # (x[o] of an index vector: padded_rows)
+  if not all(is_tensor(i) or is_scalar(i) or isinstance(i, int) and not isinstance(i, bool) for i in items):
+    return None
+  held = {tuple(i.type.shape) for i in tensors}
+  if len(held) != 1 or any(i.id not in pads for i in tensors):
+    return None
+  own = {true_shape(cx.b, i) for i in tensors}
+  return own.pop() if len(own) == 1 else None
 
 
 def padded_scatter(cx, kind, iref, value, mask, what, own):

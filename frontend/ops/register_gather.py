@@ -16,7 +16,7 @@ from ..dtypes import DType
 from ..ir import LayoutRule, Traits
 from ..types import TensorType, resolve
 from . import elementwise as ew
-from .base import is_tensor
+from .base import is_scalar, is_tensor
 from .out_names import stored_into
 
 
@@ -42,6 +42,11 @@ def _static_int(i) -> bool:
   return isinstance(i, int) and not isinstance(i, bool)
 
 
+def _int_scalar(i) -> bool:
+  """A run-time integer scalar (a program id, a loop index: `tab[ids, h]` of a head's bias column, probe 56g)."""
+  return is_scalar(i) and isinstance(d := resolve(i.type.dtype), DType) and d.is_int
+
+
 def _items(x, index):
   """`index` over x's axes (`...` and missing trailing axes as `:`), or None where it holds anything but whole
   slices, integer tensors and static ints, or its tensors and ints are not next to each other."""
@@ -53,7 +58,8 @@ def _items(x, index):
   for i in items:
     full.extend([slice(None)] * (rank - (len(items) - 1)) if i is Ellipsis else [i])
   full.extend([slice(None)] * (rank - len(full)))
-  if len(full) != rank or not all(i == slice(None) or _int_tensor(i) or _static_int(i) for i in full):
+  if len(full) != rank or not all(i == slice(None) or _int_tensor(i) or _static_int(i) or _int_scalar(i)
+                                  for i in full):
     return None
   adv = [d for d, i in enumerate(full) if i != slice(None)]
   if not adv or adv != list(range(adv[0], adv[-1] + 1)) or not any(is_tensor(full[d]) for d in adv):
@@ -126,10 +132,8 @@ def register_gather(cx, x, index, name=""):
                           hint=f"gather {-(-n // 8) * 8} indices (the vector padded), and store the first {n} under"
                                f" a mask: {stored_into(cx)}.at[ml.ds(0, {-(-n // 8) * 8})].store(v, mask=ml.arange({-(-n // 8) * 8})"
                                f" < {n})")
-    if len(out) == 2 and (len(adv) == 1 and len(shape) == 1 or len(adv) == len(shape)) and pads is None:
-      # (a (3, 40) tile of indices into a table, as jnp.interp's; a (5, 40) grid z[r[:, None], c[None, :]] of a tile,
-      # probe 56e: the padded trace takes them too)
-      up = (-(-out[0] // 4) * 4, -(-out[1] // 32) * 32)
+    if len(out) == 2 and out == bshape and pads is None:    # (a (3, 40) tile of indices into a table, as jnp.interp's,
+      up = (-(-out[0] // 4) * 4, -(-out[1] // 32) * 32)   # or a Swin bias table's column: the padded trace takes it)
       raise E.LayoutError(f"a gather from {cx.named(x, 'a register tensor')} at a {out} tile of indices gives {n}"
                           f" elements, which no register tensor holds (a tile holds a multiple of 128)", cx.loc,
                           hint=f"read the indices padded to {up} under a mask (other=0) and gather at them, then"
@@ -143,57 +147,73 @@ def register_gather(cx, x, index, name=""):
     if _static_int(i):              # (jnp's clamping of a static index too)
       offset += min(max(i + shape[d] if i < 0 else i, 0), shape[d] - 1) * strides[d]
       continue
+    if _int_scalar(i):              # a run-time one: clamped alike, added to every position
+      term = _clamped(cx, i, shape[d])
+      term = term if strides[d] == 1 else ew.binary(cx, ew.BinOp.MUL, term, strides[d])
+      offset = term if isinstance(offset, int) and not offset else ew.binary(cx, ew.BinOp.ADD, term, offset)
+      continue
     if i == slice(None):            # a whole axis: its coordinate at the result's shape
       axis = d if d < adv[0] else d - (adv[-1] + 1) + len(pre) + len(bshape)
       coord = cx.b.emit(ew.Arange, axis, loc=cx.loc, types=[TensorType(out, DType.i32)]).result
     else:                           # jnp's: from the end where negative, clamped into the axis
-      k = ew.astype(cx, i, DType.i32) if resolve(i.type.dtype) != DType.i32 else i
-      k = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, k, 0), ew.binary(cx, ew.BinOp.ADD, k, shape[d]), k)
-      k = ew.binary(cx, ew.BinOp.MAX, ew.binary(cx, ew.BinOp.MIN, k, shape[d] - 1), 0)
+      k = _clamped(cx, i, shape[d])
       dims = tuple(range(len(pre) + len(bshape) - len(i.type.shape), len(pre) + len(bshape)))
       from .shape import broadcast_to_shape
       coord = broadcast_to_shape(cx, k, out, dims)
       cx.b.index_broadcasts.add(coord.id)     # (its layout conflicts take a copy: no slip of NumPy's alignment)
     term = coord if strides[d] == 1 else ew.binary(cx, ew.BinOp.MUL, coord, strides[d])
     pos = term if pos is None else ew.binary(cx, ew.BinOp.ADD, pos, term)
-  if offset:
+  if not isinstance(offset, int) or offset:
     pos = ew.binary(cx, ew.BinOp.ADD, pos, offset)
   return gather_positions(cx, x, pos, name)
 
 
+def _clamped(cx, i, n):
+  """Integer index `i` (a tensor or a scalar) as jnp's gather takes it: int32, from the end where negative, clamped
+  into an axis of `n`."""
+  k = ew.astype(cx, i, DType.i32) if resolve(i.type.dtype) != DType.i32 else i
+  k = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, k, 0), ew.binary(cx, ew.BinOp.ADD, k, n), k)
+  return ew.binary(cx, ew.BinOp.MAX, ew.binary(cx, ew.BinOp.MIN, k, n - 1), 0)
+
+
 def _padded_vector(cx, x, full, name):
-  """`v[ids]` (or `z[rows, cols]`, `z[0, ids]`) of a `v` and integer indices any of which is computed padded
-  (ops/padded_tiles.py: an odd read of 100 tokens, its argsort; a (3, 40) tile of positions in a table, jnp.interp's,
-  probe 54a; DLRM's lower triangle `z[li, lj]` of 28 pairs, probe 56e): every index clamped into its axis's own
-  length, as jnp's, so padding lanes read v's own elements, the flat position computed with v's held strides; the
-  result padded as the indices broadcast. Any other form with a padded operand (a slice beside the indices) ends
-  the padded trace."""
+  """`x[index]` of integer tensors, static ints and run-time integer scalars (no slices) where x or an index tensor is
+  computed padded (ops/padded_tiles.py: an odd read of 100 tokens, its argsort; a (3, 40) tile of positions in a
+  table, jnp.interp's, probe 54a; a Swin bias table of (2w - 1)**2 rows at a head's column, `tab[idx, h]`, probe
+  56g): each index clamped into x's own length along its axis, as jnp's, so padding lanes read x's own elements;
+  the positions those of x's held (padded) shape; the result padded as the index tensors. Any other form with a
+  padded operand ends the padded trace."""
   from . import padded_tiles
   from .padded_tiles import PadAbort
-  tens = [i for i in full if is_tensor(i)]
-  held = _broadcast_shapes([tuple(i.type.shape) for i in tens]) if tens else None
-  if not tens or not all(_int_tensor(i) or _static_int(i) for i in full) or held is None or len(held) not in (1, 2):
+  tensors = [i for i in full if is_tensor(i)]
+  if any(i == slice(None) for i in full if not is_tensor(i)) or not tensors:
     raise PadAbort("register gather")
-  own_x = padded_tiles.true_shape(cx.b, x)
-  shape = tuple(x.type.shape)
+  held = _broadcast_shapes([tuple(i.type.shape) for i in tensors])
+  if held is None or any(tuple(i.type.shape) != held for i in tensors if i.id in cx.b.pad_tiles):
+    raise PadAbort("register gather")
+  own = _broadcast_shapes([padded_tiles.true_shape(cx.b, i) if i.id in cx.b.pad_tiles else tuple(i.type.shape)
+                           for i in tensors])
+  shape, xown = tuple(x.type.shape), padded_tiles.true_shape(cx.b, x)
   strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
-  own = _broadcast_shapes([padded_tiles.true_shape(cx.b, i) for i in tens])
-  pos, offset = None, 0
   with padded_tiles.allowed(cx):
+    pos, offset = None, 0
     for d, i in enumerate(full):
-      n = own_x[d]
       if _static_int(i):
-        offset += min(max(i + n if i < 0 else i, 0), n - 1) * strides[d]
+        offset += min(max(i + xown[d] if i < 0 else i, 0), xown[d] - 1) * strides[d]
         continue
-      k = ew.astype(cx, i, DType.i32) if resolve(i.type.dtype) != DType.i32 else i
-      k = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, k, 0), ew.binary(cx, ew.BinOp.ADD, k, n), k)
-      k = ew.binary(cx, ew.BinOp.MAX, ew.binary(cx, ew.BinOp.MIN, k, n - 1), 0)
+      k = _clamped(cx, i, xown[d])
+      if is_tensor(k) and tuple(k.type.shape) != held:
+        from .shape import broadcast_to_shape
+        k = broadcast_to_shape(cx, k, held, tuple(range(len(held) - len(k.type.shape), len(held))))
       term = k if strides[d] == 1 else ew.binary(cx, ew.BinOp.MUL, k, strides[d])
-      pos = term if pos is None else ew.binary(cx, ew.BinOp.ADD, pos, term)
-    if offset:
+      if is_tensor(term):
+        pos = term if pos is None else ew.binary(cx, ew.BinOp.ADD, pos, term)
+      else:
+        offset = term if isinstance(offset, int) and not offset else ew.binary(cx, ew.BinOp.ADD, term, offset)
+    if not isinstance(offset, int) or offset:
       pos = ew.binary(cx, ew.BinOp.ADD, pos, offset)
     out = gather_positions(cx, x, pos, name)
-  if own is not None and own != tuple(out.type.shape):
+  if own != held:
     cx.b.pad_tiles[out.id] = own
   return out
 

@@ -1,0 +1,136 @@
+"""Probe 56g: diffusion and vision-transformer kernels (GroupNorm + SiLU in NHWC and NCHW, AdaLN modulation and
+DiT's gated residual, timestep embeddings, GEGLU / SwiGLU halves, qk-norm then rotary, 2-D rotary of patches,
+patchify / unpatchify, nearest and bilinear upsampling, Swin window attention with a relative-position bias table,
+cross-attention over 77 keys, classifier-free guidance; bf16 storage, f32 statistics), each run in interpret mode
+against NumPy and exported for CUDA. Found and fixed: (1) gathers at a Swin bias table's column, `tab[idx, h]`
+(a run-time head `h` or a static int beside a tensor of indices) from a register table were MG003, and with a
+(49, 49) tile of indices (a 7x7 window) MG204 from a register table or GMEM: run-time integer scalars now index a
+register gather, and the padded trace gathers at padded index tiles beside ints and scalars
+(register_gather._padded_vector, padded_gathers.padded_points); (2) a ref read indexed with None beside other
+indices (`g[b, None, :]`) was MG203 counting None as an index."""
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from probe_util import export, f32, rnd
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+def _rel_index(w):
+  """Swin's relative-position index of a w x w window: (w*w, w*w) rows of a ((2w - 1)**2, heads) table."""
+  c = np.stack(np.meshgrid(np.arange(w), np.arange(w), indexing="ij")).reshape(2, -1)
+  rel = (c[:, :, None] - c[:, None, :]).transpose(1, 2, 0) + (w - 1)
+  return (rel[..., 0] * (2 * w - 1) + rel[..., 1]).astype(np.int32)
+
+
+def _attn(q, k, v, bias=None):
+  s = f32(q) @ f32(k).T / np.sqrt(q.shape[-1])
+  if bias is not None:
+    s = s + bias
+  p = np.exp(s - s.max(-1, keepdims=True))
+  return (p / p.sum(-1, keepdims=True)) @ f32(v)
+
+
+# ---------------------------------------------------------------- (1) a bias table's column gathered
+@mg.mgpu_kernel(out_shape=lambda q, k, v, tab, idx: q, grid=lambda q, k, v, tab, idx: (q.shape[0], q.shape[1]))
+def window_attention(q, k, v, tab, idx, o):          # Swin: a window's tokens, one head a program
+  w = ml.program_id(0)
+  h = ml.program_id(1)
+  qq, kk, vv = q[w, h].astype(F32), k[w, h].astype(F32), v[w, h].astype(F32)
+  s = qq @ kk.T * (q.shape[-1] ** -0.5)
+  s = s + tab[...][idx[...], h]                      # the head's column of the bias table, at every pair
+  o[w, h] = (jax.nn.softmax(s, axis=-1) @ vv).astype(o.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda tab, idx: S((tab.shape[1],) + idx.shape, tab.dtype),
+                grid=lambda tab, idx: (tab.shape[1],))
+def bias_of_head(tab, idx, o):                       # the bias gathered from GMEM
+  h = ml.program_id(0)
+  o[h] = tab[idx[...], h]
+
+
+@mg.mgpu_kernel(out_shape=lambda tab, idx: S((tab.shape[1],) + idx.shape, tab.dtype),
+                grid=lambda tab, idx: (tab.shape[1],))
+def bias_of_head_registers(tab, idx, o):
+  h = ml.program_id(0)
+  o[h] = tab[...][idx[...], h]
+
+
+@mg.mgpu_kernel(out_shape=lambda tab, idx: S(idx.shape, tab.dtype))
+def bias_of_first_head(tab, idx, o):
+  o[...] = tab[...][idx[...], 1]
+
+
+@mg.mgpu_kernel(out_shape=lambda tab, idx: S((tab.shape[0],) + idx.shape, tab.dtype),
+                grid=lambda tab, idx: (tab.shape[0],))
+def bias_of_head_row(tab, idx, o):                   # the table stored (heads, entries)
+  h = ml.program_id(0)
+  o[h] = tab[...][h, idx[...]]
+
+
+@mg.mgpu_kernel(out_shape=lambda v, ids: S((v.shape[1],) + ids.shape, v.dtype), grid=lambda v, ids: (v.shape[1],))
+def column_at_program(v, ids, o):                    # a table registers hold whole: a run-time column
+  h = ml.program_id(0)
+  t = v[...] * 2.0
+  o[h] = t[ids[...], h] + t[ids[...], -1]
+
+
+@pytest.mark.parametrize("w", [7, 8])
+def test_bias_table_gathers_match_numpy(w):
+  idx, tab = _rel_index(w), rnd(((2 * w - 1) ** 2, 3), w)
+  want = np.moveaxis(tab[idx], -1, 0)
+  np.testing.assert_array_equal(bias_of_head(tab, idx, interpret=True), want)
+  np.testing.assert_array_equal(bias_of_head_registers(tab, idx, interpret=True), want)
+  np.testing.assert_array_equal(bias_of_first_head(tab, idx, interpret=True), tab[idx, 1])
+  tt = np.ascontiguousarray(tab.T)
+  np.testing.assert_array_equal(bias_of_head_row(tt, idx, interpret=True), tt[:, idx])
+
+
+def test_a_run_time_column_of_a_register_table():
+  v = rnd((64, 8), 1)
+  ids = np.random.default_rng(2).integers(-64, 80, (8, 128)).astype(np.int32)   # (clamped, negative from the end)
+  got = column_at_program(v, ids, interpret=True)
+  t = jnp.asarray(v * 2)
+  want = np.stack([np.asarray(t[ids, h] + t[ids, -1]) for h in range(8)])
+  np.testing.assert_array_equal(got, want)
+  export(column_at_program, v, ids)
+
+
+@pytest.mark.parametrize("w,dt,tol", [(7, np.float32, 2e-3), (8, jnp.bfloat16, 3e-2)])
+def test_window_attention_with_relative_position_bias(w, dt, tol):
+  n, heads = w * w, 2
+  idx, tab = _rel_index(w), rnd(((2 * w - 1) ** 2, heads), 4)
+  q, k, v = (rnd((3, heads, n, 32), s, dt) for s in (5, 6, 7))
+  want = np.stack([np.stack([_attn(q[a, h], k[a, h], v[a, h], tab[idx, h]) for h in range(heads)])
+                   for a in range(3)])
+  np.testing.assert_allclose(f32(window_attention(q, k, v, tab, idx, interpret=True)), want, rtol=tol, atol=tol)
+
+
+def test_bias_gathers_build_for_cuda():
+  idx, tab = _rel_index(7), rnd((169, 2), 4)
+  export(bias_of_head, tab, idx)
+  export(bias_of_head_registers, tab, idx)
+  export(bias_of_first_head, tab, idx)
+  export(window_attention, *(rnd((2, 2, 49, 32), s) for s in (5, 6, 7)), tab, idx)
+
+
+@pytest.mark.gpu
+def test_bias_gathers_on_gpu():
+  idx, tab = _rel_index(7), rnd((169, 2), 4)
+  np.testing.assert_array_equal(bias_of_head(tab, idx), np.moveaxis(tab[idx], -1, 0))
+  np.testing.assert_array_equal(bias_of_head_registers(tab, idx), np.moveaxis(tab[idx], -1, 0))
+  v = rnd((64, 8), 1)
+  ids = np.random.default_rng(2).integers(-64, 80, (8, 128)).astype(np.int32)
+  t = jnp.asarray(v * 2)
+  want = np.stack([np.asarray(t[ids, h] + t[ids, -1]) for h in range(8)])
+  np.testing.assert_array_equal(column_at_program(v, ids), want)
+  q, k, vv = (rnd((2, 2, 49, 32), s) for s in (5, 6, 7))
+  want = np.stack([np.stack([_attn(q[a, h], k[a, h], vv[a, h], tab[idx, h]) for h in range(2)]) for a in range(2)])
+  np.testing.assert_allclose(window_attention(q, k, vv, tab, idx), want, rtol=2e-3, atol=2e-3)
