@@ -328,25 +328,9 @@ class Subscripts:
       return gather.gather(cx, base.ref, base.index, name)
     if is_value(base):
       if isinstance(base.type, RefType):
-        if gather.has_tensor_index(index):        # table[ids, :]: NumPy's advanced indexing
-          from .page_gathers import stacked_pages
-          if (pages := stacked_pages(self, node, base, index)) is not None:
-            return pages                          # k_pages[block_tables] of 3-D pages: the pages stacked
-          return gather.gather(cx, base, index, name)
-        cx.access = "read"
-        if (cols := permute.column_run(cx, base, index)) is not None:     # x[:, j] of 8 rows: a gather, as jnp's
-          return gather.gather(cx, base, cols, name)
-        if (plan := permute.covering_window(base, index)) is not None:    # x[::2] of a ref: its window, then the view
-          window, steps = plan
-          got = transfers.load(cx, memory.view(cx, base, window, name))
-          # (as the read's steps of a register tensor: one of an odd result, x[n, 2 * i, ::2] of (14, 96), padded)
-          return self._stepped(cx, got, steps) or permute.strided_slice(cx, got, steps)
-        view = base if is_whole(index) else memory.view(cx, base, index, name)
-        out = transfers.load(cx, view, name)
-        if not is_whole(index):             # (ml.concatenate of rotated windows of a ref reads it rolled)
-          from .ops.roll import record_ref_window
-          record_ref_window(cx, out, base, index)
-        return out
+        if (plan := none_axes(base, index)) is not None:     # g[b, None, :]: the read, then the axes inserted
+          return shape.expand(cx, self._read_ref(cx, node, base, plan[0], name), plan[1])
+        return self._read_ref(cx, node, base, index, name)
       if is_tensor(base):         # (a weakly typed tensor's elements stay weak, as in jnp)
         if (strided := self._stepped(cx, base, index)) is not None:
           return keep_weak(self.b, [base], strided)
@@ -394,6 +378,28 @@ class Subscripts:
       raise self._index_error(cx, node, base, index, e) from None
     return static_number(out)       # COEFFS[2] of a module's NumPy array: a NumPy scalar, as a constant is
 
+  def _read_ref(self, cx, node, base, index, name):
+    """A plain read `ref[index]` into registers (a gather where the index holds tensors)."""
+    if gather.has_tensor_index(index):        # table[ids, :]: NumPy's advanced indexing
+      from .page_gathers import stacked_pages
+      if (pages := stacked_pages(self, node, base, index)) is not None:
+        return pages                          # k_pages[block_tables] of 3-D pages: the pages stacked
+      return gather.gather(cx, base, index, name)
+    cx.access = "read"
+    if (cols := permute.column_run(cx, base, index)) is not None:     # x[:, j] of 8 rows: a gather, as jnp's
+      return gather.gather(cx, base, cols, name)
+    if (plan := permute.covering_window(base, index)) is not None:    # x[::2] of a ref: its window, then the view
+      window, steps = plan
+      got = transfers.load(cx, memory.view(cx, base, window, name))
+      # (as the read's steps of a register tensor: one of an odd result, x[n, 2 * i, ::2] of (14, 96), padded)
+      return self._stepped(cx, got, steps) or permute.strided_slice(cx, got, steps)
+    view = base if is_whole(index) else memory.view(cx, base, index, name)
+    out = transfers.load(cx, view, name)
+    if not is_whole(index):             # (ml.concatenate of rotated windows of a ref reads it rolled)
+      from .ops.roll import record_ref_window
+      record_ref_window(cx, out, base, index)
+    return out
+
   @staticmethod
   def _stepped(cx, base, index):
     """`v[::2]`, `v[:, 1::2]`, `v[1::2, :]` of a register tensor by the forms that take static steps (a reshape,
@@ -430,6 +436,40 @@ class Subscripts:
 
 _AT_SELECT = {"set": "{y}", "add": "{v} + {y}", "multiply": "{v} * {y}", "mul": "{v} * {y}",
               "max": "ml.maximum({v}, {y})", "min": "ml.minimum({v}, {y})"}
+
+
+def none_axes(ref, index):
+  """(the index without its Nones, the index that inserts their axes into what it reads) of a plain read of `ref`
+  whose index holds None beside ints, run-time scalars, slices, windows and integer tensors next to each other
+  (`g[b, None, :]`, `g[:, None]`, `t[ids, None, :]`, as jnp's `g[b][None, :]`: probe 56g); None for an index
+  without None, with tensors of indices apart (NumPy moves their axes first), or with more items than ref has axes
+  (the read's own error)."""
+  items = index if isinstance(index, tuple) else (index,)
+  if not any(i is None for i in items) or sum(i is Ellipsis for i in items) > 1:
+    return None
+  rank = len(ref.type.shape)
+  real = [i for i in items if i is not None and i is not Ellipsis]
+  if len(real) > rank:
+    return None
+  full = []
+  for i in items:
+    full.extend([slice(None)] * (rank - len(real)) if i is Ellipsis else [i])
+  point = [isinstance(i, int) and not isinstance(i, bool) or is_value(i) and isinstance(i.type, ScalarType)
+           for i in full]
+  tensors = [d for d, i in enumerate(full) if is_tensor(i)]
+  if tensors:                  # (ints and scalars join the tensors' group: it must be one run)
+    adv = [d for d in range(len(full)) if point[d] or d in tensors]
+    if adv != list(range(adv[0], adv[-1] + 1)):
+      return None
+  kept = []
+  for d, i in enumerate(full):
+    if i is None:
+      kept.append(None)
+    elif tensors and d == tensors[0]:
+      kept.extend([slice(None)] * max(len(full[k].type.shape) for k in tensors))
+    elif not point[d] and d not in tensors:
+      kept.append(slice(None))
+  return tuple(i for i in items if i is not None), tuple(kept)
 
 
 def _at_update_hint(loc, recv: str, shape) -> str | None:

@@ -134,3 +134,72 @@ def test_bias_gathers_on_gpu():
   q, k, vv = (rnd((2, 2, 49, 32), s) for s in (5, 6, 7))
   want = np.stack([np.stack([_attn(q[a, h], k[a, h], vv[a, h], tab[idx, h]) for h in range(2)]) for a in range(2)])
   np.testing.assert_allclose(window_attention(q, k, vv, tab, idx), want, rtol=2e-3, atol=2e-3)
+
+
+# ---------------------------------------------------------------- (2) None in a plain read of a ref
+@mg.mgpu_kernel(out_shape=lambda x, y, g: x, grid=lambda x, y, g: (x.shape[0],))
+def gated_residual(x, y, g, o):                      # DiT's adaLN-Zero: x + gate[b] * attn(x), per batch item
+  b = ml.program_id(0)
+  o[b] = (x[b].astype(F32) + g[b, None, :].astype(F32) * y[b].astype(F32)).astype(o.dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, sh, sc: x)
+def modulate(x, sh, sc, o):                          # the whole batch: shift and scale broadcast over tokens
+  o[...] = x[...] * (1 + sc[:, None, :]) + sh[..., None, :]
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids: S(ids.shape + (1, t.shape[1]), t.dtype))
+def rows_with_axis(t, ids, o):
+  o[...] = t[ids[...], None, :]
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids: S((1,) + ids.shape, t.dtype))
+def column_with_axis(t, ids, o):
+  o[...] = t[None, ids[...], 5]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, g: x, grid=lambda x, g: (x.shape[0],))
+def view_with_none(x, g, o):
+  b = ml.program_id(0)
+  o[b] = x[b] * ml.load(g.at[b, None, :])
+
+
+@mg.mgpu_kernel(out_shape=lambda t, ids: S(ids.shape + (1,), t.dtype))
+def gather_none_apart(t, ids, o):
+  o[...] = t[ids[...], None, 5]
+
+
+def test_none_in_plain_reads_matches_numpy():
+  x, y, g = rnd((2, 64, 128), 1, jnp.bfloat16), rnd((2, 64, 128), 2, jnp.bfloat16), rnd((2, 128), 3, jnp.bfloat16)
+  np.testing.assert_allclose(f32(gated_residual(x, y, g, interpret=True)), f32(x) + f32(g)[:, None] * f32(y),
+                             rtol=2e-2, atol=2e-2)
+  x, sh, sc = rnd((2, 32, 128), 4), rnd((2, 128), 5), rnd((2, 128), 6)
+  np.testing.assert_allclose(modulate(x, sh, sc, interpret=True), x * (1 + sc[:, None]) + sh[:, None], rtol=1e-6)
+  t, ids = rnd((4, 128), 7), np.random.default_rng(8).integers(0, 4, (16, 8)).astype(np.int32)
+  np.testing.assert_array_equal(rows_with_axis(t, ids[0], interpret=True), t[ids[0], None, :])
+  np.testing.assert_array_equal(column_with_axis(t, ids, interpret=True), t[None, ids, 5])
+  export(gated_residual, rnd((2, 64, 128), 1, jnp.bfloat16), rnd((2, 64, 128), 2, jnp.bfloat16), g)
+  export(modulate, x, sh, sc)
+  export(rows_with_axis, t, ids[0])
+  export(column_with_axis, t, ids)
+
+
+def test_none_in_a_view_or_between_gather_indices_is_a_located_error():
+  from locate import expect
+  expect(view_with_none, [S((2, 64, 128), F32), S((2, 128), F32)], mg.KernelTypeError, "g.at[b, None, :]",
+         "cannot index a ref with None (dimension 1): a view of g has the ref's own axes",
+         hint="index g without None and give the value the size-1 axis: a plain read takes None as jnp's (g[i, None,"
+              " :] is g[i][None, :]); a value written drops it (v[0])")
+  expect(gather_none_apart, [S((4, 128), F32), S((16, 8), jnp.int32)], mg.KernelTypeError, "t[ids[...], None, 5]",
+         "cannot index t with None (dimension 1) between its tensors of indices and ints",
+         hint="gather without the None and insert the size-1 axis in the result (r[:, None] or ml.expand_dims(r,"
+              " axis)): a None between them moves their axes first in NumPy")
+
+
+@pytest.mark.gpu
+def test_none_in_plain_reads_on_gpu():
+  x, sh, sc = rnd((2, 32, 128), 4), rnd((2, 128), 5), rnd((2, 128), 6)
+  np.testing.assert_allclose(modulate(x, sh, sc), x * (1 + sc[:, None]) + sh[:, None], rtol=1e-6)
+  t, ids = rnd((4, 128), 7), np.random.default_rng(8).integers(0, 4, (16, 8)).astype(np.int32)
+  np.testing.assert_array_equal(rows_with_axis(t, ids[0]), t[ids[0], None, :])
+  np.testing.assert_array_equal(column_with_axis(t, ids), t[None, ids, 5])

@@ -162,6 +162,12 @@ def _plan(cx, ref, index, what, smem=False):
   if Ellipsis in items:
     k = items.index(Ellipsis)
     items = items[:k] + (slice(None),) * (len(t.shape) - len(items) + 1) + items[k + 1:]
+  if None in [i for i in items if not is_value(i)]:    # (None beside indices next to each other: subscripts.none_axes)
+    d = next(d for d, i in enumerate(items) if i is None and not is_value(i))
+    raise E.KernelTypeError(
+        f"cannot index {ref.name or 'a ref'} with None (dimension {d}) between its tensors of indices and ints",
+        cx.loc, hint="gather without the None and insert the size-1 axis in the result (r[:, None] or"
+                     " ml.expand_dims(r, axis)): a None between them moves their axes first in NumPy")
   if len(items) > len(t.shape):
     raise E.IndexOutOfBoundsError(f"too many indices for {ref.name or 'ref'} of rank {len(t.shape)}:"
                                   f" got {len(items)}", cx.loc, hint=f"it has shape {t.shape}")

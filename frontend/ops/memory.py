@@ -198,6 +198,13 @@ def normalize_index(cx, shape, index, name, *, past_end=False, access=""):
   if n_ell:
     k = index.index(Ellipsis)
     index = index[:k] + (slice(None),) * (len(shape) - len(index) + 1) + index[k + 1:]
+  if None in [i for i in index if not is_value(i)]:     # (a view's None: the plain read's is subscripts.none_axes)
+    d = next(d for d, i in enumerate(index) if i is None and not is_value(i))
+    raise E.KernelTypeError(
+        f"cannot index a ref with None (dimension {d}): a view of {name or 'a ref'} has the ref's own axes", cx.loc,
+        hint=f"index {name or 'the ref'} without None and give the value the size-1 axis: a plain read takes None"
+             f" as jnp's ({name or 'ref'}[i, None, :] is {name or 'ref'}[i][None, :]); a value written drops it"
+             f" (v[0])")
   if len(index) > len(shape):
     raise E.IndexOutOfBoundsError(
         f"too many indices for {name or 'ref'} of rank {len(shape)}: got {len(index)}", cx.loc,
