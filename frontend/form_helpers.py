@@ -254,18 +254,16 @@ def window_taps(p, init, taps, kind):
 def upsample2_linear(v, axis):
   """jax.image.resize's 'linear' of v scaled up by 2 along the static `axis` (window_forms.resize): output 2k is
   0.75 * v[k] + 0.25 * v[k - 1], 2k + 1 is 0.75 * v[k] + 0.25 * v[k + 1], the edge element alone at the ends (jax's
-  triangle weights, normalised over the elements inside); the two interleaved by a stack and a reshape."""
+  triangle weights, normalised over the elements inside); the two interleaved by a stack and a reshape. Any axis of
+  any rank (probe 56g: the neighbours and the edge masks were those of axis 0 or 1 of a 2-D tile, so the rows of an
+  (H, W, C) image were blended along W, silently)."""
   n = v.shape[axis]
-  if axis == 0:
-    prev = ml.concatenate([v[:1], v[:n - 1]], axis=0)
-    nxt = ml.concatenate([v[1:], v[n - 1:]], axis=0)
-  else:
-    prev = ml.concatenate([v[:, :1], v[:, :n - 1]], axis=1)
-    nxt = ml.concatenate([v[:, 1:], v[:, n - 1:]], axis=1)
-  even = ml.where(ml.arange(n) == 0 if axis == len(v.shape) - 1 else (ml.arange(n) == 0)[:, None], v,
-                  v * 0.75 + prev * 0.25)
-  odd = ml.where(ml.arange(n) == n - 1 if axis == len(v.shape) - 1 else (ml.arange(n) == n - 1)[:, None], v,
-                 v * 0.75 + nxt * 0.25)
+  pre = (slice(None),) * axis
+  prev = ml.concatenate([v[pre + (slice(0, 1),)], v[pre + (slice(0, n - 1),)]], axis=axis)
+  nxt = ml.concatenate([v[pre + (slice(1, n),)], v[pre + (slice(n - 1, n),)]], axis=axis)
+  k = ml.arange(n)[(slice(None),) + (None,) * (len(v.shape) - 1 - axis)]      # (the axis's index, aligned with it)
+  even = ml.where(k == 0, v, v * 0.75 + prev * 0.25)
+  odd = ml.where(k == n - 1, v, v * 0.75 + nxt * 0.25)
   shape = list(v.shape)
   shape[axis] = 2 * n
   return ml.stack([even, odd], axis=axis + 1).reshape(tuple(shape))

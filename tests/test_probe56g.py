@@ -203,3 +203,36 @@ def test_none_in_plain_reads_on_gpu():
   t, ids = rnd((4, 128), 7), np.random.default_rng(8).integers(0, 4, (16, 8)).astype(np.int32)
   np.testing.assert_array_equal(rows_with_axis(t, ids[0]), t[ids[0], None, :])
   np.testing.assert_array_equal(column_with_axis(t, ids), t[None, ids, 5])
+
+
+# ---------------------------------------------------------------- (3) bilinear resize of an image of channels
+def _resize_kernel(shape, method):
+  @mg.mgpu_kernel(out_shape=lambda x: S(shape, x.dtype))
+  def upsample(x, o):                                # a VAE decoder's / UNet's upsampling of an (H, W, C) tile
+    o[...] = jax.image.resize(x[...], shape, method)
+  return upsample
+
+
+_RESIZES = [((8, 8, 32), (16, 16, 32)), ((8, 16, 32), (16, 32, 32)), ((4, 8, 16), (4, 8, 32)),
+            ((2, 4, 8, 32), (2, 8, 16, 32)), ((8, 4, 64), (8, 8, 64)), ((16, 64), (32, 128))]
+
+
+@pytest.mark.parametrize("src,dst", _RESIZES)
+def test_bilinear_resize_of_every_axis_matches_jax(src, dst):
+  """An (H, W, C) image scaled up by 2 along H was blended along W (the neighbours and edge masks were axis 0's of a
+  2-D tile; with H == W a silently wrong image), and along a third axis the rows were shifted along axis 1."""
+  k = _resize_kernel(dst, "bilinear")
+  x = rnd(src, 5)
+  np.testing.assert_allclose(k(x, interpret=True), jax.image.resize(x, dst, "bilinear"), rtol=1e-6, atol=1e-6)
+  xb = rnd(src, 6, jnp.bfloat16)
+  np.testing.assert_allclose(f32(k(xb, interpret=True)), f32(jax.image.resize(xb, dst, "bilinear")),
+                             rtol=1e-2, atol=1e-2)
+  export(k, x)
+
+
+@pytest.mark.gpu
+def test_bilinear_resize_on_gpu():
+  for src, dst in _RESIZES[:4]:
+    x = rnd(src, 5)
+    np.testing.assert_allclose(_resize_kernel(dst, "bilinear")(x), jax.image.resize(x, dst, "bilinear"),
+                               rtol=1e-6, atol=1e-6)
