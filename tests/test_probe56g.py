@@ -236,3 +236,53 @@ def test_bilinear_resize_on_gpu():
     x = rnd(src, 5)
     np.testing.assert_allclose(_resize_kernel(dst, "bilinear")(x), jax.image.resize(x, dst, "bilinear"),
                                rtol=1e-6, atol=1e-6)
+
+
+# ---------------------------------------------------------------- (4) permutes of padded tiles
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1], x.shape[0], x.shape[2]), x.dtype))
+def swap_leading(x, o):
+  o[...] = x[...].transpose(1, 0, 2)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, v: q, grid=lambda q, k, v: (q.shape[0],))
+def window_heads(q, k, v, o, *, nh: ml.constexpr = 3):
+  """Swin's attention inside a window of 49 tokens, the heads split by a reshape and a transpose, as timm writes it."""
+  w = ml.program_id(0)
+  n, c = q.shape[1], q.shape[2]
+  d = c // nh
+  qq = q[w].astype(F32).reshape(n, nh, d).transpose(1, 0, 2)
+  kk = k[w].astype(F32).reshape(n, nh, d).transpose(1, 0, 2)
+  vv = v[w].astype(F32).reshape(n, nh, d).transpose(1, 0, 2)
+  s = jnp.einsum("hqd,hkd->hqk", qq, kk) * d ** -0.5
+  out = jnp.einsum("hqk,hkd->hqd", jax.nn.softmax(s, axis=-1), vv)
+  o[w] = out.transpose(1, 0, 2).reshape(n, c).astype(o.dtype)
+
+
+def _heads_ref(q, k, v, nh=3):
+  b, n, c = q.shape
+  sp = lambda a: f32(a).reshape(b, n, nh, c // nh).transpose(0, 2, 1, 3)
+  s = sp(q) @ sp(k).transpose(0, 1, 3, 2) * (c // nh) ** -0.5
+  p = np.exp(s - s.max(-1, keepdims=True))
+  return ((p / p.sum(-1, keepdims=True)) @ sp(v)).transpose(0, 2, 1, 3).reshape(b, n, c)
+
+
+@pytest.mark.parametrize("shape", [(49, 3, 32), (3, 49, 32), (7, 7, 96), (5, 12, 40)])
+def test_a_permute_of_an_odd_read_matches_numpy(shape):
+  """A 3-D read no register tensor holds, transposed (MG204 at the read: the padded trace ended at the permute)."""
+  x = rnd(shape, 1)
+  np.testing.assert_array_equal(swap_leading(x, interpret=True), x.transpose(1, 0, 2))
+  export(swap_leading, x)
+
+
+def test_window_attention_with_heads_split_by_a_transpose():
+  q, k, v = rnd((2, 49, 96), 2), rnd((2, 49, 96), 3), rnd((2, 49, 96), 4)
+  np.testing.assert_allclose(window_heads(q, k, v, interpret=True), _heads_ref(q, k, v), rtol=2e-3, atol=2e-3)
+  export(window_heads, q, k, v)
+
+
+@pytest.mark.gpu
+def test_permutes_of_padded_tiles_on_gpu():
+  x = rnd((7, 7, 96), 1)
+  np.testing.assert_array_equal(swap_leading(x), x.transpose(1, 0, 2))
+  q, k, v = rnd((2, 49, 96), 2), rnd((2, 49, 96), 3), rnd((2, 49, 96), 4)
+  np.testing.assert_allclose(window_heads(q, k, v), _heads_ref(q, k, v), rtol=2e-3, atol=2e-3)

@@ -144,6 +144,13 @@ def permute_tensor(cx, x, axes: tuple, name=""):
   if axes == tuple(range(len(shape))):
     return x
   src = row_major_strides(shape)
+  from .padded_tiles import allowed, padded_table
+  if (pads := padded_table(cx, x)) is not None:      # (a padded tile's axes keep their padding at their ends: the
+    own = pads[x.id]                                 # heads of a Swin window's 49 tokens, probe 56g)
+    with allowed(cx):
+      out = restride_tensor(cx, x, tuple(shape[a] for a in axes), 0, tuple(src[a] for a in axes), name)
+    pads[out.id] = tuple(own[a] for a in axes)
+    return out
   return restride_tensor(cx, x, tuple(shape[a] for a in axes), 0, tuple(src[a] for a in axes), name)
 
 
