@@ -286,3 +286,43 @@ def test_permutes_of_padded_tiles_on_gpu():
   np.testing.assert_array_equal(swap_leading(x), x.transpose(1, 0, 2))
   q, k, v = rnd((2, 49, 96), 2), rnd((2, 49, 96), 3), rnd((2, 49, 96), 4)
   np.testing.assert_allclose(window_heads(q, k, v), _heads_ref(q, k, v), rtol=2e-3, atol=2e-3)
+
+
+# ---------------------------------------------------------------- (5) a window's tokens split and merged
+@mg.mgpu_kernel(out_shape=lambda x, *, ws: S(((x.shape[0] // ws) * (x.shape[1] // ws), ws * ws, x.shape[2]), x.dtype),
+                grid=lambda x, *, ws: (x.shape[0] // ws,))
+def window_partition(x, o, *, ws: ml.constexpr):     # timm's window_partition, a row of windows a program
+  i = ml.program_id(0)
+  _, w, c = x.shape
+  v = x[ml.ds(i * ws, ws)]
+  v = v.reshape(ws, w // ws, ws, c).transpose(1, 0, 2, 3).reshape(w // ws, ws * ws, c)
+  o[ml.ds(i * (w // ws), w // ws)] = v
+
+
+@mg.mgpu_kernel(out_shape=lambda t, *, ws, h: S((h, h, t.shape[2]), t.dtype), grid=lambda t, *, ws, h: (h // ws, h // ws))
+def window_reverse(t, o, *, ws: ml.constexpr, h: ml.constexpr):   # a window a program
+  r = ml.program_id(0)
+  c = ml.program_id(1)
+  o[ml.ds(r * ws, ws), ml.ds(c * ws, ws), :] = t[r * (h // ws) + c].reshape(ws, ws, t.shape[2])
+
+
+def _windows(x, ws):
+  h, w, c = x.shape
+  return x.reshape(h // ws, ws, w // ws, ws, c).transpose(0, 2, 1, 3, 4).reshape(-1, ws * ws, c)
+
+
+@pytest.mark.parametrize("shape,ws", [((14, 14, 32), 7), ((28, 28, 96), 7), ((16, 16, 32), 8)])
+def test_window_partition_and_reverse_match_numpy(shape, ws):
+  """A window of 49 tokens (7x7) split from or merged into its rows: the padded trace ended at the reshape (MG204)."""
+  x = rnd(shape, 1)
+  np.testing.assert_array_equal(window_partition(x, ws=ws, interpret=True), _windows(x, ws))
+  np.testing.assert_array_equal(window_reverse(_windows(x, ws), ws=ws, h=shape[0], interpret=True), x)
+  export(window_partition, x, ws=ws)
+  export(window_reverse, _windows(x, ws), ws=ws, h=shape[0])
+
+
+@pytest.mark.gpu
+def test_window_partition_and_reverse_on_gpu():
+  x = rnd((28, 28, 96), 1)
+  np.testing.assert_array_equal(window_partition(x, ws=7), _windows(x, 7))
+  np.testing.assert_array_equal(window_reverse(_windows(x, 7), ws=7, h=28), x)
