@@ -536,66 +536,17 @@ def padded_reshape(cx, x, shape, redo):
       and padded[0] >= 1:     # (tokens and heads merged: (2, 3, 40) as (6, 40), each token's tile joined along rows)
     from .shape import concatenate, index_through_smem
     return concatenate.rule(cx, [index_through_smem(cx, x, (i,)) for i in range(own[0])], 0)
-  if (out := _window_reshape(cx, x, own, up, shape, padded)) is not None:
-    return out
+  from .padded_reshapes import pairs_reshape, window_reshape
   if tuple(shape[:p]) == tuple(own[:p]) and math.prod(shape[p:]) == math.prod(own[p:]):
     held = tuple(up[:p]) + tuple(shape[p:])
-  elif (held := _pairs_reshape(own, up, shape, padded[-1])) is None:
+  elif (held := pairs_reshape(own, up, shape, padded[-1])) is None:
+    if (out := window_reshape(cx, x, own, up, shape, padded)) is not None:    # (tried last: probe 56g)
+      return out
     raise PadAbort("reshape")
   with allowed(cx):
     out = redo(held)
   pads[out.id] = tuple(shape)
   return out
-
-
-def _window_reshape(cx, x, own, up, shape, padded):
-  """A padded axis split in two, or two axes merged whose second is padded, the other axes as they are (Swin's 7x7
-  windows: a window's 49 tokens as (7, 7) and back, `v.reshape(7, 7, c)` of a (49, c) read held as (52, c), or
-  `(2, 7, 7, c)` to `(2, 49, c)`; probe 56g): a split is a strided view of x's scratch whose inner axis is held to
-  the next length registers take (its extra elements those of the next run: padding, never stored), a merge the
-  rows of each run joined along the axis; None for any other reshape."""
-  r = len(own)
-  q = next((q for q in range(r) if len(shape) == r + 1 and tuple(shape[:q]) == tuple(own[:q]) and
-            tuple(shape[q + 2:]) == tuple(own[q + 1:]) and shape[q] * shape[q + 1] == own[q] and up[q] != own[q]),
-           None)
-  if q is not None and shape[q] > 1:
-    from .permute import restride_tensor, row_major_strides
-    a, b = shape[q], shape[q + 1]
-    inner = len(shape) - 1 - (q + 1)            # (the axes after the split's inner one)
-    bu = b if inner > 1 else -(-b // (4 if inner == 1 else 32)) * (4 if inner == 1 else 32)
-    if (a - 1) * b + bu > up[q]:
-      return None
-    src = row_major_strides(up)
-    held = tuple(up[:q]) + (a, bu) + tuple(up[q + 1:])
-    with allowed(cx):
-      out = restride_tensor(cx, x, held, 0, tuple(src[:q]) + (b * src[q], src[q]) + tuple(src[q + 1:]))
-    if held != tuple(shape):
-      cx.b.pad_tiles[out.id] = tuple(shape)
-    return out
-  q = next((q for q in range(1, r) if len(shape) == r - 1 and tuple(shape[:q - 1]) == tuple(own[:q - 1]) and
-            tuple(shape[q:]) == tuple(own[q + 1:]) and shape[q - 1] == own[q - 1] * own[q] and up[q] != own[q] and
-            up[q - 1] == own[q - 1] and 1 < own[q - 1] <= 64), None)
-  if q is None:
-    return None
-  from .shape import concatenate, index_through_smem
-  pre = (slice(None),) * (q - 1)
-  return concatenate.rule(cx, [index_through_smem(cx, x, pre + (i,)) for i in range(own[q - 1])], q - 1)
-
-
-def _pairs_reshape(own, up, shape, q):
-  """The padded shape of `shape`, a reshape of a value of own shape `own` held padded in `up` whose last padded axis
-  `q` is split into runs of k (Triton's GPT-J pairs, `tl.split(tl.reshape(x, (h, d // 2, 2)))` of a (3, 80) tile of
-  heads: (3, 40, 2), held (4, 64, 2)) or merged back with the unpadded axes after it (`tl.join(a, b).reshape(h, d)`),
-  k dividing both its sizes so that the padding stays at the axis's end; None for any other reshape (probe 53e)."""
-  if tuple(shape[:q]) != tuple(own[:q]):
-    return None
-  tail, rest = tuple(shape[q + 1:]), tuple(own[q + 1:])
-  k, r = math.prod(tail), math.prod(rest)
-  if len(shape) > q + 1 and not rest and k > 1 and own[q] % k == 0 and up[q] % k == 0 and shape[q] * k == own[q]:
-    return tuple(up[:q]) + (up[q] // k,) + tail         # (split: c -> (c // k, c % k))
-  if len(shape) == q + 1 and rest and tuple(up[q + 1:]) == rest and shape[q] == own[q] * r:
-    return tuple(up[:q]) + (up[q] * r,)                 # (merged: (c, j) -> c * r + j)
-  return None
 
 
 def unpadded_reduce(cx, kind, x, axes, keepdims):
