@@ -326,3 +326,42 @@ def test_window_partition_and_reverse_on_gpu():
   x = rnd((28, 28, 96), 1)
   np.testing.assert_array_equal(window_partition(x, ws=7), _windows(x, 7))
   np.testing.assert_array_equal(window_reverse(_windows(x, 7), ws=7, h=28), x)
+
+
+# ---------------------------------------------------------------- (1b) scatters at a padded tile of indices
+@mg.mgpu_kernel(out_shape=lambda g, idx, z: z, grid=lambda g, idx, z: (g.shape[0],), input_output_aliases={2: 0})
+def bias_table_grad(g, idx, z, dt):                  # the bias table's gradient: every pair's into its entry
+  h = ml.program_id(0)
+  ml.atomic_add(dt.at[idx[...], h], g[h])
+
+
+@mg.mgpu_kernel(out_shape=lambda v, perm: S((perm.size, v.shape[0]), v.dtype), grid=lambda v, perm: (v.shape[0],))
+def scatter_columns(v, perm, o):
+  h = ml.program_id(0)
+  o[perm[...], h] = v[h]
+
+
+def test_scatters_at_a_padded_tile_of_indices_match_numpy():
+  idx, g = _rel_index(7), rnd((2, 49, 49), 1)
+  want = np.zeros((169, 2), np.float32)
+  for h in range(2):
+    np.add.at(want[:, h], idx, g[h])
+  got = bias_table_grad(g, idx, np.zeros((169, 2), np.float32), interpret=True)
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+  perm = np.random.default_rng(3).permutation(49).astype(np.int32).reshape(7, 7)
+  v = rnd((3, 7, 7), 4)
+  want = np.zeros((49, 3), np.float32)
+  for h in range(3):
+    want[perm, h] = v[h]
+  np.testing.assert_array_equal(scatter_columns(v, perm, interpret=True), want)
+  export(bias_table_grad, g, idx, np.zeros((169, 2), np.float32))
+  export(scatter_columns, v, perm)
+
+
+@pytest.mark.gpu
+def test_scatters_at_a_padded_tile_of_indices_on_gpu():
+  idx, g = _rel_index(7), rnd((2, 49, 49), 1)
+  want = np.zeros((169, 2), np.float32)
+  for h in range(2):
+    np.add.at(want[:, h], idx, g[h])
+  np.testing.assert_allclose(bias_table_grad(g, idx, np.zeros((169, 2), np.float32)), want, rtol=1e-5, atol=1e-5)

@@ -400,7 +400,9 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None,
   what, ref = what or f"ml.atomic_{kind.value}", iref.ref
   if (got := tile_scatter(cx, kind, iref, value, mask, what, cmp, scatter)) is not None:
     return got[0]            # out[p, :] = v of a (t, k) index tile and (t, k, d) values
-  from .padded_gathers import padded_rows, padded_scatter
+  from .padded_gathers import padded_points, padded_rows, padded_scatter, scatter_at_points
+  if (points := padded_points(cx, iref.index)) is not None:     # tab.at[idx, h] of a padded tile of indices
+    return scatter_at_points(cx, kind, iref, value, mask, what, points)
   if (own := padded_rows(cx, iref.index)) is not None:
     return padded_scatter(cx, kind, iref, value, mask, what, own)
   check_target(cx, cx.b, ref, what)

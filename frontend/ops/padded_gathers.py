@@ -61,3 +61,17 @@ def padded_scatter(cx, kind, iref, value, mask, what, own):
   with padded_tiles.allowed(cx):
     keep = lanes if mask is None else ew.binary(cx, ew.BinOp.AND, mask, lanes)
     return scatter(cx, kind, iref, value, keep, what)
+
+
+def scatter_at_points(cx, kind, iref, value, mask, what, own):
+  """A scatter at padded index tensors beside ints and scalars (padded_points: a Swin bias table's gradient,
+  `ml.atomic_add(dtab.at[idx[...], h], g)` of a (49, 49) tile of indices read padded; probe 56g): under a mask that
+  keeps the padding lanes off (they would write), the values padded alike."""
+  from . import padded_tiles
+  from .gather import scatter
+  items = iref.index if isinstance(iref.index, tuple) else (iref.index,)
+  held = tuple(next(i for i in items if is_tensor(i)).type.shape)
+  lanes = padded_tiles.mask(cx, own, held)
+  with padded_tiles.allowed(cx):
+    keep = mask if lanes is None else lanes if mask is None else ew.binary(cx, ew.BinOp.AND, mask, lanes)
+    return scatter(cx, kind, iref, value, keep, what)
