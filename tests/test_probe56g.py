@@ -2,14 +2,15 @@
 DiT's gated residual, timestep embeddings, GEGLU / SwiGLU halves, qk-norm then rotary, 2-D rotary of patches,
 patchify / unpatchify, nearest and bilinear upsampling, Swin window attention with a relative-position bias table,
 cross-attention over 77 keys, classifier-free guidance; bf16 storage, f32 statistics), each run in interpret mode
-against NumPy and exported for CUDA. Found and fixed: (1) gathers at a Swin bias table's column, `tab[idx, h]`
-(a run-time head `h` or a static int beside a tensor of indices) from a register table were MG003, and with a
-(49, 49) tile of indices (a 7x7 window) MG204 from a register table or GMEM: run-time integer scalars now index a
-register gather, and the padded trace gathers at padded index tiles beside ints and scalars
-(register_gather._padded_vector, padded_gathers.padded_points); (2) a ref read indexed with None beside other
-indices (`g[b, None, :]`) was MG203 counting None as an index."""
-import math
-
+against NumPy and exported for CUDA (those that computed before: test_probe56g2.py). Found and fixed: (1) gathers at
+a Swin bias table's column, `tab[idx, h]` (a run-time head `h` or a static int beside a tensor of indices) from a
+register table were MG003, and with a (49, 49) tile of indices (a 7x7 window) MG204 from a register table or GMEM:
+run-time integer scalars now index a register gather, and the padded trace gathers at (and scatters to) padded
+index tiles beside ints and scalars; (2) a ref read indexed with None (`g[b, None, :]`) was MG203 counting None as
+an index: a plain read inserts the axis, a view or a None between gather indices is a located MG003; (3)
+jax.image.resize 'linear' of an (H, W, C) image took its neighbours and edge masks along the wrong axis (silently
+wrong where H == W); (4) a transpose of a padded tile (a window's heads) ended the padded trace; (5) a padded axis
+split in two or merged (a 7x7 window's 49 tokens) ended it too."""
 import jax
 import jax.numpy as jnp
 import numpy as np
