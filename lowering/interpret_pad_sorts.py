@@ -15,7 +15,14 @@ import numpy as np
 
 from ..frontend import errors as E
 from ..frontend.loc import called_text
-from ..frontend.ops.memory import Copy
+from ..frontend.ir import walk
+from ..frontend.ops.access import ScalarLoad
+from ..frontend.ops.memory import Copy, Load, SmemAlloc, Store, View
+from ..frontend.ops.register_gather import ScratchGather
+from ..frontend.ops.roll import FlipLoad
+from ..frontend.relayout import RelayoutStore
+from . import interpret_pad_moves as M
+from . import interpret_padding as P
 from ..frontend.ops.sort import Sort
 from .interpret_padding import DIRTY, PAD, REAL, _set, _source, state
 from .interpret_pad_texts import _load_texts, _origin
@@ -39,6 +46,10 @@ def _sort(cta, o):
   # a lane of padding with a lane of data of another value after it, row by row (padding equal to elements of
   # data ties with them: either order gives the same values); sorted, the last lane of data differs if any does
   vals = np.asarray(cta.get(o.results[0])).reshape(-1, n)
+  kind, bufs = _reads(cta, o)
+  rev = kind == "flip"
+  if rev:                 # judged in the order the kernel reads it: `jnp.sort(p)[::-1]`, padding first is last there
+    moved, vals, pad, data = (np.flip(a, 1) for a in (moved, vals, pad, data))
   last = np.where(data.any(1), n - 1 - np.argmax(np.flip(data, 1), 1), -1)
   tail = np.take_along_axis(vals, np.maximum(last, 0)[:, None], 1)
   early = pad & (np.arange(n)[None, :] < last[:, None]) & (vals != tail)
@@ -54,29 +65,129 @@ def _sort(cta, o):
       counted &= ~np.isnan(vals.astype(np.float64)) if vals.dtype.kind == "f" else True
     if counted.any():
       raise _rank_error(cta, o, src, what, name, counted, data)
-  if early.any():
-    raise _sort_error(cta, o, src, vals, moved, early)
+  for b in bufs:
+    cta.sort_late.pop(b, None)
+  if early.any() and kind != "read":
+    raise _sort_error(cta, o, src, vals, moved, early, rev)
+  if rev:
+    pad = np.flip(pad, 1)
   shape = o.results[0].type.shape
-  _set(cta, o.results[0], np.where(pad, PAD, REAL).astype(np.int8).reshape(shape), src)
+  lanes = np.where(pad, PAD, REAL).astype(np.int8).reshape(shape)
+  _set(cta, o.results[0], lanes, src)
+  if early.any():      # only the positions the kernel reads must hold data: checked where it reads them
+    _set(cta, o.results[1], lanes, src)
+    for b in bufs:
+      cta.sort_late[b] = (o, src, vals, moved, early, data)
 
 
-def _sort_error(cta, o, src, vals, moved, early):
+def _late(cta, o, root, flat):
+  """A read of the SMEM copy of a sort's result (`s[-k]`) at the flat positions `flat` of its buffer: where one
+  holds padding, the sort's MG953, saying which position the kernel read."""
+  have = cta.sort_late.get(root)
+  if have is None or not len(flat):
+    return
+  so, src, vals, moved, early, data = have
+  n = vals.shape[1]
+  row, pos = divmod(int(flat[0]), n)
+  row = min(row, len(data) - 1)
+  err = _sort_error(cta, so, src, vals, moved, early)
+  inside = int(data[row].sum())
+  lo = int(np.argmax(data[row]))
+  msg = err.message + (f"; line {o.loc.lineno} reads position {pos}{f' of row {row}' if len(data) > 1 else ''}, which"
+                  f" holds padding (the {inside} elements of data sort to positions {lo}..{lo + inside - 1} of the"
+                  f" {n} lanes)")
+  hint = (f"read only positions that hold data (a top k's k at most the row's {inside} elements, counted from the"
+          f" {'end' if lo else 'start'} of the sorted row), or " + err.hint)
+  raise E.MaskedReductionError(msg, so.loc, hint=hint)
+
+
+def _scalar_load(cta, o):
+  ref = cta.get(o.ref)
+  if getattr(ref, "owner", -1) == cta.rank and ref.root.id in cta.sort_late and ref.root.id in cta.smem_pad:
+    read = np.zeros(ref.root.type.shape, bool)
+    read[ref.index] = True
+    _late(cta, o, ref.root.id, np.flatnonzero(read & cta.smem_pad[ref.root.id]))
+
+
+def _load(cta, o):
+  P._load(cta, o)
+  _scalar_load(cta, o)
+
+
+def _gather(cta, o):
+  M.RULES[ScratchGather](cta, o)
+  have = cta.scratch_lanes.get(o.scratch.id)
+  if have is not None and o.scratch.id in cta.sort_late:
+    pos = np.asarray(cta.get(o.pos)).astype(np.int64).reshape(-1)
+    _late(cta, o, o.scratch.id, pos[have[0].reshape(-1)[pos] == PAD])
+
+
+def _reads(cta, o):
+  """How the kernel reads the sort's results (memoised per kernel): ("flip", ()) where every use reverses them along
+  the sorted axis (`jnp.sort(p)[::-1]`, `jnp.flip(jnp.argsort(p))`: padding sorted first ends up last); ("read",
+  scratch ids) where every use stores them into SMEM and reads elements or windows back (`s[-k]`, `s[-8:]`,
+  `s[k - 1]`: only the positions read must hold data, checked at each read); else ("all", ())."""
+  memo = cta.m.__dict__.setdefault("_sort_reads", {})
+  if id(o) not in memo:
+    memo[id(o)] = _read_kind(cta.m.kernel, o)
+  return memo[id(o)]
+
+
+def _read_kind(kernel, o):
+  ops = list(walk(kernel.body))
+  defs = {r.id: u for u in ops for r in u.results}
+  ids = {r.id for r in o.results}
+
+  def root(v):
+    while v.id in defs and isinstance(defs[v.id], View):
+      v = defs[v.id].ref
+    return v if isinstance(defs.get(v.id), SmemAlloc) else None
+
+  def readers(buf, writer):
+    return [u for u in ops if u is not writer and not isinstance(u, View)
+            and any(root(v) is buf for v in u.operands())]
+
+  last = len(o.results[0].type.shape) - 1
+  kinds, bufs = set(), []
+  users = [u for u in ops if any(v.id in ids for v in u.operands())]
+  for u in users:
+    if isinstance(u, RelayoutStore) and u.x.id in ids and root(u.scratch) is not None:
+      rs = readers(root(u.scratch), u)
+      if rs and all(isinstance(r, FlipLoad) and last in r.axes for r in rs):
+        kinds.add("flip")
+        continue
+      if rs and all(isinstance(r, ScratchGather) for r in rs):
+        kinds.add("read")
+        bufs.append(root(u.scratch).id)
+        continue
+    elif isinstance(u, Store) and u.value.id in ids and root(u.ref) is not None:
+      rs = readers(root(u.ref), u)
+      if rs and all(isinstance(r, (ScalarLoad, Load)) for r in rs):
+        kinds.add("read")
+        bufs.append(root(u.ref).id)
+        continue
+    return "all", ()
+  return (kinds.pop(), tuple(bufs)) if len(kinds) == 1 else ("all", ())
+
+
+def _sort_error(cta, o, src, vals, moved, early, rev=False):
   r, p = (int(i) for i in np.argwhere(early)[0])
   q = p + 1 + int(np.argmax((moved[r, p + 1:] != PAD) & (vals[r, p + 1:] != vals[r, p])))
   ref, axis, mask, other = _load_texts(cta, src)
   what, _ = called_text(o.loc, "ml.sort")
   row = f" (row {r})" if len(vals) > 1 else ""
-  first = "largest" if o.descending else "smallest"
+  desc = o.descending != rev
+  first = "largest" if desc else "smallest"
   gives = ("the first positions it gives are the padding's" if "argsort" in what else
            f"the {first} values it gives are padding")
   msg = (f"{what} sorts {_origin(src, ref, other)}: in program {cta.label}{row} a lane of padding sorts to position"
          f" {p}, before an element of data at position {q}, so {gives}")
   d = src.result.type.dtype if not isinstance(src, Copy) else o.x.type.dtype
   if d.is_float:
-    ident = "float('-inf')" if o.descending else "float('inf')"
+    ident = "float('-inf')" if desc else "float('inf')"
   else:
     info = np.iinfo(np.dtype(str(d)) if str(d) != "bool" else np.int8)
-    ident = str(info.min if o.descending else info.max)
+    ident = str(info.min if desc else info.max)
   if isinstance(src, Copy):
     hint = (f"sort the padding last: ml.where(pos < {ref}.shape[{axis}], v, {ident}) with pos the positions of the"
             f" copied window along that dimension")
@@ -106,4 +217,4 @@ def _rank_error(cta, o, src, what, name, counted, data):
   return E.MaskedReductionError(msg, o.loc, hint=hint)
 
 
-RULES = {Sort: _sort}
+RULES = {Sort: _sort, ScalarLoad: _scalar_load, Load: _load, ScratchGather: _gather}
