@@ -234,16 +234,20 @@ def _rows_of(cx, x, a, ids, name):
 
 
 def take_along(cx, x, ids, axis):
-  """`ml.take_along_axis(v, ids, axis)` of a 2-D register tensor (jnp's: ids of v's size along the other axis), as
-  `v[ml.arange(m)[:, None], ids]` (axis 1) or `v[ids, ml.arange(n)[None, :]]` (axis 0); None for other forms."""
-  if not (is_tensor(x) and _int_tensor(ids) and len(x.type.shape) == 2 == len(ids.type.shape) and _static_int(axis)
-          and -2 <= axis < 2):
+  """`ml.take_along_axis(v, ids, axis)` of a register tensor (jnp's: ids of v's rank and size along the other axes),
+  as `v[ids]` of a vector (a sort's order taken from the row it sorted, probe 56d) or `v[ml.arange(m)[:, None], ids]`
+  (axis 1) / `v[ids, ml.arange(n)[None, :]]` (axis 0) of a tile, each other axis its positions in N-D; None for
+  other forms."""
+  rank = len(x.type.shape) if is_tensor(x) else 0
+  if not (rank and _int_tensor(ids) and len(ids.type.shape) == rank and _static_int(axis) and -rank <= axis < rank):
     return None
-  a = axis % 2
-  if ids.type.shape[1 - a] != x.type.shape[1 - a]:
+  a = axis % rank
+  if any(ids.type.shape[k] != x.type.shape[k] for k in range(rank) if k != a):
     return None
-  other = cx.b.emit(ew.Arange, 1 - a, loc=cx.loc, types=[TensorType(tuple(ids.type.shape), DType.i32)]).result
-  return register_gather(cx, x, (other, ids) if a == 1 else (ids, other), cx.name)
+  index = tuple(ids if k == a else cx.b.emit(ew.Arange, k, loc=cx.loc, types=[TensorType(tuple(ids.type.shape),
+                                                                                          DType.i32)]).result
+                for k in range(rank))
+  return register_gather(cx, x, index, cx.name)
 
 
 def gather_positions(cx, x, pos, name=""):
