@@ -92,6 +92,25 @@ def _divmod(a):
   return "({0} // {1}, {0} % {1})", [x, y]
 
 
+def _unravel(a):
+  """jnp.unravel_index(indices, shape) of a run-time index (a beam search's flat argmax over (beams, vocab); probe
+  56d): jax's own steps, divmod by each extent from the last, then an index past the end clipped to the last
+  position of each axis (and one below -1, signed, to 0)."""
+  x, shape = a["indices"], a["shape"]
+  shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+  if _dtype(x) is None or _kind(x) != "int" or not shape or not all(
+      isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s > 0 for s in shape):
+    return None
+  rest, parts = "{0}", []
+  for s in reversed(shape):
+    parts.append(f"({rest} % {int(s)})")
+    rest = f"({rest} // {int(s)})"
+  signed = not str(_dtype(x)).startswith("uint")
+  inner = [f"ml.where({rest} < -1, 0, {p})" if signed else p for p in reversed(parts)]
+  outs = [f"ml.where({rest} > 0, {int(s) - 1}, {i})" for s, i in zip(shape, inner)]
+  return "(" + ", ".join(outs) + ("," if len(outs) == 1 else "") + ")", [x]
+
+
 def _vdot(a):
   """jnp.vdot of two tiles of one shape: dot of the flattened (real) operands, float32 products summed for 16-bit
   floats and converted to jnp's dtype."""
@@ -149,6 +168,7 @@ SCIPY = {
     ("jnp", "divmod"): (("x1", "x2"), _divmod),
     ("jnp", "gcd"): (("x1", "x2"), _gcd("gcd")), ("jnp", "lcm"): (("x1", "x2"), _gcd("lcm")),
     ("jnp", "vdot"): (("a", "b", "precision", "preferred_element_type"), _vdot),
+    ("jnp", "unravel_index"): (("indices", "shape"), _unravel),
     ("jnp", "conjugate"): (("x",), _real(True)), ("jnp", "conj"): (("x",), _real(True)),
     ("jnp", "real"): (("val",), _real(True)), ("jnp", "imag"): (("val",), _real(False)),
 }
