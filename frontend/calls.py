@@ -523,7 +523,8 @@ class Calls:
                      or (ml_name_hint(name, pos + [f"{k}={v}" for k, v in kw.items()])   # jnp.logaddexp
                          if name != "clamp" else None))
                     if ours is None and hint.startswith("kernels call") else None)
-                or with_operands(name, hint, pos + [f"{k}={v}" for k, v in kw.items()], taken) or hint)
+                or with_operands(name, hint, pos + [f"{k}={v}" for k, v in kw.items()], taken)
+                or (missing.no_form(self.text(node.func)) if hint.startswith("kernels call") else hint))
       if "random" in (getattr(fn, "__module__", None) or "").split(".") and _is_array_library(fn):
         hint = random_hints.key_hint(name, [self.text(a) for a in node.args]) or hint   # jax.random.key(seed)
       if name == "where" and _is_array_library(fn) and len(node.args) == 1 and not node.keywords:

@@ -650,3 +650,10 @@ def foreign_dsl(fn, text: str = "") -> str | None:
     return NOT_YET[name]
   return (f"mgpu_dsl has no {name or 'such function'}: docs/language.md lists the ml.* functions (pipelines"
           f" are ml.range(n, stages=s), scratch is ml.smem(shape, dtype), barriers and waits are placed for you)")
+
+
+def no_form(called: str) -> str:
+  """The hint of a library function (jnp, lax, NumPy) with no form in a kernel and no hint of its own: not the
+  generic one for the kernel's own functions, which told a user of `jnp.lexsort` to decorate a helper (probe 56d)."""
+  return (f"{called} has no form in a kernel: write what it computes with ml.* functions (jnp's namesakes of"
+          f" them compute the same; a plain function of yours that holds them is traced as a helper)")
