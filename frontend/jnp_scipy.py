@@ -111,6 +111,44 @@ def _unravel(a):
   return "(" + ", ".join(outs) + ("," if len(outs) == 1 else "") + ")", [x]
 
 
+def _ravel(a):
+  """jnp.ravel_multi_index(multi_index, dims, mode=, order=) of run-time indices (a beam's id and a token's, one
+  flat candidate id; probe 56d), as jax computes it: each index clipped (mode='clip') or wrapped ('wrap'), times its
+  stride, summed in the indices' dtype. mode='raise' checks values, which jax does only outside jit: no form."""
+  idx, dims, mode, order = a["multi_index"], a["dims"], a["mode"], a["order"]
+  if not isinstance(idx, (tuple, list)) or not isinstance(dims, (tuple, list)) or len(idx) != len(dims) or not idx \
+      or mode not in ("clip", "wrap", "ignore") or order not in ("C", "F") or a.get("dtype") is not None:
+    return None
+  if any(_kind(i) != "int" for i in idx) or not all(isinstance(d, (int, np.integer)) and d > 0 for d in dims) \
+      or len({str(_dtype(i)) for i in idx if _dtype(i) is not None}) != 1:
+    return None
+  d = next(str(_dtype(i)) for i in idx if _dtype(i) is not None)
+  dims = [int(n) for n in dims]
+  strides = np.cumprod((1,) + tuple(dims[:-1])) if order == "F" else np.cumprod((1,) + tuple(dims[1:][::-1]))[::-1]
+  terms = []
+  for k, (n, st) in enumerate(zip(dims, strides)):
+    i = (f"ml.clip({{{k}}}, 0, {n - 1})" if mode == "clip" else f"({{{k}}} % {n})" if mode == "wrap" else f"{{{k}}}")
+    terms.append(f"ml.cast({i}, {{{len(idx)}}}) * {int(st)}")
+  return " + ".join(terms), [*idx, d]
+
+
+def _lexsort(a):
+  """jnp.lexsort(keys, axis): jax's own, lax.sort of the keys (the last one first) and the positions along the axis,
+  the positions it gives (ops/sort_together.py; probe 56d)."""
+  keys, axis = a["keys"], a["axis"]
+  if not isinstance(keys, (tuple, list)) or not keys or any(_dtype(k) is None for k in keys) \
+      or len({tuple(k.type.shape) for k in keys}) != 1 or not isinstance(axis, int):
+    return None
+  shape = tuple(keys[0].type.shape)
+  if not -len(shape) <= axis < len(shape):
+    return None
+  axis %= len(shape)
+  idx = ", ".join(":" if i == axis else "None" for i in range(len(shape)))
+  iota = f"ml.broadcast_to(ml.arange({shape[axis]})[{idx}], {shape!r})"
+  ops = ", ".join(f"{{{i}}}" for i in reversed(range(len(keys))))
+  return f"ml.sort(({ops}, {iota}), axis={axis}, num_keys={len(keys)})[-1]", [*keys]
+
+
 def _vdot(a):
   """jnp.vdot of two tiles of one shape: dot of the flattened (real) operands, float32 products summed for 16-bit
   floats and converted to jnp's dtype."""
@@ -169,6 +207,8 @@ SCIPY = {
     ("jnp", "gcd"): (("x1", "x2"), _gcd("gcd")), ("jnp", "lcm"): (("x1", "x2"), _gcd("lcm")),
     ("jnp", "vdot"): (("a", "b", "precision", "preferred_element_type"), _vdot),
     ("jnp", "unravel_index"): (("indices", "shape"), _unravel),
+    ("jnp", "ravel_multi_index"): (("multi_index", "dims", "mode", "order", "dtype"), _ravel),
+    ("jnp", "lexsort"): (("keys", "axis"), _lexsort),
     ("jnp", "conjugate"): (("x",), _real(True)), ("jnp", "conj"): (("x",), _real(True)),
     ("jnp", "real"): (("val",), _real(True)), ("jnp", "imag"): (("val",), _real(False)),
 }
