@@ -128,6 +128,7 @@ class CTA(CtaMemory):
     self.pad_gathers: dict[int, object] = {}      # id of a masked load -> the first gather its padding indexed
     self.pad_meets: dict[int, tuple] = {}         # id of a masked (or TMA) load -> (loc, arrays) where its padding met their data
     self.pad_wheres: dict[int, tuple] = {}        # id of a masked (or TMA) load -> (ml.where, its constant) that refilled its padding
+    self.pad_inside: set[int] = set()             # ids of masked loads whose padding holds lanes inside their array
     self.sort_late: dict[int, tuple] = {}         # SMEM root id -> a sort whose padding sorted among what it holds
 
   def get(self, v: ir.Value):

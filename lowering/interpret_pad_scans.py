@@ -77,10 +77,10 @@ def _scan_error(cta, o, src, x, pad, got, want, wrong, data):
   fill = getattr(src, "other", 0)
   raw = isinstance(fill, (int, float)) and np.all(lanes == np.asarray(fill).astype(lanes.dtype))
   if data:
-    msg = (f"{what} scans {_origin(src, ref, other)}: they change its elements at lanes of data, {_num(got[k])} at"
+    msg = (f"{what} scans {_origin(src, ref, other, cta)}: they change its elements at lanes of data, {_num(got[k])} at"
            f" {at} in program {cta.label} where the elements inside give {_num(want[k])}")
   else:
-    msg = (f"{what} {_VERBS[o.kind]} {_origin(src, ref, other)}: they change its result in program {cta.label},"
+    msg = (f"{what} {_VERBS[o.kind]} {_origin(src, ref, other, cta)}: they change its result in program {cta.label},"
            f" {_num(got[k])} where the elements inside give {_num(want[k])}")
   keep = f"ml.where({mask}, {arg or 'v'}, {ident})" if mask else None
   if isinstance(src, Copy):

@@ -180,7 +180,7 @@ def _sort_error(cta, o, src, vals, moved, early, rev=False):
   first = "largest" if desc else "smallest"
   gives = ("the first positions it gives are the padding's" if "argsort" in what else
            f"the {first} values it gives are padding")
-  msg = (f"{what} sorts {_origin(src, ref, other)}: in program {cta.label}{row} a lane of padding sorts to position"
+  msg = (f"{what} sorts {_origin(src, ref, other, cta)}: in program {cta.label}{row} a lane of padding sorts to position"
          f" {p}, before an element of data at position {q}, so {gives}")
   d = src.result.type.dtype if not isinstance(src, Copy) else o.x.type.dtype
   if d.is_float:
@@ -205,7 +205,7 @@ def _rank_error(cta, o, src, what, name, counted, data):
   n, real = counted.shape[1], int(data[r].sum())
   ref, axis, mask, other = _load_texts(cta, src)
   row = f" (row {r})" if len(counted) > 1 else ""
-  msg = (f"{what} ranks {_origin(src, ref, other)}: in program {cta.label}{row} it ranks all {n} lanes, not the"
+  msg = (f"{what} ranks {_origin(src, ref, other, cta)}: in program {cta.label}{row} it ranks all {n} lanes, not the"
          f" {real} elements of data, so the position it reads is the wrong one")
   nan = name if name.startswith("nan") else "nan" + name
   if isinstance(src, Copy):

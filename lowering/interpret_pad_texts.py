@@ -65,10 +65,15 @@ def _copy_texts(cta, src):
   return ref.name, axis, mask, None
 
 
-def _origin(src, ref, other):
-  """How the message names where the padding came from."""
+def _origin(src, ref, other, cta=None):
+  """How the message names where the padding came from: past the array's end, or (some lanes inside it) off under
+  the load's mask, a bound of the kernel's own such as a row's run-time length (probe 56d)."""
   if isinstance(src, Copy):
     return f"elements the TMA copy at line {src.loc.lineno} read past the end of {ref} (as zeros)"
+  if cta is not None and id(src) in cta.pad_inside:
+    mask = T.keywords(src.loc).get("mask")
+    return (f"lanes the masked load at line {src.loc.lineno} kept off under its mask{f' ({mask})' if mask else ''},"
+            f" filled with other={other}")
   return f"lanes the masked load at line {src.loc.lineno} kept off past the end of {ref}, filled with other={other}"
 
 
@@ -91,7 +96,7 @@ def _reduce_error(cta, o, src, x, pad, got, want, bad):
   if refill is not None and np.all(lanes == np.asarray(cta.get(refill[1]) if isinstance(refill[1], ir.Value)
                                                          else refill[1]).ravel()[0]):
     raw = True
-  held = _origin(src, ref, other) + (
+  held = _origin(src, ref, other, cta) + (
       f", through the ml.dot at line {through[0].loc.lineno} (the {through[1]} of its result they alone make)"
       if through else "") + _met(cta, src, ref) + (
       f", then set to {_refill_text(cta, refill)} by the select at line {refill[0].loc.lineno}" if refill else "") + (

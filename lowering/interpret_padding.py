@@ -129,7 +129,9 @@ def _masked_load(cta, o):
   outside = np.zeros(mask.shape, bool)
   for c, d in zip(coords, ref.root.type.shape):
     outside |= (c < 0) | (c >= d)
-  pad = outside & ~mask
+  pad = ~mask            # (past the end, or inside the array under a run-time bound: a row's own length; probe 56d)
+  if (pad & ~outside).any():
+    cta.pad_inside.add(id(o))
   if pad.any():
     cta.pads[o.result.id] = (np.where(pad, PAD, REAL).astype(np.int8), o)
 
@@ -465,7 +467,7 @@ def _check_dirty(cta, o, src, x, lanes, groups, d):
     hint = (f"fill the lanes with the identity of {name}: other={ident} in the masked load at line {src.loc.lineno},"
             f" or {hint[0].lower()}{hint[1:]}")
   raise E.MaskedReductionError(
-      f"{what} reduces lanes of data that the padding changed at {at}: {_origin(src, ref, other)} met data"
+      f"{what} reduces lanes of data that the padding changed at {at}: {_origin(src, ref, other, cta)} met data"
       f" there, and a lane holding {_num(had)} became {_num(became)}, so its result in program {cta.label}{where},"
       f" {_num(np.asarray(got)[k])}, counts the padding", o.loc, hint=hint)
 
@@ -499,7 +501,7 @@ def _check_mean(cta, o):
   where = _with_where(o.loc, mask, ReduceKind.SUM, o.result.type.dtype) if mask else None
   raise E.MaskedReductionError(
       f"{'this mean' if mean else 'this division'} counts {size} elements, but {size - inside} of them are {them}"
-      f" past the end of {ref} (program {cta.label}): the mean of the {inside} elements inside divides by {inside}",
+      f" {'off under its mask' if id(src) in cta.pad_inside else 'past the end of ' + ref} (program {cta.label}): the mean of the {inside} elements inside divides by {inside}",
       o.loc,
       hint=(f"average only the elements inside: {where}" if mean and where and not whole else
             f"average only the elements inside: {where + ', or ' if where else ''}{T.as_sum(o.loc, arg)} /"
