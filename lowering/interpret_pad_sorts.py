@@ -8,6 +8,11 @@ padding after the data, where `other` below every element (above, ascending) lea
 padding before a lane of data of another value (ties are harmless) is the error, at the sort. Sorted lanes of
 padding stay padding (a masked store drops them, a reduction sees them as padding). Sorts of 64-bit keys (two
 passes of 32-bit words) are left alone.
+
+The kernel's reads decide what "before" means (probe 56d): a sort whose every use reverses it (`jnp.sort(p)[::-1]`,
+jnp's descending sort) is judged reversed, and a sort whose every use stores it into SMEM and reads elements or
+windows back (`s[-k]`, `s[-8:]`, `s[k - 1]`) is judged at each read: an error only where a position read holds
+padding (CTA.sort_late), at the sort, naming that position. Any other use keeps the check at the sort.
 """
 from __future__ import annotations
 
@@ -180,8 +185,8 @@ def _sort_error(cta, o, src, vals, moved, early, rev=False):
   first = "largest" if desc else "smallest"
   gives = ("the first positions it gives are the padding's" if "argsort" in what else
            f"the {first} values it gives are padding")
-  msg = (f"{what} sorts {_origin(src, ref, other, cta)}: in program {cta.label}{row} a lane of padding sorts to position"
-         f" {p}, before an element of data at position {q}, so {gives}")
+  msg = (f"{what} sorts {_origin(src, ref, other, cta)}: in program {cta.label}{row} a lane of padding sorts to"
+         f" position {p}, before an element of data at position {q}, so {gives}")
   d = src.result.type.dtype if not isinstance(src, Copy) else o.x.type.dtype
   if d.is_float:
     ident = "float('-inf')" if desc else "float('inf')"

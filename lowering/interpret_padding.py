@@ -8,10 +8,11 @@ numbers. The interpreter knows the data, so it follows those lanes and reports a
 they change.
 
 Each register value may carry a lane state, broadcast to its shape: PAD (a lane a masked load kept off at a
-position outside its array, an element of SMEM a TMA load filled with a zero from outside its array, or math of
-such lanes and uniform values only), REAL (data, or math mixing
-data in: a loop's running sum of a last tile's padding, which no lane-wise rule can take apart), NEUTRAL
-(constants, `ml.arange`, scalars and reduction results: the same for every lane, or a summary of lanes).
+position outside its array, or inside it under a run-time bound such as a row's own length (probe 56d), an element
+of SMEM a TMA load filled with a zero from outside its array, or math of such lanes and uniform values only), REAL
+(data, or math mixing data in: a loop's running sum of a last tile's padding, which no lane-wise rule can take
+apart), NEUTRAL (constants, `ml.arange`, scalars and reduction results: the same for every lane, or a summary of
+lanes).
 Only tensors holding a PAD lane are stored (`CTA.pads`). A reduction over groups mixing PAD lanes with
 others is computed again with the PAD lanes replaced by its identity (0 for a sum, -inf for a max, +inf
 for a min); a result that changes is the error, at the reduction, with the hint that fits: the identity
@@ -501,7 +502,8 @@ def _check_mean(cta, o):
   where = _with_where(o.loc, mask, ReduceKind.SUM, o.result.type.dtype) if mask else None
   raise E.MaskedReductionError(
       f"{'this mean' if mean else 'this division'} counts {size} elements, but {size - inside} of them are {them}"
-      f" {'off under its mask' if id(src) in cta.pad_inside else 'past the end of ' + ref} (program {cta.label}): the mean of the {inside} elements inside divides by {inside}",
+      f" {'off under its mask' if id(src) in cta.pad_inside else 'past the end of ' + ref} (program {cta.label}): the"
+      f" mean of the {inside} elements inside divides by {inside}",
       o.loc,
       hint=(f"average only the elements inside: {where}" if mean and where and not whole else
             f"average only the elements inside: {where + ', or ' if where else ''}{T.as_sum(o.loc, arg)} /"
