@@ -95,6 +95,8 @@ def _late(cta, o, root, flat):
   n = vals.shape[1]
   row, pos = divmod(int(flat[0]), n)
   row = min(row, len(data) - 1)
+  if early[row].any():        # (the message's row is the one read)
+    early = np.where(np.arange(len(early))[:, None] == row, early, False)
   err = _sort_error(cta, so, src, vals, moved, early)
   inside = int(data[row].sum())
   lo = int(np.argmax(data[row]))

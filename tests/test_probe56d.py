@@ -139,6 +139,34 @@ def test_a_read_of_a_position_the_padding_sorted_to_is_mg953_at_the_sort():
       info.value.message
 
 
+@mg.mgpu_kernel(out_shape=lambda x, k: x, grid=lambda x, k: (x.shape[0] // 8,))
+def top_k_rows_ascending(x, k, o):
+  rows = ml.program_id(0) * 8 + ml.arange(8)
+  c = ml.arange(1024)
+  m = c[None, :] < x.shape[1]
+  v = x.at[rows[:, None], c[None, :]].load(mask=m, other=-float("inf"))
+  s = jnp.sort(v, axis=-1)
+  kth = s[jnp.arange(8), 1024 - k.at[rows].load()]
+  o.at[rows[:, None], c[None, :]].store(jnp.where(v < kth[:, None], -jnp.inf, v), mask=m)
+
+
+def test_rows_of_an_ascending_sort_read_from_their_ends():
+  """Each row's k-th largest gathered from the end of a 2-D ascending sort (a gather through SMEM) computes; a k past
+  the row's length reads padding: MG953 naming that row and position."""
+  x, k = rnd((8, 1000), 16), np.random.default_rng(16).integers(1, 100, 8).astype(np.int32)
+  th = -np.sort(-x, 1)[np.arange(8), k - 1]
+  np.testing.assert_array_equal(np.asarray(top_k_rows_ascending(x, k, interpret=True)),
+                                np.where(x < th[:, None], -np.inf, x))
+  export(top_k_rows_ascending, x, k)
+  k[3] = 1010
+  with pytest.raises(mg.MaskedReductionError) as info:
+    top_k_rows_ascending(x, k, interpret=True)
+  e = info.value
+  assert (e.lineno, e.col_offset) == where(top_k_rows_ascending, "jnp.sort(v, axis=-1)"), e.render()
+  assert "in program (0, 0, 0) (row 3) a lane of padding sorts to position 0" in e.message
+  assert "reads position 14 of row 3, which holds padding" in e.message
+
+
 # ---------------------------------------------------------------- take_along_axis of register vectors and N-D tensors
 @mg.mgpu_kernel(out_shape=lambda x, tp: x, grid=lambda x, tp: (x.shape[0],))
 def top_p_gemma(x, tp, o):
