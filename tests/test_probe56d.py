@@ -10,6 +10,8 @@ beam search, chunked log-softmax over a long vocabulary). Found and fixed:
 - `jnp.unravel_index` of a run-time flat index (a beam search's argmax over (beams, vocab)), `jnp.ravel_multi_index`
   (mode 'clip', 'wrap') and `jnp.lexsort` were MG003 with the hint of the kernel's own functions ("decorate a helper of
   your own"): they compute as jax's now, and a library function with no kernel form says so;
+- a slice of a register tensor of a run-time length (`s[:k[r]]`, a top k's prefix) hinted to read the window from
+  a ref with ml.ds, whose size must be static too: the hint masks the positions outside the window;
 - masked-off lanes inside the array (a row's run-time vocabulary length, `mask=c < vl[r]`) were not followed as
   padding: `jnp.max` of them with `other=0.0`, or a softmax, was silently wrong in interpret mode; MG953 now, worded
   "kept off under its mask (c < vl[r])".
@@ -274,6 +276,27 @@ def test_a_library_function_with_no_kernel_form_says_so():
          hint="jnp.ravel_multi_index has no form in a kernel: write what it computes with ml.* functions (jnp's"
               " namesakes of them compute the same; a plain function of yours that holds them is traced as a"
               " helper)")
+
+
+@mg.mgpu_kernel(out_shape=lambda x, k: x, grid=lambda x, k: (x.shape[0],))
+def kth_by_prefix(x, k, o):
+  r = ml.program_id(0)
+  c = ml.arange(1024)
+  v = x.at[r, c].load(mask=c < x.shape[1], other=-float("inf"))
+  s = jnp.sort(v)[::-1]
+  kth = jnp.min(s[:k[r]])
+  o.at[r, c].store(jnp.where(v < kth, -jnp.inf, v), mask=c < x.shape[1])
+
+
+def test_a_prefix_of_a_run_time_length_says_to_mask_it():
+  """`s[:k[r]]` said to read the window from a ref with ml.ds (whose size must be static too): its length is a
+  run-time value, and the hint keeps the whole row under a mask."""
+  e = expect(kth_by_prefix, [S((8, 1000), jnp.float32), S((8,), jnp.int32)], mg.KernelTypeError, "s[:k[r]]",
+             "a window of s needs static bounds; k[r] is a run-time value, so its length is too, and a register"
+             " tensor has a static shape",
+             hint="keep the whole of s and mask the positions outside the window: ml.where(ml.arange(1024) < k[r], s,"
+                  " fill), fill what the use ignores (0 for a sum, float('inf') for a min, float('-inf') for a max)")
+  assert e.end_col_offset == e.col_offset + len("s[:k[r]]")
 
 
 # ---------------------------------------------------------------- a masked vocabulary tail of a run-time length

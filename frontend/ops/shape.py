@@ -290,6 +290,12 @@ def _check_register_index(cx, x, index, rank, kept):
           f"an index of {name} must be an integer, got {cx.named(i, '') or 'a scalar'}"
           f" ({dtype_name(resolve(i.type.dtype))})",
           cx.loc, hint=f"convert it: {method_on(cx.named(i, 'i'))}.astype(jnp.int32)")
+    if isinstance(i, slice) and is_value(i.start) != is_value(i.stop) and i.step is None and \
+        (len(x.type.shape) == 1 or len(index) == len(x.type.shape)):
+      raise E.KernelTypeError(      # s[:k] of a run-time k (a top k's prefix of a sorted row): a run-time length
+          f"a window of {name} needs static bounds; {cx.named(i.start if is_value(i.start) else i.stop, 'its bound')}"
+          f" is a run-time value, so its length is too, and a register tensor has a static shape", cx.loc,
+          hint=unroll_hint(cx.b, i.start if is_value(i.start) else i.stop, _masked_window_hint(cx, x, index, i, name)))
     if isinstance(i, slice) and any(is_value(v) for v in (i.start, i.stop)):
       raise E.KernelTypeError(
           f"a window of {name} needs static bounds; this one starts or ends at a run-time value", cx.loc,
@@ -299,6 +305,19 @@ def _check_register_index(cx, x, index, rank, kept):
   if kept > rank:
     raise E.IndexOutOfBoundsError(f"too many indices for {name}, a tensor of rank {rank}: {kept}", cx.loc,
                                   hint="use one index or ':' per axis, and None for each new axis")
+
+
+def _masked_window_hint(cx, x, index, i, name):
+  """Keep the whole axis and mask the positions outside `x[i]`'s window of a run-time length (probe 56d)."""
+  axis = next(a for a, j in enumerate(index) if j is i)
+  n = x.type.shape[axis]
+  pos = f"ml.arange({n})" + ("" if len(x.type.shape) == 1 else
+                             "[" + ", ".join(":" if a == axis else "None" for a in range(len(x.type.shape))) + "]")
+  conds = ([f"{pos} >= {cx.named(i.start, 'start')}"] if i.start is not None else []) + \
+      ([f"{pos} < {cx.named(i.stop, 'stop')}"] if i.stop is not None else [])
+  keep = " & ".join(f"({c})" for c in conds) if len(conds) > 1 else conds[0]
+  return (f"keep the whole of {name} and mask the positions outside the window: ml.where({keep}, {name}, fill),"
+          f" fill what the use ignores (0 for a sum, float('inf') for a min, float('-inf') for a max)")
 
 
 def _unit_squeeze(shape, index):
