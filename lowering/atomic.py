@@ -67,8 +67,12 @@ def _f32_extreme_red(ptr, value, kind: AtomicKind, smem: bool = False):
 
 
 def _red(ptr, value, kind: AtomicKind, d: DType, smem: bool = False):
-  """One element's atomic `kind` (float32 max and min through their bits, _f32_extreme_red)."""
-  if d == DType.f32 and kind != AtomicKind.ADD:
+  """One element's atomic `kind` (float32 max and min through their bits, _f32_extreme_red; 8- and 16-bit
+  integers by a cas loop on their word, atomic_narrow.py)."""
+  from .atomic_narrow import is_narrow, narrow_atom
+  if is_narrow(d) and not smem:
+    narrow_atom(ptr, kind, d, value)
+  elif d == DType.f32 and kind != AtomicKind.ADD:
     _f32_extreme_red(ptr, value, kind, smem=smem)
   else:
     _scalar_red(ptr, value, kind, d, smem=smem)
@@ -146,9 +150,11 @@ def _atomic_update(ctx, o):
     if t.layout.drop:
       _replicated_update(x, mem, o.kind, t.dtype)
     elif tiled is None and (odd_pairs(t) or t.dtype == DType.f32 and o.kind != AtomicKind.ADD
-                            or t.dtype == DType.i64 or _unaligned(o, layout_of(t))):
+                            or t.dtype == DType.i64 or t.dtype.is_int and t.dtype.bits < 32
+                            or _unaligned(o, layout_of(t))):
       # f16/bf16 held one element per register; f32 max/min; int64 (`red.add.u64`, probe 50c); a window at a
-      # start not proven a multiple of the vector length (vector `red` faults there, as a vector store does)
+      # start not proven a multiple of the vector length (vector `red` faults there, as a vector store does); 8-
+      # and 16-bit integers (a cas loop each, probe 56b)
       _update_each_element(x, mem, o.kind, t.dtype)
     elif tiled is not None:
       x.store_tiled(mem, swizzle=tiled.swizzle, atomic=o.kind.value)

@@ -36,6 +36,9 @@ def atom(ptr, kind: AtomicKind, d: DType, value, cmp=None, sem="acq_rel", scope=
   """The old value of the element at the generic pointer `ptr` after one `atom`."""
   i32 = ir.IntegerType.get_signless(32)
   order = f".{sem}.{scope}"
+  from .atomic_narrow import is_narrow, narrow_atom
+  if is_narrow(d):                  # (int8 to uint16: a cas loop on the element's 32-bit word, probe 56b)
+    return narrow_atom(ptr, kind, d, value, cmp, order)
   if d == DType.i64:                # (jax_enable_x64's ints, probe 49c: the .b64/.u64/.s64 forms, "l" registers)
     ty = {AtomicKind.CAS: "cas.b64", AtomicKind.XCHG: "exch.b64", AtomicKind.ADD: "add.u64"}.get(kind,
                                                                                                f"{kind.value}.s64")
