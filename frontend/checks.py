@@ -41,6 +41,7 @@ from .ops.access import MaskedLoad, MaskedStore, ScalarRead
 from .ops.atomic import AtomicKind, AtomicUpdate
 from .ops.gather import Gather, ScatterUpdate
 from .ops.memory import Copy, View
+from .scatter_races import data_scatter_races, note_data_scatter
 from .races import ACCUMULATED_READ, Writers, spin_wait, plain_write_hint, race_error, short_step_hint
 from .carried_registers import check_register_values
 from .types import Space
@@ -137,6 +138,7 @@ class _Memory:
     # bins of data beside a header element the kernel writes)
     self.scatter_data: set = set()
     self.scatter_plain: list = []
+    self.data_scatters: list = []     # (a store covering where they land is a race: scatter_races.py)
     self.alias_reads: dict = {}      # loc -> the aliased input a read of an updated output names
     self.smem_per_program: dict = {}  # SMEM root id -> Boxes over (program, *shape): what each may have written
     self.smem_uneven: set = set()     # SMEM roots some programs may write differently from others
@@ -199,8 +201,8 @@ class _Memory:
         # an atomic scatter: the elements its indices name where they are known while compiling
         boxes = self._scatter_boxes(acc, *boxes) if known else None
         if boxes is None:
-          self.scatter_data.add(w.root.id)
           boxes = self.boxes_of(w, acc.must, dedupe=False) if known else None
+          note_data_scatter(self, acc, boxes)     # (its indices of data: frontend/scatter_races.py, probe 56b)
       if plain and w.root.id in self.scattered:
         if isinstance(acc.op, ScatterUpdate) or not known:
           pass                       # a plain scatter's elements are data: left to interpret mode
@@ -561,7 +563,7 @@ class _Memory:
     return out
 
   def race_errors(self) -> list:
-    out = []
+    out = data_scatter_races(self)
     for root, boxes, pids, loc in self.scatter_plain:
       if root not in self.scatter_data:
         self.atomic_plain.add(loc)

@@ -6,8 +6,9 @@ top k of logits that may all be negative makes the top k padding, and a sorted r
 mask (or its first element read as the minimum) loses elements of data to padding. Every such use wants the
 padding after the data, where `other` below every element (above, ascending) leaves it: a sort that puts a lane of
 padding before a lane of data of another value (ties are harmless) is the error, at the sort. Sorted lanes of
-padding stay padding (a masked store drops them, a reduction sees them as padding). Sorts of 64-bit keys (two
-passes of 32-bit words) are left alone.
+padding stay padding (a masked store drops them, a reduction sees them as padding). A sort of 64-bit keys (two
+passes of 32-bit words) is checked at its first pass in the order of the whole keys (probe 56b); its result's lanes
+are not followed.
 
 The kernel's reads decide what "before" means (probe 56d): a sort whose every use reverses it (`jnp.sort(p)[::-1]`,
 jnp's descending sort) is judged reversed, and a sort whose every use stores it into SMEM and reads elements or
@@ -39,18 +40,21 @@ def _sort(cta, o):
   if not isinstance(st, np.ndarray) or src is None:
     return
   d = src.result.type.dtype if not isinstance(src, Copy) else None
-  if d is not None and d.bits > 32:
-    return
+  wide = d is not None and d.bits > 32
   x = np.asarray(cta.get(o.x))
   n = x.shape[-1]
   perm = np.asarray(cta.get(o.results[1])).reshape(-1, n)
+  vals = np.asarray(cta.get(o.results[0])).reshape(-1, n)
+  if wide:
+    if (pv := _wide(cta, o, n)) is None:
+      return
+    perm, vals = pv
   lanes = np.broadcast_to(st, x.shape).reshape(-1, n)
   moved = np.take_along_axis(lanes, perm, axis=1)
   pad = moved == PAD
   data = (moved == REAL) | (moved == DIRTY)
   # a lane of padding with a lane of data of another value after it, row by row (padding equal to elements of
   # data ties with them: either order gives the same values); sorted, the last lane of data differs if any does
-  vals = np.asarray(cta.get(o.results[0])).reshape(-1, n)
   kind, bufs = _reads(cta, o)
   rev = kind == "flip"
   if rev:                 # judged in the order the kernel reads it: `jnp.sort(p)[::-1]`, padding first is last there
@@ -72,8 +76,10 @@ def _sort(cta, o):
       raise _rank_error(cta, o, src, what, name, counted, data)
   for b in bufs:
     cta.sort_late.pop(b, None)
-  if early.any() and kind != "read":
+  if early.any() and (kind != "read" or wide):
     raise _sort_error(cta, o, src, vals, moved, early, rev)
+  if wide:                # (the low words' order: not the result's, whose lanes stay REAL)
+    return
   if rev:
     pad = np.flip(pad, 1)
   shape = o.results[0].type.shape
@@ -83,6 +89,27 @@ def _sort(cta, o):
     _set(cta, o.results[1], lanes, src)
     for b in bufs:
       cta.sort_late[b] = (o, src, vals, moved, early, data)
+
+
+def _wide(cta, o, n):
+  """(positions, values), rows of n, of the int64 sort (ops/sort_together.sort_wide, two passes of 32-bit words)
+  whose first pass is `o`, the sort of the low words (a cast of the int64 tensor): the order of the whole keys, which
+  the check reads as one sort's (probe 56b; the second pass sorts gathered words, whose lanes are not followed).
+  None where `o` is not such a first pass."""
+  from ..frontend import ir
+  from ..frontend.ops.elementwise import Cast
+  m = cta.m
+  if getattr(m, "_defs", None) is None:
+    m._defs = ir.def_table(m.kernel.body)
+  cast = m._defs.get(o.x.id)
+  if not isinstance(cast, Cast) or cast.bitcast or getattr(cast.x.type, "dtype", None) is None or \
+      cast.x.type.dtype.bits != 64:
+    return None
+  x = np.asarray(cta.get(cast.x)).reshape(-1, n)
+  perm = np.argsort(x, axis=1, kind="stable")
+  if o.descending:
+    perm = perm[:, ::-1]
+  return perm, np.take_along_axis(x, perm, axis=1)
 
 
 def _late(cta, o, root, flat):
