@@ -2,21 +2,26 @@
 
 Probe 55a raced a plain store of an output with the atomic scatters into it where every scatter's indices are known
 while compiling (`ml.arange` chains); a scatter at indices of data (a histogram's bins) left the output to interpret
-mode. Where its indices are data along some dimensions, a scatter still lands somewhere in the span those dimensions
-have (an index outside is dropped, as jnp's), so a plain store by another program that covers that whole span, and
-meets the scatter's known indices along the other dimensions, writes elements the scatter adds to whatever the data
-is: `if i == 0: o[...] = 0` before every program's `ml.atomic_add(o.at[ids], 1)`. That is MG951 at the store. A store
-that covers part of the span (a histogram's header element the kernel writes, probe 24b), or only the program's own
-row of a row-indexed scatter (`o[i, :] = 0` beside `o.at[i, ids]`), stays interpret mode's.
+mode. Where its indices are data along some dimensions, a scatter still lands somewhere in the span those
+dimensions have (an index outside is dropped, as jnp's), so where the plain stores of another program cover that
+whole span, and the box of the scatter's known indices along the other dimensions, they write elements the scatter
+adds to whatever the data is: `if i == 0: o[...] = 0` before every program's `ml.atomic_add(o.at[ids], 1)`. That is
+MG951 at the store (a scatter whose every index is outside, or masked off, is the one run it would not race in). A
+store that covers part of the span (a histogram's header element the kernel writes, probe 24b), or only the
+program's own row of a row-indexed scatter (`o[i, :] = 0` beside `o.at[i, ids]`), stays interpret mode's.
 """
 from __future__ import annotations
+
+import itertools
+import math
 
 import numpy as np
 
 from . import errors as E
 from .races import plain_write_hint
 
-_PAIRS = 1 << 22       # (program pairs compared at most: the first programs of each side beyond it)
+_CELLS = 1 << 22       # (outputs of at most this many elements, and the first programs that store into them)
+_WRITERS = 64
 
 
 def note_data_scatter(chk, acc, boxes) -> None:
@@ -46,51 +51,68 @@ def note_data_scatter(chk, acc, boxes) -> None:
 
 
 def data_scatter_races(chk) -> list:
-  """MG951 at each plain store (probe 55a's `scatter_plain`) of an output whose data scatters land in it whatever
-  their data, from another program."""
-  out, seen = [], set()
+  """MG951 at a plain store (probe 55a's `scatter_plain`) of an output where the plain stores of one program cover all
+  that a data scatter of another program may reach: its span along the dimensions of data, its known indices' box
+  along the others (so every element it scatters inside the output lands in what that program writes)."""
+  out = []
   batch = chk.kernel.grid[chk.kernel.batch_axis] if chk.kernel.batch_axis is not None else 1
   if chk.ev.P // batch < 2:
     return out
-  for root, boxes, spids, sloc in chk.scatter_plain:
-    if boxes is None or root not in chk.scatter_data or sloc in seen:
+  for root in {r for r, *_ in chk.data_scatters}:
+    stores = [(b, p, loc) for r, b, p, loc in chk.scatter_plain if r == root and b is not None]
+    scatters = [x for x in chk.data_scatters if x[0] == root]
+    p = next(p for p in chk.kernel.outputs if p.value.id == root)
+    shape = tuple(p.value.type.shape)
+    if not stores or math.prod(shape) > _CELLS:
       continue
-    for sroot, lo, hi, dpids, data, dloc in chk.data_scatters:
-      if sroot != root:
-        continue
-      race = _first_pair(boxes, spids, lo, hi, dpids, data)
-      if race is None:
-        continue
-      b, a, (slo, shi) = race
-      name = next(p.name for p in chk.kernel.outputs if p.value.id == root)
-      shape = next(p.value.type.shape for p in chk.kernel.outputs if p.value.id == root)
-      aliased = root in {chk.kernel.outputs[j].value.id for j in (chk.kernel.aliases or {}).values()}
-      out.append(E.RaceError(
-          f"program {chk.ev.program(b)} writes {_region(name, slo, shi, shape)} here while program"
-          f" {chk.ev.program(a)} adds to {name} with atomics at indices of data, which land in what this store"
-          f" writes whatever the data is: programs run in no fixed order, so the sum depends on timing",
-          sloc, notes=(f"{dloc}: program {chk.ev.program(a)}'s atomic scatter",),
-          hint=plain_write_hint(name, aliased)))
-      seen.add(sloc)
-      break
+    race = _first_race(stores, scatters, shape)
+    if race is None:
+      continue
+    b, a, sloc, box, dloc = race
+    aliased = root in {chk.kernel.outputs[j].value.id for j in (chk.kernel.aliases or {}).values()}
+    out.append(E.RaceError(
+        f"program {chk.ev.program(b)} writes {_region(p.name, *box, shape)} here while program {chk.ev.program(a)}"
+        f" adds to {p.name} with atomics at indices of data, which land in what program {chk.ev.program(b)} writes"
+        f" whatever the data is: programs run in no fixed order, so the sum depends on timing", sloc,
+        notes=(f"{dloc}: program {chk.ev.program(a)}'s atomic scatter",), hint=plain_write_hint(p.name, aliased)))
   return out
 
 
-def _first_pair(boxes, spids, lo, hi, dpids, data):
-  """(storing program, scattering program, the store's box) of the first two different programs where the store
-  covers the scatter's span along its dimensions of data and meets its box along the others; None if none."""
-  slo, shi = boxes
-  n = max(1, _PAIRS // max(1, len(dpids)))
-  slo, shi, spids = slo[:n], shi[:n], spids[:n]
-  nd = slo.shape[1]
-  ok = (spids[:, None] != dpids[None, :])
-  for d in range(nd):
-    s0, s1, d0, d1 = slo[:, d, None], shi[:, d, None], lo[None, :, d], hi[None, :, d]
-    ok &= (s0 <= d0) & (s1 >= d1) & (d1 > d0) if d in data else (np.maximum(s0, d0) < np.minimum(s1, d1))
-  if not ok.any():
-    return None
-  i, j = np.argwhere(ok)[0]
-  return int(spids[i]), int(dpids[j]), (slo[i], shi[i])
+def _first_race(stores, scatters, shape):
+  """(storing program, scattering program, the store's loc and box there, the scatter's loc) of the first pair of
+  different programs where the storing one's plain stores cover the scattering one's reach; None if none."""
+  writers = sorted({int(q) for _, pids, _ in stores for q in pids})[:_WRITERS]
+  for b in writers:
+    mask = np.zeros(shape, bool)
+    mine = []
+    for (lo, hi), pids, loc in stores:
+      for row in np.flatnonzero(pids == b):
+        mask[tuple(slice(int(x), int(y)) for x, y in zip(lo[row], hi[row]))] = True
+        mine.append((loc, lo[row], hi[row]))
+    table = np.pad(mask.astype(np.int64), [(1, 0)] * len(shape))
+    for d in range(len(shape)):
+      table = table.cumsum(axis=d)
+    for _, lo, hi, dpids, _, dloc in scatters:
+      other = dpids != b
+      if not other.any():
+        continue
+      lo, hi, dpids = lo[other], hi[other], dpids[other]
+      ok = _covered(table, lo, hi) & (hi > lo).all(axis=1)
+      if ok.any():
+        a = int(dpids[np.argmax(ok)])
+        loc, slo, shi = max(mine, key=lambda m: int(np.prod(np.asarray(m[2]) - np.asarray(m[1]))))
+        return b, a, loc, (slo, shi), dloc
+  return None
+
+
+def _covered(table, lo, hi):
+  """Whether each box (rows of lo, hi) lies wholly in the mask whose summed-area `table` is given."""
+  nd = lo.shape[1]
+  got = np.zeros(len(lo), np.int64)
+  for corner in itertools.product((0, 1), repeat=nd):
+    idx = tuple(np.where(corner[d], hi[:, d], lo[:, d]) for d in range(nd))
+    got += (-1) ** (nd - sum(corner)) * table[idx]
+  return got == np.prod(hi - lo, axis=1)
 
 
 def _region(name, lo, hi, shape) -> str:
