@@ -164,11 +164,11 @@ ATOMIC_FETCH = {"add": frozenset((_F, *_H, *_I, DType.i64)), "max": frozenset((_
 # Triton's bitwise atomics (probe 49c): `red`/`atom` and, or, xor of 32-bit integers (.b32) everywhere.
 for _t in (ATOMIC_GMEM, ATOMIC_SMEM, ATOMIC_SCALAR, ATOMIC_ELEMENT, ATOMIC_SMEM_ELEMENT, ATOMIC_FETCH):
   _t.update({k: frozenset(_I) for k in ("and", "or", "xor")})
-# 8- and 16-bit integers in GMEM (probe 56b): PTX has no atom or red of them, so every kind is a loop of
-# `atom.cas.b32` on the aligned 32-bit word that holds the element, the other bytes kept as found
-# (lowering/atomic_narrow.py), element by element; in interpret mode jnp's .at[] numbers (an add wraps).
+# 8- and 16-bit integers (probe 56b): PTX has no atom or red of them, so every kind is a loop of `atom.cas.b32`
+# on the aligned 32-bit word that holds the element, the other bytes kept as found (lowering/atomic_narrow.py),
+# element by element, in GMEM and SMEM; in interpret mode jnp's .at[] numbers (an add wraps).
 NARROW_INTS = (DType.i8, DType.u8, DType.i16, DType.u16)
-for _t in (ATOMIC_GMEM, ATOMIC_SCALAR, ATOMIC_ELEMENT, ATOMIC_FETCH):
+for _t in (ATOMIC_GMEM, ATOMIC_SMEM, ATOMIC_SCALAR, ATOMIC_ELEMENT, ATOMIC_SMEM_ELEMENT, ATOMIC_FETCH):
   for _k in _t:
     _t[_k] = _t[_k] | frozenset(NARROW_INTS)
 ATOMIC_SEMS = ("relaxed", "acquire", "release", "acq_rel")      # Triton's sem= (PTX's atom orders)

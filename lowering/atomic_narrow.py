@@ -1,4 +1,4 @@
-"""Atomics of 8- and 16-bit integers in GMEM (probe 56b).
+"""Atomics of 8- and 16-bit integers in GMEM and SMEM (probe 56b).
 
 PTX has no `atom` or `red` of int8, uint8, int16 or uint16 (its 16-bit ones are float adds and a cas), so each
 element's update, whatever its kind, is a loop of `atom.cas.b32` on the aligned 32-bit word that holds it: read
@@ -42,18 +42,25 @@ def _new(kind: AtomicKind, signed: bool, old, value, cmp):
   return op(old, value)
 
 
-def narrow_atom(ptr, kind: AtomicKind, d: DType, value, cmp=None, order: str = ".relaxed.gpu"):
-  """The old value of the 8- or 16-bit integer element at the generic pointer `ptr` after its atomic `kind` with
-  `value` (`cmp` a cas's expected value), by a cas loop on its 32-bit word (`order` the cas's `.sem.scope`)."""
+def narrow_atom(ptr, kind: AtomicKind, d: DType, value, cmp=None, order: str = ".relaxed.gpu", smem: bool = False):
+  """The old value of the 8- or 16-bit integer element at the generic pointer `ptr` (`smem`: its 32-bit shared::cta
+  address, an i32) after its atomic `kind` with `value` (`cmp` a cas's expected value), by a cas loop on its 32-bit
+  word (`order` the cas's `.sem.scope`; the CTA's own in SMEM)."""
   i32, i64 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(64)
   nt = ir.IntegerType.get_signless(d.bits)
   c32 = lambda v: arith.constant(i32, v)
-  c64 = lambda v: arith.constant(i64, v)
-  addr = llvm.ptrtoint(i64, ptr)
-  word = llvm.inttoptr(llvm.PointerType.get(), arith.andi(addr, c64(-4)))
-  shift = arith.trunci(i32, arith.muli(arith.andi(addr, c64(3)), c64(8)))
+  if smem:
+    word = arith.andi(ptr, c32(-4))
+    shift = arith.muli(arith.andi(ptr, c32(3)), c32(8))
+    load, cas, p = "ld.shared.b32 $0, [$1];", "atom.shared.cas.b32 $0, [$1], $2, $3;", "r"
+  else:
+    c64 = lambda v: arith.constant(i64, v)
+    addr = llvm.ptrtoint(i64, ptr)
+    word = llvm.inttoptr(llvm.PointerType.get(), arith.andi(addr, c64(-4)))
+    shift = arith.trunci(i32, arith.muli(arith.andi(addr, c64(3)), c64(8)))
+    load, cas, p = "ld.relaxed.gpu.b32 $0, [$1];", f"atom{order}.cas.b32 $0, [$1], $2, $3;", "l"
   keep = arith.xori(arith.shli(c32((1 << d.bits) - 1), shift), c32(-1))     # the word's other bytes
-  start = _asm("ld.relaxed.gpu.b32 $0, [$1];", [word], "=r,l", i32)
+  start = _asm(load, [word], f"=r,{p}", i32)
   loop = scf.WhileOp([i32], [start])
   before = loop.before.blocks.append(i32)
   with ir.InsertionPoint(before):
@@ -61,7 +68,7 @@ def narrow_atom(ptr, kind: AtomicKind, d: DType, value, cmp=None, order: str = "
     old = arith.trunci(nt, arith.shrui(seen, shift))
     new = _new(kind, d.is_signed, old, value, cmp)
     swapped = arith.ori(arith.andi(seen, keep), arith.shli(arith.extui(i32, new), shift))
-    found = _asm(f"atom{order}.cas.b32 $0, [$1], $2, $3;", [word, seen, swapped], "=r,l,r,r", i32)
+    found = _asm(cas, [word, seen, swapped], f"=r,{p},r,r", i32)
     scf.condition(arith.cmpi(arith.CmpIPredicate.ne, found, seen), [found])
   after = loop.after.blocks.append(i32)
   with ir.InsertionPoint(after):

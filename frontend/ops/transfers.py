@@ -446,9 +446,12 @@ def _reduce_kind(cx, src, dst, reduce):
         f" {getattr(src.type, 'space', kind_of(src))} to {getattr(dst.type, 'space', kind_of(dst))}", cx.loc,
         hint="reduce from an ml.smem buffer into a window of an output")
   atomic.check_target(cx, cx.b, dst, "ml.copy(..., reduce=)")
-  registers = (f"update from registers, ml.atomic_{reduce}({cx.named(dst, 'out')}, {cx.named(src, 'buf')}[...]): a"
-               f" float32 {reduce} in GMEM is two integer atomics on its bits, element by element"
-               if reduce != "add" and resolve(dst.type.dtype) in hw.ATOMIC_GMEM[reduce] else None)
+  d = resolve(dst.type.dtype)
+  narrow = d in hw.NARROW_INTS     # (probe 56b: a cas loop per element from registers)
+  registers = (f"update from registers, ml.atomic_{reduce}({cx.named(dst, 'out')}, {cx.named(src, 'buf')}[...]): "
+               + (f"an {dtype_name(d)} {reduce} in GMEM is a compare-and-swap loop on each element's 32-bit word"
+                  if narrow else f"a float32 {reduce} in GMEM is two integer atomics on its bits, element by element")
+               if (reduce != "add" or narrow) and d in hw.ATOMIC_GMEM[reduce] else None)
   atomic.check_dtype(cx, kind, dst.type.dtype, hw.TMA_REDUCE, f"ml.copy(..., reduce={reduce!r})",
                      "by the TMA engine", instead=registers)
   return kind
