@@ -171,6 +171,16 @@ NARROW_INTS = (DType.i8, DType.u8, DType.i16, DType.u16)
 for _t in (ATOMIC_GMEM, ATOMIC_SMEM, ATOMIC_SCALAR, ATOMIC_ELEMENT, ATOMIC_SMEM_ELEMENT, ATOMIC_FETCH):
   for _k in _t:
     _t[_k] = _t[_k] | frozenset(NARROW_INTS)
+
+
+def dtype_list(dtypes) -> str:
+  """An atomic's dtypes as its diagnostics list them: by name, the 8- and 16-bit integers (every kind takes all
+  four, probe 56b) said once, at the end."""
+  narrow = set(NARROW_INTS) <= set(dtypes)
+  names = ", ".join(sorted(str(x) for x in dtypes if not (narrow and x in NARROW_INTS)))
+  return names + (", and 8- and 16-bit integers" if narrow else "")
+
+
 ATOMIC_SEMS = ("relaxed", "acquire", "release", "acq_rel")      # Triton's sem= (PTX's atom orders)
 ATOMIC_SCOPES = ("gpu", "cta", "sys")                            # Triton's scope=
 TMA_REDUCE = {"add": frozenset((_F, *_H, *_I, DType.i64)), "max": frozenset((*_H, *_I, DType.i64)),

@@ -259,7 +259,7 @@ def test_a_bool_scalar_stores_into_a_bool_output():
 def test_atomics_on_a_bool_ref_stay_an_error():
   expect(atomic_on_bool, [S((256,), BOOL)], mg.UnsupportedDtypeError, "ml.atomic_max(out.at[...], m[...])",
          "ml.atomic_max on bool is not supported in GMEM: Hopper's atomic max takes bfloat16, float16, float32,"
-         " int32, int64, uint32")
+         " int32, int64, uint32, and 8- and 16-bit integers")
 
 
 def test_vmap_of_a_bool_input():

@@ -249,7 +249,7 @@ def smem_max_f16_plain(x, out):       # the hint followed
 def test_an_smem_atomic_hopper_lacks_hints_the_plain_update_one_cta_needs():
   """The hint only said to convert the dtypes; in SMEM every element of the window is one thread's."""
   expect(smem_max_f16, [S((8, 128), jnp.float16)], mg.UnsupportedDtypeError, "ml.atomic_max(b, x[...])",
-         "ml.atomic_max on float16 is not supported in SMEM: Hopper's atomic max takes int32, uint32",
+         "ml.atomic_max on float16 is not supported in SMEM: Hopper's atomic max takes int32, uint32, and 8- and 16-bit integers",
          hint="update the SMEM window plainly, b[...] = ml.maximum(b[...], x[...]): each of its elements is held"
               " by one thread of the CTA, so none of them race (atomics matter between CTAs, in GMEM); or convert"
               " the value and the array to a supported dtype")

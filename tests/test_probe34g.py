@@ -267,7 +267,7 @@ def test_a_16_bit_float_scatter_max_hints_widened_keys_and_their_empty_segments(
   update reached decodes to NaN, where jax.ops.segment_max gives -inf."""
   e = expect(half_segment_max, [S((128,), jnp.float16), S((128,), I32)], mg.UnsupportedDtypeError,
              "ml.atomic_max(", "ml.atomic_max on float16 is not supported through a tensor of indices (one element"
-             " at a time): Hopper's atomic max takes float32, int32, int64, uint32")
+             " at a time): Hopper's atomic max takes float32, int32, int64, uint32, and 8- and 16-bit integers")
   # (since probe 39c a float32 max takes scatters: the hint makes the output float32, half_segment_max_f32)
   assert e.hint == ("convert the value and the array to a supported dtype: make out float32 (jnp.float32 in its"
                     " out_shape) and update it with ml.atomic_max(out.at[ids[...]], x[...].astype(jnp.float32));"

@@ -200,7 +200,7 @@ def half_max_tail(x, out):
 def test_a_16_bit_max_past_the_end_says_it_goes_one_element_at_a_time():
   expect(half_max_tail, [S((300,), F16)], mg.UnsupportedDtypeError, "ml.atomic_max(",
          "ml.atomic_max on float16 is not supported with mask= at a window that may leave its array (one element at"
-         " a time): Hopper's atomic max takes float32, int32, int64, uint32",
+         " a time): Hopper's atomic max takes float32, int32, int64, uint32, and 8- and 16-bit integers",
          hint="convert the value and the array to a supported dtype: make out float32 (jnp.float32 in its out_shape)"
               " and update it with ml.atomic_max(out.at[ml.ds(j * 256, 256)], ml.load(x.at[offs], mask=offs < 300,"
               " other=0.0).astype(jnp.float32)); .astype(jnp.float16) of the result outside the kernel converts it"
@@ -451,7 +451,7 @@ def half_max(ids, x, out):
 def test_a_16_bit_float_max_into_smem_hints_a_float32_buffer():
   expect(half_max, [S((256,), I32), S((256,), jnp.bfloat16)], mg.UnsupportedDtypeError, "ml.atomic_max(",
          "ml.atomic_max on bfloat16 into an SMEM buffer through a tensor of indices is not supported: Hopper's"
-         " shared-memory atomic max takes float32, int32, uint32",
+         " shared-memory atomic max takes float32, int32, uint32, and 8- and 16-bit integers",
          hint="allocate h float32, ml.smem((16,), jnp.float32), update it with float32 values, ml.atomic_max("
               "h.at[ids[...]], x[...].astype(jnp.float32)), and convert what you read back:"
               " h[...].astype(jnp.bfloat16) (exact)")

@@ -95,7 +95,7 @@ def check_dtype(cx, kind: AtomicKind, d, table, what, where, smem=None, words=No
   the window, the value and the array (for the hint of a float max or min)."""
   d = resolve(d)
   if isinstance(d, DType) and d not in table[kind.value]:
-    ok = ", ".join(sorted(str(x) for x in table[kind.value]))
+    ok = hw.dtype_list(table[kind.value])
     buf, v = smem or ("", "")
     op = (f"{buf}[...] + {v}" if kind == AtomicKind.ADD else f"{buf}[...] {_SYMBOL[kind]} {v}" if kind in _SYMBOL
           else f"ml.{kind.value}imum({buf}[...], {v})")
@@ -512,7 +512,7 @@ def check_smem_scatter_dtype(cx, kind: AtomicKind, d, ref, written, what):
   from .memory import root
   if not isinstance(d, DType) or d in hw.ATOMIC_SMEM_ELEMENT[kind.value]:
     return
-  ok = ", ".join(sorted(str(x) for x in hw.ATOMIC_SMEM_ELEMENT[kind.value]))
+  ok = hw.dtype_list(hw.ATOMIC_SMEM_ELEMENT[kind.value])
   window, value = written if written else (ref.name or "buf", "v")
   buf, shape = root(cx.b, ref).name or "buf", root(cx.b, ref).type.shape
   if d.is_float:

@@ -130,7 +130,7 @@ def plan_tensor(o, used: set):
     return dataclasses.replace(o, results=(), mask=None, cmp=None)
   d = resolve(o.ref.type.dtype)
   if d not in hw.ATOMIC_FETCH[o.kind.value]:
-    ok = ", ".join(sorted(str(x) for x in hw.ATOMIC_FETCH[o.kind.value]))
+    ok = hw.dtype_list(hw.ATOMIC_FETCH[o.kind.value])
     raise E.UnsupportedDtypeError(
         f"the old values ml.atomic_{o.kind.value} returns are not supported on {dtype_name(d)}: Hopper's atom"
         f" {o.kind.value} takes {ok}", o.loc,

@@ -124,7 +124,7 @@ def _operand(cx, what: str, ref, value, role: str):
 def check_fetch_dtype(cx, kind: AtomicKind, d, what: str):
   d = resolve(d)
   if isinstance(d, DType) and d not in hw.ATOMIC_FETCH[kind.value]:
-    ok = ", ".join(sorted(str(x) for x in hw.ATOMIC_FETCH[kind.value]))
+    ok = hw.dtype_list(hw.ATOMIC_FETCH[kind.value])
     raise E.UnsupportedDtypeError(
         f"{what} on {dtype_name(d)} is not supported: Hopper's atom {kind.value} takes {ok}", cx.loc,
         hint="make the lock or counter int32 (jnp.int32 in its out_shape)" + (
@@ -219,7 +219,7 @@ def plan_fetch_scratch(kernel: ir.Kernel, builder) -> None:
         continue
       d = resolve(o.ref.type.dtype)
       if d not in hw.ATOMIC_FETCH[o.kind.value]:
-        ok = ", ".join(sorted(str(x) for x in hw.ATOMIC_FETCH[o.kind.value]))
+        ok = hw.dtype_list(hw.ATOMIC_FETCH[o.kind.value])
         raise E.UnsupportedDtypeError(
             f"the value ml.atomic_{o.kind.value} returns is not supported on {dtype_name(d)}: Hopper's atom"
             f" {o.kind.value} takes {ok}", o.loc,
