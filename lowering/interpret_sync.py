@@ -357,7 +357,7 @@ def _each(kind, d, old, value, cmp, combine):
   if kind == AtomicKind.XCHG:
     return np.asarray(value, nd).copy()
   if kind == AtomicKind.CAS:
-    bits = lambda a: np.array(a, nd).view({2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(nd).itemsize])
+    bits = lambda a: np.array(a, nd).view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(nd).itemsize])
     return np.where(bits(old) == bits(cmp), np.asarray(value, nd), old).astype(nd)
   return combine(kind, d, old, value)
 
