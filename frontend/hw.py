@@ -171,6 +171,12 @@ NARROW_INTS = (DType.i8, DType.u8, DType.i16, DType.u16)
 for _t in (ATOMIC_GMEM, ATOMIC_SMEM, ATOMIC_SCALAR, ATOMIC_ELEMENT, ATOMIC_SMEM_ELEMENT, ATOMIC_FETCH):
   for _k in _t:
     _t[_k] = _t[_k] | frozenset(NARROW_INTS)
+# float16 and bfloat16 max and min one element at a time (scatters, tensors held singly): a loop of `atom.cas.b16` on
+# the element (GMEM, atomic_rmw._half_cas_loop, as their old values take) or of `atom.shared.cas.b32` on its word
+# (SMEM, lowering/atomic_narrow.py); probe 56b.
+for _t in (ATOMIC_ELEMENT, ATOMIC_SMEM_ELEMENT):
+  for _k in ("max", "min"):
+    _t[_k] = _t[_k] | frozenset(_H)
 
 
 def dtype_list(dtypes) -> str:

@@ -70,8 +70,11 @@ def _red(ptr, value, kind: AtomicKind, d: DType, smem: bool = False):
   """One element's atomic `kind` (float32 max and min through their bits, _f32_extreme_red; 8- and 16-bit
   integers by a cas loop on their word, atomic_narrow.py)."""
   from .atomic_narrow import is_narrow, narrow_atom
-  if is_narrow(d):
+  if is_narrow(d) or d in (DType.f16, DType.bf16) and kind in (AtomicKind.MAX, AtomicKind.MIN) and smem:
     narrow_atom(ptr, kind, d, value, smem=smem)
+  elif d in (DType.f16, DType.bf16) and kind in (AtomicKind.MAX, AtomicKind.MIN):    # (one element: no `red`)
+    from .atomic_rmw import _half_cas_loop
+    _half_cas_loop(ptr, kind, value, ".relaxed.gpu")
   elif d == DType.f32 and kind != AtomicKind.ADD:
     _f32_extreme_red(ptr, value, kind, smem=smem)
   else:

@@ -22,12 +22,26 @@ def is_narrow(d) -> bool:
   return isinstance(d, DType) and d.is_int and d.bits in (8, 16)
 
 
+def half_extreme(kind: AtomicKind, value, bits):
+  """The new 16 bits of a float16 or bfloat16 max or min from the element's `bits` (an i16): the value where it is
+  >= the element (<= for min) or the element is a NaN and the value is not (np.fmax's and np.fmin's order of
+  operands, as atomic_rmw._half_cas_loop's)."""
+  i16 = ir.IntegerType.get_signless(16)
+  a = arith.bitcast(value.type, bits)
+  pred = arith.CmpFPredicate.OGE if kind == AtomicKind.MAX else arith.CmpFPredicate.OLE
+  take = arith.ori(arith.cmpf(pred, value, a), arith.andi(arith.cmpf(arith.CmpFPredicate.UNO, a, a),
+                                                          arith.cmpf(arith.CmpFPredicate.ORD, value, value)))
+  return arith.select(take, arith.bitcast(i16, value), bits)
+
+
 def _asm(text: str, args, constraints: str, result):
   return llvm.inline_asm(result, list(args), text, constraints, has_side_effects=True)
 
 
 def _new(kind: AtomicKind, signed: bool, old, value, cmp):
-  """The element's new bits from its `old` ones (the narrow type's arithmetic)."""
+  """The element's new bits from its `old` ones (the narrow type's arithmetic; a 16-bit float's max or min)."""
+  if not isinstance(value.type, ir.IntegerType):
+    return half_extreme(kind, value, old)
   if kind == AtomicKind.ADD:
     return arith.addi(old, value)
   if kind == AtomicKind.MAX:
@@ -45,7 +59,8 @@ def _new(kind: AtomicKind, signed: bool, old, value, cmp):
 def narrow_atom(ptr, kind: AtomicKind, d: DType, value, cmp=None, order: str = ".relaxed.gpu", smem: bool = False):
   """The old value of the 8- or 16-bit integer element at the generic pointer `ptr` (`smem`: its 32-bit shared::cta
   address, an i32) after its atomic `kind` with `value` (`cmp` a cas's expected value), by a cas loop on its 32-bit
-  word (`order` the cas's `.sem.scope`; the CTA's own in SMEM)."""
+  word (`order` the cas's `.sem.scope`; the CTA's own in SMEM). A float16 or bfloat16 max or min in SMEM too (`d`
+  then the float, its old bits returned as an i16)."""
   i32, i64 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(64)
   nt = ir.IntegerType.get_signless(d.bits)
   c32 = lambda v: arith.constant(i32, v)

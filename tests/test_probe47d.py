@@ -198,13 +198,11 @@ def half_max_tail(x, out):
 
 
 def test_a_16_bit_max_past_the_end_says_it_goes_one_element_at_a_time():
-  expect(half_max_tail, [S((300,), F16)], mg.UnsupportedDtypeError, "ml.atomic_max(",
-         "ml.atomic_max on float16 is not supported with mask= at a window that may leave its array (one element at"
-         " a time): Hopper's atomic max takes float32, int32, int64, uint32, and 8- and 16-bit integers",
-         hint="convert the value and the array to a supported dtype: make out float32 (jnp.float32 in its out_shape)"
-              " and update it with ml.atomic_max(out.at[ml.ds(j * 256, 256)], ml.load(x.at[offs], mask=offs < 300,"
-              " other=0.0).astype(jnp.float32)); .astype(jnp.float16) of the result outside the kernel converts it"
-              " back exactly")
+  # (it was MG106, whose hint made the output float32; since probe 56b one element at a time is a loop of
+  # atom.cas.b16 an element)
+  x = _rng(3).standard_normal(300).astype(np.float16)
+  np.testing.assert_array_equal(np.asarray(half_max_tail(x, interpret=True)), x)
+  _exports(half_max_tail, S((300,), F16))
 
 
 @mg.mgpu_kernel(out_shape=lambda x: (S((128,), F32), S((), I32), S((128,), F32)), grid=lambda x: (x.shape[0] // 128,))
@@ -449,12 +447,15 @@ def half_max(ids, x, out):
 
 
 def test_a_16_bit_float_max_into_smem_hints_a_float32_buffer():
-  expect(half_max, [S((256,), I32), S((256,), jnp.bfloat16)], mg.UnsupportedDtypeError, "ml.atomic_max(",
-         "ml.atomic_max on bfloat16 into an SMEM buffer through a tensor of indices is not supported: Hopper's"
-         " shared-memory atomic max takes float32, int32, uint32, and 8- and 16-bit integers",
-         hint="allocate h float32, ml.smem((16,), jnp.float32), update it with float32 values, ml.atomic_max("
-              "h.at[ids[...]], x[...].astype(jnp.float32)), and convert what you read back:"
-              " h[...].astype(jnp.bfloat16) (exact)")
+  # (it was MG106, whose hint allocated a float32 buffer; since probe 56b a loop of atom.shared.cas.b32 on each
+  # element's word)
+  rng = _rng(6)
+  ids, x = rng.integers(0, 16, 256).astype(np.int32), rng.standard_normal(256).astype(jnp.bfloat16)
+  want = np.full(16, -1e4, np.float32)
+  np.maximum.at(want, ids, np.asarray(x, np.float32))
+  np.testing.assert_array_equal(np.asarray(half_max(ids, x, interpret=True), np.float32), want)
+  assert "atom.shared.cas.b32" in half_max.mlir(S((256,), I32), S((256,), jnp.bfloat16))
+  _exports(half_max, S((256,), I32), S((256,), jnp.bfloat16))
 
 
 @pytest.mark.gpu

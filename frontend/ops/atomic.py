@@ -395,29 +395,10 @@ def odd_pairs(t: TensorType) -> bool:
   return bool(lay.drop) or (lay.kind != LayoutKind.WGMMA and lay.vec % 2 == 1)
 
 
-def _root_name(defs, ref):
-  """The name of the array a window `ref` views, or None."""
-  from .memory import View
-  while isinstance(defs.get(ref.id), View):
-    ref = defs[ref.id].ref
-  return ref.name or None
-
-
-def _written(o) -> tuple:
-  """(window, value) of the atomic `o` as its call wrote them (for _float_keys)."""
-  from .elementwise_checks import _call_args
-  loc = o.loc
-  text = loc.source_line[loc.col_offset:loc.end_col_offset] if loc.end_lineno == loc.lineno else ""
-  return _call_args(text, 2) or (o.ref.name or "ref", o.value.name or "value")
-
-
 def check_atomic_layouts(kernel: ir.Kernel) -> None:
-  """After the layout pass: float16/bfloat16 atomic max and min exist on the GPU only as `red`
-  of pairs of neighbouring elements in GMEM, so a tensor held one element per register cannot
-  be updated with them (add has a one-element form). An atomic scatter into an SMEM buffer the layout pass
+  """After the layout pass: an atomic scatter into an SMEM buffer the layout pass
   tiled (an ml.dot operand; layouts.py leaves other scattered buffers untiled) is an error: its `red`s go to
   the logical element's address, which a tiled buffer does not hold there (probe 47d)."""
-  defs = ir.def_table(kernel.body)
   for o in ir.walk(kernel.body):
     if (type(o).__name__ == "ScatterUpdate" and o.kind != AtomicKind.SET and o.ref.type.space == Space.SMEM
         and o.ref.id in kernel.smem_layouts):
@@ -427,39 +408,9 @@ def check_atomic_layouts(kernel: ir.Kernel) -> None:
           f" updates untiled SMEM buffers (each element at its own address)", o.loc,
           hint=f"scatter into a buffer of its own, h = ml.smem({o.ref.type.shape}, jnp.{dt}) filled with"
                f" zeros, and add it before the ml.dot: {buf}[...] = {buf}[...] + h[...]")
-    if (not isinstance(o, AtomicUpdate) or o.kind in (AtomicKind.ADD, AtomicKind.SET, AtomicKind.CAS, AtomicKind.XCHG)
-        or not o.ref.type.shape or o.results):
-      continue          # (a plain scatter, kind SET, stores each element whole: no pairs needed; probe 46a; a cas is
-                        # an `atom.cas.b16` per element, probe 50c; an xchg, and a max or min whose old values are
-                        # used, a loop of them, probe 53c)
-    t = o.value.type
-    d = resolve(t.dtype)
-    if not (isinstance(d, DType) and d.is_float and d.bits == 16 and odd_pairs(t)):
-      continue
-    what = f"ml.atomic_{o.kind.value}"
-    raise E.LayoutError(
-        f"{what} of a {dtype_name(d)} tensor of shape {t.shape}: Hopper's {dtype_name(d)} atomic"
-        f" {o.kind.value} updates pairs of neighbouring elements, and the threads hold this tensor's"
-        f" elements singly", o.loc,
-        hint=_wider_hint(d, o, defs))
-    # (a multiple of 256 elements held singly, a row statistic, goes through SMEM: relayout._pair_atomics)
-
-
-def _wider_hint(d, o, defs) -> str:
-  """MG204's hint for a 16-bit max or min held singly: 256 elements at once, or a float32 output (its
-  max and min take any shape, element by element; the 16-bit values convert to it and back exactly), or,
-  in SMEM, whose float32 atomics only add, the int32 keys."""
-  from .elementwise_checks import method_on
-  ref, value = _written(o)
-  array = _root_name(defs, o.ref)
-  what = f"ml.atomic_{o.kind.value}"
-  first = ("update a multiple of 256 elements at once (e.g. a window of shape (256,) or (8, 128)), which the"
-           " threads hold in pairs; or")
-  if o.ref.type.space != Space.GMEM:
-    return first + _float_keys(d, o.kind, ref, value, array, in_smem=True)[len(", e.g."):]
-  return (f"{first} make {array or 'the output'} float32 (jnp.float32 in its out_shape), whose atomic"
-          f" {o.kind.value} takes any shape: {what}({ref}, {method_on(value)}.astype(jnp.float32)), and convert it"
-          f" outside the kernel, .astype(jnp.{dtype_name(d)}) (exact)")
+    # (a float16/bfloat16 max or min of a tensor held one element per register was MG204 here: Hopper's `red` of them
+    # updates pairs; since probe 56b each element is a loop of `atom.cas.b16`, lowering/atomic.py's _red. A multiple
+    # of 256 elements held singly still goes through SMEM to the pairs' `red`: relayout._pair_atomics)
 
 
 def accumulated_outputs(body: ir.Block, defs, outputs, skipped=None) -> dict:
