@@ -6,6 +6,10 @@ sorts' passes, spin locks and tickets, in the 8- to 32-bit integer and float dty
   element's update is now a loop of `atom.cas.b32` on the aligned 32-bit word that holds it, the other bytes kept
   as found (lowering/atomic_narrow.py), in the element's own arithmetic (an add wraps, as jnp's `.at[].add`);
   interpret mode's numbers were already jnp's. The diagnostics that list an atomic's dtypes name them once;
+- a float16 or bfloat16 max or min one element at a time (a scatter, `jax.ops.segment_max`'s atomics, an SMEM
+  scatter, a row statistic of 8 elements the threads hold singly) was MG106 or MG204 (Hopper's `red` of them takes
+  pairs): each element is now a loop of `atom.cas.b16` (GMEM; probe 53c's `_half_cas_loop`) or of
+  `atom.shared.cas.b32` on its word (SMEM), np.fmax's numbers as interpret mode's;
 - a plain store of an output beside an atomic scatter into it at indices of data (`if i == 0: o[...] = 0` before
   every program's `ml.atomic_add(o.at[ids], 1)`) built for the GPU with no error (only interpret mode saw it):
   where one program's plain stores cover all that another program's data scatter may reach, it is MG951 at the
@@ -255,6 +259,58 @@ def test_gpu_narrow_ranks_bitset_and_ticket():
   got = jax.jit(ticket_int16)(x)
   np.testing.assert_allclose(np.asarray(got[0]), [x.sum()], rtol=1e-4)
   np.testing.assert_array_equal(np.asarray(got[2]), [4])
+
+
+# ---------------------------------------------------------------- 16-bit float max and min, one element at a time
+@mg.mgpu_kernel(out_shape=lambda ids, v: (S((16,), v.dtype), S((16,), v.dtype)), grid=lambda ids, v: (ids.shape[0] // 128,))
+def half_scatter_extremes(ids, v, hi, lo):
+  i = ml.program_id(0)
+  k = ids[ml.ds(i * 128, 128)]
+  ml.atomic_max(hi.at[k], v[ml.ds(i * 128, 128)])
+  ml.atomic_min(lo.at[k], v[ml.ds(i * 128, 128)])
+
+
+@mg.mgpu_kernel(out_shape=lambda v: S((8,), v.dtype), grid=lambda v: (v.shape[0] // 1024,))
+def half_row_maxima(v, o):
+  i = ml.program_id(0)
+  ml.atomic_max(o.at[...], ml.max(v[ml.ds(i * 1024, 1024)].reshape(8, 128), axis=1))
+
+
+@mg.mgpu_kernel(out_shape=lambda ids, v: S((128,), v.dtype), grid=(1,))
+def half_smem_segment_max(ids, v, o):
+  buf = ml.smem((128,), v.dtype)
+  buf[...] = ml.full((128,), float("-inf"), v.dtype)
+  for j in range(4):
+    ml.atomic_max(buf.at[ids[ml.ds(j * 128, 128)]], v[ml.ds(j * 128, 128)])
+  o[...] = buf[...]
+
+
+@pytest.mark.parametrize("dt", (jnp.float16, jnp.bfloat16), ids=lambda d: d.__name__)
+def test_half_max_and_min_one_element_at_a_time_match_jnp(dt):
+  """Were MG106 (scatters, SMEM scatters) and MG204 (a row statistic of 8 elements held singly)."""
+  ids, v = _ints(0, 16, 512, 11), np.random.default_rng(12).standard_normal(512).astype(dt)
+  _check(half_scatter_extremes, (ids, v), (np.asarray(jax.ops.segment_max(v, ids, 16)),
+                                           np.asarray(jax.ops.segment_min(v, ids, 16))))
+  w = np.random.default_rng(13).standard_normal(2048).astype(dt)
+  _check(half_row_maxima, (w,), w.reshape(2, 8, 128).max(2).max(0))
+  sid = _ints(0, 128, 512, 14)
+  _check(half_smem_segment_max, (sid, v), np.asarray(jax.ops.segment_max(v, sid, 128)))
+  assert "atom.relaxed.gpu.cas.b16" in half_scatter_extremes.mlir(S((512,), I32), S((512,), dt))
+  assert "atom.shared.cas.b32" in half_smem_segment_max.mlir(S((512,), I32), S((512,), dt))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", (jnp.float16, jnp.bfloat16), ids=lambda d: d.__name__)
+def test_gpu_half_max_and_min_one_element_at_a_time(dt):
+  ids, v = _ints(0, 16, 512, 11), np.random.default_rng(12).standard_normal(512).astype(dt)
+  hi, lo = jax.jit(half_scatter_extremes)(ids, v)
+  np.testing.assert_array_equal(np.asarray(hi), np.asarray(jax.ops.segment_max(v, ids, 16)))
+  np.testing.assert_array_equal(np.asarray(lo), np.asarray(jax.ops.segment_min(v, ids, 16)))
+  w = np.random.default_rng(13).standard_normal(2048).astype(dt)
+  np.testing.assert_array_equal(np.asarray(jax.jit(half_row_maxima)(w)), w.reshape(2, 8, 128).max(2).max(0))
+  sid = _ints(0, 128, 512, 14)
+  np.testing.assert_array_equal(np.asarray(jax.jit(half_smem_segment_max)(sid, v)),
+                                np.asarray(jax.ops.segment_max(v, sid, 128)))
 
 
 # ---------------------------------------------------------------- a plain store beside a data scatter (MG951)
