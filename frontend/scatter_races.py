@@ -61,9 +61,9 @@ def data_scatter_races(chk) -> list:
   for root in {r for r, *_ in chk.data_scatters}:
     stores = [(b, p, loc) for r, b, p, loc in chk.scatter_plain if r == root and b is not None]
     scatters = [x for x in chk.data_scatters if x[0] == root]
-    p = next(p for p in chk.kernel.outputs if p.value.id == root)
-    shape = tuple(p.value.type.shape)
-    if not stores or math.prod(shape) > _CELLS:
+    p = next((p for p in chk.kernel.outputs if p.value.id == root), None)
+    shape = tuple(p.value.type.shape) if p is not None else ()
+    if p is None or not stores or math.prod(shape) > _CELLS:
       continue
     race = _first_race(stores, scatters, shape)
     if race is None:
@@ -80,24 +80,28 @@ def data_scatter_races(chk) -> list:
 
 def _first_race(stores, scatters, shape):
   """(storing program, scattering program, the store's loc and box there, the scatter's loc) of the first pair of
-  different programs where the storing one's plain stores cover the scattering one's reach; None if none."""
+  different programs where the storing one's plain stores cover the scattering one's reach; None if none. A writer's
+  stores are rasterised over their bounding box only, and only where that box holds some other program's reach."""
   writers = sorted({int(q) for _, pids, _ in stores for q in pids})[:_WRITERS]
   for b in writers:
-    mask = np.zeros(shape, bool)
-    mine = []
-    for (lo, hi), pids, loc in stores:
-      for row in np.flatnonzero(pids == b):
-        mask[tuple(slice(int(x), int(y)) for x, y in zip(lo[row], hi[row]))] = True
-        mine.append((loc, lo[row], hi[row]))
+    mine = [(loc, lo[row], hi[row]) for (lo, hi), pids, loc in stores for row in np.flatnonzero(pids == b)]
+    base = np.min([m[1] for m in mine], axis=0)
+    top = np.max([m[2] for m in mine], axis=0)
+    reach = [(lo[dpids != b], hi[dpids != b], dpids[dpids != b], dloc) for _, lo, hi, dpids, _, dloc in scatters]
+    reach = [(lo, hi, p, loc, ((lo >= base) & (hi <= top) & (hi > lo)).all(axis=1)) for lo, hi, p, loc in reach]
+    if not any(inside.any() for *_, inside in reach):
+      continue
+    mask = np.zeros(tuple(int(n) for n in top - base), bool)
+    for _, lo, hi in mine:
+      mask[tuple(slice(int(x), int(y)) for x, y in zip(lo - base, hi - base))] = True
     table = np.pad(mask.astype(np.int64), [(1, 0)] * len(shape))
     for d in range(len(shape)):
       table = table.cumsum(axis=d)
-    for _, lo, hi, dpids, _, dloc in scatters:
-      other = dpids != b
-      if not other.any():
+    for lo, hi, dpids, dloc, inside in reach:
+      if not inside.any():
         continue
-      lo, hi, dpids = lo[other], hi[other], dpids[other]
-      ok = _covered(table, lo, hi) & (hi > lo).all(axis=1)
+      lo, hi, dpids = lo[inside] - base, hi[inside] - base, dpids[inside]
+      ok = _covered(table, lo, hi)
       if ok.any():
         a = int(dpids[np.argmax(ok)])
         loc, slo, shi = max(mine, key=lambda m: int(np.prod(np.asarray(m[2]) - np.asarray(m[1]))))
