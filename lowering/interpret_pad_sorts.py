@@ -106,9 +106,11 @@ def _wide(cta, o, n):
       cast.x.type.dtype.bits != 64:
     return None
   x = np.asarray(cta.get(cast.x)).reshape(-1, n)
-  perm = np.argsort(x, axis=1, kind="stable")
+  k = o.valid or n          # (a tile the compiler computes padded: its own padding stays past `valid`, as Sort's)
+  perm = np.argsort(x[:, :k], axis=1, kind="stable")
   if o.descending:
     perm = perm[:, ::-1]
+  perm = np.concatenate([perm, np.broadcast_to(np.arange(k, n), (len(x), n - k))], axis=1)
   return perm, np.take_along_axis(x, perm, axis=1)
 
 

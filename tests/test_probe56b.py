@@ -392,6 +392,11 @@ def argsorted_row_descending(x, o):
   o.at[ml.ds(0, 128)].store(jnp.argsort(-v), mask=cols < x.shape[0])
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def sorted_whole(x, o):
+  o[...] = jnp.sort(x[...])          # (100 elements: a tile the compiler computes padded, its padding its own)
+
+
 def test_an_int64_sort_of_a_padded_row_is_checked_in_the_order_of_its_keys():
   with jax.enable_x64(True):
     x = (np.arange(100) * 7919 % 1000 - 500).astype(np.int64) * (1 << 33) + 5
@@ -412,3 +417,4 @@ def test_an_int64_sort_of_a_padded_row_is_checked_in_the_order_of_its_keys():
       argsorted_row_descending(-np.abs(x) - 1, interpret=True)
     pos = np.abs(x) + 1
     np.testing.assert_array_equal(np.asarray(argsorted_row_descending(pos, interpret=True)), np.argsort(-pos))
+    np.testing.assert_array_equal(np.asarray(sorted_whole(x, interpret=True)), np.sort(x))     # (no false MG953)
