@@ -152,6 +152,24 @@ def released_window_int16(x, o):
   ml.atomic_add(o.at[...], x[ml.ds(i * 128, 128)], sem="release")
 
 
+@mg.mgpu_kernel(out_shape=lambda e: S((16,), I32), grid=(1,))
+def routed_counts(e, o):                  # an MoE router's (tokens, k) experts
+  ml.atomic_add(o.at[e[...]], 1)
+
+
+@mg.mgpu_kernel(out_shape=lambda k: S(k.shape, I8), grid=(1,))
+def smem_ranks_int8(k, r):
+  buf = ml.smem((16,), I8)
+  buf[...] = ml.zeros((16,), I8)
+  r[...] = ml.atomic_add(buf.at[k[...]], 1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((8,), x.dtype), grid=lambda x: (x.shape[0] // 8,))
+def row_maxima_narrow(x, o):              # a row statistic the threads hold singly
+  i = ml.program_id(0)
+  ml.atomic_max(o.at[...], ml.max(x[ml.ds(i * 8, 8), :], axis=1))
+
+
 def _first_writer(ids, v):
   o, old = np.zeros(16, v.dtype), np.zeros(len(v), v.dtype)
   for e in range(len(v)):
@@ -182,6 +200,9 @@ def _cases():
   for e in range(128):
     xor[ids16[e]] ^= u8[e]
   lk4 = lk.reshape(4, 128)
+  e2 = _ints(0, 16, (64, 2), 19)
+  k16 = _ints(0, 16, 128, 20)
+  xu = _ints(0, 255, (16, 128), 21, np.uint8)
   return [
       ("histogram", histogram, (ids,), {}, np.bincount(ids, minlength=64)),
       ("weighted_bincount", weighted_bincount, (ids, w), {}, np.bincount(ids, w, 64)),
@@ -206,6 +227,9 @@ def _cases():
       ("scatter_xor_uint8", scatter_xor, (ids16[:128], u8), {}, xor),
       ("masked_scalar_int8", masked_scalar_int8, (s8,), {}, np.maximum(s8, 0).astype(np.int8)),
       ("released_window_int16", released_window_int16, (r16,), {}, r16.reshape(4, 128).sum(0).astype(np.int16)),
+      ("routed_counts", routed_counts, (e2,), {}, np.bincount(e2.ravel(), minlength=16)),
+      ("smem_ranks_int8", smem_ranks_int8, (k16,), {}, _ranks(k16).astype(np.int8)),
+      ("row_maxima_uint8", row_maxima_narrow, (xu,), {}, np.maximum(xu[:8].max(1), xu[8:].max(1))),
   ]
 
 
