@@ -74,7 +74,7 @@ def data_scatter_races(chk) -> list:
         f"program {chk.ev.program(b)} writes {_region(p.name, *box, shape)} here while program {chk.ev.program(a)}"
         f" adds to {p.name} with atomics at indices of data, which land in what program {chk.ev.program(b)} writes"
         f" whatever the data is: programs run in no fixed order, so the sum depends on timing", sloc,
-        notes=(f"{dloc}: program {chk.ev.program(a)}'s atomic scatter",), hint=plain_write_hint(p.name, aliased)))
+        notes=(f"{dloc}: program {chk.ev.program(a)}'s atomic update",), hint=plain_write_hint(p.name, aliased)))
   return out
 
 

@@ -363,7 +363,7 @@ def test_a_store_covering_a_data_scatter_is_a_race_while_compiling():
   e = expect(zeroed_by_program_0, [S((512,), I32)], mg.RaceError, "o[...] = ml.zeros",
              "program (0, 0, 0) " + _RACE.format(what="all of o", a="(1, 0, 0)", name="o"), hint=hint)
   line, _ = where(zeroed_by_program_0, "ml.atomic_add(o.at[ids")
-  assert e.notes[0].endswith(f":{line}:2: program (1, 0, 0)'s atomic scatter")
+  assert e.notes[0].endswith(f":{line}:2: program (1, 0, 0)'s atomic update")
   expect(zeroed_in_halves, [S((512,), I32)], mg.RaceError, "o[ml.ds(j * 128, 128)] = ml.zeros",
          "program (0, 0, 0) " + _RACE.format(what="o[0:128]", a="(1, 0, 0)", name="o"), hint=hint)
   expect(next_rows_histogram, [S((512,), I32)], mg.RaceError, "o[i, :] = ml.zeros",
