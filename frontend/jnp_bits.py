@@ -1,6 +1,6 @@
 """jnp's and lax's bit-level float functions and lax's special functions of register values, as jax computes them
 (probe 49b): `jnp.nextafter` / `lax.nextafter`, `jnp.frexp`, `jnp.ldexp`, `lax.reduce_precision`, `jnp.float_power`,
-`jnp.fabs`, `jnp.modf`, `jnp.signbit` of integers and bools, `jnp.bitwise_count`, lax's shifts right by a run-time
+`jnp.fabs`, `jnp.modf`, `jnp.signbit` of integers and bools, `jnp.isposinf` / `jnp.isneginf`, `jnp.bitwise_count`, lax's shifts right by a run-time
 amount, `lax.lgamma` / `jax.scipy.special.gammaln` and `lax.digamma` / `jax.scipy.special.digamma` (XLA's Lanczos
 expansions), and `jax.nn.standardize`. Forms as jnp_math's are (the parameters a form reads, a function of the bound
 arguments giving (the form, its operands) or None: MG003 and its hint stand); those needing a value several times
@@ -120,6 +120,20 @@ def _signbit(a):
   if k == "bool" or str(_dtype(x)).startswith("uint"):
     return "ml.full({0}.shape, False, ml.bool_)", [x]
   return "{0} < 0", [x]
+
+
+def _isinf_of(sign: str):
+  """jnp.isposinf / jnp.isneginf: x == +-inf of floats, False of integers and bools (as jnp's full_like)."""
+  def form(a):
+    x = a["x"]
+    if _dtype(x) is None or a.get("out") is not None:
+      return None
+    if _kind(x) in ("int", "bool"):
+      return "ml.full({0}.shape, False, ml.bool_)", [x]
+    if _kind(x) != "float":
+      return None
+    return f"{{0}} == float('{sign}inf')", [x]
+  return form
 
 
 def _bitwise_count(a):
@@ -253,6 +267,7 @@ BITS = {
         f"ml.abs({_inexact(a['x'])[0]})", [a["x"]])),
     ("jnp", "modf"): (("x", "out"), _modf),
     ("jnp", "signbit"): (("x",), _signbit), ("jnp", "bitwise_count"): (("x",), _bitwise_count),
+    ("jnp", "isposinf"): (("x", "out"), _isinf_of("")), ("jnp", "isneginf"): (("x", "out"), _isinf_of("-")),
     ("jax.lax", "shift_right_logical"): (_XY, _shift_run_time(True)),
     ("jax.lax", "shift_right_arithmetic"): (_XY, _shift_run_time(False)),
     ("jax.lax", "lgamma"): (("x",), _special("lgamma")(True)),

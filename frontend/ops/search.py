@@ -79,16 +79,28 @@ def _binary_search(cx, a, v, side):
   start = (lambda x: full_(cx, tuple(v.type.shape), x, DType.i32)) if tensor else \
       (lambda x: constant(cx, x, DType.i32))
   lo, hi = start(0), start(n)
-  before = CmpOp.LT if side == "left" else CmpOp.LE
   for _ in range(n.bit_length()):
     mid = binary(cx, BinOp.SHR, binary(cx, BinOp.ADD, lo, hi), 1)
     open_ = compare(cx, CmpOp.LT, lo, hi)
-    below = compare(cx, before, _element(cx, a, mid, tensor), v)
+    below = _before(cx, side, _element(cx, a, mid, tensor), v)
     up = binary(cx, BinOp.AND, open_, below)
     down = binary(cx, BinOp.AND, open_, compare(cx, CmpOp.EQ, below, False))
     lo = where_(cx, up, binary(cx, BinOp.ADD, mid, 1), lo)
     hi = where_(cx, down, mid, hi)
   return lo
+
+
+def _before(cx, side, elem, v):
+  """Whether the table's `elem` comes before the query `v` (left: elem < v; right: elem <= v) in jnp's order of
+  floats, its sort's: NaN after every number and equal to NaN (probe 56h: a NaN query was placed at 0, where every
+  method of jnp.searchsorted places it after the table's numbers)."""
+  from .elementwise import BinOp, CmpOp, binary, compare
+  below = compare(cx, CmpOp.LT if side == "left" else CmpOp.LE, elem, v)
+  if not getattr(v.type.dtype, "is_float", False):
+    return below
+  nan_v = compare(cx, CmpOp.NE, v, v)
+  after = nan_v if side == "right" else binary(cx, BinOp.AND, nan_v, compare(cx, CmpOp.EQ, elem, elem))
+  return binary(cx, BinOp.OR, below, after)
 
 
 def _element(cx, a, i, tensor):
@@ -115,9 +127,8 @@ def _count(cx, a, v, side, own=None):
     raise E.KernelTypeError(f"ml.searchsorted searches a 1-D sorted array, got {kind_of(a)}"
                             + (f" of shape {tuple(a.type.shape)}" if is_tensor(a) else ""), cx.loc,
                             hint="pass the sorted vector, or the GMEM array it is read from (searched by gathers)")
-  before = CmpOp.LT if side == "left" else CmpOp.LE
   if not is_tensor(v):
-    return reduce(cx, ReduceKind.SUM, astype(cx, compare(cx, before, a, v), DType.i32), None, False)
+    return reduce(cx, ReduceKind.SUM, astype(cx, _before(cx, side, a, v), DType.i32), None, False)
   if len(v.type.shape) == 2:      # a tile of queries (jnp.interp of a (16, 32) tile, jnp.digitize of a block): the
     from contextlib import nullcontext
     from .padded_tiles import allowed, padded_table
@@ -135,7 +146,7 @@ def _count(cx, a, v, side, own=None):
                             f" {kind_of(v)} of shape {tuple(v.type.shape)}", cx.loc,
                             hint="search the GMEM array instead (each step a gather, any shape of queries), or"
                                  " reshape the queries to 1-D and back")
-  hits = compare(cx, before, expand(cx, a, (None, slice(None))), expand(cx, v, (slice(None), None)))
+  hits = _before(cx, side, expand(cx, a, (None, slice(None))), expand(cx, v, (slice(None), None)))
   if own is not None and own < a.type.shape[0]:
     from .elementwise import BinOp, binary
     from .elementwise_fns import arange
