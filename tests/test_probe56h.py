@@ -15,6 +15,9 @@ Found and fixed:
    count and the GMEM binary search placed it at 0. Both now compare in jnp's order.
 2. `jnp.isposinf(x)` / `jnp.isneginf(x)` were MG003 (a refusal of jnp functions of register values): they are
    `x == inf` / `x == -inf` of floats and False of integers and bools, as jnp's.
+3. `jnp.std` (`nanstd`, `x.std()`) of float16 / bfloat16: the root was taken of the float32 variance, where jnp's
+   is `lax.sqrt(var(...))` of the variance rounded to the input's dtype: a float16 variance past 65504 gave a
+   finite std where jnp's is inf (and a double rounding elsewhere). Now rounded first, then the root.
 Everything else probed was already jnp's result (or a documented, located refusal: int32 with uint32, `+` of
 bools, run-time division by zero and out-of-range run-time shifts, MG950 in interpret mode).
 """
@@ -299,6 +302,40 @@ def test_float16_sums_past_65504():
     check(half_sums, (x,), lambda u: (jnp.sum(u)[None], jnp.mean(u)[None], u.sum()[None]))
 
 
+def _half_rows(dt):
+  x = np.random.default_rng(0).standard_normal((8, 128)).astype(np.float32) * 100
+  x[0, :4] = [60000, 60000, -60000, -60000]; x[1, :] = 1000.0; x[2, :8] = [65504] * 4 + [-65504] * 4
+  x[3, :3] = [np.inf, -np.inf, 1.0]; x[4, 0] = np.nan; x[5, :] = 600.0
+  return jnp.asarray(x if dt == jnp.float16 else x * 1e34).astype(dt)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((8,), x.dtype),) * 5 + (S((8,), jnp.float32),))
+def half_stats(x, v, s, n, k, m, f):
+  u = x[...]
+  v[...] = jnp.var(u, axis=1)
+  s[...] = jnp.std(u, axis=1)
+  n[...] = jnp.nanstd(u, axis=1)
+  k[...] = u.std(axis=1, ddof=1)
+  m[...] = jnp.std(u, axis=1, mean=jnp.mean(u, axis=1, keepdims=True))
+  f[...] = jnp.std(u, axis=1, dtype=jnp.float32)
+
+
+@pytest.mark.filterwarnings("ignore::mgpu_dsl.PrecisionWarning")
+@pytest.mark.parametrize("dt", [jnp.float16, jnp.bfloat16], ids=_name)
+def test_std_of_16_bit_floats_is_the_root_of_the_rounded_variance(dt):
+  """jnp.std is lax.sqrt(jnp.var(...)): the variance rounded to float16 first (inf past 65504, so the std is inf);
+  the kernel took the root in float32 (1.06e4 where jnp gives inf)."""
+  x = _half_rows(dt)
+  got = half_stats(x, interpret=True)
+  want = (jnp.var(x, axis=1), jnp.std(x, axis=1), jnp.nanstd(x, axis=1), jnp.std(x, axis=1, ddof=1),
+          jnp.std(x, axis=1, mean=jnp.mean(x, axis=1, keepdims=True)))
+  for g, w in zip(got, want):
+    same(g, w)
+  f = np.asarray(jnp.std(x.astype(jnp.float32), axis=1))      # dtype=float32: a float32 root (sums' order aside)
+  np.testing.assert_allclose(np.asarray(got[5]), f, rtol=1e-6)
+  export(half_stats, x)
+
+
 # ------------------------------------------------------------------ NaN, signed zeros, clip, abs, sign, bits
 NAN_A = np.array([np.nan, 1.0, -0.0, 0.0, np.nan, np.inf, -np.inf, np.nan, 2.0, -1.0], np.float32)
 NAN_B = np.array([1.0, np.nan, 0.0, -0.0, np.nan, np.nan, 3.0, -np.inf, np.nan, -1.0], np.float32)
@@ -556,6 +593,15 @@ def test_gpu_searchsorted_of_nan(nan_tail):
   t, q = _table(nan_tail), _queries(_table())
   for g, w in zip(jax.jit(searches)(t, q), _searches_ref(t, q)):
     same(g, w)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", [jnp.float16, jnp.bfloat16], ids=_name)
+def test_gpu_std_of_16_bit_floats(dt):
+  x = _half_rows(dt)
+  got = jax.jit(half_stats)(x)
+  same(got[1][:3], jnp.std(x, axis=1)[:3])          # inf where the float16 variance is
+  np.testing.assert_allclose(np.asarray(got[1], np.float32), np.asarray(jnp.std(x, axis=1), np.float32), rtol=1e-2)
 
 
 @pytest.mark.gpu

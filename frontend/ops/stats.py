@@ -293,8 +293,8 @@ def _about_mean(cx, x, mean, axis, ddof, keepdims, where, what):
 
 @builtin(methods=("std",))
 def std(cx, x, axis=None, ddof=0, keepdims=False, *, correction=None, where=None, dtype=None, mean=None):
-  """jnp.std: the square root of ml.var (`where=` and `mean=` too); `dtype=`, as jnp's: the square root of
-  ml.var's with that dtype, taken in it."""
+  """jnp.std: the square root of ml.var (`where=` and `mean=` too), taken in its dtype (float16's and bfloat16's
+  rounded first, as jnp's); `dtype=`, as jnp's: the square root of ml.var's with that dtype, taken in it."""
   if dtype is not None:
     v = var.rule(cx, x, axis, ddof, keepdims, correction=correction, where=where, dtype=dtype, mean=mean)
     return ew.unary(cx, ew.UnOp.SQRT, v)
@@ -303,8 +303,9 @@ def std(cx, x, axis=None, ddof=0, keepdims=False, *, correction=None, where=None
     v, out = _about_mean(cx, x, mean, axis, ddof, keepdims, where, "ml.std")
   else:
     v, out = _variance(cx, x, axis, ddof, keepdims, "ml.std", where)
-  s = ew.unary(cx, ew.UnOp.SQRT, v)
-  return s if out == DType.f32 else ew.astype(cx, s, out)
+  # the square root of the variance in its own dtype, as jnp's lax.sqrt(var(...)): a float16 variance past 65504
+  # is inf, and so is its std (probe 56h: the root was taken in float32, 1.06e4 where jnp gives inf)
+  return ew.unary(cx, ew.UnOp.SQRT, v if out == DType.f32 else ew.astype(cx, v, out))
 
 
 def _truth(cx, x, what):
