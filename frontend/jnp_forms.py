@@ -155,18 +155,6 @@ def _signbit(a):
   return None if bits is None else (f"ml.bitcast({{0}}, {bits}) < 0", [x])      # (-0.0 too, as jnp.signbit)
 
 
-def _isinf_of(sign):
-  """jnp.isposinf / jnp.isneginf: x == inf (-inf) of floats, all False of integers and bools (probe 56e)."""
-  def form(a):
-    x = a["x"]
-    if a.get("out") is not None:
-      return None
-    if _kind(x) in ("int", "bool"):
-      return "{0} != {0}", [x]
-    return f"{{0}} == float('{sign}inf')", [x]
-  return form
-
-
 def _nan_to_num(a):
   x, d = a["x"], str(_dtype(a["x"]))
   if _kind(x) in ("int", "bool"):
@@ -351,7 +339,6 @@ FORMS = {
     ("jnp", "tile"): (("A", "reps"), _tile),
     ("jnp", "rint"): (("x",), lambda a: (_inexact(a["x"], "ml.round({0})"), [a["x"]])),
     ("jnp", "signbit"): (("x",), _signbit),
-    ("jnp", "isposinf"): (("x", "out"), _isinf_of("")), ("jnp", "isneginf"): (("x", "out"), _isinf_of("-")),
     ("jnp", "nan_to_num"): (("x", "copy", "nan", "posinf", "neginf"), _nan_to_num),
     ("jnp", "tril"): (("m", "k"), _triangle("<=")), ("jnp", "triu"): (("m", "k"), _triangle(">=")),
     ("jnp", "outer"): (("a", "b"), _outer), ("jnp", "hypot"): (("x1", "x2"), _hypot),
