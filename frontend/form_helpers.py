@@ -332,6 +332,28 @@ def lu_solve(a, b, want_det):
 
 
 @ml.inline
+def scalars_of(a, fn):
+  """The vector of fn(a[i]) (a scalar each) over a's leading axis, put together by selects (probe 56a: jnp.linalg.det
+  of a (B, n, n) stack)."""
+  n = a.shape[0]
+  v = ml.zeros((n,), ml.float32)
+  for i in range(n):
+    v = ml.where(ml.arange(n) == i, fn(a[i]).astype(ml.float32), v)
+  return v
+
+
+@ml.inline
+def lu_solve_vector(a, b):
+  """x with a @ x = b for an (n, n) `a` (n a multiple of 16) and an (n,) `b`, in float32 (probe 56a): lu_solve of b
+  as the first column of an (n, 16) tile, that column read back."""
+  n = a.shape[0]
+  rows, cols = ml.arange(n), ml.arange(16)
+  first = (cols[None, :] == 0) & (rows[:, None] >= 0)
+  x = lu_solve(a, ml.where(first, b.astype(ml.float32)[:, None], 0.0), False)[0]
+  return ml.sum(ml.where(first, x, 0.0), axis=1)
+
+
+@ml.inline
 def small_solve(a, b, inverse):
   """X with a @ X = b for a 2x2 or 3x3 `a` (probe 55b: jnp.linalg.inv and solve of a matrix too small for
   lu_solve's row and column vectors): the adjugate of a's scalar elements over its determinant (cofactor

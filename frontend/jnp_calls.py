@@ -437,7 +437,8 @@ def formula(tracer, cx, node, fn, args, kwargs):
     bound.apply_defaults()
     from .ops.padded_tiles import true_shape
     # (`_shape_of`: a value's own shape, unpadded where it is computed padded, for the forms that read shapes)
-    got = make({**bound.arguments, "_shape_of": lambda x: true_shape(tracer.b, x)})
+    got = make({**bound.arguments, "_shape_of": lambda x: true_shape(tracer.b, x), "_fn": fn})   # (`_fn`: the
+                                                                                 # library's function, per item)
     if got is None:
       return None
     (form, operands), rest = got, [p for p in params if p.name not in reads]

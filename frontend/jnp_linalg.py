@@ -53,9 +53,54 @@ def _small(x, shape_of):
   return s is not None and tuple(s) in ((2, 2), (3, 3)) and str(_dtype(x)) in _FLOATS
 
 
+def _odd(x, shape_of):
+  """n of a float (n, n) tile, n past 3 and not a multiple of 16 (its own shape, `shape_of`: a padded trace holds
+  it padded), solved as the (16k, 16k) matrix of it with an identity block below and right of it (probe 56a); else
+  None."""
+  s = shape_of(x) if _shape(x) is not None else None
+  if s is None or len(s) != 2 or s[0] != s[1] or s[0] <= 3 or not s[0] % 16 or str(_dtype(x)) not in _FLOATS:
+    return None
+  return s[0]
+
+
+def _embedded(n, i):
+  """The form's text of the (N, N) matrix (N: n rounded up to 16) of operand {i} (a padded (n, n) tile, float32),
+  ones on the diagonal past n, and N."""
+  from .ops.padded_squares import GROWN
+  big = -(-n // 16) * 16
+  eye = (f"ml.where((ml.arange({big})[:, None] == ml.arange({big})[None, :]) & (ml.arange({big})[:, None] >= {n}),"
+         f" 1.0, 0.0)")
+  return f"({{{i}}}({{0}}.astype(ml.float32), {big}, {big}) + {eye})", big, GROWN
+
+
+def _batched(a, names):
+  """jnp.linalg's call of a (B, n, n) `a` (and a (B, n, m) or (B, n) `b`): the stack of the calls of each matrix
+  (probe 56a; jax batches them so), B at most 16; None where `a` is no such stack."""
+  own = a.get("_shape_of", _shape)
+  x = a[names[0]]
+  s = own(x) if _shape(x) is not None else None
+  if s is None or len(s) != 3 or s[1] != s[2] or not 1 <= s[0] <= 16 or a.get("_fn") is None:
+    return None
+  if len(names) > 1:
+    y = a[names[1]]
+    sb = own(y) if _shape(y) is not None else None
+    if sb is None or len(sb) != 3 or sb[0] != s[0] or sb[1] != s[1]:
+      return None               # (a (B, n) b's solutions are vectors that no stack of them holds: MG003)
+  args = ", ".join(f"{{{k}}}[_i_]" for k in range(len(names)))
+  if a["_fn"].__name__ == "det":        # (scalars, put together by selects)
+    d = str(_dtype(x))
+    from . import form_helpers
+    return "{1}({0}, {2}).astype({3})", [x, form_helpers.scalars_of, a["_fn"], d]
+  return (f"ml.stack([{{{len(names)}}}({args}) for _i_ in range({s[0]})])",
+          [a[k] for k in names] + [a["_fn"]])
+
+
 def _solve(a):
   """jnp.linalg.solve(a, b) of an (n, n) `a` and an (n, m) `b`: form_helpers.lu_solve's X (probe 54d); of a 2x2 or
   3x3 `a` and a 1-D (n,) or 2-D (n, m) `b`, form_helpers.small_solve's (probe 55b)."""
+  got = _batched(a, ("a", "b"))
+  if got is not None:
+    return got
   x, y = a["a"], a["b"]
   sb = _shape(y)
   own = a.get("_shape_of", _shape)
@@ -66,6 +111,28 @@ def _solve(a):
     out = arithmetic_in(_dtype(x), _dtype(y))
     return None if out is None else ("{2}({0}.astype(ml.float32), {1}, False).astype({3})",
                                      [x, y, form_helpers.small_solve, str(out)])
+  n = _odd(x, own) or (_shape(x)[0] if _square(x) else None)
+  if n is not None and sb is not None and len(sb) == 1 and own(y)[0] == n and str(_dtype(y)) in _FLOATS:
+    from . import form_helpers                  # (a vector b: its solve's column, probe 56a)
+    from .ops.padded_squares import SHRUNK
+    from .ops.promotion import arithmetic_in
+    out = arithmetic_in(_dtype(x), _dtype(y))
+    big_a, big, grown = _embedded(n, 2) if n % 16 else ("{0}.astype(ml.float32)", n, None)
+    return None if out is None else (
+        f"{{4}}({{3}}({big_a}, {{2}}({{1}}, {big})), {n}).astype({{5}})" if n % 16 else
+        "{3}({0}.astype(ml.float32), {1}).astype({5})",
+        [x, y, grown, form_helpers.lu_solve_vector, SHRUNK, str(out)])
+  n = _odd(x, own)
+  if n is not None and sb is not None and len(sb) == 2 and own(y)[0] == n and str(_dtype(y)) in _FLOATS:
+    from . import form_helpers                  # (an odd n: the padded (16k, 16k) system, b's rows grown alike)
+    from .ops.padded_squares import SHRUNK
+    from .ops.promotion import arithmetic_in
+    out = arithmetic_in(_dtype(x), _dtype(y))
+    big_a, big, grown = _embedded(n, 2)
+    m = own(y)[1]
+    return None if out is None else (
+        f"{{4}}({{3}}({big_a}, {{2}}({{1}}.astype(ml.float32), {big}), False)[0], {n}, {m}).astype({{5}})",
+        [x, y, grown, form_helpers.lu_solve, SHRUNK, str(out)])
   if not _square(x) or sb is None or len(sb) != 2 or sb[0] != _shape(x)[0] or str(_dtype(y)) not in _FLOATS:
     return None
   from . import form_helpers
@@ -80,10 +147,20 @@ def _solve(a):
 def _inv(a):
   """jnp.linalg.inv(a) of an (n, n) `a`: jax's solve(a, eye(n)), form_helpers.lu_solve's X (probe 54d); of a 2x2
   or 3x3 one, form_helpers.small_solve's adjugate over the determinant (probe 55b)."""
+  got = _batched(a, ("a",))
+  if got is not None:
+    return got
   x = a["a"]
   from . import form_helpers
   if _small(x, a.get("_shape_of", _shape)):             # (a 2x2 or 3x3: its adjugate over its determinant, probe 55b)
     return "{1}({0}.astype(ml.float32), None, True).astype({2})", [x, form_helpers.small_solve, str(_dtype(x))]
+  n = _odd(x, a.get("_shape_of", _shape))
+  if n is not None:                  # (an odd n: the padded (16k, 16k) matrix's inverse, its top left (n, n) block)
+    from .ops.padded_squares import SHRUNK
+    big_a, big, grown = _embedded(n, 1)
+    eye = f"ml.where(ml.arange({big})[:, None] == ml.arange({big})[None, :], 1.0, 0.0)"
+    return (f"{{3}}({{2}}({big_a}, {eye}, False)[0], {n}, {n}).astype({{4}})",
+            [x, grown, form_helpers.lu_solve, SHRUNK, str(_dtype(x))])
   if not _square(x):
     return None
   n = _shape(x)[0]
@@ -102,13 +179,21 @@ _DET_SMALL = {      # jax's _det_2x2 and _det_3x3, of the matrix's scalar elemen
 def _det(a):
   """jnp.linalg.det(a) of an (n, n) `a`: the product of form_helpers.lu_solve's pivots, a swap negating it (jax's
   LU); of a 2x2 or 3x3 one, jax's closed form of its scalar elements (probe 54d)."""
+  got = _batched(a, ("a",))
+  if got is not None:
+    return got
   x = a["a"]
-  s = _shape(x)
+  s = a.get("_shape_of", _shape)(x) if _shape(x) is not None else None   # (own: a[i] of a stack, held padded)
   if s is not None and tuple(s) in ((2, 2), (3, 3)) and str(_dtype(x)) in _FLOATS:
     return _DET_SMALL[s[0]], [x]
+  from . import form_helpers
+  odd = _odd(x, a.get("_shape_of", _shape))
+  if odd is not None:                 # (an odd n: the padded (16k, 16k) matrix's, whose padding's pivots are 1)
+    big_a, big, grown = _embedded(odd, 1)
+    return (f"{{2}}({big_a}, ml.zeros(({big}, {big}), ml.float32), True)[1].astype({{3}})",
+            [x, grown, form_helpers.lu_solve, str(_dtype(x))])
   if not _square(x):
     return None
-  from . import form_helpers
   n = _shape(x)[0]
   return (f"{{1}}({{0}}.astype(ml.float32), ml.zeros(({n}, {n}), ml.float32), True)[1].astype({{2}})",
           [x, form_helpers.lu_solve, str(_dtype(x))])

@@ -433,11 +433,10 @@ WHERE_ONE = ("jnp.where(c) of one argument is jnp.nonzero(c), the indices where 
              " data, and a kernel's tensors have static shapes. Select with three arguments, ml.where(c, x, y); count"
              " with ml.sum(c); or give each kept element its position, ml.cumsum(c, dtype=jnp.int32) - 1, and"
              " scatter it there (a masked store or an atomic scatter)")
-_LINALG = ("jnp.linalg.inv, solve and det take a float (n, n) register matrix, n a multiple of 16 (b an (n, m)"
-           " tile), as a tile of 128 elements or more, or a 2x2 or 3x3 one (jax's closed form for det; the adjugate"
-           " over the determinant for inv and solve, b (n,) or (n, m)); another smaller one: pad it into a (16, 16)"
-           " tile with ones on the padding's diagonal (its inverse's top-left (n, n) block is the inverse), or write"
-           " its scalar elements' closed form")
+_LINALG = ("jnp.linalg.inv, solve and det take a float (n, n) register matrix (one of n not a multiple of 16 is"
+           " solved padded to one that is, with ones on the padding's diagonal), or a stack (B, n, n) of at most 16"
+           " of them; solve's b is (n,) or (n, m), or (B, n, m) beside a stack (a stack's (B, n) b: write"
+           " b[..., None] into a (B, n, 1) b, or solve each matrix in a loop)")
 ARRAY_CALLS = {"roll": _SHIFT, "pad": _SHIFT + PAD_MODES, "convolve": _TAPS, "correlate": _TAPS,
                "histogram": "no histogram: ml.atomic_add(counts.at[bins], 1) into a zeroed output (one updated only"
                             " by atomics starts at 0), bins computed from the values",

@@ -84,6 +84,10 @@ def _joined_along_padding(cx, xs, owns, axis):
             raise PadAbort("concatenate")
           x = concatenate.rule(cx, [x, full_(cx, rest, 0, x.type.dtype)], k)
       u = x.type.shape[axis]
+      if u > total and o[axis] <= total and axis == len(shape) - 1 == 1:
+        from .permute import restride_tensor    # (a part held past the result's width, (16, 32) of a (12, 12)
+        x, u = restride_tensor(cx, x, (x.type.shape[0], total), 0, (u, 1)), total   # padded to 16 columns: its own
+                                                                                     # columns, probe 56a)
       if u == o[axis] == 1 < total and axis == len(shape) - 1:   # (a column, `i[:, None]` of jnp.argwhere's (40, 2)
         x = broadcast_to_shape(cx, x, shape)                      # coordinates: stretched, selected in at its place)
         out = x if out is None else _select_range(cx, shape, axis, at, at + 1, x, out)
