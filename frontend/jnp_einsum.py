@@ -162,6 +162,11 @@ def chunked_product(tracer, node, a, b, want):
   if acc != "float32" and getattr(tracer.b, "pad_tiles", None) is not None and tuple(a.type.shape) != (m, k) \
       and m <= 8 and m * k <= 256:
     return trace_form(tracer, node, _scalar_rows(conv, m, k, out), [a, b, None, None, want])
+  if acc != "float32" and getattr(tracer.b, "pad_tiles", None) is not None and any(
+      tuple(v.type.shape) != tuple(true_shape(tracer.b, v)) for v in (a, b)) and \
+      -(-m // 16) * 64 * -(-n // 32) <= _MOST:          # (4 columns a chunk at the least)
+    return trace_form(tracer, node, _grown_ints(conv, m, k, n, acc, out),      # (more rows: whole tiles, 56a)
+                      [a, b, form_helpers.chunked_dot, None, want, *_squares()])
   tracer.b.chunked.append(tracer.loc(node))
   cut = ""
   if tracer.b.no_chunks and tuple(b.type.shape) == (k, n):      # (an integer product: no tensor cores)
@@ -189,6 +194,22 @@ def _padded_ints(conv, m, k, n, acc, pad_k):
   if nu != n:
     y = f"ml.concatenate([{y}, ml.zeros(({ku}, {nu - n}), ml.{acc})], axis=1)"
   return [x, y], f"[:, :{n}]" if nu != n else "", ku, nu
+
+
+def _squares():
+  from .ops.padded_squares import GROWN, SHRUNK
+  return GROWN, SHRUNK
+
+
+def _grown_ints(conv, m, k, n, acc, out) -> str:
+  """chunked_product's integer product of operands a padded trace holds padded, more rows than _scalar_rows takes
+  ((12, 20) by (20, 16), (100, 24) by (24, 16): the chunks of a padded tile broadcast into 3-D tensors no layout
+  holds): both grown into plain tiles of whole chunks, m and k to multiples of 16 and n to one of 32 (zeros, which
+  leave the product unchanged; ops/padded_squares.py), their product cut back to the padded (m, n) (probe 56a)."""
+  x, y = conv
+  mu, ku, nu = -(-m // 16) * 16, -(-k // 16) * 16, -(-n // 32) * 32
+  c = next(c for c in (16, 8, 4) if mu * c * nu <= _MOST)
+  return f"{{6}}({{2}}({{5}}({x}, {mu}, {ku}), {{5}}({y}, {ku}, {nu}), {c}, ml.{acc}), {m}, {n}).astype({out})"
 
 
 def _scalar_rows(conv, m, k, out) -> str:

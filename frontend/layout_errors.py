@@ -38,6 +38,21 @@ def _expression(text) -> bool:
 class LayoutErrors:
   """The solver's MG204 errors and their hints."""
 
+  def two_way_use(self, comp):
+    """A broadcast of a 1-D vector of the classes `comp` that another broadcast of it stretches the other way (an
+    index vector carried by a loop, `offsets_k += BK`, the rows of a (64, 4) B tile of words and the columns of a
+    (16, 64) A tile): the tiles share one layout through it, which none holds, though each alone may fit one. That
+    use reads a copy through SMEM (relayout.CopyUse), and the layouts are solved again (probe 56a); None where no
+    vector is stretched both ways."""
+    from .ops.shape import Broadcast
+    seen = {}
+    for o in ir.walk(self.kernel.body):
+      if isinstance(o, Broadcast) and _is_tensor(o.x) and len(o.x.type.shape) == 1 and \
+          len(o.result.type.shape) == 2 and self.uf.find(("v", o.x.id)) in comp:
+        if seen.setdefault(o.x.id, tuple(o.dims)) != tuple(o.dims):
+          return o
+    return None
+
   def conflict(self, c, p, axes, o, layout, members):
 
     def named(skip=None, default="this vector"):

@@ -437,6 +437,8 @@ class _Solver(LayoutErrors, Swizzles):
     if (found := rows_params([v.type.shape for v in tiles], widest)) is not None:
       return found
     split = self.split_statistic(rels, parents, tiles, lambda shapes: rows_params(shapes, widest) is not None)
+    split = relayout.CopyResult(split) if split is not None else (
+        relayout.CopyUse(two) if (two := self.two_way_use(comp)) is not None else None)
     bad = next(v for v in tiles if v.type.shape[1] % hw.WARP or v.type.shape[0] % hw.WARPS_PER_WARPGROUP
                and v.type.shape[1] % (hw.WARPGROUP))
     # at the reduction or broadcast that makes it a row-wise tile (not where the tile was read)
@@ -463,13 +465,14 @@ class _Solver(LayoutErrors, Swizzles):
       where, verb = indexed, "gather" if isinstance(indexed, Gather) else "scatter"
       bad = next((r for r in (*indexed.results, *indexed.operands()) if getattr(r, "id", None) in ids
                   and _off_rows(r.type.shape)), bad)
-      raise E.LayoutError(
+      error = E.LayoutError(
           f"this {verb} of shape {bad.type.shape} spreads each row's index along the row: that needs"
           f" columns a multiple of {hw.WARP} (one per lane of a warp), and rows a multiple of"
           f" {hw.WARPS_PER_WARPGROUP} unless the columns are a multiple of {hw.WARPGROUP}"
           + _with_others(bad.type.shape, [v.type.shape for v in tiles]), where.loc,
           hint=(column_scatter_hint if verb == "scatter" else column_gather_hint)(indexed, bad.type.shape)
           or (scatter_columns_hint if verb == "scatter" else gather_columns_hint)(indexed, bad.type.shape[-1]))
+      raise relayout.tagged(split, error) if split is not None else error
     stores = {t.scratch.id: t.x for t in ir.walk(self.kernel.body) if isinstance(t, TransposeStore)}
     flip = next((stores.get(u.scratch.id) for u in ir.walk(self.kernel.body) if isinstance(u, TransposeLoad)
                  and isinstance(where, Reduce) and u.results[0].id == where.x.id), None)    # ml.sum(t.T, ...)
@@ -486,7 +489,7 @@ class _Solver(LayoutErrors, Swizzles):
         where.loc if where else o.loc,
         hint=(narrow is not None and narrow_gather_hint(*narrow)) or (flip is not None and transposed_hint(where, flip))
         or row_wise_hint(bad, dtypes, where if isinstance(where, Reduce) else None, self.defs, tiles))
-    raise relayout.tagged(relayout.CopyResult(split), error) if split is not None else error
+    raise relayout.tagged(split, error) if split is not None else error
 
   def reshaped_tile(self, bad, tiles):
     """A tensor of another rank joined a row-wise tile through a reshape (say (8, 256) ->

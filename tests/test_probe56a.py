@@ -4,7 +4,13 @@ read padded, is grown into the (16k, 16k) one with ones on the padding's diagona
 SMEM scratch) and solved by form_helpers.lu_solve, the result cut back to the padded (n, n) tile; solve of a 1-D b
 (MG003 at any n) is its column; a stack (B, n, n) (MG003) is each matrix's call stacked (det's scalars selected into
 a vector). jnp.pad of a padded tile to a width registers hold (a (12, 12) to (16, 16)) was MG204: the part held
-wider than the join is cut to it (ops/padded_joins.py). A stack's (B, n) b stays MG003 with a hint."""
+wider than the join is cut to it (ops/padded_joins.py). A stack's (B, n) b stays MG003 with a hint. (2) int32
+jnp.dot of operands a padded trace holds padded, 9 rows or more ((12, 20) by (20, 16), (100, 24) by (24, 16)), was
+MG204: both are grown into plain tiles of whole chunks and the product cut back (jnp_einsum._grown_ints). (3) A
+loop-carried index vector (`offsets_k += BK`) stretched both ways, into the rows of one tile and the columns of
+another, tied the tiles into one layout that neither shape fits (vLLM's AWQ GEMM at BLOCK_M=16, BLOCK_N=16 or 32,
+BLOCK_K=64: MG204 at B's (64, 2) gather of words): one use now reads a copy through SMEM, as a vector computed once
+and stretched both ways already did (layout_errors.two_way_use)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -14,6 +20,7 @@ import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect
 from probe_util import export, f32, rnd
+import test_probe52e as awq
 
 S = jax.ShapeDtypeStruct
 
@@ -112,3 +119,70 @@ def test_linalg_and_pads_on_gpu():
   np.testing.assert_allclose(determinants(a), np.linalg.det(a), rtol=2e-5)
   a = rnd((12, 12), 1)
   np.testing.assert_array_equal(padded_to_16(a), np.pad(a, ((0, 4), (0, 4)), constant_values=0.5) * 2)
+
+
+# ---------------------------------------------------------------- (2) integer products of many padded rows
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), jnp.int32))
+def int_dot(a, b, o):
+  o[...] = jnp.dot(a[...], b[...], preferred_element_type=jnp.int32)
+
+
+@pytest.mark.parametrize("m,k,n,dt", [(12, 20, 16, np.int32), (9, 20, 16, np.int32), (72, 40, 32, np.int32),
+                                      (100, 24, 16, np.int32), (12, 20, 16, np.int8), (72, 40, 32, np.int8)])
+def test_int_dot_of_many_padded_rows_is_exact(m, k, n, dt):
+  g = np.random.default_rng(m + k)
+  a, b = g.integers(-100, 100, (m, k)).astype(dt), g.integers(-100, 100, (k, n)).astype(dt)
+  np.testing.assert_array_equal(int_dot(a, b, interpret=True), a.astype(np.int32) @ b.astype(np.int32))
+
+
+def test_int_dot_of_padded_rows_builds_for_cuda():
+  export(int_dot, np.ones((12, 20), np.int32), np.ones((20, 16), np.int32))
+  export(int_dot, np.ones((100, 24), np.int32), np.ones((24, 16), np.int32))
+
+
+# ---------------------------------------------------------------- (3) a carried index vector stretched both ways
+@mg.mgpu_kernel(out_shape=lambda a, b, **k: (S((a.shape[0],), jnp.float32), S((b.shape[1],), jnp.float32)))
+def row_and_column_sums(a_ptr, b_ptr, ra, cb, *, BK: ml.constexpr):
+  M, K = a_ptr.shape
+  N = b_ptr.shape[1]
+  rm, rn, rk = ml.arange(0, M), ml.arange(0, N), ml.arange(0, BK)
+  acc_a, acc_b = ml.zeros((M,), ml.float32), ml.zeros((N,), ml.float32)
+  for k in range(0, ml.cdiv(K, BK)):
+    x = ml.load(a_ptr.at[rm[:, None], rk[None, :]], mask=rk[None, :] < K, other=0.0)
+    w = ml.load(b_ptr.at[rk[:, None], rn[None, :]], mask=rk[:, None] < K, other=0.0)
+    acc_a += ml.sum(x, axis=1)
+    acc_b += ml.sum(w, axis=0)
+    rk += BK
+  ra[...] = acc_a
+  cb[...] = acc_b
+
+
+def test_a_carried_index_vector_stretched_both_ways():
+  a, b = rnd((16, 256), 1), rnd((256, 4), 2)
+  ra, cb = row_and_column_sums(a, b, BK=64, interpret=True)
+  np.testing.assert_allclose(ra, a.sum(1), rtol=1e-5, atol=1e-4)
+  np.testing.assert_allclose(cb, b.sum(0), rtol=1e-5, atol=1e-4)
+  export(row_and_column_sums, a, b, BK=64)
+
+
+@pytest.mark.parametrize("m,bn", [(5, 16), (5, 32), (20, 32)])
+def test_awq_gemm_block_m_16_block_k_64(m, bn):
+  args, ref = awq._awq_gemm_case(m, 7)
+  kw = dict(BM=16, BN=bn, BK=64, SPLIT_K=1, group_size=128)
+  np.testing.assert_allclose(f32(awq.awq_gemm(*args, **kw, interpret=True)), ref, rtol=3e-2, atol=3e-2)
+  export(awq.awq_gemm, *args, **kw)
+
+
+@pytest.mark.gpu
+def test_padded_int_dots_and_carried_vectors_on_gpu():
+  g = np.random.default_rng(0)
+  a, b = g.integers(-100, 100, (100, 24)).astype(np.int32), g.integers(-100, 100, (24, 16)).astype(np.int32)
+  np.testing.assert_array_equal(int_dot(a, b), a @ b)
+  a, b = rnd((16, 256), 1), rnd((256, 4), 2)
+  ra, cb = row_and_column_sums(a, b, BK=64)
+  np.testing.assert_allclose(cb, b.sum(0), rtol=1e-5, atol=1e-4)
+  np.testing.assert_allclose(ra, a.sum(1), rtol=1e-5, atol=1e-4)
+  for m, bn in ((5, 16), (20, 32)):
+    args, ref = awq._awq_gemm_case(m, 7)
+    out = awq.awq_gemm(*args, BM=16, BN=bn, BK=64, SPLIT_K=1, group_size=128)
+    np.testing.assert_allclose(f32(out), ref, rtol=3e-2, atol=3e-2)
