@@ -308,10 +308,11 @@ def lu_solve(a, b, want_det):
   jnp.linalg.solve, inv and det): Gauss-Jordan elimination with partial pivoting, a column a trip, the pivot the
   first row at or below the diagonal of the largest magnitude (jax's LU picks it so), its row swapped with the
   diagonal's in `a` and `b` and eliminated from every other row; then each row divided by its pivot. The
-  determinant is the pivots' product, negated at each swap (1.0 where not `want_det`)."""
+  determinant is the pivots' product, negated at each swap (1.0 where not `want_det`); where `want_det` is "log"
+  (probe 56a: slogdet), its sign and the sum of the pivots' log |p|, as jax's."""
   n = a.shape[0]
   rows, cols = ml.arange(n), ml.arange(n)         # (one indexes the rows, one the columns: two layouts)
-  d = ml.full((n,), 1.0, ml.float32)
+  d, logs = ml.full((n,), 1.0, ml.float32), ml.full((n,), 0.0, ml.float32)
   for k in range(n):
     col = ml.sum(ml.where(cols[None, :] == k, a, 0.0), axis=1)           # column k, one value per row
     p = ml.argmax(ml.where(rows >= k, ml.abs(col), -1.0), axis=0)
@@ -325,10 +326,34 @@ def lu_solve(a, b, want_det):
     f = ml.where(rows == k, 0.0, col / pivot)
     a = a - f[:, None] * a_p[None, :]
     b = b - f[:, None] * b_p[None, :]
-    if want_det:
+    if want_det == "log":         # (jnp.linalg.slogdet: the sign in d, the logarithms of |pivot| summed apart)
+      d = d * ml.where(p != k, -1.0, 1.0) * ml.where(pivot < 0, -1.0, ml.where(pivot > 0, 1.0, 0.0))
+      logs = logs + ml.log(ml.abs(pivot))
+    elif want_det:
       d = d * ml.where(p != k, -pivot, pivot)
   diag = ml.sum(ml.where(rows[:, None] == cols[None, :], a, 0.0), axis=1)
+  if want_det == "log":
+    return b / diag[:, None], (ml.max(d), ml.max(logs))
   return b / diag[:, None], ml.max(d)
+
+
+@ml.inline
+def cholesky(a):
+  """L, lower triangular with a = L @ L.T, of an (n, n) float32 `a` (probe 56a; jnp.linalg.cholesky): a
+  symmetrised as jax's ((a + a.T) / 2), then a column of L a trip, the column of a less the columns of L found so
+  far weighted by L's row j, over the square root of its diagonal element (NaN where a is not positive definite,
+  as jax's)."""
+  n = a.shape[0]
+  rows, cols = ml.arange(n), ml.arange(n)
+  a = (a + a.T) * 0.5
+  low = ml.zeros((n, n), ml.float32)
+  for j in range(n):
+    col = ml.sum(ml.where(cols[None, :] == j, a, 0.0), axis=1)
+    row_j = ml.sum(ml.where(rows[:, None] == j, low, 0.0), axis=0)
+    s = col - ml.sum(low * row_j[None, :], axis=1)
+    d = ml.sqrt(ml.sum(ml.where(rows == j, s, 0.0)))
+    low = ml.where(cols[None, :] == j, ml.where(rows > j, s / d, ml.where(rows == j, d, 0.0))[:, None], low)
+  return low
 
 
 @ml.inline

@@ -14,6 +14,23 @@ _FLOATS = ("float32", "float16", "bfloat16")
 def _solve_triangular(a):
   x, y, trans, lower, unit = a["a"], a["b"], a["trans"], a["lower"], a["unit_diagonal"]
   sa, sb = _shape(x), _shape(y)
+  own = a.get("_shape_of", _shape)
+  n = _odd(x, own) if sa is not None and len(sa) == 2 and own(x)[0] > 3 else (
+      own(x)[0] if sa is not None and len(sa) == 2 and tuple(own(x)) in ((2, 2), (3, 3)) else None)
+  if n is not None and str(_dtype(x)) in _FLOATS:    # (an odd n: the padded (16k, 16k) system, identity below and
+    sb = own(y) if sb is not None else None           # right of it; b's rows grown alike; probe 56a)
+    if sb is None or len(sb) != 2 or sb[0] != n or str(_dtype(y)) not in _FLOATS or not isinstance(lower, bool) \
+        or not isinstance(unit, bool) or trans not in (0, "N", 1, "T", 2, "C"):
+      return None
+    from . import form_helpers
+    from .ops.padded_squares import SHRUNK
+    from .ops.promotion import arithmetic_in
+    out = arithmetic_in(_dtype(x), _dtype(y))
+    t, lower = ("", lower) if trans in (0, "N") else (".T", not lower)
+    big_a, big, grown = _embedded(n, 2)
+    return None if out is None else (
+        f"{{4}}({{3}}({big_a}{t}, {{2}}({{1}}.astype(ml.float32), {big}), {lower}, {unit}), {n}, {sb[1]})"
+        f".astype({{5}})", [x, y, grown, form_helpers.solve_triangular, SHRUNK, str(out)])
   if sa is None or sb is None or len(sa) != 2 or len(sb) != 2 or sa[0] != sa[1] or sb[0] != sa[0]:
     return None
   da, db = str(_dtype(x)), str(_dtype(y))
@@ -199,7 +216,54 @@ def _det(a):
           [x, form_helpers.lu_solve, str(_dtype(x))])
 
 
+def _cholesky(a):
+  """jnp.linalg.cholesky(a) (jax.scipy.linalg.cholesky(a, lower), upper by default) of a float (n, n) `a`:
+  form_helpers.cholesky's L (its transpose for an upper one), n a multiple of 16, or any other n past 1 solved as
+  the padded (16k, 16k) matrix with an identity block, whose factor's top left block is a's (probe 56a); a stack
+  (B, n, n) is each matrix's."""
+  got = _batched(a, ("a",))
+  if got is not None:
+    return got
+  x, lower = a["a"], a.get("lower", True)
+  own = a.get("_shape_of", _shape)
+  s = own(x) if _shape(x) is not None else None
+  if s is None or len(s) != 2 or s[0] != s[1] or s[0] < 2 or str(_dtype(x)) not in _FLOATS \
+      or not isinstance(lower, bool):
+    return None
+  from . import form_helpers
+  t = "" if lower else ".T"
+  n = s[0]
+  if not n % 16:
+    return f"{{1}}({{0}}.astype(ml.float32)){t}.astype({{2}})", [x, form_helpers.cholesky, str(_dtype(x))]
+  from .ops.padded_squares import SHRUNK
+  big_a, _, grown = _embedded(n, 1)
+  return (f"{{3}}({{2}}({big_a}){t}, {n}, {n}).astype({{4}})",
+          [x, grown, form_helpers.cholesky, SHRUNK, str(_dtype(x))])
+
+
+def _slogdet(a):
+  """jnp.linalg.slogdet(a) of a float (n, n) `a`: (sign, log |det|) of form_helpers.lu_solve's pivots (their signs,
+  a swap negating, and their logarithms summed, so that no product overflows; probe 56a), any n as det's."""
+  x = a["a"]
+  if a.get("method") is not None:
+    return None
+  from . import form_helpers
+  odd = _odd(x, a.get("_shape_of", _shape))
+  if odd is None and not _square(x):
+    return None
+  if odd is not None:
+    big_a, n, grown = _embedded(odd, 1)
+  else:
+    big_a, n, grown = "{0}.astype(ml.float32)", _shape(x)[0], None
+  d = str(_dtype(x))
+  return (f"(lambda _r_: (_r_[0].astype({{3}}), _r_[1].astype({{3}})))({{2}}({big_a}, ml.zeros(({n}, {n}),"
+          f" ml.float32), 'log')[1])", [x, grown, form_helpers.lu_solve, d])
+
+
 LINALG.update({
+    ("jnp.linalg", "slogdet"): (("a", "method"), _slogdet),
+    ("jnp.linalg", "cholesky"): (("a",), _cholesky),
+    ("jax.scipy.linalg", "cholesky"): (("a", "lower"), _cholesky),
     ("jnp.linalg", "solve"): (("a", "b"), _solve),
     ("jnp.linalg", "inv"): (("a",), _inv),
     ("jnp.linalg", "det"): (("a",), _det),

@@ -186,3 +186,86 @@ def test_padded_int_dots_and_carried_vectors_on_gpu():
     args, ref = awq._awq_gemm_case(m, 7)
     out = awq.awq_gemm(*args, BM=16, BN=bn, BK=64, SPLIT_K=1, group_size=128)
     np.testing.assert_allclose(f32(out), ref, rtol=3e-2, atol=3e-2)
+
+
+# ---------------------------------------------------------------- (4) more small linear algebra
+@mg.mgpu_kernel(out_shape=lambda a, b, **k: b)
+def tri_solve(a, b, o, *, lower: ml.constexpr, trans: ml.constexpr, unit: ml.constexpr):
+  o[...] = jax.scipy.linalg.solve_triangular(a[...], b[...], lower=lower, trans=trans, unit_diagonal=unit)
+
+
+@pytest.mark.parametrize("n,m", [(12, 32), (5, 8), (3, 16), (20, 100)])
+@pytest.mark.parametrize("lower,trans,unit", [(True, 0, False), (False, 1, True), (False, 0, False)])
+def test_solve_triangular_of_any_n(n, m, lower, trans, unit):
+  a, b = _well((n, n), n), rnd((n, m), 1)
+  t = np.tril(a) if lower else np.triu(a)
+  if unit:
+    t = t - np.diag(np.diag(t)) + np.eye(n, dtype=np.float32)
+  want = np.linalg.solve(t.T if trans else t, b)
+  np.testing.assert_allclose(tri_solve(a, b, lower=lower, trans=trans, unit=unit, interpret=True), want,
+                             rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+@mg.mgpu_kernel(out_shape=lambda a: a)
+def cholesky(a, o):
+  o[...] = jnp.linalg.cholesky(a[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda a: a)
+def cholesky_upper(a, o):
+  o[...] = jax.scipy.linalg.cholesky(a[...])
+
+
+def _spd(shape, seed):
+  x = rnd(shape, seed)
+  return (x @ np.swapaxes(x, -1, -2) / shape[-1] + np.eye(shape[-1], dtype=np.float32)).astype(np.float32)
+
+
+@pytest.mark.parametrize("shape", [(16, 16), (12, 12), (5, 5), (3, 3), (32, 32), (2, 8, 8)])
+def test_cholesky_matches_numpy(shape):
+  a = _spd(shape, 1)
+  want = np.linalg.cholesky(a)
+  np.testing.assert_allclose(cholesky(a, interpret=True), want, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(cholesky_upper(a, interpret=True), np.swapaxes(want, -1, -2), rtol=1e-5, atol=1e-6)
+
+
+def test_a_matrix_not_positive_definite_is_nan_as_jax_s():
+  a = _spd((16, 16), 2)
+  a[3, 3] = -5.0
+  assert np.isnan(cholesky(a, interpret=True)).any() and np.isnan(np.asarray(jnp.linalg.cholesky(a))).any()
+
+
+@mg.mgpu_kernel(out_shape=lambda a: (S((8,), jnp.float32), S((8,), jnp.float32)))
+def slogdet(a, s_o, l_o):
+  s, l = jnp.linalg.slogdet(a[...])
+  s_o[...] = ml.full((8,), s, jnp.float32)
+  l_o[...] = ml.full((8,), l, jnp.float32)
+
+
+@pytest.mark.parametrize("n,scale,flip", [(16, 1.0, True), (12, 1.0, False), (5, 1.0, True), (64, 40.0, False)])
+def test_slogdet_sums_logs(n, scale, flip):
+  a = rnd((n, n), n) * scale        # (64 x 40: |det| ~ e^334, past float32: the logs are summed)
+  if flip:
+    a[0] = -a[0]
+  s, l = slogdet(a, interpret=True)
+  ws, wl = np.linalg.slogdet(a.astype(np.float64))
+  np.testing.assert_array_equal(s, np.full(8, ws, np.float32))
+  np.testing.assert_allclose(l, np.full(8, wl), rtol=1e-5)
+
+
+def test_more_linalg_builds_for_cuda():
+  export(tri_solve, _well((12, 12), 1), rnd((12, 32), 2), lower=False, trans=1, unit=False)
+  export(cholesky, _spd((12, 12), 3))
+  export(cholesky_upper, _spd((2, 8, 8), 4))
+  export(slogdet, rnd((12, 12), 5))
+
+
+@pytest.mark.gpu
+def test_more_linalg_on_gpu():
+  a = _spd((12, 12), 3)
+  np.testing.assert_allclose(cholesky(a), np.linalg.cholesky(a), rtol=1e-5, atol=1e-6)
+  a, b = _well((12, 12), 1), rnd((12, 32), 2)
+  np.testing.assert_allclose(tri_solve(a, b, lower=True, trans=0, unit=False), np.linalg.solve(np.tril(a), b),
+                             rtol=1e-4, atol=1e-4)
+  s, l = slogdet(rnd((12, 12), 5))
+  np.testing.assert_allclose(l, np.full(8, np.linalg.slogdet(rnd((12, 12), 5))[1]), rtol=1e-5)
