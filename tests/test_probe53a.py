@@ -12,7 +12,6 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import expect
 from probe_util import S, export, f32, rnd
 from test_probe52e import _awq_gemm_case, awq_gemm
 
