@@ -269,3 +269,136 @@ def test_more_linalg_on_gpu():
                              rtol=1e-4, atol=1e-4)
   s, l = slogdet(rnd((12, 12), 5))
   np.testing.assert_allclose(l, np.full(8, np.linalg.slogdet(rnd((12, 12), 5))[1]), rtol=1e-5)
+
+
+# ---------------------------------------------------------------- (5) quantised GEMMs: GPTQ act-order, int4 groups
+def _grid(a, qw, sc, qz, g, *, BM, BN, BK):
+  return (ml.cdiv(a.shape[0], BM) * ml.cdiv(qw.shape[1], BN),)
+
+@mg.mgpu_kernel(out_shape=lambda a, qw, sc, qz, g, **k: S((a.shape[0], qw.shape[1]), jnp.float16), grid=_grid)
+def gptq_matmul(a_ptr, b_ptr, scales_ptr, zeros_ptr, g_ptr, c_ptr, *, BM: ml.constexpr, BN: ml.constexpr,
+                BK: ml.constexpr):
+  M, K = a_ptr.shape
+  N = b_ptr.shape[1]
+  bits, maxq, per = 4, 15, 8
+  pid = ml.program_id(0)
+  num_pid_n = ml.cdiv(N, BN)
+  pid_m = pid // num_pid_n
+  pid_n = pid % num_pid_n
+  offs_am = pid_m * BM + ml.arange(0, BM)
+  offs_bn = pid_n * BN + ml.arange(0, BN)
+  offs_k = ml.arange(0, BK)
+  a_mask = offs_am[:, None] < M
+  shifter = (offs_k % per) * bits
+  zeros_shifter = (offs_bn % per) * bits
+  acc = ml.zeros((BM, BN), dtype=jnp.float32)
+  for k in range(0, ml.cdiv(K, BK)):
+    g_idx = ml.load(g_ptr.at[offs_k])
+    scales = ml.load(scales_ptr.at[g_idx[:, None], offs_bn[None, :]])
+    zeros = ml.load(zeros_ptr.at[g_idx[:, None], (offs_bn // per)[None, :]])
+    zeros = (zeros >> zeros_shifter[None, :]) & maxq
+    zeros = zeros + 1
+    a = ml.load(a_ptr.at[offs_am[:, None], offs_k[None, :]], mask=a_mask, other=0.0)
+    b = ml.load(b_ptr.at[(offs_k // per)[:, None], offs_bn[None, :]])
+    b = (b >> shifter[:, None]) & maxq
+    b = ((b - zeros) * scales).astype(jnp.float16)
+    acc += ml.dot(a, b)
+    offs_k += BK
+  c_mask = (offs_am[:, None] < M) & (offs_bn[None, :] < N)
+  ml.store(c_ptr.at[offs_am[:, None], offs_bn[None, :]], acc.astype(jnp.float16), mask=c_mask)
+
+def _gptq_problem(m, k, n, g, seed, act_order=True):
+  rng = np.random.default_rng(seed)
+  q = rng.integers(0, 16, (k, n)).astype(np.uint32)
+  ngroups = k // g
+  gidx = (np.arange(k) // g).astype(np.int32)
+  if act_order: gidx = rng.permutation(gidx).astype(np.int32)
+  z = rng.integers(0, 15, (ngroups, n)).astype(np.uint32)
+  s = (rng.random((ngroups, n)) * 0.02 + 0.01).astype(np.float16)
+  qw = np.zeros((k // 8, n), np.uint32)
+  for i in range(8): qw |= q[i::8] << (4 * i)
+  qz = np.zeros((ngroups, n // 8), np.uint32)
+  for i in range(8): qz |= z[:, i::8] << (4 * i)
+  w = (q.astype(np.float32) - (z[gidx] + 1)) * s[gidx].astype(np.float32)
+  a = rng.standard_normal((m, k)).astype(np.float16)
+  return (a, qw.view(np.int32), s, qz.view(np.int32), gidx), a.astype(np.float32) @ w
+
+
+@pytest.mark.parametrize("m,k,n,g,bm,bn,bk", [(16, 256, 128, 64, 64, 64, 64), (5, 256, 128, 128, 16, 64, 64),
+                                              (40, 256, 128, 32, 64, 64, 32), (5, 256, 64, 64, 16, 32, 64)])
+def test_gptq_act_order_matmul(m, k, n, g, bm, bn, bk):
+  args, ref = _gptq_problem(m, k, n, g, 1)
+  out = gptq_matmul(*args, BM=bm, BN=bn, BK=bk, interpret=True)
+  np.testing.assert_allclose(f32(out), ref, rtol=2e-2, atol=2e-2)
+  if m == 5:
+    export(gptq_matmul, *args, BM=bm, BN=bn, BK=bk)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, qw, s, **k: S((x.shape[0], qw.shape[1]), jnp.float32))
+def int4_group(x_ref, qw_ref, s_ref, o_ref, *, group: ml.constexpr):
+  # qw: (K // 2, N) uint8 holding two nibbles (low: even k, high: odd k); s: (K // group, N) per-group scale
+  q = qw_ref[...].astype(jnp.int32)
+  lo = (q & 0xF) - 8
+  hi = (q >> 4) - 8
+  w = jnp.stack([lo, hi], axis=1).reshape(-1, q.shape[1]).astype(jnp.float32)
+  sc = jnp.repeat(s_ref[...].astype(jnp.float32), group, axis=0)
+  o_ref[...] = jnp.dot(x_ref[...].astype(jnp.float32), w * sc)
+
+@mg.mgpu_kernel(out_shape=lambda x, qw, s, **k: S((x.shape[0], qw.shape[1]), jnp.float32))
+def int4_group_loop(x_ref, qw_ref, s_ref, o_ref, *, group: ml.constexpr):
+  K = x_ref.shape[1]
+  acc = jnp.zeros((x_ref.shape[0], qw_ref.shape[1]), jnp.float32)
+  for g in range(K // group):
+    q = qw_ref[g * group // 2:(g + 1) * group // 2, :].astype(jnp.int32)
+    w = jnp.stack([(q & 0xF) - 8, (q >> 4) - 8], axis=1).reshape(group, q.shape[1]).astype(jnp.float16)
+    part = jnp.dot(x_ref[:, g * group:(g + 1) * group], w, preferred_element_type=jnp.float32)
+    acc = acc + part * s_ref[g, :].astype(jnp.float32)[None, :]
+  o_ref[...] = acc
+
+def _int4_problem(m, k, n, g, seed):
+  rng = np.random.default_rng(seed)
+  q = rng.integers(0, 16, (k, n)).astype(np.uint8)
+  qw = (q[0::2] | (q[1::2] << 4)).astype(np.uint8)
+  s = (rng.random((k // g, n)) * 0.1 + 0.01).astype(np.float16)
+  x = rng.standard_normal((m, k)).astype(np.float16)
+  w = (q.astype(np.float32) - 8) * np.repeat(s.astype(np.float32), g, 0)
+  return (x, qw, s), x.astype(np.float32) @ w
+
+
+@pytest.mark.parametrize("kernel", [int4_group, int4_group_loop])
+@pytest.mark.parametrize("m,k,n,g", [(8, 128, 64, 32), (5, 96, 40, 32), (3, 64, 48, 16), (64, 256, 128, 128)])
+def test_int4_group_quantised(kernel, m, k, n, g):
+  args, ref = _int4_problem(m, k, n, g, 1)
+  np.testing.assert_allclose(kernel(*args, group=g, interpret=True), ref, rtol=2e-3, atol=2e-3 * np.abs(ref).max())
+
+
+def test_int4_groups_build_for_cuda():
+  args, _ = _int4_problem(5, 96, 40, 32, 1)
+  export(int4_group, *args, group=32)
+  export(int4_group_loop, *args, group=32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((32,), jnp.float32))
+def halves(x, o):
+  acc = ml.zeros((32,), jnp.float32)
+  for i in range(x.shape[0] // 32):
+    acc += x[i * 64 // 2:(i + 1) * 64 // 2]
+  o[...] = acc
+
+
+def test_a_slice_of_a_floor_divided_run_time_start_is_a_window():
+  """`g * group // 2:(g + 1) * group // 2` (two nibbles a byte) was MG003, its hint a masked window of the whole
+  dimension: the floor division of a linear form whose coefficients it divides is linear (index_hints._linear)."""
+  x = rnd((256,), 1)
+  np.testing.assert_allclose(halves(x, interpret=True), x.reshape(-1, 32).sum(0), rtol=1e-5, atol=1e-5)
+  export(halves, x)
+
+
+@pytest.mark.gpu
+def test_quantised_gemms_on_gpu():
+  args, ref = _gptq_problem(5, 256, 64, 64, 1)
+  np.testing.assert_allclose(f32(gptq_matmul(*args, BM=16, BN=32, BK=64)), ref, rtol=2e-2, atol=2e-2)
+  args, ref = _int4_problem(5, 96, 40, 32, 1)
+  np.testing.assert_allclose(int4_group_loop(*args, group=32), ref, rtol=2e-3, atol=2e-3 * np.abs(ref).max())
+  x = rnd((256,), 1)
+  np.testing.assert_allclose(halves(x), x.reshape(-1, 32).sum(0), rtol=1e-5, atol=1e-5)

@@ -70,6 +70,11 @@ def _linear(cx, v, depth=0):
         for i, m in b[0].items():
           terms[i] = terms.get(i, 0) + sign * m
         return {i: m for i, m in terms.items() if m}, a[1] + sign * b[1]
+  if isinstance(o, Binary) and o.kind in (BinOp.FLOORDIV, BinOp.SHR) and isinstance(o.rhs, int) and \
+      not isinstance(o.rhs, bool) and o.rhs > 0 and (a := _linear(cx, o.lhs, depth + 1)) is not None:
+    d = o.rhs if o.kind == BinOp.FLOORDIV else 1 << o.rhs     # (g * group // 2 of an even group: g * (group // 2),
+    if a[0] and all(m % d == 0 for m in a[0].values()):       # the constant's floor apart; probe 56a)
+      return {i: m // d for i, m in a[0].items()}, a[1] // d
   return {_term_key(cx, v): 1}, 0
 
 
