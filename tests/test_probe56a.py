@@ -402,3 +402,38 @@ def test_quantised_gemms_on_gpu():
   np.testing.assert_allclose(int4_group_loop(*args, group=32), ref, rtol=2e-3, atol=2e-3 * np.abs(ref).max())
   x = rnd((256,), 1)
   np.testing.assert_allclose(halves(x), x.reshape(-1, 32).sum(0), rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- (6) an int8 register A of k 32 (Triton's BLOCK_K=32)
+@mg.mgpu_kernel(out_shape=lambda a, b, **k: S((a.shape[0], b.shape[1]), jnp.int32),
+                grid=lambda a, b, *, BM, BN, BK: (ml.cdiv(a.shape[0], BM), ml.cdiv(b.shape[1], BN)))
+def int8_matmul(a_ptr, b_ptr, c_ptr, *, BM: ml.constexpr, BN: ml.constexpr, BK: ml.constexpr):
+  M, K = a_ptr.shape
+  N = b_ptr.shape[1]
+  rm = ml.program_id(0) * BM + ml.arange(0, BM)
+  rn = ml.program_id(1) * BN + ml.arange(0, BN)
+  acc = ml.zeros((BM, BN), dtype=jnp.int32)
+  for k in range(0, ml.cdiv(K, BK)):
+    rk = k * BK + ml.arange(0, BK)
+    a = ml.load(a_ptr.at[rm[:, None], rk[None, :]], mask=(rm[:, None] < M) & (rk[None, :] < K), other=0)
+    b = ml.load(b_ptr.at[rk[:, None], rn[None, :]], mask=(rk[:, None] < K) & (rn[None, :] < N), other=0)
+    acc += ml.dot(a, b, out_dtype=jnp.int32)
+  ml.store(c_ptr.at[rm[:, None], rn[None, :]], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@pytest.mark.parametrize("m,k,n,bm,bk", [(100, 96, 64, 64, 32), (72, 128, 128, 64, 64), (130, 32, 64, 128, 32),
+                                         (64, 96, 64, 64, 96)])
+def test_int8_matmul_of_block_k_32(m, k, n, bm, bk):
+  g = np.random.default_rng(m)
+  a, b = g.integers(-100, 100, (m, k)).astype(np.int8), g.integers(-100, 100, (k, n)).astype(np.int8)
+  np.testing.assert_array_equal(int8_matmul(a, b, BM=bm, BN=64, BK=bk, interpret=True),
+                                a.astype(np.int32) @ b.astype(np.int32))
+  if bk % 64:
+    export(int8_matmul, a, b, BM=bm, BN=64, BK=bk)
+
+
+@pytest.mark.gpu
+def test_int8_matmul_of_block_k_32_on_gpu():
+  g = np.random.default_rng(1)
+  a, b = g.integers(-100, 100, (100, 96)).astype(np.int8), g.integers(-100, 100, (96, 64)).astype(np.int8)
+  np.testing.assert_array_equal(int8_matmul(a, b, BM=64, BN=64, BK=32), a.astype(np.int32) @ b.astype(np.int32))

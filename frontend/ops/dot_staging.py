@@ -109,12 +109,17 @@ def staged_a(cx, a, b):
   float32 tiles), an SMEM buffer of its shape holding it: the tensor cores read a float32 A from SMEM only. A whole
   read of an SMEM buffer is that buffer (`a_s[...]`); one of GMEM (`x_ref[...]`, Pallas's `jnp.dot(x_ref[...],
   y_ref[...])` of float32 blocks) is staged as any register tile is, as staged_b stages such a B (probe 48h). A
-  float32 A beside a 16-bit B keeps its error (its hint converts A)."""
-  if not (is_value(a) and isinstance(a.type, TensorType) and len(a.type.shape) == 2
-          and resolve(a.type.dtype) == DType.f32 and is_value(b) and isinstance(b.type, (TensorType, RefType))
+  float32 A beside a 16-bit B keeps its error (its hint converts A). So is an int8 A of k a multiple of 32 but not
+  of 64 (Triton's BLOCK_K=32 int8 GEMM), which registers cannot hand the tensor cores and SMEM can (probe 56a)."""
+  int8 = is_value(a) and isinstance(a.type, TensorType) and len(a.type.shape) == 2 and resolve(
+      a.type.dtype) == DType.i8 and a.type.shape[1] % hw.MMA_REG_A_INT_K and not a.type.shape[1] % (
+          hw.MIN_SWIZZLE) and not a.type.shape[0] % hw.MMA_M    # (an int8 A of k a multiple of 32, not of 64:
+  if not int8 and not (is_value(a) and isinstance(a.type, TensorType) and len(a.type.shape) == 2   # SMEM takes it,
+          and resolve(a.type.dtype) == DType.f32 and is_value(b)                               # registers do not;
+          and isinstance(b.type, (TensorType, RefType))                                        # probe 56a)
           and resolve(b.type.dtype) == resolve(a.type.dtype)):
     return a
-  if isinstance(b.type, RefType) and (a.type.shape[0] % hw.MMA_M or not smem_b_beside_f32_a(b)):
+  if not int8 and isinstance(b.type, RefType) and (a.type.shape[0] % hw.MMA_M or not smem_b_beside_f32_a(b)):
     return a           # (few rows: small_dots pads A into SMEM itself; a B of n not a multiple of 64 stored (k, n):
                        # MG106's hint loads it transposed, probe 39b)
   from .memory import smem
