@@ -437,3 +437,18 @@ def test_int8_matmul_of_block_k_32_on_gpu():
   g = np.random.default_rng(1)
   a, b = g.integers(-100, 100, (100, 96)).astype(np.int8), g.integers(-100, 100, (96, 64)).astype(np.int8)
   np.testing.assert_array_equal(int8_matmul(a, b, BM=64, BN=64, BK=32), a.astype(np.int32) @ b.astype(np.int32))
+
+
+# ---------------------------------------------------------------- the first trace's error at a padded call
+@mg.mgpu_kernel(out_shape=lambda a, v: (a, S((v.shape[0],), v.dtype)))
+def inverse_beside_a_mistake(a, v, o, p):
+  o[...] = jnp.linalg.inv(a[...])
+  p[...] = jnp.sort(v[...].reshape(10, 10), axis=0).reshape(100)
+
+
+def test_a_padded_call_beside_another_error_says_so():
+  e = expect(inverse_beside_a_mistake, [S((12, 12), jnp.float32), S((100,), jnp.float32)], mg.LayoutError,
+             "jnp.linalg.inv(", "this call's (12, 12) tile is no register tensor as it is; it is computed read"
+             " padded, as (12, 32) under a mask, in a trace that another error of this kernel stopped",
+             hint="fix the kernel's other errors, listed after this one: then this call computes")
+  assert "reshape of v[...], a vector of 100 elements, into (10, 10)" in str(e)

@@ -44,6 +44,15 @@ def _cols_to(cx, x, cols):
   return concatenate.rule(cx, [x, full_(cx, (r, cols - c), 0, x.type.dtype)], 1)
 
 
+def _unpadded(cx, own, dtype):
+  """The first trace's MG204 at a call that computes on a small tile read padded: it stands (listed first) only where
+  the padded trace failed, at another error of the kernel."""
+  return E.LayoutError(
+      f"this call's {tuple(own)} {'tile' if len(own) > 1 else 'vector'} is no register tensor as it is; it is"
+      f" computed read padded, as {_up(own, dtype)} under a mask, in a trace that another error of this kernel"
+      f" stopped", cx.loc, hint="fix the kernel's other errors, listed after this one: then this call computes")
+
+
 def _grown(cx, x, rows, cols=None):
   """The plain (rows, cols) tile of the 2-D `x` (padded or not; its own (r, c) at most that): its elements at
   their places, 0 elsewhere. `cols` None: x's columns as it is held."""
@@ -53,9 +62,7 @@ def _grown(cx, x, rows, cols=None):
   if len(own) == 1:
     return _grown_vector(cx, x, own, rows)
   if not _holds(tuple(x.type.shape)):      # (the first trace's small read: the padded trace reads it as a tile)
-    raise E.LayoutError(f"a tile of shape {tuple(own)}: register tensors need a multiple of 128 elements (one per"
-                        f" thread of a warpgroup)", cx.loc, hint=f"read it padded to a tile of {_up(own, x.type.dtype)}"
-                        f" under a mask")
+    raise _unpadded(cx, own, x.type.dtype)
   if len(own) != 2 or own[0] > rows:
     raise E.InternalError(f"a tile of shape {own} grown to {rows} rows", cx.loc)
   with allowed(cx):
@@ -74,8 +81,7 @@ def _grown_vector(cx, x, own, n):
   """The plain (n,) vector of the 1-D `x` (its own length at most n), 0 past its own elements."""
   from .permute import restride_tensor
   if not _holds(tuple(x.type.shape)):
-    raise E.LayoutError(f"a vector of {own[0]} elements: register vectors need a multiple of 8", cx.loc,
-                        hint=f"read it padded to {_up(own, x.type.dtype)[0]} elements under a mask")
+    raise _unpadded(cx, own, x.type.dtype)
   with allowed(cx):
     x = _zero_padding(cx, x, own)
     u = x.type.shape[0]
