@@ -422,7 +422,7 @@ def int8_matmul(a_ptr, b_ptr, c_ptr, *, BM: ml.constexpr, BN: ml.constexpr, BK: 
 
 
 @pytest.mark.parametrize("m,k,n,bm,bk", [(100, 96, 64, 64, 32), (72, 128, 128, 64, 64), (130, 32, 64, 128, 32),
-                                         (64, 96, 64, 64, 96)])
+                                         (64, 96, 64, 64, 96), (5, 96, 64, 16, 32)])
 def test_int8_matmul_of_block_k_32(m, k, n, bm, bk):
   g = np.random.default_rng(m)
   a, b = g.integers(-100, 100, (m, k)).astype(np.int8), g.integers(-100, 100, (k, n)).astype(np.int8)
@@ -437,6 +437,7 @@ def test_int8_matmul_of_block_k_32_on_gpu():
   g = np.random.default_rng(1)
   a, b = g.integers(-100, 100, (100, 96)).astype(np.int8), g.integers(-100, 100, (96, 64)).astype(np.int8)
   np.testing.assert_array_equal(int8_matmul(a, b, BM=64, BN=64, BK=32), a.astype(np.int32) @ b.astype(np.int32))
+  np.testing.assert_array_equal(int8_matmul(a, b, BM=16, BN=64, BK=32), a.astype(np.int32) @ b.astype(np.int32))
 
 
 # ---------------------------------------------------------------- the first trace's error at a padded call

@@ -110,10 +110,11 @@ def staged_a(cx, a, b):
   read of an SMEM buffer is that buffer (`a_s[...]`); one of GMEM (`x_ref[...]`, Pallas's `jnp.dot(x_ref[...],
   y_ref[...])` of float32 blocks) is staged as any register tile is, as staged_b stages such a B (probe 48h). A
   float32 A beside a 16-bit B keeps its error (its hint converts A). So is an int8 A of k a multiple of 32 but not
-  of 64 (Triton's BLOCK_K=32 int8 GEMM), which registers cannot hand the tensor cores and SMEM can (probe 56a)."""
+  of 64 (Triton's BLOCK_K=32 int8 GEMM, of any rows), which registers cannot hand the tensor cores and SMEM can
+  (probe 56a)."""
   int8 = is_value(a) and isinstance(a.type, TensorType) and len(a.type.shape) == 2 and resolve(
       a.type.dtype) == DType.i8 and a.type.shape[1] % hw.MMA_REG_A_INT_K and not a.type.shape[1] % (
-          hw.MIN_SWIZZLE) and not a.type.shape[0] % hw.MMA_M    # (an int8 A of k a multiple of 32, not of 64:
+          hw.MIN_SWIZZLE)                                         # (an int8 A of k a multiple of 32, not of 64:
   if not int8 and not (is_value(a) and isinstance(a.type, TensorType) and len(a.type.shape) == 2   # SMEM takes it,
           and resolve(a.type.dtype) == DType.f32 and is_value(b)                               # registers do not;
           and isinstance(b.type, (TensorType, RefType))                                        # probe 56a)
