@@ -453,3 +453,98 @@ def test_a_padded_call_beside_another_error_says_so():
              " padded, as (12, 32) under a mask, in a trace that another error of this kernel stopped",
              hint="fix the kernel's other errors, listed after this one: then this call computes")
   assert "reshape of v[...], a vector of 100 elements, into (10, 10)" in str(e)
+
+
+# ---------------------------------------------------------------- (7) probed and already right
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[1], b.shape[1]), jnp.float32))
+def lstsq_normal(a, b, o):
+  A = a[...]
+  o[...] = jnp.linalg.solve(A.T @ A, A.T @ b[...])
+
+@mg.mgpu_kernel(out_shape=lambda x, m, p: S((x.shape[0],), jnp.float32))
+def mahalanobis(x, mu, prec, o):    # rows of x (100, 12) against a mean and precision via cholesky
+  L = jnp.linalg.cholesky(prec[...])
+  d = x[...] - mu[...][None, :]
+  y = d @ L
+  o[...] = jnp.sum(y * y, axis=1)
+
+@mg.mgpu_kernel(out_shape=lambda P, H, R: P)
+def kalman_cov(P, H, R, o):          # P (4,4), H (2,4), R (2,2): P - P H^T (H P H^T + R)^-1 H P
+  p, h = P[...], H[...]
+  s = h @ p @ h.T + R[...]
+  k = p @ h.T @ jnp.linalg.inv(s)
+  o[...] = p - k @ h @ p
+
+@mg.mgpu_kernel(out_shape=lambda a: a)
+def newton_schulz(a, o):
+  A = a[...]
+  n = A.shape[0]
+  X = A.T / (jnp.max(jnp.sum(jnp.abs(A), axis=0)) * jnp.max(jnp.sum(jnp.abs(A), axis=1)))
+  I = jnp.eye(n, dtype=jnp.float32)
+  for _ in range(30):
+    X = X @ (2 * I - A @ X)
+  o[...] = X
+
+@mg.mgpu_kernel(out_shape=lambda a: S((8,), jnp.float32))
+def power_iter(a, o):
+  A = a[...]
+  v = jnp.ones((A.shape[0],), jnp.float32)
+  for _ in range(50):
+    w = jnp.sum(A * v[None, :], axis=1)
+    v = w / jnp.sqrt(jnp.sum(w * w))
+  lam = jnp.sum(v * jnp.sum(A * v[None, :], axis=1))
+  o[...] = jnp.full((8,), lam)
+
+@mg.mgpu_kernel(out_shape=lambda x, w, sx, sw: S((x.shape[0], w.shape[1]), jnp.float16))
+def w8a8(x, w, sx, sw, o):    # SmoothQuant: int8 x int8 -> int32, per-token and per-channel scales
+  acc = jnp.dot(x[...], w[...], preferred_element_type=jnp.int32)
+  o[...] = (acc.astype(jnp.float32) * sx[...][:, None] * sw[...][None, :]).astype(jnp.float16)
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1], x.shape[1]), jnp.float32))
+def qr_r(x, o):                    # R of a thin QR by Cholesky of the Gram matrix (CholeskyQR)
+  v = x[...]
+  o[...] = jnp.linalg.cholesky(v.T @ v).T
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[1], x.shape[1]), jnp.float32))
+def gram(x, o):
+  v = x[...].astype(jnp.float32)
+  o[...] = v.T @ v
+
+
+def _rel(got, want):
+  return np.abs(f32(got) - want).max() / np.abs(want).max()
+
+
+def test_linear_algebra_users_write_already_computes():
+  a, b = rnd((64, 16), 1), rnd((64, 16), 2)
+  assert _rel(lstsq_normal(a, b, interpret=True), np.linalg.lstsq(a, b, rcond=None)[0]) < 1e-3
+  x, mu, c = rnd((128, 12), 3), rnd((12,), 4), rnd((12, 12), 5)
+  prec = (c @ c.T / 12 + np.eye(12)).astype(np.float32)
+  y = (x - mu) @ np.linalg.cholesky(prec)
+  assert _rel(mahalanobis(x, mu, prec, interpret=True), (y * y).sum(1)) < 1e-4
+  c = rnd((4, 4), 6)
+  p, h, r = (c @ c.T + np.eye(4)).astype(np.float32), rnd((2, 4), 7), np.eye(2, dtype=np.float32)
+  k = p @ h.T @ np.linalg.inv(h @ p @ h.T + r)
+  assert _rel(kalman_cov(p, h, r, interpret=True), p - k @ h @ p) < 5e-3      # (TF32 products of padded tiles)
+  a = rnd((16, 16), 8) + 4 * np.eye(16, dtype=np.float32)
+  assert _rel(newton_schulz(a, interpret=True), np.linalg.inv(a)) < 1e-2
+  s = (lambda c: (c @ c.T).astype(np.float32))(rnd((16, 16), 9))
+  assert _rel(power_iter(s, interpret=True), np.full(8, np.linalg.eigvalsh(s).max())) < 1e-3
+  x = rnd((128, 16), 10)
+  assert _rel(qr_r(x, interpret=True), np.linalg.cholesky(x.T @ x).T) < 1e-4
+  for shape in ((64, 16), (100, 16), (64, 12)):
+    x = rnd(shape, 11)
+    assert _rel(gram(x, interpret=True), x.T @ x) < 2e-3
+  export(mahalanobis, rnd((128, 12), 3), mu, prec)
+  export(kalman_cov, p, h, r)
+  export(qr_r, rnd((128, 16), 10))
+
+
+@pytest.mark.parametrize("m", [64, 72, 5])
+def test_w8a8_with_per_token_scales(m):
+  g = np.random.default_rng(m)
+  xq, wq = g.integers(-127, 127, (m, 64)).astype(np.int8), g.integers(-127, 127, (64, 128)).astype(np.int8)
+  sx, sw = (g.random(m) * 0.01).astype(np.float32), (g.random(128) * 0.01).astype(np.float32)
+  want = (xq.astype(np.int32) @ wq.astype(np.int32)) * sx[:, None] * sw[None, :]
+  assert _rel(w8a8(xq, wq, sx, sw, interpret=True), want) < 2e-3
