@@ -260,7 +260,50 @@ def _slogdet(a):
           f" ml.float32), 'log')[1])", [x, grown, form_helpers.lu_solve, d])
 
 
+def _power_text(n: int) -> str:
+  """The form's text of {0} to the power n >= 1 by squaring (`@` of register tiles: jnp.dot's forms)."""
+  if n == 1:
+    return "{0}"
+  half = f"(lambda _p_: _p_ @ _p_)({_power_text(n // 2)})"
+  return half if n % 2 == 0 else f"({half} @ {{0}})"
+
+
+def _matrix_power(a):
+  """jnp.linalg.matrix_power(a, n) of a square (n, n) tile and a static n >= 1: products by squaring (probe 56a);
+  n 0 or negative keeps MG003."""
+  x, n = a["a"], a["n"]
+  own = a.get("_shape_of", _shape)
+  s = own(x) if _shape(x) is not None else None
+  if s is None or len(s) != 2 or s[0] != s[1] or not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 64:
+    return None
+  return _power_text(n), [x]
+
+
+def _cho_factor(a):
+  """jax.scipy.linalg.cho_factor(a, lower=False): (the Cholesky factor, lower), the factor as _cholesky's."""
+  got = _cholesky(a)
+  lower = a.get("lower")
+  return None if got is None or not isinstance(lower, bool) else (f"({got[0]}, {lower})", got[1])
+
+
+def _cho_solve(a):
+  """jax.scipy.linalg.cho_solve((c, lower), b): two triangular solves of c (jax's), through the library's own
+  solve_triangular (jnp_linalg's form, any n), found in the module the user's jax has loaded (probe 56a)."""
+  import sys
+  pair, y = a["c_and_lower"], a["b"]
+  tri = getattr(sys.modules.get("jax.scipy.linalg"), "solve_triangular", None)
+  if not isinstance(pair, tuple) or len(pair) != 2 or not isinstance(pair[1], bool) or tri is None \
+      or _shape(pair[0]) is None or _shape(y) is None:
+    return None
+  lower = pair[1]
+  return (f"{{2}}({{0}}, {{2}}({{0}}, {{1}}, lower={lower}, trans={0 if lower else 1}), lower={lower},"
+          f" trans={1 if lower else 0})", [pair[0], y, tri])
+
+
 LINALG.update({
+    ("jnp.linalg", "matrix_power"): (("a", "n"), _matrix_power),
+    ("jax.scipy.linalg", "cho_factor"): (("a", "lower"), _cho_factor),
+    ("jax.scipy.linalg", "cho_solve"): (("c_and_lower", "b"), _cho_solve),
     ("jnp.linalg", "slogdet"): (("a", "method"), _slogdet),
     ("jnp.linalg", "cholesky"): (("a",), _cholesky),
     ("jax.scipy.linalg", "cholesky"): (("a", "lower"), _cholesky),

@@ -437,6 +437,10 @@ _LINALG = ("jnp.linalg.inv, solve and det take a float (n, n) register matrix (o
            " solved padded to one that is, with ones on the padding's diagonal), or a stack (B, n, n) of at most 16"
            " of them; solve's b is (n,) or (n, m), or (B, n, m) beside a stack (a stack's (B, n) b: write"
            " b[..., None] into a (B, n, 1) b, or solve each matrix in a loop)")
+_DECOMPOSE = ("kernels factor a register matrix by elimination only (jnp.linalg.inv, solve, det, slogdet, cholesky,"
+              " jax.scipy.linalg.solve_triangular, cho_factor, cho_solve), not by orthogonal or spectral"
+              " decompositions: a full-rank least squares is jnp.linalg.solve(a.T @ a, a.T @ b), a square pinv"
+              " jnp.linalg.inv(a), a QR's R jnp.linalg.cholesky(a.T @ a).T; eigenvalues by power iteration in a loop")
 ARRAY_CALLS = {"roll": _SHIFT, "pad": _SHIFT + PAD_MODES, "convolve": _TAPS, "correlate": _TAPS,
                "histogram": "no histogram: ml.atomic_add(counts.at[bins], 1) into a zeroed output (one updated only"
                             " by atomics starts at 0), bins computed from the values",
@@ -450,7 +454,8 @@ ARRAY_CALLS = {"roll": _SHIFT, "pad": _SHIFT + PAD_MODES, "convolve": _TAPS, "co
                            " jnp.bincount with a static length; or ml.atomic_add(counts.at[ids], ml.full(ids.shape, 1,"
                            " jnp.int32)) into a zeroed output (one updated only by atomics starts at 0)",
                "nonzero": _NONZERO, "argwhere": _NONZERO, "flatnonzero": _NONZERO,
-               **dict.fromkeys(("inv", "solve", "det"), _LINALG)}
+               **dict.fromkeys(("inv", "solve", "det"), _LINALG),
+               **dict.fromkeys(("pinv", "lstsq", "qr", "svd", "eigh", "eig", "eigvalsh", "matrix_rank"), _DECOMPOSE)}
 
 # jnp's and lax's names of Python's operators -> the operator.
 _OPERATORS = {**dict.fromkeys(("right_shift", "bitwise_right_shift", "shift_right_arithmetic"), ">>"),

@@ -548,3 +548,64 @@ def test_w8a8_with_per_token_scales(m):
   sx, sw = (g.random(m) * 0.01).astype(np.float32), (g.random(128) * 0.01).astype(np.float32)
   want = (xq.astype(np.int32) @ wq.astype(np.int32)) * sx[:, None] * sw[None, :]
   assert _rel(w8a8(xq, wq, sx, sw, interpret=True), want) < 2e-3
+
+
+# ---------------------------------------------------------------- (8) matrix_power, cho_factor / cho_solve; decompositions
+@mg.mgpu_kernel(out_shape=lambda a, **k: a)
+def matrix_power(a, o, *, n: ml.constexpr):
+  o[...] = jnp.linalg.matrix_power(a[...], n)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, **k: b)
+def cho_solve(a, b, o, *, lower: ml.constexpr):
+  c = jax.scipy.linalg.cho_factor(a[...], lower=lower)
+  o[...] = jax.scipy.linalg.cho_solve(c, b[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda a: a)
+def inverse_by_cholesky(a, o):
+  low = jnp.linalg.cholesky(a[...])
+  y = jax.scipy.linalg.solve_triangular(low, jnp.eye(a.shape[0], dtype=jnp.float32), lower=True)
+  o[...] = jax.scipy.linalg.solve_triangular(low.T, y, lower=False)
+
+
+@mg.mgpu_kernel(out_shape=lambda a: a)
+def pseudo_inverse(a, o):
+  o[...] = jnp.linalg.pinv(a[...])
+
+
+@pytest.mark.parametrize("shape,n", [((12, 12), 3), ((16, 16), 4), ((5, 5), 7)])
+def test_matrix_power_by_squaring(shape, n):
+  a = np.random.default_rng(n).integers(-2, 3, shape).astype(np.int32)
+  np.testing.assert_array_equal(matrix_power(a, n=n, interpret=True), np.linalg.matrix_power(a, n))
+  x = rnd(shape, n) * 0.5
+  assert _rel(matrix_power(x, n=n, interpret=True), np.linalg.matrix_power(x, n)) < 1e-2    # (TF32 products)
+
+
+@pytest.mark.parametrize("n", [12, 16, 5])
+@pytest.mark.parametrize("lower", [True, False])
+def test_cho_factor_and_cho_solve(n, lower):
+  a, b = _spd((n, n), n), rnd((n, 32), 1)
+  np.testing.assert_allclose(cho_solve(a, b, lower=lower, interpret=True), np.linalg.solve(a, b), rtol=1e-4,
+                             atol=1e-4)
+  np.testing.assert_allclose(inverse_by_cholesky(a, interpret=True), np.linalg.inv(a), rtol=1e-4, atol=1e-5)
+
+
+def test_cholesky_forms_build_for_cuda():
+  export(cho_solve, _spd((12, 12), 1), rnd((12, 32), 2), lower=True)
+  export(inverse_by_cholesky, _spd((12, 12), 1))
+  export(matrix_power, rnd((12, 12), 1), n=3)
+
+
+def test_a_decomposition_keeps_mg003_naming_what_computes():
+  e = expect(pseudo_inverse, [S((12, 12), jnp.float32)], mg.KernelTypeError, "jnp.linalg.pinv(",
+             "pinv cannot take a register tensor inside a kernel")
+  assert e.hint.startswith("kernels factor a register matrix by elimination only") and "jnp.linalg.inv(a)" in e.hint
+
+
+@pytest.mark.gpu
+def test_cholesky_forms_on_gpu():
+  a, b = _spd((12, 12), 1), rnd((12, 32), 2)
+  np.testing.assert_allclose(cho_solve(a, b, lower=False), np.linalg.solve(a, b), rtol=1e-4, atol=1e-4)
+  x = np.random.default_rng(3).integers(-2, 3, (12, 12)).astype(np.int32)
+  np.testing.assert_array_equal(matrix_power(x, n=3), np.linalg.matrix_power(x, 3))
