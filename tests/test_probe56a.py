@@ -10,7 +10,14 @@ MG204: both are grown into plain tiles of whole chunks and the product cut back 
 loop-carried index vector (`offsets_k += BK`) stretched both ways, into the rows of one tile and the columns of
 another, tied the tiles into one layout that neither shape fits (vLLM's AWQ GEMM at BLOCK_M=16, BLOCK_N=16 or 32,
 BLOCK_K=64: MG204 at B's (64, 2) gather of words): one use now reads a copy through SMEM, as a vector computed once
-and stretched both ways already did (layout_errors.two_way_use)."""
+and stretched both ways already did (layout_errors.two_way_use). (4) solve_triangular of any n from 2, and the new
+jnp.linalg.cholesky / jax.scipy.linalg.cholesky, slogdet (logs summed), cho_factor / cho_solve and matrix_power (all
+MG003 before); pinv and the other decompositions keep MG003, with a hint naming what computes. (5) A slice bound
+floor-divided by a constant that divides its coefficients (`qw[g * group // 2:(g + 1) * group // 2]`) was MG003:
+it is linear now (index_hints._linear). (6) An int8 register A of k a multiple of 32, not of 64 (Triton's int8
+GEMM at BLOCK_K=32) was MG501: it is staged into SMEM (dot_staging.staged_a). (7) Kernels probed and already right
+(GPTQ act-order, int4 groups, W8A8, Gram matrices, least squares, CholeskyQR, Kalman, Newton-Schulz, power
+iteration)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
