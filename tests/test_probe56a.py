@@ -616,3 +616,18 @@ def test_cholesky_forms_on_gpu():
   np.testing.assert_allclose(cho_solve(a, b, lower=False), np.linalg.solve(a, b), rtol=1e-4, atol=1e-4)
   x = np.random.default_rng(3).integers(-2, 3, (12, 12)).astype(np.int32)
   np.testing.assert_array_equal(matrix_power(x, n=3), np.linalg.matrix_power(x, 3))
+
+
+# ---------------------------------------------------------------- a computed matrix's padding is not the matrix's
+@mg.mgpu_kernel(out_shape=lambda a: (a, S((8,), jnp.float32)))
+def shifted(a, o, d):
+  o[...] = jnp.linalg.inv(a[...] + 1.0)                 # (1.0 in the padding of a (12, 12) read as (12, 32) too)
+  d[...] = ml.full((8,), jnp.linalg.det(a[...] - 0.5), jnp.float32)
+
+
+@pytest.mark.parametrize("n", [5, 12])
+def test_a_computed_matrix_s_padding_is_cleared(n):
+  a = _well((n, n), n)
+  inv, det = shifted(a, interpret=True)
+  np.testing.assert_allclose(inv, np.linalg.inv(a + 1.0), rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(det, np.full(8, np.linalg.det(a - 0.5)), rtol=1e-5)
