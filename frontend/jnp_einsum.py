@@ -162,9 +162,10 @@ def chunked_product(tracer, node, a, b, want):
   if acc != "float32" and getattr(tracer.b, "pad_tiles", None) is not None and tuple(a.type.shape) != (m, k) \
       and m <= 8 and m * k <= 256:
     return trace_form(tracer, node, _scalar_rows(conv, m, k, out), [a, b, None, None, want])
-  if acc != "float32" and getattr(tracer.b, "pad_tiles", None) is not None and any(
-      tuple(v.type.shape) != tuple(true_shape(tracer.b, v)) for v in (a, b)) and \
-      -(-m // 16) * 64 * -(-n // 32) <= _MOST:          # (4 columns a chunk at the least)
+  padded = getattr(tracer.b, "pad_tiles", None) is not None and any(
+      tuple(v.type.shape) != tuple(true_shape(tracer.b, v)) for v in (a, b))
+  if acc != "float32" and (padded or not any(k % x == 0 and m * x * n <= _MOST for x in (64, 32, 16, 8, 4))) \
+      and _pieces(-(-m // 16) * 16, -(-n // 32) * 32) and (padded or (m % 16, k % 16, n % 32) == (0, 0, 0)):
     return trace_form(tracer, node, _grown_ints(conv, m, k, n, acc, out),      # (more rows: whole tiles, 56a)
                       [a, b, form_helpers.chunked_dot, None, want, *_squares()])
   tracer.b.chunked.append(tracer.loc(node))
@@ -197,8 +198,18 @@ def _padded_ints(conv, m, k, n, acc, pad_k):
 
 
 def _squares():
-  from .ops.padded_squares import GROWN, SHRUNK
-  return GROWN, SHRUNK
+  from .ops.padded_squares import COLUMNS, GROWN, SHRUNK
+  return GROWN, SHRUNK, COLUMNS
+
+
+def _pieces(mu, nu):
+  """(w, c) for _grown_ints' product of (mu, k) by (k, nu) tiles: pieces of w of b's columns (the widest), chunks of
+  c of k, whose (mu, c) and (c, w) slices and (mu, c, w) products registers hold; None where none do."""
+  for w in (v for v in range(nu, 7, -8) if nu % v == 0):
+    for c in (16, 8, 4):
+      if mu * c * w <= _MOST and not (mu * c) % 128 and not (c * w) % 128 and not (mu * w) % 128:
+        return w, c
+  return None
 
 
 def _grown_ints(conv, m, k, n, acc, out) -> str:
@@ -208,8 +219,12 @@ def _grown_ints(conv, m, k, n, acc, out) -> str:
   leave the product unchanged; ops/padded_squares.py), their product cut back to the padded (m, n) (probe 56a)."""
   x, y = conv
   mu, ku, nu = -(-m // 16) * 16, -(-k // 16) * 16, -(-n // 32) * 32
-  c = next(c for c in (16, 8, 4) if mu * c * nu <= _MOST)
-  return f"{{6}}({{2}}({{5}}({x}, {mu}, {ku}), {{5}}({y}, {ku}, {nu}), {c}, ml.{acc}), {m}, {n}).astype({out})"
+  w, c = _pieces(mu, nu)          # (b's columns in pieces of w where all at once are too many)
+  if w == nu:
+    return f"{{6}}({{2}}({{5}}({x}, {mu}, {ku}), {{5}}({y}, {ku}, {nu}), {c}, ml.{acc}), {m}, {n}).astype({out})"
+  pieces = ", ".join(f"{{2}}(_a_, {{7}}(_b_, {j * w}, {w}), {c}, ml.{acc})" for j in range(nu // w))
+  return (f"(lambda _a_, _b_: {{6}}(ml.concatenate([{pieces}], axis=1), {m}, {n}))({{5}}({x}, {mu}, {ku}),"
+          f" {{5}}({y}, {ku}, {nu})).astype({out})")
 
 
 def _scalar_rows(conv, m, k, out) -> str:

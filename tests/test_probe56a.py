@@ -6,7 +6,9 @@ SMEM scratch) and solved by form_helpers.lu_solve, the result cut back to the pa
 a vector). jnp.pad of a padded tile to a width registers hold (a (12, 12) to (16, 16)) was MG204: the part held
 wider than the join is cut to it (ops/padded_joins.py). A stack's (B, n) b stays MG003 with a hint. (2) int32
 jnp.dot of operands a padded trace holds padded, 9 rows or more ((12, 20) by (20, 16), (100, 24) by (24, 16)), was
-MG204: both are grown into plain tiles of whole chunks and the product cut back (jnp_einsum._grown_ints). (3) A
+MG204: both are grown into plain tiles of whole chunks and the product cut back (jnp_einsum._grown_ints); one too
+large for chunks at once, (130, 20) by (20, 64) read padded or a plain (144, 32) by (32, 64), in pieces of b's
+columns (MG204 before). (3) A
 loop-carried index vector (`offsets_k += BK`) stretched both ways, into the rows of one tile and the columns of
 another, tied the tiles into one layout that neither shape fits (vLLM's AWQ GEMM at BLOCK_M=16, BLOCK_N=16 or 32,
 BLOCK_K=64: MG204 at B's (64, 2) gather of words): one use now reads a copy through SMEM, as a vector computed once
@@ -135,7 +137,8 @@ def int_dot(a, b, o):
 
 
 @pytest.mark.parametrize("m,k,n,dt", [(12, 20, 16, np.int32), (9, 20, 16, np.int32), (72, 40, 32, np.int32),
-                                      (100, 24, 16, np.int32), (12, 20, 16, np.int8), (72, 40, 32, np.int8)])
+                                      (100, 24, 16, np.int32), (12, 20, 16, np.int8), (72, 40, 32, np.int8),
+                                      (130, 20, 64, np.int32), (144, 32, 64, np.int32)])
 def test_int_dot_of_many_padded_rows_is_exact(m, k, n, dt):
   g = np.random.default_rng(m + k)
   a, b = g.integers(-100, 100, (m, k)).astype(dt), g.integers(-100, 100, (k, n)).astype(dt)
@@ -145,6 +148,7 @@ def test_int_dot_of_many_padded_rows_is_exact(m, k, n, dt):
 def test_int_dot_of_padded_rows_builds_for_cuda():
   export(int_dot, np.ones((12, 20), np.int32), np.ones((20, 16), np.int32))
   export(int_dot, np.ones((100, 24), np.int32), np.ones((24, 16), np.int32))
+  export(int_dot, np.ones((144, 32), np.int32), np.ones((32, 64), np.int32))     # (b's columns in pieces)
 
 
 # ---------------------------------------------------------------- (3) a carried index vector stretched both ways

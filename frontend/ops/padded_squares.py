@@ -138,5 +138,13 @@ def _shrunk_rule(cx, x, rows, cols=None):
   return _shrunk(cx, x, rows, cols)
 
 
+def _columns_rule(cx, x, start, width):
+  """Columns start:start + width of the plain 2-D `x`, through an SMEM scratch (no tensor-core layout needed)."""
+  from .permute import restride_tensor
+  with allowed(cx):
+    return restride_tensor(cx, x, (x.type.shape[0], width), start, (x.type.shape[1], 1))
+
+
 GROWN = Builtin(_grown_rule, "_grown")
+COLUMNS = Builtin(_columns_rule, "_columns")
 SHRUNK = Builtin(_shrunk_rule, "_shrunk")
