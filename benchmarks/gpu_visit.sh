@@ -93,6 +93,8 @@ step() {
     s42_b)       python3 -u benchmarks/gpu_shards.py --shards 12 --timeout 300 $(ls tests/test_probe53*.py tests/test_probe54*.py tests/test_probe55*.py) tests/test_probe46e.py tests/test_probe48c.py tests/test_probe49c.py tests/test_probe50c.py tests/test_probe10.py tests/test_probe51k.py tests/test_probe52c.py ;;
     # how XLA divides 16-bit floats by a number (session 43: float16 in float32 on the GPU), then probe 53's GPU tests
     s43_div)     python3 -u benchmarks/probe_div_const.py && python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe53h.py tests/test_probe53c.py tests/test_probe53d.py ;;
+    # the GPU tests of session 43's probes (56a-h) and of the tests they changed
+    s43)         python3 -u benchmarks/gpu_shards.py --shards 12 --timeout 300 $(ls tests/test_probe56*.py) tests/test_probe25b.py tests/test_probe33b.py tests/test_probe34g.py tests/test_probe39c.py tests/test_probe40n.py tests/test_probe47d.py tests/test_probe29h.py tests/test_probe46b.py tests/test_probe53a.py ;;
     gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)
     gpu_s34all)  python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 500 ;;
     # Sessions 34-35 (no device lent then): the tests that may fault without their fixes, a few a shard, then
