@@ -23,6 +23,7 @@ from .ops.access import ScalarLoad
 from .ops.control import LOOPS, For, If, PositiveStep, WaitLoad
 from .ops.elementwise import BinOp, Binary, Cast, CmpOp, Compare, Constant, Where
 from .ops.memory import Copy, SmemAlloc, Store, View, is_load, root_in, staged
+from .guarded_loads import hoist_guarded_loads
 from .pipeline_hazards import check_loads_of_written_memory
 from .types import RefType, ScalarType, resolve
 
@@ -59,6 +60,7 @@ def make_plan(kernel, loop: For, em) -> Plan:
   S, written = loop.stages, loop          # (the loop as written: its place in the kernel's body)
   pre, loop = normalize(loop, em)
   body = loop.body
+  hoist_guarded_loads(kernel, body)
   windows = {}
   sites = load_sites(kernel, body, body.args[0], windows, loop.warp_specialize)
   check_loads_of_written_memory(kernel, body, body.args[0], sites, S, unpipelined(loop.warp_specialize), pre,
