@@ -11,9 +11,11 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, gpu, llvm, memref, vector
 
 from ..frontend import errors as E
+from ..frontend import hw
 from ..frontend import ir as kir
 from ..frontend.dtypes import DType
 from ..frontend.ops.memory import ClusterRef, Copy, Load, SmemAlloc, Store, View
+from ..frontend.tma import wide_piece
 from ..frontend.types import LayoutKind
 from .bool_memory import array_from_bytes, array_to_bytes
 from .interpret_memory import OutOfBoundsError, Ref
@@ -212,6 +214,8 @@ def _copy(ctx, o):
     # One column of tiles: the same bytes as the box's swizzled rows (frontend one_tile_column).
     kw = dict(swizzle=tiled.swizzle)
     smem_mem = mgpu.memref_reshape(smem_mem, tuple(box))
+  if tiled is None and (box or ir.MemRefType(gview.type).shape)[-1] > hw.TMA_MAX_BOX:
+    kw, smem_mem = _wide_rows(gview, smem_mem, o.loc)
   if o.slot >= 0:   # GMEM -> SMEM
     gmem, gslice = ctx.gmem_window(src)
     if o.multicast is not None:
@@ -225,6 +229,21 @@ def _copy(ctx, o):
     gmem, gslice = ctx.gmem_window(dst)
     ctx.launch.async_copy(src_ref=smem_mem, dst_ref=gmem, gmem_slice=gslice,
                           predicate=ctx.tma_predicate, **kw)
+
+
+def _wide_rows(gview, smem_mem, loc):
+  """(async_copy's keywords, the buffer's memref) of an untiled copy whose last axis is wider than a TMA box
+  (frontend/tma.py's wide_piece): the array's last axis tiled by the piece width and the buffer's unfolded
+  into (pieces, width), the same bytes, so one box moves the window (probe 56c)."""
+  root = gview.ref if hasattr(gview, "index") else gview
+  full = tuple(ir.MemRefType(root.type).shape)
+  index = gview.index if hasattr(gview, "index") else tuple(kir.Idx(0, n) for n in full)
+  elem = ir.MemRefType(root.type).element_type
+  w = wide_piece(full, index, mgpu.utils.bitwidth(elem) // 8)
+  if w is None:
+    raise E.InternalError(f"a TMA copy of a window {tuple(i.size for i in index)} wider than a box", loc)
+  rank = ir.MemRefType(smem_mem.type).rank
+  return dict(gmem_transform=mgpu.TileTransform((w,))), mgpu.memref_unfold(smem_mem, rank - 1, (None, w))
 
 
 def _copy_row_blocks(ctx, o, smem, gview, tiled):
