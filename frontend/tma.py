@@ -45,7 +45,11 @@ def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = Fa
         f" {tuple(full)}) needs {rank}", loc,
         hint="reshape the array outside the kernel to at most 5 dimensions (merge neighbouring"
              " ones), then copy windows of that")
-  if any(b > MAX_BOX for b in box) and not (wide_piece(full, index, itemsize) and rank < MAX_RANK):
+  piece = wide_piece(full, index, itemsize) if rank < MAX_RANK else None
+  if piece and not isinstance(index[-1].start, int):
+    from .absint import known_multiple
+    piece = piece if known_multiple(index[-1].start, defs or {}) % piece == 0 else None
+  if any(b > MAX_BOX for b in box) and not piece:
     raise E.about(E.TmaLimitError(
         f"TMA copies move at most {MAX_BOX} elements along each dimension; this window is {tuple(box)}", loc,
         hint=_box_hint(groot, full, box, itemsize, swin[0].name, (gmem.name, index), swin, smem.name,
@@ -115,14 +119,13 @@ def wide_piece(full, index, itemsize: int) -> int | None:
   copied as, or None where no such split serves (probe 56c). The array's last axis is viewed as (pieces, width),
   Mosaic GPU's TileTransform of that axis alone, and so is the buffer's (its rows stay contiguous: the same bytes),
   so one TMA box of (..., pieces, width) moves the window: the width divides the window's, the array's and a
-  static start, spans whole 16-byte units, and both the width and the count of pieces fit a box; every other axis
-  is within a box already. A run-time start, a window of a single column or an array of one axis keep MG401."""
+  static start (check_copy proves a run-time one a multiple of it), spans whole 16-byte units, and both the width
+  and the count of pieces fit a box; every other axis is within a box already. An array of one axis keeps
+  MG401 (its leading pieces are transfers.py's)."""
   if not index or index[-1].squeeze or len(full) < 2:
     return None
   w, n, start = index[-1].size, full[-1], index[-1].start
   if w <= MAX_BOX or any(i.size > MAX_BOX for i in index[:-1] if not i.squeeze):
-    return None
-  if not isinstance(start, int) and not (w == n):
     return None
   s = start if isinstance(start, int) else 0
   return next((p for p in range(MAX_BOX, 0, -1) if w % p == 0 and n % p == 0 and s % p == 0

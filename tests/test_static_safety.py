@@ -192,11 +192,23 @@ def test_arange_of_8bit_float_is_rejected():
 def tma_box_too_big(x, out):
   buf = ml.smem((8, 512), jnp.float32)
   ml.copy(x, buf)
+  out[...] = buf[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, at: S((8, 512), x.dtype))
+def tma_box_at_a_read_start(x, at, out):
+  buf = ml.smem((8, 512), jnp.float32)
+  ml.copy(x.at[:, ml.ds(at[0], 512)], buf)
+  out[...] = buf[...]
 
 
 def test_tma_box_over_256_elements_is_rejected():
-  """A last axis past the box (a leading one is copied in pieces of 256 since probe 52i: test_probe52i.py)."""
-  expect(tma_box_too_big, [S((8, 512), F32)], mg.TmaLimitError, "ml.copy(x, buf)",
+  """A last axis past the box is one box of (pieces, width) since probe 56c (a leading one is copied in pieces of
+  256 since probe 52i: test_probe52i.py); at a start read from data, which no piece is known to divide, it stays
+  MG401."""
+  x = np.arange(8 * 512, dtype=np.float32).reshape(8, 512)
+  np.testing.assert_array_equal(tma_box_too_big(x, interpret=True), x)
+  expect(tma_box_at_a_read_start, [S((8, 1024), F32), S((1,), jnp.int32)], mg.TmaLimitError, "ml.copy(x.at[",
          "TMA copies move at most 256 elements along each dimension; this window is (8, 512)")
 
 
