@@ -282,6 +282,22 @@ def conv_taps(p, w, taps, shape):
 
 
 @ml.inline
+def conv_dots(p, w, taps, meta, precision):
+  """conv_general_dilated mixing channels (window_forms._dense): the sum over `taps`, each (a static slice of the
+  padded lhs p, channels last, the index of its (O, I) or (I, O) weights in w), of the slice's pixels by its
+  channels times the weights, ml.dot's product in float32 (16-bit operands through the tensor cores as they are);
+  `meta`: (pixels, weights (O, I), the result's shape)."""
+  pix, oi, shape = meta
+  acc = None
+  for sl, idx in taps:
+    k = w[idx]
+    x = p[sl]
+    term = ml.dot(x.reshape(pix, x.shape[-1]), k.T if oi else k, precision=precision)
+    acc = term if acc is None else acc + term
+  return acc.reshape(shape)
+
+
+@ml.inline
 def solve_triangular(a, b, lower, unit):
   """X with a @ X = b for an (n, n) triangular `a` (`lower`, else upper; `unit`: its diagonal read as ones) and an
   (n, m) `b`, in float32: substitution a row of X a trip, forward for a lower `a` (from the last row for an upper

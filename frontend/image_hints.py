@@ -24,8 +24,8 @@ _POOL = ("reduce_window computes in a kernel on a register tile of 1 to 3 axes w
          " the count of the taps inside)")
 _CONV = ("conv_general_dilated computes in a kernel where each output channel reads one input channel (a single"
          " channel's stencil, conv(v[None, None], w[None, None], ...), or a depthwise conv, feature_group_count ="
-         " channels, as Mamba's causal conv1d), without lhs dilation or batch groups (probe 53c); for a conv mixing"
-         " channels sum the taps, each a window of x shifted by the tap and masked at the edges: for a in"
+         " channels, as Mamba's causal conv1d) or every one (feature_group_count 1, channels first or last: a"
+         " product a tap), without lhs dilation or batch groups (probes 53c, 56c); for other groupings of channels sum the taps, each a window of x shifted by the tap and masked at the edges: for a in"
          " ml.static_range(kh): for b in ml.static_range(kw): acc = acc + w.at[a, b][...] * x.at[..shifted by"
          " (a - pad, b - pad)..].load(mask=inside, other=0.0) (channels last, a depthwise conv's weights a (c,)"
          " vector a tap); with many input channels, im2col: store the taps' values into an SMEM tile (pixels,"

@@ -162,7 +162,8 @@ def conv(a):
   ls, rs = specs[0], specs[1]
   c, o, i = xs[ls[1]], ws[rs[0]], ws[rs[1]]
   groups = a["feature_group_count"]
-  if not (i == 1 and o == c and groups == c):        # (one input channel per output channel)
+  dense = groups == 1 and i == c and c > 1            # (every output channel reads every input channel)
+  if not (i == 1 and o == c and groups == c) and not dense:        # (one input channel per output channel)
     return None
   strides = _ints(a["window_strides"], sp)
   rdil = (1,) * sp if a["rhs_dilation"] is None else _ints(a["rhs_dilation"], sp)
@@ -181,6 +182,8 @@ def conv(a):
     full[d] = pr
   full = list(_held([xs[d] for d in range(one, rank)], full))     # (x[0] is computed: its padded tile held whole)
   src = "{0}[0]" if one else "{0}"
+  if dense:
+    return _dense(x, w, src, ax, rs, xs, ksz, rdil, out, strides, one, o, pads, a["precision"])
   tile = src if not any(lo or hi for lo, hi in pads) else f"jnp.pad({src}, {tuple(full)!r})"
   bshape = tuple(c if d == ax[1] else 1 for d in range(rank - one))
   taps = []
@@ -199,6 +202,47 @@ def conv(a):
     form = f"({form.replace('{0}', '{0}.astype(jnp.float32)', 1).replace('{1}', '{1}.astype(jnp.float32)', 1)})" \
         ".astype({0}.dtype)"
   return form, [x, w, tuple(taps), conv_taps]
+
+
+def _dense(x, w, src, ax, rs, xs, ksz, rdil, out, strides, one, o, pads, precision):
+  """The form of a conv mixing channels (feature_group_count 1, probe 56c): each tap a strided slice of the padded
+  lhs, its pixels by its channels against the tap's (I, O) weights, ml.dot's product (form_helpers.conv_dots), summed
+  over the taps in float32 and rounded once (float32 operands as ml.dot reads them, TF32, as XLA's GPU conv does by
+  default; `precision=` goes to ml.dot, whose error names HIGHEST). The lhs's channels lie first or last once a batch of one is dropped
+  (NCW, NWC, NCHW, NHWC; a batch of several only with channels last, its images' pixels one product's rows); a
+  channels-first tile is computed channels last (moved there, and the result moved back). None otherwise."""
+  nd = len(xs) - one                      # (the tile's axes, a batch of one dropped)
+  chan = ax[1]
+  if chan not in (0, nd - 1):
+    return None
+  order = list(range(nd)) if chan == nd - 1 else [*range(1, nd), 0]      # the tile's axes, channels last
+  shape = [xs[d + one] for d in order]
+  spatial = [order.index(d) for d in ax[2:]]
+  full = [(0, 0)] * nd
+  for d, pr in zip(spatial, pads):
+    full[d] = pr
+  full = list(_held(shape, full))
+  moved = src if chan == nd - 1 else f"jnp.moveaxis({src}, 0, -1)"
+  tile = moved if not any(lo or hi for lo, hi in pads) else f"jnp.pad({moved}, {tuple(full)!r})"
+  taps = []
+  for tap in itertools.product(*(range(k) for k in ksz)):
+    sl = [slice(None)] * nd
+    for d, t, dl, n, s in zip(spatial, tap, rdil, out, strides):
+      sl[d] = slice(t * dl, t * dl + (n - 1) * s + 1, s)
+    idx = [slice(None)] * len(xs)
+    for d, t in zip(rs[2:], tap):
+      idx[d] = t
+    taps.append((tuple(sl), tuple(idx)))
+  for d, n in zip(spatial, out):
+    shape[d] = n
+  shape[-1] = o
+  meta = (math.prod(shape[:-1]), rs[0] < rs[1], tuple(shape))
+  from .form_helpers import conv_dots
+  form = f"{{3}}({tile}, {{1}}, {{2}}, {meta!r}, {{4}})"
+  if chan != nd - 1:
+    form = f"jnp.moveaxis({form}, -1, 0)"
+  form += "[None]" if one else ""
+  return f"({form}).astype({{0}}.dtype)", [x, w, tuple(taps), conv_dots, precision]
 
 
 def _method(m):
@@ -250,7 +294,7 @@ def resize(a):
 WINDOWS = {
     ("jax.lax", "conv_general_dilated"): (("lhs", "rhs", "window_strides", "padding", "lhs_dilation", "rhs_dilation",
                                           "dimension_numbers", "feature_group_count", "batch_group_count",
-                                          "preferred_element_type"), conv),
+                                          "preferred_element_type", "precision"), conv),
     ("jax.image", "resize"): (("image", "shape", "method", "antialias", "precision"), resize),
     ("jax.lax", "reduce_window"): (("operand", "init_value", "computation", "window_dimensions", "window_strides",
                                     "padding", "base_dilation", "window_dilation"), reduce_window),
