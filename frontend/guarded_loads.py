@@ -20,7 +20,7 @@ from __future__ import annotations
 from . import ir
 from .ops.control import If
 from .ops.memory import SmemAlloc, View, is_load, root_in
-from .types import ScalarType
+from .types import RefType, ScalarType
 
 
 def hoist_guarded_loads(kernel, body) -> None:
@@ -97,8 +97,31 @@ def _movable(kernel, region, c, defs, inside):
 
 
 def _pure_address(o) -> bool:
-  """Pure scalar arithmetic, or a view (a window of an array or buffer, no memory read)."""
+  """Pure scalar arithmetic, or a view (a window of an array or buffer): no memory read, not even of an input
+  (`k = idx[p]` under `if p < n:` may lie past idx's end on the trips the if skips)."""
   if isinstance(o, View):
     return True
   t = ir.traits_of(o)
-  return t.pure and not o.regions and bool(o.results) and all(isinstance(r.type, ScalarType) for r in o.results)
+  return (t.pure and not o.regions and bool(o.results) and all(isinstance(r.type, ScalarType) for r in o.results)
+          and not reads_memory(o))
+
+
+def reads_memory(o) -> bool:
+  """An op reading an element of a ref (a table's entry, `idx[i, p]`)."""
+  return any(isinstance(getattr(v, "type", None), RefType) for v in o.operands()) and not isinstance(o, View)
+
+
+def window_reads(region, c) -> list:
+  """The ops of `region` reading memory that the window of its load `c` is computed from (a table's entry)."""
+  local = {r.id: o for o in ir.walk(region) for r in o.results}
+  out, seen, todo = [], set(), [v for v in c.operands() if isinstance(v, ir.Value)]
+  while todo:
+    v = todo.pop()
+    o = local.get(v.id)
+    if o is None or id(o) in seen:
+      continue
+    seen.add(id(o))
+    if reads_memory(o):
+      out.append(o)
+    todo.extend(x for x in o.operands() if isinstance(x, ir.Value))
+  return out

@@ -23,7 +23,7 @@ from .ops.access import ScalarLoad
 from .ops.control import LOOPS, For, If, PositiveStep, WaitLoad
 from .ops.elementwise import BinOp, Binary, Cast, CmpOp, Compare, Constant, Where
 from .ops.memory import Copy, SmemAlloc, Store, View, is_load, root_in, staged
-from .guarded_loads import hoist_guarded_loads
+from .guarded_loads import hoist_guarded_loads, window_reads
 from .pipeline_hazards import check_loads_of_written_memory
 from .types import RefType, ScalarType, resolve
 
@@ -79,6 +79,19 @@ def make_plan(kernel, loop: For, em) -> Plan:
     guarded = next(((c, o) for o in body.ops if isinstance(o, If) for r in o.regions
                     for c in ir.walk(getattr(o, r)) if is_load(c)), None)
     if guarded is not None:
+      table = next((r for r in guarded[1].regions for x in window_reads(getattr(guarded[1], r), guarded[0])), None)
+      reads = window_reads(getattr(guarded[1], table), guarded[0]) if table else []
+      if reads:       # (probe 56c: loads whose windows need no read under the if move out of it)
+        read = reads[-1]
+        raise E.PipelineError(
+            "this pipelined loop's TMA load takes its window from a read of memory under a run-time if: a pipelined"
+            f" loop issues every trip's loads ahead of it ({S - 1} trip{'s' if S > 2 else ''} early), before its if"
+            " could decide, and the read may lie outside its array on the trips the if skips", guarded[0].loc,
+            notes=(f"{read.loc}: the read", f"{guarded[1].loc}: the if"),
+            hint="read the entry above the if at an index kept inside the table (ml.minimum(p, n - 1) for a table"
+                 " of n entries), so that the loads may run on every trip while the if still skips the ml.dot; or"
+                 " walk only the blocks that count (for p in ml.range(count, stages=s): k = indices[first + p]),"
+                 f" as a block-sparse matmul does; or drop stages= for a plain loop, {_plain_loop(loop.loc)}")
       raise E.PipelineError(
           "this pipelined loop's TMA loads run under a run-time if: a pipelined loop issues every trip's loads"
           f" ahead of it ({S - 1} trip{'s' if S > 2 else ''} early), before its if could decide", guarded[0].loc,
