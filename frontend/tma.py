@@ -48,7 +48,10 @@ def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = Fa
   piece = wide_piece(full, index, itemsize) if rank < MAX_RANK else None
   if piece and not isinstance(index[-1].start, int):
     from .absint import known_multiple
-    piece = piece if known_multiple(index[-1].start, defs or {}) % piece == 0 else None
+    if known_multiple(index[-1].start, defs or {}) % piece:
+      raise E.about(E.TmaLimitError(
+          f"TMA copies move at most {MAX_BOX} elements along each dimension; this window is {tuple(box)}", loc,
+          hint=_unproven_hint(name, index[-1].size, piece, swin[0].name)), [swin[0]])
   if any(b > MAX_BOX for b in box) and not piece:
     raise E.about(E.TmaLimitError(
         f"TMA copies move at most {MAX_BOX} elements along each dimension; this window is {tuple(box)}", loc,
@@ -130,6 +133,16 @@ def wide_piece(full, index, itemsize: int) -> int | None:
   s = start if isinstance(start, int) else 0
   return next((p for p in range(MAX_BOX, 0, -1) if w % p == 0 and n % p == 0 and s % p == 0
                and (p * itemsize) % ALIGN == 0 and w // p <= MAX_BOX), None)
+
+
+def _unproven_hint(name: str, width: int, piece: int, buf) -> str:
+  """How to copy a window wider than a box whose run-time start no piece is known to divide (probe 56c)."""
+  m = re.search(r"ml\.ds\((.+), " + str(width) + r"\)\]$", name or "")
+  start = m.group(1) if m else "start"
+  return (f"a window wider than {MAX_BOX} is copied as one box of {width // piece} pieces of {piece} where its start is a"
+          f" multiple of {piece}: promise it, ml.ds(ml.multiple_of({start}, {piece}), {width}) (interpret mode checks"
+          f" the promise), or copy pieces of at most {MAX_BOX} into buffers of their own"
+          f" ({buf or 'buf'}0, {buf or 'buf'}1, ..., a dot over the row summing the pieces' dots)")
 
 
 def tma_rank(full, index) -> int:
