@@ -19,7 +19,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from locate import expect
+from locate import expect, where
 from probe_util import export, f32, rnd
 
 S = jax.ShapeDtypeStruct
@@ -278,7 +278,7 @@ def test_a_tail_guarded_by_a_length_reads_zeros_past_the_end_on_skipped_trips():
 
 def test_a_window_read_from_a_table_under_the_if_stays_mg502_with_the_clamped_read():
   cnt, idx = np.array([2, 2], np.int32), np.array([[0, 3], [1, 2]], np.int32)
-  expect(lut_guarded, _specs(_A, _B, cnt, idx), mg.PipelineError,
+  e = expect(lut_guarded, _specs(_A, _B, cnt, idx), mg.PipelineError,
          "ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(kb * 64, 64)], a_s)",
          "this pipelined loop's TMA load takes its window from a read of memory under a run-time if: a pipelined"
          " loop issues every trip's loads ahead of it (1 trip early), before its if could decide, and the read may"
@@ -287,6 +287,8 @@ def test_a_window_read_from_a_table_under_the_if_stays_mg502_with_the_clamped_re
               " entries), so that the loads may run on every trip while the if still skips the ml.dot; or walk only"
               " the blocks that count (for p in ml.range(count, stages=s): k = indices[first + p]), as a block-sparse"
               " matmul does; or drop stages= for a plain loop, for p in ml.range(a.shape[1] // 64):")
+  line, col = where(lut_guarded, "idx[i, p]")
+  assert e.notes[0].endswith(f":{line}:{col}: the read"), e.notes
   np.testing.assert_allclose(lut_hinted(_A, _B, cnt, idx, interpret=True), _masked(_A, _LAY) @ f32(_B), rtol=2e-2,
                              atol=2e-2)
   export(lut_hinted, _A, _B, cnt, idx)
@@ -427,9 +429,25 @@ def test_the_wide_copy_is_one_box_of_pieces():
   assert "64x3x192xbf16" in text, text[:2000]
 
 
+@mg.mgpu_kernel(out_shape=lambda x, at: S((8, 576), x.dtype))
+def wide_at_a_promised_start(x, at, out):     # the hint followed
+  buf = ml.smem((8, 576), x.dtype)
+  ml.copy(x.at[:, ml.ds(ml.multiple_of(at[0], 192), 576)], buf)
+  out[...] = buf[...]
+
+
 def test_a_wide_window_at_a_start_read_from_data_stays_mg401():
   expect(wide_at_a_read_start, [S((8, 1152), BF16), S((1,), I32)], mg.TmaLimitError, "ml.copy(x.at[",
-         "TMA copies move at most 256 elements along each dimension; this window is (8, 576)")
+         "TMA copies move at most 256 elements along each dimension; this window is (8, 576)",
+         hint="a window wider than 256 is copied as one box of 3 pieces of 192 where its start is a multiple of 192:"
+              " promise it, ml.ds(ml.multiple_of(at[0], 192), 576) (interpret mode checks the promise), or copy"
+              " pieces of at most 256 into buffers of their own (buf0, buf1, ..., a dot over the row summing the"
+              " pieces' dots)")
+  x = rnd((8, 1152), 14, BF16)
+  for at in (0, 384, 576):
+    got = wide_at_a_promised_start(x, np.array([at], np.int32), interpret=True)
+    np.testing.assert_array_equal(f32(got), f32(x)[:, at:at + 576])
+  export(wide_at_a_promised_start, x, np.array([0], np.int32))
 
 
 # ---------------------------------------------------------------- (3) conv_general_dilated mixing channels
