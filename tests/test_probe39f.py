@@ -188,17 +188,12 @@ def test_pipelined_loads_under_a_run_time_if_are_reported_at_the_load():
   """A block-sparse matmul whose copies sit under `if m[i, k] != 0:` in a pipelined loop was told that the
   loop had "no TMA load to pipeline" and to drop stages=; the error is now at the guarded load, says why
   (the pipeline issues a trip's loads before its if), and hints loading on every trip with the dot guarded
-  (followed: correct)."""
+  (followed: correct). Since probe 56c the compiler moves the loads above the if itself (frontend/guarded_loads.py):
+  the kernel as written computes (test_probe56c.py has the guarded loads that stay MG502)."""
   a, b, mask, want = _block_sparse_case()
   specs = (S(a.shape, a.dtype), S(b.shape, b.dtype), S(mask.shape, mask.dtype))
-  with pytest.raises(mg.PipelineError) as e:
-    block_sparse_guarded.check(*specs)
-  assert (e.value.lineno, e.value.col_offset) == _line(block_sparse_guarded, "ml.copy(a.at")
-  assert e.value.code == "MG502"
-  assert "this pipelined loop's TMA loads run under a run-time if" in str(e.value)
-  assert any(n.startswith(f"{__file__}:{_line(block_sparse_guarded, 'if m[i, k]')[0]}:") for n in e.value.notes)
-  assert e.value.hint.startswith("load on every trip, at the top of the body, and guard only what uses the tiles")
-  assert "for k in ml.range(a.shape[1] // 64):" in e.value.hint
+  np.testing.assert_allclose(block_sparse_guarded(a, b, mask, interpret=True), want, rtol=1e-2, atol=1e-2)
+  block_sparse_guarded.check(*specs)
   np.testing.assert_allclose(block_sparse_followed(a, b, mask, interpret=True), want, rtol=1e-2, atol=1e-2)
   block_sparse_followed.check(*specs)
 
