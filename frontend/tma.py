@@ -18,10 +18,11 @@ from .types import DTypeVar, resolve
 
 
 def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = False, defs=None,
-               reduce=None) -> None:
+               reduce=None, multicast=None) -> None:
   """`gwin`/`swin`: (root ref, index over the root or None for the whole root) of each side;
   `store`: the copy writes GMEM (hints say how to store from registers instead); `reduce`: the
-  AtomicKind of ml.copy(..., reduce=) (hints say how to combine from registers instead)."""
+  AtomicKind of ml.copy(..., reduce=) (hints say how to combine from registers instead); `multicast`: its axis
+  (such a load's shares keep a last axis within a box)."""
   d = resolve(gmem.type.dtype)
   if store and reduce is not None:      # a plain store would race with the other programs' updates
     store = _reduce_hint(reduce.value, d, d.itemsize if not isinstance(d, DTypeVar) else 1, gwin[0].name or "out")
@@ -45,7 +46,7 @@ def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = Fa
         f" {tuple(full)}) needs {rank}", loc,
         hint="reshape the array outside the kernel to at most 5 dimensions (merge neighbouring"
              " ones), then copy windows of that")
-  piece = wide_piece(full, index, itemsize) if rank < MAX_RANK else None
+  piece = wide_piece(full, index, itemsize) if rank < MAX_RANK and multicast is None else None
   if piece and not isinstance(index[-1].start, int):
     from .absint import known_multiple
     if known_multiple(index[-1].start, defs or {}) % piece:

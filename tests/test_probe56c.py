@@ -450,6 +450,22 @@ def test_a_wide_window_at_a_start_read_from_data_stays_mg401():
   export(wide_at_a_promised_start, x, np.array([0], np.int32))
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S((2, 8, 512), x.dtype), grid=(2,), cluster=(2,))
+def multicast_wide(x, out):
+  buf = ml.smem((8, 512), x.dtype)
+  acc = ml.zeros((8, 512), x.dtype)
+  for k in ml.range(4, stages=2, warp_specialize=True):
+    ml.copy(x.at[ml.ds(k * 8, 8)], buf, multicast=0)
+    acc += buf[...]
+  out.at[ml.program_id(0)][...] = acc
+
+
+def test_a_wide_multicast_load_stays_mg401():
+  """A multicast load's shares are split among the cluster's CTAs: its last axis stays within a box."""
+  expect(multicast_wide, [S((32, 512), F32)], mg.TmaLimitError, "ml.copy(x.at[ml.ds(k * 8, 8)], buf, multicast=0)",
+         "TMA copies move at most 256 elements along each dimension; this window is (8, 512)")
+
+
 # ---------------------------------------------------------------- (3) conv_general_dilated mixing channels
 _CONVS = {     # name -> (the conv, the lhs's shape, the rhs's shape)
     "nhwc_3x3": (lambda v, k: L.conv_general_dilated(v, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")),

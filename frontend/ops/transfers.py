@@ -398,7 +398,7 @@ def copy(cx, src, dst, reduce=None, *, multicast=None):
       copy.rule(cx, part(src), part(dst), reduce)
     return
   tma.check_copy(cx.loc, gmem, window(cx.b, gmem), smem_ref, window(cx.b, smem_ref), store=d.space == Space.GMEM,
-                 defs=cx.b.defs, reduce=kind)
+                 defs=cx.b.defs, reduce=kind, multicast=multicast)
   if multicast is not None:
     _check_multicast(cx, multicast, d, dst)
   slot = cx.b.new_load_slot() if d.space == Space.SMEM else -1
