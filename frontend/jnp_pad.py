@@ -81,12 +81,12 @@ def pad_form(a):
   widths = _widths(a["pad_width"], len(shape))
   if widths is None:
     return None
-  if mode != "constant" and (len(shape) == 1 or widths[-1] != (0, 0)):
-    return None        # (a vector's or a tile's first or last columns are slices no register tensor holds: MG003)
   form, shape = "{0}", list(shape)
   for axis, (lo, hi) in enumerate(widths):
     if not (lo or hi):
       continue
+    if axis == len(shape) - 1 and mode != "constant":
+      return _last_axis(form, mode, shape, lo, hi, x, c)
     parts = _parts(mode, len(shape), axis, lo, hi, shape[axis], tuple(shape))
     if parts is None:
       return None
@@ -94,6 +94,39 @@ def pad_form(a):
     form = f"(lambda _p_: ml.concatenate([{joined}], axis={axis}))({form})"
     shape[axis] += lo + hi
   return form, [x, c]
+
+
+def _last_axis(form, mode, shape, lo, hi, x, c):
+  """(the form, its operands) of `form` (the leading axes padded) padded along its last axis by `mode`: a vector's
+  or a tile's first or last columns are slices no register tensor holds, so the axis is padded with zeros (as mode
+  'constant' joins them) and the padding's positions take the elements jnp puts there from rolls of that (flipped
+  for 'reflect' and 'symmetric'; one step at a time for 'edge'), by selects on the column's index (probe 56f)."""
+  rank, n = len(shape), shape[-1]
+  ax, size = rank - 1, n + lo + hi
+  if mode in ("reflect", "wrap") and max(lo, hi) > n - (mode == "reflect") or mode == "symmetric" and max(lo, hi) > n \
+      or mode == "edge" and max(lo, hi) > 16:
+    return None
+  parts = _parts("constant", rank, ax, lo, hi, n, tuple(shape))
+  joined = ", ".join(p for p in (parts[0], "_p_", parts[1]) if p is not None)
+  zeros = f"(lambda _p_: ml.concatenate([{joined}], axis={ax}))({form})"
+  col = "ml.arange(%d)%s" % (size, "" if rank == 1 else "[" + ", ".join(["None"] * ax + [":"]) + "]")
+
+  def roll(v, k):
+    return f"ml.roll({v}, {k % size}, {ax})"
+  left, right = f"({col} < {lo})", f"({col} >= {lo + n})"
+  if mode == "edge":
+    body = "_q_"
+    for k in range(1, lo + 1):           # (position lo - k takes its right neighbour, the edge)
+      body = f"ml.where({col} == {lo - k}, {roll(body, -1)}, {body})"
+    for k in range(hi):                  # (position lo + n + k its left one)
+      body = f"ml.where({col} == {lo + n + k}, {roll(body, 1)}, {body})"
+  elif mode == "wrap":
+    body = f"ml.where({left}, {roll('_q_', -n)}, ml.where({right}, {roll('_q_', n)}, _q_))"
+  else:                                   # reflect (without the edge) or symmetric (with it): the axis flipped
+    e = 1 if mode == "reflect" else 0
+    f = f"ml.flip(_q_, {ax})"
+    body = f"ml.where({left}, {roll(f, 2 * lo - size + e)}, ml.where({right}, {roll(f, 2 * lo + 2 * n - size - e)}, _q_))"
+  return f"(lambda _q_: {body})({zeros})", [x, c]
 
 
 PAD = {("jnp", "pad"): (("array", "pad_width", "mode", "kwargs"), pad_form)}

@@ -50,6 +50,13 @@ def _library(f):
   return LIBRARY.get(getattr(f, "__name__", ""))
 
 
+def _array_function(f) -> bool:
+  """jnp.logaddexp, np.fmax, lax.max, jnp.gcd, ...: a jax or NumPy function the kernel calls as its own call of it
+  (its form, or its MG003 at the scan, probe 56f)."""
+  mod = getattr(f, "__module__", None) or ""
+  return callable(f) and (mod.split(".")[0] in ("jax", "numpy") or type(f).__name__ == "ufunc")
+
+
 def _arity(f):
   """How many positional arguments a helper takes (None: any number, or not known)."""
   import functools
@@ -100,7 +107,7 @@ def _bind(cx, args, kwargs):
     raise E.KernelTypeError(f"ml.associative_scan() is missing {missing}", cx.loc, hint=USAGE)
   if not _traced(fn) and _library(fn) is not None:
     fn = _library(fn)
-  elif not _traced(fn):
+  elif not _traced(fn) and not _array_function(fn):
     raise E.KernelTypeError(
         "ml.associative_scan's combine function must be an @ml.inline helper, a lambda or def of the kernel's"
         " body, or an ml.* function, got " + (f"{fn.__name__}, a Python function it cannot trace" if callable(fn)
