@@ -624,6 +624,19 @@ NOT_YET.update({n: bit_count_hint("clz", "x") for n in ("clz", "count_leading_ze
 NOT_YET["shift_right_logical"] = ("no ml.shift_right_logical: >> shifts a uint32 logically and an int32"
                                   " arithmetically: ml.bitcast(ml.bitcast(x, jnp.uint32) >> n, jnp.int32)")
 
+# jax.scipy.special's (and lax's) functions that XLA computes with series and loops of its own: no kernel form
+# (probe 56f; the hint named an @ml.inline helper the user never wrote)
+_SPECIAL_FORMS = ("erf, erfc, erfinv, ndtr, ndtri, log_ndtr, expit, logit, logsumexp, xlogy, xlog1py, entr,"
+                  " rel_entr, kl_div, gammaln, digamma, gamma, gammasgn, loggamma, factorial, beta, betaln, comb,"
+                  " poch, multigammaln, boxcox, boxcox1p, i0, i0e, i1, i1e")
+NOT_YET.update({n: f"jax.scipy.special's {n} has no kernel form (XLA computes it with series of its own); the"
+                   f" jax.scipy.special functions a kernel computes are {_SPECIAL_FORMS}: compute {n} outside the"
+                   " kernel and pass its values in, or write its series in an @ml.inline helper"
+                for n in ("zeta", "polygamma", "erfcx", "dawsn", "exp1", "expi", "expn", "spence", "gammainc",
+                          "gammaincc", "betainc", "owens_t", "hyp1f1", "hyp2f1", "bessel_jn", "fresnel", "sici",
+                          "wofz", "sph_harm_y", "igamma", "igammac", "random_gamma_grad")
+                if n not in NOT_YET})
+
 # jnp and lax functions that build an array from static arguments while tracing -> the ml.* call
 STATIC_ARRAYS = {
     "zeros": "ml.zeros(shape, dtype) (float32 where the dtype is left out, as jnp.zeros)",

@@ -17,6 +17,9 @@ _REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
            "logical_or": "any", "logical_xor": "xor", "bitwise_and": "bit_and", "bitwise_or": "bit_or",
            "bitwise_xor": "bit_xor", "logaddexp": "logsumexp"}
 _ACCUMULATE = {"add": "cumsum", "multiply": "cumprod", "maximum": "cummax", "minimum": "cummin"}
+# associative ufuncs with no ml scan of their own, accumulated as ml.associative_scan of the ufunc (probe 56f: a
+# logcumsumexp, jnp.logaddexp.accumulate); subtract's or divide's accumulate is no scan and keeps its MG003
+_SCANNED = ("logaddexp", "logaddexp2", "fmax", "fmin", "bitwise_and", "bitwise_or", "bitwise_xor", "gcd", "lcm", "hypot")
 # lax.reduce's computation, by its name in lax, jnp or operator
 _MONOIDS = {"add": "sum", "mul": "prod", "multiply": "prod", "max": "max", "maximum": "max", "min": "min",
             "minimum": "min", "bitwise_and": "bit_and", "and_": "bit_and", "bitwise_or": "bit_or", "or_": "bit_or",
@@ -89,13 +92,15 @@ def _ufunc_reduce(name, p):
   return bitwise(kind, x, axes, keep)
 
 
-def _ufunc_accumulate(name, p):
+def _ufunc_accumulate(name, p, u=None):
   x, rank, kind = p["a"], _rank(p["a"]), _ACCUMULATE.get(name)
-  if kind is None or rank is None or p["out"] is not None or p["dtype"] is not None:
+  if kind is None and name not in _SCANNED or rank is None or p["out"] is not None or p["dtype"] is not None:
     return None
   axis = p["axis"]
   if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
     return None
+  if kind is None:
+    return f"ml.associative_scan({{1}}, {{0}}, axis={axis % rank})", [x, u]
   d = _dtype(x)
   form = f"ml.{kind}({{0}}, axis={axis % rank})"
   if kind in ("cumsum", "cumprod") and isinstance(d, DType) and d.is_int and d.bits < 32:
@@ -118,7 +123,7 @@ def ufunc_method(tracer, node, fn, args, kwargs):
   except TypeError:
     return None
   name = getattr(u, "__name__", None)
-  got = (_ufunc_reduce if method == "reduce" else _ufunc_accumulate)(name, p)
+  got = _ufunc_reduce(name, p) if method == "reduce" else _ufunc_accumulate(name, p, u)
   return None if got is None else trace_form(tracer, node, *got)
 
 
