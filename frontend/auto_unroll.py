@@ -15,6 +15,10 @@ _GROW = ("append", "extend", "insert")
 # axis=0)` of a causal conv's tap s, `jnp.tril(a, k)`; jnp.eye's and jnp.tri's sizes are static too
 _STATIC_ARGS = ("roll", "tril", "triu", "pad", "diagonal", "diag")
 _STATIC_ALL = ("eye", "tri")
+# Functions whose shape arguments are static ints (probe 56f): a Stockham FFT's `x.reshape(2, m, L)` of L doubled
+# each trip, a bitonic stage's `v.reshape(N // (2 * j), 2, j)`, `ml.arange(n // 2)`; the index of the first
+# static argument of the module's function (a method's, `x.reshape(...)`, are all static)
+_SHAPES = {"reshape": 1, "arange": 0, "zeros": 0, "ones": 0, "full": 0, "empty": 0, "broadcast_to": 1}
 
 
 def _walk(stmts):
@@ -70,11 +74,16 @@ def needs_static_index(tracer, node: ast.For) -> bool:
   """Whether the body of `node` (a for over range(...), its target a name) indexes a static container by the loop
   index (or a name computed from it), or grows a list."""
   body = list(_walk(node.body))
-  index = {node.target.id}
+  index = {node.target.id} | _static_carries(tracer, body)
   grew = True
   while grew:                 # names computed from the index: k = j * 2, then tiles[k]
     grew = False
     for n in body:
+      if isinstance(n, ast.For) and _reads(n.iter, index):     # an inner loop over range(stage - 1, -1, -1)
+        for m in ast.walk(n.target):
+          if isinstance(m, ast.Name) and m.id not in index:
+            index.add(m.id)
+            grew = True
       if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and n.value is not None and _reads(n.value, index):
         targets = n.targets if isinstance(n, ast.Assign) else [n.target]
         for t in targets:
@@ -89,7 +98,7 @@ def needs_static_index(tracer, node: ast.For) -> bool:
     if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and _register(tracer.env.get(n.value.id)) \
         and any(isinstance(s, ast.Slice) and _reads(s, index) for s in ast.walk(n.slice)):
       return True             # acc[j * 32:(j + 1) * 32]: a window of a register tensor has static bounds
-    if isinstance(n, ast.Call) and _static_args(n, index):
+    if isinstance(n, ast.Call) and (_static_args(n, index) or _shape_args(tracer, n, index)):
       return True             # jnp.roll(x, s, axis=0): a shift, a diagonal or pad widths are static ints
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _GROW and \
         isinstance(n.func.value, ast.Name) and isinstance(tracer.env.get(n.func.value.id), list):
@@ -112,4 +121,35 @@ def _static_args(call: ast.Call, index) -> bool:
   if name not in _STATIC_ARGS + _STATIC_ALL:
     return False
   args = (call.args if name in _STATIC_ALL else call.args[1:]) + [k.value for k in call.keywords if k.arg not in ("a", "m", "x", "array")]
+  return any(_reads(a, index) for a in args)
+
+
+def _static_carries(tracer, body) -> set:
+  """Names bound to Python ints before the loop that its body assigns (`L *= 2`, `j //= 2`): Python runs them as
+  ints, which a run-time loop would carry as scalars."""
+  out = set()
+  for n in body:
+    targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, (ast.AugAssign, ast.AnnAssign)) \
+        else []
+    for t in targets:
+      if isinstance(t, ast.Name) and type(tracer.env.get(t.id)) is int:
+        out.add(t.id)
+  return out
+
+
+def _shape_args(tracer, call: ast.Call, index) -> bool:
+  """Whether `call` is one of _SHAPES whose shape arguments read the loop index."""
+  import types
+  f = call.func
+  name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+  if name not in _SHAPES:
+    return False
+  first = _SHAPES[name]
+  if isinstance(f, ast.Attribute):       # jnp.reshape(x, shape) of a module, or x.reshape(*shape) of a tensor
+    base = f.value
+    mod = isinstance(base, ast.Attribute) or isinstance(base, ast.Name) and isinstance(
+        tracer.env.get(base.id, tracer.scope.get(base.id)), types.ModuleType)
+    first = first if mod else 0
+  args = call.args[first:] + [k.value for k in call.keywords if k.arg in ("shape", "newshape", "start", "stop",
+                                                                           "step")]
   return any(_reads(a, index) for a in args)

@@ -80,6 +80,9 @@ def type_test(cx, fn, args, texts):
   v = args[0]
   if not is_value(v):
     return fn(*args)
+  types = args[1] if len(args) == 2 and isinstance(args[1], tuple) else args[1:2]
+  if fn is builtins.isinstance and types and all(t in (list, tuple, dict, set, str, bytes, type(None)) for t in types):
+    return False       # (isinstance(g, list) of jnp.gradient's result: a value is no container, in jax's trace too)
   name = texts[0] if texts else "v"
   call = f"{fn.__name__}({', '.join(texts)})"
   d = resolve(v.type.dtype)
