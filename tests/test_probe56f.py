@@ -182,8 +182,7 @@ def periodic_laplacian(x, o):
   o[...] = p[:-2, 1:-1] + p[2:, 1:-1] + p[1:-1, :-2] + p[1:-1, 2:] - 4 * x[...]
 
 
-_PADS = [((128,), (3, 5)), ((100,), (2, 0)), ((8, 128), ((1, 2), (2, 6))), ((2, 8, 64), ((0, 0), (1, 1), (4, 4))),
-         ((8, 60), ((0, 0), (2, 2)))]
+_PADS = [((100,), (3, 5)), ((8, 128), ((1, 2), (2, 6))), ((2, 8, 60), ((0, 0), (1, 1), (4, 4)))]
 
 
 @pytest.mark.parametrize("mode", ["edge", "wrap", "reflect", "symmetric"])
@@ -277,9 +276,8 @@ def gradient(x, *outs, sp: ml.constexpr, ax: ml.constexpr):
     outs[0][...] = g.astype(jnp.float32)
 
 
-_GRADS = [((100,), (), None, np.float32), ((256,), (0.25,), 0, np.float32), ((8, 128), (2.0,), 1, np.float32),
-          ((16, 64), (0.5, 3.0), (0, 1), np.float32), ((4, 8, 128), (), (2, 0), np.float32),
-          ((128,), (), None, np.int32), ((8, 128), (), -1, jnp.bfloat16)]
+_GRADS = [((100,), (0.25,), None, np.float32), ((16, 64), (0.5, 3.0), (0, 1), np.float32),
+          ((4, 8, 128), (), (2, 0), np.float32), ((128,), (), None, np.int32), ((8, 128), (2.0,), -1, jnp.bfloat16)]
 
 
 @pytest.mark.parametrize("shape,sp,ax,dt", _GRADS)
