@@ -184,6 +184,13 @@ def frag(x, out):
     v = x[...]
 {frag}
 """, [S((256,), f32)], None),
+    "gy, gx = jnp.gradient(phi_ref[...], dy, dx)": ("""
+@mg.mgpu_kernel(out_shape=lambda phi_ref: phi_ref)
+def frag(phi_ref, out):
+    dy, dx = 0.5, 0.25
+{frag}
+    out[...] = gx + gy
+""", [S((16, 128), f32)], None),
     "s = ml.smem((1024,))": ("""
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 1024,))
 def frag(x, out):
