@@ -150,6 +150,6 @@ def _shape_args(tracer, call: ast.Call, index) -> bool:
     mod = isinstance(base, ast.Attribute) or isinstance(base, ast.Name) and isinstance(
         tracer.env.get(base.id, tracer.scope.get(base.id)), types.ModuleType)
     first = first if mod else 0
-  args = call.args[first:] + [k.value for k in call.keywords if k.arg in ("shape", "newshape", "start", "stop",
-                                                                           "step")]
+  args = call.args[first:first + 1] if name in ("zeros", "ones", "full", "empty") else call.args[first:]
+  args = args + [k.value for k in call.keywords if k.arg in ("shape", "newshape", "start", "stop", "step")]
   return any(_reads(a, index) for a in args)
