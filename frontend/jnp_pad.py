@@ -8,8 +8,8 @@ repeated ('edge'), the slices next to the edge reversed ('reflect', without the 
 the slices at the other end ('wrap'), with `ml.concatenate` (through an SMEM scratch). The parts take the tensor's
 own shape, so an odd tile computed padded (a (28, 28) image) pads as its padded trace joins them. A pad of a GMEM ref, of
 per-axis constants, of a width a mode cannot take (a reflection wider than the axis) or a run-time width has no
-form: its MG003 hint stands, as does one of a mode other than 'constant' along a vector or a tile's last axis (its
-first or last elements are slices no register tensor holds)."""
+form: its MG003 hint stands. Along a vector's or a tile's last axis, whose first or last elements are slices no
+register tensor holds, the modes other than 'constant' are selects of rolls (`_last_axis`, probe 56f)."""
 from __future__ import annotations
 
 import numpy as np
@@ -153,12 +153,11 @@ def refusal(fn, args, kwargs) -> str | None:
     why = "pad_width, which is not made of static non-negative ints,"
   elif mode == "constant" and "constant_values" in kw:
     why = "constant_values, one per axis or side,"
-  elif mode != "constant" and (len(shape) == 1 or widths[-1] != (0, 0)):
-    why = f"mode={mode!r} along the last axis"
+  elif mode == "edge" and max(widths[-1]) > 16:
+    why = f"mode='edge' {max(widths[-1])} wide along the last axis (at most 16)"
   elif kw:
     why = f"{next(iter(kw))}={kw[next(iter(kw))]!r}"
   else:
     why = "width, wider than the axis it reflects or wraps,"
-  return (f"jnp.pad of a register tensor pads with one constant along any axis, or by mode 'edge', 'reflect',"
-          f" 'symmetric' or 'wrap' along a tile's leading axes, by static widths: this call's {why} is not computed"
-          f" in a kernel")
+  return (f"jnp.pad of a register tensor pads with one constant, or by mode 'edge', 'reflect', 'symmetric' or"
+          f" 'wrap', along any axis by static widths: this call's {why} is not computed in a kernel")

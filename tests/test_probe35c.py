@@ -237,16 +237,17 @@ def test_tl_calls_are_read_as_the_language_in_hints():
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 256,))
 def padded_window(x, o):
   i = tl.program_id(0)
-  o.at[tl.ds(i * 256, 256)][...] = jnp.pad(x.at[tl.ds(i * 256, 256)][...], 1, mode="reflect")[:256]
+  o.at[tl.ds(i * 256, 256)][...] = jnp.pad(x.at[tl.ds(i * 256, 256)][...], 300, mode="reflect")[:256]
 
 
 def test_a_stencil_hint_reads_a_tl_ds_window():
   """The hint wrote the placeholders s and n where the window was written with tl.ds (only ml.ds was read).
-  (jnp.pad's zeros of a vector compute since probe 51g; its reflection is still this MG003.)"""
+  (jnp.pad's zeros of a vector compute since probe 51g, its reflection since probe 56f; one wider than the vector
+  is still this MG003.)"""
   expect(padded_window, [S((1024,), F32)], mg.KernelTypeError, "jnp.pad(",
-         "jnp.pad of a register tensor pads with one constant along any axis, or by mode 'edge', 'reflect',"
-         " 'symmetric' or 'wrap' along a tile's leading axes, by static widths: this call's mode='reflect' along the"
-         " last axis is not computed in a kernel",
+         "jnp.pad of a register tensor pads with one constant, or by mode 'edge', 'reflect', 'symmetric' or 'wrap',"
+         " along any axis by static widths: this call's width, wider than the axis it reflects or wraps, is not"
+         " computed in a kernel",
          hint="read the neighbours from memory at shifted windows, masked at the edges: with j = (i * 256) - 1 +"
               " tl.arange(256), x.at[tl.ds((i * 256) - 1, 256)].load(mask=(j >= 0) & (j < x.shape[0]), other=0.0)"
               " is the window at (i * 256) shifted by one, 0 outside x (jnp.pad's zeros); for jnp.roll's"

@@ -287,11 +287,21 @@ def edge_blur(x, y):
   y[...] = p[:-2, 1:-1] + p[2:, 1:-1] + p[1:-1, :-2] + p[1:-1, 2:]
 
 
-def test_a_pad_mode_along_a_tiles_last_axis_says_what_computes():
-  expect(edge_blur, [S((16, 128), F32)], mg.KernelTypeError, "jnp.pad(",
-         "jnp.pad of a register tensor pads with one constant along any axis, or by mode 'edge', 'reflect',"
-         " 'symmetric' or 'wrap' along a tile's leading axes, by static widths: this call's mode='edge' along the"
-         " last axis is not computed in a kernel")
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def wide_edge(x, y):
+  y[...] = jnp.pad(x[...], ((0, 0), (17, 0)), mode="edge")[:, :128]
+
+
+def test_a_pad_mode_along_a_tiles_last_axis_computes_or_says_what_computes():
+  """(MG003 until probe 56f, which computes the modes along the last axis: an edge wider than 16 stays MG003.)"""
+  x = np.asarray(_rand(np.random.default_rng(3), 16, 128))
+  p = np.pad(x, 1, mode="edge")
+  np.testing.assert_allclose(np.asarray(edge_blur(x, interpret=True)),
+                             p[:-2, 1:-1] + p[2:, 1:-1] + p[1:-1, :-2] + p[1:-1, 2:], rtol=1e-6, atol=1e-6)
+  expect(wide_edge, [S((16, 128), F32)], mg.KernelTypeError, "jnp.pad(",
+         "jnp.pad of a register tensor pads with one constant, or by mode 'edge', 'reflect', 'symmetric' or 'wrap',"
+         " along any axis by static widths: this call's mode='edge' 17 wide along the last axis (at most 16) is not"
+         " computed in a kernel")
 
 
 @pytest.mark.gpu
