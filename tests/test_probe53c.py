@@ -194,9 +194,13 @@ def test_half_atomics_on_the_gpu(dtype):
   for kind, red in (("max", np.max), ("min", np.min)):
     o, old = running_extreme(x, kind=kind)
     assert float(o[0]) == red(np.asarray(x, np.float32))
-    olds = np.asarray(old, np.float32)        # each program saw the extreme of those before it (or the start)
-    assert np.sum(np.isinf(olds)) == 1 and np.isin(olds[~np.isinf(olds)], np.asarray(x, np.float32)).all()
-    assert np.sum(olds == float(o[0])) == 0
+    olds, xs = np.asarray(old, np.float32), np.asarray(x, np.float32)
+    # each program saw the extreme of those that ran before it (or the start): the first one the start, the others
+    # a value of x, never their own (the values are distinct), and the program of the extreme a lesser one (the
+    # programs run in any order: those after the extreme's all see it)
+    assert np.sum(np.isinf(olds)) == 1 and np.isin(olds[~np.isinf(olds)], xs).all()
+    assert (olds != xs).all()
+    assert olds[np.argmax(xs) if kind == "max" else np.argmin(xs)] != float(o[0])
   np.testing.assert_array_equal(np.asarray(amax_statement(x), np.float32), [np.max(np.asarray(x, np.float32))])
   w = np.random.default_rng(5).standard_normal((8, 64)).astype(dtype)
   for got, want in zip(window_olds(w), window_olds(w, interpret=True)):
