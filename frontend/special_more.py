@@ -108,18 +108,20 @@ def multigammaln(a, d):
 
 
 @ml.inline
-def boxcox(x, lmbda):
-  """jax's boxcox: expm1(lmbda log x) / lmbda, log x where lmbda is 0."""
+def _boxcox_of(lx, lmbda):
+  """expm1(lmbda lx) / lmbda, lx where lmbda is 0 (jax's boxcox and boxcox1p of their logs)."""
   zero = lmbda == 0
   safe = ml.where(zero, 1.0, lmbda)
-  lx = ml.log(x)
   return ml.where(zero, lx, ml.expm1(safe * lx) / safe)
+
+
+@ml.inline
+def boxcox(x, lmbda):
+  """jax's boxcox: expm1(lmbda log x) / lmbda, log x where lmbda is 0."""
+  return _boxcox_of(ml.log(x), lmbda)
 
 
 @ml.inline
 def boxcox1p(x, lmbda):
   """jax's boxcox1p: expm1(lmbda log1p x) / lmbda, log1p x where lmbda is 0."""
-  zero = lmbda == 0
-  safe = ml.where(zero, 1.0, lmbda)
-  lx = ml.log1p(x)
-  return ml.where(zero, lx, ml.expm1(safe * lx) / safe)
+  return _boxcox_of(ml.log1p(x), lmbda)
