@@ -93,22 +93,26 @@ def log_add(x, o):
   o[...] = jnp.logaddexp(v, v[:, :8])
 
 
+@mg.mgpu_kernel(out_shape=lambda a, b: jax.eval_shape(jnp.kron, a, b), grid=lambda a, b: (1,))
+def kron(a, b, o):
+  o[...] = jnp.kron(a[...], b[...])
+
+
 def test_a_layout_error_inside_a_helper_of_mgpu_dsl_stands_at_the_users_call():
-  # (an int32 product whose chunks no layout holds: the tensor cores take no int32 operands; (2, 48) by (48, 16)
-  # computes since probe 51l, b padded to 32 columns; since probe 53a the chunks of a (2, 20) by (20, 16) product
-  # broadcast, so its error is b's (20, 16) read; a k of 24 keeps a chunk's broadcast no layout holds; since probe 55b
-  # a few padded rows (at most 8) compute as scalars times rows, and 9 rows keep the broadcast)
+  # (the int32 products of this test's history all compute since probe 56a: int_dot's (9, 20) by (20, 16) among
+  # them; jnp.kron's form (jnp_compose.py) of a (100,) and a (7,) vector builds a (100, 7) tile no layout holds)
+  int_dot.check(S((9, 20), jnp.int32), S((20, 16), jnp.int32))
   with pytest.raises(mg.LayoutError) as info:
-    int_dot.check(S((9, 20), jnp.int32), S((20, 16), jnp.int32))
+    kron.check(S((100,), jnp.float32), S((7,), jnp.float32))
   e = info.value
-  assert (e.filename, e.lineno, e.col_offset) == (int_dot.fn.__code__.co_filename, *where(int_dot, "jnp.dot("))
-  assert "form_helpers" not in e.render() and "in this call of" not in e.render()
+  assert (e.filename, e.lineno, e.col_offset) == (kron.fn.__code__.co_filename, *where(kron, "jnp.kron("))
+  assert "jnp_compose" not in e.render() and "in this call of" not in e.render()
 
 
 def test_a_helpers_values_are_named_by_the_users_call():
   # (jnp.median of a (4, 48) read, the example here before, computes since probe 53a: its columns of 4 rows are taken
-  # padded; an int32 product of 12 rows and a k of 20 still fails at its read: 4 compute since probe 55b)
-  expect(int_dot, [S((12, 20), jnp.int32), S((20, 16), jnp.int32)], mg.LayoutError, "a[...]",
+  # padded; int_dot's (12, 20) by (20, 16) since probe 56a; jnp.kron of a (12, 20) read fails at that read)
+  expect(kron, [S((12, 20), jnp.int32), S((20, 16), jnp.int32)], mg.LayoutError, "a[...]",
          "a[...] has shape (12, 20): register tensors need a multiple of 128 elements (one per thread of a warpgroup)")
 
 
