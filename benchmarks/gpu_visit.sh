@@ -95,6 +95,8 @@ step() {
     s43_div)     python3 -u benchmarks/probe_div_const.py && python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe53h.py tests/test_probe53c.py tests/test_probe53d.py ;;
     # the GPU tests of session 43's probes (56a-h) and of the tests they changed
     s43)         python3 -u benchmarks/gpu_shards.py --shards 12 --timeout 300 $(ls tests/test_probe56*.py) tests/test_probe25b.py tests/test_probe33b.py tests/test_probe34g.py tests/test_probe39c.py tests/test_probe40n.py tests/test_probe47d.py tests/test_probe29h.py tests/test_probe46b.py tests/test_probe53a.py tests/test_probe10.py tests/test_probe23.py tests/test_probe24.py tests/test_probe32d.py tests/test_probe37c.py tests/test_probe39a.py tests/test_probe39f.py tests/test_probe51k.py tests/test_probe52i.py tests/test_static_safety.py ;;
+    # the lowering changes first (float16 x / c, 8/16-bit atomics' cas loops, TMA boxes of wide rows): a short visit
+    s43_core)    python3 -u benchmarks/probe_div_const.py; python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe53h.py tests/test_probe53c.py tests/test_probe56b.py tests/test_probe56c.py tests/test_probe53d.py ;;
     gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)
     gpu_s34all)  python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 500 ;;
     # Sessions 34-35 (no device lent then): the tests that may fault without their fixes, a few a shard, then
