@@ -170,10 +170,9 @@ def register_gather(cx, x, index, name=""):
 
 def _clamped(cx, i, n):
   """Integer index `i` (a tensor or a scalar) as jnp's gather takes it: int32, from the end where negative, clamped
-  into an axis of `n`."""
-  k = ew.astype(cx, i, DType.i32) if resolve(i.type.dtype) != DType.i32 else i
-  k = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, k, 0), ew.binary(cx, ew.BinOp.ADD, k, n), k)
-  return ew.binary(cx, ew.BinOp.MAX, ew.binary(cx, ew.BinOp.MIN, k, n - 1), 0)
+  into an axis of `n` (shape._clamped_index, which also clamps a uint32 or int64 index past int32)."""
+  from .shape import _clamped_index
+  return _clamped_index(cx, i, n)
 
 
 def _padded_vector(cx, x, full, name):
