@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .jnp_dynamic import _scalar, slice_form, update_form
 from .jnp_forms import _kind, _take
 
 
@@ -252,8 +253,8 @@ def _dynamic_slice(a):
   if shape is None or not isinstance(sizes, (tuple, list)) or a["allow_negative_indices"] is not True:
     return None
   starts = _starts(shape, a["start_indices"], tuple(sizes))
-  if starts is None:
-    return None            # (a run-time start: a register tensor has no window of one; its MG003 stands)
+  if starts is None:       # (a run-time start: the register gather of its window, jnp_dynamic, probe 57d)
+    return slice_form(x, shape, a["start_indices"], tuple(sizes), True)
   return "{0}[" + ", ".join(f"{s}:{s + k}" for s, k in zip(starts, sizes)) + "]", [x]
 
 
@@ -261,7 +262,7 @@ def _in_dim(a, index, size, keep=True):
   """(start_indices, slice_sizes) of lax's *_in_dim forms: the whole of every other axis."""
   shape = _shape(a, a["operand"])
   axis = None if not shape else _axis(a["axis"], len(shape))
-  if axis is None or not _int(index):
+  if axis is None or not (_int(index) or _scalar(index)):
     return None
   starts = [0] * len(shape)
   starts[axis] = index
@@ -296,7 +297,9 @@ def _dynamic_update_slice(a):
   if shape is None or ushape is None or len(shape) != len(ushape) or a["allow_negative_indices"] is not True:
     return None
   starts = _starts(shape, a["start_indices"], ushape)
-  if starts is None or ushape == shape and str(x.type.dtype) != str(u.type.dtype):
+  if starts is None:       # (a run-time start: the update selected in its window, jnp_dynamic, probe 57d)
+    return update_form(x, u, shape, ushape, a["start_indices"], True)
+  if ushape == shape and str(x.type.dtype) != str(u.type.dtype):
     return None            # (a dtype lax refuses: the joins below report it, MG104, where there are any)
   rank, form = len(shape), "{1}"
   for axis in reversed(range(rank)):
@@ -314,6 +317,23 @@ def _dynamic_update_slice_in_dim(a):
   got = None if ushape is None else _in_dim(a, a["start_index"], 1)
   if got is None:
     return None
+  return _dynamic_update_slice({**a, "start_indices": got[0]})
+
+
+def _dynamic_update_index_in_dim(a):
+  """lax.dynamic_update_index_in_dim: an update of the operand's rank less one gains the axis first, as lax's."""
+  x, u = a["operand"], a["update"]
+  shape, ushape = _shape(a, x), _shape(a, u)
+  got = None if shape is None or ushape is None else _in_dim(a, a["index"], 1)
+  if got is None or a["allow_negative_indices"] is not True:
+    return None
+  axis = got[2]
+  if len(ushape) == len(shape) - 1:
+    form = _dynamic_update_slice({**a, "start_indices": got[0], "_shape_of": lambda v: (
+        ushape[:axis] + (1,) + ushape[axis:] if v is u else _shape(a, v))})
+    if form is not None:
+      form = (form[0].replace("{1}", "{1}" + _at(len(shape), axis, "None")), form[1])
+    return form
   return _dynamic_update_slice({**a, "start_indices": got[0]})
 
 
@@ -412,6 +432,8 @@ MOVES = {
                                           _dynamic_update_slice),
     ("jax.lax", "dynamic_update_slice_in_dim"): (("operand", "update", "start_index", "axis",
                                                   "allow_negative_indices"), _dynamic_update_slice_in_dim),
+    ("jax.lax", "dynamic_update_index_in_dim"): (("operand", "update", "index", "axis", "allow_negative_indices"),
+                                                 _dynamic_update_index_in_dim),
     ("jax.lax", "pad"): (("operand", "padding_value", "padding_config"), _pad),
     ("jax.lax", "collapse"): (("operand", "start_dimension", "stop_dimension"), _collapse),
     ("jax.lax", "broadcast"): (("operand", "sizes", "out_sharding"), _broadcast),

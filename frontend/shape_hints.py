@@ -135,12 +135,25 @@ def _dynamic(x, starts, sizes):
   except SyntaxError:
     st = []
   sz = literal(sizes)
+  lead = ("a register tensor's window takes a tuple of integer starts, one a static int or an integer scalar per"
+          " axis, and static sizes inside its shape; or read it from the ref")
   if not isinstance(sz, tuple) or len(st) != len(sz):
-    return ("a register tensor is not sliced at run time: read that window from the ref, "
-            "ref.at[ml.ds(start, size), ...][...] (or mask a load with other=)")
+    return f"{lead}, ref.at[ml.ds(start, size), ...][...] (or mask a load with other=)"
   win = ", ".join(f"ml.ds({s}, {n})" for s, n in zip(st, sz))
-  return (f"a register tensor is not sliced at run time: read the window from the ref {x} came from,"
-          f" ref[{win}] (ref.at[{win}] for a view)")
+  return f"{lead} {x} came from, ref[{win}] (ref.at[{win}] for a view)"
+
+
+_UPDATES_IN = {"dynamic_update_slice": "(pos, 0)", "dynamic_update_slice_in_dim": "pos, axis=0",
+               "dynamic_update_index_in_dim": "pos, 0"}
+
+
+def _dynamic_update(name, x, u):
+  """lax's dynamic updates of a register tensor compute (jnp_moves, jnp_dynamic) where the update has the operand's
+  dtype and rank and the starts are integers: what to write where one of them is not."""
+  rank = "its rank less one or its rank" if name == "dynamic_update_index_in_dim" else "its rank"
+  return (f"lax.{name} of a register tensor takes an update of the operand's dtype and {rank}, and integer starts"
+          f" (static ints or integer scalars, a tuple of one per axis for dynamic_update_slice): "
+          f"jax.lax.{name}({x}, {operand(u)}.astype({operand(x)}.dtype), {_UPDATES_IN[name]})")
 
 
 PERMUTES = ("transpose", "permute_dims", "matrix_transpose", "swapaxes", "moveaxis")
@@ -244,8 +257,11 @@ def shape_call_hint(name, pos, kw, shape) -> str | None:
   if name == "dynamic_slice" and len(pos) >= 3:
     return _dynamic(x, pos[1], pos[2])
   if name == "dynamic_slice_in_dim":
-    return ("a register tensor is not sliced at run time: read that window from the ref it came from,"
-            " ref.at[..., ml.ds(start, size)][...] along the axis")
+    return ("a register tensor's window takes an integer start (a static int or an integer scalar) and a static"
+            " size inside the axis; or read it from the ref it came from, ref.at[..., ml.ds(start, size)][...]"
+            " along the axis")
+  if name in _UPDATES_IN and len(pos) >= 2:
+    return _dynamic_update(name, x, pos[1].strip())
   if name in SPLITS and pos:
     h = split_hint(name, [*pos, *(f"{k}={v}" for k, v in kw.items())], shape)
     return h and f"{h} (jnp.{name}'s parts, each a register tensor of its own)"

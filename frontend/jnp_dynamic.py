@@ -1,0 +1,88 @@
+"""lax's dynamic slices and updates of a register tensor at run-time starts (probe 57d): a KV cache's or a rolling
+buffer's `lax.dynamic_update_slice(cache, new[None], (pos, 0))`, `lax.dynamic_update_index_in_dim(cache, new, pos,
+0)` and `lax.dynamic_slice(cache, (pos, 0), (16, d))` with `pos` read from memory. Each was MG003 ("cannot take a
+register tensor"; jnp_moves computes static starts only) where `cache.at[pos].set(new)` and `v[pos + ml.arange(16)]`
+compiled. A start is lax's: a negative one counts from the end (allow_negative_indices), then it is clamped so the
+window lies inside the axis. A slice is the register gather of `start + ml.arange(size)` along each axis it
+shortens; an update the select of the update, gathered to the operand's shape at the clamped offsets, inside the
+window (an axis of size 1 broadcasts, one as long as the operand's starts at 0)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .jnp_forms import _kind
+
+
+def _int(v) -> bool:
+  return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def _scalar(v) -> bool:
+  """An integer run-time scalar (a value read from memory, a program id, a loop counter)."""
+  t = getattr(v, "type", None)
+  return type(t).__name__ == "ScalarType" and _kind(v) == "int"
+
+
+def run_time_starts(shape, starts, sizes, negative=True):
+  """(each axis's start as a form's text, its operands) for lax's start indices of which at least one is a run-time
+  scalar, each wrapped (a negative one counting from the end, where `negative`) and clamped so the window of
+  `sizes` lies inside `shape`; an axis the window spans whole starts at 0. None where a start is neither a static
+  int nor an integer scalar, or the sizes do not fit."""
+  if not isinstance(starts, (tuple, list)) or len(starts) != len(shape) or len(sizes) != len(shape):
+    return None
+  if not all(_int(k) and 0 < k <= n for k, n in zip(sizes, shape)):
+    return None
+  if not all(_int(s) or _scalar(s) for s in starts) or all(_int(s) for s in starts):
+    return None
+  texts, operands = [], []
+  for s, n, k in zip(starts, shape, sizes):
+    if k == n:
+      texts.append("0")
+    elif _int(s):
+      texts.append(str(min(max(s + n if s < 0 and negative else s, 0), n - k)))
+    else:
+      slot = "{%d}" % (len(operands) + 2)      # ({0}, {1}: the operand and the update, or the operand twice)
+      operands.append(s)
+      wrapped = f"ml.where({slot} < 0, {slot} + {n}, {slot})" if negative else slot
+      texts.append(f"ml.minimum(ml.maximum({wrapped}, 0), {n - k})")
+  return texts, operands
+
+
+def _gathered(form, rank, axis, index):
+  return f"{form}[{', '.join([':'] * axis + [index])}]"
+
+
+def slice_form(x, shape, starts, sizes, negative):
+  """lax.dynamic_slice of a register tensor at run-time starts: the register gather of each shortened axis."""
+  got = run_time_starts(shape, starts, sizes, negative)
+  if got is None:
+    return None
+  texts, operands = got
+  form = "{0}"
+  for axis, (t, n, k) in enumerate(zip(texts, shape, sizes)):
+    if k < n:
+      form = _gathered(form, len(shape), axis, f"(({t}) + ml.arange({k}))")
+  return form, [x, x] + operands
+
+
+def update_form(x, u, shape, ushape, starts, negative):
+  """lax.dynamic_update_slice of a register tensor at run-time starts: the operand with the update selected inside
+  its window, the update gathered along each axis it spans in part (more than one element, less than the axis)."""
+  if str(x.type.dtype) != str(getattr(getattr(u, "type", None), "dtype", "")):
+    return None            # (lax refuses another dtype: its MG003 stands)
+  got = run_time_starts(shape, starts, ushape, negative)
+  if got is None:
+    return None
+  texts, operands = got
+  rank, placed, masks = len(shape), "{1}", []
+  for axis, (t, n, k) in enumerate(zip(texts, shape, ushape)):
+    if k == n:
+      continue
+    iota = f"ml.arange({n})"
+    if k > 1:
+      placed = _gathered(placed, rank, axis, f"ml.minimum(ml.maximum({iota} - ({t}), 0), {k - 1})")
+    where = ", ".join(":" if i == axis else "None" for i in range(rank))
+    masks.append(f"(({iota} >= ({t})) & ({iota} < ({t}) + {k}))[{where}]")
+  if not masks:
+    return None
+  return f"ml.where({' & '.join(masks)}, {placed}, {{0}})", [x, u] + operands
