@@ -168,6 +168,8 @@ def roll(cx, x, shift, axis=None):
   if axis is not None and (not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank):
     raise E.KernelTypeError(f"ml.roll: axis must be a static int in [-{rank}, {rank}) or None, got {shown(axis)}",
                             cx.loc, hint="name the axis: ml.roll(v, 1, axis=-1) (axis=None rolls the flattened tensor)")
+  if (got := _run_time_roll(cx, x, shift, axis)) is not None:
+    return got
   if not isinstance(shift, int) or isinstance(shift, bool):
     a = rank - 1 if axis is None else axis % rank
     n = shape[a]
@@ -178,6 +180,27 @@ def roll(cx, x, shift, axis=None):
   if axis is None and rank > 1:
     return roll_tensor(cx, x, shift, None, cx.name)
   return roll_tensor(cx, x, shift, 0 if axis is None else axis % rank, cx.name)
+
+
+def _run_time_roll(cx, x, shift, axis):
+  """jnp.roll by a run-time integer scalar (a ring buffer's `jnp.roll(cache, pos, axis=0)`, probe 57d; it was
+  MG003): the register gather of `(ml.arange(n) - shift) % n` along the axis (a vector's, or the named one's), as
+  jnp's dynamic roll; None for anything else (a flattened roll of a wider tensor keeps its MG003)."""
+  from ..dtypes import DType as _D
+  from .base import is_scalar
+  from .elementwise import binary
+  from .elementwise_fns import arange
+  from .elementwise_ops import BinOp
+  from .register_gather import register_gather
+  rank = len(x.type.shape)
+  if not is_scalar(shift) or not isinstance(d := resolve(shift.type.dtype), _D) or not d.is_int:
+    return None
+  if axis is None and rank > 1:
+    return None
+  a = 0 if axis is None else axis % rank
+  n = x.type.shape[a]
+  idx = binary(cx, BinOp.MOD, binary(cx, BinOp.SUB, arange.rule(cx, n), shift), n)
+  return register_gather(cx, x, tuple(idx if i == a else slice(None) for i in range(rank)), cx.name)
 
 
 def _rolls(cx, x, shift, axis):
