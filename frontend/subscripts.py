@@ -485,6 +485,16 @@ def _at_update_hint(loc, recv: str, shape) -> str | None:
     if (isinstance(n, ast.Call) and isinstance(f, ast.Attribute) and f.attr in _AT_SELECT and len(n.args) == 1
         and isinstance(f.value, ast.Subscript) and isinstance(f.value.value, ast.Attribute)
         and f.value.value.attr == "at" and ast.unparse(f.value.value.value) == recv
+        and (starts := _window_starts(f.value.slice, len(shape))) is not None):
+      from .shape_hints import operand
+      y = ast.unparse(n.args[0])        # v.at[p:p + 16].set(u), v.at[ml.ds(p, 16)].set(u): a window at run time
+      st = f"({', '.join(starts)}{',' * (len(starts) == 1)})"
+      part = f"jax.lax.dynamic_slice({recv}, {st}, {operand(y)}.shape)"
+      return (f"a window of a register tensor at a run-time start is updated by lax: jax.lax.dynamic_update_slice("
+              f"{recv}, {_AT_SELECT[f.attr].format(v=part, y=y)}, {st})")
+    if (isinstance(n, ast.Call) and isinstance(f, ast.Attribute) and f.attr in _AT_SELECT and len(n.args) == 1
+        and isinstance(f.value, ast.Subscript) and isinstance(f.value.value, ast.Attribute)
+        and f.value.value.attr == "at" and ast.unparse(f.value.value.value) == recv
         and isinstance(f.value.slice, ast.Tuple) and len(shape) == 2 == len(f.value.slice.elts)):
       pick = _at_pick(f.value.slice.elts, shape)      # v.at[:, 0].set(0.0): a boundary column
       if pick is None:
@@ -508,6 +518,29 @@ def _at_update_hint(loc, recv: str, shape) -> str | None:
       return (f"register tensors are values, updated by a select: {recv}.at[{i}].{f.attr}({y}) is"
               f" ml.where({pick}, {new}, {recv}){many}")
   return None
+
+
+def _window_starts(index, rank) -> list[str] | None:
+  """The start of each axis of `v.at[index]` where index names a window at a run-time start (`p:p + 16`, `ml.ds(p,
+  16)`: jnp's .at takes neither; probe 57d) and whole axes, as lax.dynamic_update_slice's start indices; None for
+  any other index (static windows and single indices have their select)."""
+  items = list(index.elts) if isinstance(index, ast.Tuple) else [index]
+  if len(items) > rank:
+    return None
+  starts, run_time = [], False
+  for e in items:
+    if isinstance(e, ast.Slice) and e.step is None:
+      lo = e.lower
+      static = lo is None or isinstance(lo, ast.Constant) or isinstance(lo, ast.UnaryOp) and isinstance(
+          lo.operand, ast.Constant)
+      run_time |= not static or not (e.upper is None or isinstance(e.upper, ast.Constant))
+      starts.append("0" if lo is None else ast.unparse(lo))
+    elif isinstance(e, ast.Call) and ast.unparse(e.func).split(".")[-1] in ("ds", "dslice") and e.args:
+      run_time = True
+      starts.append(ast.unparse(e.args[0]))
+    else:
+      return None
+  return starts + ["0"] * (rank - len(items)) if run_time else None
 
 
 def _at_pick(items, shape) -> str | None:
