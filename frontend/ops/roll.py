@@ -182,21 +182,24 @@ def roll(cx, x, shift, axis=None):
   return roll_tensor(cx, x, shift, 0 if axis is None else axis % rank, cx.name)
 
 
+def _at_run_time(x, shift, axis) -> bool:
+  """Whether _run_time_roll takes this roll: an integer scalar shift along one axis (a vector's when None)."""
+  from .base import is_scalar
+  return (is_scalar(shift) and isinstance(d := resolve(shift.type.dtype), DType) and d.is_int
+          and (axis is not None or len(x.type.shape) == 1))
+
+
 def _run_time_roll(cx, x, shift, axis):
   """jnp.roll by a run-time integer scalar (a ring buffer's `jnp.roll(cache, pos, axis=0)`, probe 57d; it was
   MG003): the register gather of `(ml.arange(n) - shift) % n` along the axis (a vector's, or the named one's), as
   jnp's dynamic roll; None for anything else (a flattened roll of a wider tensor keeps its MG003)."""
-  from ..dtypes import DType as _D
-  from .base import is_scalar
   from .elementwise import binary
   from .elementwise_fns import arange
   from .elementwise_ops import BinOp
   from .register_gather import register_gather
+  if not _at_run_time(x, shift, axis):
+    return None
   rank = len(x.type.shape)
-  if not is_scalar(shift) or not isinstance(d := resolve(shift.type.dtype), _D) or not d.is_int:
-    return None
-  if axis is None and rank > 1:
-    return None
   a = 0 if axis is None else axis % rank
   n = x.type.shape[a]
   idx = binary(cx, BinOp.MOD, binary(cx, BinOp.SUB, arange.rule(cx, n), shift), n)
@@ -211,7 +214,14 @@ def _rolls(cx, x, shift, axis):
   if axis is None:
     if all(isinstance(s, int) and not isinstance(s, bool) for s in shifts):
       return roll.rule(cx, x, sum(shifts), None)
-    return roll.rule(cx, x, next(s for s in shifts if not isinstance(s, int) or isinstance(s, bool)), None)
+    total = next(s for s in shifts if not isinstance(s, int) or isinstance(s, bool))
+    if not _at_run_time(x, total, None):
+      return roll.rule(cx, x, total, None)       # (its MG003, naming that shift)
+    from .elementwise import binary
+    from .elementwise_ops import BinOp
+    for s in shifts:                 # run-time shifts (probe 57d): the roll by their sum, as jnp's
+      total = total if s is total else binary(cx, BinOp.ADD, total, s)
+    return roll.rule(cx, x, total, None)
   axes = list(axis) if isinstance(axis, (tuple, list)) else [axis]
   if len(shifts) != len(axes) and 1 not in (len(shifts), len(axes)) or not axes:
     raise E.KernelTypeError(
