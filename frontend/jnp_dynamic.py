@@ -58,9 +58,10 @@ def slice_form(x, shape, starts, sizes, negative):
   if got is None:
     return None
   texts, operands = got
-  form = "{0}"
+  static = [f"{t}:{int(t) + k}" if t.lstrip("-").isdigit() else ":" for t, k in zip(texts, sizes)]
+  form = "{0}" if all(w == ":" for w in static) else "{0}[" + ", ".join(static) + "]"   # (static starts: a window)
   for axis, (t, n, k) in enumerate(zip(texts, shape, sizes)):
-    if k < n:
+    if k < n and static[axis] == ":":
       form = _gathered(form, len(shape), axis, f"(({t}) + ml.arange({k}))")
   return form, [x, x] + operands
 

@@ -49,6 +49,11 @@ def cache_windows(c, p, win, row, cols):
   cols[b] = lax.dynamic_slice_in_dim(v, p[b, 2], 8, axis=1)
 
 
+@mg.mgpu_kernel(out_shape=lambda c, p: S((2, 8, c.shape[2]), c.dtype))
+def mixed_starts(c, p, o):
+  o[...] = lax.dynamic_slice(c[...] * 2.0, (-3, p[0], 0), (2, 8, c.shape[2]))       # a static start: a window
+
+
 @mg.mgpu_kernel(out_shape=lambda c, n, p: c)
 def ring_buffer(c, n, p, o):
   cur = c[...]
@@ -84,6 +89,11 @@ def test_dynamic_slices_of_a_register_tensor_at_run_time_starts_are_lax_s():
     np.testing.assert_array_equal(np.asarray(row[b]), lax.dynamic_index_in_dim(c[b], s1, 0, keepdims=False))
     np.testing.assert_array_equal(np.asarray(cols[b]), lax.dynamic_slice_in_dim(c[b], s2, 8, axis=1))
   export(cache_windows, c, _STARTS)
+  c3 = rnd((4, 32, 128), 10)
+  for p in (np.array([29], np.int32), np.array([-40], np.int32)):
+    np.testing.assert_array_equal(np.asarray(mixed_starts(c3, p, interpret=True)),
+                                  np.asarray(lax.dynamic_slice(c3 * 2.0, (-3, int(p[0]), 0), (2, 8, 128))))
+  export(mixed_starts, c3, p)
 
 
 def test_a_ring_buffer_updated_in_a_run_time_loop():
