@@ -293,10 +293,19 @@ def _arange(ctx, o):
   t = o.result.type
   shape = ctx.local_shape(t)
   layout = layout_of(t)
-  if isinstance(layout, fa.WGStridedFragLayout) and len(shape) > 1 and shape[-1] % layout.vec_size:
-    x = _strided_iota(mlir_type(t.dtype), shape, o.dim, layout, t.dtype.is_signed)
+  # A row or column vector's size-1 axis is squeezed from its registers (Layout.register_shape): the iota runs
+  # along the axis's place among those kept, and along the squeezed axis itself it is all zeros (probe 57d: a
+  # register gather's (1, n) positions, `arange dim=1`, failed in Mosaic GPU, "`dimension` must be smaller than
+  # the rank").
+  dropped = t.layout.drop if len(t.shape) == 2 and len(shape) == 1 else ()
+  dim = o.dim - sum(1 for d in dropped if d < o.dim)
+  if o.dim in dropped:
+    x = fa.FragmentedArray.splat(arith.constant(mlir_type(t.dtype), 0.0 if t.dtype.is_float else 0), shape,
+                                 layout, is_signed=t.dtype.is_signed)
+  elif isinstance(layout, fa.WGStridedFragLayout) and len(shape) > 1 and shape[-1] % layout.vec_size:
+    x = _strided_iota(mlir_type(t.dtype), shape, dim, layout, t.dtype.is_signed)
   else:
-    x = fa.FragmentedArray.broadcasted_iota(mlir_type(t.dtype), shape, o.dim, layout,
+    x = fa.FragmentedArray.broadcasted_iota(mlir_type(t.dtype), shape, dim, layout,
                                             is_signed=t.dtype.is_signed)
   if is_split(t) and ctx.wg is not None and o.dim == 0:   # this warpgroup's rows
     start = arith.muli(arith.index_cast(ir.IntegerType.get_signless(32), ctx.wg),

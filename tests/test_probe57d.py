@@ -188,6 +188,49 @@ def test_at_of_a_run_time_window_hints_lax_dynamic_update_slice_which_computes()
   np.testing.assert_array_equal(np.asarray(at_window_hinted(c, n, p, interpret=True)), want)
 
 
+# ------------------------------------------------------------------ 4. a gather of one row beside a row-wise tile
+@mg.mgpu_kernel(out_shape=lambda c, n: c)
+def carried_cache(c, n, o):
+  def body(i, cache):
+    prev = lax.dynamic_index_in_dim(cache, (i - 1) % 64, 0, keepdims=False)
+    return lax.dynamic_update_index_in_dim(cache, n[i, :] + prev, i, 0)
+  o[...] = lax.fori_loop(0, n.shape[0], body, c[...])
+
+
+@mg.mgpu_kernel(out_shape=lambda c, n: c)
+def one_row_gather(c, n, o):
+  cache = c[...]
+  for i in range(n.shape[0]):
+    prev = cache[i + ml.arange(1)][0]
+    cache = ml.where(ml.arange(64)[:, None] == i, prev[None, :] + n[i, :], cache)
+  o[...] = cache
+
+
+def _carried_reference(c, n):
+  want = c.copy()
+  for i in range(n.shape[0]):
+    want[i] = n[i] + want[(i - 1) % 64]
+  return want
+
+
+def _one_row_reference(c, n):
+  want = c.copy()
+  for i in range(n.shape[0]):
+    want[i] = want[i] + n[i]
+  return want
+
+
+def test_a_gather_of_one_row_beside_a_row_wise_tile_builds():
+  """The gather's (1, 128) positions take the row-wise tile's column-vector layout, whose size-1 axis the registers
+  squeeze: their `arange` along axis 1 failed in Mosaic GPU ("`dimension` must be smaller than the rank", MG900);
+  the lowering now counts the axis among those kept."""
+  c, n = rnd((64, 128), 11), rnd((16, 128), 12)
+  np.testing.assert_allclose(np.asarray(carried_cache(c, n, interpret=True)), _carried_reference(c, n), rtol=1e-6)
+  np.testing.assert_array_equal(np.asarray(one_row_gather(c, n, interpret=True)), _one_row_reference(c, n))
+  export(carried_cache, c, n)
+  export(one_row_gather, c, n)
+
+
 # ------------------------------------------------------------------ GPU
 @pytest.mark.gpu
 def test_run_time_slices_updates_and_rolls_on_the_gpu():
@@ -204,3 +247,6 @@ def test_run_time_slices_updates_and_rolls_on_the_gpu():
   pr = np.array([[3, 5, 130], [-48, -1, -7], [64, 128, 9], [0, 300, 0]], np.int32)
   for got, want in zip(rolled(c, pr), rolled(c, pr, interpret=True)):
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+  c2, n2 = rnd((64, 128), 11), rnd((16, 128), 12)
+  np.testing.assert_allclose(np.asarray(carried_cache(c2, n2)), _carried_reference(c2, n2), rtol=1e-6)
+  np.testing.assert_array_equal(np.asarray(one_row_gather(c2, n2)), _one_row_reference(c2, n2))
