@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .jnp_forms import _kind
+from .jnp_forms import _dtype, _kind
 
 
 def _int(v) -> bool:
@@ -43,8 +43,13 @@ def run_time_starts(shape, starts, sizes, negative=True):
     else:
       slot = "{%d}" % (len(operands) + 2)      # ({0}, {1}: the operand and the update, or the operand twice)
       operands.append(s)
-      wrapped = f"ml.where({slot} < 0, {slot} + {n}, {slot})" if negative else slot
-      texts.append(f"ml.minimum(ml.maximum({wrapped}, 0), {n - k})")
+      d = _dtype(s)
+      if not d.is_signed:           # (an unsigned start is never negative: only clamped)
+        t = f"ml.minimum({slot}, {n - k})"
+      else:
+        wrapped = f"ml.where({slot} < 0, {slot} + {n}, {slot})" if negative else slot
+        t = f"ml.minimum(ml.maximum({wrapped}, 0), {n - k})"
+      texts.append(t if str(d) == "int32" else f"{t}.astype(ml.int32)")    # (in [0, n - k]: exact in int32)
   return texts, operands
 
 

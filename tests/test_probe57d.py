@@ -152,6 +152,21 @@ def test_a_flattened_roll_of_a_tile_by_a_run_time_shift_keeps_mg003():
               " ref they came from: ref[:, (ml.arange(128) - s) % 128]")
 
 
+@mg.mgpu_kernel(out_shape=lambda c, p, q: (S((8, c.shape[1]), c.dtype), c))
+def narrow_integer_starts(c, p, q, win, o):
+  win[...] = lax.dynamic_slice(c[...] * 1.0, (p[1], 0), (8, c.shape[1]))     # uint32: clamped, never negative
+  o[...] = jnp.roll(c[...], q[0], axis=0)                                     # int16
+
+
+def test_starts_and_shifts_of_other_integer_types():
+  c = rnd((64, 128), 13)
+  p, q = np.array([5, 4000000000], np.uint32), np.array([-5, 300], np.int16)
+  win, o = narrow_integer_starts(c, p, q, interpret=True)
+  np.testing.assert_array_equal(np.asarray(win), c[56:64])
+  np.testing.assert_array_equal(np.asarray(o), np.roll(c, -5, 0))
+  export(narrow_integer_starts, c, p, q)
+
+
 # ------------------------------------------------------------------ 3. .at[] of a window at a run-time start
 @mg.mgpu_kernel(out_shape=lambda c, n, p: c, grid=lambda c, n, p: (c.shape[0],))
 def at_window(c, n, p, o):

@@ -202,6 +202,9 @@ def _run_time_roll(cx, x, shift, axis):
   rank = len(x.type.shape)
   a = 0 if axis is None else axis % rank
   n = x.type.shape[a]
+  if str(resolve(shift.type.dtype)) != "int32":     # (int64, uint32, int16: taken modulo n first, then int32)
+    from .elementwise import astype
+    shift = astype(cx, binary(cx, BinOp.MOD, shift, n), DType.i32)
   idx = binary(cx, BinOp.MOD, binary(cx, BinOp.SUB, arange.rule(cx, n), shift), n)
   return register_gather(cx, x, tuple(idx if i == a else slice(None) for i in range(rank)), cx.name)
 
