@@ -89,6 +89,6 @@ def update_form(x, u, shape, ushape, starts, negative):
       placed = _gathered(placed, rank, axis, f"ml.minimum(ml.maximum({iota} - ({t}), 0), {k - 1})")
     where = ", ".join(":" if i == axis else "None" for i in range(rank))
     masks.append(f"(({iota} >= ({t})) & ({iota} < ({t}) + {k}))[{where}]")
-  if not masks:
-    return None
+  if not masks:            # (the update spans the operand: lax clamps every start to 0)
+    return "{1}", [x, u] + operands
   return f"ml.where({' & '.join(masks)}, {placed}, {{0}})", [x, u] + operands

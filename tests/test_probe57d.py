@@ -152,6 +152,11 @@ def test_a_flattened_roll_of_a_tile_by_a_run_time_shift_keeps_mg003():
               " ref they came from: ref[:, (ml.arange(128) - s) % 128]")
 
 
+@mg.mgpu_kernel(out_shape=lambda c, n, p: c)
+def whole_update(c, n, p, o):
+  o[...] = lax.dynamic_update_slice(c[...], n[...] * 2.0, (p[0], p[1]))      # every start clamped to 0
+
+
 @mg.mgpu_kernel(out_shape=lambda c, p, q: (S((8, c.shape[1]), c.dtype), c))
 def narrow_integer_starts(c, p, q, win, o):
   win[...] = lax.dynamic_slice(c[...] * 1.0, (p[1], 0), (8, c.shape[1]))     # uint32: clamped, never negative
@@ -165,6 +170,8 @@ def test_starts_and_shifts_of_other_integer_types():
   np.testing.assert_array_equal(np.asarray(win), c[56:64])
   np.testing.assert_array_equal(np.asarray(o), np.roll(c, -5, 0))
   export(narrow_integer_starts, c, p, q)
+  n = rnd((64, 128), 14)
+  np.testing.assert_array_equal(np.asarray(whole_update(c, n, np.array([5, -4], np.int32), interpret=True)), n * 2.0)
 
 
 # ------------------------------------------------------------------ 3. .at[] of a window at a run-time start
