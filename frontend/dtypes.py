@@ -64,6 +64,14 @@ class DType(enum.Enum):
     return _NUMPY[self.value]
 
   @property
+  def dtype(self) -> np.dtype:
+    """numpy's dtype again: NumPy and JAX read an object's `.dtype` as the dtype it stands for, so `ml.float32`
+    (Triton's `tl.float32`) is a dtype wherever they take one, `jax.ShapeDtypeStruct(shape, dtype)` of a Triton
+    port's `dtype: tl.constexpr` in an out_shape callable, `jnp.zeros(n, ml.bfloat16)` (probe 57h; a TypeError,
+    "Cannot interpret '<DType.f32: 'float32'>' as a data type", before)."""
+    return self.np
+
+  @property
   def float_max(self) -> float:
     """The largest finite value of a float dtype (448 for float8_e4m3fn, 57344 for float8_e5m2)."""
     import ml_dtypes

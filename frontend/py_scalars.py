@@ -227,3 +227,15 @@ def _is_int(v) -> bool:
     d = resolve(v.type.dtype)
     return getattr(d, "is_int", False) or d == DType.bool_
   return type(v) in (int, bool)
+
+
+def number_as_scalar(cx, v):
+  """A Python number, or a NumPy or JAX scalar (a TypedFloat or TypedInt), as the run-time scalar a tensor method
+  converts (probe 57h): `eps.to(x.dtype)` of Liger's RMSNorm, where Triton's `eps` is a float32 kernel argument,
+  `jnp.float32(eps).astype(x.dtype)`. Its dtype is the scalar's own (NumPy's, JAX's), else Triton's of a Python
+  number: float32 for a float, int32 for an int, bool for a bool."""
+  from .dtypes import DType
+  d = getattr(v, "dtype", None)
+  if not isinstance(d, DType):
+    d = DType.bool_ if isinstance(v, bool) else DType.f32 if isinstance(v, float) else DType.i32
+  return ew.constant(cx, v, d)

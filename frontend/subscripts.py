@@ -184,6 +184,9 @@ class Subscripts:
           f"{d}.{attr}: {DICTS_FIXED}, so they have no .{attr}", self.loc(node),
           hint=f"build a new one: {d} = {{**{d}, 'k': v}} to add or replace, {d} = {{k: v for k, v in"
                f" {d}.items() if k != 'a'}} to drop")
+    if attr in ("to", "astype") and call is not None and isinstance(base, (int, float)):
+      from .py_scalars import number_as_scalar     # Triton's eps.to(x.dtype), jnp.float32(c).astype(x.dtype)
+      return _Method(METHODS[attr], number_as_scalar(self.cx(node), base))
     from .triton_math import dtype_attr
     if (triton := dtype_attr(base, attr)) is not None:
       return triton[0]               # x_ptr.dtype.element_ty: Triton's element type of a pointer, a ref's dtype
