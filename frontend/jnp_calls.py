@@ -40,7 +40,7 @@ _UNARY = ("abs", "acos", "asin", "atan", "cbrt", "ceil", "cos", "exp", "exp2", "
 _JNP = {**{n: n for n in _UNARY + (
     "atan2", "fmod", "pow", "maximum", "minimum", "clip", "where", "round", "all", "any", "argmax", "argmin", "max",
     "min", "mean", "sum", "std", "var", "cumsum", "cumprod", "flip", "roll", "reshape", "ravel", "transpose",
-    "broadcast_to", "concatenate", "sort", "argsort", "take_along_axis", "full", "zeros", "squeeze", "repeat",
+    "broadcast_to", "concatenate", "sort", "argsort", "full", "zeros", "squeeze", "repeat",
     "searchsorted", "bincount", "split")},
         "absolute": "abs", "arccos": "acos", "arcsin": "asin", "arctan": "atan", "arctan2": "atan2",
         "power": "pow", "amax": "max", "amin": "min", "around": "round", "fix": "trunc"}

@@ -398,8 +398,94 @@ def _take_axis(a):
   return f"ml.where({ok}, {{0}}[{lead}{{1}}], {{2}})", [x, ids, fill]
 
 
+
+def _fill_of(x, fill):
+  """jnp's fill_value for an index outside the axis: the caller's, else NaN for floats, the lowest signed or the
+  highest unsigned integer, True for bools (jnp's defaults)."""
+  if fill is not None:
+    return fill
+  d = str(getattr(x.type, "dtype", ""))
+  return float("nan") if _kind(x) == "float" else True if _kind(x) == "bool" else int(
+      np.iinfo(d).min if d.startswith("int") else np.iinfo(d).max)
+
+
+def _take_along(a):
+  """jnp.take_along_axis of a register tensor with jnp's modes (probe 57f): "fill", the default, gives fill_value
+  (NaN, the dtype's lowest signed or highest unsigned integer) where an index lies outside [-n, n) (a negative one
+  counts from the end, as jnp's unless wrap_negative_indices=False); "clip" clamps it into the axis (after the
+  wrap), as ml.take_along_axis does; "promise_in_bounds" is ml's. ml.take_along_axis alone clamped every index, so
+  the default mode's NaN of a label past the vocabulary was the last column's logit, silently."""
+  x, ids, axis, mode = a["arr"], a["indices"], a["axis"], a["mode"]
+  wrap = a.get("wrap_negative_indices")
+  shape, ishape = _shape(a, x), _shape(a, ids)
+  if mode not in (None, "fill", "clip", "promise_in_bounds") or wrap not in (None, True, False):
+    return None
+  if shape is None or ishape is None or _kind(ids) != "int" or _kind(x) is None or not _int(
+      axis) or not -len(shape) <= axis < len(shape):
+    return "ml.take_along_axis({0}, {1}, axis={2})", [x, ids, axis]    # (ml's own errors name what is amiss)
+  ax, n = axis % len(shape), shape[axis % len(shape)]
+  d = str(getattr(ids.type, "dtype", ""))
+  i = "ml.bitcast({1}, jnp.int32)" if d == "uint32" else "{1}"     # (jnp's: uint32 indices as int32 bits)
+  signed = d.startswith("int") or d == "uint32"
+  take = f"ml.take_along_axis({{0}}, {i}, axis={ax})"
+  if wrap is False and signed:     # a negative index lies outside the axis, not counted from the end
+    if mode == "clip":
+      return f"ml.take_along_axis({{0}}, ml.clip({i}, 0, {n - 1}), axis={ax})", [x, ids]
+    low = "0"
+  else:
+    low = f"-{n}"
+  if mode in ("clip", "promise_in_bounds"):
+    return take, [x, ids]
+  ok = f"(({i} >= {low}) & ({i} < {n}))" if signed else f"({i} < {n})"
+  return f"ml.where({ok}, {take}, {{2}})", [x, ids, _fill_of(x, a["fill_value"])]
+
+
+def _diagonal(a):
+  """jnp.diagonal (jnp.diag of a matrix) of a 2-D register tile, a static offset along axes (0, 1): the element
+  each row (column) keeps, ml.take_along_axis's select of one index a row (exact: -0.0 and NaN its own), where the
+  diagonal spans every row (k >= 0) or every column (k <= 0) of the tile (CLIP's logits' positives, probe 57f;
+  MG003 before). Other offsets keep their MG003 (the diagonal a slice of rows no register tensor holds)."""
+  x = a["a"] if "a" in a else a["v"]
+  k = a["offset"] if "offset" in a else a["k"]
+  shape = _shape(a, x)
+  if shape is None or not _int(k) or _kind(x) not in ("float", "int") or (a.get("axis1", 0) % 2, a.get(
+      "axis2", 1) % 2) != (0, 1):
+    return None
+  if len(shape) == 1:        # jnp.diag of a vector: the matrix with it on the main diagonal
+    if k != 0 or "offset" in a:
+      return None
+    n = shape[0]
+    # ({0}[:, None]: the same elements on the diagonal; a row statistic, the usual vector here, is one)
+    return f"ml.where(ml.arange({n})[:, None] == ml.arange({n})[None, :], {{0}}[:, None], {{1}})", [x, _zero(x)]
+  if len(shape) != 2:
+    return None
+  m, n = shape
+  if k >= 0 and m <= n - k:
+    return f"ml.take_along_axis({{0}}, (ml.arange({m}) + {k})[:, None], axis=1)[:, 0]", [x]
+  if k <= 0 and n <= m + k:
+    return f"ml.take_along_axis({{0}}, (ml.arange({n}) - {-k})[None, :], axis=0)[0, :]", [x]
+  return None
+
+
+def _zero(x):
+  return 0.0 if _kind(x) == "float" else 0
+
+
+def _diagflat(a):
+  """jnp.diagflat of a vector (k = 0): jnp.diag's matrix."""
+  x, k = a["v"], a["k"]
+  shape = _shape(a, x)
+  if shape is None or len(shape) != 1 or k != 0 or _kind(x) not in ("float", "int"):
+    return None
+  return _diagonal({"v": x, "k": 0, "_shape_of": a.get("_shape_of")})
+
+
 MOVES = {
     ("jnp", "concat"): (("arrays", "axis"), _concat),
+    ("jnp", "take_along_axis"): (("arr", "indices", "axis", "mode", "fill_value", "wrap_negative_indices"),
+                                 _take_along),
+    ("jnp", "diagonal"): (("a", "offset", "axis1", "axis2"), _diagonal),
+    ("jnp", "diag"): (("v", "k"), _diagonal), ("jnp", "diagflat"): (("v", "k"), _diagflat),
     ("jnp", "append"): (("arr", "values", "axis"), _append),
     ("jnp", "hstack"): (("tup", "dtype"), _stacked(lambda r: "", lambda r: 0 if r == 1 else 1)),
     ("jnp", "vstack"): (("tup", "dtype"), _stacked(lambda r: "[None, :]" if r == 1 else "", lambda r: 0)),

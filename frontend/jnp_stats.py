@@ -348,6 +348,20 @@ def _scipy_softmax(kind):
   return make
 
 
+def _vecdot(a):
+  """jnp.vecdot / jnp.linalg.vecdot of real register tensors of one dtype (the array API's; a contrastive loss's
+  or a cosine's row dot products, probe 57f): the sum of their product along `axis` (broadcast first, as jnp's);
+  16-bit floats multiplied and summed in float32 and rounded once, as XLA's dot. Was MG003."""
+  x, y, axis = a["x1"], a["x2"], a["axis"]
+  d, e = _dtype(x), _dtype(y)
+  if d is None or d != e or d == DType.bool_ or a.get("precision") is not None or a.get(
+      "preferred_element_type") is not None or not isinstance(axis, int) or isinstance(axis, bool):
+    return None
+  if d.is_float and d.bits < 32:
+    return f"ml.sum({{0}}.astype(jnp.float32) * {{1}}.astype(jnp.float32), axis={axis}).astype({{0}}.dtype)", [x, y]
+  return f"ml.sum({{0}} * {{1}}, axis={axis})", [x, y]
+
+
 # (lib, name) -> (the parameters the form reads, its maker): merged into jnp_calls.SHAPED
 STATS = {
     ("jax.scipy.special", "softmax"): (("x", "axis"), _scipy_softmax("softmax")),
@@ -363,6 +377,8 @@ STATS = {
     ("jnp", "average"): (("a", "axis", "weights", "keepdims", "returned"), _average),
     ("jnp", "nanprod"): (("a", "axis", "dtype", "keepdims"), _nanprod),
     ("jnp", "logaddexp"): (("args",), _logaddexp),
+    **{(lib, "vecdot"): (("x1", "x2", "axis", "precision", "preferred_element_type"), _vecdot)
+       for lib in ("jnp", "jnp.linalg")},
     ("jnp.linalg", "norm"): (("x", "ord", "axis", "keepdims"), _norm),
     ("jnp.linalg", "matrix_norm"): (("x", "keepdims", "ord"), _matrix_norm),
     ("jnp.linalg", "vector_norm"): (("x", "axis", "keepdims", "ord"), _vector_norm_call),

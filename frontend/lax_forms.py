@@ -127,4 +127,6 @@ FORMS = {
     ("jax.lax", "slice"): (("operand", "start_indices", "limit_indices", "strides"), _slice),
     ("jax.lax", "shift_right_logical"): (("x", "y"), _shift(True)),
     ("jax.lax", "shift_right_arithmetic"): (("x", "y"), _shift(False)),
+    # (a kernel has no derivative (docs/autodiff.md): what stop_gradient holds back is its operand; probe 57f)
+    ("jax.lax", "stop_gradient"): (("x",), lambda a: None if _dtype(a["x"]) is None else ("{0}", [a["x"]])),
 }
