@@ -30,6 +30,8 @@ class RegisterAt:
       _float_index(cx, items)
     if _point(items, self.value):
       return RegisterAtIndex(self, None, items + (slice(None),) * (len(self.value.type.shape) - len(items)))
+    if _paired(items, self.value):
+      return RegisterAtIndex(self, None, items, paired=True)
     ids, rest = items[0], items[1:]
     d = resolve(ids.type.dtype) if is_value(ids) and is_tensor(ids) else None
     if not (isinstance(d, DType) and d.is_int and len(ids.type.shape) == 1 and len(self.value.type.shape) in (1, 2)
@@ -42,10 +44,14 @@ class RegisterAt:
 class RegisterAtIndex:
   """`v.at[ids]` of a register tensor at a vector of indices along its first axis; `v.at[t]`, `v.at[:, j]` at
   `items`, a static or run-time integer index (or `:`) for each axis, where `ids` is None."""
-  def __init__(self, at, ids, items=None):
-    self.at, self.ids, self.items = at, ids, items
+  def __init__(self, at, ids, items=None, paired=False):
+    self.at, self.ids, self.items, self.paired = at, ids, items, paired
 
   def __getattr__(self, attr):
+    if attr in ("get", *_UPDATES) and self.__dict__.get("paired"):
+      from ..calls import _Method
+      from .register_at_pairs import PAIR_GET, PAIR_UPDATES
+      return _Method(PAIR_GET if attr == "get" else PAIR_UPDATES[attr], self)
     if attr == "get":          # jnp's v.at[idx].get(): v[idx] (probe 53b; it was MG003)
       from ..calls import _Method
       return _Method(_GET, self)
@@ -71,6 +77,17 @@ def _float_index(cx, items):
           f"an index of {name}.at must be an integer, got {text or 'a float'} ({what})", cx.loc,
           hint=f"convert it: {method_on(text or 'i')}.astype(jnp.int32)" if is_value(i) else
                f"index with an int: {name}.at[{int(i) if i == int(i) else 'i'}]")
+
+
+def _paired(items, v) -> bool:
+  """Whether `items` are two 1-D integer tensors of one length indexing a 2-D register tensor `v` (jnp's paired
+  advanced index, `p.at[jnp.arange(n), labels].add(-1.0)`: a cross-entropy's gradient; probe 57f)."""
+  from ..types import TensorType
+  if not (isinstance(v.type, TensorType) and len(v.type.shape) == 2 and len(items) == 2):
+    return False
+  ok = lambda i: is_value(i) and is_tensor(i) and len(i.type.shape) == 1 and isinstance(
+      d := resolve(i.type.dtype), DType) and d.is_int
+  return ok(items[0]) and ok(items[1]) and items[0].type.shape == items[1].type.shape
 
 
 def _point(items, v) -> bool:
