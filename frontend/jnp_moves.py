@@ -440,6 +440,27 @@ def _take_along(a):
   return f"ml.where({ok}, {take}, {{2}})", [x, ids, _fill_of(x, a["fill_value"])]
 
 
+def _put_along(a):
+  """jnp.put_along_axis(arr, ids, values, axis, inplace=False) of a 2-D register tile with one index a row (axis 1,
+  ids (m, 1)) or a column (axis 0, ids (1, n)): the select of `values` at each row's index (a negative one counts
+  from the end; one outside the axis is dropped, jnp's default, or clamped with mode="clip"). Probe 57f: MG003."""
+  x, ids, axis, mode = a["arr"], a["indices"], a["axis"], a["mode"]
+  shape, ishape = _shape(a, x), _shape(a, ids)
+  if shape is None or ishape is None or len(shape) != 2 or len(ishape) != 2 or not _int(axis) or not (
+      -2 <= axis < 2) or a["inplace"] is not False or mode not in (None, "drop", "fill", "clip",
+      "promise_in_bounds") or _kind(ids) != "int" or _kind(x) not in ("float", "int"):
+    return None
+  ax = axis % 2
+  n = shape[ax]
+  if ishape != ((shape[0], 1) if ax == 1 else (1, shape[1])):
+    return None
+  i = "ml.where({1} < 0, {1} + %d, {1})" % n if str(ids.type.dtype).startswith("int") else "{1}"
+  if mode == "clip":
+    i = f"ml.clip({i}, 0, {n - 1})"
+  at = f"ml.arange({n})" + ("[None, :]" if ax == 1 else "[:, None]")
+  return f"ml.where({at} == {i}, {{2}}, {{0}}).astype({{0}}.dtype)", [x, ids, a["values"]]
+
+
 def _diagonal(a):
   """jnp.diagonal (jnp.diag of a matrix) of a 2-D register tile, a static offset along axes (0, 1): the element
   each row (column) keeps, ml.take_along_axis's select of one index a row (exact: -0.0 and NaN its own), where the
@@ -484,6 +505,7 @@ MOVES = {
     ("jnp", "concat"): (("arrays", "axis"), _concat),
     ("jnp", "take_along_axis"): (("arr", "indices", "axis", "mode", "fill_value", "wrap_negative_indices"),
                                  _take_along),
+    ("jnp", "put_along_axis"): (("arr", "indices", "values", "axis", "inplace", "mode"), _put_along),
     ("jnp", "diagonal"): (("a", "offset", "axis1", "axis2"), _diagonal),
     ("jnp", "diag"): (("v", "k"), _diagonal), ("jnp", "diagflat"): (("v", "k"), _diagflat),
     ("jnp", "append"): (("arr", "values", "axis"), _append),
