@@ -51,8 +51,10 @@ def _pair_update(name):
     from .shape import expand
     v, (rows, cols) = at.at.value, at.items
     (m, n), d = tuple(v.type.shape), resolve(v.type.dtype)
-    if mode not in (None, "drop", "fill", "promise_in_bounds") or d == DType.bool_:
-      raise at.at.error()
+    from .padded_tiles import true_shape
+    if mode not in (None, "drop", "fill", "promise_in_bounds") or d == DType.bool_ or tuple(
+        true_shape(cx.b, v)) != (m, n):
+      raise at.at.error()          # (a tile computed padded: its own columns are not the lanes' count)
     k = rows.type.shape[0]
     y = values
     if is_value(y) and is_tensor(y):
@@ -75,6 +77,17 @@ def _pair_update(name):
       new = y if op is None else ew.binary(cx, op, v, y)
       out = ew.where_(cx, hit, new, v)
       return ew.astype(cx, out, d) if resolve(out.type.dtype) != d else out
+    if m > _ROWS:
+      t, i, r = _texts(cx.text)
+      j = _second(cx.text)
+      raise E.KernelTypeError(
+          f"{t} updates {m} rows of a register tile at paired index vectors: in registers, at most {_ROWS} (one"
+          f" reduction of the updates a row), unless the rows are the tile's own, ml.arange({m})", cx.loc,
+          hint=f"where each row takes the update of its own index, index the rows with ml.arange({m}) (a select a"
+               f" row); else scatter into the output atomically, ml.atomic_{_ATOMIC.get(name, 'add')}(out.at[{i},"
+               f" {j}], {r})" if name in _ATOMIC else
+               f"where each row takes the update of its own index, index the rows with ml.arange({m}) (a select a"
+               f" row); else update {_ROWS} rows at a time")
     rowwise = RegisterAtIndex(at.at, rows)     # (k, n) rows of updates, the identity off each one's column
     if name != "set":
       upd = ew.where_(cx, hit, y, _identity(name, d))
@@ -112,6 +125,19 @@ def _pair_get(cx, at, *, mode=None, fill_value=None, indices_are_sorted=False, u
       c = ew.binary(cx, ew.BinOp.AND, ew.compare(cx, ew.CmpOp.GE, i, -n), c)
     inside = c if inside is None else ew.binary(cx, ew.BinOp.AND, inside, c)
   return ew.where_(cx, inside, got, fill_value)
+
+
+_ROWS = 64           # rows a segment reduction fills (ops/register_at.py's)
+_ATOMIC = {"add": "add", "max": "max", "min": "min"}
+
+
+def _second(text) -> str:
+  """The column index of `v.at[rows, cols].op(y)` as written; `cols` where the text is not so written."""
+  import ast
+  try:
+    return ast.unparse(ast.parse((text or "").strip(), mode="eval").body.func.value.slice.elts[1])
+  except (SyntaxError, AttributeError, IndexError):
+    return "cols"
 
 
 PAIR_UPDATES = {name: _pair_update(name) for name in ("set", "add", "max", "min", "mul", "multiply")}
