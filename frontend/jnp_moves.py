@@ -484,7 +484,7 @@ def _diagonal(a):
   if k >= 0 and m <= n - k:
     return f"ml.take_along_axis({{0}}, (ml.arange({m}) + {k})[:, None], axis=1)[:, 0]", [x]
   if k <= 0 and n <= m + k:
-    return f"ml.take_along_axis({{0}}, (ml.arange({n}) - {-k})[None, :], axis=0)[0, :]", [x]
+    return f"ml.take_along_axis({{0}}, (ml.arange({n}) + {-k})[None, :], axis=0)[0, :]", [x]
   return None
 
 
