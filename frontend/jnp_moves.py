@@ -425,8 +425,9 @@ def _take_along(a):
     return "ml.take_along_axis({0}, {1}, axis={2})", [x, ids, axis]    # (ml's own errors name what is amiss)
   ax, n = axis % len(shape), shape[axis % len(shape)]
   d = str(getattr(ids.type, "dtype", ""))
-  i = "ml.bitcast({1}, jnp.int32)" if d == "uint32" else "{1}"     # (jnp's: uint32 indices as int32 bits)
-  signed = d.startswith("int") or d == "uint32"
+  # (jnp converts 32- and 64-bit indices to int32 first, wrapping: uint32's 2**32 - 1 is -1, int64's -2**40 is 0)
+  i = "{1}.astype(jnp.int32)" if d in ("uint32", "int64", "uint64") else "{1}"
+  signed = d.startswith("int") or d in ("uint32", "uint64")
   take = f"ml.take_along_axis({{0}}, {i}, axis={ax})"
   if wrap is False and signed:     # a negative index lies outside the axis, not counted from the end
     if mode == "clip":

@@ -8,6 +8,11 @@ fails before the fix):
   select that did not broadcast (ops/register_at_pairs.py); `jnp.put_along_axis(..., inplace=False)` was MG003.
 - `jnp.diagonal` / `jnp.diag` / `jnp.diagflat` of register tiles (CLIP's positives), `jnp.vecdot` /
   `jnp.linalg.vecdot`, `jax.lax.stop_gradient` (a z-loss's): MG003 (jnp_moves, jnp_stats, lax_forms)."""
+import os
+import subprocess
+import sys
+import textwrap
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -91,6 +96,34 @@ def test_take_along_axis_integer_fills_and_uint32_indices():
           jnp.take_along_axis((x % 200).astype(jnp.uint8), ids.astype(jnp.uint32), axis=1))
   for g, w in zip(got, want):
     np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+_X64 = textwrap.dedent('''
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp, numpy as np, mgpu_dsl as mg
+    S = jax.ShapeDtypeStruct
+
+    @mg.mgpu_kernel(out_shape=lambda x, y: S((x.shape[0],), jnp.float32))
+    def take(x, y, o):
+        o[...] = jnp.take_along_axis(x[...], y[...][:, None], -1)[:, 0]
+
+    x = np.random.default_rng(0).standard_normal((32, 512)).astype(np.float32)
+    y = np.random.default_rng(1).integers(0, 512, 32).astype(np.int64)
+    y[::5], y[1], y[2], y[3] = -100, 600, -2 ** 40, 2 ** 33 + 7
+    got, want = take(x, y, interpret=True), jnp.take_along_axis(x, y[:, None], -1)[:, 0]
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    print("ok")
+''')
+
+
+def test_take_along_axis_of_int64_labels_wraps_them_to_int32_as_jnp(tmp_path):
+  """jnp converts 64-bit indices to int32 (wrapping) before its fill: -2**40 is column 0, 2**33 + 7 column 7."""
+  script = tmp_path / "x64.py"
+  script.write_text(_X64)
+  env = dict(os.environ, MGPU_DSL_CACHE_DIR="off", JAX_PLATFORMS="cpu")
+  r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+  assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
 
 
 # ---------------------------------------------------------------- .at[rows, cols] of a register tile
