@@ -272,3 +272,19 @@ def test_probe57f_kernels_on_the_gpu():
   a, b = rnd((64, 64), 7), rnd((64, 64), 8)
   for g, w in zip(clip_rows(a, b), _clip_rows(a, b)):
     np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-2, atol=2e-2)
+
+
+@mg.mgpu_kernel(out_shape=lambda s, x: S((x.shape[0],), jnp.uint32), grid=lambda s, x: (x.shape[0] // 256,))
+def philox_by_uint64(seed, x, out):
+  i = ml.program_id(0) * 256
+  c0 = (i + ml.arange(256)).astype(jnp.uint32)
+  p = c0.astype(jnp.uint64) * 0xD2511F53
+  out[ml.ds(i, 256)] = (p >> 32).astype(jnp.uint32) ^ seed[0].astype(jnp.uint32)
+
+
+def test_a_uint64_product_of_a_philox_port_hints_umulhi():
+  """A CUDA port's `(uint64)a * b >> 32` (a Philox round's high word): MG106 whose hint names ml.umulhi."""
+  e = expect(philox_by_uint64, [S((2,), jnp.int32), S((512,), F32)], mg.UnsupportedDtypeError, "c0.astype(jnp.uint64)",
+             "the conversion (.astype / ml.cast): uint64 is not a kernel dtype")
+  assert e.hint.startswith("for the high 32 bits of a 32-bit product (a Philox round's, a CUDA port's (uint64)a * b"
+                           " >> 32) use ml.umulhi(a, b), and a * b for the low ones")
