@@ -464,9 +464,9 @@ def _put_along(a):
 
 def _diagonal(a):
   """jnp.diagonal (jnp.diag of a matrix) of a 2-D register tile, a static offset along axes (0, 1): the element
-  each row (column) keeps, ml.take_along_axis's select of one index a row (exact: -0.0 and NaN its own), where the
-  diagonal spans every row (k >= 0) or every column (k <= 0) of the tile (CLIP's logits' positives, probe 57f;
-  MG003 before). Other offsets keep their MG003 (the diagonal a slice of rows no register tensor holds)."""
+  each row (column) keeps, ml.take_along_axis's select of one index a row (exact: -0.0 and NaN its own), over every
+  row (k >= 0) or every column (k < 0) of the tile, then its first elements where the diagonal is shorter (CLIP's
+  logits' positives, probe 57f; MG003 before). An empty diagonal keeps its MG003."""
   x = a["a"] if "a" in a else a["v"]
   k = a["offset"] if "offset" in a else a["k"]
   shape = _shape(a, x)
@@ -482,11 +482,16 @@ def _diagonal(a):
   if len(shape) != 2:
     return None
   m, n = shape
-  if k >= 0 and m <= n - k:
-    return f"ml.take_along_axis({{0}}, (ml.arange({m}) + {k})[:, None], axis=1)[:, 0]", [x]
-  if k <= 0 and n <= m + k:
-    return f"ml.take_along_axis({{0}}, (ml.arange({n}) + {-k})[None, :], axis=0)[0, :]", [x]
-  return None
+  size = min(m, n - k) if k >= 0 else min(m + k, n)
+  if size <= 0:
+    return None                  # (an empty diagonal: its MG003)
+  if k >= 0:                     # row i's column i + k (clamped past the last column: rows the slice drops)
+    cols = f"(ml.arange({m}) + {k})" if size == m else f"ml.minimum(ml.arange({m}) + {k}, {n - 1})"
+    got = f"ml.take_along_axis({{0}}, {cols}[:, None], axis=1)[:, 0]"
+    return (got if size == m else f"{got}[:{size}]"), [x]
+  rows = f"(ml.arange({n}) + {-k})" if size == n else f"ml.minimum(ml.arange({n}) + {-k}, {m - 1})"
+  got = f"ml.take_along_axis({{0}}, {rows}[None, :], axis=0)[0, :]"
+  return (got if size == n else f"{got}[:{size}]"), [x]
 
 
 def _zero(x):

@@ -240,6 +240,9 @@ _FORMS = {
     "diagflat": lambda A: jnp.diagflat(A[1, :64]),
     "vecdot_bf16": lambda A: jnp.linalg.vecdot(A.astype(jnp.bfloat16), A[::-1].astype(jnp.bfloat16)),
     "diagonal_tall": lambda A: jnp.diagonal(A.T[:, :32], -5),
+    "diagonal_partial_rows": lambda A: jnp.diagonal(A[:, :64], 1),
+    "diagonal_partial_columns": lambda A: jnp.diagonal(A[:, :64], -3),
+    "diagonal_wide": lambda A: jnp.diag(A, 100),
     "z_loss": lambda A: 1e-4 * jnp.square(jax.lax.stop_gradient(jax.nn.logsumexp(A, axis=-1))),
 }
 
