@@ -126,6 +126,31 @@ def test_take_along_axis_of_int64_labels_wraps_them_to_int32_as_jnp(tmp_path):
   assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
 
 
+@mg.mgpu_kernel(out_shape=lambda x, y: (S(x.shape[:1], F32), S(y.shape, x.dtype)))
+def sequence_logps(x, y, o, per):
+  v = x[...]
+  lab = y[...]
+  mask = lab != -100
+  lp = jax.nn.log_softmax(v, axis=-1)
+  o[...] = jnp.sum(jnp.take_along_axis(lp, jnp.where(mask, lab, 0)[..., None], axis=-1)[..., 0] * mask, axis=-1)
+  per[...] = ml.take_along_axis(v, lab[..., None], axis=2)[..., 0]
+
+
+def test_take_along_axis_of_a_computed_3d_tensor_one_index_a_row():
+  """DPO's per-sequence log-probs, jnp.take_along_axis of a (b, t, v) log-softmax at (b, t, 1) labels: MG003 ("gathers
+  from a GMEM ref") before; a select along the last axis, as a 2-D tile's."""
+  x = rnd((4, 16, 128), 11) * 2
+  y = np.random.default_rng(12).integers(0, 128, (4, 16)).astype(np.int32)
+  y[:, :3] = -100
+  got = sequence_logps(x, y, interpret=True)
+  lp = jax.nn.log_softmax(x, -1)
+  want = (jnp.sum(jnp.take_along_axis(lp, jnp.where(y != -100, y, 0)[..., None], -1)[..., 0] * (y != -100), -1),
+          jnp.take_along_axis(x, y[..., None], axis=2, mode="clip")[..., 0])
+  for g, w in zip(got, want):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
+  export(sequence_logps, x, y)
+
+
 # ---------------------------------------------------------------- .at[rows, cols] of a register tile
 @mg.mgpu_kernel(out_shape=lambda x, y: x, grid=lambda x, y: (x.shape[0] // 16,))
 def ce_grad_at(x, y, dx):

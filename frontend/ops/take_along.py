@@ -85,12 +85,18 @@ def take_along_axis(cx, arr, indices, axis):
 
 def _one_per_row(arr, indices, axis) -> bool:
   """A register tile (m, n) with one index a row (m, 1) along axis 1 (or a column's (1, n) along axis 0): NLL's
-  target column of a log-softmax tile, which a select takes in registers."""
-  if not (is_value(arr) and isinstance(arr.type, TensorType) and len(arr.type.shape) == 2 and is_value(indices)
+  target column of a log-softmax tile, which a select takes in registers; so is a 3-D or wider tensor's last axis
+  with one index a row, (b, t, 1) of (b, t, v) (a batch of sequences' label log-probs, probe 57f)."""
+  if not (is_value(arr) and isinstance(arr.type, TensorType) and len(arr.type.shape) >= 2 and is_value(indices)
           and isinstance(indices.type, TensorType) and isinstance(axis, int) and not isinstance(axis, bool)
-          and -2 <= axis < 2):
+          and -len(arr.type.shape) <= axis < len(arr.type.shape)):
     return False
   d = resolve(arr.type.dtype)
+  if len(arr.type.shape) > 2:
+    one = tuple(arr.type.shape[:-1]) + (1,)
+    return axis % len(arr.type.shape) == len(one) - 1 and tuple(indices.type.shape) == one and isinstance(
+        d, DType) and d != DType.bool_ and isinstance(resolve(indices.type.dtype), DType) and resolve(
+        indices.type.dtype).is_int
   m, n = arr.type.shape
   one = (m, 1) if axis % 2 == 1 else (1, n)
   return indices.type.shape == one and isinstance(d, DType) and d != DType.bool_ \
@@ -103,10 +109,11 @@ def _selected(cx, arr, indices, axis):
   import numpy as np
   from . import elementwise as ew
   from .reduce import ReduceKind, reduce
-  a = axis % 2
+  rank = len(arr.type.shape)
+  a = axis % rank
   d = resolve(arr.type.dtype)
   n = arr.type.shape[a]
-  pos = reshape_(cx, arange.apply(cx, (n,), {}), (1, n) if a == 1 else (n, 1))
+  pos = reshape_(cx, arange.apply(cx, (n,), {}), tuple(n if k == a else 1 for k in range(rank)))
   low = float("-inf") if d.is_float else int(np.iinfo(d.np).min)
   indices = _in_range(cx, indices, n)        # jnp's: a negative index counts from the end (clamped as a gather's)
   if resolve(indices.type.dtype) != DType.i32:     # 8-, 16- or 64-bit, unsigned: compared as int32 positions
