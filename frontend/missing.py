@@ -230,10 +230,8 @@ def missing_hint(base, attr, args=None, after="", taken=frozenset()) -> str:
   """The hint for a name a module lacks: the ml function a Triton or jnp user meant, if any
   (`args`: the call's arguments as written, where it is called; `after`: the text after the name
   on its line, which names the function of a namespace ml lacks: `.exp2(x)` after `ml.math`)."""
-  from .triton_math import Namespace, round_hint
+  from .triton_math import Namespace
   if isinstance(base, Namespace):                # ml.math.fast_dividef: the hint for ml.fast_dividef
-    if attr == "round":
-      return round_hint(_operand(args[0]) if args and len(args) == 1 else "x")
     from . import language as base
   if getattr(base, "__name__", "").endswith("language"):
     if attr in ("math", "extra", "libdevice") and after and (ns := _namespace_hint(base, attr, after)):

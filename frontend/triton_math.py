@@ -5,8 +5,9 @@ Liger's and flash-linear-attention's kernels write `tl.math.tanh(x)`, `tl.math.e
 of a pointer; each was MG002 with a hint naming the one thing it means. `ml.math`, `ml.libdevice` and
 `ml.extra.cuda.libdevice` are now namespaces whose functions are the ml functions of the same meaning (`tanh` is
 `ml.tanh`; Triton's other names of one, `fabs`, `fast_logf`, `sqrt_rn`, `finitef`, are mapped). A libdevice
-function whose meaning differs from ml's namesake is left out, so it keeps its hint: `round` (libdevice rounds
-halves away from zero, ml.round to even), `fmax` / `fmin` (a number over NaN), and any name ml lacks.
+function whose meaning differs from ml's namesake is left out, so it keeps its hint: `fmax` / `fmin` (a number over
+NaN), and any name ml lacks; `round` (libdevice rounds halves away from zero, ml.round to even) is its own function,
+`triton_ops.ROUND_AWAY` (probe 57c; it was MG002 with a hint).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ SAME = {"fabs": "abs", "max": "maximum", "min": "minimum", "clamp": "clip", "fin
         "nearbyint": "round", "powf": "pow", "exp2f": "exp2", "expf": "exp", "logf": "log", "sqrtf": "sqrt",
         "rsqrtf": "rsqrt", "tanhf": "tanh", "erff": "erf", "fdiv_rn": "div_rn", "div_rn": "div_rn",
         "umulhi": "umulhi", "mulhi": "mulhi"}
-DIFFERENT = frozenset({"round", "fmax", "fmin"})        # libdevice's meaning is not ml's namesake's
+DIFFERENT = frozenset({"fmax", "fmin"})        # libdevice's meaning is not ml's namesake's
 
 
 class Namespace:
@@ -50,6 +51,9 @@ def function(attr):
   from .ops import BUILTINS
   if attr in DIFFERENT:
     return None
+  if attr == "round":                  # halves away from zero, not ml.round's to even (probe 57c)
+    from .ops.triton_ops import ROUND_AWAY
+    return ROUND_AWAY
   return BUILTINS.get(SAME.get(attr, attr))
 
 
@@ -83,9 +87,3 @@ class TritonType:
 
   def __repr__(self):
     return f"<Triton's type of {'a ref' if self._pointer else 'a value'} of {self.element_ty}>"
-
-
-def round_hint(x: str) -> str:
-  """libdevice's round (halves away from zero), written with ml's functions of the user's operand `x`."""
-  return (f"libdevice's round takes halves away from zero, ml.round to even: write ml.where({x} >= 0,"
-          f" ml.floor({x} + 0.5), ml.ceil({x} - 0.5))")

@@ -1,6 +1,7 @@
 """Triton's functions of one meaning that a ported kernel calls as it was written (probe 49h): `tl.clamp`,
 `tl.fdiv`, `tl.div_rn`, `tl.umulhi` (libdevice's `mulhi`) and `tl.swizzle2d` (the tutorials' grouped matmul ordering), each a thin layer
-over elementwise.py's type rules; `tl.PropagateNan` for clamp's keyword. Each was an MG002 hint before."""
+over elementwise.py's type rules; `tl.PropagateNan` for clamp's keyword. Each was an MG002 hint before. libdevice's
+`round` (halves away from zero; probe 57c: it was MG002, whose hint's `floor(x + 0.5)` rounded 0.49999997 to 1)."""
 from __future__ import annotations
 
 from .. import errors as E
@@ -8,7 +9,7 @@ from ..dtypes import DType
 from ..types import dtype_name, resolve
 from . import elementwise as ew
 from .elementwise_checks import method_on
-from .base import builtin, check_binary_operands, check_register_value, is_value, kind_of, shown
+from .base import Builtin, builtin, check_binary_operands, check_register_value, is_value, kind_of, shown
 
 
 class PropagateNan:
@@ -133,3 +134,23 @@ def swizzle2d(cx, i, j, size_i, size_j, size_g):
 
 
 builtins_min = min
+
+
+def _round_away(cx, x):
+  """libdevice's `round(x)` (Triton's `tl.extra.cuda.libdevice.round`, `tl.math.round`; C's `roundf`, `lax.round`'s
+  default): `x` rounded to the nearest whole number, halves away from zero (0.5 -> 1, -2.5 -> -3), where `ml.round`
+  takes them to even; integers unchanged. Exact: the whole part `trunc(x)`, one further from zero where the
+  fraction `x - trunc(x)` (exact in x's dtype) is half or more, so 0.49999997 gives 0 and 8388609.0 itself (where
+  `floor(x + 0.5)` would round the sum); -0.3 gives -0.0, NaN and +-inf stay."""
+  from . import BUILTINS
+  check_register_value(cx, x, "ml.libdevice.round")
+  t = BUILTINS["trunc"].rule(cx, x)
+  if t is x:
+    return x                                     # an integer value: whole already
+  frac = BUILTINS["abs"].rule(cx, ew.binary(cx, ew.BinOp.SUB, x, t, "ml.libdevice.round"))
+  step = BUILTINS["where"].rule(cx, ew.compare(cx, ew.CmpOp.LT, x, 0.0), -1.0, 1.0)
+  return BUILTINS["where"].rule(cx, ew.compare(cx, ew.CmpOp.GE, frac, 0.5),
+                                ew.binary(cx, ew.BinOp.ADD, t, step, "ml.libdevice.round"), t)
+
+
+ROUND_AWAY = Builtin(_round_away, "libdevice.round")     # Triton's namespaces' `round`; no `ml.` name of its own
