@@ -30,7 +30,25 @@ REF_METHODS: dict[str, "Builtin"] = {}  # ref methods: ref.<name>(...) -> builti
 Num = (int, float, bool)
 
 
-class TypedFloat(float):
+class _ScalarMethods:
+  """What a NumPy scalar's methods give, on the typed number that stands for it in a kernel (probe 57c: a module's
+  `FP8_MAX = jnp.finfo(jnp.float8_e4m3fn).max`, then `FP8_MAX.astype(jnp.float32)` or `FP8_MAX.item()`, was MG002
+  "has no attribute"): `.astype(dtype)` the number converted as NumPy converts it (a typed number of that dtype),
+  `.item()` and `.tolist()` the plain Python number (weakly typed)."""
+
+  def astype(self, dtype, copy=True):
+    import numpy as np
+    d = to_dtype(dtype)
+    with np.errstate(all="ignore"):
+      return typed_number(np.asarray(self.item(), self.dtype.np).astype(d.np if d is not None else np.dtype(dtype))[()])
+
+  def item(self):
+    return float(self) if isinstance(self, float) else int(self)
+
+  tolist = item
+
+
+class TypedFloat(_ScalarMethods, float):
   """A NumPy or JAX float scalar (`jnp.float32(c)`, a module's `np.float16` constant) as the
   kernel sees it: a Python float that remembers its dtype. Where a Python number would take a
   register value's dtype (weak typing), this one, like jnp's strongly typed scalars, must match
@@ -38,7 +56,7 @@ class TypedFloat(float):
   dtype: DType
 
 
-class TypedInt(int):
+class TypedInt(_ScalarMethods, int):
   """A NumPy or JAX integer scalar (`jnp.int32(c)`): TypedFloat's rule for integers."""
   dtype: DType
 
