@@ -226,6 +226,14 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, **kw) -> ir.K
   and that every trace fails with a layout error is traced once more with those products as ml.dot of register
   tiles (TF32 on the tensor cores, as float32 tiles of 64 rows are): a (2, 48) by (48, 16) product's chunks are a
   3-D broadcast no layout holds; else the first error stands."""
+  kernel = _each_trace(pk, in_specs, out_specs, constexprs, **kw)
+  import warnings
+  for w in kernel.__dict__.pop("_warnings", ()):       # the warnings of the trace kept, issued once it is kept
+    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+  return kernel
+
+
+def _each_trace(pk, in_specs, out_specs, constexprs, **kw) -> ir.Kernel:
   chunks = []
   try:
     return _traced(pk, in_specs, out_specs, constexprs, chunks, **kw)
@@ -306,7 +314,19 @@ def _padded_trace(pk, in_specs, out_specs, constexprs, **kw):
   return None
 
 
-def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, block, cluster, grid_axes=3,
+def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, **kw) -> ir.Kernel:
+  """One trace, its warnings recorded with the kernel it returns (`trace` issues them) rather than issued: a trace
+  that fails, or one a later trace replaces, warns of nothing (probe 57c: a padded retry's RegisterSpillWarning named
+  a 128x1024 accumulator, beside the plain trace's error about a block-scaled GEMM whose accumulator was 128x256)."""
+  import warnings
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    kernel = _trace_once(pk, in_specs, out_specs, constexprs, **kw)
+  kernel._warnings = caught
+  return kernel
+
+
+def _trace_once(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, block, cluster, grid_axes=3,
            batch: Batch | None = None, aliases=None, x64: bool = False, small_loads=None, pad_tiles=None,
            dot_layouts=None, one_elements=False, chunks=None, no_chunks=False) -> ir.Kernel:
   loc = pk.loc
