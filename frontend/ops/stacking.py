@@ -114,6 +114,20 @@ def repeat(cx, x, repeats, axis=None):
   axis = _axis(cx, axis, len(shape), "ml.repeat", "ml.repeat(v, 2, axis=0)")
   if repeats == 1:
     return x
+  from .padded_tiles import true_shape
+  own = true_shape(cx.b, x)
+  if (len(shape) == 1 or len(shape) == 2 and own[0] == 1 and axis == 1) and own[-1] % 8 and own[-1] * repeats % 8 == 0:
+    # A vector of a length no register vector holds (a 256-wide tile's two 128x128 block scales) repeated into one
+    # that does: each output element's source read as a register gather, x[ml.arange(n * r) // r], as jnp.repeat's
+    # form (probe 57c: its joined (n, 1) columns were MG204, and the padded trace's repeat of the (8,) it held was a
+    # (1024,) vector beside the (128, 256) tile it scales)
+    from ..dtypes import DType
+    from ..types import TensorType
+    from .register_gather import register_gather
+    i = cx.b.emit(ew.Arange, 0, loc=cx.loc, types=[TensorType((own[-1] * repeats,), DType.i32)]).result
+    index = (0,) * (len(shape) - 1) + (ew.binary(cx, ew.BinOp.FLOORDIV, i, repeats),)
+    if (out := register_gather(cx, x, index, cx.name)) is not None:
+      return out if len(shape) == 1 else _insert(cx, out, 0)    # (a (1, n) row: the (1, n * r) row)
   if (padded := _padded_repeat(cx, x, repeats, axis)) is not None:
     return padded
   e = _insert(cx, x, axis + 1)
