@@ -143,7 +143,14 @@ def _round_away(cx, x):
   fraction `x - trunc(x)` (exact in x's dtype) is half or more, so 0.49999997 gives 0 and 8388609.0 itself (where
   `floor(x + 0.5)` would round the sum); -0.3 gives -0.0, NaN and +-inf stay."""
   from . import BUILTINS
+  from .elementwise_checks import check_dtype_support
+  if isinstance(x, (int, float)) and not isinstance(x, bool):      # a Python number: computed while tracing
+    import math
+    t = float(math.trunc(x)) if math.isfinite(x) else float(x)
+    return t + math.copysign(1.0, x) if math.isfinite(x) and abs(x - t) >= 0.5 else t
   check_register_value(cx, x, "ml.libdevice.round")
+  if is_value(x) and isinstance(d := resolve(x.type.dtype), DType) and d.is_float:      # (float8: upcast first)
+    check_dtype_support(cx, d, "ml.libdevice.round", x=x)
   t = BUILTINS["trunc"].rule(cx, x)
   if t is x:
     return x                                     # an integer value: whole already
