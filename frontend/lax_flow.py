@@ -224,13 +224,13 @@ def _scan_loop(tracer, node, got, n, texts):
   from .ops import BUILTINS
   xs = got.get("xs")
   leaves = [] if xs is None else list(xs) if isinstance(xs, (tuple, list)) else [xs]
-  if not all(isinstance(x, (RefRows, RowsOf)) or isinstance(x, range) and x.start == 0 and x.step == 1 for x in leaves):
+  if not all(isinstance(x, (RefRows, RowsOf, range)) for x in leaves):
     return UNHANDLED
   tmp = f"_lax{next(_counter)}_"
   init, arg, unpack = _packing(got["init"], f"{tmp}r")
   new = f"{tmp}r" if arg == f"{tmp}r" else f"{tmp}d"
   back = "" if arg == f"{tmp}r" else f"  {tmp}r = ({''.join(f'{new}[{k!r}], ' for k in got['init'])})\n"
-  rows = [f"{tmp}x{k}[{tmp}j]" if isinstance(x, RefRows) else f"{tmp}j" if isinstance(x, range) else
+  rows = [f"{tmp}x{k}[{tmp}j]" if isinstance(x, RefRows) else _counter_at(x, f"{tmp}j") if isinstance(x, range) else
           x.row([f"{tmp}x{k}_{m}" for m in range(len(x.reads))], f"{tmp}j") for k, x in enumerate(leaves)]
   x = "None" if xs is None else f"({''.join(r + ', ' for r in rows)})" if isinstance(xs, (tuple, list)) else rows[0]
   trips = f"{n} - 1, -1, -1" if got.get("reverse") else f"{n}"
@@ -274,6 +274,11 @@ def _scan_loop(tracer, node, got, n, texts):
     del tracer.errors[recorded:]
     raise too_many(f"which a kernel holds for at most {SCAN_UNROLL} steps")
   return unpack(carry), None
+
+
+def _counter_at(r, j):
+  """The text of step `j`'s element of the trip counter `r` (`jnp.arange(1, n)` is range(1, n): `1 + j`)."""
+  return j if (r.start, r.step) == (0, 1) else f"({r.start} + {j} * {r.step})" if r.start else f"({j} * {r.step})"
 
 
 def _stacked(tracer, node, ys, tmp, words):
@@ -407,17 +412,29 @@ def counted_xs(tracer, node):
 
 
 def _counted(tracer, xs):
-  """`range(n)` for an xs node written `jnp.arange(n)` of a static int n > 0, else None."""
-  if not (isinstance(xs, ast.Call) and len(xs.args) == 1 and not xs.keywords):
+  """`range(n)` for an xs node written `jnp.arange(n)` of a static int n > 0, else None; `range(a, b, s)` for
+  `jnp.arange(a, b[, s])` of static ints (probe 57b: a scan from step 1, `jnp.arange(1, T)`, after the first step
+  computed before it, was MG003 past 64 steps and MG204 below, a vector of 19 elements)."""
+  if not (isinstance(xs, ast.Call) and 1 <= len(xs.args) <= 3 and all(k.arg in ("start", "stop", "step")
+                                                                       for k in xs.keywords)):
     return None
   f = tracer.text(xs.func)
   if f != "range" and not f.endswith(".arange"):
     return None
   try:
-    n = tracer.eval(xs.args[0])
+    parts = [tracer.eval(a) for a in xs.args]
+    kw = {k.arg: tracer.eval(k.value) for k in xs.keywords}
   except E.KernelError:
     return None
-  return range(n) if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+  if len(parts) == 1 and not kw:
+    parts = [0] + parts
+  elif set(kw) - {"step"} or len(parts) + len(kw) > 3:
+    return None
+  parts += list(kw.values())
+  if not all(isinstance(n, int) and not isinstance(n, bool) for n in parts) or len(parts) == 3 and parts[2] == 0:
+    return None
+  r = range(*parts)
+  return r if len(r) > 0 else None
 
 
 class RefRows:
@@ -450,16 +467,22 @@ def ref_rows(tracer, node):
 
 
 def _whole_read(tracer, e):
-  """RefRows for `x_ref[...]` (or `x_ref[:]`) of a ref of more than SCAN_UNROLL rows, else None."""
+  """RefRows for `x_ref[...]` (or `x_ref[:]`), or a window's read `x_ref[:, cols]` (`x_ref[b]`), of a ref or view of
+  more than SCAN_UNROLL rows, else None."""
   from .ops.base import is_value
   from .types import RefType
-  whole = isinstance(e, ast.Subscript) and (
-      isinstance(e.slice, ast.Constant) and e.slice.value is Ellipsis
-      or isinstance(e.slice, ast.Slice) and e.slice.lower is None and e.slice.upper is None and e.slice.step is None)
-  if not whole:
+  if not isinstance(e, ast.Subscript):
     return None
+  whole = (isinstance(e.slice, ast.Constant) and e.slice.value is Ellipsis
+           or isinstance(e.slice, ast.Slice) and e.slice.lower is None and e.slice.upper is None and e.slice.step is None)
   try:
     ref = tracer.eval(e.value)
+    if not whole and is_value(ref) and isinstance(ref.type, RefType):
+      # a read of a window, `a_ref[:, cols]` or `x_ref[b]` (probe 57b; it was MG003): the rows of the view
+      # `a_ref.at[:, cols]`, read a row a step as a whole read's are
+      view = ast.copy_location(ast.Subscript(ast.copy_location(ast.Attribute(e.value, "at", ast.Load()), e),
+                                             e.slice, ast.Load()), e)
+      ref = tracer.eval(view)
   except E.KernelError:
     return None
   if not (is_value(ref) and isinstance(ref.type, RefType) and len(ref.type.shape) >= 1

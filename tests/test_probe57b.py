@@ -1,0 +1,190 @@
+"""Probe 57b: dynamic-programming and recurrent kernels (CTC, Viterbi, edit distances by rows and anti-diagonals,
+RNN-T lattices, LSTM and GRU cells and sequences, minGRU / minLSTM scans, linear recurrences in blocks, lax.scan and
+fori_loop carries, run-time lengths). The classes found, each a test that fails without its fix:
+
+(1) lax.scan over a counter that does not start at 0, `jnp.arange(1, T)` (the first step computed before the scan,
+as CTC's alpha and an RNN's h0 from row 0 are), or of a step (`jnp.arange(0, L, 2)`): MG003 past 64 steps, MG204
+("a 1-D register vector needs a multiple of 8 elements") below, where `jnp.arange(n)` ran. Now the trip counter
+range(a, b, s) of either form (frontend/lax_flow.py, `_counted`).
+(2) lax.scan over reads of windows of a ref, `(a[:, cols], b[:, cols])` (each program its columns) or `x[b]` (a
+batch row), past 64 steps: MG003, where whole reads `a[...]` ran a row a step. Now the rows of the view
+`a.at[:, cols]`, read a row a step, in every form the whole reads take (computed elementwise, ys stacked, reverse).
+"""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect
+from probe_util import export
+
+S = jax.ShapeDtypeStruct
+F32 = jnp.float32
+
+
+def _ab(shape, seed):
+  r = np.random.default_rng(seed)
+  return r.uniform(0.9, 1.0, shape).astype(np.float32), r.standard_normal(shape).astype(np.float32)
+
+
+def _linrec(a, b, axis=0, reverse=False):
+  a, b = np.moveaxis(a, axis, 0).astype(np.float64), np.moveaxis(b, axis, 0).astype(np.float64)
+  order = range(a.shape[0] - 1, -1, -1) if reverse else range(a.shape[0])
+  h, out = np.zeros(a.shape[1:]), np.zeros(a.shape)
+  for t in order:
+    h = a[t] * h + b[t]
+    out[t] = h
+  return np.moveaxis(out, 0, axis)
+
+
+def _gpu():
+  return any(d.platform == "gpu" for d in jax.devices())
+
+
+# ---------------------------------------------------------------- (1) counters from 1, or of a step
+@mg.mgpu_kernel(out_shape=lambda a, b: b, grid=lambda a, b: (a.shape[1] // 128,))
+def scan_from_step_one(a, b, out):
+  c = ml.ds(ml.program_id(0) * 128, 128)
+  h0 = b[0, c]
+  out[0, c] = h0
+
+  def f(h, t):
+    h = a[t, c] * h + b[t, c]
+    out[t, c] = h
+    return h, None
+  lax.scan(f, h0, jnp.arange(1, a.shape[0]))
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0] // 2, a.shape[1]), F32), grid=lambda a, b: (a.shape[1] // 128,))
+def scan_every_other_step(a, b, out):
+  c = ml.ds(ml.program_id(0) * 128, 128)
+
+  def f(h, t):
+    h = a[t, c] * h + b[t, c]
+    out[t // 2, c] = h
+    return h, None
+  lax.scan(f, jnp.zeros((128,), F32), jnp.arange(0, a.shape[0], 2))
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: (b, S((b.shape[0] - 1,), F32)))
+def scan_from_one_with_ys(a, b, out, sums):
+  """a short scan (unrolled) over jnp.arange(1, n), a tuple carry (h, step count), ys stacked."""
+  out[0, :] = b[0, :]
+
+  def f(carry, t):
+    h, k = carry
+    h = a[t, :] * h + b[t, :]
+    out[t, :] = h
+    return (h, k + 1), jnp.sum(h)
+  (h, k), ys = lax.scan(f, (b[0, :], 0), jnp.arange(1, a.shape[0]))
+  sums[...] = ys
+
+
+def test_scans_over_counters_from_one_or_of_a_step_run():
+  """Were MG003 (past 64 steps) and MG204 (below: `jnp.arange(1, 20)` made a vector of 19 elements)."""
+  for L in (100, 20):
+    a, b = _ab((L, 256), L)
+    np.testing.assert_allclose(scan_from_step_one(a, b, interpret=True), _linrec(a, b), rtol=1e-5, atol=1e-5)
+    export(scan_from_step_one, a, b)
+  a, b = _ab((200, 128), 3)
+  np.testing.assert_allclose(scan_every_other_step(a, b, interpret=True), _linrec(a[::2], b[::2]), rtol=1e-5,
+                             atol=1e-5)
+  export(scan_every_other_step, a, b)
+  a, b = _ab((24, 128), 4)
+  got, sums = scan_from_one_with_ys(a, b, interpret=True)
+  want = _linrec(a, b)
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(sums, want[1:].sum(1), rtol=1e-4, atol=1e-4)
+  export(scan_from_one_with_ys, a, b)
+
+
+# ---------------------------------------------------------------- (2) reads of windows of refs as xs
+@mg.mgpu_kernel(out_shape=lambda a, b: b, grid=lambda a, b: (a.shape[1] // 128,))
+def scan_column_windows(a, b, out):
+  c = ml.ds(ml.program_id(0) * 128, 128)
+
+  def f(h, x):
+    at, bt, t = x
+    h = at * h + bt
+    out[t, c] = h
+    return h, None
+  lax.scan(f, jnp.zeros((128,), F32), (a[:, c], b[:, c], jnp.arange(a.shape[0])))
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: b, grid=lambda a, b: (a.shape[0],))
+def scan_batch_rows(a, b, out):
+  i = ml.program_id(0)
+
+  def f(h, x):
+    at, bt, t = x
+    h = at * h + bt
+    out[i, t, :] = h
+    return h, None
+  lax.scan(f, jnp.zeros((a.shape[2],), F32), (a[i], b[i], jnp.arange(a.shape[1])))
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: b, grid=lambda a, b: (a.shape[1] // 128,))
+def scan_windows_stacked(a, b, out):
+  c = ml.ds(ml.program_id(0) * 128, 128)
+
+  def f(h, ab):
+    h = ab[0] * h + ab[1]
+    return h, h
+  _, ys = lax.scan(f, jnp.zeros((128,), F32), (a[:, c], b[:, c]))
+  out[:, c] = ys
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: b, grid=lambda a, b: (a.shape[1] // 128,))
+def scan_windows_computed_reversed(a, b, out):
+  c = ml.ds(ml.program_id(0) * 128, 128)
+
+  def f(h, x):
+    at, bt, t = x
+    h = at * h + bt
+    out[t, c] = h
+    return h, None
+  lax.scan(f, jnp.zeros((128,), F32), (jnp.exp(jnp.log(a[:, c])), b[:, c] * 2.0, jnp.arange(a.shape[0])),
+           reverse=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, ids: S((1, a.shape[1]), F32))
+def scan_gathered_rows(a, ids, out):
+  h, _ = lax.scan(lambda h, x: (h + x, None), jnp.zeros((128,), F32), a[ids[...]])
+  out[0, :] = h
+
+
+def test_scans_over_reads_of_windows_read_a_row_a_step():
+  """Were MG003 ("lax.scan is JAX's control flow, which a kernel writes in Python") past 64 steps."""
+  a, b = _ab((100, 256), 10)
+  np.testing.assert_allclose(scan_column_windows(a, b, interpret=True), _linrec(a, b), rtol=1e-5, atol=1e-5)
+  export(scan_column_windows, a, b)
+  np.testing.assert_allclose(scan_windows_stacked(a, b, interpret=True), _linrec(a, b), rtol=1e-5, atol=1e-5)
+  export(scan_windows_stacked, a, b)
+  np.testing.assert_allclose(scan_windows_computed_reversed(a, b, interpret=True), _linrec(a, 2 * b, reverse=True),
+                             rtol=1e-5, atol=1e-5)
+  export(scan_windows_computed_reversed, a, b)
+  a3, b3 = _ab((2, 100, 128), 11)
+  np.testing.assert_allclose(scan_batch_rows(a3, b3, interpret=True), _linrec(a3, b3, axis=1), rtol=1e-5, atol=1e-5)
+  export(scan_batch_rows, a3, b3)
+  # a short scan of windows (read into registers) computes as before
+  a, b = _ab((16, 256), 12)
+  np.testing.assert_allclose(scan_column_windows(a, b, interpret=True), _linrec(a, b), rtol=1e-5, atol=1e-5)
+
+
+def test_a_scan_over_gathered_rows_keeps_its_mg003_and_hint():
+  e = expect(scan_gathered_rows, [S((100, 128), F32), S((100,), jnp.int32)], mg.KernelTypeError, "lax.scan(",
+             "lax.scan is JAX's control flow, which a kernel writes in Python")
+  assert "ml.static_range(a[ids[...]].shape[0])" in e.hint and "(carry, a[ids[...]][" in e.hint, e.hint
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_gpu_scans_over_counters_and_windows():
+  a, b = _ab((100, 256), 10)
+  for k in (scan_from_step_one, scan_column_windows, scan_windows_stacked):
+    np.testing.assert_allclose(jax.jit(k)(a, b), _linrec(a, b), rtol=1e-4, atol=1e-4)
+  a3, b3 = _ab((2, 100, 128), 11)
+  np.testing.assert_allclose(jax.jit(scan_batch_rows)(a3, b3), _linrec(a3, b3, axis=1), rtol=1e-4, atol=1e-4)
