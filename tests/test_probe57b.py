@@ -188,3 +188,112 @@ def test_gpu_scans_over_counters_and_windows():
     np.testing.assert_allclose(jax.jit(k)(a, b), _linrec(a, b), rtol=1e-4, atol=1e-4)
   a3, b3 = _ab((2, 100, 128), 11)
   np.testing.assert_allclose(jax.jit(scan_batch_rows)(a3, b3), _linrec(a3, b3, axis=1), rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------- (3) lax's dynamic slicing at run-time positions
+@mg.mgpu_kernel(out_shape=lambda x, i: (S((8, 128), F32), S((8, 16), F32), S((8,), F32), S((8,), F32),
+                                        S((8, 32), F32), S((8, 8, 128), F32), S((8, 16, 32), F32)))
+def dynamic_reads(x, i, rows, cols, clipped, wrapped, win, row_win, col_win):
+  v = x[...] * 2.0
+  for k in range(8):
+    rows[k, :] = lax.dynamic_index_in_dim(v, i[k], axis=0, keepdims=False)
+    cols[k, :] = lax.dynamic_index_in_dim(v, i[k], axis=1)[:, 0]
+    clipped[k] = jnp.take(v[0, :], i[k], mode="clip")
+    wrapped[k] = jnp.take(v[0, :], i[k], mode="wrap")
+    win[k, :] = lax.dynamic_slice(v[0, :], (i[k],), (32,))
+    row_win[k] = lax.dynamic_slice(v, (i[k], 0), (8, 128))
+    col_win[k] = lax.dynamic_slice_in_dim(v, i[k], 32, axis=1)
+
+
+def _dynamic_reads_ref(x, i):
+  v = jnp.asarray(x) * 2.0
+  fs = (lambda j: lax.dynamic_index_in_dim(v, j, axis=0, keepdims=False),
+        lambda j: lax.dynamic_index_in_dim(v, j, axis=1)[:, 0], lambda j: jnp.take(v[0], j, mode="clip"),
+        lambda j: jnp.take(v[0], j, mode="wrap"), lambda j: lax.dynamic_slice(v[0], (j,), (32,)),
+        lambda j: lax.dynamic_slice(v, (j, 0), (8, 128)), lambda j: lax.dynamic_slice_in_dim(v, j, 32, axis=1))
+  return [np.stack([np.asarray(f(int(j))) for j in i]) for f in fs]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, i: (S((8, 16, 128), F32), S((8, 128), F32), S((8, 128), F32),
+                                        S((8, 16, 128), F32)))
+def dynamic_updates(x, i, rows, elems, wins, row_wins):
+  v = x[...]
+  u = x[1, 0:32] * 0 - 5.0 + jnp.arange(32).astype(F32)
+  r = x[0:8, :] * 0 - 5.0 + jnp.arange(8).astype(F32)[:, None]
+  for k in range(8):
+    rows[k] = lax.dynamic_update_index_in_dim(v, v[0, :] * 0 - 5.0, i[k], 0)
+    elems[k, :] = lax.dynamic_update_index_in_dim(v[0, :], jnp.float32(-5.0), i[k], 0)
+    wins[k, :] = lax.dynamic_update_slice(v[0, :], u, (i[k],))
+    row_wins[k] = lax.dynamic_update_slice(v, r, (i[k], 0))
+
+
+def _dynamic_updates_ref(x, i):
+  v = jnp.asarray(x)
+  u = v[1, 0:32] * 0 - 5.0 + jnp.arange(32.0)
+  r = v[0:8] * 0 - 5.0 + jnp.arange(8.0)[:, None]
+  fs = (lambda j: lax.dynamic_update_index_in_dim(v, v[0] * 0 - 5.0, j, 0),
+        lambda j: lax.dynamic_update_index_in_dim(v[0], jnp.float32(-5.0), j, 0),
+        lambda j: lax.dynamic_update_slice(v[0], u, (j,)), lambda j: lax.dynamic_update_slice(v, r, (j, 0)))
+  return [np.stack([np.asarray(f(int(j))) for j in i]) for f in fs]
+
+
+@mg.mgpu_kernel(out_shape=lambda lp: S((lp.shape[1],), F32))
+def lattice_in_registers(lp, o):
+  """a (T, C) tile held whole, its lattice carried by a fori_loop: row t - 1 read, row t written."""
+  x = lp[...]
+  lat = lax.dynamic_update_index_in_dim(jnp.zeros_like(x), x[0], 0, 0)
+
+  def body(t, lat):
+    prev = lax.dynamic_index_in_dim(lat, t - 1, keepdims=False)
+    row = jnp.logaddexp(prev, jnp.roll(prev, 1)) + lax.dynamic_index_in_dim(x, t, keepdims=False)
+    return lax.dynamic_update_index_in_dim(lat, row, t, 0)
+  lat = lax.fori_loop(1, x.shape[0], body, lat)
+  o[...] = lax.dynamic_index_in_dim(lat, x.shape[0] - 1, keepdims=False)
+
+
+def _lattice(x):
+  lat = np.zeros(x.shape)
+  lat[0] = x[0]
+  for t in range(1, x.shape[0]):
+    lat[t] = np.logaddexp(lat[t - 1], np.roll(lat[t - 1], 1)) + x[t]
+  return lat[-1]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, i: S((4, 8, 128), F32))
+def dynamic_slice_3d(x, i, o):
+  o[...] = lax.dynamic_slice(x[...], (i[0], 0, 0), (4, 8, 128))
+
+
+_IDX = np.array([-1, 200, 5, -16, -17, 15, 16, 0], np.int32)
+
+
+def test_lax_dynamic_slices_and_updates_at_run_time_positions():
+  """Were MG003 ("dynamic_index_in_dim cannot take a register tensor inside a kernel"; jnp.take of a scalar index
+  with mode= too): each is the register gather or select of lax's window, its start clamped as lax clamps it
+  (negative indices from the end; the indices above run past both ends)."""
+  x = np.random.default_rng(0).standard_normal((16, 128)).astype(np.float32)
+  for kernel, ref in ((dynamic_reads, _dynamic_reads_ref), (dynamic_updates, _dynamic_updates_ref)):
+    for g, w in zip(kernel(x, _IDX, interpret=True), ref(x, _IDX)):
+      np.testing.assert_array_equal(g, w)
+    export(kernel, x, _IDX)
+  lp = np.random.default_rng(1).standard_normal((16, 128)).astype(np.float32)
+  np.testing.assert_allclose(lattice_in_registers(lp, interpret=True), _lattice(lp), rtol=1e-5, atol=1e-5)
+  export(lattice_in_registers, lp)
+
+
+def test_a_3d_dynamic_slice_of_a_register_tensor_keeps_its_mg003():
+  e = expect(dynamic_slice_3d, [S((16, 8, 128), F32), S((1,), jnp.int32)], mg.KernelTypeError, "lax.dynamic_slice(",
+             "dynamic_slice cannot take a register tensor inside a kernel")
+  assert e.hint.startswith("a register tensor is sliced at run time only along one axis of a 1-D or 2-D tile: read"
+                           " the window from the ref x[...] came from, ref[ml.ds(i[0], 4)"), e.hint
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_gpu_lax_dynamic_slices_and_updates():
+  x = np.random.default_rng(0).standard_normal((16, 128)).astype(np.float32)
+  for kernel, ref in ((dynamic_reads, _dynamic_reads_ref), (dynamic_updates, _dynamic_updates_ref)):
+    for g, w in zip(jax.jit(kernel)(x, _IDX), ref(x, _IDX)):
+      np.testing.assert_array_equal(g, w)
+  lp = np.random.default_rng(1).standard_normal((16, 128)).astype(np.float32)
+  np.testing.assert_allclose(jax.jit(lattice_in_registers)(lp), _lattice(lp), rtol=1e-5, atol=1e-5)
