@@ -297,3 +297,55 @@ def test_gpu_lax_dynamic_slices_and_updates():
       np.testing.assert_array_equal(g, w)
   lp = np.random.default_rng(1).standard_normal((16, 128)).astype(np.float32)
   np.testing.assert_allclose(jax.jit(lattice_in_registers)(lp), _lattice(lp), rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- (4) .at[...] reads and updates of jnp's modes
+@mg.mgpu_kernel(out_shape=lambda x, i: (S((8, 128), F32), S((8,), F32), S((8,), F32), S((4,), F32),
+                                        S((8, 128), F32), S((8, 128), F32)))
+def at_modes(x, i, mins, filled, nans, static, ids_clipped, tile_clipped):
+  v = x[0, :]
+  w = x[0:16, :]
+  for k in range(8):
+    mins[k, :] = v.at[i[k]].min(x[1, :][3], mode="clip")
+    filled[k] = v.at[i[k]].get(mode="fill", fill_value=-7.0)
+    nans[k] = v.at[i[k]].get(mode="fill")
+    t = w.at[i[k], 5].set(-1.0, mode="clip")
+    tile_clipped[k, :] = t[15, :] + t[0, :]
+  static[0] = v.at[200].get(mode="fill")
+  static[1] = v.at[-200].get(mode="fill", fill_value=3.0)
+  static[2] = v.at[200].get()
+  static[3] = v.at[-1].get(mode="fill")
+  ids = jnp.arange(128) * 3 - 64
+  for k in range(8):
+    ids_clipped[k, :] = jnp.zeros((128,), F32).at[ids].add(v, mode="clip") + k
+
+
+def _at_modes_ref(x, i):
+  v, w, ids = jnp.asarray(x[0]), jnp.asarray(x[:16]), jnp.arange(128) * 3 - 64
+  rows = lambda f: np.stack([np.asarray(f(int(j))) for j in i])
+  return (rows(lambda j: v.at[j].min(x[1, 3], mode="clip")), rows(lambda j: v.at[j].get(mode="fill", fill_value=-7.0)),
+          rows(lambda j: v.at[j].get(mode="fill")),
+          np.array([v.at[200].get(mode="fill"), v.at[-200].get(mode="fill", fill_value=3.0), v.at[200].get(),
+                    v.at[-1].get(mode="fill")]),
+          np.stack([np.asarray(jnp.zeros(128).at[ids].add(v, mode="clip") + k) for k in range(8)]),
+          rows(lambda j: w.at[j, 5].set(-1.0, mode="clip")[15] + w.at[j, 5].set(-1.0, mode="clip")[0]))
+
+
+def test_at_updates_with_mode_clip_and_reads_with_mode_fill():
+  """`v.at[t].min(y, mode="clip")` and `v.at[t].get(mode="fill")` at single positions were MG003 ("a register tensor
+  has no attribute 'at'"), `v.at[200].get()` MG203 (jnp clamps it), `.at[ids].add(y, mode="clip")` MG003 ("mode='clip'
+  is not taken"): ops/register_at.py clamps the index for "clip" and reads fill_value (NaN) outside for "fill"."""
+  x = np.random.default_rng(5).standard_normal((16, 128)).astype(np.float32)
+  idx = np.array([-1, -129, 128, 200, 0, 3, -128, 127], np.int32)
+  for g, w in zip(at_modes(x, idx, interpret=True), _at_modes_ref(x, idx)):
+    np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+  export(at_modes, x, idx)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA Hopper GPU")
+def test_gpu_at_modes():
+  x = np.random.default_rng(5).standard_normal((16, 128)).astype(np.float32)
+  idx = np.array([-1, -129, 128, 200, 0, 3, -128, 127], np.int32)
+  for g, w in zip(jax.jit(at_modes)(x, idx), _at_modes_ref(x, idx)):
+    np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)

@@ -115,8 +115,9 @@ def _point_update(name):
     # (a tensor computed padded, x[...] of a (100,) input traced as 104 lanes: single positions only, by a number or
     # scalar, negative ones counted from its own end; its padded lanes never equal them, so they stay padding)
     points = all(not isinstance(i, slice) for i in items) and not (is_value(values) and is_tensor(values))
-    if own != shape and not points or mode not in (None, "drop", "fill", "promise_in_bounds"):
+    if own != shape and not points or mode not in (None, "drop", "fill", "promise_in_bounds", "clip"):
       raise at.at.error()          # (a padded tensor's range; a mode jnp's update at one index does not take)
+    clip = mode == "clip"          # (jnp's clip: the index clamped into the axis, never dropped; probe 57b)
     mask, kept, sub = None, [], []
     cond = lambda m, c: c if m is None else ew.binary(cx, ew.BinOp.AND, m, c)
     def along(k, n):
@@ -139,9 +140,13 @@ def _point_update(name):
       m = own[k]                   # (its own length: a padded one's lanes past it are padding)
       if isinstance(i, int):       # (static: jnp's negative index counts from the end once; outside, dropped)
         i = i + m if i < 0 and wrap_negative_indices else i
+        i = min(max(i, 0), m - 1) if clip else i
         i = -1 if i >= m else i    # (past its own end: dropped, never a padding lane)
-      elif wrap_negative_indices:
-        i = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, i, 0), ew.binary(cx, ew.BinOp.ADD, i, m), i)
+      else:
+        if wrap_negative_indices:
+          i = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, i, 0), ew.binary(cx, ew.BinOp.ADD, i, m), i)
+        if clip:
+          i = ew.binary(cx, ew.BinOp.MIN, ew.binary(cx, ew.BinOp.MAX, i, 0), m - 1)
       if not isinstance(i, int) and m != n:
         i = ew.where_(cx, ew.compare(cx, ew.CmpOp.GE, i, m), -1, i)
       mask = cond(mask, ew.compare(cx, ew.CmpOp.EQ, along(k, n), i))
@@ -194,11 +199,13 @@ def _update(kind, name):
     from .padded_tiles import true_shape
     v, ids = at.at.value, at.ids
     n, d = true_shape(cx.b, v)[0], resolve(v.type.dtype)      # (jnp.zeros((300,)): padded to 304, its own 300)
-    if mode not in (None, "drop", "fill", "promise_in_bounds"):
+    if mode not in (None, "drop", "fill", "promise_in_bounds", "clip"):
       raise E.KernelTypeError(f"{cx.text or 'this update'}: mode={mode!r} is not taken (ids outside the tensor are"
                               f" dropped, jnp's default)", cx.loc, hint=f"leave mode out: .at[ids].{name}(y)")
     if wrap_negative_indices:
       ids = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, ids, 0), ew.binary(cx, ew.BinOp.ADD, ids, n), ids)
+    if mode == "clip":             # (jnp's clip: each id clamped into the tensor, never dropped; probe 57b)
+      ids = ew.binary(cx, ew.BinOp.MIN, ew.binary(cx, ew.BinOp.MAX, ids, 0), n - 1)
     shape = tuple(ids.type.shape) + tuple(true_shape(cx.b, v)[1:])
     y = values if is_value(values) and is_tensor(values) else ew.full_(cx, shape, values, d)
     if tuple(y.type.shape) != shape:
@@ -257,27 +264,57 @@ def _get_rule(cx, at, *, mode=None, fill_value=None, indices_are_sorted=False, u
   from .register_gather import register_gather
   from .shape import expand
   v = at.at.value
-  fill = mode in ("fill", "drop") and at.ids is not None
+  fill = mode in ("fill", "drop")
   if mode not in (None, "promise_in_bounds", "clip") and not fill or fill_value is not None and not fill:
-    raise at.at.error()        # (a point's fill: the error's select)
-  if at.ids is None:
-    return expand(cx, v, tuple(at.items))
+    raise at.at.error()
+  if at.ids is None:          # (a static index past the axis: clamped, as jnp's get clamps it; filled with "fill")
+    from .padded_tiles import true_shape
+    own = tuple(true_shape(cx.b, v))
+    items = tuple(min(max(i + m if i < 0 else i, 0), m - 1) if isinstance(i, int) and not -m <= i < m else i
+                  for i, m in zip(at.items, own))
+    got = expand(cx, v, items)
+    return _point_fill(cx, v, at.items, got, fill_value) if fill else got
   got = register_gather(cx, v, at.ids, cx.name)
   if not fill or got is None:
     return got
   # mode="fill" (a lookup whose ids may lie outside the table, jnp's padding ids; probe 56e: it was MG003): the
   # rows of ids outside [-n, n) are fill_value, jnp's default NaN, the lowest signed or largest unsigned integer
   d = resolve(v.type.dtype)
-  if fill_value is None:
-    import numpy as np
-    fill_value = True if d == DType.bool_ else float("nan") if d.is_float else \
-        int(np.iinfo(d.np).min if d.is_signed else np.iinfo(d.np).max)
+  fill_value = _fill_of(d, fill_value)
   n = v.type.shape[0]
   ids = at.ids
   inside = ew.binary(cx, ew.BinOp.AND, ew.compare(cx, ew.CmpOp.GE, ids, -n), ew.compare(cx, ew.CmpOp.LT, ids, n))
   if len(got.type.shape) == 2:
     inside = expand(cx, inside, (slice(None), None))
   return ew.where_(cx, inside, got, fill_value)
+
+
+def _fill_of(d, fill_value):
+  """jnp's fill_value of a read outside the tensor: NaN, the lowest signed or largest unsigned integer, True."""
+  if fill_value is not None:
+    return fill_value
+  import numpy as np
+  return True if d == DType.bool_ else float("nan") if d.is_float else \
+      int(np.iinfo(d.np).min if d.is_signed else np.iinfo(d.np).max)
+
+
+def _point_fill(cx, v, items, got, fill_value):
+  """`v.at[i].get(mode="fill")` at single positions (probe 57b; it was MG003 "a register tensor has no attribute
+  'at'"): the read where each index lies in [-n, n), fill_value (jnp's default NaN) elsewhere."""
+  from .padded_tiles import true_shape
+  own, d = tuple(true_shape(cx.b, v)), resolve(v.type.dtype)
+  inside = None
+  for i, m in zip(items, own):
+    if isinstance(i, slice):
+      continue
+    if isinstance(i, int):
+      if not -m <= i < m:
+        return ew.full_(cx, tuple(got.type.shape) if is_tensor(got) else (), _fill_of(d, fill_value), d,
+                        convert=True)
+      continue
+    c = ew.binary(cx, ew.BinOp.AND, ew.compare(cx, ew.CmpOp.GE, i, -m), ew.compare(cx, ew.CmpOp.LT, i, m))
+    inside = c if inside is None else ew.binary(cx, ew.BinOp.AND, inside, c)
+  return got if inside is None else ew.where_(cx, inside, got, _fill_of(d, fill_value))
 
 
 _GET = Builtin(_get_rule, "at.get")
