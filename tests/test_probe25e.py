@@ -376,7 +376,8 @@ def test_third_hunt_messages_and_dicts():
   f16 = lambda *s: S(s, jnp.float16)
   e = expect(one_column, [f16(64, 64), f16(64, 128)], mg.LayoutError, "s[:, 5:6]",
              "columns 5:6 do not start and end on the tensor-core layout's 8-column tiles")
-  assert e.hint == "take the column as a vector: s[:, 5] (into an (n, 1) output: out.at[:, 0][...] = s[:, 5])"
+  assert e.hint == ("take the column as a vector: s[:, 5] (s[:, 5][:, None] keeps its axis, an (n, 1) tile that"
+                    " broadcasts against the rows; into an (n, 1) output: out.at[:, 0][...] = s[:, 5])")
   e = expect(tuple_carry_int, [S((128,), F32)], mg.LoopCarryTypeError, "st = (st[0], st[1] + 0.5)",
              "st[1] enters the loop as an int32 scalar but an iteration makes it a float32 scalar")
   assert e.hint == "start it as a float before the loop: st = (st[0], 0.0) (a Python int starts an int32 carry)"

@@ -349,3 +349,38 @@ def test_gpu_at_modes():
   idx = np.array([-1, -129, 128, 200, 0, 3, -128, 127], np.int32)
   for g, w in zip(jax.jit(at_modes)(x, idx), _at_modes_ref(x, idx)):
     np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+
+
+# ---------------------------------------------------------------- not fixed: a one-column slice kept 2-D
+@mg.mgpu_kernel(out_shape=lambda a, b: b)
+def carry_last_column(a, b, out):
+  h = jnp.zeros((8, 1), F32)
+  for k in range(a.shape[1] // 128):
+    c = ml.ds(k * 128, 128)
+    p = jnp.cumprod(a[:, c], axis=1)
+    hb = p * (h + jnp.cumsum(b[:, c] / p, axis=1))
+    out[:, c] = hb
+    h = hb[:, -1:]
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: b)
+def carry_last_column_as_hinted(a, b, out):
+  h = jnp.zeros((8, 1), F32)
+  for k in range(a.shape[1] // 128):
+    c = ml.ds(k * 128, 128)
+    p = jnp.cumprod(a[:, c], axis=1)
+    hb = p * (h + jnp.cumsum(b[:, c] / p, axis=1))
+    out[:, c] = hb
+    h = hb[:, 127][:, None]
+
+
+def test_a_one_column_slice_kept_2d_is_mg204_whose_hint_keeps_the_axis():
+  """`hb[:, -1:]` (a block's last column as the next block's carry) stays MG204; its hint now writes the column
+  kept 2-D, `hb[:, 127][:, None]`, which computes."""
+  e = expect(carry_last_column, [S((8, 512), F32)] * 2, mg.LayoutError, "hb[:, -1:]",
+             "columns 127:128 do not start and end on the tensor-core layout's 8-column tiles")
+  assert "hb[:, 127][:, None] keeps its axis" in e.hint, e.hint
+  a, b = _ab((8, 512), 20)
+  np.testing.assert_allclose(carry_last_column_as_hinted(a, b, interpret=True), _linrec(a, b, axis=1), rtol=1e-4,
+                             atol=1e-4)
+  export(carry_last_column_as_hinted, a, b)

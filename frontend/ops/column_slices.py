@@ -48,8 +48,9 @@ def slice_columns(cx, x, s: slice):
     misaligned = (
         f"columns {start}:{stop} do not start and end on the tensor-core layout's {hw.MMA_N_STEP}-column"
         f" tiles",
-        f"take the column as a vector: {t_}[:, {start}] (into an (n, 1) output: out.at[:, 0][...] ="
-        f" {t_}[:, {start}])" if stop - start == 1 else
+        f"take the column as a vector: {t_}[:, {start}] ({t_}[:, {start}][:, None] keeps its axis, an (n, 1) tile"
+        f" that broadcasts against the rows; into an (n, 1) output: out.at[:, 0][...] = {t_}[:, {start}])"
+        if stop - start == 1 else
         f"slice at multiples of {hw.MMA_N_STEP} columns (64 is the usual chunk)" + (
             f"; windows that only rotate the tile work as written, ml.concatenate([{t_}[:, {s_}:], {t_}[:, :{s_}]],"
             f" axis=1) (ml.roll({t_}, -{s_}, axis=1)): compute on the rolled tile" if start == 0 or stop == n
