@@ -475,6 +475,8 @@ def _whole_read(tracer, e):
     return None
   whole = (isinstance(e.slice, ast.Constant) and e.slice.value is Ellipsis
            or isinstance(e.slice, ast.Slice) and e.slice.lower is None and e.slice.upper is None and e.slice.step is None)
+  if not whole and not isinstance(e.value, (ast.Name, ast.Attribute)):
+    return None                   # (a window's read of a named ref only: nothing else is evaluated twice)
   try:
     ref = tracer.eval(e.value)
     if not whole and is_value(ref) and isinstance(ref.type, RefType):
