@@ -384,3 +384,26 @@ def test_a_one_column_slice_kept_2d_is_mg204_whose_hint_keeps_the_axis():
   np.testing.assert_allclose(carry_last_column_as_hinted(a, b, interpret=True), _linrec(a, b, axis=1), rtol=1e-4,
                              atol=1e-4)
   export(carry_last_column_as_hinted, a, b)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, i: (S((8, 32), F32), S((8, 128), F32), S((8, 128), F32), S((8, 128), F32)))
+def unsigned_positions(x, i, win, row, upd, at_set):
+  v = x[...] * 2.0
+  for k in range(8):
+    win[k, :] = lax.dynamic_slice(v[0, :], (i[k],), (32,))
+    row[k, :] = lax.dynamic_index_in_dim(v, i[k], keepdims=False)
+    upd[k, :] = lax.dynamic_update_slice(v[0, :], v[1, 0:32], (i[k],))
+    at_set[k, :] = v[0, :].at[i[k]].set(1.0)
+
+
+def test_uint32_positions_are_clamped_or_dropped_as_lax_and_jnp_do():
+  """A uint32 start or index (below 2**31) was MG104 at the forms' comparisons with int32 positions (`.at[i].set`
+  of a uint32 `i` too, before this probe)."""
+  x = np.random.default_rng(6).standard_normal((16, 128)).astype(np.float32)
+  idx = np.array([0, 5, 15, 16, 100, 127, 128, 200], np.uint32)
+  v = jnp.asarray(x) * 2.0
+  fs = (lambda j: lax.dynamic_slice(v[0], (j,), (32,)), lambda j: lax.dynamic_index_in_dim(v, j, keepdims=False),
+        lambda j: lax.dynamic_update_slice(v[0], v[1, 0:32], (j,)), lambda j: v[0].at[j].set(1.0))
+  for g, f in zip(unsigned_positions(x, idx, interpret=True), fs):
+    np.testing.assert_array_equal(g, np.stack([np.asarray(f(jnp.uint32(j))) for j in idx]))
+  export(unsigned_positions, x, idx)

@@ -147,6 +147,10 @@ def _point_update(name):
           i = ew.where_(cx, ew.compare(cx, ew.CmpOp.LT, i, 0), ew.binary(cx, ew.BinOp.ADD, i, m), i)
         if clip:
           i = ew.binary(cx, ew.BinOp.MIN, ew.binary(cx, ew.BinOp.MAX, i, 0), m - 1)
+        if resolve(i.type.dtype) != DType.i32:     # (a uint32 or int64 index, probe 57b: it was MG104 at the
+          inside = ew.binary(cx, ew.BinOp.AND, ew.compare(cx, ew.CmpOp.GE, i, 0),     # compare with the positions)
+                             ew.compare(cx, ew.CmpOp.LT, i, m))
+          i = ew.where_(cx, inside, ew.astype(cx, i, DType.i32), -1)      # (outside: dropped, as before)
       if not isinstance(i, int) and m != n:
         i = ew.where_(cx, ew.compare(cx, ew.CmpOp.GE, i, m), -1, i)
       mask = cond(mask, ew.compare(cx, ew.CmpOp.EQ, along(k, n), i))
