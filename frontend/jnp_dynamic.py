@@ -92,3 +92,42 @@ def update_form(x, u, shape, ushape, starts, negative):
   if not masks:            # (the update spans the operand: lax clamps every start to 0)
     return "{1}", [x, u] + operands
   return f"ml.where({' & '.join(masks)}, {placed}, {{0}})", [x, u] + operands
+
+
+def index_form(x, shape, axis, index, keepdims, negative):
+  """lax.dynamic_index_in_dim of a 1- or 2-D register tensor at a run-time index (probe 57b: a recurrence reading
+  row or column `t` of the tile it carries): the register gather `v[i]` / `v[:, i]` at lax's clamped start, the
+  axis kept (`[None, :]`, `[:, None]`) where keepdims; None for other ranks (slice_form's gather then)."""
+  if len(shape) not in (1, 2) or len(shape) == 1 and keepdims:
+    return None
+  starts = [0] * len(shape)
+  starts[axis] = index
+  got = run_time_starts(shape, starts, [1 if a == axis else n for a, n in enumerate(shape)], negative)
+  if got is None:
+    return None
+  at = got[0][axis].replace("{2}", "{1}")
+  form = f"{{0}}[{at}]" if axis == 0 else f"{{0}}[:, {at}]"
+  if keepdims:
+    form += "[None, :]" if axis == 0 else "[:, None]"
+  return form, [x, index]
+
+
+def _scalar_of(u, x) -> bool:
+  """Whether `u` is a scalar of the register tensor `x`'s dtype (lax's update of one element of a vector)."""
+  t = getattr(u, "type", None)
+  if type(t).__name__ == "ScalarType":
+    return str(t.dtype) == str(x.type.dtype)
+  if isinstance(u, (int, float)) and not isinstance(u, bool):      # (a Python number, weak; a NumPy scalar, typed)
+    return getattr(u, "dtype", None) is None or str(u.dtype) == str(x.type.dtype)
+  return False
+
+
+def scalar_update_form(x, u, n, index):
+  """lax.dynamic_update_index_in_dim of a vector by a scalar (probe 57b: a lattice's cell written at step t): the
+  select of `u` at lax's clamped position, a static int or a run-time integer scalar."""
+  if _int(index):
+    return f"ml.where(ml.arange({n}) == {min(max(index + n if index < 0 else index, 0), n - 1)}, {{1}}, {{0}})", [x, u]
+  got = run_time_starts((n,), (index,), (1,))
+  if got is None:
+    return None
+  return f"ml.where(ml.arange({n}) == ({got[0][0]}), {{1}}, {{0}})", [x, u] + got[1]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .jnp_dynamic import _scalar, slice_form, update_form
+from .jnp_dynamic import _scalar, _scalar_of, index_form, scalar_update_form, slice_form, update_form
 from .jnp_forms import _kind, _take
 
 
@@ -282,6 +282,10 @@ def _dynamic_index_in_dim(a):
   got = _in_dim(a, a["index"], 1)
   if got is None or a["allow_negative_indices"] is not True or not isinstance(a["keepdims"], (bool, np.bool_)):
     return None
+  if _scalar(a["index"]):  # (a run-time index of a 1- or 2-D tile: the register gather of its row or column)
+    form = index_form(a["operand"], _shape(a, a["operand"]), got[2], a["index"], bool(a["keepdims"]), True)
+    if form is not None:
+      return form
   form = _dynamic_slice({**a, "start_indices": got[0], "slice_sizes": got[1]})
   if form is None or a["keepdims"]:
     return form
@@ -324,6 +328,8 @@ def _dynamic_update_index_in_dim(a):
   """lax.dynamic_update_index_in_dim: an update of the operand's rank less one gains the axis first, as lax's."""
   x, u = a["operand"], a["update"]
   shape, ushape = _shape(a, x), _shape(a, u)
+  if shape is not None and len(shape) == 1 and _scalar_of(u, x) and a["allow_negative_indices"] is True:
+    return scalar_update_form(x, u, shape[0], a["index"])   # (a vector's element: probe 57b's lattice cell)
   got = None if shape is None or ushape is None else _in_dim(a, a["index"], 1)
   if got is None or a["allow_negative_indices"] is not True:
     return None
@@ -379,9 +385,11 @@ def _take_axis(a):
     return got
   x, ids, axis, mode, fill = a["a"], a["indices"], a["axis"], a["mode"], a["fill_value"]
   shape, ishape = _shape(a, x), _shape(a, ids)
-  if shape is None or ishape is None or len(ishape) != 1 or a["out"] is not None or _kind(ids) != "int":
+  if _scalar(ids):         # (a run-time scalar index, probe 57b)
+    ishape = ()
+  if shape is None or ishape is None or len(ishape) > 1 or a["out"] is not None or _kind(ids) != "int":
     return None
-  ax = None if axis is None else _axis(axis, len(shape))
+  ax = (0 if len(shape) == 1 else None) if axis is None else _axis(axis, len(shape))
   if ax is None or len(shape) > 2 or _kind(x) not in ("float", "int"):
     return None
   n, lead = shape[ax], ":, " * ax
@@ -394,7 +402,8 @@ def _take_axis(a):
   if fill is None:
     d = str(getattr(x.type, "dtype", ""))
     fill = float("nan") if _kind(x) == "float" else int(np.iinfo(d).min if d.startswith("int") else np.iinfo(d).max)
-  ok = f"(({{1}} >= -{n}) & ({{1}} < {n}))" + ("[:, None]" if ax == 0 else "[None, :]")
+  ok = f"(({{1}} >= -{n}) & ({{1}} < {n}))" + ("" if not ishape or len(shape) == 1 else "[:, None]" if ax == 0
+                                                else "[None, :]")
   return f"ml.where({ok}, {{0}}[{lead}{{1}}], {{2}})", [x, ids, fill]
 
 
