@@ -295,16 +295,17 @@ def _padded_trace(pk, in_specs, out_specs, constexprs, **kw):
   (WideVectors); where the kernel reads a 2-D tile of rows not a multiple of 4 whose columns registers hold (a
   (7, 128) tile of heads), one pads those too (WholeRowPads: its halves need such rows); where the kernel makes an
   ml.arange of an odd length, a last one pads those too (ArangePads)."""
-  from .ops.padded_tiles import ArangePads, PadAbort, Pads, RowPads, WholeRowPads, WideVectors
-  mixed, mistake, aranges, whole = False, None, False, False
-  for pads in (Pads(), RowPads(), WideVectors(), WholeRowPads(), ArangePads()):   # (then tiles of rows no row-wise
+  from .ops.padded_tiles import ArangePads, LeadPads, PadAbort, Pads, RowPads, WholeRowPads, WideVectors
+  mixed, mistake, aranges, whole, short = False, None, False, False, False
+  for pads in (Pads(), RowPads(), WideVectors(), WholeRowPads(), ArangePads(), LeadPads()):   # (then tiles of rows
     if isinstance(pads, WideVectors) and not mixed or isinstance(pads, ArangePads) and not aranges \
-        or type(pads) is WholeRowPads and not whole:                                 # layout takes: 46d)
-      continue
+        or type(pads) is WholeRowPads and not whole or type(pads) is LeadPads and not short:  # no row-wise layout
+      continue                                                                                 # takes: 46d)
     try:
       return _trace(pk, in_specs, out_specs, constexprs, small_loads=None, pad_tiles=pads, **kw)
     except (E.KernelError, PadAbort) as e:
       whole |= getattr(pads, "whole_rows", False)
+      short |= getattr(pads, "short_rows", False)
       mixed |= pads.mixed
       aranges |= getattr(pads, "odd_aranges", False)
       if mistake is None and any(getattr(x, "padded_mistake", False) for x in getattr(e, "errors", None) or [e]):

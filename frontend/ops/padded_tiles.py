@@ -58,9 +58,32 @@ class ArangePads(Pads):
   aranges = True
 
 
-def _up(shape, d, wide=False):
-  """The padded shape of a window of `shape` (as the MG204 hints pad it; `wide`: 1-D ones to a multiple of 16)."""
+class LeadPads(Pads):
+  """A padded trace whose 2-D windows of a short last axis (below 32: a point cloud's (64, 3) xyz, a (20, 2) list of
+  pixel positions) are padded along their leading axis instead, to a multiple of 128 elements: (64, 3) as (128, 3).
+  Padded to (64, 32), such a tile cannot meet its own kind along a new middle axis, `a[:, None, :] - b[None, :, :]`
+  (the (m, n, 3) differences of pairwise distances, reduced over the coordinates), which its 3 columns meet as they
+  are (probe 57g; MG204 at the read before). Tried last, where the kernel reads such a window."""
+
+
+def _lead_up(shape):
+  """`shape` (m, k) of a short k grown along its leading axis to the fewest rows that hold a multiple of 128
+  elements, or (k, m) (xyz coordinate-major, `q[:, ml.ds(i, 64)]`, transposed in the kernel) along its last axis;
+  None: not such a shape."""
+  if len(shape) != 2 or _holds(shape) or min(shape) <= 1 or (shape[0] < 32) == (shape[1] < 32):
+    return None
+  k = min(shape)
+  step = hw.WARPGROUP // math.gcd(k, hw.WARPGROUP)
+  grown = tuple(-(-n // step) * step if n != k else n for n in shape)
+  return grown
+
+
+def _up(shape, d, wide=False, lead=False):
+  """The padded shape of a window of `shape` (as the MG204 hints pad it; `wide`: 1-D ones to a multiple of 16;
+  `lead`: a (m, k) one of a short k along its rows, LeadPads)."""
   shape = tuple(shape)
+  if lead and _lead_up(shape) is not None:
+    return _lead_up(shape)
   if len(shape) == 1:
     m = 16 if d.bits < 16 or wide else 8
     return (-(-shape[0] // m) * m,)
@@ -94,7 +117,9 @@ def padded_load(cx, ref, name):
     pads.whole_rows = True    # (a tile WholeRowPads reads padded: that trace is worth trying)
   if k == 0 or _holds(shape) and not rows or not isinstance(d, DType) or getattr(t, "transposed", False):
     return None
-  up = _up(shape, d, isinstance(pads, WideVectors))
+  if _lead_up(shape) is not None:
+    pads.short_rows = True    # (a tile LeadPads reads padded along its rows: that trace is worth trying)
+  up = _up(shape, d, isinstance(pads, WideVectors), isinstance(pads, LeadPads))
   if k > 1 and set(shape[:-1]) == {1}:      # (a (1, n) row padded as a row, n to a vector's length: a (1, 100) row of
     up = (*shape[:-1], _up(shape[-1:], d, isinstance(pads, WideVectors))[0])       # scales, probe 52e)
   if up == shape or not (_holds(up) or _one_row(up)) or _one_row(shape):
