@@ -4,7 +4,9 @@ the loop index (`tiles[j]`, `W[j]` of a tuple of weights, `bufs[j % 2]`, `TAPS[j
 MG003 ("cannot index tiles with a runtime value") or MG005 (a list's length cannot change); Python, and a Pallas
 kernel, run it as written, so the loop is unrolled instead, as `ml.static_range` would (at most UNROLL trips;
 longer loops keep their error, whose hint writes ml.static_range). A body that needs neither stays a run-time
-loop, so loops that compile today compile as they did."""
+loop, so loops that compile today compile as they did. So is (probe 57g) a loop whose run-time trace failed because
+its body makes a scalar it carries a tensor (`acc = 0.0`, then `acc = acc + w * g[idx]` over a trilinear
+interpolation's 8 corners: MG005, "start it as a tensor"), which Python runs as written."""
 from __future__ import annotations
 
 import ast
@@ -54,14 +56,19 @@ def _root(n):
   return n
 
 
-def unrolled(tracer, node: ast.For, fn, bounds):
-  """ml.static_range where `fn` is range of static `bounds` (at most UNROLL trips) whose body needs a static index,
-  else `fn`."""
+def unrolled(tracer, node: ast.For, fn, bounds, carry=False):
+  """ml.static_range where `fn` is range of static `bounds` (at most UNROLL trips) whose body needs a static index
+  (or, `carry`, makes a scalar it carries a tensor: its run-time trace failed so), else `fn`."""
   from .ops import control as ctl
-  if fn is range and all(type(x) is int for x in bounds) and bounds[2] and \
-      len(range(*bounds)) <= UNROLL and needs_static_index(tracer, node):
+  if few_trips(fn, bounds) and (carry or needs_static_index(tracer, node)):
     return ctl.static_range
   return fn
+
+
+def few_trips(fn, bounds, pipelined=False) -> bool:
+  """Whether `fn` is Python's range of static `bounds` of at most UNROLL trips (not a pipelined loop's)."""
+  return fn is range and not pipelined and all(type(x) is int for x in bounds) and bool(bounds[2]) and \
+      len(range(*bounds)) <= UNROLL
 
 
 def _register(v) -> bool:

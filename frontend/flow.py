@@ -135,8 +135,8 @@ def trace_for(tracer, node: ast.For):
                             hint="range(stop), range(start, stop) or range(start, stop, step)")
   start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
   name = node.target.id
-  from .auto_unroll import unrolled     # tiles[j], outs.append(v) in a range(4) of static bounds: as Python runs it
-  fn = unrolled(tracer, node, fn, (start, stop, step))
+  from .auto_unroll import few_trips, unrolled     # tiles[j], outs.append(v) in a range(4) of static bounds: as Python runs it
+  fn = unrolled(tracer, node, fn, (start, stop, step), id(written) in getattr(tracer, "unroll_loops", ()))
   if fn is not ctl.static_range and (kept := rebound_index(node, tracer.env.get(name))) is not None:
     return trace_for(tracer, kept)      # the body rebinds the loop variable: it is carried, as Python keeps it
   if fn is ctl.static_range:
@@ -235,6 +235,12 @@ def trace_for(tracer, node: ast.For):
     tracer.b.pipelining = getattr(tracer.b, "pipelining", 0) + piped
     try:
       poisoned = _trace_body(tracer, node, loc, body, carries, inits, args_)
+    except E.LoopCarryTypeError as e:
+      if getattr(e, "unroll_loop", None) is not loc or not few_trips(fn, (start, stop, step), piped):
+        raise
+      attempt.undo(tracer)      # acc = 0.0, then acc = acc + w * g[idx] in a range(2): Python's loop, unrolled
+      tracer.unroll_loops = getattr(tracer, "unroll_loops", set()) | {id(written)}
+      return trace_for(tracer, written)
     except (_Widen, small_carries.Spread, Refill) as w:     # (a carry of another dtype, or spread: traced again)
       attempt.undo(tracer)
       widened.update({w.leaf: w.dtype} if isinstance(w, _Widen) else {("refill", w.leaf): (w.shape, w.own)}
@@ -474,9 +480,12 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
             hint = f"start it as a tensor of that shape before the loop: {ln} = {made}"
           else:
             hint = f"keep {ln}'s shape fixed across iterations"
-          raise E.LoopCarryTypeError(
+          e = E.LoopCarryTypeError(
               f"{ln} enters the loop as {describe(init)} but an iteration makes it {describe(leaf)}", where,
               hint=hint, notes=(f"{loc}: the loop that carries {n}",))
+          if not init.type.shape and isinstance(leaf.type, TensorType):
+            e.unroll_loop = loc       # (a scalar the body makes a tensor: Python's loop of few trips, unrolled)
+          raise e
         yields.append(leaf)
     with padded_tiles.carrying(b, inits, yields):
       b.emit(ctl.Yield, tuple(yields), loc=loc)
