@@ -191,15 +191,15 @@ def chosen_while_tracing(s, o, *, causal: ml.constexpr):
   o[...] = s[...] + (-1e+30 if causal else 0.0)
 
 
-def test_ml_where_of_a_python_bool_says_to_choose_while_tracing():
-  """It said the condition must be a boolean and got a Python bool, with a hint to compare."""
-  expect(where_of_a_constexpr, [S((64, 64), F32)], mg.KernelTypeError, "ml.where(",
-         "ml.where's condition causal is a Python bool, known while the kernel is traced: ml.where selects"
-         " between register values by a register boolean", causal=True,
-         hint="choose while tracing: -1e+30 if causal else 0.0")
-  x = jnp.ones((64, 64), F32)
-  np.testing.assert_array_equal(np.asarray(chosen_while_tracing(x, causal=False, interpret=True)), np.asarray(x))
-  assert "mosaic_gpu" in _export(lambda x: chosen_while_tracing(x, causal=True), S(x.shape, x.dtype))
+def test_ml_where_of_a_python_bool_is_a_constant_condition():
+  """It said the condition must be a boolean and got a Python bool, with a hint to compare; then (probe 25) an MG003
+  that said to choose while tracing; since probe 57g it selects as jnp.where and tl.where do with a constant."""
+  x = jnp.arange(64 * 64, dtype=F32).reshape(64, 64)
+  for causal in (False, True):
+    want = np.asarray(x) + (-1e30 if causal else 0.0)
+    np.testing.assert_array_equal(np.asarray(where_of_a_constexpr(x, causal=causal, interpret=True)), want)
+    np.testing.assert_array_equal(np.asarray(chosen_while_tracing(x, causal=causal, interpret=True)), want)
+  assert "mosaic_gpu" in _export(lambda x: where_of_a_constexpr(x, causal=True), S(x.shape, x.dtype))
 
 
 # ---------------------------------------------------------------- MG501 hints of attention's key block

@@ -390,12 +390,9 @@ def where_(cx, cond, a, b):
     return folded
   check_register_value(cx, cond, "ml.where")
   weak = _weak_select(cx, a, b)
-  if isinstance(cond, (bool, np.bool_)):      # ml.where(causal, -1e30, 0.0) of a constexpr
-    c, x, y = _call_args(cx.text, 3) or ("cond", "a", "b")
-    raise E.KernelTypeError(
-        f"ml.where's condition {c} is a Python bool, known while the kernel is traced: ml.where selects"
-        f" between register values by a register boolean", cx.loc,
-        hint=f"choose while tracing: {x} if {c} else {y}")
+  if isinstance(cond, (bool, np.bool_)):      # ml.where(causal, -1e30, 0.0) of a constexpr, jnp.where(dx == 1, fx,
+    cond = constant(cx, bool(cond), DType.bool_)   # 1 - fx) of an unrolled corner: a constant condition, as jnp's and
+                                                   # tl.where's (broadcast and promoted alike; probe 57g, MG003 before)
   if not is_value(cond):
     raise E.KernelTypeError(
         f"ml.where's condition must be a boolean (a comparison), got {kind_of(cond)}", cx.loc,
