@@ -28,7 +28,7 @@ from .mask_product import mask_product
 from .const_division import reciprocal
 from .float_constants import check_python_float
 from .narrow8 import _wide, _widened, narrowed  # noqa: F401  (ew.narrowed: reduce, scan, sort; libdevice)
-from .elementwise_checks import (_call_args, _check_integer_meets_float, _check_pointer_arithmetic, _convert_hint,
+from .elementwise_checks import (_check_integer_meets_float, _check_pointer_arithmetic, _convert_hint,
                                  _python_math_hint, cast_problem, check_dtype_support, check_python_int, method_on,
                                  int64_index_hint, scalar_param_hint)
 from . import elementwise_ops
