@@ -23,6 +23,7 @@ from .jnp_bits import BITS
 from .jnp_scipy import SCIPY
 from .jnp_special import SPECIAL
 from .jnp_numerics import NUMERICS
+from .jnp_ndimage import NDIMAGE
 from .jnp_linalg import LINALG
 from .jnp_compose import COMPOSE
 from .jnp_math import MATH
@@ -288,6 +289,7 @@ SHAPED.update(BITS)           # jnp.nextafter, jnp.frexp, lax.reduce_precision, 
 SHAPED.update(SCIPY)          # jax.scipy.special.xlogy, entr, ndtr, jnp.divmod, jnp.vdot, ...: jnp_scipy.py
 SHAPED.update(SPECIAL)        # jax.scipy.special.beta, betaln, comb, poch, jnp.i0, ... (probe 56f): jnp_special.py
 SHAPED.update(NUMERICS)       # jnp.gradient, jnp.cumulative_sum / cumulative_prod (probe 56f): jnp_numerics.py
+SHAPED.update(NDIMAGE)        # jax.scipy.ndimage.map_coordinates (probe 57g): jnp_ndimage.py
 SHAPED.update(PAD)            # jnp.pad of a register tensor (probe 51g): jnp_pad.py
 SHAPED.update(LINALG)         # jax.scipy.linalg.solve_triangular, jnp.linalg.solve/inv/det (53f, 54d): jnp_linalg.py
 SHAPED.update(COMPOSE)        # jnp.piecewise, jnp.kron of register values (probe 54d): jnp_compose.py
