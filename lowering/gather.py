@@ -210,8 +210,13 @@ def _i_scatter(cta, o):
       keep = np.broadcast_to(np.asarray(cta.get(o.mask), bool), shape).reshape(-1)
       coords, value = [c[keep] for c in coords], value[keep]
     _check_inside(cta, ref, coords, o)
-    cta.m.gmem_access(cta, ref, tuple(coords), o, write=True)    # (two programs' stores to one place race)
-    cta.buffer(ref)[tuple(coords)] = value
+    buf = cta.buffer(ref)
+    held = np.ascontiguousarray(buf[tuple(coords)])
+    new = np.ascontiguousarray(np.asarray(value, buf.dtype))
+    same = (held.view(np.uint8).reshape(len(held), -1) == new.view(np.uint8).reshape(len(new), -1)).all(1) \
+        if len(new) else None        # (the bits already there: another program's write of them is no race)
+    cta.m.gmem_access(cta, ref, tuple(coords), o, write=True, same=same)    # (two programs' stores to one place
+    buf[tuple(coords)] = value                                              # race, unless they store one value)
     return
   if o.results or o.kind in (AtomicKind.CAS, AtomicKind.XCHG):    # the old values (probe 49c)
     keep = (np.broadcast_to(np.asarray(cta.get(o.mask), bool), shape).reshape(-1) if o.mask is not None

@@ -222,9 +222,11 @@ class Memory:
     """The leading batch dimensions (jax.vmap) of `ref`'s root: not the kernel's own."""
     return self.kernel.batch_lead.get(ref.root.id, 0) if ref.owner < 0 else 0
 
-  def gmem_access(self, cta, ref: Ref, index, o, write: bool, atomic: bool = False):
+  def gmem_access(self, cta, ref: Ref, index, o, write: bool, atomic: bool = False, same=None):
     """Record a program's access to output elements; two programs meeting there is a race,
-    unless both update it atomically. A plain read of an element nothing wrote reads garbage."""
+    unless both update it atomically. A plain read of an element nothing wrote reads garbage. `same`: where a
+    scatter's write stores the bits the element already holds, another program's write there is no race (whichever
+    lands last, the element holds them: an occupancy grid's `occ[cell] = 1` of many programs; probe 57g)."""
     rid = self.canon.get(ref.root.id, ref.root.id)
     if rid not in self.writers:
       return
@@ -237,6 +239,8 @@ class Memory:
     known = (lambda t: t[index] == me) if order is None else order.known     # (or ordered before this access)
     other = lambda t: (t[index] != -1) & ~known(t)
     bad_w = (w[index] >= 0) & ~known(w)                  # a plain write meets every access
+    if same is not None and write and not atomic:
+      bad_w = bad_w & ~same
     bad_r = other(r) if write or atomic else False     # a read meets writes and atomics
     bad_a = False if atomic else other(a)               # atomics meet plain accesses
     bad = bad_w | bad_r | bad_a
