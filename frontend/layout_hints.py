@@ -70,6 +70,19 @@ def loaded_dtype(defs, v, tiles=()):
                and t.type.dtype != DType.bool_), None) or min(narrow, key=lambda d: d.itemsize, default=None)
 
 
+def _by_coordinates(shape, ref, parts, kept) -> str:
+  """For an (r, c) window of 2 to 4 columns read from GMEM (a point set's xyz, no multiple of 128 elements): its
+  columns one at a time, which the kernel's pairwise (r, n, c) broadcasts need no tile of (probe 57g); else ''."""
+  r, c = shape
+  if not 2 <= c <= 4 or len(kept) != 2:
+    return ""
+  rows = parts[kept[0]][0]
+  at = ", ".join((f"ml.ds({rows}, {r})" if rows != "0" else f"0:{r}") if k == kept[0] else "j" if k == kept[1]
+                 else p for k, (p, _, _) in enumerate(parts))
+  return (f"take it a column at a time, {ref}[{at}] for j in range({c}) (a ({r},) vector each: pairwise distances"
+          f" are sum((a[:, j][:, None] - b[:, j][None, :]) ** 2 for j in range({c})), with no (m, n, {c}) tile), or ")
+
+
 def small_tile_hint(shape, ref=None, window=None, reduced=((), None)) -> str:
   """A tile too small for the registers: for a 2-D one read from the ref named `ref`, the masked
   window that holds it (rows a multiple of 4 and columns of 32, which a 2-D mask's row and column
@@ -106,7 +119,7 @@ def small_tile_hint(shape, ref=None, window=None, reduced=((), None)) -> str:
                else f"allocating {ref} large enough to hold that window")
       return (f"work on a larger tile, masked to this one: {load}, {alloc} (an SMEM window cannot run past its"
               f" buffer; the elements the mask keeps off need not be written);{tail}")
-    return f"work on a larger tile, masked to this one: {load}{tail}"
+    return _by_coordinates(shape, ref, parts, kept) + f"work on a larger tile, masked to this one: {load}{tail}"
   if len(shape) == 3 and ref and reduced[0] and not (window is not None and window[1]):
     from .tile_pad_hints import padded_3d_hint
     return padded_3d_hint(shape, ref, window, reduced)
