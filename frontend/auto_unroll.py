@@ -65,6 +65,25 @@ def unrolled(tracer, node: ast.For, fn, bounds, carry=False):
   return fn
 
 
+def unrollable(e, loc, init, leaf):
+  """MG005 `e` of the loop at `loc`, marked as one its unrolling lifts where `init`, a scalar, becomes `leaf`, a
+  tensor (retried_unrolled)."""
+  from .types import TensorType
+  if not init.type.shape and isinstance(leaf.type, TensorType):
+    e.unroll_loop = loc
+  return e
+
+
+def retried_unrolled(tracer, e, loc, fn, bounds, pipelined, undo, node) -> bool:
+  """Whether the loop `node` at `loc`, whose run-time trace failed with `e`, is traced again unrolled (its trace
+  undone): `e` is its own unrollable MG005 and it is Python's range of few trips."""
+  if getattr(e, "unroll_loop", None) is not loc or not few_trips(fn, bounds, pipelined):
+    return False
+  undo(tracer)
+  tracer.unroll_loops = getattr(tracer, "unroll_loops", set()) | {id(node)}
+  return True
+
+
 def few_trips(fn, bounds, pipelined=False) -> bool:
   """Whether `fn` is Python's range of static `bounds` of at most UNROLL trips (not a pipelined loop's)."""
   return fn is range and not pipelined and all(type(x) is int for x in bounds) and bool(bounds[2]) and \

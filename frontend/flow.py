@@ -22,6 +22,7 @@ from .carried import (Force, as_value, carries_of, carry_slices, conversion, des
 from .count_down import descending, over_rows, rebound_index, reversed_range, rewritten_iter
 from .dtypes import DType
 from .env import POISON, Unbound as _Unbound, assigned_names, atomic_targets, read_after, rebound_names
+from .auto_unroll import retried_unrolled, unrollable
 from .ops import control as ctl, elementwise as ew, padded_meets as padded_tiles
 from .ops.base import Num, is_value, value_words
 from .ops.elementwise import astype
@@ -135,7 +136,7 @@ def trace_for(tracer, node: ast.For):
                             hint="range(stop), range(start, stop) or range(start, stop, step)")
   start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
   name = node.target.id
-  from .auto_unroll import few_trips, unrolled     # tiles[j], outs.append(v) in a range(4) of static bounds: as Python runs it
+  from .auto_unroll import unrolled     # tiles[j], outs.append(v) in a range(4) of static bounds: as Python runs it
   fn = unrolled(tracer, node, fn, (start, stop, step), id(written) in getattr(tracer, "unroll_loops", ()))
   if fn is not ctl.static_range and (kept := rebound_index(node, tracer.env.get(name))) is not None:
     return trace_for(tracer, kept)      # the body rebinds the loop variable: it is carried, as Python keeps it
@@ -235,11 +236,9 @@ def trace_for(tracer, node: ast.For):
     tracer.b.pipelining = getattr(tracer.b, "pipelining", 0) + piped
     try:
       poisoned = _trace_body(tracer, node, loc, body, carries, inits, args_)
-    except E.LoopCarryTypeError as e:
-      if getattr(e, "unroll_loop", None) is not loc or not few_trips(fn, (start, stop, step), piped):
+    except E.LoopCarryTypeError as e:      # (acc = 0.0 made a tensor in a range(2): Python's loop, unrolled)
+      if not retried_unrolled(tracer, e, loc, fn, (start, stop, step), piped, attempt.undo, written):
         raise
-      attempt.undo(tracer)      # acc = 0.0, then acc = acc + w * g[idx] in a range(2): Python's loop, unrolled
-      tracer.unroll_loops = getattr(tracer, "unroll_loops", set()) | {id(written)}
       return trace_for(tracer, written)
     except (_Widen, small_carries.Spread, Refill) as w:     # (a carry of another dtype, or spread: traced again)
       attempt.undo(tracer)
@@ -480,12 +479,9 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
             hint = f"start it as a tensor of that shape before the loop: {ln} = {made}"
           else:
             hint = f"keep {ln}'s shape fixed across iterations"
-          e = E.LoopCarryTypeError(
+          raise unrollable(E.LoopCarryTypeError(
               f"{ln} enters the loop as {describe(init)} but an iteration makes it {describe(leaf)}", where,
-              hint=hint, notes=(f"{loc}: the loop that carries {n}",))
-          if not init.type.shape and isinstance(leaf.type, TensorType):
-            e.unroll_loop = loc       # (a scalar the body makes a tensor: Python's loop of few trips, unrolled)
-          raise e
+              hint=hint, notes=(f"{loc}: the loop that carries {n}",)), loc, init, leaf)
         yields.append(leaf)
     with padded_tiles.carrying(b, inits, yields):
       b.emit(ctl.Yield, tuple(yields), loc=loc)
