@@ -442,6 +442,10 @@ _DECOMPOSE = ("kernels factor a register matrix by elimination only (jnp.linalg.
 ARRAY_CALLS = {"roll": _SHIFT, "pad": _SHIFT + PAD_MODES, "convolve": _TAPS, "correlate": _TAPS,
                "histogram": "no histogram: ml.atomic_add(counts.at[bins], 1) into a zeroed output (one updated only"
                             " by atomics starts at 0), bins computed from the values",
+               "map_coordinates": "jax.scipy.ndimage.map_coordinates computes in a kernel as jax does for order=0 or"
+                                  " 1 and mode 'constant', 'nearest', 'wrap', 'mirror' or 'reflect' (jax's own), of"
+                                  " a 1- to 3-D register tensor (g[...]) at a list of float coordinate tensors of"
+                                  " one shape and its dtype, cval a number",
                "dot": _DOT, "matmul": _DOT, "einsum": _DOT, "dot_general": _DOT, "take": _TAKE, "take_along_axis": _ALONG,
                "bitcast_convert_type": "use ml.bitcast(x, dtype): the same bits as another dtype, as lax's (of another width too)",
                "convert_element_type": _ASTYPE, "asarray": _ASTYPE,
