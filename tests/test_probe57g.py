@@ -229,3 +229,26 @@ def test_scatters_of_one_value_from_many_programs_are_no_race():
   with pytest.raises(mg.RaceError) as info:       # different values still race
     last_program_id(p, interpret=True)
   assert "both access occ[" in info.value.message
+
+
+# ---------------------------------------------------------------- on the GPU
+@pytest.mark.gpu
+def test_probe_57g_kernels_on_the_gpu():
+  a, b = rnd((64, 3), 0), rnd((64, 3), 1)
+  np.testing.assert_allclose(np.asarray(jax.jit(pairwise_norm)(a, b)), np.sqrt(_pairwise(a, b)), rtol=1e-4, atol=1e-4)
+  g = rnd((8, 16, 32), 6)
+  p = np.random.default_rng(7).uniform(0, 1, (256, 3)).astype(np.float32)
+  np.testing.assert_allclose(np.asarray(jax.jit(trilinear_flat)(g.reshape(-1), p)), _trilinear(g, p),
+                             rtol=1e-4, atol=1e-4)
+  c3 = np.stack([np.random.default_rng(13).uniform(-2, n + 1, 256) for n in g.shape]).astype(np.float32)
+  for mode in ("constant", "reflect"):
+    want = map_coordinates(jnp.asarray(g), list(jnp.asarray(c3)), order=1, mode=mode, cval=0.5)
+    got = jax.jit(lambda g, c: sample3(g, c, mode=mode))(g, c3)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-4)
+  x = rnd((256,), 8)
+  got = jax.jit(lambda x: constant_conditions(x, flag=False))(x)
+  np.testing.assert_array_equal(np.asarray(got[0]), -x)
+  pts = np.random.default_rng(12).uniform(-0.25, 1.25, (3, 512)).astype(np.float32)
+  i = np.floor(pts * G).astype(np.int32)
+  want = jnp.zeros(G ** 3, jnp.int32).at[(i[2] * G + i[1]) * G + i[0]].set(1)
+  np.testing.assert_array_equal(np.asarray(jax.jit(occupancy)(pts)), np.asarray(want))
