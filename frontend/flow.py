@@ -227,6 +227,7 @@ def trace_for(tracer, node: ast.For):
     if all(isinstance(x, int) for x in (start, stop, step)) and fn is range and not name.endswith("'s row"):
       shown = name[:-len("'s index")] if name.endswith("'s index") else name    # (frontend/count_down.py's names)
       tracer.b.static_loops[iv.id] = (shown, loc.lineno, tracer.text(it))     # for e in range(2): run time
+      tracer.b.weak.add(iv.id)    # (a Python int, as lax.fori_loop's ~int32 counter too: weak; probe 57g)
     args_ = _args(tracer, carries, inits, leaf_names, widened)
     body = ir.Block(args=(iv, *args_))
     before, where = dict(env), dict(tracer.where)

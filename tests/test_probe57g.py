@@ -9,7 +9,9 @@ a trilinear interpolation's 8 corners; MG005): unrolled, as Python runs it. (3) 
 bool (`ml.where(dx == 1, fx, 1 - fx)` of an unrolled corner; MG003): a constant condition, as jnp and tl.where take
 it. (4) jax.scipy.ndimage.map_coordinates (orders 0 and 1, jax's five modes; MG003). (5) Interpret mode's race check
 took two programs' plain scatters of the same value to one place (an occupancy grid's `occ[cell] = 1`) as a race
-(MG951); the GPU keeps that value whichever lands last."""
+(MG951); the GPU keeps that value whichever lands last. (6) Silently wrong: the index of a `for` over a static range
+(and lax.fori_loop's) was a strong int32, where Python's int (and jax's ~int32 counter) is weak: `v_u8 + i * 100`
+computed in int32 where jnp wraps in uint8; a uint32 spatial hash's `p0 + ((c >> k) & 1)` was MG104."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -229,6 +231,57 @@ def test_scatters_of_one_value_from_many_programs_are_no_race():
   with pytest.raises(mg.RaceError) as info:       # different values still race
     last_program_id(p, interpret=True)
   assert "both access occ[" in info.value.message
+
+
+# ---------------------------------------------------------------- (6) a static range's index is a Python int
+@mg.mgpu_kernel(out_shape=lambda x: S((4,) + x.shape, jnp.int32))
+def narrow_plus_index(x, o):
+  v = x[...]
+  for i in range(4):
+    o[i] = ((v + i * 100) > 250).astype(jnp.int32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((4,) + x.shape, jnp.int32))
+def narrow_plus_fori_index(x, o):
+  v = x[...]
+
+  def body(i, c):
+    o[i] = ((v + i * 100) > 250).astype(jnp.int32)
+    return c
+  jax.lax.fori_loop(0, 4, body, 0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, t: S((x.shape[0],), jnp.uint32))
+def spatial_hash(x, t, o):
+  p0 = [jnp.floor(x[:, k] * 16).astype(jnp.uint32) for k in range(3)]
+  h = jnp.zeros(x.shape[:1], jnp.uint32)
+  for c in range(8):                     # a run-time loop: (c >> k) & 1 is a weak int, as Python's
+    idx = jnp.zeros(x.shape[:1], jnp.uint32)
+    for k in range(3):
+      idx = idx ^ ((p0[k] + ((c >> k) & 1)) * jnp.uint32((1, 2654435761, 805459861)[k]))
+    h = h + idx % t.shape[0]
+  o[...] = h
+
+
+def test_a_static_ranges_index_is_weakly_typed():
+  """`v + i * 100` of uint8 `v` and a loop index computed in int32 (no wrap) where jnp, whose Python int (and
+  lax.fori_loop's ~int32 counter) is weak, wraps in uint8: silently different numbers. uint32 + the index was MG104."""
+  x = np.arange(256, dtype=np.uint8).reshape(2, 128)
+  want = np.stack([np.asarray(((jnp.asarray(x) + i * 100) > 250).astype(jnp.int32)) for i in range(4)])
+  for k in (narrow_plus_index, narrow_plus_fori_index):
+    np.testing.assert_array_equal(np.asarray(k(x, interpret=True)), want)
+    export(k, x)
+  pts = np.random.default_rng(14).uniform(0, 1, (128, 3)).astype(np.float32)
+  t = np.zeros((4096,), np.float32)
+  p0 = [jnp.floor(jnp.asarray(pts[:, k]) * 16).astype(jnp.uint32) for k in range(3)]
+  h = jnp.zeros(128, jnp.uint32)
+  for c in range(8):
+    idx = jnp.zeros(128, jnp.uint32)
+    for k in range(3):
+      idx = idx ^ ((p0[k] + ((c >> k) & 1)) * jnp.uint32((1, 2654435761, 805459861)[k]))
+    h = h + idx % 4096
+  np.testing.assert_array_equal(np.asarray(spatial_hash(pts, t, interpret=True)), np.asarray(h))
+  export(spatial_hash, pts, t)
 
 
 # ---------------------------------------------------------------- on the GPU
