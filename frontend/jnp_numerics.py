@@ -7,7 +7,11 @@ None, whose MG003 hint stands).
 The neighbours are rolls of the tile and the ends selects on the axis' index, as an axis' first or last slice is no
 register tensor (the last axis of a tile); a list of one tensor an axis, the tensor itself for one axis.
 `jnp.cumulative_sum` / `jnp.cumulative_prod(x, axis=None, dtype=None, include_initial=False)` (NumPy 2's names) are
-jnp.cumsum / jnp.cumprod along the axis (one axis, or a vector's), with include_initial a 0 (1) joined before it."""
+jnp.cumsum / jnp.cumprod along the axis (one axis, or a vector's), with include_initial a 0 (1) joined before it.
+`jnp.cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None)` of vectors of 2 or 3 components (a point set's (n, 3)
+xyz, or (3, n) with axis=0) is jax's: each operand's components taken along its axis (a missing third one zeros),
+`a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0` stacked at axisc, and of two 2-D vectors the z component
+alone (probe 57g; it was MG003)."""
 from __future__ import annotations
 
 from .jnp_forms import _dtype, _kind
@@ -70,7 +74,30 @@ def _cumulative(name, initial):
   return make
 
 
+def _cross(a):
+  x, y = a["a"], a["b"]
+  axes = (a["axis"],) * 3 if a["axis"] is not None else (a["axisa"], a["axisb"], a["axisc"])
+  sx, sy = (tuple(getattr(getattr(v, "type", None), "shape", ())) for v in (x, y))
+  if not sx or not sy or _kind(x) not in ("float", "int") or _kind(y) not in ("float", "int") or \
+      not all(isinstance(v, int) and not isinstance(v, bool) for v in axes):
+    return None
+  parts = []
+  for i, (shape, axis) in enumerate(((sx, axes[0]), (sy, axes[1]))):
+    if not -len(shape) <= axis < len(shape) or shape[axis] not in (2, 3):
+      return None
+    axis %= len(shape)
+    comps = [f"{{{i}}}[{', '.join(str(k) if d == axis else ':' for d in range(len(shape)))}]"
+             for k in range(shape[axis])]
+    parts.append(comps + ([f"ml.zeros_like({comps[0]})"] if len(comps) == 2 else []))
+  (a0, a1, a2), (b0, b1, b2) = parts
+  if sx[axes[0]] == sy[axes[1]] == 2:
+    return f"{a0} * {b1} - {a1} * {b0}", [x, y]
+  return (f"ml.stack([{a1} * {b2} - {a2} * {b1}, {a2} * {b0} - {a0} * {b2}, {a0} * {b1} - {a1} * {b0}],"
+          f" axis={axes[2]})"), [x, y]
+
+
 NUMERICS = {
+    ("jnp", "cross"): (("a", "b", "axisa", "axisb", "axisc", "axis"), _cross),
     ("jnp", "gradient"): (("f", "varargs", "axis", "edge_order"), _gradient),
     ("jnp", "cumulative_sum"): (("x", "axis", "dtype", "include_initial"), _cumulative("cumsum", 0)),
     ("jnp", "cumulative_prod"): (("x", "axis", "dtype", "include_initial"), _cumulative("cumprod", 1)),

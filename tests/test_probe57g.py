@@ -11,7 +11,8 @@ it. (4) jax.scipy.ndimage.map_coordinates (orders 0 and 1, jax's five modes; MG0
 took two programs' plain scatters of the same value to one place (an occupancy grid's `occ[cell] = 1`) as a race
 (MG951); the GPU keeps that value whichever lands last. (6) Silently wrong: the index of a `for` over a static range
 (and lax.fori_loop's) was a strong int32, where Python's int (and jax's ~int32 counter) is weak: `v_u8 + i * 100`
-computed in int32 where jnp wraps in uint8; a uint32 spatial hash's `p0 + ((c >> k) & 1)` was MG104."""
+computed in int32 where jnp wraps in uint8; a uint32 spatial hash's `p0 + ((c >> k) & 1)` was MG104. (7) jnp.cross
+(MG003)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -282,6 +283,26 @@ def test_a_static_ranges_index_is_weakly_typed():
     h = h + idx % 4096
   np.testing.assert_array_equal(np.asarray(spatial_hash(pts, t, interpret=True)), np.asarray(h))
   export(spatial_hash, pts, t)
+
+
+# ---------------------------------------------------------------- (7) jnp.cross
+@mg.mgpu_kernel(out_shape=lambda a, b: (a, S((3, a.shape[0]), a.dtype), S((a.shape[0],), a.dtype)),
+                grid=lambda a, b: (a.shape[0] // 128,))
+def normals(a, b, rows, cols, z):
+  r = ml.ds(ml.program_id(0) * 128, 128)
+  rows[r, :] = jnp.cross(a[r, :], b[r, :])
+  cols[:, r] = jnp.cross(a[r, :].T, b[r, :].T, axis=0)
+  z[r] = jnp.cross(a[r, 0:2], b[r, 0:2])
+
+
+def test_cross_products_are_jnps():
+  a, b = rnd((256, 3), 15), rnd((256, 3), 16)
+  rows, cols, z = normals(a, b, interpret=True)
+  want = jnp.cross(a, b)
+  np.testing.assert_allclose(np.asarray(rows), np.asarray(want), rtol=1e-6, atol=1e-6)
+  np.testing.assert_allclose(np.asarray(cols), np.asarray(want).T, rtol=1e-6, atol=1e-6)
+  np.testing.assert_allclose(np.asarray(z), np.asarray(jnp.cross(a[:, :2], b[:, :2])), rtol=1e-6, atol=1e-6)
+  export(normals, a, b)
 
 
 # ---------------------------------------------------------------- on the GPU
