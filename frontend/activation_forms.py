@@ -74,6 +74,26 @@ def widened(form, dtype):
   return f"({body}).astype({{0}}.dtype)"
 
 
+_INTEGRAL = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")
+
+
+def promoted(name, form, dtype):
+  """`form` of an integer or bool operand {0} as jax.nn's function computes it (probe 57e; the formula ran in
+  the integer dtype: `0.044715 * x ** 3` of int8 wrapped, gelu and softmax came out silently wrong, and the
+  rest were MG106 at ml.exp): jax promotes the operand to float32 first (gelu's promote_args_inexact, softplus'
+  logaddexp, elu's expm1, a Python float meeting it), so the form runs on `{0}.astype(ml.float32)`; but
+  hard_tanh, jnp.where of the operand and ints, is jax's where (its integer dtype, a bool's int32), and log_sigmoid is
+  `-softplus(-x)` with `-x` in the operand's dtype (wrapping, as jnp's). relu keeps its form (jnp.maximum(x,
+  0)); silu and swish are left alone (jax's lax.logistic refuses integers). `form` unchanged for other dtypes."""
+  if dtype not in _INTEGRAL or name in ("relu", "silu", "swish"):
+    return form
+  if name == "hard_tanh":
+    return "ml.where({0} > 1, 1, ml.where({0} < -1, -1, {0}))"      # (jax's: uint8's -1 is 255, as there)
+  if name == "log_sigmoid" and dtype != "bool":
+    return form.replace("{0}", "(-(-{0}).astype(ml.float32))")
+  return form.replace("{0}", "{0}.astype(ml.float32)")
+
+
 GELU_EXACT = "0.5 * {0} * ml.erfc(-{0} * 0.7071067811865476)"     # jax.nn.gelu's (erf loses it below -4)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import errors as E
 from .env import names_restored
-from .activation_forms import ACTIVATIONS, ACTIVATION_PARAMS, GELU_EXACT, widened
+from .activation_forms import ACTIVATIONS, ACTIVATION_PARAMS, GELU_EXACT, promoted, widened
 from .held_library import _public
 from .jnp_stats import STATS, jnp_prod
 from .jnp_forms import FORMS, OPERATORS
@@ -472,8 +472,11 @@ def formula(tracer, cx, node, fn, args, kwargs):
       form = widened(form, d)
       if len(operands) > 1 and isinstance(operands[1], float):
         operands[1] = float(np.asarray(operands[1], operands[0].type.dtype.np))
+    form = promoted(name, form, d)        # (an integer or bool operand: in float32 first, as jax.nn's)
   else:
     form = _OPERATORS[name]
+    if name == "square" and operands and str(getattr(getattr(operands[0], "type", None), "dtype", "")) == "bool":
+      form = "{0}.astype(ml.int32) * {0}.astype(ml.int32)"       # (jnp.square of a bool tensor is int32)
     if len(operands) < 1 + ("{1}" in form) or len(operands) > 1 + ("{1}" in form):
       return None
   for p in rest:           # every other argument at its default

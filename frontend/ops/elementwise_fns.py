@@ -378,8 +378,8 @@ def _rounding_builtin(kind: UnOp, doc: str):
     check_register_value(cx, x, f"ml.{kind.value.name}")
     if is_value(x):
       d = resolve(x.type.dtype)
-      if isinstance(d, DType) and d.is_int:
-        return x                                  # integers are whole already (jnp returns them)
+      if isinstance(d, DType) and (d.is_int or d == DType.bool_):
+        return x                                  # integers (and bools) are whole already (jnp returns them)
     return unary(cx, kind, x)
   return named_builtin(rule, kind.value.name, doc)
 

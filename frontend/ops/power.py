@@ -127,6 +127,8 @@ def power(cx, a, b, a_text="x", b_text="y"):
     d = resolve(a.type.dtype)
     if isinstance(b, float) and isinstance(d, DType) and not d.is_float:
       a, d = astype(cx, a, DType.f32), DType.f32     # jnp: an integer (or bool) value ** a Python float is float32
+    if d == DType.bool_ and isinstance(b, int) and not isinstance(b, bool):
+      a, d = astype(cx, a, DType.i32), DType.i32     # jnp: a bool value ** a Python int is int32 (probe 57e)
     if d == DType.bool_:
       raise E.UnsupportedDtypeError(f"** on boolean values ({a_text})", cx.loc,
                                     hint=f"convert first: {pa}.astype(jnp.int32) ** {b!r}")
@@ -158,6 +160,19 @@ def power(cx, a, b, a_text="x", b_text="y"):
   d, e = resolve(a.type.dtype), resolve(b.type.dtype)
   if isinstance(d, DType) and d.is_int and isinstance(e, DType) and e.is_int and d == e:
     return _int_int_power(cx, a, b)       # x ** n of integers: jnp's integer power
+  if isinstance(d, DType) and not d.is_float and isinstance(e, DType):
+    # jnp.power of two register values of other dtypes (probe 57e; MG106 before): both promoted as jnp's
+    # binary ops promote them, then jnp's integer power (a bool pair in int32) or XLA's pow
+    from .elementwise import common
+    (pa_, pb_), _, r = common(cx, a, b, "**")
+    r = resolve(r)
+    if r == DType.bool_:
+      pa_, pb_, r = astype(cx, pa_, DType.i32), astype(cx, pb_, DType.i32), DType.i32
+    if isinstance(r, DType) and r.is_int:
+      return _int_int_power(cx, pa_, pb_)
+    if isinstance(r, DType) and r.is_float:
+      check_dtype_support(cx, r, "**", floats_only=True, x=pa_)
+      return float_pow(cx, pa_, pb_)
   if isinstance(d, DType) and not d.is_float:
     raise E.UnsupportedDtypeError(
         f"{pa} ** {pb}: an exponent held in registers needs a floating-point base, got {d}", cx.loc,
