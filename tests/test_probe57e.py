@@ -17,6 +17,8 @@ in interpret mode against jnp and exports it for CUDA. Some thousands of kernels
 2. bool operands of whole-number functions (refusals of legal code, a wrong dtype): `m ** 2` of a bool tensor
    (jnp: int32) was MG106, `jnp.square(m)` was bool (jnp: int32; MG102 storing it into jnp's dtype), and
    `jnp.floor` / `ceil` / `trunc` of bools were MG106 (jnp returns the bools).
+3. `**` of two register values of different dtypes with an integer or bool base (`x_i8 ** n_i32`, `n_i32 ** t_bf16`,
+   `m ** k_u8`): MG106 (found by a matrix of operators over every pair of dtypes); now promoted as jnp's.
 
 The fuzz corpus (`test_fuzz_corpus`) is a fixed list of seeds, some of which met the classes above.
 """
@@ -114,15 +116,46 @@ def test_bool_powers_squares_and_roundings_are_jnps():
   export(bool_whole, m)
 
 
+@mg.mgpu_kernel(out_shape=lambda x, n, t, m, k: (S(x.shape, jnp.int32), S(x.shape, jnp.bfloat16),
+                                               S(x.shape, jnp.uint8), S(x.shape, jnp.int16), S(x.shape, jnp.float32)))
+def mixed_powers(x, n, t, m, k, o1, o2, o3, o4, o5):
+  o1[...] = x[...] ** n[...]
+  o2[...] = n[...] ** t[...]
+  o3[...] = m[...] ** k[...]
+  o4[...] = k[...] ** x[...].astype(jnp.int8)
+  o5[...] = jnp.power(x[...], jnp.abs(t[...]).astype(jnp.float32))
+
+
+def test_powers_of_two_register_dtypes_are_jnps():
+  """Class 3: `**` of two register values of different dtypes (an integer or bool base) was MG106; now promoted as
+  jnp's binary ops promote them, then jnp's integer power or XLA's pow."""
+  x = _ints(np.int8, seed=3) % 7 - 3
+  n = jnp.abs(_ints(np.int32, seed=4)) % 5
+  t = (jnp.asarray(np.random.default_rng(5).standard_normal((8, 128)), jnp.bfloat16) * 2).astype(jnp.bfloat16)
+  m = jnp.asarray(np.random.default_rng(6).random((8, 128)) < 0.5)
+  k = _ints(np.uint8, seed=7) % 4
+  args = (x, n, t, m, k)
+  got = mixed_powers(*args, interpret=True)
+  want = (x ** n, n ** t, m ** k, k ** x.astype(jnp.int8), jnp.power(x, jnp.abs(t).astype(jnp.float32)))
+  for g, w in zip(got, want):
+    assert g.dtype == w.dtype
+    tol = 1e-2 if w.dtype == jnp.bfloat16 else 2e-6
+    np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=tol)
+  export(mixed_powers, *args)
+
+
 # The fuzz corpus: seeds whose kernels run right in interpret mode against jnp (and build for CUDA: every eighth, to
-# keep the file fast): 75 of the fuzzer's plain kernels, and 25 of its `focus=True` ones, which start with an
+# keep the file fast): 75 of the fuzzer's plain kernels, and 24 of its `focus=True` ones, which start with an
 # integer or bool value's activation, power or rounding (about half of them failed before the fixes: MG106, MG011).
 PLAIN = [9000, 9001, 9002, 9003, 9004, 9005, 9006, 9007, 9008, 9009, 9010, 9011, 9012, 9013, 9014, 9015, 9016,
          9018, 9019, 9020, 9021, 9022, 9023, 9024, 9025, 9026, 9027, 9028, 9029, 9030, 9031, 9032, 9033, 9034,
          9035, 9036, 9037, 9038, 9039, 9040, 9041, 9042, 9043, 9044, 9045, 9046, 9047, 9048, 9049, 9050, 9051,
          9052, 9053, 9054, 9055, 9056, 9057, 9058, 9059, 9060, 9061, 9062, 9063, 9064, 9065, 9066, 9067, 9068,
          9069, 9070, 9071, 9072, 9074, 9075, 9076]
-CORPUS = [(s, False) for s in PLAIN] + [(s, True) for s in range(25)]
+# (focus seed 23 is left out: its softplus of -100 is a denormal in interpret mode, 0 in XLA on the CPU, which flushes
+# denormals; its `// -5` then differs, -1.0 against -0.0: a platform difference, not a kernel's mistake)
+FOCUS = [s for s in range(25) if s != 23]
+CORPUS = [(s, False) for s in PLAIN] + [(s, True) for s in FOCUS]
 
 
 @pytest.mark.parametrize("seed,focus", CORPUS, ids=[f"{s}{'f' if f else ''}" for s, f in CORPUS])
