@@ -18,7 +18,8 @@ in interpret mode against jnp and exports it for CUDA. Some thousands of kernels
    (jnp: int32) was MG106, `jnp.square(m)` was bool (jnp: int32; MG102 storing it into jnp's dtype), and
    `jnp.floor` / `ceil` / `trunc` of bools were MG106 (jnp returns the bools).
 3. `**` of two register values of different dtypes with an integer or bool base (`x_i8 ** n_i32`, `n_i32 ** t_bf16`,
-   `m ** k_u8`): MG106 (found by a matrix of operators over every pair of dtypes); now promoted as jnp's.
+   `m ** k_u8`, and a Python int to a bool tensor, `3 ** m`): MG106 (found by a matrix of operators over every
+   pair of dtypes); now promoted as jnp's.
 
 The fuzz corpus (`test_fuzz_corpus`) is a fixed list of seeds, some of which met the classes above.
 """
@@ -117,13 +118,15 @@ def test_bool_powers_squares_and_roundings_are_jnps():
 
 
 @mg.mgpu_kernel(out_shape=lambda x, n, t, m, k: (S(x.shape, jnp.int32), S(x.shape, jnp.bfloat16),
-                                               S(x.shape, jnp.uint8), S(x.shape, jnp.int16), S(x.shape, jnp.float32)))
-def mixed_powers(x, n, t, m, k, o1, o2, o3, o4, o5):
+                                               S(x.shape, jnp.uint8), S(x.shape, jnp.int16), S(x.shape, jnp.float32),
+                                               S(x.shape, jnp.int32)))
+def mixed_powers(x, n, t, m, k, o1, o2, o3, o4, o5, o6):
   o1[...] = x[...] ** n[...]
   o2[...] = n[...] ** t[...]
   o3[...] = m[...] ** k[...]
   o4[...] = k[...] ** x[...].astype(jnp.int8)
   o5[...] = jnp.power(x[...], jnp.abs(t[...]).astype(jnp.float32))
+  o6[...] = 3 ** m[...]
 
 
 def test_powers_of_two_register_dtypes_are_jnps():
@@ -136,7 +139,7 @@ def test_powers_of_two_register_dtypes_are_jnps():
   k = _ints(np.uint8, seed=7) % 4
   args = (x, n, t, m, k)
   got = mixed_powers(*args, interpret=True)
-  want = (x ** n, n ** t, m ** k, k ** x.astype(jnp.int8), jnp.power(x, jnp.abs(t).astype(jnp.float32)))
+  want = (x ** n, n ** t, m ** k, k ** x.astype(jnp.int8), jnp.power(x, jnp.abs(t).astype(jnp.float32)), 3 ** m)
   for g, w in zip(got, want):
     assert g.dtype == w.dtype
     tol = 1e-2 if w.dtype == jnp.bfloat16 else 2e-6

@@ -156,6 +156,8 @@ def power(cx, a, b, a_text="x", b_text="y"):
     e = resolve(b.type.dtype)
     if isinstance(a, float) and isinstance(e, DType) and not e.is_float:
       b = astype(cx, b, DType.f32)         # jnp: a Python float ** an integer (or bool) value is float32
+    elif isinstance(a, int) and not isinstance(a, bool) and e == DType.bool_:
+      b = astype(cx, b, DType.i32)         # jnp: a Python int ** a bool value is int32 (probe 57e; MG106 before)
     return _number_base_power(cx, a, b, pb)
   d, e = resolve(a.type.dtype), resolve(b.type.dtype)
   if isinstance(d, DType) and d.is_int and isinstance(e, DType) and e.is_int and d == e:
