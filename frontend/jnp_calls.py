@@ -59,8 +59,8 @@ MAPPED = {"jnp": _JNP, "jax.nn": _NN, "jax.lax": _LAX, "jax.ops": _OPS,
 
 # jnp's functions of inexact values: an integer or bool operand computes in float32 (lax's refuse it)
 INEXACT = frozenset(("exp", "exp2", "expm1", "log", "log1p", "log2", "sin", "cos", "tan", "tanh", "sqrt", "cbrt",
-                     "acos", "asin", "atan", "rsqrt", "erf", "erfc", "sigmoid", "softmax", "log_softmax",
-                     "logsumexp"))
+                     "acos", "asin", "atan", "rsqrt", "erf", "erfc", "sigmoid", "logsumexp"))
+# (softmax and log_softmax of integers shift in the integer dtype first, as jax.nn's: ops/stats._int_shift)
 # jnp's functions of two operands that promote them to an inexact dtype (promote_args_inexact): integer and bool
 # tiles are float32 first, or the other operand's float dtype (probe 49b: jnp.arctan2 of int32 tiles was MG106,
 # jnp.copysign, hypot, heaviside, logaddexp2, nextafter and isclose of them MG003)

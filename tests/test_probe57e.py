@@ -29,6 +29,7 @@ import numpy as np
 import pytest
 
 import mgpu_dsl as mg
+from mgpu_dsl import language as ml
 import diff_fuzz
 from probe_util import export
 
@@ -166,3 +167,25 @@ def test_fuzz_corpus(seed, focus):
   gen = diff_fuzz.Gen(seed, focus=focus)
   cls, detail = diff_fuzz.run(gen, build=CORPUS.index((seed, focus)) % 8 == 0)
   assert cls == "ok", f"{cls}: {detail}\n{gen.source}"
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (jax.ShapeDtypeStruct(x.shape, jnp.float32),) * 3)
+def _int_softmaxes(x, a, b, c):
+  v = x[...]
+  a[...] = jax.nn.softmax(v, axis=-1)
+  b[...] = jax.nn.log_softmax(v)
+  c[...] = ml.softmax(v)
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.uint8, np.int16, np.int32])
+def test_softmax_of_integers_shifts_in_their_dtype_as_jax_nn(dt):
+  """jax.nn.softmax / log_softmax of an integer tile subtract the row max in its dtype (wrapping past its range),
+  then exponentiate in float32; the kernel shifted exactly in float32 (probe 57e: silently unlike jnp where a row
+  spans more than 127 in int8, always in uint8). ml.softmax is jax.nn.softmax."""
+  lo, hi = (-300, 300) if np.dtype(dt).itemsize == 4 else (np.iinfo(dt).min, np.iinfo(dt).max)
+  x = np.random.default_rng(0).integers(lo, hi, (8, 128)).astype(dt)
+  with np.errstate(all="ignore"):
+    want = (jax.nn.softmax(x), jax.nn.log_softmax(x), jax.nn.softmax(x))
+  for g, w in zip(_int_softmaxes(x, interpret=True), want):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-30)
+  _int_softmaxes.check(jax.ShapeDtypeStruct(x.shape, dt))

@@ -40,6 +40,18 @@ def _float_operand(cx, x, what):
   return (x if d == DType.f32 else ew.astype(cx, x, DType.f32)), out
 
 
+def _int_shift(cx, x, axis, where, what):
+  """jax.nn's shift of an integer tensor, `x - max(x)` in its own dtype (wrapping: an int8 row spanning more than
+  127 wraps, as jnp's; probe 57e found the kernel's exact float32 shift silently unlike it), converted to float32
+  next; None for floats, bools and `where=` (jnp's max of an integer where= has no initial: the float path)."""
+  if where is not None or not is_tensor(x):
+    return None
+  d = resolve(x.type.dtype)
+  if not (isinstance(d, DType) and d.is_int):
+    return None
+  return ew.binary(cx, ew.BinOp.SUB, x, reduce(cx, ReduceKind.MAX, x, _axis(cx, x, axis, what), True, what))
+
+
 def _finite_max(cx, x, axis, what):
   """The max over `axis` (kept), with infinite maxima replaced by 0 (jax.nn's shift: a row of
   -inf gives exp(-inf - 0) = 0, not NaN)."""
@@ -96,10 +108,12 @@ def _as_2d(cx, v, shape, shape2):
 def softmax(cx, x, axis=-1, where=None):
   """jax.nn.softmax: exp(x - max) / sum(exp(x - max)) along `axis` (-1: along each row); with
   `where=` (a boolean tensor that broadcasts to x), over the elements it keeps, 0 elsewhere."""
-  y, out = _float_operand(cx, x, "ml.softmax")
+  shifted = _int_shift(cx, x, axis, where, "ml.softmax")
+  y, out = _float_operand(cx, x if shifted is None else shifted, "ml.softmax")
   axis = _axis(cx, y, axis, "ml.softmax")
   y = _masked(cx, y, where, "ml.softmax", x)
-  e = ew.unary(cx, ew.UnOp.EXP, ew.binary(cx, ew.BinOp.SUB, y, reduce(cx, ReduceKind.MAX, y, axis, True, "ml.softmax")))
+  e = ew.unary(cx, ew.UnOp.EXP, y if shifted is not None else ew.binary(
+      cx, ew.BinOp.SUB, y, reduce(cx, ReduceKind.MAX, y, axis, True, "ml.softmax")))
   r = ew.binary(cx, ew.BinOp.DIV, e, reduce(cx, ReduceKind.SUM, e, axis, True, "ml.softmax"))
   if where is not None:
     r = ew.where_(cx, where, r, 0.0)
@@ -110,10 +124,12 @@ def softmax(cx, x, axis=-1, where=None):
 def log_softmax(cx, x, axis=-1, where=None):
   """jax.nn.log_softmax: x - max - log(sum(exp(x - max))) along `axis`; with `where=`, over the
   elements it keeps, -inf elsewhere."""
-  y, out = _float_operand(cx, x, "ml.log_softmax")
+  shifted = _int_shift(cx, x, axis, where, "ml.log_softmax")
+  y, out = _float_operand(cx, x if shifted is None else shifted, "ml.log_softmax")
   axis = _axis(cx, y, axis, "ml.log_softmax")
   y = _masked(cx, y, where, "ml.log_softmax", x)
-  s = ew.binary(cx, ew.BinOp.SUB, y, reduce(cx, ReduceKind.MAX, y, axis, True, "ml.log_softmax"))
+  s = y if shifted is not None else ew.binary(cx, ew.BinOp.SUB, y, reduce(cx, ReduceKind.MAX, y, axis, True,
+                                                                           "ml.log_softmax"))
   lse = ew.unary(cx, ew.UnOp.LOG,
                  reduce(cx, ReduceKind.SUM, ew.unary(cx, ew.UnOp.EXP, s), axis, True, "ml.log_softmax"))
   r = ew.binary(cx, ew.BinOp.SUB, s, lse)
