@@ -1,8 +1,9 @@
 """jax.lax functions of register values ml has no namesake for, as forms of ml functions with lax's meaning (the
 forms their MG003 hints wrote): `lax.sign`, `lax.round` (lax's default rounds half away from zero, unlike
 ml.round's ties to even), `lax.reduce_max/min/sum(x, axes)`, `lax.broadcast_in_dim`, `lax.is_finite`, `lax.div`
-(C's division of integers, toward zero), `lax.iota`, `lax.sort` (of several operands too) and `lax.sort_key_val`, `lax.rev`, `lax.slice`, and the
-shifts `lax.shift_right_logical` / `shift_right_arithmetic` by a static amount. jnp_calls.SHAPED takes them, as
+(C's division of integers, toward zero; x / 0 is -1, XLA's), `lax.rem` (ml.fmod, but x % 0 is x, XLA's),
+`lax.iota`, `lax.sort` (of several operands too) and `lax.sort_key_val`, `lax.rev`, `lax.slice`, and the shifts
+`lax.shift_right_logical` / `shift_right_arithmetic` by a static amount. jnp_calls.SHAPED takes them, as
 jnp_forms.FORMS."""
 from __future__ import annotations
 
@@ -51,7 +52,22 @@ def _div(a):
   if "float" in (_kind(x), _kind(y)):
     return "{0} / {1}", [x, y]
   # C's division toward zero: the floored quotient, one up where it was rounded down past zero
-  return "ml.where((({0} % {1}) != 0) & (({0} < 0) != ({1} < 0)), {0} // {1} + 1, {0} // {1})", [x, y]
+  form = "ml.where((({0} % {1}) != 0) & (({0} < 0) != ({1} < 0)), {0} // {1} + 1, {0} // {1})"
+  d = _dtype(y)
+  if d is not None and getattr(d, "is_signed", False):
+    form = f"ml.where({{1}} == 0, -1, {form})"     # XLA's x / 0: -1, where jnp's floor moved it to -2
+  return form, [x, y]
+
+
+def _rem(a):
+  """lax.rem: C's remainder, ml.fmod, but x where an integer divisor is 0 (XLA's x % 0; ml.fmod's is jnp.fmod's
+  0)."""
+  x, y = a["x"], a["y"]
+  if _dtype(x) is None and _dtype(y) is None:
+    return None
+  if _kind(y) == "int" and _dtype(y) is not None:
+    return "ml.where({1} == 0, {0}, ml.fmod({0}, {1}))", [x, y]
+  return "ml.fmod({0}, {1})", [x, y]
 
 
 def _iota(a):
@@ -120,6 +136,7 @@ FORMS = {
     ("jax.lax", "broadcast_in_dim"): (("operand", "shape", "broadcast_dimensions", "out_sharding"), _broadcast_in_dim),
     ("jax.lax", "is_finite"): (("x",), lambda a: ("ml.isfinite({0})", [a["x"]])),
     ("jax.lax", "div"): (("x", "y"), _div),
+    ("jax.lax", "rem"): (("x", "y"), _rem),
     ("jax.lax", "iota"): (("dtype", "size"), _iota),
     ("jax.lax", "sort"): (("operand", "dimension", "is_stable", "num_keys"), _sort),
     ("jax.lax", "sort_key_val"): (("keys", "values", "dimension", "is_stable"), _sort_key_val),

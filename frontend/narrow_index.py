@@ -81,7 +81,7 @@ def _binary_range(kind, a, b, bits=32):
   if kind == BinOp.SHR and 0 <= bl and bh < 32:
     return (min(al >> bl, al >> bh), max(ah >> bl, ah >> bh))
   if kind == BinOp.FLOORDIV and bh > 0 and bl >= 0:
-    bl = max(bl, 1)                              # (by 0: undefined, interpret mode's error, not a range)
+    bl = max(bl, 1)                              # (by 0: jnp's -1 or -2, no index: interpret mode's MG952)
     q = (al // bl, al // bh, ah // bl, ah // bh)
     return (min(q), max(q))
   if kind in (BinOp.MIN, BinOp.MAX):

@@ -12,7 +12,7 @@ from jaxlib.mlir.dialects import math as mlir_math
 
 from ..frontend import ir as kir
 from ..frontend.dtypes import DType
-from ..frontend.ops.arith_hints import divisor_guard, shift_guard
+from ..frontend.ops.arith_hints import shift_guard
 from ..frontend.ops.elementwise import (Arange, BinOp, Binary, Cast, CmpOp, Compare, Constant, Full,
                                         UnOp, Unary, Where)
 from ..frontend.types import ScalarType, TensorType
@@ -59,6 +59,36 @@ def _minus_one_safe_scalar(kind, f):
   return op
 
 
+def _zero_safe_scalar(kind, f, signed):
+  """Integer `f` (//, % or fmod) of scalars with a zero divisor taken apart, as jnp's (interpret_numerics.by_zero):
+  LLVM's division by zero is undefined behaviour. The divisor becomes 1 there (so % and fmod give jnp's 0), and
+  the quotient jnp's: -1 (all bits set), or for signed types -2 where the dividend is not 0."""
+  def op(a, b):
+    zero = arith.cmpi(arith.CmpIPredicate.eq, b, arith.constant(b.type, 0))
+    r = f(a, arith.select(zero, arith.constant(b.type, 1), b))
+    if kind == BinOp.FLOORDIV:
+      on_zero = arith.constant(a.type, -1)
+      if signed:
+        nonzero = arith.cmpi(arith.CmpIPredicate.ne, a, arith.constant(a.type, 0))
+        on_zero = arith.select(nonzero, arith.constant(a.type, -2), on_zero)
+      r = arith.select(zero, on_zero, r)
+    return r
+  return op
+
+
+def _zero_safe_array(kind, f, signed):
+  """_zero_safe_scalar's guard for FragmentedArrays."""
+  def op(a, b):
+    zero = b == 0
+    splat = lambda v: fa.FragmentedArray.splat(arith.constant(b.mlir_dtype, v), b.shape, b.layout, is_signed=signed)
+    r = f(a, zero.select(splat(1), b))
+    if kind == BinOp.FLOORDIV:
+      on_zero = (a != 0).select(splat(-2), splat(-1)) if signed else splat(-1)
+      r = zero.select(on_zero, r)
+    return r
+  return op
+
+
 def _minus_one_safe_array(kind, f):
   """_minus_one_safe_scalar's guard for signed FragmentedArrays."""
   def op(a, b):
@@ -75,6 +105,11 @@ _SIGNED_DIVISIONS = (BinOp.FLOORDIV, BinOp.MOD, BinOp.FMOD)
 def _needs_minus_one_guard(o) -> bool:
   """A signed //, % or fmod whose divisor may be -1 (a value, or the number -1)."""
   return o.kind in _SIGNED_DIVISIONS and (isinstance(o.rhs, kir.Value) or o.rhs == -1)
+
+
+def _needs_zero_guard(o) -> bool:
+  """An integer //, % or fmod whose divisor may be 0 (a value: a constant 0 is the frontend's error)."""
+  return o.kind in _SIGNED_DIVISIONS and isinstance(o.rhs, kir.Value)
 
 
 def _div_rn(a, b):
@@ -131,6 +166,8 @@ def _binary(ctx, o):
       return
     table = _SCALAR_FLOAT if d.is_float else _SCALAR_INT if d.is_signed else _SCALAR_UINT
     f = table[o.kind]
+    if d.is_int and _needs_zero_guard(o):
+      f = _zero_safe_scalar(o.kind, f, d.is_signed)
     if d.is_int and d.is_signed and _needs_minus_one_guard(o):
       f = _minus_one_safe_scalar(o.kind, f)
     ctx.set(o.result, f(a, b))
@@ -140,13 +177,12 @@ def _binary(ctx, o):
   if d.is_float and o.kind in (BinOp.FLOORDIV, BinOp.MOD, BinOp.FMOD):
     ctx.set(o.result, _float_divmod(o, a, b, d))
     return
-  if o.kind == BinOp.MOD and not d.is_signed:
-    ctx.set(o.result, a % b)
-    return
   if o.kind == BinOp.MULHI:
     ctx.set(o.result, a._pointwise(_mulhi(d.is_signed), b))
     return
-  f = _ARRAY[o.kind]
+  f = (lambda x, y: x % y) if o.kind == BinOp.MOD and not d.is_signed else _ARRAY[o.kind]
+  if d.is_int and _needs_zero_guard(o):
+    f = _zero_safe_array(o.kind, f, d.is_signed)
   if d.is_int and d.is_signed and _needs_minus_one_guard(o):
     f = _minus_one_safe_array(o.kind, f)
   ctx.set(o.result, f(a, b))
@@ -341,10 +377,6 @@ def _i_binary(cta, o):
     c = N.compute_dtype(d)
     r = N.FLOAT_BIN[o.kind](a.astype(c), b.astype(c))
   else:
-    if o.kind in (BinOp.FLOORDIV, BinOp.MOD, BinOp.FMOD) and np.any(b == 0):
-      a_, d_ = o.via[1:] if o.via else _operand_texts(o, "d")
-      raise InterpretError(f"{o.via[0] if o.via else f'integer {o.kind.value}'} by zero (undefined on the GPU)", o.loc,
-                           hint=divisor_guard(a_, o.kind.value, d_, o.via[0] if o.via else ""))
     if o.kind in (BinOp.SHL, BinOp.SHR) and np.any((b < 0) | (b >= d.bits)):
       a_, s_ = _operand_texts(o, "s")
       raise InterpretError(f"a shift by an amount outside 0..{d.bits - 1} (undefined on the GPU)", o.loc,

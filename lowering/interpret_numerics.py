@@ -188,9 +188,28 @@ def _mulhi(a, b):
 FLOAT_BIN = {B.ADD: np.add, B.SUB: np.subtract, B.MUL: np.multiply, B.DIV: np.divide, B.DIV_RN: np.divide,
              B.MAX: ieee_maximum, B.MIN: ieee_minimum,
              B.ATAN2: np.arctan2, B.POW: _power}
-INT_BIN = {B.ADD: np.add, B.SUB: np.subtract, B.MUL: np.multiply, B.FLOORDIV: np.floor_divide,
-           B.MOD: np.mod, B.FMOD: np.fmod, B.MAX: np.maximum, B.MIN: np.minimum, B.AND: np.bitwise_and,
-           B.OR: np.bitwise_or, B.XOR: np.bitwise_xor, B.SHL: np.left_shift, B.SHR: _shift_right, B.MULHI: _mulhi}
+
+
+def by_zero(kind, f):
+  """Integer `f` (//, % or fmod) as jnp's at a zero divisor (XLA's integer division defines it: x / 0 is -1,
+  all bits set, and x % 0 is x; jnp's % and fmod make the divisor 1 first): `x % 0` and `ml.fmod(x, 0)` are 0,
+  `x // 0` the largest unsigned value, or for signed types -1 where x is 0 and -2 elsewhere (jnp's floor moves
+  lax.div's -1 down where the signs differ and lax.rem's x is not 0)."""
+  def op(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    zero = b == 0
+    with np.errstate(all="ignore"):
+      r = np.asarray(f(a, np.where(zero, np.ones_like(b), b)))
+    if kind == B.FLOORDIV and zero.any():
+      on_zero = np.where((a != 0) & (r.dtype.kind == "i"), -2, -1).astype(np.int64).astype(r.dtype)
+      r = np.where(zero, on_zero, r).astype(r.dtype)
+    return r
+  return op
+
+
+INT_BIN = {B.ADD: np.add, B.SUB: np.subtract, B.MUL: np.multiply, B.FLOORDIV: by_zero(B.FLOORDIV, np.floor_divide),
+           B.MOD: by_zero(B.MOD, np.mod), B.FMOD: by_zero(B.FMOD, np.fmod), B.MAX: np.maximum, B.MIN: np.minimum,
+           B.AND: np.bitwise_and,           B.OR: np.bitwise_or, B.XOR: np.bitwise_xor, B.SHL: np.left_shift, B.SHR: _shift_right, B.MULHI: _mulhi}
 CMP = {C.LT: np.less, C.LE: np.less_equal, C.GT: np.greater, C.GE: np.greater_equal,
        C.EQ: np.equal, C.NE: np.not_equal}
 INT_UN = {U.NEG: np.negative, U.ABS: np.abs, U.NOT: np.logical_not}

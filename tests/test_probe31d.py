@@ -26,8 +26,8 @@ def gather_block(x, idx, out):
 
 
 @mg.mgpu_kernel(out_shape=lambda x, y: x)
-def int_divide(x, y, out):
-  out[...] = x[...] // y[...]
+def int_shift(x, y, out):
+  out[...] = x[...] << y[...]
 
 
 def _raised_at(kernel, cls, at, fn, *args):
@@ -55,10 +55,10 @@ def test_an_interpreter_error_under_jit_is_the_kernel_error_an_eager_call_raises
     assert e.message == eager.value.message == "x[896:1024] is outside x's shape (512,)"
     assert e.notes == (f"{__file__}:{line}:{col}: the call (x: float32[512], idx: int32[1])",), e.notes
   np.testing.assert_array_equal(f(x, jnp.array([1], I32)), np.tile(np.asarray(x[128:256]), 4))
-  e = _raised_at(int_divide, mg.InterpretError, "x[...] // y[...]",
-                 jax.jit(lambda a, b: int_divide(a, b, interpret=True)),
-                 jnp.ones((128,), I32), jnp.zeros((128,), I32))
-  assert e.message == "integer // by zero (undefined on the GPU)"
+  e = _raised_at(int_shift, mg.InterpretError, "x[...] << y[...]",      # (a zero divisor: jnp's numbers, 57a)
+                 jax.jit(lambda a, b: int_shift(a, b, interpret=True)),
+                 jnp.ones((128,), I32), jnp.full((128,), 40, I32))
+  assert e.message == "a shift by an amount outside 0..31 (undefined on the GPU)"
 
 
 def test_an_interpreter_error_under_jit_of_vmap_and_scan_is_a_kernel_error():

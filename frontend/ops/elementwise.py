@@ -282,6 +282,8 @@ def binary(cx, kind: BinOp, a, b, what=None, via=()):
     # 8-bit integer arithmetic (an int8/uint8 offset or count read from memory, a byte's bit fields): in 32
     # bits (sign- or zero-extended), wrapped back to the 8-bit type, which is jnp's result (its + - * // % << >>
     # wrap modulo 2**8 the same way)
+    if kind == BinOp.FLOORDIV and not d.is_signed:
+      wide = DType.u32            # (uint8 // 0 is jnp's 255: uint32's all ones, where int32's floor gives -2)
     return narrowed(cx, binary(cx, kind, *_widened(cx, (a, b), wide, d, what, shape, saturate=False), what, via), d)
   if kind == BinOp.MUL and (masked := mask_product(cx, a0, b0, a, b, shape, d)) is not None:
     return masked                       # x * mask: jnp's (XLA's) select, frontend/ops/mask_product.py
