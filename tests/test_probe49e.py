@@ -374,22 +374,22 @@ def token_weights(w, tok, out):           # the routing weight each of 300 token
   out[...] = jnp.zeros((300,), jnp.float32).at[tok[...]].add(w[...])
 
 
-@mg.mgpu_kernel(out_shape=lambda y, tok: S((256, y.shape[1]), F32), grid=(1,))
-def unpermute_256(y, tok, out):
+@mg.mgpu_kernel(out_shape=lambda y, tok: S((512, y.shape[1]), F32), grid=(1,))
+def unpermute_512(y, tok, out):
   rows = y[...].astype(jnp.float32)
-  out[...] = jnp.zeros((256, y.shape[1]), jnp.float32).at[tok[...]].add(rows)
+  out[...] = jnp.zeros((512, y.shape[1]), jnp.float32).at[tok[...]].add(rows)
 
 
 def test_at_add_into_an_odd_vector_and_into_too_many_rows():
   """`.at[ids].add` into 300 tokens' weights takes the length the vector has (a fill padded to 304 in the padded
-  trace); into 256 rows of a tile (a segment reduction a row, at most 64) it is MG003 in the user's words, whose hint
-  scatters into the output atomically."""
+  trace); into 512 rows of a tile (a segment reduction a row, at most 256 since probe 57a, 64 before) it is MG003 in
+  the user's words, whose hint scatters into the output atomically."""
   rng = _rng(19)
   w, tok = jnp.asarray(rng.random(256), F32), jnp.asarray(rng.integers(-10, 300, 256), I32)
   np.testing.assert_allclose(token_weights(w, tok, interpret=True), jnp.zeros((300,)).at[tok].add(w), rtol=1e-5)
-  expect(unpermute_256, (S((128, 32), BF16), S((128,), I32)), mg.KernelTypeError, "jnp.zeros((256, y.shape[1])",
-         "jnp.zeros((256, y.shape[1]), jnp.float32).at[tok[...]].add(rows) updates 256 rows of a register tile at a"
-         " vector of indices: in registers, at most 64 (one reduction of the updates a row)",
+  expect(unpermute_512, (S((128, 32), BF16), S((128,), I32)), mg.KernelTypeError, "jnp.zeros((512, y.shape[1])",
+         "jnp.zeros((512, y.shape[1]), jnp.float32).at[tok[...]].add(rows) updates 512 rows of a register tile at a"
+         " vector of indices: in registers, at most 256 (one reduction of the updates a row)",
          hint="scatter the rows into the output atomically, ml.atomic_add(out.at[tok[...], :], rows) (an output"
               " updated only by atomics starts at 0; ids outside it are dropped)")
 

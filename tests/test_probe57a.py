@@ -92,3 +92,61 @@ def test_integer_division_by_zero_on_the_gpu(dtype):
       xs, ys = np.array([a], dtype), np.zeros((1,), dtype)
       np.testing.assert_array_equal(np.asarray(scalar_divisions(xs, ys)),
                                     [np.asarray(jnp.asarray(xs)[0] // ys[0]), np.asarray(jnp.asarray(xs)[0] % ys[0])])
+
+
+# ---------------------------------------------------------------- segment reductions of 2-D data past 64 segments
+F32 = jnp.float32
+
+
+@mg.mgpu_kernel(out_shape=lambda x, ids: (S((100, x.shape[1]), x.dtype), S((96, x.shape[1]), x.dtype)))
+def graph_messages(x, ids, total, peak):          # a graph's messages summed (and their max) per node
+  m = x[...]
+  total[...] = jax.ops.segment_sum(m, ids[...], num_segments=100)
+  peak[...] = jax.ops.segment_max(m, ids[...], num_segments=96)
+
+
+@mg.mgpu_kernel(out_shape=lambda y, tok: S((128, y.shape[1]), F32))
+def unpermute_128(y, tok, out):                   # an MoE unpermute into 128 tokens
+  out[...] = jnp.zeros((128, y.shape[1]), jnp.float32).at[tok[...]].add(y[...].astype(jnp.float32))
+
+
+@mg.mgpu_kernel(out_shape=lambda x, ids: S((300, x.shape[1]), x.dtype))
+def too_many_segments(x, ids, out):
+  out[...] = jax.ops.segment_sum(x[...], ids[...], num_segments=300)
+
+
+def test_segment_reductions_of_2d_data_take_up_to_256_segments():
+  """jax.ops.segment_sum / segment_max of a tile's rows into 100 (96) segments, and `.at[ids].add` into 128 rows,
+  were MG003 ("at most 64"); each segment is a select and a reduction of the whole tile, now up to 256 of them
+  (ops/segments.SEGMENT_ROWS); past that MG003 keeps its hint (scatter atomically into the output)."""
+  rng = np.random.default_rng(11)
+  x = rng.standard_normal((256, 64)).astype(np.float32)
+  ids = rng.integers(-3, 104, 256).astype(np.int32)
+  total, peak = graph_messages(x, ids, interpret=True)
+  np.testing.assert_allclose(total, jax.ops.segment_sum(x, ids, 100), rtol=1e-5, atol=1e-5)
+  np.testing.assert_array_equal(peak, jax.ops.segment_max(x, ids, 96))
+  y = rng.standard_normal((128, 32)).astype(jnp.bfloat16)
+  tok = rng.integers(0, 128, 128).astype(np.int32)
+  np.testing.assert_allclose(unpermute_128(y, tok, interpret=True),
+                             jnp.zeros((128, 32)).at[tok].add(y.astype(np.float32)), rtol=1e-6, atol=1e-6)
+  export(graph_messages, x, ids)
+  export(unpermute_128, y, tok)
+  with pytest.raises(mg.KernelTypeError) as info:
+    too_many_segments.check(S((256, 64), F32), S((256,), I32))
+  e = info.value
+  assert e.message == ("jax.ops.segment_sum (as ml.segment_sum) of 2-D data reduces the tile once per segment, at"
+                       " most 256; got num_segments=300") and "atomic_add" in e.hint
+
+
+@pytest.mark.gpu
+def test_segment_reductions_past_64_segments_on_the_gpu():
+  rng = np.random.default_rng(12)
+  x = rng.standard_normal((256, 64)).astype(np.float32)
+  ids = rng.integers(-3, 104, 256).astype(np.int32)
+  total, peak = graph_messages(x, ids)
+  np.testing.assert_allclose(total, jax.ops.segment_sum(x, ids, 100), rtol=1e-5, atol=1e-5)
+  np.testing.assert_array_equal(peak, jax.ops.segment_max(x, ids, 96))
+  y = rng.standard_normal((128, 32)).astype(jnp.bfloat16)
+  tok = rng.integers(0, 128, 128).astype(np.int32)
+  np.testing.assert_allclose(unpermute_128(y, tok), jnp.zeros((128, 32)).at[tok].add(y.astype(np.float32)),
+                             rtol=1e-6, atol=1e-6)

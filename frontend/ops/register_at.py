@@ -17,6 +17,7 @@ from ..dtypes import DType
 from ..types import resolve
 from . import elementwise as ew
 from .base import Builtin, is_tensor, is_value
+from .segments import SEGMENT_ROWS     # rows of a 2-D tensor a segment reduction fills
 
 
 class RegisterAt:
@@ -216,15 +217,15 @@ def _update(kind, name):
       y = broadcast_to_shape(cx, y, shape)
     if resolve(y.type.dtype) != d:
       y = ew.astype(cx, y, d)                 # (jnp converts the updates to the tensor's dtype)
-    if len(v.type.shape) == 2 and n > _ROWS:
+    if len(v.type.shape) == 2 and n > SEGMENT_ROWS:
       t, i, r = _texts(cx.text)
       raise E.KernelTypeError(
-          f"{t} updates {n} rows of a register tile at a vector of indices: in registers, at most {_ROWS} (one"
-          f" reduction of the updates a row)", cx.loc,
+          f"{t} updates {n} rows of a register tile at a vector of indices: in registers, at most"
+          f" {SEGMENT_ROWS} (one reduction of the updates a row)", cx.loc,
           hint=f"scatter the rows into the output atomically, ml.atomic_{_ATOMIC[kind]}(out.at[{i}, :], {r}) (an"
                f" output updated only by atomics starts at 0; ids outside it are dropped)" if kind in _ATOMIC else
-               f"update {_ROWS} rows at a time: acc[s:s + {_ROWS}].at[{i} - s].{name}({r}) for s in"
-               f" ml.static_range(0, {n}, {_ROWS})")
+               f"update {SEGMENT_ROWS} rows at a time: acc[s:s + {SEGMENT_ROWS}].at[{i} - s].{name}({r}) for s in"
+               f" ml.static_range(0, {n}, {SEGMENT_ROWS})")
     if kind == "set":           # where an index repeats jnp keeps one of its updates, unspecified which: the largest
       got = segment_max.rule(cx, y, ids, num_segments=n)
       ones = ew.full_(cx, tuple(ids.type.shape) + (1,) * (len(shape) - 1), 1, DType.i32)
@@ -254,7 +255,6 @@ def _texts(text):
     return text or "acc.at[ids]", "ids", "rows"
 
 
-_ROWS = 64           # rows of a 2-D tensor a segment reduction fills (ops/segments.py)
 _ATOMIC = {"sum": "add", "max": "max", "min": "min"}
 
 _UPDATES = {"set": _update("set", "set"), "add": _update("sum", "add"), "max": _update("max", "max"), "min": _update("min", "min"),

@@ -3,16 +3,18 @@
 a static `length=`) and `ml.histogram` (Triton's `tl.histogram(x, num_bins, mask=None)`): an MoE router's tokens
 per expert, a block's partial sums per segment before one atomic add each, a graph's messages per node.
 
-No op of their own: each segment's result is a reduction over the elements whose id is that segment, a one-hot
-table `ids[:, None] == segment[None, :]` (the elements down its rows, up to 128 segments across its columns, a
-multiple of 32: one per lane of a warp) selecting the data or the reduction's identity, reduced along its rows;
-more segments take more such tables, joined. 2-D data `(n, d)` reduces one row of the result a segment (at most
-64 segments). The ids follow jax's: an id outside [0, num_segments) is dropped (jax.ops' default mode, a negative
-one too: no count from the end), `mode="clip"` clamps it into range; jnp.bincount counts a negative value in bin 0
-and drops one past its length; Triton's histogram counts values in [0, num_bins). An empty segment holds the
-identity, as jax's: 0 for a sum, the lowest value (-inf) for a max, the highest for a min. The result has the data's
-dtype (counts: int32, jnp's default int). A count of segments no register vector holds (not a multiple of 8: 10
-experts) is a padded result where the padded trace takes it (ops/padded_tiles.py), as ml.top_k's k columns are."""
+No op of their own: each segment's result is a reduction over the elements whose id is that segment, a one-hot table
+`ids[:, None] == segment[None, :]` (the elements down its rows, up to 128 segments across its columns, a multiple of
+32: one per lane of a warp) selecting the data or the reduction's identity, reduced along its rows; more segments
+take more such tables, joined. 2-D data `(n, d)` reduces one row of the result a segment (at most 256 segments, each
+a select and a reduction of the whole tile: an MoE unpermute's 128 tokens, a graph's 100 nodes; past that, MG003's
+hint scatters the rows into the output atomically; probe 57a, it was 64). The ids follow jax's: an id outside [0,
+num_segments) is dropped (jax.ops' default mode, a negative one too: no count from the end), `mode="clip"` clamps it
+into range; jnp.bincount counts a negative value in bin 0 and drops one past its length; Triton's histogram counts
+values in [0, num_bins). An empty segment holds the identity, as jax's: 0 for a sum, the lowest value (-inf) for a
+max, the highest for a min. The result has the data's dtype (counts: int32, jnp's default int). A count of segments
+no register vector holds (not a multiple of 8: 10 experts) is a padded result where the padded trace takes it
+(ops/padded_tiles.py), as ml.top_k's k columns are."""
 from __future__ import annotations
 
 import contextlib
@@ -26,7 +28,7 @@ from .base import builtin, check_register_value, is_tensor, kind_of, named_built
 from .shape import ReduceKind
 
 _CHUNK = 128          # segments a one-hot table holds across its columns
-_ROWS = 64            # segments of 2-D data: one reduction of the whole tile each
+SEGMENT_ROWS = 256    # segments of 2-D data: one reduction of the whole tile each (probe 57a: was 64)
 
 
 def _count(cx, n, what, param, example):
@@ -162,13 +164,15 @@ def _segment(kind, name):
     clip = _modes(cx, mode, what)
     pos = _ids(cx, segment_ids, n, what, "segment_ids", clip)
     _data(cx, data, pos, what)
-    if len(data.type.shape) == 2 and n > _ROWS:
+    if len(data.type.shape) == 2 and n > SEGMENT_ROWS:
       raise E.KernelTypeError(
-          f"{what} of 2-D data reduces the tile once per segment, at most {_ROWS}; got num_segments={n}", cx.loc,
+          f"{what} of 2-D data reduces the tile once per segment, at most {SEGMENT_ROWS}; got num_segments={n}",
+          cx.loc,
           hint=f"scatter the rows atomically, ml.atomic_{kind.value if kind != ReduceKind.SUM else 'add'}"
                f"(out.at[ids, :], data), into an output of {n} rows (ids outside it masked off)" if kind != PROD else
-               f"take the segments {_ROWS} at a time: ml.segment_prod(data, ids - s, num_segments={_ROWS}) for s in"
-               f" ml.static_range(0, {n}, {_ROWS}) (ids outside each range are dropped), stored into their rows")
+               f"take the segments {SEGMENT_ROWS} at a time: ml.segment_prod(data, ids - s,"
+               f" num_segments={SEGMENT_ROWS}) for s in"
+               f" ml.static_range(0, {n}, {SEGMENT_ROWS}) (ids outside each range are dropped), stored into their rows")
     return _table(cx, kind, data, pos, n, what)
   word = getattr(kind, "value", kind)
   return named_builtin(rule, name, f"jax.ops.{name}(data, segment_ids, num_segments): the {word} of the elements"
