@@ -112,6 +112,26 @@ def _int8_hint(name, pos, kw, operands) -> str | None:
           f" preferred_element_type=jnp.int32), computed on the tensor cores as ml.dot")
 
 
+def _int32_hint(name, pos, operands) -> str | None:
+  """A product of 32-bit integer tiles registers cannot hold whole (jnp_einsum.chunked_product takes accumulators of
+  up to 32768 elements): the tensor cores take no 32-bit integers (ml.dot's MG106), so the hint computes the product
+  in pieces of a's rows, each stored (probe 57a; it hinted int32 SMEM operands for ml.dot)."""
+  ds = [resolve(getattr(getattr(v, "type", None), "dtype", None)) for _, v, _ in operands]
+  shapes = [tuple(getattr(getattr(v, "type", None), "shape", ())) for _, v, _ in operands]
+  if name not in ("dot", "matmul") or len(pos) != 2 or not all(d in (DType.i32, DType.u32) for d in ds) or \
+      any(len(s) != 2 for s in shapes) or any(f for _, _, f in operands):
+    return None
+  (m, _), (_, n) = shapes
+  rows = next((r for r in (128, 64, 32, 16, 8) if m % r == 0 and r * n <= 1 << 14 and r < m), None)
+  if rows is None:
+    return None
+  a = pos[0].strip()
+  a = f"{a[:-5]}[r:r + {rows}, :]" if a.endswith("[...]") else f"{a}[r:r + {rows}]"
+  return (f"the tensor cores take no 32-bit integers, and registers hold an int32 product of at most 32768 elements"
+          f" ({m} x {n} here): compute it in pieces of {rows} rows, each stored: for r in ml.static_range(0, {m},"
+          f" {rows}): out[r:r + {rows}, :] = jnp.{name}({a}, {pos[1].strip()})")
+
+
 def dot_hint(name, pos, kw, operands, taken=frozenset()) -> str | None:
   """The ml.dot hint for `name` (one of _DOTS) called with arguments `pos`, `kw` (as written) whose
   operands are `operands`: (text, value, transposed) of a and of b, a ref read whole (`a_s[...]`,
@@ -119,7 +139,7 @@ def dot_hint(name, pos, kw, operands, taken=frozenset()) -> str | None:
   buffer's name avoids); None where the call is not understood."""
   if name not in _DOTS or len(operands) != 2:
     return None
-  ints = _int8_hint(name, pos, kw, operands)
+  ints = _int8_hint(name, pos, kw, operands) or _int32_hint(name, pos, operands)
   if ints is not None:
     return ints
   batched = _batched_call(name, pos, kw, operands)

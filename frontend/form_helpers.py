@@ -79,6 +79,16 @@ def chunked_dot(a, b, c, acc_dtype):
 
 
 @ml.inline
+def outer_dot(a, b, acc_dtype):
+  """a @ b of (m, k) and (k, n) register tiles, in acc_dtype, as k rank-1 updates of the (m, n) accumulator (a
+  column of a times a row of b): chunked_dot's form where no chunk of k fits beside an accumulator this large."""
+  acc = ml.zeros((a.shape[0], b.shape[1]), acc_dtype)
+  for k0 in ml.static_range(a.shape[1]):
+    acc = acc + a[:, k0:k0 + 1] * b[k0:k0 + 1, :]
+  return acc
+
+
+@ml.inline
 def gcd(a, b, steps):
   """jnp.gcd of integers: jax's Euclid loop (|a|, |b| ordered larger first, then (b, a % b) until b is 0) as a fixed
   number of steps, `steps`, that bounds Euclid's for the dtype (Lame: about 1.44 per bit, the Fibonacci pairs), each

@@ -123,14 +123,15 @@ def _too_many(tracer, node, spec, parts, order, size, total):
       f"slice of the first axis at a time in a loop, storing each piece")
 
 
-_ACC_MOST = 1 << 14
+_ACC_MOST = 1 << 15      # (an int32 (200, 128) product: probe 57a; it was 1 << 14)
 
 
 def chunked_product(tracer, node, a, b, want):
   """`a @ b` of two 2-D register tiles ml.dot does not take ((48, 40) by (40, 72), (8, 16) by (16, 32)), in
   registers: the (m, n) accumulator plus broadcast products of k-chunks of a's columns and b's rows, float32 for
   float operands (as XLA's dot accumulates 16-bit ones) and the operands' dtype for 32-bit integers, converted to
-  jnp's dtype (a tile computed padded, a (40, 72) read, is sliced in its own coordinates). None where the accumulator
+  jnp's dtype (a tile computed padded, a (40, 72) read, is sliced in its own coordinates); where no k-chunk fits
+  beside the accumulator, k rank-1 updates (form_helpers.outer_dot). None where the accumulator
   is larger than _ACC_MOST elements, ml.dot's padded trace may take it (a layout error it met), or the dtypes are
   others. (Only (m, k) by (k, n): the chunks of a transposed operand would broadcast into a 3-D tensor's middle axis
   or reduce its last one, which no register layout takes.)"""
@@ -177,6 +178,9 @@ def chunked_product(tracer, node, a, b, want):
   fits = [x for x in (64, 32, 16, 8, 4) if k % x == 0 and m * x * n <= _MOST]
   c = fits[0] if fits else k if m * k * n <= _MOST else max(
       x for x in range(1, k + 1) if k % x == 0 and m * x * n <= _MOST)
+  if c == 1:                      # (an accumulator of more than 8192 elements: k rank-1 updates)
+    return trace_form(tracer, node, f"{{2}}({conv[0]}, {conv[1]}, ml.{acc}){cut}.astype({out})",
+                      [a, b, form_helpers.outer_dot, None, want])
   return trace_form(tracer, node, f"{{2}}({conv[0]}, {conv[1]}, {c}, ml.{acc}){cut}.astype({out})",
                     [a, b, form_helpers.chunked_dot, None, want])
 

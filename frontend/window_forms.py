@@ -143,13 +143,14 @@ def _conv_specs(dn, rank):
 
 def conv(a):
   """jax.lax.conv_general_dilated(lhs, rhs, window_strides, padding, ...) of register tiles where each output channel
-  reads one input channel (probe 53c; it was MG003): a single channel's stencil (`conv(v[None, None], w[None,
-  None], ...)`) or a depthwise conv (feature_group_count = channels, one filter each: Mamba's causal conv1d,
-  `("NWC", "WIO", "NWC")`); the lhs padded with zeros (jnp.pad), each tap a strided slice of it times the tap's
-  weights (a vector over the channels, broadcast), summed (form_helpers.conv_taps; to float rounding, XLA's order of
-  the sums being its own; 16-bit floats in float32, rounded once). No lhs dilation, no batch groups, out spec = lhs
-  spec; rhs dilation and strides taken. A batch of one leading is dropped first (x[0]), and a padded tile no register
-  tensor holds is padded further at its end (zeros no tap reads) to one that does."""
+  reads one input channel (probe 53c; it was MG003): a single channel's stencil (`conv(v[None, None], w[None, None],
+  ...)`) or a depthwise conv (feature_group_count = channels, one filter each: Mamba's causal conv1d, `("NWC",
+  "WIO", "NWC")`); the lhs padded with zeros (jnp.pad), each tap a strided slice of it times the tap's weights (a
+  vector over the channels, broadcast), summed (form_helpers.conv_taps; to float rounding, XLA's order of the sums
+  being its own; 16-bit floats in float32, rounded once). No batch groups, out spec = lhs spec; rhs dilation,
+  strides and (probe 57a) lhs dilation taken (_dilated: a transposed conv). A batch of one leading is dropped first
+  (x[0]), and a padded tile no register tensor holds is padded further at its end (zeros no tap reads) to one that
+  does."""
   x, w = a["lhs"], a["rhs"]
   xs, ws = _shape(a, x), _shape(a, w)
   if xs is None or ws is None or len(xs) != len(ws) or not 3 <= len(xs) <= 5 or _kind(x) != "float" \
@@ -167,21 +168,25 @@ def conv(a):
     return None
   strides = _ints(a["window_strides"], sp)
   rdil = (1,) * sp if a["rhs_dilation"] is None else _ints(a["rhs_dilation"], sp)
-  if strides is None or rdil is None or min(strides + rdil) < 1 or (
-      a["lhs_dilation"] is not None and _ints(a["lhs_dilation"], sp) != (1,) * sp):
+  ldil = (1,) * sp if a["lhs_dilation"] is None else _ints(a["lhs_dilation"], sp)
+  if strides is None or rdil is None or ldil is None or min(strides + rdil + ldil) < 1:
     return None
   ksz = tuple(ws[d] for d in rs[2:])
-  windows = _windows(a["padding"], tuple(xs[d] for d in ls[2:]), ksz, rdil, strides)
+  windows = _windows(a["padding"], tuple((xs[d] - 1) * e + 1 for d, e in zip(ls[2:], ldil)), ksz, rdil, strides)
   if windows is None:
     return None
   pads, out = windows
   one = ls[0] == 0 and xs[0] == 1       # (a batch of one leading: computed on x[0], a tile of one axis fewer)
   ax = [d - one for d in ls]
+  src = "{0}[0]" if one else "{0}"
+  if ldil != (1,) * sp:
+    src, xs, pads = _dilated(src, xs, ls, ax, ldil, pads)
+    if src is None:
+      return None
   full = [(0, 0)] * (rank - one)
   for d, pr in zip(ax[2:], pads):
     full[d] = pr
   full = list(_held([xs[d] for d in range(one, rank)], full))     # (x[0] is computed: its padded tile held whole)
-  src = "{0}[0]" if one else "{0}"
   if dense:
     return _dense(x, w, src, ax, rs, xs, ksz, rdil, out, strides, one, o, pads, a["precision"])
   tile = src if not any(lo or hi for lo, hi in pads) else f"jnp.pad({src}, {tuple(full)!r})"
@@ -202,6 +207,32 @@ def conv(a):
     form = f"({form.replace('{0}', '{0}.astype(jnp.float32)', 1).replace('{1}', '{1}.astype(jnp.float32)', 1)})" \
         ".astype({0}.dtype)"
   return form, [x, w, tuple(taps), conv_taps]
+
+
+def _dilated(src, xs, ls, ax, ldil, pads):
+  """lhs dilation (a transposed conv's, `jax.lax.conv_transpose`, which is conv_general_dilated with lhs_dilation
+  = its strides; probe 57a, it was MG003): each spatial axis of n elements dilated by d > 1 is `jnp.repeat` of it d
+  times with all but the first of each run selected to 0, n * d elements: the (n - 1) * d + 1 of the dilated lhs and
+  d - 1 zeros more at the end, which its hi padding then lacks (a slice where that padding is smaller). (The tile's
+  form, its shape, the pads for it; None where a slice would leave no element.)"""
+  xs, pads = list(xs), list(pads)
+  tile_rank = max(ax) + 1                # (a batch of one dropped: the lhs's axes, one fewer)
+  for k, (d, e) in enumerate(zip(ls[2:], ldil)):
+    if e == 1:
+      continue
+    n, p = xs[d], ax[2 + k]
+    idx = ", ".join(":" if q == p else "None" for q in range(tile_rank))
+    src = f"ml.where((ml.arange({n * e}) % {e} == 0)[{idx}], jnp.repeat({src}, {e}, axis={p}), 0)"
+    lo, hi = pads[k]
+    if hi < e - 1:
+      cut = n * e + hi - (e - 1)
+      if cut < 1:
+        return None, xs, pads
+      src = f"({src})[{', '.join(f':{cut}' if q == p else ':' for q in range(tile_rank))}]"
+      xs[d], pads[k] = cut, (lo, 0)
+    else:
+      xs[d], pads[k] = n * e, (lo, hi - (e - 1))
+  return src, tuple(xs), tuple(pads)
 
 
 def _dense(x, w, src, ax, rs, xs, ksz, rdil, out, strides, one, o, pads, precision):
@@ -243,6 +274,57 @@ def _dense(x, w, src, ax, rs, xs, ksz, rdil, out, strides, one, o, pads, precisi
     form = f"jnp.moveaxis({form}, -1, 0)"
   form += "[None]" if one else ""
   return f"({form}).astype({{0}}.dtype)", [x, w, tuple(taps), conv_dots, precision]
+
+
+_TRANSPOSE_SPECS = {2: ("NC", "IO", "NC"), 3: ("NHC", "HIO", "NHC"), 4: ("NHWC", "HWIO", "NHWC"),
+                    5: ("NHWDC", "HWDIO", "NHWDC")}
+
+
+def _transpose_padding(k, s, padding):
+  """jax's _conv_transpose_padding: (lo, hi) of one spatial axis of a transposed conv of a kernel k wide (dilated)
+  at stride s, for 'SAME', 'VALID' or a forward conv's (lo, hi) pair; None for another padding."""
+  if padding == "SAME":
+    pad_len, pad_a = k + s - 2, k - 1 if s > k - 1 else math.ceil((k + s - 2) / 2)
+  elif padding == "VALID":
+    pad_len, pad_a = k + s - 2 + max(k - s, 0), k - 1
+  elif isinstance(padding, tuple) and _ints(padding, 2) is not None:
+    pads = tuple(k - p - 1 for p in padding)
+    pad_len, pad_a = sum(pads), pads[0]
+  else:
+    return None
+  return pad_a, pad_len - pad_a
+
+
+def conv_transpose(a):
+  """jax.lax.conv_transpose(lhs, rhs, strides, padding, ...) of register tiles (probe 57a; it was MG003): jax's own
+  definition, conv_general_dilated with unit window strides, lhs_dilation = strides and its transposed padding
+  (_transpose_padding of 'SAME' or 'VALID', the pairs as given unless use_consistent_padding), channels last by
+  default; conv()'s form of that. Not transpose_kernel (a kernel flipped and its channels swapped)."""
+  x, w = a["lhs"], a["rhs"]
+  xs, ws = _shape(a, x), _shape(a, w)
+  strides = _ints(a["strides"], len(xs) - 2) if xs is not None else None
+  if xs is None or ws is None or len(xs) != len(ws) or strides is None or a["transpose_kernel"]:
+    return None
+  sp = len(xs) - 2
+  dn = a["dimension_numbers"] if a["dimension_numbers"] is not None else _TRANSPOSE_SPECS.get(len(xs))
+  specs = _conv_specs(dn, len(xs))
+  rdil = (1,) * sp if a["rhs_dilation"] is None else _ints(a["rhs_dilation"], sp)
+  if specs is None or rdil is None:
+    return None
+  padding = a["padding"]
+  if a["use_consistent_padding"] or isinstance(padding, str) and padding in ("SAME", "VALID"):
+    each = [padding] * sp if isinstance(padding, str) else list(padding)
+    if len(each) != sp:
+      return None
+    pads = tuple(_transpose_padding((ws[d] - 1) * r + 1, s, p if isinstance(p, str) else tuple(p))
+                 for d, r, s, p in zip(specs[1][2:], rdil, strides, each))
+    if any(p is None for p in pads):
+      return None
+  else:
+    pads = padding
+  return conv({"lhs": x, "rhs": w, "window_strides": (1,) * sp, "padding": pads, "lhs_dilation": strides,
+               "rhs_dilation": rdil, "dimension_numbers": dn, "feature_group_count": 1, "batch_group_count": 1,
+               "preferred_element_type": a["preferred_element_type"], "precision": a["precision"]})
 
 
 def _method(m):
@@ -295,6 +377,9 @@ WINDOWS = {
     ("jax.lax", "conv_general_dilated"): (("lhs", "rhs", "window_strides", "padding", "lhs_dilation", "rhs_dilation",
                                           "dimension_numbers", "feature_group_count", "batch_group_count",
                                           "preferred_element_type", "precision"), conv),
+    ("jax.lax", "conv_transpose"): (("lhs", "rhs", "strides", "padding", "rhs_dilation", "dimension_numbers",
+                                     "transpose_kernel", "precision", "preferred_element_type",
+                                     "use_consistent_padding"), conv_transpose),
     ("jax.image", "resize"): (("image", "shape", "method", "antialias", "precision"), resize),
     ("jax.lax", "reduce_window"): (("operand", "init_value", "computation", "window_dimensions", "window_strides",
                                     "padding", "base_dilation", "window_dilation"), reduce_window),

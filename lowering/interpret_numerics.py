@@ -209,7 +209,8 @@ def by_zero(kind, f):
 
 INT_BIN = {B.ADD: np.add, B.SUB: np.subtract, B.MUL: np.multiply, B.FLOORDIV: by_zero(B.FLOORDIV, np.floor_divide),
            B.MOD: by_zero(B.MOD, np.mod), B.FMOD: by_zero(B.FMOD, np.fmod), B.MAX: np.maximum, B.MIN: np.minimum,
-           B.AND: np.bitwise_and,           B.OR: np.bitwise_or, B.XOR: np.bitwise_xor, B.SHL: np.left_shift, B.SHR: _shift_right, B.MULHI: _mulhi}
+           B.AND: np.bitwise_and, B.OR: np.bitwise_or, B.XOR: np.bitwise_xor, B.SHL: np.left_shift, B.SHR: _shift_right,
+           B.MULHI: _mulhi}
 CMP = {C.LT: np.less, C.LE: np.less_equal, C.GT: np.greater, C.GE: np.greater_equal,
        C.EQ: np.equal, C.NE: np.not_equal}
 INT_UN = {U.NEG: np.negative, U.ABS: np.abs, U.NOT: np.logical_not}
