@@ -110,6 +110,7 @@ class GridEval:
     self.decided_trip: dict = {}   # id(such a block) -> the loop counters of its first skip ("r = 1")
     self.broken_promises: list = []   # false ml.multiple_of promises the grid decides (check_promise)
     self._promised: set = set()       # (the MultipleOf ops reported)
+    self.divisors: dict = {}          # id(integer //, % or fmod) -> (it, whether every walk knew its divisor non-zero)
 
   def program(self, p: int) -> tuple:
     return tuple(int(a[p]) for a in self.pid)
@@ -329,14 +330,22 @@ def _int_operands(ev, o, *xs, dtype=None):
   return None if any(v is UNKNOWN for v in vals) else vals
 
 
+_DIVISIONS = (BinOp.FLOORDIV, BinOp.MOD, BinOp.FMOD)
+
+
 def _binary(ev, o):
   d = o.result.type.dtype
   if not (d.is_int or d == DType.bool_):
     return UNKNOWN
   vals = _int_operands(ev, o, o.lhs, o.rhs, dtype=d)
   if vals is None:
+    if o.kind in _DIVISIONS and isinstance(o.rhs, ir.Value):     # (a dividend of data: the divisor alone)
+      b = _int_operands(ev, o, o.rhs, dtype=d)
+      ev.divisors[id(o)] = (o, ev.divisors.get(id(o), (o, True))[1] and b is not None and not np.any(b[0] == 0))
     return UNKNOWN
   a, b = vals
+  if o.kind in _DIVISIONS and isinstance(o.rhs, ir.Value):
+    ev.divisors[id(o)] = (o, ev.divisors.get(id(o), (o, True))[1] and not np.any(b == 0))
   with np.errstate(all="ignore"):
     if o.kind in (BinOp.FLOORDIV, BinOp.MOD):
       if np.any(b == 0):

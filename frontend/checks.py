@@ -67,6 +67,8 @@ def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
   ev = GridEval(kernel, mem)
   mem.ev = ev
   if ev.run():
+    for o, nonzero in ev.divisors.values():     # (the whole grid walked: every trip's divisor, or an unknown one)
+      object.__setattr__(o, "nonzero", nonzero)  # (a frozen op's annotation; its clones copy it)
     errors += (ev.overflows.errors + ev.broken_promises + mem.errors + mem.coverage_errors() + mem.race_errors()
                + mem.empty.errors() + mem.gathers.errors() + check_clusters(kernel))
     mem.facts.late = mem.contraction.errors()     # after the window checks: a misplaced window comes first

@@ -336,7 +336,9 @@ def trip_count(em, start, stop, step, loc):
     span = stop if isinstance(start, int) and start == 0 else emit(Binary, BinOp.SUB, stop, start, t=kind)
     span = span if kind == U32 else emit(Cast, span)
   step = step if isinstance(step, int) else emit(Cast, step)
-  count = emit(Binary, BinOp.ADD, emit(Binary, BinOp.FLOORDIV, emit(Binary, BinOp.SUB, span, 1), step), 1)
+  quotient = em.emit(Binary, BinOp.FLOORDIV, emit(Binary, BinOp.SUB, span, 1), step, loc=loc, types=[U32],
+                     nonzero=True).result     # (a pipelined loop's step is positive: no zero guard)
+  count = emit(Binary, BinOp.ADD, quotient, 1)
   count = emit(Cast, count, t=I32)
   if static:
     return count
@@ -352,7 +354,9 @@ def wide_trip_count(em, start, stop, step, loc):
   if static and stop <= start:
     return 0
   span = emit(Constant, stop - start) if static else arith(em, BinOp.SUB, stop, start, loc, I64)
-  count = emit(Binary, BinOp.ADD, emit(Binary, BinOp.FLOORDIV, emit(Binary, BinOp.SUB, span, 1), step), 1)
+  quotient = em.emit(Binary, BinOp.FLOORDIV, emit(Binary, BinOp.SUB, span, 1), step, loc=loc, types=[I64],
+                     nonzero=True).result     # (step > 0: no zero guard)
+  count = emit(Binary, BinOp.ADD, quotient, 1)
   if not static:
     count = emit(Where, emit(Compare, CmpOp.GT, stop, start, t=ScalarType(DType.bool_)), count, 0)
   return emit(Cast, count, t=I32)

@@ -108,8 +108,9 @@ def _needs_minus_one_guard(o) -> bool:
 
 
 def _needs_zero_guard(o) -> bool:
-  """An integer //, % or fmod whose divisor may be 0 (a value: a constant 0 is the frontend's error)."""
-  return o.kind in _SIGNED_DIVISIONS and isinstance(o.rhs, kir.Value)
+  """An integer //, % or fmod whose divisor may be 0 (a value the grid evaluation did not find non-zero in every
+  program, frontend/absint.py: a constant 0 is the frontend's error)."""
+  return o.kind in _SIGNED_DIVISIONS and isinstance(o.rhs, kir.Value) and not o.nonzero
 
 
 def _div_rn(a, b):

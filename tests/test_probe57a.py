@@ -1,6 +1,7 @@
 """Probe 57a: the leftovers of session 43's probes, each an MG950 or MG003 before: integer division and remainder
-by a run-time zero (jnp's numbers, XLA's rule), 2-D segment reductions past 64 segments, int32 products past 16384 result
-elements (and the hint past 32768), 16-bit cumsum/cumprod (checked: float32, closer than jnp), transposed convs."""
+by a run-time zero (jnp's numbers, XLA's rule), 2-D segment reductions past 64 segments, int32 products past 16384
+result elements (and the hint past 32768), 16-bit cumsum/cumprod (checked: float32, closer than jnp), transposed
+convs."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -316,3 +317,22 @@ def test_transposed_convs_on_the_gpu():
   np.testing.assert_allclose(depthwise_dilated(x, wd), L.conv_general_dilated(
       x, wd, (1,), [(1, 2)], lhs_dilation=(2,), feature_group_count=32, dimension_numbers=("NWC", "WIO", "NWC"),
       precision="highest"), rtol=1e-5, atol=1e-5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: x, grid=(4,))
+def proven_divisors(x, y, o):
+  i = ml.program_id(0)
+  n = ml.num_programs(0)
+  o[i] = x[i] // n + x[i] % (i + 1) + x[i] // y[i]     # two divisors the grid knows, one of data
+
+
+def test_a_divisor_the_grid_knows_non_zero_keeps_its_plain_division():
+  """The zero guard costs a compare and two selects a division; a scalar divisor the grid evaluation knows non-zero
+  in every program (`ml.num_programs`, `i + 1`) is marked `nonzero` (frontend/checks.py) and keeps the plain
+  division (the examples' MLIR unchanged), one read from data is guarded."""
+  text = proven_divisors.typed_ir(S((4,), I32), S((4,), I32))
+  divisions = [line for line in text.splitlines() if "binary kind=floordiv" in line or "binary kind=mod" in line]
+  assert len(divisions) == 3 and sum("nonzero=True" in line for line in divisions) == 2, text
+  x, y = np.array([7, -7, 9, 0], np.int32), np.array([2, 0, -3, 0], np.int32)
+  np.testing.assert_array_equal(proven_divisors(x, y, interpret=True),
+                                x // 4 + x % (np.arange(4) + 1) + np.asarray(jnp.asarray(x) // y))

@@ -97,6 +97,9 @@ class Binary(ir.Op):
   results: tuple
   via: tuple = ()     # (builtin, its operands' texts) where a builtin made it (ml.cdiv's //), for hints
   tile: tuple = ()    # (k, num_m, num_n, group): ml.grouped_ids' k-th coordinate (frontend/gmem_disjoint.py)
+  # An integer //, % or fmod whose divisor the grid evaluation found non-zero wherever it runs (frontend/absint.py):
+  # the GPU's division needs no zero guard (lowering/elementwise._needs_zero_guard)
+  nonzero: bool = False
 
 
 @ir.op(PURE_ELEMENTWISE)
