@@ -211,7 +211,7 @@ def test_paired_updates_match_jnp(name):
 @mg.mgpu_kernel(out_shape=lambda x, y: x)
 def pairs_many_rows(x, y, o):
   v = x[...]
-  o[...] = v.at[y[...] % 128, y[...]].add(-1.0)
+  o[...] = v.at[y[...] % 512, y[...]].add(-1.0)
 
 
 @mg.mgpu_kernel(out_shape=lambda x, y: x)
@@ -220,12 +220,12 @@ def pairs_bad_update(x, y, o):
   o[...] = v.at[ml.arange(32), y[...]].add(v[:, :2])
 
 
-def test_paired_updates_past_64_rows_and_a_wrong_update_shape_are_errors_at_the_call():
-  e = expect(pairs_many_rows, [S((128, 64), F32), S((128,), jnp.int32)], mg.KernelTypeError, "v.at[",
-             "v.at[y[...] % 128, y[...]].add(-1.0) updates 128 rows of a register tile at paired index vectors: in"
-             " registers, at most 64 (one reduction of the updates a row), unless the rows are the tile's own,"
-             " ml.arange(128)")
-  assert e.hint.endswith("ml.atomic_add(out.at[y[...] % 128, y[...]], -1.0)")
+def test_paired_updates_past_256_rows_and_a_wrong_update_shape_are_errors_at_the_call():
+  e = expect(pairs_many_rows, [S((512, 64), F32), S((512,), jnp.int32)], mg.KernelTypeError, "v.at[",
+             "v.at[y[...] % 512, y[...]].add(-1.0) updates 512 rows of a register tile at paired index vectors: in"
+             " registers, at most 256 (one reduction of the updates a row), unless the rows are the tile's own,"
+             " ml.arange(512)")
+  assert e.hint.endswith("ml.atomic_add(out.at[y[...] % 512, y[...]], -1.0)")
   expect(pairs_bad_update, [S((32, 64), F32), S((32,), jnp.int32)], mg.ShapeMismatchError, "v.at[",
          "v.at[ml.arange(32), y[...]].add(v[:, :2]): the update v[:, :2] of shape (32, 2) does not broadcast to the"
          " shape (32,) of the elements it updates", hint="give one update an index pair: a (32,) vector, or a number")

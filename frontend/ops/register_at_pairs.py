@@ -5,8 +5,8 @@ Element k of the update goes to (rows[k], cols[k]); the indices follow jnp's: a 
 once, one outside its axis is dropped (so a label of -100 below -v, an ignore index, updates nothing; one of -100
 within a wider row counts from its end, as jnp's). Where `rows` is the tensor's own row index (an `ml.arange(m)` of
 its m rows, `jnp.arange(x.shape[0])`), each row takes its one update by a select in registers; other rows go through
-ops/register_at.py's row updates (a segment reduction of each update's row, the column's element alone, at most 64
-rows, duplicates combined as jnp's). `.get()` is the gather `v[rows, cols]`, with mode="fill"'s fill_value outside."""
+ops/register_at.py's row updates (a segment reduction of each update's row, the column's element alone, at most
+segments.SEGMENT_ROWS rows, duplicates combined as jnp's). `.get()` is the gather `v[rows, cols]`, with mode="fill"'s fill_value outside."""
 from __future__ import annotations
 
 import numpy as np
@@ -16,6 +16,7 @@ from ..dtypes import DType
 from ..types import resolve
 from . import elementwise as ew
 from .base import Builtin, is_tensor, is_value
+from .segments import SEGMENT_ROWS as _ROWS     # rows a segment reduction fills (ops/register_at.py's)
 
 
 def _own_rows(cx, rows, m) -> bool:
@@ -127,7 +128,6 @@ def _pair_get(cx, at, *, mode=None, fill_value=None, indices_are_sorted=False, u
   return ew.where_(cx, inside, got, fill_value)
 
 
-_ROWS = 64           # rows a segment reduction fills (ops/register_at.py's)
 _ATOMIC = {"add": "add", "max": "max", "min": "min"}
 
 
