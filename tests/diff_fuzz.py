@@ -15,17 +15,16 @@ CUDA export not). Deterministic: a seed gives the same kernel and inputs.
 """
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import os
 import random
 import sys
-import tempfile
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+
+import fuzz_check
 
 FLOATS = ("float32", "float16", "bfloat16")
 INTS = ("int8", "uint8", "int32", "int16")
@@ -526,23 +525,9 @@ def _broadcasts(a, b):
 
 
 # ---------------------------------------------------------------------- running
-_mods = itertools.count()
-_tmp = tempfile.TemporaryDirectory(prefix="mgpu_dsl_dfuzz_")
-
-
 def load(gen):
-  name = f"mgpu_dsl_dfuzz_{os.getpid()}_{next(_mods)}"
-  path = os.path.join(_tmp.name, name + ".py")
-  with open(path, "w") as f:
-    f.write(gen.source)
-  spec = importlib.util.spec_from_file_location(name, path)
-  mod = importlib.util.module_from_spec(spec)
-  sys.modules[name] = mod
-  try:
-    spec.loader.exec_module(mod)
-  finally:
-    del sys.modules[name]
-  return mod.kernel
+  """The generated kernel (the fuzz generator's loader: a module of its source, tests/fuzz_check.py)."""
+  return fuzz_check.load(gen)
 
 
 def compare(got, want, dot=False):
