@@ -184,7 +184,8 @@ class Subscripts:
           f"{d}.{attr}: {DICTS_FIXED}, so they have no .{attr}", self.loc(node),
           hint=f"build a new one: {d} = {{**{d}, 'k': v}} to add or replace, {d} = {{k: v for k, v in"
                f" {d}.items() if k != 'a'}} to drop")
-    if attr in ("to", "astype") and call is not None and isinstance(base, (int, float)):
+    if attr in ("to", "astype") and call is not None and isinstance(base, (int, float)) and not hasattr(base, attr):
+      # (a NumPy scalar's own .astype stays a typed constant, ops/base.TypedFloat: x / c's rule, probe 57c)
       from .py_scalars import number_as_scalar     # Triton's eps.to(x.dtype), jnp.float32(c).astype(x.dtype)
       return _Method(METHODS[attr], number_as_scalar(self.cx(node), base))
     from .triton_math import dtype_attr
