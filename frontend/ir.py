@@ -104,6 +104,9 @@ class Traits:
   splits: bool = False
 
 
+_OPERAND_FIELDS: dict[type, tuple[str, ...]] = {}     # each op class's fields that may hold operands
+
+
 class Op:
   loc: Loc
   results: tuple[Value, ...]
@@ -116,11 +119,13 @@ class Op:
     return r
 
   def operands(self) -> list:
+    names = _OPERAND_FIELDS.get(type(self))
+    if names is None:         # (dataclasses.fields per call was a fifth of the layout pass's time on big kernels)
+      names = _OPERAND_FIELDS[type(self)] = tuple(
+          f.name for f in dataclasses.fields(self) if f.name not in ("loc", "results") and f.name not in self.regions)
     out = []
-    for f in dataclasses.fields(self):
-      if f.name in ("loc", "results") or f.name in self.regions:
-        continue
-      v = getattr(self, f.name)
+    for name in names:
+      v = getattr(self, name)
       if isinstance(v, Value):
         out.append(v)
       elif isinstance(v, tuple):

@@ -363,14 +363,16 @@ class _Solver(LayoutErrors, Swizzles):
 
   def component(self, start, rels):
     """The classes linked to `start` through reductions and broadcasts."""
+    links = {}                # (each class's neighbours once: a scan of every relation per class was quadratic)
+    for c, p, _, _ in rels:
+      links.setdefault(c, []).append(p)
+      links.setdefault(p, []).append(c)
     seen, todo = {start}, [start]
     while todo:
-      x = todo.pop()
-      for c, p, _, _ in rels:
-        for a, b in ((c, p), (p, c)):
-          if a == x and b not in seen:
-            seen.add(b)
-            todo.append(b)
+      for b in links.get(todo.pop(), ()):
+        if b not in seen:
+          seen.add(b)
+          todo.append(b)
     return seen
 
   def tile_classes(self, rels, members) -> set:
