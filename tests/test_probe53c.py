@@ -103,8 +103,11 @@ def test_top_k_and_partitions_on_the_gpu():
     np.testing.assert_array_equal(_bits_nan(got), _bits_nan(want))
   x = _zeros_rows((8, 64), F32, 5)
   p, a = partitions(x, kth=5, axis=1)
-  np.testing.assert_array_equal(_bits_nan(p), _bits_nan(jnp.partition(jnp.asarray(x), 5, axis=1)))
-  np.testing.assert_array_equal(np.asarray(a), np.asarray(jnp.argpartition(jnp.asarray(x), 5, axis=1)))
+  # (against interpret mode, which the CPU test holds to jnp's: XLA on the GPU partitions rows with NaNs otherwise,
+  # jnp.partition being lax.top_k of -x there, whose NaN order is the GPU's; session 44's H100 run)
+  wp, wa = partitions(x, kth=5, axis=1, interpret=True)
+  np.testing.assert_array_equal(_bits_nan(p), _bits_nan(wp))
+  np.testing.assert_array_equal(np.asarray(a), np.asarray(wa))
 
 
 # ---------------------------------------------------------------- 16-bit xchg, max and min with old values
