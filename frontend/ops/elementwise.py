@@ -292,8 +292,6 @@ def binary(cx, kind: BinOp, a, b, what=None, via=()):
     a, b = (astype(cx, x, DType.f32) if is_value(x) else float(x) for x in (a, b))
     dt = d = DType.f32
   if kind == BinOp.DIV and is_value(a) and not is_value(b) and (r := reciprocal(b, d)) is not None:
-    if d == DType.f16:                  # float16 as XLA on the GPU: the float32 product, rounded once
-      return astype(cx, binary(cx, BinOp.MUL, astype(cx, a, DType.f32), r, what), d)
     kind, b = BinOp.MUL, r              # x / 3.0: jnp's (XLA's) product by the reciprocal, const_division.py
   # the operand hints name: one of the dtype itself before a weakly typed carry that took it (s + c[q])
   x = next((v for v in (a0, b0) if is_value(v) and v.id not in cx.b.weak), None) or next(
