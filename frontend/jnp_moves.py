@@ -11,12 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .jnp_dynamic import _scalar, _scalar_of, index_form, scalar_update_form, slice_form, update_form
+from .jnp_dynamic import _int, _scalar, _scalar_of, index_form, scalar_update_form, slice_form, update_form
 from .jnp_forms import _kind, _take
-
-
-def _int(v) -> bool:
-  return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
 def _shape(a, x):
