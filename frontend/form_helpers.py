@@ -89,6 +89,43 @@ def outer_dot(a, b, acc_dtype):
 
 
 @ml.inline
+def staged_dot(a, b, k, rows, acc_dtype):
+  """a @ b of (m, k) and (k, n) register tiles of a 32-bit integer acc_dtype, the tensor cores' form where they take
+  none: both staged in SMEM, then for each piece of `rows` of a's rows a *run-time* loop over k adds the broadcast
+  product of a's column and b's row, each read from SMEM at the trip's offset, to the (rows, n) accumulator it
+  carries; the pieces joined (probe 58a: outer_dot's k unrolled rank-1 updates of a (64, 32) x (32, 512) product were
+  565k lines of MLIR, past what ptxas compiles in minutes). `k` is a's own columns (a padded tile's are more)."""
+  sa = ml.smem(a.shape, acc_dtype)
+  sb = ml.smem(b.shape, acc_dtype)
+  sa[...] = a
+  sb[...] = b
+  parts = []
+  for r0 in ml.static_range(0, a.shape[0], rows):
+    acc = ml.zeros((rows, b.shape[1]), acc_dtype)
+    for j in ml.range(k):
+      acc = acc + sa[r0:r0 + rows, j][:, None] * sb[j, :][None, :]
+    parts.append(acc)
+  return parts[0] if len(parts) == 1 else ml.concatenate(parts, axis=0)
+
+
+@ml.inline
+def segment_rows(data, pos, n, ident, reduce):
+  """The (n, d) segment reduction of 2-D `data`'s rows at each segment `pos` names (-1: dropped), one segment a trip
+  of a *run-time* loop: the select of the segment's rows (the identity `ident` elsewhere) reduced over the whole
+  tile, as ops/segments._table's unrolled rows, its (1, d) row stored into an SMEM scratch at the trip's row and the
+  n rows read back after the loop (probe 58a: 100 segments of a (256, 64) tile unrolled were 148k lines of MLIR).
+  `reduce`: ml.sum, ml.max or ml.min; None for the product (the last row of the running product, jnp.prod's form)."""
+  rows = ml.smem((n, data.shape[1]))
+  for s in ml.range(n):
+    picked = ml.where(pos[:, None] == s, data, ident)
+    if reduce is None:
+      rows[ml.ds(s, 1), :] = ml.cumprod(picked, axis=0)[-1:, :]
+    else:
+      rows[ml.ds(s, 1), :] = reduce(picked, axis=0, keepdims=True)
+  return rows[...]
+
+
+@ml.inline
 def gcd(a, b, steps):
   """jnp.gcd of integers: jax's Euclid loop (|a|, |b| ordered larger first, then (b, a % b) until b is 0) as a fixed
   number of steps, `steps`, that bounds Euclid's for the dtype (Lame: about 1.44 per bit, the Fibonacci pairs), each

@@ -126,6 +126,17 @@ def _too_many(tracer, node, spec, parts, order, size, total):
 _ACC_MOST = 1 << 15      # (an int32 (200, 128) product: probe 57a; it was 1 << 14)
 
 
+_UNROLLED_MOST = 1 << 16  # (m * k * n of an integer product unrolled in registers: (64, 64) x (64, 64) was 161k lines)
+_CARRIED_MOST = 1 << 13  # (elements of the accumulator staged_dot's loop carries: 64 registers a thread of 128)
+
+
+def _staged_rows(m, n) -> int:
+  """Rows of a's each run-time loop of form_helpers.staged_dot takes: the most, a multiple of 8 dividing m, whose
+  (rows, n) accumulator is at most _CARRIED_MOST elements (m where none is)."""
+  fit = [r for r in range(8, m + 1, 8) if m % r == 0 and r * n <= _CARRIED_MOST]
+  return max(fit) if fit else m
+
+
 def chunked_product(tracer, node, a, b, want):
   """`a @ b` of two 2-D register tiles ml.dot does not take ((48, 40) by (40, 72), (8, 16) by (16, 32)), in
   registers: the (m, n) accumulator plus broadcast products of k-chunks of a's columns and b's rows, float32 for
@@ -160,6 +171,9 @@ def chunked_product(tracer, node, a, b, want):
     held = any(tuple(v.type.shape) != tuple(true_shape(tracer.b, v)) for v in (a, b))
     form = f"ml.dot({conv[0]}, {conv[1]}).astype({out})" if held else _tensor_core_form(a, b, conv, out)
     return trace_form(tracer, node, form, [a, b, None, None, want])
+  if acc != "float32" and m * k * n > _UNROLLED_MOST:     # (a run-time loop over k through SMEM: probe 58a)
+    return trace_form(tracer, node, _staged_form(a, b, conv, m, k, n, acc, out),
+                      [a, b, form_helpers.staged_dot, None, want, *_squares()])
   if acc != "float32" and getattr(tracer.b, "pad_tiles", None) is not None and tuple(a.type.shape) != (m, k) \
       and m <= 8 and m * k <= 256:
     return trace_form(tracer, node, _scalar_rows(conv, m, k, out), [a, b, None, None, want])
@@ -183,6 +197,19 @@ def chunked_product(tracer, node, a, b, want):
                       [a, b, form_helpers.outer_dot, None, want])
   return trace_form(tracer, node, f"{{2}}({conv[0]}, {conv[1]}, {c}, ml.{acc}){cut}.astype({out})",
                     [a, b, form_helpers.chunked_dot, None, want])
+
+
+def _staged_form(a, b, conv, m, k, n, acc, out) -> str:
+  """chunked_product's integer product of more than _UNROLLED_MOST terms: form_helpers.staged_dot, a run-time loop
+  over k through SMEM. Operands a padded trace holds padded ((200, 24) as (200, 32)) are grown into plain tiles
+  first, m and k to multiples of 16 and n to one of 32 (zeros: the product is unchanged), the product cut back to
+  the padded (m, n), as _grown_ints does."""
+  x, y = conv
+  if all(tuple(v.type.shape) == tuple(s) for v, s in ((a, (m, k)), (b, (k, n)))):
+    return f"{{2}}({x}, {y}, {k}, {_staged_rows(m, n)}, ml.{acc}).astype({out})"
+  mu, ku, nu = -(-m // 16) * 16, -(-k // 16) * 16, -(-n // 32) * 32
+  return (f"{{6}}({{2}}({{5}}({x}, {mu}, {ku}), {{5}}({y}, {ku}, {nu}), {k}, {_staged_rows(mu, nu)}, ml.{acc}),"
+          f" {m}, {n}).astype({out})")
 
 
 def _padded_ints(conv, m, k, n, acc, pad_k):

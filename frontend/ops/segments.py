@@ -29,6 +29,7 @@ from .shape import ReduceKind
 
 _CHUNK = 128          # segments a one-hot table holds across its columns
 SEGMENT_ROWS = 256    # segments of 2-D data: one reduction of the whole tile each (probe 57a: was 64)
+LOOP_TERMS = 1 << 19  # segments times elements of 2-D data past which the segments are a run-time loop (probe 58a)
 
 
 def _count(cx, n, what, param, example):
@@ -95,6 +96,8 @@ def _table(cx, kind, data, pos, n, what):
   d = resolve(data.type.dtype)
   ident = _identity(kind, d)
   col = expand(cx, pos, (slice(None), None))                       # (N, 1)
+  if len(data.type.shape) == 2 and (out := _looped(cx, kind, data, pos, n, ident)) is not None:
+    return out if resolve(out.type.dtype) == d else ew.astype(cx, out, d)
   if len(data.type.shape) == 2:
     rows = [_reduce_rows(cx, kind, ew.where_(cx, ew.compare(cx, ew.CmpOp.EQ, col, s), data, ident), True)
             for s in range(n)]
@@ -112,6 +115,21 @@ def _table(cx, kind, data, pos, n, what):
   if resolve(out.type.dtype) != d:
     out = ew.astype(cx, out, d)
   return _first(cx, out, n, what)
+
+
+def _looped(cx, kind, data, pos, n, ident):
+  """The (n, d) rows of a 2-D segment reduction of more than LOOP_TERMS (segments times the tile's elements) as a
+  run-time loop over the segments (form_helpers.segment_rows: each trip's row stored into an SMEM scratch at its
+  offset, read back whole), or None: fewer terms (their rows unrolled, as before: a few segments cost less so), a
+  tile computed padded or of bools, or no traced call to trace the loop in."""
+  from ..form_helpers import segment_rows
+  from .reduce import max_, min_, sum_
+  d = resolve(data.type.dtype)
+  if n * data.type.shape[0] * data.type.shape[1] < LOOP_TERMS or d == DType.bool_ or cx.calls is None or tuple(
+      padded_tiles.true_shape(cx.b, data)) != tuple(data.type.shape):
+    return None
+  reduce = {ReduceKind.SUM: sum_, ReduceKind.MAX: max_, ReduceKind.MIN: min_}.get(kind)
+  return cx.invoke(segment_rows, [data, pos, n, ident, reduce])
 
 
 def _first(cx, out, n, what):
