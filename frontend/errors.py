@@ -197,17 +197,31 @@ def raise_all(errors: list[KernelError]):
   raise first
 
 
-class RegisterSpillWarning(UserWarning):
+class KernelWarning(UserWarning):
+  """Base of the warnings a kernel author can meet: a kernel that compiles and computes what it says, but slowly,
+  imprecisely or at a cost worth knowing. Issued at the user's line with a hint (`warn`)."""
+
+
+class RegisterSpillWarning(KernelWarning):
   """A kernel that compiles and computes, but whose live register tensors at one op need more registers
   than a thread has (an ml.dot's accumulator at too few warpgroups): ptxas spills them to local memory, so
   it runs several times slower. Issued at the user's line, with the hint that fits (MG403's wording)."""
 
 
-class PrecisionWarning(UserWarning):
+class PrecisionWarning(KernelWarning):
   """A kernel that compiles and computes what it says, but in a type too narrow for it: a float16 or bfloat16
   value a loop adds a term to on each of its many trips, rounded to 16 bits after each (a bfloat16 sum of 2048
   terms of one sign stops growing at 256 of them). Issued at the user's line with the float32 accumulation as the
   hint (frontend/narrow_sums.py)."""
+
+
+class ModuleSizeWarning(KernelWarning):
+  """A kernel whose Mosaic GPU module is very large (more operations than MODULE_OPS_MOST): work unrolled at compile
+  time (an ml.static_range loop of many trips, a huge tile's elementwise work) that ptxas takes minutes to compile.
+  Issued at the kernel's def line, naming the module's size, with the hint of a run-time loop (probe 58a)."""
+
+
+MODULE_OPS_MOST = 60_000    # (the examples' largest module: 10.2k ops; probe 58a's unrolled products: 161k-565k)
 
 
 def warn(err: KernelError, category=RegisterSpillWarning):
@@ -222,4 +236,5 @@ def warn(err: KernelError, category=RegisterSpillWarning):
 ALL_ERRORS = [c for c in list(globals().values())
               if isinstance(c, type) and issubclass(c, KernelError)]
 
-__all__ = [c.__name__ for c in ALL_ERRORS] + ["RegisterSpillWarning", "PrecisionWarning"]
+__all__ = [c.__name__ for c in ALL_ERRORS] + ["KernelWarning", "RegisterSpillWarning", "PrecisionWarning",
+                                              "ModuleSizeWarning"]

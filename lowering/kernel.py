@@ -24,6 +24,7 @@ from ..frontend.types import LayoutKind, TensorType
 from ..frontend.ops.control import BarrierAlloc, Condition, WarpSpecialize, Yield
 from . import platforms, registry
 from .barriers import make_convergent
+from .module_size import size_warning
 from .bool_memory import bool_boundary, mem_shape, mem_type
 from .mosaic import is_split, to_index
 
@@ -329,6 +330,8 @@ def build(kernel: kir.Kernel):
   order = [ins[i].value.id for i in plain_in] + [outs[o].value.id for o in inout + plain_out]
   same = {ins[i].value.id: outs[o].value.id for i, o in aliased}     # an aliased input is its output
 
+  large = []        # the ModuleSizeWarning to issue once the module is built
+
   def body(launch, *args):
     *refs, scratch_refs = args
     by_id = dict(zip(order, refs))
@@ -342,6 +345,7 @@ def build(kernel: kir.Kernel):
       ctx.set(p.value, r)
     ctx.lower_block(kernel.body)
     make_convergent(ir.InsertionPoint.current.block.owner)   # the gpu.launch: its barriers (barriers.py)
+    large[:] = [size_warning(kernel, ir.InsertionPoint.current.block.owner)]    # (module_size.py)
 
   with jax_mlir.make_ir_context(), ir.Location.unknown():
     try:
@@ -355,6 +359,8 @@ def build(kernel: kir.Kernel):
       raise
     except Exception as e:
       raise E.InternalError.wrap(f"Mosaic GPU could not build kernel {kernel.name}", e, kernel.loc) from e
+  if large and large[0] is not None:
+    E.warn(large[0], E.ModuleSizeWarning)
   bool_io = any(p.value.type.dtype == DType.bool_ for p in kernel.params)
   if bool_io:                                   # bool refs are bytes (bool_memory)
     true = lambda idx: tuple(shape_dtype(outs[k].value.type) for k in idx)
