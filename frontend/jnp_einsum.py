@@ -130,6 +130,14 @@ _UNROLLED_MOST = 1 << 16  # (m * k * n of an integer product unrolled in registe
 _CARRIED_MOST = 1 << 13  # (elements of the accumulator staged_dot's loop carries: 64 registers a thread of 128)
 
 
+def _staged_terms(a, b, m, k, n) -> int:
+  """The terms an unrolled integer product of a and b would write: m * k * n, of the tiles grown to whole chunks
+  (_grown_ints') where a padded trace holds either padded (an int32 (100, 24) x (24, 16) product was 86k lines)."""
+  if all(tuple(v.type.shape) == tuple(s) for v, s in ((a, (m, k)), (b, (k, n)))):
+    return m * k * n
+  return -(-m // 16) * 16 * (-(-k // 16) * 16) * (-(-n // 32) * 32)
+
+
 def _staged_rows(m, n) -> int:
   """Rows of a's each run-time loop of form_helpers.staged_dot takes: the most, a multiple of 8 dividing m, whose
   (rows, n) accumulator is at most _CARRIED_MOST elements (m where none is)."""
@@ -171,7 +179,7 @@ def chunked_product(tracer, node, a, b, want):
     held = any(tuple(v.type.shape) != tuple(true_shape(tracer.b, v)) for v in (a, b))
     form = f"ml.dot({conv[0]}, {conv[1]}).astype({out})" if held else _tensor_core_form(a, b, conv, out)
     return trace_form(tracer, node, form, [a, b, None, None, want])
-  if acc != "float32" and m * k * n > _UNROLLED_MOST:     # (a run-time loop over k through SMEM: probe 58a)
+  if acc != "float32" and _staged_terms(a, b, m, k, n) > _UNROLLED_MOST:   # (a run-time loop over k: probe 58a)
     return trace_form(tracer, node, _staged_form(a, b, conv, m, k, n, acc, out),
                       [a, b, form_helpers.staged_dot, None, want, *_squares()])
   if acc != "float32" and getattr(tracer.b, "pad_tiles", None) is not None and tuple(a.type.shape) != (m, k) \

@@ -52,7 +52,8 @@ def size_warning(kernel, root, most=None):
   where = f", {busiest[1]} of them from line {busiest[0]}" if busiest else ""
   return E.KernelError(
       f"the Mosaic GPU module of {kernel.name} has {n} operations (more than {most}{where}): work unrolled at"
-      f" compile time, which ptxas may take many minutes to compile", kernel.loc,
+      f" compile time (the trips of an ml.static_range loop, or a call composed of many ops on large tiles), which"
+      f" ptxas may take many minutes to compile", kernel.loc,
       hint="a loop over ml.static_range (or a Python range) is compiled once per trip: write it as a run-time loop,"
            " `for i in ml.range(n)`, whose body is compiled once; or give each program smaller tiles (a larger"
            " grid). Silence this with warnings.filterwarnings('ignore', category=mg.ModuleSizeWarning)")
