@@ -118,16 +118,18 @@ def _table(cx, kind, data, pos, n, what):
 
 
 def _looped(cx, kind, data, pos, n, ident):
-  """The (n, d) rows of a 2-D segment reduction of more than LOOP_TERMS (segments times the tile's elements) as a
+  """The (n, d) rows of a 2-D segment reduction of LOOP_TERMS or more (segments times the tile's elements) as a
   run-time loop over the segments (form_helpers.segment_rows: each trip's row stored into an SMEM scratch at its
   offset, read back whole), or None: fewer terms (their rows unrolled, as before: a few segments cost less so), a
-  tile computed padded or of bools, or no traced call to trace the loop in."""
+  tile computed padded or of bools, a result no register tile holds as it is, or no traced call to trace the loop
+  in."""
   from ..form_helpers import segment_rows
   from .reduce import max_, min_, sum_
   d = resolve(data.type.dtype)
-  if n * data.type.shape[0] * data.type.shape[1] < LOOP_TERMS or d == DType.bool_ or cx.calls is None or tuple(
-      padded_tiles.true_shape(cx.b, data)) != tuple(data.type.shape):
-    return None
+  rows, cols = data.type.shape
+  if n * rows * cols < LOOP_TERMS or d == DType.bool_ or cx.calls is None or (n * cols) % 128 or tuple(
+      padded_tiles.true_shape(cx.b, data)) != (rows, cols):
+    return None                   # ((n, cols) no register tile holds: the rows joined, padded where they go)
   reduce = {ReduceKind.SUM: sum_, ReduceKind.MAX: max_, ReduceKind.MIN: min_}.get(kind)
   return cx.invoke(segment_rows, [data, pos, n, ident, reduce])
 
