@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import inspect
 import linecache
 import os
@@ -109,9 +110,8 @@ def _matches(code, block, filename, rewritten=False) -> bool | None:
     src = "\n" * (code.co_firstlineno - 2) + "if 1:\n" + text
   else:
     src = "\n" * (code.co_firstlineno - 1) + textwrap.dedent(text)
-  try:
-    module = compile(src, filename, "exec", flags=code.co_flags & _FUTURE, dont_inherit=True)
-  except (SyntaxError, ValueError):
+  module = _compiled(src, filename, code.co_flags & _FUTURE)
+  if module is None:
     return None
   # The def is found by its first line, not its name: a function renamed after its def
   # (`f.__name__ = ...`, `code.replace(co_name=...)`: factory-built kernels) is still found.
@@ -120,6 +120,16 @@ def _matches(code, block, filename, rewritten=False) -> bool | None:
   if rewritten:
     return any(_within(_shape(c), _shape(code)) for c in found)
   return any(_shape(c)[1:] == _shape(code)[1:] for c in found)
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(src: str, filename: str, flags: int):
+  """`src` compiled (None where it does not compile): one compilation per text, as the same helper (a jnp form's,
+  an inline function's) is looked up by every kernel that calls it."""
+  try:
+    return compile(src, filename, "exec", flags=flags, dont_inherit=True)
+  except (SyntaxError, ValueError):
+    return None
 
 
 def _within(small, big) -> bool:
