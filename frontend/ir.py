@@ -259,29 +259,44 @@ def _removable(o) -> bool:
 
 
 def prune_dead(block: Block) -> None:
-  """Drop side-effect-free ops (pure, or register reads) whose results nothing uses, to a fixpoint."""
-  while True:
-    used = {id(v) for o in walk(block) for v in o.operands()}
-    for o in walk(block):
+  """Drop side-effect-free ops (pure, or register reads) whose results nothing uses, to a fixpoint: a worklist over
+  use counts (a whole-block pass per level of a dead chain was a twentieth of a big kernel's trace)."""
+  uses: dict[int, int] = {}
+  producer: dict[int, Op] = {}
+  for o in walk(block):
+    for v in o.operands():
+      uses[id(v)] = uses.get(id(v), 0) + 1
+    for r in o.regions:
+      for a in getattr(o, r).args:
+        uses[id(a)] = uses.get(id(a), 0) + 1
+    for r in o.results:
+      producer[id(r)] = o
+
+  def dead_now(o):
+    return bool(o.results) and not o.regions and not any(uses.get(id(r), 0) for r in o.results) and _removable(o)
+
+  dead: set[int] = set()
+  work = [o for o in walk(block) if dead_now(o)]
+  while work:
+    o = work.pop()
+    if id(o) in dead:
+      continue
+    dead.add(id(o))
+    for v in o.operands():
+      uses[id(v)] -= 1
+      p = producer.get(id(v))
+      if uses[id(v)] == 0 and p is not None and id(p) not in dead and dead_now(p):
+        work.append(p)
+  if not dead:
+    return
+
+  def visit(blk):
+    for o in blk.ops:
       for r in o.regions:
-        used |= {id(a) for a in getattr(o, r).args}
-    removed = False
+        visit(getattr(o, r))
+    blk.ops[:] = [o for o in blk.ops if id(o) not in dead]
 
-    def visit(blk):
-      nonlocal removed
-      keep = []
-      for o in blk.ops:
-        for r in o.regions:
-          visit(getattr(o, r))
-        if _removable(o) and o.results and not o.regions and not any(id(r) in used for r in o.results):
-          removed = True
-          continue
-        keep.append(o)
-      blk.ops[:] = keep
-
-    visit(block)
-    if not removed:
-      return
+  visit(block)
 
 
 def _sub_one(x, mapping):
