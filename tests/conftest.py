@@ -15,7 +15,20 @@ def _has_gpu() -> bool:
     return False
 
 
+def pytest_addoption(parser):
+  parser.addoption("--runslow", action="store_true", default=False,
+                   help="also run the slow tier (tests/slow_tests.txt): the whole suite")
+
+
 def pytest_collection_modifyitems(config, items):
+  import slow_tests
+  if not slow_tests.wanted(config):
+    slow, skip_slow = slow_tests.listed(), pytest.mark.skip(
+        reason="slow tier (tests/slow_tests.txt): run with --runslow or MGPU_DSL_SLOW_TESTS=1")
+    for item in items:
+      if item.nodeid in slow and "gpu" not in item.keywords:
+        item.add_marker(pytest.mark.slow)
+        item.add_marker(skip_slow)
   if _has_gpu():
     return
   skip = pytest.mark.skip(reason="needs an NVIDIA Hopper GPU")

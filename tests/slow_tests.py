@@ -1,0 +1,49 @@
+"""The slow tier: the tests that take most of the suite's CPU time, skipped by the README's test command (and so by
+CI) unless asked for, as JAX's own suite samples its generated cases.
+
+`tests/slow_tests.txt` lists their node ids: every test that took 3 s or more (call, setup and teardown together)
+in a `--durations=0` run of the whole suite on a 2-core machine (session 45: 425 of 5963 tests, 57% of the
+suite's time). They still run with `--runslow` (or `MGPU_DSL_SLOW_TESTS=1`), on the GPU machine (`-m gpu` tests are
+never in the list) and in the full runs each session's lead makes before landing. Remake the list from a log:
+
+    python -m pytest -q -n auto --dist loadfile --runslow --durations=0 > durations.log
+    python tests/slow_tests.py durations.log > tests/slow_tests.txt
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+LIST = os.path.join(os.path.dirname(__file__), "slow_tests.txt")
+THRESHOLD_S = 3.0
+
+
+def wanted(config) -> bool:
+  """Whether this run includes the slow tier."""
+  return bool(config.getoption("--runslow", default=False)) or os.environ.get("MGPU_DSL_SLOW_TESTS") == "1"
+
+
+def listed() -> frozenset[str]:
+  try:
+    with open(LIST) as f:
+      return frozenset(line.strip() for line in f if line.strip() and not line.startswith("#"))
+  except FileNotFoundError:
+    return frozenset()
+
+
+def from_log(text: str, threshold: float = THRESHOLD_S) -> list[str]:
+  """The node ids of a `--durations=0` report whose call, setup and teardown took `threshold` seconds or more."""
+  total: dict[str, float] = {}
+  for line in text.splitlines():
+    m = re.match(r"^([\d.]+)s (?:call|setup|teardown)\s+(.+?)\s*$", line)
+    if m:
+      total[m.group(2)] = total.get(m.group(2), 0.0) + float(m.group(1))
+  return sorted(n for n, t in total.items() if t >= threshold)
+
+
+if __name__ == "__main__":
+  with open(sys.argv[1]) as f:
+    ids = from_log(f.read())
+  print(f"# slow tier: tests of {THRESHOLD_S:g} s or more in a --durations=0 run (tests/slow_tests.py); {len(ids)} tests")
+  print("\n".join(ids))
