@@ -110,6 +110,8 @@ step() {
                  python3 -u -m pytest -q -p no:cacheprovider -m gpu "tests/test_probe56g.py::test_none_in_plain_reads_on_gpu" "tests/test_probe57b2.py::test_theme_kernel_on_the_gpu[argmax_nan]" tests/test_probe53c.py tests/test_probe53h.py 2>&1 | grep -E "^E |^>|passed|failed" | head -60
                  python3 -u benchmarks/gpu_shards.py --shards 8 --timeout 250 "${ids[@]}"
                  wait; for f in "$OUT"/slow_*.log; do tail -3 "$f"; done ;;
+    # Session 45: probe 58a's run-time loops (int32 products, many segments) and 57a's two tests they unblock
+    s45a)        python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe58a.py tests/test_probe57a.py tests/test_probe56g.py tests/test_probe57b2.py --durations=8 2>&1 | grep -vE "^(SKIPPED|PASSED)" | tail -40 ;;
     gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)
     gpu_s34all)  python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 500 ;;
     # Sessions 34-35 (no device lent then): the tests that may fault without their fixes, a few a shard, then
