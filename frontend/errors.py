@@ -221,7 +221,8 @@ class ModuleSizeWarning(KernelWarning):
   Issued at the kernel's def line, naming the module's size, with the hint of a run-time loop (probe 58a)."""
 
 
-MODULE_OPS_MOST = 60_000    # (the examples' largest module: 10.2k ops; probe 58a's unrolled products: 161k-565k)
+MODULE_OPS_MOST = 100_000   # (the examples' largest module: 10.2k ops; on an H100 modules of 62k-66k ops build and run in
+                            # 7 s (session 45); probe 58a's unrolled products, 161k-565k, did not finish in 430 s)
 
 
 def warn(err: KernelError, category=RegisterSpillWarning):
