@@ -17,6 +17,7 @@ from . import hw
 from . import ir
 from . import jumps
 from . import language as L
+from .triton_semantics import is_triton_port
 from .builder import Builder
 from .checks import check_kernel
 from .contraction import empty_loop_errors
@@ -355,6 +356,7 @@ def _trace_once(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid
   em.chunked = chunks if chunks is not None else []
   em.no_chunks = no_chunks
   em.one_elements = one_elements
+  em.triton_port = is_triton_port(pk.scope)     # (Triton's meanings warned of: frontend/triton_semantics.py)
   tr = Tracer(pk.source, pk.scope, em)
   params = []
   for i, (name, spec) in enumerate(zip(pk.ref_params, list(in_specs) + list(out_specs))):

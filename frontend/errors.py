@@ -221,6 +221,12 @@ class ModuleSizeWarning(KernelWarning):
   Issued at the kernel's def line, naming the module's size, with the hint of a run-time loop (probe 58a)."""
 
 
+class TritonSemanticsWarning(KernelWarning):
+  """A kernel ported from Triton (its module imports the language as `tl`) that uses an operator whose meaning here
+  is jnp's where Triton's differs: `a // b` and `a % b` of operands that may be negative (floored, where Triton
+  truncates toward zero). Issued at the user's line, with both spellings that say which is meant (probe 58d)."""
+
+
 MODULE_OPS_MOST = 100_000   # (the examples' largest module: 10.2k ops; on an H100 modules of 62k-66k ops build and run in
                             # 7 s (session 45); probe 58a's unrolled products, 161k-565k, did not finish in 430 s)
 
@@ -238,4 +244,4 @@ ALL_ERRORS = [c for c in list(globals().values())
               if isinstance(c, type) and issubclass(c, KernelError)]
 
 __all__ = [c.__name__ for c in ALL_ERRORS] + ["KernelWarning", "RegisterSpillWarning", "PrecisionWarning",
-                                              "ModuleSizeWarning"]
+                                              "ModuleSizeWarning", "TritonSemanticsWarning"]

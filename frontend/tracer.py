@@ -33,6 +33,7 @@ from .stmt_hints import in_hint
 from .py_scalars import member
 from .stmt_hints import one_element_hint
 from .subscripts import Subscripts
+from .triton_semantics import check_division
 from .types import RefType, ScalarType, TensorType, resolve
 
 _BINOPS = {ast.Add: ew.BinOp.ADD, ast.Sub: ew.BinOp.SUB, ast.Mult: ew.BinOp.MUL,
@@ -536,7 +537,8 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
       return power(self.cx(node, name), a, b, self.text(left), self.text(right))
     if op not in _BINOPS:
       self.unsupported(node, f"the operator {op.__name__} on register values")
-    return ew.binary(self.cx(node, name, (a, b), (left, right)), _BINOPS[op], a, b)
+    v = ew.binary(self.cx(node, name, (a, b), (left, right)), _BINOPS[op], a, b)
+    return check_division(self, node, op, v) or v if op in (ast.FloorDiv, ast.Mod) else v
 
   def operand(self, sub):
     """An operator's operand; an `ml.` call that returns nothing (an atomic, which has no old value) is

@@ -22,6 +22,7 @@ from ..dtypes import DType
 from ..ir import LayoutRule, Traits
 from ..types import RefType, TensorType, resolve
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, shown
+from ..triton_semantics import NOT_GIVEN
 
 
 def _effects(o):
@@ -290,14 +291,25 @@ def reversed_axes(x, index):
 
 
 @builtin(methods=("flip",))
-def flip(cx, x, axis=None):
+def flip(cx, x, axis=None, dim=NOT_GIVEN):
   """`jnp.flip(x, axis)` of a register tensor: `axis` a static int, a tuple of them, or None (every
-  axis), through an SMEM scratch (as ml.roll)."""
+  axis), through an SMEM scratch (as ml.roll). Triton's keyword `dim=` is Triton's `tl.flip(x, dim)`: one
+  axis, None the last (probe 58d). `ml.flip(v)` of a tensor of two or more axes flips them all, as jnp.flip;
+  in a kernel ported from Triton (its module imports the language as `tl`) that is a TritonSemanticsWarning, as
+  Triton's `tl.flip(v)` flips the last axis only."""
   check_register_value(cx, x, "ml.flip")
   if not is_tensor(x):
     raise E.KernelTypeError(f"ml.flip reverses a register tensor, got {kind_of(x)}", cx.loc,
                             hint="ml.flip(v, axis=0)")
   rank = len(x.type.shape)
+  if dim is not NOT_GIVEN:
+    if axis is not None:
+      raise E.KernelTypeError("ml.flip takes axis= (jnp's) or dim= (Triton's), not both", cx.loc,
+                              hint=f"ml.flip({cx.named(x, 'v')}, axis={shown(axis)})")
+    axis = rank - 1 if dim is None else dim
+  elif axis is None and rank > 1 and getattr(cx.b, "triton_port", False):
+    from ..triton_semantics import flip_warning
+    flip_warning(cx, cx.named(x, "v"), rank)
   axes = tuple(range(rank)) if axis is None else axis if isinstance(axis, (tuple, list)) else (axis,)
   if not all(isinstance(a, int) and not isinstance(a, bool) and -rank <= a < rank for a in axes):
     raise E.KernelTypeError(f"ml.flip: axis must be a static int in [-{rank}, {rank}), a tuple of them or None,"
