@@ -9,9 +9,11 @@ import ast, re
 # the missing function -> the placeholders its hint is written in, in the call's argument order
 OPERANDS = {
     **dict.fromkeys(("sign", "sinh", "cosh", "asinh", "acosh", "atanh", "saturatef", "rcp", "sqrt_rn",
-                     "llrint", "rint", "modf", "relu", "leaky_relu", "gelu", "fast_expf"), ("x",)),
+                     "llrint", "rint", "modf", "relu", "leaky_relu", "gelu", "fast_expf", "rcp_rn", "rsqrt_rn",
+                     "ilogb"), ("x",)),
     **dict.fromkeys(("hypot", "fmin", "fmax", "fast_dividef", "mod", "remainder", "rem", "fdiv", "div_rn",
-                     "divide", "true_divide", "floor_divide", "floordiv", "power"), ("x", "y")),
+                     "divide", "true_divide", "floor_divide", "floordiv", "power", "fast_powf", "div_rz", "div_rd",
+                     "div_ru"), ("x", "y")),
     "fma": ("x", "y", "z"),
 }
 _BIT_COUNTS = {**dict.fromkeys(("popc", "popcount", "population_count", "bitwise_count"), "popc"),

@@ -35,7 +35,7 @@ from .ops.segments import bincount, histogram, segment_max, segment_min, segment
 from .ops.sort import argsort, sort, top_k
 from .ops.reduce import max_ as max, mean, min_ as min, sum_ as sum
 from .ops.arg_reduce import argmax, argmin
-from .ops.shape import broadcast_to, concatenate, ravel, reshape
+from .ops.shape import broadcast_to, cat, concatenate, ravel, reshape
 from .ops.permute import permute, trans, transpose
 from .ops.roll import flip, roll
 from .ops.stacking import expand_dims, interleave, join, pad, repeat, split, squeeze, stack
@@ -163,7 +163,7 @@ __all__ = [
     "abs", "acos", "advance", "all", "any", "arange", "argmax", "argmin", "argsort", "asin", "associative_scan",
     "atan", "atan2", "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or",
     "atomic_xchg", "atomic_xor", "bincount", "bitcast", "broadcast_to", "cast", "cbrt", "cdiv", "ceil", "clamp",
-    "clip", "cluster_ref", "cluster_sync", "concatenate", "copy", "cos", "cummax", "cummin", "cumprod", "cumsum",
+    "cat", "clip", "cluster_ref", "cluster_sync", "concatenate", "copy", "cos", "cummax", "cummin", "cumprod", "cumsum",
     "debug_barrier", "div_rn", "dot", "ds", "erf", "erfc", "exp", "exp2", "expand_dims", "expm1", "fdiv", "flip",
     "floor", "fma", "fmod", "full", "grouped_ids", "histogram", "interleave", "isfinite", "isinf", "isnan", "join",
     "load", "log", "log1p", "log2", "log_softmax", "logsumexp", "make_block_ptr", "make_tensor_descriptor", "max",

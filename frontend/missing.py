@@ -89,6 +89,12 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     "uint64": "no uint64: use two uint32 halves, or jnp.int64 (with jax_enable_x64)",
     "sqrt_rn": "no ml.sqrt_rn: ml.sqrt(x) is the IEEE square root, rounded to nearest",
     "rcp": "no ml.rcp: write 1.0 / x",
+    "rcp_rn": "no ml.rcp_rn: ml.div_rn(1.0, x) (1 / x rounded to nearest)",      # (libdevice's; probe 58d)
+    "rsqrt_rn": "no ml.rsqrt_rn: ml.div_rn(1.0, ml.sqrt(x)) (ml.rsqrt(x) is the hardware's approximation)",
+    "fast_powf": "no ml.fast_powf: ml.pow(x, y) (libdevice's powf)",
+    "ilogb": "no ml.ilogb: ((ml.bitcast(x, jnp.int32) >> 23) & 0xFF) - 127 (the exponent of a normal float32 x)",
+    **dict.fromkeys(("div_rz", "div_rd", "div_ru"), "no directed-rounding divisions: ml.div_rn(x, y) rounds to"
+                                                    " nearest (ml.fdiv(x, y), x / y, within an ulp of it)"),
     "fast_expf": "no ml.fast_expf: ml.exp2(x * 1.4426950408889634, approx=True) (the hardware's ex2.approx)",
     "fast_dividef": "no ml.fast_dividef: write x / y",
     "saturatef": "no ml.saturatef: ml.clip(x, 0.0, 1.0)",

@@ -544,6 +544,14 @@ def broadcast_to(cx, x, shape):
 
 
 @builtin
+def cat(cx, input, other, can_reorder=False):
+  """Triton's `tl.cat(a, b, can_reorder=False)`: `b`'s elements after `a`'s, along the first axis (Triton's 1-D
+  tensors: `ml.concatenate([a, b])`, whose order `can_reorder=True` allows). New in probe 58d (it was MG002)."""
+  _reorder(cx, can_reorder, "cat")
+  return concatenate.rule(cx, [input, other], 0)
+
+
+@builtin
 def concatenate(cx, xs, axis=0):
   """Register tensors joined along `axis` (jnp.concatenate): `ml.concatenate([-x2, x1], axis=1)`.
 
@@ -619,16 +627,26 @@ def _stacked(cx, x, axis):
   return src
 
 
+def _reorder(cx, can_reorder, what):
+  """Triton's `can_reorder=` of tl.reshape / tl.ravel / tl.cat: a static bool, a licence the row-major order uses."""
+  if not isinstance(can_reorder, bool):
+    raise E.KernelTypeError(f"ml.{what}'s can_reorder= is a static bool, got {kind_of(can_reorder)}", cx.loc,
+                            hint=f"leave it out: ml.{what} keeps the elements' row-major order (Triton's"
+                                 f" can_reorder=False; True allows it too)")
+
+
 @builtin(methods=("reshape",))
-def reshape(cx, x, shape, *more):
+def reshape(cx, x, shape, *more, can_reorder=False):
   """`x` with another shape of the same size: `x.reshape((m, 1))`, `x.reshape(m, 1)`,
-  `ml.reshape(x, (n,))`; one size may be -1 (the rest of the elements), as in NumPy.
+  `ml.reshape(x, (n,))`; one size may be -1 (the rest of the elements), as in NumPy. Triton's `can_reorder=` (a
+  static bool) is taken: the elements keep their row-major order, which either value allows (probe 58d).
 
   Inserting or removing size-1 axes always works; other reshapes of tensor-core or row-reduction
   tiles (whose rows live in fixed threads) go through an SMEM scratch the compiler allocates.
   """
   if more or isinstance(shape, int):
     shape = (shape, *more)
+  _reorder(cx, can_reorder, "reshape")
   from .padded_tiles import padded_reshape
   if (kept := padded_reshape(cx, x, shape, lambda up: reshape_(cx, x, up))) is not None:
     return kept                 # (a padded trace: a tile of heads read padded, its pairs interleaved back)
@@ -650,10 +668,12 @@ def reshape(cx, x, shape, *more):
 
 
 @builtin(methods=("ravel", "flatten"))
-def ravel(cx, x, order="C"):
+def ravel(cx, x, order="C", can_reorder=False):
   """`x` as one axis in row-major order, as jnp.ravel and NumPy's `x.ravel()` / `x.flatten()`: the reshape
-  `x.reshape((x.size,))` (a register tensor is a value: a copy and a view are the same thing here)."""
+  `x.reshape((x.size,))` (a register tensor is a value: a copy and a view are the same thing here). Triton's
+  `can_reorder=` is taken, as ml.reshape's."""
   check_register_value(cx, x, "ravel")
+  _reorder(cx, can_reorder, "ravel")
   if not is_tensor(x):
     raise E.KernelTypeError(f"ravel needs a register tensor, got {kind_of(x)}", cx.loc,
                             hint=scalar_reshape_hint(cx.named(x, "s"), (1,)))

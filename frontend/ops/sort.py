@@ -249,3 +249,7 @@ def top_k(cx, x, k, axis=-1):
     for r in res:
       cx.b.pad_tiles[r.id] = (*own[:-1], k)
   return res
+
+
+for _f in (sort, argsort, top_k):
+  _f.rule.aliases = {"dim": "axis"}       # Triton's keyword (tl.sort(x, dim=1), tl.topk(x, k, dim=1)); probe 58d
