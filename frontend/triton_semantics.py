@@ -102,16 +102,17 @@ def check_division(tracer, node, op, result) -> None:
   a, c = tracer.text(left), tracer.text(right)
   wrap = lambda t: f"({t})" if any(ch in t for ch in " +-*/%<>&|^~") and not t.startswith("(") else t
   a, c = wrap(a), wrap(c)
+  signed = " or ".join(t for t, v in ((a, o.lhs), (c, o.rhs)) if not never_negative(b, v))   # (what may be negative)
   if op is ast.FloorDiv:
     said = (f"{a} // {c} floors, as Python's and jnp's (-7 // 2 is -4); Triton's // truncates toward zero (-3), so"
-            f" where {a} or {c} is negative this port computes another quotient than Triton's")
+            f" where {signed} is negative this port computes another quotient than Triton's")
     hint = (f"for Triton's quotient write lax.div({a}, {c}) (from jax import lax); for the floor, say so:"
             f" jnp.floor_divide({a}, {c})")
   else:
     what = "-7 % 2 is 1" if d.is_int else "-7.5 % 2.0 is 0.5"
     theirs = "-1" if d.is_int else "-1.5"
     said = (f"{a} % {c} takes the divisor's sign, as Python's and jnp's ({what}); Triton's % takes the dividend's"
-            f" ({theirs}: C's remainder), so where {a} or {c} is negative this port computes another remainder than"
+            f" ({theirs}: C's remainder), so where {signed} is negative this port computes another remainder than"
             f" Triton's")
     hint = (f"for Triton's remainder write tl.fmod({a}, {c}) (C's, lax.rem's); for the divisor's sign, say so:"
             f" jnp.remainder({a}, {c})")

@@ -84,6 +84,7 @@ def test_floor_division_in_a_triton_port_warns_where_an_operand_may_be_negative(
   out, got = _caught(lambda: float_remainder(x, y, interpret=True))
   np.testing.assert_allclose(np.asarray(out), np.remainder(x, np.abs(y) + np.float32(0.5)), rtol=1e-6, atol=1e-6)
   assert len(got) == 1 and "-7.5 % 2.0 is 0.5" in str(got[0].message)       # a float's %: Triton's is C's fmod
+  assert "so where x_ptr[...] is negative" in str(got[0].message)     # (the divisor, |y| + 0.5, is not)
   from mgpu_dsl.frontend.triton_semantics import is_triton_port
   assert is_triton_port(globals()) and not is_triton_port({"ml": tl, "jnp": jnp})
   _export(divisions, XI, YI)
