@@ -115,11 +115,13 @@ def _last_axis(form, mode, shape, lo, hi, x, c):
     return f"ml.roll({v}, {k % size}, {ax})"
   left, right = f"({col} < {lo})", f"({col} >= {lo + n})"
   if mode == "edge":
+    # (each step binds the last one's tile to a name, `_e_`: written out twice, as `roll(body)` and `body`, it was
+    # traced twice, so lo + hi steps made 2 ** (lo + hi) - 1 rolls: 255 for widths (2, 6))
     body = "_q_"
     for k in range(1, lo + 1):           # (position lo - k takes its right neighbour, the edge)
-      body = f"ml.where({col} == {lo - k}, {roll(body, -1)}, {body})"
+      body = f"(lambda _e_: ml.where({col} == {lo - k}, {roll('_e_', -1)}, _e_))({body})"
     for k in range(hi):                  # (position lo + n + k its left one)
-      body = f"ml.where({col} == {lo + n + k}, {roll(body, 1)}, {body})"
+      body = f"(lambda _e_: ml.where({col} == {lo + n + k}, {roll('_e_', 1)}, _e_))({body})"
   elif mode == "wrap":
     body = f"ml.where({left}, {roll('_q_', -n)}, ml.where({right}, {roll('_q_', n)}, _q_))"
   else:                                   # reflect (without the edge) or symmetric (with it): the axis flipped

@@ -239,6 +239,9 @@ def _scratch(kernel, defs, x, loc, name="vector scratch"):
   return v
 
 
+SOLVES = [0]     # layout solves `assign_layouts_relayout` ran since import, one per conflict moved (tests count them)
+
+
 def assign_layouts_relayout(kernel, defs, assign) -> None:
   """`assign(kernel, defs)` (layouts.assign_layouts); each reshape it reports as moving a row-wise
   tile's elements goes through SMEM instead, and so does each broadcast of a vector that another
@@ -247,6 +250,7 @@ def assign_layouts_relayout(kernel, defs, assign) -> None:
   tries = 64 + sum(_movable(o) for o, _ in _blocks(kernel.body))   # (each reshape at most once: Triton's bitonic
   for _ in range(tries):                                             # sort of 256 moves 100 through SMEM)
     try:
+      SOLVES[0] += 1
       assign(kernel, defs)
       if not _pair_atomics(kernel, defs):
         return None
@@ -261,4 +265,5 @@ def assign_layouts_relayout(kernel, defs, assign) -> None:
       if where is None:
         raise
       _through_smem(kernel, defs, *where)
+  SOLVES[0] += 1
   return assign(kernel, defs)
