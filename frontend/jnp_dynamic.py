@@ -8,13 +8,8 @@ shortens; an update the select of the update, gathered to the operand's shape at
 window (an axis of size 1 broadcasts, one as long as the operand's starts at 0)."""
 from __future__ import annotations
 
-import numpy as np
-
 from .jnp_forms import _dtype, _kind
-
-
-def _int(v) -> bool:
-  return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+from .ops.base import static_integer as _int     # (jnp_moves and jnp_sized take it from here)
 
 
 def _scalar(v) -> bool:

@@ -24,12 +24,9 @@ import inspect
 
 import numpy as np
 
+from .jnp_dynamic import _int
 from .jnp_forms import _kind, _nonzero, _shape
 from .jnp_tables import FORMS as TABLE_FORMS
-
-
-def _int(v) -> bool:
-  return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
 def _fill(fill, arr):

@@ -394,6 +394,17 @@ def value_words(x) -> str:
   return kind_of(x)
 
 
+def python_int(v) -> bool:
+  """Whether `v` is a Python int (a bool is not one): what ml's builtins take as a static int."""
+  return isinstance(v, int) and not isinstance(v, bool)
+
+
+def static_integer(v) -> bool:
+  """Whether `v` is a Python int or a NumPy integer (a bool is neither): what jnp's forms take as a static int."""
+  import numpy as np
+  return python_int(v) or isinstance(v, np.integer)
+
+
 def shown(x) -> str:
   """A static argument as a message shows it, in the user's terms: `jnp.float32` for a dtype (not
   `<class 'jax.numpy.float32'>`), a function's or class's name, a value's name; else its repr."""

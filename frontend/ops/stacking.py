@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import errors as E
 from ..types import resolve
 from . import elementwise as ew
-from .base import builtin, check_register_value, is_tensor, kind_of, shown
+from .base import builtin, check_register_value, is_tensor, kind_of, python_int as _int, shown
 
 
 def _tensor(cx, x, what):
@@ -20,10 +20,6 @@ def _tensor(cx, x, what):
     raise E.KernelTypeError(f"{what} takes register tensors, got {kind_of(x)}", cx.loc,
                             hint="make a number a tensor first: ml.full(shape, value, dtype)")
   return x
-
-
-def _int(v) -> bool:
-  return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _axis(cx, axis, rank, what, example):

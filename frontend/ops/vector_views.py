@@ -14,11 +14,8 @@ import math
 
 from .. import errors as E
 from .. import hw
+from .base import python_int as _int
 from .out_names import stored_into
-
-
-def _int(v) -> bool:
-  return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _one_slice(index):
