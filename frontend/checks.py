@@ -58,6 +58,9 @@ class Facts:
   """What the proofs learnt for later passes: the GMEM window starts of each TMA copy site."""
   tma_starts: dict = dataclasses.field(default_factory=dict)   # (loc, dim) -> np.ndarray or UNKNOWN
   late: list = dataclasses.field(default_factory=list)         # mistakes to report when no other is found
+  # integer //, % and fmod ops whose divisor the grid evaluation knew non-zero in every program and trip
+  # (mark_nonzero_divisions rebuilds them with Binary.nonzero: the lowering keeps their plain division)
+  nonzero_divisions: list = dataclasses.field(default_factory=list)
 
 
 def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
@@ -67,8 +70,8 @@ def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
   ev = GridEval(kernel, mem)
   mem.ev = ev
   if ev.run():
-    for o, nonzero in ev.divisors.values():     # (the whole grid walked: every trip's divisor, or an unknown one)
-      object.__setattr__(o, "nonzero", nonzero)  # (a frozen op's annotation; its clones copy it)
+    # (the whole grid walked: every trip's divisor known, or an unknown one seen)
+    mem.facts.nonzero_divisions = [o for o, nonzero in ev.divisors.values() if nonzero]
     errors += (ev.overflows.errors + ev.broken_promises + mem.errors + mem.coverage_errors() + mem.race_errors()
                + mem.empty.errors() + mem.gathers.errors() + check_clusters(kernel))
     mem.facts.late = mem.contraction.errors()     # after the window checks: a misplaced window comes first
@@ -76,6 +79,24 @@ def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
     mem.facts.tma_starts.clear()
     errors += _sampled_errors(kernel)
   return errors, mem.facts
+
+
+def mark_nonzero_divisions(kernel: ir.Kernel, defs: dict, facts: Facts) -> None:
+  """Each division of `facts.nonzero_divisions` rebuilt with `nonzero=True` in its block and in `defs` (a new op
+  for the frozen one: the passes after this copy the field into their clones, and the lowering reads it)."""
+  new = {id(o): dataclasses.replace(o, nonzero=True) for o in facts.nonzero_divisions if not o.nonzero}
+  if not new:
+    return
+
+  def visit(block):
+    for i, o in enumerate(block.ops):
+      if id(o) in new:
+        block.ops[i] = o = new[id(o)]
+        for r in o.results:
+          defs[r.id] = o
+      for r in o.regions:
+        visit(getattr(o, r))
+  visit(kernel.body)
 
 
 def _sampled_errors(kernel: ir.Kernel) -> list:

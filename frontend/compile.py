@@ -19,7 +19,7 @@ from . import jumps
 from . import language as L
 from .triton_semantics import is_triton_port
 from .builder import Builder
-from .checks import check_kernel
+from .checks import check_kernel, mark_nonzero_divisions
 from .contraction import empty_loop_errors
 from .mma_registers import check_mma_registers
 from .carried_registers import check_carried_registers
@@ -413,6 +413,7 @@ def _trace_once(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid
     kernel.batch_lead = {p.value.id: len(_batch_dims(batch, i, n_in)) for i, p in enumerate(params)}
   try:
     errors, facts = check_kernel(kernel, em.defs)   # on the program as written, before the rewrites
+    mark_nonzero_divisions(kernel, em.defs, facts)  # (divisors the grid walk proved non-zero: no zero guard)
     errors = with_mask_axes(check_mask_axes(kernel, em.defs, pk.tree), errors) + check_where_axes(kernel, em.defs)
     try:
       pipelined = pipeline_loops(kernel, em)
