@@ -381,7 +381,7 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
     trace_for(self, node)
 
   def visit_While(self, node):
-    from .flow import trace_while
+    from .while_loops import trace_while
     as_condition(node.test)
     trace_while(self, node)
 
