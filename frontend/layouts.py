@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from . import errors as E, relayout
+from . import errors as E, layout_memo, relayout
 from . import hw
 from . import ir
 from .ir import LayoutRule
@@ -124,24 +124,32 @@ class _Solver(LayoutErrors, Swizzles):
     t = ref.type
     return isinstance(t, RefType) and t.space == Space.SMEM and not t.remote
 
-  def collect(self):
+  def collect(self, memo=None):
+    """Every op's constraints; with `memo` (layout_memo.py), each op's once, replayed while it stays in the kernel."""
     for o in ir.walk(self.kernel.body):
-      for r in o.results:
-        self.first_use.setdefault(r.id, o)
-      for v in o.operands():
-        self.first_use.setdefault(v.id, o)
-      rule = ir.traits_of(o).layout
-      handler = _RULES.get(rule)
-      if handler is None:
-        raise E.InternalError(f"the layout pass has no rule {rule} (op {type(o).__name__})", o.loc)
-      handler(self, o)
-      self.note_split(o)
-      for ref, access in ir.traits_of(o).effects(o):
-        if access in (ir.Access.REG_READ, ir.Access.REG_WRITE) and not any(map(_is_tensor, o.results)) \
-            and self.window_of_tiles(ref):
-          self.windowed.add(self.smem_root(ref).id)     # an element read or written (t[i, j]): untiled
-      if isinstance(o, ScatterUpdate) and self.smem_root(o.ref) is not None:
-        self.windowed.add(self.smem_root(o.ref).id)     # an atomic scatter's `red` at each element's own address
+      if memo is None:
+        self.collect_op(o)
+      else:
+        layout_memo.collect_op(self, o, memo)
+
+  def collect_op(self, o):
+    """One op's constraints (the solver's state it adds to)."""
+    for r in o.results:
+      self.first_use.setdefault(r.id, o)
+    for v in o.operands():
+      self.first_use.setdefault(v.id, o)
+    rule = ir.traits_of(o).layout
+    handler = _RULES.get(rule)
+    if handler is None:
+      raise E.InternalError(f"the layout pass has no rule {rule} (op {type(o).__name__})", o.loc)
+    handler(self, o)
+    self.note_split(o)
+    for ref, access in ir.traits_of(o).effects(o):
+      if access in (ir.Access.REG_READ, ir.Access.REG_WRITE) and not any(map(_is_tensor, o.results)) \
+          and self.window_of_tiles(ref):
+        self.windowed.add(self.smem_root(ref).id)     # an element read or written (t[i, j]): untiled
+    if isinstance(o, ScatterUpdate) and self.smem_root(o.ref) is not None:
+      self.windowed.add(self.smem_root(o.ref).id)     # an atomic scatter's `red` at each element's own address
 
   def note_split(self, o):
     """Record the tensors of `o` that must stay whole in every warpgroup (Layout.wgs)."""
@@ -676,9 +684,11 @@ _RULES = {
 }
 
 
-def assign_layouts(kernel: ir.Kernel, defs) -> None:
+def assign_layouts(kernel: ir.Kernel, defs, memo=None) -> None:
+  """Every register tensor's layout and the tensor-core buffers' tilings; `memo`: a dict kept across the solves of
+  one kernel (relayout.py's), in which each op's constraints are collected once."""
   s = _Solver(kernel, defs)
-  s.collect()
+  s.collect(memo)
   s.solve()
   s.apply()
   s.smem_tilings()

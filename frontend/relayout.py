@@ -243,15 +243,17 @@ SOLVES = [0]     # layout solves `assign_layouts_relayout` ran since import, one
 
 
 def assign_layouts_relayout(kernel, defs, assign) -> None:
-  """`assign(kernel, defs)` (layouts.assign_layouts); each reshape it reports as moving a row-wise
+  """`assign(kernel, defs, memo)` (layouts.assign_layouts); each reshape it reports as moving a row-wise
   tile's elements goes through SMEM instead, and so does each broadcast of a vector that another
   use gives another layout (`CopyUse`), and each float16/bfloat16 atomic max or min of a statistic held
-  one element a thread (`_pair_atomics`); then the layouts are solved again."""
+  one element a thread (`_pair_atomics`); then the layouts are solved again (`memo`: the ops' constraints, collected
+  once across the solves, frontend/layout_memo.py)."""
+  memo: dict = {}
   tries = 64 + sum(_movable(o) for o, _ in _blocks(kernel.body))   # (each reshape at most once: Triton's bitonic
   for _ in range(tries):                                             # sort of 256 moves 100 through SMEM)
     try:
       SOLVES[0] += 1
-      assign(kernel, defs)
+      assign(kernel, defs, memo)
       if not _pair_atomics(kernel, defs):
         return None
       continue
@@ -266,4 +268,4 @@ def assign_layouts_relayout(kernel, defs, assign) -> None:
         raise
       _through_smem(kernel, defs, *where)
   SOLVES[0] += 1
-  return assign(kernel, defs)
+  return assign(kernel, defs, memo)
