@@ -304,15 +304,7 @@ def _own_bound(mask, defs, names, text, name, p, dims, rank) -> bool:
 
 def _error_other(c, o, name, array, node, bnode, p, shape, bshape, dims):
   """MG203 for a load of `name` whose mask bounds its index along `p` by another input's size there (probe 49f)."""
-  index = ast.unparse(node.left if type(node.ops[0]) in (ast.Lt, ast.LtE) else node.comparators[0])
-  bound = ast.unparse(bnode)
-  said = bound if bound == f"{array}.shape[{p}]" else f"{bound}, {array}.shape[{p}]"
-  if bshape[p] < shape[p]:
-    effect = (f"it keeps off positions {bshape[p]} to {shape[p] - 1} of that dimension, inside {name}, so the load"
-              f" leaves them out")
-  else:
-    effect = (f"it keeps on positions {shape[p]} to {bshape[p] - 1}, past the end of that dimension, so the load"
-              f" touches memory outside {name}")
+  index, said, effect = _bound_words(node, bnode, array, p, name, "load", shape[p], bshape[p])
   own = next((n for n, d in dims.items() if d == (name, p)), None) or f"{name}.shape[{p}]"
   fixed = ast.unparse(_replaced(node, bnode, own))
   prefix = (f"; where only the first {array}.shape[{p}] elements of {name} are meant, say so with both bounds:"
@@ -333,16 +325,8 @@ def with_mask_axes(found: list, errors: list) -> list:
 
 
 def _error(c, o, name, array, node, bnode, p, k, shape, dims):
-  index = ast.unparse(node.left if type(node.ops[0]) in (ast.Lt, ast.LtE) else node.comparators[0])
-  bound = ast.unparse(bnode)
-  said = bound if bound == f"{array}.shape[{k}]" else f"{bound}, {array}.shape[{k}]"
   what = "load" if isinstance(o, MaskedLoad) else "store"
-  if shape[k] < shape[p]:
-    effect = (f"it keeps off positions {shape[k]} to {shape[p] - 1} of that dimension, inside {name}, so the {what}"
-              f" {'leaves them out' if what == 'load' else 'leaves them unwritten'}")
-  else:
-    effect = (f"it keeps on positions {shape[p]} to {shape[k] - 1}, past the end of that dimension, so the {what}"
-              f" touches memory outside {name}")
+  index, said, effect = _bound_words(node, bnode, array, k, name, what, shape[p], shape[k])
   other = next((n for n, d in dims.items() if d == (array, p)), None)
   fix = other or f"{array}.shape[{p}]"
   fixed = ast.unparse(_replaced(node, bnode, fix))
@@ -350,6 +334,22 @@ def _error(c, o, name, array, node, bnode, p, k, shape, dims):
       f"this mask bounds {index}, which indexes dimension {p} of {name} (size {shape[p]}) in the masked {what} at line"
       f" {o.loc.lineno}, by {said} (size {shape[k]}), the size of dimension {k}: {effect}", c.loc,
       hint=f"bound each index by the size of the dimension it indexes: {fixed}")
+
+
+def _bound_words(node, bnode, array, axis, name, what, size, bound_size):
+  """(the index the mask compares, the bound as said, what the bound does) of a mask's comparison `node` that bounds
+  an index of `name` (of `size` along the dimension it indexes) by `bnode`, `array`'s size along `axis`
+  (`bound_size`), in the masked `what` ("load" or "store")."""
+  index = ast.unparse(node.left if type(node.ops[0]) in (ast.Lt, ast.LtE) else node.comparators[0])
+  bound = ast.unparse(bnode)
+  said = bound if bound == f"{array}.shape[{axis}]" else f"{bound}, {array}.shape[{axis}]"
+  if bound_size < size:
+    effect = (f"it keeps off positions {bound_size} to {size - 1} of that dimension, inside {name}, so the {what}"
+              f" {'leaves them out' if what == 'load' else 'leaves them unwritten'}")
+  else:
+    effect = (f"it keeps on positions {size} to {bound_size - 1}, past the end of that dimension, so the {what}"
+              f" touches memory outside {name}")
+  return index, said, effect
 
 
 def _replaced(node, old, text):
