@@ -248,9 +248,10 @@ def assign_layouts_relayout(kernel, defs, assign) -> None:
   use gives another layout (`CopyUse`), and each float16/bfloat16 atomic max or min of a statistic held
   one element a thread (`_pair_atomics`); then the layouts are solved again (`memo`: the ops' constraints, collected
   once across the solves, frontend/layout_memo.py)."""
-  memo: dict = {}
+  memo = None      # (most kernels are solved at once: recording what their ops add would only cost)
   tries = 64 + sum(_movable(o) for o, _ in _blocks(kernel.body))   # (each reshape at most once: Triton's bitonic
-  for _ in range(tries):                                             # sort of 256 moves 100 through SMEM)
+  for n in range(tries):                                             # sort of 256 moves 100 through SMEM)
+    memo = {} if n == 1 else memo
     try:
       SOLVES[0] += 1
       assign(kernel, defs, memo)
