@@ -42,9 +42,11 @@ _W = ((1, 2), (2, 6))
 @pytest.fixture(scope="module")
 def edge_pad():
   """(counts while compiling the (8, 128) edge pad: solves, ops collected, ops replayed; its typed IR; the kernel)."""
-  before = relayout.SOLVES[0], layout_memo.COLLECTED[0], layout_memo.REPLAYED[0]
-  k = _pad_kernel()
-  text = k.typed_ir(S((8, 128), jnp.float32), W=_W, M="edge")
+  with pytest.MonkeyPatch.context() as mp:
+    mp.setenv("MGPU_DSL_CACHE_DIR", "off")        # (compiled here, not read from a cache)
+    before = relayout.SOLVES[0], layout_memo.COLLECTED[0], layout_memo.REPLAYED[0]
+    k = _pad_kernel()
+    text = k.typed_ir(S((8, 128), jnp.float32), W=_W, M="edge")
   counts = (relayout.SOLVES[0] - before[0], layout_memo.COLLECTED[0] - before[1], layout_memo.REPLAYED[0] - before[2])
   return counts, text, k
 
