@@ -112,6 +112,11 @@ step() {
                  wait; for f in "$OUT"/slow_*.log; do tail -3 "$f"; done ;;
     # Session 45: probe 58a's run-time loops (int32 products, many segments) and 57a's two tests they unblock
     s45a)        python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe58a.py tests/test_probe57a.py tests/test_probe56g.py tests/test_probe57b2.py --durations=8 2>&1 | grep -vE "^(SKIPPED|PASSED)" | tail -40 ;;
+    # Session 45's later merges: probe 58d's Triton twins, the GPU tests of the files probe 58c's edge pad and division
+    # annotation touch, then probe 58b's memory fuzzer against the GPU (its failures printed here)
+    s45b)        python3 -u benchmarks/gpu_shards.py --shards 12 --timeout 240 tests/test_probe58d.py tests/test_probe56f.py tests/test_probe56f2.py tests/test_probe17.py tests/test_probe49e.py tests/test_probe51d.py tests/test_probe57d.py tests/test_probe32b.py tests/test_probe49f.py tests/test_probe57a.py $(ls tests/test_probe58b.py 2>/dev/null)
+                 grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | head -60
+                 if [ -f benchmarks/probe_mem_fuzz.py ]; then timeout 300 python3 -u benchmarks/probe_mem_fuzz.py ${MEM_FUZZ_ARGS:---jobs 12 --seeds 600} 2>&1 | tail -60; fi ;;
     gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)
     gpu_s34all)  python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 500 ;;
     # Sessions 34-35 (no device lent then): the tests that may fault without their fixes, a few a shard, then
