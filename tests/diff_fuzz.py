@@ -560,10 +560,16 @@ def compare(got, want, dot=False):
   return None
 
 
-def run(gen, *, build=True):
-  """(class, detail): "ok", "wrong", "crash", "refused" (a KernelError: detail its code and message), "build"."""
+def describe_exception(e):
+  """The last frames of a raw traceback, short enough for one line of a fuzz log."""
   import traceback
+  return "".join(traceback.format_exception(e)[-3:])[-600:]
 
+
+def run(gen, *, build=True):
+  """(class, detail): "ok", "wrong", "crash", "refused" (a KernelError: detail its code and message), "build".
+  `gen` is any generator object with `source`, `args` (the inputs), `refs` (the outputs' references) and `tags`
+  (tests/mem_fuzz.py's too)."""
   import mgpu_dsl as mg
   try:
     kernel = load(gen)
@@ -573,7 +579,7 @@ def run(gen, *, build=True):
       return "crash", f"InternalError: {e}"
     return "refused", f"{getattr(e, 'code', '?')} {str(e).splitlines()[0][:200]}"
   except Exception as e:  # noqa: BLE001
-    return "crash", "".join(traceback.format_exception(e)[-3:])[-600:]
+    return "crash", describe_exception(e)
   got = got if isinstance(got, (tuple, list)) else (got,)
   for g, w in zip(got, gen.refs):
     bad = compare(g, w, dot="dot" in gen.tags)
@@ -588,7 +594,7 @@ def run(gen, *, build=True):
         return "build", f"InternalError: {e}"
       return "build", f"{getattr(e, 'code', '?')} {str(e).splitlines()[0][:200]}"
     except Exception as e:  # noqa: BLE001
-      return "build", "".join(traceback.format_exception(e)[-3:])[-600:]
+      return "build", describe_exception(e)
   return "ok", ""
 
 
