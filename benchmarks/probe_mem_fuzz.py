@@ -1,0 +1,153 @@
+"""GPU run of probe 58b's differential fuzzer of memory-structured kernels (tests/mem_fuzz.py): TMA copies of windows
+at static and run-time offsets and partial windows, masked loads and stores, pipelined and warp-specialised loops,
+SMEM buffers read and written in registers, ml.dot of SMEM tiles, atomics, persistent grids. Each seed's kernel runs
+under `jax.jit` on the GPU and in interpret mode on the same inputs, both compared with the NumPy reference its plan
+gives (tests/mem_fuzz.py's tolerances). Interpret mode runs the typed IR, not the Mosaic GPU module, so a lowering
+that builds and verifies but computes otherwise (a barrier, a swizzle, a TMA box) shows only here.
+
+  python benchmarks/probe_mem_fuzz.py --seeds 0:2000 --jobs 14          # on the GPU machine
+  python benchmarks/probe_mem_fuzz.py --seeds 0:40 --jobs 1             # no GPU: interpret mode only (+ export)
+  python benchmarks/probe_mem_fuzz.py --seeds 0:500 --family matmul     # one family of kernels
+
+Classes (one line per seed that is not "ok" or an expected refusal, then a summary): "wrong-gpu" (the GPU's result
+is not the reference), "wrong" (interpret mode's is not), "crash" (a raw traceback or an InternalError), "refused"
+(a KernelError of a legal plan), "build" (interpret mode right, the GPU's compilation failed), "timeout" (the
+seed ran past --timeout: a hang; the worker is killed), "died" (the worker process died: a fault). Workers are
+processes sharing the GPU (preallocation off). Exit status 1 when any seed failed.
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import queue
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS = os.path.join(os.path.dirname(HERE), "tests")
+
+
+def run_seed(seed, family, on_gpu, export_every):
+  """(class, family, tags, detail) of one seed."""
+  import jax
+  import numpy as np
+  import mgpu_dsl as mg
+  import diff_fuzz
+  import mem_fuzz
+  g = mem_fuzz.Gen(seed, family=family)
+  tags = " ".join(sorted(g.tags))
+  if g.illegal or not on_gpu:     # interpret mode (and a CUDA export of a sample: no GPU here)
+    cls, detail = mem_fuzz.run(g, build=not on_gpu and seed % export_every == 0)
+    if g.illegal and cls == "refused":
+      cls = "ok"
+    return cls, g.family, tags, detail
+  cls, detail = mem_fuzz.run(g, build=False)
+  if cls != "ok":
+    return cls, g.family, tags, detail
+  kernel = diff_fuzz.load(g)
+  try:
+    got = jax.block_until_ready(jax.jit(kernel)(*g.args))
+  except mg.KernelError as e:
+    return "build", g.family, tags, f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+  except Exception as e:  # noqa: BLE001
+    return "build", g.family, tags, diff_fuzz.describe_exception(e)
+  got = got if isinstance(got, (tuple, list)) else (got,)
+  for k, (a, w) in enumerate(zip(got, g.refs)):
+    bad = mem_fuzz.compare(np.asarray(a), w, dot="dot" in g.tags)
+    if bad:
+      return "wrong-gpu", g.family, tags, f"output {k}: {bad}"
+  return "ok", g.family, tags, ""
+
+
+def worker(tasks, results, family, on_gpu, export_every):
+  sys.path.insert(0, TESTS)
+  __import__("mem_fuzz")     # (jax and mgpu_dsl, before the first seed's clock starts)
+  while True:
+    seed = tasks.get()
+    if seed is None:
+      return
+    results.put(("start", seed, os.getpid(), time.time()))
+    try:
+      out = run_seed(seed, family, on_gpu, export_every)
+    except Exception as e:  # noqa: BLE001 - every raw failure is a finding
+      out = ("crash", "?", "", f"{type(e).__name__}: {str(e)[:300]}")
+    results.put(("done", seed) + out)
+
+
+def main():
+  ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  ap.add_argument("--seeds", default="0:200", help="a range lo:hi of seeds")
+  ap.add_argument("--family", default=None, help="only kernels of this family (tests/mem_fuzz.py, Gen.FAMILIES)")
+  ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) - 2))
+  ap.add_argument("--timeout", type=float, default=120.0, help="seconds a seed may take")
+  ap.add_argument("--export-every", type=int, default=5, help="without a GPU: export one seed in this many")
+  ap.add_argument("--cpu", action="store_true", help="interpret mode only, even where a GPU is present")
+  args = ap.parse_args()
+  lo, hi = (int(v) for v in args.seeds.split(":"))
+  os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")   # workers share the one GPU
+  os.environ.setdefault("MGPU_DSL_CACHE_DIR", "off")
+  if args.cpu:
+    os.environ["JAX_PLATFORMS"] = "cpu"
+  import jax
+  on_gpu = not args.cpu and jax.default_backend() == "gpu"
+  ctx = mp.get_context("spawn")
+  tasks, results = ctx.Queue(), ctx.Queue()
+  seeds = list(range(lo, hi))
+  for s in seeds:
+    tasks.put(s)
+  procs, running, counts, fams, t0 = {}, {}, {}, {}, time.time()
+
+  def spawn():
+    p = ctx.Process(target=worker, args=(tasks, results, args.family, on_gpu, args.export_every), daemon=True)
+    p.start()
+    procs[p.pid] = p
+
+  def record(seed, cls, family, tags, detail):
+    counts[cls] = counts.get(cls, 0) + 1
+    fams.setdefault(family, {}).setdefault(cls, 0)
+    fams[family][cls] += 1
+    if cls != "ok":
+      print(f"SEED {seed} {cls} {family} [{tags}] :: {detail}".replace("\n", " | "), flush=True)
+
+  for _ in range(min(args.jobs, len(seeds))):
+    spawn()
+  done = 0
+  while done < len(seeds):
+    try:
+      msg = results.get(timeout=1.0)
+    except queue.Empty:
+      msg = None
+    if msg and msg[0] == "start":
+      running[msg[2]] = (msg[1], msg[3])
+    elif msg:
+      done += 1
+      record(*msg[1:])
+      running = {pid: v for pid, v in running.items() if v[0] != msg[1]}
+    now = time.time()
+    for pid, (seed, since) in list(running.items()):
+      if now - since > args.timeout:
+        procs.pop(pid).kill()
+        del running[pid]
+        done += 1
+        record(seed, "timeout", "?", "", f"killed after {args.timeout:.0f} s")
+        spawn()
+    for pid, p in list(procs.items()):            # a worker that died in a seed (a fault)
+      if not p.is_alive() and pid in running and results.empty():
+        seed, _ = running.pop(pid)
+        procs.pop(pid)
+        done += 1
+        record(seed, "died", "?", "", f"worker died (exit code {p.exitcode})")
+        spawn()
+  for _ in procs:
+    tasks.put(None)
+  mode = "GPU (jit) and interpret mode vs NumPy" if on_gpu else "interpret mode vs NumPy, CUDA export of a sample"
+  print(f"{len(seeds)} seeds ({mode}) in {time.time() - t0:.0f} s: "
+        + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+  for f, c in sorted(fams.items()):
+    print(f"  {f}: " + ", ".join(f"{n} {k}" for k, n in sorted(c.items())))
+  return int(any(k != "ok" for k in counts))
+
+
+if __name__ == "__main__":
+  sys.exit(main())
