@@ -76,14 +76,16 @@ def strided_attribute(tracer, view: StridedView, attr: str, node):
 def compose(view: StridedView, index):
   """The index of the ref that `view[index]` (or `view.at[index]`) names, where both are static (ints and slices,
   `...`): Python's ranges compose as numpy's slices do (`x.at[::2].at[0:8]` is `x.at[0:16:2]`, `x.at[1::2][3]` is
-  `x.at[7]`); None for anything else (a run-time start, an index tensor), and where `index` leaves the view."""
+  `x.at[7]`); a run-time integer scalar indexes an axis the view takes whole (`x.at[:, :, ::2].at[p]` is `x[p, :,
+  ::2]`, probe 58b: it was MG003), where the plain subscript checks it as any run-time index; None for anything else
+  (a run-time start, an index tensor, a run-time index of a part of an axis), and where `index` leaves the view."""
   shape = tuple(view.ref.type.shape)
   dims = _dims(view)
   inner = index if isinstance(index, tuple) else (index,)
   free = [d for d, i in enumerate(dims) if isinstance(i, slice)]
   static = lambda b: b is None or isinstance(b, int) and not isinstance(b, bool)
   if sum(i is Ellipsis for i in inner) > 1 or not all(
-      i is Ellipsis or isinstance(i, int) and not isinstance(i, bool) or isinstance(i, slice) and
+      i is Ellipsis or isinstance(i, int) and not isinstance(i, bool) or _scalar(i) or isinstance(i, slice) and
       all(map(static, (i.start, i.stop, i.step))) and i.step != 0 for i in inner):
     return None
   flat = []
@@ -95,7 +97,11 @@ def compose(view: StridedView, index):
   out = list(dims)
   for d, i in zip(free, flat):
     r = range(*dims[d].indices(shape[d]))
-    if isinstance(i, int):
+    if _scalar(i):
+      if r != range(shape[d]):
+        return None
+      out[d] = i
+    elif isinstance(i, int):
       if not -len(r) <= i < len(r):
         return None
       out[d] = r[i]
@@ -103,6 +109,14 @@ def compose(view: StridedView, index):
       r = r[i]
       out[d] = slice(r.start, r.stop if r.stop >= 0 else None, r.step) if len(r) else slice(0, 0)
   return tuple(out)
+
+
+def _scalar(i) -> bool:
+  """Whether `i` is a run-time scalar of the kernel (an IR value of shape ()): its dtype is checked where the ref is
+  indexed by it."""
+  from .types import RefType
+  t = getattr(i, "type", None)
+  return getattr(t, "shape", None) == () and not isinstance(t, RefType)
 
 
 class AtOf:

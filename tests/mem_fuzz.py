@@ -30,6 +30,13 @@ ISZ = {F32: 4, F16: 2, BF16: 2, I32: 4, I8: 1, U8: 1, I16: 2, BOOL: 1, F8: 1}
 ILLEGAL_SHARE = 0.07
 
 
+def math_prod(xs):
+  out = 1
+  for v in xs:
+    out *= v
+  return out
+
+
 def _np(dt):
   return np.dtype(jnp.dtype(dt))
 
@@ -62,7 +69,7 @@ class Gen:
   """One random memory-structured kernel (`source`, `args`, `refs`) from the plan of `seed`."""
 
   FAMILIES = (["tile"] * 5 + ["loop"] * 2 + ["matmul"] * 3 + ["atomic"] * 2 + ["persist"] * 2 + ["odd"] * 2
-              + ["smem"] * 4 + ["pipe_store"] * 3 + ["prefetch"] * 2 + ["vec"] * 2)
+              + ["smem"] * 4 + ["pipe_store"] * 3 + ["prefetch"] * 2 + ["vec"] * 2 + ["views"] * 4)
 
   def __init__(self, seed, family=None, illegal=None):
     self.seed = seed
@@ -829,6 +836,74 @@ class Gen:
     else:
       self.emit(f"offs = i * {B} + ml.arange({B})")
       self.emit(f"ml.store({o}.at[offs], v, mask=offs < {o}.shape[0])")
+
+  # ------------------------------------------------------------------ family: chains of views of a GMEM array
+  def k_views(self):
+    """`x.at[...]` composed a few times (ints, negative ints, static slices, `ml.ds` windows at program ids, plain
+    slices of run-time bounds, steps), read whole into registers or copied into SMEM, stored into an output of the
+    view's shape; the reference is NumPy's indexing of the same chain."""
+    r = self.r
+    dt = self._dt((F32, F16, BF16, I32))
+    D = [r.choice([2, 3, 4]), r.choice([16, 32, 64, 128]), r.choice([32, 64, 128, 256])]
+    x, xa = self.input(tuple(D), dt)
+    ref = xa
+    text = x
+    strided = False
+    programs = 1
+    self.emit("p = ml.program_id(0)")
+    shape = list(D)
+    for _ in range(r.randint(1, 3)):
+      kind = r.choice(["int", "neg", "slice", "ds", "pid", "step", "rt_slice"])
+      ax = r.randrange(len(shape))
+      n = shape[ax]
+      pre = ":, " * ax
+      lead = (slice(None),) * (ref.ndim - len(shape))      # (the program axis, where `p` indexed one)
+      if kind in ("int", "neg", "pid") and len(shape) > 2 and ax == 0:
+        if kind == "pid" and programs == 1:
+          programs, idx = n, "p"
+        elif kind == "pid":
+          continue
+        else:
+          k = r.randrange(n)
+          idx = str(k - n if kind == "neg" else k)
+          ref = ref[lead + (k,)]
+        text += f".at[{idx}]"
+        shape.pop(0)
+        continue
+      if kind == "slice" and n >= 16:
+        a = r.randrange(0, n // 2, 8) if ax == len(shape) - 1 else r.randrange(0, n // 2)
+        b = n if r.random() < 0.5 else a + (n - a) // 2 // 8 * 8 or n
+        text += f".at[{pre}{a}:{b}]"
+        ref = ref[lead + (slice(None),) * ax + (slice(a, b),)]
+        shape[ax] = b - a
+      elif kind == "ds" and n >= 16:
+        w = n // 2 if ax < len(shape) - 1 or (n // 2) % 16 == 0 else n
+        a = r.randrange(0, n - w + 1, 8) if ax == len(shape) - 1 else r.randrange(0, n - w + 1)
+        text += f".at[{pre}ml.ds({a}, {w})]"
+        ref = ref[lead + (slice(None),) * ax + (slice(a, a + w),)]
+        shape[ax] = w
+      elif kind == "step" and ax < len(shape) - 1 and n >= 8 and n % 2 == 0:
+        st = r.choice([0, 1])
+        text += f".at[{pre}{st}::2]"
+        ref = ref[lead + (slice(None),) * ax + (slice(st, None, 2),)]
+        shape[ax] = n // 2
+        strided = True
+      else:
+        continue
+    if len(shape) > 2 or not shape or math_prod(shape) % 128 or shape[-1] < 8:
+      self.__init__(self.seed + 7919, family="views", illegal=False)     # another plan of this family
+      return
+    read = "copy" if not strided and r.random() < 0.4 and (shape[-1] * ISZ[dt]) % 16 == 0 else "plain"
+    self.tags |= {f"dt:{dt}", f"views:{read}"} | ({"strided"} if strided else set())
+    o = self.output(ref.copy())
+    self.grid = (programs,)
+    dst = f"{o}.at[p]" if programs > 1 else o
+    if read == "copy":
+      self.emit(f"b = ml.smem({tuple(shape)}, jnp.{dt})")
+      self.emit(f"ml.copy({text}, b)")
+      self.emit(f"{dst}[...] = b[...]")
+    else:
+      self.emit(f"{dst}[...] = {text}[...]")
 
   # ------------------------------------------------------------------ deliberate mistakes
   def _break(self):
