@@ -77,15 +77,17 @@ def compose(view: StridedView, index):
   """The index of the ref that `view[index]` (or `view.at[index]`) names, where both are static (ints and slices,
   `...`): Python's ranges compose as numpy's slices do (`x.at[::2].at[0:8]` is `x.at[0:16:2]`, `x.at[1::2][3]` is
   `x.at[7]`); a run-time integer scalar indexes an axis the view takes whole (`x.at[:, :, ::2].at[p]` is `x[p, :,
-  ::2]`, probe 58b: it was MG003), where the plain subscript checks it as any run-time index; None for anything else
+  ::2]`, probe 58b: it was MG003), where the plain subscript checks it as any run-time index, and a window `ml.ds(a, n)`
+  of a static start is the slice `a:a + n`; None for anything else
   (a run-time start, an index tensor, a run-time index of a part of an axis), and where `index` leaves the view."""
   shape = tuple(view.ref.type.shape)
   dims = _dims(view)
   inner = index if isinstance(index, tuple) else (index,)
+  inner = tuple(_static_window(i) for i in inner)
   free = [d for d, i in enumerate(dims) if isinstance(i, slice)]
   static = lambda b: b is None or isinstance(b, int) and not isinstance(b, bool)
   if sum(i is Ellipsis for i in inner) > 1 or not all(
-      i is Ellipsis or isinstance(i, int) and not isinstance(i, bool) or _scalar(i) or isinstance(i, slice) and
+      i is Ellipsis or isinstance(i, (int, _Window)) and not isinstance(i, bool) or _scalar(i) or isinstance(i, slice) and
       all(map(static, (i.start, i.stop, i.step))) and i.step != 0 for i in inner):
     return None
   flat = []
@@ -106,9 +108,28 @@ def compose(view: StridedView, index):
         return None
       out[d] = r[i]
     else:
+      if isinstance(i, _Window):
+        if len(r[i.start:i.stop]) != i.stop - i.start:
+          return None
+        i = slice(i.start, i.stop)
       r = r[i]
       out[d] = slice(r.start, r.stop if r.stop >= 0 else None, r.step) if len(r) else slice(0, 0)
   return tuple(out)
+
+
+def _static_window(i):
+  """`ml.ds(a, n)` of a static start as the slice `a:a + n` (it composes as one; probe 58b), anything else as is."""
+  from .ops.memory import DSlice
+  if isinstance(i, DSlice) and isinstance(i.start, int) and not isinstance(i.start, bool) and i.start >= 0:
+    return _Window(i.start, i.start + i.size)
+  return i
+
+
+class _Window:
+  """A static `ml.ds` window inside a strided view's axis: the slice `start:stop`, which must not be cut short (a
+  window leaving the view is out of bounds, not clipped as a slice is)."""
+  def __init__(self, start, stop):
+    self.start, self.stop, self.step = start, stop, None
 
 
 def _scalar(i) -> bool:

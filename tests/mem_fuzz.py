@@ -853,7 +853,7 @@ class Gen:
     self.emit("p = ml.program_id(0)")
     shape = list(D)
     for _ in range(r.randint(1, 3)):
-      kind = r.choice(["int", "neg", "slice", "ds", "pid", "step", "rt_slice"])
+      kind = r.choice(["int", "neg", "slice", "ds", "pid", "step", "neg_slice", "ell_ds", "rev"])
       ax = r.randrange(len(shape))
       n = shape[ax]
       pre = ":, " * ax
@@ -882,6 +882,22 @@ class Gen:
         text += f".at[{pre}ml.ds({a}, {w})]"
         ref = ref[lead + (slice(None),) * ax + (slice(a, a + w),)]
         shape[ax] = w
+      elif kind == "neg_slice" and n >= 16 and (ax < len(shape) - 1 or n % 16 == 0):
+        a = n // 2 if ax < len(shape) - 1 else n // 2 // 8 * 8
+        text += f".at[{pre}-{a}:]"
+        ref = ref[lead + (slice(None),) * ax + (slice(n - a, None),)]
+        shape[ax] = a
+      elif kind == "ell_ds" and shape[-1] >= 32:
+        n = shape[-1]
+        w = n // 2 // 16 * 16
+        a = r.randrange(0, n - w + 1, 16)
+        text += f".at[..., ml.ds({a}, {w})]"
+        ref = ref[..., a:a + w]
+        shape[-1] = w
+      elif kind == "rev" and ax < len(shape) - 1:
+        text += f".at[{pre}::-1]"
+        ref = ref[lead + (slice(None),) * ax + (slice(None, None, -1),)]
+        strided = True
       elif kind == "step" and ax < len(shape) - 1 and n >= 8 and n % 2 == 0:
         st = r.choice([0, 1])
         text += f".at[{pre}{st}::2]"
@@ -901,9 +917,16 @@ class Gen:
     if read == "copy":
       self.emit(f"b = ml.smem({tuple(shape)}, jnp.{dt})")
       self.emit(f"ml.copy({text}, b)")
-      self.emit(f"{dst}[...] = b[...]")
+      self.emit("v = b[...]")
     else:
-      self.emit(f"{dst}[...] = {text}[...]")
+      self.emit(f"v = {text}[...]")
+    if shape[0] >= 16 and shape[0] % 16 == 0 and (shape[0] // 2 * shape[-1]) % 128 == 0 and r.random() < 0.4:
+      h = shape[0] // 2          # written in two views of rows
+      self.emit(f"{dst}.at[0:{h}][...] = v[:{h}]")
+      self.emit(f"{dst}.at[{h}:][...] = v[{h}:]")
+      self.tags.add("views:halves")
+    else:
+      self.emit(f"{dst}[...] = v")
 
   # ------------------------------------------------------------------ deliberate mistakes
   def _break(self):
