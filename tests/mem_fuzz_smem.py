@@ -248,7 +248,7 @@ class SmemFamilies:
     ref = xa
     text = x
     strided = False
-    programs = 1
+    programs, flipped = 1, False
     self.emit("p = ml.program_id(0)")
     shape = list(D)
     for _ in range(r.randint(1, 3)):
@@ -258,7 +258,7 @@ class SmemFamilies:
       pre = ":, " * ax
       lead = (slice(None),) * (ref.ndim - len(shape))      # (the program axis, where `p` indexed one)
       if kind in ("int", "neg", "pid") and len(shape) > 2 and ax == 0:
-        if kind == "pid" and programs == 1:
+        if kind == "pid" and programs == 1 and not flipped:     # (a reversed axis's run-time index: MG003)
           programs, idx = n, "p"
         elif kind == "pid":
           continue
@@ -294,6 +294,7 @@ class SmemFamilies:
         ref = ref[..., a:a + w]
         shape[-1] = w
       elif kind == "rev" and ax < len(shape) - 1:
+        flipped = flipped or ax == 0
         text += f".at[{pre}::-1]"
         ref = ref[lead + (slice(None),) * ax + (slice(None, None, -1),)]
         strided = True
