@@ -555,3 +555,65 @@ class TileFamilies:
     else:
       self.emit(f"{o}.at[ml.ds(i * {bm}, {bm}), :].store(v, mask=(i * {bm} + ml.arange({bm}) < {o}.shape[0])[:, None])")
 
+
+  # ------------------------------------------------------------------ family: an online softmax over a pipelined loop
+  def k_attn(self):
+    """Flash attention's loop (docs/language.md, "Attention"): q loaded once, blocks of k and v loaded by a
+    (pipelined, warp-specialised) loop, `s = ml.dot(q_s, k_s.T)` read in registers, the keys past the sequence's end
+    masked, probabilities back into the tensor cores from registers. The reference runs the same blocks in NumPy
+    (float32 exponentials, p rounded to the inputs' dtype before its product), not a one-shot softmax."""
+    r = self.r
+    dt = r.choice([F16, BF16])
+    d = r.choice([64, 128])
+    bq, bkv = 64, r.choice([64, 128])
+    L = r.randint(1, 3 * bkv)
+    Q = r.randint(1, 2) * bq
+    loop = r.choice(["stages", "ws", "plain"])
+    stages = r.randint(1, 3)
+    self.tags |= {"dot", f"loop:{loop}", f"dt:{dt}", f"attn:d{d}"}
+    q, qa = self.input((Q, d), dt)
+    k, ka = self.input((L, d), dt)
+    v, va = self.input((L, d), dt)
+    nb = _cdiv(L, bkv)
+    kp = np.zeros((nb * bkv, d), np.float32)
+    vp = np.zeros((nb * bkv, d), np.float32)
+    kp[:L], vp[:L] = ka.astype(np.float32), va.astype(np.float32)
+    qf = qa.astype(np.float32)
+    scale = 0.125
+    m = np.full((Q,), -1e30, np.float32)
+    lsum = np.zeros((Q,), np.float32)
+    acc = np.zeros((Q, d), np.float32)
+    for j in range(nb):
+      sc = qf @ kp[j * bkv:(j + 1) * bkv].T
+      sc = np.where((j * bkv + np.arange(bkv))[None, :] < L, sc, -np.inf).astype(np.float32)
+      m_new = np.maximum(m, sc.max(axis=1) * scale)
+      alpha = np.exp(m - m_new)
+      p = np.exp(sc * scale - m_new[:, None])
+      lsum = lsum * alpha + p.sum(axis=1)
+      acc = acc * alpha[:, None] + p.astype(_np(dt)).astype(np.float32) @ vp[j * bkv:(j + 1) * bkv]
+      m = m_new
+    o = self.output((acc / lsum[:, None]).astype(np.float32))
+    self.grid = (Q // bq,)
+    self.emit("i = ml.program_id(0)")
+    self.emit(f"q_s = ml.smem(({bq}, {d}))")
+    self.emit(f"k_s = ml.smem(({bkv}, {d}))")
+    self.emit(f"v_s = ml.smem(({bkv}, {d}))")
+    self.emit(f"ml.copy({q}.at[ml.ds(i * {bq}, {bq})], q_s)")
+    self.emit(f"m = ml.full(({bq},), -1e30, jnp.float32)")
+    self.emit(f"l = ml.zeros(({bq},), jnp.float32)")
+    self.emit(f"acc = ml.zeros(({bq}, {d}), jnp.float32)")
+    bound = f"ml.cdiv({k}.shape[0], {bkv})"
+    head = {"stages": f"ml.range({bound}, stages={stages})", "plain": f"range({bound})",
+            "ws": f"ml.range({bound}, stages={max(2, stages)}, warp_specialize=True)"}[loop]
+    self.emit(f"for j in {head}:")
+    self.emit(f"  ml.copy({k}.at[ml.ds(j * {bkv}, {bkv})], k_s)")
+    self.emit(f"  ml.copy({v}.at[ml.ds(j * {bkv}, {bkv})], v_s)")
+    self.emit("  s = ml.dot(q_s, k_s.T)")
+    self.emit(f"  s = ml.where((j * {bkv} + ml.arange({bkv}))[None, :] < {k}.shape[0], s, float('-inf'))")
+    self.emit(f"  m_new = ml.maximum(m, ml.max(s, axis=1) * {scale})")
+    self.emit("  alpha = ml.exp(m - m_new)")
+    self.emit(f"  p = ml.exp(s * {scale} - m_new[:, None])")
+    self.emit("  l = l * alpha + ml.sum(p, axis=1)")
+    self.emit(f"  acc = ml.dot(p.astype(jnp.{dt}), v_s, acc * alpha[:, None])")
+    self.emit("  m = m_new")
+    self.emit(f"{o}.at[ml.ds(i * {bq}, {bq})][...] = acc / l[:, None]")
