@@ -317,7 +317,9 @@ class TileFamilies:
     loop = r.choice(["stages", "stages", "ws", "plain"])
     epi = r.choice(["tma", "mask", "tma_t"] if bm * bn < 128 * 256 else ["tma", "mask"])    # (SMEM: MG402)
     stage_bytes = (bm * bk + bk * bn) * 2
-    stages = min(r.randint(1, 4), max(2, (196 * 1024 - bm * bn * 4) // stage_bytes))     # (SMEM: MG402)
+    if bm * bn * 4 + 2 * stage_bytes > 190 * 1024:
+      out_dt = dt               # (a 16-bit epilogue buffer, with two stages, fits the SMEM budget: MG402)
+    stages = min(r.randint(1, 4), max(1, (196 * 1024 - bm * bn * ISZ[out_dt]) // stage_bytes))
     bias = r.random() < 0.3
     batch = r.choice([0, 0, 0, 2])
     persist = not batch and r.random() < 0.25
