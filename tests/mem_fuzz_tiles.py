@@ -67,9 +67,15 @@ class TileFamilies:
     if transposed:
       M = _cdiv(M, 16) * 16
     batch = r.choice([0, 0, 0, 2, 3])
-    load = r.choice(["tma", "tma", "mask", "ptr", "ptr_var"])
+    load = r.choice(["tma", "tma", "mask", "ptr", "ptr_var", "bptr", "bptr_t", "desc"])
     shift = r.choice([None, None, None, "static", "runtime"])
-    store = r.choice(["tma", "tma", "mask", "ptr"]) if not transposed else "tma"
+    if load in ("bptr", "bptr_t", "desc") and shift == "runtime":
+      shift = "static"          # (a block pointer's boundary check bounds the end, not the start)
+    if load == "desc" and batch:
+      load = "bptr"
+    store = r.choice(["tma", "tma", "mask", "ptr", "bptr", "desc"]) if not transposed else "tma"
+    if store == "desc" and batch:
+      store = "bptr"
     swap = r.random() < 0.2 and bm >= 16
     via_smem = r.random() < 0.25
     stat = r.random() < 0.3
@@ -159,6 +165,19 @@ class TileFamilies:
       self.emit(f"v = {x}.at[{pb}ml.ds({start}, {bm}), ml.ds(j * {bn}, {bn})].load(mask={m_in}, other=0)")
     elif load == "ptr":
       self.emit(f"v = ml.load({x}.at[{pb}rows[:, None], cols[None, :]], mask={m_in}, other=0)")
+    elif load == "bptr":       # Triton's block pointer, boundary-checked on both axes
+      base = f"{x}.at[b]" if batch else x
+      self.emit(f"bp = ml.make_block_ptr(base={base}, shape=({M}, {N}), strides=({N}, 1), offsets=({start}, j * {bn}),"
+                f" block_shape=({bm}, {bn}), order=(1, 0))")
+      self.emit('v = ml.load(bp, boundary_check=(0, 1), padding_option="zero")')
+    elif load == "bptr_t":     # a permuted block pointer (the tile transposed in registers), transposed back
+      base = f"{x}.at[b]" if batch else x
+      self.emit(f"bt = ml.make_block_ptr(base={base}, shape=({N}, {M}), strides=(1, {N}), offsets=(j * {bn}, {start}),"
+                f" block_shape=({bn}, {bm}), order=(0, 1))")
+      self.emit('v = ml.load(bt, boundary_check=(0, 1), padding_option="zero").T')
+    elif load == "desc":       # Triton 3's tensor descriptor
+      self.emit(f"d = ml.make_tensor_descriptor({x}, shape=[{M}, {N}], strides=[{N}, 1], block_shape=[{bm}, {bn}])")
+      self.emit(f"v = d.load([{start}, j * {bn}])")
     else:
       self.emit(f"p = {x}.at[{pb}rows[:, None], cols[None, :]]")
       self.emit(f"v = p.load(mask={m_in}, other=0)")
@@ -203,6 +222,14 @@ class TileFamilies:
     m_out = f"(orow[:, None] < {o}.shape[{1 if batch else 0}]) & (ocol[None, :] < {o}.shape[{2 if batch else 1}])"
     if store == "mask":
       self.emit(f"{o}.at[{pb}ml.ds({ostart_r}, {bm}), ml.ds({ostart_c}, {bn})].store(v, mask={m_out})")
+    elif store == "bptr":
+      base = f"{o}.at[b]" if batch else o
+      self.emit(f"ob = ml.make_block_ptr(base={base}, shape=({M}, {N}), strides=({N}, 1), offsets=({ostart_r}, "
+                f"{ostart_c}), block_shape=({bm}, {bn}), order=(1, 0))")
+      self.emit("ml.store(ob, v, boundary_check=(0, 1))")
+    elif store == "desc":
+      self.emit(f"od = ml.make_tensor_descriptor({o}, shape=[{M}, {N}], strides=[{N}, 1], block_shape=[{bm}, {bn}])")
+      self.emit(f"od.store([{ostart_r}, {ostart_c}], v)")
     else:
       self.emit(f"ml.store({o}.at[{pb}orow[:, None], ocol[None, :]], v, mask={m_out})")
 
