@@ -132,6 +132,25 @@ class _Window:
     self.start, self.stop, self.step = start, stop, None
 
 
+def window_leaving(view: StridedView, index, loc) -> E.KernelError | None:
+  """The IndexOutOfBoundsError of a static `ml.ds` window of `view` that runs past the view's axis (`x.at[1,
+  0::2].at[ml.ds(30, 8)]` of 32 rows: rows 30..37), where compose found no index; None for any other index."""
+  dims = _dims(view)
+  free = [d for d, i in enumerate(dims) if isinstance(i, slice)]
+  items = [_static_window(i) for i in (index if isinstance(index, tuple) else (index,))]
+  if Ellipsis in items or len(items) > len(free):
+    return None
+  shape = tuple(view.ref.type.shape)
+  for d, i in zip(free, items):
+    n = len(range(*dims[d].indices(shape[d])))
+    if isinstance(i, _Window) and i.stop > n:
+      return E.IndexOutOfBoundsError(
+          f"the window ml.ds({i.start}, {i.stop - i.start}) runs past the end of {view.text}, which holds {n}"
+          f" elements along that axis", loc,
+          hint=f"start it at most at {n - (i.stop - i.start)}, or index the ref itself in one subscript")
+  return None
+
+
 def _scalar(i) -> bool:
   """Whether `i` is a run-time scalar of the kernel (an IR value of shape ()): its dtype is checked where the ref is
   indexed by it."""
