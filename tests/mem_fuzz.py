@@ -33,7 +33,7 @@ class Gen(TileFamilies, SmemFamilies):
 
   FAMILIES = (["tile"] * 5 + ["loop"] * 2 + ["matmul"] * 3 + ["atomic"] * 2 + ["persist"] * 2 + ["odd"] * 2
               + ["smem"] * 4 + ["pipe_store"] * 3 + ["prefetch"] * 2 + ["vec"] * 2 + ["views"] * 4
-              + ["sync"] * 4 + ["attn"] * 2)
+              + ["sync"] * 4 + ["attn"] * 2 + ["nd"] * 3)
 
   def __init__(self, seed, family=None, illegal=None):
     self.seed = seed

@@ -416,3 +416,67 @@ class SmemFamilies:
       self.emit(f"xs[...] = {op2[0].format(v='xs[...]')}")
       self.emit(f"ml.copy(xs, {o}.at[{win}])")
 
+
+  # ------------------------------------------------------------------ family: windows of 3-D arrays
+  def k_nd(self):
+    """Windows of a (S, H, D) array: a head's rows (`x.at[ml.ds(i * bm, bm), h, :]`, rows H * D apart), a 3-D
+    window into a 3-D buffer reduced over its leading axis or read a plane at a time, and windows of an SMEM
+    buffer's rows as TMA destinations and sources (two loads into its halves, two stores from them)."""
+    r = self.r
+    dt = self._dt((F32, F16, BF16, I32))
+    isint = dt == I32
+    kind = r.choice(["head", "box", "halves"])
+    D = r.choice([c for c in (16, 32, 64, 128) if (c * ISZ[dt]) % 16 == 0])
+    H = r.randint(1, 4)
+    bm = r.choice([b for b in (8, 16, 32, 64) if (b * D) % 128 == 0 and b * D <= 8192] or [128])
+    S_ = r.randint(1, 3 * bm)
+    gm = _cdiv(S_, bm)
+    x, xa = self.input((S_, H, D), dt)
+    op = r.choice(IOPS if isint else FOPS)
+    self.tags |= {f"nd:{kind}", f"dt:{dt}"}
+    if kind == "head":
+      self.grid = (gm, H)
+      o = self.output(_apply(op, xa, dt))
+      self.emit("i = ml.program_id(0)")
+      self.emit("h = ml.program_id(1)")
+      self.emit(f"xs = ml.smem(({bm}, {D}))")
+      self.emit(f"ml.copy({x}.at[ml.ds(i * {bm}, {bm}), h, :], xs)")
+      self.emit(f"xs[...] = {op[0].format(v='xs[...]')}")
+      self.emit(f"ml.copy(xs, {o}.at[ml.ds(i * {bm}, {bm}), h, :])")
+    elif kind == "box":
+      self.grid = (gm,)
+      xp = np.zeros((gm * bm, H, D), _np(dt))
+      xp[:S_] = xa
+      t = _apply(op, xp, dt)
+      acc = t.astype(np.float64).sum(axis=1).astype(np.float32 if not isint else np.int32)[:S_]
+      o = self.output(acc)
+      o2 = self.output(t[:S_, H - 1].copy())
+      adt = "int32" if isint else "float32"
+      self.emit("i = ml.program_id(0)")
+      self.emit(f"xs = ml.smem(({bm}, {H}, {D}))")
+      self.emit(f"ml.copy({x}.at[ml.ds(i * {bm}, {bm})], xs)")
+      self.emit(f"acc = ml.zeros(({bm}, {D}), jnp.{adt})")
+      self.emit(f"for hh in ml.static_range({H}):")
+      self.emit(f"  acc = acc + ({op[0].format(v='xs[:, hh, :]')}).astype(jnp.{adt})")
+      self.emit(f"rows = i * {bm} + ml.arange({bm})")
+      self.emit(f"{o}.at[ml.ds(i * {bm}, {bm})].store(acc, mask=(rows < {S_})[:, None])")
+      self.emit(f"{o2}.at[ml.ds(i * {bm}, {bm})].store({op[0].format(v=f'xs[:, {H - 1}, :]')}, mask=(rows < {S_})[:, None])")
+      self.tags.add("dot")
+    else:
+      if bm < 16:
+        bm = 16 if (16 * D) % 128 == 0 else 32
+        gm = _cdiv(S_, bm)
+      h2 = bm // 2
+      self.grid = (gm, H)
+      xp = np.zeros((gm * bm, H, D), _np(dt))
+      xp[:S_] = xa
+      t = _apply(op, xp, dt)
+      o = self.output(t[:S_].copy())
+      self.emit("i = ml.program_id(0)")
+      self.emit("h = ml.program_id(1)")
+      self.emit(f"xs = ml.smem(({bm}, {D}))")
+      self.emit(f"ml.copy({x}.at[ml.ds(i * {bm}, {h2}), h, :], xs.at[0:{h2}])")
+      self.emit(f"ml.copy({x}.at[ml.ds(i * {bm} + {h2}, {h2}), h, :], xs.at[{h2}:{bm}])")
+      self.emit(f"xs[...] = {op[0].format(v='xs[...]')}")
+      self.emit(f"ml.copy(xs.at[{h2}:{bm}], {o}.at[ml.ds(i * {bm} + {h2}, {h2}), h, :])")
+      self.emit(f"ml.copy(xs.at[0:{h2}], {o}.at[ml.ds(i * {bm}, {h2}), h, :])")
