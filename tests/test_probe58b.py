@@ -50,6 +50,15 @@ def test_epilogue_buffer_of_a_ragged_output_is_copied_untiled():
   export(_ragged_epilogue, a, bt)
 
 
+@pytest.mark.gpu
+def test_epilogue_buffer_of_a_ragged_output_on_gpu():
+  """Class 1 on the GPU: the untiled epilogue buffer, written from the WGMMA layout and stored by TMA, gives the
+  product (interpret mode does not model SMEM layouts)."""
+  a, bt = rnd((100, 64), 0, np.float16), rnd((84, 64), 1, np.float16)
+  got = np.asarray(jax.jit(_ragged_epilogue)(a, bt))
+  np.testing.assert_allclose(got, a.astype(np.float32) @ bt.astype(np.float32).T, rtol=1e-5, atol=1e-4)
+
+
 def test_epilogue_buffer_of_whole_tiles_stays_tiled():
   """Class 1's rule keeps the tiling where the copies take it: at 128 columns the epilogue buffer is tiled for the
   tensor cores, as before; at 84 it is not (the operands a_s and b_s are tiled in both)."""
