@@ -62,6 +62,9 @@ class TileFamilies:
     if transposed:
       while (bm * ISZ[out_dt]) % 16:
         bm, bn = self._tile(dt)
+    if not transposed and r.random() < 0.15:      # a small odd tile no register layout holds whole (padded)
+      bm, bn = r.choice([1, 2, 3, 4, 5, 6, 7]), r.choice([c for c in (16, 32, 48, 64, 80) if (c * ISZ[dt]) % 16 == 0])
+      self.tags.add("odd_tile")
     M = r.randint(1, 3 * bm)
     N = self._cols(dt, bn, (out_dt,))
     if transposed:
@@ -76,8 +79,10 @@ class TileFamilies:
     store = r.choice(["tma", "tma", "mask", "ptr", "bptr", "desc"]) if not transposed else "tma"
     if store == "desc" and batch:
       store = "bptr"
+    if "odd_tile" in self.tags and store == "tma":
+      store = "bptr"            # (an odd tile written into an SMEM buffer is MG204: design note 189's limits)
     swap = r.random() < 0.2 and bm >= 16
-    via_smem = r.random() < 0.25
+    via_smem = r.random() < 0.25 and "odd_tile" not in self.tags
     stat = r.random() < 0.3
     ops = [r.choice(IOPS if isint else FOPS) for _ in range(r.randint(0, 3))] if dt not in (BOOL, F8) else []
     self.tags |= {f"load:{load}", f"store:{store}", f"dt:{dt}"} | ({"transposed"} if transposed else set()) | (

@@ -12,6 +12,11 @@ Some thousands of kernels ran in interpret mode (a sample exported for CUDA); th
    A static `ml.ds` window of a strided view (`.at[ml.ds(1, 6)]`) composes as its slice, never clipped (one that
    leaves the view is MG203, naming both).
 
+3. Block pointers and tensor descriptors of odd blocks (`block_shape=(7, 64)`, a tile no register layout holds
+   whole) were MG204, where the same window read and written under a user's mask computes padded: the boundary
+   check's mask was built by reshapes the padded trace does not recompute (now `inside[:, None]`, as a user writes
+   it), and a store compared the padded value's shape with the block's (now its own shape).
+
 The corpus test runs a fixed sample of the fuzzer's plans, one or more of every family, and its deliberately
 illegal plans, which must be refused with their class at their line.
 """
@@ -124,6 +129,44 @@ def test_run_time_index_of_a_reversed_axis_stays_refused():
   with pytest.raises(mg.KernelTypeError) as e:
     rev.check(S((2, 8, 128), jnp.float32))
   assert "index the ref itself" in e.value.hint
+
+
+# ---------------------------------------------------------------------- class 3
+def _odd_blocks(R, C):
+  @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], R), ml.cdiv(x.shape[1], C)))
+  def odd_blocks(x, o):
+    i, j = ml.program_id(0), ml.program_id(1)
+    bp = ml.make_block_ptr(base=x, shape=x.shape, strides=(x.shape[1], 1), offsets=(i * R, j * C),
+                           block_shape=(R, C), order=(1, 0))
+    ob = ml.make_block_ptr(base=o, shape=o.shape, strides=(o.shape[1], 1), offsets=(i * R, j * C),
+                           block_shape=(R, C), order=(1, 0))
+    ml.store(ob, ml.load(bp, boundary_check=(0, 1), padding_option="zero") * 2, boundary_check=(0, 1))
+  return odd_blocks
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.cdiv(x.shape[0], 7),))
+def _odd_descriptors(x, o):
+  i = ml.program_id(0)
+  d = ml.make_tensor_descriptor(x, shape=[x.shape[0], x.shape[1]], strides=[x.shape[1], 1], block_shape=[7, 64])
+  od = ml.make_tensor_descriptor(o, shape=[o.shape[0], o.shape[1]], strides=[o.shape[1], 1], block_shape=[7, 64])
+  od.store([i * 7, 0], d.load([i * 7, 0]) + 1)
+
+
+@pytest.mark.parametrize("R,C,dt", [(7, 64, np.float32), (4, 48, np.float16), (5, 80, np.int32)], ids=str)
+def test_block_pointers_of_odd_blocks_compute_padded(R, C, dt):
+  """Class 3: a block pointer's odd block, loaded and stored with both axes checked (it was MG204 at the load)."""
+  x = (rnd((20, 200), 4) * 8).astype(dt)
+  k = _odd_blocks(R, C)
+  np.testing.assert_array_equal(np.asarray(k(x, interpret=True)), x * 2)
+  if dt is np.float32:
+    export(k, x)
+
+
+def test_tensor_descriptors_of_odd_blocks_compute_padded():
+  """Class 3: Triton 3's tensor descriptor of a (7, 64) block, loaded and stored (it was MG204 at the load)."""
+  x = rnd((20, 64), 5)
+  np.testing.assert_array_equal(np.asarray(_odd_descriptors(x, interpret=True)), x + 1)
+  export(_odd_descriptors, x)
 
 
 # ---------------------------------------------------------------------- the corpus

@@ -231,7 +231,7 @@ def _mask(cx, ptr, axes, shape):
   checked block axis, broadcast along the others (a squeezed axis: its offset's test, the same for all)."""
   from ..dtypes import DType
   from .elementwise_fns import arange
-  from .shape import reshape_
+  from .shape import expand
   sq = _squeezed(ptr)
   kept = sorted(ptr.perm[i] for i in range(len(ptr.perm)) if i not in sq)
   rank = len(kept)
@@ -247,8 +247,8 @@ def _mask(cx, ptr, axes, shape):
     b = ptr.block_shape[i]
     inside = ew.compare(cx, ew.CmpOp.LT, ew.binary(cx, ew.BinOp.ADD, arange.rule(cx, b), ptr.offsets[i]),
                         ptr.shape[i])
-    if rank > 1:
-      inside = reshape_(cx, inside, tuple(b if d == k else 1 for d in range(rank)))
+    if rank > 1:          # `inside[:, None]` as a user writes it (a reshape to (b, 1) met odd tiles as MG204)
+      inside = expand(cx, inside, tuple(slice(None) if d == k else None for d in range(rank)))
     mask = inside if mask is None else ew.binary(cx, ew.BinOp.AND, mask, inside)
   if whole is not None:
     mask = ew.full_(cx, shape, whole, DType.bool_) if mask is None else ew.binary(cx, ew.BinOp.AND, mask, whole)
@@ -302,8 +302,9 @@ def store_block(cx, ptr, value, mask, boundary_check):
                             hint="ml.store(ptr, value, boundary_check=(0, 1))")
   axes = _checked_axes(cx, ptr, boundary_check, "ml.store")
   if is_tensor(value):
-    if tuple(value.type.shape) != tuple(ptr.block_shape):
-      raise E.ShapeMismatchError(f"cannot store {cx.named(value, 'a value')} of shape {tuple(value.type.shape)}"
+    from .padded_tiles import true_shape
+    if true_shape(cx.b, value) != tuple(ptr.block_shape):     # (a value computed padded: its own shape, probe 58b)
+      raise E.ShapeMismatchError(f"cannot store {cx.named(value, 'a value')} of shape {true_shape(cx.b, value)}"
                                  f" through a block pointer of block_shape {tuple(ptr.block_shape)}", cx.loc,
                                  hint="store a value of the pointer's block_shape")
     value = _as_pointee(cx, ptr.base, value)
