@@ -202,6 +202,33 @@ def _check_tiled_copies(kernel, defs) -> None:
             hint=f"start windows at multiples of {t} in that dimension")
 
 
+def copies_take_tiles(lp, alloc, tile) -> bool:
+  """Whether every TMA copy of `alloc`, a buffer the layout pass `lp` tiles only to move a tensor-core tile fast (an
+  epilogue's `c_s[...] = acc`: no ml.dot reads it), can move whole tiles of its GMEM array (_check_tiled_copies'
+  rule). Where one cannot (an output 84 float32 columns wide, a window starting inside a tile), the buffer stays
+  untiled and the copy moves plain rows: the tiling would have made a legal kernel an MG401 (probe 58b)."""
+  for o in ir.walk(lp.kernel.body):
+    if not isinstance(o, Copy) or alloc not in (lp.smem_root(o.src), lp.smem_root(o.dst)):
+      continue
+    gmem = o.dst if lp.smem_root(o.src) is alloc else o.src
+    d = lp.defs.get(gmem.id)
+    array, index = (d.ref, d.index) if isinstance(d, View) else (gmem, None)
+    if not isinstance(array.type, RefType) or array.type.space != Space.GMEM:
+      continue
+    shape = array.type.shape
+    if (index[-1].size if index is not None else shape[-1]) == tile[1]:
+      continue                 # one column of tiles: plain swizzled rows (one_tile_column)
+    kept = [k for k in range(len(shape)) if index is None or not index[k].squeeze]
+    for k, t in zip(kept[-2:], tile):
+      start = index[k].start if index is not None else 0
+      off = isinstance(start, int) and start % t
+      rows_ok = index is not None and len(kept) >= 2 and k == kept[-2] and o.multicast is None and o.reduce is None \
+          and (o.slot >= 0 or not off)
+      if (shape[k] > t and shape[k] % t or off) and not rows_ok:
+        return False
+  return True
+
+
 def _ragged_tiles_hint(kernel, defs, buf, array, d, t, layout, *, rows, copy) -> str:
   """What works when a tiled buffer's GMEM array is ragged in dimension d: padding it outside
   the kernel, or (ragged rows) loading buffers one tile wide, which TMA fills as plain swizzled

@@ -35,7 +35,7 @@ from . import ir
 from .ir import LayoutRule
 from .ops.control import WarpSpecialize
 from .ops.gather import Gather, ScatterUpdate
-from .ops.memory import ClusterRef, Copy, View
+from .ops.memory import ClusterRef, View
 from .ops.shape import READ_2D_FIRST, Broadcast, Reduce, ReduceKind, Reshape
 from .ops.permute import TransposeLoad, TransposeStore
 from .windows import minor_strided, register_tile_window, window_vec
@@ -602,6 +602,7 @@ class _Solver(LayoutErrors, Swizzles):
     return out
 
   def smem_tilings(self):
+    from .layout_checks import copies_take_tiles
     swizzles = self.swizzles()
     for alloc in self.kernel.smem:
       lay = self.layout.get(self.uf.find(("smem", alloc.id)))
@@ -617,34 +618,8 @@ class _Solver(LayoutErrors, Swizzles):
             f" multiple of {hw.TILE_ROWS} and columns a multiple of {tile_cols}", self.kernel.loc,
             hint=f"allocate it with a shape like (64, {tile_cols})")
       if alloc.id in self.mma_roots or (in_wgmma and fits and alloc.id not in self.windowed
-                                        and self.copies_take_tiles(alloc, (hw.TILE_ROWS, tile_cols))):
+                                        and copies_take_tiles(self, alloc, (hw.TILE_ROWS, tile_cols))):
         self.kernel.smem_layouts[alloc.id] = SmemLayout((hw.TILE_ROWS, tile_cols), swizzle)
-
-  def copies_take_tiles(self, alloc, tile) -> bool:
-    """Whether every TMA copy of `alloc`, a buffer tiled only to move a tensor-core tile fast (an epilogue's `c_s[...]
-    = acc`: no ml.dot reads it), can move whole tiles of its GMEM array (layout_checks._check_tiled_copies' rule).
-    Where one cannot (an output 84 float32 columns wide, a window starting inside a tile), the buffer stays untiled
-    and the copy moves plain rows: the tiling would have made a legal kernel an MG401 (probe 58b)."""
-    for o in ir.walk(self.kernel.body):
-      if not isinstance(o, Copy) or alloc not in (self.smem_root(o.src), self.smem_root(o.dst)):
-        continue
-      gmem = o.dst if self.smem_root(o.src) is alloc else o.src
-      d = self.defs.get(gmem.id)
-      array, index = (d.ref, d.index) if isinstance(d, View) else (gmem, None)
-      if not isinstance(array.type, RefType) or array.type.space != Space.GMEM:
-        continue
-      shape = array.type.shape
-      if (index[-1].size if index is not None else shape[-1]) == tile[1]:
-        continue                 # one column of tiles: plain swizzled rows (layout_checks.one_tile_column)
-      kept = [k for k in range(len(shape)) if index is None or not index[k].squeeze]
-      for k, t in zip(kept[-2:], tile):
-        start = index[k].start if index is not None else 0
-        off = isinstance(start, int) and start % t
-        rows_ok = index is not None and len(kept) >= 2 and k == kept[-2] and o.multicast is None and o.reduce is None \
-            and (o.slot >= 0 or not off)
-        if (shape[k] > t and shape[k] % t or off) and not rows_ok:
-          return False
-    return True
 
 
 def _off_rows(shape) -> bool:
