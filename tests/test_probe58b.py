@@ -162,6 +162,23 @@ def test_block_pointers_of_odd_blocks_compute_padded(R, C, dt):
     export(k, x)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0], ml.cdiv(x.shape[1], 7)))
+def _odd_batched_block(x, o):
+  b, i = ml.program_id(0), ml.program_id(1)
+  B, M, N = x.shape
+  bp = ml.make_block_ptr(base=x, shape=(B, M, N), strides=(M * N, N, 1), offsets=(b, i * 7, 0), block_shape=(1, 7, 64),
+                         order=(2, 1, 0))
+  v = ml.load(bp, boundary_check=(0, 1, 2), padding_option="zero")[0]
+  o.at[b, ml.ds(i * 7, 7), :].store(v * 2, mask=(i * 7 + ml.arange(7) < M)[:, None])
+
+
+def test_batched_block_pointer_of_an_odd_block_loads_padded():
+  """Class 3: a 3-axis pointer's (1, 7, 64) block, its size-1 axis inserted as `v[None]` is (a reshape met the padded
+  tile: MG204), read back as `v[0]`; a store through such a pointer stays MG204 (design note 189)."""
+  x = rnd((2, 20, 64), 6)
+  np.testing.assert_array_equal(np.asarray(_odd_batched_block(x, interpret=True)), x * 2)
+
+
 def test_tensor_descriptors_of_odd_blocks_compute_padded():
   """Class 3: Triton 3's tensor descriptor of a (7, 64) block, loaded and stored (it was MG204 at the load)."""
   x = rnd((20, 64), 5)

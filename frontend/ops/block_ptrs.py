@@ -290,8 +290,9 @@ def load_block(cx, ptr, mask, other, boundary_check, padding_option):
   sq = _squeezed(ptr)
   if not sq:
     return _in_block_order(cx, v, ptr.perm)
-  from .shape import reshape_
-  return reshape_(cx, _in_block_order(cx, v, _reduced_perm(ptr, sq)), tuple(ptr.block_shape))
+  from .shape import expand       # (the size-1 axes inserted as `v[None]` is: a padded odd block too, probe 58b)
+  return expand(cx, _in_block_order(cx, v, _reduced_perm(ptr, sq)),
+                tuple(None if i in sq else slice(None) for i in range(len(ptr.block_shape))))
 
 
 def store_block(cx, ptr, value, mask, boundary_check):
