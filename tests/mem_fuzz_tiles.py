@@ -351,7 +351,8 @@ class TileFamilies:
     stage_bytes = (bm * bk + bk * bn) * 2
     if bm * bn * 4 + 2 * stage_bytes > 190 * 1024:
       out_dt = dt               # (a 16-bit epilogue buffer, with two stages, fits the SMEM budget: MG402)
-    stages = min(r.randint(1, 4), max(1, (196 * 1024 - bm * bn * ISZ[out_dt]) // stage_bytes))
+    scratch = bm * bn * 4 if epi == "tma_t" else 0       # (the transpose's SMEM scratch)
+    stages = min(r.randint(1, 4), max(1, (196 * 1024 - bm * bn * ISZ[out_dt] - scratch) // stage_bytes))
     bias = r.random() < 0.3
     batch = r.choice([0, 0, 0, 2])
     persist = not batch and r.random() < 0.25
