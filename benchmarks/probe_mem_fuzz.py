@@ -9,7 +9,8 @@ that builds and verifies but computes otherwise (a barrier, a swizzle, a TMA box
   python benchmarks/probe_mem_fuzz.py --seeds 0:40 --jobs 1             # no GPU: interpret mode only (+ export)
   python benchmarks/probe_mem_fuzz.py --seeds 0:500 --family matmul     # one family of kernels
 
-Classes (one line per seed that is not "ok" or an expected refusal, then a summary): "wrong-gpu" (the GPU's result
+Classes (one line per seed that is not "ok" or an expected refusal, then a summary): "fault" (a CUDA error: the seed's
+kernel faulted; its worker is replaced, as the fault poisons the process's CUDA context), "wrong-gpu" (the GPU's result
 is not the reference), "wrong" (interpret mode's is not), "crash" (a raw traceback or an InternalError), "refused"
 (a KernelError of a legal plan), "build" (interpret mode right, the GPU's compilation failed), "timeout" (the
 seed ran past --timeout: a hang; the worker is killed), "died" (the worker process died: a fault). Workers are
@@ -72,6 +73,13 @@ def worker(tasks, results, family, on_gpu, export_every):
       out = run_seed(seed, family, on_gpu, export_every)
     except Exception as e:  # noqa: BLE001 - every raw failure is a finding
       out = ("crash", "?", "", f"{type(e).__name__}: {str(e)[:300]}")
+    if "CUDA_ERROR" in out[3]:
+      # A fault (an illegal instruction, address or a trap) poisons this process's CUDA context: every later seed
+      # in it would fail the same way (session 45's first run: 496 "crashes" after a few faults). This seed is the
+      # culprit, reported as "fault"; the worker exits and a fresh one takes the next seed.
+      results.put(("done", seed, "fault") + tuple(out[1:]))
+      time.sleep(0.2)
+      os._exit(3)
     results.put(("done", seed) + out)
 
 
@@ -139,6 +147,10 @@ def main():
         done += 1
         record(seed, "died", "?", "", f"worker died (exit code {p.exitcode})")
         spawn()
+      elif not p.is_alive() and pid not in running:   # (a worker that left after a fault it reported)
+        procs.pop(pid)
+        if done < len(seeds):
+          spawn()
   for _ in procs:
     tasks.put(None)
   mode = "GPU (jit) and interpret mode vs NumPy" if on_gpu else "interpret mode vs NumPy, CUDA export of a sample"
