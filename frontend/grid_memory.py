@@ -11,6 +11,7 @@ import numpy as np
 
 from . import errors as E
 from . import ir
+from . import tma_tail
 from .absint import UNKNOWN, Window
 from .contraction import ContractionReads
 from .coverage import Boxes, describe, unique_rows
@@ -113,6 +114,8 @@ class _Memory:
     w = acc.window
     gmem_tma = w.root.type.space == Space.GMEM and acc.kind in (A.TMA_READ, A.TMA_WRITE)
     masked = isinstance(acc.op, MASKED)
+    if gmem_tma and not w.remote:
+      tma_tail.check(self, acc)       # (a window wholly past a 1-D array of no whole 16-byte units faults)
     if acc.exact and not w.remote and not gmem_tma and not (masked and w.root.type.space == Space.GMEM):
       self.check_bounds(acc)
     elif acc.exact and not w.remote and masked:
