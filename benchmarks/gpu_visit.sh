@@ -117,9 +117,10 @@ step() {
     s45b)        python3 -u benchmarks/gpu_shards.py --shards 12 --timeout 240 tests/test_probe58d.py tests/test_probe56f.py tests/test_probe56f2.py tests/test_probe17.py tests/test_probe49e.py tests/test_probe51d.py tests/test_probe57d.py tests/test_probe32b.py tests/test_probe49f.py tests/test_probe57a.py $(ls tests/test_probe58b.py 2>/dev/null)
                  grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | head -60
                  if [ -f benchmarks/probe_mem_fuzz.py ]; then timeout 300 python3 -u benchmarks/probe_mem_fuzz.py ${MEM_FUZZ_ARGS:---jobs 12 --seeds 600} 2>&1 | tail -60; fi ;;
+    s45c)        python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_tma_tail.py 2>&1 | tail -3 ;;   # (windows partly past a 1-D end)
     # probe 58b's memory fuzzer alone (a faulting seed's worker replaced): its non-ok seeds, then the summary
     memfuzz)     timeout 420 python3 -u benchmarks/probe_mem_fuzz.py ${MEM_FUZZ_ARGS:---jobs 14 --seeds 0:1000} >"$OUT/memfuzz.log" 2>&1
-                 grep -E "^SEED" "$OUT/memfuzz.log" | cut -c1-600 | head -60; grep -A20 " seeds (" "$OUT/memfuzz.log" ;;
+                 grep -E "^SEED" "$OUT/memfuzz.log" | cut -c1-600 | head -60; grep -A20 " seeds (" "$OUT/memfuzz.log" | cat ;;
     gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)
     gpu_s34all)  python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 500 ;;
     # Sessions 34-35 (no device lent then): the tests that may fault without their fixes, a few a shard, then
