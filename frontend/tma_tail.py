@@ -14,10 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from . import errors as E
+from .tma import ALIGN            # (TMA's 16-byte unit)
 from .absint import UNKNOWN
 from .types import resolve
 
-ALIGN = 16
 
 
 def check(visitor, acc) -> None:
