@@ -122,7 +122,8 @@ step() {
     memfuzz)     timeout 420 python3 -u benchmarks/probe_mem_fuzz.py ${MEM_FUZZ_ARGS:---jobs 14 --seeds 0:1000} >"$OUT/memfuzz.log" 2>&1
                  grep -E "^SEED" "$OUT/memfuzz.log" | cut -c1-600 | head -60; grep -A20 " seeds (" "$OUT/memfuzz.log" | cat ;;
     # Session 46: where the fused backward's cycles go (issue #9): Nsight Compute's stall reasons, whole-kernel and per
-    # SASS instruction (csv, gzipped), at head_dim 128 and 64 without the mask; ptxas's registers and spills
+    # SASS instruction (csv; with the raw metrics in one archive a head_dim: a visit brings back 8 files at most), at
+    # head_dim 128 and 64 without the mask; ptxas's registers and spills
     s46_ncu)     for hd in 128 64; do
                    echo "=== head_dim $hd"
                    MOSAIC_GPU_DUMP_PTXAS=1 python3 benchmarks/profile_attention.py --bwd --head-dim $hd --runs 1 2>&1 | grep -E "error|spill|Used|dkv" | head -8
@@ -131,8 +132,8 @@ step() {
                      python3 benchmarks/profile_attention.py --bwd --head-dim $hd --runs 2 2>&1 | grep -E "error|==PROF==|ERR" | head -5
                    ncu -i "$OUT/bwd$hd.ncu-rep" --page raw --csv >"$OUT/raw$hd.csv" 2>&1
                    ncu -i "$OUT/bwd$hd.ncu-rep" --page source --csv --print-source sass >"$OUT/sass$hd.csv" 2>&1
-                   gzip -f "$OUT/sass$hd.csv"; ls -la "$OUT"/*$hd*
-                   python3 - "$OUT/raw$hd.csv" <<'PY'
+                   ls -la "$OUT"/*$hd*; tar czf "$OUT/ncu$hd.tgz" -C "$OUT" "sass$hd.csv" "raw$hd.csv" && rm -f "$OUT/sass$hd.csv" "$OUT/raw$hd.csv" "$OUT/bwd$hd.ncu-rep"
+                   tar xzf "$OUT/ncu$hd.tgz" -C /tmp "raw$hd.csv"; python3 - "/tmp/raw$hd.csv" <<'PY'
 import csv, sys
 rows = list(csv.reader(open(sys.argv[1])))
 i = next(k for k, r in enumerate(rows) if "ID" in r[:3] or "Kernel Name" in r)
@@ -143,16 +144,6 @@ for h, v in zip(head, vals):
 PY
                  done ;;
     s46_bwd)     python3 -u benchmarks/attention.py --quick --default --no-pallas --pass bwd ;;
-    # Session 46: the sync pass's back-edge fixed point and the refill moved behind an existing barrier (design note
-    # 196), against the compiler without them (MGPU_EXP_* switch them off), the attention backward at seq 4096
-    s46_exp)     python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_attention.py 2>&1 | tail -3
-                 MGPU_EXP_LATE_REFILL=1 MGPU_DSL_CACHE_DIR=off python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_attention.py -k "grad or bwd or backward" 2>&1 | tail -3
-                 for v in "MGPU_EXP_NO_REFILL=1 MGPU_EXP_NO_BACKEDGE=1" "MGPU_EXP_DEFAULT=1" "MGPU_EXP_LATE_REFILL=1"; do
-                   echo "=== $v"; env $v MGPU_DSL_CACHE_DIR=off python3 -u benchmarks/attention.py --quick --default --no-pallas --pass bwd 2>&1 | grep -E "^\| float16|Error" | head -4
-                 done ;;
-    s46_exp2)    for v in "MGPU_EXP_NO_REFILL=1 MGPU_EXP_NO_BACKEDGE=1" "MGPU_EXP_DEFAULT=1" "MGPU_EXP_LATE_REFILL=1"; do
-                   echo "=== $v"; env $v MGPU_DSL_CACHE_DIR=off python3 -u benchmarks/attention.py --quick --default --no-pallas --pass bwd 2>&1 | grep -E "^\| float16|Error" | head -4
-                 done ;;
     gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)
     gpu_s34all)  python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 500 ;;
     # Sessions 34-35 (no device lent then): the tests that may fault without their fixes, a few a shard, then

@@ -45,7 +45,6 @@ from .pingpong import insert_turns
 from .smem import plan_scratch, plan_smem
 from .source import Source, read_function
 from .sync import SyncPass
-from .refill import place_refills
 from .tracer import Tracer
 from .env import local_names
 from .types import DTypeVar, RefType, ScalarType, Space, resolve, resolved
@@ -444,7 +443,6 @@ def _trace_once(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid
     SyncPass(em.defs, block=block, explicit=pipelined.explicit, deferred=pipelined.deferred,
              group=kernel.smem_plan.group,
              alias={ins[i].value.id: outs[o].value for i, o in (kernel.aliases or {}).items()}).run(em.block, end)
-    place_refills(em.block, pipelined.refills, em.defs, kernel.smem_plan.group)
     release_early(kernel)
     insert_turns(kernel)
   except E.KernelError as e:

@@ -51,9 +51,6 @@ class Pipelined:
   """What the sync pass needs to know about the pipelined loops."""
   explicit: set = dataclasses.field(default_factory=set)    # loaded roots: waits inserted here
   deferred: dict = dataclasses.field(default_factory=dict)  # store-buffer root id -> stores left in flight
-  # (body, guard Barrier, the refill's ops after it, loaded root ids) of each loop whose refill reuses the
-  # previous trip's stage behind a plain barrier: frontend/refill.py moves it once the sync pass has run
-  refills: list = dataclasses.field(default_factory=list)
 
 
 def pipeline_loops(kernel: ir.Kernel, em) -> Pipelined:
@@ -230,12 +227,9 @@ def _pipeline(kernel, loop: For, em, result: Pipelined):
     tail.ops.append(AwaitStores(True, loc, pending=stores_per_iteration(new_body)))
   elif Access.REG_READ in plan.reads or (Access.MMA_READ in plan.reads and kernel.block > hw.WARPGROUP):
     tail.ops.append(Barrier(loc))       # every thread is done with the stage before it refills
-  guard = len(tail.ops)
   with em.region(tail):
     nxt = em.emit(Binary, BinOp.ADD, plan.iv, ahead, loc=loc, types=[I32]).result
   guarded(tail, nxt, lambda b: issue(em, plan, b, nxt))
-  if ahead == S - 1 and guard and isinstance(tail.ops[guard - 1], Barrier):
-    result.refills.append((new_body, tail.ops[guard - 1], tuple(tail.ops[guard:]), {b.id for b in plan.loaded}))
   if early is None:
     new_body.ops.extend(tail.ops)
   else:

@@ -37,8 +37,9 @@ from .ops.atomic import AtomicUpdate
 from .ops.control import LOOPS, AwaitStores, Barrier, CommitShared, Condition, For, WaitLoad, Yield
 from .ops.memory import Copy, View
 from .ops.mma import DotWait
-from .gmem_disjoint import disjoint, loop_bounds, past_region, prev_trip
+from .gmem_disjoint import disjoint, loop_bounds, past_region
 from .sync_gmem import GmemOrdering, WindowSet, access_key, deep_effects, overlap, static_window
+from .sync_loops import UNKNOWN_DOT, UNKNOWN_WINDOW, LoopEntry
 from .types import LayoutKind, RefType, ScalarType, Space, TensorType
 
 _NO_REF = (Access.MMA_ISSUE, Access.CTA_BARRIER, Access.CLUSTER_BARRIER)
@@ -99,8 +100,6 @@ class State:
     return bool(self.dots)
 
 
-UNKNOWN_WINDOW = object()
-UNKNOWN_DOT = -1
 
 
 def all_slots(st: State) -> list:
@@ -112,7 +111,7 @@ def ir_error(o, why):
   return InternalError(f"the sync pass cannot order {type(o).__name__}: {why}", o.loc)
 
 
-class SyncPass(GmemOrdering):
+class SyncPass(GmemOrdering, LoopEntry):
   def __init__(self, defs, *, block: int = 128, explicit=frozenset(), deferred=None, group=None, alias=None):
     self.defs = defs
     self.group = group or {}     # buffers sharing memory (frontend/smem.py) are tracked as one
@@ -543,8 +542,7 @@ class SyncPass(GmemOrdering):
           gmem_stored=set(st.gmem_stored) | (region_stores if loop else set()),
           store_windows={k: v.copy() for k, v in st.store_windows.items()},
           gmem_reg_writes={k: v.copy() for k, v in st.gmem_reg_writes.items()})
-      import os
-      if isinstance(o, For) and not o.warp_specialize and not o.pingpong and not os.environ.get("MGPU_EXP_NO_BACKEDGE"):
+      if isinstance(o, For) and not o.warp_specialize and not o.pingpong:
         self.back_edge_fixed_point(o, make, back, carry, dots, carried, mma_read, st)
         continue
       inner = make(back if loop else dict(dot_retired=set()))
@@ -579,58 +577,6 @@ class SyncPass(GmemOrdering):
         st.dot_roots[-1] |= used(Access.MMA_READ)
       st.pending_store |= used(Access.TMA_READ)
       st.store_log += [(r, 0, None) for r in sorted(used(Access.TMA_READ))]
-
-  def enter_loop(self, o, inner: State, carry, dots, carried, mma_read, st: State, idle=False) -> None:
-    """A loop body's entry state: the previous trips' stores and register writes (their loop index
-    renamed), loads in flight across the back edge, the previous trip's dots still running (none if
-    `idle`: the body was found to end with every dot awaited)."""
-    for root, w in self.store_keys(o):
-      inner.store_windows.setdefault(root, WindowSet()).add(prev_trip(w, o, self.defs))
-    for root, k in self.reg_write_keys(o):
-      inner.gmem_reg_writes.setdefault(root, WindowSet()).add(prev_trip(k, o, self.defs))
-    if carry:  # loads issued before the loop, or by the previous iteration for this one
-      inner.pending_load = {root: dict(st.pending_load[root]) for root in carry}
-      inner.carried = {slot for root in carry for slot in st.pending_load[root]}
-    if dots and not idle:   # the previous iteration's dots still run (each dot yielding a carried value)
-      inner.dots = [UNKNOWN_DOT if i is None else o.body.args[1 + i].id for i in carried] or [UNKNOWN_DOT]
-      inner.dot_roots = [set(mma_read) for _ in inner.dots]
-      inner.unknown_dot_values = {a.id for a in o.body.args[1:]}
-
-  @staticmethod
-  def enter_back_edge(inner: State, edge: dict) -> None:
-    """The register accesses of SMEM the previous trip left unordered (windows unknown)."""
-    inner.dirty, inner.atomic = set(edge["dirty"]), set(edge["atomic"])
-    inner.unfenced, inner.reg_read = set(edge["unfenced"]), set(edge["reg_read"])
-    inner.reg_windows = {x: WindowSet([UNKNOWN_WINDOW]) for x in inner.dirty | inner.reg_read}
-
-  def back_edge_fixed_point(self, o, make, conservative: dict, carry, dots, carried, mma_read, st: State) -> None:
-    """Rewrite the body of `for` loop `o` assuming at its top only what the previous trip leaves
-    unordered at its end (the state at its Yield), not everything the body touches: a barrier late in
-    the body (a commit before a TMA store, a pipeline's refill guard) then orders the next trip's
-    first writes, and the body needs no barrier of its own there (design note 196). The assumption
-    starts empty and widens by each trial's end state until the end state is within it (a fixed
-    point: what the back edge carries is what was assumed); each trial's rewriting is undone but the
-    last one's. Bounded: past a few rounds, the conservative assumption."""
-    conservative = {**conservative, "busy": {1}}      # ("busy": dots still run at the back edge)
-    edge = {k: set() for k in conservative}
-    for attempt in range(4):
-      if attempt == 3:
-        edge = conservative
-      saved = [(b, list(b.ops)) for b in _blocks(o.body)]
-      inner = make(edge)
-      self.enter_loop(o, inner, carry, dots, carried, mma_read, st, idle=not edge["busy"])
-      self.enter_back_edge(inner, edge)
-      self.block(o.body, inner)
-      end = {"dirty": inner.dirty, "atomic": inner.atomic, "reg_read": inner.reg_read,
-             "unfenced": inner.unfenced, "dot_retired": inner.dot_retired - st.dot_retired,
-             "busy": {1} if inner.dots else set()}
-      import os
-      if os.environ.get("FPDBG"): print("attempt", attempt, {k: sorted(v) for k, v in edge.items()}, {k: sorted(v) for k, v in end.items()})
-      if attempt == 3 or all(end[k] <= edge[k] for k in edge):
-        return
-      for b, ops in saved:
-        b.ops[:] = ops
-      edge = {k: edge[k] | end[k] for k in edge}
 
   def carried_loads(self, o, st: State) -> dict:
     """Buffers whose loads may stay in flight across the back edge of loop `o`: root -> the
@@ -679,14 +625,6 @@ class SyncPass(GmemOrdering):
 
 _NOTHING_TO_ORDER = (WaitLoad,)
 
-
-def _blocks(block: ir.Block) -> list:
-  """`block` and every block nested in its ops, at any depth."""
-  out = [block]
-  for o in block.ops:
-    for r in o.regions:
-      out += _blocks(getattr(o, r))
-  return out
 
 
 def redundant_barrier(out) -> bool:

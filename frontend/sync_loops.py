@@ -1,0 +1,77 @@
+"""The sync pass's loop entry (frontend/sync.py): what a `for` body may assume at its top.
+
+A body's first trip starts from the state before the loop (the pass ordered it when entering); the
+others from the state the previous trip left at its Yield. The pass used to assume there everything
+the body touches (each register write unordered, each dot's buffers retired by one warpgroup only),
+so a body whose last barrier orders all of it still met again at its top. `back_edge_fixed_point`
+finds what the back edge really carries instead: design note 196.
+"""
+from __future__ import annotations
+
+from . import ir
+from .gmem_disjoint import prev_trip
+from .sync_gmem import WindowSet
+
+UNKNOWN_WINDOW = object()
+UNKNOWN_DOT = -1
+
+
+class LoopEntry:
+  def enter_loop(self, o, inner, carry, dots, carried, mma_read, st, idle=False) -> None:
+    """A loop body's entry state: the previous trips' stores and register writes (their loop index
+    renamed), loads in flight across the back edge, the previous trip's dots still running (none if
+    `idle`: the body was found to end with every dot awaited)."""
+    for root, w in self.store_keys(o):
+      inner.store_windows.setdefault(root, WindowSet()).add(prev_trip(w, o, self.defs))
+    for root, k in self.reg_write_keys(o):
+      inner.gmem_reg_writes.setdefault(root, WindowSet()).add(prev_trip(k, o, self.defs))
+    if carry:  # loads issued before the loop, or by the previous iteration for this one
+      inner.pending_load = {root: dict(st.pending_load[root]) for root in carry}
+      inner.carried = {slot for root in carry for slot in st.pending_load[root]}
+    if dots and not idle:   # the previous iteration's dots still run (each dot yielding a carried value)
+      inner.dots = [UNKNOWN_DOT if i is None else o.body.args[1 + i].id for i in carried] or [UNKNOWN_DOT]
+      inner.dot_roots = [set(mma_read) for _ in inner.dots]
+      inner.unknown_dot_values = {a.id for a in o.body.args[1:]}
+
+  @staticmethod
+  def enter_back_edge(inner, edge: dict) -> None:
+    """The register accesses of SMEM the previous trip left unordered (windows unknown)."""
+    inner.dirty, inner.atomic = set(edge["dirty"]), set(edge["atomic"])
+    inner.unfenced, inner.reg_read = set(edge["unfenced"]), set(edge["reg_read"])
+    inner.reg_windows = {x: WindowSet([UNKNOWN_WINDOW]) for x in inner.dirty | inner.reg_read}
+
+  def back_edge_fixed_point(self, o, make, conservative: dict, carry, dots, carried, mma_read, st) -> None:
+    """Rewrite the body of `for` loop `o` assuming at its top only what the previous trip leaves
+    unordered at its end (the state at its Yield), not everything the body touches: a barrier late in
+    the body (a commit before a TMA store, a pipelined loop's refill guard) then orders the next trip's
+    first writes, and the body needs no barrier of its own there (design note 196). The assumption
+    starts empty and widens by each trial's end state until the end state is within it (a fixed
+    point: what the back edge carries is what was assumed); each trial's rewriting is undone but the
+    last one's. Bounded: past a few rounds, the conservative assumption."""
+    conservative = {**conservative, "busy": {1}}      # ("busy": dots still run at the back edge)
+    edge = {k: set() for k in conservative}
+    for attempt in range(4):
+      if attempt == 3:
+        edge = conservative
+      saved = [(b, list(b.ops)) for b in _blocks(o.body)]
+      inner = make(edge)
+      self.enter_loop(o, inner, carry, dots, carried, mma_read, st, idle=not edge["busy"])
+      self.enter_back_edge(inner, edge)
+      self.block(o.body, inner)
+      end = {"dirty": inner.dirty, "atomic": inner.atomic, "reg_read": inner.reg_read,
+             "unfenced": inner.unfenced, "dot_retired": inner.dot_retired - st.dot_retired,
+             "busy": {1} if inner.dots else set()}
+      if attempt == 3 or all(end[k] <= edge[k] for k in edge):
+        return
+      for b, ops in saved:
+        b.ops[:] = ops
+      edge = {k: edge[k] | end[k] for k in edge}
+
+
+def _blocks(block: ir.Block) -> list:
+  """`block` and every block nested in its ops, at any depth."""
+  out = [block]
+  for o in block.ops:
+    for r in o.regions:
+      out += _blocks(getattr(o, r))
+  return out
