@@ -57,11 +57,22 @@ def _sort(cta, o):
   # data ties with them: either order gives the same values); sorted, the last lane of data differs if any does
   kind, bufs = _reads(cta, o)
   rev = kind == "flip"
+  # a tile the compiler computes padded (Sort.valid): its own padding past `valid` is not sorted and stays there,
+  # and a flip of the sorted tile reverses its first `valid` lanes only (probe 59b: `jnp.sort(x)[:, ::-1]` of a
+  # (2, 16) tile held as (4, 32) was judged as if the padding had sorted first)
+  v = o.valid or n
+  sl = (lambda a: a) if v == n else (lambda a: a[:, :v].copy())
+  s_moved, s_vals, s_pad, s_data = sl(moved), sl(vals), sl(pad), sl(data)
   if rev:                 # judged in the order the kernel reads it: `jnp.sort(p)[::-1]`, padding first is last there
-    moved, vals, pad, data = (np.flip(a, 1) for a in (moved, vals, pad, data))
-  last = np.where(data.any(1), n - 1 - np.argmax(np.flip(data, 1), 1), -1)
-  tail = np.take_along_axis(vals, np.maximum(last, 0)[:, None], 1)
-  early = pad & (np.arange(n)[None, :] < last[:, None]) & (vals != tail)
+    s_moved, s_vals, s_pad, s_data = (np.flip(a, 1) for a in (s_moved, s_vals, s_pad, s_data))
+  last = np.where(s_data.any(1), v - 1 - np.argmax(np.flip(s_data, 1), 1), -1)
+  tail = np.take_along_axis(s_vals, np.maximum(last, 0)[:, None], 1)
+  s_early = s_pad & (np.arange(v)[None, :] < last[:, None]) & (s_vals != tail)
+  if v == n:
+    moved, vals, early = s_moved, s_vals, s_early
+  else:
+    moved, vals, early = moved.copy(), vals.copy(), np.zeros_like(pad)
+    moved[:, :v], vals[:, :v], early[:, :v] = s_moved, s_vals, s_early
   what, _ = called_text(o.loc, "ml.sort")
   name = what.rsplit(".", 1)[-1]
   if name in _RANKS:
@@ -80,8 +91,6 @@ def _sort(cta, o):
     raise _sort_error(cta, o, src, vals, moved, early, rev)
   if wide:                # (the low words' order: not the result's, whose lanes stay REAL)
     return
-  if rev:
-    pad = np.flip(pad, 1)
   shape = o.results[0].type.shape
   lanes = np.where(pad, PAD, REAL).astype(np.int8).reshape(shape)
   _set(cta, o.results[0], lanes, src)
