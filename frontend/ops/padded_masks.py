@@ -84,7 +84,7 @@ def padded_masked_load(cx, ref, mask, other):
   recomputed at its shape and the padding's mask (see the module); None where it is no such load."""
   from . import padded_tiles as pt
   from .access import _masked_read
-  win = _window(cx, ref)
+  win = _window(cx, ref) or _short_run(cx, ref)
   if win is None or isinstance(getattr(other, "type", None), TensorType):
     return None
   shape, up, root, index = win
@@ -105,7 +105,10 @@ def padded_masked_store(cx, ref, value, mask) -> bool:
   pads = pt.padded_table(cx, value)
   if pads is None:
     return False
-  win = _window(cx, ref)
+  if len(ref.type.shape) == 1 and pads[value.id] == tuple(value.type.shape) == tuple(ref.type.shape):
+    del pads[value.id]     # (a statistic along a padded axis, its own shape: stored as it is, as padded_store does)
+    return False
+  win = _window(cx, ref) or _run_window(cx, ref, value, pads)
   if win is None or pads[value.id] != win[0] or tuple(value.type.shape) != win[1]:
     return False
   shape, up, root, index = win
@@ -122,3 +125,42 @@ def padded_mask(cx, mask) -> bool:
   access under it goes through padded_masked_load / padded_masked_store before its mask is fitted to the window."""
   pads = getattr(cx.b, "pad_tiles", None)
   return pads is not None and getattr(mask, "id", None) in pads and not getattr(cx.b, "pad_ok", 0)
+
+
+def _run_window(cx, ref, value, pads):
+  """(shape, padded shape, root, starts) of a 1-D GMEM window of n elements (a run of rows, `o.at[rows]` of rows =
+  pid * R + ml.arange(R)) that `value`, a statistic of R rows of a tile computed padded (R to a multiple of 4), is
+  stored into: the window grown to the value's padded length, which the padded store writes under the user's mask
+  recomputed there and the padding's mask (probe 59b: `ml.store(o.at[rows], ml.sum(v, axis=1), mask=rows < M)` of
+  a (2, 32) tile was MG204 at the arange). None where it is no such store."""
+  from . import padded_tiles as pt
+  if getattr(cx.b, "pad_ok", 0) or ref.type.space != Space.GMEM or len(ref.type.shape) != 1 \
+      or getattr(ref.type, "transposed", False) or not isinstance(resolve(ref.type.dtype), DType):
+    return None
+  shape, up = tuple(ref.type.shape), tuple(value.type.shape)
+  if len(up) != 1 or pads.get(value.id) != shape or up[0] <= shape[0]:
+    return None
+  root, index = pt._window_of(cx, ref, 1)
+  if root is None or root.type.space != Space.GMEM:
+    return None
+  return shape, up, root, index
+
+
+def _short_run(cx, ref):
+  """(shape, padded shape, root, starts) of a 1-D GMEM window of n elements, n not a multiple of 8, read under a mask
+  in a padded trace (the per-row statistics of a run of rows, `mu.at[rows]` of rows = pid * 2 + ml.arange(2), read
+  beside a (2, 32) tile padded to (4, 32)): padded as that tile's rows are, to 4 below 4 elements and to a multiple
+  of 8 above (probe 59b: as its (2,) MaskedLoad it had no layout, and the padded trace ended). None otherwise."""
+  from . import padded_tiles as pt
+  pads = getattr(cx.b, "pad_tiles", None)
+  if pads is None or getattr(cx.b, "pad_ok", 0) or ref.type.space != Space.GMEM or len(ref.type.shape) != 1 \
+      or getattr(ref.type, "transposed", False) or not isinstance(resolve(ref.type.dtype), DType):
+    return None
+  n = ref.type.shape[0]
+  if n % 8 == 0 or resolve(ref.type.dtype).bits < 16:
+    return None
+  up = (4,) if n < 4 else (-(-n // 8) * 8,)
+  root, index = pt._window_of(cx, ref, 1)
+  if root is None or root.type.space != Space.GMEM:
+    return None
+  return (n,), up, root, index
