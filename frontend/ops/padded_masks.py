@@ -74,9 +74,9 @@ def _mask_at(cx, mask, shape, up):
 
 
 def _padded_view(cx, ref, root, index, up):
-  from .memory import DSlice, view
-  k = len(up)
-  return view(cx, root, (*index[:-k], *(DSlice(i, u) for i, u in zip(index[-k:], up))), ref.name or "")
+  from .memory import view
+  from .padded_tiles import grown_index
+  return view(cx, root, grown_index(index, up), ref.name or "")
 
 
 def padded_masked_load(cx, ref, mask, other):

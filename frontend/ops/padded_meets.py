@@ -137,9 +137,6 @@ def _grown(cx, x, rank, target):
     return x
   if x.id not in pads and any(u % 8 for u in shape if u != 1):
     y = _index_grown(cx, x, tuple(grow.get(k, u) for k, u in enumerate(shape)))
-    if y is None and len(grow) == 1 and sum(u != 1 for u in shape) == 1:
-      with allowed(cx):       # (a few elements of a vector: selected into their lanes)
-        y = _few_grown(cx, x, *next(iter(grow.items())))
     if y is not None:         # (an index grid, `ks[None, :] == j` of a (1, 2) top-k slot mask: made at the padded
       pads[y.id] = mine       # width, its padding whatever the grid is there; probe 52e)
     return x if y is None else y          # (another unpadded operand registers cannot hold: it fails as it did)
@@ -161,37 +158,6 @@ def _grown(cx, x, rank, target):
           return x
         y = concatenate.rule(cx, [y, full_(cx, rest, 0, x.type.dtype)], k)
   pads[y.id] = mine
-  return y
-
-
-def _few_grown(cx, x, k, u):
-  """`x`, a vector (along axis k) of at most 8 elements held as its elements (a masked load of a run of few rows,
-  `mu.at[rows]` of rows = pid * 2 + ml.arange(2), or a few-element statistic), made again at length `u` along axis
-  k from an index grid: each element selected into its lane, zeros in the rest (no concatenation of parts registers
-  cannot hold; probe 59b: a (2,) mean beside a (2, 32) tile padded to (4, 32) cut the tile back, and its store
-  under the padded mask was MG202). None where x is held otherwise."""
-  from .elementwise import CmpOp, compare, full_, where_
-  from .elementwise_fns import arange
-  from .shape import expand
-  from .small_parts import _element_getter
-  shape = tuple(x.type.shape)
-  if shape[k] > 8 or u % 4:
-    return None
-  from .shape import Broadcast, Reshape
-  src, element = x, _element_getter(cx, x)
-  while element is None:        # (`a[:, None]` of a few-element vector: its elements, as the vector's)
-    d = cx.b.defining(src)
-    if not isinstance(d, (Broadcast, Reshape)) or math.prod(d.x.type.shape) != math.prod(shape):
-      return None
-    src = d.x
-    element = _element_getter(cx, src)
-  new = tuple(u if j == k else 1 for j in range(len(shape)))
-  idx = arange.rule(cx, u)
-  if len(new) > 1:
-    idx = expand(cx, idx, tuple(slice(None) if j == k else None for j in range(len(new))))
-  y = full_(cx, new, 0, x.type.dtype)
-  for i in range(shape[k]):
-    y = where_(cx, compare(cx, CmpOp.EQ, idx, i), element(i), y)
   return y
 
 

@@ -22,6 +22,9 @@ from ..dtypes import DType
 from ..types import Space, TensorType, resolve
 
 
+from .padded_windows import grown_index, window_of as _window_of  # noqa: F401 (padded_masks reads them here)
+
+
 class PadAbort(Exception):
   """A padded value met an op that does not keep its padding apart: the padded trace is given up."""
 
@@ -108,7 +111,7 @@ def padded_load(cx, ref, name):
   pads = getattr(cx.b, "pad_tiles", None)
   if pads is None:
     return None
-  from .memory import DSlice, view
+  from .memory import view
   t = ref.type
   shape, k, d = tuple(t.shape), len(t.shape), resolve(t.dtype)
   rows = isinstance(pads, RowPads) and k == 2 and shape[0] % 4 and (shape[1] % hw.WARPGROUP
@@ -138,7 +141,7 @@ def padded_load(cx, ref, name):
   if root is None or root.type.space != Space.GMEM:
     return None
   from .access import _mask_arg, _masked_read
-  padded = view(cx, root, (*index[:-k], *(DSlice(i, u) for i, u in zip(index[-k:], up))), ref.name or "")
+  padded = view(cx, root, grown_index(index, up), ref.name or "")
   with allowed(cx):
     out = _masked_read(cx, padded, _mask_arg(cx, padded, mask(cx, shape, up), "ml.load"), False if d == DType.bool_ else 0)
   pads[out.id] = shape
@@ -628,7 +631,7 @@ def padded_store(cx, ref, value) -> bool:
   if shape == up:        # (a keepdims statistic along a padded axis, its own shape: stored as it is)
     del pads[value.id]
     return False
-  from .memory import DSlice, view
+  from .memory import view
   k = len(shape)
   if tuple(ref.type.shape) != shape or ref.type.space != Space.GMEM:
     want = tuple(ref.type.shape)
@@ -649,7 +652,7 @@ def padded_store(cx, ref, value) -> bool:
   if root is None:
     raise PadAbort("store")
   from .access import masked_store
-  padded = view(cx, root, (*index[:-k], *(DSlice(i, u) for i, u in zip(index[-k:], up))), ref.name or "")
+  padded = view(cx, root, grown_index(index, up), ref.name or "")
   with allowed(cx):
     masked_store(cx, padded, value, mask(cx, shape, up))
   return True
@@ -669,18 +672,3 @@ def true_shape(b, x):
   """`x`'s shape, unpadded where x is computed padded."""
   pads = getattr(b, "pad_tiles", None)
   return pads[x.id] if pads is not None and getattr(x, "id", None) in pads else tuple(x.type.shape)
-
-
-def _window_of(cx, ref, k):
-  """(root, starts) of `ref`, a kernel parameter or a plain window of one whose last k axes are its own (the
-  leading ones indexed away); (None, None) for anything else (a transposed view, a view of a view)."""
-  from .memory import View
-  win = cx.b.defining(ref)
-  if win is None:
-    root, index = ref, (0,) * k
-  elif isinstance(win, View) and not win.transpose and len(win.index) == len(win.ref.type.shape) and \
-      not any(i.squeeze for i in win.index[-k:]) and all(i.squeeze for i in win.index[:-k]):
-    root, index = win.ref, tuple(i.start for i in win.index)
-  else:
-    return None, None
-  return (None, None) if cx.b.defining(root) is not None else (root, index)
