@@ -105,13 +105,18 @@ class _Plan:
 def gather(cx, ref, index, name="", masked=False):
   """`ref[index]` where some index is a register tensor (`masked`: read by a masked load)."""
   from . import padded_tiles
-  from .padded_gathers import padded_points, padded_rows
+  from .padded_gathers import grid_points, padded_points, padded_rows
   if (out := tile_gather(cx, ref, index, gather)) is not None:     # y[p, :] of a (t, k) index tile: (t, k, d)
     return out
   if (points := padded_points(cx, index)) is not None:     # tab[idx, h] of a padded tile of indices
     with padded_tiles.allowed(cx):
       out = _gather(cx, ref, index, name, masked)
     cx.b.pad_tiles[out.id] = points
+    return out
+  if (grid := grid_points(cx, index)) is not None:        # q[h[:, None], 2 * d[None, :]] of a few heads (probe 59b)
+    with padded_tiles.allowed(cx):
+      out = _gather(cx, ref, grid[0], name, masked)
+    cx.b.pad_tiles[out.id] = grid[1]
     return out
   own = padded_rows(cx, index)
   if own is not None:     # x[o] of an index vector computed padded (an argsort of 100 ids): the gather clamps the
@@ -400,11 +405,13 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None,
   what, ref = what or f"ml.atomic_{kind.value}", iref.ref
   if (got := tile_scatter(cx, kind, iref, value, mask, what, cmp, scatter)) is not None:
     return got[0]            # out[p, :] = v of a (t, k) index tile and (t, k, d) values
-  from .padded_gathers import padded_points, padded_rows, padded_scatter, scatter_at_points
+  from .padded_gathers import grid_scatter, padded_points, padded_rows, padded_scatter, scatter_at_points
   if (points := padded_points(cx, iref.index)) is not None:     # tab.at[idx, h] of a padded tile of indices
     return scatter_at_points(cx, kind, iref, value, mask, what, points)
   if (own := padded_rows(cx, iref.index)) is not None:
     return padded_scatter(cx, kind, iref, value, mask, what, own)
+  if (got := grid_scatter(cx, kind, iref, value, mask, what)) is not None:
+    return got[0]            # a padded value at index grids of few heads (probe 59b)
   check_target(cx, cx.b, ref, what)
   p = _plan(cx, ref, iref.index, "scatter", smem=kind != AtomicKind.SET)
   if math.prod(p.out_shape) == 1:        # ml.arange(1) positions: one element has no register layout

@@ -4,6 +4,8 @@ read (`o = ml.argsort(e[...])` of 100 expert ids, held in 104 lanes) index a GME
 and its result is padded as the index; a scatter adds a mask that keeps the padding lanes off, which would write."""
 from __future__ import annotations
 
+import numpy as np
+
 from . import elementwise as ew
 from .base import is_scalar, is_tensor
 
@@ -75,3 +77,72 @@ def scatter_at_points(cx, kind, iref, value, mask, what, own):
   with padded_tiles.allowed(cx):
     keep = mask if lanes is None else lanes if mask is None else ew.binary(cx, ew.BinOp.AND, mask, lanes)
     return scatter(cx, kind, iref, value, keep, what)
+
+
+def grid_points(cx, index):
+  """(index, own shape, padded shape) of a gather or scatter at index grids (`ml.arange`, constants and scalars:
+  `q.at[h[:, None], 2 * d[None, :]]`, the even columns of a rotary's few heads) whose (rows, cols) result no
+  register layout takes ((4, 8), (2, 32): fewer than 128 elements, or rows not a multiple of 4 beside columns not a
+  multiple of 128), in a padded trace: each index tensor made again at the shape padded as an odd read is (rows to
+  a multiple of 4, columns of 32; index_grids._regrid), so that the gather is computed padded (its indices clamp
+  into the view, so the padding lanes read real elements) and a scatter writes under the padding's mask (probe
+  59b; MG204 at the gather before). None for any other index."""
+  import math
+  from .. import index_grids
+  from ..dtypes import DType
+  from .padded_masks import _Defs
+  from .padded_tiles import _holds, _up
+  pads = getattr(cx.b, "pad_tiles", None)
+  items = index if isinstance(index, tuple) else (index,)
+  if pads is None or getattr(cx.b, "pad_ok", 0):
+    return None
+  tensors = [i for i in items if is_tensor(i)]
+  if not tensors or any(i.id in pads or len(i.type.shape) > 2 for i in tensors) or not all(
+      is_tensor(i) or is_scalar(i) or isinstance(i, int) and not isinstance(i, bool) for i in items):
+    return None
+  try:
+    shape = tuple(int(n) for n in np.broadcast_shapes(*(tuple(i.type.shape) for i in tensors)))
+  except ValueError:
+    return None
+  if len(shape) != 2 or 1 in shape or _holds(shape) and not (shape[0] % 4 and shape[1] % 128):
+    return None
+  up = _up(shape, DType.i32)
+  if not _holds(up) or math.prod(up) > 4 * math.prod(shape) + 128:
+    return None
+  out, new, defs = [], [], _Defs(cx.b)
+  for i in items:
+    if not is_tensor(i):
+      new.append(i)
+      continue
+    lead = 2 - len(i.type.shape)
+    axes = tuple(lead + a if n != 1 else None for a, n in enumerate(i.type.shape))
+    v = index_grids._regrid(defs, i, up, axes, out)
+    if v is None:
+      return None
+    new.append(v)
+  for o in out:
+    cx.b.append(o)
+  return tuple(new), shape, up
+
+
+def grid_scatter(cx, kind, iref, value, mask, what):
+  """A scatter of a value computed padded at index grids grid_points takes (`tl.store(o.at[h[:, None], 2 *
+  d[None, :]], v)` of a rotary's few heads): at the grids made again at the value's padded shape, under the
+  padding's mask (the padding lanes would write) and the user's mask recomputed there. None where it is no such
+  scatter."""
+  from . import padded_tiles
+  from .gather import IndexedRef, scatter
+  from .padded_masks import _mask_at
+  pads = getattr(cx.b, "pad_tiles", None)
+  if pads is None or getattr(value, "id", None) not in pads or getattr(cx.b, "pad_ok", 0):
+    return None
+  own, held = pads[value.id], tuple(value.type.shape)
+  grid = grid_points(cx, iref.index)
+  if grid is None or grid[1] != own or grid[2] != held:
+    return None
+  index, _, up = grid
+  with padded_tiles.allowed(cx):
+    keep = padded_tiles.mask(cx, own, up) if mask is None else _mask_at(cx, mask, own, up)
+    if keep is None:
+      raise padded_tiles.PadAbort("scatter mask")
+    return (scatter(cx, kind, IndexedRef(iref.ref, index), value, keep, what),)
