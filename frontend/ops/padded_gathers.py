@@ -79,14 +79,16 @@ def scatter_at_points(cx, kind, iref, value, mask, what, own):
     return scatter(cx, kind, iref, value, keep, what)
 
 
-def grid_points(cx, index):
+def grid_points(cx, index, held=None):
   """(index, own shape, padded shape) of a gather or scatter at index grids (`ml.arange`, constants and scalars:
   `q.at[h[:, None], 2 * d[None, :]]`, the even columns of a rotary's few heads) whose (rows, cols) result no
   register layout takes ((4, 8), (2, 32): fewer than 128 elements, or rows not a multiple of 4 beside columns not a
   multiple of 128), in a padded trace: each index tensor made again at the shape padded as an odd read is (rows to
   a multiple of 4, columns of 32; index_grids._regrid), so that the gather is computed padded (its indices clamp
   into the view, so the padding lanes read real elements) and a scatter writes under the padding's mask (probe
-  59b; MG204 at the gather before). None for any other index."""
+  59b; MG204 at the gather before). `held`: a padded value's shape, that the scatter of it makes them at (a run of
+  few rows' statistic, `ml.atomic_add(o.at[rows], v)` of rows = pid * 2 + ml.arange(2), 1-D too). None for any
+  other index."""
   import math
   from .. import index_grids
   from ..dtypes import DType
@@ -104,17 +106,22 @@ def grid_points(cx, index):
     shape = tuple(int(n) for n in np.broadcast_shapes(*(tuple(i.type.shape) for i in tensors)))
   except ValueError:
     return None
-  if len(shape) != 2 or 1 in shape or _holds(shape) and not (shape[0] % 4 and shape[1] % 128):
-    return None
-  up = _up(shape, DType.i32)
-  if not _holds(up) or math.prod(up) > 4 * math.prod(shape) + 128:
-    return None
+  if held is not None:
+    if len(held) != len(shape) or any(u < n for u, n in zip(held, shape)):
+      return None
+    up = tuple(held)
+  else:
+    if len(shape) != 2 or 1 in shape or _holds(shape) and not (shape[0] % 4 and shape[1] % 128):
+      return None
+    up = _up(shape, DType.i32)
+    if not _holds(up) or math.prod(up) > 4 * math.prod(shape) + 128:
+      return None
   out, new, defs = [], [], _Defs(cx.b)
   for i in items:
     if not is_tensor(i):
       new.append(i)
       continue
-    lead = 2 - len(i.type.shape)
+    lead = len(shape) - len(i.type.shape)
     axes = tuple(lead + a if n != 1 else None for a, n in enumerate(i.type.shape))
     v = index_grids._regrid(defs, i, up, axes, out)
     if v is None:
@@ -137,7 +144,7 @@ def grid_scatter(cx, kind, iref, value, mask, what):
   if pads is None or getattr(value, "id", None) not in pads or getattr(cx.b, "pad_ok", 0):
     return None
   own, held = pads[value.id], tuple(value.type.shape)
-  grid = grid_points(cx, iref.index)
+  grid = grid_points(cx, iref.index, held)
   if grid is None or grid[1] != own or grid[2] != held:
     return None
   index, _, up = grid
