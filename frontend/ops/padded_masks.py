@@ -149,16 +149,17 @@ def _run_window(cx, ref, value, pads):
 def _short_run(cx, ref):
   """(shape, padded shape, root, starts) of a 1-D GMEM window of n elements, n not a multiple of 8, read under a mask
   in a padded trace (the per-row statistics of a run of rows, `mu.at[rows]` of rows = pid * 2 + ml.arange(2), read
-  beside a (2, 32) tile padded to (4, 32)): padded as that tile's rows are, to 4 below 4 elements and to a multiple
-  of 8 above (probe 59b: as its (2,) MaskedLoad it had no layout, and the padded trace ended). None otherwise."""
+  beside a (2, 32) tile padded to (4, 32)), n not a multiple of 4 either: padded as that tile's rows are, to 4 below 4
+  elements and to a multiple of 8 above (probe 59b: as its (2,) MaskedLoad it had no layout, and the padded trace
+  ended). None otherwise."""
   from . import padded_tiles as pt
   pads = getattr(cx.b, "pad_tiles", None)
   if pads is None or getattr(cx.b, "pad_ok", 0) or ref.type.space != Space.GMEM or len(ref.type.shape) != 1 \
       or getattr(ref.type, "transposed", False) or not isinstance(resolve(ref.type.dtype), DType):
     return None
   n = ref.type.shape[0]
-  if n % 8 == 0 or resolve(ref.type.dtype).bits < 16:
-    return None
+  if n % 4 == 0 or resolve(ref.type.dtype).bits < 16:
+    return None           # (4 or 12 rows: the statistics of a tile of as many rows, which registers hold as they are)
   up = (4,) if n < 4 else (-(-n // 8) * 8,)
   root, index = pt._window_of(cx, ref, 1)
   if root is None or root.type.space != Space.GMEM:
