@@ -27,12 +27,49 @@ def padded_concatenate(cx, xs, axis, redo):
       not any(x.id in pads for x in xs) or len({tuple(u for k, u in enumerate(x.type.shape) if k != axis)
                                                 for x in xs}) > 1 or not _holds(_sum_along(
                                                     [tuple(x.type.shape) for x in xs], axis)):   # ((104, 2): 49e)
+    if (rows := _stacked_rows(cx, xs, owns, axis)) is not None:
+      return rows
     return _joined_along_padding(cx, xs, owns, axis)   # (since probe 47a also a join no register tensor holds of
   with allowed(cx):
     out = redo()
   own = list(owns[0])
   own[axis] = sum(o[axis] for o in owns)
   pads[out.id] = tuple(own)
+  return out
+
+
+def _stacked_rows(cx, xs, owns, axis):
+  """`ml.stack(rows)` (`ml.concatenate` along axis 0 of (1, u) rows) of padded vectors of one own length n, a few
+  heads' scores over a KV cache of a few tokens (`jnp.stack([jnp.sum(q[h][None, :] * k[:, h, :], -1) for h in
+  range(H)])`, (6,) each held as (8,)): the rows widened with zeros to whole warps and selected into a tile of rows a
+  multiple of 4, recorded padded with the own (k, n) (probe 59b: the join no register tensor holds, (2, 8), ended the
+  padded trace). None for any other join."""
+  from .elementwise import CmpOp, compare, full_, where_
+  from .elementwise_fns import arange
+  from .shape import concatenate, expand, reshape_
+  pads = cx.b.pad_tiles
+  if axis != 0 or any(len(x.type.shape) != 2 or x.type.shape[0] != 1 or x.id not in pads for x in xs):
+    return None
+  us, ns, d = {x.type.shape[1] for x in xs}, {o[1] for o in owns}, resolve(xs[0].type.dtype)
+  if len(us) != 1 or len(ns) != 1 or any(o[0] != 1 for o in owns) or not isinstance(d, DType) or any(
+      resolve(x.type.dtype) != d for x in xs):
+    return None
+  u, n, k = us.pop(), ns.pop(), len(xs)
+  cols, rows = -(-u // hw.WARP) * hw.WARP, -(-k // 4) * 4
+  if not _holds((rows, cols)) or u % 8 or (cols - u) % 8 or k > 64:
+    return None
+  with allowed(cx):
+    grown = []
+    for x in xs:
+      flat = reshape_(cx, x, (u,))
+      if cols > u:
+        flat = concatenate.rule(cx, [flat, full_(cx, (cols - u,), 0, x.type.dtype)], 0)
+      grown.append(reshape_(cx, flat, (1, cols)))
+    at = expand(cx, arange.rule(cx, rows), (slice(None), None))
+    out = full_(cx, (rows, cols), 0, xs[0].type.dtype)
+    for i, r in enumerate(grown):
+      out = where_(cx, compare(cx, CmpOp.EQ, at, i), r, out)
+  pads[out.id] = (k, n)
   return out
 
 
