@@ -463,6 +463,16 @@ def rope_tri_masked(q, c, s, o, H: tl.constexpr, D: tl.constexpr):
   tl.store(o.at[hh[:, None], 2 * dd[None, :] + 1], x2 * cc + x1 * ss, mask=m)
 
 
+# a few heads' scores over a cache of few tokens, stacked head by head (jnp.stack of padded rows)
+@mg.mgpu_kernel(out_shape=lambda q, k, v: q, grid=(1,))
+def attn_stack(q, k, v, o):
+  qq = q[...]
+  H = q.shape[0]
+  s = jnp.stack([jnp.sum(qq[h][None, :] * k[:, h, :], axis=-1) for h in range(H)]) * 0.25
+  p = jax.nn.softmax(s, axis=-1)
+  o[...] = jnp.stack([jnp.sum(p[h][:, None] * v[:, h, :], axis=0) for h in range(H)])
+
+
 CASES = {
   "gemv": (gemv, lambda: (rnd((100,), 1), rnd((24, 100), 2)), lambda x, w: w @ x, dict(BN=8, BK=32)),
   "gemv4": (gemv, lambda: (rnd((64,), 1), rnd((7, 64), 2)), lambda x, w: w @ x, dict(BN=4, BK=64)),
@@ -516,6 +526,7 @@ CASES = {
   "rope_tri_8x64": (rope_tri, lambda: (rnd((8, 64), 18), rnd((32,), 19), rnd((32,), 20)), rope_ref, dict(H=8, D=64)),
   "rope_tri_2x64": (rope_tri, lambda: (rnd((2, 64), 18), rnd((32,), 19), rnd((32,), 20)), rope_ref, dict(H=2, D=64)),
   "rope_tri_masked": (rope_tri_masked, lambda: (rnd((3, 16), 18), rnd((8,), 19), rnd((8,), 20)), rope_ref, dict(H=4, D=16)),
+  "attn_stack": (attn_stack, lambda: (rnd((2, 16), 31), rnd((6, 2, 16), 32), rnd((6, 2, 16), 33)), dec_ref, {}),
   "ln_apply4x16": (ln_apply, lambda: (rnd((5, 16), 3), rnd((5,), 4), rnd((5,), 5)), lambda x, a, b: (x - a[:, None]) * b[:, None], dict(R=4, BN=16)),
 }
 
@@ -540,7 +551,8 @@ def export(kernel, *args, **kw):
 
 # the kernels the probe's fixes made compute (MG204, or MG953 in interpret mode, before); the others computed before
 FIXED = ("two_row_sums", "ln2", "rms2", "rms4x16", "ln_apply2", "row_max_arg2", "argmax_rows2", "argmax_rows3x16",
-         "temp_softmax3", "gemv_splitk2", "decode_head", "rope_tri", "rope_tri_2x64", "rope_tri_masked", "top3_sort")
+         "temp_softmax3", "gemv_splitk2", "decode_head", "rope_tri", "rope_tri_2x64", "rope_tri_masked", "top3_sort",
+         "attn_stack")
 
 
 def _run(name):
