@@ -473,6 +473,29 @@ def attn_stack(q, k, v, o):
   o[...] = jnp.stack([jnp.sum(p[h][:, None] * v[:, h, :], axis=0) for h in range(H)])
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32), grid=lambda x: (x.shape[0] // 2,))
+def sums_nomask(x, o):
+  rows = tl.program_id(0) * 2 + tl.arange(0, 2)
+  cols = tl.arange(0, 16)
+  v = tl.load(x.at[rows[:, None], cols[None, :]])
+  tl.store(o.at[rows], tl.sum(v, 1))
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def topp(x, o):
+  p = jax.nn.softmax(x[...], axis=-1)
+  s = jnp.sort(p, axis=-1)[:, ::-1]
+  c = jnp.cumsum(s, axis=-1)
+  o[...] = c
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), F32), grid=lambda x: (ml.cdiv(x.shape[0], 3),))
+def max3_atomic(x, o):
+  rows = tl.program_id(0) * 3 + tl.arange(0, 3)
+  cols = tl.arange(0, 32)
+  m = (rows[:, None] < x.shape[0]) & (cols[None, :] < x.shape[1])
+  v = tl.load(x.at[rows[:, None], cols[None, :]], mask=m, other=-float("inf"))
+  tl.atomic_max(o.at[rows], tl.max(v, 1), mask=rows < x.shape[0])
+
+
 CASES = {
   "gemv": (gemv, lambda: (rnd((100,), 1), rnd((24, 100), 2)), lambda x, w: w @ x, dict(BN=8, BK=32)),
   "gemv4": (gemv, lambda: (rnd((64,), 1), rnd((7, 64), 2)), lambda x, w: w @ x, dict(BN=4, BK=64)),
@@ -526,6 +549,9 @@ CASES = {
   "rope_tri_8x64": (rope_tri, lambda: (rnd((8, 64), 18), rnd((32,), 19), rnd((32,), 20)), rope_ref, dict(H=8, D=64)),
   "rope_tri_2x64": (rope_tri, lambda: (rnd((2, 64), 18), rnd((32,), 19), rnd((32,), 20)), rope_ref, dict(H=2, D=64)),
   "rope_tri_masked": (rope_tri_masked, lambda: (rnd((3, 16), 18), rnd((8,), 19), rnd((8,), 20)), rope_ref, dict(H=4, D=16)),
+  "sums_nomask": (sums_nomask, lambda: (rnd((6, 16), 34),), lambda x: x.sum(1), {}),
+  "topp": (topp, lambda: (rnd((3, 20), 35),), lambda x: np.cumsum(np.sort(sm(x), -1)[:, ::-1], -1), {}),
+  "max3_atomic": (max3_atomic, lambda: (rnd((7, 20), 36),), lambda x: np.maximum(x.max(1), 0), {}),
   "attn_stack": (attn_stack, lambda: (rnd((2, 16), 31), rnd((6, 2, 16), 32), rnd((6, 2, 16), 33)), dec_ref, {}),
   "ln_apply4x16": (ln_apply, lambda: (rnd((5, 16), 3), rnd((5,), 4), rnd((5,), 5)), lambda x, a, b: (x - a[:, None]) * b[:, None], dict(R=4, BN=16)),
 }
@@ -552,7 +578,7 @@ def export(kernel, *args, **kw):
 # the kernels the probe's fixes made compute (MG204, or MG953 in interpret mode, before); the others computed before
 FIXED = ("two_row_sums", "ln2", "rms2", "rms4x16", "ln_apply2", "row_max_arg2", "argmax_rows2", "argmax_rows3x16",
          "temp_softmax3", "gemv_splitk2", "decode_head", "rope_tri", "rope_tri_2x64", "rope_tri_masked", "top3_sort",
-         "attn_stack")
+         "attn_stack", "topp", "max3_atomic")
 
 
 def _run(name):
