@@ -467,14 +467,15 @@ class Assignments:
       raise E.KernelTypeError(
           f"{self.text(target.value)} is indexed by tensors: it is read ([...], a gather) or updated"
           f" atomically (a scatter), not assigned", self.loc(target), hint=hint)
-    from .strided_views import StridedView, compose, strided_error
+    from .strided_views import StridedView, built, compose, part_indexed, strided_error
     if isinstance(base, StridedView):       # out.at[1::2][...] = v: as out[1::2] = v
       index = self.eval_index(target.slice)
       if is_whole(index):
         return base.ref, base.index
       if (index := compose(base, index)) is None:
-        raise strided_error(base, f"indexed again ({self.text(target)})", self.loc(target))
-      return base.ref, index
+        raise part_indexed(base, index, self.loc(target)) \
+            or strided_error(base, f"indexed again ({self.text(target)})", self.loc(target))
+      return base.ref, built(self.cx(target), index)
     if isinstance(base, At):         # out.at[t] = h: the view's window, written with [...]
       ref, idx = self.text(target.value.value), self.index_text(target.slice)
       value = self.text(value_node) if value_node is not None else "value"

@@ -101,7 +101,9 @@ def compose(view: StridedView, index):
     r = range(*dims[d].indices(shape[d]))
     if _scalar(i):
       if r != range(shape[d]):
-        return None
+        if not _covering(r, shape[d]):
+          return None
+        i = Stepped(i, r.start, r.step)   # x.at[::-1].at[p]: x[n - 1 - p] (probe 59a: it was MG003)
       out[d] = i
     elif isinstance(i, int):
       if not -len(r) <= i < len(r):
@@ -115,6 +117,39 @@ def compose(view: StridedView, index):
       r = r[i]
       out[d] = slice(r.start, r.stop if r.stop >= 0 else None, r.step) if len(r) else slice(0, 0)
   return tuple(out)
+
+
+def _covering(r: range, n: int) -> bool:
+  """Whether a run-time index `p` of the view's axis `r` (of an axis of n elements) is inside the array exactly
+  where it is inside the view: the whole axis reversed (`::-1`), or any step whose first element is within one step
+  of the axis' start and whose last within one step of its end (`::2` of an odd n, `1::2` of an even one, `::-2`),
+  so that the plain subscript's bounds check of `start + p * step` is the view's. A part of the axis
+  (`x.at[2:6:2].at[p]`) is not: a p past the view could land inside the array."""
+  if not len(r):
+    return False
+  first, last, k = r[0], r[-1], abs(r.step)
+  lo, hi = min(first, last), max(first, last)
+  return lo < k and hi >= n - k
+
+
+class Stepped:
+  """The element `start + p * step` of the ref's axis that a run-time index `p` of a strided view names; the
+  subscript builds it as integer arithmetic on p (`build`) before indexing the ref."""
+  def __init__(self, p, start, step):
+    self.p, self.start, self.step = p, start, step
+
+  def build(self, cx):
+    from .ops.elementwise import binary
+    from .ops.elementwise_ops import BinOp
+    at = binary(cx, BinOp.MUL, self.p, self.step) if self.step != 1 else self.p
+    return binary(cx, BinOp.ADD, at, self.start) if self.start else at
+
+
+def built(cx, index):
+  """`index` (a tuple of compose) with its Stepped items built as integer scalars at `cx`."""
+  if not isinstance(index, tuple) or not any(isinstance(i, Stepped) for i in index):
+    return index
+  return tuple(i.build(cx) if isinstance(i, Stepped) else i for i in index)
 
 
 def _static_window(i):
@@ -148,6 +183,29 @@ def window_leaving(view: StridedView, index, loc) -> E.KernelError | None:
           f"the window ml.ds({i.start}, {i.stop - i.start}) runs past the end of {view.text}, which holds {n}"
           f" elements along that axis", loc,
           hint=f"start it at most at {n - (i.stop - i.start)}, or index the ref itself in one subscript")
+  return None
+
+
+def part_indexed(view: StridedView, index, loc) -> E.KernelError | None:
+  """The KernelTypeError of a run-time index of a strided axis that takes part of its axis (`x.at[2:6:2].at[p]`:
+  a p past the view could name an element of the array outside it, which no bounds check would see), naming the
+  element to index the ref with; None for any other index."""
+  dims = _dims(view)
+  free = [d for d, i in enumerate(dims) if isinstance(i, slice)]
+  items = index if isinstance(index, tuple) else (index,)
+  if Ellipsis in items or len(items) > len(free):
+    return None
+  shape = tuple(view.ref.type.shape)
+  for d, i in zip(free, items):
+    r = range(*dims[d].indices(shape[d]))
+    if _scalar(i) and r != range(shape[d]) and not _covering(r, shape[d]):
+      p = getattr(i, "name", None) or "p"
+      return E.KernelTypeError(
+          f"{view.text} takes elements {r.start}, {r.start + r.step}, ... of an axis of {shape[d]}: a run-time index"
+          f" of it is not composed, since an index past the view's {len(r)} elements could name an element of the"
+          f" array outside it that no bounds check sees", loc,
+          hint=f"index the ref itself with the element you mean, {r.start} + {p} * {r.step}"
+               f" (bounding {p} to 0..{len(r) - 1} yourself), or take the view's elements whole with [...]")
   return None
 
 

@@ -17,7 +17,8 @@ from .ops.base import TRANSPOSES, is_smem_matrix, is_tensor, is_value, keep_weak
 from .ops.vector_views import strided_vector
 from .ops.strided_axes import strided_axis
 from .ops.register_gather import register_gather
-from .strided_views import AtOf, StridedView, compose, is_strided, strided_attribute, strided_error, window_leaving
+from .strided_views import (AtOf, StridedView, built, compose, is_strided, part_indexed, strided_attribute, strided_error,
+                            window_leaving)
 from .ops.padded_meets import padded_steps
 from .ops.padded_tiles import padded_strided
 from .ops.index_hints import check_tensor_steps, run_window_hint, strided_last_axis
@@ -318,12 +319,14 @@ class Subscripts:
       return memory.view(cx, base.ref, index, name)
     if isinstance(base, AtOf):                  # x.at[::2].at[0:8]: the view x.at[0:16:2]
       if (both := compose(base.view, index)) is None:
-        raise window_leaving(base.view, index, cx.loc) or strided_error(base.view, f"viewed again ({name})", cx.loc)
+        raise window_leaving(base.view, index, cx.loc) or part_indexed(base.view, index, cx.loc) \
+            or strided_error(base.view, f"viewed again ({name})", cx.loc)
+      both = built(cx, both)
       return StridedView(base.view.ref, both, name) if is_strided(both) else memory.view(cx, base.view.ref, both, name)
     if isinstance(base, StridedView):
       if not is_whole(index) and (index := compose(base, index)) is None:
-        raise strided_error(base, f"indexed again ({name})", cx.loc)
-      base, index = base.ref, base.index if is_whole(index) else index     # x.at[::2][...] is x[::2]
+        raise part_indexed(base, index, cx.loc) or strided_error(base, f"indexed again ({name})", cx.loc)
+      base, index = base.ref, base.index if is_whole(index) else built(cx, index)     # x.at[::2][...] is x[::2]
     if isinstance(base, gather.IndexedRef):
       if index is not Ellipsis:
         raise E.KernelTypeError(
