@@ -56,3 +56,19 @@ def pairs_reshape(own, up, shape, q):
   if len(shape) == q + 1 and rest and tuple(up[q + 1:]) == rest and shape[q] == own[q] * r:
     return tuple(up[:q]) + (up[q] * r,)                 # (merged: (c, j) -> c * r + j)
   return None
+
+
+def unit_reshape(cx, x, shape):
+  """The shape, padded as `x` is, that a reshape of a value computed padded to `shape` of its own shape means where
+  it only adds or removes size-1 axes (a 3-axis block pointer's (1, 7, 64) block made (7, 64), `ml.reshape(v, (7,
+  64))` held as (1, 8, 64): probe 59a, it was MG204); else None."""
+  from .padded_tiles import padded_table
+  from .shape import _unit_axes_plan
+  pads = padded_table(cx, x)
+  if pads is None or (plan := _unit_axes_plan(pads[x.id], shape)) is None:
+    return None
+  removed, dims = plan
+  held = list(shape)
+  for j, n in zip(dims, (n for i, n in enumerate(x.type.shape) if i not in removed)):
+    held[j] = n
+  return tuple(held)

@@ -553,6 +553,12 @@ def padded_reshape(cx, x, shape, redo):
     del pads[x.id]
     return None
   p = padded[-1] + 1
+  from .padded_reshapes import pairs_reshape, unit_reshape, window_reshape
+  if (held := unit_reshape(cx, x, shape)) is not None:      # (size-1 axes only: a 3-axis block, probe 59a)
+    with allowed(cx):
+      out = redo(held)
+    pads[out.id] = tuple(shape)
+    return out
   if len(shape) == 1 and len(own) == 2 and shape[0] == math.prod(own):
     from .padded_meets import flattened
     return flattened(cx, x, own, up, redo)
@@ -564,7 +570,6 @@ def padded_reshape(cx, x, shape, redo):
       and padded[0] >= 1:     # (tokens and heads merged: (2, 3, 40) as (6, 40), each token's tile joined along rows)
     from .shape import concatenate, index_through_smem
     return concatenate.rule(cx, [index_through_smem(cx, x, (i,)) for i in range(own[0])], 0)
-  from .padded_reshapes import pairs_reshape, window_reshape
   if tuple(shape[:p]) == tuple(own[:p]) and math.prod(shape[p:]) == math.prod(own[p:]):
     held = tuple(up[:p]) + tuple(shape[p:])
   elif (held := pairs_reshape(own, up, shape, padded[-1])) is None:
