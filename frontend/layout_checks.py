@@ -252,10 +252,25 @@ def _ragged_tiles_hint(kernel, defs, buf, array, d, t, layout, *, rows, copy) ->
       pad += (f", then mask by the real length, {dims[d]} (a constexpr or ml.scalar), not by {array.name}.shape[{d}],"
               f" which the padding makes {-(-dims[d] // t) * t}: its zero rows would count (keys scoring 0 in a softmax)")
   if not rows:
-    return pad
+    return pad + _one_tile_column_hint(buf, array, d, t, copy)
   if copy.dst.type.space == Space.GMEM:
     return f"{pad}; or {_split_store(kernel, buf, array, layout, copy)}"
   return f"{pad}; or {split_load(kernel, defs, buf, array, layout, copy)}"
+
+
+def _one_tile_column_hint(buf, array, d, t, copy) -> str:
+  """Ragged columns of a load into a buffer wider than one tile (a dot's A of K = 1000 copied 128 columns at a time
+  into (64, 128), probe 59a): a buffer one tile wide, stepped by the tile, is filled as plain swizzled rows
+  (`one_tile_column`), which any width of the array takes, so the loop over K steps by the tile (its TMA zero-fills
+  the columns past the end, as the wider window's would); '' where that is not the case."""
+  shape = tuple(buf.type.shape)
+  if copy.src.type.space != Space.GMEM or len(shape) < 2 or shape[-1] <= t:
+    return ""
+  lead = ", ".join(map(str, shape[:-1]))
+  return (f"; or copy {array.name} one tile column at a time: make {buf.name} {t} wide (ml.smem(({lead}, {t})))"
+          f" and step the window's start along dimension {d} by {t} (ml.ds(k * {t}, {t})): a window one tile wide"
+          f" is copied as plain swizzled rows, whatever {array.name}'s width (an ml.dot's K loop then steps by {t},"
+          f" its other operand's K rows likewise)")
 
 
 def _read_as_dot_b(kernel, defs, buf) -> bool:
