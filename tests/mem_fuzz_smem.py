@@ -255,7 +255,8 @@ class SmemFamilies:
     ref = xa
     text = x
     strided = False
-    programs, flipped = 1, False
+    programs = 1
+    cut0 = stepped0 = False      # (the first axis taken in part, and stepped: a run-time index of it is MG003)
     self.emit("p = ml.program_id(0)")
     shape = list(D)
     for _ in range(r.randint(1, 3)):
@@ -265,8 +266,8 @@ class SmemFamilies:
       pre = ":, " * ax
       lead = (slice(None),) * (ref.ndim - len(shape))      # (the program axis, where `p` indexed one)
       if kind in ("int", "neg", "pid") and len(shape) > 2 and ax == 0:
-        if kind == "pid" and programs == 1 and not flipped:     # (a reversed axis's run-time index: MG003)
-          programs, idx = n, "p"
+        if kind == "pid" and programs == 1 and not (cut0 and stepped0):
+          programs, idx = n, "p"       # (of a reversed or stepped axis too, probe 59a; not of a part of one: MG003)
         elif kind == "pid":
           continue
         else:
@@ -275,22 +276,26 @@ class SmemFamilies:
           ref = ref[lead + (k,)]
         text += f".at[{idx}]"
         shape.pop(0)
+        cut0 = stepped0 = False
         continue
       if kind == "slice" and n >= 16:
         a = r.randrange(0, n // 2, 8) if ax == len(shape) - 1 else r.randrange(0, n // 2)
         b = n if r.random() < 0.5 else a + (n - a) // 2 // 8 * 8 or n
         text += f".at[{pre}{a}:{b}]"
+        cut0 |= ax == 0
         ref = ref[lead + (slice(None),) * ax + (slice(a, b),)]
         shape[ax] = b - a
       elif kind == "ds" and n >= 16:
         w = n // 2 if ax < len(shape) - 1 or (n // 2) % 16 == 0 else n
         a = r.randrange(0, n - w + 1, 8) if ax == len(shape) - 1 else r.randrange(0, n - w + 1)
         text += f".at[{pre}ml.ds({a}, {w})]"
+        cut0 |= ax == 0
         ref = ref[lead + (slice(None),) * ax + (slice(a, a + w),)]
         shape[ax] = w
       elif kind == "neg_slice" and n >= 16 and (ax < len(shape) - 1 or n % 16 == 0):
         a = n // 2 if ax < len(shape) - 1 else n // 2 // 8 * 8
         text += f".at[{pre}-{a}:]"
+        cut0 |= ax == 0
         ref = ref[lead + (slice(None),) * ax + (slice(n - a, None),)]
         shape[ax] = a
       elif kind == "ell_ds" and shape[-1] >= 32:
@@ -301,13 +306,14 @@ class SmemFamilies:
         ref = ref[..., a:a + w]
         shape[-1] = w
       elif kind == "rev" and ax < len(shape) - 1:
-        flipped = flipped or ax == 0
         text += f".at[{pre}::-1]"
+        stepped0 |= ax == 0
         ref = ref[lead + (slice(None),) * ax + (slice(None, None, -1),)]
         strided = True
       elif kind == "step" and ax < len(shape) - 1 and n >= 8 and n % 2 == 0:
         st = r.choice([0, 1])
         text += f".at[{pre}{st}::2]"
+        stepped0 |= ax == 0
         ref = ref[lead + (slice(None),) * ax + (slice(st, None, 2),)]
         shape[ax] = n // 2
         strided = True

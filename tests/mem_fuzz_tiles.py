@@ -79,10 +79,10 @@ class TileFamilies:
     store = r.choice(["tma", "tma", "mask", "ptr", "bptr", "desc"]) if not transposed else "tma"
     if store == "desc" and batch:
       store = "bptr"
-    if "odd_tile" in self.tags and store == "tma":
-      store = "bptr"            # (an odd tile written into an SMEM buffer is MG204: design note 189's limits)
+    # (an odd tile written into an SMEM buffer, stored by TMA or read back, was MG204 until probe 59a)
     swap = r.random() < 0.2 and bm >= 16
-    via_smem = r.random() < 0.25 and "odd_tile" not in self.tags
+    via_smem = r.random() < 0.25
+    bp3 = batch and r.random() < 0.5      # a batched block pointer of 3 axes, block (1, bm, bn) (probe 59a)
     stat = r.random() < 0.3
     ops = [r.choice(IOPS if isint else FOPS) for _ in range(r.randint(0, 3))] if dt not in (BOOL, F8) else []
     self.tags |= {f"load:{load}", f"store:{store}", f"dt:{dt}"} | ({"transposed"} if transposed else set()) | (
@@ -170,6 +170,12 @@ class TileFamilies:
       self.emit(f"v = {x}.at[{pb}ml.ds({start}, {bm}), ml.ds(j * {bn}, {bn})].load(mask={m_in}, other=0)")
     elif load == "ptr":
       self.emit(f"v = ml.load({x}.at[{pb}rows[:, None], cols[None, :]], mask={m_in}, other=0)")
+    elif load == "bptr" and bp3:     # of 3 axes: the (1, bm, bn) block read back as its tile
+      self.emit(f"bp = ml.make_block_ptr(base={x}, shape=({batch}, {M}, {N}), strides=({M * N}, {N}, 1), offsets=(b,"
+                f" {start}, j * {bn}), block_shape=(1, {bm}, {bn}), order=(2, 1, 0))")
+      back = "[0]" if r.random() < 0.5 else f".reshape({bm}, {bn})"
+      self.emit(f'v = ml.load(bp, boundary_check=(0, 1, 2), padding_option="zero"){back}')
+      self.tags.add("bptr3")
     elif load == "bptr":       # Triton's block pointer, boundary-checked on both axes
       base = f"{x}.at[b]" if batch else x
       self.emit(f"bp = ml.make_block_ptr(base={base}, shape=({M}, {N}), strides=({N}, 1), offsets=({start}, j * {bn}),"
@@ -227,6 +233,12 @@ class TileFamilies:
     m_out = f"(orow[:, None] < {o}.shape[{1 if batch else 0}]) & (ocol[None, :] < {o}.shape[{2 if batch else 1}])"
     if store == "mask":
       self.emit(f"{o}.at[{pb}ml.ds({ostart_r}, {bm}), ml.ds({ostart_c}, {bn})].store(v, mask={m_out})")
+    elif store == "bptr" and bp3:
+      self.emit(f"ob = ml.make_block_ptr(base={o}, shape=({batch}, {M}, {N}), strides=({M * N}, {N}, 1), offsets=(b,"
+                f" {ostart_r}, {ostart_c}), block_shape=(1, {bm}, {bn}), order=(2, 1, 0))")
+      up = "v[None]" if r.random() < 0.5 else f"ml.reshape(v, (1, {bm}, {bn}))"
+      self.emit(f"ml.store(ob, {up}, boundary_check=(0, 1, 2))")
+      self.tags.add("bptr3")
     elif store == "bptr":
       base = f"{o}.at[b]" if batch else o
       self.emit(f"ob = ml.make_block_ptr(base={base}, shape=({M}, {N}), strides=({N}, 1), offsets=({ostart_r}, "
