@@ -227,7 +227,16 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, **kw) -> ir.K
   and that every trace fails with a layout error is traced once more with those products as ml.dot of register
   tiles (TF32 on the tensor cores, as float32 tiles of 64 rows are): a (2, 48) by (48, 16) product's chunks are a
   3-D broadcast no layout holds; else the first error stands."""
-  kernel = _each_trace(pk, in_specs, out_specs, constexprs, **kw)
+  try:
+    kernel = _each_trace(pk, in_specs, out_specs, constexprs, **kw)
+  except E.KernelError as e:
+    plan = next((x.split_k for x in e.errors if getattr(x, "split_k", None)), None)
+    if plan is None or kw.get("split_k"):
+      raise
+    try:              # (operand buffers wider than a tile along a ragged K, split: ops/split_k.py, probe 59a)
+      kernel = _each_trace(pk, in_specs, out_specs, constexprs, **dict(kw, split_k=plan))
+    except E.KernelError:
+      raise e from None
   import warnings
   for w in kernel.__dict__.pop("_warnings", ()):       # the warnings of the trace kept, issued once it is kept
     warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -330,7 +339,7 @@ def _trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, **kw) -> ir.
 
 def _trace_once(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid, block, cluster, grid_axes=3,
            batch: Batch | None = None, aliases=None, x64: bool = False, small_loads=None, pad_tiles=None,
-           dot_layouts=None, one_elements=False, chunks=None, no_chunks=False) -> ir.Kernel:
+           dot_layouts=None, one_elements=False, chunks=None, no_chunks=False, split_k=None) -> ir.Kernel:
   loc = pk.loc
   n_in, n_out = len(in_specs), len(out_specs)
   if len(pk.ref_params) != n_in + n_out:
@@ -352,6 +361,7 @@ def _trace_once(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid
   em.grid_axes = grid_axes      # the grid's axes as written (ops/control.py: ml.program_id of another is MG203)
   em.small_loads = small_loads
   em.pad_tiles = pad_tiles
+  em.split_k = split_k
   em.dot_layouts = dot_layouts
   em.chunked = chunks if chunks is not None else []
   em.no_chunks = no_chunks

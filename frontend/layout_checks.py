@@ -9,7 +9,7 @@ from . import ir
 from .layouts import SmemLayout
 from .windows import register_tile_window, whole_tiles
 from .loc import call_at, expr_at
-from .ops.memory import Copy, View
+from .ops.memory import Copy, SmemAlloc, View
 from .types import DType, Layout, LayoutKind, RefType, Space, TensorType
 
 
@@ -188,12 +188,15 @@ def _check_tiled_copies(kernel, defs) -> None:
       if (shape[d] > t and shape[d] % t or off_tile) and by_row_blocks(o, index, kept, d, off_tile):
         continue               # any rows (a load from any row): copied a row of tiles at a time
       if shape[d] > t and shape[d] % t:
-        raise E.TmaLimitError(
+        e = E.TmaLimitError(
             f"{root(smem)[0].name} is tiled {tiles} for the tensor cores, so TMA copies whole tiles"
             f" of {array.name}; {array.name}'s dimension {d} ({shape[d]}) must then be a multiple"
             f" of {t}", o.loc,
             hint=_ragged_tiles_hint(kernel, defs, root(smem)[0], array, d, t, layout,
                                     rows=d == kept[-2] and len(kept) >= 2, copy=o))
+        if d == kept[-1] and o.dst is smem:
+          e.split_k = split_plan(kernel, defs, root(smem)[0], t)    # (compile.trace retries it split)
+        raise e
       start = index[d].start if index is not None else 0
       if isinstance(start, int) and start % t:
         raise E.TmaLimitError(
@@ -256,6 +259,35 @@ def _ragged_tiles_hint(kernel, defs, buf, array, d, t, layout, *, rows, copy) ->
   if copy.dst.type.space == Space.GMEM:
     return f"{pad}; or {_split_store(kernel, buf, array, layout, copy)}"
   return f"{pad}; or {split_load(kernel, defs, buf, array, layout, copy)}"
+
+
+def split_plan(kernel, defs, buf, t) -> dict | None:
+  """{ml.smem site: (axis, t)} of the buffers a retry splits into buffers t wide along K (ops/split_k.py): `buf`,
+  whose columns are K of every ml.dot that reads it (a dot's a, or its b read as `buf.T`), and each such dot's other
+  operand (an ml.smem buffer: its rows, or its columns read as `.T`); None where buf is no such operand."""
+  from .ops.mma import Dot
+  from .ops.split_k import key
+
+  def base(v):
+    while isinstance(defs.get(v.id), View):
+      v = defs[v.id].ref
+    return v
+  flipped = lambda v: isinstance(defs.get(v.id), View) and defs[v.id].transpose
+  site = lambda v: key(getattr(defs.get(v.id), "loc", None)) if isinstance(defs.get(v.id), SmemAlloc) else None
+  if len(buf.type.shape) != 2 or buf.type.shape[1] % t or site(buf) is None:
+    return None
+  plan = {site(buf): (1, t)}
+  for o in ir.walk(kernel.body):
+    if not isinstance(o, Dot) or buf not in (base(o.a), base(o.b)) or not isinstance(o.a.type, RefType):
+      continue
+    mine, other = (o.a, o.b) if base(o.a) is buf else (o.b, o.a)
+    if flipped(mine) != (mine is o.b):
+      return None                 # (buf's rows are K there)
+    axis = (1 if flipped(other) else 0) if other is o.b else 1
+    if site(base(other)) is None or base(other).type.shape[axis] % t:
+      return None
+    plan[site(base(other))] = (axis, t)
+  return plan if len(plan) > 1 else None
 
 
 def _one_tile_column_hint(buf, array, d, t, copy) -> str:

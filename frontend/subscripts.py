@@ -80,6 +80,9 @@ class Subscripts:
       return static_tables.table(self, node, "asarray", got[2].T)     # a table's transpose: the transposed table
     if isinstance(base, StridedView):
       return strided_attribute(self, base, attr, node)
+    from .ops.split_k import Split, attribute
+    if isinstance(base, Split):             # (a buffer split along a ragged K: ops/split_k.py, probe 59a)
+      return attribute(self.cx(node), base, attr)
     if isinstance(base, gather.IndexedRef):
       hint = SCATTER_HINT
       if attr in ("load", "store"):     # Triton's x_ptr + offs: a window is what moves a run of elements

@@ -170,9 +170,13 @@ def smem(cx, shape, dtype=None):
   dtype = dtype_arg(cx, dtype, "ml.smem", optional=True)
   if dtype is None:
     dtype = DTypeVar(cx.name or "buffer", cx.loc)
-  v = cx.b.emit(SmemAlloc, loc=cx.loc, types=[RefType(shape, dtype, Space.SMEM)], names=[cx.name]).result
-  cx.b.allocs.append(v)
-  return v
+  from .split_k import alloc
+
+  def emit(shape, name):
+    v = cx.b.emit(SmemAlloc, loc=cx.loc, types=[RefType(shape, dtype, Space.SMEM)], names=[name]).result
+    cx.b.allocs.append(v)
+    return v
+  return alloc(cx, shape, dtype, emit) or emit(shape, cx.name)    # (split along K: a ragged K, probe 59a)
 
 
 def add_index(cx, a, b):

@@ -191,6 +191,11 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
   JAX's (jnp.dot's, as Pallas kernels write them): `preferred_element_type` is `out_dtype`;
   `precision` other than float32's HIGHEST is what the tensor cores do anyway.
   """
+  from .split_k import Split, dot as split_dot
+  if isinstance(a, Split) or isinstance(b, Split):    # (buffers split along a ragged K: ops/split_k.py, probe 59a)
+    return split_dot(cx, a, b, acc, dot.rule, out_dtype=out_dtype, input_precision=input_precision,
+                     allow_tf32=allow_tf32, max_num_imprecise_acc=max_num_imprecise_acc,
+                     preferred_element_type=preferred_element_type, precision=precision)
   from .dot_options import check_dot_options
   out_dtype = check_dot_options(cx, a, b, acc, out_dtype, input_precision, allow_tf32, max_num_imprecise_acc,
                                 preferred_element_type, precision)

@@ -346,6 +346,9 @@ def copy(cx, src, dst, reduce=None, *, multicast=None):
   every CTA of the cluster along `axis` loads the same window; each fetches a share
   and the TMA engine delivers the whole window to all of them.
   """
+  from .split_k import Split, copy as split_copy
+  if isinstance(src, Split) or isinstance(dst, Split):    # (a buffer split along a ragged K: ops/split_k.py)
+    return split_copy(cx, src, dst, lambda cx, s, d: copy.rule(cx, s, d, reduce, multicast=multicast))
   kind = _reduce_kind(cx, src, dst, reduce)
   _not_strided(cx, src, dst)
   for what, r in (("source", src), ("destination", dst)):
