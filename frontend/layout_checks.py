@@ -274,7 +274,7 @@ def split_plan(kernel, defs, buf, t) -> dict | None:
     return v
   flipped = lambda v: isinstance(defs.get(v.id), View) and defs[v.id].transpose
   site = lambda v: key(getattr(defs.get(v.id), "loc", None)) if isinstance(defs.get(v.id), SmemAlloc) else None
-  if len(buf.type.shape) != 2 or buf.type.shape[1] % t or site(buf) is None:
+  if len(buf.type.shape) not in (2, 3) or buf.type.shape[-1] % t or site(buf) is None:   # (3: a pipeline's stages)
     return None
   plan = {site(buf): (1, t)}
   for o in ir.walk(kernel.body):
@@ -284,7 +284,8 @@ def split_plan(kernel, defs, buf, t) -> dict | None:
     if flipped(mine) != (mine is o.b):
       return None                 # (buf's rows are K there)
     axis = (1 if flipped(other) else 0) if other is o.b else 1
-    if site(base(other)) is None or base(other).type.shape[axis] % t:
+    if site(base(other)) is None or len(base(other).type.shape) not in (2, 3) or \
+        base(other).type.shape[-2:][axis] % t:
       return None
     plan[site(base(other))] = (axis, t)
   return plan if len(plan) > 1 else None

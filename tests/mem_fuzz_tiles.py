@@ -353,6 +353,9 @@ class TileFamilies:
     a_regs = not at and r.random() < 0.15      # A from registers: (a_s[...] * 2).astype(dt)
     b_regs = not a_regs and r.random() < 0.1   # B from registers: b_s[...]
     K = r.randint(1, 4) * 64 if r.random() < 0.7 else r.randint(1, 8) * bk      # (whole swizzle tiles: MG401)
+    if r.random() < 0.2:      # K steps of two swizzle tiles over a ragged K: the buffers split along K (probe 59a)
+      bk, K, a_regs, b_regs = 128, r.randint(2, 40) * 8, False, False
+      self.tags.add("wide_k")
     M = r.randint(1, 2 * bm) if not at else r.randint(1, 3) * 64
     N = r.randint(1, 4) * 64 if not bt else r.randint(1, 2 * bn)
     if bn > 64 and not bt:
