@@ -8,9 +8,10 @@
    through the compiler's scratch and is copied into the buffer in windows registers hold.
 3. A 3-axis block pointer of an odd block with a size-1 axis ((1, 7, 64), (7, 1, 64)) stored, or its block reshaped
    by its own shape, was MG204: the size-1 axes are dropped from the padded value as `v[0]` drops them.
-4. A ragged load into an operand buffer wider than one swizzle tile (K = 1000 copied 128 columns at a time) stays
-   MG401 (Mosaic's tiled TMA would round the array down); the hint now names the one-tile-column copy that computes,
-   which is checked here to compute.
+4. A ragged load into an operand buffer wider than one swizzle tile (K = 1000 copied 128 columns at a time) was MG401
+   (Mosaic's tiled TMA would round the array down): the kernel is traced again with such buffers, and the dot's other
+   operand, split into buffers one tile wide along K (ops/split_k.py); any other use of them keeps the MG401, whose
+   hint now names the one-tile-column copy.
 """
 import jax
 import jax.numpy as jnp
@@ -18,6 +19,7 @@ import numpy as np
 import pytest
 
 import mgpu_dsl as mg
+from mgpu_dsl import calling
 from mgpu_dsl import language as ml
 import mem_fuzz
 from probe_util import export, rnd
@@ -167,31 +169,52 @@ def test_three_axis_block_reshaped_and_middle_unit_axis():
 
 
 # ---------------------------------------------------------------------- class 4
-def _ragged_k(BK):
-  @mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), jnp.float32),
+def _ragged_k(BK, bt=False, stages=None, extra=False):
+  @mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[0] if bt else b.shape[1]), jnp.float32),
                   grid=lambda a, b: (a.shape[0] // 64,))
   def ragged_k(a, b, c):
     i = ml.program_id(0)
-    a_s, b_s = ml.smem((64, BK)), ml.smem((BK, 64))
+    a_s = ml.smem((64, BK))
+    b_s = ml.smem((64, BK)) if bt else ml.smem((BK, 64))
     acc = ml.zeros((64, 64), jnp.float32)
-    for k in ml.range(ml.cdiv(a.shape[1], BK)):
+    for k in ml.range(ml.cdiv(a.shape[1], BK), stages=stages or 1):
       ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(k * BK, BK)], a_s)
-      ml.copy(b.at[ml.ds(k * BK, BK), :], b_s)
-      acc = acc + ml.dot(a_s, b_s)
+      if bt:
+        ml.copy(b.at[:, ml.ds(k * BK, BK)], b_s)
+        acc = ml.dot(a_s, b_s.T, acc)
+      else:
+        ml.copy(b.at[ml.ds(k * BK, BK), :], b_s)
+        acc = acc + ml.dot(a_s, b_s)
+    if extra:
+      acc = acc + a_s[...].astype(jnp.float32)[:, :64]
     c.at[ml.ds(i * 64, 64), :][...] = acc
   return ragged_k
 
 
-def test_ragged_k_wider_than_a_tile_names_the_copy_that_computes():
-  """Class 4: K = 1000 copied 128 columns at a time into a (64, 128) float16 buffer is MG401 at the copy, whose hint
-  now names a buffer one tile (64) wide; that kernel computes the product."""
-  a, b = rnd((64, 1000), 6, np.float16), rnd((1000, 64), 7, np.float16)
+@pytest.mark.parametrize("BK,bt,stages,dt", [(128, False, None, np.float16), (192, True, 2, jnp.bfloat16),
+                                             (128, True, 3, np.float16), (64, True, 2, np.float32)], ids=str)
+def test_ragged_k_wider_than_a_tile_is_split(BK, bt, stages, dt):
+  """Class 4: K = 1000 copied BK columns at a time into operand buffers wider than one swizzle tile (it was MG401 at
+  the copy): traced again with each buffer, and the dot's other one, split into buffers one tile wide along K, one
+  copy and one dot per part; in interpret mode against NumPy and built for CUDA (float32: tiles of 32 columns)."""
+  a = rnd((128, 1000), 6).astype(dt)
+  b = rnd((64, 1000) if bt else (1000, 64), 7).astype(dt)
+  k = _ragged_k(BK, bt, stages)
+  want = np.asarray(a, np.float32) @ (np.asarray(b, np.float32).T if bt else np.asarray(b, np.float32))
+  np.testing.assert_allclose(np.asarray(k(a, b, interpret=True)), want, rtol=1e-2, atol=5e-2)
+  export(k, a, b)
+  kernel = k._compile(*calling.keyword_inputs(k, (S(a.shape, a.dtype), S(b.shape, b.dtype)), {}))["kernel"]
+  w = 32 if dt is np.float32 else 64
+  k_widths = sorted(x.type.shape[-1] if x.name.startswith("a_s") or bt else x.type.shape[-2] for x in kernel.smem)
+  assert k_widths == [w] * (2 * BK // w), [(x.name, x.type.shape) for x in kernel.smem]
+
+
+def test_split_buffer_used_otherwise_keeps_the_error_and_its_hint():
+  """A split buffer read into registers too (`a_s[...]`) is no plain copy-and-dot operand: MG401 stands, its hint
+  naming the one-tile-column copy (and the jnp.pad)."""
   with pytest.raises(mg.TmaLimitError) as e:
-    _ragged_k(128).check(S(a.shape, a.dtype), S(b.shape, b.dtype))
+    _ragged_k(128, extra=True).check(S((64, 1000), jnp.float16), S((1000, 64), jnp.float16))
   assert e.value.code == "MG401" and "ml.smem((64, 64))" in e.value.hint and "ml.ds(k * 64, 64)" in e.value.hint
-  got = np.asarray(_ragged_k(64)(a, b, interpret=True))
-  np.testing.assert_allclose(got, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2, atol=1e-2)
-  export(_ragged_k(64), a, b)
 
 
 @pytest.mark.gpu
@@ -204,13 +227,15 @@ def test_probe59a_kernels_on_the_gpu():
   np.testing.assert_allclose(np.asarray(jax.jit(_odd_into_smem(7, 64))(y)), y * 2 - y.max(1, keepdims=True), rtol=1e-5)
   z = rnd((2, 20, 64), 3)
   np.testing.assert_array_equal(np.asarray(jax.jit(_block3(7, 64))(z)), z * 2 + 1)
-  a, b = rnd((64, 1000), 6, np.float16), rnd((1000, 64), 7, np.float16)
-  np.testing.assert_allclose(np.asarray(jax.jit(_ragged_k(64))(a, b)), a.astype(np.float32) @ b.astype(np.float32),
-                             rtol=1e-2, atol=1e-2)
+  a, b = rnd((128, 1000), 6, np.float16), rnd((1000, 64), 7, np.float16)
+  for k in (_ragged_k(128), _ragged_k(128, stages=3)):     # (split along K: tile-wide buffers, WGMMA per part)
+    np.testing.assert_allclose(np.asarray(jax.jit(k)(a, b)), a.astype(np.float32) @ b.astype(np.float32),
+                               rtol=1e-2, atol=5e-2)
 
 
 # ---------------------------------------------------------------------- the fuzzer's new forms
-CORPUS = [("views", 85), ("views", 209), ("tile", 6), ("tile", 27), ("tile", 76), ("tile", 180)]
+CORPUS = [("views", 85), ("views", 209), ("tile", 6), ("tile", 27), ("tile", 76), ("tile", 180), ("matmul", 171),
+          ("matmul", 180)]
 
 
 @pytest.mark.parametrize("family,seed", CORPUS, ids=[f"{f}-{s}" for f, s in CORPUS])
