@@ -107,3 +107,22 @@ def copy_pieces(cx, ref, value) -> bool:
   for idx in pieces:
     store(cx, view(cx, ref, idx, ref.name), load(cx, view(cx, o.ref, idx, o.ref.name)))
   return True
+
+
+def stored_in_pieces(cx, ref, value, up) -> bool:
+  """`xs[...] = v` of a value computed padded (held as `up`) into an SMEM buffer of its own shape, `xs =
+  ml.smem((7, 64))`, to be copied out by TMA or read back (probe 59a: it was MG204): stored whole into the compiler's
+  scratch, then its own part copied into the buffer in the windows `fill_pieces` covers it with (rows 0:6 and 5:7 of
+  a (7, 64) tile); False where no such cover exists."""
+  from .memory import view
+  from .padded_tiles import allowed
+  from .scratches import scratch
+  from .transfers import load, store
+  if (pieces := fill_pieces(ref.type.shape)) is None:
+    return False
+  with allowed(cx):
+    buf = scratch(cx, up, value.type.dtype, f"{value.name or 'tensor'} scratch")
+    store(cx, buf, value)
+  for idx in pieces:
+    store(cx, view(cx, ref, idx, ref.name), load(cx, view(cx, buf, idx, buf.name)))
+  return True

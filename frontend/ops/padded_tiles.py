@@ -637,7 +637,7 @@ def padded_store(cx, ref, value) -> bool:
     del pads[value.id]
     return False
   from .memory import view
-  from .odd_fills import fill_pieces
+  from .odd_fills import stored_in_pieces
   k = len(shape)
   if tuple(ref.type.shape) != shape or ref.type.space != Space.GMEM:
     want = tuple(ref.type.shape)
@@ -648,18 +648,8 @@ def padded_store(cx, ref, value) -> bool:
                                             " match), or broadcast it explicitly with ml.broadcast_to")
       e.padded_mistake = True
       raise e
-    if want == shape and ref.type.space == Space.SMEM and (pieces := fill_pieces(shape)) is not None:
-      # (an odd tile into an SMEM buffer of its own shape, `xs = ml.smem((7, 64)); xs[...] = v`, to be copied out
-      # by TMA or read back: stored whole into the compiler's scratch, then its own part copied into the buffer in
-      # windows registers hold, as odd_fills copies (rows 0:6 and 5:7 of a (7, 64) tile); probe 59a)
-      from .scratches import scratch
-      from .transfers import load, store
-      with allowed(cx):
-        buf = scratch(cx, up, value.type.dtype, f"{value.name or 'tensor'} scratch")
-        store(cx, buf, value)
-      for idx in pieces:
-        store(cx, view(cx, ref, idx, ref.name), load(cx, view(cx, buf, idx, buf.name)))
-      return True
+    if want == shape and ref.type.space == Space.SMEM and stored_in_pieces(cx, ref, value, up):
+      return True         # (an odd tile into an SMEM buffer of its own shape: odd_fills.py, probe 59a)
     raise PadAbort("store")
   root, index = _window_of(cx, ref, k)
   if root is None and k == 1:            # (a short column strided in memory, o.at[:, 1] of 60 rows: probe 51g)
