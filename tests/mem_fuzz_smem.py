@@ -260,8 +260,11 @@ class SmemFamilies:
     self.emit("p = ml.program_id(0)")
     shape = list(D)
     for _ in range(r.randint(1, 3)):
-      kind = r.choice(["int", "neg", "slice", "ds", "pid", "step", "neg_slice", "ell_ds", "rev"])
-      ax = r.randrange(len(shape))
+      if stepped0 and not cut0 and programs == 1 and len(shape) > 2 and r.random() < 0.5:
+        kind, ax = "pid", 0         # (a program's element of the axis just reversed or stepped: probe 59a)
+      else:
+        kind = r.choice(["int", "neg", "slice", "ds", "pid", "step", "neg_slice", "ell_ds", "rev"])
+        ax = r.randrange(len(shape))
       n = shape[ax]
       pre = ":, " * ax
       lead = (slice(None),) * (ref.ndim - len(shape))      # (the program axis, where `p` indexed one)
