@@ -493,3 +493,8 @@ def run_route(k):    # probe 51c: the top 2 of each token's (96,) logits kept (`
   s = -jnp.sort(-x, axis=1)
   p = jnp.where(x >= s[:, 1:2], jnp.exp(x - s[:, :1]), 0.0)
   close(k(x, interpret=True), p / p.sum(1, keepdims=True))
+
+
+def run_ln_apply(k):
+  x, mu, rs = np.asarray(rand(5, 30)), np.asarray(rand(5)), np.asarray(rand(5))
+  close(k(x, mu, rs, interpret=True), (x - mu[:, None]) * rs[:, None], 1e-5)

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import pytest
 
 from doc_runs import (  # the kernels' runs (inputs, interpret mode, a jnp reference)
-    _Linear, run_add_one, run_affine, run_append, run_apply_act, run_attention_block, run_axpb, run_batch_norm,
+    _Linear, run_add_one, run_affine, run_ln_apply, run_append, run_apply_act, run_attention_block, run_axpb, run_batch_norm,
     run_bf16_bits, run_bias_grad, run_biased_and_summed, run_bits_and_outer, run_buckets, run_clip_range,
     run_column_norms, run_column_sums, run_combine_splits, run_debug_scaled, run_dequantize, run_double_direct,
     run_double_masked, run_double_twice, run_dropout, run_dropout4, run_embedding, run_embedding_backward,
@@ -212,6 +212,7 @@ CASES = [
     Case(L, "bf16_bits", [S((8, 128), f32)], run=run_bf16_bits),
     Case(L, "row_median", [S((4, 48), f32)], run=run_row_median),
     Case(L, "batch_norm", [S((2, 32, 2), f32)], run=run_batch_norm),
+    Case(L, "ln_apply", [S((5, 30), f32), S((5,), f32), S((5,), f32)], run=run_ln_apply),
     Case("docs/autodiff.md", "square", [S((4096,), f32)], run=run_square),
     Case("docs/autodiff.md", "square_vjp", [S((4096,), f32), S((4096,), f32)], run=run_square_vjp),
 ]
