@@ -144,6 +144,10 @@ for h, v in zip(head, vals):
 PY
                  done ;;
     s46_bwd)     python3 -u benchmarks/attention.py --quick --default --no-pallas --pass bwd ;;
+    # Session 46: the GPU tests of probes 59a and 59b and of the back-edge fixed point (design note 196), then the
+    # memory fuzzer (pipelines, warp specialisation, attention loops: what the sync pass orders) on the final code
+    s46_a)       python3 -u benchmarks/gpu_shards.py --shards 12 --timeout 170 tests/test_probe59a.py tests/test_probe59b.py tests/test_sync_back_edge.py tests/test_probe58b.py tests/test_probe38h2.py
+                 grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | head -40 ;;
     gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)
     gpu_s34all)  python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 500 ;;
     # Sessions 34-35 (no device lent then): the tests that may fault without their fixes, a few a shard, then
