@@ -47,6 +47,7 @@ class Gen(TileFamilies, SmemFamilies):
     self.aliases = None
     self.tags = set()
     self.illegal = None    # (error class name, source line) of a deliberate mistake
+    self.tol_dtype = None  # compare float outputs at this dtype's tolerance (attention: its 16-bit probabilities)
     self.family = family or self.r.choice(self.FAMILIES)
     want_illegal = self.r.random() < ILLEGAL_SHARE if illegal is None else illegal
     getattr(self, "k_" + self.family)()
@@ -144,10 +145,10 @@ class Gen(TileFamilies, SmemFamilies):
     return [v for _, v in self.outs]
 
 
-def compare(got, want, dot=False):
+def compare(got, want, dot=False, tol_dtype=None):
   """None if `got` is `want`: diff_fuzz.compare's rule, but for sums of many products (`dot`: a matmul, a loop's
-  sums, atomics) a tolerance of the dtype's relative one plus 2e-4 of the largest magnitude (diff_fuzz's dot rule
-  lets a matmul of 16-bit outputs be 0.5 of the scale off)."""
+  sums, atomics) a tolerance of the dtype's relative one (`tol_dtype`'s, if given) plus 2e-4 of the largest
+  magnitude (diff_fuzz's dot rule lets a matmul of 16-bit outputs be 0.5 of the scale off)."""
   if not dot or np.asarray(want).dtype.name not in diff_fuzz.FLOATS:
     return diff_fuzz.compare(got, want)
   g, w = np.asarray(got), np.asarray(want)
@@ -156,7 +157,7 @@ def compare(got, want, dot=False):
   g, w = g.astype(np.float64), w.astype(np.float64)
   scale = max(1.0, np.abs(w[np.isfinite(w)]).max()) if np.isfinite(w).any() else 1.0
   with np.errstate(invalid="ignore"):
-    bad = ~((g == w) | (np.isnan(g) & np.isnan(w)) | (np.abs(g - w) <= diff_fuzz.TOL[want.dtype.name] * np.abs(w) + 2e-4 * scale))
+    bad = ~((g == w) | (np.isnan(g) & np.isnan(w)) | (np.abs(g - w) <= diff_fuzz.TOL[tol_dtype or want.dtype.name] * np.abs(w) + 2e-4 * scale))
   if bad.any():
     i = tuple(np.argwhere(bad)[0])
     return f"{int(bad.sum())} values differ, first at {i}: got {g[i]!r}, want {w[i]!r}"
@@ -180,7 +181,7 @@ def run(gen, *, build=True, interpret=True):
     except Exception as e:  # noqa: BLE001
       return "crash", diff_fuzz.describe_exception(e)
     return "wrong", f"expected {want} at line {line}, the kernel ran"
-  return diff_fuzz.run(gen, build=build, compare=compare)
+  return diff_fuzz.run(gen, build=build, compare=lambda g, w, dot=False: compare(g, w, dot, gen.tol_dtype))
 
 
 if __name__ == "__main__":
