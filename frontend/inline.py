@@ -70,7 +70,8 @@ def call_inline(tracer, node, fn, args, kwargs):
           f" None", loc, hint=f"end {tree.name} with `return <its result>`, or, where it only writes refs, call it"
                               f" as a statement of its own: {tracer.text(node)}")
     from .with_scopes import returns_opened    # (a return under a run-time if in a `with jax.named_scope(...)`)
-    child.run_body(without_return(returns_opened(child, tree.body), None if bare else _value(tree.name)))
+    child.run_body(without_return(returns_opened(child, tree.body), None if bare else _value(tree.name),
+                                  tuple(bound.arguments)))
   finally:
     if not ours:
       tracer.b.inline_stack.pop()

@@ -406,8 +406,19 @@ def _ends_in_return(stmts) -> bool:
       isinstance(last, ast.If) and _ends_in_return(last.body) and _ends_in_return(last.orelse))
 
 
+def own_nodes(node):
+  """The nodes of statement `node` (ast.walk's) but those inside the functions and classes it defines (a
+  helper's `def` in the body, a lambda: their returns are theirs, not the body's; probe 59c)."""
+  todo = [node]
+  while todo:
+    n = todo.pop()
+    yield n
+    if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+      todo.extend(ast.iter_child_nodes(n))
+
+
 def _deep_return(stmts) -> bool:
-  return any(isinstance(n, ast.Return) for st in stmts for n in ast.walk(st))
+  return any(isinstance(n, ast.Return) for st in stmts for n in own_nodes(st))
 
 
 def loop_return(stmts) -> bool:
@@ -468,9 +479,9 @@ def _guarded(loop, done, value=None):
   return [skip] + body
 
 
-def _fallback(body):
+def _fallback(body, params=()):
   """A helper's last return value where it can be computed before the first loop that returns (its
-  names bound before it, or only there): what such a loop's flag starts from. Every path after the loop
+  names bound before it, parameters `params` too, or only there): what such a loop's flag starts from. Every path after the loop
   overwrites it (a return in the loop, or the last return), so it only gives the carry its type. None
   where it cannot be computed there."""
   last = body[-1] if body else None
@@ -479,7 +490,7 @@ def _fallback(body):
     return None
   from .env import assigned_names
   reads = {n.id for n in ast.walk(last.value) if isinstance(n, ast.Name)}
-  if reads & (set(assigned_names(body[k:-1])) - set(assigned_names(body[:k]))) or any(isinstance(n, (ast.Call, ast.NamedExpr, ast.Lambda, ast.Await))
+  if reads & (set(assigned_names(body[k:-1])) - set(assigned_names(body[:k])) - set(params)) or any(isinstance(n, (ast.Call, ast.NamedExpr, ast.Lambda, ast.Await))
                                                     and not _pure_call(n) for n in ast.walk(last.value)):
     return None
   return last.value
@@ -492,18 +503,19 @@ def _pure_call(n) -> bool:
       and n.func.value.id in ("ml", "jnp", "np", "math")
 
 
-def without_return(body, value=None):
+def without_return(body, value=None, params=()):
   """A kernel's (`value` None) or an @ml.inline helper's body whose returns sit in if branches, with
   the rest of the body moved into the other path of each such if, as `continue` is in a loop: `if c:
   A; return` then `R` is `if c: A else: R`, which a run-time `if` traces as any other. A helper's
   `return v` becomes `value = v`, returned at the end (only where every path returns). The body itself
   where there is no such return (or a kernel returns a value, or a path of a helper falls off its end:
-  their errors stay)."""
-  fallback = _fallback(body) if value is not None else None
+  their errors stay). `params`: a helper's parameters, bound before its body (probe 59c: a last return
+  reading one the loop updates, `return v - 1.0` after `v = v + 1.0` in it, was MG001)."""
+  fallback = _fallback(body, params) if value is not None else None
   if not any(isinstance(s, (ast.If, ast.For, ast.While)) and holds([s], (ast.Return,)) for s in body) and not (
       (value is None or fallback is not None) and loop_return(body)):
     return body
-  returns = [n for s in body for n in ast.walk(s) if isinstance(n, ast.Return)]
+  returns = [n for s in body for n in own_nodes(s) if isinstance(n, ast.Return)]
   if value is None and any(r.value is not None for r in returns) or value is not None and not _ends_in_return(body):
     return body
   out = _structured(body, [], (ast.Return,), value, fallback)

@@ -1,0 +1,666 @@
+"""Probe 59c's differential fuzzer of control-flow-structured kernels: random kernels whose structure is control
+flow over register values and scalars. `range` / `ml.range` loops of static and run-time trip counts (zero trips
+too, descending and stepped ones), loops carrying several tensors, scalars and tuples, nested loops, `while` loops
+of data-dependent conditions, `if` / `elif` / `else` on scalars read from GMEM, on program ids, loop indices and
+reductions, `a if c else b`, early `return` (at the top, under ifs and inside loops), `break` / `continue`,
+`for ... else`, `ml.where` masks of values and of `ml.arange` against loop indices, `lax.fori_loop` of a lambda,
+accumulations across trips, GMEM rows read at run-time indices and rows stored in loops.
+
+`Gen(seed)` draws a plan and writes the kernel's body once as Python text. The same text is the NumPy/jnp
+reference: it runs as a plain Python function (`reference`), once per program of the grid, with `ml` a namespace of
+jnp stand-ins (`ml.range` is `range`, `ml.where` `jnp.where`, `ml.program_id` the program's id) and the refs NumPy
+arrays whose reads give jnp values (so promotion is jnp's) and whose writes store into the outputs. Python's own
+control flow runs it: the kernel has to compute what Python computes. Values stay exact where the control flow
+reads them: inputs are small whole numbers in float32, tensors are clipped to +-4096 when assigned, the reductions
+that conditions read are max, min and sums of `jnp.floor`; so a decision never depends on a summation order.
+
+Every path stores every output (a `return` stores the values it has first), each program its own rows. `run(gen)`
+classifies as tests/diff_fuzz.py does: "ok", "wrong", "crash" (a raw traceback or InternalError), "refused" (a
+KernelError of this legal kernel), "build" (interpret mode right, the CUDA export not); "gen" is a plan whose
+reference itself failed (a fuzzer bug). Deterministic: a seed gives the same kernel and inputs.
+"""
+from __future__ import annotations
+
+import random
+import sys
+import types
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+import diff_fuzz
+
+SHAPES = [(128,), (256,), (128,), (8, 128), (16, 64), (2, 128)]
+CLIP = "4096.0"
+
+
+class Ref:
+  """A ref of the reference: reads are jnp values (jnp's promotion), writes store NumPy values."""
+
+  def __init__(self, a):
+    self.a = a
+
+  def __getitem__(self, idx):
+    return jnp.asarray(self.a[_np_index(idx)])
+
+  def __setitem__(self, idx, v):
+    self.a[_np_index(idx)] = np.asarray(v)
+
+  @property
+  def shape(self):
+    return self.a.shape
+
+  def __iter__(self):
+    return (Ref(self.a[k]) for k in range(len(self.a)))
+
+  def __len__(self):
+    return len(self.a)
+
+
+def _np_index(idx):
+  if isinstance(idx, tuple):
+    return tuple(_np_index(i) for i in idx)
+  if isinstance(idx, (jax.Array, np.ndarray, np.generic)):
+    return int(idx)
+  return idx
+
+
+def _shim(pid):
+  ns = types.SimpleNamespace()
+  ns.program_id = lambda a: pid[a]
+  ns.range = range
+  ns.static_range = range
+  ns.where = jnp.where
+  ns.sum = jnp.sum
+  ns.max = jnp.max
+  ns.min = jnp.min
+  ns.maximum = jnp.maximum
+  ns.minimum = jnp.minimum
+  ns.zeros = lambda shape, dtype=jnp.float32: jnp.zeros(shape, dtype)
+  ns.arange = lambda *a: jnp.arange(*a, dtype=jnp.int32)
+  ns.floor = jnp.floor
+  return ns
+
+
+class Gen:
+  """One random control-flow kernel (`source`, `args`, `refs`) from the plan of `seed`."""
+
+  def __init__(self, seed, depth=None):
+    self.seed = seed
+    self.r = r = random.Random(seed)
+    self.rng = np.random.default_rng(seed)
+    self.tags = set()
+    self.shape = r.choice(SHAPES)
+    self.grid = r.choice([(1,), (2,), (3,), (2, 2), (1,), (2,)])
+    self.G = int(np.prod(self.grid))
+    self.max_depth = depth if depth is not None else r.choice([1, 2, 2, 3, 3])
+    self.XR = r.choice([3, 4, 5])
+    self.nt, self.ns, self.nc = r.randint(1, 3), r.randint(1, 2), r.randint(1, 2)
+    self.pair = r.random() < 0.3
+    self.rows_out = r.random() < 0.3
+    self.ins = [("x0", self._floats((self.G,) + self.shape)), ("x1", self._floats((self.XR,) + self.shape)),
+                ("n0", self.rng.integers(0, 5, 8).astype(np.int32)),
+                ("n1", self.rng.integers(0, 5, (self.G, 4)).astype(np.int32)),
+                ("xs", self.rng.integers(-6, 7, 8).astype(np.float32))]
+    self.ints = r.random() < 0.3      # an int32 tensor carried too (k0, a count of elements)
+    self.ins[2][1][self.rng.integers(0, 8)] = 0       # a zero trip count is always at hand
+    self.lines = []
+    self.ind = 1
+    self.budget = r.randint(6, 16)        # statements
+    self.loop_ids = 0
+    self._build()
+
+  def _floats(self, shape):
+    return self.rng.integers(-8, 9, shape).astype(np.float32)
+
+  # ------------------------------------------------------------------ names
+  @property
+  def T(self):
+    return [f"t{k}" for k in range(self.nt)]
+
+  @property
+  def S(self):
+    return [f"s{k}" for k in range(self.ns)]
+
+  @property
+  def C(self):
+    return [f"c{k}" for k in range(self.nc)]
+
+  def emit(self, line):
+    self.lines.append("  " * self.ind + line)
+
+  # ------------------------------------------------------------------ expressions
+  def tensor(self, depth=0, extra=()):
+    """A float32 tensor expression of the kernel's shape."""
+    r = self.r
+    names = self.T + list(extra)
+    if depth >= 2 or r.random() < 0.3:
+      k = r.random()
+      if k < 0.75:
+        return r.choice(names)
+      if k < 0.9:
+        return f"x1[{self.row_index()}]"
+      return f"x0[pid]"
+    a, b = self.tensor(depth + 1, extra), self.tensor(depth + 1, extra)
+    k = r.randrange(12)
+    if k == 0:
+      return f"({a} + {b})"
+    if k == 1:
+      return f"({a} - {b})"
+    if k == 2:
+      return f"({a} * 0.5)"
+    if k == 3:
+      return f"{r.choice(['jnp', 'ml'])}.maximum({a}, {b})"
+    if k == 4:
+      return f"jnp.minimum({a}, {b})"
+    if k == 5:
+      return f"jnp.abs({a})"
+    if k == 6:
+      self.tags.add("where")
+      return f"{r.choice(['ml', 'jnp'])}.where({a} > {self.fconst()}, {a}, {b})"
+    if k == 7:
+      self.tags.add("iota_mask")
+      ax = "ml.arange({})".format(self.shape[-1]) + ("[None, :]" if len(self.shape) == 2 else "")
+      return f"ml.where({ax} < {self.int_scalar()}, {a}, {b})"
+    if k == 8:
+      return f"({a} + {self.float_scalar()})"
+    if k == 9:
+      return f"({a} * {r.choice(['2.0', '-1.0', '0.25'])})"
+    if k == 10:
+      return f"({a} if {self.cond()} else {b})"
+    return f"(-{a})"
+
+  def row_index(self):
+    """An index into x1's rows, in range on every path (every int scalar here is >= 0)."""
+    return f"({self.int_scalar()}) % {self.XR}"
+
+  def fconst(self):
+    return repr(float(self.r.randint(-6, 6)))
+
+  def reduction(self, t=None):
+    r = self.r
+    t = t or r.choice(self.T)
+    k = r.randrange(4)
+    self.tags.add("reduce")
+    if k == 0:
+      return f"{r.choice(['jnp', 'ml'])}.max({t})"
+    if k == 1:
+      return f"jnp.min({t})"
+    if k == 2:
+      return f"{r.choice(['jnp', 'ml'])}.sum(jnp.floor({t} * 0.5))"
+    return f"{r.choice(['jnp', 'ml'])}.sum(jnp.floor({t}))"
+
+  def float_scalar(self):
+    r = self.r
+    k = r.random()
+    if k < 0.4:
+      return r.choice(self.S)
+    if k < 0.5:
+      self.tags.add("gmem_float")
+      return f"xs[{self.int_scalar()} % 8]"
+    if k < 0.7:
+      return self.reduction()
+    return f"{r.choice(self.S)} * 0.5"
+
+  def int_scalar(self):
+    """A non-negative int32 scalar: a counter, a loop index, a value read from GMEM, the program id."""
+    r = self.r
+    opts = self.C + ["pid"] + [f"n0[{r.randrange(8)}]", f"n1[pid, {r.randrange(4)}]"] + self.idx * 2
+    return r.choice(opts)
+
+  def cond(self, depth=0):
+    r = self.r
+    k = r.randrange(11 if depth == 0 else 8)
+    if k == 0:
+      return f"{self.int_scalar()} > {r.randint(0, 4)}"
+    if k == 1:
+      self.tags.add("if_pid")
+      return f"pid {r.choice(['==', '!=', '<', '>='])} {r.randint(0, self.G - 1)}"
+    if k == 2 and self.idx:
+      return f"{r.choice(self.idx)} % 2 == {r.randint(0, 1)}"
+    if k == 3:
+      self.tags.add("if_data")
+      return f"{self.reduction()} > {self.fconst()}"
+    if k == 4:
+      return f"{r.choice(self.S)} < {self.fconst()}"
+    if k == 5:
+      self.tags.add("if_gmem")
+      return f"n0[{r.randrange(8)}] {r.choice(['==', '<=', '>'])} {r.randint(0, 4)}"
+    if k == 6:
+      return f"{self.int_scalar()} < {self.int_scalar()}"
+    if k == 7:
+      self.tags.add("chained")
+      return f"0 < {self.int_scalar()} <= {self.int_scalar()}"
+    if k == 8:
+      return f"({self.cond(1)}) and ({self.cond(1)})"
+    if k == 9:
+      return f"({self.cond(1)}) or ({self.cond(1)})"
+    return f"not ({self.cond(1)})"
+
+  # ------------------------------------------------------------------ statements
+  def store_all(self):
+    for k, t in enumerate(self.T):
+      self.emit(f"ot[pid, {k}] = {t}")
+    for k, s in enumerate(self.S):
+      self.emit(f"os[pid, {k}] = {s}")
+    for k, c in enumerate(self.C):
+      self.emit(f"oc[pid, {k}] = {c}")
+    if self.pair:
+      self.emit("ot[pid, %d] = pair[0]" % self.nt)
+      self.emit("os[pid, %d] = pair[1]" % self.ns)
+    if self.ints:
+      self.emit("ok[pid] = k0")
+
+  def clipped(self, e):
+    return f"jnp.clip({e}, -{CLIP}, {CLIP})" if self.r.random() < 0.5 else f"ml.minimum(ml.maximum({e}, -{CLIP}), {CLIP})"
+
+  def stmt(self, depth):
+    r = self.r
+    self.budget -= 1
+    kinds = ["t"] * 5 + ["s"] * 2 + ["c"] * 2
+    if depth < self.max_depth:
+      kinds += ["if"] * 3 + ["for"] * 4 + ["while"] * 2
+    if self.loops:
+      kinds += ["break", "continue"]
+    kinds += ["return"] + ["swap"] + ["fori"] + (["pair"] * 2 if self.pair else []) + (["row"] if self.rows_out else [])
+    kinds += ["walrus", "anyall"] + (["ints"] * 2 if self.ints else [])
+    if depth < self.max_depth:
+      kinds += ["lax_while", "lax_cond", "while_true", "helper", "rows", "static", "fori_tuple"]
+    k = r.choice(kinds)
+    getattr(self, "s_" + k)(depth)
+
+  def block(self, depth, n=None):
+    n = n or self.r.randint(1, 3)
+    start = len(self.lines)
+    for _ in range(n):
+      if self.budget <= 0 and len(self.lines) > start:
+        break
+      self.stmt(depth)
+
+  def s_t(self, depth):
+    t = self.r.choice(self.T)
+    if self.r.random() < 0.25:
+      self.tags.add("augassign")
+      self.emit(f"{t} += {self.clipped(self.tensor(1))} * 0.5")
+      self.emit(f"{t} = {self.clipped(t)}")
+    else:
+      self.emit(f"{t} = {self.clipped(self.tensor())}")
+
+  def s_s(self, depth):
+    s = self.r.choice(self.S)
+    k = self.r.randrange(3)
+    if k == 0:
+      self.emit(f"{s} = {s} + {self.reduction()}")
+    elif k == 1:
+      self.emit(f"{s} = jnp.maximum({s}, {self.reduction()})")
+    else:
+      self.emit(f"{s} = {s} * 0.5 + {self.int_scalar()}")
+
+  def s_c(self, depth):
+    c = self.r.choice(self.C)
+    k = self.r.randrange(3)
+    if k == 0:
+      self.emit(f"{c} += 1")
+    elif k == 1:
+      self.emit(f"{c} = ({c} + {self.int_scalar()}) % 97")
+    else:
+      self.emit(f"{c} = ({c} + {self.int_scalar()}) % 7")
+
+  def s_swap(self, depth):
+    self.tags.add("tuple_assign")
+    t = self.r.choice(self.T)
+    u = self.r.choice(self.T)
+    s = self.r.choice(self.S)
+    self.emit(f"{t}, {s} = {self.clipped(u + ' + ' + s)}, {s} - 1.0")
+
+  def s_pair(self, depth):
+    self.tags.add("tuple_carry")
+    self.emit(f"pair = ({self.clipped('pair[0] * 0.5 + ' + self.tensor(1))}, pair[1] + {self.float_scalar()})")
+
+  def s_row(self, depth):
+    self.tags.add("row_store")
+    self.emit(f"orow[pid, ({self.int_scalar()}) % 4] = {self.tensor(1)}")
+
+  def s_if(self, depth):
+    self.tags.add("if")
+    self.emit(f"if {self.cond()}:")
+    self.ind += 1
+    self.block(depth + 1)
+    self.ind -= 1
+    k = self.r.random()
+    if k < 0.2:
+      self.tags.add("elif")
+      self.emit(f"elif {self.cond()}:")
+      self.ind += 1
+      self.block(depth + 1)
+      self.ind -= 1
+    if k < 0.6:
+      self.emit("else:")
+      self.ind += 1
+      self.block(depth + 1)
+      self.ind -= 1
+
+  def _range(self):
+    r = self.r
+    k = r.randrange(9)
+    rng = r.choice(["range", "range", "ml.range"])
+    n = f"n0[{r.randrange(8)}]" if r.random() < 0.6 else f"n1[pid, {r.randrange(4)}]"
+    if k == 0:
+      self.tags.add("for_static")
+      return f"{rng}({r.randint(0, 4)})"
+    if k == 1:
+      self.tags.add("for_static")
+      return f"{rng}({r.randint(0, 2)}, {r.randint(1, 6)}, {r.randint(1, 2)})"
+    if k == 2:
+      self.tags.add("for_desc")
+      return f"{rng}({n} - 1, -1, -1)"
+    if k == 3:
+      self.tags.add("for_rt_step")
+      return f"{rng}(1, {n} + 1, 2)"
+    if k == 4 and self.idx:
+      self.tags.add("for_dep")   # an inner loop bounded by the outer index
+      return f"{rng}({r.choice(self.idx)})"
+    if k == 5:
+      self.tags.add("for_reversed")
+      return f"reversed(range({n}))"
+    self.tags.add("for_rt")
+    return f"{rng}({n})"
+
+  def s_for(self, depth):
+    i = f"i{self.loop_ids}"
+    self.loop_ids += 1
+    self.emit(f"for {i} in {self._range()}:")
+    self.ind += 1
+    self.idx.append(i)
+    self.loops.append(i)
+    self.block(depth + 1, self.r.randint(1, 4))
+    self.loops.pop()
+    self.idx.pop()
+    self.ind -= 1
+    if self.r.random() < 0.15:
+      self.tags.add("for_else")
+      self.emit("else:")
+      self.ind += 1
+      self.block(depth + 1, 1)
+      self.ind -= 1
+
+  def s_while(self, depth):
+    self.tags.add("while")
+    w = f"w{self.loop_ids}"
+    self.loop_ids += 1
+    self.whiles.append(w)
+    self.emit(f"{w} = 0")
+    k = self.r.randrange(4)
+    if k == 0:
+      c = f"{w} < n0[{self.r.randrange(8)}]"
+    elif k == 1:
+      self.tags.add("while_data")
+      c = f"{w} < {self.r.randint(1, 5)} and {self.reduction()} < {self.fconst()}"
+    elif k == 2:
+      self.tags.add("while_data")
+      c = f"{self.r.choice(self.S)} < {self.fconst()} and {w} < {self.r.randint(1, 5)}"
+    else:
+      c = f"{w} < {self.int_scalar()} + 1"
+    self.emit(f"while {c}:")
+    self.ind += 1
+    self.emit(f"{w} += 1")
+    self.idx.append(w)
+    self.loops.append(w)
+    self.block(depth + 1, self.r.randint(1, 3))
+    self.loops.pop()
+    self.idx.pop()
+    self.ind -= 1
+
+  def s_break(self, depth):
+    self.tags.add("break")
+    self.emit(f"if {self.cond()}:")
+    self.ind += 1
+    if self.r.random() < 0.5:
+      self.s_t(depth)
+    self.emit("break")
+    self.ind -= 1
+
+  def s_continue(self, depth):
+    self.tags.add("continue")
+    self.emit(f"if {self.cond()}:")
+    self.ind += 1
+    self.emit("continue")
+    self.ind -= 1
+
+  def s_return(self, depth):
+    self.tags.add("return" if not self.loops else "return_in_loop")
+    self.emit(f"if {self.cond()}:")
+    self.ind += 1
+    self.store_all()
+    self.emit("return")
+    self.ind -= 1
+
+  def s_fori(self, depth):
+    self.tags.add("fori")
+    t = self.r.choice(self.T)
+    lo = self.r.choice(["0", "1", f"n0[{self.r.randrange(8)}]"])
+    hi = self.r.choice([str(self.r.randint(0, 4)), f"n0[{self.r.randrange(8)}]", f"n1[pid, {self.r.randrange(4)}]"])
+    saved = self.idx
+    self.idx = ["j"]           # the lambda's body: its counter, the carry, and no GMEM reads (pure)
+    body = self._pure_tensor("a")
+    self.idx = saved
+    self.emit(f"{t} = lax.fori_loop({lo}, {hi}, lambda j, a: {self.clipped(body)}, {t})")
+
+  def _pure_tensor(self, carry):
+    r = self.r
+    a, b = carry, r.choice(self.T + [carry])
+    k = r.randrange(5)
+    if k == 0:
+      return f"{a} + {b} * 0.5"
+    if k == 1:
+      return f"jnp.maximum({a}, {b}) - 1.0"
+    if k == 2:
+      ax = "ml.arange({})".format(self.shape[-1]) + ("[None, :]" if len(self.shape) == 2 else "")
+      return f"ml.where({ax} % 4 == j % 4, {a} + 1.0, {b})"
+    if k == 3:
+      return f"{a} * 0.5 + j"
+    return f"jnp.where({a} > {self.fconst()}, {a} - {b}, {a} + 2.0)"
+
+  def s_walrus(self, depth):
+    self.tags.add("walrus")
+    c = self.r.choice(self.C)
+    self.emit(f"if (m := n0[{self.r.randrange(8)}]) > {self.r.randint(0, 3)}:")
+    self.emit(f"  {c} = ({c} + m) % 97")
+
+  def s_anyall(self, depth):
+    self.tags.add("anyall")
+    f = self.r.choice(["any", "all"])
+    self.emit(f"if {f}([{self.cond(1)}, {self.cond(1)}, {self.cond(1)}]):")
+    self.ind += 1
+    self.s_t(depth)
+    self.ind -= 1
+
+  def s_ints(self, depth):
+    self.tags.add("int_tensor")
+    k = self.r.randrange(3)
+    if k == 0:
+      self.emit(f"k0 = k0 + ({self.r.choice(self.T)} > {self.fconst()}).astype(jnp.int32)")
+    elif k == 1:
+      t = self.r.choice(self.T)
+      self.emit(f"{t} = jnp.where(k0 > {self.r.randint(0, 3)}, {t}, {self.tensor(1)})")
+    else:
+      self.emit(f"k0 = jnp.minimum(k0 + {self.int_scalar()}, 50)")
+
+  def s_lax_while(self, depth):
+    """lax.while_loop of a (tensor, counter) carry, the condition reading the tensor."""
+    self.tags.add("lax_while")
+    t = self.r.choice(self.T)
+    bound = self.r.randint(0, 4)
+    self.emit(f"{t}, _ = lax.while_loop(lambda ca: (ca[1] < {bound}) & (jnp.max(ca[0]) < {self.fconst()}),")
+    self.emit(f"                        lambda ca: ({self.clipped('ca[0] * 2.0 + 1.0')}, ca[1] + 1), ({t}, 0))")
+
+  def s_lax_cond(self, depth):
+    self.tags.add("lax_cond")
+    t, u = self.r.choice(self.T), self.r.choice(self.T)
+    self.emit(f"{t} = lax.cond({self.cond(1)}, lambda a, b: {self.clipped('a + b')}, lambda a, b: a - 1.0, {t}, {u})")
+
+  def s_while_true(self, depth):
+    self.tags.add("while_true")
+    w = f"w{self.loop_ids}"
+    self.loop_ids += 1
+    self.emit(f"{w} = 0")
+    self.emit("while True:")
+    self.ind += 1
+    self.emit(f"{w} += 1")
+    self.idx.append(w)
+    self.loops.append(w)
+    self.block(depth + 1, self.r.randint(1, 2))
+    self.emit(f"if {w} >= {self.r.randint(1, 4)} or {self.cond(1)}:")
+    self.emit("  break")
+    self.loops.pop()
+    self.idx.pop()
+    self.ind -= 1
+
+  def s_helper(self, depth):
+    """A def in the body (an inline helper) whose loop returns early."""
+    self.tags.add("helper")
+    h = f"h{self.loop_ids}"
+    self.loop_ids += 1
+    t = self.r.choice(self.T)
+    self.emit(f"def {h}(v, n):")
+    self.emit("  for k in range(n):")
+    self.emit(f"    if jnp.max(v) > {self.fconst()}:")
+    self.emit(f"      return {self.clipped('v * 0.5 + k')}")
+    self.emit(f"    v = {self.clipped('v + 1.0')}")
+    self.emit("  return v - 1.0")
+    self.emit(f"{t} = {h}({t}, {self.int_scalar()})")
+
+  def s_rows(self, depth):
+    """The rows of a ref walked by `for row in x1` (or enumerate)."""
+    self.tags.add("ref_rows")
+    t = self.r.choice(self.T)
+    if self.r.random() < 0.5:
+      self.emit("for row in x1:")
+      self.emit(f"  {t} = {self.clipped(f'jnp.maximum({t}, row[...]) - 0.5')}")
+    else:
+      i = f"i{self.loop_ids}"
+      self.loop_ids += 1
+      self.emit(f"for {i}, row in enumerate(x1):")
+      self.ind += 1
+      self.idx.append(i)
+      self.loops.append(i)
+      self.emit(f"{t} = {self.clipped(f'{t} + row[...] * 0.5')}")
+      self.block(depth + 1, 1)
+      self.loops.pop()
+      self.idx.pop()
+      self.ind -= 1
+
+  def s_static(self, depth):
+    self.tags.add("static_range")
+    i = f"i{self.loop_ids}"
+    self.loop_ids += 1
+    self.emit(f"for {i} in ml.static_range({self.r.randint(0, 3)}):")
+    self.ind += 1
+    self.idx.append(i)
+    self.loops.append(i)
+    self.block(depth + 1, self.r.randint(1, 2))
+    self.loops.pop()
+    self.idx.pop()
+    self.ind -= 1
+
+  def s_fori_tuple(self, depth):
+    self.tags.add("fori_tuple")
+    t, s = self.r.choice(self.T), self.r.choice(self.S)
+    n = self.r.choice([str(self.r.randint(0, 4)), f"n0[{self.r.randrange(8)}]"])
+    self.emit(f"{t}, {s} = lax.fori_loop(0, {n}, lambda j, ca: ({self.clipped('ca[0] + ca[1]')}, "
+              f"jnp.maximum(ca[1] - 1.0, jnp.min(ca[0]))), ({t}, {s}))")
+
+  # ------------------------------------------------------------------ the kernel
+  def _build(self):
+    r = self.r
+    self.idx, self.loops, self.whiles = [], [], []
+    if len(self.grid) == 2:
+      self.emit(f"pid = ml.program_id(0) * {self.grid[1]} + ml.program_id(1)")
+    else:
+      self.emit("pid = ml.program_id(0)")
+    for k, t in enumerate(self.T):
+      init = r.choice(["x0[pid]", f"x1[{k % self.XR}]", "x0[pid] * 0.5 + x1[0]", f"ml.zeros({self.shape}, jnp.float32)"])
+      self.emit(f"{t} = {init}")
+    for s in self.S:
+      self.emit(f"{s} = {r.choice(['0.0', '1.0', self.reduction('x0[pid]')])}")
+    for c in self.C:
+      self.emit(f"{c} = {r.choice(['0', '0', 'pid', 'n0[1]'])}")
+    if self.pair:
+      self.emit("pair = (x0[pid], 0.0)")
+    if self.ints:
+      self.emit(f"k0 = ml.zeros({self.shape}, jnp.int32)")
+    if self.rows_out:
+      self.emit("for q in range(4):")
+      self.emit("  orow[pid, q] = x1[0]")
+    while self.budget > 0:
+      self.stmt(0)
+    self.store_all()
+
+  # ------------------------------------------------------------------ source, inputs, reference
+  def out_specs(self):
+    f32, i32 = np.float32, np.int32
+    outs = [("ot", (self.G, self.nt + self.pair) + self.shape, f32), ("os", (self.G, self.ns + self.pair), f32),
+            ("oc", (self.G, self.nc), i32)]
+    if self.rows_out:
+      outs.append(("orow", (self.G, 4) + self.shape, f32))
+    if self.ints:
+      outs.append(("ok", (self.G,) + self.shape, i32))
+    return outs
+
+  @property
+  def body(self):
+    return "\n".join(self.lines) + "\n"
+
+  @property
+  def source(self):
+    ins = ", ".join(n for n, _ in self.ins)
+    outs = ", ".join(n for n, _, _ in self.out_specs())
+    specs = ", ".join(f"S({s}, jnp.{np.dtype(d).name})" for _, s, d in self.out_specs())
+    src = diff_fuzz.HEADER + f"\n\n@mg.mgpu_kernel(out_shape=lambda *a: ({specs},), grid={self.grid})\n"
+    return src + f"def kernel({ins}, {outs}):\n" + self.body
+
+  @property
+  def args(self):
+    return [jnp.asarray(a) for _, a in self.ins]
+
+  def reference(self):
+    """The outputs, the body run as Python once per program (grid order), on jnp values."""
+    outs = [np.zeros(s, d) for _, s, d in self.out_specs()]
+    names = ", ".join([n for n, _ in self.ins] + [n for n, _, _ in self.out_specs()])
+    ns = {"jnp": jnp, "np": np, "lax": lax, "jax": jax}
+    exec(f"def ref(ml, {names}):\n" + self.body, ns)
+    for pid in np.ndindex(*self.grid):
+      ns["ref"](_shim(tuple(int(p) for p in pid)), *[Ref(a) for _, a in self.ins], *[Ref(o) for o in outs])
+    return outs
+
+  _refs = None
+
+  @property
+  def refs(self):
+    if self._refs is None:
+      self._refs = self.reference()
+    return self._refs
+
+
+def compare(got, want, dot=False):
+  return diff_fuzz.compare(got, want)
+
+
+def run(gen, *, build=True):
+  """(class, detail) of `gen`'s kernel (see the module's docstring)."""
+  try:
+    gen.refs
+  except Exception as e:  # noqa: BLE001
+    return "gen", diff_fuzz.describe_exception(e)
+  return diff_fuzz.run(gen, build=build, compare=compare)
+
+
+if __name__ == "__main__":
+  lo, hi = int(sys.argv[1]), int(sys.argv[2])
+  every = int(sys.argv[3]) if len(sys.argv) > 3 else 1      # export one seed in `every`
+  for s in range(lo, hi):
+    g = Gen(s)
+    cls, detail = run(g, build=(s % every == 0))
+    print(f"SEED {s} {cls} {sorted(g.tags)} :: {detail!s}".replace("\n", " | "), flush=True)
