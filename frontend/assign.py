@@ -162,7 +162,7 @@ class Assignments:
             f"accumulate with ml.atomic_add({ref}.at[{idx}], {sign}{self.text(node.value)}) (jnp's"
             f" {ref}.at[{idx}].add; repeated indices add up); for a window rather than indices, write"
             f" through the ref without .at: {ref}[{idx}] {'-' if sign else '+'}= ..."))
-      if isinstance(node.target.value, ast.Name) and isinstance(self.env.get(node.target.value.id), list) and \
+      if isinstance(node.target.value, ast.Name) and isinstance(self.env.get(node.target.value.id), (list, dict)) and \
           self._list_item(node.target, self.binop(op, self.eval(node.target), self.eval(node.value), node)):
         return                  # parts[0] += v of a list: the item rebound, as parts[0] = parts[0] + v (probe 52b)
       ref, index = self.subscript_target(node.target)
@@ -259,8 +259,9 @@ class Assignments:
       raise E.KernelTypeError(
           f"{name} |= ...: {DICTS_FIXED}, so |= cannot change {name}", self.loc(node),
           hint=f"build a new one: {name} = {name} | {value}, or {name} = {{**{name}, 'k': v}}")
-    if not isinstance(cur, list) or op not in ("+", "*"):
+    if not isinstance(cur, (list, dict)) or op not in ("+", "*"):
       return
+    kind = type(cur).__name__
     tracer, skip, stmt = self, {name}, node
     while tracer is not None:
       for other, v in tracer.env.items():
@@ -270,15 +271,15 @@ class Assignments:
         at = tracer.where.get(other)
         caller = "" if tracer is self else " in the caller"
         bound = f", bound at line {at.lineno}{caller}" if at is not None else caller
-        copy = f"{other} = list({name})" if v is cur and not caller else f"list({name}) where {other} gets it"
+        copy = f"{other} = {kind}({name})" if v is cur and not caller else f"{kind}({name}) where {other} gets it"
         short = value if len(value) <= 40 else "[v]"
         said = getattr(node, "written", f"{name} {op}= ...")      # (hs.append(v), rewritten as hs += [v])
         raise E.KernelTypeError(
-            f"{said} changes the list {name} in place in Python, and {other} holds that same list"
-            f"{bound}; in a kernel lists are values, fixed once built: {said} makes a new list, so"
+            f"{said} changes the {kind} {name} in place in Python, and {other} holds that same {kind}"
+            f"{bound}; in a kernel {kind}s are values, fixed once built: {said} makes a new {kind}, so"
             f" {other} would keep the old items", self.loc(node),
-            hint=f"write {rebuilt or f'{name} = {name} {op} {short}'} (a new list, as in Python: {other} stays as it"
-                 f" was), or give {other} a copy: {copy}")
+            hint=f"write {rebuilt or f'{name} = {name} {op} {short}'} (a new {kind}, as in Python: {other} stays as"
+                 f" it was), or give {other} a copy: {copy}")
       parent = tracer.parent
       stmt = getattr(parent, "stmt", None)
       if parent is None or stmt is None:
@@ -342,31 +343,8 @@ class Assignments:
       self.unsupported(target, "this assignment target")
 
   def _list_item(self, target, value) -> bool:
-    """`idx[a] = slice(None)` of a list bound to a name, at a static int (an ml.static_range index: building an
-    index tuple per axis): the name bound to the list with that item replaced, as `idx = idx[:a] + [v] + idx[a +
-    1:]` (a kernel's lists are values; refused, as += is, where another name still read holds the same list).
-    False for anything else (tuples, dicts, refs, run-time indices: subscript_target reports them)."""
-    stmt = getattr(self, "stmt", None)
-    if not (isinstance(target.value, ast.Name) and isinstance(stmt, (ast.Assign, ast.AugAssign))):
-      return False
-    name = target.value.id
-    cur = self.env.get(name)
-    if not isinstance(cur, list):
-      return False
-    i = self.eval_index(target.slice)
-    if not isinstance(i, int) or isinstance(i, bool) or not -len(cur) <= i < len(cur):
-      return False
-    at = self.text(target.slice)
-    aug = ast.copy_location(ast.AugAssign(target=ast.Name(id=name, ctx=ast.Store()), op=ast.Add(), value=stmt.value),
-                            stmt)
-    aug.written = f"{name}[{at}] = ..."
-    i %= len(cur)
-    after = f"{i + 1}" if at.lstrip("-").isdigit() else f"{at} + 1"
-    before = i if after[0].isdigit() else at
-    self._not_in_place(aug, cur, rebuilt=f"{name} = {name}[:{before}] + [v] + {name}[{after}:]")
-    self.env[name] = cur[:i] + [value] + cur[i + 1:]
-    self.where[name] = self.loc(stmt)
-    return True
+    from .item_assign import item_assigned      # `parts[0] = v` of a list, `d["a"] = v` of a dict
+    return item_assigned(self, target, value)
 
   def _index_instead(self, target, value_node, star) -> str:
     """`a, *rest = t` written with indices: `a, rest = t[0], t[1:]`."""

@@ -188,6 +188,9 @@ def structure(v):
   if hasattr(v, "carry_leaves"):    # a block pointer (ops/block_ptrs.py): its offsets, the rest static
     inner = structure(tuple(v.carry_leaves()))
     return None if inner is None else (inner[0], lambda ls: v.with_leaves(inner[1](ls)))
+  if type(v) is dict and v:       # a dict of static keys (probe 59c): its values, keys kept in order
+    inner = structure(tuple(v.values()))
+    return None if inner is None else (inner[0], lambda ls: dict(zip(v.keys(), inner[1](ls))))
   if type(v) in (tuple, list) and v:
     parts = [structure(e) for e in v]
     if any(p is None for p in parts):
@@ -215,7 +218,9 @@ class Carry:
 
 
 def leaf_paths(v, prefix="") -> list[str]:
-  """The index path of each leaf of a (nested) tuple or list: ["[0]", "[1][0]", ...]."""
+  """The index path of each leaf of a (nested) tuple, list or dict: ["[0]", "[1][0]", "['a']", ...]."""
+  if type(v) is dict:
+    return [p for k, e in v.items() for p in leaf_paths(e, f"{prefix}[{k!r}]")]
   if type(v) in (tuple, list) and not is_carriable(v):
     return [p for i, e in enumerate(v) for p in leaf_paths(e, f"{prefix}[{i}]")]
   if hasattr(v, "carry_leaves"):
@@ -286,6 +291,8 @@ def structure_shape(v):
   the same shape and back (a list literal rebuilt by a comprehension), as in Python."""
   if type(v) in (tuple, list):
     return tuple(structure_shape(e) for e in v)
+  if type(v) is dict:
+    return ("dict",) + tuple((k, structure_shape(e)) for k, e in v.items())
   if hasattr(v, "carry_leaves"):    # two block pointers carry alike where their static parts agree
     return v.static_key()
   return None

@@ -101,15 +101,15 @@ def assigned_names(stmts) -> list[str]:
 
 
 def rebound_names(stmts, env) -> list[str]:
-  """assigned_names, and the lists `stmts` assign items of (`st[1] = st[1] + v`, which binds st to a new list:
-  frontend/assign.py), for loops to carry and ifs to merge; `env` tells lists from refs (`out[i] = v` rebinds
+  """assigned_names, and the lists and dicts `stmts` assign items of (`st[1] = st[1] + v`, which binds st to a new
+  list: frontend/item_assign.py), for loops to carry and ifs to merge; `env` tells lists from refs (`out[i] = v` rebinds
   nothing)."""
   out = assigned_names(stmts)
   for s in stmts:
     for node in ast.walk(s):
       if isinstance(node, (ast.Assign, ast.AugAssign)):      # (st[1] += v too: probe 52b)
         for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
-          if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and isinstance(env.get(t.value.id), list) \
+          if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and isinstance(env.get(t.value.id), (list, dict)) \
               and t.value.id not in out:
             out.append(t.value.id)
   return out

@@ -48,7 +48,7 @@ class _Attempt:
     out = set()
     for n in assigned:
       old, new = self.env.get(n), tracer.env.get(n)
-      if (n in carried or old is None or new is POISON or (type(old) not in (tuple, list)
+      if (n in carried or old is None or new is POISON or (type(old) not in (tuple, list, dict)
                                                            and not hasattr(old, "carry_leaves"))
           or structure(old) is None or any(is_value(l) for l in structure(old)[0])):
         continue

@@ -57,7 +57,8 @@ def _structured(stmts, rest, kinds, flag, fallback=None):
   for k, s in enumerate(stmts):
     returns = kinds == (ast.Return,) and (flag is None or fallback is not None)
     looped = returns and isinstance(s, (ast.For, ast.While)) and _deep_return(s.body)
-    if not looped and not holds([s], kinds) and not (returns and isinstance(s, ast.If) and loop_return([s])):
+    if not looped and not holds([s], kinds) and not (returns and isinstance(s, (ast.If, ast.For, ast.While))
+                                                      and loop_return([s])):
       continue
     head = list(stmts[:k])
     if looped:       # a kernel's return inside a loop: it breaks out of it (skipping its else) and the rest
@@ -424,8 +425,9 @@ def _deep_return(stmts) -> bool:
 def loop_return(stmts) -> bool:
   """Whether `stmts` hold, at their level or in the branches of ifs, a `for` or `while` whose body
   returns (`if m > 0: for i in range(n): if x[i] > 0: return`): the return leaves that loop and the
-  rest of the kernel, the code after the ifs too."""
-  return any(isinstance(st, (ast.For, ast.While)) and _deep_return(st.body)
+  rest of the kernel, the code after the ifs too. A loop's else holding such a loop counts too (probe 59c:
+  `for row in x: ... else: while ...: if c: return` was MG001)."""
+  return any(isinstance(st, (ast.For, ast.While)) and (_deep_return(st.body) or loop_return(st.orelse))
              or isinstance(st, ast.If) and (loop_return(st.body) or loop_return(st.orelse)) for st in stmts)
 
 

@@ -81,6 +81,8 @@ def _shim(pid):
   ns.zeros = lambda shape, dtype=jnp.float32: jnp.zeros(shape, dtype)
   ns.arange = lambda *a: jnp.arange(*a, dtype=jnp.int32)
   ns.floor = jnp.floor
+  ns.any = jnp.any
+  ns.all = jnp.all
   return ns
 
 
@@ -99,6 +101,8 @@ class Gen:
     self.XR = r.choice([3, 4, 5])
     self.nt, self.ns, self.nc = r.randint(1, 3), r.randint(1, 2), r.randint(1, 2)
     self.pair = r.random() < 0.3
+    self.lst = r.random() < 0.2        # a list carried, its items assigned (lst[0] = ...)
+    self.dct = r.random() < 0.2        # a dict carried, its items assigned (d["a"] = ...)
     self.rows_out = r.random() < 0.3
     self.ins = [("x0", self._floats((self.G,) + self.shape)), ("x1", self._floats((self.XR,) + self.shape)),
                 ("n0", self.rng.integers(0, 5, 8).astype(np.int32)),
@@ -127,6 +131,12 @@ class Gen:
   @property
   def C(self):
     return [f"c{k}" for k in range(self.nc)]
+
+  @property
+  def extras(self):
+    """The (tensor, float) leaves of the containers carried (tuple, list, dict)."""
+    return ([("pair[0]", "pair[1]")] if self.pair else []) + ([("lst[0]", "lst[1]")] if self.lst else []) + (
+        [('d["a"]', 'd["b"]')] if self.dct else [])
 
   def emit(self, line):
     self.lines.append("  " * self.ind + line)
@@ -230,6 +240,12 @@ class Gen:
       return f"n0[{r.randrange(8)}] {r.choice(['==', '<=', '>'])} {r.randint(0, 4)}"
     if k == 6:
       return f"{self.int_scalar()} < {self.int_scalar()}"
+    if k == 7 and r.random() < 0.3:
+      self.tags.add("any_tensor")
+      return f"{r.choice(['ml.any', 'jnp.any', 'ml.all'])}({r.choice(self.T)} > {self.fconst()})"
+    if k == 7 and r.random() < 0.3:
+      self.tags.add("gmem_float")
+      return f"xs[{self.int_scalar()} % 8] > {self.fconst()}"
     if k == 7:
       self.tags.add("chained")
       return f"0 < {self.int_scalar()} <= {self.int_scalar()}"
@@ -247,11 +263,11 @@ class Gen:
       self.emit(f"os[pid, {k}] = {s}")
     for k, c in enumerate(self.C):
       self.emit(f"oc[pid, {k}] = {c}")
-    if self.pair:
-      self.emit("ot[pid, %d] = pair[0]" % self.nt)
-      self.emit("os[pid, %d] = pair[1]" % self.ns)
     if self.ints:
       self.emit("ok[pid] = k0")
+    for k, (t, f) in enumerate(self.extras):
+      self.emit(f"ot[pid, {self.nt + k}] = {t}")
+      self.emit(f"os[pid, {self.ns + k}] = {f}")
 
   def clipped(self, e):
     return f"jnp.clip({e}, -{CLIP}, {CLIP})" if self.r.random() < 0.5 else f"ml.minimum(ml.maximum({e}, -{CLIP}), {CLIP})"
@@ -265,7 +281,10 @@ class Gen:
     if self.loops:
       kinds += ["break", "continue"]
     kinds += ["return"] + ["swap"] + ["fori"] + (["pair"] * 2 if self.pair else []) + (["row"] if self.rows_out else [])
-    kinds += ["walrus", "anyall"] + (["ints"] * 2 if self.ints else [])
+    kinds += ["walrus", "anyall", "sternary", "swhere", "reset"] + (["ints"] * 2 if self.ints else [])
+    kinds += (["lst"] * 2 if self.lst else []) + (["dct"] * 2 if self.dct else [])
+    if depth < self.max_depth:
+      kinds += ["lastidx", "while_walrus", "for_else_jump"]
     if depth < self.max_depth:
       kinds += ["lax_while", "lax_cond", "while_true", "helper", "rows", "static", "fori_tuple"]
     k = r.choice(kinds)
@@ -463,6 +482,105 @@ class Gen:
       return f"{a} * 0.5 + j"
     return f"jnp.where({a} > {self.fconst()}, {a} - {b}, {a} + 2.0)"
 
+  def s_lst(self, depth):
+    self.tags.add("list_carry")
+    if self.r.random() < 0.6:
+      self.emit(f"lst[0] = {self.clipped('lst[0] + ' + self.tensor(1))}")
+    else:
+      self.emit(f"lst[1] = lst[1] * 0.5 + {self.float_scalar()}")
+
+  def s_dct(self, depth):
+    self.tags.add("dict_carry")
+    if self.r.random() < 0.6:
+      self.emit(f'd["a"] = {self.clipped(chr(100) + "[" + repr("a") + "] * 2.0 - " + self.tensor(1))}')
+    else:
+      self.emit(f'd["b"] = jnp.maximum(d["b"], {self.float_scalar()})')
+
+  def s_sternary(self, depth):
+    self.tags.add("scalar_ternary")
+    s = self.r.choice(self.S)
+    self.emit(f"{s} = {s} + 1.0 if {self.cond()} else {s} * 0.5")
+
+  def s_swhere(self, depth):
+    self.tags.add("scalar_where")
+    t = self.r.choice(self.T)
+    self.emit(f"{t} = {self.r.choice(['jnp', 'ml'])}.where({self.cond(1)}, {t}, {self.tensor(1)})")
+
+  def s_reset(self, depth):
+    """A name rebound in one branch to a Python number (weakly typed) and in the other to a typed value."""
+    self.tags.add("weak_merge")
+    if self.r.random() < 0.5:
+      c = self.r.choice(self.C)
+      self.emit(f"if {self.cond()}:")
+      self.emit(f"  {c} = 0")
+      self.emit("else:")
+      self.emit(f"  {c} = ({c} + n0[{self.r.randrange(8)}]) % 97")
+    else:
+      s = self.r.choice(self.S)
+      self.emit(f"if {self.cond()}:")
+      self.emit(f"  {s} = 2.0")
+      if self.r.random() < 0.5:
+        self.emit("else:")
+        self.emit(f"  {s} = {self.reduction()}")
+
+  def s_lastidx(self, depth):
+    """A loop variable bound before the loop: after it, the last index (or its value before, no trip run)."""
+    self.tags.add("loopvar_after")
+    i = f"i{self.loop_ids}"
+    self.loop_ids += 1
+    self.emit(f"{i} = {self.r.randint(0, 3)}")
+    self.emit(f"for {i} in {self._range()}:")
+    self.ind += 1
+    self.idx.append(i)
+    self.loops.append(i)
+    if self.r.random() < 0.3:
+      self.tags.add("loopvar_rebound")
+      self.emit(f"{i} = {i} + {self.r.randint(1, 3)}")
+    self.block(depth + 1, self.r.randint(1, 2))
+    self.loops.pop()
+    self.ind -= 1
+    c = self.r.choice(self.C)
+    self.emit(f"{c} = ({c} + {i}) % 97")
+    self.idx.pop()
+
+  def s_while_walrus(self, depth):
+    self.tags.add("while_walrus")
+    w = f"w{self.loop_ids}"
+    self.loop_ids += 1
+    self.emit(f"{w} = 0")
+    self.emit(f"while (m{w} := n0[{w} % 8]) > {self.r.randint(0, 2)} and {w} < {self.r.randint(1, 4)}:")
+    self.ind += 1
+    self.emit(f"{w} += 1")
+    self.idx += [w, f"m{w}"]
+    self.loops.append(w)
+    self.block(depth + 1, self.r.randint(1, 2))
+    self.loops.pop()
+    del self.idx[-2:]
+    self.ind -= 1
+
+  def s_for_else_jump(self, depth):
+    """Python's way of leaving two loops: an inner loop's else continues the outer one, then a break."""
+    self.tags.add("two_loop_exit")
+    i, j = f"i{self.loop_ids}", f"i{self.loop_ids + 1}"
+    self.loop_ids += 2
+    self.emit(f"for {i} in {self._range()}:")
+    self.ind += 1
+    self.idx.append(i)
+    self.emit(f"for {j} in {self._range()}:")
+    self.ind += 1
+    self.idx.append(j)
+    self.s_t(depth)
+    self.emit(f"if {self.cond(1)}:")
+    self.emit("  break")
+    self.idx.pop()
+    self.ind -= 1
+    self.emit("else:")
+    self.emit("  continue")
+    self.s_s(depth)
+    self.emit("break")
+    self.idx.pop()
+    self.ind -= 1
+
   def s_walrus(self, depth):
     self.tags.add("walrus")
     c = self.r.choice(self.C)
@@ -591,6 +709,10 @@ class Gen:
       self.emit("pair = (x0[pid], 0.0)")
     if self.ints:
       self.emit(f"k0 = ml.zeros({self.shape}, jnp.int32)")
+    if self.lst:
+      self.emit("lst = [x0[pid] * 0.5, 0.0]")
+    if self.dct:
+      self.emit('d = {"a": x1[0], "b": 1.0}')
     if self.rows_out:
       self.emit("for q in range(4):")
       self.emit("  orow[pid, q] = x1[0]")
@@ -601,7 +723,8 @@ class Gen:
   # ------------------------------------------------------------------ source, inputs, reference
   def out_specs(self):
     f32, i32 = np.float32, np.int32
-    outs = [("ot", (self.G, self.nt + self.pair) + self.shape, f32), ("os", (self.G, self.ns + self.pair), f32),
+    outs = [("ot", (self.G, self.nt + len(self.extras)) + self.shape, f32),
+            ("os", (self.G, self.ns + len(self.extras)), f32),
             ("oc", (self.G, self.nc), i32)]
     if self.rows_out:
       outs.append(("orow", (self.G, 4) + self.shape, f32))
