@@ -152,7 +152,7 @@ class Gen:
         return r.choice(names)
       if k < 0.9:
         return f"x1[{self.row_index()}]"
-      return f"x0[pid]"
+      return "x0[pid]"
     a, b = self.tensor(depth + 1, extra), self.tensor(depth + 1, extra)
     k = r.randrange(12)
     if k == 0:
@@ -628,10 +628,10 @@ class Gen:
     self.ind += 1
     self.emit(f"{w} += 1")
     self.idx.append(w)
+    self.emit(f"if {w} > {self.r.randint(1, 4)} or {self.cond(1)}:")     # (first: a continue cannot skip it)
+    self.emit("  break")
     self.loops.append(w)
     self.block(depth + 1, self.r.randint(1, 2))
-    self.emit(f"if {w} >= {self.r.randint(1, 4)} or {self.cond(1)}:")
-    self.emit("  break")
     self.loops.pop()
     self.idx.pop()
     self.ind -= 1
@@ -655,16 +655,18 @@ class Gen:
     self.tags.add("ref_rows")
     t = self.r.choice(self.T)
     if self.r.random() < 0.5:
-      self.emit("for row in x1:")
-      self.emit(f"  {t} = {self.clipped(f'jnp.maximum({t}, row[...]) - 0.5')}")
+      row = f"row{self.loop_ids}"
+      self.loop_ids += 1
+      self.emit(f"for {row} in x1:")
+      self.emit(f"  {t} = {self.clipped(f'jnp.maximum({t}, {row}[...]) - 0.5')}")
     else:
       i = f"i{self.loop_ids}"
       self.loop_ids += 1
-      self.emit(f"for {i}, row in enumerate(x1):")
+      self.emit(f"for {i}, row{i} in enumerate(x1):")
       self.ind += 1
       self.idx.append(i)
       self.loops.append(i)
-      self.emit(f"{t} = {self.clipped(f'{t} + row[...] * 0.5')}")
+      self.emit(f"{t} = {self.clipped(f'{t} + row{i}[...] * 0.5')}")
       self.block(depth + 1, 1)
       self.loops.pop()
       self.idx.pop()
