@@ -133,6 +133,9 @@ def main():
     elif msg:
       done += 1
       record(*msg[1:])
+      if done % 100 == 0:
+        print(f"... {done} seeds in {time.time() - t0:.0f} s: "
+              + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())), flush=True)
       running = {pid: v for pid, v in running.items() if v[0] != msg[1]}
     now = time.time()
     for pid, (seed, since) in list(running.items()):

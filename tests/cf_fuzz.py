@@ -28,7 +28,6 @@ import types
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 import diff_fuzz
 
@@ -84,6 +83,26 @@ def _shim(pid):
   ns.any = jnp.any
   ns.all = jnp.all
   return ns
+
+
+def _fori_loop(lo, hi, body, init):
+  c = init
+  for i in range(int(lo), int(hi)):
+    c = body(i, c)
+  return c
+
+
+def _while_loop(cond, body, init):
+  c = init
+  while bool(cond(c)):
+    c = body(c)
+  return c
+
+
+# jax.lax's loops and cond by their definitions (jax's docs give them so), run as Python: eager jax compiles each
+# lambda anew, seconds a call
+PY_LAX = types.SimpleNamespace(fori_loop=_fori_loop, while_loop=_while_loop,
+                               cond=lambda p, f, g, *ops: f(*ops) if bool(p) else g(*ops))
 
 
 class Gen:
@@ -754,7 +773,7 @@ class Gen:
     """The outputs, the body run as Python once per program (grid order), on jnp values."""
     outs = [np.zeros(s, d) for _, s, d in self.out_specs()]
     names = ", ".join([n for n, _ in self.ins] + [n for n, _, _ in self.out_specs()])
-    ns = {"jnp": jnp, "np": np, "lax": lax, "jax": jax}
+    ns = {"jnp": jnp, "np": np, "lax": PY_LAX, "jax": jax}
     exec(f"def ref(ml, {names}):\n" + self.body, ns)
     for pid in np.ndindex(*self.grid):
       ns["ref"](_shim(tuple(int(p) for p in pid)), *[Ref(a) for _, a in self.ins], *[Ref(o) for o in outs])
