@@ -127,7 +127,8 @@ class Gen:
                 ("n0", self.rng.integers(0, 5, 8).astype(np.int32)),
                 ("n1", self.rng.integers(0, 5, (self.G, 4)).astype(np.int32)),
                 ("xs", self.rng.integers(-6, 7, 8).astype(np.float32))]
-    self.ints = r.random() < 0.3      # an int32 tensor carried too (k0, a count of elements)
+    self.ints = r.random() < 0.3
+    self.narrow = r.choice([None, None, "bfloat16", "float16", "int8", "uint8", "int16"])   # h0: a narrow carry      # an int32 tensor carried too (k0, a count of elements)
     self.ins[2][1][self.rng.integers(0, 8)] = 0       # a zero trip count is always at hand
     self.lines = []
     self.ind = 1
@@ -199,6 +200,9 @@ class Gen:
       return f"({a} * {r.choice(['2.0', '-1.0', '0.25'])})"
     if k == 10:
       return f"({a} if {self.cond()} else {b})"
+    if k == 11 and r.random() < 0.5:
+      self.tags.add("int_scalar_in_tensor")
+      return f"({a} + {r.choice(['d0', self.int_scalar()])})"
     return f"(-{a})"
 
   def row_index(self):
@@ -231,6 +235,8 @@ class Gen:
       return f"xs[{self.int_scalar()} % 8]"
     if k < 0.7:
       return self.reduction()
+    if k < 0.8:
+      return "d0 * 0.5"
     return f"{r.choice(self.S)} * 0.5"
 
   def int_scalar(self):
@@ -272,6 +278,9 @@ class Gen:
       return f"({self.cond(1)}) and ({self.cond(1)})"
     if k == 9:
       return f"({self.cond(1)}) or ({self.cond(1)})"
+    if r.random() < 0.4:
+      return r.choice(["f0", f"d0 < {r.randint(-3, 3)}", "d0 % 2 == 0", f"max(d0, {self.int_scalar()}) > 2",
+                       f"d0 // 2 >= {r.randint(-2, 2)}"])
     return f"not ({self.cond(1)})"
 
   # ------------------------------------------------------------------ statements
@@ -282,8 +291,12 @@ class Gen:
       self.emit(f"os[pid, {k}] = {s}")
     for k, c in enumerate(self.C):
       self.emit(f"oc[pid, {k}] = {c}")
+    self.emit(f"oc[pid, {self.nc}] = d0")
+    self.emit(f"oc[pid, {self.nc + 1}] = 1 if f0 else 0")
     if self.ints:
       self.emit("ok[pid] = k0")
+    if self.narrow:
+      self.emit("oh[pid] = h0")
     for k, (t, f) in enumerate(self.extras):
       self.emit(f"ot[pid, {self.nt + k}] = {t}")
       self.emit(f"os[pid, {self.ns + k}] = {f}")
@@ -300,7 +313,8 @@ class Gen:
     if self.loops:
       kinds += ["break", "continue"]
     kinds += ["return"] + ["swap"] + ["fori"] + (["pair"] * 2 if self.pair else []) + (["row"] if self.rows_out else [])
-    kinds += ["walrus", "anyall", "sternary", "swhere", "reset"] + (["ints"] * 2 if self.ints else [])
+    kinds += ["narrow"] * 3 if self.narrow else []
+    kinds += ["walrus", "anyall", "sternary", "swhere", "reset", "d", "d", "f"] + (["ints"] * 2 if self.ints else [])
     kinds += (["lst"] * 2 if self.lst else []) + (["dct"] * 2 if self.dct else [])
     if depth < self.max_depth:
       kinds += ["lastidx", "while_walrus", "for_else_jump"]
@@ -515,6 +529,35 @@ class Gen:
     else:
       self.emit(f'd["b"] = jnp.maximum(d["b"], {self.float_scalar()})')
 
+  def s_narrow(self, depth):
+    """h0, a bfloat16 / float16 / int8 / uint8 / int16 tensor carried: its own rounding and wrapping, as jnp's."""
+    self.tags.add("narrow:" + self.narrow)
+    dt = self.narrow
+    t = self.r.choice(self.T)
+    if dt in ("bfloat16", "float16"):
+      k = self.r.randrange(5)
+      e = [f"h0 + {self.clipped(t)}.astype(jnp.{dt})", "h0 * 0.5 + 1.0", f"jnp.maximum(h0, {t}.astype(jnp.{dt}))",
+           f"jnp.where({t} > 0.0, h0 - 1.5, h0)", f"(h0.astype(jnp.float32) * 1.5 + {self.float_scalar()}).astype(jnp.{dt})"][k]
+      self.emit(f"h0 = jnp.clip({e}, -1000.0, 1000.0)")
+    else:
+      k = self.r.randrange(6)
+      e = [f"h0 + ({t} > 0.0).astype(jnp.{dt})", "h0 * 3 + 1", "h0 // 2", f"h0 - {self.r.randint(1, 9)}",
+           f"jnp.where({t} > {self.fconst()}, h0, h0 + 7)", "h0 % 5 + h0"][k]
+      self.emit(f"h0 = {e}")
+
+  def s_d(self, depth):
+    self.tags.add("signed_int")
+    k = self.r.randrange(7)
+    e = ["d0 - {}".format(self.int_scalar()), "d0 // 3", "d0 % 5 - 2", "-d0 + 1", "abs(d0) - {}".format(self.int_scalar()),
+         "d0 * 3 // -2", "(d0 - 7) % -3 + d0 // 4"][k]
+    self.emit(f"d0 = max(min({e}, 1000), -1000)")
+
+  def s_f(self, depth):
+    self.tags.add("bool_carry")
+    k = self.r.randrange(4)
+    self.emit(["f0 = f0 or ({})".format(self.cond(1)), "f0 = not f0", "f0 = f0 and ({})".format(self.cond(1)),
+               "f0 = ({}) != f0".format(self.cond(1))][k])
+
   def s_sternary(self, depth):
     self.tags.add("scalar_ternary")
     s = self.r.choice(self.S)
@@ -658,7 +701,7 @@ class Gen:
   def s_helper(self, depth):
     """A def in the body (an inline helper) whose loop returns early."""
     self.tags.add("helper")
-    h = f"h{self.loop_ids}"
+    h = f"helper{self.loop_ids}"
     self.loop_ids += 1
     t = self.r.choice(self.T)
     self.emit(f"def {h}(v, n):")
@@ -726,10 +769,15 @@ class Gen:
       self.emit(f"{s} = {r.choice(['0.0', '1.0', self.reduction('x0[pid]')])}")
     for c in self.C:
       self.emit(f"{c} = {r.choice(['0', '0', 'pid', 'n0[1]'])}")
+    self.emit(f"d0 = {r.choice(['0', 'pid - 2', '-3', 'n0[2] - n0[3]'])}")      # a signed int: // and % of negatives
+    self.emit(f"f0 = {r.choice(['False', 'pid > 0', 'n0[0] == 0'])}")           # a boolean carried
     if self.pair:
       self.emit("pair = (x0[pid], 0.0)")
     if self.ints:
       self.emit(f"k0 = ml.zeros({self.shape}, jnp.int32)")
+    if self.narrow:
+      self.emit(f"h0 = x0[pid].astype(jnp.{self.narrow})" if self.narrow != "uint8" else
+                "h0 = jnp.abs(x0[pid]).astype(jnp.uint8)")
     if self.lst:
       self.emit("lst = [x0[pid] * 0.5, 0.0]")
     if self.dct:
@@ -746,11 +794,13 @@ class Gen:
     f32, i32 = np.float32, np.int32
     outs = [("ot", (self.G, self.nt + len(self.extras)) + self.shape, f32),
             ("os", (self.G, self.ns + len(self.extras)), f32),
-            ("oc", (self.G, self.nc), i32)]
+            ("oc", (self.G, self.nc + 2), i32)]
     if self.rows_out:
       outs.append(("orow", (self.G, 4) + self.shape, f32))
     if self.ints:
       outs.append(("ok", (self.G,) + self.shape, i32))
+    if self.narrow:
+      outs.append(("oh", (self.G,) + self.shape, jnp.dtype(self.narrow)))
     return outs
 
   @property
