@@ -351,8 +351,10 @@ def _enumerated_range(tracer, node, it, loop):
     return None
   values = tracer.eval_spread(inner.args)
   step = values[2] if len(values) == 3 else 1
-  if not any(is_value(v) for v in values) or not isinstance(step, int) or isinstance(step, bool) or step == 0:
-    return None        # a static range (enumerate unrolls it), or a run-time step (the loop's own error)
+  static = not any(is_value(v) for v in values) and tracer.eval(inner.func) is range
+  if static or not isinstance(step, int) or isinstance(step, bool) or step == 0:
+    return None        # a static range (enumerate unrolls it), or a run-time step (the loop's own error); an
+    #                    ml.range of static bounds is a run-time loop too (probe 59c: it was MG001)
   start_node = it.args[1] if len(it.args) == 2 else it.keywords[0].value if it.keywords else None
   first = tracer.eval(start_node) if start_node is not None else 0
   where = lambda e: ast.copy_location(e, inner)

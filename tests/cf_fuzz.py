@@ -21,6 +21,7 @@ reference itself failed (a fuzzer bug). Deterministic: a seed gives the same ker
 """
 from __future__ import annotations
 
+import math
 import random
 import sys
 import types
@@ -102,7 +103,8 @@ def _while_loop(cond, body, init):
 # jax.lax's loops and cond by their definitions (jax's docs give them so), run as Python: eager jax compiles each
 # lambda anew, seconds a call
 PY_LAX = types.SimpleNamespace(fori_loop=_fori_loop, while_loop=_while_loop,
-                               cond=lambda p, f, g, *ops: f(*ops) if bool(p) else g(*ops))
+                               cond=lambda p, f, g, *ops: f(*ops) if bool(p) else g(*ops),
+                               switch=lambda i, fs, *ops: fs[min(max(int(i), 0), len(fs) - 1)](*ops))
 
 
 class Gen:
@@ -314,6 +316,9 @@ class Gen:
       kinds += ["break", "continue"]
     kinds += ["return"] + ["swap"] + ["fori"] + (["pair"] * 2 if self.pair else []) + (["row"] if self.rows_out else [])
     kinds += ["narrow"] * 3 if self.narrow else []
+    kinds += ["switch", "multi", "sfloat"]
+    if depth < self.max_depth:
+      kinds += ["while_tensor", "helper_while"]
     kinds += ["walrus", "anyall", "sternary", "swhere", "reset", "d", "d", "f"] + (["ints"] * 2 if self.ints else [])
     kinds += (["lst"] * 2 if self.lst else []) + (["dct"] * 2 if self.dct else [])
     if depth < self.max_depth:
@@ -396,7 +401,7 @@ class Gen:
 
   def _range(self):
     r = self.r
-    k = r.randrange(9)
+    k = r.randrange(14)
     rng = r.choice(["range", "range", "ml.range"])
     n = f"n0[{r.randrange(8)}]" if r.random() < 0.6 else f"n1[pid, {r.randrange(4)}]"
     if k == 0:
@@ -417,19 +422,44 @@ class Gen:
     if k == 5:
       self.tags.add("for_reversed")
       return f"reversed(range({n}))"
+    m = f"n0[{r.randrange(8)}]"
+    if k == 6:
+      self.tags.add("for_rt_start")       # a start past the stop too: no trip
+      return f"{rng}({m}, {n})"
+    if k == 7:
+      self.tags.add("for_desc_step")
+      return f"{rng}({n} + 2, 0, -2)"
+    if k == 8:
+      self.tags.add("for_float_bound")
+      return f"{rng}(int(jnp.abs(xs[{r.randrange(8)}])) % 4)"
+    if k == 9:
+      self.tags.add("for_reversed")
+      return f"reversed(range({m}, {n}))"
+    if k == 10:
+      self.tags.add("range_slice")
+      return r.choice([f"range({n})[1:]", f"range({m}, {n})[::-1]", f"range({n} + 3)[::2]", f"range(1, {n} + 2, 2)[::-1]"])
     self.tags.add("for_rt")
     return f"{rng}({n})"
 
   def s_for(self, depth):
     i = f"i{self.loop_ids}"
     self.loop_ids += 1
-    self.emit(f"for {i} in {self._range()}:")
+    pushed = [i]
+    if self.r.random() < 0.15:
+      self.tags.add("enumerate")
+      rg = self._range()
+      while rg.startswith("reversed") or "[" in rg:      # (enumerate of a reversed range: an iterator)
+        rg = self._range()
+      self.emit(f"for e{i}, {i} in enumerate({rg}, {self.r.randint(0, 2)}):")
+      pushed.append(f"e{i}")
+    else:
+      self.emit(f"for {i} in {self._range()}:")
     self.ind += 1
-    self.idx.append(i)
+    self.idx += pushed
     self.loops.append(i)
     self.block(depth + 1, self.r.randint(1, 4))
     self.loops.pop()
-    self.idx.pop()
+    del self.idx[-len(pushed):]
     self.ind -= 1
     if self.r.random() < 0.15:
       self.tags.add("for_else")
@@ -544,6 +574,58 @@ class Gen:
       e = [f"h0 + ({t} > 0.0).astype(jnp.{dt})", "h0 * 3 + 1", "h0 // 2", f"h0 - {self.r.randint(1, 9)}",
            f"jnp.where({t} > {self.fconst()}, h0, h0 + 7)", "h0 % 5 + h0"][k]
       self.emit(f"h0 = {e}")
+
+  def s_switch(self, depth):
+    self.tags.add("lax_switch")
+    t = self.r.choice(self.T)
+    self.emit(f"{t} = lax.switch({self.int_scalar()}, [lambda a: a + 1.0, lambda a: a * 0.5, lambda a: -a], {t})")
+
+  def s_multi(self, depth):
+    self.tags.add("multi_target")
+    t, u = self.r.sample(self.T, 2) if len(self.T) > 1 else (self.T[0], None)
+    if u is None:
+      self.emit(f"{t} = {t} = {self.clipped(self.tensor(1))}")
+    else:
+      e = self.tensor(1)
+      self.emit(f"{t} = {u} = {self.clipped(e if self.r.random() < 0.5 else f'{e} if {self.cond(1)} else {t} if {self.cond(1)} else {u}')}")
+
+  def s_sfloat(self, depth):
+    """Float scalars from ints: true division, math.floor of a float, `**`."""
+    self.tags.add("scalar_math")
+    s = self.r.choice(self.S)
+    k = self.r.randrange(4)
+    if k == 0:
+      self.emit(f"{s} = {s} + {self.int_scalar()} / 2")
+    elif k == 1:
+      c = self.r.choice(self.C)
+      self.emit(f"{c} = ({c} + math.floor({s} * 0.25 + 100.5)) % 97")
+    elif k == 2:
+      self.emit(f"{s} = jnp.minimum({s} ** 2, 1000.0)")
+    else:
+      self.emit(f"{s} = {s} - d0 / 4")
+
+  def s_while_tensor(self, depth):
+    """A while loop on a reduction of the tensor its body grows (it ends: the body adds to every element)."""
+    self.tags.add("while_tensor")
+    t = self.r.choice(self.T)
+    self.emit(f"while {self.r.choice(['jnp', 'ml'])}.max({t}) < {self.fconst()}:")
+    self.emit(f"  {t} = {t} + {self.r.choice(['16.0', '40.5', '64.0'])}")
+
+  def s_helper_while(self, depth):
+    """A helper whose while loop returns early."""
+    self.tags.add("helper_while")
+    h = f"helper{self.loop_ids}"
+    self.loop_ids += 1
+    t = self.r.choice(self.T)
+    self.emit(f"def {h}(v, n):")
+    self.emit("  k = 0")
+    self.emit("  while k < n:")
+    self.emit("    k += 1")
+    self.emit(f"    if jnp.min(v) > {self.fconst()}:")
+    self.emit("      return v - k")
+    self.emit(f"    v = {self.clipped('v * 2.0 + 1.0')}")
+    self.emit("  return v")
+    self.emit(f"{t} = {h}({t}, {self.int_scalar()})")
 
   def s_d(self, depth):
     self.tags.add("signed_int")
@@ -812,7 +894,7 @@ class Gen:
     ins = ", ".join(n for n, _ in self.ins)
     outs = ", ".join(n for n, _, _ in self.out_specs())
     specs = ", ".join(f"S({s}, jnp.{np.dtype(d).name})" for _, s, d in self.out_specs())
-    src = diff_fuzz.HEADER + f"\n\n@mg.mgpu_kernel(out_shape=lambda *a: ({specs},), grid={self.grid})\n"
+    src = diff_fuzz.HEADER + "import math\n" + f"\n\n@mg.mgpu_kernel(out_shape=lambda *a: ({specs},), grid={self.grid})\n"
     return src + f"def kernel({ins}, {outs}):\n" + self.body
 
   @property
@@ -823,7 +905,7 @@ class Gen:
     """The outputs, the body run as Python once per program (grid order), on jnp values."""
     outs = [np.zeros(s, d) for _, s, d in self.out_specs()]
     names = ", ".join([n for n, _ in self.ins] + [n for n, _, _ in self.out_specs()])
-    ns = {"jnp": jnp, "np": np, "lax": PY_LAX, "jax": jax}
+    ns = {"jnp": jnp, "np": np, "lax": PY_LAX, "jax": jax, "math": math}
     exec(f"def ref(ml, {names}):\n" + self.body, ns)
     for pid in np.ndindex(*self.grid):
       ns["ref"](_shim(tuple(int(p) for p in pid)), *[Ref(a) for _, a in self.ins], *[Ref(o) for o in outs])
