@@ -16,6 +16,9 @@ The classes found, each fixed:
    and ifs could not carry a dict (MG005). A dict of static keys is now a value as a list is: the name is bound to
    a dict with that item replaced or added, loops and ifs carry it leaf by leaf, and it is refused, as a list's is,
    where another name still read holds the same dict, or where the branches of an if give it different keys.
+5. `for k, i in enumerate(ml.range(3))` (an `ml.range` of static bounds: a run-time loop) was MG001 ("enumerate()
+   cannot take a runtime loop"), where `enumerate(ml.range(n))` of a run-time bound was the loop with its position
+   computed from its index (probe 42v); static bounds now take the same path.
 """
 import itertools
 
@@ -241,6 +244,33 @@ def test_dict_keys_differing_between_branches_are_refused():
     keys(jnp.asarray(ROWS), jnp.zeros(8, jnp.int32), interpret=True)
   err = info.value.errors[0] if hasattr(info.value, "errors") else info.value
   assert err.code == "MG003" and str(err).splitlines()[1].strip() == 'd["c"] = 3.0', str(err)
+
+
+# ---------------------------------------------------------------------- class 5
+@mg.mgpu_kernel(out_shape=OUT, grid=(1,))
+def _enumerated_static_ml_range(x, n, o, os):
+  t = x[0]
+  for k, i in enumerate(ml.range(0, 5, 2), n[0]):
+    t = t * 2.0 + (k - i)
+  for k, i in enumerate(ml.range(4, 0, -1)):
+    t = t + k * i
+  o[...] = t
+  os[0] = 0.0
+  os[1] = 0.0
+
+
+def _enumerated_static_ml_range_ref(x, n):
+  t = x[0]
+  for k, i in enumerate(range(0, 5, 2), n[0]):
+    t = t * 2.0 + (k - i)
+  for k, i in enumerate(range(4, 0, -1)):
+    t = t + k * i
+  return t, (0.0, 0.0)
+
+
+def test_enumerate_of_an_ml_range_of_static_bounds():
+  """Class 5: enumerate of `ml.range(0, 5, 2)` (from a run-time start) and of a descending one (it was MG001)."""
+  _check(_enumerated_static_ml_range, _enumerated_static_ml_range_ref, 1)
 
 
 # ---------------------------------------------------------------------- the corpus
