@@ -274,7 +274,7 @@ def test_enumerate_of_an_ml_range_of_static_bounds():
 
 
 # ---------------------------------------------------------------------- the corpus
-SAMPLE = [12, 13, 17, 30]      # between them every construct but ref rows and row stores (tests/cf_fuzz.py)
+SAMPLE = [13, 16, 29, 31]      # between them nearly every construct of tests/cf_fuzz.py
 
 
 @pytest.mark.parametrize("seed", SAMPLE)
