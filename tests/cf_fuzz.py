@@ -318,7 +318,7 @@ class Gen:
     kinds += ["narrow"] * 3 if self.narrow else []
     kinds += ["switch", "multi", "sfloat"]
     if depth < self.max_depth:
-      kinds += ["while_tensor", "helper_while"]
+      kinds += ["while_tensor", "helper_while", "fori_def", "while_def"]
     kinds += ["walrus", "anyall", "sternary", "swhere", "reset", "d", "d", "f"] + (["ints"] * 2 if self.ints else [])
     kinds += (["lst"] * 2 if self.lst else []) + (["dct"] * 2 if self.dct else [])
     if depth < self.max_depth:
@@ -483,8 +483,8 @@ class Gen:
     elif k == 2:
       self.tags.add("while_data")
       c = f"{self.r.choice(self.S)} < {self.fconst()} and {w} < {self.r.randint(1, 5)}"
-    else:
-      c = f"{w} < {self.int_scalar()} + 1"
+    else:      # (a bound the body cannot move: not a counter it may add to)
+      c = f"{w} < {self.r.choice(['pid', f'n0[{self.r.randrange(8)}]', f'n1[pid, {self.r.randrange(4)}]'] + self.idx)} + 1"
     self.emit(f"while {c}:")
     self.ind += 1
     self.emit(f"{w} += 1")
@@ -603,6 +603,47 @@ class Gen:
       self.emit(f"{s} = jnp.minimum({s} ** 2, 1000.0)")
     else:
       self.emit(f"{s} = {s} - d0 / 4")
+
+  def s_fori_def(self, depth):
+    """lax.fori_loop of a def whose body branches, loops and returns early under a run-time if."""
+    self.tags.add("fori_def")
+    f = f"body{self.loop_ids}"
+    self.loop_ids += 1
+    t, sc = self.r.choice(self.T), self.r.choice(self.S)
+    u = self.r.choice(self.T)
+    self.emit(f"def {f}(j, ca):")
+    self.emit("  a, b = ca")
+    if self.r.random() < 0.5:
+      self.emit(f"  if jnp.max(a) > {self.fconst()}:")
+      self.emit("    return (a - 1.0, b)")
+    self.emit("  if j % 2 == 0:")
+    self.emit(f"    a = {self.clipped('a + ' + u)}")
+    self.emit("  else:")
+    self.emit("    for q in range(j):")
+    self.emit("      b = b + 1.0")
+    self.emit("  while b > 10.0:")
+    self.emit("    b = b * 0.5")
+    self.emit("  return (a, b)")
+    lo = self.r.choice(["0", "1", f"n0[{self.r.randrange(8)}]"])
+    hi = self.r.choice([str(self.r.randint(0, 4)), f"n0[{self.r.randrange(8)}]", f"n1[pid, {self.r.randrange(4)}]"])
+    self.emit(f"{t}, {sc} = lax.fori_loop({lo}, {hi}, {f}, ({t}, {sc}))")
+
+  def s_while_def(self, depth):
+    """lax.while_loop of defs: a condition reading the carry, a body that branches."""
+    self.tags.add("while_def")
+    k = self.loop_ids
+    self.loop_ids += 1
+    t = self.r.choice(self.T)
+    self.emit(f"def cond{k}(ca):")
+    self.emit(f"  return (ca[1] < {self.r.randint(0, 4)}) & (jnp.min(ca[0]) < {self.fconst()})")
+    self.emit(f"def step{k}(ca):")
+    self.emit("  v, m = ca")
+    self.emit(f"  if m % 2 == {self.r.randint(0, 1)}:")
+    self.emit(f"    v = {self.clipped('v + 3.0')}")
+    self.emit("  else:")
+    self.emit("    v = jnp.where(v > 0.0, v, v + 6.0)")
+    self.emit("  return v, m + 1")
+    self.emit(f"{t}, _ = lax.while_loop(cond{k}, step{k}, ({t}, 0))")
 
   def s_while_tensor(self, depth):
     """A while loop on a reduction of the tensor its body grows (it ends: the body adds to every element)."""
