@@ -461,12 +461,17 @@ class Assignments:
                        f" {value}, or the ref itself, {ref}[{idx}] = {value}")
     if isinstance(base, (tuple, list)):
       self._item_assignment(target, base)
-    if isinstance(base, dict):
-      d = self.text(target.value)
+    if isinstance(base, dict):      # (a static key of a dict bound to a name: frontend/item_assign.py)
+      d, key = self.text(target.value), ast.unparse(target.slice)
+      if holds_value(self.eval_index(target.slice)):
+        raise E.KernelTypeError(
+            f"{d} is a Python dict, whose keys are static (Python values while tracing): {key} is a run-time"
+            f" value", self.loc(target), hint="key it by a static value (a constexpr, an ml.static_range index); to"
+                                              " write at a run-time index keep the values in an ml.smem buffer")
       raise E.KernelTypeError(
           f"{d} is a Python dict: its entries are fixed once built (while tracing, a kernel's dicts are"
           f" values, as its tuples are)", self.loc(target),
-          hint=f"build a new one: {d} = {{**{d}, {ast.unparse(target.slice)}: ...}}")
+          hint=f"build a new one: {d} = {{**{d}, {key}: ...}}")
     if not is_value(base) or not isinstance(base.type, RefType):
       hint = "write into a kernel parameter or an ml.smem buffer"
       if is_value(base) and isinstance(base.type, TensorType) and isinstance(target.value, ast.Name):

@@ -246,6 +246,23 @@ def test_dict_keys_differing_between_branches_are_refused():
   assert err.code == "MG003" and str(err).splitlines()[1].strip() == 'd["c"] = 3.0', str(err)
 
 
+def test_dict_item_at_a_run_time_key_is_refused():
+  """Class 4's guard: a run-time key (`d[n[0]] = v`) is MG003 saying that a dict's keys are static (it said to
+  build a new dict with that key, which no kernel can)."""
+  @mg.mgpu_kernel(out_shape=OUT, grid=(1,))
+  def run_key(x, n, o, os):
+    d = {0: x[0], 1: x[1]}
+    d[n[0]] = x[2]
+    o[...] = d[0]
+    os[0] = 0.0
+    os[1] = 0.0
+  with pytest.raises(mg.KernelError) as info:
+    run_key(jnp.asarray(ROWS), jnp.zeros(8, jnp.int32), interpret=True)
+  err = info.value.errors[0] if hasattr(info.value, "errors") else info.value
+  assert err.code == "MG003" and "whose keys are static" in err.message and "n[0] is a run-time value" in err.message
+  assert str(err).splitlines()[1].strip() == "d[n[0]] = x[2]", str(err)
+
+
 # ---------------------------------------------------------------------- class 5
 @mg.mgpu_kernel(out_shape=OUT, grid=(1,))
 def _enumerated_static_ml_range(x, n, o, os):
