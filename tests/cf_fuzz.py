@@ -284,7 +284,8 @@ class Gen(LoopStatements):
       return f"({self.cond(1)}) or ({self.cond(1)})"
     if r.random() < 0.4:
       return r.choice(["f0", f"d0 < {r.randint(-3, 3)}", "d0 % 2 == 0", f"max(d0, {self.int_scalar()}) > 2",
-                       f"d0 // 2 >= {r.randint(-2, 2)}"])
+                       f"d0 // 2 >= {r.randint(-2, 2)}", "d0", r.choice(self.C), r.choice(self.S), "not d0",
+                       f"not {r.choice(self.C)} % 3"])     # (numbers by their truth, as Python's if)
     return f"not ({self.cond(1)})"
 
   # ------------------------------------------------------------------ statements
@@ -488,6 +489,19 @@ class Gen(LoopStatements):
 
   def s_f(self, depth):
     self.tags.add("bool_carry")
+    if self.r.random() < 0.3:       # a boolean in arithmetic: Python's bool is an int
+      self.tags.add("bool_arith")
+      k = self.r.randrange(3)
+      if k == 0:
+        c = self.r.choice(self.C)
+        self.emit(f"{c} = ({c} + f0) % 97")
+      elif k == 1:
+        s = self.r.choice(self.S)
+        self.emit(f"{s} = {s} + f0 * 2.5")
+      else:
+        t = self.r.choice(self.T)
+        self.emit(f"{t} = {t} * f0 + {t} * 0.5")
+      return
     k = self.r.randrange(4)
     self.emit(["f0 = f0 or ({})".format(self.cond(1)), "f0 = not f0", "f0 = f0 and ({})".format(self.cond(1)),
                "f0 = ({}) != f0".format(self.cond(1))][k])
