@@ -189,7 +189,9 @@ def any_all(cx, is_any: bool, items):
   """Python's `any(...)`/`all(...)` of a static list or tuple of run-time boolean scalars and Python
   values (`any([i < 0, i >= n])`: the list is built first, so every item is computed, as in Python):
   their `|` (or `&`), a static item deciding while tracing. None where an item is another run-time
-  value (a tensor: the caller's message)."""
+  value (a tensor: the caller's message). A number scalar is its truth, as Python's all() takes it
+  (`all([i < n, s])`: s != 0; probe 59c, it was MG003)."""
+  items = [ew.truth(cx, v) if is_number_scalar(v) else v for v in items]
   if not all(is_bool_scalar(v) or not is_value(v) for v in items) or any(
       isinstance(v, (tuple, list, dict)) for v in items):
     return None

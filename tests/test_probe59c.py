@@ -19,6 +19,8 @@ The classes found, each fixed:
 5. `for k, i in enumerate(ml.range(3))` (an `ml.range` of static bounds: a run-time loop) was MG001 ("enumerate()
    cannot take a runtime loop"), where `enumerate(ml.range(n))` of a run-time bound was the loop with its position
    computed from its index (probe 42v); static bounds now take the same path.
+6. `all([n[0] > 1, s, c])` of a number scalar among the booleans was MG003 ("Python's iteration"): Python's all()
+   takes each item's truth; a number scalar is now its truth (`s != 0`, NaN true), as `if s:` takes it.
 """
 import itertools
 
@@ -288,6 +290,28 @@ def _enumerated_static_ml_range_ref(x, n):
 def test_enumerate_of_an_ml_range_of_static_bounds():
   """Class 5: enumerate of `ml.range(0, 5, 2)` (from a run-time start) and of a descending one (it was MG001)."""
   _check(_enumerated_static_ml_range, _enumerated_static_ml_range_ref, 1)
+
+
+# ---------------------------------------------------------------------- class 6
+@mg.mgpu_kernel(out_shape=lambda *a: (S((4,), jnp.int32),), grid=(1,))
+def _any_all_of_numbers(xs, n, oc):
+  s = xs[0] * 0.5
+  c = n[1] - 1
+  oc[0] = 1 if all([n[0] > 1, s, c]) else 0
+  oc[1] = 1 if any([n[0] > 1, s]) else 0
+  oc[2] = 1 if any((c, False)) else 0
+  oc[3] = 1 if all([s]) else 0
+
+
+def test_any_all_of_number_scalars():
+  """Class 6: number scalars among any()'s and all()'s items, by their truth (0, 2 and NaN floats, -1..1 ints),
+  against Python's any() and all() of the same values (it was MG003)."""
+  for a, b, c in itertools.product([0.0, 2.0, float("nan")], range(3), range(3)):
+    xs, n = np.array([a, 0, 0, 0], np.float32), np.array([b, c, 0, 0], np.int32)
+    got = np.asarray(_any_all_of_numbers(jnp.asarray(xs), jnp.asarray(n), interpret=True)[0])
+    s, cc = np.float32(a * 0.5), c - 1
+    want = [int(all([b > 1, s, cc])), int(any([b > 1, s])), int(any((cc, False))), int(all([s]))]
+    assert list(got) == want, (a, b, c, got, want)
 
 
 # ---------------------------------------------------------------------- the corpus
