@@ -21,6 +21,8 @@ The classes found, each fixed:
    computed from its index (probe 42v); static bounds now take the same path.
 6. `all([n[0] > 1, s, c])` of a number scalar among the booleans was MG003 ("Python's iteration"): Python's all()
    takes each item's truth; a number scalar is now its truth (`s != 0`, NaN true), as `if s:` takes it.
+7. `jnp.where(c, a, b)` of a Python number condition (a count `c = 0` no path changed) was MG003 ("must be a
+   boolean"), where jnp takes its truth; a Python or NumPy number condition is now its truth, as a bool was.
 """
 import itertools
 
@@ -312,6 +314,26 @@ def test_any_all_of_number_scalars():
     s, cc = np.float32(a * 0.5), c - 1
     want = [int(all([b > 1, s, cc])), int(any([b > 1, s])), int(any((cc, False))), int(all([s]))]
     assert list(got) == want, (a, b, c, got, want)
+
+
+# ---------------------------------------------------------------------- class 7
+@mg.mgpu_kernel(out_shape=lambda *a: (S((4, 128), jnp.float32),), grid=(1,))
+def _where_of_numbers(x, n, o):
+  c, f = 0, 2.5
+  o[0] = jnp.where(c, x[0], x[1])
+  o[1] = ml.where(f, x[0], x[1])
+  o[2] = jnp.where(n[0] - 1, x[0], x[1] * 2.0)       # (a run-time number: its truth, since probe 57g)
+  o[3] = jnp.where(np.int32(0), x[0], 7)
+
+
+def test_where_of_a_python_number_condition():
+  """Class 7: jnp.where / ml.where of Python and NumPy numbers (0, 2.5, int32 0) as NumPy's where takes them."""
+  x = ROWS[:2]
+  for n0 in range(3):
+    got = np.asarray(_where_of_numbers(jnp.asarray(x), jnp.asarray(np.array([n0, 0], np.int32)), interpret=True)[0])
+    want = np.stack([np.where(0, x[0], x[1]), np.where(2.5, x[0], x[1]), np.where(n0 - 1, x[0], x[1] * 2),
+                     np.where(0, x[0], 7)]).astype(np.float32)
+    np.testing.assert_array_equal(got, want)
 
 
 # ---------------------------------------------------------------------- the corpus

@@ -390,9 +390,10 @@ def where_(cx, cond, a, b):
     return folded
   check_register_value(cx, cond, "ml.where")
   weak = _weak_select(cx, a, b)
-  if isinstance(cond, (bool, np.bool_)):      # ml.where(causal, -1e30, 0.0) of a constexpr, jnp.where(dx == 1, fx,
-    cond = constant(cx, bool(cond), DType.bool_)   # 1 - fx) of an unrolled corner: a constant condition, as jnp's and
-                                                   # tl.where's (broadcast and promoted alike; probe 57g, MG003 before)
+  if isinstance(cond, (bool, int, float, np.bool_, np.number)):   # ml.where(causal, -1e30, 0.0) of a constexpr,
+    cond = constant(cx, bool(cond), DType.bool_)   # jnp.where(dx == 1, fx, 1 - fx) of an unrolled corner: a constant
+    # condition, as jnp's and tl.where's (broadcast and promoted alike; probe 57g, MG003 before); a Python number by
+    # its truth, jnp.where(c, a, b) of a count c = 0 (probe 59c, MG003 before)
   if not is_value(cond):
     raise E.KernelTypeError(
         f"ml.where's condition must be a boolean (a comparison), got {kind_of(cond)}", cx.loc,
