@@ -148,6 +148,10 @@ PY
     # memory fuzzer (pipelines, warp specialisation, attention loops: what the sync pass orders) on the final code
     s46_a)       python3 -u benchmarks/gpu_shards.py --shards 12 --timeout 170 tests/test_probe59a.py tests/test_probe59b.py tests/test_sync_back_edge.py tests/test_probe58b.py tests/test_probe38h2.py
                  grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | head -40 ;;
+    # probe 59c: its GPU tests, then its control-flow fuzzer against the GPU (jit and interpret mode vs the reference)
+    s46_cf)      python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe59c.py 2>&1 | tail -3
+                 timeout 120 python3 -u benchmarks/probe_cf_fuzz.py ${CF_FUZZ_ARGS:---jobs 14 --seeds 0:1000} >"$OUT/cffuzz.log" 2>&1; echo "rc=$?"
+                 grep -vE "^(ok|refused)" "$OUT/cffuzz.log" | cut -c1-400 | tail -40 ;;
     gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)
     gpu_s34all)  python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 500 ;;
     # Sessions 34-35 (no device lent then): the tests that may fault without their fixes, a few a shard, then
