@@ -100,8 +100,6 @@ class State:
     return bool(self.dots)
 
 
-
-
 def all_slots(st: State) -> list:
   return sorted(s for slots in st.pending_load.values() for s in slots)
 
@@ -536,21 +534,21 @@ class SyncPass(GmemOrdering, LoopEntry):
     back["unfenced"] = (back["dirty"] | back["atomic"]) - self.register_only()
     for r in o.regions:
       base = (st.pending_store & touched) | (stored - set(deferred) if loop else set())
-      make = lambda edge, base=base: State(
-          pending_store=set(base), store_base=set(base), in_pipeline=pipelined, deferred=dict(deferred),
-          dot_retired=st.dot_retired | edge["dot_retired"],
-          gmem_stored=set(st.gmem_stored) | (region_stores if loop else set()),
-          store_windows={k: v.copy() for k, v in st.store_windows.items()},
-          gmem_reg_writes={k: v.copy() for k, v in st.gmem_reg_writes.items()})
+      def enter(edge, base=base):
+        """The body's entry state, assuming `edge` of the back edge (a loop's; {} for a branch)."""
+        inner = State(pending_store=set(base), store_base=set(base), in_pipeline=pipelined, deferred=dict(deferred),
+                      dot_retired=st.dot_retired | edge.get("dot_retired", set()),
+                      gmem_stored=set(st.gmem_stored) | (region_stores if loop else set()),
+                      store_windows={k: v.copy() for k, v in st.store_windows.items()},
+                      gmem_reg_writes={k: v.copy() for k, v in st.gmem_reg_writes.items()})
+        if loop:
+          self.enter_loop(o, inner, carry, dots, carried, mma_read, st, idle=not edge.get("busy", {1}))
+          self.enter_back_edge(inner, edge)
+        return inner
       if isinstance(o, For) and not o.warp_specialize and not o.pingpong:
-        self.back_edge_fixed_point(o, make, back, carry, dots, carried, mma_read, st)
-        continue
-      inner = make(back if loop else dict(dot_retired=set()))
-      if loop:
-        self.enter_loop(o, inner, carry, dots, carried, mma_read, st)
-      if loop:   # the previous iteration's accesses, windows unknown
-        self.enter_back_edge(inner, back)
-      self.block(getattr(o, r), inner)
+        self.back_edge_fixed_point(o, enter, back, st.dot_retired)
+      else:
+        self.block(getattr(o, r), enter(back if loop else {}))
     st.dirty |= {r for r, a in acc if a == Access.REG_WRITE}
     st.atomic |= {r for r, a in acc if a == ATOMIC}
     st.unfenced |= {r for r, a in acc if a in (Access.REG_WRITE, ATOMIC)} - self.register_only()
@@ -624,7 +622,6 @@ class SyncPass(GmemOrdering, LoopEntry):
 
 
 _NOTHING_TO_ORDER = (WaitLoad,)
-
 
 
 def redundant_barrier(out) -> bool:

@@ -40,33 +40,31 @@ class LoopEntry:
     inner.unfenced, inner.reg_read = set(edge["unfenced"]), set(edge["reg_read"])
     inner.reg_windows = {x: WindowSet([UNKNOWN_WINDOW]) for x in inner.dirty | inner.reg_read}
 
-  def back_edge_fixed_point(self, o, make, conservative: dict, carry, dots, carried, mma_read, st) -> None:
+  def back_edge_fixed_point(self, o, enter, conservative: dict, outer_retired: set) -> None:
     """Rewrite the body of `for` loop `o` assuming at its top only what the previous trip leaves
     unordered at its end (the state at its Yield), not everything the body touches: a barrier late in
     the body (a commit before a TMA store, a pipelined loop's refill guard) then orders the next trip's
     first writes, and the body needs no barrier of its own there (design note 196). The assumption
     starts empty and widens by each trial's end state until the end state is within it (a fixed
     point: what the back edge carries is what was assumed); each trial's rewriting is undone but the
-    last one's. Bounded: past a few rounds, the conservative assumption."""
+    last one's. Bounded: past a few rounds, the conservative assumption. `enter(edge)` makes the
+    body's entry state; `outer_retired`, the dots retired before the loop (not the back edge's)."""
     conservative = {**conservative, "busy": {1}}      # ("busy": dots still run at the back edge)
     edge = {k: set() for k in conservative}
     for attempt in range(4):
       if attempt == 3:
         edge = conservative
       saved = [(b, list(b.ops)) for b in _blocks(o.body)]
-      inner = make(edge)
-      self.enter_loop(o, inner, carry, dots, carried, mma_read, st, idle=not edge["busy"])
-      self.enter_back_edge(inner, edge)
+      inner = enter(edge)
       self.block(o.body, inner)
       end = {"dirty": inner.dirty, "atomic": inner.atomic, "reg_read": inner.reg_read,
-             "unfenced": inner.unfenced, "dot_retired": inner.dot_retired - st.dot_retired,
+             "unfenced": inner.unfenced, "dot_retired": inner.dot_retired - outer_retired,
              "busy": {1} if inner.dots else set()}
       if attempt == 3 or all(end[k] <= edge[k] for k in edge):
         return
       for b, ops in saved:
         b.ops[:] = ops
       edge = {k: edge[k] | end[k] for k in edge}
-
 
 def _blocks(block: ir.Block) -> list:
   """`block` and every block nested in its ops, at any depth."""
