@@ -148,6 +148,8 @@ PY
     # memory fuzzer (pipelines, warp specialisation, attention loops: what the sync pass orders) on the final code
     s46_a)       python3 -u benchmarks/gpu_shards.py --shards 12 --timeout 170 tests/test_probe59a.py tests/test_probe59b.py tests/test_sync_back_edge.py tests/test_probe58b.py tests/test_probe38h2.py
                  grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | head -40 ;;
+    # Session 47: the fused backward's ds from the 16-bit p (attn_bwd_order.py --p16), ptxas's registers and spills
+    s47_p16)     MOSAIC_GPU_DUMP_PTXAS=1 PRODUCER_REGS=24 python3 -u benchmarks/attn_bwd_order.py --p16 2>&1 | grep -vE "bytes gmem|Compile time|Function properties|^$" ;;
     # probe 59c: its GPU tests, then its control-flow fuzzer against the GPU (jit and interpret mode vs the reference)
     s46_cf)      python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe59c.py 2>&1 | tail -3
                  timeout 120 python3 -u benchmarks/probe_cf_fuzz.py ${CF_FUZZ_ARGS:---jobs 14 --seeds 0:1000} >"$OUT/cffuzz.log" 2>&1; echo "rc=$?"

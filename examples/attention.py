@@ -454,14 +454,15 @@ def _fused_out(q, k, v, do, lse, delta, *, bq, **_):
 
 @ml.inline
 def dkv_dq_step(q, do, lse, delta, k_s, v_s, q_s, do_s, lse_s, delta_s, ds_s, dq_s, dq_acc, dk_acc, dv_acc,
-                b, h, i, j, bq, bkv, c, masked, dq_first):
+                b, h, i, j, bq, bkv, c, masked, dq_first, p16_ds=False):
   """dkv_dq_kernel's step: query block j of head h against the CTA's keys; dK and dV accumulated
-  in registers, this block's share of dQ added into dq_acc in GMEM."""
+  in registers, this block's share of dQ added into dq_acc in GMEM (`p16_ds`: ds from the 16-bit p)."""
   d = q.shape[3]
   load_query_block(q, do, lse, delta, q_s, do_s, lse_s, delta_s, b, h, j, bq)
   p, dp = transposed_probabilities(k_s, v_s, q_s, do_s, lse_s, i, j, bq, bkv, c, masked)
-  dv_acc = ml.dot(p.astype(q.dtype), do_s, dv_acc)
-  ds = (p * (dp - delta_s[...][None, :])).astype(q.dtype)
+  p16 = p.astype(q.dtype)
+  dv_acc = ml.dot(p16, do_s, dv_acc)
+  ds = ((p16 if p16_ds else p) * (dp - delta_s[...][None, :])).astype(q.dtype)
   if not dq_first:
     dk_acc = ml.dot(ds, q_s, dk_acc)
   ds_s[...] = ds
@@ -480,7 +481,8 @@ def dkv_dq_step(q, do, lse, delta, k_s, v_s, q_s, do_s, lse_s, delta_s, ds_s, dq
 
 def dkv_dq_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, bkv: ml.constexpr,
                   stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr, ws: ml.constexpr = False,
-                  dq_first: ml.constexpr = False, split_mask: ml.constexpr = False, lpt: ml.constexpr = 0):
+                  dq_first: ml.constexpr = False, split_mask: ml.constexpr = False, lpt: ml.constexpr = 0,
+                  p16_ds: ml.constexpr = False):
   """dkv_kernel that also adds this key block's share of dQ (unscaled, float32) into dq_acc
   with a TMA reduction per step: the backward in one pass over the scores (five tensor-core
   products per block pair, not seven).
@@ -493,9 +495,8 @@ def dkv_dq_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, 
   `dq_first`: issue dQ's product before dK's, store dQ while dK's runs, and wait for dK's at the
   end of the step (a read of its accumulator). Fewer registers live at once: at head_dim 64
   without the mask ptxas spills 16 bytes a thread rather than 236.
-  `split_mask` (causal): the query blocks on the diagonal, which need the mask, in a loop of
-  their own; the others in a second loop without the mask's code and registers (not with `ws`:
-  a kernel has one warp-specialised loop).
+  `split_mask` (causal): the query blocks on the diagonal, which need the mask, in a loop of their own;
+  the others in a second loop without the mask's code (not with `ws`: one warp-specialised loop a kernel).
   Measured on the H200 (benchmarks/attn_bwd_order.py, seventeenth session): both together
   301 against 276 TFLOP/s (head_dim 64, causal) and 340 against 298 (128, causal); dq_first alone
   349 against 285 (64, no mask) and slower at 128 without the mask (403 against 443).
@@ -514,15 +515,15 @@ def dkv_dq_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, 
     diag = ml.minimum(((i + 1) * bkv + bq - 1) // bq - first, count)     # blocks the diagonal crosses
     for t in ml.range(g * diag, stages=stages, warp_specialize=ws):
       dk_acc, dv_acc = dkv_dq_step(q, do, lse, delta, *bufs, dk_acc, dv_acc, b, hk * g + t // diag, i,
-                                   first + t % diag, bq, bkv, c, True, dq_first)
+                                   first + t % diag, bq, bkv, c, True, dq_first, p16_ds)
     rest = count - diag
     for t in ml.range(g * rest, stages=stages, warp_specialize=ws):
       dk_acc, dv_acc = dkv_dq_step(q, do, lse, delta, *bufs, dk_acc, dv_acc, b, hk * g + t // rest, i,
-                                   first + diag + t % rest, bq, bkv, c, False, dq_first)
+                                   first + diag + t % rest, bq, bkv, c, False, dq_first, p16_ds)
   else:
     for t in ml.range(g * count, stages=stages, warp_specialize=ws):
       dk_acc, dv_acc = dkv_dq_step(q, do, lse, delta, *bufs, dk_acc, dv_acc, b, hk * g + t // count, i,
-                                   first + t % count, bq, bkv, c, causal, dq_first)
+                                   first + t % count, bq, bkv, c, causal, dq_first, p16_ds)
   store_dkv(dk_acc, dv_acc, dk, dv, b, i, hk, bkv, d, scale)
 
 
@@ -597,7 +598,8 @@ def _attention_bwd(causal, scale, config, interpret, kv_len, res, cotangents):
   if config.fused_bwd:
     dk, dv, dq_acc = attention_bwd(q, k, v, do, lse, delta, bq=config.dkv_bq, bkv=config.dkv_bkv,
                                    stages=config.dkv_stages, ws=ws(config.dkv_stages), dq_first=config.bwd_dq_first,
-                                   split_mask=config.bwd_split_mask and not ws(config.dkv_stages), **kw)
+                                   split_mask=config.bwd_split_mask and not ws(config.dkv_stages),
+                                   p16_ds=config.bwd_p16_ds, **kw)
     dq = dq_acc.transpose(0, 3, 1, 2) if dq_transposed(q.shape[-1]) else dq_acc
     return (dq[:, :sq] * scale).astype(q.dtype), dk, dv
   dk, dv = attention_dkv(q, k, v, do, lse, delta, bq=config.dkv_bq, bkv=config.dkv_bkv, stages=config.dkv_stages,

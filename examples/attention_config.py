@@ -24,6 +24,7 @@ class Config:
   bwd_dq_first: bool = False  # the fused backward issues dQ's product before dK's (dkv_dq_kernel's dq_first)
   bwd_split_mask: bool = False  # causal: the fused backward's diagonal blocks in a loop of their own
                                 # (not with bwd_ws: a kernel has one warp-specialised loop)
+  bwd_p16_ds: bool = False   # the fused backward's ds = p * (dp - delta) from the 16-bit p (dV's operand)
   bwd_lpt: int = 0           # the backward's blocks in chunks of this many across heads (causal: longest first)
   pingpong: bool = False     # with ws: the forward's two warpgroups take turns on the tensor cores (FA3)
   lpt: bool = False          # the forward's query tiles the grid's slowest axis (causal: longest first overall)
