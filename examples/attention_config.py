@@ -60,7 +60,10 @@ def default_config(head_dim: int, causal: bool = False, seq_kv: int | None = Non
   (`bwd_split_mask`): 349 / 301 / 340 against 285 / 276 / 298 (64 full / 64 causal / 128 causal). Up to `seq_kv`
   = 4096 keys the fused backward's blocks launch in chunks of 4 across heads (`bwd_lpt`): with the mask at seq
   4096, 348 / 315 against 337 / 301 (head_dim 128 / 64), equal at seq 1024 and without the mask (chunks of 1 lose
-  K and Q's reuse in L2: 356 against 447 at 128 full); the two-kernel backward (96) loses (307 against 327)."""
+  K and Q's reuse in L2: 356 against 447 at 128 full); the two-kernel backward (96) loses (307 against 327). At
+  head_dim 128 the fused backward takes ds from the 16-bit p (`bwd_p16_ds`: ptxas spills 20 bytes a thread, not 92):
+  465 / 356 against 444 / 352 (full / causal, H100, forty-seventh session; at 64 it loses, 342 against 349); dQ and
+  dK's error against a float32 reference grows from 3.3e-4 to 4.1e-4."""
   persistent = seq_kv is not None and seq_kv <= 4096
   if head_dim <= 64:
     return Config(bq=128 if causal else 192, bkv=128, stages=4 if causal and not persistent else 3, overlap=False,
@@ -70,7 +73,7 @@ def default_config(head_dim: int, causal: bool = False, seq_kv: int | None = Non
                   dq_bkv=128, dq_stages=3)
   if head_dim <= 128:      # (80-112: the fused backward's buffers pass the SMEM, so dK/dV and dQ run apart)
     return Config(bq=128, bkv=128, stages=3, overlap=False, ws=True, persistent=persistent, bwd_dq_first=causal,
-                  bwd_split_mask=causal, fused_bwd=head_dim == 128, bwd_lpt=4 if persistent and head_dim == 128 else 0,
+                  bwd_split_mask=causal, bwd_p16_ds=head_dim == 128, fused_bwd=head_dim == 128, bwd_lpt=4 if persistent and head_dim == 128 else 0,
                   dkv_bq=64, dkv_bkv=128, dkv_stages=2,
                   dq_bkv=64 if head_dim == 128 else 128, dq_stages=3)
   return Config(bq=128, bkv=64, stages=2, fused_bwd=False, dkv_bq=64, dkv_bkv=128, dkv_stages=1, dq_bkv=64,

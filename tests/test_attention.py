@@ -106,6 +106,8 @@ GRADS = [
     ("f16_d64_causal_gqa_dq_first_split_mask", (1, 256, 2, 64), 1, jnp.float16, True, ex.default_config(64, True)),
     ("bf16_d128_causal_gqa_dq_first_split_mask", (1, 256, 2, 128), 1, jnp.bfloat16, True,
      ex.default_config(128, True)),
+    # head_dim 128's default: ds from the 16-bit p (bwd_p16_ds), full and in bfloat16
+    ("f16_d128_full_default_p16_ds", (1, 256, 1, 128), 1, jnp.float16, False, ex.default_config(128)),
     ("f16_d128_causal_split_mask_plain_order", (1, 256, 1, 128), 1, jnp.float16, True,
      dataclasses.replace(ex.default_config(128, True), bwd_dq_first=False)),
     ("f16_d64_causal_default_tiles_warp_specialized_one_loop", (1, 256, 2, 64), 1, jnp.float16, True,
