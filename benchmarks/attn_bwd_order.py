@@ -19,7 +19,9 @@ against the fused backward on one warpgroup of 64 keys a CTA (ONE_WG), head_dim 
 backward's blocks in chunks of 1, 2 or 4 across heads and batches (`bwd_lpt`, LPT) at seq 1024 and 4096,
 head_dim 96 too; `--seq N` one sequence length instead. `--p16`: ds = p * (dp - delta) from the 16-bit p that
 dV's product takes (`bwd_p16_ds`: the float32 p dies at the conversion, 16 registers a thread fewer at the step's
-peak), alone, with dq_first, and warp-specialised (PRODUCER_REGS=24 in the environment: FA3's producer registers).
+peak), alone, with and without dq_first, and warp-specialised (PRODUCER_REGS=24 in the environment: FA3's producer
+registers). Forty-seventh session (H100): 465 / 356 against 444 / 352 at head_dim 128 (full / causal), slower at 64
+(342 against 349); warp-specialised 291 / 258 (ptxas spills 184 / 236 bytes a thread at 240 registers).
 """
 import dataclasses
 import importlib.util
@@ -55,7 +57,7 @@ ONE_WG = [dict(), dict(fused_bwd=True, dkv_bkv=64, dkv_bq=64), dict(fused_bwd=Tr
 # in chunks of 1 the longest of every head go first (0.3%), and chunks of 2-4 keep neighbours of one head together
 LPT = [dict(bwd_lpt=0), dict(bwd_lpt=1), dict(bwd_lpt=2), dict(bwd_lpt=4)]
 P16 = [dict(bwd_p16_ds=False), dict(bwd_p16_ds=True), dict(bwd_p16_ds=True, bwd_dq_first=True),
-       dict(bwd_p16_ds=True, bwd_ws=True)]
+       dict(bwd_p16_ds=True, bwd_dq_first=False), dict(bwd_p16_ds=True, bwd_ws=True)]
 
 
 def name_of(flags, cfg):
