@@ -151,6 +151,8 @@ def trace_if(tracer, node: ast.If, cond: ir.Value, bools_as_numbers: bool = Fals
       x, y = _weak_path(tracer, then_blk, x, y, loc), _weak_path(tracer, else_blk, y, x, loc)
       if bools_as_numbers:
         x, y = _bool_as_number(tracer, then_blk, x, y, loc), _bool_as_number(tracer, else_blk, y, x, loc)
+      if not same_type(x, y, loc) and tracer.carried.get(ln) is None:
+        x, y = _joined(tracer, then_blk, x, y, loc), _joined(tracer, else_blk, y, x, loc)
       if not same_type(x, y, loc):
         paths.mismatch(n, ln, (a, b_), (x, y))
       then_vals.append(x)
@@ -215,6 +217,40 @@ def _bool_as_number(tracer, blk, v, other, loc):
     return v
   with tracer.b.region(blk):
     return astype(Call(tracer.b, loc), v, resolve(other.type.dtype))
+
+
+def _join_dtype(da, db):
+  """The dtype a name of dtypes `da` and `db` on an if's two paths holds after it, as jnp.where(c, a, b) promotes
+  (probe 60c: it was MG003): jnp's result where it is one of the two and holds the other's values (a bool as 0 and
+  1, a narrower integer of a wider one, a float of a wider float, an integer of float32, jnp's rounding past 2**24
+  included, and an 8-bit one of a 16-bit float); None for the others (int32 with uint32, int32 with float16, a
+  float8), whose MG003 stands."""
+  from .dtypes import DType
+  from .ops.promotion import jnp_result
+  if not isinstance(da, DType) or not isinstance(db, DType) or da == db:
+    return None
+  r = jnp_result(da, db)
+  if r not in (da, db) or DType.f8e4m3 in (da, db) or DType.f8e5m2 in (da, db):
+    return None
+  low = db if r == da else da
+  if low == DType.bool_ or (low.is_int and r.is_int) or (low.is_float and r.is_float):
+    return r
+  return r if low.is_int and r.is_float and low.bits <= (32 if r.bits == 32 else 8) else None
+
+
+def _joined(tracer, blk, v, other, loc):
+  """`v`, one path's value of a name an if's paths give two dtypes (and one shape), converted in its path's block
+  to the dtype they join in (_join_dtype), where that is not v's own; `v` itself otherwise."""
+  from .ops.elementwise import astype
+  tv, to = getattr(v, "type", None), getattr(other, "type", None)
+  if not is_value(v) or not is_value(other) or isinstance(tv, RefType) or isinstance(to, RefType) or \
+      getattr(tv, "shape", None) != getattr(to, "shape", None) or type(tv) is not type(to):
+    return v
+  d = _join_dtype(resolve(tv.dtype), resolve(to.dtype))
+  if d is None or d == resolve(tv.dtype):
+    return v
+  with tracer.b.region(blk):
+    return astype(Call(tracer.b, loc), v, d)
 
 
 class _Paths:

@@ -146,6 +146,10 @@ def dot_hint(name, pos, kw, operands, taken=frozenset()) -> str | None:
   if batched is not None:
     return batched
   if any(len(getattr(getattr(v, "type", None), "shape", ())) > 2 for _, v, _ in operands):
+    if name == "einsum" and pos and not any(isinstance(getattr(v, "type", None), RefType) for _, v, _ in operands):
+      from .einsum_general import unroll_hint      # (register tensors of 3 labels or more: a label at a time)
+      return unroll_hint(literal(pos[0]), [t for t, _, _ in operands],
+                         [tuple(getattr(v.type, "shape", ())) for _, v, _ in operands])
     return None                  # (another rank: ml.dot's own 2-D hint would not compute it)
   axes = _contractions(name, pos, kw)
   if axes is None:

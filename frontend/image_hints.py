@@ -50,3 +50,23 @@ IMAGE = {
                " x[y0[:, None], x0[None, :]] and so on, and blend them with the fractions ('nearest' gathers"
                " x[(r * H // OH)[:, None], (c * W // OW)[None, :]])"),
 }
+
+# lax.conv_transpose computes (window_forms.conv_transpose, probe 57a) but for a kernel flipped by transpose_kernel=
+IMAGE["conv_transpose"] = (
+    "lax.conv_transpose computes in a kernel as jax defines it (conv_general_dilated with lhs_dilation = strides and"
+    " its transposed padding) where that conv does: a single channel (channels first, dimension_numbers=('NCHW',"
+    " 'OIHW', 'NCHW')), a depthwise or dense conv; transpose_kernel=True is not"
+    " taken: flip the kernel's spatial axes and swap its I and O axes yourself (of an HWIO kernel w,"
+    " jnp.swapaxes(jnp.flip(w, (0, 1)), 2, 3), outside the kernel or on the register tile) and call it without")
+# jnp.fft (probe 60c): complex results, which no register holds
+_FFT = ("kernels hold no complex values, and jnp.fft's transforms are complex: a DFT of n points along the last"
+        " axis of x is two real products with its cosine and sine matrices, re = x @ C and im = -(x @ S), with"
+        " kj = (ml.arange(n)[:, None] * ml.arange(n)[None, :]) % n, C = ml.cos(2 * math.pi / n * kj) and S ="
+        " ml.sin(2 * math.pi / n * kj) (a power spectrum is re * re + im * im; an rfft keeps C's and S's first"
+        " n // 2 + 1 columns); or take the FFT outside the kernel and pass its real and imaginary parts in")
+IMAGE.update(dict.fromkeys(("fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "fftn", "ifftn", "rfft2", "irfft2",
+                            "rfftn", "irfftn", "hfft", "ihfft"), _FFT))
+IMAGE.update(dict.fromkeys(("fftshift", "ifftshift"), (
+    "no jnp.fft.fftshift: it is a roll by n // 2 along each axis (ifftshift by -(n // 2)), v = ml.concatenate([v[:,"
+    " n - n // 2:], v[:, :n - n // 2]], axis=1) for the last axis of a register tile (the ref read at the shifted"
+    " window is cheaper)")))

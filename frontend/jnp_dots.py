@@ -46,16 +46,21 @@ def _operands(tracer, nodes, values):
   return out
 
 
+_ARRAY_API = {("jnp.linalg", "matmul"): ("jnp", "matmul"), ("jnp.linalg", "tensordot"): ("jnp", "tensordot")}
+
+
 def library_product(tracer, node, lib, args, kwargs):
   """jnp.dot / jnp.matmul / lax.dot / jnp.inner / jnp.tensordot / jnp.einsum / lax.dot_general of register values
   (`args`, written as `node.args`) computed as ml.dot, or None (the call's MG003 stands)."""
   nodes = node.args
+  lib = _ARRAY_API.get(lib, lib)      # (jnp.linalg.matmul and tensordot: jnp's, keywords alike; probe 60c)
   if lib in (("jnp", "dot"), ("jnp", "matmul"), ("jax.lax", "dot")) and len(args) == 2:
     return register_dot(tracer, node, nodes, args, kwargs, batched=lib[1] == "matmul", shown=tracer.text(node.func))
   if lib == ("jnp", "einsum") and len(args) > 3:      # tiles scaled by vectors: the vectors folded in first
     from .jnp_einsum import folded_vectors
     if (folded := folded_vectors(tracer, node, args[0], args[1:], nodes[1:], kwargs)) is None:
-      return None
+      from .einsum_general import pairwise_einsum     # ('ij,jk,kl->il': two operands at a time)
+      return pairwise_einsum(tracer, node, args[0], args[1:], kwargs)
     spec, values, nodes = folded
     got = einsum_dot(tracer, node, spec, nodes, values, kwargs)
     if got is None:
@@ -63,6 +68,7 @@ def library_product(tracer, node, lib, args, kwargs):
       got = einsum_products(tracer, node, spec, values, kwargs)
     return got
   if lib == ("jnp", "einsum") and len(args) == 3:
+    args = _explicit(args)             # ('ij,jk', '...d,de->...e': the output and the ellipsis written out)
     got = einsum_dot(tracer, node, args[0], nodes[1:], args[1:], kwargs)
     if got is None:            # 'bij,bjk->bik' of a few batches ml.dot does not take: each batch's einsum, stacked
       from .jnp_einsum import batched_einsum
@@ -70,6 +76,9 @@ def library_product(tracer, node, lib, args, kwargs):
     if got is None:            # an outer product, a row dot, a small contraction: broadcast products summed
       from .jnp_einsum import einsum_products
       got = einsum_products(tracer, node, args[0], args[1:], kwargs)
+    if got is None:            # 'hd,thd->ht' of a few heads: einsums of pieces (einsum_general.py)
+      from .einsum_general import unrolled_einsum
+      got = unrolled_einsum(tracer, node, args[0], args[1:], kwargs)
     return got
   if lib == ("jax.lax", "dot_general") and len(args) in (2, 3):
     kw = dict(kwargs)
@@ -91,6 +100,13 @@ def library_product(tracer, node, lib, args, kwargs):
       return None
     return dot_general_dot(tracer, node, nodes[:2], args[:2], ((ca, cb), ((), ())), kw)
   return None
+
+
+def _explicit(args):
+  """jnp.einsum's arguments with its spec's output and ellipsis written out (einsum_general.explicit_spec)."""
+  from .einsum_general import explicit_spec
+  spec = explicit_spec(args[0], [getattr(getattr(v, "type", None), "shape", None) for v in args[1:]])
+  return args if spec is None else (spec, *args[1:])
 
 
 def _unwidened(tracer, nodes, values):

@@ -311,3 +311,38 @@ LINALG.update({
     ("jnp.linalg", "inv"): (("a",), _inv),
     ("jnp.linalg", "det"): (("a",), _det),
 })
+
+
+def _alias(target, given):
+  """A jnp.linalg function of the array API that is its jnp namesake with other parameters (`jnp.linalg.trace(x,
+  offset=1)` is `jnp.trace(x, 1, axis1=-2, axis2=-1)`; probe 60c, they were MG003 "has no form"): the namesake's form
+  (jnp_calls.SHAPED) of the arguments `given(a)` maps them to, the namesake's other parameters at their defaults."""
+  def make(a):
+    from .jnp_calls import SHAPED
+    args = given(a)
+    if args is None:
+      return None
+    reads, form = SHAPED[target]
+    return form({**{p: None for p in reads}, **args, **{k: a[k] for k in ("_shape_of", "_fn") if k in a}})
+  return make
+
+
+def _last_two(a, name="x"):
+  """The last two axes of a's operand as non-negative numbers (jnp.trace and jnp.diagonal read them so); None for a
+  number."""
+  s = _shape(a[name])
+  return None if s is None or len(s) < 2 else (len(s) - 2, len(s) - 1)
+
+
+LINALG.update({
+    ("jnp.linalg", "trace"): (("x", "offset", "dtype"), _alias(("jnp", "trace"), lambda a: None if (
+        ax := _last_two(a)) is None else {"a": a["x"], "offset": a["offset"], "axis1": ax[0], "axis2": ax[1],
+                                          "dtype": a["dtype"]})),
+    ("jnp.linalg", "diagonal"): (("x", "offset"), _alias(("jnp", "diagonal"), lambda a: None if (
+        ax := _last_two(a)) is None else {"a": a["x"], "offset": a["offset"], "axis1": ax[0], "axis2": ax[1]})),
+    ("jnp.linalg", "outer"): (("x1", "x2"), _alias(("jnp", "outer"), lambda a: {"a": a["x1"], "b": a["x2"]})),
+    ("jnp.linalg", "cross"): (("x1", "x2", "axis"), _alias(("jnp", "cross"), lambda a: {
+        "a": a["x1"], "b": a["x2"], "axisa": -1, "axisb": -1, "axisc": -1, "axis": a["axis"]})),
+    ("jnp.linalg", "matrix_transpose"): (("x",), lambda a: None if (ax := _last_two(a)) is None else (
+        f"ml.transpose({{0}}, {tuple(range(ax[0])) + (ax[1], ax[0])})" if ax[0] else "{0}.T", [a["x"]])),
+})

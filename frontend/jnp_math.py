@@ -324,12 +324,18 @@ def _trapezoid(a):
 
 def _einsum_one(a):
   """jnp.einsum of one operand: its axes summed away and permuted ('ij->ji', 'bhd->bd', 'ij->')."""
+  from .einsum_general import diagonal_operand, explicit_spec
   spec, ops = a["subscripts"], a["operands"]
-  if not isinstance(spec, str) or len(ops) != 1 or "->" not in spec or "." in spec or "," in spec:
+  if not isinstance(spec, str) or len(ops) != 1 or "," in spec:
     return None
   x = ops[0]
-  ins, out = spec.replace(" ", "").split("->")
   shape = _shape(a, x)
+  if (spec := explicit_spec(spec, [shape])) is None:     # ('ij', '...ij->...ji': the output and ellipsis written)
+    return None
+  if (diag := diagonal_operand(spec, shape)) is not None and a.get("preferred_element_type") is None:
+    form, spec = diag                   # ('ii->i', 'ii': the diagonal, then its sum)
+    return (form if spec[-1] != ">" else f"ml.sum({form})"), [x]
+  ins, out = spec.split("->")
   if shape is None or len(ins) != len(shape) or len(set(ins)) != len(ins) or len(set(out)) != len(out) or \
       not set(out) <= set(ins) or any(a.get(k) is not None for k in ("out", "preferred_element_type")):
     return None

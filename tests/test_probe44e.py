@@ -133,9 +133,11 @@ def test_sides_of_different_shapes_or_kinds_are_named_as_sides():
   _expect(sides_differ, [S((8,), F32), S((1,), I32)], "x[...] if s[0]",
           "the conditional expression is a float32 tensor of shape (8,) on one side and a float32 tensor of shape"
           " (4,) on the other", hint="make both sides produce the same shape and dtype")
-  _expect(int_or_float, [S((8,), F32), S((1,), I32)], "i if i > 1",
-          "the conditional expression is an int32 scalar on one side and a float32 scalar on the other",
-          hint="convert the integer side to a float: i.astype(jnp.float32) if i > 1 else 0.5")
+  # (an int32 side and a float32 side: float32, as jnp.where(i > 1, i, 0.5) is; probe 60c, it was MG003)
+  x = np.arange(1, 9, dtype=np.float32)
+  for i in (0, 3):
+    got = np.asarray(int_or_float(x, np.array([i], np.int32), interpret=True))
+    assert got[0] == x[0] * (i if i > 1 else 0.5)
   _expect(none_side, [S((128,), F32), S((1,), I32)], "x[...] if s[0] > 0 else None",
           "the conditional expression is None on one side and a float32 tensor of shape (128,) on the other; after a"
           " run-time condition it must be a register value or a number on both",
@@ -232,9 +234,8 @@ def test_and_or_of_run_time_numbers_give_pythons_value():
   for a, b in [(0, 3), (2, 0), (2, 5), (0, 1), (3, 9)]:
     got = python_and_or(np.array([a, b], np.int32), x, interpret=True)     # (b = 9 past x's end: MG952 if read)
     np.testing.assert_array_equal(np.asarray(got), np.array(_and_or_want(a, b, x), np.int32))
-  _expect(int_or_float_and_or, [S((2,), I32)], "s[0] or 0.5",
-          "`s[0] or 0.5` is an int32 scalar on one side and a float32 scalar on the other",
-          hint="convert the integer side to a float: s[0].astype(jnp.float32) if s[0] else 0.5")
+  for a in (0, 3):         # (float32, as jnp.where(s[0] != 0, s[0], 0.5): probe 60c, it was MG003)
+    assert float(np.asarray(int_or_float_and_or(np.array([a, 0], np.int32), interpret=True))[0]) == (a or 0.5)
   for b in (-3, 1, 4):      # (a boolean and then a number: Python's value, probe 45c; x[b] read only where b >= 0)
     got = bool_and_number(np.array([0, b], np.int32), x, interpret=True)
     np.testing.assert_array_equal(np.asarray(got), [1 if b >= 0 and (int(x[b]) or -1) else 0])
