@@ -124,12 +124,48 @@ def read_after(stmts, name: str, stmt) -> bool:
   loops = [n for s in stmts for n in ast.walk(s)
            if isinstance(n, (ast.For, ast.While)) and n.lineno <= stmt.lineno <= n.end_lineno]
   fresh = _assigned_first(stmt, name) if loops and isinstance(stmt, (ast.If, ast.For, ast.While)) else set()
+  fresh |= _loop_bound(stmts, name, stmt)
   for s in stmts:
     for n in ast.walk(s):
       if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in fresh and (
           (n.lineno, n.col_offset) >= end or any(l.lineno <= n.lineno <= l.end_lineno for l in loops)):
         return True
   return False
+
+
+def _loop_bound(stmts, name: str, stmt) -> set[int]:
+  """The reads of `name` that a `for` loop whose target binds it rebinds before they run again, whatever `stmt`
+  left in it (probe 60c: an outer `for row in x1` and an inner run-time loop holding another `for row in x2`):
+  those in the body of such a loop that does not hold `stmt` (every path from `stmt` enters it through its head),
+  and those whose innermost loop around both them and `stmt` is one (its next trip rebinds the name first)."""
+  def binds(loop):
+    return isinstance(loop, ast.For) and any(
+        isinstance(t, ast.Name) and t.id in (name, f"{name}'s row") for t in ast.walk(loop.target))
+
+  def holds(loop, n):        # (by position: the tracer's statements may be rewritten copies of the user's)
+    first, last = loop.body[0], loop.body[-1]
+    return (first.lineno, first.col_offset) <= (n.lineno, n.col_offset) and \
+        (n.end_lineno, n.end_col_offset) <= (last.end_lineno, last.end_col_offset)
+
+  def same(a, b):
+    return (a.lineno, a.col_offset, a.end_lineno, a.end_col_offset) == (b.lineno, b.col_offset, b.end_lineno,
+                                                                        b.end_col_offset)
+
+  loops = [n for s in stmts for n in ast.walk(s) if isinstance(n, (ast.For, ast.While))]
+  out = set()
+  for s in stmts:
+    for n in ast.walk(s):
+      if not (isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)):
+        continue
+      around = [lp for lp in loops if holds(lp, n)]
+      if any(binds(lp) and not holds(lp, stmt) for lp in around):
+        out.add(id(n))
+        continue
+      both = [lp for lp in around if same(lp, stmt) or holds(lp, stmt)]
+      inner = max(both, key=lambda lp: (lp.lineno, lp.col_offset), default=None)
+      if inner is not None and binds(inner):
+        out.add(id(n))
+  return out
 
 
 def _assigned_first(node, name: str) -> set[int]:

@@ -516,14 +516,19 @@ def _after_loop(tracer, node, loc, assigned, carries, before, poisoned, where) -
             hint=none_start_hint(n, new, node.body, "the loop"),
             notes=(f"{loc}: the runtime loop",))
       is_ref = isinstance(getattr(new, "type", None), RefType)
-      if isinstance(new, _Unbound) or not is_ref and not read_after(tracer.body, n, node):
-        # a window or other static value each trip binds afresh before reading it, read by nothing
-        # after the loop (`sl = ml.ds(c * 512, 512)` in the body of a kernel with an `sl` before it)
+      if isinstance(new, _Unbound) or not read_after(tracer.body, n, node):
+        # a window, ref or other static value each trip binds afresh before reading it, read by nothing
+        # after the loop (`sl = ml.ds(c * 512, 512)` in the body of a kernel with an `sl` before it; an inner
+        # `for row in x2` of an outer `for row in x1`'s target, probe 60c)
         env[n] = new if isinstance(new, _Unbound) else _Unbound(
             f"it is rebound inside the runtime loop at line {loc.lineno} to {describe(new)}, which a runtime"
             f" loop cannot carry")
         continue
-      if is_ref:
+      if is_ref and _for_target(node, n):     # (an inner `for row in x2` of an outer loop's `row`: probe 60c)
+        hint = (f"{n} is read again after this loop (on a later trip of a loop around it, or after it), where"
+                f" Python would see the ref this `for {n} in ...` left in it: give this loop's variable a name of"
+                f" its own (for {n}2 in ...)")
+      elif is_ref:
         hint = (f"a loop cannot switch {n} to another buffer or window: allocate buffers once before the loop"
                 f" and index them with the loop's index (buf.at[ml.ds(i * n, n)]), or unroll it with"
                 f" ml.static_range")
@@ -537,6 +542,13 @@ def _after_loop(tracer, node, loc, assigned, carries, before, poisoned, where) -
       env[n] = _Unbound(f"it is only assigned inside the loop at line {loc.lineno}")
     else:
       env[n] = before[n]
+
+
+def _for_target(loop, name) -> bool:
+  """Whether `loop` is, or its body holds, a `for` loop binding `name` as its target (`for row in x`, traced as a
+  loop over `row's row` that binds row first)."""
+  return any(isinstance(s, ast.For) and any(isinstance(t, ast.Name) and t.id in (name, f"{name}'s row")
+                                            for t in ast.walk(s.target)) for s in ast.walk(loop))
 
 
 # Values an ml.static_range may unroll into a kernel (each costs about a millisecond to trace and
