@@ -322,6 +322,10 @@ class Assignments:
       ref, index = self.subscript_target(target, value_node)
       if isinstance(ref, gather.IndexedRef):        # c.at[tok, :][...] = v
         return self._scatter(target.value, ref, value, value_node)
+      from .ops.split_k import Split, write as split_write
+      if isinstance(ref, Split):                    # (a buffer split along a ragged K: each part its columns)
+        return split_write(self.cx(target), ref, index, value,
+                           lambda p, piece: transfers.store(self.cx(target), p, piece))
       if self._scatter_set(target, ref, index, value_node):
         return self._scatter(target, gather.IndexedRef(ref, index), value, value_node)
       from .ops.permute import column_run, strided_rows
@@ -446,6 +450,9 @@ class Assignments:
           f"{self.text(target.value)} is indexed by tensors: it is read ([...], a gather) or updated"
           f" atomically (a scatter), not assigned", self.loc(target), hint=hint)
     from .strided_views import StridedView, built, compose, part_indexed, strided_error
+    from .ops.split_k import Split
+    if isinstance(base, Split):             # (a buffer split along a ragged K: ops/split_k.write)
+      return base, self.eval_index(target.slice)
     if isinstance(base, StridedView):       # out.at[1::2][...] = v: as out[1::2] = v
       index = self.eval_index(target.slice)
       if is_whole(index):

@@ -88,8 +88,7 @@ def unrolled_einsum(tracer, node, spec, values, kwargs):
   if len(values) != 2 or any(not isinstance(s, tuple) for s in shapes) or \
       any(_kind(v) not in ("float", "int") for v in values):
     return None
-  if any(tuple(true_shape(tracer.b, v)) != tuple(s) for v, s in zip(values, shapes)):
-    return None                 # (a padded tile: its own padding, jnp_einsum's)
+  shapes = [tuple(true_shape(tracer.b, v)) for v in values]     # (a padded trace's tiles: their own shapes)
   spec = explicit_spec(spec, shapes)
   if spec is None:
     return None
@@ -131,9 +130,14 @@ def unrolled_einsum(tracer, node, spec, values, kwargs):
   from .dtypes import DType
   kw_vals = [DType.f32 if (k == "preferred_element_type" and wide) else kw[k] for k in names]
 
+  def at(i, p, fixed):        # (`v[h]`, `k[:, h]`: trailing whole axes left out, as a user writes them)
+    idx = [str(fixed[c]) if c in fixed else ":" for c in p]
+    while idx and idx[-1] == ":":
+      idx.pop()
+    return f"{{{i}}}[{', '.join(idx)}]" if idx else f"{{{i}}}"
+
   def piece(fixed):
-    idx = [", ".join(str(fixed[c]) if c in fixed else ":" for c in p) for p in parts]
-    return f"{{2}}({{3}}, {{0}}[{idx[0]}], {{1}}[{idx[1]}]{kw_text})"
+    return f"{{2}}({{3}}, {at(0, parts[0], fixed)}, {at(1, parts[1], fixed)}{kw_text})"
 
   def build(level, fixed):
     if level == len(plan):

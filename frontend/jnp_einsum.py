@@ -45,6 +45,9 @@ def einsum_products(tracer, node, spec, values, kwargs):
         _sizes_differ(tracer, node, spec, shapes, c, size[c], n)
   gone = [c for c in parts[0] + parts[1] if c not in out]
   order = list(out) + list(dict.fromkeys(gone))
+  full = next((p for p in parts if set(p) == set(order)), None)
+  if gone and full is not None and list(full) != order:
+    order = list(full)      # ('t,td->d': the product in the operand's own order, summed over t: no transpose)
   total = 1
   for c in order:
     total *= size[c]
@@ -72,8 +75,11 @@ def einsum_products(tracer, node, spec, values, kwargs):
     terms.append(t)
   form = f"{terms[0]} * {terms[1]}"
   if len(order) > len(out):
-    axes = tuple(range(len(out), len(order)))
+    axes = tuple(k for k, c in enumerate(order) if c not in out)
     form = f"ml.sum({form}, axis={axes if len(axes) > 1 else axes[0]!r})"
+    kept = [c for c in order if c in out]
+    if kept != list(out):     # (the sum's labels in the operand's order: the result put in the output's)
+      form = f"ml.transpose({form}, {tuple(kept.index(c) for c in out)!r})"
   form = f"({form}).astype({'{2}' if want is not None else f'ml.{d}'})"
   from .jnp_calls import trace_form
   return trace_form(tracer, node, form, [*values, want], [tracer.text(n) for n in node.args[1:3]])

@@ -336,6 +336,9 @@ class Subscripts:
             f"{self.text(node.value)} is indexed by tensors already: read it whole with [...]", cx.loc,
             hint="put every index in one subscript: table.at[ids, ml.ds(0, 64)][...] or table[ids, 0:64]")
       return gather.gather(cx, base.ref, base.index, name)
+    from .ops.split_k import Split, read as split_read
+    if isinstance(base, Split):             # (a buffer split along a ragged K, read whole: its parts joined)
+      return split_read(cx, base, index, lambda p: self._read_ref(cx, node, p, Ellipsis, name))
     if is_value(base):
       if isinstance(base.type, RefType):
         if (plan := none_axes(base, index)) is not None:     # g[b, None, :]: the read, then the axes inserted

@@ -209,12 +209,14 @@ def test_ragged_k_wider_than_a_tile_is_split(BK, bt, stages, dt):
   assert k_widths == [w] * (2 * BK // w), [(x.name, x.type.shape) for x in kernel.smem]
 
 
-def test_split_buffer_used_otherwise_keeps_the_error_and_its_hint():
-  """A split buffer read into registers too (`a_s[...]`) is no plain copy-and-dot operand: MG401 stands, its hint
-  naming the one-tile-column copy (and the jnp.pad)."""
-  with pytest.raises(mg.TmaLimitError) as e:
-    _ragged_k(128, extra=True).check(S((64, 1000), jnp.float16), S((1000, 64), jnp.float16))
-  assert e.value.code == "MG401" and "ml.smem((64, 64))" in e.value.hint and "ml.ds(k * 64, 64)" in e.value.hint
+def test_split_buffer_read_whole_into_registers_computes():
+  """A split buffer read into registers too (`a_s[...]`) kept MG401 here; since probe 60c its whole read is its parts
+  read and joined (tests/test_probe60c.py holds the part of one that still keeps MG401 and its hint)."""
+  a, b = rnd((128, 1000), 6, np.float16), rnd((1000, 64), 7, np.float16)
+  A, B = a.astype(np.float32), b.astype(np.float32)
+  last = np.concatenate([A[:, 896:], np.zeros((128, 24), np.float32)], axis=1)    # (the last K window, zero-filled)
+  np.testing.assert_allclose(np.asarray(_ragged_k(128, extra=True)(a, b, interpret=True)), A @ B + last[:, :64],
+                             rtol=1e-2, atol=5e-2)
 
 
 @pytest.mark.gpu

@@ -7,14 +7,17 @@ width (`layout_checks.one_tile_column`), so the kernel that fails so is traced a
 buffer, and the dot's other operand, made of buffers one tile wide along K (`Split`): a copy into it is one copy per
 part (the same window, `ml.ds(start + t * 64, 64)` along K), and an `ml.dot` of it is one dot per part, accumulated
 in order (`acc = ml.dot(a1, b1, ml.dot(a0, b0, acc))`), as layout_checks.split_load's hint writes by hand. Any other
-use of such a buffer ends the retry (the first trace's error stands)."""
+use of such a buffer ends the retry (the first trace's error stands), but (probe 60c) its whole read into registers
+(`a_s[...]`: the parts read and concatenated), its whole write (`a_s[...] = v`: each part its columns) and a TMA copy
+of it into a GMEM window (one copy per part)."""
 from __future__ import annotations
 
 from .. import errors as E
 
 
 class SplitAbort(E.KernelTypeError):
-  """A use of a split buffer other than a copy into it, `.T` and `ml.dot`: the split retry is given up."""
+  """A use of a split buffer other than copies, `.T`, `ml.dot` and whole reads and writes: the split retry is given
+  up."""
 
 
 class Split:
@@ -62,16 +65,49 @@ def attribute(cx, s: Split, attr):
 
 
 def copy(cx, src, dst, rule):
-  """`ml.copy(src, dst)` of a GMEM window into a split buffer: each part from its window of `src`."""
+  """`ml.copy(src, dst)` of a GMEM window into a split buffer, or of a split buffer into a GMEM window (probe 60c, a
+  TMA store of it): each part from (into) its window of the GMEM side."""
   from .memory import DSlice, view
-  if not isinstance(dst, Split) or isinstance(src, Split) or dst.transposed:
-    raise SplitAbort("a split buffer is only copied into", cx.loc)
-  t = getattr(src, "type", None)
+  into = isinstance(dst, Split)
+  buf, other = (dst, src) if into else (src, dst)
+  if isinstance(other, Split) or buf.transposed:
+    raise SplitAbort("a split buffer is copied whole, into it or out of it", cx.loc)
+  t = getattr(other, "type", None)
   if t is None or len(t.shape) != 2 or str(t.space) != "GMEM":
-    raise SplitAbort("a split buffer is copied into from a GMEM window", cx.loc)
-  for k, part in enumerate(dst.parts):
-    idx = tuple(DSlice(k * dst.w, dst.w) if d == dst.axis else slice(None) for d in range(2))
-    rule(cx, view(cx, src, idx, f"{src.name or 'x'}[part {k}]"), part)
+    raise SplitAbort("a split buffer is copied into from a GMEM window, or into one", cx.loc)
+  for k, part in enumerate(buf.parts):
+    idx = tuple(DSlice(k * buf.w, buf.w) if d == buf.axis else slice(None) for d in range(2))
+    window = view(cx, other, idx, f"{other.name or 'x'}[part {k}]")
+    rule(cx, window, part) if into else rule(cx, part, window)
+
+
+def _whole(index) -> bool:
+  return index is Ellipsis or index == () or (isinstance(index, tuple) and len(index) == 2 and all(
+      isinstance(i, slice) and i == slice(None) for i in index)) or index == slice(None)
+
+
+def read(cx, s: Split, index, read_part):
+  """`s[...]` of a split buffer into registers (probe 60c): its parts read (`read_part`) and concatenated along the
+  split axis, transposed for `s.T[...]`; a part of it ends the retry."""
+  from .shape import concatenate
+  if not _whole(index):
+    raise SplitAbort(f"{s.name} is split along K here; it is read whole, {s.name}[...]", cx.loc)
+  v = concatenate.rule(cx, [read_part(p) for p in s.parts], s.axis)
+  if s.transposed:
+    from .permute import transpose_tensor
+    v = transpose_tensor(cx, v)
+  return v
+
+
+def write(cx, s: Split, index, value, write_part):
+  """`s[...] = value` of a register tile into a split buffer (probe 60c): each part its columns (rows) of the value
+  (`write_part(part, piece)`); a part of it, or its `.T`, ends the retry."""
+  from .shape import expand
+  if not _whole(index) or s.transposed or tuple(getattr(getattr(value, "type", None), "shape", ())) != s.shape:
+    raise SplitAbort(f"{s.name} is split along K here; it is written whole, {s.name}[...] = v", cx.loc)
+  for k, p in enumerate(s.parts):
+    write_part(p, expand(cx, value, tuple(slice(k * s.w, (k + 1) * s.w) if d == s.axis else slice(None)
+                                          for d in range(2))))
 
 
 def dot(cx, a, b, acc, rule, **kw):
