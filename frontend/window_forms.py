@@ -141,6 +141,32 @@ def _conv_specs(dn, rank):
           (out.index("N"), out.index("C"), *map(out.index, spatial)))
 
 
+def _one_channel_last(a):
+  """conv()'s form of a single channel held channels last (`("NHWC", "HWIO", "NHWC")`, jax's default for
+  lax.conv_transpose; probe 60c: the (h, w, 1) tile's taps were vectors no layout holds, MG204 naming a (560,)
+  vector), as the channels-first conv of the same numbers: the lhs `x[..., 0][:, None]`, the kernel
+  `w[..., 0, 0][None, None]`, the result `r[:, 0][..., None]` (size-1 axes moved, no data); None for others."""
+  x, w = a["lhs"], a["rhs"]
+  xs, ws = _shape(a, x), _shape(a, w)
+  if xs is None or ws is None or len(xs) != len(ws) or not 3 <= len(xs) <= 5 or a["dimension_numbers"] is None:
+    return None
+  rank = len(xs)
+  specs = _conv_specs(a["dimension_numbers"], rank)
+  if specs is None or specs[0] != specs[2] or specs[0] != (0, rank - 1, *range(1, rank - 1)) or \
+      specs[1] != (rank - 1, rank - 2, *range(rank - 2)) or (xs[-1], ws[-1], ws[-2]) != (1, 1, 1) or \
+      a["feature_group_count"] != 1 or any(tuple(getattr(getattr(v, "type", None), "shape", ())) != tuple(s)
+                                           for v, s in ((x, xs), (w, ws))):
+    return None
+  moved = {id(x): (xs[0], 1, *xs[1:-1]), id(w): (1, 1, *ws[:-2])}
+  own = a.get("_shape_of")
+  got = conv({**a, "dimension_numbers": None,
+              "_shape_of": lambda v: moved.get(id(v)) or (own(v) if own else getattr(v.type, "shape", None))})
+  if got is None or len(got[1]) < 2 or got[1][0] is not x or got[1][1] is not w:
+    return None
+  form = got[0].replace("{0}", "({0}[..., 0][:, None])").replace("{1}", "({1}[..., 0, 0][None, None])")
+  return f"({form})[:, 0][..., None]", got[1]
+
+
 def conv(a):
   """jax.lax.conv_general_dilated(lhs, rhs, window_strides, padding, ...) of register tiles where each output channel
   reads one input channel (probe 53c; it was MG003): a single channel's stencil (`conv(v[None, None], w[None, None],
@@ -151,6 +177,8 @@ def conv(a):
   strides and (probe 57a) lhs dilation taken (_dilated: a transposed conv). A batch of one leading is dropped first
   (x[0]), and a padded tile no register tensor holds is padded further at its end (zeros no tap reads) to one that
   does."""
+  if (moved := _one_channel_last(a)) is not None:
+    return moved
   x, w = a["lhs"], a["rhs"]
   xs, ws = _shape(a, x), _shape(a, w)
   if xs is None or ws is None or len(xs) != len(ws) or not 3 <= len(xs) <= 5 or _kind(x) != "float" \

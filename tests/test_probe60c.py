@@ -9,7 +9,8 @@ Now computed (interpret mode against jnp / NumPy, built for CUDA):
    ('ij,jk'), an ellipsis, a diagonal ('ii->i', 'ii') and three or more operands, contracted pairwise.
 2. jnp.linalg's array-API aliases of jnp functions (trace, diagonal, outer, cross, matmul, tensordot,
    matrix_transpose) were MG003 "has no form"; lax.conv and lax.conv_with_general_padding too (conv_general_dilated's
-   form at their defaults).
+   form at their defaults). A single channel held channels last (jax's default for lax.conv_transpose, NHWC) was
+   MG204 naming an internal (560,) vector: it is the channels-first conv, its size-1 axes moved.
 3. A name an if's two paths give two dtypes (a bool and an int, an int32 and a float32, float16 and float32) was MG003;
    it holds the dtype jnp.where(c, a, b) gives, where that dtype holds both paths' values (jnp's own rounding of an
    int32 past 2**24 into float32 included). int32 with uint32 (no such dtype in 32 bits) and int32 with float16 keep
@@ -147,7 +148,11 @@ LINALG = [("trace", lambda a, b: jnp.linalg.trace(a)), ("trace1", lambda a, b: j
           ("norm", lambda a, b: a / jnp.linalg.norm(a, axis=-1, keepdims=True)),
           ("conv", lambda a, b: lax.conv(a[None, None], b[:3, :3][None, None], (1, 1), "SAME")[0, 0]),
           ("conv_general_padding", lambda a, b: lax.conv_with_general_padding(
-              a[None, None], b[:3, :3][None, None], (1, 1), ((1, 1), (1, 1)), None, None)[0, 0])]
+              a[None, None], b[:3, :3][None, None], (1, 1), ((1, 1), (1, 1)), None, None)[0, 0]),
+          ("conv_nhwc", lambda a, b: lax.conv_general_dilated(a[None, :, :, None], b[:3, :3, None, None], (1, 1),
+                                                             "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))[0, :, :, 0]),
+          ("conv_transpose_nhwc", lambda a, b: lax.conv_transpose(a[:16, :16][None, :, :, None], b[:3, :3, None, None],
+                                                                  (2, 2), "SAME")[0, :, :, 0])]
 
 
 @pytest.mark.parametrize("name,f", LINALG, ids=[n for n, _ in LINALG])
@@ -160,7 +165,7 @@ def test_linalg_aliases_and_lax_convs(name, f):
     o[...] = f(a[...], b[...])
   tol = 5e-2 if name in ("matmul", "tensordot") else 1e-5      # (float32 products on the tensor cores: TF32)
   np.testing.assert_allclose(np.asarray(k(a, b, interpret=True)), want, rtol=tol, atol=tol)
-  if name in ("trace", "conv"):
+  if name in ("trace", "conv", "conv_transpose_nhwc"):
     export(k, a, b)
 
 
