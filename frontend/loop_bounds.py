@@ -94,6 +94,60 @@ def check_static_bounds(tracer, it, bounds, counter) -> None:
           f" counts in {kind}, so the index would wrap and the loop would not end", tracer.loc(it), hint=hint)
 
 
+def _library_function(v) -> bool:
+  """Whether `v`, a name's value, is a function of the language (not ml.copy) or of NumPy, JAX or math: a module-level
+  alias such as Liger's `tanh = tl.extra.cuda.libdevice.tanh` makes no TMA load (probe 60b: it was taken for a helper
+  that might, so Triton's `num_stages=` on the loop asked for a pipeline, MG502)."""
+  from .ops.base import Builtin
+  if isinstance(v, Builtin):
+    return v.__name__ != "copy"
+  module = getattr(v, "__module__", None) or ""
+  return callable(v) and module.split(".")[0] in ("jax", "jaxlib", "numpy", "math")
+
+
+def _helper_makes_no_load(v, depth: int = 0) -> bool:
+  """Whether the module-level helper `v` (a plain def, an @ml.inline one) surely makes no TMA load: its source calls
+  no `copy` and only the language's, NumPy's, JAX's and math's functions, Python's builtins, its values' methods and
+  helpers of the same kind (four deep). False where its source cannot be read (probe 60b: Liger's `_gelu_tanh(x)` in
+  a `tl.range(..., num_stages=)` loop of register loads was taken for a possible load, MG502)."""
+  import builtins
+  import inspect
+  import textwrap
+  import types
+  fn = getattr(v, "fn", v)
+  if depth > 4 or not isinstance(fn, types.FunctionType):
+    return False
+  try:
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+  except (OSError, TypeError, SyntaxError):
+    return False
+  scope = {**vars(builtins), **fn.__globals__}
+  local = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} | {
+      a.arg for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.Lambda)) for a in ast.walk(n.args)
+      if isinstance(a, ast.arg)}
+  for n in ast.walk(tree):
+    if not isinstance(n, ast.Call):
+      continue
+    f = n.func
+    if (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)) == "copy":
+      return False
+    root = f
+    while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+      root = root.func if isinstance(root, ast.Call) else root.value
+    if not isinstance(root, ast.Name) or root.id in local:
+      continue                      # a literal's or a value's method (x.to(...)), a local lambda's call
+    g = scope.get(root.id)
+    if isinstance(g, types.ModuleType):
+      if g.__name__.split(".")[0] in ("mgpu_dsl", "jax", "numpy", "math"):
+        continue
+      return False
+    if root is f and (g is getattr(builtins, root.id, None) or _library_function(g)
+                      or _helper_makes_no_load(g, depth + 1)):
+      continue
+    return False
+  return True
+
+
 def may_load(tracer, body) -> bool:
   """Whether a loop body may make a TMA load (for `num_stages=`'s hint): it calls ml.copy, or something
   that could (an @ml.inline helper, a method of a Python object); the language's functions, NumPy's,
@@ -115,6 +169,8 @@ def may_load(tracer, body) -> bool:
     v = tracer.env.get(root.id, tracer.scope.get(root.id))
     if root is f:                   # a bare name: a builtin, or a helper
       if not known and root.id in PY_BUILTINS:
+        continue
+      if _library_function(v) or _helper_makes_no_load(v):   # Liger's `from ...libdevice import tanh`, a helper
         continue
       return True
     if isinstance(v, types.ModuleType):

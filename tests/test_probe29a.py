@@ -138,10 +138,10 @@ def test_libdevice_mistakes_say_what_to_write():
          "ml.pow needs a floating-point operand, got int32", hint="convert first: x[...].astype(jnp.float32)")
   v = jnp.arange(128, dtype=jnp.int32) % 9 - 2     # v ** v of integers is jnp's integer power since probe 42w
   np.testing.assert_array_equal(np.asarray(int_base_tensor_exponent(v, interpret=True)), np.asarray(v ** v))
-  expect(python_atan2, [S((128,), F32)], mg.KernelTypeError, "ml.atan2(1.0, 2.0)",
-         "ml.atan2 of two Python numbers should be computed in Python",
-         hint="compute it in Python while the kernel is traced: math.atan2(1.0, 2.0) (import math)")
-  x = jnp.linspace(-3, 3, 128, dtype=F32)      # jnp.arctan2 computes as ml.atan2 since probe 46i (it was hinted)
+  x = jnp.linspace(-3, 3, 128, dtype=F32)
+  # ml.atan2 of two Python numbers is computed while tracing, in float32, since probe 60b (it was MG003)
+  np.testing.assert_array_equal(np.asarray(python_atan2(x, interpret=True)),
+                                np.asarray(x) + np.arctan2(np.float32(1.0), np.float32(2.0)))      # jnp.arctan2 computes as ml.atan2 since probe 46i (it was hinted)
   np.testing.assert_allclose(np.asarray(jnp_arctan2(x, interpret=True)), np.asarray(jnp.arctan2(x, 2.0)), rtol=1e-6)
 
 

@@ -348,6 +348,9 @@ def unary(cx, kind: UnOp, x):
   what = "-" if kind == UnOp.NEG else "not" if kind == UnOp.NOT else f"ml.{kind.value.name}"
   check_register_value(cx, x, what)
   if not is_value(x):
+    from .number_math import unary_of_number
+    if (v := unary_of_number(kind, x)) is not None:    # tl.math.rsqrt(2.0): float32, computed now (probe 60b)
+      return v
     raise E.KernelTypeError(f"{what} of a Python number should be computed in Python", cx.loc,
                             hint=_python_math_hint(cx, kind, x))
   folded = _fold_one_element(cx, (x,), lambda s: unary(cx, kind, s))

@@ -13,6 +13,7 @@ import math as pymath
 from ..dtypes import DType
 from ..types import resolve
 from .base import builtin, check_binary_operands, check_register_value, is_value, named_builtin
+from .number_math import binary_of_numbers
 from .elementwise import BinOp, CmpOp, _widened, astype, binary, compare, unary, UnOp
 
 _PYTHON = {"asin": "math.asin", "acos": "math.acos", "atan": "math.atan", "tan": "math.tan",
@@ -64,6 +65,8 @@ def float_pow(cx, a, b):
 
 def _binary_fn(kind: BinOp, name: str, doc: str):
   def rule(cx, a, b):
+    if (v := binary_of_numbers(f"ml.{name}", a, b)) is not None:   # ml.atan2(1.0, 2.0): computed now (probe 60b)
+      return v
     check_binary_operands(cx, a, b, f"ml.{name}", f"compute it in Python while the kernel is traced:"
                                                   f" {_PYTHON[name]}({a!r}, {b!r}) (import math)")
     return _wide_binary(cx, kind, a, b, f"ml.{name}")
