@@ -155,8 +155,10 @@ def debug_print(fmt, *args):
   `print(fmt.format(*args))` (frontend/trace_debug.py), per program in interpret mode and on the GPU."""
   from . import errors as E
   from .loc import outside_loc
-  raise E.KernelTypeError("ml.debug_print can only be used inside an @mgpu_kernel function", outside_loc(),
+  err = E.KernelTypeError("ml.debug_print can only be used inside an @mgpu_kernel function", outside_loc(),
                           hint="call it in a kernel's body (or an @ml.inline helper's); outside, jax.debug.print")
+  err.outside_kernel = True       # (a helper of static arguments printing: traced instead, calls.static_call)
+  raise err
 
 # Every builtin (frontend/ops/ declares them; each is imported above by its name) and the rest of `ml.`.
 __all__ = [

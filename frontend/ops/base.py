@@ -107,8 +107,10 @@ class Builtin:
       from ..loc import UNKNOWN
       return self.rule(Call(None, UNKNOWN), *args, **kwargs)
     from ..loc import outside_loc
-    raise E.KernelTypeError(f"ml.{self.__name__} can only be used inside an @mgpu_kernel function", outside_loc(),
+    err = E.KernelTypeError(f"ml.{self.__name__} can only be used inside an @mgpu_kernel function", outside_loc(),
                             hint="call it in a kernel's body (or an @ml.inline helper's); outside, use jax.numpy")
+    err.outside_kernel = True     # (a kernel's helper called on static values retries it traced: calls.static_call)
+    raise err
 
   def bind(self, cx, args, kwargs):
     """Bind the user's arguments by Python's rules; a mismatch is a KernelTypeError at the call."""
