@@ -121,7 +121,8 @@ def _helper_makes_no_load(v, depth: int = 0) -> bool:
     tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
   except (OSError, TypeError, SyntaxError):
     return False
-  scope = {**vars(builtins), **fn.__globals__}
+  cells = {n: c.cell_contents for n, c in zip(fn.__code__.co_freevars, fn.__closure__ or ()) if _filled(c)}
+  scope = {**vars(builtins), **fn.__globals__, **cells}
   local = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} | {
       a.arg for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.Lambda)) for a in ast.walk(n.args)
       if isinstance(a, ast.arg)}
@@ -136,14 +137,24 @@ def _helper_makes_no_load(v, depth: int = 0) -> bool:
       root = root.func if isinstance(root, ast.Call) else root.value
     if not isinstance(root, ast.Name) or root.id in local:
       continue                      # a literal's or a value's method (x.to(...)), a local lambda's call
-    g = scope.get(root.id)
+    if root.id not in scope:
+      return False                  # (a name it cannot see: perhaps a helper that loads)
+    g = scope[root.id]
     if isinstance(g, types.ModuleType):
       if g.__name__.split(".")[0] in ("mgpu_dsl", "jax", "numpy", "math"):
         continue
       return False
-    if root is f and (g is getattr(builtins, root.id, None) or _library_function(g)
+    if root is f and (g is vars(builtins).get(root.id, ...) or _library_function(g)
                       or _helper_makes_no_load(g, depth + 1)):
       continue
+    return False
+  return True
+
+
+def _filled(cell) -> bool:
+  try:
+    cell.cell_contents
+  except ValueError:
     return False
   return True
 
