@@ -160,6 +160,32 @@ def debug_print(fmt, *args):
   err.outside_kernel = True       # (a helper of static arguments printing: traced instead, calls.static_call)
   raise err
 
+def _outside(name, hint):
+  from . import errors as E
+  from .loc import outside_loc
+  err = E.KernelTypeError(f"ml.{name} can only be used inside an @mgpu_kernel function", outside_loc(), hint=hint)
+  err.outside_kernel = True
+  raise err
+
+
+def static_print(*values, sep=" ", end="\n", file=None, flush=False):
+  """Triton's `tl.static_print(...)`: in a kernel, Python's `print(...)` of its values while the kernel is traced
+  (static values print then; a register value as its type, `tensor<256, float32>`, as Triton prints its type) (probe 60b)."""
+  _outside("static_print", "call it in a kernel's body; outside, Python's print")
+
+
+def device_print(prefix, *args, hex=False):
+  """Triton's `tl.device_print(prefix, *args)`: in a kernel, `print(prefix, *args)`, per program in interpret mode
+  and on the GPU (frontend/trace_debug.py); `hex=True` is an error whose hint formats the bits (probe 60b)."""
+  _outside("device_print", "call it in a kernel's body; outside, jax.debug.print")
+
+
+def assume(cond):
+  """Triton's `tl.assume(cond)`: a fact the compiler may use; here its condition is traced and checked to be a
+  boolean (a comparison), and nothing else: no code depends on it (probe 60b)."""
+  _outside("assume", "call it in a kernel's body")
+
+
 # Every builtin (frontend/ops/ declares them; each is imported above by its name) and the rest of `ml.`.
 __all__ = [
     "abs", "acos", "advance", "all", "any", "arange", "argmax", "argmin", "argsort", "asin", "associative_scan",
@@ -178,7 +204,7 @@ __all__ = [
     "uint_to_uniform_float", "umulhi", "var", "where", "xor_sum", "zeros", "zeros_like"] + [
     "DSlice", "Inline", "inline", "constexpr", "scalar", "float32", "float16", "bfloat16", "float8_e4m3fn",
     "float8_e5m2", "int64", "int32", "int16", "int8", "uint32", "uint16", "uint8", "bool_", "float8e4nv",
-    "float8e5", "int1", "dslice", "debug_print", "PropagateNan"]
+    "float8e5", "int1", "dslice", "debug_print", "static_print", "device_print", "assume", "PropagateNan"]
 if set(BUILTINS) - set(__all__):     # a builtin declared in frontend/ops/ and not exported here
   raise ImportError(f"frontend/language.py does not export {sorted(set(BUILTINS) - set(__all__))}: import them and"
                     " name them in __all__")

@@ -109,7 +109,6 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     "ones": "no ml.ones: ml.full(shape, 1, dtype)",
     "ones_like": "no ml.ones_like: ml.full(x.shape, 1, x.dtype)",
     "full_like": "no ml.full_like: ml.full(x.shape, value, x.dtype)",
-    "assume": "no ml.assume: ml.multiple_of(x, m) promises a multiple of m; other facts are not needed",
     "relu": "no ml.relu: ml.maximum(x, 0.0)",
     "leaky_relu": "no ml.leaky_relu: ml.where(x >= 0, x, 0.01 * x)",
     "gelu": "no ml.gelu: 0.5 * x * ml.erfc(-x * 0.7071067811865476) (tanh form: 0.5 * x * (1 + ml.tanh("
@@ -120,8 +119,6 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     "store_tensor_descriptor": "no ml.store_tensor_descriptor: desc.store([r, c], value)",
     **{n: "no ml.{}: write Python's assert on static values; for run-time checks, interpret mode reports"
           " out-of-bounds windows and races itself".format(n) for n in ("device_assert",)},
-    **{n: "no ml.{}: Python's print(...) of static values prints while tracing; of run-time values, on the"
-          " GPU and in interpret mode".format(n) for n in ("static_print", "device_print")},
     "rint": "no ml.rint: ml.round(x) rounds to the nearest integer, ties to even, as jnp.rint",
     "scatter": "no ml.scatter: store at the indices, out[ids] = values (rows: out[ids, :] = rows; with a mask:"
                " out.at[ids].store(values, mask=m)), as jnp's .at[ids].set(mode=\"drop\") (indices outside are"

@@ -69,6 +69,9 @@ _DEBUG_PRINT_FLAGS = ("ordered", "partitioned", "skip_format_check", "_use_loggi
 _JAX_DEBUG = {("jax._src.debugging", "debug_print"): "jax.debug.print",
               ("jax._src.pallas.primitives", "debug_print"): "pl.debug_print",
               ("mgpu_dsl.frontend.language", "debug_print"): "ml.debug_print",
+              ("mgpu_dsl.frontend.language", "static_print"): "ml.static_print",
+              ("mgpu_dsl.frontend.language", "device_print"): "ml.device_print",
+              ("mgpu_dsl.frontend.language", "assume"): "ml.assume",
               ("jax._src.debugger.core", "breakpoint"): "jax.debug.breakpoint",
               ("jax._src.debugging", "debug_callback"): "jax.debug.callback",
               ("jax._src.callback", "pure_callback"): "jax.pure_callback",
@@ -85,6 +88,8 @@ def jax_debug_fn(fn) -> str | None:
 def trace_jax_debug(self, node, shown):
   """jax.debug.print / pl.debug_print: the print they mean; jax.debug.breakpoint(): breakpoint() (its keywords
   choose JAX's debugger's frames and order: static, unused); a callback: an error, there is no Python to call."""
+  if shown in ("ml.static_print", "ml.device_print", "ml.assume"):
+    return _trace_triton_debug(self, node, shown)
   if shown.endswith("print"):
     return trace_debug_print(self, node, shown)
   if shown == "jax.debug.breakpoint":
@@ -98,6 +103,38 @@ def trace_jax_debug(self, node, shown):
       self.loc(node), hint="print the values, print(f\"v={v}\") or jax.debug.print(\"v={}\", v) (on the GPU and in"
                            " interpret mode); stop at breakpoint() in interpret mode; or call back outside the kernel,"
                            " on its outputs")
+
+
+def _trace_triton_debug(self, node, shown):
+  """Triton's `tl.static_print(...)` and `tl.device_print(prefix, *args)`: the `print(...)` they mean (a static
+  value prints while tracing, a run-time one per program); `tl.assume(cond)`: its condition traced, a boolean, and
+  nothing more (probe 60b; each was MG002)."""
+  name = shown.split(".")[1]
+  if name == "assume":
+    if len(node.args) != 1 or node.keywords:
+      self.unsupported(node, "ml.assume of other than one condition", hint="ml.assume(pid >= 0)")
+    from .dtypes import DType
+    from .types import resolve
+    cond = self.eval(node.args[0])
+    if not (isinstance(cond, bool) or is_value(cond) and resolve(cond.type.dtype) == DType.bool_):
+      raise E.KernelTypeError(f"ml.assume takes a condition (a comparison), got {kind_of(cond)}",
+                              self.loc(node.args[0]), hint="ml.assume(pid >= 0)")
+    return None
+  if name == "static_print":        # once, while tracing, as Triton's prints at its compile (a value: its type)
+    kw = {k.arg: self.eval(k.value) for k in node.keywords if k.arg in ("sep", "end")}
+    print(*[str(v.type) if is_value(v) else v for v in (self.eval(a) for a in node.args)], **kw)
+    return None
+  keywords = list(node.keywords)
+  if name == "device_print":
+    for k in keywords:
+      if k.arg != "hex" or self.eval(k.value) is not False:
+        raise E.KernelTypeError(f"ml.device_print takes no keyword {k.arg!r} here", self.loc(k),
+                                hint="print the values as they are, ml.device_print(\"v\", v); for their bits,"
+                                     " print v.to(tl.int32, bitcast=True)")
+    keywords = []
+  printed = ast.copy_location(ast.Call(func=ast.copy_location(ast.Name(id="print", ctx=ast.Load()), node),
+                                       args=list(node.args), keywords=keywords), node)
+  return trace_print(self, printed)
 
 
 def _static_flag(self, k, shown):

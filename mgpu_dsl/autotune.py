@@ -41,6 +41,21 @@ def _what(x) -> str:
   return calling.describe(x)
 
 
+def _parameters(kernel) -> list:
+  import inspect
+  try:
+    return list(inspect.signature(kernel.fn).parameters)
+  except (TypeError, ValueError):
+    return []
+
+
+def _key_names(kernel, names, loc) -> tuple:
+  """Triton's `key=['M', 'N']`: the arguments whose changes retune. The default key (every input's shape and dtype,
+  every constexpr) separates them already, also where a port reads M and N from the shapes and has no such
+  parameter; a named run-time scalar (`n: ml.scalar`) adds its value."""
+  return tuple(names)
+
+
 class Autotuner(JitStages, ByReference):     # copied and pickled as a function is
   """A kernel that picks its fastest configuration. Call it like the kernel, without the
   tuned constexprs."""
@@ -59,6 +74,9 @@ class Autotuner(JitStages, ByReference):     # copied and pickled as a function 
       raise E.SignatureError(calling.cap(f"autotune configs must be a non-empty list of dicts of"
                                          f" constexprs, got {given!r}"), loc,
                              hint="configs=[dict(bn=256, stages=4), dict(bn=128, stages=6)]")
+    self.key_names = ()
+    if isinstance(key, (list, tuple)) and key and all(isinstance(k, str) for k in key):
+      self.key_names, key = _key_names(kernel, key, loc), None     # Triton's key=['n_cols'] (probe 60b)
     for name, fn in (("key", key), ("timer", timer)):
       if fn is not None and not callable(fn):
         given = list(fn) if isinstance(fn, (list, tuple)) else fn
@@ -101,7 +119,9 @@ class Autotuner(JitStages, ByReference):     # copied and pickled as a function 
     specs = [[list(map(int, a.shape)), str(getattr(a.dtype, "name", a.dtype))] if hasattr(a, "shape")
              else [type(a).__name__] for a in args]      # a Python number for an ml.scalar: its type
     consts = sorted((k, type(v).__name__, repr(v)) for k, v in constexprs.items())
-    return json.dumps([specs, consts])
+    named = dict(zip(_parameters(self.kernel), args))    # Triton's key=['n']: a named scalar's value too
+    values = [[k, repr(named[k])] for k in self.key_names if k in named and not hasattr(named[k], "shape")]
+    return json.dumps([specs, consts, values] if values else [specs, consts])
 
   def _winners_path(self) -> str | None:
     d = C.cache_dir()

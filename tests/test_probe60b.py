@@ -1991,6 +1991,55 @@ def test_num_stages_over_register_loads_sees_through_library_aliases_and_helpers
   assert not _helper_makes_no_load(calls_copies) and not _helper_makes_no_load(print)
 
 
+# ================================================================ (4) Triton's debugging names, tl.assume, autotune keys
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,))
+def debugging_names(x_ptr, o_ptr):
+  pid = tl.program_id(0)
+  tl.assume(pid >= 0)
+  offs = pid * 128 + tl.arange(0, 128)
+  v = tl.load(x_ptr.at[offs])
+  tl.static_print("BLOCK", 128, v)
+  tl.device_print("pid", pid)
+  tl.store(o_ptr.at[offs], v * 2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def assume_of_a_number(x_ptr, o_ptr):
+  tl.assume(x_ptr[...])
+  o_ptr[...] = x_ptr[...]
+
+
+def test_static_print_device_print_and_assume_are_tritons(capsys):
+  """Each was MG002 "tl has no attribute ..." whose hint wrote print(...) or dropped tl.assume."""
+  x = rnd((256,), 5)
+  np.testing.assert_array_equal(np.asarray(debugging_names(x, interpret=True)), x * 2)
+  out = capsys.readouterr().out.splitlines()
+  assert out.count("BLOCK 128 tensor<128, float32>") == 1             # once, while tracing (a value: its type)
+  assert "[program (0, 0, 0)] pid 0" in out and "[program (1, 0, 0)] pid 1" in out
+  export(debugging_names, x)
+  e, line, col = _error(lambda: assume_of_a_number.check(S((128,), F32)), assume_of_a_number)
+  assert (type(e), e.code, line, col) == (mg.KernelTypeError, "MG003", 2, 12)
+  assert "tl.assume takes a condition (a comparison), got" in str(e) and e.hint == "tl.assume(pid >= 0)"
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n, *, BLOCK: x, grid=lambda x, n, *, BLOCK: (tl.cdiv(x.shape[0], BLOCK),))
+def keyed(x_ptr, n: tl.scalar, o_ptr, *, BLOCK: tl.constexpr):
+  offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+  m = offs < x_ptr.shape[0]
+  tl.store(o_ptr.at[offs], tl.load(x_ptr.at[offs], mask=m) + n, mask=m)
+
+
+def test_autotune_takes_tritons_key_of_argument_names():
+  """FlagGems' `@triton.autotune(configs=..., key=["M", "N"])`: it was MG006 "key= must be a callable"."""
+  tuned = mg.autotune(configs=[dict(BLOCK=256), dict(BLOCK=1024)], key=["M", "n"])(keyed)
+  x = rnd((3000,), 6)
+  np.testing.assert_array_equal(np.asarray(tuned(x, 2.0, interpret=True)), x + 2)
+  k1, k2 = (tuned._tuning_key([x, v], {}) for v in (2.0, 3.0))
+  assert k1 != k2                      # a named run-time scalar separates tunings, as Triton's key
+  plain = mg.autotune(configs=[dict(BLOCK=256)])(keyed)
+  assert plain._tuning_key([x, 2.0], {}) == plain._tuning_key([x, 3.0], {})
+
+
 # ================================================================ refusals kept: what to write instead
 @mg.mgpu_kernel(out_shape=lambda X, *, BLOCK: S((X.shape[0],), F32), grid=lambda X, **k: (X.shape[0],))
 def grad_into_input(X_ptr, loss_ptr, *, BLOCK: tl.constexpr):
