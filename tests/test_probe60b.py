@@ -1864,6 +1864,168 @@ def t_sc():
 CASES["soft_ce"] = t_sc
 
 
+# ================================================================ (b22)
+@mg.mgpu_kernel(out_shape=lambda x, v, vp, *, BLOCK: (x, x, x), grid=lambda x, *a, BLOCK: (tl.cdiv(x.shape[0], BLOCK),))
+def fills(x_ptr, value: tl.scalar, value_ptr, f_ptr, m_ptr, k_ptr, *, BLOCK: tl.constexpr):
+  offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+  m = offs < x_ptr.shape[0]
+  x = tl.load(x_ptr.at[offs], mask=m, other=0.0)
+  tl.store(f_ptr.at[offs], tl.full([BLOCK], value, tl.float32), mask=m)
+  v2 = tl.load(value_ptr)
+  tl.store(m_ptr.at[offs], tl.where(x > 0, v2, x), mask=m)
+  mx = tl.max(x, axis=0, keep_dims=True)
+  tl.store(k_ptr.at[offs], x - mx + tl.broadcast_to(mx, [BLOCK]) * 0, mask=m)
+def t_f():
+  x = rnd((3000,), 1); vp = np.array(2.5, np.float32)
+  f, mm, k = fills(x, -1.25, vp, BLOCK=1024, **_MODE)
+  close(f, np.full(3000, -1.25)); close(mm, np.where(x > 0, 2.5, x))
+  blk = np.concatenate([np.full(1024, x[i:i + 1024].max()) for i in range(0, 3000, 1024)])[:3000]
+  close(k, x - blk); _export(fills, x, np.float32(-1.25), vp, BLOCK=1024)
+CASES["fills"] = t_f
+
+# ---- Unsloth layernorm backward
+@mg.mgpu_kernel(out_shape=lambda dY, X, W, b, r, mu, *, BLOCK_SIZE: X, grid=lambda dY, *a, **k: (dY.shape[0],))
+def unsloth_ln_bwd(dY, X, W, b, r, mu, dX, *, BLOCK_SIZE: tl.constexpr):
+  row_idx = tl.program_id(0)
+  n_cols = X.shape[1]
+  col_offsets = tl.arange(0, BLOCK_SIZE)
+  mask = col_offsets < n_cols
+  dY_row = tl.load(dY.at[row_idx, col_offsets], mask=mask, other=0).to(tl.float32)
+  X_row = tl.load(X.at[row_idx, col_offsets], mask=mask, other=0).to(tl.float32)
+  W_row = tl.load(W.at[col_offsets], mask=mask, other=0).to(tl.float32)
+  inv_var = tl.load(r.at[row_idx]).to(tl.float32)
+  mean = tl.load(mu.at[row_idx]).to(tl.float32)
+  normed = (X_row - mean) * inv_var
+  dY_W = dY_row * W_row
+  dX_row = dY_W - tl.sum(dY_W, axis=0) / n_cols - normed * tl.sum(dY_W * normed, axis=0) / n_cols
+  dX_row = dX_row * inv_var
+  tl.store(dX.at[row_idx, col_offsets], dX_row, mask=mask)
+def t_ulb(n, d, dt):
+  x, w, b, dy = (rnd((n, d), 1, dt) + 1).astype(dt), rnd((d,), 2, dt), rnd((d,), 3, dt), rnd((n, d), 4, dt)
+  xf = x.astype(np.float64); mu = xf.mean(1); r = 1 / np.sqrt(xf.var(1) + 1e-5)
+  dx = unsloth_ln_bwd(dy, x, w, b, r.astype(np.float32), mu.astype(np.float32), BLOCK_SIZE=1 << (d - 1).bit_length(), **_MODE)
+  nm = (xf - mu[:, None]) * r[:, None]; dyw = dy.astype(np.float64) * w.astype(np.float64)
+  want = (dyw - dyw.mean(1, keepdims=True) - nm * (dyw * nm).mean(1, keepdims=True)) * r[:, None]
+  close(dx, want, 3e-2 if dt != np.float32 else 1e-4)
+  _export(unsloth_ln_bwd, dy, x, w, b, r.astype(np.float32), mu.astype(np.float32), BLOCK_SIZE=1 << (d - 1).bit_length())
+CASES["unsloth_ln_bwd_bf16"] = lambda: t_ulb(5, 4096, BF16)
+CASES["unsloth_ln_bwd_f32"] = lambda: t_ulb(3, 999, np.float32)
+
+# ================================================================ (b23)
+_CASTING_MODE_NONE = tl.constexpr(-1)
+_CASTING_MODE_LLAMA = tl.constexpr(0)
+_CASTING_MODE_GEMMA = tl.constexpr(1)
+
+@mg.mgpu_kernel(out_shape=lambda X, W, *, eps, casting_mode, BLOCK_SIZE: X, grid=lambda X, W, **k: (X.shape[0],))
+def rms_modes(X_ptr, W_ptr, Y_ptr, *, eps: tl.constexpr, casting_mode: tl.constexpr, BLOCK_SIZE: tl.constexpr):
+  row_idx = tl.program_id(0)
+  n_cols = X_ptr.shape[1]
+  col_offsets = tl.arange(0, BLOCK_SIZE)
+  mask = col_offsets < n_cols
+  X_row = tl.load(X_ptr.at[row_idx, col_offsets], mask=mask, other=0)
+  X_row_dtype = X_row.dtype
+  W_row = tl.load(W_ptr.at[col_offsets], mask=mask, other=0)
+  if casting_mode == _CASTING_MODE_LLAMA:
+    X_row = X_row.to(tl.float32)
+  if casting_mode == _CASTING_MODE_GEMMA:
+    W_row = W_row.to(tl.float32)
+    X_row = X_row.to(tl.float32)
+  mean_square = tl.sum(X_row * X_row, axis=0) / n_cols
+  rstd = rsqrt_(mean_square + eps)
+  X_row = X_row * rstd
+  if casting_mode == _CASTING_MODE_LLAMA:
+    X_row = X_row.to(X_row_dtype)
+  Y_row = X_row * (1.0 + W_row) if casting_mode == _CASTING_MODE_GEMMA else X_row * W_row
+  tl.store(Y_ptr.at[row_idx, col_offsets], Y_row, mask=mask)
+rsqrt_ = tl.extra.cuda.libdevice.rsqrt
+def t_rm(mode):
+  x, w = rnd((5, 4096), 1, BF16), rnd((4096,), 2, BF16)
+  y = rms_modes(x, w, eps=1e-6, casting_mode=mode, BLOCK_SIZE=4096, **_MODE)
+  xf = x.astype(np.float64); r = 1 / np.sqrt((xf ** 2).mean(1) + 1e-6)
+  want = xf * r[:, None] * ((1 + w.astype(np.float64)) if mode == 1 else w.astype(np.float64))
+  close(y, want, 5e-2); _export(rms_modes, x, w, eps=1e-6, casting_mode=mode, BLOCK_SIZE=4096)
+CASES["rms_llama"] = lambda: t_rm(0)
+CASES["rms_gemma"] = lambda: t_rm(1)
+CASES["rms_none"] = lambda: t_rm(-1)
+
+# ---- DyT backward partial dgamma over BLOCK_M rows with a 2-D tile, dalpha per program
+@mg.mgpu_kernel(out_shape=lambda x, a, g, dy, *, BLOCK_M, BLOCK_N: (x, S((tl.cdiv(x.shape[0], BLOCK_M), x.shape[1]), F32), S((tl.cdiv(x.shape[0], BLOCK_M),), F32)),
+                grid=lambda x, *r, BLOCK_M, **k: (tl.cdiv(x.shape[0], BLOCK_M),))
+def dyt_bwd(x_ptr, alpha_ptr, gamma_ptr, dy_ptr, dx_ptr, dgamma_ptr, dalpha_ptr, *, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+  M, N = x_ptr.shape
+  pid = tl.program_id(0)
+  rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+  cols = tl.arange(0, BLOCK_N)
+  mask = (rows[:, None] < M) & (cols[None, :] < N)
+  alpha = tl.load(alpha_ptr.at[0])
+  gamma = tl.load(gamma_ptr.at[cols], mask=cols < N, other=0.0)
+  x = tl.load(x_ptr.at[rows[:, None], cols[None, :]], mask=mask, other=0.0)
+  dy = tl.load(dy_ptr.at[rows[:, None], cols[None, :]], mask=mask, other=0.0)
+  t = tl.extra.cuda.libdevice.tanh(alpha * x)
+  tl.store(dgamma_ptr.at[pid, cols], tl.sum(dy * t, axis=0), mask=cols < N)
+  dt = dy * gamma[None, :] * (1 - t * t)
+  tl.store(dx_ptr.at[rows[:, None], cols[None, :]], dt * alpha, mask=mask)
+  tl.store(dalpha_ptr.at[pid], tl.sum(dt * x))
+def t_db(M, N):
+  x, dy = rnd((M, N), 1), rnd((M, N), 2); a = np.array([0.7], np.float32); g = rnd((N,), 3)
+  dx, dg, da = dyt_bwd(x, a, g, dy, BLOCK_M=4, BLOCK_N=1 << (N - 1).bit_length(), **_MODE)
+  t = np.tanh(0.7 * x); d = dy * g * (1 - t * t)
+  close(dx, d * 0.7, 1e-5); close(np.asarray(dg).sum(0), (dy * t).sum(0), 1e-4); close(np.asarray(da).sum(), (d * x).sum(), 1e-3)
+  _export(dyt_bwd, x, a, g, dy, BLOCK_M=4, BLOCK_N=1 << (N - 1).bit_length())
+CASES["dyt_bwd"] = lambda: t_db(10, 1000)
+
+# ---- FlagGems index_add along dim 0 with a 2-D atomic scatter; randint4x
+@mg.mgpu_kernel(out_shape=lambda base, idx, src, *, BM, BN: base, grid=lambda base, idx, src, *, BM, BN: (tl.cdiv(idx.shape[0], BM), tl.cdiv(base.shape[1], BN)), input_output_aliases={0: 0})
+def index_add(base, idx_ptr, src, out, *, BM: tl.constexpr, BN: tl.constexpr):
+  r = tl.program_id(0) * BM + tl.arange(0, BM)
+  c = tl.program_id(1) * BN + tl.arange(0, BN)
+  rm = r < idx_ptr.shape[0]
+  m = rm[:, None] & (c[None, :] < out.shape[1])
+  idx = tl.load(idx_ptr.at[r], mask=rm, other=0)
+  v = tl.load(src.at[r[:, None], c[None, :]], mask=m, other=0.0)
+  tl.atomic_add(out.at[idx[:, None], c[None, :]], v, mask=m)
+def t_ia():
+  b = rnd((50, 300), 1); idx = np.random.default_rng(2).integers(0, 50, 77).astype(np.int32); s = rnd((77, 300), 3)
+  o = index_add(b, idx, s, BM=8, BN=128, **_MODE)
+  w = b.copy(); np.add.at(w, idx, s); close(o, w, 1e-5); _export(index_add, b, idx, s, BM=8, BN=128)
+CASES["index_add"] = t_ia
+
+@mg.mgpu_kernel(out_shape=lambda n, seed, *, BLOCK: S((4, n.shape[0]), jnp.uint32), grid=lambda n, seed, *, BLOCK: (tl.cdiv(n.shape[0], BLOCK),))
+def randint4(n_ptr, seed: tl.scalar, o_ptr, *, BLOCK: tl.constexpr):
+  offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+  m = offs < n_ptr.shape[0]
+  r0, r1, r2, r3 = tl.randint4x(seed, offs)
+  tl.store(o_ptr.at[0, offs], r0, mask=m)
+  tl.store(o_ptr.at[1, offs], r1, mask=m)
+  tl.store(o_ptr.at[2, offs], r2, mask=m)
+  tl.store(o_ptr.at[3, offs], r3, mask=m)
+def t_r4():
+  n = np.zeros(3000, np.float32); o = np.asarray(randint4(n, 5, BLOCK=1024, **_MODE))
+  assert len(np.unique(o)) > 11990; _export(randint4, n, np.int32(5), BLOCK=1024)
+CASES["randint4x"] = t_r4
+
+# ================================================================ (b28)
+@mg.mgpu_kernel(out_shape=lambda X, n, *, BLOCK_SIZE: S((X.shape[0],), F32), grid=lambda X, *a, **k: (X.shape[0],))
+def lse_runtime_vocab(X_ptr, n_cols: tl.scalar, lse_ptr, *, BLOCK_SIZE: tl.constexpr):
+  pid = tl.program_id(0)
+  m = float("-inf")
+  d = 0.0
+  for i in range(0, n_cols, BLOCK_SIZE):
+    offs = i + tl.arange(0, BLOCK_SIZE)
+    xb = tl.load(X_ptr.at[pid, offs], mask=offs < n_cols, other=float("-inf")).to(tl.float32)
+    m_new = tl.maximum(m, tl.max(xb))
+    d = d * tl.exp(m - m_new) + tl.sum(tl.exp(xb - m_new))
+    m = m_new
+  tl.store(lse_ptr.at[pid], m + tl.log(d))
+def t(n):
+  x = rnd((3, 32064), 1, BF16)
+  o = lse_runtime_vocab(x, n, BLOCK_SIZE=4096, **_MODE)
+  xf = x.astype(np.float64)[:, :n]; mm = xf.max(1)
+  close(o, mm + np.log(np.exp(xf - mm[:, None]).sum(1)), 1e-4); _export(lse_runtime_vocab, x, np.int32(n), BLOCK_SIZE=4096)
+CASES["lse_runtime_32000"] = lambda: t(32000)
+CASES["lse_runtime_5"] = lambda: t(5)
+
+
 # ================================================================ the corpus: every kernel above against its reference
 _NAMES = list(CASES)
 _GROUPS = {f"{_NAMES[i]}..{_NAMES[min(i + 12, len(_NAMES) - 1)]}": _NAMES[i:i + 13] for i in range(0, len(_NAMES), 13)}
