@@ -117,6 +117,16 @@ def _static_result(cx, name, out):
   return out
 
 
+def _number_of(dt: DType):
+  """The call `tl.float32(c)`: `c` as a NumPy scalar of that dtype (static_call makes it a typed number)."""
+  def convert(value):
+    with np.errstate(over="raise", invalid="ignore"):
+      return np.asarray(value).astype(dt.dtype)[()] if isinstance(value, float) or dt.dtype.kind == "f" else \
+          np.asarray(value, dtype=dt.dtype)[()]
+  convert.__name__ = f"ml.{dt.name}" if hasattr(dt, "name") else "the dtype"
+  return convert
+
+
 def _library(fn) -> bool:
   """An ml.* builtin or method, or a function of jax or NumPy (whose array arguments a kernel computes with)."""
   if isinstance(fn, (Builtin, _Method)):
@@ -383,6 +393,10 @@ class Calls:
     dtype = to_dtype(fn) if isinstance(fn, type) or hasattr(fn, "dtype") else None
     if dtype is not None and len(args) == 1 and not kwargs and is_value(args[0]):
       return ew.astype(cx, args[0], dtype)    # jnp.float16(x)
+    if isinstance(fn, DType) and len(args) == 1 and not kwargs and isinstance(args[0], (bool, int, float, np.generic)):
+      # Triton's tl.float32(-float("inf")) (Liger's online softmax): the number as a scalar of that dtype, as
+      # jnp.float32(c) is (probe 60b; it was MG003 "tl.float32 is not callable")
+      return self.static_call(cx, _number_of(fn), args, {}, node)
     if type(fn).__name__ == "KernelFunction" and hasattr(fn, "typed_ir"):     # an @mgpu_kernel
       name = getattr(getattr(fn, "fn", None), "__name__", "it")
       raise E.KernelTypeError(

@@ -368,7 +368,8 @@ def python_max_of_a_tensor(x, out):
 def test_reductions_given_two_tensors_or_pythons_max_hint_what_was_meant():
   e = expect(max_of_two_by_reduction, [S((8, 128), F32)], mg.KernelTypeError, "ml.max(",
              "ml.max: axis must be a static int or a tuple of them, got a register tensor")
-  assert e.hint == "ml.max reduces one tensor; the elementwise max of two is ml.maximum(a, b)"
+  # the operands as written since probe 60b (it said ml.maximum(a, b))
+  assert e.hint == "ml.max reduces one tensor; the elementwise max of two is ml.maximum(v, v * 0.1)"
   e = expect(python_max_of_a_tensor, [S((8, 128), F32)], mg.KernelTypeError, "max(x",
              "max(...) of one register value is Python's iteration, which kernels do not do")
   assert e.hint.startswith("reduce it with ml.max(x[...])")

@@ -2202,6 +2202,61 @@ def test_autotune_takes_tritons_key_of_argument_names():
   assert plain._tuning_key([x, 2.0], {}) == plain._tuning_key([x, 3.0], {})
 
 
+# ================================================================ (6) a dtype called on a number: Liger's online softmax
+@mg.mgpu_kernel(out_shape=lambda X, *, BLOCK_SIZE: X, grid=lambda X, **k: (X.shape[0],))
+def liger_softmax_multi_block(X_ptr, Y_ptr, *, BLOCK_SIZE: tl.constexpr):
+  row_id = tl.program_id(0)
+  n_cols = X_ptr.shape[1]
+  offs = tl.arange(0, BLOCK_SIZE)
+  m = tl.float32(-float("inf"))
+  d = tl.float32(0.0)
+  for start in tl.range(0, n_cols, BLOCK_SIZE):
+    idx = start + offs
+    mask = idx < n_cols
+    xblk = tl.load(X_ptr.at[row_id, idx], mask=mask, other=-float("inf"), cache_modifier=".ca")
+    blk_max = tl.max(xblk, axis=0)
+    new_m = tl.maximum(m, blk_max)
+    d = d * tl.exp(m - new_m) + tl.sum(tl.exp(xblk - new_m), axis=0)
+    m = new_m
+  for start in tl.range(0, n_cols, BLOCK_SIZE):
+    idx = start + offs
+    mask = idx < n_cols
+    xblk = tl.load(X_ptr.at[row_id, idx], mask=mask, other=-float("inf"), cache_modifier=".ca")
+    tl.store(Y_ptr.at[row_id, idx], (tl.exp(xblk - m) / d).to(Y_ptr.dtype.element_ty), mask=mask, cache_modifier=".cs")
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, F32), S(x.shape, jnp.int32), x))
+def dtype_calls(x_ptr, f_ptr, i_ptr, b_ptr):
+  x = x_ptr[...]
+  f_ptr[...] = x * tl.float32(0.1)                  # a float32 scalar: bfloat16 * float32 is float32, as jnp's
+  i_ptr[...] = tl.zeros(x.shape, tl.int32) + tl.int32(7)
+  b_ptr[...] = x * tl.bfloat16(0.1)                 # a bfloat16 scalar: 0.1 rounded to bfloat16 first
+
+
+def test_a_dtype_called_on_a_number_is_a_scalar_of_that_dtype():
+  """Liger's multi-block softmax starts its online max and sum as `tl.float32(-float("inf"))`, `tl.float32(0.0)`:
+  MG003 "tl.float32 is not callable". A number given to a dtype is that dtype's scalar, as jnp.float32(c) is."""
+  x = rnd((3, 70000), 7, BF16)
+  y = liger_softmax_multi_block(x, BLOCK_SIZE=8192, interpret=True)
+  xf = x.astype(np.float64)
+  e = np.exp(xf - xf.max(1, keepdims=True))
+  close(y, e / e.sum(1, keepdims=True), 1e-3)
+  export(liger_softmax_multi_block, x, BLOCK_SIZE=8192)
+  v = rnd((256,), 8, BF16)
+  f, i, b = dtype_calls(v, interpret=True)
+  np.testing.assert_array_equal(np.asarray(f), v.astype(np.float32) * np.float32(0.1))
+  np.testing.assert_array_equal(np.asarray(i), np.full(256, 7, np.int32))
+  np.testing.assert_array_equal(np.asarray(b, np.float32), np.asarray(jnp.asarray(v) * jnp.bfloat16(0.1), np.float32))
+
+
+@mg.mgpu_kernel(out_shape=lambda X, *, BLOCK_SIZE: S((X.shape[0],), F32), grid=lambda X, **k: (X.shape[0],))
+def max_of_two_scalars(X_ptr, o_ptr, *, BLOCK_SIZE: tl.constexpr):
+  m = tl.float32(-float("inf"))
+  blk_max = tl.max(tl.load(X_ptr.at[tl.program_id(0), tl.arange(0, BLOCK_SIZE)]), axis=0)
+  new_m = tl.max(m, blk_max)
+  tl.store(o_ptr.at[tl.program_id(0)], new_m)
+
+
 # ================================================================ refusals kept: what to write instead
 @mg.mgpu_kernel(out_shape=lambda X, *, BLOCK: S((X.shape[0],), F32), grid=lambda X, **k: (X.shape[0],))
 def grad_into_input(X_ptr, loss_ptr, *, BLOCK: tl.constexpr):
@@ -2279,6 +2334,10 @@ def test_refusals_the_libraries_meet_say_what_to_write():
   with pytest.raises(mg.SignatureError, match="has no constexpr parameter 'num_warps'") as info:
     grad_into_input(x, BLOCK=128, num_warps=8, interpret=True)
   assert "threads per CTA are block= (a multiple of 128: num_warps=4 is block=128)" in info.value.hint
+  e, line, col = _error(lambda: max_of_two_scalars.check(S((3, 128), F32), BLOCK_SIZE=128), max_of_two_scalars)
+  assert (type(e), e.code, line, col) == (mg.KernelTypeError, "MG003", 4, 10)      # Liger's tl.max(m, blk_max)
+  assert "tl.max: axis must be a static int or a tuple of them, got a scalar" in str(e)
+  assert e.hint == "tl.max reduces one tensor; the elementwise max of two is tl.maximum(m, blk_max)"
   e, line, col = _error(lambda: smoothing_over_padding(x, BLOCK_SIZE=64, interpret=True), smoothing_over_padding)
   assert (type(e), e.code, line, col) == (mg.MaskedReductionError, "MG953", 8, 20)
   assert e.hint == "reduce only the lanes the mask keeps: tl.sum(-0.1 * X_block, where=X_offsets < n_cols)"

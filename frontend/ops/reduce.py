@@ -34,9 +34,12 @@ def _axes(cx, axis, rank, what):
     if not isinstance(a, int) or isinstance(a, bool):
       pair = {"ml.max": "ml.maximum", "ml.min": "ml.minimum"}.get(what)
       tensor = isinstance(a, ir.Value)
+      from .elementwise_checks import _call_args
+      two = _call_args(cx.text or "", 2) or ("a", "b")       # Liger's tl.max(m, blk_max) of two scalars
       raise E.KernelTypeError(f"{what}: axis must be a static int or a tuple of them, got"
                               f" {kind_of(a) if tensor else repr(a)}", cx.loc,
-                              hint=f"{what} reduces one tensor; the elementwise {what[3:]} of two is {pair}(a, b)"
+                              hint=f"{what} reduces one tensor; the elementwise {what[3:]} of two is"
+                                   f" {pair}({two[0]}, {two[1]})"
                               if pair and tensor else "e.g. axis=1 (along each row) or axis=None (everything)")
     if not -rank <= a < rank:
       raise E.IndexOutOfBoundsError(
@@ -354,6 +357,8 @@ def _flat_plan(shape, axes):
 def _of_scalar(cx, kind, x, axis, what):
   """jnp's reduction of a 0-d value (a full reduction's scalar, reduced again): the value itself, in
   the dtype the reduction gives (a sum of a bool or an 8- or 16-bit integer in 32 bits)."""
+  if isinstance(axis, ir.Value) or isinstance(axis, (float, bool)):
+    _axes(cx, axis, 1, what)     # tl.max(m, blk_max) of two scalars: its error names ml.maximum (probe 60b)
   if isinstance(x, (bool, int, float)) and axis in (None, ()):      # a Python number: itself
     return int(x) if kind == ReduceKind.SUM and isinstance(x, bool) else x
   if not isinstance(getattr(x, "type", None), ScalarType) or axis not in (None, ()):
