@@ -2026,6 +2026,78 @@ CASES["lse_runtime_32000"] = lambda: t(32000)
 CASES["lse_runtime_5"] = lambda: t(5)
 
 
+# ================================================================ (b31: Liger's CE reading back the gradient it wrote)
+_TRUE = tl.constexpr(1)
+_FALSE = tl.constexpr(0)
+
+@mg.mgpu_kernel(out_shape=lambda X, Y, *, n_non_ignore, ignore_index, label_smoothing, lse_square_scale, RETURN_Z_LOSS, BLOCK_SIZE:
+                (X, S((X.shape[0],), F32), S((X.shape[0],), F32)), grid=lambda X, *a, **k: (X.shape[0],), input_output_aliases={0: 0})
+def liger_ce_v1(X_in, Y_ptr, X_ptr, loss_ptr, z_loss_ptr, *, n_non_ignore: tl.constexpr, ignore_index: tl.constexpr,
+                label_smoothing: tl.constexpr, lse_square_scale: tl.constexpr, RETURN_Z_LOSS: tl.constexpr, BLOCK_SIZE: tl.constexpr):
+  program_id = tl.program_id(0).to(tl.int64)
+  n_cols = X_ptr.shape[1]
+  y = tl.load(Y_ptr.at[program_id])
+  if y == ignore_index:
+    for i in range(0, n_cols, BLOCK_SIZE):
+      X_offsets = i + tl.arange(0, BLOCK_SIZE)
+      tl.store(X_ptr.at[program_id, X_offsets], 0.0, mask=X_offsets < n_cols)
+    tl.store(loss_ptr.at[program_id], 0.0)
+    tl.store(z_loss_ptr.at[program_id], 0.0)
+    return
+  m = float("-inf")
+  d = 0.0
+  ori_X_y = tl.load(X_ptr.at[program_id, y])
+  scaled_x_sum = 0.0
+  eps = label_smoothing / n_cols
+  for i in range(0, n_cols, BLOCK_SIZE):
+    X_offsets = i + tl.arange(0, BLOCK_SIZE)
+    X_block = tl.load(X_ptr.at[program_id, X_offsets], mask=X_offsets < n_cols, other=float("-inf"))
+    block_max = tl.max(X_block)
+    if label_smoothing > 0:
+      scaled_x_sum += tl.sum(tl.where(X_offsets < n_cols, -eps * X_block, 0.0))
+    m_new = tl.maximum(m, block_max)
+    d = d * tl.exp(m - m_new) + tl.sum(tl.exp(X_block - m_new))
+    m = m_new
+  lse = m + tl.log(d)
+  for i in range(0, n_cols, BLOCK_SIZE):
+    X_offsets = i + tl.arange(0, BLOCK_SIZE)
+    X_block = tl.load(X_ptr.at[program_id, X_offsets], mask=X_offsets < n_cols, other=float("-inf"))
+    X_block = tl.exp(X_block - m) / d - eps
+    if lse_square_scale > 0:
+      X_block += 2 * lse_square_scale * lse * X_block
+    X_block = X_block / (n_non_ignore)
+    tl.store(X_ptr.at[program_id, X_offsets], X_block, mask=X_offsets < n_cols)
+  tl.debug_barrier()
+  loss = lse - ori_X_y
+  if label_smoothing > 0:
+    smooth_loss = scaled_x_sum + label_smoothing * lse
+    loss = loss * (1 - label_smoothing) + smooth_loss
+  z_loss = lse_square_scale * lse * lse
+  loss += z_loss
+  X_y = tl.load(X_ptr.at[program_id, y])
+  X_y += -(1 - label_smoothing) / (n_non_ignore)
+  tl.store(loss_ptr.at[program_id], loss)
+  if RETURN_Z_LOSS == _TRUE:
+    tl.store(z_loss_ptr.at[program_id], z_loss)
+  else:
+    tl.store(z_loss_ptr.at[program_id], 0.0)
+  tl.store(X_ptr.at[program_id, y], X_y)
+
+def t_ce_v1(V, dt, rows, ls, zs):
+  x = (rnd((rows, V), 1) * 2).astype(dt); y = np.random.default_rng(2).integers(0, V, rows).astype(np.int32); y[1] = -100
+  nni = rows - 1
+  g, loss, z = liger_ce_v1(x, y, n_non_ignore=nni, ignore_index=-100, label_smoothing=ls, lse_square_scale=zs, RETURN_Z_LOSS=1, BLOCK_SIZE=8192, **_MODE)
+  xf = x.astype(np.float64); mm = xf.max(1); lse = mm + np.log(np.exp(xf - mm[:, None]).sum(1))
+  p = np.exp(xf - lse[:, None]) - ls / V; p = p + 2 * zs * lse[:, None] * p; p /= nni
+  r = np.arange(rows); yy = np.maximum(y, 0); p[r, yy] -= (1 - ls) / nni
+  wl = (lse - xf[r, yy]) * (1 - ls) + (-ls / V * xf.sum(1) + ls * lse) + zs * lse ** 2
+  ign = y == -100; p[ign] = 0; wl[ign] = 0
+  close(loss, wl, 2e-3); close(g, p, 2e-3 if dt != np.float32 else 1e-6)
+  _export(liger_ce_v1, x, y, n_non_ignore=nni, ignore_index=-100, label_smoothing=ls, lse_square_scale=zs, RETURN_Z_LOSS=1, BLOCK_SIZE=8192)
+CASES["liger_ce_v1_f32"] = lambda: t_ce_v1(32000, np.float32, 4, 0.1, 1e-4)
+CASES["liger_ce_v1_bf16"] = lambda: t_ce_v1(50257, BF16, 3, 0.0, 0.0)
+
+
 # ================================================================ the corpus: every kernel above against its reference
 _NAMES = list(CASES)
 _GROUPS = {f"{_NAMES[i]}..{_NAMES[min(i + 12, len(_NAMES) - 1)]}": _NAMES[i:i + 13] for i in range(0, len(_NAMES), 13)}
@@ -2351,7 +2423,7 @@ def test_refusals_the_libraries_meet_say_what_to_write():
                                   "lsm_dim1_bf16", "sparsemax_odd", "topk_f32", "embedding_f32_odd", "group_norm_odd",
                                   "batchnorm_stats_bf16", "nonzero", "unique_sorted", "lora_down_f16_r32_oddK",
                                   "softmax_inner_bf16", "libfuncs", "norms3d_odd", "bf16_atomic", "ranges_rsqrt_number",
-                                  "upsample_nearest", "mean_two_stage"])
+                                  "upsample_nearest", "mean_two_stage", "liger_ce_v1_f32", "liger_ce_v1_bf16"])
 def test_library_kernel_on_the_gpu(name):
   saved = dict(_MODE)
   _MODE.clear()
