@@ -123,7 +123,7 @@ def _number_of(dt: DType):
     with np.errstate(over="raise", invalid="ignore"):
       return np.asarray(value).astype(dt.dtype)[()] if isinstance(value, float) or dt.dtype.kind == "f" else \
           np.asarray(value, dtype=dt.dtype)[()]
-  convert.__name__ = f"ml.{dt.name}" if hasattr(dt, "name") else "the dtype"
+  convert.__name__ = f"ml.{np.dtype(dt.dtype).name}"      # (ml.int8, ml.bfloat16: the spelling the user wrote)
   return convert
 
 
