@@ -236,7 +236,10 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, **kw) -> ir.K
     try:              # (operand buffers wider than a tile along a ragged K, split: ops/split_k.py, probe 59a)
       kernel = _each_trace(pk, in_specs, out_specs, constexprs, **dict(kw, split_k=plan))
     except E.KernelError:
-      raise e from None
+      try:            # (a split the kernel does not take: such loads a tile at a time, layout_checks.by_tile_blocks)
+        kernel = _each_trace(pk, in_specs, out_specs, constexprs, **dict(kw, split_k={}))
+      except E.KernelError:
+        raise e from None
   import warnings
   for w in kernel.__dict__.pop("_warnings", ()):       # the warnings of the trace kept, issued once it is kept
     warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -410,6 +413,7 @@ def _trace_once(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid
   kernel.globals_read = ir.Captured(tr.globals_read)
   kernel.transient_ids = frozenset(em.transient)
   kernel.staged_b = dict(getattr(em, "staged_b", {}))    # ml.dot's B tiles from registers (ops/dot_staging.py)
+  kernel.split_k = split_k          # (a retry's plan, {} after a failed one: layout_checks.by_tile_blocks then)
   kernel.static_skips = list(getattr(tr, "static_skips", {}).values())   # (for MG602's hint)
   kernel.inline_sites = em.inline_sites            # (for notes on errors found later, interpret mode's too)
   kernel.accumulated = accumulated_outputs(kernel.body, em.defs, kernel.outputs, getattr(em, "empty_loop_atomics", None))

@@ -158,12 +158,10 @@ def _check_slices(kernel) -> None:
 
 
 def _check_tiled_copies(kernel, defs) -> None:
-  """TMA copies of tiled buffers copy whole (8, 128-byte) tiles of the GMEM array.
-
-  Mosaic GPU tiles the GMEM array the same way (TileTransform), so its last two
-  dimensions must be multiples of the tile (or smaller than it), and a window must
-  start on a tile boundary: a window starting inside a tile reads zeros silently.
-  """
+  """TMA copies of tiled buffers copy whole (8, 128-byte) tiles of the GMEM array: Mosaic GPU tiles the GMEM array the
+  same way (TileTransform), so its last two dimensions must be multiples of the tile (or smaller than it), and a
+  window must start on a tile boundary (one inside a tile reads zeros silently); but for copies by rows of tiles
+  (by_row_blocks), loads a tile at a time (by_tile_blocks) and copies of one column of tiles (one_tile_column)."""
   def root(v):
     d = defs.get(v.id)
     return (d.ref, d.index) if isinstance(d, View) else (v, None)
@@ -187,6 +185,9 @@ def _check_tiled_copies(kernel, defs) -> None:
       off_tile = index is not None and isinstance(index[d].start, int) and index[d].start % t
       if (shape[d] > t and shape[d] % t or off_tile) and by_row_blocks(o, index, kept, d, off_tile):
         continue               # any rows (a load from any row): copied a row of tiles at a time
+      split = not off_tile and getattr(kernel, "split_k", None) is None and split_plan(kernel, defs, root(smem)[0], t)
+      if (shape[d] > t and shape[d] % t or off_tile) and not split and by_tile_blocks(o, index, kept, d):
+        continue               # any columns of a load: copied a tile at a time (else split along K, a retry)
       if shape[d] > t and shape[d] % t:
         e = E.TmaLimitError(
             f"{root(smem)[0].name} is tiled {tiles} for the tensor cores, so TMA copies whole tiles"
@@ -443,6 +444,17 @@ def by_row_blocks(o, index, kept, d, off_tile=False) -> bool:
         and (o.slot >= 0 or not off_tile))
   if ok:
     object.__setattr__(o, "row_blocks", True)    # (an annotation of the op in place, as start_multiple)
+  return ok
+
+
+def by_tile_blocks(o, index, kept, d) -> bool:
+  """Whether load `o` may take the columns of its window (dimension `d`) a tile at a time, and does from now on: the
+  array's columns need not be whole tiles (a matmul's B stored (K, N) at N = 328), nor the window start on one. Each
+  TMA copy moves one (t0, t1) tile as plain swizzled rows (one_tile_column's bytes; lowering/memory.py,
+  _copy_tile_blocks), one copy per tile; a K operand's is split along K instead (ops/split_k.py). Not a store, a
+  multicast nor a TMA reduction."""
+  if ok := index is not None and len(kept) >= 2 and d == kept[-1] and o.slot >= 0 and o.multicast is o.reduce is None:
+    object.__setattr__(o, "tile_blocks", True)
   return ok
 
 

@@ -13,7 +13,7 @@ from . import hw
 from . import ir
 from .absint import UNKNOWN, known_multiple, loop_counters
 from .checks import Facts
-from .layout_checks import by_row_blocks, one_tile_column, split_load
+from .layout_checks import by_row_blocks, by_tile_blocks, one_tile_column, split_load
 from .memory_errors import _root
 from .ops.elementwise import Binary, BinOp, Constant
 from .ops.memory import Copy, View
@@ -159,8 +159,8 @@ def check_tiled_starts(kernel: ir.Kernel, defs: dict, facts: Facts) -> None:
     for d, t in zip(kept[-2:], tiled.tile):
       start = view.index[d].start
       seen = _unproven_multiple(o, d, start, t, defs, loops, facts)
-      if seen is None or by_row_blocks(o, view.index, kept, d, off_tile=True):
-        continue               # (by rows of tiles: any start)
+      if seen is None or by_row_blocks(o, view.index, kept, d, off_tile=True) or by_tile_blocks(o, view.index, kept, d):
+        continue               # (by rows of tiles, or a load a tile at a time: any start)
       buf = _root(defs, smem).name or "this buffer"
       hint = f"start windows at multiples of {t} (e.g. i * {view.index[d].size})"
       rows = d == kept[-2] and o.dst is smem and len(kept) >= 2

@@ -203,6 +203,8 @@ def _copy(ctx, o):
   src, dst = ctx.get(o.src), ctx.get(o.dst)
   smem = dst if o.slot >= 0 else src
   tiled = ctx.smem_layout(smem)
+  if o.tile_blocks:
+    return _copy_tile_blocks(ctx, o, smem, src, tiled)
   if o.row_blocks:
     return _copy_row_blocks(ctx, o, smem, src if o.slot >= 0 else dst, tiled)
   kw = {} if tiled is None else dict(gmem_transform=mgpu.TileTransform(tiled.tile),
@@ -244,6 +246,40 @@ def _wide_rows(gview, smem_mem, loc):
     raise E.InternalError(f"a TMA copy of a window {tuple(i.size for i in index)} wider than a box", loc)
   rank = ir.MemRefType(smem_mem.type).rank
   return dict(gmem_transform=mgpu.TileTransform((w,))), mgpu.memref_unfold(smem_mem, rank - 1, (None, w))
+
+
+def _copy_tile_blocks(ctx, o, smem, gview, tiled):
+  """A TMA load into a buffer tiled (t0, t1) for the tensor cores whose GMEM columns are not whole tiles of the array
+  (B of a matmul stored (K, N) at N = 328), or whose start is no tile's (the frontend's layout_checks.by_tile_blocks
+  sets `o.tile_blocks`): one copy per (t0, t1) tile of the window, each a box one tile wide, which is the tile's
+  swizzled rows (as a copy of one column of tiles is), so the array is not tiled and its rows and columns past the
+  end read zeros, as any TMA window's. The copies arrive on the load's barrier once, with all their bytes."""
+  t0, t1 = tiled.tile
+  gmem, gslice = ctx.gmem_window(gview)
+  kept = [k for k, i in enumerate(gview.index) if not i.squeeze]
+  smem_mem = ctx.memref(smem)
+  shape = list(ir.MemRefType(smem_mem.type).shape)            # (..., rows / t0, columns / t1, t0, t1)
+  lead = len(shape) - 4
+  if lead < 0 or any(s != 1 for s in shape[:lead]):
+    raise E.InternalError(f"a copy a tile at a time into SMEM of shape {shape}", o.loc)
+
+  def start(d):
+    first = gslice[d]                                          # a static slice, or a run-time (or negative) start
+    base = first.base if isinstance(first, mgpu.utils.DynamicSlice) else first.start
+    return arith.constant(index(), base) if isinstance(base, int) else to_index(base)
+  r0, c0 = start(kept[-2]), start(kept[-1])
+  itemsize = mgpu.utils.bitwidth(ir.MemRefType(smem_mem.type).element_type) // 8
+  barrier = ctx.barrier(o.slot, o.stage)
+  barrier.arrive_expect_tx(int(np.prod(shape)) * itemsize, predicate=ctx.tma_predicate)
+  for k in range(shape[-4]):
+    rows = mgpu.ds(arith.addi(r0, arith.constant(index(), k * t0)), t0)
+    for m in range(shape[-3]):
+      cols = mgpu.ds(arith.addi(c0, arith.constant(index(), m * t1)), t1)
+      sl = list(gslice)
+      sl[kept[-2]], sl[kept[-1]] = rows, cols
+      tile = mgpu.memref_slice(smem_mem, (*(slice(None),) * lead, k, m))
+      ctx.launch.async_copy(src_ref=gmem, dst_ref=tile, gmem_slice=tuple(sl), barrier=barrier, arrive=False,
+                            swizzle=tiled.swizzle, predicate=ctx.tma_predicate)
 
 
 def _copy_row_blocks(ctx, o, smem, gview, tiled):

@@ -107,6 +107,7 @@ class Copy(ir.Op):
   reduce: object = None       # an atomic.AtomicKind: the TMA engine reduces into GMEM (a store only)
   multicast: int | None = None
   row_blocks: bool = False    # (tma_starts.row_blocks: a tiled buffer's rows copied a row of tiles at a time)
+  tile_blocks: bool = False   # (layout_checks.by_tile_blocks: a tiled buffer loaded a tile at a time, ragged columns)
 
 
 def is_load(o) -> bool:
