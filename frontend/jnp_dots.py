@@ -42,11 +42,33 @@ def _operands(tracer, nodes, values):
     _, held, flip = tracer._dot_operand(n, v)
     if isinstance(held.type, RefType) and held.type.space != Space.SMEM:
       held, flip = v, False          # (`w[...]` of a GMEM array: the register tile read)
+    elif isinstance(held.type, RefType) and flip:
+      _drop_transpose(tracer, v)     # (`k_s[...].T`: the dot reads k_s.T, no register transpose)
     out.append((held, flip))
   return out
 
 
 _ARRAY_API = {("jnp.linalg", "matmul"): ("jnp", "matmul"), ("jnp.linalg", "tensordot"): ("jnp", "tensordot")}
+
+
+def _drop_transpose(tracer, v):
+  """Drop the register transpose `v` of a buffer's whole read (`k_s[...].T`, the call's own argument) that the dot
+  replaces by the buffer's view `k_s.T`: its scratch, store and load, where nothing else uses them. Left in place, the
+  read beside the dot's tiled buffer took the tensor-core layout, 64 rows a warpgroup: Pallas's `jnp.dot(q,
+  k_s[...].T)` of 32 keys was MG204 (probe 60a). The read left unused is pruned as any dead read."""
+  from .ops.permute import TransposeLoad, TransposeStore
+  b = tracer.b
+  load = b.defining(v)
+  if not isinstance(load, TransposeLoad):
+    return
+  ops = b.block.ops
+  users = [o for o in ops if o is not load and any(x is v or x is load.scratch for x in o.operands())]
+  alloc = b.defining(load.scratch)
+  if len(users) != 1 or not isinstance(users[0], TransposeStore) or alloc not in ops:
+    return
+  ops[:] = [o for o in ops if o not in (load, users[0], alloc)]
+  b.allocs[:] = [a for a in b.allocs if a is not load.scratch]
+  b.transient.discard(load.scratch.id)
 
 
 def library_product(tracer, node, lib, args, kwargs):

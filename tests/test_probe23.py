@@ -245,12 +245,27 @@ def two_window_mistakes(a, b, c):
 
 def test_independent_window_mistakes_are_reported_together_in_source_order():
   # (b's window started inside a tile's rows, ml.ds(k * 68, 64), until probe 46c made such loads rows of
-  # tiles; its columns now start inside a tile)
+  # tiles; then its columns started inside a tile, a second mistake, until probe 60a loaded such windows a tile
+  # at a time: what is left of it is its start's 16-byte misalignment, which the check of a's reports first)
   with pytest.raises(mg.TmaLimitError) as info:
     two_window_mistakes.check(S((64, 256), BF16), S((256, 256), BF16))
   lines = [x.lineno for x in info.value.errors]
   first = inspect.getsourcelines(two_window_mistakes.fn)[1]
-  assert lines == [first + 5, first + 6]
+  assert lines == [first + 5]
+  with pytest.raises(mg.TmaLimitError, match="16-byte boundary") as info:
+    b_misaligned.check(S((64, 256), BF16), S((256, 256), BF16))
+  assert [x.lineno for x in info.value.errors] == [inspect.getsourcelines(b_misaligned.fn)[1] + 6]
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 128), F32))
+def b_misaligned(a, b, c):
+  a_s, b_s = ml.smem((64, 64)), ml.smem((64, 128))
+  acc = ml.zeros((64, 128), F32)
+  for k in range(2):
+    ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64), ml.ds(k * 68, 128)], b_s)
+    acc = ml.dot(a_s, b_s, acc)
+  c[...] = acc
 
 
 # ---------------------------------------------------------------- atomic max/min meet NaN as the hardware does

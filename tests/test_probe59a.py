@@ -217,6 +217,16 @@ def test_split_buffer_read_whole_into_registers_computes():
   last = np.concatenate([A[:, 896:], np.zeros((128, 24), np.float32)], axis=1)    # (the last K window, zero-filled)
   np.testing.assert_allclose(np.asarray(_ragged_k(128, extra=True)(a, b, interpret=True)), A @ B + last[:, :64],
                              rtol=1e-2, atol=5e-2)
+def test_split_buffer_used_otherwise_computes_at_64_rows():
+  """The same at 64 rows, and built for CUDA: it was MG401 (hint: the one-tile-column copy, the jnp.pad) until
+  probes 60a and 60c (60c reads a split buffer whole as its parts; where a split retry still gives up, 60a loads
+  the buffer a tile at a time, layout_checks.by_tile_blocks)."""
+  a, b = rnd((64, 1000), 6).astype(np.float16), rnd((1000, 64), 7).astype(np.float16)
+  k = _ragged_k(128, extra=True)
+  af = np.asarray(a, np.float32)
+  want = af @ np.asarray(b, np.float32) + af[:, 896:960]       # (a_s[:, :64] after the loop: K's last window's)
+  np.testing.assert_allclose(np.asarray(k(a, b, interpret=True)), want, rtol=1e-2, atol=5e-2)
+  export(k, a, b)
 
 
 @pytest.mark.gpu
