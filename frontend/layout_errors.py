@@ -273,14 +273,19 @@ class LayoutErrors:
       if math.prod(shape) % hw.WARPGROUP:
         one = self._one_element(v, loc) if math.prod(shape) == 1 and self._scalar_store_hint(v) is None else None
         if len(shape) == 1:
-          n, up = shape[0], -(-shape[0] // 8) * 8
+          n = shape[0]
+          step = 8 if n % 8 else hw.WARPGROUP    # (a multiple of 8 is a tile's row or column statistic only)
+          up = -(-n // step) * step
           cls = self.uf.find(("v", v.id))
           index = any(isinstance(u, (Gather, ScatterUpdate)) and any(
               _is_tensor(i) and self.uf.find(("v", i.id)) == cls for i in u.indices) for u in ir.walk(self.kernel.body))
           raise E.LayoutError(
               f"{v.name or 'this tensor'} has shape {shape}: a 1-D register vector needs a multiple of 8"
               f" elements (other register tensors a multiple of {hw.WARPGROUP}, one per thread of a"
-              f" warpgroup)", loc,
+              f" warpgroup)" if step == 8 else
+              f"{v.name or 'this tensor'} has shape {shape}: a 1-D register vector of {n} elements is held as a"
+              f" tile's row or column statistic only, beside that tile; held alone it needs a multiple of"
+              f" {hw.WARPGROUP} elements (one per thread of a warpgroup)", loc,
               hint=self._scalar_store_hint(v) or one or self._element_reads_hint(v) or smem_vector_hint(
                   o, n, up, self.defs, v.name, self._stored_to(v, 1)[0]) or pad_hint(
                   n, up, index, self._reductions(v), self.defs.get(v.id), self.defs))
