@@ -11,6 +11,13 @@ The class found and fixed:
    apply), and likewise a column window starting inside a tile. Triton and Pallas take all of these (TMA clips the
    window at the array's end). Such a load is now one TMA copy per (8, 128-byte) tile of the window, each tile's
    swizzled rows (layout_checks.by_tile_blocks, lowering/memory.py _copy_tile_blocks).
+2. `jnp.dot(q, k_s[...].T)` / `a_s[...] @ b_s[...].T` / `jnp.matmul(a_s[...].T, b)` (Pallas's whole reads of SMEM
+   buffers, transposed) were MG204 where the buffer had fewer than 64 rows a warpgroup ("b_s[...] of shape (32, 64)
+   moves between registers and b_s, which ml.dot reads"): the dot reads the buffer's view `k_s.T`, but the register
+   transpose of the read, dead, stayed and took the tensor-core layout. It is dropped now (jnp_dots._drop_transpose).
+3. An (8, 8) accumulator carried through a loop and added by `ml.atomic_add` (split-K of small tiles) is MG204, a
+   right refusal (a register tensor holds 128 elements or more), but its message said that a (64,) vector "needs a
+   multiple of 8 elements"; it now says that such a vector is held alone only at a multiple of 128.
 """
 import jax
 import jax.numpy as jnp
@@ -110,20 +117,86 @@ def test_ragged_columns_of_a_tiled_operand_load_export(name):
 
 
 def test_a_column_window_starting_inside_a_tile_is_loaded_a_tile_at_a_time():
-  """`kt.at[:, ml.ds(8, 64)]` of keys stored (d, L): a static start inside a tile of the tiled k_s (was MG401)."""
+  """`kt.at[:, ml.ds(8, 128)]` of keys stored (d, L): a static start inside a tile of the tiled k_s, two tiles wide
+  (was MG401: "this window starts at 8 in dimension 1, inside a tile")."""
   q, kt = _ints((64, 64), jnp.float16, 0), _ints((64, 200), jnp.float16, 1)
 
-  @mg.mgpu_kernel(out_shape=lambda q, kt: S((64, 64), jnp.float32), grid=(1,))
+  @mg.mgpu_kernel(out_shape=lambda q, kt: S((64, 128), jnp.float32), grid=(1,))
   def off_tile(q, kt, o):
     q_s = ml.smem((64, 64), q.dtype)
-    k_s = ml.smem((64, 64), kt.dtype)
+    k_s = ml.smem((64, 128), kt.dtype)
     ml.copy(q, q_s)
-    ml.copy(kt.at[:, ml.ds(8, 64)], k_s)
+    ml.copy(kt.at[:, ml.ds(8, 128)], k_s)
     o[...] = ml.dot(q_s, k_s)
   got = off_tile(q, kt, interpret=True)
-  want = np.asarray(q, np.float64) @ np.asarray(kt, np.float64)[:, 8:72]
+  want = np.asarray(q, np.float64) @ np.asarray(kt, np.float64)[:, 8:136]
   np.testing.assert_array_equal(np.asarray(got, np.float64), want)
-  export(off_tile, S(q.shape, q.dtype), S(kt.shape, kt.dtype))
+  export(off_tile, q, kt)
+
+
+# ---------------------------------------------------------------------- whole reads of SMEM buffers, transposed
+@mg.mgpu_kernel(out_shape=lambda q, k: S((q.shape[0], k.shape[0]), jnp.float32), grid=(1,))
+def _pallas_qk(q, k, o):
+  """Pallas's `jnp.dot(q, k_ref[...].T)` with 32 keys (fewer than a warpgroup's 64 rows)."""
+  q_s = ml.smem(q.shape, q.dtype)
+  k_s = ml.smem(k.shape, k.dtype)
+  ml.copy(q, q_s)
+  ml.copy(k, k_s)
+  o[...] = jnp.dot(q_s[...], k_s[...].T, preferred_element_type=jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[0]), jnp.float32), grid=(1,))
+def _tf32_at_b_t(a, b, o):
+  """`a_s[...] @ b_s[...].T` of float32 (TF32) buffers, b of 8 rows."""
+  a_s = ml.smem(a.shape, a.dtype)
+  b_s = ml.smem(b.shape, b.dtype)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  o[...] = a_s[...] @ b_s[...].T
+
+
+@mg.mgpu_kernel(out_shape=lambda at, b: S((at.shape[1], b.shape[1]), jnp.float32), grid=(1,))
+def _a_t_matmul(at, b, o):
+  """`jnp.matmul(a_s[...].T, b)` of an A stored (k, m) with k = 16 rows."""
+  a_s = ml.smem(at.shape, at.dtype)
+  ml.copy(at, a_s)
+  o[...] = jnp.matmul(a_s[...].T, b[...], preferred_element_type=jnp.float32)
+
+
+READS = {
+    "pallas_qk": (_pallas_qk, [((64, 64), jnp.float16), ((32, 64), jnp.float16)], lambda q, k: q @ k.T),
+    "tf32_at_b_t": (_tf32_at_b_t, [((64, 32), jnp.float32), ((8, 32), jnp.float32)], lambda a, b: a @ b.T),
+    "a_t_matmul": (_a_t_matmul, [((16, 64), jnp.bfloat16), ((16, 64), jnp.bfloat16)], lambda at, b: at.T @ b),
+}
+
+
+@pytest.mark.parametrize("name", sorted(READS))
+def test_transposed_whole_reads_of_smem_buffers_are_their_views(name):
+  """Each was MG204: now the dot reads the buffer's view, no register transpose left (interpret mode, CUDA export)."""
+  kernel, shapes, ref = READS[name]
+  args = [_ints(s, d, k) for k, (s, d) in enumerate(shapes)]
+  np.testing.assert_array_equal(np.asarray(kernel(*args, interpret=True), np.float64),
+                                ref(*[np.asarray(x, np.float64) for x in args]))
+  specs = [S(a.shape, a.dtype) for a in args]
+  export(kernel, *specs)
+  if name != "a_t_matmul":      # (b from GMEM registers: that product keeps its transpose, which computes)
+    assert "transposestore" not in kernel.typed_ir(*specs)
+
+
+def test_a_small_accumulator_added_by_atomics_says_what_it_needs():
+  """Class 3: (8, 8) partial sums of a split K added by atomics: MG204 at the loop, now without the claim that 64
+  elements are no multiple of 8."""
+  @mg.mgpu_kernel(out_shape=lambda a, b: S((8, 8), jnp.float32), grid=(1,))
+  def split_part(a, b, o):
+    a_s = ml.smem((8, 64), jnp.float16)
+    acc = ml.zeros((8, 8), jnp.float32)
+    for k in range(2):
+      ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+      acc = ml.dot(a_s, b.at[ml.ds(k * 64, 64), :][...], acc)
+    ml.atomic_add(o, acc)
+  with pytest.raises(mg.LayoutError) as e:
+    split_part.check(S((8, 128), jnp.float16), S((128, 8), jnp.float16))
+  assert "needs a multiple of 8" not in e.value.message and "multiple of 128" in e.value.message
 
 
 # ---------------------------------------------------------------------- the corpus
@@ -152,6 +225,15 @@ def test_ragged_columns_of_a_tiled_operand_load_on_gpu(name):
   """The tile-at-a-time copies on the GPU (TMA's clipping of each tile's box past the array's end)."""
   kernel, args, want = _args(name)
   np.testing.assert_array_equal(np.asarray(jax.jit(kernel)(*args), np.float64), want)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(READS))
+def test_transposed_whole_reads_of_smem_buffers_on_gpu(name):
+  kernel, shapes, ref = READS[name]
+  args = [_ints(s, d, k) for k, (s, d) in enumerate(shapes)]
+  np.testing.assert_array_equal(np.asarray(jax.jit(kernel)(*args), np.float64),
+                                ref(*[np.asarray(x, np.float64) for x in args]))
 
 
 @pytest.mark.gpu
