@@ -38,12 +38,13 @@ def _operands(tracer, nodes, values):
   """(value, transposed) of each operand: an SMEM buffer read whole (`k_s[...]`, `k_s[...].T`) as the buffer, a
   register tile `w.T` as w transposed, any other value (a GMEM read: registers) as it is."""
   out = []
+  tracer.b.fresh_transposes = {}     # (`k_s[...].T`: dropped where the product reads k_s.T, _drop_transpose)
   for n, v in zip(nodes, values):
     _, held, flip = tracer._dot_operand(n, v)
     if isinstance(held.type, RefType) and held.type.space != Space.SMEM:
       held, flip = v, False          # (`w[...]` of a GMEM array: the register tile read)
     elif isinstance(held.type, RefType) and flip:
-      _drop_transpose(tracer, v)     # (`k_s[...].T`: the dot reads k_s.T, no register transpose)
+      tracer.b.fresh_transposes[id(held)] = v
     out.append((held, flip))
   return out
 
@@ -377,7 +378,11 @@ def product(tracer, node, a, b, want, precision):
       # itself, as it does Triton's tl.dot of two loaded float32 tiles (probe 51e: chunked_product took tens of
       # seconds to build such products, or failed in its own layouts)
     form = f"ml.dot({{0}}{'.T' if fa else ''}, {{1}}{'.T' if fb else ''}{keys}){cast}"
-    return trace_form(tracer, node, form, [va, vb, acc, out, precision])
+    got = trace_form(tracer, node, form, [va, vb, acc, out, precision])
+    for v in (va, vb):               # (a buffer's transposed read the dot took as its view: the transpose unused)
+      if (t := getattr(tracer.b, "fresh_transposes", {}).pop(id(v), None)) is not None:
+        _drop_transpose(tracer, t)
+    return got
   except E.KernelError as e:
     if precision is not None and e.code == "MG106" and "precision" in e.message:
       import ast                       # (Precision.HIGHEST of float32 tiles: the tensor cores read TF32; probe 48h)
