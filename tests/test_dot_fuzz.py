@@ -230,6 +230,17 @@ def test_fuzz_reference_tells_a_wrong_result():
   assert dot_fuzz.run(g, build=False)[0] == "wrong"
 
 
+def test_the_gpu_script_runs_a_seed_without_a_gpu():
+  """benchmarks/probe_dot_fuzz.py's worker function: without a GPU, interpret mode against the reference and a CUDA
+  export (what fuzz_pool's workers call for each seed)."""
+  import os
+  import sys
+  sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks"))
+  import probe_dot_fuzz
+  cls, family, tags, detail = probe_dot_fuzz.run_seed(SAMPLE[-1], None, False, 1)
+  assert (cls, detail) == ("ok", "") and family == dot_fuzz.Gen(SAMPLE[-1]).family and "dot" in tags
+
+
 # ---------------------------------------------------------------------- on the GPU
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", sorted(CASES))
