@@ -401,11 +401,14 @@ def test_a_split_buffer_written_read_whole_and_stored_by_tma():
   export(SPLIT_SCALED, A16, B16)
 
 
-def test_part_of_a_split_buffer_keeps_mg401_and_its_hint():
-  e = expect(SPLIT_PART, [S(A16.shape, A16.dtype), S(B16.shape, B16.dtype)], mg.TmaLimitError, "ml.copy(a.at",
-             "a_s is tiled (8, 64) for the tensor cores, so TMA copies whole tiles of a; a's dimension 1 (1000) must"
-             " then be a multiple of 64")
-  assert "ml.smem((64, 64))" in e.hint and "ml.ds(k * 64, 64)" in e.hint
+def test_part_of_a_split_buffer_read_computes():
+  """`a_s[:, 0:64]` of a buffer split along K = 1000: MG401 here at first; since probe 60a the split retry that gives
+  up falls back to loading the buffer a tile at a time (layout_checks.by_tile_blocks), so it computes."""
+  c, d = SPLIT_PART(A16, B16, interpret=True)
+  want, last = _split_want(1)
+  np.testing.assert_allclose(np.asarray(c), want + last[:, :64], rtol=1e-2, atol=1e-1)
+  np.testing.assert_array_equal(np.asarray(d, np.float32), np.zeros((128, 128), np.float32))
+  export(SPLIT_PART, A16, B16)
 
 
 # ---------------------------------------------------------------------- refusals left as they were, with their hints
