@@ -150,6 +150,15 @@ PY
                  grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | head -40 ;;
     # Session 47: the fused backward's ds from the 16-bit p (attn_bwd_order.py --p16), ptxas's registers and spills
     s47_p16)     MOSAIC_GPU_DUMP_PTXAS=1 PRODUCER_REGS=24 python3 -u benchmarks/attn_bwd_order.py --p16 2>&1 | grep -vE "bytes gmem|Compile time|Function properties|^$" ;;
+    # Session 47: the GPU tests of probes 60a-c (and of the files their fixes touched), then attention's at head_dim 128
+    # (the fused backward's new default, ds from the 16-bit p); then the tensor-core fuzzer; then the backward's table
+    s47_b)       python3 -u benchmarks/gpu_shards.py --shards 12 --timeout 230 tests/test_dot_fuzz.py tests/test_probe60b.py tests/test_probe60c.py tests/test_probe59a.py tests/test_probe23.py
+                 grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | head -30
+                 python3 -u benchmarks/gpu_shards.py --shards 12 --timeout 200 -- -k 128 tests/test_attention.py
+                 grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | head -30 ;;
+    s47_dotfuzz) timeout 170 python3 -u benchmarks/probe_dot_fuzz.py ${DOT_FUZZ_ARGS:---jobs 14 --seeds 0:2000} >"$OUT/dotfuzz.log" 2>&1; echo "rc=$?"
+                 grep -vE "^(ok|refused)" "$OUT/dotfuzz.log" | cut -c1-400 | tail -40 ;;
+    s47_bwd128)  python3 -u benchmarks/attention.py --default --no-pallas --pass bwd --head-dim 128 --dtype float16 ;;
     # probe 59c: its GPU tests, then its control-flow fuzzer against the GPU (jit and interpret mode vs the reference)
     s46_cf)      python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe59c.py 2>&1 | tail -3
                  timeout 120 python3 -u benchmarks/probe_cf_fuzz.py ${CF_FUZZ_ARGS:---jobs 14 --seeds 0:1000} >"$OUT/cffuzz.log" 2>&1; echo "rc=$?"
