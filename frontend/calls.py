@@ -406,7 +406,7 @@ class Calls:
                f" or call the two kernels one after the other from JAX")
     if isinstance(getattr(fn, "__self__", None), dict) and getattr(fn, "__name__", "") in _DICT_READS \
         or fn is builtins.dict or fn is builtins.len and len(args) == 1 and isinstance(args[0], dict):
-      return fn(*args, **kwargs)      # d.get("b", v), d.values(), dict(d, w=v): a static dict, as in Python
+      return self.python_call(cx, fn, args, kwargs)   # d.get("b", v), d.values(), dict(d, w=v): a static dict
     args = [tuple(a) if isinstance(a, DICT_VIEWS) else a for a in args]    # sum(d.values())
     if fn in (builtins.min, builtins.max) and kwargs.get("key", 0) is None:
       kwargs = {k: v for k, v in kwargs.items() if k != "key"}     # Python's default key
@@ -577,15 +577,22 @@ class Calls:
           f" {kind_of(held) if is_value(held) else f'a {type(held).__name__} of register values'} inside a"
           f" kernel"), cx.loc, hint=hint)
     if fn in PY_BUILTINS.values():
-      try:
-        return fn(*args, **kwargs)
-      except Exception as e:
-        raise E.KernelTypeError(f"{getattr(fn, '__name__', fn)}(...) failed: {e}", cx.loc,
-                                hint="static values compute as in Python") from None
+      return self.python_call(cx, fn, args, kwargs)
     if callable(fn):      # a Python function of static values (shapes, constexprs): computed now
       return self.static_call(cx, fn, args, kwargs, node)
     raise E.KernelTypeError(f"{self.text(node.func)} is not callable", cx.loc,
                             hint="call ml.* functions or @ml.inline helpers")
+
+  def python_call(self, cx, fn, args, kwargs):
+    """A Python builtin or a static dict's method called on static values, as Python calls it: what Python raises
+    (`d.get()`, `d.values(1)`, `len(5)`) is the user's mistake, at the call."""
+    try:
+      return fn(*args, **kwargs)
+    except E.KernelError:
+      raise
+    except Exception as e:
+      raise E.KernelTypeError(f"{getattr(fn, '__name__', fn)}(...) failed: {e}", cx.loc,
+                              hint="static values compute as in Python") from None
 
   def _not_callable(self, name, fn, loc, arg="v"):
     """`name(...)` of a name bound to a value, not a function (Python's TypeError): said so, with where it was bound;

@@ -43,7 +43,8 @@ _BINOPS = {ast.Add: ew.BinOp.ADD, ast.Sub: ew.BinOp.SUB, ast.Mult: ew.BinOp.MUL,
 _PYBINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
              ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
              ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
-             ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.RShift: operator.rshift}
+             ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
+             ast.MatMult: operator.matmul}     # every operator of Python's: `len(a) @ n` is Python's TypeError
 _CMPOPS = {ast.Lt: ew.CmpOp.LT, ast.LtE: ew.CmpOp.LE, ast.Gt: ew.CmpOp.GT,
            ast.GtE: ew.CmpOp.GE, ast.Eq: ew.CmpOp.EQ, ast.NotEq: ew.CmpOp.NE}
 _PYCMPOPS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,

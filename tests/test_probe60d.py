@@ -1,0 +1,139 @@
+"""Probe 60d: a mutation fuzzer of diagnostics (tests/mut_fuzz.py, benchmarks/probe_mut_fuzz.py, design note 200).
+Valid kernels of tests/ and examples/ mutated as a user could by mistake; every mutant must run or fail with a
+KernelError at the user's line, with a code and a hint.
+
+The classes found, each fixed:
+
+1. `a @ b` of static values (`len(first) @ len(rest)`, `n @= 2`) was an InternalError (KeyError ast.MatMult):
+   the table of Python's operators on static values lacked `@`. It is Python's now: its TypeError on ints is the
+   user's MG003 at the expression, and `W @ W` of module-level NumPy tables computes.
+2. A static dict's methods and `dict(...)` called with arguments Python refuses (`CONFIG.values(acc=1)`,
+   `CONFIG.get()`, `d.keys(1)`, `dict(d, 1)`) were InternalErrors (a raw TypeError while tracing): they ran
+   unguarded, where Python's builtins were guarded. Both go through one guard now (`Tracer.python_call`).
+"""
+import inspect
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from probe_util import export
+
+W = np.full((2, 2), 2, np.int32)
+CONFIG = {"scale": 2.0, "shift": 1.0}
+X = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) % 5
+
+
+def _line(fn, text):
+  """(line, column) of `text`'s first occurrence in `fn`'s source."""
+  lines, first = inspect.getsourcelines(fn.fn if hasattr(fn, "fn") else fn)
+  for i, line in enumerate(lines):
+    if text in line:
+      return first + i, line.index(text)
+  raise LookupError(text)
+
+
+def _refusal(kernel, *args, **kw):
+  with pytest.raises(mg.KernelError) as info:
+    kernel(*args, interpret=True, **kw)
+  e = info.value
+  assert not isinstance(e, mg.InternalError), e
+  assert e.filename == __file__ and e.hint, e
+  return e
+
+
+# ---------------------------------------------------------------------- 1. `@` of static values
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def matmul_of_ints(x, o):
+  n = x.shape[0] @ 2
+  o[...] = x[...] * n
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def matmul_assigned(x, o):
+  n = x.shape[0]
+  n @= 2
+  o[...] = x[...] * n
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def matmul_of_tables(x, o):
+  n = (W @ W)[0, 1]
+  o[...] = x[...] * n
+
+
+@pytest.mark.parametrize("kernel, text", [(matmul_of_ints, "x.shape[0] @ 2"), (matmul_assigned, "n @= 2")])
+def test_matmul_of_static_ints_is_pythons_type_error_at_the_expression(kernel, text):
+  e = _refusal(kernel, X)
+  assert type(e) is mg.KernelTypeError
+  assert (e.lineno, e.col_offset) == _line(kernel, text)
+  assert f"cannot compute {text}" in e.message and "unsupported operand type(s) for @" in e.message
+
+
+def test_matmul_of_static_tables_computes():
+  np.testing.assert_array_equal(matmul_of_tables(X, interpret=True), X * 8)
+  export(matmul_of_tables, X)
+
+
+@pytest.mark.gpu
+def test_matmul_of_static_tables_gpu():
+  np.testing.assert_array_equal(jax.jit(matmul_of_tables)(jnp.asarray(X)), X * 8)
+
+
+# ---------------------------------------------------------------------- 2. a static dict's methods, Python's errors
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def values_with_keyword(x, o):
+  scale, shift = CONFIG.values(acc=1)
+  o[...] = x[...] * scale + shift
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def get_of_nothing(x, o):
+  scale = CONFIG.get()
+  o[...] = x[...] * scale
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def keys_of_one(x, o):
+  n = len(CONFIG.keys(1))
+  o[...] = x[...] * n
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def dict_of_two(x, o):
+  d = dict(CONFIG, 1)
+  o[...] = x[...] * d["scale"]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def dict_reads(x, o):
+  scale, shift = CONFIG.values()
+  d = dict(CONFIG, shift=3.0)
+  o[...] = x[...] * scale + shift + d.get("shift", 0.0) + len(CONFIG.keys())
+
+
+@pytest.mark.parametrize("kernel, text, said", [
+    (values_with_keyword, "CONFIG.values(acc=1)", "values(...) failed: dict.values() takes no keyword arguments"),
+    (get_of_nothing, "CONFIG.get()", "get(...) failed: get expected at least 1 argument, got 0"),
+    (keys_of_one, "CONFIG.keys(1)", "keys(...) failed: dict.keys() takes no arguments (1 given)"),
+    (dict_of_two, "dict(CONFIG, 1)", "dict(...) failed: dict expected at most 1 argument, got 2"),
+])
+def test_a_static_dicts_method_of_wrong_arguments_is_the_users_error_at_the_call(kernel, text, said):
+  e = _refusal(kernel, X)
+  assert type(e) is mg.KernelTypeError
+  assert (e.lineno, e.col_offset) == _line(kernel, text)
+  assert e.message == said
+  assert "as in Python" in e.hint
+
+
+def test_a_static_dicts_methods_still_compute():
+  np.testing.assert_allclose(dict_reads(X, interpret=True), X * 2.0 + 1.0 + 3.0 + 2)
+  export(dict_reads, X)
+
+
+@pytest.mark.gpu
+def test_a_static_dicts_methods_gpu():
+  np.testing.assert_allclose(jax.jit(dict_reads)(jnp.asarray(X)), X * 2.0 + 1.0 + 3.0 + 2)
