@@ -10,6 +10,9 @@ The classes found, each fixed:
 2. A static dict's methods and `dict(...)` called with arguments Python refuses (`CONFIG.values(acc=1)`,
    `CONFIG.get()`, `d.keys(1)`, `dict(d, 1)`) were InternalErrors (a raw TypeError while tracing): they ran
    unguarded, where Python's builtins were guarded. Both go through one guard now (`Tracer.python_call`).
+3. A masked load's `other=` given a ref (`top.load(mask=m, other=buf)`, an SMEM buffer where `buf[...]` was meant)
+   passed the type rule (a ref is a value) and failed in the interpreter (an InternalError, and on the GPU in the
+   lowering): `ml.load` refuses a ref as `other` now (MG003, hint: read it into registers, `other=buf[...]`).
 """
 import inspect
 
@@ -137,3 +140,50 @@ def test_a_static_dicts_methods_still_compute():
 @pytest.mark.gpu
 def test_a_static_dicts_methods_gpu():
   np.testing.assert_allclose(jax.jit(dict_reads)(jnp.asarray(X)), X * 2.0 + 1.0 + 3.0 + 2)
+
+
+# ---------------------------------------------------------------------- 3. a ref as a masked load's other=
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((4, 128), x.dtype))
+def other_is_a_ref(x, o):
+  buf = ml.smem((4, 128), jnp.float32)
+  buf[...] = x[...] * 0
+  o[...] = x.at[ml.ds(0, 4), ml.ds(0, 128)].load(mask=ml.arange(128)[None, :] < 100, other=buf)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((4, 128), x.dtype))
+def other_of_one_element_is_a_ref(x, o):
+  o[...] = ml.zeros((4, 128), jnp.float32) + ml.load(x.at[0, 0], mask=ml.program_id(0) < 1, other=x)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: jax.ShapeDtypeStruct((4, 128), x.dtype))
+def other_is_read(x, o):
+  buf = ml.smem((4, 128), jnp.float32)
+  buf[...] = x[...] * 0 - 1
+  o[...] = x.at[ml.ds(0, 4), ml.ds(0, 128)].load(mask=ml.arange(128)[None, :] < 100, other=buf[...])
+
+
+@pytest.mark.parametrize("kernel, text, what, shown", [
+    (other_is_a_ref, "x.at[ml.ds(0, 4), ml.ds(0, 128)].load(", "an SMEM ref", "buf"),
+    (other_of_one_element_is_a_ref, "ml.load(x.at[0, 0]", "a GMEM ref", "x"),
+])
+def test_a_ref_as_a_masked_loads_other_is_refused_at_the_load(kernel, text, what, shown):
+  x = X[:4, :].repeat(2, axis=1)
+  e = _refusal(kernel, x)
+  assert type(e) is mg.KernelTypeError
+  assert (e.lineno, e.col_offset) == _line(kernel, text)
+  assert e.message == f"ml.load's other must be a number, a scalar or a tensor, got {what}"
+  assert e.hint == f"read it into registers: other={shown}[...]"
+
+
+def test_a_masked_load_of_a_buffers_values_computes():
+  x = X[:4, :].repeat(2, axis=1)
+  want = np.where(np.arange(128)[None, :] < 100, x, -1)
+  np.testing.assert_array_equal(other_is_read(x, interpret=True), want)
+  export(other_is_read, x)
+
+
+@pytest.mark.gpu
+def test_a_masked_load_of_a_buffers_values_gpu():
+  x = X[:4, :].repeat(2, axis=1)
+  want = np.where(np.arange(128)[None, :] < 100, x, -1)
+  np.testing.assert_array_equal(jax.jit(other_is_read)(jnp.asarray(x)), want)

@@ -261,6 +261,10 @@ def load_(cx, ref, mask=None, other=0, boundary_check=None, padding_option=None)
   (or one that broadcasts to it); `other` is a number, a scalar or a tensor. Without a mask it
   is `ref[...]`.
   """
+  if is_ref(other):            # other=buf (an SMEM buffer, a GMEM ref): a ref is no value to select
+    named = cx.named(other, "buf")
+    raise E.KernelTypeError(f"ml.load's other must be a number, a scalar or a tensor, got {kind_of(other)}",
+                            cx.loc, hint=f"read it into registers: other={named}[...]")
   from .block_ptrs import BlockPtr, keyword_error, load_block
   if isinstance(ref, BlockPtr):                # Triton's tl.load(block_ptr, boundary_check=(0, 1)) (probe 49h)
     return load_block(cx, ref, mask, other, boundary_check, padding_option)
