@@ -333,7 +333,7 @@ class Mutator:
         continue
       src, what = got
       try:
-        ast.parse(src)
+        compile(src, "<mutant>", "exec")      # (not ast.parse: a repeated keyword is the compiler's error)
       except SyntaxError:
         continue
       if src != self.source:
