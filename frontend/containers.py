@@ -84,9 +84,13 @@ class Containers:
     names = assigned_names([g.target for g in node.generators])
     out = []
 
+    from .flow import check_unrolling
+
     def clause(k):
       gen = node.generators[k]
-      for v in self._comprehension_items(gen.iter, node, gen):
+      items, before = self._comprehension_items(gen.iter, node, gen), len(self.b.defs)
+      for done, v in enumerate(items):     # (the values it makes bounded as an unrolled loop's: range(1 << 40))
+        check_unrolling(self, gen.iter, len(items), done, len(self.b.defs) - before, "this comprehension")
         self.assign(gen.target, v, gen.iter)
         conds = [self.eval(c) for c in gen.ifs]
         if any(is_value(c) for c in conds):
@@ -108,11 +112,18 @@ class Containers:
     from .ops import control
     if fn in (control.static_range, PY_BUILTINS["range"]):
       args = self.eval_spread(it.args)
+      called = "ml.static_range" if fn is control.static_range else "range"
+      if not 1 <= len(args) <= 3 or it.keywords:     # (as a for statement's range: Python's TypeError, said)
+        got = f"keywords ({', '.join(f'{k.arg}=' for k in it.keywords)})" if it.keywords else f"{len(args)} arguments"
+        raise E.KernelTypeError(f"{called} takes 1 to 3 arguments by position, got {got}", self.loc(it),
+                                hint=f"{called}(stop), {called}(start, stop) or {called}(start, stop, step)")
       if not all(isinstance(a, int) and not isinstance(a, bool) for a in args):
         from .stmt_hints import runtime_comprehension_hint
         hint = ("comprehensions are unrolled while tracing: use ints or constexprs" if comp is None else
                 runtime_comprehension_hint(self, comp, gen, args[0] if len(args) > 1 else 0))
         raise E.KernelTypeError("a comprehension needs static bounds", self.loc(it), hint=hint)
+      if len(args) == 3 and args[2] == 0:
+        raise E.KernelTypeError(f"{called}'s step is 0", self.loc(it), hint="use a non-zero step, as range() does")
       return range(*args)
     items = self.eval(it)
     if (hasattr(items, "__next__") or isinstance(items, (dict, *DICT_VIEWS))) and not is_value(items):

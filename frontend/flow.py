@@ -150,11 +150,11 @@ def trace_for(tracer, node: ast.For):
 
     def bind(k):
       if k:
-        _check_unrolling(tracer, it, len(trips), k, len(tracer.b.defs) - before)
+        check_unrolling(tracer, it, len(trips), k, len(tracer.b.defs) - before)
       tracer.env[name], tracer.where[name] = trips[k], loc
     jumps.run_unrolled_trips(tracer, node, range(len(trips)), bind)
     if len(trips):
-      _check_unrolling(tracer, it, len(trips), len(trips), len(tracer.b.defs) - before)
+      check_unrolling(tracer, it, len(trips), len(trips), len(tracer.b.defs) - before)
     return
   nodes = _bound_nodes(it, len(args))
   bounds, texts, wide = [], [n and tracer.text(n) for n in nodes], []
@@ -557,18 +557,20 @@ UNROLLED_VALUES = 65_536
 UNROLL_SAMPLE = 16
 
 
-def _check_unrolling(tracer, it, trips, done, made) -> None:
+def check_unrolling(tracer, it, trips, done, made, what="this ml.static_range") -> None:
   """MG003 at `it` when `trips` unrolled trips of a body that made `made` values in its first
-  `done` would make more than UNROLLED_VALUES (a run-time loop traces its body once)."""
+  `done` would make more than UNROLLED_VALUES (a run-time loop traces its body once); `what` unrolls
+  (a static range's loop, a comprehension)."""
   if done < min(trips, UNROLL_SAMPLE) or made * trips <= UNROLLED_VALUES * done:
     return
   expect = made * trips // done
   raise E.KernelTypeError(
-      f"this ml.static_range unrolls its body {trips} times while tracing, about {expect} values: more than"
+      f"{what} unrolls its body {trips} times while tracing, about {expect} values: more than"
       f" the {UNROLLED_VALUES} an unrolled loop may make (each is traced and compiled separately)",
       tracer.loc(it), hint="loop at run time, for i in range(...) with the same bounds (its body is traced"
                            " once), or unroll fewer trips: ml.static_range for the few trips that need static"
                            " indices")
+
 
 
 def _rebinding_loc(tracer, loop, name: str):

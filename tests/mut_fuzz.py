@@ -41,7 +41,7 @@ import jax
 import mgpu_dsl as mg
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CORPUS = os.path.join(ROOT, "tests", "mut_corpus.json")
+CORPUS = os.environ.get("MUT_CORPUS") or os.path.join(ROOT, "tests", "mut_corpus.json")   # (another: heavier kernels)
 BUGS = ("escape", "internal", "badloc", "nohint", "badtext")
 _OWN = tuple(os.path.join(ROOT, d) + os.sep for d in ("frontend", "lowering", "mgpu_dsl"))
 
@@ -481,7 +481,8 @@ def classify(case, source, *, export=True):
 
 def _classify(case, source, export):
   try:
-    kernel, path = load(source, case["name"], os.path.dirname(os.path.join(ROOT, case["path"])))
+    kernel, path = load(source, case.get("kernel", case["name"]),      # (kernel: a module-level name bound to
+                        os.path.dirname(os.path.join(ROOT, case["path"])))    # mg.mgpu_kernel(fn), fn the def name)
     args = inputs(case)
     cx = case.get("constexprs", {})
     jax.block_until_ready(kernel(*args, interpret=True, **cx))   # the call site: this line

@@ -13,6 +13,12 @@ The classes found, each fixed:
 3. A masked load's `other=` given a ref (`top.load(mask=m, other=buf)`, an SMEM buffer where `buf[...]` was meant)
    passed the type rule (a ref is a value) and failed in the interpreter (an InternalError, and on the GPU in the
    lowering): `ml.load` refuses a ref as `other` now (MG003, hint: read it into registers, `other=buf[...]`).
+4. A comprehension over `ml.static_range()` / `range()` of no (or four) arguments, of keywords, or of a zero step
+   was an InternalError (Python's TypeError or ValueError of range() while tracing), where a for statement's
+   range said so (MG003): a comprehension's range takes the same checks now.
+5. A comprehension over a huge static range (`[x[...] * j for j in range(1 << 40)]`) unrolled until killed (a
+   hang), where a for statement's ml.static_range stops once its first trips show it would make more than 65,536
+   values: a comprehension's clause takes the same bound (`flow.check_unrolling`).
 """
 import inspect
 
@@ -187,3 +193,71 @@ def test_a_masked_load_of_a_buffers_values_gpu():
   x = X[:4, :].repeat(2, axis=1)
   want = np.where(np.arange(128)[None, :] < 100, x, -1)
   np.testing.assert_array_equal(jax.jit(other_is_read)(jnp.asarray(x)), want)
+
+
+# ---------------------------------------------------------------------- 4. a comprehension's range of wrong arguments
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def comp_of_no_bound(x, o):
+  s = [x[...] * j for j in ml.static_range()]
+  o[...] = s[0]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def comp_of_zero_step(x, o):
+  s = [x[...] * j for j in range(1, 2, 0)]
+  o[...] = s[0]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def comp_of_keywords(x, o):
+  s = [x[...] * j for j in ml.static_range(4, stages=2)]
+  o[...] = s[0]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def comp_of_steps(x, o):
+  s = [x[...] * j for j in ml.static_range(1, 8, 3)] + [x[...] * j for j in range(3, 0, -1)]
+  o[...] = s[0] + s[1] + s[2] + s[3] + s[4]
+
+
+@pytest.mark.parametrize("kernel, text, said, hint", [
+    (comp_of_no_bound, "ml.static_range()", "ml.static_range takes 1 to 3 arguments by position, got 0 arguments",
+     "ml.static_range(stop), ml.static_range(start, stop) or ml.static_range(start, stop, step)"),
+    (comp_of_zero_step, "range(1, 2, 0)", "range's step is 0", "use a non-zero step, as range() does"),
+    (comp_of_keywords, "ml.static_range(4, stages=2)",
+     "ml.static_range takes 1 to 3 arguments by position, got keywords (stages=)",
+     "ml.static_range(stop), ml.static_range(start, stop) or ml.static_range(start, stop, step)"),
+])
+def test_a_comprehensions_range_of_wrong_arguments_is_refused_at_the_range(kernel, text, said, hint):
+  e = _refusal(kernel, X)
+  assert type(e) is mg.KernelTypeError
+  assert (e.lineno, e.col_offset) == _line(kernel, text)
+  assert (e.message, e.hint) == (said, hint)
+
+
+def test_a_comprehensions_stepped_ranges_compute():
+  np.testing.assert_allclose(comp_of_steps(X, interpret=True), X * (1 + 4 + 7 + 3 + 2))
+  export(comp_of_steps, X)
+
+
+# ---------------------------------------------------------------------- 5. a comprehension unrolling without end
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def comp_without_end(x, o):
+  s = [x[...] * j for j in range(1 << 40)]
+  o[...] = s[0]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def comp_of_many_values(x, o):
+  s = [x[...] * j for j in range(1 << 12) for i in range(64)]
+  o[...] = s[0]
+
+
+@pytest.mark.parametrize("kernel, text, trips", [(comp_without_end, "range(1 << 40)", 1 << 40),
+                                                 (comp_of_many_values, "range(1 << 12)", 1 << 12)])
+def test_a_comprehension_past_the_unrolling_bound_is_refused_at_its_range(kernel, text, trips):
+  e = _refusal(kernel, X)
+  assert type(e) is mg.KernelTypeError
+  assert (e.lineno, e.col_offset) == _line(kernel, text)
+  assert e.message.startswith(f"this comprehension unrolls its body {trips} times while tracing")
+  assert "65536 an unrolled loop may make" in e.message and "loop at run time" in e.hint
