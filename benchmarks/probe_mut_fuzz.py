@@ -7,6 +7,9 @@ and "died" are hangs and crashes).
   python benchmarks/probe_mut_fuzz.py --seeds 0:2000 --jobs 2          # one line per bug, then a summary by kind
   python benchmarks/probe_mut_fuzz.py --seeds 0:200 --no-export        # interpret mode only (faster)
   python benchmarks/probe_mut_fuzz.py --corpus /tmp/calls.jsonl        # rebuild tests/mut_corpus.json
+  MUT_CORPUS=tests/mut_corpus_heavy.json python benchmarks/probe_mut_fuzz.py --seeds 0:1500
+      # the examples' attention forwards, paged attention, a fused matmul and layernorm's backward at small shapes
+      # (about 1 s a mutant; a case's "kernel" names the module's mg.mgpu_kernel(fn) when it is not fn's def)
 
 The corpus is rebuilt from the lines benchmarks/mut_corpus_record.py writes during a test run (module-level kernels
 of tests/ and the inputs they were called on) plus the examples' kernels at small shapes (EXAMPLES below); a kernel
