@@ -1,6 +1,10 @@
 """Dot fuzzer seed 1140 (wrong on an H100, right in interpret mode): variants, GPU against interpret mode.
 
-    python benchmarks/probe_s47_seed1140.py
+    python benchmarks/probe_s47_seed1140.py        (VARIANTS="as is,no bias" for some)
+
+Measured on an H100 (forty-seventh session, design note 201): wrong ("as is", "B padded to 48 columns", "acc read
+before the bias": rows 72-79, 88-95, ... of each 128, the row vector's fourth register), right with stages=1, with A
+loaded by TMA, without the bias, with the bias loaded before the loop, unmasked or made from an arange.
 """
 import os
 import sys
@@ -43,6 +47,19 @@ def tma_a(src, smem):
   return "\n".join(out) + "\n"
 
 
+def bias_first(src):
+  lines = src.splitlines()
+  bias = next(l for l in lines if l.startswith("  bias = "))
+  out = []
+  for l in lines:
+    if l == bias:
+      continue
+    if l.startswith("  for k in"):
+      out.append(bias)
+    out.append(l)
+  return "\n".join(out) + "\n"
+
+
 def main():
   g = dot_fuzz.Gen(1140)
   src = g.source
@@ -56,8 +73,17 @@ def main():
       "A by TMA, read to registers": (tma_a(src, False), args),
       "A by TMA, dot from SMEM": (tma_a(src, True), args),
       "no bias": (src.replace("(acc + bias[:, None])", "acc"), args),
+      "acc read before the bias": (src.replace("  bias = ml.load(", "  acc = acc * 1.0\n  bias = ml.load("), args),
+      "bias loaded before the loop": (bias_first(src), args),
+      "bias unmasked (array padded)": (src.replace(", mask=i * 128 + ml.arange(128) < 172, other=0.0)", ")"),
+                                       [args[0], args[1], np.pad(np.asarray(args[2]), (0, 84))]),
+      "bias from arange": (src.replace("ml.load(x2.at[ml.ds(i * 128, 128)], mask=i * 128 + ml.arange(128) < 172, "
+                                       "other=0.0)", "(ml.arange(128) % 7).astype(jnp.float32) * 0.5"), args),
   }
+  only = os.environ.get("VARIANTS")       # (a comma-separated subset of the names)
   for name, (s, a) in variants.items():
+    if only and name not in only.split(","):
+      continue
     try:
       k = load(s, "v" + str(abs(hash(name))))
       want = np.asarray(k(*a, interpret=True)[0] if isinstance(k(*a, interpret=True), (tuple, list)) else k(*a, interpret=True))
