@@ -120,3 +120,29 @@ def main(description, run_seed, warm, *, family_flag=("--family",), family_help=
   for f, c in sorted(fams.items()):
     print(f"  {f}: " + ", ".join(f"{n} {k}" for k, n in sorted(c.items())))
   return int(any(k not in quiet for k in counts))
+
+
+def gpu_check(g, run, compare):
+  """(class, detail) of generated kernel `g` on the GPU: `run(g, build=False)` first (interpret mode against the
+  reference: anything but "ok" is the answer), then the kernel jitted on the GPU, each output against `g.refs` by
+  `compare(got, want)` ("build" if it does not compile or launch, "wrong-gpu" if an output differs)."""
+  import jax
+  import numpy as np
+  import mgpu_dsl as mg
+  import diff_fuzz
+  cls, detail = run(g, build=False)
+  if cls != "ok":
+    return cls, detail
+  kernel = diff_fuzz.load(g)
+  try:
+    got = jax.block_until_ready(jax.jit(kernel)(*g.args))
+  except mg.KernelError as e:
+    return "build", f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+  except Exception as e:  # noqa: BLE001
+    return "build", diff_fuzz.describe_exception(e)
+  got = got if isinstance(got, (tuple, list)) else (got,)
+  for k, (a, w) in enumerate(zip(got, g.refs)):
+    bad = compare(np.asarray(a), w)
+    if bad:
+      return "wrong-gpu", f"output {k}: {bad}"
+  return "ok", ""

@@ -23,12 +23,9 @@ import sys
 
 import fuzz_pool
 
+
 def run_seed(seed, family, on_gpu, export_every):
   """(class, family, tags, detail) of one seed."""
-  import jax
-  import numpy as np
-  import mgpu_dsl as mg
-  import diff_fuzz
   import cf_fuzz
   g = cf_fuzz.Gen(seed)
   g.family = "cf"
@@ -38,22 +35,8 @@ def run_seed(seed, family, on_gpu, export_every):
   if not on_gpu:     # interpret mode (and a CUDA export of a sample: no GPU here)
     cls, detail = cf_fuzz.run(g, build=seed % export_every == 0)
     return cls, g.family, tags, detail
-  cls, detail = cf_fuzz.run(g, build=False)
-  if cls != "ok":
-    return cls, g.family, tags, detail
-  kernel = diff_fuzz.load(g)
-  try:
-    got = jax.block_until_ready(jax.jit(kernel)(*g.args))
-  except mg.KernelError as e:
-    return "build", g.family, tags, f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
-  except Exception as e:  # noqa: BLE001
-    return "build", g.family, tags, diff_fuzz.describe_exception(e)
-  got = got if isinstance(got, (tuple, list)) else (got,)
-  for k, (a, w) in enumerate(zip(got, g.refs)):
-    bad = cf_fuzz.compare(np.asarray(a), w)
-    if bad:
-      return "wrong-gpu", g.family, tags, f"output {k}: {bad}"
-  return "ok", g.family, tags, ""
+  cls, detail = fuzz_pool.gpu_check(g, cf_fuzz.run, cf_fuzz.compare)
+  return cls, g.family, tags, detail
 
 
 def main():

@@ -22,12 +22,9 @@ import sys
 
 import fuzz_pool
 
+
 def run_seed(seed, family, on_gpu, export_every):
   """(class, family, tags, detail) of one seed."""
-  import jax
-  import numpy as np
-  import mgpu_dsl as mg
-  import diff_fuzz
   import mem_fuzz
   g = mem_fuzz.Gen(seed, family=family)
   tags = " ".join(sorted(g.tags))
@@ -36,22 +33,8 @@ def run_seed(seed, family, on_gpu, export_every):
     if g.illegal and cls == "refused":
       cls = "ok"
     return cls, g.family, tags, detail
-  cls, detail = mem_fuzz.run(g, build=False)
-  if cls != "ok":
-    return cls, g.family, tags, detail
-  kernel = diff_fuzz.load(g)
-  try:
-    got = jax.block_until_ready(jax.jit(kernel)(*g.args))
-  except mg.KernelError as e:
-    return "build", g.family, tags, f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
-  except Exception as e:  # noqa: BLE001
-    return "build", g.family, tags, diff_fuzz.describe_exception(e)
-  got = got if isinstance(got, (tuple, list)) else (got,)
-  for k, (a, w) in enumerate(zip(got, g.refs)):
-    bad = mem_fuzz.compare(np.asarray(a), w, dot="dot" in g.tags)
-    if bad:
-      return "wrong-gpu", g.family, tags, f"output {k}: {bad}"
-  return "ok", g.family, tags, ""
+  cls, detail = fuzz_pool.gpu_check(g, mem_fuzz.run, lambda got, want: mem_fuzz.compare(got, want, dot="dot" in g.tags))
+  return cls, g.family, tags, detail
 
 
 def main():

@@ -11,6 +11,7 @@ from .dtypes import DType
 from .ops import control as ctl
 from .ops.base import is_value
 from .ops.elementwise_checks import check_python_int
+from .jax_wrapped import _filled
 from .types import dtype_name, resolve
 
 
@@ -147,14 +148,6 @@ def _helper_makes_no_load(v, depth: int = 0) -> bool:
     if root is f and (g is vars(builtins).get(root.id, ...) or _library_function(g)
                       or _helper_makes_no_load(g, depth + 1)):
       continue
-    return False
-  return True
-
-
-def _filled(cell) -> bool:
-  try:
-    cell.cell_contents
-  except ValueError:
     return False
   return True
 
