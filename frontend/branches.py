@@ -151,7 +151,8 @@ def trace_if(tracer, node: ast.If, cond: ir.Value, bools_as_numbers: bool = Fals
       x, y = _weak_path(tracer, then_blk, x, y, loc), _weak_path(tracer, else_blk, y, x, loc)
       if bools_as_numbers:
         x, y = _bool_as_number(tracer, then_blk, x, y, loc), _bool_as_number(tracer, else_blk, y, x, loc)
-      if not same_type(x, y, loc) and tracer.carried.get(ln) is None:
+      if not same_type(x, y, loc) and tracer.carried.get(ln) is None and not n.startswith(LAX_TEMP):
+        # (not lax.cond's or lax.switch's result, which JAX refuses unless the branches' types are the same)
         x, y = _joined(tracer, then_blk, x, y, loc), _joined(tracer, else_blk, y, x, loc)
       if not same_type(x, y, loc):
         paths.mismatch(n, ln, (a, b_), (x, y))
@@ -217,6 +218,9 @@ def _bool_as_number(tracer, blk, v, other, loc):
     return v
   with tracer.b.region(blk):
     return astype(Call(tracer.b, loc), v, resolve(other.type.dtype))
+
+
+LAX_TEMP = "_lax"       # lax_flow's temporaries (`_lax3_r`): the results of lax.cond and lax.switch
 
 
 def _join_dtype(da, db):

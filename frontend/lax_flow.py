@@ -19,6 +19,7 @@ import functools
 import itertools
 
 from . import errors as E
+from .branches import LAX_TEMP
 from .env import POISON, PoisonedUse, Unbound
 from .scan_rows import returns_ys, stacked_loop
 
@@ -191,7 +192,7 @@ def _scan(tracer, node, args, kwargs, texts):
     return UNHANDLED
   if n > SCAN_UNROLL:
     return _scan_loop(tracer, node, got, n, texts)
-  tmp = f"_lax{next(_counter)}_"
+  tmp = f"{LAX_TEMP}{next(_counter)}_"
   values = {f"{tmp}r": got["init"], f"{tmp}f": got["f"], f"{tmp}range": BUILTINS["static_range"], f"{tmp}xs": xs}
   x = ("None" if xs is None else f"({''.join(f'{tmp}xs[{k}][{tmp}j], ' for k in range(len(xs)))})"
        if isinstance(xs, (tuple, list)) else f"{tmp}xs[{tmp}j]")
@@ -226,7 +227,7 @@ def _scan_loop(tracer, node, got, n, texts):
   leaves = [] if xs is None else list(xs) if isinstance(xs, (tuple, list)) else [xs]
   if not all(isinstance(x, (RefRows, RowsOf, range)) for x in leaves):
     return UNHANDLED
-  tmp = f"_lax{next(_counter)}_"
+  tmp = f"{LAX_TEMP}{next(_counter)}_"
   init, arg, unpack = _packing(got["init"], f"{tmp}r")
   new = f"{tmp}r" if arg == f"{tmp}r" else f"{tmp}d"
   back = "" if arg == f"{tmp}r" else f"  {tmp}r = ({''.join(f'{new}[{k!r}], ' for k in got['init'])})\n"
@@ -357,7 +358,7 @@ def trace(tracer, node, fn, args, kwargs, texts):
     fns = [got[p] for p in FORMS[name] if p.endswith("_fun")]
   if not all(_helper(f) for f in fns):
     return UNHANDLED              # (a plain module function: the hint says to decorate it @ml.inline)
-  tmp = f"_lax{next(_counter)}_"
+  tmp = f"{LAX_TEMP}{next(_counter)}_"
   src, values, res, unpack = _statements(name, tmp, got, operands)
   words = _words(name, tmp, got, texts)
 
