@@ -248,6 +248,34 @@ def _wide_rows(gview, smem_mem, loc):
   return dict(gmem_transform=mgpu.TileTransform((w,))), mgpu.memref_unfold(smem_mem, rank - 1, (None, w))
 
 
+def _window_start(gslice, d):
+  """Where a GMEM window's dimension `d` starts: a static slice's start, or a run-time (or negative) one."""
+  first = gslice[d]
+  base = first.base if isinstance(first, mgpu.utils.DynamicSlice) else first.start
+  return arith.constant(index(), base) if isinstance(base, int) else to_index(base)
+
+
+def _blocks_of(ctx, o, smem, gview, what):
+  """(GMEM memref, window slice, the window's kept dims, SMEM memref, its shape (..., rows / t0, columns / t1, t0, t1),
+  the count of its leading unit dims) of a copy of a tiled buffer by blocks of tiles."""
+  gmem, gslice = ctx.gmem_window(gview)
+  kept = [k for k, i in enumerate(gview.index) if not i.squeeze]
+  smem_mem = ctx.memref(smem)
+  shape = list(ir.MemRefType(smem_mem.type).shape)
+  lead = len(shape) - 4
+  if lead < 0 or any(s != 1 for s in shape[:lead]):
+    raise E.InternalError(f"a copy {what} into SMEM of shape {shape}", o.loc)
+  return gmem, gslice, kept, smem_mem, shape, lead
+
+
+def _expect_all(ctx, o, smem_mem, shape):
+  """The load's barrier, told to expect the whole buffer's bytes once (its copies arrive on it without arriving)."""
+  itemsize = mgpu.utils.bitwidth(ir.MemRefType(smem_mem.type).element_type) // 8
+  barrier = ctx.barrier(o.slot, o.stage)
+  barrier.arrive_expect_tx(int(np.prod(shape)) * itemsize, predicate=ctx.tma_predicate)
+  return barrier
+
+
 def _copy_tile_blocks(ctx, o, smem, gview, tiled):
   """A TMA load into a buffer tiled (t0, t1) for the tensor cores whose GMEM columns are not whole tiles of the array
   (B of a matmul stored (K, N) at N = 328), or whose start is no tile's (the frontend's layout_checks.by_tile_blocks
@@ -255,22 +283,9 @@ def _copy_tile_blocks(ctx, o, smem, gview, tiled):
   swizzled rows (as a copy of one column of tiles is), so the array is not tiled and its rows and columns past the
   end read zeros, as any TMA window's. The copies arrive on the load's barrier once, with all their bytes."""
   t0, t1 = tiled.tile
-  gmem, gslice = ctx.gmem_window(gview)
-  kept = [k for k, i in enumerate(gview.index) if not i.squeeze]
-  smem_mem = ctx.memref(smem)
-  shape = list(ir.MemRefType(smem_mem.type).shape)            # (..., rows / t0, columns / t1, t0, t1)
-  lead = len(shape) - 4
-  if lead < 0 or any(s != 1 for s in shape[:lead]):
-    raise E.InternalError(f"a copy a tile at a time into SMEM of shape {shape}", o.loc)
-
-  def start(d):
-    first = gslice[d]                                          # a static slice, or a run-time (or negative) start
-    base = first.base if isinstance(first, mgpu.utils.DynamicSlice) else first.start
-    return arith.constant(index(), base) if isinstance(base, int) else to_index(base)
-  r0, c0 = start(kept[-2]), start(kept[-1])
-  itemsize = mgpu.utils.bitwidth(ir.MemRefType(smem_mem.type).element_type) // 8
-  barrier = ctx.barrier(o.slot, o.stage)
-  barrier.arrive_expect_tx(int(np.prod(shape)) * itemsize, predicate=ctx.tma_predicate)
+  gmem, gslice, kept, smem_mem, shape, lead = _blocks_of(ctx, o, smem, gview, "a tile at a time")
+  r0, c0 = _window_start(gslice, kept[-2]), _window_start(gslice, kept[-1])
+  barrier = _expect_all(ctx, o, smem_mem, shape)
   for k in range(shape[-4]):
     rows = mgpu.ds(arith.addi(r0, arith.constant(index(), k * t0)), t0)
     for m in range(shape[-3]):
@@ -291,25 +306,15 @@ def _copy_row_blocks(ctx, o, smem, gview, tiled):
   rows and any row starts a block; rows past the end read zeros and are not written, as any TMA window's. A
   load's blocks arrive on its barrier once, with all their bytes; a store's commit one bulk group."""
   t0, t1 = tiled.tile
-  gmem, gslice = ctx.gmem_window(gview)
-  kept = [k for k, i in enumerate(gview.index) if not i.squeeze]
-  r = kept[-2]
-  smem_mem = ctx.memref(smem)
-  shape = list(ir.MemRefType(smem_mem.type).shape)            # (..., rows / t0, columns / t1, t0, t1)
-  blocks, lead = shape[-4], len(shape) - 4
-  if any(s != 1 for s in shape[:lead]):
-    raise E.InternalError(f"a copy by rows of tiles into SMEM of shape {shape}", o.loc)
+  gmem, gslice, kept, smem_mem, shape, lead = _blocks_of(ctx, o, smem, gview, "by rows of tiles")
+  r, blocks = kept[-2], shape[-4]
   n = len(kept)                                                # the window's dims, then the column tiles
   perm = (*range(n - 2), n - 1, n - 2, n)
   kw = dict(gmem_transform=(mgpu.TileTransform((t1,)), mgpu.TransposeTransform(perm)), swizzle=tiled.swizzle)
-  first = gslice[r]                                            # a static slice, or a run-time (or negative) start
-  base = first.base if isinstance(first, mgpu.utils.DynamicSlice) else first.start
-  start = arith.constant(index(), base) if isinstance(base, int) else to_index(base)
-  itemsize = mgpu.utils.bitwidth(ir.MemRefType(smem_mem.type).element_type) // 8
+  start = _window_start(gslice, r)
   load = o.slot >= 0
   if load:
-    barrier = ctx.barrier(o.slot, o.stage)
-    barrier.arrive_expect_tx(int(np.prod(shape)) * itemsize, predicate=ctx.tma_predicate)
+    barrier = _expect_all(ctx, o, smem_mem, shape)
   for k in range(blocks):
     rows = mgpu.ds(arith.addi(start, arith.constant(index(), k * t0)), t0)
     sl = (*gslice[:r], rows, *gslice[r + 1:])
