@@ -163,6 +163,16 @@ PY
     s46_cf)      python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe59c.py 2>&1 | tail -3
                  timeout 120 python3 -u benchmarks/probe_cf_fuzz.py ${CF_FUZZ_ARGS:---jobs 14 --seeds 0:1000} >"$OUT/cffuzz.log" 2>&1; echo "rc=$?"
                  grep -vE "^(ok|refused)" "$OUT/cffuzz.log" | cut -c1-400 | tail -40 ;;
+    # Session 48: seed 1140's fix (a register A retired before the next trip rewrites it, design note 202): the new
+    # tests and the seed's variants, then the GPU tests of the files session 47's last refactor touched, then the
+    # tensor-core fuzzer's 2000 seeds again
+    s48_a)       python3 -c "import jax, jaxlib; print(jax.__version__, jaxlib.__version__)"
+                 python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_sync_register_a.py tests/test_sync_dots.py 2>&1 | tail -4
+                 python3 -u benchmarks/probe_s47_seed1140.py 2>&1 | tail -12
+                 python3 -u benchmarks/gpu_shards.py --shards 12 --timeout 200 tests/test_dot_fuzz.py tests/test_probe60b.py tests/test_probe60d.py tests/test_probe39b.py tests/test_probe60c.py tests/test_warp_specialize.py tests/test_paged_attention.py
+                 grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | head -30
+                 timeout 170 python3 -u benchmarks/probe_dot_fuzz.py ${DOT_FUZZ_ARGS:---jobs 14 --seeds 0:2000} >"$OUT/dotfuzz.log" 2>&1; echo "rc=$?"
+                 grep -vE "^(ok|refused)" "$OUT/dotfuzz.log" | cut -c1-400 | tail -20 ;;
     gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)
     gpu_s34all)  python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 500 ;;
     # Sessions 34-35 (no device lent then): the tests that may fault without their fixes, a few a shard, then

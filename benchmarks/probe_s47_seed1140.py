@@ -1,4 +1,5 @@
-"""Dot fuzzer seed 1140 (wrong on an H100, right in interpret mode): variants, GPU against interpret mode.
+"""Dot fuzzer seed 1140 (wrong on an H100 until session 48, right in interpret mode): variants, GPU against interpret
+mode. Fixed by design note 202 (a register A retires before the next trip rewrites it): every variant right since.
 
     python benchmarks/probe_s47_seed1140.py        (VARIANTS="as is,no bias" for some)
 

@@ -39,7 +39,7 @@ from .ops.memory import Copy, View
 from .ops.mma import DotWait
 from .gmem_disjoint import disjoint, loop_bounds, past_region
 from .sync_gmem import GmemOrdering, WindowSet, access_key, deep_effects, overlap, static_window
-from .sync_loops import UNKNOWN_DOT, UNKNOWN_WINDOW, LoopEntry
+from .sync_loops import UNKNOWN_DOT, UNKNOWN_WINDOW, LoopEntry, register_a
 from .types import LayoutKind, RefType, ScalarType, Space, TensorType
 
 _NO_REF = (Access.MMA_ISSUE, Access.CTA_BARRIER, Access.CLUSTER_BARRIER)
@@ -73,6 +73,10 @@ class State:
   # and the buffers each reads.
   dots: list = dataclasses.field(default_factory=list)
   dot_roots: list = dataclasses.field(default_factory=list)
+  # Parallel to `dots`: the register A operands each group reads (value ids; empty for an SMEM A). WGMMA
+  # reads them while it runs, and PTX leaves writing them meanwhile undefined: a loop's next trip
+  # rewrites the registers of a value its body defines, so the group retires first (`a_rewritten`).
+  dot_a: list = dataclasses.field(default_factory=list)
   unknown_dot_values: set = dataclasses.field(default_factory=set)
   in_pipeline: bool = False       # a pipelined loop's body: its dots stay in flight across iterations
   # Barrier slots of loads the body re-issues for the next iteration (carried_loads): they stay
@@ -276,6 +280,8 @@ class SyncPass(GmemOrdering, LoopEntry):
         st.pending_load.clear()
         if not st.in_pipeline:
           self.dot_wait(st, out, o.loc)
+        else:     # the back edge copies the yielded values into the body's arguments
+          self.dot_wait(st, out, o.loc, self.a_rewritten(st, {a.id for a in block.args}))
       elif isinstance(o, DotWait):        # a pipelined loop's own wait
         self.retire(st, o.pending)
       elif o.regions:
@@ -324,6 +330,7 @@ class SyncPass(GmemOrdering, LoopEntry):
         if self.issues_dot(o):
           st.dots.append(o.results[0].id if o.results else UNKNOWN_DOT)
           st.dot_roots.append({r for r, a, _ in self.accesses(o) if r is not None and a == Access.MMA_READ})
+          st.dot_a.append(register_a([o]))
         st.gmem_stored |= self.gmem_stores(o)
         for root, k in self.reg_write_keys(o):
           st.gmem_reg_writes.setdefault(root, WindowSet()).add(k)
@@ -378,7 +385,21 @@ class SyncPass(GmemOrdering, LoopEntry):
         key = v.id if v.id in st.dots else UNKNOWN_DOT if v.id in st.unknown_dot_values else None
         if key is not None and key in st.dots:
           through(st.dots.index(key))
+    # values the ops (re)define, and register A operands of dots they issue (Mosaic GPU's fence copies
+    # them into the instruction's registers): a running group reading one of them retires first
+    defined = {r.id for x in ops for r in x.results} | {
+        a.id for x in ops for r in x.regions for a in getattr(x, r).args} | register_a(ops, values=False)
+    rewritten = self.a_rewritten(st, defined)
+    if rewritten is not None:
+      keep = rewritten if keep is None else min(keep, rewritten)
     return keep
+
+  @staticmethod
+  def a_rewritten(st: State, ids: set) -> int | None:
+    """How many dot groups may stay in flight before the registers of values `ids` are written:
+    those issued after every group whose register A operand is one of them (None: no wait)."""
+    hit = [i for i, a in enumerate(st.dot_a) if a & ids]
+    return len(st.dots) - 1 - hit[-1] if hit else None
 
   def dot_wait(self, st: State, out, loc, pending: int | None = 0):
     """Wait until at most `pending` dot groups run (nothing if None or if no more run)."""
@@ -392,19 +413,20 @@ class SyncPass(GmemOrdering, LoopEntry):
       # A warpgroup's wait covers its own dots only: the others may still read these buffers.
       for roots in st.dot_roots[:n]:
         st.dot_retired |= roots
-    del st.dots[:n], st.dot_roots[:n]
+    del st.dots[:n], st.dot_roots[:n], st.dot_a[:n]
 
   def carried_dots(self, body: ir.Block) -> list:
     """The dot groups that may still run when the body ends (so when the next iteration starts,
     or the loop ends), oldest first: for each, the position of the yielded value it computes,
-    or None (a group computing no yielded value). Follows the body's own dots and the waits
-    already in it (a pipelined loop's); empty if it issues none at its top level."""
+    or None (a group computing no yielded value), and its register A operands (`register_a`).
+    Follows the body's own dots and the waits already in it (a pipelined loop's); empty if it
+    issues none at its top level."""
     values = body.ops[-1].values if body.ops and isinstance(body.ops[-1], Yield) else ()
     where = {id(v): i for i, v in enumerate(values)}
     flight = []
     for x in body.ops:
       if self.issues_dot(x):
-        flight.append(where.get(id(x.results[0])) if x.results else None)
+        flight.append((where.get(id(x.results[0])) if x.results else None, register_a([x])))
       elif isinstance(x, DotWait):
         flight = flight[max(0, len(flight) - x.pending):]
     return flight
@@ -564,8 +586,9 @@ class SyncPass(GmemOrdering, LoopEntry):
       st.gmem_reg_writes.setdefault(root, WindowSet()).add(past_region(k, o))
     st.dot_retired |= others
     if dots:   # its dots still run
-      st.dots = [UNKNOWN_DOT if i is None else o.results[i].id for i in carried] or [UNKNOWN_DOT]
+      st.dots = [UNKNOWN_DOT if i is None else o.results[i].id for i, _ in carried] or [UNKNOWN_DOT]
       st.dot_roots = [set(mma_read) for _ in st.dots]
+      st.dot_a = [a for _, a in carried] or [register_a(ir.walk(o.body))]
       st.unknown_dot_values = {r.id for r in o.results}
     if pipelined:   # its dots and stores still read its loaded buffers: memory shared with them must wait
       used = lambda kind: {self.group.get(r, r) for r in self.explicit

@@ -10,10 +10,21 @@ from __future__ import annotations
 
 from . import ir
 from .gmem_disjoint import prev_trip
+from .ops.mma import Dot
 from .sync_gmem import WindowSet
+from .types import RefType
 
 UNKNOWN_WINDOW = object()
 UNKNOWN_DOT = -1
+
+
+def register_a(ops, values=True) -> frozenset:
+  """What the register A operands of the dots among `ops` are, to the sync pass (WGMMA reads them
+  while it runs): each operand's value id, and the dot itself (`("dot", id)`: Mosaic GPU's fence
+  copies the operand into the instruction's own registers, which the same dot's next trip rewrites
+  even when the operand is defined outside the loop). `values=False`: the dots only."""
+  dots = [o for o in ops if isinstance(o, Dot) and not isinstance(o.a.type, RefType)]
+  return frozenset([("dot", id(o)) for o in dots] + ([o.a.id for o in dots] if values else []))
 
 
 class LoopEntry:
@@ -29,8 +40,9 @@ class LoopEntry:
       inner.pending_load = {root: dict(st.pending_load[root]) for root in carry}
       inner.carried = {slot for root in carry for slot in st.pending_load[root]}
     if dots and not idle:   # the previous iteration's dots still run (each dot yielding a carried value)
-      inner.dots = [UNKNOWN_DOT if i is None else o.body.args[1 + i].id for i in carried] or [UNKNOWN_DOT]
+      inner.dots = [UNKNOWN_DOT if i is None else o.body.args[1 + i].id for i, _ in carried] or [UNKNOWN_DOT]
       inner.dot_roots = [set(mma_read) for _ in inner.dots]
+      inner.dot_a = [a for _, a in carried] or [register_a(ir.walk(o.body))]
       inner.unknown_dot_values = {a.id for a in o.body.args[1:]}
 
   @staticmethod

@@ -111,6 +111,7 @@ class CTA(CtaMemory):
   def __init__(self, m, pid, rank):
     super().__init__(m, pid, rank)
     self.env: dict[int, object] = {}
+    self.at = None                                # the op running (for a race's location)
     self.sync_loc = None
     if not hasattr(m, "track_pads"):
       m.track_pads = P.tracks(m.kernel)
@@ -135,7 +136,19 @@ class CTA(CtaMemory):
     return self.env[v.id]
 
   def set(self, v: ir.Value, x):
+    if self.dots:
+      self.check_dot_a(v.id, None, v.name)
     self.env[v.id] = x
+
+  def check_dot_a(self, vid, dot, name):
+    """A running ml.dot reads its register A operand until it retires: PTX leaves writing those
+    registers meanwhile undefined, as a loop's next trip does when it redefines the operand (`vid`)
+    or issues the same dot again (`dot`: its operand is copied into the instruction's registers)."""
+    for _, _, at, a in self.dots:
+      if a is not None and (a[0] == vid or a[1] is dot):
+        raise RaceError(f"{name or 'the A operand of an ml.dot'} is rewritten while an ml.dot that reads it"
+                        " from registers may still be running", (dot or self.at).loc,
+                        notes=(f"{at}: the ml.dot is issued here",), hint=COMPILER_BUG)
 
   def operand(self, x, d=None):
     if isinstance(x, ir.Value):
@@ -156,6 +169,7 @@ class CTA(CtaMemory):
       if self.dots and not isinstance(o, (*LOOPS, Dot)):
         self.check_dot_results(o)
       self.steps += 1
+      self.at = o
       rule = INTERPRET_RULES.get(type(o))
       if rule is None:
         raise E.InternalError(f"no interpreter rule for {type(o).__name__}", o.loc)
@@ -174,7 +188,7 @@ class CTA(CtaMemory):
 
   def check_dot_results(self, o):
     """Registers an in-flight ml.dot writes may be carried (loops, a chained dot's acc), not read."""
-    running = {id(r): at for r, _, at in self.dots}
+    running = {id(r): at for r, _, at, _ in self.dots}
     for v in o.operands():
       if id(self.env.get(v.id)) in running:
         raise RaceError(f"{v.name or 'an ml.dot result'} is read before its ml.dot finished", o.loc,

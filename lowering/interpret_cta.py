@@ -26,7 +26,8 @@ class CtaMemory:
     self.pending_store: list[tuple[tuple, object]] = []
     self.unfenced: dict[int, object] = {}       # root id -> loc of a register write, no fence since
     self.touched: set[int] = set()              # roots used from registers since the last barrier
-    self.dots: list[tuple] = []                 # in-flight ml.dot groups: (result, {(owner, root, part)}, loc)
+    # in-flight ml.dot groups: (result, {(owner, root, part)}, loc, (A value id, the Dot) or None: A in SMEM)
+    self.dots: list[tuple] = []
     # Warp-specialised roles (lowering/roles.py): the running one, TMA loads issued and waited
     # per barrier, and a count of ops run (a round of the roles without progress is a hang).
     self.role = None
@@ -117,7 +118,7 @@ class CtaMemory:
                       notes=(f"{dict(owner.pending_store)[store]}: the TMA store starts here",),
                       hint=COMPILER_BUG)
     if kind in ("write", "tma_write"):
-      for _, roots, at in owner.dots:
+      for _, roots, at, _ in owner.dots:
         if any(w == ref.owner and r == rid and overlaps(p, ref.part) for w, r, p in roots):
           raise RaceError(f"{name} is overwritten while an ml.dot may still be reading it", o.loc,
                           notes=(f"{at}: the ml.dot is issued here",), hint=COMPILER_BUG)

@@ -104,7 +104,10 @@ def _i_dot(cta, o):
       r = (r.astype(wide) + x[:, k0:k0 + step].astype(wide) @ y[k0:k0 + step].astype(wide)).astype(out)
   else:
     r = (acc + x.astype(wide) @ y.astype(wide)).astype(out)
-  cta.dots.append((r, {(x.owner, x.root.id, x.part) for x in refs}, o.loc))
+  register_a = not isinstance(o.a.type, RefType)
+  if register_a and cta.dots:
+    cta.check_dot_a(None, o, o.a.name)
+  cta.dots.append((r, {(x.owner, x.root.id, x.part) for x in refs}, o.loc, (o.a.id, o) if register_a else None))
   cta.set(o.result, r)
 
 
