@@ -13,8 +13,7 @@ import re
 
 import numpy as np
 
-from . import errors as E
-from . import missing, nan_name_hints, random_hints
+from . import errors as E, missing, nan_name_hints, random_hints
 from .static_tables import FILLED as _FILLED
 from .scan_hints import scan_hint  # jnp.cumulative_sum, jnp.maximum.accumulate, lax.cumlogsumexp
 from .assign import DICT_VIEWS, ITERATORS as _ITERATORS, holds_value
@@ -26,6 +25,7 @@ from .jnp_dispatch import _NOT_MAPPED, jnp_call
 from .lax_flow import UNHANDLED
 from .lax_hints import LAX_CONTROL, control_hint, debug_print_hint, foreign_call_hint, pipeline_hint
 from .ml_name_hints import ml_name_hint
+from .ref_conditions import check_not_ref
 from .shape_hints import NOT_YET as SHAPE_NOT_YET, shape_call_hint, static_array_hint, static_numbers_hint
 from .ops import elementwise as ew
 from .ops.base import (BUILTINS, TRANSPOSES, Builtin, is_scalar, is_smem_matrix, is_value, kind_of, smem_transpose_hint,
@@ -371,12 +371,12 @@ class Calls:
     from .jax_wrapped import plain_call      # a plain function of the user's on run-time values: an inline helper
     if holds_value(list(args) + list(kwargs.values())) and (made := plain_call(fn, args, kwargs)) is not None:
       return call_inline(self, node, *made)
-    if fn in (builtins.int, builtins.float) and len(args) == 1 and not kwargs and is_value(args[0]):
-      x = args[0]              # int(x) / float(x) of a register value: a cast to the kernel's 32 bits
-      if isinstance(x.type, RefType):
+    if fn in (builtins.int, builtins.float, builtins.bool) and len(args) == 1 and not kwargs and is_value(args[0]):
+      if isinstance((x := args[0]).type, RefType):     # int(x) / float(x) / bool(x): a cast (32 bits) of a value
+        check_not_ref(self, node.args[0], x, "bool") if fn is builtins.bool else None    # (a condition)
         raise E.KernelTypeError(f"{fn.__name__}() of {kind_of(x)}", cx.loc,
                                 hint=f"read it into registers first: {fn.__name__}({self.text(node.args[0])}[...])")
-      return ew.astype(cx, x, DType.i32 if fn is builtins.int else DType.f32)
+      return ew.astype(cx, x, {builtins.int: DType.i32, builtins.float: DType.f32}.get(fn, DType.bool_))
     args = _dict_keys(fn, args)           # sorted(d), list(d), zip(d, ws): its static keys, as in Python
     if fn in _PY_BUILTIN_FNS or fn is builtins.zip:      # sum(reversed(parts)), list(zip(a, b)): their items
       args = [tuple(a) if isinstance(a, _ITERATORS) else a for a in args]

@@ -29,9 +29,9 @@ from .unknown_names import known_names, unknown_names_errors
 from .short_circuit import (as_condition, chain_rest, is_bool_scalar, is_number_scalar, may_read, not_boolean_hint,
                             number_and_or, short_circuit, tensor_and_or, walrus_hint)
 from .source import QUOTE_DEPTH, Source, nests_deeper, numbers_as_written
-from .stmt_hints import in_hint
 from .py_scalars import member
-from .stmt_hints import one_element_hint
+from .stmt_hints import in_hint, one_element_hint
+from .ref_conditions import check_not_ref, written_as_return
 from .subscripts import Subscripts
 from .triton_semantics import check_division
 from .types import RefType, ScalarType, TensorType, resolve
@@ -315,6 +315,7 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
     cond = self.eval(as_condition(node.test))
     if not is_value(cond):
       return static_if(self, node, cond)
+    check_not_ref(self, node.test, cond, self._if_word(node))
     cond = self.one_element_condition(node.test, cond)
     if not isinstance(cond.type, ScalarType) or resolve(cond.type.dtype) != DType.bool_:
       scalar = isinstance(cond.type, ScalarType)
@@ -406,14 +407,14 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
       self.unsupported(node, f"{what} under a run-time condition",
                        hint=static_while_break_hint(self.text(test), self.text(self.ifs[-1].test)))
     if loop is not None:
-      returns = what == "break" and _written_as_return(self.loc(node))     # a kernel's return, made a break
+      returns = what == "break" and written_as_return(self.loc(node))     # a kernel's return, made a break
       self.unsupported(node, "return under a run-time condition in a loop unrolled while tracing" if returns
                        else f"{what} under a run-time condition",
                        hint=f"this loop is unrolled while tracing, so only a static condition (Python values,"
                             f" constexprs) can {'end it' if what == 'break' else 'skip an iteration'}; "
                             + (f"for a run-time exit, loop at run time: for ... in range(...), which a"
                                f" {'return' if returns else 'break'} ends" if what == "break" else hint))
-    if what == "break" and self.loops and _written_as_return(self.loc(node)):   # a kernel's return in a loop
+    if what == "break" and self.loops and written_as_return(self.loc(node)):   # a kernel's return in a loop
       self.unsupported(node, "return in a pipelined loop or one with a run-time step",
                        hint="such a loop runs every trip: set a flag (done = True) and guard the rest of the body"
                             " and what follows the loop with if statements on it, or drop stages= (or make the"
@@ -556,6 +557,8 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
                                 ast.Invert: operator.invert}[type(node.op)], x)
     if isinstance(node.op, ast.UAdd):
       return x
+    if isinstance(node.op, ast.Not):
+      check_not_ref(self, node.operand, x, "not")
     d = resolve(x.type.dtype) if isinstance(x.type, ScalarType) else None
     if isinstance(node.op, ast.Not) and isinstance(d, DType) and d != DType.bool_:
       return ew.compare(self.cx(node, "", (x,), (node.operand,)), ew.CmpOp.EQ, x, 0)   # not n: n == 0, as Python's
@@ -632,7 +635,7 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
     (frontend/short_circuit.py); another run-time value may only be the last one evaluated."""
     is_and = isinstance(node.op, ast.And)
     for i, sub in enumerate(node.values):
-      v = self.eval(sub)
+      check_not_ref(self, sub, v := self.eval(sub), "and" if is_and else "or")
       if getattr(node, "condition", False) and is_number_scalar(v):
         v = ew.truth(self.cx(sub), v)     # `if c and n[1]:`, `while k or j:`: only the operands' truth counts
       if is_value(v):
@@ -673,6 +676,7 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
   def eval_IfExp(self, node):
     cond = self.eval(node.test)
     if is_value(cond):
+      check_not_ref(self, node.test, cond, "ifexp", (self.text(node.body), self.text(node.orelse)))
       from .branches import if_expression
       one = self.one_element_condition(node.test, cond)      # a number scalar by its truth, as Python's
       if is_bool_scalar(one) and (made := if_expression(self, node, one, bools_as_numbers=True)) is not None:
@@ -682,12 +686,6 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
       self.unsupported(node, "a conditional expression on a runtime value",
                        hint=ifexp_hint(self, node, test, isinstance(one.type, ScalarType)))
     return self.eval(node.body if cond else node.orelse)
-
-
-def _written_as_return(loc) -> bool:
-  """Whether the statement at `loc` is a `return` (a kernel's return in a loop, which frontend/jumps.py
-  made a break of it)."""
-  return (loc.source_line or "")[loc.col_offset:].startswith("return")
 
 
 def _dtype_like(v) -> bool:

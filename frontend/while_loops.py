@@ -15,6 +15,7 @@ from .env import POISON, assigned_names, rebound_names
 from .flow import _Attempt, _Widen, _after_loop, _args, _bind, _inits, _trace_body, _with_else
 from .ops import control as ctl, padded_meets as padded_tiles
 from .ops.base import is_value, value_words
+from .ref_conditions import check_named_ref
 from .short_circuit import as_condition
 from .stmt_hints import one_element_hint
 from .types import ScalarType
@@ -23,6 +24,7 @@ def trace_while(tracer, node: ast.While):
   """`while cond:` on a runtime boolean scalar: an scf.while whose `before` block evaluates the
   condition on the carried values and whose body updates them."""
   loc = tracer.loc(node)
+  check_named_ref(tracer, node.test, "while")           # `while flag_ref:` (a ref is not a condition)
   if node.orelse:
     _with_else(tracer, node, trace_while, "while")
     return
