@@ -160,8 +160,10 @@ def _weak_in_jnp(cx, values, da, db, what) -> bool:
   float16, a float32 array gives float32), so it stays MG104, whose hint chooses (scalar_param_hint).
   Not where the other side's dtype is the promotion's (`acc_f32 * scale` of a bfloat16 0-d `scale`, `offs_i64 +
   s[...]` of an int32 one): a weak scalar takes that dtype and an array promotes to it, so jnp gives it either way
-  (probe 52f); except an int32 ml.scalar meeting int64, which a Python int through jax.jit fills with its low 32
-  bits only (scalar_param_hint says so)."""
+  (probe 52f); except an int32 ml.scalar meeting int64 with jax_enable_x64, where a Python int through jax.jit is
+  its low 32 bits only (scalar_param_hint says so). Without x64 the int32 holds the value passed exactly (a Python
+  int past int32 is refused, by the call or by jax.jit), so Liger's `tl.program_id(0).to(tl.int64) * stride`
+  computes in int64, as jnp's promotion and Triton's do (probe 61b)."""
   from .elementwise_checks import _of_scalar_param
   da, db = resolve(da), resolve(db)
   if what in _COMPARISON_WHATS or da.is_float != db.is_float or DType.bool_ in (da, db):
@@ -175,7 +177,7 @@ def _weak_in_jnp(cx, values, da, db, what) -> bool:
   ds, do = (da, db) if k == 0 else (db, da)
   if implicit(ds, do, what) != do:
     return True
-  return do == DType.i64 and ds.is_int and ds.bits < 64 and kinds[k] == "param"
+  return do == DType.i64 and ds.is_int and ds.bits < 64 and kinds[k] == "param" and bool(cx.b.x64)
 
 
 _COMPARISON_WHATS = ("<", "<=", ">", ">=", "==", "!=")
