@@ -632,23 +632,23 @@ class Calls:
                                      f" computes the widened product without .astype(jnp.float32)")
 
   def _widened(self, node, value):
-    """((text, value, transposed), dtype) of `x.astype(jnp.float32)` (or its .T) of a ref read whole or a
-    register tile `x` of float16 or bfloat16 (read as they are stored, either way round); None for other
-    operands."""
+    """((text, value, transposed), dtype) of `x.astype(jnp.float32)` (its .T, or `x.T.astype(...)`) of a ref read
+    whole or a register tile `x` of float16 or bfloat16 (read as stored, either way round); None for others."""
     flip = isinstance(node, ast.Attribute) and node.attr == "T"
     call = node.value if flip else node
     if not (is_value(value) and resolve(getattr(value.type, "dtype", None)) == DType.f32 and isinstance(call, ast.Call)
             and isinstance(call.func, ast.Attribute) and call.func.attr == "astype" and len(call.args) == 1):
       return None
     inner = call.func.value
+    if isinstance(inner, ast.Attribute) and inner.attr == "T":     # x_s[...].T.astype(f32): a transpose cast
+      inner, flip = inner.value, not flip
     name = inner.value if isinstance(inner, ast.Subscript) and isinstance(inner.slice, ast.Constant) and (
         inner.slice.value is Ellipsis) else inner
     if not isinstance(name, ast.Name):
       return None
     held = self.eval(name)
     d = resolve(getattr(getattr(held, "type", None), "dtype", None)) if is_value(held) else None
-    if d not in (DType.f16, DType.bf16) or (
-        isinstance(held.type, RefType) and name is inner):
+    if d not in (DType.f16, DType.bf16) or isinstance(held.type, RefType) and name is inner:
       return None
     return (self.text(name), held, flip), d
 

@@ -72,6 +72,21 @@ def _drop_transpose(tracer, v):
   b.transient.discard(load.scratch.id)
 
 
+def _drop_widened_transpose(tracer, v):
+  """The register transpose of a widened operand the product read as the buffer's view instead
+  (`b_s[...].astype(jnp.float32).T`, `b_s[...].T.astype(jnp.float32)`: fresh values of the call's own argument),
+  dropped as _drop_transpose's: its float32 scratch (the tile's size) made an SMEM overflow of a (256, 256)
+  B (MG402; probe 61b). The cast of the transpose goes first, where nothing else reads it."""
+  from .ops.elementwise_ops import Cast
+  from .ops.permute import TransposeLoad
+  ops, o = tracer.b.block.ops, tracer.b.defining(v)
+  if isinstance(o, Cast) and not o.bitcast and isinstance(tracer.b.defining(o.x), TransposeLoad) and \
+      any(u is o for u in ops) and not any(x is v for u in ops if u is not o for x in u.operands()):
+    ops[:] = [u for u in ops if u is not o]
+    v = o.x
+  _drop_transpose(tracer, v)
+
+
 def library_product(tracer, node, lib, args, kwargs):
   """jnp.dot / jnp.matmul / lax.dot / jnp.inner / jnp.tensordot / jnp.einsum / lax.dot_general of register values
   (`args`, written as `node.args`) computed as ml.dot, or None (the call's MG003 stands)."""
@@ -186,6 +201,8 @@ def register_dot(tracer, node, nodes, values, kwargs, batched=False, shown="jnp.
     ops = _unwidened(tracer, nodes, values)
     if ops is not None:
       got = product(tracer, node, *ops, DType.f32 if want is None else want, precision)
+      for v in values if got is not None else ():
+        _drop_widened_transpose(tracer, v)
     else:
       got = product(tracer, node, *_operands(tracer, nodes, values), want, precision)
     if got is None and precision is None:      # ((48, 40) by (40, 72): in registers)
