@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from . import errors as E
 from . import hw
 from . import ir
 from .dtypes import DType
@@ -149,14 +148,8 @@ def plan_smem(kernel, defs=None) -> SmemPlan:
     placed, total = _place(kernel.smem, life, barrier_bytes, nbytes)
   offsets = {bid: off for bid, off, _, _ in placed}
   if total > SMEM_LIMIT:
-    kib = lambda n: f"{n // 1024} KiB" if n >= 1024 and n % 1024 == 0 else f"{n} bytes"
-    sizes = ", ".join(f"{b.name or '?'} {kib(b.type.nbytes)}" for b in kernel.smem)
-    biggest = max(kernel.smem, key=lambda b: b.type.nbytes)
-    hint, notes = _fewer_stages_hint(kernel, life, barrier_bytes)
-    raise E.SmemCapacityError(
-        f"the kernel's SMEM needs {total} bytes ({sizes}, plus barriers and alignment), more than the"
-        f" {SMEM_LIMIT} bytes ({hw.SMEM_WORDS}) a kernel's buffers can use", _alloc_loc(kernel, biggest),
-        hint=hint, notes=notes)
+    from .smem_overflow import overflow_error
+    raise overflow_error(kernel, life, barrier_bytes, total, *_fewer_stages_hint(kernel, life, barrier_bytes))
   return SmemPlan(barrier_bytes, tuple(offsets[b.id] for b in kernel.smem), total,
                   _groups(placed), shared, stride, region)
 

@@ -265,17 +265,18 @@ def stages_and_residual(a, b, r, c, *, stages: ml.constexpr = 4):
 
 def test_an_smem_overflow_beside_a_pipelined_loop_names_the_stages_that_fit():
   specs = (S((256, 512), F16), S((512, 256), F16), S((256, 256), F16))
-  e = expect(stages_and_residual, specs, mg.SmemCapacityError, "ml.smem((64, 256))",
+  e = expect(stages_and_residual, specs, mg.SmemCapacityError, "ml.smem((128, 256))",    # r_s: past the limit
              "the kernel's SMEM needs 263168 bytes (a_s 64 KiB, b_s 128 KiB, r_s 64 KiB, c_s 64 KiB, plus"
              " barriers and alignment), more than the 232432 bytes (227 KiB less 16 bytes) a kernel's buffers can use",
              hint="use stages=3, or smaller tiles")
-  assert e.notes == (f"{e.filename}:{where(stages_and_residual, 'for k in')[0]}:2:"
-                     f" a pipelined loop with stages=4",)
+  assert e.notes[0] == (f"{e.filename}:{where(stages_and_residual, 'for k in')[0]}:2:"
+                        f" a pipelined loop with stages=4")
+  assert e.notes[1].endswith("b_s, 128 KiB, allocated here"), e.notes      # (the largest others, probe 61b)
   stages_and_residual.check(*specs, stages=3)      # the hint works
   # when no stage count fits beside the other buffers, only smaller tiles help
   with pytest.raises(mg.SmemCapacityError) as info:
     loop_beside_a_huge_buffer.check(*MM, S((224, 256), F32))
-  assert info.value.hint == "use smaller tiles", info.value.hint
+  assert info.value.hint.startswith("use smaller tiles: big of shape (112, 256) instead of (224, 256)"), info.value.hint
 
 
 @mg.mgpu_kernel(out_shape=lambda a, b, r: (S((128, 128), F32), r))

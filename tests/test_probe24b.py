@@ -375,7 +375,7 @@ def test_second_regression_hunt():
   # an epilogue buffer too big on its own: no stage count helps
   for s in (4, 3):
     e = _raises(lambda: mm_huge_epilogue.check(S((512, 512), BF16), S((512, 512), BF16), stages=s))
-    assert type(e) is mg.SmemCapacityError and e.hint == "use smaller tiles"
+    assert type(e) is mg.SmemCapacityError and e.hint.startswith("use smaller tiles"), e.hint   # (stages=3: c_s halved, probe 61b)
   e = _raises(lambda: count_augmented.check(S((128,), jnp.int32)))
   assert e.hint.startswith("accumulate with ml.atomic_add(counts.at[ids[...]], 1)")
   e = _raises(lambda: loop_to_a_0d_ref.check(S((), jnp.int32), S((64,), F32)))

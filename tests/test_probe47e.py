@@ -100,7 +100,7 @@ def test_the_padding_buffers_are_named_after_the_users_dot_where_smem_runs_out()
   them after the kernel's own operands and calls, not `concatenate scratch` and `tensor scratch` (ml.concatenate
   and a row window, which the kernel never wrote)."""
   specs = [_spec(x) for x in _gqa_inputs(8, 1, 512, 128, BF16, 3)]
-  expect(_gqa_decode(8, 128, 3), specs, mg.SmemCapacityError, "ml.smem((bkv, d))",
+  expect(_gqa_decode(8, 128, 3), specs, mg.SmemCapacityError, "ml.dot(q_s, k_s.T)",   # (its padding: past the limit)
          "the kernel's SMEM needs 232448 bytes (q_s 2 KiB, k_s 96 KiB, v_s 96 KiB, q_s padded to 64 rows 16 KiB, the"
          " 64-row product of ml.dot(q_s, k_s.T) scratch 32 KiB, p.astype(v.dtype) padded to 64 rows 16 KiB, the 64-row"
          " product of ml.dot(p.astype(v.dtype), v_s, acc * alpha[:, None]) scratch 32 KiB, plus barriers and"
