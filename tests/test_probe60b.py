@@ -346,8 +346,9 @@ def test_refusals_the_libraries_meet_say_what_to_write():
                         element_mul_f32_scalar)
   assert (type(e), e.code, line, col) == (mg.DtypeMismatchError, "MG104", 8, 46)
   assert e.hint.startswith("convert the scalar, grad_output.astype(jnp.bfloat16)")
-  e, line, col = _error(lambda: int64_row_times_stride.check(S((700,), F32), S((), jnp.int32), S((), jnp.int32),
-                                                             BLOCK=128), int64_row_times_stride)
+  with jax.enable_x64(True):    # (without x64 it computes in int64, as Triton: probe 61b's test_probe61b.py)
+    e, line, col = _error(lambda: int64_row_times_stride.check(S((700,), F32), S((), jnp.int32), S((), jnp.int32),
+                                                               BLOCK=128), int64_row_times_stride)
   assert (type(e), e.code, line, col) == (mg.DtypeMismatchError, "MG104", 4, 23)
   assert "* on row (int64) and X_stride (int32)" in str(e) and "X_stride.astype(jnp.int64)" in e.hint
   with pytest.raises(mg.SignatureError, match="has no constexpr parameter 'num_warps'") as info:
