@@ -257,6 +257,9 @@ def _atomic(cx, kind: AtomicKind, ref, value, mask=None, sem=None, scope=None):
   if isinstance(ref, IndexedRef):            # out.at[ids, :]: a scatter
     unordered_scatter(cx, what, order[0])
     return scatter(cx, kind, ref, value, mask=mask)
+  from .padded_atomics import padded_atomic      # (a value computed padded: over its padded window, probe 61b)
+  if (got := padded_atomic(cx, _atomic, kind, ref, value, mask, sem, scope)) is not None:
+    return got[0]
   if mask is not None and is_ref(ref) and (s := as_scatter(cx, ref)) is not None:
     mask = check_mask(cx, mask, ref.type.shape, what)      # a window that may leave the array: its positions
     check_dtype(cx, kind, ref.type.dtype, hw.ATOMIC_ELEMENT, what, "with mask= at a window that may leave its"

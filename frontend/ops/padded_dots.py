@@ -49,6 +49,8 @@ def padded_dot(cx, a, b, acc, out_dtype, dot_rule):
     x = _zeroed(cx, x, (m, k)) if padded_a else x
     y = _zeroed(cx, y, (k, n)) if padded_b else y
     x, y = _grown(cx, x, (rows, deep)), _grown(cx, y, (deep, cols))
+    if acc is not None and out_dtype is None:     # (the product in the accumulator's dtype, as small_m_dot's: a
+      out_dtype = resolve(acc.type.dtype)         # float16 one was float32 + float16, MG104; probe 61b)
     out = dot_rule(cx, x, y, None, out_dtype=out_dtype)
   if tuple(out.type.shape) != (m, n):
     pads[out.id] = (m, n)
