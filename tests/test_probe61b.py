@@ -344,3 +344,82 @@ def test_mg402_of_many_buffers_lists_the_first_and_counts_the_rest():
     os.remove(path)
   m = info.value.message
   assert ", and 27 more, 3545600 bytes together, plus barriers" in m and len(m) < 1100, m
+
+
+# ---------------------------------------------------------------------- 5. small split-K accumulators, a float16 one
+def _split_k(n, masked):
+  @mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], n), jnp.float32), grid=(2, 1, 2))
+  def k(a, b, o):                    # a (16, 256), b (256, n): two programs a row block, each half of K
+    i, s = ml.program_id(0), ml.program_id(2)
+    a_s, b_s = ml.smem((8, 64), a.dtype), ml.smem((64, n), b.dtype)
+    acc = ml.zeros((8, n), jnp.float32)
+    for kk in ml.range(2, stages=2):
+      ml.copy(a.at[ml.ds(i * 8, 8), ml.ds((s * 2 + kk) * 64, 64)], a_s)
+      ml.copy(b.at[ml.ds((s * 2 + kk) * 64, 64), :], b_s)
+      acc = ml.dot(a_s, b_s, acc)
+    if masked:
+      rows, cols = i * 8 + ml.arange(8), ml.arange(n)
+      ml.atomic_add(o.at[ml.ds(i * 8, 8), :], acc, mask=(rows[:, None] < 13) & (cols[None, :] < n - 2))
+    else:
+      ml.atomic_add(o.at[ml.ds(i * 8, 8), :], acc)
+  return k
+
+
+_SPLIT_K = {(n, m): _split_k(n, m) for n in (8, 24) for m in (False, True)}
+
+
+@pytest.mark.parametrize("n, masked", list(_SPLIT_K), ids=[f"n{n}{'-masked' if m else ''}" for n, m in _SPLIT_K])
+def test_a_small_split_k_accumulator_is_added_atomically(n, masked):
+  """(8, n) accumulators no register tensor holds: MG204 about a (192,) or (64,) vector the kernel never wrote."""
+  rng = np.random.default_rng(n)
+  a = rng.integers(-3, 4, (16, 256)).astype(np.float16)
+  b = rng.integers(-3, 4, (256, n)).astype(np.float16)
+  want = a.astype(np.float32) @ b.astype(np.float32)
+  if masked:
+    want[13:], want[:, n - 2:] = 0, 0
+  np.testing.assert_array_equal(np.asarray(_SPLIT_K[n, masked](a, b, interpret=True)), want)
+  if n == 24:
+    export(_SPLIT_K[n, masked], a, b)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, bias: S((8, 24), jnp.float16))
+def f16_accumulator_and_bias(a, b, bias, o):
+  a_s, b_s = ml.smem((8, 64), a.dtype), ml.smem((24, 64), b.dtype)
+  acc = ml.zeros((8, 24), jnp.float16)
+  for k in ml.range(2):
+    ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[:, ml.ds(k * 64, 64)], b_s)
+    acc = ml.dot(a_s, b_s.T, acc)
+  o[...] = jax.nn.relu(acc.astype(jnp.float32) + bias[...][None, :]).astype(jnp.float16)
+
+
+def test_a_float16_accumulator_of_8_by_24_meets_a_bias():
+  """The padded trace's dot added a float32 product to the float16 accumulator (MG104 there; MG204 reported)."""
+  rng = np.random.default_rng(5)
+  a, b = (rng.integers(-3, 4, s).astype(np.float16) for s in ((8, 128), (24, 128)))
+  bias = rng.integers(-3, 4, (24,)).astype(np.float32)
+  want = np.maximum(a.astype(np.float32) @ b.astype(np.float32).T + bias, 0).astype(np.float16)
+  np.testing.assert_array_equal(np.asarray(f16_accumulator_and_bias(a, b, bias, interpret=True)), want)
+  export(f16_accumulator_and_bias, a, b, bias)
+
+
+@pytest.mark.parametrize("seed", [2053, 2090, 1339, 1733])
+def test_the_fuzzers_small_accumulator_seeds_compute(seed):
+  import dot_fuzz
+  assert dot_fuzz.run(dot_fuzz.Gen(seed), build=False)[0] == "ok"
+
+
+@pytest.mark.gpu
+def test_small_split_k_accumulators_gpu():
+  rng = np.random.default_rng(6)
+  a = rng.integers(-3, 4, (16, 256)).astype(np.float16)
+  for (n, masked), kernel in _SPLIT_K.items():
+    b = rng.integers(-3, 4, (256, n)).astype(np.float16)
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    if masked:
+      want[13:], want[:, n - 2:] = 0, 0
+    np.testing.assert_array_equal(np.asarray(jax.jit(kernel)(a, b)), want)
+  a, b = (rng.integers(-3, 4, s).astype(np.float16) for s in ((8, 128), (24, 128)))
+  bias = rng.integers(-3, 4, (24,)).astype(np.float32)
+  want = np.maximum(a.astype(np.float32) @ b.astype(np.float32).T + bias, 0).astype(np.float16)
+  np.testing.assert_array_equal(np.asarray(jax.jit(f16_accumulator_and_bias)(a, b, bias)), want)
