@@ -318,7 +318,7 @@ def test_mg402_points_at_the_allocation_past_the_limit_with_the_largest_noted():
 def test_mg402_counts_the_buffers_one_line_allocates_and_cuts_them_all():
   x = np.ones((256, 256), np.float32)
   e = _refusal(buffers_of_a_comprehension, x)
-  assert e.lineno == _line(buffers_of_a_comprehension, "bufs = ")[0]
+  assert (e.lineno, e.col_offset) == _line(buffers_of_a_comprehension, "ml.smem((n, 256)")
   assert "(ml.smem((n, 256), jnp.float32) 64 KiB x5, plus barriers" in e.message
   assert e.hint.startswith("use smaller tiles: ml.smem((n, 256), jnp.float32) of shape (32, 256) instead of (64, 256)"
                            " (each buffer this line allocates)")
