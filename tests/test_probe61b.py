@@ -19,6 +19,10 @@ The classes found, each fixed:
 4. MG402 pointed at the largest buffer and listed every buffer (seed 1779: sixty of them): it points at the
    allocation that takes the kernel past the limit, in allocation order, notes the largest others at their lines,
    counts repeated buffers, and where the stages cannot help names the smaller tile that fits.
+5. Split-K's small accumulators ((8, 24), (8, 8)) added by ml.atomic_add were MG204 about a (192,) vector: the
+   padded trace updates the padded window under the padding's and the user's masks. A float16 (8, 24) accumulator
+   meeting a bias failed there too (a float32 product added to it); a padded product stored into an SMEM buffer of
+   its own shape that registers hold ((256, 24)) is stored as one piece.
 """
 import inspect
 import re
@@ -403,10 +407,12 @@ def test_a_float16_accumulator_of_8_by_24_meets_a_bias():
   export(f16_accumulator_and_bias, a, b, bias)
 
 
-@pytest.mark.parametrize("seed", [2053, 2090, 1339, 1733])
+@pytest.mark.parametrize("seed", [2053, 2090, 1339, 1733, 914])
 def test_the_fuzzers_small_accumulator_seeds_compute(seed):
+  """914: a float32 (8, 24) B of a masked pointer grid makes the (256, 24) product padded, stored into an SMEM
+  buffer of its own shape (`c_s[...] = y`, then a TMA reduction): its own part is one piece registers hold."""
   import dot_fuzz
-  assert dot_fuzz.run(dot_fuzz.Gen(seed), build=False)[0] == "ok"
+  assert dot_fuzz.run(dot_fuzz.Gen(seed), build=seed in (2053, 914)) == ("ok", "")
 
 
 @pytest.mark.gpu
