@@ -34,9 +34,9 @@ from . import hw
 from . import ir
 from .ir import Access
 from .ops.atomic import AtomicUpdate
-from .ops.control import LOOPS, AwaitStores, Barrier, CommitShared, Condition, For, WaitLoad, Yield
+from .ops.control import LOOPS, AwaitStores, Barrier, CommitShared, Condition, For, WaitLoad, Yield, terminator_values
 from .ops.memory import Copy, View
-from .ops.mma import DotWait
+from .ops.mma import Dot, DotWait
 from .gmem_disjoint import disjoint, loop_bounds, past_region
 from .sync_gmem import GmemOrdering, WindowSet, access_key, deep_effects, overlap, static_window
 from .sync_loops import UNKNOWN_DOT, UNKNOWN_WINDOW, LoopEntry, register_a
@@ -281,7 +281,7 @@ class SyncPass(GmemOrdering, LoopEntry):
         if not st.in_pipeline:
           self.dot_wait(st, out, o.loc)
         else:     # the back edge copies the yielded values into the body's arguments
-          self.dot_wait(st, out, o.loc, self.a_rewritten(st, {a.id for a in block.args}))
+          self.dot_wait(st, out, o.loc, self.back_edge_wait(st, o, block))
       elif isinstance(o, DotWait):        # a pipelined loop's own wait
         self.retire(st, o.pending)
       elif o.regions:
@@ -383,8 +383,8 @@ class SyncPass(GmemOrdering, LoopEntry):
         if v.id in inside or not (isinstance(v.type, TensorType) and v.type.layout.kind == LayoutKind.WGMMA):
           continue
         key = v.id if v.id in st.dots else UNKNOWN_DOT if v.id in st.unknown_dot_values else None
-        if key is not None and key in st.dots:
-          through(st.dots.index(key))
+        if key is not None and key in st.dots:     # (any of the unknown groups may compute it: the newest)
+          through(len(st.dots) - 1 - st.dots[::-1].index(key))
     # values the ops (re)define, and register A operands of dots they issue (Mosaic GPU's fence copies
     # them into the instruction's registers): a running group reading one of them retires first
     defined = {r.id for x in ops for r in x.results} | {
@@ -392,6 +392,37 @@ class SyncPass(GmemOrdering, LoopEntry):
     rewritten = self.a_rewritten(st, defined)
     if rewritten is not None:
       keep = rewritten if keep is None else min(keep, rewritten)
+    for x in ops:
+      if (i := self.acc_rewritten(st, x)) is not None:
+        through(i)
+    return keep
+
+  @staticmethod
+  def acc_rewritten(st: State, o) -> int | None:
+    """The newest running group that dot `o` (issued again: a loop's later trip) would overwrite: its own
+    earlier instance, unless `o` chains that group's accumulator (PTX lets dots of one shape chain an
+    accumulator in flight, nothing else write it). A fresh accumulator (zeros, a bias tile, anything
+    but the running result) is written into the running instruction's registers before `o` issues.
+    Groups of unknown value are not counted: `carried_dots` lists a group whose result the body does not
+    yield, which the body reads before its next trip (retiring it), and one yielded twice, which retires
+    at the back edge (`block`)."""
+    if not isinstance(o, Dot):
+      return None
+    hit = [i for i, a in enumerate(st.dot_a) if ("out", id(o)) in a and st.dots[i] != UNKNOWN_DOT
+           and (o.acc is None or st.dots[i] != o.acc.id)]
+    return hit[-1] if hit else None
+
+  def back_edge_wait(self, st: State, o, block) -> int | None:
+    """How many dot groups may stay in flight across a pipelined body's back edge (`o`, its Yield): the
+    copies into the body's arguments rewrite a register A operand carried there (`a_rewritten`), and
+    a running result yielded at two positions is copied into one of them (read while WGMMA writes it)."""
+    keep = self.a_rewritten(st, {a.id for a in block.args})
+    values = list(terminator_values(o))
+    twice = {v.id for i, v in enumerate(values) if any(w is v for w in values[:i])}
+    hit = [i for i, d in enumerate(st.dots) if d in twice]
+    if hit:
+      later = len(st.dots) - 1 - hit[-1]
+      keep = later if keep is None else min(keep, later)
     return keep
 
   @staticmethod
@@ -422,14 +453,19 @@ class SyncPass(GmemOrdering, LoopEntry):
     Follows the body's own dots and the waits already in it (a pipelined loop's); empty if it
     issues none at its top level."""
     values = body.ops[-1].values if body.ops and isinstance(body.ops[-1], Yield) else ()
-    where = {id(v): i for i, v in enumerate(values)}
+    where: dict = {}
+    for i, v in enumerate(values):
+      where.setdefault(id(v), []).append(i)
     flight = []
     for x in body.ops:
       if self.issues_dot(x):
-        flight.append((where.get(id(x.results[0])) if x.results else None, register_a([x])))
+        pos = where.get(id(x.results[0]), []) if x.results else []
+        flight.append((pos[0] if pos else None, register_a([x]), len(pos) > 1))
       elif isinstance(x, DotWait):
         flight = flight[max(0, len(flight) - x.pending):]
-    return flight
+    # a result yielded at several positions (`acc = ml.dot(..); last = acc`) retires at the back edge
+    twice = [i for i, f in enumerate(flight) if f[2]]
+    return [f[:2] for f in flight[twice[-1] + 1 if twice else 0:]]
 
   def met(self, st: State):
     """All threads met: their register accesses of SMEM are ordered."""

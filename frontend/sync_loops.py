@@ -22,9 +22,13 @@ def register_a(ops, values=True) -> frozenset:
   """What the register A operands of the dots among `ops` are, to the sync pass (WGMMA reads them
   while it runs): each operand's value id, and the dot itself (`("dot", id)`: Mosaic GPU's fence
   copies the operand into the instruction's own registers, which the same dot's next trip rewrites
-  even when the operand is defined outside the loop). `values=False`: the dots only."""
+  even when the operand is defined outside the loop). `values=False`: the dots only. With `values`,
+  also `("out", id)` for every dot among `ops` (an SMEM A too): WGMMA writes its accumulator while it
+  runs, and the same dot issued again on a later trip writes those registers first unless it chains
+  that very accumulator (`SyncPass.acc_rewritten`, design note 203)."""
   dots = [o for o in ops if isinstance(o, Dot) and not isinstance(o.a.type, RefType)]
-  return frozenset([("dot", id(o)) for o in dots] + ([o.a.id for o in dots] if values else []))
+  out = [("out", id(o)) for o in ops if isinstance(o, Dot)] if values else []
+  return frozenset([("dot", id(o)) for o in dots] + ([o.a.id for o in dots] if values else []) + out)
 
 
 class LoopEntry:

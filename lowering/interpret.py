@@ -144,11 +144,34 @@ class CTA(CtaMemory):
     """A running ml.dot reads its register A operand until it retires: PTX leaves writing those
     registers meanwhile undefined, as a loop's next trip does when it redefines the operand (`vid`)
     or issues the same dot again (`dot`: its operand is copied into the instruction's registers)."""
-    for _, _, at, a in self.dots:
+    for _, _, at, a, _ in self.dots:
       if a is not None and (a[0] == vid or a[1] is dot):
         raise RaceError(f"{name or 'the A operand of an ml.dot'} is rewritten while an ml.dot that reads it"
                         " from registers may still be running", (dot or self.at).loc,
                         notes=(f"{at}: the ml.dot is issued here",), hint=COMPILER_BUG)
+
+  def check_dot_yield(self, o):
+    """A region's end copies its values into the region's results (a loop's back edge, into the body's
+    arguments); a running ml.dot's result handed on twice is copied at least once while WGMMA writes it."""
+    running = {id(r): at for r, _, at, *_ in self.dots}
+    seen = set()
+    for v in terminator_values(o):
+      x = id(self.env.get(v.id))
+      if x in running and x in seen:
+        raise RaceError(f"{v.name or 'an ml.dot result'} is handed on twice (a copy of it is read) before its"
+                        " ml.dot finished", o.loc, notes=(f"{running[x]}: the ml.dot is issued here",),
+                        hint=COMPILER_BUG)
+      seen.add(x)
+
+  def check_dot_acc(self, dot, acc):
+    """A running ml.dot writes its accumulator until it retires: issuing the same dot again (a loop's next
+    trip) writes those registers first unless it chains that running accumulator (`acc` is its result)."""
+    for r, _, at, _, d in self.dots:
+      if d is dot and acc is not r:
+        raise RaceError("this ml.dot is issued again while its previous instance may still be running, and"
+                        " its accumulator is not that instance's result: it overwrites the registers the"
+                        " running instance still writes", dot.loc, notes=(f"{at}: the running ml.dot",),
+                        hint=COMPILER_BUG)
 
   def operand(self, x, d=None):
     if isinstance(x, ir.Value):
@@ -165,6 +188,8 @@ class CTA(CtaMemory):
     """Run a block's ops; returns the values of its Yield (a generator: pauses at cluster_sync)."""
     for o in blk.ops:
       if type(o) in (Yield, Condition):
+        if self.dots:
+          self.check_dot_yield(o)
         return [self.get(v) for v in terminator_values(o)]
       if self.dots and not isinstance(o, (*LOOPS, Dot)):
         self.check_dot_results(o)
@@ -188,7 +213,7 @@ class CTA(CtaMemory):
 
   def check_dot_results(self, o):
     """Registers an in-flight ml.dot writes may be carried (loops, a chained dot's acc), not read."""
-    running = {id(r): at for r, _, at, _ in self.dots}
+    running = {id(r): at for r, _, at, *_ in self.dots}
     for v in o.operands():
       if id(self.env.get(v.id)) in running:
         raise RaceError(f"{v.name or 'an ml.dot result'} is read before its ml.dot finished", o.loc,

@@ -118,7 +118,7 @@ class CtaMemory:
                       notes=(f"{dict(owner.pending_store)[store]}: the TMA store starts here",),
                       hint=COMPILER_BUG)
     if kind in ("write", "tma_write"):
-      for _, roots, at, _ in owner.dots:
+      for _, roots, at, *_ in owner.dots:
         if any(w == ref.owner and r == rid and overlaps(p, ref.part) for w, r, p in roots):
           raise RaceError(f"{name} is overwritten while an ml.dot may still be reading it", o.loc,
                           notes=(f"{at}: the ml.dot is issued here",), hint=COMPILER_BUG)

@@ -107,7 +107,9 @@ def _i_dot(cta, o):
   register_a = not isinstance(o.a.type, RefType)
   if register_a and cta.dots:
     cta.check_dot_a(None, o, o.a.name)
-  cta.dots.append((r, {(x.owner, x.root.id, x.part) for x in refs}, o.loc, (o.a.id, o) if register_a else None))
+  if cta.dots:
+    cta.check_dot_acc(o, None if o.acc is None else cta.get(o.acc))
+  cta.dots.append((r, {(x.owner, x.root.id, x.part) for x in refs}, o.loc, (o.a.id, o) if register_a else None, o))
   cta.set(o.result, r)
 
 
