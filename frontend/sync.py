@@ -34,7 +34,7 @@ from . import hw
 from . import ir
 from .ir import Access
 from .ops.atomic import AtomicUpdate
-from .ops.control import LOOPS, AwaitStores, Barrier, CommitShared, Condition, For, WaitLoad, Yield, terminator_values
+from .ops.control import LOOPS, AwaitStores, Barrier, CommitShared, Condition, For, WaitLoad, Yield
 from .ops.memory import Copy, View
 from .ops.mma import Dot, DotWait
 from .gmem_disjoint import disjoint, loop_bounds, past_region
@@ -412,19 +412,6 @@ class SyncPass(GmemOrdering, LoopEntry):
            and (o.acc is None or st.dots[i] != o.acc.id)]
     return hit[-1] if hit else None
 
-  def back_edge_wait(self, st: State, o, block) -> int | None:
-    """How many dot groups may stay in flight across a pipelined body's back edge (`o`, its Yield): the
-    copies into the body's arguments rewrite a register A operand carried there (`a_rewritten`), and
-    a running result yielded at two positions is copied into one of them (read while WGMMA writes it)."""
-    keep = self.a_rewritten(st, {a.id for a in block.args})
-    values = list(terminator_values(o))
-    twice = {v.id for i, v in enumerate(values) if any(w is v for w in values[:i])}
-    hit = [i for i, d in enumerate(st.dots) if d in twice]
-    if hit:
-      later = len(st.dots) - 1 - hit[-1]
-      keep = later if keep is None else min(keep, later)
-    return keep
-
   @staticmethod
   def a_rewritten(st: State, ids: set) -> int | None:
     """How many dot groups may stay in flight before the registers of values `ids` are written:
@@ -445,27 +432,6 @@ class SyncPass(GmemOrdering, LoopEntry):
       for roots in st.dot_roots[:n]:
         st.dot_retired |= roots
     del st.dots[:n], st.dot_roots[:n], st.dot_a[:n]
-
-  def carried_dots(self, body: ir.Block) -> list:
-    """The dot groups that may still run when the body ends (so when the next iteration starts,
-    or the loop ends), oldest first: for each, the position of the yielded value it computes,
-    or None (a group computing no yielded value), and its register A operands (`register_a`).
-    Follows the body's own dots and the waits already in it (a pipelined loop's); empty if it
-    issues none at its top level."""
-    values = body.ops[-1].values if body.ops and isinstance(body.ops[-1], Yield) else ()
-    where: dict = {}
-    for i, v in enumerate(values):
-      where.setdefault(id(v), []).append(i)
-    flight = []
-    for x in body.ops:
-      if self.issues_dot(x):
-        pos = where.get(id(x.results[0]), []) if x.results else []
-        flight.append((pos[0] if pos else None, register_a([x]), len(pos) > 1))
-      elif isinstance(x, DotWait):
-        flight = flight[max(0, len(flight) - x.pending):]
-    # a result yielded at several positions (`acc = ml.dot(..); last = acc`) retires at the back edge
-    twice = [i for i, f in enumerate(flight) if f[2]]
-    return [f[:2] for f in flight[twice[-1] + 1 if twice else 0:]]
 
   def met(self, st: State):
     """All threads met: their register accesses of SMEM are ordered."""

@@ -4,13 +4,15 @@ A body's first trip starts from the state before the loop (the pass ordered it w
 others from the state the previous trip left at its Yield. The pass used to assume there everything
 the body touches (each register write unordered, each dot's buffers retired by one warpgroup only),
 so a body whose last barrier orders all of it still met again at its top. `back_edge_fixed_point`
-finds what the back edge really carries instead: design note 196.
+finds what the back edge really carries instead: design note 196. The dot groups still running at the
+back edge (`carried_dots`) and the waits the back edge's copies need (`back_edge_wait`) live here too.
 """
 from __future__ import annotations
 
 from . import ir
 from .gmem_disjoint import prev_trip
-from .ops.mma import Dot
+from .ops.control import Yield, terminator_values
+from .ops.mma import Dot, DotWait
 from .sync_gmem import WindowSet
 from .types import RefType
 
@@ -48,6 +50,40 @@ class LoopEntry:
       inner.dot_roots = [set(mma_read) for _ in inner.dots]
       inner.dot_a = [a for _, a in carried] or [register_a(ir.walk(o.body))]
       inner.unknown_dot_values = {a.id for a in o.body.args[1:]}
+
+  def back_edge_wait(self, st, o, block) -> int | None:
+    """How many dot groups may stay in flight across a pipelined body's back edge (`o`, its Yield): the
+    copies into the body's arguments rewrite a register A operand carried there (`a_rewritten`), and
+    a running result yielded at two positions is copied into one of them (read while WGMMA writes it)."""
+    keep = self.a_rewritten(st, {a.id for a in block.args})
+    values = list(terminator_values(o))
+    twice = {v.id for i, v in enumerate(values) if any(w is v for w in values[:i])}
+    hit = [i for i, d in enumerate(st.dots) if d in twice]
+    if hit:
+      later = len(st.dots) - 1 - hit[-1]
+      keep = later if keep is None else min(keep, later)
+    return keep
+
+  def carried_dots(self, body: ir.Block) -> list:
+    """The dot groups that may still run when the body ends (so when the next iteration starts,
+    or the loop ends), oldest first: for each, the position of the yielded value it computes,
+    or None (a group computing no yielded value), and its register A operands (`register_a`).
+    Follows the body's own dots and the waits already in it (a pipelined loop's); empty if it
+    issues none at its top level."""
+    values = body.ops[-1].values if body.ops and isinstance(body.ops[-1], Yield) else ()
+    where: dict = {}
+    for i, v in enumerate(values):
+      where.setdefault(id(v), []).append(i)
+    flight = []
+    for x in body.ops:
+      if self.issues_dot(x):
+        pos = where.get(id(x.results[0]), []) if x.results else []
+        flight.append((pos[0] if pos else None, register_a([x]), len(pos) > 1))
+      elif isinstance(x, DotWait):
+        flight = flight[max(0, len(flight) - x.pending):]
+    # a result yielded at several positions (`acc = ml.dot(..); last = acc`) retires at the back edge
+    twice = [i for i, f in enumerate(flight) if f[2]]
+    return [f[:2] for f in flight[twice[-1] + 1 if twice else 0:]]
 
   @staticmethod
   def enter_back_edge(inner, edge: dict) -> None:
