@@ -1,0 +1,72 @@
+"""Which ml.dot accumulators need a `wgmma.fence` before the dot that chains them (design note 203).
+
+PTX orders a `wgmma.mma_async`'s accesses of its accumulator registers against other instructions' accesses of
+the same registers only through `wgmma.fence` ("between a register access by a thread in the warpgroup and any
+wgmma.mma_async instruction that accesses the same registers ... otherwise, the behavior is undefined"); only a
+chain of dots of one shape passing an accumulator on is ordered without one. Mosaic GPU fences an accumulator
+built from registers (`WGMMAAccumulator.from_registers`: zeros, `acc * alpha`), and a register A operand, but not
+an accumulator a dot computed (`_sync=False`), whatever read it since: a running row max of `acc` read each trip,
+then the next trip's dot chaining `acc`, had no fence between the reads and the dot.
+
+`touched(kernel_body)` is the ids of the values whose registers threads may have accessed since a dot wrote them:
+a value any op other than a dot (as its accumulator) or a region's end reads (or that a region's end hands on
+twice: one is a copy); and the values sharing its registers
+across control flow (a loop's body argument with its initial value and the value yielded for it, a loop's or
+an if's result with the values yielded for it). lowering/mma.py fences a dot's accumulator in that set. IR only.
+"""
+from __future__ import annotations
+
+from . import ir
+from .ops.control import Condition, For, If, While, Yield, terminator_values
+from .ops.mma import Dot
+
+
+def touched(body: ir.Block) -> set:
+  reads: set = set()
+  flows: dict = {}            # value id -> ids of the values whose registers it takes over
+
+  def flow(dst, srcs):
+    flows.setdefault(dst.id, []).extend(s.id for s in srcs if isinstance(s, ir.Value))
+
+  def ends(block):
+    return terminator_values(block.ops[-1]) or [] if block.ops else []
+
+  for o in ir.walk(body):
+    if isinstance(o, (Yield, Condition)):    # handed on, not read; but a value handed on twice is copied
+      vals = terminator_values(o)
+      reads |= {v.id for k, v in enumerate(vals) if isinstance(v, ir.Value) and any(w is v for w in vals[:k])}
+      if isinstance(o, Condition):
+        reads.add(o.cond.id)
+      continue
+    skip = set()
+    if isinstance(o, Dot) and o.acc is not None:
+      skip.add(id(o.acc))
+    if isinstance(o, (For, While)):
+      skip |= {id(v) for v in o.inits}
+    reads |= {v.id for v in o.operands() if id(v) not in skip}
+    if isinstance(o, For):
+      ys = ends(o.body)
+      for k, a in enumerate(o.body.args[1:]):
+        flow(a, [o.inits[k]] + ys[k:k + 1])
+      for k, r in enumerate(o.results):
+        flow(r, ys[k:k + 1])
+    elif isinstance(o, While):
+      cs, ys = ends(o.before)[1:], ends(o.body)
+      for k, a in enumerate(o.before.args):
+        flow(a, [o.inits[k]] + ys[k:k + 1])
+      for k, a in enumerate(o.body.args):
+        flow(a, cs[k:k + 1])
+      for k, r in enumerate(o.results):
+        flow(r, cs[k:k + 1])
+    elif isinstance(o, If):
+      for k, r in enumerate(o.results):
+        flow(r, ends(o.then_block)[k:k + 1] + ends(o.else_block)[k:k + 1])
+  out = set(reads)
+  changed = True
+  while changed:              # registers shared through loops and ifs: a fixed point
+    changed = False
+    for v, srcs in flows.items():
+      if v not in out and any(s in out for s in srcs):
+        out.add(v)
+        changed = True
+  return out
