@@ -34,8 +34,8 @@ _round = dot_fuzz._round
 
 LOOPS = ["stages"] * 5 + ["plain", "ws", "pingpong", "persistent", "outer", "inner"]
 A_MODES = ["tma", "load", "load", "masked", "computed", "computed_smem", "smem_regs", "carried", "carried_pre",
-           "invariant", "if", "chain", "chain", "reuse"]
-ACC_MODES = ["chain", "chain", "plus", "rescale", "rescale_pre", "two", "mid", "fresh", "fresh_bias", "copy"]
+           "invariant", "if", "chain", "chain", "chain_late", "reuse"]
+ACC_MODES = ["chain", "chain", "plus", "rescale", "rescale_pre", "two", "mid", "fresh", "fresh_bias", "copy", "cond"]
 
 
 class Gen(dot_fuzz.Gen):
@@ -53,6 +53,8 @@ class Gen(dot_fuzz.Gen):
     self.loop = loop or r.choice(LOOPS)
     self.a_mode = a_mode or r.choice(A_MODES)
     self.acc_mode = acc_mode or r.choice(ACC_MODES)
+    if self.loop == "pingpong" and self.acc_mode == "cond":
+      self.acc_mode = "chain"        # (a dot under an if of a ping-pong loop is MG503, a right refusal)
     self.build()
 
   def build(self):
@@ -74,7 +76,7 @@ class Gen(dot_fuzz.Gen):
     self.block = block
     self.tags |= {f"loop:{loop}", f"a:{a_mode}", f"acc:{acc_mode}", f"dt:{dt}"}
     # inputs
-    if a_mode == "chain":
+    if a_mode in ("chain", "chain_late"):
       qn, qv = self.input((M, d), dt, -2, 2)
       kn, kv = self.input((K, d), dt, -2, 2)
       c = r.choice([0.125, 0.25, 0.5])
@@ -105,6 +107,8 @@ class Gen(dot_fuzz.Gen):
         return A[rows, 0:bk]
       if a_mode == "if":
         return blk if k % 2 == 0 else blk * 0.5
+      if a_mode == "chain_late":                      # p of the previous trip's block (zeros on the first)
+        return A[rows, (k - 1) * bk:k * bk] if k else blk * 0
       return blk
     ref0 = np.zeros((M, N))
     ref1 = np.zeros((M, N))
@@ -121,6 +125,8 @@ class Gen(dot_fuzz.Gen):
           acc = acc * alv[:M, None]
         if acc_mode == "fresh":
           acc = ab @ bb
+        elif acc_mode == "cond":
+          acc = acc + ab @ bb if k % 2 == 0 else acc
         elif acc_mode == "fresh_bias":
           acc = ab @ bb + 1.0
         else:
@@ -144,7 +150,7 @@ class Gen(dot_fuzz.Gen):
     e("i = ml.program_id(0)")
     if a_mode in ("tma", "smem_regs", "computed_smem"):
       e(f"a_s = ml.smem(({bm}, {bk}), jnp.{dt})")
-    if a_mode == "chain":
+    if a_mode in ("chain", "chain_late"):
       e(f"q_s = ml.smem(({bm}, {d}), jnp.{dt})")
       e(f"k_s = ml.smem(({bk}, {d}), jnp.{dt})")
     e(f"b_s = ml.smem(({bk}, {bn}), jnp.{dt})")
@@ -172,8 +178,10 @@ class Gen(dot_fuzz.Gen):
       f(f"cp = ml.zeros(({bm}, {bn}), jnp.float32)")
     if rescale:
       f(f"alpha = {alname}[ml.ds({r0}, {bm})]")
-    if a_mode == "chain":
+    if a_mode in ("chain", "chain_late"):
       f(f"ml.copy({qn}.at[ml.ds({r0}, {bm})], q_s)")
+    if a_mode == "chain_late":
+      f(f"av = ml.zeros(({bm}, {bk}), jnp.{dt})")
     if a_mode in ("carried", "carried_pre", "invariant"):
       f(f"a_reg = {an}.at[ml.ds({r0}, {bm}), ml.ds(0, {bk})][...]")
     head = {"stages": f"ml.range({nk}, stages={r.choice([2, 2, 3, 4])})", "plain": f"range({nk})",
@@ -184,7 +192,7 @@ class Gen(dot_fuzz.Gen):
             "inner": f"ml.range({nk}, stages={r.choice([2, 3])})"}[loop]
     f(f"for k in {head}:")
     g = lambda s: f("  " + s)  # noqa: E731
-    win = f"{an if a_mode != 'chain' else ''}.at[ml.ds({r0}, {bm}), ml.ds(k * {bk}, {bk})]"
+    win = f"{an if a_mode not in ('chain', 'chain_late') else ''}.at[ml.ds({r0}, {bm}), ml.ds(k * {bk}, {bk})]"
     g(f"ml.copy({bname}.at[ml.ds(k * {bk}, {bk}), ml.ds({col}, {bn})], b_s)")
     if two:
       g(f"ml.copy({b2name}.at[ml.ds(k * {bk}, {bk}), ml.ds({col}, {bn})], b2_s)")
@@ -234,6 +242,9 @@ class Gen(dot_fuzz.Gen):
       g(f"acc += ml.dot({aop}, b_s)")
     elif acc_mode == "rescale":
       g(f"acc = ml.dot({aop}, b_s, acc * alpha[:, None])")
+    elif acc_mode == "cond":
+      g("if k % 2 == 0:")
+      g(f"  acc = ml.dot({aop}, b_s, acc)")
     else:
       g(f"acc = ml.dot({aop}, b_s, acc)")
     if two:
@@ -244,6 +255,10 @@ class Gen(dot_fuzz.Gen):
       g("cp = acc")
     if a_mode == "carried":
       g(f"a_reg = (a_reg * 0.5).astype(jnp.{dt})")
+    if a_mode == "chain_late":                        # the next trip's A: this trip's p (forward_overlap's order)
+      g(f"ml.copy({kn}.at[ml.ds(k * {bk}, {bk})], k_s)")
+      g("s = ml.dot(q_s, k_s.T)")
+      g(f"av = (s * {c}).astype(jnp.{dt})")
     # epilogue after the loop
     odt = r.choice([F32, F32, F16]) if acc_mode != "mid" else F32
     y = "acc"
