@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from . import ir
 from .gmem_disjoint import prev_trip
-from .ops.control import Yield, terminator_values
+from .ops.control import Yield
 from .ops.mma import Dot, DotWait
 from .sync_gmem import WindowSet
 from .types import RefType
@@ -54,11 +54,10 @@ class LoopEntry:
   def back_edge_wait(self, st, o, block) -> int | None:
     """How many dot groups may stay in flight across a pipelined body's back edge (`o`, its Yield): the
     copies into the body's arguments rewrite a register A operand carried there (`a_rewritten`), and
-    a running result yielded at two positions is copied into one of them (read while WGMMA writes it)."""
+    read a running result that cannot take its argument's registers in place (`copied_results`)."""
     keep = self.a_rewritten(st, {a.id for a in block.args})
-    values = list(terminator_values(o))
-    twice = {v.id for i, v in enumerate(values) if any(w is v for w in values[:i])}
-    hit = [i for i, d in enumerate(st.dots) if d in twice]
+    copied = copied_results(block)
+    hit = [i for i, d in enumerate(st.dots) if d in copied]
     if hit:
       later = len(st.dots) - 1 - hit[-1]
       keep = later if keep is None else min(keep, later)
@@ -68,22 +67,20 @@ class LoopEntry:
     """The dot groups that may still run when the body ends (so when the next iteration starts,
     or the loop ends), oldest first: for each, the position of the yielded value it computes,
     or None (a group computing no yielded value), and its register A operands (`register_a`).
-    Follows the body's own dots and the waits already in it (a pipelined loop's); empty if it
-    issues none at its top level."""
+    Follows the body's own dots and the waits already in it (a pipelined loop's), and the back
+    edge's own wait (`copied_results`); empty if it issues none at its top level."""
     values = body.ops[-1].values if body.ops and isinstance(body.ops[-1], Yield) else ()
-    where: dict = {}
-    for i, v in enumerate(values):
-      where.setdefault(id(v), []).append(i)
+    where = {id(v): i for i, v in enumerate(values)}
+    copied = copied_results(body)
     flight = []
     for x in body.ops:
       if self.issues_dot(x):
-        pos = where.get(id(x.results[0]), []) if x.results else []
-        flight.append((pos[0] if pos else None, register_a([x]), len(pos) > 1))
+        flight.append((where.get(id(x.results[0])) if x.results else None, register_a([x]),
+                       bool(x.results) and x.results[0].id in copied))
       elif isinstance(x, DotWait):
         flight = flight[max(0, len(flight) - x.pending):]
-    # a result yielded at several positions (`acc = ml.dot(..); last = acc`) retires at the back edge
-    twice = [i for i, f in enumerate(flight) if f[2]]
-    return [f[:2] for f in flight[twice[-1] + 1 if twice else 0:]]
+    last = [i for i, f in enumerate(flight) if f[2]]
+    return [f[:2] for f in flight[last[-1] + 1 if last else 0:]]
 
   @staticmethod
   def enter_back_edge(inner, edge: dict) -> None:
@@ -125,3 +122,33 @@ def _blocks(block: ir.Block) -> list:
     for r in o.regions:
       out += _blocks(getattr(o, r))
   return out
+
+
+def copied_results(body: ir.Block) -> set:
+  """The ids of the dot results a loop body yields (`body`, ending in its Yield) that the back edge must copy,
+  reading registers a running dot still writes: yielded at two positions (`last = acc`: one is a copy), or
+  into a carried value whose old value is still live when the dot is issued (used after it, or yielded at
+  another position: `acc1, acc2 = ml.dot(a, b, acc2), acc1`), so the two cannot share registers. A result
+  yielded in place of the value it was computed from (`acc = ml.dot(a, b, acc)`, or from `acc * alpha`
+  read before the dot) takes that value's registers and is copied by nothing."""
+  if not body.ops or not isinstance(body.ops[-1], Yield):
+    return set()
+  values = list(body.ops[-1].values)
+  carried = body.args[len(body.args) - len(values):]
+  pos = {x.results[0].id: k for k, x in enumerate(body.ops) if isinstance(x, Dot) and x.results}
+  out = set()
+  for i, v in enumerate(values):
+    if v.id not in pos:
+      continue
+    if any(w is v for j, w in enumerate(values) if j != i):
+      out.add(v.id)
+      continue
+    arg = carried[i]
+    later = [y for x in body.ops[pos[v.id] + 1:] for y in [x, *_nested(x)]]
+    if any(u is arg for y in later for u in y.operands()):
+      out.add(v.id)
+  return out
+
+
+def _nested(o) -> list:
+  return [y for r in o.regions for y in ir.walk(getattr(o, r))]

@@ -150,18 +150,21 @@ class CTA(CtaMemory):
                         " from registers may still be running", (dot or self.at).loc,
                         notes=(f"{at}: the ml.dot is issued here",), hint=COMPILER_BUG)
 
-  def check_dot_yield(self, o):
+  def check_dot_yield(self, o, blk):
     """A region's end copies its values into the region's results (a loop's back edge, into the body's
-    arguments); a running ml.dot's result handed on twice is copied at least once while WGMMA writes it."""
+    arguments): a running ml.dot's result handed on twice, or into a carried value whose old value is handed on
+    too (`acc1, acc2 = ml.dot(a, b, acc2), acc1`: the two swap registers), is copied while WGMMA writes it."""
     running = {id(r): at for r, _, at, *_ in self.dots}
-    seen = set()
-    for v in terminator_values(o):
-      x = id(self.env.get(v.id))
-      if x in running and x in seen:
-        raise RaceError(f"{v.name or 'an ml.dot result'} is handed on twice (a copy of it is read) before its"
-                        " ml.dot finished", o.loc, notes=(f"{running[x]}: the ml.dot is issued here",),
-                        hint=COMPILER_BUG)
-      seen.add(x)
+    vals = terminator_values(o)
+    got = [id(self.env.get(v.id)) for v in vals]
+    args = blk.args[len(blk.args) - len(vals):] if isinstance(o, Yield) else ()
+    old = [id(self.env.get(a.id)) for a in args]
+    for i, (v, x) in enumerate(zip(vals, got)):
+      if x not in running:
+        continue
+      if x in got[:i] or (old and old[i] in got[:i] + got[i + 1:]):
+        raise RaceError(f"{v.name or 'an ml.dot result'} is handed on (a copy of it is read) before its ml.dot"
+                        " finished", o.loc, notes=(f"{running[x]}: the ml.dot is issued here",), hint=COMPILER_BUG)
 
   def check_dot_acc(self, dot, acc):
     """A running ml.dot writes its accumulator until it retires: issuing the same dot again (a loop's next
@@ -189,7 +192,7 @@ class CTA(CtaMemory):
     for o in blk.ops:
       if type(o) in (Yield, Condition):
         if self.dots:
-          self.check_dot_yield(o)
+          self.check_dot_yield(o, blk)
         return [self.get(v) for v in terminator_values(o)]
       if self.dots and not isinstance(o, (*LOOPS, Dot)):
         self.check_dot_results(o)

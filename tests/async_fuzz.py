@@ -35,7 +35,8 @@ _round = dot_fuzz._round
 LOOPS = ["stages"] * 5 + ["plain", "ws", "pingpong", "persistent", "outer", "inner"]
 A_MODES = ["tma", "load", "load", "masked", "computed", "computed_smem", "smem_regs", "carried", "carried_pre",
            "invariant", "if", "chain", "chain", "chain_late", "reuse"]
-ACC_MODES = ["chain", "chain", "plus", "rescale", "rescale_pre", "two", "mid", "fresh", "fresh_bias", "copy", "cond"]
+ACC_MODES = ["chain", "chain", "plus", "rescale", "rescale_pre", "two", "mid", "fresh", "fresh_bias", "copy", "cond",
+             "swap", "old"]
 
 
 class Gen(dot_fuzz.Gen):
@@ -86,6 +87,8 @@ class Gen(dot_fuzz.Gen):
       an, av = self.input((M, K), dt)
       A = av
     bname, bv = self.input((K, N), dt)
+    if a_mode == "reuse" and acc_mode == "swap":
+      acc_mode = self.acc_mode = "chain"
     two = acc_mode == "two" or a_mode == "reuse"
     if two:
       b2name, b2v = self.input((K, N), dt)
@@ -127,6 +130,11 @@ class Gen(dot_fuzz.Gen):
           acc = ab @ bb
         elif acc_mode == "cond":
           acc = acc + ab @ bb if k % 2 == 0 else acc
+        elif acc_mode == "swap":                      # acc, acc2 = ml.dot(a, b, acc2), acc
+          acc, acc2 = acc2 + ab @ bb, acc
+        elif acc_mode == "old":                       # the row max of the value before each dot
+          mx = np.maximum(mx, acc.max(axis=1))
+          acc = acc + ab @ bb
         elif acc_mode == "fresh_bias":
           acc = ab @ bb + 1.0
         else:
@@ -168,9 +176,9 @@ class Gen(dot_fuzz.Gen):
     f = lambda s: e(ind + s)  # noqa: E731
     r0 = f"{row} * {bm}"
     f(f"acc = ml.zeros(({bm}, {bn}), jnp.float32)")
-    if two:
+    if two or acc_mode == "swap":
       f(f"acc2 = ml.zeros(({bm}, {bn}), jnp.float32)")
-    if acc_mode == "mid":
+    if acc_mode in ("mid", "old"):
       f(f"mx = ml.full(({bm},), -jnp.inf, jnp.float32)")
     if acc_mode == "fresh_bias":
       f(f"c0 = ml.full(({bm}, {bn}), 1.0, jnp.float32)")
@@ -245,8 +253,14 @@ class Gen(dot_fuzz.Gen):
     elif acc_mode == "cond":
       g("if k % 2 == 0:")
       g(f"  acc = ml.dot({aop}, b_s, acc)")
+    elif acc_mode == "swap":
+      g(f"acc, acc2 = ml.dot({aop}, b_s, acc2), acc")
     else:
+      if acc_mode == "old":
+        g("old = acc")
       g(f"acc = ml.dot({aop}, b_s, acc)")
+    if acc_mode == "old":
+      g("mx = ml.maximum(mx, ml.max(old, axis=1))")
     if two:
       g(f"acc2 = ml.dot({aop}, b2_s, acc2)")
     if acc_mode == "mid":
@@ -260,7 +274,7 @@ class Gen(dot_fuzz.Gen):
       g("s = ml.dot(q_s, k_s.T)")
       g(f"av = (s * {c}).astype(jnp.{dt})")
     # epilogue after the loop
-    odt = r.choice([F32, F32, F16]) if acc_mode != "mid" else F32
+    odt = r.choice([F32, F32, F16])
     y = "acc"
     ref = ref0
     if r.random() < 0.3:
@@ -276,14 +290,14 @@ class Gen(dot_fuzz.Gen):
       f(f"{o}.at[ml.ds({r0}, {bm}), ml.ds({col}, {bn})].store({y}, mask=(rows[:, None] < {M}))")
     else:
       f(f"{o}[ml.ds({r0}, {bm}), ml.ds({col}, {bn})] = {y}")
-    if two or acc_mode == "copy":
+    if two or acc_mode in ("copy", "swap"):
       second = "cp" if acc_mode == "copy" else "acc2"
       o1 = self.output(ref1, F32)
       if a_mode == "masked":
         f(f"{o1}.at[ml.ds({r0}, {bm}), ml.ds({col}, {bn})].store({second}, mask=(rows[:, None] < {M}))")
       else:
         f(f"{o1}[ml.ds({r0}, {bm}), ml.ds({col}, {bn})] = {second}")
-    if acc_mode == "mid":
+    if acc_mode in ("mid", "old"):
       o1 = self.output(np.concatenate([refmax, np.zeros(gm * bm - M)]), F32)   # rows past M: zeros (other=0)
       f(f"{o1}[ml.ds({r0}, {bm})] = mx")
 

@@ -169,7 +169,43 @@ def test_interpret_mode_reports_the_copy_of_a_running_result_without_the_rule(mo
       yielded_twice(_ints(A, 3), _ints(B, 4), interpret=True)
   finally:
     yielded_twice.cache_clear()
-  assert e.value.code == "MG951" and "handed on twice" in e.value.message
+  assert e.value.code == "MG951" and "is handed on (a copy of it is read) before its ml.dot finished" in e.value.message
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: (S((a.shape[0], b.shape[1]), jnp.float32),) * 2)
+def swapped(a, b, o, o2):
+  """Two accumulators taking turns: `acc, acc2 = ml.dot(a_s, b_s, acc2), acc` (the even and the odd K blocks)."""
+  a_s, b_s = ml.smem((a.shape[0], 64)), ml.smem((64, b.shape[1]))
+  acc = ml.zeros((a.shape[0], b.shape[1]), jnp.float32)
+  acc2 = ml.zeros((a.shape[0], b.shape[1]), jnp.float32)
+  for k in ml.range(a.shape[1] // 64, stages=2):
+    ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[ml.ds(k * 64, 64)], b_s)
+    acc, acc2 = ml.dot(a_s, b_s, acc2), acc
+  o[...] = acc
+  o2[...] = acc2
+
+
+def test_a_result_carried_into_a_value_still_live_retires_at_the_back_edge():
+  """The back edge swaps the two accumulators' registers, copying the running result: it retires first."""
+  body, _ = _body(swapped.typed_ir(S(A, jnp.float16), S(B, jnp.float16)))
+  assert body[-1].startswith("yield ") and body[-2].startswith("dotwait pending=0"), body[-4:]
+  a, b = _ints(A, 7), _ints(B, 8)
+  parts = [_f(a)[:, k * 64:(k + 1) * 64] @ _f(b)[k * 64:(k + 1) * 64] for k in range(4)]
+  got, got2 = swapped(a, b, interpret=True)
+  np.testing.assert_array_equal(_f(got), parts[1] + parts[3])
+  np.testing.assert_array_equal(_f(got2), parts[0] + parts[2])
+
+
+def test_interpret_mode_reports_the_swap_of_a_running_result_without_the_rule(monkeypatch):
+  _without(monkeypatch, [swapped], back_edge_wait=lambda self, st, o, block: self.a_rewritten(
+      st, {a.id for a in block.args}))
+  try:
+    with pytest.raises(mg.KernelError) as e:
+      swapped(_ints(A, 7), _ints(B, 8), interpret=True)
+  finally:
+    swapped.cache_clear()
+  assert e.value.code == "MG951" and "is handed on (a copy of it is read)" in e.value.message
 
 
 # ---------------------------------------------------------------------- class 3: an accumulator read between dots
@@ -221,6 +257,7 @@ SAMPLE = [0, 5, 9, 11, 14, 17, 22, 26, 30, 33]
 def _forced():
   """Kernels of each class's structure, drawn with the fuzzer's plans."""
   return [("stages", "tma", "fresh"), ("persistent", "load", "fresh_bias"), ("stages", "chain", "copy"),
+          ("stages", "load", "swap"), ("outer", "chain_late", "old"),
           ("ws", "chain_late", "mid"), ("outer", "if", "rescale"), ("pingpong", "reuse", "two"),
           ("inner", "carried", "cond"), ("stages", "masked", "plus")]
 
@@ -276,6 +313,15 @@ def test_gpu_yielded_twice():
   a, b = _ints(A, 13), _ints(B, 14)
   for got in jax.jit(yielded_twice)(a, b):
     np.testing.assert_array_equal(_f(got), _f(a) @ _f(b))
+
+
+@pytest.mark.gpu
+def test_gpu_swapped():
+  a, b = _ints(A, 17), _ints(B, 18)
+  parts = [_f(a)[:, k * 64:(k + 1) * 64] @ _f(b)[k * 64:(k + 1) * 64] for k in range(4)]
+  got, got2 = jax.jit(swapped)(a, b)
+  np.testing.assert_array_equal(_f(got), parts[1] + parts[3])
+  np.testing.assert_array_equal(_f(got2), parts[0] + parts[2])
 
 
 @pytest.mark.gpu
