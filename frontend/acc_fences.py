@@ -8,7 +8,8 @@ built from registers (`WGMMAAccumulator.from_registers`: zeros, `acc * alpha`), 
 an accumulator a dot computed (`_sync=False`), whatever read it since: a running row max of `acc` read each trip,
 then the next trip's dot chaining `acc`, had no fence between the reads and the dot.
 
-`touched(kernel_body)` is the ids of the values whose registers threads may have accessed since a dot wrote them:
+`touched(kernel_body)` is the ids of the values whose registers threads may have accessed since a dot wrote them
+(and of accumulators a dot of another instruction shape computed, k16 then k32: the exemption is for one shape):
 a value any op other than a dot (as its accumulator) or a region's end reads (or that a region's end hands on
 twice: one is a copy); and the values sharing its registers
 across control flow (a loop's body argument with its initial value and the value yielded for it, a loop's or
@@ -61,6 +62,8 @@ def touched(body: ir.Block) -> set:
     elif isinstance(o, If):
       for k, r in enumerate(o.results):
         flow(r, ends(o.then_block)[k:k + 1] + ends(o.else_block)[k:k + 1])
+  # the instruction shapes (k: the operands' element width) of the dots whose result each value may be
+  shapes = {x.results[0].id: {_k(x)} for x in ir.walk(body) if isinstance(x, Dot) and x.results}
   out = set(reads)
   changed = True
   while changed:              # registers shared through loops and ifs: a fixed point
@@ -69,4 +72,17 @@ def touched(body: ir.Block) -> set:
       if v not in out and any(s in out for s in srcs):
         out.add(v)
         changed = True
+      more = set().union(*(shapes.get(s, set()) for s in srcs)) - shapes.get(v, set())
+      if more:
+        shapes.setdefault(v, set()).update(more)
+        changed = True
+  # an accumulator a dot of another shape computed (a float16 product's, then a float8 one's): PTX's exemption
+  # of a chain is for dots of one shape
+  out |= {x.acc.id for x in ir.walk(body) if isinstance(x, Dot) and x.acc is not None
+          and shapes.get(x.acc.id, set()) - {_k(x)}}
   return out
+
+
+def _k(dot) -> int:
+  """A dot's instruction shape beside its tile's: the width of its operands' elements (k = 32 bytes of them)."""
+  return dot.b.type.dtype.bits

@@ -250,6 +250,29 @@ def test_an_accumulator_read_between_dots_is_fenced_before_the_next(read):
     np.testing.assert_array_equal(_f(mx), sums.max(axis=(0, 2)))
 
 
+@mg.mgpu_kernel(out_shape=lambda a, b, c, d: S((a.shape[0], b.shape[1]), jnp.float32))
+def mixed_shapes(a, b, c, d, o):
+  """a @ b (float16: k16 instructions) and then c @ d.T (float8: k32) into one accumulator."""
+  a_s, b_s, c_s, d_s = (ml.smem(x.shape, x.dtype) for x in (a, b, c, d))
+  for x, x_s in ((a, a_s), (b, b_s), (c, c_s), (d, d_s)):
+    ml.copy(x, x_s)
+  acc = ml.dot(a_s, b_s)
+  acc = ml.dot(c_s, d_s.T, acc)
+  o[...] = acc
+
+
+def test_an_accumulator_from_a_dot_of_another_shape_is_fenced():
+  """PTX exempts from wgmma.fence only a chain of dots of one shape: k16 then k32 gets a fence between."""
+  r = np.random.default_rng(9)
+  a, b = ((r.integers(-3, 4, (64, 64)) / 2).astype(jnp.float16) for _ in range(2))
+  c, d = ((r.integers(-3, 4, (64, 64)) / 2).astype(jnp.float8_e4m3fn) for _ in range(2))
+  ev = re.findall(r"wgmma\.fence|k16\.f32|k32\.f32", mixed_shapes.mlir(*(S(x.shape, x.dtype) for x in (a, b, c, d))))
+  first = ev.index("k32.f32")
+  assert ev[first - 1] == "wgmma.fence" and "k16.f32" in ev[:first - 1], ev
+  want = _f(a) @ _f(b) + _f(c) @ _f(d).T
+  np.testing.assert_array_equal(_f(mixed_shapes(a, b, c, d, interpret=True)), want)
+
+
 # ---------------------------------------------------------------------- the fuzzer's sample
 SAMPLE = [0, 5, 9, 11, 14, 17, 22, 26, 30, 33]
 
