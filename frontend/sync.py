@@ -403,13 +403,11 @@ class SyncPass(GmemOrdering, LoopEntry):
     earlier instance, unless `o` chains that group's accumulator (PTX lets dots of one shape chain an
     accumulator in flight, nothing else write it). A fresh accumulator (zeros, a bias tile, anything
     but the running result) is written into the running instruction's registers before `o` issues.
-    Groups of unknown value are not counted: `carried_dots` lists a group whose result the body does not
-    yield, which the body reads before its next trip (retiring it), and one yielded twice, which retires
-    at the back edge (`block`)."""
+    A group of unknown value (`carried_dots`: a result the body neither yields nor reads, a dead dot's) is
+    never the one `o` chains."""
     if not isinstance(o, Dot):
       return None
-    hit = [i for i, a in enumerate(st.dot_a) if ("out", id(o)) in a and st.dots[i] != UNKNOWN_DOT
-           and (o.acc is None or st.dots[i] != o.acc.id)]
+    hit = [i for i, a in enumerate(st.dot_a) if ("out", id(o)) in a and (o.acc is None or st.dots[i] != o.acc.id)]
     return hit[-1] if hit else None
 
   @staticmethod

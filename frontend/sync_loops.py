@@ -14,7 +14,7 @@ from .gmem_disjoint import prev_trip
 from .ops.control import Yield
 from .ops.mma import Dot, DotWait
 from .sync_gmem import WindowSet
-from .types import RefType
+from .types import LayoutKind, RefType, TensorType
 
 UNKNOWN_WINDOW = object()
 UNKNOWN_DOT = -1
@@ -72,11 +72,22 @@ class LoopEntry:
     values = body.ops[-1].values if body.ops and isinstance(body.ops[-1], Yield) else ()
     where = {id(v): i for i, v in enumerate(values)}
     copied = copied_results(body)
-    flight = []
+    flight = []       # (position, register A, copied at the back edge, the value it computes)
     for x in body.ops:
+      inner = _nested(x)
+      if any(self.issues_dot(y) for y in inner):
+        flight = []   # the pass retires every dot before a region issuing dots, which retires its own
+      # a read of a running result retires its group and the older ones (`dot_wait_before`: no dot of one
+      # body stays unknown for the next trip when the body reads its result)
+      reads = {v.id for y in [x, *inner] if not (y is x and isinstance(x, Yield))   # (back edge: back_edge_wait)
+               for v in ([y.a] if self.issues_dot(y) else y.operands())
+               if isinstance(v.type, TensorType) and v.type.layout.kind == LayoutKind.WGMMA}
+      hit = [i for i, f in enumerate(flight) if f[3] in reads]
+      if hit:
+        flight = flight[hit[-1] + 1:]
       if self.issues_dot(x):
         flight.append((where.get(id(x.results[0])) if x.results else None, register_a([x]),
-                       bool(x.results) and x.results[0].id in copied))
+                       bool(x.results) and x.results[0].id in copied, x.results[0].id if x.results else None))
       elif isinstance(x, DotWait):
         flight = flight[max(0, len(flight) - x.pending):]
     last = [i for i, f in enumerate(flight) if f[2]]

@@ -36,7 +36,7 @@ LOOPS = ["stages"] * 5 + ["plain", "ws", "pingpong", "persistent", "outer", "inn
 A_MODES = ["tma", "load", "load", "masked", "computed", "computed_smem", "smem_regs", "carried", "carried_pre",
            "invariant", "if", "chain", "chain", "chain_late", "reuse"]
 ACC_MODES = ["chain", "chain", "plus", "rescale", "rescale_pre", "two", "mid", "fresh", "fresh_bias", "copy", "cond",
-             "swap", "old"]
+             "swap", "old", "dead"]
 
 
 class Gen(dot_fuzz.Gen):
@@ -261,6 +261,8 @@ class Gen(dot_fuzz.Gen):
       g(f"acc = ml.dot({aop}, b_s, acc)")
     if acc_mode == "old":
       g("mx = ml.maximum(mx, ml.max(old, axis=1))")
+    if acc_mode == "dead":                            # a product nothing reads, issued last
+      g(f"unused = ml.dot({aop}, b_s)")
     if two:
       g(f"acc2 = ml.dot({aop}, b2_s, acc2)")
     if acc_mode == "mid":
