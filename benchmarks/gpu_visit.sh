@@ -175,12 +175,10 @@ PY
                  grep -vE "^(ok|refused)" "$OUT/dotfuzz.log" | cut -c1-400 | tail -20 ;;
     # Session 48, last visit: probes 61a (tensor-core operands in flight) and 61b (refusals left) on the GPU: their
     # tests and the files their fixes touched, then the two fuzzers (61a's new one; the tensor-core one on new seeds)
-    s48_b)       python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 150 tests/test_probe61a.py tests/test_probe61b.py tests/test_sync_register_a.py tests/test_sync_dots.py tests/test_pingpong.py tests/test_dot_fuzz.py tests/test_f16_accumulator.py tests/test_matmul_fp8.py tests/test_persistent.py
+    s48_b)       python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 120 tests/test_probe61a.py tests/test_probe61b.py tests/test_sync_register_a.py tests/test_sync_dots.py tests/test_pingpong.py tests/test_dot_fuzz.py tests/test_f16_accumulator.py tests/test_matmul_fp8.py tests/test_persistent.py
                  grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | head -30
-                 timeout 100 python3 -u benchmarks/probe_async_fuzz.py --jobs 14 --seeds 0:1500 >"$OUT/asyncfuzz.log" 2>&1; echo "rc=$?"
-                 grep -vE "^(ok|refused)" "$OUT/asyncfuzz.log" | cut -c1-300 | tail -12
-                 timeout 100 python3 -u benchmarks/probe_dot_fuzz.py --jobs 14 --seeds 2000:3400 >"$OUT/dotfuzz.log" 2>&1; echo "rc=$?"
-                 grep -vE "^(ok|refused)" "$OUT/dotfuzz.log" | cut -c1-300 | tail -12 ;;
+                 timeout ${FUZZ_SECS:-100} python3 -u benchmarks/probe_async_fuzz.py --jobs 14 --seeds ${ASYNC_SEEDS:-0:1500} >"$OUT/asyncfuzz.log" 2>&1; echo "rc=$?"
+                 grep -vE "^(ok|refused)" "$OUT/asyncfuzz.log" | cut -c1-300 | tail -12 ;;
     gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)
     gpu_s34all)  python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 500 ;;
     # Sessions 34-35 (no device lent then): the tests that may fault without their fixes, a few a shard, then
