@@ -165,6 +165,18 @@ class CTA(CtaMemory):
       if x in got[:i] or (old and old[i] in got[:i] + got[i + 1:]):
         raise RaceError(f"{v.name or 'an ml.dot result'} is handed on (a copy of it is read) before its ml.dot"
                         " finished", o.loc, notes=(f"{running[x]}: the ml.dot is issued here",), hint=COMPILER_BUG)
+      if args and args[i].id in self.dot_reads.get(x, ()):
+        raise RaceError(f"{v.name or 'an ml.dot result'} takes the place of the carried {args[i].name or 'value'}, whose"
+                        " old value is read after the ml.dot is issued, so the two cannot share registers: the back"
+                        " edge copies the result before its ml.dot finished", o.loc,
+                        notes=(f"{running[x]}: the ml.dot is issued here",), hint=COMPILER_BUG)
+
+  def note_reads(self, o):
+    """Record the values `o` reads for every running ml.dot (a carried value read after a dot whose result
+    takes its place in the back edge: check_dot_yield)."""
+    ids = {v.id for v in (terminator_values(o) if type(o) in (Yield, Condition) else o.operands())}
+    for s in self.dot_reads.values():
+      s |= ids
 
   def check_dot_acc(self, dot, acc):
     """A running ml.dot writes its accumulator until it retires: issuing the same dot again (a loop's next
@@ -193,9 +205,12 @@ class CTA(CtaMemory):
       if type(o) in (Yield, Condition):
         if self.dots:
           self.check_dot_yield(o, blk)
+          self.note_reads(o)
         return [self.get(v) for v in terminator_values(o)]
       if self.dots and not isinstance(o, (*LOOPS, Dot)):
         self.check_dot_results(o)
+      if self.dots:
+        self.note_reads(o)
       self.steps += 1
       self.at = o
       rule = INTERPRET_RULES.get(type(o))

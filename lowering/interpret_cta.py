@@ -28,6 +28,8 @@ class CtaMemory:
     self.touched: set[int] = set()              # roots used from registers since the last barrier
     # in-flight ml.dot groups: (result, {(owner, root, part)}, loc, (A value id, the Dot) or None: A in SMEM)
     self.dots: list[tuple] = []
+    # id of each running dot's result -> ids of the values read since it was issued (interpret.check_dot_yield)
+    self.dot_reads: dict[int, set] = {}
     # Warp-specialised roles (lowering/roles.py): the running one, TMA loads issued and waited
     # per barrier, and a count of ops run (a round of the roles without progress is a hang).
     self.role = None

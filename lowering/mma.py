@@ -121,6 +121,7 @@ def _i_dot(cta, o):
   if cta.dots:
     cta.check_dot_acc(o, None if o.acc is None else cta.get(o.acc))
   cta.dots.append((r, {(x.owner, x.root.id, x.part) for x in refs}, o.loc, (o.a.id, o) if register_a else None, o))
+  cta.dot_reads[id(r)] = set()
   cta.set(o.result, r)
 
 
@@ -141,3 +142,4 @@ def _operand(cta, x, o):
 @interpret(DotWait)
 def _i_dot_wait(cta, o):
   del cta.dots[:max(0, len(cta.dots) - o.pending)]
+  cta.dot_reads = {id(d[0]): cta.dot_reads.get(id(d[0]), set()) for d in cta.dots}
