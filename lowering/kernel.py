@@ -100,10 +100,12 @@ class LowerCtx:
     return x
 
   def carried(self, v: kir.Value):
-    """A value as loops carry it: WGMMA-layout tensors as accumulators (no layout round trips)."""
+    """A value as loops carry it: WGMMA-layout tensors as accumulators (no layout round trips). An 8-bit one (a
+    register A operand carried across trips) stays a FragmentedArray: no accumulator is 8-bit, and Mosaic GPU's
+    fence of an accumulator (an optimization barrier of whole 32-bit registers) takes no two-byte register."""
     x = self.values[v.id]
     if (isinstance(v.type, TensorType) and v.type.layout.kind == LayoutKind.WGMMA and not v.type.layout.drop
-        and not isinstance(x, mgpu.WGMMAAccumulator)):
+        and getattr(v.type.dtype, "bits", 32) >= 16 and not isinstance(x, mgpu.WGMMAAccumulator)):
       x = mgpu.WGMMAAccumulator.from_registers(x)
     return x
 
