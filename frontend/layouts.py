@@ -143,6 +143,8 @@ class _Solver(LayoutErrors, Swizzles):
     if handler is None:
       raise E.InternalError(f"the layout pass has no rule {rule} (op {type(o).__name__})", o.loc)
     handler(self, o)
+    if type(o).__name__ == "Slice" and o.x.type.shape[0] % 64 == 0 and o.x.type.shape[1] % hw.MMA_N_STEP == 0:
+      self.seeds.add(self.node(o.x))   # column slices exist in the tensor-core layout only (not only a dot's A's)
     self.note_split(o)
     for ref, access in ir.traits_of(o).effects(o):
       if access in (ir.Access.REG_READ, ir.Access.REG_WRITE) and not any(map(_is_tensor, o.results)) \
