@@ -171,7 +171,7 @@ class Gen(dot_fuzz.Gen):
     outdt = f", out_dtype=jnp.{acc_dt}" if dt == I8 else ""
     if loop == "static":       # the block's two halves, each its own dot, unrolled
       if aop == "a_s":
-        g(f"a_all = a_s[...]")
+        g("a_all = a_s[...]")
         aop = "a_all"
       if acc_mode == "old":
         g("old = acc")
