@@ -122,7 +122,7 @@ CASES = [
 ]
 
 TRANSFORMS = ("grad_aux", "named_call", "disable_jit", "aot", "vmap_unbatched", "scan_rev", "lax_map_bs", "shard_map",
-              "custom_jvp", "same_input", "jit", "jit_static", "jit_donate", "vmap", "vmap_axis", "vmap_none", "vmap_last", "vmap_tree",
+              "custom_jvp", "same_input", "while_cond", "custom_vjp_kbwd", "jit", "jit_static", "jit_donate", "vmap", "vmap_axis", "vmap_none", "vmap_last", "vmap_tree",
               "vmap_outs", "scan", "fori",
               "while", "cond", "switch", "checkpoint", "custom_vjp", "eval_shape", "export", "tree")
 
@@ -142,8 +142,12 @@ class Gen:
       if t in ("eval_shape", "export") and t in stack:
         continue
       stack.append(t)
-    if "custom_vjp" in stack and (self.dtype == "int32" or "while" in stack[:stack.index("custom_vjp")]):
-      stack.remove("custom_vjp")      # (jax.grad of a jnp backward through a while_loop: JAX's own limit)
+    if "aot" in stack[:-1]:           # (a compiled function takes no tracers: jax.jit(f).lower() is outermost)
+      stack.remove("aot")
+    for cv in ("custom_vjp", "custom_vjp_kbwd"):
+      while cv in stack and (self.dtype == "int32" or {"while", "while_cond"} & set(stack[:len(stack) - 1
+                                                                                        - stack[::-1].index(cv)])):
+        stack.pop(len(stack) - 1 - stack[::-1].index(cv))      # (jax.grad of a jnp backward through a while_loop: JAX's own limit)
     self.scalar_kind = rng.choice(("py", "py_int", "arr", "traced", "weak"))
     self.base = rng.choice(("call", "call", "jitted_kernel", "vmapped_kernel", "checkpointed_kernel", "lax_map"))
     self.axes = [rng.choice((0, 1, -1)) for _ in stack]
@@ -347,6 +351,33 @@ def _wrap(gen, t, f, args, level):
     firsts = {}
     idx = [firsts.setdefault((a.shape, a.dtype), i) for i, a in enumerate(args)]
     return (lambda *xs: f(*[xs[j] for j in idx])), args
+  if t == "while_cond":    # the kernel called in a while_loop's condition and body
+    def s(*xs):
+      def cond(c):
+        return (c[0] < n) & (_sum_tree(f(*xs)) > -1e30)
+      def body(c):
+        return c[0] + 1, jax.tree_util.tree_map(lambda a, b: a + b, c[1], f(*xs))
+      z = jax.tree_util.tree_map(jnp.zeros_like, jax.eval_shape(f, *xs))
+      return jax.lax.while_loop(cond, body, (0, z))[1]
+    return s, args
+  if t == "custom_vjp_kbwd":   # a backward that calls a kernel (scaled, k=1) on each 2-D cotangent of whole row blocks
+    ref = build_ref_at(gen, level)
+    if not all(jnp.issubdtype(a.dtype, jnp.floating) for a in args):
+      return f, args
+    interp = getattr(gen, "interpret", True)
+    def through(g):
+      if g.ndim == 2 and g.shape[0] % 64 == 0 and jnp.issubdtype(g.dtype, jnp.floating):
+        return scaled(g, k=1, interpret=interp)
+      return g
+    @jax.custom_vjp
+    def cf(*xs):
+      return f(*xs)
+    def fwd(*xs):
+      return f(*xs), xs
+    def bwd(xs, g):
+      return tuple(through(c) for c in jax.vjp(ref, *xs)[1](g))
+    cf.defvjp(fwd, bwd)
+    return (lambda *xs: (cf(*xs), jax.grad(lambda *ys: _sum_tree(cf(*ys)), argnums=tuple(range(len(xs))))(*xs))), args
   if t == "named_call":
     return jax.named_call(f, name=f"level{level}"), args
   if t == "grad_aux":      # the kernel's outputs as jax.grad's aux (no cotangent reaches them)
@@ -455,7 +486,8 @@ def cuda(gen):
   """(outcome, detail) of exporting `gen`'s kernel program for CUDA (the stack without export and custom_vjp)."""
   sub = Gen.__new__(Gen)
   sub.__dict__.update(gen.__dict__)
-  sub.stack = [t for t in gen.stack if t not in ("export", "custom_vjp", "custom_jvp", "jit_donate", "aot")]
+  sub.stack = [t for t in gen.stack if t not in ("export", "custom_vjp", "custom_vjp_kbwd", "custom_jvp", "jit_donate",
+                                                    "aot")]
   sub.axes = [a for a, t in zip(gen.axes, gen.stack) if t in sub.stack]
   sub.sizes = [a for a, t in zip(gen.sizes, gen.stack) if t in sub.stack]
   sub.out_axes = [a for a, t in zip(gen.out_axes, gen.stack) if t in sub.stack]
