@@ -1,15 +1,19 @@
 """Probe 61d's differential fuzzer of kernels as JAX functions: small known-good kernels wrapped in random,
-composed JAX transformations.
+composed JAX transformations (design note 206).
 
-`CASES` are kernels with their jnp references (`ref`) and input makers: elementwise, a row reduction, a small
-`ml.dot` matmul, two outputs, `input_output_aliases`, a constexpr, `ml.scalar` arguments (passed as weak Python
-scalars or 0-d arrays). `Gen(seed)` draws a case, a dtype and a stack of transformations (innermost first):
-`jit` (static_argnames, donation), `vmap` (in_axes None / 0 / 1 / -1 / a pytree, out_axes, nested), `scan`,
-`fori`, `while`, `cond`, `switch`, `checkpoint`, `custom_vjp` (a jnp backward, under `jax.grad`), `eval_shape`,
-`export` (serialise, deserialise, call). The program is built twice from one plan: once calling the kernel with
-`interpret=True`, once its jnp reference; `run(gen)` compares them. Outcomes: "ok", "wrong" (a mismatch), "crash"
-(any exception that is not a KernelError with a hint), "refused" (a KernelError with a hint). `cuda(gen)` exports the
-kernel's program for CUDA on the CPU (no custom_vjp / grad there: JAX exports the forward). Deterministic.
+`CASES` are kernels with their jnp references (`ref`): elementwise, a row reduction, a small `ml.dot` matmul, two
+outputs, `input_output_aliases`, a grid of three axes, a constexpr, `ml.scalar` arguments (Python numbers, 0-d
+arrays, program inputs vmap may batch, weak floats through jax.jit) and a dict input. `Gen(seed)` draws a case, a
+dtype, how the kernel is reached (`base`), jax_enable_x64 or not, and a stack of `TRANSFORMS` (innermost first):
+jit (static_argnames, donation, AOT), vmap (in_axes None / 0 / 1 / -1 / a pytree, out_axes, axis_size, nested),
+scan, fori, while (the kernel in its condition too), cond, switch, lax.map, checkpoint, named_call, disable_jit,
+shard_map, custom_vjp (a jnp or kernel backward, under jax.grad), custom_jvp, grad with aux, eval_shape. The
+program is built twice from one plan: once calling the kernels with `interpret=True`, once their jnp references;
+`run(gen)` compares them. Outcomes: "ok", "wrong" (a mismatch), "crash" (any exception that is not a KernelError
+with a hint), "refused" (a KernelError with a hint), "invalid" (the reference program fails: a composition JAX
+refuses). `cuda(gen)` exports the kernel program for CUDA on the CPU, round-trips it through serialisation where
+flatbuffers is installed and checks its output shapes. `python tests/jax_fuzz.py LO:HI [cuda]` runs seeds.
+Deterministic.
 """
 from __future__ import annotations
 
@@ -93,6 +97,16 @@ def affine(x, p, out):
   out.at[rows][...] = x.at[rows][...] * p["w"][...][None, :] + p["b"].at[rows][...]
 
 
+@mg.mgpu_kernel(out_shape=lambda x, y: (x, y), grid=lambda x, y: (x.shape[0] // 64, 2, 2),
+                input_output_aliases={1: 1})
+def grid3(x, y, o, yo):
+  """Every grid axis used (jax.vmap runs it as a jax.lax.map loop), its second input aliased to its second output."""
+  i, j, k = ml.program_id(0), ml.program_id(1), ml.program_id(2)
+  r, c = ml.ds(i * 64, 64), ml.ds((j * 2 + k) * 16, 16)
+  o.at[r, c][...] = x.at[r, c][...] * 2
+  yo.at[r, c][...] = y.at[r, c][...] + x.at[r, c][...]
+
+
 def _vals(rng, shape, dt):
   if dt == "int32":
     return jnp.asarray(rng.integers(-8, 8, shape), jnp.int32)
@@ -117,12 +131,14 @@ CASES = [
     Case("two", two, lambda x, y: (x + y, x * y), 2, ALL),
     Case("acc", acc, lambda x, y: x + y, 2, ALL),
     Case("scaled", scaled, lambda x, k=3: x * k, 1, ALL, kw={"k": 5}),
+    Case("grid3", grid3, lambda x, y: (x * 2, y + x), 2, ALL),
     Case("affine", affine, lambda x, p: x * p["w"][None, :] + p["b"], 1, ALL),
     Case("axpb", axpb, lambda x, alpha, beta: (x * alpha + beta).astype(x.dtype), 1, ALL),
 ]
 
 TRANSFORMS = ("grad_aux", "named_call", "disable_jit", "aot", "vmap_unbatched", "scan_rev", "lax_map_bs", "shard_map",
-              "custom_jvp", "same_input", "while_cond", "custom_vjp_kbwd", "jit", "jit_static", "jit_donate", "vmap", "vmap_axis", "vmap_none", "vmap_last", "vmap_tree",
+              "custom_jvp", "same_input", "while_cond", "custom_vjp_kbwd", "jit", "jit_static", "jit_donate", "vmap",
+              "vmap_axis", "vmap_none", "vmap_last", "vmap_tree",
               "vmap_outs", "scan", "fori",
               "while", "cond", "switch", "checkpoint", "custom_vjp", "eval_shape", "export", "tree")
 
@@ -147,7 +163,7 @@ class Gen:
     for cv in ("custom_vjp", "custom_vjp_kbwd"):
       while cv in stack and (self.dtype == "int32" or {"while", "while_cond"} & set(stack[:len(stack) - 1
                                                                                         - stack[::-1].index(cv)])):
-        stack.pop(len(stack) - 1 - stack[::-1].index(cv))      # (jax.grad of a jnp backward through a while_loop: JAX's own limit)
+        stack.pop(len(stack) - 1 - stack[::-1].index(cv))   # (jax.grad through a while_loop: JAX's own limit)
     self.scalar_kind = rng.choice(("py", "py_int", "arr", "traced", "weak"))
     self.base = rng.choice(("call", "call", "jitted_kernel", "vmapped_kernel", "checkpointed_kernel", "lax_map"))
     self.axes = [rng.choice((0, 1, -1)) for _ in stack]
@@ -448,7 +464,8 @@ def compare(got, want, dtype):
     if np.shape(g) != np.shape(w) or np.asarray(g).dtype != np.asarray(w).dtype:
       return f"leaf {i}: {np.shape(g)} {np.asarray(g).dtype} != {np.shape(w)} {np.asarray(w).dtype}"
     if not _close(g, w, dtype):
-      return f"leaf {i}: values differ (max |d| {np.max(np.abs(np.asarray(g, np.float64) - np.asarray(w, np.float64)))})"
+      d = np.max(np.abs(np.asarray(g, np.float64) - np.asarray(w, np.float64)))
+      return f"leaf {i}: values differ (max |d| {d})"
   return None
 
 

@@ -49,8 +49,9 @@ def test_fuzz_seeds_match_their_jnp_programs(part):
 def test_the_fuzzer_sees_a_wrong_result():
   gen = F.Gen(5)
   case = gen.case
-  gen.case = F.Case(case.name, case.kernel, lambda *a, **kw: jax.tree_util.tree_map(lambda o: o + 1, case.ref(*a, **kw)),
-                    case.arity, case.dtypes, case.kw, case.shapes)
+  def off_by_one(*a, **kw):
+    return jax.tree_util.tree_map(lambda o: o + 1, case.ref(*a, **kw))
+  gen.case = F.Case(case.name, case.kernel, off_by_one, case.arity, case.dtypes, case.kw, case.shapes)
   assert F.run(gen)[0] == "wrong"
 
 
@@ -71,6 +72,18 @@ def test_vmap_of_no_batched_input_broadcasts_every_output():
   np.testing.assert_array_equal(p, jnp.broadcast_to(X * Y, (3, 128, 64)))
   out = jax.vmap(lambda a, b: F.acc(a, b, interpret=True), in_axes=None, axis_size=2)(X, Y)
   np.testing.assert_array_equal(out, jnp.broadcast_to(X + Y, (2, 128, 64)))
+
+
+def test_a_three_axis_grid_with_an_aliased_input_under_vmap_runs_as_a_loop():
+  xs, ys = jnp.stack([X, X + 1, X - 1]), jnp.stack([Y, Y * 2, Y])
+  k = functools.partial(F.grid3, interpret=True)
+  for axes, a, b in (((0, 0), xs, ys), ((0, None), xs, Y), ((None, 0), X, ys), ((1, 0), jnp.moveaxis(xs, 0, 1), ys)):
+    got = jax.jit(jax.vmap(k, in_axes=axes))(a, b)
+    want = jax.vmap(F.CASES[6].ref, in_axes=axes)(a, b)
+    for g, w in zip(got, want):
+      np.testing.assert_array_equal(g, w)
+  got = jax.vmap(jax.vmap(k, in_axes=(0, None)), in_axes=(None, 0))(xs, ys)
+  np.testing.assert_array_equal(got[1], jnp.broadcast_to(ys[:, None], (3, 3, 128, 64)) + xs[None])
 
 
 def test_batched_scalars_and_a_dict_in_axes():
