@@ -335,19 +335,26 @@ def scanned_from_the_end(x, out):      # (a loop carry: a reverse scan computes 
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x, interpret=True)
-def added_atomically(x, out):          # (an atomic add of an odd read is still MG204)
+def added_atomically(x, out):          # (an atomic add of an odd read computes padded since probe 61b)
   ml.atomic_add(out, x[...] * 2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, interpret=True)
+def half_stored(x, out):               # a mistake: a window of 2 elements stored a value of 4
+  out.at[ml.ds(0, 2)][...] = x[...]
 
 
 def test_a_mistake_under_vmap_notes_each_elements_shapes():
   """jax.vmap(doubled, in_axes=1)(x of (4, 64)): the note said "the call (x: float32[4])" at a line passing a
   float32[4, 64]: the shapes are each element's. (Since probe 45g each (4,) element is read padded and doubled;
-  since probe 47a carried through a run-time loop too; added atomically it is still MG204.)"""
+  since probe 47a carried through a run-time loop too; since probe 61b added atomically too. The mistake is now a
+  window of 2 stored a value of 4.)"""
   x = X
   np.testing.assert_allclose(jax.vmap(doubled, in_axes=1, out_axes=1)(x), x * 2)
   np.testing.assert_allclose(jax.vmap(scanned_from_the_end, in_axes=1, out_axes=1)(x), x)
-  with pytest.raises(mg.LayoutError) as e:
-    jax.vmap(added_atomically, in_axes=1, out_axes=1)(x)   # mapped along 1
+  np.testing.assert_allclose(jax.vmap(added_atomically, in_axes=1, out_axes=1)(x), x * 2)
+  with pytest.raises(mg.KernelError) as e:
+    jax.vmap(half_stored, in_axes=1, out_axes=1)(x)   # mapped along 1
   note = f"{HERE}:{line_of('# mapped along 1')}:4: the call under jax.vmap, for each element (x: float32[4])"
   assert note in e.value.notes
   np.testing.assert_allclose(jax.vmap(doubled, in_axes=1, out_axes=1)(np.tile(x, (2, 1))), np.tile(x, (2, 1)) * 2)
