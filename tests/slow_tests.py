@@ -5,7 +5,8 @@ CI) unless asked for, as JAX's own suite samples its generated cases.
 in a `--durations=0` run of the whole suite on a 2-core machine (session 45: 860 of 5963 tests, 72% of the
 summed test time; with 3 s, 412 tests, the README command still took 946 s in a clean clone). Timings depend on
 the machine's load: session 47's unloaded run put only 350 tests past 1.5 s, so its list is the union of the old one
-and that run's tests of 1.0 s or more (1047 tests; `python tests/slow_tests.py durations.log 1.0`). They still run
+and that run's tests of 1.0 s or more (1047 tests; `python tests/slow_tests.py durations.log 1.0`); session 48 added
+that run's tests of 0.8 s or more (a clean clone's README command had grown to 671 s). They still run
 with `--runslow` (or `MGPU_DSL_SLOW_TESTS=1`), on the GPU machine (`-m gpu` tests are never in the list) and in the
 full runs each session's lead makes before landing. Remake the list from a log:
 
