@@ -21,7 +21,6 @@ conversion, the output's dtype). `run(gen)` classifies as tests/dot_fuzz.py does
 """
 from __future__ import annotations
 
-import random
 import sys
 
 import numpy as np
@@ -44,11 +43,7 @@ class Gen(dot_fuzz.Gen):
   (`loop`, `a_mode`, `acc_mode` force a choice)."""
 
   def __init__(self, seed, loop=None, a_mode=None, acc_mode=None):
-    self.seed = seed
-    self.r = random.Random(seed)
-    self.rng = np.random.default_rng(seed)
-    self.ins, self.outs, self.lines, self.tags = [], [], [], {"dot"}
-    self.grid, self.block, self.tol_dtype = (1,), None, None
+    self._start(seed)
     self.family = "async"
     r = self.r
     self.loop = loop or r.choice(LOOPS)

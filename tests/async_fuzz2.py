@@ -21,7 +21,6 @@ Deterministic.
 """
 from __future__ import annotations
 
-import random
 import sys
 
 import numpy as np
@@ -43,11 +42,7 @@ class Gen(dot_fuzz.Gen):
   """One random kernel (`source`, `args`, `refs`, `tags`) from the plan of `seed` (keywords force a choice)."""
 
   def __init__(self, seed, dt=None, loop=None, a_mode=None, acc_mode=None, epi=None, wgs=None):
-    self.seed = seed
-    self.r = random.Random(seed)
-    self.rng = np.random.default_rng(seed)
-    self.ins, self.outs, self.lines, self.tags = [], [], [], {"dot"}
-    self.grid, self.block, self.tol_dtype = (1,), None, None
+    self._start(seed)
     self.family = "async2"
     r = self.r
     self.dt = dt or r.choice(DTYPES)

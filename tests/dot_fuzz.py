@@ -74,14 +74,17 @@ class Gen:
   FAMILIES = ["gemm"] * 6 + ["chain"] * 2 + ["pallas"] * 2
 
   def __init__(self, seed, family=None):
+    self._start(seed)
+    self.family = family or self.r.choice(self.FAMILIES)
+    getattr(self, "k_" + self.family)()
+
+  def _start(self, seed):
+    """The plan's random streams and an empty kernel (the fuzzers built on this one start the same way)."""
     self.seed = seed
     self.r = random.Random(seed)
     self.rng = np.random.default_rng(seed)
-    self.ins, self.outs, self.lines, self.tags = [], [], [], set()
+    self.ins, self.outs, self.lines, self.tags = [], [], [], {"dot"}
     self.grid, self.block, self.tol_dtype = (1,), None, None
-    self.family = family or self.r.choice(self.FAMILIES)
-    self.tags.add("dot")
-    getattr(self, "k_" + self.family)()
 
   # ------------------------------------------------------------------ values
   def input(self, shape, dt, lo=-7, hi=7, half=True):
