@@ -13,9 +13,12 @@ then the next trip's dot chaining `acc`, had no fence between the reads and the 
 a value any op other than a dot (as its accumulator) or a region's end reads (or that a region's end hands on
 twice: one is a copy); and the values sharing its registers
 across control flow (a loop's body argument with its initial value and the value yielded for it, a loop's or
-an if's result with the values yielded for it). lowering/mma.py fences a dot's accumulator in that set. IR only.
+an if's result with the values yielded for it). `mark` sets `Dot.fence_acc` on the dots chaining one of them (after
+the sync pass), and lowering/mma.py fences those. IR only.
 """
 from __future__ import annotations
+
+import dataclasses
 
 from . import ir
 from .ops.control import Condition, For, If, While, Yield, terminator_values
@@ -81,6 +84,19 @@ def touched(body: ir.Block) -> set:
   out |= {x.acc.id for x in ir.walk(body) if isinstance(x, Dot) and x.acc is not None
           and shapes.get(x.acc.id, set()) - {_k(x)}}
   return out
+
+
+def mark(body: ir.Block) -> None:
+  """Set `fence_acc` on every dot (at any depth) whose accumulator is `touched`."""
+  hit = touched(body)
+
+  def visit(block):
+    for i, o in enumerate(block.ops):
+      if isinstance(o, Dot) and o.acc is not None and o.acc.id in hit:
+        block.ops[i] = dataclasses.replace(o, fence_acc=True)
+      for r in o.regions:
+        visit(getattr(o, r))
+  visit(body)
 
 
 def _k(dot) -> int:

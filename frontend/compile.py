@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from . import acc_fences
 from . import errors as E
 from . import hw
 from . import ir
@@ -459,6 +460,7 @@ def _trace_once(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid
              alias={ins[i].value.id: outs[o].value for i, o in (kernel.aliases or {}).items()}).run(em.block, end)
     release_early(kernel)
     insert_turns(kernel)
+    acc_fences.mark(kernel.body)
   except E.KernelError as e:
     E.note_inline_calls(e, em.inline_sites)
     raise

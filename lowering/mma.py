@@ -8,7 +8,6 @@ from jax.experimental.mosaic.gpu import utils as mgpu_utils
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, nvvm
 
-from ..frontend import acc_fences
 from ..frontend.ops.mma import Dot, DotWait
 from ..frontend.types import RefType
 from . import interpret_numerics as N
@@ -67,7 +66,7 @@ def _dot(ctx, o):
   t = o.result.type.dtype
   acc = ctx.carried(o.acc) if o.acc is not None else mgpu.WGMMAAccumulator.zero(
       m, n, mlir_type(t), is_signed=t.is_signed)
-  if o.acc is not None and isinstance(ctx.values[o.acc.id], mgpu.WGMMAAccumulator) and o.acc.id in _touched(ctx):
+  if o.fence_acc and isinstance(ctx.values[o.acc.id], mgpu.WGMMAAccumulator):
     # a dot's result other instructions read since: PTX orders them before this dot only by a wgmma.fence
     acc = mgpu.WGMMAAccumulator(_value=acc._value, _original_layout=acc._original_layout, _sync=True)
   b, tiled = _smem_operand(ctx, ctx.get(o.b), None)
@@ -80,13 +79,6 @@ def _dot(ctx, o):
   res = mgpu.wgmma(acc, a, b, swizzle=tiled.swizzle)
   nvvm.wgmma_commit_group_sync_aligned()
   ctx.set(o.result, res)
-
-
-def _touched(ctx) -> set:
-  """The accumulators threads may have accessed since a dot wrote them (frontend/acc_fences.py), once a kernel."""
-  if getattr(ctx, "_acc_touched", None) is None:
-    ctx._acc_touched = acc_fences.touched(ctx.kernel.body)
-  return ctx._acc_touched
 
 
 @lower(DotWait)

@@ -41,6 +41,7 @@ class Dot(ir.Op):
   acc: ir.Value | None
   loc: object
   results: tuple
+  fence_acc: bool = False     # a wgmma.fence before it: threads accessed `acc` since a dot wrote it (acc_fences.py)
 
 
 @ir.op(Traits(inserted=True))
