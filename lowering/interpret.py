@@ -144,8 +144,8 @@ class CTA(CtaMemory):
     """A running ml.dot reads its register A operand until it retires: PTX leaves writing those
     registers meanwhile undefined, as a loop's next trip does when it redefines the operand (`vid`)
     or issues the same dot again (`dot`: its operand is copied into the instruction's registers)."""
-    for _, _, at, a, _ in self.dots:
-      if a is not None and (a[0] == vid or a[1] is dot):
+    for _, _, at, a, d in self.dots:
+      if a is not None and (a == vid or d is dot):
         raise RaceError(f"{name or 'the A operand of an ml.dot'} is rewritten while an ml.dot that reads it"
                         " from registers may still be running", (dot or self.at).loc,
                         notes=(f"{at}: the ml.dot is issued here",), hint=COMPILER_BUG)

@@ -26,7 +26,7 @@ class CtaMemory:
     self.pending_store: list[tuple[tuple, object]] = []
     self.unfenced: dict[int, object] = {}       # root id -> loc of a register write, no fence since
     self.touched: set[int] = set()              # roots used from registers since the last barrier
-    # in-flight ml.dot groups: (result, {(owner, root, part)}, loc, (A value id, the Dot) or None: A in SMEM)
+    # in-flight ml.dot groups: (result, {(owner, root, part)}, loc, register A's value id or None, the Dot)
     self.dots: list[tuple] = []
     # id of each running dot's result -> ids of the values read since it was issued (interpret.check_dot_yield)
     self.dot_reads: dict[int, set] = {}

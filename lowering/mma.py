@@ -112,7 +112,7 @@ def _i_dot(cta, o):
     cta.check_dot_a(None, o, o.a.name)
   if cta.dots:
     cta.check_dot_acc(o, None if o.acc is None else cta.get(o.acc))
-  cta.dots.append((r, {(x.owner, x.root.id, x.part) for x in refs}, o.loc, (o.a.id, o) if register_a else None, o))
+  cta.dots.append((r, {(x.owner, x.root.id, x.part) for x in refs}, o.loc, o.a.id if register_a else None, o))
   cta.dot_reads[id(r)] = set()
   cta.set(o.result, r)
 
