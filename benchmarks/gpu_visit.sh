@@ -179,6 +179,19 @@ PY
                  grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | head -30
                  timeout ${FUZZ_SECS:-100} python3 -u benchmarks/probe_async_fuzz.py --jobs 14 --seeds ${ASYNC_SEEDS:-0:1500} >"$OUT/asyncfuzz.log" 2>&1; echo "rc=$?"
                  grep -vE "^(ok|refused)" "$OUT/asyncfuzz.log" | cut -c1-300 | tail -12 ;;
+    # the forty-ninth session: s48_b's tests plus probes 61c/61d's GPU tests, then both async fuzzers (61a, 61c)
+    s49_a)       python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 150 tests/test_probe61a.py tests/test_probe61b.py tests/test_probe61c.py tests/test_probe61d.py tests/test_sync_register_a.py tests/test_sync_dots.py tests/test_pingpong.py tests/test_dot_fuzz.py tests/test_f16_accumulator.py tests/test_matmul_fp8.py tests/test_persistent.py
+                 grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | head -30
+                 timeout ${FUZZ_SECS:-110} python3 -u benchmarks/probe_async_fuzz.py --jobs 14 --seeds ${ASYNC_SEEDS:-0:1500} >"$OUT/asyncfuzz.log" 2>&1; echo "rc=$?"
+                 grep -vE "^(ok|refused)" "$OUT/asyncfuzz.log" | cut -c1-300 | tail -12
+                 timeout ${FUZZ_SECS:-110} python3 -u benchmarks/probe_async_fuzz.py --jobs 14 --loop 61c --seeds ${ASYNC_SEEDS:-0:1500} >"$OUT/asyncfuzz61c.log" 2>&1; echo "rc=$?"
+                 grep -vE "^(ok|refused)" "$OUT/asyncfuzz61c.log" | cut -c1-300 | tail -12 ;;
+    # async fuzzer 61c's int8 seeds wrong on the GPU: variants against interpret mode, PTX and SASS of two, then the
+    # compiled call under jax.disable_jit (probe 61d's seed 1033)
+    s49_b)       MOSAIC_GPU_DUMP_PTX=1 MOSAIC_GPU_DUMP_SASS=1 MOSAIC_GPU_DUMP_TO=$OUT/dump SEEDS=1046,693 VARIANTS="as is" python3 -u benchmarks/probe_s49_int8.py >"$OUT/dumprun.log" 2>&1
+                 tar czf "$OUT/int8dump.tgz" -C "$OUT" dump dumprun.log && rm -rf "$OUT/dump"
+                 python3 -u benchmarks/probe_s49_int8.py
+                 python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe61d.py 2>&1 | tail -5 ;;
     gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)
     gpu_s34all)  python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 500 ;;
     # Sessions 34-35 (no device lent then): the tests that may fault without their fixes, a few a shard, then

@@ -175,7 +175,8 @@ def guard_transpose() -> None:
 
 
 def named_call(f: Callable, name: str, loc) -> Callable:
-  """`f` (one built specialisation) jitted under the kernel's name, with no derivative.
+  """`f` (one built specialisation) jitted under the kernel's name, with no derivative (jitted also under
+  jax.disable_jit).
 
   The name becomes the `func.func private @name` that wraps the Mosaic GPU custom
   call in `jax.jit(g).lower(...).as_text()`, and the `jit(name)` in XLA op metadata.
@@ -196,7 +197,18 @@ def named_call(f: Callable, name: str, loc) -> Callable:
     return jax.lax.optimization_barrier(guarded(*jax.lax.optimization_barrier(args)) if args else guarded())
 
   call.__name__ = call.__qualname__ = name
-  return jax.jit(call)
+  jitted = jax.jit(call)
+
+  def run(*args):
+    # Under jax.disable_jit the jit above would run `call` op by op, binding the Mosaic GPU custom call eagerly,
+    # which JAX cannot evaluate ("Evaluation rule for 'mosaic_gpu_p' not implemented"): the kernel stays one
+    # compiled call there (a kernel has no op-by-op form; interpret mode is the eager path).
+    if jax.config.jax_disable_jit:
+      with jax.disable_jit(False):
+        return jitted(*args)
+    return jitted(*args)
+  run.__name__ = run.__qualname__ = name
+  return run
 
 
 class _Deferred:

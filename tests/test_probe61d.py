@@ -162,3 +162,16 @@ def test_gpu_aliasing_and_batched_scalars():
   np.testing.assert_array_equal(out, X[None] * s[:, None, None] + 1)
   out = jax.vmap(lambda a, b: F.acc(a, b), in_axes=None, axis_size=2)(X, Y)
   np.testing.assert_array_equal(out, jnp.broadcast_to(X + Y, (2, 128, 64)))
+
+
+@pytest.mark.gpu
+def test_gpu_a_compiled_kernel_under_disable_jit_runs_as_one_call():
+  """jax.disable_jit runs a program op by op; a compiled kernel has no op-by-op form, so it stays one compiled call
+  (it failed inside JAX: "Evaluation rule for 'mosaic_gpu_p' not implemented", seed 1033 on the GPU)."""
+  with jax.disable_jit():
+    out = F.acc(X, Y)
+    batched = jax.vmap(lambda a: F.acc(a, Y))(jnp.stack([X, 2 * X]))
+    shape = jax.eval_shape(lambda a: jax.vmap(lambda t: F.acc(t, Y))(a), jnp.stack([X, X]))
+  np.testing.assert_array_equal(out, X + Y)
+  np.testing.assert_array_equal(batched, jnp.stack([X + Y, 2 * X + Y]))
+  assert shape.shape == (2, 128, 64)

@@ -1,0 +1,68 @@
+"""Async fuzzer 61c's int8 seeds wrong on an H100 (session 49: 306, 693, 894, 997, 1046 of 0:1500, all `acc += ml.dot(..)`
+of an int8 A from registers and an int32 result): each run twice (is it deterministic?) and variants of each, GPU
+against interpret mode; every output saved to $OUT/s49_int8.npz (got, want, inputs) for the analysis on the CPU.
+
+    python benchmarks/probe_s49_int8.py            (SEEDS=1046,306 VARIANTS="as is,stages=1" for some)
+"""
+import os
+import re
+import sys
+
+import jax
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+import async_fuzz2  # noqa: E402
+import fuzz_check  # noqa: E402
+
+
+class _Src:
+  def __init__(self, gen, source):
+    self.seed, self.source, self.args = gen.seed, source, gen.args
+
+
+def variants(src):
+  out = {"as is": src, "again": src}
+  out["stages=1"] = re.sub(r", stages=\d\)", ")", src)
+  out["chained acc"] = re.sub(r"acc \+= ml\.dot\((.*), out_dtype=jnp\.int32\)", r"acc = ml.dot(\1, acc)", src)
+  out["dot then wait (acc = acc + d * 1)"] = re.sub(r"( +)acc \+= (ml\.dot\(.*\))", r"\1d = \2\n\1acc = acc + d * 1",
+                                                    src)
+  out["one static step"] = src.replace("ml.static_range(2)", "ml.static_range(1)")
+  return out
+
+
+def main():
+  seeds = [int(s) for s in os.environ.get("SEEDS", "1046,306,997,894,693").split(",")]
+  only = os.environ.get("VARIANTS")
+  saved = {}
+  for seed in seeds:
+    g = async_fuzz2.Gen(seed)
+    for name, s in variants(g.source).items():
+      if only and name not in only.split(","):
+        continue
+      if name != "as is" and s == g.source and name != "again":
+        continue
+      try:
+        k = fuzz_check.load(_Src(g, s))
+        want = k(*g.args, interpret=True)
+        got = jax.block_until_ready(jax.jit(k)(*g.args))
+        want = np.asarray(want[0] if isinstance(want, (tuple, list)) else want)
+        got = np.asarray(got[0] if isinstance(got, (tuple, list)) else got)
+        bad = np.argwhere(got != want)
+        key = f"{seed}/{name}"
+        saved[key + "/got"], saved[key + "/want"] = got, want
+        msg = f"{seed} {name:36s} {len(bad):6d} of {want.size} differ"
+        if len(bad):
+          i = tuple(bad[0])
+          msg += f", first {i}: got {got[i]} want {want[i]}"
+        print(msg, flush=True)
+      except Exception as e:  # noqa: BLE001
+        print(f"{seed} {name:36s} {type(e).__name__}: {str(e).splitlines()[0][:200]}", flush=True)
+    for j, a in enumerate(g.args):
+      saved[f"{seed}/arg{j}"] = np.asarray(a)
+  np.savez_compressed(os.path.join(os.environ.get("OUT", "/tmp"), "s49_int8.npz"), **saved)
+
+
+if __name__ == "__main__":
+  main()
