@@ -30,6 +30,10 @@ def variants(src):
                                                     src)
   out["one static step"] = src.replace("ml.static_range(2)", "ml.static_range(1)")
   out["stages=2"] = re.sub(r", stages=\d\)", ", stages=2)", src)
+  if ", block=256)" in src:
+    out["block=128"] = src.replace(", block=256)", ")")
+  if "    a_reg = -a_reg\n" in src:
+    out["A not negated (not carried)"] = src.replace("    a_reg = -a_reg\n", "")
   if "ml.smem((16, 64), jnp.int8)" in src:      # seed 1046: B of 32 rows (its last 16 zeros), N=32
     out["N=32 (B padded)"] = (src.replace("(16, 64)", "(32, 64)").replace("ml.ds(0, 16)", "ml.ds(0, 32)")
                               .replace("(64, 16)", "(64, 32)").replace("ml.arange(16)", "ml.arange(32)"))
