@@ -3,6 +3,13 @@ of an int8 A from registers and an int32 result): each run twice (is it determin
 against interpret mode; every output saved to $OUT/s49_int8.npz (got, want, inputs) for the analysis on the CPU.
 
     python benchmarks/probe_s49_int8.py            (SEEDS=1046,306 VARIANTS="as is,stages=1" for some)
+    python benchmarks/probe_s49_int8.py --refused  (61c's int8 seeds of 0:1500 that MG501 refuses since, run with
+                                                    the refusal switched off: which of them the GPU gets wrong)
+
+Measured on an H100 (session 49): every seed wrong twice alike (deterministic); right with stages=1 and written
+chained (`acc = ml.dot(a, b, acc)`, now the compiler's own form of an integer `acc + ml.dot(a, b)`), still wrong as
+`d = ml.dot(a, b); acc = acc + d * 1`, and for 693 at block=128 and with A not carried. The wrong values were the
+product plus, in each thread, its last result register (design note 207).
 """
 import os
 import re
@@ -48,7 +55,41 @@ def inputs(name, args):
   return list(args)
 
 
+REFUSED = (0, 1500)       # (the seed range --refused walks)
+
+
+def refused():
+  """61c's int8 seeds that MG501 (frontend/int_dot_chain.py) refuses, compiled with the refusal off: GPU vs NumPy."""
+  import async_fuzz
+  from mgpu_dsl.frontend import compile as fc
+  counts = {}
+  for seed in range(*REFUSED):
+    g = async_fuzz2.Gen(seed)
+    if "dt:int8" not in g.tags:
+      continue
+    cls, detail = async_fuzz.run(g, build=False)
+    if not (cls == "refused" and detail.startswith("MG501") and "ptxas" in detail):
+      continue
+    check, fc.check_fresh_int8_dots = fc.check_fresh_int8_dots, lambda *a: None
+    try:
+      k = fuzz_check.load(g)
+      got = jax.block_until_ready(jax.jit(k)(*g.args))
+      got = got if isinstance(got, (tuple, list)) else (got,)
+      bad = sum(int(np.sum(np.asarray(x) != np.asarray(w))) for x, w in zip(got, g.refs))
+      cls = "wrong-gpu" if bad else "ok"
+      print(f"{seed} {cls} {bad} differ {sorted(g.tags)}", flush=True)
+    except Exception as e:  # noqa: BLE001
+      cls = "error"
+      print(f"{seed} error {type(e).__name__}: {str(e).splitlines()[0][:200]}", flush=True)
+    finally:
+      fc.check_fresh_int8_dots = check
+    counts[cls] = counts.get(cls, 0) + 1
+  print(counts)
+
+
 def main():
+  if "--refused" in sys.argv:
+    return refused()
   seeds = [int(s) for s in os.environ.get("SEEDS", "1046,306,997,894,693").split(",")]
   only = os.environ.get("VARIANTS")
   saved = {}

@@ -30,6 +30,7 @@ from .where_axes import check_where_axes
 from .tma_starts import check_minor_starts, check_tiled_starts, mark_register_starts
 from .dtypes import DType, to_dtype
 from .infer import unify
+from .int_dot_chain import chain_integer_dots, check_fresh_int8_dots
 from .layout_checks import check_layouts
 from .layouts import assign_layouts
 from .index_grids import grid_index_masks
@@ -430,6 +431,7 @@ def _trace_once(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid
     errors, facts = check_kernel(kernel, em.defs)   # on the program as written, before the rewrites
     mark_nonzero_divisions(kernel, em.defs, facts)  # (divisors the grid walk proved non-zero: no zero guard)
     errors = with_mask_axes(check_mask_axes(kernel, em.defs, pk.tree), errors) + check_where_axes(kernel, em.defs)
+    chain_integer_dots(kernel.body, em.defs)     # integer acc + ml.dot(a, b) -> ml.dot(a, b, acc)
     try:
       pipelined = pipeline_loops(kernel, em)
     except E.KernelError as e:      # a loop that cannot be pipelined comes first, then the proofs
@@ -445,6 +447,7 @@ def _trace_once(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid
     assign_layouts_relayout(kernel, em.defs, assign_layouts)     # reshapes of row-wise tiles: via SMEM
     _each_reported(lambda: check_layouts(kernel, em.defs), lambda: check_atomic_layouts(kernel),
                    lambda: check_mma_registers(kernel), lambda: check_carried_registers(kernel),
+                   lambda: check_fresh_int8_dots(kernel, em.defs),
                    lambda: check_tiled_starts(kernel, em.defs, facts),
                    lambda: check_minor_starts(kernel, em.defs, facts))
     mark_register_starts(kernel, em.defs)

@@ -37,9 +37,15 @@ def _tile_registers(t, wgs: int) -> int:
 def _carried_beside(kernel, o) -> list:
   """The other tensor-core accumulators the loops around ml.dot `o` carry past it (a gated MLP's second
   accumulator, attention's output beside its scores): each lives in registers whole all through the loop,
-  beside `o`'s. Those whose loop carries `o`'s own result are `o`'s accumulator, counted already."""
+  beside `o`'s. Those whose loop carries `o`'s own result, or that of a dot chained onto it (`ml.dot(a2, b2, acc)`
+  after `acc = ml.dot(a, b, acc)`, K slices of a static loop), are `o`'s accumulator, counted already."""
   from .ir import path_to
-  dots = {id(r) for x in ir.walk(kernel.body) if isinstance(x, Dot) for r in x.results}
+  all_dots = [x for x in ir.walk(kernel.body) if isinstance(x, Dot)]
+  dots = {id(r) for x in all_dots for r in x.results}
+  own = {id(o.results[0])}       # o's result and the dots chained onto it (acc=...): one accumulator's registers
+  for x in all_dots:             # (program order: a chain's later dots come after its earlier ones)
+    if x.acc is not None and id(x.acc) in own:
+      own.add(id(x.results[0]))
   found = []
   for loop in path_to(kernel.body, o)[:-1]:
     if not isinstance(loop, (For, While)):
@@ -48,7 +54,7 @@ def _carried_beside(kernel, o) -> list:
     ends = terminator_values(loop.body.ops[-1]) or []
     for arg, end in zip(args, ends):
       t = getattr(end, "type", None)
-      if (id(end) in dots and end is not o.results[0] and isinstance(t, TensorType) and len(t.shape) == 2
+      if (id(end) in dots and id(end) not in own and isinstance(t, TensorType) and len(t.shape) == 2
           and all(end is not r for r in o.results)):
         found.append((arg, end, loop))
   return found

@@ -1,0 +1,161 @@
+"""An integer `acc + ml.dot(a, b)` is chained, `ml.dot(a, b, acc)` (frontend/int_dot_chain.py, design note 207).
+
+Async fuzzer 61c's int8 seeds 306, 693, 894, 997 and 1046 (tests/async_fuzz2.py) were wrong on an H100, right in
+interpret mode: each a fresh int8 dot over 32-byte swizzled operands in a pipelined loop, its product added to an
+accumulator. The wrong values were the product plus, in each thread, one of its own result registers (the zeros the
+instruction started from read one register). Written chained, each was right; so integer sums (exact) are chained by
+the compiler, and a fresh int8 dot of that form that cannot be chained is refused (MG501) until a lowering of it is
+measured right.
+"""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import async_fuzz2
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from mgpu_dsl.frontend import ir as kir
+from probe_util import export
+
+S = jax.ShapeDtypeStruct
+SEEDS = (306, 693, 894, 997, 1046)
+
+
+def _ints(shape, seed, dtype=jnp.int8):
+  return jnp.asarray(np.random.default_rng(seed).integers(-8, 8, shape), dtype)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((128, 64), jnp.int32 if a.dtype == jnp.int8 else jnp.float32))
+def plus_in_loop(a, b, o):
+  a_s = ml.smem((128, 64), a.dtype)
+  b_s = ml.smem((64, 64), b.dtype)
+  acc = ml.zeros((128, 64), jnp.int32 if a.dtype == jnp.int8 else jnp.float32)
+  for k in ml.range(a.shape[1] // 64, stages=2):
+    ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+    ml.copy(b.at[:, ml.ds(k * 64, 64)], b_s)
+    acc += ml.dot(a_s, b_s.T, out_dtype=acc.dtype)
+  o[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: (S((128, 64), jnp.int32), S((128, 64), jnp.int32)))
+def product_used_twice(a, b, o, p):
+  a_s = ml.smem((128, 64), jnp.int8)
+  b_s = ml.smem((64, 64), jnp.int8)
+  acc = ml.zeros((128, 64), jnp.int32)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  d = ml.dot(a_s, b_s.T, out_dtype=jnp.int32)
+  acc = acc + ml.full((128, 64), 3, jnp.int32) + d
+  o[...] = acc
+  p[...] = d * 2
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, c: S((128, 64), jnp.int32))
+def addend_loaded_after(a, b, c, o):
+  a_s = ml.smem((128, 64), jnp.int8)
+  b_s = ml.smem((64, 64), jnp.int8)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  d = ml.dot(a_s, b_s.T, out_dtype=jnp.int32)
+  y = c[...]
+  o[...] = y + d
+
+
+def _ir(kernel, *args):
+  return kir.dump(kernel._compile(list(args), {})["kernel"])
+
+
+def _ops(text):
+  return [line.split("  #")[0].strip() for line in text.splitlines()]
+
+
+def test_an_integer_product_added_to_the_accumulator_is_chained():
+  a, b = _ints((128, 128), 0), _ints((64, 128), 1)
+  ops = _ops(_ir(plus_in_loop, a, b))
+  dots = [o for o in ops if " = dot " in o]
+  assert len(dots) == 1 and "acc=None" not in dots[0], dots
+  assert not any("kind=add" in o and "int32, wgmma" in o for o in ops), ops
+  want = np.asarray(a, np.int64) @ np.asarray(b, np.int64).T
+  np.testing.assert_array_equal(plus_in_loop(a, b, interpret=True), want)
+  export(plus_in_loop, a, b)
+
+
+def test_a_float_product_added_to_the_accumulator_is_not_chained():
+  a, b = _ints((128, 128), 2, jnp.float16), _ints((64, 128), 3, jnp.float16)
+  ops = _ops(_ir(plus_in_loop, a, b))
+  assert any(" = dot " in o and "acc=None" in o for o in ops), ops     # (WGMMA's rounding of acc + a @ b differs)
+  want = np.asarray(a, np.float32) @ np.asarray(b, np.float32).T
+  np.testing.assert_allclose(plus_in_loop(a, b, interpret=True), want)
+
+
+def test_a_product_used_twice_or_added_to_a_later_value_is_kept_apart():
+  a, b, c = _ints((128, 64), 4), _ints((64, 64), 5), _ints((128, 64), 6, jnp.int32)
+  d = np.asarray(a, np.int64) @ np.asarray(b, np.int64).T
+  assert any("acc=None" in o for o in _ops(_ir(product_used_twice, a, b)))
+  o, p = product_used_twice(a, b, interpret=True)
+  np.testing.assert_array_equal(o, d + 3)
+  np.testing.assert_array_equal(p, 2 * d)
+  assert any("acc=None" in o for o in _ops(_ir(addend_loaded_after, a, b, c)))
+  np.testing.assert_array_equal(addend_loaded_after(a, b, c, interpret=True), np.asarray(c) + d)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((128, 32), jnp.int32))
+def scaled_fresh_product(a, b, o, *, stages: ml.constexpr = 3):
+  b_s = ml.smem((32, 32), jnp.int8)
+  acc = ml.zeros((128, 32), jnp.int32)
+  a_reg = a[...]
+  for k in ml.range(b.shape[1] // 32, stages=stages):
+    ml.copy(b.at[:, ml.ds(k * 32, 32)], b_s)
+    d = ml.dot(a_reg, b_s.T, out_dtype=jnp.int32)
+    acc = acc + d * 2
+  o[...] = acc
+
+
+def test_a_fresh_int8_product_over_32_column_k_steps_in_a_pipelined_loop_is_refused_at_the_dot():
+  a, b = _ints((128, 32), 7), _ints((32, 64), 8)
+  with pytest.raises(mg.MmaOperandError) as e:
+    scaled_fresh_product(a, b, interpret=True)
+  err = e.value
+  assert err.code == "MG501"
+  assert err.lineno == scaled_fresh_product.fn.__code__.co_firstlineno + 7
+  assert err.col_offset == 8
+  assert "ptxas" in err.message and "stages=3" in err.message and "32 columns" in err.message
+  assert "acc = ml.dot(a, b, acc)" in err.hint and "stages=1" in err.hint
+  # unpipelined, the same kernel computes (and exports)
+  want = 2 * (np.asarray(a, np.int64) @ np.asarray(b, np.int64).reshape(32, 2, 32).sum(1).T)
+  np.testing.assert_array_equal(scaled_fresh_product(a, b, stages=1, interpret=True), want)
+  export(scaled_fresh_product, a, b, stages=1)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_fuzz_seeds_chain_their_products_and_compute(seed):
+  g = async_fuzz2.Gen(seed)
+  import async_fuzz
+  cls, detail = async_fuzz.run(g, build=True)
+  assert cls == "ok", detail
+  import fuzz_check
+  kernel = fuzz_check.load(g)
+  assert not any(" = dot " in o and "acc=None" in o for o in _ops(_ir(kernel, *g.args)))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("seed", SEEDS)
+def test_gpu_the_fuzz_seeds_match_numpy(seed):
+  import fuzz_check
+  g = async_fuzz2.Gen(seed)
+  got = jax.block_until_ready(jax.jit(fuzz_check.load(g))(*g.args))
+  got = got if isinstance(got, (tuple, list)) else (got,)
+  for x, want in zip(got, g.refs):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(want))
+
+
+@pytest.mark.gpu
+def test_gpu_a_chained_integer_loop_matches_numpy():
+  a, b = _ints((128, 256), 9), _ints((64, 256), 10)
+  want = np.asarray(a, np.int64) @ np.asarray(b, np.int64).T
+  np.testing.assert_array_equal(jax.jit(plus_in_loop)(a, b), want)
+  np.testing.assert_array_equal(jax.jit(scaled_fresh_product, static_argnames="stages")(
+      _ints((128, 32), 11), _ints((32, 64), 12), stages=1),
+      2 * (np.asarray(_ints((128, 32), 11), np.int64)
+           @ np.asarray(_ints((32, 64), 12), np.int64).reshape(32, 2, 32).sum(1).T))
