@@ -164,6 +164,23 @@ def test_gpu_aliasing_and_batched_scalars():
   np.testing.assert_array_equal(out, jnp.broadcast_to(X + Y, (2, 128, 64)))
 
 
+def test_a_compiled_call_under_disable_jit_is_still_jitted():
+  """The compiled path's wrapper (wrap.named_call) on the CPU, with a primitive that, like Mosaic GPU's custom call,
+  has a lowering and no eager rule: under jax.disable_jit it must still be compiled, not bound op by op."""
+  from jax.extend.core import Primitive
+  from jax.interpreters import mlir
+  from mgpu_dsl import wrap
+  p = Primitive("mgpu_dsl_test_no_eager_rule")
+  p.def_abstract_eval(lambda x: x)
+  mlir.register_lowering(p, mlir.lower_fun(lambda x: x * 2, multiple_results=False))
+  call = wrap.named_call(lambda x: p.bind(x), "twice", None)
+  with jax.disable_jit():
+    out = call(X)
+    shape = jax.eval_shape(call, X)
+  np.testing.assert_array_equal(out, 2 * X)
+  assert shape.shape == X.shape
+
+
 @pytest.mark.gpu
 def test_gpu_a_compiled_kernel_under_disable_jit_runs_as_one_call():
   """jax.disable_jit runs a program op by op; a compiled kernel has no op-by-op form, so it stays one compiled call
