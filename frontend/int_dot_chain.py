@@ -64,9 +64,11 @@ def _same_int_tensor(d, x) -> bool:
 
 
 def check_fresh_int8_dots(kernel: ir.Kernel, defs: dict) -> None:
-  """MG501 for each fresh (no `acc`) 8-bit integer dot over 32-byte swizzled operands (K slices of 32 columns) in a
-  pipelined loop: the form ptxas miscompiled (module docstring), which the chaining above did not remove (the product
-  scaled, or kept apart). Refused rather than run wrong until a lowering is measured right."""
+  """MG501 for each fresh (no `acc`) 8-bit integer dot over 32-byte swizzled operands (K in steps of 32 columns) in
+  a pipelined loop whose product still reaches an integer add or subtract through elementwise math in its block
+  (`acc + d * 1`, `acc - d`): the form ptxas miscompiled (module docstring) that chaining did not remove. Fresh
+  products used otherwise (a new accumulator, a chained dot, a row statistic) were right on the GPU (41 of the
+  fuzzer's seeds); refused rather than run wrong until a lowering of this one is measured right."""
   from . import errors as E
   from .ops.control import For
   from .ops.memory import ClusterRef, View
@@ -81,17 +83,21 @@ def check_fresh_int8_dots(kernel: ir.Kernel, defs: dict) -> None:
   errors = []
 
   def visit(blk, piped):
+    users: dict[int, list] = {}
     for o in blk.ops:
-      if isinstance(o, Dot) and o.acc is None and piped and _eight_bit_int(o.b):
+      for v in o.operands():
+        users.setdefault(id(v), []).append(o)
+    for o in blk.ops:
+      if isinstance(o, Dot) and o.acc is None and piped and _eight_bit_int(o.b) and _reaches_add(o, users):
         tiled = kernel.smem_layouts.get(root(o.b).id)
         if tiled is not None and tiled.swizzle == 32:
           errors.append(E.MmaOperandError(
               f"this int8 ml.dot starts from zeros with K in steps of 32 columns (32-byte swizzled operands) inside"
-              f" a pipelined loop (stages={piped}): the GPU's assembler (ptxas) miscompiles that form, its product"
-              f" came out wrong on an H100",
-              o.loc, hint="chain it onto an accumulator, acc = ml.dot(a, b, acc) (integer sums are exact; `acc +="
-                          " ml.dot(a, b)` is chained so by the compiler), or slice K 64 columns at a time, or run the"
-                          " loop unpipelined (stages=1)"))
+              f" a pipelined loop (stages={piped}), and its product is added on: the GPU's assembler (ptxas)"
+              f" miscompiles that form, its sum came out wrong on an H100",
+              o.loc, hint="chain it onto the accumulator it is added to, acc = ml.dot(a, b, acc) (integer sums are"
+                          " exact; `acc += ml.dot(a, b)` is chained so by the compiler), or slice K 64 columns at a"
+                          " time, or run the loop unpipelined (stages=1)"))
       for r in o.regions:
         stages = getattr(o, "stages", 1) if isinstance(o, For) else 1
         visit(getattr(o, r), stages if stages > 1 else piped)
@@ -99,6 +105,22 @@ def check_fresh_int8_dots(kernel: ir.Kernel, defs: dict) -> None:
   visit(kernel.body, 0)
   if errors:
     E.raise_all(errors)
+
+
+def _reaches_add(dot, users) -> bool:
+  """Whether `dot`'s product meets an integer + or - in its block, directly or through elementwise math."""
+  seen, work = set(), [dot.results[0]]
+  while work:
+    v = work.pop()
+    for u in users.get(id(v), ()):
+      if id(u) in seen:
+        continue
+      seen.add(id(u))
+      if isinstance(u, Binary) and u.kind in (BinOp.ADD, BinOp.SUB):
+        return True
+      if ir.traits_of(u).layout == ir.LayoutRule.ELEMENTWISE:
+        work.extend(u.results)
+  return False
 
 
 def _eight_bit_int(ref) -> bool:

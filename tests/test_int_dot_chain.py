@@ -4,8 +4,8 @@ Async fuzzer 61c's int8 seeds 306, 693, 894, 997 and 1046 (tests/async_fuzz2.py)
 interpret mode: each a fresh int8 dot over 32-byte swizzled operands in a pipelined loop, its product added to an
 accumulator. The wrong values were the product plus, in each thread, one of its own result registers (the zeros the
 instruction started from read one register). Written chained, each was right; so integer sums (exact) are chained by
-the compiler, and a fresh int8 dot of that form that cannot be chained is refused (MG501) until a lowering of it is
-measured right.
+the compiler, and a fresh int8 dot of that form whose product is still added on (`acc + d * 1`, wrong on the H100 too)
+is refused (MG501) until a lowering of it is measured right.
 """
 import jax
 import jax.numpy as jnp
@@ -128,6 +128,17 @@ def test_a_fresh_int8_product_over_32_column_k_steps_in_a_pipelined_loop_is_refu
   export(scaled_fresh_product, a, b, stages=1)
 
 
+@pytest.mark.parametrize("seed", (1456, 1413, 1423))
+def test_fresh_int8_products_not_added_on_compute(seed):
+  """A fresh product that becomes the accumulator, feeds a chained dot, or sits beside a row statistic: right on
+  the H100 before the chaining (session 49's fuzz run), so not refused."""
+  import async_fuzz
+  g = async_fuzz2.Gen(seed)
+  assert "dt:int8" in g.tags
+  cls, detail = async_fuzz.run(g, build=True)
+  assert cls == "ok", detail
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_fuzz_seeds_chain_their_products_and_compute(seed):
   g = async_fuzz2.Gen(seed)
@@ -140,7 +151,7 @@ def test_the_fuzz_seeds_chain_their_products_and_compute(seed):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("seed", SEEDS + (1456, 1413, 1423))
 def test_gpu_the_fuzz_seeds_match_numpy(seed):
   import fuzz_check
   g = async_fuzz2.Gen(seed)
