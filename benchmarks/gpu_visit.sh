@@ -196,6 +196,7 @@ PY
     # run with the refusal off (which are wrong on the GPU), then async fuzzer 61c again
     s50_a)       python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_int_dot_chain.py tests/test_probe61d.py 2>&1 | tail -5
                  python3 -u benchmarks/probe_s49_int8.py --refused 2>&1 | grep -vE "Warning|^ |^hint" | tail -45
+                 python3 -u benchmarks/probe_s49_int8.py --unchained 2>&1 | grep -vE "Warning|^ |^hint" | tail -12
                  timeout ${FUZZ_SECS:-110} python3 -u benchmarks/probe_async_fuzz.py --jobs 14 --loop 61c --seeds ${ASYNC_SEEDS:-0:3000} >"$OUT/asyncfuzz61c.log" 2>&1; echo "rc=$?"
                  grep -vE "^(ok|refused)" "$OUT/asyncfuzz61c.log" | cut -c1-300 | tail -12 ;;
     gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)

@@ -5,6 +5,8 @@ against interpret mode; every output saved to $OUT/s49_int8.npz (got, want, inpu
     python benchmarks/probe_s49_int8.py            (SEEDS=1046,306 VARIANTS="as is,stages=1" for some)
     python benchmarks/probe_s49_int8.py --refused  (61c's int8 seeds of 0:1500 that MG501 refuses since, run with
                                                     the refusal switched off: which of them the GPU gets wrong)
+    python benchmarks/probe_s49_int8.py --unchained  (the five seeds with chaining and MG501 off: the lowering's
+                                                    opaque accumulator registers alone)
 
 Measured on an H100 (session 49): every seed wrong twice alike (deterministic); right with stages=1 and written
 chained (`acc = ml.dot(a, b, acc)`, now the compiler's own form of an integer `acc + ml.dot(a, b)`), still wrong as
@@ -87,9 +89,29 @@ def refused():
   print(counts)
 
 
+def unchained():
+  """The five seeds and their `d * 1` variants with the compiler's chaining and MG501 both off: what the lowering's
+  own registers for a constant accumulator (lowering/mma.py `_own_registers`) do on the GPU alone."""
+  from mgpu_dsl.frontend import compile as fc
+  saved = fc.chain_integer_dots, fc.check_fresh_int8_dots
+  fc.chain_integer_dots = fc.check_fresh_int8_dots = lambda *a: None
+  try:
+    for seed in (306, 693, 894, 997, 1046):
+      g = async_fuzz2.Gen(seed)
+      for name in ("as is", "dot then wait (acc = acc + d * 1)"):
+        k = fuzz_check.load(_Src(g, variants(g.source)[name]))
+        want = np.asarray(k(*g.args, interpret=True)[0])
+        got = np.asarray(jax.block_until_ready(jax.jit(k)(*g.args))[0])
+        print(f"{seed} unchained {name:36s} {int(np.sum(got != want)):6d} of {want.size} differ", flush=True)
+  finally:
+    fc.chain_integer_dots, fc.check_fresh_int8_dots = saved
+
+
 def main():
   if "--refused" in sys.argv:
     return refused()
+  if "--unchained" in sys.argv:
+    return unchained()
   seeds = [int(s) for s in os.environ.get("SEEDS", "1046,306,997,894,693").split(",")]
   only = os.environ.get("VARIANTS")
   saved = {}

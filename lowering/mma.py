@@ -6,7 +6,7 @@ import numpy as np
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import utils as mgpu_utils
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import arith, nvvm
+from jaxlib.mlir.dialects import arith, llvm, nvvm, vector
 
 from ..frontend.ops.mma import Dot, DotWait
 from ..frontend.types import RefType
@@ -60,12 +60,49 @@ def _eight_bit_a(a):
   return fa.FragmentedArray(_registers=new, _layout=fa.WGMMA_LAYOUT_8BIT, _is_signed=a.is_signed)
 
 
+def _own_registers(x):
+  """Integer accumulator registers that are constants (a fresh dot's zeros, `ml.zeros` chained onto) copied each
+  through an opaque `mov` into a PTX register of its own, before Mosaic GPU's fence ties them to the instruction.
+  Left to LLVM, every register was a copy of one shared zero register and the last of them that register itself
+  (`mov.b32 %r28, %r35` ... `wgmma ... {%r28, ..., %r34, %r35}`, %r35 also the TMA's zero coordinate), and ptxas
+  then read that register's result for every input: an H100 added each thread's last result register to its whole
+  product (design note 207). `x`: a FragmentedArray of constant registers (a carried accumulator, a loop's block
+  argument, is not passed here)."""
+  i32 = ir.IntegerType.get_signless(32)
+  regs = np.empty(x.registers.shape, dtype=object)
+  for idx, r in np.ndenumerate(x.registers):
+    vec = ir.VectorType(r.type)
+    parts = [llvm.inline_asm(i32, [vector.extract(r, dynamic_position=[], static_position=[k])], "mov.b32 $0, $1;",
+                             "=r,r", has_side_effects=True) for k in range(vec.shape[0])]
+    out = vector.broadcast(vec, parts[0])
+    for k, p in enumerate(parts[1:], 1):
+      out = vector.insert(p, out, dynamic_position=[], static_position=[k])
+    regs[idx] = out
+  return fa.FragmentedArray(_registers=regs, _layout=x.layout, _is_signed=x.is_signed)
+
+
+def _constant(reg) -> bool:
+  """Whether a register value is a constant splat (arith.constant, or a vector broadcast of one)."""
+  op = getattr(reg.owner, "name", None) if hasattr(reg, "owner") else None
+  if op == "vector.broadcast":
+    src = reg.owner.operands[0]
+    op = getattr(src.owner, "name", None) if hasattr(src, "owner") else None
+  return op == "arith.constant"
+
+
 @lower(Dot)
 def _dot(ctx, o):
   m, n = ctx.local_shape(o.result.type)
   t = o.result.type.dtype
-  acc = ctx.carried(o.acc) if o.acc is not None else mgpu.WGMMAAccumulator.zero(
-      m, n, mlir_type(t), is_signed=t.is_signed)
+  raw = ctx.values[o.acc.id] if o.acc is not None else None
+  if t.is_int and (o.acc is None or isinstance(raw, fa.FragmentedArray) and all(map(_constant, raw.registers.flat))):
+    if o.acc is None:
+      zero = arith.constant(mlir_type(t), ir.IntegerAttr.get(mlir_type(t), 0))
+      raw = fa.FragmentedArray.splat(zero, (m, n), fa.WGMMA_LAYOUT, is_signed=t.is_signed)
+    acc = mgpu.WGMMAAccumulator.from_registers(_own_registers(raw))
+  else:
+    acc = ctx.carried(o.acc) if o.acc is not None else mgpu.WGMMAAccumulator.zero(
+        m, n, mlir_type(t), is_signed=t.is_signed)
   if o.fence_acc and isinstance(ctx.values[o.acc.id], mgpu.WGMMAAccumulator):
     # a dot's result other instructions read since: PTX orders them before this dot only by a wgmma.fence
     acc = mgpu.WGMMAAccumulator(_value=acc._value, _original_layout=acc._original_layout, _sync=True)

@@ -128,6 +128,32 @@ def test_a_fresh_int8_product_over_32_column_k_steps_in_a_pipelined_loop_is_refu
   export(scaled_fresh_product, a, b, stages=1)
 
 
+def _fresh_dot_kernel(dtype):
+  out = jnp.int32 if dtype == jnp.int8 else jnp.float32
+
+  def fresh_dot(a, b, o):
+    a_s = ml.smem((128, 64), dtype)
+    b_s = ml.smem((64, 64), dtype)
+    ml.copy(a, a_s)
+    ml.copy(b, b_s)
+    o[...] = ml.dot(a_s, b_s.T, out_dtype=out)
+  return mg.mgpu_kernel(out_shape=lambda a, b: S((128, 64), out))(fresh_dot)
+
+
+@pytest.mark.parametrize("dtype", [jnp.int8, jnp.float16])
+def test_a_constant_integer_accumulator_takes_a_register_of_its_own_each(dtype, tmp_path, monkeypatch):
+  """lowering/mma.py `_own_registers`: every register of a fresh int32 accumulator is its own opaque `mov` (ptxas
+  misread a shared zero register, design note 207); 128x64 int32 on one warpgroup is 64 registers a thread. Float
+  accumulators keep Mosaic GPU's zeros."""
+  monkeypatch.setenv("MGPU_DSL_DUMP", str(tmp_path))
+  k = _fresh_dot_kernel(dtype)
+  k.check(S((128, 64), dtype), S((64, 64), dtype))
+  (mlir,) = [open(p).read() for p in tmp_path.glob("fresh_dot-*.mlir")]
+  assert mlir.count("mov.b32 $0, $1;") == (64 if dtype == jnp.int8 else 0)
+  a, b = _ints((128, 64), 13, dtype), _ints((64, 64), 14, dtype)
+  np.testing.assert_array_equal(k(a, b, interpret=True), np.asarray(a, np.int64) @ np.asarray(b, np.int64).T)
+
+
 @pytest.mark.parametrize("seed", (1456, 1413, 1423))
 def test_fresh_int8_products_not_added_on_compute(seed):
   """A fresh product that becomes the accumulator, feeds a chained dot, or sits beside a row statistic: right on
@@ -163,6 +189,9 @@ def test_gpu_the_fuzz_seeds_match_numpy(seed):
 
 @pytest.mark.gpu
 def test_gpu_a_chained_integer_loop_matches_numpy():
+  x, y = _ints((128, 64), 15), _ints((64, 64), 16)
+  np.testing.assert_array_equal(jax.jit(_fresh_dot_kernel(jnp.int8))(x, y),
+                                np.asarray(x, np.int64) @ np.asarray(y, np.int64).T)
   a, b = _ints((128, 256), 9), _ints((64, 256), 10)
   want = np.asarray(a, np.int64) @ np.asarray(b, np.int64).T
   np.testing.assert_array_equal(jax.jit(plus_in_loop)(a, b), want)
