@@ -188,7 +188,7 @@ PY
                  grep -vE "^(ok|refused)" "$OUT/asyncfuzz61c.log" | cut -c1-300 | tail -12 ;;
     # async fuzzer 61c's int8 seeds wrong on the GPU: variants against interpret mode, PTX and SASS of two, then the
     # compiled call under jax.disable_jit (probe 61d's seed 1033)
-    s49_b)       MOSAIC_GPU_DUMP_PTX=1 MOSAIC_GPU_DUMP_SASS=1 MOSAIC_GPU_DUMP_TO=$OUT/dump SEEDS=1046,693 VARIANTS="as is" python3 -u benchmarks/probe_s49_int8.py >"$OUT/dumprun.log" 2>&1
+    s49_b)       mkdir -p "$OUT/dump"; MOSAIC_GPU_DUMP_PTX=1 MOSAIC_GPU_DUMP_SASS=1 MOSAIC_GPU_DUMP_TO=$OUT/dump SEEDS=1046,693 VARIANTS="as is" python3 -u benchmarks/probe_s49_int8.py >"$OUT/dumprun.log" 2>&1
                  tar czf "$OUT/int8dump.tgz" -C "$OUT" dump dumprun.log && rm -rf "$OUT/dump"
                  python3 -u benchmarks/probe_s49_int8.py
                  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe61d.py 2>&1 | tail -5 ;;

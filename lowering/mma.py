@@ -61,13 +61,13 @@ def _eight_bit_a(a):
 
 
 def _own_registers(x):
-  """Integer accumulator registers that are constants (a fresh dot's zeros, `ml.zeros` chained onto) copied each
-  through an opaque `mov` into a PTX register of its own, before Mosaic GPU's fence ties them to the instruction.
+  """Integer accumulator registers that share a value (a fresh dot's zeros, `ml.zeros` or `ml.full` chained onto)
+  copied each through an opaque `mov` into a PTX register of its own, before Mosaic GPU's fence ties them to the
+  instruction.
   Left to LLVM, every register was a copy of one shared zero register and the last of them that register itself
   (`mov.b32 %r28, %r35` ... `wgmma ... {%r28, ..., %r34, %r35}`, %r35 also the TMA's zero coordinate), and ptxas
   then read that register's result for every input: an H100 added each thread's last result register to its whole
-  product (design note 207). `x`: a FragmentedArray of constant registers (a carried accumulator, a loop's block
-  argument, is not passed here)."""
+  product (design note 207). `x`: a FragmentedArray whose registers share values (`_shares_registers`)."""
   i32 = ir.IntegerType.get_signless(32)
   regs = np.empty(x.registers.shape, dtype=object)
   for idx, r in np.ndenumerate(x.registers):
@@ -81,13 +81,18 @@ def _own_registers(x):
   return fa.FragmentedArray(_registers=regs, _layout=x.layout, _is_signed=x.is_signed)
 
 
-def _constant(reg) -> bool:
-  """Whether a register value is a constant splat (arith.constant, or a vector broadcast of one)."""
-  op = getattr(reg.owner, "name", None) if hasattr(reg, "owner") else None
-  if op == "vector.broadcast":
-    src = reg.owner.operands[0]
-    op = getattr(src.owner, "name", None) if hasattr(src, "owner") else None
-  return op == "arith.constant"
+def _shares_registers(x) -> bool:
+  """Whether two 32-bit slots of accumulator `x` hold one value: a splat (`arith.constant`, or a vector broadcast of
+  a scalar: `ml.zeros`, `ml.full(shape, s)`) or one vector in two places. A loop's carried accumulator (block
+  arguments, distinct) does not."""
+  seen = set()
+  for r in x.registers.flat:
+    owner = getattr(r, "owner", None)
+    name = getattr(owner, "name", None)
+    if name in ("arith.constant", "vector.broadcast", "vector.splat") or r in seen:
+      return True
+    seen.add(r)
+  return False
 
 
 @lower(Dot)
@@ -95,7 +100,7 @@ def _dot(ctx, o):
   m, n = ctx.local_shape(o.result.type)
   t = o.result.type.dtype
   raw = ctx.values[o.acc.id] if o.acc is not None else None
-  if t.is_int and (o.acc is None or isinstance(raw, fa.FragmentedArray) and all(map(_constant, raw.registers.flat))):
+  if t.is_int and (o.acc is None or isinstance(raw, fa.FragmentedArray) and _shares_registers(raw)):
     if o.acc is None:
       zero = arith.constant(mlir_type(t), ir.IntegerAttr.get(mlir_type(t), 0))
       raw = fa.FragmentedArray.splat(zero, (m, n), fa.WGMMA_LAYOUT, is_signed=t.is_signed)

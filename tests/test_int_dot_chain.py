@@ -154,6 +154,27 @@ def test_a_constant_integer_accumulator_takes_a_register_of_its_own_each(dtype, 
   np.testing.assert_array_equal(k(a, b, interpret=True), np.asarray(a, np.int64) @ np.asarray(b, np.int64).T)
 
 
+@mg.mgpu_kernel(out_shape=lambda a, b, c: S((128, 64), jnp.int32))
+def full_then_dot(a, b, c, o):
+  a_s = ml.smem((128, 64), jnp.int8)
+  b_s = ml.smem((64, 64), jnp.int8)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  acc = ml.full((128, 64), c[0], jnp.int32)       # every register one run-time value
+  o[...] = ml.dot(a_s, b_s.T, acc)
+
+
+def test_an_integer_accumulator_splat_from_a_run_time_value_takes_registers_of_its_own(tmp_path, monkeypatch):
+  monkeypatch.setenv("MGPU_DSL_DUMP", str(tmp_path))
+  a, b, c = _ints((128, 64), 17), _ints((64, 64), 18), jnp.asarray([5, 0], jnp.int32)
+  full_then_dot.cache_clear()
+  full_then_dot.check(*(S(x.shape, x.dtype) for x in (a, b, c)))
+  (mlir,) = [open(p).read() for p in tmp_path.glob("full_then_dot-*.mlir")]
+  assert mlir.count("mov.b32 $0, $1;") == 64
+  np.testing.assert_array_equal(full_then_dot(a, b, c, interpret=True),
+                                5 + np.asarray(a, np.int64) @ np.asarray(b, np.int64).T)
+
+
 @pytest.mark.parametrize("seed", (1456, 1413, 1423))
 def test_fresh_int8_products_not_added_on_compute(seed):
   """A fresh product that becomes the accumulator, feeds a chained dot, or sits beside a row statistic: right on
