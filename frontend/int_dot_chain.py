@@ -28,8 +28,9 @@ def chain_integer_dots(body: ir.Block, defs: dict) -> None:
       uses[id(v)] = uses.get(id(v), 0) + 1
   mapping: dict = {}
   _visit(body, uses, mapping, defs)
-  if mapping:
+  if mapping:       # (a second `acc += ml.dot(..)` chains onto the first's add, replaced here by the first dot)
     body.ops[:] = [ir.substitute_deep(o, mapping) for o in body.ops]
+    defs.update({r.id: o for o in ir.walk(body) for r in o.results})
 
 
 def _visit(blk: ir.Block, uses, mapping, defs) -> None:
@@ -49,7 +50,7 @@ def _visit(blk: ir.Block, uses, mapping, defs) -> None:
       if not (isinstance(dot, Dot) and dot.acc is None and _same_int_tensor(d, x) and uses.get(id(d)) == 1
               and x is not d and where.get(x.id, -1) < j):    # (x defined before the dot, or outside this block)
         continue
-      blk.ops[j] = defs[d.id] = dataclasses.replace(dot, acc=x)
+      blk.ops[j] = dataclasses.replace(dot, acc=x)
       mapping[o.result] = d
       dropped.add(i)
       break
