@@ -244,6 +244,23 @@ def _batch(x, n, axis):
   return jnp.moveaxis(xs, 0, axis)
 
 
+def _custom_vjp(f, ref, through=None):
+  """`f` under jax.custom_vjp, its backward the reference `ref`'s vjp (each cotangent passed `through` a kernel if
+  given)."""
+  @jax.custom_vjp
+  def cf(*xs):
+    return f(*xs)
+
+  def fwd(*xs):
+    return f(*xs), xs
+
+  def bwd(xs, g):
+    cts = jax.vjp(ref, *xs)[1](g)
+    return cts if through is None else tuple(through(c) for c in cts)
+  cf.defvjp(fwd, bwd)
+  return cf
+
+
 def _sum_tree(t):
   return sum(jnp.sum(jnp.asarray(v, jnp.float32)) for v in jax.tree_util.tree_leaves(t))
 
@@ -385,14 +402,7 @@ def _wrap(gen, t, f, args, level):
       if g.ndim == 2 and g.shape[0] % 64 == 0 and jnp.issubdtype(g.dtype, jnp.floating):
         return scaled(g, k=1, interpret=interp)
       return g
-    @jax.custom_vjp
-    def cf(*xs):
-      return f(*xs)
-    def fwd(*xs):
-      return f(*xs), xs
-    def bwd(xs, g):
-      return tuple(through(c) for c in jax.vjp(ref, *xs)[1](g))
-    cf.defvjp(fwd, bwd)
+    cf = _custom_vjp(f, ref, through)
     return (lambda *xs: (cf(*xs), jax.grad(lambda *ys: _sum_tree(cf(*ys)), argnums=tuple(range(len(xs))))(*xs))), args
   if t == "named_call":
     return jax.named_call(f, name=f"level{level}"), args
@@ -421,15 +431,7 @@ def _wrap(gen, t, f, args, level):
     return f, args
   if t == "custom_vjp":    # the call under custom_vjp, its backward jnp (the reference's vjp), under jax.grad
     ref = build_ref_at(gen, level)
-    @jax.custom_vjp
-    def cf(*xs):
-      return f(*xs)
-    def fwd(*xs):
-      return f(*xs), xs
-    def bwd(xs, g):
-      _, vjp = jax.vjp(ref, *xs)
-      return vjp(g)
-    cf.defvjp(fwd, bwd)
+    cf = _custom_vjp(f, ref)
     if any(not jnp.issubdtype(a.dtype, jnp.floating) for a in args):
       return cf, args
     def s(*xs):
