@@ -199,6 +199,11 @@ PY
                  python3 -u benchmarks/probe_s49_int8.py --unchained 2>&1 | grep -vE "Warning|^ |^hint" | tail -12
                  timeout ${FUZZ_SECS:-110} python3 -u benchmarks/probe_async_fuzz.py --jobs 14 --loop 61c --seeds ${ASYNC_SEEDS:-0:3000} >"$OUT/asyncfuzz61c.log" 2>&1; echo "rc=$?"
                  grep -vE "^(ok|refused)" "$OUT/asyncfuzz61c.log" | cut -c1-300 | tail -12 ;;
+    # session 50: dQ's product deferred to the next step of the fused backward (benchmarks/attn_bwd_deferred.py), each
+    # kernel alone against the default fused kernel, with ptxas's registers and spills
+    s50_b)       MOSAIC_GPU_DUMP_PTXAS=1 python3 -u benchmarks/attn_bwd_deferred.py >"$OUT/deferred_full.log" 2>&1; echo "rc=$?"
+                 grep -E "spill|Used [0-9]+ registers" "$OUT/deferred_full.log" | sort | uniq -c | head -30
+                 grep -vE "^ptxas|spill|Used|Compiling|^$|Warning" "$OUT/deferred_full.log" | tail -30 ;;
     gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)
     gpu_s34all)  python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 500 ;;
     # Sessions 34-35 (no device lent then): the tests that may fault without their fixes, a few a shard, then
