@@ -1,0 +1,234 @@
+"""Probe 62b: the leftovers notes 203-207 listed (design note 209).
+
+1. A widened operand bound to a name first (`w = b_s[...].T.astype(f32)`, then `x @ w`; `.astype(f32).T`,
+   `jnp.transpose(b_s[...]).astype(f32)`, both operands named) kept the float32 register product and its transpose
+   scratch (MG402 at (64, 256) by (256, 256)): it is the widened 16-bit product ml.dot computes, read from the ops
+   that made the operand (the buffer's view where nothing wrote the buffer since the read), and the named value's
+   transpose, if nothing else reads it, is dropped after the trace.
+"""
+import inspect
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from probe_util import export
+
+S = jax.ShapeDtypeStruct
+f32 = jnp.float32
+
+
+def _line(fn, text):
+  """(line, column) of `text`'s first occurrence in `fn`'s source."""
+  lines, first = inspect.getsourcelines(fn.fn if hasattr(fn, "fn") else fn)
+  for i, line in enumerate(lines):
+    if text in line:
+      return first + i, line.index(text)
+  raise LookupError(text)
+
+
+# ---------------------------------------------------------------------- 1. a widened operand bound to a name first
+def _named(form):
+  @mg.mgpu_kernel(out_shape=lambda a, bt: S((a.shape[0], bt.shape[0]), jnp.float32))
+  def k(a, bt, o):
+    a_s, b_s = ml.smem(a.shape, a.dtype), ml.smem(bt.shape, bt.dtype)
+    ml.copy(a, a_s)
+    ml.copy(bt, b_s)
+    if form == "T.astype":
+      w = b_s[...].T.astype(f32)
+      o[...] = a_s[...].astype(f32) @ w
+    elif form == "astype.T":
+      w = b_s[...].astype(f32).T
+      o[...] = a_s[...].astype(f32) @ w
+    elif form == "both named":
+      x = a_s[...].astype(f32)
+      w = b_s[...].T.astype(f32)
+      o[...] = jnp.dot(x, w)
+    elif form == "jnp.transpose":
+      o[...] = jnp.matmul(a_s[...].astype(f32), jnp.transpose(b_s[...]).astype(f32))
+    elif form == "named jnp.transpose":
+      w = jnp.transpose(b_s[...]).astype(f32)
+      o[...] = jax.lax.dot(a_s[...].astype(f32), w)
+    elif form == "widened, then .T":
+      w = b_s[...].astype(f32)
+      o[...] = a_s[...].astype(f32) @ w.T
+    elif form == "register tile":          # a 16-bit register tile (computed), widened, named
+      w = (b_s[...] * 2).T.astype(f32)
+      o[...] = a_s[...].astype(f32) @ w * 0.5
+  return k
+
+
+_FORMS = ["T.astype", "astype.T", "both named", "jnp.transpose", "named jnp.transpose", "widened, then .T",
+          "register tile"]
+_NAMED = {f: _named(f) for f in _FORMS}
+
+
+def _pair(rng, n=256, dtype=jnp.bfloat16):
+  return rng.integers(-3, 4, (64, 256)).astype(dtype), rng.integers(-3, 4, (n, 256)).astype(dtype)
+
+
+@pytest.mark.parametrize("form", _FORMS)
+def test_a_named_widened_operand_is_the_widened_product(form):
+  a, bt = _pair(np.random.default_rng(5))
+  got = _NAMED[form](a, bt, interpret=True)       # (was MG402: the float32 product's and transpose's scratch)
+  np.testing.assert_array_equal(np.asarray(got), a.astype(np.float32) @ bt.astype(np.float32).T)
+  plan = _NAMED[form].typed_ir(a, bt)
+  assert "transposestore" not in plan and "float32, T>" not in plan, plan    # b_s's view, no float32 transpose
+
+
+@pytest.mark.parametrize("form", ["T.astype", "both named", "named jnp.transpose"])
+def test_a_named_widened_operand_exports(form):
+  a, bt = _pair(np.random.default_rng(6), dtype=jnp.float16)
+  export(_NAMED[form], a, bt)
+
+
+@pytest.mark.parametrize("form", _FORMS)
+def test_a_small_named_widened_operand_computes(form):
+  a, bt = _pair(np.random.default_rng(7), n=64, dtype=jnp.float16)
+  got = _NAMED[form](a, bt, interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), a.astype(np.float32) @ bt.astype(np.float32).T)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, bt, b2: S((64, 64), jnp.float32))
+def read_then_overwritten(a, bt, b2, o):      # w holds b_s's old values: the product must not read b_s again
+  a_s, b_s = ml.smem(a.shape, a.dtype), ml.smem(bt.shape, bt.dtype)
+  ml.copy(a, a_s)
+  ml.copy(bt, b_s)
+  w = b_s[...].T.astype(f32)
+  ml.copy(b2, b_s)
+  o[...] = a_s[...].astype(f32) @ w + b_s[...][:, :64].astype(f32)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, bt: S((64, 64), jnp.float32))
+def read_then_doubled(a, bt, o):
+  a_s, b_s = ml.smem(a.shape, a.dtype), ml.smem(bt.shape, bt.dtype)
+  ml.copy(a, a_s)
+  ml.copy(bt, b_s)
+  w = b_s[...].T.astype(f32)
+  b_s[...] = b_s[...] * 2
+  o[...] = a_s[...].astype(f32) @ w + b_s[...][:, :64].astype(f32)
+
+
+def test_a_named_operand_whose_buffer_is_written_since_keeps_its_values():
+  rng = np.random.default_rng(8)
+  a, bt = _pair(rng, n=64, dtype=jnp.float16)
+  b2 = rng.integers(-3, 4, (64, 256)).astype(jnp.float16)
+  a32, b32, c32 = (x.astype(np.float32) for x in (a, bt, b2))
+  np.testing.assert_array_equal(np.asarray(read_then_overwritten(a, bt, b2, interpret=True)), a32 @ b32.T + c32[:, :64])
+  np.testing.assert_array_equal(np.asarray(read_then_doubled(a, bt, interpret=True)), a32 @ b32.T + 2 * b32[:, :64])
+  export(read_then_overwritten, a, bt, b2)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, bt: S((64, bt.shape[0]), jnp.float32))
+def named_in_a_pipelined_loop(a, bt, o):
+  acc = ml.zeros((64, bt.shape[0]), f32)
+  a_s, b_s = ml.smem((64, 64), a.dtype), ml.smem((bt.shape[0], 64), bt.dtype)
+  for k in ml.range(a.shape[1] // 64, stages=2):
+    ml.copy(a.at[:, ml.ds(k * 64, 64)], a_s)
+    ml.copy(bt.at[:, ml.ds(k * 64, 64)], b_s)
+    x = a_s[...].astype(f32)
+    w = b_s[...].T.astype(f32)
+    acc += x @ w
+  o[...] = acc
+
+
+def test_named_widened_operands_in_a_pipelined_loop():
+  a, bt = _pair(np.random.default_rng(9), n=256, dtype=jnp.bfloat16)
+  got = named_in_a_pipelined_loop(a, bt, interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), a.astype(np.float32) @ bt.astype(np.float32).T)
+  assert "transposestore" not in named_in_a_pipelined_loop.typed_ir(a, bt)
+  export(named_in_a_pipelined_loop, a, bt)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("form", ["T.astype", "astype.T", "both named", "named jnp.transpose", "register tile"])
+def test_a_named_widened_operand_gpu(form):
+  a, bt = _pair(np.random.default_rng(10))
+  got = jax.jit(_NAMED[form])(a, bt)
+  np.testing.assert_array_equal(np.asarray(got), a.astype(np.float32) @ bt.astype(np.float32).T)
+
+
+@pytest.mark.gpu
+def test_named_widened_operands_gpu():
+  rng = np.random.default_rng(11)
+  a, bt = _pair(rng, n=64, dtype=jnp.float16)
+  b2 = rng.integers(-3, 4, (64, 256)).astype(jnp.float16)
+  a32, b32, c32 = (x.astype(np.float32) for x in (a, bt, b2))
+  np.testing.assert_array_equal(np.asarray(jax.jit(read_then_overwritten)(a, bt, b2)), a32 @ b32.T + c32[:, :64])
+  a, bt = _pair(rng, n=256, dtype=jnp.bfloat16)
+  np.testing.assert_array_equal(np.asarray(jax.jit(named_in_a_pipelined_loop)(a, bt)),
+                                a.astype(np.float32) @ bt.astype(np.float32).T)
+
+
+# ---------------------------------------------------------------------- 2. int64 strides with jax_enable_x64
+tl = ml
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: x, grid=(8,))
+def liger_rows(X_ptr, X_stride: tl.scalar, Y_ptr):
+  row = tl.program_id(0).to(tl.int64)
+  cols = tl.arange(0, 256)
+  x = tl.load(X_ptr.at[row * X_stride + cols])
+  tl.store(Y_ptr.at[row * X_stride + cols], x * 2)
+
+
+@mg.mgpu_kernel(out_shape=lambda s: S((8,), jnp.int32), grid=(8,))
+def int64_stride_times_pid(stride: tl.scalar, o):      # an int32 program id times an int64 stride: int64, as jnp
+  o[tl.program_id(0)] = ((tl.program_id(0) * stride) >> 20).astype(jnp.int32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, s: x, grid=(8,))
+def int64_stride_rows(x, stride: tl.scalar, y):
+  start = tl.program_id(0) * stride + tl.arange(0, 256)
+  tl.store(y.at[start], tl.load(x.at[start]) * 2)
+
+
+def test_with_x64_an_int32_stride_meeting_int64_hints_the_int64_at_the_call():
+  x = np.arange(8 * 256, dtype=np.float32) % 11
+  for passed in (256, np.int32(256)):
+    with jax.enable_x64(True):
+      with pytest.raises(mg.DtypeMismatchError) as info:
+        liger_rows(x, passed, interpret=True)
+    e = info.value
+    line, col = _line(liger_rows, "row * X_stride")
+    assert e.code == "MG104" and (e.lineno, e.col_offset) == (line, col), e
+    assert "* on row (int64) and X_stride (int32)" in e.message
+    # (was "convert one side explicitly, e.g. X_stride.astype(jnp.int64)": the low 32 bits through jax.jit)
+    assert e.hint.startswith("pass X_stride as an int64 scalar, jnp.int64(X_stride)"), e.hint
+  with jax.enable_x64(True):                       # the hint followed
+    np.testing.assert_array_equal(liger_rows(x, jnp.int64(256), interpret=True), x * 2)
+
+
+def test_with_x64_an_int64_stride_meeting_an_int32_program_id_computes_in_int64():
+  with jax.enable_x64(True):
+    # (was MG104 "convert one side explicitly, e.g. tl.program_id(0).astype(jnp.int64)": jnp gives int64)
+    got = int64_stride_times_pid(np.int64(2 ** 30), interpret=True)
+    np.testing.assert_array_equal(got, np.arange(8, dtype=np.int32) * 1024)    # int32 would wrap from program 2
+    x = np.arange(8 * 256, dtype=np.float32) % 11
+    np.testing.assert_array_equal(int64_stride_rows(x, jnp.int64(256), interpret=True), x * 2)
+    export(int64_stride_times_pid, np.int64(2 ** 30))
+    export(int64_stride_rows, x, np.int64(256))
+
+
+def test_with_x64_an_int64_stride_meeting_an_int32_tensor_is_int64():
+  @mg.mgpu_kernel(out_shape=lambda x, s: S(x.shape, jnp.int64))
+  def k(x, s: ml.scalar, o):
+    o[...] = x[...] * s
+  with jax.enable_x64(True):
+    x = np.arange(256, dtype=np.int32).reshape(2, 128)
+    got = k(x, np.int64(2 ** 33), interpret=True)
+    assert got.dtype == jnp.int64
+    np.testing.assert_array_equal(got, x.astype(np.int64) * 2 ** 33)
+
+
+@pytest.mark.gpu
+def test_int64_strides_gpu():
+  with jax.enable_x64(True):
+    np.testing.assert_array_equal(jax.jit(int64_stride_times_pid)(np.int64(2 ** 30)),
+                                  np.arange(8, dtype=np.int32) * 1024)
+    x = jnp.arange(8 * 256, dtype=jnp.float32) % 11
+    np.testing.assert_array_equal(jax.jit(int64_stride_rows)(x, jnp.int64(256)), x * 2)
+    np.testing.assert_array_equal(jax.jit(liger_rows)(x, jnp.int64(256)), x * 2)
