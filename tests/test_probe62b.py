@@ -232,3 +232,74 @@ def test_int64_strides_gpu():
     x = jnp.arange(8 * 256, dtype=jnp.float32) % 11
     np.testing.assert_array_equal(jax.jit(int64_stride_rows)(x, jnp.int64(256)), x * 2)
     np.testing.assert_array_equal(jax.jit(liger_rows)(x, jnp.int64(256)), x * 2)
+
+
+# ---------------------------------------------------------------------- 3. a pipelined loop's own MG402
+def _staged(rows, stages, triton=False):
+  @mg.mgpu_kernel(out_shape=lambda a, b: S((128, 128), jnp.float32))
+  def k(a, b, o):
+    a_s = ml.smem((128, rows), a.dtype)
+    b_s = ml.smem((rows, 128), b.dtype)
+    acc = ml.zeros((128, 128), jnp.float32)
+    for i in ml.range(a.shape[1] // rows, stages=stages):
+      ml.copy(a.at[:, ml.ds(i * rows, rows)], a_s)
+      ml.copy(b.at[ml.ds(i * rows, rows), :], b_s)
+      acc = ml.dot(a_s, b_s, acc)
+    o[...] = acc
+
+  @mg.mgpu_kernel(out_shape=lambda a, b: S((128, 128), jnp.float32))
+  def triton_k(a, b, o):
+    a_s, b_s = ml.smem((128, rows), a.dtype), ml.smem((rows, 128), b.dtype)
+    acc = ml.zeros((128, 128), jnp.float32)
+    for i in tl.range(0, a.shape[1] // rows, num_stages=stages):
+      ml.copy(a.at[:, ml.ds(i * rows, rows)], a_s)
+      ml.copy(b.at[ml.ds(i * rows, rows), :], b_s)
+      acc = tl.dot(a_s, b_s, acc)
+    o[...] = acc
+  return triton_k if triton else k
+
+
+_AB = (S((128, 2048), jnp.float16), S((2048, 128), jnp.float16))
+
+
+@pytest.mark.parametrize("triton", [False, True])
+def test_a_loop_whose_fewer_stages_fit_is_mg402_at_its_stages_keyword(triton):
+  k = _staged(256, 3, triton)
+  with pytest.raises(mg.SmemCapacityError) as info:
+    k.check(*_AB)
+  e = info.value
+  line, col = _line(k, "num_stages=stages" if triton else "stages=stages")
+  assert e.code == "MG402" and (e.lineno, e.col_offset) == (line, col), e      # (was the `for` line's start)
+  assert e.message.startswith("with stages=3 this loop's buffers need 394240 bytes (a_s 64 KiB, b_s 64 KiB per stage")
+  assert e.hint == ("use stages=1 (132096 bytes with the kernel's other buffers) (no loads ahead of use: the loop then"
+                    " runs unpipelined); or use smaller tiles: a_s of shape (128, 128) and b_s of shape (128, 128)"
+                    " instead of (128, 256) and (256, 128) (the loop's step cut to 1/2, 2 times the trips) fits with"
+                    " stages=3, 197632 bytes with the kernel's other buffers"), e.hint
+  _staged(256, 1, triton).check(*_AB)           # each hint followed compiles
+  _staged(128, 3, triton).check(*_AB)
+
+
+def test_a_loop_no_stage_count_fits_is_mg402_at_its_largest_buffer_with_the_step_that_fits():
+  k = _staged(512, 2)
+  with pytest.raises(mg.SmemCapacityError) as info:
+    k.check(*_AB)
+  e = info.value
+  line, col = _line(k, "ml.smem((128, rows), a.dtype)")
+  assert e.code == "MG402" and (e.lineno, e.col_offset) == (line, col), e      # (was the loop, "use smaller tiles")
+  assert e.message.startswith("with stages=2 this loop's buffers need 525312 bytes (a_s 128 KiB, b_s 128 KiB")
+  assert e.hint == ("use smaller tiles: a_s of shape (128, 128) and b_s of shape (128, 128) instead of (128, 512) and"
+                    " (512, 128) (the loop's step cut to 1/4, 4 times the trips) fits with stages=2, 132096 bytes with"
+                    " the kernel's other buffers"), e.hint
+  loop_line, loop_col = _line(k, "for i in")
+  assert any(n.startswith(f"{__file__}:{loop_line}:{loop_col}: the pipelined loop (stages=2)") for n in e.notes), e.notes
+  _staged(128, 2).check(*_AB)
+
+
+@pytest.mark.gpu
+def test_the_hinted_stages_and_steps_compute_gpu():
+  rng = np.random.default_rng(12)
+  a = rng.integers(-3, 4, (128, 2048)).astype(jnp.float16)
+  b = rng.integers(-3, 4, (2048, 128)).astype(jnp.float16)
+  want = a.astype(np.float32) @ b.astype(np.float32)
+  for rows, stages in ((256, 1), (128, 3), (128, 2)):
+    np.testing.assert_array_equal(np.asarray(jax.jit(_staged(rows, stages))(a, b)), want)
