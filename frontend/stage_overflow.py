@@ -86,7 +86,7 @@ def smaller_tile(kernel, loop, bufs, stages, sites, other) -> tuple | None:
       which = " and ".join(f"{b.name or 'a buffer'} of shape {shapes[id(b)]}" for b in group)
       was = " and ".join(f"{tuple(b.type.shape)}" for b in group)
       how = (f"the loop's step cut to 1/{cut}, {cut} times the trips" if along else
-             f"the tile each trip handles cut to match")
+             "the tile each trip handles cut to match")
       return big, (f"use smaller tiles: {which} instead of {was} ({how}) fits with stages={stages}, {need} bytes"
                    f" with the kernel's other buffers")
   return None
