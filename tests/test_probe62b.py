@@ -303,3 +303,62 @@ def test_the_hinted_stages_and_steps_compute_gpu():
   want = a.astype(np.float32) @ b.astype(np.float32)
   for rows, stages in ((256, 1), (128, 3), (128, 2)):
     np.testing.assert_array_equal(np.asarray(jax.jit(_staged(rows, stages))(a, b)), want)
+
+
+# ---------------------------------------------------------------------- 4. jax.tree_util.Partial's traced keywords
+@mg.mgpu_kernel(out_shape=lambda x, alpha: x)
+def scaled(x, alpha: ml.scalar, o, *, k: ml.constexpr = 2):
+  o[...] = x[...] * alpha * k
+
+
+X1 = np.ones((128, 64), np.float32)
+
+
+def call_partial(f, x):
+  return f(x, 0.5)
+
+
+def call_partial_interpreted(f, x):
+  return f(x, 0.5, interpret=True)
+
+
+@pytest.mark.parametrize("key", ["interpret", "k"])
+def test_a_partials_traced_keyword_says_so_and_hints_the_call(key):
+  from jax.tree_util import Partial
+  f = Partial(scaled, interpret=True) if key == "interpret" else Partial(scaled, k=3)
+  run = call_partial if key == "interpret" else call_partial_interpreted
+  with pytest.raises(mg.SignatureError) as info:
+    jax.jit(run)(f, X1)
+  e = info.value
+  line, col = _line(call_partial if key == "interpret" else call_partial_interpreted, "f(x, 0.5")
+  assert e.code == "MG006" and (e.filename, e.lineno, e.col_offset) == (__file__, line, col), e
+  shown = "interpret=True" if key == "interpret" else "k=..."
+  label = "interpret=" if key == "interpret" else "constexpr k"
+  # (was "under jax.jit, mark it static: jax.jit(f, static_argnames=['interpret'])", which a Partial cannot follow)
+  assert e.message == (f"scaled: {label} is a traced value: jax.tree_util.Partial(scaled, {shown}) holds its keywords"
+                       " as leaves of a pytree, which jax.jit (vmap, scan, ...) traces like arrays"), e.message
+  assert e.hint.startswith(f"pass {key} at the call, in the traced function: f(..., {shown}) of a Partial(scaled)")
+  assert f"functools.partial(scaled, {shown}) as a static argument (static_argnums)" in e.hint
+
+
+def test_a_partials_hints_followed_compute():
+  import functools
+  from jax.tree_util import Partial
+  want = X1 * 0.5 * 3
+  np.testing.assert_array_equal(jax.jit(lambda f, x: f(x, 0.5, interpret=True, k=3))(Partial(scaled), X1), want)
+  np.testing.assert_array_equal(jax.jit(lambda x: scaled(x, 0.5, interpret=True, k=3))(X1), want)
+  part = functools.partial(scaled, interpret=True, k=3)
+  np.testing.assert_array_equal(jax.jit(call_partial, static_argnums=0)(part, X1), want)
+
+
+def test_a_traced_interpret_not_of_a_partial_keeps_its_static_argnames_hint():
+  with pytest.raises(mg.SignatureError) as info:
+    jax.jit(lambda x, i: scaled(x, 0.5, interpret=i))(X1, True)
+  assert info.value.hint.startswith("under jax.jit, mark it static: jax.jit(f, static_argnames=['interpret'])")
+
+
+@pytest.mark.gpu
+def test_a_partial_of_a_kernel_through_jit_gpu():
+  from jax.tree_util import Partial
+  np.testing.assert_array_equal(jax.jit(call_partial)(Partial(scaled), X1), X1)
+  np.testing.assert_array_equal(jax.jit(lambda f, x: f(x))(Partial(scaled, alpha=2.0), X1), X1 * 4)
