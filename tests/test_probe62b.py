@@ -362,3 +362,95 @@ def test_a_partial_of_a_kernel_through_jit_gpu():
   from jax.tree_util import Partial
   np.testing.assert_array_equal(jax.jit(call_partial)(Partial(scaled), X1), X1)
   np.testing.assert_array_equal(jax.jit(lambda f, x: f(x))(Partial(scaled, alpha=2.0), X1), X1 * 4)
+
+
+# ---------------------------------------------------------------------- 5. warp-specialised / ping-pong, 8-bit and TF32
+import async_fuzz2      # noqa: E402  (tests/ on the path, as for probe_util)
+
+_WS = [(dt, loop, a) for dt in ("int8", "float8_e4m3fn", "float8_e5m2", "float32") for loop in ("ws", "pingpong")
+       for a in ("tma", "load", "carried")]
+
+
+@pytest.mark.parametrize("dt,loop,a", _WS)
+def test_warp_specialised_and_pingpong_loops_of_8_bit_and_tf32_operands(dt, loop, a):
+  """Each structure forced (seeds 0-1): interpret mode against NumPy; a register A staged through SMEM in a ping-pong
+  loop is the MG503 that says so (below); one seed in two exported for CUDA."""
+  for seed in (0, 1):
+    gen = async_fuzz2.Gen(seed, dt=dt, loop=loop, a_mode=a, acc_mode="chain", epi="plain")
+    cls, detail = async_fuzz2.run(gen, build=seed == 0)
+    if loop == "pingpong" and a != "tma" and cls == "refused":
+      assert detail.startswith("MG503") and "is one the tensor cores read from SMEM here" in detail, detail
+      continue
+    assert cls == "ok", (seed, cls, detail, gen.source)
+
+
+def test_the_focused_draw_of_warp_specialised_loops():
+  got = {}
+  for seed in range(12):
+    gen = async_fuzz2.ws_gen(seed)
+    cls, detail = async_fuzz2.run(gen, build=seed % 4 == 0)
+    assert cls in ("ok", "refused"), (seed, cls, detail, gen.source)
+    if cls == "refused":       # only the ping-pong loop's meetings, each at the user's line with its hint
+      assert detail.startswith("MG503") and "loop:pingpong" in gen.tags, (seed, detail)
+    got[cls] = got.get(cls, 0) + 1
+  assert got.get("ok", 0) >= 6, got
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((128, 32), jnp.int32), block=256)
+def pingpong_int8_register_a(a, b, o):
+  b_s = ml.smem((32, 32), jnp.int8)
+  acc = ml.zeros((128, 32), jnp.int32)
+  for k in ml.range(a.shape[1] // 32, stages=2, warp_specialize=True, pingpong=True):
+    ml.copy(b.at[:, ml.ds(k * 32, 32)], b_s)
+    av = a.at[:, ml.ds(k * 32, 32)][...]
+    acc = ml.dot(av, b_s.T, acc)
+  o[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((128, 32), jnp.int32), block=256)
+def pingpong_int8_hint_followed(a, b, o):
+  b_s = ml.smem((32, 32), jnp.int8)
+  av_s = ml.smem((128, 32), jnp.int8)
+  acc = ml.zeros((128, 32), jnp.int32)
+  for k in ml.range(a.shape[1] // 32, stages=2, warp_specialize=True, pingpong=True):
+    ml.copy(b.at[:, ml.ds(k * 32, 32)], b_s)
+    ml.copy(a.at[:, ml.ds(k * 32, 32)], av_s)
+    acc = ml.dot(av_s, b_s.T, acc)
+  o[...] = acc
+
+
+def _int8_pair(rng):
+  return rng.integers(-8, 8, (128, 96)).astype(np.int8), rng.integers(-8, 8, (32, 96)).astype(np.int8)
+
+
+def test_a_staged_register_a_in_a_pingpong_loop_says_so_and_hints_the_tma_load():
+  a, b = _int8_pair(np.random.default_rng(13))
+  with pytest.raises(mg.WarpSpecializeError) as info:
+    pingpong_int8_register_a(a, b, interpret=True)
+  e = info.value
+  line, col = _line(pingpong_int8_register_a, "ml.dot(av, b_s.T, acc)")
+  assert e.code == "MG503" and (e.filename, e.lineno, e.col_offset) == (__file__, line, col), e
+  # (was "here every compute thread of the CTA would have to meet ...", hinting to move the dot out of the loop)
+  assert e.message.startswith("this ml.dot's A, av (int8[128, 32] in registers), is one the tensor cores read from"
+                              " SMEM here, so the compiler stages it through an SMEM buffer"), e.message
+  assert e.hint == ("load A into SMEM by TMA, as B is: av_s = ml.smem((128, 32), jnp.int8) before the loop,"
+                    " ml.copy(a.at[:, ml.ds(k * 32, 32)], av_s) in it, and ml.dot(av_s, ...); or drop pingpong=True")
+  got = pingpong_int8_hint_followed(a, b, interpret=True)          # the hint followed
+  np.testing.assert_array_equal(np.asarray(got), a.astype(np.int32) @ b.astype(np.int32).T)
+  export(pingpong_int8_hint_followed, a, b)
+
+
+@pytest.mark.gpu
+def test_warp_specialised_and_pingpong_8_bit_and_tf32_gpu():
+  a, b = _int8_pair(np.random.default_rng(14))
+  got = jax.jit(pingpong_int8_hint_followed)(a, b)
+  np.testing.assert_array_equal(np.asarray(got), a.astype(np.int32) @ b.astype(np.int32).T)
+  import diff_fuzz
+  for dt, loop, a_mode in _WS:
+    for seed in (0, 1):
+      g = async_fuzz2.Gen(seed, dt=dt, loop=loop, a_mode=a_mode, acc_mode="chain", epi="plain")
+      if loop == "pingpong" and a_mode != "tma" and async_fuzz2.run(g, build=False)[0] == "refused":
+        continue
+      kernel = diff_fuzz.load(g)
+      for got, want in zip(jax.jit(kernel)(*g.args), g.refs):
+        assert not async_fuzz2.compare(got, want, g.tol_dtype), (dt, loop, a_mode, seed, g.source)
