@@ -454,3 +454,30 @@ def test_warp_specialised_and_pingpong_8_bit_and_tf32_gpu():
       kernel = diff_fuzz.load(g)
       for got, want in zip(jax.jit(kernel)(*g.args), g.refs):
         assert not async_fuzz2.compare(got, want, g.tol_dtype), (dt, loop, a_mode, seed, g.source)
+
+
+# ---------------------------------------------------------------------- 6. a register product whose chunks overflow SMEM
+@mg.mgpu_kernel(out_shape=lambda x, w: S((16, 256), jnp.float32), grid=(2,))
+def small_rows_einsum(x, w, o):           # the tensor-core fuzzer's seed 1779: (8, 128) by (128, 256), float32
+  i = ml.program_id(0)
+  o[ml.ds(i * 8, 8), :] = jnp.einsum("mk,kn->mn", x[ml.ds(i * 8, 8), :], w[...])
+
+
+def test_a_product_whose_register_chunks_overflow_smem_takes_the_tensor_cores():
+  rng = np.random.default_rng(15)
+  x = rng.integers(-3, 4, (16, 128)).astype(np.float32)
+  w = rng.integers(-3, 4, (128, 256)).astype(np.float32)
+  got = small_rows_einsum(x, w, interpret=True)       # (was MG402 of the chunks' 128 KiB scratches)
+  np.testing.assert_array_equal(np.asarray(got), x @ w)
+  assert "= dot " in small_rows_einsum.typed_ir(x, w)
+  export(small_rows_einsum, x, w)
+  import dot_fuzz
+  assert dot_fuzz.run(dot_fuzz.Gen(1779), build=False)[0] == "ok"
+
+
+@pytest.mark.gpu
+def test_a_product_whose_register_chunks_overflow_smem_gpu():
+  rng = np.random.default_rng(16)
+  x = rng.integers(-3, 4, (16, 128)).astype(np.float32)
+  w = rng.integers(-3, 4, (128, 256)).astype(np.float32)
+  np.testing.assert_array_equal(np.asarray(jax.jit(small_rows_einsum)(x, w)), x @ w)
