@@ -24,7 +24,6 @@ The classes found, each fixed:
    meeting a bias failed there too (a float32 product added to it); a padded product stored into an SMEM buffer of
    its own shape that registers hold ((256, 24)) is stored as one piece.
 """
-import inspect
 import re
 
 import jax
@@ -35,6 +34,7 @@ import pytest
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from probe_util import export
+from probe_util import line_of as _line
 
 tl = ml
 S = jax.ShapeDtypeStruct
@@ -42,13 +42,6 @@ X = (np.arange(128 * 128, dtype=np.float32).reshape(128, 128) % 7) - 3
 ON, OFF = np.array([1], np.int32), np.array([0], np.int32)
 
 
-def _line(fn, text):
-  """(line, column) of `text`'s first occurrence in `fn`'s source."""
-  lines, first = inspect.getsourcelines(fn.fn if hasattr(fn, "fn") else fn)
-  for i, line in enumerate(lines):
-    if text in line:
-      return first + i, line.index(text)
-  raise LookupError(text)
 
 
 def _refusal(kernel, *args, **kw):

@@ -6,7 +6,6 @@
    that made the operand (the buffer's view where nothing wrote the buffer since the read), and the named value's
    transpose, if nothing else reads it, is dropped after the trace.
 """
-import inspect
 
 import jax
 import jax.numpy as jnp
@@ -16,18 +15,12 @@ import pytest
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from probe_util import export
+from probe_util import line_of as _line
 
 S = jax.ShapeDtypeStruct
 f32 = jnp.float32
 
 
-def _line(fn, text):
-  """(line, column) of `text`'s first occurrence in `fn`'s source."""
-  lines, first = inspect.getsourcelines(fn.fn if hasattr(fn, "fn") else fn)
-  for i, line in enumerate(lines):
-    if text in line:
-      return first + i, line.index(text)
-  raise LookupError(text)
 
 
 # ---------------------------------------------------------------------- 1. a widened operand bound to a name first
@@ -167,12 +160,7 @@ def test_named_widened_operands_gpu():
 tl = ml
 
 
-@mg.mgpu_kernel(out_shape=lambda x, s: x, grid=(8,))
-def liger_rows(X_ptr, X_stride: tl.scalar, Y_ptr):
-  row = tl.program_id(0).to(tl.int64)
-  cols = tl.arange(0, 256)
-  x = tl.load(X_ptr.at[row * X_stride + cols])
-  tl.store(Y_ptr.at[row * X_stride + cols], x * 2)
+from test_probe61b import liger_rows      # noqa: E402  (Liger's row offsets: int64 program id times the stride)
 
 
 @mg.mgpu_kernel(out_shape=lambda s: S((8,), jnp.int32), grid=(8,))
@@ -195,6 +183,7 @@ def test_with_x64_an_int32_stride_meeting_int64_hints_the_int64_at_the_call():
     e = info.value
     line, col = _line(liger_rows, "row * X_stride")
     assert e.code == "MG104" and (e.lineno, e.col_offset) == (line, col), e
+    assert e.filename.endswith("test_probe61b.py"), e
     assert "* on row (int64) and X_stride (int32)" in e.message
     # (was "convert one side explicitly, e.g. X_stride.astype(jnp.int64)": the low 32 bits through jax.jit)
     assert e.hint.startswith("pass X_stride as an int64 scalar, jnp.int64(X_stride)"), e.hint
@@ -463,10 +452,13 @@ def small_rows_einsum(x, w, o):           # the tensor-core fuzzer's seed 1779: 
   o[ml.ds(i * 8, 8), :] = jnp.einsum("mk,kn->mn", x[ml.ds(i * 8, 8), :], w[...])
 
 
+def _xw(seed):
+  rng = np.random.default_rng(seed)
+  return rng.integers(-3, 4, (16, 128)).astype(np.float32), rng.integers(-3, 4, (128, 256)).astype(np.float32)
+
+
 def test_a_product_whose_register_chunks_overflow_smem_takes_the_tensor_cores():
-  rng = np.random.default_rng(15)
-  x = rng.integers(-3, 4, (16, 128)).astype(np.float32)
-  w = rng.integers(-3, 4, (128, 256)).astype(np.float32)
+  x, w = _xw(15)
   got = small_rows_einsum(x, w, interpret=True)       # (was MG402 of the chunks' 128 KiB scratches)
   np.testing.assert_array_equal(np.asarray(got), x @ w)
   assert "= dot " in small_rows_einsum.typed_ir(x, w)
@@ -477,7 +469,5 @@ def test_a_product_whose_register_chunks_overflow_smem_takes_the_tensor_cores():
 
 @pytest.mark.gpu
 def test_a_product_whose_register_chunks_overflow_smem_gpu():
-  rng = np.random.default_rng(16)
-  x = rng.integers(-3, 4, (16, 128)).astype(np.float32)
-  w = rng.integers(-3, 4, (128, 256)).astype(np.float32)
+  x, w = _xw(16)
   np.testing.assert_array_equal(np.asarray(jax.jit(small_rows_einsum)(x, w)), x @ w)
