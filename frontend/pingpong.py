@@ -70,17 +70,40 @@ def _check(kernel, loop) -> None:
         hint="drop pingpong=True")
   _check_reductions(kernel, loop)
   for o in ir.walk(loop.body):
-    t = ir.traits_of(o)
-    through_smem = t.moves_elements and any(r is not None and getattr(r.type, "space", None) == Space.SMEM
-                                            for r, _ in t.effects(o))   # (not a gather from GMEM)
-    if through_smem or any(a in _MEET for _, a in t.effects(o)):
+    if _through_smem(o) or any(a in _MEET for _, a in ir.traits_of(o).effects(o)):
       if (staged := _staged_a(loop, o)) is not None:
         raise staged
       raise E.WarpSpecializeError(
           "here every compute thread of the CTA would have to meet, but the warpgroups of a pingpong=True"
           " loop run a turn apart, so they would meet at different points of the loop", o.loc,
-          hint="move this out of the loop (SMEM written from registers, a transpose, a scan or a TMA"
-               " store need all threads to meet), or drop pingpong=True")
+          hint=_MOVES_HINT if _moves_at(kernel, loop, o.loc) else
+          "move this out of the loop (SMEM written from registers, a transpose, a scan or a TMA"
+          " store need all threads to meet), or drop pingpong=True")
+
+
+def _through_smem(o) -> bool:
+  """An op moving a register tensor's elements between threads through SMEM (not a gather from GMEM)."""
+  t = ir.traits_of(o)
+  return t.moves_elements and any(r is not None and getattr(r.type, "space", None) == Space.SMEM
+                                  for r, _ in t.effects(o))
+
+
+def _moves_at(kernel, loop, loc) -> bool:
+  """Whether the user's line at `loc` moves register elements through SMEM the compiler allocates for it (a slice, a
+  concatenation, a transpose of a register tile: an op moving elements, or a store into a buffer allocated at that
+  line, which is no `ml.smem` of the user's), not a write of the user's own buffer."""
+  from .ops.memory import SmemAlloc, Store, root_in
+  defs = {r.id: x for x in ir.walk(kernel.body) for r in x.results}
+  return any(x.loc == loc and (_through_smem(x) or isinstance(x, Store) and isinstance(
+      defs.get(root_in(defs, x.ref).id), SmemAlloc) and defs[root_in(defs, x.ref).id].loc == loc)
+      for x in ir.walk(loop.body))
+
+
+# (a per-trip slice or concatenation of loaded tiles, probe 62b: "move this out of the loop" fits it badly)
+_MOVES_HINT = ("this moves a register tile's elements between threads, through SMEM: read the part each trip needs"
+               " straight from memory instead, a window of the ref (x.at[rows, ml.ds(k * bk + start, n)][...], or a"
+               " TMA copy into a buffer of its own) in place of slicing, concatenating or transposing register tiles;"
+               " or move it out of the loop, or drop pingpong=True")
 
 
 def _staged_a(loop, o):

@@ -471,3 +471,26 @@ def test_a_product_whose_register_chunks_overflow_smem_takes_the_tensor_cores():
 def test_a_product_whose_register_chunks_overflow_smem_gpu():
   x, w = _xw(16)
   np.testing.assert_array_equal(np.asarray(jax.jit(small_rows_einsum)(x, w)), x @ w)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((128, 64), jnp.float32), block=256)
+def pingpong_sliced_a(a, b, o):
+  b_s = ml.smem((32, 64), b.dtype)
+  acc = ml.zeros((128, 64), jnp.float32)
+  for k in ml.range(a.shape[1] // 64, stages=2, warp_specialize=True, pingpong=True):
+    ml.copy(b.at[ml.ds(k * 64, 32), :], b_s)
+    w = a.at[:, ml.ds(k * 64, 64)][...]
+    acc = ml.dot(w[:, 32:], b_s, acc)
+  o[...] = acc
+
+
+def test_a_per_trip_slice_in_a_pingpong_loop_hints_reading_the_window():
+  with pytest.raises(mg.WarpSpecializeError) as info:
+    pingpong_sliced_a.check(S((128, 128), jnp.float16), S((128, 64), jnp.float16))
+  e = info.value
+  line, col = _line(pingpong_sliced_a, "w[:, 32:]")
+  assert e.code == "MG503" and (e.lineno, e.col_offset) == (line, col), e
+  assert e.message.startswith("here every compute thread of the CTA would have to meet"), e.message
+  # (was "move this out of the loop (SMEM written from registers, ...)", for a value each trip computes)
+  assert e.hint.startswith("this moves a register tile's elements between threads, through SMEM: read the part each"
+                           " trip needs straight from memory instead"), e.hint
