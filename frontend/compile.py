@@ -40,6 +40,7 @@ from .loc import Loc
 from .ops.atomic import accumulated_outputs, check_atomic_layouts
 from .ops.atomic_rmw import plan_fetch_scratch
 from .ops.memory import View
+from .ops.permute import drop_dead_transposes
 from .ops.roll import check_window_uses
 from .pipeline import pipeline_loops
 from .warp_specialize import release_early
@@ -253,8 +254,9 @@ def _each_trace(pk, in_specs, out_specs, constexprs, **kw) -> ir.Kernel:
   try:
     return _traced(pk, in_specs, out_specs, constexprs, chunks, **kw)
   except E.KernelError as e:
-    if isinstance(e, E.InternalError) or not chunks or not any(isinstance(x, E.LayoutError) for x in e.errors):
-      raise
+    if isinstance(e, E.InternalError) or not chunks or not any(
+        isinstance(x, (E.LayoutError, E.SmemCapacityError)) for x in e.errors):
+      raise     # (MG402 too: chunks' scratch past the SMEM, an (8, 128) by (128, 256) float32 einsum; probe 62b)
     first = e
   try:
     return _traced(pk, in_specs, out_specs, constexprs, None, **dict(kw, no_chunks=True))
@@ -440,6 +442,8 @@ def _trace_once(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid
       E.raise_all(errors)
     check_narrow_sums(kernel)      # (a warning: a 16-bit float sum over many trips)
     ir.prune_dead(kernel.body)
+    if drop_dead_transposes(kernel):      # (a named widened operand the product read as its buffer's view)
+      ir.prune_dead(kernel.body)
     plan_fetch_scratch(kernel, em)        # (atomics whose old value is used: ops/atomic_rmw.py)
     check_window_uses(kernel)
     split_index_vectors(kernel, em.defs)

@@ -16,6 +16,7 @@ import dataclasses
 
 from . import errors as E
 from . import hw
+from . import ir
 from .dtypes import DType, to_dtype
 from .types import RefType, Space, resolve
 
@@ -148,14 +149,59 @@ def _explicit(args):
 
 
 def _unwidened(tracer, nodes, values):
-  """(value, transposed) of each operand where both are 16-bit tiles of one dtype widened to float32 first
+  """(value, transposed, fresh) of each operand where both are 16-bit tiles of one dtype widened to float32 first
   (`a_s[...].astype(jnp.float32) @ b_s[...].astype(jnp.float32)`): their products are exact in float32, where
-  ml.dot accumulates the 16-bit operands, so the product is the same without the float32 staging. None otherwise."""
-  got = [tracer._widened(n, v) for n, v in zip(nodes, values)]
-  if len(got) != 2 or None in got or got[0][1] != got[1][1] or any(
-      isinstance(w[0][1].type, RefType) and w[0][1].type.space != Space.SMEM for w in got):
+  ml.dot accumulates the 16-bit operands, so the product is the same without the float32 staging. None otherwise.
+  `fresh`: the call's own text widens it (its transpose is dropped here); an operand bound to a name first (`w =
+  b_s[...].T.astype(f32)`, then `x @ w`: probe 62b) is found by its ops, and its ops, if nothing else reads them,
+  are dropped after the trace (permute.drop_dead_transposes)."""
+  got = [(tracer._widened(n, v), True) for n, v in zip(nodes, values)]
+  got = [(w, True) if w is not None else (_widened_value(tracer, v), False) for (w, _), v in zip(got, values)]
+  if len(got) != 2 or any(w is None for w, _ in got) or got[0][0][1] != got[1][0][1] or any(
+      isinstance(w[0][1].type, RefType) and w[0][1].type.space != Space.SMEM for w, _ in got):
     return None
-  return [(held, flip) for (_, held, flip), _ in got]
+  return [(held, flip, fresh) for ((_, held, flip), _), fresh in got]
+
+
+def _widened_value(tracer, v):
+  """((text, held, transposed), dtype) as tracer._widened gives for a call's text, read from the ops that made the
+  float32 tile `v`: a cast of a float16 or bfloat16 tile, transposed before or after it (`.T`, `jnp.transpose`); held
+  is the SMEM buffer its 16-bit tile is the whole read of, where nothing wrote that buffer since the read (else the
+  16-bit register tile itself). None for others."""
+  from .ops.elementwise_ops import Cast
+  from .ops.memory import Load, SmemAlloc
+  from .ops.permute import transposed_of
+  b = tracer.b
+  if not _tile(v) or _dtype(v) != DType.f32:
+    return None
+  x, flip = v, False
+  if (t := transposed_of(tracer, x)) is not None:       # (`.astype(jnp.float32).T`)
+    x, flip = t, True
+  c = b.defining(x)
+  if not isinstance(c, Cast) or c.bitcast or _dtype(c.x) not in (DType.f16, DType.bf16) or not _tile(c.x):
+    return None
+  x = c.x
+  if (t := transposed_of(tracer, x)) is not None:       # (`.T.astype(jnp.float32)`)
+    x, flip = t, not flip
+  held, load = x, b.defining(x)
+  if isinstance(load, Load) and not load.merge and not getattr(load, "keep", None) and \
+      isinstance(b.defining(load.ref), SmemAlloc) and _unwritten_since(b, load):
+    held = load.ref
+  return ("", held, flip), _dtype(x)
+
+
+def _unwritten_since(b, load) -> bool:
+  """Whether no op after `load` in the current block (or in its regions) writes the buffer `load` read whole."""
+  from .ops.memory import root
+  ops = b.block.ops
+  if not any(o is load for o in ops):
+    return False
+  after = ops[next(i for i, o in enumerate(ops) if o is load) + 1:]
+  for o in (u for a in after for u in (a, *(w for r in a.regions for w in ir.walk(getattr(a, r))))):
+    for ref, acc in ir.traits_of(o).effects(o):
+      if acc in (ir.Access.REG_WRITE, ir.Access.TMA_WRITE) and root(b, ref) is load.ref:
+        return False
+  return True
 
 
 def _tile(v) -> bool:
@@ -200,9 +246,10 @@ def register_dot(tracer, node, nodes, values, kwargs, batched=False, shown="jnp.
     _same_k(tracer, node, nodes, values, shown)
     ops = _unwidened(tracer, nodes, values)
     if ops is not None:
-      got = product(tracer, node, *ops, DType.f32 if want is None else want, precision)
-      for v in values if got is not None else ():
-        _drop_widened_transpose(tracer, v)
+      got = product(tracer, node, *[o[:2] for o in ops], DType.f32 if want is None else want, precision)
+      for v, o in zip(values, ops) if got is not None else ():
+        if o[2]:
+          _drop_widened_transpose(tracer, v)
     else:
       got = product(tracer, node, *_operands(tracer, nodes, values), want, precision)
     if got is None and precision is None:      # ((48, 40) by (40, 72): in registers)

@@ -70,15 +70,89 @@ def _check(kernel, loop) -> None:
         hint="drop pingpong=True")
   _check_reductions(kernel, loop)
   for o in ir.walk(loop.body):
-    t = ir.traits_of(o)
-    through_smem = t.moves_elements and any(r is not None and getattr(r.type, "space", None) == Space.SMEM
-                                            for r, _ in t.effects(o))   # (not a gather from GMEM)
-    if through_smem or any(a in _MEET for _, a in t.effects(o)):
+    if _through_smem(o) or any(a in _MEET for _, a in ir.traits_of(o).effects(o)):
+      if (staged := _staged_a(loop, o)) is not None:
+        raise staged
       raise E.WarpSpecializeError(
           "here every compute thread of the CTA would have to meet, but the warpgroups of a pingpong=True"
           " loop run a turn apart, so they would meet at different points of the loop", o.loc,
-          hint="move this out of the loop (SMEM written from registers, a transpose, a scan or a TMA"
-               " store need all threads to meet), or drop pingpong=True")
+          hint=_MOVES_HINT if _moves_at(kernel, loop, o.loc) else
+          "move this out of the loop (SMEM written from registers, a transpose, a scan or a TMA"
+          " store need all threads to meet), or drop pingpong=True")
+
+
+def _through_smem(o) -> bool:
+  """An op moving a register tensor's elements between threads through SMEM (not a gather from GMEM)."""
+  t = ir.traits_of(o)
+  return t.moves_elements and any(r is not None and getattr(r.type, "space", None) == Space.SMEM
+                                  for r, _ in t.effects(o))
+
+
+def _moves_at(kernel, loop, loc) -> bool:
+  """Whether the user's line at `loc` moves register elements through SMEM the compiler allocates for it (a slice, a
+  concatenation, a transpose of a register tile: an op moving elements, or a store into a buffer allocated at that
+  line, which is no `ml.smem` of the user's), not a write of the user's own buffer."""
+  from .ops.memory import SmemAlloc, Store, root_in
+  defs = {r.id: x for x in ir.walk(kernel.body) for r in x.results}
+  return any(x.loc == loc and (_through_smem(x) or isinstance(x, Store) and isinstance(
+      defs.get(root_in(defs, x.ref).id), SmemAlloc) and defs[root_in(defs, x.ref).id].loc == loc)
+      for x in ir.walk(loop.body))
+
+
+# (a per-trip slice or concatenation of loaded tiles, probe 62b: "move this out of the loop" fits it badly)
+_MOVES_HINT = ("this moves a register tile's elements between threads, through SMEM: read the part each trip needs"
+               " straight from memory instead, a window of the ref (x.at[rows, ml.ds(k * bk + start, n)][...], or a"
+               " TMA copy into a buffer of its own) in place of slicing, concatenating or transposing register tiles;"
+               " or move it out of the loop, or drop pingpong=True")
+
+
+def _staged_a(loop, o):
+  """The error of a register A that the compiler stages through an SMEM scratch for the dot at `o`'s line (an 8-bit
+  A of a K the tensor cores do not take from registers, a float32 A, which TF32 reads from SMEM): the meeting is the
+  staging's, and the fix is to load A by TMA as B is (probe 62b: it said "here every compute thread ... would have to
+  meet" at the dot, with a hint to move the dot out of the loop). None where `o` is no such staging."""
+  from .ops.memory import SmemAlloc, Store
+  from .ops.mma import Dot
+  from .types import RefType, dtype_name, resolve
+  ops = list(ir.walk(loop.body))
+  defs = {r.id: x for x in ops for r in x.results}
+  for d in (x for x in ops if isinstance(x, Dot) and x.loc == o.loc):
+    if not isinstance(defs.get(d.a.id), SmemAlloc):
+      continue
+    store = next((x for x in ops if isinstance(x, Store) and x.ref is d.a), None)
+    if store is None or isinstance(store.value.type, RefType):
+      continue
+    m, k = store.value.type.shape
+    dt = dtype_name(resolve(store.value.type.dtype))
+    name = store.value.name if (store.value.name or "").isidentifier() else "a"
+    window = _window_text(defs.get(store.value.id)) or f"<the window {name} reads>"
+    return E.WarpSpecializeError(
+        f"this ml.dot's A, {name} ({dt}[{m}, {k}] in registers), is one the tensor cores read from SMEM here, so"
+        f" the compiler stages it through an SMEM buffer, where every compute thread of the CTA would have to meet;"
+        f" the warpgroups of a pingpong=True loop run a turn apart, so they would meet at different points of the"
+        f" loop", o.loc,
+        hint=f"load A into SMEM by TMA, as B is: {name}_s = ml.smem(({m}, {k}), jnp.{dt}) before the loop,"
+             f" ml.copy({window}, {name}_s) in it, and ml.dot({name}_s, ...); or drop pingpong=True")
+  return None
+
+
+def _window_text(load) -> str | None:
+  """The GMEM window a register tile was read from as the user wrote it (`x0.at[ml.ds(i * 128, 128), :]` of
+  `x0.at[...][...]` or `.load()`), for a hint; None for anything else."""
+  import ast
+  from .loc import expr_at
+  from .ops.memory import Load
+  from .types import RefType, Space
+  node = expr_at(load.loc) if isinstance(load, Load) and isinstance(load.ref.type, RefType) and \
+      load.ref.type.space == Space.GMEM else None
+  if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value is Ellipsis:
+    node = node.value            # (x.at[...][...]: the view read whole)
+  elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "load" \
+      and not node.args and not node.keywords:
+    node = node.func.value
+  if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "at"):
+    return None
+  return ast.unparse(node)
 
 
 def _check_reductions(kernel, loop) -> None:

@@ -562,15 +562,9 @@ def check_fits(kernel, bufs, S, sites, loc, ws: bool = False, loop=None):
   fits = [s for s in range(S - 1, 0, -1)
           if loop_bytes(bufs, s, sites, kernel.num_load_slots) + other <= hw.SMEM_LIMIT
           and apart + other + hw.SMEM_BUFFER_ALIGN <= hw.SMEM_LIMIT]
-  per_stage = ", ".join(f"{b.name or '?'} {b.type.nbytes // 1024} KiB" for b in bufs)
-  raise E.SmemCapacityError(
-      f"with stages={S} this loop's buffers need {need} bytes ({per_stage} per stage, {S} copies each),"
-      f" more than the {hw.SMEM_LIMIT} bytes ({hw.SMEM_WORDS}) a kernel's buffers can use", loc,
-      hint=(f"use {unpipelined(ws) if fits[0] == 1 else f'stages={fits[0]}'}"
-            f" ({loop_bytes(bufs, fits[0], sites, kernel.num_load_slots) + other} bytes with the kernel's"
-            f" other buffers)"
-            + (" (no loads ahead of use: the loop then runs unpipelined)" if fits[0] == 1 else "")
-            + " or smaller tiles" if fits else "use smaller tiles"))
+  from .smem import _alloc_loc
+  from .stage_overflow import stages_error
+  raise stages_error(kernel, loop, bufs, S, sites, loc, need, fits, other, unpipelined(ws), lambda b: _alloc_loc(kernel, b))
 
 
 def store_buffers(kernel, body, loaded) -> list:

@@ -92,7 +92,8 @@ def _smaller_hint(kernel, life, barrier_bytes, total) -> str | None:
     size = lambda b: b.type.nbytes // cut if b in own and _cut(tuple(b.type.shape), cut) else b.type.nbytes
     fits = _place(kernel.smem, life, barrier_bytes, size)[1]
     if fits <= SMEM_LIMIT:
-      named = ", ".join(f"{b.name} {_cut(tuple(b.type.shape), cut)}" for b in own if _cut(tuple(b.type.shape), cut))
+      cuts = [f"{b.name} {_cut(tuple(b.type.shape), cut)}" for b in own if _cut(tuple(b.type.shape), cut)]
+      named = ", ".join(cuts[:_NOTED + 1]) + (f", and {len(cuts) - _NOTED - 1} more" if len(cuts) > _NOTED + 1 else "")
       return (f"use smaller tiles: no one buffer is enough; the kernel's own cut to 1/{cut} ({named}) fit, {fits}"
               f" bytes in all")
   return (f"use smaller tiles: the buffers are {total - SMEM_LIMIT} bytes past the limit, more than cutting the"

@@ -571,6 +571,8 @@ def check_constexprs(pk, constexprs: dict, name: str, loc, args=(), bounds=None)
              f"{', '.join(map(repr, missing))}])(..., {', '.join(f'{c}=...' for c in missing)}) (in your own jitted"
              f" function, make the argument that carries {them} static)")
   for k, v in constexprs.items():
+    if isinstance(v, jax.core.Tracer) and partial_keyword(k, v):
+      raise partial_error(name, k, "constexpr", loc)
     if isinstance(v, jax.core.Tracer):
       raise E.SignatureError(
           f"{name}: constexpr {k} is a traced value ({describe(v)}); a constexpr must be a Python"
@@ -604,8 +606,41 @@ def tracing(args) -> bool:
     return False
 
 
+def partial_keyword(key: str, value) -> bool:
+  """Whether the traced `value` of keyword `key` is a jax.tree_util.Partial's keyword, the Partial held by a frame
+  of the call's stack (the user's `f(x)` of `f = Partial(k, interpret=True)` passed through jax.jit): a Partial is a
+  pytree whose keywords are its leaves, so jax.jit, vmap or scan trace them (probe 62b)."""
+  import sys
+  try:
+    from jax.tree_util import Partial
+  except ImportError:
+    return False
+  f = sys._getframe(1)
+  for _ in range(80):
+    if f is None:
+      return False
+    if any(isinstance(p, Partial) and (p.keywords or {}).get(key) is value for p in list(f.f_locals.values())):
+      return True
+    f = f.f_back
+  return False
+
+
+def partial_error(name: str, key: str, what: str, loc):
+  """MG006 of a keyword a jax.tree_util.Partial handed on traced (`what`: "interpret=" or "constexpr")."""
+  shown = "interpret=True" if key == "interpret" else f"{key}=..."
+  label = "interpret=" if key == "interpret" else f"constexpr {key}"
+  return E.SignatureError(
+      f"{name}: {label} is a traced value: jax.tree_util.Partial({name}, {shown}) holds its keywords as leaves of"
+      f" a pytree, which jax.jit (vmap, scan, ...) traces like arrays", loc,
+      hint=f"pass {key} at the call, in the traced function: f(..., {shown}) of a Partial({name}) without it; or"
+           f" close over the kernel, jax.jit(lambda x: {name}(x, ..., {shown})); or pass"
+           f" functools.partial({name}, {shown}) as a static argument (static_argnums), which is not traced")
+
+
 def check_interpret(interpret, name: str, loc) -> None:
   import jax
+  if isinstance(interpret, jax.core.Tracer) and partial_keyword("interpret", interpret):
+    raise partial_error(name, "interpret", "interpret=", loc)
   if isinstance(interpret, jax.core.Tracer):
     raise E.SignatureError(f"{name}: interpret= is a traced value", loc,
                            hint="under jax.jit, mark it static: jax.jit(f, static_argnames=['interpret']);"

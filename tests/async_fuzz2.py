@@ -9,7 +9,9 @@ not draw (design note 205).
 - the warpgroups: one (64 or 128 rows) or several (block=256 with 128 rows, block=384 with 192 rows: the tile split by
   rows, 64 a warpgroup);
 - the loop: `ml.range(n, stages=2..3)`, a plain `range`, `lax.fori_loop` and a `while` loop carrying the accumulator,
-  a pipelined loop whose body issues its dots in an `ml.static_range(2)` over halves of the block;
+  a pipelined loop whose body issues its dots in an `ml.static_range(2)` over halves of the block; forced only
+  (`loop="ws"` / `"pingpong"`, probe 62b's `WS_LOOPS`, not in `LOOPS`, so that earlier seeds draw what they drew):
+  `warp_specialize=True` and ping-pong (block=256);
 - A: by TMA (the control), loaded, masked-loaded, a slice of a wider loaded window (`w[:, :bk]` or `w[:, bk:]`), a
   concatenation of two loaded halves (along k or along rows), `jnp.where` of a loaded tile and a mask;
 - the accumulator: chained, `acc += ml.dot(...)`, a fresh product each trip;
@@ -32,6 +34,7 @@ F16, BF16, F32, E4, E5, I8, I32 = "float16", "bfloat16", "float32", "float8_e4m3
 KMAJOR = (F32, E4, E5, I8)
 DTYPES = [F16, BF16, F32, F32, E4, E5, I8, I8]
 LOOPS = ["stages"] * 4 + ["plain", "fori", "while", "static", "static"]
+WS_LOOPS = ["ws", "pingpong"]          # (drawn by ws_gen: probe 62b)
 A_MODES = ["tma", "load", "masked", "slice", "slice", "concat", "concat", "where", "where", "carried"]
 ACC_MODES = ["chain", "chain", "plus", "fresh", "old"]
 EPILOGUES = ["plain", "where", "masked", "rowsum", "mid"]
@@ -51,6 +54,8 @@ class Gen(dot_fuzz.Gen):
     self.acc_mode = acc_mode or r.choice(ACC_MODES)
     self.epi = epi or r.choice(EPILOGUES)
     self.wgs = wgs or r.choice(WARPGROUPS)
+    if self.loop == "pingpong":      # (two compute warpgroups taking turns: block=256, 128 rows)
+      self.wgs = 2
     self.build()
 
   def build(self):
@@ -123,7 +128,9 @@ class Gen(dot_fuzz.Gen):
       e(f"while k < {nk}:")
     else:
       head = {"stages": f"ml.range({nk}, stages={r.choice([2, 2, 3])})", "plain": f"range({nk})",
-              "static": f"ml.range({nk}, stages={r.choice([2, 3])})"}[loop]
+              "static": f"ml.range({nk}, stages={r.choice([2, 3])})",
+              "ws": f"ml.range({nk}, stages={r.choice([2, 3])}, warp_specialize=True)",
+              "pingpong": f"ml.range({nk}, stages=2, warp_specialize=True, pingpong=True)"}[loop]
       e(f"for k in {head}:")
     g = lambda s: e(ind + s)  # noqa: E731
     bwin = f"ml.ds(0, {bn}), ml.ds(k * {bk}, {bk})" if kmajor else f"ml.ds(k * {bk}, {bk}), ml.ds(0, {bn})"
@@ -234,6 +241,15 @@ class Gen(dot_fuzz.Gen):
     self.tol_dtype = odt
 
 
+def ws_gen(seed):
+  """Probe 62b's focused draw: a warp-specialised or ping-pong loop with an 8-bit (int8, float8) or TF32 operand,
+  A from registers (loaded, masked, sliced, concatenated, selected, carried) or by TMA (the control)."""
+  import random
+  r = random.Random(seed * 7919 + 62)
+  return Gen(seed, dt=r.choice([I8, E4, E5, F32]), loop=r.choice(WS_LOOPS),
+             a_mode=r.choice(["load", "masked", "slice", "concat", "where", "carried", "tma"]))
+
+
 def compare(got, want, tol_dtype=None):
   return dot_fuzz.compare(got, want, tol_dtype)
 
@@ -246,7 +262,8 @@ def run(gen, *, build=True):
 if __name__ == "__main__":
   lo, hi = int(sys.argv[1]), int(sys.argv[2])
   every = int(sys.argv[3]) if len(sys.argv) > 3 else 1      # export one seed in `every`
+  draw = ws_gen if "ws" in sys.argv[4:] else Gen              # (`... ws`: probe 62b's warp-specialised draw)
   for s in range(lo, hi):
-    gen = Gen(s)
+    gen = draw(s)
     cls, detail = run(gen, build=(s % every == 0))
     print(f"SEED {s} {cls} {sorted(gen.tags)} :: {detail!s}".replace("\n", " | "), flush=True)

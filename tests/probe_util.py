@@ -19,3 +19,13 @@ def export(kernel, *args, **kw):
   specs = [S(np.shape(a), a.dtype) for a in args]
   kernel.check(*specs, **kw)
   jax.export.export(jax.jit(lambda *a: kernel(*a, **kw)), platforms=["cuda"])(*specs)
+
+
+def line_of(fn, text):
+  """(line, column) of `text`'s first occurrence in the source of `fn` (a kernel or a function)."""
+  import inspect
+  lines, first = inspect.getsourcelines(fn.fn if hasattr(fn, "fn") else fn)
+  for i, line in enumerate(lines):
+    if text in line:
+      return first + i, line.index(text)
+  raise LookupError(text)

@@ -311,10 +311,14 @@ def too_many_stages(a, b, out):
 
 
 def test_a_pipelined_loop_whose_stages_do_not_fit_names_the_stages_that_do():
-  e = expect(too_many_stages, [S((1024, 128), jnp.float32)] * 2, mg.SmemCapacityError, "for t in",
+  e = expect(too_many_stages, [S((1024, 128), jnp.float32)] * 2, mg.SmemCapacityError, "stages=3",
              "with stages=3 this loop's buffers need 295936 bytes (a_s 32 KiB, b_s 32 KiB, o_s 32 KiB"
              " per stage, 3 copies each), more than the 232432 bytes (227 KiB less 16 bytes) a kernel's buffers can use")
-  assert e.hint == "use stages=2 (197632 bytes with the kernel's other buffers) or smaller tiles"
+  # (at the loop's stages= keyword since probe 62b, the smaller step named: the loop's buffers move along t)
+  assert e.hint == ("use stages=2 (197632 bytes with the kernel's other buffers); or use smaller tiles: a_s of shape"
+                    " (32, 128) and b_s of shape (32, 128) and o_s of shape (32, 128) instead of (64, 128) and (64, 128)"
+                    " and (64, 128) (the loop's step cut to 1/2, 2 times the trips) fits with stages=3, 148480 bytes"
+                    " with the kernel's other buffers")
 
 
 # ---------------------------------------------------------------- store waits in straight-line code

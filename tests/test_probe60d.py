@@ -20,7 +20,6 @@ The classes found, each fixed:
    hang), where a for statement's ml.static_range stops once its first trips show it would make more than 65,536
    values: a comprehension's clause takes the same bound (`flow.check_unrolling`).
 """
-import inspect
 
 import jax
 import jax.numpy as jnp
@@ -30,19 +29,13 @@ import pytest
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from probe_util import export
+from probe_util import line_of as _line
 
 W = np.full((2, 2), 2, np.int32)
 CONFIG = {"scale": 2.0, "shift": 1.0}
 X = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) % 5
 
 
-def _line(fn, text):
-  """(line, column) of `text`'s first occurrence in `fn`'s source."""
-  lines, first = inspect.getsourcelines(fn.fn if hasattr(fn, "fn") else fn)
-  for i, line in enumerate(lines):
-    if text in line:
-      return first + i, line.index(text)
-  raise LookupError(text)
 
 
 def _refusal(kernel, *args, **kw):

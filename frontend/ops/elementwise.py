@@ -175,6 +175,8 @@ def _weak_in_jnp(cx, values, da, db, what) -> bool:
     return True
   k = 0 if kinds[0] else 1
   ds, do = (da, db) if k == 0 else (db, da)
+  if ds == DType.i64 and do.is_int and do.bits < 64 and kinds[k] == "param":
+    return False      # (an int64 ml.scalar is an int64 array passed, a Python int being int32: jnp gives int64)
   if implicit(ds, do, what) != do:
     return True
   return do == DType.i64 and ds.is_int and ds.bits < 64 and kinds[k] == "param" and bool(cx.b.x64)

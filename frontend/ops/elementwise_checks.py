@@ -180,6 +180,14 @@ def scalar_param_hint(cx, values, names, dtypes, what) -> str | None:
   if what in ("&", "|", "^", "<<", ">>"):      # bits: _convert_hint's own forms
     return None
   k = next((k for k, v in enumerate(values) if _of_scalar_param(cx, v)), None)
+  if k is not None and is_value(values[1 - k]) and dtypes[1 - k] == DType.i64 and isinstance(dtypes[k], DType) and \
+      dtypes[k].is_int and dtypes[k].bits < 64 and _of_scalar_param(cx, values[k]) == "param":
+    # (a scalar too: Liger's `tl.program_id(0).to(tl.int64) * stride` with x64, whose generic hint converted the
+    # stride in the kernel, its low 32 bits through jax.jit; probe 62b)
+    s = names[k]
+    return (f"pass {s} as an int64 scalar, jnp.int64({s}) (with jax_enable_x64): a Python int passed for an"
+            f" ml.scalar is {dtype_name(dtypes[k])} here, its low 32 bits through jax.jit; or convert it,"
+            f" {method_on(s)}.astype(jnp.int64), where every value passed fits {dtype_name(dtypes[k])}")
   if k is None or not is_value(values[1 - k]) or not getattr(values[1 - k].type, "shape", ()):
     return None
   ds, dt = dtypes[k], dtypes[1 - k]
@@ -188,10 +196,6 @@ def scalar_param_hint(cx, values, names, dtypes, what) -> str | None:
     return None
   s, t = names[k], names[1 - k]
   kind = _of_scalar_param(cx, values[k])
-  if dt == DType.i64 and ds.bits < 64 and kind == "param":   # a Python int through jax.jit keeps its low 32 bits (kernel.py)
-    return (f"pass {s} as an int64 scalar, jnp.int64({s}) (with jax_enable_x64): a Python int passed for an"
-            f" ml.scalar is {dtype_name(ds)} here, its low 32 bits through jax.jit; or convert it,"
-            f" {method_on(s)}.astype(jnp.int64), where every value passed fits {dtype_name(ds)}")
   wide = f"{method_on(t)}.astype(jnp.{dtype_name(ds)})"
   if what in _ARITHMETIC or what in _COMPARISONS:   # the whole expression, so that one step is enough
     a, b = (wide, method_on(s)) if k == 1 else (method_on(s), wide)

@@ -440,3 +440,29 @@ def column_run(cx, ref, index):
   at = cx.b.emit(ew.Arange, 0, loc=cx.loc, types=[TensorType((n,), DType.i32)]).result
   rows = ew.binary(cx, ew.BinOp.ADD, at, start) if start else at
   return tuple(items[:d]) + (rows,) + tuple(items[d + 1:])
+
+
+def drop_dead_transposes(kernel) -> bool:
+  """Drop each register transpose whose result nothing reads (after ir.prune_dead took its TransposeLoad): its
+  TransposeStore and its scratch, where no other op uses that scratch. A widened operand bound to a name first
+  (`w = b_s[...].T.astype(jnp.float32)`, then `x @ w`) is a product of b_s's view, and w's own transpose (a float32
+  scratch the tile's size: MG402 of a (256, 256) B) is dead (probe 62b). Whether any was dropped."""
+  from .memory import SmemAlloc
+  uses: dict[int, int] = {}
+  for o in ir.walk(kernel.body):
+    for v in o.operands():
+      uses[id(v)] = uses.get(id(v), 0) + 1
+  dead = {id(o.scratch) for o in ir.walk(kernel.body) if isinstance(o, TransposeStore) and uses[id(o.scratch)] == 1}
+  if not dead:
+    return False
+
+  def visit(blk):
+    for o in blk.ops:
+      for r in o.regions:
+        visit(getattr(o, r))
+    blk.ops[:] = [o for o in blk.ops if not (isinstance(o, TransposeStore) and id(o.scratch) in dead or
+                                             isinstance(o, SmemAlloc) and id(o.result) in dead)]
+
+  visit(kernel.body)
+  kernel.smem[:] = [v for v in kernel.smem if id(v) not in dead]
+  return True
