@@ -194,7 +194,7 @@ PY
                  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe61d.py 2>&1 | tail -5 ;;
     # next visit (session 50): the int8 chaining's GPU tests and probe 61d's disable_jit test, the seeds MG501 refuses
     # run with the refusal off (which are wrong on the GPU), then async fuzzer 61c again
-    s50_a)       python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_int_dot_chain.py tests/test_probe61d.py 2>&1 | tail -5
+    s50_a)       python3 -u benchmarks/gpu_shards.py --shards 8 --timeout 200 tests/test_int_dot_chain.py tests/test_probe61d.py tests/test_probe62b.py; grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | head -20
                  python3 -u benchmarks/probe_s49_int8.py --refused 2>&1 | grep -vE "Warning|^ |^hint" | tail -45
                  python3 -u benchmarks/probe_s49_int8.py --unchained 2>&1 | grep -vE "Warning|^ |^hint" | tail -12
                  timeout ${FUZZ_SECS:-110} python3 -u benchmarks/probe_async_fuzz.py --jobs 14 --loop 61c --seeds ${ASYNC_SEEDS:-0:3000} >"$OUT/asyncfuzz61c.log" 2>&1; echo "rc=$?"
