@@ -205,3 +205,44 @@ def test_wg_fuzz_seeds_that_were_refused_run(seed):
   import wg_fuzz
   g = wg_fuzz.Gen(seed)
   assert wg_fuzz.run(g, build=True) == ("ok", "")
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, v, *, where: (S((q.shape[0], v.shape[1]), F32), S((v.shape[1],), F32)),
+                block=256)
+def pp_column_max(q, k, v, o, cm, *, where: ml.constexpr):
+  """A column maximum of a ping-pong loop's accumulator: after the last dot a warpgroup holds the turn."""
+  q_s, k_s, v_s = ml.smem((128, 64), q.dtype), ml.smem((64, 64), k.dtype), ml.smem((64, 64), v.dtype)
+  ml.copy(q, q_s)
+  acc = ml.zeros((128, 64), jnp.float32)
+  m = ml.full((64,), -jnp.inf, jnp.float32)
+  for j in ml.range(k.shape[0] // 64, stages=2, warp_specialize=True, pingpong=True):
+    ml.copy(k.at[ml.ds(j * 64, 64)], k_s)
+    ml.copy(v.at[ml.ds(j * 64, 64)], v_s)
+    p = ml.dot(q_s, k_s.T)
+    if where == "between":
+      m = ml.maximum(m, ml.max(p, axis=0))
+    acc = ml.dot(p.astype(q.dtype), v_s, acc)
+    if where == "end":
+      m = ml.maximum(m, ml.max(acc, axis=0))
+  o[...] = acc
+  cm[...] = m
+
+
+def test_a_column_statistic_where_a_pingpong_warpgroup_holds_the_turn_is_an_error_whose_hint_works():
+  from locate import expect
+  specs = (S((128, 64), F16), S((256, 64), F16), S((256, 64), F16))
+  expect(pp_column_max, specs, mg.WarpSpecializeError, "ml.max(acc, axis=0)",
+         "this column statistic combines the two warpgroups' parts (each holds its own rows of the tile), so they"
+         " must meet here, but here one warpgroup of the pingpong=True loop holds the turn on the tensor cores,"
+         " waiting for the other, which waits for that turn",
+         hint="take it between the loop's first and last ml.dot (where neither warpgroup holds the turn) or after"
+              " the loop, where the warpgroups meet, or drop pingpong=True", where="end")
+  r = np.random.default_rng(2)
+  q, k, v = (jnp.asarray(r.integers(-2, 3, s.shape), F16) for s in specs)
+  qv, kv, vv = (np.asarray(t, np.float64) for t in (q, k, v))
+  p = [qv @ kv[j * 64:(j + 1) * 64].T for j in range(4)]
+  acc = sum(p[j] @ vv[j * 64:(j + 1) * 64] for j in range(4))
+  o, m = pp_column_max(q, k, v, where="between", interpret=True)      # the hint, followed
+  np.testing.assert_array_equal(np.asarray(o), acc)
+  np.testing.assert_array_equal(np.asarray(m), np.max([x.max(0) for x in p], axis=0))
+  jax.export.export(jax.jit(lambda q, k, v: pp_column_max(q, k, v, where="between")), platforms=["cuda"])(*specs)
