@@ -34,11 +34,6 @@ def run_seed(seed, block, on_gpu, export_every):
   return cls, f"block={g.block} {g.family}", tags, detail
 
 
-def main():
-  return fuzz_pool.main(__doc__, run_seed, "wg_fuzz", family_flag=("--block",),
-                        family_help="only kernels of this block size (tests/wg_fuzz.py, BLOCKS)", quiet=("ok",),
-                        progress=200)
-
-
 if __name__ == "__main__":
-  sys.exit(main())
+  sys.exit(fuzz_pool.main(__doc__, run_seed, "wg_fuzz", family_flag=("--block",), progress=200,
+                          family_help="only kernels of this block size (tests/wg_fuzz.py, BLOCKS)"))
