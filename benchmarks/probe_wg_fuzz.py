@@ -9,6 +9,7 @@ gives (exact inputs: sums are exact, the kernel and the reference round at the s
   python benchmarks/probe_wg_fuzz.py --seeds 0:2000 --jobs 14          # on the GPU machine
   python benchmarks/probe_wg_fuzz.py --seeds 0:40 --jobs 1             # no GPU: interpret mode only (+ export)
   python benchmarks/probe_wg_fuzz.py --seeds 0:500 --block 384         # one block size (wg_fuzz.BLOCKS)
+  python benchmarks/probe_wg_fuzz.py --seeds 0:500 --block wide        # column slices, cummax, transposes, means too
 
 Classes as benchmarks/probe_dot_fuzz.py's ("wrong-gpu": the GPU's result is not the reference, interpret mode's is:
 the class this fuzzer hunts). Refusals are counted by code. Exit status 1 when any seed failed.
@@ -23,7 +24,9 @@ import fuzz_pool
 def run_seed(seed, block, on_gpu, export_every):
   """(class, block size, tags, detail) of one seed."""
   import wg_fuzz
-  g = wg_fuzz.Gen(seed, block=int(block) if block else None)
+  wide = (block or "").startswith("wide")      # `--block wide` or `--block wide:384`: the wider set of ops
+  block = block.split(":")[1] if wide and ":" in block else (None if wide else block)
+  g = wg_fuzz.Gen(seed, block=int(block) if block else None, wide=wide)
   tags = " ".join(sorted(g.tags))
   if not on_gpu:     # interpret mode (and a CUDA export of a sample: no GPU here)
     cls, detail = wg_fuzz.run(g, build=seed % export_every == 0)
@@ -36,4 +39,4 @@ def run_seed(seed, block, on_gpu, export_every):
 
 if __name__ == "__main__":
   sys.exit(fuzz_pool.main(__doc__, run_seed, "wg_fuzz", family_flag=("--block",), progress=200,
-                          family_help="only kernels of this block size (tests/wg_fuzz.py, BLOCKS)"))
+                          family_help="only kernels of this block size (tests/wg_fuzz.py, BLOCKS); wide[:N], the wider ops"))

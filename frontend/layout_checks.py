@@ -147,10 +147,12 @@ def _called(loc) -> str | None:
 
 
 def _check_slices(kernel) -> None:
-  """Column slices of register tensors exist in the tensor-core layout only."""
+  """Column slices of register tensors exist in the tensor-core layout only (a tile every warpgroup holds
+  whole, of rows the warpgroups cannot split, too: each slices its own copy; probe 62a)."""
   from .ops.column_slices import Slice
   for o in ir.walk(kernel.body):
-    if isinstance(o, Slice) and o.x.type.layout != Layout.WGMMA:
+    lay = o.x.type.layout if isinstance(o, Slice) else None
+    if lay is not None and lay != Layout.WGMMA and not (lay.kind == LayoutKind.WGMMA and lay.whole and not lay.drop):
       raise E.LayoutError(
           f"x[:, a:b] slices register tensors in the tensor-core layout (ml.dot results and what is"
           f" computed from them); {o.x.name or 'this tensor'} is in the {o.x.type.layout} layout", o.loc,

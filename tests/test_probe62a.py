@@ -246,3 +246,43 @@ def test_a_column_statistic_where_a_pingpong_warpgroup_holds_the_turn_is_an_erro
   np.testing.assert_array_equal(np.asarray(o), acc)
   np.testing.assert_array_equal(np.asarray(m), np.max([x.max(0) for x in p], axis=0))
   jax.export.export(jax.jit(lambda q, k, v: pp_column_max(q, k, v, where="between")), platforms=["cuda"])(*specs)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, *, wg, cols: S((a.shape[0], cols[1] - cols[0]), F32),
+                block=lambda a, b, *, wg, **k: 128 * wg)
+def whole_tile_slice(a, b, o, *, wg: ml.constexpr, cols: ml.constexpr):
+  """A column slice of a dot result whose rows the warpgroups cannot split (192 rows at block=256, 64 at 384):
+  every warpgroup holds the tile whole, and the slice was MG204 ('x[:, a:b] slices register tensors in the
+  tensor-core layout ... in the wgmma/whole layout'; wg_fuzz --block wide, seeds 58 and 114)."""
+  a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  acc = ml.dot(a_s, b_s)
+  o[...] = (acc - ml.min(acc))[:, cols[0]:cols[1]]
+
+
+def _slice_case(rows, seed=7):
+  r = np.random.default_rng(seed)
+  a = jnp.asarray(r.integers(-3, 4, (rows, 32)), F16)
+  b = jnp.asarray(r.integers(-3, 4, (32, 64)), F16)
+  acc = np.asarray(a, np.float64) @ np.asarray(b, np.float64)
+  return a, b, acc - acc.min()
+
+
+@pytest.mark.parametrize("wg,rows", [(2, 192), (3, 64), (3, 128)])
+@pytest.mark.parametrize("cols", [(16, 48), (0, 8), (56, 64)], ids=str)
+def test_a_column_slice_of_a_tile_every_warpgroup_holds_whole(wg, rows, cols):
+  a, b, ref = _slice_case(rows)
+  got = whole_tile_slice(a, b, wg=wg, cols=cols, interpret=True)
+  np.testing.assert_array_equal(np.asarray(got), ref[:, cols[0]:cols[1]])
+  jax.export.export(jax.jit(lambda a, b: whole_tile_slice(a, b, wg=wg, cols=cols)), platforms=["cuda"])(
+      S(a.shape, F16), S(b.shape, F16))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("wg,rows", [(2, 192), (3, 64), (3, 128)])
+@pytest.mark.parametrize("cols", [(16, 48), (0, 8), (56, 64)], ids=str)
+def test_a_column_slice_of_a_tile_every_warpgroup_holds_whole_gpu(wg, rows, cols):
+  a, b, ref = _slice_case(rows, seed=8)
+  got = jax.jit(lambda a, b: whole_tile_slice(a, b, wg=wg, cols=cols))(a, b)
+  np.testing.assert_array_equal(np.asarray(got), ref[:, cols[0]:cols[1]])

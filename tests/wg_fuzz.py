@@ -58,8 +58,9 @@ class V:
 class Gen(dot_fuzz.Gen):
   """One random multi-warpgroup kernel (`source`, `args`, `refs`, `tags`) from the plan of `seed`."""
 
-  def __init__(self, seed, block=None, family=None):
+  def __init__(self, seed, block=None, family=None, wide=False):
     self._start(seed)
+    self.ops = WIDE if wide else OPS
     r = self.r
     self.tags = set()
     self.block = block or r.choice(BLOCKS)
@@ -68,7 +69,7 @@ class Gen(dot_fuzz.Gen):
     self.specs = []         # the outputs: (name, shape, dtype)
     self.n = 0
     self.dotted = False
-    self.tags |= {f"block:{self.block}", f"fam:{self.family}"}
+    self.tags |= {f"block:{self.block}", f"fam:{self.family}"} | ({"wide"} if wide else set())
     getattr(self, "f_" + self.family)()
     self._finish()
 
@@ -146,7 +147,7 @@ class Gen(dot_fuzz.Gen):
     for _ in range(n_ops):
       vecs = [v for v in vecs if v.kind == "row" or v.n == self.bn]     # (columns of a tile before a dot: dropped)
       for _ in range(6):
-        got = getattr(self, "op_" + self.r.choice(OPS))(t, vecs, ind)
+        got = getattr(self, "op_" + self.r.choice(self.ops))(t, vecs, ind)
         if got is not None:
           t, nv = got
           if nv is not None:
@@ -302,6 +303,48 @@ class Gen(dot_fuzz.Gen):
                    t.bound * self.bm if f == "sum" else (self.bm if f == "argmax" else t.bound), kind="col", keep=False,
                    ind=ind)
     self.tags.add(f"tstat:{f}")
+    return None if v is None else (t, v)
+
+  def op_slice(self, t, vecs, ind):
+    """A static column slice of the tile (`t[:, a:b]`, whole multiples of 8 columns): the tile narrows."""
+    if self.bn < 32 or ind:
+      return None
+    w = self.r.choice([c for c in range(8, self.bn, 8)])
+    a = self.r.choice(range(0, self.bn - w + 1, 8))
+    v = self.unary(t, f"{t.name}[:, {a}:{a + w}]", lambda x, env, p: x[:, a:a + w], t.dt, t.bound, ind=ind)
+    self.bn = w
+    self.tags.add("slice")
+    return None if v is None else (v, None)
+
+  def op_cummax(self, t, vecs, ind):
+    ax = self.r.randint(0, 1)
+    v = self.unary(t, f"ml.cummax({t.name}, axis={ax})", lambda x, env, p: np.maximum.accumulate(x, ax), t.dt, t.bound,
+                   ind=ind)
+    self.tags.add(f"cummax:{ax}")
+    return None if v is None else (v, None)
+
+  def op_transposed(self, t, vecs, ind):
+    """A scan or a broadcast computed on the transpose and transposed back (`ml.cumsum(t.T, axis=1).T`)."""
+    rows = [v for v in vecs if v.kind == "row" and v.dt == t.dt and not v.keep]
+    if rows and self.r.random() < 0.5:
+      o = self.r.choice(rows)
+      v = self.unary(t, f"({t.name}.T + {o.name}[None, :]).T", lambda x, env, p: x + env[o.name][:, None], t.dt,
+                     t.bound + o.bound, ind=ind)
+      self.tags.add("transposed:bcast")
+    else:
+      v = self.unary(t, f"ml.cumsum({t.name}.T, axis=1).T", lambda x, env, p: np.cumsum(x, 0), t.dt,
+                     t.bound * self.bm, ind=ind)
+      self.tags.add("transposed:cumsum")
+    return None if v is None else (v, None)
+
+  def op_mean(self, t, vecs, ind):
+    if t.dt == I32:
+      return None
+    ax = self.r.randint(0, 1)
+    n = (self.bm, self.bn)[ax]
+    v = self.unary(t, f"jnp.mean({t.name}, axis={ax})", lambda x, env, p: np.asarray(x.sum(ax), np.float32) / np.float32(n),
+                   t.dt, t.bound, kind="col" if ax == 0 else "row", keep=False, ind=ind)
+    self.tags.add(f"mean:{ax}")
     return None if v is None else (t, v)
 
   def op_cumsum(self, t, vecs, ind):
@@ -518,6 +561,7 @@ class Gen(dot_fuzz.Gen):
 
 
 OPS = ["ew", "where", "where", "cast", "stat", "stat", "stat", "cumsum", "cumsum", "dot", "mix", "full", "tstat"]
+WIDE = OPS + ["slice", "cummax", "transposed", "mean"]     # `Gen(seed, wide=True)`: column slices, cummax, transposes, means
 
 
 def compare(got, want, tol_dtype=None):
