@@ -71,8 +71,9 @@ def _check_split_reductions(kernel) -> None:
   """With several warpgroups each holds its own rows of a tensor-core tile (and of its row
   statistics), so a reduction across rows would combine only a warpgroup's share: on the
   H200 the column sums of a 256-row tile at block=256 came out wrong. A full reduction (a
-  scalar) combines the warpgroups' shares (smem.exchange_slots); one along the rows, into a
-  vector, is rejected (pingpong.py rejects full ones where a ping-pong loop's warpgroup holds the turn)."""
+  scalar) and, since probe 62a, a column statistic of a 16- or 32-bit tile combine the
+  warpgroups' shares (smem.exchange_slots); what is left (a bool or 8-bit tile's column
+  statistic) is rejected (pingpong.py rejects exchanges where a ping-pong loop's warpgroup holds the turn)."""
   from .ops.shape import Reduce
   from .smem import exchange_slots
   if kernel.block <= hw.WARPGROUP:
@@ -147,10 +148,12 @@ def _called(loc) -> str | None:
 
 
 def _check_slices(kernel) -> None:
-  """Column slices of register tensors exist in the tensor-core layout only."""
+  """Column slices of register tensors exist in the tensor-core layout only (a tile every warpgroup holds
+  whole, of rows the warpgroups cannot split, too: each slices its own copy; probe 62a)."""
   from .ops.column_slices import Slice
   for o in ir.walk(kernel.body):
-    if isinstance(o, Slice) and o.x.type.layout != Layout.WGMMA:
+    lay = o.x.type.layout if isinstance(o, Slice) else None
+    if lay is not None and lay != Layout.WGMMA and not (lay.kind == LayoutKind.WGMMA and lay.whole and not lay.drop):
       raise E.LayoutError(
           f"x[:, a:b] slices register tensors in the tensor-core layout (ml.dot results and what is"
           f" computed from them); {o.x.name or 'this tensor'} is in the {o.x.type.layout} layout", o.loc,

@@ -161,7 +161,7 @@ def _check_reductions(kernel, loop) -> None:
   they both get there; elsewhere the one holding the turn would wait for the other, which waits for
   that turn (a hang on the GPU)."""
   from .ops.shape import Reduce
-  from .smem import exchange_slots
+  from .smem import column_exchange, exchange_slots
   ops = loop.body.ops
   dots = [i for i, o in enumerate(ops) if _issues_dot(o)]
   first, last = dots[0], dots[-1]
@@ -169,6 +169,14 @@ def _check_reductions(kernel, loop) -> None:
     if first < i < last or first == last:
       continue
     for o in [top, *(x for r in top.regions for x in ir.walk(getattr(top, r)))]:
+      if isinstance(o, Reduce) and column_exchange(kernel, o):
+        raise E.WarpSpecializeError(
+            "this column statistic combines the two warpgroups' parts (each holds its own rows of the tile), so"
+            " they must meet here, but here one warpgroup of the pingpong=True loop holds the turn on the tensor"
+            " cores, waiting for the other, which waits for that turn", o.loc,
+            hint=("take it between the loop's first and last ml.dot (where neither warpgroup holds the turn) or"
+                  " after the loop, where the warpgroups meet" if first != last else
+                  "take it after the loop, where the warpgroups meet") + ", or drop pingpong=True")
       if isinstance(o, Reduce) and exchange_slots(kernel, o):
         raise E.WarpSpecializeError(
             "this full reduction combines the two warpgroups' parts, so they must meet here, but here one"

@@ -318,16 +318,35 @@ def exchange_slots(kernel, o: Reduce) -> int:
   reduction of a tensor they split by rows (a Layout.wgs strided tensor; a tensor-core tile or
   its row statistic: a warp-specialised kernel's compute warpgroups meet at their own barrier, and
   in a ping-pong loop's body pingpong.py rejects the places where one warpgroup holds the turn,
-  where they could not meet); 0 for any other reduction."""
+  where they could not meet); for a column statistic of a tensor-core tile split by rows
+  (`column_exchange`), a warp's registers of its part a warpgroup; 0 for any other reduction."""
   warpgroups = kernel.block // hw.WARPGROUP
   lay = o.x.type.layout
   full = len(o.axes) == len(o.x.type.shape) and not (o.results and isinstance(o.result.type, TensorType))
+  if warpgroups > 1 and column_exchange(kernel, o):
+    return warpgroups * hw.WARP * column_elems(o)
   if warpgroups == 1 or not full:
     return 0
   if lay.wgs > 1:
     return warpgroups
   split_tile = lay.kind == LayoutKind.WGMMA and 0 not in lay.drop and not lay.whole
   return warpgroups if split_tile else 0
+
+
+def column_exchange(kernel, o: Reduce) -> bool:
+  """Whether `o` reduces the rows of a tensor-core tile that several warpgroups split by rows into
+  a vector of its columns (`ml.sum(acc, axis=0)`): each warpgroup reduces its own rows and the
+  parts meet in SMEM (lowering/shape.py `_combine_columns`, probe 62a; before, MG204)."""
+  lay = o.x.type.layout
+  return (kernel.block > hw.WARPGROUP and len(o.x.type.shape) == 2 and tuple(o.axes) == (0,)
+          and lay.kind == LayoutKind.WGMMA and not lay.drop and not lay.whole
+          and o.results and isinstance(o.result.type, TensorType) and o.x.type.dtype.bits >= 16)
+
+
+def column_elems(o: Reduce) -> int:
+  """The elements of a column statistic of a tensor-core tile each thread holds: two of every
+  8 columns (Mosaic GPU's WGMMA layout with its rows reduced, replicated over the rows' lanes)."""
+  return -(-o.x.type.shape[1] // 8) * 2
 
 
 def plan_scratch(kernel, builder) -> None:

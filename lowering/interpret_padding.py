@@ -131,10 +131,32 @@ def _masked_load(cta, o):
   for c, d in zip(coords, ref.root.type.shape):
     outside |= (c < 0) | (c >= d)
   pad = ~mask            # (past the end, or inside the array under a run-time bound: a row's own length; probe 56d)
+  if (pad & ~outside).any() and _static(cta, o.mask):
+    pad &= outside       # a mask of aranges, constants and program ids inside the array: the kernel's own choice
   if (pad & ~outside).any():
     cta.pad_inside.add(id(o))
   if pad.any():
     cta.pads[o.result.id] = (np.where(pad, PAD, REAL).astype(np.int8), o)
+
+
+def _static(cta, v) -> bool:
+  """Whether mask `v` is computed from aranges, constants, program ids and their pure math alone (no value read from
+  memory, no loop index or carry, no scalar parameter): lanes it keeps off inside the array are then the kernel's
+  choice of data, not a run-time length's padding (`c < vl[r]`, probe 56d). Probe 62a."""
+  defs = getattr(cta.m, "pad_defs", None)
+  if defs is None:
+    defs = cta.m.pad_defs = ir.def_table(cta.m.kernel.body)
+  todo, seen = [v], set()
+  while todo:
+    x = todo.pop()
+    if not isinstance(x, ir.Value) or x.id in seen:
+      continue
+    seen.add(x.id)
+    d = defs.get(x.id)
+    if d is None or not ir.traits_of(d).pure:
+      return False
+    todo.extend(d.operands())
+  return True
 
 
 def _copy(cta, o):

@@ -13,8 +13,10 @@ import jax.experimental.mosaic.gpu as mgpu
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 import numpy as np
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import arith, memref
+from jaxlib.mlir.dialects import arith, gpu, memref, vector
 
+from ..frontend import errors as E
+from ..frontend import hw
 from ..frontend.dtypes import DType
 from ..frontend.smem import exchange_slots
 from ..frontend.ops.column_slices import Slice
@@ -81,11 +83,52 @@ def _reduce(ctx, o):
       v = arith.truncf(mlir_type(d), v)
     ctx.set(o.result, v)
     return
+  if parts:                       # a column statistic of a tile the warpgroups split by rows
+    base = (ctx.num_warpgroups * plan.scratch_stride // o.scratch.type.dtype.itemsize if shared
+            else o.scratch.type.shape[0] - parts)
+    r = _combine_columns(ctx, o, r, whole, base, parts)
   if plus_zero:
     r = r + 0.0
   if _upcast(o):
     r = r.astype(mlir_type(d))
   ctx.set(o.result, r)
+
+
+def _combine_columns(ctx, o, r, scratch, base, parts):
+  """The column statistic `r` of a tensor-core tile whose rows the warpgroups split: each
+  warpgroup's part holds its own rows' statistic, in the same registers of the same threads of
+  every warpgroup (the layout repeats per warpgroup, and over the warps of one), so lane l of each
+  warp stores its registers at slot (warpgroup, l) (its warps store the same values), and every
+  thread combines the slots of its lane in warpgroup order (probe 62a; before, MG204)."""
+  if not all(isinstance(w, fa.Replicated) for w in r.layout.warp_dims):
+    raise E.InternalError(f"a column statistic's layout is not replicated over warps: {r.layout}", o.loc)
+  regs = list(r.registers.flat)
+  vec = [ir.VectorType(v.type).shape[0] if isinstance(v.type, ir.VectorType) else 1 for v in regs]
+  per = sum(vec)
+  if ctx.num_warpgroups * hw.WARP * per > parts:
+    raise E.InternalError(f"a column statistic's exchange needs {ctx.num_warpgroups} x {hw.WARP} x {per}"
+                          f" elements, its scratch has {parts}", o.loc)
+  index = ir.IndexType.get()
+  lane = arith.remui(gpu.thread_id(gpu.Dimension.x), arith.constant(index, hw.WARP))
+
+  def at(part, k):           # part: a warpgroup's number, static or this warpgroup's (ctx.wg)
+    first = (arith.constant(index, base + part * hw.WARP * per) if isinstance(part, int) else
+             arith.addi(arith.constant(index, base), arith.muli(part, arith.constant(index, hw.WARP * per))))
+    return [arith.addi(arith.addi(first, arith.muli(lane, arith.constant(index, per))), arith.constant(index, k))]
+
+  offs = np.cumsum([0] + vec[:-1]).tolist()
+  for v, k in zip(regs, offs):
+    (vector.store if isinstance(v.type, ir.VectorType) else memref.store)(v, scratch, at(ctx.wg, k))
+  ctx.thread_barrier()
+  acc = None
+  for p in range(ctx.num_warpgroups):
+    vals = [vector.load(v.type, scratch, at(p, k)) if isinstance(v.type, ir.VectorType) else memref.load(scratch, at(p, k))
+            for v, k in zip(regs, offs)]
+    acc = vals if acc is None else [_combined(o, a, x) for a, x in zip(acc, vals)]
+  ctx.thread_barrier()            # every part read before a warpgroup reduces here again
+  out = np.empty(r.registers.shape, dtype=object)
+  out.flat[:] = acc
+  return fa.FragmentedArray(_registers=out, _layout=r.layout, _is_signed=r.is_signed)
 
 
 def _combine_parts(ctx, o, v, scratch, base, parts):
@@ -96,18 +139,22 @@ def _combine_parts(ctx, o, v, scratch, base, parts):
   ctx.thread_barrier()
   vals = [memref.load(scratch, [arith.constant(index, base + p)]) for p in range(parts)]
   ctx.thread_barrier()            # every part read before a warpgroup reduces here again
-  d = o.x.type.dtype
   acc = vals[0]
   for x in vals[1:]:
-    if o.kind == ReduceKind.SUM:
-      acc = arith.addf(acc, x) if d.is_float else arith.addi(acc, x)
-    elif d.is_float:
-      acc = (arith.maximumf if o.kind == ReduceKind.MAX else arith.minimumf)(acc, x)
-    elif o.kind == ReduceKind.MAX:
-      acc = (arith.maxsi if d.is_signed else arith.maxui)(acc, x)
-    else:
-      acc = (arith.minsi if d.is_signed else arith.minui)(acc, x)
+    acc = _combined(o, acc, x)
   return acc
+
+
+def _combined(o, acc, x):
+  """Two parts of reduction `o` (scalars or register vectors) combined."""
+  d = o.x.type.dtype
+  if o.kind == ReduceKind.SUM:
+    return arith.addf(acc, x) if d.is_float else arith.addi(acc, x)
+  if d.is_float:
+    return (arith.maximumf if o.kind == ReduceKind.MAX else arith.minimumf)(acc, x)
+  if o.kind == ReduceKind.MAX:
+    return (arith.maxsi if d.is_signed else arith.maxui)(acc, x)
+  return (arith.minsi if d.is_signed else arith.minui)(acc, x)
 
 
 @lower(Broadcast)

@@ -180,8 +180,8 @@ def two_warpgroup_row_max(a, b, out):
 
 @mg.mgpu_kernel(out_shape=lambda a, b, **kw: jax.ShapeDtypeStruct((128,), jnp.float32), block=256)
 def two_warpgroup_reductions(a, b, out, *, how: ml.constexpr):
-  """Reductions across the rows two warpgroups hold: along axis 0 rejected; full ones (a
-  scalar) combine the warpgroups' parts."""
+  """Reductions across the rows two warpgroups hold: full ones (a scalar) and, since probe 62a,
+  along axis 0 (a vector of the columns) combine the warpgroups' parts."""
   a_s, b_s = ml.smem((256, 64)), ml.smem((64, 128))
   ml.copy(a, a_s)
   ml.copy(b, b_s)

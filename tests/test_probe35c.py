@@ -227,11 +227,11 @@ def test_tl_calls_are_read_as_the_language_in_hints():
               " that unmasked, o.at[:][...] = ..., where the window lies inside o; a window running past o's end keeps"
               " a mask of o's own extent only, o.at[:].store(..., mask=offs < o.shape[0]) with offs the window's"
               " positions")
-  expect(column_argmax, [S((128, 64), jnp.float16)], mg.LayoutError, "tl.argmax(",
-         "this reduction runs across the rows of acc (128, 128), which block=256 splits among 2 warpgroups (each"
-         " holds its own rows); reductions across the warpgroups are not supported",
-         hint="reduce its transpose along axis 1: tl.argmax(acc.T, axis=1); or use block=128 (one warpgroup holds"
-              " all rows)")
+  # tl.argmax across split rows was MG204 (its hint, tl.argmax(acc.T, axis=1), read as the language); since
+  # probe 62a the warpgroups combine their parts
+  x = np.random.default_rng(3).integers(-3, 4, (128, 64)).astype(np.float16)
+  acc = x.astype(np.float32) @ x.astype(np.float32).T
+  np.testing.assert_array_equal(np.asarray(column_argmax(jnp.asarray(x), interpret=True)), acc.argmax(0))
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 256,))
