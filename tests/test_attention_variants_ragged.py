@@ -10,6 +10,8 @@ to 2-D, which was MG204.
 """
 import functools
 import math
+import os
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -22,51 +24,14 @@ from attention_variants_lib import (NEG, TOL, Case, _block, _fwd_out, _q_grid, c
                                     check_gpu, finish, inputs, normal, positions, reference, softmax_step, specs_of)
 from locate import expect
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+import attention_variants as av  # noqa: E402  (varlen_attention, decode_split and decode_combine: the example's)
+
 S = jax.ShapeDtypeStruct
 
 
 # ---------------------------------------------------------------- varlen: packed sequences from cu_seqlens
-def _varlen_out(q, k, v, cu, **_):
-  return S(q.shape, q.dtype), S((q.shape[1], q.shape[0]), jnp.float32)
-
-
-def _varlen_grid(q, k, v, cu, *, max_seqlen, bq, **_):
-  return (ml.cdiv(max_seqlen, bq), q.shape[1], cu.shape[0] - 1)
-
-
-@mg.mgpu_kernel(out_shape=_varlen_out, grid=_varlen_grid, block=lambda q, *_, bq, **__: 128 if bq == 64 else 256)
-def varlen_attention(q, k, v, cu, o, lse, *, max_seqlen: ml.constexpr, bq: ml.constexpr, bkv: ml.constexpr,
-                     stages: ml.constexpr, scale: ml.constexpr, causal: ml.constexpr):
-  """q (total, heads, d), k and v (total, kv_heads, d): sequence b is rows cu[b]:cu[b + 1]; lse (heads, total)."""
-  i, h, b = ml.program_id(0), ml.program_id(1), ml.program_id(2)
-  hk = h // (q.shape[1] // k.shape[1])
-  d = q.shape[2]
-  start = cu[b]
-  n = cu[b + 1] - start
-  if i * bq < n:                                     # tiles past this sequence's end have nothing to do
-    q_s, k_s, v_s = ml.smem((bq, d)), ml.smem((bkv, d)), ml.smem((bkv, d))
-    ml.copy(q.at[ml.ds(start + i * bq, bq), h, :], q_s)
-    rows = i * bq + ml.arange(bq)
-    m = ml.full((bq,), NEG, jnp.float32)
-    l = ml.zeros((bq,), jnp.float32)
-    acc = ml.zeros((bq, d), jnp.float32)
-    blocks = ml.cdiv(n, bkv)
-    if causal:
-      blocks = ml.minimum(ml.cdiv((i + 1) * bq, bkv), blocks)
-    for j in ml.range(blocks, stages=stages):
-      ml.copy(k.at[ml.ds(start + j * bkv, bkv), hk, :], k_s)
-      ml.copy(v.at[ml.ds(start + j * bkv, bkv), hk, :], v_s)
-      cols = j * bkv + ml.arange(bkv)
-      keep = cols[None, :] < n                       # the next sequence's keys (or zeros past the end) are out
-      if causal:
-        keep = keep & (cols[None, :] <= rows[:, None])
-      s = ml.where(keep, ml.dot(q_s, k_s.T) * scale, -math.inf)
-      m, l, acc = softmax_step(m, l, acc, s, v_s, q.dtype)
-    # rows past n are the next sequence's, which another program writes: stored from registers under a mask
-    o.at[ml.ds(start + i * bq, bq), h, :].store((acc / l[:, None]).astype(o.dtype), mask=(rows < n)[:, None])
-    lse.at[h, ml.ds(start + i * bq, bq)].store(m + ml.log(l), mask=rows < n)
-
-
+# (examples/attention_variants.py's varlen_attention)
 def _varlen_case(lengths, heads, kv_heads, dtype, causal, bq):
   cu = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
   rng = np.random.default_rng(len(lengths))
@@ -74,7 +39,7 @@ def _varlen_case(lengths, heads, kv_heads, dtype, causal, bq):
   q = normal(rng, (total, heads, d), dtype, 5.5)
   k = normal(rng, (total, kv_heads, d), dtype, 5.5)
   v = normal(rng, (total, kv_heads, d), dtype)
-  kernel = functools.partial(varlen_attention, max_seqlen=max(lengths), bq=bq, bkv=64, stages=2, scale=0.125,
+  kernel = functools.partial(av.varlen_attention, max_seqlen=max(lengths), bq=bq, bkv=64, stages=2, scale=0.125,
                              causal=causal)
 
   def want():
@@ -213,67 +178,18 @@ def _dropout_case(shape, kv_heads, dtype, seed, rate, bq):
 
 
 # ---------------------------------------------------------------- a decode step, split along the keys
-def _split_out(q, k, v, *, splits, **_):
-  b, nq, h, d = q.shape
-  return S((b, splits, nq, h, d), jnp.float32), S((b, splits, nq, h), jnp.float32)
-
-
-@mg.mgpu_kernel(out_shape=_split_out, grid=lambda q, k, v, *, splits, **_: (splits, k.shape[2], q.shape[0]), block=128)
-def decode_split(q, k, v, o_part, lse_part, *, splits: ml.constexpr, bkv: ml.constexpr, scale: ml.constexpr):
-  """The last nq positions' queries (causal among themselves) of each kv head's g query heads, packed as nq * g
-  rows, against split `sp` of the key blocks: partial outputs and their logsumexps."""
-  sp, hk, b = ml.program_id(0), ml.program_id(1), ml.program_id(2)
-  nq, g, d, skv = q.shape[1], q.shape[2] // k.shape[2], q.shape[3], k.shape[1]
-  per = ml.cdiv(ml.cdiv(skv, bkv), splits)           # key blocks a split
-  lo = sp * per
-  hi = ml.minimum(lo + per, ml.cdiv(skv, bkv))
-  qv = q.at[b, :, ml.ds(hk * g, g), :][...].reshape(nq * g, d)
-  k_s, v_s = ml.smem((bkv, d)), ml.smem((bkv, d))
-  m = ml.full((nq * g,), NEG, jnp.float32)
-  l = ml.zeros((nq * g,), jnp.float32)
-  acc = ml.zeros((nq * g, d), jnp.float32)
-  pos = skv - nq + ml.arange(nq * g)[:, None] // g   # row r is query r // g
-  for j in ml.range(lo, hi, stages=2):
-    ml.copy(k.at[b, ml.ds(j * bkv, bkv), hk, :], k_s)
-    ml.copy(v.at[b, ml.ds(j * bkv, bkv), hk, :], v_s)
-    cols = j * bkv + ml.arange(bkv)[None, :]
-    s = ml.where(cols <= pos, ml.dot(qv, k_s.T) * scale, -math.inf)
-    m, l, acc = softmax_step(m, l, acc, s, v_s, q.dtype)
-  o_part.at[b, sp, :, ml.ds(hk * g, g), :][...] = (acc / l[:, None]).reshape(nq, g, d)
-  lse_part.at[b, sp, :, ml.ds(hk * g, g)][...] = (m + ml.log(l)).reshape(nq, g)
-
-
-def _combined(o_part, lse_part, *, dtype):
-  b, _, nq, h, d = o_part.shape
-  return S((b, nq, h, d), dtype), S((b, nq, h), jnp.float32)
-
-
-@mg.mgpu_kernel(out_shape=_combined, grid=lambda o_part, lse_part, **_: (o_part.shape[0],))
-def decode_combine(o_part, lse_part, o, lse, *, dtype: ml.constexpr):
-  """The splits' partial outputs weighted by exp(their lse - the total's)."""
-  b = ml.program_id(0)
-  part_lse = lse_part.at[b][...]                     # (splits, nq, heads)
-  mx = jnp.max(part_lse, axis=0)
-  w = jnp.exp(part_lse - mx)
-  total = jnp.sum(w, axis=0)
-  o.at[b][...] = jnp.sum(o_part.at[b][...] * (w / total)[..., None], axis=0).astype(o.dtype)
-  lse.at[b][...] = mx + jnp.log(total)
-
-
+# (examples/attention_variants.py's decode: decode_split, then decode_combine)
 def _decode_case(nq, skv, splits, heads, kv_heads, d, dtype):
   rng = np.random.default_rng(skv)
   q = normal(rng, (2, nq, heads, d), dtype, 5.5)
   k, v = normal(rng, (2, skv, kv_heads, d), dtype, 5.5), normal(rng, (2, skv, kv_heads, d), dtype)
-  scale = 1.0 / math.sqrt(d)
-
-  def step(q, k, v, interpret=None):
-    parts = decode_split(q, k, v, splits=splits, bkv=128, scale=scale, interpret=interpret)
-    return decode_combine(*parts, dtype=dtype, interpret=interpret)
+  step = functools.partial(av.decode, splits=splits)
   r, c = positions(nq, skv)
+
   def want():
-    o, lse = reference(q, k, v, scale, mask=c <= r + skv - nq)
+    o, lse = reference(q, k, v, 1.0 / math.sqrt(d), mask=c <= r + skv - nq)
     return o, lse.transpose(0, 2, 1)               # (batch, nq, heads), as the combine stores it
-  return Case(lambda interpret: step(q, k, v, interpret), want,
+  return Case(lambda interpret: step(q, k, v, interpret=interpret), want,
               step, specs_of(q, k, v), (TOL[dtype], 1e-4))
 
 
