@@ -19,7 +19,6 @@ Each is examples/attention.py's online softmax with the change its users make:
 """
 from __future__ import annotations
 
-import functools
 import math
 
 import jax

@@ -11,6 +11,8 @@ boundary) keeps its statistics.
 from __future__ import annotations
 
 import math
+import os
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -18,6 +20,9 @@ import numpy as np
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+from attention_variants import softmax_step  # noqa: E402,F401  (the online softmax's step: the example's)
 
 NEG = -1e30        # the running max's floor: a fully masked block leaves m, l and acc as they were
 
@@ -99,17 +104,6 @@ def _block(q, *_, bq, **__):
 
 
 @ml.inline
-def softmax_step(m, l, acc, s, v_s, dtype):
-  """One key block's update of the online softmax (natural exponentials) of masked, scaled logits s."""
-  m_new = ml.maximum(m, ml.max(s, axis=1))
-  alpha = ml.exp(m - m_new)
-  p = ml.exp(s - m_new[:, None])
-  l = l * alpha + ml.sum(p, axis=1)
-  acc = ml.dot(p.astype(dtype), v_s, acc * alpha[:, None])
-  return m_new, l, acc
-
-
-@ml.inline
 def finish(o, lse, o_s, m, l, acc, b, h, i, bq):
   """o = acc / l through o_s (a partial last query tile clipped by TMA), lse = m + log(l) of the rows inside."""
   o_s[...] = (acc / l[:, None]).astype(o.dtype)
@@ -121,13 +115,12 @@ def finish(o, lse, o_s, m, l, acc, b, h, i, bq):
 def flex_forward_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
                         scale: ml.constexpr, score_mod: ml.constexpr = no_mod, mask_mod: ml.constexpr = no_mask,
                         kv_range: ml.constexpr = all_blocks):
+  """FlexAttention's forward: softmax(score_mod(q @ k.T * scale) where mask_mod) @ v over kv_range's key blocks."""
   i, h, b = ml.program_id(0), ml.program_id(1), ml.program_id(2)
-  hk = h // (q.shape[2] // k.shape[2])
   d = q.shape[3]
-  q_s = ml.smem((bq, d))
-  k_s = ml.smem((bkv, d))
-  v_s = ml.smem((bkv, d))
+  q_s, k_s, v_s = ml.smem((bq, d)), ml.smem((bkv, d)), ml.smem((bkv, d))
   ml.copy(q.at[b, ml.ds(i * bq, bq), h, :], q_s)
+  hk = h // (q.shape[2] // k.shape[2])       # GQA: the kv head of query head h
   m = ml.full((bq,), NEG, jnp.float32)
   l = ml.zeros((bq,), jnp.float32)
   acc = ml.zeros((bq, d), jnp.float32)
@@ -304,3 +297,24 @@ def check_gpu(case):
 
 def specs_of(*arrays):
   return [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in arrays]
+
+
+def variant_tests(cases):
+  """The three tests of a file's cases: interpret mode against the reference, CUDA export, the GPU (-m gpu)."""
+  import pytest
+
+  @pytest.mark.parametrize("name", sorted(cases))
+  def test_variant_in_interpret_mode_matches_the_float32_reference(name):
+    case = cases[name]()
+    check_against_reference(case, case.run(True))
+
+  @pytest.mark.parametrize("name", sorted(cases))
+  def test_variant_exports_for_cuda(name):
+    check_export(cases[name]())
+
+  @pytest.mark.gpu
+  @pytest.mark.parametrize("name", sorted(cases))
+  def test_gpu_variant_matches_the_reference_and_interpret_mode(name):
+    check_gpu(cases[name]())
+  return (test_variant_in_interpret_mode_matches_the_float32_reference, test_variant_exports_for_cuda,
+          test_gpu_variant_matches_the_reference_and_interpret_mode)

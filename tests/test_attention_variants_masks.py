@@ -13,13 +13,11 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from attention_variants_lib import (NEG, TOL, Case, _block, _fwd_out, _q_grid, check_against_reference, check_export,
-                                    check_gpu, finish, flex_forward, inputs, positions, reference, softmax_step,
-                                    specs_of)
+from attention_variants_lib import (NEG, TOL, Case, _block, _fwd_out, _q_grid, finish, flex_forward, inputs,
+                                    positions, reference, softmax_step, specs_of, variant_tests)
 
 LOG2E = 1.4426950408889634
 
@@ -97,15 +95,7 @@ def local_attention(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, sta
 
 
 # ---------------------------------------------------------------- document masking: segment ids per key block
-def _doc_out(q, k, v, seg, **_):
-  return _fwd_out(q)
-
-
-def _doc_grid(q, k, v, seg, *, bq, **_):
-  return _q_grid(q, bq=bq)
-
-
-@mg.mgpu_kernel(out_shape=_doc_out, grid=_doc_grid, block=lambda q, *_, bq, **__: _block(q, bq=bq))
+@mg.mgpu_kernel(out_shape=_fwd_out, grid=_q_grid, block=_block)
 def document_attention(q, k, v, seg, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
                        scale: ml.constexpr):
   """Each query sees the keys of its own document: seg (batch, seq) int32 document ids."""
@@ -195,21 +185,8 @@ for _d, _seq in ((32, 77), (64, 513), (96, 200), (128, 130), (256, 77)):
       lambda r, c: dict(mask=c <= r), bq=64 if _d == 256 else 128, seed=_d)
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_variant_in_interpret_mode_matches_the_float32_reference(name):
-  case = CASES[name]()
-  check_against_reference(case, case.run(True))
-
-
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_variant_exports_for_cuda(name):
-  check_export(CASES[name]())
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_gpu_variant_matches_the_reference_and_interpret_mode(name):
-  check_gpu(CASES[name]())
+(test_variant_in_interpret_mode_matches_the_float32_reference, test_variant_exports_for_cuda,
+ test_gpu_variant_matches_the_reference_and_interpret_mode) = variant_tests(CASES)
 
 
 def test_a_window_cut_loop_visits_only_the_windows_blocks():

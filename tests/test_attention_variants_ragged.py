@@ -20,8 +20,8 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from attention_variants_lib import (NEG, TOL, Case, _block, _fwd_out, _q_grid, check_against_reference, check_export,
-                                    check_gpu, finish, inputs, normal, positions, reference, softmax_step, specs_of)
+from attention_variants_lib import (NEG, TOL, Case, _block, _fwd_out, _q_grid, finish, inputs, normal, positions,
+                                    reference, softmax_step, specs_of, variant_tests)
 from locate import expect
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
@@ -55,15 +55,7 @@ def _varlen_case(lengths, heads, kv_heads, dtype, causal, bq):
 
 
 # ---------------------------------------------------------------- attention sinks
-def _sink_out(q, k, v, sinks, **_):
-  return _fwd_out(q)
-
-
-def _sink_grid(q, k, v, sinks, *, bq, **_):
-  return _q_grid(q, bq=bq)
-
-
-@mg.mgpu_kernel(out_shape=_sink_out, grid=_sink_grid, block=lambda q, *_, bq, **__: _block(q, bq=bq))
+@mg.mgpu_kernel(out_shape=_fwd_out, grid=_q_grid, block=_block)
 def sink_attention(q, k, v, sinks, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, stages: ml.constexpr,
                    scale: ml.constexpr, window: ml.constexpr = 0):
   """softmax over the keys and one more logit per head, sinks[h], that takes no value (gpt-oss); with `window`,
@@ -105,15 +97,7 @@ def _sink_case(shape, kv_heads, dtype, sinks, window=0, bq=64):
 
 
 # ---------------------------------------------------------------- dropout inside attention
-def _drop_out(q, k, v, seed, **_):
-  return _fwd_out(q)
-
-
-def _drop_grid(q, k, v, seed, *, bq, **_):
-  return _q_grid(q, bq=bq)
-
-
-@mg.mgpu_kernel(out_shape=_drop_out, grid=_drop_grid, block=lambda q, *_, bq, **__: _block(q, bq=bq))
+@mg.mgpu_kernel(out_shape=_fwd_out, grid=_q_grid, block=_block)
 def dropout_attention(q, k, v, seed: ml.scalar, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr,
                       stages: ml.constexpr, scale: ml.constexpr, rate: ml.constexpr):
   """o = dropout(softmax(s)) @ v: each probability kept with probability 1 - rate (and scaled by 1 / (1 - rate))
@@ -208,21 +192,8 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_variant_in_interpret_mode_matches_the_float32_reference(name):
-  case = CASES[name]()
-  check_against_reference(case, case.run(True))
-
-
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_variant_exports_for_cuda(name):
-  check_export(CASES[name]())
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_gpu_variant_matches_the_reference_and_interpret_mode(name):
-  check_gpu(CASES[name]())
+(test_variant_in_interpret_mode_matches_the_float32_reference, test_variant_exports_for_cuda,
+ test_gpu_variant_matches_the_reference_and_interpret_mode) = variant_tests(CASES)
 
 
 def test_the_tests_philox_is_ml_rand():
