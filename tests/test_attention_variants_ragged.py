@@ -138,7 +138,8 @@ def philox_keep(seed, n, rate):
     hi0, lo0 = (p0 >> np.uint64(32)).astype(np.uint32), p0.astype(np.uint32)
     hi1, lo1 = (p1 >> np.uint64(32)).astype(np.uint32), p1.astype(np.uint32)
     c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
-    k0, k1 = k0 + w0, k1 + w1
+    with np.errstate(over="ignore"):          # (the key schedule wraps modulo 2 ** 32, as Philox's does)
+      k0, k1 = k0 + w0, k1 + w1
   bits = c0.view(np.int32)
   folded = np.where(bits < 0, -bits - 1, bits)
   return folded.astype(np.float32) * np.float32(4.6566127342e-10) >= rate
@@ -278,3 +279,22 @@ def test_a_short_vector_with_size_1_axes_inserted_is_stored_into_its_window(n, f
     np.testing.assert_array_equal(got[b, 0, 0], 0.0)
     np.testing.assert_array_equal(got[b, 0, 2], float(b))
   jax.export.export(jax.jit(kernel), platforms=["cuda"])(S(x.shape, x.dtype))
+
+
+def test_a_loop_no_stage_count_fits_says_what_takes_the_memory():
+  """MG402 at a pipelined loop that fits at no stage count: a decode step at head_dim 256 with bkv=128, whose dots of
+  4 rows the compiler pads to 64 through 144 KiB of scratch live across the loop. Its hint was the bare "use smaller
+  tiles"; it now gives one stage's bytes, the other buffers (the largest named) and the loop's buffers to cut (bkv=64
+  fits)."""
+  specs = [S((2, 1, 16, 256), jnp.float16), S((2, 777, 4, 256), jnp.float16), S((2, 777, 4, 256), jnp.float16)]
+  e = expect(av.decode_split, specs, mg.SmemCapacityError, "for j in ml.range(lo, hi, stages=2):",
+             "with stages=2 this loop's buffers need 263168 bytes (k_s 64 KiB, v_s 64 KiB per stage, 2 copies each),"
+             " more than the 232432 bytes (227 KiB less 16 bytes) a kernel's buffers can use",
+             splits=3, bkv=128, scale=0.0625)
+  assert e.hint.startswith("use smaller tiles: even unpipelined (stages=1) the loop's buffers take 132096 bytes and"
+                           " the kernel's other buffers, live across the loop, 147456 (the 64-row product of"
+                           " ml.dot(p.astype(dtype), v_s, acc * alpha[:, None]) scratch 64 KiB, qv padded to 64 rows"
+                           " 32 KiB,"), e.hint
+  assert e.hint.endswith(": 279552 in all; make k_s and v_s smaller (fewer rows a block), or the tiles those other"
+                         " buffers hold"), e.hint
+  av.decode_split.check(*specs, splits=3, bkv=64, scale=0.0625)           # the hinted tiles fit
