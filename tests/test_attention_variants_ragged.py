@@ -190,6 +190,7 @@ CASES = {
     "decode_one_query_gqa_d128": lambda: _decode_case(1, 1000, 4, 8, 2, 128, BF16),
     "decode_two_queries_d64": lambda: _decode_case(2, 777, 3, 8, 2, 64, F16),      # 2 x 4 rows: (8,) statistics
     "decode_four_queries_d128": lambda: _decode_case(4, 1025, 2, 8, 2, 128, BF16),
+    "decode_three_queries_d64": lambda: _decode_case(3, 513, 2, 8, 2, 64, F16),     # 3 x 4 rows: (12,) statistics
 }
 
 
@@ -211,11 +212,12 @@ def test_the_tests_philox_is_ml_rand():
 
 # ---------------------------------------------------------------- the class fixed: few-element vectors reshaped
 @pytest.mark.parametrize("n,shape", [(8, (2, 4)), (16, (4, 4)), (24, (3, 8)), (40, (5, 8)), (192, (2, 96)),
-                                     (120, (4, 30)), (16, (2, 2, 4))])
+                                     (120, (4, 30)), (16, (2, 2, 4)), (12, (3, 4)), (6, (2, 3))])
 def test_a_few_element_vector_reshaped_to_2d_is_stored_and_computed_on(n, shape):
-  """A vector of n (a multiple of 8, not of 128, at most 256) elements reshaped to a shape no register tensor holds
-  (a decode step's (queries, heads) statistics) was MG204 at the reshape: it is held as a small statistic is and
-  stored into a strided window (and math on it, a row max of it broadcast back, its transpose) as NumPy says."""
+  """A vector of n (a multiple of 8, or a row statistic of any length; not a multiple of 128; at most 256) elements
+  reshaped to a shape no register tensor holds (a decode step's (queries, heads) statistics) was MG204 at the
+  reshape: it is held as a small statistic is and stored into a strided window (and math on it, a row max of it
+  broadcast back) as NumPy says."""
   rows, last = math.prod(shape[:-1]), shape[-1]
 
   @mg.mgpu_kernel(out_shape=lambda x: (S((2,) + shape[:-1] + (2 * last,), jnp.float32),), grid=lambda x: (2,))
@@ -237,19 +239,28 @@ def test_a_few_element_vector_reshaped_to_2d_is_stored_and_computed_on(n, shape)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: S((3, 4), jnp.float32))
-def odd_statistics(x, out):
-  v = x[...]
-  out[...] = ml.sum(v, axis=1).reshape(3, 4)
+def odd_window(x, out):
+  v = x[ml.ds(0, 12)]                # (read padded to 16 elements: held)
+  out[...] = v.reshape(3, 4)
 
 
-def test_an_odd_length_vector_reshaped_to_2d_is_still_refused_at_the_reshape():
-  """12 elements (no multiple of 8) stay MG204 at the reshape, with its hint (left: a row statistic of odd length)."""
-  expect(odd_statistics, [S((12, 64), jnp.float32)], mg.LayoutError, "ml.sum(v, axis=1).reshape(3, 4)",
-         "reshape of ml.sum(v, axis=1), a vector of 12 elements, into (3, 4): a register tensor of more than one axis"
-         " needs a multiple of 128 elements (one per thread of a warpgroup; a 1-D vector only a multiple of 8)",
-         hint="name it, vec = ml.sum(v, axis=1), then pad it to a length that fills the threads: padded ="
-              " ml.concatenate([vec, ml.zeros((116,), vec.dtype)]).reshape(32, 4), whose first 3 rows are the"
-              " reshape: store them with out.at[ml.ds(0, 32)].store(padded, mask=ml.arange(32)[:, None] < 3)")
+@mg.mgpu_kernel(out_shape=lambda x: S((3, 5), jnp.float32))
+def odd_window_15(x, out):
+  v = x[ml.ds(0, 15)]
+  out[...] = v.reshape(3, 5)
+
+
+def test_an_odd_length_vector_that_is_no_row_statistic_is_still_refused_at_the_reshape():
+  """15 elements read from memory (no row statistic, which would be held: the decode case of 3 queries; 12, read
+  padded to 16, are) stay MG204 at the reshape, with its hint."""
+  x = jnp.arange(64, dtype=jnp.float32)
+  np.testing.assert_array_equal(np.asarray(odd_window(x, interpret=True)), np.arange(12).reshape(3, 4))
+  expect(odd_window_15, [S((64,), jnp.float32)], mg.LayoutError, "v.reshape(3, 5)",
+         "reshape of v, a vector of 15 elements, into (3, 5): a register tensor of more than one axis needs a multiple"
+         " of 128 elements (one per thread of a warpgroup; a 1-D vector only a multiple of 8)",
+         hint="pad it to a length that fills the threads: padded = ml.concatenate([v, ml.zeros((625,), v.dtype)])"
+              ".reshape(128, 5), whose first 3 rows are the reshape: store them with out.at[ml.ds(0, 128)].store(padded,"
+              " mask=ml.arange(128)[:, None] < 3)")
 
 
 @pytest.mark.parametrize("n", [4, 12, 16, 64])
