@@ -564,7 +564,26 @@ def check_fits(kernel, bufs, S, sites, loc, ws: bool = False, loop=None):
           and apart + other + hw.SMEM_BUFFER_ALIGN <= hw.SMEM_LIMIT]
   from .smem import _alloc_loc
   from .stage_overflow import stages_error
-  raise stages_error(kernel, loop, bufs, S, sites, loc, need, fits, other, unpipelined(ws), lambda b: _alloc_loc(kernel, b))
+  raise stages_error(kernel, loop, bufs, S, sites, loc, need, fits, other, unpipelined(ws), lambda b: _alloc_loc(kernel, b),
+                     lambda: _no_stages_fit(order, ids, during_loop, bufs, sites, kernel, other, ws))
+
+
+def _no_stages_fit(order, ids, during_loop, bufs, sites, kernel, other, ws) -> str:
+  """The hint where no stage count fits: what one stage of the loop's buffers and the kernel's other buffers live
+  across the loop take (the largest named: a compiler scratch, the rows a dot of fewer than 64 padded, is not the
+  user's own), and the loop's buffers to make smaller."""
+  one = loop_bytes(bufs, 1, sites, kernel.num_load_slots)
+  live = sorted((o.result for o in order if isinstance(o, SmemAlloc) and id(o.result) not in ids
+                 and isinstance(resolve(o.result.type.dtype), DType) and during_loop(o.result)),
+                key=lambda r: -r.type.nbytes)
+  named = ", ".join(f"{r.name or 'a buffer'} {r.type.nbytes // 1024} KiB" for r in live[:4])
+  more = f" and {len(live) - 4} more" if len(live) > 4 else ""
+  loop_bufs = " and ".join(b.name or "the loop's buffer" for b in bufs)
+  return (f"use smaller tiles: even unpipelined ({unpipelined(ws)}) the loop's buffers take {one} bytes and the"
+          f" kernel's other buffers, live across the loop, {other} ({named}{more}): {one + other} in all; make"
+          f" {loop_bufs} smaller (fewer rows a block), or the tiles those other buffers hold" if other else
+          f"use smaller tiles: even unpipelined ({unpipelined(ws)}) the loop's buffers take {one} bytes; make"
+          f" {loop_bufs} smaller (fewer rows a block)")
 
 
 def store_buffers(kernel, body, loaded) -> list:

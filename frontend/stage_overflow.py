@@ -92,8 +92,9 @@ def smaller_tile(kernel, loop, bufs, stages, sites, other) -> tuple | None:
   return None
 
 
-def stages_error(kernel, loop, bufs, S, sites, loc, need, fits, other, unpipelined, alloc_loc):
-  """The SmemCapacityError of check_fits: `fits`, the stage counts below S that fit (largest first)."""
+def stages_error(kernel, loop, bufs, S, sites, loc, need, fits, other, unpipelined, alloc_loc, no_fit):
+  """The SmemCapacityError of check_fits: `fits`, the stage counts below S that fit (largest first); `no_fit()`,
+  the hint where neither fewer stages nor an eighth of the loop's tiles fit (what the other buffers take)."""
   per_stage = ", ".join(f"{b.name or '?'} {b.type.nbytes // 1024} KiB" for b in bufs)
   message = (f"with stages={S} this loop's buffers need {need} bytes ({per_stage} per stage, {S} copies each),"
              f" more than the {hw.SMEM_LIMIT} bytes ({hw.SMEM_WORDS}) a kernel's buffers can use")
@@ -108,9 +109,8 @@ def stages_error(kernel, loop, bufs, S, sites, loc, need, fits, other, unpipelin
   if tile is None:
     big = max(bufs, key=lambda b: b.type.nbytes)
     return E.SmemCapacityError(
-        message, alloc_loc(big), hint=f"use smaller tiles: with {unpipelined} the loop's buffers alone"
-        f" take more than the limit beside the kernel's other buffers ({big.name}, the largest, is"
-        f" {tuple(big.type.shape)}, {kib(big.type.nbytes)}); cutting them to an eighth is not enough",
+        message, alloc_loc(big), hint=no_fit() + f" ({big.name}, the largest, is {tuple(big.type.shape)},"
+        f" {kib(big.type.nbytes)}; cutting the loop's tiles to an eighth is not enough)",
         notes=(f"{loc}: the pipelined loop (stages={S}) keeping a copy per stage",))
   big, hint = tile
   return E.SmemCapacityError(message, alloc_loc(big), hint=hint,

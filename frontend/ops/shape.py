@@ -19,7 +19,7 @@ from ..infer import unify
 from ..shape_hints import align_hint, insert_axes_hint, window_hint, outer_hint, padded_for, scalar_reshape_hint
 from . import elementwise as ew, padded_meets, padded_tiles, static_tiles
 from .base import builtin, check_register_value, is_tensor, is_value, kind_of, static_shape, unroll_hint, shown
-from .vector_views import check_vector_reshape
+from .vector_views import check_vector_reshape, held_reshape
 from .window_hints import register_window_hint
 from .broadcast_nd import (copied_axes, flattened_plan, flattens, index_small, kept_last_plan, small_shape, small_source,
                            trailing_first, two_step_plan, unit_result_axes)
@@ -183,6 +183,8 @@ def reshape_(cx, x, shape):
     return spread_reshaped(cx, x, shape)
   if (made := static_tiles.filled(cx, x, shape) or static_tiles.affine_grid(cx, x, shape)) is not None:
     return made     # filled anew ((1, 1) to (1,)); an integer table known while compiling: AWQ's order, probe 52e
+  if held_reshape(cx, x, shape):   # (a few-element vector shaped (4, 4): as a small statistic, ops/vector_views.py)
+    return cx.b.emit(Reshape, x, loc=cx.loc, types=[TensorType(shape, x.type.dtype)], names=[x.name]).result
   check_vector_reshape(cx, x, shape)      # (192,) into (2, 96): no register tensor holds it
   if len(shape) == 2 and shape == x.type.shape[::-1] and 1 in shape and math.prod(shape) % hw.WARPGROUP and (
       resolve(x.type.dtype) != DType.bool_):

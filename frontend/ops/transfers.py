@@ -81,6 +81,22 @@ def _check_small_statistic(cx, ref, value):
            f" .reshape{tuple(shape)} (free in XLA)")
 
 
+def _unit_axes_source(cx, shape, value):
+  """The vector `value` (stored into a window of `shape`) is, where it only inserts size-1 axes before a vector of
+  fewer than 128 elements (no 2-D register tile holds it), the window's last axis that vector's; else None."""
+  from .shape import Broadcast, Reshape
+  if not (is_value(value) and isinstance(value.type, TensorType)) or tuple(value.type.shape) != tuple(shape):
+    return None
+  made = cx.b.defining(value)
+  src = made.x if isinstance(made, (Reshape, Broadcast)) else None
+  if src is None or not isinstance(src.type, TensorType) or len(src.type.shape) != 1 or len(shape) < 2:
+    return None
+  n = src.type.shape[0]
+  if n % hw.WARPGROUP == 0 or math.prod(shape) != n or shape[-1] != n:     # (a column (n, 1): strided, not this)
+    return None
+  return src
+
+
 def _few_elements(shape) -> bool:
   """A window of a few elements that no register vector holds (not a multiple of 8, at most FEW_SCALARS): a number
   or scalar stored into it is stored an element at a time, as `out[i] = 0` each."""
@@ -113,6 +129,10 @@ def store(cx, ref, value):
     one = one_element_scalar(cx, value) if is_value(value) and isinstance(value.type, TensorType) else value
     if one is not None and (isinstance(one, Num) or is_value(one) and isinstance(one.type, ScalarType)):
       return scalar_store(cx, view(cx, ref, (0,) * len(t.shape), ref.name), one)
+  if (squeezed := _unit_axes_source(cx, t.shape, value)) is not None:
+    # v.reshape(1, n) (or v[None, :]) of a vector no register tile of that shape holds (a decode step's one query
+    # of n heads) into a window of that shape: v into the window with its size-1 axes indexed
+    return store(cx, view(cx, ref, tuple(0 if n == 1 else slice(None) for n in t.shape), ref.name), squeezed)
   from .odd_fills import fill_of
   value = fill_of(cx, t, value)       # o[0:33] = ml.zeros((33,)): the number, as o[0:33] = 0
   if isinstance(value, Num) or (is_value(value) and isinstance(value.type, ScalarType)):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from .. import errors as E
-from .. import hw
+from .. import hw, ir
 from .base import python_int as _int
 from .out_names import stored_into
 
@@ -52,6 +52,53 @@ def strided_vector(cx, x, index):
   col = expand(cx, reshape_(cx, x, (p // k, k)), (slice(None), a % k))
   first = a // k
   return col if (first, count) == (0, p // k) else expand(cx, col, (slice(first, first + count),))
+
+
+def held_reshape(cx, x, shape) -> bool:
+  """Whether `x.reshape(shape)` is held as a small statistic is (the vector typed with the shape, stored a row or an
+  element at a time, frontend/ops/small_stores.py; since probe 62c): a vector of at most FEW_ELEMENTS elements, not a
+  multiple of 128, into two or more axes no register tensor holds (a decode step's (queries, heads) statistics),
+  whose length a register vector holds (a multiple of 8) or which is a tile's row statistic (any length: the
+  (12,) row max of a 12-row tile, or math of it, carried through loops)."""
+  from .base import is_tensor
+  from .small_stores import FEW_ELEMENTS
+  if not is_tensor(x) or len(x.type.shape) != 1 or sum(d != 1 for d in shape) < 2:
+    return False
+  n = x.type.shape[0]
+  if not n % hw.WARPGROUP or n > FEW_ELEMENTS:
+    return False
+  return n % 8 == 0 or _row_statistic(cx.b.defining, x)
+
+
+def _row_statistic(defining, x) -> bool:
+  """Whether vector `x` is made from row reductions of 2-D tiles, through elementwise math of its shape and the
+  values loops and ifs carry (an online softmax's running max), and nothing else but fills."""
+  from .control import For, While
+  from .elementwise import ELEMENTWISE_OPS
+  from .shape import Reduce
+  todo, seen, found = [x], set(), False
+  while todo:
+    v = todo.pop()
+    if v.id in seen:
+      continue
+    seen.add(v.id)
+    o = defining(v)
+    if isinstance(o, Reduce):
+      if len(o.x.type.shape) != 2 or tuple(o.axes) != (1,):
+        return False
+      found = True
+    elif isinstance(o, ELEMENTWISE_OPS):
+      todo.extend(a for a in o.operands() if _is_vector_like(a, v))
+    elif isinstance(o, (For, While)) and o.body.ops and hasattr(o.body.ops[-1], "values"):
+      k = list(o.results).index(v)
+      todo.extend(a for a in (o.body.ops[-1].values[k],) if _is_vector_like(a, v))
+    elif o is not None and type(o).__name__ != "Full":     # (None: a loop body's carried value, walked at its loop)
+      return False
+  return found
+
+
+def _is_vector_like(a, v) -> bool:
+  return isinstance(a, ir.Value) and getattr(a.type, "shape", None) == v.type.shape
 
 
 def check_vector_reshape(cx, x, shape):
