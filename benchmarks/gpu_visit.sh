@@ -204,6 +204,15 @@ PY
     s50_b)       MOSAIC_GPU_DUMP_PTXAS=1 python3 -u benchmarks/attn_bwd_deferred.py >"$OUT/deferred_full.log" 2>&1; echo "rc=$?"
                  grep -E "spill|Used [0-9]+ registers" "$OUT/deferred_full.log" | sort | uniq -c | head -30
                  grep -vE "^ptxas|spill|Used|Compiling|^$|Warning" "$OUT/deferred_full.log" | tail -30 ;;
+    # session 50's one visit: the GPU twins of probes 62a-c and of the int8 chaining, the five int8 seeds with the
+    # chaining and MG501 off (the lowering's register copies alone), then (s50_b) the deferred dQ, then the fuzzers
+    s50_t)       python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 170 tests/test_int_dot_chain.py tests/test_probe61d.py tests/test_probe62a.py tests/test_probe62b.py tests/test_attention_variants_masks.py tests/test_attention_variants_ragged.py tests/test_attention_variants_bwd.py
+                 grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | cut -c1-300 | head -30
+                 timeout 60 python3 -u benchmarks/probe_s49_int8.py --unchained 2>&1 | grep -vE "Warning|^ |^hint" | tail -12 ;;
+    s50_f)       timeout 70 python3 -u benchmarks/probe_wg_fuzz.py --jobs 14 --seeds 0:1500 >"$OUT/wgfuzz.log" 2>&1; echo "rc=$?"
+                 grep -vE "^(ok|refused)" "$OUT/wgfuzz.log" | cut -c1-300 | tail -12
+                 timeout 60 python3 -u benchmarks/probe_async_fuzz.py --jobs 14 --loop 61c --seeds 0:2000 >"$OUT/asyncfuzz61c.log" 2>&1; echo "rc=$?"
+                 grep -vE "^(ok|refused)" "$OUT/asyncfuzz61c.log" | cut -c1-300 | tail -12 ;;
     gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)
     gpu_s34all)  python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 500 ;;
     # Sessions 34-35 (no device lent then): the tests that may fault without their fixes, a few a shard, then
