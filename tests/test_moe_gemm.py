@@ -291,7 +291,8 @@ def test_moe_sum(t, k, n, dtype):
 # ---------------------------------------------------------------- on the GPU
 @pytest.mark.gpu
 def test_probe62d_moe_on_the_gpu():
-  from test_moe_routing import GATES, ORDERS, _gating_want, _grouped_want, distinct_logits, grouped_topk, topk_gating
+  from test_moe_routing import (GATES, ORDERS, _gating_want, _grouped_want, distinct_logits, grouped_topk,
+                                topk_gating, topk_then_softmax)
   for t, e, k, bt in GATES:
     for softmax_first, renorm in ORDERS:
       x = distinct_logits(t, e)
@@ -299,6 +300,9 @@ def test_probe62d_moe_on_the_gpu():
       want_w, want_ids = _gating_want(x, k, renorm, softmax_first)
       np.testing.assert_array_equal(np.asarray(ids), want_ids)
       np.testing.assert_allclose(np.asarray(w), want_w, rtol=1e-5, atol=1e-6)
+  x = distinct_logits(40, 64)
+  got = jax.jit(lambda x: topk_then_softmax(x, K=4, DIM=None))(x)
+  np.testing.assert_allclose(np.asarray(got), np.asarray(jax.nn.softmax(jax.lax.top_k(x, 4)[0], axis=1)), rtol=1e-5)
   x = distinct_logits(40, 64, 6.0) - 3
   bias = (R.permutation(64) / 64 * 0.01).astype(np.float32)
   w, ids = jax.jit(lambda x, b: grouped_topk(x, b, TOPK=6, G=8, TOPG=4))(x, bias)

@@ -163,3 +163,24 @@ def test_deepseek_grouped_topk(t, e, g, topg, k):
   np.testing.assert_array_equal(np.asarray(ids), want_ids)
   np.testing.assert_allclose(np.asarray(w), want_w, rtol=2e-6, atol=1e-7)
   export(grouped_topk, x, bias, TOPK=k, G=g, TOPG=topg)
+
+
+# ---------------------------------------------------------------- Triton's tl.topk (values only), then softmax
+@mg.mgpu_kernel(out_shape=lambda x, **k: S((x.shape[0], k["K"]), jnp.float32),
+                grid=lambda x, **k: (tl.cdiv(x.shape[0], 16),))
+def topk_then_softmax(x_ptr, o_ptr, *, K: tl.constexpr, DIM: tl.constexpr):
+  """Triton 3's `tl.topk(x, k, dim=...)` (it was MG002, "tl has no attribute 'topk'")."""
+  T, E = x_ptr.shape
+  rows = tl.program_id(0) * 16 + tl.arange(0, 16)
+  x = tl.load(x_ptr.at[rows[:, None], tl.arange(0, E)[None, :]], mask=rows[:, None] < T, other=0.0)
+  v = tl.topk(x, K) if DIM is None else tl.topk(x, K, dim=DIM)
+  tl.store(o_ptr.at[rows[:, None], tl.arange(0, K)[None, :]], tl.softmax(v, axis=1), mask=rows[:, None] < T)
+
+
+@pytest.mark.parametrize("t,e,k,dim", [(40, 64, 4, None), (16, 8, 2, 1), (33, 128, 8, -1)])
+def test_triton_topk_values(t, e, k, dim):
+  x = distinct_logits(t, e)
+  got = topk_then_softmax(x, K=k, DIM=dim, interpret=True)
+  np.testing.assert_allclose(np.asarray(got), np.asarray(jax.nn.softmax(jax.lax.top_k(x, k)[0], axis=1)),
+                             rtol=2e-6, atol=1e-7)
+  export(topk_then_softmax, x, K=k, DIM=dim)
