@@ -9,8 +9,10 @@ whole number of its axis's stride, `-c` the negation of `c`'s split) and `q_d` a
 That is Triton's address wherever the moved index stays inside its axis, which is where Triton's kernels read (a
 masked lane is read by neither); an unmasked index that leaves its axis is the gather's error, not the next row
 Triton would read. `ptrs + c` and `c + ptrs` make a new block, `ptrs - c` and `ptrs -= c` step back; a loop carries
-the block as its index values (frontend/carried.py), as it carries a block pointer's offsets. A run-time step of a
-block of two or more axes has no static split: a KernelTypeError whose hint moves the offsets instead."""
+the block as its index values (frontend/carried.py), as it carries a block pointer's offsets. A run-time step (an
+integer scalar, or a tensor of steps) is split the same way at run time (`|c| // s` and `|c| % s` per stride, with
+c's sign): `c_ptrs += BM * stride_cm * (pid % 2)`. A product, a block indexed by slices (`x.at[ids, :]`) and a
+block subtracted from a number are KernelTypeErrors at the step, with hints."""
 from __future__ import annotations
 
 import ast
@@ -18,7 +20,7 @@ import math
 
 from . import errors as E
 from .ops import elementwise as ew
-from .ops.base import is_scalar, is_value
+from .ops.base import is_value
 from .ops.gather import IndexedRef
 from .types import resolve
 
@@ -32,6 +34,23 @@ def _split(c: int, shape: tuple) -> list:
   for s in strides:
     parts.append(sign * (rest // s))
     rest %= s
+  return parts
+
+
+def _run_time_split(cx, c, shape: tuple) -> list:
+  """A run-time integer step (a scalar or a tensor) split as `_split` splits a static one: the parts of |c|, each
+  given c's sign (ops on scalars, or elementwise on a tensor of steps)."""
+  if len(shape) == 1:
+    return [c]
+  neg = ew.compare(cx, ew.CmpOp.LT, c, 0)
+  rest = ew.where_(cx, neg, ew.unary(cx, ew.UnOp.NEG, c), c)
+  parts = []
+  for d in range(len(shape)):
+    s = math.prod(shape[d + 1:])
+    q = rest if s == 1 else ew.binary(cx, ew.BinOp.FLOORDIV, rest, s)
+    if s != 1:
+      rest = ew.binary(cx, ew.BinOp.MOD, rest, s)
+    parts.append(ew.where_(cx, neg, ew.unary(cx, ew.UnOp.NEG, q), q))
   return parts
 
 
@@ -73,19 +92,12 @@ def binop(tracer, op, a, b, node):
              f" cols[None, :]], or move the offsets themselves: offs_k += BLOCK_K")
   sign = -1 if op is ast.Sub else 1
   cx = tracer.cx(node)
-  if runtime:
-    if len(shape) != 1:
-      by = "a run-time offset" if is_scalar(step) else "a tensor of offsets"
-      raise E.KernelTypeError(
-          f"{said} moves a block of the {len(shape)}-axis {ref_name} by {by}, which has no split over its axes"
-          f" while compiling", tracer.loc(node),
-          hint=f"move the offsets of the axis the step walks, e.g. offs_k += {text} (with {name} indexed anew from"
-               f" them), or make the step a static number (a constexpr times a stride)")
-    step = step if sign == 1 else ew.unary(cx, ew.UnOp.NEG, step)
-    return IndexedRef(ref, (_moved(cx, index[0], step),))
   if not all(isinstance(n, int) for n in shape):
     raise E.KernelTypeError(f"{said} needs {ref_name}'s shape while compiling", tracer.loc(node),
                             hint="move the offsets themselves: offs_k += BLOCK_K")
-  parts = _split(sign * step, shape)
+  if runtime:
+    parts = _run_time_split(cx, step if sign == 1 else ew.unary(cx, ew.UnOp.NEG, step), shape)
+  else:
+    parts = _split(sign * step, shape)
   moved = tuple(_moved(cx, i, q) for i, q in zip(index, parts))
   return IndexedRef(ref, moved if isinstance(ptrs.index, tuple) else moved[0])

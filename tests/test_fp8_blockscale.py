@@ -10,7 +10,7 @@ Class fixed (design note 211): Triton's pointer increment of a pointer block hel
 BLOCK_K` (DeepSeek-V3's `fp8_gemm_kernel`, every Triton GEMM's `b_ptrs += BLOCK_K * stride_bk`), was Python's own
 error ("unsupported operand type(s) for +: 'IndexedRef' and 'int'", MG003, hint "static values compute as in
 Python"). A static step now moves the block's indices (split over the ref's row-major strides: Triton's address
-where the index stays inside its axis); a loop carries the block; a run-time step of a 2-D block, a product, a
+where the index stays inside its axis; a run-time step split while running); a loop carries the block; a product, a
 block indexed by slices are located MG003s with hints (frontend/pointer_steps.py)."""
 import jax
 import jax.numpy as jnp
@@ -398,6 +398,11 @@ def steps_back(x_ptr, o_ptr):
 
 
 def test_pointer_blocks_step_as_tritons_addresses():
+  x = np.arange(8 * 64, dtype=np.float32).reshape(8, 64)
+  flat, r, c = x.reshape(-1), np.arange(4)[:, None], np.arange(32)[None, :]
+  want = np.stack([flat[r * 64 + c + 80], flat[(4 + r) * 64 + 32 + c - 80], flat[r * 64 + c + r * 65]])
+  np.testing.assert_array_equal(np.asarray(steps_at_run_time(x, interpret=True)), want)
+  export(steps_at_run_time, x)
   a, b = (R.integers(-4, 5, (100, 96)) / 4).astype(np.float16), (R.integers(-4, 5, (96, 80)) / 4).astype(np.float16)
   np.testing.assert_array_equal(f32(steps_by_rows(a, b, interpret=True)), f32(a) @ f32(b))
   export(steps_by_rows, a, b)
@@ -407,12 +412,18 @@ def test_pointer_blocks_step_as_tritons_addresses():
   export(steps_back, x)
 
 
-@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
-def step_at_run_time(x_ptr, o_ptr):
-  offs = tl.arange(0, 64)
-  ptrs = x_ptr.at[offs[:, None], offs[None, :]]
-  ptrs += tl.program_id(0) * 64
-  tl.store(o_ptr.at[offs[:, None], offs[None, :]], tl.load(ptrs))
+@mg.mgpu_kernel(out_shape=lambda x: S((3, 4, 32), x.dtype), grid=(1,))
+def steps_at_run_time(x_ptr, o_ptr):
+  """Run-time steps of a 2-D block, split over its axes while running: a scalar either way, a tensor of steps."""
+  rows = tl.arange(0, 4)
+  cols = tl.arange(0, 32)
+  ptrs = x_ptr.at[rows[:, None], cols[None, :]]
+  s = (tl.program_id(0) + 1) * x_ptr.shape[1] + 16           # one row and 16 columns on
+  tl.store(o_ptr.at[0, rows[:, None], cols[None, :]], tl.load(ptrs + s))
+  back = x_ptr.at[(4 + rows)[:, None], (32 + cols)[None, :]]
+  tl.store(o_ptr.at[1, rows[:, None], cols[None, :]], tl.load(back - s))
+  per_row = (rows * x_ptr.shape[1] + rows)[:, None]          # row r: r rows and r columns on
+  tl.store(o_ptr.at[2, rows[:, None], cols[None, :]], tl.load(ptrs + per_row))
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
@@ -433,11 +444,6 @@ def block_of_slices(x_ptr, o_ptr):
 
 def test_pointer_steps_with_no_address_are_located():
   spec = [S((64, 64), jnp.float32)]
-  expect(step_at_run_time, spec, mg.KernelTypeError, "ptrs += tl.program_id(0) * 64",
-         "ptrs += tl.program_id(0) * 64 moves a block of the 2-axis x_ptr by a run-time offset, which has no split"
-         " over its axes while compiling",
-         hint="move the offsets of the axis the step walks, e.g. offs_k += tl.program_id(0) * 64 (with ptrs indexed"
-              " anew from them), or make the step a static number (a constexpr times a stride)")
   expect(block_times_two, spec, mg.KernelTypeError, "ptrs * 2",
          "ptrs is a block of x_ptr's elements (Triton's pointer block): it moves by an integer added to it or"
          " subtracted from it (ptrs += BLOCK_K), and ptrs * 2 is neither",
@@ -468,3 +474,5 @@ def test_probe62d_gemms_on_the_gpu():
     np.testing.assert_allclose(f32(jax.jit(kernel)(*args)), f32(want(*args)), rtol=1e-2, atol=1e-2)
   a, b = (R.integers(-4, 5, (100, 96)) / 4).astype(np.float16), (R.integers(-4, 5, (96, 80)) / 4).astype(np.float16)
   np.testing.assert_array_equal(f32(jax.jit(steps_by_rows)(a, b)), f32(a) @ f32(b))
+  x = np.arange(8 * 64, dtype=np.float32).reshape(8, 64)
+  np.testing.assert_array_equal(np.asarray(jax.jit(steps_at_run_time)(x)), np.asarray(steps_at_run_time(x, interpret=True)))
