@@ -406,6 +406,11 @@ def test_pointer_blocks_step_as_tritons_addresses():
   a, b = (R.integers(-4, 5, (100, 96)) / 4).astype(np.float16), (R.integers(-4, 5, (96, 80)) / 4).astype(np.float16)
   np.testing.assert_array_equal(f32(steps_by_rows(a, b, interpret=True)), f32(a) @ f32(b))
   export(steps_by_rows, a, b)
+  a, b = (R.integers(-4, 5, (128, 256)) / 4).astype(np.float16), (R.integers(-4, 5, (128, 256)) / 4).astype(np.float16)
+  want = f32(a) @ f32(b).T
+  want[64:] *= 2
+  np.testing.assert_array_equal(np.asarray(steps_in_while_and_if(a, b, interpret=True)), want)
+  export(steps_in_while_and_if, a, b)
   x = (R.integers(-8, 8, 512) / 4).astype(np.float32)
   want = (x.reshape(4, 128)[::-1] * np.arange(1, 5, dtype=np.float32)[:, None]).sum(0) + x[64:192]
   np.testing.assert_array_equal(f32(steps_back(x, interpret=True)), want[None])
@@ -424,6 +429,34 @@ def steps_at_run_time(x_ptr, o_ptr):
   tl.store(o_ptr.at[1, rows[:, None], cols[None, :]], tl.load(back - s))
   per_row = (rows * x_ptr.shape[1] + rows)[:, None]          # row r: r rows and r columns on
   tl.store(o_ptr.at[2, rows[:, None], cols[None, :]], tl.load(ptrs + per_row))
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[0]), jnp.float32),
+                grid=lambda a, b: (a.shape[0] // 64, b.shape[0] // 64))
+def steps_in_while_and_if(a_ptr, b_ptr, c_ptr):
+  """Blocks carried by a pipelined loop (`a_ptrs = a_ptrs + 64`, `64 + b_ptrs`), a while loop, and an if."""
+  K = a_ptr.shape[1]
+  offs_m = tl.program_id(0) * 64 + tl.arange(0, 64)
+  offs_n = tl.program_id(1) * 64 + tl.arange(0, 64)
+  offs_k = tl.arange(0, 64)
+  a_ptrs = a_ptr.at[offs_m[:, None], offs_k[None, :]]
+  b_ptrs = b_ptr.at[offs_n[None, :], offs_k[:, None]]
+  acc = tl.zeros((64, 64), tl.float32)
+  for k in tl.range(0, K // 128, num_stages=2):
+    acc += tl.dot(tl.load(a_ptrs), tl.load(b_ptrs))
+    a_ptrs = a_ptrs + 64
+    b_ptrs = 64 + b_ptrs
+  k = K // 2
+  while k < K:
+    acc += tl.dot(tl.load(a_ptrs), tl.load(b_ptrs))
+    a_ptrs += 64
+    b_ptrs += 64
+    k += 64
+  c_ptrs = c_ptr.at[offs_m[:, None], offs_n[None, :]]
+  if tl.program_id(0) % 2 == 1:
+    c_ptrs -= 64 * c_ptr.shape[1]
+    acc = acc * 2
+  tl.store(c_ptrs + 64 * c_ptr.shape[1] * (tl.program_id(0) % 2), acc)
 
 
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
@@ -474,5 +507,9 @@ def test_probe62d_gemms_on_the_gpu():
     np.testing.assert_allclose(f32(jax.jit(kernel)(*args)), f32(want(*args)), rtol=1e-2, atol=1e-2)
   a, b = (R.integers(-4, 5, (100, 96)) / 4).astype(np.float16), (R.integers(-4, 5, (96, 80)) / 4).astype(np.float16)
   np.testing.assert_array_equal(f32(jax.jit(steps_by_rows)(a, b)), f32(a) @ f32(b))
+  a, b = (R.integers(-4, 5, (128, 256)) / 4).astype(np.float16), (R.integers(-4, 5, (128, 256)) / 4).astype(np.float16)
+  want = f32(a) @ f32(b).T
+  want[64:] *= 2
+  np.testing.assert_array_equal(np.asarray(jax.jit(steps_in_while_and_if)(a, b)), want)
   x = np.arange(8 * 64, dtype=np.float32).reshape(8, 64)
   np.testing.assert_array_equal(np.asarray(jax.jit(steps_at_run_time)(x)), np.asarray(steps_at_run_time(x, interpret=True)))

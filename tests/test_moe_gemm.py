@@ -288,6 +288,129 @@ def test_moe_sum(t, k, n, dtype):
   export(moe_sum, *args)
 
 
+# ---------------------------------------------------------------- vLLM's int4 (GPTQ / AWQ) fused MoE, int64 offsets
+def _w4_grid(a, b, bs, bz, tw, sid, *rest, BM, BN, **k):
+  return (tl.cdiv(sid.shape[0], BM) * tl.cdiv(b.shape[2], BN),)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b, bs, bz, tw, *r, **k: S((tw.shape[0] * tw.shape[1], b.shape[2]), a.dtype),
+                grid=_w4_grid)
+def fused_moe_w4a16(a_ptr, b_ptr, b_scale_ptr, b_zp_ptr, topk_weights_ptr, sorted_token_ids_ptr, expert_ids_ptr,
+                    num_tokens_post_padded_ptr, c_ptr, *, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                    group_size: tl.constexpr, top_k: tl.constexpr, MUL_ROUTED_WEIGHT: tl.constexpr):
+  """b (E, K // 2, N) uint8 nibbles along K, scales (E, K // G, N), zero points (E, K // G, N // 2) packed along N,
+  gathered per k row; int64 token offsets and expert id, as vLLM's kernel has them."""
+  N = b_ptr.shape[2]
+  K = a_ptr.shape[1]
+  num_valid_tokens = topk_weights_ptr.shape[0] * top_k
+  pid = tl.program_id(axis=0)
+  pid_m = pid // tl.cdiv(N, BN)
+  pid_n = pid % tl.cdiv(N, BN)
+  if pid_m * BM >= tl.load(num_tokens_post_padded_ptr.at[0]):
+    return
+  offs_token = tl.load(sorted_token_ids_ptr.at[pid_m * BM + tl.arange(0, BM).to(tl.int64)])
+  token_mask = offs_token < num_valid_tokens
+  off_experts = tl.load(expert_ids_ptr.at[pid_m]).to(tl.int64)
+  offs_bn = (pid_n * BN + tl.arange(0, BN).to(tl.int64)) % N
+  offs_k = tl.arange(0, BK)
+  a_ptrs = a_ptr.at[offs_token[:, None] // top_k, offs_k[None, :]]
+  b_ptrs = b_ptr.at[off_experts, (offs_k[:, None] // 2), offs_bn[None, :]]
+  b_shifter = (offs_k[:, None] % 2) * 4
+  b_zp_shifter = (offs_bn[None, :] % 2) * 4
+  accumulator = tl.zeros((BM, BN), dtype=tl.float32)
+  for k in range(0, tl.cdiv(K, BK)):
+    a = tl.load(a_ptrs, mask=token_mask[:, None] & (offs_k[None, :] < K - k * BK), other=0.0)
+    b = (tl.load(b_ptrs) >> b_shifter) & 0xF
+    offs_ks = (offs_k[:, None] + BK * k) // group_size
+    b_scale = tl.load(b_scale_ptr.at[off_experts, offs_ks, offs_bn[None, :]]).to(tl.float32)
+    b_zp = tl.load(b_zp_ptr.at[off_experts, offs_ks, offs_bn[None, :] // 2])
+    b_zp = ((b_zp >> b_zp_shifter) & 0xF).to(tl.float32)
+    b = ((b.to(tl.float32) - b_zp) * b_scale).to(a_ptr.dtype)
+    accumulator = tl.dot(a, b, acc=accumulator)
+    a_ptrs += BK
+    b_ptrs += (BK // 2) * N
+  if MUL_ROUTED_WEIGHT:
+    moe_weight = tl.load(topk_weights_ptr.at[offs_token // top_k, offs_token % top_k], mask=token_mask, other=0)
+    accumulator = accumulator * moe_weight[:, None]
+  offs_cn = pid_n * BN + tl.arange(0, BN)
+  tl.store(c_ptr.at[offs_token[:, None], offs_cn[None, :]], accumulator.to(a_ptr.dtype),
+           mask=token_mask[:, None] & (offs_cn[None, :] < N))
+
+
+def _w4_moe_case(t, k, e, n, kd, bm, g, dtype):
+  ids = routed_ids(t, k, e)
+  a = (R.integers(-4, 5, (t, kd)) / 4).astype(dtype)
+  b = R.integers(0, 256, (e, kd // 2, n)).astype(np.uint8)
+  bs = (2.0 ** R.integers(-4, 0, (e, kd // g, n))).astype(dtype)
+  bz = R.integers(0, 256, (e, kd // g, n // 2)).astype(np.uint8)
+  tw = (R.integers(1, 8, (t, k)) / 8).astype(np.float32)
+  return ids, (a, b, bs, bz, tw) + align_want(ids, e, bm)
+
+
+def _w4_moe_want(ids, a, b, bs, bz, tw, mul, g):
+  w = np.empty((b.shape[0], b.shape[1] * 2, b.shape[2]), np.int32)
+  w[:, 0::2], w[:, 1::2] = b & 0xF, b >> 4
+  z = np.empty((bz.shape[0], bz.shape[1], bz.shape[2] * 2), np.int32)
+  z[:, :, 0::2], z[:, :, 1::2] = bz & 0xF, bz >> 4
+  wd = f32(((w - np.repeat(z, g, 1)).astype(np.float32) * np.repeat(f32(bs), g, 1)).astype(a.dtype))
+  y = np.einsum("td,tkdn->tkn", f32(a), wd[ids])
+  y = y * tw[:, :, None] if mul else y
+  return y.reshape(-1, b.shape[2]).astype(a.dtype)
+
+
+W4_MOE = [(20, 2, 4, 128, 256, 64, 128, True, jnp.bfloat16), (9, 3, 8, 64, 128, 64, 64, False, np.float16)]
+
+
+@pytest.mark.filterwarnings("ignore::mgpu_dsl.TritonSemanticsWarning")     # (offs_token // top_k of ids read)
+@pytest.mark.parametrize("t,k,e,n,kd,bm,g,mul,dtype", W4_MOE)
+def test_vllm_int4_fused_moe(t, k, e, n, kd, bm, g, mul, dtype):
+  ids, args = _w4_moe_case(t, k, e, n, kd, bm, g, dtype)
+  kw = dict(BM=bm, BN=64, BK=64, group_size=g, top_k=k, MUL_ROUTED_WEIGHT=mul)
+  np.testing.assert_array_equal(f32(fused_moe_w4a16(*args, interpret=True, **kw)), f32(_w4_moe_want(ids, *args[:5], mul, g)))
+  export(fused_moe_w4a16, *args, **kw)
+
+
+# ---------------------------------------------------------------- SGLang's moe_sum_reduce (a 3-D load) and histogram counts
+@mg.mgpu_kernel(out_shape=lambda y: S((y.shape[0], y.shape[2]), y.dtype),
+                grid=lambda y: (tl.cdiv(y.shape[0], 16), tl.cdiv(y.shape[2], 128)))
+def moe_sum_reduce(y_ptr, o_ptr, *, BT: tl.constexpr = 16, BN: tl.constexpr = 128,
+                   routed_scaling_factor: tl.constexpr = 2.5):
+  T, K, N = y_ptr.shape
+  t = tl.program_id(0) * BT + tl.arange(0, BT)
+  n = tl.program_id(1) * BN + tl.arange(0, BN)
+  x = tl.load(y_ptr.at[t[:, None, None], tl.arange(0, K)[None, :, None], n[None, None, :]],
+              mask=(t[:, None, None] < T) & (n[None, None, :] < N), other=0.0)
+  acc = tl.sum(x.to(tl.float32), axis=1) * routed_scaling_factor
+  tl.store(o_ptr.at[t[:, None], n[None, :]], acc.to(o_ptr.dtype), mask=(t[:, None] < T) & (n[None, :] < N))
+
+
+@pytest.mark.parametrize("t,k,n,dtype", [(32, 2, 128, jnp.bfloat16), (50, 8, 256, np.float16), (9, 4, 384, np.float32)])
+def test_moe_sum_reduce(t, k, n, dtype):
+  y = (R.integers(-4, 5, (t, k, n)) / 4).astype(dtype)
+  np.testing.assert_array_equal(f32(moe_sum_reduce(y, interpret=True)), f32((f32(y).sum(1) * 2.5).astype(dtype)))
+  export(moe_sum_reduce, y)
+
+
+@mg.mgpu_kernel(out_shape=lambda ids, **k: (S((k["E"],), jnp.int32), S((k["E"],), jnp.int32)), grid=(1,))
+def expert_counts(topk_ids, counts, offsets, *, E: tl.constexpr, NP: tl.constexpr, BS: tl.constexpr):
+  n = topk_ids.shape[0] * topk_ids.shape[1]
+  i = tl.arange(0, NP)
+  c = tl.histogram(tl.load(topk_ids.at[i // topk_ids.shape[1], i % topk_ids.shape[1]], mask=i < n, other=E), E)
+  tl.store(counts.at[tl.arange(0, E)], c)
+  padded = (c + BS - 1) // BS * BS
+  tl.store(offsets.at[tl.arange(0, E)], tl.cumsum(padded, 0) - padded)
+
+
+def test_expert_counts_by_histogram():
+  ids = routed_ids(30, 2, 8)
+  c, o = expert_counts(ids, E=8, NP=64, BS=16, interpret=True)
+  want = np.bincount(ids.reshape(-1), minlength=8)
+  padded = -(-want // 16) * 16
+  np.testing.assert_array_equal(np.asarray(c), want)
+  np.testing.assert_array_equal(np.asarray(o), np.cumsum(padded) - padded)
+  export(expert_counts, ids, E=8, NP=64, BS=16)
+
+
 # ---------------------------------------------------------------- on the GPU
 @pytest.mark.gpu
 def test_probe62d_moe_on_the_gpu():
@@ -320,6 +443,12 @@ def test_probe62d_moe_on_the_gpu():
     ids, args = _fp8_moe_case(t, k, e, n, kd, bm)
     got = jax.jit(lambda *a: fused_moe_fp8_block(*a, BM=bm, BN=128, BK=128, top_k=k))(*args)
     np.testing.assert_allclose(np.asarray(got), _fp8_moe_want(ids, *args[:5]), rtol=2e-2, atol=2e-2)
+  for t, k, e, n, kd, bm, g, mul, dtype in W4_MOE:
+    ids, args = _w4_moe_case(t, k, e, n, kd, bm, g, dtype)
+    got = jax.jit(lambda *a: fused_moe_w4a16(*a, BM=bm, BN=64, BK=64, group_size=g, top_k=k, MUL_ROUTED_WEIGHT=mul))(*args)
+    np.testing.assert_allclose(f32(got), f32(_w4_moe_want(ids, *args[:5], mul, g)), rtol=1e-2, atol=1e-2)
+  y = (R.integers(-4, 5, (50, 8, 256)) / 4).astype(np.float16)
+  np.testing.assert_array_equal(f32(jax.jit(moe_sum_reduce)(y)), f32((f32(y).sum(1) * 2.5).astype(np.float16)))
   args = _moe_sum_case(50, 4, 256, jnp.bfloat16)
   np.testing.assert_array_equal(f32(jax.jit(moe_sum)(*args)), f32(_moe_sum_want(*args)))
   x = np.zeros(512, np.int32)
