@@ -323,19 +323,24 @@ def _gptq_case(m, n, k):
 
 @mg.mgpu_kernel(out_shape=lambda x, w, s, **k: S((x.shape[0], w.shape[0]), jnp.bfloat16), grid=_grid_64)
 def w8a16(X, W, SC, O, *, BM: tl.constexpr = 64, BN: tl.constexpr = 64, BK: tl.constexpr = 64):
-  """int8 weights (N, K) per output channel, bfloat16 activations: the weights converted in registers."""
+  """int8 weights (N, K) per output channel, bfloat16 activations: the weights converted in registers; pointer
+  blocks stepped along K."""
   M, K = X.shape
   N = W.shape[0]
-  rm = tl.program_id(0) * BM + tl.arange(0, BM)
-  rn = tl.program_id(1) * BN + tl.arange(0, BN)
+  offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+  offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+  offs_k = tl.arange(0, BK)
+  x_ptrs = X.at[offs_m[:, None], offs_k[None, :]]
+  w_ptrs = W.at[offs_n[None, :], offs_k[:, None]]
   acc = tl.zeros((BM, BN), dtype=tl.float32)
-  for k0 in range(0, K, BK):
-    rk = k0 + tl.arange(0, BK)
-    x = tl.load(X.at[rm[:, None], rk[None, :]], mask=rm[:, None] < M, other=0.0)
-    w = tl.load(W.at[rn[None, :], rk[:, None]], mask=rn[None, :] < N, other=0)
-    acc += tl.dot(x, w.to(tl.bfloat16))
-  s = tl.load(SC.at[rn], mask=rn < N, other=0.0)
-  tl.store(O.at[rm[:, None], rn[None, :]], (acc * s[None, :]).to(tl.bfloat16), mask=(rm[:, None] < M) & (rn[None, :] < N))
+  for _ in range(K // BK):
+    acc += tl.dot(tl.load(x_ptrs, mask=offs_m[:, None] < M, other=0.0),
+                  tl.load(w_ptrs, mask=offs_n[None, :] < N, other=0).to(tl.bfloat16))
+    x_ptrs += BK
+    w_ptrs += BK
+  s = tl.load(SC.at[offs_n], mask=offs_n < N, other=0.0)
+  tl.store(O.at[offs_m[:, None], offs_n[None, :]], (acc * s[None, :]).to(tl.bfloat16),
+           mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
 def _w8a16_case(m, n, k):

@@ -69,6 +69,17 @@ def _fm_grid(a, b, tw, sid, *rest, BM, BN, **k):
   return (tl.cdiv(sid.shape[0], BM) * tl.cdiv(b.shape[1], BN),)
 
 
+@tl.inline
+def routed_epilogue(acc, c_ptr, topk_weights_ptr, offs_token, token_mask, pid_n, N, BN, top_k, MUL_ROUTED_WEIGHT):
+  """vLLM's fused MoE epilogue: the routing weight of each row's (token, k) slot, then the rows scattered."""
+  if MUL_ROUTED_WEIGHT:
+    moe_weight = tl.load(topk_weights_ptr.at[offs_token // top_k, offs_token % top_k], mask=token_mask, other=0)
+    acc = acc * moe_weight[:, None]
+  offs_cn = pid_n * BN + tl.arange(0, BN)
+  tl.store(c_ptr.at[offs_token[:, None], offs_cn[None, :]], acc.to(c_ptr.dtype),
+           mask=token_mask[:, None] & (offs_cn[None, :] < N))
+
+
 @mg.mgpu_kernel(out_shape=lambda a, b, tw, *r, **k: S((tw.shape[0] * tw.shape[1], b.shape[1]), a.dtype), grid=_fm_grid)
 def fused_moe(a_ptr, b_ptr, topk_weights_ptr, sorted_token_ids_ptr, expert_ids_ptr, num_tokens_post_padded_ptr, c_ptr,
               *, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, top_k: tl.constexpr,
@@ -102,12 +113,7 @@ def fused_moe(a_ptr, b_ptr, topk_weights_ptr, sorted_token_ids_ptr, expert_ids_p
     acc += tl.dot(a, b)
     a_ptrs += BK
     b_ptrs += BK
-  if MUL_ROUTED_WEIGHT:
-    moe_weight = tl.load(topk_weights_ptr.at[offs_token // top_k, offs_token % top_k], mask=token_mask, other=0)
-    acc = acc * moe_weight[:, None]
-  offs_cn = pid_n * BN + tl.arange(0, BN)
-  tl.store(c_ptr.at[offs_token[:, None], offs_cn[None, :]], acc.to(c_ptr.dtype),
-           mask=token_mask[:, None] & (offs_cn[None, :] < N))
+  routed_epilogue(acc, c_ptr, topk_weights_ptr, offs_token, token_mask, pid_n, N, BN, top_k, MUL_ROUTED_WEIGHT)
 
 
 def _fused_moe_case(t, k, e, n, kd, bm, dtype):
@@ -329,12 +335,8 @@ def fused_moe_w4a16(a_ptr, b_ptr, b_scale_ptr, b_zp_ptr, topk_weights_ptr, sorte
     accumulator = tl.dot(a, b, acc=accumulator)
     a_ptrs += BK
     b_ptrs += (BK // 2) * N
-  if MUL_ROUTED_WEIGHT:
-    moe_weight = tl.load(topk_weights_ptr.at[offs_token // top_k, offs_token % top_k], mask=token_mask, other=0)
-    accumulator = accumulator * moe_weight[:, None]
-  offs_cn = pid_n * BN + tl.arange(0, BN)
-  tl.store(c_ptr.at[offs_token[:, None], offs_cn[None, :]], accumulator.to(a_ptr.dtype),
-           mask=token_mask[:, None] & (offs_cn[None, :] < N))
+  routed_epilogue(accumulator, c_ptr, topk_weights_ptr, offs_token, token_mask, pid_n, N, BN, top_k,
+                  MUL_ROUTED_WEIGHT)
 
 
 def _w4_moe_case(t, k, e, n, kd, bm, g, dtype):
