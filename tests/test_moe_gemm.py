@@ -17,6 +17,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as tl
+from locate import expect
 from probe_util import S, export, f32
 from test_moe_routing import align_want, routed_ids
 
@@ -411,6 +412,35 @@ def test_expert_counts_by_histogram():
   np.testing.assert_array_equal(np.asarray(c), want)
   np.testing.assert_array_equal(np.asarray(o), np.cumsum(padded) - padded)
   export(expert_counts, ids, E=8, NP=64, BS=16)
+
+
+# ---------------------------------------------------------------- Triton's scalar pointer load: its hint names the element
+@mg.mgpu_kernel(out_shape=lambda e: S((8,), jnp.int32), grid=(1,))
+def expert_by_pointer(expert_ids_ptr, o_ptr):
+  pid_m = tl.program_id(0)
+  off_experts = tl.load(expert_ids_ptr + pid_m, mask=pid_m < 4, other=-1)
+  tl.store(o_ptr.at[tl.arange(0, 8)], tl.full((8,), off_experts, tl.int32))
+
+
+@mg.mgpu_kernel(out_shape=lambda e: S((8,), jnp.int32), grid=(1,))
+def expert_by_index(expert_ids_ptr, o_ptr):
+  pid_m = tl.program_id(0)
+  off_experts = tl.load(expert_ids_ptr.at[pid_m], mask=pid_m < 4, other=-1)
+  tl.store(o_ptr.at[tl.arange(0, 8)], tl.full((8,), off_experts, tl.int32))
+
+
+def test_scalar_pointer_load_hints_the_element():
+  """`tl.load(expert_ids_ptr + pid_m)` (vLLM's expert id) hinted a block window `x.at[ml.ds(start, n)]` first; the
+  hint now reads the element with the call's own mask and other, and following it computes."""
+  expect(expert_by_pointer, [S((9,), jnp.int32)], mg.KernelTypeError, "expert_ids_ptr + pid_m",
+         "+ works on register values, got expert_ids_ptr (GMEM ref) plus the offset pid_m: a ref is not a pointer, so"
+         " it does not move by an offset",
+         hint="read the element at that offset: tl.load(expert_ids_ptr.at[pid_m], mask=pid_m < 4, other=-1) (or"
+              " expert_ids_ptr[pid_m], unmasked), a scalar; for a block from there,"
+              " expert_ids_ptr.at[tl.ds(pid_m, n)].load(mask=mask, other=0)")
+  e = np.arange(9, dtype=np.int32) + 3
+  np.testing.assert_array_equal(np.asarray(expert_by_index(e, interpret=True)), np.full(8, 3, np.int32))
+  export(expert_by_index, e)
 
 
 # ---------------------------------------------------------------- on the GPU
