@@ -428,6 +428,7 @@ def _trace_once(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid
     kernel.batch_sizes = tuple(batch.sizes)
     kernel.batch_lead = {p.value.id: len(_batch_dims(batch, i, n_in)) for i, p in enumerate(params)}
   try:
+    kernel.watch_signs = bool(getattr(em, "triton_divisions", None))     # (the grid walk's signs: warn_divisions)
     errors, facts = check_kernel(kernel, em.defs)   # on the program as written, before the rewrites
     warn_divisions(em, facts.nonneg_scalars)        # (a Triton port's // and % of what may be negative)
     mark_nonzero_divisions(kernel, em.defs, facts)  # (divisors the grid walk proved non-zero: no zero guard)
