@@ -103,6 +103,11 @@ def fused_moe(a_ptr, b_ptr, topk_weights_ptr, sorted_token_ids_ptr, expert_ids_p
   offs_token = tl.load(sorted_token_ids_ptr.at[pid_m * BM + tl.arange(0, BM)])
   token_mask = offs_token < num_valid_tokens
   off_experts = tl.load(expert_ids_ptr.at[pid_m])
+  if off_experts == -1:            # an expert of another rank (expert parallelism): its rows are zeros
+    offs_cn = pid_n * BN + tl.arange(0, BN)
+    tl.store(c_ptr.at[offs_token[:, None], offs_cn[None, :]], tl.zeros((BM, BN), dtype=c_ptr.dtype.element_ty),
+             mask=token_mask[:, None] & (offs_cn[None, :] < N))
+    return
   offs_bn = (pid_n * BN + tl.arange(0, BN)) % N
   offs_k = tl.arange(0, BK)
   a_ptrs = a_ptr.at[offs_token[:, None] // top_k, offs_k[None, :]]
@@ -415,6 +420,17 @@ def test_expert_counts_by_histogram():
 
 
 # ---------------------------------------------------------------- Triton's scalar pointer load: its hint names the element
+def test_fused_moe_expert_parallel_blocks_write_zeros():
+  ids, (a, b, tw, sid, eid, npp) = _fused_moe_case(24, 2, 8, 128, 128, 64, jnp.bfloat16)
+  local = np.where(eid >= 4, -1, eid).astype(np.int32)        # experts 4-7 live on another rank
+  kw = dict(BM=64, BN=64, BK=64, top_k=2, MUL_ROUTED_WEIGHT=True)
+  want = _fused_moe_want(ids, a, b, tw, True)
+  want[(ids >= 4).reshape(-1)] = 0
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", mg.TritonSemanticsWarning)
+    np.testing.assert_array_equal(f32(fused_moe(a, b, tw, sid, local, npp, interpret=True, **kw)), f32(want))
+
+
 @mg.mgpu_kernel(out_shape=lambda e: S((8,), jnp.int32), grid=(1,))
 def expert_by_pointer(expert_ids_ptr, o_ptr):
   pid_m = tl.program_id(0)
@@ -467,6 +483,12 @@ def test_probe62d_moe_on_the_gpu():
   ids = routed_ids(50, 4, 16)
   for got, want in zip(jax.jit(lambda i: moe_align(i, E=16, BS=64, NP=256))(ids), align_want(ids, 16, 64)):
     np.testing.assert_array_equal(np.asarray(got), want)
+  ids, (a, b, tw, sid, eid, npp) = _fused_moe_case(24, 2, 8, 128, 128, 64, jnp.bfloat16)
+  got = jax.jit(lambda *x: fused_moe(*x, BM=64, BN=64, BK=64, top_k=2, MUL_ROUTED_WEIGHT=True))(
+      a, b, tw, sid, np.where(eid >= 4, -1, eid).astype(np.int32), npp)
+  want = _fused_moe_want(ids, a, b, tw, True)
+  want[(ids >= 4).reshape(-1)] = 0
+  np.testing.assert_allclose(f32(got), f32(want), rtol=1e-2, atol=1e-2)
   for t, k, e, n, kd, bm, mul, dtype in FUSED:
     ids, args = _fused_moe_case(t, k, e, n, kd, bm, dtype)
     got = jax.jit(lambda *a: fused_moe(*a, BM=bm, BN=64, BK=64, top_k=k, MUL_ROUTED_WEIGHT=mul))(*args)
