@@ -445,6 +445,18 @@ def expert_by_index(expert_ids_ptr, o_ptr):
   tl.store(o_ptr.at[tl.arange(0, 8)], tl.full((8,), off_experts, tl.int32))
 
 
+@mg.mgpu_kernel(out_shape=lambda e: S((1,), jnp.int32), grid=(1,))
+def total_by_pointer(expert_ids_ptr, total_ptr):
+  pid_m = tl.program_id(0)
+  tl.store(total_ptr + pid_m, tl.load(expert_ids_ptr.at[pid_m]) * 2)
+
+
+@mg.mgpu_kernel(out_shape=lambda e: S((1,), jnp.int32), grid=(1,))
+def total_by_index(expert_ids_ptr, total_ptr):
+  pid_m = tl.program_id(0)
+  tl.store(total_ptr.at[pid_m], tl.load(expert_ids_ptr.at[pid_m]) * 2)
+
+
 def test_scalar_pointer_load_hints_the_element():
   """`tl.load(expert_ids_ptr + pid_m)` (vLLM's expert id) hinted a block window `x.at[ml.ds(start, n)]` first; the
   hint now reads the element with the call's own mask and other, and following it computes."""
@@ -457,6 +469,14 @@ def test_scalar_pointer_load_hints_the_element():
   e = np.arange(9, dtype=np.int32) + 3
   np.testing.assert_array_equal(np.asarray(expert_by_index(e, interpret=True)), np.full(8, 3, np.int32))
   export(expert_by_index, e)
+  expect(total_by_pointer, [S((9,), jnp.int32)], mg.KernelTypeError, "total_ptr + pid_m",
+         "+ works on register values, got total_ptr (GMEM ref) plus the offset pid_m: a ref is not a pointer, so it"
+         " does not move by an offset",
+         hint="write the element at that offset: tl.store(total_ptr.at[pid_m], tl.load(expert_ids_ptr.at[pid_m]) * 2)"
+              " (or total_ptr[pid_m] = tl.load(expert_ids_ptr.at[pid_m]) * 2, unmasked); for a block from there,"
+              " tl.store(total_ptr.at[tl.ds(pid_m, n)], tl.load(expert_ids_ptr.at[pid_m]) * 2)")
+  np.testing.assert_array_equal(np.asarray(total_by_index(e, interpret=True)), [6])
+  export(total_by_index, e)
 
 
 # ---------------------------------------------------------------- on the GPU

@@ -239,12 +239,15 @@ def pointer_step_hint(name, off, base, rank, aug="", access=None, row=None, whol
              f"a block of a row, {done(f'{base}.at[row, ml.ds(start, n)]')} (for ... + start +"
              f" ml.arange(n))"]
     where = "; ".join(parts if aug else parts[1:] + parts[:1])      # a += steps a loop: its form first
+  elif whole and access is not None and not aug and name == base:   # tl.load(expert_ids_ptr + pid_m): one element
+    if store:
+      return (f"write the element at that offset: {_access(f'{base}.at[{off}]', access)} (or {base}[{off}] ="
+              f" {access[1] or 'v'}, unmasked); for a block from there, {done(f'{base}.at[ml.ds({off}, n)]')}")
+    return (f"read the element at that offset: {_access(f'{base}.at[{off}]', access)} (or {base}[{off}], unmasked),"
+            f" a scalar; for a block from there, {base}.at[ml.ds({off}, n)].load(mask=mask, other=0)")
   elif store:
     where = (f"a block, {done(f'{base}.at[ml.ds({off}, n)]')} (for {name}_ptr + {off} + ml.arange(n), n the"
              f" length of {access[1] or 'the value'}); one element, {base}[i] = v")
-  elif whole and access is not None and not aug and name == base:   # tl.load(expert_ids_ptr + pid_m): one element
-    return (f"read the element at that offset: {_access(f'{base}.at[{off}]', access)} (or {base}[{off}], unmasked),"
-            f" a scalar; for a block from there, {base}.at[ml.ds({off}, n)].load(mask=mask, other=0)")
   else:
     where = (f"a block, {base}.at[ml.ds(start, n)].load(mask=mask, other=0.0) (for x_ptr + start +"
              f" ml.arange(n); in a loop over k, start = k * BLOCK for Triton's ptrs += BLOCK); one element,"
