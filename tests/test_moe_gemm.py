@@ -138,7 +138,7 @@ def _fused_moe_want(ids, a, b, tw, mul):
 
 
 FUSED = [(32, 2, 8, 128, 128, 64, True, np.float16), (50, 4, 8, 256, 192, 64, False, jnp.bfloat16),
-         (9, 2, 4, 128, 64, 64, True, jnp.bfloat16)]
+         (9, 2, 4, 128, 64, 64, True, jnp.bfloat16), (4, 2, 8, 128, 256, 16, True, jnp.bfloat16)]   # (decode: BM 16)
 
 
 def _caught(fn):
@@ -256,7 +256,7 @@ def _fp8_moe_want(ids, a, b, asc, bsc, tw):
   return out
 
 
-FP8_MOE = [(24, 2, 4, 256, 256, 64), (9, 3, 8, 128, 384, 64)]
+FP8_MOE = [(24, 2, 4, 256, 256, 64), (9, 3, 8, 128, 384, 64), (4, 2, 8, 256, 256, 16)]
 
 
 @pytest.mark.filterwarnings("ignore::mgpu_dsl.TritonSemanticsWarning")     # (slot // top_k of ids read: theirs)
