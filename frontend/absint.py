@@ -111,6 +111,8 @@ class GridEval:
     self.broken_promises: list = []   # false ml.multiple_of promises the grid decides (check_promise)
     self._promised: set = set()       # (the MultipleOf ops reported)
     self.divisors: dict = {}          # id(integer //, % or fmod) -> (it, whether every walk knew its divisor non-zero)
+    self.signs: dict = {}             # integer scalar's id -> whether every walk knew it >= 0 (triton_semantics.py)
+    self.watch_signs = getattr(kernel, "watch_signs", False)     # (only a Triton port with divisions to warn of)
 
   def program(self, p: int) -> tuple:
     return tuple(int(a[p]) for a in self.pid)
@@ -151,6 +153,8 @@ class GridEval:
 
   def set(self, v: ir.Value, x):
     self.env[v.id] = x if isinstance(v.type, ScalarType) else UNKNOWN
+    if self.watch_signs and isinstance(v.type, ScalarType) and isinstance(v.type.dtype, DType) and v.type.dtype.is_int:
+      self.signs[v.id] = self.signs.get(v.id, True) and x is not UNKNOWN and not np.any(np.asarray(x) < 0)
 
   # ------------------------------------------------------------ blocks
   def block(self, blk: ir.Block, must, may):

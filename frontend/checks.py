@@ -43,6 +43,7 @@ def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
   if ev.run():
     # (the whole grid walked: every trip's divisor known, or an unknown one seen)
     mem.facts.nonzero_divisions = [o for o, nonzero in ev.divisors.values() if nonzero]
+    mem.facts.nonneg_scalars = frozenset(i for i, nonneg in ev.signs.items() if nonneg)
     errors += (ev.overflows.errors + ev.broken_promises + mem.errors + mem.coverage_errors() + mem.race_errors()
                + mem.empty.errors() + mem.gathers.errors() + check_clusters(kernel))
     mem.facts.late = mem.contraction.errors()     # after the window checks: a misplaced window comes first

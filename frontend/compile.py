@@ -18,7 +18,7 @@ from . import hw
 from . import ir
 from . import jumps
 from . import language as L
-from .triton_semantics import is_triton_port
+from .triton_semantics import is_triton_port, warn_divisions
 from .builder import Builder
 from .checks import check_kernel, mark_nonzero_divisions
 from .contraction import empty_loop_errors
@@ -430,7 +430,9 @@ def _trace_once(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid
     kernel.batch_sizes = tuple(batch.sizes)
     kernel.batch_lead = {p.value.id: len(_batch_dims(batch, i, n_in)) for i, p in enumerate(params)}
   try:
+    kernel.watch_signs = bool(getattr(em, "triton_divisions", None))     # (the grid walk's signs: warn_divisions)
     errors, facts = check_kernel(kernel, em.defs)   # on the program as written, before the rewrites
+    warn_divisions(em, facts.nonneg_scalars)        # (a Triton port's // and % of what may be negative)
     mark_nonzero_divisions(kernel, em.defs, facts)  # (divisors the grid walk proved non-zero: no zero guard)
     errors = with_mask_axes(check_mask_axes(kernel, em.defs, pk.tree), errors) + check_where_axes(kernel, em.defs)
     chain_integer_dots(kernel.body, em.defs)     # integer acc + ml.dot(a, b) -> ml.dot(a, b, acc)

@@ -32,7 +32,7 @@ from .ops.assoc_scan import associative_scan
 from .ops.combine_reduce import reduce, xor_sum
 from .ops.search import searchsorted
 from .ops.segments import bincount, histogram, segment_max, segment_min, segment_prod, segment_sum
-from .ops.sort import argsort, sort, top_k
+from .ops.sort import argsort, sort, top_k, topk
 from .ops.reduce import max_ as max, mean, min_ as min, sum_ as sum
 from .ops.arg_reduce import argmax, argmin
 from .ops.shape import broadcast_to, cat, concatenate, ravel, reshape
@@ -200,7 +200,7 @@ __all__ = [
     "randint4x", "randn", "randn4x", "range", "ravel", "reduce", "repeat", "reshape", "roll", "round", "rsqrt",
     "searchsorted", "segment_max", "segment_min", "segment_prod", "segment_sum", "sigmoid", "sin", "smem",
     "softmax", "softplus", "sort", "split", "sqrt", "squeeze", "stack", "static_assert", "static_range", "std",
-    "store", "sum", "swizzle2d", "take_along_axis", "tan", "tanh", "top_k", "trans", "transpose", "trunc",
+    "store", "sum", "swizzle2d", "take_along_axis", "tan", "tanh", "top_k", "topk", "trans", "transpose", "trunc",
     "uint_to_uniform_float", "umulhi", "var", "where", "xor_sum", "zeros", "zeros_like"] + [
     "DSlice", "Inline", "inline", "constexpr", "scalar", "float32", "float16", "bfloat16", "float8_e4m3fn",
     "float8_e5m2", "int64", "int32", "int16", "int8", "uint32", "uint16", "uint8", "bool_", "float8e4nv",

@@ -20,7 +20,7 @@ from .calls import _DEBUG, PY_BUILTINS, Calls, _Texts
 from .containers import Containers
 from .dtypes import DType
 from .env import POISON, PoisonedUse, Unbound, appended_list, assigned_names
-from . import missing
+from . import missing, pointer_steps
 from .ops import elementwise as ew
 from .ops.base import is_value, kind_of, static_number, typed_number, value_words
 from .ops.power import power
@@ -522,6 +522,8 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
     return value
 
   def binop(self, op, a, b, node, name=""):
+    if (stepped := pointer_steps.binop(self, op, a, b, node)) is not None:   # a_ptrs += BLOCK_K (probe 62d)
+      return stepped
     if not is_value(a) and not is_value(b):
       if op is ast.Add and {type(a), type(b)} == {list, tuple}:    # sums = [] ... sums + (v,): the left's kind
         return type(a)(list(a) + list(b))

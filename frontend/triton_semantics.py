@@ -52,7 +52,7 @@ def never_negative(b, v, depth: int = 0) -> bool:
   d = resolve(v.type.dtype)
   if not isinstance(d, DType):
     return False
-  if d.is_int and not d.is_signed or d == DType.bool_:
+  if d.is_int and not d.is_signed or d == DType.bool_ or v.id in getattr(b, "nonneg_scalars", ()):
     return True
   if v.id in b.counts_from:
     return never_negative(b, b.counts_from[v.id], depth + 1)
@@ -86,7 +86,8 @@ def never_negative(b, v, depth: int = 0) -> bool:
 
 def check_division(tracer, node, op, result) -> None:
   """The TritonSemanticsWarning of `a // b` or `a % b` (`node`, an ast.BinOp or AugAssign; `result` what it
-  computed) in a Triton port, where an operand may be negative (see the module's docstring)."""
+  computed) in a Triton port, where an operand may be negative (see the module's docstring): kept in the builder,
+  and issued by `warn_divisions` once the grid evaluation has said which scalars are never negative."""
   from .ops.elementwise_ops import BinOp, Binary
   b = tracer.b
   o = b.defining(result) if getattr(result, "type", None) is not None else None
@@ -99,27 +100,40 @@ def check_division(tracer, node, op, result) -> None:
   if never_negative(b, o.lhs) and never_negative(b, o.rhs):
     return
   left, right = (node.left, node.right) if isinstance(node, ast.BinOp) else (node.target, node.value)
-  a, c = tracer.text(left), tracer.text(right)
   wrap = lambda t: f"({t})" if any(ch in t for ch in " +-*/%<>&|^~") and not t.startswith("(") else t
-  a, c = wrap(a), wrap(c)
-  signed = " or ".join(t for t, v in ((a, o.lhs), (c, o.rhs)) if not never_negative(b, v))   # (what may be negative)
-  if op is ast.FloorDiv:
-    said = (f"{a} // {c} floors, as Python's and jnp's (-7 // 2 is -4); Triton's // truncates toward zero (-3), so"
-            f" where {signed} is negative this port computes another quotient than Triton's")
-    hint = (f"for Triton's quotient write lax.div({a}, {c}) (from jax import lax); for the floor, say so:"
-            f" jnp.floor_divide({a}, {c})")
-  else:
-    what = "-7 % 2 is 1" if d.is_int else "-7.5 % 2.0 is 0.5"
-    theirs = "-1" if d.is_int else "-1.5"
-    said = (f"{a} % {c} takes the divisor's sign, as Python's and jnp's ({what}); Triton's % takes the dividend's"
-            f" ({theirs}: C's remainder), so where {signed} is negative this port computes another remainder than"
-            f" Triton's")
-    hint = (f"for Triton's remainder write tl.fmod({a}, {c}) (C's, lax.rem's); for the divisor's sign, say so:"
-            f" jnp.remainder({a}, {c})")
-  E.warn(E.KernelError(said, tracer.loc(node),
-                       hint=hint + "; or silence this with warnings.filterwarnings('ignore',"
-                                   " category=mg.TritonSemanticsWarning)"),
-         category=E.TritonSemanticsWarning)
+  b.triton_divisions = getattr(b, "triton_divisions", [])
+  b.triton_divisions.append((o, wrap(tracer.text(left)), wrap(tracer.text(right)), op, d, tracer.loc(node)))
+
+
+def warn_divisions(b, nonneg_scalars) -> None:
+  """The TritonSemanticsWarnings of the divisions `check_division` kept, each issued unless the grid evaluation
+  knew the scalars it stands on non-negative in every program and trip (`nonneg_scalars`, frontend/checks.py:
+  `min(num_pid_m - first_pid_m, GROUP_M)` of Triton's grouped tile order is a count, `K - k * BK` of a k loop a
+  remainder; probe 62d), as it knows program ids and aranges while tracing."""
+  b.nonneg_scalars = nonneg_scalars
+  try:
+    for o, a, c, op, d, loc in getattr(b, "triton_divisions", ()):
+      if never_negative(b, o.lhs) and never_negative(b, o.rhs):
+        continue
+      signed = " or ".join(t for t, v in ((a, o.lhs), (c, o.rhs)) if not never_negative(b, v))   # (what may be <0)
+      if op is ast.FloorDiv:
+        said = (f"{a} // {c} floors, as Python's and jnp's (-7 // 2 is -4); Triton's // truncates toward zero (-3),"
+                f" so where {signed} is negative this port computes another quotient than Triton's")
+        hint = (f"for Triton's quotient write lax.div({a}, {c}) (from jax import lax); for the floor, say so:"
+                f" jnp.floor_divide({a}, {c})")
+      else:
+        what = "-7 % 2 is 1" if d.is_int else "-7.5 % 2.0 is 0.5"
+        theirs = "-1" if d.is_int else "-1.5"
+        said = (f"{a} % {c} takes the divisor's sign, as Python's and jnp's ({what}); Triton's % takes the"
+                f" dividend's ({theirs}: C's remainder), so where {signed} is negative this port computes another"
+                f" remainder than Triton's")
+        hint = (f"for Triton's remainder write tl.fmod({a}, {c}) (C's, lax.rem's); for the divisor's sign, say so:"
+                f" jnp.remainder({a}, {c})")
+      E.warn(E.KernelError(said, loc, hint=hint + "; or silence this with warnings.filterwarnings('ignore',"
+                                                  " category=mg.TritonSemanticsWarning)"),
+             category=E.TritonSemanticsWarning)
+  finally:
+    b.triton_divisions = []
 
 
 def flip_warning(cx, text: str, rank: int) -> None:

@@ -204,7 +204,23 @@ def enclosing_access(loc):
   return None
 
 
-def pointer_step_hint(name, off, base, rank, aug="", access=None, row=None) -> str:
+def whole_argument(loc) -> bool:
+  """Whether the expression at `loc` is the whole first argument of the ml.load or ml.store around it
+  (`tl.load(p + i)`, not `tl.load(p + i + ml.arange(n))`)."""
+  import ast
+  line, a, b = getattr(loc, "source_line", ""), getattr(loc, "col_offset", 0), getattr(loc, "end_col_offset", None)
+  if not line or b is None:
+    return False
+  indent = len(line) - len(line.lstrip())
+  try:
+    tree = ast.parse(line.strip())
+  except SyntaxError:
+    return False
+  return any(isinstance(n, ast.Call) and n.args and (n.args[0].col_offset + indent, n.args[0].end_col_offset + indent)
+             == (a, b) for n in ast.walk(tree))
+
+
+def pointer_step_hint(name, off, base, rank, aug="", access=None, row=None, whole=False) -> str:
   """What Triton's `ptrs += BLOCK_K * stride` (or `x_ptr + row * stride`) becomes: a window of the
   array (`base`, the parameter or buffer the ref `name` views) indexed anew from the loop counter
   or program id; inside an ml.store (`access`, enclosing_access's), the store of that window with
@@ -223,6 +239,12 @@ def pointer_step_hint(name, off, base, rank, aug="", access=None, row=None) -> s
              f"a block of a row, {done(f'{base}.at[row, ml.ds(start, n)]')} (for ... + start +"
              f" ml.arange(n))"]
     where = "; ".join(parts if aug else parts[1:] + parts[:1])      # a += steps a loop: its form first
+  elif whole and access is not None and not aug and name == base:   # tl.load(expert_ids_ptr + pid_m): one element
+    if store:
+      return (f"write the element at that offset: {_access(f'{base}.at[{off}]', access)} (or {base}[{off}] ="
+              f" {access[1] or 'v'}, unmasked); for a block from there, {done(f'{base}.at[ml.ds({off}, n)]')}")
+    return (f"read the element at that offset: {_access(f'{base}.at[{off}]', access)} (or {base}[{off}], unmasked),"
+            f" a scalar; for a block from there, {base}.at[ml.ds({off}, n)].load(mask=mask, other=0)")
   elif store:
     where = (f"a block, {done(f'{base}.at[ml.ds({off}, n)]')} (for {name}_ptr + {off} + ml.arange(n), n the"
              f" length of {access[1] or 'the value'}); one element, {base}[i] = v")

@@ -69,7 +69,7 @@ def _check_pointer_arithmetic(cx, a, b):
 
 def pointer_step(cx, ref, off: str, loc=None, op="+"):
   """Triton's `x_ptr + row * stride` or `ptrs += BLOCK_K * stride`: a ref moved by an integer."""
-  from .arith_hints import enclosing_access, pointer_row, pointer_step_hint
+  from .arith_hints import enclosing_access, pointer_row, pointer_step_hint, whole_argument
   from .memory import root
   name = ref.name or "x"
   base = root(cx.b, ref)
@@ -79,7 +79,8 @@ def pointer_step(cx, ref, off: str, loc=None, op="+"):
       f" offset {off}: a ref is not a pointer,"
       f" so it does not move by an offset", loc or cx.loc,
       hint=pointer_step_hint(name, off, base.name or name, len(base.type.shape), op + "=" if loc is not None else "",
-                             access, pointer_row(loc or cx.loc, name) if ref is base and op == "+" else None))
+                             access, pointer_row(loc or cx.loc, name) if ref is base and op == "+" else None,
+                             whole=access is not None and whole_argument(cx.loc)))
 
 
 def _convert_hint(names, da, db, what=None) -> str:

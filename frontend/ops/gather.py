@@ -89,6 +89,22 @@ class IndexedRef:
   def __init__(self, ref, index):
     self.ref, self.index = ref, index
 
+  # (frontend/carried.py: a loop carries a pointer block, `a_ptrs += BLOCK_K` (frontend/pointer_steps.py), as its
+  # indices; the ref and the index's form are static)
+  def carry_leaves(self) -> tuple:
+    return tuple(i for i in self._items() if _advanced(i))
+
+  def with_leaves(self, leaves) -> "IndexedRef":
+    it = iter(leaves)
+    items = tuple(next(it) if _advanced(i) else i for i in self._items())
+    return IndexedRef(self.ref, items if isinstance(self.index, tuple) else items[0])
+
+  def static_key(self) -> tuple:
+    return ("IndexedRef", self.ref.id, tuple("leaf" if _advanced(i) else repr(i) for i in self._items()))
+
+  def _items(self) -> tuple:
+    return self.index if isinstance(self.index, tuple) else (self.index,)
+
 
 @dataclasses.dataclass
 class _Plan:

@@ -251,5 +251,12 @@ def top_k(cx, x, k, axis=-1):
   return res
 
 
-for _f in (sort, argsort, top_k):
+@builtin
+def topk(cx, x, k, axis=-1):
+  """Triton's `tl.topk(x, k, dim=None)`: the k largest elements of `x` along its last axis, largest first (the
+  values of ml.top_k, whose indices Triton's does not return); probe 62d, where it was MG002."""
+  return top_k.rule(cx, x, k, -1 if axis is None else axis)[0]
+
+
+for _f in (sort, argsort, top_k, topk):
   _f.rule.aliases = {"dim": "axis"}       # Triton's keyword (tl.sort(x, dim=1), tl.topk(x, k, dim=1)); probe 58d
