@@ -206,7 +206,7 @@ PY
                  grep -vE "^ptxas|spill|Used|Compiling|^$|Warning" "$OUT/deferred_full.log" | tail -30 ;;
     # session 50's one visit: the GPU twins of probes 62a-c and of the int8 chaining, the five int8 seeds with the
     # chaining and MG501 off (the lowering's register copies alone), then (s50_b) the deferred dQ, then the fuzzers
-    s50_t)       python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 170 tests/test_int_dot_chain.py tests/test_probe61d.py tests/test_probe62a.py tests/test_probe62b.py tests/test_attention_variants_masks.py tests/test_attention_variants_ragged.py tests/test_attention_variants_bwd.py
+    s50_t)       python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 170 tests/test_int_dot_chain.py tests/test_probe61d.py tests/test_probe62a.py tests/test_probe62b.py tests/test_attention_variants_masks.py tests/test_attention_variants_ragged.py tests/test_attention_variants_bwd.py tests/test_fp8_blockscale.py tests/test_moe_gemm.py tests/test_moe_routing.py
                  grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | cut -c1-300 | head -30
                  timeout 60 python3 -u benchmarks/probe_s49_int8.py --unchained 2>&1 | grep -vE "Warning|^ |^hint" | tail -12 ;;
     s50_f)       timeout 70 python3 -u benchmarks/probe_wg_fuzz.py --jobs 14 --seeds 0:1500 >"$OUT/wgfuzz.log" 2>&1; echo "rc=$?"
