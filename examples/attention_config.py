@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
+LOG2E = 1.4426950408889634     # the kernels' exponentials are exp2: exp(x) = 2 ** (x * LOG2E)
+NEG_INF = -float("inf")
+
 
 @dataclasses.dataclass(frozen=True)
 class Config:
@@ -25,6 +28,9 @@ class Config:
   bwd_split_mask: bool = False  # causal: the fused backward's diagonal blocks in a loop of their own
                                 # (not with bwd_ws: a kernel has one warp-specialised loop)
   bwd_p16_ds: bool = False   # the fused backward's ds = p * (dp - delta) from the 16-bit p (dV's operand)
+  bwd_dq_deferred: bool = False  # the fused backward issues each step's dQ product at the next step's start
+                                 # (attention_bwd.py's deferred_kernel; its own order: bwd_dq_first has no effect;
+                                 # not with bwd_ws)
   bwd_lpt: int = 0           # the backward's blocks in chunks of this many across heads (causal: longest first)
   pingpong: bool = False     # with ws: the forward's two warpgroups take turns on the tensor cores (FA3)
   lpt: bool = False          # the forward's query tiles the grid's slowest axis (causal: longest first overall)
@@ -63,12 +69,15 @@ def default_config(head_dim: int, causal: bool = False, seq_kv: int | None = Non
   K and Q's reuse in L2: 356 against 447 at 128 full); the two-kernel backward (96) loses (307 against 327). At
   head_dim 128 the fused backward takes ds from the 16-bit p (`bwd_p16_ds`: ptxas spills 20 bytes a thread, not 92):
   465 / 356 against 444 / 352 (full / causal, H100, forty-seventh session; at 64 it loses, 342 against 349); dQ and
-  dK's error against a float32 reference grows from 3.3e-4 to 4.1e-4."""
+  dK's error against a float32 reference grows from 3.3e-4 to 4.1e-4. At head_dim 64 the fused backward issues each
+  step's dQ product at the next step's start (`bwd_dq_deferred`, fiftieth session, H100, the kernel alone): 372 / 314
+  against 304 / 271 at seq 4096 / 1024 without the mask, 329 against 313 causal at 4096; causal at 1024 it loses
+  (228 against 234) and at head_dim 128 everywhere (428 / 375 against 457 / 406)."""
   persistent = seq_kv is not None and seq_kv <= 4096
   if head_dim <= 64:
     return Config(bq=128 if causal else 192, bkv=128, stages=4 if causal and not persistent else 3, overlap=False,
                   ws=True, lpt=True, persistent=persistent, prefetch_q=persistent, emulate=0.125 if causal else 0.0,
-                  bwd_dq_first=True,
+                  bwd_dq_first=True, bwd_dq_deferred=not (causal and seq_kv is not None and seq_kv <= 1024),
                   bwd_split_mask=causal, bwd_lpt=4 if persistent else 0, dkv_bq=128, dkv_bkv=128, dkv_stages=2,
                   dq_bkv=128, dq_stages=3)
   if head_dim <= 128:      # (80-112: the fused backward's buffers pass the SMEM, so dK/dV and dQ run apart)

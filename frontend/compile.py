@@ -30,7 +30,7 @@ from .where_axes import check_where_axes
 from .tma_starts import check_minor_starts, check_tiled_starts, mark_register_starts
 from .dtypes import DType, to_dtype
 from .infer import unify
-from .int_dot_chain import chain_integer_dots, check_fresh_int8_dots
+from .int_dot_chain import chain_integer_dots
 from .layout_checks import check_layouts
 from .layouts import assign_layouts
 from .index_grids import grid_index_masks
@@ -453,7 +453,6 @@ def _trace_once(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid
     assign_layouts_relayout(kernel, em.defs, assign_layouts)     # reshapes of row-wise tiles: via SMEM
     _each_reported(lambda: check_layouts(kernel, em.defs), lambda: check_atomic_layouts(kernel),
                    lambda: check_mma_registers(kernel), lambda: check_carried_registers(kernel),
-                   lambda: check_fresh_int8_dots(kernel, em.defs),
                    lambda: check_tiled_starts(kernel, em.defs, facts),
                    lambda: check_minor_starts(kernel, em.defs, facts))
     mark_register_starts(kernel, em.defs)

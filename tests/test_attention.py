@@ -15,6 +15,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 import attention as ex  # noqa: E402
+import attention_bwd as exb  # noqa: E402
 import attention_ref as ref
 import rand
 
@@ -302,7 +303,7 @@ def test_one_warpgroup_fused_backward_gradients(head_dim, causal, dkv_bq, stages
   q, k, v, do = inputs((1, 200, 2, head_dim), 1, jnp.float16, seed=head_dim + 1)
   config = dataclasses.replace(ex.default_config(head_dim, causal), fused_bwd=True, dkv_bkv=64, dkv_bq=dkv_bq,
                                dkv_stages=stages)
-  assert ex._dkv_block(q, bkv=64) == 128
+  assert exb._dkv_block(q, bkv=64) == 128
   _, vjp = jax.vjp(lambda q, k, v: ex.attention(q, k, v, causal, config=config, interpret=True), q, k, v)
   _, vjp_ref = ref.vjp(q, k, v, causal)
   for g, w, what in zip(vjp(do), vjp_ref(do), "qkv"):
@@ -320,8 +321,8 @@ def test_backward_blocks_in_chunks_across_heads_match_the_reference(head_dim, ca
   config = dataclasses.replace(ex.default_config(head_dim, causal), bwd_lpt=lpt)
   assert config.fused_bwd == (head_dim == 64)
   n = -(-330 // (config.dkv_bkv if config.fused_bwd else config.dq_bq))
-  assert ex._dkv_grid(q, k, v, do, None, None, bkv=config.dkv_bkv, lpt=lpt) == (-(-330 // config.dkv_bkv) * 2 * 2,)
-  assert n * 4 * 2 == ex._dq_grid(q, k, v, do, None, None, bq=config.dq_bq, lpt=lpt)[0] or config.fused_bwd
+  assert exb._dkv_grid(q, k, v, do, None, None, bkv=config.dkv_bkv, lpt=lpt) == (-(-330 // config.dkv_bkv) * 2 * 2,)
+  assert n * 4 * 2 == exb._dq_grid(q, k, v, do, None, None, bq=config.dq_bq, lpt=lpt)[0] or config.fused_bwd
   _, vjp = jax.vjp(lambda q, k, v: ex.attention(q, k, v, causal, config=config, interpret=True), q, k, v)
   _, vjp_ref = ref.vjp(q, k, v, causal)
   for g, w, what in zip(vjp(do), vjp_ref(do), "qkv"):
