@@ -213,6 +213,11 @@ PY
                  grep -vE "^(ok|refused)" "$OUT/wgfuzz.log" | cut -c1-300 | tail -12
                  timeout 60 python3 -u benchmarks/probe_async_fuzz.py --jobs 14 --loop 61c --seeds 0:2000 >"$OUT/asyncfuzz61c.log" 2>&1; echo "rc=$?"
                  grep -vE "^(ok|refused)" "$OUT/asyncfuzz61c.log" | cut -c1-300 | tail -12 ;;
+    # next visit (session 51): the backward's table with the deferred default at head_dim 64 (and whether the fused kernel
+    # at 64 regressed since session 46: its row there), then the multi-warpgroup fuzzer to its end; then gpu_all15
+    s51_a)       python3 -u benchmarks/attention.py --quick --default --no-pallas --pass bwd
+                 timeout 200 python3 -u benchmarks/probe_wg_fuzz.py --jobs 14 --seeds 0:2000 >"$OUT/wgfuzz.log" 2>&1; echo "rc=$?"
+                 grep -vE "^(ok|refused)" "$OUT/wgfuzz.log" | grep -v Warning | cut -c1-300 | tail -12 ;;
     gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)
     gpu_s34all)  python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 500 ;;
     # Sessions 34-35 (no device lent then): the tests that may fault without their fixes, a few a shard, then
