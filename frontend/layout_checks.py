@@ -68,11 +68,10 @@ def _check_peer_tiled_stores(kernel, defs) -> None:
 
 
 def _check_split_reductions(kernel) -> None:
-  """With several warpgroups each holds its own rows of a tensor-core tile (and of its row
-  statistics), so a reduction across rows would combine only a warpgroup's share: on the
-  H200 the column sums of a 256-row tile at block=256 came out wrong. A full reduction (a
-  scalar) and, since probe 62a, a column statistic of a 16- or 32-bit tile combine the
-  warpgroups' shares (smem.exchange_slots); what is left (a bool or 8-bit tile's column
+  """With several warpgroups each holds its own rows of a tensor-core tile (and of its row statistics), so a
+  reduction across rows would combine only a warpgroup's share: on the H200 the column sums of a 256-row tile
+  at block=256 came out wrong. A full reduction (a scalar) and, since probe 62a, a column statistic of a 16- or
+  32-bit tile combine the warpgroups' shares (smem.exchange_slots); what is left (a bool or 8-bit tile's column
   statistic) is rejected (pingpong.py rejects exchanges where a ping-pong loop's warpgroup holds the turn)."""
   from .ops.shape import Reduce
   from .smem import exchange_slots
