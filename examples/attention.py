@@ -330,6 +330,7 @@ def _attention_bwd(causal, scale, config, interpret, kv_len, res, cotangents):
                                    stages=config.dkv_stages, ws=ws(config.dkv_stages), dq_first=config.bwd_dq_first,
                                    split_mask=config.bwd_split_mask and not ws(config.dkv_stages),
                                    p16_ds=config.bwd_p16_ds, **kw)
+  if config.fused_bwd:
     dq = dq_acc.transpose(0, 3, 1, 2) if dq_transposed(q.shape[-1]) else dq_acc
     return (dq[:, :sq] * scale).astype(q.dtype), dk, dv
   dk, dv = attention_dkv(q, k, v, do, lse, delta, bq=config.dkv_bq, bkv=config.dkv_bkv, stages=config.dkv_stages,

@@ -464,3 +464,23 @@ def test_gpu_persistent_forward_walks_many_tiles(head_dim, causal, prefetch_q):
   want, want_lse = reference(q, k, v, causal)
   assert rel(got, want) < TOL[jnp.float16]
   np.testing.assert_allclose(lse, want_lse, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("head_dim,causal,seq,config,kernel", [
+    (64, False, 256, None, "deferred_kernel"), (64, True, 4096, None, "deferred_kernel"),
+    (64, True, 1024, None, "dkv_dq_kernel"), (128, False, 256, None, "dkv_dq_kernel"),
+    (64, False, 256, dict(bwd_dq_deferred=False), "dkv_dq_kernel"),
+    (64, False, 256, dict(bwd_dq_deferred=True, bwd_ws=True), "dkv_dq_kernel"),
+    (128, False, 256, dict(bwd_dq_deferred=True), "deferred_kernel"),
+    (64, False, 256, dict(bwd_dq_deferred=True, fused_bwd=False), "dq_kernel")], ids=str)
+def test_the_backward_runs_the_kernel_its_config_names(head_dim, causal, seq, config, kernel):
+  """`bwd_dq_deferred` (the default at head_dim 64 but causal at 1024 keys or fewer) runs attention_bwd.py's
+  deferred_kernel, alone: the gradient's program calls it and no other backward kernel (a deferred kernel whose
+  results the two-kernel backward then overwrote passed every gradient test)."""
+  cfg = ex.default_config(head_dim, causal, seq)
+  cfg = dataclasses.replace(cfg, **config) if config else cfg
+  q = jax.ShapeDtypeStruct((1, seq, 2, head_dim), jnp.float16)
+  f = lambda q, k, v: ex.attention(q, k, v, causal, config=cfg, interpret=True).astype(jnp.float32).sum()
+  text = str(jax.make_jaxpr(jax.grad(f, argnums=(0, 1, 2)))(q, q, q))
+  called = set(re.findall(r"interpret\((\w+)\)", text)) - {"forward_kernel", "forward_overlap_kernel"}
+  assert called == ({"dkv_kernel", "dq_kernel"} if kernel == "dq_kernel" else {kernel}), called
