@@ -90,12 +90,19 @@ def transposed_probabilities(k_s, v_s, q_s, do_s, lse_s, i, j, bq, bkv, c, causa
   dp = v @ do.T, whose dot runs while p is computed."""
   s = ml.dot(k_s, q_s.T)
   dp = ml.dot(v_s, do_s.T)
+  return probabilities(s, lse_s, i, j, bq, bkv, c, causal), dp
+
+
+@ml.inline
+def probabilities(s, lse_s, i, j, bq, bkv, c, causal):
+  """p from the transposed scores s (keys along the rows) and the logsumexp; with `causal`, the keys past each
+  query masked where the block crosses the diagonal."""
   if causal:
     if j * bq < (i + 1) * bkv:
       rows = i * bkv + ml.arange(bkv)[:, None]
       cols = j * bq + ml.arange(bq)[None, :]
       s = ml.where(cols >= rows, s, NEG_INF)
-  return ml.exp2(s * c - (lse_s[...] * LOG2E)[None, :], approx=True), dp
+  return ml.exp2(s * c - (lse_s[...] * LOG2E)[None, :], approx=True)
 
 
 @ml.inline
@@ -205,6 +212,19 @@ def _fused_out(q, k, v, do, lse, delta, *, bq, **_):
 
 
 @ml.inline
+def dq_target(dq_acc, b, h, j, bq, d):
+  """dq_acc's window of query block j of head h (transposed at head_dim >= 128: dq_transposed)."""
+  if d >= 128:
+    return dq_acc.at[b, h, :, ml.ds(j * bq, bq)]
+  return dq_acc.at[b, ml.ds(j * bq, bq), h, :]
+
+
+@ml.inline
+def dq_product(k_s, ds_s, d):
+  return ml.dot(k_s.T, ds_s) if d >= 128 else ml.dot(ds_s.T, k_s)
+
+
+@ml.inline
 def dkv_dq_step(q, do, lse, delta, k_s, v_s, q_s, do_s, lse_s, delta_s, ds_s, dq_s, dq_acc, dk_acc, dv_acc,
                 b, h, i, j, bq, bkv, c, masked, dq_first, p16_ds=False):
   """dkv_dq_kernel's step: query block j of head h against the CTA's keys; dK and dV accumulated
@@ -218,14 +238,11 @@ def dkv_dq_step(q, do, lse, delta, k_s, v_s, q_s, do_s, lse_s, delta_s, ds_s, dq
   if not dq_first:
     dk_acc = ml.dot(ds, q_s, dk_acc)
   ds_s[...] = ds
-  dq = ml.dot(k_s.T, ds_s) if d >= 128 else ml.dot(ds_s.T, k_s)
+  dq = dq_product(k_s, ds_s, d)
   if dq_first:
     dk_acc = ml.dot(ds, q_s, dk_acc)
   dq_s[...] = dq
-  if d >= 128:
-    ml.copy(dq_s, dq_acc.at[b, h, :, ml.ds(j * bq, bq)], reduce="add")
-  else:
-    ml.copy(dq_s, dq_acc.at[b, ml.ds(j * bq, bq), h, :], reduce="add")
+  ml.copy(dq_s, dq_target(dq_acc, b, h, j, bq, d), reduce="add")
   if dq_first:
     dk_acc = dk_acc * 1.0                  # a read: waits for dK's product before the step ends
   return dk_acc, dv_acc
@@ -290,19 +307,6 @@ attention_bwd = mg.mgpu_kernel(dkv_dq_kernel, out_shape=_fused_out, grid=_dkv_gr
 
 # ---------------------------------------------------------------- dQ deferred
 @ml.inline
-def dq_target(dq_acc, b, h, j, bq, d):
-  """dq_acc's window of query block j of head h (transposed at head_dim >= 128: dq_transposed)."""
-  if d >= 128:
-    return dq_acc.at[b, h, :, ml.ds(j * bq, bq)]
-  return dq_acc.at[b, ml.ds(j * bq, bq), h, :]
-
-
-@ml.inline
-def dq_product(k_s, ds_s, d):
-  return ml.dot(k_s.T, ds_s) if d >= 128 else ml.dot(ds_s.T, k_s)
-
-
-@ml.inline
 def deferred_step(q, do, lse, delta, k_s, v_s, q_s, do_s, lse_s, delta_s, ds_s, dq_s, dq_acc, dk_acc, dv_acc,
                   b, h, i, j, hp, jp, bq, bkv, c, masked, p16_ds):
   """deferred_kernel's step, query block j of head h: first the previous block's (hp, jp) dQ product from the ds
@@ -315,12 +319,7 @@ def deferred_step(q, do, lse, delta, k_s, v_s, q_s, do_s, lse_s, delta_s, ds_s, 
   dp = ml.dot(v_s, do_s.T)
   dq_s[...] = dq
   ml.copy(dq_s, dq_target(dq_acc, b, hp, jp, bq, d), reduce="add")
-  if masked:
-    if j * bq < (i + 1) * bkv:
-      rows = i * bkv + ml.arange(bkv)[:, None]
-      cols = j * bq + ml.arange(bq)[None, :]
-      s = ml.where(cols >= rows, s, NEG_INF)
-  p = ml.exp2(s * c - (lse_s[...] * LOG2E)[None, :], approx=True)
+  p = probabilities(s, lse_s, i, j, bq, bkv, c, masked)
   p16 = p.astype(q.dtype)
   dv_acc = ml.dot(p16, do_s, dv_acc)
   ds = ((p16 if p16_ds else p) * (dp - delta_s[...][None, :])).astype(q.dtype)

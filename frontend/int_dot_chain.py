@@ -6,7 +6,8 @@ with no zero-filled accumulator and no separate add. It also keeps 8-bit integer
 a fresh int32 accumulator (zeros) of an int8 dot over 32-byte swizzled operands in a pipelined loop read one
 register's value in place of the zeros (an H100, session 49: async fuzzer 61c's seeds 306, 693, 894, 997 and 1046,
 each right when written chained; the lowering since gives such accumulators registers of their own, lowering/mma.py
-`_own_registers`, measured right alone in the fiftieth session). Floating-point sums are not rewritten: WGMMA's rounding of `acc + a @ b` differs.
+`_own_registers`, measured right alone in the fiftieth session). Floating-point sums are not rewritten: WGMMA's
+rounding of `acc + a @ b` differs.
 
 Runs on the program as written, before pipelining, layouts and the sync pass, which then see the dot the user could
 have written.
