@@ -82,12 +82,14 @@ def main():
       try:
         f = jax.jit(fn)
         got = f(*args)
-        diff = "" if want is None else f"{max(float(jnp.max(jnp.abs(a.astype(jnp.float32) - w.astype(jnp.float32)))) for a, w in zip(got, want)):.3g}"
+        gap = lambda a, w: float(jnp.max(jnp.abs(a.astype(jnp.float32) - w.astype(jnp.float32))))
+        diff = "" if want is None else f"{max(gap(a, w) for a, w in zip(got, want)):.3g}"
         want = want or got
         ms = mg.bench(f, *args) * 1e3
         rows.append((d, "causal" if causal else "full", seq, name, f"{flops / ms / 1e9:.0f}", diff))
       except Exception as e:  # a variant that cannot run: say why, go on
-        rows.append((d, "causal" if causal else "full", seq, name, f"{type(e).__name__}: {str(e).splitlines()[0][:70]}", ""))
+        why = f"{type(e).__name__}: {str(e).splitlines()[0][:70]}"
+        rows.append((d, "causal" if causal else "full", seq, name, why, ""))
       print(table(head, rows[-1:]), flush=True)
   print(table(head, rows))
 
