@@ -95,7 +95,7 @@ def ours_configs(d, few=False, causal=False, seq=None):
 
 
 def cfg_name(c):
-  return f"{'persistent ' if c.persistent else ''}{'lpt ' if c.lpt else ''}{'ws ' if c.ws else ''}{'bwd-ws ' if c.bwd_ws else ''}{'dq-first ' if c.bwd_dq_first else ''}{'pp ' if c.pingpong else ''}{'overlap' if c.overlap else 'simple'} q{c.bq} kv{c.bkv} s{c.stages} | {'fused' if c.fused_bwd else 'dkv+dq'} q{c.dkv_bq} kv{c.dkv_bkv} s{c.dkv_stages} | dq kv{c.dq_bkv} s{c.dq_stages}"
+  return f"{'persistent ' if c.persistent else ''}{'lpt ' if c.lpt else ''}{'ws ' if c.ws else ''}{'bwd-ws ' if c.bwd_ws else ''}{'dq-first ' if c.bwd_dq_first else ''}{'dq-deferred ' if c.bwd_dq_deferred else ''}{'pp ' if c.pingpong else ''}{'overlap' if c.overlap else 'simple'} q{c.bq} kv{c.bkv} s{c.stages} | {'fused' if c.fused_bwd else 'dkv+dq'} q{c.dkv_bq} kv{c.dkv_bkv} s{c.dkv_stages} | dq kv{c.dq_bkv} s{c.dq_stages}"
 
 
 def contenders(d, causal, bwd, few=False, seq=None):
