@@ -223,6 +223,9 @@ PY
     s51_b)       timeout 150 python3 -u benchmarks/probe_s51_wg.py 2>&1 | grep -v Warning
                  tar czf "$OUT/s51_dump.tgz" -C "$OUT" s51_dump && rm -rf "$OUT/s51_dump"
                  timeout 100 python3 -u -m pytest -q -p no:cacheprovider -m gpu "tests/test_probe61d.py::test_gpu_fuzz_seeds_match_their_jnp_programs" 2>&1 | tail -15 ;;
+    # the whole suite in two visits (about 2000 tests since session 51: 15 shards of all of them ran past 520 s)
+    gpu_p1)      python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 540 --part 1/2 ;;
+    gpu_p2)      python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 540 --part 2/2 ;;
     gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)
     gpu_s34all)  python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 500 ;;
     # Sessions 34-35 (no device lent then): the tests that may fault without their fixes, a few a shard, then
