@@ -483,7 +483,10 @@ class Gen(dot_fuzz.Gen):
       self.emit(f"dst = {dn}.at[ml.ds(i * {bm}, {bm})][...]")
       fn = r.choice(["add", "add", "max", "min"])
       self.emit(f"ml.atomic_{fn}({{o}}.at[dst, :], rows{'.astype(jnp.float32)' if dt == F16 else ''})")
-      ref = np.zeros((nr, D))
+      # an atomically updated output starts at the operation's identity (docs/language.md, "Atomics")
+      odt = F32 if dt == F16 else dt
+      lim = (np.inf, np.inf) if odt == F32 else (-np.iinfo(np.int32).min, np.iinfo(np.int32).max)
+      ref = np.full((nr, D), {"add": 0.0, "max": -lim[0], "min": lim[1]}[fn])
       getattr(np, {"add": "add", "max": "maximum", "min": "minimum"}[fn]).at(ref, dsts, g)
       self.tags.add("atomic:" + fn)
       o = self.output(ref, F32 if dt == F16 else dt)
