@@ -68,6 +68,22 @@ class _Attempt:
     tracer.where = dict(self.where)
 
 
+def _small_int_bound(tracer, cut) -> bool:
+  """Whether the cut trip count of jumps.pipelined_break (its header's stop) is an int or a signed integer scalar of
+  32 bits or fewer (or a narrower unsigned one), which a pipelined loop counts in: evaluated once, then undone.
+  Otherwise (a float or uint32 bound, or one whose evaluation fails) the break keeps its MG001, which quotes the
+  user's own text rather than the cut's."""
+  attempt = _Attempt(tracer)
+  try:
+    stop = tracer.eval(cut.iter.args[0 if len(cut.iter.args) == 1 else 1])
+  except E.KernelError:
+    stop = None
+  ok = (type(stop) is int or is_value(stop) and isinstance(stop.type, ScalarType)
+        and resolve(stop.type.dtype) in (DType.i32, DType.i16, DType.i8, DType.u16, DType.u8))
+  attempt.undo(tracer)
+  return ok
+
+
 def _bind(env, carries, values) -> None:
   """Bind each carried name to its slice of `values` (rebuilt into its tuple or list)."""
   i = 0
@@ -129,6 +145,9 @@ def trace_for(tracer, node: ast.For):
   if (stages > 1 or specialize or pingpong) and node is not written and (
       hoisted := jumps.pipelined_continue(tracer, written)) is not None:
     return trace_for(tracer, hoisted)       # its loads moved up before the continue
+  if (stages > 1 or specialize or pingpong) and (cut := jumps.pipelined_break(tracer, node)) is not None \
+      and _small_int_bound(tracer, cut):
+    return trace_for(tracer, cut)           # `if k >= n: break` first: the trip count cut at n
   args = tracer.eval_spread(it.args)
   if not 1 <= len(args) <= 3:
     raise E.KernelTypeError(f"range takes 1 to 3 arguments, got {len(args)}", tracer.loc(it),

@@ -391,10 +391,17 @@ class Gen(dot_fuzz.Gen):
     self.emit("b = ml.program_id(0)")
     self.emit(f"n = {ln}[b]")
     self.emit(f"k_s = ml.smem(({page}, {D}), jnp.{dt})")
-    head = self.loop_head(str(maxp) if padded else f"ml.cdiv(n, {page})", pipe=r.random() < 0.7 or ws, ws=ws)
+    brk = not padded and r.random() < 0.3      # every table column walked, the loop left by a break on its index
+    head = self.loop_head(str(maxp) if padded or brk else f"ml.cdiv(n, {page})", pipe=r.random() < 0.7 or ws, ws=ws)
+    if brk:
+      cut = r.choice([f"p >= ml.cdiv(n, {page})", f"p * {page} >= n", f"ml.cdiv(n, {page}) <= p", f"p > (n - 1) // {page}"])
+      self.tags.add("break")
     if kind == "colsum":
       self.emit(f"acc = ml.zeros(({D},), jnp.float32)")
       self.emit(f"for p in {head}:")
+      if brk:
+        self.emit(f"  if {cut}:")
+        self.emit("    break")
       if padded:
         self.emit(f"  pg = {tn}[b, p]")
         self.emit("  if pg >= 0:")
@@ -417,6 +424,9 @@ class Gen(dot_fuzz.Gen):
       self.emit("m = ml.full((64,), -jnp.inf, jnp.float32)")
       self.emit("sm = ml.zeros((64,), jnp.float32)")
       self.emit(f"for p in {head}:")
+      if brk:
+        self.emit(f"  if {cut}:")
+        self.emit("    break")
       self.emit(f"  ml.copy({kn}.at[{tn}[b, p]], k_s)")
       self.emit("  sc = ml.dot(q_s, k_s.T)")
       self.emit(f"  pos = p * {page} + ml.arange({page})")
