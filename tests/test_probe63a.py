@@ -161,8 +161,8 @@ def break_on_carried(lens, x, out):
 
 
 HINT = ("a pipelined loop (ml.range with stages=, warp_specialize=, pingpong=) and one with a run-time step run every"
-        " trip: drop those options, or make the step static, for a break under if statements; in a pipelined loop, a"
-        " break on its own index, first in the body (if k >= n: break), cuts its trip count instead")
+        " trip: drop those options, or make the step static, for a break under if statements; in a pipelined loop"
+        " without an else, a break on its own index first in the body (if k >= n: break) cuts its trip count instead")
 MSG = "break in a pipelined loop or one with a run-time step is not supported in a kernel"
 
 
