@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 import mgpu_dsl as mg
-from mgpu_dsl import language as ml
 from locate import builds, expect
 import ragged_fuzz
 
@@ -27,137 +26,74 @@ NS = np.array([0, 1, 2, 3, 4, 7, -2], np.int32)     # trips: none, one, some, al
 
 
 # ---------------------------------------------------------------- a break on a pipelined loop's index: its trip count
-def _dot_out(n, a, b):
-  return S((n.shape[0] * 64, b.shape[1]), F32)
-
-
-def _grid(n, *_):
-  return (n.shape[0],)
-
-
-@mg.mgpu_kernel(out_shape=_dot_out, grid=_grid)
-def cut_ge(n, a, b, out):
-  """`if k >= n[i]: break`: the first n[i] K blocks of row block i (a pipelined tensor-core loop)."""
+# The kernels differ in their loop's header and its break alone: written from one template each into a module of
+# their own (a file, so that diagnostics quote and locate its lines).
+DOTS = """
+@mg.mgpu_kernel(out_shape=lambda n, a, b: S((n.shape[0] * {rows}, b.shape[1]), F32), grid=lambda n, a, b: (n.shape[0],),
+                block={block})
+def {name}(n, a, b, out):
   i = ml.program_id(0)
-  a_s = ml.smem((64, 32), F16)
+  a_s = ml.smem(({rows}, 32), F16)
   b_s = ml.smem((32, b.shape[1]), F16)
-  acc = ml.zeros((64, b.shape[1]), F32)
-  for k in ml.range(a.shape[1] // 32, stages=2):
-    if k >= n[i]:
+  acc = ml.zeros(({rows}, b.shape[1]), F32)
+  for k in ml.range(a.shape[1] // 32, {options}):
+    if {test}:
       break
-    ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(k * 32, 32)], a_s)
+    ml.copy(a.at[ml.ds(i * {rows}, {rows}), ml.ds(k * 32, 32)], a_s)
     ml.copy(b.at[ml.ds(k * 32, 32), :], b_s)
     acc = ml.dot(a_s, b_s, acc)
-  out.at[ml.ds(i * 64, 64), :][...] = acc
-
-
-@mg.mgpu_kernel(out_shape=_dot_out, grid=_grid)
-def cut_lt_reversed(n, a, b, out):
-  """`if n[i] < k: break` (k > n[i]): the first n[i] + 1 K blocks, three stages."""
-  i = ml.program_id(0)
-  a_s = ml.smem((64, 32), F16)
-  b_s = ml.smem((32, b.shape[1]), F16)
-  acc = ml.zeros((64, b.shape[1]), F32)
-  for k in ml.range(a.shape[1] // 32, stages=3):
-    if n[i] < k:
-      break
-    ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(k * 32, 32)], a_s)
-    ml.copy(b.at[ml.ds(k * 32, 32), :], b_s)
-    acc = ml.dot(a_s, b_s, acc)
-  out.at[ml.ds(i * 64, 64), :][...] = acc
-
-
-@mg.mgpu_kernel(out_shape=lambda n, a, b: S((n.shape[0] * 128, b.shape[1]), F32), grid=_grid, block=256)
-def cut_ws(n, a, b, out):
-  """A warp-specialised loop (a producer warpgroup) cut by `if k >= n[i]: break`."""
-  i = ml.program_id(0)
-  a_s = ml.smem((128, 32), F16)
-  b_s = ml.smem((32, b.shape[1]), F16)
-  acc = ml.zeros((128, b.shape[1]), F32)
-  for k in ml.range(a.shape[1] // 32, stages=2, warp_specialize=True):
-    if k >= n[i]:
-      break
-    ml.copy(a.at[ml.ds(i * 128, 128), ml.ds(k * 32, 32)], a_s)
-    ml.copy(b.at[ml.ds(k * 32, 32), :], b_s)
-    acc = ml.dot(a_s, b_s, acc)
-  out.at[ml.ds(i * 128, 128), :][...] = acc
-
-
-def _rows_out(lens, x):
-  return S((lens.shape[0], x.shape[1]), F32)
-
-
-@mg.mgpu_kernel(out_shape=_rows_out, grid=_grid)
-def cut_scaled(lens, x, out):
-  """`if k * 8 >= lens[i]: break`: cdiv(lens[i], 8) row tiles, the last masked by the length (varlen)."""
-  i = ml.program_id(0)
-  buf = ml.smem((8, x.shape[1]), F32)
-  acc = ml.zeros((x.shape[1],), F32)
-  for k in ml.range(x.shape[0] // 8, stages=2):
-    if k * 8 >= lens[i]:
-      break
-    ml.copy(x.at[ml.ds(k * 8, 8), :], buf)
-    acc = acc + ml.sum(ml.where((k * 8 + ml.arange(8) < lens[i])[:, None], buf[...], 0.0), axis=0)
-  out.at[i][...] = acc
-
-
-@mg.mgpu_kernel(out_shape=_rows_out, grid=_grid)
-def cut_scaled_strict(lens, x, out):
-  """`if 8 * k > lens[i]: break`: the tiles starting at or before row lens[i] (lens[i] // 8 + 1 of them)."""
-  i = ml.program_id(0)
-  buf = ml.smem((8, x.shape[1]), F32)
-  acc = ml.zeros((x.shape[1],), F32)
-  for k in ml.range(x.shape[0] // 8, stages=3):
-    if 8 * k > lens[i]:
-      break
-    ml.copy(x.at[ml.ds(k * 8, 8), :], buf)
-    acc = acc + ml.sum(buf[...], axis=0)
-  out.at[i][...] = acc
-
-
-@mg.mgpu_kernel(out_shape=_rows_out, grid=_grid)
-def cut_stepped(lens, x, out):
-  """Triton's `for r0 in range(0, N, BLOCK)` with `if r0 >= lens[i]: break`: a static step, the index itself."""
-  i = ml.program_id(0)
-  buf = ml.smem((8, x.shape[1]), F32)
-  acc = ml.zeros((x.shape[1],), F32)
-  for r0 in ml.range(0, x.shape[0], 8, stages=2):
-    if r0 >= lens[i]:
-      break
-    ml.copy(x.at[ml.ds(r0, 8), :], buf)
-    acc = acc + ml.sum(ml.where((r0 + ml.arange(8) < lens[i])[:, None], buf[...], 0.0), axis=0)
-  out.at[i][...] = acc
-
-
-# ---------------------------------------------------------------- what stays MG001
-@mg.mgpu_kernel(out_shape=_rows_out, grid=_grid)
-def break_on_float(lens, x, out):
-  """A float bound: the trip count would not be an integer."""
-  i = ml.program_id(0)
-  buf = ml.smem((8, x.shape[1]), F32)
-  acc = ml.zeros((x.shape[1],), F32)
-  for k in ml.range(x.shape[0] // 8, stages=2):
-    if k >= lens[i]:
-      break
-    ml.copy(x.at[ml.ds(k * 8, 8), :], buf)
-    acc = acc + ml.sum(buf[...], axis=0)
-  out.at[i][...] = acc
-
-
-@mg.mgpu_kernel(out_shape=_rows_out, grid=_grid)
-def break_on_carried(lens, x, out):
-  """A bound the body computes (a running count): not known before the loop."""
+  out.at[ml.ds(i * {rows}, {rows}), :][...] = acc
+"""
+ROWS_T = """
+@mg.mgpu_kernel(out_shape=lambda lens, x: S((lens.shape[0], x.shape[1]), F32), grid=lambda lens, x: (lens.shape[0],))
+def {name}(lens, x, out):
   i = ml.program_id(0)
   buf = ml.smem((8, x.shape[1]), F32)
   acc = ml.zeros((x.shape[1],), F32)
   m = lens[i]
-  for k in ml.range(x.shape[0] // 8, stages=2):
-    if k >= m:
+  for {index} in ml.range({range_args}, stages={stages}):
+    if {test}:
       break
-    ml.copy(x.at[ml.ds(k * 8, 8), :], buf)
-    acc = acc + ml.sum(buf[...], axis=0)
-    m = m - 1
+    ml.copy(x.at[ml.ds({row}, 8), :], buf)
+    acc = acc + ml.sum(ml.where(({row} + ml.arange(8) < {limit})[:, None], buf[...], 0.0), axis=0){step}
   out.at[i][...] = acc
+"""
+KERNELS = [   # name, template, its fields: one kernel each
+    ("cut_ge", DOTS, dict(rows=64, block=128, options="stages=2", test="k >= n[i]")),
+    ("cut_lt_reversed", DOTS, dict(rows=64, block=128, options="stages=3", test="n[i] < k")),      # k > n[i]
+    ("cut_ws", DOTS, dict(rows=128, block=256, options="stages=2, warp_specialize=True", test="k >= n[i]")),
+    ("cut_scaled", ROWS_T, dict(index="k", range_args="x.shape[0] // 8", stages=2, test="k * 8 >= lens[i]",
+                                row="k * 8", limit="lens[i]", step="")),
+    ("cut_scaled_strict", ROWS_T, dict(index="k", range_args="x.shape[0] // 8", stages=3, test="8 * k > lens[i]",
+                                       row="k * 8", limit="x.shape[0]", step="")),
+    ("cut_stepped", ROWS_T, dict(index="r0", range_args="0, x.shape[0], 8", stages=2, test="r0 >= lens[i]",
+                                 row="r0", limit="lens[i]", step="")),       # Triton's range(0, N, BLOCK)
+    ("break_on_carried", ROWS_T, dict(index="k", range_args="x.shape[0] // 8", stages=2, test="k >= m",
+                                      row="k * 8", limit="x.shape[0]", step="\n    m = m - 1")),  # (stays MG001)
+]
+
+
+def _module():
+  import importlib.util
+  import os
+  import sys
+  import tempfile
+  path = os.path.join(tempfile.mkdtemp(prefix="probe63a_"), "probe63a_kernels.py")
+  with open(path, "w") as f:
+    f.write("import jax\nimport mgpu_dsl as mg\nfrom mgpu_dsl import language as ml\n"
+            "from jax.numpy import float16 as F16, float32 as F32\nS = jax.ShapeDtypeStruct\n")
+    for name, template, fields in KERNELS:
+      f.write(template.format(name=name, **fields))
+  spec = importlib.util.spec_from_file_location("probe63a_kernels", path)
+  mod = importlib.util.module_from_spec(spec)
+  sys.modules["probe63a_kernels"] = mod
+  spec.loader.exec_module(mod)
+  return mod
+
+
+_K = _module()
+cut_ge, cut_lt_reversed, cut_ws, cut_scaled, cut_scaled_strict, cut_stepped, break_on_carried = (
+    getattr(_K, k[0]) for k in KERNELS)
 
 
 HINT = ("a pipelined loop (ml.range with stages=, warp_specialize=, pingpong=) and one with a run-time step run every"
@@ -233,11 +169,13 @@ def test_cut_loops_export_for_cuda(kernel):
 
 
 def test_a_break_the_trip_count_cannot_take_stays_mg001():
-  expect(break_on_float, [S((9,), F32), S((64, 32), F32)], mg.UnsupportedSyntaxError, "break", MSG, nth=1, hint=HINT)
-  expect(break_on_carried, [S((9,), I32), S((64, 32), F32)], mg.UnsupportedSyntaxError, "break", MSG, nth=1, hint=HINT)
+  # a float length (the trip count would not be an integer), a bound the body computes (a running count)
+  expect(cut_scaled, [S((9,), F32), S((64, 32), F32)], mg.UnsupportedSyntaxError, "break", MSG, hint=HINT)
+  expect(break_on_carried, [S((9,), I32), S((64, 32), F32)], mg.UnsupportedSyntaxError, "break", MSG, nth=1,
+         hint=HINT)
   # a uint32 length: the user's own compare is reported, as it was before the cut
-  expect(break_on_float, [S((9,), jnp.uint32), S((64, 32), F32)], mg.DtypeMismatchError, "k >= lens[i]",
-         ">= on k (int32) and lens[i] (uint32): dtypes differ and are never converted implicitly")
+  expect(cut_scaled, [S((9,), jnp.uint32), S((64, 32), F32)], mg.DtypeMismatchError, "k * 8 >= lens[i]",
+         ">= on k * 8 (int32) and lens[i] (uint32): dtypes differ and are never converted implicitly")
 
 
 @pytest.mark.gpu
