@@ -19,7 +19,9 @@ groups crossing tile edges, lengths 0 and exactly a tile, trip counts of 0. Fami
   masked in registers, the B tile a TMA window at a run-time row, pipelined by stages 1-4);
 - `paged`: a page table and lengths: an `ml.range` over a sequence's pages (run-time trip count, stages 1-4,
   warp-specialised where it is a dot loop), each trip's TMA window chosen by the table entry it reads, the last page
-  masked by the length; a masked column sum of the pages, or the row maximum and sum of q @ k.T;
+  masked by the length; or every table column walked, left by a break on the page count (`if p >= ml.cdiv(n, 16):
+  break` and its other spellings), or a table padded with -1 skipped by an `if` on the entry read; a masked column
+  sum of the pages, or the row maximum and sum of q @ k.T;
 - `gather`: index vectors read from inputs: rows gathered by id, `ml.where` by data, scattered to a permutation,
   atomically added into data-chosen rows (repeated ids), or counted into a histogram;
 - `cond`: `if`/`while` on loaded scalars inside run-time loops, accumulating rows chosen by them.
@@ -37,6 +39,7 @@ import numpy as np
 
 import diff_fuzz
 from ragged_fuzz_more import BF16, F16, F32, I32, Drawn
+
 FAMILIES = (["segsum"] * 3 + ["varlen"] * 2 + ["seqloop"] * 2 + ["grouped"] * 2 + ["ragk"] * 2 + ["paged"] * 2
             + ["gather"] * 2 + ["moe"] * 2 + ["spmv"] + ["cond"] * 2 + ["persist"] * 2 + ["compact"])
 
