@@ -159,7 +159,10 @@ def _substituted(form, node, at, **more):
   class Sub(ast.NodeTransformer):
     def visit_Name(self, n):
       return copy.deepcopy(nodes[n.id]) if n.id in nodes else n
-  return _at(Sub().visit(ast.parse(form, mode="eval").body), at)
+  made = ast.parse(form, mode="eval").body
+  for n in ast.walk(made):        # (the form's own nodes at `at`: its text is no line of the kernel's)
+    ast.copy_location(n, at)
+  return Sub().visit(made)
 
 
 def _scaled_index(e, name):

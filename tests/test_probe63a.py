@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import mgpu_dsl as mg
-from locate import builds, expect
+from locate import builds, expect, where
 import ragged_fuzz
 
 S = jax.ShapeDtypeStruct
@@ -165,7 +165,11 @@ def test_cut_loops_export_for_cuda(kernel):
   builds(kernel, *specs)
   jax.export.export(jax.jit(kernel), platforms=["cuda"])(*specs)
   ir = str(kernel.typed_ir(*specs))
-  assert "stages=" in ir and "min" in ir        # pipelined still, the trip count a minimum
+  assert "stages=" in ir and "kind=min" in ir        # pipelined still, the trip count a minimum
+  # the cut's ops (the minimum, the max of k > n, cdiv's parts) at the break's if (the pipeline's prologue at the for)
+  at = {f"probe63a_kernels.py:{where(kernel, t)[0]}" for t in ("if ", "for ")}
+  cut = [ln.rsplit("# ", 1)[1] for ln in ir.splitlines() if "kind=min" in ln or "kind=max" in ln]
+  assert f"probe63a_kernels.py:{where(kernel, 'if ')[0]}" in cut and set(cut) <= at, cut
 
 
 def test_a_break_the_trip_count_cannot_take_stays_mg001():
