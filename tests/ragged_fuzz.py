@@ -15,8 +15,9 @@ groups crossing tile edges, lengths 0 and exactly a tile, trip counts of 0. Fami
   offset under a row mask (masked register store, or atomically);
 - `grouped`: a grouped GEMM over group offsets: rows of group g times rhs[g] (ragged M: run-time TMA windows, an
   `ml.range(K // bk, stages=s)` loop, warp-specialised at block 256), the tile stored masked at a run-time row;
-- `ragk`: a grouped weight gradient, out[g] = xt[:, s:e] @ dy[s:e] (ragged K: a run-time trip count, the A tile
-  masked in registers, the B tile a TMA window at a run-time row, pipelined by stages 1-4);
+- `ragk`: a grouped weight gradient, out[g] = xt[:, s:e] @ dy[s:e] (ragged K: a run-time trip count, or a static one
+  left by a break on the group's length, `if c * bk >= e - s: break`; the A tile masked in registers, the B tile a TMA
+  window at a run-time row, pipelined by stages 1-4);
 - `paged`: a page table and lengths: an `ml.range` over a sequence's pages (run-time trip count, stages 1-4,
   warp-specialised where it is a dot loop), each trip's TMA window chosen by the table entry it reads, the last page
   masked by the length; or every table column walked, left by a break on the page count (`if p >= ml.cdiv(n, 16):
@@ -261,6 +262,13 @@ class Gen(Drawn):
     if aligned:
       self.emit(f"for c in {self.loop_head(f'ml.cdiv(e, {bk}) - s // {bk}', pipe=pipe)}:")
       self.emit(f"  k0 = (s // {bk} + c) * {bk}")
+    elif r.random() < 0.4:       # a static trip count past every group's, left by a break on the group's length
+      trips = max(1, max(-(-n // bk) for n in lens)) + r.randint(0, 2)
+      self.emit(f"for c in {self.loop_head(str(trips), pipe=pipe)}:")
+      self.emit("  " + r.choice([f"if c * {bk} >= e - s:", f"if c >= ml.cdiv(e - s, {bk}):", f"if {bk} * c > e - s - 1:"]))
+      self.emit("    break")
+      self.emit(f"  k0 = s + c * {bk}")
+      self.tags.add("break")
     else:
       self.emit(f"for c in {self.loop_head(f'ml.cdiv(e - s, {bk})', pipe=pipe)}:")
       self.emit(f"  k0 = s + c * {bk}")

@@ -209,16 +209,19 @@ def test_fuzz_families_compute_their_references(family):
     assert ragged_fuzz.run(g, build=k == 0) == ("ok", ""), g.source
 
 
-def test_fuzz_breaks_on_page_counts_compute():
-  """The paged family's loops over every table column left by `if p >= ml.cdiv(n, page): break` (and its other
-  spellings), pipelined and warp-specialised: MG001 before this probe."""
+@pytest.mark.parametrize("family", ["paged", "ragk"])
+def test_fuzz_breaks_on_lengths_compute(family):
+  """The `paged` loops over every table column left by `if p >= ml.cdiv(n, page): break` (and its other spellings),
+  and `ragk`'s K loops of a static count left by `if c * bk >= e - s: break` (and others), pipelined and
+  warp-specialised: MG001 before this probe. (Narrow unsigned lengths left narrow are MG003, as any bound of theirs.)"""
   seen = set()
-  for seed in range(120):
-    g = ragged_fuzz.Gen(seed, family="paged")
-    if "break" in g.tags and not any(t.startswith("loop:") for t in g.tags):
+  for seed in range(150):
+    g = ragged_fuzz.Gen(seed, family=family)
+    narrow = any(t.startswith("idx:u") for t in g.tags) and "widened" not in g.tags
+    if "break" in g.tags and not narrow and not any(t.startswith("loop:") for t in g.tags):
       assert ragged_fuzz.run(g, build=len(seen) < 2) == ("ok", ""), g.source
       seen.add(next(t for t in g.tags if t.startswith("stages:")))
-  assert {"stages:2", "stages:2:ws"} <= seen
+  assert len(seen - {"stages:1"}) >= 2, seen        # (pipelined ones among them)
 
 
 REFUSALS = [   # (seed, family, code, what the message says): real limits, each with a hint the widened kernel follows
