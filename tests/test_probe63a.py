@@ -58,6 +58,27 @@ def {name}(lens, x, out):
     acc = acc + ml.sum(ml.where(({row} + ml.arange(8) < {limit})[:, None], buf[...], 0.0), axis=0){step}
   out.at[i][...] = acc
 """
+# ---------------------------------------------------------------- a copy under an if on a page table entry
+# In a pipelined loop the compiler issues the copy on every trip, ahead of it, its window at the entry read: -1 too,
+# a TMA window wholly outside the pages (zeros, never read). Interpret mode agrees with NumPy; the GPU twin shows
+# that such a window does not fault.
+PAGES = """
+@mg.mgpu_kernel(out_shape=lambda n, tab, kv: S((n.shape[0], kv.shape[2]), F32), grid=lambda n, tab, kv: (n.shape[0],))
+def {name}(n, tab, kv, out):
+  b = ml.program_id(0)
+  k_s = ml.smem(kv.shape[1:], F32)
+  acc = ml.zeros((kv.shape[2],), F32)
+  for p in ml.range(n[b], stages={stages}):
+    pg = tab[b, p]
+    if pg >= 0:
+      ml.copy(kv.at[pg], k_s)
+      acc = acc + ml.sum(k_s[...], axis=0)
+    else:
+      acc = acc - 1.0
+  out.at[b][...] = acc
+"""
+
+
 KERNELS = [   # name, template, its fields: one kernel each
     ("cut_ge", DOTS, dict(rows=64, block=128, options="stages=2", test="k >= n[i]")),
     ("cut_lt_reversed", DOTS, dict(rows=64, block=128, options="stages=3", test="n[i] < k")),      # k > n[i]
@@ -70,6 +91,8 @@ KERNELS = [   # name, template, its fields: one kernel each
                                  row="r0", limit="lens[i]", step="")),       # Triton's range(0, N, BLOCK)
     ("break_on_carried", ROWS_T, dict(index="k", range_args="x.shape[0] // 8", stages=2, test="k >= m",
                                       row="k * 8", limit="x.shape[0]", step="\n    m = m - 1")),  # (stays MG001)
+    ("padded_pages_2", PAGES, dict(stages=2)),
+    ("padded_pages_3", PAGES, dict(stages=3)),
 ]
 
 
@@ -93,7 +116,8 @@ def _module():
 
 _K = _module()
 cut_ge, cut_lt_reversed, cut_ws, cut_scaled, cut_scaled_strict, cut_stepped, break_on_carried = (
-    getattr(_K, k[0]) for k in KERNELS)
+    getattr(_K, k[0]) for k in KERNELS[:7])
+padded_pages_2, padded_pages_3 = _K.padded_pages_2, _K.padded_pages_3
 
 
 HINT = ("a pipelined loop (ml.range with stages=, warp_specialize=, pingpong=) and one with a run-time step run every"
@@ -195,6 +219,30 @@ def test_gpu_cut_loops_match_numpy():
   for kernel, strict in ROWS:
     np.testing.assert_array_equal(np.asarray(jax.jit(kernel)(jnp.asarray(lens), jnp.asarray(x))),
                                   _rows_want(x, lens, strict))
+
+
+# ---------------------------------------------------------------- a copy under an if on a page table entry (PAGES)
+def _pages():
+  n = np.array([3, 0, 2, 1], np.int32)
+  tab = np.array([[2, -1, 0], [1, 1, 1], [-1, 1, 0], [-1, -1, -1]], np.int32)
+  kv = np.random.default_rng(2).integers(-4, 5, (3, 16, 64)).astype(np.float32)
+  want = np.stack([sum((kv[p].sum(0) if p >= 0 else -np.ones(64)) for p in tab[b, :n[b]]) + np.zeros(64)
+                   for b in range(len(n))]).astype(np.float32)
+  return (n, tab, kv), want
+
+
+@pytest.mark.parametrize("kernel", [padded_pages_2, padded_pages_3], ids=lambda k: k.__name__)
+def test_a_copy_under_an_if_on_a_table_entry_computes(kernel):
+  args, want = _pages()
+  np.testing.assert_array_equal(np.asarray(kernel(*map(jnp.asarray, args), interpret=True)), want)
+  jax.export.export(jax.jit(kernel), platforms=["cuda"])(*[S(a.shape, a.dtype) for a in args])
+
+
+@pytest.mark.gpu
+def test_gpu_a_copy_under_an_if_on_a_table_entry_does_not_fault():
+  args, want = _pages()
+  for kernel in (padded_pages_2, padded_pages_3):
+    np.testing.assert_array_equal(np.asarray(jax.jit(kernel)(*map(jnp.asarray, args))), want)
 
 
 # ---------------------------------------------------------------- the fuzzer's families and refusals
