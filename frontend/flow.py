@@ -22,7 +22,7 @@ from .carried import (as_value, carries_of, carry_slices, conversion, describe, 
                       structure_shape, widened_int_hint)
 from .count_down import descending, over_rows, rebound_index, reversed_range, rewritten_iter
 from .dtypes import DType
-from .env import POISON, Unbound as _Unbound, assigned_names, atomic_targets, read_after, rebound_names
+from .env import POISON, PoisonedUse, Unbound as _Unbound, assigned_names, atomic_targets, read_after, rebound_names
 from .auto_unroll import retried_unrolled, unrollable
 from .ops import control as ctl, elementwise as ew, padded_meets as padded_tiles
 from .ops.base import Num, is_value
@@ -76,7 +76,7 @@ def _small_int_bound(tracer, cut) -> bool:
   attempt = _Attempt(tracer)
   try:
     stop = tracer.eval(cut.iter.args[0 if len(cut.iter.args) == 1 else 1])
-  except E.KernelError:
+  except (E.KernelError, PoisonedUse):      # (a name an earlier error poisoned: the loop as written reports it)
     stop = None
   ok = (type(stop) is int or is_value(stop) and isinstance(stop.type, ScalarType)
         and resolve(stop.type.dtype) in (DType.i32, DType.i16, DType.i8, DType.u16, DType.u8))
