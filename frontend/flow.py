@@ -22,7 +22,7 @@ from .carried import (as_value, carries_of, carry_slices, conversion, describe, 
                       structure_shape, widened_int_hint)
 from .count_down import descending, over_rows, rebound_index, reversed_range, rewritten_iter
 from .dtypes import DType
-from .env import POISON, Unbound as _Unbound, assigned_names, atomic_targets, read_after, rebound_names
+from .env import POISON, PoisonedUse, Unbound as _Unbound, assigned_names, atomic_targets, read_after, rebound_names
 from .auto_unroll import retried_unrolled, unrollable
 from .ops import control as ctl, elementwise as ew, padded_meets as padded_tiles
 from .ops.base import Num, is_value
@@ -66,6 +66,22 @@ class _Attempt:
     tracer.env.clear()
     tracer.env.update(self.env)
     tracer.where = dict(self.where)
+
+
+def _small_int_bound(tracer, cut) -> bool:
+  """Whether the cut trip count of jumps.pipelined_break (its header's stop) is an int or a signed integer scalar of
+  32 bits or fewer (or a narrower unsigned one), which a pipelined loop counts in: evaluated once, then undone.
+  Otherwise (a float or uint32 bound, or one whose evaluation fails) the break keeps its MG001, which quotes the
+  user's own text rather than the cut's."""
+  attempt = _Attempt(tracer)
+  try:
+    stop = tracer.eval(cut.iter.args[0 if len(cut.iter.args) == 1 else 1])
+  except (E.KernelError, PoisonedUse):      # (a name an earlier error poisoned: the loop as written reports it)
+    stop = None
+  ok = (type(stop) is int or is_value(stop) and isinstance(stop.type, ScalarType)
+        and resolve(stop.type.dtype) in (DType.i32, DType.i16, DType.i8, DType.u16, DType.u8))
+  attempt.undo(tracer)
+  return ok
 
 
 def _bind(env, carries, values) -> None:
@@ -129,6 +145,9 @@ def trace_for(tracer, node: ast.For):
   if (stages > 1 or specialize or pingpong) and node is not written and (
       hoisted := jumps.pipelined_continue(tracer, written)) is not None:
     return trace_for(tracer, hoisted)       # its loads moved up before the continue
+  if (stages > 1 or specialize or pingpong) and (cut := jumps.pipelined_break(tracer, node)) is not None \
+      and _small_int_bound(tracer, cut):
+    return trace_for(tracer, cut)           # `if k >= n: break` first: the trip count cut at n
   args = tracer.eval_spread(it.args)
   if not 1 <= len(args) <= 3:
     raise E.KernelTypeError(f"range takes 1 to 3 arguments, got {len(args)}", tracer.loc(it),

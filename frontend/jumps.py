@@ -151,6 +151,80 @@ def pipelined_continue(tracer, node):
              " stages= for a plain loop")
 
 
+def _substituted(form, node, at, **more):
+  """The expression `form` (Python text) with each name N replaced by a copy of `node` (and each of `more`'s names by
+  a copy of its node), located at `at`."""
+  nodes = {"N": node, **more}
+
+  class Sub(ast.NodeTransformer):
+    def visit_Name(self, n):
+      return copy.deepcopy(nodes[n.id]) if n.id in nodes else n
+  made = ast.parse(form, mode="eval").body
+  for n in ast.walk(made):        # (the form's own nodes at `at`: its text is no line of the kernel's)
+    ast.copy_location(n, at)
+  return Sub().visit(made)
+
+
+def _scaled_index(e, name):
+  """(c, name) where `e` is the loop index `name` or `name * c` (`c * name`) of a positive int c; else None."""
+  if isinstance(e, ast.Name) and e.id == name:
+    return 1, name
+  if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Mult):
+    for x, y in ((e.left, e.right), (e.right, e.left)):
+      if isinstance(x, ast.Name) and x.id == name and isinstance(y, ast.Constant) and type(y.value) is int \
+          and y.value > 0:
+        return y.value, name
+  return None
+
+
+def pipelined_break(tracer, node):
+  """A pipelined loop (`node`, its header evaluated: stages=, warp_specialize= or pingpong=) whose body begins with a
+  break on its own index, `if k >= n: break` (`k > n`, `n <= k`, `n < k`, and `k * c` for `k` with c a positive int:
+  `if k * 64 >= n: break`), `n` not assigned in the body: the loop with
+  its trip count cut there instead, `for k in ml.range(start, min(stop, n), step, stages=...)` and the rest of the
+  body. A pipelined loop runs every trip of its count (its loads are issued trips ahead), so a break cannot end one;
+  this break only names the trips that run. None for any other loop (the break's MG001 stays): a step that is not a
+  positive int, a break deeper in the body or beside others, an `n` the body computes, or `min` shadowed."""
+  from .env import assigned_names
+  body, it, t = node.body, node.iter, node.target
+  first = body[0] if body else None
+  if not (isinstance(t, ast.Name) and isinstance(it, ast.Call) and 1 <= len(it.args) <= 3 and not node.orelse
+          and isinstance(first, ast.If) and not first.orelse and len(first.body) == 1
+          and isinstance(first.body[0], ast.Break) and not holds(body[1:], (ast.Break,))):
+    return None
+  test = first.test
+  if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+    return None
+  a, op, b = test.left, test.ops[0], test.comparators[0]
+  if _scaled_index(a, t.id) and isinstance(op, (ast.GtE, ast.Gt)):
+    (c, _), bound, strict = _scaled_index(a, t.id), b, isinstance(op, ast.Gt)
+  elif _scaled_index(b, t.id) and isinstance(op, (ast.LtE, ast.Lt)):
+    (c, _), bound, strict = _scaled_index(b, t.id), a, isinstance(op, ast.Lt)
+  else:
+    return None
+  if len(it.args) == 3 and not (isinstance(it.args[2], ast.Constant) and isinstance(it.args[2].value, int)
+                                and not isinstance(it.args[2].value, bool) and it.args[2].value > 0):
+    return None
+  names = {n.id for n in ast.walk(bound) if isinstance(n, ast.Name)}
+  if t.id in names or names & set(assigned_names(body)) or any(isinstance(n, ast.NamedExpr) for n in ast.walk(bound)):
+    return None
+  if any(f in tracer.env or f in tracer.scope or f in tracer.local_names for f in ("min", "max")):
+    return None
+  # the trips before the first index the break takes, with no sum that can wrap where the break's compare would not:
+  # k >= n: n; k > n: max(n, n + 1) (n + 1 wraps only at the type's largest value, where every trip runs);
+  # k * c >= n: cdiv(n, c) as n // c + min(n % c, 1); k * c > n: n // c + 1
+  form = {(1, False): "N", (1, True): "max(N, N + 1)"}.get((c, strict),
+                                                            f"N // {c} + 1" if strict else f"N // {c} + min(N % {c}, 1)")
+  bound = _substituted(form, bound, test)
+  args = list(it.args)
+  k = 0 if len(args) == 1 else 1
+  args[k] = _substituted("min(S, N)", bound, test, S=args[k])
+  new = copy.copy(node)
+  new.iter = _at(ast.Call(func=it.func, args=args, keywords=it.keywords), it)
+  new.body = body[1:] or [_at(ast.Pass(), first)]
+  return new
+
+
 def without_continue(node):
   """The loop `node` with the continues of its body under ifs turned into those ifs' other paths
   (itself where it has none, or one that cannot be)."""

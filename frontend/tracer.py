@@ -389,7 +389,9 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
 
   def visit_Break(self, node):
     self._jump(node, "break", "a pipelined loop (ml.range with stages=, warp_specialize=, pingpong=) and one with a"
-               " run-time step run every trip: drop those options, or make the step static, for a break under if statements")
+               " run-time step run every trip: drop those options, or make the step static, for a break under if"
+               " statements; in a pipelined loop without an else, a break on its own index first in the body"
+               " (if k >= n: break) cuts its trip count instead")
 
   def visit_Continue(self, node):
     self._jump(node, "continue", "guard the rest of the loop body with an if instead")

@@ -191,7 +191,8 @@ def test_a_break_that_cannot_end_its_loop_says_which_loop_would():
   expect(pipelined_break, [S((512, 128), F32)], mg.UnsupportedSyntaxError, "break",
          "break in a pipelined loop or one with a run-time step is not supported in a kernel", nth=1,
          hint="a pipelined loop (ml.range with stages=, warp_specialize=, pingpong=) and one with a run-time step"
-              " run every trip: drop those options, or make the step static, for a break under if statements")
+              " run every trip: drop those options, or make the step static, for a break under if statements;"
+              " in a pipelined loop without an else, a break on its own index first in the body (if k >= n: break) cuts its trip count instead")
   for first in (3, 7, 9):         # a run-time break in an unrolled loop (it was MG001)
     x = jnp.where(jnp.arange(256) >= first, 1.0, -1.0).astype(F32)
     assert int(unrolled_break(x, interpret=True)) == (first if first < 8 else -1)
