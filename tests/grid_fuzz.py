@@ -37,11 +37,13 @@ import numpy as np
 
 import diff_fuzz
 import dot_fuzz
+from grid_fuzz_races import RaceFamilies
 
 F32, F16, I32 = "float32", "float16", "int32"
 ISZ = {F32: 4, F16: 2, I32: 4}
 FAMILIES = ["map"] * 5 + ["persist"] * 3 + ["reduce"] * 2 + ["splitk"] * 3 + ["lock"] * 2 + ["overlap"] * 2
-SCHEMES = ["2d", "2d_t", "rows", "cols", "grouped", "triton", "3d", "extra_ret", "extra_if", "one", "extra2d"]
+SCHEMES = ["2d", "2d_t", "rows", "cols", "grouped", "triton", "3d", "extra_ret", "extra_if", "one", "extra2d",
+           "flat2d", "table", "snake"]
 
 
 def _cdiv(a, b):
@@ -53,7 +55,7 @@ def _cast(x, dt):
   return x.astype(np.int32) if dt == I32 else x.astype(np.float32).astype(dot_fuzz._np(dt))
 
 
-class Gen(dot_fuzz.Gen):
+class Gen(RaceFamilies, dot_fuzz.Gen):
   """One random grid-structured kernel (`source`, `args`, `refs`, `tags`) from the plan of `seed`."""
 
   def __init__(self, seed, family=None):
@@ -91,6 +93,10 @@ class Gen(dot_fuzz.Gen):
     N = r.randint(1, 3) * bn - (r.choice([bn // 2, 8 * r.randint(1, bn // 8 - 1) if bn > 8 else 0])
                                 if r.random() < 0.4 else 0)
     N = max(N, 8)            # rows 16 bytes apart (TMA)
+    if not dot and r.random() < 0.2:     # rows that are not (no TMA: masked and pointer loads and stores)
+      N = max(1, N - r.choice([1, 3, 5]))
+      self.no_tma = N * ISZ[dt] % 16 != 0
+      self.tags.add("odd_cols")
     if r.random() < 0.4:     # ragged rows
       M = max(1, M - r.randint(1, min(bm - 1, 7)) if bm > 1 else M)
     self.tags.add("ragged" if M % bm or N % bn else "exact")
@@ -109,6 +115,8 @@ class Gen(dot_fuzz.Gen):
     r = self.r
     exact = (M % bm == 0 and N % bn == 0) if exact is None else exact
     mode = mode or r.choice(["tma", "tma", "mask", "ptr"] + (["win", "win"] if exact else []))
+    if mode == "tma" and getattr(self, "no_tma", False):
+      mode = r.choice(["mask", "ptr"])
     e = lambda s: self.emit("  " * ind + s)  # noqa: E731
     if mode == "tma":
       e(f"ml.copy({x}.at[{pb}ml.ds({r0}, {bm}), ml.ds({c0}, {bn})], x_s)")
@@ -130,8 +138,10 @@ class Gen(dot_fuzz.Gen):
     r = self.r
     exact = M % bm == 0 and N % bn == 0
     modes = modes or (["tma", "mask", "mask", "ptr"] + (["win", "win"] if exact else [])
-                      + (["atomic"] if dt in (F32, I32) else []))
+                      + ["atomic"])
     mode = r.choice(modes)
+    if mode == "tma" and getattr(self, "no_tma", False):
+      mode = r.choice(["mask", "ptr"])
     e = lambda s: self.emit("  " * ind + s)  # noqa: E731
     m = f"(({r0}) + ml.arange({bm}) < {M})[:, None] & (({c0}) + ml.arange({bn}) < {N})[None, :]"
     win = f"{o}.at[{pb}ml.ds({r0}, {bm}), ml.ds({c0}, {bn})]"
@@ -195,6 +205,12 @@ class Gen(dot_fuzz.Gen):
       e(f"if (i >= {gm}) | (j >= {gn}):" if r.random() < 0.5 else f"if i >= {gm} or j >= {gn}:")
       e("  return")
       return 0
+    if s == "flat2d":        # a 2-D grid's programs numbered through ml.num_programs, then split row-major
+      self.grid = (gm, gn) if r.random() < 0.5 else (gm * gn, 1)
+      e("t = ml.program_id(0) * ml.num_programs(1) + ml.program_id(1)")
+      e(f"i = t // {gn}")
+      e(f"j = t % {gn}")
+      return 0
     if s == "2d_t":
       self.grid = (gn, gm)
       e("i, j = ml.program_id(1), ml.program_id(0)")
@@ -210,7 +226,15 @@ class Gen(dot_fuzz.Gen):
     if nb:
       e(f"z = t // {gm * gn}")
       e(f"t = t % {gm * gn}")
-    if s in ("rows", "extra_ret", "extra_if"):
+    if s == "table":          # a tile scheduler's order, read from an input (checked in interpret mode)
+      name = f"x{len(self.ins)}"
+      self.ins.append((name, self.rng.permutation(T).astype(np.int32)))
+      self.lines[-1] = f"  t = {name}[ml.program_id(0)]"
+    if s == "snake":          # boustrophedon: odd tile rows walked backwards, the programs in reverse
+      self.lines[-1] = f"  t = {T - 1} - ml.program_id(0)"
+      e(f"i = t // {gn}")
+      e(f"j = t % {gn} if i % 2 == 0 else {gn - 1} - t % {gn}")
+    if s in ("rows", "extra_ret", "extra_if", "table"):
       e(f"i = t // {gn}")
       e(f"j = t % {gn}")
     elif s == "cols":
@@ -264,8 +288,9 @@ class Gen(dot_fuzz.Gen):
     e = lambda s: self.emit("  " * ind + s)  # noqa: E731
     bk = self.bk
     e(f"acc = ml.zeros(({bm}, {bn}), jnp.float32)")
-    loop = r.choice(["range", "mlrange", "stages"])
-    head = {"range": f"range({kr})", "mlrange": f"ml.range({kr})", "stages": f"ml.range({kr}, stages=2)"}[loop]
+    loop = r.choice(["range", "mlrange", "stages", "stages", "ws"])
+    head = {"range": f"range({kr})", "mlrange": f"ml.range({kr})", "stages": f"ml.range({kr}, stages=2)",
+            "ws": f"ml.range({kr}, stages=2, warp_specialize=True)"}[loop]
     self.tags.add("kloop:" + loop)
     e(f"for k in {head}:")
     e(f"  ml.copy({self.a}.at[ml.ds({i} * {bm}, {bm}), ml.ds(k * {bk}, {bk})], a_s)")
@@ -315,8 +340,36 @@ class Gen(dot_fuzz.Gen):
     """The kernel's expression of the float32 (int32) sum of the tile `y`'s elements inside the array."""
     return "ml.sum(ml.where(ok, y, 0))" if dt == I32 else "ml.sum(ml.where(ok, y.astype(jnp.float32), 0.0))"
 
+  def persist_dot(self):
+    """A persistent matmul: each program's tiles in turn, a pipelined K loop and an epilogue a tile."""
+    r = self.r
+    bm, bn, M, N, dt = self.sizes(dot=True)
+    gm, gn = _cdiv(M, bm), _cdiv(N, bn)
+    T = gm * gn
+    K, prod = self.dot_operands(dt, M, N, r.randint(1, 3))
+    P = r.choice([1, 2, 3, T, "sms"])
+    self.grid = "(mg.num_sms(),)" if P == "sms" else (P,)
+    self.tags.add(f"P:{P if P in (1, 'sms') else ('T' if P == T else 'n')}")
+    self.emit("pid = ml.program_id(0)")
+    self.emit(f"for t in {r.choice(['range', 'ml.range'])}(pid, {T}, ml.num_programs(0)):")
+    if r.random() < 0.4:
+      self.emit(f"  i, j = ml.grouped_ids(t, {gm}, {gn}, group={r.choice([2, 8])})")
+    else:
+      self.emit(f"  i, j = t // {gn}, t % {gn}")
+    self.dot_tile(bm, bn, dt, 1, kr=f"ml.cdiv({K}, {self.bk})")
+    odt = r.choice([F32, F16])
+    y = "acc" if odt == F32 else "acc.astype(jnp.float16)"
+    if r.random() < 0.4:
+      y, prod = f"ml.maximum({y}, 0)", np.maximum(prod, 0)
+    o = self.out(prod, odt)
+    self.store_tile(o, y, odt, bm, bn, M, N, f"i * {bm}", f"j * {bn}", "", 1,
+                    modes=["tma", "tma", "mask", "ptr"] + (["atomic"] if odt == F32 else []))
+    self.smem_lines()
+
   def k_persist(self):
     r = self.r
+    if r.random() < 0.35:
+      return self.persist_dot()
     bm, bn, M, N, dt = self.sizes()
     gm, gn = _cdiv(M, bm), _cdiv(N, bn)
     T = gm * gn
@@ -332,6 +385,8 @@ class Gen(dot_fuzz.Gen):
     if total:
       self.emit("tot = 0" if dt == I32 else "tot = 0.0")
     mode = r.choice(["tma", "tma", "mask", "ptr"] + (["win"] if M % bm == 0 and N % bn == 0 else []))
+    if mode == "tma" and getattr(self, "no_tma", False):
+      mode = "mask"
     small = bm * bn * ISZ[dt] <= 32 * 1024       # (two stages of bigger tiles pass the SMEM budget: MG402)
     stages = ", stages=2" if mode == "tma" and small and r.random() < 0.6 else ""
     ind = 1
@@ -398,7 +453,7 @@ class Gen(dot_fuzz.Gen):
     e(f"ok = {self.valid(bm, bn, M, N, f'i * {bm}', f'j * {bn}')}")
     tdt = I32 if dt == I32 else F32
     cast = "" if dt == I32 else ".astype(jnp.float32)"
-    kinds = r.sample(["sum", "max", "rows", "cols", "ticket"], r.randint(1, 3))
+    kinds = r.sample(["sum", "max", "rows", "cols", "ticket", "once", "last", "min"], r.randint(1, 3))
     for kind in kinds:
       self.tags.add("red:" + kind)
       if kind == "sum":
@@ -416,6 +471,23 @@ class Gen(dot_fuzz.Gen):
         o = self.out(np.sum(y, axis=0), tdt)
         e(f"ml.atomic_add({o}.at[ml.ds(j * {bn}, {bn})], ml.sum(ml.where(ok, y{cast}, 0), axis=0), "
           f"mask=j * {bn} + ml.arange({bn}) < {N})")
+      elif kind == "min":
+        o = self.out(np.min(y, axis=1), tdt)
+        high = "1000" if dt == I32 else "1000.0"
+        e(f"ml.atomic_min({o}.at[ml.ds(i * {bm}, {bm})], ml.min(ml.where(ok, y{cast}, {high}), axis=1), "
+          f"mask=i * {bm} + ml.arange({bm}) < {M})")
+      elif kind == "once":     # a row statistic of the first column block, written by its programs alone
+        o = self.out(np.sum(y[:, :bn], axis=1), tdt)
+        e("if j == 0:")
+        e(f"  {o}.at[ml.ds(i * {bm}, {bm})].store(ml.sum(ml.where(ok, y{cast}, 0), axis=1), "
+          f"mask=i * {bm} + ml.arange({bm}) < {M})")
+      elif kind == "last":     # the last program to take a ticket copies the finished sum
+        tot = self.out(np.sum(y), tdt)
+        cnt = self.out(np.int32(gm * gn), I32)
+        fin = self.out(np.sum(y), tdt)
+        e(f"ml.atomic_add({tot}, {self.total_of(dt)})")
+        e(f"if ml.atomic_add({cnt}, 1) == {gm * gn - 1}:")
+        e(f"  {fin}[...] = {tot}[...]" if r.random() < 0.5 else f"  ml.store({fin}, ml.atomic_add({tot}, 0))")
       else:
         o = self.out(np.int32(gm * gn), I32)
         e(f"ml.atomic_add({o}, 1)")
@@ -571,89 +643,10 @@ class Gen(dot_fuzz.Gen):
     self.emit(f"  {o}.at[p // 2, :][...] = part + {ws}.at[p + 1, :][...]")
     self.smem_lines()
 
-  # ------------------------------------------------------------------ family: overlapping plain writes
-  def k_overlap(self):
-    r = self.r
-    bm, bn, M, N, dt = self.sizes()
-    if M <= bm:                  # (two tile rows at least: else most plans' windows are disjoint)
-      M += bm * r.randint(1, 2)
-    gm, gn = _cdiv(M, bm), _cdiv(N, bn)
-    x, xv = self.input((M, N), dt, -4, 4, half=dt != I32)
-    form = r.choice(["stride", "idle", "step", "split", "control", "stride_masked"])
-    self.tags.add("overlap:" + form)
-    writes = []        # per program: (rows, cols) ranges it writes
-    if form == "stride":
-      st = r.choice([bm // 2, max(1, bm - 8)]) if bm > 1 else 1
-      nt = max(1, _cdiv(M - bm, st) + 1) if M > bm else 1
-      self.grid = (nt, gn)
-      self.emit("a = ml.program_id(0)")
-      self.emit("j = ml.program_id(1)")
-      r0, c0 = f"a * {st}", f"j * {bn}"
-      writes = [(a * st, b * bn) for a in range(nt) for b in range(gn)]
-      ind = 0
-    elif form == "stride_masked":     # overlapping windows, each program's mask keeping its own rows: disjoint
-      st = r.choice([bm // 2, max(1, bm - 8)]) if bm > 1 else 1
-      st = max(st, 1)
-      nt = _cdiv(M, st) + r.randint(-1, 0)
-      self.grid = (max(nt, 1), gn)
-      self.emit("a = ml.program_id(0)")
-      self.emit("j = ml.program_id(1)")
-      self.emit(f"cc = j * {bn} + ml.arange({bn})")
-      self.emit(f"rr = a * {st} + ml.arange({bm})")
-      self.emit(f"keep = (rr < ml.minimum((a + 1) * {st}, {M}))[:, None] & (cc < {N})[None, :]")
-      writes = [(a * st, b * bn, st) for a in range(self.grid[0]) for b in range(gn)]
-      r0, c0, ind = f"a * {st}", f"j * {bn}", 0
-      self.store_masks = "keep"
-    elif form == "idle":
-      extra = r.choice([2, 3])
-      self.grid = (gm, gn, extra) if r.random() < 0.5 else (gm * gn, extra)
-      if len(self.grid) == 3:
-        self.emit("i, j = ml.program_id(0), ml.program_id(1)")
-      else:
-        self.emit("t = ml.program_id(0)")
-        self.emit(f"i, j = t // {gn}, t % {gn}")
-      writes = [(a * bm, b * bn) for a in range(gm) for b in range(gn) for _ in range(extra)]
-      r0, c0, ind = f"i * {bm}", f"j * {bn}", 0
-    elif form == "step":
-      P = r.choice([2, 3])
-      self.grid = (P,)
-      T = gm * gn
-      step = r.choice(["", ", 1", f", {P - 1}"]) if P > 2 else r.choice(["", ", 1"])
-      self.emit(f"for t in range(ml.program_id(0), {T}{step}):")
-      self.emit(f"  i, j = t // {gn}, t % {gn}")
-      s = int(step[2:]) if step else 1
-      writes = [((t // gn) * bm, (t % gn) * bn) for p in range(P) for t in range(p, T, s)]
-      r0, c0, ind = f"i * {bm}", f"j * {bn}", 1
-    else:
-      self.grid = (gm * gn,)
-      self.emit("t = ml.program_id(0)")
-      if form == "split":
-        self.emit(f"i, j = t % {gm}, t % {gn}")
-        writes = [((t % gm) * bm, (t % gn) * bn) for t in range(gm * gn)]
-      else:
-        self.emit(f"i, j = t // {gn}, t % {gn}")
-        writes = [((t // gn) * bm, (t % gn) * bn) for t in range(gm * gn)]
-      r0, c0, ind = f"i * {bm}", f"j * {bn}", 0
-    count = np.zeros((M, N), np.int64)
-    for w in writes:
-      a, b = w[:2]
-      count[a:a + (w[2] if len(w) > 2 else bm), b:b + bn] += 1
-    self.race = "+".join(w for w, on in [("race", count.max() > 1), ("uncovered", count.min() == 0)] if on) or None
-    self.tags.add("expect:" + (self.race or "ok"))
-    self.load_tile(x, dt, bm, bn, M, N, r0, c0, "", ind, mode=r.choice(["tma", "mask", "ptr"]))
-    k, f = self.math(dt)
-    self.emit("  " * ind + f"y = {k.format(v='v')}")
-    o = self.out(f(xv), dt)
-    if getattr(self, "store_masks", None):
-      self.emit(f"{o}.at[ml.ds({r0}, {bm}), ml.ds({c0}, {bn})].store(y, mask=keep)" if r.random() < 0.5 else
-                f"ml.store({o}.at[rr[:, None], cc[None, :]], y, mask=keep)")
-    else:
-      self.store_tile(o, "y", dt, bm, bn, M, N, r0, c0, "", ind, modes=["tma", "mask", "ptr"])
-    self.smem_lines()
-
 
 # ---------------------------------------------------------------------- running
-EXPECT = {"race": ("MG951",), "uncovered": ("MG602",), "race+uncovered": ("MG951", "MG602")}
+EXPECT = {"race": ("MG951",), "uncovered": ("MG602",), "race+uncovered": ("MG951", "MG602"),
+          "read": ("MG951", "MG601")}
 
 
 def compare(got, want, dot=False):
