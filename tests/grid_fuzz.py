@@ -235,8 +235,11 @@ class Gen(RaceFamilies, dot_fuzz.Gen):
       e(f"i = t // {gn}")
       e(f"j = t % {gn} if i % 2 == 0 else {gn - 1} - t % {gn}")
     if s in ("rows", "extra_ret", "extra_if", "table"):
-      e(f"i = t // {gn}")
-      e(f"j = t % {gn}")
+      if r.random() < 0.3:
+        e(f"i, j = divmod(t, {gn})")
+      else:
+        e(f"i = t // {gn}")
+        e(f"j = t % {gn}")
     elif s == "cols":
       e(f"i = t % {gm}")
       e(f"j = t // {gm}")
@@ -247,7 +250,7 @@ class Gen(RaceFamilies, dot_fuzz.Gen):
       e(f"num_pid_in_group = {g} * {gn}")
       e("group_id = t // num_pid_in_group")
       e(f"first_pid_m = group_id * {g}")
-      e(f"group_size_m = ml.minimum({gm} - first_pid_m, {g})")
+      e(f"group_size_m = {r.choice(['ml.minimum', 'min'])}({gm} - first_pid_m, {g})")
       e("i = first_pid_m + (t % num_pid_in_group) % group_size_m")
       e("j = (t % num_pid_in_group) // group_size_m")
     if s in ("extra_ret", "extra_if"):
@@ -408,7 +411,8 @@ class Gen(RaceFamilies, dot_fuzz.Gen):
     else:
       self.grid = (r.randint(1, gm + 1), r.randint(1, gn + 1))
       self.emit(f"for i in range(pid, {gm}, g):")
-      self.emit(f"  for j in {'ml.range' if r.random() < 0.5 else 'range'}(ml.program_id(1), {gn}, ml.num_programs(1)):")
+      inner = "ml.range" if r.random() < 0.5 else "range"
+      self.emit(f"  for j in {inner}(ml.program_id(1), {gn}, ml.num_programs(1)):")
       ind = 2
     if form == "2d":
       pass

@@ -30,45 +30,26 @@ def _out(a, b, *args, **kw):
   return S((a.shape[0], b.shape[1]), F32)
 
 
-@mg.mgpu_kernel(out_shape=_out, grid=lambda a, b: (a.shape[0] // BM, b.shape[1] // BN))
-def snake(a, b, o):
-  """Odd tile rows walk their columns backwards: the B window's column from a conditional expression."""
+def _grid(a, b, order, *, form):
+  extra = 1 if form == "early_return" else 0      # a grid past the tiles in both axes: those programs return
+  return (a.shape[0] // BM + extra, b.shape[1] // BN + 2 * extra)
+
+
+@mg.mgpu_kernel(out_shape=_out, grid=_grid)
+def product(a, b, order, o, *, form: ml.constexpr):
+  """A tile of a @ b a program, B's window column from a conditional expression of scalars: a snake order (odd tile
+  rows walk their columns backwards), Triton's `if ... or ...: return` before the K loop, or nested conditional
+  expressions whose branches read an input's elements (a tile scheduler's table)."""
   i = ml.program_id(0)
   t = ml.program_id(1)
-  j = t if i % 2 == 0 else ml.num_programs(1) - 1 - t
-  a_s = ml.smem((BM, BK), jnp.float16)
-  b_s = ml.smem((BK, BN), jnp.float16)
-  acc = ml.zeros((BM, BN), jnp.float32)
-  for k in ml.range(a.shape[1] // BK, stages=2, warp_specialize=True):
-    ml.copy(a.at[ml.ds(i * BM, BM), ml.ds(k * BK, BK)], a_s)
-    ml.copy(b.at[ml.ds(k * BK, BK), ml.ds(j * BN, BN)], b_s)
-    acc = ml.dot(a_s, b_s, acc)
-  o.at[ml.ds(i * BM, BM), ml.ds(j * BN, BN)][...] = acc
-
-
-@mg.mgpu_kernel(out_shape=_out, grid=lambda a, b: (a.shape[0] // BM + 1, b.shape[1] // BN + 2))
-def early_return(a, b, o):
-  """A grid past the tiles in both axes: Triton's `if ... or ...: return` before the K loop."""
-  i = ml.program_id(0)
-  j = ml.program_id(1)
-  if i >= a.shape[0] // BM or j >= b.shape[1] // BN:
-    return
-  a_s = ml.smem((BM, BK), jnp.float16)
-  b_s = ml.smem((BK, BN), jnp.float16)
-  acc = ml.zeros((BM, BN), jnp.float32)
-  for k in ml.range(a.shape[1] // BK, stages=2, warp_specialize=True):
-    ml.copy(a.at[ml.ds(i * BM, BM), ml.ds(k * BK, BK)], a_s)
-    ml.copy(b.at[ml.ds(k * BK, BK), ml.ds(j * BN, BN)], b_s)
-    acc = ml.dot(a_s, b_s, acc)
-  o.at[ml.ds(i * BM, BM), ml.ds(j * BN, BN)][...] = acc
-
-
-@mg.mgpu_kernel(out_shape=_out, grid=lambda a, b, order: (a.shape[0] // BM, b.shape[1] // BN))
-def table_order(a, b, order, o):
-  """Nested conditional expressions whose branches read an input's elements (a tile scheduler's table)."""
-  i = ml.program_id(0)
-  t = ml.program_id(1)
-  j = (order[t] if i % 2 == 0 else ml.num_programs(1) - 1 - order[t]) if i < 100 or t > 100 else 0
+  if form == "snake":
+    j = t if i % 2 == 0 else ml.num_programs(1) - 1 - t
+  elif form == "table":
+    j = (order[t] if i % 2 == 0 else ml.num_programs(1) - 1 - order[t]) if i < 100 or t > 100 else 0
+  else:
+    j = t
+    if i >= a.shape[0] // BM or j >= b.shape[1] // BN:
+      return
   a_s = ml.smem((BM, BK), jnp.float16)
   b_s = ml.smem((BK, BN), jnp.float16)
   acc = ml.zeros((BM, BN), jnp.float32)
@@ -87,35 +68,30 @@ def _inputs(m=128, k=128, n=192, seed=0):
   return a, b, order
 
 
-CASES = [(snake, False), (early_return, False), (table_order, True)]
-
-
-def _args(kernel, order):
-  a, b, perm = _inputs()
-  return (a, b, perm) if order else (a, b)
+FORMS = ["snake", "early_return", "table"]
 
 
 def _want(a, b):
   return np.asarray(a, np.float64) @ np.asarray(b, np.float64)
 
 
-@pytest.mark.parametrize("kernel,order", CASES, ids=lambda c: getattr(c, "__name__", str(c)))
-def test_a_conditional_scalar_feeds_a_warp_specialised_loop(kernel, order):
-  args = _args(kernel, order)
+@pytest.mark.parametrize("form", FORMS)
+def test_a_conditional_scalar_feeds_a_warp_specialised_loop(form):
+  args = _inputs()
   specs = [S(x.shape, x.dtype) for x in args]
-  text = kernel.typed_ir(*specs)
+  text = product.typed_ir(*specs, form=form)
   producer = text[text.index("producer():"):text.index("consumer():")]
   assert "warpspecialize" in text and " = if cond=" in producer      # the producer repeats the if
-  got = kernel(*args, interpret=True)
+  got = product(*args, form=form, interpret=True)
   np.testing.assert_array_equal(np.asarray(got, np.float64), _want(args[0], args[1]))
-  jax.export.export(jax.jit(kernel), platforms=["cuda"])(*specs)
+  jax.export.export(jax.jit(lambda *a: product(*a, form=form)), platforms=["cuda"])(*specs)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("kernel,order", CASES, ids=lambda c: getattr(c, "__name__", str(c)))
-def test_a_conditional_scalar_feeds_a_warp_specialised_loop_gpu(kernel, order):
-  args = _args(kernel, order)
-  got = jax.block_until_ready(jax.jit(kernel)(*args))
+@pytest.mark.parametrize("form", FORMS)
+def test_a_conditional_scalar_feeds_a_warp_specialised_loop_gpu(form):
+  args = _inputs()
+  got = jax.block_until_ready(jax.jit(lambda *a: product(*a, form=form))(*args))
   np.testing.assert_array_equal(np.asarray(got, np.float64), _want(args[0], args[1]))
 
 
