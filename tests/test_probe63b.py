@@ -130,3 +130,23 @@ def test_the_fuzzer_seeds_that_found_it(seed):
   g = grid_fuzz.Gen(seed, family="map")
   assert "kloop:ws" in g.tags
   assert grid_fuzz.run(g, build=True) == ("ok", "")
+
+
+@pytest.mark.parametrize("family", sorted(set(grid_fuzz.FAMILIES)))
+def test_grid_fuzz_seeds_of_each_family(family):
+  """A few seeds of each family of tests/grid_fuzz.py against their NumPy references (the first also built for
+  CUDA); the overlap family's racing plans refused with the codes the plan expects."""
+  for k, seed in enumerate(range(7000, 7004)):
+    g = grid_fuzz.Gen(seed, family=family)
+    cls, detail = grid_fuzz.run(g, build=k == 0)
+    assert cls == "ok", (seed, cls, detail, g.source)
+    assert bool(g.race) == detail.startswith("refused as expected"), (seed, g.race, detail)
+
+
+def test_grid_fuzz_calls_an_accepted_race_wrong():
+  """The harness can fail: a plan whose writes are disjoint, marked as racing, runs, so it is "wrong"."""
+  g = next(g for g in (grid_fuzz.Gen(s, family="overlap") for s in range(100)) if "overlap:control" in g.tags)
+  assert grid_fuzz.run(g, build=False) == ("ok", "")
+  g.race = "race"
+  cls, detail = grid_fuzz.run(g, build=False)
+  assert cls == "wrong" and detail.startswith("race accepted")
