@@ -355,10 +355,15 @@ class Gen(RaceFamilies, dot_fuzz.Gen):
     self.tags.add(f"P:{P if P in (1, 'sms') else ('T' if P == T else 'n')}")
     self.emit("pid = ml.program_id(0)")
     self.emit(f"for t in {r.choice(['range', 'ml.range'])}(pid, {T}, ml.num_programs(0)):")
-    if r.random() < 0.4:
+    order = r.choice(["grouped", "rows", "snake"])
+    self.tags.add("order:" + order)
+    if order == "grouped":
       self.emit(f"  i, j = ml.grouped_ids(t, {gm}, {gn}, group={r.choice([2, 8])})")
-    else:
+    elif order == "rows":
       self.emit(f"  i, j = t // {gn}, t % {gn}")
+    else:
+      self.emit(f"  i = t // {gn}")
+      self.emit(f"  j = t % {gn} if i % 2 == 0 else {gn - 1} - t % {gn}")
     self.dot_tile(bm, bn, dt, 1, kr=f"ml.cdiv({K}, {self.bk})")
     odt = r.choice([F32, F16])
     y = "acc" if odt == F32 else "acc.astype(jnp.float16)"
