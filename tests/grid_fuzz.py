@@ -615,7 +615,9 @@ class Gen(RaceFamilies, dot_fuzz.Gen):
     bm = r.choice([8, 16, 32, 64, 128])
     bn = r.choice([32, 64, 128, 256])
     dt = r.choice([F32, F16, I32])
-    P = r.choice([2, 3, 4, 6, 8])
+    P = r.choice([2, 3, 4, 6, 8, 8, 132])      # (132: mg.num_sms(), a persistent grid, all programs resident)
+    if P == 132:
+      bm, bn = min(bm, 16), min(bn, 64)
     M = P * bm - (r.randint(1, bm - 1) if r.random() < 0.3 and bm > 1 else 0)
     x, xv = self.input((M, bn), dt, -4, 4, half=dt != I32)
     tdt = I32 if dt == I32 else F32
