@@ -385,11 +385,11 @@ class Gen(RaceFamilies, dot_fuzz.Gen):
     self.grid = "(mg.num_sms(),)" if P == "sms" else (P,)
     self.tags.add(f"P:{P if P in (1, 'sms') else ('T' if P == T else 'n')}")
     x, xv = self.input((M, N), dt, -4, 4, half=dt != I32)
-    form = r.choice(["range", "mlrange", "trips", "while", "break", "2d"])
+    form = r.choice(["range", "mlrange", "trips", "while", "break", "2d", "continue", "return"])
     self.tags.add("loop:" + form)
     self.emit("pid = ml.program_id(0)")
     self.emit("g = ml.num_programs(0)")
-    total = r.random() < 0.5
+    total = r.random() < 0.5 and form != "return"     # (a return skips the total's atomic after the loop)
     if total:
       self.emit("tot = 0" if dt == I32 else "tot = 0.0")
     mode = r.choice(["tma", "tma", "mask", "ptr"] + (["win"] if M % bm == 0 and N % bn == 0 else []))
@@ -408,6 +408,10 @@ class Gen(RaceFamilies, dot_fuzz.Gen):
     elif form == "while":
       self.emit("t = pid")
       self.emit(f"while t < {T}:")
+    elif form in ("continue", "return"):     # a loop past the tiles, the extra trips skipped
+      self.emit(f"for t in {r.choice(['range', 'ml.range'])}(pid, {T + r.randint(1, 4)}, g):")
+      self.emit(f"  if t >= {T}:")
+      self.emit(f"    {form}")
     elif form == "break":
       self.emit(f"for kk in range({T}):")
       self.emit("  t = pid + kk * g")
