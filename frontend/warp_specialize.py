@@ -39,7 +39,7 @@ from .ir import Access
 from .ops.control import (LOOPS, AwaitStores, BarrierAlloc, BarrierArrive, BarrierWait, ClusterSync, For,
                           If, WarpSpecialize, Yield)
 from .ops.elementwise import BinOp, Binary, CmpOp, Compare
-from .ops.memory import ClusterRef, SmemAlloc, root_in
+from .ops.memory import ClusterRef, SmemAlloc, View, root_in
 from .ops.mma import Dot, DotWait
 from .pipeline import record
 from .pipeline_plan import I32, arith, issue, make_plan, mod, multibuffer, pure_scalar, staged_body
@@ -337,6 +337,9 @@ def _needed(plan, path, defs, ivs, inputs) -> set:
           f"the loads of this warp-specialised loop depend on {v.name or 'a value'}, which is carried"
           f" through an enclosing loop; the producer warpgroup can only recompute loop indices and"
           f" scalar arithmetic on them", plan.loop.loc, hint="compute the load windows from loop indices")
+    if _repeatable_if(d):            # `a if c else b`, `c or d` of scalars: the if and its branches, repeated
+      todo += [d.cond] + [x for y in _branch_ops(d) for x in y.operands() if isinstance(x, ir.Value)]
+      continue
     if not pure_scalar(d):
       raise E.WarpSpecializeError(
           f"the loads or the trip count of this warp-specialised loop depend on {v.name or 'a value'},"
@@ -348,6 +351,30 @@ def _needed(plan, path, defs, ivs, inputs) -> set:
   return need
 
 
+def _branch_ops(o) -> list:
+  return [x for g in o.regions for x in ir.walk(getattr(o, g))]
+
+
+def _repeatable_if(d) -> bool:
+  """An if of scalars the producer may repeat, as the tracer writes `a if c else b` and a run-time `c or d` (an If
+  with scalar results whose branches hold only scalar arithmetic, reads of inputs' elements (a view and its
+  ScalarRead) and such ifs; probe 63b: MG503 before)."""
+  return (isinstance(d, If) and bool(d.results) and all(isinstance(r.type, ScalarType) for r in d.results)
+          and all(isinstance(x, (Yield, View)) or pure_scalar(x) or _repeatable_if(x) for x in _branch_ops(d)))
+
+
+def _clone_deep(o, mapping, em):
+  """A copy of `o` with fresh results, its regions' ops copied too (an if of scalars `_repeatable_if` takes)."""
+  blocks = {g: ir.Block([_clone_deep(x, mapping, em) for x in getattr(o, g).ops], args=getattr(o, g).args)
+            for g in o.regions}
+  c = ir.clone(o, mapping)
+  if blocks:
+    c = dataclasses.replace(c, **blocks)
+  for r in c.results:
+    em.defs[r.id] = c
+  return c
+
+
 def _slice_block(ops, path, depth, need, mapping, plan, empty, em) -> list:
   out = []
   target = path[depth]
@@ -356,10 +383,7 @@ def _slice_block(ops, path, depth, need, mapping, plan, empty, em) -> list:
       out += _slice_op(o, path, depth, need, mapping, plan, empty, em)
       break
     if any(id(r) in need for r in o.results) and not isinstance(o, SmemAlloc):
-      c = ir.clone(o, mapping)
-      for r in c.results:
-        em.defs[r.id] = c
-      out.append(c)
+      out.append(_clone_deep(o, mapping, em))
   return out
 
 
