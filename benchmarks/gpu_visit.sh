@@ -223,6 +223,13 @@ PY
     s51_b)       timeout 150 python3 -u benchmarks/probe_s51_wg.py 2>&1 | grep -v Warning
                  tar czf "$OUT/s51_dump.tgz" -C "$OUT" s51_dump && rm -rf "$OUT/s51_dump"
                  timeout 100 python3 -u -m pytest -q -p no:cacheprovider -m gpu "tests/test_probe61d.py::test_gpu_fuzz_seeds_match_their_jnp_programs" 2>&1 | tail -15 ;;
+    # probes 63a-b (session 51, not yet on the GPU): their GPU twins, then the ragged and grid fuzzers (GPU vs interpret)
+    s52_t)       python3 -u benchmarks/gpu_shards.py --shards 6 --timeout 200 tests/test_probe63a.py tests/test_probe63b.py
+                 grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | cut -c1-300 | head -20 ;;
+    s52_f)       timeout 150 python3 -u benchmarks/probe_ragged_fuzz.py --jobs 14 --seeds 0:2000 >"$OUT/raggedfuzz.log" 2>&1; echo "rc=$?"
+                 grep -vE "^(ok|refused)" "$OUT/raggedfuzz.log" | grep -v Warning | cut -c1-300 | tail -12
+                 timeout 150 python3 -u benchmarks/probe_grid_fuzz.py --jobs 14 --seeds 0:2000 >"$OUT/gridfuzz.log" 2>&1; echo "rc=$?"
+                 grep -vE "^(ok|refused)" "$OUT/gridfuzz.log" | grep -v Warning | cut -c1-300 | tail -12 ;;
     # the whole suite in two visits (about 2000 tests since session 51: 15 shards of all of them ran past 520 s)
     gpu_p1)      python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 540 --part 1/2 ;;
     gpu_p2)      python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 540 --part 2/2 ;;
