@@ -5,7 +5,8 @@
 The suite's time is mostly compilation (CPU), so N pytest processes share the one GPU, each
 allocating memory as it goes (no preallocation). Tests are dealt round-robin by node id, so every
 shard gets a mix of heavy and light files. `--part K/M` runs the K-th of M interleaved parts of the tests
-(K from 1): the whole suite (about 2000 tests, session 51) takes more than one visit's 600 s. Logs: $OUT/shard_K.log; a summary is printed.
+(K from 1): the whole suite (about 2000 tests, session 51) takes more than one visit's 600 s.
+Logs: $OUT/shard_K.log; a summary is printed.
 """
 import argparse
 import os
