@@ -9,6 +9,28 @@ python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >"$
 export PYTHONPATH=/tmp/site
 python3 -m pip install -q --no-deps --no-build-isolation -e . >>"$OUT/install.log" 2>&1 || { echo "install failed"; tail "$OUT/install.log"; exit 1; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.used --format=csv >"$OUT/gpu.txt" 2>&1
+# Nsight Compute of the backward's main kernel: ncu_bwd HEAD_DIM [on|off (dQ deferred)] [TAG]; an archive a run
+ncu_bwd() {
+  local hd=$1 tag=${3:-$1} flags="--bwd --head-dim $1"
+  [ -n "${2:-}" ] && flags="$flags --dq-deferred $2"
+  echo "=== head_dim $hd ${2:+dq deferred $2}"
+  MOSAIC_GPU_DUMP_PTXAS=1 python3 benchmarks/profile_attention.py $flags --runs 1 2>&1 | grep -E "error|spill|Used|dkv|deferred" | head -8
+  ncu --clock-control none --kernel-name regex:"dkv|deferred" --launch-skip 1 --launch-count 1 \
+    --section SpeedOfLight --section WarpStateStats --section SourceCounters --import-source no -f -o "$OUT/bwd$tag" \
+    python3 benchmarks/profile_attention.py $flags --runs 2 2>&1 | grep -E "error|==PROF==|ERR" | head -5
+  ncu -i "$OUT/bwd$tag.ncu-rep" --page raw --csv >"$OUT/raw$tag.csv" 2>&1
+  ncu -i "$OUT/bwd$tag.ncu-rep" --page source --csv --print-source sass >"$OUT/sass$tag.csv" 2>&1
+  ls -la "$OUT"/*$tag*; tar czf "$OUT/ncu$tag.tgz" -C "$OUT" "sass$tag.csv" "raw$tag.csv" && rm -f "$OUT/sass$tag.csv" "$OUT/raw$tag.csv" "$OUT/bwd$tag.ncu-rep"
+  tar xzf "$OUT/ncu$tag.tgz" -C /tmp "raw$tag.csv"; python3 - "/tmp/raw$tag.csv" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+i = next(k for k, r in enumerate(rows) if "ID" in r[:3] or "Kernel Name" in r)
+head, vals = rows[i], rows[i + 2] if len(rows) > i + 2 else rows[-1]
+for h, v in zip(head, vals):
+  if "stall" in h and "pct" not in h or "duration" in h or "pipe_tensor" in h or "inst_executed" in h:
+    print(f"{h:90s} {v}")
+PY
+}
 step() {
   case "$1" in
     safety)      python3 -u -m pytest -q -p no:cacheprovider tests/test_gpu_safety.py tests/test_safety_params.py ;;
@@ -124,25 +146,9 @@ step() {
     # Session 46: where the fused backward's cycles go (issue #9): Nsight Compute's stall reasons, whole-kernel and per
     # SASS instruction (csv; with the raw metrics in one archive a head_dim: a visit brings back 8 files at most), at
     # head_dim 128 and 64 without the mask; ptxas's registers and spills
-    s46_ncu)     for hd in 128 64; do
-                   echo "=== head_dim $hd"
-                   MOSAIC_GPU_DUMP_PTXAS=1 python3 benchmarks/profile_attention.py --bwd --head-dim $hd --runs 1 2>&1 | grep -E "error|spill|Used|dkv" | head -8
-                   ncu --clock-control none --kernel-name regex:"dkv" --launch-skip 1 --launch-count 1 \
-                     --section SpeedOfLight --section WarpStateStats --section SourceCounters --import-source no -f -o "$OUT/bwd$hd" \
-                     python3 benchmarks/profile_attention.py --bwd --head-dim $hd --runs 2 2>&1 | grep -E "error|==PROF==|ERR" | head -5
-                   ncu -i "$OUT/bwd$hd.ncu-rep" --page raw --csv >"$OUT/raw$hd.csv" 2>&1
-                   ncu -i "$OUT/bwd$hd.ncu-rep" --page source --csv --print-source sass >"$OUT/sass$hd.csv" 2>&1
-                   ls -la "$OUT"/*$hd*; tar czf "$OUT/ncu$hd.tgz" -C "$OUT" "sass$hd.csv" "raw$hd.csv" && rm -f "$OUT/sass$hd.csv" "$OUT/raw$hd.csv" "$OUT/bwd$hd.ncu-rep"
-                   tar xzf "$OUT/ncu$hd.tgz" -C /tmp "raw$hd.csv"; python3 - "/tmp/raw$hd.csv" <<'PY'
-import csv, sys
-rows = list(csv.reader(open(sys.argv[1])))
-i = next(k for k, r in enumerate(rows) if "ID" in r[:3] or "Kernel Name" in r)
-head, vals = rows[i], rows[i + 2] if len(rows) > i + 2 else rows[-1]
-for h, v in zip(head, vals):
-  if "stall" in h and "pct" not in h or "duration" in h or "pipe_tensor" in h or "inst_executed" in h:
-    print(f"{h:90s} {v}")
-PY
-                 done ;;
+    s46_ncu)     for hd in 128 64; do ncu_bwd $hd; done ;;
+    # session 52 (#9): the fused backward against deferred_kernel at head_dim 128, where the deferred order loses
+    s52_ncu)     ncu_bwd 128 off fused128; ncu_bwd 128 on deferred128 ;;
     s46_bwd)     python3 -u benchmarks/attention.py --quick --default --no-pallas --pass bwd ;;
     # Session 46: the GPU tests of probes 59a and 59b and of the back-edge fixed point (design note 196), then the
     # memory fuzzer (pipelines, warp specialisation, attention loops: what the sync pass orders) on the final code

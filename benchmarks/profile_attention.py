@@ -4,6 +4,7 @@
         --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
         --section SchedulerStats --section Occupancy \
         python3 benchmarks/profile_attention.py [--head-dim 128] [--causal] [--pingpong] [--overlap]
+        [--bwd [--dq-deferred on|off]]
 
 Checked against the reference once (head 0).
 """
@@ -27,11 +28,15 @@ def main():
   p.add_argument("--pingpong", action="store_true")
   p.add_argument("--overlap", action="store_true")
   p.add_argument("--bwd", action="store_true", help="profile the backward (dK/dV with dQ) instead")
+  p.add_argument("--dq-deferred", choices=("on", "off"), default=None,
+                 help="the backward's kernel: deferred_kernel (on) or dkv_dq_kernel (off); default: the config's")
   p.add_argument("--runs", type=int, default=4)
   a = p.parse_args()
   keys = jax.random.split(jax.random.key(0), 3)
   q, k, v = (jax.random.normal(kk, (4, 4096, 16, a.head_dim), jnp.float32).astype(jnp.float16) for kk in keys)
   config = dataclasses.replace(ex.default_config(a.head_dim, a.causal), pingpong=a.pingpong, overlap=a.overlap)
+  if a.dq_deferred:
+    config = dataclasses.replace(config, bwd_dq_deferred=a.dq_deferred == "on")
   fn = jax.jit(lambda q, k, v: ex.attention(q, k, v, a.causal, config=config))
   got = fn(q, k, v)
   want = ex.reference(q[:, :, :1], k[:, :, :1], v[:, :, :1], a.causal)[0]
