@@ -225,10 +225,14 @@ step() {
                  timeout 200 python3 -u benchmarks/probe_wg_fuzz.py --jobs 14 --seeds 0:2000 >"$OUT/wgfuzz.log" 2>&1; echo "rc=$?"
                  grep -vE "^(ok|refused)" "$OUT/wgfuzz.log" | grep -v Warning | cut -c1-300 | tail -12 ;;
     # session 51: the multi-warpgroup fuzzer's two int32 seeds wrong on the GPU (365, 1142) in variants, their MLIR
-    # (jax 0.11.2) in one archive; then probe 61d's seed [2], which failed in a loaded gpu_all15 shard
+    # (jax 0.11.2) in one archive; then probe 61d's seed [2], which failed in a loaded gpu_all15 shard; then the
+    # reduction sweep (benchmarks/probe_s51_reduce.py)
     s51_b)       timeout 150 python3 -u benchmarks/probe_s51_wg.py 2>&1 | grep -v Warning
                  tar czf "$OUT/s51_dump.tgz" -C "$OUT" s51_dump && rm -rf "$OUT/s51_dump"
-                 timeout 100 python3 -u -m pytest -q -p no:cacheprovider -m gpu "tests/test_probe61d.py::test_gpu_fuzz_seeds_match_their_jnp_programs" 2>&1 | tail -15 ;;
+                 timeout 100 python3 -u -m pytest -q -p no:cacheprovider -m gpu "tests/test_probe61d.py::test_gpu_fuzz_seeds_match_their_jnp_programs" 2>&1 | tail -15
+                 # the neighbourhood in order: 1728 small reductions (int32 / float32, shapes, blocks, loads, a scan first)
+                 timeout 200 python3 -u benchmarks/probe_s51_reduce.py --jobs 14 --seeds 0:1728 >"$OUT/reduce.log" 2>&1; echo "rc=$?"
+                 grep -vE "^(ok|refused)" "$OUT/reduce.log" | grep -v Warning | cut -c1-260 | tail -40 ;;
     # probes 63a-b (session 51, not yet on the GPU): their GPU twins, then the ragged and grid fuzzers (GPU vs interpret)
     s52_t)       python3 -u benchmarks/gpu_shards.py --shards 6 --timeout 200 tests/test_probe63a.py tests/test_probe63b.py
                  grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | cut -c1-300 | head -20 ;;
