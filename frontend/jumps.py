@@ -166,14 +166,14 @@ def _substituted(form, node, at, **more):
 
 
 def _scaled_index(e, name):
-  """(c, name) where `e` is the loop index `name` or `name * c` (`c * name`) of a positive int c; else None."""
+  """c where `e` is the loop index `name` (c = 1) or `name * c` (`c * name`) of a positive int c; else None."""
   if isinstance(e, ast.Name) and e.id == name:
-    return 1, name
+    return 1
   if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Mult):
     for x, y in ((e.left, e.right), (e.right, e.left)):
       if isinstance(x, ast.Name) and x.id == name and isinstance(y, ast.Constant) and type(y.value) is int \
           and y.value > 0:
-        return y.value, name
+        return y.value
   return None
 
 
@@ -196,10 +196,10 @@ def pipelined_break(tracer, node):
   if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
     return None
   a, op, b = test.left, test.ops[0], test.comparators[0]
-  if _scaled_index(a, t.id) and isinstance(op, (ast.GtE, ast.Gt)):
-    (c, _), bound, strict = _scaled_index(a, t.id), b, isinstance(op, ast.Gt)
-  elif _scaled_index(b, t.id) and isinstance(op, (ast.LtE, ast.Lt)):
-    (c, _), bound, strict = _scaled_index(b, t.id), a, isinstance(op, ast.Lt)
+  if isinstance(op, (ast.GtE, ast.Gt)) and (c := _scaled_index(a, t.id)):
+    bound, strict = b, isinstance(op, ast.Gt)
+  elif isinstance(op, (ast.LtE, ast.Lt)) and (c := _scaled_index(b, t.id)):
+    bound, strict = a, isinstance(op, ast.Lt)
   else:
     return None
   if len(it.args) == 3 and not (isinstance(it.args[2], ast.Constant) and isinstance(it.args[2].value, int)
