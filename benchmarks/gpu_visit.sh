@@ -233,6 +233,10 @@ step() {
                  # the neighbourhood in order: 1728 small reductions (int32 / float32, shapes, blocks, loads, a scan first)
                  timeout 200 python3 -u benchmarks/probe_s51_reduce.py --jobs 14 --seeds 0:1728 >"$OUT/reduce.log" 2>&1; echo "rc=$?"
                  grep -vE "^(ok|refused)" "$OUT/reduce.log" | grep -v Warning | cut -c1-260 | tail -40 ;;
+    # session 52: the int32 min / max of a negated tile (47 of probe_s51_reduce's 1728 wrong): variants, PTX and SASS
+    s52_neg)     mkdir -p "$OUT/negdump"; MOSAIC_GPU_DUMP_PTX=1 MOSAIC_GPU_DUMP_SASS=1 MOSAIC_GPU_DUMP_TO=$OUT/negdump \
+                   timeout 200 python3 -u benchmarks/probe_s52_neg.py 2>&1 | grep -v Warning
+                 ls "$OUT/negdump" | head -5; tar czf "$OUT/negdump.tgz" -C "$OUT" negdump && rm -rf "$OUT/negdump" ;;
     # probes 63a-b (session 51, not yet on the GPU): their GPU twins, then the ragged and grid fuzzers (GPU vs interpret)
     s52_t)       python3 -u benchmarks/gpu_shards.py --shards 6 --timeout 200 tests/test_probe63a.py tests/test_probe63b.py
                  grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | cut -c1-300 | head -20 ;;

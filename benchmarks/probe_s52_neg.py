@@ -1,0 +1,132 @@
+"""Which int32 pattern the GPU gets wrong (session 52): `probe_s51_reduce.py` found 47 of its 1728 small reductions
+wrong on an H100, every one an int32 min or max of a negated tile (`v = -x; ml.max(v, axis=...)`), along either axis,
+plain or TMA loads, block 128 or 256, and none of any other pattern; the MLIR (the same text from jax 0.10.2 and
+0.11.2) reads right. Here one tile (256, 16) and (64, 48) int32 goes through variants that spell the same statistic
+other ways, each GPU result against NumPy, each kernel under its own name so that `MOSAIC_GPU_DUMP_PTX/SASS` with
+`MOSAIC_GPU_DUMP_TO` keeps each one's PTX and SASS apart (is LLVM's PTX wrong, or ptxas's SASS?).
+
+    MOSAIC_GPU_DUMP_PTX=1 MOSAIC_GPU_DUMP_SASS=1 MOSAIC_GPU_DUMP_TO=DIR python benchmarks/probe_s52_neg.py
+    python benchmarks/probe_s52_neg.py --cpu        (interpret mode: the references' check)
+"""
+import importlib.util
+import os
+import sys
+import tempfile
+
+import contextlib
+
+import jax
+import numpy as np
+
+HEADER = """import jax
+import jax.numpy as jnp
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+S = jax.ShapeDtypeStruct
+"""
+
+# name: (kernel body lines after `v = <load>`, NumPy of x)
+VARIANTS = {
+  "neg_max": (["o0[...] = ml.max(-v, axis=1)"], lambda x: (-x).max(1)),
+  "neg_min": (["o0[...] = ml.min(-v, axis=1)"], lambda x: (-x).min(1)),
+  "neg_sum": (["o0[...] = ml.sum(-v, axis=1)"], lambda x: (-x).sum(1)),
+  "max": (["o0[...] = ml.max(v, axis=1)"], lambda x: x.max(1)),
+  "zero_minus_max": (["o0[...] = ml.max(0 - v, axis=1)"], lambda x: (-x).max(1)),
+  "times_m1_max": (["o0[...] = ml.max(v * -1, axis=1)"], lambda x: (-x).max(1)),
+  "three_minus_max": (["o0[...] = ml.max(3 - v, axis=1)"], lambda x: (3 - x).max(1)),
+  "not_plus1_max": (["o0[...] = ml.max(~v + 1, axis=1)"], lambda x: (~x + 1).max(1)),
+  "minus_min": (["o0[...] = -ml.min(v, axis=1)"], lambda x: -x.min(1)),
+  "neg_plus1_max": (["o0[...] = ml.max(-v + 1, axis=1)"], lambda x: (1 - x).max(1)),
+  "neg_col_max": (["o1[...] = ml.max(-v, axis=0)"], lambda x: (-x).max(0)),
+  "neg_max_f32": (["o0[...] = ml.max(-v.astype(jnp.float32), axis=1).astype(jnp.int32)"], lambda x: (-x).max(1)),
+}
+
+
+@contextlib.contextmanager
+def negation(kind):
+  """Mosaic GPU's integer negation (`0 - x`, arith.subi) replaced for the kernels built inside: "asm" one
+  `neg.s32` per element (LLVM cannot see it), "opaque0" `z - x` with z a zero LLVM cannot see (ptxas can)."""
+  from jax.experimental.mosaic.gpu import fragmented_array as fa
+  from jax._src.lib.mlir import ir
+  from jax._src.lib.mlir.dialects import arith, llvm, vector
+
+  from mgpu_dsl.lowering.mosaic import asm_per_element
+  old = fa.FragmentedArray.__neg__
+
+  def neg(self):
+    if not isinstance(self.mlir_dtype, ir.IntegerType) or ir.IntegerType(self.mlir_dtype).width != 32:
+      return old(self)
+    if kind == "asm":
+      return self._pointwise(lambda r: asm_per_element("neg.s32 $0, $1;", "=r,r", r))
+    z = llvm.inline_asm(self.mlir_dtype, [], "mov.u32 $0, 0;", "=r")
+    return self._pointwise(lambda r: arith.subi(
+        vector.broadcast(r.type, z) if isinstance(r.type, ir.VectorType) else z, r))
+  if kind:
+    fa.FragmentedArray.__neg__ = neg
+  try:
+    yield
+  finally:
+    fa.FragmentedArray.__neg__ = old
+
+
+def source(name, body, shape, block, tma, fix=""):
+  r, c = shape
+  fn = f"k_{name}_{r}x{c}_{block}{'_tma' if tma else ''}{'_' + fix if fix else ''}"
+  outs = f"S(({r},), jnp.int32), S(({c},), jnp.int32)"
+  lines = [HEADER, "", f"@mg.mgpu_kernel(out_shape=lambda *a: ({outs}), grid=(1,), block={block})",
+           f"def {fn}(x0, o0, o1):"]
+  if tma:
+    lines += [f"  x_s = ml.smem(({r}, {c}), jnp.int32)", "  ml.copy(x0, x_s)", "  v = x_s[...]"]
+  else:
+    lines.append("  v = x0[...]")
+  lines += ["  " + b for b in body]
+  if not any(b.startswith("o0") for b in body):
+    lines.append(f"  o0[...] = ml.zeros(({r},), jnp.int32)")
+  if not any(b.startswith("o1") for b in body):
+    lines.append(f"  o1[...] = ml.zeros(({c},), jnp.int32)")
+  return fn, "\n".join(lines) + "\n"
+
+
+def load(fn, src, tmp):
+  path = os.path.join(tmp, fn + ".py")
+  with open(path, "w") as f:
+    f.write(src)
+  spec = importlib.util.spec_from_file_location(fn, path)
+  mod = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(mod)
+  return getattr(mod, fn)
+
+
+def main():
+  only = os.environ.get("VARIANTS")
+  tmp = tempfile.mkdtemp()
+  os.environ["MGPU_DSL_CACHE_DIR"] = "off"
+  runs = [(shape, block, tma, "", name) for shape, block, tma in (((256, 16), 128, False), ((64, 48), 128, False),
+                                                                   ((256, 16), 256, True)) for name in VARIANTS]
+  runs += [((256, 16), 128, False, fix, name) for fix in ("asm", "opaque0")
+           for name in ("neg_max", "neg_min", "neg_col_max")]
+  for shape, block, tma, fix, name in runs:
+    x = np.random.default_rng(829).integers(-9, 10, shape).astype(np.int32)
+    body, ref = VARIANTS[name]
+    if only and name not in only.split(","):
+      continue
+    fn, src = source(name, body, shape, block, tma, fix)
+    with negation(fix):
+      try:
+        k = load(fn, src, tmp)
+        if "--cpu" in sys.argv:     # interpret mode, and the CUDA build (the replaced negation's MLIR verifies)
+          jax.export.export(jax.jit(k), platforms=["cuda"])(jax.ShapeDtypeStruct(x.shape, x.dtype))
+        run = (lambda a: k(a, interpret=True)) if "--cpu" in sys.argv else jax.jit(k)
+        got = [np.asarray(g) for g in jax.block_until_ready(run(x))]
+        want = ref(x.astype(np.int64)).astype(np.int32)
+        g = got[1] if body[0].startswith("o1") else got[0]
+        bad = np.nonzero(g != want)[0]
+        print(f"{fn:34s} {len(bad):4d} of {want.size} wrong" +
+              (f" (first {bad[0]}: got {g[bad[0]]} want {want[bad[0]]})" if len(bad) else ""), flush=True)
+      except Exception as e:  # noqa: BLE001
+        print(f"{fn:34s} {type(e).__name__}: {str(e).splitlines()[0][:200]}", flush=True)
+
+
+if __name__ == "__main__":
+  sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+  main()
