@@ -237,6 +237,15 @@ step() {
     s52_neg)     mkdir -p "$OUT/negdump"; MOSAIC_GPU_DUMP_PTX=1 MOSAIC_GPU_DUMP_SASS=1 MOSAIC_GPU_DUMP_TO=$OUT/negdump \
                    timeout 200 python3 -u benchmarks/probe_s52_neg.py 2>&1 | grep -v Warning
                  ls "$OUT/negdump" | head -5; tar czf "$OUT/negdump.tgz" -C "$OUT" negdump && rm -rf "$OUT/negdump" ;;
+    # the fix (lowering/shape.py SIGN_FLIP): the variants with it and without, the sweep again, the two seeds, reductions
+    s52_v)       timeout 150 python3 -u benchmarks/probe_s52_neg.py 2>&1 | grep -v Warning
+                 timeout 120 python3 -u benchmarks/probe_s51_reduce.py --jobs 14 --seeds 0:1728 >"$OUT/reduce2.log" 2>&1; echo "rc=$?"
+                 grep -vE "^(ok|refused)" "$OUT/reduce2.log" | grep -v Warning | cut -c1-260 | tail -8
+                 timeout 150 python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_wg_fuzz_seeds_s51.py tests/test_reductions.py tests/test_stats.py tests/test_reduce_diagnostics.py 2>&1 | tail -6 ;;
+    s52_f2)      timeout 100 python3 -u benchmarks/probe_ragged_fuzz.py --jobs 14 --seeds 0:1200 >"$OUT/raggedfuzz.log" 2>&1; echo "rc=$?"
+                 grep -vE "^(ok|refused)" "$OUT/raggedfuzz.log" | grep -v Warning | cut -c1-300 | tail -10
+                 timeout 100 python3 -u benchmarks/probe_grid_fuzz.py --jobs 14 --seeds 0:1200 >"$OUT/gridfuzz.log" 2>&1; echo "rc=$?"
+                 grep -vE "^(ok|refused)" "$OUT/gridfuzz.log" | grep -v Warning | cut -c1-300 | tail -10 ;;
     # probes 63a-b (session 51, not yet on the GPU): their GPU twins, then the ragged and grid fuzzers (GPU vs interpret)
     s52_t)       python3 -u benchmarks/gpu_shards.py --shards 6 --timeout 200 tests/test_probe63a.py tests/test_probe63b.py
                  grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | cut -c1-300 | head -20 ;;

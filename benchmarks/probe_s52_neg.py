@@ -38,35 +38,26 @@ VARIANTS = {
   "minus_min": (["o0[...] = -ml.min(v, axis=1)"], lambda x: -x.min(1)),
   "neg_plus1_max": (["o0[...] = ml.max(-v + 1, axis=1)"], lambda x: (1 - x).max(1)),
   "neg_col_max": (["o1[...] = ml.max(-v, axis=0)"], lambda x: (-x).max(0)),
+  "neg_argmax": (["o0[...] = jnp.argmax(-v, axis=1).astype(jnp.int32)"], lambda x: (-x).argmax(1)),
+  "neg_cummax": (["o0[...] = ml.sum(ml.cummax(-v, axis=1), axis=1)"],
+                 lambda x: np.maximum.accumulate(-x, axis=1).sum(1)),
+  "neg_maximum_sum": (["o0[...] = ml.sum(jnp.maximum(-v, -3), axis=1)"], lambda x: np.maximum(-x, -3).sum(1)),
   "neg_max_f32": (["o0[...] = ml.max(-v.astype(jnp.float32), axis=1).astype(jnp.int32)"], lambda x: (-x).max(1)),
 }
 
 
 @contextlib.contextmanager
-def negation(kind):
-  """Mosaic GPU's integer negation (`0 - x`, arith.subi) replaced for the kernels built inside: "asm" one
-  `neg.s32` per element (LLVM cannot see it), "opaque0" `z - x` with z a zero LLVM cannot see (ptxas can)."""
-  from jax.experimental.mosaic.gpu import fragmented_array as fa
-  from jax._src.lib.mlir import ir
-  from jax._src.lib.mlir.dialects import arith, llvm, vector
-
-  from mgpu_dsl.lowering.mosaic import asm_per_element
-  old = fa.FragmentedArray.__neg__
-
-  def neg(self):
-    if not isinstance(self.mlir_dtype, ir.IntegerType) or ir.IntegerType(self.mlir_dtype).width != 32:
-      return old(self)
-    if kind == "asm":
-      return self._pointwise(lambda r: asm_per_element("neg.s32 $0, $1;", "=r,r", r))
-    z = llvm.inline_asm(self.mlir_dtype, [], "mov.u32 $0, 0;", "=r")
-    return self._pointwise(lambda r: arith.subi(
-        vector.broadcast(r.type, z) if isinstance(r.type, ir.VectorType) else z, r))
-  if kind:
-    fa.FragmentedArray.__neg__ = neg
+def no_flip(off):
+  """The kernels built inside with the signed min / max reductions as before the fix (lowering/shape.py's
+  SIGN_FLIP off) where `off`. (Session 52's first visit also replaced Mosaic GPU's integer negation, `0 - x`:
+  one inline-asm `neg.s32` per element, or `z - x` with z an inline-asm zero; both as wrong as `0 - x`.)"""
+  from mgpu_dsl.lowering import shape
+  flip = shape.SIGN_FLIP
+  shape.SIGN_FLIP = not off
   try:
     yield
   finally:
-    fa.FragmentedArray.__neg__ = old
+    shape.SIGN_FLIP = flip
 
 
 def source(name, body, shape, block, tma, fix=""):
@@ -103,15 +94,16 @@ def main():
   os.environ["MGPU_DSL_CACHE_DIR"] = "off"
   runs = [(shape, block, tma, "", name) for shape, block, tma in (((256, 16), 128, False), ((64, 48), 128, False),
                                                                    ((256, 16), 256, True)) for name in VARIANTS]
-  runs += [((256, 16), 128, False, fix, name) for fix in ("asm", "opaque0")
-           for name in ("neg_max", "neg_min", "neg_col_max")]
+  runs += [((256, 16), 128, False, "noflip", name)
+           for name in ("neg_max", "neg_min", "neg_col_max", "neg_argmax", "neg_cummax", "neg_maximum_sum")]
+  runs += [((64, 48), 128, False, "noflip", name) for name in ("neg_max", "neg_min")]
   for shape, block, tma, fix, name in runs:
     x = np.random.default_rng(829).integers(-9, 10, shape).astype(np.int32)
     body, ref = VARIANTS[name]
     if only and name not in only.split(","):
       continue
     fn, src = source(name, body, shape, block, tma, fix)
-    with negation(fix):
+    with no_flip(fix == "noflip"):
       try:
         k = load(fn, src, tmp)
         if "--cpu" in sys.argv:     # interpret mode, and the CUDA build (the replaced negation's MLIR verifies)

@@ -66,7 +66,12 @@ def _reduce(ctx, o):
            else (o.scratch.type.shape[0] - parts) // ctx.num_warpgroups)
       start = arith.muli(ctx.wg, arith.constant(ir.IndexType.get(), n))
       scratch = mgpu.memref_slice(scratch, mgpu.ds(start, n))
+  flip = SIGN_FLIP and o.kind != ReduceKind.SUM and xt.dtype.is_int and xt.dtype.is_signed
+  if flip:
+    x = _sign_flipped(x, xt.dtype, signed=False)
   r = x.reduce(_OPS[o.kind], axes, scratch)
+  if flip:
+    r = _sign_flipped(r, xt.dtype, signed=True)
   if scratch is not None and shared:
     mgpu.utils.warpgroup_barrier()   # every thread of the warpgroup done reading its slice first
   d = o.result.type.dtype
@@ -92,6 +97,20 @@ def _reduce(ctx, o):
   if _upcast(o):
     r = r.astype(mlir_type(d))
   ctx.set(o.result, r)
+
+
+# ptxas (CUDA 12.9/13, the H100 of session 52) gets an int32 max or min wrong when a negation feeds it and
+# the reduction goes on across lanes by shuffles: `v = -x; ml.max(v, axis=1)` gave a row's result from
+# other rows' elements (probe_s52_neg.py: right PTX, wrong results, `neg.s32` from inline asm too; `1 - x`
+# right). Signed min / max reduce instead as unsigned of the sign-flipped bits (x ^ 0x80000000 keeps the
+# order: signed order of x is unsigned order of the flipped bits), flipped back after: two LOP3 an element.
+SIGN_FLIP = True
+
+
+def _sign_flipped(x, d, signed):
+  """`x` (a FragmentedArray of signed `d`) with its sign bits flipped, read as `signed` or not."""
+  y = x ^ -(1 << (d.bits - 1))
+  return fa.FragmentedArray(_registers=y.registers, _layout=y.layout, _is_signed=signed)
 
 
 def _combine_columns(ctx, o, r, scratch, base, parts):
