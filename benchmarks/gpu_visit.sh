@@ -241,7 +241,7 @@ step() {
     s52_v)       timeout 150 python3 -u benchmarks/probe_s52_neg.py 2>&1 | grep -v Warning
                  timeout 120 python3 -u benchmarks/probe_s51_reduce.py --jobs 14 --seeds 0:1728 >"$OUT/reduce2.log" 2>&1; echo "rc=$?"
                  grep -vE "^(ok|refused)" "$OUT/reduce2.log" | grep -v Warning | cut -c1-260 | tail -8
-                 timeout 150 python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_wg_fuzz_seeds_s51.py tests/test_reductions.py tests/test_stats.py tests/test_reduce_diagnostics.py 2>&1 | tail -6 ;;
+                 timeout 150 python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_int_minmax_sign_flip.py tests/test_wg_fuzz_seeds_s51.py tests/test_reductions.py tests/test_stats.py tests/test_reduce_diagnostics.py 2>&1 | tail -6 ;;
     s52_f2)      timeout 100 python3 -u benchmarks/probe_ragged_fuzz.py --jobs 14 --seeds 0:1200 >"$OUT/raggedfuzz.log" 2>&1; echo "rc=$?"
                  grep -vE "^(ok|refused)" "$OUT/raggedfuzz.log" | grep -v Warning | cut -c1-300 | tail -10
                  timeout 100 python3 -u benchmarks/probe_grid_fuzz.py --jobs 14 --seeds 0:1200 >"$OUT/gridfuzz.log" 2>&1; echo "rc=$?"
