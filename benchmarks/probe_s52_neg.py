@@ -3,10 +3,16 @@ wrong on an H100, every one an int32 min or max of a negated tile (`v = -x; ml.m
 plain or TMA loads, block 128 or 256, and none of any other pattern; the MLIR (the same text from jax 0.10.2 and
 0.11.2) reads right. Here one tile (256, 16) and (64, 48) int32 goes through variants that spell the same statistic
 other ways, each GPU result against NumPy, each kernel under its own name so that `MOSAIC_GPU_DUMP_PTX/SASS` with
-`MOSAIC_GPU_DUMP_TO` keeps each one's PTX and SASS apart (is LLVM's PTX wrong, or ptxas's SASS?).
+`MOSAIC_GPU_DUMP_TO` keeps each one's PTX and SASS apart.
 
-    MOSAIC_GPU_DUMP_PTX=1 MOSAIC_GPU_DUMP_SASS=1 MOSAIC_GPU_DUMP_TO=DIR python benchmarks/probe_s52_neg.py
-    python benchmarks/probe_s52_neg.py --cpu        (interpret mode: the references' check)
+Found (first visit, before the fix): the PTX is right (`neg.s32`, `max.s32`, `shfl.sync.bfly`, the right lanes and
+addresses) and the results wrong, so ptxas: `-x`, `0 - x`, `x * -1`, `~x + 1`, an inline-asm `neg.s32` and `z - x`
+with an inline-asm zero all wrong; `3 - x`, `1 - x`, `-min(x)`, sums, float32 and the column statistic (through SMEM)
+right. The fix (lowering/shape.py `SIGN_FLIP`): signed min / max reduce the sign-flipped bits as unsigned; "noflip"
+runs build without it.
+
+    MOSAIC_GPU_DUMP_PTX=1 MOSAIC_GPU_DUMP_TO=DIR python benchmarks/probe_s52_neg.py
+    python benchmarks/probe_s52_neg.py --cpu        (interpret mode and the CUDA build: the references' check)
 """
 import importlib.util
 import os
