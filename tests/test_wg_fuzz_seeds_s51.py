@@ -1,8 +1,9 @@
 """The multi-warpgroup fuzzer's two int32 seeds that the H100 got wrong in session 51 (design note 215; interpret mode
 right): 365 (block=256, the column min of a masked (160, 64) window of a (60, 64) array) and 1142 (block=128, the row
-max of minus a column cumsum of a TMA-loaded (160, 48) tile). Their GPU test fails until the cause is found and fixed
-(benchmarks/probe_s51_wg.py and probe_s51_reduce.py bisect it); the CPU tests hold what must stay true meanwhile:
-interpret mode equals NumPy, and each kernel builds for CUDA."""
+max of minus a column cumsum of a TMA-loaded (160, 48) tile). The cause (design note 216): ptxas gets an int32 min or
+max of a negation wrong where lanes combine by shuffles; signed min / max reductions now reduce sign-flipped bits as
+unsigned (tests/test_int_minmax_sign_flip.py holds the class). The CPU tests hold what must stay true: interpret mode
+equals NumPy, and each kernel builds for CUDA; the GPU test, the numbers."""
 from __future__ import annotations
 
 import jax
