@@ -14,15 +14,17 @@ runs build without it.
     MOSAIC_GPU_DUMP_PTX=1 MOSAIC_GPU_DUMP_TO=DIR python benchmarks/probe_s52_neg.py
     python benchmarks/probe_s52_neg.py --cpu        (interpret mode and the CUDA build: the references' check)
 """
-import importlib.util
 import os
 import sys
-import tempfile
+import types
 
 import contextlib
 
 import jax
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+import fuzz_check  # noqa: E402
 
 HEADER = """import jax
 import jax.numpy as jnp
@@ -81,22 +83,12 @@ def source(name, body, shape, block, tma, fix=""):
     lines.append(f"  o0[...] = ml.zeros(({r},), jnp.int32)")
   if not any(b.startswith("o1") for b in body):
     lines.append(f"  o1[...] = ml.zeros(({c},), jnp.int32)")
+  lines.append(f"kernel = {fn}")              # (fuzz_check.load's name for it)
   return fn, "\n".join(lines) + "\n"
-
-
-def load(fn, src, tmp):
-  path = os.path.join(tmp, fn + ".py")
-  with open(path, "w") as f:
-    f.write(src)
-  spec = importlib.util.spec_from_file_location(fn, path)
-  mod = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(mod)
-  return getattr(mod, fn)
 
 
 def main():
   only = os.environ.get("VARIANTS")
-  tmp = tempfile.mkdtemp()
   os.environ["MGPU_DSL_CACHE_DIR"] = "off"
   runs = [(shape, block, tma, "", name) for shape, block, tma in (((256, 16), 128, False), ((64, 48), 128, False),
                                                                    ((256, 16), 256, True)) for name in VARIANTS]
@@ -111,7 +103,7 @@ def main():
     fn, src = source(name, body, shape, block, tma, fix)
     with no_flip(fix == "noflip"):
       try:
-        k = load(fn, src, tmp)
+        k = fuzz_check.load(types.SimpleNamespace(source=src))
         if "--cpu" in sys.argv:     # interpret mode, and the CUDA build (the replaced negation's MLIR verifies)
           jax.export.export(jax.jit(k), platforms=["cuda"])(jax.ShapeDtypeStruct(x.shape, x.dtype))
         run = (lambda a: k(a, interpret=True)) if "--cpu" in sys.argv else jax.jit(k)
@@ -126,5 +118,4 @@ def main():
 
 
 if __name__ == "__main__":
-  sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
   main()
