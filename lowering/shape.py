@@ -99,11 +99,12 @@ def _reduce(ctx, o):
   ctx.set(o.result, r)
 
 
-# ptxas (CUDA 12.9/13, the H100 of session 52) gets an int32 max or min wrong when a negation feeds it and
-# the reduction goes on across lanes by shuffles: `v = -x; ml.max(v, axis=1)` gave a row's result from
+# ptxas (jax 0.11.2's, on the H100 of session 52) gets an int32 max or min wrong when a negation feeds it
+# and the reduction goes on across lanes by shuffles: `v = -x; ml.max(v, axis=1)` gave rows results from
 # other rows' elements (probe_s52_neg.py: right PTX, wrong results, `neg.s32` from inline asm too; `1 - x`
-# right). Signed min / max reduce instead as unsigned of the sign-flipped bits (x ^ 0x80000000 keeps the
-# order: signed order of x is unsigned order of the flipped bits), flipped back after: two LOP3 an element.
+# right; design note 216). Signed min / max reduce instead as unsigned of the sign-flipped bits (the signed
+# order of x is the unsigned order of x ^ 0x80000000), flipped back after: one LOP3 an element before, one
+# a result after.
 SIGN_FLIP = True
 
 
