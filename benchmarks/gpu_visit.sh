@@ -246,6 +246,9 @@ step() {
                  grep -vE "^(ok|refused)" "$OUT/raggedfuzz.log" | grep -v Warning | cut -c1-300 | tail -10
                  timeout 100 python3 -u benchmarks/probe_grid_fuzz.py --jobs 14 --seeds 0:1200 >"$OUT/gridfuzz.log" 2>&1; echo "rc=$?"
                  grep -vE "^(ok|refused)" "$OUT/gridfuzz.log" | grep -v Warning | cut -c1-300 | tail -10 ;;
+    # next visit (session 53): the multi-warpgroup fuzzer again with the sign flip (its 2 wrong seeds were that class)
+    s53_wg)      timeout 200 python3 -u benchmarks/probe_wg_fuzz.py --jobs 14 --seeds 0:2000 >"$OUT/wgfuzz.log" 2>&1; echo "rc=$?"
+                 grep -vE "^(ok|refused)" "$OUT/wgfuzz.log" | grep -v Warning | cut -c1-300 | tail -12 ;;
     # probes 63a-b (session 51, not yet on the GPU): their GPU twins, then the ragged and grid fuzzers (GPU vs interpret)
     s52_t)       python3 -u benchmarks/gpu_shards.py --shards 6 --timeout 200 tests/test_probe63a.py tests/test_probe63b.py
                  grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | cut -c1-300 | head -20 ;;
