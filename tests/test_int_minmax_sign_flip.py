@@ -84,3 +84,19 @@ def test_gpu_extremes_and_the_column_statistic(op):
   x = x.astype(np.int32)
   np.testing.assert_array_equal(np.asarray(jax.jit(_rows(op))(x)), getattr(np, op.__name__)(-x, axis=1))
   np.testing.assert_array_equal(np.asarray(jax.jit(_cols(op))(x)), getattr(np, op.__name__)(-x, axis=0))
+
+
+def _whole(op, block):
+  @mg.mgpu_kernel(out_shape=lambda x: S((1,), x.dtype), grid=(1,), block=block)
+  def whole(x, o):
+    o[0] = op(-x[...])
+  return whole
+
+
+@pytest.mark.parametrize("block", [128, 256])
+def test_a_whole_tile_statistic_and_the_warpgroups_parts_flip_too(block):
+  """To a scalar, at one and at two warpgroups (whose parts combine through SMEM after the flip back)."""
+  text = _whole(ml.min, block).mlir(S((128, 64), jnp.int32))
+  assert "arith.minui" in text and "-2147483648" in text
+  x = np.random.default_rng(block).integers(-50, 50, (128, 64)).astype(np.int32)
+  np.testing.assert_array_equal(_whole(ml.min, block)(x, interpret=True), [(-x).min()])
