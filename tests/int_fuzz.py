@@ -7,7 +7,10 @@ and 16-128 columns, block 128, 256 or 384, a load (a plain read, a masked window
 or a TMA copy through SMEM), a chain of 1-4 elementwise ops (neg, abs, ~, + - *, // %, << >>, & | ^,
 jnp.minimum / maximum, jnp.where, comparisons cast back, astype between integer widths; an operand a second input
 of the same or another integer dtype, or a Python int), then one consumer: `ml.sum / min / max / argmax / argmin`
-along axis 0, 1 or the whole tile (keepdims), `ml.cumsum / cummax / cummin` along either axis, or a plain store.
+along axis 0, 1 or the whole tile (keepdims), `ml.cumsum / cummax / cummin` along either axis, or a plain store
+(the consumer spelled `jnp.` or `jax.lax.` in three kernels of ten: `jnp.cumsum` keeps an 8- or 16-bit dtype).
+Three seeds in ten are "hot" (tag `hot`): a negation (`-v`, `0 - v`, `v * -1`, `~v + 1`) somewhere in the chain and
+a max, min, argmax, argmin, cummax or cummin after it, session 52's class and its neighbours.
 
 The reference is the same expression text evaluated eagerly by jnp on the kernel's inputs (the DSL's definition
 follows jnp: wrapping in the dtype, jnp's promotion, `jnp.sum` and `ml.cumsum` of 8- and 16-bit integers in 32
@@ -31,6 +34,7 @@ LOADS = ("plain", "masked", "tma")
 REDUCES = ("sum", "min", "max", "argmax", "argmin")
 SCANS = ("cumsum", "cummax", "cummin")
 CONSUMERS = REDUCES * 2 + SCANS + ("store",)
+HOT = ("max", "min", "max", "min", "argmax", "argmin", "cummax", "cummin")
 OPS = ("neg", "neg", "abs", "invert", "add", "sub", "mul", "floordiv", "mod", "shl", "shr", "and", "or", "xor",
        "minimum", "maximum", "where", "compare", "astype")
 SHORT = 3          # a masked window's rows past the array's end
@@ -83,18 +87,22 @@ class Gen:
     while self.rows * self.cols > 96 * self.block:     # (a tile past what the threads hold: MG403 by design)
       self.cols = r.choice(COLS)
     self.load = r.choice(LOADS)
-    self.family = r.choice(CONSUMERS)
+    # a hot seed: session 52's class (a negation, somewhere in the chain, feeding a max / min across lanes)
+    self.hot = r.random() < 0.3
+    self.family = r.choice(HOT if self.hot else CONSUMERS)
     self.tags = {f"dt:{self.dt}", f"block:{self.block}", f"shape:{self.rows}x{self.cols}", f"load:{self.load}",
-                 f"out:{self.family}"}
-    self.lines, self.args, self.env, self.n = [], [], {"jnp": jnp, "ml": _ML}, 0
+                 f"out:{self.family}"} | ({"hot"} if self.hot else set())
+    self.lines, self.args, self.env, self.n = [], [], {"jnp": jnp, "jax": jax, "ml": _ML}, 0
     self.ydt = self.dt if r.random() < 0.75 else r.choice(INTS)
     v = self._load(self.dt)
     self.y = self._load(self.ydt) if r.random() < 0.6 else None
     if self.y is not None and self.ydt != self.dt:
       self.tags.add(f"y:{self.ydt}")
-    for _ in range(r.randint(1, 4)):
+    n_ops = r.randint(1, 4)
+    neg_at = r.randrange(n_ops) if self.hot else -1
+    for k in range(n_ops):
       for _ in range(6):          # (an op jnp refuses, or one whose promotion leaves the integers, is drawn again)
-        w = self._op(v)
+        w = self._op(v, "neg" if k == neg_at else None)
         if w is not None:
           v = w
           break
@@ -143,19 +151,27 @@ class Gen:
     return f"v{self.n - 1}"
 
   # ------------------------------------------------------------------ ops
+  def _y(self, v):
+    """The second input where it meets `v` (None without one, and for uint32 against a signed type: jnp's int64,
+    MG104 by design, docs/language.md)."""
+    pair = {self.env[v].dtype.name, self.ydt}
+    if self.y is None or ("uint32" in pair and any(_signed(d) for d in pair)):
+      return None
+    return self.y
+
   def _other(self, v):
     """A second operand: the second input (mostly) or a Python int."""
-    if self.y is not None and self.r.random() < 0.6:
+    if self._y(v) is not None and self.r.random() < 0.6:
       return self.y
     return str(self.lit(self.env[v].dtype.name))
 
-  def _op(self, v):
+  def _op(self, v, kind=None):
     r = self.r
-    kind = r.choice(OPS)
+    kind = kind or r.choice(OPS)
     dt = self.env[v].dtype.name
     bits = BITS[dt]
     if kind == "neg":
-      return self.bind(r.choice([f"-{v}", f"0 - {v}", f"{v} * -1"]) if _signed(dt) else f"-{v}", kind)
+      return self.bind(r.choice([f"-{v}", f"-{v}", f"0 - {v}", f"{v} * -1", f"~{v} + 1"]), kind)
     if kind == "abs":
       return self.bind(r.choice([f"jnp.abs({v})", f"ml.abs({v})"]), kind) if _signed(dt) else None
     if kind == "invert":
@@ -167,7 +183,7 @@ class Gen:
       return self.bind(e, kind + (":y" if b == self.y else ":lit"))
     if kind in ("floordiv", "mod"):
       o = "//" if kind == "floordiv" else "%"
-      if self.y is not None and r.random() < 0.5:
+      if self._y(v) is not None and r.random() < 0.5:
         d = f"(jnp.abs({self.y}) % 5 + 1)" if _signed(self.ydt) else f"({self.y} % 5 + 1)"
         return self.bind(f"{v} {o} {d}", kind + ":y")
       d = r.choice([2, 3, 4, 5, 7, -2, -3]) if _signed(dt) else r.choice([2, 3, 4, 5, 7])
@@ -193,16 +209,19 @@ class Gen:
   # ------------------------------------------------------------------ the consumer
   def _consume(self, v):
     f = self.family
+    self.fed = self.env[v].dtype.name          # the dtype the consumer takes
+    # spelled `ml.` (mostly) or as jnp / lax: `jnp.cumsum` keeps an 8- or 16-bit type and wraps, `ml.cumsum` widens
+    lib = "ml" if f == "store" or self.r.random() < 0.7 else ("jax.lax" if f in ("cummax", "cummin") else "jnp")
     if f == "store":
       e, tag = v, "store"
     elif f in SCANS:
       ax = self.r.randint(0, 1)
-      e, tag = f"ml.{f}({v}, axis={ax})", f"{f}:{ax}"
+      e, tag = f"{lib}.{f}({v}, axis={ax})", f"{f}:{ax}"
     else:
       ax = self.r.choice([0, 1, None])
-      e = f"ml.{f}({v}, axis={ax})" if ax is not None else f"ml.{f}({v}, keepdims=True)"
+      e = f"{lib}.{f}({v}, axis={ax})" if ax is not None else f"{lib}.{f}({v}, keepdims=True)"
       tag = f"{f}:{'all' if ax is None else ax}"
-    self.tags.add("consume:" + tag)
+    self.tags |= {"consume:" + tag} | ({f"spelled:{lib}"} if lib != "ml" else set())
     ref = np.asarray(eval(e, dict(self.env)))
     self.refs = (ref,)
     self.lines.append(f"  o0[...] = {e}")

@@ -7,6 +7,8 @@ consumer through interpret mode and a CUDA export; the GPU test runs 50 seeds un
 """
 from __future__ import annotations
 
+import re
+
 import jax
 import numpy as np
 import pytest
@@ -38,7 +40,8 @@ def test_the_tags_cover_every_family():
   want = ({f"dt:{d}" for d in int_fuzz.INTS} | {f"block:{b}" for b in int_fuzz.BLOCKS}
           | {f"load:{k}" for k in int_fuzz.LOADS} | {f"out:{c}" for c in int_fuzz.CONSUMERS}
           | {f"consume:{f}:{ax}" for f in int_fuzz.REDUCES for ax in ("0", "1", "all")}
-          | {f"consume:{f}:{ax}" for f in int_fuzz.SCANS for ax in ("0", "1")} | {"consume:store"})
+          | {f"consume:{f}:{ax}" for f in int_fuzz.SCANS for ax in ("0", "1")} | {"consume:store"}
+          | {"spelled:jnp", "spelled:jax.lax", "hot"})
   assert want <= tags, sorted(want - tags)
   ops = {t.split(":")[1] for t in tags if t.startswith("op:")}
   assert set(int_fuzz.OPS) <= ops, sorted(set(int_fuzz.OPS) - ops)
@@ -51,26 +54,32 @@ def test_session_52s_class_is_drawn():
   """An int32 max or min along the rows (lanes meeting by shuffles) of a negated tile, and its 8- and 16-bit
   neighbours, are among the seeds."""
   src = int_fuzz.Gen(_first(lambda g: {"dt:int32", "op:neg", "consume:max:1"} <= g.tags)).source
-  assert "ml.max(" in src and "axis=1)" in src and ("-v" in src or "* -1" in src)
-  for dt in ("int8", "int16"):
+  assert "max(" in src and "axis=1)" in src and re.search(r"= (-v|0 - v|v\d+ \* -1|~v\d+ \+ 1)", src), src
+  for dt in ("int8", "int16", "uint32"):
     _first(lambda g: {f"dt:{dt}", "op:neg"} <= g.tags and g.family in ("max", "min"))
+  hot = [g for g in map(int_fuzz.Gen, range(100)) if "hot" in g.tags]
+  assert len(hot) >= 15 and all("op:neg" in g.tags and g.family in int_fuzz.HOT for g in hot)
 
 
 def test_the_reference_takes_the_dsls_dtypes():
-  """ml.cumsum of 8- and 16-bit integers is int32 / uint32 (docs/language.md), ml.sum is jnp's, scans of max and min
-  keep the dtype, argmax is int32."""
-  for dt, fam, want in (("int8", "cumsum", "int32"), ("uint16", "cumsum", "uint32"), ("uint8", "sum", "uint32"),
-                        ("int16", "cummax", "int16"), ("uint8", "argmin", "int32")):
-    g = int_fuzz.Gen(_first(lambda g: f"dt:{dt}" in g.tags and g.family == fam and "op:astype" not in
-                            " ".join(g.tags) and not any(t.startswith("y:") for t in g.tags)))
-    assert g.refs[0].dtype == np.dtype(want), (dt, fam, g.refs[0].dtype)
+  """ml.cumsum of 8- and 16-bit integers is int32 / uint32 (docs/language.md) and jnp.cumsum keeps the dtype,
+  ml.sum is jnp's, scans of max and min keep the dtype, argmax is int32."""
+  for dt, fam, lib, want in (("int8", "cumsum", "ml", "int32"), ("uint16", "cumsum", "ml", "uint32"),
+                             ("uint8", "sum", "ml", "uint32"),
+                             ("int16", "cummax", "ml", "int16"), ("uint8", "argmin", "ml", "int32")):
+    g = int_fuzz.Gen(_first(lambda g: g.fed == dt and g.family == fam and (f"spelled:{lib}" in g.tags) == (lib != "ml")))
+    assert f"{lib}.{fam}(" in g.source and g.refs[0].dtype == np.dtype(want), (dt, fam, lib, g.refs[0].dtype)
+  narrow = [g for g in map(int_fuzz.Gen, SWEEP) if g.family == "cumsum" and "spelled:jnp" in g.tags
+            and np.dtype(g.fed).itemsize < 4]
+  assert narrow and all(g.refs[0].dtype == np.dtype(g.fed) for g in narrow)
 
 
 FAMILY_SEEDS = {c: _first(lambda g, c=c: g.family == c and "load:masked" not in g.tags) for c in int_fuzz.CONSUMERS}
 MASKED_SEED = _first(lambda g: g.family == "max" and "load:masked" in g.tags)
+NARROW_SCAN_SEED = _first(lambda g: g.family == "cumsum" and "spelled:jnp" in g.tags and g.refs[0].itemsize < 4)
 
 
-@pytest.mark.parametrize("seed", sorted(set(FAMILY_SEEDS.values())) + [MASKED_SEED])
+@pytest.mark.parametrize("seed", sorted(set(FAMILY_SEEDS.values()) | {MASKED_SEED, NARROW_SCAN_SEED}))
 def test_a_seed_of_each_consumer_matches_jnp_in_interpret_mode_and_builds(seed):
   g = int_fuzz.Gen(seed)
   assert int_fuzz.run(g, build=True) == ("ok", ""), g.source
