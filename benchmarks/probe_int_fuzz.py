@@ -22,20 +22,16 @@ import fuzz_pool
 
 
 def run_seed(seed, family, on_gpu, export_every):
-  """(class, consumer, tags, detail) of one seed (with `--family F`, the seeds whose consumer is not F are skipped as
-  "ok" without running)."""
+  """(class, consumer, tags, detail) of one seed (with `--family F`, a seed of another consumer is "skipped", not
+  run, and not printed)."""
   import diff_fuzz
   import int_fuzz
   g = int_fuzz.Gen(seed)
   tags = " ".join(sorted(g.tags))
   if family and g.family != family:
     return "skipped", g.family, tags, ""
-  if not on_gpu:     # interpret mode (and a CUDA export of a sample: no GPU here)
-    cls, detail = int_fuzz.run(g, build=seed % export_every == 0)
-  else:
-    cls, detail = fuzz_pool.gpu_check(g, int_fuzz.run, lambda got, want: diff_fuzz.compare(got, want))
-  if cls == "refused":      # counted by code (a refusal is a real limit or a finding: the log says which)
-    cls = "refused:" + detail.split()[0]
+  cls, detail = fuzz_pool.check_seed(g, int_fuzz.run, on_gpu, seed % export_every == 0,
+                                     lambda got, want: diff_fuzz.compare(got, want))
   return cls, g.family, tags, detail
 
 
