@@ -146,3 +146,16 @@ def gpu_check(g, run, compare):
     if bad:
       return "wrong-gpu", f"output {k}: {bad}"
   return "ok", ""
+
+
+def check_seed(g, run, on_gpu, build, compare):
+  """(class, detail) of generated kernel `g` as the fuzzers' `run_seed` reports it: without a GPU `run(g, build=...)`
+  (interpret mode against the reference, and a CUDA export where `build`), on one `gpu_check`; a refusal's class
+  names its code ("refused:MG104": a real limit or a finding, the log says which)."""
+  if not on_gpu:
+    cls, detail = run(g, build=build)
+  else:
+    cls, detail = gpu_check(g, run, compare)
+  if cls == "refused":
+    cls = "refused:" + detail.split()[0]
+  return cls, detail

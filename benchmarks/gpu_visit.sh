@@ -249,6 +249,11 @@ step() {
     # next visit (session 53): the multi-warpgroup fuzzer again with the sign flip (its 2 wrong seeds were that class)
     s53_wg)      timeout 200 python3 -u benchmarks/probe_wg_fuzz.py --jobs 14 --seeds 0:2000 >"$OUT/wgfuzz.log" 2>&1; echo "rc=$?"
                  grep -vE "^(ok|refused)" "$OUT/wgfuzz.log" | grep -v Warning | cut -c1-300 | tail -12 ;;
+    # probe 64a (session 53): the integer-pattern fuzzer (int8..uint32 chains into reductions, scans, stores; note 217)
+    s53_int)     timeout 150 python3 -u benchmarks/probe_int_fuzz.py --jobs 14 --seeds 0:2000 >"$OUT/intfuzz.log" 2>&1; echo "rc=$?"
+                 grep -E "^SEED" "$OUT/intfuzz.log" | grep -vE "^SEED [0-9]+ refused:" | cut -c1-300 | head -15
+                 grep -vE "^SEED|Warning" "$OUT/intfuzz.log" | tail -11
+                 timeout 120 python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe64a.py 2>&1 | tail -4 ;;
     # probes 63a-b (session 51, not yet on the GPU): their GPU twins, then the ragged and grid fuzzers (GPU vs interpret)
     s52_t)       python3 -u benchmarks/gpu_shards.py --shards 6 --timeout 200 tests/test_probe63a.py tests/test_probe63b.py
                  grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | cut -c1-300 | head -20 ;;
