@@ -28,13 +28,10 @@ def run_seed(seed, family, on_gpu, export_every):
   import grid_fuzz
   g = grid_fuzz.Gen(seed, family=family)
   tags = " ".join(sorted(g.tags))
-  if not on_gpu or g.race:     # interpret mode (and a CUDA export of a sample: no GPU here)
-    cls, detail = grid_fuzz.run(g, build=not on_gpu and seed % export_every == 0)
-  else:
-    cls, detail = fuzz_pool.gpu_check(g, grid_fuzz.run, lambda got, want: grid_fuzz.compare(got, want))
-  if cls == "refused":      # counted by code (a refusal is a real limit or a finding: the log says which)
-    cls = "refused:" + detail.split()[0]
-  elif detail.startswith("refused as expected"):      # an overlap plan's refusal, counted by code too
+  # (a race's kernel runs in interpret mode on the GPU machine too: its result is the check's, not the GPU's)
+  cls, detail = fuzz_pool.check_seed(g, grid_fuzz.run, on_gpu and not g.race, not on_gpu and seed % export_every == 0,
+                                     lambda got, want: grid_fuzz.compare(got, want))
+  if detail.startswith("refused as expected"):      # an overlap plan's refusal, counted by code too
     cls = "expected:" + detail.split()[3]
   return cls, g.family, tags, detail
 

@@ -25,12 +25,7 @@ def run_seed(seed, family, on_gpu, export_every):
   import ragged_fuzz
   g = ragged_fuzz.Gen(seed, family=family)
   tags = " ".join(sorted(g.tags))
-  if not on_gpu:     # interpret mode (and a CUDA export of a sample: no GPU here)
-    cls, detail = ragged_fuzz.run(g, build=seed % export_every == 0)
-  else:
-    cls, detail = fuzz_pool.gpu_check(g, ragged_fuzz.run, ragged_fuzz.compare)
-  if cls == "refused":      # counted by code (a refusal is a real limit or a finding: the log says which)
-    cls = "refused:" + detail.split()[0]
+  cls, detail = fuzz_pool.check_seed(g, ragged_fuzz.run, on_gpu, seed % export_every == 0, ragged_fuzz.compare)
   return cls, g.family, tags, detail
 
 

@@ -79,12 +79,8 @@ def run_seed(seed, family, on_gpu, export_every):
   import diff_fuzz
   g = Case(seed)
   tags = " ".join(sorted(g.tags))
-  if not on_gpu:
-    cls, detail = diff_fuzz.run(g, build=seed % export_every == 0)
-  else:
-    cls, detail = fuzz_pool.gpu_check(g, diff_fuzz.run, lambda got, want: diff_fuzz.compare(got, want))
-  if cls == "refused":
-    cls = "refused:" + detail.split()[0]
+  cls, detail = fuzz_pool.check_seed(g, diff_fuzz.run, on_gpu, seed % export_every == 0,
+                                     lambda got, want: diff_fuzz.compare(got, want))
   return cls, g.combo[5], tags, detail
 
 

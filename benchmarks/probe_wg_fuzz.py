@@ -28,12 +28,8 @@ def run_seed(seed, block, on_gpu, export_every):
   block = block.split(":")[1] if wide and ":" in block else (None if wide else block)
   g = wg_fuzz.Gen(seed, block=int(block) if block else None, wide=wide)
   tags = " ".join(sorted(g.tags))
-  if not on_gpu:     # interpret mode (and a CUDA export of a sample: no GPU here)
-    cls, detail = wg_fuzz.run(g, build=seed % export_every == 0)
-  else:
-    cls, detail = fuzz_pool.gpu_check(g, wg_fuzz.run, lambda got, want: wg_fuzz.compare(got, want))
-  if cls == "refused":      # counted by code (a refusal is a real limit or a finding: the log says which)
-    cls = "refused:" + detail.split()[0]
+  cls, detail = fuzz_pool.check_seed(g, wg_fuzz.run, on_gpu, seed % export_every == 0,
+                                     lambda got, want: wg_fuzz.compare(got, want))
   return cls, f"block={g.block} {g.family}", tags, detail
 
 
