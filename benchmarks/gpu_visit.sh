@@ -254,6 +254,15 @@ step() {
                  grep -E "^SEED" "$OUT/intfuzz.log" | grep -vE "^SEED [0-9]+ refused:" | cut -c1-300 | head -15
                  grep -vE "^SEED|Warning" "$OUT/intfuzz.log" | tail -11
                  timeout 120 python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_probe64a.py 2>&1 | tail -4 ;;
+    # probe 57e's differential fuzzer (tests/diff_fuzz.py: register math of every dtype, reductions, casts, dots of
+    # small tiles, masked stores) on the GPU for the first time (session 53)
+    s53_diff)    timeout 170 python3 -u benchmarks/probe_diff_fuzz.py --jobs 14 --seeds 0:2500 >"$OUT/difffuzz.log" 2>&1; echo "rc=$?"
+                 grep -E "^SEED" "$OUT/difffuzz.log" | grep -vE "^SEED [0-9]+ refused:" | cut -c1-300 | head -15
+                 grep -vE "^SEED|Warning" "$OUT/difffuzz.log" | tail -6 ;;
+    # issue #9's table on this code (both passes, head_dim 64 and 128, both masks, seq 4096; plotted on the CPU by
+    # benchmarks/plot_attention.py)
+    s53_attn)    python3 -u benchmarks/attention.py --quick --default --no-pallas >"$OUT/attn_table.log" 2>&1; echo "rc=$?"
+                 sed -n '/best configuration/,$p' "$OUT/attn_table.log" | cut -c1-120 ;;
     # probes 63a-b (session 51, not yet on the GPU): their GPU twins, then the ragged and grid fuzzers (GPU vs interpret)
     s52_t)       python3 -u benchmarks/gpu_shards.py --shards 6 --timeout 200 tests/test_probe63a.py tests/test_probe63b.py
                  grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | cut -c1-300 | head -20 ;;
