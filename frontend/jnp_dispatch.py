@@ -85,7 +85,10 @@ def jnp_call(tracer, node, fn, args, kwargs, cx):
   ml_name, pos, kw = got
   if lib != "jax.lax" and ml_name in jnp_calls.INEXACT and pos and is_value(pos[0]) and getattr(
       resolve(pos[0].type.dtype), "is_float", True) is False:
+    weak = pos[0].id in cx.b.weak
     pos[0] = ew.astype(cx, pos[0], DType.f32)       # jnp.exp of int32 or bool values: float32, as jnp's
+    if weak:
+      cx.b.weak.add(pos[0].id)    # of a weak int32 (jnp.where(m, 4, 1)) a weak float32: x_f16 + it is float16
   try:
     out = BUILTINS[ml_name].apply(cx, [_tuples(a) for a in pos], {k: _tuples(v) for k, v in kw.items()})
     d = resolve(pos[0].type.dtype) if pos and is_value(pos[0]) else None

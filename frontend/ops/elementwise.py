@@ -263,6 +263,13 @@ def _typed_number_dtype(cx, py, d, py_name, name, what):
 
 
 def binary(cx, kind: BinOp, a, b, what=None, via=()):
+  out = _binary(cx, kind, a, b, what, via)
+  if is_value(out) and resolve(out.type.dtype) != DType.bool_ and jnp_weak(cx, (a, b)):
+    cx.b.weak.add(out.id)        # jnp's weak result (`w * m`, `w * wf` of weak w and wf), whichever path computed it
+  return out
+
+
+def _binary(cx, kind: BinOp, a, b, what=None, via=()):
   what = what or (kind.value if kind not in (BinOp.MAX, BinOp.MIN) else f"ml.{kind.name.lower()}imum")
   folded = _fold_one_element(cx, (a, b), lambda sa, sb: binary(cx, kind, sa, sb, what))
   if folded is not None:
@@ -442,12 +449,28 @@ def truth(cx, x):
 
 
 def _weak_select(cx, a, b) -> bool:
-  """Whether a select between `a` and `b` is weakly typed, as jnp's: each branch a Python number
-  (not a NumPy or JAX scalar, which keeps its dtype) or a weakly typed value."""
+  """Whether a select between `a` and `b` is weakly typed, as jnp's: jnp_weak of its branches."""
+  return jnp_weak(cx, (a, b))
+
+
+def jnp_weak(cx, operands) -> bool:
+  """Whether jnp's result of an op on `operands` is weakly typed: each a Python number (not a NumPy or JAX scalar,
+  which keeps its dtype), a weakly typed value or a boolean one (in jnp's lattice bool lies below the weak types:
+  `jnp.where(m, m, 94)`, `w * m` of a weak `w` and `m * 3` are weak int32), and one of them not boolean. A weakly
+  typed result takes the dtype of the typed value it meets later (`w * m + x_u8` is uint8; probe 57e's fuzzer)."""
   from .base import TypedFloat, TypedInt
-  return all(v.id in cx.b.weak if is_value(v) else
-             isinstance(v, (int, float)) and not isinstance(v, (bool, TypedFloat, TypedInt))
-             for v in (a, b))
+  weak = False
+  for v in operands:
+    if is_value(v):
+      if v.id in cx.b.weak:
+        weak = True
+      elif resolve(v.type.dtype) != DType.bool_:
+        return False
+    elif isinstance(v, (int, float)) and not isinstance(v, (bool, TypedFloat, TypedInt)):
+      weak = True
+    elif not isinstance(v, (bool, np.bool_)):
+      return False
+  return weak
 
 
 def astype(cx, x, dtype):

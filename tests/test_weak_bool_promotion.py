@@ -1,0 +1,75 @@
+"""jnp's weak types through boolean operands (probe 57e's fuzzer on the CPU, session 53): in jnp's lattice bool lies
+below the weak types, so `jnp.where(m, m, 94)`, `w * m` of a weakly typed `w`, `w * wf` of a weak int and a weak
+float and `jnp.sqrt(w)` are weakly typed, and meeting a uint8, int8, float16 or bfloat16 value later they take its
+dtype. Each kernel asserts jnp's dtype statically (MG011 where it differs) and computes jnp's numbers."""
+import importlib.util
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+EXPRS = ["jnp.where(m, m, 94)", "jnp.where(m, 3, m)", "jnp.where(m, m, 2.5)", "jnp.where(m, 1, 0) * m",
+         "jnp.where(m, 2, 1) * jnp.where(m, 0.5, 1.0)", "jnp.sqrt(jnp.where(m, 4, 1))", "jnp.maximum(jnp.where(m, 1, 0), m)",
+         "jnp.where(m, jnp.where(m, 1, 0), m)", "jnp.where(m, 1, 0) / 2", "(m * 3) * m", "jnp.where(m, 1, 0) // 7",
+         "jnp.where(m, 1.0, 0.0) * m * m"]
+OTHERS = {"int8": "v", "uint8": "u", "float16": "f", "bfloat16": "g"}
+
+
+def _inputs():
+  r = np.random.default_rng(0)
+  return (jnp.asarray(r.integers(-5, 5, (128, 64)), jnp.int8), jnp.asarray(r.integers(0, 9, (128, 64)), jnp.uint8),
+          jnp.asarray(r.standard_normal((128, 64)), jnp.float16), jnp.asarray(r.standard_normal((128, 64)), jnp.bfloat16))
+
+
+def _kernel(tmp_path, expr, other, want):
+  src = textwrap.dedent(f"""
+      import jax
+      import jax.numpy as jnp
+      import mgpu_dsl as mg
+
+      @mg.mgpu_kernel(out_shape=lambda v, u, f, g: jax.ShapeDtypeStruct((128, 64), jnp.{want}))
+      def kernel(v_ref, u_ref, f_ref, g_ref, o):
+        v, u, f, g = v_ref[...], u_ref[...], f_ref[...], g_ref[...]
+        m = v > 0
+        r = ({expr}) + {other}
+        assert r.dtype == jnp.{want}, "jnp: {want}"
+        o[...] = r
+      """)
+  path = tmp_path / "weak_kernel.py"
+  path.write_text(src)
+  spec = importlib.util.spec_from_file_location("weak_kernel", path)
+  mod = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(mod)
+  return mod.kernel
+
+
+@pytest.mark.parametrize("expr", EXPRS)
+@pytest.mark.parametrize("other", list(OTHERS))
+def test_weak_results_of_boolean_operands_take_the_typed_side(tmp_path, expr, other):
+  v, u, f, g = _inputs()
+  m = v > 0
+  want = eval(f"({expr}) + {OTHERS[other]}")
+  kernel = _kernel(tmp_path, expr, OTHERS[other], want.dtype.name)     # (int8 + a weak float: float32)
+  got = kernel(v, u, f, g, interpret=True)
+  assert got.dtype == want.dtype
+  tol = {"float16": 2e-3, "bfloat16": 2e-2}.get(want.dtype.name, 0)
+  np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=tol, atol=tol)
+
+
+def test_the_weak_select_exports_for_cuda(tmp_path):
+  kernel = _kernel(tmp_path, "jnp.where(m, 1, 0) * m", "u", "uint8")
+  specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in _inputs()]
+  text = jax.export.export(jax.jit(kernel), platforms=["cuda"])(*specs).mlir_module()
+  assert "mosaic_gpu" in text
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("expr", EXPRS[:4])
+def test_weak_results_on_the_gpu(tmp_path, expr):
+  v, u, f, g = _inputs()
+  m = v > 0
+  want = eval(f"({expr}) + u")
+  got = jax.jit(_kernel(tmp_path, expr, "u", "uint8"))(v, u, f, g)
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
