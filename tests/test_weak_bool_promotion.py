@@ -49,8 +49,7 @@ def _kernel(tmp_path, expr, other, want):
 @pytest.mark.parametrize("other", list(OTHERS))
 def test_weak_results_of_boolean_operands_take_the_typed_side(tmp_path, expr, other):
   v, u, f, g = _inputs()
-  m = v > 0
-  want = eval(f"({expr}) + {OTHERS[other]}")
+  want = eval(f"({expr}) + {OTHERS[other]}", {"jnp": jnp}, dict(v=v, u=u, f=f, g=g, m=v > 0))
   kernel = _kernel(tmp_path, expr, OTHERS[other], want.dtype.name)     # (int8 + a weak float: float32)
   got = kernel(v, u, f, g, interpret=True)
   assert got.dtype == want.dtype
@@ -69,7 +68,6 @@ def test_the_weak_select_exports_for_cuda(tmp_path):
 @pytest.mark.parametrize("expr", EXPRS[:4])
 def test_weak_results_on_the_gpu(tmp_path, expr):
   v, u, f, g = _inputs()
-  m = v > 0
-  want = eval(f"({expr}) + u")
+  want = eval(f"({expr}) + u", {"jnp": jnp}, dict(u=u, m=v > 0))
   got = jax.jit(_kernel(tmp_path, expr, "u", "uint8"))(v, u, f, g)
   np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
