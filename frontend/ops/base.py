@@ -73,6 +73,24 @@ def typed_number(v):
   return out
 
 
+def typed_op(f, a, b):
+  """`f`, or where `a` or `b` is a NumPy or JAX scalar, `f` computed as NumPy computes it (typed_arith)."""
+  if isinstance(a, (TypedInt, TypedFloat)) or isinstance(b, (TypedInt, TypedFloat)):
+    return lambda x, y: typed_arith(f, x, y)
+  return f
+
+
+def typed_arith(f, a, b):
+  """`f(a, b)` of two static numbers, one of them a NumPy or JAX scalar (a TypedInt or TypedFloat), as NumPy (and
+  eager jnp) compute it: in the scalar's dtype, wrapping (`np.uint8(7) ** 3` is uint8 87, not the Python int 343),
+  the result typed (probe 65a: it was a weak Python number)."""
+  import numpy as np
+  conv = [np.asarray(x, x.dtype.np)[()] if isinstance(x, (TypedInt, TypedFloat)) else x for x in (a, b)]
+  with np.errstate(all="ignore"):
+    out = f(*conv)
+  return typed_number(out) if isinstance(out, np.generic) else out
+
+
 def static_number(v):
   """A NumPy (or ml_dtypes) scalar met while tracing (a module constant, `COEFFS[2]`,
   `jnp.finfo(x.dtype).min`), or a concrete 0-d array (`TABLE[k]` of a module's JAX array), as the
