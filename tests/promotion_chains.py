@@ -199,7 +199,8 @@ class Chain:
   def probe(self, name, val):
     """The weak probe: `vK + jnp.zeros((), int8 or bfloat16)` has the narrow dtype where vK is weakly typed in jnp,
     vK's where it is strong; asserted, so a weak type lost (or made up) shows at the statement that did it."""
-    if not self.weak_probe or val.dtype.name not in ("int32", "float32"):
+    if not self.weak_probe or val.dtype.name not in ("int32", "float32") or "s" in self.inputs:
+      # (an ml.scalar is one kernel for every value passed: neither weak nor strong, docs/language.md)
       return
     narrow = "int8" if val.dtype.name == "int32" else "bfloat16"
     want = (val + jnp.zeros((), jnp.dtype(narrow))).dtype.name

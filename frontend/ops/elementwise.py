@@ -271,8 +271,25 @@ def _typed_number_dtype(cx, py, d, py_name, name, what):
 
 def binary(cx, kind: BinOp, a, b, what=None, via=()):
   out = _binary(cx, kind, a, b, what, via)
-  if is_value(out) and resolve(out.type.dtype) != DType.bool_ and jnp_weak(cx, (a, b)):
-    cx.b.weak.add(out.id)        # jnp's weak result (`w * m`, `w * wf` of weak w and wf), whichever path computed it
+  return weak_as_jnp(cx, (a, b), out)
+
+
+def weak_as_jnp(cx, operands, out, weak=None):
+  """`out` weakly typed where jnp's result of `operands` is (`w * m`, `w * wf` of weak w and wf), whichever path
+  computed it; strong where jnp's is, also where a path computed it through a weak step (`w / np.float32(2)` as
+  `w * 0.5`; probe 65a): a weak operand returned as it is is copied first."""
+  if not is_value(out) or resolve(out.type.dtype) == DType.bool_:
+    return out
+  from .weak_lattice import join
+  j = join(cx, operands)
+  if j is not None and weak is not None:
+    j = (j[0], weak)                            # (the caller's rule: `**`'s)
+  if j is not None and j[1]:
+    cx.b.weak.add(out.id)
+  elif j is not None and out.id in cx.b.weak and resolve(out.type.dtype) == j[0]:
+    if any(out is v for v in operands):
+      return astype(cx, out, j[0])             # (a strong copy: the operand stays weak)
+    cx.b.weak.discard(out.id)
   return out
 
 
