@@ -23,7 +23,6 @@ from jax import lax
 sys.path.insert(0, os.path.dirname(__file__))
 import diff_fuzz  # noqa: E402
 
-import mgpu_dsl as mg  # noqa: E402,F401
 
 N = 128
 
