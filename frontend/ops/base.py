@@ -46,6 +46,7 @@ class _ScalarMethods:
     return float(self) if isinstance(self, float) else int(self)
 
   tolist = item
+  shape, ndim, size = (), 0, 1       # a NumPy scalar's (probe 65a: `c.shape` of `c = np.float32(2)` was MG002)
 
 
 class TypedFloat(_ScalarMethods, float):
