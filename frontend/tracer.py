@@ -557,8 +557,8 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
   def eval_UnaryOp(self, node):
     x = self.operand(node.operand)
     if not is_value(x):
-      return self.python(node, {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
-                                ast.Invert: operator.invert}[type(node.op)], x)
+      return self.python(node, typed_op({ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
+                                         ast.Invert: operator.invert}[type(node.op)], x), x)   # -np.int32(5): int32
     if isinstance(node.op, ast.UAdd):
       return x
     if isinstance(node.op, ast.Not):

@@ -42,6 +42,7 @@ CASES = [
     # NumPy scalar arithmetic in the scalar's dtype, wrapping (was the Python int 343, weak)
     ("np_uint8_power_wraps", ("int8", None), ["c = np.uint8(7) ** 3", "r = c / t0"]),
     ("np_int16_times_number", ("uint8", None), ["c = np.int16(-4) * 3", "r = c + t0"]),
+    ("np_int32_negated", ("uint8", None), ["c = -np.int32(5)", "r = c - t0"]),
     # loop results of a weak carry stay weak (were strong)
     ("for_float_carry", ("float16", None), ["acc = 0.0", "for j in range(3):", "  acc = acc * 0.5 + 1",
                                             "r = acc + t0"]),

@@ -74,19 +74,19 @@ def typed_number(v):
   return out
 
 
-def typed_op(f, a, b):
-  """`f`, or where `a` or `b` is a NumPy or JAX scalar, `f` computed as NumPy computes it (typed_arith)."""
-  if isinstance(a, (TypedInt, TypedFloat)) or isinstance(b, (TypedInt, TypedFloat)):
-    return lambda x, y: typed_arith(f, x, y)
+def typed_op(f, *operands):
+  """`f`, or where an operand is a NumPy or JAX scalar, `f` computed as NumPy computes it (typed_arith)."""
+  if any(isinstance(x, (TypedInt, TypedFloat)) for x in operands):
+    return lambda *xs: typed_arith(f, *xs)
   return f
 
 
-def typed_arith(f, a, b):
-  """`f(a, b)` of two static numbers, one of them a NumPy or JAX scalar (a TypedInt or TypedFloat), as NumPy (and
-  eager jnp) compute it: in the scalar's dtype, wrapping (`np.uint8(7) ** 3` is uint8 87, not the Python int 343),
-  the result typed (probe 65a: it was a weak Python number)."""
+def typed_arith(f, *operands):
+  """`f` of static numbers, one of them a NumPy or JAX scalar (a TypedInt or TypedFloat), as NumPy (and eager
+  jnp) compute it: in the scalar's dtype, wrapping (`np.uint8(7) ** 3` is uint8 87, not the Python int 343;
+  `-np.int32(5)` an int32), the result typed (probe 65a: it was a weak Python number)."""
   import numpy as np
-  conv = [np.asarray(x, x.dtype.np)[()] if isinstance(x, (TypedInt, TypedFloat)) else x for x in (a, b)]
+  conv = [np.asarray(x, x.dtype.np)[()] if isinstance(x, (TypedInt, TypedFloat)) else x for x in operands]
   with np.errstate(all="ignore"):
     out = f(*conv)
   return typed_number(out) if isinstance(out, np.generic) else out
