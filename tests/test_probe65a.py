@@ -43,6 +43,10 @@ CASES = [
     ("np_uint8_power_wraps", ("int8", None), ["c = np.uint8(7) ** 3", "r = c / t0"]),
     ("np_int16_times_number", ("uint8", None), ["c = np.int16(-4) * 3", "r = c + t0"]),
     ("np_int32_negated", ("uint8", None), ["c = -np.int32(5)", "r = c - t0"]),
+    # jnp functions of static scalars: the NumPy/JAX scalar's dtype, a weak result weak (were int32 / strong float32)
+    ("jnp_sign_np_uint8", ("int8", None), ["c = jnp.sign(np.uint8(7))", "r = c + t0"]),
+    ("jnp_square_jnp_bf16", ("float16", None), ["c = jnp.square(jnp.bfloat16(1.5))", "r = c * t0"]),
+    ("jnp_sqrt_number_weak", ("bfloat16", None), ["r = jnp.sqrt(2.0) * t0"]),
     # loop results of a weak carry stay weak (were strong)
     ("for_float_carry", ("float16", None), ["acc = 0.0", "for j in range(3):", "  acc = acc * 0.5 + 1",
                                             "r = acc + t0"]),

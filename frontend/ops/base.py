@@ -92,6 +92,16 @@ def typed_arith(f, *operands):
   return typed_number(out) if isinstance(out, np.generic) else out
 
 
+def numpy_scalars(fn, args):
+  """`args` of a static call of a NumPy or JAX function with its NumPy and JAX scalars as NumPy's, so that it sees
+  their dtype (probe 65a: `jnp.sign(np.uint8(7))` was int32 and `jnp.square(jnp.bfloat16(1.5))` float32, as of the
+  Python numbers they were passed as)."""
+  import numpy as np
+  if not (getattr(fn, "__module__", None) or "").startswith(("jax", "numpy")):
+    return args
+  return [np.asarray(a, a.dtype.np)[()] if isinstance(a, (TypedInt, TypedFloat)) else a for a in args]
+
+
 def static_number(v):
   """A NumPy (or ml_dtypes) scalar met while tracing (a module constant, `COEFFS[2]`,
   `jnp.finfo(x.dtype).min`), or a concrete 0-d array (`TABLE[k]` of a module's JAX array), as the
