@@ -28,7 +28,7 @@ from .ml_name_hints import ml_name_hint
 from .ref_conditions import check_not_ref
 from .shape_hints import NOT_YET as SHAPE_NOT_YET, shape_call_hint, static_array_hint, static_numbers_hint
 from .ops import elementwise as ew
-from .ops.base import (BUILTINS, TRANSPOSES, Builtin, is_scalar, is_smem_matrix, is_value, kind_of, smem_transpose_hint,
+from .ops.base import (BUILTINS, TRANSPOSES, Builtin, is_scalar, numpy_scalars, is_smem_matrix, is_value, kind_of, smem_transpose_hint,
                         typed_number)
 from .py_scalars import MATH_TO_INT, is_float_scalar
 from .trace_debug import jax_debug_fn, trace_breakpoint, trace_jax_debug, trace_print
@@ -98,7 +98,7 @@ def _static_result(cx, name, out):
         hint=random_hints.KEY)
   if getattr(out, "shape", None) == () and hasattr(out, "item"):     # a NumPy or JAX scalar
     try:
-      return typed_number(out)
+      return out.item() if getattr(out, "weak_type", False) else typed_number(out)   # (jnp.floor(7): weak)
     except (NotImplementedError, TypeError, ValueError) as e:     # (a 0-d value of no number: no .item())
       raise E.KernelTypeError(f"{name}(...) returned a {getattr(out, 'dtype', type(out).__name__)} value while"
                               f" tracing, which is not a number a kernel can use ({e})", cx.loc,
@@ -672,7 +672,7 @@ class Calls:
     user's on shapes); a NumPy or JAX scalar result becomes a Python number."""
     name = getattr(fn, "__name__", repr(fn))
     try:
-      out = fn(*args, **kwargs)
+      out = fn(*numpy_scalars(fn, args), **kwargs)     # (jnp.sign(np.uint8(7)) is uint8, as jnp's)
     except E.KernelError as e:
       from .jax_wrapped import plain_call
       if getattr(e, "outside_kernel", False) and node is not None and (made := plain_call(fn, args, kwargs)):

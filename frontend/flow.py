@@ -84,6 +84,16 @@ def _small_int_bound(tracer, cut) -> bool:
   return ok
 
 
+def weak_results(b, results) -> None:
+  """A loop's results weakly typed where jnp's are: the carry entered as a weak value (a Python number, `acc = 0.0`)
+  and each trip leaves it weak (`acc * 0.5 + 1`), as JAX's loops keep a weak carry's weak type (probe 65a; they
+  were strong: `acc + x_f16` after the loop was float32)."""
+  for r, weak in zip(results, getattr(b, "weak_yields", ())):
+    if weak:
+      b.weak.add(r.id)
+  b.weak_yields = ()
+
+
 def _bind(env, carries, values) -> None:
   """Bind each carried name to its slice of `values` (rebuilt into its tuple or list)."""
   i = 0
@@ -277,6 +287,7 @@ def trace_for(tracer, node: ast.For):
                   types=[v.type for v in inits], names=leaf_names, stages=stages, warp_specialize=specialize,
                   pingpong=pingpong)
   padded_tiles.carried(b, inits, res.results)
+  weak_results(b, res.results)
   _bind(env, carries, small_carries.shaped(b, loc, inits, res.results))
   for n in poisoned:
     env[n] = POISON
@@ -428,7 +439,7 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
     tracer.loops.pop()
     tracer.carried = carried
   with b.region(body):
-    yields = []
+    yields, weak = [], []
     i = 0
     for c in carries:
       k = len(c.leaves)
@@ -438,6 +449,7 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
       if new is POISON:           # its error is reported; keep the IR well formed
         poisoned.add(n)
         yields.extend(arg_leaves)
+        weak.extend(False for _ in arg_leaves)
         continue
       where = _rebinding_loc(tracer, node, n)
       st = structure(new)
@@ -502,8 +514,10 @@ def _trace_body(tracer, node, loc, body: ir.Block, carries, inits, args_) -> set
               f"{ln} enters the loop as {describe(init)} but an iteration makes it {describe(leaf)}", where,
               hint=hint, notes=(f"{loc}: the loop that carries {n}",)), loc, init, leaf)
         yields.append(leaf)
+        weak.append(arg.id in b.weak and (is_weak(raw_leaf) or is_value(raw_leaf) and raw_leaf.id in b.weak))
     with padded_tiles.carrying(b, inits, yields):
       b.emit(ctl.Yield, tuple(yields), loc=loc)
+  b.weak_yields = tuple(weak)       # (weak_results: the loop's results)
   return poisoned
 
 

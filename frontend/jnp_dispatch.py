@@ -73,6 +73,7 @@ def jnp_call(tracer, node, fn, args, kwargs, cx):
     args, kwargs = jnp_moves.promoted_parts(cx, name, args, kwargs)   # jnp.concatenate([a_bf16, b_f32]): float32
   if jnp_calls._form(lib, name) is not None and name not in jnp_calls.MAPPED.get(lib, {}):
     out = jnp_calls.formula(tracer, cx, node, fn, args, kwargs)
+    _weak_like(cx, lib, name, args, kwargs, out)
     return _NOT_MAPPED if out is None else out
   from .jnp_forms import _kind
   if lib == "jnp" and name in ("power", "pow") and len(args) == 2 and not kwargs and any(
@@ -95,9 +96,25 @@ def jnp_call(tracer, node, fn, args, kwargs, cx):
     if ml_name in ("cumsum", "cumprod") and isinstance(d, DType) and d.is_int and d.bits < 32 and is_value(out) \
         and resolve(out.type.dtype) != d:
       out = ew.astype(cx, out, d)      # jnp's and lax's scans keep an 8- or 16-bit dtype (wrapping), ml's widen
+    if ml_name in _STRONG and is_value(out) and out.id in cx.b.weak:
+      out = ew.astype(cx, out, resolve(out.type.dtype))   # jnp.sum(w) of a weak scalar is strong, as jnp's (probe 65a)
     return out
   except E.KernelError as e:     # "ml.cumsum of a 2-D tensor needs an axis": named as the user wrote it
     if e.loc == cx.loc and e.message.startswith((f"ml.{ml_name} ", f"ml.{ml_name}:")):   # ("ml.sum: axis 3 ...")
       e.message = f"{lib}.{name} (as ml.{ml_name}){e.message[len(ml_name) + 3:]}"
       e.args = (e.message,)
     raise
+
+
+_STRONG = ("sum", "max", "min", "prod", "mean", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin")
+
+
+def _weak_like(cx, lib, name, args, kwargs, out) -> None:
+  """jnp.zeros_like / ones_like / full_like of a weakly typed value without a dtype are weakly typed, as jnp's
+  (`jnp.zeros_like(jnp.where(m, 1, 2)) + x_i16` is int16; probe 65a: they were strong int32)."""
+  if lib != "jnp" or name not in ("zeros_like", "ones_like", "full_like") or not is_value(out):
+    return
+  a = args[0] if args else kwargs.get("a")
+  if kwargs.get("dtype") is None and len(args) < (3 if name == "full_like" else 2) and is_value(a) \
+      and a.id in cx.b.weak and resolve(out.type.dtype) == resolve(a.type.dtype):
+    cx.b.weak.add(out.id)

@@ -22,7 +22,7 @@ from .dtypes import DType
 from .env import POISON, PoisonedUse, Unbound, appended_list, assigned_names
 from . import missing, pointer_steps
 from .ops import elementwise as ew
-from .ops.base import is_value, kind_of, static_number, typed_number, value_words
+from .ops.base import is_value, kind_of, static_number, typed_number, typed_op, value_words
 from .ops.power import power
 from .assign import Assignments, holds_value, nothing_used
 from .unknown_names import known_names, unknown_names_errors
@@ -529,7 +529,7 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
     if not is_value(a) and not is_value(b):
       if op is ast.Add and {type(a), type(b)} == {list, tuple}:    # sums = [] ... sums + (v,): the left's kind
         return type(a)(list(a) + list(b))
-      return self.python(node, _PYBINOPS[op], a, b)
+      return self.python(node, typed_op(_PYBINOPS[op], a, b), a, b)   # np.uint8(7) ** 3 wraps, as NumPy's
     left, right = (node.left, node.right) if isinstance(node, ast.BinOp) else (node.target, node.value)
     from .static_tables import outside        # x * W of a module's NumPy table W: its register table
     a, b = outside(self, node, a), outside(self, node, b)
@@ -557,8 +557,8 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
   def eval_UnaryOp(self, node):
     x = self.operand(node.operand)
     if not is_value(x):
-      return self.python(node, {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
-                                ast.Invert: operator.invert}[type(node.op)], x)
+      return self.python(node, typed_op({ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
+                                         ast.Invert: operator.invert}[type(node.op)], x), x)   # -np.int32(5): int32
     if isinstance(node.op, ast.UAdd):
       return x
     if isinstance(node.op, ast.Not):

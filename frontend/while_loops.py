@@ -12,7 +12,7 @@ from .loop_bounds import check_while_ends
 from .carried import Force, carries_of, force_number_tuples
 from .dtypes import DType
 from .env import POISON, assigned_names, rebound_names
-from .flow import _Attempt, _Widen, _after_loop, _args, _bind, _inits, _trace_body, _with_else
+from .flow import _Attempt, _Widen, _after_loop, _args, _bind, _inits, _trace_body, _with_else, weak_results
 from .ops import control as ctl, padded_meets as padded_tiles
 from .ops.base import is_value, value_words
 from .ref_conditions import check_named_ref
@@ -142,6 +142,7 @@ def _finish_while(tracer, node, loc, assigned, carries, res):
   with padded_tiles.carrying(b, inits):
     res = b.emit(ctl.While, inits, cond_blk, body, loc=loc, types=[v.type for v in inits], names=leaf_names)
   padded_tiles.carried(b, inits, res.results)
+  weak_results(b, res.results)
   _bind(env, carries, small_carries.shaped(b, loc, inits, res.results))
   for n in poisoned:
     env[n] = POISON

@@ -46,6 +46,7 @@ class _ScalarMethods:
     return float(self) if isinstance(self, float) else int(self)
 
   tolist = item
+  shape, ndim, size = (), 0, 1       # a NumPy scalar's (probe 65a: `c.shape` of `c = np.float32(2)` was MG002)
 
 
 class TypedFloat(_ScalarMethods, float):
@@ -71,6 +72,34 @@ def typed_number(v):
   out = (TypedFloat if isinstance(x, float) else TypedInt)(x)
   out.dtype = d
   return out
+
+
+def typed_op(f, *operands):
+  """`f`, or where an operand is a NumPy or JAX scalar, `f` computed as NumPy computes it (typed_arith)."""
+  if any(isinstance(x, (TypedInt, TypedFloat)) for x in operands):
+    return lambda *xs: typed_arith(f, *xs)
+  return f
+
+
+def typed_arith(f, *operands):
+  """`f` of static numbers, one of them a NumPy or JAX scalar (a TypedInt or TypedFloat), as NumPy (and eager
+  jnp) compute it: in the scalar's dtype, wrapping (`np.uint8(7) ** 3` is uint8 87, not the Python int 343;
+  `-np.int32(5)` an int32), the result typed (probe 65a: it was a weak Python number)."""
+  import numpy as np
+  conv = [np.asarray(x, x.dtype.np)[()] if isinstance(x, (TypedInt, TypedFloat)) else x for x in operands]
+  with np.errstate(all="ignore"):
+    out = f(*conv)
+  return typed_number(out) if isinstance(out, np.generic) else out
+
+
+def numpy_scalars(fn, args):
+  """`args` of a static call of a NumPy or JAX function with its NumPy and JAX scalars as NumPy's, so that it sees
+  their dtype (probe 65a: `jnp.sign(np.uint8(7))` was int32 and `jnp.square(jnp.bfloat16(1.5))` float32, as of the
+  Python numbers they were passed as)."""
+  import numpy as np
+  if not (getattr(fn, "__module__", None) or "").startswith(("jax", "numpy")):
+    return args
+  return [np.asarray(a, a.dtype.np)[()] if isinstance(a, (TypedInt, TypedFloat)) else a for a in args]
 
 
 def static_number(v):

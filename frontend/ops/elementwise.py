@@ -78,6 +78,13 @@ def common(cx, a, b, what):
   if da is None or db is None:
     dt, py = (da, b) if db is None else (db, a)
     rdt = resolve(dt)
+    v = a if db is None else b
+    if v.id in cx.b.weak and hasattr(py, "dtype") and weak_kind(rdt) is not None:
+      from .weak_lattice import join       # a weakly typed value meeting a NumPy or JAX scalar takes its dtype
+      j = join(cx, (v, py))                # where jnp's lattice does: w_i32~ // np.int16(3) is int16 (probe 65a)
+      if j is not None and not j[1] and j[0] != rdt:
+        v = astype(cx, v, j[0])
+        return ((v, b) if db is None else (a, v)), shape, j[0]
     up = _typed_number_dtype(cx, py, rdt, names[1] if db is None else names[0],
                              names[0] if db is None else names[1], what)
     if up is not None:            # as jnp: the value computes in the scalar's wider dtype
@@ -264,8 +271,25 @@ def _typed_number_dtype(cx, py, d, py_name, name, what):
 
 def binary(cx, kind: BinOp, a, b, what=None, via=()):
   out = _binary(cx, kind, a, b, what, via)
-  if is_value(out) and resolve(out.type.dtype) != DType.bool_ and jnp_weak(cx, (a, b)):
-    cx.b.weak.add(out.id)        # jnp's weak result (`w * m`, `w * wf` of weak w and wf), whichever path computed it
+  return weak_as_jnp(cx, (a, b), out)
+
+
+def weak_as_jnp(cx, operands, out, weak=None):
+  """`out` weakly typed where jnp's result of `operands` is (`w * m`, `w * wf` of weak w and wf), whichever path
+  computed it; strong where jnp's is, also where a path computed it through a weak step (`w / np.float32(2)` as
+  `w * 0.5`; probe 65a): a weak operand returned as it is is copied first."""
+  if not is_value(out) or resolve(out.type.dtype) == DType.bool_:
+    return out
+  from .weak_lattice import join
+  j = join(cx, operands)
+  if j is not None and weak is not None:
+    j = (j[0], weak)                            # (the caller's rule: `**`'s)
+  if j is not None and j[1]:
+    cx.b.weak.add(out.id)
+  elif j is not None and out.id in cx.b.weak and resolve(out.type.dtype) == j[0]:
+    if any(out is v for v in operands):
+      return astype(cx, out, j[0])             # (a strong copy: the operand stays weak)
+    cx.b.weak.discard(out.id)
   return out
 
 
@@ -418,9 +442,9 @@ def where_(cx, cond, a, b):
     check_register_value(cx, b, "ml.where")
     dt = (DType.bool_ if isinstance(a, bool) and isinstance(b, bool) else
           PY_FLOAT if isinstance(a, float) or isinstance(b, float) else INDEX)
-    typed = {getattr(v, "dtype", None) for v in (a, b)} - {None}
-    if len(typed) == 1 and all(isinstance(getattr(v, "dtype", None), DType) for v in (a, b)):
-      dt = typed.pop()                      # two NumPy/JAX scalars of one dtype: theirs, as jnp
+    from .weak_lattice import join
+    if (j := join(cx, (a, b))) is not None:
+      dt = j[0]            # as jnp's lattice: jnp.where(m, jnp.int8(3), 2) is int8, (m, 1.5, np.uint8(4)) weak float32
     for v in (a, b):
       check_python_int(cx, v, dt, "ml.where")
   else:
@@ -458,19 +482,9 @@ def jnp_weak(cx, operands) -> bool:
   which keeps its dtype), a weakly typed value or a boolean one (in jnp's lattice bool lies below the weak types:
   `jnp.where(m, m, 94)`, `w * m` of a weak `w` and `m * 3` are weak int32), and one of them not boolean. A weakly
   typed result takes the dtype of the typed value it meets later (`w * m + x_u8` is uint8; probe 57e's fuzzer)."""
-  from .base import TypedFloat, TypedInt
-  weak = False
-  for v in operands:
-    if is_value(v):
-      if v.id in cx.b.weak:
-        weak = True
-      elif resolve(v.type.dtype) != DType.bool_:
-        return False
-    elif isinstance(v, (int, float)) and not isinstance(v, (bool, TypedFloat, TypedInt)):
-      weak = True
-    elif not isinstance(v, (bool, np.bool_)):
-      return False
-  return weak
+  from .weak_lattice import join
+  j = join(cx, operands)       # (jnp's lattice: a weak float meeting strong integers stays weak, probe 65a)
+  return bool(j is not None and j[1])
 
 
 def astype(cx, x, dtype):

@@ -107,6 +107,24 @@ def _number_base_power(cx, c, t, t_text):
   return float_pow(cx, float(c), t)
 
 
+def _typed_operands(cx, a, b):
+  """A NumPy or JAX scalar meeting a register value (`x_i32 ** jnp.bfloat16(1.5)`, `np.int16(-4) ** t_u8`): the value
+  converted to the dtype jnp's lattice gives the pair (bfloat16, int16), the scalar then a plain number of it
+  (probe 65a: the scalar's dtype was ignored, float32 and uint8 there)."""
+  from .base import TypedFloat, TypedInt
+  from .weak_lattice import join
+  if not (is_value(a) != is_value(b) and isinstance(b if is_value(a) else a, (TypedFloat, TypedInt))):
+    return a, b
+  j = join(cx, (a, b))
+  v, n = (a, b) if is_value(a) else (b, a)
+  if j is None:
+    return a, b
+  if not j[1] and j[0] != resolve(v.type.dtype):
+    v = astype(cx, v, j[0])
+  n = n.item()
+  return (v, n) if is_value(a) else (n, v)
+
+
 def power(cx, a, b, a_text="x", b_text="y"):
   """`a ** b` as jnp computes it where that is cheap and exact:
 
@@ -119,8 +137,25 @@ def power(cx, a, b, a_text="x", b_text="y"):
   - a Python number c to a float register value t: XLA's pow (libdevice's powf), as jnp.
   An integer or bool value meeting a Python float (`n ** 0.5`, `2.0 ** n`) is float32 first, as jnp
   promotes it. Anything else is an error whose hint is the exp2/log2 form."""
+  from .base import TypedFloat, TypedInt
+  from .elementwise import weak_as_jnp
+  from .weak_lattice import join
+  out = _power(cx, a, b, a_text, b_text)
+  # jnp's weak types through `**`: to a Python number, the lattice's (i16 ** -1.5, w ** 2 weak), but a bool to an
+  # int (m ** 2: int32); to a value, weak only where both sides are weak values (w ** w; not w ** i16, 3 ** wi)
+  if is_value(b):
+    weak = is_value(a) and a.id in cx.b.weak and b.id in cx.b.weak
+  else:
+    j = join(cx, (a, b))
+    weak = bool(j and j[1]) and not (is_value(a) and resolve(a.type.dtype) == DType.bool_ and isinstance(b, int)) \
+        and not isinstance(b, (TypedFloat, TypedInt))
+  return weak_as_jnp(cx, (a, b), out, weak=weak)
+
+
+def _power(cx, a, b, a_text, b_text):
   check_register_value(cx, a, "**")
   check_register_value(cx, b, "**")
+  a, b = _typed_operands(cx, a, b)
   pa = a_text if a_text.isidentifier() else f"({a_text})"
   if not is_value(b):
     n = b
