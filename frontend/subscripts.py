@@ -192,6 +192,11 @@ class Subscripts:
       # (a NumPy scalar's own .astype stays a typed constant, ops/base.TypedFloat: x / c's rule, probe 57c)
       from .py_scalars import number_as_scalar     # Triton's eps.to(x.dtype), jnp.float32(c).astype(x.dtype)
       return _Method(METHODS[attr], number_as_scalar(self.cx(node), base))
+    if attr in ("dtype", "shape", "ndim", "size") and type(base) in (int, float):
+      # a Python number, or the weak 0-d result of a jnp function of Python numbers (`jnp.sqrt(2.0).dtype`): what
+      # jnp gives of it, float32 or int32 (the result keeps its weak type: it takes the tensor's dtype it meets)
+      from .dtypes import INDEX, PY_FLOAT
+      return {"dtype": PY_FLOAT if isinstance(base, float) else INDEX, "shape": (), "ndim": 0, "size": 1}[attr]
     from .triton_math import dtype_attr
     if (triton := dtype_attr(base, attr)) is not None:
       return triton[0]               # x_ptr.dtype.element_ty: Triton's element type of a pointer, a ref's dtype

@@ -71,3 +71,30 @@ def test_weak_results_on_the_gpu(tmp_path, expr):
   want = eval(f"({expr}) + u", {"jnp": jnp}, dict(u=u, m=v > 0))
   got = jax.jit(_kernel(tmp_path, expr, "u", "uint8"))(v, u, f, g)
   np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_a_weak_number_shows_jnps_dtype_and_keeps_its_weak_type(tmp_path):
+  """`jnp.sqrt(2.0)` is a weak float32 in jnp (its `.dtype` float32, `x_f16 * it` float16): in a kernel the traced
+  number answers `.dtype`, `.shape` and `.ndim` as jnp's 0-d value, and still meets float16 weakly."""
+  src = textwrap.dedent("""
+      import jax.numpy as jnp
+      import mgpu_dsl as mg
+
+      @mg.mgpu_kernel(out_shape=lambda x: x)
+      def kernel(x, o):
+        s = jnp.sqrt(2.0)
+        n = jnp.floor(7.5).astype(int) + 0
+        assert s.dtype == jnp.float32 and s.shape == () and s.ndim == 0
+        assert jnp.asarray(3).dtype == jnp.int32
+        o[...] = x[...] * s + n
+      """)
+  path = tmp_path / "weak_number.py"
+  path.write_text(src)
+  spec = importlib.util.spec_from_file_location("weak_number", path)
+  mod = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(mod)
+  x = jnp.asarray(np.random.default_rng(1).standard_normal((128, 64)), jnp.float16)
+  got = mod.kernel(x, interpret=True)
+  want = x * jnp.sqrt(2.0) + 7
+  assert got.dtype == jnp.float16
+  np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=2e-3, atol=2e-3)
