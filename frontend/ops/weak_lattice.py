@@ -21,7 +21,9 @@ def node(cx, v):
   from .base import TypedFloat, TypedInt
   if is_value(v):
     d = resolve(v.type.dtype)
-    if v.id in cx.b.weak and isinstance(d, DType) and d != DType.bool_:
+    if not isinstance(d, DType):      # (an SMEM buffer's dtype still inferred, `?buf`: the type rules' own path)
+      return None, None
+    if v.id in cx.b.weak and d != DType.bool_:
       return None, "float" if d.is_float else "int"
     return d, None
   if isinstance(v, (TypedFloat, TypedInt)):
