@@ -263,7 +263,7 @@ step() {
     # the weak-type fix's GPU twins
     s53_fma)     MOSAIC_GPU_DUMP_PTX=1 timeout 100 python3 -u benchmarks/probe_s53_fma.py >"$OUT/fma.log" 2>&1; echo "rc=$?"
                  grep -E "^(ok|fused|other) " "$OUT/fma.log"; grep -cE "fma.rn" "$OUT/fma.log"; grep -E "fma.rn|mul.rn|sub.rn|add.rn" "$OUT/fma.log" | sort | uniq -c | sort -rn | head -8
-                 timeout 100 python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_weak_bool_promotion.py 2>&1 | tail -2 ;;
+                 timeout 100 python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_weak_bool_promotion.py tests/test_probe65a.py 2>&1 | tail -2 ;;
     # issue #9's table on this code (both passes, head_dim 64 and 128, both masks, seq 4096; plotted on the CPU by
     # benchmarks/plot_attention.py)
     s53_attn)    python3 -u benchmarks/attention.py --quick --default --no-pallas >"$OUT/attn_table.log" 2>&1; echo "rc=$?"
