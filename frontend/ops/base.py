@@ -86,9 +86,8 @@ def typed_arith(f, *operands):
   jnp) compute it: in the scalar's dtype, wrapping (`np.uint8(7) ** 3` is uint8 87, not the Python int 343;
   `-np.int32(5)` an int32), the result typed (probe 65a: it was a weak Python number)."""
   import numpy as np
-  conv = [np.asarray(x, x.dtype.np)[()] if isinstance(x, (TypedInt, TypedFloat)) else x for x in operands]
   with np.errstate(all="ignore"):
-    out = f(*conv)
+    out = f(*_as_numpy(operands))
   return typed_number(out) if isinstance(out, np.generic) else out
 
 
@@ -96,10 +95,15 @@ def numpy_scalars(fn, args):
   """`args` of a static call of a NumPy or JAX function with its NumPy and JAX scalars as NumPy's, so that it sees
   their dtype (probe 65a: `jnp.sign(np.uint8(7))` was int32 and `jnp.square(jnp.bfloat16(1.5))` float32, as of the
   Python numbers they were passed as)."""
-  import numpy as np
   if not (getattr(fn, "__module__", None) or "").startswith(("jax", "numpy")):
     return args
-  return [np.asarray(a, a.dtype.np)[()] if isinstance(a, (TypedInt, TypedFloat)) else a for a in args]
+  return _as_numpy(args)
+
+
+def _as_numpy(values):
+  """`values` with each NumPy or JAX scalar (a TypedInt or TypedFloat) as the NumPy scalar it stands for."""
+  import numpy as np
+  return [np.asarray(x, x.dtype.np)[()] if isinstance(x, (TypedInt, TypedFloat)) else x for x in values]
 
 
 def static_number(v):

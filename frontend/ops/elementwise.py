@@ -473,17 +473,11 @@ def truth(cx, x):
 
 
 def _weak_select(cx, a, b) -> bool:
-  """Whether a select between `a` and `b` is weakly typed, as jnp's: jnp_weak of its branches."""
-  return jnp_weak(cx, (a, b))
-
-
-def jnp_weak(cx, operands) -> bool:
-  """Whether jnp's result of an op on `operands` is weakly typed: each a Python number (not a NumPy or JAX scalar,
-  which keeps its dtype), a weakly typed value or a boolean one (in jnp's lattice bool lies below the weak types:
-  `jnp.where(m, m, 94)`, `w * m` of a weak `w` and `m * 3` are weak int32), and one of them not boolean. A weakly
-  typed result takes the dtype of the typed value it meets later (`w * m + x_u8` is uint8; probe 57e's fuzzer)."""
+  """Whether a select between `a` and `b` is weakly typed, as jnp's lattice says (weak_lattice.join): bool lies
+  below the weak types, so `jnp.where(m, m, 94)` is a weak int32 and meeting uint8 later it is uint8 (probe 57e's
+  fuzzer), and a weak float meeting strong integers stays weak (probe 65a)."""
   from .weak_lattice import join
-  j = join(cx, operands)       # (jnp's lattice: a weak float meeting strong integers stays weak, probe 65a)
+  j = join(cx, (a, b))
   return bool(j is not None and j[1])
 
 
