@@ -17,7 +17,8 @@ With MOSAIC_GPU_DUMP_PTXAS=1, ptxas reports each kernel's registers and spills. 
 default order with 2 and 3 pipelined stages of the query blocks' loads instead. `--one-wg`: the default
 against the fused backward on one warpgroup of 64 keys a CTA (ONE_WG), head_dim 96 too. `--lpt`: the
 backward's blocks in chunks of 1, 2 or 4 across heads and batches (`bwd_lpt`, LPT) at seq 1024 and 4096,
-head_dim 96 too; `--seq N` one sequence length instead. `--p16`: ds = p * (dp - delta) from the 16-bit p that
+head_dim 96 too; `--seq N` one sequence length instead. `--tiles`: the fused backward's query block at head_dim 128,
+64 (the default), 80 (FA3's without the mask), 96, and 80 with dq_first. `--p16`: ds = p * (dp - delta) from the 16-bit p that
 dV's product takes (`bwd_p16_ds`: the float32 p dies at the conversion, 16 registers a thread fewer at the step's
 peak), alone, with and without dq_first, and warp-specialised (PRODUCER_REGS=24 in the environment: FA3's producer
 registers). Forty-seventh session (H100): 465 / 356 against 444 / 352 at head_dim 128 (full / causal), slower at 64
@@ -56,6 +57,9 @@ ONE_WG = [dict(), dict(fused_bwd=True, dkv_bkv=64, dkv_bq=64), dict(fused_bwd=Tr
 # longest block starts late and runs alone at the end (a model of the grid: 7% over the ideal at seq 1024 and 4096);
 # in chunks of 1 the longest of every head go first (0.3%), and chunks of 2-4 keep neighbours of one head together
 LPT = [dict(bwd_lpt=0), dict(bwd_lpt=1), dict(bwd_lpt=2), dict(bwd_lpt=4)]
+# --tiles: the fused backward's query block at head_dim 128 (FA3 takes 80 without the mask, 64 with it): the stages
+# of the 80 logsumexps (320 bytes) padded to 384, dQ's float32 store buffer one copy where two pass the SMEM
+TILES = [dict(dkv_bq=64), dict(dkv_bq=80), dict(dkv_bq=96), dict(dkv_bq=80, bwd_dq_first=True)]
 P16 = [dict(bwd_p16_ds=False), dict(bwd_p16_ds=True), dict(bwd_p16_ds=True, bwd_dq_first=True),
        dict(bwd_p16_ds=True, bwd_dq_first=False), dict(bwd_p16_ds=True, bwd_ws=True)]
 
@@ -75,6 +79,8 @@ def main():
   rows = []
   head = ("D", "mask", "seq", "backward", "TFLOP/s", "wall ms")
   shapes = ((128, False), (128, True), (64, False), (64, True))
+  if "--tiles" in sys.argv:
+    shapes = ((128, False), (128, True))
   if "--one-wg" in sys.argv or "--lpt" in sys.argv:
     shapes += ((96, False), (96, True))
   seqs = (1024, 4096) if "--lpt" in sys.argv else (4096,)
@@ -90,7 +96,7 @@ def main():
     want = vjp_ref(do[:, :, :1])
     flops = 2.5 * 4 * seq * seq * d * heads * b / (2 if causal else 1)
     cands = []
-    modes = {"--stages": STAGES, "--one-wg": ONE_WG, "--lpt": LPT, "--p16": P16}
+    modes = {"--stages": STAGES, "--one-wg": ONE_WG, "--lpt": LPT, "--p16": P16, "--tiles": TILES}
     for flags in next((v for k, v in modes.items() if k in sys.argv), ORDERS):
       if flags.get("bwd_split_mask") and not causal:
         continue

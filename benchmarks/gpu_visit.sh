@@ -275,6 +275,12 @@ step() {
                  grep -vE "^(ok|refused)" "$OUT/raggedfuzz.log" | grep -v Warning | cut -c1-300 | tail -12
                  timeout 150 python3 -u benchmarks/probe_grid_fuzz.py --jobs 14 --seeds 0:2000 >"$OUT/gridfuzz.log" 2>&1; echo "rc=$?"
                  grep -vE "^(ok|refused)" "$OUT/gridfuzz.log" | grep -v Warning | cut -c1-300 | tail -12 ;;
+    # session 54: pipelined buffers of odd bytes (stages padded to 128 bytes) and one-copy store buffers on the GPU; the
+    # fused backward's query block at head_dim 128 (80: FA3's; its logsumexps need the padding, dQ's buffer the one copy)
+    s54_tiles)   timeout 150 python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_stage_padding.py 2>&1 | tail -3
+                 MOSAIC_GPU_DUMP_PTXAS=1 timeout 400 python3 -u benchmarks/attn_bwd_order.py --tiles >"$OUT/tiles.log" 2>&1; echo "rc=$?"
+                 grep -E "Compiling entry|spill stores|Used [0-9]+ registers" "$OUT/tiles.log" | grep -A2 "dkv_dq" | grep -E "spill|Used" | sort | uniq -c | head -12
+                 grep -E "^\| *128" "$OUT/tiles.log" | tail -12 ;;
     # the whole suite in two visits (about 2000 tests since session 51: 15 shards of all of them ran past 520 s)
     gpu_p1)      python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 540 --part 1/2 ;;
     gpu_p2)      python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 540 --part 2/2 ;;

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import math
 import operator
 
 from . import errors as E
@@ -44,6 +45,7 @@ class Plan:
   slots: dict = dataclasses.field(default_factory=dict)   # id(load copy) -> its first barrier
   windows: dict = dataclasses.field(default_factory=dict)  # id(load copy) -> (buffer, View op) of a
                                                            # load into a static window of a buffer
+  shapes: dict = dataclasses.field(default_factory=dict)   # buffer id -> its shape (one stage, unpadded)
 
   @property
   def iv(self):
@@ -121,6 +123,8 @@ def make_plan(kernel, loop: For, em) -> Plan:
   loaded = list(dict.fromkeys(windows[id(o)][0] if id(o) in windows else o.dst for o, _, _ in sites))
   stores = store_buffers(kernel, body, loaded)
   reads = loaded_reads(kernel, body, loaded)
+  if single_copy_stores(kernel, loaded, stores, S, len(sites), written):
+    stores = []             # one copy each, synchronised as any SMEM buffer a TMA store reads
   check_fits(kernel, loaded + stores, S, len(sites), loop.loc, loop.warp_specialize, loop=written)
   return Plan(loop, pre, S, sites, loaded, stores, reads, windows=windows)
 
@@ -186,7 +190,9 @@ def multibuffer(kernel, plan: Plan, em) -> None:
   kernel.pipelines.append(Staged(S, 2 if plan.loop.warp_specialize else 1,
                                  frozenset(b.id for b in plan.loaded + plan.stores), plan.loop.loc))
   for buf in plan.loaded + plan.stores:
-    buf.type = dataclasses.replace(buf.type, shape=(S,) + buf.type.shape)
+    shape = buf.type.shape
+    plan.shapes[buf.id] = shape
+    buf.type = dataclasses.replace(buf.type, shape=(S, padded_lead(buf.type)) + tuple(shape[1:]))
   for o, _, _ in plan.sites:
     group = hw.MAX_BARRIERS_PER_GROUP
     if em.num_load_slots % group + S > group:   # keep a site's barriers in one group
@@ -196,11 +202,26 @@ def multibuffer(kernel, plan: Plan, em) -> None:
   kernel.num_load_slots = em.num_load_slots
 
 
-def stage_view(em, buf, stage, loc):
-  """`buf.at[stage]` of a multi-buffered buffer (emitted into em's current block)."""
-  t = buf.type
-  return em.emit(View, buf, (ir.Idx(stage, 1, True),) + tuple(ir.Idx(0, n) for n in t.shape[1:]),
-                 loc=loc, types=[RefType(t.shape[1:], t.dtype, t.space)], names=[buf.name]).result
+def padded_lead(t) -> int:
+  """The leading axis of one stage of a buffer of type `t`, padded so that each stage starts at a multiple of
+  128 bytes, as TMA needs (a vector of 80 float32, 320 bytes, takes 96: 384 bytes a stage)."""
+  lead = t.shape[0] if t.shape else 1
+  row = t.nbytes // lead if lead else 0
+  step = hw.TMA_SMEM_ALIGN // math.gcd(hw.TMA_SMEM_ALIGN, row) if row else 1
+  return -(-lead // step) * step
+
+
+def stage_bytes(t) -> int:
+  """The bytes of one stage of a buffer of type `t` (padded_lead's rows)."""
+  lead = t.shape[0] if t.shape else 1
+  return t.nbytes // lead * padded_lead(t) if lead else t.nbytes
+
+
+def stage_view(em, plan, buf, stage, loc):
+  """`buf.at[stage]` of a multi-buffered buffer (emitted into em's current block), of the buffer's own shape."""
+  shape = plan.shapes[buf.id]
+  return em.emit(View, buf, (ir.Idx(stage, 1, True),) + tuple(ir.Idx(0, n) for n in shape),
+                 loc=loc, types=[RefType(shape, buf.type.dtype, buf.type.space)], names=[buf.name]).result
 
 
 def mod(em, x, n, loc):
@@ -224,7 +245,7 @@ def issue(em, plan: Plan, block, it, mapping=None, stage=None):
         view_op = ir.clone(window, {})
         dst = em.append(staged(view_op, stage)).result
       else:
-        dst = stage_view(em, o.dst, stage, loc)
+        dst = stage_view(em, plan, o.dst, stage, loc)
       block.ops.append(Copy(src, dst, plan.slots[id(o)], o.loc, stage=stage, multicast=o.multicast))
 
 
@@ -235,7 +256,7 @@ def staged_body(em, plan: Plan):
   new = ir.Block(args=plan.loop.body.args)
   with em.region(new):
     stage = mod(em, plan.iv, plan.stages, loc)
-    views = {buf: stage_view(em, buf, stage, loc) for buf in plan.loaded + plan.stores}
+    views = {buf: stage_view(em, plan, buf, stage, loc) for buf in plan.loaded + plan.stores}
   for o, _, _ in plan.sites:
     new.ops.append(WaitLoad(plan.slots[id(o)], o.loc, stage=stage))
   moved = {id(o) for o, _, _ in plan.sites}
@@ -513,23 +534,49 @@ def load_sites(kernel, body, iv, windows: dict, ws: bool = False):
           hint=f"compute the window from the loop index (ml.ds(k * 64, 64)); an element of a register tensor at"
                f" the loop index (p[t]) is computed in the body (through SMEM), so read it from the array in"
                f" memory instead (ml.ds(perm[t], 1) of an input perm); or use {unpipelined(ws)}")
-    check_stage_alignment(buf, o.loc, ws)
     sites.append((o, view, addr))
   return sites
-
-
-def check_stage_alignment(buf, loc, ws: bool = False):
-  if buf.type.nbytes % hw.TMA_SMEM_ALIGN:
-    raise E.TmaLimitError(
-        f"{buf.name or 'this buffer'} ({buf.type.nbytes} bytes) cannot get one copy per stage of"
-        f" this pipelined loop: TMA needs each copy to start at a multiple of {hw.TMA_SMEM_ALIGN} bytes",
-        loc, hint=f"make the buffer a multiple of {hw.TMA_SMEM_ALIGN} bytes, or use {unpipelined(ws)}")
 
 
 def loop_bytes(bufs, stages, sites, slots_before):
   align = lambda n: -(-n // hw.SMEM_BUFFER_ALIGN) * hw.SMEM_BUFFER_ALIGN
   barriers = (slots_before + stages * sites) * hw.MBARRIER_BYTES
-  return align(barriers) + sum(align(stages * b.type.nbytes) for b in bufs)
+  return align(barriers) + sum(align(stages * stage_bytes(b.type)) for b in bufs)
+
+
+class _Beside:
+  """The kernel's SMEM buffers other than a pipelined loop's `bufs`: `other`, the bytes of those live across the
+  loop (a residual tile), which share the SMEM with its stages; `apart`, those used only before or after it (an
+  epilogue's tile), which share the stages' bytes."""
+
+  def __init__(self, kernel, bufs, loop):
+    self.ids = ids = {id(b) for b in bufs}
+    self.order = order = list(ir.walk(kernel.body))
+    # (the outermost loop around the pipelined one: the SMEM plan keeps a loop's buffers live through it)
+    whole = next((o for o in ir.path_to(kernel.body, loop) if isinstance(o, LOOPS)), loop)
+    span = (order.index(whole), order.index(whole) + len(list(ir.walk(whole.body)))) if whole in order else None
+    defs = {r.id: o for o in order for r in o.results}
+
+    def during_loop(buf) -> bool:
+      at = [i for i, o in enumerate(order) if not isinstance(o, SmemAlloc)
+            and any(root_in(defs, v) is buf for v in o.operands() if isinstance(v, ir.Value))]
+      return span is None or not at or not (max(at) < span[0] or min(at) > span[1])
+    self.during_loop = during_loop
+    mine = [o.result for o in order if isinstance(o, SmemAlloc) and id(o.result) not in ids
+            and isinstance(resolve(o.result.type.dtype), DType)]
+    self.other = sum(r.type.nbytes for r in mine if during_loop(r))
+    self.apart = sum(r.type.nbytes for r in mine if not during_loop(r))
+
+
+def single_copy_stores(kernel, loaded, stores, S, sites, loop) -> bool:
+  """Whether the loop's store buffers take one copy rather than S: where S copies of them overflow the SMEM
+  beside the kernel's other buffers and one copy fits (each trip's write then waits for the previous trip's TMA
+  store to have read the buffer: the sync pass's wait, not the pipeline's deferred one)."""
+  if not stores or S < 2:
+    return False
+  n = kernel.num_load_slots
+  fits = lambda bufs: loop_bytes(bufs, S, sites, n) + _Beside(kernel, bufs, loop).other <= hw.SMEM_LIMIT
+  return not fits(loaded + stores) and fits(loaded)
 
 
 def check_fits(kernel, bufs, S, sites, loc, ws: bool = False, loop=None):
@@ -539,33 +586,18 @@ def check_fits(kernel, bufs, S, sites, loc, ws: bool = False, loop=None):
   if need <= hw.SMEM_LIMIT:
     return
   # the kernel's other buffers (a residual tile live across the loop) share the SMEM: the stage
-  # count suggested must fit beside them, or the next build fails again at the buffers (MG402).
-  # Buffers used only after the loop (an epilogue's tile) or only before it share the stages' bytes.
-  # (the outermost loop around the pipelined one: the SMEM plan keeps a loop's buffers live through it)
-  ids = {id(b) for b in bufs}
-  order = list(ir.walk(kernel.body))
-  whole = next((o for o in ir.path_to(kernel.body, loop) if isinstance(o, LOOPS)), loop)
-  span = (order.index(whole), order.index(whole) + len(list(ir.walk(whole.body)))) if whole in order else None
-  defs = {r.id: o for o in order for r in o.results}
-
-  def during_loop(buf) -> bool:
-    at = [i for i, o in enumerate(order) if not isinstance(o, SmemAlloc)
-          and any(root_in(defs, v) is buf for v in o.operands() if isinstance(v, ir.Value))]
-    return span is None or not at or not (max(at) < span[0] or min(at) > span[1])
-  other = sum(o.result.type.nbytes for o in order
-              if isinstance(o, SmemAlloc) and id(o.result) not in ids and isinstance(resolve(o.result.type.dtype), DType)
-              and during_loop(o.result))
+  # count suggested must fit beside them, or the next build fails again at the buffers (MG402);
   # the buffers used before or after the loop share its bytes, but must fit themselves
-  apart = sum(o.result.type.nbytes for o in order
-              if isinstance(o, SmemAlloc) and id(o.result) not in ids and isinstance(resolve(o.result.type.dtype), DType)
-              and not during_loop(o.result))
+  beside = _Beside(kernel, bufs, loop)
+  other, apart = beside.other, beside.apart
   fits = [s for s in range(S - 1, 0, -1)
           if loop_bytes(bufs, s, sites, kernel.num_load_slots) + other <= hw.SMEM_LIMIT
           and apart + other + hw.SMEM_BUFFER_ALIGN <= hw.SMEM_LIMIT]
   from .smem import _alloc_loc
   from .stage_overflow import stages_error
   raise stages_error(kernel, loop, bufs, S, sites, loc, need, fits, other, unpipelined(ws), lambda b: _alloc_loc(kernel, b),
-                     lambda: _no_stages_fit(order, ids, during_loop, bufs, sites, kernel, other, ws))
+                     lambda: _no_stages_fit(beside.order, beside.ids, beside.during_loop, bufs, sites, kernel, other,
+                                            ws))
 
 
 def _no_stages_fit(order, ids, during_loop, bufs, sites, kernel, other, ws) -> str:
