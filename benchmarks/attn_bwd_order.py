@@ -18,7 +18,7 @@ default order with 2 and 3 pipelined stages of the query blocks' loads instead. 
 against the fused backward on one warpgroup of 64 keys a CTA (ONE_WG), head_dim 96 too. `--lpt`: the
 backward's blocks in chunks of 1, 2 or 4 across heads and batches (`bwd_lpt`, LPT) at seq 1024 and 4096,
 head_dim 96 too; `--seq N` one sequence length instead. `--tiles`: the fused backward's query block at head_dim 128,
-64 (the default), 80 (FA3's without the mask), 96, and 80 with dq_first. `--p16`: ds = p * (dp - delta) from the 16-bit p that
+64 (the default), 80 (FA3's without the mask) and 80 with dq_first (96 passes the SMEM). `--p16`: ds = p * (dp - delta) from the 16-bit p that
 dV's product takes (`bwd_p16_ds`: the float32 p dies at the conversion, 16 registers a thread fewer at the step's
 peak), alone, with and without dq_first, and warp-specialised (PRODUCER_REGS=24 in the environment: FA3's producer
 registers). Forty-seventh session (H100): 465 / 356 against 444 / 352 at head_dim 128 (full / causal), slower at 64
@@ -59,7 +59,7 @@ ONE_WG = [dict(), dict(fused_bwd=True, dkv_bkv=64, dkv_bq=64), dict(fused_bwd=Tr
 LPT = [dict(bwd_lpt=0), dict(bwd_lpt=1), dict(bwd_lpt=2), dict(bwd_lpt=4)]
 # --tiles: the fused backward's query block at head_dim 128 (FA3 takes 80 without the mask, 64 with it): the stages
 # of the 80 logsumexps (320 bytes) padded to 384, dQ's float32 store buffer one copy where two pass the SMEM
-TILES = [dict(dkv_bq=64), dict(dkv_bq=80), dict(dkv_bq=96), dict(dkv_bq=80, bwd_dq_first=True)]
+TILES = [dict(dkv_bq=64), dict(dkv_bq=80), dict(dkv_bq=80, bwd_dq_first=True)]   # (96 passes the SMEM)
 P16 = [dict(bwd_p16_ds=False), dict(bwd_p16_ds=True), dict(bwd_p16_ds=True, bwd_dq_first=True),
        dict(bwd_p16_ds=True, bwd_dq_first=False), dict(bwd_p16_ds=True, bwd_ws=True)]
 
