@@ -281,6 +281,14 @@ step() {
                  MOSAIC_GPU_DUMP_PTXAS=1 timeout 400 python3 -u benchmarks/attn_bwd_order.py --tiles >"$OUT/tiles.log" 2>&1; echo "rc=$?"
                  grep -E "Compiling entry|spill stores|Used [0-9]+ registers" "$OUT/tiles.log" | grep -A2 "dkv_dq" | grep -E "spill|Used" | sort | uniq -c | head -12
                  grep -E "^\| *128" "$OUT/tiles.log" | tail -12 ;;
+    # session 54: the PTX and SASS of the default backward kernels (head_dim 128 full and causal: fused; 64: deferred),
+    # one archive, read on the CPU (is each wgmma awaited alone, as in the deferred kernel's profile at 128?)
+    s54_sass)    for c in "128" "128 --causal" "64" "128 --dq-deferred on"; do n=$(echo "d$c" | tr -d ' -'); mkdir -p "$OUT/sass/$n"
+                   MOSAIC_GPU_DUMP_TO="$OUT/sass/$n" MOSAIC_GPU_DUMP_PTX=1 MOSAIC_GPU_DUMP_SASS=1 MOSAIC_GPU_DUMP_PTXAS=1 \
+                     timeout 100 python3 benchmarks/profile_attention.py --bwd --head-dim $c --runs 1 >"$OUT/sass/$n.log" 2>&1
+                   echo "$n rc=$? $(ls "$OUT/sass/$n" | wc -l) files"; grep -ih "serializ\|C75" "$OUT/sass/$n.log" | head -3
+                 done; tar czf "$OUT/sass.tgz" -C "$OUT" sass && rm -rf "$OUT/sass"
+                 python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_weak_bool_promotion.py 2>&1 | tail -2 ;;
     # the whole suite in two visits (about 2000 tests since session 51: 15 shards of all of them ran past 520 s)
     gpu_p1)      python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 540 --part 1/2 ;;
     gpu_p2)      python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 540 --part 2/2 ;;

@@ -69,7 +69,8 @@ def test_the_weak_select_exports_for_cuda(tmp_path):
 def test_weak_results_on_the_gpu(tmp_path, expr):
   v, u, f, g = _inputs()
   want = eval(f"({expr}) + u", {"jnp": jnp}, dict(u=u, m=v > 0))
-  got = jax.jit(_kernel(tmp_path, expr, "u", "uint8"))(v, u, f, g)
+  got = jax.jit(_kernel(tmp_path, expr, "u", want.dtype.name))(v, u, f, g)    # (a weak float: float32)
+  assert got.dtype == want.dtype
   np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
