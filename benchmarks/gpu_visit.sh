@@ -289,6 +289,12 @@ step() {
                    echo "$n rc=$? $(ls "$OUT/sass/$n" | wc -l) files"; grep -ih "serializ\|C75" "$OUT/sass/$n.log" | head -3
                  done; tar czf "$OUT/sass.tgz" -C "$OUT" sass && rm -rf "$OUT/sass"
                  python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_weak_bool_promotion.py 2>&1 | tail -2 ;;
+    # next visit (session 54's leads, from benchmarks/ptxas_report.py): head_dim 64's deferred backward without
+    # ptxas's serialisation (dP's product after dQ's store), and the producer at 32 registers (the three-warpgroup
+    # forward at head_dim 64 is serialised at 40: its compute warpgroups get 152, at 32 they get 160)
+    s55_dplate)  MOSAIC_GPU_DUMP_PTXAS=1 timeout 400 python3 -u benchmarks/attn_bwd_order.py --dp-late >"$OUT/dplate.log" 2>&1; echo "rc=$?"
+                 grep -E "C75|spill stores" "$OUT/dplate.log" | cut -c1-160 | sort | uniq -c | head; grep -E "^\| *64" "$OUT/dplate.log" | tail -10 ;;
+    s55_prod)    python3 -u benchmarks/producer_regs.py --regs 40 32 ;;
     # the whole suite in two visits (about 2000 tests since session 51: 15 shards of all of them ran past 520 s)
     gpu_p1)      python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 540 --part 1/2 ;;
     gpu_p2)      python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 540 --part 2/2 ;;

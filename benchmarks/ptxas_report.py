@@ -9,7 +9,8 @@ tensor-core products (the C7510-C7515 "Potential Performance Loss: wgmma.mma_asy
 notes: every wgmma of the kernel then waits for the one before, whatever order the kernel issues them in).
 `attention`: examples/attention.py's forward and backward (jax.grad) at its default configuration for each head_dim
 and mask (`--set` replaces Config fields, `bwd_dq_deferred=False,dkv_bq=64`). `examples`: every specialisation
-the examples declare with mg.check_specs (as `python -m mgpu_dsl check` builds them).
+the examples declare with mg.check_specs (as `python -m mgpu_dsl check` builds them). `--producer-registers N`:
+warp-specialised kernels with the producer warpgroup at N registers a thread.
 
 It needs JAX's CUDA plugin and the CUDA compiler's pip wheels beside jax (not the project's dependencies; a
 separate environment is best):
@@ -178,7 +179,11 @@ def main():
   p.add_argument("--head-dim", type=int, action="append")
   p.add_argument("--causal", choices=("full", "causal"), action="append")
   p.add_argument("--set", help="attention: Config fields to replace, field=value,...")
+  p.add_argument("--producer-registers", type=int, help="a warp-specialised producer's registers (default: 40)")
   args = p.parse_args()
+  if args.producer_registers:
+    from mgpu_dsl.frontend import hw
+    hw.PRODUCER_REGISTERS = args.producer_registers
   dev = device()
   print(f"jax {jax.__version__}, deviceless compile for {dev.device_kind} (sm_90a)")
   head, rows = (attention if args.what == "attention" else examples)(args, dev)

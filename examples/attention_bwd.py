@@ -308,7 +308,7 @@ attention_bwd = mg.mgpu_kernel(dkv_dq_kernel, out_shape=_fused_out, grid=_dkv_gr
 # ---------------------------------------------------------------- dQ deferred
 @ml.inline
 def deferred_step(q, do, lse, delta, k_s, v_s, q_s, do_s, lse_s, delta_s, ds_s, dq_s, dq_acc, dk_acc, dv_acc,
-                  b, h, i, j, hp, jp, bq, bkv, c, masked, p16_ds):
+                  b, h, i, j, hp, jp, bq, bkv, c, masked, p16_ds, dp_late=False):
   """deferred_kernel's step, query block j of head h: first the previous block's (hp, jp) dQ product from the ds
   in SMEM, then the scores' two products behind it on the tensor cores; dQ stored and sent by a TMA reduction
   while those run (its registers free before p's); p, dV's product, ds into SMEM for the next step, dK's product."""
@@ -316,9 +316,12 @@ def deferred_step(q, do, lse, delta, k_s, v_s, q_s, do_s, lse_s, delta_s, ds_s, 
   load_query_block(q, do, lse, delta, q_s, do_s, lse_s, delta_s, b, h, j, bq)
   dq = dq_product(k_s, ds_s, d)
   s = ml.dot(k_s, q_s.T)
-  dp = ml.dot(v_s, do_s.T)
+  if not dp_late:
+    dp = ml.dot(v_s, do_s.T)
   dq_s[...] = dq
   ml.copy(dq_s, dq_target(dq_acc, b, hp, jp, bq, d), reduce="add")
+  if dp_late:
+    dp = ml.dot(v_s, do_s.T)
   p = probabilities(s, lse_s, i, j, bq, bkv, c, masked)
   p16 = p.astype(q.dtype)
   dv_acc = ml.dot(p16, do_s, dv_acc)
@@ -340,7 +343,7 @@ def send_last(k_s, ds_s, dq_acc, b, h, j, bq, d):
 
 def deferred_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, bkv: ml.constexpr,
                     stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr, lpt: ml.constexpr = 0,
-                    p16_ds: ml.constexpr = False):
+                    p16_ds: ml.constexpr = False, dp_late: ml.constexpr = False):
   """dkv_dq_kernel (with the mask, the diagonal blocks in a loop of their own) with each step's dQ product issued
   at the start of the next step: the chain dkv_dq_kernel ends each step with (ds into SMEM, a block barrier, dQ's
   product, a wait, dQ into SMEM, a barrier, the TMA reduction) runs under the next step's score products. The
@@ -365,7 +368,7 @@ def deferred_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr
       tp = ml.maximum(t - 1, 0)
       dk_acc, dv_acc = deferred_step(q, do, lse, delta, *bufs, dk_acc, dv_acc, b, hk * g + t // diag, i,
                                      first + t % diag, hk * g + tp // diag, first + tp % diag, bq, bkv, c, True,
-                                     p16_ds)
+                                     p16_ds, dp_late)
     rest = count - diag
     for t in ml.range(g * rest, stages=stages):
       tp = ml.maximum(t - 1, 0)
@@ -373,7 +376,7 @@ def deferred_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr
       hp = ml.where(t == 0, hk * g + g - 1, hk * g + tp // ml.maximum(rest, 1))
       jp = ml.where(t == 0, first + diag - 1, first + diag + tp % ml.maximum(rest, 1))
       dk_acc, dv_acc = deferred_step(q, do, lse, delta, *bufs, dk_acc, dv_acc, b, hk * g + t // rest, i,
-                                     first + diag + t % rest, hp, jp, bq, bkv, c, False, p16_ds)
+                                     first + diag + t % rest, hp, jp, bq, bkv, c, False, p16_ds, dp_late)
     last = ml.where(rest > 0, first + count - 1, first + diag - 1)
     send_last(k_s, ds_s, dq_acc, b, hk * g + g - 1, last, bq, d)
   else:
@@ -381,7 +384,7 @@ def deferred_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr
       tp = ml.maximum(t - 1, 0)
       dk_acc, dv_acc = deferred_step(q, do, lse, delta, *bufs, dk_acc, dv_acc, b, hk * g + t // count, i,
                                      first + t % count, hk * g + tp // count, first + tp % count, bq, bkv, c,
-                                     False, p16_ds)
+                                     False, p16_ds, dp_late)
     send_last(k_s, ds_s, dq_acc, b, hk * g + g - 1, first + count - 1, bq, d)
   store_dkv(dk_acc, dv_acc, dk, dv, b, i, hk, bkv, d, scale)
 

@@ -31,6 +31,7 @@ class Config:
   bwd_dq_deferred: bool = False  # the fused backward issues each step's dQ product at the next step's start
                                  # (attention_bwd.py's deferred_kernel; its own order: bwd_dq_first has no effect;
                                  # not with bwd_ws)
+  bwd_dp_late: bool = False  # the deferred backward issues dP's product after dQ's store (one product fewer in flight)
   bwd_lpt: int = 0           # the backward's blocks in chunks of this many across heads (causal: longest first)
   pingpong: bool = False     # with ws: the forward's two warpgroups take turns on the tensor cores (FA3)
   lpt: bool = False          # the forward's query tiles the grid's slowest axis (causal: longest first overall)

@@ -113,6 +113,12 @@ GRADS = [
      dataclasses.replace(ex.default_config(128, True), bwd_dq_first=False)),
     ("f16_d64_causal_default_tiles_warp_specialized_one_loop", (1, 256, 2, 64), 1, jnp.float16, True,
      dataclasses.replace(ex.default_config(64, True), bwd_ws=True)),
+    # the deferred backward with dP's product after dQ's store (bwd_dp_late: ptxas no longer serialises its
+    # products, benchmarks/ptxas_report.py), full and causal across the diagonal loop and the one after it
+    ("f16_d64_full_deferred_dp_late_p16", (1, 256, 2, 64), 1, jnp.float16, False,
+     dataclasses.replace(ex.default_config(64, False, 4096), bwd_dp_late=True, bwd_p16_ds=True)),
+    ("bf16_d64_causal_gqa_deferred_dp_late", (1, 512, 2, 64), 1, jnp.bfloat16, True,
+     dataclasses.replace(ex.default_config(64, True, 4096), bwd_dp_late=True)),
 ]
 
 
