@@ -43,7 +43,7 @@ def _kib(n):
 class Gen:
   """One random pipelined kernel (`source`, `args`, `refs`) from the plan of `seed`."""
 
-  FAMILIES = ["vec"] * 4 + ["tile"] * 4 + ["win"] * 2 + ["store"] * 3
+  FAMILIES = ["vec"] * 4 + ["tile"] * 4 + ["win"] * 2 + ["store"] * 3 + ["dot"] * 2
 
   def __init__(self, seed, family=None):
     self.seed = seed
@@ -255,6 +255,30 @@ class Gen:
       self.emit(f"ml.copy({b}.at[ml.ds({blk} * {second}, {second})], t_s.at[{first}:{n}])", d)
       self.emit(f"{o}[ml.ds({blk} * {n}, {n})] = t_s[...].astype(jnp.float32) * 2", d)
     self._loop(body)
+
+  # ------------------------------------------------------------------ family: dots of a padded A
+  def k_dot(self):
+    """ml.dot of an A tile of 1..9 rows (its stage padded to 128 bytes; the dot pads its rows to 64) a trip and a
+    B loaded once before the loop (as is, or stored (n, k) and passed transposed); A read from SMEM or registers."""
+    r = self.r
+    dt = r.choice([F16, BF16])
+    m, k, n = r.randint(1, 9), r.choice([16, 32, 64]), r.choice([16, 64, 128])
+    way = r.choice(["smem", "regs", "bT"])
+    self.tags |= {"dot", way, dt}
+    a, aa = self.input((self.B * m, k), dt)
+    b, ba = self.input((n, k) if way == "bT" else (k, n), dt)
+    bm = (ba.T if way == "bT" else ba).astype(np.float32)
+    scale = 2 if way == "regs" else 1
+    o = self.output((aa.astype(np.float32) * scale) @ bm)
+    self.emit(f"a_s = ml.smem(({m}, {k}), jnp.{dt})")
+    self.emit(f"b_s = ml.smem({(n, k) if way == 'bT' else (k, n)}, jnp.{dt})")
+    bexpr = "b_s.T" if way == "bT" else "b_s"
+    aexpr = "a_s[...] * 2" if way == "regs" else "a_s"
+
+    def body(blk, d):
+      self.emit(f"ml.copy({a}.at[ml.ds({blk} * {m}, {m})], a_s)", d)
+      self.emit(f"{o}[ml.ds({blk} * {m}, {m}), :] = ml.dot({aexpr}, {bexpr})", d)
+    self._loop(body, pre=[f"ml.copy({b}, b_s)"])
 
   # ------------------------------------------------------------------ family: store buffers under SMEM pressure
   def k_store(self):
