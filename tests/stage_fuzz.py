@@ -51,7 +51,7 @@ class Gen:
     self.r = random.Random(seed)
     self.rng = np.random.default_rng(seed)
     self.ins, self.outs, self.lines, self.tags = [], [], [], set()
-    self.block = None
+    self.block = self.aliases = None
     self.illegal = None       # ("SmemCapacityError", lines): an expected MG402 at one of the kernel's lines
     self.tol_dtype = None
     self.family = family or self.r.choice(self.FAMILIES)
@@ -66,24 +66,12 @@ class Gen:
     self.tags |= {f"S{self.stages}"} | ({"ws"} if self.ws else set()) | ({"persist"} if self.outer > 1 else set()) \
         | ({"twice"} if self.twice else set())
     self.B = self.G * self.outer * self.trips       # blocks in all
+    self.grid = (self.G,)
     getattr(self, "k_" + self.family)()
 
-  # ------------------------------------------------------------------ values
-  def input(self, shape, dt):
-    name = f"x{len(self.ins)}"
-    if dt == BOOL:
-      a = self.rng.random(shape) < 0.5
-    elif dt in (I32, I8):
-      a = self.rng.integers(-50, 50, shape).astype(_np(dt))
-    else:
-      a = self.rng.standard_normal(shape).astype(np.float32).astype(_np(dt))
-    self.ins.append((name, a))
-    return name, a
-
-  def output(self, ref):
-    name = f"o{len(self.outs)}"
-    self.outs.append((name, ref))
-    return name
+  # ------------------------------------------------------------------ values (mem_fuzz's: inputs, outputs, source)
+  input, output, source, args, refs = (mem_fuzz.Gen.input, mem_fuzz.Gen.output, mem_fuzz.Gen.source, mem_fuzz.Gen.args,
+                                       mem_fuzz.Gen.refs)
 
   def emit(self, line, depth=1):
     self.lines.append("  " * depth + line)
@@ -97,22 +85,18 @@ class Gen:
         return n
 
   def _loop(self, body, pre=(), post=()):
-    """The loop nest around `body` (a function of the block expression and depth writing the trip's lines): the
-    persistent outer loop if drawn, the pipelined loop (written twice if drawn)."""
+    """The loop nest around `body` (the trip's lines, BLK standing for its block's index): the persistent outer
+    loop if drawn, the pipelined loop (written twice if drawn)."""
     d = 1
     for line in pre:
       self.emit(line, d)
-    ws = ", warp_specialize=True" if self.ws else ""
     if self.outer > 1:
       self.emit(f"for t in ml.range({self.outer}):", d)
       d += 1
       self.emit(f"base = (ml.program_id(0) * {self.outer} + t) * {self.trips}", d)
     else:
       self.emit(f"base = ml.program_id(0) * {self.trips}", d)
-    for _ in range(2 if self.twice else 1):
-      self.loop_line = len(self.lines) + 1
-      self.emit(f"for j in ml.range({self.trips}, stages={self.stages}{ws}):", d)
-      body("(base + j)", d + 1)
+    self._inner(body, d)
     for line in post:
       self.emit(line, d)
 
@@ -134,20 +118,18 @@ class Gen:
       o = self.output((xa.astype(np.float32) * vf[:, None]).astype(np.float32))
       self.emit(f"x_s = ml.smem(({n}, {c}), jnp.{xd})")
 
-      def body(blk, d):
-        self.emit(f"ml.copy({x}.at[ml.ds({blk} * {n}, {n})], x_s)", d)
-        self.emit(f"ml.copy({v}.at[ml.ds({blk} * {n}, {n})], v_s)", d)
-        self.emit(f"{o}[ml.ds({blk} * {n}, {n}), :] = x_s[...].astype(jnp.float32) * v_s[...].astype(jnp.float32)"
-                  f"[:, None]", d)
+      body = [f"ml.copy({x}.at[ml.ds(BLK * {n}, {n})], x_s)",
+              f"ml.copy({v}.at[ml.ds(BLK * {n}, {n})], v_s)",
+              f"{o}[ml.ds(BLK * {n}, {n}), :] = x_s[...].astype(jnp.float32) * v_s[...].astype(jnp.float32)"
+                  f"[:, None]"]
       self._loop(body)
     elif mode == "acc":
       per = vf.reshape(self.G, self.outer, self.trips, n).sum(2).reshape(self.G * self.outer, n)
       o = self.output(per * (2 if self.twice else 1))
       self.tags.add("dot")      # (sums: mem_fuzz's tolerance of sums)
 
-      def body(blk, d):
-        self.emit(f"ml.copy({v}.at[ml.ds({blk} * {n}, {n})], v_s)", d)
-        self.emit("acc = acc + v_s[...].astype(jnp.float32)", d)
+      body = [f"ml.copy({v}.at[ml.ds(BLK * {n}, {n})], v_s)",
+              "acc = acc + v_s[...].astype(jnp.float32)"]
       if self.outer > 1:
         self.emit(f"for t in ml.range({self.outer}):")
         self.emit(f"base = (ml.program_id(0) * {self.outer} + t) * {self.trips}", 2)
@@ -165,25 +147,22 @@ class Gen:
       ref = vf.reshape(self.B, n)[:, a:a + h].reshape(-1) * 2
       o = self.output(ref.astype(np.float32))
 
-      def body(blk, d):
-        self.emit(f"ml.copy({v}.at[ml.ds({blk} * {n}, {n})], v_s)", d)
-        self.emit(f"{o}[ml.ds({blk} * {h}, {h})] = v_s[...][{a}:{a + h}].astype(jnp.float32) * 2", d)
+      body = [f"ml.copy({v}.at[ml.ds(BLK * {n}, {n})], v_s)",
+              f"{o}[ml.ds(BLK * {h}, {h})] = v_s[...][{a}:{a + h}].astype(jnp.float32) * 2"]
       self._loop(body)
     elif mode == "copyback":
       o = self.output(va.copy())
 
-      def body(blk, d):
-        self.emit(f"ml.copy({v}.at[ml.ds({blk} * {n}, {n})], v_s)", d)
-        self.emit(f"ml.copy(v_s, {o}.at[ml.ds({blk} * {n}, {n})])", d)
+      body = [f"ml.copy({v}.at[ml.ds(BLK * {n}, {n})], v_s)",
+              f"ml.copy(v_s, {o}.at[ml.ds(BLK * {n}, {n})])"]
       self._loop(body)
     else:        # a store buffer of odd bytes, multi-buffered (padded) beside the loaded vector
       o = self.output((vf * 2 + 1).astype(np.float32))
       self.emit(f"w_s = ml.smem(({n},), jnp.float32)")
 
-      def body(blk, d):
-        self.emit(f"ml.copy({v}.at[ml.ds({blk} * {n}, {n})], v_s)", d)
-        self.emit("w_s[...] = v_s[...].astype(jnp.float32) * 2 + 1", d)
-        self.emit(f"ml.copy(w_s, {o}.at[ml.ds({blk} * {n}, {n})])", d)
+      body = [f"ml.copy({v}.at[ml.ds(BLK * {n}, {n})], v_s)",
+              "w_s[...] = v_s[...].astype(jnp.float32) * 2 + 1",
+              f"ml.copy(w_s, {o}.at[ml.ds(BLK * {n}, {n})])"]
       self._loop(body)
 
   def _inner(self, body, d):
@@ -191,7 +170,8 @@ class Gen:
     for _ in range(2 if self.twice else 1):
       self.loop_line = len(self.lines) + 1
       self.emit(f"for j in ml.range({self.trips}, stages={self.stages}{ws}):", d)
-      body("(base + j)", d + 1)
+      for line in body:
+        self.emit(line.replace("BLK", "(base + j)"), d + 1)
 
   # ------------------------------------------------------------------ family: 2-D tiles of odd bytes
   def k_tile(self):
@@ -210,31 +190,27 @@ class Gen:
       o = self.output(xf.sum(1).astype(np.float32))
       self.tags.add("dot")
 
-      def body(blk, d):
-        self.emit(f"ml.copy({x}.at[ml.ds({blk} * {rows}, {rows})], t_s)", d)
-        self.emit(f"{o}[ml.ds({blk} * {rows}, {rows})] = ml.sum(t_s[...].astype(jnp.float32), axis=1)", d)
+      body = [f"ml.copy({x}.at[ml.ds(BLK * {rows}, {rows})], t_s)",
+              f"{o}[ml.ds(BLK * {rows}, {rows})] = ml.sum(t_s[...].astype(jnp.float32), axis=1)"]
     elif mode == "copyback":
       o = self.output(xa.copy())
 
-      def body(blk, d):
-        self.emit(f"ml.copy({x}.at[ml.ds({blk} * {rows}, {rows})], t_s)", d)
-        self.emit(f"ml.copy(t_s, {o}.at[ml.ds({blk} * {rows}, {rows})])", d)
+      body = [f"ml.copy({x}.at[ml.ds(BLK * {rows}, {rows})], t_s)",
+              f"ml.copy(t_s, {o}.at[ml.ds(BLK * {rows}, {rows})])"]
     elif mode == "T":
       ref = xf.reshape(self.B, rows, cols).transpose(0, 2, 1).reshape(self.B * cols, rows)
       o = self.output(ref.astype(np.float32))
 
-      def body(blk, d):
-        self.emit(f"ml.copy({x}.at[ml.ds({blk} * {rows}, {rows})], t_s)", d)
-        self.emit(f"{o}[ml.ds({blk} * {cols}, {cols}), :] = t_s.T[...].astype(jnp.float32)", d)
+      body = [f"ml.copy({x}.at[ml.ds(BLK * {rows}, {rows})], t_s)",
+              f"{o}[ml.ds(BLK * {cols}, {cols}), :] = t_s.T[...].astype(jnp.float32)"]
     else:
       blocks = xf.reshape(self.B, rows, cols)
       ref = (blocks[:, :rows - 2] + blocks[:, 2:]).reshape(self.B * (rows - 2), cols)
       o = self.output(ref.astype(np.float32))
 
-      def body(blk, d):
-        self.emit(f"ml.copy({x}.at[ml.ds({blk} * {rows}, {rows})], t_s)", d)
-        self.emit(f"{o}[ml.ds({blk} * {rows - 2}, {rows - 2}), :] = (t_s.at[0:{rows - 2}][...].astype(jnp.float32)"
-                  f" + t_s.at[2:{rows}][...].astype(jnp.float32))", d)
+      body = [f"ml.copy({x}.at[ml.ds(BLK * {rows}, {rows})], t_s)",
+              f"{o}[ml.ds(BLK * {rows - 2}, {rows - 2}), :] = (t_s.at[0:{rows - 2}][...].astype(jnp.float32)"
+                  f" + t_s.at[2:{rows}][...].astype(jnp.float32))"]
     self._loop(body)
 
   # ------------------------------------------------------------------ family: loads into static windows
@@ -251,10 +227,9 @@ class Gen:
     o = self.output(ref.reshape(-1))
     self.emit(f"t_s = ml.smem(({n},), jnp.{dt})")
 
-    def body(blk, d):
-      self.emit(f"ml.copy({a}.at[ml.ds({blk} * {first}, {first})], t_s.at[0:{first}])", d)
-      self.emit(f"ml.copy({b}.at[ml.ds({blk} * {second}, {second})], t_s.at[{first}:{n}])", d)
-      self.emit(f"{o}[ml.ds({blk} * {n}, {n})] = t_s[...].astype(jnp.float32) * 2", d)
+    body = [f"ml.copy({a}.at[ml.ds(BLK * {first}, {first})], t_s.at[0:{first}])",
+            f"ml.copy({b}.at[ml.ds(BLK * {second}, {second})], t_s.at[{first}:{n}])",
+            f"{o}[ml.ds(BLK * {n}, {n})] = t_s[...].astype(jnp.float32) * 2"]
     self._loop(body)
 
   # ------------------------------------------------------------------ family: dots of a padded A
@@ -276,9 +251,8 @@ class Gen:
     bexpr = "b_s.T" if way == "bT" else "b_s"
     aexpr = "a_s[...] * 2" if way == "regs" else "a_s"
 
-    def body(blk, d):
-      self.emit(f"ml.copy({a}.at[ml.ds({blk} * {m}, {m})], a_s)", d)
-      self.emit(f"{o}[ml.ds({blk} * {m}, {m}), :] = ml.dot({aexpr}, {bexpr})", d)
+    body = [f"ml.copy({a}.at[ml.ds(BLK * {m}, {m})], a_s)",
+            f"{o}[ml.ds(BLK * {m}, {m}), :] = ml.dot({aexpr}, {bexpr})"]
     self._loop(body, pre=[f"ml.copy({b}, b_s)"])
 
   # ------------------------------------------------------------------ family: store buffers under SMEM pressure
@@ -318,36 +292,17 @@ class Gen:
     self.emit(f"x_s = ml.smem(({rows}, {cols}), jnp.{din})")
     self.emit(f"o_s = ml.smem(({rows}, {cols}), jnp.{dout})")
 
-    def body(blk, d):
-      self.emit(f"ml.copy({x}.at[ml.ds({blk} * {rows}, {rows})], x_s)", d)
-      self.emit(f"o_s[...] = {expr}", d)
-      self.emit(f"ml.copy(o_s, {o}.at[ml.ds({blk} * {rows}, {rows})])", d)
+    body = [f"ml.copy({x}.at[ml.ds(BLK * {rows}, {rows})], x_s)",
+            f"o_s[...] = {expr}",
+            f"ml.copy(o_s, {o}.at[ml.ds(BLK * {rows}, {rows})])"]
     self._loop(body)
     if overflow:
       self.illegal = ("SmemCapacityError", {alloc, alloc + 1, self.loop_line})
 
   # ------------------------------------------------------------------ source
-  @property
-  def source(self):
-    ins = ", ".join(n for n, _ in self.ins)
-    outs = ", ".join(n for n, _ in self.outs)
-    specs = ", ".join(f"S({tuple(v.shape)}, jnp.{jnp.dtype(v.dtype).name})" for _, v in self.outs)
-    block = f", block={self.block}" if self.block else ""
-    src = diff_fuzz.HEADER + f"\n\n@mg.mgpu_kernel(out_shape=lambda *a: ({specs},), grid=({self.G},){block})\n"
-    src += f"def kernel({ins}, {outs}):\n"
-    return src + "\n".join(self.lines) + "\n"
-
   def line_of(self, k):
     """The source line number of the kernel's k-th line (1-based)."""
     return self.source.splitlines().index(self.lines[k - 1]) + 1 if k else 0
-
-  @property
-  def args(self):
-    return [jnp.asarray(a) for _, a in self.ins]
-
-  @property
-  def refs(self):
-    return [v for _, v in self.outs]
 
 
 def _suggestion(gen, e):
@@ -387,9 +342,7 @@ def run(gen, *, build=True, interpret=True):
 
 
 if __name__ == "__main__":
-  lo, hi = int(sys.argv[1]), int(sys.argv[2])
-  every = int(sys.argv[3]) if len(sys.argv) > 3 else 1      # export one seed in `every`
-  for s in range(lo, hi):
-    g = Gen(s)
-    cls, detail = run(g, build=(s % every == 0))
-    print(f"SEED {s} {cls} {g.family} {sorted(g.tags)} :: {detail!s}".replace("\n", " | "), flush=True)
+  lo, hi, every = (list(map(int, sys.argv[1:4])) + [1])[:3]      # export one seed in `every`
+  for g in map(Gen, range(lo, hi)):
+    cls, detail = run(g, build=(g.seed % every == 0))
+    print(f"SEED {g.seed} {cls} {g.family} {sorted(g.tags)} :: {detail!s}".replace("\n", " | "), flush=True)
