@@ -305,18 +305,30 @@ class Gen:
     return self.source.splitlines().index(self.lines[k - 1]) + 1 if k else 0
 
 
-def _suggestion(gen, e):
-  """None where the stage count MG402's hint names (`use stages=2`) compiles and computes the plan's reference (or
-  where it names none); else ("wrong", what the suggested kernel did)."""
-  import re
-  m = re.match(r"use stages=(\d+)", e.hint or "")
-  if m is None or int(m.group(1)) < 2:
-    return None
+def _at_stages(gen, n):
+  """(class, detail) of `gen`'s kernel with `stages=n`, as a legal plan."""
   fixed = copy.copy(gen)
-  fixed.lines = [ln.replace(f"stages={gen.stages}", f"stages={m.group(1)}") for ln in gen.lines]
+  fixed.lines = [ln.replace(f"stages={gen.stages}", f"stages={n}") for ln in gen.lines]
   fixed.illegal = None
-  cls, detail = diff_fuzz.run(fixed, build=False, compare=lambda g, w, dot=False: mem_fuzz.compare(g, w, dot))
-  return None if cls == "ok" else ("wrong", f"MG402's hint {m.group(0)}: {cls} {detail}")
+  return diff_fuzz.run(fixed, build=False, compare=lambda g, w, dot=False: mem_fuzz.compare(g, w, dot))
+
+
+def _suggestion(gen, e):
+  """None where the stage count MG402's hint names (`use stages=2`; `use for ...`, unpipelined, is 1) is the largest
+  that fits: the kernel at that count computes the plan's reference, one more stage (below the count written) is
+  MG402 again; else ("wrong", what the kernel did)."""
+  import re
+  m = re.match(r"use (?:stages=(\d+)|for )", e.hint or "")
+  if m is None:
+    return None
+  n = int(m.group(1) or 1)
+  if n >= 2:
+    cls, detail = _at_stages(gen, n)
+    if cls != "ok":
+      return "wrong", f"MG402's hint names stages={n}: {cls} {detail}"
+  if n + 1 < gen.stages and _at_stages(gen, n + 1)[0] == "ok":
+    return "wrong", f"MG402's hint names stages={n}, but stages={n + 1} compiles and computes"
+  return None
 
 
 def run(gen, *, build=True, interpret=True):
