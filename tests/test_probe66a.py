@@ -171,3 +171,27 @@ def test_gpu_fuzz_plans_of_nested_loops(family):
     got = got if isinstance(got, (tuple, list)) else (got,)
     for a, w in zip(got, g.refs):
       np.testing.assert_array_equal(np.asarray(a), w)
+
+
+@mg.mgpu_kernel(out_shape=lambda v: v)
+def odd_vector_windows(v, out, *, n: ml.constexpr):
+  v_s = ml.smem((n,), v.dtype)
+  for j in ml.range(v.shape[0] // n, stages=2):
+    ml.copy(v.at[ml.ds(j * n, n)], v_s)
+    ml.copy(v_s, out.at[ml.ds(j * n, n)])
+
+
+def test_a_vector_window_of_odd_bytes_is_told_to_widen_the_window():
+  """56 int8 of a 280-element vector: the hint said "v's rows are 280 bytes, so no window of them is" (a vector's
+  windows of whole 16 bytes are fine, whatever its length); it names the window's width, which compiles."""
+  with pytest.raises(mg.TmaLimitError) as info:
+    odd_vector_windows.check(S((280,), jnp.int8), n=56)
+  e = info.value
+  assert e.code == "MG401" and e.loc.source_line.strip().startswith("ml.copy(v.at[ml.ds(j * n, n)], v_s)")
+  assert e.col_offset == e.loc.source_line.index("ml.copy(v.at")
+  assert "56 x 1 bytes = 56" in e.message
+  assert e.hint.startswith("make the window's last dimension a multiple of 16 elements (16 bytes)"), e.hint
+  assert "rows are" not in e.hint
+  v = (np.arange(320) % 101).astype(np.int8)
+  odd_vector_windows.check(S(v.shape, jnp.int8), n=64)            # the hint followed
+  np.testing.assert_array_equal(np.asarray(odd_vector_windows(v, n=64, interpret=True)), v)
