@@ -38,7 +38,7 @@ from . import hw
 from . import ir
 from .dtypes import DType
 from .ir import Access
-from .ops.control import AwaitStores, Barrier, For, If, Yield
+from .ops.control import LOOPS, AwaitStores, Barrier, For, If, Yield
 from .ops.elementwise import BinOp, Binary, CmpOp, Compare
 from .ops.memory import Copy, SmemAlloc, View
 from .ops.mma import DotWait
@@ -141,16 +141,16 @@ def _check_multicasts(block, *, in_producer):
                                                                    and r == "producer"))
 
 
-def _rewrite_block(kernel, block, em, out, specialized):
+def _rewrite_block(kernel, block, em, out, specialized, in_loop=False):
   ops = []
   for o in block.ops:
     for r in o.regions:
-      _rewrite_block(kernel, getattr(o, r), em, out, specialized)
+      _rewrite_block(kernel, getattr(o, r), em, out, specialized, in_loop or isinstance(o, LOOPS))
     if isinstance(o, For) and o.stages > 1 and o.warp_specialize:
       specialized.append(o)
       ops.append(o)
     elif isinstance(o, For) and o.stages > 1:
-      ops.extend(_pipeline(kernel, o, em, out))
+      ops.extend(_pipeline(kernel, o, em, out, nested=in_loop))
     else:
       ops.append(o)
   block.ops[:] = ops
@@ -187,7 +187,7 @@ def record(plan, body, result: Pipelined):
     result.deferred[buf.id] = (plan.stages - 1) * stores_per_iteration(body)
 
 
-def _pipeline(kernel, loop: For, em, result: Pipelined):
+def _pipeline(kernel, loop: For, em, result: Pipelined, nested=False):
   plan = make_plan(kernel, loop, em)
   multibuffer(kernel, plan, em)
   S, loop, loc = plan.stages, plan.loop, plan.loop.loc
@@ -204,6 +204,11 @@ def _pipeline(kernel, loop: For, em, result: Pipelined):
 
   # The prologue: a loop over the first min(ahead, trip) iterations (one copy of the load code).
   prologue = ir.Block(list(plan.pre))
+  if nested and Access.TMA_READ in plan.reads:
+    # the loop runs again (an outer loop's next trip): its last trips' TMA stores of the stages they loaded may
+    # still be reading them, and the prologue refills those stages (probe 66a: MG951 in interpret mode, a race on
+    # the GPU); the body's own waits keep the last trip's stores in flight
+    prologue.ops.append(AwaitStores(True, loc, pending=0))
   with em.region(prologue):
     first = min(ahead, loop.stop) if isinstance(loop.stop, int) else em.emit(
         Binary, BinOp.MIN, loop.stop, ahead, loc=loc, types=[I32]).result

@@ -125,7 +125,7 @@ def make_plan(kernel, loop: For, em) -> Plan:
   reads = loaded_reads(kernel, body, loaded)
   if single_copy_stores(kernel, loaded, stores, S, len(sites), written):
     stores = []             # one copy each, synchronised as any SMEM buffer a TMA store reads
-  check_fits(kernel, loaded + stores, S, len(sites), loop.loc, loop.warp_specialize, loop=written)
+  check_fits(kernel, loaded + stores, S, len(sites), loop.loc, loop.warp_specialize, loop=written, once=stores)
   return Plan(loop, pre, S, sites, loaded, stores, reads, windows=windows)
 
 
@@ -538,10 +538,13 @@ def load_sites(kernel, body, iv, windows: dict, ws: bool = False):
   return sites
 
 
-def loop_bytes(bufs, stages, sites, slots_before):
+def loop_bytes(bufs, stages, sites, slots_before, once=()):
+  """The SMEM a pipelined loop's buffers `bufs` take at `stages`: a copy a stage, but one of those in `once` (store
+  buffers that single_copy_stores keeps once)."""
   align = lambda n: -(-n // hw.SMEM_BUFFER_ALIGN) * hw.SMEM_BUFFER_ALIGN
   barriers = (slots_before + stages * sites) * hw.MBARRIER_BYTES
-  return align(barriers) + sum(align(stages * stage_bytes(b.type)) for b in bufs)
+  one = {id(b) for b in once}
+  return align(barriers) + sum(align((1 if id(b) in one else stages) * stage_bytes(b.type)) for b in bufs)
 
 
 class _Beside:
@@ -579,25 +582,27 @@ def single_copy_stores(kernel, loaded, stores, S, sites, loop) -> bool:
   return not fits(loaded + stores) and fits(loaded)
 
 
-def check_fits(kernel, bufs, S, sites, loc, ws: bool = False, loop=None):
+def check_fits(kernel, bufs, S, sites, loc, ws: bool = False, loop=None, once=()):
   """The loop's buffers, S copies each, all live at once: a clear error, at the loop, with the
-  number of stages that fits (frontend/smem.py checks the whole kernel later)."""
-  need = loop_bytes(bufs, S, sites, kernel.num_load_slots)
-  if need <= hw.SMEM_LIMIT:
+  number of stages that fits (frontend/smem.py checks the whole kernel later). `once`: the loop's store buffers,
+  which keep one copy where a copy a stage does not fit (single_copy_stores): the bytes, stage counts and tiles
+  the error names count them once (probe 66a: it suggested stages=1 where stages=2 fits with one store copy)."""
+  if loop_bytes(bufs, S, sites, kernel.num_load_slots) <= hw.SMEM_LIMIT:
     return
+  need = loop_bytes(bufs, S, sites, kernel.num_load_slots, once)
   # the kernel's other buffers (a residual tile live across the loop) share the SMEM: the stage
   # count suggested must fit beside them, or the next build fails again at the buffers (MG402);
   # the buffers used before or after the loop share its bytes, but must fit themselves
   beside = _Beside(kernel, bufs, loop)
   other, apart = beside.other, beside.apart
   fits = [s for s in range(S - 1, 0, -1)
-          if loop_bytes(bufs, s, sites, kernel.num_load_slots) + other <= hw.SMEM_LIMIT
+          if loop_bytes(bufs, s, sites, kernel.num_load_slots, once) + other <= hw.SMEM_LIMIT
           and apart + other + hw.SMEM_BUFFER_ALIGN <= hw.SMEM_LIMIT]
   from .smem import _alloc_loc
   from .stage_overflow import stages_error
   raise stages_error(kernel, loop, bufs, S, sites, loc, need, fits, other, unpipelined(ws), lambda b: _alloc_loc(kernel, b),
                      lambda: _no_stages_fit(beside.order, beside.ids, beside.during_loop, bufs, sites, kernel, other,
-                                            ws))
+                                            ws), once=once)
 
 
 def _no_stages_fit(order, ids, during_loop, bufs, sites, kernel, other, ws) -> str:

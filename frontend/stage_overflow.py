@@ -22,10 +22,11 @@ def stages_loc(loc):
   return dataclasses.replace(loc, col_offset=m.start(), end_lineno=loc.lineno, end_col_offset=m.end())
 
 
-def _bytes(bufs, stages, sites, slots_before, size):
+def _bytes(bufs, stages, sites, slots_before, size, once=()):
   align = lambda n: -(-n // hw.SMEM_BUFFER_ALIGN) * hw.SMEM_BUFFER_ALIGN
   barriers = (slots_before + stages * sites) * hw.MBARRIER_BYTES
-  return align(barriers) + sum(align(stages * size(b)) for b in bufs)
+  one = {id(b) for b in once}
+  return align(barriers) + sum(align((1 if id(b) in one else stages) * size(b)) for b in bufs)
 
 
 def loop_axes(kernel, loop, bufs) -> dict:
@@ -64,11 +65,12 @@ def _cut_at(shape: tuple, axis, cut: int) -> tuple | None:
       tuple(n // cut if a == axis else n for a, n in enumerate(shape))
 
 
-def smaller_tile(kernel, loop, bufs, stages, sites, other) -> tuple | None:
+def smaller_tile(kernel, loop, bufs, stages, sites, other, once=()) -> tuple | None:
   """(buffer, hint): the loop's buffers that move along its index cut along that axis (a smaller step, more trips)
   to a half, a quarter or an eighth; else its largest buffer (with the others of its type), else every loop buffer,
   cut along its first axis of 16 or more; the first that fits at `stages` beside `other` bytes. None where an
   eighth is not enough."""
+  from .pipeline_plan import stage_bytes
   axes = loop_axes(kernel, loop, bufs)
   big = max(bufs, key=lambda b: b.type.nbytes)
   groups = [[b for b in bufs if id(b) in axes]] if id(big) in axes else []
@@ -79,8 +81,9 @@ def smaller_tile(kernel, loop, bufs, stages, sites, other) -> tuple | None:
       shapes = {id(b): _cut_at(tuple(b.type.shape), axes.get(id(b)) if along else None, cut) for b in group}
       if None in shapes.values():
         break
-      size = lambda b: b.type.nbytes // cut if b in group else b.type.nbytes
-      need = _bytes(bufs, stages, sites, kernel.num_load_slots, size) + other
+      # (a stage of odd bytes is padded to 128: pipeline_plan.stage_bytes)
+      size = lambda b: stage_bytes(dataclasses.replace(b.type, shape=shapes[id(b)]) if b in group else b.type)
+      need = _bytes(bufs, stages, sites, kernel.num_load_slots, size, once) + other
       if need > hw.SMEM_LIMIT:
         continue
       which = " and ".join(f"{b.name or 'a buffer'} of shape {shapes[id(b)]}" for b in group)
@@ -92,17 +95,26 @@ def smaller_tile(kernel, loop, bufs, stages, sites, other) -> tuple | None:
   return None
 
 
-def stages_error(kernel, loop, bufs, S, sites, loc, need, fits, other, unpipelined, alloc_loc, no_fit):
+def stages_error(kernel, loop, bufs, S, sites, loc, need, fits, other, unpipelined, alloc_loc, no_fit, once=()):
   """The SmemCapacityError of check_fits: `fits`, the stage counts below S that fit (largest first); `no_fit()`,
-  the hint where neither fewer stages nor an eighth of the loop's tiles fit (what the other buffers take)."""
-  per_stage = ", ".join(f"{b.name or '?'} {b.type.nbytes // 1024} KiB" for b in bufs)
-  message = (f"with stages={S} this loop's buffers need {need} bytes ({per_stage} per stage, {S} copies each),"
+  the hint where neither fewer stages nor an eighth of the loop's tiles fit (what the other buffers take); `once`,
+  the store buffers of `bufs` counted once (one copy, where a copy a stage does not fit)."""
+  one = {id(b) for b in once}
+  staged = [b for b in bufs if id(b) not in one]
+  per_stage = ", ".join(f"{b.name or '?'} {b.type.nbytes // 1024} KiB" for b in staged)
+  kept = ", ".join(f"{b.name or '?'} {b.type.nbytes // 1024} KiB" for b in bufs if id(b) in one)
+  each = "each" if len(staged) > 1 else ""
+  copies = (f"{per_stage} per stage, {S} copies {each}".rstrip() if staged else "") + (
+      f"{'; ' if staged else ''}{kept}, one copy (written and TMA-stored every trip)" if kept else "")
+  beside = (f" beside the {other} bytes of the kernel's other buffers live across it" if kept and need <= hw.SMEM_LIMIT
+            else "")
+  message = (f"with stages={S} this loop's buffers need {need} bytes ({copies}){beside},"
              f" more than the {hw.SMEM_LIMIT} bytes ({hw.SMEM_WORDS}) a kernel's buffers can use")
-  tile = smaller_tile(kernel, loop, bufs, S, sites, other)
+  tile = smaller_tile(kernel, loop, bufs, S, sites, other, once)
   if fits:
     from .pipeline_plan import loop_bytes
     hint = (f"use {unpipelined if fits[0] == 1 else f'stages={fits[0]}'}"
-            f" ({loop_bytes(bufs, fits[0], sites, kernel.num_load_slots) + other} bytes with the kernel's"
+            f" ({loop_bytes(bufs, fits[0], sites, kernel.num_load_slots, once) + other} bytes with the kernel's"
             f" other buffers)" + (" (no loads ahead of use: the loop then runs unpipelined)" if fits[0] == 1 else ""))
     hint += "; or " + tile[1] if tile else " or smaller tiles"
     return E.SmemCapacityError(message, stages_loc(loc), hint=hint)
@@ -113,5 +125,6 @@ def stages_error(kernel, loop, bufs, S, sites, loc, need, fits, other, unpipelin
         f" {kib(big.type.nbytes)}; cutting the loop's tiles to an eighth is not enough)",
         notes=(f"{loc}: the pipelined loop (stages={S}) keeping a copy per stage",))
   big, hint = tile
+  keeps = "one copy of it (a store buffer)" if id(big) in one else "a copy of it per stage"
   return E.SmemCapacityError(message, alloc_loc(big), hint=hint,
-                             notes=(f"{loc}: the pipelined loop (stages={S}) keeping a copy of it per stage",))
+                             notes=(f"{loc}: the pipelined loop (stages={S}) keeping {keeps}",))

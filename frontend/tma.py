@@ -67,7 +67,8 @@ def check_copy(loc, gmem: ir.Value, gwin, smem: ir.Value, swin, store: bool = Fa
                 f"store the value from registers instead of copying it through {smem.name or 'SMEM'}, {name}[...] = value"
                 f" (a register store takes any width)"
                 if store else f"read it into registers instead, {name}[...]" + _scalars_too(groot))
-        if (full[-1] * itemsize) % ALIGN == 0
+        # (a vector of 16 bytes or more has windows of whole 16 bytes, whatever its length: probe 66a, 56 of 280 int8)
+        if (full[-1] * itemsize) % ALIGN == 0 or len(full) == 1 and full[-1] * itemsize >= ALIGN
         else f"{groot.name or 'the array'}'s rows are {full[-1] * itemsize} bytes, so no window of them is: "
              + (store if isinstance(store, str) else
                 f"store the value from registers instead of copying it through SMEM ({name}[...] = value)" if store
