@@ -4,7 +4,7 @@
     python benchmarks/ptxas_report.py examples [FILE.py ...]
 
 Compiles deviceless (JAX's AOT compile for a CUDA topology described by a GPU target config: an H100's, sm_90a)
-and reports, for every kernel ptxas compiles, its registers a thread, its spills and whether ptxas serialised its
+(mg.ptxas_info, mgpu_dsl/ptxas.py) and reports, for every kernel ptxas compiles, its registers a thread, its spills and whether ptxas serialised its
 tensor-core products (the C7510-C7515 "Potential Performance Loss: wgmma.mma_async instructions are serialized"
 notes: every wgmma of the kernel then waits for the one before, whatever order the kernel issues them in).
 `attention`: examples/attention.py's forward and backward (jax.grad) at its default configuration for each head_dim
@@ -26,17 +26,12 @@ from __future__ import annotations
 
 import argparse
 import ast
-import contextlib
 import dataclasses
 import importlib.util
 import os
-import re
 import sys
-import tempfile
 
 os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
-os.environ["MOSAIC_GPU_DUMP_PTXAS"] = "1"
-os.environ.setdefault("MGPU_DSL_CACHE_DIR", "off")     # a cached kernel is not compiled again: no report
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -45,80 +40,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.append(os.path.join(HERE, "..", "examples"))
 from common import table  # noqa: E402
-
-H100 = """gpu_device_info { threads_per_block_limit: 1024 threads_per_warp: 32 shared_memory_per_block: 49152
-  shared_memory_per_core: 233472 threads_per_core_limit: 2048 core_count: 132 fpus_per_core: 128
-  block_dim_limit_x: 2147483647 block_dim_limit_y: 65535 block_dim_limit_z: 65535 memory_bandwidth: 3352320000000
-  l2_cache_size: 52428800 clock_rate_ghz: 1.98 device_memory_size: 84929347584 shared_memory_per_block_optin: 232448
-  cuda_compute_capability { major: 9 } registers_per_core_limit: 65536 registers_per_block_limit: 65536 }
-runtime_version: { major: 12 minor: 8 patch: 0 } platform_name: "CUDA" dnn_version_info { major: 9 minor: 7 }
-device_description_str: "NVIDIA H100 80GB HBM3"
-"""
-SERIAL = re.compile(r"\((C75\d\d)\) Potential Performance Loss: wgmma.mma_async instructions are serialized due to (.*?)"
-                    r"(?: in| for)? the function '(\w+)'")
-ENTRY = re.compile(r"Compiling entry function '(\w+)'")
-USED = re.compile(r"Used (\d+) registers")
-SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
-
-
-def device():
-  """The compile-only device of an H100 topology; exits with the setup to install where JAX has no CUDA plugin."""
-  from jax.experimental.topologies import get_topology_desc
-  try:
-    return get_topology_desc("ptxas_report", "cuda", target_config=H100, topology="1x1x1").devices[0]
-  except Exception as e:     # no plugin, or no CUDA runtime for it
-    sys.exit(f"no deviceless CUDA compile here ({type(e).__name__}: {str(e).splitlines()[0][:120]}); install"
-             f" jax-cuda12-plugin and jax-cuda12-pjrt =={jax.__version__}, nvidia-cuda-nvcc-cu12,"
-             f" nvidia-cuda-runtime-cu12 and nvidia-nvjitlink-cu12 (see this script's docstring)")
-
-
-@contextlib.contextmanager
-def captured():
-  """What the process writes to its stdout and stderr (ptxas's report comes from C++), as a list of one string."""
-  out = []
-  sys.stdout.flush()
-  sys.stderr.flush()
-  with tempfile.TemporaryFile(mode="w+") as f:
-    saved = os.dup(1), os.dup(2)
-    os.dup2(f.fileno(), 1)
-    os.dup2(f.fileno(), 2)
-    try:
-      yield out
-    finally:
-      sys.stdout.flush()
-      sys.stderr.flush()
-      os.dup2(saved[0], 1)
-      os.dup2(saved[1], 2)
-      os.close(saved[0])
-      os.close(saved[1])
-      f.seek(0)
-      out.append(f.read())
-
-
-def parse(text: str) -> list[tuple]:
-  """(kernel, registers, spilled bytes stored / loaded, serialisation) for each kernel ptxas compiled in `text`."""
-  serial = {m.group(3): f"{m.group(1)}: {m.group(2)}" for m in SERIAL.finditer(text)}
-  rows, name = [], None
-  for line in text.splitlines():
-    if (m := ENTRY.search(line)):
-      name = m.group(1).removesuffix("_mosaic_gpu_kernel")
-      spill = "0 / 0"
-    elif name and (m := SPILL.search(line)) and "stack frame" in line:
-      spill = f"{m.group(1)} / {m.group(2)}"
-    elif name and (m := USED.search(line)):
-      rows.append((name, m.group(1), spill, serial.get(name + "_mosaic_gpu_kernel", "no")))
-      name = None
-  return rows
-
+from mgpu_dsl.ptxas import _captured as captured, ptxas_info, target_device  # noqa: E402
 
 def compile_report(fn, *specs) -> list[tuple]:
-  with captured() as out:
-    try:
-      fn.trace(*specs).lower(lowering_platforms=("cuda",)).compile()
-      err = None
-    except Exception as e:     # a kernel that does not build here: its error in the report, the others go on
-      err = f"{type(e).__name__}: {str(e).splitlines()[0][:100]}"
-  rows = parse(out[0])
+  """(kernel, registers, spilled bytes, serialisation) of each kernel `fn` compiles; an error as a row of its own."""
+  try:
+    infos, err = ptxas_info(fn, *specs), None
+  except Exception as e:     # a kernel that does not build here: its error in the report, the others go on
+    infos, err = [], f"{type(e).__name__}: {str(e).splitlines()[0][:100]}"
+  rows = [(i.kernel, str(i.registers), f"{i.spill_stores} / {i.spill_loads}", i.serialized or "no") for i in infos]
   return rows + ([("(error)", "", "", err)] if err else [])
 
 
@@ -184,7 +114,10 @@ def main():
   if args.producer_registers:
     from mgpu_dsl.frontend import hw
     hw.PRODUCER_REGISTERS = args.producer_registers
-  dev = device()
+  try:
+    dev = target_device()
+  except RuntimeError as e:
+    sys.exit(str(e))
   print(f"jax {jax.__version__}, deviceless compile for {dev.device_kind} (sm_90a)")
   head, rows = (attention if args.what == "attention" else examples)(args, dev)
   print(table(head, rows))
