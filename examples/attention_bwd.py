@@ -96,8 +96,12 @@ def transposed_probabilities(k_s, v_s, q_s, do_s, lse_s, i, j, bq, bkv, c, causa
 @ml.inline
 def probabilities(s, lse_s, i, j, bq, bkv, c, causal):
   """p from the transposed scores s (keys along the rows) and the logsumexp; with `causal`, the keys past each
-  query masked where the block crosses the diagonal."""
-  if causal:
+  query masked where the block crosses the diagonal (`causal="diag"`: every block does, no run-time test)."""
+  if causal == "diag":
+    rows = i * bkv + ml.arange(bkv)[:, None]
+    cols = j * bq + ml.arange(bq)[None, :]
+    s = ml.where(cols >= rows, s, NEG_INF)
+  elif causal:
     if j * bq < (i + 1) * bkv:
       rows = i * bkv + ml.arange(bkv)[:, None]
       cols = j * bq + ml.arange(bq)[None, :]
@@ -284,7 +288,7 @@ def dkv_dq_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, 
     diag = ml.minimum(((i + 1) * bkv + bq - 1) // bq - first, count)     # blocks the diagonal crosses
     for t in ml.range(g * diag, stages=stages, warp_specialize=ws):
       dk_acc, dv_acc = dkv_dq_step(q, do, lse, delta, *bufs, dk_acc, dv_acc, b, hk * g + t // diag, i,
-                                   first + t % diag, bq, bkv, c, True, dq_first, p16_ds)
+                                   first + t % diag, bq, bkv, c, "diag", dq_first, p16_ds)
     rest = count - diag
     for t in ml.range(g * rest, stages=stages, warp_specialize=ws):
       dk_acc, dv_acc = dkv_dq_step(q, do, lse, delta, *bufs, dk_acc, dv_acc, b, hk * g + t // rest, i,
@@ -367,7 +371,7 @@ def deferred_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr
     for t in ml.range(g * diag, stages=stages):
       tp = ml.maximum(t - 1, 0)
       dk_acc, dv_acc = deferred_step(q, do, lse, delta, *bufs, dk_acc, dv_acc, b, hk * g + t // diag, i,
-                                     first + t % diag, hk * g + tp // diag, first + tp % diag, bq, bkv, c, True,
+                                     first + t % diag, hk * g + tp // diag, first + tp % diag, bq, bkv, c, "diag",
                                      p16_ds, dp_late)
     rest = count - diag
     for t in ml.range(g * rest, stages=stages):
