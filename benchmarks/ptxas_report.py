@@ -40,7 +40,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.append(os.path.join(HERE, "..", "examples"))
 from common import table  # noqa: E402
-from mgpu_dsl.ptxas import _captured as captured, ptxas_info, target_device  # noqa: E402
+from mgpu_dsl.ptxas import captured, ptxas_info, target_device  # noqa: E402
+
 
 def compile_report(fn, *specs) -> list[tuple]:
   """(kernel, registers, spilled bytes, serialisation) of each kernel `fn` compiles; an error as a row of its own."""
@@ -52,19 +53,18 @@ def compile_report(fn, *specs) -> list[tuple]:
   return rows + ([("(error)", "", "", err)] if err else [])
 
 
-def attention(args, dev):
+def attention(args):
   spec = importlib.util.spec_from_file_location("attention_example", os.path.join(HERE, "..", "examples",
                                                                                   "attention.py"))
   ex = importlib.util.module_from_spec(spec)
   sys.modules[spec.name] = ex
   spec.loader.exec_module(ex)
   over = {k.strip(): ast.literal_eval(v) for k, v in (kv.split("=") for kv in (args.set or "").split(",") if kv)}
-  sh = jax.sharding.SingleDeviceSharding(dev)
   rows = []
   for d in args.head_dim or (64, 128):
     for causal in [m == "causal" for m in args.causal or ("full", "causal")]:
       cfg = dataclasses.replace(ex.default_config(d, causal, args.seq), **over)
-      x = jax.ShapeDtypeStruct((16384 // args.seq, args.seq, 16, d), jnp.float16, sharding=sh)
+      x = jax.ShapeDtypeStruct((16384 // args.seq, args.seq, 16, d), jnp.float16)
       loss = lambda q, k, v, cfg=cfg, causal=causal: ex.attention(q, k, v, causal, config=cfg).astype(
           jnp.float32).sum()
       for r in compile_report(jax.jit(jax.grad(loss, argnums=(0, 1, 2))), x, x, x):
@@ -73,7 +73,7 @@ def attention(args, dev):
   return HEAD_ATTN, rows
 
 
-def examples(args, dev):
+def examples(args):
   from mgpu_dsl import check as C
   files = args.files or sorted(os.path.join(HERE, "..", "examples", f) for f in os.listdir(os.path.join(HERE, "..",
                                                                                                           "examples"))
@@ -84,14 +84,11 @@ def examples(args, dev):
     sys.modules[spec.name] = mod
     with captured():
       spec.loader.exec_module(mod)
-  sh = jax.sharding.SingleDeviceSharding(dev)
-  place = lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh) if hasattr(s, "shape") else s
   rows = []
   for kernel, entries in C._DECLARED.items():
     for specs, constexprs in entries:
-      arrays = [place(s) for s in specs]
       fn = jax.jit(lambda *a, kernel=kernel, constexprs=constexprs: kernel(*a, **constexprs))
-      for r in compile_report(fn, *arrays):
+      for r in compile_report(fn, *specs):
         rows.append((kernel.__name__, ", ".join(f"{k}={v}" for k, v in constexprs.items())[:40]) + r[1:])
         print(table(HEAD_EX, rows[-1:]), flush=True)
   return HEAD_EX, rows
@@ -119,7 +116,7 @@ def main():
   except RuntimeError as e:
     sys.exit(str(e))
   print(f"jax {jax.__version__}, deviceless compile for {dev.device_kind} (sm_90a)")
-  head, rows = (attention if args.what == "attention" else examples)(args, dev)
+  head, rows = (attention if args.what == "attention" else examples)(args)
   print(table(head, rows))
 
 

@@ -94,18 +94,22 @@ def transposed_probabilities(k_s, v_s, q_s, do_s, lse_s, i, j, bq, bkv, c, causa
 
 
 @ml.inline
+def causal_mask(s, i, j, bq, bkv):
+  """The transposed scores s of key block i and query block j with the keys past each query at -inf."""
+  rows = i * bkv + ml.arange(bkv)[:, None]
+  cols = j * bq + ml.arange(bq)[None, :]
+  return ml.where(cols >= rows, s, NEG_INF)
+
+
+@ml.inline
 def probabilities(s, lse_s, i, j, bq, bkv, c, causal):
   """p from the transposed scores s (keys along the rows) and the logsumexp; with `causal`, the keys past each
   query masked where the block crosses the diagonal (`causal="diag"`: every block does, no run-time test)."""
   if causal == "diag":
-    rows = i * bkv + ml.arange(bkv)[:, None]
-    cols = j * bq + ml.arange(bq)[None, :]
-    s = ml.where(cols >= rows, s, NEG_INF)
+    s = causal_mask(s, i, j, bq, bkv)
   elif causal:
     if j * bq < (i + 1) * bkv:
-      rows = i * bkv + ml.arange(bkv)[:, None]
-      cols = j * bq + ml.arange(bq)[None, :]
-      s = ml.where(cols >= rows, s, NEG_INF)
+      s = causal_mask(s, i, j, bq, bkv)
   return ml.exp2(s * c - (lse_s[...] * LOG2E)[None, :], approx=True)
 
 

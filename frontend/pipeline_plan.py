@@ -538,13 +538,14 @@ def load_sites(kernel, body, iv, windows: dict, ws: bool = False):
   return sites
 
 
-def loop_bytes(bufs, stages, sites, slots_before, once=()):
+def loop_bytes(bufs, stages, sites, slots_before, once=(), size=None):
   """The SMEM a pipelined loop's buffers `bufs` take at `stages`: a copy a stage, but one of those in `once` (store
-  buffers that single_copy_stores keeps once)."""
+  buffers that single_copy_stores keeps once); `size(buf)`, one copy's bytes (by default its padded stage)."""
   align = lambda n: -(-n // hw.SMEM_BUFFER_ALIGN) * hw.SMEM_BUFFER_ALIGN
+  size = size or (lambda b: stage_bytes(b.type))
   barriers = (slots_before + stages * sites) * hw.MBARRIER_BYTES
   one = {id(b) for b in once}
-  return align(barriers) + sum(align((1 if id(b) in one else stages) * stage_bytes(b.type)) for b in bufs)
+  return align(barriers) + sum(align((1 if id(b) in one else stages) * size(b)) for b in bufs)
 
 
 class _Beside:

@@ -22,13 +22,6 @@ def stages_loc(loc):
   return dataclasses.replace(loc, col_offset=m.start(), end_lineno=loc.lineno, end_col_offset=m.end())
 
 
-def _bytes(bufs, stages, sites, slots_before, size, once=()):
-  align = lambda n: -(-n // hw.SMEM_BUFFER_ALIGN) * hw.SMEM_BUFFER_ALIGN
-  barriers = (slots_before + stages * sites) * hw.MBARRIER_BYTES
-  one = {id(b) for b in once}
-  return align(barriers) + sum(align((1 if id(b) in one else stages) * size(b)) for b in bufs)
-
-
 def loop_axes(kernel, loop, bufs) -> dict:
   """{buffer id: axis} of the loop's buffers whose TMA source (a load's) or destination (a store's) moves along one
   axis with the loop's index (`ml.copy(a.at[:, ml.ds(k * bk, bk)], a_s)`: a_s's axis 1, the loop's step)."""
@@ -70,7 +63,7 @@ def smaller_tile(kernel, loop, bufs, stages, sites, other, once=()) -> tuple | N
   to a half, a quarter or an eighth; else its largest buffer (with the others of its type), else every loop buffer,
   cut along its first axis of 16 or more; the first that fits at `stages` beside `other` bytes. None where an
   eighth is not enough."""
-  from .pipeline_plan import stage_bytes
+  from .pipeline_plan import loop_bytes, stage_bytes
   axes = loop_axes(kernel, loop, bufs)
   big = max(bufs, key=lambda b: b.type.nbytes)
   groups = [[b for b in bufs if id(b) in axes]] if id(big) in axes else []
@@ -83,7 +76,7 @@ def smaller_tile(kernel, loop, bufs, stages, sites, other, once=()) -> tuple | N
         break
       # (a stage of odd bytes is padded to 128: pipeline_plan.stage_bytes)
       size = lambda b: stage_bytes(dataclasses.replace(b.type, shape=shapes[id(b)]) if b in group else b.type)
-      need = _bytes(bufs, stages, sites, kernel.num_load_slots, size, once) + other
+      need = loop_bytes(bufs, stages, sites, kernel.num_load_slots, once, size) + other
       if need > hw.SMEM_LIMIT:
         continue
       which = " and ".join(f"{b.name or 'a buffer'} of shape {shapes[id(b)]}" for b in group)

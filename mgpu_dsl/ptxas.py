@@ -75,7 +75,7 @@ def parse(text: str) -> list[PtxasInfo]:
 
 
 @contextlib.contextmanager
-def _captured():
+def captured():
   """What the process writes to its stdout and stderr meanwhile (ptxas's report comes from C++), in a list."""
   out = []
   sys.stdout.flush()
@@ -131,7 +131,7 @@ def ptxas_info(fn, *specs) -> list[PtxasInfo]:
   old = os.environ.get("MOSAIC_GPU_DUMP_PTXAS")
   os.environ["MOSAIC_GPU_DUMP_PTXAS"] = "1"
   try:
-    with _captured() as out:
+    with captured() as out:
       jitted.trace(*placed).lower(lowering_platforms=("cuda",)).compile()
   finally:
     if old is None:
