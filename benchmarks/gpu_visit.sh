@@ -295,6 +295,12 @@ step() {
     s55_dplate)  MOSAIC_GPU_DUMP_PTXAS=1 timeout 400 python3 -u benchmarks/attn_bwd_order.py --dp-late >"$OUT/dplate.log" 2>&1; echo "rc=$?"
                  grep -E "C75|spill stores" "$OUT/dplate.log" | cut -c1-160 | sort | uniq -c | head; grep -E "^\| *64" "$OUT/dplate.log" | tail -10 ;;
     s55_prod)    python3 -u benchmarks/producer_regs.py --regs 40 32 ;;
+    # session 55: the GPU twins of session 54's last code (the backward's diagonal-loop mask, probe 66a's nested-loop
+    # fix, padded stages), then the stage fuzzer against interpret mode
+    s55_twins)   python3 -u benchmarks/gpu_shards.py --shards 6 --timeout 200 tests/test_probe66a.py tests/test_stage_padding.py tests/test_attention.py
+                 grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | cut -c1-300 | head -20 ;;
+    s55_fuzz)    timeout 200 python3 -u benchmarks/probe_stage_fuzz.py --seeds 0:2000 --jobs 14 >"$OUT/stagefuzz.log" 2>&1; echo "rc=$?"
+                 grep -vE "^(ok|refused)" "$OUT/stagefuzz.log" | grep -v Warning | cut -c1-300 | tail -12 ;;
     # the whole suite in two visits (about 2000 tests since session 51: 15 shards of all of them ran past 520 s)
     gpu_p1)      python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 540 --part 1/2 ;;
     gpu_p2)      python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 540 --part 2/2 ;;
