@@ -483,12 +483,16 @@ step() {
     *)           echo "unknown step $1"; return 2 ;;
   esac
 }
+# Every process under PID, itself included, collected before any is signalled: a step's grandchildren (a benchmark's
+# per-setting subprocess) outlived `pkill -P` and held the GPU through the next steps (session 55: half of the visit's
+# figures measured beside a leftover run, and the next run out of memory).
+descendants() { local c; for c in $(pgrep -P "$1"); do descendants "$c"; done; echo "$1"; }
 for s in "$@"; do
   name=${s%%:*}; secs=${s#*:}; [ "$secs" = "$s" ] && secs=300
   t0=$(date +%s)
   ( step "$name" ) >"$OUT/$name.log" 2>&1 &
   pid=$!
-  ( sleep "$secs"; pkill -TERM -P $pid; sleep 2; pkill -KILL -P $pid ) 2>/dev/null &
+  ( sleep "$secs"; pids=$(descendants $pid); kill -TERM $pids; sleep 2; kill -KILL $pids ) 2>/dev/null &
   killer=$!
   wait $pid; rc=$?
   kill $killer 2>/dev/null

@@ -60,9 +60,16 @@ def launch_registers(threads: int) -> int:
   return min(THREAD_REGISTERS, REGISTERS // threads // 8 * 8)
 
 
-def consumer_registers(consumer_warpgroups: int) -> int:
-  """Registers per thread of each compute warpgroup once the producer gave its own back."""
-  per = (REGISTERS // WARPGROUP - PRODUCER_REGISTERS) // consumer_warpgroups
+def consumer_registers(consumer_warpgroups: int, producer: int | None = None) -> int:
+  """Registers per thread of each compute warpgroup once the producer (`producer` registers a thread, by default
+  PRODUCER_REGISTERS) gave its own back. `setmaxnreg` trades within the CTA's launch allocation, not the SM's
+  register file: a CTA of one producer and two compute warpgroups is launched at 168 a thread (384 x 168 = 64512
+  of 65536), so a producer at 32 leaves (504 - 32) / 2 = 236 -> 232 a compute thread; asking for 240, the
+  register file's (512 - 32) / 2, hung the kernel in `setmaxnreg.inc` on the H100 (session 55)."""
+  producer = PRODUCER_REGISTERS if producer is None else producer
+  threads = WARPGROUP * (consumer_warpgroups + 1)
+  pool = launch_registers(threads) * threads // WARPGROUP   # registers a thread of each warpgroup, summed
+  per = (pool - producer) // consumer_warpgroups
   return min(MAX_THREAD_REGISTERS, per // 8 * 8)
 
 
