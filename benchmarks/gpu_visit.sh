@@ -490,6 +490,9 @@ descendants() { local c; for c in $(pgrep -P "$1"); do descendants "$c"; done; e
 for s in "$@"; do
   name=${s%%:*}; secs=${s#*:}; [ "$secs" = "$s" ] && secs=300
   t0=$(date +%s)
+  # and whatever still holds the GPU from before (an orphan of a killed step, a hung kernel) goes first
+  left=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | tr -d ' ')
+  [ -n "$left" ] && { echo "== killing GPU processes left over: $left"; kill -KILL $left 2>/dev/null; sleep 2; }
   ( step "$name" ) >"$OUT/$name.log" 2>&1 &
   pid=$!
   ( sleep "$secs"; pids=$(descendants $pid); kill -TERM $pids; sleep 2; kill -KILL $pids ) 2>/dev/null &
