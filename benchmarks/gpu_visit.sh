@@ -490,9 +490,14 @@ descendants() { local c; for c in $(pgrep -P "$1"); do descendants "$c"; done; e
 for s in "$@"; do
   name=${s%%:*}; secs=${s#*:}; [ "$secs" = "$s" ] && secs=300
   t0=$(date +%s)
-  # and whatever still holds the GPU from before (an orphan of a killed step, a hung kernel) goes first
-  left=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | tr -d ' ')
-  [ -n "$left" ] && { echo "== killing GPU processes left over: $left"; kill -KILL $left 2>/dev/null; sleep 2; }
+  # and whatever still holds the GPU from before (an orphan of a killed step, a hung kernel) goes first: a
+  # container's nvidia-smi lists no processes, so orphaned pythons (parent 1) holding its memory are killed
+  used=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | head -1 | tr -d ' ')
+  if [ "${used:-0}" -gt 1000 ] 2>/dev/null; then
+    left=$(ps -eo pid=,ppid=,comm= | awk '$2 == 1 && $3 ~ /^python/ {print $1}')
+    echo "== $used MiB of GPU memory held before $name; killing orphaned pythons: ${left:-none}"
+    [ -n "$left" ] && { kill -KILL $left 2>/dev/null; sleep 3; }
+  fi
   ( step "$name" ) >"$OUT/$name.log" 2>&1 &
   pid=$!
   ( sleep "$secs"; pids=$(descendants $pid); kill -TERM $pids; sleep 2; kill -KILL $pids ) 2>/dev/null &
