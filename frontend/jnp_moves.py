@@ -148,8 +148,11 @@ _ATLEAST = {1: {0: "[None]"}, 2: {0: "[None, None]", 1: "[None, :]"},
 def _atleast(n):
   def make(a):
     xs = a["arys"]
-    shapes = _tensors(a, xs)
-    if shapes is None:
+    if not isinstance(xs, (tuple, list)) or not xs:
+      return None
+    # (a scalar is jnp's 0-d array: jnp.atleast_1d(s) is s[None], session 55)
+    shapes = [() if type(getattr(x, "type", None)).__name__ == "ScalarType" else _shape(a, x) for x in xs]
+    if any(s is None for s in shapes):
       return None
     parts = [f"{{{i}}}{_ATLEAST[n].get(len(s), '')}" for i, s in enumerate(shapes)]
     return (parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"), list(xs)

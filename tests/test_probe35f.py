@@ -200,14 +200,23 @@ def constexpr_dropped(x, o):
   o[...] = c * 2
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S((4,), F32))
+def scalar_reshape_grown(x, o):
+  s = ml.sum(x[...])
+  o[...] = s.reshape(4)
+
+
 def test_scalar_reshape_and_constexpr_of_a_runtime_value_say_what_to_write():
-  """They said `reshape a tensor read from a ref` and `decorate a helper of your own with @ml.inline`."""
-  expect(scalar_reshape, [S((128,), F32)], mg.KernelTypeError, "s.reshape(1)",
-         "reshape needs a register tensor, got a scalar",
-         hint="s is one value, not a tensor: make a tensor of shape (1,) holding it, ml.full((1,), s); a store takes"
-              " it as it is (out[...] = s fills every element of out, out[0] = s one)")
+  """They said `reshape a tensor read from a ref` and `decorate a helper of your own with @ml.inline`. A scalar's
+  reshape to one element is jnp's (a 0-d array's): session 55 made it ml.full's tensor, where it had been refused
+  with ml.full in the hint; to more elements it is refused at the reshape."""
   x = jnp.arange(128, dtype=F32)
-  np.testing.assert_allclose(scalar_full(x, interpret=True), [x.sum()])       # the hint followed
+  np.testing.assert_allclose(scalar_reshape(x, interpret=True), [x.sum()])
+  scalar_reshape.check(S((128,), F32))
+  expect(scalar_reshape_grown, [S((128,), F32)], mg.ShapeMismatchError, "s.reshape(4)",
+         "cannot reshape s (one element) to (4,) (4 elements)",
+         hint="a reshape keeps the number of elements; to repeat the value, ml.full((4,), s)")
+  np.testing.assert_allclose(scalar_full(x, interpret=True), [x.sum()])
   scalar_full.check(S((128,), F32))
   expect(constexpr_of_tensor, [S((128,), F32)], mg.KernelTypeError, "ml.constexpr(v)",
          "ml.constexpr cannot take a register tensor inside a kernel",
