@@ -28,6 +28,7 @@ from .column_slices import slice_columns
 from .permute import transpose_tensor
 from .spread import broadcast as spread_broadcast, refuse as spread_refuse, reshaped as spread_reshaped
 from .small_regrid import regrid
+from .scalar_shapes import scalar_reshaped
 from .elementwise_checks import method_on
 
 
@@ -166,29 +167,11 @@ def broadcast_operands(cx, operands, what):
   return out, shape
 
 
-def _scalar_reshaped(cx, x, shape):
-  """A scalar (jnp's 0-d array) reshaped to one element, `s.reshape(1)`, `jnp.reshape(s, (1, 1))`, `s.reshape(-1)`:
-  a tensor of that shape holding it, as jnp's (probe 35f had refused it with ml.full in the hint); `()` is itself."""
-  if isinstance(shape, (tuple, list)) and any(n == -1 for n in shape if isinstance(n, int)):
-    shape = tuple(1 if isinstance(n, int) and n == -1 else n for n in shape)
-  elif isinstance(shape, int) and shape == -1:
-    shape = (1,)
-  if isinstance(shape, (tuple, list)) and len(shape) == 0:
-    return x
-  shape = static_shape(cx, shape, "reshape")
-  if math.prod(shape) != 1:
-    raise E.ShapeMismatchError(f"cannot reshape {x.name or 'a scalar'} (one element) to {shape} ({math.prod(shape)}"
-                               " elements)", cx.loc,
-                               hint=f"a reshape keeps the number of elements; to repeat the value, ml.full({shape}, "
-                                    f"{cx.named(x, 's')})")
-  return ew.full_(cx, shape, x, x.type.dtype)
-
-
 def reshape_(cx, x, shape):
   check_register_value(cx, x, "reshape")
   if not is_tensor(x):
     if is_value(x) and isinstance(x.type, ScalarType):
-      return _scalar_reshaped(cx, x, shape)
+      return scalar_reshaped(cx, x, shape)
     raise E.KernelTypeError(f"reshape needs a register tensor, got {kind_of(x)}", cx.loc,
                             hint=scalar_reshape_hint(cx.named(x, "s"), shape))
   shape = static_shape(cx, shape, "reshape")
@@ -698,7 +681,7 @@ def ravel(cx, x, order="C", can_reorder=False):
   _reorder(cx, can_reorder, "ravel")
   if not is_tensor(x):
     if is_value(x) and isinstance(x.type, ScalarType):
-      return _scalar_reshaped(cx, x, (1,))       # (jnp's ravel of a 0-d array)
+      return scalar_reshaped(cx, x, (1,))       # (jnp's ravel of a 0-d array)
     raise E.KernelTypeError(f"ravel needs a register tensor, got {kind_of(x)}", cx.loc,
                             hint=scalar_reshape_hint(cx.named(x, "s"), (1,)))
   if order != "C":
