@@ -301,6 +301,11 @@ step() {
                  grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | cut -c1-300 | head -20 ;;
     s55_fuzz)    timeout 200 python3 -u benchmarks/probe_stage_fuzz.py --seeds 0:2000 --jobs 14 >"$OUT/stagefuzz.log" 2>&1; echo "rc=$?"
                  grep -vE "^(ok|refused)" "$OUT/stagefuzz.log" | grep -v Warning | cut -c1-300 | tail -12 ;;
+    # session 55's leads for the next visit: the producer's registers with the register trade fixed (32 hung two
+    # compute warpgroups before it: they asked for 240 of a 168-register launch); the GPU twins of session 55's code
+    s56_prod)    python3 -u benchmarks/producer_regs.py --regs 40 32 24 ;;
+    s56_twins)   python3 -u benchmarks/gpu_shards.py --shards 6 --timeout 250 tests/test_scalar_shapes.py tests/test_attention_variants_ragged.py tests/test_probe67a.py tests/test_probe67b.py
+                 grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | cut -c1-300 | head -20 ;;
     # the whole suite in two visits (about 2000 tests since session 51: 15 shards of all of them ran past 520 s)
     gpu_p1)      python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 540 --part 1/2 ;;
     gpu_p2)      python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 540 --part 2/2 ;;
