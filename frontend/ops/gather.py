@@ -530,6 +530,8 @@ def _gather_load(cx, iref, mask=None, other=0):
                                f" {shape}", cx.loc, hint=f"a mask of shape {shape}, or one that broadcasts to it"
                                + (" (a mask of rows: m[:, None])" if len(shape) == 2 else ""))
   d = resolve(v.type.dtype)
+  from .access import whole_other
+  other = whole_other(cx, other, d, table, "the gather's other")     # other=0.0 on uint8 data: 0 (probe 67a)
   if is_value(other) and resolve(other.type.dtype) != d or isinstance(other, float) and not d.is_float:
     raise E.DtypeMismatchError(
         f"the gather's other ({cx.named(other) if is_value(other) else shown(other)}) is not {dtype_name(d)},"

@@ -1,0 +1,198 @@
+"""Probe 67a: convolution, stencil and image kernels as people port them from Triton / CUDA (the corpus in
+tests/probe67a_kernels.py: causal and depthwise convs, implicit-GEMM conv2d, 1x1 convs, pooling, resizes, transposed
+convs, stencils and Jacobi iterations, Sobel / box / separable filters, histograms, integral images, im2col / col2im,
+layouts and uint8 / int8 images). Each kernel runs in interpret mode against a jax.lax / NumPy reference and is
+exported for CUDA. The classes found and fixed:
+
+- a gather's `other=0.0` on integer data (a bilinear resize of a uint8 image, whose taps are gathers) was MG104,
+  where a plain masked load takes the whole-number float as its integer, as Triton does; every masked path now
+  takes `other` by one rule (`access.whole_other`);
+- ping-pong buffers in a loop of static bounds (Jacobi's `src, dst = (a, b) if it % 2 == 0 else (b, a)`, the same
+  as an `if` statement, or `src, dst = dst, src` each trip) were MG003 / MG005; Python runs them with the index an
+  int, and so does the kernel now (the loop unrolled, as for `bufs[it % 2]`).
+"""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+
+import probe67a_convs as C
+import probe67a_images as I
+import probe67a_kernels as K
+from probe_util import line_of
+
+S = jax.ShapeDtypeStruct
+CASES = {c[0]: c for c in K.CASES}
+
+
+def _check(case, seed=0, interpret=True):
+  name, kernel, inputs, kw, ref, tol = case
+  args = inputs(seed)
+  got = kernel(*args, interpret=interpret, **kw) if interpret else jax.jit(lambda *a: kernel(*a, **kw))(*args)
+  want = ref(*args)
+  np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=tol, atol=tol)
+  return args
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_corpus_in_interpret_mode_matches_the_reference(name):
+  _check(CASES[name], seed=3)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_corpus_exports_for_cuda(name):
+  _, kernel, inputs, kw, _, _ = CASES[name]
+  specs = [S(np.shape(a), a.dtype) for a in inputs(0)]
+  text = jax.export.export(jax.jit(lambda *a: kernel(*a, **kw)), platforms=["cuda"])(*specs).mlir_module()
+  assert "mosaic_gpu" in text
+
+
+# ---------------------------------------------------------------- a gather's other on integer data
+
+@mg.mgpu_kernel(out_shape=lambda x, ids: S(ids.shape, jnp.float32))
+def gathered(x, ids, out, *, OTHER: ml.constexpr):
+  i = ids[...]
+  v = ml.load(x.at[i], mask=i < x.shape[0], other=OTHER)
+  out[...] = v.astype(jnp.float32)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int16, np.int32])
+@pytest.mark.parametrize("other", [0.0, 7.0])
+def test_a_gathers_whole_number_float_other_is_its_integer(dtype, other):
+  x = (np.arange(200) % 100).astype(dtype)
+  ids = ((np.arange(128) * 37) % 260).astype(np.int32)           # some past the end: masked off
+  got = np.asarray(gathered(x, ids, OTHER=other, interpret=True))
+  want = np.where(ids < 200, x[np.minimum(ids, 199)], other).astype(np.float32)
+  np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("other,cls,hint", [
+    (0.5, mg.DtypeMismatchError, "an integer of uint8: other=0"),
+    (-1.0, mg.KernelTypeError, "other=0, the nearest"),
+    (float("-inf"), mg.DtypeMismatchError, "other=0 for a max"),
+])
+def test_a_gathers_other_that_is_no_uint8_is_reported_at_the_load(other, cls, hint):
+  x = np.arange(200).astype(np.uint8)
+  ids = np.arange(128, dtype=np.int32)
+  with pytest.raises(cls) as e:
+    gathered(x, ids, OTHER=other, interpret=True)
+  assert (e.value.lineno, e.value.col_offset) == line_of(gathered, "ml.load(x.at[i]")
+  assert "the gather's other" in e.value.message and hint in e.value.hint, str(e.value)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, n: S((1,), jnp.int32))
+def scalar_other(x, n, out, *, OTHER: ml.constexpr):
+  i = n[0]
+  out[0] = ml.load(x.at[i], mask=i < x.shape[0], other=OTHER)
+
+
+def test_a_scalar_loads_whole_number_float_outside_its_type_is_reported():
+  x = np.arange(8, dtype=np.int32)
+  np.testing.assert_array_equal(np.asarray(scalar_other(x, np.array([9], np.int32), OTHER=3.0, interpret=True)), [3])
+  with pytest.raises(mg.KernelTypeError) as e:        # it was int(1e10), silently
+    scalar_other(x, np.array([9], np.int32), OTHER=1e10, interpret=True)
+  assert (e.value.lineno, e.value.col_offset) == line_of(scalar_other, "ml.load(x.at[i]")
+  assert "outside int32's range" in e.value.message and "other=2147483647, the nearest" in e.value.hint
+
+
+def test_the_uint8_bilinear_resize_compiles():
+  """The kernel that found the class: four gathers of a uint8 image with other=0.0."""
+  _check(CASES["resize_bilinear_down_u8"], seed=5)
+
+
+# ---------------------------------------------------------------- ping-pong buffers in a loop of static bounds
+
+@pytest.mark.parametrize("spelling", ["ifexp", "if", "swap"])
+@pytest.mark.parametrize("iters", [1, 2, 5])
+def test_jacobi_ping_pong_buffers_run_as_python_runs_them(spelling, iters):
+  u = C.rnd((64, 64), iters)
+  got = np.asarray(I.jacobi_smem(u, ITERS=iters, SPELLING=spelling, interpret=True))
+  np.testing.assert_allclose(got, I.ref_jacobi(u, iters), rtol=1e-5, atol=1e-5)
+
+
+def test_the_ping_pong_loop_is_unrolled_and_a_plain_loop_is_not():
+  ir_text = I.jacobi_smem.typed_ir(S((64, 64), jnp.float32), ITERS=5, SPELLING="ifexp")
+  assert "for start=" not in ir_text                  # five trips written out
+  ir_text = I.jacobi_loop_registers.typed_ir(S((64, 64), jnp.float32), ITERS=5)
+  assert "for start=" in ir_text                      # chooses no ref: a run-time loop as before
+
+
+@mg.mgpu_kernel(out_shape=lambda u, **k: u, grid=(1,))
+def long_ping_pong(u, out, *, ITERS: ml.constexpr):
+  a = ml.smem(u.shape, u.dtype)
+  b = ml.smem(u.shape, u.dtype)
+  ml.copy(u, a)
+  for it in range(ITERS):
+    src, dst = (a, b) if it % 2 == 0 else (b, a)
+    dst[...] = src[...] * 0.5
+  ml.copy(a, out)
+
+
+def test_a_ping_pong_loop_of_many_trips_keeps_its_error():
+  with pytest.raises(mg.KernelError) as e:
+    long_ping_pong.typed_ir(S((64, 64), jnp.float32), ITERS=100)
+  assert e.value.code == "MG003"
+  assert (e.value.lineno, e.value.col_offset) == line_of(long_ping_pong, "(a, b) if it % 2 == 0 else (b, a)")
+  ir_text = long_ping_pong.typed_ir(S((64, 64), jnp.float32), ITERS=4)
+  assert "for start=" not in ir_text
+
+
+@mg.mgpu_kernel(out_shape=lambda u, n: u, grid=(1,))
+def runtime_ping_pong(u, n, out):
+  a = ml.smem(u.shape, u.dtype)
+  b = ml.smem(u.shape, u.dtype)
+  ml.copy(u, a)
+  for it in range(n[0]):
+    src, dst = (a, b) if it % 2 == 0 else (b, a)
+    dst[...] = src[...] * 0.5
+  ml.copy(a, out)
+
+
+def test_a_ping_pong_loop_of_run_time_bounds_is_still_refused():
+  with pytest.raises(mg.KernelError) as e:
+    runtime_ping_pong.typed_ir(S((64, 64), jnp.float32), S((1,), jnp.int32))
+  assert e.value.code == "MG003"
+  assert (e.value.lineno, e.value.col_offset) == line_of(runtime_ping_pong, "(a, b) if it % 2 == 0 else (b, a)")
+  assert "cannot be chosen at run time" in e.value.message or "different kind" in e.value.message
+
+
+# ---------------------------------------------------------------- legitimate refusals: their place and hints
+
+def test_a_halo_tma_window_at_c_minus_1_is_refused_with_the_aligned_window():
+  x = C.rnd((128, 128), 0)
+  with pytest.raises(mg.KernelError) as e:
+    I.separable_box_tma(x, interpret=True)
+  assert e.value.code == "MG401"
+  assert (e.value.lineno, e.value.col_offset) == line_of(I.separable_box_tma, "ml.copy(x.at[ml.ds(r - 1, 72)")
+  assert "ml.ds(c - 4, 132)" in e.value.hint and "t.at[:, ml.ds(3 + k, n)]" in e.value.hint
+  _check(CASES["box3_tma_aligned"], seed=1)         # the hint's form, written out: it compiles and computes
+
+
+@mg.mgpu_kernel(out_shape=lambda u: u, grid=(1,))
+def jacobi_interior_window(u, out):
+  a = ml.smem(u.shape, u.dtype)
+  ml.copy(u, a)
+  a[1:63, 1:63] = 0.25 * (a[0:62, 1:63] + a[2:64, 1:63] + a[1:63, 0:62] + a[1:63, 2:64])
+  ml.copy(a, out)
+
+
+def test_an_odd_smem_window_is_refused_at_its_read_with_a_padded_buffer():
+  """Left: a (62, 62) interior of an SMEM buffer is no register tensor (MG204); the hint grows the buffer."""
+  with pytest.raises(mg.KernelError) as e:
+    jacobi_interior_window.typed_ir(S((64, 64), jnp.float32))
+  assert e.value.code == "MG204"
+  assert (e.value.lineno, e.value.col_offset) == line_of(jacobi_interior_window, "a[0:62, 1:63]")
+  assert "ml.smem((64, 65)" in e.value.hint
+
+
+# ---------------------------------------------------------------- GPU twins
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["resize_bilinear_down_u8", "jacobi_smem_ifexp", "jacobi_smem_if",
+                                  "jacobi_smem_swap", "conv2d_igemm_f16_3x3", "causal_conv1d_bias_silu",
+                                  "histogram_smem", "conv1d_gemm_pipelined"])
+def test_gpu_corpus(name):
+  _check(CASES[name], seed=2, interpret=False)
