@@ -196,3 +196,64 @@ def test_an_odd_smem_window_is_refused_at_its_read_with_a_padded_buffer():
                                   "histogram_smem", "conv1d_gemm_pipelined"])
 def test_gpu_corpus(name):
   _check(CASES[name], seed=2, interpret=False)
+
+
+# ---------------------------------------------------------------- conv_general_dilated's preferred_element_type
+
+def _conv_out(x, w, *, GROUPS, PAD):
+  edge = 0 if PAD == "SAME" else w.shape[0] - 1
+  return S((x.shape[0], x.shape[1] - edge, x.shape[2] - edge, w.shape[3]), jnp.float32)
+
+
+@mg.mgpu_kernel(out_shape=_conv_out, grid=(1,))
+def conv_f32_result(x, w, out, *, GROUPS: ml.constexpr, PAD: ml.constexpr):
+  out[...] = jax.lax.conv_general_dilated(x[...], w[...], (1, 1), PAD, dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                          feature_group_count=GROUPS, preferred_element_type=jnp.float32)
+
+
+def _conv_ref(x, w, groups, pad):
+  return np.asarray(jax.lax.conv_general_dilated(jnp.asarray(x, jnp.float32), jnp.asarray(w, jnp.float32), (1, 1), pad,
+                                                 dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                                 feature_group_count=groups, precision="highest"))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, jnp.bfloat16])
+@pytest.mark.parametrize("groups,xs,ws,pad", [(1, (1, 8, 16, 16), (3, 3, 16, 32), "SAME"),
+                                              (1, (2, 8, 8, 16), (3, 3, 16, 16), "VALID"),
+                                              (64, (1, 8, 16, 64), (3, 3, 1, 64), "SAME")])
+def test_a_convs_preferred_element_type_float32_keeps_the_float32_sums(dtype, groups, xs, ws, pad):
+  """It was MG003 ("conv_general_dilated cannot take a register tensor"): a CNN layer's 16-bit tiles accumulated in
+  float32. The result is the float32 sum, not rounded to 16 bits (dots read 16-bit operands exactly)."""
+  x, w = C.rnd(xs, 1).astype(dtype), C.rnd(ws, 2).astype(dtype)
+  got = np.asarray(conv_f32_result(x, w, GROUPS=groups, PAD=pad, interpret=True))
+  assert got.dtype == np.float32
+  np.testing.assert_allclose(got, _conv_ref(x, w, groups, pad), rtol=1e-4, atol=1e-4)   # 16-bit rounding: 1e-2
+  text = jax.export.export(jax.jit(lambda a, b: conv_f32_result(a, b, GROUPS=groups, PAD=pad)),
+                           platforms=["cuda"])(S(xs, x.dtype), S(ws, w.dtype)).mlir_module()
+  assert "mosaic_gpu" in text
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S(x.shape[:3] + (w.shape[3],), x.dtype), grid=(1,))
+def conv_own_dtype(x, w, out):
+  out[...] = jax.lax.conv_general_dilated(x[...], w[...], (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                          preferred_element_type=x.dtype)
+
+
+def test_a_convs_preferred_element_type_of_its_own_dtype_is_the_plain_conv():
+  x, w = C.rnd((1, 8, 16, 16), 1).astype(jnp.bfloat16), C.rnd((3, 3, 16, 32), 2).astype(jnp.bfloat16)
+  got = np.asarray(conv_own_dtype(x, w, interpret=True), np.float32)
+  np.testing.assert_allclose(got, _conv_ref(x, w, 1, "SAME"), rtol=2e-2, atol=5e-2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S(x.shape[:3] + (w.shape[3],), jnp.float16), grid=(1,))
+def conv_narrower(x, w, out):
+  out[...] = jax.lax.conv_general_dilated(x[...], w[...], (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                          preferred_element_type=jnp.float16)
+
+
+def test_a_convs_preferred_element_type_narrower_than_its_operands_stays_refused():
+  with pytest.raises(mg.KernelError) as e:
+    conv_narrower.typed_ir(S((1, 8, 16, 16), jnp.float32), S((3, 3, 16, 32), jnp.float32))
+  assert e.value.code == "MG003"
+  assert (e.value.lineno, e.value.col_offset) == line_of(conv_narrower, "jax.lax.conv_general_dilated(")
+  assert "conv_general_dilated" in e.value.message and "im2col" in e.value.hint
