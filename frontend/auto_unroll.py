@@ -1,7 +1,8 @@
 """`for j in range(n)` of static bounds whose body needs `j` static (probe 52b): a Python list or tuple indexed by
 the loop index (`tiles[j]`, `W[j]` of a tuple of weights, `bufs[j % 2]`, `TAPS[j]` of a module's NumPy array), a register tensor's window bounded by it
 (`acc[j * 32:(j + 1) * 32]`), refs chosen by it or swapped each trip (probe 67a: Jacobi's ping-pong buffers, `src,
-dst = (a, b) if j % 2 == 0 else (b, a)`, `a, b = b, a`), or a list grown in the body (`outs.append(v)`, `outs += [v]`, `outs = outs + [v]`). A kernel's `range` is a run-time loop, where such a body is
+dst = (a, b) if j % 2 == 0 else (b, a)`, `a, b = b, a`), the same in a helper of the kernel's called with it (probe
+67a: a median filter's `sort2(j, j + 1)` over a list of taps), or a list grown in the body (`outs.append(v)`, `outs += [v]`, `outs = outs + [v]`). A kernel's `range` is a run-time loop, where such a body is
 MG003 ("cannot index tiles with a runtime value") or MG005 (a list's length cannot change); Python, and a Pallas
 kernel, run it as written, so the loop is unrolled instead, as `ml.static_range` would (at most UNROLL trips;
 longer loops keep their error, whose hint writes ml.static_range). A body that needs neither stays a run-time
@@ -100,8 +101,14 @@ def _register(v) -> bool:
 def needs_static_index(tracer, node: ast.For) -> bool:
   """Whether the body of `node` (a for over range(...), its target a name) indexes a static container by the loop
   index (or a name computed from it), or grows a list."""
-  body = list(_walk(node.body))
-  index = {node.target.id} | _static_carries(tracer, body)
+  return _needs(tracer, node.body, {node.target.id})
+
+
+def _needs(tracer, stmts, seed, depth=0) -> bool:
+  """needs_static_index of the statements `stmts`, `seed` the names holding the loop index; also through the
+  kernel's own helpers the body calls with it (depth: how many such calls deep)."""
+  body = list(_walk(stmts))
+  index = set(seed) | _static_carries(tracer, body)
   grew = True
   while grew:                 # names computed from the index: k = j * 2, then tiles[k]
     grew = False
@@ -129,6 +136,8 @@ def needs_static_index(tracer, node: ast.For) -> bool:
       return True             # jnp.roll(x, s, axis=0): a shift, a diagonal or pad widths are static ints
     if _chooses_refs(tracer, n, index):
       return True             # src, dst = (a, b) if j % 2 == 0 else (b, a): ping-pong buffers (probe 67a)
+    if isinstance(n, ast.Call) and depth < 4 and _helper_needs(tracer, n, index, depth):
+      return True             # sort2(j, j + 1) of a helper that indexes a list by its parameters (probe 67a)
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _GROW and \
         isinstance(n.func.value, ast.Name) and isinstance(tracer.env.get(n.func.value.id), list):
       return True
@@ -141,6 +150,24 @@ def needs_static_index(tracer, node: ast.For) -> bool:
         any(isinstance(s, (ast.List, ast.Tuple)) for s in (n.value.left, n.value.right)):
       return True
   return False
+
+
+def _helper_needs(tracer, call: ast.Call, index, depth) -> bool:
+  """Whether `call` calls a helper defined in the kernel (a def or lambda of its body: its tree is known) with
+  arguments that read the loop index, and the helper's body needs those parameters static: a median filter's
+  compare-exchange `sort2(j, j + 1)` over a Python list of taps, `t[i], t[j] = lo, hi` (it was MG003, "cannot
+  index t (a Python list) with a runtime value", where Python runs it with the index an int)."""
+  if not isinstance(call.func, ast.Name):
+    return False
+  fn = tracer.env.get(call.func.id)
+  tree = getattr(fn, "parsed", (None, None))[1] if isinstance(getattr(fn, "parsed", None), tuple) else None
+  if not isinstance(tree, ast.FunctionDef):
+    return False
+  params = [a.arg for a in tree.args.posonlyargs + tree.args.args]
+  seed = {p for p, a in zip(params, call.args) if not isinstance(a, ast.Starred) and _reads(a, index)}
+  seed |= {k.arg for k in call.keywords if k.arg in params + [a.arg for a in tree.args.kwonlyargs]
+           and _reads(k.value, index)}
+  return bool(seed) and _needs(tracer, tree.body, seed, depth + 1)
 
 
 def _ref_bound(tracer, name) -> bool:

@@ -6,6 +6,8 @@ import numpy as np
 
 import probe67a_convs as C
 import probe67a_images as I
+import probe67a_jnp
+import probe67a_more
 
 
 # ---------------------------------------------------------------- the cases
@@ -143,3 +145,5 @@ CASES += [
           lambda s: (C.rnd((2, 9, 13, 16), s).astype(jnp.bfloat16),), dict(OH=20, OW=27),
           lambda x: I.ref_bilinear_nhwc(x, 20, 27), 1e-3),
 ]
+
+CASES += probe67a_jnp.CASES + probe67a_more.CASES

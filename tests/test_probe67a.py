@@ -33,7 +33,11 @@ def _check(case, seed=0, interpret=True):
   args = inputs(seed)
   got = kernel(*args, interpret=interpret, **kw) if interpret else jax.jit(lambda *a: kernel(*a, **kw))(*args)
   want = ref(*args)
-  np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=tol, atol=tol)
+  gots, wants = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+  assert len(gots) == len(wants)
+  for g, w in zip(gots, wants):
+    assert np.shape(g) == np.shape(w)
+    np.testing.assert_allclose(np.asarray(g, np.float32), np.asarray(w, np.float32), rtol=tol, atol=tol)
   return args
 
 
@@ -257,3 +261,62 @@ def test_a_convs_preferred_element_type_narrower_than_its_operands_stays_refused
   assert e.value.code == "MG003"
   assert (e.value.lineno, e.value.col_offset) == line_of(conv_narrower, "jax.lax.conv_general_dilated(")
   assert "conv_general_dilated" in e.value.message and "im2col" in e.value.hint
+
+
+# ---------------------------------------------------------------- helpers called with a static loop's index
+
+TAPS = (0.25, 0.5, 0.25)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def taps_by_helper(x, out):
+  L = x.shape[0]
+  t = ml.arange(L)
+  def tap(k):
+    tt = t + k - 1
+    return TAPS[k] * ml.load(x.at[tt], mask=(tt >= 0) & (tt < L), other=0.0)
+  acc = ml.zeros((L,), jnp.float32)
+  for k in range(3):
+    acc += tap(k)
+  out[...] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def plain_helper_loop(x, out):
+  def step(v, k):
+    return v * 0.5 + k
+  acc = x[...]
+  for k in range(3):
+    acc = step(acc, k)
+  out[...] = acc
+
+
+def test_a_helper_indexing_a_tuple_by_the_loops_index_runs_unrolled():
+  x = C.rnd((256,), 4)
+  p = np.pad(x, 1)
+  want = 0.25 * p[:-2] + 0.5 * p[1:-1] + 0.25 * p[2:]
+  np.testing.assert_allclose(np.asarray(taps_by_helper(x, interpret=True)), want, rtol=1e-6, atol=1e-6)
+  assert "for start=" not in taps_by_helper.typed_ir(S((256,), jnp.float32))
+  ir_text = plain_helper_loop.typed_ir(S((256,), jnp.float32))      # needs no static index: a run-time loop
+  assert "for start=" in ir_text
+  np.testing.assert_allclose(np.asarray(plain_helper_loop(x, interpret=True)),
+                             ((x * 0.5 + 0) * 0.5 + 1) * 0.5 + 2, rtol=1e-6)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def helper_mutating_a_list(x, out):
+  t = [x[...], x[...] * 2.0]
+  def swap(i, j):
+    t[i], t[j] = t[j], t[i]
+  for k in range(1):
+    swap(k, k + 1)
+  out[...] = t[0]
+
+
+def test_a_helper_changing_its_callers_list_is_refused_at_the_item_assignment():
+  """Left, documented: lists are values in a kernel; the hint writes the list again (or returns the new items)."""
+  with pytest.raises(mg.KernelError) as e:
+    helper_mutating_a_list.typed_ir(S((256,), jnp.float32))
+  assert e.value.code == "MG003"
+  assert (e.value.lineno, e.value.col_offset) == line_of(helper_mutating_a_list, "t[i], t[j] = t[j], t[i]")
+  assert "lists are values" in e.value.message and "t = t[:i] + [v] + t[i + 1:]" in e.value.hint
