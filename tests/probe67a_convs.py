@@ -293,15 +293,19 @@ def pool_out(x, *, K, STRIDE, PAD, **k):
             x.shape[3]), x.dtype)
 
 
+@ml.inline
+def pool_program(out, BW, C):
+  """The image, output row, BW output pixels and C channels of a pooling program (one output row)."""
+  OH = out.shape[1]
+  return ml.program_id(0) // OH, ml.program_id(0) % OH, ml.arange(BW), ml.arange(C)
+
+
 @mg.mgpu_kernel(out_shape=pool_out, grid=lambda x, **k: (pool_out(x, **k).shape[0] * pool_out(x, **k).shape[1],))
 def maxpool_nhwc(x, out, *, K: ml.constexpr, STRIDE: ml.constexpr, PAD: ml.constexpr, BW: ml.constexpr):
   """K x K max pool with -inf padding; one output row a program, BW >= OW pixels, all channels."""
   N, H, W, C = x.shape
-  OH, OW = out.shape[1], out.shape[2]
-  n = ml.program_id(0) // OH
-  oh = ml.program_id(0) % OH
-  ow = ml.arange(BW)
-  c = ml.arange(C)
+  OW = out.shape[2]
+  n, oh, ow, c = pool_program(out, BW, C)
   acc = ml.full((BW, C), float("-inf"), jnp.float32)
   for kh in range(K):
     for kw in range(K):
@@ -317,11 +321,8 @@ def maxpool_nhwc(x, out, *, K: ml.constexpr, STRIDE: ml.constexpr, PAD: ml.const
 def avgpool_nhwc(x, out, *, K: ml.constexpr, STRIDE: ml.constexpr, PAD: ml.constexpr, BW: ml.constexpr,
                  INCLUDE_PAD: ml.constexpr):
   N, H, W, C = x.shape
-  OH, OW = out.shape[1], out.shape[2]
-  n = ml.program_id(0) // OH
-  oh = ml.program_id(0) % OH
-  ow = ml.arange(BW)
-  c = ml.arange(C)
+  OW = out.shape[2]
+  n, oh, ow, c = pool_program(out, BW, C)
   acc = ml.zeros((BW, C), jnp.float32)
   cnt = ml.zeros((BW,), jnp.float32)
   for kh in range(K):

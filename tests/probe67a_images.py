@@ -332,6 +332,14 @@ def integral_image_rows_loop(x, out, *, BW: ml.constexpr):
     ml.store(out.at[i, c], run, mask=c < W)
 
 
+@ml.inline
+def patch_program(OH, K, C):
+  """The image, output row, tap (kh, kw), 32 output pixels and C channels of an im2col / col2im program."""
+  n, oh = ml.program_id(0) // OH, ml.program_id(0) % OH
+  kh, kw = ml.program_id(1) // K, ml.program_id(1) % K
+  return n, oh, kh, kw, ml.arange(32), ml.arange(C)
+
+
 @mg.mgpu_kernel(out_shape=lambda x, *, K: S((x.shape[0] * (x.shape[1] - K + 1) * (x.shape[2] - K + 1),
                                               K * K * x.shape[3]), x.dtype),
                 grid=lambda x, *, K: (x.shape[0] * (x.shape[1] - K + 1), K * K))
@@ -340,12 +348,7 @@ def im2col_nhwc(x, cols, *, K: ml.constexpr):
   and one tap."""
   N, H, W, C = x.shape
   OH, OW = H - K + 1, W - K + 1
-  n = ml.program_id(0) // OH
-  oh = ml.program_id(0) % OH
-  kh = ml.program_id(1) // K
-  kw = ml.program_id(1) % K
-  ow = ml.arange(32)
-  ch = ml.arange(C)
+  n, oh, kh, kw, ow, ch = patch_program(OH, K, C)
   v = ml.load(x.at[n, oh + kh, (ow + kw)[:, None], ch[None, :]], mask=(ow < OW)[:, None], other=0.0)
   row = (n * OH + oh) * OW + ow
   ml.store(cols.at[row[:, None], (ml.program_id(1) * C + ch)[None, :]], v, mask=(ow < OW)[:, None])
@@ -364,12 +367,7 @@ def col2im_atomic(cols, out, *, N: ml.constexpr, H: ml.constexpr, W: ml.constexp
   """Fold (col2im): every patch row adds back into the image by atomics (overlapping windows sum)."""
   C = out.shape[3]
   OH, OW = H - K + 1, W - K + 1
-  n = ml.program_id(0) // OH
-  oh = ml.program_id(0) % OH
-  kh = ml.program_id(1) // K
-  kw = ml.program_id(1) % K
-  ow = ml.arange(32)
-  ch = ml.arange(C)
+  n, oh, kh, kw, ow, ch = patch_program(OH, K, C)
   row = (n * OH + oh) * OW + ow
   v = ml.load(cols.at[row[:, None], (ml.program_id(1) * C + ch)[None, :]], mask=(ow < OW)[:, None], other=0.0)
   ml.atomic_add(out.at[n, oh + kh, (ow + kw)[:, None], ch[None, :]], v.astype(jnp.float32), mask=(ow < OW)[:, None])
@@ -421,18 +419,16 @@ def nchw_to_nhwc(x, out):
 def conv3x3_int8_requant(x, w, scale, out):
   """int8 image (P, H, W) conv with int8 3x3 weights in int32, requantised by a float scale to int8 (saturating)."""
   p = ml.program_id(0)
-  OH, OW = out.shape[1], out.shape[2]
-  r = ml.arange(32)
-  c = ml.arange(64)
+  r, c = ml.arange(32), ml.arange(64)
   acc = ml.zeros((32, 64), jnp.int32)
-  for i in range(3):
-    for j in range(3):
-      v = ml.load(x.at[p, (r + i)[:, None], (c + j)[None, :]], mask=((r + i)[:, None] < x.shape[1])
-                  & ((c + j)[None, :] < x.shape[2]), other=0)
-      acc += v.astype(jnp.int32) * w[i, j].astype(jnp.int32)
+  for t in range(9):
+    i, j = t // 3, t % 3
+    v = ml.load(x.at[p, (r + i)[:, None], (c + j)[None, :]], mask=((r + i)[:, None] < x.shape[1])
+                & ((c + j)[None, :] < x.shape[2]), other=0)
+    acc += v.astype(jnp.int32) * w[i, j].astype(jnp.int32)       # (a run-time loop over the taps)
   y = jnp.round(acc.astype(jnp.float32) * scale[0])
   ml.store(out.at[p, r[:, None], c[None, :]], jnp.clip(y, -128, 127).astype(jnp.int8),
-           mask=(r[:, None] < OH) & (c[None, :] < OW))
+           mask=(r[:, None] < out.shape[1]) & (c[None, :] < out.shape[2]))
 
 
 def ref_int8_conv(x, w, scale):
