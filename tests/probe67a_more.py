@@ -236,6 +236,49 @@ def ref_bilateral(x, R=2, SS=2.0, SR=0.2):
     num = num + w * xj; den = den + w
   return num / den
 
+
+@mg.mgpu_kernel(out_shape=lambda x, w, **k: S((x.shape[0], x.shape[1], w.shape[2]), F32),
+                grid=lambda x, w, **k: (x.shape[0], ml.cdiv(x.shape[1], 64)))
+def conv1d_sliding(x, w, out, *, REGS: ml.constexpr):
+  """Dense causal 1-D conv: one (64 + 8, CI) window of x loaded once (from t0 - 8, zeros before the start), each tap's
+  A its rows 5 + k..: as the SMEM view x_s.at[ml.ds(5 + k, 64)], MG204 (ml.dot reads whole 8-row tiles), whose hint
+  writes the rows read into registers (REGS, a register A) or a TMA copy a tap (conv1d_tap_copies)."""
+  b, t0 = ml.program_id(0), ml.program_id(1) * 64
+  KT, CI, CO = w.shape
+  x_s = ml.smem((72, CI), x.dtype)
+  w_s = ml.smem((CI, CO), w.dtype)
+  ml.copy(x.at[b, ml.ds(t0 - 8, 72), :], x_s)
+  acc = ml.zeros((64, CO), jnp.float32)
+  for k in range(KT):
+    ml.copy(w.at[k], w_s)
+    a = x_s[ml.ds(8 - (KT - 1) + k, 64), :] if REGS else x_s.at[ml.ds(8 - (KT - 1) + k, 64), :]
+    acc = ml.dot(a, w_s, acc)
+  out[b, ml.ds(t0, 64), :] = acc
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], x.shape[1], w.shape[2]), F32),
+                grid=lambda x, w: (x.shape[0], ml.cdiv(x.shape[1], 64)))
+def conv1d_tap_copies(x, w, out):
+  """The hint's second form: each tap's rows copied by TMA from GMEM at their own start."""
+  b, t0 = ml.program_id(0), ml.program_id(1) * 64
+  KT, CI, CO = w.shape
+  a_s = ml.smem((64, CI), x.dtype)
+  w_s = ml.smem((CI, CO), w.dtype)
+  acc = ml.zeros((64, CO), jnp.float32)
+  for k in range(KT):
+    ml.copy(x.at[b, ml.ds(t0 - (KT - 1) + k, 64), :], a_s)
+    ml.copy(w.at[k], w_s)
+    acc = ml.dot(a_s, w_s, acc)
+  out.at[b, ml.ds(t0, 64), :].store(acc, mask=(t0 + ml.arange(64))[:, None] < out.shape[1])   # (MG203's hint)
+
+
+def ref_causal_dense(x, w):
+  KT = w.shape[0]
+  y = jax.lax.conv_general_dilated(jnp.asarray(x, F32), jnp.asarray(w, F32), (1,), [(KT - 1, 0)],
+                                   dimension_numbers=("NWC", "WIO", "NWC"), precision="highest")
+  return np.asarray(y)
+
+
 def _c(name, k, inputs, kw, ref, tol=1e-4):
   return (name, k, inputs, kw, ref, tol)
 
@@ -257,4 +300,10 @@ CASES = [
        lambda x: x.astype(np.float32).cumsum(1).cumsum(0), 1e-3),
     _c("box3d_ndhwc", box3d_ndhwc, lambda s: (rnd((1, 5, 6, 15, 16), s),), {}, ref_box3d, 1e-5),
     _c("bilateral_row", bilateral_row, lambda s: (rnd((3, 200), s),), {}, ref_bilateral, 1e-4),
+    _c("conv1d_causal_register_taps_f16", conv1d_sliding,
+       lambda s: (rnd((2, 128, 64), s, np.float16), rnd((4, 64, 64), s + 1, np.float16)), dict(REGS=True),
+       ref_causal_dense, 3e-2),
+    _c("conv1d_causal_tap_copies_bf16", conv1d_tap_copies,
+       lambda s: (rnd((2, 100, 64), s).astype(jnp.bfloat16), rnd((4, 64, 64), s + 1).astype(jnp.bfloat16)), {},
+       ref_causal_dense, 5e-2),
 ]

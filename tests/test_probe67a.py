@@ -22,6 +22,7 @@ from mgpu_dsl import language as ml
 import probe67a_convs as C
 import probe67a_images as I
 import probe67a_kernels as K
+import probe67a_more as M
 from probe_util import line_of
 
 S = jax.ShapeDtypeStruct
@@ -320,3 +321,36 @@ def test_a_helper_changing_its_callers_list_is_refused_at_the_item_assignment():
   assert e.value.code == "MG003"
   assert (e.value.lineno, e.value.col_offset) == line_of(helper_mutating_a_list, "t[i], t[j] = t[j], t[i]")
   assert "lists are values" in e.value.message and "t = t[:i] + [v] + t[i + 1:]" in e.value.hint
+
+
+# ---------------------------------------------------------------- a tensor-core operand's window inside a tile
+
+@pytest.mark.parametrize("dtype", [np.float16, jnp.bfloat16])
+def test_a_dot_operands_window_starting_inside_a_tile_names_its_starts_and_the_forms_that_compile(dtype):
+  """It said to promise a multiple of 8 (ml.multiple_of) or to unroll the loop; neither holds for starts 5..8."""
+  with pytest.raises(mg.KernelError) as e:
+    M.conv1d_sliding.typed_ir(S((2, 128, 64), dtype), S((4, 64, 64), dtype), REGS=False)
+  assert e.value.code == "MG204"
+  assert (e.value.lineno, e.value.col_offset) == line_of(M.conv1d_sliding, "x_s.at[ml.ds(8 - (KT - 1) + k, 64), :]")
+  assert "slices the rows or columns of x_s" in e.value.message
+  hint = e.value.hint
+  assert "starts at rows 5, 6, 7, 8 over the loop's trips" in hint and "multiple_of" not in hint
+  assert "ml.dot(x_s[ml.ds(8 - (KT - 1) + k, 64), :], ...)" in hint
+  assert "ml.copy(src.at[..., ml.ds(..., 64), :], x_s_k)" in hint
+  for name in ("conv1d_causal_register_taps_f16", "conv1d_causal_tap_copies_bf16"):       # the forms it writes
+    _check(CASES[name], seed=6)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w, s: S((64, w.shape[1]), jnp.float32))
+def aligned_window_run_time(x, w, s, out):
+  a_s = ml.smem((128, 64), x.dtype)
+  w_s = ml.smem(w.shape, w.dtype)
+  ml.copy(x, a_s)
+  ml.copy(w, w_s)
+  out[...] = ml.dot(a_s.at[ml.ds(s[0], 64), :], w_s)
+
+
+def test_a_run_time_start_read_from_memory_keeps_the_promise_hint():
+  with pytest.raises(mg.KernelError) as e:
+    aligned_window_run_time.typed_ir(S((128, 64), jnp.float16), S((64, 64), jnp.float16), S((1,), jnp.int32))
+  assert e.value.code == "MG204" and "ml.ds(ml.multiple_of(s[0], 8), 64)" in e.value.hint
