@@ -198,9 +198,17 @@ def test_an_odd_smem_window_is_refused_at_its_read_with_a_padded_buffer():
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["resize_bilinear_down_u8", "jacobi_smem_ifexp", "jacobi_smem_if",
                                   "jacobi_smem_swap", "conv2d_igemm_f16_3x3", "causal_conv1d_bias_silu",
-                                  "histogram_smem", "conv1d_gemm_pipelined"])
+                                  "histogram_smem", "conv1d_gemm_pipelined", "median3x3_u8_helper",
+                                  "conv1d_causal_register_taps_f16"])
 def test_gpu_corpus(name):
   _check(CASES[name], seed=2, interpret=False)
+
+
+@pytest.mark.gpu
+def test_gpu_conv_with_float32_result():
+  x, w = C.rnd((1, 8, 16, 16), 1).astype(np.float16), C.rnd((3, 3, 16, 32), 2).astype(np.float16)
+  got = np.asarray(jax.jit(lambda a, b: conv_f32_result(a, b, GROUPS=1, PAD="SAME"))(x, w))
+  np.testing.assert_allclose(got, _conv_ref(x, w, 1, "SAME"), rtol=2e-3, atol=2e-3)
 
 
 # ---------------------------------------------------------------- conv_general_dilated's preferred_element_type
