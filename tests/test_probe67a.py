@@ -362,3 +362,12 @@ def test_a_run_time_start_read_from_memory_keeps_the_promise_hint():
   with pytest.raises(mg.KernelError) as e:
     aligned_window_run_time.typed_ir(S((128, 64), jnp.float16), S((64, 64), jnp.float16), S((1,), jnp.int32))
   assert e.value.code == "MG204" and "ml.ds(ml.multiple_of(s[0], 8), 64)" in e.value.hint
+
+
+# ---------------------------------------------------------------- the shape sweep (tests/probe67a_sweep.py)
+
+@pytest.mark.parametrize("seed", range(25))
+def test_sweep_of_odd_shapes_strides_and_paddings_matches_the_reference(seed):
+  import probe67a_sweep
+  name, kw, status, msg = probe67a_sweep.run(seed, build=seed < 5)
+  assert status == "ok", f"{name} {kw}: {status} {msg}"
