@@ -371,3 +371,42 @@ def test_sweep_of_odd_shapes_strides_and_paddings_matches_the_reference(seed):
   import probe67a_sweep
   name, kw, status, msg = probe67a_sweep.run(seed, build=seed < 5)
   assert status == "ok", f"{name} {kw}: {status} {msg}"
+
+
+# ---------------------------------------------------------------- a conv of few output channels
+
+@mg.mgpu_kernel(out_shape=lambda x, w, **k: S(k["OUT"], jnp.float32), grid=(1,))
+def conv_head(x, w, out, *, DN: ml.constexpr, OUT: ml.constexpr):
+  out[...] = jax.lax.conv_general_dilated(x[...], w[...], (1, 1), "SAME", dimension_numbers=DN,
+                                          preferred_element_type=jnp.float32)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, jnp.bfloat16, np.float32])
+@pytest.mark.parametrize("o,dn,xs,ws", [
+    (1, ("NHWC", "HWIO", "NHWC"), (1, 8, 16, 16), (3, 3, 16, 1)),       # a segmentation head's one channel
+    (2, ("NHWC", "HWIO", "NHWC"), (2, 8, 8, 16), (3, 3, 16, 2)),
+    (3, ("NHWC", "HWIO", "NHWC"), (1, 8, 16, 16), (3, 3, 16, 3)),
+    (12, ("NHWC", "HWIO", "NHWC"), (1, 8, 16, 16), (3, 3, 16, 12)),
+    (1, ("NCHW", "OIHW", "NCHW"), (1, 16, 8, 16), (1, 16, 3, 3)),
+    (8, ("NHWC", "HWIO", "NHWC"), (1, 8, 16, 4), (3, 3, 4, 8))])
+def test_a_dense_conv_of_fewer_than_16_output_channels_computes(dtype, o, dn, xs, ws):
+  """It was ml.dot's MG501 at the conv's line ("n (1) of b"): each tap's product is computed 16 wide (zero weights)
+  and the first o columns taken."""
+  x, w = C.rnd(xs, 1).astype(dtype), C.rnd(ws, 2).astype(dtype)
+  want = np.asarray(jax.lax.conv_general_dilated(jnp.asarray(x, jnp.float32), jnp.asarray(w, jnp.float32), (1, 1),
+                                                 "SAME", dimension_numbers=dn, precision="highest"))
+  got = np.asarray(conv_head(x, w, DN=dn, OUT=want.shape, interpret=True))
+  tol = 5e-2 if dtype == np.float32 else 1e-4          # (float32 operands read as TF32, as XLA's GPU conv)
+  np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+  if dtype != np.float32:
+    jax.export.export(jax.jit(lambda a, b: conv_head(a, b, DN=dn, OUT=want.shape)),
+                      platforms=["cuda"])(S(xs, x.dtype), S(ws, w.dtype))
+
+
+@pytest.mark.gpu
+def test_gpu_conv_of_one_output_channel():
+  x, w = C.rnd((1, 8, 16, 16), 1).astype(np.float16), C.rnd((3, 3, 16, 1), 2).astype(np.float16)
+  dn = ("NHWC", "HWIO", "NHWC")
+  want = _conv_ref(x, w, 1, "SAME")
+  got = np.asarray(jax.jit(lambda a, b: conv_head(a, b, DN=dn, OUT=want.shape))(x, w))
+  np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3)
