@@ -410,3 +410,20 @@ def test_gpu_conv_of_one_output_channel():
   want = _conv_ref(x, w, 1, "SAME")
   got = np.asarray(jax.jit(lambda a, b: conv_head(a, b, DN=dn, OUT=want.shape))(x, w))
   np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, ids: S(ids.shape, jnp.int32))
+def gathered_bool(x, ids, out, *, OTHER: ml.constexpr):
+  i = ids[...]
+  out[...] = ml.load(x.at[i], mask=i < x.shape[0], other=OTHER).astype(jnp.int32)
+
+
+def test_a_bool_gathers_float_other_stays_an_error_whose_hint_is_a_bool():
+  x, ids = np.arange(100) % 3 == 0, np.arange(128, dtype=np.int32)
+  np.testing.assert_array_equal(np.asarray(gathered_bool(x, ids, OTHER=True, interpret=True)),
+                                np.where(ids < 100, x[np.minimum(ids, 99)], True).astype(np.int32))
+  with pytest.raises(mg.DtypeMismatchError) as e:
+    gathered_bool(x, ids, OTHER=0.0, interpret=True)
+  assert (e.value.lineno, e.value.col_offset) == line_of(gathered_bool, "ml.load(x.at[i]")
+  assert e.value.message == "the gather's other (0.0) is not bool, the dtype of x" and e.value.hint == \
+      "other=False (x holds bool)"
