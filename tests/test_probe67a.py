@@ -427,3 +427,22 @@ def test_a_bool_gathers_float_other_stays_an_error_whose_hint_is_a_bool():
   assert (e.value.lineno, e.value.col_offset) == line_of(gathered_bool, "ml.load(x.at[i]")
   assert e.value.message == "the gather's other (0.0) is not bool, the dtype of x" and e.value.hint == \
       "other=False (x holds bool)"
+
+
+# ---------------------------------------------------------------- ml.num_sms in a grid callable
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (ml.num_sms(),))
+def persistent_with_ml_num_sms(x, out):
+  for item in range(ml.program_id(0), x.shape[0], ml.num_programs(0)):
+    out[item] = x[item] * 2.0
+
+
+def test_a_grid_callable_asking_ml_for_mgs_num_sms_is_told_where_it_lives():
+  """A persistent conv's grid written with ml.num_sms() (mg.num_sms is the host-side call): MG006 said only "grid is
+  called with the kernel's inputs"."""
+  with pytest.raises(mg.SignatureError) as e:
+    persistent_with_ml_num_sms.typed_ir(S((8, 128), jnp.float32))
+  assert e.value.code == "MG006"
+  assert (e.value.lineno, e.value.col_offset) == line_of(persistent_with_ml_num_sms, "grid=lambda x: (ml.num_sms(),)")
+  assert "has no attribute 'num_sms'" in e.value.message
+  assert e.value.hint.startswith("num_sms is mgpu_dsl's, not the kernel language's: mg.num_sms")
