@@ -441,10 +441,13 @@ def ref_int8_conv(x, w, scale):
 # ---------------------------------------------------------------- pipelined implicit GEMM
 
 @mg.mgpu_kernel(out_shape=lambda x, w, **k: S((x.shape[0], x.shape[1], w.shape[2]), F32),
-                grid=lambda x, w, *, BM, **k: (x.shape[0], ml.cdiv(x.shape[1], BM)))
-def conv1d_gemm_pipelined(x, w, out, *, BM: ml.constexpr, BK: ml.constexpr, STAGES: ml.constexpr):
-  """Dense 1-D conv (B, L, CI) x (K, CI, CO), 'same' padding, as K * CI / BK TMA-fed dots in a pipelined loop:
-  tap k's A tile is x's rows shifted by k - K // 2 (TMA reads zeros outside)."""
+                grid=lambda x, w, *, BM, **k: (x.shape[0], ml.cdiv(x.shape[1], BM)),
+                block=lambda x, w, *, BM, **k: 256 if BM >= 128 else 128)
+def conv1d_gemm_pipelined(x, w, out, *, BM: ml.constexpr, BK: ml.constexpr, STAGES: ml.constexpr,
+                          WS: ml.constexpr = False):
+  """Dense 1-D conv (B, L, CI) x (K, CI, CO), 'same' padding, as K * CI / BK TMA-fed dots in a pipelined loop
+  (warp-specialised with WS; two warpgroups for BM of 128): tap k's A tile is x's rows shifted by k - K // 2 (TMA
+  reads zeros outside)."""
   b = ml.program_id(0)
   t0 = ml.program_id(1) * BM
   KT, CI, CO = w.shape
@@ -452,7 +455,7 @@ def conv1d_gemm_pipelined(x, w, out, *, BM: ml.constexpr, BK: ml.constexpr, STAG
   b_s = ml.smem((BK, CO), w.dtype)
   acc = ml.zeros((BM, CO), jnp.float32)
   nk = CI // BK
-  for s in ml.range(KT * nk, stages=STAGES):
+  for s in ml.range(KT * nk, stages=STAGES, warp_specialize=WS):
     k = s // nk
     c0 = s % nk * BK
     ml.copy(x.at[b, ml.ds(t0 + k - KT // 2, BM), ml.ds(c0, BK)], a_s)

@@ -9,7 +9,7 @@ import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 
 from probe67a_convs import img_u8, ref_depthwise, rnd
-from probe67a_images import ref_conv1d_dense
+from probe67a_images import conv1d_gemm_pipelined, ref_conv1d_dense
 
 S = jax.ShapeDtypeStruct
 F32 = jnp.float32
@@ -280,25 +280,6 @@ def ref_causal_dense(x, w):
   return np.asarray(y)
 
 
-@mg.mgpu_kernel(out_shape=lambda x, w, **k: S((x.shape[0], x.shape[1], w.shape[2]), F32),
-                grid=lambda x, w, *, BM, **k: (x.shape[0], ml.cdiv(x.shape[1], BM)), block=lambda x, w, *, BM, **k: 256 if BM >= 128 else 128)
-def conv1d_ws(x, w, out, *, BM: ml.constexpr, BK: ml.constexpr, STAGES: ml.constexpr, WS: ml.constexpr):
-  b = ml.program_id(0)
-  t0 = ml.program_id(1) * BM
-  KT, CI, CO = w.shape
-  a_s = ml.smem((BM, BK), x.dtype)
-  b_s = ml.smem((BK, CO), w.dtype)
-  acc = ml.zeros((BM, CO), jnp.float32)
-  nk = CI // BK
-  for s in ml.range(KT * nk, stages=STAGES, warp_specialize=WS):
-    k = s // nk
-    c0 = s % nk * BK
-    ml.copy(x.at[b, ml.ds(t0 + k - KT // 2, BM), ml.ds(c0, BK)], a_s)
-    ml.copy(w.at[k, ml.ds(c0, BK), :], b_s)
-    acc = ml.dot(a_s, b_s, acc)
-  t = t0 + ml.arange(BM)
-  ml.store(out.at[b, t[:, None], ml.arange(CO)[None, :]], acc, mask=(t < x.shape[1])[:, None])
-
 @mg.mgpu_kernel(out_shape=lambda x, w: S(x.shape, jnp.uint8), grid=lambda x, w: (mg.num_sms(),))
 def persistent_depthwise_u8(x, w, out):
   """A persistent grid walking (image, row) items: 3x3 depthwise conv of uint8 NHWC, float math, stored to uint8 by
@@ -350,10 +331,10 @@ CASES = [
     _c("conv1d_causal_tap_copies_bf16", conv1d_tap_copies,
        lambda s: (rnd((2, 100, 64), s).astype(jnp.bfloat16), rnd((4, 64, 64), s + 1).astype(jnp.bfloat16)), {},
        ref_causal_dense, 5e-2),
-    _c("conv1d_pipelined_warp_specialized", conv1d_ws,
+    _c("conv1d_pipelined_warp_specialized", conv1d_gemm_pipelined,
        lambda s: (rnd((2, 200, 64), s, np.float16), rnd((3, 64, 64), s + 1, np.float16)),
        dict(BM=64, BK=32, STAGES=3, WS=True), ref_conv1d_dense, 3e-2),
-    _c("conv1d_pipelined_two_warpgroups", conv1d_ws,
+    _c("conv1d_pipelined_two_warpgroups", conv1d_gemm_pipelined,
        lambda s: (rnd((2, 300, 64), s, np.float16), rnd((3, 64, 128), s + 1, np.float16)),
        dict(BM=128, BK=64, STAGES=2, WS=False), ref_conv1d_dense, 3e-2),
     _c("persistent_depthwise_u8", persistent_depthwise_u8,
