@@ -1,6 +1,8 @@
 """`for j in range(n)` of static bounds whose body needs `j` static (probe 52b): a Python list or tuple indexed by
 the loop index (`tiles[j]`, `W[j]` of a tuple of weights, `bufs[j % 2]`, `TAPS[j]` of a module's NumPy array), a register tensor's window bounded by it
-(`acc[j * 32:(j + 1) * 32]`), or a list grown in the body (`outs.append(v)`, `outs += [v]`, `outs = outs + [v]`). A kernel's `range` is a run-time loop, where such a body is
+(`acc[j * 32:(j + 1) * 32]`), refs chosen by it or swapped each trip (probe 67a: Jacobi's ping-pong buffers, `src,
+dst = (a, b) if j % 2 == 0 else (b, a)`, `a, b = b, a`), the same in a helper of the kernel's called with it (probe
+67a: a median filter's `sort2(j, j + 1)` over a list of taps), or a list grown in the body (`outs.append(v)`, `outs += [v]`, `outs = outs + [v]`). A kernel's `range` is a run-time loop, where such a body is
 MG003 ("cannot index tiles with a runtime value") or MG005 (a list's length cannot change); Python, and a Pallas
 kernel, run it as written, so the loop is unrolled instead, as `ml.static_range` would (at most UNROLL trips;
 longer loops keep their error, whose hint writes ml.static_range). A body that needs neither stays a run-time
@@ -99,8 +101,14 @@ def _register(v) -> bool:
 def needs_static_index(tracer, node: ast.For) -> bool:
   """Whether the body of `node` (a for over range(...), its target a name) indexes a static container by the loop
   index (or a name computed from it), or grows a list."""
-  body = list(_walk(node.body))
-  index = {node.target.id} | _static_carries(tracer, body)
+  return _needs(tracer, node.body, {node.target.id})
+
+
+def _needs(tracer, stmts, seed, depth=0) -> bool:
+  """needs_static_index of the statements `stmts`, `seed` the names holding the loop index; also through the
+  kernel's own helpers the body calls with it (depth: how many such calls deep)."""
+  body = list(_walk(stmts))
+  index = set(seed) | _static_carries(tracer, body)
   grew = True
   while grew:                 # names computed from the index: k = j * 2, then tiles[k]
     grew = False
@@ -126,6 +134,10 @@ def needs_static_index(tracer, node: ast.For) -> bool:
       return True             # acc[j * 32:(j + 1) * 32]: a window of a register tensor has static bounds
     if isinstance(n, ast.Call) and (_static_args(n, index) or _shape_args(tracer, n, index)):
       return True             # jnp.roll(x, s, axis=0): a shift, a diagonal or pad widths are static ints
+    if _chooses_refs(tracer, n, index):
+      return True             # src, dst = (a, b) if j % 2 == 0 else (b, a): ping-pong buffers (probe 67a)
+    if isinstance(n, ast.Call) and depth < 4 and _helper_needs(tracer, n, index, depth):
+      return True             # sort2(j, j + 1) of a helper that indexes a list by its parameters (probe 67a)
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _GROW and \
         isinstance(n.func.value, ast.Name) and isinstance(tracer.env.get(n.func.value.id), list):
       return True
@@ -137,6 +149,64 @@ def needs_static_index(tracer, node: ast.For) -> bool:
         isinstance(tracer.env.get(n.targets[0].id), (list, tuple)) and \
         any(isinstance(s, (ast.List, ast.Tuple)) for s in (n.value.left, n.value.right)):
       return True
+  return False
+
+
+def _helper_needs(tracer, call: ast.Call, index, depth) -> bool:
+  """Whether `call` calls a helper defined in the kernel (a def or lambda of its body: its tree is known) with
+  arguments that read the loop index, and the helper's body needs those parameters static: a median filter's
+  compare-exchange `sort2(j, j + 1)` over a Python list of taps, `t[i], t[j] = lo, hi` (it was MG003, "cannot
+  index t (a Python list) with a runtime value", where Python runs it with the index an int)."""
+  if not isinstance(call.func, ast.Name):
+    return False
+  fn = tracer.env.get(call.func.id)
+  tree = getattr(fn, "parsed", (None, None))[1] if isinstance(getattr(fn, "parsed", None), tuple) else None
+  if not isinstance(tree, ast.FunctionDef):
+    return False
+  params = [a.arg for a in tree.args.posonlyargs + tree.args.args]
+  seed = {p for p, a in zip(params, call.args) if not isinstance(a, ast.Starred) and _reads(a, index)}
+  seed |= {k.arg for k in call.keywords if k.arg in params + [a.arg for a in tree.args.kwonlyargs]
+           and _reads(k.value, index)}
+  return bool(seed) and _needs(tracer, tree.body, seed, depth + 1)
+
+
+def _ref_bound(tracer, name) -> bool:
+  """Whether `name` is bound to a ref (an SMEM buffer, a GMEM ref, a view) or a tuple or list of them."""
+  from .ops.base import is_ref
+  v = tracer.env[name] if name in tracer.env else tracer.scope.get(name)
+  return is_ref(v) or isinstance(v, (tuple, list)) and bool(v) and all(is_ref(x) for x in v)
+
+
+def _bare_ref(tracer, node) -> bool:
+  """Whether `node` is a ref itself, not a value read from one: a name bound to a ref, its view (`a.at[...]`, `a.T`)
+  or a tuple or list of them."""
+  if isinstance(node, (ast.Tuple, ast.List)):
+    return bool(node.elts) and all(_bare_ref(tracer, e) for e in node.elts)
+  if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "at":
+    return _bare_ref(tracer, node.value.value)
+  if isinstance(node, ast.Attribute) and node.attr == "T":
+    return _bare_ref(tracer, node.value)
+  return isinstance(node, ast.Name) and _ref_bound(tracer, node.id)
+
+
+def _binds_refs(tracer, n) -> bool:
+  """Whether `n` assigns refs to names: `src, dst = b, a`, `src = a.at[0]`."""
+  return isinstance(n, ast.Assign) and all(isinstance(t, (ast.Name, ast.Tuple, ast.List)) for t in n.targets) and \
+      (_bare_ref(tracer, n.value) or isinstance(n.value, ast.IfExp) and
+       (_bare_ref(tracer, n.value.body) or _bare_ref(tracer, n.value.orelse)))
+
+
+def _chooses_refs(tracer, n, index) -> bool:
+  """Whether `n` chooses refs by the loop index, or rebinds a name bound to a ref: Jacobi's or a double-buffered
+  stencil's ping-pong, `src, dst = (a, b) if it % 2 == 0 else (b, a)`, the same as an `if` statement, or `src, dst
+  = dst, src` at the end of each trip. Python runs them with the index an int; a run-time loop cannot carry a ref
+  (MG003, "a ref cannot be chosen at run time"; MG005, "rebound inside a runtime loop")."""
+  if isinstance(n, ast.IfExp):
+    return _reads(n.test, index) and (_bare_ref(tracer, n.body) or _bare_ref(tracer, n.orelse))
+  if isinstance(n, ast.If):
+    return _reads(n.test, index) and any(_binds_refs(tracer, m) for m in _walk(n.body + n.orelse))
+  if _binds_refs(tracer, n):
+    return any(isinstance(m, ast.Name) and _ref_bound(tracer, m.id) for t in n.targets for m in ast.walk(t))
   return False
 
 

@@ -333,14 +333,25 @@ def conv_dots(p, w, taps, meta, precision):
   """conv_general_dilated mixing channels (window_forms._dense): the sum over `taps`, each (a static slice of the
   padded lhs p, channels last, the index of its (O, I) or (I, O) weights in w), of the slice's pixels by its
   channels times the weights, ml.dot's product in float32 (16-bit operands through the tensor cores as they are);
-  `meta`: (pixels, weights (O, I), the result's shape)."""
+  `meta`: (pixels, weights (O, I), the result's shape). Fewer than 16 output channels (a mask head's 1, probe 67a;
+  it was ml.dot's MG501) are computed as 16, the weights padded with zeros, and their columns taken."""
   pix, oi, shape = meta
   acc = None
   for sl, idx in taps:
     k = w[idx]
     x = p[sl]
-    term = ml.dot(x.reshape(pix, x.shape[-1]), k.T if oi else k, precision=precision)
+    k = k.T if oi else k
+    if shape[-1] < 16:      # (fewer output channels than a product's 16 columns: padded with zero weights)
+      k = ml.pad(k, ((0, 0), (0, 16 - shape[-1])))
+    x = x.reshape(pix, x.shape[-1])
+    if x.dtype == ml.float32 and x.shape[-1] % 8:     # (float32's k: whole 32 bytes; zero channels on both sides)
+      x = ml.pad(x, ((0, 0), (0, 8 - x.shape[-1] % 8)))
+      k = ml.pad(k, ((0, 8 - k.shape[0] % 8), (0, 0)))
+    term = ml.dot(x, k, precision=precision)
     acc = term if acc is None else acc + term
+  if shape[-1] < 16:        # (its first columns, each a sum of the selected column: no window of a product's tiles)
+    cols = ml.arange(16)[None, :]
+    acc = ml.stack([ml.sum(ml.where(cols == c, acc, 0.0), axis=1) for c in range(shape[-1])], axis=-1)
   return acc.reshape(shape)
 
 

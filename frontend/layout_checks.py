@@ -9,6 +9,7 @@ from . import ir
 from .layouts import SmemLayout
 from .windows import register_tile_window, whole_tiles
 from .loc import call_at, expr_at
+from .tile_offset_hints import _start_texts, inside_tile_hint
 from .ops.memory import Copy, SmemAlloc, View
 from .types import DType, Layout, LayoutKind, RefType, Space, TensorType
 
@@ -582,27 +583,6 @@ def _result_window_hint(kernel, view, kinds, value, multiple, defs) -> str:
           f" {'rows' if rows else 'columns'} with a mask: .store({y}, mask={keep})")
 
 
-def _start_texts(view) -> list:
-  """The user's text of each start of view `x.at[a, ml.ds(s, n)]` (None where unknown), by dimension."""
-  import ast
-  loc = view.loc
-  out = [None] * len(view.index)
-  node = expr_at(loc)
-  if isinstance(node, ast.Attribute) and node.attr == "T":      # a_s.at[:, ml.ds(r, 64)].T
-    node = node.value
-  if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "at"):
-    return out
-  elts = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
-  if any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in elts) or len(elts) > len(out):
-    return out
-  for d, e in enumerate(elts):
-    if isinstance(e, ast.Call) and len(e.args) == 2 and getattr(e.func, "attr", getattr(e.func, "id", "")) == "ds":
-      out[d] = ast.unparse(e.args[0])
-    elif not isinstance(e, ast.Slice):
-      out[d] = ast.unparse(e)
-  return out
-
-
 def _promise(view, tile, multiple, defs) -> str | None:
   """`ml.ds(ml.multiple_of(r, 8), 64)` for each run-time start of a window of whole tiles of a tiled
   buffer that is not proven a multiple of the tile (a row start read from memory), in the user's
@@ -687,7 +667,8 @@ def _check_tiled_views(kernel, defs) -> None:
           raise E.LayoutError(
               f"{o.result.name or 'this view'} slices the rows or columns of {o.ref.name}, which is tiled"
               f" for the tensor cores", o.loc,
-              hint=_stored_pieces_hint(kernel, defs, o) or _run_time_start_hint(o, tile, multiple, defs) or
+              hint=_stored_pieces_hint(kernel, defs, o) or inside_tile_hint(kernel, defs, o, tile, loops) or
+              _run_time_start_hint(o, tile, multiple, defs) or
               "index only the leading (stage) dimensions of a buffer ml.dot reads, or take windows of whole"
               " tiles for ml.dot or ml.copy (starting and ending at multiples of 8 rows and of 128 bytes of"
               " columns)")

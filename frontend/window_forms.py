@@ -15,6 +15,7 @@ import math
 
 from .jnp_forms import _dtype, _kind
 from .jnp_math import _shape
+from .types import dtype_name
 
 # the computation, by its name in lax, jnp or operator (ufunc_reduce's monoids that pooling takes)
 _COMBINE = {"max": "max", "maximum": "max", "min": "min", "minimum": "min", "add": "add", "mul": "mul",
@@ -182,7 +183,10 @@ def conv(a):
   x, w = a["lhs"], a["rhs"]
   xs, ws = _shape(a, x), _shape(a, w)
   if xs is None or ws is None or len(xs) != len(ws) or not 3 <= len(xs) <= 5 or _kind(x) != "float" \
-      or _kind(w) != "float" or a["batch_group_count"] != 1 or a["preferred_element_type"] is not None:
+      or _kind(w) != "float" or a["batch_group_count"] != 1:
+    return None
+  pet = _result_dtype(a["preferred_element_type"], x)
+  if pet is False:
     return None
   rank, sp = len(xs), len(xs) - 2
   specs = _conv_specs(a["dimension_numbers"], rank)
@@ -216,7 +220,8 @@ def conv(a):
     full[d] = pr
   full = list(_held([xs[d] for d in range(one, rank)], full))     # (x[0] is computed: its padded tile held whole)
   if dense:
-    return _dense(x, w, src, ax, rs, xs, ksz, rdil, out, strides, one, o, pads, a["precision"])
+    got = _dense(x, w, src, ax, rs, xs, ksz, rdil, out, strides, one, o, pads, a["precision"])
+    return _in_float32(got, pet)
   tile = src if not any(lo or hi for lo, hi in pads) else f"jnp.pad({src}, {tuple(full)!r})"
   bshape = tuple(c if d == ax[1] else 1 for d in range(rank - one))
   taps = []
@@ -234,7 +239,34 @@ def conv(a):
   if getattr(_dtype(x), "bits", 32) == 16:      # (16-bit floats multiplied and summed in float32, rounded once)
     form = f"({form.replace('{0}', '{0}.astype(jnp.float32)', 1).replace('{1}', '{1}.astype(jnp.float32)', 1)})" \
         ".astype({0}.dtype)"
-  return form, [x, w, tuple(taps), conv_taps]
+  return _in_float32((form, [x, w, tuple(taps), conv_taps]), pet)
+
+
+def _result_dtype(pet, x):
+  """conv_general_dilated's preferred_element_type (probe 67a: `preferred_element_type=jnp.float32` of 16-bit tiles,
+  as a CNN's layer accumulates, was MG003): None where it is absent or the lhs's own dtype, True for float32 (the
+  forms compute in float32; the result is then not rounded to the lhs's dtype), False for any other (not taken)."""
+  if pet is None:
+    return None
+  import numpy as np
+  from .dtypes import DType
+  try:
+    name = dtype_name(pet) if isinstance(pet, DType) else np.dtype(pet).name
+  except TypeError:
+    return False
+  if name == dtype_name(_dtype(x)):
+    return None
+  return True if name == "float32" else False
+
+
+def _in_float32(got, pet):
+  """The form `got` with its result float32 where `pet`: its rounding to the lhs's dtype left out."""
+  if not pet or got is None:
+    return got
+  form, args = got
+  end = ".astype({0}.dtype)"
+  form = form[:-len(end)] if form.endswith(end) else form
+  return f"({form}).astype(jnp.float32)", args
 
 
 def _dilated(src, xs, ls, ax, ldil, pads):

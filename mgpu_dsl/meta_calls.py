@@ -50,10 +50,22 @@ def call_with_meta(f, args, constexprs, what, loc, inputs=()):
     raise E.SignatureError(cap(
         f"the {what} callable failed for {len(args)} input(s)"
         f" {', '.join(describe(a) for a in args)}: {type(e).__name__}: {text}"), loc,
-        hint=triton or _every_input(f, params, args, inputs, what) or _container(e, inputs, what) or
+        hint=triton or _mg_name(e) or _every_input(f, params, args, inputs, what) or _container(e, inputs, what) or
         _low_rank(e, f, args, inputs, what) or
         f"{what} is called with the kernel's inputs (and the constexprs it names)"
         + ("; an input has .shape, .dtype, .ndim and jnp's array methods" if missing else "")) from None
+
+
+def _mg_name(e) -> str | None:
+  """The hint where the callable asked `ml` for what `mg` has (probe 67a: a persistent conv's
+  `grid=lambda x, w: (ml.num_sms(),)`): the kernel language is `ml`, the host-side API `mg`."""
+  m = re.match(r"module 'mgpu_dsl\.language' has no attribute '(\w+)'", str(e)) if isinstance(e, AttributeError) \
+      else None
+  import mgpu_dsl
+  if m is None or not hasattr(mgpu_dsl, m.group(1)):
+    return None
+  return (f"{m.group(1)} is mgpu_dsl's, not the kernel language's: mg.{m.group(1)} (import mgpu_dsl as mg; ml"
+          f" holds what kernels call)")
 
 
 def _container(e, inputs, what) -> str | None:

@@ -159,11 +159,7 @@ def _masked_scalar_load(cx, ref, mask, other):
   """`ml.load(x.at[i], mask=i < n, other=0.0)`: the element read at its indices clamped into the array
   (so no address outside it is read), selected with `other` where the condition is false."""
   cond, d = _scalar_cond(cx, mask), resolve(ref.type.dtype)
-  if isinstance(other, float) and isinstance(d, DType) and not d.is_float:
-    if not other.is_integer():
-      raise E.DtypeMismatchError(f"ml.load's other ({other}) is a float but {ref.name} is {dtype_name(d)}",
-                                 cx.loc, hint=_int_other_hint(other, dtype_name(d), *d.int_range))
-    other = int(other)       # other=0.0 on int32 data: the integer 0, as Triton's
+  other = whole_other(cx, other, d, ref.name)      # other=0.0 on int32 data: the integer 0, as Triton's
   if is_tensor(other) or not (is_value(other) or isinstance(other, Num)):
     raise E.KernelTypeError(f"ml.load's other for the single element {ref.name or 'this ref'} must be a number or"
                             f" a scalar, got {kind_of(other)}", cx.loc, hint="other=0.0")
@@ -283,6 +279,7 @@ def load_(cx, ref, mask=None, other=0, boundary_check=None, padding_option=None)
       _ref_arg(cx, ref, "ml.load", other=other)
     return load(cx, ref, cx.name)
   _ref_arg(cx, ref, "ml.load", mask, other)
+  other = whole_other(cx, other, ref.type.dtype, ref.name)   # (before every path below takes it: probe 67a)
   from .padded_masks import padded_mask, padded_masked_load
   if ref.type.shape and isinstance(other, (int, float)) and padded_mask(cx, mask) and \
       (padded := padded_masked_load(cx, ref, mask, other)) is not None:
@@ -440,19 +437,28 @@ def _kept_box(cx, mask, shape) -> tuple:
   return tuple(box)
 
 
+def whole_other(cx, other, dtype, name, what="ml.load's other"):
+  """`other`, a Python float, as the integer it stands for where `dtype` (of the ref `name`) is an integer type:
+  other=0.0 on int8 or uint8 data is the integer 0, as in Triton (plain masked loads and gathers alike: probe 67a's
+  bilinear resize of a uint8 image gathered with other=0.0 was MG104); a fraction, an infinity or a whole number
+  outside the type is an error whose hint gives the integer. Anything else is returned as it is."""
+  d = resolve(dtype)
+  if not (isinstance(other, float) and isinstance(d, DType) and not d.is_float):
+    return other
+  lo, hi = d.int_range
+  if other.is_integer() and lo <= other <= hi:
+    return int(other)
+  if other.is_integer():      # (other=2.0 is taken; 1e10 is a whole number too, but no int32)
+    raise E.KernelTypeError(f"{what} ({other}) is outside {dtype_name(d)}'s range ({lo}..{hi}):"
+                            f" {name} is {dtype_name(d)}", cx.loc,
+                            hint=_int_other_hint(other, dtype_name(d), lo, hi, outside=True))
+  raise E.DtypeMismatchError(f"{what} ({other}) is a float but {name} is {dtype_name(d)}", cx.loc,
+                             hint=_int_other_hint(other, dtype_name(d), lo, hi))
+
+
 def _masked_read(cx, ref, mask, other):
   if isinstance(other, float) and isinstance(resolve(ref.type.dtype), DType) and not resolve(ref.type.dtype).is_float:
-    d = resolve(ref.type.dtype)
-    lo, hi = d.int_range
-    if other.is_integer() and lo <= other <= hi:
-      return _masked_read(cx, ref, mask, int(other))     # other=0.0 on int8 data: the integer 0, as Triton
-    if other.is_integer():      # (other=2.0 is taken; 1e10 is a whole number too, but no int32)
-      raise E.KernelTypeError(f"ml.load's other ({other}) is outside {dtype_name(d)}'s range ({lo}..{hi}):"
-                              f" {ref.name} is {dtype_name(d)}", cx.loc,
-                              hint=_int_other_hint(other, dtype_name(d), lo, hi, outside=True))
-    raise E.DtypeMismatchError(f"ml.load's other ({other}) is a float but {ref.name} is"
-                               f" {dtype_name(ref.type.dtype)}", cx.loc,
-                               hint=_int_other_hint(other, dtype_name(ref.type.dtype), lo, hi))
+    return _masked_read(cx, ref, mask, whole_other(cx, other, ref.type.dtype, ref.name))
   if one_element(ref.type.shape) and ew.one_element_scalar(cx, mask) is not None:
     return _masked_element(cx, ref, mask, other)
   if ref.type.space == Space.SMEM:      # always in bounds: a select in registers

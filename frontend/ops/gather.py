@@ -530,11 +530,15 @@ def _gather_load(cx, iref, mask=None, other=0):
                                f" {shape}", cx.loc, hint=f"a mask of shape {shape}, or one that broadcasts to it"
                                + (" (a mask of rows: m[:, None])" if len(shape) == 2 else ""))
   d = resolve(v.type.dtype)
+  from .access import whole_other
+  if d.is_int:          # other=0.0 on uint8 data: 0 (probe 67a); a bool table's float other stays an error below
+    other = whole_other(cx, other, d, table, "the gather's other")
   if is_value(other) and resolve(other.type.dtype) != d or isinstance(other, float) and not d.is_float:
     raise E.DtypeMismatchError(
         f"the gather's other ({cx.named(other) if is_value(other) else shown(other)}) is not {dtype_name(d)},"
         f" the dtype of {table}", cx.loc,
         hint=f"convert it: other={method_on(cx.named(other, 'o'))}.astype(jnp.{dtype_name(d)})" if is_value(other)
+        else f"other={bool(other) and other == other} ({table} holds bool)" if d == DType.bool_
         else f"other={int(other) if other == other and abs(other) != float('inf') else 0} (an int: {table} holds"
              f" {dtype_name(d)})")
   if isinstance(mask, bool):          # a static mask: every element, or none (other)
