@@ -19,13 +19,17 @@ def qkv(seed, h=2, t=256, dk=64, dv=64, dtype=K.BF16, scale=0.3):
   return tuple(jnp.asarray(r.standard_normal((h, t, d)) * scale, dtype) for d in (dk, dk, dv))
 
 
+def _chunk(c):
+  return lambda q, k, v, interpret=False: K.la_chunk(q, k, v, interpret=interpret, C=c)
+
+
 def _squeeze(r):
   return r[0][:, 0], r[1]
 
 
 CASES = {
-  "la_chunk64_bf16": (K.la_chunk64, lambda s: qkv(s), lambda q, k, v: K.la_ref(q, k, v)[0], 3e-2),
-  "la_chunk64_f16": (K.la_chunk64, lambda s: qkv(s, dtype=K.F16), lambda q, k, v: K.la_ref(q, k, v)[0], 3e-2),
+  "la_chunk64_bf16": (_chunk(64), lambda s: qkv(s), lambda q, k, v: K.la_ref(q, k, v)[0], 3e-2),
+  "la_chunk64_f16": (_chunk(64), lambda s: qkv(s, dtype=K.F16), lambda q, k, v: K.la_ref(q, k, v)[0], 3e-2),
   "la_chunk_ragged": (K.la_chunk_ragged, lambda s: qkv(s, t=200, dk=128, dv=128, scale=0.2),
                       lambda q, k, v: K.la_ref(q, k, v)[0], 3e-2),
   "la_chunk128_states": (K.la_chunk128_states,
@@ -162,7 +166,7 @@ def _mamba_assoc(seed, t=128, d=256):
 
 
 CASES.update({
-  "la_chunk128_d128": (K.la_chunk128_d128, lambda s: qkv(s, dk=128, dv=128, scale=0.2), lambda q, k, v: K.la_ref(q, k, v)[0], 3e-2),
+  "la_chunk128_d128": (_chunk(128), lambda s: qkv(s, dk=128, dv=128, scale=0.2), lambda q, k, v: K.la_ref(q, k, v)[0], 3e-2),
   "mamba_scan_buffered": (K.mamba_scan_buffered, _mamba_t, K.mamba_buffered_ref, 1e-4),
   "mamba_assoc_scan": (K.mamba_assoc_scan, _mamba_assoc, K.mamba_assoc_ref, 1e-4),
   "la_chunk_bwd_dkdv": (K.la_chunk_bwd_dkdv, lambda s: qkv(s) + (qkv(s + 1)[0],), K.la_bwd_ref, 3e-2),

@@ -18,39 +18,64 @@ def f32(*ts):
 
 
 # ------------------------------------------------------------------ chunked causal linear attention (fla chunk_linear_attn)
-@mg.mgpu_kernel(out_shape=lambda q, k, v: S(v.shape, F32), grid=lambda q, k, v: (q.shape[0],))
-def la_chunk64(q, k, v, o):
+@ml.inline
+def copy_chunk(q, k, v, h, c, q_s, k_s, v_s):
+  """Chunk c of head h of q, k and v into q_s, k_s and v_s (a chunk is q_s's rows)."""
+  n = q_s.shape[0]
+  ml.copy(q.at[h, ml.ds(c * n, n)], q_s)
+  ml.copy(k.at[h, ml.ds(c * n, n)], k_s)
+  ml.copy(v.at[h, ml.ds(c * n, n)], v_s)
+
+
+@ml.inline
+def la_chunk_step(q, k, v, h, c, q_s, k_s, v_s, st_s, state):
+  """One chunk of causal linear attention: (its outputs, the state after it). The chunk is q_s's rows."""
+  copy_chunk(q, k, v, h, c, q_s, k_s, v_s)
+  i = ml.arange(q_s.shape[0])
+  att = ml.where(i[:, None] >= i[None, :], ml.dot(q_s, k_s.T), 0.0)
+  st_s[...] = state.astype(q.dtype)
+  return ml.dot(q_s, st_s, ml.dot(att.astype(q.dtype), v_s)), ml.dot(k_s.T, v_s, state)
+
+
+# chunks of C rows, head dims from the inputs: C = 64 at head_dim 64, and C = 128 at head_dim 128 on one warpgroup (the
+# (128, 128) state and scores in registers together: a RegisterSpillWarning, as it should)
+@mg.mgpu_kernel(out_shape=lambda q, k, v, C: S(v.shape, F32), grid=lambda q, k, v, C: (q.shape[0],))
+def la_chunk(q, k, v, o, C: ml.constexpr):
   h = ml.program_id(0)
-  q_s, k_s, v_s = ml.smem((64, 64), q.dtype), ml.smem((64, 64), k.dtype), ml.smem((64, 64), v.dtype)
-  st_s = ml.smem((64, 64), q.dtype)
-  state = ml.zeros((64, 64), F32)
-  i = ml.arange(64)
-  for c in ml.range(q.shape[1] // 64):
-    ml.copy(q.at[h, ml.ds(c * 64, 64)], q_s)
-    ml.copy(k.at[h, ml.ds(c * 64, 64)], k_s)
-    ml.copy(v.at[h, ml.ds(c * 64, 64)], v_s)
-    att = ml.where(i[:, None] >= i[None, :], ml.dot(q_s, k_s.T), 0.0)
-    st_s[...] = state.astype(q.dtype)
-    o.at[h, ml.ds(c * 64, 64)][...] = ml.dot(q_s, st_s, ml.dot(att.astype(q.dtype), v_s))
-    state = ml.dot(k_s.T, v_s, state)
+  q_s, k_s, v_s = ml.smem((C, q.shape[2]), q.dtype), ml.smem((C, k.shape[2]), k.dtype), ml.smem((C, v.shape[2]), v.dtype)
+  st_s = ml.smem((k.shape[2], v.shape[2]), q.dtype)
+  state = ml.zeros((k.shape[2], v.shape[2]), F32)
+  for c in ml.range(q.shape[1] // C):
+    out, state = la_chunk_step(q, k, v, h, c, q_s, k_s, v_s, st_s, state)
+    o.at[h, ml.ds(c * C, C)][...] = out
+
+
+def scan_ref(q, k, v, step, s0=None):
+  """(o, final states) of o_t = q_t S_t with S_t = step(S_{t-1}, head, t) over each head: the references' loop."""
+  q = np.asarray(q, np.float32)
+  h, t, dk = q.shape
+  dv = v.shape[2]
+  o = np.zeros((h, t, dv), np.float32)
+  fin = np.zeros((h, dk, dv), np.float32)
+  for hh in range(h):
+    s = np.zeros((dk, dv), np.float32) if s0 is None else np.asarray(s0[hh], np.float32).copy()
+    for tt in range(t):
+      s = step(s, hh, tt)
+      o[hh, tt] = q[hh, tt] @ s
+    fin[hh] = s
+  return o, fin
 
 
 def la_ref(q, k, v, decay=None, s0=None):
   """o_t = q_t S_t, S_t = decay_t * S_{t-1} + k_t v_t^T (decay a scalar or a (dk,) vector a step)."""
-  q, k, v = f32(q, k, v)
-  h, t, dk = q.shape
-  o = np.zeros(v.shape, np.float32)
-  fin = np.zeros((h, dk, v.shape[2]), np.float32)
-  for hh in range(h):
-    s = np.zeros((dk, v.shape[2]), np.float32) if s0 is None else np.asarray(s0[hh], np.float32).copy()
-    for tt in range(t):
-      if decay is not None:
-        d = np.asarray(decay[hh, tt], np.float32)
-        s = (d[:, None] if d.ndim else d) * s
-      s = s + np.outer(k[hh, tt], v[hh, tt])
-      o[hh, tt] = q[hh, tt] @ s
-    fin[hh] = s
-  return o, fin
+  k, v = f32(k, v)
+
+  def step(s, hh, tt):
+    if decay is not None:
+      d = np.asarray(decay[hh, tt], np.float32)
+      s = (d[:, None] if d.ndim else d) * s
+    return s + np.outer(k[hh, tt], v[hh, tt])
+  return scan_ref(q, k, v, step, s0)
 
 
 # the same at head_dim 128, chunk 64, with a length no multiple of the chunk (TMA zero-fills, the store is masked)
@@ -61,16 +86,9 @@ def la_chunk_ragged(q, k, v, o):
   q_s, k_s, v_s = ml.smem((64, 128), q.dtype), ml.smem((64, 128), k.dtype), ml.smem((64, 128), v.dtype)
   st_s = ml.smem((128, 128), q.dtype)
   state = ml.zeros((128, 128), F32)
-  i = ml.arange(64)
   for c in ml.range(ml.cdiv(T, 64)):
-    ml.copy(q.at[h, ml.ds(c * 64, 64)], q_s)
-    ml.copy(k.at[h, ml.ds(c * 64, 64)], k_s)
-    ml.copy(v.at[h, ml.ds(c * 64, 64)], v_s)
-    att = ml.where(i[:, None] >= i[None, :], ml.dot(q_s, k_s.T), 0.0)
-    st_s[...] = state.astype(q.dtype)
-    out = ml.dot(q_s, st_s, ml.dot(att.astype(q.dtype), v_s))
-    o.at[h, ml.ds(c * 64, 64)].store(out, mask=(c * 64 + i)[:, None] < T)
-    state = ml.dot(k_s.T, v_s, state)
+    out, state = la_chunk_step(q, k, v, h, c, q_s, k_s, v_s, st_s, state)
+    o.at[h, ml.ds(c * 64, 64)].store(out, mask=(c * 64 + ml.arange(64))[:, None] < T)
 
 
 # initial state in, final state out, chunk 128 at block=256 (two warpgroups split the rows)
@@ -81,15 +99,9 @@ def la_chunk128_states(q, k, v, s0, o, sT):
   q_s, k_s, v_s = ml.smem((128, 64), q.dtype), ml.smem((128, 64), k.dtype), ml.smem((128, 64), v.dtype)
   st_s = ml.smem((64, 64), q.dtype)
   state = s0.at[h][...]
-  i = ml.arange(128)
   for c in ml.range(q.shape[1] // 128):
-    ml.copy(q.at[h, ml.ds(c * 128, 128)], q_s)
-    ml.copy(k.at[h, ml.ds(c * 128, 128)], k_s)
-    ml.copy(v.at[h, ml.ds(c * 128, 128)], v_s)
-    att = ml.where(i[:, None] >= i[None, :], ml.dot(q_s, k_s.T), 0.0)
-    st_s[...] = state.astype(q.dtype)
-    o.at[h, ml.ds(c * 128, 128)][...] = ml.dot(q_s, st_s, ml.dot(att.astype(q.dtype), v_s))
-    state = ml.dot(k_s.T, v_s, state)
+    out, state = la_chunk_step(q, k, v, h, c, q_s, k_s, v_s, st_s, state)
+    o.at[h, ml.ds(c * 128, 128)][...] = out
   sT.at[h][...] = state
 
 
@@ -144,9 +156,7 @@ def retention_chunk(q, k, v, o):
   kdec = ml.exp((63 - i).astype(F32) * lg)          # gamma^(C-1-j): key j's decay to the chunk's end
   state = ml.zeros((64, 64), F32)
   for c in ml.range(q.shape[1] // 64):
-    ml.copy(q.at[h, ml.ds(c * 64, 64)], q_s)
-    ml.copy(k.at[h, ml.ds(c * 64, 64)], k_s)
-    ml.copy(v.at[h, ml.ds(c * 64, 64)], v_s)
+    copy_chunk(q, k, v, h, c, q_s, k_s, v_s)
     qd_s[...] = (q_s[...].astype(F32) * qdec[:, None]).astype(q.dtype)
     kd_s[...] = (k_s[...].astype(F32) * kdec[:, None]).astype(k.dtype)
     att = ml.dot(q_s, k_s.T) * dmask
@@ -170,9 +180,7 @@ def simple_gla_chunk(q, k, v, g, o):
   i = ml.arange(64)
   state = ml.zeros((64, 64), F32)
   for c in ml.range(q.shape[1] // 64):
-    ml.copy(q.at[h, ml.ds(c * 64, 64)], q_s)
-    ml.copy(k.at[h, ml.ds(c * 64, 64)], k_s)
-    ml.copy(v.at[h, ml.ds(c * 64, 64)], v_s)
+    copy_chunk(q, k, v, h, c, q_s, k_s, v_s)
     gc = ml.cumsum(g.at[h, ml.ds(c * 64, 64)][...])
     last = gc[63]
     att = ml.where(i[:, None] >= i[None, :], ml.dot(q_s, k_s.T) * ml.exp(gc[:, None] - gc[None, :]), 0.0)
@@ -198,15 +206,13 @@ def gla_chunk_ragged(q, k, v, g, o):
   i = ml.arange(64)
   state = ml.zeros((128, 64), F32)
   for c in ml.range(ml.cdiv(T, 64)):
-    ml.copy(q.at[h, ml.ds(c * 64, 64)], q_s)
-    ml.copy(k.at[h, ml.ds(c * 64, 64)], k_s)
-    ml.copy(v.at[h, ml.ds(c * 64, 64)], v_s)
+    copy_chunk(q, k, v, h, c, q_s, k_s, v_s)
     rows = c * 64 + i
     gt = g.at[h, ml.ds(c * 64, 64), :].load(mask=(rows < T)[:, None], other=0.0)
     gc = ml.cumsum(gt, axis=0)
-    last = gc[63]
     qg_s[...] = (q_s[...].astype(F32) * ml.exp(gc)).astype(q.dtype)
     kg_s[...] = (k_s[...].astype(F32) * ml.exp(-gc)).astype(k.dtype)
+    last = gc[63]                                   # each channel's decay over the whole chunk
     kd_s[...] = (k_s[...].astype(F32) * ml.exp(last[None, :] - gc)).astype(k.dtype)
     att = ml.where(i[:, None] >= i[None, :], ml.dot(qg_s, kg_s.T), 0.0)
     st_s[...] = state.astype(q.dtype)

@@ -7,7 +7,7 @@ import numpy as np
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from probe67b_kernels import F32, S, f32, la_ref
+from probe67b_kernels import F32, S, copy_chunk, f32, la_ref, scan_ref
 
 
 # ------------------------------------------------------------------ the delta rule (DeltaNet) and gated delta rule
@@ -25,20 +25,14 @@ def delta_recurrent(q, k, v, beta, o):
 
 
 def delta_ref(q, k, v, beta, g=None, s0=None, normalize=True):
-  q, k, v, beta = f32(q, k, v, beta)
-  h, t, dk = q.shape
-  o = np.zeros(v.shape, np.float32)
-  fin = np.zeros((h, dk, v.shape[2]), np.float32)
-  for hh in range(h):
-    s = np.zeros((dk, v.shape[2]), np.float32) if s0 is None else np.asarray(s0[hh], np.float32).copy()
-    for tt in range(t):
-      kt = k[hh, tt] / np.sqrt(np.sum(k[hh, tt] ** 2) + 1e-6) if normalize else k[hh, tt]
-      if g is not None:
-        s = np.exp(np.float32(g[hh, tt])) * s
-      s = s + beta[hh, tt] * np.outer(kt, v[hh, tt] - kt @ s)
-      o[hh, tt] = q[hh, tt] @ s
-    fin[hh] = s
-  return o, fin
+  k, v, beta = f32(k, v, beta)
+
+  def step(s, hh, tt):
+    kt = k[hh, tt] / np.sqrt(np.sum(k[hh, tt] ** 2) + 1e-6) if normalize else k[hh, tt]
+    if g is not None:
+      s = np.exp(np.float32(g[hh, tt])) * s
+    return s + beta[hh, tt] * np.outer(kt, v[hh, tt] - kt @ s)
+  return scan_ref(q, k, v, step, s0)
 
 
 # gated delta rule (Gated DeltaNet): S = alpha_t S first; head_dim 128 values, initial and final states
@@ -66,12 +60,9 @@ def delta_chunk(q, k, v, beta, o):
   q_s, k_s, v_s = ml.smem((64, 64), q.dtype), ml.smem((64, 64), k.dtype), ml.smem((64, 64), v.dtype)
   kb_s, vb_s, t_s = ml.smem((64, 64), k.dtype), ml.smem((64, 64), v.dtype), ml.smem((64, 64), k.dtype)
   w_s, u_s, st_s = ml.smem((64, 64), k.dtype), ml.smem((64, 64), v.dtype), ml.smem((64, 64), k.dtype)
-  i = ml.arange(64)
-  state = ml.zeros((64, 64), F32)
+  state, i = ml.zeros((64, 64), F32), ml.arange(64)
   for c in ml.range(q.shape[1] // 64):
-    ml.copy(q.at[h, ml.ds(c * 64, 64)], q_s)
-    ml.copy(k.at[h, ml.ds(c * 64, 64)], k_s)
-    ml.copy(v.at[h, ml.ds(c * 64, 64)], v_s)
+    copy_chunk(q, k, v, h, c, q_s, k_s, v_s)
     b = beta.at[h, ml.ds(c * 64, 64)][...]
     kb_s[...] = (k_s[...].astype(F32) * b[:, None]).astype(k.dtype)
     vb_s[...] = (v_s[...].astype(F32) * b[:, None]).astype(v.dtype)
@@ -247,24 +238,6 @@ def causal_conv1d_varlen(x, w, bias, cu, out):
 
 
 # ------------------------------------------------------------------ harder shapes and schedules
-# chunk 128, head_dim 128, one warpgroup: the (128, 128) state and the (128, 128) scores in registers together
-@mg.mgpu_kernel(out_shape=lambda q, k, v: S(v.shape, F32), grid=lambda q, k, v: (q.shape[0],))
-def la_chunk128_d128(q, k, v, o):
-  h = ml.program_id(0)
-  q_s, k_s, v_s = ml.smem((128, 128), q.dtype), ml.smem((128, 128), k.dtype), ml.smem((128, 128), v.dtype)
-  st_s = ml.smem((128, 128), q.dtype)
-  state = ml.zeros((128, 128), F32)
-  i = ml.arange(128)
-  for c in ml.range(q.shape[1] // 128):
-    ml.copy(q.at[h, ml.ds(c * 128, 128)], q_s)
-    ml.copy(k.at[h, ml.ds(c * 128, 128)], k_s)
-    ml.copy(v.at[h, ml.ds(c * 128, 128)], v_s)
-    att = ml.where(i[:, None] >= i[None, :], ml.dot(q_s, k_s.T), 0.0)
-    st_s[...] = state.astype(q.dtype)
-    o.at[h, ml.ds(c * 128, 128)][...] = ml.dot(q_s, st_s, ml.dot(att.astype(q.dtype), v_s))
-    state = ml.dot(k_s.T, v_s, state)
-
-
 # pipelined chunk loads (stages=2) under the carried state, retention's decays
 @mg.mgpu_kernel(out_shape=lambda q, k, v: S(v.shape, F32), grid=lambda q, k, v: (q.shape[0],))
 def retention_pipelined(q, k, v, o):
@@ -355,9 +328,7 @@ def la_chunk_bwd_dkdv(q, k, v, do, dk, dv):
   i = ml.arange(64)
   d_state = ml.zeros((64, 64), F32)
   for c in ml.range(q.shape[1] // 64 - 1, -1, -1):
-    ml.copy(q.at[h, ml.ds(c * 64, 64)], q_s)
-    ml.copy(k.at[h, ml.ds(c * 64, 64)], k_s)
-    ml.copy(v.at[h, ml.ds(c * 64, 64)], v_s)
+    copy_chunk(q, k, v, h, c, q_s, k_s, v_s)
     ml.copy(do.at[h, ml.ds(c * 64, 64)], do_s)
     ds_s[...] = d_state.astype(q.dtype)
     a_t = ml.where(i[:, None] <= i[None, :], ml.dot(k_s, q_s.T), 0.0)          # (k q^T) masked: key j, query i >= j
@@ -393,9 +364,7 @@ def gated_delta_chunk(q, k, v, beta, g, s0, o, sT):
   i = ml.arange(64)
   state = s0.at[h][...]
   for c in ml.range(q.shape[1] // 64):
-    ml.copy(q.at[h, ml.ds(c * 64, 64)], q_s)
-    ml.copy(k.at[h, ml.ds(c * 64, 64)], k_s)
-    ml.copy(v.at[h, ml.ds(c * 64, 64)], v_s)
+    copy_chunk(q, k, v, h, c, q_s, k_s, v_s)
     b = beta.at[h, ml.ds(c * 64, 64)][...]
     gc = ml.cumsum(g.at[h, ml.ds(c * 64, 64)][...])
     last = gc[63]
@@ -509,9 +478,7 @@ def lightning_subchunk(q, k, v, slope, o):
   sub = ml.where(j[:, None] >= j[None, :], ml.exp((j[:, None] - j[None, :]).astype(F32) * lg), 0.0)
   state = ml.zeros((64, 64), F32)
   for c in ml.range(q.shape[1] // 64):
-    ml.copy(q.at[h, ml.ds(c * 64, 64)], q_s)
-    ml.copy(k.at[h, ml.ds(c * 64, 64)], k_s)
-    ml.copy(v.at[h, ml.ds(c * 64, 64)], v_s)
+    copy_chunk(q, k, v, h, c, q_s, k_s, v_s)
     qd_s[...] = (q_s[...].astype(F32) * ml.exp((i + 1).astype(F32) * lg)[:, None]).astype(q.dtype)
     kd_s[...] = (k_s[...].astype(F32) * ml.exp((63 - i).astype(F32) * lg)[:, None]).astype(k.dtype)
     st_s[...] = state.astype(q.dtype)

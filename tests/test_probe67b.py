@@ -147,3 +147,134 @@ def test_a_port_that_drops_flas_key_split_offset_is_reported_as_the_race_it_is()
   assert e.code == "MG951" and (e.lineno, e.col_offset) == where(fla_dropped_nk_offset, "ml.store(p_o")
   assert e.message.startswith("program (0, 0, 0) and program (0, 1, 0) both write o[0, 0, 0]")
   assert "differ only along grid axis 1" in e.hint and "ml.atomic_add" in e.hint
+
+
+# ---------------------------------------------------------------- a loop that stops short of an output's end
+@mg.mgpu_kernel(out_shape=lambda q, k, v: S(v.shape, F32), grid=lambda q, k, v: (q.shape[0],))
+def chunks_floor(q, k, v, o):            # T // 64 chunks of a length no multiple of 64: the tail never written
+  h = ml.program_id(0)
+  q_s, k_s, v_s, st_s = ml.smem((64, 64), q.dtype), ml.smem((64, 64), k.dtype), ml.smem((64, 64), v.dtype), ml.smem((64, 64), q.dtype)
+  state = ml.zeros((64, 64), F32)
+  for c in ml.range(q.shape[1] // 64):
+    ml.copy(q.at[h, ml.ds(c * 64, 64)], q_s)
+    ml.copy(k.at[h, ml.ds(c * 64, 64)], k_s)
+    ml.copy(v.at[h, ml.ds(c * 64, 64)], v_s)
+    st_s[...] = state.astype(q.dtype)
+    o.at[h, ml.ds(c * 64, 64)][...] = ml.dot(q_s, st_s)
+    state = ml.dot(k_s.T, v_s, state)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, v: S(v.shape, F32), grid=lambda q, k, v: (q.shape[0],))
+def chunks_floor_followed(q, k, v, o):   # the hint followed: ml.cdiv trips, the register store masked
+  h = ml.program_id(0)
+  q_s, k_s, v_s, st_s = ml.smem((64, 64), q.dtype), ml.smem((64, 64), k.dtype), ml.smem((64, 64), v.dtype), ml.smem((64, 64), q.dtype)
+  state = ml.zeros((64, 64), F32)
+  for c in ml.range(ml.cdiv(q.shape[1], 64)):
+    ml.copy(q.at[h, ml.ds(c * 64, 64)], q_s)
+    ml.copy(k.at[h, ml.ds(c * 64, 64)], k_s)
+    ml.copy(v.at[h, ml.ds(c * 64, 64)], v_s)
+    st_s[...] = state.astype(q.dtype)
+    o.at[h, ml.ds(c * 64, 64)].store(ml.dot(q_s, st_s), mask=(c * 64 + ml.arange(64))[:, None] < o.shape[1])
+    state = ml.dot(k_s.T, v_s, state)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[1] // 128,))
+def pipelined_tma_floor(x, y):           # a pipelined scan whose outputs go out by TMA
+  cols = ml.ds(ml.program_id(0) * 128, 128)
+  x_s, y_s = ml.smem((64, 128), x.dtype), ml.smem((64, 128), x.dtype)
+  for blk in ml.range(x.shape[0] // 64, stages=2):
+    ml.copy(x.at[ml.ds(blk * 64, 64), cols], x_s)
+    y_s[...] = ml.cumsum(x_s[...], axis=0)
+    ml.copy(y_s, y.at[ml.ds(blk * 64, 64), cols])
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, v: S(v.shape, F32), grid=lambda q, k, v: (q.shape[0],))
+def tokens_short(q, k, v, o):             # a recurrent scan that stops a token early
+  h = ml.program_id(0)
+  s = ml.zeros((64, 64), F32)
+  for t in range(q.shape[1] - 1):
+    s = s + k.at[h, t][...].astype(F32)[:, None] * v.at[h, t][...].astype(F32)[None, :]
+    o.at[h, t][...] = ml.sum(q.at[h, t][...].astype(F32)[:, None] * s, axis=0)
+
+
+def test_a_loop_that_stops_short_of_an_outputs_end_is_hinted_at_its_trips_not_the_grid():
+  """MG602's hint said 'launch ml.cdiv(n, t) programs along the grid axis that steps it' where a loop steps the
+  window (a chunked scan's `for c in ml.range(T // 64)` at T = 200): more programs would not help. The hint names
+  the loop and its trips, writes its header with ml.cdiv, and the register store's mask in the user's words."""
+  specs = [S((2, 200, 64), BF16)] * 3
+  msg = "o[:, 192:200, :] is never written: none of the 2 programs of grid (2,) writes it, so 1024 of 25600 elements" \
+        " of o would stay uninitialised"
+  e = expect(chunks_floor, specs, mg.UncoveredOutputError, "o.at[h, ml.ds(c * 64, 64)][...] =", msg)
+  line = where(chunks_floor, "for c in ml.range")[0]
+  assert e.hint == (
+      f"the loop at line {line} runs 3 trips of 64, which reach 192 of the 200 along o's dimension 1: run"
+      " ml.cdiv(200, 64) = 4 trips rather than 200 // 64, for c in ml.range(ml.cdiv(q.shape[1], 64)); the last"
+      " window then runs past the end, where ml.copy loads read zeros and ml.copy stores drop what falls outside the"
+      " array, while a register store needs a mask of o's extent, o.at[h, ml.ds(c * 64, 64)].store(value,"
+      " mask=(c * 64 + ml.arange(64))[:, None] < o.shape[1]); or write the rest after the loop")
+  q, k, v = qkv(2, t=200)
+  np.testing.assert_allclose(chunks_floor_followed(q, k, v, interpret=True), _chunk_ref(q, k, v), rtol=2e-2, atol=2e-2)
+  jax.export.export(jax.jit(chunks_floor_followed), platforms=["cuda"])(*specs).mlir_module()
+  e = expect(pipelined_tma_floor, [S((100, 256), F32)], mg.UncoveredOutputError, "ml.copy(y_s, y.at",
+             "y[64:100, :] is never written: none of the 2 programs of grid (2,) writes it, so 9216 of 25600 elements"
+             " of y would stay uninitialised")
+  assert e.hint.startswith(f"the loop at line {where(pipelined_tma_floor, 'for blk')[0]} runs 1 trips of 64, which"
+                           " reach 64 of the 100 along y's dimension 0: run ml.cdiv(100, 64) = 2 trips rather than"
+                           " 100 // 64, for blk in ml.range(ml.cdiv(x.shape[0], 64), stages=2); the last window"), e.hint
+  e = expect(tokens_short, [S((2, 16, 64), BF16)] * 3, mg.UncoveredOutputError, "o.at[h, t][...] =",
+             "o[:, 15:16, :] is never written: none of the 2 programs of grid (2,) writes it, so 128 of 2048 elements of"
+             " o would stay uninitialised")
+  assert e.hint == (f"the loop at line {where(tokens_short, 'for t in')[0]} runs 15 trips of 1, which reach 15 of the 16"
+                    " along o's dimension 1: run 16 trips, so that its windows reach the end; or write the rest after"
+                    " the loop")
+
+
+def _chunk_ref(q, k, v):
+  """o_c = q_c S_{c-1} (the state before the chunk, in bfloat16 as the kernel rounds it)."""
+  q, k, v = (np.asarray(t, np.float32) for t in (q, k, v))
+  o = np.zeros(v.shape, np.float32)
+  for h in range(q.shape[0]):
+    s = np.zeros((q.shape[2], v.shape[2]), np.float32)
+    for c in range(0, q.shape[1], 64):
+      o[h, c:c + 64] = q[h, c:c + 64] @ np.asarray(jnp.asarray(s).astype(BF16), np.float32)
+      s = s + k[h, c:c + 64].T @ v[h, c:c + 64]
+  return o
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[1] // 64,))
+def interleaved_rows(x, o):               # two writes a trip, 2t and 2t + 1, and a reversed one: every row written
+  cols = ml.ds(ml.program_id(0) * 64, 64)
+  for t in range(x.shape[0] // 2):
+    o.at[2 * t, cols][...] = x.at[2 * t + 1, cols][...]
+    o.at[2 * t + 1, cols][...] = x.at[2 * t, cols][...]
+  for t in range(x.shape[0] // 2):
+    o.at[x.shape[0] - 1 - t, cols][...] = o.at[x.shape[0] - 1 - t, cols][...] + 1.0
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[1] // 64,))
+def chunk_rows_short(x, o):               # a loop over 8-row chunks from row 8 that stops one chunk early
+  cols = ml.ds(ml.program_id(0) * 64, 64)
+  for c in range(x.shape[0] // 8 - 2):
+    o.at[ml.ds(8 + c * 8, 8), cols][...] = x.at[ml.ds(8 + c * 8, 8), cols][...]
+  o.at[ml.ds(0, 8), cols][...] = x.at[ml.ds(0, 8), cols][...]
+
+
+def test_a_long_scan_that_leaves_its_last_rows_unwritten_is_found_while_compiling():
+  """A loop past the proof's budget (16 or more tokens of a recurrent scan) was summarised with its counter unknown,
+  and a write whose start followed from it counted as covering its whole dimension: `for t in range(T - 1)` left
+  o[:, T - 1] unwritten with no error while compiling (interpret mode reported it; the GPU left it uninitialised).
+  The counter's interval over the trips is carried through the start's arithmetic (frontend/loop_spans.py), so
+  the write covers the hull of its windows. Kernels whose writes do cover the output still compile."""
+  for t in (16, 200):
+    e = expect(tokens_short, [S((2, t, 64), BF16)] * 3, mg.UncoveredOutputError, "o.at[h, t][...] =",
+               f"o[:, {t - 1}:{t}, :] is never written: none of the 2 programs of grid (2,) writes it, so 128 of"
+               f" {2 * t * 64} elements of o would stay uninitialised")
+    assert e.hint.startswith(f"the loop at line {where(tokens_short, 'for t in')[0]} runs {t - 1} trips of 1")
+  x = jnp.asarray(np.random.default_rng(6).standard_normal((256, 128)), F32)
+  want = np.asarray(x).reshape(128, 2, 128)[:, ::-1].reshape(256, 128).copy()
+  want[128:] += 1.0
+  np.testing.assert_allclose(interleaved_rows(x, interpret=True), want)
+  jax.export.export(jax.jit(interleaved_rows), platforms=["cuda"])(S(x.shape, F32)).mlir_module()
+  e = expect(chunk_rows_short, [S((256, 128), F32)], mg.UncoveredOutputError, "o.at[ml.ds(8 + c * 8, 8), cols]",
+             "o[248:256, :] is never written: none of the 2 programs of grid (2,) writes it, so 1024 of 32768"
+             " elements of o would stay uninitialised")
