@@ -5,9 +5,10 @@ import numpy as np
 import types
 
 import probe67b_kernels
+import probe67b_more
 import probe67b_ssm
 
-K = types.SimpleNamespace(**{**vars(probe67b_kernels), **vars(probe67b_ssm)})
+K = types.SimpleNamespace(**{**vars(probe67b_kernels), **vars(probe67b_ssm), **vars(probe67b_more)})
 
 
 def _rng(seed):
@@ -193,10 +194,71 @@ CASES.update({
                             _beta(s, 2, 192), jnp.asarray(-_rng(s + 1).random((2, 192)) * 0.05, K.F32),
                             jnp.asarray(_rng(s + 2).standard_normal((2, 64, 64)) * 0.1, K.F32)),
                         lambda q, k, v, b, g, s0: K.delta_ref(q, k, v, b, g=g, s0=s0, normalize=False), 3e-2),
-  "wy_inverse_static": (K.wy_inverse_static, lambda s: (_normed_keys(*qkv(s, t=64, dtype=K.F16))[1], _beta(s, 2, 64)),
+  "wy_inverse_static": (lambda k, b, interpret=False: K.wy_inverse(k, b, interpret=interpret, UNROLL=True), lambda s: (_normed_keys(*qkv(s, t=64, dtype=K.F16))[1], _beta(s, 2, 64)),
                         K.wy_inverse_ref, 2e-2),
   "la_normalised_recurrent": (K.la_normalised_recurrent, lambda s: qkv(s, t=24), K.la_normalised_ref, 1e-4),
   "mamba_scan_varlen": (K.mamba_scan_varlen, _mamba_varlen, K.mamba_varlen_ref, 1e-4),
   "lightning_subchunk": (K.lightning_subchunk, lambda s: qkv(s, h=2, t=128) + (jnp.asarray([0.05, 0.2], K.F32),),
                          K.lightning_ref, 3e-2),
+})
+
+
+def _gdn_decode(seed, h=4):
+  r = _rng(seed)
+  q, k, v = (jnp.asarray(r.standard_normal((h, 64)), K.BF16) for _ in range(3))
+  return (q, k, v, jnp.asarray(r.random(h) * 0.5 + 0.2, K.F32), jnp.asarray(-r.random(h) * 0.1, K.F32),
+          jnp.asarray(r.standard_normal((h, 64, 64)) * 0.1, K.BF16))
+
+
+def _gdn_decode_ref(q, k, v, b, g, st):
+  o, s = K.delta_ref(q[:, None], k[:, None], v[:, None], b[:, None], g=np.asarray(g)[:, None], s0=np.asarray(st, np.float32))
+  return o[:, 0], np.asarray(jnp.asarray(s).astype(K.BF16), np.float32)
+
+
+def _conv_update(seed):
+  r = _rng(seed)
+  return (jnp.asarray(r.standard_normal((3, 256)), K.BF16), jnp.asarray(r.standard_normal((3, 256, 3)), K.BF16),
+          jnp.asarray(r.standard_normal((256, 4)), K.F32))
+
+
+def _conv_update_ref(x, cs, w):
+  win = np.concatenate([np.asarray(cs, np.float32), np.asarray(x, np.float32)[:, :, None]], 2)
+  acc = (win * np.asarray(w)[None]).sum(2)
+  return acc / (1 + np.exp(-acc)), np.asarray(jnp.asarray(win[:, :, 1:]).astype(K.BF16), np.float32)
+
+
+def _ema_ref(x, a):
+  x, a = np.asarray(x, np.float32), np.asarray(a)
+  out, h = np.zeros(x.shape, np.float32), np.zeros(x.shape[1], np.float32)
+  for t in range(x.shape[0]):
+    out[t] = h = a * h + x[t]
+  return out
+
+
+def _packed_flat(seed):
+  return tuple(t[:, 0] for t in _packed(seed, h=1)) + (jnp.asarray(CU),)
+
+
+def _ssd128(seed):
+  r = _rng(seed)
+  x, b, c = (jnp.asarray(r.standard_normal((2, 256, d)) * 0.3, K.BF16) for d in (64, 128, 128))
+  return x, jnp.asarray(-r.random((2, 256)) * 0.05, K.F32), b, c
+
+
+CASES.update({
+  "la_pipelined": (K.la_pipelined, lambda s: qkv(s), lambda q, k, v: K.la_ref(q, k, v)[0], 3e-2),
+  "wy_inverse_runtime": (lambda k, b, interpret=False: K.wy_inverse(k, b, interpret=interpret, UNROLL=False), lambda s: (_normed_keys(*qkv(s, t=64, dtype=K.F16))[1], _beta(s, 2, 64)),
+                         K.wy_inverse_ref, 2e-2),
+  "gdn_decode": (K.gdn_decode, _gdn_decode, _gdn_decode_ref, 1e-2),
+  "conv1d_update": (K.conv1d_update, _conv_update, _conv_update_ref, 1e-5),
+  "rev_cumsum": (K.rev_cumsum, lambda s: tuple(jnp.asarray(_rng(s + j).standard_normal((2, 64, 64)), K.F32) for j in (0, 1)),
+                 lambda a, b: 2 * np.cumsum((np.asarray(a) - np.asarray(b))[:, ::-1], axis=1)[:, ::-1], 1e-5),
+  "ema_scan_buffered": (K.ema_scan_buffered, lambda s: (jnp.asarray(_rng(s).standard_normal((256, 256)), K.BF16),
+                                                        jnp.asarray(_rng(s + 1).random(256), K.F32)), _ema_ref, 1e-4),
+  "la_varlen_tma": (K.la_varlen_tma, _packed_flat,
+                    lambda q, k, v, cu: K.varlen_ref(q[:, None], k[:, None], v[:, None], cu)[0][:, 0], 3e-2),
+  "ssd_fused128": (K.ssd_fused128, _ssd128, K.ssd_ref, 3e-2),
+  "la_nk_atomic": (K.la_nk_atomic, lambda s: qkv(s, t=200, dk=128), lambda q, k, v: K.la_ref(q, k, v)[0], 3e-2),
+  "gla_einsum": (K.gla_einsum, lambda s: qkv(s) + (jnp.asarray(-_rng(s + 5).random((2, 256)) * 0.1, K.F32),),
+                 K.simple_gla_ref, 3e-2),
 })

@@ -389,18 +389,29 @@ def gated_delta_chunk(q, k, v, beta, g, s0, o, sT):
   sT.at[h][...] = state
 
 
-# the delta rule's forward substitution unrolled (ml.static_range), each row of the register tile read as a row
-@mg.mgpu_kernel(out_shape=lambda k, beta: S((k.shape[0], 64, 64), F32), grid=lambda k, beta: (k.shape[0],))
-def wy_inverse_static(k, beta, t_out):
+@ml.inline
+def wy_row(a, i, r):
+  """Row r of the forward substitution (rows above it solved): a[r] + a[r] @ a below the diagonal."""
+  row = a[r] + ml.sum(a[r][:, None] * a, axis=0) * (i < r)
+  return ml.where(i[:, None] == r, row[None, :], a)
+
+
+# the delta rule's forward substitution over rows of the register tile (a[r], a run-time row), unrolled
+# (ml.static_range: a ModuleSizeWarning, as it should) or a run-time loop (the warning's hint followed)
+@mg.mgpu_kernel(out_shape=lambda k, beta, UNROLL: S((k.shape[0], 64, 64), F32), grid=lambda k, beta, UNROLL: (k.shape[0],))
+def wy_inverse(k, beta, t_out, UNROLL: ml.constexpr):
   h = ml.program_id(0)
   k_s, kb_s = ml.smem((64, 64), k.dtype), ml.smem((64, 64), k.dtype)
   ml.copy(k.at[h, ml.ds(0, 64)], k_s)
   kb_s[...] = (k_s[...].astype(F32) * beta.at[h, ml.ds(0, 64)][...][:, None]).astype(k.dtype)
   i = ml.arange(64)
   a = -ml.where(i[:, None] > i[None, :], ml.dot(kb_s, k_s.T), 0.0)
-  for r in ml.static_range(1, 64):
-    row = a[r] + ml.sum(a[r][:, None] * a, axis=0) * (i < r)
-    a = ml.where(i[:, None] == r, row[None, :], a)
+  if UNROLL:
+    for r in ml.static_range(1, 64):
+      a = wy_row(a, i, r)
+  else:
+    for r in ml.range(1, 64):
+      a = wy_row(a, i, r)
   t_out.at[h][...] = a + ml.where(i[:, None] == i[None, :], 1.0, 0.0)
 
 

@@ -1,0 +1,147 @@
+"""Probe 67b's corpus, its third part: pipelined chunk loads under a carried state, decode steps with states updated
+in place (gated delta rule, causal_conv1d_update), a reversed cumsum, a scan over a pipelined buffer's rows in a
+lax.fori_loop, cu_seqlens chunks copied by TMA, Mamba-2's SSD fused at chunk 128 on two warpgroups, fla's key-split
+outputs added by atomics, and GLA written with jnp.einsum. tests/probe67b_cases.py gives their inputs and references."""
+import jax
+import jax.numpy as jnp
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from probe67b_kernels import F32, S, la_chunk_step
+
+# pipelined chunk loads into whole buffers, the state a dot accumulator carried
+@mg.mgpu_kernel(out_shape=lambda q, k, v: S(v.shape, F32), grid=lambda q, k, v: (q.shape[0],))
+def la_pipelined(q, k, v, o):
+  h = ml.program_id(0)
+  q_s, k_s, v_s = ml.smem((64, 64), q.dtype), ml.smem((64, 64), k.dtype), ml.smem((64, 64), v.dtype)
+  st_s = ml.smem((64, 64), q.dtype)
+  state = ml.zeros((64, 64), F32)
+  for c in ml.range(q.shape[1] // 64, stages=2):
+    out, state = la_chunk_step(q, k, v, h, c, q_s, k_s, v_s, st_s, state)     # its copies lead the body: pipelined
+    o.at[h, ml.ds(c * 64, 64)][...] = out
+
+
+# gated delta decode with a bf16 state in memory, updated in place
+@mg.mgpu_kernel(out_shape=lambda q, k, v, beta, g, st: (S(v.shape, F32), st), grid=lambda q, k, v, beta, g, st: (q.shape[0],),
+                input_output_aliases={5: 1})
+def gdn_decode(q, k, v, beta, g, st, o, st_out):
+  h = ml.program_id(0)
+  kt = k.at[h][...].astype(F32)
+  kt = kt / jnp.linalg.norm(kt)
+  s = st.at[h][...].astype(F32) * jnp.exp(g[h])
+  v_new = v.at[h][...].astype(F32) - kt @ s
+  s = s + beta[h] * jnp.outer(kt, v_new)
+  o.at[h][...] = q.at[h][...].astype(F32) @ s
+  st_out.at[h][...] = s.astype(st_out.dtype)
+
+# causal_conv1d_update: conv_state (B, D, 3), x (B, D), w (D, 4)
+@mg.mgpu_kernel(out_shape=lambda x, cs, w: (S(x.shape, F32), cs), grid=lambda x, cs, w: (x.shape[0],),
+                input_output_aliases={1: 1})
+def conv1d_update(x, cs, w, out, cs_out):
+  b = ml.program_id(0)
+  xt = x.at[b][...].astype(F32)
+  win = jnp.concatenate([cs.at[b][...].astype(F32), xt[:, None]], axis=1)     # (D, 4)
+  acc = jnp.sum(win * w[...], axis=1)
+  out.at[b][...] = acc * jax.nn.sigmoid(acc)
+  cs_out.at[b][...] = win[:, 1:].astype(cs_out.dtype)
+
+# reverse cumsum: GLA's backward gate gradient dg = reverse cumsum of (q*dq - k*dk)
+@mg.mgpu_kernel(out_shape=lambda a, b: S(a.shape, F32), grid=lambda a, b: (a.shape[0],))
+def rev_cumsum(a, b, out):
+  h = ml.program_id(0)
+  x = a.at[h][...] - b.at[h][...]
+  out.at[h][...] = ml.cumsum(x, axis=0, reverse=True) + jnp.cumsum(x[::-1], axis=0)[::-1]
+
+# pipelined buffer rows read Pallas-style x_s[r] inside a lax.fori_loop inside the pipelined loop
+@mg.mgpu_kernel(out_shape=lambda x, a: S(x.shape, F32), grid=lambda x, a: (x.shape[1] // 128,))
+def ema_scan_buffered(x, a, y):
+  cols = ml.ds(ml.program_id(0) * 128, 128)
+  x_s = ml.smem((64, 128), x.dtype)
+  av = a.at[cols][...]
+  h = ml.zeros((128,), F32)
+  for blk in ml.range(x.shape[0] // 64, stages=2):
+    ml.copy(x.at[ml.ds(blk * 64, 64), cols], x_s)
+    def body(r, h):
+      h = av * h + x_s[r].astype(F32)
+      y.at[blk * 64 + r, cols][...] = h
+      return h
+    h = jax.lax.fori_loop(0, 64, body, h)
+
+# varlen chunked with TMA copies at the sequences' own offsets, rows past the end zeroed in registers
+@mg.mgpu_kernel(out_shape=lambda q, k, v, cu: S(v.shape, F32), grid=lambda q, k, v, cu: (cu.shape[0] - 1,))
+def la_varlen_tma(q, k, v, cu, o):
+  b = ml.program_id(0)
+  lo, hi = cu[b], cu[b + 1]
+  q_s, k_s, v_s = ml.smem((64, 64), q.dtype), ml.smem((64, 64), k.dtype), ml.smem((64, 64), v.dtype)
+  km_s, vm_s, st_s = ml.smem((64, 64), k.dtype), ml.smem((64, 64), v.dtype), ml.smem((64, 64), q.dtype)
+  i = ml.arange(64)
+  state = ml.zeros((64, 64), F32)
+  for t0 in range(lo, hi, 64):
+    ml.copy(q.at[ml.ds(t0, 64)], q_s)
+    ml.copy(k.at[ml.ds(t0, 64)], k_s)
+    ml.copy(v.at[ml.ds(t0, 64)], v_s)
+    live = (t0 + i < hi)[:, None]
+    km_s[...] = ml.where(live, k_s[...], 0.0)
+    vm_s[...] = ml.where(live, v_s[...], 0.0)
+    att = ml.where(i[:, None] >= i[None, :], ml.dot(q_s, km_s.T), 0.0)
+    st_s[...] = state.astype(q.dtype)
+    o.at[ml.ds(t0, 64)].store(ml.dot(q_s, st_s, ml.dot(att.astype(q.dtype), vm_s)), mask=live)
+    state = ml.dot(km_s.T, vm_s, state)
+
+
+# Mamba-2 SSD fused at chunk 128, block=256, state (N=128, P=64) carried, jnp segsum with -inf
+@mg.mgpu_kernel(out_shape=lambda x, a, b, c: S(x.shape, F32), grid=lambda x, a, b, c: (x.shape[0],), block=256)
+def ssd_fused128(x, a, b, c, y):
+  h = ml.program_id(0)
+  x_s, b_s, c_s = ml.smem((128, 64), x.dtype), ml.smem((128, 128), b.dtype), ml.smem((128, 128), c.dtype)
+  bd_s, st_s = ml.smem((128, 128), b.dtype), ml.smem((128, 64), x.dtype)
+  state = jnp.zeros((128, 64), jnp.float32)
+  i = jnp.arange(128)
+  for ch in ml.range(x.shape[1] // 128):
+    ml.copy(x.at[h, ml.ds(ch * 128, 128)], x_s)
+    ml.copy(b.at[h, ml.ds(ch * 128, 128)], b_s)
+    ml.copy(c.at[h, ml.ds(ch * 128, 128)], c_s)
+    cs = jnp.cumsum(a.at[h, ml.ds(ch * 128, 128)][...])
+    seg = jnp.where(i[:, None] >= i[None, :], cs[:, None] - cs[None, :], -jnp.inf)
+    l = jnp.exp(seg)
+    scores = ml.dot(c_s, b_s.T) * l
+    st_s[...] = state.astype(x.dtype)
+    y_off = jnp.exp(cs)[:, None] * ml.dot(c_s, st_s)
+    y.at[h, ml.ds(ch * 128, 128)][...] = ml.dot(scores.astype(x.dtype), x_s, y_off)
+    bd_s[...] = (b_s[...].astype(jnp.float32) * jnp.exp(cs[-1] - cs)[:, None]).astype(b.dtype)
+    state = ml.dot(bd_s.T, x_s, state * jnp.exp(cs[-1]))
+
+# fla NK split with atomic adds of each key block's share, ragged T
+@mg.mgpu_kernel(out_shape=lambda q, k, v: S(v.shape, F32), grid=lambda q, k, v: (q.shape[2] // 64, q.shape[0]))
+def la_nk_atomic(q, k, v, o):
+  i_k, bh = ml.program_id(0), ml.program_id(1)
+  T = q.shape[1]
+  q_s, k_s, v_s, st_s = ml.smem((64, 64), q.dtype), ml.smem((64, 64), k.dtype), ml.smem((64, 64), v.dtype), ml.smem((64, 64), q.dtype)
+  i = ml.arange(64)
+  state = ml.zeros((64, 64), F32)
+  for c in ml.range(ml.cdiv(T, 64)):
+    ml.copy(q.at[bh, ml.ds(c * 64, 64), ml.ds(i_k * 64, 64)], q_s)
+    ml.copy(k.at[bh, ml.ds(c * 64, 64), ml.ds(i_k * 64, 64)], k_s)
+    ml.copy(v.at[bh, ml.ds(c * 64, 64)], v_s)
+    att = ml.where(i[:, None] >= i[None, :], ml.dot(q_s, k_s.T), 0.0)
+    st_s[...] = state.astype(q.dtype)
+    rows = c * 64 + i
+    ml.atomic_add(o.at[bh, rows[:, None], i[None, :]], ml.dot(q_s, st_s, ml.dot(att.astype(q.dtype), v_s)), mask=rows[:, None] < T)
+    state = ml.dot(k_s.T, v_s, state)
+
+# Pallas style chunk with einsum for the state update and jnp.tril
+@mg.mgpu_kernel(out_shape=lambda q, k, v, g: S(v.shape, F32), grid=lambda q, k, v, g: (q.shape[0],))
+def gla_einsum(q_ref, k_ref, v_ref, g_ref, o_ref):
+  h = ml.program_id(0)
+  def body(c, state):
+    sl = ml.ds(c * 64, 64)
+    qc, kc, vc = q_ref[h, sl, :], k_ref[h, sl, :], v_ref[h, sl, :]
+    gc = jnp.cumsum(g_ref[h, sl])
+    s = jnp.einsum("id,jd->ij", qc, kc, preferred_element_type=jnp.float32)
+    s = jnp.tril(s * jnp.exp(gc[:, None] - gc[None, :]))
+    o = jnp.einsum("ij,jd->id", s.astype(vc.dtype), vc, preferred_element_type=jnp.float32)
+    o = o + jnp.exp(gc)[:, None] * jnp.einsum("id,de->ie", qc, state.astype(qc.dtype), preferred_element_type=jnp.float32)
+    o_ref[h, sl, :] = o
+    kd = (kc.astype(jnp.float32) * jnp.exp(gc[-1] - gc)[:, None]).astype(kc.dtype)
+    return state * jnp.exp(gc[-1]) + jnp.einsum("jd,je->de", kd, vc, preferred_element_type=jnp.float32)
+  jax.lax.fori_loop(0, q_ref.shape[1] // 64, body, jnp.zeros((64, 64), jnp.float32))
