@@ -262,3 +262,32 @@ CASES.update({
   "gla_einsum": (K.gla_einsum, lambda s: qkv(s) + (jnp.asarray(-_rng(s + 5).random((2, 256)) * 0.1, K.F32),),
                  K.simple_gla_ref, 3e-2),
 })
+
+
+CASES.update({
+  "la_f32": (K.la_f32, lambda s: qkv(s, dtype=K.F32), lambda q, k, v: K.la_ref(q, k, v)[0], 1e-2),
+})
+
+
+def _bthk(seed, b=2, t=200, h=3):
+  return tuple(jnp.asarray(_rng(seed + j).standard_normal((b, t, h, 64)) * 0.3, K.BF16) for j in range(3))
+
+
+def _bthk_ref(q, k, v):
+  hm = lambda x, b: np.swapaxes(np.asarray(x[b], np.float32), 0, 1)       # (T, H, D) -> (H, T, D)
+  return np.stack([np.swapaxes(K.la_ref(hm(q, b), hm(k, b), hm(v, b))[0], 0, 1) for b in range(q.shape[0])])
+
+
+def _decayed_states(k, v, s0):
+  kf, vf = (np.asarray(t, np.float32) for t in (k, v))
+  s = np.asarray(s0).copy()
+  for c in range(0, k.shape[1], 64):
+    s = 0.9 * s + np.einsum("htk,htv->hkv", kf[:, c:c + 64], vf[:, c:c + 64])
+  return s
+
+
+CASES.update({
+  "la_bthk": (K.la_bthk, _bthk, _bthk_ref, 3e-2),
+  "state_tma": (K.state_tma, lambda s: qkv(s)[1:] + (jnp.asarray(_rng(s + 3).standard_normal((2, 64, 64)), K.F32),),
+                _decayed_states, 1e-3),
+})

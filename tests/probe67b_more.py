@@ -7,7 +7,7 @@ import jax.numpy as jnp
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from probe67b_kernels import F32, S, la_chunk_step
+from probe67b_kernels import F32, S, copy_chunk, la_chunk_step
 
 # pipelined chunk loads into whole buffers, the state a dot accumulator carried
 @mg.mgpu_kernel(out_shape=lambda q, k, v: S(v.shape, F32), grid=lambda q, k, v: (q.shape[0],))
@@ -145,3 +145,52 @@ def gla_einsum(q_ref, k_ref, v_ref, g_ref, o_ref):
     kd = (kc.astype(jnp.float32) * jnp.exp(gc[-1] - gc)[:, None]).astype(kc.dtype)
     return state * jnp.exp(gc[-1]) + jnp.einsum("jd,je->de", kd, vc, preferred_element_type=jnp.float32)
   jax.lax.fori_loop(0, q_ref.shape[1] // 64, body, jnp.zeros((64, 64), jnp.float32))
+
+
+# float32 inputs (TF32 dots) as fla runs them in float32: the state update's A is k_s.T and the output's B st_s is
+# stored (k, n), both transposed once by the compiler (MG501 until probe 67b); att is a float32 register A
+@mg.mgpu_kernel(out_shape=lambda q, k, v: S(v.shape, F32), grid=lambda q, k, v: (q.shape[0],))
+def la_f32(q, k, v, o):
+  h = ml.program_id(0)
+  q_s, k_s, v_s, st_s = ml.smem((64, 64), F32), ml.smem((64, 64), F32), ml.smem((64, 64), F32), ml.smem((64, 64), F32)
+  state = ml.zeros((64, 64), F32)
+  i = ml.arange(64)
+  for c in ml.range(q.shape[1] // 64):
+    copy_chunk(q, k, v, h, c, q_s, k_s, v_s)
+    att = ml.where(i[:, None] >= i[None, :], ml.dot(q_s, k_s.T), 0.0)
+    st_s[...] = state
+    o.at[h, ml.ds(c * 64, 64)][...] = ml.dot(q_s, st_s, ml.dot(att, v_s))
+    state = ml.dot(k_s.T, v_s, state)
+
+
+# fla's head-last layout (B, T, H, K): windows q.at[b, ml.ds(c*64, 64), h] by TMA
+@mg.mgpu_kernel(out_shape=lambda q, k, v: S(v.shape, F32), grid=lambda q, k, v: (q.shape[0], q.shape[2]))
+def la_bthk(q, k, v, o):
+  b, h = ml.program_id(0), ml.program_id(1)
+  q_s, k_s, v_s, st_s = ml.smem((64, 64), q.dtype), ml.smem((64, 64), k.dtype), ml.smem((64, 64), v.dtype), ml.smem((64, 64), q.dtype)
+  state = ml.zeros((64, 64), F32)
+  i = ml.arange(64)
+  T = q.shape[1]
+  for c in ml.range(ml.cdiv(T, 64), stages=2):
+    ml.copy(q.at[b, ml.ds(c * 64, 64), h], q_s)
+    ml.copy(k.at[b, ml.ds(c * 64, 64), h], k_s)
+    ml.copy(v.at[b, ml.ds(c * 64, 64), h], v_s)
+    att = ml.where(i[:, None] >= i[None, :], ml.dot(q_s, k_s.T), 0.0)
+    st_s[...] = state.astype(q.dtype)
+    o.at[b, ml.ds(c * 64, 64), h].store(ml.dot(q_s, st_s, ml.dot(att.astype(q.dtype), v_s)), mask=(c * 64 + i)[:, None] < T)
+    state = ml.dot(k_s.T, v_s, state)
+
+
+# final state out through an SMEM buffer and a TMA store; initial state in by TMA
+@mg.mgpu_kernel(out_shape=lambda k, v, s0: s0, grid=lambda k, v, s0: (k.shape[0],))
+def state_tma(k, v, s0, sT):
+  h = ml.program_id(0)
+  k_s, v_s, s_s = ml.smem((64, 64), k.dtype), ml.smem((64, 64), v.dtype), ml.smem((64, 64), F32)
+  ml.copy(s0.at[h], s_s)
+  state = s_s[...]
+  for c in ml.range(k.shape[1] // 64, stages=2):
+    ml.copy(k.at[h, ml.ds(c * 64, 64)], k_s)
+    ml.copy(v.at[h, ml.ds(c * 64, 64)], v_s)
+    state = ml.dot(k_s.T, v_s, state * 0.9)
+  s_s[...] = state
+  ml.copy(s_s, sT.at[h])

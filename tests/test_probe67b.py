@@ -1,6 +1,8 @@
-"""Probe 67b (linear attention and state-space kernels as flash-linear-attention, Mamba and RetNet write them):
-a corpus of 45 kernels (47 cases), each checked in interpret mode against a plain loop over time or chunks and exported for
-CUDA; the refusals met; and the class fixed, run-time windows of a pipelined loop's buffer read into registers."""
+"""Probe 67b (linear attention and state-space kernels as flash-linear-attention, Mamba and RetNet write them): a
+corpus of 50 kernels (50 cases), each checked in interpret mode against a plain loop over time or chunks and exported
+for CUDA; the legitimate refusals met; and the classes fixed: run-time windows of a pipelined loop's buffer read into
+registers, MG602's hint for a loop that stops short, a long scan's unwritten tail found while compiling, and float32
+SMEM operands stored the other way (design note 223)."""
 import warnings
 
 import jax
@@ -278,3 +280,29 @@ def test_a_long_scan_that_leaves_its_last_rows_unwritten_is_found_while_compilin
   e = expect(chunk_rows_short, [S((256, 128), F32)], mg.UncoveredOutputError, "o.at[ml.ds(8 + c * 8, 8), cols]",
              "o[248:256, :] is never written: none of the 2 programs of grid (2,) writes it, so 1024 of 32768"
              " elements of o would stay uninitialised")
+
+
+# ---------------------------------------------------------------- float32 (TF32) operands stored the other way
+@mg.mgpu_kernel(out_shape=lambda a, b: S((64, 64), jnp.int32), grid=lambda a, b: (1,))
+def int8_a_transposed(a, b, o):           # 8-bit operands stay K-major only: MG501 as before
+  a_s, b_s = ml.smem((64, 64), a.dtype), ml.smem((64, 64), b.dtype)
+  ml.copy(a, a_s)
+  ml.copy(b, b_s)
+  o[...] = ml.dot(a_s.T, b_s.T)
+
+
+def test_float32_smem_operands_stored_the_other_way_are_transposed_once():
+  """fla's kernels run in float32 too: `ml.dot(k_s.T, v_s, state)` (A a transposed view) and `ml.dot(q_s, st_s)`
+  (B stored (k, n)) of float32 SMEM tiles were MG501 ('ml.dot reads float32 operands K-major only'), while the same
+  B beside a float32 register A was transposed by the compiler (probe 51f). An SMEM A is now taken as a register
+  A's is: a (k, n) B transposed once into an (n, k) buffer read as its view .T, and an A view .T stored once into an
+  (m, k) buffer, what MG501's hint wrote by hand."""
+  args = _check("la_f32", 7)
+  ir = K.la_f32.typed_ir(*[S(a.shape, a.dtype) for a in args])
+  # q_s, k_s, v_s, st_s; att staged (a register A), v_s's (n, k) copy for att @ v_s and another for k_s.T @ v_s,
+  # st_s's for q_s @ st_s, k_s.T's (m, k) copy
+  assert ir.count("ref<SMEM, 64x64, float32> = smemalloc") == 9, ir
+  assert ir.count("transposeload") == 4, ir
+  e = expect(int8_a_transposed, [S((64, 64), jnp.int8)] * 2, mg.MmaOperandError, "ml.dot(a_s.T",
+             "ml.dot reads int8 operands K-major only, so a must be stored (m, k); a_s.T is a transposed view")
+  assert "a_mk[...] = a_s.T[...]" in e.hint or "transpose" in e.hint
