@@ -246,7 +246,10 @@ def _ssd128(seed):
 
 
 CASES.update({
-  "la_pipelined": (K.la_pipelined, lambda s: qkv(s), lambda q, k, v: K.la_ref(q, k, v)[0], 3e-2),
+  "la_pipelined": (lambda q, k, v, interpret=False: K.la_pipelined(q, k, v, interpret=interpret, WS=False),
+                   lambda s: qkv(s), lambda q, k, v: K.la_ref(q, k, v)[0], 3e-2),
+  "la_warp_specialized": (lambda q, k, v, interpret=False: K.la_pipelined(q, k, v, interpret=interpret, WS=True),
+                          lambda s: qkv(s), lambda q, k, v: K.la_ref(q, k, v)[0], 3e-2),
   "wy_inverse_runtime": (lambda k, b, interpret=False: K.wy_inverse(k, b, interpret=interpret, UNROLL=False), lambda s: (_normed_keys(*qkv(s, t=64, dtype=K.F16))[1], _beta(s, 2, 64)),
                          K.wy_inverse_ref, 2e-2),
   "gdn_decode": (K.gdn_decode, _gdn_decode, _gdn_decode_ref, 1e-2),
@@ -290,4 +293,46 @@ CASES.update({
   "la_bthk": (K.la_bthk, _bthk, _bthk_ref, 3e-2),
   "state_tma": (K.state_tma, lambda s: qkv(s)[1:] + (jnp.asarray(_rng(s + 3).standard_normal((2, 64, 64)), K.F32),),
                 _decayed_states, 1e-3),
+})
+
+
+def _ssd_groups(seed, h=4, groups=2):
+  r = _rng(seed)
+  x = jnp.asarray(r.standard_normal((h, 256, 64)) * 0.3, K.BF16)
+  b, c = (jnp.asarray(r.standard_normal((groups, 256, 128)) * 0.3, K.BF16) for _ in range(2))
+  return x, jnp.asarray(-r.random((h, 256)) * 0.05, K.F32), b, c
+
+
+def _ssd_groups_ref(x, a, b, c):
+  rep = lambda t: np.repeat(np.asarray(t, np.float32), x.shape[0] // b.shape[0], axis=0)
+  return K.la_ref(rep(c), rep(b), x, decay=np.exp(np.asarray(a)))[0]
+
+
+CASES.update({
+  "la_recurrent_tma": (K.la_recurrent_tma, lambda s: qkv(s, t=24), lambda q, k, v: K.la_ref(q, k, v)[0], 1e-4),
+  "delta_fused_recurrent_ptr": (K.delta_fused_recurrent_ptr, lambda s: qkv(s, t=24) + (_beta(s, 2, 24),),
+                                lambda q, k, v, b: K.delta_ref(q, k, v, b)[0], 1e-4),
+  "gated_delta_recurrent_d128": (K.gated_delta_recurrent,
+                                 lambda s: qkv(s, t=20, dk=128, dv=128) + (
+                                     _beta(s, 2, 20), jnp.asarray(-_rng(s + 1).random((2, 20)) * 0.1, K.F32),
+                                     jnp.zeros((2, 128, 128), K.F32)),
+                                 lambda q, k, v, b, g, s0: K.delta_ref(q, k, v, b, g=g, s0=s0), 1e-4),
+  "ema_lax_scan": (K.ema_lax_scan, lambda s: (jnp.asarray(_rng(s).standard_normal((128, 256)), K.BF16),
+                                              jnp.asarray(_rng(s + 1).random(256), K.F32)), _ema_ref, 1e-4),
+  "ssd_fused128_groups": (K.ssd_fused128, _ssd_groups, _ssd_groups_ref, 3e-2),
+})
+
+
+def _retention_table(seed, b=2, h=3, t=20):
+  qs = tuple(jnp.asarray(_rng(seed + j).standard_normal((b, h, t, 64)) * 0.3, K.BF16) for j in range(3))
+  return qs + (jnp.asarray(np.log(K.retnet_gammas(h)), K.F32),)
+
+
+def _retention_table_ref(q, k, v, lg):
+  decay = np.broadcast_to(np.exp(np.asarray(lg))[:, None], q.shape[1:3])
+  return np.stack([K.la_ref(q[b], k[b], v[b], decay=decay)[0] for b in range(q.shape[0])])
+
+
+CASES.update({
+  "retention_table": (K.retention_table, _retention_table, _retention_table_ref, 1e-4),
 })

@@ -10,13 +10,13 @@ from mgpu_dsl import language as ml
 from probe67b_kernels import F32, S, copy_chunk, la_chunk_step
 
 # pipelined chunk loads into whole buffers, the state a dot accumulator carried
-@mg.mgpu_kernel(out_shape=lambda q, k, v: S(v.shape, F32), grid=lambda q, k, v: (q.shape[0],))
-def la_pipelined(q, k, v, o):
+@mg.mgpu_kernel(out_shape=lambda q, k, v, WS: S(v.shape, F32), grid=lambda q, k, v, WS: (q.shape[0],))
+def la_pipelined(q, k, v, o, WS: ml.constexpr):
   h = ml.program_id(0)
   q_s, k_s, v_s = ml.smem((64, 64), q.dtype), ml.smem((64, 64), k.dtype), ml.smem((64, 64), v.dtype)
   st_s = ml.smem((64, 64), q.dtype)
   state = ml.zeros((64, 64), F32)
-  for c in ml.range(q.shape[1] // 64, stages=2):
+  for c in ml.range(q.shape[1] // 64, stages=2, warp_specialize=WS):     # WS: a producer warpgroup issues the loads
     out, state = la_chunk_step(q, k, v, h, c, q_s, k_s, v_s, st_s, state)     # its copies lead the body: pipelined
     o.at[h, ml.ds(c * 64, 64)][...] = out
 
@@ -89,18 +89,19 @@ def la_varlen_tma(q, k, v, cu, o):
     state = ml.dot(km_s.T, vm_s, state)
 
 
-# Mamba-2 SSD fused at chunk 128, block=256, state (N=128, P=64) carried, jnp segsum with -inf
+# Mamba-2 SSD fused at chunk 128, block=256, state (N=128, P=64) carried, jnp segsum with -inf, ngroups
 @mg.mgpu_kernel(out_shape=lambda x, a, b, c: S(x.shape, F32), grid=lambda x, a, b, c: (x.shape[0],), block=256)
 def ssd_fused128(x, a, b, c, y):
   h = ml.program_id(0)
+  g = h // (x.shape[0] // b.shape[0])            # B and C shared by the heads of a group (ngroups)
   x_s, b_s, c_s = ml.smem((128, 64), x.dtype), ml.smem((128, 128), b.dtype), ml.smem((128, 128), c.dtype)
   bd_s, st_s = ml.smem((128, 128), b.dtype), ml.smem((128, 64), x.dtype)
   state = jnp.zeros((128, 64), jnp.float32)
   i = jnp.arange(128)
   for ch in ml.range(x.shape[1] // 128):
     ml.copy(x.at[h, ml.ds(ch * 128, 128)], x_s)
-    ml.copy(b.at[h, ml.ds(ch * 128, 128)], b_s)
-    ml.copy(c.at[h, ml.ds(ch * 128, 128)], c_s)
+    ml.copy(b.at[g, ml.ds(ch * 128, 128)], b_s)
+    ml.copy(c.at[g, ml.ds(ch * 128, 128)], c_s)
     cs = jnp.cumsum(a.at[h, ml.ds(ch * 128, 128)][...])
     seg = jnp.where(i[:, None] >= i[None, :], cs[:, None] - cs[None, :], -jnp.inf)
     l = jnp.exp(seg)
@@ -194,3 +195,69 @@ def state_tma(k, v, s0, sT):
     state = ml.dot(k_s.T, v_s, state * 0.9)
   s_s[...] = state
   ml.copy(s_s, sT.at[h])
+
+
+# fused recurrent with per-token rows loaded by TMA in a pipelined loop (1-row windows)
+@mg.mgpu_kernel(out_shape=lambda q, k, v: S(v.shape, F32), grid=lambda q, k, v: (q.shape[0],))
+def la_recurrent_tma(q, k, v, o):
+  h = ml.program_id(0)
+  q_s, k_s, v_s = ml.smem((1, 64), q.dtype), ml.smem((1, 64), k.dtype), ml.smem((1, 64), v.dtype)
+  s = ml.zeros((64, 64), F32)
+  for t in ml.range(q.shape[1], stages=2):
+    ml.copy(q.at[h, ml.ds(t, 1)], q_s)
+    ml.copy(k.at[h, ml.ds(t, 1)], k_s)
+    ml.copy(v.at[h, ml.ds(t, 1)], v_s)
+    kt, vt, qt = k_s[0].astype(F32), v_s[0].astype(F32), q_s[0].astype(F32)
+    s = s + kt[:, None] * vt[None, :]
+    o.at[h, t][...] = ml.sum(qt[:, None] * s, axis=0)
+
+# pointer style token loads, Triton's fused_recurrent (p_q += K each step)
+@mg.mgpu_kernel(out_shape=lambda q, k, v, beta: S(v.shape, F32), grid=lambda q, k, v, beta: (q.shape[0],))
+def delta_fused_recurrent_ptr(q, k, v, beta, o):
+  i_bh = ml.program_id(0)
+  o_k = ml.arange(0, 64)
+  p_q = q.at[i_bh, 0, o_k]
+  p_k = k.at[i_bh, 0, o_k]
+  p_v = v.at[i_bh, 0, o_k]
+  p_o = o.at[i_bh, 0, o_k]
+  b_h = ml.zeros([64, 64], dtype=F32)
+  for t in range(0, q.shape[1]):
+    b_k = ml.load(p_k).to(F32)
+    b_v = ml.load(p_v).to(F32)
+    b_q = ml.load(p_q).to(F32)
+    b_k = b_k / ml.sqrt(ml.sum(b_k * b_k) + 1e-6)
+    b_beta = beta[i_bh, t]
+    b_v_minus = ml.sum(b_h * b_k[:, None], axis=0)
+    b_v = (b_v - b_v_minus) * b_beta
+    b_h += b_k[:, None] * b_v[None, :]
+    b_o = ml.sum(b_h * b_q[:, None], axis=0)
+    ml.store(p_o, b_o.to(p_o.dtype.element_ty))
+    p_q += 64
+    p_k += 64
+    p_v += 64
+    p_o += 64
+
+# lax.scan over 64 buffered steps of an EMA / diagonal SSM (h = a*h + x), xs a loaded tile
+@mg.mgpu_kernel(out_shape=lambda x, a: S(x.shape, F32), grid=lambda x, a: (x.shape[1] // 128,))
+def ema_lax_scan(x, a, y):
+  cols = ml.ds(ml.program_id(0) * 128, 128)
+  av = a.at[cols][...]
+  h = jnp.zeros((128,), jnp.float32)
+  for blk in range(x.shape[0] // 64):
+    xs = x.at[ml.ds(blk * 64, 64), cols][...].astype(jnp.float32)
+    def step(h, xt):
+      h = av * h + xt
+      return h, h
+    h, ys = jax.lax.scan(step, h, xs)
+    y.at[ml.ds(blk * 64, 64), cols][...] = ys
+
+
+# retention with heads in the grid's second axis and batches in the first; decay from a per-head input table
+@mg.mgpu_kernel(out_shape=lambda q, k, v, lg: S(v.shape, F32), grid=lambda q, k, v, lg: (q.shape[0], q.shape[1]))
+def retention_table(q, k, v, lg, o):
+  b, h = ml.program_id(0), ml.program_id(1)
+  d = lg[h]
+  s = ml.zeros((64, 64), F32)
+  for t in range(q.shape[2]):
+    s = ml.exp(d) * s + k.at[b, h, t][...].astype(F32)[:, None] * v.at[b, h, t][...].astype(F32)[None, :]
+    o.at[b, h, t][...] = ml.sum(q.at[b, h, t][...].astype(F32)[:, None] * s, axis=0)

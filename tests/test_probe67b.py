@@ -1,8 +1,8 @@
 """Probe 67b (linear attention and state-space kernels as flash-linear-attention, Mamba and RetNet write them): a
-corpus of 50 kernels (50 cases), each checked in interpret mode against a plain loop over time or chunks and exported
+corpus of 54 kernels (57 cases), each checked in interpret mode against a plain loop over time or chunks and exported
 for CUDA; the legitimate refusals met; and the classes fixed: run-time windows of a pipelined loop's buffer read into
-registers, MG602's hint for a loop that stops short, a long scan's unwritten tail found while compiling, and float32
-SMEM operands stored the other way (design note 223)."""
+registers, MG602's hint for a loop that stops short, a long scan's unwritten tail found while compiling, float32 SMEM
+operands stored the other way, and a pointer block's .dtype (design note 223)."""
 import warnings
 
 import jax
@@ -306,3 +306,26 @@ def test_float32_smem_operands_stored_the_other_way_are_transposed_once():
   e = expect(int8_a_transposed, [S((64, 64), jnp.int8)] * 2, mg.MmaOperandError, "ml.dot(a_s.T",
              "ml.dot reads int8 operands K-major only, so a must be stored (m, k); a_s.T is a transposed view")
   assert "a_mk[...] = a_s.T[...]" in e.hint or "transpose" in e.hint
+
+
+# ---------------------------------------------------------------- a pointer block's element type
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, BF16), grid=lambda x: (x.shape[0],))
+def ptr_element_types(x, o):              # fla's fused_recurrent stores b_o.to(p_o.dtype.element_ty)
+  i = ml.program_id(0)
+  cols = ml.arange(0, 64)
+  p_x, p_o = x.at[i, cols], o.at[i, cols]
+  b = ml.load(p_x) * 2.0
+  assert p_o.type.shape == (64,) and p_x.dtype == jnp.float32
+  ml.store(p_o, b.to(p_o.dtype.element_ty) + ml.zeros((64,), p_o.type.element_ty))
+
+
+def test_a_pointer_blocks_dtype_is_its_refs_element_type():
+  """`p_o.dtype.element_ty` of a pointer block `o.at[i, cols]` (fla's fused_recurrent kernels, Triton's `o + i * V +
+  o_v`) was MG003 ('p_o is indexed by tensors: it has no .dtype'); a block pointer's has answered since probe 53f.
+  `.dtype` is the ref's element dtype (numpy's) and `.type` Triton's, its shape the block's."""
+  x = jnp.asarray(np.random.default_rng(8).standard_normal((4, 64)), F32)
+  got = ptr_element_types(x, interpret=True)
+  assert got.dtype == BF16
+  np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray((x * 2).astype(BF16), np.float32))
+  jax.export.export(jax.jit(ptr_element_types), platforms=["cuda"])(S(x.shape, F32)).mlir_module()
+  _check("delta_fused_recurrent_ptr", 3)
