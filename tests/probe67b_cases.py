@@ -336,3 +336,26 @@ def _retention_table_ref(q, k, v, lg):
 CASES.update({
   "retention_table": (K.retention_table, _retention_table, _retention_table_ref, 1e-4),
 })
+
+
+def _fla_gla(seed, b=2, t=200, h=2):
+  r = _rng(seed)
+  q, k, v = (jnp.asarray(r.standard_normal((b, t, h, 64)) * 0.3, K.BF16) for _ in range(3))
+  graw = -r.random((b, t, h)).astype(np.float32) * 0.1
+  for c in range(0, t, 64):                         # chunk-local cumsums, as fla's chunk_local_cumsum gives them
+    graw[:, c:c + 64] = np.cumsum(graw[:, c:c + 64], axis=1)
+  return q, k, v, jnp.asarray(graw)
+
+
+def _fla_gla_ref(q, k, v, g):
+  g = np.asarray(g).copy()
+  for c in range(0, g.shape[1], 64):                # back to per-token log-gates
+    g[:, c + 1:c + 64] = np.diff(g[:, c:c + 64], axis=1)
+  hm = lambda x, b: np.swapaxes(np.asarray(x[b], np.float32), 0, 1)
+  return np.stack([np.swapaxes(K.la_ref(hm(q, b), hm(k, b), hm(v, b), decay=np.exp(hm(g, b)))[0], 0, 1)
+                   for b in range(q.shape[0])])
+
+
+CASES.update({
+  "fla_simple_gla": (K.fla_simple_gla, _fla_gla, _fla_gla_ref, 3e-2),
+})

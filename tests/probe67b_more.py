@@ -261,3 +261,63 @@ def retention_table(q, k, v, lg, o):
   for t in range(q.shape[2]):
     s = ml.exp(d) * s + k.at[b, h, t][...].astype(F32)[:, None] * v.at[b, h, t][...].astype(F32)[None, :]
     o.at[b, h, t][...] = ml.sum(q.at[b, h, t][...].astype(F32)[:, None] * s, axis=0)
+
+
+# fla chunk_simple_gla: chunk_fwd_h then chunk_fwd_o, (B, T, H, K) layout, block pointers with strides (H*K, 1)
+@mg.mgpu_kernel(out_shape=lambda k, v, g, BT: S((k.shape[0], ml.cdiv(k.shape[1], BT), k.shape[2], k.shape[3], v.shape[3]), F32),
+                grid=lambda k, v, g, BT: (1, 1, k.shape[0] * k.shape[2]))
+def fla_fwd_h(k, v, g, h, BT: ml.constexpr):
+  i_nh = ml.program_id(2)                          # (axes 0 and 1, fla's i_k and i_v, have one program: K, V whole)
+  B, T, H, K = k.shape
+  V = v.shape[3]
+  i_n, i_h = i_nh // H, i_nh % H
+  NT = ml.cdiv(T, BT)
+  b_h = ml.zeros([K, V], dtype=F32)
+  for i_t in range(NT):
+    p_k = ml.make_block_ptr(k.at[i_n, :, i_h], (K, T), (1, H * K), (0, i_t * BT), (K, BT), (0, 1))
+    p_v = ml.make_block_ptr(v.at[i_n, :, i_h], (T, V), (H * V, 1), (i_t * BT, 0), (BT, V), (1, 0))
+    p_h = ml.make_block_ptr(h.at[i_n, i_t, i_h], (K, V), (V, 1), (0, 0), (K, V), (1, 0))
+    ml.store(p_h, b_h.to(p_h.dtype.element_ty), boundary_check=(0, 1))
+    b_k = ml.load(p_k, boundary_check=(0, 1))
+    b_v = ml.load(p_v, boundary_check=(0, 1))
+    last_idx = ml.minimum((i_t + 1) * BT, T) - 1
+    b_g_last = g[i_n, last_idx, i_h]
+    p_g = ml.make_block_ptr(g.at[i_n, :, i_h], (T,), (H,), (i_t * BT,), (BT,), (0,))
+    b_g = ml.load(p_g, boundary_check=(0,))
+    b_h *= ml.exp(b_g_last)
+    b_v = (b_v * ml.exp(b_g_last - b_g)[:, None]).to(b_v.dtype)
+    b_h += ml.dot(b_k, b_v)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, v, g, h, scale, BT: S(v.shape, F32),
+                grid=lambda q, k, v, g, h, scale, BT: (1, ml.cdiv(q.shape[1], BT), q.shape[0] * q.shape[2]))
+def fla_fwd_o(q, k, v, g, h, o, scale: ml.constexpr, BT: ml.constexpr):
+  i_t, i_bh = ml.program_id(1), ml.program_id(2)  # (axis 0, fla's i_v, has one program)
+  B, T, H, K = q.shape
+  V = v.shape[3]
+  i_b, i_h = i_bh // H, i_bh % H
+  m_s = ml.arange(0, BT)[:, None] >= ml.arange(0, BT)[None, :]
+  p_q = ml.make_block_ptr(q.at[i_b, :, i_h], (T, K), (H * K, 1), (i_t * BT, 0), (BT, K), (1, 0))
+  p_k = ml.make_block_ptr(k.at[i_b, :, i_h], (K, T), (1, H * K), (0, i_t * BT), (K, BT), (0, 1))
+  p_h = ml.make_block_ptr(h.at[i_b, i_t, i_h], (K, V), (V, 1), (0, 0), (K, V), (1, 0))
+  b_q = ml.load(p_q, boundary_check=(0, 1))
+  b_k = ml.load(p_k, boundary_check=(0, 1))
+  b_h = ml.load(p_h, boundary_check=(0, 1))
+  b_o = ml.dot(b_q, b_h.to(b_q.dtype))
+  b_A = ml.dot(b_q, b_k)
+  p_g = ml.make_block_ptr(g.at[i_b, :, i_h], (T,), (H,), (i_t * BT,), (BT,), (0,))
+  b_g = ml.load(p_g, boundary_check=(0,))
+  b_o = b_o * ml.exp(b_g)[:, None]
+  b_A = b_A * ml.exp(b_g[:, None] - b_g[None, :])
+  b_A = ml.where(m_s, b_A, 0)
+  p_v = ml.make_block_ptr(v.at[i_b, :, i_h], (T, V), (H * V, 1), (i_t * BT, 0), (BT, V), (1, 0))
+  p_o = ml.make_block_ptr(o.at[i_b, :, i_h], (T, V), (H * V, 1), (i_t * BT, 0), (BT, V), (1, 0))
+  b_v = ml.load(p_v, boundary_check=(0, 1))
+  b_o = b_o * scale + ml.dot(b_A.to(b_v.dtype), b_v) * scale
+  ml.store(p_o, b_o.to(p_o.dtype.element_ty), boundary_check=(0, 1))
+
+
+def fla_simple_gla(q, k, v, g, interpret=False):
+  """fla's chunk_simple_gla forward: g holds chunk-local cumsums of the log-gates (fla's chunk_local_cumsum)."""
+  h = fla_fwd_h(k, v, g, interpret=interpret, BT=64)
+  return fla_fwd_o(q, k, v, g, h, interpret=interpret, scale=1.0, BT=64)
