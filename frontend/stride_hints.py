@@ -75,7 +75,25 @@ def loop_trips_hint(kernel, name, shape, missing, loc) -> str | None:
               + "; the last window then runs past the end, where ml.copy loads read zeros and ml.copy stores drop"
               f" what falls outside the array, while a register store needs a mask of {name}'s extent,"
               f" {_masked_store(view, name, len(shape))}; or write the rest after the loop")
+  for d, idx in enumerate(view.index):       # another start the loop moves (a loop counting down): its bounds
+    if covered.any(axis=tuple(a for a in range(covered.ndim) if a != d)).all() or not isinstance(idx.start, ir.Value):
+      continue
+    loop = next((lp for lp in reversed(loops) if _reaches(defs, idx.start, lp.body.args[0])), None)
+    if loop is not None:
+      return (f"the loop at line {loop.loc.lineno} moves this window along {name}'s dimension {d}, and none of its"
+              f" trips reaches the rest: change its bounds so that its windows cover {name} (Python's range stops"
+              f" before its end: range(n - 1, -1, -1) walks down to 0), or write the rest after the loop")
   return None
+
+
+def _reaches(defs, v, target, depth=0) -> bool:
+  """Whether the scalar `v` is computed from `target` (a loop counter) through the ops that define it."""
+  if v is target:
+    return True
+  d = defs.get(getattr(v, "id", None))
+  if d is None or depth > 32:
+    return False
+  return any(isinstance(x, ir.Value) and _reaches(defs, x, target, depth + 1) for x in d.operands())
 
 
 def _cdiv_header(loc) -> str:

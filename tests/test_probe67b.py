@@ -329,3 +329,49 @@ def test_a_pointer_blocks_dtype_is_its_refs_element_type():
   np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray((x * 2).astype(BF16), np.float32))
   jax.export.export(jax.jit(ptr_element_types), platforms=["cuda"])(S(x.shape, F32)).mlir_module()
   _check("delta_fused_recurrent_ptr", 3)
+
+
+# ---------------------------------------------------------------- summarised loops: valid windows, a reversed scan short
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (1,))
+def reversed_rows(x, o):                  # a backward scan's order, every row written
+  for t in range(x.shape[0] - 1, -1, -1):
+    o.at[t][...] = x.at[x.shape[0] - 1 - t][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0] // 2, x.shape[1]), F32), grid=lambda x: (1,))
+def pair_sums(x, o):                      # o.at[t // 2] on the even trips
+  for t in range(x.shape[0]):
+    if t % 2 == 0:
+      o.at[t // 2][...] = x.at[t][...] + x.at[t + 1][...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (1,))
+def smem_rows_then_whole(x, o):           # an SMEM buffer filled a row a trip, then read whole (MG601's proof)
+  buf = ml.smem((x.shape[0], x.shape[1]), F32)
+  for t in range(x.shape[0]):
+    buf.at[t][...] = x.at[t][...] * 2.0
+  o[...] = buf[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (1,))
+def reversed_rows_short(x, o):            # range(n - 1, 0, -1) stops before row 0
+  for t in range(x.shape[0] - 1, 0, -1):
+    o.at[t][...] = x.at[t][...]
+
+
+def test_summarised_loops_keep_valid_windows_and_name_the_loop_of_a_reversed_scan_that_stops_short():
+  """The hull of a summarised loop's windows (loop_spans.py) through a subtraction (a loop counting down), a floor
+  division, an SMEM buffer's rows: the kernels compile and compute. A reversed scan that stops before row 0 is
+  MG602 while compiling (it compiled before), its hint naming the loop's bounds, not the grid."""
+  x = jnp.asarray(np.random.default_rng(9).standard_normal((100, 128)), F32)
+  xn = np.asarray(x)
+  for kernel, want in ((reversed_rows, xn[::-1]), (pair_sums, xn.reshape(50, 2, 128).sum(1)),
+                       (smem_rows_then_whole, 2 * xn)):
+    np.testing.assert_allclose(kernel(x, interpret=True), want, rtol=1e-6, atol=1e-6)
+  e = expect(reversed_rows_short, [S((100, 128), F32)], mg.UncoveredOutputError, "o.at[t][...] =",
+             "o[0:1, :] is never written: the kernel's one program does not write it, so 128 of 12800 elements of o"
+             " would stay uninitialised")
+  assert e.hint == (f"the loop at line {where(reversed_rows_short, 'for t in')[0]} moves this window along o's"
+                    " dimension 0, and none of its trips reaches the rest: change its bounds so that its windows cover"
+                    " o (Python's range stops before its end: range(n - 1, -1, -1) walks down to 0), or write the rest"
+                    " after the loop")
