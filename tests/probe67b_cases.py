@@ -359,3 +359,24 @@ def _fla_gla_ref(q, k, v, g):
 CASES.update({
   "fla_simple_gla": (K.fla_simple_gla, _fla_gla, _fla_gla_ref, 3e-2),
 })
+
+
+def _delta_varlen(seed):
+  q, k, v = _packed(seed, h=1, dtype=K.F16)
+  k = k.astype(K.F32)
+  k = (k / jnp.linalg.norm(k, axis=-1, keepdims=True)).astype(K.F16)
+  return q[:, 0], k[:, 0], v[:, 0], jnp.asarray(_rng(seed + 7).random(int(CU[-1])) * 0.5 + 0.2, K.F32), jnp.asarray(CU)
+
+
+def _delta_varlen_ref(q, k, v, beta, cu):
+  o, fin = np.zeros(v.shape, np.float32), np.zeros((len(cu) - 1, 64, 64), np.float32)
+  for s in range(len(cu) - 1):
+    sl = slice(int(cu[s]), int(cu[s + 1]))
+    oo, ff = K.delta_ref(q[None, sl], k[None, sl], v[None, sl], beta[None, sl], normalize=False)
+    o[sl], fin[s] = oo[0], ff[0]
+  return o, fin
+
+
+CASES.update({
+  "delta_chunk_varlen": (K.delta_chunk_varlen, _delta_varlen, _delta_varlen_ref, 3e-2),
+})

@@ -516,3 +516,34 @@ def lightning_ref(q, k, v, slope):
         acc += lam ** (ti - tj) * (q[hh, ti] @ k[hh, tj]) * v[hh, tj]
       o[hh, ti] = acc
   return o
+
+
+# chunked delta rule over cu_seqlens: rows past a sequence's end loaded as zeros (beta 0 there), final states out
+@mg.mgpu_kernel(out_shape=lambda q, k, v, beta, cu: (S(v.shape, F32), S((cu.shape[0] - 1, 64, 64), F32)),
+                grid=lambda q, k, v, beta, cu: (cu.shape[0] - 1,))
+def delta_chunk_varlen(q, k, v, beta, cu, o, sT):
+  b = ml.program_id(0)
+  lo, hi = cu[b], cu[b + 1]
+  q_s, k_s, v_s = ml.smem((64, 64), q.dtype), ml.smem((64, 64), k.dtype), ml.smem((64, 64), v.dtype)
+  kb_s, vb_s, t_s = ml.smem((64, 64), k.dtype), ml.smem((64, 64), v.dtype), ml.smem((64, 64), k.dtype)
+  w_s, u_s, st_s = ml.smem((64, 64), k.dtype), ml.smem((64, 64), v.dtype), ml.smem((64, 64), k.dtype)
+  state, i, d = ml.zeros((64, 64), F32), ml.arange(64), ml.arange(64)
+  for t0 in range(lo, hi, 64):
+    rows, m = t0 + i, (t0 + i)[:, None] < hi
+    q_s[...] = ml.load(q.at[rows[:, None], d[None, :]], mask=m, other=0.0)
+    k_s[...] = ml.load(k.at[rows[:, None], d[None, :]], mask=m, other=0.0)
+    v_s[...] = ml.load(v.at[rows[:, None], d[None, :]], mask=m, other=0.0)
+    bt = ml.load(beta.at[rows], mask=rows < hi, other=0.0)
+    kb_s[...] = (k_s[...].astype(F32) * bt[:, None]).astype(k.dtype)
+    vb_s[...] = (v_s[...].astype(F32) * bt[:, None]).astype(v.dtype)
+    a = -ml.where(i[:, None] > i[None, :], ml.dot(kb_s, k_s.T), 0.0)
+    for r in ml.range(1, 64):
+      a = wy_row(a, i, r)
+    t_s[...] = (a + ml.where(i[:, None] == i[None, :], 1.0, 0.0)).astype(k.dtype)
+    w_s[...] = ml.dot(t_s, kb_s).astype(k.dtype)
+    st_s[...] = state.astype(k.dtype)
+    u_s[...] = (ml.dot(t_s, vb_s) - ml.dot(w_s, st_s)).astype(v.dtype)
+    att = ml.where(i[:, None] >= i[None, :], ml.dot(q_s, k_s.T), 0.0)
+    ml.store(o.at[rows[:, None], d[None, :]], ml.dot(q_s, st_s, ml.dot(att.astype(q.dtype), u_s)), mask=m)
+    state = ml.dot(k_s.T, u_s, state)
+  sT.at[b][...] = state

@@ -1,5 +1,5 @@
 """Probe 67b (linear attention and state-space kernels as flash-linear-attention, Mamba and RetNet write them): a
-corpus of 56 kernels (58 cases), each checked in interpret mode against a plain loop over time or chunks and exported
+corpus of 57 kernels (59 cases), each checked in interpret mode against a plain loop over time or chunks and exported
 for CUDA; the legitimate refusals met; and the classes fixed: run-time windows of a pipelined loop's buffer read into
 registers, MG602's hint for a loop that stops short, a long scan's unwritten tail found while compiling, float32 SMEM
 operands stored the other way, and a pointer block's .dtype (design note 223)."""
