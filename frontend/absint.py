@@ -52,6 +52,8 @@ class Window:
   starts: tuple          # per root dimension: int64 array over the programs, or UNKNOWN
   sizes: tuple
   remote: bool = False   # another CTA's SMEM (ml.cluster_ref)
+  spans: tuple = ()      # per root dimension, for an UNKNOWN start in a summarised loop: (lo, hi) arrays bounding it
+                         # over the trips (frontend/loop_spans.py), or None; () where there is none
 
   @property
   def shape(self):
@@ -113,6 +115,7 @@ class GridEval:
     self.divisors: dict = {}          # id(integer //, % or fmod) -> (it, whether every walk knew its divisor non-zero)
     self.signs: dict = {}             # integer scalar's id -> whether every walk knew it >= 0 (triton_semantics.py)
     self.watch_signs = getattr(kernel, "watch_signs", False)     # (only a Triton port with divisions to warn of)
+    self.spans: dict = {}             # a summarised loop's counter id -> (lo, hi) over its trips (loop_spans.py)
 
   def program(self, p: int) -> tuple:
     return tuple(int(a[p]) for a in self.pid)
@@ -245,7 +248,13 @@ class GridEval:
     self.env[iv.id] = UNKNOWN
     for a in args:
       self.set(a, UNKNOWN)
-    self.block(o.body, np.zeros_like(must), may)
+    if trips is not None:             # the counter runs from start to the last trip's value
+      last = start + np.maximum(n - 1, 0) * step
+      self.spans[iv.id] = (np.minimum(start, last), np.maximum(start, last))
+    try:
+      self.block(o.body, np.zeros_like(must), may)
+    finally:
+      self.spans.pop(iv.id, None)
     self.exact = saved
     if trips is not None and trips > 1 and size <= self.budget:
       # and the last iteration exactly, with what the loop carries unknown: an access whose window
@@ -307,7 +316,11 @@ class GridEval:
       starts = tuple(UNKNOWN if remote else self.value(0) for _ in shape)
       return Window(ref, starts, tuple(shape), remote)
     starts = tuple(self.value(i.start) for i in index)
-    return Window(ref, starts, tuple(i.size for i in index), remote)
+    spans = ()
+    if self.spans and any(x is UNKNOWN for x in starts):
+      from .loop_spans import span
+      spans = tuple(span(self, i.start, self.spans) if x is UNKNOWN else None for i, x in zip(index, starts))
+    return Window(ref, starts, tuple(i.size for i in index), remote, spans)
 
   def effects(self, o, must, may):
     # A gather reads the elements its index tensors name (data): its window is only where they may be.

@@ -21,6 +21,7 @@ from .mask_boxes import kept_boxes, store_mask
 from .memory_errors import (_with_lone_axis_note, grid_rank, masked_store_words, uncovered_error,
                             scalar_read_hint, uninitialized_read, masked_outside_hint)
 from .idle_axes import idle_axis_hint
+from .stride_hints import loop_trips_hint
 from .ir import Access as A
 from .ops.access import MaskedLoad, MaskedStore, ScalarRead
 from .ops.atomic import AtomicKind, AtomicUpdate
@@ -337,14 +338,21 @@ class _Memory:
     return lo, np.maximum(hi, lo)
 
   def boxes_of(self, w, progs, *, dedupe=True):
-    """(lo, hi) rows of the window in each program of `progs`; unknown starts span the dimension."""
+    """(lo, hi) rows of the window in each program of `progs`; unknown starts span the dimension, or, in a
+    summarised loop, the hull of their windows over its trips (w.spans)."""
     idx = np.flatnonzero(progs)
-    if dedupe and all(s is UNKNOWN or (s[idx] == s[idx[0]]).all() for s in w.starts):
+    spans = w.spans or (None,) * len(w.starts)
+    same = lambda a: (a[idx] == a[idx[0]]).all()
+    if dedupe and all(same(s) if s is not UNKNOWN else sp is None or (same(sp[0]) and same(sp[1]))
+                      for s, sp in zip(w.starts, spans)):
       idx = idx[:1]                     # the same window in every program: one row
     lo = np.zeros((len(idx), len(w.shape)), np.int64)
     hi = np.empty_like(lo)
-    for d, (s, n, full) in enumerate(zip(w.starts, w.sizes, w.shape)):
-      if s is UNKNOWN:
+    for d, (s, sp, n, full) in enumerate(zip(w.starts, spans, w.sizes, w.shape)):
+      if s is UNKNOWN and sp is not None:
+        lo[:, d] = sp[0][idx]
+        hi[:, d] = sp[1][idx] + n
+      elif s is UNKNOWN:
         hi[:, d] = full
       else:
         lo[:, d] = s[idx]
@@ -526,6 +534,7 @@ class _Memory:
       err.hint = short_step_hint(self.kernel.body, p.name, shape, self.kernel.grid,
                                  loc=self.first_write[p.value.id]) or err.hint
       err.hint = idle_axis_hint(self.ev, self.kernel, p.name, *self.first_starts.get(p.value.id, ((), None))) or err.hint
+      err.hint = loop_trips_hint(self.kernel, p.name, shape, ~m, self.first_write[p.value.id]) or err.hint
       out.append(_with_lone_axis_note(self.kernel, err, (self.ev, p)))
     return out
 

@@ -289,10 +289,11 @@ def _view_text(o) -> str | None:
 
 
 def register_window(kernel, u) -> bool:
-  """A static window of a loaded buffer that the loop only reads into registers (a stencil's rows
-  above and below, `t_s.at[0:32][...]`, of a halo tile loaded whole): restaged like the buffer, and
-  read once the stage's load has landed."""
-  if u.transpose or not all(isinstance(i.start, int) for i in u.index):
+  """A window of a loaded buffer that the loop only reads into registers (a stencil's rows above and
+  below, `t_s.at[0:32][...]`, of a halo tile loaded whole; since probe 67b also a run-time one, a scan's
+  row `x_s.at[r][...]` of an inner loop over the buffered steps): restaged like the buffer (the same
+  window of this trip's stage), and read once the stage's load has landed."""
+  if u.transpose:
     return False
   uses = _accesses(kernel, u)
   return bool(uses) and all(a == Access.REG_READ for a in uses)
@@ -515,12 +516,12 @@ def load_sites(kernel, body, iv, windows: dict, ws: bool = False):
       text = _view_text(bad) if isinstance(bad, View) else None
       raise E.PipelineError(
           f"{buf.name} is loaded by TMA in a pipelined loop, so the loop may only read it whole"
-          f" (ml.dot, ml.copy from it, or [...]), read static windows of it into registers, or pass windows"
+          f" (ml.dot, ml.copy from it, or [...]), read windows of it into registers, or pass windows"
           f" of it to ml.dot", bad.loc,
           hint=(f"load each window you need into its own buffer of that shape (ml.copy into its own ml.smem),"
                 f" or read it whole ({buf.name}[...]) and slice the register value"
-                + (f", or read a static window into registers, {text}[...] (and store it from there)"
-                   if text and all(isinstance(i.start, int) for i in bad.index) and not bad.transpose
+                + (f", or read the window into registers, {text}[...] (and store it from there)"
+                   if text and not bad.transpose
                    and Access.MMA_READ not in _accesses(kernel, bad) else ""))
           if isinstance(bad, View) else
           "write results into a separate ml.smem buffer (the compiler multi-buffers it too)",

@@ -72,6 +72,22 @@ class Subscripts:
   """Attribute and subscript reads of the Tracer (which provides eval, lookup, loc, cx, text,
   binop, python)."""
 
+  def _pointer_dtype(self, node, base, attr):
+    """`.dtype` (numpy's, as a ref's) or Triton's `.type` of a pointer block `x.at[offs]`: its ref's element type,
+    so fla's `ml.store(p_o, b_o.to(p_o.dtype.element_ty))` stores in the output's dtype (it was MG003, 'indexed by
+    tensors: it has no .dtype'; a block pointer's has answered since probe 53f)."""
+    d = resolve(base.ref.type.dtype)
+    if not isinstance(d, DType):
+      raise E.DtypeInferenceError(
+          f"{base.ref.name or 'this buffer'}'s dtype is not known yet at this point", self.loc(node),
+          hint=self._untyped_hint(base.ref))
+    if attr == "dtype":
+      return d.np
+    import numpy as np
+    from .triton_math import TritonType
+    shapes = [tuple(i.type.shape) for i in base.index if is_value(i) and isinstance(i.type, TensorType)]
+    return TritonType(d.np, tuple(np.broadcast_shapes(*shapes)) if shapes else (), True)
+
   def eval_Attribute(self, node):
     call = self.call_node if self.call_node is not None and self.call_node.func is node else None
     base = self.eval(node.value)
@@ -83,6 +99,8 @@ class Subscripts:
     from .ops.split_k import Split, attribute
     if isinstance(base, Split):             # (a buffer split along a ragged K: ops/split_k.py, probe 59a)
       return attribute(self.cx(node), base, attr)
+    if isinstance(base, gather.IndexedRef) and attr in ("dtype", "type"):
+      return self._pointer_dtype(node, base, attr)      # Triton's p_o.dtype.element_ty of a pointer block (probe 67b)
     if isinstance(base, gather.IndexedRef):
       hint = SCATTER_HINT
       if attr in ("load", "store"):     # Triton's x_ptr + offs: a window is what moves a run of elements

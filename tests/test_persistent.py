@@ -258,7 +258,7 @@ def in_place(x, out):
 def test_writing_a_pipelined_load_buffer_is_rejected_with_the_two_buffer_pattern():
   e = expect(in_place, [S((256, 128), jnp.float32)], mg.PipelineError, "buf[...] = buf",   # at the write
              "buf is loaded by TMA in a pipelined loop, so the loop may only read it whole"
-             " (ml.dot, ml.copy from it, or [...]), read static windows of it into registers, or pass windows of"
+             " (ml.dot, ml.copy from it, or [...]), read windows of it into registers, or pass windows of"
              " it to ml.dot")
   assert "separate ml.smem buffer" in e.hint
 

@@ -187,8 +187,8 @@ def window_stored_from_registers(x, out):
 def test_a_window_a_pipelined_loop_copies_out_hints_the_register_read():
   e = expect(window_stored_by_tma, [S((150, 64), F32)], mg.PipelineError, "t_s.at[1:33]",
              "t_s is loaded by TMA in a pipelined loop, so the loop may only read it whole (ml.dot, ml.copy from"
-             " it, or [...]), read static windows of it into registers, or pass windows of it to ml.dot")
-  assert e.hint.endswith("or read a static window into registers, t_s.at[1:33][...] (and store it from there)")
+             " it, or [...]), read windows of it into registers, or pass windows of it to ml.dot")
+  assert e.hint.endswith("or read the window into registers, t_s.at[1:33][...] (and store it from there)")
   x = _x((150, 64))
   np.testing.assert_allclose(window_stored_from_registers(x, interpret=True), x)
   _export(window_stored_from_registers, S((150, 64), F32))

@@ -74,12 +74,20 @@ def pv_f32_fixed(p, v, o):
   o[...] = ml.dot(p_s, b_nk.T)
 
 
+@mg.mgpu_kernel(out_shape=lambda p, v: S((p.shape[0], v.shape[1]), jnp.int32), grid=(1,))
+def pv_i8(p, v, o):
+  p_s = ml.smem(p.shape); v_s = ml.smem(v.shape)
+  ml.copy(p, p_s); ml.copy(v, v_s)
+  o[...] = ml.dot(p_s, v_s)
+
+
 def test_k_major_hint_writes_no_accumulator_the_call_lacks():
-  """A float32 `ml.dot(p_s, v_s)` with v stored (k, n) is MG501; its hint wrote `ml.dot(p_s, b_nk.T,
-  acc)` where the call has no accumulator. Followed as written for this call, it compiles and is right."""
+  """An 8-bit `ml.dot(p_s, v_s)` with v stored (k, n) is MG501; its hint wrote `ml.dot(p_s, b_nk.T, acc)` where the
+  call has no accumulator. (A float32 one was too, whose hint, followed as written, computes; since probe 67b the
+  compiler writes that transpose itself, so pv_f32 computes as pv_f32_fixed does.)"""
   with pytest.raises(mg.MmaOperandError) as e:
-    pv_f32.check(S((64, 128), F32), S((128, 64), F32))
-  line, col = _line(pv_f32, "ml.dot(p_s, v_s)")
+    pv_i8.check(S((64, 128), jnp.int8), S((128, 64), jnp.int8))
+  line, col = _line(pv_i8, "ml.dot(p_s, v_s)")
   assert (e.value.lineno, e.value.col_offset) == (line, col)
   assert "b must be stored (n, k) and passed transposed; v_s is stored (k, n)" in str(e.value)
   assert "ml.dot(p_s, b_nk.T)" in e.value.hint and "b_nk = ml.smem((64, 128)); b_nk[...] = v_s.T[...]" in e.value.hint
@@ -87,7 +95,8 @@ def test_k_major_hint_writes_no_accumulator_the_call_lacks():
   rng = np.random.default_rng(2)
   p = rng.random((64, 128)).astype(np.float32)
   v = rng.standard_normal((128, 64)).astype(np.float32)
-  np.testing.assert_allclose(pv_f32_fixed(p, v, interpret=True), p @ v, rtol=2e-2, atol=2e-2)
+  for kernel in (pv_f32_fixed, pv_f32):
+    np.testing.assert_allclose(kernel(p, v, interpret=True), p @ v, rtol=2e-2, atol=2e-2)
 
 
 # ---------------------------------------------------------------- ragged keys at head_dim 256: the padding hint

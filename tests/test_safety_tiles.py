@@ -295,9 +295,9 @@ def sliced_into_registers(a, b, out):
 def test_a_pipelined_buffer_sliced_in_the_loop_is_reported_at_the_slice():
   expect(sliced_copied_out, [S((256, 128), F16), S((64, 64), F16)], mg.PipelineError, "a_s.at[0:32]",
          "a_s is loaded by TMA in a pipelined loop, so the loop may only read it whole (ml.dot, ml.copy"
-         " from it, or [...]), read static windows of it into registers, or pass windows of it to ml.dot",
+         " from it, or [...]), read windows of it into registers, or pass windows of it to ml.dot",
          hint="load each window you need into its own buffer of that shape (ml.copy into its own ml.smem), or"
-              " read it whole (a_s[...]) and slice the register value, or read a static window into registers,"
+              " read it whole (a_s[...]) and slice the register value, or read the window into registers,"
               " a_s.at[0:32][...] (and store it from there)")
   # a static window read into registers is restaged with the buffer (probe 38h), and so is one ml.dot reads
   # (probe 45b)

@@ -149,10 +149,33 @@ def smem_b_beside_f32_a(b) -> bool:
 
 
 def f32_a_beside_smem_b(a, b) -> bool:
-  """A float32 register A (m, k) beside a float32 SMEM B that smem_b_beside_f32_a takes."""
-  return (is_value(a) and is_value(b) and isinstance(a.type, TensorType) and len(a.type.shape) == 2
+  """A float32 register A (m, k) beside a float32 SMEM B that smem_b_beside_f32_a takes; since probe 67b also a
+  float32 SMEM A of this CTA (a buffer, or a transposed view that k_major_a stores (m, k))."""
+  return (is_value(a) and is_value(b) and (isinstance(a.type, TensorType) or _f32_smem(a)) and len(a.type.shape) == 2
           and resolve(a.type.dtype) == DType.f32 and resolve(b.type.dtype) == resolve(a.type.dtype)
           and smem_b_beside_f32_a(b))
+
+
+def _f32_smem(a) -> bool:
+  t = a.type
+  return isinstance(t, RefType) and t.space == Space.SMEM and not t.remote and resolve(t.dtype) == DType.f32
+
+
+def k_major_a(cx, a, b):
+  """`a` itself, or, for a float32 SMEM A passed as a transposed view (`k_s.T`, linear attention's state update
+  `ml.dot(k_s.T, v_s, state)` of float32 tiles: the tensor cores read TF32 K-major only, MG501 until probe 67b), an
+  (m, k) buffer holding it: the view read into registers (through the transpose scratch) and stored, as the
+  hand-written `a_mk = ml.smem((m, k), jnp.float32); a_mk[...] = k_s.T[...]` that MG501's hint wrote."""
+  if not (is_value(a) and _f32_smem(a) and a.type.transposed and len(a.type.shape) == 2
+          and f32_a_beside_smem_b(a, b) and a.type.shape[0] % hw.MMA_M == 0):
+    return a
+  from .memory import smem
+  from .transfers import load, store
+  base = (a.name or "a_s").removesuffix(".T")
+  at = dataclasses.replace(cx, name=f"{base}_mk" if base.isidentifier() else "a_mk")
+  buf = smem.rule(at, tuple(a.type.shape), DType.f32)
+  store(at, buf, load(dataclasses.replace(cx, name=""), a))
+  return buf
 
 
 def k_major_b(cx, a, b):

@@ -208,12 +208,14 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
     return padded                     # a padded trace's dot: at padded shapes (ops/padded_dots.py)
   from .dot_register_checks import check_register_dtypes, check_register_operands
   check_register_operands(cx, a, b, acc)    # (in the call's words, before register operands are staged)
-  from .dot_staging import f32_a_beside_smem_b, k_major_b, narrow_f32_b_dot, staged_a, staged_b
+  from .dot_staging import f32_a_beside_smem_b, k_major_a, k_major_b, narrow_f32_b_dot, staged_a, staged_b
   if (padded := narrow_f32_b_dot(cx, a, b, acc, out_dtype, dot.rule)) is not None:
     return padded                     # TF32 p @ v_s at a head_dim of 32, 80 or 96: v_s padded in registers (51f)
-  tf32_a = f32_a_beside_smem_b(a, b)  # a float32 register A beside an SMEM B: staged, or padded if few rows (51f)
+  tf32_a = f32_a_beside_smem_b(a, b)  # a float32 A beside an SMEM B: staged, or padded if few rows (51f, 67b)
   if tf32_a:
     b = k_major_b(cx, a, b)           # B stored (k, n): transposed once into an (n, k) buffer (K-major)
+    a = k_major_a(cx, a, b)           # an SMEM A passed as a view .T: stored once into an (m, k) buffer (67b)
+    tf32_a = isinstance(a.type, TensorType)
   a = staged_a(cx, a, b)
   in_regs = is_value(a) and isinstance(a.type, TensorType)
   if in_regs:
