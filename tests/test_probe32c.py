@@ -200,7 +200,9 @@ NOT_THERE = {"ml": {"fliplr", "log10", "sign", "view", "gelu", "py",
                     # jnp's numerics functions errors.md names as hinted (frontend/nan_name_hints.py)
                     "isclose", "nanmean", "nanargmax", "ptp", "median", "heaviside", "deg2rad", "arctanh",
                     # JAX's control flow spelt with ml. (errors.md: MG002 naming jax.lax's call, probe 48h)
-                    "fori_loop"},
+                    "fori_loop",
+                    # the host's SM count spelt with ml. in a grid callable (MG006's hint names mg.num_sms, probe 67a)
+                    "num_sms"},
              "mg": {"Config", "cdiv", "heuristics", "jit", "program_id"}}
 
 
