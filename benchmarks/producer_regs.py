@@ -86,6 +86,8 @@ def measure_all():
 def main():
   p = argparse.ArgumentParser()
   p.add_argument("--regs", type=int, nargs="+", default=[40, 24])
+  p.add_argument("--timeout", type=float, default=200.0,
+                 help="seconds a setting may run (a hung kernel is reported, not waited for: session 55's 32 hung)")
   p.add_argument("--child", type=int, help=argparse.SUPPRESS)
   args = p.parse_args()
   if args.child is not None:
@@ -99,8 +101,14 @@ def main():
   env = dict(os.environ, MGPU_DSL_CACHE_DIR="off")
   runs = {}
   for r in args.regs:
-    out = subprocess.run([sys.executable, "-u", __file__, "--child", str(r)], env=env, text=True,
-                         capture_output=True)
+    try:
+      out = subprocess.run([sys.executable, "-u", __file__, "--child", str(r)], env=env, text=True,
+                           capture_output=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired as e:      # (the child is killed, and with it its context on the GPU)
+      done = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+      print(f"{done}producer registers {r}: no result in {args.timeout:.0f} s (a hung kernel?)", flush=True)
+      runs[r] = {}
+      continue
     print(out.stdout + out.stderr[-3000:], flush=True)
     line = next((l for l in out.stdout.splitlines() if l.startswith("RESULT ")), None)
     runs[r] = json.loads(line[7:]) if line else {}
