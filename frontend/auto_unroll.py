@@ -160,7 +160,8 @@ def _helper_needs(tracer, call: ast.Call, index, depth) -> bool:
   if not isinstance(call.func, ast.Name):
     return False
   fn = tracer.env.get(call.func.id)
-  tree = getattr(fn, "parsed", (None, None))[1] if isinstance(getattr(fn, "parsed", None), tuple) else None
+  parsed = getattr(fn, "parsed", None)
+  tree = parsed[1] if isinstance(parsed, tuple) else None
   if not isinstance(tree, ast.FunctionDef):
     return False
   params = [a.arg for a in tree.args.posonlyargs + tree.args.args]

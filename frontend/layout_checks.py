@@ -9,7 +9,7 @@ from . import ir
 from .layouts import SmemLayout
 from .windows import register_tile_window, whole_tiles
 from .loc import call_at, expr_at
-from .tile_offset_hints import _start_texts, inside_tile_hint
+from .tile_offset_hints import start_texts, inside_tile_hint
 from .ops.memory import Copy, SmemAlloc, View
 from .types import DType, Layout, LayoutKind, RefType, Space, TensorType
 
@@ -596,7 +596,7 @@ def _promise(view, tile, multiple, defs) -> str | None:
     base, c = _constant_offset(i.start, defs) if isinstance(i.start, ir.Value) else (0, 0)
     if c % t and multiple(base) % t == 0:
       return None
-  texts = _start_texts(view)[-2:]
+  texts = start_texts(view)[-2:]
   return " and ".join(f"ml.ds(ml.multiple_of({text or 'start'}, {t}), {i.size})" for i, t, text in
                       zip(inner, tile, texts) if isinstance(i.start, ir.Value) and multiple(i.start) % t) or None
 

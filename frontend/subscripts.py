@@ -72,15 +72,19 @@ class Subscripts:
   """Attribute and subscript reads of the Tracer (which provides eval, lookup, loc, cx, text,
   binop, python)."""
 
+  def _known_dtype(self, node, ref) -> DType:
+    """`ref`'s element type, which `.dtype` asks for: an error where inference has not fixed it yet."""
+    d = resolve(ref.type.dtype)
+    if not isinstance(d, DType):
+      raise E.DtypeInferenceError(f"{ref.name or 'this buffer'}'s dtype is not known yet at this point",
+                                  self.loc(node), hint=self._untyped_hint(ref))
+    return d
+
   def _pointer_dtype(self, node, base, attr):
     """`.dtype` (numpy's, as a ref's) or Triton's `.type` of a pointer block `x.at[offs]`: its ref's element type,
     so fla's `ml.store(p_o, b_o.to(p_o.dtype.element_ty))` stores in the output's dtype (it was MG003, 'indexed by
     tensors: it has no .dtype'; a block pointer's has answered since probe 53f)."""
-    d = resolve(base.ref.type.dtype)
-    if not isinstance(d, DType):
-      raise E.DtypeInferenceError(
-          f"{base.ref.name or 'this buffer'}'s dtype is not known yet at this point", self.loc(node),
-          hint=self._untyped_hint(base.ref))
+    d = self._known_dtype(node, base.ref)
     if attr == "dtype":
       return d.np
     import numpy as np
@@ -150,12 +154,7 @@ class Subscripts:
           n *= d
         return n
       if attr == "dtype":
-        d = resolve(t.dtype)
-        if not isinstance(d, DType):
-          raise E.DtypeInferenceError(
-              f"{base.name or 'this buffer'}'s dtype is not known yet at this point", self.loc(node),
-              hint=self._untyped_hint(base))
-        return d.np                         # numpy's dtype: == jnp.float32, .name, jnp.finfo all work
+        return self._known_dtype(node, base).np     # numpy's dtype: == jnp.float32, .name, jnp.finfo all work
       if attr == "at" and isinstance(t, RefType):
         return At(base)
       if attr == "type" and isinstance(resolve(t.dtype), DType):   # Triton's Out.type.element_ty (probe 49h)

@@ -2,7 +2,7 @@
 windows of one SMEM tile, `ml.dot(a_s.at[ml.ds(5 + k, 64), :], w_s, acc)`, start at rows 5, 6, 7, 8, and ml.dot
 reads whole 8-row tiles. MG204's hint said to promise a multiple of 8 or to unroll the loop (neither holds); it now
 names the starts and the two forms that compile: the rows read into registers as a register A, or each tap copied
-by TMA from GMEM at its start. Also the user's text of a window's starts (`_start_texts`, the other hints' too)."""
+by TMA from GMEM at its start. Also the user's text of a window's starts (`start_texts`, the other hints' too)."""
 from __future__ import annotations
 
 import ast
@@ -11,7 +11,7 @@ from . import ir
 from .loc import expr_at
 
 
-def _start_texts(view) -> list:
+def start_texts(view) -> list:
   """The user's text of each start of view `x.at[a, ml.ds(s, n)]` (None where unknown), by dimension."""
   loc = view.loc
   out = [None] * len(view.index)
@@ -59,7 +59,7 @@ def inside_tile_hint(kernel, defs, view, tile, loops) -> str | None:
   if starts is None or all(s % tile[0] == 0 for s in starts):
     return None
   x = view.ref.name
-  text = _start_texts(view)[-2] or "start"
+  text = start_texts(view)[-2] or "start"
   shown = ", ".join(map(str, starts[:6])) + (", ..." if len(starts) > 6 else "")
   where = f"row {shown}" if len(starts) == 1 else f"rows {shown} over the loop's trips"
   from .types import resolve

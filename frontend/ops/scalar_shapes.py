@@ -12,12 +12,10 @@ from .elementwise import full_
 def scalar_reshaped(cx, x, shape):
   """A scalar (jnp's 0-d array) reshaped to one element, `s.reshape(1)`, `jnp.reshape(s, (1, 1))`, `s.reshape(-1)`:
   a tensor of that shape holding it, as jnp's (probe 35f had refused it with ml.full in the hint); `()` is itself."""
-  if isinstance(shape, (tuple, list)) and any(n == -1 for n in shape if isinstance(n, int)):
-    shape = tuple(1 if isinstance(n, int) and n == -1 else n for n in shape)
-  elif isinstance(shape, int) and shape == -1:
-    shape = (1,)
-  if isinstance(shape, (tuple, list)) and len(shape) == 0:
-    return x
+  if isinstance(shape, (int, tuple, list)):
+    shape = tuple(1 if isinstance(n, int) and n == -1 else n for n in ((shape,) if isinstance(shape, int) else shape))
+    if not shape:
+      return x
   shape = static_shape(cx, shape, "reshape")
   if math.prod(shape) != 1:
     raise E.ShapeMismatchError(f"cannot reshape {x.name or 'a scalar'} (one element) to {shape} ({math.prod(shape)}"
