@@ -36,7 +36,18 @@ def stacked_pages(tracer, node, ref, index):
   operands, names = [ref, ids], [ref.name or "", tracer.text(node.slice)]
   if table is not None:
     operands, names = operands + [table], names + [table.name or ""]
-  return trace_form(tracer, node, form, operands, names=names)
+  before = len(tracer.b.allocs)
+  out = trace_form(tracer, node, form, operands, names=names)
+  for buf in tracer.b.allocs[before:]:    # the stack's join, named for MG402's hint (frontend/smem.py)
+    if buf.name == "concatenate scratch":
+      buf.name = PAGE_SCRATCH
+      if not hasattr(tracer.b, "page_gathers"):
+        tracer.b.page_gathers = {}
+      tracer.b.page_gathers[buf.id] = (ref.name or "pages", names[1], n, tuple(ref.type.shape[1:]))
+  return out
+
+
+PAGE_SCRATCH = "page gather scratch"
 
 
 def _table_window(tracer, ids):

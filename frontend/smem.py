@@ -213,20 +213,38 @@ _SCRATCH_HINTS = {
     "middle-axis reduction scratch":
         "reduce fewer elements per program (a smaller tile, or one static slice of the leading axis at a"
         " time): a reduction over the middle axis of a 3-D tensor runs as a scan of the whole tensor"
-        " through the largest buffer, middle-axis reduction scratch; a product summed over the middle"
+        " through {it}, middle-axis reduction scratch; a product summed over the middle"
         " axis, ml.sum(a[:, :, None] * b[None, :, :], axis=1), is a @ b, which ml.dot computes on the"
         " tensor cores (a of 64 rows or more)",
     "reshape scratch":
-        "reshape fewer rows per program: the largest buffer, reshape scratch, holds the whole tile a"
+        "reshape fewer rows per program: {it}, reshape scratch, holds the whole tile a"
         " reshape moves between threads (a row-wise tile: reduced or broadcast along its rows); or"
         " reshape before the reduction or broadcast, or outside the kernel (free in XLA)",
     "wide dot scratch":
-        "split the dot by hand, or compute fewer rows per program: the largest buffer, wide dot scratch, joins"
+        "split the dot by hand, or compute fewer rows per program: {it}, wide dot scratch, joins"
         " the products of an ml.dot of more than 256 columns, which the tensor cores compute 256 columns at a"
         " time; one accumulator a piece needs no join (acc0 = ml.dot(a, b_s.at[:, 0:256], acc0), acc1 ="
         " ml.dot(a, b_s.at[:, 256:512], acc1), or b_s.at[0:256].T of a buffer stored (n, k)), each stored into"
         " its columns of the output",
+    "page gather scratch":
+        "copy the pages into an SMEM buffer by TMA instead of gathering them into registers: {it}, page gather"
+        " scratch, joins the pages a gather {pages}[{ids}] reads, as large as they are (and ml.dot stores them into"
+        " SMEM once more); buf = ml.smem({shape}), then for k in ml.static_range({n}): ml.copy({pages}.at[{ids}[k]],"
+        " buf.at[ml.ds(k * {page}, {page})]), and pass buf (buf.T for keys) to ml.dot; fewer pages a step where that"
+        " is still too large (examples/paged_attention.py)",
 }
+
+
+def _scratch_text(kernel, name, it) -> str:
+  """_SCRATCH_HINTS' hint of the scratch `name`, in the user's names where it has them (a page gather's)."""
+  pages, ids, n, shape = ("pages", "ids", "n", ("page_size", "head_dim"))
+  for bid, got in getattr(kernel, "page_gathers", {}).items():
+    if any(b.id == bid and b.name == name for b in kernel.smem):
+      pages, ids, n, shape = got
+  return _SCRATCH_HINTS[name].format(it=it, pages=pages, ids=ids, n=n, page=shape[0],
+                                     shape=f"({n * shape[0] if isinstance(n, int) else 'n * page_size'}, "
+                                           + ", ".join(str(k) for k in shape[1:]) + ")")
+
 
 
 def _fewer_stages_hint(kernel, life, barrier_bytes):
@@ -244,7 +262,9 @@ def _fewer_stages_hint(kernel, life, barrier_bytes):
               f" {what}{'ned' if what == 'scan' else 'ed'} (the whole rows: reading pieces of them does not"
               f" help)"), ()
     if big is not None and big.name in _SCRATCH_HINTS:
-      return _SCRATCH_HINTS[big.name], ()
+      return _scratch_text(kernel, big.name, "the largest buffer"), ()
+    if (hint := _scratch_hint(kernel, life, barrier_bytes)) is not None:
+      return hint, ()
     if big is not None and (big.name or "").endswith(("scratch", "sort keys", "sort positions")):
       return (f"use smaller tiles: the largest buffer, {big.name}, is one the compiler allocates to move a"
               f" register tensor's elements between threads (indexing, slicing, sorting, transposing, scanning"
@@ -259,9 +279,23 @@ def _fewer_stages_hint(kernel, life, barrier_bytes):
       where = "" if len(loops) == 1 else " in the pipelined loops"
       return (f"use stages={s}{where}{unpipelined}, or smaller tiles",
               tuple(f"{p.loc}: a pipelined loop with stages={p.stages}" for p in loops if p.stages > s))
+  if (hint := _scratch_hint(kernel, life, barrier_bytes)) is not None:
+    return hint, ()
   if fewest == 2:
     return "use smaller tiles (a warp-specialised loop needs stages of at least 2)", ()
   return "use smaller tiles", ()
+
+
+def _scratch_hint(kernel, life, barrier_bytes) -> str | None:
+  """_SCRATCH_HINTS' hint of a scratch of the compiler's without which the kernel fits, though it is not the largest
+  buffer or the kernel has pipelined loops (an MLA decode's 512-column p @ v joined through a wide dot scratch beside
+  its stages: cutting the user's tiles, the other hint, cannot help, since rows under 64 are padded back; probe 68a)."""
+  for name in _SCRATCH_HINTS:
+    those = [b for b in kernel.smem if b.name == name]
+    if those and _place(kernel.smem, life, barrier_bytes, lambda b: 0 if b in those else b.type.nbytes)[1] <= SMEM_LIMIT:
+      return _scratch_text(kernel, name, f"a buffer of {sum(b.type.nbytes for b in those) // 1024} KiB without which the"
+                           f" kernel fits")
+  return None
 
 
 _SCRATCH = ("scratch", "sort keys", "sort positions")

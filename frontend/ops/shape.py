@@ -480,6 +480,8 @@ def expand(cx, x, index):
     return one                       # (`x[:, j:j + 1]` of a padded trace's tile: its column, ops/padded_meets.py)
   if (len(index) == 2 and index[0] == slice(None) and isinstance(index[1], slice)
       and index[1] != slice(None) and len(x.type.shape) == 2):
+    if any(is_value(v) for v in (index[1].start, index[1].stop)):
+      _check_register_index(cx, x, index, 2, 2)     # x[:, c * 64:(c + 1) * 64]: its run-time bounds' error
     if _plain_slice(index[1]) and not _may_hold_dot_result(cx, x):
       return index_through_smem(cx, x, index)       # strided or row layouts: through SMEM
     return slice_columns(cx, x, index[1])

@@ -18,8 +18,12 @@ def register_window_hint(cx, x, index, name) -> str:
     return ""
   win = ", ".join(f"ml.ds({_index_text(i.start, cx)}, {fixed_length(cx, i.start, i.stop)})" if k == d else
                   "..." if i is Ellipsis else _index_text(i, cx) for k, i in enumerate(index))
-  return (f"store {name} into an SMEM buffer and read the window there: buf = ml.smem({tuple(x.type.shape)},"
-          f" jnp.{dtype_name(resolve(x.type.dtype))}); buf[...] = {name}; then buf.at[{win}][...]")
+  size = fixed_length(cx, index[d].start, index[d].stop)
+  lax = f"jax.lax.dynamic_slice_in_dim({name}, {_index_text(index[d].start, cx)}, {size}, axis={d})"
+  return (f"take the window with {lax} (a gather in registers: a start past {x.type.shape[d] - size} is clamped"
+          f" to it, as jax does); or store {name} into an SMEM buffer and read the window there: buf ="
+          f" ml.smem({tuple(x.type.shape)}, jnp.{dtype_name(resolve(x.type.dtype))}); buf[...] = {name}; then"
+          f" buf.at[{win}][...]")
 
 
 def strided_window_error(cx, index, d, shape, name, access=""):

@@ -1,0 +1,266 @@
+"""Probe 68a (attention as model authors write it beyond examples/attention.py: FlashMLA's latent-attention decode,
+paged and split-KV with its combine; NSA's compression, top-k block selection, gathered blocks, sliding window and
+gated mix; gpt-oss's sinks and their gradient; StreamingLLM; Gemma 2's softcap forward and backward; Triton's
+fused-attention backward; GQA/MQA; varlen with separate query and key offsets; prefix-LM and document masks; T5's
+bucketed bias; dropout by a counter-based hash): a corpus of 44 kernels (42 cases), each checked in interpret mode
+against a float32 jnp reference and exported for CUDA; the legitimate refusals met, at the user's line with a hint
+that works; and the two classes fixed (design note 225): a register tile's column window at a run-time start
+(`kv[:, c * bn:(c + 1) * bn]`) had a message that named no mistake and a hint for static bounds, and MG402's hint
+for a p @ v of 512 columns beside pipelined stages cut tiles that padding brings back."""
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from locate import expect, where
+from probe_util import line_of
+from probe68a_cases import CASES, K, mla_split_inputs, mla_split_ref
+
+S = jax.ShapeDtypeStruct
+F32, BF16 = jnp.float32, jnp.bfloat16
+
+# The cases a legitimate refusal meets (tested below, each with its error); every other case must compute.
+REFUSED = {"mla_split_h16", "mla_split_h64", "mla_shared_h16", "mla_shared_h128", "mla_paged_split_combine",
+           "mla_vsplit_h16", "mla_paged_gather", "mla_paged_gather_fixed", "nsa_gate_mix"}
+OK = sorted(set(CASES) - REFUSED)
+
+
+def _relerr(got, want):
+  got, want = np.asarray(got, np.float32), np.asarray(want, np.float32)
+  assert got.shape == want.shape, (got.shape, want.shape)
+  return float(np.max(np.abs(got - want)) / max(1e-6, float(np.max(np.abs(want)))))
+
+
+def _pairs(got, want):
+  got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+  assert len(got) == len(want)
+  return zip(got, want)
+
+
+def _check(run, make, ref, tol, seed=0):
+  args = make(seed)
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", mg.KernelWarning)
+    for g, w in _pairs(run(*args, interpret=True), ref(*args)):
+      assert _relerr(g, w) <= tol, _relerr(g, w)
+    jax.export.export(jax.jit(run), platforms=["cuda"])(*[S(a.shape, a.dtype) for a in args]).mlir_module()
+
+
+@pytest.mark.parametrize("name", OK)
+def test_corpus_matches_its_reference_and_builds(name):
+  """Each kernel against its float32 jnp reference in interpret mode (the GPU's numerics), its module built."""
+  _check(*CASES[name])
+
+
+GPU_TWINS = ["mla_vsplit_h64", "mla_paged_split_combine_s1", "mla_two_halves", "nsa_selected_tiles", "nsa_fused_select", "sink_gqa",
+             "softcap_fwd_causal", "bwd_softcap_causal", "varlen_qk", "t5_bidirectional", "dropout_hash",
+             "decode_gqa_one_token", "dq_atomic"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", GPU_TWINS)
+def test_gpu_corpus_matches_its_reference(name):
+  run, make, ref, tol = CASES[name]
+  args = make(1)
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", mg.KernelWarning)
+    got = jax.jit(run)(*args)
+  for g, w in _pairs(got, ref(*args)):
+    assert _relerr(g, w) <= max(tol, 1e-3), (name, _relerr(g, w))
+
+
+def _specs(name):
+  run, make, _, _ = CASES[name]
+  return getattr(run, "kernel", run), [S(a.shape, a.dtype) for a in make(0)], getattr(run, "kw", {})
+
+
+# ---------------------------------------------------------------- legitimate refusals, at the user's line
+def _error(kernel, specs, kw):
+  with pytest.raises(mg.KernelError) as info:
+    kernel.check(*specs, **kw)
+  return info.value
+
+
+@pytest.mark.parametrize("name", ["mla_shared_h16", "mla_split_h16", "mla_vsplit_h16", "mla_paged_split_combine"])
+def test_sixteen_heads_of_a_576_wide_latent_cache_fit_with_one_stage_as_the_hint_says(name):
+  """FlashMLA's 16 query heads are padded to a 64-row tile (the padded copy and the 64-row products' row windows are
+  SMEM scratches of the compiler's): with two stages of a 64 x 576 cache block that is past the limit, at the dot
+  that tips it, and the hint's stages=1 fits (and computes: mla_paged_split_combine_s1 in the corpus, and below)."""
+  run, make, ref, tol = CASES[name]
+  kernel, specs, kw = _specs(name) if name != "mla_paged_split_combine" else (
+      K.mla_paged_split, [S(a.shape, a.dtype) for a in make(0)], dict(dv=512, splits=2, scale=0.07))
+  e = _error(kernel, specs, kw)
+  assert (type(e), e.code) == (mg.SmemCapacityError, "MG402")
+  assert e.filename == kernel.fn.__code__.co_filename and "ml.dot(" in e.loc.source_line, e.render()
+  assert e.hint == "use stages=1 (no loads ahead of use: the loop then runs unpipelined), or smaller tiles"
+  if name == "mla_shared_h16":
+    _check(lambda *a, interpret=False: kernel(*a, interpret=interpret, **{**kw, "stages": 1}), make, ref, tol)
+
+
+def test_a_three_output_gate_is_no_tensor_core_dot_and_the_hint_pads_it():
+  kernel, specs, kw = _specs("nsa_gate_mix")
+  e = _error(kernel, specs, kw)
+  assert e.code == "MG501", e.render()
+  assert (e.lineno, e.col_offset) == where(kernel, "ml.dot(xt, wg.at[h][...])")
+  assert e.message == "ml.dot needs n (columns of b) to be a multiple of 16 and at most 256, got 3"
+  assert e.hint.startswith("pad n to a multiple of 16"), e.hint
+
+
+def test_128_heads_against_a_576_wide_cache_do_not_fit_and_the_hint_says_how_far():
+  kernel, specs, kw = _specs("mla_shared_h128")
+  e = _error(kernel, specs, kw)
+  assert type(e) is mg.SmemCapacityError and e.code == "MG402"
+  assert (e.lineno, e.col_offset) == where(kernel, "ml.smem((bkv, d))")
+  assert e.hint.startswith("use smaller tiles: the buffers are 325648 bytes past the limit"), e.hint
+
+
+# ---------------------------------------------------------------- class 1: a register column window at a run-time start
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 64), x.dtype), grid=lambda x: (x.shape[1] // 64,))
+def run_time_columns(x, o):
+  c = ml.program_id(0)
+  t = x[...] * 2.0
+  o.at[:, ml.ds(0, 64)][...] = t[:, c * 64:(c + 1) * 64]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], 64 * (x.shape[1] // 64)), x.dtype), grid=lambda x: (x.shape[1] // 64,))
+def run_time_columns_fixed(x, o):
+  c = ml.program_id(0)
+  t = x[...] * 2.0
+  o.at[:, ml.ds(c * 64, 64)][...] = jax.lax.dynamic_slice_in_dim(t, c * 64, 64, axis=1)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((64, x.shape[1]), x.dtype), grid=lambda x: (1,))
+def run_time_rows(x, o, *, r: ml.constexpr):
+  t = x[...] * 2.0
+  for c in ml.range(r, r + 1):
+    o[...] = t[c * 64:(c + 1) * 64]
+
+
+def test_a_run_time_column_window_of_a_register_tile_names_its_bounds_and_a_window_that_works():
+  """`t[:, c * 64:(c + 1) * 64]` (FlashMLA's value columns of a program, `kv[:, c * bn:(c + 1) * bn]`) was MG003
+  'a register tensor is sliced with static ints and a step of 1' (the rule, not the mistake) with a hint for static
+  bounds; it is now the run-time bounds' error rows have, whose hint takes the window with lax.dynamic_slice_in_dim
+  (which works: below) or through an SMEM buffer."""
+  e = expect(run_time_columns, [S((64, 128), F32)], mg.KernelTypeError, "t[:, c * 64:(c + 1) * 64]",
+             "a window of t needs static bounds; this one starts or ends at a run-time value")
+  assert e.code == "MG003"
+  assert e.hint == ("take the window with jax.lax.dynamic_slice_in_dim(t, c * 64, 64, axis=1) (a gather in"
+                    " registers: a start past 64 is clamped to it, as jax does); or store t into an SMEM buffer and"
+                    " read the window there: buf = ml.smem((64, 128), jnp.float32); buf[...] = t; then"
+                    " buf.at[:, ml.ds(c * 64, 64)][...]"), e.hint
+  e = expect(run_time_rows, [S((192, 64), F32)], mg.KernelTypeError, "t[c * 64:(c + 1) * 64]",
+             "a window of t needs static bounds; this one starts or ends at a run-time value", r=1)
+  assert "jax.lax.dynamic_slice_in_dim(t, c * 64, 64, axis=0)" in e.hint and "buf.at[ml.ds(c * 64, 64)]" in e.hint
+  x = np.random.default_rng(0).standard_normal((64, 192)).astype(np.float32)
+  np.testing.assert_allclose(np.asarray(run_time_columns_fixed(x, interpret=True)), 2 * x, rtol=1e-6)
+  jax.export.export(jax.jit(run_time_columns_fixed), platforms=["cuda"])(S(x.shape, x.dtype)).mlir_module()
+
+
+def test_mla_by_page_gathers_slicing_its_values_per_program_meets_that_error():
+  kernel, specs, kw = _specs("mla_paged_gather")
+  e = _error(kernel, specs, kw)
+  assert (type(e), e.code) == (mg.KernelTypeError, "MG003")
+  assert (e.lineno, e.col_offset) == line_of(K.kv_cols, "kv[:, c * bn:(c + 1) * bn]")       # (in the helper)
+  assert e.notes[0].endswith(f":{where(kernel, 'kv_cols(kv, c, bn, fixed)')[0]}:60: in this call of kv_cols")
+  assert e.message == "a window of kv needs static bounds; this one starts or ends at a run-time value"
+  assert e.hint.startswith("take the window with jax.lax.dynamic_slice_in_dim(kv, c * bn, 128, axis=1)"), e.hint
+
+
+# ---------------------------------------------------------------- class 2: MG402 of a 512-column p @ v
+WIDE_HINT = ("split the dot by hand, or compute fewer rows per program: a buffer of 128 KiB without which the kernel"
+             " fits, wide dot scratch, joins the products of an ml.dot of more than 256 columns, which the tensor cores"
+             " compute 256 columns at a time; one accumulator a piece needs no join (acc0 = ml.dot(a, b_s.at[:,"
+             " 0:256], acc0), acc1 = ml.dot(a, b_s.at[:, 256:512], acc1), or b_s.at[0:256].T of a buffer stored (n,"
+             " k)), each stored into its columns of the output")
+
+
+@mg.mgpu_kernel(out_shape=lambda qn, *_, **__: S(qn.shape, qn.dtype), grid=lambda qn, *_, **__: (qn.shape[0],))
+def mla_two_accumulators(qn, qp, ckv, kpe, o, *, bkv: ml.constexpr, scale: ml.constexpr):
+  """mla_decode_split_dims as MG402's hint writes it: one accumulator of 256 latent columns a piece."""
+  b = ml.program_id(0)
+  h, dc, dr = qn.shape[1], qn.shape[2], qp.shape[2]
+  qn_s, qp_s = ml.smem((h, dc)), ml.smem((h, dr))
+  ml.copy(qn.at[b], qn_s)
+  ml.copy(qp.at[b], qp_s)
+  c_s, r_s = ml.smem((bkv, dc)), ml.smem((bkv, dr))
+  m = ml.full((h,), -1e30, F32)
+  l = ml.zeros((h,), F32)
+  acc0 = ml.zeros((h, 256), F32)
+  acc1 = ml.zeros((h, 256), F32)
+  for j in ml.range(ckv.shape[1] // bkv, stages=2):
+    ml.copy(ckv.at[b, ml.ds(j * bkv, bkv)], c_s)
+    ml.copy(kpe.at[b, ml.ds(j * bkv, bkv)], r_s)
+    s = ml.dot(qp_s, r_s.T, ml.dot(qn_s, c_s.T)) * scale
+    m_new = ml.maximum(m, ml.max(s, axis=1))
+    alpha = ml.exp(m - m_new)
+    p = ml.exp(s - m_new[:, None])
+    l = l * alpha + ml.sum(p, axis=1)
+    acc0 = ml.dot(p.astype(qn.dtype), c_s.at[:, 0:256], acc0 * alpha[:, None])
+    acc1 = ml.dot(p.astype(qn.dtype), c_s.at[:, 256:512], acc1 * alpha[:, None])
+    m = m_new
+  o.at[b, :, 0:256][...] = (acc0 / l[:, None]).astype(o.dtype)
+  o.at[b, :, 256:512][...] = (acc1 / l[:, None]).astype(o.dtype)
+
+
+def test_a_512_column_p_at_v_beside_pipelined_stages_gets_the_wide_dot_hint_which_fits():
+  """FlashMLA's 64 heads x 512 latent columns: `ml.dot(p, c_s, acc)` joins its two 256-column products through a
+  128 KiB wide dot scratch. MG402's hint said to cut the user's tiles to a quarter (q's 64 rows to 16, which the dot
+  pads back to 64: still past the limit); the scratch's own hint was given only where it was the largest buffer of a
+  kernel without pipelined loops. It is now given wherever the kernel fits without that scratch, and it works."""
+  kernel, specs, kw = _specs("mla_split_h64")
+  e = _error(kernel, specs, kw)
+  assert (type(e), e.code) == (mg.SmemCapacityError, "MG402")
+  assert e.hint == WIDE_HINT, e.hint
+  _check(lambda *a, interpret=False: mla_two_accumulators(*a, interpret=interpret, bkv=64, scale=0.07),
+         lambda s: mla_split_inputs(s, h=64), lambda *a: mla_split_ref(*a)[0], 2e-2)
+
+
+def test_the_largest_buffer_keeps_its_wording():
+  """Where the wide dot scratch is the largest buffer of a kernel without pipelined loops, the hint says so."""
+  @mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=lambda a, b: (1,))
+  def wide(a, b, o):
+    a_s, b_s = ml.smem(a.shape), ml.smem(b.shape)
+    ml.copy(a, a_s)
+    ml.copy(b, b_s)
+    o[...] = ml.dot(a_s, b_s)
+
+  with pytest.raises(mg.SmemCapacityError) as info:
+    wide.check(S((128, 64), BF16), S((64, 1024), BF16))
+  assert info.value.hint.startswith("split the dot by hand, or compute fewer rows per program: the largest buffer,"
+                                    " wide dot scratch, joins"), info.value.hint
+
+
+# ---------------------------------------------------------------- class 3: MG402 of whole pages gathered into registers
+def test_pages_gathered_into_registers_past_smem_get_the_page_copy_hint_which_fits():
+  """Pallas's paged form at MLA's 576 columns, `kv = pages[ids].reshape(2 * 64, 576)`: the pages read into registers
+  are joined through a scratch as large as they are, which ml.dot stores into SMEM once more. MG402's hint said to
+  read pieces straight from the ref (ref.at[rows, ml.ds(a, n)][...]), which a page gather has no form of; it now
+  copies the pages by TMA into one buffer, in the user's names, and that kernel (mla_paged_copy) computes."""
+  kernel, specs, kw = _specs("mla_paged_gather_fixed")
+  e = _error(kernel, specs, kw)
+  assert (type(e), e.code) == (mg.SmemCapacityError, "MG402")
+  assert "page gather scratch 144 KiB" in e.message, e.message
+  assert e.hint == ("copy the pages into an SMEM buffer by TMA instead of gathering them into registers: the largest"
+                    " buffer, page gather scratch, joins the pages a gather pages[ids] reads, as large as they are (and"
+                    " ml.dot stores them into SMEM once more); buf = ml.smem((128, 576)), then for k in"
+                    " ml.static_range(2): ml.copy(pages.at[ids[k]], buf.at[ml.ds(k * 64, 64)]), and pass buf (buf.T"
+                    " for keys) to ml.dot; fewer pages a step where that is still too large"
+                    " (examples/paged_attention.py)"), e.hint
+  assert "mla_paged_copy2" in OK
+  _check(*CASES["mla_paged_copy2"])
+
+
+@pytest.mark.gpu
+def test_gpu_the_fixed_classes_compute():
+  x = np.random.default_rng(1).standard_normal((64, 256)).astype(np.float32)
+  np.testing.assert_allclose(np.asarray(jax.jit(run_time_columns_fixed)(x)), 2 * x, rtol=1e-6)
+  args = mla_split_inputs(2, h=64)
+  got = jax.jit(lambda *a: mla_two_accumulators(*a, bkv=64, scale=0.07))(*args)
+  assert _relerr(got, mla_split_ref(*args)[0]) < 2e-2
+  run, make, ref, tol = CASES["mla_paged_copy2"]
+  args = make(3)
+  assert _relerr(jax.jit(run)(*args), ref(*args)) < 2e-2
