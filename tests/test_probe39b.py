@@ -84,14 +84,18 @@ def pv_i8(p, v, o):
 def test_k_major_hint_writes_no_accumulator_the_call_lacks():
   """An 8-bit `ml.dot(p_s, v_s)` with v stored (k, n) is MG501; its hint wrote `ml.dot(p_s, b_nk.T, acc)` where the
   call has no accumulator. (A float32 one was too, whose hint, followed as written, computes; since probe 67b the
-  compiler writes that transpose itself, so pv_f32 computes as pv_f32_fixed does.)"""
+  compiler writes that transpose itself, so pv_f32 computes as pv_f32_fixed does; since probe 68a an 8-bit one of n
+  a multiple of 64 too, so the error stands at an n of 32, whose hint loads B transposed.)"""
   with pytest.raises(mg.MmaOperandError) as e:
-    pv_i8.check(S((64, 128), jnp.int8), S((128, 64), jnp.int8))
+    pv_i8.check(S((64, 128), jnp.int8), S((128, 32), jnp.int8))
   line, col = _line(pv_i8, "ml.dot(p_s, v_s)")
   assert (e.value.lineno, e.value.col_offset) == (line, col)
   assert "b must be stored (n, k) and passed transposed; v_s is stored (k, n)" in str(e.value)
-  assert "ml.dot(p_s, b_nk.T)" in e.value.hint and "b_nk = ml.smem((64, 128)); b_nk[...] = v_s.T[...]" in e.value.hint
+  assert "ml.dot(p_s, bt_s.T)" in e.value.hint
   assert ", acc)" not in e.value.hint
+  r8 = np.random.default_rng(3)
+  p8, v8 = r8.integers(-128, 128, (64, 128)).astype(np.int8), r8.integers(-128, 128, (128, 64)).astype(np.int8)
+  np.testing.assert_array_equal(pv_i8(p8, v8, interpret=True), p8.astype(np.int64) @ v8.astype(np.int64))
   rng = np.random.default_rng(2)
   p = rng.random((64, 128)).astype(np.float32)
   v = rng.standard_normal((128, 64)).astype(np.float32)

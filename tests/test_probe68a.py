@@ -25,7 +25,7 @@ F32, BF16 = jnp.float32, jnp.bfloat16
 
 # The cases a legitimate refusal meets (tested below, each with its error); every other case must compute.
 REFUSED = {"mla_split_h16", "mla_split_h64", "mla_shared_h16", "mla_shared_h128", "mla_paged_split_combine",
-           "mla_vsplit_h16", "mla_paged_gather", "mla_paged_gather_fixed", "nsa_gate_mix"}
+           "mla_vsplit_h16", "mla_paged_gather", "mla_paged_gather_fixed", "nsa_gate_mix", "dkdv_ragged_unmasked"}
 OK = sorted(set(CASES) - REFUSED)
 
 
@@ -58,7 +58,9 @@ def test_corpus_matches_its_reference_and_builds(name):
 
 GPU_TWINS = ["mla_vsplit_h64", "mla_paged_split_combine_s1", "mla_two_halves", "nsa_selected_tiles", "nsa_fused_select", "sink_gqa",
              "softcap_fwd_causal", "bwd_softcap_causal", "varlen_qk", "t5_bidirectional", "dropout_hash",
-             "decode_gqa_one_token", "dq_atomic"]
+             "decode_gqa_one_token", "dq_atomic", "fp8_attention", "sage_int8", "block_sparse_s2", "mla_mtp",
+             "nsa_group_selected", "fused_bwd_causal", "dkdv_ragged_dropout", "prefill_192_128_bq128",
+             "chunked_prefill", "reshape_and_cache"]
 
 
 @pytest.mark.gpu
@@ -252,6 +254,60 @@ def test_pages_gathered_into_registers_past_smem_get_the_page_copy_hint_which_fi
                     " (examples/paged_attention.py)"), e.hint
   assert "mla_paged_copy2" in OK
   _check(*CASES["mla_paged_copy2"])
+
+
+def test_a_partial_key_block_stored_from_registers_is_mg203_with_the_mask_that_works():
+  """The backward at 200 tokens, dK and dV of the last 64-key block stored whole from registers: MG203 names the
+  rows past the end and writes the masked store, which the corpus's dkdv_ragged_dropout follows and which computes."""
+  kernel, specs, kw = _specs("dkdv_ragged_unmasked")
+  e = _error(kernel, specs, kw)
+  assert (type(e), e.code) == (mg.IndexOutOfBoundsError, "MG203")
+  assert (e.lineno, e.col_offset) == where(kernel, "dk.at[h, ml.ds(j * bkv, bkv)][...] = dk_acc * scale")
+  assert e.hint.startswith("mask it to the elements inside: dk.at[h, ml.ds(j * bkv, bkv)].store(dk_acc * scale,"
+                           " mask=(j * bkv + ml.arange(64))[:, None] < dk.shape[1])"), e.hint
+  assert "dkdv_ragged_dropout" in OK
+
+
+# ---------------------------------------------------------------- class 4: an 8-bit B stored (k, n)
+def test_fa3_float8_p_at_v_with_v_as_stored_is_transposed_by_the_compiler():
+  """FlashAttention-3's float8 forward: `ml.dot((p * 448.0).astype(E4M3), v_s, acc * alpha[:, None])` with v_s copied
+  by TMA as V is stored, (keys, head_dim). The tensor cores read 8-bit operands K-major only: it was MG501, whose hint
+  transposed the tile by hand. As for float32 since probe 67b, the compiler now stores it once into an (n, k) buffer
+  read as its view .T (each trip: the loop's stage), and the kernel computes (the corpus's fp8_attention)."""
+  run, make, ref, tol = CASES["fp8_attention"]
+  args = make(0)
+  ir = run.kernel.typed_ir(*[S(a.shape, a.dtype) for a in args], **run.kw)
+  line = where(run.kernel, "acc = ml.dot((p * 448.0)")[0]
+  at = f"# probe68a_quant.py:{line}"
+  buf = next(x.split(":")[0].strip() for x in ir.splitlines() if "float8_e4m3fn> = smemalloc" in x and x.endswith(at))
+  view = next(x.split(":")[0].strip() for x in ir.splitlines() if f"view ref={buf} " in x and "transpose=True" in x)
+  assert any("= dot a=" in x and f"b={view} " in x for x in ir.splitlines()), ir
+  _check(run, make, ref, tol)
+
+
+@pytest.mark.parametrize("dtype", [jnp.int8, jnp.float8_e5m2])
+def test_an_8bit_b_stored_k_by_n_computes_beside_an_smem_a_and_an_accumulator(dtype):
+  """The same for a weight (in, out) of int8 or e5m2 beside an SMEM A, in a loop over k with an accumulator: each
+  trip's tile transposed once."""
+  @mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), jnp.int32 if a.dtype == jnp.int8 else F32),
+                  grid=lambda a, b: (1,))
+  def kn(a, b, c):
+    a_s, b_s = ml.smem((64, 128), a.dtype), ml.smem((128, b.shape[1]), b.dtype)
+    acc = ml.zeros((64, b.shape[1]), jnp.int32 if a.dtype == jnp.int8 else F32)
+    for k in ml.range(a.shape[1] // 128, stages=2):
+      ml.copy(a.at[:, ml.ds(k * 128, 128)], a_s)
+      ml.copy(b.at[ml.ds(k * 128, 128), :], b_s)
+      acc = ml.dot(a_s, b_s, acc)
+    c[...] = acc
+
+  r = np.random.default_rng(5)
+  if dtype == jnp.int8:
+    a, b = (jnp.asarray(r.integers(-128, 128, sh), dtype) for sh in ((64, 256), (256, 64)))
+  else:
+    a, b = (jnp.asarray(r.standard_normal(sh), dtype) for sh in ((64, 256), (256, 64)))
+  want = np.asarray(a, np.float64) @ np.asarray(b, np.float64)
+  np.testing.assert_allclose(np.asarray(kn(a, b, interpret=True), np.float64), want, rtol=1e-5, atol=1e-3)
+  jax.export.export(jax.jit(kn), platforms=["cuda"])(S(a.shape, a.dtype), S(b.shape, b.dtype)).mlir_module()
 
 
 @pytest.mark.gpu

@@ -186,6 +186,26 @@ def k_major_b(cx, a, b):
   wrote."""
   if not f32_a_beside_smem_b(a, b) or b.type.transposed:
     return b
+  return _transposed_copy(cx, b)
+
+
+def k_major_8bit_b(cx, b):
+  """`b` itself, or, for an 8-bit SMEM B (float8 or int8) stored (k, n) with n a multiple of 64 (FlashAttention-3's
+  float8 `p @ v` of V copied by TMA as it is stored, (keys, head_dim)), an (n, k) buffer holding its transpose, passed
+  as its view `.T`, as k_major_b does for float32: the tensor cores read 8-bit operands K-major only (MG501 until
+  probe 68a, whose hint wrote this transposition by hand). FA3 transposes V in SMEM so too."""
+  t = b.type
+  d = resolve(t.dtype)
+  if not (is_value(b) and isinstance(t, RefType) and t.space == Space.SMEM and not t.remote and len(t.shape) == 2
+          and not t.transposed and isinstance(d, DType) and d in hw.MMA_DTYPES and d.bits == 8
+          and t.shape[1] % hw.MMA_M == 0):
+    return b
+  return _transposed_copy(cx, b)
+
+
+def _transposed_copy(cx, b):
+  """An (n, k) buffer of the compiler's holding the SMEM tile b (k, n), read into registers and stored through the
+  buffer's view `.T`, which is returned (named after b: `v_s_nk.T`)."""
   from .memory import smem, transpose
   from .transfers import load, store
   base = (b.name or "b_s").removesuffix(".T")

@@ -254,6 +254,8 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
     raise E.UnsupportedDtypeError(
         f"ml.dot on {d}: the tensor cores take float16, bfloat16, float8_e4m3fn, float8_e5m2, int8 or"
         f" float32 (as TF32) operands", loc, hint=_unsupported_hint(d))
+  from .dot_staging import k_major_8bit_b
+  b = k_major_8bit_b(cx, b)           # an 8-bit B stored (k, n): transposed once into an (n, k) buffer (68a)
   _major(cx, a, b, d, acc is not None)
   k_step = hw.tile_cols(d.itemsize if isinstance(d, DType) else 2, hw.MIN_SWIZZLE)
   # B stored (k, n) has n along its swizzled rows: whole rows of the narrowest swizzle (32 bytes, 16

@@ -158,8 +158,8 @@ def _k_major_b_hint(a, b, with_acc=True, an=None) -> str:
   transposed once in the kernel into an (n, k) buffer passed as .T (`acc` only where the call has one;
   `an`: a register A as the call wrote it, `p.astype(F8)`)."""
   acc = ", acc" if with_acc else ""
-  fix = f"load B's tile as (n, k), e.g. from a (n, k) array bt, and pass bt_s.T: ml.dot({an or 'a_s'}, bt_s.T{acc})"
   an = an or (a.name if is_value(a) and (a.name or "").replace(".T", "").isidentifier() else "a_s")
+  fix = f"load B's tile as (n, k), e.g. from a (n, k) array bt, and pass bt_s.T: ml.dot({an}, bt_s.T{acc})"
   if not (b.name or "").isidentifier():
     return fix
   k, n = b.type.shape
