@@ -7,6 +7,7 @@ import jax.numpy as jnp
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from probe68a_lib import kv_block, kv_grad_tile
 
 S = jax.ShapeDtypeStruct
 F32 = jnp.float32
@@ -37,14 +38,7 @@ def bwd_dkdv(q, k, v, do, lse, delta, dk, dv, *, bq: ml.constexpr, bkv: ml.const
   """dK and dV of key block j: over the query blocks (from the diagonal on when causal),
   p = exp(s - lse), dv += p.T @ do, dp = do @ v.T, ds = p * (dp - delta), dk += ds.T @ q * scale."""
   j, h = ml.program_id(0), ml.program_id(1)
-  d = q.shape[2]
-  k_s, v_s = ml.smem((bkv, d)), ml.smem((bkv, d))
-  ml.copy(k.at[h, ml.ds(j * bkv, bkv)], k_s)
-  ml.copy(v.at[h, ml.ds(j * bkv, bkv)], v_s)
-  q_s, do_s = ml.smem((bq, d)), ml.smem((bq, d))
-  dk_acc = ml.zeros((bkv, d), F32)
-  dv_acc = ml.zeros((bkv, d), F32)
-  cols = j * bkv + ml.arange(bkv)[None, :]
+  k_s, v_s, q_s, do_s, dk_acc, dv_acc, cols = kv_grad_tile(k, v, h, j, bq, bkv, q)
   start = j * bkv // bq if causal else 0
   for i in ml.range(start, q.shape[1] // bq, stages=2):
     ml.copy(q.at[h, ml.ds(i * bq, bq)], q_s)
@@ -81,8 +75,7 @@ def bwd_dq(q, k, v, do, lse, delta, dq, *, bq: ml.constexpr, bkv: ml.constexpr, 
   dq_acc = ml.zeros((bq, d), F32)
   n = ml.cdiv((i + 1) * bq, bkv) if causal else k.shape[1] // bkv
   for j in ml.range(n, stages=2):
-    ml.copy(k.at[h, ml.ds(j * bkv, bkv)], k_s)
-    ml.copy(v.at[h, ml.ds(j * bkv, bkv)], v_s)
+    kv_block(k, v, h, j, bkv, k_s, v_s)
     s, dcap = logits(q_s, k_s, scale, cap)
     p = ml.exp(s - m[:, None])
     if causal:

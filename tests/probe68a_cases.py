@@ -1,5 +1,4 @@
 """Probe 68a's cases: each kernel with its inputs (a seed) and its float32 jnp reference."""
-import math
 import types
 
 import jax
@@ -7,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import probe68a_mla
+from probe68a_lib import hash_keep, t5_bucket
 from probe68a_refs import BF16, F32, I32, attn, f, normal, rng
 
 K = types.SimpleNamespace(**vars(probe68a_mla))
@@ -167,6 +167,8 @@ CASES = {
   "mla_split_h16": (_kw(K.mla_decode_split_dims, bkv=64, scale=0.07), mla_split_inputs, mla_split_ref, 2e-2),
   "mla_split_h64": (_kw(K.mla_decode_split_dims, bkv=64, scale=0.07), lambda s: mla_split_inputs(s, h=64),
                     mla_split_ref, 2e-2),
+  "mla_split_h64_halves": (_kw(K.mla_decode_split_dims, bkv=64, scale=0.07, halves=True),
+                           lambda s: mla_split_inputs(s, h=64), mla_split_ref, 2e-2),
   "mla_shared_h16": (_kw(K.mla_decode_shared_kv, dv=512, bkv=64, scale=0.07), mla_shared_inputs, mla_shared_ref,
                      2e-2),
   "mla_shared_h128": (_kw(K.mla_decode_shared_kv, dv=512, bkv=64, scale=0.07), lambda s: mla_shared_inputs(s, h=128),
@@ -285,22 +287,6 @@ def doc_ref(q, k, v, seg, prefix, scale=0.125):
   return attn(q, k, v, scale, keep[None])[0]
 
 
-def t5_bucket_ref(rel, num_buckets, max_distance, bidirectional):
-  ret = 0
-  n = -rel
-  if bidirectional:
-    num_buckets //= 2
-    ret = ret + jnp.where(n < 0, num_buckets, 0)
-    n = jnp.abs(n)
-  else:
-    n = jnp.maximum(n, 0)
-  max_exact = num_buckets // 2
-  large = max_exact + (jnp.log(n.astype(F32) / max_exact + 1e-6) / math.log(max_distance / max_exact)
-                       * (num_buckets - max_exact)).astype(I32)
-  large = jnp.minimum(large, num_buckets - 1)
-  return ret + jnp.where(n < max_exact, n, large)
-
-
 def t5_inputs(s, nb=32):
   q, k, v = hsd(s, scale=0.3)
   return q, k, v, jnp.asarray(rng(s + 2).standard_normal((nb, 2)), F32)
@@ -309,19 +295,12 @@ def t5_inputs(s, nb=32):
 def t5_ref(q, k, v, table, bidirectional=True, nb=32, md=128):
   t = q.shape[1]
   r, c = jnp.arange(t)[:, None], jnp.arange(t)[None, :]
-  bias = table[t5_bucket_ref(c - r, nb, md, bidirectional)].transpose(2, 0, 1)
+  bias = table[t5_bucket(c - r, nb, md, bidirectional)].transpose(2, 0, 1)
   return attn(q, k, v, 1.0, None if bidirectional else causal_mask(t)[None], bias=bias)[0]
 
 
 def hash_keep_ref(seed, t, p_drop, h):
-  r, c = jnp.arange(t)[:, None], jnp.arange(t)[None, :]
-  x = (seed + (h * t + r) * t + c).astype(jnp.uint32)
-  x = x ^ (x >> 16)
-  x = x * jnp.uint32(0x85EBCA6B)
-  x = x ^ (x >> 13)
-  x = x * jnp.uint32(0xC2B2AE35)
-  x = x ^ (x >> 16)
-  return (x >> 8).astype(F32) * (1.0 / (1 << 24)) >= p_drop
+  return hash_keep(seed, h, jnp.arange(t)[:, None], jnp.arange(t)[None, :], t, p_drop)
 
 
 def dropout_ref(q, k, v, seed, scale=0.125, p_drop=0.2):

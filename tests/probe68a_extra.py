@@ -7,19 +7,10 @@ import jax.numpy as jnp
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from probe68a_lib import causal_dkdv_step, hash_keep, kv_block, kv_grad_tile, online_step, softmax_state
 
 S = jax.ShapeDtypeStruct
 F32, BF16, I32, U32, I8 = jnp.float32, jnp.bfloat16, jnp.int32, jnp.uint32, jnp.int8
-
-
-@ml.inline
-def online_step(m, l, acc, s, v, dtype):
-  m_new = ml.maximum(m, ml.max(s, axis=1))
-  alpha = ml.exp(m - m_new)
-  p = ml.exp(s - m_new[:, None])
-  l = l * alpha + ml.sum(p, axis=1)
-  acc = ml.dot(p.astype(dtype), v, acc * alpha[:, None])
-  return m_new, l, acc
 
 
 @mg.mgpu_kernel(out_shape=lambda k, v, slots, kc, vc: (S(kc.shape, kc.dtype), S(vc.shape, vc.dtype)),
@@ -59,9 +50,7 @@ def decode_int8_kv(q, k, v, ks, vs, lens, o, *, bkv: ml.constexpr, scale: ml.con
   g, d = q.shape[1] // k.shape[2], q.shape[2]
   qv = q.at[b, ml.ds(hk * g, g)][...]
   n = lens[b]
-  m = ml.full((g,), -1e30, F32)
-  l = ml.zeros((g,), F32)
-  acc = ml.zeros((g, d), F32)
+  m, l, acc = softmax_state(g, d)
   for j in range(ml.cdiv(n, bkv)):
     kb = k.at[b, ml.ds(j * bkv, bkv), hk, :][...].astype(F32) * ks.at[b, ml.ds(j * bkv, bkv), hk][...][:, None]
     vb = v.at[b, ml.ds(j * bkv, bkv), hk, :][...].astype(F32) * vs.at[b, ml.ds(j * bkv, bkv), hk][...][:, None]
@@ -100,9 +89,7 @@ def mla_mtp(q, kv, lens, o, *, dv: ml.constexpr, bn: ml.constexpr, bkv: ml.const
   kv_s = ml.smem((bkv, d))
   n = lens[b]
   last = n - sq + ml.arange(sq * h)[:, None] // h                     # row r's last key
-  m = ml.full((sq * h,), -1e30, F32)
-  l = ml.zeros((sq * h,), F32)
-  acc = ml.zeros((sq * h, bn), F32)
+  m, l, acc = softmax_state(sq * h, bn)
   for j in ml.range(ml.cdiv(n, bkv)):
     ml.copy(kv.at[b, ml.ds(j * bkv, bkv)], kv_s)
     s = ml.where(j * bkv + ml.arange(bkv)[None, :] <= last, ml.dot(q_s, kv_s.T) * scale, -1e30)
@@ -120,28 +107,14 @@ def nsa_group_selected(q, k, v, idx, o, *, bs: ml.constexpr, scale: ml.constexpr
   g, d = q.shape[1] // k.shape[0], q.shape[2]
   qv = q.at[t, ml.ds(hk * g, g)][...]
   k_s, v_s = ml.smem((bs, d)), ml.smem((bs, d))
-  m = ml.full((g,), -1e30, F32)
-  l = ml.zeros((g,), F32)
-  acc = ml.zeros((g, d), F32)
+  m, l, acc = softmax_state(g, d)
   for n in range(idx.shape[2]):
     blk = idx[t, hk, n]
     if blk >= 0:
-      ml.copy(k.at[hk, ml.ds(blk * bs, bs)], k_s)
-      ml.copy(v.at[hk, ml.ds(blk * bs, bs)], v_s)
+      kv_block(k, v, hk, blk, bs, k_s, v_s)
       s = ml.where(blk * bs + ml.arange(bs)[None, :] <= t, ml.dot(qv, k_s.T) * scale, -1e30)
       m, l, acc = online_step(m, l, acc, s, v_s, q.dtype)
   o.at[t, ml.ds(hk * g, g)][...] = (acc / l[:, None]).astype(o.dtype)
-
-
-@ml.inline
-def hash_keep(seed, h, rows, cols, seq, p_drop):
-  x = (seed + (h * seq + rows) * seq + cols).astype(U32)
-  x = x ^ (x >> 16)
-  x = x * jnp.uint32(0x85EBCA6B)
-  x = x ^ (x >> 13)
-  x = x * jnp.uint32(0xC2B2AE35)
-  x = x ^ (x >> 16)
-  return (x >> 8).astype(F32) * (1.0 / (1 << 24)) >= p_drop
 
 
 @mg.mgpu_kernel(out_shape=lambda q, k, v, *_, **__: (S(k.shape, F32), S(v.shape, F32)),
@@ -151,14 +124,8 @@ def dkdv_ragged_dropout(q, k, v, do, lse, delta, seed, dk, dv, *, bq: ml.constex
   """dK, dV at a sequence length no multiple of the blocks (partial last tiles: TMA zeros, masked lse and delta),
   dropout recomputed from the forward's hash: dv += (p * keep / (1 - p)).T @ do, ds = p * (dp * keep / (1-p) - delta)."""
   j, h = ml.program_id(0), ml.program_id(1)
-  t, d = q.shape[1], q.shape[2]
-  k_s, v_s = ml.smem((bkv, d)), ml.smem((bkv, d))
-  ml.copy(k.at[h, ml.ds(j * bkv, bkv)], k_s)
-  ml.copy(v.at[h, ml.ds(j * bkv, bkv)], v_s)
-  q_s, do_s = ml.smem((bq, d)), ml.smem((bq, d))
-  dk_acc = ml.zeros((bkv, d), F32)
-  dv_acc = ml.zeros((bkv, d), F32)
-  cols = j * bkv + ml.arange(bkv)[None, :]
+  t = q.shape[1]
+  k_s, v_s, q_s, do_s, dk_acc, dv_acc, cols = kv_grad_tile(k, v, h, j, bq, bkv, q)
   sd = seed[0]
   for i in ml.range(ml.cdiv(t, bq), stages=2):
     ml.copy(q.at[h, ml.ds(i * bq, bq)], q_s)
@@ -192,22 +159,10 @@ def fused_bwd_causal(q, k, v, do, lse, delta, dk, dv, dq, *, bq: ml.constexpr, b
   """Triton's fused backward: one kernel per key block for dK and dV, dQ's shares added atomically; causal, with
   key blocks of 128 and query blocks of 64 (the diagonal blocks masked)."""
   j, h = ml.program_id(0), ml.program_id(1)
-  d = q.shape[2]
-  k_s, v_s = ml.smem((bkv, d)), ml.smem((bkv, d))
-  ml.copy(k.at[h, ml.ds(j * bkv, bkv)], k_s)
-  ml.copy(v.at[h, ml.ds(j * bkv, bkv)], v_s)
-  q_s, do_s = ml.smem((bq, d)), ml.smem((bq, d))
-  dk_acc = ml.zeros((bkv, d), F32)
-  dv_acc = ml.zeros((bkv, d), F32)
-  cols = j * bkv + ml.arange(bkv)[None, :]
+  k_s, v_s, q_s, do_s, dk_acc, dv_acc, cols = kv_grad_tile(k, v, h, j, bq, bkv, q)
   for i in ml.range(j * bkv // bq, q.shape[1] // bq):
-    ml.copy(q.at[h, ml.ds(i * bq, bq)], q_s)
-    ml.copy(do.at[h, ml.ds(i * bq, bq)], do_s)
-    p = ml.exp(ml.dot(q_s, k_s.T) * scale - lse.at[h, ml.ds(i * bq, bq)][...][:, None])
-    p = ml.where(cols <= i * bq + ml.arange(bq)[:, None], p, 0.0)
-    dv_acc = ml.dot(p.astype(q.dtype).T, do_s, dv_acc)
-    ds = p * (ml.dot(do_s, v_s.T) - delta.at[h, ml.ds(i * bq, bq)][...][:, None])
-    dk_acc = ml.dot(ds.astype(q.dtype).T, q_s, dk_acc)
+    dk_acc, dv_acc, ds = causal_dkdv_step(q, do, lse, delta, h, i, bq, q_s, do_s, k_s, v_s, cols, scale, dk_acc,
+                                          dv_acc)
     ml.atomic_add(dq.at[h, ml.ds(i * bq, bq)], ml.dot(ds.astype(q.dtype), k_s) * scale)
   dk.at[h, ml.ds(j * bkv, bkv)][...] = dk_acc * scale
   dv.at[h, ml.ds(j * bkv, bkv)][...] = dv_acc

@@ -8,19 +8,10 @@ import jax.numpy as jnp
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from probe68a_lib import hash_keep, kv_block, online_step, q_tile, softmax_state, t5_bucket
 
 S = jax.ShapeDtypeStruct
 F32, F16, BF16, I32, U32 = jnp.float32, jnp.float16, jnp.bfloat16, jnp.int32, jnp.uint32
-
-
-@ml.inline
-def online_step(m, l, acc, s, v, dtype):
-  m_new = ml.maximum(m, ml.max(s, axis=1))
-  alpha = ml.exp(m - m_new)
-  p = ml.exp(s - m_new[:, None])
-  l = l * alpha + ml.sum(p, axis=1)
-  acc = ml.dot(p.astype(dtype), v, acc * alpha[:, None])
-  return m_new, l, acc
 
 
 def _out(q, *_, **__):
@@ -41,16 +32,12 @@ def sink_attention(q, k, v, sinks, o, *, bq: ml.constexpr, bkv: ml.constexpr, sc
   i, h = ml.program_id(0), ml.program_id(1)
   hk = h // (q.shape[0] // k.shape[0])
   d = q.shape[2]
-  q_s, k_s, v_s = ml.smem((bq, d)), ml.smem((bkv, d)), ml.smem((bkv, d))
-  ml.copy(q.at[h, ml.ds(i * bq, bq)], q_s)
+  q_s, k_s, v_s = q_tile(q, h, i, bq, bkv)
   rows = i * bq + ml.arange(bq)[:, None]
-  m = ml.full((bq,), -1e30, F32)
-  l = ml.zeros((bq,), F32)
-  acc = ml.zeros((bq, d), F32)
+  m, l, acc = softmax_state(bq, d)
   lo = ml.maximum(i * bq - window + 1, 0) // bkv if window else 0
   for j in ml.range(lo, ml.cdiv((i + 1) * bq, bkv), stages=2):
-    ml.copy(k.at[hk, ml.ds(j * bkv, bkv)], k_s)
-    ml.copy(v.at[hk, ml.ds(j * bkv, bkv)], v_s)
+    kv_block(k, v, hk, j, bkv, k_s, v_s)
     cols = j * bkv + ml.arange(bkv)[None, :]
     keep = cols <= rows
     if window:
@@ -71,12 +58,9 @@ def streaming_attention(q, k, v, o, *, bq: ml.constexpr, bkv: ml.constexpr, n_si
   """Query t sees keys 0..n_sink-1 and t - window + 1 .. t: the first key block, then the window's blocks."""
   i, h = ml.program_id(0), ml.program_id(1)
   d = q.shape[2]
-  q_s, k_s, v_s = ml.smem((bq, d)), ml.smem((bkv, d)), ml.smem((bkv, d))
-  ml.copy(q.at[h, ml.ds(i * bq, bq)], q_s)
+  q_s, k_s, v_s = q_tile(q, h, i, bq, bkv)
+  m, l, acc = softmax_state(bq, d)
   rows = i * bq + ml.arange(bq)[:, None]
-  m = ml.full((bq,), -1e30, F32)
-  l = ml.zeros((bq,), F32)
-  acc = ml.zeros((bq, d), F32)
   lo = ml.maximum(ml.maximum(i * bq - window + 1, 0) // bkv, 1)      # block 0 (the sinks) is done first
   hi = ml.cdiv((i + 1) * bq, bkv)
   ml.copy(k.at[h, ml.ds(0, bkv)], k_s)
@@ -85,8 +69,7 @@ def streaming_attention(q, k, v, o, *, bq: ml.constexpr, bkv: ml.constexpr, n_si
   s = ml.where(((cols < n_sink) | (cols > rows - window)) & (cols <= rows), ml.dot(q_s, k_s.T) * scale, -1e30)
   m, l, acc = online_step(m, l, acc, s, v_s, q.dtype)
   for j in ml.range(lo, hi):
-    ml.copy(k.at[h, ml.ds(j * bkv, bkv)], k_s)
-    ml.copy(v.at[h, ml.ds(j * bkv, bkv)], v_s)
+    kv_block(k, v, h, j, bkv, k_s, v_s)
     cols = j * bkv + ml.arange(bkv)[None, :]
     s = ml.where((cols <= rows) & (cols > rows - window), ml.dot(q_s, k_s.T) * scale, -1e30)
     m, l, acc = online_step(m, l, acc, s, v_s, q.dtype)
@@ -103,16 +86,12 @@ def softcap_fwd(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constexpr, cap: ml
                 causal: ml.constexpr):
   i, h = ml.program_id(0), ml.program_id(1)
   d = q.shape[2]
-  q_s, k_s, v_s = ml.smem((bq, d)), ml.smem((bkv, d)), ml.smem((bkv, d))
-  ml.copy(q.at[h, ml.ds(i * bq, bq)], q_s)
+  q_s, k_s, v_s = q_tile(q, h, i, bq, bkv)
   rows = i * bq + ml.arange(bq)[:, None]
-  m = ml.full((bq,), -1e30, F32)
-  l = ml.zeros((bq,), F32)
-  acc = ml.zeros((bq, d), F32)
+  m, l, acc = softmax_state(bq, d)
   n = ml.cdiv((i + 1) * bq, bkv) if causal else k.shape[1] // bkv
   for j in ml.range(n, stages=2):
-    ml.copy(k.at[h, ml.ds(j * bkv, bkv)], k_s)
-    ml.copy(v.at[h, ml.ds(j * bkv, bkv)], v_s)
+    kv_block(k, v, h, j, bkv, k_s, v_s)
     s = cap * jnp.tanh(ml.dot(q_s, k_s.T) * scale / cap)
     if causal:
       s = jnp.where(j * bkv + ml.arange(bkv)[None, :] <= rows, s, -jnp.inf)
@@ -133,9 +112,7 @@ def gqa_group_rows(q, k, v, o, *, bq: ml.constexpr, bkv: ml.constexpr, scale: ml
   q_t = q.at[b, ml.ds(i * npos, npos), ml.ds(hk * g, g), :][...].reshape(bq, d)
   k_s, v_s = ml.smem((bkv, d)), ml.smem((bkv, d))
   pos = i * npos + ml.arange(bq)[:, None] // g
-  m = ml.full((bq,), -1e30, F32)
-  l = ml.zeros((bq,), F32)
-  acc = ml.zeros((bq, d), F32)
+  m, l, acc = softmax_state(bq, d)
   for j in ml.range(ml.cdiv((i + 1) * npos, bkv), stages=2):
     ml.copy(k.at[b, ml.ds(j * bkv, bkv), hk, :], k_s)
     ml.copy(v.at[b, ml.ds(j * bkv, bkv), hk, :], v_s)
@@ -150,11 +127,8 @@ def mqa_heads(q, k, v, o, *, bq: ml.constexpr, bkv: ml.constexpr, scale: ml.cons
   """MQA: q (heads, seq, d), one shared (seq, d) k and v; the head from program_id(1)."""
   i, h = ml.program_id(0), ml.program_id(1)
   d = q.shape[2]
-  q_s, k_s, v_s = ml.smem((bq, d)), ml.smem((bkv, d)), ml.smem((bkv, d))
-  ml.copy(q.at[h, ml.ds(i * bq, bq)], q_s)
-  m = ml.full((bq,), -1e30, F32)
-  l = ml.zeros((bq,), F32)
-  acc = ml.zeros((bq, d), F32)
+  q_s, k_s, v_s = q_tile(q, h, i, bq, bkv)
+  m, l, acc = softmax_state(bq, d)
   for j in ml.range(k.shape[0] // bkv, stages=3):
     ml.copy(k.at[ml.ds(j * bkv, bkv)], k_s)
     ml.copy(v.at[ml.ds(j * bkv, bkv)], v_s)
@@ -177,9 +151,7 @@ def varlen_qk(q, k, v, cu_q, cu_k, o, *, max_q: ml.constexpr, bq: ml.constexpr, 
     rows = i * bq + ml.arange(bq)
     qt = q.at[ml.ds(q0 + i * bq, bq), h, :].load(mask=(rows < nq)[:, None], other=0.0)
     k_s, v_s = ml.smem((bkv, d)), ml.smem((bkv, d))
-    m = ml.full((bq,), -1e30, F32)
-    l = ml.zeros((bq,), F32)
-    acc = ml.zeros((bq, d), F32)
+    m, l, acc = softmax_state(bq, d)
     last = ml.minimum((i + 1) * bq + nk - nq, nk)
     for j in ml.range(ml.cdiv(last, bkv)):
       ml.copy(k.at[ml.ds(k0 + j * bkv, bkv), h, :], k_s)
@@ -199,16 +171,12 @@ def prefix_doc_attention(q, k, v, seg, prefix, o, *, bq: ml.constexpr, bkv: ml.c
   share a document and (c <= r or c is inside the document's prefix: c - doc start < prefix[doc])."""
   i, h = ml.program_id(0), ml.program_id(1)
   d = q.shape[2]
-  q_s, k_s, v_s = ml.smem((bq, d)), ml.smem((bkv, d)), ml.smem((bkv, d))
-  ml.copy(q.at[h, ml.ds(i * bq, bq)], q_s)
+  q_s, k_s, v_s = q_tile(q, h, i, bq, bkv)
   seg_q = seg.at[ml.ds(i * bq, bq)][...]
-  m = ml.full((bq,), -1e30, F32)
-  l = ml.zeros((bq,), F32)
-  acc = ml.zeros((bq, d), F32)
+  m, l, acc = softmax_state(bq, d)
   rows = i * bq + ml.arange(bq)[:, None]
   for j in ml.range(k.shape[1] // bkv, stages=2):
-    ml.copy(k.at[h, ml.ds(j * bkv, bkv)], k_s)
-    ml.copy(v.at[h, ml.ds(j * bkv, bkv)], v_s)
+    kv_block(k, v, h, j, bkv, k_s, v_s)
     seg_k = seg.at[ml.ds(j * bkv, bkv)][...]
     cols = j * bkv + ml.arange(bkv)[None, :]
     start = ml.searchsorted(seg[...], seg_k)                 # each key's document start
@@ -220,40 +188,17 @@ def prefix_doc_attention(q, k, v, seg, prefix, o, *, bq: ml.constexpr, bkv: ml.c
 
 
 # ---------------------------------------------------------------- T5 relative position buckets
-@ml.inline
-def t5_bucket(rel, num_buckets, max_distance, bidirectional):
-  """T5's _relative_position_bucket of rel = key - query (int32 tensor)."""
-  ret = ml.zeros(rel.shape, I32)
-  n = -rel
-  if bidirectional:
-    num_buckets //= 2
-    ret = ret + jnp.where(n < 0, num_buckets, 0)
-    n = jnp.abs(n)
-  else:
-    n = jnp.maximum(n, 0)
-  max_exact = num_buckets // 2
-  is_small = n < max_exact
-  large = max_exact + (jnp.log(n.astype(F32) / max_exact + 1e-6) / math.log(max_distance / max_exact)
-                       * (num_buckets - max_exact)).astype(I32)
-  large = jnp.minimum(large, num_buckets - 1)
-  return ret + jnp.where(is_small, n, large)
-
-
 @mg.mgpu_kernel(out_shape=_out, grid=_grid)
 def t5_bias_attention(q, k, v, table, o, *, bq: ml.constexpr, bkv: ml.constexpr, num_buckets: ml.constexpr,
                       max_distance: ml.constexpr, bidirectional: ml.constexpr):
   """T5: no scaling, a learned bias table (num_buckets, heads) indexed by the bucket of key - query."""
   i, h = ml.program_id(0), ml.program_id(1)
   d = q.shape[2]
-  q_s, k_s, v_s = ml.smem((bq, d)), ml.smem((bkv, d)), ml.smem((bkv, d))
-  ml.copy(q.at[h, ml.ds(i * bq, bq)], q_s)
+  q_s, k_s, v_s = q_tile(q, h, i, bq, bkv)
   rows = i * bq + ml.arange(bq)[:, None]
-  m = ml.full((bq,), -1e30, F32)
-  l = ml.zeros((bq,), F32)
-  acc = ml.zeros((bq, d), F32)
+  m, l, acc = softmax_state(bq, d)
   for j in ml.range(k.shape[1] // bkv, stages=2):
-    ml.copy(k.at[h, ml.ds(j * bkv, bkv)], k_s)
-    ml.copy(v.at[h, ml.ds(j * bkv, bkv)], v_s)
+    kv_block(k, v, h, j, bkv, k_s, v_s)
     cols = j * bkv + ml.arange(bkv)[None, :]
     bucket = t5_bucket(cols - rows, num_buckets, max_distance, bidirectional)
     s = ml.dot(q_s, k_s.T) + table[bucket, h]
@@ -264,18 +209,6 @@ def t5_bias_attention(q, k, v, table, o, *, bq: ml.constexpr, bkv: ml.constexpr,
 
 
 # ---------------------------------------------------------------- dropout by a counter-based hash
-@ml.inline
-def hash_keep(seed, h, rows, cols, seq, p_drop):
-  """A counter-based hash (murmur3's finaliser) of (seed, head, row, col): keep with probability 1 - p_drop."""
-  x = (seed + (h * seq + rows) * seq + cols).astype(U32)
-  x = x ^ (x >> 16)
-  x = x * jnp.uint32(0x85EBCA6B)
-  x = x ^ (x >> 13)
-  x = x * jnp.uint32(0xC2B2AE35)
-  x = x ^ (x >> 16)
-  return (x >> 8).astype(F32) * (1.0 / (1 << 24)) >= p_drop
-
-
 @mg.mgpu_kernel(out_shape=_out, grid=_grid)
 def dropout_attention(q, k, v, seed, o, *, bq: ml.constexpr, bkv: ml.constexpr, scale: ml.constexpr,
                       p_drop: ml.constexpr):
@@ -283,16 +216,12 @@ def dropout_attention(q, k, v, seed, o, *, bq: ml.constexpr, bkv: ml.constexpr, 
   scaled by 1 / (1 - p)."""
   i, h = ml.program_id(0), ml.program_id(1)
   d = q.shape[2]
-  q_s, k_s, v_s = ml.smem((bq, d)), ml.smem((bkv, d)), ml.smem((bkv, d))
-  ml.copy(q.at[h, ml.ds(i * bq, bq)], q_s)
+  q_s, k_s, v_s = q_tile(q, h, i, bq, bkv)
   rows = i * bq + ml.arange(bq)[:, None]
-  m = ml.full((bq,), -1e30, F32)
-  l = ml.zeros((bq,), F32)
-  acc = ml.zeros((bq, d), F32)
+  m, l, acc = softmax_state(bq, d)
   sd = seed[0]
   for j in ml.range(k.shape[1] // bkv, stages=2):
-    ml.copy(k.at[h, ml.ds(j * bkv, bkv)], k_s)
-    ml.copy(v.at[h, ml.ds(j * bkv, bkv)], v_s)
+    kv_block(k, v, h, j, bkv, k_s, v_s)
     cols = j * bkv + ml.arange(bkv)[None, :]
     s = ml.dot(q_s, k_s.T) * scale
     m_new = ml.maximum(m, ml.max(s, axis=1))

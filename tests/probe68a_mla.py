@@ -7,21 +7,11 @@ import jax.numpy as jnp
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from probe68a_lib import kv_block, online_step, q_tile, softmax_state
 
 S = jax.ShapeDtypeStruct
 F32, F16, BF16, I32 = jnp.float32, jnp.float16, jnp.bfloat16, jnp.int32
 LOG2E = 1.4426950408889634
-
-
-@ml.inline
-def online_step(m, l, acc, s, v, dtype):
-  """The online softmax's update by one block of scaled, masked logits s (natural exponentials)."""
-  m_new = ml.maximum(m, ml.max(s, axis=1))
-  alpha = ml.exp(m - m_new)
-  p = ml.exp(s - m_new[:, None])
-  l = l * alpha + ml.sum(p, axis=1)
-  acc = ml.dot(p.astype(dtype), v, acc * alpha[:, None])
-  return m_new, l, acc
 
 
 # ------------------------------------------------------------------ FlashMLA decode: latent (512) + rope (64) split
@@ -29,24 +19,44 @@ def _mla_out(qn, *_, **__):
   return S(qn.shape, qn.dtype), S(qn.shape[:2], F32)
 
 
+@ml.inline
+def halves_step(m, l, a0, a1, s, v_s, dtype, half):
+  """online_step with the value columns in two accumulators of 256 (FlashMLA's split of its 512 between two
+  warpgroups, written by hand: MG402's hint for a 512-column p @ v)."""
+  m_new = ml.maximum(m, ml.max(s, axis=1))
+  alpha = ml.exp(m - m_new)
+  p = ml.exp(s - m_new[:, None])
+  pb = p.astype(dtype)
+  a0 = ml.dot(pb, v_s.at[:, ml.ds(0, half)], a0 * alpha[:, None])
+  return m_new, l * alpha + ml.sum(p, axis=1), a0, ml.dot(pb, v_s.at[:, ml.ds(half, half)], a1 * alpha[:, None])
+
+
 @mg.mgpu_kernel(out_shape=_mla_out, grid=lambda qn, *_, **__: (qn.shape[0],))
-def mla_decode_split_dims(qn, qp, ckv, kpe, o, lse, *, bkv: ml.constexpr, scale: ml.constexpr):
-  """One decode token a batch, every query head a row: s = q_nope @ c.T + q_pe @ k_pe.T, o = p @ c."""
+def mla_decode_split_dims(qn, qp, ckv, kpe, o, lse, *, bkv: ml.constexpr, scale: ml.constexpr,
+                          halves: ml.constexpr = False):
+  """One decode token a batch, every query head a row: s = q_nope @ c.T + q_pe @ k_pe.T, o = p @ c; `halves`: the
+  512 latent columns in two accumulators, as MG402's hint writes it."""
   b = ml.program_id(0)
   h, dc, dr = qn.shape[1], qn.shape[2], qp.shape[2]
   qn_s, qp_s = ml.smem((h, dc)), ml.smem((h, dr))
   ml.copy(qn.at[b], qn_s)
   ml.copy(qp.at[b], qp_s)
   c_s, r_s = ml.smem((bkv, dc)), ml.smem((bkv, dr))
-  m = ml.full((h,), -1e30, F32)
-  l = ml.zeros((h,), F32)
-  acc = ml.zeros((h, dc), F32)
+  m, l, acc = softmax_state(h, dc // 2 if halves else dc)
+  acc1 = ml.zeros((h, dc // 2), F32)
   for j in ml.range(ckv.shape[1] // bkv, stages=2):
     ml.copy(ckv.at[b, ml.ds(j * bkv, bkv)], c_s)
     ml.copy(kpe.at[b, ml.ds(j * bkv, bkv)], r_s)
     s = ml.dot(qp_s, r_s.T, ml.dot(qn_s, c_s.T)) * scale
-    m, l, acc = online_step(m, l, acc, s, c_s, qn.dtype)
-  o.at[b][...] = (acc / l[:, None]).astype(o.dtype)
+    if halves:
+      m, l, acc, acc1 = halves_step(m, l, acc, acc1, s, c_s, qn.dtype, dc // 2)
+    else:
+      m, l, acc = online_step(m, l, acc, s, c_s, qn.dtype)
+  if halves:
+    o.at[b, :, ml.ds(0, dc // 2)][...] = (acc / l[:, None]).astype(o.dtype)
+    o.at[b, :, ml.ds(dc // 2, dc // 2)][...] = (acc1 / l[:, None]).astype(o.dtype)
+  else:
+    o.at[b][...] = (acc / l[:, None]).astype(o.dtype)
   lse.at[b][...] = m + ml.log(l)
 
 
@@ -60,9 +70,7 @@ def mla_decode_shared_kv(q, kv, o, lse, *, dv: ml.constexpr, bkv: ml.constexpr, 
   q_s = ml.smem((h, d))
   ml.copy(q.at[b], q_s)
   kv_s = ml.smem((bkv, d))
-  m = ml.full((h,), -1e30, F32)
-  l = ml.zeros((h,), F32)
-  acc = ml.zeros((h, dv), F32)
+  m, l, acc = softmax_state(h, dv)
   for j in ml.range(kv.shape[1] // bkv, stages=stages):
     ml.copy(kv.at[b, ml.ds(j * bkv, bkv)], kv_s)
     s = ml.dot(q_s, kv_s.T) * scale
@@ -91,9 +99,7 @@ def mla_paged_split(q, kv_pages, tables, lens, o_part, lse_part, *, dv: ml.const
   per = ml.cdiv(tables.shape[1], splits)
   lo = sp * per
   hi = ml.minimum(lo + per, pages)
-  m = ml.full((h,), -1e30, F32)
-  l = ml.zeros((h,), F32)
-  acc = ml.zeros((h, dv), F32)
+  m, l, acc = softmax_state(h, dv)
   for j in ml.range(lo, hi, stages=stages):
     ml.copy(kv_pages.at[tables[b, j]], kv_s)
     cols = j * page + ml.arange(page)
@@ -142,9 +148,8 @@ def nsa_compressed_attention(q, kc, vc, o, p_out, *, bq: ml.constexpr, bs: ml.co
   ((c + 1) * bs - 1 <= t). Also the probabilities (the block scores selection reads). A row with no complete
   block yet (t < bs - 1) outputs zeros."""
   i, h = ml.program_id(0), ml.program_id(1)
-  nc, d = kc.shape[1], q.shape[2]
-  q_s, k_s, v_s = ml.smem((bq, d)), ml.smem((nc, d)), ml.smem((nc, d))
-  ml.copy(q.at[h, ml.ds(i * bq, bq)], q_s)
+  nc = kc.shape[1]
+  q_s, k_s, v_s = q_tile(q, h, i, bq, nc)
   ml.copy(kc.at[h], k_s)
   ml.copy(vc.at[h], v_s)
   rows = i * bq + ml.arange(bq)[:, None]
@@ -208,16 +213,12 @@ def nsa_selected_tiles(q, k, v, idx, o, *, bq: ml.constexpr, bs: ml.constexpr, s
   queries: idx is (t // bq, topk)): each selected block copied by TMA at its gathered index, on the tensor cores."""
   i, h = ml.program_id(0), ml.program_id(1)
   d = q.shape[2]
-  q_s, k_s, v_s = ml.smem((bq, d)), ml.smem((bs, d)), ml.smem((bs, d))
-  ml.copy(q.at[h, ml.ds(i * bq, bq)], q_s)
+  q_s, k_s, v_s = q_tile(q, h, i, bq, bs)
   rows = i * bq + ml.arange(bq)[:, None]
-  m = ml.full((bq,), -1e30, F32)
-  l = ml.zeros((bq,), F32)
-  acc = ml.zeros((bq, d), F32)
+  m, l, acc = softmax_state(bq, d)
   for n in ml.range(idx.shape[1], stages=2):
     blk = ml.maximum(idx[i, n], 0)
-    ml.copy(k.at[h, ml.ds(blk * bs, bs)], k_s)
-    ml.copy(v.at[h, ml.ds(blk * bs, bs)], v_s)
+    kv_block(k, v, h, blk, bs, k_s, v_s)
     cols = blk * bs + ml.arange(bs)[None, :]
     keep = (cols <= rows) & (idx[i, n] >= 0)
     s = ml.where(keep, ml.dot(q_s, k_s.T) * scale, -1e30)
@@ -231,17 +232,13 @@ def nsa_window(q, k, v, o, *, bq: ml.constexpr, bkv: ml.constexpr, window: ml.co
   """NSA's sliding-window branch: query t sees keys t - window + 1 .. t."""
   i, h = ml.program_id(0), ml.program_id(1)
   d = q.shape[2]
-  q_s, k_s, v_s = ml.smem((bq, d)), ml.smem((bkv, d)), ml.smem((bkv, d))
-  ml.copy(q.at[h, ml.ds(i * bq, bq)], q_s)
+  q_s, k_s, v_s = q_tile(q, h, i, bq, bkv)
   rows = i * bq + ml.arange(bq)[:, None]
-  m = ml.full((bq,), -1e30, F32)
-  l = ml.zeros((bq,), F32)
-  acc = ml.zeros((bq, d), F32)
+  m, l, acc = softmax_state(bq, d)
   lo = ml.maximum(i * bq - window + 1, 0) // bkv
   hi = ml.cdiv((i + 1) * bq, bkv)
   for j in ml.range(lo, hi, stages=2):
-    ml.copy(k.at[h, ml.ds(j * bkv, bkv)], k_s)
-    ml.copy(v.at[h, ml.ds(j * bkv, bkv)], v_s)
+    kv_block(k, v, h, j, bkv, k_s, v_s)
     cols = j * bkv + ml.arange(bkv)[None, :]
     s = ml.where((cols <= rows) & (cols > rows - window), ml.dot(q_s, k_s.T) * scale, -1e30)
     m, l, acc = online_step(m, l, acc, s, v_s, q.dtype)
@@ -272,9 +269,7 @@ def mla_decode_vsplit(q, kv, o, *, dv: ml.constexpr, bn: ml.constexpr, bkv: ml.c
   q_s = ml.smem((h, d))
   ml.copy(q.at[b], q_s)
   kv_s = ml.smem((bkv, d))
-  m = ml.full((h,), -1e30, F32)
-  l = ml.zeros((h,), F32)
-  acc = ml.zeros((h, bn), F32)
+  m, l, acc = softmax_state(h, bn)
   for j in ml.range(kv.shape[1] // bkv, stages=2):
     ml.copy(kv.at[b, ml.ds(j * bkv, bkv)], kv_s)
     s = ml.dot(q_s, kv_s.T) * scale
@@ -292,21 +287,11 @@ def mla_decode_two_halves(q, kv, o, *, dv: ml.constexpr, bkv: ml.constexpr, scal
   q_s = ml.smem((h, d))
   ml.copy(q.at[b], q_s)
   kv_s = ml.smem((bkv, d))
-  m = ml.full((h,), -1e30, F32)
-  l = ml.zeros((h,), F32)
-  a0 = ml.zeros((h, half), F32)
+  m, l, a0 = softmax_state(h, half)
   a1 = ml.zeros((h, half), F32)
   for j in ml.range(kv.shape[1] // bkv):
     ml.copy(kv.at[b, ml.ds(j * bkv, bkv)], kv_s)
-    s = ml.dot(q_s, kv_s.T) * scale
-    m_new = ml.maximum(m, ml.max(s, axis=1))
-    alpha = ml.exp(m - m_new)
-    p = ml.exp(s - m_new[:, None])
-    l = l * alpha + ml.sum(p, axis=1)
-    pb = p.astype(q.dtype)
-    a0 = ml.dot(pb, kv_s.at[:, ml.ds(0, half)], a0 * alpha[:, None])
-    a1 = ml.dot(pb, kv_s.at[:, ml.ds(half, half)], a1 * alpha[:, None])
-    m = m_new
+    m, l, a0, a1 = halves_step(m, l, a0, a1, ml.dot(q_s, kv_s.T) * scale, kv_s, q.dtype, half)
   o.at[b, :, ml.ds(0, half)][...] = (a0 / l[:, None]).astype(o.dtype)
   o.at[b, :, ml.ds(half, half)][...] = (a1 / l[:, None]).astype(o.dtype)
 
@@ -329,9 +314,7 @@ def mla_paged_gather(q, pages, tables, lens, o, *, dv: ml.constexpr, bn: ml.cons
   per = 2
   qt = q.at[b][...]
   n = lens[b]
-  m = ml.full((h,), -1e30, F32)
-  l = ml.zeros((h,), F32)
-  acc = ml.zeros((h, bn), F32)
+  m, l, acc = softmax_state(h, bn)
   for j in range(ml.cdiv(ml.cdiv(n, page), per)):
     ids = tables.at[b, ml.ds(j * per, per)][...]
     kv = pages[ids].reshape(per * page, d)
@@ -355,9 +338,7 @@ def mla_paged_copy(q, pages, tables, lens, o, *, dv: ml.constexpr, bn: ml.conste
   h, d, page = q.shape[1], q.shape[2], pages.shape[1]
   qt = q.at[b][...]
   n = lens[b]
-  m = ml.full((h,), -1e30, F32)
-  l = ml.zeros((h,), F32)
-  acc = ml.zeros((h, bn), F32)
+  m, l, acc = softmax_state(h, bn)
   buf = ml.smem((per * page, d))
   for j in range(ml.cdiv(ml.cdiv(n, page), per)):
     ids = tables.at[b, ml.ds(j * per, per)][...]

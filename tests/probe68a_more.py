@@ -6,19 +6,10 @@ import jax.numpy as jnp
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from probe68a_lib import causal_dkdv_step, kv_block, kv_grad_tile, online_step, q_tile, softmax_state
 
 S = jax.ShapeDtypeStruct
 F32, BF16, I32 = jnp.float32, jnp.bfloat16, jnp.int32
-
-
-@ml.inline
-def online_step(m, l, acc, s, v, dtype):
-  m_new = ml.maximum(m, ml.max(s, axis=1))
-  alpha = ml.exp(m - m_new)
-  p = ml.exp(s - m_new[:, None])
-  l = l * alpha + ml.sum(p, axis=1)
-  acc = ml.dot(p.astype(dtype), v, acc * alpha[:, None])
-  return m_new, l, acc
 
 
 @mg.mgpu_kernel(out_shape=lambda q, k, v, kc, **_: S(q.shape, q.dtype),
@@ -38,13 +29,10 @@ def nsa_fused_select(q, k, v, kc, o, *, bq: ml.constexpr, bs: ml.constexpr, topk
   score = ml.where(blocks == i * bq // bs, 1e30, score)               # the own block always
   vals, ids = ml.top_k(score, topk)
   rows = i * bq + ml.arange(bq)[:, None]
-  m = ml.full((bq,), -1e30, F32)
-  l = ml.zeros((bq,), F32)
-  acc = ml.zeros((bq, d), F32)
+  m, l, acc = softmax_state(bq, d)
   for n in range(topk):
     blk = ids[n]
-    ml.copy(k.at[h, ml.ds(blk * bs, bs)], k_s)
-    ml.copy(v.at[h, ml.ds(blk * bs, bs)], v_s)
+    kv_block(k, v, h, blk, bs, k_s, v_s)
     cols = blk * bs + ml.arange(bs)[None, :]
     s = ml.where((cols <= rows) & (vals[n] > -1e29), ml.dot(q_s, k_s.T) * scale, -1e30)
     m, l, acc = online_step(m, l, acc, s, v_s, q.dtype)
@@ -67,8 +55,7 @@ def dq_atomic(q, k, v, do, lse, delta, dq, *, bq: ml.constexpr, bkv: ml.constexp
   j, h = ml.program_id(0), ml.program_id(1)
   d = q.shape[2]
   k_s, v_s = ml.smem((bkv, d)), ml.smem((bkv, d))
-  ml.copy(k.at[h, ml.ds(j * bkv, bkv)], k_s)
-  ml.copy(v.at[h, ml.ds(j * bkv, bkv)], v_s)
+  kv_block(k, v, h, j, bkv, k_s, v_s)
   q_s, do_s = ml.smem((bq, d)), ml.smem((bq, d))
   for i in ml.range(q.shape[1] // bq):
     ml.copy(q.at[h, ml.ds(i * bq, bq)], q_s)
@@ -83,24 +70,13 @@ def dq_atomic(q, k, v, do, lse, delta, dq, *, bq: ml.constexpr, bkv: ml.constexp
 def gqa_dkdv(q, k, v, do, lse, delta, dk, dv, *, bq: ml.constexpr, bkv: ml.constexpr, scale: ml.constexpr):
   """dK, dV of kv head hk summed over its g query heads (an outer loop over the group), causal."""
   j, hk = ml.program_id(0), ml.program_id(1)
-  g, d = q.shape[0] // k.shape[0], q.shape[2]
-  k_s, v_s = ml.smem((bkv, d)), ml.smem((bkv, d))
-  ml.copy(k.at[hk, ml.ds(j * bkv, bkv)], k_s)
-  ml.copy(v.at[hk, ml.ds(j * bkv, bkv)], v_s)
-  q_s, do_s = ml.smem((bq, d)), ml.smem((bq, d))
-  dk_acc = ml.zeros((bkv, d), F32)
-  dv_acc = ml.zeros((bkv, d), F32)
-  cols = j * bkv + ml.arange(bkv)[None, :]
+  g = q.shape[0] // k.shape[0]
+  k_s, v_s, q_s, do_s, dk_acc, dv_acc, cols = kv_grad_tile(k, v, hk, j, bq, bkv, q)
   for hh in range(g):
     h = hk * g + hh
     for i in ml.range(j * bkv // bq, q.shape[1] // bq, stages=2):
-      ml.copy(q.at[h, ml.ds(i * bq, bq)], q_s)
-      ml.copy(do.at[h, ml.ds(i * bq, bq)], do_s)
-      p = ml.exp(ml.dot(q_s, k_s.T) * scale - lse.at[h, ml.ds(i * bq, bq)][...][:, None])
-      p = ml.where(cols <= i * bq + ml.arange(bq)[:, None], p, 0.0)
-      dv_acc = ml.dot(p.astype(q.dtype).T, do_s, dv_acc)
-      ds = p * (ml.dot(do_s, v_s.T) - delta.at[h, ml.ds(i * bq, bq)][...][:, None])
-      dk_acc = ml.dot(ds.astype(q.dtype).T, q_s, dk_acc)
+      dk_acc, dv_acc, _ = causal_dkdv_step(q, do, lse, delta, h, i, bq, q_s, do_s, k_s, v_s, cols, scale, dk_acc,
+                                           dv_acc)
   dk.at[hk, ml.ds(j * bkv, bkv)][...] = dk_acc * scale
   dv.at[hk, ml.ds(j * bkv, bkv)][...] = dv_acc
 
@@ -112,17 +88,13 @@ def t5_register_table(q, k, v, table, o, *, bq: ml.constexpr, bkv: ml.constexpr,
   bidirectional, exact buckets only: |offset| clamped to num_buckets // 2 - 1)."""
   i, h = ml.program_id(0), ml.program_id(1)
   d = q.shape[2]
-  q_s, k_s, v_s = ml.smem((bq, d)), ml.smem((bkv, d)), ml.smem((bkv, d))
-  ml.copy(q.at[h, ml.ds(i * bq, bq)], q_s)
+  q_s, k_s, v_s = q_tile(q, h, i, bq, bkv)
   col = table[...][:, h]                                          # (num_buckets,) in registers
   rows = i * bq + ml.arange(bq)[:, None]
   half = num_buckets // 2
-  m = ml.full((bq,), -1e30, F32)
-  l = ml.zeros((bq,), F32)
-  acc = ml.zeros((bq, d), F32)
+  m, l, acc = softmax_state(bq, d)
   for j in ml.range(k.shape[1] // bkv, stages=2):
-    ml.copy(k.at[h, ml.ds(j * bkv, bkv)], k_s)
-    ml.copy(v.at[h, ml.ds(j * bkv, bkv)], v_s)
+    kv_block(k, v, h, j, bkv, k_s, v_s)
     rel = j * bkv + ml.arange(bkv)[None, :] - rows
     bucket = ml.where(rel > 0, half, 0) + ml.minimum(ml.abs(rel), half - 1)
     s = ml.dot(q_s, k_s.T) + col[bucket]
@@ -140,9 +112,7 @@ def decode_gqa_one_token(q, k, v, lens, o, *, bkv: ml.constexpr, scale: ml.const
   qv = q.at[b, ml.ds(hk * g, g)][...]
   k_s, v_s = ml.smem((bkv, d)), ml.smem((bkv, d))
   n = lens[b]
-  m = ml.full((g,), -1e30, F32)
-  l = ml.zeros((g,), F32)
-  acc = ml.zeros((g, d), F32)
+  m, l, acc = softmax_state(g, d)
   for j in ml.range(ml.cdiv(n, bkv), stages=2):
     ml.copy(k.at[b, ml.ds(j * bkv, bkv), hk, :], k_s)
     ml.copy(v.at[b, ml.ds(j * bkv, bkv), hk, :], v_s)

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from probe68a_lib import kv_block, online_step, q_tile, softmax_state
 
 S = jax.ShapeDtypeStruct
 F32, BF16, I32, I8, E4M3 = jnp.float32, jnp.bfloat16, jnp.int32, jnp.int8, jnp.float8_e4m3fn
@@ -18,22 +19,13 @@ def fp8_attention(q, k, v, descale, o, *, bq: ml.constexpr, bkv: ml.constexpr, s
   """q, k, v float8_e4m3 (heads, seq, d) with descales (3,) float32 (q's, k's, v's); p rescaled by 448 into e4m3."""
   i, h = ml.program_id(0), ml.program_id(1)
   d = q.shape[2]
-  q_s, k_s, v_s = ml.smem((bq, d)), ml.smem((bkv, d)), ml.smem((bkv, d))
-  ml.copy(q.at[h, ml.ds(i * bq, bq)], q_s)
+  q_s, k_s, v_s = q_tile(q, h, i, bq, bkv)
   c = scale * descale[0] * descale[1]
-  m = ml.full((bq,), -1e30, F32)
-  l = ml.zeros((bq,), F32)
-  acc = ml.zeros((bq, d), F32)
+  m, l, acc = softmax_state(bq, d)
   for j in ml.range(k.shape[1] // bkv, stages=2):
-    ml.copy(k.at[h, ml.ds(j * bkv, bkv)], k_s)
-    ml.copy(v.at[h, ml.ds(j * bkv, bkv)], v_s)
+    kv_block(k, v, h, j, bkv, k_s, v_s)
     s = ml.dot(q_s, k_s.T) * c
-    m_new = ml.maximum(m, ml.max(s, axis=1))
-    alpha = ml.exp(m - m_new)
-    p = ml.exp(s - m_new[:, None])
-    l = l * alpha + ml.sum(p, axis=1)
-    acc = ml.dot((p * 448.0).astype(E4M3), v_s, acc * alpha[:, None])
-    m = m_new
+    m, l, acc = online_step(m, l, acc, s, v_s, E4M3, p_scale=448.0)
   o.at[h, ml.ds(i * bq, bq)][...] = (acc * (descale[2] / 448.0) / l[:, None]).astype(o.dtype)
 
 
@@ -47,19 +39,11 @@ def sage_int8(q, k, v, qs, ks, o, *, bq: ml.constexpr, bkv: ml.constexpr, scale:
   q_s, k_s, v_s = ml.smem((bq, d), I8), ml.smem((bkv, d), I8), ml.smem((bkv, d), BF16)
   ml.copy(q.at[h, ml.ds(i * bq, bq)], q_s)
   qsc = qs[h, i]
-  m = ml.full((bq,), -1e30, F32)
-  l = ml.zeros((bq,), F32)
-  acc = ml.zeros((bq, d), F32)
+  m, l, acc = softmax_state(bq, d)
   for j in ml.range(k.shape[1] // bkv, stages=2):
-    ml.copy(k.at[h, ml.ds(j * bkv, bkv)], k_s)
-    ml.copy(v.at[h, ml.ds(j * bkv, bkv)], v_s)
+    kv_block(k, v, h, j, bkv, k_s, v_s)
     s = ml.dot(q_s, k_s.T).astype(F32) * (qsc * ks[h, j] * scale)
-    m_new = ml.maximum(m, ml.max(s, axis=1))
-    alpha = ml.exp(m - m_new)
-    p = ml.exp(s - m_new[:, None])
-    l = l * alpha + ml.sum(p, axis=1)
-    acc = ml.dot(p.astype(BF16), v_s, acc * alpha[:, None])
-    m = m_new
+    m, l, acc = online_step(m, l, acc, s, v_s, BF16)
   o.at[h, ml.ds(i * bq, bq)][...] = (acc / l[:, None]).astype(o.dtype)
 
 
@@ -71,20 +55,11 @@ def block_sparse(q, k, v, bmask, o, *, bq: ml.constexpr, bkv: ml.constexpr, scal
   (the diagonal always set), skipped otherwise, under a run-time if inside the (pipelined) loop."""
   i, h = ml.program_id(0), ml.program_id(1)
   d = q.shape[2]
-  q_s, k_s, v_s = ml.smem((bq, d)), ml.smem((bkv, d)), ml.smem((bkv, d))
-  ml.copy(q.at[h, ml.ds(i * bq, bq)], q_s)
-  m = ml.full((bq,), -1e30, F32)
-  l = ml.zeros((bq,), F32)
-  acc = ml.zeros((bq, d), F32)
+  q_s, k_s, v_s = q_tile(q, h, i, bq, bkv)
+  m, l, acc = softmax_state(bq, d)
   for j in ml.range(k.shape[1] // bkv, stages=stages):
     if bmask[i, j] != 0:
-      ml.copy(k.at[h, ml.ds(j * bkv, bkv)], k_s)
-      ml.copy(v.at[h, ml.ds(j * bkv, bkv)], v_s)
+      kv_block(k, v, h, j, bkv, k_s, v_s)
       s = ml.dot(q_s, k_s.T) * scale
-      m_new = ml.maximum(m, ml.max(s, axis=1))
-      alpha = ml.exp(m - m_new)
-      p = ml.exp(s - m_new[:, None])
-      l = l * alpha + ml.sum(p, axis=1)
-      acc = ml.dot(p.astype(q.dtype), v_s, acc * alpha[:, None])
-      m = m_new
+      m, l, acc = online_step(m, l, acc, s, v_s, q.dtype)
   o.at[h, ml.ds(i * bq, bq)][...] = (acc / l[:, None]).astype(o.dtype)

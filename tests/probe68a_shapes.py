@@ -9,19 +9,10 @@ import jax.numpy as jnp
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+from probe68a_lib import kv_block, online_step, q_tile, softmax_state
 
 S = jax.ShapeDtypeStruct
 F32, BF16, F16, I32 = jnp.float32, jnp.bfloat16, jnp.float16, jnp.int32
-
-
-@ml.inline
-def online_step(m, l, acc, s, v, dtype):
-  m_new = ml.maximum(m, ml.max(s, axis=1))
-  alpha = ml.exp(m - m_new)
-  p = ml.exp(s - m_new[:, None])
-  l = l * alpha + ml.sum(p, axis=1)
-  acc = ml.dot(p.astype(dtype), v, acc * alpha[:, None])
-  return m_new, l, acc
 
 
 @mg.mgpu_kernel(out_shape=lambda q, k, v, **_: S(q.shape[:2] + v.shape[2:], q.dtype),
@@ -34,12 +25,9 @@ def prefill_qk_v_dims(q, k, v, o, *, bq: ml.constexpr, bkv: ml.constexpr, scale:
   q_s, k_s, v_s = ml.smem((bq, dqk)), ml.smem((bkv, dqk)), ml.smem((bkv, dv))
   ml.copy(q.at[h, ml.ds(i * bq, bq)], q_s)
   rows = i * bq + ml.arange(bq)[:, None]
-  m = ml.full((bq,), -1e30, F32)
-  l = ml.zeros((bq,), F32)
-  acc = ml.zeros((bq, dv), F32)
+  m, l, acc = softmax_state(bq, dv)
   for j in ml.range(ml.cdiv(ml.minimum((i + 1) * bq, t), bkv), stages=2):
-    ml.copy(k.at[h, ml.ds(j * bkv, bkv)], k_s)
-    ml.copy(v.at[h, ml.ds(j * bkv, bkv)], v_s)
+    kv_block(k, v, h, j, bkv, k_s, v_s)
     cols = j * bkv + ml.arange(bkv)[None, :]
     s = ml.where((cols <= rows) & (cols < t), ml.dot(q_s, k_s.T) * scale, -1e30)
     m, l, acc = online_step(m, l, acc, s, v_s, q.dtype)
@@ -54,14 +42,10 @@ def cross_ragged(q, k, v, o, *, bq: ml.constexpr, bkv: ml.constexpr, scale: ml.c
   """Cross-attention, (heads, seq, d) at lengths no multiple of the tiles (q 100, kv 77), head_dim from the input."""
   i, h = ml.program_id(0), ml.program_id(1)
   d = q.shape[2]
-  q_s, k_s, v_s = ml.smem((bq, d)), ml.smem((bkv, d)), ml.smem((bkv, d))
-  ml.copy(q.at[h, ml.ds(i * bq, bq)], q_s)
-  m = ml.full((bq,), -1e30, F32)
-  l = ml.zeros((bq,), F32)
-  acc = ml.zeros((bq, d), F32)
+  q_s, k_s, v_s = q_tile(q, h, i, bq, bkv)
+  m, l, acc = softmax_state(bq, d)
   for j in ml.range(ml.cdiv(k.shape[1], bkv), stages=2):
-    ml.copy(k.at[h, ml.ds(j * bkv, bkv)], k_s)
-    ml.copy(v.at[h, ml.ds(j * bkv, bkv)], v_s)
+    kv_block(k, v, h, j, bkv, k_s, v_s)
     s = ml.where(j * bkv + ml.arange(bkv)[None, :] < k.shape[1], ml.dot(q_s, k_s.T) * scale, -math.inf)
     m, l, acc = online_step(m, l, acc, s, v_s, q.dtype)
   q_s[...] = (acc / l[:, None]).astype(o.dtype)
@@ -76,15 +60,13 @@ def sinks_two_warpgroups(q, k, v, sinks, o, *, bkv: ml.constexpr, scale: ml.cons
   i, h = ml.program_id(0), ml.program_id(1)
   d = q.shape[2]
   c = scale * 1.4426950408889634
-  q_s, k_s, v_s = ml.smem((128, d)), ml.smem((bkv, d)), ml.smem((bkv, d))
-  ml.copy(q.at[h, ml.ds(i * 128, 128)], q_s)
+  q_s, k_s, v_s = q_tile(q, h, i, 128, bkv)
   rows = i * 128 + ml.arange(128)[:, None]
   m = ml.full((128,), sinks[h] * 1.4426950408889634, F32)
   l = ml.full((128,), 1.0, F32)
   acc = ml.zeros((128, d), F32)
   for j in ml.range(ml.cdiv((i + 1) * 128, bkv), stages=2):
-    ml.copy(k.at[h, ml.ds(j * bkv, bkv)], k_s)
-    ml.copy(v.at[h, ml.ds(j * bkv, bkv)], v_s)
+    kv_block(k, v, h, j, bkv, k_s, v_s)
     s = ml.where(j * bkv + ml.arange(bkv)[None, :] <= rows, ml.dot(q_s, k_s.T) * c, -math.inf)
     m_new = ml.maximum(m, ml.max(s, axis=1))
     alpha = ml.exp2(m - m_new, approx=True)
@@ -103,12 +85,9 @@ def chunked_prefill(q, k, v, kp, vp, tables, plen, o, *, bq: ml.constexpr, scale
   d) through a block table, then to the chunk itself causally: two loops, one online softmax."""
   i, h = ml.program_id(0), ml.program_id(1)
   d, page = q.shape[2], kp.shape[2]
-  q_s, k_s, v_s = ml.smem((bq, d)), ml.smem((page, d)), ml.smem((page, d))
-  ml.copy(q.at[h, ml.ds(i * bq, bq)], q_s)
+  q_s, k_s, v_s = q_tile(q, h, i, bq, page)
   n = plen[0]
-  m = ml.full((bq,), -1e30, F32)
-  l = ml.zeros((bq,), F32)
-  acc = ml.zeros((bq, d), F32)
+  m, l, acc = softmax_state(bq, d)
   for j in ml.range(ml.cdiv(n, page), stages=2):
     ml.copy(kp.at[h, tables[j]], k_s)
     ml.copy(vp.at[h, tables[j]], v_s)
@@ -116,8 +95,7 @@ def chunked_prefill(q, k, v, kp, vp, tables, plen, o, *, bq: ml.constexpr, scale
     m, l, acc = online_step(m, l, acc, s, v_s, q.dtype)
   rows = i * bq + ml.arange(bq)[:, None]
   for j in ml.range(ml.cdiv((i + 1) * bq, page), stages=2):
-    ml.copy(k.at[h, ml.ds(j * page, page)], k_s)
-    ml.copy(v.at[h, ml.ds(j * page, page)], v_s)
+    kv_block(k, v, h, j, page, k_s, v_s)
     s = ml.where(j * page + ml.arange(page)[None, :] <= rows, ml.dot(q_s, k_s.T) * scale, -1e30)
     m, l, acc = online_step(m, l, acc, s, v_s, q.dtype)
   o.at[h, ml.ds(i * bq, bq)][...] = (acc / l[:, None]).astype(o.dtype)

@@ -18,6 +18,7 @@ import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from locate import expect, where
 from probe_util import line_of
+from probe68a_lib import online_step
 from probe68a_cases import CASES, K, mla_split_inputs, mla_split_ref
 
 S = jax.ShapeDtypeStruct
@@ -56,7 +57,7 @@ def test_corpus_matches_its_reference_and_builds(name):
   _check(*CASES[name])
 
 
-GPU_TWINS = ["mla_vsplit_h64", "mla_paged_split_combine_s1", "mla_two_halves", "nsa_selected_tiles", "nsa_fused_select", "sink_gqa",
+GPU_TWINS = ["mla_vsplit_h64", "mla_split_h64_halves", "mla_paged_split_combine_s1", "mla_two_halves", "nsa_selected_tiles", "nsa_fused_select", "sink_gqa",
              "softcap_fwd_causal", "bwd_softcap_causal", "varlen_qk", "t5_bidirectional", "dropout_hash",
              "decode_gqa_one_token", "dq_atomic", "fp8_attention", "sage_int8", "block_sparse_s2", "mla_mtp",
              "nsa_group_selected", "fused_bwd_causal", "dkdv_ragged_dropout", "prefill_192_128_bq128",
@@ -65,14 +66,17 @@ GPU_TWINS = ["mla_vsplit_h64", "mla_paged_split_combine_s1", "mla_two_halves", "
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", GPU_TWINS)
-def test_gpu_corpus_matches_its_reference(name):
+def test_gpu_corpus_matches_its_reference_and_interpret_mode(name):
+  """The GPU against the float32 reference, and against interpret mode (the same numerics: closer still)."""
   run, make, ref, tol = CASES[name]
   args = make(1)
   with warnings.catch_warnings():
     warnings.simplefilter("ignore", mg.KernelWarning)
-    got = jax.jit(run)(*args)
-  for g, w in _pairs(got, ref(*args)):
+    on_gpu, interpreted = jax.jit(run)(*args), run(*args, interpret=True)
+  for g, w in _pairs(on_gpu, ref(*args)):
     assert _relerr(g, w) <= max(tol, 1e-3), (name, _relerr(g, w))
+  for g, i in _pairs(on_gpu, interpreted):
+    assert _relerr(g, i) <= max(tol, 1e-3), (name, "against interpret mode", _relerr(g, i))
 
 
 def _specs(name):
@@ -180,34 +184,6 @@ WIDE_HINT = ("split the dot by hand, or compute fewer rows per program: a buffer
              " k)), each stored into its columns of the output")
 
 
-@mg.mgpu_kernel(out_shape=lambda qn, *_, **__: S(qn.shape, qn.dtype), grid=lambda qn, *_, **__: (qn.shape[0],))
-def mla_two_accumulators(qn, qp, ckv, kpe, o, *, bkv: ml.constexpr, scale: ml.constexpr):
-  """mla_decode_split_dims as MG402's hint writes it: one accumulator of 256 latent columns a piece."""
-  b = ml.program_id(0)
-  h, dc, dr = qn.shape[1], qn.shape[2], qp.shape[2]
-  qn_s, qp_s = ml.smem((h, dc)), ml.smem((h, dr))
-  ml.copy(qn.at[b], qn_s)
-  ml.copy(qp.at[b], qp_s)
-  c_s, r_s = ml.smem((bkv, dc)), ml.smem((bkv, dr))
-  m = ml.full((h,), -1e30, F32)
-  l = ml.zeros((h,), F32)
-  acc0 = ml.zeros((h, 256), F32)
-  acc1 = ml.zeros((h, 256), F32)
-  for j in ml.range(ckv.shape[1] // bkv, stages=2):
-    ml.copy(ckv.at[b, ml.ds(j * bkv, bkv)], c_s)
-    ml.copy(kpe.at[b, ml.ds(j * bkv, bkv)], r_s)
-    s = ml.dot(qp_s, r_s.T, ml.dot(qn_s, c_s.T)) * scale
-    m_new = ml.maximum(m, ml.max(s, axis=1))
-    alpha = ml.exp(m - m_new)
-    p = ml.exp(s - m_new[:, None])
-    l = l * alpha + ml.sum(p, axis=1)
-    acc0 = ml.dot(p.astype(qn.dtype), c_s.at[:, 0:256], acc0 * alpha[:, None])
-    acc1 = ml.dot(p.astype(qn.dtype), c_s.at[:, 256:512], acc1 * alpha[:, None])
-    m = m_new
-  o.at[b, :, 0:256][...] = (acc0 / l[:, None]).astype(o.dtype)
-  o.at[b, :, 256:512][...] = (acc1 / l[:, None]).astype(o.dtype)
-
-
 def test_a_512_column_p_at_v_beside_pipelined_stages_gets_the_wide_dot_hint_which_fits():
   """FlashMLA's 64 heads x 512 latent columns: `ml.dot(p, c_s, acc)` joins its two 256-column products through a
   128 KiB wide dot scratch. MG402's hint said to cut the user's tiles to a quarter (q's 64 rows to 16, which the dot
@@ -217,8 +193,7 @@ def test_a_512_column_p_at_v_beside_pipelined_stages_gets_the_wide_dot_hint_whic
   e = _error(kernel, specs, kw)
   assert (type(e), e.code) == (mg.SmemCapacityError, "MG402")
   assert e.hint == WIDE_HINT, e.hint
-  _check(lambda *a, interpret=False: mla_two_accumulators(*a, interpret=interpret, bkv=64, scale=0.07),
-         lambda s: mla_split_inputs(s, h=64), lambda *a: mla_split_ref(*a)[0], 2e-2)
+  _check(*CASES["mla_split_h64_halves"])          # mla_decode_split_dims(halves=True): the hint followed
 
 
 def test_the_largest_buffer_keeps_its_wording():
@@ -270,15 +245,16 @@ def test_a_partial_key_block_stored_from_registers_is_mg203_with_the_mask_that_w
 
 # ---------------------------------------------------------------- class 4: an 8-bit B stored (k, n)
 def test_fa3_float8_p_at_v_with_v_as_stored_is_transposed_by_the_compiler():
-  """FlashAttention-3's float8 forward: `ml.dot((p * 448.0).astype(E4M3), v_s, acc * alpha[:, None])` with v_s copied
+  """FlashAttention-3's float8 forward: `ml.dot((p * 448.0).astype(E4M3), v_s, acc * alpha[:, None])` (probe68a_lib's
+  online_step with p_scale=448.0) with v_s copied
   by TMA as V is stored, (keys, head_dim). The tensor cores read 8-bit operands K-major only: it was MG501, whose hint
   transposed the tile by hand. As for float32 since probe 67b, the compiler now stores it once into an (n, k) buffer
   read as its view .T (each trip: the loop's stage), and the kernel computes (the corpus's fp8_attention)."""
   run, make, ref, tol = CASES["fp8_attention"]
   args = make(0)
   ir = run.kernel.typed_ir(*[S(a.shape, a.dtype) for a in args], **run.kw)
-  line = where(run.kernel, "acc = ml.dot((p * 448.0)")[0]
-  at = f"# probe68a_quant.py:{line}"
+  line = line_of(online_step, "acc = ml.dot((p * p_scale")[0]      # (the helper's dot, p_scale=448.0 here)
+  at = f"# probe68a_lib.py:{line}"
   buf = next(x.split(":")[0].strip() for x in ir.splitlines() if "float8_e4m3fn> = smemalloc" in x and x.endswith(at))
   view = next(x.split(":")[0].strip() for x in ir.splitlines() if f"view ref={buf} " in x and "transpose=True" in x)
   assert any("= dot a=" in x and f"b={view} " in x for x in ir.splitlines()), ir
@@ -315,8 +291,8 @@ def test_gpu_the_fixed_classes_compute():
   x = np.random.default_rng(1).standard_normal((64, 256)).astype(np.float32)
   np.testing.assert_allclose(np.asarray(jax.jit(run_time_columns_fixed)(x)), 2 * x, rtol=1e-6)
   args = mla_split_inputs(2, h=64)
-  got = jax.jit(lambda *a: mla_two_accumulators(*a, bkv=64, scale=0.07))(*args)
-  assert _relerr(got, mla_split_ref(*args)[0]) < 2e-2
+  got = jax.jit(lambda *a: K.mla_decode_split_dims(*a, bkv=64, scale=0.07, halves=True))(*args)
+  assert _relerr(got[0], mla_split_ref(*args)[0]) < 2e-2
   run, make, ref, tol = CASES["mla_paged_copy2"]
   args = make(3)
   assert _relerr(jax.jit(run)(*args), ref(*args)) < 2e-2
