@@ -418,6 +418,7 @@ def _trace_once(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid
   kernel.transient_ids = frozenset(em.transient)
   kernel.page_gathers = dict(getattr(em, "page_gathers", {}))     # (MG402's hint: frontend/page_gathers.py)
   kernel.staged_b = dict(getattr(em, "staged_b", {}))    # ml.dot's B tiles from registers (ops/dot_staging.py)
+  kernel.staged_b_buffers = dict(getattr(em, "staged_b_buffers", {}))     # (their buffers, for MG402's hint)
   kernel.split_k = split_k          # (a retry's plan, {} after a failed one: layout_checks.by_tile_blocks then)
   kernel.static_skips = list(getattr(tr, "static_skips", {}).values())   # (for MG602's hint)
   kernel.inline_sites = em.inline_sites            # (for notes on errors found later, interpret mode's too)

@@ -548,4 +548,9 @@ def _operand_text(v) -> str:
     return f"jnp.{v.value}"
   if isinstance(v, np.dtype) or isinstance(v, type) and isinstance(getattr(v, "dtype", None), np.dtype):
     return f"jnp.{np.dtype(v if isinstance(v, np.dtype) else v.dtype).name}"
-  return repr(v) if isinstance(v, (bool, int, float, tuple, str, type(None))) else "x"
+  if isinstance(v, (bool, int, float, tuple, str, type(None))):
+    return repr(v)
+  import re
+  from .ir import Value    # a traced value the user named (`xv`, `w[...]`, `k_s.T`): its name (probe 68a: every one
+  name = v.name if isinstance(v, Value) else ""     # was `x`, so `jnp.dot(xv, wv)`'s buffers were `x_s`, `x padded`)
+  return name if name and "_jnp_" not in name and re.fullmatch(r"[A-Za-z_][\w.]*(\[[^\]]*\])*", name) else "x"

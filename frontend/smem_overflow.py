@@ -85,6 +85,10 @@ def _smaller_hint(kernel, life, barrier_bytes, total) -> str | None:
     size = lambda b: b.type.nbytes // cut if b.id in group else b.type.nbytes
     fits = _place(kernel.smem, life, barrier_bytes, size)[1]
     if fits <= SMEM_LIMIT:
+      if (staged := getattr(kernel, "staged_b_buffers", {}).get(big.id)) is not None:
+        many = (f" (the buffer the compiler stores ml.dot's register operand {staged[0]} into; " +
+                ("its rows are k: the dot becomes a loop of dots over k adding into one accumulator)"
+                 if staged[1] == "kn" else "its rows are n: the dot computes fewer of its columns a program)"))
       return (f"use smaller tiles: {big.name} of shape {_cut(shape, cut)} instead of {shape}{many}"
               f" ({kib(big.type.nbytes // cut)}, the tile a program handles cut to match) fits, {fits} bytes in all;"
               f" or reuse one buffer for values the kernel does not need at once")

@@ -377,3 +377,74 @@ CASES.update({
   "block_sparse_s1": (_kw(K.block_sparse, bq=64, bkv=64, scale=0.125, stages=1), sparse_inputs, sparse_ref, 2e-2),
   "block_sparse_s2": (_kw(K.block_sparse, bq=64, bkv=64, scale=0.125, stages=2), sparse_inputs, sparse_ref, 2e-2),
 })
+
+
+import probe68a_dsa  # noqa: E402
+K.__dict__.update(vars(probe68a_dsa))
+
+
+def indexer_inputs(s, t=256, hi=4, d=64):
+  r = rng(s)
+  return normal(r, (t, hi, d)), normal(r, (t, d)), jnp.asarray(r.random((t, hi)), F32)
+
+
+def indexer_scores(qi, ki, w):
+  t = qi.shape[0]
+  sc = jnp.einsum("thd,sd->hts", f(qi), f(ki))
+  sc = jnp.einsum("th,hts->ts", f(w), jnp.maximum(sc, 0.0))
+  return jnp.where(jnp.arange(t)[None, :] <= jnp.arange(t)[:, None], sc, -1e30)
+
+
+def indexer_check(qi, ki, w, topk=16):
+  """The selected keys' scores are each row's top-k scores (ties may order differently)."""
+  sc = indexer_scores(qi, ki, w)
+  vals = jax.lax.top_k(sc, topk)[0]
+  return jnp.where(vals > -1e29, vals, -1e30)
+
+
+def indexer_run(qi, ki, w, interpret=False):
+  idx = K.lightning_indexer(qi, ki, w, bq=64, topk=16, interpret=interpret)
+  sc = indexer_scores(qi, ki, w)
+  got = jnp.take_along_axis(sc, jnp.maximum(idx, 0), 1)
+  return jnp.where(idx >= 0, got, -1e30)
+
+
+def dsa_inputs(s, t=96, h=16, topk=128):
+  r = rng(s)
+  idx = np.full((t, topk), -1, np.int32)
+  for i in range(t):
+    n = min(i + 1, topk)
+    idx[i, :n] = r.permutation(i + 1)[:n]
+  return normal(r, (t, h, 576)), normal(r, (t, 576)), jnp.asarray(idx)
+
+
+def dsa_ref(q, kv, idx, scale=0.07):
+  t = q.shape[0]
+  mask = jnp.zeros((t, t), bool).at[jnp.arange(t)[:, None], jnp.maximum(idx, 0)].max(idx >= 0)
+  return attn(q, kv[None], kv[None, :, :512], scale, mask[:, None, :])[0]
+
+
+def rope_attn_inputs(s, h=2, t=128, d=64):
+  q, k, v = hsd(s, h=h, t=t, d=d)
+  inv = 1.0 / (10000 ** (np.arange(d // 2) / (d // 2)))
+  ang = np.arange(t)[:, None] * inv[None, :]
+  return q, k, v, jnp.asarray(np.cos(ang), F32), jnp.asarray(np.sin(ang), F32)
+
+
+def rope_attn_ref(q, k, v, cos, sin, scale=0.125):
+  def rot(x):
+    x1, x2 = f(x)[..., :x.shape[-1] // 2], f(x)[..., x.shape[-1] // 2:]
+    return jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1).astype(BF16)
+  return attn(rot(q), rot(k), v, scale, causal_mask(q.shape[1])[None])[0]
+
+
+CASES.update({
+  "lightning_indexer": (indexer_run, indexer_inputs, indexer_check, 1e-3),
+  "dsa_sparse_mla": (_kw(K.dsa_sparse_mla, dv=512, bn=512, scale=0.07), dsa_inputs, dsa_ref, 2e-2),
+  "mla_absorb": (K.mla_absorb, lambda s: (normal(rng(s), (64, 4, 128)), normal(rng(s + 1), (4, 128, 512), scale=0.1)),
+                 lambda qn, w: jnp.einsum("thd,hdc->thc", f(qn), f(w)), 2e-2),
+  "nsa_compress_mlp": (_kw(K.nsa_compress_mlp, bs=16), lambda s: (normal(rng(s), (2, 128, 64)),
+                                                                  normal(rng(s + 1), (16 * 64, 64), scale=0.03)),
+                       lambda k, w: jnp.einsum("hcn,nd->hcd", f(k).reshape(2, 8, 16 * 64), f(w)), 2e-2),
+  "rope_attention": (_kw(K.rope_attention, bq=64, bkv=64, scale=0.125), rope_attn_inputs, rope_attn_ref, 2e-2),
+})

@@ -26,7 +26,8 @@ F32, BF16 = jnp.float32, jnp.bfloat16
 
 # The cases a legitimate refusal meets (tested below, each with its error); every other case must compute.
 REFUSED = {"mla_split_h16", "mla_split_h64", "mla_shared_h16", "mla_shared_h128", "mla_paged_split_combine",
-           "mla_vsplit_h16", "mla_paged_gather", "mla_paged_gather_fixed", "nsa_gate_mix", "dkdv_ragged_unmasked"}
+           "mla_vsplit_h16", "mla_paged_gather", "mla_paged_gather_fixed", "nsa_gate_mix", "dkdv_ragged_unmasked",
+           "nsa_compress_mlp"}
 OK = sorted(set(CASES) - REFUSED)
 
 
@@ -284,6 +285,32 @@ def test_an_8bit_b_stored_k_by_n_computes_beside_an_smem_a_and_an_accumulator(dt
   want = np.asarray(a, np.float64) @ np.asarray(b, np.float64)
   np.testing.assert_allclose(np.asarray(kn(a, b, interpret=True), np.float64), want, rtol=1e-5, atol=1e-3)
   jax.export.export(jax.jit(kn), platforms=["cuda"])(S(a.shape, a.dtype), S(b.shape, b.dtype)).mlir_module()
+
+
+# ---------------------------------------------------------------- class 5: jnp forms' operands named as the user wrote them
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[1]), F32), grid=lambda x, w: (1,))
+def gemv_rows(x, w, o):
+  xv = x[...]
+  wv = w[...]
+  o[...] = jnp.dot(xv, wv, preferred_element_type=F32)
+
+
+def test_a_jnp_dot_names_its_operands_buffers_after_the_users_values():
+  """NSA's compression by a linear layer, `jnp.dot(x, w[...])` of 8 blocks by a (1024, 64) weight: past the SMEM
+  limit, whose message named the compiler's buffers `x padded to 64 rows` and `x_s` (every operand of a jnp form was
+  `x` in its messages), and whose hint cut `x_s`, a buffer the user never wrote. They are named after the user's
+  values now (`xv`, `wv_s`), and the hint says what that buffer is and what cutting it means."""
+  e = _error(gemv_rows, [S((8, 1024), BF16), S((1024, 64), BF16)], {})
+  assert (type(e), e.code) == (mg.SmemCapacityError, "MG402")
+  assert e.message.startswith("the kernel's SMEM needs 262144 bytes (wv_s 128 KiB, xv padded to 64 rows 128 KiB, the"
+                              " 64-row product of jnp.dot(xv, wv, preferred_element_type=F32) scratch"), e.message
+  assert e.hint.startswith("use smaller tiles: wv_s of shape (512, 64) instead of (1024, 64) (the buffer the compiler"
+                           " stores ml.dot's register operand wv into; its rows are k: the dot becomes a loop of dots"
+                           " over k adding into one accumulator)"), e.hint
+  kernel, specs, kw = _specs("nsa_compress_mlp")
+  e = _error(kernel, specs, kw)
+  assert "xv" not in e.message and "x padded to 64 rows" in e.message     # (its own x: the user's name)
+  assert "register operand w[...] into; its rows are k" in e.hint, e.hint
 
 
 @pytest.mark.gpu

@@ -70,6 +70,7 @@ def staged_b(cx, b):
     if block is not cx.b.block:
       buf = scratch(cx, shape, b.type.dtype, f"{text}_s" if text.isidentifier() else "b_s")
       cx.b.transient.discard(buf.id)     # read by the asynchronous dot: planned as a buffer of its own
+      cx.b.__dict__.setdefault("staged_b_buffers", {})[buf.id] = (text or "b", way)   # (MG402's hint: smem_overflow.py)
       # a tile stored from registers takes the WGMMA layout, 64 rows a warpgroup: a k tile of 32 rows (BLOCK_K=32)
       # is stored transposed, (n, k), and read as its view buf.T (16-bit B tiles may be either way round)
       store(cx, buf, b if way == "kn" else src if src is not None else transpose_tensor(cx, b))
