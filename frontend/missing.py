@@ -674,8 +674,22 @@ def foreign_dsl(fn, text: str = "") -> str | None:
           f" are ml.range(n, stages=s), scratch is ml.smem(shape, dtype), barriers and waits are placed for you)")
 
 
+_NO_FORM = {     # library functions with no form in a kernel whose computation the hint spells out (probe 68a)
+    "dot_product_attention": (
+        "write the attention out (a kernel is where it is written): of (T, N, H) tiles in registers, s ="
+        " jnp.einsum('tnh,snh->nts', q, k, preferred_element_type=jnp.float32) * scale (scale 1 / math.sqrt(H) by"
+        " default; is_causal: s = jnp.where(jnp.tril(jnp.ones((T, S), bool)), s, -1e30)), p = jax.nn.softmax(s,"
+        " axis=-1).astype(v.dtype), o = jnp.einsum('nts,snh->tnh', p, v, preferred_element_type=jnp.float32) (jax's"
+        " own formula); for keys longer than a tile, an online softmax over key blocks (docs/language.md,"
+        " \"Attention: an online softmax over a pipelined loop\"; examples/attention.py)"),
+}
+
+
 def no_form(called: str) -> str:
   """The hint of a library function (jnp, lax, NumPy) with no form in a kernel and no hint of its own: not the
-  generic one for the kernel's own functions, which told a user of `jnp.lexsort` to decorate a helper (probe 56d)."""
+  generic one for the kernel's own functions, which told a user of `jnp.lexsort` to decorate a helper (probe 56d);
+  `_NO_FORM`'s where the computation is worth spelling out."""
+  if (own := _NO_FORM.get(called.rsplit(".", 1)[-1])) is not None:
+    return f"{called} has no form in a kernel: {own}"
   return (f"{called} has no form in a kernel: write what it computes with ml.* functions (jnp's namesakes of"
           f" them compute the same; a plain function of yours that holds them is traced as a helper)")

@@ -448,3 +448,23 @@ CASES.update({
                        lambda k, w: jnp.einsum("hcn,nd->hcd", f(k).reshape(2, 8, 16 * 64), f(w)), 2e-2),
   "rope_attention": (_kw(K.rope_attention, bq=64, bkv=64, scale=0.125), rope_attn_inputs, rope_attn_ref, 2e-2),
 })
+
+
+def triton_bwd_inputs(s, causal):
+  q, k, v, do, o, lse = bwd_inputs(s, causal=causal)
+  return q, k, v, do, lse * 1.4426950408889634, jnp.sum(f(o) * f(do), -1)
+
+
+def triton_bwd(causal):
+  def run(q, k, v, do, m, delta, interpret=False):
+    kw = dict(bq=64, bkv=64, scale=0.125, causal=causal, interpret=interpret)
+    dk, dv = K.triton_dkdv_transposed(q, k, v, do, m, delta, **kw)
+    return K.triton_dq(q, k, v, do, m, delta, **kw), dk, dv
+  return run
+
+
+CASES.update({
+  f"triton_bwd{'_causal' if causal else ''}": (
+      triton_bwd(causal), lambda s, causal=causal: triton_bwd_inputs(s, causal),
+      lambda q, k, v, do, m, delta, causal=causal: _grads(q, k, v, do, 0.0, causal), 3e-2)
+  for causal in (False, True)})

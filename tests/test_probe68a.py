@@ -313,6 +313,42 @@ def test_a_jnp_dot_names_its_operands_buffers_after_the_users_values():
   assert "register operand w[...] into; its rows are k" in e.hint, e.hint
 
 
+# ---------------------------------------------------------------- class 6: jax.nn.dot_product_attention's hint
+@mg.mgpu_kernel(out_shape=lambda q, k, v: S(q.shape, q.dtype), grid=lambda q, k, v: (q.shape[0],))
+def library_attention(q, k, v, o):
+  b = ml.program_id(0)
+  o.at[b][...] = jax.nn.dot_product_attention(q.at[b][...], k.at[b][...], v.at[b][...], is_causal=True)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, k, v: S(q.shape, q.dtype), grid=lambda q, k, v: (q.shape[0],))
+def library_attention_written_out(q, k, v, o):
+  b = ml.program_id(0)
+  qt, kt, vt = q.at[b][...], k.at[b][...], v.at[b][...]
+  s = jnp.einsum("tnh,snh->nts", qt, kt, preferred_element_type=jnp.float32) * (1 / q.shape[3] ** 0.5)
+  s = jnp.where(jnp.tril(jnp.ones((q.shape[1], k.shape[1]), bool)), s, -1e30)
+  p = jax.nn.softmax(s, axis=-1).astype(vt.dtype)
+  o.at[b][...] = jnp.einsum("nts,snh->tnh", p, vt, preferred_element_type=jnp.float32).astype(o.dtype)
+
+
+def test_jax_nn_dot_product_attention_in_a_kernel_gets_its_formula_which_matches_jax():
+  """A model's `jax.nn.dot_product_attention(q, k, v, is_causal=True)` moved into a kernel: MG003, whose hint was
+  the generic 'write what it computes with ml.* functions'. It now spells out jax's own formula for (T, N, H) tiles,
+  which computes jax's numbers exactly (interpret mode), and points at the online softmax for longer keys."""
+  specs = [S((2, 16, 4, 32), BF16)] * 3
+  e = expect(library_attention, specs, mg.KernelTypeError, "jax.nn.dot_product_attention(",
+             "dot_product_attention cannot take a register tensor inside a kernel")
+  assert e.hint.startswith("jax.nn.dot_product_attention has no form in a kernel: write the attention out (a kernel"
+                           " is where it is written): of (T, N, H) tiles in registers, s = jnp.einsum('tnh,snh->nts',"
+                           " q, k, preferred_element_type=jnp.float32) * scale"), e.hint
+  assert "o = jnp.einsum('nts,snh->tnh', p, v, preferred_element_type=jnp.float32)" in e.hint
+  r = np.random.default_rng(6)
+  q, k, v = (jnp.asarray(r.standard_normal((2, 16, 4, 32)), BF16) for _ in range(3))
+  got = library_attention_written_out(q, k, v, interpret=True)
+  np.testing.assert_array_equal(np.asarray(got, np.float32),
+                                np.asarray(jax.nn.dot_product_attention(q, k, v, is_causal=True), np.float32))
+  jax.export.export(jax.jit(library_attention_written_out), platforms=["cuda"])(*specs).mlir_module()
+
+
 @pytest.mark.gpu
 def test_gpu_the_fixed_classes_compute():
   x = np.random.default_rng(1).standard_normal((64, 256)).astype(np.float32)
