@@ -246,7 +246,6 @@ def _scratch_text(kernel, name, it) -> str:
                                            + ", ".join(str(k) for k in shape[1:]) + ")")
 
 
-
 def _fewer_stages_hint(kernel, life, barrier_bytes):
   """(hint, notes) of an SMEM overflow: the largest stage count of the pipelined loops that fits
   with the rest of the kernel's buffers, when one does (the loops all cut to at most that many;
