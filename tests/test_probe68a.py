@@ -1,12 +1,15 @@
 """Probe 68a (attention as model authors write it beyond examples/attention.py: FlashMLA's latent-attention decode,
-paged and split-KV with its combine; NSA's compression, top-k block selection, gathered blocks, sliding window and
-gated mix; gpt-oss's sinks and their gradient; StreamingLLM; Gemma 2's softcap forward and backward; Triton's
-fused-attention backward; GQA/MQA; varlen with separate query and key offsets; prefix-LM and document masks; T5's
-bucketed bias; dropout by a counter-based hash): a corpus of 44 kernels (42 cases), each checked in interpret mode
-against a float32 jnp reference and exported for CUDA; the legitimate refusals met, at the user's line with a hint
-that works; and the two classes fixed (design note 225): a register tile's column window at a run-time start
-(`kv[:, c * bn:(c + 1) * bn]`) had a message that named no mistake and a hint for static bounds, and MG402's hint
-for a p @ v of 512 columns beside pipelined stages cut tiles that padding brings back."""
+paged and split-KV with its combine, MTP, weight absorption, DeepSeek-V3.2's indexer and sparse MLA; NSA's
+compression, top-k block selection, gathered blocks, sliding window and gated mix; gpt-oss's sinks and their
+gradient; StreamingLLM; Gemma 2's softcap forward and backward; Triton's fused-attention backward; GQA/MQA; varlen;
+prefix-LM and document masks; T5's bucketed bias; dropout by a counter-based hash; float8, int8 and block-sparse
+attention; what sits around attention in a model): a corpus of 57 kernels in 73 cases (probe68a_*.py), each checked
+in interpret mode against a float32 jnp reference and exported for CUDA; the legitimate refusals met, at the user's
+line with a hint that works when followed; and the classes fixed (design note 225): (1) a register tile's column
+window at a run-time start had a message that named no mistake; (2) MG402's hint for a 512-column p @ v beside
+pipelined stages cut tiles that padding brings back; (3) pages gathered into registers past SMEM got a hint with no
+form for a gather; (4) an 8-bit B stored (k, n) (FA3's float8 p @ v) was MG501, now transposed by the compiler;
+(5) jnp forms named every operand `x`; (6) jax.nn.dot_product_attention's hint was the generic one."""
 import warnings
 
 import jax
