@@ -468,3 +468,37 @@ CASES.update({
       triton_bwd(causal), lambda s, causal=causal: triton_bwd_inputs(s, causal),
       lambda q, k, v, do, m, delta, causal=causal: _grads(q, k, v, do, 0.0, causal), 3e-2)
   for causal in (False, True)})
+
+
+def small_pages_inputs(s, b=2, h=8, hk=2, d=64, page=16, pages_per=8, pool=24):
+  r = rng(s)
+  q = normal(r, (b, h, d))
+  kp, vp = normal(r, (hk, pool, page, d)), normal(r, (hk, pool, page, d))
+  tables = jnp.asarray(r.permutation(pool)[:b * pages_per].reshape(b, pages_per), I32)
+  return q, kp, vp, tables, jnp.asarray([page * pages_per - 3, 37][:b], I32)
+
+
+def small_pages_ref(q, kp, vp, tables, lens, scale=0.125):
+  b, h, d = q.shape
+  hk = kp.shape[0]
+  g = h // hk
+  outs = []
+  for i in range(b):
+    k = kp[:, tables[i]].reshape(hk, -1, d)
+    v = vp[:, tables[i]].reshape(hk, -1, d)
+    mask = jnp.arange(k.shape[1])[None, None, :] < lens[i]
+    o, _ = attn(q[i].reshape(hk, g, d), k, v, scale, mask)
+    outs.append(o.reshape(h, d))
+  return jnp.stack(outs)
+
+
+CASES.update({
+  "decode_small_pages_1": (_kw(K.decode_small_pages, per=1, scale=0.125), small_pages_inputs, small_pages_ref, 2e-2),
+  "decode_small_pages_4": (_kw(K.decode_small_pages, per=4, scale=0.125), small_pages_inputs, small_pages_ref, 2e-2),
+})
+
+
+CASES["softcap_fwd_causal_bkv128"] = (_kw(K.softcap_fwd, bq=64, bkv=128, cap=5.0, scale=0.125, causal=True),
+                                      lambda s: hsd(s, scale=3.0),
+                                      lambda q, k, v: attn(q, k, v, 0.125, causal_mask(q.shape[1])[None], softcap=5.0),
+                                      2e-2)

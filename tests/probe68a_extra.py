@@ -166,3 +166,24 @@ def fused_bwd_causal(q, k, v, do, lse, delta, dk, dv, dq, *, bq: ml.constexpr, b
     ml.atomic_add(dq.at[h, ml.ds(i * bq, bq)], ml.dot(ds.astype(q.dtype), k_s) * scale)
   dk.at[h, ml.ds(j * bkv, bkv)][...] = dk_acc * scale
   dv.at[h, ml.ds(j * bkv, bkv)][...] = dv_acc
+
+
+@mg.mgpu_kernel(out_shape=lambda q, kp, vp, tables, lens, **_: S(q.shape, q.dtype),
+                grid=lambda q, kp, vp, tables, lens, **_: (kp.shape[0], q.shape[0]))
+def decode_small_pages(q, kp, vp, tables, lens, o, *, per: ml.constexpr, scale: ml.constexpr):
+  """vLLM's page size of 16 tokens: `per` pages a step copied at their table entries into one buffer (per * 16
+  keys), the kv head's query heads as rows; q (b, heads, d), pages (kv_heads, pages, 16, d)."""
+  hk, b = ml.program_id(0), ml.program_id(1)
+  g, d, page = q.shape[1] // kp.shape[0], q.shape[2], kp.shape[2]
+  qv = q.at[b, ml.ds(hk * g, g)][...]
+  k_s, v_s = ml.smem((per * page, d)), ml.smem((per * page, d))
+  n = lens[b]
+  m, l, acc = softmax_state(g, d)
+  for j in ml.range(ml.cdiv(n, per * page), stages=2):
+    for u in ml.static_range(per):
+      slot = ml.minimum(j * per + u, ml.cdiv(n, page) - 1)
+      ml.copy(kp.at[hk, tables[b, slot]], k_s.at[ml.ds(u * page, page)])
+      ml.copy(vp.at[hk, tables[b, slot]], v_s.at[ml.ds(u * page, page)])
+    s = ml.where(j * per * page + ml.arange(per * page)[None, :] < n, ml.dot(qv, k_s.T) * scale, -1e30)
+    m, l, acc = online_step(m, l, acc, s, v_s, q.dtype)
+  o.at[b, ml.ds(hk * g, g)][...] = (acc / l[:, None]).astype(o.dtype)

@@ -3,7 +3,7 @@ paged and split-KV with its combine, MTP, weight absorption, DeepSeek-V3.2's ind
 compression, top-k block selection, gathered blocks, sliding window and gated mix; gpt-oss's sinks and their
 gradient; StreamingLLM; Gemma 2's softcap forward and backward; Triton's fused-attention backward; GQA/MQA; varlen;
 prefix-LM and document masks; T5's bucketed bias; dropout by a counter-based hash; float8, int8 and block-sparse
-attention; what sits around attention in a model): a corpus of 57 kernels in 73 cases (probe68a_*.py), each checked
+attention; what sits around attention in a model): a corpus of 58 kernels in 76 cases (probe68a_*.py), each checked
 in interpret mode against a float32 jnp reference and exported for CUDA; the legitimate refusals met, at the user's
 line with a hint that works when followed; and the classes fixed (design note 225): (1) a register tile's column
 window at a run-time start had a message that named no mistake; (2) MG402's hint for a 512-column p @ v beside
@@ -65,7 +65,7 @@ GPU_TWINS = ["mla_vsplit_h64", "mla_split_h64_halves", "mla_paged_split_combine_
              "softcap_fwd_causal", "bwd_softcap_causal", "varlen_qk", "t5_bidirectional", "dropout_hash",
              "decode_gqa_one_token", "dq_atomic", "fp8_attention", "sage_int8", "block_sparse_s2", "mla_mtp",
              "nsa_group_selected", "fused_bwd_causal", "dkdv_ragged_dropout", "prefill_192_128_bq128",
-             "chunked_prefill", "reshape_and_cache"]
+             "chunked_prefill", "reshape_and_cache", "decode_small_pages_4"]
 
 
 @pytest.mark.gpu
