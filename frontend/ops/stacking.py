@@ -126,6 +126,19 @@ def repeat(cx, x, repeats, axis=None):
       return out if len(shape) == 1 else _insert(cx, out, 0)    # (a (1, n) row: the (1, n * r) row)
   if (padded := _padded_repeat(cx, x, repeats, axis)) is not None:
     return padded
+  out = list(shape)
+  out[axis] *= repeats
+  if len(shape) > 1 and _size(shape) < 128 and (_size(shape) == shape[axis] or shape[axis] == 1 and
+                                               _size(shape) == shape[-1]):
+    # A row (1, n) repeated along its columns (or a column along its rows: a group's (1, n) row of zero words made
+    # BN wide, AWQ's `ml.repeat(z, 8, axis=1)`) is its vector repeated, as a vector is: the joined (1, n, r) below
+    # holds no layout (probe 68b: MG204 naming a (1, n, 1) the kernel never wrote)
+    from .shape import broadcast_to_shape, index_through_smem
+    along = axis if _size(shape) == shape[axis] else len(shape) - 1         # the axis its elements lie along
+    v = index_through_smem(cx, x, tuple(slice(None) if d == along else 0 for d in range(len(shape))))
+    if along != axis:                       # (1, n) repeated along its one row: its vector broadcast
+      return broadcast_to_shape(cx, v, tuple(out), dims=(along,))
+    return reshape_(cx, repeat.rule(cx, v, repeats, 0), tuple(out))
   e = _insert(cx, x, axis + 1)
   j = _joined(cx, [e] * repeats, axis + 1, "ml.repeat")
   out = list(shape)
