@@ -139,6 +139,14 @@ def repeat(cx, x, repeats, axis=None):
     if along != axis:                       # (1, n) repeated along its one row: its vector broadcast
       return broadcast_to_shape(cx, v, tuple(out), dims=(along,))
     return reshape_(cx, repeat.rule(cx, v, repeats, 0), tuple(out))
+  if len(shape) == 2 and axis == 1 and _size(shape) < 128 and shape[0] <= 8:
+    # A few short rows (AWQ's (2, 8) zero words of two groups in one k tile) along their columns: each row's vector
+    # repeated, the rows stacked. The joined (r, n, repeats) below moves its (n,) vectors through windows strided in
+    # their last axis, whose one-element vectors no other use of the rows could share (probe 68b: MG204 "z of shape
+    # (8,) comes from or goes to a window strided in its last dimension" where the result met a table of shifts)
+    from .shape import index_through_smem
+    rows = [repeat.rule(cx, index_through_smem(cx, x, (r, slice(None))), repeats, 0) for r in range(shape[0])]
+    return stack.rule(cx, rows, 0)
   e = _insert(cx, x, axis + 1)
   j = _joined(cx, [e] * repeats, axis + 1, "ml.repeat")
   out = list(shape)
