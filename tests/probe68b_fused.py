@@ -3,15 +3,13 @@ group quantise kernel, an fp8 output with its amax by atomics), fused dual GEMMs
 + residual, row softmax, row RMS-norm), split-K (atomics; a workspace and a reduce kernel), a stream-K walk, grouped
 GEMMs over ragged groups (MoE), LoRA and decode GEMVs, each with a NumPy reference. Same CASES form as
 probe68b_quant.py."""
-import math
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from probe68b_quant import E4M3, F16, F32, BF16, I32, I8, S, f32, pack_rows8, rng_of
+from probe68b_quant import E4M3, F16, F32, BF16, S, f32, pack_rows8, rng_of
 
 CASES = {}
 

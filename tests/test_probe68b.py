@@ -1,0 +1,178 @@
+"""Probe 68b (quantised and fused GEMMs as LLM serving stacks write them: GPTQ, AWQ, Marlin-like and torchao int4,
+W8A16, W8A8, FP8 per-tensor and 128x128 block scales, SwiGLU, epilogues, split-K, stream-K, MoE, LoRA, decode GEMVs):
+the corpus (tests/probe68b_quant.py, probe68b_fused.py, probe68b_more.py, probe68b_edges.py), each kernel checked in
+interpret mode against its NumPy reference (bit-exact for integer paths) and exported for CUDA; and the classes fixed
+(design note 226): ml.repeat of a (1, n) row along either axis and of a few short rows along their columns, and
+reductions of a 3-D tensor whose other axes are of size 1."""
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+import probe68b_edges
+import probe68b_fused
+import probe68b_more
+import probe68b_quant
+
+S = jax.ShapeDtypeStruct
+F32, I32 = jnp.float32, jnp.int32
+CASES = {**probe68b_quant.CASES, **probe68b_fused.CASES, **probe68b_more.CASES, **probe68b_edges.CASES}
+
+
+def _relerr(got, want):
+  got, want = np.asarray(got, np.float32), np.asarray(want, np.float32)
+  assert got.shape == want.shape, (got.shape, want.shape)
+  return float(np.max(np.abs(got - want)) / max(1e-6, float(np.max(np.abs(want)))))
+
+
+def _compare(name, got, want, tol):
+  got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+  assert len(got) == len(want), name
+  for g, w in zip(got, want):
+    if tol == 0:                     # integer paths (and quantised outputs): bit for bit
+      assert np.asarray(g).dtype == np.asarray(w).dtype, (name, np.asarray(g).dtype, np.asarray(w).dtype)
+      np.testing.assert_array_equal(np.asarray(g).view(np.uint8), np.asarray(w).view(np.uint8), err_msg=name)
+    else:
+      assert _relerr(g, w) <= tol, (name, _relerr(g, w))
+
+
+def test_corpus_size():
+  assert len(CASES) >= 45, len(CASES)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_corpus_matches_its_reference_and_builds(name):
+  """Each kernel against its reference in interpret mode, then its Mosaic GPU module built for CUDA (a verifier error
+  or an InternalError there fails the test)."""
+  kernel, make, ref, tol = CASES[name]
+  args, kw = make(0)
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", mg.KernelWarning)
+    _compare(name, kernel(*args, **kw, interpret=True), ref(*args, **kw), tol)
+    jax.export.export(jax.jit(lambda *a: kernel(*a, **kw)), platforms=["cuda"])(
+        *[S(np.shape(a), a.dtype) for a in args]).mlir_module()
+
+
+GPU_TWINS = ["gptq_asym_g128", "awq_tma_g32", "awq_tma_g128", "w8a8_gemm_tma", "int8_gemm_register_operands",
+             "fp8_deepseek_block_scaled", "swiglu_dual_gemm", "epilogue_row_rmsnorm_block256", "splitk_atomic_add_f32",
+             "fused_moe_sorted_token_ids", "lora_fused_rank16", "gemv_int4_batch1", "gemv_int4_batch8",
+             "w4a8_int8_dot", "int8_splitk_int32_atomics", "gptq_dequantize_kernel"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", GPU_TWINS)
+def test_gpu_corpus_matches_its_reference(name):
+  """The GPU twins: integer results bit for bit; float ones within the tolerance (the GPU's float32 division is an ulp
+  off IEEE's, design note 64, and its fp8 dots add with fewer bits)."""
+  kernel, make, ref, tol = CASES[name]
+  args, kw = make(1)
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", mg.KernelWarning)
+    got = jax.jit(lambda *a: kernel(*a, **kw))(*args)
+  _compare(name, got, ref(*args, **kw), tol if tol == 0 else max(tol, 2e-2))
+
+
+# ---------------------------------------------------------------- ml.repeat of a (1, n) row and of a few short rows
+def _repeat_kernel(shape, r, axis, jn):
+  out = list(shape)
+  out[axis] *= r
+
+  @mg.mgpu_kernel(out_shape=lambda z: S(tuple(out), I32), grid=(1,))
+  def repeat_row(z, o):
+    v = z[...] * 2
+    o[...] = jnp.repeat(v, r, axis=axis) if jn else ml.repeat(v, r, axis=axis)
+  return repeat_row
+
+
+@pytest.mark.parametrize("shape, r, axis", [((1, 8), 8, 1), ((1, 16), 4, 1), ((1, 64), 2, 1), ((1, 32), 8, 1),
+                                            ((1, 8), 16, 0), ((1, 32), 4, 0), ((8, 1), 8, 0), ((2, 8), 8, 1),
+                                            ((4, 16), 2, 1), ((1, 1, 16), 4, 2)])
+@pytest.mark.parametrize("jn", [False, True])
+def test_repeat_of_a_row(shape, r, axis, jn):
+  """A (1, n) row repeated along its columns (AWQ's group row of zero words made BN wide) or its one row was MG204
+  naming a (1, n, 1) (or (1, 1, n)) the kernel never wrote: it is its vector's repeat (or broadcast) now."""
+  z = np.arange(np.prod(shape), dtype=np.int32).reshape(shape) - 7
+  k = _repeat_kernel(shape, r, axis, jn)
+  np.testing.assert_array_equal(np.asarray(k(z, interpret=True)), np.repeat(z * 2, r, axis))
+  jax.export.export(jax.jit(k), platforms=["cuda"])(S(shape, I32)).mlir_module()
+
+
+@mg.mgpu_kernel(out_shape=lambda qz: S((256, 64), F32), grid=lambda qz: (1, qz.shape[1] // 8))
+def two_groups_beside_a_table(qz, o):
+  """AWQ's two (1, 8) rows of zero words of a 64-row k tile at group 32, made (64, 64) and shifted by AWQ's table."""
+  j = ml.program_id(1)
+  order = ((ml.arange(0, 2) * 4)[None, :] + ml.arange(0, 4)[:, None]).reshape(8)
+  shifts = ml.broadcast_to((order * 4)[None, :], (64 * 8, 8)).reshape(64, 64)
+  for t in ml.range(4):
+    z = ml.repeat(qz.at[ml.ds(t * 2, 2), ml.ds(j * 8, 8)][...], 8, axis=1)      # (2, 64)
+    z = ml.repeat(z, 32, axis=0)                                                   # (64, 64)
+    o.at[ml.ds(t * 64, 64)][...] = ((z >> shifts) & 0xF).astype(F32)
+
+
+def test_a_few_short_rows_repeated_beside_a_shift_table():
+  """It was MG204 "z of shape (8,) comes from or goes to a window strided in its last dimension": the joined (2, 8, 8)
+  moved the rows' (8,) vectors through windows strided in their last axis. Each row is repeated as a vector now."""
+  qz = np.random.default_rng(0).integers(-2 ** 31, 2 ** 31, (8, 8), dtype=np.int64).astype(np.int32)
+  got = np.asarray(two_groups_beside_a_table(qz, interpret=True))
+  order = np.array([0, 4, 1, 5, 2, 6, 3, 7]) * 4
+  want = np.concatenate([np.repeat(np.repeat(qz[2 * t:2 * t + 2], 8, 1), 32, 0) for t in range(4)])
+  want = (want.view(np.uint32) >> np.tile(order, 8)[None, :]) & 0xF
+  np.testing.assert_array_equal(got, want.astype(np.float32))
+  jax.export.export(jax.jit(two_groups_beside_a_table), platforms=["cuda"])(S(qz.shape, I32)).mlir_module()
+
+
+# ---------------------------------------------------------------- reductions of a 3-D tensor with unit axes
+def _gemv_kernel(variant):
+  @mg.mgpu_kernel(out_shape=lambda x, w: S((1, w.shape[1]), F32), grid=(1,))
+  def gemv_one_token(x, w, o):
+    acc = ml.zeros((1, w.shape[1]), F32)
+    for k in range(x.shape[1] // 16):
+      xv = x.at[:, ml.ds(k * 16, 16)][...]               # (1, 16): a batch of one token
+      wv = w.at[ml.ds(k * 16, 16)][...]                  # (16, n)
+      if variant == "middle":
+        acc += ml.sum(xv[:, :, None] * wv[None, :, :], axis=1)
+      elif variant == "keepdims":
+        acc += jnp.sum(xv[:, :, None] * wv[None, :, :], axis=1, keepdims=True)[:, 0, :]
+      else:                                              # w stored (n, k) read transposed: the last axis
+        acc += ml.max(xv[:, None, :] * wv.T[None, :, :], axis=2) + 0.0 * acc
+    o[...] = acc
+  return gemv_one_token
+
+
+@pytest.mark.parametrize("variant", ["middle", "keepdims", "last"])
+@pytest.mark.parametrize("n", [32, 128])
+def test_a_batch_of_one_reduced_in_a_loop(variant, n):
+  """A decode GEMV of one token, `acc += ml.sum(x[:, :, None] * w[None, :, :], axis=1)` in a loop: the (1, k, n)
+  product's middle-axis reduction was a scan holding the (1, n) result as a row of the 3-D tensor, MG204 ("meets a
+  row-wise tile through its size-1 axes") where the loop carried it. It is the reduction of the (k, n) squeeze."""
+  rng = np.random.default_rng(n)
+  x, w = rng.standard_normal((1, 64)).astype(np.float32), rng.standard_normal((64, n)).astype(np.float32)
+  k = _gemv_kernel(variant)
+  got = np.asarray(k(x, w, interpret=True))
+  prods = [x[:, s:s + 16, None] * w[None, s:s + 16, :] for s in range(0, 64, 16)]
+  want = sum(p.max(axis=1) if variant == "last" else p.sum(axis=1) for p in prods)
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+  jax.export.export(jax.jit(k), platforms=["cuda"])(S(x.shape, F32), S(w.shape, F32)).mlir_module()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", ["middle", "last"])
+def test_gpu_a_batch_of_one_reduced_in_a_loop(variant):
+  rng = np.random.default_rng(5)
+  x, w = rng.standard_normal((1, 64)).astype(np.float32), rng.standard_normal((64, 128)).astype(np.float32)
+  k = _gemv_kernel(variant)
+  np.testing.assert_allclose(np.asarray(jax.jit(k)(x, w)), np.asarray(k(x, w, interpret=True)), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.gpu
+def test_gpu_repeat_of_rows():
+  qz = np.random.default_rng(1).integers(-2 ** 31, 2 ** 31, (8, 8), dtype=np.int64).astype(np.int32)
+  np.testing.assert_array_equal(np.asarray(jax.jit(two_groups_beside_a_table)(qz)),
+                                np.asarray(two_groups_beside_a_table(qz, interpret=True)))
+  z = np.arange(8, dtype=np.int32).reshape(1, 8)
+  k = _repeat_kernel((1, 8), 8, 1, False)
+  np.testing.assert_array_equal(np.asarray(jax.jit(k)(z)), np.repeat(z * 2, 8, 1))
