@@ -176,3 +176,63 @@ def test_gpu_repeat_of_rows():
   z = np.arange(8, dtype=np.int32).reshape(1, 8)
   k = _repeat_kernel((1, 8), 8, 1, False)
   np.testing.assert_array_equal(np.asarray(jax.jit(k)(z)), np.repeat(z * 2, 8, 1))
+
+
+# ---------------------------------------------------------------- the hint of a register product summed over its last axis
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[1]), F32), grid=(1,))
+def gemv_tokens_k_last(x, w, y):
+  xv = x[...]
+  wv = w[...]
+  y[...] = ml.sum(xv[:, None, :] * wv.T[None, :, :], axis=2)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[1]), F32), grid=(1,))
+def gemv_tokens_hint_followed(x, w, y):
+  wv = w[...]
+  xv_s = ml.smem((64, 128), jnp.float32)
+  ml.copy(x.at[ml.ds(0, 64), :], xv_s)
+  wv_s = ml.smem((64, 128), jnp.float32)
+  wv_s[...] = ml.concatenate([wv.T, ml.zeros((48, 128), jnp.float32)], axis=0)
+  s = ml.dot(xv_s, wv_s.T)
+  y.at[ml.ds(0, 64), ml.ds(0, 64)].store(s, mask=(ml.arange(64)[:, None] < 2) & (ml.arange(64)[None, :] < 16))
+
+
+def test_product_hint_copies_a_read_from_its_ref_and_reads_a_transposed_b_plainly():
+  """Two decode tokens against a register tile's transpose, summed over k (a (2, 16) result no register tensor
+  holds): the hint copied `xv` by TMA (`ml.copy(xv.at[...], xv_s)`: xv is a register tensor, the whole read of x),
+  called the product `xv @ wv.T.T` and stored into `out`, a name the kernel does not have. It copies x, the ref xv
+  was read from, says `xv @ wv`, and names the kernel's output y; the hinted kernel computes x @ w."""
+  from locate import expect
+  specs = (S((2, 128), F32), S((128, 16), F32))
+  e = expect(gemv_tokens_k_last, specs, mg.LayoutError, "ml.sum(",
+             "ml.sum over axis 2 of a 3-D tensor (2, 16, 128): partial reductions work on 1-D and 2-D tensors")
+  assert e.hint.startswith(
+      "this is xv @ wv, which ml.dot computes on the tensor cores: put the operands in SMEM buffers of 64 and 64"
+      " rows, ml.copy(x.at[ml.ds(0, 64), :], xv_s) (zeros past the array's last row); wv_s = ml.smem((64, 128),"
+      " jnp.float32); wv_s[...] = ml.concatenate([wv.T, ml.zeros((48, 128), jnp.float32)], axis=0), then s ="
+      " ml.dot(xv_s, wv_s.T), a (64, 64) product, then y.at[ml.ds(0, 64), ml.ds(0, 64)].store(s,"
+      " mask=(ml.arange(64)[:, None] < 2) & (ml.arange(64)[None, :] < 16))"), e.hint
+  assert "ml.copy(xv" not in e.hint and ".T.T" not in e.hint
+  rng = np.random.default_rng(3)
+  x, w = rng.standard_normal((2, 128)).astype(np.float32), rng.standard_normal((128, 16)).astype(np.float32)
+  got = np.asarray(gemv_tokens_hint_followed(x, w, interpret=True))
+  np.testing.assert_allclose(got, x @ w, rtol=0, atol=0.05)          # (TF32 operands, as the hint says)
+  jax.export.export(jax.jit(gemv_tokens_hint_followed), platforms=["cuda"])(*specs).mlir_module()
+
+
+@mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[1]), F32), grid=(1,))
+def gemv_scaled_tokens(x, w, y):
+  xs = x[...] * 2.0                                        # computed in registers: no ref holds it
+  wv = w[...]
+  y[...] = ml.sum(xs[:, None, :] * wv.T[None, :, :], axis=2)
+
+
+def test_product_hint_stores_an_operand_computed_in_registers():
+  """An operand computed in registers and bound to a name: the hint stores it into its buffer (before, it was copied
+  by TMA, `ml.copy(xs.at[ml.ds(0, 64), :], xs_s)`, of a name that is no ref)."""
+  from locate import expect
+  e = expect(gemv_scaled_tokens, (S((2, 128), F32), S((128, 16), F32)), mg.LayoutError, "ml.sum(",
+             "ml.sum over axis 2 of a 3-D tensor (2, 16, 128): partial reductions work on 1-D and 2-D tensors")
+  assert ("xs_s = ml.smem((64, 128), jnp.float32); xs_s[...] = ml.concatenate([xs, ml.zeros((62, 128),"
+          " jnp.float32)], axis=0)") in e.hint, e.hint
+  assert "ml.copy(xs" not in e.hint
