@@ -8,7 +8,8 @@ import numpy as np
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from probe68b_quant import BF16, E4M3, F16, F32, S, f32, pack_rows8, rng_of
-from probe68b_fused import normal
+from probe68b_fused import _gg_ref, normal
+from probe68b_more import fp8_tiles, splitk_atomics
 
 CASES = {}
 
@@ -55,25 +56,12 @@ case("gptq_k_and_n_tails_masked", gptq_tails, _tails_make, _tails_ref, 1e-2)
 
 
 
-@mg.mgpu_kernel(out_shape=lambda a, b, **k: S((a.shape[0], b.shape[0]), F16),
-                grid=lambda a, b, **k: (a.shape[0] // 64, b.shape[0] // 64))
-def fp8_f16acc(a, b, c):
-  i, j = ml.program_id(0), ml.program_id(1)
-  a_s, b_s = ml.smem((64, 64), E4M3), ml.smem((64, 64), E4M3)
-  acc = ml.zeros((64, 64), F16)
-  for k in ml.range(a.shape[1] // 64):
-    ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(k * 64, 64)], a_s)
-    ml.copy(b.at[ml.ds(j * 64, 64), ml.ds(k * 64, 64)], b_s)
-    acc = ml.dot(a_s, b_s.T, acc)
-  c.at[ml.ds(i * 64, 64), ml.ds(j * 64, 64)][...] = acc
-
-
 def _f16acc_make(seed):
   r = rng_of(seed)
-  return (normal(r, (64, 128), E4M3, 0.5), normal(r, (64, 128), E4M3, 0.5)), {}
+  return (normal(r, (64, 128), E4M3, 0.5), normal(r, (64, 128), E4M3, 0.5)), dict(ACC=F16)
 
 
-case("fp8_f16_accumulator", fp8_f16acc, _f16acc_make, lambda a, b: f32(a) @ f32(b).T, 2e-2)
+case("fp8_f16_accumulator", fp8_tiles, _f16acc_make, lambda a, b, **k: f32(a) @ f32(b).T, 2e-2)
 
 
 @mg.mgpu_kernel(out_shape=lambda x, w, offs, **k: S((x.shape[0], w.shape[2]), F32), grid=lambda x, w, offs, *, P, **k: (P,))
@@ -110,37 +98,16 @@ def _gp_make(seed):
   return (normal(r, (128, 64), BF16), normal(r, (4, 64, 64), BF16, 0.2), offs), dict(BM=64, P=2)
 
 
-def _gp_ref(x, w, offs, **k):
-  out = np.zeros((x.shape[0], w.shape[2]), np.float32)
-  for e in range(w.shape[0]):
-    out[offs[e]:offs[e + 1]] = f32(x[offs[e]:offs[e + 1]]) @ f32(w[e])
-  return out
+case("grouped_gemm_persistent_scheduler", grouped_persistent, _gp_make, _gg_ref, 1e-5)
 
-
-case("grouped_gemm_persistent_scheduler", grouped_persistent, _gp_make, _gp_ref, 1e-5)
-
-
-
-@mg.mgpu_kernel(out_shape=lambda a, b, **k: S((a.shape[0], b.shape[1]), F16),
-                grid=lambda a, b, *, SPLIT, **k: (a.shape[0] // 64, b.shape[1] // 64, SPLIT))
-def splitk_f16_atomic(a, b, c, *, SPLIT: ml.constexpr):
-  i, j, s = ml.program_id(0), ml.program_id(1), ml.program_id(2)
-  steps = a.shape[1] // 64 // SPLIT
-  a_s, b_s = ml.smem((64, 64), F16), ml.smem((64, 64), F16)
-  acc = ml.zeros((64, 64), F32)
-  for t in ml.range(steps):
-    ml.copy(a.at[ml.ds(i * 64, 64), ml.ds((s * steps + t) * 64, 64)], a_s)
-    ml.copy(b.at[ml.ds((s * steps + t) * 64, 64), ml.ds(j * 64, 64)], b_s)
-    acc = ml.dot(a_s, b_s, acc)
-  ml.atomic_add(c.at[ml.ds(i * 64, 64), ml.ds(j * 64, 64)], acc.astype(F16))
 
 
 def _skf16_make(seed):
   r = rng_of(seed)
-  return (normal(r, (64, 256), F16, 0.5), normal(r, (256, 64), F16, 0.5)), dict(SPLIT=2)
+  return (normal(r, (64, 256), F16, 0.5), normal(r, (64, 256), F16, 0.5)), dict(SPLIT=2)
 
 
-case("splitk_f16_atomics", splitk_f16_atomic, _skf16_make, lambda a, b, **k: f32(a) @ f32(b), 2e-2)
+case("splitk_f16_atomics", splitk_atomics, _skf16_make, lambda a, b, **k: f32(a) @ f32(b).T, 2e-2)
 
 
 

@@ -300,9 +300,16 @@ case("epilogue_row_rmsnorm_block256", gemm_row_rmsnorm, _rms_make, _rms_ref, 1e-
 
 
 # ---------------------------------------------------------------- split-K: atomics into float32; a workspace and a reduce
-@mg.mgpu_kernel(out_shape=lambda a, b, **k: S((a.shape[0], b.shape[1]), F32),
+def _splitk_out(a, b, *, SPLIT, WORKSPACE=False, **k):
+  return S((SPLIT, a.shape[0], b.shape[1]) if WORKSPACE else (a.shape[0], b.shape[1]), F32)
+
+
+@mg.mgpu_kernel(out_shape=_splitk_out,
                 grid=lambda a, b, *, bm, bn, SPLIT, **k: (a.shape[0] // bm, b.shape[1] // bn, SPLIT))
-def splitk_atomic(a, b, c, *, bm: ml.constexpr, bn: ml.constexpr, bk: ml.constexpr, SPLIT: ml.constexpr):
+def splitk(a, b, c, *, bm: ml.constexpr, bn: ml.constexpr, bk: ml.constexpr, SPLIT: ml.constexpr,
+           WORKSPACE: ml.constexpr = False):
+  """Program (i, j, s) sums the s-th of SPLIT runs of k steps of tile (i, j): added atomically into c, or stored
+  into the workspace c[s] that a second kernel reduces."""
   i, j, s = ml.program_id(0), ml.program_id(1), ml.program_id(2)
   steps = a.shape[1] // bk // SPLIT
   a_s, b_s = ml.smem((bm, bk), F16), ml.smem((bk, bn), F16)
@@ -312,7 +319,10 @@ def splitk_atomic(a, b, c, *, bm: ml.constexpr, bn: ml.constexpr, bk: ml.constex
     ml.copy(a.at[ml.ds(i * bm, bm), ml.ds(k * bk, bk)], a_s)
     ml.copy(b.at[ml.ds(k * bk, bk), ml.ds(j * bn, bn)], b_s)
     acc = ml.dot(a_s, b_s, acc)
-  ml.atomic_add(c.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)], acc)
+  if WORKSPACE:
+    c.at[s, ml.ds(i * bm, bm), ml.ds(j * bn, bn)][...] = acc
+  else:
+    ml.atomic_add(c.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)], acc)
 
 
 def _sk_make(seed):
@@ -320,21 +330,7 @@ def _sk_make(seed):
   return (normal(r, (64, 512), F16), normal(r, (512, 128), F16)), dict(bm=64, bn=64, bk=64, SPLIT=4)
 
 
-case("splitk_atomic_add_f32", splitk_atomic, _sk_make, lambda a, b, **k: f32(a) @ f32(b), 1e-5)
-
-
-@mg.mgpu_kernel(out_shape=lambda a, b, **k: S((k["SPLIT"], a.shape[0], b.shape[1]), F32),
-                grid=lambda a, b, *, bm, bn, SPLIT, **k: (a.shape[0] // bm, b.shape[1] // bn, SPLIT))
-def splitk_partials(a, b, ws, *, bm: ml.constexpr, bn: ml.constexpr, bk: ml.constexpr, SPLIT: ml.constexpr):
-  i, j, s = ml.program_id(0), ml.program_id(1), ml.program_id(2)
-  steps = a.shape[1] // bk // SPLIT
-  a_s, b_s = ml.smem((bm, bk), F16), ml.smem((bk, bn), F16)
-  acc = ml.zeros((bm, bn), F32)
-  for t in ml.range(steps):
-    ml.copy(a.at[ml.ds(i * bm, bm), ml.ds((s * steps + t) * bk, bk)], a_s)
-    ml.copy(b.at[ml.ds((s * steps + t) * bk, bk), ml.ds(j * bn, bn)], b_s)
-    acc = ml.dot(a_s, b_s, acc)
-  ws.at[s, ml.ds(i * bm, bm), ml.ds(j * bn, bn)][...] = acc
+case("splitk_atomic_add_f32", splitk, _sk_make, lambda a, b, **k: f32(a) @ f32(b), 1e-5)
 
 
 @mg.mgpu_kernel(out_shape=lambda ws, **k: S(ws.shape[1:], F16), grid=lambda ws, *, BM, **k: (ws.shape[1] // BM,))
@@ -349,7 +345,7 @@ def splitk_reduce(ws_ptr, c_ptr, *, BM: ml.constexpr):
 
 
 def splitk_two_kernels(a, b, *, bm, bn, bk, SPLIT, interpret=None):
-  ws = splitk_partials(a, b, bm=bm, bn=bn, bk=bk, SPLIT=SPLIT, interpret=interpret)
+  ws = splitk(a, b, bm=bm, bn=bn, bk=bk, SPLIT=SPLIT, WORKSPACE=True, interpret=interpret)
   return splitk_reduce(ws, BM=16, interpret=interpret)
 
 
@@ -390,24 +386,31 @@ case("stream_k_walk", stream_k, _stk_make, lambda a, b, **k: f32(a) @ f32(b), 1e
 
 
 # ---------------------------------------------------------------- grouped GEMM over ragged groups (MoE expert offsets)
+@ml.inline
+def expert_rows_dot(x_ptr, w_ptr, e, rm, stop, BK):
+  """x's rows rm (those below `stop`) times expert e's (k, n) weights, in float32; the weights converted to x's
+  dtype (an int8 expert's)."""
+  acc = ml.zeros((rm.shape[0], w_ptr.shape[2]), F32)
+  rn = ml.arange(0, w_ptr.shape[2])
+  for k in range(0, w_ptr.shape[1], BK):
+    rk = k + ml.arange(0, BK)
+    xa = ml.load(x_ptr.at[rm[:, None], rk[None, :]], mask=rm[:, None] < stop, other=0.0)
+    acc = ml.dot(xa, ml.load(w_ptr.at[e, rk[:, None], rn[None, :]]).to(x_ptr.dtype), acc)
+  return acc
+
+
 @mg.mgpu_kernel(out_shape=lambda x, w, offs, **k: S((x.shape[0], w.shape[2]), F32),
                 grid=lambda x, w, offs, *, BM, **k: (w.shape[0], ml.cdiv(x.shape[0], BM)))
 def grouped_gemm(x_ptr, w_ptr, offs_ptr, o_ptr, *, BM: ml.constexpr, BK: ml.constexpr):
   """offs (E + 1,): expert e's tokens are rows offs[e]:offs[e + 1] of x (sorted by expert). Program (e, t) does the
   t-th BM-row tile of expert e's rows, if it has one."""
   e, t = ml.program_id(0), ml.program_id(1)
-  K, N = w_ptr.shape[1], w_ptr.shape[2]
   start, stop = offs_ptr[e], offs_ptr[e + 1]
   if start + t * BM < stop:
     rm = start + t * BM + ml.arange(0, BM)
-    rn = ml.arange(0, N)
-    acc = ml.zeros((BM, N), F32)
-    for k in range(0, K, BK):
-      rk = k + ml.arange(0, BK)
-      xa = ml.load(x_ptr.at[rm[:, None], rk[None, :]], mask=rm[:, None] < stop, other=0.0)
-      wb = ml.load(w_ptr.at[e, rk[:, None], rn[None, :]])
-      acc = ml.dot(xa, wb, acc)
-    ml.store(o_ptr.at[rm[:, None], rn[None, :]], acc, mask=rm[:, None] < stop)
+    rn = ml.arange(0, w_ptr.shape[2])
+    ml.store(o_ptr.at[rm[:, None], rn[None, :]], expert_rows_dot(x_ptr, w_ptr, e, rm, stop, BK),
+             mask=rm[:, None] < stop)
 
 
 def _gg_make(seed):
@@ -523,11 +526,9 @@ for _r in (16, 64):
                 grid=lambda x, la, *, BM, **k: (ml.cdiv(x.shape[0], BM),))
 def lora_shrink(x_ptr, a_ptr, t_ptr, *, BM: ml.constexpr, BK: ml.constexpr):
   """punica's sgmv shrink: t = x @ A (rank 8: n of 8, a dot the tensor cores pad)."""
+  acc = ml.zeros((BM, a_ptr.shape[1]), F32)
   M, K = x_ptr.shape
-  R = a_ptr.shape[1]
-  rm = ml.program_id(0) * BM + ml.arange(0, BM)
-  rr = ml.arange(0, R)
-  acc = ml.zeros((BM, R), F32)
+  rm, rr = ml.program_id(0) * BM + ml.arange(0, BM), ml.arange(0, a_ptr.shape[1])
   for k in range(0, K, BK):
     rk = k + ml.arange(0, BK)
     acc += ml.dot(ml.load(x_ptr.at[rm[:, None], rk[None, :]], mask=rm[:, None] < M, other=0.0),

@@ -9,7 +9,7 @@ import numpy as np
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from probe68b_quant import BF16, E4M3, E5M2, F16, F32, I32, I8, S, f32, pack_cols8, pack_rows8, rng_of
-from probe68b_fused import normal
+from probe68b_fused import expert_rows_dot, normal
 
 CASES = {}
 
@@ -85,12 +85,13 @@ case("fp8_weight_only_bf16_act", fp8_weight_only, _fwo_make,
      lambda a, w, s, **k: np.asarray(jnp.asarray((f32(a) @ f32(w)) * s[None, :], BF16)), 1e-2)
 
 
-@mg.mgpu_kernel(out_shape=lambda a, b, **k: S((a.shape[0], b.shape[0]), F32),
+@mg.mgpu_kernel(out_shape=lambda a, b, *, ACC=F32: S((a.shape[0], b.shape[0]), ACC),
                 grid=lambda a, b, **k: (a.shape[0] // 64, b.shape[0] // 64))
-def fp8_e5m2(a, b, c):
+def fp8_tiles(a, b, c, *, ACC: ml.constexpr = F32):
+  """a (m, k) @ b (n, k).T of 8-bit floats into an ACC accumulator (float32, or float16), stored as it is."""
   i, j = ml.program_id(0), ml.program_id(1)
-  a_s, b_s = ml.smem((64, 64), E5M2), ml.smem((64, 64), E5M2)
-  acc = ml.zeros((64, 64), F32)
+  a_s, b_s = ml.smem((64, 64), a.dtype), ml.smem((64, 64), b.dtype)
+  acc = ml.zeros((64, 64), ACC)
   for k in ml.range(a.shape[1] // 64):
     ml.copy(a.at[ml.ds(i * 64, 64), ml.ds(k * 64, 64)], a_s)
     ml.copy(b.at[ml.ds(j * 64, 64), ml.ds(k * 64, 64)], b_s)
@@ -103,7 +104,7 @@ def _e5_make(seed):
   return (normal(r, (64, 128), E5M2), normal(r, (128, 128), E5M2)), {}
 
 
-case("fp8_e5m2_gemm", fp8_e5m2, _e5_make, lambda a, b: f32(a) @ f32(b).T, 1e-5)
+case("fp8_e5m2_gemm", fp8_tiles, _e5_make, lambda a, b: f32(a) @ f32(b).T, 1e-5)
 
 
 # ---------------------------------------------------------------- dynamic per-tensor FP8: the amax pass, then the scaled cast
@@ -207,19 +208,21 @@ def _grq_ref(x, w, **k):
 case("gemm_relu_fp8_row_quant_epilogue", gemm_relu_quant_rows, _grq_make, _grq_ref, 7e-2)
 
 
-# ---------------------------------------------------------------- int8 split-K: int32 partial sums added atomically (exact)
-@mg.mgpu_kernel(out_shape=lambda a, b, **k: S((a.shape[0], b.shape[0]), I32),
+# ---------------------------------------------------------------- split-K into atomics of the output's dtype: int8's int32 sums
+# (exact), vLLM's AWQ SPLIT_K of float16 adds
+@mg.mgpu_kernel(out_shape=lambda a, b, *, SPLIT: S((a.shape[0], b.shape[0]), I32 if a.dtype == I8 else F16),
                 grid=lambda a, b, *, SPLIT, **k: (a.shape[0] // 64, b.shape[0] // 64, SPLIT))
-def int8_splitk(a, b, c, *, SPLIT: ml.constexpr):
+def splitk_atomics(a, b, c, *, SPLIT: ml.constexpr):
+  """b (n, k), K-major: the int8 tensor cores read it so, and float16 ones read its view b_s.T too."""
   i, j, s = ml.program_id(0), ml.program_id(1), ml.program_id(2)
   steps = a.shape[1] // 64 // SPLIT
-  a_s, b_s = ml.smem((64, 64), I8), ml.smem((64, 64), I8)
-  acc = ml.zeros((64, 64), I32)
+  a_s, b_s = ml.smem((64, 64), a.dtype), ml.smem((64, 64), b.dtype)
+  acc = ml.zeros((64, 64), I32 if a.dtype == I8 else F32)
   for t in ml.range(steps):
     ml.copy(a.at[ml.ds(i * 64, 64), ml.ds((s * steps + t) * 64, 64)], a_s)
     ml.copy(b.at[ml.ds(j * 64, 64), ml.ds((s * steps + t) * 64, 64)], b_s)
     acc = ml.dot(a_s, b_s.T, acc)
-  ml.atomic_add(c.at[ml.ds(i * 64, 64), ml.ds(j * 64, 64)], acc)
+  ml.atomic_add(c.at[ml.ds(i * 64, 64), ml.ds(j * 64, 64)], acc.astype(c.dtype))
 
 
 def _i8sk_make(seed):
@@ -228,7 +231,7 @@ def _i8sk_make(seed):
       dict(SPLIT=4)
 
 
-case("int8_splitk_int32_atomics", int8_splitk, _i8sk_make,
+case("int8_splitk_int32_atomics", splitk_atomics, _i8sk_make,
      lambda a, b, **k: (a.astype(np.int64) @ b.astype(np.int64).T).astype(np.int32), 0)
 
 
@@ -237,19 +240,13 @@ case("int8_splitk_int32_atomics", int8_splitk, _i8sk_make,
                 grid=lambda x, w, s, offs, *, BM, **k: (w.shape[0], ml.cdiv(x.shape[0], BM)))
 def moe_w8a16(x_ptr, w_ptr, s_ptr, offs_ptr, o_ptr, *, BM: ml.constexpr, BK: ml.constexpr):
   e, t = ml.program_id(0), ml.program_id(1)
-  K, N = w_ptr.shape[1], w_ptr.shape[2]
   start, stop = offs_ptr[e], offs_ptr[e + 1]
   if start + t * BM < stop:
     rm = start + t * BM + ml.arange(0, BM)
-    rn = ml.arange(0, N)
-    acc = ml.zeros((BM, N), F32)
-    for k in range(0, K, BK):
-      rk = k + ml.arange(0, BK)
-      xa = ml.load(x_ptr.at[rm[:, None], rk[None, :]], mask=rm[:, None] < stop, other=0.0)
-      wb = ml.load(w_ptr.at[e, rk[:, None], rn[None, :]]).to(BF16)
-      acc = ml.dot(xa, wb, acc)
-    scale = ml.load(s_ptr.at[e, rn])
-    ml.store(o_ptr.at[rm[:, None], rn[None, :]], (acc * scale[None, :]).to(BF16), mask=rm[:, None] < stop)
+    rn = ml.arange(0, w_ptr.shape[2])
+    acc = expert_rows_dot(x_ptr, w_ptr, e, rm, stop, BK)          # int8 weights converted to x's bfloat16
+    ml.store(o_ptr.at[rm[:, None], rn[None, :]], (acc * ml.load(s_ptr.at[e, rn])[None, :]).to(BF16),
+             mask=rm[:, None] < stop)
 
 
 def _moe8_make(seed):
@@ -540,12 +537,11 @@ case("w8a8_quant_per_token_asymmetric", quant_azp, _qa_make, _qa_ref, 0)
                 grid=lambda a, qw, sc, *, BM, BN, **k: (ml.cdiv(a.shape[0], BM), qw.shape[1] * 8 // BN))
 def int4_signed(a_ptr, qw_ptr, s_ptr, c_ptr, *, BM: ml.constexpr, BN: ml.constexpr, BK: ml.constexpr):
   """qw (k, n // 8) int32: nibble i of word c is column 8c + i, a two's complement int4 in -8..7; per-channel scales."""
-  M, K = a_ptr.shape
-  rm = ml.program_id(0) * BM + ml.arange(0, BM)
-  rn = ml.program_id(1) * BN + ml.arange(0, BN)
   acc = ml.zeros((BM, BN), F32)
-  for k in range(0, K, BK):
-    rk = k + ml.arange(0, BK)
+  M, K = a_ptr.shape
+  rm, rn = ml.program_id(0) * BM + ml.arange(0, BM), ml.program_id(1) * BN + ml.arange(0, BN)
+  for k in range(K // BK):
+    rk = k * BK + ml.arange(0, BK)
     p = ml.load(qw_ptr.at[rk[:, None], (rn // 8)[None, :]])
     q = (p << (28 - (rn % 8) * 4)[None, :]) >> 28
     a = ml.load(a_ptr.at[rm[:, None], rk[None, :]], mask=rm[:, None] < M, other=0.0)

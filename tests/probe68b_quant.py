@@ -72,13 +72,8 @@ def gptq_matmul(a_ptr, b_ptr, zeros_ptr, scales_ptr, c_ptr, *, BM: ml.constexpr,
                 BK: ml.constexpr, group_size: ml.constexpr):
   M, K = a_ptr.shape
   N = scales_ptr.shape[1]
-  pid = ml.program_id(0)
-  num_pid_n = ml.cdiv(N, BN)
-  pid_m = pid // num_pid_n
-  pid_n = pid % num_pid_n
-  offs_am = pid_m * BM + ml.arange(0, BM)
-  offs_bn = pid_n * BN + ml.arange(0, BN)
-  offs_k = ml.arange(0, BK)
+  pid_m, pid_n = ml.program_id(0) // ml.cdiv(N, BN), ml.program_id(0) % ml.cdiv(N, BN)
+  offs_am, offs_bn, offs_k = pid_m * BM + ml.arange(0, BM), pid_n * BN + ml.arange(0, BN), ml.arange(0, BK)
   shifter = (offs_k % 8) * 4
   zeros_shifter = (offs_bn % 8) * 4
   acc = ml.zeros((BM, BN), dtype=jnp.float32)
@@ -291,9 +286,9 @@ case("w4_k_pairs_marlin_sym", w4_k_pairs, _kpairs_make, _kpairs_ref, 1e-2)
 @mg.mgpu_kernel(out_shape=lambda a, w, s, **k: S((a.shape[0], w.shape[1]), BF16),
                 grid=lambda a, w, s, *, bm, bn, **k: (a.shape[0] // bm, w.shape[1] // bn))
 def w8a16(a, w, s, c, *, bm: ml.constexpr, bn: ml.constexpr, bk: ml.constexpr):
-  i, j = ml.program_id(0), ml.program_id(1)
-  a_s, w8_s, w_s = ml.smem((bm, bk), BF16), ml.smem((bk, bn), I8), ml.smem((bk, bn), BF16)
   acc = ml.zeros((bm, bn), F32)
+  a_s, w8_s, w_s = ml.smem((bm, bk), BF16), ml.smem((bk, bn), I8), ml.smem((bk, bn), BF16)
+  i, j = ml.program_id(0), ml.program_id(1)
   for k in ml.range(a.shape[1] // bk, stages=2):
     ml.copy(a.at[ml.ds(i * bm, bm), ml.ds(k * bk, bk)], a_s)
     ml.copy(w.at[ml.ds(k * bk, bk), ml.ds(j * bn, bn)], w8_s)
@@ -380,10 +375,9 @@ case("w8a8_gemm_tma", w8a8_gemm, _w8a8_make, _w8a8_ref, 1e-2)
                 grid=lambda a, b, *, BM, BN, **k: (ml.cdiv(a.shape[0], BM), b.shape[1] // BN))
 def int8_gemm_raw(a_ptr, b_ptr, c_ptr, *, BM: ml.constexpr, BN: ml.constexpr, BK: ml.constexpr):
   """Triton's int8 tl.dot of two loaded tiles, b stored (k, n): the int32 accumulator stored as is (bit-exact)."""
-  M, K = a_ptr.shape
-  rm = ml.program_id(0) * BM + ml.arange(0, BM)
-  rn = ml.program_id(1) * BN + ml.arange(0, BN)
   acc = ml.zeros((BM, BN), dtype=jnp.int32)
+  M, K = a_ptr.shape
+  rm, rn = ml.program_id(0) * BM + ml.arange(0, BM), ml.program_id(1) * BN + ml.arange(0, BN)
   for k in range(0, K, BK):
     rk = k + ml.arange(0, BK)
     a = ml.load(a_ptr.at[rm[:, None], rk[None, :]], mask=rm[:, None] < M, other=0)
