@@ -236,3 +236,27 @@ def test_product_hint_stores_an_operand_computed_in_registers():
   assert ("xs_s = ml.smem((64, 128), jnp.float32); xs_s[...] = ml.concatenate([xs, ml.zeros((62, 128),"
           " jnp.float32)], axis=0)") in e.hint, e.hint
   assert "ml.copy(xs" not in e.hint
+
+
+def _unit_axes_reduction(shape, axis, keep, kind):
+  out = np.zeros(shape).sum(axis=axis, keepdims=keep).shape
+
+  @mg.mgpu_kernel(out_shape=lambda x: S(out, F32), grid=(1,))
+  def reduce_with_unit_axes(x, o):
+    v = x[...] * 2.0
+    o[...] = ml.sum(v, axis=axis, keepdims=keep) if kind == "sum" else ml.max(v, axis=axis, keepdims=keep)
+  return reduce_with_unit_axes
+
+
+@pytest.mark.parametrize("shape, axis", [((2, 1, 64), 0), ((1, 64, 64), 1), ((1, 16, 128), 2), ((4, 1, 1, 32), 3),
+                                         ((1, 2, 1, 64), 1), ((1, 128, 1), 1)])
+@pytest.mark.parametrize("keep", [False, True])
+@pytest.mark.parametrize("kind", ["sum", "max"])
+def test_reductions_of_tensors_with_unit_axes(shape, axis, keep, kind):
+  """Reductions of a 3-D or 4-D tensor whose other axes are of size 1 compute as the 2-D squeeze's ((2, 1, 64) over
+  axis 0 was MG204 before)."""
+  x = np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32)
+  k = _unit_axes_reduction(shape, axis, keep, kind)
+  want = getattr(np, kind)(x * 2, axis=axis, keepdims=keep)
+  np.testing.assert_allclose(np.asarray(k(x, interpret=True)), want, rtol=1e-5, atol=1e-5)
+  jax.export.export(jax.jit(k), platforms=["cuda"])(S(shape, F32)).mlir_module()
