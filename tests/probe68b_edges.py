@@ -7,7 +7,7 @@ import numpy as np
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from probe68b_quant import BF16, E4M3, F16, F32, S, f32, pack_rows8, rng_of
+from probe68b_quant import BF16, E4M3, F16, F32, S, f32, int8_gemm_raw, pack_rows8, rng_of
 from probe68b_fused import _gg_ref, normal
 from probe68b_more import fp8_tiles, splitk_atomics
 
@@ -141,3 +141,124 @@ def _gvs_ref(x, qw, s, **k):
 
 
 case("gemv_int4_splitk_atomics", gemv_splitk, _gvs_make, _gvs_ref, 1e-5)
+
+
+# ---------------------------------------------------------------- vLLM's Triton block-FP8 GEMM, ported line by line
+@mg.mgpu_kernel(out_shape=lambda a, b, As, Bs, **k: S((a.shape[0], b.shape[0]), BF16),
+                grid=lambda a, b, As, Bs, *, BLOCK_SIZE_M, BLOCK_SIZE_N, **k: (ml.cdiv(a.shape[0], BLOCK_SIZE_M) * ml.cdiv(b.shape[0], BLOCK_SIZE_N),))
+def w8a8_block_fp8_matmul(A, B, As, Bs, C, *, group_n: ml.constexpr, group_k: ml.constexpr, BLOCK_SIZE_M: ml.constexpr,
+                          BLOCK_SIZE_N: ml.constexpr, BLOCK_SIZE_K: ml.constexpr, GROUP_SIZE_M: ml.constexpr):
+  """vLLM's _w8a8_block_fp8_matmul, ported: B (N, K) read as (K, N) tiles through pointer arithmetic."""
+  M, K = A.shape
+  N = B.shape[0]
+  pid_m, pid_n = ml.grouped_ids(ml.program_id(axis=0), ml.cdiv(M, BLOCK_SIZE_M), ml.cdiv(N, BLOCK_SIZE_N),
+                                group=GROUP_SIZE_M)        # (Triton's GROUP_SIZE_M swizzle of pid)
+  offs_am = (pid_m * BLOCK_SIZE_M + ml.arange(0, BLOCK_SIZE_M)) % M
+  offs_bsn = (pid_n * BLOCK_SIZE_N + ml.arange(0, BLOCK_SIZE_N)) % N
+  offs_k = ml.arange(0, BLOCK_SIZE_K)
+  accumulator = ml.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=jnp.float32)
+  for k in range(0, ml.cdiv(K, BLOCK_SIZE_K)):
+    kk = k * BLOCK_SIZE_K + offs_k
+    a = ml.load(A.at[offs_am[:, None], kk[None, :]], mask=kk[None, :] < K, other=0.0)
+    b = ml.load(B.at[offs_bsn[None, :], kk[:, None]], mask=kk[:, None] < K, other=0.0)
+    k_start = k * BLOCK_SIZE_K
+    offs_ks = k_start // group_k
+    a_s = ml.load(As.at[offs_am, offs_ks])
+    b_s = ml.load(Bs.at[offs_bsn // group_n, offs_ks])
+    accumulator += ml.dot(a, b) * a_s[:, None] * b_s[None, :]
+  c = accumulator.to(C.dtype)
+  offs_cm = pid_m * BLOCK_SIZE_M + ml.arange(0, BLOCK_SIZE_M)
+  offs_cn = pid_n * BLOCK_SIZE_N + ml.arange(0, BLOCK_SIZE_N)
+  c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+  ml.store(C.at[offs_cm[:, None], offs_cn[None, :]], c, mask=c_mask)
+
+
+def _bf8_make(bm, bn, bk):
+  def make(seed):
+    r = rng_of(seed)
+    M, N, K = 80, 256, 256
+    return (normal(r, (M, K), E4M3), normal(r, (N, K), E4M3), (r.random((M, K // 128)) + 0.5).astype(np.float32),
+            (r.random((N // 128, K // 128)) + 0.5).astype(np.float32)), \
+        dict(group_n=128, group_k=128, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8)
+  return make
+
+
+def _bf8_ref(a, b, sa, sb, **k):
+  out = np.zeros((a.shape[0], b.shape[0]), np.float32)
+  for kk in range(a.shape[1] // 128):
+    part = f32(a)[:, kk * 128:(kk + 1) * 128] @ f32(b)[:, kk * 128:(kk + 1) * 128].T
+    out += part * sa[:, kk:kk + 1] * np.repeat(sb[:, kk], 128)[None]
+  return np.asarray(jnp.asarray(out, BF16))
+
+
+case("vllm_w8a8_block_fp8_matmul", w8a8_block_fp8_matmul, _bf8_make(64, 128, 128), _bf8_ref, 1e-2)
+case("vllm_w8a8_block_fp8_matmul_m16_bk64", w8a8_block_fp8_matmul, _bf8_make(16, 64, 64), _bf8_ref, 1e-2)
+
+
+# ---------------------------------------------------------------- int8 weights (n, k) read as (k, n) tiles by pointers
+def _kn_make(seed):
+  r = rng_of(seed)
+  return (r.integers(-128, 128, (80, 256)).astype(np.int8), r.integers(-128, 128, (256, 256)).astype(np.int8)), \
+      dict(BM=16, BN=64, BK=64, B_NK=True)
+
+
+case("int8_weights_read_as_kn_tiles", int8_gemm_raw, _kn_make,
+     lambda a, b, **k: (a.astype(np.int64) @ b.astype(np.int64).T).astype(np.int32), 0)
+
+
+# ---------------------------------------------------------------- one program a quantisation group or a row (1-D tiles)
+@mg.mgpu_kernel(out_shape=lambda y, **k: (S(y.shape, E4M3), S((y.size // k["group_size"],), F32)),
+                grid=lambda y, *, group_size, **k: (y.size // group_size,))
+def per_token_group_quant_fp8(y_ptr, y_q_ptr, y_s_ptr, *, group_size: ml.constexpr, BLOCK: ml.constexpr):
+  """SGLang's _per_token_group_quant_fp8 on a flattened (tokens * hidden,) view: one program a group."""
+  g_id = ml.program_id(0)
+  cols = ml.arange(0, BLOCK)
+  mask = cols < group_size
+  y = ml.load(y_ptr.at[g_id * group_size + cols], mask=mask, other=0.0).to(jnp.float32)
+  _absmax = ml.maximum(ml.max(ml.abs(y)), 1e-10)
+  y_s = _absmax / 448.0
+  y_q = ml.clamp(y / y_s, -448.0, 448.0).to(y_q_ptr.dtype)
+  ml.store(y_q_ptr.at[g_id * group_size + cols], y_q, mask=mask)
+  ml.store(y_s_ptr.at[g_id], y_s)
+
+
+def _ptg_make(seed):
+  return (normal(rng_of(seed), (8 * 256,), BF16, 3.0),), dict(group_size=128, BLOCK=128)
+
+
+def _ptg_ref(y, **k):
+  v = f32(y).reshape(-1, 128)
+  s = np.asarray(jnp.maximum(jnp.abs(jnp.asarray(v)).max(1), 1e-10) / 448.0)
+  return np.asarray(jnp.asarray(np.clip(v / s[:, None], -448, 448).reshape(-1), E4M3)), s
+
+
+case("sglang_per_token_group_quant_fp8_1d", per_token_group_quant_fp8, _ptg_make, _ptg_ref, 0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, **k: (S(x.shape, jnp.int8), S((x.shape[0], 1), F32)), grid=lambda x, **k: (x.shape[0],))
+def per_token_quant_int8(x_ptr, xq_ptr, scale_ptr, *, BLOCK: ml.constexpr):
+  """vLLM's _per_token_quant_int8: one program a row, a power-of-two block over an odd hidden size."""
+  N = x_ptr.shape[1]
+  row_id = ml.program_id(0)
+  cols = ml.arange(0, BLOCK)
+  mask = cols < N
+  x = ml.load(x_ptr.at[row_id, cols], mask=mask, other=0.0).to(jnp.float32)
+  absmax = ml.maximum(ml.max(ml.abs(x)), 1e-10)
+  scale_x = absmax / 127
+  x_q = x * (127 / absmax)
+  x_q = jnp.round(x_q).astype(jnp.int8)
+  ml.store(xq_ptr.at[row_id, cols], x_q, mask=mask)
+  ml.store(scale_ptr.at[row_id, 0], scale_x)
+
+
+def _ptq_make(seed):
+  return (normal(rng_of(seed), (6, 100), F16, 2.0),), dict(BLOCK=128)
+
+
+def _ptq_ref(x, **k):
+  xf = f32(x)
+  am = np.maximum(np.abs(xf).max(1), 1e-10)
+  return np.round(xf * (np.float32(127) / am)[:, None]).astype(np.int8), np.asarray(jnp.asarray(am) / 127)[:, None]
+
+
+case("vllm_per_token_quant_int8_odd_hidden", per_token_quant_int8, _ptq_make, _ptq_ref, 0)

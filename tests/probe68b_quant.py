@@ -371,17 +371,19 @@ def _w8a8_ref(a, b, sa, sb, **k):
 case("w8a8_gemm_tma", w8a8_gemm, _w8a8_make, _w8a8_ref, 1e-2)
 
 
-@mg.mgpu_kernel(out_shape=lambda a, b, **k: S((a.shape[0], b.shape[1]), I32),
-                grid=lambda a, b, *, BM, BN, **k: (ml.cdiv(a.shape[0], BM), b.shape[1] // BN))
-def int8_gemm_raw(a_ptr, b_ptr, c_ptr, *, BM: ml.constexpr, BN: ml.constexpr, BK: ml.constexpr):
-  """Triton's int8 tl.dot of two loaded tiles, b stored (k, n): the int32 accumulator stored as is (bit-exact)."""
+@mg.mgpu_kernel(out_shape=lambda a, b, *, B_NK=False, **k: S((a.shape[0], b.shape[0 if B_NK else 1]), I32),
+                grid=lambda a, b, *, BM, BN, B_NK=False, **k: (ml.cdiv(a.shape[0], BM), b.shape[0 if B_NK else 1] // BN))
+def int8_gemm_raw(a_ptr, b_ptr, c_ptr, *, BM: ml.constexpr, BN: ml.constexpr, BK: ml.constexpr,
+                  B_NK: ml.constexpr = False):
+  """Triton's int8 tl.dot of two loaded tiles, b stored (k, n), or (n, k) (B_NK) read as (k, n) tiles by its pointers
+  (vLLM's int8 GEMMs): the int32 accumulator stored as is (bit-exact)."""
   acc = ml.zeros((BM, BN), dtype=jnp.int32)
   M, K = a_ptr.shape
   rm, rn = ml.program_id(0) * BM + ml.arange(0, BM), ml.program_id(1) * BN + ml.arange(0, BN)
   for k in range(0, K, BK):
     rk = k + ml.arange(0, BK)
     a = ml.load(a_ptr.at[rm[:, None], rk[None, :]], mask=rm[:, None] < M, other=0)
-    b = ml.load(b_ptr.at[rk[:, None], rn[None, :]])
+    b = ml.load(b_ptr.at[rn[None, :], rk[:, None]]) if B_NK else ml.load(b_ptr.at[rk[:, None], rn[None, :]])
     acc += ml.dot(a, b)
   ml.store(c_ptr.at[rm[:, None], rn[None, :]], acc, mask=rm[:, None] < M)
 
