@@ -7,7 +7,7 @@ import numpy as np
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from probe68b_quant import BF16, E4M3, F16, F32, S, f32, int8_gemm_raw, pack_rows8, rng_of
+from probe68b_quant import BF16, E4M3, F16, F32, I32, I8, S, _w8a8_ref, f32, int8_gemm_raw, pack_rows8, rng_of
 from probe68b_fused import _gg_ref, normal
 from probe68b_more import fp8_tiles, splitk_atomics
 
@@ -262,3 +262,30 @@ def _ptq_ref(x, **k):
 
 
 case("vllm_per_token_quant_int8_odd_hidden", per_token_quant_int8, _ptq_make, _ptq_ref, 0)
+
+
+# ---------------------------------------------------------------- W8A8 persistent and warp-specialised on two warpgroups
+@mg.mgpu_kernel(out_shape=lambda a, b, sa, sb, **k: S((a.shape[0], b.shape[0]), BF16),
+                grid=lambda a, b, sa, sb, **k: (min(4, (a.shape[0] // 128) * (b.shape[0] // 128)),), block=256)
+def w8a8_persistent(a, b, sa, sb, c):
+  """4 CTAs walk the (128, 128) tiles in grouped order; a producer warpgroup loads ahead, across tiles."""
+  num_m, num_n = a.shape[0] // 128, b.shape[0] // 128
+  a_s, b_s = ml.smem((128, 128), I8), ml.smem((128, 128), I8)
+  for t in range(ml.program_id(0), num_m * num_n, ml.num_programs(0)):
+    i, j = ml.grouped_ids(t, num_m, num_n, group=2)
+    acc = ml.zeros((128, 128), I32)
+    for k in ml.range(a.shape[1] // 128, stages=2, warp_specialize=True):
+      ml.copy(a.at[ml.ds(i * 128, 128), ml.ds(k * 128, 128)], a_s)
+      ml.copy(b.at[ml.ds(j * 128, 128), ml.ds(k * 128, 128)], b_s)
+      acc = ml.dot(a_s, b_s.T, acc)
+    y = acc.astype(F32) * sa.at[ml.ds(i * 128, 128)][...][:, None] * sb.at[ml.ds(j * 128, 128)][...][None, :]
+    c.at[ml.ds(i * 128, 128), ml.ds(j * 128, 128)][...] = y.astype(BF16)
+
+
+def _w8p_make(seed):
+  r = rng_of(seed)
+  return (r.integers(-128, 128, (256, 384)).astype(np.int8), r.integers(-128, 128, (384, 384)).astype(np.int8),
+          (r.random(256) * 0.01).astype(np.float32), (r.random(384) * 0.01).astype(np.float32)), {}
+
+
+case("w8a8_persistent_warp_specialized", w8a8_persistent, _w8p_make, _w8a8_ref, 1e-2)

@@ -142,12 +142,13 @@ case("gemm_fp8_out_amax_atomic", gemm_fp8_out_amax, _amax_make, _amax_ref, 1e-5)
 # ---------------------------------------------------------------- SwiGLU: silu(x @ w_gate) * (x @ w_up), one kernel
 @mg.mgpu_kernel(out_shape=lambda x, wg, wu, **k: S((x.shape[0], wg.shape[1]), BF16),
                 grid=lambda x, wg, wu, *, bm, bn, **k: (x.shape[0] // bm, wg.shape[1] // bn))
-def swiglu(x, wg, wu, o, *, bm: ml.constexpr, bn: ml.constexpr, bk: ml.constexpr):
+def swiglu(x, wg, wu, o, *, bm: ml.constexpr, bn: ml.constexpr, bk: ml.constexpr, WS: ml.constexpr = False):
+  """WS: the loop warp-specialised (a producer warpgroup issues the three loads three trips ahead)."""
   i, j = ml.program_id(0), ml.program_id(1)
   x_s, g_s, u_s = ml.smem((bm, bk), BF16), ml.smem((bk, bn), BF16), ml.smem((bk, bn), BF16)
   gate = ml.zeros((bm, bn), F32)
   up = ml.zeros((bm, bn), F32)
-  for k in ml.range(x.shape[1] // bk, stages=2):
+  for k in ml.range(x.shape[1] // bk, stages=3 if WS else 2, warp_specialize=WS):
     ml.copy(x.at[ml.ds(i * bm, bm), ml.ds(k * bk, bk)], x_s)
     ml.copy(wg.at[ml.ds(k * bk, bk), ml.ds(j * bn, bn)], g_s)
     ml.copy(wu.at[ml.ds(k * bk, bk), ml.ds(j * bn, bn)], u_s)
@@ -168,6 +169,8 @@ def _swiglu_ref(x, wg, wu, **k):
 
 
 case("swiglu_dual_gemm", swiglu, _swiglu_make, _swiglu_ref, 1e-2)
+case("swiglu_dual_gemm_warp_specialized", swiglu, lambda seed: (_swiglu_make(seed)[0], dict(bm=64, bn=64, bk=64, WS=True)),
+     _swiglu_ref, 1e-2)
 
 
 @mg.mgpu_kernel(out_shape=lambda x, w, **k: S((x.shape[0], w.shape[1] // 2), F16),
@@ -518,7 +521,7 @@ def _lora_ref(x, w, la, lb, *, scale, **k):
   return np.asarray(jnp.asarray(f32(x) @ f32(w) + f32(t) @ f32(lb), BF16))
 
 
-for _r in (16, 64):
+for _r in (8, 16, 64):
   case(f"lora_fused_rank{_r}", lora_fused, _lora_make(_r), _lora_ref, 1e-2)
 
 

@@ -338,12 +338,13 @@ case("gptq_dequantize_kernel", gptq_dequant, _gdq_make, _gdq_ref, 0)
 # ---------------------------------------------------------------- N-packed symmetric int4 through TMA words (Marlin-like)
 @mg.mgpu_kernel(out_shape=lambda a, qw, sc, **k: S((a.shape[0], qw.shape[1] * 8), F16),
                 grid=lambda a, qw, sc, *, bm, bn, **k: (a.shape[0] // bm, qw.shape[1] * 8 // bn))
-def marlin_like(a, qw, sc, c, *, bm: ml.constexpr, bn: ml.constexpr, bk: ml.constexpr, group: ml.constexpr):
+def marlin_like(a, qw, sc, c, *, bm: ml.constexpr, bn: ml.constexpr, bk: ml.constexpr, group: ml.constexpr,
+                stages: ml.constexpr = 2):
   i, j = ml.program_id(0), ml.program_id(1)
   a_s, q_s, w_s = ml.smem((bm, bk), F16), ml.smem((bk, bn // 8), I32), ml.smem((bk, bn), F16)
   shifts = (ml.arange(0, bn) % 8) * 4
   acc = ml.zeros((bm, bn), F32)
-  for k in ml.range(a.shape[1] // bk, stages=2):
+  for k in ml.range(a.shape[1] // bk, stages=stages):
     ml.copy(a.at[ml.ds(i * bm, bm), ml.ds(k * bk, bk)], a_s)
     ml.copy(qw.at[ml.ds(k * bk, bk), ml.ds(j * (bn // 8), bn // 8)], q_s)
     q = ((jnp.repeat(q_s[...], 8, axis=1) >> shifts[None, :]) & 0xF) - 8
@@ -366,6 +367,9 @@ def _ml_ref(a, qw, s, **k):
 
 
 case("marlin_like_n_packed_sym", marlin_like, _ml_make, _ml_ref, 1e-2)
+case("marlin_like_n_packed_sym_3_stages", marlin_like, lambda seed: (_ml_make(seed)[0], dict(bm=64, bn=128, bk=64,
+                                                                                           group=128, stages=3)),
+     _ml_ref, 1e-2)
 
 
 # ---------------------------------------------------------------- explicit GELU formulas (tanh with its constants; erf)
