@@ -184,10 +184,10 @@ def awq_tma(a, qw, qz, sc, c, *, bm: ml.constexpr, bn: ml.constexpr, bk: ml.cons
   c.at[ml.ds(i * bm, bm), ml.ds(j * bn, bn)][...] = acc.astype(F16)
 
 
-def _awq_make(g):
+def _awq_make(g, bk=64, bn=64):
   def make(seed):
     a, q, z, s, w = w4_problem(seed, 128, 256, 128, g)
-    return (a, pack_cols8(q, AWQ_ORDER), pack_cols8(z, AWQ_ORDER), s), dict(bm=64, bn=64, bk=64, group=g)
+    return (a, pack_cols8(q, AWQ_ORDER), pack_cols8(z, AWQ_ORDER), s), dict(bm=64, bn=bn, bk=bk, group=g)
   return make
 
 
@@ -205,6 +205,8 @@ def _awq_ref(a, qw, qz, s, **k):
 
 for _g in (32, 64, 128):
   case(f"awq_tma_g{_g}", awq_tma, _awq_make(_g), _awq_ref, 1e-2)
+case("awq_tma_g32_bk128_bn128", awq_tma, _awq_make(32, 128, 128), _awq_ref, 1e-2)     # (4, 16) words: four groups
+case("awq_tma_g16_bk64", awq_tma, _awq_make(16), _awq_ref, 1e-2)                     # (4, 8) words
 
 
 # ---------------------------------------------------------------- torchao / bitsandbytes style: two nibbles per uint8
