@@ -223,10 +223,21 @@ _SCRATCH_HINTS = {
     "wide dot scratch":
         "split the dot by hand, or compute fewer rows per program: the largest buffer, wide dot scratch, joins"
         " the products of an ml.dot of more than 256 columns, which the tensor cores compute 256 columns at a"
-        " time; one accumulator a piece needs no join (acc0 = ml.dot(a, b_s.at[:, 0:256], acc0), acc1 ="
-        " ml.dot(a, b_s.at[:, 256:512], acc1), or b_s.at[0:256].T of a buffer stored (n, k)), each stored into"
+        " time; one accumulator a piece needs no join (acc0 = ml.dot(a, b_s.at[:, 0:{0}], acc0), acc1 ="
+        " ml.dot(a, b_s.at[:, {0}:{1}], acc1), or b_s.at[0:{0}].T of a buffer stored (n, k)), each stored into"
         " its columns of the output",
 }
+
+
+def _scratch_hint(big) -> str:
+  """MG402's hint for a compiler scratch that is the kernel's largest buffer; a wide dot's names the column pieces
+  the compiler split its n into (2 x 192 of 384, 256 and 256 of 512: ops/wide_dots.py)."""
+  if big.name != "wide dot scratch":
+    return _SCRATCH_HINTS[big.name]
+  from .ops.wide_dots import pieces
+  n = big.type.shape[-1]
+  sizes = pieces(n, 16) or pieces(n, 8) or [hw.MMA_N_MAX, n - hw.MMA_N_MAX]
+  return _SCRATCH_HINTS[big.name].format(sizes[0], sizes[0] + sizes[1])
 
 
 def _fewer_stages_hint(kernel, life, barrier_bytes):
@@ -244,7 +255,7 @@ def _fewer_stages_hint(kernel, life, barrier_bytes):
               f" {what}{'ned' if what == 'scan' else 'ed'} (the whole rows: reading pieces of them does not"
               f" help)"), ()
     if big is not None and big.name in _SCRATCH_HINTS:
-      return _SCRATCH_HINTS[big.name], ()
+      return _scratch_hint(big), ()
     if big is not None and (big.name or "").endswith(("scratch", "sort keys", "sort positions")):
       return (f"use smaller tiles: the largest buffer, {big.name}, is one the compiler allocates to move a"
               f" register tensor's elements between threads (indexing, slicing, sorting, transposing, scanning"
@@ -259,6 +270,11 @@ def _fewer_stages_hint(kernel, life, barrier_bytes):
       where = "" if len(loops) == 1 else " in the pipelined loops"
       return (f"use stages={s}{where}{unpipelined}, or smaller tiles",
               tuple(f"{p.loc}: a pipelined loop with stages={p.stages}" for p in loops if p.stages > s))
+  big = max(kernel.smem, key=lambda b: b.type.nbytes, default=None)
+  if big is not None and big.name in _SCRATCH_HINTS:
+    # (no stage count fits and the largest buffer is a compiler's scratch whose own hint says what to write: a
+    # pipelined loop's wide dot joined through `wide dot scratch`, probe 68b's RMS-norm epilogue over 512 columns)
+    return _scratch_hint(big), ()
   if fewest == 2:
     return "use smaller tiles (a warp-specialised loop needs stages of at least 2)", ()
   return "use smaller tiles", ()

@@ -260,3 +260,53 @@ def test_reductions_of_tensors_with_unit_axes(shape, axis, keep, kind):
   want = getattr(np, kind)(x * 2, axis=axis, keepdims=keep)
   np.testing.assert_allclose(np.asarray(k(x, interpret=True)), want, rtol=1e-5, atol=1e-5)
   jax.export.export(jax.jit(k), platforms=["cuda"])(S(shape, F32)).mlir_module()
+
+
+# ---------------------------------------------------------------- MG402 of a pipelined wide dot: the scratch's own hint
+@mg.mgpu_kernel(out_shape=lambda x, w, g, **k: S((x.shape[0], w.shape[1]), jnp.bfloat16),
+                grid=lambda x, w, g, *, bm, **k: (x.shape[0] // bm,), block=256)
+def rmsnorm_512_split(x, w, g, o, *, bm: ml.constexpr, bk: ml.constexpr):
+  """The hint followed: one accumulator a 256-column piece, the row statistic summed over both."""
+  i = ml.program_id(0)
+  x_s, w_s = ml.smem((bm, bk), jnp.bfloat16), ml.smem((bk, 512), jnp.bfloat16)
+  acc0 = ml.zeros((bm, 256), F32)
+  acc1 = ml.zeros((bm, 256), F32)
+  for k in ml.range(x.shape[1] // bk, stages=2):
+    ml.copy(x.at[ml.ds(i * bm, bm), ml.ds(k * bk, bk)], x_s)
+    ml.copy(w.at[ml.ds(k * bk, bk), :], w_s)
+    acc0 = ml.dot(x_s, w_s.at[:, 0:256], acc0)
+    acc1 = ml.dot(x_s, w_s.at[:, 256:512], acc1)
+  rstd = ml.rsqrt((ml.sum(acc0 * acc0, axis=1) + ml.sum(acc1 * acc1, axis=1)) / 512 + 1e-6)
+  gv = g[...].astype(F32)
+  o.at[ml.ds(i * bm, bm), 0:256][...] = (acc0 * rstd[:, None] * gv[None, 0:256]).astype(jnp.bfloat16)
+  o.at[ml.ds(i * bm, bm), 256:512][...] = (acc1 * rstd[:, None] * gv[None, 256:512]).astype(jnp.bfloat16)
+
+
+@pytest.mark.parametrize("n, first, second", [(512, 256, 512), (384, 192, 384)])
+def test_a_pipelined_wide_dot_past_smem_gets_the_wide_dot_hint(n, first, second):
+  """An RMS-norm epilogue whose tile spans a row of 512 (or 384) columns, in a pipelined loop: the joined product's
+  wide dot scratch (256 KiB) is the largest buffer, and no stage count fits. The hint was 'use smaller tiles: ...
+  cutting the kernel's own to an eighth' (x_s and w_s, not the scratch); it is the wide dot's, with the pieces the
+  compiler splits n into, and written out (n = 512) it computes."""
+  from locate import expect
+  from probe68b_fused import _rms_ref, gemm_row_rmsnorm, normal
+  specs = (S((256, 128), jnp.bfloat16), S((128, n), jnp.bfloat16), S((n,), jnp.bfloat16))
+  e = expect(gemm_row_rmsnorm, specs, mg.SmemCapacityError, "ml.dot(x_s, w_s, acc)",
+             f"the kernel's SMEM needs {427008 if n == 512 else 328704} bytes (x_s 32 KiB, w_s {n // 4} KiB, wide dot"
+             f" scratch {n // 2} KiB, plus barriers and alignment), more than the 232432 bytes (227 KiB less 16 bytes)"
+             f" a kernel's buffers can use", bm=128, bk=64)
+  assert e.hint == (
+      "split the dot by hand, or compute fewer rows per program: the largest buffer, wide dot scratch, joins the"
+      " products of an ml.dot of more than 256 columns, which the tensor cores compute 256 columns at a time; one"
+      f" accumulator a piece needs no join (acc0 = ml.dot(a, b_s.at[:, 0:{first}], acc0), acc1 = ml.dot(a,"
+      f" b_s.at[:, {first}:{second}], acc1), or b_s.at[0:{first}].T of a buffer stored (n, k)), each stored into its"
+      " columns of the output"), e.hint
+  if n == 512:
+    rng = np.random.default_rng(4)
+    args = (normal(rng, (256, 128), jnp.bfloat16), normal(rng, (128, 512), jnp.bfloat16, 0.1),
+            normal(rng, (512,), jnp.bfloat16))
+    with warnings.catch_warnings():     # (128 x 512 float32 on two warpgroups spills: MG403 says so, as it should)
+      warnings.simplefilter("ignore", mg.RegisterSpillWarning)
+      got = rmsnorm_512_split(*args, bm=128, bk=64, interpret=True)
+      assert _relerr(got, _rms_ref(*args)) <= 1e-2
+      jax.export.export(jax.jit(lambda *a: rmsnorm_512_split(*a, bm=128, bk=64)), platforms=["cuda"])(*specs)
