@@ -8,7 +8,7 @@ import numpy as np
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from probe68b_quant import BF16, E4M3, F16, F32, I32, I8, S, _w8a8_ref, f32, int8_gemm_raw, pack_rows8, rng_of
-from probe68b_fused import _gg_ref, normal
+from probe68b_fused import _gg_ref, expert_rows_dot, normal
 from probe68b_more import fp8_tiles, splitk_atomics
 
 CASES = {}
@@ -289,3 +289,37 @@ def _w8p_make(seed):
 
 
 case("w8a8_persistent_warp_specialized", w8a8_persistent, _w8p_make, _w8a8_ref, 1e-2)
+
+
+# ---------------------------------------------------------------- MoE: each expert's run found from the sorted expert ids
+@mg.mgpu_kernel(out_shape=lambda x, w, ids, **k: S((x.shape[0], w.shape[2]), F32),
+                grid=lambda x, w, ids, *, BM, **k: (w.shape[0], ml.cdiv(x.shape[0], BM)))
+def moe_from_sorted_ids(x_ptr, w_ptr, ids_ptr, o_ptr, *, BM: ml.constexpr, BK: ml.constexpr,
+                        SEARCH: ml.constexpr = False):
+  """The token rows sorted by expert; expert e's run [start, stop) counted from the sorted ids (or searchsorted)."""
+  e, t = ml.program_id(0), ml.program_id(1)
+  ids = ids_ptr[...]
+  if SEARCH:
+    start, stop = ml.searchsorted(ids, e, side="left"), ml.searchsorted(ids, e, side="right")
+  else:
+    start, stop = ml.sum((ids < e).astype(jnp.int32)), ml.sum((ids <= e).astype(jnp.int32))
+  if start + t * BM < stop:
+    rm = start + t * BM + ml.arange(0, BM)
+    ml.store(o_ptr.at[rm[:, None], ml.arange(0, w_ptr.shape[2])[None, :]],
+             expert_rows_dot(x_ptr, w_ptr, e, rm, stop, BK), mask=rm[:, None] < stop)
+
+
+def _sid_make(search):
+  def make(seed):
+    r = rng_of(seed)
+    ids = np.repeat(np.arange(4), [20, 0, 70, 38]).astype(np.int32)
+    return (normal(r, (128, 64), BF16), normal(r, (4, 64, 64), BF16, 0.2), ids), dict(BM=64, BK=64, SEARCH=search)
+  return make
+
+
+def _sid_ref(x, w, ids, **k):
+  return _gg_ref(x, w, np.searchsorted(ids, np.arange(w.shape[0] + 1)).astype(np.int32))
+
+
+case("moe_offsets_counted_from_sorted_ids", moe_from_sorted_ids, _sid_make(False), _sid_ref, 1e-5)
+case("moe_offsets_by_searchsorted", moe_from_sorted_ids, _sid_make(True), _sid_ref, 1e-5)
