@@ -310,3 +310,22 @@ def test_a_pipelined_wide_dot_past_smem_gets_the_wide_dot_hint(n, first, second)
       got = rmsnorm_512_split(*args, bm=128, bk=64, interpret=True)
       assert _relerr(got, _rms_ref(*args)) <= 1e-2
       jax.export.export(jax.jit(lambda *a: rmsnorm_512_split(*a, bm=128, bk=64)), platforms=["cuda"])(*specs)
+
+
+def _vector_repeat(n, r):
+  @mg.mgpu_kernel(out_shape=lambda z: S((n * r,), F32), grid=(1,))
+  def repeat_vector(z, o):
+    o[...] = ml.repeat(z[...] * 2.0, r)
+  return repeat_vector
+
+
+@pytest.mark.parametrize("n, r", [(40, 4), (48, 3), (48, 4), (64, 3), (96, 2), (96, 3), (200, 2), (200, 8), (24, 8),
+                                  (8, 8), (64, 2)])
+def test_repeat_of_a_vector_into_no_multiple_of_128(n, r):
+  """A vector repeated into more than 128 elements that are no multiple of 128 (a (40,) vector of per-channel scales 4
+  times, 160) was MG204 naming the joined (40, 4) columns; it is the register gather v[ml.arange(n * r) // r], as a
+  vector of a length no multiple of 8 was (probe 57c). The joins that hold a layout keep their form."""
+  z = np.arange(n, dtype=np.float32) - 5
+  k = _vector_repeat(n, r)
+  np.testing.assert_array_equal(np.asarray(k(z, interpret=True)), np.repeat(z * 2, r))
+  jax.export.export(jax.jit(k), platforms=["cuda"])(S(z.shape, F32)).mlir_module()

@@ -9,6 +9,7 @@ docs/language.md gave as the way to write them before they existed).
 from __future__ import annotations
 
 from .. import errors as E
+from .. import hw
 from ..types import resolve
 from . import elementwise as ew
 from .base import builtin, check_register_value, is_tensor, kind_of, python_int as _int, shown
@@ -112,11 +113,14 @@ def repeat(cx, x, repeats, axis=None):
     return x
   from .padded_tiles import true_shape
   own = true_shape(cx.b, x)
-  if (len(shape) == 1 or len(shape) == 2 and own[0] == 1 and axis == 1) and own[-1] % 8 and own[-1] * repeats % 8 == 0:
+  long = own[-1] * repeats > hw.WARPGROUP and own[-1] * repeats % hw.WARPGROUP   # (a (40,) vector 4 times: 160)
+  if (len(shape) == 1 or len(shape) == 2 and own[0] == 1 and axis == 1) and (own[-1] % 8 or long) \
+      and own[-1] * repeats % 8 == 0:
     # A vector of a length no register vector holds (a 256-wide tile's two 128x128 block scales) repeated into one
     # that does: each output element's source read as a register gather, x[ml.arange(n * r) // r], as jnp.repeat's
     # form (probe 57c: its joined (n, 1) columns were MG204, and the padded trace's repeat of the (8,) it held was a
-    # (1024,) vector beside the (128, 256) tile it scales)
+    # (1024,) vector beside the (128, 256) tile it scales); so is one of more than 128 elements that are no multiple
+    # of 128, whose joined (n, r) columns hold no layout either (probe 68b: a (40,) vector 4 times, a (200,) twice)
     from ..dtypes import DType
     from ..types import TensorType
     from .register_gather import register_gather
