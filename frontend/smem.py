@@ -223,8 +223,8 @@ _SCRATCH_HINTS = {
     "wide dot scratch":
         "split the dot by hand, or compute fewer rows per program: {it}, wide dot scratch, joins"
         " the products of an ml.dot of more than 256 columns, which the tensor cores compute 256 columns at a"
-        " time; one accumulator a piece needs no join (acc0 = ml.dot(a, b_s.at[:, 0:256], acc0), acc1 ="
-        " ml.dot(a, b_s.at[:, 256:512], acc1), or b_s.at[0:256].T of a buffer stored (n, k)), each stored into"
+        " time; one accumulator a piece needs no join (acc0 = ml.dot(a, b_s.at[:, 0:{p0}], acc0), acc1 ="
+        " ml.dot(a, b_s.at[:, {p0}:{p01}], acc1), or b_s.at[0:{p0}].T of a buffer stored (n, k)), each stored into"
         " its columns of the output",
     "page gather scratch":
         "copy the pages into an SMEM buffer by TMA instead of gathering them into registers: {it}, page gather"
@@ -235,13 +235,25 @@ _SCRATCH_HINTS = {
 }
 
 
+def _wide_pieces(kernel) -> tuple[int, int]:
+  """The first two column pieces the compiler split a wide dot's n into (2 x 192 of 384, 256 and 256 of 512:
+  ops/wide_dots.py), read from the kernel's largest wide dot scratch (probe 68b)."""
+  from .ops.wide_dots import pieces
+  those = [b for b in kernel.smem if b.name == "wide dot scratch"]
+  n = max(those, key=lambda b: b.type.nbytes).type.shape[-1] if those else 2 * hw.MMA_N_MAX
+  sizes = pieces(n, 16) or pieces(n, 8) or [hw.MMA_N_MAX, n - hw.MMA_N_MAX]
+  return sizes[0], sizes[0] + sizes[1]
+
+
 def _scratch_text(kernel, name, it) -> str:
-  """_SCRATCH_HINTS' hint of the scratch `name`, in the user's names where it has them (a page gather's)."""
+  """_SCRATCH_HINTS' hint of the scratch `name`, in the user's names where it has them (a page gather's, a wide
+  dot's column pieces)."""
   pages, ids, n, shape = ("pages", "ids", "n", ("page_size", "head_dim"))
   for bid, got in getattr(kernel, "page_gathers", {}).items():
     if any(b.id == bid and b.name == name for b in kernel.smem):
       pages, ids, n, shape = got
-  return _SCRATCH_HINTS[name].format(it=it, pages=pages, ids=ids, n=n, page=shape[0],
+  p0, p01 = _wide_pieces(kernel) if name == "wide dot scratch" else (0, 0)
+  return _SCRATCH_HINTS[name].format(it=it, pages=pages, ids=ids, n=n, page=shape[0], p0=p0, p01=p01,
                                      shape=f"({n * shape[0] if isinstance(n, int) else 'n * page_size'}, "
                                            + ", ".join(str(k) for k in shape[1:]) + ")")
 
@@ -280,6 +292,11 @@ def _fewer_stages_hint(kernel, life, barrier_bytes):
               tuple(f"{p.loc}: a pipelined loop with stages={p.stages}" for p in loops if p.stages > s))
   if (hint := _scratch_hint(kernel, life, barrier_bytes)) is not None:
     return hint, ()
+  big = max(kernel.smem, key=lambda b: b.type.nbytes, default=None)
+  if big is not None and big.name in _SCRATCH_HINTS:
+    # (no stage count fits and the largest buffer is a compiler's scratch whose own hint says what to write: a
+    # pipelined loop's wide dot joined through `wide dot scratch`, probe 68b's RMS-norm epilogue over 512 columns)
+    return _scratch_text(kernel, big.name, "the largest buffer"), ()
   if fewest == 2:
     return "use smaller tiles (a warp-specialised loop needs stages of at least 2)", ()
   return "use smaller tiles", ()

@@ -184,7 +184,7 @@ def test_a_product_of_converted_or_computed_operands_is_hinted_as_the_dot_and_th
   assert e.hint.startswith(
       "this is a[...].astype(F32) @ b[...].astype(F32).T, which ml.dot computes on the tensor cores: put the operands"
       " in SMEM buffers of 64 and 16 rows, ml.copy(a.at[ml.ds(0, 64), :], a_s); ml.copy(b, b_s), then s = ml.dot(a_s,"
-      " b_s.T), a (64, 16) product, then out.at[ml.ds(0, 64), :].store(s, mask=ml.arange(64)[:, None] < 4)")
+      " b_s.T), a (64, 16) product, then o.at[ml.ds(0, 64), :].store(s, mask=ml.arange(64)[:, None] < 4)")
   want = np.asarray(a, np.float32) @ np.asarray(b, np.float32).T
   np.testing.assert_allclose(converted_scores_fixed(a, b, interpret=True), want, rtol=1e-2, atol=1e-2)
   assert "@mosaic_gpu" in _export(converted_scores_fixed, S(a.shape, F16), S(b.shape, F16))
@@ -196,9 +196,9 @@ def test_a_product_of_converted_or_computed_operands_is_hinted_as_the_dot_and_th
   assert (e.lineno, e.col_offset) == (_line_of("# computed"), 11)
   assert e.hint == (
       "this is q @ ml.exp(b[...]).T, which ml.dot computes on the tensor cores: put the operands in SMEM buffers of 64"
-      " and 64 rows, ml.copy(q.at[ml.ds(0, 64), :], q_s) (zeros past the array's last row); b_s = ml.smem((64, 64),"
+      " and 64 rows, ml.copy(a.at[ml.ds(0, 64), :], q_s) (zeros past the array's last row); b_s = ml.smem((64, 64),"
       " jnp.float32); b_s[...] = ml.concatenate([ml.exp(b[...]), ml.zeros((48, 64), jnp.float32)], axis=0), then s ="
-      " ml.dot(q_s, b_s.T), a (64, 64) product, then out.at[ml.ds(0, 64), ml.ds(0, 64)].store(s, mask=(ml.arange(64)[:,"
+      " ml.dot(q_s, b_s.T), a (64, 64) product, then o.at[ml.ds(0, 64), ml.ds(0, 64)].store(s, mask=(ml.arange(64)[:,"
       " None] < 4) & (ml.arange(64)[None, :] < 16)) (the window past the output's 4 rows and 16 columns masked) (ml.dot"
       " reads float32 operands as TF32, about 3 significant digits; the rows keep float32); or, in registers, one row"
       " of q at a time: ml.sum(q[i][None, :] * ml.exp(b[...]), axis=1) for i in ml.static_range(4), each a (16,)"
@@ -247,7 +247,7 @@ def test_a_product_too_large_for_smem_is_hinted_as_the_dot_at_the_sum():
   assert e.hint.startswith(
       "this is (a[...] * 2.0) @ b.T, which ml.dot computes on the tensor cores: put the operands in SMEM buffers of 64"
       " and 64 rows, a_s = ml.smem((64, 32), jnp.float32); a_s[...] = a[...] * 2.0; ml.copy(b, b_s), then s ="
-      " ml.dot(a_s, b_s.T), a (64, 64) product, then out[...] = s")
+      " ml.dot(a_s, b_s.T), a (64, 64) product, then o[...] = s")
   np.testing.assert_allclose(big_scores_fixed(a, b, interpret=True), 2 * a @ b.T, rtol=3e-2, atol=3e-2)
   assert "@mosaic_gpu" in _export(big_scores_fixed, S(a.shape, F32), S(b.shape, F32))
 

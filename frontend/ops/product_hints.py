@@ -36,13 +36,49 @@ def _product_operands(text):
   return ast.unparse(a.value), ast.unparse(b.value)
 
 
-def _stage(text, rows, n, k, dt, b_operand):
+def _held_names(cx, x, depth=16) -> dict:
+  """The names of the register tensors `x` is computed from (through its broadcasts, reshapes and the scratches they
+  move through, a few ops deep), each to the name of the ref it is a whole read of (`xv = x[...]`), or None for a
+  value computed in registers, which no TMA copy can fill a buffer with (its bare name alone reads like a ref's)."""
+  from .. import ir
+  from ..types import RefType, TensorType
+
+  def root(r):                        # a view's buffer
+    while (op := cx.b.defining(r)) is not None and isinstance(getattr(op, "ref", None), ir.Value):
+      r = op.ref
+    return r
+  writers: dict = {}                  # a scratch -> the tensors stored into it or its views (a relayout's stores)
+  for op in cx.b.block.ops:
+    vals = [u for u in op.operands() if isinstance(u, ir.Value)]
+    for r in (u for u in vals if isinstance(u.type, RefType)):
+      writers.setdefault(root(r).id, []).extend(u for u in vals if isinstance(u.type, TensorType))
+  names, todo, seen = {}, [x], set()
+  while todo and depth:
+    depth -= 1
+    nxt = []
+    for v in todo:
+      if v.id in seen:
+        continue
+      seen.add(v.id)
+      op = cx.b.defining(v)
+      if isinstance(v.type, TensorType) and getattr(v, "name", None):
+        src = getattr(op, "ref", None)
+        whole = (type(op).__name__ == "Load" and isinstance(src, ir.Value) and cx.b.defining(src) is None
+                 and tuple(src.type.shape) == tuple(v.type.shape))
+        names[v.name] = src.name if whole else names.get(v.name)
+      nxt += [u for u in (op.operands() if op is not None else ()) if isinstance(u, ir.Value)]
+      nxt += writers.get(root(v).id, []) if isinstance(v.type, RefType) else []
+    todo = nxt
+  return names
+
+
+def _stage(text, rows, n, k, dt, b_operand, register=False):
   """(the SMEM buffer's name, how the hint fills it: None for a name or a ref's whole read, which the hint copies
   by TMA, the rows the buffer holds) for one operand of the product. A ref's window is copied by TMA (a `rows`-row
   one where it has fewer rows and starts at ml.ds(start, n)), and so is a ref's read converted to float32 (ml.dot
   of its own dtype accumulates in float32); any other expression is stored from registers, zero rows appended up
   to a multiple of 64 (a buffer filled from registers takes the tensor-core tile's rows, also as the B operand)."""
-  simple = re.fullmatch(r"(\w+)(?:\[(.*)\])?(\.astype\([\w.]+\))?", text)
+  simple = None if register else re.fullmatch(r"(\w+)(?:\[(.*)\])?(\.astype\([\w.]+\))?", text)
   if simple and (simple.group(3) is None or dt == "jnp.float32"):
     name, idx = simple.group(1), simple.group(2)
     if idx in (None, "...") and simple.group(3) is None:
@@ -71,17 +107,24 @@ def product_hint(cx, x, shape, axes, kind):
   n, m, k = shape
   rows = max(n, 64)
   dt = f"jnp.{dtype_name(resolve(x.type.dtype))}"
-  (a, fill_a, ra), (b, fill_b, rb) = _stage(ta, rows, n, k, dt, False), _stage(tb, m, m, k, dt, True)
+  bare = re.fullmatch(r"\w+", ta) or re.fullmatch(r"\w+", tb)
+  held = _held_names(cx, x) if bare else {}             # (probe 68b: a register tensor's bare name is not a ref)
+  stored = lambda t: t in held and held[t] is None      # (computed in registers: stored into its buffer)
+  (a, fill_a, ra), (b, fill_b, rb) = (_stage(ta, rows, n, k, dt, False, stored(ta)),
+                                      _stage(tb, m, m, k, dt, True, stored(tb)))
+  ref_a, ref_b = held.get(ta) or a, held.get(tb) or b    # (a whole read's copy is of its ref: `x`, not `xv`)
   if b == a:
     b, fill_b = b + "2", fill_b and fill_b.replace(f"{b}_s", f"{b}2_s")
+  from .out_names import stored_into
+  out = stored_into(cx)                                 # (the output the statement stores into, else "out")
   if ra == n and rb == m:
-    store = "out[...] = s"
+    store = f"{out}[...] = s"
   else:
     mask = " & ".join(f for f in (f"(ml.arange({ra})[:, None] < {n})" if ra > n else "",
                                   f"(ml.arange({rb})[None, :] < {m})" if rb > m else "") if f)
     mask = mask[1:-1] if "&" not in mask else mask
     past = " and ".join(w for w in (f"{n} rows" if ra > n else "", f"{m} columns" if rb > m else "") if w)
-    store = (f"out.at[ml.ds(0, {ra}), {f'ml.ds(0, {rb})' if rb > m else ':'}].store(s, mask={mask}) (the window past"
+    store = (f"{out}.at[ml.ds(0, {ra}), {f'ml.ds(0, {rb})' if rb > m else ':'}].store(s, mask={mask}) (the window past"
              f" the output's {past} masked)")
   if fill_a is None and fill_b is None:
     how = (f"copy the operands into SMEM buffers of {rows} and {m} rows, s = ml.dot({a}_s, {b}_s.T), a ({rows}, {m})"
@@ -90,16 +133,17 @@ def product_hint(cx, x, shape, axes, kind):
               f" TMA fills with zeros past the array's last row, ml.copy(ref.at[ml.ds(0, 64), :], {a}_s))" if n < 64
               else ""))
   else:
-    fills = [fill_a or f"ml.copy({a}.at[ml.ds(0, {rows}), :], {a}_s) (zeros past the array's last row)",
-             fill_b or f"ml.copy({b}, {b}_s)"]
+    fills = [fill_a or f"ml.copy({ref_a}.at[ml.ds(0, {rows}), :], {a}_s) (zeros past the array's last row)",
+             fill_b or f"ml.copy({ref_b}, {b}_s)"]
     how = (f"put the operands in SMEM buffers of {ra} and {rb} rows, {'; '.join(fills)}, then s = ml.dot({a}_s,"
            f" {b}_s.T), a ({ra}, {rb}) product")
   tf32 = (" (ml.dot reads float32 operands as TF32, about 3 significant digits; the rows keep float32)"
           if dt == "jnp.float32" and (fill_a or fill_b) else "")
   atom = lambda t: t if re.fullmatch(r"[\w.]+(\[[^\[\]]*\])?(\.\w+(\([^()]*\))?)*", t) else f"({t})"
   show_a, show_b = (a if fill_a is None else atom(ta)), (b if fill_b is None else atom(tb))
+  product = f"{show_a} @ {show_b[:-2]}" if show_b.endswith(".T") else f"{show_a} @ {show_b}.T"   # (not `w.T.T`)
   used = set(re.findall(r"[A-Za-z_]\w*", ta + " " + tb))
   i = next(v for v in ("i", "r", "j", "row") if v not in used)
-  return (f"this is {show_a} @ {show_b}.T, which ml.dot computes on the tensor cores: {how}, then {store}{tf32}; or,"
+  return (f"this is {product}, which ml.dot computes on the tensor cores: {how}, then {store}{tf32}; or,"
           f" in registers, one row of {show_a} at a time: ml.sum({atom(ta)}[{i}][None, :] * {tb}, axis=1) for {i} in"
           f" ml.static_range({n}), each a ({m},) vector")

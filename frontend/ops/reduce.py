@@ -145,6 +145,8 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
     raise E.UnsupportedDtypeError(
         f"{what} of {dtype_name(d)} values is not supported", cx.loc,
         hint=f"convert first: {src}.astype(jnp.float32)")
+  if (squeezed := _unit_squeezed(cx, kind, x, shape, axes, keepdims, what)) is not None:
+    return squeezed
   nbytes = math.prod(shape) * (d.itemsize if isinstance(d, DType) else 4)
   if len(shape) == 3 and nbytes > hw.SMEM_LIMIT and (hint := _product_hint(cx, given, shape, axes, kind)):
     # (a broadcast product too large for the SMEM scratch that its broadcast and this reduction move it through)
@@ -231,6 +233,21 @@ def reduce(cx, kind: ReduceKind, x, axis, keepdims, what=None):
   if keepdims:
     res = reshape_(cx, res, tuple(1 if i in axes else n for i, n in enumerate(shape)))
   return res
+
+
+def _unit_squeezed(cx, kind, x, shape, axes, keepdims, what):
+  """A 3-D (or wider) tensor whose axes but two or fewer are of size 1 (a decode GEMV's (1, k, n) broadcast product
+  of a batch of one token, `ml.sum(x[:, :, None] * w[None, :, :], axis=1)`), reduced along some of its other axes:
+  the reduction of its 2-D (or 1-D) squeeze, reshaped to the result's shape; None otherwise. (Probe 68b: the middle
+  axis's scan below held the (1, n) result as a row of the 3-D tensor, MG204 where a loop carried it.)"""
+  big = [i for i, n in enumerate(shape) if n != 1]
+  if len(shape) < 3 or len(big) > 2 or not any(i in axes for i in big) or all(i in axes for i in big):
+    return None
+  kept = tuple(n for i, n in enumerate(shape) if keepdims or i not in axes)
+  inner = tuple(shape[i] for i in big)
+  res = reduce(cx, kind, reshape_(cx, x, inner), tuple(k for k, i in enumerate(big) if i in axes), False, what)
+  return reshape_(cx, res, tuple(1 if keepdims and i in axes else n for i, n in enumerate(shape)
+                                 if keepdims or i not in axes)) if kept != res.type.shape else res
 
 
 def _bare(what) -> str:

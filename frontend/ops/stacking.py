@@ -9,6 +9,7 @@ docs/language.md gave as the way to write them before they existed).
 from __future__ import annotations
 
 from .. import errors as E
+from .. import hw
 from ..types import resolve
 from . import elementwise as ew
 from .base import builtin, check_register_value, is_tensor, kind_of, python_int as _int, shown
@@ -112,11 +113,14 @@ def repeat(cx, x, repeats, axis=None):
     return x
   from .padded_tiles import true_shape
   own = true_shape(cx.b, x)
-  if (len(shape) == 1 or len(shape) == 2 and own[0] == 1 and axis == 1) and own[-1] % 8 and own[-1] * repeats % 8 == 0:
+  long = own[-1] * repeats > hw.WARPGROUP and own[-1] * repeats % hw.WARPGROUP   # (a (40,) vector 4 times: 160)
+  if (len(shape) == 1 or len(shape) == 2 and own[0] == 1 and axis == 1) and (own[-1] % 8 or long) \
+      and own[-1] * repeats % 8 == 0:
     # A vector of a length no register vector holds (a 256-wide tile's two 128x128 block scales) repeated into one
     # that does: each output element's source read as a register gather, x[ml.arange(n * r) // r], as jnp.repeat's
     # form (probe 57c: its joined (n, 1) columns were MG204, and the padded trace's repeat of the (8,) it held was a
-    # (1024,) vector beside the (128, 256) tile it scales)
+    # (1024,) vector beside the (128, 256) tile it scales); so is one of more than 128 elements that are no multiple
+    # of 128, whose joined (n, r) columns hold no layout either (probe 68b: a (40,) vector 4 times, a (200,) twice)
     from ..dtypes import DType
     from ..types import TensorType
     from .register_gather import register_gather
@@ -126,6 +130,27 @@ def repeat(cx, x, repeats, axis=None):
       return out if len(shape) == 1 else _insert(cx, out, 0)    # (a (1, n) row: the (1, n * r) row)
   if (padded := _padded_repeat(cx, x, repeats, axis)) is not None:
     return padded
+  out = list(shape)
+  out[axis] *= repeats
+  if len(shape) > 1 and _size(shape) < 128 and (_size(shape) == shape[axis] or shape[axis] == 1 and
+                                               _size(shape) == shape[-1]):
+    # A row (1, n) repeated along its columns (or a column along its rows: a group's (1, n) row of zero words made
+    # BN wide, AWQ's `ml.repeat(z, 8, axis=1)`) is its vector repeated, as a vector is: the joined (1, n, r) below
+    # holds no layout (probe 68b: MG204 naming a (1, n, 1) the kernel never wrote)
+    from .shape import broadcast_to_shape, index_through_smem
+    along = axis if _size(shape) == shape[axis] else len(shape) - 1         # the axis its elements lie along
+    v = index_through_smem(cx, x, tuple(slice(None) if d == along else 0 for d in range(len(shape))))
+    if along != axis:                       # (1, n) repeated along its one row: its vector broadcast
+      return broadcast_to_shape(cx, v, tuple(out), dims=(along,))
+    return reshape_(cx, repeat.rule(cx, v, repeats, 0), tuple(out))
+  if len(shape) == 2 and axis == 1 and _size(shape) < 128 and shape[0] <= 8:
+    # A few short rows (AWQ's (2, 8) zero words of two groups in one k tile) along their columns: each row's vector
+    # repeated, the rows stacked. The joined (r, n, repeats) below moves its (n,) vectors through windows strided in
+    # their last axis, whose one-element vectors no other use of the rows could share (probe 68b: MG204 "z of shape
+    # (8,) comes from or goes to a window strided in its last dimension" where the result met a table of shifts)
+    from .shape import index_through_smem
+    rows = [repeat.rule(cx, index_through_smem(cx, x, (r, slice(None))), repeats, 0) for r in range(shape[0])]
+    return stack.rule(cx, rows, 0)
   e = _insert(cx, x, axis + 1)
   j = _joined(cx, [e] * repeats, axis + 1, "ml.repeat")
   out = list(shape)
