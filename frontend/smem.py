@@ -292,11 +292,6 @@ def _fewer_stages_hint(kernel, life, barrier_bytes):
               tuple(f"{p.loc}: a pipelined loop with stages={p.stages}" for p in loops if p.stages > s))
   if (hint := _scratch_hint(kernel, life, barrier_bytes)) is not None:
     return hint, ()
-  big = max(kernel.smem, key=lambda b: b.type.nbytes, default=None)
-  if big is not None and big.name in _SCRATCH_HINTS:
-    # (no stage count fits and the largest buffer is a compiler's scratch whose own hint says what to write: a
-    # pipelined loop's wide dot joined through `wide dot scratch`, probe 68b's RMS-norm epilogue over 512 columns)
-    return _scratch_text(kernel, big.name, "the largest buffer"), ()
   if fewest == 2:
     return "use smaller tiles (a warp-specialised loop needs stages of at least 2)", ()
   return "use smaller tiles", ()

@@ -296,8 +296,8 @@ def test_a_pipelined_wide_dot_past_smem_gets_the_wide_dot_hint(n, first, second)
              f" scratch {n // 2} KiB, plus barriers and alignment), more than the 232432 bytes (227 KiB less 16 bytes)"
              f" a kernel's buffers can use", bm=128, bk=64)
   assert e.hint == (
-      "split the dot by hand, or compute fewer rows per program: the largest buffer, wide dot scratch, joins the"
-      " products of an ml.dot of more than 256 columns, which the tensor cores compute 256 columns at a time; one"
+      f"split the dot by hand, or compute fewer rows per program: a buffer of {n // 2} KiB without which the kernel"
+      " fits, wide dot scratch, joins the products of an ml.dot of more than 256 columns, which the tensor cores compute 256 columns at a time; one"
       f" accumulator a piece needs no join (acc0 = ml.dot(a, b_s.at[:, 0:{first}], acc0), acc1 = ml.dot(a,"
       f" b_s.at[:, {first}:{second}], acc1), or b_s.at[0:{first}].T of a buffer stored (n, k)), each stored into its"
       " columns of the output"), e.hint
