@@ -306,6 +306,10 @@ step() {
     s56_prod)    python3 -u benchmarks/producer_regs.py --regs 40 32 24 ;;
     s56_twins)   python3 -u benchmarks/gpu_shards.py --shards 8 --timeout 250 tests/test_scalar_shapes.py tests/test_attention_variants_ragged.py tests/test_probe67a.py tests/test_probe67b.py tests/test_probe68a.py tests/test_probe68b.py tests/test_probe32e.py
                  grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | cut -c1-300 | head -20 ;;
+    # the same in a short visit (most of the session's device time went to failed starts)
+    s56_tw2)     python3 -u benchmarks/gpu_shards.py --shards 10 --timeout 170 tests/test_scalar_shapes.py tests/test_attention_variants_ragged.py tests/test_probe67a.py tests/test_probe67b.py tests/test_probe68a.py tests/test_probe68b.py tests/test_probe32e.py
+                 grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | cut -c1-300 | head -20 ;;
+    s56_p2)      python3 -u benchmarks/producer_regs.py --regs 40 32 --timeout 85 ;;
     # the whole suite in two visits (about 2000 tests since session 51: 15 shards of all of them ran past 520 s)
     gpu_p1)      python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 540 --part 1/2 ;;
     gpu_p2)      python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 540 --part 2/2 ;;
