@@ -528,11 +528,12 @@ def test_gpu_8_bit_weights_transposed_in_the_kernel_match_interpret_mode():
   b = jnp.asarray(rng.integers(-128, 128, (256, 64)), jnp.int8)
   fp8 = (jnp.asarray(rng.standard_normal((256, 256)), jnp.float8_e4m3fn),
          jnp.asarray(rng.standard_normal((256, 64)), jnp.float8_e4m3fn))
-  kernel = _kn_weights(True)
-  np.testing.assert_array_equal(np.asarray(jax.jit(kernel)(a, b)), np.asarray(kernel(a, b, interpret=True)))
-  kernel = _kn_weights(True, block=256)
-  np.testing.assert_allclose(np.asarray(jax.jit(kernel)(*fp8)), np.asarray(kernel(*fp8, interpret=True)),
-                             rtol=2e-2, atol=0.1)
+  for follow in (True, False):      # (False: B as stored, transposed by the compiler since probe 68a)
+    kernel = _kn_weights(follow)
+    np.testing.assert_array_equal(np.asarray(jax.jit(kernel)(a, b)), np.asarray(kernel(a, b, interpret=True)))
+    kernel = _kn_weights(follow, block=256)
+    np.testing.assert_allclose(np.asarray(jax.jit(kernel)(*fp8)), np.asarray(kernel(*fp8, interpret=True)),
+                               rtol=2e-2, atol=0.1)
 
 
 @mg.mgpu_kernel(out_shape=lambda x, w: S((x.shape[0], w.shape[1]), F32), grid=(1,), block=256)
