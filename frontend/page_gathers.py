@@ -41,9 +41,7 @@ def stacked_pages(tracer, node, ref, index):
   for buf in tracer.b.allocs[before:]:    # the stack's join, named for MG402's hint (frontend/smem.py)
     if buf.name == "concatenate scratch":
       buf.name = PAGE_SCRATCH
-      if not hasattr(tracer.b, "page_gathers"):
-        tracer.b.page_gathers = {}
-      tracer.b.page_gathers[buf.id] = (ref.name or "pages", names[1], n, tuple(ref.type.shape[1:]))
+      tracer.b.__dict__.setdefault("page_gathers", {})[buf.id] = (ref.name or "pages", names[1], n, tuple(ref.type.shape[1:]))
   return out
 
 

@@ -237,10 +237,10 @@ _SCRATCH_HINTS = {
 
 def _wide_pieces(kernel) -> tuple[int, int]:
   """The first two column pieces the compiler split a wide dot's n into (2 x 192 of 384, 256 and 256 of 512:
-  ops/wide_dots.py), read from the kernel's largest wide dot scratch (probe 68b)."""
+  ops/wide_dots.py), read from the kernel's largest wide dot scratch (probe 68b; the hint is given only where one
+  is)."""
   from .ops.wide_dots import pieces
-  those = [b for b in kernel.smem if b.name == "wide dot scratch"]
-  n = max(those, key=lambda b: b.type.nbytes).type.shape[-1] if those else 2 * hw.MMA_N_MAX
+  n = max((b for b in kernel.smem if b.name == "wide dot scratch"), key=lambda b: b.type.nbytes).type.shape[-1]
   sizes = pieces(n, 16) or pieces(n, 8) or [hw.MMA_N_MAX, n - hw.MMA_N_MAX]
   return sizes[0], sizes[0] + sizes[1]
 

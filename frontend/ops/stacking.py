@@ -153,8 +153,6 @@ def repeat(cx, x, repeats, axis=None):
     return stack.rule(cx, rows, 0)
   e = _insert(cx, x, axis + 1)
   j = _joined(cx, [e] * repeats, axis + 1, "ml.repeat")
-  out = list(shape)
-  out[axis] *= repeats
   return reshape_(cx, j, tuple(out))
 
 
