@@ -635,13 +635,15 @@ JOINS = frozenset(("concatenate", "concat", "stack", "hstack", "vstack", "dstack
 
 def promoted_parts(cx, name, args, kwargs):
   """(args, kwargs) of a jnp join with its register parts converted to jnp's result dtype (`jnp.concatenate([a_bf16,
-  b_f32])` is float32: probe 52c, it was MG104): the float parts' common dtype (ops/promotion.arithmetic_in, as
-  arithmetic takes it) where there is one, else the integers', else bool. Unchanged where the parts share a dtype
-  or no dtype is common (float8 beside another float: ml.concatenate's MG104 stands)."""
+  b_f32])` is float32: probe 52c, it was MG104) by jnp's lattice with its weak types (ops/weak_lattice.join): a
+  weakly typed part takes a strong part's dtype (`jnp.concatenate([v_bool * 0.5, x_bf16])` is bfloat16 and
+  `[x_i8, jnp.where(m, 1, 2)]` int8; the diff fuzzer's seed 41005: they were float32 and int32), weak parts alone
+  join weakly. Unchanged where the parts share a dtype or no dtype is common (float8 beside another float:
+  ml.concatenate's MG104 stands)."""
   from .dtypes import DType
   from .ops import elementwise as ew
   from .ops.base import is_value
-  from .ops.promotion import arithmetic_in
+  from .ops.weak_lattice import join
   from .types import resolve
   args, kwargs = list(args), dict(kwargs)
   if name == "append":
@@ -654,21 +656,17 @@ def promoted_parts(cx, name, args, kwargs):
     parts = list(holder[0][holder[1]])
     slots = [(parts, i) for i in range(len(parts))]
   vals = [(c, k) for c, k in slots if is_value(c[k]) and isinstance(resolve(c[k].type.dtype), DType)]
-  dts = {resolve(c[k].type.dtype) for c, k in vals}
-  if len(dts) < 2:
+  if len({resolve(c[k].type.dtype) for c, k in vals}) < 2:
     return args, kwargs
-  to = None
-  for group in ([d for d in dts if d.is_float], [d for d in dts if d.is_int]):
-    if group:
-      to = group[0]
-      for d in group[1:]:
-        to = to and arithmetic_in(to, d)
-      break
-  if to is None:
+  j = join(cx, [c[k] for c, k in vals])
+  if j is None:
     return args, kwargs
+  to, weak = j
   for c, k in vals:
     if resolve(c[k].type.dtype) != to:
       c[k] = ew.astype(cx, c[k], to)
+      if weak:
+        cx.b.weak.add(c[k].id)     # (every part weak: so is the join, as jnp's; ops/base.keep_weak)
   if holder is not None:
     holder[0][holder[1]] = type(holder[0][holder[1]])(parts)
   return args, kwargs

@@ -278,6 +278,8 @@ class Gen:
     if x is None:
       return None
     dt = self.r.choice(DTYPES)
+    if "dot" in self.tags and self.vals[x].dtype.name in FLOATS and dt not in FLOATS:
+      dt = "float32"       # (a dot's floats truncated to integers: 3181.9997 summed in another order is 3182.0)
     form = self.r.choice(["{x}.astype(jnp.{d})", "ml.cast({x}, jnp.{d})", "{x}.to(jnp.{d})"])
     name = "bool_" if dt == "bool" else dt
     return self.bind(form.format(x=x, d=name), f"{x}.astype(jnp.{name})", "cast")

@@ -57,6 +57,27 @@ def test_weak_results_of_boolean_operands_take_the_typed_side(tmp_path, expr, ot
   np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=tol, atol=tol)
 
 
+# jnp's joins of a weakly typed part beside a typed one (the diff fuzzer's seed 41005, session 57): the weak part takes
+# the typed part's dtype (float32 and int32 before), weak parts alone join weakly and meet the typed side later.
+JOINS = ["jnp.concatenate([m[:, :32] * 0.5, {o}[:, 32:]], axis=1)", "jnp.concatenate([{o}[:, :32], jnp.where(m, 1, 2)[:, 32:]], axis=1)",
+         "jnp.hstack([jnp.where(m, 0.5, 2.0)[:, :16], {o}[:, 16:]])", "jnp.concatenate([m[:, :32] * 0.5, m[:, 32:]], axis=1)",
+         "jnp.concatenate([jnp.where(m, 1, 2)[:, :32], m[:, 32:] * 0.5], axis=1)",
+         "jnp.stack([jnp.where(m, 3, 1), {o}], axis=0)[0]"]
+
+
+@pytest.mark.parametrize("expr", JOINS)
+@pytest.mark.parametrize("other", list(OTHERS))
+def test_joins_of_weak_parts_take_the_typed_side(tmp_path, expr, other):
+  v, u, f, g = _inputs()
+  expr = expr.format(o=OTHERS[other])
+  want = eval(f"({expr}) + {OTHERS[other]}", {"jnp": jnp}, dict(v=v, u=u, f=f, g=g, m=v > 0))
+  kernel = _kernel(tmp_path, expr, OTHERS[other], want.dtype.name)
+  got = kernel(v, u, f, g, interpret=True)
+  assert got.dtype == want.dtype
+  tol = {"float16": 2e-3, "bfloat16": 2e-2}.get(want.dtype.name, 0)
+  np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=tol, atol=tol)
+
+
 def test_the_weak_select_exports_for_cuda(tmp_path):
   kernel = _kernel(tmp_path, "jnp.where(m, 1, 0) * m", "u", "uint8")
   specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in _inputs()]
