@@ -295,3 +295,37 @@ def dequant_code_gmem(q_ptr, absmax_ptr, code_ptr, out_ptr):     # the refusal's
 
 case("dequant_code_table_gmem_gather", dequant_code_gmem, _dq_make,
      lambda q, a, code: f32(code[q.astype(np.int64)] * np.repeat(a, 256)), 0)
+
+
+# ---------------------------------------------------------------- label-smoothed CE in jnp's words, odd vocabulary
+@mg.mgpu_kernel(out_shape=lambda x, y, **k: S((x.shape[0],), F32), grid=(1,))
+def ce_jnp_take_along(x_ref, y_ref, loss_ref, *, smoothing: ml.constexpr = 0.1):
+  logp = jax.nn.log_softmax(x_ref[...].astype(jnp.float32), axis=-1)
+  nll = -jnp.take_along_axis(logp, y_ref[...][:, None], axis=-1)[:, 0]
+  loss_ref[...] = (1.0 - smoothing) * nll - smoothing * jnp.mean(logp, axis=-1)
+
+
+def _ce_jnp_ref(x, y, smoothing=0.1):
+  lp = np.asarray(jax.nn.log_softmax(f32(x).astype(np.float64), -1))
+  return f32((1 - smoothing) * -np.take_along_axis(lp, y[:, None], -1)[:, 0] - smoothing * lp.mean(-1))
+
+
+def _ce_jnp_make(v, dtype=np.float32):
+  def make(seed):
+    return (rnd(seed, (16, v), 3.0).astype(dtype), np.random.default_rng(seed).integers(0, v, 16).astype(np.int32)), {}
+  return make
+
+
+for _v in (100, 128, 1000):
+  case(f"ce_jnp_take_along_axis_v{_v}", ce_jnp_take_along, _ce_jnp_make(_v), _ce_jnp_ref, 1e-5)
+
+
+# ---------------------------------------------------------------- top-3 of a router's odd width, by index columns
+@mg.mgpu_kernel(out_shape=lambda x, i: S(i.shape, F32), grid=(1,))
+def take_three_per_row(x_ref, i_ref, out):
+  out[...] = ml.take_along_axis(x_ref[...] * 2.0, i_ref[...], axis=1)
+
+
+case("take_along_three_per_row_odd_width", take_three_per_row,
+     lambda seed: ((rnd(seed, (16, 60)), np.random.default_rng(seed).integers(0, 60, (16, 3)).astype(np.int32)), {}),
+     lambda x, i: np.take_along_axis(x * np.float32(2), i, 1), 0)

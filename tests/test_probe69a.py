@@ -77,7 +77,8 @@ GPU_TWINS = ["adam_scalar_hparams", "adamw_0d_and_1elem_arrays", "lion_lucidrain
              "clip_grad_norm_last_ticket", "stochastic_round_bf16_philox", "lamb_trust_ratio_per_row",
              "adam8bit_blockwise_linear", "momentum8bit_dynamic_code", "muon_newton_schulz_64x128",
              "ce_label_smoothing_fwd_bwd_bf16", "liger_cross_entropy_bf16_v2051", "adam_persistent_tiles",
-             "apex_lamb_two_stage_tensor_ids", "amp_flag_atomic_max_hint_followed", "dequant_code_table_gmem_gather"]
+             "apex_lamb_two_stage_tensor_ids", "amp_flag_atomic_max_hint_followed", "dequant_code_table_gmem_gather",
+             "ce_jnp_take_along_axis_v100", "take_along_three_per_row_odd_width"]
 
 
 @pytest.mark.gpu
@@ -256,6 +257,30 @@ def test_the_inline_offsets_hint_followed_works():
   y = np.arange(40, dtype=np.int32)
   y[[3, 9]] = -100
   np.testing.assert_array_equal(np.asarray(count_valid_at(y, interpret=True)), [38.0])
+
+
+# ---------------------------------------------------------------- take_along_axis of a tile read padded
+@pytest.mark.parametrize("m, v, k", [(16, 100, 1), (16, 100, 3), (16, 100, 8), (8, 60, 5), (16, 128, 3)])
+@pytest.mark.parametrize("mode", ["ml", "fill", "clip"])
+def test_take_along_axis_of_an_odd_width_tile(m, v, k, mode):
+  """A (16, 100) row of logits is held padded to (16, 128); ml.take_along_axis's one-index-a-row select compared it
+  with positions 0..127 unpadded, and its few-indices-a-row form took the (16, 3) indices' 32 padded columns: the
+  padded trace ended and the kernel was MG204 at the call ('columns a multiple of 32'). NLL's target logit, jnp's
+  take_along_axis in every mode (indices past either end included)."""
+  rng = np.random.default_rng(m * v + k)
+  x = rng.standard_normal((m, v)).astype(np.float32)
+  ids = rng.integers(0, v, (m, k)).astype(np.int32)
+  if mode != "ml":
+    ids[0, 0], ids[-1, -1] = v + 3, -v - 1          # outside the axis: NaN in fill mode, clamped in clip mode
+
+  @mg.mgpu_kernel(out_shape=lambda x, i: S(i.shape, F32), grid=(1,))
+  def take(x_ref, i_ref, out):
+    t = x_ref[...] * 2.0
+    out[...] = (ml.take_along_axis(t, i_ref[...], axis=1) if mode == "ml" else
+                jnp.take_along_axis(t, i_ref[...], axis=1, mode=mode))
+  want = jnp.take_along_axis(x * 2, ids, axis=1, mode="clip" if mode == "ml" else mode)
+  np.testing.assert_array_equal(np.asarray(take(x, ids, interpret=True)), np.asarray(want))
+  take.check(S(x.shape, F32), S(ids.shape, I32))
 
 
 # ---------------------------------------------------------------- a gather from an SMEM table
