@@ -335,3 +335,49 @@ def _state_make(maximize):
 
 case("adam_namedtuple_state_decay_mask", adam_state_tuple, _state_make(False), _state_ref, 2e-5)
 case("adam_namedtuple_state_maximize", adam_state_tuple, _state_make(True), _state_ref, 2e-5)
+
+
+# ---------------------------------------------------------------- optax-style AdamW over a dict of params: jax.tree
+class Moments(NamedTuple):
+  mu: dict
+  nu: dict
+
+
+@mg.mgpu_kernel(out_shape=lambda p, g, s, *a: (p, Moments(s.mu, s.nu)), grid=(1,))
+def optax_adamw_tree(params, grads, state, lr: ml.scalar, count: ml.scalar, new_params, new_state, *,
+                     b1: ml.constexpr = 0.9, b2: ml.constexpr = 0.999, eps: ml.constexpr = 1e-8,
+                     wd: ml.constexpr = 1e-4, max_norm: ml.constexpr = 1.0):
+  g = jax.tree.map(lambda r: r[...], grads)
+  norm = jnp.sqrt(sum(jnp.sum(x * x) for x in jax.tree.leaves(g)))
+  g = jax.tree.map(lambda x: x * jnp.minimum(1.0, max_norm / (norm + 1e-6)), g)        # clip_by_global_norm
+  mu = jax.tree.map(lambda m, x: b1 * m[...] + (1 - b1) * x, state.mu, g)
+  nu = jax.tree_util.tree_map(lambda v, x: b2 * v[...] + (1 - b2) * x * x, state.nu, g)
+  bc1, bc2 = 1 - b1 ** count, 1 - b2 ** count
+  upd = jax.tree.map(lambda m, v, p: -lr * ((m / bc1) / (jnp.sqrt(v / bc2) + eps) + wd * p[...]), mu, nu, params)
+  for k in params:
+    new_params[k][...] = params[k][...] + upd[k]
+    new_state.mu[k][...] = mu[k]
+    new_state.nu[k][...] = nu[k]
+
+
+def _optax_make(seed):
+  shapes = {"w": (64, 128), "b": (128,), "ln": (256,)}
+  p = {k: rnd(seed + i, s) for i, (k, s) in enumerate(shapes.items())}
+  g = {k: rnd(seed + 10 + i, s) for i, (k, s) in enumerate(shapes.items())}
+  st = Moments({k: rnd(seed + 20 + i, s, 0.1) for i, (k, s) in enumerate(shapes.items())},
+               {k: np.abs(rnd(seed + 30 + i, s, 0.01)) for i, (k, s) in enumerate(shapes.items())})
+  return (p, g, st, 1e-3, 3), {}
+
+
+def _optax_ref(p, g, st, lr, count, b1=0.9, b2=0.999, eps=1e-8, wd=1e-4, max_norm=1.0):
+  norm = np.sqrt(sum((x.astype(np.float64) ** 2).sum() for x in g.values()))
+  g = {k: x * min(1.0, max_norm / (norm + 1e-6)) for k, x in g.items()}
+  mu = {k: b1 * st.mu[k] + (1 - b1) * g[k] for k in g}
+  nu = {k: b2 * st.nu[k] + (1 - b2) * g[k] ** 2 for k in g}
+  new = {k: p[k] - lr * ((mu[k] / (1 - b1 ** count)) / (np.sqrt(nu[k] / (1 - b2 ** count)) + eps) + wd * p[k])
+         for k in p}
+  return ({k: f32(v) for k, v in new.items()}, Moments({k: f32(v) for k, v in mu.items()},
+                                                       {k: f32(v) for k, v in nu.items()}))
+
+
+case("optax_adamw_jax_tree_map", optax_adamw_tree, _optax_make, _optax_ref, 2e-5)

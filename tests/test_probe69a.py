@@ -78,7 +78,7 @@ GPU_TWINS = ["adam_scalar_hparams", "adamw_0d_and_1elem_arrays", "lion_lucidrain
              "adam8bit_blockwise_linear", "momentum8bit_dynamic_code", "muon_newton_schulz_64x128",
              "ce_label_smoothing_fwd_bwd_bf16", "liger_cross_entropy_bf16_v2051", "adam_persistent_tiles",
              "apex_lamb_two_stage_tensor_ids", "amp_flag_atomic_max_hint_followed", "dequant_code_table_gmem_gather",
-             "ce_jnp_take_along_axis_v100", "take_along_three_per_row_odd_width"]
+             "ce_jnp_take_along_axis_v100", "take_along_three_per_row_odd_width", "optax_adamw_jax_tree_map"]
 
 
 @pytest.mark.gpu
@@ -281,6 +281,61 @@ def test_take_along_axis_of_an_odd_width_tile(m, v, k, mode):
   want = jnp.take_along_axis(x * 2, ids, axis=1, mode="clip" if mode == "ml" else mode)
   np.testing.assert_array_equal(np.asarray(take(x, ids, interpret=True)), np.asarray(want))
   take.check(S(x.shape, F32), S(ids.shape, I32))
+
+
+# ---------------------------------------------------------------- jax.tree's utilities over a kernel's pytrees
+P = {"b": (128,), "w": (64, 128)}
+
+
+def _tree(seed, scale=1.0):
+  return {k: np.random.default_rng(seed + i).standard_normal(s).astype(np.float32) * scale
+          for i, (k, s) in enumerate(P.items())}
+
+
+@mg.mgpu_kernel(out_shape=lambda p, g: p, grid=(1,))
+def sgd_tree_map(params, grads, new_params):
+  upd = jax.tree.map(lambda p, g: p[...] - 0.1 * g[...], params, grads)
+  for k in new_params:
+    new_params[k][...] = upd[k]
+
+
+@mg.mgpu_kernel(out_shape=lambda g: g, grid=(1,))
+def clip_global_norm_tree(grads, out):
+  g = jax.tree_util.tree_map(lambda r: r[...], grads)
+  sq = jax.tree.reduce(lambda a, b: a + b, jax.tree.map(lambda x: jnp.sum(x * x), g))
+  leaves, treedef = jax.tree.flatten(g)
+  scaled = jax.tree.unflatten(treedef, [x * jnp.minimum(1.0, 1.0 / (jnp.sqrt(sq) + 1e-6)) for x in leaves])
+  for r, x in zip(jax.tree_util.tree_leaves(out), jax.tree.leaves(scaled)):
+    r[...] = x
+
+
+def test_jax_tree_map_over_refs_is_traced_per_leaf():
+  """jax.tree.map was taken for lax.map (its name is `map`): MG003 'JAX's control flow', hinting `for j in
+  range(n)`; jax.tree.leaves of refs was MG003 'has no form in a kernel'."""
+  p, g = _tree(0), _tree(5)
+  got = sgd_tree_map(p, g, interpret=True)
+  for k in P:
+    np.testing.assert_allclose(np.asarray(got[k]), p[k] - np.float32(0.1) * g[k], rtol=1e-6)
+  sgd_tree_map.check({k: S(s, F32) for k, s in P.items()}, {k: S(s, F32) for k, s in P.items()})
+
+
+def test_jax_tree_reduce_flatten_unflatten_and_tree_util_names():
+  g = _tree(9, 0.05)
+  got = clip_global_norm_tree(g, interpret=True)
+  norm = np.sqrt(sum((x.astype(np.float64) ** 2).sum() for x in g.values()))
+  for k in P:
+    np.testing.assert_allclose(np.asarray(got[k]), g[k] * min(1.0, 1.0 / (norm + 1e-6)), rtol=1e-5)
+  assert norm > 1.0          # (the clip scales)
+  clip_global_norm_tree.check({k: S(s, F32) for k, s in P.items()})
+
+
+def test_lax_map_keeps_its_control_flow_hint():
+  @mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+  def lax_mapped(x, o):
+    o[...] = jax.lax.map(lambda r: r * 2.0, x[...])
+  with pytest.raises(mg.KernelTypeError) as info:
+    lax_mapped.check(S((8, 128), F32))
+  assert "is JAX's control flow, which a kernel writes in Python" in info.value.message
 
 
 # ---------------------------------------------------------------- a gather from an SMEM table
