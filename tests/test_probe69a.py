@@ -2,12 +2,13 @@
 fused Adam/AdamW/Lion/Adafactor/LAMB/SGD steps over flat buffers, mixed precision with master weights and found_inf
 flags, global-norm clipping in two passes or by tickets, 8-bit block-wise states, stochastic rounding, EMA, Muon's
 Newton-Schulz, label-smoothed cross-entropy forward and backward in place): the corpus (tests/probe69a_adam.py,
-probe69a_amp.py, probe69a_quant.py, probe69a_triton.py, probe69a_more.py, probe69a_edges.py), each kernel checked in
-interpret mode against its NumPy reference (bit-exact for integer and rounding paths) and exported for CUDA; the
-legitimate refusals met, at the user's line with the hint that works; and the classes fixed (design note 227): the
-race of a flag several programs may set (torch.amp's found_inf) hinted as the atomic update it must be, Triton's
-`ptr + offsets` with the offsets written inline hinted with the user's own offsets, and a gather from an SMEM buffer
-hinted as the gather from the GMEM array it was copied from."""
+probe69a_amp.py, probe69a_quant.py, probe69a_triton.py, probe69a_more.py, probe69a_edges.py, probe69a_extra.py), each
+kernel checked in interpret mode against its NumPy reference (bit-exact for integer and rounding paths) and exported
+for CUDA; the legitimate refusals met, at the user's line with the hint that works; and the classes fixed (design
+note 227): the race of a flag several programs may set (torch.amp's found_inf) hinted as the atomic update it must
+be, Triton's `ptr + offsets` with the offsets written inline hinted with the user's own offsets, a gather from an
+SMEM buffer hinted as the gather from the GMEM array it was copied from, take_along_axis of a tile of an odd width
+(NLL's target logit) computed, and jax.tree's utilities over a kernel's pytrees traced per leaf."""
 import warnings
 
 import jax
@@ -21,6 +22,7 @@ from locate import expect, where
 import probe69a_adam
 import probe69a_amp
 import probe69a_edges
+import probe69a_extra
 import probe69a_more
 import probe69a_quant
 import probe69a_triton
@@ -28,7 +30,7 @@ import probe69a_triton
 S = jax.ShapeDtypeStruct
 F32, I32 = jnp.float32, jnp.int32
 CASES = {**probe69a_adam.CASES, **probe69a_amp.CASES, **probe69a_quant.CASES, **probe69a_triton.CASES,
-         **probe69a_more.CASES, **probe69a_edges.CASES}
+         **probe69a_more.CASES, **probe69a_edges.CASES, **probe69a_extra.CASES}
 
 
 def _relerr(got, want):
@@ -57,7 +59,7 @@ def _specs(args):
 
 
 def test_corpus_size():
-  assert len(CASES) >= 60, len(CASES)
+  assert len(CASES) >= 80, len(CASES)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
