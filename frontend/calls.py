@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from . import errors as E, missing, nan_name_hints, random_hints
+from . import errors as E, jax_trees, missing, nan_name_hints, random_hints
 from .static_tables import FILLED as _FILLED
 from .scan_hints import scan_hint  # jnp.cumulative_sum, jnp.maximum.accumulate, lax.cumlogsumexp
 from .assign import DICT_VIEWS, ITERATORS as _ITERATORS, holds_value
@@ -177,7 +177,7 @@ class _Texts:
 
 
 def _lax_control(fn) -> bool:
-  return (getattr(fn, "__module__", "") or "").startswith("jax") and getattr(fn, "__name__", "") in LAX_CONTROL
+  return jax_trees.of_jax_not_tree(fn) and getattr(fn, "__name__", "") in LAX_CONTROL     # (lax.map, not jax.tree.map)
 
 
 class Calls:
@@ -283,8 +283,8 @@ class Calls:
     """The value of a call of JAX's control flow traced as the Python statement it means (lax_flow.py), or
     UNHANDLED where it is not one the kernel runs as written (its arguments then evaluated again, for the hint)."""
     from .lax_flow import FORMS, counted_node, counted_xs, ref_rows, trace
-    if getattr(fn, "__name__", "") not in FORMS or any(isinstance(a, ast.Starred) for a in node.args) or any(
-        k.arg is None for k in node.keywords):
+    if getattr(fn, "__name__", "") not in FORMS or jax_trees.handles(fn) or any(
+        isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
       return UNHANDLED
     counted = counted_xs(self, node) or ref_rows(self, node) if fn.__name__ == "scan" else None
     try:

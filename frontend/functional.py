@@ -31,7 +31,8 @@ NOT_HANDLED = object()
 
 
 def handles(fn) -> bool:
-  if any(fn is f for f in _FOLDS):
+  from . import jax_trees        # (jax.tree.map(f, params, grads), jax.tree.leaves(g): jax_trees.py)
+  if any(fn is f for f in _FOLDS) or jax_trees.handles(fn):
     return True
   return isinstance(fn, types.BuiltinFunctionType) and (fn in _BINARY or fn in _UNARY)
 
@@ -86,6 +87,9 @@ def call(tracer, node, fn, args, kwargs, texts):
       return f"abs({operands[0]})" if f is operator.abs else f"({_UNARY[f]}{operands[0]})"
     return f"{bind('f', f, fword)}({', '.join(operands)})"
 
+  from . import jax_trees
+  if jax_trees.handles(fn):
+    return jax_trees.call(tracer, node, fn, args, kwargs)
   name = getattr(fn, "__name__", "")
   shown = texts.get("fn") or name
   if fn in _BINARY or fn in _UNARY:

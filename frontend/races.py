@@ -14,6 +14,7 @@ import numpy as np
 
 from . import errors as E
 from .coverage import MAX_CELLS, group_rows
+from .flag_races import flag_hint
 
 class Writers:
   """The certain writes into one output: boxes, the program of each, and where it is written."""
@@ -386,7 +387,8 @@ def race_error(name, race, program, shape=None, grid=None, accumulates=False, bo
       hint=ACCUMULATE_ACROSS.format(f"several programs read {name} and write it back ({name}[...] += part) in no"
                                     f" fixed order, so all but one program's share can be lost")
       if element and accumulates else
-      clamped_program_hint(body, loc=loc_q) or short_step_hint(body, name, shape, grid, loc=loc_q) or
+      flag_hint(body, loc=loc_q) or clamped_program_hint(body, loc=loc_q) or
+      short_step_hint(body, name, shape, grid, loc=loc_q) or
       (_apart_along(name, program(p), program(q), grid, shape) or own_window(name, shape, grid)
             + "; where programs add partial results into the same elements (split-K), add them atomically:"
             " ml.atomic_add(ref, value) or ml.copy(buf, ref, reduce=\"add\")") if element else ONE_WRITER)

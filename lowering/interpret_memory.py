@@ -17,6 +17,7 @@ import numpy as np
 from ..frontend import ir
 from ..frontend.memory_errors import grid_rank, masked_store, skipped_store, uncovered_error, uninitialized_read
 from ..frontend.coverage import describe
+from ..frontend.flag_races import flag_hint
 from ..frontend.races import (ACCUMULATED_READ, CROSS_PROGRAM_READ, ONE_WRITER, SCATTERED_TWICE, own_window,
                                unreleased_flag_hint, clamped_program_hint, short_step_hint,
                                plain_write_hint, segment_spill_hint)
@@ -296,7 +297,8 @@ class Memory:
         f"{who} and program {cta.label} both access {ref.name}{shown if shown else ''}, and one"
         f" writes it: programs run in no fixed order, so the result depends on timing", here or self.kernel.loc,
         notes=notes + (() if here else (f"{o.loc}: program {cta.label} {mine} it here",)),
-        hint=step if mine == met == "writes" and (step := short_step_hint(
+        hint=flag if mine == met == "writes" and (flag := flag_hint(self.kernel.body, op=o)) else
+        step if mine == met == "writes" and (step := short_step_hint(
             self.kernel.body, ref.name, tuple(getattr(ref.root.type, 'shape', ()))[self.lead(ref):],
             self.kernel.own_grid, op=o)) else
         SCATTERED_TWICE if mine == met == "writes" and self.kernel.accumulated.get(rid) == AtomicKind.SET else

@@ -191,6 +191,13 @@ def frag(phi_ref, out):
 {frag}
     out[...] = gx + gy
 """, [S((16, 128), f32)], None),
+    "g = jax.tree.map(lambda r: r[...], grads)": ("""
+@mg.mgpu_kernel(out_shape=lambda params, grads, state: params)
+def frag(params, grads, state, new_params):
+    b1, lr = 0.9, 1e-3
+{frag}
+""", [{"b": S((128,), f32), "w": S((8, 128), f32)}] * 2 + [{"mu": {"b": S((128,), f32), "w": S((8, 128), f32)}}],
+        None),
     "s = ml.smem((1024,))": ("""
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 1024,))
 def frag(x, out):

@@ -131,7 +131,8 @@ def float_indices(x, idx, out):
 def test_a_gather_from_smem_says_what_works():
   e = expect(gather_from_smem, [S((256,), F32), S((128,), jnp.int32)], mg.KernelTypeError, "s[idx[...]]",
              "s is indexed with a tensor of indices (a gather): only GMEM refs gather")
-  assert e.hint.startswith("gather with the kernel's GMEM parameter itself")
+  # (since probe 69a the hint names the array s was copied from, indexed as s was: x[idx[...]])
+  assert e.hint.startswith("gather from the GMEM array s was copied from instead, x[idx[...]]")
 
 
 def test_float_indices_are_rejected():

@@ -406,7 +406,7 @@ def test_pointer_arithmetic_inside_a_store_hints_the_store_of_the_window():
          "+ works on register values, got out (GMEM ref) plus the offset r * n: a ref is not a pointer, so it does"
          " not move by an offset",
          hint="index the window each step needs instead of moving out: a block, ml.store(out.at[ml.ds(r * n, n)],"
-              " v * ml.sigmoid(v), mask=m) (for out_ptr + r * n + ml.arange(n), n the length of v * ml.sigmoid(v));"
+              " v * ml.sigmoid(v), mask=m) (for out + r * n + ml.arange(n), n the length of v * ml.sigmoid(v));"
               " one element, out[i] = v", n=1000)
   x = rand.normal(rand.key(13), (4000,), F32)
   np.testing.assert_allclose(silu_flat_window(x, n=1000, interpret=True), jax.nn.silu(x), rtol=1e-5, atol=1e-6)

@@ -246,7 +246,7 @@ def pointer_step_hint(name, off, base, rank, aug="", access=None, row=None, whol
     return (f"read the element at that offset: {_access(f'{base}.at[{off}]', access)} (or {base}[{off}], unmasked),"
             f" a scalar; for a block from there, {base}.at[ml.ds({off}, n)].load(mask=mask, other=0)")
   elif store:
-    where = (f"a block, {done(f'{base}.at[ml.ds({off}, n)]')} (for {name}_ptr + {off} + ml.arange(n), n the"
+    where = (f"a block, {done(f'{base}.at[ml.ds({off}, n)]')} (for {name} + {off} + ml.arange(n), n the"
              f" length of {access[1] or 'the value'}); one element, {base}[i] = v")
   else:
     where = (f"a block, {base}.at[ml.ds(start, n)].load(mask=mask, other=0.0) (for x_ptr + start +"

@@ -62,9 +62,16 @@ def _check_pointer_arithmetic(cx, a, b):
   raise E.KernelTypeError(
       f"+ works on register values, got {name} ({ref.type.space} ref) plus integer offsets: a ref is"
       f" not a pointer, so offsets are not added to it", cx.loc,
-      hint=pointer_hint(name, off, offs if offs.isidentifier() else "", enclosing_access(cx.loc),
+      hint=pointer_hint(name, off, offs if _offsets_text(offs) else "", enclosing_access(cx.loc),
                         pointer_grid(cx.loc, name) if len(ref.type.shape) == 2 else None,
                         pointer_row(cx.loc, name) if len(ref.type.shape) == 2 else None))
+
+
+def _offsets_text(text: str) -> bool:
+  """Whether `text`, the user's offsets in `x_ptr + offsets`, reads as one expression on a line (a name, or
+  `tl.arange(0, 64)`, `pid * B + tl.arange(0, B)` written inline): the hint indexes the ref with it as written."""
+  from ..loc import expr_of
+  return bool(text) and "\n" not in text and expr_of(text) is not None
 
 
 def pointer_step(cx, ref, off: str, loc=None, op="+"):

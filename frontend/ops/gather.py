@@ -160,6 +160,26 @@ def _gather(cx, ref, index, name="", masked=False):
   return out
 
 
+def _smem_gather_hint(cx, ref) -> str:
+  """The hint for a gather from an SMEM buffer: from the GMEM window an ml.copy filled it from, indexed as the
+  user indexed the buffer (bitsandbytes' code table staged in SMEM, `code_s[q]`, is `code[q]`), where known."""
+  import ast
+  from ..loc import expr_at
+  generic = ("gather with the kernel's GMEM parameter itself (table[ids, :]); for an SMEM buffer, take the rows one"
+             " by one in an ml.static_range loop, or copy what you need by TMA")
+  source = cx.b.smem_sources.get(ref.id)
+  node = expr_at(cx.loc)
+  if not source or not isinstance(node, ast.Subscript) or source == ref.name:
+    return generic
+  idx = ast.unparse(node.slice)
+  if "[" in source:           # a window of the array: its start moves the indices
+    return (f"gather from the GMEM array {ref.name} was copied from instead ({source}): that array indexed by"
+            f" {idx} plus the window's start (a gather from GMEM: the rows it reads stay in the L1 and L2 caches)")
+  return (f"gather from the GMEM array {ref.name} was copied from instead, {source}[{idx}] (a gather from GMEM: the"
+          f" table's rows stay in the L1 and L2 caches, as they would in SMEM), and drop the copy if nothing else"
+          f" reads {ref.name}")
+
+
 def _plan(cx, ref, index, what, smem=False):
   """The index operands of `ref[index]` over the root ref. A gather clamps indices into the view
   (jnp's gather); a scatter (`what == "scatter"`) also returns which elements' indices were
@@ -170,9 +190,7 @@ def _plan(cx, ref, index, what, smem=False):
   if (t.space != Space.GMEM and not (smem and t.space == Space.SMEM)) or t.remote or t.transposed:
     raise E.KernelTypeError(
         f"{ref.name or 'this ref'} is indexed with a tensor of indices (a {what}): only GMEM refs {what}",
-        cx.loc, hint=("gather with the kernel's GMEM parameter itself (table[ids, :]); for an SMEM buffer,"
-                      " take the rows one by one in an ml.static_range loop, or copy what you need by TMA"
-                      if what == "gather" else
+        cx.loc, hint=(_smem_gather_hint(cx, ref) if what == "gather" else
                       "scatter into a GMEM output: ml.atomic_add(out.at[ids], values) (an output updated only"
                       " by atomics starts at 0; a histogram is ml.atomic_add(counts.at[ids], 1)); a CTA's own"
                       " histogram goes into a 1-D SMEM buffer atomically, ml.atomic_add(h.at[ids], 1), which"

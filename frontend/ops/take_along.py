@@ -114,6 +114,11 @@ def _selected(cx, arr, indices, axis):
   d = resolve(arr.type.dtype)
   n = arr.type.shape[a]
   pos = reshape_(cx, arange.apply(cx, (n,), {}), tuple(n if k == a else 1 for k in range(rank)))
+  pads = getattr(cx.b, "pad_tiles", None)
+  own = pads.get(arr.id) if pads is not None else None
+  if own is not None and own[a] != n:        # a padded trace's tile (a (16, 100) row of logits held as (16, 128)):
+    pads[pos.id] = tuple(own[a] if k == a else 1 for k in range(rank))     # the positions padded alike (probe 69a)
+    n = own[a]
   low = float("-inf") if d.is_float else int(np.iinfo(d.np).min)
   indices = _in_range(cx, indices, n)        # jnp's: a negative index counts from the end (clamped as a gather's)
   if resolve(indices.type.dtype) != DType.i32:     # 8-, 16- or 64-bit, unsigned: compared as int32 positions
@@ -158,8 +163,9 @@ def _each_selected(cx, arr, indices, axis):
   if isinstance(arr.type, RefType):
     arr = load(cx, arr)
   a = axis % 2
-  k = indices.type.shape[a]
-  parts = []
+  pads = getattr(cx.b, "pad_tiles", None)
+  k = (pads.get(indices.id) or indices.type.shape)[a] if pads is not None else indices.type.shape[a]
+  parts = []                # (k: the indices' own count, where a padded trace holds them padded: (16, 3) as (16, 32))
   for j in range(k):
     col = index_through_smem(cx, indices, (slice(None), j) if a == 1 else (j,))
     col = reshape_(cx, col, (col.type.shape[0], 1) if a == 1 else (1, col.type.shape[0]))

@@ -426,6 +426,8 @@ def copy(cx, src, dst, reduce=None, *, multicast=None):
     _check_multicast(cx, multicast, d, dst)
   slot = cx.b.new_load_slot() if d.space == Space.SMEM else -1
   cx.b.emit(Copy, src, dst, slot, loc=cx.loc, reduce=kind, multicast=multicast)
+  if d.space == Space.SMEM and kind is None and cx.b.defining(dst) is not None and d.shape == s.shape:
+    cx.b.smem_sources[dst.id] = cx.named(src, src.name or "")     # (a gather of dst hints gathering from src)
 
 
 def _leading_pieces(cx, gmem, shape) -> list | None:
