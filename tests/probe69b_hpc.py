@@ -190,6 +190,17 @@ case("fft_radix2_all_stages", fft_full, lambda s: ((rng_of(s).standard_normal(25
                                                     rng_of(s + 3).standard_normal(256).astype(np.float32)), {}), _fft_ref, 1e-5)
 
 
+@ml.inline
+def butterfly(r, m, pr, pm, upper, ang):
+  """Each element of a radix-2 pair given its partner's (pr, pm): the upper one a + w b, the lower one a - w b, with
+  w = exp(i ang) (the odd element b is the lower one's own)."""
+  wr, wi = ml.cos(ang), ml.sin(ang)
+  br, bi = ml.where(upper, pr, r), ml.where(upper, pm, m)
+  ar, ai = ml.where(upper, r, pr), ml.where(upper, m, pm)
+  tr, ti = br * wr - bi * wi, br * wi + bi * wr
+  return ml.where(upper, ar + tr, ar - tr), ml.where(upper, ai + ti, ai - ti)
+
+
 @mg.mgpu_kernel(out_shape=lambda re, im: (S(re.shape, F32), S(im.shape, F32)), grid=lambda re, im: (re.shape[0],))
 def fft_in_registers(re, im, ore, oim):
   """A whole 64-point FFT a row, in registers: bit reversal by a register gather, stages by partner gathers."""
@@ -207,17 +218,7 @@ def fft_in_registers(re, im, ore, oim):
     k = i % h
     upper = (i & h) == 0
     partner = i ^ h
-    pr, pm = r[partner], m[partner]
-    ang = k.astype(F32) * (-np.pi / h)
-    wr, wi = ml.cos(ang), ml.sin(ang)
-    br = ml.where(upper, pr, r)                 # the odd element of the pair
-    bi = ml.where(upper, pm, m)
-    ar = ml.where(upper, r, pr)
-    ai = ml.where(upper, m, pm)
-    tr = br * wr - bi * wi
-    ti = br * wi + bi * wr
-    r = ml.where(upper, ar + tr, ar - tr)
-    m = ml.where(upper, ai + ti, ai - ti)
+    r, m = butterfly(r, m, r[partner], m[partner], upper, k.astype(F32) * (-np.pi / h))
   ore.at[ml.program_id(0)][...] = r
   oim.at[ml.program_id(0)][...] = m
 

@@ -199,14 +199,11 @@ case("blocked_ell_spmm_wgmma", blocked_ell_spmm, _bell_make, _bell_ref, 1e-3)
                 grid=lambda bc, bv, b, **k: (bc.shape[0], b.shape[1] // 64))
 def blocked_ell_spmm_smem(bcols, bvals, b, c):
   """The same through SMEM buffers filled by TMA, as a CUTLASS port stages them; -1 block columns skipped."""
-  i = ml.program_id(0)
-  j = ml.program_id(1)
-  a_s = ml.smem((64, 64), F16)
-  b_s = ml.smem((64, 64), F16)
+  i, j = ml.program_id(0), ml.program_id(1)
+  a_s, b_s = ml.smem((64, 64), F16), ml.smem((64, 64), F16)
   acc = ml.zeros((64, 64), F32)
   for t in range(bcols.shape[1]):
-    bc = bcols[i, t]
-    if bc >= 0:
+    if (bc := bcols[i, t]) >= 0:
       ml.copy(bvals.at[i, t], a_s)
       ml.copy(b.at[ml.ds(bc * 64, 64), ml.ds(j * 64, 64)], b_s)
       acc = ml.dot(a_s, b_s, acc)
