@@ -237,3 +237,53 @@ def _compact_ref(x):
 
 case("stream_compaction_masked_store_into_smem", compact_in_smem,
      lambda s: ((rng_of(s).standard_normal(256).astype(np.float32),), {}), _compact_ref, 0)
+
+
+# ---------------------------------------------------------------- SMEM windows no register tensor holds (the class fixed)
+@mg.mgpu_kernel(out_shape=lambda u: S((u.shape[0] - 2, u.shape[1] - 2), F32), grid=lambda u: ((u.shape[0] - 2) // 16,))
+def jacobi_halo_odd(u, o):
+  """A 5-point sweep of an (18, W) halo tile staged by TMA: its four neighbours are (16, W - 2) windows of SMEM."""
+  i = ml.program_id(0)
+  W = u.shape[1]
+  t = ml.smem((18, W), F32)
+  ml.copy(u.at[ml.ds(i * 16, 18), :], t)
+  nb = [t.at[ml.ds(r, 16), ml.ds(c, W - 2)][...] for r, c in ((0, 1), (2, 1), (1, 0), (1, 2))]
+  o.at[ml.ds(i * 16, 16), :][...] = 0.25 * (nb[0] + nb[1] + nb[2] + nb[3])
+
+
+def _halo_ref(u):
+  return np.float32(0.25) * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+
+
+case("jacobi_halo_odd_smem_windows_72", jacobi_halo_odd, lambda s: ((rng_of(s).standard_normal((66, 72)).astype(np.float32),), {}),
+     _halo_ref, 1e-6)
+case("jacobi_halo_odd_smem_windows_40", jacobi_halo_odd, lambda s: ((rng_of(s).standard_normal((34, 40)).astype(np.float32),), {}),
+     _halo_ref, 1e-6)
+
+
+@mg.mgpu_kernel(out_shape=lambda u: S((u.shape[0] - 2,), F32), grid=(1,))
+def laplacian_1d_smem(u, o):
+  """The second difference of a vector staged in SMEM: three windows of n - 2 elements."""
+  t = ml.smem(u.shape, F32)
+  ml.copy(u, t)
+  n = u.shape[0]
+  o[...] = t.at[ml.ds(0, n - 2)][...] - 2.0 * t.at[ml.ds(1, n - 2)][...] + t.at[ml.ds(2, n - 2)][...]
+
+
+case("laplacian_1d_odd_smem_windows", laplacian_1d_smem, lambda s: ((rng_of(s).standard_normal(256).astype(np.float32),), {}),
+     lambda u: u[:-2] - 2 * u[1:-1] + u[2:], 1e-6)
+
+
+@mg.mgpu_kernel(out_shape=lambda u: S((u.shape[0], 2), F32), grid=(1,))
+def window_row_stats(u, o):
+  """Row sums and maxima of an odd window of a staged tile (its padding lanes must stay out of both)."""
+  t = ml.smem(u.shape, F32)
+  ml.copy(u, t)
+  v = t.at[:, ml.ds(3, 61)][...]
+  o.at[:, ml.ds(0, 1)][...] = ml.sum(v, axis=1, keepdims=True)
+  o.at[:, ml.ds(1, 1)][...] = ml.max(v, axis=1, keepdims=True)
+
+
+case("odd_smem_window_row_sums_and_maxima", window_row_stats,
+     lambda s: ((rng_of(s).standard_normal((16, 72)).astype(np.float32) - 3,), {}),
+     lambda u: np.stack([u[:, 3:64].sum(1), u[:, 3:64].max(1)], 1), 1e-6)

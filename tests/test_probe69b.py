@@ -3,8 +3,10 @@ SpMM, GEMV, n-body, k-means, FFT stages, multi-block scans, histograms, bitonic 
 Cholesky and triangular solves, Jacobi and red-black Gauss-Seidel, Monte Carlo with hash RNGs, Floyd-Warshall, bloom
 filters, segmented reductions): the corpus (tests/probe69b_sparse.py, probe69b_hpc.py, probe69b_bits.py,
 probe69b_more.py, probe69b_smem.py), each kernel checked in interpret mode against its NumPy reference and exported
-for CUDA; the class fixed (design note 228): SMEM buffers indexed by tensors of indices, read (gathers) and written
-(plain scatters); and the refusals the probe met, each at the user's line with a hint that works."""
+for CUDA; the classes fixed (design note 228): SMEM buffers indexed by tensors of indices, read (gathers) and written
+(plain scatters), and SMEM windows no register tensor holds (a halo tile's interior); and the refusals the probe
+met, each at the user's line with a hint that works."""
+import re
 import warnings
 
 import jax
@@ -75,7 +77,8 @@ GPU_TWINS = ["csr_spmv_row_per_program", "blocked_ell_spmm_smem_skip", "gemv_tra
              "lookup_table_staged_in_smem_masked", "rows_of_a_staged_tile", "points_of_a_staged_tile",
              "smem_gather_in_a_run_time_loop", "smem_histogram_read_back_at_keys", "counting_sort_scatter_into_smem",
              "transpose_through_a_flat_smem_scatter", "rows_scattered_into_smem_by_a_permutation",
-             "stream_compaction_masked_store_into_smem"]
+             "stream_compaction_masked_store_into_smem", "jacobi_halo_odd_smem_windows_72",
+             "jacobi_halo_odd_smem_windows_40", "laplacian_1d_odd_smem_windows", "odd_smem_window_row_sums_and_maxima"]
 
 
 @pytest.mark.gpu
@@ -240,6 +243,79 @@ def test_a_scatter_into_a_dot_operand_is_mg003_whose_hint_computes():
   got = scatter_then_copy_into_dot_operand(a, b, ids, interpret=True)
   _compare("the hint's form", got, pa.astype(np.float32) @ b.astype(np.float32), 1e-3)
   jax.export.export(jax.jit(scatter_then_copy_into_dot_operand), platforms=["cuda"])(*specs).mlir_module()
+
+
+@mg.mgpu_kernel(out_shape=lambda x, p: x, grid=(1,))
+def exchange_into_smem(x, p, o):
+  b = ml.smem(x.shape, x.dtype)
+  b[...] = ml.zeros(x.shape, x.dtype)
+  ml.atomic_xchg(b.at[p[...]], x[...])
+  ml.copy(b, o)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, p: x, grid=(1,))
+def exchange_into_smem_as_hinted(x, p, o):
+  b = ml.smem(x.shape, x.dtype)
+  b[...] = ml.zeros(x.shape, x.dtype)
+  b[p[...]] = x[...]
+  ml.copy(b, o)
+
+
+def test_an_atomic_exchange_scattered_into_smem_hints_the_plain_scatter_which_computes():
+  """ml.atomic_xchg at computed places of an SMEM buffer stays MG003 (atomic exchanges of tensors update GMEM); its
+  hint was a whole-buffer select, which cannot place values at computed places: it is the plain scatter now, in the
+  user's words, and that form computes."""
+  specs = (S((128,), F32), S((128,), I32))
+  with pytest.raises(mg.KernelError) as e:
+    exchange_into_smem.typed_ir(*specs)
+  err = e.value
+  assert err.code == "MG003" and err.lineno == _line_of("ml.atomic_xchg(b.at[p[...]], x[...])") and err.col_offset == 2
+  assert "ml.atomic_xchg of a tensor of elements in an SMEM buffer" in str(err)
+  assert "old = b[p[...]]; b[p[...]] = x[...]" in err.hint
+  x = np.arange(128, dtype=np.float32) + 1
+  p = np.random.default_rng(9).permutation(128).astype(np.int32)
+  want = np.zeros(128, np.float32)
+  want[p] = x
+  np.testing.assert_array_equal(np.asarray(exchange_into_smem_as_hinted(x, p, interpret=True)), want)
+
+
+# ---------------------------------------------------------------- SMEM windows no register tensor holds (the class fixed)
+def _window_kernel(H, W, r0, c0, h, w):
+  @mg.mgpu_kernel(out_shape=lambda u: S((h, w), F32), grid=(1,))
+  def odd_window(u, o):
+    t = ml.smem((H, W), F32)
+    ml.copy(u, t)
+    o[...] = t.at[ml.ds(r0, h), ml.ds(c0, w)][...] * 2.0
+  return odd_window
+
+
+@pytest.mark.parametrize("H, W, r0, c0, h, w", [(18, 72, 1, 1, 16, 66), (18, 72, 0, 1, 16, 70), (34, 40, 1, 1, 32, 38),
+                                                (18, 32, 1, 1, 16, 30), (18, 72, 1, 4, 16, 60), (10, 72, 1, 1, 8, 70),
+                                                (6, 136, 1, 1, 4, 130)])
+def test_an_odd_smem_window_is_read_through_the_rows_it_lies_in(H, W, r0, c0, h, w):
+  """A window of h x w elements no register tile holds was MG204 (its hint grew the buffer); it is read through the
+  buffer's whole rows it lies in (copied a row at a time into a padded scratch where those rows are no tile either)
+  and sliced in registers."""
+  u = np.random.default_rng(H * W + c0).standard_normal((H, W)).astype(np.float32)
+  k = _window_kernel(H, W, r0, c0, h, w)
+  np.testing.assert_array_equal(np.asarray(k(u, interpret=True)), u[r0:r0 + h, c0:c0 + w] * 2)
+  ir = str(k.typed_ir(S((H, W), F32)))
+  if h * W % 128 == 0:               # the rows read whole, then sliced
+    assert re.search(rf"tensor<{h}x{W}, float32[^>]*> = load ref=%\d+ keep=", ir), ir
+  else:                              # the rows copied into their padded scratch, read whole
+    assert f"ref<SMEM, {-(-h // 4) * 4}x{-(-W // 32) * 32}, float32> = smemalloc" in ir, ir
+  jax.export.export(jax.jit(k), platforms=["cuda"])(S((H, W), F32)).mlir_module()
+
+
+def test_an_odd_smem_window_of_rows_no_vector_holds_stays_mg204_at_its_line():
+  """Rows of 68 float32 elements are no register vector (a multiple of 8) nor with 16 of them a tile: the read keeps
+  MG204, at the window's read, with the hint that grows the buffer."""
+  k = _window_kernel(18, 68, 1, 1, 16, 66)
+  with pytest.raises(mg.KernelError) as e:
+    k.typed_ir(S((18, 68), F32))
+  err = e.value
+  assert err.code == "MG204" and err.lineno == _line_of("o[...] = t.at[ml.ds(r0, h), ml.ds(c0, w)][...] * 2.0")
+  assert err.col_offset == 13 and "(16, 66)" in str(err) and "allocate t as ml.smem((18, 97)" in err.hint
 
 
 # ---------------------------------------------------------------- refusals met by the corpus (legitimate, hinted)

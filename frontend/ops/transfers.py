@@ -53,6 +53,9 @@ def load(cx, ref, name="", merge=False, keep=None):
       from .padded_dots import rows_padded      # (an SMEM tile no register tensor holds: read padded, row by row)
       if (padded := rows_padded(cx, ref)) is not ref:
         return padded
+      from .padded_smem import covering_read      # (an odd SMEM window: the whole rows it lies in, sliced)
+      if (padded := covering_read(cx, ref, name)) is not None:
+        return padded
     from .strided_columns import read
     if (column := read(cx, ref)) is not None:     # (a short column strided in memory: read padded, probe 51g)
       return column
