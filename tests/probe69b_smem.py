@@ -287,3 +287,30 @@ def window_row_stats(u, o):
 case("odd_smem_window_row_sums_and_maxima", window_row_stats,
      lambda s: ((rng_of(s).standard_normal((16, 72)).astype(np.float32) - 3,), {}),
      lambda u: np.stack([u[:, 3:64].sum(1), u[:, 3:64].max(1)], 1), 1e-6)
+
+
+@mg.mgpu_kernel(out_shape=lambda c, v, x: S((c.shape[0],), F32), grid=lambda c, v, x: (c.shape[0] // 128,))
+def ell_x_in_smem(cols, vals, x, y):
+  """ELL SpMV with x cached in shared memory, as CUDA ports stage it: each slot's x[c] read from the buffer."""
+  xs = ml.smem(x.shape, F32)
+  ml.copy(x, xs)
+  rows = ml.program_id(0) * 128 + ml.arange(0, 128)
+  acc = ml.zeros((128,), F32)
+  for k in range(cols.shape[1]):
+    c = cols[rows, k]
+    acc += vals[rows, k] * ml.where(c >= 0, xs[c], 0.0)
+  y[rows] = acc
+
+
+def _ell_smem_make(seed, n=8192):
+  r = rng_of(seed)
+  cols = np.where(r.random((256, 8)) < 0.8, r.integers(0, n, (256, 8)), -1).astype(np.int32)
+  return (cols, r.standard_normal((256, 8)).astype(np.float32), r.standard_normal(n).astype(np.float32)), {}
+
+
+def _ell_smem_ref(cols, vals, x):
+  return np.sum(np.where(cols >= 0, vals * x[np.maximum(cols, 0)], 0), 1)
+
+
+case("ell_spmv_x_cached_in_smem", ell_x_in_smem, _ell_smem_make, _ell_smem_ref, 1e-5)
+case("ell_spmv_x_cached_in_smem_128k", ell_x_in_smem, lambda s: _ell_smem_make(s, 32768), _ell_smem_ref, 1e-5)

@@ -77,7 +77,8 @@ GPU_TWINS = ["csr_spmv_row_per_program", "blocked_ell_spmm_smem_skip", "gemv_tra
              "lookup_table_staged_in_smem_masked", "rows_of_a_staged_tile", "points_of_a_staged_tile",
              "smem_gather_in_a_run_time_loop", "smem_histogram_read_back_at_keys", "counting_sort_scatter_into_smem",
              "transpose_through_a_flat_smem_scatter", "rows_scattered_into_smem_by_a_permutation",
-             "stream_compaction_masked_store_into_smem", "jacobi_halo_odd_smem_windows_72",
+             "stream_compaction_masked_store_into_smem", "ell_spmv_x_cached_in_smem", "ell_spmv_x_cached_in_smem_128k",
+             "jacobi_halo_odd_smem_windows_72",
              "jacobi_halo_odd_smem_windows_40", "laplacian_1d_odd_smem_windows", "odd_smem_window_row_sums_and_maxima"]
 
 
@@ -109,7 +110,17 @@ def test_an_smem_buffer_gathered_by_a_tensor_of_indices_reads_its_elements():
   ir = str(partner_exchange.typed_ir(S((128,), F32)))
   assert "scratchgather" in ir and "waitload" in ir
   assert ir.index("waitload") < ir.index("scratchgather")
+  assert "relayoutstore" not in ir and "load ref=" not in ir      # (a whole 1-D buffer: read at the places alone)
   jax.export.export(jax.jit(partner_exchange), platforms=["cuda"])(S((128,), F32)).mlir_module()
+
+
+def test_a_128_kib_vector_cached_in_smem_is_gathered_in_place():
+  """x of 32768 float32 elements staged in SMEM for an ELL SpMV: gathered through the register gather's scratch it
+  needed twice its bytes (MG402: 256 KiB) and a whole read a trip; each element is read at its place now."""
+  kernel, make, ref, _ = CASES["ell_spmv_x_cached_in_smem_128k"]
+  args, _ = make(0)
+  ir = str(kernel.typed_ir(*_specs(args)))
+  assert ir.count("smemalloc") == 1 and "scratchgather scratch=" in ir and "relayoutstore" not in ir
 
 
 @pytest.mark.parametrize("index", ["rows", "points", "negative", "masked", "view"])

@@ -154,7 +154,27 @@ def _smem_gather(cx, ref, index, name):
     return None
   from .register_gather import register_gather
   from .transfers import load
-  return register_gather(cx, load(cx, ref), index, name)
+  return _from_buffer(cx, ref, index, name) or register_gather(cx, load(cx, ref), index, name)
+
+
+def _from_buffer(cx, ref, index, name):
+  """`buf[ids]` of a whole 1-D SMEM buffer (x cached in SMEM for a SpMV's `xs[c]`, a bitonic partner) at a tensor of
+  indices registers hold: each element loaded straight from the buffer (the register gather's ScratchGather, with
+  the buffer as its scratch: no whole read, no copy), jnp's indices clamped; None for other forms."""
+  from .memory import View
+  from .register_gather import ScratchGather, _clamped
+  ids = index[0] if isinstance(index, tuple) and len(index) == 1 else index
+  t, d = ref.type, resolve(ref.type.dtype)
+  if len(t.shape) != 1 or t.transposed or isinstance(cx.b.defining(ref), View) or not is_tensor(ids):
+    return None
+  n, shape, pads = math.prod(ids.type.shape), tuple(ids.type.shape), getattr(cx.b, "pad_tiles", None)
+  if not isinstance(d, DType) or d == DType.bool_ or d.bits > 32 or not isinstance(resolve(ids.type.dtype), DType) \
+      or not resolve(ids.type.dtype).is_int or not (n % hw.WARPGROUP == 0 or len(shape) == 1 and n % 8 == 0) \
+      or (pads is not None and ids.id in pads):
+    return None
+  pos = _clamped(cx, ids, t.shape[0])
+  return cx.b.emit(ScratchGather, ref, pos, loc=cx.loc, types=[TensorType(shape, t.dtype)],
+                   names=[name or cx.name]).result
 
 
 def _gather(cx, ref, index, name="", masked=False):
