@@ -385,13 +385,13 @@ class Assignments:
     return src.name if src is not None else None
 
   def _scatter_set(self, target, ref, index, value_node) -> bool:
-    """Whether `c[tok, :] = v` of a GMEM ref is a scatter (an index is a tensor); into an input,
+    """Whether `c[tok, :] = v` of a GMEM ref or an SMEM buffer is a scatter (an index is a tensor); into an input,
     the error, with the output to scatter into in the user's words."""
     items = index if isinstance(index, tuple) else (index,)
     bad = next((i for i in items if is_value(i) and isinstance(i.type, TensorType)
                 and any(n != 1 for n in i.type.shape)), None)
-    if bad is None or ref.type.space != Space.GMEM:
-      return False
+    if bad is None or ref.type.space not in (Space.GMEM, Space.SMEM) or ref.type.remote or ref.type.transposed:
+      return False               # (an SMEM buffer's: its CTA's threads store at the places, probe 69b)
     name = self.text(target.value)
     first, out = scatter_target(self.b, ref, name)
     if not first:

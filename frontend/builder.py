@@ -54,7 +54,6 @@ class Builder:
     self.output_refs: list = []          # the kernel's output refs, in order (hints name them)
     self.index_scratch: dict = {}        # value id -> (SMEM scratch holding it, block it was stored in)
     self.transient: set[int] = set()     # compiler scratches: written whole, then read, by one builtin
-    self.smem_sources: dict = {}         # an SMEM buffer's id -> the GMEM window ml.copy filled it from whole
     self.x64 = False                     # jax_enable_x64: int and float as dtypes are 64-bit, as jnp's
 
   def new_load_slot(self) -> int:

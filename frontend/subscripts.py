@@ -118,8 +118,8 @@ class Subscripts:
           return _Method(REF_METHODS[attr], window)
         if attr == "load":                    # tl.load(ptr + ids * d + cols, mask=m, other=0) at computed places
           return _Method(gather.gather_load(), base)
-        if attr == "store" and base.ref.type.space == memory.Space.GMEM \
-            and gather.writable(self.b, base.ref):      # tl.store at computed places (an aliased input's too)
+        if attr == "store" and base.ref.type.space in (memory.Space.GMEM, memory.Space.SMEM) \
+            and gather.writable(self.b, base.ref):      # tl.store at computed places (an aliased input's, SMEM's)
           return _Method(gather.scatter_store(), base)
         hint = ("for a run of consecutive elements (Triton's ptr + offs, offs = start + tl.arange(n)), index"
                 " with a window: " + (f"{own}, masked where it runs past the end; " if own else

@@ -211,6 +211,10 @@ def _i_scatter(cta, o):
       coords, value = [c[keep] for c in coords], value[keep]
     _check_inside(cta, ref, coords, o)
     buf = cta.buffer(ref)
+    if ref.owner >= 0:                # an SMEM buffer's (probe 69b): a write of it, its elements now written
+      cta.smem_sync(ref, o, "write")
+      cta.m.smem_phase(cta, ref, o, write=True)
+      cta.m.ctas[ref.owner].filled[ref.root.id][tuple(coords)] = True
     held = np.ascontiguousarray(buf[tuple(coords)])
     new = np.ascontiguousarray(np.asarray(value, buf.dtype))
     same = (held.view(np.uint8).reshape(len(held), -1) == new.view(np.uint8).reshape(len(new), -1)).all(1) \

@@ -283,11 +283,13 @@ def _dq_make(seed):
           np.sort(r.uniform(-1, 1, 256)).astype(np.float32)), {}
 
 
-# (refused, MG003: SMEM does not gather; tests/test_probe69a.py checks the hint, dequant_code_gmem follows it)
+# (MG003 when probe 69a ran, "only GMEM refs gather"; since probe 69b an SMEM buffer gathers: a case of the corpus)
+case("dequant_code_table_smem_gather", dequant_code_smem, _dq_make,
+     lambda q, a, code: f32(code[q.astype(np.int64)] * np.repeat(a, 256)), 0)
 
 
 @mg.mgpu_kernel(out_shape=lambda q, a, code: S(q.shape, F32), grid=lambda q, a, code: (q.shape[0] // 256,))
-def dequant_code_gmem(q_ptr, absmax_ptr, code_ptr, out_ptr):     # the refusal's hint followed
+def dequant_code_gmem(q_ptr, absmax_ptr, code_ptr, out_ptr):     # the same table gathered from GMEM
   b = ml.program_id(0)
   q = q_ptr.at[ml.ds(b * 256, 256)][...].astype(jnp.int32)
   out_ptr.at[ml.ds(b * 256, 256)][...] = code_ptr[q] * absmax_ptr[b]

@@ -128,11 +128,12 @@ def float_indices(x, idx, out):
   out[...] = x[idx[...]]
 
 
-def test_a_gather_from_smem_says_what_works():
-  e = expect(gather_from_smem, [S((256,), F32), S((128,), jnp.int32)], mg.KernelTypeError, "s[idx[...]]",
-             "s is indexed with a tensor of indices (a gather): only GMEM refs gather")
-  # (since probe 69a the hint names the array s was copied from, indexed as s was: x[idx[...]])
-  assert e.hint.startswith("gather from the GMEM array s was copied from instead, x[idx[...]]")
+def test_a_gather_from_smem_reads_the_buffer_at_its_indices():
+  """It was MG003 "only GMEM refs gather"; since probe 69b it is the gather from the buffer's whole read, jnp's
+  indices (negative ones from the end, the others clamped) (design note 228)."""
+  x = np.arange(256, dtype=np.float32) - 9
+  idx = np.random.default_rng(0).integers(-300, 300, 128).astype(np.int32)
+  np.testing.assert_array_equal(np.asarray(gather_from_smem(x, idx, interpret=True)), np.asarray(jnp.asarray(x)[idx]))
 
 
 def test_float_indices_are_rejected():

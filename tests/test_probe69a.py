@@ -79,7 +79,7 @@ GPU_TWINS = ["adam_scalar_hparams", "adamw_0d_and_1elem_arrays", "lion_lucidrain
              "clip_grad_norm_last_ticket", "stochastic_round_bf16_philox", "lamb_trust_ratio_per_row",
              "adam8bit_blockwise_linear", "momentum8bit_dynamic_code", "muon_newton_schulz_64x128",
              "ce_label_smoothing_fwd_bwd_bf16", "liger_cross_entropy_bf16_v2051", "adam_persistent_tiles",
-             "apex_lamb_two_stage_tensor_ids", "amp_flag_atomic_max_hint_followed", "dequant_code_table_gmem_gather",
+             "apex_lamb_two_stage_tensor_ids", "amp_flag_atomic_max_hint_followed", "dequant_code_table_gmem_gather", "dequant_code_table_smem_gather",
              "ce_jnp_take_along_axis_v100", "take_along_three_per_row_odd_width", "optax_adamw_jax_tree_map"]
 
 
@@ -338,19 +338,6 @@ def test_lax_map_keeps_its_control_flow_hint():
   with pytest.raises(mg.KernelTypeError) as info:
     lax_mapped.check(S((8, 128), F32))
   assert "is JAX's control flow, which a kernel writes in Python" in info.value.message
-
-
-# ---------------------------------------------------------------- a gather from an SMEM table
-def test_a_gather_from_an_smem_table_hints_the_gmem_array_it_was_copied_from():
-  """bitsandbytes stages its 256-entry code in shared memory; here SMEM does not gather, and the hint said 'take the
-  rows one by one in an ml.static_range loop' (256 of them). It names the GMEM gather that works
-  (probe69a_more.dequant_code_gmem, in the corpus)."""
-  k = probe69a_more.dequant_code_smem
-  expect(k, [S((1024,), jnp.uint8), S((4,), F32), S((256,), F32)], mg.KernelTypeError, "code_s[q]",
-         "code_s is indexed with a tensor of indices (a gather): only GMEM refs gather",
-         hint="gather from the GMEM array code_s was copied from instead, code_ptr[q] (a gather from GMEM: the"
-              " table's rows stay in the L1 and L2 caches, as they would in SMEM), and drop the copy if nothing else"
-              " reads code_s")
 
 
 # ---------------------------------------------------------------- legitimate refusals, at the line, with the fix

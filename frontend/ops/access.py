@@ -495,13 +495,14 @@ def store_(cx, ref, value, mask=None, boundary_check=None):
   from .gather import IndexedRef, _scatter_store, run_window, scattered, writable
   if cx.builtin == "store":      # (the user's ml.store / ref.store call; `out[offs] = v` comes here too, unconverted)
     value = _as_pointee(cx, ref.ref if isinstance(ref, IndexedRef) else ref, value)
-  if isinstance(ref, IndexedRef) and ref.ref.type.space == Space.GMEM and scattered(cx, ref) \
-      and writable(cx.b, ref.ref):
+  at_places = isinstance(ref, IndexedRef) and ref.ref.type.space in (Space.GMEM, Space.SMEM) \
+      and writable(cx.b, ref.ref)        # (an SMEM buffer's: its CTA's threads store at the places, probe 69b)
+  if at_places and scattered(cx, ref):
     return _scatter_store(cx, ref, value, mask)        # ml.store(out.at[ids, :], v, mask=m): a scatter
   window = run_window(cx, ref, (cx.operands or {}).get(ref) or "") if isinstance(ref, IndexedRef) else None
   if window is not None:                       # ml.store(o.at[offs], v, mask=offs < n): the window they cover
     ref = window
-  elif isinstance(ref, IndexedRef) and ref.ref.type.space == Space.GMEM and writable(cx.b, ref.ref):
+  elif at_places:
     return _scatter_store(cx, ref, value, mask)        # runs that cover no window in order: a scatter
   if mask is None:
     if not is_ref(ref):

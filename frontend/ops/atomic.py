@@ -403,13 +403,16 @@ def check_atomic_layouts(kernel: ir.Kernel) -> None:
   tiled (an ml.dot operand; layouts.py leaves other scattered buffers untiled) is an error: its `red`s go to
   the logical element's address, which a tiled buffer does not hold there (probe 47d)."""
   for o in ir.walk(kernel.body):
-    if (type(o).__name__ == "ScatterUpdate" and o.kind != AtomicKind.SET and o.ref.type.space == Space.SMEM
+    if (type(o).__name__ == "ScatterUpdate" and o.ref.type.space == Space.SMEM
         and o.ref.id in kernel.smem_layouts):
       buf, dt = o.ref.name or "buf", dtype_name(resolve(o.ref.type.dtype))
+      which = "a plain scatter stores into" if o.kind == AtomicKind.SET else "an atomic scatter updates"
       raise E.KernelTypeError(
-          f"{buf} is an ml.dot operand, which the compiler tiles for the tensor cores, and an atomic scatter"
-          f" updates untiled SMEM buffers (each element at its own address)", o.loc,
-          hint=f"scatter into a buffer of its own, h = ml.smem({o.ref.type.shape}, jnp.{dt}) filled with"
+          f"{buf} is an ml.dot operand, which the compiler tiles for the tensor cores, and {which}"
+          f" untiled SMEM buffers (each element at its own address)", o.loc,
+          hint=f"scatter into a buffer of its own, h = ml.smem({o.ref.type.shape}, jnp.{dt}), and copy it before the"
+               f" ml.dot: {buf}[...] = h[...]" if o.kind == AtomicKind.SET else
+               f"scatter into a buffer of its own, h = ml.smem({o.ref.type.shape}, jnp.{dt}) filled with"
                f" zeros, and add it before the ml.dot: {buf}[...] = {buf}[...] + h[...]")
     # (a float16/bfloat16 max or min of a tensor held one element per register was MG204 here: Hopper's `red` of them
     # updates pairs; since probe 56b each element is a loop of `atom.cas.b16`, lowering/atomic.py's _red. A multiple

@@ -122,6 +122,8 @@ def gather(cx, ref, index, name="", masked=False):
   """`ref[index]` where some index is a register tensor (`masked`: read by a masked load)."""
   from . import padded_tiles
   from .padded_gathers import grid_points, padded_points, padded_rows
+  if (out := _smem_gather(cx, ref, index, name)) is not None:
+    return out
   if (out := tile_gather(cx, ref, index, gather)) is not None:     # y[p, :] of a (t, k) index tile: (t, k, d)
     return out
   if (points := padded_points(cx, index)) is not None:     # tab[idx, h] of a padded tile of indices
@@ -143,6 +145,38 @@ def gather(cx, ref, index, name="", masked=False):
   return _gather(cx, ref, index, name, masked)
 
 
+def _smem_gather(cx, ref, index, name):
+  """`buf[ids]` of an SMEM buffer (a bitonic stage's partner `s[i ^ j]`, an FFT's bit reversal, a table a CTA staged;
+  probe 69b, MG003 before): the gather from its whole read, through the register gather's flat scratch
+  (ops/register_gather.py: jnp's indices, clamped), so the sync pass orders it after the buffer's writes as any
+  read; None where the ref is not SMEM or the register gather does not take the index's form (MG003 then)."""
+  if ref.type.space != Space.SMEM or ref.type.remote:
+    return None
+  from .register_gather import register_gather
+  from .transfers import load
+  return _from_buffer(cx, ref, index, name) or register_gather(cx, load(cx, ref), index, name)
+
+
+def _from_buffer(cx, ref, index, name):
+  """`buf[ids]` of a whole 1-D SMEM buffer (x cached in SMEM for a SpMV's `xs[c]`, a bitonic partner) at a tensor of
+  indices registers hold: each element loaded straight from the buffer (the register gather's ScratchGather, with
+  the buffer as its scratch: no whole read, no copy), jnp's indices clamped; None for other forms."""
+  from .memory import View
+  from .register_gather import ScratchGather, _clamped
+  ids = index[0] if isinstance(index, tuple) and len(index) == 1 else index
+  t, d = ref.type, resolve(ref.type.dtype)
+  if len(t.shape) != 1 or t.transposed or isinstance(cx.b.defining(ref), View) or not is_tensor(ids):
+    return None
+  n, shape, pads = math.prod(ids.type.shape), tuple(ids.type.shape), getattr(cx.b, "pad_tiles", None)
+  if not isinstance(d, DType) or d == DType.bool_ or d.bits > 32 or not isinstance(resolve(ids.type.dtype), DType) \
+      or not resolve(ids.type.dtype).is_int or not (n % hw.WARPGROUP == 0 or len(shape) == 1 and n % 8 == 0) \
+      or (pads is not None and ids.id in pads):
+    return None
+  pos = _clamped(cx, ids, t.shape[0])
+  return cx.b.emit(ScratchGather, ref, pos, loc=cx.loc, types=[TensorType(shape, t.dtype)],
+                   names=[name or cx.name]).result
+
+
 def _gather(cx, ref, index, name="", masked=False):
   p = _plan(cx, ref, index, "gather")
   out = cx.b.emit(Gather, p.root, tuple(p.per_dim), loc=cx.loc, types=[TensorType(p.out_shape, ref.type.dtype)],
@@ -160,41 +194,24 @@ def _gather(cx, ref, index, name="", masked=False):
   return out
 
 
-def _smem_gather_hint(cx, ref) -> str:
-  """The hint for a gather from an SMEM buffer: from the GMEM window an ml.copy filled it from, indexed as the
-  user indexed the buffer (bitsandbytes' code table staged in SMEM, `code_s[q]`, is `code[q]`), where known."""
-  import ast
-  from ..loc import expr_at
-  generic = ("gather with the kernel's GMEM parameter itself (table[ids, :]); for an SMEM buffer, take the rows one"
-             " by one in an ml.static_range loop, or copy what you need by TMA")
-  source = cx.b.smem_sources.get(ref.id)
-  node = expr_at(cx.loc)
-  if not source or not isinstance(node, ast.Subscript) or source == ref.name:
-    return generic
-  idx = ast.unparse(node.slice)
-  if "[" in source:           # a window of the array: its start moves the indices
-    return (f"gather from the GMEM array {ref.name} was copied from instead ({source}): that array indexed by"
-            f" {idx} plus the window's start (a gather from GMEM: the rows it reads stay in the L1 and L2 caches)")
-  return (f"gather from the GMEM array {ref.name} was copied from instead, {source}[{idx}] (a gather from GMEM: the"
-          f" table's rows stay in the L1 and L2 caches, as they would in SMEM), and drop the copy if nothing else"
-          f" reads {ref.name}")
-
-
 def _plan(cx, ref, index, what, smem=False):
   """The index operands of `ref[index]` over the root ref. A gather clamps indices into the view
   (jnp's gather); a scatter (`what == "scatter"`) also returns which elements' indices were
-  inside, since jnp's scatter drops updates at indices outside. `smem`: an atomic scatter, which
-  also updates an SMEM buffer (a CTA's histogram, `red.shared::cta`; probe 46k; of two axes or more since
-  probe 47d, where the layout pass leaves the buffer untiled: atomic.check_atomic_layouts)."""
+  inside, since jnp's scatter drops updates at indices outside. `smem`: a scatter, which also updates an SMEM
+  buffer (a CTA's histogram, `red.shared::cta`; probe 46k; of two axes or more since probe 47d, where the layout
+  pass leaves the buffer untiled: atomic.check_atomic_layouts; a plain one, `s[perm] = v`, since probe 69b)."""
   t = ref.type
   if (t.space != Space.GMEM and not (smem and t.space == Space.SMEM)) or t.remote or t.transposed:
+    name = ref.name or "this ref"
     raise E.KernelTypeError(
-        f"{ref.name or 'this ref'} is indexed with a tensor of indices (a {what}): only GMEM refs {what}",
-        cx.loc, hint=(_smem_gather_hint(cx, ref) if what == "gather" else
+        f"{name} is indexed with a tensor of indices (a {what}): only GMEM refs and the CTA's own SMEM buffers"
+        f" (not a peer's, not transposed) {what}",
+        cx.loc, hint=(f"read it into registers and gather from them, v = {name}[...]; v[ids] (a transposed view's"
+                      f" read is transposed too), or gather from the kernel's GMEM parameter itself (table[ids, :])"
+                      if what == "gather" else
                       "scatter into a GMEM output: ml.atomic_add(out.at[ids], values) (an output updated only"
-                      " by atomics starts at 0; a histogram is ml.atomic_add(counts.at[ids], 1)); a CTA's own"
-                      " histogram goes into a 1-D SMEM buffer atomically, ml.atomic_add(h.at[ids], 1), which"
-                      " takes atomic scatters only"))
+                      " by atomics starts at 0; a histogram is ml.atomic_add(counts.at[ids], 1)), or into the"
+                      " CTA's own SMEM buffer: buf[ids] = values, ml.atomic_add(h.at[ids], 1)"))
   items = index if isinstance(index, tuple) else (index,)
   if sum(1 for i in items if i is Ellipsis) > 1:
     raise E.KernelTypeError("an index can hold at most one '...'", cx.loc, hint="table[ids, ...]")
@@ -447,7 +464,7 @@ def scatter(cx, kind: AtomicKind, iref: IndexedRef, value, mask=None, what=None,
   if (got := grid_scatter(cx, kind, iref, value, mask, what)) is not None:
     return got[0]            # a padded value at index grids of few heads (probe 59b)
   check_target(cx, cx.b, ref, what)
-  p = _plan(cx, ref, iref.index, "scatter", smem=kind != AtomicKind.SET)
+  p = _plan(cx, ref, iref.index, "scatter", smem=True)
   if math.prod(p.out_shape) == 1:        # ml.arange(1) positions: one element has no register layout
     raise E.KernelTypeError(
         f"{what} through one index ({ref.name or 'the ref'} indexed to shape {p.out_shape}) updates a single"

@@ -51,8 +51,8 @@ def index_operand(cx, x, bound=False):
     from .scatter_hints import as_int_indices
     ids = as_int_indices(x.name if (x.name or "").isidentifier() else "ids", x)
     raise E.KernelTypeError(
-        f"an index here must be an integer scalar, got {x.name or 'a register tensor'}: only a read of a GMEM"
-        f" ref takes a tensor of indices (a gather, table[ids, :])", cx.loc,
+        f"an index here must be an integer scalar, got {x.name or 'a register tensor'}: only a read or a store of"
+        f" a GMEM ref or an SMEM buffer takes a tensor of indices (a gather, table[ids, :])", cx.loc,
         hint=f"to add (or take the max or min) at computed places, scatter atomically:"
              f" ml.atomic_add(out.at[{ids}, :], rows) (an output so updated starts at 0); to set rows at"
              f" computed places, take one row at a time (out.at[ids_ref[r]][...] = row, an index read as"

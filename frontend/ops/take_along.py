@@ -4,8 +4,6 @@ tile), a select in registers; of an SMEM buffer or a register tile with a few in
 select each; other register tiles through an SMEM scratch (ops/register_gather.py). Split from ops/gather.py."""
 from __future__ import annotations
 
-import math
-
 from .. import errors as E
 from ..dtypes import DType
 from ..types import RefType, Space, TensorType, resolve
@@ -41,21 +39,6 @@ def take_along_axis(cx, arr, indices, axis):
               "gather from the array the values came from (a kernel input); for computed values, give the kernel"
               " one more output as scratch, write them there and gather from it (the compiler syncs the threads"
               " between; with several programs, each its own rows of it)"))
-  if arr.type.space == Space.SMEM and is_value(indices) and isinstance(indices.type, TensorType) \
-      and isinstance(resolve(indices.type.dtype), DType) and resolve(indices.type.dtype).is_int \
-      and isinstance(axis, int) and not isinstance(axis, bool):
-    k = indices.type.shape[axis % 2] if _few_per_row(cx, arr, indices, axis, many=True) else None
-    buf, ids = cx.named(arr, "buf"), cx.named(indices, "ids")
-    raise E.KernelTypeError(
-        f"ml.take_along_axis of the SMEM buffer {buf} takes 1 to {_FEW} indices a{' row' if axis % 2 else ' column'}"
-        f" of a 2-D buffer (each a select over the whole buffer)" + (f", got {k}" if k else
-                                                                      f", got indices of shape {indices.type.shape}"),
-        cx.loc,
-        hint=(f"gather from the GMEM array {buf} was copied from, ml.take_along_axis(x, {ids}, axis={axis}) (the"
-              f" compiler gathers from a kernel input directly); for values computed into {buf}, give the kernel one"
-              f" more output as scratch, write them there and gather from it")
-        + (f"; or take the indices {_FEW} at a time, ml.concatenate([ml.take_along_axis({buf}, {ids}"
-           f"{'[:, ' if axis % 2 else '['}{0}:{_FEW}], axis={axis}), ...], axis={axis % 2})" if k else ""))
   shape = arr.type.shape
   d = resolve(indices.type.dtype) if is_value(indices) and isinstance(indices.type, TensorType) else None
   if not isinstance(d, DType) or not d.is_int or len(indices.type.shape) != len(shape):
@@ -128,10 +111,11 @@ def _selected(cx, arr, indices, axis):
 
 
 _FEW = 64    # index columns (rows) taken one select each over the whole tile: a top-k's k (probe 41s: 16 left a
-#              top-32 of an SMEM buffer with a GMEM-gather hint that did not fit it)
+#              top-32 of an SMEM buffer with a GMEM-gather hint that did not fit it); more are a gather (of an SMEM
+#              buffer too since probe 69b, which was MG003 with the hint to gather from GMEM)
 
 
-def _few_per_row(cx, arr, indices, axis, many=False) -> bool:
+def _few_per_row(cx, arr, indices, axis) -> bool:
   """An SMEM buffer (m, n), or a register tile that is not a read of a GMEM ref (which gathers), with a few
   integer indices a row (m, k) along axis 1 (a column's (k, n) along axis 0): k one-per-row selects."""
   if not (is_value(arr) and is_value(indices) and isinstance(indices.type, TensorType)
@@ -152,7 +136,7 @@ def _few_per_row(cx, arr, indices, axis, many=False) -> bool:
   other = 1 - a
   return (isinstance(d, DType) and d != DType.bool_ and isinstance(di, DType) and di.is_int
           and len(indices.type.shape) == 2 and indices.type.shape[other] == t.shape[other]
-          and 1 <= indices.type.shape[a] <= (math.inf if many else _FEW))
+          and 1 <= indices.type.shape[a] <= _FEW)
 
 
 def _each_selected(cx, arr, indices, axis):

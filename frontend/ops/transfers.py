@@ -53,6 +53,9 @@ def load(cx, ref, name="", merge=False, keep=None):
       from .padded_dots import rows_padded      # (an SMEM tile no register tensor holds: read padded, row by row)
       if (padded := rows_padded(cx, ref)) is not ref:
         return padded
+      from .padded_smem import covering_read      # (an odd SMEM window: the whole rows it lies in, sliced)
+      if (padded := covering_read(cx, ref, name)) is not None:
+        return padded
     from .strided_columns import read
     if (column := read(cx, ref)) is not None:     # (a short column strided in memory: read padded, probe 51g)
       return column
@@ -426,8 +429,6 @@ def copy(cx, src, dst, reduce=None, *, multicast=None):
     _check_multicast(cx, multicast, d, dst)
   slot = cx.b.new_load_slot() if d.space == Space.SMEM else -1
   cx.b.emit(Copy, src, dst, slot, loc=cx.loc, reduce=kind, multicast=multicast)
-  if d.space == Space.SMEM and kind is None and cx.b.defining(dst) is not None and d.shape == s.shape:
-    cx.b.smem_sources[dst.id] = cx.named(src, src.name or "")     # (a gather of dst hints gathering from src)
 
 
 def _leading_pieces(cx, gmem, shape) -> list | None:
