@@ -106,7 +106,7 @@ def main():
   p.add_argument("--head-dim", type=int, action="append")
   p.add_argument("--causal", choices=("full", "causal"), action="append")
   p.add_argument("--set", help="attention: Config fields to replace, field=value,...")
-  p.add_argument("--producer-registers", type=int, help="a warp-specialised producer's registers (default: 40)")
+  p.add_argument("--producer-registers", type=int, help="a warp-specialised producer's registers (default: frontend/hw.py's, 24)")
   args = p.parse_args()
   if args.producer_registers:
     from mgpu_dsl.frontend import hw

@@ -46,7 +46,10 @@ MAX_THREAD_REGISTERS = 256    # setmaxnreg's upper bound (multiples of 8)
 THREAD_REGISTERS = 255        # 32-bit registers a thread may address (ptxas's limit; the rest spills)
 MAX_GRID = (2 ** 31 - 1, 65535, 65535)   # CTAs a launch may have along x, y and z (CUDA's limits)
 MAX_DIM = 2 ** 31 - 1         # elements along one array dimension: indices and TMA coordinates are 32-bit
-PRODUCER_REGISTERS = 40       # per thread of a TMA producer warpgroup (setmaxnreg.dec)
+PRODUCER_REGISTERS = 24       # per thread of a TMA producer warpgroup (setmaxnreg.dec); FA3's. 40 until session 57:
+# at 24 (or 32) the three compute warpgroups of head_dim 64's attention forward get 160 registers, not 152, and
+# ptxas no longer serialises their products (C7512): 471 TFLOP/s against 441 on an H100, the rest unchanged
+# (benchmarks/producer_regs.py --regs 40 32 24; docs/benchmarks.md, fifty-seventh session)
 # ptxas allocates a kernel's registers for its launch bound: REGISTERS // threads a thread (multiples of 8, at
 # most 255), whatever setmaxnreg trades later. One WGMMA instruction holds its whole 64 x n accumulator block
 # in registers and needs this many more beside them: on the H200, a 64 x 256 float32 block (128 registers) at
