@@ -50,8 +50,9 @@ def default_config(head_dim: int, causal: bool = False, seq_kv: int | None = Non
   """Tiles that fit the SMEM (227 KiB less 16 bytes) and the registers of the warpgroups; each choice
   measured on the H200 (TFLOP/s, sessions in docs/benchmarks.md). The forward is warp-specialised in the
   plain order (the fastest at head_dim 64 and 128). At head_dim 64 without a mask it runs three
-  warpgroups of 64 query rows (437-443 against 410 on two; with the mask the diagonal blocks of 192 rows
-  waste more than the third gains), its query tiles the grid's slowest axis (`lpt`: 383 against 373
+  warpgroups of 64 query rows (437-443 against 410 on two; 471 against 441 since the producer warpgroup takes 24
+  registers, not 40, and ptxas no longer serialises the products, fifty-seventh session, H100; with the mask the
+  diagonal blocks of 192 rows waste what the third gains, 381 against 385), its query tiles the grid's slowest axis (`lpt`: 383 against 373
   causal; at 128 that order loses K and V's reuse in L2, 558 against 601). Up to `seq_kv` = 4096 keys
   the forward is persistent (541 / 628 against 518 / 603 at seq 1024 / 4096, head_dim 128; at 16384
   the per-tile grid wins, 630 against 585), its grid `_fwd_grid`; persistent causal at head_dim 64 takes
