@@ -11,6 +11,7 @@ from .assign import holds_value
 from .dtypes import DType
 from .ops import elementwise as ew
 from .ops.base import BUILTINS, Builtin, is_value
+from .ops.weak_lattice import PROMOTING, weak_to_join
 from .types import RefType, resolve
 
 _NOT_MAPPED = object()
@@ -28,6 +29,8 @@ def jnp_call(tracer, node, fn, args, kwargs, cx):
     if (got := ufunc_method(tracer, node, fn, args, kwargs)) is not None:
       return got             # jnp.add.reduce(v, axis=1), np.maximum.accumulate(v, axis=1): ufunc_reduce.py
   lib = jnp_calls.library(fn) if not isinstance(fn, (Builtin, _Method)) else None
+  if lib is not None and lib[0] == "jnp" and lib[1] in PROMOTING:
+    args = weak_to_join(cx, args)    # jnp.dot(w, x_bf16) of a weak float32 w: bfloat16, as jnp promotes first
   if lib is not None and not any(isinstance(a, ast.Starred) for a in node.args) and len(args) == len(node.args):
     from .jnp_dots import library_product
     if (got := library_product(tracer, node, lib, args, kwargs)) is not None:

@@ -535,6 +535,8 @@ class Tracer(Subscripts, Assignments, Calls, Containers, ast.NodeVisitor):
     a, b = outside(self, node, a), outside(self, node, b)
     if op is ast.MatMult:        # jnp.matmul's hint, with the operands as written (`x @ w_s[...].T`)
       from .jnp_dots import int8_matmul, register_dot
+      from .ops.weak_lattice import weak_to_join
+      a, b = weak_to_join(self.cx(node), (a, b))      # w @ x_bf16 of a weak float32 w: bfloat16, as jnp's
       if (got := register_dot(self, node, (left, right), (a, b), {}, batched=True, shown="@")) is not None:
         return got               # a_s[...] @ b_s[...] of 16-bit tiles: ml.dot, as jnp.matmul computes it
       int8_matmul(self.text(left), self.text(right), a, b, self.loc(node))

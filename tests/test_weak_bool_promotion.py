@@ -78,6 +78,28 @@ def test_joins_of_weak_parts_take_the_typed_side(tmp_path, expr, other):
   np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=tol, atol=tol)
 
 
+# jnp's functions that promote their operands together before computing: a product or a two-operand formula of a
+# weak float and a typed float is in the typed float's dtype (they were float32: session 57).
+PROMOTED = ["(m * 0.5)[:, :64] @ {o}[:64, :]", "jnp.dot(m * 0.5, {o}[:64, :])",
+            "jnp.matmul({o}, jnp.where(m, 1.0, 0.0)[:64, :])", "jnp.einsum('ij,jk->ik', m * 0.5, {o}[:64, :])",
+            "jnp.copysign(m * 0.5, {o})", "jnp.logaddexp(m * 0.5, {o})", "jnp.heaviside({o}, m * 0.5)",
+            "jnp.nextafter(m * 0.5, {o})", "jnp.float_power(m * 0.5 + 1, jnp.abs({o}))"]
+
+
+@pytest.mark.parametrize("expr", PROMOTED)
+@pytest.mark.parametrize("other", ["float16", "bfloat16"])
+def test_promoting_functions_of_a_weak_operand_take_the_typed_dtype(tmp_path, expr, other):
+  v, u, f, g = _inputs()
+  expr = expr.format(o=OTHERS[other])
+  want = eval(f"({expr}) + {OTHERS[other]}", {"jnp": jnp}, dict(v=v, u=u, f=f, g=g, m=v > 0))
+  assert want.dtype.name == other
+  kernel = _kernel(tmp_path, expr, OTHERS[other], other)
+  got = kernel(v, u, f, g, interpret=True)
+  assert got.dtype == want.dtype
+  tol = {"float16": 2e-3, "bfloat16": 2e-2}[other]
+  np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=tol, atol=tol)
+
+
 def test_the_weak_select_exports_for_cuda(tmp_path):
   kernel = _kernel(tmp_path, "jnp.where(m, 1, 0) * m", "u", "uint8")
   specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in _inputs()]

@@ -60,3 +60,30 @@ def join(cx, operands):
   if s.is_float or wk == "int":
     return s, False
   return PY_FLOAT, True          # a weak float meeting integers: a weak float
+
+
+# jnp's functions that promote their operands together before computing (jnp.dot(w, x_bf16) of a weak float32 w is
+# bfloat16, as `w @ x_bf16` is), whose ml forms, products and formulas take each operand's own dtype: a weakly
+# typed operand is converted to the join first (weak_to_join). (Elementwise arithmetic, jnp.where, the joins and
+# the reductions keep weak types themselves.)
+PROMOTING = frozenset(("dot", "matmul", "inner", "vdot", "tensordot", "einsum", "kron", "outer", "copysign",
+                       "logaddexp", "logaddexp2", "nextafter", "heaviside", "float_power", "hypot", "arctan2",
+                       "atan2", "isclose"))
+
+
+def weak_to_join(cx, operands) -> list:
+  """`operands` with each weakly typed register value converted to jnp's join of the register values and numbers
+  among them, where that join is strong and its dtype another (`jnp.dot(v_bool * 0.5, x_bf16)`: the weak float32
+  operand as bfloat16, the diff fuzzer's class of session 57); the rest, and everything where the join is weak or
+  there is none, as they are."""
+  import dataclasses
+  from .elementwise import astype
+  nums = [v for v in operands if is_value(v) or isinstance(v, (int, float, np.number)) and not isinstance(v, bool)]
+  if not any(is_value(v) and v.id in cx.b.weak for v in nums):
+    return list(operands)
+  j = join(cx, nums)
+  if j is None or j[1]:
+    return list(operands)
+  at = dataclasses.replace(cx, name="")       # (the conversion is the compiler's: unnamed)
+  return [astype(at, v, j[0]) if is_value(v) and v.id in cx.b.weak and resolve(v.type.dtype) != j[0] else v
+          for v in operands]
