@@ -48,13 +48,18 @@ def _kernel(tmp_path, expr, other, want):
 @pytest.mark.parametrize("expr", EXPRS)
 @pytest.mark.parametrize("other", list(OTHERS))
 def test_weak_results_of_boolean_operands_take_the_typed_side(tmp_path, expr, other):
+  _matches_jnp(tmp_path, expr, other)     # (int8 + a weak float: float32)
+
+
+def _matches_jnp(tmp_path, expr, other):
+  """The kernel computing `(expr) + other` has jnp's dtype (asserted in the kernel too) and numbers; that dtype."""
   v, u, f, g = _inputs()
   want = eval(f"({expr}) + {OTHERS[other]}", {"jnp": jnp}, dict(v=v, u=u, f=f, g=g, m=v > 0))
-  kernel = _kernel(tmp_path, expr, OTHERS[other], want.dtype.name)     # (int8 + a weak float: float32)
-  got = kernel(v, u, f, g, interpret=True)
+  got = _kernel(tmp_path, expr, OTHERS[other], want.dtype.name)(v, u, f, g, interpret=True)
   assert got.dtype == want.dtype
   tol = {"float16": 2e-3, "bfloat16": 2e-2}.get(want.dtype.name, 0)
   np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=tol, atol=tol)
+  return want.dtype.name
 
 
 # jnp's joins of a weakly typed part beside a typed one (the diff fuzzer's seed 41005, session 57): the weak part takes
@@ -68,14 +73,7 @@ JOINS = ["jnp.concatenate([m[:, :32] * 0.5, {o}[:, 32:]], axis=1)", "jnp.concate
 @pytest.mark.parametrize("expr", JOINS)
 @pytest.mark.parametrize("other", list(OTHERS))
 def test_joins_of_weak_parts_take_the_typed_side(tmp_path, expr, other):
-  v, u, f, g = _inputs()
-  expr = expr.format(o=OTHERS[other])
-  want = eval(f"({expr}) + {OTHERS[other]}", {"jnp": jnp}, dict(v=v, u=u, f=f, g=g, m=v > 0))
-  kernel = _kernel(tmp_path, expr, OTHERS[other], want.dtype.name)
-  got = kernel(v, u, f, g, interpret=True)
-  assert got.dtype == want.dtype
-  tol = {"float16": 2e-3, "bfloat16": 2e-2}.get(want.dtype.name, 0)
-  np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=tol, atol=tol)
+  _matches_jnp(tmp_path, expr.format(o=OTHERS[other]), other)
 
 
 # jnp's functions that promote their operands together before computing: a product or a two-operand formula of a
@@ -89,15 +87,7 @@ PROMOTED = ["(m * 0.5)[:, :64] @ {o}[:64, :]", "jnp.dot(m * 0.5, {o}[:64, :])",
 @pytest.mark.parametrize("expr", PROMOTED)
 @pytest.mark.parametrize("other", ["float16", "bfloat16"])
 def test_promoting_functions_of_a_weak_operand_take_the_typed_dtype(tmp_path, expr, other):
-  v, u, f, g = _inputs()
-  expr = expr.format(o=OTHERS[other])
-  want = eval(f"({expr}) + {OTHERS[other]}", {"jnp": jnp}, dict(v=v, u=u, f=f, g=g, m=v > 0))
-  assert want.dtype.name == other
-  kernel = _kernel(tmp_path, expr, OTHERS[other], other)
-  got = kernel(v, u, f, g, interpret=True)
-  assert got.dtype == want.dtype
-  tol = {"float16": 2e-3, "bfloat16": 2e-2}[other]
-  np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=tol, atol=tol)
+  assert _matches_jnp(tmp_path, expr.format(o=OTHERS[other]), other) == other
 
 
 def test_the_weak_select_exports_for_cuda(tmp_path):
