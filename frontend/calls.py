@@ -283,8 +283,8 @@ class Calls:
     """The value of a call of JAX's control flow traced as the Python statement it means (lax_flow.py), or
     UNHANDLED where it is not one the kernel runs as written (its arguments then evaluated again, for the hint)."""
     from .lax_flow import FORMS, counted_node, counted_xs, ref_rows, trace
-    if getattr(fn, "__name__", "") not in FORMS or jax_trees.handles(fn) or any(
-        isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+    if getattr(fn, "__name__", "") not in FORMS or any(isinstance(a, ast.Starred) for a in node.args) or any(
+        k.arg is None for k in node.keywords):      # (called where _lax_control holds: jax.tree.map is not lax.map)
       return UNHANDLED
     counted = counted_xs(self, node) or ref_rows(self, node) if fn.__name__ == "scan" else None
     try:

@@ -18,23 +18,8 @@ _WRITES = (A.REG_WRITE, A.TMA_WRITE)
 def _enclosing_ifs(body, op):
   """The run-time Ifs whose branches hold `op`, outermost first, each with the branch that holds it."""
   from .ops.control import If
-  chain = []
-
-  def visit(blk, path):
-    for o in blk.ops:
-      if o is op:
-        chain.extend(path)
-        return True
-      if isinstance(o, If):
-        if visit(o.then_block, path + [(o, o.then_block)]) or visit(o.else_block, path + [(o, o.else_block)]):
-          return True
-      else:
-        for name in getattr(o, "regions", ()):
-          if visit(getattr(o, name), path):
-            return True
-    return False
-  visit(body, [])
-  return chain
+  return [(o, o.then_block if ir.path_to(o.then_block, op) else o.else_block)
+          for o in ir.path_to(body, op)[:-1] if isinstance(o, If)]
 
 
 def _same_loc(a, b) -> bool:
