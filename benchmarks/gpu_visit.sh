@@ -313,6 +313,8 @@ step() {
     # the whole suite in two visits (about 2000 tests since session 51: 15 shards of all of them ran past 520 s)
     gpu_p1)      python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 540 --part 1/2 ;;
     gpu_p2)      python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 540 --part 2/2 ;;
+    # session 57's last change (weak operands of jnp's products and formulas), after its GPU visit: its GPU twins
+    s57_weak)    python3 -u -m pytest -q -p no:cacheprovider -m gpu tests/test_weak_bool_promotion.py ;;
     # a sixth of the whole GPU suite (gpu6_1 .. gpu6_6): about 100 s of tests on an H100 (session 57)
     gpu6_[1-6])  python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 225 --part "${1#gpu6_}/6" ;;
     gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)

@@ -90,6 +90,24 @@ def test_promoting_functions_of_a_weak_operand_take_the_typed_dtype(tmp_path, ex
   assert _matches_jnp(tmp_path, expr.format(o=OTHERS[other]), other) == other
 
 
+def test_a_weak_operands_product_exports_for_cuda(tmp_path):
+  kernel = _kernel(tmp_path, PROMOTED[0].format(o="g"), "g", "bfloat16")
+  specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in _inputs()]
+  text = jax.export.export(jax.jit(kernel), platforms=["cuda"])(*specs).mlir_module()
+  assert "mosaic_gpu" in text
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("expr", PROMOTED[:4] + ["jnp.logaddexp(m * 0.5, {o})"])
+def test_promoting_functions_of_a_weak_operand_on_the_gpu(tmp_path, expr):
+  v, u, f, g = _inputs()
+  expr = expr.format(o="g")
+  want = eval(f"({expr}) + g", {"jnp": jnp}, dict(g=g, m=v > 0))
+  got = jax.jit(_kernel(tmp_path, expr, "g", "bfloat16"))(v, u, f, g)
+  assert got.dtype == want.dtype == jnp.bfloat16
+  np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=3e-2, atol=3e-2)
+
+
 def test_the_weak_select_exports_for_cuda(tmp_path):
   kernel = _kernel(tmp_path, "jnp.where(m, 1, 0) * m", "u", "uint8")
   specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in _inputs()]
