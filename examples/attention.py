@@ -325,7 +325,7 @@ def _attention_bwd(causal, scale, config, interpret, kv_len, res, cotangents):
   if config.fused_bwd and config.bwd_dq_deferred and not ws(config.dkv_stages):
     dk, dv, dq_acc = attention_bwd_deferred(q, k, v, do, lse, delta, bq=config.dkv_bq, bkv=config.dkv_bkv,
                                             stages=config.dkv_stages, p16_ds=config.bwd_p16_ds,
-                                            dp_late=config.bwd_dp_late, **kw)
+                                            dp_late=config.bwd_dp_late, split_mask=config.bwd_split_mask, **kw)
   elif config.fused_bwd:
     dk, dv, dq_acc = attention_bwd(q, k, v, do, lse, delta, bq=config.dkv_bq, bkv=config.dkv_bkv,
                                    stages=config.dkv_stages, ws=ws(config.dkv_stages), dq_first=config.bwd_dq_first,

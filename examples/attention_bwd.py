@@ -351,8 +351,9 @@ def send_last(k_s, ds_s, dq_acc, b, h, j, bq, d):
 
 def deferred_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr, bkv: ml.constexpr,
                     stages: ml.constexpr, causal: ml.constexpr, scale: ml.constexpr, lpt: ml.constexpr = 0,
-                    p16_ds: ml.constexpr = False, dp_late: ml.constexpr = False):
-  """dkv_dq_kernel (with the mask, the diagonal blocks in a loop of their own) with each step's dQ product issued
+                    p16_ds: ml.constexpr = False, dp_late: ml.constexpr = False, split_mask: ml.constexpr = True):
+  """dkv_dq_kernel (with the mask and `split_mask`, the diagonal blocks in a loop of their own; without `split_mask`
+  one loop that masks the blocks the diagonal crosses, a run-time test) with each step's dQ product issued
   at the start of the next step: the chain dkv_dq_kernel ends each step with (ds into SMEM, a block barrier, dQ's
   product, a wait, dQ into SMEM, a barrier, the TMA reduction) runs under the next step's score products. The
   first step sends a zero product (ds_s starts zeroed), the last block's dQ is added after the loop by register
@@ -370,7 +371,7 @@ def deferred_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr
   dk_acc = ml.zeros((bkv, d), jnp.float32)
   dv_acc = ml.zeros((bkv, d), jnp.float32)
   ds_s[...] = ml.zeros((bkv, bq), q.dtype)      # the first step's "previous" product adds zeros
-  if causal:
+  if causal and split_mask:
     diag = ml.minimum(((i + 1) * bkv + bq - 1) // bq - first, count)     # blocks the diagonal crosses
     for t in ml.range(g * diag, stages=stages):
       tp = ml.maximum(t - 1, 0)
@@ -392,7 +393,7 @@ def deferred_kernel(q, k, v, do, lse, delta, dk, dv, dq_acc, *, bq: ml.constexpr
       tp = ml.maximum(t - 1, 0)
       dk_acc, dv_acc = deferred_step(q, do, lse, delta, *bufs, dk_acc, dv_acc, b, hk * g + t // count, i,
                                      first + t % count, hk * g + tp // count, first + tp % count, bq, bkv, c,
-                                     False, p16_ds, dp_late)
+                                     causal, p16_ds, dp_late)
     send_last(k_s, ds_s, dq_acc, b, hk * g + g - 1, first + count - 1, bq, d)
   store_dkv(dk_acc, dv_acc, dk, dv, b, i, hk, bkv, d, scale)
 

@@ -26,7 +26,8 @@ class Config:
   bwd_ws: bool = False       # the backward kernels too (Q/dO loads; not in kernels of one stage): slower
   bwd_dq_first: bool = False  # the fused backward issues dQ's product before dK's (dkv_dq_kernel's dq_first)
   bwd_split_mask: bool = False  # causal: the fused backward's diagonal blocks in a loop of their own
-                                # (not with bwd_ws: a kernel has one warp-specialised loop)
+                                # (not with bwd_ws: a kernel has one warp-specialised loop; the deferred
+                                # backward too: without it one loop tests each block at run time)
   bwd_p16_ds: bool = False   # the fused backward's ds = p * (dp - delta) from the 16-bit p (dV's operand)
   bwd_dq_deferred: bool = False  # the fused backward issues each step's dQ product at the next step's start
                                  # (attention_bwd.py's deferred_kernel; its own order: bwd_dq_first has no effect;

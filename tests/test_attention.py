@@ -119,6 +119,10 @@ GRADS = [
      dataclasses.replace(ex.default_config(64, False, 4096), bwd_dp_late=True, bwd_p16_ds=True)),
     ("bf16_d64_causal_gqa_deferred_dp_late", (1, 512, 2, 64), 1, jnp.bfloat16, True,
      dataclasses.replace(ex.default_config(64, True, 4096), bwd_dp_late=True)),
+    # the deferred backward in one loop under the mask (bwd_split_mask=False: a run-time test per block), with dp_late
+    # and p16_ds (ptxas_report.py: not serialised, 92 bytes spilled against 156 serialised in two loops)
+    ("f16_d64_causal_gqa_deferred_one_loop", (1, 512, 2, 64), 1, jnp.float16, True,
+     dataclasses.replace(ex.default_config(64, True, 4096), bwd_split_mask=False, bwd_dp_late=True, bwd_p16_ds=True)),
 ]
 
 
