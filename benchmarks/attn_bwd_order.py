@@ -96,8 +96,8 @@ def main():
     shapes = ((128, False), (128, True))
   if "--dp-late" in sys.argv:
     shapes = ((64, False), (64, True))
-  if "--one-loop" in sys.argv:
-    shapes = ((64, True),)
+  if "--one-loop" in sys.argv:      # (without the mask: the default against dp_late + p16_ds again)
+    shapes = ((64, False), (64, True))
   if "--one-wg" in sys.argv or "--lpt" in sys.argv:
     shapes += ((96, False), (96, True))
   seqs = (1024, 4096) if "--lpt" in sys.argv else (4096,)
