@@ -412,4 +412,4 @@ mg.check_specs(attention_dkv, _Q, _KV, _KV, _Q, _LSE, _LSE, bq=64, bkv=128, stag
 mg.check_specs(attention_dq, _Q, _KV, _KV, _Q, _LSE, _LSE, bq=128, bkv=128, stages=2, causal=False, scale=0.125)
 mg.check_specs(attention_bwd, _Q, _KV, _KV, _Q, _LSE, _LSE, bq=64, bkv=128, stages=2, causal=True, scale=0.125)
 mg.check_specs(attention_bwd_deferred, _Q64, _KV64, _KV64, _Q64, _LSE, _LSE, bq=128, bkv=128, stages=2, causal=False,
-               scale=0.125)
+               scale=0.125, p16_ds=True, dp_late=True)

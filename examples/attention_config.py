@@ -75,14 +75,18 @@ def default_config(head_dim: int, causal: bool = False, seq_kv: int | None = Non
   dK's error against a float32 reference grows from 3.3e-4 to 4.1e-4. At head_dim 64 the fused backward issues each
   step's dQ product at the next step's start (`bwd_dq_deferred`, fiftieth session, H100, the kernel alone): 372 / 314
   against 304 / 271 at seq 4096 / 1024 without the mask, 329 against 313 causal at 4096; causal at 1024 it loses
-  (228 against 234) and at head_dim 128 everywhere (428 / 375 against 457 / 406)."""
+  (228 against 234) and at head_dim 128 everywhere (428 / 375 against 457 / 406). The deferred backward issues dP's
+  product after dQ's store and takes ds from the 16-bit p (`bwd_dp_late`, `bwd_p16_ds`), and with the mask runs one
+  loop that tests each block (`bwd_split_mask` off): ptxas no longer serialises its products (92 / 56 bytes spilled,
+  against 156 / 52 serialised); 328 / 377 against 313 / 363 (causal / full, seq 4096, H100, fifty-eighth session)."""
   persistent = seq_kv is not None and seq_kv <= 4096
   if head_dim <= 64:
+    deferred = not (causal and seq_kv is not None and seq_kv <= 1024)
     return Config(bq=128 if causal else 192, bkv=128, stages=4 if causal and not persistent else 3, overlap=False,
                   ws=True, lpt=True, persistent=persistent, prefetch_q=persistent, emulate=0.125 if causal else 0.0,
-                  bwd_dq_first=True, bwd_dq_deferred=not (causal and seq_kv is not None and seq_kv <= 1024),
-                  bwd_split_mask=causal, bwd_lpt=4 if persistent else 0, dkv_bq=128, dkv_bkv=128, dkv_stages=2,
-                  dq_bkv=128, dq_stages=3)
+                  bwd_dq_first=True, bwd_dq_deferred=deferred, bwd_split_mask=causal and not deferred,
+                  bwd_dp_late=deferred, bwd_p16_ds=deferred, bwd_lpt=4 if persistent else 0, dkv_bq=128, dkv_bkv=128,
+                  dkv_stages=2, dq_bkv=128, dq_stages=3)
   if head_dim <= 128:      # (80-112: the fused backward's buffers pass the SMEM, so dK/dV and dQ run apart)
     return Config(bq=128, bkv=128, stages=3, overlap=False, ws=True, persistent=persistent, bwd_dq_first=causal,
                   bwd_split_mask=causal, bwd_p16_ds=head_dim == 128, fused_bwd=head_dim == 128, bwd_lpt=4 if persistent and head_dim == 128 else 0,

@@ -104,7 +104,8 @@ GRADS = [
     ("f16_full_three_warpgroups_forward", (1, 256, 2, 64), 1, jnp.float16, False, ex.default_config(64)),
     # the fused backward's dq_first order with the diagonal blocks in a loop of their own (split_mask):
     # key blocks with blocks after the diagonal and without (the second loop runs no step)
-    ("f16_d64_causal_gqa_dq_first_split_mask", (1, 256, 2, 64), 1, jnp.float16, True, ex.default_config(64, True)),
+    ("f16_d64_causal_gqa_dq_first_split_mask", (1, 256, 2, 64), 1, jnp.float16, True,
+     ex.default_config(64, True, 1024)),
     ("bf16_d128_causal_gqa_dq_first_split_mask", (1, 256, 2, 128), 1, jnp.bfloat16, True,
      ex.default_config(128, True)),
     # head_dim 128's default: ds from the 16-bit p (bwd_p16_ds), full and in bfloat16
@@ -118,11 +119,13 @@ GRADS = [
     ("f16_d64_full_deferred_dp_late_p16", (1, 256, 2, 64), 1, jnp.float16, False,
      dataclasses.replace(ex.default_config(64, False, 4096), bwd_dp_late=True, bwd_p16_ds=True)),
     ("bf16_d64_causal_gqa_deferred_dp_late", (1, 512, 2, 64), 1, jnp.bfloat16, True,
-     dataclasses.replace(ex.default_config(64, True, 4096), bwd_dp_late=True)),
-    # the deferred backward in one loop under the mask (bwd_split_mask=False: a run-time test per block), with dp_late
-    # and p16_ds (ptxas_report.py: not serialised, 92 bytes spilled against 156 serialised in two loops)
-    ("f16_d64_causal_gqa_deferred_one_loop", (1, 512, 2, 64), 1, jnp.float16, True,
-     dataclasses.replace(ex.default_config(64, True, 4096), bwd_split_mask=False, bwd_dp_late=True, bwd_p16_ds=True)),
+     dataclasses.replace(ex.default_config(64, True, 4096), bwd_split_mask=True, bwd_p16_ds=False)),
+    # head_dim 64's default backward under the mask: deferred in one loop (a run-time test per block), with dp_late
+    # and p16_ds (ptxas_report.py: not serialised, 92 bytes spilled against 156 serialised in two loops); and the
+    # two-loop order it replaced
+    ("f16_d64_causal_gqa_deferred_one_loop", (1, 512, 2, 64), 1, jnp.float16, True, ex.default_config(64, True, 4096)),
+    ("f16_d64_causal_deferred_split_mask", (1, 512, 1, 64), 1, jnp.float16, True,
+     dataclasses.replace(ex.default_config(64, True, 4096), bwd_split_mask=True, bwd_dp_late=False, bwd_p16_ds=False)),
 ]
 
 
