@@ -21,7 +21,8 @@ head_dim 96 too; `--seq N` one sequence length instead. `--tiles`: the fused bac
 64 (the default), 80 (FA3's without the mask) and 80 with dq_first (96 passes the SMEM);
 fifty-fourth session (H100): 339 / 262 against 465 / 376 (full / causal; ptxas spills 384-760 bytes). `--dp-late`:
 head_dim 64's deferred backward with dP's product after dQ's store, with and without ds from the 16-bit p. `--one-loop`:
-causal head_dim 64's deferred backward in one loop rather than the diagonal's and the rest's (`bwd_split_mask=False`). `--p16`: ds = p * (dp - delta) from the 16-bit p that
+causal head_dim 64's deferred backward in one loop rather than the diagonal's and the rest's (`bwd_split_mask=False`);
+`--one-loop-128`: causal head_dim 128's fused backward so. `--p16`: ds = p * (dp - delta) from the 16-bit p that
 dV's product takes (`bwd_p16_ds`: the float32 p dies at the conversion, 16 registers a thread fewer at the step's
 peak), alone, with and without dq_first, and warp-specialised (PRODUCER_REGS=24 in the environment: FA3's producer
 registers). Forty-seventh session (H100): 465 / 356 against 444 / 352 at head_dim 128 (full / causal), slower at 64
@@ -73,6 +74,9 @@ DP_LATE = [dict(bwd_dp_late=False, bwd_p16_ds=False), dict(bwd_dp_late=True, bwd
 ONE_LOOP = [dict(bwd_split_mask=True), dict(bwd_split_mask=False),
             dict(bwd_split_mask=False, bwd_dp_late=True, bwd_p16_ds=True),
             dict(bwd_split_mask=True, bwd_dp_late=True, bwd_p16_ds=True)]
+# --one-loop-128: causal head_dim 128's fused backward in one loop: deviceless 156 / 168 bytes spilled (124 / 136 without
+# dq_first) against the default's 228 / 364 (split_mask, dq_first); none serialised (fifty-eighth session)
+ONE_LOOP_128 = [dict(bwd_split_mask=True), dict(bwd_split_mask=False), dict(bwd_split_mask=False, bwd_dq_first=False)]
 P16 = [dict(bwd_p16_ds=False), dict(bwd_p16_ds=True), dict(bwd_p16_ds=True, bwd_dq_first=True),
        dict(bwd_p16_ds=True, bwd_dq_first=False), dict(bwd_p16_ds=True, bwd_ws=True)]
 
@@ -98,6 +102,8 @@ def main():
     shapes = ((64, False), (64, True))
   if "--one-loop" in sys.argv:      # (without the mask: the default against dp_late + p16_ds again)
     shapes = ((64, False), (64, True))
+  if "--one-loop-128" in sys.argv:
+    shapes = ((128, True),)
   if "--one-wg" in sys.argv or "--lpt" in sys.argv:
     shapes += ((96, False), (96, True))
   seqs = (1024, 4096) if "--lpt" in sys.argv else (4096,)
@@ -114,7 +120,7 @@ def main():
     flops = 2.5 * 4 * seq * seq * d * heads * b / (2 if causal else 1)
     cands = []
     modes = {"--stages": STAGES, "--one-wg": ONE_WG, "--lpt": LPT, "--p16": P16, "--tiles": TILES, "--dp-late": DP_LATE,
-             "--one-loop": ONE_LOOP}
+             "--one-loop-128": ONE_LOOP_128, "--one-loop": ONE_LOOP}
     for flags in next((v for k, v in modes.items() if k in sys.argv), ORDERS):
       if flags.get("bwd_split_mask") and not causal:
         continue

@@ -319,6 +319,8 @@ step() {
     # p16_ds (deviceless: 104 and 92 bytes spilled, the latter not serialised, against 156 serialised)
     s58_oneloop) MOSAIC_GPU_DUMP_PTXAS=1 timeout 300 python3 -u benchmarks/attn_bwd_order.py --one-loop >"$OUT/oneloop.log" 2>&1; echo "rc=$?"
                  grep -E "C75|spill stores" "$OUT/oneloop.log" | cut -c1-160 | sort | uniq -c | head; grep -E "^\| *64" "$OUT/oneloop.log" | tail -6 ;;
+    s58_ol128)   MOSAIC_GPU_DUMP_PTXAS=1 timeout 300 python3 -u benchmarks/attn_bwd_order.py --one-loop-128 >"$OUT/oneloop128.log" 2>&1; echo "rc=$?"
+                 grep -E "^\| *128" "$OUT/oneloop128.log" | tail -4 ;;
     # a sixth of the whole GPU suite (gpu6_1 .. gpu6_6): about 100 s of tests on an H100 (session 57)
     gpu6_[1-6])  python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 225 --part "${1#gpu6_}/6" ;;
     gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)
