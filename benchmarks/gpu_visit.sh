@@ -321,6 +321,10 @@ step() {
                  grep -E "C75|spill stores" "$OUT/oneloop.log" | cut -c1-160 | sort | uniq -c | head; grep -E "^\| *64" "$OUT/oneloop.log" | tail -6 ;;
     s58_ol128)   MOSAIC_GPU_DUMP_PTXAS=1 timeout 300 python3 -u benchmarks/attn_bwd_order.py --one-loop-128 >"$OUT/oneloop128.log" 2>&1; echo "rc=$?"
                  grep -E "^\| *128" "$OUT/oneloop128.log" | tail -4 ;;
+    # session 58's merged probes 70a-b (analytics kernels; exact float arithmetic: + - * never contracted, sqrt.rn) and
+    # the attention files the new head_dim 64 backward and the explicit ml.fma change: their GPU tests
+    s58_twins)   python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 200 tests/test_probe70a.py tests/test_probe70b.py tests/test_attention.py tests/test_fast_math.py tests/test_numerics_edges.py
+                 grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | cut -c1-300 | head -20 ;;
     # a sixth of the whole GPU suite (gpu6_1 .. gpu6_6): about 100 s of tests on an H100 (session 57)
     gpu6_[1-6])  python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 225 --part "${1#gpu6_}/6" ;;
     gpu_all15)   python3 -u benchmarks/gpu_shards.py --shards 15 --timeout 550 ;;   # (the whole suite, 15 of 16 cores)
