@@ -612,7 +612,9 @@ def dtype_arg(cx, x, what, *, optional=False) -> DType | None:
           ("use jnp.float32: kernels have no float64 (the GPU's float64 units are a fraction of its"
                 " float32 ones); " if known == "float64" else
            "for the high 32 bits of a 32-bit product (a Philox round's, a CUDA port's (uint64)a * b >> 32)"
-           " use ml.umulhi(a, b), and a * b for the low ones; " if known == "uint64" else "")
+           " use ml.umulhi(a, b), and a * b for the low ones; a 64-bit hash (fmix64, splitmix64) computes in int64,"
+           " whose products and sums wrap as uint64's, with jax.lax.shift_right_logical(k, 33) for uint64's"
+           " k >> 33; " if known == "uint64" else "")
                + "kernels compute in float32, float16, bfloat16, float8_e4m3fn, float8_e5m2, int8 to int64 and"
                  " uint8 to uint32 (int64 with jax_enable_x64)")
     raise E.KernelTypeError(f"{what} needs a dtype such as jnp.float32, got {shown(x)}", cx.loc,
