@@ -376,3 +376,27 @@ def test_a_shift_by_32_in_a_bit_unpack_is_mg950_whose_hint_computes():
   assert err.code == "MG950" and err.lineno == _line_of("out[i] = ((lo >> sh) | (hi << (32 - sh))) & ((1 << B) - 1)")
   assert "a shift by an amount outside 0..31" in str(err) and "ml.where(s < 32, hi << ml.minimum(s, 31), 0)" in err.hint
   assert "parquet_bit_unpack_5_bits" in CASES
+
+
+@mg.mgpu_kernel(out_shape=lambda c: S((), I32), grid=(1,))
+def count_commas_as_text(c, n):
+  n[...] = ml.sum((c[...] == ",").astype(I32))
+
+
+@mg.mgpu_kernel(out_shape=lambda c: S((), I32), grid=(1,))
+def count_commas_as_hinted(c, n):
+  n[...] = ml.sum((c[...] == ord(",")).astype(I32))
+
+
+def test_a_byte_compared_with_a_character_hints_its_code():
+  """`chars == ','` of uint8 bytes (a string kernel's natural first form) is MG003 at the comparison; the hint was
+  "pass a register tensor, a scalar or a Python number", which did not say which number: it names the character's
+  code, and that form counts the commas."""
+  c = np.frombuffer(b"a,b,,c" * 20 + b"," * 8, np.uint8).copy()
+  with pytest.raises(mg.KernelError) as e:
+    count_commas_as_text.typed_ir(S(c.shape, jnp.uint8))
+  err = e.value
+  assert err.code == "MG003" and err.lineno == _line_of('n[...] = ml.sum((c[...] == ",").astype(I32))')
+  assert err.col_offset == 19 and "== cannot take a Python str" in str(err)
+  assert "compare with the code, ord(',') (44)" in err.hint
+  assert int(count_commas_as_hinted(c, interpret=True)) == 68

@@ -515,8 +515,21 @@ def check_register_value(cx, x, what):
   if not (is_value(x) or isinstance(x, Num)):
     raise E.KernelTypeError(f"{what} cannot take {kind_of(x)}", cx.loc,
                             hint="pass the array to the kernel as an input (kernels read arrays through their"
-                                 " parameters)" if _outside_array(x) else
+                                 " parameters)" if _outside_array(x) else _text_hint(x) or
                                  "pass a register tensor, a scalar or a Python number")
+
+
+def _text_hint(x) -> str | None:
+  """A str or bytes where a number was meant: a string kernel's bytes compared with a character (`c == 'a'`, `b ==
+  b','`) take its code, as Triton's and CUDA's char literals are numbers."""
+  if isinstance(x, str) and len(x) == 1 and ord(x) < 128 or isinstance(x, bytes) and len(x) == 1:
+    code = ord(x) if isinstance(x, str) else x[0]
+    return (f"uint8 bytes hold character codes: compare with the code, ord({x!r}) ({code}); for a longer string,"
+            f" compare the bytes with an array of its codes passed as an input (np.frombuffer(b'...', np.uint8))")
+  if isinstance(x, (str, bytes)):
+    return ("uint8 bytes hold character codes: pass the string's codes as an input array (np.frombuffer(b'...',"
+            " np.uint8)) and compare element by element, or a character's code, ord('a')")
+  return None
 
 
 def check_binary_operands(cx, x, y, what, in_python: str):
