@@ -1,6 +1,7 @@
 """Probe 70a's corpus, its eighth part: decoding and sketches (Parquet's bit-packed integers, zigzag and delta
 decoding, dictionary decoding, HyperLogLog registers by clz and atomic max, a count-min sketch, LIKE '%pat%' over
-offsets), as cuDF's Parquet reader and HeavyDB's approximate aggregates do. Same CASES form as probe70a_filter.py."""
+offsets) and an LSD radix sort of four launches pairs, as cuDF's Parquet reader, its sort and HeavyDB's approximate
+aggregates do. Same CASES form as probe70a_filter.py."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -165,3 +166,44 @@ def _lc_make(seed):
 
 case("like_contains_pattern", like_contains, _lc_make,
      lambda off, c, p: np.array([bytes(p) in bytes(c[off[i]:off[i + 1]]) for i in range(len(off) - 1)]), 0)
+
+
+# ---------------------------------------------------------------- an LSD radix sort of int32 keys (cuDF's order by)
+@mg.mgpu_kernel(out_shape=lambda k, *, SHIFT: S((k.shape[0] // 256, 256), I32), grid=lambda k, *, SHIFT: (k.shape[0] // 256,))
+def radix_block_counts(keys, counts, *, SHIFT: ml.constexpr):
+  """Each block's digit counts, in an SMEM histogram."""
+  pid = ml.program_id(0)
+  h = ml.smem((256,), I32)
+  h[...] = ml.zeros((256,), I32)
+  u = ml.bitcast(keys.at[ml.ds(pid * 256, 256)][...], U32) ^ 0x80000000
+  ml.atomic_add(h.at[((u >> SHIFT) & 0xFF).astype(I32)], 1)
+  counts.at[pid][...] = h[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda k, base, *, SHIFT: S(k.shape, k.dtype), grid=lambda k, base, *, SHIFT: (k.shape[0] // 256,))
+def radix_block_scatter(keys, base, out, *, SHIFT: ml.constexpr):
+  """A stable pass: the block's keys ordered by digit (a stable argsort), each key's rank among its digit's keys in
+  the block is its place in that order minus its digit's first place; the digit's base for this block comes from the
+  scan of every block's counts (digit-major) between launches."""
+  pid = ml.program_id(0)
+  k = keys.at[ml.ds(pid * 256, 256)][...]
+  d = ((ml.bitcast(k, U32) ^ 0x80000000) >> SHIFT & 0xFF).astype(I32)
+  order = ml.argsort(d)
+  ds_ = d[order]
+  i = ml.arange(0, 256)
+  first = ml.cummax(ml.where((i == 0) | (ds_ != ml.roll(ds_, 1)), i, 0))
+  b = base.at[pid][...]
+  out[b[ds_] + i - first] = k[order]
+
+
+def radix_sort(keys, interpret=False):
+  for shift in (0, 8, 16, 24):
+    c = radix_block_counts(keys, SHIFT=shift, interpret=interpret)
+    flat = c.T.reshape(-1)
+    base = (jnp.cumsum(flat) - flat).reshape(256, -1).T
+    keys = radix_block_scatter(keys, base, SHIFT=shift, interpret=interpret)
+  return keys
+
+
+case("lsd_radix_sort_four_passes", radix_sort,
+     lambda s: ((rng_of(s).integers(-2**31, 2**31 - 1, 1024, dtype=np.int64).astype(np.int32),), {}), lambda k: np.sort(k), 0)

@@ -87,7 +87,7 @@ GPU_TWINS = ["smem_hash_groupby_cas_in_shared", "fmix64_of_int64_keys_logical_sh
              "rle_encode_one_block", "count_distinct_atomic_or_bitset", "top_n_blocks_then_merge",
              "string_starts_with_pattern_8", "string_fnv1a_hash_scalar_loop", "decimal_mul_round_half_away_int64",
              "extract_year_month_day_civil", "segmented_scan_flag_value_pairs", "row_number_rank_dense_rank",
-             "merge_join_match_ranges_binary_search", "merge_join_pairs_materialised"]
+             "merge_join_match_ranges_binary_search", "merge_join_pairs_materialised", "lsd_radix_sort_four_passes"]
 
 
 @pytest.mark.gpu
