@@ -1,7 +1,8 @@
 """Probe 70a's corpus, its sixth part: the forms that push further (a CTA's hash table in SMEM, 64-bit keys with CAS
 inserts and fmix64 hashes, one key a program probing a scalar chain, jnp's own calls in kernels (cumsum of bools,
 count_nonzero, searchsorted, bincount), Crystal's star join with dimension lookups, a block's sort-based group-by by
-segment sums, strings compared byte by byte, a block compacted into SMEM then copied out). Same CASES form as
+segment sums, strings compared byte by byte, a block compacted into SMEM then copied out, a build side staged in
+SMEM and probed by gathers, an SMEM bloom filter, LargeString's int64 offsets). Same CASES form as
 probe70a_filter.py; the cases named in X64 run with jax_enable_x64."""
 import jax
 import jax.numpy as jnp
@@ -369,3 +370,78 @@ def _cvs_ref(x):
 
 case("block_compaction_into_smem_then_tma_store", compact_via_smem,
      lambda s: ((rng_of(s).standard_normal(1024).astype(np.float32),), {}), _cvs_ref, 0)
+
+
+# ---------------------------------------------------------------- a built table staged in SMEM, an SMEM bloom filter
+@mg.mgpu_kernel(out_shape=lambda p, t: S(p.shape, I32), grid=lambda p, t: (p.shape[0] // 256,))
+def probe_smem_table(probe, table, out):
+  """A small build side staged in SMEM by TMA (a broadcast join), then probed by gathers from the buffer in the
+  lanes' `while ml.any(active)` loop."""
+  cap = table.shape[0]
+  ts = ml.smem((cap,), I32)
+  ml.copy(table, ts)
+  k = probe.at[ml.ds(ml.program_id(0) * 256, 256)][...]
+  slot = hash32(k, cap - 1)
+  res = ml.full((256,), -1, I32)
+  active = ml.full((256,), True, jnp.bool_)
+  while ml.any(active):
+    tk = ts[slot]
+    res = ml.where(active & (tk == k), slot, res)
+    active = active & (tk != k) & (tk != EMPTY)
+    slot = (slot + 1) & (cap - 1)
+  out.at[ml.ds(ml.program_id(0) * 256, 256)][...] = res
+
+
+def _pst_make(seed):
+  r = rng_of(seed)
+  return (r.integers(0, 5000, 512).astype(np.int32), table_np(r.choice(5000, 300, replace=False).astype(np.int32), 1024)), {}
+
+
+case("probe_table_staged_in_smem", probe_smem_table, _pst_make,
+     lambda p, t: np.array([int(np.nonzero(t == k)[0][0]) if (t == k).any() else -1 for k in p], np.int32), 0)
+
+
+@mg.mgpu_kernel(out_shape=lambda k: S((64,), jnp.uint32), grid=lambda k: (k.shape[0] // 256,))
+def smem_bloom(keys, bits):
+  """A bloom filter's bits set in a CTA's SMEM words by atomic OR, then ORed into the global filter."""
+  b = ml.smem((64,), jnp.uint32)
+  b[...] = ml.zeros((64,), jnp.uint32)
+  h = ml.bitcast(keys.at[ml.ds(ml.program_id(0) * 256, 256)][...], jnp.uint32) * 0x9E3779B1
+  pos = (h >> 21).astype(I32)
+  ml.atomic_or(b.at[pos // 32], ml.full((256,), 1, jnp.uint32) << (pos % 32).astype(jnp.uint32))
+  ml.atomic_or(bits.at[:], b[...])
+
+
+def _sb_ref(keys):
+  h = (keys.astype(np.uint32) * np.uint32(0x9E3779B1)).astype(np.uint32)
+  pos = (h >> 21).astype(np.int64)
+  out = np.zeros(64, np.uint32)
+  np.bitwise_or.at(out, pos // 32, np.uint32(1) << (pos % 32).astype(np.uint32))
+  return out
+
+
+case("bloom_filter_smem_words_atomic_or", smem_bloom,
+     lambda s: ((rng_of(s).integers(-2**31, 2**31 - 1, 512, dtype=np.int64).astype(np.int32),), {}), _sb_ref, 0)
+
+
+@mg.mgpu_kernel(out_shape=lambda off, c: S((off.shape[0] - 1,), I32), grid=lambda off, c: (ml.cdiv(off.shape[0] - 1, 64),))
+def large_string_prefix_sum(off, chars, out):
+  """Arrow's LargeString (int64 offsets): the sum of each string's first four bytes, a (64, 4) gather at int64
+  places."""
+  i = ml.program_id(0) * 64 + ml.arange(0, 64)
+  m = i < off.shape[0] - 1
+  start = ml.load(off.at[i], mask=m, other=0)
+  j = ml.arange(0, 4)
+  b = ml.load(chars.at[start[:, None] + j[None, :]], mask=m[:, None], other=0)
+  ml.store(out.at[i], ml.sum(b.astype(I32), axis=1), mask=m)
+
+
+def _ls_make(seed):
+  r = rng_of(seed)
+  strs = [bytes(r.integers(97, 100, r.integers(4, 30)).astype(np.uint8)) for _ in range(100)]
+  off = np.concatenate([[0], np.cumsum([len(x) for x in strs])]).astype(np.int64)
+  return (off, np.frombuffer(b"".join(strs), np.uint8).copy()), {}
+
+
+case("large_string_int64_offsets_gather", large_string_prefix_sum, _ls_make,
+     lambda off, c: np.array([int(c[off[i]:off[i] + 4].astype(int).sum()) for i in range(len(off) - 1)], np.int32), 0, x64=True)

@@ -1,6 +1,6 @@
 """Probe 70a's corpus, its fifth part: window functions over partitions (running sums a program a partition with a
 carried total, a segmented scan of (flag, value) pairs, LAG / LEAD, ROW_NUMBER, RANK and DENSE_RANK, NTILE, a moving
-average, FIRST_VALUE) and joins on sorted keys (match counts by a binary search of the other side, the pairs
+average, FIRST_VALUE, an UNBOUNDED FOLLOWING sum and a median) and joins on sorted keys (match counts by a binary search of the other side, the pairs
 materialised at scanned offsets, an intersection of unique keys), as DuckDB's and Polars' window and merge-join
 operators compute them. Same CASES form as probe70a_filter.py."""
 import jax.numpy as jnp
@@ -347,3 +347,23 @@ def _is_ref(a, b):
 
 
 case("intersect_sorted_unique_keys", intersect, _is_make, _is_ref, 0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S(x.shape, F32), S((x.shape[0] // 256,), F32)), grid=lambda x: (x.shape[0] // 256,))
+def following_and_median(x, following, median):
+  """SUM(x) OVER (ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) of each block (a reversed cumsum), and the
+  block's MEDIAN (PERCENTILE_CONT(0.5)) from its sorted values."""
+  r = ml.ds(ml.program_id(0) * 256, 256)
+  v = x.at[r][...]
+  following.at[r][...] = ml.cumsum(v, reverse=True)
+  s = ml.sort(v)
+  median[ml.program_id(0)] = (s[127] + s[128]) * 0.5
+
+
+def _fm_ref(x):
+  f = np.concatenate([np.cumsum(x[b:b + 256][::-1].astype(np.float64))[::-1] for b in range(0, len(x), 256)])
+  return f, np.array([np.median(x[b:b + 256]) for b in range(0, len(x), 256)])
+
+
+case("unbounded_following_sum_and_median", following_and_median,
+     lambda s: ((rng_of(s).standard_normal(512).astype(np.float32),), {}), _fm_ref, 1e-5)
