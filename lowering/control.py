@@ -1,6 +1,8 @@
 """Control and synchronisation ops on both backends: the grid, loops, branches, barriers, waits."""
 from __future__ import annotations
 
+import hashlib
+
 import jax
 import numpy as np
 from jaxlib.mlir import ir
@@ -248,11 +250,36 @@ def _same(a, b) -> bool:
     return False
 
 
+def _cycled(seen: dict, vals, changes: int) -> bool:
+  """Whether the values a trip hands on were handed on before with memory unchanged since (`changes`, the count of
+  what the programs' atomics changed, the same): a trip of such a loop depends on nothing else, so it repeats that
+  cycle forever (probe 70a: lanes probing a full hash table, each cas failing as the slots go round). Keeps the
+  states (a 16-byte digest each) of up to 4096 trips of loops carrying up to 64 KiB."""
+  try:
+    arrays = [np.asarray(v) for v in vals]
+    if sum(a.nbytes for a in arrays) > 1 << 16 or any(a.dtype == object for a in arrays):
+      return False
+    h = hashlib.blake2b(digest_size=16)      # (a digest a state: 4096 of them stay small)
+    for a in arrays:
+      h.update(str(a.dtype).encode() + bytes(str(a.shape), "ascii"))
+      h.update(np.ascontiguousarray(a).tobytes())
+    key = h.digest()
+  except (TypeError, ValueError):
+    return False
+  if seen.get(key) == changes:
+    return True
+  if len(seen) >= 4096:
+    seen.clear()
+  seen[key] = changes
+  return False
+
+
 @interpret(While)
 def _i_while(cta, o):
   vals = [cta.get(v) for v in o.inits]
   writes, reads = _loop_memory(o)
   handed = o.inits
+  seen: dict = {}          # the carried values' bytes -> the count of memory changes (any program's) when carried
   for trip in range(MAX_WHILE_ITERATIONS):
     changes = getattr(cta, "rmw_changes", 0)
     for a, v in zip(o.before.args, vals):
@@ -270,16 +297,18 @@ def _i_while(cta, o):
     before = vals
     vals = yield from cta.block(o.body)
     handed = terminator_values(o.body.ops[-1])
-    if not writes and _same(before, vals) and getattr(cta, "rmw_changes", 0) == changes:
+    same = _same(before, vals)
+    cycled = not same and not writes and _cycled(seen, vals, getattr(cta.m, "changes", 0))
+    if not writes and (same or cycled) and getattr(cta, "rmw_changes", 0) == changes:
       # A trip that changes neither what the loop carries nor memory: the next one is the same, forever
       # (no other program runs meanwhile in interpret mode; on the GPU one may, but nothing orders its
       # write before this read: a spin-wait on a flag another program sets, `while flags[i - 1] == 0: pass`;
       # a cas on a lock that an ended program holds: interpret_sync.spin_error). Where programs wait on each
       # other through atomics, this one steps aside for the others (interpret_sync.run_cooperative).
-      from .interpret_sync import Spin, spin_error
+      from .interpret_sync import Spin, cycle_error, spin_error
       if not getattr(cta.m, "cooperative", False):
-        raise spin_error(cta, o, reads)
-      yield Spin(o, reads, cta.m.changes)
+        raise cycle_error(cta, o, trip + 1) if cycled else spin_error(cta, o, reads)
+      yield Spin(o, reads, cta.m.changes, trip + 1 if cycled else 0)
   else:
     raise InterpretError(f"this while loop ran {MAX_WHILE_ITERATIONS} iterations in program {cta.label}"
                          " without its condition failing: on the GPU it would hang", o.loc,

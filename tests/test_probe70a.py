@@ -400,3 +400,105 @@ def test_a_byte_compared_with_a_character_hints_its_code():
   assert err.col_offset == 19 and "== cannot take a Python str" in str(err)
   assert "compare with the code, ord(',') (44)" in err.hint
   assert int(count_commas_as_hinted(c, interpret=True)) == 68
+
+
+# ---------------------------------------------------------------- class 5: a CAS that can never store (a hang)
+@mg.mgpu_kernel(out_shape=lambda k: S((256,), I32), grid=lambda k: (k.shape[0] // 128,))
+def hash_set_unfilled(keys, table):
+  k = keys.at[ml.ds(ml.program_id(0) * 128, 128)][...]
+  slot = (k * 7) & 255
+  active = ml.full((128,), True, jnp.bool_)
+  while ml.any(active):
+    old = ml.atomic_cas(table.at[slot], -1, ml.where(active, k, -1))
+    active = active & (old != -1) & (old != k)
+    slot = ml.where(active, (slot + 1) & 255, slot)
+
+
+@mg.mgpu_kernel(out_shape=lambda k: S((256,), I32), grid=lambda k: (k.shape[0] // 128,))
+def hash_set_zero_empty(keys, table):
+  k = keys.at[ml.ds(ml.program_id(0) * 128, 128)][...] + 1          # keys >= 0 stored as k + 1: 0 is EMPTY
+  slot = (k * 7) & 255
+  active = ml.full((128,), True, jnp.bool_)
+  while ml.any(active):
+    old = ml.atomic_cas(table.at[slot], 0, ml.where(active, k, 0))
+    active = active & (old != 0) & (old != k)
+    slot = ml.where(active, (slot + 1) & 255, slot)
+
+
+def test_a_cas_into_an_unfilled_output_that_can_never_store_is_mg003():
+  """A hash table's EMPTY = -1 with the table a plain output (the CUDA port's cudaMemset(0xFF) left out): an output
+  only ml.atomic_cas updates starts at 0, so `cas(slot, -1, k)` never stores and the probe loop spun forever, in
+  interpret mode (a hang with nothing said) as on the GPU. It is MG003 at the cas now, whose hint fills the table
+  (an aliased input, as the corpus's hash_groupby_cas_linear_probing) or makes 0 the empty marker; both compute."""
+  keys = np.random.default_rng(21).choice(10**4, 256, replace=False).astype(np.int32)
+  with _deadline(60):
+    with pytest.raises(mg.KernelError) as e:
+      hash_set_unfilled(keys, interpret=True)
+  err = e.value
+  assert err.code == "MG003" and err.lineno == _line_of("old = ml.atomic_cas(table.at[slot], -1, ml.where(active, k, -1))")
+  assert err.col_offset == 10 and "ml.atomic_cas compares table's elements with -1, but table starts at 0" in str(err)
+  assert "jnp.full(shape, -1, dtype)" in err.hint and "input_output_aliases" in err.hint and "0 the empty marker" in err.hint
+  assert "hash_groupby_cas_linear_probing" in CASES
+  t = np.asarray(hash_set_zero_empty(keys, interpret=True))
+  assert set(t[t != 0].tolist()) == set((keys + 1).tolist())       # (256 distinct keys fill the 256 slots)
+  jax.export.export(jax.jit(hash_set_zero_empty), platforms=["cuda"])(S(keys.shape, I32)).mlir_module()
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((4,), I32), S((4,), I32)), grid=(4,))
+def cas_from_data_and_mixed(x, a, b):
+  i = ml.program_id(0)
+  ml.atomic_cas(a.at[i], x[i], 7)                 # a data-dependent cmp: not known never to match
+  ml.atomic_cas(b.at[i], 5, 9)                    # b is also exchanged: the xchg can store 5
+  ml.atomic_xchg(b.at[(i + 1) % 4], 5)
+
+
+def test_a_cas_with_a_cmp_from_data_or_beside_an_exchange_is_not_reported():
+  x = np.array([0, 3, 0, 1], np.int32)
+  a, b = cas_from_data_and_mixed(x, interpret=True)
+  np.testing.assert_array_equal(np.asarray(a), [7, 0, 7, 0])
+  jax.export.export(jax.jit(cas_from_data_and_mixed), platforms=["cuda"])(S((4,), I32)).mlir_module()
+
+
+# ---------------------------------------------------------------- class 6: a probe loop going round a full table
+@mg.mgpu_kernel(out_shape=lambda k, t: S(t.shape, I32), grid=lambda k, t: (k.shape[0] // 128,), input_output_aliases={1: 0})
+def insert_into_a_small_table(keys, t_in, table):
+  cap = table.shape[0]
+  k = keys.at[ml.ds(ml.program_id(0) * 128, 128)][...]
+  slot = (k * 7) & (cap - 1)
+  active = ml.full((128,), True, jnp.bool_)
+  while ml.any(active):
+    old = ml.atomic_cas(table.at[slot], -1, ml.where(active, k, -1))
+    active = active & (old != -1) & (old != k)
+    slot = ml.where(active, (slot + 1) & (cap - 1), slot)
+
+
+def test_a_probe_loop_round_a_full_table_is_mg950_not_a_hang():
+  """128 distinct keys into 64 slots: once the table is full every cas fails and the lanes' slots go round; each
+  trip carried new values, so interpret mode's check of a trip that changes nothing never fired and it ran for hours
+  (10**7 trips). It keeps the states a loop carried since memory last changed: a state carried again means a cycle,
+  MG950 at the loop, whose hint sizes the table; with 256 slots the same kernel fills it."""
+  keys = np.random.default_rng(22).choice(10**4, 128, replace=False).astype(np.int32)
+  with _deadline(60):
+    with pytest.raises(mg.KernelError) as e:
+      insert_into_a_small_table(keys, np.full(64, -1, np.int32), interpret=True)
+  err = e.value
+  assert err.code == "MG950" and err.lineno == _line_of("def insert_into_a_small_table") + 5 and err.col_offset == 2
+  assert "this while loop never ends in program (0, 0, 0): after" in str(err) and "repeat that cycle forever" in str(err)
+  assert "more slots than keys" in err.hint
+  t = np.asarray(insert_into_a_small_table(keys, np.full(256, -1, np.int32), interpret=True))
+  assert set(t[t != -1].tolist()) == set(keys.tolist())
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((), I32), S((), I32)), grid=(1,))
+def toggling_counter(x, count, last):
+  t = 0
+  go = True
+  while go:
+    t = 1 - t                             # the carried values repeat every two trips ...
+    go = ml.atomic_add(count, 1) < 9      # ... while each trip changes memory: no cycle
+  last[...] = t
+
+
+def test_a_loop_whose_carried_values_repeat_while_memory_changes_runs_to_its_end():
+  count, last = toggling_counter(np.zeros(1, np.float32), interpret=True)
+  assert int(count) == 10 and int(last) == 0
