@@ -253,24 +253,27 @@ def _same(a, b) -> bool:
 def _cycled(seen: dict, vals, changes: int) -> bool:
   """Whether the values a trip hands on were handed on before with memory unchanged since (`changes`, the count of
   what the programs' atomics changed, the same): a trip of such a loop depends on nothing else, so it repeats that
-  cycle forever (probe 70a: lanes probing a full hash table, each cas failing as the slots go round). Keeps the
-  states (a 16-byte digest each) of up to 4096 trips of loops carrying up to 64 KiB."""
+  cycle forever (probe 70a: lanes probing a full hash table, each cas failing as the slots go round). Brent's cycle
+  detection on a 16-byte digest of the state (loops carrying up to 64 KiB): one saved state, moved at powers of two,
+  finds a cycle of any length within twice the trips to it and round it; a change of memory starts afresh."""
   try:
     arrays = [np.asarray(v) for v in vals]
     if sum(a.nbytes for a in arrays) > 1 << 16 or any(a.dtype == object for a in arrays):
       return False
-    h = hashlib.blake2b(digest_size=16)      # (a digest a state: 4096 of them stay small)
+    h = hashlib.blake2b(digest_size=16)
     for a in arrays:
       h.update(str(a.dtype).encode() + bytes(str(a.shape), "ascii"))
       h.update(np.ascontiguousarray(a).tobytes())
     key = h.digest()
   except (TypeError, ValueError):
     return False
-  if seen.get(key) == changes:
+  if seen.get("changes") != changes:
+    seen.update(changes=changes, saved=None, power=1, steps=0)
+  if key == seen["saved"]:
     return True
-  if len(seen) >= 4096:
-    seen.clear()
-  seen[key] = changes
+  seen["steps"] += 1
+  if seen["steps"] >= seen["power"]:
+    seen.update(saved=key, power=seen["power"] * 2, steps=0)
   return False
 
 
@@ -279,7 +282,7 @@ def _i_while(cta, o):
   vals = [cta.get(v) for v in o.inits]
   writes, reads = _loop_memory(o)
   handed = o.inits
-  seen: dict = {}          # the carried values' bytes -> the count of memory changes (any program's) when carried
+  seen: dict = {}          # _cycled's state: the saved digest, its window, the count of memory changes it was saved at
   for trip in range(MAX_WHILE_ITERATIONS):
     changes = getattr(cta, "rmw_changes", 0)
     for a, v in zip(o.before.args, vals):
