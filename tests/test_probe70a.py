@@ -502,3 +502,27 @@ def toggling_counter(x, count, last):
 def test_a_loop_whose_carried_values_repeat_while_memory_changes_runs_to_its_end():
   count, last = toggling_counter(np.zeros(1, np.float32), interpret=True)
   assert int(count) == 10 and int(last) == 0
+
+
+@mg.mgpu_kernel(out_shape=lambda p, t: S(p.shape, I32), grid=lambda p, t: (p.shape[0],))
+def probe_one_key(probe, table, pos):
+  cap = table.shape[0]
+  k = probe[ml.program_id(0)]
+  slot = k & (cap - 1)
+  while (table[slot] != k) & (table[slot] != -1):
+    slot = (slot + 1) & (cap - 1)
+  pos[ml.program_id(0)] = ml.where(table[slot] == k, slot, -1)
+
+
+def test_a_scalar_probe_of_an_absent_key_in_a_full_table_is_mg950_in_its_program():
+  """One key a program, a loop with no writes: its slot goes round a table with no empty slot. The spin check needs a
+  trip that changes nothing; this one names the cycle and the program (key 1000, absent, in program 1)."""
+  with _deadline(60):
+    with pytest.raises(mg.KernelError) as e:
+      probe_one_key(np.array([5, 1000], np.int32), np.arange(64, dtype=np.int32), interpret=True)
+  err = e.value
+  assert err.code == "MG950" and err.lineno == _line_of("  while (table[slot] != k) & (table[slot] != -1):")
+  assert "never ends in program (1, 0, 0)" in str(err) and "repeat that cycle forever" in str(err)
+  np.testing.assert_array_equal(np.asarray(probe_one_key(np.array([5, 1000], np.int32),
+                                                         np.where(np.arange(64) == 9, -1, np.arange(64)).astype(np.int32),
+                                                         interpret=True)), [5, -1])
