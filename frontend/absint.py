@@ -436,11 +436,24 @@ _RULES = {
 
 
 # ---------------------------------------------------------------- divisibility
-def known_multiple(x, defs: dict, loops: dict | None = None, depth: int = 0) -> int:
+def known_multiple(x, defs: dict, loops: dict | None = None, depth: int = 0, memo: dict | None = None) -> int:
   """A number every value of `x` is a multiple of (0: x is always 0); 1 when nothing is known.
 
-  `defs` maps value ids to their ops; `loops` maps a loop's counter id to its For.
+  `defs` maps value ids to their ops; `loops` maps a loop's counter id to its For. `memo` holds what one call
+  found of each value at each depth (a static loop's binary search, `lo, hi = ml.where(go, mid + 1, lo),
+  ml.where(go, hi, mid)`, meets each step's values several times: walked as a tree, a window at `lo` took time
+  exponential in the steps).
   """
+  if not isinstance(x, ir.Value) or isinstance(x, bool):
+    return _known_multiple(x, defs, loops, depth, {} if memo is None else memo)
+  memo = {} if memo is None else memo
+  key = (x.id, depth)
+  if key not in memo:
+    memo[key] = _known_multiple(x, defs, loops, depth, memo)
+  return memo[key]
+
+
+def _known_multiple(x, defs, loops, depth, memo) -> int:
   if isinstance(x, bool):
     return 1
   if isinstance(x, int):
@@ -452,7 +465,7 @@ def known_multiple(x, defs: dict, loops: dict | None = None, depth: int = 0) -> 
     # a float has no multiple: `(f[0] * 8).astype(jnp.int32)` is 3 for f[0] = 0.375 (its product was
     # taken for a multiple of 8, and a window at it moved 8-byte vectors and passed the TMA check)
     return 1
-  rec = lambda y: known_multiple(y, defs, loops, depth + 1)
+  rec = lambda y: known_multiple(y, defs, loops, depth + 1, memo)
   if loops and x.id in loops:
     f = loops[x.id]
     if isinstance(f, int):                # a loop carry, assumed while its updates are checked

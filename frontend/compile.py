@@ -38,6 +38,7 @@ from .relayout import assign_layouts_relayout
 from .remat import split_index_vectors
 from .loc import Loc
 from .ops.atomic import accumulated_outputs, check_atomic_layouts
+from .cas_start import check_cas_start
 from .ops.atomic_rmw import plan_fetch_scratch
 from .ops.memory import View
 from .ops.permute import drop_dead_transposes
@@ -423,6 +424,7 @@ def _trace_once(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid
   kernel.static_skips = list(getattr(tr, "static_skips", {}).values())   # (for MG602's hint)
   kernel.inline_sites = em.inline_sites            # (for notes on errors found later, interpret mode's too)
   kernel.accumulated = accumulated_outputs(kernel.body, em.defs, kernel.outputs, getattr(em, "empty_loop_atomics", None))
+  check_cas_start(kernel.body, em.defs, kernel.outputs, set(em.alias_of))     # (a cas that can never store)
   kernel.aliases = aliases
   kernel.narrow_gathers = em.narrow_gathers     # (layout hints)
   kernel.index_broadcasts = em.index_broadcasts     # (layout_errors: a gather's own broadcasts)

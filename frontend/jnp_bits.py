@@ -156,8 +156,13 @@ def _shift_run_time(logical):
     d = str(_dtype(x))
     if _dtype(n) is None:
       return static(a)         # (a Python int amount: lax_forms')
-    if _kind(x) != "int" or str(_dtype(n)) != d or d not in _TWINS:
+    if _kind(x) != "int" or str(_dtype(n)) != d or d not in _TWINS and d != "int64":
       return None
+    if d == "int64":             # (no uint64 twin: the arithmetic shift's sign bits masked off)
+      far, amount = "(({1} < 0) | ({1} >= 64))", "ml.minimum(ml.maximum({1}, 0), 63)"
+      if logical:
+        return f"ml.where({far}, 0, ({{0}} >> {amount}) & ~((-1 << (63 - {amount})) << 1))", [x, n]
+      return f"ml.where({far}, {{0}} >> 63, {{0}} >> {amount})", [x, n]
     bits, twin = _TWINS[d]
     signed = not d.startswith("u")
     out = "(({0} < 0) | ({0} >= {B}))" if signed else "({0} >= {B})"

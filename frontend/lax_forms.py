@@ -121,6 +121,13 @@ def _shift(logical):
     d = str(_dtype(x))
     if _kind(x) != "int" or not isinstance(n, (int, np.integer)) or isinstance(n, bool):
       return None                  # (a run-time amount: its MG003 hint)
+    if d == "int64":               # (no uint64 twin: 64-bit hashes, fmix64 and splitmix64, compute in int64)
+      n = int(n)                   # (an amount past the width, or negative, is lax's: read as unsigned)
+      if not logical:
+        return "{0} >> {1}", [x, n if 0 <= n < 64 else 63]
+      if n == 0:
+        return "{0}", [x]
+      return ("ml.zeros_like({0})", [x]) if not 0 < n < 64 else ("({0} >> {1}) & {2}", [x, n, (1 << (64 - n)) - 1])
     twin = (_UNSIGNED if logical else _SIGNED).get(d)
     if twin is None:               # >> is already logical on unsigned types and arithmetic on signed ones
       return ("{0} >> {1}", [x, int(n)]) if d in (_SIGNED if logical else _UNSIGNED) else None

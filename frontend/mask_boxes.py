@@ -86,10 +86,19 @@ def _held(v, y, o):
 class _Eval:
   def __init__(self, ev, progs, shape):
     self.ev, self.progs, self.shape = ev, progs, shape
+    self.memo = {}          # (value id, depth) -> its box or value: an unrolled loop's values meet many times
 
   # ------------------------------------------------------------ boxes
   def box(self, x, depth=0):
     """(lo, hi) arrays (programs or 1, rank) of the elements of the bool tensor `x` that hold."""
+    if not isinstance(x, ir.Value):
+      return self._box(x, depth)
+    key = ("box", x.id, depth)
+    if key not in self.memo:
+      self.memo[key] = self._box(x, depth)
+    return self.memo[key]
+
+  def _box(self, x, depth):
     o = self.ev.defs.get(x.id) if isinstance(x, ir.Value) else None
     if depth < 32 and isinstance(o, Binary) and o.kind in (BinOp.AND, BinOp.OR):
       a, b = (self.box(y, depth + 1) for y in (o.lhs, o.rhs))
@@ -105,7 +114,18 @@ class _Eval:
 
   # ------------------------------------------------------------ values
   def value(self, x, depth=0):
-    """`x` (an operand of rank len(shape) or less) as an array (programs or 1, *dims); None if unknown."""
+    """`x` (an operand of rank len(shape) or less) as an array (programs or 1, *dims); None if unknown. Each value is
+    evaluated once a depth (a static loop's binary search, `lo, hi = ml.where(go, mid + 1, lo), ml.where(go, hi,
+    mid)`, meets each step's values several times: walked as a tree, the evaluation took time exponential in the
+    steps)."""
+    if not isinstance(x, ir.Value):
+      return self._value(x, depth)
+    key = (x.id, depth)
+    if key not in self.memo:
+      self.memo[key] = self._value(x, depth)
+    return self.memo[key]
+
+  def _value(self, x, depth):
     if isinstance(x, (bool, int)):
       return np.asarray(x).reshape(1)
     if not isinstance(x, ir.Value) or depth > 32:

@@ -1,6 +1,8 @@
 """Control and synchronisation ops on both backends: the grid, loops, branches, barriers, waits."""
 from __future__ import annotations
 
+import hashlib
+
 import jax
 import numpy as np
 from jaxlib.mlir import ir
@@ -248,11 +250,39 @@ def _same(a, b) -> bool:
     return False
 
 
+def _cycled(seen: dict, vals, changes: int) -> bool:
+  """Whether the values a trip hands on were handed on before with memory unchanged since (`changes`, the count of
+  what the programs' atomics changed, the same): a trip of such a loop depends on nothing else, so it repeats that
+  cycle forever (probe 70a: lanes probing a full hash table, each cas failing as the slots go round). Brent's cycle
+  detection on a 16-byte digest of the state (loops carrying up to 64 KiB): one saved state, moved at powers of two,
+  finds a cycle of any length within twice the trips to it and round it; a change of memory starts afresh."""
+  try:
+    arrays = [np.asarray(v) for v in vals]
+    if sum(a.nbytes for a in arrays) > 1 << 16 or any(a.dtype == object for a in arrays):
+      return False
+    h = hashlib.blake2b(digest_size=16)
+    for a in arrays:
+      h.update(str(a.dtype).encode() + bytes(str(a.shape), "ascii"))
+      h.update(np.ascontiguousarray(a).tobytes())
+    key = h.digest()
+  except (TypeError, ValueError):
+    return False
+  if seen.get("changes") != changes:
+    seen.update(changes=changes, saved=None, power=1, steps=0)
+  if key == seen["saved"]:
+    return True
+  seen["steps"] += 1
+  if seen["steps"] >= seen["power"]:
+    seen.update(saved=key, power=seen["power"] * 2, steps=0)
+  return False
+
+
 @interpret(While)
 def _i_while(cta, o):
   vals = [cta.get(v) for v in o.inits]
   writes, reads = _loop_memory(o)
   handed = o.inits
+  seen: dict = {}          # _cycled's state: the saved digest, its window, the count of memory changes it was saved at
   for trip in range(MAX_WHILE_ITERATIONS):
     changes = getattr(cta, "rmw_changes", 0)
     for a, v in zip(o.before.args, vals):
@@ -270,16 +300,18 @@ def _i_while(cta, o):
     before = vals
     vals = yield from cta.block(o.body)
     handed = terminator_values(o.body.ops[-1])
-    if not writes and _same(before, vals) and getattr(cta, "rmw_changes", 0) == changes:
+    same = _same(before, vals)
+    cycled = not same and not writes and _cycled(seen, vals, getattr(cta.m, "changes", 0))
+    if not writes and (same or cycled) and getattr(cta, "rmw_changes", 0) == changes:
       # A trip that changes neither what the loop carries nor memory: the next one is the same, forever
       # (no other program runs meanwhile in interpret mode; on the GPU one may, but nothing orders its
       # write before this read: a spin-wait on a flag another program sets, `while flags[i - 1] == 0: pass`;
       # a cas on a lock that an ended program holds: interpret_sync.spin_error). Where programs wait on each
       # other through atomics, this one steps aside for the others (interpret_sync.run_cooperative).
-      from .interpret_sync import Spin, spin_error
+      from .interpret_sync import Spin, cycle_error, spin_error
       if not getattr(cta.m, "cooperative", False):
-        raise spin_error(cta, o, reads)
-      yield Spin(o, reads, cta.m.changes)
+        raise cycle_error(cta, o, trip + 1) if cycled else spin_error(cta, o, reads)
+      yield Spin(o, reads, cta.m.changes, trip + 1 if cycled else 0)
   else:
     raise InterpretError(f"this while loop ran {MAX_WHILE_ITERATIONS} iterations in program {cta.label}"
                          " without its condition failing: on the GPU it would hang", o.loc,

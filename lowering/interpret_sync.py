@@ -277,8 +277,20 @@ def spin_error(cta, o, reads):
 class Spin:
   """What a program's while loop yields when a trip changed nothing (control._i_while): it waits for others."""
 
-  def __init__(self, loop, reads, changes):
+  def __init__(self, loop, reads, changes, cycled=0):
     self.loop, self.reads, self.changes = loop, reads, changes
+    self.cycled = cycled          # (trips after which its carried values came round again: control._cycled)
+
+
+def cycle_error(cta, o, trips: int):
+  """The InterpretError of a while loop `o` whose carried values came back to a state they held, memory unchanged
+  since (probe 70a: lanes probing a full hash table), after `trips` trips."""
+  from ..frontend.errors import InterpretError
+  return InterpretError(
+      f"this while loop never ends in program {cta.label}: after {trips} trips it carries values it carried before,"
+      f" with memory unchanged since, so its trips repeat that cycle forever (on the GPU it would hang)", o.loc,
+      hint="a probe loop that finds no empty slot goes round a full table: give the table more slots than keys (a"
+           " load factor below 1) and fill it with the empty marker, or bound the loop (for _ in range(capacity))")
 
 
 def run_cooperative(m, make):
@@ -347,7 +359,7 @@ def run_cooperative(m, make):
   if waiting:
     cta, gen, spin = min(waiting, key=lambda w: w[0].lin)
     m.ctas = [cta]
-    raise spin_error(cta, spin.loop, spin.reads)
+    raise cycle_error(cta, spin.loop, spin.cycled) if spin.cycled else spin_error(cta, spin.loop, spin.reads)
 
 
 # ---------------------------------------------------------------- a tensor's old values (probe 49c)

@@ -84,18 +84,15 @@ def tensor_rmw(cx, kind: AtomicKind, ref, val, cmp, mask, sem: str, scope: str, 
   from .gather import IndexedRef, scatter
   from .memory import check_in_bounds
   target = ref.ref if isinstance(ref, IndexedRef) else ref
-  if target.type.space != Space.GMEM or target.type.remote:
-    from .elementwise_checks import _call_args
-    at, v = (list(_call_args(cx.text or "", 2) or ()) + ["", ""])[:2]
-    at = at.replace(".at[", "[", 1) if ".at[" in at else "buf[ids]"
+  own_scatter = isinstance(ref, IndexedRef) and target.type.space == Space.SMEM and not target.type.remote
+  if (target.type.space != Space.GMEM or target.type.remote) and not own_scatter:
+    # (a scatter at computed places of the CTA's own buffer, a shared-memory hash table's CAS insert, is the GMEM
+    # scatter's `atom` per element at its generic address since probe 70a; a window's elements are one thread's each)
     raise E.KernelTypeError(
         f"{what} of a tensor of elements in {'another CTA' if target.type.remote else 'an SMEM buffer'}: it"
         f" updates elements of an output (GMEM)", cx.loc,
-        hint=("a scatter into the CTA's own buffer is a plain one: read the old values first where you need them,"
-              f" old = {at}; {at} = {v or 'val'} (one of the values lands where the places repeat)"
-              if isinstance(ref, IndexedRef) and not target.type.remote and kind == AtomicKind.XCHG else
-              "a CTA's own threads each hold their elements: read them, select and store plainly between barriers,"
-              " old = buf[...]; buf[...] = ml.where(old == cmp, val, old)"))
+        hint="a CTA's own threads each hold their elements: read them, select and store plainly between barriers,"
+             " old = buf[...]; buf[...] = ml.where(old == cmp, val, old)")
   check_target(cx, cx.b, target, what)
   check_fetch_dtype(cx, kind, target.type.dtype, what)
   if isinstance(ref, IndexedRef):

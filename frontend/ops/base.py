@@ -515,8 +515,21 @@ def check_register_value(cx, x, what):
   if not (is_value(x) or isinstance(x, Num)):
     raise E.KernelTypeError(f"{what} cannot take {kind_of(x)}", cx.loc,
                             hint="pass the array to the kernel as an input (kernels read arrays through their"
-                                 " parameters)" if _outside_array(x) else
+                                 " parameters)" if _outside_array(x) else _text_hint(x) or
                                  "pass a register tensor, a scalar or a Python number")
+
+
+def _text_hint(x) -> str | None:
+  """A str or bytes where a number was meant: a string kernel's bytes compared with a character (`c == 'a'`, `b ==
+  b','`) take its code, as Triton's and CUDA's char literals are numbers."""
+  if isinstance(x, str) and len(x) == 1 and ord(x) < 128 or isinstance(x, bytes) and len(x) == 1:
+    code = ord(x) if isinstance(x, str) else x[0]
+    return (f"uint8 bytes hold character codes: compare with the code, ord({x!r}) ({code}); for a longer string,"
+            f" compare the bytes with an array of its codes passed as an input (np.frombuffer(b'...', np.uint8))")
+  if isinstance(x, (str, bytes)):
+    return ("uint8 bytes hold character codes: pass the string's codes as an input array (np.frombuffer(b'...',"
+            " np.uint8)) and compare element by element, or a character's code, ord('a')")
+  return None
 
 
 def check_binary_operands(cx, x, y, what, in_python: str):
@@ -612,7 +625,9 @@ def dtype_arg(cx, x, what, *, optional=False) -> DType | None:
           ("use jnp.float32: kernels have no float64 (the GPU's float64 units are a fraction of its"
                 " float32 ones); " if known == "float64" else
            "for the high 32 bits of a 32-bit product (a Philox round's, a CUDA port's (uint64)a * b >> 32)"
-           " use ml.umulhi(a, b), and a * b for the low ones; " if known == "uint64" else "")
+           " use ml.umulhi(a, b), and a * b for the low ones; a 64-bit hash (fmix64, splitmix64) computes in int64,"
+           " whose products and sums wrap as uint64's, with jax.lax.shift_right_logical(k, 33) for uint64's"
+           " k >> 33; " if known == "uint64" else "")
                + "kernels compute in float32, float16, bfloat16, float8_e4m3fn, float8_e5m2, int8 to int64 and"
                  " uint8 to uint32 (int64 with jax_enable_x64)")
     raise E.KernelTypeError(f"{what} needs a dtype such as jnp.float32, got {shown(x)}", cx.loc,
