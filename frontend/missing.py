@@ -23,6 +23,7 @@ _JOIN = ("no ml.{}: join along a new last axis with ml.concatenate([a[..., None]
          " (then .reshape(m, 2 * n) interleaves the columns of (m, n) tensors)")
 _POW = ("use ml.pow(x, y) (libdevice's powf, as jnp.power of floats); the ** operator gives t ** n (a static"
         " int), t ** 0.5 and c ** t (c a Python number) as jnp")
+_FMA = "write ml.fma(x, y, z): x * y + z rounded once (Triton's tl.fma, C's fmaf; a * b + c is rounded twice)"
 _DIV = "no ml.{}: divide with the / operator, x / y (ml.cdiv(a, b) is the ceiling of an integer division)"
 _FLOOR_DIV = "no ml.{}: divide with the // operator, x // y (ml.cdiv(a, b) rounds up instead)"
 # jnp's math functions that ml lacks (some a near-spelling of another ml name: copysign, ldexp, square)
@@ -278,6 +279,8 @@ def missing_hint(base, attr, args=None, after="", taken=frozenset()) -> str:
   if any((getattr(base, "__name__", "") or "").startswith(p) for p in _FOREIGN_PACKAGES if p != "triton") \
       and attr in _FOREIGN:          # pl.load, pl.store: Pallas's names this JAX no longer has
     return f"write {_FOREIGN[attr]}"
+  if attr == "fma" and (getattr(base, "__name__", "") or "").startswith(("jax", "numpy")):     # (probe 70b)
+    return with_operands("fma", _FMA, args, taken) or _FMA
   if attr == "element_ty":          # Triton's x_ptr.dtype.element_ty
     return "a ref's .dtype is its element type already (a ref is an array, not a pointer): drop .element_ty"
   if attr == "primitive_bitwidth":
