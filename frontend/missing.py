@@ -99,7 +99,7 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     "fast_expf": "no ml.fast_expf: ml.exp2(x * 1.4426950408889634, approx=True) (the hardware's ex2.approx)",
     "fast_dividef": "no ml.fast_dividef: write x / y",
     "saturatef": "no ml.saturatef: ml.clip(x, 0.0, 1.0)",
-    "hypot": "no ml.hypot: ml.sqrt(x * x + y * y) (overflows past 1.8e19 in float32: scale both first)",
+    "hypot": "no ml.hypot: jnp.hypot(x, y) (scaled: ml.sqrt(x * x + y * y) overflows past 1.8e19 in float32)",
     "modf": "no ml.modf: the whole part ml.trunc(x) and the fraction x - ml.trunc(x)",
     **{n: (f"no ml.{n}: ml.{'minimum' if n == 'fmin' else 'maximum'}(x, y) (NaN if either is NaN; for {n}'s"
            f" number over a NaN, ml.where(x != x, y, ml.where(y != y, x, ml.{'minimum' if n == 'fmin' else 'maximum'}(x,"

@@ -260,3 +260,28 @@ def test_names_with_no_counterpart_hint_the_round_to_nearest_form(kernel, line, 
   assert err.code == "MG002" and err.lineno == _line_of(line) and err.col_offset == col
   assert message in str(err) and hint in err.hint, err.hint
   assert "fdim_as_hinted" in CASES     # the fdim hint's form, as the corpus keeps it
+
+
+# ---------------------------------------------------------------- class 4: a ref passed to a jnp function
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def nextafter_of_a_ref(x, o):
+  o[...] = jnp.nextafter(x, jnp.inf)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
+def nextafter_as_hinted(x, o):
+  o[...] = jnp.nextafter(x[...], jnp.inf)
+
+
+def test_a_ref_passed_to_a_jnp_function_hints_its_read():
+  """`jnp.nextafter(x, jnp.inf)` of an input ref (the `[...]` a Pallas port forgets) said "jnp.nextafter has no form
+  in a kernel" (it has one, of register values), `jnp.exp(x)` "use ml.exp" (which takes no ref either): the hint is
+  the call with the ref read, which computes."""
+  with pytest.raises(mg.KernelError) as e:
+    nextafter_of_a_ref.typed_ir(S((8, 128), F32))
+  err = e.value
+  assert err.code == "MG003" and err.lineno == _line_of("o[...] = jnp.nextafter(x, jnp.inf)") and err.col_offset == 11
+  assert "nextafter cannot take a GMEM ref" in str(err)
+  assert err.hint.startswith("read the ref into registers first: jnp.nextafter(x[...], jnp.inf)"), err.hint
+  x = np.linspace(-2, 2, 1024, dtype=np.float32).reshape(8, 128)
+  np.testing.assert_array_equal(np.asarray(nextafter_as_hinted(x, interpret=True)), np.nextafter(x, np.float32(np.inf)))
