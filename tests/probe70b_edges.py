@@ -309,3 +309,32 @@ def narrowing_casts(x, h, b, e4):
 case("narrowing_casts_f16_bf16_fp8", narrowing_casts, lambda s: ((specials(s),), {}),
      lambda x: (x.astype(np.float16), np.asarray(jnp.asarray(x).astype(BF16)),
                 np.asarray(jnp.clip(jnp.asarray(x), -448.0, 448.0).astype(jnp.float8_e4m3fn))), 0)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x,) * 7, grid=(1,))
+def no_algebraic_folding(x, a, b, c, d, e, f, g):
+  """Forms an algebraic simplifier would fold, each as IEEE computes it: (x + 1) + 1 is not x + 2 at 2**24, x - x is
+  NaN of inf, x * 0 is NaN of inf and -0.0 of -0.0, x + 0.0 makes -0.0 +0.0, (x * 3) * 0.1 is not x * 0.3, and
+  (x + 2**24) - 2**24 loses x's low bits."""
+  v = x[...]
+  a[...] = (v + 1.0) + 1.0
+  b[...] = v - v
+  c[...] = v * 0.0
+  d[...] = v + 0.0
+  e[...] = v * 1.0 - 0.0
+  f[...] = (v * 3.0) * 0.1
+  g[...] = v + 2.0 ** 24 - 2.0 ** 24
+
+
+def _fold_make(seed):
+  x = np.array([2.0 ** 24, -0.0, np.nan, np.inf, -np.inf, 1.0, 3.0, 1e-45], f32)
+  return (np.concatenate([x, rng_of(seed).standard_normal(120).astype(f32) * 100]).reshape(1, 128),), {}
+
+
+def _fold_ref(x):
+  one, three, tenth, big = f32(1), f32(3), f32(0.1), f32(2.0 ** 24)
+  return (f32(f32(x + one) + one), x - x, x * f32(0), x + f32(0), f32(x * one) - f32(0), f32(f32(x * three) * tenth),
+          f32(f32(x + big) - big))
+
+
+case("no_algebraic_folding", no_algebraic_folding, _fold_make, _np(_fold_ref), 0)

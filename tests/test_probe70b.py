@@ -90,7 +90,8 @@ GPU_EXACT = ["two_sum", "fast_two_sum", "two_prod_fma", "two_prod_dekker", "velt
              "float_to_int_saturating", "int_to_float_rounding", "narrowing_casts_f16_bf16_fp8",
              "sort_argsort_nan_signed_zeros", "subnormals_kept_and_flushed", "sqrt_correctly_rounded",
              "eft_libdevice_rn_names", "interval_sum_nextafter", "scalar_eft_two_sum_two_prod_split",
-             "kahan_scalar_of_elements", "scalar_casts_at_edges", "fma_rounded_once_at_halfway_points"]
+             "kahan_scalar_of_elements", "scalar_casts_at_edges", "fma_rounded_once_at_halfway_points",
+             "no_algebraic_folding"]
 GPU_CLOSE = ["online_softmax_chunks_masked_rows", "split_k_combine_masked_splits", "welford_columns",
              "chan_merge_of_block_partials", "nan_through_reductions_and_argmax", "log1p_expm1_small",
              "sin_cos_large_args", "stochastic_round_bf16_given_bits"]
