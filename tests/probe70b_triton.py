@@ -1,6 +1,7 @@
 """Probe 70b's corpus, its sixth part: exact arithmetic as Triton users port it, in libdevice's words
 (`tl.extra.cuda.libdevice.add_rn / mul_rn / fma_rn`, which keep the compiler from fusing a product into a sum,
 `nextafter` for interval bounds, `hypot`, `copysign`, `signbit`, `scalbn`). Same CASES form as probe70b_sums.py."""
+import jax.numpy as jnp
 import numpy as np
 
 import mgpu_dsl as mg
@@ -123,3 +124,26 @@ def _fdim_make(seed):
 
 
 case("fdim_as_hinted", fdim_as_hinted, _fdim_make, _np(lambda x: np.where(x <= 1, 0, x - 1).astype(f32)), 0)
+
+
+@mg.mgpu_kernel(out_shape=lambda a, b: S((a.shape[0], b.shape[1]), F32), grid=(1,))
+def gemm_3xtf32(a, b, three):
+  """CUTLASS's 3xTF32 (Triton's tf32x3): float32 operands split into a TF32 high part (the top 19 bits) and the
+  rest, hi * hi + hi * lo + lo * hi on the tensor cores: near float32's accuracy where one ml.dot of float32 tiles
+  reads them as TF32 (an error of about 1e-3 of the result)."""
+  A, B = a[...], b[...]
+  a_hi = (A.view(jnp.uint32) & 0xFFFFE000).view(F32)
+  b_hi = (B.view(jnp.uint32) & 0xFFFFE000).view(F32)
+  sa, sb, sal, sbl = (ml.smem(a.shape, F32) for _ in range(4))
+  sa[...] = a_hi
+  sb[...] = b_hi
+  sal[...] = A - a_hi
+  sbl[...] = B - b_hi
+  acc = ml.dot(sal, sb)
+  acc = ml.dot(sa, sbl, acc)
+  three[...] = ml.dot(sa, sb, acc)
+
+
+case("gemm_3xtf32_split", gemm_3xtf32, lambda s: ((rng_of(s).standard_normal((64, 64)).astype(f32),
+                                                   rng_of(s + 1).standard_normal((64, 64)).astype(f32)), {}),
+     lambda a, b: a.astype(np.float64) @ b.astype(np.float64), 3e-6)
