@@ -138,7 +138,7 @@ def online_softmax(q, k, v, q_s, k_s, v_s, i, h, b, bq, bkv, stages, causal, sca
       s = mask_kv_tail(s, j, bkv, kv_len or k.shape[1])
     m_new = ml.maximum(m, ml.max(s, axis=1) * c)
     alpha = ml.exp2(m - m_new, approx=True)
-    p = ml.exp2(s * c - m_new[:, None], approx=True, emulate=emulate)     # emulate: a share on the FMA units
+    p = ml.exp2(ml.fma(s, c, -m_new[:, None]), approx=True, emulate=emulate)     # emulate: a share on the FMA units
     l = l * alpha + ml.sum(p, axis=1)
     acc = ml.dot(p.astype(q.dtype), v_s, acc * alpha[:, None])
     m = m_new
@@ -248,7 +248,7 @@ def forward_overlap_kernel(q, k, v, o, lse, *, bq: ml.constexpr, bkv: ml.constex
     kill = ml.where(t < n, 0.0, -1e30)       # step n: no block
     m_new = ml.maximum(m, ml.max(s, axis=1) * c + kill)
     alpha = ml.exp2(m - m_new, approx=True)
-    pf = ml.exp2(s * c - (m_new - kill)[:, None], approx=True)
+    pf = ml.exp2(ml.fma(s, c, -(m_new - kill)[:, None]), approx=True)
     l = l * alpha + ml.sum(pf, axis=1)
     m = m_new
     acc = acc * 1.0                          # a read of acc: waits for p @ v before p changes

@@ -110,7 +110,7 @@ def probabilities(s, lse_s, i, j, bq, bkv, c, causal):
   elif causal:
     if j * bq < (i + 1) * bkv:
       s = causal_mask(s, i, j, bq, bkv)
-  return ml.exp2(s * c - (lse_s[...] * LOG2E)[None, :], approx=True)
+  return ml.exp2(ml.fma(s, c, -(lse_s[...] * LOG2E)[None, :]), approx=True)
 
 
 @ml.inline
@@ -198,7 +198,7 @@ def dq_kernel(q, k, v, do, lse, delta, dq, *, bq: ml.constexpr, bkv: ml.constexp
         rows = i * bq + ml.arange(bq)[:, None]
         cols = j * bkv + ml.arange(bkv)[None, :]
         s = ml.where(cols <= rows, s, NEG_INF)
-    p = ml.exp2(s * c - lse2[:, None], approx=True)
+    p = ml.exp2(ml.fma(s, c, -lse2[:, None]), approx=True)
     ds = p * (dp - delta_i[:, None])
     dq_acc = ml.dot(ds.astype(q.dtype), k_s, dq_acc)
   dq_s = ml.smem((bq, d))

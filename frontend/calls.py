@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from . import errors as E, jax_trees, missing, nan_name_hints, random_hints
+from . import errors as E, jax_trees, library_ref_hints, missing, nan_name_hints, random_hints
 from .static_tables import FILLED as _FILLED
 from .scan_hints import scan_hint  # jnp.cumulative_sum, jnp.maximum.accumulate, lax.cumlogsumexp
 from .assign import DICT_VIEWS, ITERATORS as _ITERATORS, holds_value
@@ -572,6 +572,7 @@ class Calls:
           args[0].type.shape) if args and is_value(args[0]) and hasattr(args[0].type, "shape") else None) or (name, hint)
       from .jnp_pad import refusal       # jnp.pad of a register tensor in a mode or of widths it has no form for
       why = refusal(fn, args, kwargs) if name == "pad" and _is_array_library(fn) else None
+      hint = library_ref_hints.read_first(self, node, fn, args, kwargs, hint) if _is_array_library(fn) else hint
       raise E.KernelTypeError(why or (
           f"{name} cannot take"
           f" {kind_of(held) if is_value(held) else f'a {type(held).__name__} of register values'} inside a"

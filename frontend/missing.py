@@ -23,6 +23,7 @@ _JOIN = ("no ml.{}: join along a new last axis with ml.concatenate([a[..., None]
          " (then .reshape(m, 2 * n) interleaves the columns of (m, n) tensors)")
 _POW = ("use ml.pow(x, y) (libdevice's powf, as jnp.power of floats); the ** operator gives t ** n (a static"
         " int), t ** 0.5 and c ** t (c a Python number) as jnp")
+_FMA = "write ml.fma(x, y, z): x * y + z rounded once (Triton's tl.fma, C's fmaf; a * b + c is rounded twice)"
 _DIV = "no ml.{}: divide with the / operator, x / y (ml.cdiv(a, b) is the ceiling of an integer division)"
 _FLOOR_DIV = "no ml.{}: divide with the // operator, x // y (ml.cdiv(a, b) rounds up instead)"
 # jnp's math functions that ml lacks (some a near-spelling of another ml name: copysign, ldexp, square)
@@ -98,7 +99,7 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
     "fast_expf": "no ml.fast_expf: ml.exp2(x * 1.4426950408889634, approx=True) (the hardware's ex2.approx)",
     "fast_dividef": "no ml.fast_dividef: write x / y",
     "saturatef": "no ml.saturatef: ml.clip(x, 0.0, 1.0)",
-    "hypot": "no ml.hypot: ml.sqrt(x * x + y * y) (overflows past 1.8e19 in float32: scale both first)",
+    "hypot": "no ml.hypot: jnp.hypot(x, y) (scaled: ml.sqrt(x * x + y * y) overflows past 1.8e19 in float32)",
     "modf": "no ml.modf: the whole part ml.trunc(x) and the fraction x - ml.trunc(x)",
     **{n: (f"no ml.{n}: ml.{'minimum' if n == 'fmin' else 'maximum'}(x, y) (NaN if either is NaN; for {n}'s"
            f" number over a NaN, ml.where(x != x, y, ml.where(y != y, x, ml.{'minimum' if n == 'fmin' else 'maximum'}(x,"
@@ -278,6 +279,8 @@ def missing_hint(base, attr, args=None, after="", taken=frozenset()) -> str:
   if any((getattr(base, "__name__", "") or "").startswith(p) for p in _FOREIGN_PACKAGES if p != "triton") \
       and attr in _FOREIGN:          # pl.load, pl.store: Pallas's names this JAX no longer has
     return f"write {_FOREIGN[attr]}"
+  if attr == "fma" and (getattr(base, "__name__", "") or "").startswith(("jax", "numpy")):     # (probe 70b)
+    return with_operands("fma", _FMA, args, taken) or _FMA
   if attr == "element_ty":          # Triton's x_ptr.dtype.element_ty
     return "a ref's .dtype is its element type already (a ref is an array, not a pointer): drop .element_ty"
   if attr == "primitive_bitwidth":

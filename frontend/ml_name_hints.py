@@ -19,6 +19,7 @@ FORMS = {           # ({0}, {1}: the call's arguments)
     "soft_sign": "{0} / (1 + ml.abs({0}))",
     "clamp": "ml.clip({0}, {1}, {2})",     # (Triton's tl.clamp(x, min, max), not lax.clamp's order)
     "lerp": "{0} + {2} * ({1} - {0})",       # (torch.lerp(start, end, weight))
+    "fdim": "ml.where({0} <= {1}, 0.0, {0} - {1})",     # (C's fdimf: +0 where x <= y, NaN from either; probe 70b)
 }
 TEXTS = {
     "matmul": _DOT.format("matmul"), "einsum": _DOT.format("einsum"), "dot_general": _DOT.format("dot_general"),
@@ -36,12 +37,32 @@ TEXTS = {
 }
 
 
+_DIRECTED = {"add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "fma": "ml.fma({0}, {1}, {2})",
+             "sqrt": "ml.sqrt({0})", "rcp": "ml.div_rn(1.0, {0})", "dadd": "{0} + {1}", "dmul": "{0} * {1}"}
+
+
+def _directed_hint(attr, args) -> str | None:
+  """libdevice's add_rz, mul_ru, fma_rd, sqrt_ru, rcp_rz (interval arithmetic's directed roundings; probe 70b: "check
+  the spelling"): no directed rounding here; the round-to-nearest form, with the call's arguments."""
+  m = re.fullmatch(r"(add|sub|mul|fma|sqrt|rcp|dadd|dmul)_r([zdu])", attr)
+  if m is None:
+    return None
+  n = {"sqrt": 1, "rcp": 1, "fma": 3}.get(m.group(1), 2)
+  ops = list(args) if args and len(args) == n else ["x", "y", "z"][:n]
+  mode = {"z": "toward zero", "d": "down", "u": "up"}[m.group(2)]
+  return (f"no directed rounding (libdevice's {attr} rounds {mode}): {_DIRECTED[m.group(1)].format(*ops)} rounds to"
+          " nearest, never fused (an interval's bounds can widen each by an ulp: jnp.nextafter(lo, -jnp.inf),"
+          " jnp.nextafter(hi, jnp.inf))")
+
+
 def ml_name_hint(attr, args) -> str | None:
   """`no ml.softplus: write ...` (jax.nn's form, `missing._FORMS`, where a jax.nn call has one)."""
   from .missing import _FORMS, _operand, form_hint
   from .nan_name_hints import hint as numerics_hint
   if attr in TEXTS:
     return TEXTS[attr]
+  if (directed := _directed_hint(attr, args)) is not None:
+    return directed
   if attr == "clamp" and args and len(args) > 1 and not re.match(r"\w+=[^=]", args[0]):
     from .torch_hints import clamp_hint     # tl.clamp(x, lo, hi), torch.clamp(x, min=, max=)
     if (h := clamp_hint(attr, args[0].strip(), args[1:])) is not None:

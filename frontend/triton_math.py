@@ -18,7 +18,38 @@ SAME = {"fabs": "abs", "max": "maximum", "min": "minimum", "clamp": "clip", "fin
         "nearbyint": "round", "powf": "pow", "exp2f": "exp2", "expf": "exp", "logf": "log", "sqrtf": "sqrt",
         "rsqrtf": "rsqrt", "tanhf": "tanh", "erff": "erf", "fdiv_rn": "div_rn", "div_rn": "div_rn",
         "umulhi": "umulhi", "mulhi": "mulhi"}
+SAME.update({"fma_rn": "fma", "fmaf": "fma", "fmaf_rn": "fma"})      # x * y + z rounded once (probe 70b)
 DIFFERENT = frozenset({"fmax", "fmin"})        # libdevice's meaning is not ml's namesake's
+# Triton's libdevice names of jnp functions of the same meaning, traced as jnp's calls (jnp_calls.STAND_INS; probe
+# 70b, they were MG002 "check the spelling"): C's nextafterf, copysignf, signbit, hypotf, ldexpf and scalbnf; and
+# add_rn, sub_rn, mul_rn (libdevice's __nv_fadd_rn, ...: rounded to nearest, never fused), which are +, - and *:
+# the kernel's arithmetic is never contracted (design note 231).
+JNP = {"nextafter": "nextafter", "copysign": "copysign", "signbit": "signbit", "hypot": "hypot", "ldexp": "ldexp",
+       "scalbn": "ldexp", "add_rn": "add", "sub_rn": "subtract", "mul_rn": "multiply"}
+_PARAMS = {"nextafter": ("x", "y"), "copysign": ("x1", "x2"), "signbit": ("x",), "hypot": ("x1", "x2"),
+           "ldexp": ("x1", "x2")}         # jnp's positional-only parameters (add, subtract, multiply: *args)
+_STAND_INS: dict = {}
+
+
+def _stand_in(name):
+  """A function standing for jnp.<name> (the frontend imports no jax): traced as jnp's call of register values; of
+  static numbers it computes NumPy's namesake in float32 (the weak float32 Triton makes of a number)."""
+  if name not in _STAND_INS:
+    import numpy as np
+    from .jnp_calls import STAND_INS
+
+    def fn(*args):
+      return getattr(np, name)(*(a if isinstance(a, int) and name == "ldexp" and i else np.float32(a)
+                                 for i, a in enumerate(args))).item()
+    fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = "jax.numpy"          # (a library function to the calls' hints: a ref read first, jnp's arity)
+    if name in _PARAMS:
+      import inspect
+      fn.__signature__ = inspect.Signature(
+          [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in _PARAMS[name]])
+    STAND_INS[fn] = ("jnp", name)
+    _STAND_INS[name] = fn
+  return _STAND_INS[name]
 
 
 class Namespace:
@@ -51,6 +82,8 @@ def function(attr):
   from .ops import BUILTINS
   if attr in DIFFERENT:
     return None
+  if attr in JNP:
+    return _stand_in(JNP[attr])
   if attr == "round":                  # halves away from zero, not ml.round's to even (probe 57c)
     from .ops.triton_ops import ROUND_AWAY
     return ROUND_AWAY

@@ -118,6 +118,24 @@ def _div_rn(a, b):
   return asm_per_element("div.rn.f32 $0, $1, $2;", "=f,f,f", a, b)
 
 
+def _sqrt_rn(x):
+  """float32 sqrt rounded to nearest (PTX's sqrt.rn), as jnp.sqrt and NumPy compute it. math.sqrt becomes libdevice's
+  __nv_sqrtf, whose __CUDA_PREC_SQRT reflection Mosaic GPU leaves at 0: sqrt.approx.f32, a last bit off the root in
+  about a fifth of the values (design note 231)."""
+  return asm_per_element("sqrt.rn.f32 $0, $1;", "=f,f", x)
+
+
+def _sqrt(x):
+  """A float array's sqrt by sqrt.rn.f32; 16-bit floats widened first and rounded once (exact: float32 has more
+  than twice their bits)."""
+  f32 = ir.F32Type.get()
+  if x.mlir_dtype == f32:
+    return x._pointwise(_sqrt_rn)
+  if x.mlir_dtype in (ir.F16Type.get(), ir.BF16Type.get()):
+    return x.astype(f32)._pointwise(_sqrt_rn).astype(x.mlir_dtype)
+  return compat.array_sqrt(x)
+
+
 def _mulhi(signed: bool):
   """The high 32 bits of the product of 32-bit integers (PTX's mul.hi, one instruction per element)."""
   asm = f"mul.hi.{'s' if signed else 'u'}32 $0, $1, $2;"
@@ -143,6 +161,13 @@ _ARRAY = {BinOp.ADD: lambda a, b: a + b, BinOp.SUB: lambda a, b: a - b,
           BinOp.POW: lambda a, b: a._pointwise(mlir_math.powf, b),
           BinOp.DIV_RN: lambda a, b: a._pointwise(_div_rn, b),
           BinOp.XOR: lambda a, b: a ^ b, BinOp.SHL: lambda a, b: a << b, BinOp.SHR: lambda a, b: a >> b}
+# A float sum, difference or product of arrays, rounded on its own as interpret mode and jnp's eager ops round it.
+# FragmentedArray's operators mark them `fastmath<contract>`, which lets LLVM fuse a product into the add or
+# subtraction it feeds (one fma.rn.f32, the product unrounded): Dekker's split `t - (t - a)` of `t = 4097 * a` became
+# `a`, TwoProd's `(ah * bh - p) + ...` and Horner's steps differed from interpret mode, `s - s` of `s = v * v` gave
+# the product's rounding error (design note 231). Without the flag LLVM's NVPTX backend emits `mul.rn` / `add.rn`,
+# which ptxas does not contract either; `ml.fma(a, b, c)` is the fused form where a kernel wants it.
+_ROUNDED = {BinOp.ADD: arith.addf, BinOp.SUB: arith.subf, BinOp.MUL: arith.mulf}
 _CMP_ARRAY = {CmpOp.LT: lambda a, b: a < b, CmpOp.LE: lambda a, b: a <= b,
               CmpOp.GT: lambda a, b: a > b, CmpOp.GE: lambda a, b: a >= b,
               CmpOp.EQ: lambda a, b: a == b, CmpOp.NE: lambda a, b: a != b}
@@ -182,6 +207,8 @@ def _binary(ctx, o):
     ctx.set(o.result, a._pointwise(_mulhi(d.is_signed), b))
     return
   f = (lambda x, y: x % y) if o.kind == BinOp.MOD and not d.is_signed else _ARRAY[o.kind]
+  if d.is_float and o.kind in _ROUNDED:
+    f = lambda x, y, op=_ROUNDED[o.kind]: x._pointwise(op, y)
   if d.is_int and _needs_zero_guard(o):
     f = _zero_safe_array(o.kind, f, d.is_signed)
   if d.is_int and d.is_signed and _needs_minus_one_guard(o):
@@ -223,7 +250,7 @@ _LIBDEVICE = {UnOp.ASIN: mlir_math.asin, UnOp.ACOS: mlir_math.acos, UnOp.ATAN: m
               UnOp.LOG1P: mlir_math.log1p, UnOp.ERFC: mlir_math.erfc}
 _ARRAY_UNARY = {**{k: (lambda x, f=f: x._pointwise(f)) for k, f in _LIBDEVICE.items()},
                 UnOp.NEG: lambda x: -x, UnOp.NOT: lambda x: x == False,  # noqa: E712
-                UnOp.SQRT: compat.array_sqrt, UnOp.ABS: lambda x: x.abs(),
+                UnOp.SQRT: _sqrt, UnOp.ABS: lambda x: x.abs(),
                 **{k: (lambda x, n=k.value.name: compat.array_rounding(n, x))
                    for k in (UnOp.FLOOR, UnOp.CEIL, UnOp.TRUNC, UnOp.ROUND)}}
 
@@ -240,6 +267,11 @@ def _unary(ctx, o):
   if isinstance(o.result.type, ScalarType):
     if o.kind.value.approx:     # the tensors' instruction (math.exp2 would keep what .ftz flushes)
       ctx.set(o.result, asm_per_element(_APPROX_PTX[o.kind], "=f,f", x))
+      return
+    if o.kind == UnOp.SQRT and x.type in (ir.F32Type.get(), ir.F16Type.get(), ir.BF16Type.get()):
+      wide = x if x.type == ir.F32Type.get() else arith.extf(ir.F32Type.get(), x)
+      r = _sqrt_rn(wide)
+      ctx.set(o.result, r if x.type == ir.F32Type.get() else arith.truncf(x.type, r))
       return
     ctx.set(o.result, _LIBDEVICE[o.kind](x) if o.kind in _LIBDEVICE else
             compat.scalar_unary(o.kind.value.name, x, o.x.type.dtype))
