@@ -44,6 +44,7 @@ from .types import LayoutKind, RefType, ScalarType, Space, TensorType
 
 _NO_REF = (Access.MMA_ISSUE, Access.CTA_BARRIER, Access.CLUSTER_BARRIER)
 ATOMIC = "atomic"    # a register write that is an atomic update: others of its kind need no order
+KEY_TERMS = 256      # SyncPass.expr_key: a run-time start of more terms is keyed as its own value
 
 
 @dataclasses.dataclass
@@ -182,25 +183,42 @@ class SyncPass(GmemOrdering, LoopEntry):
 
   def expr_key(self, v):
     """A key equal for run-time scalars computed alike in one trip (`i * 64` written twice:
-    the same program id or loop index, the same arithmetic); ("v", id) for anything else."""
+    the same program id or loop index, the same arithmetic); ("v", id) for anything else, and for a
+    computation of more than KEY_TERMS terms (`off = ml.maximum(off, off * 1)` unrolled twenty times is
+    a key of 2**20 terms: each value's key is made once, from its operands' keys, and one too large
+    to compare is the value's own)."""
+    memo = self.__dict__.setdefault("_expr_keys", {})     # value id -> (key, terms)
+    if v.id not in memo:
+      key, terms = self._expr_key(v, memo)
+      memo[v.id] = (key, terms) if terms <= KEY_TERMS else (("v", v.id), 1)
+    return memo[v.id][0]
+
+  def _expr_key(self, v, memo):
     from .ops.control import NumPrograms, PositiveStep, ProgramId
     from .ops.elementwise import Binary
     d = self.defs.get(v.id)
     if isinstance(d, ProgramId):
-      return ("pid", d.axis)
+      return ("pid", d.axis), 1
     if isinstance(d, NumPrograms):    # positive, one value in the kernel
-      return ("nprog", d.axis)
+      return ("nprog", d.axis), 1
+    terms = [1]
+
+    def side(x):
+      if not isinstance(x, ir.Value):
+        return ("c", x)
+      key = self.expr_key(x)
+      terms[0] += memo[x.id][1]
+      return key
     if isinstance(d, PositiveStep):   # a pipelined loop's run-time step: positive (frontend/gmem_disjoint.py)
-      return ("step", self.expr_key(d.x))
-    side = lambda x: self.expr_key(x) if isinstance(x, ir.Value) else ("c", x)
+      return ("step", side(d.x)), terms[0]
     if isinstance(d, Binary) and d.tile and isinstance(v.type, ScalarType):   # ml.grouped_ids' (i, j)
       within = d.lhs if d.tile[0] else getattr(self.defs.get(getattr(d.rhs, "id", None)), "lhs", None)
       pid = getattr(self.defs.get(getattr(within, "id", None)), "lhs", None)
       if pid is not None:
-        return ("tile",) + d.tile[:1] + (side(pid),) + d.tile[1:]
+        return ("tile",) + d.tile[:1] + (side(pid),) + d.tile[1:], terms[0]
     if isinstance(d, Binary) and isinstance(v.type, ScalarType):
-      return ("bin", d.kind, side(d.lhs), side(d.rhs))
-    return ("v", v.id)
+      return ("bin", d.kind, side(d.lhs), side(d.rhs)), terms[0]
+    return ("v", v.id), 1
 
   def thread_private(self, root, ref, o, st: State) -> bool:
     """Whether every register access of `root` since the last barrier is this window of it,

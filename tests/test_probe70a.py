@@ -167,6 +167,26 @@ def test_a_window_at_a_scalar_search_compiles_in_time():
   jax.export.export(jax.jit(window_at_a_scalar_search), platforms=["cuda"])(S(b.shape, I32)).mlir_module()
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S(x.shape, x.dtype), grid=lambda x: (x.shape[0] // 128,))
+def copy_at_a_reused_offset(x, o, *, STEPS: ml.constexpr = 22):
+  off = ml.program_id(0)
+  for _ in ml.static_range(STEPS):
+    off = ml.maximum(off, off * 1)     # each step reads the last one twice: a computation of 2 ** STEPS terms
+  o.at[ml.ds(off * 128, 128)][...] = x.at[ml.ds(off * 128, 128)][...] + 1.0
+
+
+def test_a_window_written_at_an_offset_that_meets_itself_compiles_in_time():
+  """The same class in the synchronisation pass (session 58, the lead): a GMEM window's run-time start was keyed by
+  its whole computation as a tree (SyncPass.expr_key), so a start that reuses each step's value twice had a key of
+  2 ** STEPS terms: 20 steps compiled in 52 s, 22 in minutes (and 30 filled the memory). Each value's key is made
+  once now, and a key of more than sync.KEY_TERMS terms is the value's own."""
+  x = np.arange(512, dtype=np.float32)
+  with _deadline(60):
+    copy_at_a_reused_offset.typed_ir(S(x.shape, x.dtype))
+  np.testing.assert_array_equal(np.asarray(copy_at_a_reused_offset(x, interpret=True)), x + 1)
+  jax.export.export(jax.jit(copy_at_a_reused_offset), platforms=["cuda"])(S(x.shape, x.dtype)).mlir_module()
+
+
 @pytest.mark.gpu
 def test_gpu_a_binary_search_unrolled_by_a_static_loop():
   a = np.sort(np.random.default_rng(2).integers(0, 5000, 256)).astype(np.int32)
