@@ -130,6 +130,7 @@ class SyncPass(GmemOrdering, LoopEntry):
     self.read_back = set()
     self.proxy_back = set()
     self.bounds: dict = {}       # loop indices' static ranges (frontend/gmem_disjoint.py loop_bounds)
+    self._expr_keys: dict = {}   # expr_key's memo: value id -> (key, terms)
 
   def register_only(self) -> set:
     """GMEM roots only registers access (no TMA load reads them back): no proxy fence."""
@@ -187,7 +188,7 @@ class SyncPass(GmemOrdering, LoopEntry):
     computation of more than KEY_TERMS terms (`off = ml.maximum(off, off * 1)` unrolled twenty times is
     a key of 2**20 terms: each value's key is made once, from its operands' keys, and one too large
     to compare is the value's own)."""
-    memo = self.__dict__.setdefault("_expr_keys", {})     # value id -> (key, terms)
+    memo = self._expr_keys
     if v.id not in memo:
       key, terms = self._expr_key(v, memo)
       memo[v.id] = (key, terms) if terms <= KEY_TERMS else (("v", v.id), 1)
