@@ -27,6 +27,9 @@ dV's product takes (`bwd_p16_ds`: the float32 p dies at the conversion, 16 regis
 peak), alone, with and without dq_first, and warp-specialised (PRODUCER_REGS=24 in the environment: FA3's producer
 registers). Forty-seventh session (H100): 465 / 356 against 444 / 352 at head_dim 128 (full / causal), slower at 64
 (342 against 349); warp-specialised 291 / 258 (ptxas spills 184 / 236 bytes a thread at 240 registers).
+`--index-compare`: the causal backward at head_dim 64 and 128, default and one loop, with the masks compared as one
+scalar a thread against immediates (lowering/index_compare.py); with INDEX_COMPARE=0 in the environment, as Mosaic's
+index grids (run it both ways).
 """
 import dataclasses
 import importlib.util
@@ -77,6 +80,11 @@ ONE_LOOP = [dict(bwd_split_mask=True), dict(bwd_split_mask=False),
 # --one-loop-128: causal head_dim 128's fused backward in one loop: deviceless 156 / 168 bytes spilled (124 / 136 without
 # dq_first) against the default's 228 / 364 (split_mask, dq_first); none serialised (fifty-eighth session)
 ONE_LOOP_128 = [dict(bwd_split_mask=True), dict(bwd_split_mask=False), dict(bwd_split_mask=False, bwd_dq_first=False)]
+# --index-compare: the causal backward's masks with lowering/index_compare.py (a thread's scalar against immediates)
+# or without it (INDEX_COMPARE=0 in the environment: Mosaic's index grids): deviceless, head_dim 64's default 80 / 96
+# against 92 / 116 bytes spilled, 128's default 260 / 360 against 228 / 348, its one loop 104 / 112 against
+# 124 / 136 (fifty-ninth session)
+INDEX_COMPARE = [dict(), dict(bwd_split_mask=False), dict(bwd_split_mask=False, bwd_dq_first=False)]
 P16 = [dict(bwd_p16_ds=False), dict(bwd_p16_ds=True), dict(bwd_p16_ds=True, bwd_dq_first=True),
        dict(bwd_p16_ds=True, bwd_dq_first=False), dict(bwd_p16_ds=True, bwd_ws=True)]
 
@@ -90,6 +98,9 @@ def name_of(flags, cfg):
 
 
 def main():
+  if os.environ.get("INDEX_COMPARE") == "0":
+    from mgpu_dsl.lowering import index_compare
+    index_compare.ENABLED = False
   if os.environ.get("PRODUCER_REGS"):
     from mgpu_dsl.frontend import hw
     hw.PRODUCER_REGISTERS = int(os.environ["PRODUCER_REGS"])
@@ -104,6 +115,8 @@ def main():
     shapes = ((64, False), (64, True))
   if "--one-loop-128" in sys.argv:
     shapes = ((128, True),)
+  if "--index-compare" in sys.argv:
+    shapes = ((64, True), (128, True))
   if "--one-wg" in sys.argv or "--lpt" in sys.argv:
     shapes += ((96, False), (96, True))
   seqs = (1024, 4096) if "--lpt" in sys.argv else (4096,)
@@ -120,11 +133,15 @@ def main():
     flops = 2.5 * 4 * seq * seq * d * heads * b / (2 if causal else 1)
     cands = []
     modes = {"--stages": STAGES, "--one-wg": ONE_WG, "--lpt": LPT, "--p16": P16, "--tiles": TILES, "--dp-late": DP_LATE,
-             "--one-loop-128": ONE_LOOP_128, "--one-loop": ONE_LOOP}
+             "--one-loop-128": ONE_LOOP_128, "--one-loop": ONE_LOOP, "--index-compare": INDEX_COMPARE}
+    seen = []
     for flags in next((v for k, v in modes.items() if k in sys.argv), ORDERS):
       if flags.get("bwd_split_mask") and not causal:
         continue
       c = dataclasses.replace(cfg, **flags)
+      if c in seen:         # (a variant that is another's configuration)
+        continue
+      seen.append(c)
       cands.append((name_of(flags, cfg), lambda q, k, v, c=c: ex.attention(q, k, v, causal, config=c)))
     cands.append(("cuDNN", lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=causal,
                                                                          implementation="cudnn")))

@@ -321,6 +321,13 @@ step() {
                  grep -E "C75|spill stores" "$OUT/oneloop.log" | cut -c1-160 | sort | uniq -c | head; grep -E "^\| *64" "$OUT/oneloop.log" | tail -6 ;;
     s58_ol128)   MOSAIC_GPU_DUMP_PTXAS=1 timeout 300 python3 -u benchmarks/attn_bwd_order.py --one-loop-128 >"$OUT/oneloop128.log" 2>&1; echo "rc=$?"
                  grep -E "^\| *128" "$OUT/oneloop128.log" | tail -4 ;;
+    # session 59: the causal backward's masks as a thread's scalar against immediates (lowering/index_compare.py),
+    # with and without (INDEX_COMPARE=0), default and one loop, head_dim 64 and 128; and its GPU twins
+    s59_ic)      MOSAIC_GPU_DUMP_PTXAS=1 timeout 280 python3 -u benchmarks/attn_bwd_order.py --index-compare >"$OUT/ic_on.log" 2>&1; echo "rc=$?"
+                 INDEX_COMPARE=0 timeout 250 python3 -u benchmarks/attn_bwd_order.py --index-compare >"$OUT/ic_off.log" 2>&1; echo "rc=$?"
+                 grep -E "^\| *(64|128)" "$OUT/ic_on.log" | tail -6; echo "-- off"; grep -E "^\| *(64|128)" "$OUT/ic_off.log" | tail -6 ;;
+    s59_twins)   python3 -u benchmarks/gpu_shards.py --shards 8 --timeout 200 tests/test_index_compare.py tests/test_attention.py
+                 grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | cut -c1-300 | head -20 ;;
     # session 58's merged probes 70a-b (analytics kernels; exact float arithmetic: + - * never contracted, sqrt.rn) and
     # the attention files the new head_dim 64 backward and the explicit ml.fma change: their GPU tests
     s58_twins)   python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 200 tests/test_probe70a.py tests/test_probe70b.py tests/test_attention.py tests/test_fast_math.py tests/test_numerics_edges.py

@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from . import errors as E
+from . import grid_affine
 from . import ir
 from .dtypes import DType
 from .ops.control import Condition, For, If, MultipleOf, NumPrograms, PositiveStep, ProgramId, While, Yield
@@ -116,6 +117,8 @@ class GridEval:
     self.signs: dict = {}             # integer scalar's id -> whether every walk knew it >= 0 (triton_semantics.py)
     self.watch_signs = getattr(kernel, "watch_signs", False)     # (only a Triton port with divisions to warn of)
     self.spans: dict = {}             # a summarised loop's counter id -> (lo, hi) over its trips (loop_spans.py)
+    self.grid_compares: dict = {}     # id(tensor Compare) -> (it, whether every walk proved it free of wrap-around)
+    self.grid_sides: dict = {}        # id(tensor Compare) -> (its sides' affine forms or None, dtype)
 
   def program(self, p: int) -> tuple:
     return tuple(int(a[p]) for a in self.pid)
@@ -185,6 +188,8 @@ class GridEval:
         for r in o.results:
           self.set(r, out)
         self.overflows.track(self, o, must)
+        if isinstance(o, Compare) and not isinstance(o.result.type, ScalarType):
+          grid_affine.see(self, o)       # (an index grid's comparison: lowering/index_compare.py)
     return []
 
   def branch(self, o: If, must, may):

@@ -43,6 +43,7 @@ def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
   if ev.run():
     # (the whole grid walked: every trip's divisor known, or an unknown one seen)
     mem.facts.nonzero_divisions = [o for o, nonzero in ev.divisors.values() if nonzero]
+    mem.facts.no_wrap_compares = [o for o, proven in ev.grid_compares.values() if proven]
     mem.facts.nonneg_scalars = frozenset(i for i, nonneg in ev.signs.items() if nonneg)
     errors += (ev.overflows.errors + ev.broken_promises + mem.errors + mem.coverage_errors() + mem.race_errors()
                + mem.empty.errors() + mem.gathers.errors() + check_clusters(kernel))
@@ -54,9 +55,11 @@ def check_kernel(kernel: ir.Kernel, defs: dict) -> tuple[list, Facts]:
 
 
 def mark_nonzero_divisions(kernel: ir.Kernel, defs: dict, facts: Facts) -> None:
-  """Each division of `facts.nonzero_divisions` rebuilt with `nonzero=True` in its block and in `defs` (a new op
-  for the frozen one: the passes after this copy the field into their clones, and the lowering reads it)."""
+  """Each division of `facts.nonzero_divisions` rebuilt with `nonzero=True`, each comparison of
+  `facts.no_wrap_compares` with `no_wrap=True`, in its block and in `defs` (a new op for the frozen one: the passes
+  after this copy the field into their clones, and the lowering reads it)."""
   new = {id(o): dataclasses.replace(o, nonzero=True) for o in facts.nonzero_divisions if not o.nonzero}
+  new.update({id(o): dataclasses.replace(o, no_wrap=True) for o in facts.no_wrap_compares if not o.no_wrap})
   if not new:
     return
 

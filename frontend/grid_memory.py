@@ -47,6 +47,9 @@ class Facts:
   # integer //, % and fmod ops whose divisor the grid evaluation knew non-zero in every program and trip
   # (mark_nonzero_divisions rebuilds them with Binary.nonzero: the lowering keeps their plain division)
   nonzero_divisions: list = dataclasses.field(default_factory=list)
+  # tensor comparisons of index grids proven free of wrap-around in every program and trip (rebuilt with
+  # Compare.no_wrap: frontend/grid_affine.py)
+  no_wrap_compares: list = dataclasses.field(default_factory=list)
   # ids of the integer scalars the grid evaluation knew non-negative in every program and trip (a Triton port's
   # TritonSemanticsWarning of `a // b` or `a % b` of them is not issued: frontend/triton_semantics.py)
   nonneg_scalars: frozenset = frozenset()

@@ -21,6 +21,7 @@ from . import float_divmod as FD
 from . import interpret_numerics as N
 from ..frontend.errors import InterpretError
 from .fast_math import EX2_PTX
+from .index_compare import lower_compare
 from .mosaic import as_array, asm_per_element, is_split, layout_of, mlir_type, operand, scalar_const
 from .registry import interpret, lower
 
@@ -238,6 +239,9 @@ def _compare(ctx, o):
       pred = {CmpOp.LT: s + "lt", CmpOp.LE: s + "le", CmpOp.GT: s + "gt",
               CmpOp.GE: s + "ge", CmpOp.EQ: "eq", CmpOp.NE: "ne"}[o.kind]
       ctx.set(o.result, arith.cmpi(getattr(arith.CmpIPredicate, pred), a, b))
+    return
+  if not d.is_float and (grid := lower_compare(ctx, o, d)) is not None:   # index grids (causal masks)
+    ctx.set(o.result, grid)
     return
   like = TensorType(t.shape, d, t.layout)
   a = as_array(ctx, operand(ctx, o.lhs), like, d)

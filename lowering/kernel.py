@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -71,6 +72,11 @@ class LowerCtx:
     self.wg = None
     if self.num_warpgroups > 1:
       self.wg = arith.index_cast(ir.IndexType.get(), mgpu.warpgroup_idx(sync=True))
+
+  @functools.cached_property
+  def defs(self) -> dict:
+    """Value id -> the typed-IR op defining it (lowering/index_compare.py reads how index grids were made)."""
+    return kir.def_table(self.kernel.body)
 
   def local_shape(self, t) -> tuple[int, ...]:
     """The shape this warpgroup's FragmentedArray has for a tensor of type `t`: size-1 axes

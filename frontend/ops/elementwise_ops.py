@@ -109,6 +109,9 @@ class Compare(ir.Op):
   rhs: ir.Operand
   loc: object
   results: tuple
+  # Index grids (affine in `ml.arange`) the grid evaluation proved never reach the dtype's bounds
+  # (frontend/grid_affine.py): the lowering compares one scalar a thread with immediates (lowering/index_compare.py)
+  no_wrap: bool = False
 
 
 @ir.op(PURE_ELEMENTWISE)
