@@ -11,7 +11,7 @@ typed IR. Where every scalar's values over the grid and the loops' trips are kno
 loop_spans) and neither side nor their difference can reach int32's (int64's) bounds, nothing wraps: `lhs cmp
 rhs` is then `lhs - rhs cmp 0`, which the lowering evaluates as one scalar a thread against an immediate per
 element (no index grid kept live in registers). `see` is GridEval's hook at each walk of a tensor Compare; a
-comparison proven on every walk is rebuilt with `Compare.no_wrap` (checks.mark_proven).
+comparison proven on every walk is rebuilt with `Compare.no_wrap` (checks.mark_nonzero_divisions).
 """
 from __future__ import annotations
 
