@@ -35,6 +35,21 @@ def _grid_lambdas(loc, fn, rank):
       yield found[0]
 
 
+def no_work(loc, grid, fn) -> str | None:
+  """The text of the grid callable's axes that came out 0 where none of them rounds down (no `//`: `ml.cdiv(n, 256)`
+  or `rp.shape[0] - 1` of a CSR's row pointers counts items, of which there are none: an empty graph's degree
+  histogram, probe 71a), else None: an axis of `x.shape[0] // 128` that gives 0 for 100 rows is the mistake MG007's
+  hint rounds up."""
+  import ast
+  zero = [a for a, n in enumerate(grid) if n == 0]
+  for lam in _grid_lambdas(loc, fn, len(grid)):
+    axes = [lam.body.elts[a] for a in zero]
+    if any(isinstance(e, ast.Constant) or any(isinstance(n, (ast.FloorDiv, ast.Div)) for n in ast.walk(e)) for e in axes):
+      return None
+    return ", ".join(ast.unparse(e) for e in axes)
+  return None
+
+
 def one_program_grid(loc, grid, fn) -> str:
   """The user's grid callable with each axis that came out 0 wrapped in max(1, ...); in words
   where its source is not one lambda."""
