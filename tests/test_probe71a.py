@@ -292,3 +292,46 @@ def test_an_element_written_past_the_end_hints_its_index_as_written():
   assert err_.code == "MG203" and err_.lineno == _line_of(line) and err_.col_offset == 2
   assert "this register write touches y[4:5] in program (3, 0, 0), outside y's shape (4,)" in str(err_)
   assert err_.hint == "guard the access (if row + 1 < y.shape[0]:)"
+
+
+# ---------------------------------------------------------------- class 5: a grid that counts no items (an empty graph)
+@mg.mgpu_kernel(out_shape=lambda rp: S((32,), I32), grid=lambda rp: ((rp.shape[0] - 1) // 256,))
+def degree_histogram_rounded_down(rowptr, hist):
+  v = ml.program_id(0) * 256 + ml.arange(0, 256)
+  m = v < rowptr.shape[0] - 1
+  deg = ml.load(rowptr.at[v + 1], mask=m, other=0) - ml.load(rowptr.at[v], mask=m, other=0)
+  ml.atomic_add(hist.at[ml.minimum(deg, 31)], 1, mask=m)
+
+
+@mg.mgpu_kernel(out_shape=lambda rp: S((32,), I32), grid=lambda rp: (ml.cdiv(rp.shape[0] - 1, 256),))
+def first_pointer_plainly(rowptr, o):
+  o[...] = ml.zeros((32,), I32) + rowptr[0]
+
+
+def test_an_atomic_histogram_of_an_empty_graph_is_its_start_value():
+  """An empty graph's row pointers are one entry, [0]: `grid=lambda rp: (ml.cdiv(rp.shape[0] - 1, 256),)` gives no
+  programs. The histogram only atomics update starts at 0, as for an empty edge list, but the rule took only an
+  input with no elements: MG007 "grid must be 1 to 3 positive ints", whose hint rounded up with ml.cdiv, which the
+  grid already did (grid_hints.no_work: axes with no `//` that come out 0 count no items)."""
+  rp = np.zeros(1, np.int32)
+  want = np.zeros(32, np.int32)
+  np.testing.assert_array_equal(np.asarray(probe71a_graph.degree_log2_histogram(rp, interpret=True)), want)
+  np.testing.assert_array_equal(np.asarray(jax.jit(probe71a_graph.degree_log2_histogram)(rp)), want)
+
+
+def test_a_grid_rounded_down_to_no_programs_keeps_mg007_and_its_round_up_hint():
+  """`(rp.shape[0] - 1) // 256` of 100 rows is 0 by the floor: the mistake MG007's hint rounds up (not taken as no
+  items, which would return zeros for a graph of 100 nodes)."""
+  with pytest.raises(mg.LaunchConfigError) as e:
+    degree_histogram_rounded_down(np.arange(101, dtype=np.int32), interpret=True)
+  assert e.value.code == "MG007" and "grid must be 1 to 3 positive ints, got (0,)" in str(e.value)
+  assert "grid=lambda rp: (ml.cdiv(rp.shape[0] - 1, 256),)" in e.value.hint
+
+
+def test_a_plain_output_of_a_grid_of_no_items_is_mg007_naming_the_axis():
+  with pytest.raises(mg.LaunchConfigError) as e:
+    first_pointer_plainly(np.zeros(1, np.int32), interpret=True)
+  err_ = e.value
+  assert err_.code == "MG007" and err_.lineno == _line_of("def first_pointer_plainly") - 1
+  assert "the grid callable gave (0,) for inputs of no items (ml.cdiv(rp.shape[0] - 1, 256))" in str(err_)
+  assert "grid=lambda rp: (max(1, ml.cdiv(rp.shape[0] - 1, 256)),)" in err_.hint
