@@ -466,3 +466,49 @@ def _i64_make(seed):
 
 
 case("csr_spmv_int64_row_pointers", csr_spmv_int64, _i64_make, _csr_ref, 1e-5)
+
+
+# ---------------------------------------------------------------- connected components of a small graph in one CTA
+@mg.mgpu_kernel(out_shape=lambda src, dst, *, n: S((n,), I32), grid=(1,))
+def cc_one_cta(src, dst, lab, *, n: ml.constexpr):
+  """A molecule-sized graph in one CTA: labels in SMEM lowered by atomic_min over the edges until none changes. The
+  buffer is n rounded up to a multiple of 8 (a (100,) one read whole is MG204: design note 233)."""
+  NP = ml.cdiv(n, 8) * 8
+  L = ml.smem((NP,), I32)
+  L[...] = ml.arange(0, NP)
+  changed = True
+  while changed:
+    old = L[...]
+    for s in range(0, src.shape[0], 128):
+      e = s + ml.arange(0, 128)
+      m = e < src.shape[0]
+      u = ml.load(src.at[e], mask=m, other=0)
+      w = ml.load(dst.at[e], mask=m, other=0)
+      lo = ml.minimum(L[u], L[w])
+      ml.atomic_min(L.at[u], lo, mask=m)
+      ml.atomic_min(L.at[w], lo, mask=m)
+    changed = ml.any(L[...] != old)
+  lab[...] = L.at[ml.ds(0, n)][...]
+
+
+def _cc1_make(seed):
+  r = rng_of(seed)
+  n = 100
+  return (r.integers(0, n, 70).astype(np.int32), r.integers(0, n, 70).astype(np.int32)), dict(n=n)
+
+
+def _cc1_ref(src, dst, *, n):
+  parent = list(range(n))
+
+  def find(x):
+    while parent[x] != x:
+      x = parent[x]
+    return x
+  for a, b in zip(src, dst):
+    ra, rb = find(a), find(b)
+    if ra != rb:
+      parent[max(ra, rb)] = min(ra, rb)
+  return np.array([find(v) for v in range(n)], np.int32)
+
+
+case("connected_components_one_cta_smem_labels", cc_one_cta, _cc1_make, _cc1_ref, 0)
