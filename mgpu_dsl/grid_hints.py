@@ -5,6 +5,7 @@ count made an int; and the hint of an out_shape that gives no arrays.
 from __future__ import annotations
 
 import inspect
+import textwrap
 
 
 def callable_texts(loc, fn) -> list[str]:
@@ -42,12 +43,20 @@ def no_work(loc, grid, fn) -> str | None:
   hint rounds up."""
   import ast
   zero = [a for a, n in enumerate(grid) if n == 0]
+  rounds = lambda e: isinstance(e, ast.Constant) or any(isinstance(n, (ast.FloorDiv, ast.Div)) for n in ast.walk(e))
   for lam in _grid_lambdas(loc, fn, len(grid)):
     axes = [lam.body.elts[a] for a in zero]
-    if any(isinstance(e, ast.Constant) or any(isinstance(n, (ast.FloorDiv, ast.Div)) for n in ast.walk(e)) for e in axes):
-      return None
-    return ", ".join(ast.unparse(e) for e in axes)
-  return None
+    return None if any(map(rounds, axes)) else ", ".join(ast.unparse(e) for e in axes)
+  try:                  # (a def: no `//` or `/` anywhere in it, each return a tuple whose zero axes are no constant)
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+  except (OSError, TypeError, SyntaxError):
+    return None
+  defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+  rets = [n.value for n in ast.walk(tree) if isinstance(n, ast.Return)]
+  if len(defs) != 1 or rounds(defs[0]) or not rets or not all(
+      isinstance(r, ast.Tuple) and len(r.elts) == len(grid) and not any(rounds(r.elts[a]) for a in zero) for r in rets):
+    return None
+  return ", ".join(ast.unparse(rets[-1].elts[a]) for a in zero) + f" of {defs[0].name}"
 
 
 def one_program_grid(loc, grid, fn) -> str:

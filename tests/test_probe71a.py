@@ -335,3 +335,33 @@ def test_a_plain_output_of_a_grid_of_no_items_is_mg007_naming_the_axis():
   assert err_.code == "MG007" and err_.lineno == _line_of("def first_pointer_plainly") - 1
   assert "the grid callable gave (0,) for inputs of no items (ml.cdiv(rp.shape[0] - 1, 256))" in str(err_)
   assert "grid=lambda rp: (max(1, ml.cdiv(rp.shape[0] - 1, 256)),)" in err_.hint
+
+
+def _nodes_grid(rp):
+  n = rp.shape[0] - 1          # the nodes, of which an empty graph has none
+  return (ml.cdiv(n, 256),)
+
+
+def _nodes_grid_floor(rp):
+  n = rp.shape[0] - 1
+  return (n // 256,)
+
+
+def _histogram_of(grid):
+  @mg.mgpu_kernel(out_shape=lambda rp: S((32,), I32), grid=grid)
+  def histogram(rowptr, hist):
+    v = ml.program_id(0) * 256 + ml.arange(0, 256)
+    m = v < rowptr.shape[0] - 1
+    deg = ml.load(rowptr.at[v + 1], mask=m, other=0) - ml.load(rowptr.at[v], mask=m, other=0)
+    ml.atomic_add(hist.at[ml.minimum(deg, 31)], 1, mask=m)
+  return histogram
+
+
+def test_a_grid_function_that_counts_no_items():
+  """The same rule for a grid written as a def (no `//` or `/` in it): the empty graph's histogram is zeros; a def
+  that rounds down keeps MG007."""
+  np.testing.assert_array_equal(np.asarray(_histogram_of(_nodes_grid)(np.zeros(1, np.int32), interpret=True)),
+                                np.zeros(32, np.int32))
+  with pytest.raises(mg.LaunchConfigError) as e:
+    _histogram_of(_nodes_grid_floor)(np.arange(101, dtype=np.int32), interpret=True)
+  assert e.value.code == "MG007" and "grid must be 1 to 3 positive ints, got (0,)" in str(e.value)
