@@ -365,3 +365,36 @@ def test_a_grid_function_that_counts_no_items():
   with pytest.raises(mg.LaunchConfigError) as e:
     _histogram_of(_nodes_grid_floor)(np.arange(101, dtype=np.int32), interpret=True)
   assert e.value.code == "MG007" and "grid must be 1 to 3 positive ints, got (0,)" in str(e.value)
+
+
+# ---------------------------------------------------------------- an odd SMEM buffer filled whole: the hint that fits
+@mg.mgpu_kernel(out_shape=lambda src, dst, *, n: S((n,), I32), grid=(1,))
+def labels_in_an_odd_buffer(src, dst, lab, *, n: ml.constexpr):
+  L = ml.smem((n,), I32)
+  L[...] = ml.arange(0, n)
+  changed = True
+  while changed:
+    old = L[...]
+    e = ml.arange(0, 128)
+    m = e < src.shape[0]
+    u, w = ml.load(src.at[e], mask=m, other=0), ml.load(dst.at[e], mask=m, other=0)
+    ml.atomic_min(L.at[u], ml.minimum(L[u], L[w]), mask=m)
+    ml.atomic_min(L.at[w], ml.minimum(L[u], L[w]), mask=m)
+    changed = ml.any(L[...] != old)
+  lab[...] = L[...]
+
+
+def test_an_odd_smem_buffer_filled_whole_hints_a_buffer_that_holds_the_padding():
+  """`L = ml.smem((100,))` filled with `ml.arange(100)` and read whole is MG204 at the arange (left: no padded trace
+  grows an SMEM buffer); its hint took 104 lanes, which the (100,) buffer cannot take. It now makes the buffer 104
+  long and reads its first 100 back, the corpus's connected_components_one_cta_smem_labels (which computes)."""
+  with pytest.raises(mg.LayoutError) as e:
+    labels_in_an_odd_buffer.typed_ir(S((70,), I32), S((70,), I32), n=100)
+  err_ = e.value
+  assert err_.code == "MG204" and err_.lineno == _line_of("  L[...] = ml.arange(0, n)") and err_.col_offset == 11
+  assert "ml.arange(0, n) has shape (100,): a 1-D register vector needs a multiple of 8 elements" in str(err_)
+  assert err_.hint.startswith("make L 104 long, ml.smem((104,), ...): fill all 104 (ml.arange(104)")
+  assert "read its first 100 back as L.at[ml.ds(0, 100)]" in err_.hint
+  kernel, make, ref, _ = CASES["connected_components_one_cta_smem_labels"]
+  args, kw = make(0)
+  np.testing.assert_array_equal(np.asarray(_quiet(lambda: kernel(*args, **kw, interpret=True))), ref(*args, **kw))
