@@ -134,8 +134,8 @@ def _bounds_hint(acc, root, d, n, full, before, gmem, view=None, output=False) -
     # (an element `y[row + 1] = v` past the end: its index as written, where the hint said "if start + 1 <= 4",
     # a start the user never wrote; probe 71a)
     return (f"guard the access (if {i} >= 0:)" if before else f"guard the access (if {i} < {root}.shape[{d}]:)") + (
-        "" if acc.kind == A.REG_WRITE else f" or clamp its index ({'ml.maximum' if before else 'ml.minimum'}({i},"
-        f" {0 if before else f'{root}.shape[{d}] - 1'}))")
+        "" if not clamp else f" or clamp its index ({'ml.maximum' if before else 'ml.minimum'}({i},"
+        f" {0 if before else f'{root}.shape[{d}] - 1'}))")     # (no clamp of an output's read: MG601 there)
   fix = (f"guard the access (if {s} >= 0:, with the trips it skips handled apart)"
          + (f" or clamp its start (ml.maximum({s}, 0))" if clamp else "") if before else
          f"guard the access (if {s} + {n} <= {full}:)"
