@@ -55,3 +55,17 @@ def bit_count_hint(name: str, x: str, d=None) -> str:
   width = d.bits if d is not None and d.bits < 32 else 32
   tail = f"; clz = {width} - count" if clz else ""
   return f"no {what} here: u = {_as_uint32(x, d)}; {steps}{tail}"
+
+
+def lax_count_hint(attr: str, args) -> str:
+  """The hint of a missing `ml.<attr>` bit count (ml.popc, ml.clz, Triton's and CUDA's names) called with `args` (as
+  written, or None): lax's function of the same meaning, which kernels compute for 8- to 32-bit integers (probe 71a;
+  the hint was the SWAR steps `bit_count_hint` writes, which lax.population_count computes)."""
+  import re
+  one = args is not None and len(args) == 1 and not re.match(r"\s*\w+\s*=[^=]", args[0])
+  x = args[0].strip() if one else "x"
+  clz = attr in ("clz", "count_leading_zeros")
+  fn = "clz" if clz else "population_count"
+  cuda = "__clz" if clz else "__popc"
+  return (f"no ml.{attr}: jax.lax.{fn}({x}) (of 8- to 32-bit integers, in their dtype, as CUDA's {cuda};"
+          f" Triton's libdevice.{'clz' if clz else 'popc'} is the same)")

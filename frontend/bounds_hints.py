@@ -57,6 +57,26 @@ def _user_window(loc, root, d):
   return f"{root}.at[{window}]", f"({ast.unparse(start)})" if low else ast.unparse(start), None
 
 
+def _element_index(loc, d):
+  """The text of index d of the element access `y[i, j]` (`y.at[i, j][...]`) at `loc`, where it is a plain index
+  (no slice, ml.ds or Ellipsis); else None."""
+  import ast
+  from .memory_errors import _index_texts
+  node = _expr_at(loc)
+  texts = _index_texts(loc) if isinstance(node, ast.Subscript) else None
+  if not texts or d >= len(texts) or any(":" in t or "ml.ds" in t or t == "..." for t in texts[:d + 1]):
+    return None
+  return texts[d]
+
+
+def _expr_at(loc):
+  from .loc import expr_at
+  try:
+    return expr_at(loc)
+  except Exception:       # (a location whose source cannot be read)
+    return None
+
+
 def _block_ptr_access(loc):
   """(the name of the block pointer a load or store at `loc` takes unchecked, the stored value's text) for
   `tl.load(K_block_ptr)` / `tl.store(O_block_ptr, v)` of a name the kernel's file binds with make_block_ptr or
@@ -110,6 +130,12 @@ def _bounds_hint(acc, root, d, n, full, before, gmem, view=None, output=False) -
   # an SMEM window's start in the user's words (`i * 64` of `a_s.at[ml.ds(i * 64, 64)]`, an ml.dot operand)
   written = _user_window(view.loc, root, d) if not gmem and isinstance(view, View) else None
   s = written[1] if written and written[1] else "start"
+  if n == 1 and not written and acc.kind in (A.REG_READ, A.REG_WRITE) and (i := _element_index(acc.op.loc, d)):
+    # (an element `y[row + 1] = v` past the end: its index as written, where the hint said "if start + 1 <= 4",
+    # a start the user never wrote; probe 71a)
+    return (f"guard the access (if {i} >= 0:)" if before else f"guard the access (if {i} < {root}.shape[{d}]:)") + (
+        "" if not clamp else f" or clamp its index ({'ml.maximum' if before else 'ml.minimum'}({i},"
+        f" {0 if before else f'{root}.shape[{d}] - 1'}))")     # (no clamp of an output's read: MG601 there)
   fix = (f"guard the access (if {s} >= 0:, with the trips it skips handled apart)"
          + (f" or clamp its start (ml.maximum({s}, 0))" if clamp else "") if before else
          f"guard the access (if {s} + {n} <= {full}:)"

@@ -179,6 +179,20 @@ class LayoutErrors:
     index = ", ".join("0" for _ in v.type.shape)
     return f"store the scalar into the one element: {use.ref.name or 'out'}[{index}] = {text}"
 
+  def _smem_fill_hint(self, v, n, up) -> str | None:
+    """A vector of n elements (no register layout) that fills a whole 1-D SMEM buffer of its length (`L[...] =
+    ml.arange(100)`, 100 nodes' labels): the buffer made `up` long takes the padding, which no window of the (n,)
+    buffer could (probe 71a: the hint took 104 lanes, which the buffer does not hold)."""
+    from .types import Space
+    use = next((o for o in ir.walk(self.kernel.body) if isinstance(o, Store) and o.value is v), None)
+    ref = getattr(use, "ref", None)
+    if ref is None or ref.type.space != Space.SMEM or tuple(self.root(ref).type.shape) != (n,):
+      return None
+    name = self.root(ref).name if (self.root(ref).name or "").isidentifier() else "buf"
+    return (f"make {name} {up} long, ml.smem(({up},), ...): fill all {up} (ml.arange({up}), a load of {up} masked"
+            f" with other=...), compute on the whole buffer, and read its first {n} back as {name}.at[ml.ds(0, {n})]"
+            f" (a gather or an atomic at indices below {n} never touches the rest)")
+
   def _stored_to(self, v, ndim=2) -> tuple:
     """(the name of the `ndim`-D ref `v` is stored into whole, `out.at[rows][...] = v`, and whether
     that ref is one view of a 2-D array), or (None, False)."""
@@ -286,7 +300,8 @@ class LayoutErrors:
               f"{v.name or 'this tensor'} has shape {shape}: a 1-D register vector of {n} elements is held as a"
               f" tile's row or column statistic only, beside that tile; held alone it needs a multiple of"
               f" {hw.WARPGROUP} elements (one per thread of a warpgroup)", loc,
-              hint=self._scalar_store_hint(v) or one or self._element_reads_hint(v) or smem_vector_hint(
+              hint=self._scalar_store_hint(v) or one or self._element_reads_hint(v) or self._smem_fill_hint(
+                  v, n, up) or smem_vector_hint(
                   o, n, up, self.defs, v.name, self._stored_to(v, 1)[0]) or pad_hint(
                   n, up, index, self._reductions(v), self.defs.get(v.id), self.defs))
         raise E.LayoutError(

@@ -244,7 +244,8 @@ def check_mask_axes(kernel: ir.Kernel, defs: dict, tree) -> list:
           continue
       p, k = at[0], k % len(shape) if -len(shape) <= k < len(shape) else None
       if other:                  # (another input's size of the same dimension, and no bound of x's own beside it)
-        if k != p or shapes[array][k] == shape[p] or _own_bound(o.mask, defs, names, text, name, p, dims, len(shape)):
+        if k != p or shapes[array][k] == shape[p] or _offsets(shape, shapes[array][k]) or _own_bound(
+            o.mask, defs, names, text, name, p, dims, len(shape)):
           continue
         e = seen[id(c)] = seen[key] = _error_other(c, o, name, array, node, bnode, p, shape, shapes[array], dims)
         e.access = {(o.loc.lineno, o.loc.col_offset)}
@@ -287,6 +288,14 @@ def _other_input(o, name, array, inputs, shapes) -> bool:
   """A masked load of input `name` bounded by the size of another input `array` of the same rank (probe 49f)."""
   return (isinstance(o, MaskedLoad) and name in inputs and array in inputs and name in shapes
           and len(shapes.get(array, ())) == len(shapes[name]))
+
+
+def _offsets(shape, bound) -> bool:
+  """Whether a 1-D input of `shape` is the offsets of `bound` items (probe 71a): a CSR's row pointers, a jagged
+  batch's offsets or `cu_seqlens`, n + 1 entries, read at the items' indices under the items' own bound, `start =
+  ml.load(rowptr.at[u], mask=u < n)` with `n = x.shape[0]` of a feature array (it was MG203, whose hint wrote both
+  bounds for the mask that keeps off only the last offset, read as `rowptr.at[u + 1]`)."""
+  return len(shape) == 1 and shape[0] == bound + 1
 
 
 def _own_bound(mask, defs, names, text, name, p, dims, rank) -> bool:

@@ -12,7 +12,7 @@ from .shape_hints import SPLITS, ml_same_hint, split_hint  # jnp.split's windows
 from .image_hints import IMAGE, PAD_MODES  # lax.reduce_window, conv_general_dilated, jnp.median, jax.image.resize
 
 from .scan_hints import SCAN as _SCAN  # a general scan: log2(n) steps of shifted copies
-from .bit_hints import _logical_shift, bit_count_hint  # shifts and bit counts in what a kernel offers
+from .bit_hints import _logical_shift, bit_count_hint, lax_count_hint  # shifts and bit counts in what a kernel offers
 _TOP = ("ml.top_k(x, k) gives the k largest elements along the last axis and their int32 positions, as"
         " jax.lax.top_k (values, indices = ml.top_k(x, k)); ml.sort and ml.argsort(x, descending=True) order"
         " whole rows")
@@ -262,6 +262,8 @@ def missing_hint(base, attr, args=None, after="", taken=frozenset()) -> str:
       return _expand_hint(attr, args)
     if attr in SPLITS and args and (split := split_hint(attr, args)):
       return f"no ml.{attr}: {split}"
+    if attr in _BIT_NAMES:
+      return lax_count_hint(attr, args)
     if attr in NOT_YET:
       return with_operands(attr, NOT_YET[attr], args, taken) or NOT_YET[attr]
     from . import triton_dtypes
@@ -627,8 +629,8 @@ NOT_YET.update({n: f"no ml.{n}: write the operator, x % y (flooring: the divisor
                    f" torch.remainder, exact on floats too)" for n in ("mod", "remainder")})
 NOT_YET["rem"] = "no ml.rem: ml.fmod(x, y) (C's remainder, the sign of x, as lax.rem; exact on floats too)"
 NOT_YET.update({n: h for n, h in ATEN_NAMES.items() if n not in NOT_YET})
-NOT_YET.update({n: bit_count_hint(n, "x") for n in ("popc", "popcount", "population_count", "bitwise_count")})
-NOT_YET.update({n: bit_count_hint("clz", "x") for n in ("clz", "count_leading_zeros")})
+_BIT_NAMES = ("popc", "popcount", "population_count", "bitwise_count", "clz", "count_leading_zeros")
+NOT_YET.update({n: lax_count_hint(n, None) for n in _BIT_NAMES})
 NOT_YET["shift_right_logical"] = ("no ml.shift_right_logical: >> shifts a uint32 logically and an int32"
                                   " arithmetically: ml.bitcast(ml.bitcast(x, jnp.uint32) >> n, jnp.int32)")
 

@@ -28,6 +28,10 @@ JNP = {"nextafter": "nextafter", "copysign": "copysign", "signbit": "signbit", "
        "scalbn": "ldexp", "add_rn": "add", "sub_rn": "subtract", "mul_rn": "multiply"}
 _PARAMS = {"nextafter": ("x", "y"), "copysign": ("x1", "x2"), "signbit": ("x",), "hypot": ("x1", "x2"),
            "ldexp": ("x1", "x2")}         # jnp's positional-only parameters (add, subtract, multiply: *args)
+# Triton's libdevice bit counts (CUDA's __popc, __clz: Gunrock's and cuGraph's bitmap frontiers, a colouring's first
+# free colour) are lax's of the same meaning, traced as lax's calls (probe 71a; they were MG002 whose hint said "no
+# population count here" and wrote the SWAR steps lax.population_count computes)
+LAX = {"popc": "population_count", "popcll": "population_count", "clz": "clz", "clzll": "clz"}
 _STAND_INS: dict = {}
 
 
@@ -77,6 +81,23 @@ class Namespace:
     return list(self._inner)
 
 
+def _lax_stand_in(name):
+  """A function standing for jax.lax.<name> (population_count, clz), traced as lax's call of register values; of a
+  static int, its count of the int's 32-bit pattern."""
+  key = ("lax", name)
+  if key not in _STAND_INS:
+    from .jnp_calls import STAND_INS
+
+    def fn(x, /):
+      bits = int(x) & 0xFFFFFFFF
+      return bin(bits).count("1") if name == "population_count" else 32 - bits.bit_length()
+    fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = "jax.lax"
+    STAND_INS[fn] = ("jax.lax", name)
+    _STAND_INS[key] = fn
+  return _STAND_INS[key]
+
+
 def function(attr):
   """The ml builtin Triton's math function `attr` is, or None."""
   from .ops import BUILTINS
@@ -84,6 +105,8 @@ def function(attr):
     return None
   if attr in JNP:
     return _stand_in(JNP[attr])
+  if attr in LAX:
+    return _lax_stand_in(LAX[attr])
   if attr == "round":                  # halves away from zero, not ml.round's to even (probe 57c)
     from .ops.triton_ops import ROUND_AWAY
     return ROUND_AWAY

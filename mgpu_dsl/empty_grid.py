@@ -17,9 +17,12 @@ class NoPrograms(E.LaunchConfigError):
 
 
 def no_programs(grid, empty, args, at, grid_fn) -> NoPrograms:
+  """`empty`: the indices of the empty inputs, or the text of the grid's axes that counted no items (an empty
+  graph's `ml.cdiv(rp.shape[0] - 1, 256)`, grid_hints.no_work; probe 71a)."""
+  what = (f"an empty input (input {empty[0]}: {calling.describe(args[empty[0]])})" if isinstance(empty, list) else
+          f"inputs of no items ({empty})")
   e = NoPrograms(
-      calling.cap(f"the grid callable gave {tuple(grid)} for an empty input (input {empty[0]}:"
-                  f" {calling.describe(args[empty[0]])}); a launch needs at least one program, and with"
+      calling.cap(f"the grid callable gave {tuple(grid)} for {what}; a launch needs at least one program, and with"
                   f" none this call's outputs that are not updated only by atomics would never be written"),
       at, hint="launch at least one program, whose masked loads then read nothing (outputs updated"
                f" only by atomics start at 0): {grid_hints.one_program_grid(at, grid, grid_fn)}; or fill the"

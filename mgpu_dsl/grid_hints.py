@@ -5,6 +5,7 @@ count made an int; and the hint of an out_shape that gives no arrays.
 from __future__ import annotations
 
 import inspect
+import textwrap
 
 
 def callable_texts(loc, fn) -> list[str]:
@@ -33,6 +34,29 @@ def _grid_lambdas(loc, fn, rank):
       continue
     if len(found) == 1 and isinstance(found[0].body, ast.Tuple) and len(found[0].body.elts) == rank:
       yield found[0]
+
+
+def no_work(loc, grid, fn) -> str | None:
+  """The text of the grid callable's axes that came out 0 where none of them rounds down (no `//`: `ml.cdiv(n, 256)`
+  or `rp.shape[0] - 1` of a CSR's row pointers counts items, of which there are none: an empty graph's degree
+  histogram, probe 71a), else None: an axis of `x.shape[0] // 128` that gives 0 for 100 rows is the mistake MG007's
+  hint rounds up."""
+  import ast
+  zero = [a for a, n in enumerate(grid) if n == 0]
+  rounds = lambda e: isinstance(e, ast.Constant) or any(isinstance(n, (ast.FloorDiv, ast.Div)) for n in ast.walk(e))
+  for lam in _grid_lambdas(loc, fn, len(grid)):
+    axes = [lam.body.elts[a] for a in zero]
+    return None if any(map(rounds, axes)) else ", ".join(ast.unparse(e) for e in axes)
+  try:                  # (a def: no `//` or `/` anywhere in it, each return a tuple whose zero axes are no constant)
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+  except (OSError, TypeError, SyntaxError):
+    return None
+  defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+  rets = [n.value for n in ast.walk(tree) if isinstance(n, ast.Return)]
+  if len(defs) != 1 or rounds(defs[0]) or not rets or not all(
+      isinstance(r, ast.Tuple) and len(r.elts) == len(grid) and not any(rounds(r.elts[a]) for a in zero) for r in rets):
+    return None
+  return ", ".join(ast.unparse(rets[-1].elts[a]) for a in zero) + f" of {defs[0].name}"
 
 
 def one_program_grid(loc, grid, fn) -> str:

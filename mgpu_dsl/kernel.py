@@ -303,7 +303,9 @@ class KernelFunction(SpecMethods, ByReference):     # copied and pickled as a fu
                                    self.parsed.ref_params[:len(args)]) if callable(self.grid)
             else self.grid) if forced is None else forced
     empty = [i for i, a in enumerate(args) if 0 in tuple(getattr(a, "shape", ()))]
-    if callable(self.grid) and (empty or all_empty) and isinstance(grid, (tuple, list)) and 0 in grid:
+    if callable(self.grid) and isinstance(grid, (tuple, list)) and any(isinstance(g, (int, np.integer)) and g == 0
+                                                                       for g in grid) and (empty or all_empty or (
+        empty := grid_hints.no_work(at("grid"), grid, self.grid))):     # (no items counted: an empty graph, 71a)
       if nothing:
         return None, self.block if not callable(self.block) else 128, None, 3
       if all_empty:

@@ -498,3 +498,18 @@ def run_route(k):    # probe 51c: the top 2 of each token's (96,) logits kept (`
 def run_ln_apply(k):
   x, mu, rs = np.asarray(rand(5, 30)), np.asarray(rand(5)), np.asarray(rand(5))
   close(k(x, mu, rs, interpret=True), (x - mu[:, None]) * rs[:, None], 1e-5)
+
+
+def run_bsr4_spmv(k):
+  """A BSR SpMV of 4x4 blocks (probe 71a): runs of ml.arange(4) read and stored."""
+  bptr = np.array([0, 2, 2, 5], np.int32)
+  bcols = np.array([0, 3, 1, 2, 3], np.int32)
+  r = np.random.default_rng(71)
+  bvals = r.standard_normal((5, 4, 4)).astype(np.float32)
+  x = r.standard_normal(16).astype(np.float32)
+  want = np.zeros(12)
+  for i in range(3):
+    for p in range(bptr[i], bptr[i + 1]):
+      want[i * 4:(i + 1) * 4] += bvals[p].astype(np.float64) @ x[bcols[p] * 4:(bcols[p] + 1) * 4]
+  got = k(jnp.asarray(bptr), jnp.asarray(bcols), jnp.asarray(bvals), jnp.asarray(x), interpret=True)
+  np.testing.assert_allclose(np.asarray(got), want, rtol=0, atol=1e-5)

@@ -28,7 +28,7 @@ import pytest
 
 from doc_runs import (  # the kernels' runs (inputs, interpret mode, a jnp reference)
     _Linear, run_add_one, run_affine, run_ln_apply, run_append, run_apply_act, run_attention_block, run_axpb, run_batch_norm,
-    run_bf16_bits, run_bias_grad, run_biased_and_summed, run_bits_and_outer, run_buckets, run_clip_range,
+    run_bf16_bits, run_bias_grad, run_bsr4_spmv, run_biased_and_summed, run_bits_and_outer, run_buckets, run_clip_range,
     run_column_norms, run_column_sums, run_combine_splits, run_debug_scaled, run_dequantize, run_double_direct,
     run_double_masked, run_double_twice, run_dropout, run_dropout4, run_embedding, run_embedding_backward,
     run_expert_offsets, run_expert_slots, run_ffn_act, run_first_writer_wins, run_fold, run_glu, run_gqa_decode,
@@ -199,6 +199,7 @@ CASES = [
     Case(L, "recurrence", [S((8, 64), f32), S((8, 64), f32)], run=run_recurrence),
     Case(L, "segmented_sum", [S((8, 128), f32), S((8, 128), i32)], run=run_segmented_sum),
     Case(L, "lengths_and_starts", [S((9,), i32)], run=run_lengths_and_starts),
+    Case(L, "bsr4_spmv", [S((4,), i32), S((5,), i32), S((5, 4, 4), f32), S((16,), f32)], run=run_bsr4_spmv),
     Case(L, "jagged_stats", [S((4,), i32), S((128,), i32)], {"T": 16}, run=run_jagged_stats),
     Case(L, "biased_and_summed", [S((5, 45), f32), S((45,), f32)], run=run_biased_and_summed),
     Case(L, "gqa_decode", [S((2, 8, 40), jnp.bfloat16), S((2, 128, 40), jnp.bfloat16), S((2, 128, 40), jnp.bfloat16)],

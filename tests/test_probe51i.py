@@ -229,13 +229,14 @@ def test_a_long_scan_over_whole_reads_of_refs_reads_a_row_a_step():
 
 
 def test_a_bounds_error_in_a_lax_loop_body_names_the_bodys_index():
-  hint = ("guard the access (if start >= 0:, with the trips it skips handled apart) or clamp its start"
-          " (ml.maximum(start, 0))")
+  # (the hints name the row's index as written since probe 71a; they said "if start >= 0:", a start never written)
   specs = [S((100, 128), F32)] * 2
   expect(fori_reads_before_the_start, specs, mg.IndexOutOfBoundsError, "a[t, :]",
-         "this register read touches a[-1:0, 0:128] when k = 0, outside a's shape (100, 128)", hint=hint)
+         "this register read touches a[-1:0, 0:128] when k = 0, outside a's shape (100, 128)",
+         hint="guard the access (if t >= 0:) or clamp its index (ml.maximum(t, 0))")
   expect(long_scan_reads_before_the_start, specs, mg.IndexOutOfBoundsError, "a[t - 1, :]",
-         "this register read touches a[-1:0, 0:128] when t = 0, outside a's shape (100, 128)", hint=hint)
+         "this register read touches a[-1:0, 0:128] when t = 0, outside a's shape (100, 128)",
+         hint="guard the access (if t - 1 >= 0:) or clamp its index (ml.maximum(t - 1, 0))")
 
 
 @pytest.mark.gpu

@@ -605,9 +605,14 @@ def run_window(cx, iref, name=""):
   if not tensors or advanced != list(range(advanced[0], advanced[-1] + 1)):
     return None                    # (NumPy moves the dimensions of split advanced indices to the front)
   window = list(items)
+  pads = getattr(cx.b, "pad_tiles", None) if not getattr(cx.b, "pad_ok", 0) else None
   for t, k in enumerate(tensors):
     shape = tuple(items[k].type.shape)
     run = run_start(cx.b, items[k], cx)
+    own = pads.get(items[k].id) if pads is not None else None
+    if own is not None and run is not None and run[1] == math.prod(shape) and sum(n != 1 for n in own) <= 1:
+      shape, run = tuple(own), (run[0], math.prod(own))   # (a run of an odd ml.arange made padded: the window of its
+                                                          # own length, which the padded load and store grow; 71a)
     if run is None or (shape != (run[1],) if len(tensors) == 1 else
                        len(shape) != len(tensors) or shape[t] != run[1] or math.prod(shape) != run[1]):
       return None

@@ -84,7 +84,7 @@ def padded_masked_load(cx, ref, mask, other):
   recomputed at its shape and the padding's mask (see the module); None where it is no such load."""
   from . import padded_tiles as pt
   from .access import _masked_read
-  win = _window(cx, ref) or _short_run(cx, ref)
+  win = _window(cx, ref) or _padded_run(cx, ref, mask) or _short_run(cx, ref)
   if win is None or isinstance(getattr(other, "type", None), TensorType):
     return None
   shape, up, root, index = win
@@ -144,6 +144,27 @@ def _run_window(cx, ref, value, pads):
   if root is None or root.type.space != Space.GMEM:
     return None
   return shape, up, root, index
+
+
+def _padded_run(cx, ref, mask):
+  """(shape, padded shape, root, starts) of a 1-D GMEM window of n elements read under a mask the padded trace
+  computes padded at its own length n (Triton's `ml.load(x.at[offs], mask=offs < n, other=0)` of `offs = s +
+  ml.arange(4)`, a BSR block's 4 columns or a row's two pointers: the arange made padded, ArangePads), padded as the
+  mask is (probe 71a: the mask of (8,) was MG202 against the (4,) window, and the kernel MG204 at the arange); None
+  otherwise."""
+  from . import padded_tiles as pt
+  pads = getattr(cx.b, "pad_tiles", None)
+  if pads is None or getattr(cx.b, "pad_ok", 0) or ref.type.space != Space.GMEM or len(ref.type.shape) != 1 \
+      or getattr(ref.type, "transposed", False) or not isinstance(resolve(ref.type.dtype), DType) \
+      or not isinstance(getattr(mask, "type", None), TensorType) or len(mask.type.shape) != 1:
+    return None
+  n, up = ref.type.shape[0], tuple(mask.type.shape)
+  if pads.get(mask.id) != (n,) or up[0] <= n:
+    return None
+  root, index = pt._window_of(cx, ref, 1)
+  if root is None or root.type.space != Space.GMEM:
+    return None
+  return (n,), up, root, index
 
 
 def _short_run(cx, ref):

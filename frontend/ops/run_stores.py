@@ -52,13 +52,14 @@ def run_scatter(cx, iref, value) -> bool:
   start before 0 leaves the store to the scatter."""
   import numpy as np
   from .access import store_
-  plan = run_store_plan(cx, iref)
+  plan = run_store_plan(cx, iref, value)
   if plan is None:
     return False
   shape = tuple(plan[0].type.shape)
   if is_value(value) and isinstance(value.type, TensorType):
+    from .padded_tiles import true_shape
     try:
-      fits = np.broadcast_shapes(tuple(value.type.shape), shape) == shape
+      fits = np.broadcast_shapes(true_shape(cx.b, value), shape) == shape      # (a padded value: its own shape)
     except ValueError:
       fits = False
     if not fits:
@@ -80,9 +81,11 @@ def run_update(cx, iref, combine) -> bool:
   return True
 
 
-def run_store_plan(cx, iref):
+def run_store_plan(cx, iref, value=None):
   """(the window, the mask of the positions inside the array or None) that a store at `iref`'s runs moves;
-  None where an index is not a run that never starts below 0 (see run_scatter)."""
+  None where an index is not a run that never starts below 0 (see run_scatter). A run of an odd `ml.arange` made
+  padded (ArangePads) storing a `value` held at its own length (a row statistic of 4 rows) takes a mask of that
+  length, the run's positions recomputed from its start (probe 71a: the padded mask was MG202 against the window)."""
   from .gather import run_window
   from .index_hints import run_start
   items = iref.index if isinstance(iref.index, tuple) else (iref.index,)
@@ -104,10 +107,17 @@ def run_store_plan(cx, iref):
     return None
   rank = len(window.type.shape)
   keep = None
+  from .padded_tiles import true_shape
+  pads = getattr(cx.b, "pad_tiles", None) if not getattr(cx.b, "pad_ok", 0) else None
   for k, (start, n) in runs:
     if isinstance(start, int) and start + n <= shape[k]:
       continue                        # inside the array whatever the program
-    inside = ew.compare(cx, ew.CmpOp.LT, items[k], shape[k])
+    pos = items[k]
+    if pads is not None and pos.id in pads and len(pos.type.shape) == 1 and is_value(value) and isinstance(
+        value.type, TensorType) and true_shape(cx.b, value) == tuple(value.type.shape) == tuple(pads[pos.id]):
+      from .elementwise_fns import arange
+      pos = ew.binary(cx, ew.BinOp.ADD, arange.rule(cx, pads[pos.id][0]), start)   # (the compiler's own: exact)
+    inside = ew.compare(cx, ew.CmpOp.LT, pos, shape[k])
     if len(inside.type.shape) < rank:   # out[rows, :]: the run's axis leads the window's
       from .shape import reshape_
       inside = reshape_(cx, inside, inside.type.shape + (1,) * (rank - len(inside.type.shape)))
