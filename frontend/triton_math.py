@@ -36,20 +36,39 @@ def _stand_in(name):
   static numbers it computes NumPy's namesake in float32 (the weak float32 Triton makes of a number)."""
   if name not in _STAND_INS:
     import numpy as np
-    from .jnp_calls import STAND_INS
 
     def fn(*args):
       return getattr(np, name)(*(a if isinstance(a, int) and name == "ldexp" and i else np.float32(a)
                                  for i, a in enumerate(args))).item()
-    fn.__name__ = fn.__qualname__ = name
-    fn.__module__ = "jax.numpy"          # (a library function to the calls' hints: a ref read first, jnp's arity)
-    if name in _PARAMS:
-      import inspect
-      fn.__signature__ = inspect.Signature(
-          [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in _PARAMS[name]])
-    STAND_INS[fn] = ("jnp", name)
-    _STAND_INS[name] = fn
+    _register(fn, name, ("jnp", name), "jax.numpy", _PARAMS.get(name))
   return _STAND_INS[name]
+
+
+def _bits_stand_in(name):
+  """A function standing for libdevice's integer intrinsic `name` (popc, clz, ffs, brev, byte_perm, hadd, ...:
+  libdevice_bits.py's forms, probe 71b); of Python ints it computes CUDA's result while tracing."""
+  key = f"libdevice.{name}"
+  if key not in _STAND_INS:
+    from .libdevice_bits import PARAMS, static
+
+    def fn(*args):
+      if not all(isinstance(a, int) for a in args):
+        raise TypeError(f"libdevice.{name} takes integers")
+      return static(name, *args)
+    _register(fn, key, ("libdevice", name), "mgpu_dsl.libdevice", PARAMS[name])
+  return _STAND_INS[key]
+
+
+def _register(fn, key, lib, module, params):
+  from .jnp_calls import STAND_INS
+  fn.__name__ = fn.__qualname__ = lib[1]
+  fn.__module__ = module           # (a library function to the calls' hints: a ref read first, jnp's arity)
+  if params:
+    import inspect
+    fn.__signature__ = inspect.Signature(
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in params])
+  STAND_INS[fn] = lib
+  _STAND_INS[key] = fn
 
 
 class Namespace:
@@ -84,6 +103,9 @@ def function(attr):
     return None
   if attr in JNP:
     return _stand_in(JNP[attr])
+  from .libdevice_bits import NAMES
+  if attr in NAMES:                    # popc, clz, ffs, brev, byte_perm, hadd, ...: composed (probe 71b)
+    return _bits_stand_in(attr)
   if attr == "round":                  # halves away from zero, not ml.round's to even (probe 57c)
     from .ops.triton_ops import ROUND_AWAY
     return ROUND_AWAY
