@@ -433,7 +433,18 @@ def crc32_bitwise_where(d, t, o):
   o[...] = c ^ 0xFFFFFFFF
 
 
+@mg.mgpu_kernel(out_shape=lambda d, t: S((d.shape[0],), U32))
+def crc32_module_table(d, t, o):
+  """The table a module constant (CUDA's `__constant__ uint32_t crc_table[256]`), indexed by a tensor: a register
+  table of its 256 numbers (MG003 "pass the table as an input" before probe 71b, past 64 numbers)."""
+  c = ml.full((d.shape[0],), 0xFFFFFFFF, U32)
+  for j in range(d.shape[1]):
+    c = CRC_TABLE[(c ^ d[:, j]) & 0xFF] ^ (c >> 8)
+  o[...] = ~c
+
+
 case("crc32_table_in_gmem", crc32_table_gmem, _crc_make, _crc_ref)
+case("crc32_table_module_constant", crc32_module_table, _crc_make, _crc_ref)
 case("crc32_table_in_smem", crc32_table_smem, _crc_make, _crc_ref)
 case("crc32_bitwise_masked_polynomial", crc32_bitwise_mask, _crc_make, _crc_ref)
 case("crc32_bitwise_where_uint32_constant", crc32_bitwise_where, _crc_make, _crc_ref)

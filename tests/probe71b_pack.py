@@ -308,6 +308,25 @@ case("hamming_distance_all_pairs_packed", hamming_all_pairs, lambda s: ((words(s
      lambda q, d: pop_np(q[:, None, :] ^ d[None, :, :]).sum(2).astype(np.int32))
 
 
+POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], np.uint8)
+
+
+@mg.mgpu_kernel(out_shape=lambda q, d: S((q.shape[0], d.shape[0]), I32))
+def hamming_bytes_lut(q, d, o):
+  """Byte-packed codes (32 bytes: 256 bits) compared by a popcount lookup table of the xor's bytes (a module's
+  256-entry NumPy table indexed by a uint8 tensor, as CPU code and older GPU kernels count bits)."""
+  acc = ml.zeros((q.shape[0], d.shape[0]), I32)
+  for k in range(q.shape[1]):
+    acc += POPCOUNT8[q[:, k][:, None] ^ d[:, k][None, :]].astype(I32)
+  o[...] = acc
+
+
+case("hamming_bytes_popcount_lut", hamming_bytes_lut,
+     lambda s: ((rng_of(s).integers(0, 256, (16, 32)).astype(np.uint8), rng_of(s + 1).integers(0, 256, (64, 32))
+                 .astype(np.uint8)), {}),
+     lambda q, d: POPCOUNT8[q[:, None, :] ^ d[None, :, :]].astype(np.int32).sum(2).astype(np.int32))
+
+
 @mg.mgpu_kernel(out_shape=lambda q, d: S((q.shape[0],), I32))
 def hamming_nearest(q, d, o):
   """Each query's nearest database row by Hamming distance: libdevice's popc of the xor, summed per pair, argmin."""

@@ -97,7 +97,7 @@ GPU_TWINS = ["sha256_compress_block_rows", "sha1_compress_block_rows", "md5_comp
              "libdevice_popc_clz_ffs_brev_int32", "int64_popcll_clzll_brevll", "byte_swap_shifts_byte_perm_bitcast",
              "libdevice_halving_adds", "rotate_by_run_time_amounts", "morton3d_30_bit_of_unit_points",
              "bloom_filter_insert_atomic_or", "unpack_5_bit_fields", "base64_decode_ranges",
-             "hamming_nearest_neighbour_popc"]
+             "hamming_nearest_neighbour_popc", "crc32_table_module_constant"]
 
 
 @pytest.mark.gpu
@@ -326,6 +326,41 @@ def test_the_deep_chains_hint_computes():
   np.testing.assert_array_equal(np.asarray(window_after_a_run_time_chain(x, n=4000, interpret=True)), x + 1)
 
 
+# ---------------------------------------------------------------- class 4: a module's table of 65 to 256 numbers looked up
+BYTE_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], np.uint8)
+BIG_TABLE = np.arange(300, dtype=np.int32)
+
+
+@mg.mgpu_kernel(out_shape=lambda b: b)
+def byte_popcount_lut(b, o):
+  o[...] = BYTE_POPCOUNT[b[...]]
+
+
+@mg.mgpu_kernel(out_shape=lambda b: S(b.shape, I32))
+def past_the_table_limit(b, o):
+  o[...] = BIG_TABLE[b[...].astype(I32)]
+
+
+@mg.mgpu_kernel(out_shape=lambda b, t: b)
+def table_as_input(b, t, o):
+  idx = b[...]
+  o[...] = t[idx]
+
+
+def test_a_module_table_of_256_numbers_is_looked_up():
+  """A module's NumPy table indexed by a tensor (CRC32's 256 words, a byte's popcount) was MG003 past 64 numbers
+  ("pass the table to the kernel as an input"), where `jnp.array([...])[idx]` of 256 numbers computed: a 1-D one
+  looked up takes 256 numbers too, a register table (static_tables.outside); 300 keep the MG003 and its hint."""
+  b = np.random.default_rng(12).integers(0, 256, 512).astype(np.uint8)
+  np.testing.assert_array_equal(np.asarray(byte_popcount_lut(b, interpret=True)), BYTE_POPCOUNT[b])
+  assert "mosaic_gpu" in _export(byte_popcount_lut, (b,))
+  _error(past_the_table_limit, [S((512,), jnp.uint8)], mg.KernelTypeError, "MG003",
+         "o[...] = BIG_TABLE[b[...].astype(I32)]", "BIG_TABLE[", "cannot index BIG_TABLE", "pass it to the kernel as"
+         " an input array, t (BIG_TABLE as an argument), and gather from it: idx = b[...].astype(I32); t[idx]")
+  b16 = b.astype(np.int32)
+  np.testing.assert_array_equal(np.asarray(table_as_input(b16, BIG_TABLE, interpret=True)), BIG_TABLE[b16])
+
+
 @pytest.mark.gpu
 def test_gpu_classes():
   x = probe71b_bits.edge_words(3)
@@ -336,3 +371,5 @@ def test_gpu_classes():
     np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
   m = probe71b_hash.words(10, (128, 2))
   np.testing.assert_array_equal(np.asarray(jax.jit(lambda a: rounds_stacked(a, n=700))(m)), _rounds_ref(m, 700))
+  b = np.random.default_rng(12).integers(0, 256, 512).astype(np.uint8)
+  np.testing.assert_array_equal(np.asarray(jax.jit(byte_popcount_lut)(b)), BYTE_POPCOUNT[b])
