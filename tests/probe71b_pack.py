@@ -359,3 +359,50 @@ def unpackbits_to_signs(p, o):
 case("unpackbits_to_plus_minus_one", unpackbits_to_signs,
      lambda s: ((rng_of(s).integers(0, 256, (32, 16)).astype(np.uint8),), {}),
      lambda p: np.unpackbits(p, axis=1, bitorder="little").astype(np.float32) * 2 - 1)
+
+
+# ---------------------------------------------------------------- checksums of compressed streams
+def _crc16_ref(d):
+  out = []
+  for row in d:
+    c = 0xFFFF
+    for b in row:
+      c ^= int(b) << 8
+      for _ in range(8):
+        c = ((c << 1) ^ 0x1021) & 0xFFFF if c & 0x8000 else (c << 1) & 0xFFFF
+    out.append(c)
+  return np.array(out, np.uint16)
+
+
+@mg.mgpu_kernel(out_shape=lambda d: S((d.shape[0],), jnp.uint16))
+def crc16_ccitt(d, o):
+  """CRC-16/CCITT-FALSE bit by bit in uint16 (shifts left wrap in 16 bits, as jnp's), a message a row."""
+  c = ml.full((d.shape[0],), 0xFFFF, jnp.uint16)
+  for j in range(d.shape[1]):
+    c ^= d[:, j].astype(jnp.uint16) << 8
+    for _ in range(8):
+      c = ml.where((c & 0x8000) != 0, (c << 1) ^ 0x1021, c << 1)
+  o[...] = c
+
+
+case("crc16_ccitt_uint16_bitwise", crc16_ccitt, lambda s: ((rng_of(s).integers(0, 256, (128, 8)).astype(np.uint8),), {}),
+     _crc16_ref)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0],), U32))
+def adler32(x, o):
+  """zlib's Adler-32 of a row of bytes: two running sums modulo 65521 in uint32."""
+  a = ml.full((x.shape[0],), 1, U32)
+  b = ml.zeros((x.shape[0],), U32)
+  for j in range(x.shape[1]):
+    a = (a + x[:, j]) % 65521
+    b = (b + a) % 65521
+  o[...] = (b << 16) | a
+
+
+def _adler_ref(x):
+  import zlib
+  return np.array([zlib.adler32(row.tobytes()) for row in x], np.uint32)
+
+
+case("adler32_rows", adler32, lambda s: ((rng_of(s).integers(0, 256, (128, 40)).astype(np.uint8),), {}), _adler_ref)

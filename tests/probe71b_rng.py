@@ -360,3 +360,24 @@ def _xoshiro_ref(x):
 
 
 case("xoshiro128pp_output_and_step", xoshiro128_plus_plus, lambda s: ((words(s, (128, 4)),), {}), _xoshiro_ref)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def triton_bitcast_hash(x, o):
+  """A Triton port's integer hash of int32 keys: `x.to(tl.uint32, bitcast=True)`, mixed in uint32, bitcast back."""
+  u = x[...].to(ml.uint32, bitcast=True)
+  u = (u ^ (u >> 16)) * 0x45d9f3b
+  u = (u ^ (u >> 16)) * 0x45d9f3b
+  o[...] = (u ^ (u >> 16)).to(ml.int32, bitcast=True)
+
+
+@wrapping
+def _tb_ref(x):
+  u = x.view(np.uint32).copy()
+  for _ in range(2):
+    u = (u ^ (u >> np.uint32(16))) * np.uint32(0x45d9f3b)
+  return (u ^ (u >> np.uint32(16))).view(np.int32)
+
+
+case("triton_to_bitcast_int32_hash", triton_bitcast_hash,
+     lambda s: ((rng_of(s).integers(-2 ** 31, 2 ** 31 - 1, 256).astype(np.int32),), {}), _tb_ref)
