@@ -1,6 +1,6 @@
 """Bit manipulation a kernel writes out itself, in the words of the call it replaces: a logical right shift of
-a signed or 8-bit value (jnp.right_shift, lax.shift_right_logical), and the SWAR forms of a population count or a
-count of leading zeros (no such instruction here)."""
+a signed or 8-bit value (jnp.right_shift, lax.shift_right_logical), and where a population count or a count of
+leading zeros is (libdevice's and lax's, probe 71b)."""
 from __future__ import annotations
 
 from .formula_hints import operand as _operand
@@ -27,45 +27,27 @@ def _logical_shift(x: str, n: str, d) -> str:
   return f"ml.bitcast(ml.bitcast({x}, jnp.uint{d.bits}) >> {n}, jnp.int{d.bits})"
 
 
-_POPCOUNT = ("v = u - ((u >> 1) & 0x55555555); v = (v & 0x33333333) + ((v >> 2) & 0x33333333);"
-             " count = (((v + (v >> 4)) & 0x0F0F0F0F) * 0x01010101) >> 24")
-_SMEAR = "u = u | (u >> 1); u = u | (u >> 2); u = u | (u >> 4); u = u | (u >> 8); u = u | (u >> 16)"
-
-
-def _as_uint32(x: str, d) -> str:
-  """`x` (as written, of integer dtype `d`, None if unknown) as a uint32 of its bits, zero-extended."""
-  if d is None or d.bits == 32:
-    return _operand(x) if d is not None and not d.is_signed else f"ml.bitcast({x}, jnp.uint32)"
-  return (f"{_operand(x)}.astype(jnp.uint32)" if not d.is_signed else
-          f"ml.bitcast({x}, jnp.uint{d.bits}).astype(jnp.uint32)")
-
-
-def bit_count_hint(name: str, x: str, d=None) -> str:
-  """No population count or count of leading zeros instruction: the SWAR forms on a uint32 `u`
-  (`x`: the operand as written, `d` its integer dtype where known)."""
+def bit_count_hint(name: str, x: str, d=None, shown=None) -> str:
+  """The population count or count of leading zeros (`name`: "clz" or another count's name) of `x` (the operand as
+  written, `d` its dtype where known): libdevice's intrinsic (an int32 count, CUDA's) or lax's (in x's dtype), which
+  compute since probe 71b (this hint wrote their SWAR steps out before); of a float, its bits. `shown`: the name the
+  kernel called (ml.<shown>), where not the intrinsic's."""
   clz = name == "clz"
-  what = "clz" if clz else "population count"
-  steps = f"{_SMEAR} (every bit below the highest one set); {_POPCOUNT}" if clz else _POPCOUNT
-  if d is not None and d.bits == 64:
-    ox = _operand(x)
-    halves = f"hi = ({ox} >> 32).astype(jnp.uint32), lo = ({ox} & 0xFFFFFFFF).astype(jnp.uint32)"
-    how = ("clz = ml.where(hi == 0, 32 + that of lo, that of hi), each 32 - count" if clz else
-           "the sum of both counts")
-    return f"no {what} here: {halves}; for each as u, {steps}; {how}"
-  width = d.bits if d is not None and d.bits < 32 else 32
-  tail = f"; clz = {width} - count" if clz else ""
-  return f"no {what} here: u = {_as_uint32(x, d)}; {steps}{tail}"
+  f, lax = ("clz", "clz") if clz else ("popc", "population_count")
+  if d is not None and d.is_float:
+    bits = "jnp.uint16" if d.bits == 16 else "jnp.uint32"
+    return (f"{'clz' if clz else 'a population count'} counts an integer's bits: of {_operand(x)}'s bits,"
+            f" jax.lax.{lax}(ml.bitcast({x}, {bits}))")
+  zero = ", 32 for 0, 64 of an int64's 0" if clz else ""
+  return (f"no ml.{shown or f}: libdevice's, ml.extra.cuda.libdevice.{f}({x}) (CUDA's __{f}: an int32 count{zero}), or"
+          f" jax.lax.{lax}({x}) (the count in {_operand(x)}'s dtype)")
 
 
 def lax_count_hint(attr: str, args) -> str:
   """The hint of a missing `ml.<attr>` bit count (ml.popc, ml.clz, Triton's and CUDA's names) called with `args` (as
-  written, or None): lax's function of the same meaning, which kernels compute for 8- to 32-bit integers (probe 71a;
-  the hint was the SWAR steps `bit_count_hint` writes, which lax.population_count computes)."""
+  written, or None): bit_count_hint's calls, which compute (probes 71a-b; the hint was the SWAR steps written out)."""
   import re
   one = args is not None and len(args) == 1 and not re.match(r"\s*\w+\s*=[^=]", args[0])
   x = args[0].strip() if one else "x"
-  clz = attr in ("clz", "count_leading_zeros")
-  fn = "clz" if clz else "population_count"
-  cuda = "__clz" if clz else "__popc"
-  return (f"no ml.{attr}: jax.lax.{fn}({x}) (of 8- to 32-bit integers, in their dtype, as CUDA's {cuda};"
-          f" Triton's libdevice.{'clz' if clz else 'popc'} is the same)")
+  clz = attr in ("clz", "count_leading_zeros", "clzll")
+  return bit_count_hint("clz" if clz else "popc", x, shown=attr)

@@ -22,6 +22,7 @@ from .triton_semantics import is_triton_port, warn_divisions
 from .builder import Builder
 from .checks import check_kernel, mark_nonzero_divisions
 from .contraction import empty_loop_errors
+from .deep_walks import deep_walks, too_deep
 from .mma_registers import check_mma_registers
 from .carried_registers import check_carried_registers
 from .narrow_sums import check_narrow_sums
@@ -231,6 +232,11 @@ def trace(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, **kw) -> ir.K
   and that every trace fails with a layout error is traced once more with those products as ml.dot of register
   tiles (TF32 on the tensor cores, as float32 tiles of 64 rows are): a (2, 48) by (48, 16) product's chunks are a
   3-D broadcast no layout holds; else the first error stands."""
+  with deep_walks():
+    return _trace_kept(pk, in_specs, out_specs, constexprs, **kw)
+
+
+def _trace_kept(pk, in_specs, out_specs, constexprs, **kw) -> ir.Kernel:
   try:
     kernel = _each_trace(pk, in_specs, out_specs, constexprs, **kw)
   except E.KernelError as e:
@@ -478,6 +484,8 @@ def _trace_once(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid
     raise
   except Warning:          # a warning the user made an error (-W error::mgpu_dsl.RegisterSpillWarning): theirs
     raise
+  except RecursionError:   # (probe 71b: a chain past DEEP_WALKS frames; it was MG900, "a bug in mgpu_dsl")
+    raise too_deep(loc) from None
   except Exception as e:   # a bug in a pass, not in the kernel: say so, at the kernel
     raise E.InternalError.wrap(f"mgpu_dsl failed while compiling {pk.tree.name}", e, loc) from e
   return kernel

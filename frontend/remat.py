@@ -39,6 +39,10 @@ def _blocks(block: ir.Block):
       yield from _blocks(getattr(o, r))
 
 
+def _tensor(v) -> bool:
+  return isinstance(v, ir.Value) and isinstance(v.type, TensorType)
+
+
 class _Index:
   def __init__(self, defs, inputs=frozenset()):
     self.defs = defs
@@ -55,27 +59,43 @@ class _Index:
     return ref.id in self.inputs
 
   def pure(self, v) -> bool:
-    """Whether tensor `v` is computed from ml.arange, constants, scalars and reads of inputs only."""
-    if not isinstance(v, ir.Value) or not isinstance(v.type, TensorType):
+    """Whether tensor `v` is computed from ml.arange, constants, scalars and reads of inputs only. Walked with a
+    stack of its own, not Python's (probe 71b: SHA-1's 80 unrolled rounds, a chain some thousand values deep, were
+    a RecursionError, MG900)."""
+    if not _tensor(v):
       return True                        # a number or a scalar operand
-    if v.id in self.memo:
-      return self.memo[v.id]
-    self.memo[v.id] = False              # (no cycles in pure chains; loop carries are not pure)
-    d = self.defs.get(v.id)
-    ok = isinstance(d, (Arange, Full)) or (isinstance(d, ELEMENTWISE_OPS) or self.input_read(d) or _row(d)) and all(
-        self.pure(x) for x in d.operands())
-    self.memo[v.id] = ok
-    return ok
+    todo = [(v, False)]
+    while todo:
+      x, done = todo.pop()
+      d = self.defs.get(x.id)
+      if done:
+        self.memo[x.id] = isinstance(d, (Arange, Full)) or self._walked(d) and all(
+            self.memo.get(y.id, False) for y in d.operands() if _tensor(y))
+        continue
+      if x.id in self.memo:
+        continue
+      self.memo[x.id] = False            # (no cycles in pure chains; loop carries are not pure)
+      todo.append((x, True))
+      if not isinstance(d, (Arange, Full)) and self._walked(d):
+        todo.extend((y, False) for y in d.operands() if _tensor(y) and y.id not in self.memo)
+    return self.memo[v.id]
+
+  def _walked(self, d) -> bool:
+    return isinstance(d, ELEMENTWISE_OPS) or self.input_read(d) or _row(d)
 
   def chain(self, v, out: list, seen: set) -> None:
-    """The ops computing tensor `v`, operands first."""
-    if not isinstance(v, ir.Value) or not isinstance(v.type, TensorType) or v.id in seen:
-      return
-    seen.add(v.id)
-    d = self.defs[v.id]
-    for x in d.operands():
-      self.chain(x, out, seen)
-    out.append(d)
+    """The ops computing tensor `v`, operands first (a stack of its own, as pure's)."""
+    todo = [(v, False)]
+    while todo:
+      x, done = todo.pop()
+      if done:
+        out.append(self.defs[x.id])
+        continue
+      if not _tensor(x) or x.id in seen:
+        continue
+      seen.add(x.id)
+      todo.append((x, True))
+      todo.extend((y, False) for y in reversed(self.defs[x.id].operands()))
 
 
 def _row(d) -> bool:

@@ -157,12 +157,15 @@ def _matrix(tracer, node, out):
   return t
 
 
-def outside(tracer, node, x):
+def outside(tracer, node, x, lookup=False):
   """`x` where it is no array from outside the kernel; a module's small NumPy (or JAX) array met by register values
   (`x * W`, `x @ W`, `jnp.where(M, x, 0)` of a global W or M) as the register table `jnp.asarray(W)` makes (probe
-  53b: it was MG003, "pass the array to the kernel as an input")."""
+  53b: it was MG003, "pass the array to the kernel as an input"). A 1-D one indexed by a tensor (`lookup`: CRC32's
+  256-entry table, `CRC_TABLE[(c ^ b) & 0xFF]`, a byte's popcount table) takes up to MAX numbers, as
+  `jnp.array([...])[idx]` does (probe 71b: past 64 it was that MG003)."""
   from .ops.base import _outside_array, is_value
-  if is_value(x) or not _outside_array(x) or len(x.shape) not in (1, 2) or not 1 <= int(np.prod(x.shape)) <= OUTSIDE:
+  most = MAX if lookup and len(getattr(x, "shape", ())) == 1 else OUTSIDE
+  if is_value(x) or not _outside_array(x) or len(x.shape) not in (1, 2) or not 1 <= int(np.prod(x.shape)) <= most:
     return x
   try:
     vals = np.asarray(x)

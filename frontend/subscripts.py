@@ -328,7 +328,7 @@ class Subscripts:
     index = self.eval_index(node.slice)
     if holds_value(index) and not is_value(base):
       from .static_tables import outside      # NF4[idx] of a module's NumPy table: a gather from its register table
-      base = outside(self, node, base)
+      base = outside(self, node, base, lookup=True)
     values, nodes = self._index_operands(node.slice, index)
     if is_value(base):                      # (the base too: `(acc * 2)[:, 5]` in a hint, not a placeholder)
       values, nodes = [base, *values], [node.value, *nodes]

@@ -28,10 +28,6 @@ JNP = {"nextafter": "nextafter", "copysign": "copysign", "signbit": "signbit", "
        "scalbn": "ldexp", "add_rn": "add", "sub_rn": "subtract", "mul_rn": "multiply"}
 _PARAMS = {"nextafter": ("x", "y"), "copysign": ("x1", "x2"), "signbit": ("x",), "hypot": ("x1", "x2"),
            "ldexp": ("x1", "x2")}         # jnp's positional-only parameters (add, subtract, multiply: *args)
-# Triton's libdevice bit counts (CUDA's __popc, __clz: Gunrock's and cuGraph's bitmap frontiers, a colouring's first
-# free colour) are lax's of the same meaning, traced as lax's calls (probe 71a; they were MG002 whose hint said "no
-# population count here" and wrote the SWAR steps lax.population_count computes)
-LAX = {"popc": "population_count", "popcll": "population_count", "clz": "clz", "clzll": "clz"}
 _STAND_INS: dict = {}
 
 
@@ -40,20 +36,39 @@ def _stand_in(name):
   static numbers it computes NumPy's namesake in float32 (the weak float32 Triton makes of a number)."""
   if name not in _STAND_INS:
     import numpy as np
-    from .jnp_calls import STAND_INS
 
     def fn(*args):
       return getattr(np, name)(*(a if isinstance(a, int) and name == "ldexp" and i else np.float32(a)
                                  for i, a in enumerate(args))).item()
-    fn.__name__ = fn.__qualname__ = name
-    fn.__module__ = "jax.numpy"          # (a library function to the calls' hints: a ref read first, jnp's arity)
-    if name in _PARAMS:
-      import inspect
-      fn.__signature__ = inspect.Signature(
-          [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in _PARAMS[name]])
-    STAND_INS[fn] = ("jnp", name)
-    _STAND_INS[name] = fn
+    _register(fn, name, ("jnp", name), "jax.numpy", _PARAMS.get(name))
   return _STAND_INS[name]
+
+
+def _bits_stand_in(name):
+  """A function standing for libdevice's integer intrinsic `name` (popc, clz, ffs, brev, byte_perm, hadd, ...:
+  libdevice_bits.py's forms, probe 71b); of Python ints it computes CUDA's result while tracing."""
+  key = f"libdevice.{name}"
+  if key not in _STAND_INS:
+    from .libdevice_bits import PARAMS, static
+
+    def fn(*args):
+      if not all(isinstance(a, int) for a in args):
+        raise TypeError(f"libdevice.{name} takes integers")
+      return static(name, *args)
+    _register(fn, key, ("libdevice", name), "mgpu_dsl.libdevice", PARAMS[name])
+  return _STAND_INS[key]
+
+
+def _register(fn, key, lib, module, params):
+  from .jnp_calls import STAND_INS
+  fn.__name__ = fn.__qualname__ = lib[1]
+  fn.__module__ = module           # (a library function to the calls' hints: a ref read first, jnp's arity)
+  if params:
+    import inspect
+    fn.__signature__ = inspect.Signature(
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in params])
+  STAND_INS[fn] = lib
+  _STAND_INS[key] = fn
 
 
 class Namespace:
@@ -81,23 +96,6 @@ class Namespace:
     return list(self._inner)
 
 
-def _lax_stand_in(name):
-  """A function standing for jax.lax.<name> (population_count, clz), traced as lax's call of register values; of a
-  static int, its count of the int's 32-bit pattern."""
-  key = ("lax", name)
-  if key not in _STAND_INS:
-    from .jnp_calls import STAND_INS
-
-    def fn(x, /):
-      bits = int(x) & 0xFFFFFFFF
-      return bin(bits).count("1") if name == "population_count" else 32 - bits.bit_length()
-    fn.__name__ = fn.__qualname__ = name
-    fn.__module__ = "jax.lax"
-    STAND_INS[fn] = ("jax.lax", name)
-    _STAND_INS[key] = fn
-  return _STAND_INS[key]
-
-
 def function(attr):
   """The ml builtin Triton's math function `attr` is, or None."""
   from .ops import BUILTINS
@@ -105,8 +103,9 @@ def function(attr):
     return None
   if attr in JNP:
     return _stand_in(JNP[attr])
-  if attr in LAX:
-    return _lax_stand_in(LAX[attr])
+  from .libdevice_bits import NAMES
+  if attr in NAMES:                    # popc, clz, ffs, brev, byte_perm, hadd, ...: composed (probe 71b)
+    return _bits_stand_in(attr)
   if attr == "round":                  # halves away from zero, not ml.round's to even (probe 57c)
     from .ops.triton_ops import ROUND_AWAY
     return ROUND_AWAY

@@ -215,14 +215,14 @@ def test_an_expression_of_600_additions_traces_without_recursing_per_operator(tm
   assert "mosaic_gpu" in str(_export(chain, S((128,), F32))).lower()
 
 
-def test_an_expression_nested_past_the_tracers_stack_is_a_located_error_with_what_to_write(tmp_path, monkeypatch):
-  # 600 nested unary minuses (valid Python) were MG900 (RecursionError); now MG001 at the statement.
+def test_an_expression_nested_600_deep_computes(tmp_path, monkeypatch):
+  # 600 nested unary minuses (valid Python) were MG900 (RecursionError), then MG001 at the statement ("nests too
+  # deep"); since probe 71b compiling raises Python's recursion limit (frontend/deep_walks.py), so they compute.
+  # (The MG001 stays for what passes even that limit; Python's own compiler refuses such nesting near 3000.)
   negs = _module(tmp_path, monkeypatch, "negs600", "-" * 600 + "v")
-  expect(negs, [S((128,), F32)], mg.UnsupportedSyntaxError, "out[...] = ",
-         "this statement nests too deep for the compiler to trace (an expression of hundreds of nested"
-         " operators or calls)",
-         hint="split it into several statements, each nesting a few operators or calls: t = -v, then"
-              " t = -t, ...; a flat chain a + b + c + ... of hundreds of terms needs no split")
+  x = np.arange(128, dtype=np.float32)
+  np.testing.assert_array_equal(np.asarray(negs(x, interpret=True)), x)
+  assert "mosaic_gpu" in str(_export(negs, S((128,), F32))).lower()
 
 
 # ---------------------------------------------------------------- unrolling past what compiles in reasonable time

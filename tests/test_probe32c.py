@@ -112,11 +112,20 @@ def popc_followed(x, out):
   out[...] = count.astype(jnp.int32)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def popc_hinted(x, out):
+  out[...] = ml.extra.cuda.libdevice.popc(x[...])
+
+
 def test_a_missing_bit_count_of_ml_names_the_operand_as_jnps_does():
+  """The hint wrote the SWAR steps (popc_followed) until probe 71b made libdevice's popc compute: it names that call
+  and lax's, in the operand's words."""
   e = expect(popc_of_input, [S((128,), I32)], mg.UnknownNameError, "ml.popc", "ml has no attribute 'popc'")
-  assert e.hint.startswith("no ml.popc: jax.lax.population_count(x[...]) ")       # (probe 71a: lax's, which computes)
+  assert e.hint.startswith("no ml.popc: libdevice's, ml.extra.cuda.libdevice.popc(x[...]) (CUDA's __popc: an int32"
+                           " count), or jax.lax.population_count(x[...])")
   x = jnp.asarray(np.random.default_rng(1).integers(-2**31, 2**31 - 1, 128).astype(np.int32))
   close(popc_followed(x, interpret=True), jax.lax.population_count(x), 0)
+  close(popc_hinted(x, interpret=True), jax.lax.population_count(x), 0)
 
 
 # ---------------------------------------------------------------- scan and sort axis hints

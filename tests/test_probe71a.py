@@ -254,7 +254,8 @@ def test_a_missing_ml_popc_hints_laxs_function_which_computes():
   line = "o[...] = ml.popc(x[...] & 255)"
   assert err_.code == "MG002" and err_.lineno == _line_of(line) and err_.col_offset == 11
   assert "ml has no attribute 'popc'" in str(err_)
-  assert err_.hint.startswith("no ml.popc: jax.lax.population_count(x[...] & 255) ")
+  assert err_.hint.startswith("no ml.popc: libdevice's, ml.extra.cuda.libdevice.popc(x[...] & 255) (CUDA's __popc: an"
+                              " int32 count), or jax.lax.population_count(x[...] & 255) ")
   x = np.arange(128, dtype=np.int32) * 37
   np.testing.assert_array_equal(np.asarray(ml_popc_as_hinted(x, interpret=True)),
                                 np.asarray(jax.lax.population_count(x & 255)))

@@ -32,7 +32,22 @@ def check_python_int(cx, value, dtype, what, hint=None):
     raise E.KernelTypeError(
         f"{what} uses the Python int {value}, which does not fit in {kind}: kernels compute in"
         f" {kind[-2:]} bits (a larger constant would silently lose its high bits)", cx.loc,
-        hint=hint or "use a constant in range, or a float (e.g. float(...)) if you meant floating point")
+        hint=hint or _range_hint(value, kind))
+
+
+def _range_hint(value, kind):
+  """A hash's constant past its type (probe 71b: the hint said "use a constant in range, or a float"): a uint32 one
+  meeting int32 (`jnp.where(c & 1, 0xEDB88320, 0)` of two numbers) as a NumPy uint32, a uint64 one (splitmix64's
+  `0x9E3779B97F4A7C15`) as the int64 of its bits, whose +, -, * and bitwise ops wrap as uint64's."""
+  if kind == "int32" and 2 ** 31 <= value < 2 ** 32:
+    return (f"{value} ({hex(value)}) fits uint32: write it as a uint32 constant, jnp.uint32({hex(value)}) (what it"
+            f" meets, or a select of it and a Python int, is then uint32, as in jnp), or as an int32 of its bits,"
+            f" {value - 2 ** 32}")
+  if kind == "int64" and 2 ** 63 <= value < 2 ** 64:
+    return (f"kernels have no uint64, and int64's +, -, *, & | ^ and << wrap as uint64's: write its bits as an int64,"
+            f" ({hex(value)} - 2**64), which is {value - 2 ** 64} (and shift right logically with"
+            f" jax.lax.shift_right_logical(x, n))")
+  return "use a constant in range, or a float (e.g. float(...)) if you meant floating point"
 
 
 def python_int_range(d):

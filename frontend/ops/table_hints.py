@@ -45,6 +45,11 @@ def table_lookup_hint(table, index, table_text: str, index_text: str) -> str | N
     a = np.asarray(table)
   except Exception:
     return None
+  i = index_text if index_text.isidentifier() else "idx"
+  if a.ndim == 1 and a.dtype.kind in "iuf" and len(a) > 256:     # (a register table holds 256: probe 71b)
+    bind = "" if i == index_text else f"idx = {index_text}; "
+    return (f"a module's table of more than 256 numbers is no register table: pass it to the kernel as an input"
+            f" array, t ({table_text} as an argument), and gather from it: {bind}t[{i}]")
   if a.ndim != 1 or a.dtype.kind not in "iuf" or not 0 < len(a) <= 256:
     return None
   if scalar:             # COEFFS[pid], a per-program constant: one select per entry, or the table as an input
