@@ -328,6 +328,9 @@ step() {
                  grep -E "^\| *(64|128)" "$OUT/ic_on.log" | tail -6; echo "-- off"; grep -E "^\| *(64|128)" "$OUT/ic_off.log" | tail -6 ;;
     s59_twins)   python3 -u benchmarks/gpu_shards.py --shards 8 --timeout 200 tests/test_index_compare.py tests/test_attention.py
                  grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | cut -c1-300 | head -20 ;;
+    # session 59's merged probes 71a-b (graph and sparse kernels; bit-level, hashing and cryptographic kernels)
+    s59_probes)  python3 -u benchmarks/gpu_shards.py --shards 8 --timeout 200 tests/test_probe71a.py tests/test_probe71b.py
+                 grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | cut -c1-300 | head -20 ;;
     # session 58's merged probes 70a-b (analytics kernels; exact float arithmetic: + - * never contracted, sqrt.rn) and
     # the attention files the new head_dim 64 backward and the explicit ml.fma change: their GPU tests
     s58_twins)   python3 -u benchmarks/gpu_shards.py --shards 14 --timeout 200 tests/test_probe70a.py tests/test_probe70b.py tests/test_attention.py tests/test_fast_math.py tests/test_numerics_edges.py
