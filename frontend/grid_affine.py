@@ -8,7 +8,7 @@ A causal mask compares two grids of `ml.arange`, broadcasts, scalars and integer
 
 Each side is affine in the element's indices: `Σ c * scalar + Σ_axis a * index`. `affine` reads that form off the
 typed IR. Where every scalar's values over the grid and the loops' trips are known or bounded (absint.GridEval,
-loop_spans) and neither side nor their difference can reach int32's (int64's) bounds, nothing wraps: `lhs cmp
+loop_spans.span) and neither side nor their difference can reach int32's (int64's) bounds, nothing wraps: `lhs cmp
 rhs` is then `lhs - rhs cmp 0`, which the lowering evaluates as one scalar a thread against an immediate per
 element (no index grid kept live in registers). `see` is GridEval's hook at each walk of a tensor Compare; a
 comparison proven on every walk is rebuilt with `Compare.no_wrap` (checks.mark_nonzero_divisions).
@@ -94,53 +94,12 @@ def affine(defs, x, dtype, depth=0):
   return None
 
 
-def _bounds(ev, v, depth=0):
-  """(lo, hi) over the programs of the scalar v in this walk (a summarised loop's counter over its trips), or
-  None."""
-  from .loop_spans import span
-  if depth > 32:
-    return None
-  if not isinstance(v, ir.Value):
-    k = int_constant(ev.defs, v)
-    return None if k is None else (np.int64(k), np.int64(k))
-  known = ev.value(v)
-  if known is not None:
-    k = np.asarray(known, np.int64)
-    return k, k
-  d = ev.defs.get(v.id)
-  if isinstance(d, Binary) and d.kind == BinOp.MOD:          # floor modulo by a positive divisor: [0, b)
-    b = _bounds(ev, d.rhs, depth + 1)
-    if b is not None and np.all(b[0] == b[1]) and np.all(b[0] > 0):
-      return np.zeros_like(b[0]), b[0] - 1
-  if isinstance(d, Binary) and d.kind in (BinOp.ADD, BinOp.SUB, BinOp.MUL):
-    a, b = _bounds(ev, d.lhs, depth + 1), _bounds(ev, d.rhs, depth + 1)
-    if a is None or b is None:
-      return None
-    if d.kind == BinOp.ADD:
-      return a[0] + b[0], a[1] + b[1]
-    if d.kind == BinOp.SUB:
-      return a[0] - b[1], a[1] - b[0]
-    ends = [x * y for x in a for y in b]
-    return np.minimum.reduce(ends), np.maximum.reduce(ends)
-  if isinstance(d, Binary) and d.kind in (BinOp.MIN, BinOp.MAX):
-    a, b = _bounds(ev, d.lhs, depth + 1), _bounds(ev, d.rhs, depth + 1)
-    if a is None or b is None:
-      return None
-    f = np.minimum if d.kind == BinOp.MIN else np.maximum
-    return f(a[0], b[0]), f(a[1], b[1])
-  if isinstance(d, Binary) and d.kind == BinOp.FLOORDIV:
-    a, b = _bounds(ev, d.lhs, depth + 1), _bounds(ev, d.rhs, depth + 1)
-    if a is not None and b is not None and np.all(b[0] == b[1]) and np.all(b[0] > 0):
-      return a[0] // b[0], a[1] // b[0]
-    return None
-  return span(ev, v, ev.spans) if ev.spans else None
-
-
 def _side_bound(ev, side: Affine, shape):
   """The largest |value| of one side over the grid and the programs, or None."""
+  from .loop_spans import span
   total = side.extent(shape)
   for c, x in side.scalars:
-    b = _bounds(ev, x)
+    b = span(ev, x, ev.spans)           # (its values in this walk; over a summarised loop's trips, their bounds)
     if b is None:
       return None
     total += abs(c) * int(max(np.max(np.abs(b[0]), initial=0), np.max(np.abs(b[1]), initial=0)))

@@ -5,8 +5,8 @@ its counter unknown; a window whose start follows from the counter was then unkn
 took it as spanning its whole dimension, so a scan over 16 or more tokens, `for t in range(T - 1): o.at[h, t][...] =
 ...`, whose last row no trip writes, compiled (interpret mode reported it, the GPU left the row uninitialised). The
 counter's values over the trips are known, though: from the first to the last. `span` carries that interval through
-the integer arithmetic of the window's start (interval arithmetic, sound for any +, -, *, min, max and floor
-division by a positive number), so a write covers the hull of its windows over the trips, an over-approximation of
+the integer arithmetic of the window's start (interval arithmetic, sound for any +, -, *, min, max, and floor
+division and modulo by a positive number), so a write covers the hull of its windows over the trips, an over-approximation of
 what it writes (the checks stay sound: a hole they report is one no trip fills)."""
 from __future__ import annotations
 
@@ -40,6 +40,11 @@ def span(ev, v, spans: dict, depth: int = 0):
     return span(ev, d.x, spans, depth + 1)
   if not isinstance(d, Binary):
     return None
+  if d.kind == BinOp.MOD:              # floor modulo by a positive number, whatever the dividend: [0, b)
+    b = span(ev, d.rhs, spans, depth + 1)
+    if b is None or not (np.all(b[0] == b[1]) and np.all(b[0] > 0)):
+      return None
+    return np.zeros_like(b[0]), b[0] - 1
   a = span(ev, d.lhs, spans, depth + 1)
   b = span(ev, d.rhs, spans, depth + 1)
   if a is None or b is None:
