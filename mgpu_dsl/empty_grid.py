@@ -16,11 +16,11 @@ class NoPrograms(E.LaunchConfigError):
   stand_in: tuple = ()
 
 
-def no_programs(grid, empty, args, at, grid_fn) -> NoPrograms:
-  """`empty`: the indices of the empty inputs, or the text of the grid's axes that counted no items (an empty
-  graph's `ml.cdiv(rp.shape[0] - 1, 256)`, grid_hints.no_work; probe 71a)."""
-  what = (f"an empty input (input {empty[0]}: {calling.describe(args[empty[0]])})" if isinstance(empty, list) else
-          f"inputs of no items ({empty})")
+def no_programs(grid, empty, args, at, grid_fn, no_items=None) -> NoPrograms:
+  """`empty`: the indices of the empty inputs; `no_items`, where there are none: the text of the grid's axes that
+  counted no items (an empty graph's `ml.cdiv(rp.shape[0] - 1, 256)`, grid_hints.no_work; probe 71a)."""
+  what = (f"an empty input (input {empty[0]}: {calling.describe(args[empty[0]])})" if empty else
+          f"inputs of no items ({no_items})")
   e = NoPrograms(
       calling.cap(f"the grid callable gave {tuple(grid)} for {what}; a launch needs at least one program, and with"
                   f" none this call's outputs that are not updated only by atomics would never be written"),

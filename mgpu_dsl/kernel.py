@@ -303,9 +303,11 @@ class KernelFunction(SpecMethods, ByReference):     # copied and pickled as a fu
                                    self.parsed.ref_params[:len(args)]) if callable(self.grid)
             else self.grid) if forced is None else forced
     empty = [i for i, a in enumerate(args) if 0 in tuple(getattr(a, "shape", ()))]
-    if callable(self.grid) and isinstance(grid, (tuple, list)) and any(isinstance(g, (int, np.integer)) and g == 0
-                                                                       for g in grid) and (empty or all_empty or (
-        empty := grid_hints.no_work(at("grid"), grid, self.grid))):     # (no items counted: an empty graph, 71a)
+    zero_axis = callable(self.grid) and isinstance(grid, (tuple, list)) and any(
+        isinstance(g, (int, np.integer)) and g == 0 for g in grid)
+    no_items = (grid_hints.no_work(at("grid"), grid, self.grid)      # (no items counted: an empty graph, 71a)
+                if zero_axis and not (empty or all_empty) else None)
+    if zero_axis and (empty or all_empty or no_items):
       if nothing:
         return None, self.block if not callable(self.block) else 128, None, 3
       if all_empty:
@@ -313,7 +315,7 @@ class KernelFunction(SpecMethods, ByReference):     # copied and pickled as a fu
             f"the grid callable gave {tuple(grid)} and every output of this call is empty (or aliased to an"
             f" input): a call on arrays returns them without a launch, and there is no kernel to check or build",
             at("grid"), hint="check or build a specialisation whose outputs have elements")
-      raise empty_grid.no_programs(grid, empty, args, at("grid"), self.grid)   # (_compile: atomics' outputs)
+      raise empty_grid.no_programs(grid, empty, args, at("grid"), self.grid, no_items)   # (_compile: atomics')
     axes = len(grid) if isinstance(grid, (tuple, list)) else 1      # (grid=8: one axis)
     try:
       grid = _as_tuple3(grid, "grid", at("grid"), computed=callable(self.grid),
