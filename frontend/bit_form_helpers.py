@@ -78,3 +78,16 @@ def byte_perm(u, w, s):
     byte = (ml.where(sel < 4, u, w) >> ((sel & 3) * 8)) & 0xFF
     out = out | (byte << (8 * i))
   return out
+
+
+@ml.inline
+def mul64hi(x, y):
+  """CUDA's __mul64hi of int64 `x`, `y`: the high 64 bits of their signed 128-bit product, from the products of
+  their unsigned 32-bit halves (int64 arithmetic wraps as uint64's would), less the signed product's correction;
+  int64."""
+  m = 0xFFFFFFFF
+  x0, x1, y0, y1 = x & m, (x >> 32) & m, y & m, (y >> 32) & m
+  p00, p01, p10 = x0 * y0, x0 * y1, x1 * y0
+  mid = ((p00 >> 32) & m) + (p01 & m) + (p10 & m)
+  hi = x1 * y1 + ((p01 >> 32) & m) + ((p10 >> 32) & m) + ((mid >> 32) & m)
+  return hi - ml.where(x < 0, y, 0) - ml.where(y < 0, x, 0)

@@ -34,6 +34,7 @@ from .jnp_pad import PAD
 from .jnp_moves import MOVES
 from .jnp_grids import FORMS as GRIDS
 from .libdevice_bits import int64_forms
+from .libdevice_math import FORMS as LIBDEVICE_MATH
 from .lax_forms import FORMS as LAX_FORMS
 
 # the library functions that are ml's: (module as users spell it) -> {its name: ml's name}
@@ -297,6 +298,7 @@ SHAPED.update(COMPOSE)        # jnp.piecewise, jnp.kron of register values (prob
 SHAPED.update(MOVES)          # jnp.hstack, jnp.array_split, jnp.rot90, lax.dynamic_slice, ... (probe 52c): jnp_moves.py
 SHAPED.update(GRIDS)          # jnp.eye, jnp.tri, jnp.indices, jnp.meshgrid (probe 53i): jnp_grids.py
 int64_forms(SHAPED)           # libdevice's popc, clz, ffs, brev, byte_perm, hadd; int64 popcounts (71b): libdevice_bits.py
+SHAPED.update(LIBDEVICE_MATH)  # libdevice's exp10, saturatef, fdim, float2int_rn, float_as_int, ... : libdevice_math.py
 
 
 def _form(lib, name):

@@ -49,8 +49,9 @@ def jnp_call(tracer, node, fn, args, kwargs, cx):
     return _NOT_MAPPED
   lib, name = jnp_calls.library(fn)
   if lib == "libdevice":          # libdevice.popc(x_ref), of floats, of int8: its words (libdevice_bits.py)
-    from .libdevice_bits import check
-    check(tracer, node, cx, name, list(args))
+    from .libdevice_bits import NAMES, check
+    if name in NAMES:
+      check(tracer, node, cx, name, list(args))
   flat = [x for a in list(args) + list(kwargs.values()) for x in (a if isinstance(a, (tuple, list)) else (a,))]
   if any(is_value(a) and isinstance(a.type, RefType) for a in flat) and not (
       lib == "jnp" and name in ("zeros_like", "ones_like", "full_like") and not kwargs.get("shape")):

@@ -14,8 +14,13 @@ from .jnp_forms import _dtype, _kind
 
 _UNARY = ("popc", "popcll", "clz", "clzll", "ffs", "ffsll", "brev", "brevll")
 _BINARY = ("hadd", "rhadd", "uhadd", "urhadd")
-NAMES = frozenset(_UNARY + _BINARY + ("byte_perm",))
-PARAMS = {**{n: ("x",) for n in _UNARY}, **{n: ("x", "y") for n in _BINARY}, "byte_perm": ("x", "y", "s")}
+_PRODUCTS = ("mul24", "umul24", "mul64hi")                # (session 60, with sad / usad)
+NAMES = frozenset(_UNARY + _BINARY + _PRODUCTS + ("byte_perm", "sad", "usad"))
+PARAMS = {**{n: ("x",) for n in _UNARY}, **{n: ("x", "y") for n in _BINARY + _PRODUCTS}, "byte_perm": ("x", "y", "s"),
+          "sad": ("x", "y", "z"), "usad": ("x", "y", "z")}
+# the operand widths each takes (int32 / uint32: 32, int64: 64)
+_TAKES = {**{n: (32, 64) for n in _UNARY}, **{n: (32,) for n in _BINARY + ("byte_perm", "mul24", "umul24", "sad",
+                                                                              "usad")}, "mul64hi": (64,)}
 _U32 = {"int32": "ml.bitcast({0}, ml.uint32)", "uint32": "{0}"}
 
 
@@ -74,6 +79,48 @@ def _byte_perm(a):
   return f"ml.bitcast({{3}}({u(0, x)}, {u(1, y)}, {u(2, s)}), {{0}}.dtype)", [x, y, s, h.byte_perm]
 
 
+def _mul24(name):
+  """CUDA's __mul24 (int32 operands, Triton's mul24 of int32) and __umul24 (uint32, or the name umul24): the low 32
+  bits of the product of the operands' low 24 bits, taken as signed 24-bit numbers by mul24 of int32; in x's
+  dtype."""
+  def make(a):
+    x, y = a["x"], a["y"]
+    if _width(x) != 32 or _kind(y) != "int" or _dtype(y) is not None and str(_dtype(y)) != str(_dtype(x)):
+      return None
+    if name == "mul24" and str(_dtype(x)) == "int32":
+      if _dtype(y) is None:
+        y = ((y & 0xFFFFFF) ^ 0x800000) - 0x800000        # (a number: its low 24 bits' signed value, now)
+        return "((({0} << 8) >> 8) * {1})", [x, y]
+      return "((({0} << 8) >> 8) * (({1} << 8) >> 8))", [x, y]
+    q = "ml.bitcast({1}, ml.uint32)" if _dtype(y) is not None else "({1} % 2 ** 32)"
+    return f"ml.bitcast((ml.bitcast({{0}}, ml.uint32) & 0xFFFFFF) * ({q} & 0xFFFFFF), {{0}}.dtype)", [x, y]
+  return make
+
+
+def _sad(name):
+  """CUDA's __sad(x, y, z) (int32 x, y) and __usad (uint32, or the name usad): |x - y| + z, the difference taken
+  without overflow (as uint32) and the sum wrapping, in x's dtype (Triton's sad: int32 of int32 operands)."""
+  def make(a):
+    x, y, z = a["x"], a["y"], a["z"]
+    if _width(x) != 32 or _kind(y) != "int" or _kind(z) != "int" or any(
+        _dtype(v) is not None and _width(v) != 32 for v in (y, z)):
+      return None
+    t = "ml.uint32" if name == "usad" or str(_dtype(x)) == "uint32" else "ml.int32"
+    u = lambda i, v, to: f"ml.bitcast({{{i}}}, {to})" if _dtype(v) is not None else f"({{{i}}} % 2 ** 32)"
+    p, q = u(0, x, t), u(1, y, t) if _dtype(y) is not None else "{1}"
+    d = f"ml.bitcast(ml.where({p} < {q}, {q} - {p}, {p} - {q}), ml.uint32)"
+    return f"ml.bitcast({d} + {u(2, z, 'ml.uint32')}, {{0}}.dtype)", [x, y, z]
+  return make
+
+
+def _mul64hi(a):
+  from . import bit_form_helpers as h
+  x, y = a["x"], a["y"]
+  if _width(x) != 64 or _kind(y) != "int" or _dtype(y) is not None and _width(y) != 64:
+    return None
+  return "{2}({0}, {1} + {0} * 0)", [x, y, h.mul64hi]     # (y + 0 * x: a number as an int64 tensor)
+
+
 def _lax_count(kind, base):
   """lax.population_count and lax.clz (`kind`) of int64 values as the halves' counts, in int64; other dtypes by
   jnp_math's form (`base`)."""
@@ -98,6 +145,9 @@ def _bitwise_count(base):
 FORMS = {**{("libdevice", n): (("x",), _count(n.rstrip("l"))) for n in ("popc", "popcll", "clz", "clzll", "ffs", "ffsll")},
          ("libdevice", "brev"): (("x",), _brev), ("libdevice", "brevll"): (("x",), _brev),
          ("libdevice", "byte_perm"): (("x", "y", "s"), _byte_perm),
+         **{("libdevice", n): (("x", "y"), _mul24(n)) for n in ("mul24", "umul24")},
+         **{("libdevice", n): (("x", "y", "z"), _sad(n)) for n in ("sad", "usad")},
+         ("libdevice", "mul64hi"): (("x", "y"), _mul64hi),
          **{("libdevice", n): (("x", "y"), _halving(n)) for n in _BINARY}}
 
 
@@ -116,8 +166,20 @@ def static(name, *args):
   forms): computed while tracing."""
   wide = name.endswith("ll") or any(not -2 ** 31 <= v < 2 ** 32 for v in args)
   bits = 64 if wide else 32
+  if name == "mul64hi":
+    bits = wide = 64
   u = [v % 2 ** bits for v in args]
   signed = lambda v: v - 2 ** bits if v >= 2 ** (bits - 1) else v
+  if name in ("mul24", "umul24"):
+    lo = [v % 2 ** 24 for v in u]
+    lo = [v - 2 ** 24 if name == "mul24" and v >= 2 ** 23 else v for v in lo]
+    return signed(lo[0] * lo[1] % 2 ** bits) if name == "mul24" else lo[0] * lo[1] % 2 ** bits
+  if name in ("sad", "usad"):
+    x, y = (u[0], u[1]) if name == "usad" else (signed(u[0]), signed(u[1]))
+    out = (abs(x - y) + u[2]) % 2 ** bits
+    return out if name == "usad" else signed(out)
+  if name == "mul64hi":
+    return signed(args[0] * args[1] >> 64 & (2 ** 64 - 1))
   base = name.rstrip("l") if name != "byte_perm" else name
   if base == "popc":
     return bin(u[0]).count("1")
@@ -151,12 +213,14 @@ def check(tracer, node, cx, name, args) -> None:
       raise E.KernelTypeError(f"{call} works on register values, got {v.name or t} ({v.type.space} ref)", cx.loc,
                               hint=f"read it into registers first: {others(f'{t}[...]')}")
     d = _dtype(v)
-    if name == "byte_perm" or name in _BINARY or _width(v) is None:
-      takes = "32-bit integers (int32 or uint32)" if name == "byte_perm" or name in _BINARY else \
-          "32-bit integers (int32 or uint32) or int64"
-      if _width(v) == 32 or name not in ("byte_perm", *_BINARY) and _width(v) == 64:
-        continue
+    if _width(v) not in _TAKES[name]:
+      takes = {(32,): "32-bit integers (int32 or uint32)", (32, 64): "32-bit integers (int32 or uint32) or int64",
+               (64,): "int64 integers"}[_TAKES[name]]
       op = t if t.isidentifier() else f"({t})"
+      if _TAKES[name] == (64,):
+        raise E.KernelTypeError(f"{call} takes {takes}, got {d} for {t}", cx.loc,
+                                hint=f"widen it: {others(f'{op}.astype(jnp.int64)')} (for 32-bit operands, the"
+                                     f" high word of their product is ml.mulhi / ml.umulhi)")
       if getattr(d, "is_float", False):
         bits = {2: 16, 4: 32}.get(getattr(d, "itemsize", 4), 32)
         fix = (f"for its bits, {others(f'ml.bitcast({t}, jnp.int32)')}" if bits == 32 else

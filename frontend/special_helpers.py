@@ -181,3 +181,16 @@ def gamma(x):
   minus = (neg & (floor_x % 2 != 0)) | ((x == 0) & (ml.bitcast(x, ml.int32) < 0))
   sign = ml.where((neg & (x == floor_x)) | ml.isnan(x), float("nan"), ml.where(minus, -1.0, 1.0))
   return sign * ml.exp(lgamma(x))
+
+
+@ml.inline
+def ieee_remainder(x, y):
+  """libdevice's remainder(x, y) (C's remainderf, IEEE 754's): x - n * y with n the quotient x / y rounded to the
+  nearest integer, ties to even, exactly (fdlibm's steps: C's exact fmod by 2|y|, then |y| taken off once past half
+  of it, twice where that leaves half or more), float32 operands; NaN where y is 0 or x infinite, as C's."""
+  p = ml.abs(y)
+  a = ml.abs(ml.fmod(x, p + p))
+  h = 0.5 * p
+  b = a - p
+  a = ml.where(a > h, ml.where(b >= h, b - p, b), a)
+  return ml.where(x < 0.0, -a, a)

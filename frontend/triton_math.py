@@ -18,8 +18,8 @@ SAME = {"fabs": "abs", "max": "maximum", "min": "minimum", "clamp": "clip", "fin
         "nearbyint": "round", "powf": "pow", "exp2f": "exp2", "expf": "exp", "logf": "log", "sqrtf": "sqrt",
         "rsqrtf": "rsqrt", "tanhf": "tanh", "erff": "erf", "fdiv_rn": "div_rn", "div_rn": "div_rn",
         "umulhi": "umulhi", "mulhi": "mulhi"}
-SAME.update({"fma_rn": "fma", "fmaf": "fma", "fmaf_rn": "fma"})      # x * y + z rounded once (probe 70b)
-DIFFERENT = frozenset({"fmax", "fmin"})        # libdevice's meaning is not ml's namesake's
+SAME.update({"fma_rn": "fma", "fmaf": "fma", "fmaf_rn": "fma", "fast_powf": "pow"})      # x * y + z rounded once (probe 70b)
+DIFFERENT = frozenset({"fmax", "fmin"})        # libdevice's meaning is not ml's namesake's (jnp.fmax's: libdevice_math)
 # Triton's libdevice names of jnp functions of the same meaning, traced as jnp's calls (jnp_calls.STAND_INS; probe
 # 70b, they were MG002 "check the spelling"): C's nextafterf, copysignf, signbit, hypotf, ldexpf and scalbnf; and
 # add_rn, sub_rn, mul_rn (libdevice's __nv_fadd_rn, ...: rounded to nearest, never fused), which are +, - and *:
@@ -56,6 +56,25 @@ def _bits_stand_in(name):
         raise TypeError(f"libdevice.{name} takes integers")
       return static(name, *args)
     _register(fn, key, ("libdevice", name), "mgpu_dsl.libdevice", PARAMS[name])
+  return _STAND_INS[key]
+
+
+def _math_stand_in(name):
+  """A function standing for libdevice's float function or conversion `name` (libdevice_math.py): traced as the
+  library function of the same meaning (its ALIASES) or as its own form; of Python numbers CUDA's float32 result."""
+  key = f"libdevice.{name}"
+  if key not in _STAND_INS:
+    from . import libdevice_math as lm
+    lib = lm.ALIASES.get(name, ("libdevice", name))
+    if name in lm.ALIASES:
+      from .jnp_calls import SHAPED
+      params = SHAPED[lib][0]
+    else:
+      params = lm.PARAMS[name]
+
+    def fn(*args):
+      return lm.static(name, *args)
+    _register(fn, key, lib, "mgpu_dsl.libdevice", params)
   return _STAND_INS[key]
 
 
@@ -99,6 +118,9 @@ class Namespace:
 def function(attr):
   """The ml builtin Triton's math function `attr` is, or None."""
   from .ops import BUILTINS
+  from . import libdevice_math
+  if attr in libdevice_math.ALIASES or attr in libdevice_math.NAMES:    # sinh, erfinv, float2int_rn, ... (session 60)
+    return _math_stand_in(attr)
   if attr in DIFFERENT:
     return None
   if attr in JNP:

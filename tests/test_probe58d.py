@@ -131,11 +131,8 @@ def test_tritons_keywords_and_libdevice_names_compute_or_say_what_to_write():
   np.testing.assert_array_equal(np.asarray(o), X2 + Y2)
   np.testing.assert_array_equal(np.asarray(s), -np.sort(-X2, 1) + np.argsort(Y2, 1, kind="stable").astype(np.float32))
   np.testing.assert_array_equal(np.asarray(c), np.concatenate([X2.ravel()[:128], Y2.ravel()[:128]]))
-  with pytest.raises(mg.UnknownNameError) as info:
-    reciprocal.check(S((256,), F32))
-  e = info.value
-  assert (e.lineno - reciprocal.fn.__code__.co_firstlineno, e.col_offset) == (2, 15)
-  assert e.hint == "no tl.rcp_rn: tl.div_rn(1.0, x_ptr[...]) (1 / x_ptr[...] rounded to nearest)"
+  x = np.linspace(0.5, 7.0, 256, dtype=np.float32)       # libdevice's rcp_rn computes (session 60; its hint before)
+  np.testing.assert_array_equal(np.asarray(reciprocal(x, interpret=True)), np.float32(1.0) / x)
   from mgpu_dsl.frontend.missing import NOT_YET as hints
   assert "did you" not in hints["div_rz"] and "ml.pow(x, y)" in hints["fast_powf"] and "bitcast" in hints["ilogb"]
 

@@ -241,7 +241,7 @@ def jnp_fma(x, o):
 @mg.mgpu_kernel(out_shape=lambda x: x, grid=(1,))
 def fdim_call(x, o):
   v = x[...]
-  o[...] = ml.libdevice.fdim(v, 1.0)
+  o[...] = ml.fdim(v, 1.0)         # (libdevice's fdim computes: test_libdevice_math.py)
 
 
 @pytest.mark.parametrize("kernel, line, col, message, hint", [
@@ -249,7 +249,7 @@ def fdim_call(x, o):
      "no directed rounding (libdevice's add_ru rounds up): v + 1.0 rounds to nearest, never fused"),
     (jnp_fma, "o[...] = jnp.fma(v, v, 1.0)", 11, "jnp has no attribute 'fma'",
      "write ml.fma(v, v, 1.0): v * v + 1.0 rounded once"),
-    (fdim_call, "o[...] = ml.libdevice.fdim(v, 1.0)", 11, "has no attribute 'fdim'",
+    (fdim_call, "o[...] = ml.fdim(v, 1.0)", 11, "has no attribute 'fdim'",
      "no ml.fdim: write ml.where(v <= 1.0, 0.0, v - 1.0)"),
 ])
 def test_names_with_no_counterpart_hint_the_round_to_nearest_form(kernel, line, col, message, hint):
