@@ -44,6 +44,8 @@ from .ops.triton_ops import PropagateNan, clamp, div_rn, fdiv, mulhi, swizzle2d,
 from .ops.block_ptrs import advance, make_block_ptr, make_tensor_descriptor
 
 take_along_axis = BUILTINS["take_along_axis"]     # (frontend/ops/gather.py)
+gather = BUILTINS["gather"]                       # Triton's tl.gather(src, index, axis): ops/take_along.py
+sqrt_rn = BUILTINS["sqrt"]                        # Triton's tl.sqrt_rn: ml.sqrt is the IEEE square root already
 
 from .triton_math import Namespace as _Namespace   # Triton's tl.math, tl.extra.cuda.libdevice (probe 48g)
 math = _Namespace("math")
@@ -193,13 +195,13 @@ __all__ = [
     "atomic_xchg", "atomic_xor", "bincount", "bitcast", "broadcast_to", "cast", "cbrt", "cdiv", "ceil", "clamp",
     "cat", "clip", "cluster_ref", "cluster_sync", "concatenate", "copy", "cos", "cummax", "cummin", "cumprod", "cumsum",
     "debug_barrier", "div_rn", "dot", "ds", "erf", "erfc", "exp", "exp2", "expand_dims", "expm1", "fdiv", "flip",
-    "floor", "fma", "fmod", "full", "grouped_ids", "histogram", "interleave", "isfinite", "isinf", "isnan", "join",
+    "floor", "fma", "fmod", "full", "gather", "grouped_ids", "histogram", "interleave", "isfinite", "isinf", "isnan", "join",
     "load", "log", "log1p", "log2", "log_softmax", "logsumexp", "make_block_ptr", "make_tensor_descriptor", "max",
     "max_constancy", "max_contiguous", "maximum", "mean", "min", "minimum", "mulhi", "multiple_of", "num_programs",
     "pad", "pair_uniform_to_normal", "permute", "philox", "pow", "program_id", "rand", "rand4x", "randint",
     "randint4x", "randn", "randn4x", "range", "ravel", "reduce", "repeat", "reshape", "roll", "round", "rsqrt",
     "searchsorted", "segment_max", "segment_min", "segment_prod", "segment_sum", "sigmoid", "sin", "smem",
-    "softmax", "softplus", "sort", "split", "sqrt", "squeeze", "stack", "static_assert", "static_range", "std",
+    "softmax", "softplus", "sort", "split", "sqrt", "sqrt_rn", "squeeze", "stack", "static_assert", "static_range", "std",
     "store", "sum", "swizzle2d", "take_along_axis", "tan", "tanh", "top_k", "topk", "trans", "transpose", "trunc",
     "uint_to_uniform_float", "umulhi", "var", "where", "xor_sum", "zeros", "zeros_like"] + [
     "DSlice", "Inline", "inline", "constexpr", "scalar", "float32", "float16", "bfloat16", "float8_e4m3fn",

@@ -101,18 +101,21 @@ def gather_scratch(x, t, o, scratch):
   o[...] = scratch[t[...], :]
 
 
+@mg.mgpu_kernel(out_shape=lambda x, t: S((16, 128), F32))
+def gather_rows_of_registers(x, t, o):
+  tab = x[...] * 2
+  o[...] = tab[t[...], :]
+
+
 def test_gather_of_a_register_table_says_what_works():
   """It pointed to a GMEM gather, `table[ids, :]`, as if tab were a ref."""
-  expect(gather_registers, [S((64, 128), F32), S((16,), I32)], mg.UnknownNameError, "ml.gather(tab",
-         "ml has no attribute 'gather'",
-         hint="no ml.gather, and tab is a register tensor, which no gather reads (gathers read refs): gather from"
-              " the ref its values came from, x[t[...], :] of an input x; for computed values, give the kernel one"
-              " more output as scratch, write them there and gather from it: scratch[...] = tab, then"
-              " scratch[t[...], :] (the compiler syncs the threads between; with several programs, each its own"
-              " row of it)")
+  expect(gather_registers, [S((64, 128), F32), S((16,), I32)], mg.ShapeMismatchError, "ml.gather(tab",
+         "ml.gather (Triton's tl.gather) takes indices of src's rank, 2, got indices of shape (16,)",  # (60)
+         hint="for whole slices of tab at t[...] along axis 0, index it: tab[t[...], :]")
   x, t = jnp.arange(64 * 128, dtype=F32).reshape(64, 128), jnp.arange(16, dtype=I32)[::-1] * 3
-  o, _ = gather_scratch(x, t, interpret=True)                  # the hint followed
+  o, _ = gather_scratch(x, t, interpret=True)
   np.testing.assert_array_equal(o, (2 * x)[t])
+  np.testing.assert_array_equal(gather_rows_of_registers(x, t, interpret=True), (2 * x)[t])   # the hint followed
   gather_scratch.check(S((64, 128), F32), S((16,), I32))
 
 

@@ -66,6 +66,23 @@ def take_along_axis(cx, arr, indices, axis):
   return gather(cx, arr, tuple(index), cx.name)
 
 
+@builtin(name="gather")
+def tl_gather(cx, src, index, axis):
+  """Triton's `tl.gather(src, index, axis)` (Triton 3.2): the elements of `src` at `index` along `axis`, each other
+  axis's position kept (`out[i, j] = src[index[i, j], j]` along axis 0), which is jnp.take_along_axis's meaning:
+  ml.take_along_axis's rules (of a register tensor or a GMEM ref). Was MG002 (its hint read from GMEM)."""
+  if all(is_value(v) and hasattr(v.type, "shape") for v in (src, index)) and \
+      len(index.type.shape) != len(src.type.shape):
+    text, ids = cx.named(src, "src"), cx.named(index, "ids")
+    rows = ", ".join([ids] + [":"] * (len(src.type.shape) - 1))
+    raise E.ShapeMismatchError(
+        f"ml.gather (Triton's tl.gather) takes indices of src's rank, {len(src.type.shape)}, got indices of"
+        f" shape {tuple(index.type.shape)}", cx.loc,
+        hint=f"for whole slices of {text} at {ids} along axis {axis}, index it: {text}[{rows}]" if axis in (0, -len(
+            src.type.shape)) else "give the indices src's rank (size 1 where they broadcast), as tl.gather does")
+  return take_along_axis.rule(cx, src, index, axis)
+
+
 def _one_per_row(arr, indices, axis) -> bool:
   """A register tile (m, n) with one index a row (m, 1) along axis 1 (or a column's (1, n) along axis 0): NLL's
   target column of a log-softmax tile, which a select takes in registers; so is a 3-D or wider tensor's last axis
