@@ -45,3 +45,16 @@ def binary_of_numbers(what: str, a, b):
     return None if b == 0 else int(pymath.fmod(a, b))        # C's remainder of ints: the dividend's sign
   with np.errstate(all="ignore"):
     return _f32(fn(np.float32(a), np.float32(b)))
+
+
+def composed_of_number(what: str, x):
+  """ml.sigmoid / ml.softplus of the Python number `x`, computed now in float32 in the steps their tensors take
+  (1 / (1 + exp(-x)); max(x, 0) + log1p(exp(-|x|))); None for anything but an int or a float (session 60: it was
+  an internal error, "binary op on two Python values")."""
+  if not _number(x):
+    return None
+  f = np.float32(x)
+  with np.errstate(all="ignore"):
+    if what == "ml.sigmoid":
+      return _f32(np.float32(1) / (np.float32(1) + np.exp(-f)))
+    return _f32(np.maximum(f, np.float32(0)) + np.log1p(np.exp(-np.abs(f))))

@@ -191,6 +191,11 @@ def _transpose(cx, x, axes, given, what):
   if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
     axes = tuple(axes[0])                       # ml.transpose(x, (1, 0)), as jnp.transpose
   axes = tuple(axes) or None
+  if isinstance(x, (int, float)) and not isinstance(x, bool):
+    if axes is None:
+      return x                                  # a number's transpose is the number (jnp.transpose(0.5))
+    raise E.KernelTypeError(f"{what} of a Python number takes no axes, got {axes!r}", cx.loc,
+                            hint=f"a number has no axes to permute: use {x!r} itself")
   if is_smem_matrix(x) and (axes is None or axes in _SWAPS):
     from .memory import transpose as view_transposed
     return view_transposed(cx, x, cx.name or "")

@@ -1,0 +1,72 @@
+"""Every builtin given Python numbers (session 60): `ml.sigmoid(0.5)`, `ml.softplus(-2)`, `tl.fdiv(1.0, 3.0)` were
+internal errors ("binary op on two Python values reached the type rules", MG900) and `ml.trans(2.5)` a Python
+AttributeError; the first three compute now while tracing, in float32, as the other math functions of numbers do
+(ops/number_math.py), and a number's transpose is the number, as jnp's. The sweep calls each builtin of ml with
+numbers and checks that none reaches an internal error."""
+import importlib.util
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+from mgpu_dsl.frontend.ops import BUILTINS
+
+S = jax.ShapeDtypeStruct
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def numbers(x, o):
+  o[...] = x[...] * 0.0 + ml.sigmoid(0.5) + ml.softplus(-2) * 10.0 + ml.fdiv(1.0, 3.0) * 100.0 + ml.trans(2.5) * 1e3
+
+
+def test_math_of_numbers_computes_in_float32():
+  f = np.float32
+  want = (f(1) / (f(1) + np.exp(-f(0.5))) + (np.log1p(np.exp(f(-2)))) * f(10) + (f(1) / f(3)) * f(100)
+          + f(2.5) * f(1e3))
+  got = np.asarray(numbers(np.zeros(128, np.float32), interpret=True))
+  np.testing.assert_allclose(got, np.full(128, want, np.float32), rtol=1e-6)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def transpose_of_a_number_with_axes(x, o):
+  o[...] = x[...] + ml.transpose(2.5, (1, 0))
+
+
+def test_transpose_of_a_number_with_axes_is_at_the_call():
+  with pytest.raises(mg.KernelTypeError) as info:
+    transpose_of_a_number_with_axes.typed_ir(S((128,), jnp.float32))
+  e = info.value
+  assert e.filename == __file__ and e.lineno == transpose_of_a_number_with_axes.__wrapped__.__code__.co_firstlineno + 2
+  assert e.message.startswith("ml.transpose of a Python number takes no axes"), e.message
+  assert e.hint == "a number has no axes to permute: use 2.5 itself", e.hint
+
+
+_ARGS = ("0.5", "3", "0.5, 2.0", "7, 3", "0.5, 2.0, 1.0", "True, 1")
+
+
+def test_no_builtin_reaches_an_internal_error_on_numbers(tmp_path):
+  """Each ml builtin called with Python numbers (one, two or three; floats, ints, a bool): a result or a
+  KernelError in the user's words, never MG900 or a Python exception."""
+  lines = ["import mgpu_dsl as mg", "from mgpu_dsl import language as ml", "K = {}"]
+  for n, (name, args) in enumerate((b, a) for b in sorted(BUILTINS) for a in _ARGS):
+    lines += ["@mg.mgpu_kernel(out_shape=lambda x: x)", f"def k{n}(x, o):", f"  r = ml.{name}({args})",
+              "  o[...] = x[...]", f"K[{name!r}, {args!r}] = k{n}"]
+  path = tmp_path / "number_calls.py"
+  path.write_text("\n".join(lines) + "\n")
+  spec = importlib.util.spec_from_file_location("number_calls", path)
+  mod = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(mod)
+  bad = []
+  for key, k in mod.K.items():
+    try:
+      k.typed_ir(S((128,), jnp.float32))
+    except mg.InternalError as e:
+      bad.append((key, str(e).splitlines()[0]))
+    except mg.KernelError:
+      pass
+    except Exception as e:                    # noqa: BLE001 (what reached the user)
+      bad.append((key, f"{type(e).__name__}: {e}"))
+  assert not bad, bad[:10]
