@@ -362,7 +362,7 @@ def _cc_make(seed):
   n = 90
   src = r.integers(0, n, 60).astype(np.int32)
   dst = r.integers(0, n, 60).astype(np.int32)
-  return (src, dst), dict(n=n, rounds=8)
+  return (src, dst), dict(n=n, rounds=16)   # (8 left seed 1's labels 4 where 3 is the root: the GPU twin's seed)
 
 
 def _cc_ref(src, dst, *, n, rounds):
