@@ -44,12 +44,13 @@ def test_transpose_of_a_number_with_axes_is_at_the_call():
   assert e.hint == "a number has no axes to permute: use 2.5 itself", e.hint
 
 
-_ARGS = ("0.5", "3", "0.5, 2.0", "7, 3", "0.5, 2.0, 1.0", "True, 1")
+_ARGS = ("0.5", "3", "0.5, 2.0", "7, 3", "0.5, 2.0, 1.0", "True, 1", "True", "x[0], 1", "x, 0.5", "x[...] > 0, 1")
 
 
 def test_no_builtin_reaches_an_internal_error_on_numbers(tmp_path):
-  """Each ml builtin called with Python numbers (one, two or three; floats, ints, a bool): a result or a
-  KernelError in the user's words, never MG900 or a Python exception."""
+  """Each ml builtin called with Python numbers (one, two or three; floats, ints, a bool), or with a scalar, a ref
+  or a bool tensor beside one: a result or a KernelError in the user's words, never MG900 or a Python exception
+  (ml.searchsorted(x, 0.5), ml.round(m, 1) of a bool tensor and ml.trans(True) were internal errors)."""
   lines = ["import mgpu_dsl as mg", "from mgpu_dsl import language as ml", "K = {}"]
   for n, (name, args) in enumerate((b, a) for b in sorted(BUILTINS) for a in _ARGS):
     lines += ["@mg.mgpu_kernel(out_shape=lambda x: x)", f"def k{n}(x, o):", f"  r = ml.{name}({args})",
@@ -70,3 +71,34 @@ def test_no_builtin_reaches_an_internal_error_on_numbers(tmp_path):
     except Exception as e:                    # noqa: BLE001 (what reached the user)
       bad.append((key, f"{type(e).__name__}: {e}"))
   assert not bad, bad[:10]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (S((128,), jnp.int32),) * 3)
+def one_query(x, o, p, q):
+  o[...] = ml.zeros((128,), jnp.int32) + jnp.searchsorted(x[0], 0.5)
+  p[...] = ml.zeros((128,), jnp.int32) + ml.searchsorted(x.at[0], -0.25, side="right")
+  q[...] = ml.zeros((128,), jnp.int32) + ml.searchsorted(x[1], 1)
+
+
+def test_searchsorted_of_one_python_number():
+  """jnp.searchsorted(a, 0.5) and ml.searchsorted(ref, -0.25) of a Python number query were internal errors
+  (AttributeError: 'float' object has no attribute 'type')."""
+  x = np.sort(np.random.default_rng(0).standard_normal((8, 128)).astype(np.float32), axis=1)
+  o, p, q = one_query(x, interpret=True)
+  np.testing.assert_array_equal(np.asarray(o), np.full(128, np.searchsorted(x[0], 0.5)))
+  np.testing.assert_array_equal(np.asarray(p), np.full(128, np.searchsorted(x[0], -0.25, side="right")))
+  np.testing.assert_array_equal(np.asarray(q), np.full(128, np.searchsorted(x[1], 1)))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def round_bool(x, o):
+  o[...] = x[...] + ml.round(x[...] > 0, 1)
+
+
+def test_round_of_bools_to_decimals_says_convert():
+  with pytest.raises(mg.KernelTypeError) as info:
+    round_bool.typed_ir(S((8, 128), jnp.float32))
+  e = info.value
+  assert e.lineno == round_bool.__wrapped__.__code__.co_firstlineno + 2
+  assert e.message.startswith("ml.round of bool values to decimals=1"), e.message
+  assert e.hint == "convert first: ml.round((x[...] > 0).astype(jnp.float32), 1)", e.hint

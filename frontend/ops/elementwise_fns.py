@@ -402,6 +402,10 @@ def round_(cx, x, decimals=0):
     raise E.KernelTypeError(f"ml.round's decimals must be a static int, got {kind_of(decimals)}", cx.loc,
                             hint=f"ml.round({cx.named(x)}, 2) rounds to hundredths (a constexpr or a Python int)")
   d = resolve(x.type.dtype) if is_value(x) else None
+  if d == DType.bool_ and decimals:
+    raise E.KernelTypeError(f"ml.round of bool values to decimals={decimals} (nor in jnp.round: bool is not"
+                            f" inexact)", cx.loc, hint=f"convert first: ml.round({method_on(cx.named(x, 'x'))}.astype("
+                                                       f"jnp.float32), {decimals})")
   if decimals == 0 or not isinstance(d, DType) or d.is_int and decimals > 0:
     return _round_whole(cx, x)
   if d.is_int:

@@ -191,7 +191,7 @@ def _transpose(cx, x, axes, given, what):
   if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
     axes = tuple(axes[0])                       # ml.transpose(x, (1, 0)), as jnp.transpose
   axes = tuple(axes) or None
-  if isinstance(x, (int, float)) and not isinstance(x, bool):
+  if isinstance(x, (int, float)):
     if axes is None:
       return x                                  # a number's transpose is the number (jnp.transpose(0.5))
     raise E.KernelTypeError(f"{what} of a Python number takes no axes, got {axes!r}", cx.loc,

@@ -16,7 +16,7 @@ from __future__ import annotations
 from .. import errors as E
 from ..dtypes import DType
 from ..types import RefType, Space
-from .base import builtin, check_register_value, is_tensor, kind_of, shown
+from .base import builtin, check_register_value, is_tensor, is_value, kind_of, shown
 
 _SIDES = ("left", "right")
 _METHODS = ("scan", "scan_unrolled", "sort", "compare_all")       # jnp's: the same answer by any of them
@@ -37,6 +37,9 @@ def searchsorted(cx, a, v, side="left", sorter=None, *, method="scan"):
     raise E.KernelTypeError(f"ml.searchsorted: method is one of jnp's {_METHODS}, got {shown(method)}", cx.loc,
                             hint="leave it out: the compiler picks the search")
   check_register_value(cx, v, "ml.searchsorted")
+  if isinstance(v, (int, float)) and not isinstance(v, bool) and is_value(a):
+    from .elementwise import constant       # jnp.searchsorted(a, 0.5): one query, a weakly typed scalar (session
+    v = constant(cx, v)                     # 60: an internal error)
   if isinstance(getattr(a, "type", None), RefType):
     if len(a.type.shape) != 1:
       raise E.KernelTypeError(f"ml.searchsorted searches a 1-D sorted array, got {cx.named(a)} of shape"
