@@ -423,6 +423,19 @@ def bind(cx, fn, args, kwargs):
   return ml_name, pos, kw
 
 
+def _bad_arguments(cx, shown, sig, arguments):
+  """A form's maker could not take the call's static arguments (lax.expand_dims(v, 2), whose dimensions are a
+  tuple; jnp.permute_dims(v, w) of a register value for its axes): a KernelTypeError at the call naming the
+  arguments and the library's signature (session 60: each was an internal error, the maker's TypeError)."""
+  from .ops.base import is_value
+  shown_args = ", ".join(f"{k}={kind_of_operand(v) if is_value(v) else repr(v)}" for k, v in arguments.items())
+  params = ", ".join(p.name for p in sig.parameters.values() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL))
+  raise E.KernelTypeError(f"{shown} does not take these arguments: {shown_args}", cx.loc,
+                          hint=f"call it as {shown}({params}) with arguments of the kinds jax documents: the arrays"
+                               f" register values, the other parameters static Python values (a tuple of ints for"
+                               f" axes or dimensions)") from None
+
+
 def formula(tracer, cx, node, fn, args, kwargs):
   """jax.nn.silu(v), jax.nn.gelu(v, approximate=False), jax.nn.leaky_relu(v, 0.1), jnp.add(a, b): the
   formula activation_forms writes (the hints' own), traced at the call with the arguments bound by the
@@ -447,8 +460,11 @@ def formula(tracer, cx, node, fn, args, kwargs):
     bound.apply_defaults()
     from .ops.padded_tiles import true_shape
     # (`_shape_of`: a value's own shape, unpadded where it is computed padded, for the forms that read shapes)
-    got = make({**bound.arguments, "_shape_of": lambda x: true_shape(tracer.b, x), "_fn": fn})   # (`_fn`: the
-                                                                                 # library's function, per item)
+    try:
+      got = make({**bound.arguments, "_shape_of": lambda x: true_shape(tracer.b, x), "_fn": fn})   # (`_fn`: the
+                                                                                   # library's function, per item)
+    except (TypeError, ValueError, IndexError, KeyError):
+      _bad_arguments(cx, shown, sig, bound.arguments)
     if got is None:
       return None
     (form, operands), rest = got, [p for p in params if p.name not in reads]
