@@ -131,7 +131,8 @@ STATIC = {
     "fmin": lambda x, y: y if x != x else x if y != y else min(x, y),
     "exp10": lambda x: 10.0 ** x, "fast_exp10f": lambda x: 10.0 ** x,
     "saturatef": lambda x: min(max(x, 0.0), 1.0) if x == x else 0.0, "rcp_rn": lambda x: 1.0 / x,
-    "remainder": math.remainder, "fdim": lambda x, y: x - y if x > y or x != x or y != y else 0.0, "fast_dividef": lambda x, y: x / y,
+    "remainder": math.remainder, "fdim": lambda x, y: x - y if x > y or x != x or y != y else 0.0,
+    "fast_dividef": lambda x, y: x / y,
     **{f"float2{to}_{r}": (lambda f: lambda x: int(f(x)))(
         {"rn": round, "rz": math.trunc, "rd": math.floor, "ru": math.ceil}[r]) for to in _TO for r in _ROUND},
     "llrint": lambda x: int(round(x)), "llround": lambda x: int(_round_away(x)),

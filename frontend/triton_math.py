@@ -18,7 +18,8 @@ SAME = {"fabs": "abs", "max": "maximum", "min": "minimum", "clamp": "clip", "fin
         "nearbyint": "round", "powf": "pow", "exp2f": "exp2", "expf": "exp", "logf": "log", "sqrtf": "sqrt",
         "rsqrtf": "rsqrt", "tanhf": "tanh", "erff": "erf", "fdiv_rn": "div_rn", "div_rn": "div_rn",
         "umulhi": "umulhi", "mulhi": "mulhi"}
-SAME.update({"fma_rn": "fma", "fmaf": "fma", "fmaf_rn": "fma", "fast_powf": "pow"})      # x * y + z rounded once (probe 70b)
+SAME.update({"fma_rn": "fma", "fmaf": "fma", "fmaf_rn": "fma"})      # x * y + z rounded once (probe 70b)
+SAME["fast_powf"] = "pow"                        # (libdevice's powf: session 60, MG002 whose hint named ml.pow)
 DIFFERENT = frozenset({"fmax", "fmin"})        # libdevice's meaning is not ml's namesake's (jnp.fmax's: libdevice_math)
 # Triton's libdevice names of jnp functions of the same meaning, traced as jnp's calls (jnp_calls.STAND_INS; probe
 # 70b, they were MG002 "check the spelling"): C's nextafterf, copysignf, signbit, hypotf, ldexpf and scalbnf; and
