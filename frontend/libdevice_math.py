@@ -108,7 +108,8 @@ PARAMS = {n: reads for (_, n), (reads, _) in FORMS.items()}
 
 def _f32(v):
   import numpy as np
-  return float(np.float32(v))
+  with np.errstate(over="ignore"):
+    return float(np.float32(v))
 
 
 def _bits(v, src, dst):
@@ -121,21 +122,85 @@ def _round_away(x):
   return t + math.copysign(1.0, x) if abs(x - t) >= 0.5 else t
 
 
+def _ieee(fn, pole=None):
+  """A math function of floats with IEEE's answers where Python's raise: `pole(x)` (lgamma(-1), log10(0) and
+  atanh(1) are infinities) where it gives one, NaN elsewhere outside the domain (acosh(0.5), log10(-1)), an infinity
+  past float64's range (sinh(1000))."""
+  def f(*xs):
+    if any(x != x for x in xs):
+      return math.nan
+    try:
+      return fn(*xs)
+    except OverflowError:
+      return math.copysign(math.inf, xs[0]) if fn is math.sinh else math.inf
+    except (ValueError, ZeroDivisionError):
+      got = pole(*xs) if pole is not None else None
+      return math.nan if got is None else got
+  return f
+
+
+def _erfinv(y):
+  """erf's inverse in float64 (Newton's steps from Giles's start; float32's rounding follows): +-inf at +-1."""
+  if y != y or abs(y) > 1:
+    return math.nan
+  if abs(y) == 1:
+    return math.copysign(math.inf, y)
+  w = -math.log((1 - y) * (1 + y))
+  x = y * (1.5 + 0.25 * w) if w < 5 else math.copysign(math.sqrt(w) - 0.5, y)
+  for _ in range(60):
+    step = (math.erf(x) - y) / (2 / math.sqrt(math.pi) * math.exp(-x * x))
+    x -= step
+    if abs(step) <= 1e-16 * max(1.0, abs(x)):
+      break
+  return x
+
+
+def _bessel_i(order):
+  """I0 / I1 by their power series in float64 (inf past its range)."""
+  def f(x):
+    q, term, total = x * x / 4, 1.0 if order == 0 else x / 2, 0.0
+    for k in range(1, 400):
+      total += term
+      term *= q / (k * (k + order))
+      if not math.isfinite(total) or abs(term) <= 1e-17 * abs(total):
+        break
+    return total + term if math.isfinite(total) else math.copysign(math.inf, x) if order else math.inf
+  return f
+
+
+def _to_int(rounding, lo, hi):
+  """A float's conversion as CUDA's cvt: rounded as the suffix says, NaN to 0, saturated to [lo, hi]."""
+  def f(x):
+    if x != x:
+      return 0
+    return int(min(max(rounding(x) if math.isfinite(x) else x, lo), hi))
+  return f
+
+
+_ZERO = lambda x: -math.inf if x == 0 else None         # (log10's pole)
+_RANGES = {"int": (-2 ** 31, 2 ** 31 - 1), "uint": (0, 2 ** 32 - 1), "ll": (-2 ** 63, 2 ** 63 - 1)}
+_ROUNDINGS = {"rn": round, "rz": math.trunc, "rd": math.floor, "ru": math.ceil}
+
 # Of Python numbers (traced calls of static operands): CUDA's result of the float32 operands
 STATIC = {
-    "sinh": math.sinh, "cosh": math.cosh, "acosh": math.acosh, "asinh": math.asinh, "atanh": math.atanh,
-    "log10": math.log10, "fast_log10f": math.log10, "lgamma": math.lgamma, "tgamma": math.gamma,
-    "erfinv": None, "normcdf": lambda x: 0.5 * math.erfc(-x / math.sqrt(2.0)), "normcdfinv": None,
-    "cyl_bessel_i0": None, "cyl_bessel_i1": None,
+    "sinh": _ieee(math.sinh), "cosh": _ieee(math.cosh), "acosh": _ieee(math.acosh), "asinh": _ieee(math.asinh),
+    "atanh": _ieee(math.atanh, lambda x: math.copysign(math.inf, x) if abs(x) == 1 else None),
+    "log10": _ieee(math.log10, _ZERO), "fast_log10f": _ieee(math.log10, _ZERO),
+    "lgamma": _ieee(math.lgamma, lambda x: math.inf if x == int(x) and x <= 0 else None),
+    "tgamma": _ieee(math.gamma, lambda x: math.copysign(math.inf, x) if x == 0 else None), "erfinv": _erfinv,
+    "normcdf": lambda x: 0.5 * math.erfc(-x / math.sqrt(2.0)),
+    "normcdfinv": lambda p: math.sqrt(2.0) * _erfinv(2 * p - 1) if p == p else math.nan,
+    "cyl_bessel_i0": _bessel_i(0), "cyl_bessel_i1": _bessel_i(1),
     "fmax": lambda x, y: y if x != x else x if y != y else max(x, y),
     "fmin": lambda x, y: y if x != x else x if y != y else min(x, y),
-    "exp10": lambda x: 10.0 ** x, "fast_exp10f": lambda x: 10.0 ** x,
-    "saturatef": lambda x: min(max(x, 0.0), 1.0) if x == x else 0.0, "rcp_rn": lambda x: 1.0 / x,
-    "remainder": math.remainder, "fdim": lambda x, y: x - y if x > y or x != x or y != y else 0.0,
-    "fast_dividef": lambda x, y: x / y,
-    **{f"float2{to}_{r}": (lambda f: lambda x: int(f(x)))(
-        {"rn": round, "rz": math.trunc, "rd": math.floor, "ru": math.ceil}[r]) for to in _TO for r in _ROUND},
-    "llrint": lambda x: int(round(x)), "llround": lambda x: int(_round_away(x)),
+    "exp10": _ieee(lambda x: 10.0 ** x), "fast_exp10f": _ieee(lambda x: 10.0 ** x),
+    "saturatef": lambda x: min(max(x, 0.0), 1.0) if x == x else 0.0,
+    "rcp_rn": lambda x: 1.0 / x if x else math.copysign(math.inf, x),
+    "remainder": _ieee(math.remainder), "fdim": lambda x, y: x - y if x > y or x != x or y != y else 0.0,
+    "fast_dividef": lambda x, y: x / y if y else math.nan if x == 0 or x != x else math.copysign(math.inf, x) * (
+        math.copysign(1.0, y)),
+    **{f"float2{to}_{r}": _to_int(_ROUNDINGS[r], *_RANGES[to]) for to in _TO for r in _ROUND},
+    "llrint": _to_int(round, *_RANGES["ll"]), "llround": _to_int(_round_away, *_RANGES["ll"]),
     **{f"{n}2float_rn": float for n in ("int", "uint", "ll")},
     "float_as_int": lambda x: _bits(x, "float32", "int32"), "float_as_uint": lambda x: _bits(x, "float32", "uint32"),
     "int_as_float": lambda x: _bits(x % 2 ** 32, "uint32", "float32"),
@@ -145,10 +210,8 @@ STATIC = {
 
 def static(name, *args):
   """libdevice's `name` of Python numbers, computed while tracing (float32 operands, as Triton makes of a
-  number); a function with no Python twin here (erfinv, normcdfinv, the Bessel functions) takes register values."""
-  fn = STATIC.get(name)
-  if fn is None:
-    raise TypeError(f"libdevice.{name} of a Python number has no value while tracing: give it a register value")
+  number), with IEEE's NaN and infinities where Python's math raises."""
+  fn = STATIC[name]
   if name.startswith(("int_as", "uint_as")):
     return fn(*args)
   out = fn(*(_f32(a) for a in args))

@@ -185,3 +185,25 @@ def test_gpu_matches_interpret():
   a, b, c = (rng.integers(-2 ** 31, 2 ** 31 - 1, 256, dtype=np.int64).astype(np.int32) for _ in range(3))
   for g, i in zip(products(a, b, c), products(a, b, c, interpret=True)):
     np.testing.assert_array_equal(np.asarray(g), np.asarray(i))
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x,) * 6)
+def static_floats(x, a, b, c, d, e, f):
+  v = x[...]
+  a[...] = v + ld.log10(0.0)
+  b[...] = v + ld.lgamma(-1.0)
+  c[...] = v + ld.acosh(0.5)
+  d[...] = v + ld.erfinv(0.5)
+  e[...] = v + ld.float2int_rn(3e10)
+  f[...] = v + ld.cyl_bessel_i1(-3.0)
+
+
+def test_python_numbers_take_ieee_answers_while_tracing():
+  """Of Python numbers, IEEE's infinities and NaN where Python's math raises (log10(0), lgamma's poles, acosh
+  below 1: they were MG003 "failed while tracing: ValueError"), CUDA's saturating conversion, and erfinv and the
+  Bessel functions by series (MG003 before: "no value while tracing")."""
+  a, b, c, d, e, f = (float(np.asarray(o)[0]) for o in static_floats(np.zeros(128, np.float32), interpret=True))
+  assert a == -np.inf and b == np.inf and np.isnan(c)
+  np.testing.assert_allclose(d, float(jax.scipy.special.erfinv(np.float32(0.5))), rtol=1e-6)
+  assert e == np.float32(2 ** 31 - 1)
+  np.testing.assert_allclose(f, float(jax.scipy.special.i1(np.float32(-3.0))), rtol=1e-6)
