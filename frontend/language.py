@@ -45,7 +45,8 @@ from .ops.block_ptrs import advance, make_block_ptr, make_tensor_descriptor
 
 take_along_axis = BUILTINS["take_along_axis"]     # (frontend/ops/gather.py)
 gather = BUILTINS["gather"]                       # Triton's tl.gather(src, index, axis): ops/take_along.py
-sqrt_rn = BUILTINS["sqrt"]                        # Triton's tl.sqrt_rn: ml.sqrt is the IEEE square root already
+sqrt_rn = BUILTINS["sqrt"]
+broadcast = BUILTINS["broadcast"]                 # Triton's tl.broadcast(a, b): ops/shape.py                        # Triton's tl.sqrt_rn: ml.sqrt is the IEEE square root already
 
 from .triton_math import Namespace as _Namespace   # Triton's tl.math, tl.extra.cuda.libdevice (probe 48g)
 math = _Namespace("math")
@@ -192,7 +193,7 @@ def assume(cond):
 __all__ = [
     "abs", "acos", "advance", "all", "any", "arange", "argmax", "argmin", "argsort", "asin", "associative_scan",
     "atan", "atan2", "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or",
-    "atomic_xchg", "atomic_xor", "bincount", "bitcast", "broadcast_to", "cast", "cbrt", "cdiv", "ceil", "clamp",
+    "atomic_xchg", "atomic_xor", "bincount", "bitcast", "broadcast", "broadcast_to", "cast", "cbrt", "cdiv", "ceil", "clamp",
     "cat", "clip", "cluster_ref", "cluster_sync", "concatenate", "copy", "cos", "cummax", "cummin", "cumprod", "cumsum",
     "debug_barrier", "div_rn", "dot", "ds", "erf", "erfc", "exp", "exp2", "expand_dims", "expm1", "fdiv", "flip",
     "floor", "fma", "fmod", "full", "gather", "grouped_ids", "histogram", "interleave", "isfinite", "isinf", "isnan", "join",

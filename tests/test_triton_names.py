@@ -35,6 +35,23 @@ def test_tl_gather_is_take_along_axis():
   assert "mosaic_gpu" in jax.export.export(jax.jit(gathers), platforms=["cuda"])(*specs).mlir_module()
 
 
+@mg.mgpu_kernel(out_shape=lambda x, i, j: (x, x))
+def broadcast_pair(x, i, j, a, b):
+  p, q = ml.broadcast(x[0][None, :], x[:, 0:1][...])
+  a[...] = p
+  b[...] = q * 1.0
+
+
+def test_tl_broadcast_gives_both_at_the_common_shape():
+  """Triton's `tl.broadcast(a, b)` was MG002 (its hint wrote the pair of ml.broadcast_to)."""
+  x = np.random.default_rng(2).standard_normal((8, 128)).astype(np.float32)
+  i = np.zeros((8, 128), np.int32)
+  a, b = broadcast_pair(x, i, i, interpret=True)
+  p, q = np.broadcast_arrays(x[0][None, :], x[:, 0:1])
+  np.testing.assert_array_equal(np.asarray(a), p)
+  np.testing.assert_array_equal(np.asarray(b), q)
+
+
 @mg.mgpu_kernel(out_shape=lambda x, i: x)
 def gather_bad_axis(x, i, o):
   o[...] = ml.gather(x[...], i[...], axis=2)
