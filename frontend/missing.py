@@ -38,8 +38,8 @@ _MATH = {
     "nan_to_num": ("ml.where({0} != {0}, 0.0, ml.clip({0}, -jnp.finfo({0}.dtype).max, jnp.finfo({0}.dtype).max))",
                    " (NaN to 0, +-inf to the dtype's largest finite values, as jnp.nan_to_num)"),
     "square": ("{0} * {0}", ""),
-    "log10": ("ml.log2({0}) * 0.30102999566398120", " (log10(2))"),
-    "exp10": ("ml.exp2({0} * 3.3219280948873623)", " (log2(10))"),
+    "log10": ("jnp.log10({0})", " (jnp's form, computed in kernels; also ml.libdevice.log10)"),
+    "exp10": ("ml.libdevice.exp10({0})", " (10 ** x, libdevice's powf of 10)"),
 }
 
 
@@ -70,10 +70,8 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
            " ml.rsqrt(x)): ml.exp, ml.exp2, ml.log, ml.log2, ml.sqrt, ml.rsqrt, ml.erf, ml.tanh, ml.sin, ml.cos,"
            " ml.sigmoid, ml.asin, ml.acos, ml.atan, ml.atan2, ml.tan, ml.cbrt, ml.expm1, ml.log1p, ml.erfc, ml.pow,"
            " ml.isnan, ml.isinf, ml.isfinite, ml.floor, ml.ceil, ml.trunc, ml.round, ml.abs, ml.maximum, ml.minimum") for n in ("math", "extra", "libdevice")},
-    "sinh": "no ml.sinh: (ml.exp(x) - ml.exp(-x)) * 0.5", "cosh": "no ml.cosh: (ml.exp(x) + ml.exp(-x)) * 0.5",
-    "asinh": "no ml.asinh: ml.log(x + ml.sqrt(x * x + 1)) (for x >= 0; odd: use -asinh(-x) below 0)",
-    "acosh": "no ml.acosh: ml.log(x + ml.sqrt(x * x - 1))",
-    "atanh": "no ml.atanh: 0.5 * ml.log((1 + x) / (1 - x))",
+    **{n: f"no ml.{n}: jnp.{n}(x) (jnp's form, accurate near 0 too; also ml.libdevice.{n}(x))"
+       for n in ("sinh", "cosh", "asinh", "acosh", "atanh")},
     **{n: f"use ml.{n.replace('arc', 'a')} (libdevice's {n.replace('arc', 'a')}f)"
        for n in ("arcsin", "arccos", "arctan", "arctan2")},
     "sign": "no ml.sign: ml.where(x > 0, 1, ml.where(x < 0, -1, x)) (jnp.sign: x's dtype, NaN and -0.0 kept)",

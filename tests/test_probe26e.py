@@ -209,8 +209,8 @@ MISSING = [
      "no ml.nan_to_num: ml.where(x[...] != x[...], 0.0, ml.clip(x[...], -jnp.finfo(x[...].dtype).max,"
      " jnp.finfo(x[...].dtype).max)) (NaN to 0, +-inf to the dtype's largest finite values, as jnp.nan_to_num)"),
     ("ml.square(x[...] + 1)", "square", "no ml.square: (x[...] + 1) * (x[...] + 1)"),
-    ("ml.log10(x[...])", "log10", "no ml.log10: ml.log2(x[...]) * 0.30102999566398120 (log10(2))"),
-    ("ml.exp10(x[...])", "exp10", "no ml.exp10: ml.exp2(x[...] * 3.3219280948873623) (log2(10))"),
+    ("ml.log10(x[...])", "log10", "no ml.log10: jnp.log10(x[...]) (jnp's form, computed in kernels; also ml.libdevice.log10)"),
+    ("ml.exp10(x[...])", "exp10", "no ml.exp10: ml.libdevice.exp10(x[...]) (10 ** x, libdevice's powf of 10)"),
     ("ml.right_shift(n[...], 4).astype(jnp.float32)", "right_shift",
      "no ml.right_shift: write the operator: n[...] >> 4 (arithmetic on signed types; for a logical shift of an"
      " int32, ml.bitcast(ml.bitcast(n[...], jnp.uint32) >> 4, jnp.int32))"),
@@ -264,7 +264,7 @@ def followed_math(x, y, n, out):
   out.at[4][...] = ml.where(a != a, 0.0, ml.clip(a, -jnp.finfo(a.dtype).max, jnp.finfo(a.dtype).max))
   out.at[5][...] = ml.fmod(a, b)
   out.at[6][...] = a % b
-  out.at[7][...] = ml.log2(ml.abs(a) + 1) * 0.30102999566398120 + ml.exp2(ml.clip(a, -4.0, 4.0) * 3.3219280948873623)
+  out.at[7][...] = jnp.log10(ml.abs(a) + 1) + ml.libdevice.exp10(ml.clip(a, -4.0, 4.0))      # (the hints since session 60)
 
 
 def test_the_math_hints_followed_compute_what_jnp_does():
