@@ -177,6 +177,40 @@ def outside(tracer, node, x, lookup=False):
   return x if got is None else got
 
 
+def index_arrays(tracer, node, base, index):
+  """`index` with each NumPy (or JAX) integer array among its parts made the register vector `jnp.asarray` of it
+  would be, where `base` is a register tensor or a ref (probe 72b: an FFT's bit-reversal table as a module constant,
+  `x[:, REV]` or `x_ref[REV]`, was MG900 "the truth value of an array ... is ambiguous"): a gather, as NumPy's
+  advanced indexing by it. Any other index, or base (a module's array indexed by one: NumPy's own), unchanged."""
+  from .ops.base import _outside_array, is_value
+  if not (is_value(base) or type(base).__name__ in ("At", "AtOf", "StridedView", "RegisterAt")):
+    return index
+  parts = index if isinstance(index, tuple) else (index,)
+  if not any(_outside_array(p) and not is_value(p) and len(p.shape) >= 1 for p in parts):
+    return index
+
+  def made(p):
+    if is_value(p) or not _outside_array(p) or len(p.shape) not in (1, 2):
+      return p
+    try:
+      vals = np.asarray(p)
+    except Exception:
+      return p
+    if vals.dtype.kind not in "iu" or vals.size == 0:
+      return p
+    got = _runs(tracer, node, vals) if vals.ndim == 1 else table(tracer, node, "asarray", vals)
+    if got is None:
+      from . import errors as E
+      raise E.KernelTypeError(
+          f"{tracer.text(node)}: an index table of {vals.size} numbers from outside the kernel is more than a"
+          f" register table holds ({MAX} numbers, or {RUNS} runs of equal steps)", tracer.loc(node),
+          hint="pass it to the kernel as an int32 input and index with its read (idx = idx_ref[...], then"
+               " x[idx]), or compute the indices in the kernel (a bit reversal: ml.extra.cuda.libdevice.brev)")
+    return got
+  out = tuple(made(p) for p in parts)
+  return out if isinstance(index, tuple) else out[0]
+
+
 def known(v):
   """(the literals, the DType, the NumPy array) of a register vector made of a static table here, or None."""
   return KNOWN.get(getattr(v, "id", None)) if hasattr(v, "type") else None

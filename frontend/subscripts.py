@@ -326,6 +326,8 @@ class Subscripts:
   def eval_Subscript(self, node):
     base = self.eval(node.value)
     index = self.eval_index(node.slice)
+    from .static_tables import index_arrays       # x[:, REV] of a module's NumPy table of indices: a gather
+    index = index_arrays(self, node, base, index)
     if holds_value(index) and not is_value(base):
       from .static_tables import outside      # NF4[idx] of a module's NumPy table: a gather from its register table
       base = outside(self, node, base, lookup=True)
