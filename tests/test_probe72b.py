@@ -1,0 +1,220 @@
+"""Probe 72b (signal-processing, complex-number and spectral kernels as cuFFT-replacement, torchaudio, cuSignal,
+VkFFT-style Triton ports and JAX users write them: complex numbers as (re, im) pairs or interleaved last axes, radix-2
+/ radix-4 / Stockham FFTs, bit reversal, DFTs and DCTs as matmuls, FIR / IIR filters, resampling, STFT framing and
+overlap-add, mel filterbanks, correlations, Goertzel, an FFT convolution pipeline): the corpus (tests/probe72b_complex.py,
+probe72b_fft.py, probe72b_filter.py, probe72b_stft.py), each kernel checked in interpret mode against its NumPy
+reference and exported for CUDA; the classes fixed (design note 237), each with a test that fails on the code before
+it."""
+import math
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mgpu_dsl as mg
+from mgpu_dsl import language as ml
+import probe72b_complex
+import probe72b_fft
+import probe72b_filter
+import probe72b_stft
+from probe72b_run import err, export
+
+S = jax.ShapeDtypeStruct
+F32, F16 = jnp.float32, jnp.float16
+MODULES = (probe72b_complex, probe72b_fft, probe72b_filter, probe72b_stft)
+CASES = {name: c for m in MODULES for name, c in m.CASES.items()}
+
+
+def _line_of(text, path=__file__):
+  with open(path) as f:
+    return next(n for n, line in enumerate(f, 1) if text in line)
+
+
+def _quiet(run):
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", mg.KernelWarning)
+    return run()
+
+
+def _export(kernel, *args, **kw):
+  specs = [S(np.shape(a), np.asarray(a).dtype) for a in args]
+  return jax.export.export(jax.jit(lambda *a: kernel(*a, **kw)), platforms=["cuda"])(*specs).mlir_module()
+
+
+def _error(kernel, specs, cls, code, line_text, col_text, message, hint=None):
+  """The diagnostic of `kernel` at `specs`: its class, code, line and column (of col_text in the line), message."""
+  with pytest.raises(cls) as info:
+    kernel.typed_ir(*specs)
+  e = info.value
+  assert e.code == code, (e.code, str(e))
+  assert e.filename == __file__ and e.lineno == _line_of(line_text), (e.filename, e.lineno, str(e))
+  with open(__file__) as f:
+    assert e.col_offset == f.readlines()[e.lineno - 1].index(col_text), (e.col_offset, str(e))
+  assert message in e.message, e.message
+  if hint is not None:
+    assert hint in e.hint, e.hint
+  return e
+
+
+def _close(got, want, tol):
+  got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+  assert len(got) == len(want)
+  for g, w in zip(got, want):
+    assert np.shape(g) == np.shape(w), (np.shape(g), np.shape(w))
+    assert err(g, w) <= tol, err(g, w)
+
+
+def test_corpus_size():
+  assert len(CASES) >= 60, len(CASES)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_corpus_matches_its_reference_and_builds(name):
+  """Each kernel against its reference in interpret mode (within its tolerance), then its Mosaic GPU module(s) built
+  for CUDA (a host pipeline's launches one by one)."""
+  kernel, make, ref, tol = CASES[name]
+  args, kw = make(0)
+  _close(_quiet(lambda: kernel(*args, **kw, interpret=True)), ref(*args, **kw), tol)
+  _quiet(lambda: export(kernel, args, kw))
+
+
+GPU_TWINS = ["cmul_conj_interleaved_last_axis", "magnitude_flat_interleaved_gathers", "power_spectrum_db_top_db",
+             "phase_vocoder_step_wrap_round", "fft256_radix2_register_partner_gathers",
+             "fft128_stockham_smem_gmem_twiddles_scatter_set", "fft8_per_thread_unrolled_columns",
+             "fft64_radix4_dif_smem_twiddles_digit_reverse", "bitrev_columns_module_constant_table",
+             "dft64_matmul_gmem_matrices_f16", "cdft64_four_dots_matrix_in_kernel_bf16",
+             "rfft128_half_bins_65_columns_f16", "dct2_ortho_matrix_in_smem_transposed_dot",
+             "dft2d_64_chained_dots_through_smem", "fir16_shifted_masked_loads_ragged",
+             "fir9_module_taps_tma_halo_smem_slices", "biquad_df2t_time_loop_lane_per_channel",
+             "one_pole_iir_associative_scan", "polyphase_resample_3_over_2", "goertzel_8_bins_scalar_samples",
+             "stft_power_dft_on_tensor_cores", "overlap_add_atomic_windows", "whisper_log_mel_129_bins_80_mels",
+             "fft_convolution_three_launch_pipeline"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", GPU_TWINS)
+def test_gpu_corpus_matches_its_reference(name):
+  """The GPU twins, within the corpus's tolerances (CUDA's sin / cos / atan2 / log within a few ulp of NumPy's)."""
+  kernel, make, ref, tol = CASES[name]
+  args, kw = make(1)
+  _close(_quiet(lambda: kernel(*args, **kw)), ref(*args, **kw), max(tol, 1e-5))
+
+
+# ---------------------------------------------------------------- class 1: NumPy index tables
+def _rev(n):
+  b = n.bit_length() - 1
+  return np.array([int(format(i, f"0{b}b")[::-1], 2) for i in range(n)], np.int32)
+
+
+REV32, REV256, REV512 = _rev(32), _rev(256), _rev(512)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def columns_by_module_table(x, out):
+  r = ml.ds(ml.program_id(0) * 8, 8)
+  out.at[r, :][...] = x.at[r, :][...][:, REV32]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x, x, x))
+def vector_by_module_table(x, gathered, from_ref, scattered):
+  gathered[...] = x[...][REV256]
+  from_ref[...] = x[REV256]
+  scattered[REV256] = x[...]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def too_long_a_table(x, out):
+  out[...] = x[...][REV512]
+
+
+@mg.mgpu_kernel(out_shape=lambda x, rev: x)
+def too_long_a_table_followed(x, rev, out):
+  out[...] = x[...][rev[...]]
+
+
+def test_a_numpy_index_table_gathers_and_scatters():
+  """A module's NumPy array of indices (an FFT's bit-reversal table, cuFFT's `__constant__ int rev[]`) indexing a
+  register tensor, a ref or a scatter's target was MG900 ("the truth value of an array ... is ambiguous"); it is the
+  register table jnp.asarray of it makes, a gather or scatter as NumPy's advanced indexing."""
+  x = np.random.default_rng(0).standard_normal((64, 32)).astype(np.float32)
+  np.testing.assert_array_equal(np.asarray(columns_by_module_table(x, interpret=True)), x[:, REV32])
+  assert "mosaic_gpu" in _export(columns_by_module_table, x)
+  v = np.arange(256, dtype=np.float32)
+  g, f, s = vector_by_module_table(v, interpret=True)
+  np.testing.assert_array_equal(np.asarray(g), v[REV256])
+  np.testing.assert_array_equal(np.asarray(f), v[REV256])
+  np.testing.assert_array_equal(np.asarray(s), v[np.argsort(REV256)])
+  assert "mosaic_gpu" in _export(vector_by_module_table, v)
+
+
+def test_a_numpy_index_table_past_a_register_table_says_what_to_write():
+  """A table past 256 numbers (and 64 runs) is a located MG003 whose hint (pass it as an input) computes."""
+  _error(too_long_a_table, [S((512,), F32)], mg.KernelTypeError, "MG003", "out[...] = x[...][REV512]", "x[...][REV512]",
+         "x[...][REV512]: an index table of 512 numbers from outside the kernel is more than a register table holds",
+         "pass it to the kernel as an int32 input and index with its read (idx = idx_ref[...], then x[idx])")
+  v = np.arange(512, dtype=np.float32)
+  np.testing.assert_array_equal(np.asarray(too_long_a_table_followed(v, REV512, interpret=True)), v[REV512])
+
+
+# ---------------------------------------------------------------- class 2: a dot of an odd n
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1] // 2 + 1), F32), grid=lambda x: (x.shape[0] // 64,))
+def rfft_real_part(x, out):
+  N = x.shape[1]
+  n = ml.arange(N)[:, None]
+  k = ml.arange(N // 2 + 1)[None, :]
+  c = ml.cos((-2.0 * math.pi / N) * ((n * k) % N).astype(F32)).astype(F16)
+  rows = ml.ds(ml.program_id(0) * 64, 64)
+  out.at[rows, :][...] = ml.dot(x.at[rows, :][...], c)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, c: S((x.shape[0], c.shape[1]), F32), grid=lambda x, c: (x.shape[0] // 64,))
+def mel_of_201_bins(x, c, out):
+  rows = ml.ds(ml.program_id(0) * 64, 64)
+  out.at[rows, :][...] = jnp.dot(x.at[rows, :][...], c[...], preferred_element_type=F32)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1] // 2 + 1), F32), grid=lambda x: (x.shape[0] // 64,))
+def rfft_of_512(x, out):
+  N = x.shape[1]
+  n = ml.arange(N)[:, None]
+  k = ml.arange(N // 2 + 1)[None, :]
+  c512 = ml.cos((-2.0 * math.pi / N) * ((n * k) % N).astype(F32)).astype(F16)
+  rows = ml.ds(ml.program_id(0) * 64, 64)
+  out.at[rows, :][...] = ml.dot(x.at[rows, :][...], c512)
+
+
+@pytest.mark.parametrize("n", [128, 256, 400])
+def test_a_dot_of_an_odd_n_is_computed_padded(n):
+  """A real FFT's N/2 + 1 bins as a product, `ml.dot(x, C)` of a (N, N/2 + 1) matrix (65, 129 or 201 columns), was
+  MG501 "n must be a multiple of 16" though a padded trace computes such products; it is the product at padded
+  columns (zero columns of b), its own n kept."""
+  x = np.random.default_rng(n).standard_normal((128, n)).astype(np.float16)
+  k = n // 2 + 1
+  ang = -2 * np.pi / n * ((np.arange(n)[:, None] * np.arange(k)[None, :]) % n)
+  want = x.astype(np.float64) @ np.cos(ang).astype(np.float16).astype(np.float64)
+  _close(np.asarray(_quiet(lambda: rfft_real_part(x, interpret=True))), want, 1e-3)
+  assert "mosaic_gpu" in _quiet(lambda: _export(rfft_real_part, x))
+
+
+def test_a_jnp_dot_of_a_gmem_matrix_of_201_columns_is_computed_padded():
+  x = np.random.default_rng(1).standard_normal((128, 400)).astype(np.float16)
+  c = np.random.default_rng(2).standard_normal((400, 201)).astype(np.float16)
+  _close(np.asarray(_quiet(lambda: mel_of_201_bins(x, c, interpret=True))), x.astype(np.float64) @ c, 1e-3)
+  assert "mosaic_gpu" in _quiet(lambda: _export(mel_of_201_bins, x, c))
+
+
+def test_an_odd_n_past_the_smem_keeps_its_mg501():
+  """257 columns of a 512-point DFT matrix (257 KiB of float16) fit no SMEM, padded or not: MG501 stands."""
+  _error(rfft_of_512, [S((128, 512), F16)], mg.MmaOperandError, "MG501", "ml.dot(x.at[rows, :][...], c512)",
+         "ml.dot", "needs n (columns of b) to be a multiple of 16 and at most 256, got 257")
+
+
+@pytest.mark.gpu
+def test_gpu_classes():
+  x = np.random.default_rng(0).standard_normal((64, 32)).astype(np.float32)
+  np.testing.assert_array_equal(np.asarray(columns_by_module_table(x)), x[:, REV32])
+  x = np.random.default_rng(1).standard_normal((128, 128)).astype(np.float16)
+  ang = -2 * np.pi / 128 * ((np.arange(128)[:, None] * np.arange(65)[None, :]) % 128)
+  _close(np.asarray(rfft_real_part(x)), x.astype(np.float64) @ np.cos(ang).astype(np.float16).astype(np.float64), 1e-3)
