@@ -34,6 +34,8 @@ from .jnp_pad import PAD
 from .jnp_moves import MOVES
 from .jnp_grids import FORMS as GRIDS
 from .libdevice_bits import int64_forms
+from .libdevice_floats import FORMS as FLOAT_INTRINSICS
+from .jnp_signal import FORMS as SIGNAL
 from .lax_forms import FORMS as LAX_FORMS
 
 # the library functions that are ml's: (module as users spell it) -> {its name: ml's name}
@@ -297,6 +299,8 @@ SHAPED.update(COMPOSE)        # jnp.piecewise, jnp.kron of register values (prob
 SHAPED.update(MOVES)          # jnp.hstack, jnp.array_split, jnp.rot90, lax.dynamic_slice, ... (probe 52c): jnp_moves.py
 SHAPED.update(GRIDS)          # jnp.eye, jnp.tri, jnp.indices, jnp.meshgrid (probe 53i): jnp_grids.py
 int64_forms(SHAPED)           # libdevice's popc, clz, ffs, brev, byte_perm, hadd; int64 popcounts (71b): libdevice_bits.py
+SHAPED.update(FLOAT_INTRINSICS)   # libdevice's sinpi, cospi, exp10, rhypot, remainder (72b): libdevice_floats.py
+SHAPED.update(SIGNAL)         # jnp.unwrap, jnp.angle of real values (probe 72b): jnp_signal.py
 
 
 def _form(lib, name):

@@ -48,7 +48,8 @@ def jnp_call(tracer, node, fn, args, kwargs, cx):
       jnp_calls.library(fn) == ("jnp", "ones")) and jnp_calls.library(fn) not in SIZED:
     return _NOT_MAPPED
   lib, name = jnp_calls.library(fn)
-  if lib == "libdevice":          # libdevice.popc(x_ref), of floats, of int8: its words (libdevice_bits.py)
+  from .libdevice_bits import NAMES as BIT_NAMES
+  if lib == "libdevice" and name in BIT_NAMES:     # libdevice.popc(x_ref), of floats, of int8: its words
     from .libdevice_bits import check
     check(tracer, node, cx, name, list(args))
   flat = [x for a in list(args) + list(kwargs.values()) for x in (a if isinstance(a, (tuple, list)) else (a,))]

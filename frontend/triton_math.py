@@ -25,9 +25,10 @@ DIFFERENT = frozenset({"fmax", "fmin"})        # libdevice's meaning is not ml's
 # add_rn, sub_rn, mul_rn (libdevice's __nv_fadd_rn, ...: rounded to nearest, never fused), which are +, - and *:
 # the kernel's arithmetic is never contracted (design note 231).
 JNP = {"nextafter": "nextafter", "copysign": "copysign", "signbit": "signbit", "hypot": "hypot", "ldexp": "ldexp",
-       "scalbn": "ldexp", "add_rn": "add", "sub_rn": "subtract", "mul_rn": "multiply"}
+       "scalbn": "ldexp", "add_rn": "add", "sub_rn": "subtract", "mul_rn": "multiply",
+       "log10": "log10", "fast_log10f": "log10"}          # (log10: probe 72b)
 _PARAMS = {"nextafter": ("x", "y"), "copysign": ("x1", "x2"), "signbit": ("x",), "hypot": ("x1", "x2"),
-           "ldexp": ("x1", "x2")}         # jnp's positional-only parameters (add, subtract, multiply: *args)
+           "ldexp": ("x1", "x2"), "log10": ("x",)}   # jnp's positional-only parameters (add, subtract, multiply: *args)
 _STAND_INS: dict = {}
 
 
@@ -54,6 +55,19 @@ def _bits_stand_in(name):
     def fn(*args):
       if not all(isinstance(a, int) for a in args):
         raise TypeError(f"libdevice.{name} takes integers")
+      return static(name, *args)
+    _register(fn, key, ("libdevice", name), "mgpu_dsl.libdevice", PARAMS[name])
+  return _STAND_INS[key]
+
+
+def _float_stand_in(name):
+  """A function standing for libdevice's float intrinsic `name` (sinpi, cospi, exp10, rhypot, remainder:
+  libdevice_floats.py's forms, probe 72b); of Python numbers NumPy's in float32 while tracing."""
+  key = f"libdevice.{name}"
+  if key not in _STAND_INS:
+    from .libdevice_floats import PARAMS, static
+
+    def fn(*args):
       return static(name, *args)
     _register(fn, key, ("libdevice", name), "mgpu_dsl.libdevice", PARAMS[name])
   return _STAND_INS[key]
@@ -106,6 +120,9 @@ def function(attr):
   from .libdevice_bits import NAMES
   if attr in NAMES:                    # popc, clz, ffs, brev, byte_perm, hadd, ...: composed (probe 71b)
     return _bits_stand_in(attr)
+  from .libdevice_floats import NAMES as FLOATS
+  if attr in FLOATS:                   # sinpi, cospi, exp10, rhypot, remainder: composed (probe 72b)
+    return _float_stand_in(attr)
   if attr == "round":                  # halves away from zero, not ml.round's to even (probe 57c)
     from .ops.triton_ops import ROUND_AWAY
     return ROUND_AWAY

@@ -389,3 +389,75 @@ def _chirp_ref(t, f0=10.0, k=400.0):
 
 case("linear_chirp_cos_of_quadratic_phase", chirp, lambda s: ((np.linspace(0, 1, 2048, dtype=np.float32),), {}),
      _chirp_ref, 1e-4)
+
+
+# ---------------------------------------------------------------- libdevice's float intrinsics, jnp.unwrap
+ld = ml.extra.cuda.libdevice
+
+
+@mg.mgpu_kernel(out_shape=lambda re, im: (re, im), grid=lambda re, im: (re.shape[0] // 64,))
+def twiddle_multiply_sinpi(re, im, o_re, o_im):
+  """A four-step FFT's twiddle multiplication as a Triton port writes it: x[r, c] * e^{-2 pi i r c / N} with the
+  angle as libdevice's `cospi` / `sinpi` of 2 r c / N (r c reduced mod N first: exact zeros at multiples of N/2)."""
+  rows = ml.program_id(0) * 64 + ml.arange(64)[:, None]
+  cols = ml.arange(re.shape[1])[None, :]
+  N = re.shape[0] * re.shape[1]
+  t = ((rows * cols) % N).astype(F32) * (2.0 / N)
+  wr, wi = ld.cospi(t), -ld.sinpi(t)
+  r = ml.ds(ml.program_id(0) * 64, 64)
+  a, b = re.at[r, :][...], im.at[r, :][...]
+  o_re.at[r, :][...] = a * wr - b * wi
+  o_im.at[r, :][...] = a * wi + b * wr
+
+
+def _twiddle_ref(re, im):
+  R, C = re.shape
+  w = np.exp(-2j * np.pi * ((np.arange(R)[:, None] * np.arange(C)[None, :]) % (R * C)) / (R * C))
+  z = (re + 1j * im.astype(np.float64)) * w
+  return z.real, z.imag
+
+
+case("four_step_twiddles_libdevice_sinpi_cospi", twiddle_multiply_sinpi, lambda s: _pair(s, (128, 64)), _twiddle_ref,
+     1e-6)
+
+
+@mg.mgpu_kernel(out_shape=lambda p: p, grid=lambda p: (p.shape[1] // 128,))
+def instantaneous_frequency(p, f, *, hop: ml.constexpr = 64, n_fft: ml.constexpr = 256):
+  """A phase vocoder's instantaneous frequency: the phase of each bin unwrapped along frames (jnp.unwrap, axis 0),
+  its frame-to-frame advance less the bin's expected advance, in cycles a sample."""
+  c = ml.ds(ml.program_id(0) * 128, 128)
+  u = jnp.unwrap(p.at[:, c][...], axis=0)
+  k = (ml.program_id(0) * 128 + ml.arange(128)).astype(F32)[None, :]
+  adv = u - jnp.roll(u, 1, axis=0)
+  t = ml.arange(p.shape[0])[:, None]
+  f.at[:, c][...] = jnp.where(t == 0, k / n_fft, adv / (2.0 * math.pi * hop))
+
+
+def _if_ref(p, hop=64, n_fft=256):
+  u = np.unwrap(p.astype(np.float64), axis=0)
+  adv = np.diff(u, axis=0, prepend=0)
+  k = np.arange(p.shape[1])[None, :]
+  return np.where(np.arange(p.shape[0])[:, None] == 0, k / n_fft, adv / (2 * np.pi * hop))
+
+
+def _if_make(s):
+  k = np.arange(256)[None, :]
+  ph = (2 * np.pi * 64 * np.arange(16)[:, None] * (k / 256 + rng_of(s).uniform(-0.002, 0.002, (1, 256))))
+  return (((ph + np.pi) % (2 * np.pi) - np.pi).astype(np.float32),), {}
+
+
+case("instantaneous_frequency_jnp_unwrap_frames", instantaneous_frequency, _if_make, _if_ref, 1e-5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 8,))
+def db_gain_roundtrip(x, y, *, gain_db: ml.constexpr = -6.0):
+  """dB to amplitude and back as CUDA ports write it: 20 log10(|x|), the gain added, libdevice's exp10 of dB / 20
+  with the sign restored."""
+  r = ml.ds(ml.program_id(0) * 8, 8)
+  v = x.at[r, :][...]
+  db = 20.0 * ld.log10(ml.maximum(ml.abs(v), 1e-9)) + gain_db
+  y.at[r, :][...] = ld.copysign(ld.exp10(db / 20.0), v)
+
+
+case("db_gain_libdevice_log10_exp10", db_gain_roundtrip, lambda s: ((normal(s, (16, 256)),), {}),
+     lambda x, gain_db=-6.0: x * 10 ** (gain_db / 20), 1e-5)

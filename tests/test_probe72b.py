@@ -18,12 +18,13 @@ from mgpu_dsl import language as ml
 import probe72b_complex
 import probe72b_fft
 import probe72b_filter
+import probe72b_more
 import probe72b_stft
 from probe72b_run import err, export
 
 S = jax.ShapeDtypeStruct
 F32, F16 = jnp.float32, jnp.float16
-MODULES = (probe72b_complex, probe72b_fft, probe72b_filter, probe72b_stft)
+MODULES = (probe72b_complex, probe72b_fft, probe72b_filter, probe72b_stft, probe72b_more)
 CASES = {name: c for m in MODULES for name, c in m.CASES.items()}
 
 
@@ -90,7 +91,8 @@ GPU_TWINS = ["cmul_conj_interleaved_last_axis", "magnitude_flat_interleaved_gath
              "fir9_module_taps_tma_halo_smem_slices", "biquad_df2t_time_loop_lane_per_channel",
              "one_pole_iir_associative_scan", "polyphase_resample_3_over_2", "goertzel_8_bins_scalar_samples",
              "stft_power_dft_on_tensor_cores", "overlap_add_atomic_windows", "whisper_log_mel_129_bins_80_mels",
-             "fft_convolution_three_launch_pipeline"]
+             "fft_convolution_three_launch_pipeline", "four_step_twiddles_libdevice_sinpi_cospi",
+             "instantaneous_frequency_jnp_unwrap_frames", "fft128_vanderplas_vectorised_reshape_vstack"]
 
 
 @pytest.mark.gpu
@@ -211,6 +213,66 @@ def test_an_odd_n_past_the_smem_keeps_its_mg501():
          "ml.dot", "needs n (columns of b) to be a multiple of 16 and at most 256, got 257")
 
 
+# ---------------------------------------------------------------- class 3: libdevice's float intrinsics
+ld = ml.extra.cuda.libdevice
+
+
+@mg.mgpu_kernel(out_shape=lambda x, y: (x,) * 6)
+def float_intrinsics(x, y, sp, cp, e10, rh, rem, l10):
+  v, w = x[...], y[...]
+  sp[...] = ld.sinpi(v)
+  cp[...] = ld.cospi(v)
+  e10[...] = ld.exp10(v)
+  rh[...] = ld.rhypot(v, w)
+  rem[...] = ld.remainder(v, w)
+  l10[...] = ld.log10(ml.abs(v)) + ld.fast_log10f(ml.abs(w))
+
+
+def test_libdevice_float_intrinsics_compute():
+  """Triton ports' `libdevice.sinpi`, `cospi`, `exp10`, `rhypot`, `remainder`, `log10`, `fast_log10f` were MG002
+  ("has no attribute ... check the spelling"; remainder's hint wrote a floored `a % b`); each is CUDA's meaning now:
+  sinpi / cospi exact at whole and half numbers, remainder IEEE's (the quotient rounded half to even)."""
+  rng = np.random.default_rng(3)
+  x = rng.uniform(-4, 4, 256).astype(np.float32)
+  y = rng.uniform(0.25, 2, 256).astype(np.float32) * np.where(rng.random(256) < 0.5, -1, 1).astype(np.float32)
+  x[:8] = [0.0, 0.5, 1.0, -1.5, 2.0, 0.25, 0.75, 1.25]          # whole and half numbers; remainder's ties
+  y[:8] = [1.0, 1.0, 1.0, 1.0, 1.0, 0.5, 0.5, 0.5]
+  sp, cp, e10, rh, rem, l10 = (np.asarray(v, np.float64) for v in float_intrinsics(x, y, interpret=True))
+  xd, yd = x.astype(np.float64), y.astype(np.float64)
+  np.testing.assert_allclose(sp, np.sin(np.pi * xd), atol=3e-7)
+  np.testing.assert_allclose(cp, np.cos(np.pi * xd), atol=3e-7)
+  assert sp[2] == 0 and sp[4] == 0 and cp[1] == 0 and cp[3] == 0 and cp[2] == -1
+  np.testing.assert_allclose(e10, 10 ** xd, rtol=1e-6)
+  np.testing.assert_allclose(rh, 1 / np.hypot(xd, yd), rtol=1e-6)
+  np.testing.assert_array_equal(rem, [math.remainder(float(a), float(b)) for a, b in zip(x, y)])
+  np.testing.assert_allclose(l10, np.log10(np.abs(xd)) + np.log10(np.abs(yd)), atol=1e-6)
+  assert "mosaic_gpu" in _export(float_intrinsics, x, y)
+
+
+# ---------------------------------------------------------------- class 4: jnp.unwrap, jnp.angle of real values
+@mg.mgpu_kernel(out_shape=lambda p: (p, p, p, p, p))
+def unwrapped(p, along_bins, along_frames, ang, centred, back):
+  along_bins[...] = jnp.unwrap(p[...])
+  along_frames[...] = jnp.unwrap(p[...], axis=0, period=4.0)
+  ang[...] = jnp.angle(p[...], deg=True)
+  centred[...] = jnp.fft.fftshift(p[...], axes=-1)
+  back[...] = jnp.fft.ifftshift(jnp.fft.fftshift(p[...]))
+
+
+def test_jnp_unwrap_angle_and_fftshift_of_real_values_compute():
+  """jnp.unwrap (a phase vocoder's phases along frames or bins), jnp.angle of real values and jnp.fft.fftshift /
+  ifftshift (a centred spectrum) were MG003 ("has no form in a kernel"; fftshift's hint wrote the concatenation);
+  they are jax's definitions."""
+  p = ((np.cumsum(np.random.default_rng(4).uniform(-1, 2.5, (8, 256)), axis=1) % (2 * np.pi)) - np.pi).astype(np.float32)
+  bins, frames, ang, centred, back = (np.asarray(v, np.float64) for v in unwrapped(p, interpret=True))
+  np.testing.assert_allclose(bins, np.unwrap(p.astype(np.float64)), atol=2e-5)
+  np.testing.assert_allclose(frames, np.unwrap(p.astype(np.float64), axis=0, period=4.0), atol=2e-5)
+  np.testing.assert_array_equal(ang, np.where(p < 0, 180.0, 0.0))
+  np.testing.assert_array_equal(centred, np.fft.fftshift(p, axes=-1))
+  np.testing.assert_array_equal(back, p)
+  assert "mosaic_gpu" in _export(unwrapped, p)
+
+
 @pytest.mark.gpu
 def test_gpu_classes():
   x = np.random.default_rng(0).standard_normal((64, 32)).astype(np.float32)
@@ -218,3 +280,8 @@ def test_gpu_classes():
   x = np.random.default_rng(1).standard_normal((128, 128)).astype(np.float16)
   ang = -2 * np.pi / 128 * ((np.arange(128)[:, None] * np.arange(65)[None, :]) % 128)
   _close(np.asarray(rfft_real_part(x)), x.astype(np.float64) @ np.cos(ang).astype(np.float16).astype(np.float64), 1e-3)
+  v = np.linspace(-4, 4, 256).astype(np.float32)
+  w = np.full(256, 0.5, np.float32)
+  sp, _, _, _, rem, _ = float_intrinsics(v, w)
+  np.testing.assert_allclose(np.asarray(sp, np.float64), np.sin(np.pi * v.astype(np.float64)), atol=5e-7)
+  np.testing.assert_array_equal(np.asarray(rem), [math.remainder(float(a), 0.5) for a in v])
