@@ -54,9 +54,11 @@ def table(tracer, node, name, out):
   if node is not None and hasattr(out, "shape") and len(out.shape) in (1, 2) and name not in FILLED and (
       name not in NAMES or int(np.prod(out.shape)) > MAX) and int(np.prod(out.shape)) > OUTSIDE and \
       int(np.prod(out.shape)) % 128 == 0:
-    return grid_pattern(tracer, node, out)      # (np.eye(64), np.tri(128), np.arange(256): probe 54d)
-  if name not in NAMES or node is None or not hasattr(out, "shape") or len(out.shape) not in (1, 2) or not (
-      1 <= int(np.prod(out.shape)) <= MAX) or 0 in out.shape:
+    got = grid_pattern(tracer, node, out)      # (np.eye(64), np.tri(128), np.arange(256): probe 54d)
+    if got is not None or not computed_floats(name, out):
+      return got
+  if name not in NAMES and not computed_floats(name, out) or node is None or not hasattr(out, "shape") or \
+      len(out.shape) not in (1, 2) or not (1 <= int(np.prod(out.shape)) <= MAX) or 0 in out.shape:
     return None
   if len(out.shape) == 2:
     return _matrix(tracer, node, out)
@@ -77,6 +79,15 @@ def table(tracer, node, name, out):
         t = trace_form(tracer, node, f"ml.where({{1}} == {k}, {texts[k]}, {{0}})", [t, i])
   KNOWN[t.id] = (texts, d, vals.astype(d.np))
   return t
+
+
+def computed_floats(name, out) -> bool:
+  """Whether `out`, a static array a NumPy or jnp function of another name than NAMES' returned, is a 1-D table
+  of at most MAX float numbers (probe 72b: a window's or a frequency axis's values computed while tracing,
+  `jnp.sin(jnp.linspace(0, jnp.pi, n))`, `np.fft.rfftfreq(n, 1 / sr)`, were MG003 "returned an array ... while
+  tracing"); a table as jnp.asarray of it makes. Builders of one value (FILLED) keep their hints."""
+  return name not in FILLED and hasattr(out, "shape") and len(out.shape) == 1 and 1 <= out.shape[0] <= MAX and \
+      np.dtype(getattr(out, "dtype", np.int32)).kind == "f"
 
 
 INDEX_BUILDERS = ("tril_indices", "triu_indices", "diag_indices", "tril_indices_from", "triu_indices_from",
