@@ -5,6 +5,7 @@ overlap-add, mel filterbanks, correlations, Goertzel, an FFT convolution pipelin
 probe72b_fft.py, probe72b_filter.py, probe72b_stft.py), each kernel checked in interpret mode against its NumPy
 reference and exported for CUDA; the classes fixed (design note 237), each with a test that fails on the code before
 it."""
+import cmath
 import math
 import warnings
 
@@ -271,6 +272,69 @@ def test_jnp_unwrap_angle_and_fftshift_of_real_values_compute():
   np.testing.assert_array_equal(centred, np.fft.fftshift(p, axes=-1))
   np.testing.assert_array_equal(back, p)
   assert "mosaic_gpu" in _export(unwrapped, p)
+
+
+# ---------------------------------------------------------------- class 5: static float arrays computed while tracing
+@mg.mgpu_kernel(out_shape=lambda x: (x, x, S((x.shape[0], 128), F32)), grid=lambda x: (x.shape[0] // 8,))
+def static_axes(x, windowed, weighted, low):
+  r = ml.ds(ml.program_id(0) * 8, 8)
+  v = x.at[r, :][...]
+  windowed.at[r, :][...] = v * jnp.sin(jnp.linspace(0.0, jnp.pi, 256))[None, :]
+  weighted.at[r, :][...] = v * np.fft.fftfreq(256, d=1 / 16000)[None, :]
+  low.at[r, :][...] = v[:, :128] * jnp.fft.rfftfreq(256)[None, :128]
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def static_zeros_still_hinted(x, out):
+  out[...] = x[...] + np.zeros(256)
+
+
+def test_a_static_float_array_a_function_computed_is_a_table():
+  """A window or a frequency axis computed while tracing by a function other than jnp.array / linspace / the named
+  windows (`jnp.sin(jnp.linspace(0, pi, n))`, `np.fft.fftfreq(n, d)`, `jnp.fft.rfftfreq(n)`) was MG003 ("returned an
+  array of shape (256,) while tracing"); a 1-D float array of up to 256 numbers is the table jnp.asarray of it makes."""
+  x = np.random.default_rng(6).standard_normal((16, 256)).astype(np.float32)
+  a, b, c = (np.asarray(v) for v in static_axes(x, interpret=True))
+  _close(a, x * np.sin(np.linspace(0, np.pi, 256)), 1e-6)     # (float32 sines, within an ulp or two)
+  np.testing.assert_allclose(b, x * np.fft.fftfreq(256, d=1 / 16000).astype(np.float32), rtol=1e-6)
+  np.testing.assert_allclose(c, x[:, :128] * np.fft.rfftfreq(256)[:128].astype(np.float32), rtol=1e-6)
+  assert "mosaic_gpu" in _export(static_axes, x)
+  _error(static_zeros_still_hinted, [S((256,), F32)], mg.KernelTypeError, "MG003", "out[...] = x[...] + np.zeros(256)",
+         "np.zeros(256)", "np.zeros(...) returned an array of shape (256,) while tracing")
+
+
+# ---------------------------------------------------------------- class 6: Python complex numbers in kernel code
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def rotate_by_python_complex(x, out):
+  out[...] = x[...] * cmath.exp(-0.25j * math.pi)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: (x, x))
+def rotate_by_python_complex_followed(x, o_re, o_im):
+  w = cmath.exp(-0.25j * math.pi)
+  o_re[...] = x[...] * w.real
+  o_im[...] = x[...] * w.imag
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def cast_to_complex(x, out):
+  out[...] = jnp.real(x[...].astype(jnp.complex64))
+
+
+def test_a_python_complex_says_how_to_hold_complex_values():
+  """`x * cmath.exp(...)`, `x * 1j`, `jnp.exp(1j * th)` were MG003 "* cannot take a Python complex" whose hint said
+  "pass a register tensor, a scalar or a Python number" (a complex is a Python number); `.astype(jnp.complex64)`'s
+  hint listed the kernel dtypes. Both say how to hold a complex value now, and the hinted form computes."""
+  _error(rotate_by_python_complex, [S((256,), F32)], mg.KernelTypeError, "MG003",
+         "out[...] = x[...] * cmath.exp(-0.25j * math.pi)", "x[...] * cmath", "* cannot take a Python complex",
+         "(xr + i xi) * w for a Python complex w is (xr * w.real - xi * w.imag, xr * w.imag + xi * w.real)")
+  _error(cast_to_complex, [S((256,), F32)], mg.UnsupportedDtypeError, "MG106",
+         "out[...] = jnp.real(x[...].astype(jnp.complex64))", "x[...].astype", "complex64 is not a kernel dtype",
+         "hold a complex value as its real and imaginary parts, two float32 tensors")
+  x = np.linspace(-2, 2, 256).astype(np.float32)
+  re, im = rotate_by_python_complex_followed(x, interpret=True)
+  w = cmath.exp(-0.25j * math.pi)
+  np.testing.assert_allclose(np.asarray(re) + 1j * np.asarray(im), x * w, rtol=1e-6, atol=1e-7)
 
 
 @pytest.mark.gpu
