@@ -7,13 +7,12 @@ separate dots, a real FFT's N/2 + 1 bins, an inverse with 1/N), DCT-II and its i
 two chained products. Same CASES form as probe72b_complex.py."""
 import math
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from probe72b_complex import S, F32, F16, BF16, I32, normal
+from probe72b_complex import S, F32, F16, BF16, normal
 
 CASES = {}
 ld = ml.extra.cuda.libdevice

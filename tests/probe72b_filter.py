@@ -12,7 +12,7 @@ import numpy as np
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from probe72b_complex import S, F32, F16, BF16, I32, normal, rng_of
+from probe72b_complex import S, F32, normal, rng_of
 
 CASES = {}
 

@@ -13,7 +13,7 @@ import numpy as np
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from probe72b_complex import S, F32, F16, BF16, I32, normal, rng_of
+from probe72b_complex import S, F32, F16, BF16, normal, rng_of
 from probe72b_fft import dft_mats, fft_ref
 from probe72b_filter import fir_np
 from probe72b_stft import hann_np, mel_fb

@@ -6,13 +6,12 @@ flux, an FFT convolution pipeline of three launches (forward DFT, pointwise comp
 bfloat16 inputs with float32 accumulation. Same CASES form as probe72b_complex.py."""
 import math
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from probe72b_complex import S, F32, F16, BF16, I32, normal, rng_of
+from probe72b_complex import S, F32, F16, BF16, normal
 from probe72b_fft import dft_mats
 
 CASES = {}

@@ -16,6 +16,7 @@ import pytest
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
+import probe72b_audio
 import probe72b_complex
 import probe72b_fft
 import probe72b_filter
@@ -25,7 +26,7 @@ from probe72b_run import err, export
 
 S = jax.ShapeDtypeStruct
 F32, F16 = jnp.float32, jnp.float16
-MODULES = (probe72b_complex, probe72b_fft, probe72b_filter, probe72b_stft, probe72b_more)
+MODULES = (probe72b_complex, probe72b_fft, probe72b_filter, probe72b_stft, probe72b_more, probe72b_audio)
 CASES = {name: c for m in MODULES for name, c in m.CASES.items()}
 
 
@@ -93,7 +94,9 @@ GPU_TWINS = ["cmul_conj_interleaved_last_axis", "magnitude_flat_interleaved_gath
              "one_pole_iir_associative_scan", "polyphase_resample_3_over_2", "goertzel_8_bins_scalar_samples",
              "stft_power_dft_on_tensor_cores", "overlap_add_atomic_windows", "whisper_log_mel_129_bins_80_mels",
              "fft_convolution_three_launch_pipeline", "four_step_twiddles_libdevice_sinpi_cospi",
-             "instantaneous_frequency_jnp_unwrap_frames", "fft128_vanderplas_vectorised_reshape_vstack"]
+             "instantaneous_frequency_jnp_unwrap_frames", "fft128_vanderplas_vectorised_reshape_vstack",
+             "cic3_decimate8_wrapping_int32_cumsum", "four_step_fft1024_32x32_tiles_transposed",
+             "yin_cmnd_static_lags_first_below_threshold"]
 
 
 @pytest.mark.gpu
