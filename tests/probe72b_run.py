@@ -11,7 +11,7 @@ import numpy as np
 
 import mgpu_dsl as mg
 
-MODULES = ["probe72b_complex", "probe72b_fft", "probe72b_filter", "probe72b_stft", "probe72b_more", "probe72b_audio"]
+MODULES = ["probe72b_complex", "probe72b_fft", "probe72b_filter", "probe72b_stft", "probe72b_more", "probe72b_audio", "probe72b_triton"]
 S = jax.ShapeDtypeStruct
 
 

@@ -22,11 +22,12 @@ import probe72b_fft
 import probe72b_filter
 import probe72b_more
 import probe72b_stft
+import probe72b_triton
 from probe72b_run import err, export
 
 S = jax.ShapeDtypeStruct
 F32, F16 = jnp.float32, jnp.float16
-MODULES = (probe72b_complex, probe72b_fft, probe72b_filter, probe72b_stft, probe72b_more, probe72b_audio)
+MODULES = (probe72b_complex, probe72b_fft, probe72b_filter, probe72b_stft, probe72b_more, probe72b_audio, probe72b_triton)
 CASES = {name: c for m in MODULES for name, c in m.CASES.items()}
 
 
@@ -191,6 +192,19 @@ def rfft_of_512(x, out):
   out.at[rows, :][...] = ml.dot(x.at[rows, :][...], c512)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: S((x.shape[0], x.shape[1] // 2 + 1), F32), grid=lambda x: (x.shape[0] // 64,))
+def rfft_of_512_followed(x, out):
+  N = x.shape[1]
+  rows = ml.ds(ml.program_id(0) * 64, 64)
+  k = ml.arange(N // 2 + 1)[None, :]
+  acc = ml.zeros((64, 257), jnp.float32)
+  for k0 in ml.static_range(0, 512, 64):
+    n = k0 + ml.arange(64)[:, None]
+    c512_blk = ml.cos((-2.0 * math.pi / N) * ((n * k) % N).astype(F32)).astype(F16)
+    acc = ml.dot(x.at[rows, :][...][:, k0:k0 + 64], c512_blk, acc)
+  out.at[rows, :][...] = acc
+
+
 @pytest.mark.parametrize("n", [128, 256, 400])
 def test_a_dot_of_an_odd_n_is_computed_padded(n):
   """A real FFT's N/2 + 1 bins as a product, `ml.dot(x, C)` of a (N, N/2 + 1) matrix (65, 129 or 201 columns), was
@@ -212,9 +226,18 @@ def test_a_jnp_dot_of_a_gmem_matrix_of_201_columns_is_computed_padded():
 
 
 def test_an_odd_n_past_the_smem_keeps_its_mg501():
-  """257 columns of a 512-point DFT matrix (257 KiB of float16) fit no SMEM, padded or not: MG501 stands."""
+  """257 columns of a 512-point DFT matrix (257 KiB of float16) fit no SMEM, padded or not: MG501 stands, whose
+  hint said "split wider tiles into several dots of at most 256 columns, each a multiple of 16" (no split of 257
+  is); it takes k in blocks whose b fits, which computes."""
   _error(rfft_of_512, [S((128, 512), F16)], mg.MmaOperandError, "MG501", "ml.dot(x.at[rows, :][...], c512)",
-         "ml.dot", "needs n (columns of b) to be a multiple of 16 and at most 256, got 257")
+         "ml.dot", "needs n (columns of b) to be a multiple of 16 and at most 256, got 257",
+         "this (512, 257) b does not: take k in blocks of 64, acc = ml.zeros((64, 257), jnp.float32), then for k0 in"
+         " ml.static_range(0, 512, 64): acc = ml.dot(x.at[rows, :][...][:, k0:k0 + 64], c512_blk, acc)")
+  x = np.random.default_rng(5).standard_normal((64, 512)).astype(np.float16)
+  ang = -2 * np.pi / 512 * ((np.arange(512)[:, None] * np.arange(257)[None, :]) % 512)
+  want = x.astype(np.float64) @ np.cos(ang).astype(np.float16).astype(np.float64)
+  _close(np.asarray(_quiet(lambda: rfft_of_512_followed(x, interpret=True))), want, 1e-3)
+  assert "mosaic_gpu" in _quiet(lambda: _export(rfft_of_512_followed, x))
 
 
 # ---------------------------------------------------------------- class 3: libdevice's float intrinsics
