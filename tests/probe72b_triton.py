@@ -5,13 +5,11 @@ blocks, a multi-channel conv1d as tl.dot of an im2col tile, a Triton complex GEM
 twiddles from GMEM). Same CASES form as probe72b_complex.py."""
 import math
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as tl
-from probe72b_complex import S, F32, F16, normal, rng_of
+from probe72b_complex import S, F32, normal, rng_of
 from probe72b_fft import dft_mats, fft_ref
 from probe72b_stft import hann_np, mel_fb
 
@@ -195,4 +193,3 @@ def _gate_ref(x, thresh_db=-30.0):
 case("spectral_gate_peak_relative_db", spectral_gate,
      lambda s: ((np.abs(normal(s, (256, 64))) * np.exp(rng_of(s).uniform(-6, 0, (256, 64))).astype(np.float32),), {}),
      _gate_ref, 1e-6)
-del jax, jnp
