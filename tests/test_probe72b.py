@@ -384,6 +384,24 @@ def test_complex_methods_of_a_real_tensor_are_jnps():
   assert "mosaic_gpu" in _export(real_array_methods, x)
 
 
+# ---------------------------------------------------------------- class 8: jax.scipy.signal's 1-D convolutions
+@mg.mgpu_kernel(out_shape=lambda x, h: (x, S((x.shape[0] + h.shape[0] - 1,), F32)))
+def scipy_signal_1d(x, h, same, full):
+  same[...] = jax.scipy.signal.convolve(x[...], h[...], mode="same")
+  full[...] = jax.scipy.signal.correlate(x[...], h[...])
+
+
+def test_jax_scipy_signal_convolve_and_correlate_of_vectors_compute():
+  """jax.scipy.signal.convolve / correlate of two register vectors (a JAX user's FIR) were MG003 whose hint wrote the
+  taps loop, though jnp.convolve and jnp.correlate computed; they are jax's 1-D definition, those functions."""
+  x = np.random.default_rng(8).standard_normal(256).astype(np.float32)
+  h = np.random.default_rng(9).standard_normal(16).astype(np.float32)
+  same, full = (np.asarray(v, np.float64) for v in scipy_signal_1d(x, h, interpret=True))
+  np.testing.assert_allclose(same, np.convolve(x.astype(np.float64), h, "same"), atol=1e-5)
+  np.testing.assert_allclose(full, np.correlate(x.astype(np.float64), h, "full"), atol=1e-5)
+  assert "mosaic_gpu" in _export(scipy_signal_1d, x, h)
+
+
 @pytest.mark.gpu
 def test_gpu_classes():
   x = np.random.default_rng(0).standard_normal((64, 32)).astype(np.float32)
