@@ -402,6 +402,33 @@ def test_jax_scipy_signal_convolve_and_correlate_of_vectors_compute():
   assert "mosaic_gpu" in _export(scipy_signal_1d, x, h)
 
 
+# ---------------------------------------------------------------- class 9: a median of stacked shifts (HPSS)
+@mg.mgpu_kernel(out_shape=lambda s: (s, s, s))
+def median_filters(s, along_time, even, kept):
+  v = s[...]
+  t = ml.arange(v.shape[0])[:, None]
+  w = jnp.stack([jnp.where((t - k >= 0) & (t - k < v.shape[0]), jnp.roll(v, k, axis=0), 0.0) for k in range(-2, 3)])
+  along_time[...] = jnp.median(w, axis=0)
+  even[...] = jnp.median(jnp.stack([v, v * 2.0, -v, v + 1.0]), axis=0)
+  kept[...] = jnp.median(w, axis=0, keepdims=True)[0]
+
+
+def test_a_median_of_stacked_shifts_computes():
+  """librosa's HPSS median filter written as jnp.median of a stack of shifted spectrograms along axis 0 (a 3-D
+  tensor) was MG003 (jnp.median took 1-D and 2-D tiles); it is a sorting network of the slices, jnp's numbers (the
+  midpoint for an even count, NaN where a slice holds one)."""
+  x = np.random.default_rng(10).standard_normal((32, 64)).astype(np.float32)
+  x[3, 5] = np.nan
+  p = np.pad(x, ((2, 2), (0, 0)))
+  want = np.median(np.stack([p[2 - k:2 - k + 32] for k in range(-2, 3)]), axis=0)
+  a, b, c = (np.asarray(v) for v in median_filters(x, interpret=True))
+  np.testing.assert_allclose(a, want, rtol=1e-6)
+  np.testing.assert_allclose(b, np.median(np.stack([x, x * 2, -x, x + 1]), axis=0), rtol=1e-6)
+  np.testing.assert_array_equal(np.isnan(a), np.isnan(want))
+  np.testing.assert_allclose(c, want, rtol=1e-6)
+  assert "mosaic_gpu" in _export(median_filters, x)
+
+
 @pytest.mark.gpu
 def test_gpu_classes():
   x = np.random.default_rng(0).standard_normal((64, 32)).astype(np.float32)
