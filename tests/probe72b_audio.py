@@ -6,6 +6,7 @@ YIN's cumulative-mean-normalised difference and an autocorrelation pitch by argm
 recurrence, the mel scale of frequencies. Same CASES form as probe72b_complex.py."""
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -261,3 +262,69 @@ def hz_to_mel(f, m):
 
 case("mel_scale_roundtrip_log10_pow", hz_to_mel, lambda s: ((rng_of(s).uniform(0, 8000, 1024).astype(np.float32),),
      {}), lambda f: f.astype(np.float64), 1e-5)
+
+
+# ---------------------------------------------------------------- the fixed classes as kernels use them
+@mg.mgpu_kernel(out_shape=lambda s: (s, s), grid=lambda s: (s.shape[1] // 64,))
+def hpss_masks(s, harm, perc):
+  """librosa's HPSS with median filters of 5: along time (stacked shifts of the (frames, 64-bin) block, jnp.median
+  along the stack) and along frequency (the same within the block's bins), Wiener-like soft masks h^2 / (h^2 + p^2)."""
+  c = ml.ds(ml.program_id(0) * 64, 64)
+  v = s.at[:, c][...]
+  t = ml.arange(v.shape[0])[:, None]
+  f = ml.arange(64)[None, :]
+  h = jnp.median(jnp.stack([jnp.where((t - k >= 0) & (t - k < v.shape[0]), jnp.roll(v, k, axis=0), 0.0)
+                            for k in range(-2, 3)]), axis=0)
+  p = jnp.median(jnp.stack([jnp.where((f - k >= 0) & (f - k < 64), jnp.roll(v, k, axis=1), 0.0)
+                            for k in range(-2, 3)]), axis=0)
+  hh, pp = h * h, p * p
+  harm.at[:, c][...] = v * hh / (hh + pp + 1e-10)
+  perc.at[:, c][...] = v * pp / (hh + pp + 1e-10)
+
+
+def _hpss_ref(s):
+  out_h, out_p = [], []
+  for j in range(0, s.shape[1], 64):
+    v = s[:, j:j + 64].astype(np.float32)
+    pt, pf = np.pad(v, ((2, 2), (0, 0))), np.pad(v, ((0, 0), (2, 2)))
+    h = np.median(np.stack([pt[2 - k:2 - k + v.shape[0]] for k in range(-2, 3)]), axis=0)
+    p = np.median(np.stack([pf[:, 2 - k:2 - k + 64] for k in range(-2, 3)]), axis=0)
+    hh, pp = h * h, p * p
+    out_h.append(v * hh / (hh + pp + np.float32(1e-10)))
+    out_p.append(v * pp / (hh + pp + np.float32(1e-10)))
+  return np.concatenate(out_h, 1), np.concatenate(out_p, 1)
+
+
+case("hpss_median_filters_soft_masks", hpss_masks, lambda s: ((np.abs(normal(s, (32, 128))),), {}), _hpss_ref, 1e-5)
+
+
+@mg.mgpu_kernel(out_shape=lambda p: (S(p.shape[:1], F32), p), grid=lambda p: (p.shape[0] // 8,))
+def centroid_fftfreq_centred(p, cen, centred, *, sr: ml.constexpr = 16000):
+  """The spectral centroid of full (two-sided) power spectra over np.fft.fftfreq's bin frequencies (|f|), and the
+  spectra centred by jnp.fft.fftshift for display."""
+  r = ml.ds(ml.program_id(0) * 8, 8)
+  v = p.at[r, :][...]
+  fr = np.abs(np.fft.fftfreq(p.shape[1], d=1.0 / sr))
+  cen.at[r][...] = jnp.sum(v * fr[None, :], axis=1) / (jnp.sum(v, axis=1) + 1e-10)
+  centred.at[r, :][...] = jnp.fft.fftshift(v, axes=-1)
+
+
+def _cf_ref(p, sr=16000):
+  fr = np.abs(np.fft.fftfreq(p.shape[1], d=1.0 / sr))
+  return (p * fr).sum(1) / (p.sum(1) + 1e-10), np.fft.fftshift(p, axes=-1)
+
+
+case("centroid_np_fftfreq_and_fftshift", centroid_fftfreq_centred, lambda s: ((np.abs(normal(s, (32, 256))),), {}),
+     _cf_ref, 1e-5)
+
+
+@mg.mgpu_kernel(out_shape=lambda x, h: x, grid=lambda x, h: (x.shape[0],))
+def scipy_fir_rows(x, h, y):
+  """A JAX user's FIR of each row: jax.scipy.signal.convolve(row, taps, mode='same')."""
+  r = ml.program_id(0)
+  y[r, :] = jax.scipy.signal.convolve(x[r, :], h[...], mode="same")
+
+
+case("fir_rows_jax_scipy_signal_convolve_same", scipy_fir_rows,
+     lambda s: ((normal(s, (4, 512)), normal(s + 1, 15)), {}),
+     lambda x, h: np.stack([np.convolve(r.astype(np.float64), h, "same") for r in x]), 1e-5)

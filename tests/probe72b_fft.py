@@ -396,3 +396,65 @@ def _dft2d_ref(x, c, s):
 
 case("dft2d_64_chained_dots_through_smem", dft2d, lambda s: ((normal(s, (128, 64), np.float16),) + dft_mats(64), {}),
      _dft2d_ref, 5e-3)
+
+
+# ---------------------------------------------------------------- JAX-style FFT steps
+@mg.mgpu_kernel(out_shape=lambda re, im: (re, im), grid=lambda re, im: (re.shape[0],))
+def fft_reshape_stockham(re, im, o_re, o_im):
+  """The reshape Stockham FFT a JAX user writes: each stage x.reshape(2, m, L) split into halves a, b, twiddled b
+  (w = e^{-i pi k / L}), and jnp.stack([a + t, a - t], axis=1).reshape(N), L doubling."""
+  b = ml.program_id(0)
+  N = re.shape[1]
+  xr, xi = re[b, :], im[b, :]
+  L = 1
+  while L < N:
+    m = N // (2 * L)
+    ar, ai = xr.reshape(2, m, L)[0], xi.reshape(2, m, L)[0]
+    br, bi = xr.reshape(2, m, L)[1], xi.reshape(2, m, L)[1]
+    k = ml.arange(L).astype(F32)
+    wr = ml.cos(-math.pi * k / L)[None, :]
+    wi = ml.sin(-math.pi * k / L)[None, :]
+    tr, ti = br * wr - bi * wi, br * wi + bi * wr
+    xr = jnp.stack([ar + tr, ar - tr], axis=1).reshape(N)
+    xi = jnp.stack([ai + ti, ai - ti], axis=1).reshape(N)
+    L *= 2
+  o_re[b, :] = xr
+  o_im[b, :] = xi
+
+
+case("fft256_jax_reshape_stockham_stack", fft_reshape_stockham, lambda s: _pair(s, (2, 256)), fft_ref, 3e-6)
+
+
+@mg.mgpu_kernel(out_shape=lambda zr, zi: (zr, zi), grid=lambda zr, zi: (zr.shape[0],))
+def rfft_from_half_length(zr, zi, xr, xi):
+  """A real FFT of 2M points from the M-point complex FFT Z of (even, odd) samples packed as (re, im): X[k] =
+  E[k] + e^{-i pi k / M} O[k], with E, O from Z[k] and conj(Z[(M - k) % M]) (jnp.flip then jnp.roll by 1)."""
+  b = ml.program_id(0)
+  M = zr.shape[1]
+  a_r, a_i = zr[b, :], zi[b, :]
+  c_r = jnp.roll(jnp.flip(a_r), 1)
+  c_i = -jnp.roll(jnp.flip(a_i), 1)
+  er, ei = (a_r + c_r) * 0.5, (a_i + c_i) * 0.5
+  orr, oi = (a_i - c_i) * 0.5, -(a_r - c_r) * 0.5
+  k = ml.arange(M).astype(F32)
+  wr, wi = ml.cos(-math.pi * k / M), ml.sin(-math.pi * k / M)
+  xr[b, :] = er + orr * wr - oi * wi
+  xi[b, :] = ei + orr * wi + oi * wr
+
+
+def _half_make(s):
+  x = normal(s, (2, 512))
+  z = np.fft.fft(x[:, 0::2] + 1j * x[:, 1::2].astype(np.float64), axis=1)
+  return (z.real.astype(np.float32), z.imag.astype(np.float32)), {}
+
+
+def _half_ref(zr, zi):
+  z = zr.astype(np.float64) + 1j * zi
+  x = np.zeros((z.shape[0], 2 * z.shape[1]))
+  w = np.fft.ifft(z, axis=1)
+  x[:, 0::2], x[:, 1::2] = w.real, w.imag
+  X = np.fft.fft(x, axis=1)[:, :z.shape[1]]
+  return X.real, X.imag
+
+
+case("rfft_from_half_length_complex_fft_flip_roll", rfft_from_half_length, _half_make, _half_ref, 1e-5)

@@ -97,7 +97,7 @@ GPU_TWINS = ["cmul_conj_interleaved_last_axis", "magnitude_flat_interleaved_gath
              "fft_convolution_three_launch_pipeline", "four_step_twiddles_libdevice_sinpi_cospi",
              "instantaneous_frequency_jnp_unwrap_frames", "fft128_vanderplas_vectorised_reshape_vstack",
              "cic3_decimate8_wrapping_int32_cumsum", "four_step_fft1024_32x32_tiles_transposed",
-             "yin_cmnd_static_lags_first_below_threshold"]
+             "yin_cmnd_static_lags_first_below_threshold", "hpss_median_filters_soft_masks"]
 
 
 @pytest.mark.gpu
