@@ -486,7 +486,8 @@ class Assignments:
       raise E.KernelTypeError(
           f"only refs can be written with [...] =, but {self.text(target.value)} is {kind_of(base)}",
           self.loc(target), hint=hint)
-    return base, self.eval_index(target.slice)
+    from .static_tables import index_arrays       # out[REV] = v of a module's NumPy index table: a scatter
+    return base, index_arrays(self, target, base, self.eval_index(target.slice))
 
   def _item_assignment(self, target, base):
     """`st[1] = v` on a Python list or tuple: they are values in a kernel (loops and branches

@@ -277,7 +277,8 @@ def _traced(pk, in_specs, out_specs, constexprs, chunks, **kw) -> ir.Kernel:
   try:
     return _trace(pk, in_specs, out_specs, constexprs, small_loads=used, dot_layouts=dots, chunks=chunks, **kw)
   except E.KernelError as e:
-    if isinstance(e, E.InternalError) or not (dots or any(isinstance(x, E.LayoutError) for x in e.errors)):
+    if isinstance(e, E.InternalError) or not (dots or any(isinstance(x, E.LayoutError) or getattr(
+        x, "pads_help", False) for x in e.errors)):
       raise                 # (dots: a jnp.dot ml.dot met a layout error in, reported as MG003 with its hint)
     first = e
   kw = dict(kw, one_elements=True)    # one-element tensors as their elements (ops/one_element.py), from here on

@@ -29,6 +29,23 @@ def median(v, axis, lo, hi, n, keepdims):
 
 
 @ml.inline
+def median_of_slices(v, n, lo, hi, keepdims):
+  """jnp.median along the leading axis of n (at most MEDIAN_SLICES) slices of a 3-D or wider tensor (a median filter's
+  stacked shifts, HPSS's): the slices sorted elementwise by an odd-even transposition network of ml.minimum and
+  ml.maximum (n rounds: a NaN, which both take, reaches every slot, so the median is NaN where jnp's is), then the
+  midpoint of slices lo and hi."""
+  s = [v[i] for i in ml.static_range(n)]
+  for r in ml.static_range(n):
+    for j in ml.static_range(r % 2, n - 1, 2):
+      s = s[:j] + [ml.minimum(s[j], s[j + 1]), ml.maximum(s[j], s[j + 1])] + s[j + 2:]
+  m = (s[lo] + s[hi]) * 0.5
+  return m[None] if keepdims else m
+
+
+MEDIAN_SLICES = 16
+
+
+@ml.inline
 def population_count(x, u):
   """lax.population_count of x, whose bits are `u` (uint32, zero-extended): the SWAR count, in x's dtype."""
   v = u - ((u >> 1) & 0x55555555)

@@ -35,6 +35,7 @@ from .jnp_moves import MOVES
 from .jnp_grids import FORMS as GRIDS
 from .libdevice_bits import int64_forms
 from .libdevice_math import FORMS as LIBDEVICE_MATH
+from .jnp_signal import FORMS as SIGNAL
 from .lax_forms import FORMS as LAX_FORMS
 
 # the library functions that are ml's: (module as users spell it) -> {its name: ml's name}
@@ -299,6 +300,7 @@ SHAPED.update(MOVES)          # jnp.hstack, jnp.array_split, jnp.rot90, lax.dyna
 SHAPED.update(GRIDS)          # jnp.eye, jnp.tri, jnp.indices, jnp.meshgrid (probe 53i): jnp_grids.py
 int64_forms(SHAPED)           # libdevice's popc, clz, ffs, brev, byte_perm, hadd; int64 popcounts (71b): libdevice_bits.py
 SHAPED.update(LIBDEVICE_MATH)  # libdevice's exp10, saturatef, fdim, float2int_rn, float_as_int, ... : libdevice_math.py
+SHAPED.update(SIGNAL)         # jnp.unwrap, jnp.angle of real values (probe 72b): jnp_signal.py
 
 
 def _form(lib, name):

@@ -189,10 +189,16 @@ def _cumlogsumexp(a):
 
 
 def _median(a):
-  """jnp.median along one axis of a 1-D or 2-D tile (form_helpers.median); integers as float32, as jnp's."""
-  from .form_helpers import median
+  """jnp.median along one axis of a 1-D or 2-D tile (form_helpers.median), or along the leading axis of a 3-D or wider
+  tensor of at most 16 slices (form_helpers.median_of_slices); integers as float32, as jnp's."""
+  from .form_helpers import MEDIAN_SLICES, median, median_of_slices
   x, axis, keepdims = a["a"], a["axis"], a["keepdims"]
   shape = _shape(a, x)
+  if shape is not None and len(shape) >= 3 and axis in (0, -len(shape)) and 2 <= shape[0] <= MEDIAN_SLICES and \
+      _kind(x) in ("float", "int") and a.get("out") is None and isinstance(keepdims, bool):
+    n = shape[0]            # (a median filter's stacked shifts, HPSS: a sorting network of the slices; probe 72b)
+    v = "{0}" if _kind(x) == "float" else "{0}.astype(ml.float32)"
+    return f"{{1}}({v}, {n}, {(n - 1) // 2}, {n // 2}, {keepdims})", [x, median_of_slices]
   if shape is None or len(shape) not in (1, 2) or _kind(x) not in ("float", "int") or a.get("out") is not None \
       or not isinstance(keepdims, bool):
     return None

@@ -349,7 +349,21 @@ def _listed(p):
   return [_number(v, d) for v in vals.tolist()], d, vals
 
 
+def _scipy_signal(flip):
+  """jax.scipy.signal.convolve / correlate of two 1-D tiles, direct (method 'auto' or 'direct'): jnp.convolve's and
+  jnp.correlate's numbers in every mode (jax's 1-D definition; probe 72b: they were MG003)."""
+  make = _convolution(flip)
+
+  def scipy_make(a, pads):
+    if a.get("method") not in ("auto", "direct"):
+      return None
+    return make({"a": a["in1"], "v": a["in2"], "mode": a["mode"], "precision": a.get("precision"),
+                 "preferred_element_type": None}, pads)
+  return scipy_make
+
+
 FORMS = {("jnp", "polyval"): _polyval, ("jnp", "convolve"): _convolution(False),
+         ("jax.scipy.signal", "convolve"): _scipy_signal(False), ("jax.scipy.signal", "correlate"): _scipy_signal(True),
          ("jnp", "correlate"): _convolution(True), ("jnp", "isin"): _isin,
          ("jnp", "interp"): _interp,
          ("jnp", "searchsorted"): _searchsorted}

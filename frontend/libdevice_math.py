@@ -102,6 +102,8 @@ FORMS = {
     ("libdevice", "int_as_float"): (("x",), _bitcast("int", "ml.float32")),
     ("libdevice", "uint_as_float"): (("x",), _bitcast("int", "ml.float32")),
 }
+from .libdevice_floats import FORMS as _TRIG       # noqa: E402 (sinpi, cospi, rhypot: probe 72b's forms)
+FORMS.update(_TRIG)
 NAMES = frozenset(n for _, n in FORMS)
 PARAMS = {n: reads for (_, n), (reads, _) in FORMS.items()}
 
@@ -211,6 +213,9 @@ STATIC = {
 def static(name, *args):
   """libdevice's `name` of Python numbers, computed while tracing (float32 operands, as Triton makes of a
   number), with IEEE's NaN and infinities where Python's math raises."""
+  if name not in STATIC:
+    from . import libdevice_floats
+    return libdevice_floats.static(name, *args)
   fn = STATIC[name]
   if name.startswith(("int_as", "uint_as")):
     return fn(*args)

@@ -20,6 +20,9 @@ def packed_hint(name: str | None, where: str, ref: str = "x") -> str | None:
               + (" (signed: (b << 28) >> 28 and (b << 24) >> 28)" if name == "int4" else ""))
     return (f"{name} is not a kernel dtype: keep the values in int32 and pack two a byte into a uint8"
             f" output, ((hi << 4) | (lo & 0xF)).astype(jnp.uint8)")
+  if name in ("complex64", "complex128") and where == "cast":       # (probe 72b)
+    return ("hold a complex value as its real and imaginary parts, two float32 tensors (a real x is (x,"
+            " ml.zeros_like(x))), and write their products out: (ar * br - ai * bi, ar * bi + ai * br)")
   if name == "float8_e8m0fnu":
     if where == "output":
       return ("float8_e8m0fnu is a power of two's biased exponent: make the output uint8, e = ((ml.bitcast(s,"

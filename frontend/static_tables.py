@@ -54,9 +54,11 @@ def table(tracer, node, name, out):
   if node is not None and hasattr(out, "shape") and len(out.shape) in (1, 2) and name not in FILLED and (
       name not in NAMES or int(np.prod(out.shape)) > MAX) and int(np.prod(out.shape)) > OUTSIDE and \
       int(np.prod(out.shape)) % 128 == 0:
-    return grid_pattern(tracer, node, out)      # (np.eye(64), np.tri(128), np.arange(256): probe 54d)
-  if name not in NAMES or node is None or not hasattr(out, "shape") or len(out.shape) not in (1, 2) or not (
-      1 <= int(np.prod(out.shape)) <= MAX) or 0 in out.shape:
+    got = grid_pattern(tracer, node, out)      # (np.eye(64), np.tri(128), np.arange(256): probe 54d)
+    if got is not None or not computed_floats(name, out):
+      return got
+  if name not in NAMES and not computed_floats(name, out) or node is None or not hasattr(out, "shape") or \
+      len(out.shape) not in (1, 2) or not (1 <= int(np.prod(out.shape)) <= MAX) or 0 in out.shape:
     return None
   if len(out.shape) == 2:
     return _matrix(tracer, node, out)
@@ -77,6 +79,15 @@ def table(tracer, node, name, out):
         t = trace_form(tracer, node, f"ml.where({{1}} == {k}, {texts[k]}, {{0}})", [t, i])
   KNOWN[t.id] = (texts, d, vals.astype(d.np))
   return t
+
+
+def computed_floats(name, out) -> bool:
+  """Whether `out`, a static array a NumPy or jnp function of another name than NAMES' returned, is a 1-D table
+  of at most MAX float numbers (probe 72b: a window's or a frequency axis's values computed while tracing,
+  `jnp.sin(jnp.linspace(0, jnp.pi, n))`, `np.fft.rfftfreq(n, 1 / sr)`, were MG003 "returned an array ... while
+  tracing"); a table as jnp.asarray of it makes. Builders of one value (FILLED) keep their hints."""
+  return name not in FILLED and hasattr(out, "shape") and len(out.shape) == 1 and 1 <= out.shape[0] <= MAX and \
+      np.dtype(getattr(out, "dtype", np.int32)).kind == "f"
 
 
 INDEX_BUILDERS = ("tril_indices", "triu_indices", "diag_indices", "tril_indices_from", "triu_indices_from",
@@ -175,6 +186,40 @@ def outside(tracer, node, x, lookup=False):
     return x
   got = table(tracer, node, "asarray", vals)
   return x if got is None else got
+
+
+def index_arrays(tracer, node, base, index):
+  """`index` with each NumPy (or JAX) integer array among its parts made the register vector `jnp.asarray` of it
+  would be, where `base` is a register tensor or a ref (probe 72b: an FFT's bit-reversal table as a module constant,
+  `x[:, REV]` or `x_ref[REV]`, was MG900 "the truth value of an array ... is ambiguous"): a gather, as NumPy's
+  advanced indexing by it. Any other index, or base (a module's array indexed by one: NumPy's own), unchanged."""
+  from .ops.base import _outside_array, is_value
+  if not (is_value(base) or type(base).__name__ in ("At", "AtOf", "StridedView", "RegisterAt")):
+    return index
+  parts = index if isinstance(index, tuple) else (index,)
+  if not any(_outside_array(p) and not is_value(p) and len(p.shape) >= 1 for p in parts):
+    return index
+
+  def made(p):
+    if is_value(p) or not _outside_array(p) or len(p.shape) not in (1, 2):
+      return p
+    try:
+      vals = np.asarray(p)
+    except Exception:
+      return p
+    if vals.dtype.kind not in "iu" or vals.size == 0:
+      return p
+    got = _runs(tracer, node, vals) if vals.ndim == 1 else table(tracer, node, "asarray", vals)
+    if got is None:
+      from . import errors as E
+      raise E.KernelTypeError(
+          f"{tracer.text(node)}: an index table of {vals.size} numbers from outside the kernel is more than a"
+          f" register table holds ({MAX} numbers, or {RUNS} runs of equal steps)", tracer.loc(node),
+          hint="pass it to the kernel as an int32 input and index with its read (idx = idx_ref[...], then"
+               " x[idx]), or compute the indices in the kernel (a bit reversal: ml.extra.cuda.libdevice.brev)")
+    return got
+  out = tuple(made(p) for p in parts)
+  return out if isinstance(index, tuple) else out[0]
 
 
 def known(v):

@@ -171,6 +171,12 @@ class Subscripts:
         order = tuple(range(len(t.shape) - 2)) + (len(t.shape) - 1, len(t.shape) - 2)
         return keep_weak(self.b, [base], permute.permute_tensor(self.cx(node), base, order, self.text(node))
                          if len(t.shape) >= 3 else permute.transpose_tensor(self.cx(node), base, self.text(node)))
+      if attr in ("real", "imag", "conj", "conjugate") and isinstance(t, (TensorType, ScalarType)) and \
+          isinstance(resolve(t.dtype), DType):   # jnp's of a real array (probe 72b): itself, zeros, itself
+        if attr == "imag":
+          from .ops import BUILTINS
+          return BUILTINS["zeros_like"].apply(self.cx(node), [base], {})
+        return base if attr == "real" else (lambda: base)
       if attr == "prod" and isinstance(t, TensorType):      # jnp's v.prod(axis=1): jnp.prod(v, axis=1) (probe 51a)
         import functools
         from .jnp_stats import jnp_prod
@@ -326,6 +332,8 @@ class Subscripts:
   def eval_Subscript(self, node):
     base = self.eval(node.value)
     index = self.eval_index(node.slice)
+    from .static_tables import index_arrays       # x[:, REV] of a module's NumPy table of indices: a gather
+    index = index_arrays(self, node, base, index)
     if holds_value(index) and not is_value(base):
       from .static_tables import outside      # NF4[idx] of a module's NumPy table: a gather from its register table
       base = outside(self, node, base, lookup=True)

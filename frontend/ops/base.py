@@ -18,6 +18,8 @@ from __future__ import annotations
 import inspect
 import re
 
+import numpy as np
+
 from .. import errors as E
 from .. import ir
 from ..dtypes import DType, to_dtype, to_dtype_name
@@ -512,11 +514,19 @@ def check_register_value(cx, x, what):
               f" ml.scalar; or drop {name} and read sizes off the refs (x.shape[0] is a Python int in the kernel)")
     raise E.KernelTypeError(
         f"{what} works on register values, got {x.name or 'a ref'} ({x.type.space} ref)", cx.loc, hint=hint)
+  if isinstance(x, (complex, np.complexfloating)):         # (x * 1j, x * cmath.exp(...): probe 72b)
+    raise E.KernelTypeError(f"{what} cannot take a Python complex ({x!r}): kernels hold no complex values", cx.loc,
+                            hint=COMPLEX_HINT)
   if not (is_value(x) or isinstance(x, Num)):
     raise E.KernelTypeError(f"{what} cannot take {kind_of(x)}", cx.loc,
                             hint="pass the array to the kernel as an input (kernels read arrays through their"
                                  " parameters)" if _outside_array(x) else _text_hint(x) or
                                  "pass a register tensor, a scalar or a Python number")
+
+
+COMPLEX_HINT = ("hold a complex value as its real and imaginary parts, two float tensors: (xr + i xi) * w for a"
+                " Python complex w is (xr * w.real - xi * w.imag, xr * w.imag + xi * w.real), and exp(1j * th) is"
+                " (ml.cos(th), ml.sin(th))")
 
 
 def _text_hint(x) -> str | None:

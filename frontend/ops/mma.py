@@ -288,6 +288,8 @@ def dot(cx, a, b, acc=None, *, out_dtype=None, input_precision=None, allow_tf32=
              + (f"; where the same size is also the k of another dot (attention's key block: n of q @ k.T, k"
                 f" of p @ v), pad to {-(-n // k_step) * k_step} instead, a multiple of {k_step}"
                 if b.type.transposed and n % k_step else ""))
+    # (an n no tensor-core step divides, a real FFT's 65 bins: the padded traces compute it at padded shapes)
+    err.pads_help = n % hw.MMA_N_STEP != 0 and not int_n
     # too wide a b tile is also too wide for one TMA copy: that error, earlier, comes second
     raise E.about(err, [_root(cx, b)], cause=n > hw.MMA_N_MAX)
   if k % k_step:

@@ -299,6 +299,8 @@ def _wide_n_hint(cx, a, b, acc, n, n_step) -> str:
   sizes = ([n // count] * count if n % count == 0 and (n // count) % n_step == 0 else
            [hw.MMA_N_MAX] * q + ([r] if r else []))
   head = f"split wider tiles into several dots of at most {hw.MMA_N_MAX} columns"
+  if n % hw.MMA_N_STEP and len(b.type.shape) == 2:
+    return _odd_wide_hint(cx, a, b, n)
   if any(w % n_step for w in sizes):
     return f"{head}, each a multiple of {n_step}"
   text = lambda x, d: cx.named(x, d) if is_value(x) else d        # noqa: E731
@@ -320,6 +322,28 @@ def _wide_n_hint(cx, a, b, acc, n, n_step) -> str:
   return (f"{head}: b's {n} columns as buffers of their own, {made} (each filled by its own copy of its"
           f" columns; a TMA copy moves at most {hw.MMA_N_MAX} along a dimension too),{held} a dot each: {dots};"
           f" each piece of the result is those columns of the whole (store it at ml.ds(start, w))")
+
+
+def _odd_wide_hint(cx, a, b, n) -> str:
+  """An n past 256 that no tensor-core step divides (a 512-point real FFT's 257 bins, probe 72b): such an n is
+  computed padded where b fits SMEM, and this b did not (the padded traces failed): k in blocks whose b fits, b's
+  rows made a block at a time (a whole register b sliced would be staged whole)."""
+  k, m = b.type.shape[0], a.type.shape[0]
+  item = getattr(resolve(b.type.dtype), "itemsize", 2)
+  up = -(-n // 32) * 32
+  kb = 256
+  while kb > 16 and (kb * up * item > 64 * 1024 or k % kb):
+    kb //= 2
+  import ast
+  from ..loc import call_at
+  call = call_at(cx.loc)            # (the operands as the call wrote them: b before the compiler staged it)
+  args = [ast.unparse(x) for x in call.args] if call is not None and len(call.args) >= 2 else ["a", "b"]
+  at = args[0] if args[0].replace("_", "a").isalnum() or args[0].endswith("]") else f"({args[0]})"
+  bt = args[1] if args[1].replace("_", "a").isalnum() else "b"
+  return (f"an n no tensor-core step divides is computed padded where b fits SMEM, and this ({k}, {n}) b does not:"
+          f" take k in blocks of {kb}, acc = ml.zeros(({m}, {n}), jnp.float32), then for k0 in ml.static_range(0, {k},"
+          f" {kb}): acc = ml.dot({at}[:, k0:k0 + {kb}], {bt}_blk, acc), with {bt}_blk the ({kb}, {n}) rows k0:k0 + {kb}"
+          f" of {bt} computed or read for that block alone (a whole {bt} sliced in registers is staged whole)")
 
 
 def _names(a, b) -> str:
