@@ -3,8 +3,6 @@ internal errors ("binary op on two Python values reached the type rules", MG900)
 AttributeError; the first three compute now while tracing, in float32, as the other math functions of numbers do
 (ops/number_math.py), and a number's transpose is the number, as jnp's. The sweep calls each builtin of ml with
 numbers and checks that none reaches an internal error."""
-import importlib.util
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -13,6 +11,7 @@ import pytest
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
 from mgpu_dsl.frontend.ops import BUILTINS
+from call_sweeps import escapes
 
 S = jax.ShapeDtypeStruct
 
@@ -51,25 +50,8 @@ def test_no_builtin_reaches_an_internal_error_on_numbers(tmp_path):
   """Each ml builtin called with Python numbers (one, two or three; floats, ints, a bool), or with a scalar, a ref
   or a bool tensor beside one: a result or a KernelError in the user's words, never MG900 or a Python exception
   (ml.searchsorted(x, 0.5), ml.round(m, 1) of a bool tensor and ml.trans(True) were internal errors)."""
-  lines = ["import mgpu_dsl as mg", "from mgpu_dsl import language as ml", "K = {}"]
-  for n, (name, args) in enumerate((b, a) for b in sorted(BUILTINS) for a in _ARGS):
-    lines += ["@mg.mgpu_kernel(out_shape=lambda x: x)", f"def k{n}(x, o):", f"  r = ml.{name}({args})",
-              "  o[...] = x[...]", f"K[{name!r}, {args!r}] = k{n}"]
-  path = tmp_path / "number_calls.py"
-  path.write_text("\n".join(lines) + "\n")
-  spec = importlib.util.spec_from_file_location("number_calls", path)
-  mod = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(mod)
-  bad = []
-  for key, k in mod.K.items():
-    try:
-      k.typed_ir(S((128,), jnp.float32))
-    except mg.InternalError as e:
-      bad.append((key, str(e).splitlines()[0]))
-    except mg.KernelError:
-      pass
-    except Exception as e:                    # noqa: BLE001 (what reached the user)
-      bad.append((key, f"{type(e).__name__}: {e}"))
+  calls = [((b, a), f"ml.{b}({a})") for b in sorted(BUILTINS) for a in _ARGS]
+  bad = escapes(tmp_path, "number_calls", ["from mgpu_dsl import language as ml"], calls, (128,))
   assert not bad, bad[:10]
 
 
