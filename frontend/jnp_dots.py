@@ -374,10 +374,16 @@ def vector_product(tracer, node, values, want):
           (1, 1): f"ml.sum({p} * {q})"}[len(a), len(b)]
   if out != DType.f32:
     form = f"{form}.astype({{2}})"
+  ops, start = tracer.b.block.ops, len(tracer.b.block.ops)
   try:
-    return trace_form(tracer, node, form, [values[0], values[1], out])
+    got = trace_form(tracer, node, form, [values[0], values[1], out])
   except E.KernelError:
     return None
+  from .ops.shape import Broadcast
+  for o in ops[start:]:      # (the vector's broadcast is the product's own, no NumPy alignment of the user's: a
+    if isinstance(o, Broadcast) and len(o.x.type.shape) == 1:     # layout conflict takes a copy, as written out
+      tracer.b.index_broadcasts.add(o.result.id)    # x[None, :] would; `h = W @ h` in a loop, probe 72a)
+  return got
 
 
 def batched_product(tracer, node, nodes, values, flips, want, precision):
