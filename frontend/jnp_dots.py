@@ -359,8 +359,9 @@ def vector_product(tracer, node, values, want):
   ds = [_dtype(v) for v in values]
   if any(d not in _FLOATS for d in ds):
     return None
-  a, b = (tuple(v.type.shape) for v in values)
-  if a[-1] != b[0]:
+  pads = getattr(tracer.b, "pad_tiles", None) or {}
+  a, b = (tuple(pads.get(v.id, v.type.shape)) for v in values)    # (a padded trace's operands: their own shapes,
+  if a[-1] != b[0]:                                               # an RNN's (20, 20) W and (20,) h; probe 72a)
     return None
   common = ds[0]
   if ds[0] != ds[1]:
