@@ -3,7 +3,6 @@ a run-time time loop, as warp-ctc, k2, pytorch-crf and HMM libraries port them: 
 (shifts by one and two states, the skip mask, label gathers from the log-probabilities, run-time lengths), Viterbi
 with argmax back-pointers and a backtrack, HMM forward / backward / posteriors (log space and scaled), CRF partition
 functions and the gold path's score."""
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -359,9 +358,9 @@ case("crf_partition_masked_lengths", crf_partition_masked, _crf_lens, crf_logz_n
 @mg.mgpu_kernel(out_shape=lambda em, tr, st, en, lens: S((em.shape[0],), F32),
                 grid=lambda em, tr, st, en, lens: (em.shape[0] // 4,))
 def crf_partition_batched(em, trans, start, end, lens, logz):
-  """The same normaliser with 4 sequences a program, as the batched torch code holds it. Written first as a (4, K,
-  K) broadcast reduced along axis 1 (MG204: a 3-D tensor's middle-axis logsumexp; the hint's form is this one),
-  each sequence's (K, K) tile taken in an ml.static_range loop over the 4, their scores a carried list."""
+  """The same normaliser with 4 sequences a program, each sequence's (K, K) tile taken in an ml.static_range loop
+  over the 4, their scores a carried list: the form MG204's hint wrote for the (4, K, K) broadcast reduced along
+  axis 1 before probe 72a (which computes now: test_probe72a.py's crf_three_d)."""
   p = ml.program_id(0)
   tr = trans[...]
   scs = [start[...] + em[p * 4 + r, 0, :] for r in ml.static_range(4)]
@@ -377,7 +376,7 @@ def crf_partition_batched(em, trans, start, end, lens, logz):
                 grid=lambda em, tr, st, en, lens: (em.shape[0] // 8,))
 def crf_partition_batched_3d(em, trans, start, end, lens, logz):
   """8 sequences a program as the batched torch code holds them: a (8, K, K) score broadcast reduced along axis 1
-  by jax.nn.logsumexp, the lengths' mask a (8, 1) column. (With 4 sequences a program it is MG204: the form above.)"""
+  by jax.nn.logsumexp, the lengths' mask a (8, 1) column (4 a program computes too since probe 72a's fixes)."""
   p = ml.program_id(0)
   n = ml.load(lens.at[p * 8 + ml.arange(8)])
   tr = trans[...]

@@ -9,7 +9,7 @@ import numpy as np
 
 import mgpu_dsl as mg
 from mgpu_dsl import language as ml
-from probe72a_common import F32, I32, S, lse_np, log_softmax_np, normal, registry, rng_of
+from probe72a_common import F32, I32, S, lse_np, normal, registry, rng_of
 from probe72a_dp import _crf, _ctc_inputs, _hmm, ctc_alpha_np, hmm_forward_np, viterbi_np
 
 CASES, case = registry()

@@ -8,7 +8,7 @@ import traceback
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from probe72a_common import run_case  # noqa: E402
 
-MODULES = ["probe72a_dp", "probe72a_align", "probe72a_cells", "probe72a_scans", "probe72a_more", "probe72a_extra"]
+MODULES = ["probe72a_dp", "probe72a_align", "probe72a_cells", "probe72a_scans", "probe72a_more", "probe72a_extra", "probe72a_odd"]
 
 
 def main(argv):

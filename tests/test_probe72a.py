@@ -18,12 +18,13 @@ import probe72a_cells
 import probe72a_dp
 import probe72a_extra
 import probe72a_more
+import probe72a_odd
 import probe72a_scans
 from probe72a_common import compare, export, normal, quiet, run_case
 
 S = jax.ShapeDtypeStruct
 F32, I32 = jnp.float32, jnp.int32
-MODULES = (probe72a_dp, probe72a_align, probe72a_cells, probe72a_scans, probe72a_more, probe72a_extra)
+MODULES = (probe72a_dp, probe72a_align, probe72a_cells, probe72a_scans, probe72a_more, probe72a_extra, probe72a_odd)
 CASES = {name: c for m in MODULES for name, c in m.CASES.items()}
 
 
@@ -63,7 +64,8 @@ GPU_TWINS = ["ctc_alpha_roll_logaddexp", "ctc_alpha_smem_runtime_lengths", "hmm_
              "lstm_layer_register_matmul", "elman_rnn_matvec_carry", "rwkv6_matrix_state_outer_products",
              "linrec_associative_scan_pairs", "linrec_blocked_carry_cumprod", "segmented_cumsum_head_flags",
              "stream_compaction_prefix_offsets", "beam_step_top_k_length_penalty", "ctc_greedy_decode_collapse",
-             "mamba_selective_scan_16_states", "crf_forward_backward_marginals"]
+             "mamba_selective_scan_16_states", "crf_forward_backward_marginals", "viterbi_decode_9_tags",
+             "crf_partition_masked_9_tags", "hmm_forward_scaled_9_states", "ctc_alpha_roll_11_states"]
 
 
 @pytest.mark.gpu
@@ -218,7 +220,7 @@ def test_a_matrix_vector_product_carried_by_a_loop_computes():
   assert "mosaic_gpu" in export(rnn_matvec, (W, b, h0))
 
 
-# ---------------------------------------------------------------- refusals kept: their diagnostics
+# ---------------------------------------------------------------- a 3-D statistic of four rows (class 5 too)
 @mg.mgpu_kernel(out_shape=lambda em, tr, lens: S((em.shape[0],), F32), grid=lambda em, tr, lens: (em.shape[0] // 4,))
 def crf_three_d(em, trans, lens, logz):
   p = ml.program_id(0)
@@ -231,16 +233,74 @@ def crf_three_d(em, trans, lens, logz):
   logz[ml.ds(p * 4, 4)] = jax.nn.logsumexp(sc, axis=1)
 
 
-def test_a_three_d_logsumexp_of_four_rows_says_to_take_them_in_a_loop():
+def test_a_three_d_logsumexp_of_four_rows_computes():
   """A batched CRF normaliser of 4 sequences a program, its (4, K, K) broadcast reduced along the middle axis and
-  selected by the (4,) lengths' mask, stays MG204 at the reduction (the same with 8 sequences a program computes:
-  the corpus's crf_partition_eight_a_program_3d; a 4-element vector has no register layout of its own). The hint's
-  form, each sequence's (K, K) tile in an ml.static_range loop, is the corpus's crf_partition_four_a_program."""
-  _error(crf_three_d, [S((8, 6, 16), F32), S((16, 16), F32), S((8,), I32)], mg.LayoutError, "MG204",
-         "sc = jnp.where((t < n)[:, None], jax.nn.logsumexp(x, axis=1), sc)", "jax.nn.logsumexp",
-         "is reduced or broadcast along an axis; that works on 2-D tiles (and vectors), not on 3-D tensors",
-         "in an ml.static_range loop")
-  run_case("crf_partition_four_a_program", CASES["crf_partition_four_a_program"], do_export=False)
+  selected by the (4,) lengths' mask, was MG204 at the reduction ("... not on 3-D tensors"), though the same with 8
+  sequences a program computed: the (4,) mask and the carry are padded, and the carry (as class 5's) ended the
+  padded trace. It computes now (the corpus keeps the static-range form the MG204's hint wrote, too)."""
+  em, tr = normal(14, (8, 6, 16)), normal(15, (16, 16))
+  lens = np.array([6, 2, 5, 4, 3, 6, 6, 1], np.int32)
+  want = probe72a_dp.crf_logz_np(em, tr, np.zeros(16, np.float32), np.zeros(16, np.float32), lens)
+  np.testing.assert_allclose(np.asarray(crf_three_d(em, tr, lens, interpret=True)), want, rtol=1e-5, atol=1e-5)
+  assert "mosaic_gpu" in export(crf_three_d, (em, tr, lens))
+
+
+# ---------------------------------------------------------------- class 5: few states carried by a loop
+@mg.mgpu_kernel(out_shape=lambda A, v: v)
+def chain_of_nine(A, v, o):
+  a = v[...]
+  for t in range(3):
+    a = ml.logsumexp(a[:, None] + A[...], axis=0)
+  o[...] = a
+
+
+@mg.mgpu_kernel(out_shape=lambda A, v: (v, S((3,) + v.shape, I32)))
+def nine_with_backpointers(A, v, o, bp_out):
+  bp = ml.smem((3,) + v.shape, jnp.int32)
+  a = v[...]
+  for t in range(3):
+    x = a[:, None] + A[...]
+    bp[t, :] = jnp.argmax(x, axis=0).astype(jnp.int32)
+    a = jnp.max(x, axis=0)
+  o[...] = a
+  bp_out[...] = bp[...]
+
+
+def test_a_loop_carrying_a_few_states_computes():
+  """A CRF's 9 tags (CoNLL NER), an HMM of 3, 5, 12 or 24 states: the step `logsumexp(a[:, None] + A, axis=0)` alone
+  computed padded, but in a time loop it was MG204 ("this tile of shape (9, 9) is reduced or broadcast along its
+  rows or columns ..."): the carry entered padded as the read of 9 (16 lanes) and left as the statistic of the (9,
+  9) tile padded to (12, 32) (32 lanes), which ended the padded trace (MG005 inside it). The carry is regrown to the
+  body's padded shape now (as a fill was, probe 48a), a short vector lengthened by a gather where no zeros fill the
+  difference, a padded row of back-pointers stored into its SMEM row by a masked scatter, and a vector product of
+  padded operands compared by their own shapes (an Elman RNN's W @ h of 20 units)."""
+  for K in (9, 5, 24):
+    A, v = normal(10 + K, (K, K)), normal(11 + K, (K,))
+    want = v.astype(np.float64)
+    for _ in range(3):
+      x = want[:, None] + A
+      want = x.max(0) + np.log(np.exp(x - x.max(0)).sum(0))
+    np.testing.assert_allclose(np.asarray(chain_of_nine(A, v, interpret=True)), want, rtol=1e-5, atol=1e-5)
+  A, v = normal(12, (5, 5)), normal(13, (5,))
+  got, bp = nine_with_backpointers(A, v, interpret=True)
+  a, bps = v, []
+  for _ in range(3):
+    x = a[:, None] + A
+    bps.append(x.argmax(0))
+    a = x.max(0)
+  np.testing.assert_allclose(np.asarray(got), a, rtol=1e-6)
+  np.testing.assert_array_equal(np.asarray(bp), np.array(bps, np.int32))
+  assert "mosaic_gpu" in export(nine_with_backpointers, (A, v))
+  run_case("elman_rnn_20_hidden", CASES["elman_rnn_20_hidden"])
+
+
+# ---------------------------------------------------------------- class 6: MG953 of a padded roll in a loop
+def test_a_padded_roll_in_a_loop_is_no_masked_reduction():
+  """CTC's alpha over 11 extended states (5 labels) shifted by jnp.roll, computed padded (16 lanes), was MG953
+  ("jax.nn.logsumexp() reduces lanes of data that the padding changed") with the right numbers: a padded roll is a
+  select between two rolls, and interpret mode's lane states took a constant lane of one roll beside padding of
+  the other for a fill of that padding. Only a uniform side (a number, a fill) is such a fill now."""
+  run_case("ctc_alpha_roll_11_states", CASES["ctc_alpha_roll_11_states"])
 
 
 # ---------------------------------------------------------------- GPU twins of the classes
@@ -257,6 +317,9 @@ def test_gpu_classes():
   np.testing.assert_allclose(np.asarray(jax.jit(diagonal_fill)(d)), _diagonal_np(d), rtol=1e-4, atol=1e-6)
   W, b, h0 = normal(7, (32, 32), 0.3), normal(8, (32,), 0.1), normal(9, (32,))
   assert np.isfinite(np.asarray(jax.jit(rnn_matvec)(W, b, h0))).all()
+  A, v = normal(12, (5, 5)), normal(13, (5,))
+  got, bp = jax.jit(nine_with_backpointers)(A, v)
+  np.testing.assert_array_equal(np.asarray(bp)[0], (v[:, None] + A).argmax(0))
 
 
 # ---------------------------------------------------------------- a 2-D DP table gathered along a wavefront
