@@ -129,6 +129,20 @@ def smem_row_above(x, o):
   o[...] = ml.load(buf.at[r - 1, c], mask=(r >= 1) & (c >= 0), other=0.0)
 
 
+@mg.mgpu_kernel(out_shape=lambda x: (S((4,) + x.shape, F32), S((4,) + x.shape, F32)))
+def smem_shifts_at_run_time(x, reads, writes):
+  s = ml.arange(x.shape[0])
+  buf = ml.smem(x.shape, jnp.float32)
+  buf[...] = x[...]
+  for k in range(4):
+    idx = s + k - 2
+    reads[k, :] = ml.load(buf.at[idx], mask=(idx >= 0) & (idx < x.shape[0]), other=0.0)
+    out = ml.smem(x.shape, jnp.float32)
+    out[...] = ml.zeros(x.shape, jnp.float32)
+    ml.store(out.at[idx], x[...], mask=(idx >= 0) & (idx < x.shape[0]))
+    writes[k, :] = out[...]
+
+
 def test_masked_neighbour_reads_and_writes_of_smem_compute():
   """warp-ctc's alpha[s - 1] and alpha[s - 2] read back from SMEM under a mask, `ml.load(buf.at[s - 1], mask=s >=
   1, other=NEG)`, were MG203 ("ml.ds(-1, 32) is out of bounds ... windows start inside it"), though the same masked
@@ -140,6 +154,15 @@ def test_masked_neighbour_reads_and_writes_of_smem_compute():
   np.testing.assert_array_equal(np.asarray(right), np.r_[x[2:], -5.0, -5.0].astype(np.float32))
   np.testing.assert_array_equal(np.asarray(shifted), np.r_[-1.0, x[:-1]].astype(np.float32))
   assert "mosaic_gpu" in export(smem_neighbours, (x,))
+  reads, writes = smem_shifts_at_run_time(x, interpret=True)     # (the shift a loop index: the mask bounds the run)
+  for k in range(4):
+    j = np.arange(64) + k - 2
+    ok = (j >= 0) & (j < 64)
+    np.testing.assert_array_equal(np.asarray(reads)[k], np.where(ok, x[np.clip(j, 0, 63)], 0).astype(np.float32))
+    want = np.zeros(64, np.float32)
+    want[j[ok]] = x[ok]
+    np.testing.assert_array_equal(np.asarray(writes)[k], want)
+  assert "mosaic_gpu" in export(smem_shifts_at_run_time, (x,))
   t = normal(5, (16, 32))
   got = np.asarray(smem_row_above(t, interpret=True))
   np.testing.assert_array_equal(got, np.r_[np.zeros((1, 32), np.float32), t[:-1]])

@@ -600,24 +600,6 @@ def scattered(cx, iref) -> bool:
   return any(is_tensor(i) and not run(i) for i in items)
 
 
-def smem_run_outside(cx, iref) -> bool:
-  """Whether a run of `iref` (`buf.at[s - 1]`, `buf.at[s + 2]` of `s = ml.arange(n)`) covers an SMEM window that
-  leaves its buffer at a static start: CUDA's and Triton's shifted neighbour read under a mask (`mask=s >= 1`, a
-  CTC step's alpha[s - 1]), which the gather (its indices clamped, the mask selecting after) and the scatter (the
-  masked-off elements dropped) take where no window can (probe 72a: MG203, "windows stay inside it, masked or
-  not", though a masked gather at any other indices computed)."""
-  from .index_hints import run_start
-  if getattr(iref.ref.type, "space", None) != Space.SMEM:
-    return False
-  items = iref.index if isinstance(iref.index, tuple) else (iref.index,)
-  for k, i in enumerate(items):
-    run = run_start(cx.b, i) if is_tensor(i) else None
-    if run is not None and isinstance(run[0], int) and k < len(iref.ref.type.shape) and \
-        (run[0] < 0 or run[0] + run[1] > iref.ref.type.shape[k]):
-      return True
-  return False
-
-
 def run_window(cx, iref, name=""):
   """The window `x.at[ml.ds(s, n), ...]` that `x.at[offs, ...]` covers where every index tensor is a run,
   `offs = s + ml.arange(n)` (Triton's `x_ptr + offs`; a grid `rows[:, None]`, `cols[None, :]`, or of more axes,
