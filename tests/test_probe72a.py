@@ -65,7 +65,8 @@ GPU_TWINS = ["ctc_alpha_roll_logaddexp", "ctc_alpha_smem_runtime_lengths", "hmm_
              "linrec_associative_scan_pairs", "linrec_blocked_carry_cumprod", "segmented_cumsum_head_flags",
              "stream_compaction_prefix_offsets", "beam_step_top_k_length_penalty", "ctc_greedy_decode_collapse",
              "mamba_selective_scan_16_states", "crf_forward_backward_marginals", "viterbi_decode_9_tags",
-             "crf_partition_masked_9_tags", "hmm_forward_scaled_9_states", "ctc_alpha_roll_11_states"]
+             "crf_partition_masked_9_tags", "hmm_forward_scaled_9_states", "ctc_alpha_roll_11_states",
+             "hmm_forward_backward_9_states"]
 
 
 @pytest.mark.gpu
@@ -296,7 +297,9 @@ def test_a_loop_carrying_a_few_states_computes():
   9) tile padded to (12, 32) (32 lanes), which ended the padded trace (MG005 inside it). The carry is regrown to the
   body's padded shape now (as a fill was, probe 48a), a short vector lengthened by a gather where no zeros fill the
   difference, a padded row of back-pointers stored into its SMEM row by a masked scatter, and a vector product of
-  padded operands compared by their own shapes (an Elman RNN's W @ h of 20 units)."""
+  padded operands compared by their own shapes (an Elman RNN's W @ h of 20 units); in a forward-backward pass, a
+  few-element row of an SMEM buffer (`al[t, :]` of a (T, 9) one) is read padded element by element, and a statistic
+  of 12 rows unpadded beside 32 columns is lengthened by the gather too."""
   for K in (9, 5, 24):
     A, v = normal(10 + K, (K, K)), normal(11 + K, (K,))
     want = v.astype(np.float64)
@@ -315,6 +318,8 @@ def test_a_loop_carrying_a_few_states_computes():
   np.testing.assert_array_equal(np.asarray(bp), np.array(bps, np.int32))
   assert "mosaic_gpu" in export(nine_with_backpointers, (A, v))
   run_case("elman_rnn_20_hidden", CASES["elman_rnn_20_hidden"])
+  run_case("hmm_forward_backward_9_states", CASES["hmm_forward_backward_9_states"])     # (al[t, :] of an SMEM row)
+  run_case("hmm_forward_backward_12_states", CASES["hmm_forward_backward_12_states"])   # (12 rows beside 32 columns)
 
 
 # ---------------------------------------------------------------- class 6: MG953 of a padded roll in a loop

@@ -137,6 +137,13 @@ def _grown(cx, x, rank, target):
     return x
   if x.id not in pads and any(u % 8 for u in shape if u != 1):
     y = _index_grown(cx, x, tuple(grow.get(k, u) for k, u in enumerate(shape)))
+    if y is None and len(grow) == 1 and sum(u != 1 for u in shape) == 1:
+      k = next(iter(grow))    # (a statistic of 12 rows beside a tile of 32 columns: gathered longer, probe 72a)
+      with allowed(cx):
+        flat = x if len(shape) == 1 else reshape_(cx, x, (shape[k],))
+        if (wide := _gathered_longer(cx, flat, grow[k])) is not None:
+          new = tuple(grow[k] if j == k else 1 for j in range(len(shape)))
+          y = reshape_(cx, wide, new) if len(new) > 1 else wide
     if y is not None:         # (an index grid, `ks[None, :] == j` of a (1, 2) top-k slot mask: made at the padded
       pads[y.id] = mine       # width, its padding whatever the grid is there; probe 52e)
     return x if y is None else y          # (another unpadded operand registers cannot hold: it fails as it did)
