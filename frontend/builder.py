@@ -51,6 +51,7 @@ class Builder:
     self.alias_of: dict = {}             # an aliased output's value id: the input it starts as
     self.narrow_gathers: dict = {}       # a gather read wider than asked: its kept columns' id: (table, kept, read)
     self.index_broadcasts: set = set()   # a register gather's indices broadcast to its result (no NumPy alignment)
+    self.gathered_reads: set = set()     # ids of whole reads of SMEM buffers of 2 or more axes made for a gather
     self.output_refs: list = []          # the kernel's output refs, in order (hints name them)
     self.index_scratch: dict = {}        # value id -> (SMEM scratch holding it, block it was stored in)
     self.transient: set[int] = set()     # compiler scratches: written whole, then read, by one builtin

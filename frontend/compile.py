@@ -435,6 +435,7 @@ def _trace_once(pk: ParsedKernel, in_specs, out_specs, constexprs: dict, *, grid
   kernel.aliases = aliases
   kernel.narrow_gathers = em.narrow_gathers     # (layout hints)
   kernel.index_broadcasts = em.index_broadcasts     # (layout_errors: a gather's own broadcasts)
+  kernel.gathered_reads = em.gathered_reads         # (grid_memory: MG601's hint for a gather reading a table whole)
   kernel.pad_tiles = dict(em.pad_tiles or {})   # (values computed padded: their own shapes; frontend/gather_bounds.py)
   kernel.batch_axis = em.batch_axis
   if batch is not None:      # (messages of interpret mode show the kernel's own shapes and programs)

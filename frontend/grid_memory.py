@@ -18,7 +18,7 @@ from .coverage import Boxes, describe, unique_rows
 from .empty_masks import EmptyMasks
 from .gather_bounds import GatherBounds
 from .mask_boxes import kept_boxes, store_mask
-from .memory_errors import (_with_lone_axis_note, grid_rank, masked_store_words, uncovered_error,
+from .memory_errors import (_with_lone_axis_note, gathered_table_read, grid_rank, masked_store_words, uncovered_error,
                             scalar_read_hint, uninitialized_read, masked_outside_hint)
 from .idle_axes import idle_axis_hint
 from .stride_hints import loop_trips_hint
@@ -405,6 +405,9 @@ class _Memory:
     name = root.name or "this buffer"
     region = describe(name, root.type.shape, missing, g)[0] if any_written else name
     where = f" in program {self.ev.program(pid)}" if pid is not None else ""
+    if acc.op.results and acc.op.results[0].id in getattr(self.kernel, "gathered_reads", ()) and \
+        root.type.space == Space.SMEM:
+      return gathered_table_read(name, region, where, root.type.shape, acc.op.loc)
     return uninitialized_read(name, region, where, root.type.space == Space.GMEM, acc.op.loc,
                               keep=getattr(acc.op, "keep", None), dtype=str(root.type.dtype), programs=self.ev.P,
                               atomic=acc.op.kind if atomic else None,

@@ -359,8 +359,9 @@ def vector_product(tracer, node, values, want):
   ds = [_dtype(v) for v in values]
   if any(d not in _FLOATS for d in ds):
     return None
-  a, b = (tuple(v.type.shape) for v in values)
-  if a[-1] != b[0]:
+  pads = getattr(tracer.b, "pad_tiles", None) or {}
+  a, b = (tuple(pads.get(v.id, v.type.shape)) for v in values)    # (a padded trace's operands: their own shapes,
+  if a[-1] != b[0]:                                               # an RNN's (20, 20) W and (20,) h; probe 72a)
     return None
   common = ds[0]
   if ds[0] != ds[1]:
@@ -374,10 +375,16 @@ def vector_product(tracer, node, values, want):
           (1, 1): f"ml.sum({p} * {q})"}[len(a), len(b)]
   if out != DType.f32:
     form = f"{form}.astype({{2}})"
+  ops, start = tracer.b.block.ops, len(tracer.b.block.ops)
   try:
-    return trace_form(tracer, node, form, [values[0], values[1], out])
+    got = trace_form(tracer, node, form, [values[0], values[1], out])
   except E.KernelError:
     return None
+  from .ops.shape import Broadcast
+  for o in ops[start:]:      # (the vector's broadcast is the product's own, no NumPy alignment of the user's: a
+    if isinstance(o, Broadcast) and len(o.x.type.shape) == 1:     # layout conflict takes a copy, as written out
+      tracer.b.index_broadcasts.add(o.result.id)    # x[None, :] would; `h = W @ h` in a loop, probe 72a)
+  return got
 
 
 def batched_product(tracer, node, nodes, values, flips, want, precision):

@@ -20,6 +20,7 @@ from .layout_hints import (column_slice_hint, empty_tensor_hint, pad_hint, read_
                            row_of_statistic, small_tile_hint, smem_vector_hint)
 from .pad_reductions import reductions_of
 from .types import Layout, LayoutKind, RefType, TensorType, dtype_name
+from .loc import expr_at
 
 
 def _is_tensor(x) -> bool:
@@ -33,6 +34,14 @@ def _expression(text) -> bool:
   except (SyntaxError, ValueError):
     return False
   return bool(text)
+
+
+def _written_out(o) -> bool:
+  """Whether the broadcast `o` is a subscript with None the user wrote (`(a + b)[None, :]`, `v[:, None]`)."""
+  import ast
+  node = expr_at(o.loc) if isinstance(o, Broadcast) else None
+  return isinstance(node, ast.Subscript) and any(isinstance(n, ast.Constant) and n.value is None
+                                                 for n in ast.walk(node.slice))
 
 
 class LayoutErrors:
@@ -79,6 +88,9 @@ class LayoutErrors:
     written = (getattr(o.loc, "source_line", "") or "").replace(" ", "")
     bare = name.replace(" ", "")      # (as `written`: a vector named by its expression, `ml.sum(p, axis=1)`)
     implicit = f"{bare}[None" not in written and f"{bare}[:,None]" not in written     # (an outer product's v[None, :])
+    # (a broadcast written out on an expression of the vector, `(e[:, t] + beta)[None, :]`, is as written out as
+    # `w[None, :]` of that expression named: probe 72a, an HMM's backward pass was MG204 unless the sum was named)
+    implicit = implicit and not _written_out(o)
     meant = (f"if {name} holds a value per row, broadcast it along the rows: {name}[:, None] (a (n,) vector"
              f" meeting an (m, n) tile aligns with its columns, as in NumPy); otherwise "
              if was.startswith("a row statistic") and now.startswith("a column vector") and implicit else "")

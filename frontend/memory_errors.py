@@ -55,6 +55,22 @@ def _accumulated(loc, name):
   return (name if idx in ("...", ":") else f"{name}.at[{idx}]"), ast.unparse(part)
 
 
+def gathered_table_read(name, region, where, shape, loc):
+  """MG601 of a gather from an SMEM table of 2 or more axes (a DP table's neighbours, `D.at[i - 1, j]`, read by
+  masked gathers along a wavefront; probe 72a): such a gather reads the whole buffer, cells not computed yet too, so
+  "fill it first" did not say what to write. A flat table's gather reads only the elements it names (and a masked
+  one only those its mask keeps)."""
+  import math
+  cols = math.prod(shape[1:])
+  index = " + ".join([f"i * {cols}"] + (["j"] if len(shape) == 2 else [f"j * {math.prod(shape[2:])}", "k"]))
+  return E.UninitializedReadError(
+      f"{region} is read{where} before anything writes it: a gather from the {len(shape)}-D SMEM buffer {name}"
+      f" reads all of it, and SMEM starts with garbage", loc,
+      hint=f"keep the table flat, {name} = ml.smem(({math.prod(shape)},), ...), and gather and scatter at"
+           f" {name}.at[{index}]: a gather of a 1-D buffer reads only the elements it names (a masked one only"
+           f" those its mask keeps); or fill all of {name} before this read ({name}[...] = ml.zeros(...))")
+
+
 def uninitialized_read(name, region, where, gmem: bool, loc, keep=None, dtype=None, programs=1, atomic=None,
                        mma_shape=None, source=None):
   """The UninitializedReadError for a read of `region` of buffer `name` (also used by interpret mode);

@@ -382,11 +382,15 @@ def _where(cta, o):
     return
   cond = np.asarray(cta.get(o.cond), bool)
   shape = o.result.type.shape
+  # (only a uniform side, a number or a fill, is such a fill: a select between two tensors, the two rolls a padded
+  # roll picks from, takes no padding of the side it leaves; probe 72a: a CTC step's rolled alpha of 11 states,
+  # whose constant lanes beside the other roll's padding were made PAD, was MG953 with the right numbers)
+  ka, kb = not isinstance(a, np.ndarray), not isinstance(b, np.ndarray)
   c, a, b = (np.broadcast_to(s, shape) for s in (cond, a, b))
   st = np.where(c, a, b)
   # a constant the select puts where the other side holds padding is a fill of its own (`ml.where(m, v, 0.0)` after
   # the load's other=-inf is other=0.0 again): those lanes stay PAD, and a reduction they change is MG953 as before
-  refill = np.where(c, (a == NEUTRAL) & (b == PAD), (b == NEUTRAL) & (a == PAD))
+  refill = np.where(c, ka & (a == NEUTRAL) & (b == PAD), kb & (b == NEUTRAL) & (a == PAD))
   if refill.any():
     st = np.where(refill, PAD, st)
     side = o.on_true if bool(np.any(refill & c)) else o.on_false
@@ -440,7 +444,8 @@ def _reduce(cta, o):
   pad = st == PAD
   real = np.any(st == REAL, axis=o.axes)       # (NEUTRAL lanes beside PAD ones: a where's constant, no data)
   all_pad = np.any(pad, axis=o.axes) & ~real
-  mixed = np.any(pad, axis=o.axes) & real
+  inside = _inside_own(cta, o.result, o)   # (a padded result's lanes past its own shape: padding no use reads)
+  mixed = np.any(pad, axis=o.axes) & real & inside
   if mixed.any():
     got = _reduce_values(o.kind, x, o.axes, d)
     want = _reduce_values(o.kind, np.where(pad, np.asarray(_identity(o.kind, d)).astype(x.dtype), x), o.axes, d)
@@ -448,7 +453,7 @@ def _reduce(cta, o):
     bad = mixed & _differs(got, want, scale, d)
     if bad.any():
       raise _reduce_error(cta, o, src, x, pad, got, want, bad)
-  dirty = np.any(st == DIRTY, axis=o.axes)
+  dirty = np.any(st == DIRTY, axis=o.axes) & inside
   if dirty.any():
     _check_dirty(cta, o, src, x, st == DIRTY, dirty, d)
   if o.kind == ReduceKind.SUM and mixed.any():
@@ -459,6 +464,39 @@ def _reduce(cta, o):
     _set(cta, o.result, np.where(all_pad, PAD, NEUTRAL).astype(np.int8), src)
   else:
     cta.neutral.add(o.result.id)
+
+
+def _inside_own(cta, v, reduce=None):
+  """True, or where `v` is a value the padded trace holds padded (a statistic of a tile padded from (9, 9) to (12,
+  32), 32 long for its own 9), a bool array of its lanes inside its own shape: the rest is the trace's padding, which
+  no use reads as data (probe 72a: an HMM step's padding columns, carried, were MG953's "result 16")."""
+  pads = getattr(cta.m.kernel, "pad_tiles", None) or {}
+  own = pads.get(v.id)
+  shape = tuple(getattr(v.type, "shape", ()))
+  if own is None and reduce is not None and (x := _own_of_tile(cta, reduce.x, pads)) is not None:
+    kept = tuple(n for k, n in enumerate(x) if k not in reduce.axes)    # (a statistic the trace did not record: its
+    own = kept if len(kept) == len(shape) else None                     # tile's own shape less the reduced axes)
+  if own is None or len(own) != len(shape) or tuple(own) == shape:
+    return True
+  inside = np.zeros(shape, bool)
+  inside[tuple(slice(0, n) for n in own)] = True
+  return inside
+
+
+def _own_of_tile(cta, v, pads):
+  """The own shape of a reduction's tile: its record, or that of the tile a select of the padding by the reduction's
+  identity (`ml.where(rows < 9, t, -inf)`, which the trace makes without a record) keeps."""
+  if v.id in pads:
+    return pads[v.id]
+  defs = cta.m.__dict__.get("_pad_defs")
+  if defs is None:
+    defs = cta.m.__dict__["_pad_defs"] = ir.def_table(cta.m.kernel.body)
+  made = defs.get(v.id)
+  if isinstance(made, Where):
+    for u in (made.on_true, made.on_false):
+      if isinstance(u, ir.Value) and u.id in pads and tuple(u.type.shape) == tuple(v.type.shape):
+        return pads[u.id]
+  return None
 
 
 def _check_dirty(cta, o, src, x, lanes, groups, d):

@@ -387,7 +387,17 @@ def _i_restride_load(cta, o):
 
 @interpret(ScratchGather)
 def _i_scratch_gather(cta, o):
-  x = np.asarray(cta.read(cta.get(o.scratch), o)).reshape(-1)
+  ref = cta.get(o.scratch)
+  keep = o.used
+  if keep is None:
+    x = np.asarray(cta.read(ref, o)).reshape(-1)
+  else:        # a masked load's gather: only the elements its mask keeps must have been written (probe 72a)
+    x = np.asarray(cta.read(ref, o, check=False)).reshape(-1)
+    pos = np.asarray(cta.get(o.pos)).astype(np.int64).reshape(-1)
+    used = np.zeros(x.shape, bool)
+    used[pos[np.asarray(cta.get(keep)).reshape(-1).astype(bool)]] = True
+    if ref.owner >= 0 and ref.owner == cta.rank:
+      cta.check_filled(ref, o, box=used.reshape(np.shape(cta.buffer(ref)[ref.index])))
   cta.set(o.result, x[np.asarray(cta.get(o.pos)).astype(np.int64)].reshape(o.result.type.shape))
 
 

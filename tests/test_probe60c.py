@@ -443,21 +443,19 @@ def odd_1d_as_hinted(x, o):
 
 def test_refusals_left_say_what_to_write():
   """A run-time index of a part of a strided axis (by design: an index past the view would read the array outside it
-  unseen), and an odd 1-D tile through SMEM (a 1-D register vector of 7 lanes; a TMA row of 28 bytes)."""
+  unseen), and an odd 1-D tile through SMEM's TMA row of 28 bytes (its register read and write compute since probe
+  72a; they were MG204, "a 1-D register vector needs a multiple of 8 elements")."""
   expect(part_of_a_strided_axis, [S((16, 128), F32)], mg.KernelTypeError, "x.at[2:7:2].at[p]",
          "x.at[2:7:2] takes elements 2, 4, ... of an axis of 16: a run-time index of it is not composed, since an"
          " index past the view's 3 elements could name an element of the array outside it that no bounds check sees",
          hint="index the ref itself with the element you mean, 2 + p * 2 (bounding p to 0..2 yourself), or take the"
               " view's elements whole with [...]")
-  k = _odd_1d(False)
-  expect(k, [S((21,), F32)], mg.LayoutError, "ml.arange(7)", "ml.arange(7) has shape (7,): a 1-D register vector"
-         " needs a multiple of 8 elements (other register tensors a multiple of 128, one per thread of a warpgroup)",
-         hint="take 8 lanes, ml.arange(8), and mask the ones past 7: ml.arange(8) < 7 in the masks of what they read"
-              " and store; or work on 8 rows (or elements) a program")
+  k = _odd_1d(False)      # (computes since probe 72a: the (7,) SMEM buffer stored by a masked scatter, read back
+  x = rnd((21,), 3)        # element by element, padded)
+  np.testing.assert_array_equal(np.asarray(k(x, interpret=True)), x * 2 + 1)
   k = _odd_1d(True)
   expect(k, [S((21,), F32)], mg.TmaLimitError, "ml.copy(xs", "TMA copies need the last dimension to span a multiple"
          " of 16 bytes; 7 x 4 bytes = 28")
-  x = rnd((21,), 3)
   np.testing.assert_array_equal(np.asarray(odd_1d_as_hinted(x, interpret=True)), x * 2 + 1)    # (the hint followed)
 
 

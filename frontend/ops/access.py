@@ -267,9 +267,10 @@ def load_(cx, ref, mask=None, other=0, boundary_check=None, padding_option=None)
   if boundary_check is not None or padding_option is not None:
     raise keyword_error(cx, "boundary_check=" if boundary_check is not None else "padding_option=")
   from .gather import IndexedRef, _gather_load, run_window, scattered
+  from .smem_runs import smem_run_outside
   iref = ref
-  if isinstance(ref, IndexedRef) and scattered(cx, ref):   # ml.load(table.at[ids, :], mask=m, other=0)
-    return _gather_load(cx, ref, mask, other)
+  if isinstance(ref, IndexedRef) and (scattered(cx, ref) or mask is not None and smem_run_outside(cx, ref, mask)):
+    return _gather_load(cx, ref, mask, other)  # ml.load(table.at[ids, :], mask=m, other=0); buf.at[s - 1] masked
   if isinstance(ref, IndexedRef):              # ml.load(x.at[offs], mask=offs < n): Triton's run of offsets
     ref = run_window(cx, ref, (cx.operands or {}).get(ref) or "")
     if ref is None:                            # (runs that cover no window in order: a gather)
@@ -493,11 +494,12 @@ def store_(cx, ref, value, mask=None, boundary_check=None):
   if boundary_check is not None:
     raise keyword_error(cx, "boundary_check=")
   from .gather import IndexedRef, _scatter_store, run_window, scattered, writable
+  from .smem_runs import smem_run_outside
   if cx.builtin == "store":      # (the user's ml.store / ref.store call; `out[offs] = v` comes here too, unconverted)
     value = _as_pointee(cx, ref.ref if isinstance(ref, IndexedRef) else ref, value)
   at_places = isinstance(ref, IndexedRef) and ref.ref.type.space in (Space.GMEM, Space.SMEM) \
       and writable(cx.b, ref.ref)        # (an SMEM buffer's: its CTA's threads store at the places, probe 69b)
-  if at_places and scattered(cx, ref):
+  if at_places and (scattered(cx, ref) or mask is not None and smem_run_outside(cx, ref, mask)):
     return _scatter_store(cx, ref, value, mask)        # ml.store(out.at[ids, :], v, mask=m): a scatter
   window = run_window(cx, ref, (cx.operands or {}).get(ref) or "") if isinstance(ref, IndexedRef) else None
   if window is not None:                       # ml.store(o.at[offs], v, mask=offs < n): the window they cover

@@ -118,11 +118,12 @@ class _Plan:
   columns: bool = False     # widened by padding its index vector (t[:, cols]), not a slice (t[ids, :])
 
 
-def gather(cx, ref, index, name="", masked=False):
-  """`ref[index]` where some index is a register tensor (`masked`: read by a masked load)."""
+def gather(cx, ref, index, name="", masked=False, keep=None):
+  """`ref[index]` where some index is a register tensor (`masked`: read by a masked load, `keep` its mask where
+  it is a tensor of the indices' shape)."""
   from . import padded_tiles
   from .padded_gathers import grid_points, padded_points, padded_rows
-  if (out := _smem_gather(cx, ref, index, name)) is not None:
+  if (out := _smem_gather(cx, ref, index, name, keep)) is not None:
     return out
   if (out := tile_gather(cx, ref, index, gather)) is not None:     # y[p, :] of a (t, k) index tile: (t, k, d)
     return out
@@ -145,7 +146,7 @@ def gather(cx, ref, index, name="", masked=False):
   return _gather(cx, ref, index, name, masked)
 
 
-def _smem_gather(cx, ref, index, name):
+def _smem_gather(cx, ref, index, name, keep=None):
   """`buf[ids]` of an SMEM buffer (a bitonic stage's partner `s[i ^ j]`, an FFT's bit reversal, a table a CTA staged;
   probe 69b, MG003 before): the gather from its whole read, through the register gather's flat scratch
   (ops/register_gather.py: jnp's indices, clamped), so the sync pass orders it after the buffer's writes as any
@@ -154,10 +155,16 @@ def _smem_gather(cx, ref, index, name):
     return None
   from .register_gather import register_gather
   from .transfers import load
-  return _from_buffer(cx, ref, index, name) or register_gather(cx, load(cx, ref), index, name)
+  got = _from_buffer(cx, ref, index, name, keep)
+  if got is not None:
+    return got
+  whole = load(cx, ref)
+  if len(ref.type.shape) >= 2:
+    cx.b.gathered_reads.add(whole.id)     # (what MG601 says where it reads cells not written yet: probe 72a)
+  return register_gather(cx, whole, index, name)
 
 
-def _from_buffer(cx, ref, index, name):
+def _from_buffer(cx, ref, index, name, keep=None):
   """`buf[ids]` of a whole 1-D SMEM buffer (x cached in SMEM for a SpMV's `xs[c]`, a bitonic partner) at a tensor of
   indices registers hold: each element loaded straight from the buffer (the register gather's ScratchGather, with
   the buffer as its scratch: no whole read, no copy), jnp's indices clamped; None for other forms."""
@@ -173,8 +180,9 @@ def _from_buffer(cx, ref, index, name):
       or (pads is not None and ids.id in pads):
     return None
   pos = _clamped(cx, ids, t.shape[0])
+  keep = keep if is_tensor(keep) and tuple(keep.type.shape) == shape else None
   return cx.b.emit(ScratchGather, ref, pos, loc=cx.loc, types=[TensorType(shape, t.dtype)],
-                   names=[name or cx.name]).result
+                   names=[name or cx.name], used=keep).result
 
 
 def _gather(cx, ref, index, name="", masked=False):
@@ -549,7 +557,8 @@ def _gather_load(cx, iref, mask=None, other=0):
   (its indices clamp into the view, so no read leaves it) and the mask selects after it: the same
   result, with the same memory traffic as `ml.where(m, table[ids, :], other)`."""
   from .shape import broadcast_shape
-  v = gather(cx, iref.ref, iref.index, cx.name, masked=mask is not None and mask is not True)
+  v = gather(cx, iref.ref, iref.index, cx.name, masked=mask is not None and mask is not True,
+             keep=mask if is_tensor(mask) and resolve(mask.type.dtype) == DType.bool_ else None)
   if mask is None:
     return v
   table = iref.ref.name or "the ref"

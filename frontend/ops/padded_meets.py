@@ -137,6 +137,13 @@ def _grown(cx, x, rank, target):
     return x
   if x.id not in pads and any(u % 8 for u in shape if u != 1):
     y = _index_grown(cx, x, tuple(grow.get(k, u) for k, u in enumerate(shape)))
+    if y is None and len(grow) == 1 and sum(u != 1 for u in shape) == 1:
+      k = next(iter(grow))    # (a statistic of 12 rows beside a tile of 32 columns: gathered longer, probe 72a)
+      with allowed(cx):
+        flat = x if len(shape) == 1 else reshape_(cx, x, (shape[k],))
+        if (wide := _gathered_longer(cx, flat, grow[k])) is not None:
+          new = tuple(grow[k] if j == k else 1 for j in range(len(shape)))
+          y = reshape_(cx, wide, new) if len(new) > 1 else wide
     if y is not None:         # (an index grid, `ks[None, :] == j` of a (1, 2) top-k slot mask: made at the padded
       pads[y.id] = mine       # width, its padding whatever the grid is there; probe 52e)
     return x if y is None else y          # (another unpadded operand registers cannot hold: it fails as it did)
@@ -146,8 +153,11 @@ def _grown(cx, x, rank, target):
       k = axes[0]
       flat = x if len(shape) == 1 else reshape_(cx, x, (shape[k],))
       if (grow[k] - shape[k]) % 8:
-        return x
-      wide = concatenate.rule(cx, [flat, full_(cx, (grow[k] - shape[k],), 0, x.type.dtype)], 0)
+        wide = _gathered_longer(cx, flat, grow[k])
+        if wide is None:
+          return x
+      else:
+        wide = concatenate.rule(cx, [flat, full_(cx, (grow[k] - shape[k],), 0, x.type.dtype)], 0)
       new = tuple(grow[k] if j == k else 1 for j in range(len(shape)))
       y = reshape_(cx, wide, new) if len(new) > 1 else wide
     else:
@@ -159,6 +169,24 @@ def _grown(cx, x, rank, target):
         y = concatenate.rule(cx, [y, full_(cx, rest, 0, x.type.dtype)], k)
   pads[y.id] = mine
   return y
+
+
+def _gathered_longer(cx, flat, n):
+  """A padded vector lengthened to `n` where no part of zeros registers hold makes up the difference (a (12,) row
+  statistic of a (9, 9) tile padded to (12, 32) beside the tile's 32 columns: 20 more): its elements gathered at
+  min(i, len - 1), through SMEM, the new lanes padding as the old ones are (probe 72a: the tile was cut to (12, 12)
+  instead, which no layout holds, and the padded trace of an HMM's backward pass ended). None where the gather does
+  not take it."""
+  from .. import errors as E
+  from .elementwise import BinOp, binary
+  from .elementwise_fns import arange
+  from .register_gather import register_gather
+  last = flat.type.shape[0] - 1
+  try:
+    pos = binary(cx, BinOp.MIN, arange.rule(cx, n), last)
+    return register_gather(cx, flat, (pos,))
+  except (E.KernelError, PadAbort):      # (a gather it does not take: the operands stay as they are)
+    return None
 
 
 def _index_grown(cx, v, shape, depth=0):
@@ -337,23 +365,48 @@ def refill_for(b, leaf_name, init, leaf):
   pads = getattr(b, "pad_tiles", None)
   if pads is None or not all(isinstance(getattr(v, "type", None), TensorType) for v in (init, leaf)):
     return
-  if init.id in getattr(b, "refilled", ()) or not isinstance(b.defining(init), Full) or init.type.dtype != leaf.type.dtype:
+  if init.id in getattr(b, "refilled", ()) or init.type.dtype != leaf.type.dtype:
     return
+  if not isinstance(b.defining(init), Full) and not ((init.id in pads or leaf.id in pads)
+                                                     and len(init.type.shape) == len(leaf.type.shape)):
+    return        # (a value the step makes padded otherwise, a (9,) HMM alpha read padded to 16 whose step makes it
+                  # 32, or a (24,) one the step pads to 32: regrown, probe 72a)
   own = tuple(pads.get(leaf.id, leaf.type.shape))
   if tuple(pads.get(init.id, init.type.shape)) == own and tuple(leaf.type.shape) != tuple(init.type.shape):
     raise Refill(leaf_name, tuple(leaf.type.shape), own)
 
 
 def refill(cx, init, shape, own):
-  """The fill `init` made again at `shape`, recorded padded with its own shape `own` where they differ."""
-  from .elementwise import full_
+  """The fill `init` made again at `shape`, recorded padded with its own shape `own` where they differ; a padded
+  value other than a fill is grown with zeros (or cut, through SMEM) along each axis to `shape`: its padding holds
+  nothing its uses read (probe 72a: the state vector of an HMM's 9 states, read padded to 16, which its step makes
+  a statistic of the (9, 9) transition tile padded to (12, 32), 32 long)."""
+  from .elementwise import Full, full_
   b = cx.b
   with allowed(cx):
-    out = full_(cx, shape, b.defining(init).value, init.type.dtype)
+    if isinstance(b.defining(init), Full):
+      out = full_(cx, shape, b.defining(init).value, init.type.dtype)
+    else:
+      out = _repadded(cx, init, shape)
   if tuple(own) != tuple(shape):
     b.pad_tiles[out.id] = tuple(own)
   b.__dict__.setdefault("refilled", set()).add(out.id)
   return out
+
+
+def _repadded(cx, x, shape):
+  """`x` (a padded value) grown with zeros or cut along each axis to `shape`."""
+  from .elementwise import full_
+  from .shape import concatenate, index_through_smem
+  y = x
+  for k, n in enumerate(shape):
+    have = y.type.shape[k]
+    if have < n:
+      rest = tuple(n - have if j == k else m for j, m in enumerate(y.type.shape))
+      y = concatenate.rule(cx, [y, full_(cx, rest, 0, x.type.dtype)], k)
+    elif have > n:
+      y = index_through_smem(cx, y, tuple(slice(0, n) if j == k else slice(None) for j in range(len(shape))))
+  return y
 
 
 def rows_of_vector(cx, x, shape):

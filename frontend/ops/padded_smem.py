@@ -41,3 +41,31 @@ def covering_read(cx, ref, name=""):
   elif (whole := rows_padded(cx, cover)) is cover:    # (rows no tile holds: copied into a padded scratch, as an
     return None                                        # odd SMEM tile's are, ops/padded_dots.py)
   return expand(cx, whole, (slice(None),) * (len(t.shape) - 1) + (slice(last.start, last.start + last.size),))
+
+
+def element_read(cx, ref, name=""):
+  """`ref[...]` of a 1-D SMEM window of a few elements no register vector holds, in a padded trace (a row of an HMM's
+  alphas kept in an SMEM (T, 9) buffer, `al[t, :]`, read back in the backward pass): its elements copied one at a
+  time into a zeroed scratch of the padded length and read back whole, recorded padded with its own length (probe
+  72a: no covering read takes a full-width row, and the padded trace ended). None for other windows."""
+  from .access import scalar_load
+  from .elementwise import full_
+  from .memory import view
+  from .padded_tiles import _holds, _up, allowed
+  from .scratches import scratch
+  from .transfers import load, store
+  t = getattr(ref, "type", None)
+  if not isinstance(t, RefType) or t.space != Space.SMEM or t.remote or t.transposed or len(t.shape) != 1 \
+      or not isinstance(dt := resolve(t.dtype), DType) or dt == DType.bool_ or _holds(tuple(t.shape)) \
+      or not 0 < t.shape[0] <= 64:
+    return None
+  n = t.shape[0]
+  up = _up((n,), dt)
+  with allowed(cx):
+    buf = scratch(cx, up, t.dtype, f"{ref.name or 'row'} padded to {up}")
+    store(cx, buf, full_(cx, up, 0, t.dtype))
+    for j in range(n):
+      store(cx, view(cx, buf, (j,), buf.name), scalar_load(cx, view(cx, ref, (j,), ref.name)))
+    out = load(cx, buf, name)
+  cx.b.pad_tiles[out.id] = (n,)
+  return out

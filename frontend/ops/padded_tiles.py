@@ -650,6 +650,8 @@ def padded_store(cx, ref, value) -> bool:
       raise e
     if want == shape and ref.type.space == Space.SMEM and stored_in_pieces(cx, ref, value, up):
       return True         # (an odd tile into an SMEM buffer of its own shape: odd_fills.py, probe 59a)
+    if want == shape and ref.type.space == Space.SMEM and k == 1:
+      return _scattered_row(cx, ref, value, shape, up)
     raise PadAbort("store")
   root, index = _window_of(cx, ref, k)
   if root is None and k == 1:            # (a short column strided in memory, o.at[:, 1] of 60 rows: probe 51g)
@@ -663,6 +665,19 @@ def padded_store(cx, ref, value) -> bool:
   padded = view(cx, root, grown_index(index, up), ref.name or "")
   with allowed(cx):
     masked_store(cx, padded, value, mask(cx, shape, up))
+  return True
+
+
+def _scattered_row(cx, ref, value, shape, up) -> bool:
+  """A padded vector stored into an SMEM window of its own length, too short for the pieces registers hold (a
+  Viterbi step's 5 back-pointers, `bp[t, :] = ml.argmax(x, axis=0)` of 5 tags, held padded to 8): the masked
+  scatter of its first `shape[0]` lanes at their positions in the window (probe 72a; the padded trace ended)."""
+  from .atomic import AtomicKind
+  from .elementwise_fns import arange
+  from .gather import IndexedRef, scatter
+  with allowed(cx):
+    pos = arange.rule(cx, up[0])
+    scatter(cx, AtomicKind.SET, IndexedRef(ref, (pos,)), value, mask(cx, shape, up), what="the store")
   return True
 
 

@@ -27,11 +27,14 @@ def _effects(o):
 @ir.op(Traits(effects=_effects, layout=LayoutRule.ELEMENTWISE, moves_elements=True))
 class ScratchGather(ir.Op):
   """Element `i` of the result is element `pos[i]` of the flat `scratch` (`pos` an int32 tensor of the result's
-  shape, every position inside the scratch)."""
+  shape, every position inside the scratch). `used`: a masked load's mask (a bool tensor of the result's shape),
+  the elements it uses, which interpret mode checks were written (its other lanes read clamped positions it
+  drops: a wavefront's cells not computed yet, probe 72a); None: every element is used."""
   scratch: ir.Value
   pos: ir.Value
   loc: object
   results: tuple
+  used: object = None
 
 
 def _int_tensor(i) -> bool:

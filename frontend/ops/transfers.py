@@ -53,9 +53,9 @@ def load(cx, ref, name="", merge=False, keep=None):
       from .padded_dots import rows_padded      # (an SMEM tile no register tensor holds: read padded, row by row)
       if (padded := rows_padded(cx, ref)) is not ref:
         return padded
-      from .padded_smem import covering_read      # (an odd SMEM window: the whole rows it lies in, sliced)
-      if (padded := covering_read(cx, ref, name)) is not None:
-        return padded
+      from .padded_smem import covering_read, element_read   # (an odd SMEM window: the whole rows it lies in,
+      if (padded := covering_read(cx, ref, name) or element_read(cx, ref, name)) is not None:   # sliced, or its
+        return padded                                                    # few elements one at a time: probe 72a)
     from .strided_columns import read
     if (column := read(cx, ref)) is not None:     # (a short column strided in memory: read padded, probe 51g)
       return column
