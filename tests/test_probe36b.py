@@ -202,7 +202,8 @@ def test_jnp_numerics_functions_ml_lacks_say_what_to_write_with_the_calls_operan
   expect(spans, [x], mg.UnknownNameError, "ml.ptp", "ml has no attribute 'ptp'",
          hint="no ml.ptp: write ml.max(v, axis=1) - ml.min(v, axis=1)")
   expect(inverse_tanh, [x], mg.UnknownNameError, "ml.arctanh", "ml has no attribute 'arctanh'",
-         hint="no ml.arctanh (nor ml.atanh): 0.5 * ml.log((1 + a) / (1 - a))")
+         hint="no ml.arctanh (nor ml.atanh): jnp.atanh(a) (jnp's form, accurate near 0 too; also"
+              " ml.libdevice.atanh(a))")        # (session 60: it wrote 0.5 * ml.log((1 + a) / (1 - a)))
   e = expect(medians, [x], mg.UnknownNameError, "ml.median", "ml has no attribute 'median'")
   assert e.hint.startswith("no ml.median: sort the rows, s = ml.sort(v)") and "(s[:, n // 2 - 1] + s[:, n // 2]) / 2" in e.hint
   expect(to_radians, [x], mg.UnknownNameError, "ml.deg2rad", "ml has no attribute 'deg2rad'",
