@@ -550,19 +550,6 @@ def broadcast_to(cx, x, shape):
   return padded_meets.broadcast_to(cx, x, shape, broadcast_to_shape)      # (in a padded trace: padded, probe 52e)
 
 
-@builtin(name="broadcast")
-def tl_broadcast(cx, input, other):
-  """Triton's `tl.broadcast(a, b)`: both operands broadcast to their common shape, as NumPy broadcasts them (`a +
-  b` does it for arithmetic): the pair `(ml.broadcast_to(a, s), ml.broadcast_to(b, s))`. Session 60 (MG002 before,
-  whose hint wrote the pair)."""
-  for v in (input, other):
-    check_register_value(cx, v, "ml.broadcast")
-  shapes = [tuple(padded_tiles.true_shape(cx.b, v)) if is_tensor(v) else () for v in (input, other)]
-  shape = broadcast_shape(cx, shapes, "ml.broadcast", [cx.named(input, "a"), cx.named(other, "b")])
-  return tuple(v if is_tensor(v) and tuple(v.type.shape) == shape else broadcast_to.rule(cx, v, shape)
-               for v in (input, other))
-
-
 @builtin
 def cat(cx, input, other, can_reorder=False):
   """Triton's `tl.cat(a, b, can_reorder=False)`: `b`'s elements after `a`'s, along the first axis (Triton's 1-D

@@ -339,3 +339,18 @@ def split(cx, x, indices_or_sections=None, axis=0):
     index = tuple(slice(lo, hi) if d == axis else slice(None) for d in range(len(shape)))
     out.append(expand(cx, x, index))
   return out
+
+
+@builtin(name="broadcast")
+def tl_broadcast(cx, input, other):
+  """Triton's `tl.broadcast(a, b)`: both operands broadcast to their common shape, as NumPy broadcasts them (`a +
+  b` does it for arithmetic): the pair `(ml.broadcast_to(a, s), ml.broadcast_to(b, s))`. Session 60 (MG002 before,
+  whose hint wrote the pair)."""
+  from .padded_tiles import true_shape
+  from .shape import broadcast_shape, broadcast_to
+  for v in (input, other):
+    check_register_value(cx, v, "ml.broadcast")
+  shapes = [tuple(true_shape(cx.b, v)) if is_tensor(v) else () for v in (input, other)]
+  shape = broadcast_shape(cx, shapes, "ml.broadcast", [cx.named(input, "a"), cx.named(other, "b")])
+  return tuple(v if is_tensor(v) and tuple(v.type.shape) == shape else broadcast_to.rule(cx, v, shape)
+               for v in (input, other))
