@@ -11,11 +11,13 @@ traced through that function's form), or as a form of ml functions here (`FORMS`
 - the conversions `float2int_{rn,rz,rd,ru}` (and `float2uint_*`, `float2ll_*`, `llrint`, `llround`) round as
   their suffix says (to nearest even, toward zero, down, up; llround halves away from zero), then convert;
   `int2float_rn`, `uint2float_rn`, `ll2float_rn` convert, rounding to nearest;
-- the bit casts `float_as_int`, `float_as_uint`, `int_as_float`, `uint_as_float` are ml.bitcast.
+- the bit casts `float_as_int`, `float_as_uint`, `int_as_float`, `uint_as_float` are ml.bitcast;
+- `sinpi`, `cospi` and `rhypot` are probe 72b's forms (libdevice_floats.py), part of this registry.
 
 Directed roundings of arithmetic (`div_rz`, `sqrt_ru`, `add_rd`, ...) keep their MG002 hints (no directed rounding
-here); so do names with no kernel form (`erfcx`, Bessel's j0 / y0, `sinpi`), whose hints say so. Of Python numbers
-each computes while tracing (`STATIC`), as CUDA would in float32."""
+here); so do names with no kernel form (`erfcx`, Bessel's j0 / y0), whose hints say so. Of Python numbers each
+computes while tracing (`STATIC`), as CUDA would in float32, with IEEE's infinities and NaN where Python's math
+raises."""
 from __future__ import annotations
 
 import math
