@@ -15,7 +15,7 @@ from .ops import BUILTINS
 from .ops.access import load_ as load, store_ as store
 from .ops.atomic import atomic_add, atomic_and, atomic_max, atomic_min, atomic_or, atomic_xor
 from .ops.atomic_rmw import atomic_cas, atomic_xchg
-from .ops.control import (cluster_sync, debug_barrier, grouped_ids, max_constancy, max_contiguous, multiple_of, num_programs,
+from .ops.control import (cluster_sync, debug_barrier, device_assert, grouped_ids, max_constancy, max_contiguous, multiple_of, num_programs,
                            program_id, range, static_assert, static_range)
 from .ops.elementwise_fns import (abs_ as abs, arange, bitcast, cast, cdiv, ceil, clip, cos, erf, exp, exp2,
                               floor, full, isnan, log, log2, maximum, minimum, round_ as round, rsqrt,
@@ -195,7 +195,7 @@ __all__ = [
     "atan", "atan2", "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or",
     "atomic_xchg", "atomic_xor", "bincount", "bitcast", "broadcast", "broadcast_to", "cast", "cbrt", "cdiv", "ceil", "clamp",
     "cat", "clip", "cluster_ref", "cluster_sync", "concatenate", "copy", "cos", "cummax", "cummin", "cumprod", "cumsum",
-    "debug_barrier", "div_rn", "dot", "ds", "erf", "erfc", "exp", "exp2", "expand_dims", "expm1", "fdiv", "flip",
+    "debug_barrier", "device_assert", "div_rn", "dot", "ds", "erf", "erfc", "exp", "exp2", "expand_dims", "expm1", "fdiv", "flip",
     "floor", "fma", "fmod", "full", "gather", "grouped_ids", "histogram", "interleave", "isfinite", "isinf", "isnan", "join",
     "load", "log", "log1p", "log2", "log_softmax", "logsumexp", "make_block_ptr", "make_tensor_descriptor", "max",
     "max_constancy", "max_contiguous", "maximum", "mean", "min", "minimum", "mulhi", "multiple_of", "num_programs",

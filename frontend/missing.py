@@ -116,8 +116,6 @@ NOT_YET = {   # what Triton and jnp users reach for that mgpu_dsl does not have,
                          " strides=[x.shape[1], 1], block_shape=[BM, BK])",
     "load_tensor_descriptor": "no ml.load_tensor_descriptor: desc.load([r, c]) (desc = ml.make_tensor_descriptor(...))",
     "store_tensor_descriptor": "no ml.store_tensor_descriptor: desc.store([r, c], value)",
-    **{n: "no ml.{}: write Python's assert on static values; for run-time checks, interpret mode reports"
-          " out-of-bounds windows and races itself".format(n) for n in ("device_assert",)},
     "rint": "no ml.rint: ml.round(x) rounds to the nearest integer, ties to even, as jnp.rint",
     "scatter": "no ml.scatter: store at the indices, out[ids] = values (rows: out[ids, :] = rows; with a mask:"
                " out.at[ids].store(values, mask=m)), as jnp's .at[ids].set(mode=\"drop\") (indices outside are"

@@ -9,7 +9,8 @@ from jaxlib.mlir.dialects import arith, gpu
 
 from ..frontend import ir as kir
 from ..frontend.dtypes import DType
-from ..frontend.ops.debug import Breakpoint, Print, printf_spec
+from ..frontend import errors as E
+from ..frontend.ops.debug import Breakpoint, DeviceAssert, Print, printf_spec
 from ..frontend.types import ScalarType
 from .interpret_memory import Ref
 from .registry import interpret, lower
@@ -63,6 +64,11 @@ def _breakpoint(ctx, o):
   """Breakpoints stop in interpret mode only."""
 
 
+@lower(DeviceAssert)
+def _device_assert(ctx, o):
+  """ml.device_assert is checked in interpret mode only (Triton's without TRITON_DEBUG: no code)."""
+
+
 def show(cta, x):
   if isinstance(x, kir.Value):
     v = cta.get(x)
@@ -93,3 +99,17 @@ def _i_breakpoint(cta, o):
   from . import interpret as machine          # tests replace machine.open_debugger
   values = {n: show(cta, v) for n, v in zip(o.names, o.values)}
   machine.open_debugger(values, f"{o.loc} (program {cta.label})")
+
+
+@interpret(DeviceAssert)
+def _i_device_assert(cta, o):
+  held = np.asarray(cta.get(o.cond), bool)
+  if held.all():
+    return
+  bad = np.argwhere(~held) if held.ndim else np.zeros((1, 0), int)
+  at = f" at element {tuple(int(i) for i in bad[0])}" if held.ndim else ""
+  raise E.InterpretError(
+      f"device_assert {o.text} failed{at} ({int((~held).sum())} of {held.size} false) in program {cta.label}"
+      + (f": {o.msg}" if o.msg else ""), o.loc,
+      hint="the kernel's own run-time check (the GPU runs none): call it with inputs that satisfy it, or fix what"
+           " computes the condition")

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from .. import errors as E
 from .. import ir
-from ..dtypes import INDEX
+from ..dtypes import INDEX, DType
 from ..ir import Access, LayoutRule, Traits
 from ..types import ScalarType, TensorType, resolve
 from . import elementwise as ew
@@ -327,6 +327,41 @@ def static_assert(cx, cond, msg=""):
     raise E.StaticAssertionError(f"static_assert{said} failed" + (f": {msg}" if msg else ""), cx.loc,
                                  hint="the kernel's own check, on the shapes, dtypes and constexprs of this call:"
                                       " call it with arguments that satisfy it")
+  return None
+
+
+@builtin
+def device_assert(cx, cond, msg="", mask=None):
+  """Triton's `tl.device_assert(cond, msg="", mask=None)`: `cond` holds at every element (where `mask` is True),
+  checked by interpret mode in every program (MG950 at this line where it does not, naming the first element); the
+  GPU runs no check, as Triton compiles none without TRITON_DEBUG. A static condition is checked while tracing
+  (MG011, as ml.static_assert). Session 60 (MG002 before)."""
+  from .base import check_register_value, is_value
+  from .debug import DeviceAssert
+  if not isinstance(msg, str):
+    raise E.KernelTypeError(f"ml.device_assert's message must be a static str, got {type(msg).__name__}", cx.loc,
+                            hint="ml.device_assert(x >= 0, \"x is negative\")")
+  import ast
+  try:              # (the condition as written: the call's first argument)
+    said = ast.unparse(ast.parse(cx.text, mode="eval").body.args[0])
+  except Exception:
+    said = ""
+  if not is_value(cond):
+    if not cond and (mask is None or (not is_value(mask) and mask)):
+      raise E.StaticAssertionError(f"device_assert {said} failed while tracing" + (f": {msg}" if msg else ""),
+                                   cx.loc, hint="its condition is static here (shapes, constexprs): call the kernel"
+                                                " with arguments that satisfy it")
+    if not is_value(mask):
+      return None
+  check_register_value(cx, cond, "ml.device_assert")
+  d = resolve(cond.type.dtype) if is_value(cond) else None
+  if d is not None and d != DType.bool_:
+    cond = ew.compare(cx, ew.CmpOp.NE, cond, 0)            # (a number's truth, as Python's assert takes it)
+  if mask is not None:
+    check_register_value(cx, mask, "ml.device_assert")
+    cond = ew.binary(cx, ew.BinOp.OR, cond, ew.unary(cx, ew.UnOp.NOT, mask), "ml.device_assert")
+  if is_value(cond):
+    cx.b.emit(DeviceAssert, cond, msg, said, loc=cx.loc)
   return None
 
 

@@ -26,6 +26,17 @@ class Print(ir.Op):
 
 
 @ir.op(Traits())
+class DeviceAssert(ir.Op):
+  """Triton's `tl.device_assert(cond, msg)`: `cond` (a boolean tensor or scalar) holds at every element, checked
+  in interpret mode; no code on the GPU (Triton's own without TRITON_DEBUG). `text`: the condition as written."""
+  cond: object
+  msg: str
+  text: str
+  loc: object
+  results: tuple = ()
+
+
+@ir.op(Traits())
 class Breakpoint(ir.Op):
   """The kernel's names and values at a `breakpoint()`."""
   names: tuple
