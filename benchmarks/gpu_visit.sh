@@ -333,7 +333,7 @@ step() {
                  grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | cut -c1-300 | head -20 ;;
     # session 60: the merged probes 72a-b's GPU twins (dynamic programming and recurrences; signal processing), the
     # session's libdevice functions, ml.gather / ml.broadcast, and probe 71a's connected components at 16 rounds
-    s60_twins)   python3 -u benchmarks/gpu_shards.py --shards 10 --timeout 220 tests/test_probe72a.py tests/test_probe72b.py tests/test_libdevice_math.py tests/test_triton_names.py tests/test_probe71a.py
+    s60_twins)   python3 -u benchmarks/gpu_shards.py --shards 10 --timeout 220 tests/test_probe72a.py tests/test_probe72b.py tests/test_libdevice_math.py tests/test_triton_names.py tests/test_probe71a.py tests/test_device_assert.py
                  grep -h -E "^(FAILED|ERROR) |^E  " "$OUT"/shard_*.log | cut -c1-300 | head -20 ;;
     # session 58's merged probes 70a-b (analytics kernels; exact float arithmetic: + - * never contracted, sqrt.rn) and
     # the attention files the new head_dim 64 backward and the explicit ml.fma change: their GPU tests
