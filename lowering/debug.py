@@ -108,8 +108,9 @@ def _i_device_assert(cta, o):
     return
   bad = np.argwhere(~held) if held.ndim else np.zeros((1, 0), int)
   at = f" at element {tuple(int(i) for i in bad[0])}" if held.ndim else ""
+  size = int(np.prod(o.own)) if o.own is not None else held.size     # (a padded value: its own elements)
   raise E.InterpretError(
-      f"device_assert {o.text} failed{at} ({int((~held).sum())} of {held.size} false) in program {cta.label}"
+      f"device_assert {o.text} failed{at} ({int((~held).sum())} of {size} false) in program {cta.label}"
       + (f": {o.msg}" if o.msg else ""), o.loc,
       hint="the kernel's own run-time check (the GPU runs none): call it with inputs that satisfy it, or fix what"
            " computes the condition")

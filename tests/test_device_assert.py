@@ -88,3 +88,21 @@ def test_gpu_runs_no_check():
   got = np.asarray(summed(x))
   assert np.isinf(got[7, 8]) and np.allclose(np.delete(got, 7, 0), np.delete(x.reshape(128, 4, 64).sum(1), 7, 0),
                                              atol=1e-4)
+
+
+@mg.mgpu_kernel(out_shape=lambda x: x)
+def odd_vector(x, o):
+  v = x[...]                            # (17,): read padded to 24 (ops/padded_tiles.py)
+  ml.device_assert(v > 0.5, "above a half")
+  o[...] = v * 2.0
+
+
+def test_a_padded_value_is_checked_on_its_own_elements():
+  """A (17,) read is computed padded: the check covers its 17 elements, not the padding's zeros (and the assert
+  does not end the padded trace, which would make the kernel MG204)."""
+  x = np.linspace(1, 2, 17).astype(np.float32)
+  np.testing.assert_array_equal(np.asarray(odd_vector(x, interpret=True)), 2 * x)
+  x[16] = 0.25
+  with pytest.raises(mg.InterpretError) as info:
+    odd_vector(x, interpret=True)
+  assert "failed at element (16,) (1 of 17 false)" in info.value.message, info.value.message

@@ -361,7 +361,16 @@ def device_assert(cx, cond, msg="", mask=None):
     check_register_value(cx, mask, "ml.device_assert")
     cond = ew.binary(cx, ew.BinOp.OR, cond, ew.unary(cx, ew.UnOp.NOT, mask), "ml.device_assert")
   if is_value(cond):
-    cx.b.emit(DeviceAssert, cond, msg, said, loc=cx.loc)
+    from .padded_tiles import allowed, mask as own_mask, padded_table
+    if (pads := padded_table(cx, cond)) is not None:         # (a padded trace's value: its padding lanes hold
+      own = tuple(pads[cond.id])                              # nothing to check, a (17,) read at 24)
+      with allowed(cx):
+        inside = own_mask(cx, own, tuple(cond.type.shape))
+        if inside is not None:
+          cond = ew.binary(cx, ew.BinOp.OR, cond, ew.unary(cx, ew.UnOp.NOT, inside), "ml.device_assert")
+        cx.b.emit(DeviceAssert, cond, msg, said, own, loc=cx.loc)
+    else:
+      cx.b.emit(DeviceAssert, cond, msg, said, None, loc=cx.loc)
   return None
 
 

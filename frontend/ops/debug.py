@@ -28,10 +28,12 @@ class Print(ir.Op):
 @ir.op(Traits())
 class DeviceAssert(ir.Op):
   """Triton's `tl.device_assert(cond, msg)`: `cond` (a boolean tensor or scalar) holds at every element, checked
-  in interpret mode; no code on the GPU (Triton's own without TRITON_DEBUG). `text`: the condition as written."""
+  in interpret mode; no code on the GPU (Triton's own without TRITON_DEBUG). `text`: the condition as written;
+  `own`: a padded trace's condition's own shape (its padding lanes made True), else None."""
   cond: object
   msg: str
   text: str
+  own: object
   loc: object
   results: tuple = ()
 
