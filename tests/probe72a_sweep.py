@@ -5,17 +5,11 @@ import sys
 import traceback
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-import mgpu_dsl as mg  # noqa: E402
 from probe72a_common import run_case  # noqa: E402
 from probe72a_run import MODULES  # noqa: E402
 
 
-def with_block(kernel, block):
-  """The kernel rebuilt with `block` threads (None for a wrapper of several launches)."""
-  if not isinstance(kernel, mg.KernelFunction):
-    return None
-  return mg.mgpu_kernel(kernel.fn, out_shape=kernel.out_shape, grid=kernel.grid, block=block,
-                        input_output_aliases=kernel.input_output_aliases)
+from probe_runner import with_block  # noqa: E402
 
 
 if __name__ == "__main__":

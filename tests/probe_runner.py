@@ -70,6 +70,32 @@ def classify(case, x64):
     return ("crash" if stage == "interpret" else "build"), traceback.format_exc()[-4000:]
 
 
+def with_block(kernel, block):
+  """The kernel rebuilt with `block` threads (None for a host driver or a wrapper of several launches)."""
+  if not isinstance(kernel, mg.KernelFunction):
+    return None
+  return mg.mgpu_kernel(kernel.fn, out_shape=kernel.out_shape, grid=kernel.grid, block=block,
+                        input_output_aliases=kernel.input_output_aliases)
+
+
+def sweep(modules, argv=None):
+  """python tests/<probe>_sweep.py [256 512]: each one-kernel case rebuilt at each block size, classified; the
+  cases that are not ok, then the tally a block size."""
+  cases, x64 = load(modules)
+  sel = sys.argv[1:] if argv is None else argv
+  for block in [int(b) for b in sel] or [256, 512]:
+    tally = {}
+    for name, (kernel, make, ref, tol) in cases.items():
+      k = with_block(kernel, block)
+      if k is None:
+        continue
+      kind, info = classify((k, make, ref, tol), name in x64)
+      tally[kind] = tally.get(kind, 0) + 1
+      if kind != "ok":
+        print(f"=== block={block} {name}: {kind}\n{info}", flush=True)
+    print("TALLY", block, tally, flush=True)
+
+
 def main(prefix, modules, argv=None):
   """python tests/<probe>_run.py [module or case names]: each case's class, then the tally."""
   sel = sys.argv[1:] if argv is None else argv
