@@ -23,9 +23,15 @@ from __future__ import annotations
 import math
 
 from .jnp_forms import _dtype, _kind
+from .libdevice_floats import FORMS as _TRIG
 
-# libdevice's name -> the library function of the same meaning, whose kernel form it is traced through
-ALIASES = {"sinh": ("jnp", "sinh"), "cosh": ("jnp", "cosh"), "acosh": ("jnp", "arccosh"),
+# libdevice's name -> the library function of the same meaning, whose kernel form it is traced through (probe 70b's
+# C names nextafterf, copysignf, signbit, hypotf, ldexpf, scalbnf; add_rn, sub_rn, mul_rn, libdevice's __nv_fadd_rn,
+# ...: + - * rounded to nearest, never fused, as the kernel's arithmetic is never contracted, design note 231)
+ALIASES = {"nextafter": ("jnp", "nextafter"), "copysign": ("jnp", "copysign"), "signbit": ("jnp", "signbit"),
+           "hypot": ("jnp", "hypot"), "ldexp": ("jnp", "ldexp"), "scalbn": ("jnp", "ldexp"), "add_rn": ("jnp", "add"),
+           "sub_rn": ("jnp", "subtract"), "mul_rn": ("jnp", "multiply"),
+           "sinh": ("jnp", "sinh"), "cosh": ("jnp", "cosh"), "acosh": ("jnp", "arccosh"),
            "asinh": ("jnp", "arcsinh"), "atanh": ("jnp", "arctanh"), "log10": ("jnp", "log10"),
            "fast_log10f": ("jnp", "log10"), "fmax": ("jnp", "fmax"), "fmin": ("jnp", "fmin"),
            "erfinv": ("jax.scipy.special", "erfinv"), "normcdf": ("jax.scipy.special", "ndtr"),
@@ -104,8 +110,7 @@ FORMS = {
     ("libdevice", "int_as_float"): (("x",), _bitcast("int", "ml.float32")),
     ("libdevice", "uint_as_float"): (("x",), _bitcast("int", "ml.float32")),
 }
-from .libdevice_floats import FORMS as _TRIG       # noqa: E402 (sinpi, cospi, rhypot: probe 72b's forms)
-FORMS.update(_TRIG)
+FORMS.update(_TRIG)         # sinpi, cospi, rhypot: probe 72b's forms
 NAMES = frozenset(n for _, n in FORMS)
 PARAMS = {n: reads for (_, n), (reads, _) in FORMS.items()}
 
@@ -212,10 +217,20 @@ STATIC = {
 }
 
 
+def _numpy(name, args):
+  """An alias of a jnp function with no entry of STATIC: NumPy's namesake in float32 (ldexp's exponent an int)."""
+  import numpy as np
+  fn = getattr(np, ALIASES[name][1])
+  with np.errstate(all="ignore"):
+    return fn(*(a if isinstance(a, int) and i and fn is np.ldexp else np.float32(a) for i, a in enumerate(args))).item()
+
+
 def static(name, *args):
   """libdevice's `name` of Python numbers, computed while tracing (float32 operands, as Triton makes of a
   number), with IEEE's NaN and infinities where Python's math raises."""
   if name not in STATIC:
+    if name in ALIASES:
+      return _numpy(name, args)
     from . import libdevice_floats
     return libdevice_floats.static(name, *args)
   fn = STATIC[name]

@@ -5,9 +5,9 @@ Liger's and flash-linear-attention's kernels write `tl.math.tanh(x)`, `tl.math.e
 of a pointer; each was MG002 with a hint naming the one thing it means. `ml.math`, `ml.libdevice` and
 `ml.extra.cuda.libdevice` are now namespaces whose functions are the ml functions of the same meaning (`tanh` is
 `ml.tanh`; Triton's other names of one, `fabs`, `fast_logf`, `sqrt_rn`, `finitef`, are mapped). A libdevice
-function whose meaning differs from ml's namesake is left out, so it keeps its hint: `fmax` / `fmin` (a number over
-NaN), and any name ml lacks; `round` (libdevice rounds halves away from zero, ml.round to even) is its own function,
-`triton_ops.ROUND_AWAY` (probe 57c; it was MG002 with a hint).
+function whose meaning differs from ml's namesake is not mapped to it: `fmax` / `fmin` (a number over NaN) are jnp's,
+with the other libdevice names of library functions (libdevice_math.ALIASES); `round` (libdevice rounds halves away
+from zero, ml.round to even) is its own function, `triton_ops.ROUND_AWAY` (probe 57c; it was MG002 with a hint).
 """
 from __future__ import annotations
 
@@ -20,29 +20,7 @@ SAME = {"fabs": "abs", "max": "maximum", "min": "minimum", "clamp": "clip", "fin
         "umulhi": "umulhi", "mulhi": "mulhi"}
 SAME.update({"fma_rn": "fma", "fmaf": "fma", "fmaf_rn": "fma"})      # x * y + z rounded once (probe 70b)
 SAME["fast_powf"] = "pow"                        # (libdevice's powf: session 60, MG002 whose hint named ml.pow)
-DIFFERENT = frozenset({"fmax", "fmin"})        # libdevice's meaning is not ml's namesake's (jnp.fmax's: libdevice_math)
-# Triton's libdevice names of jnp functions of the same meaning, traced as jnp's calls (jnp_calls.STAND_INS; probe
-# 70b, they were MG002 "check the spelling"): C's nextafterf, copysignf, signbit, hypotf, ldexpf and scalbnf; and
-# add_rn, sub_rn, mul_rn (libdevice's __nv_fadd_rn, ...: rounded to nearest, never fused), which are +, - and *:
-# the kernel's arithmetic is never contracted (design note 231).
-JNP = {"nextafter": "nextafter", "copysign": "copysign", "signbit": "signbit", "hypot": "hypot", "ldexp": "ldexp",
-       "scalbn": "ldexp", "add_rn": "add", "sub_rn": "subtract", "mul_rn": "multiply"}
-_PARAMS = {"nextafter": ("x", "y"), "copysign": ("x1", "x2"), "signbit": ("x",), "hypot": ("x1", "x2"),
-           "ldexp": ("x1", "x2")}         # jnp's positional-only parameters (add, subtract, multiply: *args)
 _STAND_INS: dict = {}
-
-
-def _stand_in(name):
-  """A function standing for jnp.<name> (the frontend imports no jax): traced as jnp's call of register values; of
-  static numbers it computes NumPy's namesake in float32 (the weak float32 Triton makes of a number)."""
-  if name not in _STAND_INS:
-    import numpy as np
-
-    def fn(*args):
-      return getattr(np, name)(*(a if isinstance(a, int) and name == "ldexp" and i else np.float32(a)
-                                 for i, a in enumerate(args))).item()
-    _register(fn, name, ("jnp", name), "jax.numpy", _PARAMS.get(name))
-  return _STAND_INS[name]
 
 
 def _bits_stand_in(name):
@@ -61,21 +39,20 @@ def _bits_stand_in(name):
 
 
 def _math_stand_in(name):
-  """A function standing for libdevice's float function or conversion `name` (libdevice_math.py): traced as the
-  library function of the same meaning (its ALIASES) or as its own form; of Python numbers CUDA's float32 result."""
+  """A function standing for libdevice's `name` (libdevice_math.py): traced as the library function of the same
+  meaning (its ALIASES: jnp.sinh, jax.scipy.special.erfinv, jnp.add for add_rn, ...) or as its own form; of Python
+  numbers CUDA's float32 result."""
   key = f"libdevice.{name}"
   if key not in _STAND_INS:
     from . import libdevice_math as lm
+    from .jnp_calls import SHAPED
     lib = lm.ALIASES.get(name, ("libdevice", name))
-    if name in lm.ALIASES:
-      from .jnp_calls import SHAPED
-      params = SHAPED[lib][0]
-    else:
-      params = lm.PARAMS[name]
+    params = SHAPED[lib][0] if lib in SHAPED else lm.PARAMS.get(name)     # (None: a ufunc's *args, jnp.add's)
 
     def fn(*args):
       return lm.static(name, *args)
-    _register(fn, key, lib, "mgpu_dsl.libdevice", params)
+    # (jnp's: a static array's call, as jnp's own functions; libdevice_math's forms: a library function's hints)
+    _register(fn, key, lib, "jax.numpy" if lib[0] == "jnp" else "mgpu_dsl.libdevice", params)
   return _STAND_INS[key]
 
 
@@ -122,10 +99,6 @@ def function(attr):
   from . import libdevice_math
   if attr in libdevice_math.ALIASES or attr in libdevice_math.NAMES:    # sinh, erfinv, float2int_rn, ... (session 60)
     return _math_stand_in(attr)
-  if attr in DIFFERENT:
-    return None
-  if attr in JNP:
-    return _stand_in(JNP[attr])
   from .libdevice_bits import NAMES
   if attr in NAMES:                    # popc, clz, ffs, brev, byte_perm, hadd, ...: composed (probe 71b)
     return _bits_stand_in(attr)
