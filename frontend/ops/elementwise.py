@@ -295,6 +295,10 @@ def weak_as_jnp(cx, operands, out, weak=None):
 
 def _binary(cx, kind: BinOp, a, b, what=None, via=()):
   what = what or (kind.value if kind not in (BinOp.MAX, BinOp.MIN) else f"ml.{kind.name.lower()}imum")
+  if not is_value(a) and not is_value(b):
+    from .number_math import arithmetic_of_numbers
+    if (v := arithmetic_of_numbers(kind.value, a, b)) is not None:
+      return v                # (a builtin's composition of numbers: ml.sigmoid(0.5)'s steps, computed now)
   folded = _fold_one_element(cx, (a, b), lambda sa, sb: binary(cx, kind, sa, sb, what))
   if folded is not None:
     return folded

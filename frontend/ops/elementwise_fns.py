@@ -461,10 +461,6 @@ def sigmoid(cx, x):
   0 where sigmoid is 1.5e-5 down to 6e-8, a float16 subnormal)."""
   check_dtype_support(cx, x.type.dtype if is_value(x) else PY_FLOAT, "ml.sigmoid", floats_only=True,
                       x=x)
-  if not is_value(x):
-    from .number_math import composed_of_number
-    if (v := composed_of_number("ml.sigmoid", x)) is not None:     # tl.sigmoid(0.5): float32, now (session 60)
-      return v
   d = resolve(x.type.dtype) if is_value(x) else None
   narrow = d in (DType.f16, DType.bf16)
   y = astype(cx, x, DType.f32) if narrow else x
@@ -480,10 +476,6 @@ def softplus(cx, x):
   and bfloat16 compute in float32 and round once, as XLA on the GPU computes jax.nn.softplus (probe 51j: it was
   MG002, whose hint wrote this form)."""
   check_dtype_support(cx, x.type.dtype if is_value(x) else PY_FLOAT, "ml.softplus", floats_only=True, x=x)
-  if not is_value(x):
-    from .number_math import composed_of_number
-    if (v := composed_of_number("ml.softplus", x)) is not None:     # tl.sigmoid(0.5): float32, now (session 60)
-      return v
   d = resolve(x.type.dtype) if is_value(x) else None
   narrow = d in (DType.f16, DType.bf16)
   y = astype(cx, x, DType.f32) if narrow else x

@@ -47,14 +47,18 @@ def binary_of_numbers(what: str, a, b):
     return _f32(fn(np.float32(a), np.float32(b)))
 
 
-def composed_of_number(what: str, x):
-  """ml.sigmoid / ml.softplus of the Python number `x`, computed now in float32 in the steps their tensors take
-  (1 / (1 + exp(-x)); max(x, 0) + log1p(exp(-|x|))); None for anything but an int or a float (session 60: it was
-  an internal error, "binary op on two Python values")."""
-  if not _number(x):
+_ARITH = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide, "max": np.maximum, "min": np.minimum}
+
+
+def arithmetic_of_numbers(op: str, a, b):
+  """`a op b` of two Python numbers (bools as ints) a builtin's composition meets (ml.sigmoid(0.5)'s 1 / (1 + e),
+  ml.softplus(-2)'s max(x, 0), ml.fdiv(1.0, 3.0)), computed now: float32 where either is a float or the op is true
+  division, as Triton's scalars and jnp's weak float32; an int of ints. None for other ops (session 60: they were an
+  internal error, "binary op on two Python values")."""
+  fn = _ARITH.get(op)
+  if fn is None or not all(isinstance(v, (int, float)) for v in (a, b)):
     return None
-  f = np.float32(x)
+  if isinstance(a, int) and isinstance(b, int) and op != "/":
+    return int(fn(int(a), int(b)))
   with np.errstate(all="ignore"):
-    if what == "ml.sigmoid":
-      return _f32(np.float32(1) / (np.float32(1) + np.exp(-f)))
-    return _f32(np.maximum(f, np.float32(0)) + np.log1p(np.exp(-np.abs(f))))
+    return _f32(fn(np.float32(a), np.float32(b)))

@@ -56,10 +56,6 @@ def fdiv(cx, x, y, ieee_rounding=False):
     return div_rn.rule(cx, x, y)
   for v in (x, y):
     check_register_value(cx, v, "ml.fdiv")
-  if not is_value(x) and not is_value(y) and all(isinstance(v, (int, float)) for v in (x, y)):
-    import numpy as np                 # tl.fdiv(1.0, 3.0): float32's quotient, now (session 60: an internal error)
-    with np.errstate(all="ignore"):
-      return float(np.float32(x) / np.float32(y))
   return ew.binary(cx, ew.BinOp.DIV, x, y, "ml.fdiv")
 
 
