@@ -319,15 +319,20 @@ def static_assert(cx, cond, msg=""):
         hint="it runs while tracing, so it checks static values (shapes, dtypes, constexprs: x.shape[0] % 128 == 0);"
              " run-time indices are checked by interpret mode (interpret=True), and ml.where masks values")
   if not cond:
-    import ast
-    try:              # (the condition as written: the call's first argument)
-      said = " " + ast.unparse(ast.parse(cx.text, mode="eval").body.args[0])
-    except Exception:
-      said = ""
-    raise E.StaticAssertionError(f"static_assert{said} failed" + (f": {msg}" if msg else ""), cx.loc,
+    said = _condition_text(cx)
+    raise E.StaticAssertionError(f"static_assert{' ' * bool(said)}{said} failed" + (f": {msg}" if msg else ""), cx.loc,
                                  hint="the kernel's own check, on the shapes, dtypes and constexprs of this call:"
                                       " call it with arguments that satisfy it")
   return None
+
+
+def _condition_text(cx) -> str:
+  """The call's first argument as written (an assert's condition), or ""."""
+  import ast
+  try:
+    return ast.unparse(ast.parse(cx.text, mode="eval").body.args[0])
+  except Exception:
+    return ""
 
 
 @builtin
@@ -341,11 +346,7 @@ def device_assert(cx, cond, msg="", mask=None):
   if not isinstance(msg, str):
     raise E.KernelTypeError(f"ml.device_assert's message must be a static str, got {type(msg).__name__}", cx.loc,
                             hint="ml.device_assert(x >= 0, \"x is negative\")")
-  import ast
-  try:              # (the condition as written: the call's first argument)
-    said = ast.unparse(ast.parse(cx.text, mode="eval").body.args[0])
-  except Exception:
-    said = ""
+  said = _condition_text(cx)
   if not is_value(cond):
     if not cond and (mask is None or (not is_value(mask) and mask)):
       raise E.StaticAssertionError(f"device_assert {said} failed while tracing" + (f": {msg}" if msg else ""),
@@ -360,17 +361,15 @@ def device_assert(cx, cond, msg="", mask=None):
   if mask is not None:
     check_register_value(cx, mask, "ml.device_assert")
     cond = ew.binary(cx, ew.BinOp.OR, cond, ew.unary(cx, ew.UnOp.NOT, mask), "ml.device_assert")
-  if is_value(cond):
-    from .padded_tiles import allowed, mask as own_mask, padded_table
-    if (pads := padded_table(cx, cond)) is not None:         # (a padded trace's value: its padding lanes hold
-      own = tuple(pads[cond.id])                              # nothing to check, a (17,) read at 24)
-      with allowed(cx):
-        inside = own_mask(cx, own, tuple(cond.type.shape))
-        if inside is not None:
-          cond = ew.binary(cx, ew.BinOp.OR, cond, ew.unary(cx, ew.UnOp.NOT, inside), "ml.device_assert")
-        cx.b.emit(DeviceAssert, cond, msg, said, own, loc=cx.loc)
-    else:
-      cx.b.emit(DeviceAssert, cond, msg, said, None, loc=cx.loc)
+  from .padded_tiles import allowed, mask as own_mask, padded_table
+  own = None
+  if (pads := padded_table(cx, cond)) is not None:         # (a padded trace's value: its padding lanes hold nothing
+    own = tuple(pads[cond.id])                              # to check, a (17,) read at 24)
+    with allowed(cx):
+      if (inside := own_mask(cx, own, tuple(cond.type.shape))) is not None:
+        cond = ew.binary(cx, ew.BinOp.OR, cond, ew.unary(cx, ew.UnOp.NOT, inside), "ml.device_assert")
+  with allowed(cx):
+    cx.b.emit(DeviceAssert, cond, msg, said, own, loc=cx.loc)
   return None
 
 
